@@ -1,0 +1,45 @@
+"""Test set-up: the Khronos validation layer (synchronization validation
+included) is on for the whole suite and any message it emits fails the test
+that caused it; no usable Vulkan device fails the run loudly."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("VKROPE_VALIDATION", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+import vkrope  # noqa: E402
+from vkrope.vk.instance import clear_validation_messages, validation_messages  # noqa: E402
+
+settings.register_profile(
+    "vkrope", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("vkrope")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    try:
+        dev = vkrope.default_device()
+    except vkrope.VulkanUnavailableError as exc:
+        pytest.exit(f"no usable Vulkan device, the suite cannot run: {exc}", returncode=3)
+    if os.environ.get("VKROPE_VALIDATION") == "1" and not dev.info["validation"]:
+        pytest.exit("VKROPE_VALIDATION=1 but the device came up without the validation layer", returncode=3)
+
+
+@pytest.fixture(autouse=True)
+def no_validation_messages():
+    """Fail the test if the validation layer said anything during it."""
+    clear_validation_messages()
+    yield
+    msgs = validation_messages()
+    clear_validation_messages()
+    assert not msgs, "Vulkan validation messages:\n" + "\n".join(msgs)
+
+
+@pytest.fixture(scope="session")
+def device() -> vkrope.Device:
+    """The default device (shared across the session)."""
+    return vkrope.default_device()

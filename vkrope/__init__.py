@@ -1,0 +1,43 @@
+"""vkrope: the interleaved rotary position embedding of SAM2 / EdgeTAM memory
+attention, on any Vulkan device, from numpy.
+
+    import vkrope
+    y = vkrope.apply(x, freqs)
+
+See README.md for the full contract, the errors and the measured speed.
+"""
+
+from .api import apply, close_default_device, default_device
+from .device import Device, devices
+from .errors import (
+    DeviceClosedError,
+    DeviceLostError,
+    DeviceTimeoutError,
+    OutOfDeviceMemoryError,
+    UnsupportedFeatureError,
+    VkropeError,
+    VulkanError,
+    VulkanUnavailableError,
+)
+from .reference import apply_reference, axial_freqs
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "apply",
+    "apply_reference",
+    "axial_freqs",
+    "Device",
+    "devices",
+    "default_device",
+    "close_default_device",
+    "VkropeError",
+    "VulkanUnavailableError",
+    "VulkanError",
+    "OutOfDeviceMemoryError",
+    "DeviceLostError",
+    "DeviceTimeoutError",
+    "DeviceClosedError",
+    "UnsupportedFeatureError",
+    "__version__",
+]

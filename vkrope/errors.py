@@ -1,0 +1,58 @@
+"""The exception tree of vkrope.
+
+Every error the runtime raises on its own account derives from `VkropeError`.
+Bad arguments are plain `TypeError` / `ValueError` (raised before any GPU
+work); the classes here describe the device and the runtime.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+
+class VkropeError(Exception):
+    """Base class of every vkrope runtime error."""
+
+
+class VulkanUnavailableError(VkropeError, RuntimeError):
+    """No Vulkan loader, no Vulkan device, or no device that vkrope can use.
+
+    The message says what was found and what to install or set next.
+    """
+
+
+class VulkanError(VkropeError, RuntimeError):
+    """A Vulkan call failed; `call` names it and `result` holds the VkResult name."""
+
+    def __init__(self, message: str, call: str = "", result: str = "") -> None:
+        super().__init__(message)
+        self.call = call
+        self.result = result
+
+
+class OutOfDeviceMemoryError(VulkanError, MemoryError):
+    """The device (or the host memory the driver uses) ran out of memory.
+
+    The runtime stays usable: smaller work can follow.
+    """
+
+
+class DeviceLostError(VulkanError):
+    """The device was lost (driver reset, hang, removal).
+
+    The `Device` that raised it is closed; the module-level `vkrope.apply`
+    creates a fresh default device on its next call.
+    """
+
+
+class DeviceTimeoutError(VulkanError, builtins.TimeoutError):
+    """Work on the device did not finish within the bounded wait."""
+
+
+class DeviceClosedError(VkropeError, RuntimeError):
+    """A `Device` (or an array on it) was used after `close()`."""
+
+
+class UnsupportedFeatureError(VkropeError, RuntimeError):
+    """The chosen device lacks a feature the request needs (for example
+    16-bit storage for float16 buffers); the message names it."""

@@ -1,0 +1,90 @@
+"""The float64 numpy oracle of the operator and SAM2's axial frequencies.
+
+Independent of the GPU path: it shares only the argument checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .arguments import check_request
+
+
+def apply_reference(
+    x: np.ndarray,
+    freqs: np.ndarray,
+    *,
+    out: np.ndarray | None = None,
+    inverse: bool = False,
+    repeat: int = 1,
+    exclude_last: int = 0,
+    positions: np.ndarray | None = None,
+    storage: str = "auto",
+) -> np.ndarray:
+    """The operator in float64 numpy, with `vkrope.apply`'s signature.
+
+    Returns the exact float64 result (cast it with `.astype(x.dtype)` to get
+    what a correctly rounded device would store). With `out=`, the result is
+    rounded into `out` (x's dtype) and `out` is returned. `storage` is
+    accepted for signature compatibility and ignored.
+    """
+    req = check_request(
+        x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+        positions=positions, storage=storage,
+    )
+    shape = req.shape
+    half = req.channels // 2
+    xs = np.asarray(req.x, dtype=np.float64).reshape(-1, req.n_tokens, half, 2)
+    result = xs.copy()
+    rows = req.token_rows
+    rotated = rows >= 0
+    if rotated.any() and half:
+        f = np.asarray(req.freqs_pairs, dtype=np.float64)[rows[rotated]]  # [n_rotated, C/2, 2]
+        c, s = f[..., 0], f[..., 1]
+        if req.inverse:
+            s = -s
+        re, im = xs[:, rotated][..., 0], xs[:, rotated][..., 1]  # [B, n_rotated, C/2]
+        with np.errstate(all="ignore"):  # NaN / Inf inputs follow IEEE rules silently
+            result[:, rotated] = np.stack([re * c - im * s, re * s + im * c], axis=-1)
+    result = result.reshape(shape)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def axial_freqs(
+    dim: int, end_x: int, end_y: int, theta: float = 10000.0, dtype: Any = np.float32
+) -> np.ndarray:
+    """SAM2's 2-D axial rotary frequencies (`compute_axial_cis`), real-interleaved.
+
+    For `dim % 4 == 0`: `f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)`;
+    token `t` has `x = t % end_x`, `y = t // end_x`; its first `dim/4` complex
+    entries are `exp(i x f)`, the next `dim/4` are `exp(i y f)`. Returns
+    `[end_x * end_y, dim]` of `dtype` (float32 or float16), computed in
+    float64 and rounded once.
+    """
+    for name, value in (("dim", dim), ("end_x", end_x), ("end_y", end_y)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+        if value < (1 if name == "dim" else 0):
+            raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {value}")
+    if dim % 4:
+        raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")
+    if not isinstance(theta, (int, float, np.floating, np.integer)) or isinstance(theta, bool):
+        raise TypeError(f"theta must be a number; got {type(theta).__name__} {theta!r}")
+    if not np.isfinite(theta) or theta <= 0:
+        raise ValueError(f"theta must be a positive finite number; got {theta}")
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32, float16 or float64; got {dtype}")
+    q = dim // 4
+    freqs = 1.0 / float(theta) ** (np.arange(0, dim, 4, dtype=np.float64)[:q] / dim)
+    t = np.arange(end_x * end_y, dtype=np.float64)
+    tx = t % end_x if end_x else t
+    ty = np.floor_divide(t, end_x) if end_x else t
+    angles = np.concatenate([np.outer(tx, freqs), np.outer(ty, freqs)], axis=1)  # [T, dim/2]
+    cis = np.stack([np.cos(angles), np.sin(angles)], axis=-1)  # [T, dim/2, 2]
+    return cis.reshape(end_x * end_y, dim).astype(dtype)

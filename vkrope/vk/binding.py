@@ -1,0 +1,157 @@
+"""The one module that talks to the `vulkan` package (cffi bindings).
+
+It loads the package lazily (so `import vkrope` works without a Vulkan
+loader), turns failed calls into vkrope's exceptions naming the call and the
+VkResult, counts live handles per type for the leak tests, and hides the
+binding's quirks:
+
+- `vulkan.VK_WHOLE_SIZE` is -1 and overflows unsigned fields: callers pass
+  real sizes (see `map_memory`).
+- `vkCreateComputePipelines` returns an array: `create_compute_pipeline`
+  takes element 0.
+- `vkWaitForFences` raises `VkTimeout`: `wait_fence` turns it into
+  `DeviceTimeoutError`.
+- Structs copied into arrays lose the keepalives of their pointer fields
+  (realitix/vulkan issue #94): callers bind nested structs and arrays to
+  named locals until the call returns; `array` builds cffi arrays here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from types import ModuleType
+from typing import Any, Callable
+
+from ..errors import (
+    DeviceLostError,
+    DeviceTimeoutError,
+    OutOfDeviceMemoryError,
+    VulkanError,
+    VulkanUnavailableError,
+)
+
+INSTALL_HINT = (
+    "install a Vulkan loader and a driver, e.g. on Debian/Ubuntu: "
+    "sudo apt-get install libvulkan1 mesa-vulkan-drivers"
+)
+
+_vk: ModuleType | None = None
+_load_error: str | None = None
+_lock = threading.Lock()
+
+# Live Vulkan handles per object type, for the leak tests (`live_handles`).
+_live: Counter[str] = Counter()
+_live_lock = threading.Lock()
+
+
+def load() -> ModuleType:
+    """Return the `vulkan` module, or raise `VulkanUnavailableError` saying why."""
+    global _vk, _load_error
+    with _lock:
+        if _vk is not None:
+            return _vk
+        if _load_error is None:
+            try:
+                import vulkan  # noqa: PLC0415  (lazy on purpose)
+            except ImportError as exc:
+                _load_error = f"the 'vulkan' Python package is not installed ({exc}); pip install vulkan"
+            except OSError as exc:
+                _load_error = f"no Vulkan loader (libvulkan.so.1) could be loaded ({exc}); {INSTALL_HINT}"
+            else:
+                _vk = vulkan
+                return vulkan
+        raise VulkanUnavailableError(_load_error)
+
+
+def vk() -> ModuleType:
+    """The loaded `vulkan` module (call `load()` first)."""
+    if _vk is None:
+        return load()
+    return _vk
+
+
+def result_name(exc: BaseException) -> str:
+    """The VkResult name behind one of the binding's exceptions."""
+    name = type(exc).__name__  # e.g. VkErrorOutOfDeviceMemory
+    out = "VK"
+    for ch in name[2:]:
+        out += ("_" + ch) if ch.isupper() else ch.upper()
+    return out
+
+
+def translate(call: str, exc: BaseException) -> Exception:
+    """Map an exception of the binding to vkrope's tree, naming the call."""
+    mod = vk()
+    result = result_name(exc)
+    message = f"{call} failed with {result}"
+    if isinstance(exc, (mod.VkErrorOutOfDeviceMemory, mod.VkErrorOutOfHostMemory)):
+        return OutOfDeviceMemoryError(message, call, result)
+    if isinstance(exc, mod.VkErrorDeviceLost):
+        return DeviceLostError(message, call, result)
+    if isinstance(exc, mod.VkTimeout):
+        return DeviceTimeoutError(message, call, result)
+    return VulkanError(message, call, result)
+
+
+# Fault injection for the reliability tests: name of a vk* call -> exception
+# factory raised instead of calling it (once).
+_faults: dict[str, Callable[[], BaseException]] = {}
+
+
+def inject_fault(call: str, make_exc: Callable[[], BaseException]) -> None:
+    """Make the next `call(call_name, ...)` raise `make_exc()` (tests only)."""
+    _faults[call] = make_exc
+
+
+def call(name: str, *args: Any) -> Any:
+    """Call `vulkan.<name>(*args)`, translating failures to vkrope errors."""
+    mod = vk()
+    fault = _faults.pop(name, None)
+    try:
+        if fault is not None:
+            raise fault()
+        return getattr(mod, name)(*args)
+    except (mod.VkError, mod.VkException) as exc:
+        raise translate(name, exc) from exc
+
+
+def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Like `call` for an extension function obtained through a proc address."""
+    mod = vk()
+    try:
+        return fn(*args)
+    except (mod.VkError, mod.VkException) as exc:
+        raise translate(name, exc) from exc
+
+
+def track(kind: str, delta: int) -> None:
+    """Count a created (+1) or destroyed (-1) handle of type `kind`."""
+    with _live_lock:
+        _live[kind] += delta
+
+
+def live_handles() -> dict[str, int]:
+    """Live Vulkan handles per type created by vkrope (non-zero entries)."""
+    with _live_lock:
+        return {k: v for k, v in _live.items() if v}
+
+
+def array(ctype: str, items: list[Any]) -> Any:
+    """A cffi array `ctype[]` holding `items` (keep the result alive)."""
+    return vk().ffi.new(f"{ctype}[]", items)
+
+
+def map_memory(device: Any, memory: Any, size: int) -> Any:
+    """Map `size` bytes (never VK_WHOLE_SIZE: the binding sizes the buffer by it)."""
+    return call("vkMapMemory", device, memory, 0, size, 0)
+
+
+def create_compute_pipeline(device: Any, info: Any) -> Any:
+    """Create one compute pipeline; the binding returns an array of them."""
+    return call("vkCreateComputePipelines", device, vk().VK_NULL_HANDLE, 1, [info], None)[0]
+
+
+def wait_fence(device: Any, fence: Any, timeout_ns: int) -> None:
+    """Wait for one fence at most `timeout_ns`; raise `DeviceTimeoutError` after."""
+    call("vkWaitForFences", device, 1, [fence], vk().VK_TRUE, timeout_ns)

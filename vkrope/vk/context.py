@@ -1,0 +1,159 @@
+"""One logical device and everything created on it.
+
+`Context` owns the instance, the logical device and its compute queue, and
+every child object (buffers, images, pipelines, command pools, fences, query
+pools). Children register with their context; `Context.close()` waits for
+the device to go idle and destroys them in reverse creation order, then the
+device, then the instance. Each child's `destroy()` is idempotent (swap the
+handle to None, then destroy), so an owner may also free one early.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from ..errors import DeviceClosedError, UnsupportedFeatureError
+from . import binding as b
+from .instance import EXTERNAL_MEMORY_HOST, Instance, PhysicalDeviceInfo, select_device
+
+
+class Child(Protocol):
+    """Anything a context owns."""
+
+    def destroy(self) -> None:
+        """Release the Vulkan objects (idempotent)."""
+
+
+class Context:
+    """Owns a VkDevice, its compute queue and all children."""
+
+    def __init__(self, device: int | str | None = None, validation: bool | None = None) -> None:
+        self.instance = Instance(validation)
+        self.handle: Any = None
+        self._children: list[Child] = []
+        self._lock = threading.RLock()
+        try:
+            self.info, self.why = select_device(self.instance.physical_devices(), device)
+            self._create_device()
+        except BaseException:
+            self.instance.close()
+            raise
+
+    def _create_device(self) -> None:
+        vk = b.vk()
+        info = self.info
+        priorities = b.array("float", [1.0])
+        queue_info = vk.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=info.compute_queue_family, queueCount=1, pQueuePriorities=priorities
+        )
+        f16 = None
+        if info.storage_buffer_16bit:
+            f16 = vk.VkPhysicalDevice16BitStorageFeatures(storageBuffer16BitAccess=vk.VK_TRUE)
+        extensions = [EXTERNAL_MEMORY_HOST] if info.external_memory_host else []
+        self.external_memory_host = info.external_memory_host
+        create = vk.VkDeviceCreateInfo(
+            pNext=f16,
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue_info],
+            enabledExtensionCount=len(extensions),
+            ppEnabledExtensionNames=extensions,
+        )
+        self.handle = b.call("vkCreateDevice", info.handle, create, None)
+        b.track("VkDevice", +1)
+        self.queue = vk.vkGetDeviceQueue(self.handle, info.compute_queue_family, 0)
+        self.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(info.handle)
+        self.timestamps = info.timestamp_valid_bits > 0
+
+    # --- ownership ------------------------------------------------------
+    def check_open(self) -> None:
+        """Raise `DeviceClosedError` when the context was closed."""
+        if self.handle is None:
+            raise DeviceClosedError("the Vulkan device was closed; create a new vkrope.Device")
+
+    def adopt(self, child: Child) -> None:
+        """Register a child for destruction at close."""
+        with self._lock:
+            self._children.append(child)
+
+    def release(self, child: Child) -> None:
+        """Destroy one child now and forget it."""
+        with self._lock:
+            try:
+                self._children.remove(child)
+            except ValueError:
+                pass
+        child.destroy()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` ran."""
+        return self.handle is None
+
+    def wait_idle(self) -> None:
+        """Wait until the device has finished all submitted work."""
+        if self.handle is not None:
+            b.call("vkDeviceWaitIdle", self.handle)
+
+    def close(self) -> None:
+        """Destroy every child (reverse order), the device and the instance."""
+        with self._lock:
+            if self.handle is None:
+                self.instance.close()
+                return
+            try:
+                self.wait_idle()
+            except Exception:  # a lost device still has to be torn down
+                pass
+            while self._children:
+                self._children.pop().destroy()
+            handle, self.handle = self.handle, None
+            b.vk().vkDestroyDevice(handle, None)
+            b.track("VkDevice", -1)
+            self.instance.close()
+
+    # --- memory ---------------------------------------------------------
+    def memory_type(self, type_bits: int, required: int, preferred: int = 0) -> int:
+        """Index of a memory type allowed by `type_bits` having `required`
+        flags, preferring one that also has `preferred`."""
+        props = self.memory_properties
+        fallback = None
+        for i in range(props.memoryTypeCount):
+            if not (type_bits >> i) & 1:
+                continue
+            flags = props.memoryTypes[i].propertyFlags
+            if flags & required != required:
+                continue
+            if flags & preferred == preferred:
+                return i
+            if fallback is None:
+                fallback = i
+        if fallback is None:
+            raise UnsupportedFeatureError(
+                f"device {self.info.name!r} has no memory type with property flags {required:#x} "
+                f"among allowed types {type_bits:#b}"
+            )
+        return fallback
+
+    def require_16bit_storage(self) -> None:
+        """Raise `UnsupportedFeatureError` when float16 buffers cannot be used."""
+        if not self.info.storage_buffer_16bit:
+            raise UnsupportedFeatureError(
+                f"device {self.info.name!r} lacks storageBuffer16BitAccess, needed for float16 "
+                "buffers; use float32 data or another device (VKROPE_DEVICE)"
+            )
+
+
+def unified_memory(ctx: Context) -> bool:
+    """True when every device-local memory type is also host-visible and
+    coherent (CPU drivers, integrated GPUs): buffers are then used in place,
+    with no staging copy."""
+    vk = b.vk()
+    props = ctx.memory_properties
+    want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+    local = [
+        props.memoryTypes[i].propertyFlags
+        for i in range(props.memoryTypeCount)
+        if props.memoryTypes[i].propertyFlags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+    ]
+    return bool(local) and all(f & want == want for f in local)

@@ -1,0 +1,314 @@
+"""The Vulkan instance, the optional validation layer, and the list of
+physical devices with the facts vkrope chooses by."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..errors import VulkanUnavailableError
+from . import binding as b
+
+log = logging.getLogger("vkrope")
+
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
+API_1_1 = (1 << 22) | (1 << 12)  # VK_MAKE_API_VERSION(0, 1, 1, 0)
+
+DEVICE_TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
+# Lower is preferred: discrete, integrated, virtual, CPU, other.
+DEVICE_TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
+
+EXTERNAL_MEMORY_HOST = "VK_EXT_external_memory_host"
+
+
+def version_string(v: int) -> str:
+    """`major.minor.patch` of a packed Vulkan version."""
+    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+# --- validation messages -------------------------------------------------
+# The binding keeps one Python callback per process, so messages from every
+# instance land in one list; tests clear it before a test and check it after.
+_messages: list[str] = []
+_messages_lock = threading.Lock()
+
+
+def validation_messages() -> list[str]:
+    """Validation-layer messages (warnings and errors) seen so far."""
+    with _messages_lock:
+        return list(_messages)
+
+
+def clear_validation_messages() -> None:
+    """Forget the collected validation messages."""
+    with _messages_lock:
+        _messages.clear()
+
+
+def _on_message(severity: int, types: int, data: Any, user_data: Any) -> int:
+    ffi = b.vk().ffi
+    text = ffi.string(data.pMessage).decode("utf-8", "replace") if data.pMessage else "?"
+    with _messages_lock:
+        _messages.append(text)
+    log.warning("Vulkan validation: %s", text)
+    return 0
+
+
+def validation_requested() -> bool:
+    """True when VKROPE_VALIDATION asks for the Khronos validation layer."""
+    return os.environ.get("VKROPE_VALIDATION", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass
+class PhysicalDeviceInfo:
+    """What vkrope knows about one physical device, and whether it can use it."""
+
+    index: int
+    handle: Any = field(repr=False)
+    name: str
+    type: str
+    type_code: int
+    api_version: str
+    driver_version: int
+    compute_queue_family: int | None
+    max_storage_buffer_range: int
+    max_memory_allocation_size: int
+    max_image_dimension_3d: int
+    max_compute_work_group_count: tuple[int, int, int]
+    max_compute_work_group_size_x: int
+    min_storage_buffer_offset_alignment: int
+    timestamp_period_ns: float
+    timestamp_valid_bits: int
+    storage_buffer_16bit: bool
+    external_memory_host: bool
+    min_imported_host_pointer_alignment: int
+    problems: list[str]
+
+    def facts(self) -> dict[str, Any]:
+        """Every field but the raw handle, as plain Python values."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "handle"}
+
+    @property
+    def usable(self) -> bool:
+        """Whether vkrope can run on this device at all."""
+        return not self.problems
+
+
+class Instance:
+    """Owns a VkInstance (and its debug messenger when validation is on)."""
+
+    def __init__(self, validation: bool | None = None) -> None:
+        vk = b.load()
+        self.handle: Any = None
+        self._messenger: Any = None
+        self._destroy_messenger: Any = None
+        if validation is None:
+            validation = validation_requested()
+        self.validation = validation
+
+        layers: list[str] = []
+        extensions: list[str] = []
+        available_ext = {e.extensionName for e in b.call("vkEnumerateInstanceExtensionProperties", None)}
+        if validation:
+            available_layers = {l.layerName for l in b.call("vkEnumerateInstanceLayerProperties")}
+            if VALIDATION_LAYER not in available_layers:
+                raise VulkanUnavailableError(
+                    f"validation was requested (VKROPE_VALIDATION) but {VALIDATION_LAYER} is not installed; "
+                    "sudo apt-get install vulkan-validationlayers, or unset VKROPE_VALIDATION"
+                )
+            layers.append(VALIDATION_LAYER)
+            extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
+            extensions.append("VK_EXT_validation_features")
+        if "VK_KHR_get_physical_device_properties2" in available_ext:
+            pass  # core in 1.1; nothing to enable
+
+        app_info = vk.VkApplicationInfo(
+            pApplicationName="vkrope",
+            applicationVersion=1,
+            pEngineName="vkrope",
+            engineVersion=1,
+            apiVersion=API_1_1,
+        )
+        next_chain: Any = None
+        messenger_info: Any = None
+        features_arr: Any = None
+        if validation:
+            severity = (
+                vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+            )
+            types = (
+                vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT
+            )
+            messenger_info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+                messageSeverity=severity, messageType=types, pfnUserCallback=_on_message
+            )
+            # Synchronization validation: catches missing barriers between
+            # transfers and dispatches.
+            features_arr = b.array(
+                "VkValidationFeatureEnableEXT", [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT]
+            )
+            next_chain = vk.VkValidationFeaturesEXT(
+                enabledValidationFeatureCount=1, pEnabledValidationFeatures=features_arr
+            )
+        info = vk.VkInstanceCreateInfo(
+            pNext=next_chain,
+            pApplicationInfo=app_info,
+            enabledLayerCount=len(layers),
+            ppEnabledLayerNames=layers,
+            enabledExtensionCount=len(extensions),
+            ppEnabledExtensionNames=extensions,
+        )
+        try:
+            self.handle = b.call("vkCreateInstance", info, None)
+        except Exception as exc:
+            raise VulkanUnavailableError(
+                f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}"
+            ) from exc
+        b.track("VkInstance", +1)
+        if validation:
+            create = b.call("vkGetInstanceProcAddr", self.handle, "vkCreateDebugUtilsMessengerEXT")
+            self._destroy_messenger = b.call("vkGetInstanceProcAddr", self.handle, "vkDestroyDebugUtilsMessengerEXT")
+            self._messenger = b.call_fn("vkCreateDebugUtilsMessengerEXT", create, self.handle, messenger_info, None)
+            b.track("VkDebugUtilsMessengerEXT", +1)
+
+    def physical_devices(self) -> list[PhysicalDeviceInfo]:
+        """Every physical device, with the facts vkrope needs and its problems."""
+        vk = b.vk()
+        out = []
+        for index, pd in enumerate(b.call("vkEnumeratePhysicalDevices", self.handle)):
+            out.append(_describe(vk, index, pd))
+        return out
+
+    def close(self) -> None:
+        """Destroy the messenger and the instance (idempotent)."""
+        messenger, self._messenger = self._messenger, None
+        if messenger is not None:
+            self._destroy_messenger(self.handle, messenger, None)
+            b.track("VkDebugUtilsMessengerEXT", -1)
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            b.vk().vkDestroyInstance(handle, None)
+            b.track("VkInstance", -1)
+
+
+def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
+    ffi = vk.ffi
+    props = vk.vkGetPhysicalDeviceProperties(pd)
+    limits = props.limits
+    name = ffi.string(props.deviceName).decode("utf-8", "replace") if not isinstance(props.deviceName, str) else props.deviceName
+    problems: list[str] = []
+    if props.apiVersion < API_1_1:
+        problems.append(f"supports Vulkan {version_string(props.apiVersion)}, vkrope needs 1.1")
+
+    compute_family = None
+    for i, fam in enumerate(vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)):
+        if fam.queueFlags & vk.VK_QUEUE_COMPUTE_BIT and fam.queueCount > 0:
+            compute_family = i
+            if fam.queueFlags & vk.VK_QUEUE_GRAPHICS_BIT:
+                continue  # keep looking for a compute-only family, else use this one
+            break
+    timestamp_bits = 0
+    if compute_family is not None:
+        timestamp_bits = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)[compute_family].timestampValidBits
+    else:
+        problems.append("has no queue family with compute support")
+
+    storage16 = False
+    if not problems:
+        f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*")
+        f16.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
+        feats = ffi.new("VkPhysicalDeviceFeatures2*")
+        feats.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+        feats.pNext = f16
+        vk.lib.vkGetPhysicalDeviceFeatures2(pd, feats)
+        storage16 = bool(f16.storageBuffer16BitAccess)
+
+    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
+    ext_host = EXTERNAL_MEMORY_HOST in exts
+    host_align = 0
+    if ext_host and not problems:
+        hp = ffi.new("VkPhysicalDeviceExternalMemoryHostPropertiesEXT*")
+        hp.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT
+        p2 = ffi.new("VkPhysicalDeviceProperties2*")
+        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+        p2.pNext = hp
+        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
+        host_align = int(hp.minImportedHostPointerAlignment)
+
+    max_alloc = 0
+    if not problems:
+        m3 = ffi.new("VkPhysicalDeviceMaintenance3Properties*")
+        m3.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
+        p2 = ffi.new("VkPhysicalDeviceProperties2*")
+        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+        p2.pNext = m3
+        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
+        max_alloc = int(m3.maxMemoryAllocationSize)
+
+    return PhysicalDeviceInfo(
+        index=index,
+        handle=pd,
+        name=name,
+        type=DEVICE_TYPE_NAMES.get(props.deviceType, "other"),
+        type_code=int(props.deviceType),
+        api_version=version_string(props.apiVersion),
+        driver_version=int(props.driverVersion),
+        compute_queue_family=compute_family,
+        max_storage_buffer_range=int(limits.maxStorageBufferRange),
+        max_memory_allocation_size=max_alloc,
+        max_image_dimension_3d=int(limits.maxImageDimension3D),
+        max_compute_work_group_count=tuple(int(v) for v in limits.maxComputeWorkGroupCount),  # type: ignore[arg-type]
+        max_compute_work_group_size_x=int(limits.maxComputeWorkGroupSize[0]),
+        min_storage_buffer_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
+        timestamp_period_ns=float(limits.timestampPeriod),
+        timestamp_valid_bits=int(timestamp_bits),
+        storage_buffer_16bit=storage16,
+        external_memory_host=ext_host,
+        min_imported_host_pointer_alignment=host_align,
+        problems=problems,
+    )
+
+
+def select_device(devices: list[PhysicalDeviceInfo], wanted: int | str | None = None) -> tuple[PhysicalDeviceInfo, str]:
+    """Choose a device: `wanted` (index or name substring) or VKROPE_DEVICE,
+    else the most capable type. Returns the device and why it was chosen;
+    raises `VulkanUnavailableError` listing every device and why each was
+    passed over."""
+    source = "argument"
+    if wanted is None:
+        env = os.environ.get("VKROPE_DEVICE", "").strip()
+        if env:
+            wanted, source = env, "VKROPE_DEVICE"
+    if wanted is not None and isinstance(wanted, str) and wanted.strip().isdigit():
+        wanted = int(wanted)
+
+    reasons: dict[int, str] = {}
+    candidates = []
+    for d in devices:
+        if d.problems:
+            reasons[d.index] = "; ".join(d.problems)
+        elif isinstance(wanted, int) and d.index != wanted:
+            reasons[d.index] = f"{source} asks for index {wanted}"
+        elif isinstance(wanted, str) and wanted.lower() not in d.name.lower():
+            reasons[d.index] = f"name does not contain {wanted!r} ({source})"
+        else:
+            candidates.append(d)
+    if not candidates:
+        seen = "; ".join(f"[{d.index}] {d.name} ({d.type}): {reasons[d.index]}" for d in devices) or "none"
+        hint = (
+            "set VKROPE_DEVICE to one of the indices or names above"
+            if wanted is not None
+            else b.INSTALL_HINT
+        )
+        raise VulkanUnavailableError(f"no usable Vulkan device. Devices seen: {seen}. Next: {hint}")
+    best = min(candidates, key=lambda d: (DEVICE_TYPE_RANK.get(d.type_code, 9), d.index))
+    if wanted is not None:
+        why = f"{source} = {wanted!r}"
+    else:
+        why = f"most capable type ({best.type}) among {len(candidates)} usable device(s)"
+    return best, why

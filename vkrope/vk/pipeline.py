@@ -1,0 +1,190 @@
+"""Compute pipelines: shader module, descriptor set layout, pipeline layout,
+the pipeline itself (workgroup size as specialization constant 0), and a
+descriptor pool with the sets that bind resources to it."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Sequence
+
+from . import binding as b
+from .context import Context
+from .resources import Buffer, Image3D
+
+STORAGE_BUFFER = "storage_buffer"
+STORAGE_IMAGE = "storage_image"
+
+
+class ComputePipeline:
+    """A compute pipeline and the layouts it needs.
+
+    `bindings` lists each binding's descriptor kind (`STORAGE_BUFFER` or
+    `STORAGE_IMAGE`) in binding order; `push_constant_bytes` sizes the single
+    push-constant range; `local_size_x` becomes specialization constant 0.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        spirv: bytes,
+        bindings: Sequence[str],
+        push_constant_bytes: int,
+        local_size_x: int,
+        sets: int = 1,
+    ) -> None:
+        vk = b.vk()
+        ctx.check_open()
+        self.ctx = ctx
+        self.bindings = list(bindings)
+        self.push_constant_bytes = push_constant_bytes
+        self.local_size_x = local_size_x
+        self.module: Any = None
+        self.set_layout: Any = None
+        self.layout: Any = None
+        self.handle: Any = None
+        self.pool: Any = None
+        self.sets: list[Any] = []
+        try:
+            module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
+            self.module = b.call("vkCreateShaderModule", ctx.handle, module_info, None)
+            b.track("VkShaderModule", +1)
+
+            layout_bindings = [
+                vk.VkDescriptorSetLayoutBinding(
+                    binding=i,
+                    descriptorType=_descriptor_type(kind),
+                    descriptorCount=1,
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                )
+                for i, kind in enumerate(self.bindings)
+            ]
+            set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
+                bindingCount=len(layout_bindings), pBindings=layout_bindings
+            )
+            self.set_layout = b.call("vkCreateDescriptorSetLayout", ctx.handle, set_layout_info, None)
+            b.track("VkDescriptorSetLayout", +1)
+
+            push_range = vk.VkPushConstantRange(
+                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_constant_bytes
+            )
+            set_layouts = b.array("VkDescriptorSetLayout", [self.set_layout])
+            layout_info = vk.VkPipelineLayoutCreateInfo(
+                setLayoutCount=1, pSetLayouts=set_layouts, pushConstantRangeCount=1, pPushConstantRanges=[push_range]
+            )
+            self.layout = b.call("vkCreatePipelineLayout", ctx.handle, layout_info, None)
+            b.track("VkPipelineLayout", +1)
+
+            spec_entry = vk.VkSpecializationMapEntry(constantID=0, offset=0, size=4)
+            spec_data = vk.ffi.new("uint32_t[1]", [local_size_x])
+            spec_entries = [spec_entry]
+            spec = vk.VkSpecializationInfo(
+                mapEntryCount=1, pMapEntries=spec_entries, dataSize=4, pData=spec_data
+            )
+            stage = vk.VkPipelineShaderStageCreateInfo(
+                stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.module, pName="main", pSpecializationInfo=spec
+            )
+            pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
+            self.handle = b.create_compute_pipeline(ctx.handle, pipeline_info)
+            b.track("VkPipeline", +1)
+
+            self.ensure_sets(sets)
+        except BaseException:
+            self.destroy()
+            raise
+        ctx.adopt(self)
+
+    def ensure_sets(self, count: int) -> None:
+        """Make at least `count` descriptor sets available (re-creating the
+        pool, so no set may be in use by pending work)."""
+        if count <= len(self.sets):
+            return
+        vk = b.vk()
+        pool, self.pool = self.pool, None
+        self.sets = []
+        if pool is not None:
+            vk.vkDestroyDescriptorPool(self.ctx.handle, pool, None)
+            b.track("VkDescriptorPool", -1)
+        counts: dict[str, int] = {}
+        for kind in self.bindings:
+            counts[kind] = counts.get(kind, 0) + count
+        sizes = [vk.VkDescriptorPoolSize(type=_descriptor_type(k), descriptorCount=n) for k, n in counts.items()]
+        pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=count, poolSizeCount=len(sizes), pPoolSizes=sizes)
+        self.pool = b.call("vkCreateDescriptorPool", self.ctx.handle, pool_info, None)
+        b.track("VkDescriptorPool", +1)
+        layouts = b.array("VkDescriptorSetLayout", [self.set_layout] * count)
+        alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pool, descriptorSetCount=count, pSetLayouts=layouts)
+        allocated = b.call("vkAllocateDescriptorSets", self.ctx.handle, alloc)
+        self.sets = [allocated[i] for i in range(count)]
+
+    def write_set(self, index: int, resources: Sequence[tuple[Buffer, int, int] | Image3D]) -> None:
+        """Point descriptor set `index` at `resources`, one per binding:
+        `(buffer, offset, range)` for buffers, an `Image3D` for images. The
+        set must not be in use by pending work."""
+        vk = b.vk()
+        keep: list[Any] = []
+        writes = []
+        for binding, (kind, res) in enumerate(zip(self.bindings, resources)):
+            if kind == STORAGE_BUFFER:
+                buf, offset, size = res  # type: ignore[misc]
+                info = vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=offset, range=size)
+                keep.append(info)
+                writes.append(
+                    vk.VkWriteDescriptorSet(
+                        dstSet=self.sets[index],
+                        dstBinding=binding,
+                        descriptorCount=1,
+                        descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                        pBufferInfo=[info],
+                    )
+                )
+            else:
+                img: Image3D = res  # type: ignore[assignment]
+                info = vk.VkDescriptorImageInfo(imageView=img.view_handle, imageLayout=vk.VK_IMAGE_LAYOUT_GENERAL)
+                keep.append(info)
+                writes.append(
+                    vk.VkWriteDescriptorSet(
+                        dstSet=self.sets[index],
+                        dstBinding=binding,
+                        descriptorCount=1,
+                        descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+                        pImageInfo=[info],
+                    )
+                )
+        # `writes` are copied into a cffi array below; their pBufferInfo /
+        # pImageInfo arrays stay alive through the `writes` list itself.
+        vk.vkUpdateDescriptorSets(self.ctx.handle, len(writes), writes, 0, None)
+        del keep
+
+    def pack_push_constants(self, values: Sequence[int]) -> bytes:
+        """The push-constant block as bytes (uint32 each)."""
+        data = struct.pack(f"<{len(values)}I", *values)
+        if len(data) != self.push_constant_bytes:
+            raise AssertionError(f"push constants: {len(data)} bytes, pipeline expects {self.push_constant_bytes}")
+        return data
+
+    def destroy(self) -> None:
+        """Destroy pool (and its sets), pipeline, layouts, module (idempotent)."""
+        vk = b.vk()
+        device = self.ctx.handle
+        self.sets = []
+        for attr, fn, kind in (
+            ("pool", vk.vkDestroyDescriptorPool, "VkDescriptorPool"),
+            ("handle", vk.vkDestroyPipeline, "VkPipeline"),
+            ("layout", vk.vkDestroyPipelineLayout, "VkPipelineLayout"),
+            ("set_layout", vk.vkDestroyDescriptorSetLayout, "VkDescriptorSetLayout"),
+            ("module", vk.vkDestroyShaderModule, "VkShaderModule"),
+        ):
+            handle = getattr(self, attr)
+            setattr(self, attr, None)
+            if handle is not None:
+                fn(device, handle, None)
+                b.track(kind, -1)
+
+
+def _descriptor_type(kind: str) -> int:
+    vk = b.vk()
+    if kind == STORAGE_BUFFER:
+        return vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+    if kind == STORAGE_IMAGE:
+        return vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE
+    raise ValueError(f"unknown binding kind {kind!r}")
