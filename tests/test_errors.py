@@ -1,0 +1,113 @@
+"""Bad input raises TypeError / ValueError naming the argument before any GPU
+work, and the runtime serves a correct call right after; no Vulkan loader
+gives VulkanUnavailableError on first use, not on import."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import check_apply
+
+X = np.ones((2, 3, 8), np.float32)
+F = np.ones((3, 8), np.float32)
+
+BAD = [
+    # (description, args, kwargs, exception, words the message must contain)
+    ("x not an array", ([1.0, 2.0], F), {}, TypeError, ["x", "numpy array"]),
+    ("x None", (None, F), {}, TypeError, ["x"]),
+    ("x float64", (X.astype(np.float64), F), {}, TypeError, ["x", "float64", "float32"]),
+    ("x int", (X.astype(np.int32), F), {}, TypeError, ["x", "int32"]),
+    ("x complex", (X.astype(np.complex64), F), {}, TypeError, ["x", "complex64"]),
+    ("x bool", (X.astype(bool), F), {}, TypeError, ["x", "bool"]),
+    ("x object", (X.astype(object), F), {}, TypeError, ["x", "object"]),
+    ("x rank 1", (np.ones(8, np.float32), F), {}, ValueError, ["x", "(8,)", "at least 2 axes"]),
+    ("x odd C", (np.ones((2, 3, 7), np.float32), F), {}, ValueError, ["x", "even", "7"]),
+    ("freqs str", (X, "freqs"), {}, TypeError, ["freqs", "str"]),
+    ("freqs int", (X, F.astype(np.int64)), {}, TypeError, ["freqs", "int64"]),
+    ("freqs size", (X, np.ones((4, 8), np.float32)), {}, ValueError, ["freqs", "4 rows", "3"]),
+    ("freqs partial row", (X, np.ones(20, np.float32)), {}, ValueError, ["freqs", "20", "whole rows"]),
+    ("storage name", (X, F), {"storage": "texture2d"}, ValueError, ["storage", "texture2d", "buffer"]),
+    ("storage type", (X, F), {"storage": 3}, TypeError, ["storage", "3"]),
+    ("inverse type", (X, F), {"inverse": "yes"}, TypeError, ["inverse", "bool"]),
+    ("repeat zero", (X, F), {"repeat": 0}, ValueError, ["repeat", ">= 1", "0"]),
+    ("repeat float", (X, F), {"repeat": 1.5}, TypeError, ["repeat", "1.5"]),
+    ("repeat mismatch", (X, F), {"repeat": 2}, ValueError, ["freqs", "repeat", "rows"]),
+    ("exclude negative", (X, F), {"exclude_last": -1}, ValueError, ["exclude_last", "-1"]),
+    ("exclude past N", (X, F), {"exclude_last": 4}, ValueError, ["exclude_last", "N = 3", "4"]),
+    ("positions float", (X, F), {"positions": np.zeros(3)}, TypeError, ["positions", "float64", "integer"]),
+    ("positions list", (X, F), {"positions": [0, 1, 2]}, TypeError, ["positions", "list"]),
+    ("positions length", (X, F), {"positions": np.zeros(4, int)}, ValueError, ["positions", "(3,)", "(4,)"]),
+    ("positions range", (X, F), {"positions": np.array([0, 1, 3])}, ValueError, ["positions", "[-1, 3)", "3"]),
+    ("positions below -1", (X, F), {"positions": np.array([0, -2, 1])}, ValueError, ["positions", "-2"]),
+    ("positions with repeat", (X, F), {"positions": np.zeros(3, int), "repeat": 2}, ValueError, ["positions", "repeat"]),
+    ("out dtype", (X, F), {"out": np.empty((2, 3, 8), np.float16)}, TypeError, ["out", "float16", "float32"]),
+    ("out shape", (X, F), {"out": np.empty((2, 3, 4), np.float32)}, ValueError, ["out", "(2, 3, 4)", "(2, 3, 8)"]),
+    ("out read-only", (X, F), {"out": np.broadcast_to(np.float32(0), (2, 3, 8))}, ValueError, ["out", "read-only"]),
+    ("out list", (X, F), {"out": []}, TypeError, ["out", "list"]),
+]
+
+
+@pytest.mark.parametrize("desc,args,kwargs,exc,words", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize("entry", ["apply", "reference"])
+def test_bad_input(desc, args, kwargs, exc, words, entry):
+    fn = vkrope.apply if entry == "apply" else vkrope.apply_reference
+    with pytest.raises(exc) as info:
+        fn(*args, **kwargs)
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, f"{w!r} not in message {msg!r}"
+    if entry == "apply":
+        # The runtime stays usable.
+        rng = np.random.default_rng(0)
+        check_apply(vkrope.apply, rng.standard_normal((2, 3, 8)).astype(np.float32), F)
+
+
+def test_import_without_loader_then_clear_error_on_first_call(tmp_path):
+    """Simulate a machine with no libvulkan: the `vulkan` package raises
+    OSError at import when its dlopen fails; a stand-in package that does
+    exactly that comes first on sys.path. import vkrope works, apply raises
+    VulkanUnavailableError naming the Debian packages."""
+    fake = tmp_path / "vulkan"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "raise OSError('Cannot find Vulkan SDK version. Please ensure that it is installed')\n"
+    )
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.path.insert(0, ".")
+        import numpy as np
+        import vkrope
+        try:
+            vkrope.apply(np.ones((1, 2, 4), np.float32), np.ones((2, 4), np.float32))
+        except vkrope.VulkanUnavailableError as exc:
+            assert isinstance(exc, RuntimeError)
+            print("OK", exc)
+        """
+    )
+    env = dict(os.environ)
+    env.pop("VKROPE_VALIDATION", None)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("OK"), res.stdout + res.stderr
+    assert "libvulkan1 mesa-vulkan-drivers" in res.stdout
+
+
+def test_no_matching_device_lists_what_was_seen():
+    with pytest.raises(vkrope.VulkanUnavailableError) as info:
+        vkrope.Device("no-such-gpu-name")
+    msg = str(info.value)
+    assert "llvmpipe" in msg or "Devices seen" in msg
+    assert "no-such-gpu-name" in msg and "VKROPE_DEVICE" in msg
+
+
+def test_device_argument_type():
+    with pytest.raises(TypeError, match="device"):
+        vkrope.Device(1.5)

@@ -1,0 +1,41 @@
+"""The built package is self-contained: a non-editable install, used from
+another folder, finds its SPIR-V inside the package and runs the operator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_non_editable_install_runs_from_another_folder(tmp_path):
+    wheels, target, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = wheels.glob("vkrope-*.whl")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True, capture_output=True,
+    )
+    code = (
+        "import numpy as np, vkrope, vkrope.shaders as s\n"
+        "x = np.random.default_rng(0).standard_normal((2, 8, 16)).astype(np.float32)\n"
+        "f = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)\n"
+        "y = vkrope.apply(x, f)\n"
+        "err = np.abs(y - vkrope.apply_reference(x, f)).max()\n"
+        "print(vkrope.__file__); print(s.spirv_dir()); print(err)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(target))
+    res = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    module_file, spirv, err = res.stdout.split()
+    assert module_file.startswith(str(target)), module_file
+    assert spirv == str(target / "vkrope" / "spirv"), spirv
+    assert float(err) < 1e-5
+    assert (target / "vkrope" / "py.typed").is_file()
