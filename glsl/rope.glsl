@@ -28,18 +28,22 @@
  * imageStore truncates while its buffer conversion rounds to nearest), and
  * doing it here makes both storages give the same correctly rounded bits.
  *
- * Indexing. One invocation writes one texel = 4 values = 2 pairs.
- *  - Buffer storage: texels are flat over the whole tensor (pairs 2t, 2t+1),
- *    so a row whose C % 4 == 2 may share a texel with the next row; each pair
- *    finds its own token. The buffers are padded to whole texels; a pair past
- *    the tensor is left untouched.
- *  - Texture storage: texel (c4, r) holds pairs 2*c4, 2*c4+1 of flat row r
- *    (rows = all leading axes x N); the last texel of a row is half full when
- *    C % 4 == 2. Rows fold over the image's y and z extents (y = r % height,
- *    z = r / height) so that more rows than maxImageDimension3D still fit.
- * The host may split one tensor into several dispatches (storage-buffer range
- * limits); the *_base push constants say where each binding starts, so all
- * indices below are global and then made binding-relative.
+ * Indexing. The dispatch grid is (texel in row, token, batch): x = texel c4
+ * of a row (pairs 2*c4 and 2*c4+1; the last texel of a row holds one pair
+ * when C % 4 == 2), y = token n, z = flat batch index b over all leading
+ * axes. No integer division is needed to find the token, so the common case
+ * costs no divisions at all (CPU drivers scalarise them).
+ *  - Buffer storage: pair (b, n, k) is pair (b*N + n)*C/2 + k of the flat
+ *    tensor. When C % 4 == 0 (spec constant ALIGNED) rows are whole texels
+ *    and x moves as vec4; otherwise as two vec2 through aliased views of the
+ *    same bindings.
+ *  - Texture storage: texel (c4, y, z) of a width-packed image, extent
+ *    (ceil(C/4), N, B) when that fits the device; otherwise flat rows
+ *    (b*N + n) fold over y and z (y = row % height, z = row / height).
+ * The host may split one tensor into several dispatches (grid and storage-
+ * buffer range limits); the push constants say which tokens and batches
+ * this dispatch covers and where each buffer binding starts, so the indices
+ * below are global and then made binding-relative.
  */
 #ifdef X_HALF
 #extension GL_EXT_shader_16bit_storage : require
@@ -47,13 +51,17 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+// C % 4 == 0: every row is whole texels, x and out move as vec4.
+layout(constant_id = 2) const bool ALIGNED = true;
 
 #ifdef X_HALF
 #define XVEC4 f16vec4
+#define XVEC2 f16vec2
 #define IMAGE_FORMAT rgba16f
 #else
 #define XVEC4 vec4
+#define XVEC2 vec2
 #define IMAGE_FORMAT rgba32f
 #endif
 
@@ -64,8 +72,11 @@ layout(local_size_x_id = 0) in;
 #endif
 
 #ifdef STORAGE_BUFFER
+// Two views of each binding: texels (ALIGNED) and pairs (C % 4 == 2).
 layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
+layout(std430, set = 0, binding = 0) writeonly buffer OutPairs { XVEC2 out_pairs[]; };
 layout(std430, set = 0, binding = 1) readonly buffer InTexels { XVEC4 in_texels[]; };
+layout(std430, set = 0, binding = 1) readonly buffer InPairs { XVEC2 in_pairs[]; };
 #else
 layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
@@ -78,17 +89,18 @@ const uint FLAG_INVERSE = 1u;
 const uint FLAG_POSITIONS = 2u;
 
 layout(push_constant) uniform Params {
-  uint texel_begin;    // first global texel of this dispatch
-  uint texel_end;      // one past the last global texel of this dispatch
-  uint x_base;         // global texel at which the x/out buffer bindings start
-  uint f_base;         // global freqs pair at which the freqs binding starts
-  uint total_pairs;    // pairs in the whole tensor (buffer storage)
-  uint pairs_per_row;  // C / 2
   uint n_tokens;       // N
+  uint pairs_per_row;  // C / 2
+  uint token_begin;    // first token of this dispatch
+  uint token_end;      // one past its last token
+  uint batch_begin;    // first flat batch index of this dispatch
+  uint batch_end;      // one past its last
+  uint x_base;         // global pair at which the x / out buffer bindings start
+  uint f_base;         // global freqs pair at which the freqs binding starts
   uint n_rot;          // tokens that use row n % Nf (the rest pass through)
   uint n_freq_rows;    // Nf
   uint flags;          // FLAG_*
-  uint image_height;   // rows per image z-slice (texture storage)
+  uint image_height;   // texture storage: rows per image z-slice
 } p;
 
 // a*b - c*d with one rounding error at most about 1.5 ulp of the result.
@@ -118,60 +130,69 @@ vec4 round_to_half(vec4 v) {
 }
 #endif
 
-// Freqs row of the token on flat row `row` (all leading axes x N); -1 = none.
-int freqs_row(uint row) {
-  uint n = row % p.n_tokens;
+// Freqs row of token n; -1 = pass through.
+int freqs_row(uint n) {
   if ((p.flags & FLAG_POSITIONS) != 0u) {
     return positions[n];
   }
-  return n < p.n_rot ? int(n % p.n_freq_rows) : -1;
+  if (n >= p.n_rot) {
+    return -1;
+  }
+  return int(n < p.n_freq_rows ? n : n % p.n_freq_rows);
 }
 
-vec2 rotate_pair(vec2 v, uint row, uint k) {
-  int frow = freqs_row(row);
-  if (frow < 0) {
-    return v;
-  }
-  vec2 cs = vec2(freqs[uint(frow) * p.pairs_per_row + k - p.f_base]);
+vec2 rotate_pair(vec2 v, vec2 cs) {
   float s = (p.flags & FLAG_INVERSE) != 0u ? -cs.y : cs.y;
   float c = cs.x;
   return vec2(diff_of_products(v.x, c, v.y, s), diff_of_products(v.x, s, -v.y, c));
 }
 
 void main() {
-  // 2D dispatch linearised: x alone is limited to 65535 groups on most devices.
-  uint t = p.texel_begin + gl_GlobalInvocationID.x
-      + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  if (t >= p.texel_end) {
+  uint c4 = gl_GlobalInvocationID.x;
+  uint n = p.token_begin + gl_GlobalInvocationID.y;
+  uint b = p.batch_begin + gl_GlobalInvocationID.z;
+  uint k0 = 2u * c4;
+  if (k0 >= p.pairs_per_row || n >= p.token_end || b >= p.batch_end) {
     return;
   }
+  bool second = k0 + 1u < p.pairs_per_row;
+  uint row = b * p.n_tokens + n;
 #ifdef STORAGE_BUFFER
-  uint i = t - p.x_base;
-  vec4 v = vec4(in_texels[i]);
-  uint p0 = 2u * t;
-  uint p1 = p0 + 1u;
-  v.xy = rotate_pair(v.xy, p0 / p.pairs_per_row, p0 % p.pairs_per_row);
-  if (p1 < p.total_pairs) {
-    v.zw = rotate_pair(v.zw, p1 / p.pairs_per_row, p1 % p.pairs_per_row);
+  uint g = row * p.pairs_per_row + k0 - p.x_base;
+  vec4 v;
+  if (ALIGNED) {
+    v = vec4(in_texels[g >> 1]);
+  } else {
+    v.xy = vec2(in_pairs[g]);
+    v.zw = second ? vec2(in_pairs[g + 1u]) : vec2(0.0);
   }
-#ifdef X_HALF
-  v = round_to_half(v);
-#endif
-  out_texels[i] = XVEC4(v);
 #else
-  uint row_texels = (p.pairs_per_row + 1u) / 2u;
-  uint row = t / row_texels;
-  uint c4 = t % row_texels;
-  ivec3 pos = ivec3(int(c4), int(row % p.image_height), int(row / p.image_height));
+  ivec3 pos = p.image_height == p.n_tokens
+      ? ivec3(int(c4), int(n), int(b))
+      : ivec3(int(c4), int(row % p.image_height), int(row / p.image_height));
   vec4 v = imageLoad(in_image, pos);
-  uint k0 = 2u * c4;
-  v.xy = rotate_pair(v.xy, row, k0);
-  if (k0 + 1u < p.pairs_per_row) {
-    v.zw = rotate_pair(v.zw, row, k0 + 1u);
+#endif
+  int frow = freqs_row(n);
+  if (frow >= 0) {
+    uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;
+    v.xy = rotate_pair(v.xy, vec2(freqs[fi]));
+    if (second) {
+      v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));
+    }
   }
 #ifdef X_HALF
   v = round_to_half(v);
 #endif
+#ifdef STORAGE_BUFFER
+  if (ALIGNED) {
+    out_texels[g >> 1] = XVEC4(v);
+  } else {
+    out_pairs[g] = XVEC2(v.xy);
+    if (second) {
+      out_pairs[g + 1u] = XVEC2(v.zw);
+    }
+  }
+#else
   imageStore(out_image, pos, v);
 #endif
 }

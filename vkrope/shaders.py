@@ -20,10 +20,16 @@ STORAGES = ("buffer", "texture3d")
 # (x dtype, freqs dtype): float32 x uses float32 freqs (float16 freqs are
 # widened exactly on the host); float16 x takes either.
 DTYPE_PAIRS = (("float32", "float32"), ("float16", "float32"), ("float16", "float16"))
-# The push-constant block of glsl/rope.glsl: eleven uint32.
+# The push-constant block of glsl/rope.glsl, in order, one uint32 each.
 PUSH_CONSTANT_FIELDS = (
-    "texel_begin", "texel_end", "x_base", "f_base", "total_pairs", "pairs_per_row",
-    "n_tokens", "n_rot", "n_freq_rows", "flags", "image_height",
+    "n_tokens", "pairs_per_row", "token_begin", "token_end", "batch_begin", "batch_end",
+    "x_base", "f_base", "n_rot", "n_freq_rows", "flags", "image_height",
+)
+# Specialization constants of glsl/rope.glsl, by id.
+SPEC_CONSTANTS = (
+    {"id": 0, "name": "local_size_x", "type": "uint32"},
+    {"id": 1, "name": "local_size_y", "type": "uint32"},
+    {"id": 2, "name": "ALIGNED", "type": "bool"},
 )
 
 
@@ -58,7 +64,7 @@ def variant_grid() -> list[dict[str, Any]]:
                         {"binding": 2, "name": "freqs", "kind": "storage_buffer"},
                         {"binding": 3, "name": "positions", "kind": "storage_buffer"},
                     ],
-                    "specialization_constants": [{"id": 0, "name": "local_size_x", "type": "uint32"}],
+                    "specialization_constants": list(SPEC_CONSTANTS),
                     "push_constants": list(PUSH_CONSTANT_FIELDS),
                     "required_features": ["storageBuffer16BitAccess"] if needs_16bit else [],
                     "image_format": (

@@ -20,7 +20,8 @@ class ComputePipeline:
 
     `bindings` lists each binding's descriptor kind (`STORAGE_BUFFER` or
     `STORAGE_IMAGE`) in binding order; `push_constant_bytes` sizes the single
-    push-constant range; `local_size_x` becomes specialization constant 0.
+    push-constant range; `spec_constants` are 32-bit values for
+    specialization constants 0, 1, ... (workgroup size among them).
     """
 
     def __init__(
@@ -29,7 +30,7 @@ class ComputePipeline:
         spirv: bytes,
         bindings: Sequence[str],
         push_constant_bytes: int,
-        local_size_x: int,
+        spec_constants: Sequence[int],
         sets: int = 1,
     ) -> None:
         vk = b.vk()
@@ -37,7 +38,7 @@ class ComputePipeline:
         self.ctx = ctx
         self.bindings = list(bindings)
         self.push_constant_bytes = push_constant_bytes
-        self.local_size_x = local_size_x
+        self.spec_constants = tuple(spec_constants)
         self.module: Any = None
         self.set_layout: Any = None
         self.layout: Any = None
@@ -74,11 +75,11 @@ class ComputePipeline:
             self.layout = b.call("vkCreatePipelineLayout", ctx.handle, layout_info, None)
             b.track("VkPipelineLayout", +1)
 
-            spec_entry = vk.VkSpecializationMapEntry(constantID=0, offset=0, size=4)
-            spec_data = vk.ffi.new("uint32_t[1]", [local_size_x])
-            spec_entries = [spec_entry]
+            count = len(self.spec_constants)
+            spec_entries = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(count)]
+            spec_data = vk.ffi.new(f"uint32_t[{count}]", list(self.spec_constants))
             spec = vk.VkSpecializationInfo(
-                mapEntryCount=1, pMapEntries=spec_entries, dataSize=4, pData=spec_data
+                mapEntryCount=count, pMapEntries=spec_entries, dataSize=4 * count, pData=spec_data
             )
             stage = vk.VkPipelineShaderStageCreateInfo(
                 stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.module, pName="main", pSpecializationInfo=spec
