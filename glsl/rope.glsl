@@ -38,8 +38,9 @@
  *    and x moves as vec4; otherwise as two vec2 through aliased views of the
  *    same bindings.
  *  - Texture storage: texel (c4, y, z) of a width-packed image, extent
- *    (ceil(C/4), N, B) when that fits the device; otherwise flat rows
- *    (b*N + n) fold over y and z (y = row % height, z = row / height).
+ *    (ceil(C/4), N, B) when that fits the device. Otherwise flat rows
+ *    (b*N + n) fold over y and z (y = row % height, z = row / height), and
+ *    a row wider than the image continues on the next image row(s).
  * The host may split one tensor into several dispatches (grid and storage-
  * buffer range limits); the push constants say which tokens and batches
  * this dispatch covers and where each buffer binding starts, so the indices
@@ -100,7 +101,8 @@ layout(push_constant) uniform Params {
   uint n_rot;          // tokens that use row n % Nf (the rest pass through)
   uint n_freq_rows;    // Nf
   uint flags;          // FLAG_*
-  uint image_height;   // texture storage: rows per image z-slice
+  uint image_height;   // texture storage: image rows per z-slice
+  uint image_width;    // texture storage: texels per image row
 } p;
 
 // a*b - c*d with one rounding error at most about 1.5 ulp of the result.
@@ -167,9 +169,15 @@ void main() {
     v.zw = second ? vec2(in_pairs[g + 1u]) : vec2(0.0);
   }
 #else
-  ivec3 pos = p.image_height == p.n_tokens
-      ? ivec3(int(c4), int(n), int(b))
-      : ivec3(int(c4), int(row % p.image_height), int(row / p.image_height));
+  ivec3 pos;
+  if (p.image_height == p.n_tokens && p.image_width >= (p.pairs_per_row + 1u) / 2u) {
+    pos = ivec3(int(c4), int(n), int(b));
+  } else {
+    uint parts = (p.pairs_per_row + 1u) / 2u;  // texels per row ...
+    parts = (parts + p.image_width - 1u) / p.image_width;  // ... in image rows
+    uint vrow = row * parts + c4 / p.image_width;
+    pos = ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));
+  }
   vec4 v = imageLoad(in_image, pos);
 #endif
   int frow = freqs_row(n);

@@ -96,24 +96,7 @@ def plan(req: Request, storage: str, info: PhysicalDeviceInfo) -> Plan:
 
     extent = None
     if storage == "texture3d":
-        max_dim = info.max_image_dimension_3d
-        if width > max_dim:
-            raise ValueError(
-                f"x has C = {req.channels}: {width} texels per row exceed the device's maxImageDimension3D "
-                f"= {max_dim}; use storage='buffer'"
-            )
-        rows = batches * n_tokens
-        if n_tokens <= max_dim and batches <= max_dim:
-            extent = (width, n_tokens, batches)
-        else:
-            height = min(rows, max_dim)
-            depth = -(-rows // height)
-            if depth > max_dim:
-                raise ValueError(
-                    f"x has {rows} rows: more than maxImageDimension3D^2 = {max_dim}^2 rows do not fit one 3D "
-                    "image; use storage='buffer'"
-                )
-            extent = (width, height, depth)
+        extent = image_extent(width, n_tokens, batches, info.max_image_dimension_3d)
 
     # Tokens per dispatch: the grid's y limit, and (buffers) the binding range.
     row_bytes = ppr * pair_bytes
@@ -136,6 +119,25 @@ def plan(req: Request, storage: str, info: PhysicalDeviceInfo) -> Plan:
         pairs_per_row=ppr, texels_per_row=width, workgroup=(wx, wy), aligned=ppr % 2 == 0,
         image_extent=extent, chunks=tuple(chunks),
     )
+
+
+def image_extent(width: int, n_tokens: int, batches: int, max_dim: int) -> tuple[int, int, int]:
+    """The 3D image for `batches` x `n_tokens` rows of `width` texels:
+    (width, N, B) when it fits; else rows wider than `max_dim` continue on
+    the next image row(s) and the image rows fold over height and depth."""
+    if width <= max_dim and n_tokens <= max_dim and batches <= max_dim:
+        return (width, n_tokens, batches)
+    image_width = min(width, max_dim)
+    parts = -(-width // image_width)
+    rows = batches * n_tokens * parts
+    height = min(rows, max_dim)
+    depth = -(-rows // height)
+    if depth > max_dim:
+        raise ValueError(
+            f"x needs {rows} image rows of {image_width} texels: more than maxImageDimension3D^2 = "
+            f"{max_dim}^2 rows do not fit one 3D image; use storage='buffer'"
+        )
+    return (image_width, height, depth)
 
 
 def _split(req, batches, n_tokens, tokens, max_batches, ppr, bind_x, x_limit, row_bytes, f_pair_bytes,
@@ -271,11 +273,14 @@ class RopeOp:
             image = None
         else:
             w, h, d = pl.image_extent
+            parts = -(-pl.texels_per_row // w)  # image rows per tensor row
             x_bytes = w * h * d * 4 * x_dtype.itemsize
             x_host = self.buffer("host_x", x_bytes, host_visible=True)
-            packed = x_host.view(x_dtype, w * h * d * 4).reshape(h * d, w * 4)
-            staged_view = packed[:rows, :c].reshape(req.shape)
-            fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if x_dtype == np.float16 else vk.VK_FORMAT_R32G32B32A32_SFLOAT
+            packed = x_host.view(x_dtype, w * h * d * 4)[: rows * parts * w * 4].reshape(rows, parts * w * 4)
+            staged_view = packed[:, :c].reshape(req.shape)
+            half = x_dtype == np.float16
+            fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if half else vk.VK_FORMAT_R32G32B32A32_SFLOAT
+            ctx.require_storage_image_format(fmt, "rgba16f" if half else "rgba32f")
             image = self.image3d(pl.image_extent, fmt)
         np.copyto(staged_view, req.x, casting="no")
 
@@ -311,12 +316,12 @@ class RopeOp:
         if timing:
             s.timestamp_begin()
         wx, wy = pl.workgroup
-        image_height = pl.image_extent[1] if pl.image_extent else 0
+        image_width, image_height = pl.image_extent[:2] if pl.image_extent else (0, 0)
         for i, ch in enumerate(pl.chunks):
             s.bind(pipe, i)
             s.push_constants(pipe, pipe.pack_push_constants([
                 pl.n_tokens, pl.pairs_per_row, ch.n0, ch.n1, ch.b0, ch.b1, ch.x_base, ch.f_base,
-                req.n_rot, req.n_freq_rows, flags, image_height,
+                req.n_rot, req.n_freq_rows, flags, image_height, image_width,
             ]))
             s.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
         if timing:

@@ -23,7 +23,7 @@ DTYPE_PAIRS = (("float32", "float32"), ("float16", "float32"), ("float16", "floa
 # The push-constant block of glsl/rope.glsl, in order, one uint32 each.
 PUSH_CONSTANT_FIELDS = (
     "n_tokens", "pairs_per_row", "token_begin", "token_end", "batch_begin", "batch_end",
-    "x_base", "f_base", "n_rot", "n_freq_rows", "flags", "image_height",
+    "x_base", "f_base", "n_rot", "n_freq_rows", "flags", "image_height", "image_width",
 )
 # Specialization constants of glsl/rope.glsl, by id.
 SPEC_CONSTANTS = (

@@ -135,6 +135,16 @@ class Context:
             )
         return fallback
 
+    def require_storage_image_format(self, vk_format: int, name: str) -> None:
+        """Raise `UnsupportedFeatureError` when optimal-tiling images of
+        `vk_format` cannot be storage images on this device."""
+        vk = b.vk()
+        props = vk.vkGetPhysicalDeviceFormatProperties(self.info.handle, vk_format)
+        if not props.optimalTilingFeatures & vk.VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT:
+            raise UnsupportedFeatureError(
+                f"device {self.info.name!r} cannot use {name} as a storage image; use storage='buffer'"
+            )
+
     def require_16bit_storage(self) -> None:
         """Raise `UnsupportedFeatureError` when float16 buffers cannot be used."""
         if not self.info.storage_buffer_16bit:
