@@ -8,6 +8,7 @@ See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import apply, close_default_device, default_device
+from .array import DeviceArray
 from .device import Device, devices
 from .errors import (
     DeviceClosedError,
@@ -28,6 +29,7 @@ __all__ = [
     "apply_reference",
     "axial_freqs",
     "Device",
+    "DeviceArray",
     "devices",
     "default_device",
     "close_default_device",

@@ -25,7 +25,7 @@ MAX_PAIRS = 2**32 - 2
 class Request:
     """One validated call: everything the op layer and the reference need."""
 
-    x: np.ndarray  # the caller's array (any memory layout), dtype float32 or float16
+    x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32 or float16
     freqs: np.ndarray  # the caller's freqs, real (.., interleaved) or complex
     freqs_pairs: np.ndarray  # freqs as float64-exact real pairs [Nf, C/2, 2] (dtype of the caller's, or float32/64 for complex)
     n_tokens: int  # N
@@ -36,7 +36,7 @@ class Request:
     n_rot: int  # tokens (from the start) that use row n % Nf, without positions
     inverse: bool
     storage: str
-    out: np.ndarray | None
+    out: Any  # numpy array, DeviceArray or None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -52,6 +52,11 @@ class Request:
     def rows(self) -> int:
         """All leading axes times N: the number of token rows in x."""
         return int(self.x.size // self.channels) if self.channels else 0
+
+    @property
+    def flags(self) -> int:
+        """Push-constant flag bits (glsl/rope.glsl FLAG_*): 1 inverse, 2 positions."""
+        return (1 if self.inverse else 0) | (2 if self.positions is not None else 0)
 
 
 def _describe(a: Any) -> str:
@@ -69,9 +74,15 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
     return value
 
 
-def check_x(x: Any, name: str = "x") -> np.ndarray:
-    """x as a numpy array of float32 or float16 with at least 2 axes and even C."""
-    if not isinstance(x, np.ndarray):
+def check_x(x: Any, name: str = "x") -> Any:
+    """x (a numpy array or a DeviceArray) of float32 or float16 with at least
+    2 axes and even C."""
+    from .array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
+    if isinstance(x, DeviceArray):
+        if x._resource is None:
+            raise ValueError(f"{name} is a released DeviceArray")
+    elif not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of float32 or float16; got {_describe(x)}")
     if x.dtype not in X_DTYPES:
         raise TypeError(
@@ -85,7 +96,7 @@ def check_x(x: Any, name: str = "x") -> np.ndarray:
             f"{name} must have an even last axis C (interleaved real/imaginary pairs); got C = {x.shape[-1]} "
             f"in shape {x.shape}"
         )
-    if x.size // 2 > MAX_PAIRS:
+    if x.size // 2 > MAX_PAIRS:  # noqa: SIM102
         raise ValueError(f"{name} has {x.size} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
 
@@ -178,14 +189,26 @@ def check_request(
             token_rows[:n_rot] = np.arange(n_rot) % n_freq_rows
 
     # --- out --------------------------------------------------------------
+    from .array import DeviceArray  # noqa: PLC0415
+
     if out is not None:
-        if not isinstance(out, np.ndarray):
+        if isinstance(x, DeviceArray) != isinstance(out, DeviceArray):
+            want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
+            raise TypeError(f"out must be {want}; got {_describe(out)}")
+        if isinstance(out, DeviceArray):
+            if out._resource is None:
+                raise ValueError("out is a released DeviceArray")
+            if out.device is not x.device:
+                raise ValueError("out lives on another vkrope.Device than x")
+            if out.storage != x.storage:
+                raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
+        elif not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy array of shape {x.shape} and dtype {x.dtype}; got {_describe(out)}")
         if out.dtype != x.dtype:
             raise TypeError(f"out must have dtype {x.dtype} (the dtype of x); got {out.dtype}")
         if out.shape != x.shape:
             raise ValueError(f"out must have shape {x.shape} (the shape of x); got {out.shape}")
-        if not out.flags.writeable:
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
             raise ValueError("out must be writeable; got a read-only array")
 
     if freqs.dtype in COMPLEX_FREQS_DTYPES:

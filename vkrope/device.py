@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import check_request
+from .arguments import STORAGE_CHOICES, Request, check_request, check_x
+from .array import DeviceArray
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
-from .op import RopeOp
+from .op import Job, RopeOp, plan
 from .vk.context import Context
 from .vk.instance import Instance, PhysicalDeviceInfo
 
@@ -79,21 +80,28 @@ class Device:
     # --- the operator -----------------------------------------------------
     def apply(
         self,
-        x: np.ndarray,
+        x: np.ndarray | DeviceArray,
         freqs: np.ndarray,
         *,
-        out: np.ndarray | None = None,
+        out: np.ndarray | DeviceArray | None = None,
         inverse: bool = False,
         repeat: int = 1,
         exclude_last: int = 0,
         positions: np.ndarray | None = None,
         storage: str = "auto",
-    ) -> np.ndarray:
-        """Rotate `x` by `freqs` on this device; see `vkrope.apply`."""
+    ) -> np.ndarray | DeviceArray:
+        """Rotate `x` by `freqs` on this device; see `vkrope.apply`.
+
+        `x` may be a numpy array (the result is numpy) or a `DeviceArray` of
+        this device (the result is a new `DeviceArray`, or `out`, with no
+        host round trip; `storage` is then the array's own)."""
         req = check_request(
             x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
             positions=positions, storage=storage,
         )
+        if isinstance(x, DeviceArray):
+            return self.apply_many([(x, freqs, dict(out=out, inverse=inverse, repeat=repeat,
+                                                     exclude_last=exclude_last, positions=positions))])[0]
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         if req.x.size == 0:
             self._context()
@@ -101,18 +109,116 @@ class Device:
         self.run(req, result)
         return result
 
-    def run(self, req: Any, result: np.ndarray, timing: bool = False) -> float | None:
-        """Run a checked request into `result` (internal; used by `apply` and
-        the benchmark). Returns the kernel seconds when `timing`."""
+    def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
+        """Rotate several tensors in one queue submission.
+
+        `calls` holds `(x, freqs)` or `(x, freqs, keywords)` tuples, the
+        keywords being those of `apply`. Each `x` that is a numpy array is
+        uploaded first and its result comes back as numpy; DeviceArrays stay
+        on the device. Typical use: Q and K of a layer, or every layer's keys.
+        """
+        if not isinstance(calls, (list, tuple)):
+            raise TypeError(f"calls must be a list of (x, freqs[, keywords]) tuples; got {type(calls).__name__}")
+        prepared = []
+        for i, call in enumerate(calls):
+            if not isinstance(call, tuple) or len(call) not in (2, 3) or (len(call) == 3 and not isinstance(call[2], dict)):
+                raise TypeError(f"calls[{i}] must be (x, freqs) or (x, freqs, dict of keywords); got {call!r:.80}")
+            x, freqs = call[0], call[1]
+            kw = dict(call[2]) if len(call) == 3 else {}
+            if isinstance(x, DeviceArray):
+                if x.device is not self:
+                    raise ValueError(f"calls[{i}]: x lives on another vkrope.Device")
+                if kw.get("storage", "auto") not in ("auto", x.storage):
+                    raise ValueError(f"calls[{i}]: storage={kw['storage']!r} but x is a {x.storage} DeviceArray")
+                kw["storage"] = x.storage
+            try:
+                req = check_request(x, freqs, **kw)
+            except TypeError as exc:
+                raise TypeError(f"calls[{i}]: {exc}") from None
+            except ValueError as exc:
+                raise ValueError(f"calls[{i}]: {exc}") from None
+            prepared.append(req)
+
         with self._lock:
             ctx = self._context()
-            try:
-                return self._op.run(req, resolve_storage(req.storage), result, timing=timing)
-            except (DeviceLostError, DeviceTimeoutError):
-                # The queue may still hold our work: nothing on this device can
-                # be trusted or reused. Tear it down; callers make a new one.
-                self.close()
-                raise
+            results: list = []
+            jobs: list[Job] = []
+            for req in prepared:
+                host_out = None
+                x = req.x
+                if not isinstance(x, DeviceArray):
+                    host_out = req.out if req.out is not None else np.empty(req.shape, req.dtype)
+                    x = self.asarray(x, storage=req.storage)
+                out = req.out if isinstance(req.out, DeviceArray) else None
+                if out is None:
+                    out = DeviceArray(self, self._guarded(self._op.new_resource, x.storage, x.shape, x.dtype),
+                                      x.shape, x.dtype, x.storage)
+                results.append((host_out, out))
+                if req.x.size:
+                    pl = plan(req, x.storage, ctx.info)
+                    jobs.append(Job(req, pl, x._resource, out._resource))
+            if jobs:
+                self._guarded(self._op.run_resident, jobs)
+            final: list[np.ndarray | DeviceArray] = []
+            for host_out, out in results:
+                if host_out is None:
+                    final.append(out)
+                else:  # numpy in, numpy out: the device copies are temporary
+                    final.append(self._download_into(out, host_out))
+                    out.release()
+            return final
+
+    def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
+        """Upload a float32 / float16 numpy array `[..., N, C]` (C even) and
+        return it as a `DeviceArray` on this device."""
+        a = check_x(a, "a")
+        if isinstance(a, DeviceArray):
+            if a.device is not self:
+                raise ValueError("a lives on another vkrope.Device; use a.get() and upload that")
+            return a
+        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
+            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        storage = resolve_storage(storage)
+        with self._lock:
+            self._context()
+            res = self._guarded(self._op.new_resource, storage, a.shape, a.dtype)
+            arr = DeviceArray(self, res, a.shape, a.dtype, storage)
+            if a.size:
+                self._guarded(self._op.transfer, res, a, True)
+            return arr
+
+    def _download(self, arr: DeviceArray) -> np.ndarray:
+        return self._download_into(arr, np.empty(arr.shape, arr.dtype))
+
+    def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
+        if arr._resource is None:
+            raise ValueError("this DeviceArray was released")
+        with self._lock:
+            self._context()
+            if arr.size:
+                self._guarded(self._op.transfer, arr._resource, out, False)
+            return out
+
+    def _release_resource(self, res: object) -> None:
+        # Called from DeviceArray.release / __del__, possibly at shutdown.
+        with self._lock:
+            if self._ctx is not None and not self._ctx.closed:
+                self._op.free_resource(res)
+
+    def _guarded(self, fn, *args):
+        """Call into the op; a lost or hung device closes this Device."""
+        try:
+            return fn(*args)
+        except (DeviceLostError, DeviceTimeoutError):
+            self.close()
+            raise
+
+    def run(self, req: Request, result: np.ndarray, timing: bool = False) -> float | None:
+        """Run a checked numpy request into `result` (internal; used by
+        `apply` and the benchmark). Returns the kernel seconds when `timing`."""
+        with self._lock:
+            self._context()
+            return self._guarded(self._op.run, req, resolve_storage(req.storage), result, timing)
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""

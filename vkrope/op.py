@@ -171,9 +171,23 @@ def _split(req, batches, n_tokens, tokens, max_batches, ppr, bind_x, x_limit, ro
     return out
 
 
+@dataclass
+class Job:
+    """One rotation inside a submission: a checked request, its plan, and the
+    resources holding x and receiving the output (the same one in place)."""
+
+    req: Request
+    plan: Plan
+    x_res: Buffer | Image3D
+    out_res: Buffer | Image3D
+
+
 class RopeOp:
-    """Runs the operator on one context; owns its pipelines, buffers, image
+    """Runs the operator on one context; owns its pipelines, buffers, images
     and command stream (all registered with the context for release)."""
+
+    # Device-array buffers kept for reuse after their arrays die, at most this many bytes.
+    POOL_BYTES = 512 << 20
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -182,6 +196,7 @@ class RopeOp:
         self.pipelines: dict[tuple, ComputePipeline] = {}
         self.buffers: dict[str, Buffer] = {}
         self.image: Image3D | None = None
+        self.pool: list[Buffer] = []
 
     # --- cached resources -------------------------------------------------
     def pipeline(self, pl: Plan) -> ComputePipeline:
@@ -222,10 +237,11 @@ class RopeOp:
         return self.image
 
     def trim(self) -> None:
-        """Free cached buffers and the cached image (they are re-made on demand)."""
-        for buf in self.buffers.values():
+        """Free cached buffers, pooled array buffers and the cached image."""
+        for buf in list(self.buffers.values()) + self.pool:
             self.ctx.release(buf)
         self.buffers.clear()
+        self.pool.clear()
         if self.image is not None:
             old, self.image = self.image, None
             self.ctx.release(old)
@@ -238,7 +254,70 @@ class RopeOp:
             return host, host
         return host, self.buffer(role, nbytes, host_visible=False)
 
-    # --- the operator -----------------------------------------------------
+    def _image_format(self, x_dtype: np.dtype) -> int:
+        vk = b.vk()
+        half = x_dtype == np.float16
+        fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if half else vk.VK_FORMAT_R32G32B32A32_SFLOAT
+        self.ctx.require_storage_image_format(fmt, "rgba16f" if half else "rgba32f")
+        return fmt
+
+    # --- recording ----------------------------------------------------------
+    def _write_args(self, jobs: list[Job]) -> tuple[Buffer, Buffer, list[tuple[int, int, int, int]]]:
+        """Pack every job's freqs and positions into one argument buffer;
+        returns (host buffer, bound buffer, per job (f_off, f_bytes, p_off, p_bytes))."""
+        align = max(MIN_BUFFER, self.ctx.info.min_storage_buffer_offset_alignment)
+        layout, arrays, end = [], [], 0
+        for job in jobs:
+            freqs = np.ascontiguousarray(job.req.freqs_pairs, dtype=job.plan.f_dtype).reshape(-1)
+            pos = job.req.positions if job.req.positions is not None else np.zeros(1, np.int32)
+            f_off = end
+            end = -(-(f_off + max(MIN_BUFFER, freqs.nbytes)) // align) * align
+            p_off = end
+            end = -(-(p_off + max(MIN_BUFFER, pos.nbytes)) // align) * align
+            layout.append((f_off, freqs.nbytes, p_off, pos.nbytes))
+            arrays.append((freqs, pos))
+        host, bound = self._staged("args", end)
+        for (f_off, _, p_off, _), (freqs, pos) in zip(layout, arrays):
+            if freqs.size:
+                host.view(freqs.dtype, freqs.size, f_off)[:] = freqs
+            host.view(np.int32, pos.size, p_off)[:] = pos
+        return host, bound, [(f, fb, p, pb) for f, fb, p, pb in layout]
+
+    def _record_jobs(self, jobs: list[Job], args: Buffer, layout: list[tuple[int, int, int, int]]) -> None:
+        """Write descriptor sets and record the dispatches of every job."""
+        s = self.stream
+        used: dict[int, int] = {}
+        pipes = [self.pipeline(job.plan) for job in jobs]
+        for pipe, job in zip(pipes, jobs):
+            used[id(pipe)] = used.get(id(pipe), 0) + len(job.plan.chunks)
+        for pipe in pipes:
+            pipe.ensure_sets(used[id(pipe)])
+        next_set: dict[int, int] = {}
+        for pipe, job, (f_off, _, p_off, p_bytes) in zip(pipes, jobs, layout):
+            pl, req = job.plan, job.req
+            pair_bytes = 2 * pl.x_dtype.itemsize
+            f_pair_bytes = 2 * pl.f_dtype.itemsize
+            wx, wy = pl.workgroup
+            image_width, image_height = pl.image_extent[:2] if pl.image_extent else (0, 0)
+            for ch in pl.chunks:
+                index = next_set.get(id(pipe), 0)
+                next_set[id(pipe)] = index + 1
+                f_binding = (args, f_off + ch.f_base * f_pair_bytes, ch.f_pairs * f_pair_bytes)
+                p_binding = (args, p_off, max(MIN_BUFFER, p_bytes))
+                if pl.storage == "buffer":
+                    x_binding = (job.x_res, ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
+                    o_binding = (job.out_res, ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
+                    pipe.write_set(index, [o_binding, x_binding, f_binding, p_binding])
+                else:
+                    pipe.write_set(index, [job.out_res, job.x_res, f_binding, p_binding])
+                s.bind(pipe, index)
+                s.push_constants(pipe, pipe.pack_push_constants([
+                    pl.n_tokens, pl.pairs_per_row, ch.n0, ch.n1, ch.b0, ch.b1, ch.x_base, ch.f_base,
+                    req.n_rot, req.n_freq_rows, req.flags, image_height, image_width,
+                ]))
+                s.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
+
+    # --- numpy in, numpy out -------------------------------------------------
     def run(self, req: Request, storage: str, out: np.ndarray, timing: bool = False) -> float | None:
         """Rotate `req.x` into `out` (same shape and dtype) using `storage`.
         Returns the kernel time in seconds when `timing` and timestamps exist."""
@@ -246,53 +325,23 @@ class RopeOp:
         ctx = self.ctx
         ctx.check_open()
         pl = plan(req, storage, ctx.info)
-        pipe = self.pipeline(pl)
         x_dtype = pl.x_dtype
-        freqs = np.ascontiguousarray(req.freqs_pairs, dtype=pl.f_dtype)
-        positions = req.positions if req.positions is not None else np.zeros(1, np.int32)
-        flags = (FLAG_INVERSE if req.inverse else 0) | (FLAG_POSITIONS if req.positions is not None else 0)
-        if positions.nbytes > ctx.info.max_storage_buffer_range:
-            raise ValueError(
-                f"positions take {positions.nbytes} bytes, past maxStorageBufferRange = "
-                f"{ctx.info.max_storage_buffer_range}"
-            )
-
-        f_host, f_buf = self._staged("freqs", freqs.nbytes)
-        p_host, p_buf = self._staged("positions", positions.nbytes)
-        if freqs.size:
-            f_host.view(freqs.dtype, freqs.size)[:] = freqs.reshape(-1)
-        p_host.view(np.int32, positions.size)[:] = positions
-
         rows, c = req.rows, req.channels
-        pair_bytes = 2 * x_dtype.itemsize
         total_pairs = req.x.size // 2
         if storage == "buffer":
-            x_bytes = (total_pairs + total_pairs % 2) * pair_bytes
+            x_bytes = (total_pairs + total_pairs % 2) * 2 * x_dtype.itemsize
             x_host, x_buf = self._staged("x", x_bytes)
             staged_view = x_host.view(x_dtype, req.x.size).reshape(req.shape)
-            image = None
+            x_res: Buffer | Image3D = x_buf
         else:
             w, h, d = pl.image_extent
-            parts = -(-pl.texels_per_row // w)  # image rows per tensor row
             x_bytes = w * h * d * 4 * x_dtype.itemsize
             x_host = self.buffer("host_x", x_bytes, host_visible=True)
-            packed = x_host.view(x_dtype, w * h * d * 4)[: rows * parts * w * 4].reshape(rows, parts * w * 4)
-            staged_view = packed[:, :c].reshape(req.shape)
-            half = x_dtype == np.float16
-            fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if half else vk.VK_FORMAT_R32G32B32A32_SFLOAT
-            ctx.require_storage_image_format(fmt, "rgba16f" if half else "rgba32f")
-            image = self.image3d(pl.image_extent, fmt)
+            staged_view = _packed_view(x_host, pl.image_extent, x_dtype, req.shape)
+            x_res = self.image3d(pl.image_extent, self._image_format(x_dtype))
         np.copyto(staged_view, req.x, casting="no")
-
-        pipe.ensure_sets(len(pl.chunks))
-        p_binding = (p_buf, 0, max(MIN_BUFFER, positions.nbytes))
-        for i, ch in enumerate(pl.chunks):
-            f_binding = (f_buf, ch.f_base * (2 * pl.f_dtype.itemsize), ch.f_pairs * (2 * pl.f_dtype.itemsize))
-            if image is None:
-                x_binding = (x_buf, ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
-                pipe.write_set(i, [x_binding, x_binding, f_binding, p_binding])
-            else:
-                pipe.write_set(i, [image, image, f_binding, p_binding])
+        job = Job(req, pl, x_res, x_res)
+        args_host, args, layout = self._write_args([job])
 
         s = self.stream
         s.begin()
@@ -301,12 +350,12 @@ class RopeOp:
         host_stage = vk.VK_PIPELINE_STAGE_HOST_BIT
         shader_rw = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
         if not self.unified:
-            s.copy_buffer(f_host, f_buf, max(MIN_BUFFER, freqs.nbytes))
-            s.copy_buffer(p_host, p_buf, max(MIN_BUFFER, positions.nbytes))
-            if image is None:
+            s.copy_buffer(args_host, args, args.size)
+            if storage == "buffer":
                 s.copy_buffer(x_host, x_buf, x_bytes)
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, compute, shader_rw)
-        if image is not None:
+        if storage == "texture3d":
+            image = x_res
             image.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED  # old contents are not needed
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
                            vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
@@ -315,18 +364,10 @@ class RopeOp:
                            compute, shader_rw)
         if timing:
             s.timestamp_begin()
-        wx, wy = pl.workgroup
-        image_width, image_height = pl.image_extent[:2] if pl.image_extent else (0, 0)
-        for i, ch in enumerate(pl.chunks):
-            s.bind(pipe, i)
-            s.push_constants(pipe, pipe.pack_push_constants([
-                pl.n_tokens, pl.pairs_per_row, ch.n0, ch.n1, ch.b0, ch.b1, ch.x_base, ch.f_base,
-                req.n_rot, req.n_freq_rows, flags, image_height, image_width,
-            ]))
-            s.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
+        self._record_jobs([job], args, layout)
         if timing:
             s.timestamp_end()
-        if image is not None:
+        if storage == "texture3d":
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, compute, vk.VK_ACCESS_SHADER_WRITE_BIT,
                            transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
             s.copy_buffer_image(x_host, image, to_image=False)
@@ -340,3 +381,116 @@ class RopeOp:
         seconds = s.submit_and_wait()
         np.copyto(out, staged_view)
         return seconds
+
+    # --- device-resident arrays ----------------------------------------------
+    def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
+        """Device memory for an array of `shape` / `dtype` (images start in
+        GENERAL layout and stay there)."""
+        dtype = np.dtype(dtype)
+        if storage == "buffer":
+            size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            size = max(MIN_BUFFER, -(-size // (4 * dtype.itemsize)) * 4 * dtype.itemsize)
+            for i, buf in enumerate(self.pool):
+                if size <= buf.size <= 2 * size:
+                    return self.pool.pop(i)
+            return Buffer(self.ctx, size, host_visible=self.unified)
+        n, c = shape[-2], shape[-1]
+        width = (c // 2 + 1) // 2
+        extent = image_extent(width, n, int(np.prod(shape[:-2], dtype=np.int64)), self.ctx.info.max_image_dimension_3d)
+        image = Image3D(self.ctx, extent, self._image_format(dtype))
+        vk = b.vk()
+        s = self.stream
+        s.begin()
+        s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+                       vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                       vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
+        s.submit_and_wait()
+        return image
+
+    def free_resource(self, res: Buffer | Image3D) -> None:
+        """Return an array's memory: buffers go to the reuse pool (bounded)."""
+        if isinstance(res, Buffer) and res.handle is not None:
+            self.pool.append(res)
+            while sum(p.size for p in self.pool) > self.POOL_BYTES:
+                self.ctx.release(self.pool.pop(0))
+        else:
+            self.ctx.release(res)
+
+    def transfer(self, res: Buffer | Image3D, data: np.ndarray, upload: bool) -> None:
+        """Copy numpy `data` into `res` (upload) or `res` into `data`."""
+        vk = b.vk()
+        dtype = data.dtype
+        if isinstance(res, Buffer) and res.host_visible:
+            view = res.view(dtype, data.size).reshape(data.shape)
+            if upload:
+                np.copyto(view, data, casting="no")
+            else:
+                np.copyto(data, view)
+            return
+        if isinstance(res, Buffer):
+            nbytes = data.nbytes
+            host = self.buffer("host_transfer", nbytes, host_visible=True)
+            view = host.view(dtype, data.size).reshape(data.shape)
+        else:
+            w, h, d = res.extent
+            host = self.buffer("host_transfer", w * h * d * 4 * dtype.itemsize, host_visible=True)
+            view = _packed_view(host, res.extent, dtype, data.shape)
+        if upload:
+            np.copyto(view, data, casting="no")
+        s = self.stream
+        s.begin()
+        all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+        mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
+        s.barrier(all_cmds, mem_rw, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, mem_rw)
+        if isinstance(res, Buffer):
+            if upload:
+                s.copy_buffer(host, res, max(MIN_BUFFER, data.nbytes))
+            else:
+                s.copy_buffer(res, host, max(MIN_BUFFER, data.nbytes))
+        else:
+            # Resident images live in GENERAL; copies want the transfer layouts.
+            transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+            layout = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL if upload else vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+            access = vk.VK_ACCESS_TRANSFER_WRITE_BIT if upload else vk.VK_ACCESS_TRANSFER_READ_BIT
+            s.image_layout(res, layout, all_cmds, mem_rw, transfer, access)
+            s.copy_buffer_image(host, res, to_image=upload)
+            s.image_layout(res, vk.VK_IMAGE_LAYOUT_GENERAL, transfer, access, all_cmds, mem_rw)
+        s.barrier(vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT, all_cmds, mem_rw)
+        s.submit_and_wait()
+        if not upload:
+            np.copyto(data, view)
+
+    def run_resident(self, jobs: list[Job], timing: bool = False) -> float | None:
+        """Run several jobs on device-resident resources in one submission."""
+        vk = b.vk()
+        self.ctx.check_open()
+        args_host, args, layout = self._write_args(jobs)
+        s = self.stream
+        s.begin()
+        compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+        all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+        mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
+        shader_rw = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
+        if not self.unified:
+            s.copy_buffer(args_host, args, args.size)
+        # Earlier work on these arrays (uploads, other dispatches) happens-before.
+        s.barrier(all_cmds, mem_rw, compute, shader_rw)
+        if timing:
+            s.timestamp_begin()
+        self._record_jobs(jobs, args, layout)
+        if timing:
+            s.timestamp_end()
+        s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, all_cmds, mem_rw)
+        return s.submit_and_wait()
+
+
+def _packed_view(host: Buffer, extent: tuple[int, int, int], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """The part of a staging buffer laid out as an image's texel rows that
+    holds the tensor: [rows, C] inside [rows, parts * width * 4], where each
+    tensor row takes `parts` image rows of `width` texels."""
+    w, h, d = extent
+    c = shape[-1]
+    parts = -(-((c // 2 + 1) // 2) // w)
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    packed = host.view(dtype, w * h * d * 4)[: rows * parts * w * 4].reshape(rows, parts * w * 4)
+    return packed[:, :c].reshape(shape)

@@ -1,0 +1,135 @@
+"""Device-resident arrays: round trips, apply with no host round trip,
+apply_many in one submission, in place, pooling, and their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import check_close, full_freqs, pair_scale
+
+RNG = np.random.default_rng(7)
+STORAGES = ["buffer", "texture3d"]
+DTYPES = [np.float32, np.float16]
+
+
+def data(shape, dtype):
+    x = RNG.standard_normal(shape).astype(dtype)
+    f = RNG.standard_normal((shape[-2], shape[-1])).astype(dtype)
+    return x, f
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3, 8), (5, 6), (2, 2, 9, 10), (1, 4097, 4)], ids=str)
+def test_round_trip(shape, dtype, storage, device):
+    x, _ = data(shape, dtype)
+    arr = device.asarray(x, storage=storage)
+    assert arr.shape == x.shape and arr.dtype == x.dtype and arr.nbytes == x.nbytes and arr.storage == storage
+    assert arr.device is device
+    back = arr.get()
+    assert back.tobytes() == x.tobytes()
+    assert np.asarray(arr).tobytes() == x.tobytes()
+    assert np.asarray(arr, dtype=np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_apply_on_device_matches_reference(dtype, storage, device):
+    x, f = data((3, 40, 14), dtype)
+    xd = device.asarray(x, storage=storage)
+    yd = device.apply(xd, f, inverse=True)
+    assert isinstance(yd, vkrope.DeviceArray) and yd.storage == storage
+    y = yd.get()
+    ref = vkrope.apply_reference(x, f, inverse=True)
+    check_close(y, ref, pair_scale(x, full_freqs(x, f, inverse=True)), dtype, dtype == np.float16)
+    assert xd.get().tobytes() == x.tobytes()  # input untouched
+    # Chained on the device: forward then inverse by unit freqs gives x back.
+    theta = RNG.uniform(-3, 3, (40, 7))
+    u = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(40, 14).astype(np.float32)
+    back = device.apply(device.apply(xd, u), u, inverse=True).get()
+    np.testing.assert_allclose(back.astype(np.float64), x, atol=4e-3 if dtype == np.float16 else 1e-5, rtol=4e-3)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_apply_many_one_submission(storage, device):
+    q, fq = data((1, 64, 32), np.float32)
+    k = RNG.standard_normal((1, 3 * 16 + 2, 32)).astype(np.float32)
+    fk = RNG.standard_normal((16, 32)).astype(np.float32)
+    qd, kd = device.asarray(q, storage=storage), device.asarray(k, storage=storage)
+    outs = device.apply_many([(qd, fq), (kd, fk, {"repeat": 3, "exclude_last": 2}), (q, fq, {"inverse": True})])
+    assert outs[0].get().tobytes() == vkrope.apply(q, fq).tobytes()
+    assert outs[1].get().tobytes() == vkrope.apply(k, fk, repeat=3, exclude_last=2).tobytes()
+    assert isinstance(outs[2], np.ndarray)
+    assert outs[2].tobytes() == vkrope.apply(q, fq, inverse=True).tobytes()
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_out_device_array_in_place(storage, device):
+    x, f = data((2, 10, 12), np.float32)
+    xd = device.asarray(x, storage=storage)
+    r = device.apply(xd, f, out=xd)
+    assert r is xd
+    assert xd.get().tobytes() == vkrope.apply(x, f).tobytes()
+
+
+def test_zero_size_device_array(device):
+    x = np.zeros((0, 4, 8), np.float32)
+    xd = device.asarray(x)
+    assert xd.get().shape == (0, 4, 8)
+    assert device.apply(xd, np.zeros((4, 8), np.float32)).shape == (0, 4, 8)
+
+
+def test_pool_reuses_buffers(device):
+    from vkrope.vk.binding import live_handles
+
+    x, f = data((4, 64, 64), np.float32)
+    device.asarray(x).release()
+    before = live_handles()
+    for _ in range(20):
+        device.apply(device.asarray(x), f)
+    import gc
+
+    gc.collect()
+    assert live_handles().get("VkBuffer", 0) <= before.get("VkBuffer", 0) + 2
+
+
+def test_device_array_errors(device):
+    x, f = data((2, 3, 8), np.float32)
+    xd = device.asarray(x)
+    with pytest.raises(TypeError, match="out"):
+        device.apply(xd, f, out=np.empty_like(x))
+    with pytest.raises(TypeError, match="out"):
+        device.apply(x, f, out=xd)
+    with pytest.raises(ValueError, match="storage"):
+        device.asarray(x, storage="texture2d")
+    with pytest.raises(TypeError, match="a must be"):
+        device.asarray([1, 2])
+    with pytest.raises(TypeError, match=r"calls\[0\]"):
+        device.apply_many([(xd,)])
+    with pytest.raises(ValueError, match=r"calls\[1\].*freqs"):
+        device.apply_many([(xd, f), (xd, f[:2])])
+    with vkrope.Device() as other:
+        with pytest.raises(ValueError, match="another vkrope.Device"):
+            other.apply(xd, f)
+        od = other.asarray(x)
+        with pytest.raises(ValueError, match="another vkrope.Device"):
+            device.apply(xd, f, out=od)
+    xd.release()
+    with pytest.raises(ValueError, match="released"):
+        device.apply(xd, f)
+    with pytest.raises(ValueError, match="released"):
+        xd.get()
+
+
+def test_arrays_of_a_closed_device():
+    dev = vkrope.Device()
+    x, f = data((2, 3, 8), np.float32)
+    xd = dev.asarray(x)
+    dev.close()
+    with pytest.raises(vkrope.DeviceClosedError):
+        xd.get()
+    with pytest.raises(vkrope.DeviceClosedError):
+        dev.apply(xd, f)
+    del xd  # releasing after close is harmless

@@ -1,0 +1,73 @@
+"""`vkrope.DeviceArray`: an array that lives in a Vulkan device's memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class DeviceArray:
+    """An array resident on a `vkrope.Device` (CuPy-style).
+
+    Made by `Device.asarray` and returned by `Device.apply` when `x` is one.
+    `get()` (or `np.asarray(arr)`) copies it back to a new numpy array. Its
+    device memory returns to the device's pool when the array is garbage
+    collected, or at once with `release()`; closing the device invalidates it.
+    """
+
+    __array_priority__ = 100
+
+    def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str) -> None:
+        self._owner = owner  # the vkrope.Device
+        self._resource = resource  # op-layer resource (buffer or image) holding the data
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.storage = storage
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data (without padding)."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def device(self) -> Any:
+        """The `vkrope.Device` holding this array."""
+        return self._owner
+
+    def get(self) -> np.ndarray:
+        """Copy the data back into a new numpy array."""
+        return self._owner._download(self)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.get()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def release(self) -> None:
+        """Give the device memory back now (idempotent); the array is unusable after."""
+        res, self._resource = self._resource, None
+        if res is not None and self._owner is not None:
+            self._owner._release_resource(res)
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:
+            pass
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        state = "" if self._resource is not None else ", released"
+        return f"<vkrope.DeviceArray shape={self.shape} dtype={self.dtype} storage={self.storage}{state}>"
