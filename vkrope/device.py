@@ -213,12 +213,13 @@ class Device:
             self.close()
             raise
 
-    def run(self, req: Request, result: np.ndarray, timing: bool = False) -> float | None:
+    def run(self, req: Request, result: np.ndarray) -> float | None:
         """Run a checked numpy request into `result` (internal; used by
-        `apply` and the benchmark). Returns the kernel seconds when `timing`."""
+        `apply` and the benchmark). Returns the kernel seconds (None when the
+        device has no timestamps)."""
         with self._lock:
             self._context()
-            return self._guarded(self._op.run, req, resolve_storage(req.storage), result, timing)
+            return self._guarded(self._op.run, req, resolve_storage(req.storage), result)
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""

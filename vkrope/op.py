@@ -10,18 +10,20 @@ Vulkan layer in `vkrope.vk`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .arguments import Request
 from .shaders import load_variant
 from .vk import binding as b
-from .vk.commands import CommandStream
+from .vk.commands import CommandStream, Recording
 from .vk.context import Context, unified_memory
 from .vk.instance import PhysicalDeviceInfo
 from .vk.pipeline import ComputePipeline
-from .vk.resources import Buffer, Image3D
+from .errors import VulkanError
+from .vk.resources import Buffer, Image3D, ImportedBuffer
 
 # Flag bits of the push-constant block (glsl/rope.glsl: FLAG_*).
 FLAG_INVERSE = 1
@@ -33,6 +35,9 @@ MAX_WORKGROUP_X = 64
 # Buffers grow in steps of this many bytes so that nearby sizes reuse them.
 GROWTH = 1 << 16
 MIN_BUFFER = 16
+# Import numpy memory into the device (no copies) from this size on; smaller
+# calls are cheaper through the cached staging buffers and recordings.
+IMPORT_MIN_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,8 @@ class Job:
     plan: Plan
     x_res: Buffer | Image3D
     out_res: Buffer | Image3D
+    x_offset: int = 0  # bytes into x_res where the tensor starts (imported host memory)
+    out_offset: int = 0
 
 
 class RopeOp:
@@ -188,11 +195,15 @@ class RopeOp:
 
     # Device-array buffers kept for reuse after their arrays die, at most this many bytes.
     POOL_BYTES = 512 << 20
+    # Recorded command buffers kept per plan (numpy path), least recently used out first.
+    MAX_RECORDINGS = 32
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.unified = unified_memory(ctx)
         self.stream = CommandStream(ctx)
+        self.scratch = Recording(self.stream)  # re-recorded for one-off work
+        self.recordings: OrderedDict[tuple, Recording] = OrderedDict()
         self.pipelines: dict[tuple, ComputePipeline] = {}
         self.buffers: dict[str, Buffer] = {}
         self.image: Image3D | None = None
@@ -220,6 +231,7 @@ class RopeOp:
             return buf
         if buf is not None:
             del self.buffers[role]
+            self._forget_recordings()
             self.ctx.release(buf)
         size = -(-size // GROWTH) * GROWTH
         buf = Buffer(self.ctx, size, host_visible=host_visible)
@@ -232,12 +244,19 @@ class RopeOp:
             return self.image
         if self.image is not None:
             old, self.image = self.image, None
+            self._forget_recordings()
             self.ctx.release(old)
         self.image = Image3D(self.ctx, extent, vk_format)
         return self.image
 
+    def _forget_recordings(self) -> None:
+        """Drop cached recordings (before a resource they may bind goes away)."""
+        while self.recordings:
+            self.ctx.release(self.recordings.popitem()[1])
+
     def trim(self) -> None:
-        """Free cached buffers, pooled array buffers and the cached image."""
+        """Free cached recordings, buffers, pooled array buffers and the image."""
+        self._forget_recordings()
         for buf in list(self.buffers.values()) + self.pool:
             self.ctx.release(buf)
         self.buffers.clear()
@@ -283,48 +302,54 @@ class RopeOp:
             host.view(np.int32, pos.size, p_off)[:] = pos
         return host, bound, [(f, fb, p, pb) for f, fb, p, pb in layout]
 
-    def _record_jobs(self, jobs: list[Job], args: Buffer, layout: list[tuple[int, int, int, int]]) -> None:
+    def _record_jobs(self, rec: Recording, jobs: list[Job], args: Buffer,
+                     layout: list[tuple[int, int, int, int]]) -> None:
         """Write descriptor sets and record the dispatches of every job."""
-        s = self.stream
-        used: dict[int, int] = {}
-        pipes = [self.pipeline(job.plan) for job in jobs]
-        for pipe, job in zip(pipes, jobs):
-            used[id(pipe)] = used.get(id(pipe), 0) + len(job.plan.chunks)
-        for pipe in pipes:
-            pipe.ensure_sets(used[id(pipe)])
-        next_set: dict[int, int] = {}
-        for pipe, job, (f_off, _, p_off, p_bytes) in zip(pipes, jobs, layout):
+        for job, (f_off, _, p_off, p_bytes) in zip(jobs, layout):
             pl, req = job.plan, job.req
+            pipe = self.pipeline(pl)
             pair_bytes = 2 * pl.x_dtype.itemsize
             f_pair_bytes = 2 * pl.f_dtype.itemsize
             wx, wy = pl.workgroup
             image_width, image_height = pl.image_extent[:2] if pl.image_extent else (0, 0)
             for ch in pl.chunks:
-                index = next_set.get(id(pipe), 0)
-                next_set[id(pipe)] = index + 1
+                dset = rec.new_set(pipe)
                 f_binding = (args, f_off + ch.f_base * f_pair_bytes, ch.f_pairs * f_pair_bytes)
                 p_binding = (args, p_off, max(MIN_BUFFER, p_bytes))
                 if pl.storage == "buffer":
-                    x_binding = (job.x_res, ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
-                    o_binding = (job.out_res, ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
-                    pipe.write_set(index, [o_binding, x_binding, f_binding, p_binding])
+                    x_binding = (job.x_res, job.x_offset + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
+                    o_binding = (job.out_res, job.out_offset + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
+                    pipe.write_set(dset, [o_binding, x_binding, f_binding, p_binding])
                 else:
-                    pipe.write_set(index, [job.out_res, job.x_res, f_binding, p_binding])
-                s.bind(pipe, index)
-                s.push_constants(pipe, pipe.pack_push_constants([
+                    pipe.write_set(dset, [job.out_res, job.x_res, f_binding, p_binding])
+                rec.bind(pipe, dset)
+                rec.push_constants(pipe, pipe.pack_push_constants([
                     pl.n_tokens, pl.pairs_per_row, ch.n0, ch.n1, ch.b0, ch.b1, ch.x_base, ch.f_base,
                     req.n_rot, req.n_freq_rows, req.flags, image_height, image_width,
                 ]))
-                s.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
+                rec.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
 
     # --- numpy in, numpy out -------------------------------------------------
-    def run(self, req: Request, storage: str, out: np.ndarray, timing: bool = False) -> float | None:
+    def run(self, req: Request, storage: str, out: np.ndarray) -> float | None:
         """Rotate `req.x` into `out` (same shape and dtype) using `storage`.
-        Returns the kernel time in seconds when `timing` and timestamps exist."""
-        vk = b.vk()
+        Returns the kernel time in seconds (None without timestamps)."""
         ctx = self.ctx
         ctx.check_open()
+        # One allocation holds x (twice that for texture staging + image).
+        limit = (ctx.info.max_memory_allocation_size or (1 << 31)) // 2
+        if req.x.size * req.x.itemsize > limit:
+            return self._run_split(req, storage, out, limit)
+        return self._run_block(req, storage, out)
+
+    def _run_block(self, req: Request, storage: str, out: np.ndarray) -> float | None:
+        """`run` for a tensor that fits one allocation."""
+        ctx = self.ctx
         pl = plan(req, storage, ctx.info)
+        if storage == "buffer" and self._importable(req.x, out):
+            try:
+                return self._run_imported(req, pl, out)
+            except VulkanError:
+                pass  # the driver refused this memory: take the copy path
         x_dtype = pl.x_dtype
         rows, c = req.rows, req.channels
         total_pairs = req.x.size // 2
@@ -342,8 +367,116 @@ class RopeOp:
         np.copyto(staged_view, req.x, casting="no")
         job = Job(req, pl, x_res, x_res)
         args_host, args, layout = self._write_args([job])
+        # Everything the recording depends on; the data itself is not part of it.
+        key = (pl, req.n_rot, req.n_freq_rows, req.flags, tuple(layout),
+               x_host.serial, x_res.serial, args_host.serial, args.serial)
+        rec = self.recordings.get(key)
+        if rec is None:
+            rec = Recording(self.stream)
+            try:
+                self._record_numpy_call(rec, job, x_host, args_host, args, layout)
+            except BaseException:
+                self.ctx.release(rec)
+                raise
+            self.recordings[key] = rec
+            if len(self.recordings) > self.MAX_RECORDINGS:
+                self.ctx.release(self.recordings.popitem(last=False)[1])
+        else:
+            self.recordings.move_to_end(key)
+        seconds = self.stream.submit_and_wait([rec])
+        np.copyto(out, staged_view)
+        return seconds
 
-        s = self.stream
+    def _run_split(self, req: Request, storage: str, out: np.ndarray, max_bytes: int) -> float | None:
+        """Run a tensor larger than one allocation may be in row blocks: whole
+        batch items when one fits, else token ranges (as positions) of each."""
+        n, c = req.n_tokens, req.channels
+        x3 = req.x.reshape(-1, n, c)  # a view for any layout numpy can reshape without copying
+        o3 = out.reshape(-1, n, c) if out.flags.c_contiguous else None
+        if o3 is None or not np.shares_memory(o3, out):
+            o3 = np.empty(x3.shape, x3.dtype)
+        row_bytes = c * req.x.itemsize
+        per_batch = max(1, max_bytes // max(1, n * row_bytes))
+        seconds = 0.0
+        if n * row_bytes <= max_bytes:
+            blocks = [(b0, min(x3.shape[0], b0 + per_batch), 0, n) for b0 in range(0, x3.shape[0], per_batch)]
+        else:
+            tokens = max(1, max_bytes // row_bytes)
+            blocks = [(b0, b0 + 1, n0, min(n, n0 + tokens)) for b0 in range(x3.shape[0]) for n0 in range(0, n, tokens)]
+        for b0, b1, n0, n1 in blocks:
+            sub = replace(req, x=x3[b0:b1, n0:n1], n_tokens=n1 - n0, out=None)
+            if (n0, n1) != (0, n):
+                rows = req.token_rows[n0:n1]
+                sub = replace(sub, positions=rows.astype(np.int32), token_rows=rows, n_rot=n1 - n0)
+            seconds += self._run_block(sub, storage, o3[b0:b1, n0:n1]) or 0.0
+        if not np.shares_memory(o3, out):
+            np.copyto(out, o3.reshape(out.shape))
+        return seconds
+
+    def _importable(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """Whether `out` (and so the call) can run on imported numpy memory:
+        a unified-memory device with VK_EXT_external_memory_host, a large
+        C-contiguous writeable output whose offset inside its first page meets
+        the storage-buffer offset alignment."""
+        return (
+            self.unified
+            and self.ctx.external_memory_host
+            and out.nbytes >= IMPORT_MIN_BYTES
+            and self._import_ok(out)
+        )
+
+    def _import_ok(self, a: np.ndarray) -> bool:
+        info = self.ctx.info
+        return (
+            a.flags.c_contiguous
+            and a.flags.writeable
+            and info.min_imported_host_pointer_alignment > 0
+            and (a.ctypes.data % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0
+        )
+
+    def _run_imported(self, req: Request, pl: Plan, out: np.ndarray) -> float | None:
+        """The zero-copy path: the shader reads x and writes `out` where they
+        are. When x cannot be imported (strided, read-only, misaligned, or
+        overlapping `out`), it is copied into `out` once and rotated in place.
+        The imports are destroyed before returning, so no device view outlives
+        the numpy memory."""
+        x = req.x
+        same = x is out or (x.ctypes.data == out.ctypes.data and x.flags.c_contiguous and x.strides == out.strides)
+        read_x = not same and self._import_ok(x) and not np.shares_memory(x, out)
+        if not same and not read_x:
+            np.copyto(out, x, casting="no")
+        imports: list[ImportedBuffer] = []
+        try:
+            out_buf = ImportedBuffer(self.ctx, out.ctypes.data, out.nbytes)
+            imports.append(out_buf)
+            x_buf = out_buf
+            if read_x:
+                x_buf = ImportedBuffer(self.ctx, x.ctypes.data, x.nbytes)
+                imports.append(x_buf)
+            job = Job(req, pl, x_buf, out_buf, x_buf.offset, out_buf.offset)
+            args_host, args, layout = self._write_args([job])
+            vk = b.vk()
+            s = self.scratch
+            s.begin()
+            compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
+            s.timestamp_begin()
+            self._record_jobs(s, [job], args, layout)
+            s.timestamp_end()
+            s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+            s.end()
+            return self.stream.submit_and_wait([s])
+        finally:
+            for imp in imports:
+                self.ctx.release(imp)
+
+    def _record_numpy_call(self, s: Recording, job: Job, x_host: Buffer, args_host: Buffer, args: Buffer,
+                           layout: list[tuple[int, int, int, int]]) -> None:
+        """Record uploads (staging devices), the dispatches and readback for a
+        numpy call whose x sits in `x_host` (and `job.x_res` on the device)."""
+        vk = b.vk()
+        storage = job.plan.storage
+        x_res = job.x_res
+        x_bytes = x_host.size if storage == "texture3d" else min(x_host.size, x_res.size)
         s.begin()
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
@@ -352,7 +485,7 @@ class RopeOp:
         if not self.unified:
             s.copy_buffer(args_host, args, args.size)
             if storage == "buffer":
-                s.copy_buffer(x_host, x_buf, x_bytes)
+                s.copy_buffer(x_host, x_res, x_bytes)
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, compute, shader_rw)
         if storage == "texture3d":
             image = x_res
@@ -362,11 +495,9 @@ class RopeOp:
             s.copy_buffer_image(x_host, image, to_image=True)
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                            compute, shader_rw)
-        if timing:
-            s.timestamp_begin()
-        self._record_jobs([job], args, layout)
-        if timing:
-            s.timestamp_end()
+        s.timestamp_begin()
+        self._record_jobs(s, [job], args, layout)
+        s.timestamp_end()
         if storage == "texture3d":
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, compute, vk.VK_ACCESS_SHADER_WRITE_BIT,
                            transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
@@ -376,11 +507,10 @@ class RopeOp:
             s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
         else:
             s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
-            s.copy_buffer(x_buf, x_host, x_bytes)
+            s.copy_buffer(x_res, x_host, x_bytes)
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
-        seconds = s.submit_and_wait()
-        np.copyto(out, staged_view)
-        return seconds
+        s.end()
+
 
     # --- device-resident arrays ----------------------------------------------
     def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
@@ -399,12 +529,13 @@ class RopeOp:
         extent = image_extent(width, n, int(np.prod(shape[:-2], dtype=np.int64)), self.ctx.info.max_image_dimension_3d)
         image = Image3D(self.ctx, extent, self._image_format(dtype))
         vk = b.vk()
-        s = self.stream
+        s = self.scratch
         s.begin()
         s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
                        vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                        vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
-        s.submit_and_wait()
+        s.end()
+        self.stream.submit_and_wait([s])
         return image
 
     def free_resource(self, res: Buffer | Image3D) -> None:
@@ -437,7 +568,7 @@ class RopeOp:
             view = _packed_view(host, res.extent, dtype, data.shape)
         if upload:
             np.copyto(view, data, casting="no")
-        s = self.stream
+        s = self.scratch
         s.begin()
         all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
         mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
@@ -456,16 +587,18 @@ class RopeOp:
             s.copy_buffer_image(host, res, to_image=upload)
             s.image_layout(res, vk.VK_IMAGE_LAYOUT_GENERAL, transfer, access, all_cmds, mem_rw)
         s.barrier(vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT, all_cmds, mem_rw)
-        s.submit_and_wait()
+        s.end()
+        self.stream.submit_and_wait([s])
         if not upload:
             np.copyto(data, view)
 
-    def run_resident(self, jobs: list[Job], timing: bool = False) -> float | None:
-        """Run several jobs on device-resident resources in one submission."""
+    def run_resident(self, jobs: list[Job]) -> float | None:
+        """Run several jobs on device-resident resources in one submission;
+        returns the kernel seconds of all of them (None without timestamps)."""
         vk = b.vk()
         self.ctx.check_open()
         args_host, args, layout = self._write_args(jobs)
-        s = self.stream
+        s = self.scratch
         s.begin()
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
@@ -475,13 +608,12 @@ class RopeOp:
             s.copy_buffer(args_host, args, args.size)
         # Earlier work on these arrays (uploads, other dispatches) happens-before.
         s.barrier(all_cmds, mem_rw, compute, shader_rw)
-        if timing:
-            s.timestamp_begin()
-        self._record_jobs(jobs, args, layout)
-        if timing:
-            s.timestamp_end()
+        s.timestamp_begin()
+        self._record_jobs(s, jobs, args, layout)
+        s.timestamp_end()
         s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, all_cmds, mem_rw)
-        return s.submit_and_wait()
+        s.end()
+        return self.stream.submit_and_wait([s])
 
 
 def _packed_view(host: Buffer, extent: tuple[int, int, int], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:

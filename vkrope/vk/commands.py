@@ -1,5 +1,10 @@
-"""Command recording and submission: a command pool with one command buffer,
-a fence for bounded waits, and a timestamp query pool."""
+"""Command recording and submission.
+
+`CommandStream` owns the command pool, the fence for bounded waits and a
+timestamp query pool. A `Recording` owns one command buffer and the
+descriptor pools its sets come from; it can be recorded once and submitted
+many times (the op layer caches them per plan), or re-recorded per use.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,19 @@ from typing import Any
 
 from . import binding as b
 from .context import Context
-from .pipeline import ComputePipeline
+from .pipeline import STORAGE_BUFFER, STORAGE_IMAGE, ComputePipeline, descriptor_type
 from .resources import Buffer, Image3D
 
 # Bounded wait for one submission; raise instead of hanging forever.
 DEFAULT_TIMEOUT_S = float(os.environ.get("VKROPE_TIMEOUT_S", "60"))
+# Descriptor sets per descriptor pool of a recording (more pools are added as needed).
+SETS_PER_POOL = 64
+BINDINGS_PER_SET = 4
 
 
 class CommandStream:
-    """Records into one primary command buffer and submits it, waiting on a
-    fence. Not thread-safe: its owner serialises use."""
+    """The command pool, one fence and a two-entry timestamp query pool.
+    Not thread-safe: its owner serialises use."""
 
     def __init__(self, ctx: Context) -> None:
         vk = b.vk()
@@ -26,8 +34,6 @@ class CommandStream:
         self.pool: Any = None
         self.fence: Any = None
         self.queries: Any = None
-        self.cmd: Any = None
-        self.timestamps_written = False
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -35,10 +41,6 @@ class CommandStream:
             )
             self.pool = b.call("vkCreateCommandPool", ctx.handle, pool_info, None)
             b.track("VkCommandPool", +1)
-            alloc = vk.VkCommandBufferAllocateInfo(
-                commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
-            )
-            self.cmd = b.call("vkAllocateCommandBuffers", ctx.handle, alloc)[0]
             self.fence = b.call("vkCreateFence", ctx.handle, vk.VkFenceCreateInfo(), None)
             b.track("VkFence", +1)
             if ctx.timestamps:
@@ -50,36 +52,128 @@ class CommandStream:
             raise
         ctx.adopt(self)
 
-    # --- recording ------------------------------------------------------
+    def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None) -> float | None:
+        """Submit recorded command buffers in one vkQueueSubmit, wait at most
+        `timeout_s` seconds; return the GPU seconds between the timestamps
+        when the last recording wrote them."""
+        vk = b.vk()
+        ctx = self.ctx
+        cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
+        submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
+        b.call("vkResetFences", ctx.handle, 1, [self.fence])
+        b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
+        timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+        b.wait_fence(ctx.handle, self.fence, int(timeout * 1e9))
+        if not recordings[-1].timed:
+            return None
+        data = vk.ffi.new("uint64_t[2]")
+        flags = vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT
+        b.call("vkGetQueryPoolResults", ctx.handle, self.queries, 0, 2, 16, data, 8, flags)
+        bits = ctx.info.timestamp_valid_bits
+        mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
+        return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
+
+    def destroy(self) -> None:
+        """Destroy the query pool, the fence and the command pool (with every
+        command buffer allocated from it)."""
+        vk = b.vk()
+        device = self.ctx.handle
+        for attr, fn, kind in (
+            ("queries", vk.vkDestroyQueryPool, "VkQueryPool"),
+            ("fence", vk.vkDestroyFence, "VkFence"),
+            ("pool", vk.vkDestroyCommandPool, "VkCommandPool"),
+        ):
+            handle = getattr(self, attr)
+            setattr(self, attr, None)
+            if handle is not None:
+                fn(device, handle, None)
+                b.track(kind, -1)
+
+
+class Recording:
+    """One primary command buffer and the descriptor sets its commands bind."""
+
+    def __init__(self, stream: CommandStream) -> None:
+        vk = b.vk()
+        ctx = stream.ctx
+        ctx.check_open()
+        self.ctx = ctx
+        self.stream = stream
+        self.cmd: Any = None
+        self.pools: list[Any] = []
+        self._pool_index = 0
+        self._used_in_pool = 0
+        self.timed = False
+        alloc = vk.VkCommandBufferAllocateInfo(
+            commandPool=stream.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
+        )
+        self.cmd = b.call("vkAllocateCommandBuffers", ctx.handle, alloc)[0]
+        b.track("VkCommandBuffer", +1)
+        ctx.adopt(self)
+
+    # --- lifecycle ------------------------------------------------------
     def begin(self) -> None:
-        """Start recording (resets the buffer's previous contents)."""
+        """Start (re-)recording: resets the command buffer and frees this
+        recording's descriptor sets."""
         vk = b.vk()
         b.call("vkResetCommandBuffer", self.cmd, 0)
-        info = vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
-        b.call("vkBeginCommandBuffer", self.cmd, info)
-        self.timestamps_written = False
+        for pool in self.pools:
+            b.call("vkResetDescriptorPool", self.ctx.handle, pool, 0)
+        self._pool_index = 0
+        self._used_in_pool = 0
+        b.call("vkBeginCommandBuffer", self.cmd, vk.VkCommandBufferBeginInfo(flags=0))
+        self.timed = False
 
+    def end(self) -> None:
+        """Finish recording; the buffer can then be submitted any number of times."""
+        b.call("vkEndCommandBuffer", self.cmd)
+
+    def new_set(self, pipeline: ComputePipeline) -> Any:
+        """Allocate a descriptor set for `pipeline` from this recording's pools."""
+        vk = b.vk()
+        if self._used_in_pool >= SETS_PER_POOL:
+            self._pool_index += 1
+            self._used_in_pool = 0
+        if self._pool_index >= len(self.pools):
+            sizes = [
+                vk.VkDescriptorPoolSize(type=descriptor_type(k), descriptorCount=SETS_PER_POOL * BINDINGS_PER_SET)
+                for k in (STORAGE_BUFFER, STORAGE_IMAGE)
+            ]
+            info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
+            self.pools.append(b.call("vkCreateDescriptorPool", self.ctx.handle, info, None))
+            b.track("VkDescriptorPool", +1)
+        layouts = b.array("VkDescriptorSetLayout", [pipeline.set_layout])
+        alloc = vk.VkDescriptorSetAllocateInfo(
+            descriptorPool=self.pools[self._pool_index], descriptorSetCount=1, pSetLayouts=layouts
+        )
+        dset = b.call("vkAllocateDescriptorSets", self.ctx.handle, alloc)[0]
+        self._used_in_pool += 1
+        return dset
+
+    # --- commands -------------------------------------------------------
     def timestamp_begin(self) -> None:
         """Reset the query pool and write the first timestamp."""
-        if self.queries is None:
+        queries = self.stream.queries
+        if queries is None:
             return
         vk = b.vk()
-        vk.vkCmdResetQueryPool(self.cmd, self.queries, 0, 2)
-        vk.vkCmdWriteTimestamp(self.cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, self.queries, 0)
+        vk.vkCmdResetQueryPool(self.cmd, queries, 0, 2)
+        vk.vkCmdWriteTimestamp(self.cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0)
 
     def timestamp_end(self) -> None:
         """Write the second timestamp once all earlier work is done."""
-        if self.queries is None:
+        queries = self.stream.queries
+        if queries is None:
             return
         vk = b.vk()
-        vk.vkCmdWriteTimestamp(self.cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, self.queries, 1)
-        self.timestamps_written = True
+        vk.vkCmdWriteTimestamp(self.cmd, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1)
+        self.timed = True
 
-    def bind(self, pipeline: ComputePipeline, set_index: int) -> None:
-        """Bind a compute pipeline and one of its descriptor sets."""
+    def bind(self, pipeline: ComputePipeline, dset: Any) -> None:
+        """Bind a compute pipeline and a descriptor set."""
         vk = b.vk()
         vk.vkCmdBindPipeline(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
-        sets = b.array("VkDescriptorSet", [pipeline.sets[set_index]])
+        sets = b.array("VkDescriptorSet", [dset])
         vk.vkCmdBindDescriptorSets(self.cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, sets, 0, None)
 
     def push_constants(self, pipeline: ComputePipeline, data: bytes) -> None:
@@ -124,73 +218,37 @@ class CommandStream:
         vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 0, None, 0, None, 1, [ib])
         image.layout = new_layout
 
-    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool, buffer_offset: int = 0,
-                          z_offset: int = 0, depth: int | None = None) -> None:
-        """Copy tightly packed texels between a buffer and slices of an image."""
+    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool) -> None:
+        """Copy tightly packed texels between a buffer and a whole image."""
         vk = b.vk()
         w, h, d = image.extent
         layers = vk.VkImageSubresourceLayers(
             aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0, layerCount=1
         )
         region = vk.VkBufferImageCopy(
-            bufferOffset=buffer_offset,
+            bufferOffset=0,
             bufferRowLength=0,
             bufferImageHeight=0,
             imageSubresource=layers,
-            imageOffset=vk.VkOffset3D(x=0, y=0, z=z_offset),
-            imageExtent=vk.VkExtent3D(width=w, height=h, depth=d if depth is None else depth),
+            imageOffset=vk.VkOffset3D(x=0, y=0, z=0),
+            imageExtent=vk.VkExtent3D(width=w, height=h, depth=d),
         )
         if to_image:
             vk.vkCmdCopyBufferToImage(self.cmd, buffer.handle, image.handle, image.layout, 1, [region])
         else:
             vk.vkCmdCopyImageToBuffer(self.cmd, image.handle, image.layout, buffer.handle, 1, [region])
 
-    # --- submission -----------------------------------------------------
-    def submit_and_wait(self, timeout_s: float | None = None) -> float | None:
-        """End recording, submit, wait at most `timeout_s` seconds; return the
-        GPU time between the two timestamps in seconds when they were written."""
-        vk = b.vk()
-        ctx = self.ctx
-        b.call("vkEndCommandBuffer", self.cmd)
-        cmds = b.array("VkCommandBuffer", [self.cmd])
-        submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds)
-        b.call("vkResetFences", ctx.handle, 1, [self.fence])
-        b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
-        timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-        b.wait_fence(ctx.handle, self.fence, int(timeout * 1e9))
-        if not self.timestamps_written:
-            return None
-        data = vk.ffi.new("uint64_t[2]")
-        b.call(
-            "vkGetQueryPoolResults",
-            ctx.handle,
-            self.queries,
-            0,
-            2,
-            16,
-            data,
-            8,
-            vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT,
-        )
-        bits = ctx.info.timestamp_valid_bits
-        mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
-        ticks = (int(data[1]) - int(data[0])) & mask
-        return ticks * ctx.info.timestamp_period_ns * 1e-9
-
     def destroy(self) -> None:
-        """Destroy the query pool, the fence and the pool with its buffer."""
+        """Free the command buffer and destroy the descriptor pools (idempotent)."""
         vk = b.vk()
         device = self.ctx.handle
-        queries, self.queries = self.queries, None
-        if queries is not None:
-            vk.vkDestroyQueryPool(device, queries, None)
-            b.track("VkQueryPool", -1)
-        fence, self.fence = self.fence, None
-        if fence is not None:
-            vk.vkDestroyFence(device, fence, None)
-            b.track("VkFence", -1)
-        pool, self.pool = self.pool, None
-        self.cmd = None
-        if pool is not None:
-            vk.vkDestroyCommandPool(device, pool, None)
-            b.track("VkCommandPool", -1)
+        for pool in self.pools:
+            vk.vkDestroyDescriptorPool(device, pool, None)
+            b.track("VkDescriptorPool", -1)
+        self.pools = []
+        cmd, self.cmd = self.cmd, None
+        if cmd is not None and self.stream.pool is not None:
+            cmds = b.array("VkCommandBuffer", [cmd])
+            vk.vkFreeCommandBuffers(device, self.stream.pool, 1, cmds)
+        if cmd is not None:
+            b.track("VkCommandBuffer", -1)

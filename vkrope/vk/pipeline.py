@@ -1,6 +1,7 @@
-"""Compute pipelines: shader module, descriptor set layout, pipeline layout,
-the pipeline itself (workgroup size as specialization constant 0), and a
-descriptor pool with the sets that bind resources to it."""
+"""Compute pipelines: shader module, descriptor set layout, pipeline layout
+and the pipeline itself (workgroup size and other specialization constants),
+plus writing descriptor sets for them. Sets come from a `Recording`'s pools
+(vk/commands.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ class ComputePipeline:
         bindings: Sequence[str],
         push_constant_bytes: int,
         spec_constants: Sequence[int],
-        sets: int = 1,
     ) -> None:
         vk = b.vk()
         ctx.check_open()
@@ -43,8 +43,6 @@ class ComputePipeline:
         self.set_layout: Any = None
         self.layout: Any = None
         self.handle: Any = None
-        self.pool: Any = None
-        self.sets: list[Any] = []
         try:
             module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
             self.module = b.call("vkCreateShaderModule", ctx.handle, module_info, None)
@@ -53,7 +51,7 @@ class ComputePipeline:
             layout_bindings = [
                 vk.VkDescriptorSetLayoutBinding(
                     binding=i,
-                    descriptorType=_descriptor_type(kind),
+                    descriptorType=descriptor_type(kind),
                     descriptorCount=1,
                     stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
                 )
@@ -87,40 +85,16 @@ class ComputePipeline:
             pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
             self.handle = b.create_compute_pipeline(ctx.handle, pipeline_info)
             b.track("VkPipeline", +1)
-
-            self.ensure_sets(sets)
         except BaseException:
             self.destroy()
             raise
         ctx.adopt(self)
 
-    def ensure_sets(self, count: int) -> None:
-        """Make at least `count` descriptor sets available (re-creating the
-        pool, so no set may be in use by pending work)."""
-        if count <= len(self.sets):
-            return
-        vk = b.vk()
-        pool, self.pool = self.pool, None
-        self.sets = []
-        if pool is not None:
-            vk.vkDestroyDescriptorPool(self.ctx.handle, pool, None)
-            b.track("VkDescriptorPool", -1)
-        counts: dict[str, int] = {}
-        for kind in self.bindings:
-            counts[kind] = counts.get(kind, 0) + count
-        sizes = [vk.VkDescriptorPoolSize(type=_descriptor_type(k), descriptorCount=n) for k, n in counts.items()]
-        pool_info = vk.VkDescriptorPoolCreateInfo(maxSets=count, poolSizeCount=len(sizes), pPoolSizes=sizes)
-        self.pool = b.call("vkCreateDescriptorPool", self.ctx.handle, pool_info, None)
-        b.track("VkDescriptorPool", +1)
-        layouts = b.array("VkDescriptorSetLayout", [self.set_layout] * count)
-        alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=self.pool, descriptorSetCount=count, pSetLayouts=layouts)
-        allocated = b.call("vkAllocateDescriptorSets", self.ctx.handle, alloc)
-        self.sets = [allocated[i] for i in range(count)]
-
-    def write_set(self, index: int, resources: Sequence[tuple[Buffer, int, int] | Image3D]) -> None:
-        """Point descriptor set `index` at `resources`, one per binding:
-        `(buffer, offset, range)` for buffers, an `Image3D` for images. The
-        set must not be in use by pending work."""
+    def write_set(self, dset: Any, resources: Sequence[tuple[Buffer, int, int] | Image3D]) -> None:
+        """Point descriptor set `dset` (allocated with this pipeline's
+        `set_layout`) at `resources`, one per binding: `(buffer, offset,
+        range)` for buffers, an `Image3D` for images. The set must not be in
+        use by pending work."""
         vk = b.vk()
         keep: list[Any] = []
         writes = []
@@ -131,7 +105,7 @@ class ComputePipeline:
                 keep.append(info)
                 writes.append(
                     vk.VkWriteDescriptorSet(
-                        dstSet=self.sets[index],
+                        dstSet=dset,
                         dstBinding=binding,
                         descriptorCount=1,
                         descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -144,7 +118,7 @@ class ComputePipeline:
                 keep.append(info)
                 writes.append(
                     vk.VkWriteDescriptorSet(
-                        dstSet=self.sets[index],
+                        dstSet=dset,
                         dstBinding=binding,
                         descriptorCount=1,
                         descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
@@ -164,12 +138,10 @@ class ComputePipeline:
         return data
 
     def destroy(self) -> None:
-        """Destroy pool (and its sets), pipeline, layouts, module (idempotent)."""
+        """Destroy pipeline, layouts and module (idempotent)."""
         vk = b.vk()
         device = self.ctx.handle
-        self.sets = []
         for attr, fn, kind in (
-            ("pool", vk.vkDestroyDescriptorPool, "VkDescriptorPool"),
             ("handle", vk.vkDestroyPipeline, "VkPipeline"),
             ("layout", vk.vkDestroyPipelineLayout, "VkPipelineLayout"),
             ("set_layout", vk.vkDestroyDescriptorSetLayout, "VkDescriptorSetLayout"),
@@ -182,7 +154,7 @@ class ComputePipeline:
                 b.track(kind, -1)
 
 
-def _descriptor_type(kind: str) -> int:
+def descriptor_type(kind: str) -> int:
     vk = b.vk()
     if kind == STORAGE_BUFFER:
         return vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER

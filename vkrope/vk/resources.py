@@ -7,12 +7,16 @@ so no view outlives the memory behind it.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
 from . import binding as b
 from .context import Context
+
+# Unique per created buffer / image (ids of freed objects are reused; these are not).
+_serials = itertools.count(1)
 
 
 class Buffer:
@@ -27,6 +31,7 @@ class Buffer:
         vk = b.vk()
         ctx.check_open()
         self.ctx = ctx
+        self.serial = next(_serials)
         self.size = int(size)
         self.handle: Any = None
         self.memory: Any = None
@@ -92,6 +97,7 @@ class Image3D:
         vk = b.vk()
         ctx.check_open()
         self.ctx = ctx
+        self.serial = next(_serials)
         self.extent = extent
         self.format = vk_format
         self.handle: Any = None
@@ -149,3 +155,58 @@ class Image3D:
         if memory is not None:
             vk.vkFreeMemory(device, memory, None)
             b.track("VkDeviceMemory", -1)
+
+
+class ImportedBuffer(Buffer):
+    """A buffer over existing host memory (VK_EXT_external_memory_host):
+    the device reads and writes the caller's numpy memory with no copy.
+
+    The imported range is the whole pages around `[address, address +
+    nbytes)`; `offset` is where the data starts inside the buffer. The owner
+    must destroy it before that memory can be freed (vkrope does so as soon as
+    the call that imported it has finished).
+    """
+
+    def __init__(self, ctx: Context, address: int, nbytes: int) -> None:  # noqa: D107
+        vk = b.vk()
+        ctx.check_open()
+        self.ctx = ctx
+        self.serial = next(_serials)
+        self.handle = None
+        self.memory = None
+        self._mapped = None
+        self.host_visible = False
+        self.device_local = False
+        align = ctx.info.min_imported_host_pointer_alignment
+        start = address // align * align
+        end = -(-(address + nbytes) // align) * align
+        self.offset = address - start
+        self.size = end - start
+        handle_type = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
+        external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=handle_type)
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        )
+        info = vk.VkBufferCreateInfo(pNext=external, size=self.size, usage=usage,
+                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        self.handle = b.call("vkCreateBuffer", ctx.handle, info, None)
+        b.track("VkBuffer", +1)
+        try:
+            pointer = vk.ffi.cast("void *", start)
+            props = vk.ffi.new("VkMemoryHostPointerPropertiesEXT*")
+            props.sType = vk.VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT
+            get_props = b.call("vkGetDeviceProcAddr", ctx.handle, "vkGetMemoryHostPointerPropertiesEXT")
+            b.call_fn("vkGetMemoryHostPointerPropertiesEXT", get_props, ctx.handle, handle_type, pointer, props)
+            req = vk.vkGetBufferMemoryRequirements(ctx.handle, self.handle)
+            type_index = ctx.memory_type(req.memoryTypeBits & props.memoryTypeBits, 0)
+            import_info = vk.VkImportMemoryHostPointerInfoEXT(handleType=handle_type, pHostPointer=pointer)
+            alloc = vk.VkMemoryAllocateInfo(pNext=import_info, allocationSize=self.size, memoryTypeIndex=type_index)
+            self.memory = b.call("vkAllocateMemory", ctx.handle, alloc, None)
+            b.track("VkDeviceMemory", +1)
+            b.call("vkBindBufferMemory", ctx.handle, self.handle, self.memory, 0)
+        except BaseException:
+            self.destroy()
+            raise
+        ctx.adopt(self)
