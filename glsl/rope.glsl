@@ -106,12 +106,14 @@ layout(push_constant) uniform Params {
 } p;
 
 // a*b - c*d with one rounding error at most about 1.5 ulp of the result.
+// When c*d is infinite the error term e is inf - inf = NaN; then f alone is
+// what the plain formula gives (+-inf, or NaN where that formula has NaN).
 float diff_of_products(float a, float b, float c, float d) {
   precise float w = c * d;
   precise float e = fma(-c, d, w);
   precise float f = fma(a, b, -w);
   precise float r = f + e;
-  return r;
+  return isnan(r) ? f : r;
 }
 
 #ifdef X_HALF

@@ -39,7 +39,7 @@ def no_validation_messages():
     assert not msgs, "Vulkan validation messages:\n" + "\n".join(msgs)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def device() -> vkrope.Device:
-    """The default device (shared across the session)."""
+    """The default device (re-created by vkrope if a fault test closed it)."""
     return vkrope.default_device()

@@ -69,7 +69,7 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
     bad_nf = ~finite & ~((np.isnan(ref_r) & np.isnan(y)) | (ref_r == y))
     assert not bad_nf.any(), f"non-finite mismatch at {np.argwhere(bad_nf)[:5].tolist()}"
     assert np.isfinite(y64[finite]).all(), "unexpected NaN/Inf (unwritten element?)"
-    err = np.abs(y64 - ref)[finite]
+    err = np.abs(y64[finite] - ref[finite])
     sc = scale[finite]
     if np.dtype(x_dtype) == np.float32:
         tol = 1e-5 * sc + 1e-30

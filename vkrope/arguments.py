@@ -170,7 +170,8 @@ def check_request(
             raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
         if positions.shape != (n_tokens,):
             raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
-        bad = positions[(positions < -1) | (positions >= n_freq_rows)]
+        # With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
+        bad = positions[(positions < -1) | ((positions >= n_freq_rows) if per_row else False)]
         if bad.size:
             raise ValueError(
                 f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf = freqs rows); got {int(bad[0])}"
@@ -178,7 +179,7 @@ def check_request(
         pos32 = np.ascontiguousarray(positions, dtype=np.int32)
         token_rows = pos32.astype(np.int64)
     else:
-        if n_rot != repeat * n_freq_rows:
+        if n_rot != repeat * n_freq_rows and per_row:  # C = 0: nothing to rotate, any empty freqs do
             raise ValueError(
                 f"freqs has {n_freq_rows} rows ({freqs.size} values in shape {freqs.shape}, {form}); expected "
                 f"(N - exclude_last) / repeat = ({n_tokens} - {exclude_last}) / {repeat} rows so that every "

@@ -465,6 +465,14 @@ class RopeOp:
             s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
             s.end()
             return self.stream.submit_and_wait([s])
+        except BaseException:
+            # A timed-out or failed submission may still use the caller's
+            # memory: let the device finish before giving it back.
+            try:
+                self.ctx.wait_idle()
+            except Exception:
+                pass
+            raise
         finally:
             for imp in imports:
                 self.ctx.release(imp)

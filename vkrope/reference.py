@@ -36,7 +36,8 @@ def apply_reference(
     )
     shape = req.shape
     half = req.channels // 2
-    xs = np.asarray(req.x, dtype=np.float64).reshape(-1, req.n_tokens, half, 2)
+    batches = int(np.prod(shape[:-2], dtype=np.int64))
+    xs = np.asarray(req.x, dtype=np.float64).reshape(batches, req.n_tokens, half, 2)
     result = xs.copy()
     rows = req.token_rows
     rotated = rows >= 0
