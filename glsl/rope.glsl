@@ -35,8 +35,8 @@
  * costs no divisions at all (CPU drivers scalarise them).
  *  - Buffer storage: pair (b, n, k) is pair (b*N + n)*C/2 + k of the flat
  *    tensor. When C % 4 == 0 (spec constant ALIGNED) rows are whole texels
- *    and x moves as vec4; otherwise as two vec2 through aliased views of the
- *    same bindings.
+ *    and x and freqs move as vec4; otherwise as vec2 pairs, through aliased
+ *    views of the same bindings.
  *  - Texture storage: texel (c4, y, z) of a width-packed image, extent
  *    (ceil(C/4), N, B) when that fits the device. Otherwise flat rows
  *    (b*N + n) fold over y and z (y = row % height, z = row / height), and
@@ -68,8 +68,10 @@ layout(constant_id = 2) const bool ALIGNED = true;
 
 #ifdef F_HALF
 #define FVEC2 f16vec2
+#define FVEC4 f16vec4
 #else
 #define FVEC2 vec2
+#define FVEC4 vec4
 #endif
 
 #ifdef STORAGE_BUFFER
@@ -83,6 +85,7 @@ layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #endif
 layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Positions { int positions[]; };
 
 // Flags bits; the host (vkrope/op.py) sets them from the same names.
@@ -185,9 +188,15 @@ void main() {
   int frow = freqs_row(n);
   if (frow >= 0) {
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;
-    v.xy = rotate_pair(v.xy, vec2(freqs[fi]));
-    if (second) {
-      v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));
+    if (ALIGNED) {
+      vec4 cs = vec4(freqs4[fi >> 1]);
+      v.xy = rotate_pair(v.xy, cs.xy);
+      v.zw = rotate_pair(v.zw, cs.zw);
+    } else {
+      v.xy = rotate_pair(v.xy, vec2(freqs[fi]));
+      if (second) {
+        v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));
+      }
     }
   }
 #ifdef X_HALF

@@ -1,4 +1,4 @@
-"""The `vkrope` command (also `python -m vkrope`): demo, info."""
+"""The `vkrope` command (also `python -m vkrope`): info, apply, demo, bench."""
 
 from __future__ import annotations
 
@@ -97,6 +97,60 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_apply(args: argparse.Namespace) -> int:
+    """Rotate X.npy by FREQS.npy into OUT.npy."""
+    import vkrope
+
+    def load(path: str, what: str) -> np.ndarray:
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise ValueError(f"{what}: no such file {path!r}") from None
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{what}: {path!r} is not a readable .npy file ({exc})") from None
+
+    x = load(args.x, "X")
+    freqs = load(args.freqs, "FREQS")
+    positions = load(args.positions, "--positions") if args.positions else None
+    y = vkrope.apply(x, freqs, inverse=args.inverse, repeat=args.repeat, exclude_last=args.exclude_last,
+                     positions=positions, storage=args.storage)
+    np.save(args.output, y)
+    print(f"wrote {args.output}: shape {y.shape}, dtype {y.dtype}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Benchmark table, JSON and (with matplotlib) a chart."""
+    from pathlib import Path
+
+    from vkrope import bench
+
+    shapes = None
+    if args.shapes:
+        try:
+            shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",")]
+        except ValueError:
+            raise ValueError(f"--shapes must look like 1x256x256,8x4096x256; got {args.shapes!r}") from None
+        if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
+            raise ValueError(f"--shapes: each shape is BxNxC with C even; got {args.shapes!r}")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
+                       dtypes=tuple(args.dtype))
+    json_path = out_dir / "bench.json"
+    bench.save_json(result, str(json_path))
+    print(f"wrote {json_path}")
+    plot_path = args.plot or str(out_dir / "bench.png")
+    try:
+        bench.plot(result, plot_path)
+        print(f"wrote {plot_path}")
+    except ImportError:
+        if args.plot:
+            raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
+        print("no chart: matplotlib is not installed (pip install matplotlib)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `vkrope` command."""
     parser = argparse.ArgumentParser(prog="vkrope", description="Interleaved RoPE on a Vulkan device.")
@@ -107,6 +161,25 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("info", help="list Vulkan devices and the one vkrope picks")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("apply", help="rotate X.npy by FREQS.npy into OUT.npy")
+    p.add_argument("x", metavar="X.npy", help="float32/float16 array [..., N, C]")
+    p.add_argument("freqs", metavar="FREQS.npy", help="(cos, sin) pairs, real [Nf, C] or complex [Nf, C/2]")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
+    p.add_argument("--inverse", action="store_true", help="rotate by -theta")
+    p.add_argument("--repeat", type=int, default=1, help="frames sharing the freqs rows (default 1)")
+    p.add_argument("--exclude-last", type=int, default=0, help="trailing tokens passed through (default 0)")
+    p.add_argument("--positions", metavar="P.npy", help="int array [N]: freqs row per token, -1 = pass through")
+    p.add_argument("--storage", default="auto", help="auto, buffer or texture3d (default auto)")
+    p.set_defaults(func=cmd_apply)
+    p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
+    p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
+    p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
+    p.add_argument("--repeats", type=int, help="timed repeats per measurement (default 9, quick 5)")
+    p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])
+    p.add_argument("--dtype", nargs="+", default=["float32", "float16"], choices=["float32", "float16"])
+    p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
+    p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
+    p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -221,6 +221,12 @@ class Device:
             self._context()
             return self._guarded(self._op.run, req, resolve_storage(req.storage), result)
 
+    def _time_copy(self, nbytes: int) -> float | None:
+        """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
+        with self._lock:
+            self._context()
+            return self._guarded(self._op.time_copy, nbytes)
+
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""
         with self._lock:

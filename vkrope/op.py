@@ -149,7 +149,7 @@ def _split(req, batches, n_tokens, tokens, max_batches, ppr, bind_x, x_limit, ro
            pair_bytes, align) -> list[Chunk] | None:
     """Chunks of at most `tokens` tokens (and batches that fit); None when a
     chunk's freqs rows would not fit one binding."""
-    f_align = max(1, align // f_pair_bytes)
+    f_align = max(2, align // f_pair_bytes)  # even: aligned rows read freqs as vec4
     x_align = max(1, align // pair_bytes)
     if tokens == n_tokens:
         per = max_batches
@@ -519,6 +519,19 @@ class RopeOp:
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
         s.end()
 
+
+    def time_copy(self, nbytes: int) -> float | None:
+        """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device
+        buffers (the benchmark's ceiling), from timestamps."""
+        src = self.buffer("bench_src", nbytes, host_visible=False)
+        dst = self.buffer("bench_dst", nbytes, host_visible=False)
+        s = self.scratch
+        s.begin()
+        s.timestamp_begin()
+        s.copy_buffer(src, dst, nbytes)
+        s.timestamp_end()
+        s.end()
+        return self.stream.submit_and_wait([s])
 
     # --- device-resident arrays ----------------------------------------------
     def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:

@@ -1,0 +1,301 @@
+"""The benchmark behind `vkrope bench`: kernel time and bandwidth from
+timestamp queries, the same run's device-copy bandwidth, end-to-end
+`vkrope.apply`, device-resident calls, numpy's best, and (when importable)
+torch's SAM2 formulation and the same op written with wgpu-py.
+
+All ratios are measured in one run, on one machine, side by side."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import numpy as np
+
+from .arguments import check_request
+from .baselines import numpy_rope
+from .device import Device
+
+QUICK_SHAPES = [(1, 256, 256), (1, 1792, 256), (1, 4096, 256), (8, 4096, 256)]
+FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)]
+
+
+def _median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _numpy_fp16_best(x: np.ndarray, f: np.ndarray, repeats: int) -> tuple[float, str]:
+    """numpy has no float16 complex type: time the two usual paths, keep the faster."""
+    def direct() -> np.ndarray:
+        re, im = x[..., 0::2], x[..., 1::2]
+        c, s = f[..., 0::2], f[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = re * c - im * s
+        out[..., 1::2] = re * s + im * c
+        return out
+
+    widened = _median_time(lambda: numpy_rope(x, f), repeats)
+    native = _median_time(direct, repeats)
+    return (widened, "widen to complex64") if widened <= native else (native, "float16 arithmetic")
+
+
+class _Torch:
+    """SAM2's formulation: view_as_real(view_as_complex(x) * freqs_cis)."""
+
+    def __init__(self) -> None:
+        import torch  # noqa: PLC0415  (optional)
+
+        self.torch = torch
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.name = f"torch {torch.__version__} ({self.device})"
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def times(self, x: np.ndarray, f: np.ndarray, repeats: int) -> dict[str, float]:
+        torch = self.torch
+        xt = torch.from_numpy(x).to(self.device)
+        fc = torch.view_as_complex(torch.from_numpy(f.astype(np.float32)).to(self.device).reshape(f.shape[0], -1, 2))
+
+        def op(t):
+            tc = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
+            return torch.view_as_real(tc * fc).flatten(-2).to(t.dtype)
+
+        def kernel() -> None:
+            op(xt)
+            self.sync()
+
+        def e2e() -> None:
+            op(torch.from_numpy(x).to(self.device)).cpu().numpy()
+
+        return {"op_s": _median_time(kernel, repeats), "end_to_end_s": _median_time(e2e, repeats)}
+
+
+WGSL = """
+struct Params { texels_per_batch: u32, total: u32, row_groups: u32, pad: u32 };
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> f: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> o: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> p: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x + gid.y * p.row_groups * 64u;
+  if (i >= p.total) { return; }
+  let v = x[i];
+  let cs = f[i % p.texels_per_batch];
+  o[i] = vec4<f32>(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x,
+                   v.z * cs.z - v.w * cs.w, v.z * cs.w + v.w * cs.z);
+}
+"""
+
+
+class _Wgpu:
+    """The op as a wgpu-py user writes it: WGSL, pipeline and buffers made
+    once per shape, queue.write_buffer in, queue.read_buffer out (float32)."""
+
+    def __init__(self) -> None:
+        import wgpu  # noqa: PLC0415  (optional)
+
+        self.wgpu = wgpu
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        limits = {k: adapter.limits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size")}
+        self.device = adapter.request_device_sync(required_limits=limits)
+        self.max_binding = limits["max-storage-buffer-binding-size"]
+        self.name = f"wgpu-py {wgpu.__version__} ({adapter.info['device']})"
+        module = self.device.create_shader_module(code=WGSL)
+        self.pipeline = self.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+
+    def times(self, x: np.ndarray, f: np.ndarray, repeats: int) -> dict[str, float] | str:
+        wgpu = self.wgpu
+        if x.dtype != np.float32:
+            return "float32 only (WGSL f16 needs an optional feature)"
+        if x.nbytes > self.max_binding:
+            return f"past wgpu's storage binding limit ({self.max_binding} bytes)"
+        dev = self.device
+        usage = wgpu.BufferUsage
+        xb = dev.create_buffer(size=x.nbytes, usage=usage.STORAGE | usage.COPY_DST)
+        fb = dev.create_buffer_with_data(data=np.ascontiguousarray(f, np.float32), usage=usage.STORAGE)
+        ob = dev.create_buffer(size=x.nbytes, usage=usage.STORAGE | usage.COPY_SRC)
+        total = x.size // 4
+        groups = -(-total // 64)
+        gx = min(groups, 65535)
+        gy = -(-groups // gx)
+        params = np.array([f.size // 4, total, gx, 0], np.uint32)
+        pb = dev.create_buffer_with_data(data=params, usage=usage.UNIFORM)
+        bind = dev.create_bind_group(layout=self.pipeline.get_bind_group_layout(0), entries=[
+            {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}} for i, buf in enumerate((xb, fb, ob, pb))
+        ])
+
+        def run() -> np.ndarray:
+            dev.queue.write_buffer(xb, 0, x)
+            enc = dev.create_command_encoder()
+            cp = enc.begin_compute_pass()
+            cp.set_pipeline(self.pipeline)
+            cp.set_bind_group(0, bind)
+            cp.dispatch_workgroups(gx, gy, 1)
+            cp.end()
+            dev.queue.submit([enc.finish()])
+            return np.frombuffer(dev.queue.read_buffer(ob), np.float32).reshape(x.shape)
+
+        y = run()
+        ref = numpy_rope(x, f)
+        if not np.allclose(y, ref, atol=1e-4, rtol=1e-4):
+            return "wrong result"
+        return {"end_to_end_s": _median_time(run, repeats)}
+
+
+def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, repeats: int | None = None,
+        storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16"),
+        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the benchmark and return its results (see module docstring)."""
+    shapes = shapes or (QUICK_SHAPES if quick else FULL_SHAPES)
+    reps = repeats or (5 if quick else 9)
+    rng = np.random.default_rng(0)
+    extras: dict[str, Any] = {}
+    for name, cls in (("torch", _Torch), ("wgpu", _Wgpu)):
+        try:
+            extras[name] = cls()
+        except Exception as exc:  # noqa: BLE001  (optional competitors)
+            extras[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
+    rows = []
+    with Device() as dev:
+        info = dev.info
+        log(f"device: {info['name']} ({info['type']}), Vulkan {info['api_version']}")
+        for name in ("torch", "wgpu"):
+            log(f"{name}: {extras[name] if isinstance(extras[name], str) else extras[name].name}")
+        header = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
+                  f"{'copy GB/s':>9} {'k/copy':>6} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
+                  f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch ms':>8} {'wgpu ms':>8}")
+        log(header)
+        for shape in shapes:
+            b, n, c = shape
+            for dtype_name in dtypes:
+                dtype = np.dtype(dtype_name)
+                x = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+                theta = rng.uniform(-3, 3, (n, c // 2))
+                f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(n, c).astype(dtype)
+                moved = 2 * x.nbytes + f.nbytes
+                r = max(3, reps if x.nbytes < (256 << 20) else 3)
+                # numpy: best formulation and plain memcpy on the same bytes
+                if dtype == np.float32:
+                    t_np = _median_time(lambda: numpy_rope(x, f), r)
+                    np_path = "complex64 multiply"
+                else:
+                    t_np, np_path = _numpy_fp16_best(x, f, r)
+                dst = np.empty_like(x)
+                t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
+                del dst
+                copy_s = [dev._time_copy(moved // 2) for _ in range(r)]
+                copy_s = statistics.median([s for s in copy_s if s]) if any(copy_s) else None
+                competitor: dict[str, Any] = {}
+                for name in ("torch", "wgpu"):
+                    ext = extras[name]
+                    if isinstance(ext, str):
+                        competitor[name] = ext
+                    else:
+                        try:
+                            competitor[name] = ext.times(x, f, r)
+                        except Exception as exc:  # noqa: BLE001
+                            competitor[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+                for storage in storages:
+                    req = check_request(x, f, storage=storage)
+                    out = np.empty_like(x)
+                    kernels = [dev.run(req, out) for _ in range(r + 1)][1:]
+                    kernel = statistics.median(kernels) if all(kernels) else None
+                    t_apply = _median_time(lambda: dev.apply(x, f, storage=storage), r)
+                    xd = dev.asarray(x, storage=storage)
+                    t_resident = _median_time(lambda: dev.apply(xd, f), r)
+                    xd.release()
+                    dev.trim()
+                    row = {
+                        "shape": list(shape), "dtype": dtype_name, "storage": storage, "bytes_moved": moved,
+                        "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
+                        "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
+                        "kernel_over_copy": (copy_s / kernel) if (kernel and copy_s) else None,
+                        "apply_s": t_apply, "resident_apply_s": t_resident,
+                        "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
+                        "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
+                        "torch": competitor["torch"], "wgpu": competitor["wgpu"],
+                    }
+                    rows.append(row)
+                    tt = competitor["torch"]
+                    wg = competitor["wgpu"]
+                    log(f"{str(shape):<16} {dtype_name:<7} {storage:<9} {moved / 2**20:>7.1f} "
+                        f"{_ms(kernel):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
+                        f"{_num(row['kernel_over_copy'], 2):>6} {_ms(t_apply):>9} {_ms(t_resident):>8} {_ms(t_np):>9} "
+                        f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
+                        f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>8} "
+                        f"{_ms(wg['end_to_end_s']) if isinstance(wg, dict) else '-':>8}")
+        result = {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "machine": platform.machine(), "python": platform.python_version(),
+            "numpy": np.__version__, "device": info,
+            "torch": extras["torch"] if isinstance(extras["torch"], str) else extras["torch"].name,
+            "wgpu": extras["wgpu"] if isinstance(extras["wgpu"], str) else extras["wgpu"].name,
+            "quick": quick, "repeats": reps, "rows": rows,
+            "notes": "times are medians; kernel from timestamp queries; apply = end to end from numpy to numpy; "
+                     "copy = vkCmdCopyBuffer moving the same bytes as the kernel; memcpy = numpy copyto of x",
+        }
+    return result
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.3f}"
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def plot(result: dict[str, Any], path: str) -> None:
+    """GB/s against tensor size per dtype and storage, with the device-copy
+    and numpy-memcpy ceilings as lines (needs matplotlib)."""
+    import matplotlib  # noqa: PLC0415  (optional)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    rows = result["rows"]
+    for dtype in sorted({r["dtype"] for r in rows}):
+        for storage in sorted({r["storage"] for r in rows}):
+            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage and r["kernel_gbps"]]
+            if sel:
+                ax.plot([r["bytes_moved"] / 2**20 for r in sel], [r["kernel_gbps"] for r in sel], "o-",
+                        label=f"vkrope kernel {dtype} {storage}")
+            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage]
+            ax.plot([r["bytes_moved"] / 2**20 for r in sel], [r["bytes_moved"] / r["apply_s"] / 1e9 for r in sel],
+                    "x:", label=f"vkrope.apply end to end {dtype} {storage}")
+    first = [r for r in rows if r["storage"] == rows[0]["storage"] and r["dtype"] == rows[0]["dtype"]]
+    ax.plot([r["bytes_moved"] / 2**20 for r in first], [r["copy_gbps"] or 0 for r in first], "k--",
+            label="device copy (vkCmdCopyBuffer)")
+    ax.plot([r["bytes_moved"] / 2**20 for r in first], [r["memcpy_gbps"] for r in first], "k-.",
+            label="numpy memcpy")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes moved per call (MiB): read x + read freqs + write out")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"vkrope on {result['device']['name']} ({result['date'][:10]})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def save_json(result: dict[str, Any], path: str) -> None:
+    """Write the results as JSON."""
+    with open(path, "w") as fh:
+        json.dump(result, fh, indent=1, default=str)
