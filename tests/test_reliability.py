@@ -255,7 +255,7 @@ def calls(draw):
     elif corruption == "freqs_rows":
         f = np.zeros((nf + 1, per), fdtype)
     elif corruption == "freqs_dtype":
-        f = f.astype(draw(st.sampled_from([np.int64, bool, object, np.uint8])))
+        f = np.real(f).astype(draw(st.sampled_from([np.int64, bool, object, np.uint8])))
     elif corruption == "repeat_junk":
         kw["repeat"] = junk if junk is not None else 0
     elif corruption == "exclude_junk":
