@@ -104,6 +104,8 @@ def test_device_array_errors(device):
         device.apply(x, f, out=xd)
     with pytest.raises(ValueError, match="storage"):
         device.asarray(x, storage="texture2d")
+    with pytest.raises(ValueError, match="storage='texture3d' but x is a buffer DeviceArray"):
+        device.apply(xd, f, storage="texture3d")
     with pytest.raises(TypeError, match="a must be"):
         device.asarray([1, 2])
     with pytest.raises(TypeError, match=r"calls\[0\]"):

@@ -147,7 +147,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ImportError:
         if args.plot:
             raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
-        print("no chart: matplotlib is not installed (pip install matplotlib)")
+        svg = str(out_dir / "bench.svg")
+        bench.plot_svg(result, svg)
+        print(f"wrote {svg} (matplotlib is not installed: pip install matplotlib for a PNG)")
     return 0
 
 

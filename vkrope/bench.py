@@ -299,3 +299,56 @@ def save_json(result: dict[str, Any], path: str) -> None:
     """Write the results as JSON."""
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1, default=str)
+
+
+def plot_svg(result: dict[str, Any], path: str) -> None:
+    """The same chart as `plot`, as a plain SVG, for machines without
+    matplotlib (the offline GPU machine)."""
+    import math
+
+    rows = result["rows"]
+    series: list[tuple[str, list[tuple[float, float]], str]] = []
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    for dtype in sorted({r["dtype"] for r in rows}):
+        for storage in sorted({r["storage"] for r in rows}):
+            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage]
+            pts = [(r["bytes_moved"] / 2**20, r["kernel_gbps"]) for r in sel if r["kernel_gbps"]]
+            series.append((f"kernel {dtype} {storage}", pts, colors[len(series) % len(colors)]))
+            pts = [(r["bytes_moved"] / 2**20, r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
+            series.append((f"apply end to end {dtype} {storage}", pts, colors[len(series) % len(colors)]))
+    first = [r for r in rows if r["storage"] == rows[0]["storage"] and r["dtype"] == rows[0]["dtype"]]
+    series.append(("device copy", [(r["bytes_moved"] / 2**20, r["copy_gbps"]) for r in first if r["copy_gbps"]], "#000"))
+    series.append(("numpy memcpy", [(r["bytes_moved"] / 2**20, r["memcpy_gbps"]) for r in first], "#888"))
+    xs = [x for _, pts, _ in series for x, _ in pts]
+    ys = [y for _, pts, _ in series for _, y in pts if y > 0]
+    x0, x1 = math.log10(min(xs)), math.log10(max(xs)) + 1e-9
+    y0, y1 = math.log10(min(ys)) - 0.1, math.log10(max(ys)) + 0.1
+    w, h, m = 800, 500, 60
+
+    def sx(v: float) -> float:
+        return m + (math.log10(v) - x0) / (x1 - x0) * (w - 2 * m)
+
+    def sy(v: float) -> float:
+        return h - m - (math.log10(v) - y0) / (y1 - y0) * (h - 2 * m)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{w}" height="{h}" fill="white"/>',
+           f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">vkrope on {result["device"]["name"]} '
+           f'({result["date"][:10]}): GB/s against MiB moved (log-log)</text>',
+           f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>',
+           f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>']
+    for e in range(math.floor(y0), math.ceil(y1) + 1):
+        if y0 <= e <= y1:
+            out.append(f'<text x="{m - 5}" y="{sy(10 ** e) + 4}" text-anchor="end">{10 ** e:g}</text>')
+    for e in range(math.floor(x0), math.ceil(x1) + 1):
+        if x0 <= e <= x1:
+            out.append(f'<text x="{sx(10 ** e)}" y="{h - m + 15}" text-anchor="middle">{10 ** e:g}</text>')
+    for i, (label, pts, color) in enumerate(series):
+        if pts:
+            path_d = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(pts))
+            dash = ' stroke-dasharray="4,3"' if "end to end" in label or label in ("device copy", "numpy memcpy") else ""
+            out.append(f'<path d="{path_d}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
+        out.append(f'<text x="{m + 10}" y="{m + 14 * i}" fill="{color}">{label}</text>')
+    out.append("</svg>")
+    with open(path, "w") as fh:
+        fh.write("\n".join(out))

@@ -100,13 +100,15 @@ class Device:
             positions=positions, storage=storage,
         )
         if isinstance(x, DeviceArray):
-            return self.apply_many([(x, freqs, dict(out=out, inverse=inverse, repeat=repeat,
-                                                     exclude_last=exclude_last, positions=positions))])[0]
+            self._check_resident(x, storage, "")
+            return self._run_many([req])[0]
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         if req.x.size == 0:
             self._context()
             return result
-        self.run(req, result)
+        with self._lock:
+            self._context()
+            self._guarded(self._op.run, req, resolve_storage(req.storage), result)
         return result
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
@@ -126,10 +128,7 @@ class Device:
             x, freqs = call[0], call[1]
             kw = dict(call[2]) if len(call) == 3 else {}
             if isinstance(x, DeviceArray):
-                if x.device is not self:
-                    raise ValueError(f"calls[{i}]: x lives on another vkrope.Device")
-                if kw.get("storage", "auto") not in ("auto", x.storage):
-                    raise ValueError(f"calls[{i}]: storage={kw['storage']!r} but x is a {x.storage} DeviceArray")
+                self._check_resident(x, kw.get("storage", "auto"), f"calls[{i}]: ")
                 kw["storage"] = x.storage
             try:
                 req = check_request(x, freqs, **kw)
@@ -138,7 +137,11 @@ class Device:
             except ValueError as exc:
                 raise ValueError(f"calls[{i}]: {exc}") from None
             prepared.append(req)
+        return self._run_many(prepared)
 
+    def _run_many(self, prepared: list[Request]) -> list[np.ndarray | DeviceArray]:
+        """Upload numpy inputs, run every request in one submission, download
+        the results of numpy inputs."""
         with self._lock:
             ctx = self._context()
             results: list = []
@@ -167,6 +170,13 @@ class Device:
                     final.append(self._download_into(out, host_out))
                     out.release()
             return final
+
+    def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
+        """A DeviceArray x must live here; `storage` may only repeat its own."""
+        if x.device is not self:
+            raise ValueError(f"{where}x lives on another vkrope.Device")
+        if storage not in ("auto", x.storage):
+            raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
 
     def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
         """Upload a float32 / float16 numpy array `[..., N, C]` (C even) and
@@ -219,7 +229,7 @@ class Device:
         device has no timestamps)."""
         with self._lock:
             self._context()
-            return self._guarded(self._op.run, req, resolve_storage(req.storage), result)
+            return self._guarded(self._op.run, req, resolve_storage(req.storage), result, True)
 
     def _time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""

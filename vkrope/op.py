@@ -13,6 +13,8 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+from typing import Callable
+
 import numpy as np
 
 from .arguments import Request
@@ -330,24 +332,24 @@ class RopeOp:
                 rec.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
 
     # --- numpy in, numpy out -------------------------------------------------
-    def run(self, req: Request, storage: str, out: np.ndarray) -> float | None:
+    def run(self, req: Request, storage: str, out: np.ndarray, want_time: bool = False) -> float | None:
         """Rotate `req.x` into `out` (same shape and dtype) using `storage`.
-        Returns the kernel time in seconds (None without timestamps)."""
+        With `want_time`, returns the kernel seconds (None without timestamps)."""
         ctx = self.ctx
         ctx.check_open()
         # One allocation holds x (twice that for texture staging + image).
         limit = (ctx.info.max_memory_allocation_size or (1 << 31)) // 2
         if req.x.size * req.x.itemsize > limit:
-            return self._run_split(req, storage, out, limit)
-        return self._run_block(req, storage, out)
+            return self._run_split(req, storage, out, limit, want_time)
+        return self._run_block(req, storage, out, want_time)
 
-    def _run_block(self, req: Request, storage: str, out: np.ndarray) -> float | None:
+    def _run_block(self, req: Request, storage: str, out: np.ndarray, want_time: bool) -> float | None:
         """`run` for a tensor that fits one allocation."""
         ctx = self.ctx
         pl = plan(req, storage, ctx.info)
         if storage == "buffer" and self._importable(req.x, out):
             try:
-                return self._run_imported(req, pl, out)
+                return self._run_imported(req, pl, out, want_time)
             except VulkanError:
                 pass  # the driver refused this memory: take the copy path
         x_dtype = pl.x_dtype
@@ -370,24 +372,31 @@ class RopeOp:
         # Everything the recording depends on; the data itself is not part of it.
         key = (pl, req.n_rot, req.n_freq_rows, req.flags, tuple(layout),
                x_host.serial, x_res.serial, args_host.serial, args.serial)
-        rec = self.recordings.get(key)
-        if rec is None:
-            rec = Recording(self.stream)
-            try:
-                self._record_numpy_call(rec, job, x_host, args_host, args, layout)
-            except BaseException:
-                self.ctx.release(rec)
-                raise
-            self.recordings[key] = rec
-            if len(self.recordings) > self.MAX_RECORDINGS:
-                self.ctx.release(self.recordings.popitem(last=False)[1])
-        else:
-            self.recordings.move_to_end(key)
-        seconds = self.stream.submit_and_wait([rec])
+        rec = self._recording(key, lambda r: self._record_numpy_call(r, job, x_host, args_host, args, layout))
+        seconds = self.stream.submit_and_wait([rec], want_time=want_time)
         np.copyto(out, staged_view)
         return seconds
 
-    def _run_split(self, req: Request, storage: str, out: np.ndarray, max_bytes: int) -> float | None:
+    def _recording(self, key: tuple, record: Callable[[Recording], None]) -> Recording:
+        """The cached recording for `key`, recorded by `record` on a miss
+        (least recently used recordings are dropped past MAX_RECORDINGS)."""
+        rec = self.recordings.get(key)
+        if rec is not None:
+            self.recordings.move_to_end(key)
+            return rec
+        rec = Recording(self.stream)
+        try:
+            record(rec)
+        except BaseException:
+            self.ctx.release(rec)
+            raise
+        self.recordings[key] = rec
+        if len(self.recordings) > self.MAX_RECORDINGS:
+            self.ctx.release(self.recordings.popitem(last=False)[1])
+        return rec
+
+    def _run_split(self, req: Request, storage: str, out: np.ndarray, max_bytes: int,
+                   want_time: bool) -> float | None:
         """Run a tensor larger than one allocation may be in row blocks: whole
         batch items when one fits, else token ranges (as positions) of each."""
         n, c = req.n_tokens, req.channels
@@ -408,10 +417,10 @@ class RopeOp:
             if (n0, n1) != (0, n):
                 rows = req.token_rows[n0:n1]
                 sub = replace(sub, positions=rows.astype(np.int32), token_rows=rows, n_rot=n1 - n0)
-            seconds += self._run_block(sub, storage, o3[b0:b1, n0:n1]) or 0.0
+            seconds += self._run_block(sub, storage, o3[b0:b1, n0:n1], want_time) or 0.0
         if not np.shares_memory(o3, out):
             np.copyto(out, o3.reshape(out.shape))
-        return seconds
+        return seconds if want_time else None
 
     def _importable(self, x: np.ndarray, out: np.ndarray) -> bool:
         """Whether `out` (and so the call) can run on imported numpy memory:
@@ -434,7 +443,7 @@ class RopeOp:
             and (a.ctypes.data % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0
         )
 
-    def _run_imported(self, req: Request, pl: Plan, out: np.ndarray) -> float | None:
+    def _run_imported(self, req: Request, pl: Plan, out: np.ndarray, want_time: bool) -> float | None:
         """The zero-copy path: the shader reads x and writes `out` where they
         are. When x cannot be imported (strided, read-only, misaligned, or
         overlapping `out`), it is copied into `out` once and rotated in place.
@@ -464,7 +473,7 @@ class RopeOp:
             s.timestamp_end()
             s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
             s.end()
-            return self.stream.submit_and_wait([s])
+            return self.stream.submit_and_wait([s], want_time=want_time)
         except BaseException:
             # A timed-out or failed submission may still use the caller's
             # memory: let the device finish before giving it back.
@@ -522,7 +531,13 @@ class RopeOp:
 
     def time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device
-        buffers (the benchmark's ceiling), from timestamps."""
+        buffers (the benchmark's ceiling), from timestamps. Past a quarter of
+        maxMemoryAllocationSize the copy is timed on that many bytes and
+        scaled linearly (copies of that size already run at full bandwidth)."""
+        cap = max(GROWTH, (self.ctx.info.max_memory_allocation_size or (1 << 31)) // 4)
+        if nbytes > cap:
+            seconds = self.time_copy(cap)
+            return None if seconds is None else seconds * nbytes / cap
         src = self.buffer("bench_src", nbytes, host_visible=False)
         dst = self.buffer("bench_dst", nbytes, host_visible=False)
         s = self.scratch
@@ -531,7 +546,7 @@ class RopeOp:
         s.copy_buffer(src, dst, nbytes)
         s.timestamp_end()
         s.end()
-        return self.stream.submit_and_wait([s])
+        return self.stream.submit_and_wait([s], want_time=True)
 
     # --- device-resident arrays ----------------------------------------------
     def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
@@ -613,13 +628,20 @@ class RopeOp:
         if not upload:
             np.copyto(data, view)
 
-    def run_resident(self, jobs: list[Job]) -> float | None:
+    def run_resident(self, jobs: list[Job], want_time: bool = False) -> float | None:
         """Run several jobs on device-resident resources in one submission;
-        returns the kernel seconds of all of them (None without timestamps)."""
-        vk = b.vk()
+        with `want_time`, returns the kernel seconds of all of them."""
         self.ctx.check_open()
         args_host, args, layout = self._write_args(jobs)
-        s = self.scratch
+        key = ("resident", args_host.serial, args.serial, tuple(layout)) + tuple(
+            (j.plan, j.req.n_rot, j.req.n_freq_rows, j.req.flags, j.x_res.serial, j.out_res.serial) for j in jobs
+        )
+        rec = self._recording(key, lambda r: self._record_resident(r, jobs, args_host, args, layout))
+        return self.stream.submit_and_wait([rec], want_time=want_time)
+
+    def _record_resident(self, s: Recording, jobs: list[Job], args_host: Buffer, args: Buffer,
+                         layout: list[tuple[int, int, int, int]]) -> None:
+        vk = b.vk()
         s.begin()
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
@@ -634,7 +656,6 @@ class RopeOp:
         s.timestamp_end()
         s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, all_cmds, mem_rw)
         s.end()
-        return self.stream.submit_and_wait([s])
 
 
 def _packed_view(host: Buffer, extent: tuple[int, int, int], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:

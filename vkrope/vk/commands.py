@@ -52,19 +52,23 @@ class CommandStream:
             raise
         ctx.adopt(self)
 
-    def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None) -> float | None:
-        """Submit recorded command buffers in one vkQueueSubmit, wait at most
-        `timeout_s` seconds; return the GPU seconds between the timestamps
-        when the last recording wrote them."""
+    def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None,
+                        want_time: bool = False) -> float | None:
+        """Submit recorded command buffers in one vkQueueSubmit and wait at
+        most `timeout_s` seconds. With `want_time`, return the GPU seconds
+        between the timestamps the last recording wrote (else None)."""
         vk = b.vk()
         ctx = self.ctx
-        cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
-        submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
+        if len(recordings) == 1:
+            submit = recordings[0].submit_info()
+        else:
+            cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
+            submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
         b.call("vkResetFences", ctx.handle, 1, [self.fence])
         b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
         timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
         b.wait_fence(ctx.handle, self.fence, int(timeout * 1e9))
-        if not recordings[-1].timed:
+        if not (want_time and recordings[-1].timed):
             return None
         data = vk.ffi.new("uint64_t[2]")
         flags = vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT
@@ -104,6 +108,7 @@ class Recording:
         self._pool_index = 0
         self._used_in_pool = 0
         self.timed = False
+        self._submit: Any = None  # (cffi command-buffer array, VkSubmitInfo), made once
         alloc = vk.VkCommandBufferAllocateInfo(
             commandPool=stream.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
         )
@@ -127,6 +132,13 @@ class Recording:
     def end(self) -> None:
         """Finish recording; the buffer can then be submitted any number of times."""
         b.call("vkEndCommandBuffer", self.cmd)
+
+    def submit_info(self) -> Any:
+        """A VkSubmitInfo for this command buffer alone (kept: its array must outlive it)."""
+        if self._submit is None:
+            cmds = b.array("VkCommandBuffer", [self.cmd])
+            self._submit = (cmds, b.vk().VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds))
+        return self._submit[1]
 
     def new_set(self, pipeline: ComputePipeline) -> Any:
         """Allocate a descriptor set for `pipeline` from this recording's pools."""
@@ -246,6 +258,7 @@ class Recording:
             vk.vkDestroyDescriptorPool(device, pool, None)
             b.track("VkDescriptorPool", -1)
         self.pools = []
+        self._submit = None
         cmd, self.cmd = self.cmd, None
         if cmd is not None and self.stream.pool is not None:
             cmds = b.array("VkCommandBuffer", [cmd])

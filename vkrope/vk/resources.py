@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OutOfDeviceMemoryError
 from . import binding as b
 from .context import Context
 
@@ -30,6 +31,14 @@ class Buffer:
     def __init__(self, ctx: Context, size: int, host_visible: bool, usage: int | None = None) -> None:
         vk = b.vk()
         ctx.check_open()
+        limit = ctx.info.max_memory_allocation_size
+        if limit and size > limit:
+            # Past the limit drivers may fail in odd ways (lavapipe crashes on
+            # a vkCmdCopyBuffer over 2 GiB); refuse it cleanly instead.
+            raise OutOfDeviceMemoryError(
+                f"a buffer of {size} bytes exceeds the device's maxMemoryAllocationSize of {limit} bytes",
+                "vkAllocateMemory", "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+            )
         self.ctx = ctx
         self.serial = next(_serials)
         self.size = int(size)
