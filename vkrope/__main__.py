@@ -135,9 +135,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"--shapes: each shape is BxNxC with C even; got {args.shapes!r}")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
-                       dtypes=tuple(args.dtype))
     json_path = out_dir / "bench.json"
+    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
+                       dtypes=tuple(args.dtype), json_path=str(json_path))
     bench.save_json(result, str(json_path))
     print(f"wrote {json_path}")
     plot_path = args.plot or str(out_dir / "bench.png")

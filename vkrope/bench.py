@@ -158,8 +158,10 @@ class _Wgpu:
 
 def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, repeats: int | None = None,
         storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16"),
-        log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the benchmark and return its results (see module docstring)."""
+        log: Callable[[str], None] = print, json_path: str | None = None) -> dict[str, Any]:
+    """Run the benchmark and return its results (see module docstring).
+    With `json_path`, the results so far are saved after every row, so a run
+    cut short by a time limit still leaves them."""
     shapes = shapes or (QUICK_SHAPES if quick else FULL_SHAPES)
     reps = repeats or (5 if quick else 9)
     rng = np.random.default_rng(0)
@@ -169,9 +171,20 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
             extras[name] = cls()
         except Exception as exc:  # noqa: BLE001  (optional competitors)
             extras[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
-    rows = []
+    rows: list[dict[str, Any]] = []
     with Device() as dev:
         info = dev.info
+        result = {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "machine": platform.machine(), "python": platform.python_version(),
+            "numpy": np.__version__, "device": info,
+            "torch": extras["torch"] if isinstance(extras["torch"], str) else extras["torch"].name,
+            "wgpu": extras["wgpu"] if isinstance(extras["wgpu"], str) else extras["wgpu"].name,
+            "quick": quick, "repeats": reps, "rows": rows, "complete": False,
+            "notes": "times are medians; kernel from timestamp queries; apply = end to end from numpy to numpy; "
+                     "resident = Device.apply on a DeviceArray; copy = vkCmdCopyBuffer moving the same bytes "
+                     "as the kernel; memcpy = numpy copyto of x",
+        }
         log(f"device: {info['name']} ({info['type']}), Vulkan {info['api_version']}")
         for name in ("torch", "wgpu"):
             log(f"{name}: {extras[name] if isinstance(extras[name], str) else extras[name].name}")
@@ -230,6 +243,8 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                         "torch": competitor["torch"], "wgpu": competitor["wgpu"],
                     }
                     rows.append(row)
+                    if json_path:
+                        save_json(result, json_path)
                     tt = competitor["torch"]
                     wg = competitor["wgpu"]
                     log(f"{str(shape):<16} {dtype_name:<7} {storage:<9} {moved / 2**20:>7.1f} "
@@ -238,16 +253,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                         f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
                         f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>8} "
                         f"{_ms(wg['end_to_end_s']) if isinstance(wg, dict) else '-':>8}")
-        result = {
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "machine": platform.machine(), "python": platform.python_version(),
-            "numpy": np.__version__, "device": info,
-            "torch": extras["torch"] if isinstance(extras["torch"], str) else extras["torch"].name,
-            "wgpu": extras["wgpu"] if isinstance(extras["wgpu"], str) else extras["wgpu"].name,
-            "quick": quick, "repeats": reps, "rows": rows,
-            "notes": "times are medians; kernel from timestamp queries; apply = end to end from numpy to numpy; "
-                     "copy = vkCmdCopyBuffer moving the same bytes as the kernel; memcpy = numpy copyto of x",
-        }
+        result["complete"] = True
     return result
 
 
