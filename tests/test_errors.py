@@ -55,15 +55,15 @@ BAD = [
 
 
 @pytest.mark.parametrize("desc,args,kwargs,exc,words", BAD, ids=[b[0] for b in BAD])
-@pytest.mark.parametrize("entry", ["apply", "reference"])
+@pytest.mark.parametrize("entry", ["apply", "device", "reference"])
 def test_bad_input(desc, args, kwargs, exc, words, entry):
-    fn = vkrope.apply if entry == "apply" else vkrope.apply_reference
+    fn = {"apply": vkrope.apply, "device": vkrope.default_device().apply, "reference": vkrope.apply_reference}[entry]
     with pytest.raises(exc) as info:
         fn(*args, **kwargs)
     msg = str(info.value)
     for w in words:
         assert w in msg, f"{w!r} not in message {msg!r}"
-    if entry == "apply":
+    if entry != "reference":
         # The runtime stays usable.
         rng = np.random.default_rng(0)
         check_apply(vkrope.apply, rng.standard_normal((2, 3, 8)).astype(np.float32), F)
@@ -111,3 +111,22 @@ def test_no_matching_device_lists_what_was_seen():
 def test_device_argument_type():
     with pytest.raises(TypeError, match="device"):
         vkrope.Device(1.5)
+
+
+ASARRAY_BAD = [
+    ([1.0, 2.0], {}, TypeError, ["a must be", "list"]),
+    (np.ones((2, 4), np.float64), {}, TypeError, ["float64"]),
+    (np.ones(4, np.float32), {}, ValueError, ["at least 2 axes"]),
+    (np.ones((2, 3), np.float32), {}, ValueError, ["even"]),
+    (np.ones((2, 4), np.float32), {"storage": "image"}, ValueError, ["storage", "image"]),
+    (np.ones((2, 4), np.float32), {"storage": None}, ValueError, ["storage", "None"]),
+]
+
+
+@pytest.mark.parametrize("a,kw,exc,words", ASARRAY_BAD)
+def test_bad_asarray(a, kw, exc, words, device):
+    with pytest.raises(exc) as info:
+        device.asarray(a, **kw)
+    for w in words:
+        assert w in str(info.value), str(info.value)
+    check_apply(device.apply, np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32), F)

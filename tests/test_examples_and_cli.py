@@ -25,9 +25,10 @@ def run(args, **kw):
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_and_checks_itself(path):
-    res = run([sys.executable, str(path)], cwd=ROOT)
+    res = run([sys.executable, str(path)], cwd=ROOT, env={"VKROPE_VALIDATION": "1"})
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.rstrip().endswith("OK"), res.stdout
+    assert "Vulkan validation" not in res.stderr, res.stderr
 
 
 def test_examples_exist():

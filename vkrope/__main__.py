@@ -87,7 +87,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     for d in devs:
         mark = "*" if d["index"] == chosen.info["index"] else " "
-        print(f"{mark}[{d['index']}] {d['name']} ({d['type']}), Vulkan {d['api_version']}")
+        print(f"{mark}[{d['index']}] {d['name']} ({d['type']}), Vulkan {d['api_version']}, {d['driver']}")
         print(f"     maxStorageBufferRange {d['max_storage_buffer_range']}, maxImageDimension3D "
               f"{d['max_image_dimension_3d']}, 16-bit storage {d['storage_buffer_16bit']}, "
               f"external host memory {d['external_memory_host']}, timestamps {d['timestamp_valid_bits'] > 0}")

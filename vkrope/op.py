@@ -372,7 +372,14 @@ class RopeOp:
         # Everything the recording depends on; the data itself is not part of it.
         key = (pl, req.n_rot, req.n_freq_rows, req.flags, tuple(layout),
                x_host.serial, x_res.serial, args_host.serial, args.serial)
-        rec = self._recording(key, lambda r: self._record_numpy_call(r, job, x_host, args_host, args, layout))
+        if storage == "texture3d":
+            src = dst = None
+            image_host: Buffer | None = x_host
+        else:
+            src = dst = None if self.unified else (x_host, 0)
+            image_host = None
+        rec = self._recording(key, lambda r: self._record_numpy_call(
+            r, job, args_host, args, layout, src, dst, x_bytes, image_host))
         seconds = self.stream.submit_and_wait([rec], want_time=want_time)
         np.copyto(out, staged_view)
         return seconds
@@ -424,12 +431,11 @@ class RopeOp:
 
     def _importable(self, x: np.ndarray, out: np.ndarray) -> bool:
         """Whether `out` (and so the call) can run on imported numpy memory:
-        a unified-memory device with VK_EXT_external_memory_host, a large
-        C-contiguous writeable output whose offset inside its first page meets
-        the storage-buffer offset alignment."""
+        a device with VK_EXT_external_memory_host, a large C-contiguous
+        writeable output whose offset inside its first page meets the
+        storage-buffer offset alignment."""
         return (
-            self.unified
-            and self.ctx.external_memory_host
+            self.ctx.external_memory_host
             and out.nbytes >= IMPORT_MIN_BYTES
             and self._import_ok(out)
         )
@@ -444,11 +450,13 @@ class RopeOp:
         )
 
     def _run_imported(self, req: Request, pl: Plan, out: np.ndarray, want_time: bool) -> float | None:
-        """The zero-copy path: the shader reads x and writes `out` where they
-        are. When x cannot be imported (strided, read-only, misaligned, or
-        overlapping `out`), it is copied into `out` once and rotated in place.
-        The imports are destroyed before returning, so no device view outlives
-        the numpy memory."""
+        """The zero-copy path. On unified memory the shader reads x and writes
+        `out` where they are; on a discrete GPU the imported memory is the
+        source and destination of the device's copies (no CPU memcpy). When x
+        cannot be imported (strided, read-only, misaligned, or overlapping
+        `out`), it is copied into `out` once and rotated in place. The imports
+        are destroyed before returning, so no device view outlives the numpy
+        memory."""
         x = req.x
         same = x is out or (x.ctypes.data == out.ctypes.data and x.flags.c_contiguous and x.strides == out.strides)
         read_x = not same and self._import_ok(x) and not np.shares_memory(x, out)
@@ -462,17 +470,17 @@ class RopeOp:
             if read_x:
                 x_buf = ImportedBuffer(self.ctx, x.ctypes.data, x.nbytes)
                 imports.append(x_buf)
-            job = Job(req, pl, x_buf, out_buf, x_buf.offset, out_buf.offset)
+            if self.unified:
+                job = Job(req, pl, x_buf, out_buf, x_buf.offset, out_buf.offset)
+                src = dst = None
+            else:
+                total_pairs = x.size // 2
+                dev_x = self.buffer("x", (total_pairs + total_pairs % 2) * 2 * x.itemsize, host_visible=False)
+                job = Job(req, pl, dev_x, dev_x)
+                src, dst = (x_buf, x_buf.offset), (out_buf, out_buf.offset)
             args_host, args, layout = self._write_args([job])
-            vk = b.vk()
             s = self.scratch
-            s.begin()
-            compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
-            s.timestamp_begin()
-            self._record_jobs(s, [job], args, layout)
-            s.timestamp_end()
-            s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
-            s.end()
+            self._record_numpy_call(s, job, args_host, args, layout, src, dst, x.nbytes, None)
             return self.stream.submit_and_wait([s], want_time=want_time)
         except BaseException:
             # A timed-out or failed submission may still use the caller's
@@ -486,48 +494,48 @@ class RopeOp:
             for imp in imports:
                 self.ctx.release(imp)
 
-    def _record_numpy_call(self, s: Recording, job: Job, x_host: Buffer, args_host: Buffer, args: Buffer,
-                           layout: list[tuple[int, int, int, int]]) -> None:
-        """Record uploads (staging devices), the dispatches and readback for a
-        numpy call whose x sits in `x_host` (and `job.x_res` on the device)."""
+    def _record_numpy_call(self, s: Recording, job: Job, args_host: Buffer, args: Buffer,
+                           layout: list[tuple[int, int, int, int]], src: tuple[Buffer, int] | None,
+                           dst: tuple[Buffer, int] | None, nbytes: int, image_host: Buffer | None) -> None:
+        """Record one numpy call: upload (args on staging devices; x from
+        `src` when given, or into the image from `image_host`), the timed
+        dispatches, and the readback (to `dst`, or from the image into
+        `image_host`), with the barriers between them."""
         vk = b.vk()
-        storage = job.plan.storage
-        x_res = job.x_res
-        x_bytes = x_host.size if storage == "texture3d" else min(x_host.size, x_res.size)
-        s.begin()
         compute = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
         transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
         host_stage = vk.VK_PIPELINE_STAGE_HOST_BIT
         shader_rw = vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT
-        if not self.unified:
-            s.copy_buffer(args_host, args, args.size)
-            if storage == "buffer":
-                s.copy_buffer(x_host, x_res, x_bytes)
+        s.begin()
+        if not self.unified or src is not None:
+            if not self.unified:
+                s.copy_buffer(args_host, args, args.size)
+            if src is not None:
+                s.copy_buffer(src[0], job.x_res, nbytes, src_offset=src[1])
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, compute, shader_rw)
-        if storage == "texture3d":
-            image = x_res
+        if image_host is not None:
+            image = job.x_res
             image.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED  # old contents are not needed
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
                            vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-            s.copy_buffer_image(x_host, image, to_image=True)
+            s.copy_buffer_image(image_host, image, to_image=True)
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
                            compute, shader_rw)
         s.timestamp_begin()
         self._record_jobs(s, [job], args, layout)
         s.timestamp_end()
-        if storage == "texture3d":
+        if image_host is not None:
             s.image_layout(image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, compute, vk.VK_ACCESS_SHADER_WRITE_BIT,
                            transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
-            s.copy_buffer_image(x_host, image, to_image=False)
+            s.copy_buffer_image(image_host, image, to_image=False)
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
-        elif self.unified:
-            s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
-        else:
+        elif dst is not None:
             s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
-            s.copy_buffer(x_res, x_host, x_bytes)
+            s.copy_buffer(job.out_res, dst[0], nbytes, dst_offset=dst[1])
             s.barrier(transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
+        else:
+            s.barrier(compute, vk.VK_ACCESS_SHADER_WRITE_BIT, host_stage, vk.VK_ACCESS_HOST_READ_BIT)
         s.end()
-
 
     def time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device
@@ -587,7 +595,9 @@ class RopeOp:
         """Copy numpy `data` into `res` (upload) or `res` into `data`."""
         vk = b.vk()
         dtype = data.dtype
-        if isinstance(res, Buffer) and res.host_visible:
+        if isinstance(res, Buffer) and res.host_visible and self.unified:
+            # (On a discrete GPU, mapped device-local memory is write-combined
+            # and slow to read: go through staging there.)
             view = res.view(dtype, data.size).reshape(data.shape)
             if upload:
                 np.copyto(view, data, casting="no")

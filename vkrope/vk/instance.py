@@ -73,6 +73,7 @@ class PhysicalDeviceInfo:
     type_code: int
     api_version: str
     driver_version: int
+    driver: str
     compute_queue_family: int | None
     max_storage_buffer_range: int
     max_memory_allocation_size: int
@@ -240,6 +241,16 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
         vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
         host_align = int(hp.minImportedHostPointerAlignment)
 
+    driver = f"driver version {props.driverVersion:#x}"
+    if props.apiVersion >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
+        dp = ffi.new("VkPhysicalDeviceDriverProperties*")
+        dp.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
+        p2 = ffi.new("VkPhysicalDeviceProperties2*")
+        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+        p2.pNext = dp
+        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
+        driver = f"{ffi.string(dp.driverName).decode()} {ffi.string(dp.driverInfo).decode()}".strip()
+
     max_alloc = 0
     if not problems:
         m3 = ffi.new("VkPhysicalDeviceMaintenance3Properties*")
@@ -258,6 +269,7 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
         type_code=int(props.deviceType),
         api_version=version_string(props.apiVersion),
         driver_version=int(props.driverVersion),
+        driver=driver,
         compute_queue_family=compute_family,
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
         max_memory_allocation_size=max_alloc,
