@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 import vkrope  # noqa: E402
+import vkrope.op  # noqa: E402
 from vkrope.vk.instance import clear_validation_messages, validation_messages  # noqa: E402
 
 settings.register_profile(
@@ -43,3 +44,17 @@ def no_validation_messages():
 def device() -> vkrope.Device:
     """The default device (re-created by vkrope if a fault test closed it)."""
     return vkrope.default_device()
+
+
+@pytest.fixture
+def imports(monkeypatch):
+    """Count ImportedBuffer creations: proof that the zero-copy path really ran."""
+    made = []
+
+    class Counting(vkrope.op.ImportedBuffer):
+        def __init__(self, ctx, address, nbytes):
+            super().__init__(ctx, address, nbytes)
+            made.append(nbytes)
+
+    monkeypatch.setattr(vkrope.op, "ImportedBuffer", Counting)
+    return made

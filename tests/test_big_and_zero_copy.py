@@ -46,20 +46,6 @@ def test_past_the_allocation_limit_runs_in_blocks(device, monkeypatch, storage):
     check_apply(device.apply, y, unit_freqs(999, 128), repeat=5, exclude_last=5, inverse=True, storage=storage)
 
 
-@pytest.fixture
-def imports(monkeypatch):
-    """Count ImportedBuffer creations (the zero-copy path really runs)."""
-    made = []
-
-    class Counting(op.ImportedBuffer):
-        def __init__(self, ctx, address, nbytes):
-            super().__init__(ctx, address, nbytes)
-            made.append(nbytes)
-
-    monkeypatch.setattr(op, "ImportedBuffer", Counting)
-    return made
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_zero_copy_path(device, dtype, imports):
     """Large C-contiguous arrays are imported, not copied; the imports are

@@ -219,47 +219,42 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     else:
         problems.append("has no queue family with compute support")
 
+    def chained(query: Any, outer: str, outer_stype: int, inner: str, inner_stype: int) -> Any:
+        """Run a *2 query with one extension struct chained; return that struct."""
+        ext = ffi.new(f"{inner}*")
+        ext.sType = inner_stype
+        head = ffi.new(f"{outer}*")
+        head.sType = outer_stype
+        head.pNext = ext
+        query(pd, head)
+        return ext
+
+    def props2(inner: str, inner_stype: int) -> Any:
+        return chained(vk.lib.vkGetPhysicalDeviceProperties2, "VkPhysicalDeviceProperties2",
+                       vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, inner, inner_stype)
+
     storage16 = False
-    if not problems:
-        f16 = ffi.new("VkPhysicalDevice16BitStorageFeatures*")
-        f16.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES
-        feats = ffi.new("VkPhysicalDeviceFeatures2*")
-        feats.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
-        feats.pNext = f16
-        vk.lib.vkGetPhysicalDeviceFeatures2(pd, feats)
+    max_alloc = 0
+    if not problems:  # the *2 queries are core in Vulkan 1.1
+        f16 = chained(vk.lib.vkGetPhysicalDeviceFeatures2, "VkPhysicalDeviceFeatures2",
+                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "VkPhysicalDevice16BitStorageFeatures",
+                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
         storage16 = bool(f16.storageBuffer16BitAccess)
+        m3 = props2("VkPhysicalDeviceMaintenance3Properties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES)
+        max_alloc = int(m3.maxMemoryAllocationSize)
 
     exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
     ext_host = EXTERNAL_MEMORY_HOST in exts
     host_align = 0
     if ext_host and not problems:
-        hp = ffi.new("VkPhysicalDeviceExternalMemoryHostPropertiesEXT*")
-        hp.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT
-        p2 = ffi.new("VkPhysicalDeviceProperties2*")
-        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-        p2.pNext = hp
-        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
+        hp = props2("VkPhysicalDeviceExternalMemoryHostPropertiesEXT",
+                    vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT)
         host_align = int(hp.minImportedHostPointerAlignment)
 
     driver = f"driver version {props.driverVersion:#x}"
     if props.apiVersion >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
-        dp = ffi.new("VkPhysicalDeviceDriverProperties*")
-        dp.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES
-        p2 = ffi.new("VkPhysicalDeviceProperties2*")
-        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-        p2.pNext = dp
-        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
+        dp = props2("VkPhysicalDeviceDriverProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
         driver = f"{ffi.string(dp.driverName).decode()} {ffi.string(dp.driverInfo).decode()}".strip()
-
-    max_alloc = 0
-    if not problems:
-        m3 = ffi.new("VkPhysicalDeviceMaintenance3Properties*")
-        m3.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES
-        p2 = ffi.new("VkPhysicalDeviceProperties2*")
-        p2.sType = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
-        p2.pNext = m3
-        vk.lib.vkGetPhysicalDeviceProperties2(pd, p2)
-        max_alloc = int(m3.maxMemoryAllocationSize)
 
     return PhysicalDeviceInfo(
         index=index,

@@ -20,6 +20,12 @@ from .context import Context
 _serials = itertools.count(1)
 
 
+def default_usage() -> int:
+    """Storage buffer, and source and destination of copies."""
+    vk = b.vk()
+    return vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+
+
 class Buffer:
     """A VkBuffer with its own VkDeviceMemory.
 
@@ -39,19 +45,9 @@ class Buffer:
                 f"a buffer of {size} bytes exceeds the device's maxMemoryAllocationSize of {limit} bytes",
                 "vkAllocateMemory", "VK_ERROR_OUT_OF_DEVICE_MEMORY",
             )
-        self.ctx = ctx
-        self.serial = next(_serials)
-        self.size = int(size)
-        self.handle: Any = None
-        self.memory: Any = None
-        self._mapped: Any = None
-        if usage is None:
-            usage = (
-                vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-            )
-        info = vk.VkBufferCreateInfo(size=self.size, usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+        self._start(ctx, size)
+        info = vk.VkBufferCreateInfo(size=self.size, usage=usage or default_usage(),
+                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         self.handle = b.call("vkCreateBuffer", ctx.handle, info, None)
         b.track("VkBuffer", +1)
         try:
@@ -75,6 +71,17 @@ class Buffer:
             self.destroy()
             raise
         ctx.adopt(self)
+
+    def _start(self, ctx: Context, size: int) -> None:
+        """The state every buffer starts from (nothing created yet)."""
+        self.ctx = ctx
+        self.serial = next(_serials)
+        self.size = int(size)
+        self.handle: Any = None
+        self.memory: Any = None
+        self._mapped: Any = None
+        self.host_visible = False
+        self.device_local = False
 
     def view(self, dtype: Any, count: int, offset: int = 0) -> np.ndarray:
         """A numpy view of `count` items of the mapped memory (internal use;
@@ -179,26 +186,14 @@ class ImportedBuffer(Buffer):
     def __init__(self, ctx: Context, address: int, nbytes: int) -> None:  # noqa: D107
         vk = b.vk()
         ctx.check_open()
-        self.ctx = ctx
-        self.serial = next(_serials)
-        self.handle = None
-        self.memory = None
-        self._mapped = None
-        self.host_visible = False
-        self.device_local = False
         align = ctx.info.min_imported_host_pointer_alignment
         start = address // align * align
         end = -(-(address + nbytes) // align) * align
+        self._start(ctx, end - start)
         self.offset = address - start
-        self.size = end - start
         handle_type = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
         external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=handle_type)
-        usage = (
-            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
-        )
-        info = vk.VkBufferCreateInfo(pNext=external, size=self.size, usage=usage,
+        info = vk.VkBufferCreateInfo(pNext=external, size=self.size, usage=default_usage(),
                                      sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
         self.handle = b.call("vkCreateBuffer", ctx.handle, info, None)
         b.track("VkBuffer", +1)
