@@ -44,3 +44,13 @@ def test_readme_names_the_two_commands_and_every_exception():
     for name in vkrope.__all__:
         if name.endswith("Error"):
             assert name in text, f"README does not explain {name}"
+
+
+def test_readme_code_blocks_run(tmp_path):
+    """Every ```python block of the README runs as written."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert len(blocks) >= 2
+    for i, block in enumerate(blocks):
+        res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=tmp_path)
+        assert res.returncode == 0, f"README block {i} failed:\n{block}\n{res.stderr}"
