@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -49,6 +52,7 @@ class Device:
             ctx.close()
             raise
         self._ctx = ctx
+        _live.add(self)
 
     # --- facts ------------------------------------------------------------
     @property
@@ -270,6 +274,27 @@ class Device:
         if self._ctx is None:
             return "<vkrope.Device (closed)>"
         return f"<vkrope.Device {self._ctx.info.name!r} ({self._ctx.info.type})>"
+
+
+# Every open Device, to close them at interpreter exit and to abandon them in
+# a forked child (the child must not touch, let alone destroy, Vulkan objects
+# that belong to its parent's driver state).
+_live: "weakref.WeakSet[Device]" = weakref.WeakSet()
+
+
+def _close_all() -> None:
+    for dev in list(_live):
+        dev.close()
+
+
+def _abandon_all_in_child() -> None:
+    for dev in list(_live):
+        dev._ctx = None
+    _live.clear()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_abandon_all_in_child)
 
 
 def _shutting_down() -> bool:
