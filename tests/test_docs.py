@@ -54,3 +54,12 @@ def test_readme_code_blocks_run(tmp_path):
     for i, block in enumerate(blocks):
         res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=tmp_path)
         assert res.returncode == 0, f"README block {i} failed:\n{block}\n{res.stderr}"
+
+
+def test_type_hints_check_with_mypy(tmp_path):
+    """py.typed is shipped, so the hints must hold: mypy passes on the package."""
+    res = subprocess.run(
+        [sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir", str(tmp_path), str(ROOT / "vkrope")],
+        capture_output=True, text=True,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr

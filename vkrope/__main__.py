@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,7 +31,7 @@ def _max_error(y: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     return err, err / float(np.abs(ref).max())
 
 
-def _fmt(rel: float, dtype: object) -> str:
+def _fmt(rel: float, dtype: Any) -> str:
     return f"{rel:.2f} ulp" if np.dtype(dtype) == np.float16 else f"{rel:.1e}"
 
 
@@ -125,7 +125,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from vkrope import bench
 
-    shapes = None
+    shapes: list[Any] | None = None
     if args.shapes:
         try:
             shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",")]

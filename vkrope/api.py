@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from typing import cast
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def apply(
 
     Returns a new array of x's shape and dtype (or `out`).
     """
-    return default_device().apply(
+    return cast(np.ndarray, default_device().apply(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,
-    )
+    ))

@@ -210,8 +210,8 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                 dst = np.empty_like(x)
                 t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
                 del dst
-                copy_s = [dev._time_copy(moved // 2) for _ in range(r)]
-                copy_s = statistics.median([s for s in copy_s if s]) if any(copy_s) else None
+                copies = [s for s in (dev._time_copy(moved // 2) for _ in range(r)) if s]
+                copy_s = statistics.median(copies) if copies else None
                 competitor: dict[str, Any] = {}
                 for name in ("torch", "wgpu"):
                     ext = extras[name]
@@ -225,8 +225,9 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                 for storage in storages:
                     req = check_request(x, f, storage=storage)
                     out = np.empty_like(x)
-                    kernels = [dev.run(req, out) for _ in range(r + 1)][1:]
-                    kernel = statistics.median(kernels) if all(kernels) else None
+                    timed = [dev.run(req, out) for _ in range(r + 1)][1:]
+                    kernels = [k for k in timed if k is not None]
+                    kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
                     t_apply = _median_time(lambda: dev.apply(x, f, storage=storage), r)
                     xd = dev.asarray(x, storage=storage)
                     t_resident = _median_time(lambda: dev.apply(xd, f), r)

@@ -213,7 +213,7 @@ class Device:
                 self._guarded(self._op.transfer, arr._resource, out, False)
             return out
 
-    def _release_resource(self, res: object) -> None:
+    def _release_resource(self, res: Any) -> None:
         # Called from DeviceArray.release / __del__, possibly at shutdown.
         with self._lock:
             if self._ctx is not None and not self._ctx.closed:

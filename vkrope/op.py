@@ -13,7 +13,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -185,8 +185,8 @@ class Job:
 
     req: Request
     plan: Plan
-    x_res: Buffer | Image3D
-    out_res: Buffer | Image3D
+    x_res: Any  # Buffer (buffer storage) or Image3D (texture3d)
+    out_res: Any
     x_offset: int = 0  # bytes into x_res where the tensor starts (imported host memory)
     out_offset: int = 0
 
@@ -361,11 +361,13 @@ class RopeOp:
             staged_view = x_host.view(x_dtype, req.x.size).reshape(req.shape)
             x_res: Buffer | Image3D = x_buf
         else:
-            w, h, d = pl.image_extent
+            extent = pl.image_extent
+            assert extent is not None  # texture plans always have one
+            w, h, d = extent
             x_bytes = w * h * d * 4 * x_dtype.itemsize
             x_host = self.buffer("host_x", x_bytes, host_visible=True)
-            staged_view = _packed_view(x_host, pl.image_extent, x_dtype, req.shape)
-            x_res = self.image3d(pl.image_extent, self._image_format(x_dtype))
+            staged_view = _packed_view(x_host, extent, x_dtype, req.shape)
+            x_res = self.image3d(extent, self._image_format(x_dtype))
         np.copyto(staged_view, req.x, casting="no")
         job = Job(req, pl, x_res, x_res)
         args_host, args, layout = self._write_args([job])

@@ -34,6 +34,10 @@ class Buffer:
     otherwise the memory is DEVICE_LOCAL and reached through copies.
     """
 
+    handle: Any
+    memory: Any
+    _mapped: Any
+
     def __init__(self, ctx: Context, size: int, host_visible: bool, usage: int | None = None) -> None:
         vk = b.vk()
         ctx.check_open()
@@ -77,9 +81,9 @@ class Buffer:
         self.ctx = ctx
         self.serial = next(_serials)
         self.size = int(size)
-        self.handle: Any = None
-        self.memory: Any = None
-        self._mapped: Any = None
+        self.handle = None
+        self.memory = None
+        self._mapped = None
         self.host_visible = False
         self.device_local = False
 
