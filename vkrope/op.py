@@ -302,7 +302,7 @@ class RopeOp:
             if freqs.size:
                 host.view(freqs.dtype, freqs.size, f_off)[:] = freqs
             host.view(np.int32, pos.size, p_off)[:] = pos
-        return host, bound, [(f, fb, p, pb) for f, fb, p, pb in layout]
+        return host, bound, layout
 
     def _record_jobs(self, rec: Recording, jobs: list[Job], args: Buffer,
                      layout: list[tuple[int, int, int, int]]) -> None:
