@@ -19,8 +19,8 @@ def num(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def competitor(v: object) -> str:
-    return ms(v["end_to_end_s"]) if isinstance(v, dict) else "-"
+def competitor(v: object, key: str = "end_to_end_s") -> str:
+    return ms(v[key]) if isinstance(v, dict) and key in v else "-"
 
 
 def main(path: str) -> None:
@@ -30,14 +30,15 @@ def main(path: str) -> None:
           f"date {r['date']}; numpy {r['numpy']}; torch: {r['torch']}; wgpu: {r['wgpu']}; "
           f"complete: {r.get('complete', True)}\n")
     print("| shape | dtype | storage | MiB moved | kernel ms | kernel GB/s | copy GB/s | kernel/copy | apply ms "
-          "| resident ms | numpy ms | numpy/apply | memcpy GB/s | torch e2e ms | wgpu e2e ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| resident ms | numpy ms | numpy/apply | memcpy GB/s | torch op ms | torch e2e ms | wgpu e2e ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in r["rows"]:
         print(f"| {'x'.join(map(str, row['shape']))} | {row['dtype']} | {row['storage']} | "
               f"{row['bytes_moved'] / 2**20:.1f} | {ms(row['kernel_s'])} | {num(row['kernel_gbps'])} | "
               f"{num(row['copy_gbps'])} | {num(row['kernel_over_copy'], 2)} | {ms(row['apply_s'])} | "
               f"{ms(row['resident_apply_s'])} | {ms(row['numpy_s'])} | {num(row['numpy_over_apply'], 2)} | "
-              f"{num(row['memcpy_gbps'])} | {competitor(row['torch'])} | {competitor(row['wgpu'])} |")
+              f"{num(row['memcpy_gbps'])} | {competitor(row['torch'], 'op_s')} | {competitor(row['torch'])} | "
+              f"{competitor(row['wgpu'])} |")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
             log(f"{name}: {extras[name] if isinstance(extras[name], str) else extras[name].name}")
         header = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
                   f"{'copy GB/s':>9} {'k/copy':>6} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
-                  f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch ms':>8} {'wgpu ms':>8}")
+                  f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
         log(header)
         for shape in shapes:
             b, n, c = shape
@@ -212,16 +212,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                 del dst
                 copies = [s for s in (dev._time_copy(moved // 2) for _ in range(r)) if s]
                 copy_s = statistics.median(copies) if copies else None
-                competitor: dict[str, Any] = {}
-                for name in ("torch", "wgpu"):
-                    ext = extras[name]
-                    if isinstance(ext, str):
-                        competitor[name] = ext
-                    else:
-                        try:
-                            competitor[name] = ext.times(x, f, r)
-                        except Exception as exc:  # noqa: BLE001
-                            competitor[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+                shape_rows: list[dict[str, Any]] = []
                 for storage in storages:
                     req = check_request(x, f, storage=storage)
                     out = np.empty_like(x)
@@ -233,7 +224,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                     t_resident = _median_time(lambda: dev.apply(xd, f), r)
                     xd.release()
                     dev.trim()
-                    row = {
+                    shape_rows.append({
                         "shape": list(shape), "dtype": dtype_name, "storage": storage, "bytes_moved": moved,
                         "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
                         "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
@@ -241,19 +232,33 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                         "apply_s": t_apply, "resident_apply_s": t_resident,
                         "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
                         "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
-                        "torch": competitor["torch"], "wgpu": competitor["wgpu"],
-                    }
+                    })
+                # Competitors after vkrope: torch's CPU threads keep spinning for a
+                # while after each op and would slow lavapipe's threads down.
+                competitor: dict[str, Any] = {}
+                for name in ("torch", "wgpu"):
+                    ext = extras[name]
+                    if isinstance(ext, str):
+                        competitor[name] = ext
+                    else:
+                        try:
+                            competitor[name] = ext.times(x, f, r)
+                        except Exception as exc:  # noqa: BLE001
+                            competitor[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+                tt, wg = competitor["torch"], competitor["wgpu"]
+                for row in shape_rows:
+                    row.update(torch=tt, wgpu=wg)
                     rows.append(row)
-                    if json_path:
-                        save_json(result, json_path)
-                    tt = competitor["torch"]
-                    wg = competitor["wgpu"]
-                    log(f"{str(shape):<16} {dtype_name:<7} {storage:<9} {moved / 2**20:>7.1f} "
-                        f"{_ms(kernel):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
-                        f"{_num(row['kernel_over_copy'], 2):>6} {_ms(t_apply):>9} {_ms(t_resident):>8} {_ms(t_np):>9} "
+                    log(f"{str(shape):<16} {dtype_name:<7} {row['storage']:<9} {moved / 2**20:>7.1f} "
+                        f"{_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
+                        f"{_num(row['kernel_over_copy'], 2):>6} {_ms(row['apply_s']):>9} "
+                        f"{_ms(row['resident_apply_s']):>8} {_ms(t_np):>9} "
                         f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
-                        f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>8} "
+                        f"{_ms(tt['op_s']) if isinstance(tt, dict) else '-':>8} "
+                        f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>9} "
                         f"{_ms(wg['end_to_end_s']) if isinstance(wg, dict) else '-':>8}")
+                if json_path:
+                    save_json(result, json_path)
         result["complete"] = True
     return result
 
