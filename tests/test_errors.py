@@ -130,3 +130,19 @@ def test_bad_asarray(a, kw, exc, words, device):
     for w in words:
         assert w in str(info.value), str(info.value)
     check_apply(device.apply, np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32), F)
+
+
+@pytest.mark.parametrize("value", ["0", "llvmpipe", "LLVM"])
+def test_vkrope_device_env_picks_a_device(monkeypatch, value):
+    monkeypatch.setenv("VKROPE_DEVICE", value)
+    with vkrope.Device() as dev:
+        assert "llvmpipe" in dev.name
+        assert "VKROPE_DEVICE" in dev.info["why_chosen"]
+
+
+def test_vkrope_device_env_without_match(monkeypatch):
+    monkeypatch.setenv("VKROPE_DEVICE", "7")
+    with pytest.raises(vkrope.VulkanUnavailableError) as info:
+        vkrope.Device()
+    msg = str(info.value)
+    assert "index 7" in msg and "llvmpipe" in msg and "VKROPE_DEVICE" in msg

@@ -329,3 +329,48 @@ def test_fuzz_exercised_both_outcomes():
     if sum(FUZZ_OUTCOMES.values()) == 0:
         pytest.skip("run together with test_fuzz_valid_or_clean_error")
     assert FUZZ_OUTCOMES["valid"] >= 50 and FUZZ_OUTCOMES["error"] >= 50, FUZZ_OUTCOMES
+
+
+def test_dropping_arrays_while_another_thread_computes():
+    """One thread keeps rotating a resident array while another creates and
+    drops arrays on the same device: results stay right, handles return."""
+    import gc
+
+    baseline = live_handles()
+    dev = vkrope.Device()
+    x = RNG.standard_normal((4, 64, 32)).astype(np.float32)
+    f = RNG.standard_normal((64, 32)).astype(np.float32)
+    expected = vkrope.apply_reference(x, f)
+    xd = dev.asarray(x)
+    dev.apply(xd, f)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def compute():
+        try:
+            for _ in range(200):
+                assert np.abs(dev.apply(xd, f).get() - expected).max() < 1e-4
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    def churn():
+        try:
+            while not stop.is_set():
+                tmp = [dev.asarray(x) for _ in range(3)]
+                outs = dev.apply_many([(t, f) for t in tmp])
+                del tmp, outs
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compute), threading.Thread(target=churn)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    del xd
+    gc.collect()
+    dev.close()
+    assert live_handles() == baseline
