@@ -88,9 +88,11 @@ layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Positions { int positions[]; };
 
-// Flags bits; the host (vkrope/op.py) sets them from the same names.
-const uint FLAG_INVERSE = 1u;
-const uint FLAG_POSITIONS = 2u;
+// Bits of p.flags: FLAG_INVERSE and FLAG_POSITIONS come from the compiler
+// command line (vkrope/shaders.py FLAGS), the host's one source for them.
+#if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS)
+#error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE and FLAG_POSITIONS"
+#endif
 
 layout(push_constant) uniform Params {
   uint n_tokens;       // N

@@ -48,3 +48,26 @@ def test_spirv_val(name):
     assert shutil.which("spirv-val"), "spirv-val is required by the test suite (scripts/test.sh installs it)"
     path = ROOT / "spirv" / f"{name}.spv"
     subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], check=True)
+
+
+def test_push_constant_block_matches_the_host():
+    """The shader's Params block lists the fields the host packs, in order."""
+    import re
+
+    from vkrope.shaders import PUSH_CONSTANT_FIELDS
+
+    src = (ROOT / "glsl" / "rope.glsl").read_text()
+    block = re.search(r"layout\(push_constant\) uniform Params \{(.*?)\} p;", src, re.S).group(1)
+    fields = re.findall(r"^\s*uint\s+(\w+);", block, re.M)
+    assert tuple(fields) == PUSH_CONSTANT_FIELDS
+
+
+def test_flag_bits_come_from_one_place():
+    from vkrope.shaders import FLAGS
+
+    src = (ROOT / "glsl" / "rope.glsl").read_text()
+    for name in FLAGS:
+        assert f"const uint {name}" not in src  # defined by the compiler command line only
+    for entry in manifest()["variants"].values():
+        for name, value in FLAGS.items():
+            assert f"{name}={value}u" in entry["defines"]

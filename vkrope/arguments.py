@@ -53,11 +53,6 @@ class Request:
         """All leading axes times N: the number of token rows in x."""
         return int(self.x.size // self.channels) if self.channels else 0
 
-    @property
-    def flags(self) -> int:
-        """Push-constant flag bits (glsl/rope.glsl FLAG_*): 1 inverse, 2 positions."""
-        return (1 if self.inverse else 0) | (2 if self.positions is not None else 0)
-
 
 def _describe(a: Any) -> str:
     if isinstance(a, np.ndarray):

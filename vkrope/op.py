@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .arguments import Request
-from .shaders import load_variant
+from .shaders import FLAGS, load_variant
 from .vk import binding as b
 from .vk.commands import CommandStream, Recording
 from .vk.context import Context, unified_memory
@@ -28,9 +28,6 @@ from .vk.pipeline import ComputePipeline
 from .errors import VulkanError
 from .vk.resources import Buffer, Image3D, ImportedBuffer
 
-# Flag bits of the push-constant block (glsl/rope.glsl: FLAG_*).
-FLAG_INVERSE = 1
-FLAG_POSITIONS = 2
 
 # Invocations per workgroup; x covers the texels of a row, y the tokens.
 WORKGROUP_INVOCATIONS = 128
@@ -216,6 +213,11 @@ class Job:
     out_offset: int = 0
 
 
+def push_flags(req: Request) -> int:
+    """The `flags` push constant of a request (bits from shaders.FLAGS)."""
+    return (FLAGS["FLAG_INVERSE"] if req.inverse else 0) | (FLAGS["FLAG_POSITIONS"] if req.positions is not None else 0)
+
+
 class RopeOp:
     """Runs the operator on one context; owns its pipelines, buffers, images
     and command stream (all registered with the context for release)."""
@@ -352,7 +354,7 @@ class RopeOp:
                 rec.bind(pipe, dset)
                 rec.push_constants(pipe, pipe.pack_push_constants([
                     pl.n_tokens, pl.pairs_per_row, ch.n0, ch.n1, ch.b0, ch.b1, ch.x_base, ch.f_base,
-                    req.n_rot, req.n_freq_rows, req.flags, image_height, image_width,
+                    req.n_rot, req.n_freq_rows, push_flags(req), image_height, image_width,
                 ]))
                 rec.dispatch(math.ceil(pl.texels_per_row / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
 
@@ -397,7 +399,7 @@ class RopeOp:
         job = Job(req, pl, x_res, x_res)
         args_host, args, layout = self._write_args([job])
         # Everything the recording depends on; the data itself is not part of it.
-        key = (pl, req.n_rot, req.n_freq_rows, req.flags, tuple(layout),
+        key = (pl, req.n_rot, req.n_freq_rows, push_flags(req), tuple(layout),
                x_host.serial, x_res.serial, args_host.serial, args.serial)
         if storage == "texture3d":
             src = dst = None
@@ -673,7 +675,7 @@ class RopeOp:
         self.ctx.check_open()
         args_host, args, layout = self._write_args(jobs)
         key = ("resident", args_host.serial, args.serial, tuple(layout)) + tuple(
-            (j.plan, j.req.n_rot, j.req.n_freq_rows, j.req.flags, j.x_res.serial, j.out_res.serial) for j in jobs
+            (j.plan, j.req.n_rot, j.req.n_freq_rows, push_flags(j.req), j.x_res.serial, j.out_res.serial) for j in jobs
         )
         rec = self._recording(key, lambda r: self._record_resident(r, jobs, args_host, args, layout))
         return self.stream.submit_and_wait([rec], want_time=want_time)

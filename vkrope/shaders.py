@@ -25,6 +25,9 @@ PUSH_CONSTANT_FIELDS = (
     "n_tokens", "pairs_per_row", "token_begin", "token_end", "batch_begin", "batch_end",
     "x_base", "f_base", "n_rot", "n_freq_rows", "flags", "image_height", "image_width",
 )
+# Bits of the push constant `flags`, passed to the compiler as defines so
+# that the shader and the host (vkrope/op.py) read them from this one place.
+FLAGS = {"FLAG_INVERSE": 1, "FLAG_POSITIONS": 2}
 # Specialization constants of glsl/rope.glsl, by id.
 SPEC_CONSTANTS = (
     {"id": 0, "name": "local_size_x", "type": "uint32"},
@@ -49,6 +52,7 @@ def variant_grid() -> list[dict[str, Any]]:
                 defines.append("X_HALF")
             if f_dtype == "float16":
                 defines.append("F_HALF")
+            defines += [f"{name}={value}u" for name, value in FLAGS.items()]
             needs_16bit = f_dtype == "float16" or (storage == "buffer" and x_dtype == "float16")
             image_kind = "storage_image" if storage == "texture3d" else "storage_buffer"
             out.append(
