@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ class DeviceArray:
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.storage = storage
+        self._size = math.prod(self.shape)
 
     @property
     def ndim(self) -> int:
@@ -33,7 +35,7 @@ class DeviceArray:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return self._size
 
     @property
     def nbytes(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 from .arguments import STORAGE_CHOICES, Request, check_request, check_x
 from .array import DeviceArray
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
-from .op import Job, RopeOp, plan
+from .op import Job, RopeOp
 from .vk.context import Context
 from .vk.instance import Instance, PhysicalDeviceInfo
 
@@ -147,7 +147,7 @@ class Device:
         """Upload numpy inputs, run every request in one submission, download
         the results of numpy inputs."""
         with self._lock:
-            ctx = self._context()
+            self._context()
             results: list = []
             jobs: list[Job] = []
             for req in prepared:
@@ -162,7 +162,7 @@ class Device:
                                       x.shape, x.dtype, x.storage)
                 results.append((host_out, out))
                 if req.x.size:
-                    pl = plan(req, x.storage, ctx.info)
+                    pl = self._op.plan(req, x.storage)
                     jobs.append(Job(req, pl, x._resource, out._resource))
             if jobs:
                 self._guarded(self._op.run_resident, jobs)

@@ -107,7 +107,6 @@ def workgroup_shape(texels_per_row: int) -> tuple[int, int]:
 
 
 def plan(req: Request, storage: str, info: PhysicalDeviceInfo) -> Plan:
-    """Choose the variant, workgroup shape, image extent and the chunks."""
     x_dtype = np.dtype(req.dtype)
     f_dtype = np.dtype(np.float16) if (x_dtype == np.float16 and req.freqs_pairs.dtype == np.float16) else np.dtype(np.float32)
     ppr = req.channels // 2
@@ -237,6 +236,21 @@ class RopeOp:
         self.buffers: dict[str, Buffer] = {}
         self.image: Image3D | None = None
         self.pool: list[Buffer] = []
+        self.plans: dict[tuple, Plan] = {}
+
+    def plan(self, req: Request, storage: str) -> Plan:
+        """`plan()` for this device. Without `positions` a plan depends only
+        on shapes, dtypes, storage and the (repeat, exclude_last) mapping, so
+        it is memoised on those (it is most of a small call's host cost)."""
+        if req.positions is not None:
+            return plan(req, storage, self.ctx.info)
+        key = (storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows)
+        pl = self.plans.get(key)
+        if pl is None:
+            if len(self.plans) >= 256:
+                self.plans.clear()
+            pl = self.plans[key] = plan(req, storage, self.ctx.info)
+        return pl
 
     # --- cached resources -------------------------------------------------
     def pipeline(self, pl: Plan) -> ComputePipeline:
@@ -372,8 +386,7 @@ class RopeOp:
 
     def _run_block(self, req: Request, storage: str, out: np.ndarray, want_time: bool) -> float | None:
         """`run` for a tensor that fits one allocation."""
-        ctx = self.ctx
-        pl = plan(req, storage, ctx.info)
+        pl = self.plan(req, storage)
         if storage == "buffer" and self._importable(req.x, out):
             try:
                 return self._run_imported(req, pl, out, want_time)
