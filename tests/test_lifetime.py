@@ -99,7 +99,7 @@ def test_forked_child_gets_its_own_default_device():
     parent = vkrope.default_device()
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
-        y = pool.apply(_child_apply, (x, F))
+        y = pool.apply_async(_child_apply, (x, F)).get(timeout=120)  # a hang fails, not stalls
     np.testing.assert_array_equal(y, vkrope.apply(x, F))
     assert vkrope.default_device() is parent and not parent.closed
 
