@@ -37,7 +37,10 @@ def test_examples_exist():
 
 
 def cli(*args, **kw):
-    return run([sys.executable, "-m", "vkrope", *args], **kw)
+    """Run the command with the validation layer on; it must stay silent."""
+    res = run([sys.executable, "-m", "vkrope", *args], env={"VKROPE_VALIDATION": "1"}, **kw)
+    assert "Vulkan validation" not in res.stderr, res.stderr
+    return res
 
 
 def test_help_and_info():
