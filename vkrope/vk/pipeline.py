@@ -96,39 +96,22 @@ class ComputePipeline:
         range)` for buffers, an `Image3D` for images. The set must not be in
         use by pending work."""
         vk = b.vk()
-        keep: list[Any] = []
         writes = []
         for binding, (kind, res) in enumerate(zip(self.bindings, resources)):
             if kind == STORAGE_BUFFER:
                 buf, offset, size = res  # type: ignore[misc]
-                info = vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=offset, range=size)
-                keep.append(info)
-                writes.append(
-                    vk.VkWriteDescriptorSet(
-                        dstSet=dset,
-                        dstBinding=binding,
-                        descriptorCount=1,
-                        descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                        pBufferInfo=[info],
-                    )
-                )
+                info = {"pBufferInfo": [vk.VkDescriptorBufferInfo(buffer=buf.handle, offset=offset, range=size)]}
             else:
                 img: Image3D = res  # type: ignore[assignment]
-                info = vk.VkDescriptorImageInfo(imageView=img.view_handle, imageLayout=vk.VK_IMAGE_LAYOUT_GENERAL)
-                keep.append(info)
-                writes.append(
-                    vk.VkWriteDescriptorSet(
-                        dstSet=dset,
-                        dstBinding=binding,
-                        descriptorCount=1,
-                        descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
-                        pImageInfo=[info],
-                    )
-                )
-        # `writes` are copied into a cffi array below; their pBufferInfo /
-        # pImageInfo arrays stay alive through the `writes` list itself.
+                info = {"pImageInfo": [vk.VkDescriptorImageInfo(imageView=img.view_handle,
+                                                                imageLayout=vk.VK_IMAGE_LAYOUT_GENERAL)]}
+            writes.append(vk.VkWriteDescriptorSet(
+                dstSet=dset, dstBinding=binding, descriptorCount=1, descriptorType=descriptor_type(kind), **info
+            ))
+        # `writes` are copied into a cffi array by the call; the arrays their
+        # pBufferInfo / pImageInfo point to stay alive with the structs in the
+        # `writes` list until it returns.
         vk.vkUpdateDescriptorSets(self.ctx.handle, len(writes), writes, 0, None)
-        del keep
 
     def pack_push_constants(self, values: Sequence[int]) -> bytes:
         """The push-constant block as bytes (uint32 each)."""
