@@ -137,6 +137,20 @@ def live_handles() -> dict[str, int]:
         return {k: v for k, v in _live.items() if v}
 
 
+def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...]) -> None:
+    """Release `owner`'s handles in the order given, each idempotently: the
+    attribute is swapped to None first, then `vk<destroy>(device, handle,
+    None)` runs and the live count of `kind` drops. `handles` holds
+    `(attribute, destroy function name, kind)` triples."""
+    mod = vk()
+    for attr, destroy, kind in handles:
+        handle = getattr(owner, attr)
+        setattr(owner, attr, None)
+        if handle is not None:
+            getattr(mod, destroy)(device, handle, None)
+            track(kind, -1)
+
+
 def array(ctype: str, items: list[Any]) -> Any:
     """A cffi array `ctype[]` holding `items` (keep the result alive)."""
     return vk().ffi.new(f"{ctype}[]", items)

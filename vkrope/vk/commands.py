@@ -80,18 +80,11 @@ class CommandStream:
     def destroy(self) -> None:
         """Destroy the query pool, the fence and the command pool (with every
         command buffer allocated from it)."""
-        vk = b.vk()
-        device = self.ctx.handle
-        for attr, fn, kind in (
-            ("queries", vk.vkDestroyQueryPool, "VkQueryPool"),
-            ("fence", vk.vkDestroyFence, "VkFence"),
-            ("pool", vk.vkDestroyCommandPool, "VkCommandPool"),
-        ):
-            handle = getattr(self, attr)
-            setattr(self, attr, None)
-            if handle is not None:
-                fn(device, handle, None)
-                b.track(kind, -1)
+        b.destroy_handles(self, self.ctx.handle, (
+            ("queries", "vkDestroyQueryPool", "VkQueryPool"),
+            ("fence", "vkDestroyFence", "VkFence"),
+            ("pool", "vkDestroyCommandPool", "VkCommandPool"),
+        ))
 
 
 class Recording:

@@ -122,19 +122,12 @@ class ComputePipeline:
 
     def destroy(self) -> None:
         """Destroy pipeline, layouts and module (idempotent)."""
-        vk = b.vk()
-        device = self.ctx.handle
-        for attr, fn, kind in (
-            ("handle", vk.vkDestroyPipeline, "VkPipeline"),
-            ("layout", vk.vkDestroyPipelineLayout, "VkPipelineLayout"),
-            ("set_layout", vk.vkDestroyDescriptorSetLayout, "VkDescriptorSetLayout"),
-            ("module", vk.vkDestroyShaderModule, "VkShaderModule"),
-        ):
-            handle = getattr(self, attr)
-            setattr(self, attr, None)
-            if handle is not None:
-                fn(device, handle, None)
-                b.track(kind, -1)
+        b.destroy_handles(self, self.ctx.handle, (
+            ("handle", "vkDestroyPipeline", "VkPipeline"),
+            ("layout", "vkDestroyPipelineLayout", "VkPipelineLayout"),
+            ("set_layout", "vkDestroyDescriptorSetLayout", "VkDescriptorSetLayout"),
+            ("module", "vkDestroyShaderModule", "VkShaderModule"),
+        ))
 
 
 def descriptor_type(kind: str) -> int:

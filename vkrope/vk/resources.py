@@ -100,14 +100,10 @@ class Buffer:
             self._mapped = None
             if device is not None:
                 vk.vkUnmapMemory(device, self.memory)
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            vk.vkDestroyBuffer(device, handle, None)
-            b.track("VkBuffer", -1)
-        memory, self.memory = self.memory, None
-        if memory is not None:
-            vk.vkFreeMemory(device, memory, None)
-            b.track("VkDeviceMemory", -1)
+        b.destroy_handles(self, device, (
+            ("handle", "vkDestroyBuffer", "VkBuffer"),
+            ("memory", "vkFreeMemory", "VkDeviceMemory"),
+        ))
 
 
 class Image3D:
@@ -161,20 +157,11 @@ class Image3D:
 
     def destroy(self) -> None:
         """Destroy the view, the image and its memory (idempotent)."""
-        vk = b.vk()
-        device = self.ctx.handle
-        view, self.view_handle = self.view_handle, None
-        if view is not None:
-            vk.vkDestroyImageView(device, view, None)
-            b.track("VkImageView", -1)
-        handle, self.handle = self.handle, None
-        if handle is not None:
-            vk.vkDestroyImage(device, handle, None)
-            b.track("VkImage", -1)
-        memory, self.memory = self.memory, None
-        if memory is not None:
-            vk.vkFreeMemory(device, memory, None)
-            b.track("VkDeviceMemory", -1)
+        b.destroy_handles(self, self.ctx.handle, (
+            ("view_handle", "vkDestroyImageView", "VkImageView"),
+            ("handle", "vkDestroyImage", "VkImage"),
+            ("memory", "vkFreeMemory", "VkDeviceMemory"),
+        ))
 
 
 class ImportedBuffer(Buffer):
