@@ -97,6 +97,12 @@ class Plan:
     chunks: tuple[Chunk, ...]
 
 
+def padded_bytes(values: int, itemsize: int) -> int:
+    """Bytes of a flat tensor padded to whole texels (4 values): the buffer
+    storage shader reads and writes texels."""
+    return -(-values // 4) * 4 * itemsize
+
+
 def workgroup_shape(texels_per_row: int) -> tuple[int, int]:
     """(x, y) local size: x spans a row's texels (a power of two up to 64),
     y takes the rest of the 128 invocations so short rows waste nothing."""
@@ -393,10 +399,8 @@ class RopeOp:
             except VulkanError:
                 pass  # the driver refused this memory: take the copy path
         x_dtype = pl.x_dtype
-        rows, c = req.rows, req.channels
-        total_pairs = req.x.size // 2
         if storage == "buffer":
-            x_bytes = (total_pairs + total_pairs % 2) * 2 * x_dtype.itemsize
+            x_bytes = padded_bytes(req.x.size, x_dtype.itemsize)
             x_host, x_buf = self._staged("x", x_bytes)
             staged_view = x_host.view(x_dtype, req.x.size).reshape(req.shape)
             x_res: Buffer | Image3D = x_buf
@@ -518,8 +522,7 @@ class RopeOp:
                 job = Job(req, pl, x_buf, out_buf, x_buf.offset, out_buf.offset)
                 src = dst = None
             else:
-                total_pairs = x.size // 2
-                dev_x = self.buffer("x", (total_pairs + total_pairs % 2) * 2 * x.itemsize, host_visible=False)
+                dev_x = self.buffer("x", padded_bytes(x.size, x.itemsize), host_visible=False)
                 job = Job(req, pl, dev_x, dev_x)
                 src, dst = (x_buf, x_buf.offset), (out_buf, out_buf.offset)
             args_host, args, layout = self._write_args([job])
@@ -606,8 +609,7 @@ class RopeOp:
         GENERAL layout and stay there)."""
         dtype = np.dtype(dtype)
         if storage == "buffer":
-            size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            size = max(MIN_BUFFER, -(-size // (4 * dtype.itemsize)) * 4 * dtype.itemsize)
+            size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
             for i, buf in enumerate(self.pool):
                 if size <= buf.size <= 2 * size:
                     return self.pool.pop(i)
