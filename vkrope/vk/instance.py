@@ -112,7 +112,6 @@ class Instance:
 
         layers: list[str] = []
         extensions: list[str] = []
-        available_ext = {e.extensionName for e in b.call("vkEnumerateInstanceExtensionProperties", None)}
         if validation:
             available_layers = {l.layerName for l in b.call("vkEnumerateInstanceLayerProperties")}
             if VALIDATION_LAYER not in available_layers:
@@ -123,8 +122,6 @@ class Instance:
             layers.append(VALIDATION_LAYER)
             extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
             extensions.append("VK_EXT_validation_features")
-        if "VK_KHR_get_physical_device_properties2" in available_ext:
-            pass  # core in 1.1; nothing to enable
 
         app_info = vk.VkApplicationInfo(
             pApplicationName="vkrope",
