@@ -241,6 +241,25 @@ class Device:
             self._context()
             return self._guarded(self._op.time_copy, nbytes)
 
+    def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
+        """Testing hook: make this device report smaller limits (fields of
+        `PhysicalDeviceInfo`, e.g. `max_storage_buffer_range=1 << 20`) or
+        act as a discrete GPU (`unified=False`), so that the suite crosses
+        the same thresholds on every device. Drops every cached plan,
+        buffer and recording made under the old limits."""
+        import dataclasses
+
+        with self._lock:
+            ctx = self._context()
+            self._op.trim()
+            self._op.plans.clear()
+            if limits:
+                ctx.info = dataclasses.replace(ctx.info, **limits)
+                if "external_memory_host" in limits:
+                    ctx.external_memory_host = limits["external_memory_host"]
+            if unified is not None:
+                self._op.unified = unified
+
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""
         with self._lock:
