@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compile glsl/rope.glsl into every variant under spirv/, plus manifest.json.
+"""Compile every kernel in glsl/ (each glsl/<kernel>.glsl with its variant
+grid glsl/<kernel>.json) into spirv/, plus spirv/manifest.json.
 
 The only way from glsl/ to spirv/. Each variant is compiled with
 `glslc --target-env=vulkan1.1 -Werror` and checked with `spirv-val`; any
@@ -20,13 +21,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+GLSL = ROOT / "glsl"
 sys.path.insert(0, str(ROOT))
 
-from vkrope.shaders import SOURCE, variant_grid  # noqa: E402
+from vkrope.runtime.kernels import expand_grid  # noqa: E402
+
+COMPILER = ["glslc", "--target-env=vulkan1.1", "-Werror", "-fshader-stage=comp", "-O"]
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def grids() -> list[dict]:
+    """Every kernel's variant grid, by kernel name."""
+    return [json.loads(p.read_text()) for p in sorted(GLSL.glob("*.json"))]
 
 
 def compile_all(out_dir: Path) -> dict:
@@ -34,25 +43,23 @@ def compile_all(out_dir: Path) -> dict:
     for tool in ("glslc", "spirv-val"):
         if shutil.which(tool) is None:
             sys.exit(f"compile_shaders: {tool} not found; sudo apt-get install glslc spirv-tools")
-    src_path = ROOT / "glsl" / SOURCE
-    source = src_path.read_bytes()
     out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.spv"):
+        old.unlink()
     variants = {}
-    for v in variant_grid():
-        spv = out_dir / f"{v['name']}.spv"
-        cmd = ["glslc", "--target-env=vulkan1.1", "-Werror", "-fshader-stage=comp", "-O"]
-        cmd += [f"-D{d}" for d in v["defines"]]
-        cmd += [str(src_path), "-o", str(spv)]
-        subprocess.run(cmd, check=True)
-        subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(spv)], check=True)
-        entry = dict(v)
-        entry["file"] = spv.name
-        entry["spirv_sha256"] = sha256(spv.read_bytes())
-        variants[v["name"]] = entry
+    for grid in grids():
+        src = GLSL / grid["source"]
+        for v in expand_grid(grid):
+            spv = out_dir / f"{v['name']}.spv"
+            cmd = COMPILER + [f"-I{GLSL}"] + [f"-D{d}" for d in v["defines"]] + [str(src), "-o", str(spv)]
+            subprocess.run(cmd, check=True)
+            subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(spv)], check=True)
+            v["file"] = spv.name
+            v["spirv_sha256"] = sha256(spv.read_bytes())
+            variants[v["name"]] = v
     manifest = {
-        "source": f"glsl/{SOURCE}",
-        "source_sha256": sha256(source),
-        "compiler": "glslc --target-env=vulkan1.1 -Werror -O",
+        "sources": {f"glsl/{p.name}": sha256(p.read_bytes()) for p in sorted(GLSL.iterdir()) if p.is_file()},
+        "compiler": " ".join(COMPILER),
         "variants": variants,
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 import vkrope  # noqa: E402
-import vkrope.op  # noqa: E402
+import vkrope.runtime.execute  # noqa: E402
 from vkrope.vk.instance import clear_validation_messages, validation_messages  # noqa: E402
 
 settings.register_profile(
@@ -51,10 +51,10 @@ def imports(monkeypatch):
     """Count ImportedBuffer creations: proof that the zero-copy path really ran."""
     made = []
 
-    class Counting(vkrope.op.ImportedBuffer):
+    class Counting(vkrope.runtime.execute.ImportedBuffer):
         def __init__(self, ctx, address, nbytes):
             super().__init__(ctx, address, nbytes)
             made.append(nbytes)
 
-    monkeypatch.setattr(vkrope.op, "ImportedBuffer", Counting)
+    monkeypatch.setattr(vkrope.runtime.execute, "ImportedBuffer", Counting)
     return made

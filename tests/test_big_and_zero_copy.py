@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vkrope
-import vkrope.op as op
+import vkrope.runtime.execute as op
 from oracle import check_apply
 from vkrope.vk.binding import live_handles
 

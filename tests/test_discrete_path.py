@@ -17,8 +17,7 @@ RNG = np.random.default_rng(5)
 @pytest.fixture
 def discrete():
     dev = vkrope.Device()
-    dev._op.trim()
-    dev._op.unified = False
+    dev._force_limits(unified=False)
     yield dev
     dev.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -12,24 +13,26 @@ from pathlib import Path
 
 import pytest
 
-from vkrope.shaders import manifest, spirv_dir, variant_grid
+from vkrope.runtime.kernels import expand_grid, manifest, spirv_dir
 
 ROOT = Path(__file__).resolve().parent.parent
+GRIDS = {p.stem: json.loads(p.read_text()) for p in sorted((ROOT / "glsl").glob("*.json"))}
 
 
-def test_manifest_covers_the_variant_grid():
-    names = {v["name"] for v in variant_grid()}
-    assert set(manifest()["variants"]) == names
+def test_manifest_covers_every_variant_grid():
+    names = {v["name"] for grid in GRIDS.values() for v in expand_grid(grid)}
+    assert names and set(manifest()["variants"]) == names
     for entry in manifest()["variants"].values():
         spv = (spirv_dir() / entry["file"]).read_bytes()
         assert hashlib.sha256(spv).hexdigest() == entry["spirv_sha256"]
 
 
-def test_manifest_source_hash_matches_glsl():
-    src = (ROOT / manifest()["source"]).read_bytes()
-    assert hashlib.sha256(src).hexdigest() == manifest()["source_sha256"], (
-        "glsl/ changed without recompiling: run scripts/compile_shaders.py"
-    )
+def test_manifest_source_hashes_match_glsl():
+    for path, digest in manifest()["sources"].items():
+        assert hashlib.sha256((ROOT / path).read_bytes()).hexdigest() == digest, (
+            f"{path} changed without recompiling: run scripts/compile_shaders.py"
+        )
+    assert set(manifest()["sources"]) == {f"glsl/{p.name}" for p in (ROOT / "glsl").iterdir() if p.is_file()}
 
 
 def test_recompiling_gives_the_committed_spirv(tmp_path):
@@ -41,33 +44,45 @@ def test_recompiling_gives_the_committed_spirv(tmp_path):
     assert fresh == committed
     for entry in fresh["variants"].values():
         assert (tmp_path / entry["file"]).read_bytes() == (ROOT / "spirv" / entry["file"]).read_bytes(), entry["file"]
+    assert sorted(p.name for p in (ROOT / "spirv").glob("*.spv")) == sorted(e["file"] for e in fresh["variants"].values())
 
 
-@pytest.mark.parametrize("name", sorted(v["name"] for v in variant_grid()))
+@pytest.mark.parametrize("name", sorted(manifest()["variants"]))
 def test_spirv_val(name):
     assert shutil.which("spirv-val"), "spirv-val is required by the test suite (scripts/test.sh installs it)"
     path = ROOT / "spirv" / f"{name}.spv"
     subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(path)], check=True)
 
 
-def test_push_constant_block_matches_the_host():
-    """The shader's Params block lists the fields the host packs, in order."""
-    import re
-
-    from vkrope.shaders import PUSH_CONSTANT_FIELDS
-
-    src = (ROOT / "glsl" / "rope.glsl").read_text()
+@pytest.mark.parametrize("kernel", sorted(GRIDS))
+def test_push_constant_block_matches_the_grid(kernel):
+    """The shader's Params block lists the fields of its grid, in order: the
+    host packs them by these names."""
+    src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
     block = re.search(r"layout\(push_constant\) uniform Params \{(.*?)\} p;", src, re.S).group(1)
     fields = re.findall(r"^\s*uint\s+(\w+);", block, re.M)
-    assert tuple(fields) == PUSH_CONSTANT_FIELDS
+    assert fields == GRIDS[kernel]["push_constants"]
 
 
-def test_flag_bits_come_from_one_place():
-    from vkrope.shaders import FLAGS
+@pytest.mark.parametrize("kernel", sorted(GRIDS))
+def test_bindings_and_spec_constants_match_the_grid(kernel):
+    src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
+    bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)})
+    assert bindings == list(range(len(GRIDS[kernel]["bindings"])))
+    spec_ids = re.findall(r"constant_id = (\d+)\) const \w+ (\w+)", src)
+    named = {int(i): n for i, n in spec_ids}
+    for i, name in enumerate(GRIDS[kernel]["spec_constants"]):
+        assert i in (0, 1) or named.get(i) == name  # 0, 1: local_size_x_id / local_size_y_id
 
-    src = (ROOT / "glsl" / "rope.glsl").read_text()
-    for name in FLAGS:
+
+@pytest.mark.parametrize("kernel", sorted(GRIDS))
+def test_flag_bits_come_from_one_place(kernel):
+    src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
+    flags = GRIDS[kernel].get("flags", {})
+    for name in flags:
         assert f"const uint {name}" not in src  # defined by the compiler command line only
     for entry in manifest()["variants"].values():
-        for name, value in FLAGS.items():
-            assert f"{name}={value}u" in entry["defines"]
+        if entry["kernel"] == GRIDS[kernel]["kernel"]:
+            for name, value in flags.items():
+                assert f"{name}={value}u" in entry["defines"]
+                assert entry["flags"][name] == value

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import vkrope
 from oracle import check_apply
-from vkrope.op import image_extent
+from vkrope.runtime.layout import image_extent
 
 
 def make(shape, dtype, seed):

@@ -75,7 +75,7 @@ def check_x(x: Any, name: str = "x") -> Any:
     from .array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
-        if x._resource is None:
+        if x.released:
             raise ValueError(f"{name} is a released DeviceArray")
     elif not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of float32 or float16; got {_describe(x)}")
@@ -192,7 +192,7 @@ def check_request(
             want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
             raise TypeError(f"out must be {want}; got {_describe(out)}")
         if isinstance(out, DeviceArray):
-            if out._resource is None:
+            if out.released:
                 raise ValueError("out is a released DeviceArray")
             if out.device is not x.device:
                 raise ValueError("out lives on another vkrope.Device than x")

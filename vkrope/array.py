@@ -21,7 +21,8 @@ class DeviceArray:
 
     def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str) -> None:
         self._owner = owner  # the vkrope.Device
-        self._resource = resource  # op-layer resource (buffer or image) holding the data
+        self._resource = resource  # runtime resource (buffer or image) holding the data; None when empty
+        self._released = False
         self.shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
         self.storage = storage
@@ -55,8 +56,14 @@ class DeviceArray:
         a = self.get()
         return a if dtype is None else a.astype(dtype, copy=False)
 
+    @property
+    def released(self) -> bool:
+        """Whether `release()` ran (the array is unusable then)."""
+        return self._released
+
     def release(self) -> None:
         """Give the device memory back now (idempotent); the array is unusable after."""
+        self._released = True
         res, self._resource = self._resource, None
         if res is not None and self._owner is not None:
             self._owner._release_resource(res)
@@ -71,5 +78,5 @@ class DeviceArray:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        state = "" if self._resource is not None else ", released"
+        state = ", released" if self._released else ""
         return f"<vkrope.DeviceArray shape={self.shape} dtype={self.dtype} storage={self.storage}{state}>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import weakref
@@ -10,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, Request, check_request, check_x
+from .arguments import STORAGE_CHOICES, Request, check_x
 from .array import DeviceArray
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
-from .op import Job, RopeOp
+from .ops import interleaved
+from .runtime import execute
+from .runtime.engine import Runtime
 from .vk.context import Context
 from .vk.instance import Instance, PhysicalDeviceInfo
 
@@ -47,7 +50,7 @@ class Device:
         self._ctx: Context | None = None
         ctx = Context(device, validation)
         try:
-            self._op = RopeOp(ctx)
+            self._rt = Runtime(ctx)
         except BaseException:
             ctx.close()
             raise
@@ -66,7 +69,7 @@ class Device:
         ctx = self._context()
         facts = ctx.info.facts()
         facts["why_chosen"] = ctx.why
-        facts["unified_memory"] = self._op.unified
+        facts["unified_memory"] = self._rt.unified
         facts["validation"] = ctx.instance.validation
         return facts
 
@@ -99,7 +102,7 @@ class Device:
         `x` may be a numpy array (the result is numpy) or a `DeviceArray` of
         this device (the result is a new `DeviceArray`, or `out`, with no
         host round trip; `storage` is then the array's own)."""
-        req = check_request(
+        req = interleaved.check(
             x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
             positions=positions, storage=storage,
         )
@@ -112,7 +115,7 @@ class Device:
             return result
         with self._lock:
             self._context()
-            self._guarded(self._op.run, req, resolve_storage(req.storage), result)
+            self._guarded(execute.run_numpy, self._rt, interleaved, req, resolve_storage(req.storage), result, False)
         return result
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
@@ -135,7 +138,7 @@ class Device:
                 self._check_resident(x, kw.get("storage", "auto"), f"calls[{i}]: ")
                 kw["storage"] = x.storage
             try:
-                req = check_request(x, freqs, **kw)
+                req = interleaved.check(x, freqs, **kw)
             except TypeError as exc:
                 raise TypeError(f"calls[{i}]: {exc}") from None
             except ValueError as exc:
@@ -145,35 +148,44 @@ class Device:
 
     def _run_many(self, prepared: list[Request]) -> list[np.ndarray | DeviceArray]:
         """Upload numpy inputs, run every request in one submission, download
-        the results of numpy inputs."""
+        the results of numpy inputs. The temporaries (uploads, device copies
+        of numpy results) live until the submission has finished."""
         with self._lock:
             self._context()
-            results: list = []
-            jobs: list[Job] = []
-            for req in prepared:
-                host_out = None
-                x = req.x
-                if not isinstance(x, DeviceArray):
-                    host_out = req.out if req.out is not None else np.empty(req.shape, req.dtype)
-                    x = self.asarray(x, storage=req.storage)
-                out = req.out if isinstance(req.out, DeviceArray) else None
-                if out is None:
-                    out = DeviceArray(self, self._guarded(self._op.new_resource, x.storage, x.shape, x.dtype),
-                                      x.shape, x.dtype, x.storage)
-                results.append((host_out, out))
-                if req.x.size:
-                    pl = self._op.plan(req, x.storage)
-                    jobs.append(Job(req, pl, x._resource, out._resource))
-            if jobs:
-                self._guarded(self._op.run_resident, jobs)
-            final: list[np.ndarray | DeviceArray] = []
-            for host_out, out in results:
-                if host_out is None:
-                    final.append(out)
-                else:  # numpy in, numpy out: the device copies are temporary
-                    final.append(self._download_into(out, host_out))
-                    out.release()
-            return final
+            results: list[tuple[np.ndarray | None, DeviceArray]] = []
+            temporaries: list[DeviceArray] = []
+            jobs: list[execute.Job] = []
+            try:
+                for req in prepared:
+                    host_out = None
+                    x = req.x
+                    if not isinstance(x, DeviceArray):
+                        host_out = req.out if req.out is not None else np.empty(req.shape, req.dtype)
+                        x = self.asarray(x, storage=req.storage)
+                        temporaries.append(x)
+                    out = req.out if isinstance(req.out, DeviceArray) else None
+                    if out is None:
+                        out = self._new_array(x.storage, x.shape, x.dtype)
+                        if host_out is not None:
+                            temporaries.append(out)
+                    results.append((host_out, out))
+                    if req.x.size:
+                        pl = execute.plan_for(self._rt, interleaved, req, x.storage)
+                        jobs.append(execute.Job(req, pl, x._resource, out._resource))
+                if jobs:
+                    self._guarded(execute.run_resident, self._rt, interleaved, jobs)
+                final: list[np.ndarray | DeviceArray] = []
+                for host_out, out in results:
+                    final.append(out if host_out is None else self._download_into(out, host_out))
+                return final
+            finally:
+                for tmp in temporaries:
+                    tmp.release()
+
+    def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
+        """A new, uninitialised DeviceArray on this device."""
+        res = self._guarded(self._rt.new_resource, storage, shape, dtype) if math.prod(shape) else None
+        return DeviceArray(self, res, shape, dtype, storage)
 
     def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
         """A DeviceArray x must live here; `storage` may only repeat its own."""
@@ -195,29 +207,39 @@ class Device:
         storage = resolve_storage(storage)
         with self._lock:
             self._context()
-            res = self._guarded(self._op.new_resource, storage, a.shape, a.dtype)
-            arr = DeviceArray(self, res, a.shape, a.dtype, storage)
+            arr = self._new_array(storage, a.shape, a.dtype)
             if a.size:
-                self._guarded(self._op.transfer, res, a, True)
+                self._guarded(self._rt.transfer, arr._resource, a, True)
+            return arr
+
+    def _copy_array(self, src: DeviceArray) -> DeviceArray:
+        """A new DeviceArray holding a device-side copy of `src`."""
+        with self._lock:
+            self._context()
+            if src.released:
+                raise ValueError("cannot copy a released DeviceArray")
+            arr = self._new_array(src.storage, src.shape, src.dtype)
+            if src.size:
+                self._guarded(self._rt.copy_resource, src._resource, arr._resource)
             return arr
 
     def _download(self, arr: DeviceArray) -> np.ndarray:
         return self._download_into(arr, np.empty(arr.shape, arr.dtype))
 
     def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
-        if arr._resource is None:
+        if arr.released:
             raise ValueError("this DeviceArray was released")
         with self._lock:
             self._context()
             if arr.size:
-                self._guarded(self._op.transfer, arr._resource, out, False)
+                self._guarded(self._rt.transfer, arr._resource, out, False)
             return out
 
     def _release_resource(self, res: Any) -> None:
         # Called from DeviceArray.release / __del__, possibly at shutdown.
         with self._lock:
             if self._ctx is not None and not self._ctx.closed:
-                self._op.free_resource(res)
+                self._rt.free_resource(res)
 
     def _guarded(self, fn, *args):
         """Call into the op; a lost or hung device closes this Device."""
@@ -233,13 +255,13 @@ class Device:
         device has no timestamps)."""
         with self._lock:
             self._context()
-            return self._guarded(self._op.run, req, resolve_storage(req.storage), result, True)
+            return self._guarded(execute.run_numpy, self._rt, interleaved, req, resolve_storage(req.storage), result, True)
 
     def _time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
         with self._lock:
             self._context()
-            return self._guarded(self._op.time_copy, nbytes)
+            return self._guarded(self._rt.time_copy, nbytes)
 
     def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
         """Testing hook: make this device report smaller limits (fields of
@@ -251,20 +273,19 @@ class Device:
 
         with self._lock:
             ctx = self._context()
-            self._op.trim()
-            self._op.plans.clear()
+            self._rt.trim()
             if limits:
                 ctx.info = dataclasses.replace(ctx.info, **limits)
                 if "external_memory_host" in limits:
                     ctx.external_memory_host = limits["external_memory_host"]
             if unified is not None:
-                self._op.unified = unified
+                self._rt.unified = unified
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""
         with self._lock:
             self._context()
-            self._op.trim()
+            self._rt.trim()
 
     # --- lifetime ---------------------------------------------------------
     def close(self) -> None:
@@ -307,7 +328,10 @@ def _close_all() -> None:
 
 
 def _abandon_all_in_child() -> None:
+    # Another thread of the parent may have held a device's lock at the
+    # fork: the child gets fresh locks, and devices it can never use.
     for dev in list(_live):
+        dev._lock = threading.RLock()
         dev._ctx = None
     _live.clear()
 

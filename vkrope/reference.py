@@ -1,6 +1,7 @@
 """The float64 numpy oracle of the operator and SAM2's axial frequencies.
 
-Independent of the GPU path: it shares only the argument checks.
+Independent of the GPU path: it shares only the argument checks (the
+test suite has its own oracle, which shares nothing).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import check_request
+from .ops import interleaved
 
 
 def apply_reference(
@@ -30,26 +31,11 @@ def apply_reference(
     rounded into `out` (x's dtype) and `out` is returned. `storage` is
     accepted for signature compatibility and ignored.
     """
-    req = check_request(
+    req = interleaved.check(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,
     )
-    shape = req.shape
-    half = req.channels // 2
-    batches = int(np.prod(shape[:-2], dtype=np.int64))
-    xs = np.asarray(req.x, dtype=np.float64).reshape(batches, req.n_tokens, half, 2)
-    result = xs.copy()
-    rows = req.token_rows
-    rotated = rows >= 0
-    if rotated.any() and half:
-        f = np.asarray(req.freqs_pairs, dtype=np.float64)[rows[rotated]]  # [n_rotated, C/2, 2]
-        c, s = f[..., 0], f[..., 1]
-        if req.inverse:
-            s = -s
-        re, im = xs[:, rotated][..., 0], xs[:, rotated][..., 1]  # [B, n_rotated, C/2]
-        with np.errstate(all="ignore"):  # NaN / Inf inputs follow IEEE rules silently
-            result[:, rotated] = np.stack([re * c - im * s, re * s + im * c], axis=-1)
-    result = result.reshape(shape)
+    result = interleaved.reference(req)
     if out is not None:
         out[...] = result
         return out

@@ -8,19 +8,39 @@ many times (the op layer caches them per plan), or re-recorded per use.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 from . import binding as b
 from .context import Context
-from .pipeline import STORAGE_BUFFER, STORAGE_IMAGE, ComputePipeline, descriptor_type
+from .pipeline import ComputePipeline
 from .resources import Buffer, Image3D
+from ..errors import VkropeError
 
-# Bounded wait for one submission; raise instead of hanging forever.
-DEFAULT_TIMEOUT_S = float(os.environ.get("VKROPE_TIMEOUT_S", "60"))
+# Bounded wait for one submission when VKROPE_TIMEOUT_S is unset; raise
+# instead of hanging forever. Tests may set DEFAULT_TIMEOUT_S directly.
+DEFAULT_TIMEOUT_S: float | None = None
 # Descriptor sets per descriptor pool of a recording (more pools are added as needed).
 SETS_PER_POOL = 64
-BINDINGS_PER_SET = 4
+
+
+def _timeout() -> float:
+    """The bound on one wait: DEFAULT_TIMEOUT_S when set, else the
+    VKROPE_TIMEOUT_S environment variable (read at each use, so a bad value
+    is a clear error at first use, not at import), else 60 s."""
+    if DEFAULT_TIMEOUT_S is not None:
+        return DEFAULT_TIMEOUT_S
+    raw = os.environ.get("VKROPE_TIMEOUT_S", "").strip()
+    if not raw:
+        return 60.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 1e6):
+        raise ValueError(f"VKROPE_TIMEOUT_S must be a number of seconds in (0, 1e6]; got {raw!r}")
+    return value
 
 
 class CommandStream:
@@ -34,6 +54,7 @@ class CommandStream:
         self.pool: Any = None
         self.fence: Any = None
         self.queries: Any = None
+        self.in_flight = False
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -64,10 +85,20 @@ class CommandStream:
         else:
             cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
             submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
+        timeout = _timeout() if timeout_s is None else timeout_s
+        self.drain(timeout)
         b.call("vkResetFences", ctx.handle, 1, [self.fence])
-        b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
-        timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
-        b.wait_fence(ctx.handle, self.fence, int(timeout * 1e9))
+        # In flight from here until the fence is seen signalled: if anything
+        # (a signal handler's exception, say) interrupts the wait below, the
+        # next use of this stream drains it first, and the owner drains it
+        # before releasing anything the submission uses.
+        self.in_flight = True
+        try:
+            b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
+        except BaseException:
+            self.in_flight = False  # nothing was queued (device loss closes the device)
+            raise
+        self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
         data = vk.ffi.new("uint64_t[2]")
@@ -76,6 +107,27 @@ class CommandStream:
         bits = ctx.info.timestamp_valid_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until the last submission has finished (no-op when none is in
+        flight). An exception raised while waiting (KeyboardInterrupt, a
+        signal handler's) does not end the wait: it is re-raised once the
+        device is done, so nothing the submission uses is freed or rewritten
+        under it. Device loss and timeouts raise at once."""
+        if not self.in_flight:
+            return
+        deadline = _timeout() if timeout is None else timeout
+        interrupted: BaseException | None = None
+        while self.in_flight:
+            try:
+                b.wait_fence(self.ctx.handle, self.fence, int(deadline * 1e9))
+                self.in_flight = False
+            except VkropeError:
+                raise
+            except BaseException as exc:  # noqa: BLE001  (re-raised below)
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
 
     def destroy(self) -> None:
         """Destroy the query pool, the fence and the command pool (with every
@@ -97,9 +149,9 @@ class Recording:
         self.ctx = ctx
         self.stream = stream
         self.cmd: Any = None
-        self.pools: list[Any] = []
-        self._pool_index = 0
-        self._used_in_pool = 0
+        # Descriptor pools per set shape (descriptor counts of a pipeline's
+        # set): [handle, sets used since begin()].
+        self.pools: dict[tuple, list[list[Any]]] = {}
         self.timed = False
         self._submit: Any = None  # (cffi command-buffer array, VkSubmitInfo), made once
         alloc = vk.VkCommandBufferAllocateInfo(
@@ -115,10 +167,10 @@ class Recording:
         recording's descriptor sets."""
         vk = b.vk()
         b.call("vkResetCommandBuffer", self.cmd, 0)
-        for pool in self.pools:
-            b.call("vkResetDescriptorPool", self.ctx.handle, pool, 0)
-        self._pool_index = 0
-        self._used_in_pool = 0
+        for pools in self.pools.values():
+            for entry in pools:
+                b.call("vkResetDescriptorPool", self.ctx.handle, entry[0], 0)
+                entry[1] = 0
         b.call("vkBeginCommandBuffer", self.cmd, vk.VkCommandBufferBeginInfo(flags=0))
         self.timed = False
 
@@ -134,25 +186,21 @@ class Recording:
         return self._submit[1]
 
     def new_set(self, pipeline: ComputePipeline) -> Any:
-        """Allocate a descriptor set for `pipeline` from this recording's pools."""
+        """Allocate a descriptor set for `pipeline` from this recording's
+        pools (sized for that pipeline's bindings)."""
         vk = b.vk()
-        if self._used_in_pool >= SETS_PER_POOL:
-            self._pool_index += 1
-            self._used_in_pool = 0
-        if self._pool_index >= len(self.pools):
-            sizes = [
-                vk.VkDescriptorPoolSize(type=descriptor_type(k), descriptorCount=SETS_PER_POOL * BINDINGS_PER_SET)
-                for k in (STORAGE_BUFFER, STORAGE_IMAGE)
-            ]
+        shape = pipeline.descriptor_counts()
+        pools = self.pools.setdefault(shape, [])
+        if not pools or pools[-1][1] >= SETS_PER_POOL:
+            sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=SETS_PER_POOL * n) for t, n in shape]
             info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
-            self.pools.append(b.call("vkCreateDescriptorPool", self.ctx.handle, info, None))
+            pools.append([b.call("vkCreateDescriptorPool", self.ctx.handle, info, None), 0])
             b.track("VkDescriptorPool", +1)
+        entry = pools[-1]
         layouts = b.array("VkDescriptorSetLayout", [pipeline.set_layout])
-        alloc = vk.VkDescriptorSetAllocateInfo(
-            descriptorPool=self.pools[self._pool_index], descriptorSetCount=1, pSetLayouts=layouts
-        )
+        alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=entry[0], descriptorSetCount=1, pSetLayouts=layouts)
         dset = b.call("vkAllocateDescriptorSets", self.ctx.handle, alloc)[0]
-        self._used_in_pool += 1
+        entry[1] += 1
         return dset
 
     # --- commands -------------------------------------------------------
@@ -247,10 +295,11 @@ class Recording:
         """Free the command buffer and destroy the descriptor pools (idempotent)."""
         vk = b.vk()
         device = self.ctx.handle
-        for pool in self.pools:
-            vk.vkDestroyDescriptorPool(device, pool, None)
-            b.track("VkDescriptorPool", -1)
-        self.pools = []
+        for pools in self.pools.values():
+            for entry in pools:
+                vk.vkDestroyDescriptorPool(device, entry[0], None)
+                b.track("VkDescriptorPool", -1)
+        self.pools = {}
         self._submit = None
         cmd, self.cmd = self.cmd, None
         if cmd is not None and self.stream.pool is not None:

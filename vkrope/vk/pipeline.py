@@ -5,7 +5,6 @@ plus writing descriptor sets for them. Sets come from a `Recording`'s pools
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Sequence
 
 from . import binding as b
@@ -20,9 +19,10 @@ class ComputePipeline:
     """A compute pipeline and the layouts it needs.
 
     `bindings` lists each binding's descriptor kind (`STORAGE_BUFFER` or
-    `STORAGE_IMAGE`) in binding order; `push_constant_bytes` sizes the single
-    push-constant range; `spec_constants` are 32-bit values for
-    specialization constants 0, 1, ... (workgroup size among them).
+    `STORAGE_IMAGE`) in binding order; `push_constant_bytes` sizes the
+    push-constant range (none when 0: a 0-byte range is invalid);
+    `spec_constants` are 32-bit values for specialization constants 0, 1,
+    ... (workgroup size among them).
     """
 
     def __init__(
@@ -63,12 +63,15 @@ class ComputePipeline:
             self.set_layout = b.call("vkCreateDescriptorSetLayout", ctx.handle, set_layout_info, None)
             b.track("VkDescriptorSetLayout", +1)
 
-            push_range = vk.VkPushConstantRange(
-                stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_constant_bytes
-            )
+            ranges = []
+            if push_constant_bytes:
+                ranges.append(vk.VkPushConstantRange(
+                    stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=push_constant_bytes
+                ))
             set_layouts = b.array("VkDescriptorSetLayout", [self.set_layout])
             layout_info = vk.VkPipelineLayoutCreateInfo(
-                setLayoutCount=1, pSetLayouts=set_layouts, pushConstantRangeCount=1, pPushConstantRanges=[push_range]
+                setLayoutCount=1, pSetLayouts=set_layouts, pushConstantRangeCount=len(ranges),
+                pPushConstantRanges=ranges or None,
             )
             self.layout = b.call("vkCreatePipelineLayout", ctx.handle, layout_info, None)
             b.track("VkPipelineLayout", +1)
@@ -113,12 +116,14 @@ class ComputePipeline:
         # `writes` list until it returns.
         vk.vkUpdateDescriptorSets(self.ctx.handle, len(writes), writes, 0, None)
 
-    def pack_push_constants(self, values: Sequence[int]) -> bytes:
-        """The push-constant block as bytes (uint32 each)."""
-        data = struct.pack(f"<{len(values)}I", *values)
-        if len(data) != self.push_constant_bytes:
-            raise AssertionError(f"push constants: {len(data)} bytes, pipeline expects {self.push_constant_bytes}")
-        return data
+    def descriptor_counts(self) -> tuple[tuple[int, int], ...]:
+        """(descriptor type, count) of one set of this pipeline: what a
+        descriptor pool must hold per set."""
+        counts: dict[int, int] = {}
+        for kind in self.bindings:
+            t = descriptor_type(kind)
+            counts[t] = counts.get(t, 0) + 1
+        return tuple(sorted(counts.items()))
 
     def destroy(self) -> None:
         """Destroy pipeline, layouts and module (idempotent)."""
@@ -131,6 +136,7 @@ class ComputePipeline:
 
 
 def descriptor_type(kind: str) -> int:
+    """The VkDescriptorType of a binding kind."""
     vk = b.vk()
     if kind == STORAGE_BUFFER:
         return vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER

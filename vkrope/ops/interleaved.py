@@ -1,0 +1,252 @@
+"""The interleaved ("complex-number") RoPE of SAM2 / EdgeTAM: ExecuTorch's
+`et_vk.apply_rotary_emb_interleaved`, `vkrope.apply`.
+
+What an operator module holds: its argument check (`check`, into a
+`Request`), its plan for a device's limits (`plan`: kernel variant,
+workgroup shape, dispatch chunks), the launches of a plan over bound
+resources (`Plan.launches`), the per-call tables it binds (`tables`),
+the row blocks a too-large call runs in (`row_blocks`), and its float64
+reference (`reference`). It never touches Vulkan: the runtime
+(vkrope/runtime) binds, records and submits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..arguments import Request, check_request
+from ..runtime.blocks import row_blocks as split_rows
+from ..runtime.kernels import find
+from ..runtime.layout import image_extent, texels
+from ..runtime.steps import WRITE, Arg, Launch
+
+KERNEL = "rope_interleaved"
+check = check_request
+
+# Invocations per workgroup; x covers the texels of a row, y the tokens.
+WORKGROUP_INVOCATIONS = 128
+MAX_WORKGROUP_X = 64
+MAX_GRID_Z = 65535
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One dispatch: tokens [n0, n1) of flat batches [b0, b1) (FLAT_ROWS:
+    flat rows [n0, n1), b0 = 0, b1 = 1); the x / out binding starts at pair
+    `x_base` and spans `x_pairs`; its table is table segment `table` (the
+    freqs rows from pair `f_base` on, and this chunk's positions when
+    `positions`)."""
+
+    b0: int
+    b1: int
+    n0: int
+    n1: int
+    x_base: int
+    x_pairs: int
+    f_base: int
+    table: int
+    positions: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything about one call but the data: hashable, part of the
+    recording's key through the launches it makes."""
+
+    kernel: str
+    storage: str
+    x_dtype: str
+    f_dtype: str
+    n_tokens: int
+    pairs_per_row: int
+    workgroup: tuple[int, int]
+    aligned: bool
+    flat: bool
+    image_extent: tuple[int, int, int] | None
+    n_rot: int
+    n_freq_rows: int
+    inverse: bool
+    chunks: tuple[Chunk, ...]
+    segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
+
+    def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
+        """One launch per chunk over x and out (resource, byte offset of
+        the tensor) and the packed table segments ((freqs, positions) ranges)."""
+        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:], freqs=self.f_dtype[-2:])
+        pair_bytes = 2 * np.dtype(self.x_dtype).itemsize
+        wx, wy = self.workgroup
+        width, height = self.image_extent[:2] if self.image_extent else (0, 0)
+        out_ = []
+        for ch in self.chunks:
+            if self.storage == "buffer":
+                xa = Arg(x[0], x[0].serial, x[1] + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
+                oa = Arg(out[0], out[0].serial, out[1] + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes, WRITE)
+            else:
+                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
+            fa, pa = tables[ch.table]
+            flags = (kernel.flag("FLAG_INVERSE") if self.inverse else 0) | (
+                kernel.flag("FLAG_POSITIONS") if ch.positions else 0)
+            push = dict(
+                n_tokens=self.n_tokens, pairs_per_row=self.pairs_per_row, token_begin=ch.n0, token_end=ch.n1,
+                batch_begin=ch.b0, batch_end=ch.b1, x_base=ch.x_base, f_base=ch.f_base, n_rot=self.n_rot,
+                n_freq_rows=self.n_freq_rows, flags=flags, image_height=height, image_width=width,
+                pos_base=0 if self.flat else ch.n0,
+            )
+            grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
+            out_.append(Launch(kernel.name, (wx, wy, int(self.aligned), int(self.flat)), tuple(push.items()),
+                               (oa, xa, fa, pa), grid))
+        return tuple(out_)
+
+
+def workgroup_shape(texels_per_row: int, max_x: int) -> tuple[int, int]:
+    """(x, y) local size: x spans a row's texels (a power of two up to 64),
+    y takes the rest of the 128 invocations so short rows waste nothing."""
+    wx = 1
+    while wx < min(texels_per_row, MAX_WORKGROUP_X, max_x):
+        wx *= 2
+    return wx, max(1, WORKGROUP_INVOCATIONS // wx)
+
+
+def f_dtype_of(req: Request) -> str:
+    """The table dtype the kernel reads: float16 only with float16 x and freqs."""
+    half = np.dtype(req.dtype) == np.float16 and req.freqs_pairs.dtype == np.float16
+    return "float16" if half else "float32"
+
+
+def plan(req: Request, storage: str, limits: Any) -> Plan:
+    """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
+    x_dtype = np.dtype(req.dtype)
+    f_dtype = np.dtype(f_dtype_of(req))
+    ppr = req.channels // 2
+    width = texels(req.channels)
+    n = req.n_tokens
+    batches = req.rows // n
+    wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
+    max_gx, max_gy, max_gz = limits.max_compute_work_group_count
+    if math.ceil(width / wx) > max_gx:
+        raise ValueError(f"x has C = {req.channels}: too many texels per row for the device's dispatch grid")
+    align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
+    budget = limits.max_storage_buffer_range - align  # bytes one binding may span
+    pair_bytes, f_row_bytes = 2 * x_dtype.itemsize, ppr * 2 * f_dtype.itemsize
+    row_bytes = ppr * pair_bytes
+    if max(row_bytes, f_row_bytes) > budget:
+        raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
+    extent = image_extent(width, n, batches, limits.max_image_dimension_3d) if storage == "texture3d" else None
+    flat = n < wy and batches > 1
+    x_budget = budget if storage == "buffer" else 1 << 62
+    if flat:
+        rows_per = min(max_gy * wy, max(1, x_budget // row_bytes))
+        spans = [(0, 1, r0, min(batches * n, r0 + rows_per)) for r0 in range(0, batches * n, rows_per)]
+    else:
+        tokens = min(max_gy * wy, budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
+        spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens, max_batches=min(max_gz, MAX_GRID_Z))
+    chunks: list[Chunk] = []
+    segments: dict[tuple, int] = {}
+    x_align = max(1, align // pair_bytes)
+    for b0, b1, n0, n1 in spans:
+        if flat:
+            t0, t1, x0, x1 = 0, n, n0 * ppr, n1 * ppr
+        else:
+            t0, t1 = n0, n1
+            x0, x1 = (b0 * n + n0) * ppr, ((b1 - 1) * n + n1) * ppr
+        x0 = x0 // x_align * x_align
+        x1 += x1 % 2  # whole texels
+        seg = _segment(req, t0, t1, ppr, f_row_bytes, budget, flat)
+        table = segments.setdefault(seg, len(segments))
+        chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
+                            seg[0] != "slice" or req.positions is not None))
+    return Plan(
+        kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, n_tokens=n, pairs_per_row=ppr,
+        workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
+        n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
+    )
+
+
+def plan_key(req: Request, storage: str) -> tuple | None:
+    """What a plan depends on, when that excludes the data: without
+    positions, shapes, dtypes, storage and the (repeat, exclude_last)
+    mapping. None with positions (their values shape the table segments)."""
+    if req.positions is not None:
+        return None
+    return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse)
+
+
+def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, flat: bool) -> tuple:
+    """The table segment tokens [t0, t1) need: ("slice", r0, r1, t0, t1)
+    binds freqs rows [r0, r1) (aligned to even pairs) as they are, with
+    positions t0..t1 when the caller gave them; ("gather", t0, t1) binds
+    just the rows those tokens use, with positions renumbered to them (a
+    table too large for one binding, scattered positions)."""
+    used = req.token_rows[t0:t1]
+    used = used[used >= 0]
+    if not used.size:
+        return ("slice", 0, 0, t0, t1)
+    r0, r1 = int(used.min()), int(used.max()) + 1
+    r0 -= (r0 * ppr) % 2  # even pair: aligned rows read freqs as vec4
+    if (r1 - r0) * f_row_bytes <= budget:
+        return ("slice", r0, r1, t0, t1) if req.positions is not None else ("slice", r0, r1, 0, 0)
+    return ("gather", t0, t1)
+
+
+def tables(req: Request, pl: Plan) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (freqs, positions) arrays of each table segment of a plan."""
+    freqs = req.freqs_pairs
+    out = []
+    for seg in pl.segments:
+        if seg[0] == "slice":
+            _, r0, r1, t0, t1 = seg
+            f = freqs[r0:r1]
+            pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
+        else:
+            _, t0, t1 = seg
+            rows = req.token_rows[t0:t1]
+            keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
+            f = freqs[keep]
+            pos = np.full(t1 - t0, -1, np.int32)
+            pos[rows >= 0] = inverse
+        out.append((np.ascontiguousarray(f, dtype=pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
+    return out
+
+
+def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
+    """A call larger than one allocation as calls on row blocks of x:
+    whole batch items when one fits, else token ranges of each (their rows
+    given as positions). `out` may overlap x: x is then read from a copy."""
+    n, c = req.n_tokens, req.channels
+    x = req.x
+    if np.shares_memory(x, out) and not (x is out or (x.__array_interface__ == out.__array_interface__)):
+        x = x.copy()  # blocks written early would change what later blocks read
+    x3 = x.reshape(-1, n, c)
+    o3 = out.reshape(-1, n, c)  # out is C-contiguous here (see execute.run_numpy)
+    blocks = []
+    for b0, b1, n0, n1 in split_rows(x3.shape[0], n, c * x.itemsize, max_bytes):
+        sub = replace(req, x=x3[b0:b1, n0:n1], n_tokens=n1 - n0, out=None)
+        if (n0, n1) != (0, n):
+            rows = req.token_rows[n0:n1]
+            sub = replace(sub, positions=rows.astype(np.int32), token_rows=rows, n_rot=n1 - n0)
+        blocks.append((sub, o3[b0:b1, n0:n1]))
+    return blocks
+
+
+def reference(req: Request) -> np.ndarray:
+    """The operator in float64 numpy for a checked request."""
+    shape = req.shape
+    half = req.channels // 2
+    batches = int(np.prod(shape[:-2], dtype=np.int64))
+    xs = np.asarray(req.x, dtype=np.float64).reshape(batches, req.n_tokens, half, 2)
+    result = xs.copy()
+    rows = req.token_rows
+    rotated = rows >= 0
+    if rotated.any() and half:
+        f = np.asarray(req.freqs_pairs, dtype=np.float64)[rows[rotated]]  # [n_rotated, C/2, 2]
+        c, s = f[..., 0], f[..., 1]
+        if req.inverse:
+            s = -s
+        re, im = xs[:, rotated][..., 0], xs[:, rotated][..., 1]  # [B, n_rotated, C/2]
+        with np.errstate(all="ignore"):  # NaN / Inf inputs follow IEEE rules silently
+            result[:, rotated] = np.stack([re * c - im * s, re * s + im * c], axis=-1)
+    return result.reshape(shape)

@@ -1,0 +1,281 @@
+"""`Runtime`: everything one device needs to run any operator, and nothing
+about any operator.
+
+It owns (and registers with the context for release) the command stream,
+the pipelines per (kernel variant, specialization constants), the recorded
+command buffers per submission (a tuple of steps is its own key), the work
+buffers and images reused across calls, and the pool of device-array
+buffers. Submissions are drained before anything they use is written by the
+host, re-recorded or destroyed, so an interrupted call cannot corrupt the
+next one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from ..vk import binding as b
+from ..vk.commands import CommandStream, Recording
+from ..vk.context import Context, unified_memory
+from ..vk.instance import PhysicalDeviceInfo
+from ..vk.pipeline import ComputePipeline
+from ..vk.resources import Buffer, Image3D
+from .kernels import load
+from .layout import image_bytes, packed_view, padded_bytes, tensor_extent
+from .recorder import record
+from .steps import WRITE, Copy, ImageCopy, Step, arg
+
+# Buffers grow in steps of this many bytes so that nearby sizes reuse them.
+GROWTH = 1 << 16
+MIN_BUFFER = 16
+
+
+class Runtime:
+    """The operator-independent runtime of one `Context`."""
+
+    # Device-array buffers kept for reuse after their arrays die, at most this many bytes.
+    POOL_BYTES = 512 << 20
+    # Recorded command buffers kept, least recently used out first.
+    MAX_RECORDINGS = 32
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.unified = unified_memory(ctx)
+        self.stream = CommandStream(ctx)
+        self.scratch = Recording(self.stream)  # re-recorded for one-off submissions
+        self.recordings: OrderedDict[tuple, Recording] = OrderedDict()
+        self.pipelines: dict[tuple, ComputePipeline] = {}
+        self.work: dict[str, Any] = {}
+        self.pool: list[Buffer] = []
+        self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
+        self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
+
+    @property
+    def limits(self) -> PhysicalDeviceInfo:
+        """The device's limits and features."""
+        return self.ctx.info
+
+    # --- submission -----------------------------------------------------------
+    def drain(self) -> None:
+        """Wait for the submission in flight (if any), then destroy what was
+        released while it ran."""
+        self.stream.drain()
+        while self.graveyard:
+            self.ctx.release(self.graveyard.pop())
+
+    def submit(self, steps: tuple[Step, ...], timed: bool = False, cache: bool = True) -> float | None:
+        """Record `steps` (cached on the tuple itself unless `cache` is False,
+        for steps over per-call resources), submit and wait. With `timed`,
+        returns the seconds between the timestamps around the launches."""
+        self.drain()
+        if cache:
+            rec = self._recording((steps, timed))
+        else:
+            rec = self.scratch
+            record(rec, steps, self.pipeline, timed)
+        return self.stream.submit_and_wait([rec], want_time=timed)
+
+    def _recording(self, key: tuple) -> Recording:
+        rec = self.recordings.get(key)
+        if rec is not None:
+            self.recordings.move_to_end(key)
+            return rec
+        rec = Recording(self.stream)
+        try:
+            record(rec, key[0], self.pipeline, key[1])
+        except BaseException:
+            self.ctx.release(rec)
+            raise
+        self.recordings[key] = rec
+        if len(self.recordings) > self.MAX_RECORDINGS:
+            self.ctx.release(self.recordings.popitem(last=False)[1])
+        return rec
+
+    def forget_recordings(self) -> None:
+        """Drop cached recordings (before a resource they may bind goes away)."""
+        self.drain()
+        while self.recordings:
+            self.ctx.release(self.recordings.popitem()[1])
+
+    def pipeline(self, name: str, spec: tuple[int, ...]) -> ComputePipeline:
+        """The compute pipeline of kernel variant `name` with `spec`, built once."""
+        key = (name, spec)
+        pipe = self.pipelines.get(key)
+        if pipe is None:
+            kernel = load(name)
+            if "storageBuffer16BitAccess" in kernel.required_features:
+                self.ctx.require_16bit_storage()
+            pipe = ComputePipeline(self.ctx, kernel.spirv, kernel.binding_kinds, kernel.push_constant_bytes, spec)
+            self.pipelines[key] = pipe
+        return pipe
+
+    # --- work resources ---------------------------------------------------------
+    def work_buffer(self, role: str, size: int, host_visible: bool) -> Buffer:
+        """A buffer of at least `size` bytes for `role`, reused across calls
+        (after the submission in flight has finished with it)."""
+        self.drain()
+        size = max(MIN_BUFFER, size)
+        buf = self.work.get(role)
+        if buf is not None and buf.size >= size:
+            return buf
+        if buf is not None:
+            del self.work[role]
+            self.forget_recordings()
+            self.ctx.release(buf)
+        buf = Buffer(self.ctx, -(-size // GROWTH) * GROWTH, host_visible=host_visible)
+        self.work[role] = buf
+        return buf
+
+    def staged(self, role: str, nbytes: int) -> tuple[Buffer, Buffer]:
+        """(host-visible buffer to fill or read, buffer to bind). The same
+        buffer on unified-memory devices: no staging copy there."""
+        host = self.work_buffer(role if self.unified else "host_" + role, nbytes, host_visible=True)
+        if self.unified:
+            return host, host
+        return host, self.work_buffer(role, nbytes, host_visible=False)
+
+    def work_image(self, role: str, extent: tuple[int, int, int], dtype: np.dtype) -> Image3D:
+        """The 3D image for `role`, re-made when its extent or format changes."""
+        self.drain()
+        fmt = self.image_format(dtype)
+        image = self.work.get(role)
+        if image is not None and image.extent == extent and image.format == fmt:
+            return image
+        if image is not None:
+            del self.work[role]
+            self.forget_recordings()
+            self.ctx.release(image)
+        image = self.new_image(extent, fmt)
+        self.work[role] = image
+        return image
+
+    def image_format(self, dtype: np.dtype) -> int:
+        """The rgba format of a tensor dtype, checked usable as a storage image."""
+        vk = b.vk()
+        half = np.dtype(dtype) == np.float16
+        fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if half else vk.VK_FORMAT_R32G32B32A32_SFLOAT
+        self.ctx.require_storage_image_format(fmt, "rgba16f" if half else "rgba32f")
+        return fmt
+
+    def new_image(self, extent: tuple[int, int, int], fmt: int) -> Image3D:
+        """A 3D image in GENERAL layout, where images rest between submissions."""
+        vk = b.vk()
+        image = Image3D(self.ctx, extent, fmt)
+        try:
+            s = self.scratch
+            self.drain()
+            s.begin()
+            s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+                           vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                           vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
+            s.end()
+            self.stream.submit_and_wait([s])
+        except BaseException:
+            self.discard(image)
+            raise
+        return image
+
+    def discard(self, res: Any) -> None:
+        """Destroy `res` now, or once the submission in flight is done (a
+        failed wait: the device is then closed, which waits for it)."""
+        if self.stream.in_flight:
+            self.graveyard.append(res)
+        else:
+            self.ctx.release(res)
+
+    def trim(self) -> None:
+        """Free cached recordings, work buffers and images, pooled buffers and plans."""
+        self.forget_recordings()
+        for res in list(self.work.values()) + self.pool:
+            self.ctx.release(res)
+        self.work.clear()
+        self.pool.clear()
+        self.memo.clear()
+
+    # --- device-resident arrays ---------------------------------------------------
+    def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
+        """Device memory for an array of `shape` / `dtype`: a buffer of whole
+        texels (from the pool when one fits) or a width-packed 3D image."""
+        dtype = np.dtype(dtype)
+        if storage == "buffer":
+            size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
+            for i, buf in enumerate(self.pool):
+                if size <= buf.size <= 2 * size:
+                    return self.pool.pop(i)
+            return Buffer(self.ctx, size, host_visible=self.unified)
+        return self.new_image(tensor_extent(shape, self.limits.max_image_dimension_3d), self.image_format(dtype))
+
+    def free_resource(self, res: Buffer | Image3D) -> None:
+        """Take back an array's memory: buffers go to the reuse pool (once,
+        bounded), images are destroyed once no submission can use them."""
+        if isinstance(res, Buffer) and res.handle is not None:
+            if not any(p is res for p in self.pool):
+                self.pool.append(res)
+            while sum(p.size for p in self.pool) > self.POOL_BYTES:
+                self.graveyard.append(self.pool.pop(0))
+        elif res is not None and not any(g is res for g in self.graveyard):
+            self.graveyard.append(res)
+        if not self.stream.in_flight:
+            self.drain()
+
+    def transfer(self, res: Buffer | Image3D, data: np.ndarray, upload: bool) -> None:
+        """Copy numpy `data` into `res` (upload) or `res` into `data`."""
+        self.drain()
+        if isinstance(res, Buffer) and res.host_visible and self.unified:
+            # (On a discrete GPU, mapped device-local memory is write-combined
+            # and slow to read: go through staging there.)
+            view = res.view(data.dtype, data.size).reshape(data.shape)
+            if upload:
+                np.copyto(view, data, casting="no")
+            else:
+                np.copyto(data, view)
+            return
+        if isinstance(res, Buffer):
+            nbytes = max(MIN_BUFFER, padded_bytes(data.size, data.itemsize))
+            host = self.work_buffer("host_transfer", nbytes, host_visible=True)
+            view = host.view(data.dtype, data.size).reshape(data.shape)
+            h, r = arg(host, 0, nbytes, WRITE if not upload else "read"), arg(res, 0, nbytes, WRITE if upload else "read")
+            steps: tuple[Step, ...] = (Copy(h, r),) if upload else (Copy(r, h),)
+        else:
+            host = self.work_buffer("host_transfer", image_bytes(res.extent, data.itemsize), host_visible=True)
+            view = packed_view(host, res.extent, data.dtype, data.shape)
+            steps = (ImageCopy(arg(host, access="read" if upload else WRITE), arg(res, access=WRITE if upload else "read"),
+                               to_image=upload),)
+        if upload:
+            np.copyto(view, data, casting="no")
+        self.submit(steps)
+        if not upload:
+            np.copyto(data, view)
+
+    def copy_resource(self, src: Buffer | Image3D, dst: Buffer | Image3D) -> None:
+        """Device-side copy of one array's memory into another's of the same kind and size."""
+        if isinstance(src, Buffer):
+            self.submit((Copy(arg(src, 0, src.size), arg(dst, 0, src.size, WRITE)),))
+            return
+        host = self.work_buffer("host_copy", image_bytes(src.extent, 4), host_visible=False)
+        self.submit((ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
+                     ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True)))
+
+    def time_copy(self, nbytes: int) -> float | None:
+        """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device
+        buffers (the benchmark's ceiling), from timestamps. Past a quarter of
+        maxMemoryAllocationSize the copy is timed on that many bytes and
+        scaled linearly (copies of that size already run at full bandwidth)."""
+        cap = max(GROWTH, (self.limits.max_memory_allocation_size or (1 << 31)) // 4)
+        if nbytes > cap:
+            seconds = self.time_copy(cap)
+            return None if seconds is None else seconds * nbytes / cap
+        src = self.work_buffer("bench_src", nbytes, host_visible=False)
+        dst = self.work_buffer("bench_dst", nbytes, host_visible=False)
+        self.drain()
+        s = self.scratch
+        s.begin()
+        s.timestamp_begin()
+        s.copy_buffer(src, dst, nbytes)
+        s.timestamp_end()
+        s.end()
+        return self.stream.submit_and_wait([s], want_time=True)

@@ -1,0 +1,256 @@
+"""Running an operator's plan on a `Runtime`, wherever its data lives.
+
+- numpy in, numpy out, small: through reused staging buffers (or a work
+  image for texture3d) and a recording cached per call shape;
+- numpy in, numpy out, >= IMPORT_MIN_BYTES: the caller's memory imported
+  (VK_EXT_external_memory_host), read and written in place on unified
+  memory or used as the copy source and destination on a discrete GPU;
+- larger than one allocation: in row blocks, one submission each;
+- device-resident arrays: several jobs in one submission.
+
+The operator is passed in (a module of vkrope/ops: `plan`, `plan_key`,
+`tables`, `row_blocks`); this module knows none of them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import VkropeError, VulkanError
+from ..vk.resources import Buffer, ImportedBuffer
+from .engine import MIN_BUFFER, Runtime
+from .layout import image_bytes, packed_view, padded_bytes
+from .steps import READ, WRITE, Arg, Copy, ImageCopy, Step, arg
+
+# Import numpy memory into the device (no copies) from this size on; smaller
+# calls are cheaper through the cached staging buffers and recordings.
+IMPORT_MIN_BYTES = 4 << 20
+
+
+@dataclass
+class Job:
+    """One operator call inside a resident submission: its request and plan,
+    and the device resources holding its input and receiving its output."""
+
+    req: Any
+    plan: Any
+    x_res: Any
+    out_res: Any
+
+
+def plan_for(rt: Runtime, op: Any, req: Any, storage: str) -> Any:
+    """`op.plan` for this device, memoised when the plan does not depend on
+    the data (most of a small call's host cost)."""
+    key = op.plan_key(req, storage)
+    if key is None:
+        return op.plan(req, storage, rt.limits)
+    pl = rt.memo.get(key)
+    if pl is None:
+        if len(rt.memo) >= 256:
+            rt.memo.clear()
+        pl = rt.memo[key] = op.plan(req, storage, rt.limits)
+    return pl
+
+
+def pack_tables(rt: Runtime, segments: list[list[np.ndarray]]) -> tuple[Buffer, Buffer, list[list[Arg]]]:
+    """Every table array into one argument buffer, each at an offset the
+    device accepts for a binding; returns (host buffer, bound buffer, the
+    ranges of each segment's arrays)."""
+    align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
+    offsets, end = [], 0
+    for seg in segments:
+        row = []
+        for a in seg:
+            row.append((end, max(MIN_BUFFER, a.nbytes)))
+            end = -(-(end + max(MIN_BUFFER, a.nbytes)) // align) * align
+        offsets.append(row)
+    limit = rt.limits.max_memory_allocation_size
+    if limit and end > limit:
+        raise ValueError(f"this call's tables need {end} bytes, more than the device's maxMemoryAllocationSize "
+                         f"({limit}); split the call")
+    host, bound = rt.staged("args", end)
+    for seg, row in zip(segments, offsets):
+        for a, (off, _) in zip(seg, row):
+            if a.size:
+                host.view(a.dtype, a.size, off)[:] = a
+    return host, bound, [[arg(bound, off, size) for off, size in row] for row in offsets]
+
+
+def _upload_args(rt: Runtime, host: Buffer, bound: Buffer) -> tuple[Step, ...]:
+    return () if host is bound else (Copy(arg(host, 0, host.size), arg(bound, 0, host.size, WRITE)),)
+
+
+# --- numpy in, numpy out -----------------------------------------------------------
+def run_numpy(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, want_time: bool) -> float | None:
+    """Run `req` (numpy x) into numpy `out`; returns kernel seconds when asked."""
+    limit = (rt.limits.max_memory_allocation_size or (1 << 31)) // 2  # x, and its staging or image
+    if req.x.nbytes <= limit:
+        return _run_block(rt, op, req, storage, out, want_time)
+    target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+    seconds = 0.0
+    for sub, sub_out in op.row_blocks(req, target, limit):
+        seconds += _run_block(rt, op, sub, storage, sub_out, want_time) or 0.0
+    if target is not out:
+        np.copyto(out, target)
+    return seconds if want_time else None
+
+
+def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, want_time: bool) -> float | None:
+    pl = plan_for(rt, op, req, storage)
+    # Tables first: `out` may alias them, and x may be copied into `out` below.
+    args_host, args, table_args = pack_tables(rt, [list(t) for t in op.tables(req, pl)])
+    head = _upload_args(rt, args_host, args)
+    if storage == "buffer" and _importable(rt, out):
+        try:
+            imports = _import(rt, req.x, out)
+        except VulkanError as exc:
+            if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
+                                  "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
+                raise  # device loss, out of memory: the caller must see them
+            imports = None  # the driver refused this memory: take the copy path
+        if imports is not None:
+            return _run_imported(rt, req, pl, out, head, table_args, imports, want_time)
+    x = req.x
+    loc: tuple[Any, int]
+    up: tuple[Step, ...]
+    down: tuple[Step, ...]
+    if storage == "buffer":
+        nbytes = padded_bytes(x.size, x.itemsize)
+        host, bound = rt.staged("x", nbytes)
+        view = host.view(x.dtype, x.size).reshape(x.shape)
+        loc = (bound, 0)
+        up = () if host is bound else (Copy(arg(host, 0, nbytes), arg(bound, 0, nbytes, WRITE)),)
+        down = () if host is bound else (Copy(arg(bound, 0, nbytes), arg(host, 0, nbytes, WRITE)),)
+    else:
+        extent = pl.image_extent
+        host = rt.work_buffer("host_x", image_bytes(extent, x.itemsize), host_visible=True)
+        view = packed_view(host, extent, x.dtype, x.shape)
+        image = rt.work_image("x_image", extent, x.dtype)
+        loc = (image, 0)
+        up = (ImageCopy(arg(host), arg(image, access=WRITE), to_image=True),)
+        down = (ImageCopy(arg(host, access=WRITE), arg(image), to_image=False),)
+    np.copyto(view, x, casting="no")
+    steps = head + up + pl.launches(loc, loc, table_args) + down
+    seconds = rt.submit(steps, timed=want_time)
+    np.copyto(out, view)
+    return seconds
+
+
+def _importable(rt: Runtime, out: np.ndarray) -> bool:
+    """Whether `out` can be imported: a device with VK_EXT_external_memory_host,
+    a large C-contiguous writeable output at an offset the device accepts."""
+    return rt.ctx.external_memory_host and out.nbytes >= IMPORT_MIN_BYTES and _import_ok(rt, out)
+
+
+def _import_ok(rt: Runtime, a: np.ndarray) -> bool:
+    info = rt.limits
+    return (
+        a.flags.c_contiguous
+        and a.flags.writeable
+        and info.min_imported_host_pointer_alignment > 0
+        and (a.ctypes.data % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0
+    )
+
+
+def _import(rt: Runtime, x: np.ndarray, out: np.ndarray) -> list[ImportedBuffer]:
+    """[out import, x import] (x only when it is importable and apart from out)."""
+    imports = [ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes)]
+    same = x is out or x.__array_interface__ == out.__array_interface__
+    if not same and _import_ok(rt, x) and not np.shares_memory(x, out):
+        try:
+            imports.append(ImportedBuffer(rt.ctx, x.ctypes.data, x.nbytes))
+        except BaseException:
+            rt.ctx.release(imports[0])
+            raise
+    return imports
+
+
+def _run_imported(rt: Runtime, req: Any, pl: Any, out: np.ndarray, head: tuple[Step, ...],
+                  table_args: list[list[Arg]], imports: list[ImportedBuffer], want_time: bool) -> float | None:
+    """The zero-copy path over imported `out` (and x). When x was not
+    imported (strided, read-only, misaligned, overlapping out) it is copied
+    into `out` once and rotated in place. The imports are destroyed before
+    returning, once the device is done with them, so no device view
+    outlives the numpy memory."""
+    x = req.x
+    out_buf, x_buf = imports[0], imports[-1]
+    try:
+        if len(imports) == 1 and not (x is out or x.__array_interface__ == out.__array_interface__):
+            np.copyto(out, x, casting="no")
+        elif rt.unified and len(imports) == 2:
+            _prefault(out)  # the device writes it directly
+        nbytes = x.nbytes
+        if rt.unified:
+            steps = head + pl.launches((x_buf, x_buf.offset), (out_buf, out_buf.offset), table_args)
+        else:
+            dev = rt.work_buffer("x", padded_bytes(x.size, x.itemsize), host_visible=False)
+            steps = (head + (Copy(arg(x_buf, x_buf.offset, nbytes), arg(dev, 0, nbytes, WRITE)),)
+                     + pl.launches((dev, 0), (dev, 0), table_args)
+                     + (Copy(arg(dev, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
+        return rt.submit(steps, timed=want_time, cache=False)
+    finally:
+        # The device writes the caller's memory: it must be done with it
+        # before the imports go and the call returns or raises. drain()
+        # re-raises an interruption only after the device is done; after a
+        # failed wait (timeout, loss) wait for the whole device.
+        try:
+            rt.drain()
+        except VkropeError:
+            try:
+                rt.ctx.wait_idle()
+            except VkropeError:
+                pass
+            raise
+        finally:
+            for imp in imports:
+                rt.ctx.release(imp)
+
+
+# --- device-resident arrays ----------------------------------------------------------
+def run_resident(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False) -> float | None:
+    """Run jobs on device-resident resources in one submission (in order:
+    a job that reads an earlier job's output is ordered after it)."""
+    segments, counts = [], []
+    for job in jobs:
+        t = [list(s) for s in op.tables(job.req, job.plan)]
+        segments += t
+        counts.append(len(t))
+    args_host, args, table_args = pack_tables(rt, segments)
+    steps: tuple[Step, ...] = _upload_args(rt, args_host, args)
+    start = 0
+    for job, count in zip(jobs, counts):
+        steps += job.plan.launches((job.x_res, 0), (job.out_res, 0), table_args[start:start + count])
+        start += count
+    return rt.submit(steps, timed=want_time)
+
+
+_MADV_POPULATE_WRITE = 23  # Linux >= 5.14
+_madvise: Any = None
+
+
+def _prefault(a: np.ndarray) -> None:
+    """Map every page of `a` before the device writes it.
+
+    A fresh result array is untouched memory. Left alone, lavapipe's worker
+    threads take its page faults during the kernel, which made that kernel
+    take 17 to 90 ms instead of 17 (fp32 8x4096x256, 32 MiB out); mapping the
+    pages first costs ~3 ms and keeps the kernel at its usual time. Best
+    effort: a no-op where madvise or MADV_POPULATE_WRITE is missing."""
+    global _madvise
+    if _madvise is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+            _madvise = libc.madvise
+        except (OSError, AttributeError):
+            _madvise = False
+    if _madvise:
+        start = a.ctypes.data // 4096 * 4096
+        _madvise(start, a.ctypes.data + a.nbytes - start, _MADV_POPULATE_WRITE)
+
+
+__all__ = ["IMPORT_MIN_BYTES", "Job", "READ", "run_numpy", "run_resident", "plan_for", "pack_tables"]

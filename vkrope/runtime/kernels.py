@@ -1,0 +1,146 @@
+"""The kernel registry: every compiled shader variant, loaded through
+spirv/manifest.json, and the one way to pack a kernel's push constants.
+
+Each kernel has a source `glsl/<kernel>.glsl` and its variant grid as data
+beside it, `glsl/<kernel>.json` (axes of preprocessor defines, bindings,
+push constants, specialization constants, flag bits). `expand_grid` turns a
+grid into variants; `scripts/compile_shaders.py` compiles each one and
+writes the manifest; the runtime reads only the manifest and the modules it
+names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+STORAGE_BUFFER = "storage_buffer"
+STORAGE_IMAGE = "storage_image"
+
+
+def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every variant of one kernel's grid (`glsl/<kernel>.json`): the product
+    of its axes less the excluded combinations, each with its name, defines,
+    resolved bindings and required device features."""
+    axes = grid["axes"]
+    names = list(axes)
+    out = []
+    for values in itertools.product(*(list(axes[a]) for a in names)):
+        params = dict(zip(names, values))
+        if any(all(params.get(k) == v for k, v in ex.items()) for ex in grid.get("exclude", [])):
+            continue
+        defines = [d for a in names for d in axes[a][params[a]]]
+        defines += [f"{flag}={bit}u" for flag, bit in grid.get("flags", {}).items()]
+        image = params.get("storage") == "texture3d"
+        bindings, features = [], set()
+        for i, bnd in enumerate(grid["bindings"]):
+            kind = STORAGE_IMAGE if (bnd["kind"] == "tensor" and image) else STORAGE_BUFFER
+            half = params.get(bnd["dtype"]) == "16" or bnd["dtype"] == "float16"
+            if half and kind == STORAGE_BUFFER:
+                features.add("storageBuffer16BitAccess")
+            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"]})
+        out.append({
+            "name": grid["name"].format(**params),
+            "kernel": grid["kernel"],
+            "params": params,
+            "defines": defines,
+            "bindings": bindings,
+            "push_constants": list(grid["push_constants"]),
+            "spec_constants": list(grid["spec_constants"]),
+            "flags": dict(grid.get("flags", {})),
+            "required_features": sorted(features),
+            "image_format": ("rgba16f" if params.get("x") == "16" else "rgba32f") if image else None,
+        })
+    return out
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled variant, as the manifest describes it."""
+
+    name: str
+    kernel: str
+    params: tuple[tuple[str, str], ...]
+    bindings: tuple[tuple[str, str, str], ...]  # (name, kind, access) in binding order
+    push_constants: tuple[str, ...]
+    spec_constants: tuple[str, ...]
+    flags: tuple[tuple[str, int], ...]
+    required_features: tuple[str, ...]
+    image_format: str | None
+    spirv: bytes = field(repr=False, compare=False)
+
+    @property
+    def binding_kinds(self) -> tuple[str, ...]:
+        """The descriptor kind of each binding, in binding order."""
+        return tuple(kind for _, kind, _ in self.bindings)
+
+    @property
+    def push_constant_bytes(self) -> int:
+        """Size of the push-constant block (one uint32 per field)."""
+        return 4 * len(self.push_constants)
+
+    def flag(self, name: str) -> int:
+        """The bit of flag `name` (the shader's #define of the same name)."""
+        return dict(self.flags)[name]
+
+    def pack(self, values: Mapping[str, int]) -> bytes:
+        """The push-constant block from values by field name: every field
+        exactly once, each a uint32."""
+        missing = set(self.push_constants) - set(values)
+        extra = set(values) - set(self.push_constants)
+        if missing or extra:
+            raise AssertionError(f"{self.name}: push constants missing {sorted(missing)}, unknown {sorted(extra)}")
+        return struct.pack(f"<{len(self.push_constants)}I", *(values[n] for n in self.push_constants))
+
+
+def spirv_dir() -> Path:
+    """Where the compiled modules are: inside the installed package, or the
+    repository's spirv/ when running from a checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "spirv", here.parent / "spirv"):
+        if (candidate / "manifest.json").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"vkrope's compiled shaders are missing (looked in {here / 'spirv'} and {here.parent / 'spirv'}); "
+        "reinstall vkrope or run scripts/compile_shaders.py"
+    )
+
+
+@lru_cache(maxsize=1)
+def manifest() -> dict[str, Any]:
+    """The parsed spirv/manifest.json."""
+    return json.loads((spirv_dir() / "manifest.json").read_text())
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> Kernel:
+    """Load one variant's SPIR-V and description through the manifest."""
+    entry = manifest()["variants"].get(name)
+    if entry is None:
+        raise FileNotFoundError(f"shader variant {name} is not in {spirv_dir() / 'manifest.json'}")
+    return Kernel(
+        name=name,
+        kernel=entry["kernel"],
+        params=tuple(sorted(entry["params"].items())),
+        bindings=tuple((b["name"], b["kind"], b["access"]) for b in entry["bindings"]),
+        push_constants=tuple(entry["push_constants"]),
+        spec_constants=tuple(entry["spec_constants"]),
+        flags=tuple(sorted(entry["flags"].items())),
+        required_features=tuple(entry["required_features"]),
+        image_format=entry["image_format"],
+        spirv=(spirv_dir() / entry["file"]).read_bytes(),
+    )
+
+
+def find(kernel: str, **params: str) -> Kernel:
+    """The variant of `kernel` whose grid parameters are `params`."""
+    want = {k: str(v) for k, v in params.items()}
+    for name, entry in manifest()["variants"].items():
+        if entry["kernel"] == kernel and entry["params"] == want:
+            return load(name)
+    raise FileNotFoundError(f"no variant of kernel {kernel} with {want} in {spirv_dir() / 'manifest.json'}")

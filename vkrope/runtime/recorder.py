@@ -1,0 +1,113 @@
+"""Recording steps (runtime/steps.py) into a command buffer, with the
+barriers derived from what each step reads and writes.
+
+A barrier goes in front of a step exactly when one of its ranges overlaps a
+range an earlier step of the same recording wrote (read after write, write
+after write) or read (write after read); nothing else is ordered, so the
+chunks of one tensor run back to back. Images are transitioned to the
+layout each step needs and back to GENERAL at the end (resident images
+rest in GENERAL between submissions). A leading barrier orders the
+recording after earlier submissions, a trailing one makes its writes
+visible to the host and to later submissions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..vk import binding as b
+from ..vk.commands import Recording
+from ..vk.pipeline import ComputePipeline
+from ..vk.resources import Buffer, Image3D
+from .kernels import load
+from .steps import WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
+
+
+def _stage_access(step: Step, a: Arg) -> tuple[int, int]:
+    vk = b.vk()
+    if isinstance(step, Launch):
+        access = vk.VK_ACCESS_SHADER_WRITE_BIT if a.access == WRITE else vk.VK_ACCESS_SHADER_READ_BIT
+        return vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access
+    access = vk.VK_ACCESS_TRANSFER_WRITE_BIT if a.access == WRITE else vk.VK_ACCESS_TRANSFER_READ_BIT
+    return vk.VK_PIPELINE_STAGE_TRANSFER_BIT, access
+
+
+def _layout_for(step: Step, a: Arg) -> int:
+    vk = b.vk()
+    if isinstance(step, ImageCopy):
+        return vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL if step.to_image else vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
+    return vk.VK_IMAGE_LAYOUT_GENERAL
+
+
+def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tuple[int, ...]], ComputePipeline],
+           timed: bool) -> None:
+    """Record `steps` into `rec` (begin to end). `pipeline(kernel, spec)`
+    returns the cached pipeline of a launch. With `timed`, timestamps
+    bracket the launches."""
+    vk = b.vk()
+    all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+    mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
+    rec.begin()
+    rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds, mem_rw)  # after earlier submissions
+    pending: list[tuple[Arg, int, int]] = []  # (range, stage, access) since the last barrier
+    images: dict[int, Image3D] = {}
+    launches = [i for i, s in enumerate(steps) if isinstance(s, Launch)]
+    first, last = (launches[0], launches[-1]) if launches else (-1, -1)
+    for i, step in enumerate(steps):
+        touched = [(a,) + _stage_access(step, a) for a in accesses(step)]
+        hazards = [p for p in pending for t in touched
+                   if p[0].overlaps(t[0]) and WRITE in (p[0].access, t[0].access)]
+        if hazards:
+            rec.barrier(_union(h[1] for h in hazards), _union(h[2] for h in hazards),
+                        _union(t[1] for t in touched), _union(t[2] for t in touched))
+            pending = [p for p in pending if p not in hazards]
+        for a, stage, _ in touched:
+            res = a.resource
+            if isinstance(res, Image3D):
+                images[a.serial] = res
+                want = _layout_for(step, a)
+                if res.layout != want:  # one transition covering every use of it in this step
+                    access = _union(t[2] for t in touched if t[0].serial == a.serial)
+                    rec.image_layout(res, want, all_cmds, mem_rw, stage, access)
+        if timed and i == first:
+            rec.timestamp_begin()
+        _record_step(rec, step, pipeline)
+        if timed and i == last:
+            rec.timestamp_end()
+        pending += touched
+    for image in images.values():
+        if image.layout != vk.VK_IMAGE_LAYOUT_GENERAL:
+            rec.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, all_cmds, mem_rw, all_cmds, mem_rw)
+    rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds | vk.VK_PIPELINE_STAGE_HOST_BIT,
+                mem_rw | vk.VK_ACCESS_HOST_READ_BIT)
+    rec.end()
+
+
+def _union(bits: Any) -> int:
+    out = 0
+    for v in bits:
+        out |= v
+    return out
+
+
+def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int, ...]], ComputePipeline]) -> None:
+    if isinstance(step, Copy):
+        rec.copy_buffer(step.src.resource, step.dst.resource, step.dst.size or step.dst.resource.size,
+                        src_offset=step.src.offset, dst_offset=step.dst.offset)
+    elif isinstance(step, ImageCopy):
+        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image)
+    else:
+        kernel = load(step.kernel)
+        pipe = pipeline(step.kernel, step.spec)
+        dset = rec.new_set(pipe)
+        pipe.write_set(dset, [
+            a.resource if isinstance(a.resource, Image3D) else (a.resource, a.offset, a.size or a.resource.size - a.offset)
+            for a in step.args
+        ])
+        rec.bind(pipe, dset)
+        if kernel.push_constants:
+            rec.push_constants(pipe, kernel.pack(dict(step.push)))
+        rec.dispatch(*step.grid)
+
+
+__all__ = ["record", "Buffer"]

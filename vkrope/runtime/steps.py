@@ -1,0 +1,91 @@
+"""A submission described as data: launches (one compute dispatch each),
+buffer copies and buffer <-> image copies, with every resource range tagged
+read or write.
+
+A tuple of steps is hashable and is its own cache key: the recorder
+(runtime/recorder.py) derives the barriers between steps from the tags, and
+the engine caches the recorded command buffer on the tuple itself, so no
+field can be forgotten from a key. Resources enter keys by their serial
+(unique per created buffer or image), never by the Python object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+READ = "read"
+WRITE = "write"
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A range of one resource that a step reads or writes. `size` 0 means
+    the whole resource (images always)."""
+
+    resource: Any = field(compare=False, repr=False)
+    serial: int
+    offset: int = 0
+    size: int = 0
+    access: str = READ
+
+    @property
+    def end(self) -> int:
+        """One past the last byte touched (whole resource: unbounded)."""
+        return self.offset + self.size if self.size else 1 << 62
+
+    def overlaps(self, other: "Arg") -> bool:
+        """Whether the two ranges touch a common byte of one resource."""
+        return self.serial == other.serial and self.offset < other.end and other.offset < self.end
+
+
+def arg(resource: Any, offset: int = 0, size: int = 0, access: str = READ) -> Arg:
+    """An `Arg` over `resource` (a Buffer or Image3D of the vk layer)."""
+    return Arg(resource, resource.serial, offset, size, access)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One compute dispatch: the kernel variant (by manifest name), its
+    specialization constants in id order, push constants by field name,
+    one `Arg` per binding in binding order, and the workgroup grid."""
+
+    kernel: str
+    spec: tuple[int, ...]
+    push: tuple[tuple[str, int], ...]
+    args: tuple[Arg, ...]
+    grid: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Copy:
+    """vkCmdCopyBuffer of `dst.size` bytes from `src` to `dst`."""
+
+    src: Arg
+    dst: Arg
+
+
+@dataclass(frozen=True)
+class ImageCopy:
+    """A whole-image copy between tightly packed texels in `buffer` and `image`."""
+
+    buffer: Arg
+    image: Arg
+    to_image: bool
+
+
+Step = Union[Launch, Copy, ImageCopy]
+
+
+def writes(steps: tuple[Step, ...]) -> bool:
+    """Whether any step writes (so the host must wait for it to read)."""
+    return any(a.access == WRITE for s in steps for a in accesses(s))
+
+
+def accesses(step: Step) -> tuple[Arg, ...]:
+    """The resource ranges `step` touches."""
+    if isinstance(step, Launch):
+        return step.args
+    if isinstance(step, Copy):
+        return (step.src, step.dst)
+    return (step.buffer, step.image)
