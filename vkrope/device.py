@@ -15,7 +15,7 @@ from .arguments import STORAGE_CHOICES, Request, check_x
 from .array import DeviceArray
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
 from .ops import interleaved
-from .runtime import execute
+from .runtime import arrays, execute
 from .runtime.engine import Runtime
 from .vk.context import Context
 from .vk.instance import Instance, PhysicalDeviceInfo
@@ -184,7 +184,7 @@ class Device:
 
     def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
         """A new, uninitialised DeviceArray on this device."""
-        res = self._guarded(self._rt.new_resource, storage, shape, dtype) if math.prod(shape) else None
+        res = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype) if math.prod(shape) else None
         return DeviceArray(self, res, shape, dtype, storage)
 
     def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
@@ -209,7 +209,7 @@ class Device:
             self._context()
             arr = self._new_array(storage, a.shape, a.dtype)
             if a.size:
-                self._guarded(self._rt.transfer, arr._resource, a, True)
+                self._guarded(arrays.transfer, self._rt, arr._resource, a, True)
             return arr
 
     def _copy_array(self, src: DeviceArray) -> DeviceArray:
@@ -220,7 +220,7 @@ class Device:
                 raise ValueError("cannot copy a released DeviceArray")
             arr = self._new_array(src.storage, src.shape, src.dtype)
             if src.size:
-                self._guarded(self._rt.copy_resource, src._resource, arr._resource)
+                self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource)
             return arr
 
     def _download(self, arr: DeviceArray) -> np.ndarray:
@@ -232,14 +232,14 @@ class Device:
         with self._lock:
             self._context()
             if arr.size:
-                self._guarded(self._rt.transfer, arr._resource, out, False)
+                self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
             return out
 
     def _release_resource(self, res: Any) -> None:
         # Called from DeviceArray.release / __del__, possibly at shutdown.
         with self._lock:
             if self._ctx is not None and not self._ctx.closed:
-                self._rt.free_resource(res)
+                arrays.free_resource(self._rt, res)
 
     def _guarded(self, fn, *args):
         """Call into the op; a lost or hung device closes this Device."""

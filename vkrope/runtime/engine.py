@@ -12,7 +12,6 @@ next one.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from typing import Any
 
@@ -25,14 +24,12 @@ from ..vk.instance import PhysicalDeviceInfo
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Buffer, Image3D
 from .kernels import load
-from .layout import image_bytes, packed_view, padded_bytes, tensor_extent
+from .steps import Step
 from .recorder import record
-from .steps import WRITE, Copy, ImageCopy, Step, arg
 
 # Buffers grow in steps of this many bytes so that nearby sizes reuse them.
 GROWTH = 1 << 16
 MIN_BUFFER = 16
-
 
 class Runtime:
     """The operator-independent runtime of one `Context`."""
@@ -195,70 +192,6 @@ class Runtime:
         self.work.clear()
         self.pool.clear()
         self.memo.clear()
-
-    # --- device-resident arrays ---------------------------------------------------
-    def new_resource(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
-        """Device memory for an array of `shape` / `dtype`: a buffer of whole
-        texels (from the pool when one fits) or a width-packed 3D image."""
-        dtype = np.dtype(dtype)
-        if storage == "buffer":
-            size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
-            for i, buf in enumerate(self.pool):
-                if size <= buf.size <= 2 * size:
-                    return self.pool.pop(i)
-            return Buffer(self.ctx, size, host_visible=self.unified)
-        return self.new_image(tensor_extent(shape, self.limits.max_image_dimension_3d), self.image_format(dtype))
-
-    def free_resource(self, res: Buffer | Image3D) -> None:
-        """Take back an array's memory: buffers go to the reuse pool (once,
-        bounded), images are destroyed once no submission can use them."""
-        if isinstance(res, Buffer) and res.handle is not None:
-            if not any(p is res for p in self.pool):
-                self.pool.append(res)
-            while sum(p.size for p in self.pool) > self.POOL_BYTES:
-                self.graveyard.append(self.pool.pop(0))
-        elif res is not None and not any(g is res for g in self.graveyard):
-            self.graveyard.append(res)
-        if not self.stream.in_flight:
-            self.drain()
-
-    def transfer(self, res: Buffer | Image3D, data: np.ndarray, upload: bool) -> None:
-        """Copy numpy `data` into `res` (upload) or `res` into `data`."""
-        self.drain()
-        if isinstance(res, Buffer) and res.host_visible and self.unified:
-            # (On a discrete GPU, mapped device-local memory is write-combined
-            # and slow to read: go through staging there.)
-            view = res.view(data.dtype, data.size).reshape(data.shape)
-            if upload:
-                np.copyto(view, data, casting="no")
-            else:
-                np.copyto(data, view)
-            return
-        if isinstance(res, Buffer):
-            nbytes = max(MIN_BUFFER, padded_bytes(data.size, data.itemsize))
-            host = self.work_buffer("host_transfer", nbytes, host_visible=True)
-            view = host.view(data.dtype, data.size).reshape(data.shape)
-            h, r = arg(host, 0, nbytes, WRITE if not upload else "read"), arg(res, 0, nbytes, WRITE if upload else "read")
-            steps: tuple[Step, ...] = (Copy(h, r),) if upload else (Copy(r, h),)
-        else:
-            host = self.work_buffer("host_transfer", image_bytes(res.extent, data.itemsize), host_visible=True)
-            view = packed_view(host, res.extent, data.dtype, data.shape)
-            steps = (ImageCopy(arg(host, access="read" if upload else WRITE), arg(res, access=WRITE if upload else "read"),
-                               to_image=upload),)
-        if upload:
-            np.copyto(view, data, casting="no")
-        self.submit(steps)
-        if not upload:
-            np.copyto(data, view)
-
-    def copy_resource(self, src: Buffer | Image3D, dst: Buffer | Image3D) -> None:
-        """Device-side copy of one array's memory into another's of the same kind and size."""
-        if isinstance(src, Buffer):
-            self.submit((Copy(arg(src, 0, src.size), arg(dst, 0, src.size, WRITE)),))
-            return
-        host = self.work_buffer("host_copy", image_bytes(src.extent, 4), host_visible=False)
-        self.submit((ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
-                     ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True)))
 
     def time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device

@@ -137,6 +137,7 @@ def load(name: str) -> Kernel:
     )
 
 
+@lru_cache(maxsize=None)
 def find(kernel: str, **params: str) -> Kernel:
     """The variant of `kernel` whose grid parameters are `params`."""
     want = {k: str(v) for k, v in params.items()}

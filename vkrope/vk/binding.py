@@ -18,6 +18,7 @@ binding's quirks:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from types import ModuleType
@@ -43,6 +44,16 @@ _lock = threading.Lock()
 # Live Vulkan handles per object type, for the leak tests (`live_handles`).
 _live: Counter[str] = Counter()
 _live_lock = threading.Lock()
+
+
+def _fresh_locks_in_child() -> None:
+    # A thread of the parent may have held one at the fork.
+    global _lock, _live_lock
+    _lock = threading.Lock()
+    _live_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks_in_child)
 
 
 def load() -> ModuleType:

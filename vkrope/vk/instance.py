@@ -36,6 +36,14 @@ _messages: list[str] = []
 _messages_lock = threading.Lock()
 
 
+def _fresh_lock_in_child() -> None:
+    global _messages_lock
+    _messages_lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
 def validation_messages() -> list[str]:
     """Validation-layer messages (warnings and errors) seen so far."""
     with _messages_lock:

@@ -63,7 +63,6 @@ class Buffer:
                 required = preferred = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
             type_index = ctx.memory_type(req.memoryTypeBits, required, preferred)
             flags = ctx.memory_properties.memoryTypes[type_index].propertyFlags
-            self.device_local = bool(flags & vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
             self.host_visible = bool(flags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
             self.memory = b.call("vkAllocateMemory", ctx.handle, alloc, None)
@@ -85,7 +84,6 @@ class Buffer:
         self.memory = None
         self._mapped = None
         self.host_visible = False
-        self.device_local = False
 
     def view(self, dtype: Any, count: int, offset: int = 0) -> np.ndarray:
         """A numpy view of `count` items of the mapped memory (internal use;

@@ -1,0 +1,78 @@
+"""Device memory of `DeviceArray`s: allocation (buffers from the runtime's
+reuse pool, or 3D images), release, uploads and downloads, device copies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..vk.resources import Buffer, Image3D
+from .engine import MIN_BUFFER, Runtime
+from .layout import image_bytes, packed_view, padded_bytes, tensor_extent
+from .steps import WRITE, Copy, ImageCopy, Step, arg
+
+
+def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
+    """Device memory for an array of `shape` / `dtype`: a buffer of whole
+    texels (from the pool when one fits) or a width-packed 3D image."""
+    dtype = np.dtype(dtype)
+    if storage == "buffer":
+        size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
+        for i, buf in enumerate(rt.pool):
+            if size <= buf.size <= 2 * size:
+                return rt.pool.pop(i)
+        return Buffer(rt.ctx, size, host_visible=rt.unified)
+    return rt.new_image(tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype))
+
+def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
+    """Take back an array's memory: buffers go to the reuse pool (once,
+    bounded), images are destroyed once no submission can use them."""
+    if isinstance(res, Buffer) and res.handle is not None:
+        if not any(p is res for p in rt.pool):
+            rt.pool.append(res)
+        while sum(p.size for p in rt.pool) > rt.POOL_BYTES:
+            rt.graveyard.append(rt.pool.pop(0))
+    elif res is not None and not any(g is res for g in rt.graveyard):
+        rt.graveyard.append(res)
+    if not rt.stream.in_flight:
+        rt.drain()
+
+def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool) -> None:
+    """Copy numpy `data` into `res` (upload) or `res` into `data`."""
+    rt.drain()
+    if isinstance(res, Buffer) and res.host_visible and rt.unified:
+        # (On a discrete GPU, mapped device-local memory is write-combined
+        # and slow to read: go through staging there.)
+        view = res.view(data.dtype, data.size).reshape(data.shape)
+        if upload:
+            np.copyto(view, data, casting="no")
+        else:
+            np.copyto(data, view)
+        return
+    if isinstance(res, Buffer):
+        nbytes = max(MIN_BUFFER, padded_bytes(data.size, data.itemsize))
+        host = rt.work_buffer("host_transfer", nbytes, host_visible=True)
+        view = host.view(data.dtype, data.size).reshape(data.shape)
+        h, r = arg(host, 0, nbytes, WRITE if not upload else "read"), arg(res, 0, nbytes, WRITE if upload else "read")
+        steps: tuple[Step, ...] = (Copy(h, r),) if upload else (Copy(r, h),)
+    else:
+        host = rt.work_buffer("host_transfer", image_bytes(res.extent, data.itemsize), host_visible=True)
+        view = packed_view(host, res.extent, data.dtype, data.shape)
+        steps = (ImageCopy(arg(host, access="read" if upload else WRITE), arg(res, access=WRITE if upload else "read"),
+                           to_image=upload),)
+    if upload:
+        np.copyto(view, data, casting="no")
+    rt.submit(steps)
+    if not upload:
+        np.copyto(data, view)
+
+def copy_resource(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D) -> None:
+    """Device-side copy of one array's memory into another's of the same kind and size."""
+    if isinstance(src, Buffer):
+        rt.submit((Copy(arg(src, 0, src.size), arg(dst, 0, src.size, WRITE)),))
+        return
+    host = rt.work_buffer("host_copy", image_bytes(src.extent, 4), host_visible=False)
+    rt.submit((ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
+                 ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True)))
+
