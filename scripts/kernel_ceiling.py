@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """Where the kernel time goes on a device: vkrope's shader against two
-stripped variants compiled on the fly from glsl/rope.glsl, run through the
+stripped variants compiled on the fly from glsl/rope_interleaved.glsl, run through the
 same runtime, grid and buffers (fp32, buffer storage, timestamp queries):
 
 - copy:  each invocation copies its texel (the floor of any one-texel shader)
 - naive: flat index, freqs by modulo, plain a*c - b*s (what a wgpu-py user writes)
 - vkrope: the shipped shader
 
-    python scripts/kernel_ceiling.py [BxNxC]     (default 8x4096x256)
+    python scripts/kernel_ceiling.py [BxNxC] [--rounds R]    (default 8x4096x256)
 Needs glslc. Prints min and median kernel ms over interleaved rounds.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import statistics
 import subprocess
@@ -26,10 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vkrope  # noqa: E402
-import vkrope.op as op  # noqa: E402
-import vkrope.shaders as shaders  # noqa: E402
-from vkrope.arguments import check_request  # noqa: E402
+import vkrope.runtime.engine as engine  # noqa: E402
+from vkrope.ops import interleaved  # noqa: E402
+from vkrope.runtime import kernels  # noqa: E402
 
+VARIANT = "rope_interleaved_buffer_x32_f32"
 HEADER_END = "void main() {"
 BODIES = {
     "copy": """void main() {
@@ -57,34 +59,42 @@ BODIES = {
 
 
 def compile_variant(source: str, out: Path) -> bytes:
+    """Compile a stripped kernel with the shipped variant's defines."""
     src = out.with_suffix(".comp")
     src.write_text(source)
-    subprocess.run(["glslc", "--target-env=vulkan1.1", "-O", "-fshader-stage=comp", "-DSTORAGE_BUFFER",
+    defines = [f"-D{d}" for d in kernels.manifest()["variants"][VARIANT]["defines"]]
+    subprocess.run(["glslc", "--target-env=vulkan1.1", "-O", "-fshader-stage=comp", f"-I{ROOT / 'glsl'}", *defines,
                     str(src), "-o", str(out)], check=True)
     return out.read_bytes()
 
 
 def main() -> None:
-    shape = tuple(int(v) for v in (sys.argv[1] if len(sys.argv) > 1 else "8x4096x256").split("x"))
-    text = (ROOT / "glsl" / "rope.glsl").read_text()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shape", nargs="?", default="8x4096x256", help="BxNxC, fp32 (default 8x4096x256)")
+    parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds of 3 timed calls each (default 6)")
+    args = parser.parse_args()
+    shape = tuple(int(v) for v in args.shape.split("x"))
+    if len(shape) != 3 or min(shape) < 1 or shape[2] % 4 or args.rounds < 1:
+        parser.error("shape must be BxNxC with positive sizes and C % 4 == 0; --rounds >= 1")
+    text = (ROOT / "glsl" / "rope_interleaved.glsl").read_text()
     head = text[: text.index(HEADER_END)]
     tmp = Path(tempfile.mkdtemp())
-    variants = {"vkrope": None}
+    variants: dict[str, bytes | None] = {"vkrope": None}
     for name, body in BODIES.items():
         variants[name] = compile_variant(head + body, tmp / f"{name}.spv")
 
-    original = shaders.load_variant
+    original = kernels.load
     current: dict[str, bytes | None] = {"spirv": None}
 
-    def patched(storage: str, x_dtype: str, f_dtype: str) -> shaders.Variant:
-        v = original(storage, x_dtype, f_dtype)
-        return dataclasses.replace(v, spirv=current["spirv"]) if current["spirv"] else v
+    def patched(name: str) -> kernels.Kernel:
+        k = original(name)
+        return dataclasses.replace(k, spirv=current["spirv"]) if current["spirv"] else k
 
-    op.load_variant = patched
+    engine.load = patched  # the runtime builds its pipelines from what this returns
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape).astype(np.float32)
     f = rng.standard_normal(shape[1:]).astype(np.float32)
-    req = check_request(x, f, storage="buffer")
+    req = interleaved.check(x, f, storage="buffer")
     out = np.empty_like(x)
     devices = {}
     for name, spirv in variants.items():
@@ -92,12 +102,15 @@ def main() -> None:
         devices[name] = vkrope.Device(validation=False)
         devices[name].run(req, out)  # builds the pipeline with this SPIR-V
     times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(6):
+    for _ in range(args.rounds):
         for name, dev in devices.items():
-            times[name] += [dev.run(req, out) for _ in range(3)]
+            times[name] += [s for s in (dev.run(req, out) for _ in range(3)) if s is not None]
     moved = 2 * x.nbytes + f.nbytes
     print(f"{devices['vkrope'].name}, fp32 {shape}, {moved / 2**20:.1f} MiB moved per call")
     for name, ts in times.items():
+        if not ts:
+            print(f"  {name:<7} no timestamps on this device")
+            continue
         print(f"  {name:<7} kernel min {min(ts) * 1e3:7.2f} ms  median {statistics.median(ts) * 1e3:7.2f} ms  "
               f"({moved / min(ts) / 1e9:.1f} GB/s at best)")
     for dev in devices.values():
