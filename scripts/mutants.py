@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Mutation check: break vkrope on purpose, one curated mutation at a time,
+and report which ones the test suite fails to notice (survivors).
+
+Each mutation replaces one exact snippet of one file in a scratch copy of
+the repository (shader mutations are recompiled there), then runs the
+selected tests with the validation layer on, stopping at the first
+failure. A mutation whose snippet is missing is reported as stale (the
+list must follow the code). Exit status 1 when an unexplained mutant
+survives or a snippet is stale.
+
+    python scripts/mutants.py                 # every mutation
+    python scripts/mutants.py --list          # names only
+    python scripts/mutants.py --only NAME ... # some of them
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = [
+    "tests/test_contract_shapes.py", "tests/test_contract_full.py", "tests/test_device_arrays.py",
+    "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
+    "tests/test_properties.py", "tests/test_misuse.py", "tests/test_reliability.py",
+]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """Replace `old` (exactly once) by `new` in `path`; `why_survives` set
+    means it is expected to survive, for the reason given."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    why_survives: str = ""
+
+
+KERNEL = "glsl/rope_interleaved.glsl"
+COMMON = "glsl/common.glsl"
+OP = "vkrope/ops/interleaved.py"
+MUTATIONS = [
+    # --- the shader's math and indexing
+    Mutation("aligned second pair uses the first pair's freqs", KERNEL,
+             "v.zw = rotate_pair(v.zw, cs.zw);", "v.zw = rotate_pair(v.zw, cs.xy);"),
+    Mutation("cos and sin swapped", KERNEL, "float c = cs.x;", "float c = cs.y;"),
+    Mutation("freqs read transposed ([C/2, Nf])", KERNEL,
+             "uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;",
+             "uint fi = k0 * p.n_freq_rows + uint(frow) - p.f_base;"),
+    Mutation("inverse flag ignored", KERNEL,
+             "float s = (p.flags & FLAG_INVERSE) != 0u ? -cs.y : cs.y;", "float s = cs.y;"),
+    Mutation("positions read at the wrong token", KERNEL,
+             "return positions[n - p.pos_base];", "return positions[n];"),
+    Mutation("repeat: row n / Nf instead of n % Nf", KERNEL,
+             "return int(n < p.n_freq_rows ? n : n % p.n_freq_rows);", "return int(n < p.n_freq_rows ? n : n / p.n_freq_rows);"),
+    Mutation("exclude_last: last excluded token rotated", KERNEL, "if (n >= p.n_rot) {", "if (n > p.n_rot) {"),
+    Mutation("unaligned second pair dropped", KERNEL,
+             "v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));", "v.zw = v.zw;"),
+    Mutation("flat rows: token from the batch index", KERNEL, "n = row % p.n_tokens;", "n = row / p.n_tokens;"),
+    Mutation("texture fold: rows not folded", KERNEL,
+             "pos = ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));",
+             "pos = ivec3(int(c4 % p.image_width), int(vrow), 0);"),
+    Mutation("float16 pass-through converted instead of copied", KERNEL,
+             "      out_texels[g >> 1] = in_texels[g >> 1];", "      out_texels[g >> 1] = XVEC4(vec4(in_texels[g >> 1]) * 1.0);"),
+    Mutation("float16 ties away from zero", COMMON,
+             "uvec4 kept = (mag + 0x0FFFu + ((mag >> 13) & 1u)) & 0xFFFFE000u;",
+             "uvec4 kept = (mag + 0x1000u) & 0xFFFFE000u;"),
+    Mutation("float16 truncated", COMMON,
+             "uvec4 kept = (mag + 0x0FFFu + ((mag >> 13) & 1u)) & 0xFFFFE000u;", "uvec4 kept = mag & 0xFFFFE000u;"),
+    Mutation("Kahan form removed", COMMON, "return isnan(r) ? f : r;", "return a * b - c * d;",
+             why_survives="lavapipe does not fuse fma: the Kahan form and the plain form give the same bits "
+                          "there (README, Accuracy); only a device that fuses fma can tell them apart"),
+    # --- the operator's plan and tables
+    Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
+    Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),
+    Mutation("table slice starts at row 0", OP, "f = freqs[r0:r1]", "f = freqs[0:r1 - r0]"),
+    Mutation("x binding base off by one texel", OP, "x0 = x0 // x_align * x_align", "x0 = x0 // x_align * x_align + 2"),
+    Mutation("row blocks read x after out was written", OP,
+             "        x = x.copy()  # blocks written early", "        pass  # blocks written early"),
+    Mutation("inverse not in the plan memo key", OP,
+             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_rot, req.n_freq_rows)"),
+    Mutation("n_rot not in the plan memo key", OP,
+             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_freq_rows, req.inverse)"),
+    Mutation("n_freq_rows not in the plan memo key", OP,
+             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_rot, req.inverse)"),
+    Mutation("shape not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.dtype,"),
+    Mutation("storage not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, req.shape, req.dtype,"),
+    Mutation("x dtype not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.shape,"),
+    Mutation("freqs dtype not in the plan memo key", OP, "req.dtype, req.freqs_pairs.dtype, req.n_rot", "req.dtype, req.n_rot"),
+    # --- the runtime's cache keys, barriers and drains
+    Mutation("push constants not in the recording key", "vkrope/runtime/steps.py",
+             "    push: tuple[tuple[str, int], ...]\n", "    push: tuple[tuple[str, int], ...] = field(compare=False)\n"),
+    Mutation("binding offsets not in the recording key", "vkrope/runtime/steps.py",
+             "    offset: int = 0\n    size: int = 0\n", "    offset: int = field(default=0, compare=False)\n    size: int = 0\n"),
+    Mutation("resource serials not in the recording key", "vkrope/runtime/steps.py",
+             "    serial: int\n", "    serial: int = field(compare=False)\n"),
+    Mutation("grid not in the recording key", "vkrope/runtime/steps.py",
+             "    grid: tuple[int, int, int]\n", "    grid: tuple[int, int, int] = field(compare=False)\n"),
+    Mutation("spec constants not in the pipeline key", "vkrope/runtime/engine.py", "key = (name, spec)", "key = (name,)"),
+    Mutation("no derived barriers", "vkrope/runtime/recorder.py", "        if hazards:\n", "        if False:\n"),
+    Mutation("no drain before reusing a work buffer", "vkrope/runtime/engine.py",
+             '        (after the submission in flight has finished with it)."""\n        self.drain()\n',
+             '        (after the submission in flight has finished with it)."""\n'),
+    Mutation("apply_many temporaries released early", "vkrope/device.py",
+             "                        temporaries.append(x)\n", "                        x.release()\n"),
+    Mutation("x copied into out before the tables are read", "vkrope/runtime/execute.py",
+             "    pl = plan_for(rt, op, req, storage)\n",
+             "    pl = plan_for(rt, op, req, storage)\n"
+             "    if storage == 'buffer' and _importable(rt, out) and not _import_ok(rt, req.x):\n"
+             "        np.copyto(out, req.x, casting='no')\n"),
+]
+
+
+def apply_mutation(tree: Path, m: Mutation) -> bool:
+    path = tree / m.path
+    text = path.read_text()
+    if text.count(m.old) != 1:
+        return False
+    path.write_text(text.replace(m.old, m.new))
+    return True
+
+
+def run_one(m: Mutation, tests: list[str], python: str) -> tuple[str, float, str]:
+    """('killed' | 'survived' | 'stale', seconds, first failing test)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="vkrope-mutant-") as tmp:
+        tree = Path(tmp) / "repo"
+        shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", ".hypothesis",
+                                                                   "bench-out", ".offline", "*.egg-info"))
+        if not apply_mutation(tree, m):
+            return "stale", time.perf_counter() - t0, ""
+        if m.path.startswith("glsl/"):
+            res = subprocess.run([python, "scripts/compile_shaders.py"], cwd=tree, capture_output=True, text=True)
+            if res.returncode:
+                return "killed", time.perf_counter() - t0, "shader does not compile"
+        env = dict(os.environ, VKROPE_VALIDATION="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+        cmd = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *tests]
+        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+        first = next((line.split(" ")[1] for line in res.stdout.splitlines() if line.startswith("FAILED ")), "")
+        if not first and res.returncode:
+            first = (res.stdout.strip().splitlines() or ["?"])[-1]
+        return ("killed" if res.returncode else "survived"), time.perf_counter() - t0, first
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--only", nargs="+", metavar="TEXT", help="run mutations whose name contains any TEXT")
+    parser.add_argument("--tests", nargs="+", default=TESTS, help="test files to run against each mutant")
+    args = parser.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or any(t in m.name for t in args.only)]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name}  ({m.path})")
+        return 0
+    python = sys.executable
+    bad = 0
+    print(f"{len(chosen)} mutations; tests: {' '.join(args.tests)}")
+    for m in chosen:
+        verdict, seconds, first = run_one(m, args.tests, python)
+        note = ""
+        if verdict == "survived":
+            note = f"expected: {m.why_survives}" if m.why_survives else "UNEXPLAINED"
+            bad += not m.why_survives
+        elif verdict == "stale":
+            note = "snippet not found: update the mutation list"
+            bad += 1
+        elif m.why_survives:
+            note = "killed although listed as a survivor: drop its reason"
+        print(f"{verdict:<8} {seconds:6.1f}s  {m.name}  {first}  {note}", flush=True)
+    print(f"{bad} unexplained survivor(s) or stale mutation(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
