@@ -66,8 +66,15 @@ def _on_message(severity: int, types: int, data: Any, user_data: Any) -> int:
 
 
 def validation_requested() -> bool:
-    """True when VKROPE_VALIDATION asks for the Khronos validation layer."""
-    return os.environ.get("VKROPE_VALIDATION", "").strip().lower() in ("1", "true", "yes", "on")
+    """True when VKROPE_VALIDATION asks for the Khronos validation layer
+    (1/true/yes/on; unset, empty or 0/false/no/off: no). Anything else is a
+    ValueError naming the variable."""
+    raw = os.environ.get("VKROPE_VALIDATION", "").strip().lower()
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(f"VKROPE_VALIDATION must be 1/true/yes/on or 0/false/no/off; got {os.environ['VKROPE_VALIDATION']!r}")
 
 
 @dataclass
@@ -120,17 +127,10 @@ class Instance:
 
         layers: list[str] = []
         extensions: list[str] = []
+        next_chain: Any = (None, None)
+        messenger_info: Any = None
         if validation:
-            available_layers = {l.layerName for l in b.call("vkEnumerateInstanceLayerProperties")}
-            if VALIDATION_LAYER not in available_layers:
-                raise VulkanUnavailableError(
-                    f"validation was requested (VKROPE_VALIDATION) but {VALIDATION_LAYER} is not installed; "
-                    "sudo apt-get install vulkan-validationlayers, or unset VKROPE_VALIDATION"
-                )
-            layers.append(VALIDATION_LAYER)
-            extensions.append(vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME)
-            extensions.append("VK_EXT_validation_features")
-
+            layers, extensions, messenger_info, next_chain = _validation_setup(vk)
         app_info = vk.VkApplicationInfo(
             pApplicationName="vkrope",
             applicationVersion=1,
@@ -138,31 +138,8 @@ class Instance:
             engineVersion=1,
             apiVersion=API_1_1,
         )
-        next_chain: Any = None
-        messenger_info: Any = None
-        features_arr: Any = None
-        if validation:
-            severity = (
-                vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
-            )
-            types = (
-                vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
-                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
-                | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT
-            )
-            messenger_info = vk.VkDebugUtilsMessengerCreateInfoEXT(
-                messageSeverity=severity, messageType=types, pfnUserCallback=_on_message
-            )
-            # Synchronization validation: catches missing barriers between
-            # transfers and dispatches.
-            features_arr = b.array(
-                "VkValidationFeatureEnableEXT", [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT]
-            )
-            next_chain = vk.VkValidationFeaturesEXT(
-                enabledValidationFeatureCount=1, pEnabledValidationFeatures=features_arr
-            )
         info = vk.VkInstanceCreateInfo(
-            pNext=next_chain,
+            pNext=next_chain[0],
             pApplicationInfo=app_info,
             enabledLayerCount=len(layers),
             ppEnabledLayerNames=layers,
@@ -202,6 +179,49 @@ class Instance:
             b.track("VkInstance", -1)
 
 
+def _validation_setup(vk: Any) -> tuple[list[str], list[str], Any, Any]:
+    """Layers, extensions, messenger create-info and (pNext chain, the
+    feature array it points to: keep both alive) of an instance with
+    validation on."""
+    available_layers = {layer.layerName for layer in b.call("vkEnumerateInstanceLayerProperties")}
+    if VALIDATION_LAYER not in available_layers:
+        raise VulkanUnavailableError(
+            f"validation was requested (VKROPE_VALIDATION) but {VALIDATION_LAYER} is not installed; "
+            "sudo apt-get install vulkan-validationlayers, or unset VKROPE_VALIDATION"
+        )
+    severity = vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+    types = (
+        vk.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+        | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+        | vk.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT
+    )
+    messenger_info = vk.VkDebugUtilsMessengerCreateInfoEXT(
+        messageSeverity=severity, messageType=types, pfnUserCallback=_on_message
+    )
+    # Synchronization validation: catches missing barriers between transfers
+    # and dispatches.
+    features_arr = b.array(
+        "VkValidationFeatureEnableEXT", [vk.VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT]
+    )
+    chain = vk.VkValidationFeaturesEXT(enabledValidationFeatureCount=1, pEnabledValidationFeatures=features_arr)
+    extensions = [vk.VK_EXT_DEBUG_UTILS_EXTENSION_NAME, "VK_EXT_validation_features"]
+    return [VALIDATION_LAYER], extensions, messenger_info, (chain, features_arr)
+
+
+def _compute_family(vk: Any, pd: Any) -> tuple[int | None, int]:
+    """The compute queue family (a compute-only one when there is one) and its timestamp bits."""
+    families = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)
+    compute_family = None
+    for i, fam in enumerate(families):
+        if fam.queueFlags & vk.VK_QUEUE_COMPUTE_BIT and fam.queueCount > 0:
+            compute_family = i
+            if fam.queueFlags & vk.VK_QUEUE_GRAPHICS_BIT:
+                continue  # keep looking for a compute-only family, else use this one
+            break
+    bits = families[compute_family].timestampValidBits if compute_family is not None else 0
+    return compute_family, int(bits)
+
+
 def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     ffi = vk.ffi
     props = vk.vkGetPhysicalDeviceProperties(pd)
@@ -211,17 +231,8 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     if props.apiVersion < API_1_1:
         problems.append(f"supports Vulkan {version_string(props.apiVersion)}, vkrope needs 1.1")
 
-    compute_family = None
-    for i, fam in enumerate(vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)):
-        if fam.queueFlags & vk.VK_QUEUE_COMPUTE_BIT and fam.queueCount > 0:
-            compute_family = i
-            if fam.queueFlags & vk.VK_QUEUE_GRAPHICS_BIT:
-                continue  # keep looking for a compute-only family, else use this one
-            break
-    timestamp_bits = 0
-    if compute_family is not None:
-        timestamp_bits = vk.vkGetPhysicalDeviceQueueFamilyProperties(pd)[compute_family].timestampValidBits
-    else:
+    compute_family, timestamp_bits = _compute_family(vk, pd)
+    if compute_family is None:
         problems.append("has no queue family with compute support")
 
     def chained(query: Any, outer: str, outer_stype: int, inner: str, inner_stype: int) -> Any:

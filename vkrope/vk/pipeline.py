@@ -76,12 +76,7 @@ class ComputePipeline:
             self.layout = b.call("vkCreatePipelineLayout", ctx.handle, layout_info, None)
             b.track("VkPipelineLayout", +1)
 
-            count = len(self.spec_constants)
-            spec_entries = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(count)]
-            spec_data = vk.ffi.new(f"uint32_t[{count}]", list(self.spec_constants))
-            spec = vk.VkSpecializationInfo(
-                mapEntryCount=count, pMapEntries=spec_entries, dataSize=4 * count, pData=spec_data
-            )
+            spec, _keep = _specialization(vk, self.spec_constants)
             stage = vk.VkPipelineShaderStageCreateInfo(
                 stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.module, pName="main", pSpecializationInfo=spec
             )
@@ -133,6 +128,16 @@ class ComputePipeline:
             ("set_layout", "vkDestroyDescriptorSetLayout", "VkDescriptorSetLayout"),
             ("module", "vkDestroyShaderModule", "VkShaderModule"),
         ))
+
+
+def _specialization(vk: Any, values: Sequence[int]) -> tuple[Any, Any]:
+    """VkSpecializationInfo for 32-bit constants 0, 1, ... and the arrays it
+    points to (keep them alive until the pipeline is created)."""
+    count = len(values)
+    entries = [vk.VkSpecializationMapEntry(constantID=i, offset=4 * i, size=4) for i in range(count)]
+    data = vk.ffi.new(f"uint32_t[{count}]", list(values))
+    info = vk.VkSpecializationInfo(mapEntryCount=count, pMapEntries=entries, dataSize=4 * count, pData=data)
+    return info, (entries, data)
 
 
 def descriptor_type(kind: str) -> int:
