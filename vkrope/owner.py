@@ -1,0 +1,167 @@
+"""The lifetime of one Vulkan device: opening, facts, closing
+deterministically, at interpreter exit and in forked children. `Device`
+(device.py) adds the operators and device arrays on top."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from typing import Any, Callable, TypeVar
+
+from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
+from .runtime.engine import Runtime
+from .vk.context import Context
+from .vk.instance import Instance, PhysicalDeviceInfo
+
+_Owner = TypeVar("_Owner", bound="DeviceOwner")
+
+
+class DeviceOwner:
+    """Owns a `Context` (and its `Runtime`) behind a lock; base of `vkrope.Device`."""
+
+    def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
+        if device is not None and (isinstance(device, bool) or not isinstance(device, (int, str))):
+            raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
+        self._lock = threading.RLock()
+        self._ctx: Context | None = None
+        ctx = Context(device, validation)
+        try:
+            self._rt = Runtime(ctx)
+        except BaseException:
+            ctx.close()
+            raise
+        self._ctx = ctx
+        _live.add(self)
+
+    # --- facts ------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The physical device's name."""
+        return self._context().info.name
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The device's facts (type, API version, limits) and why it was chosen."""
+        ctx = self._context()
+        facts = ctx.info.facts()
+        facts["why_chosen"] = ctx.why
+        facts["unified_memory"] = self._rt.unified
+        facts["validation"] = ctx.instance.validation
+        return facts
+
+    @property
+    def closed(self) -> bool:
+        """Whether the device was closed (explicitly or after a device loss)."""
+        return self._ctx is None
+
+    def _context(self) -> Context:
+        ctx = self._ctx
+        if ctx is None:
+            raise DeviceClosedError("this vkrope.Device is closed; create a new one")
+        return ctx
+
+    # --- the operator -----------------------------------------------------
+    def _guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call into the op; a lost or hung device closes this Device."""
+        try:
+            return fn(*args)
+        except (DeviceLostError, DeviceTimeoutError):
+            self.close()
+            raise
+
+    def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
+        """Testing hook: make this device report smaller limits (fields of
+        `PhysicalDeviceInfo`, e.g. `max_storage_buffer_range=1 << 20`) or
+        act as a discrete GPU (`unified=False`), so that the suite crosses
+        the same thresholds on every device. Drops every cached plan,
+        buffer and recording made under the old limits."""
+        import dataclasses
+
+        with self._lock:
+            ctx = self._context()
+            self._rt.trim()
+            if limits:
+                ctx.info = dataclasses.replace(ctx.info, **limits)
+                if "external_memory_host" in limits:
+                    ctx.external_memory_host = limits["external_memory_host"]
+            if unified is not None:
+                self._rt.unified = unified
+
+    def trim(self) -> None:
+        """Free cached work buffers (they are re-made on demand)."""
+        with self._lock:
+            self._context()
+            self._rt.trim()
+
+    # --- lifetime ---------------------------------------------------------
+    def close(self) -> None:
+        """Release every Vulkan object of this device (idempotent)."""
+        with self._lock:
+            ctx, self._ctx = self._ctx, None
+            if ctx is not None:
+                ctx.close()
+
+    def __enter__(self: _Owner) -> _Owner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Fallback only: at interpreter shutdown modules may be gone, and the
+        # atexit hook of the default device has already run.
+        try:
+            if getattr(self, "_ctx", None) is not None and not _shutting_down():
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        if self._ctx is None:
+            return "<vkrope.Device (closed)>"
+        return f"<vkrope.Device {self._ctx.info.name!r} ({self._ctx.info.type})>"
+
+
+# Every open Device, to close them at interpreter exit and to abandon them in
+# a forked child (the child must not touch, let alone destroy, Vulkan objects
+# that belong to its parent's driver state).
+_live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
+
+
+def _close_all() -> None:
+    for dev in list(_live):
+        dev.close()
+
+
+def _abandon_all_in_child() -> None:
+    # Another thread of the parent may have held a device's lock at the
+    # fork: the child gets fresh locks, and devices it can never use.
+    for dev in list(_live):
+        dev._lock = threading.RLock()
+        dev._ctx = None
+    _live.clear()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_abandon_all_in_child)
+
+
+def _shutting_down() -> bool:
+    import sys
+
+    return sys.is_finalizing()
+
+
+def devices() -> list[dict[str, Any]]:
+    """Every Vulkan device seen: index, name, type, API version, the limits
+    vkrope depends on, and why a device cannot be used (empty when it can)."""
+    inst = Instance(validation=False)
+    try:
+        return [d.facts() for d in inst.physical_devices()]
+    finally:
+        inst.close()
+
+
+__all__ = ["DeviceOwner", "devices"]
