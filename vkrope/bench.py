@@ -156,6 +156,11 @@ class _Wgpu:
         return {"end_to_end_s": _median_time(run, repeats)}
 
 
+HEADER = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
+          f"{'copy GB/s':>9} {'k/copy':>6} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
+          f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
+
+
 def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, repeats: int | None = None,
         storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16"),
         log: Callable[[str], None] = print, json_path: str | None = None) -> dict[str, Any]:
@@ -165,12 +170,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
     shapes = shapes or (QUICK_SHAPES if quick else FULL_SHAPES)
     reps = repeats or (5 if quick else 9)
     rng = np.random.default_rng(0)
-    extras: dict[str, Any] = {}
-    for name, cls in (("torch", _Torch), ("wgpu", _Wgpu)):
-        try:
-            extras[name] = cls()
-        except Exception as exc:  # noqa: BLE001  (optional competitors)
-            extras[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
+    extras = _competitors()
     rows: list[dict[str, Any]] = []
     with Device() as dev:
         info = dev.info
@@ -187,80 +187,106 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
         }
         log(f"device: {info['name']} ({info['type']}), Vulkan {info['api_version']}")
         for name in ("torch", "wgpu"):
-            log(f"{name}: {extras[name] if isinstance(extras[name], str) else extras[name].name}")
-        header = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
-                  f"{'copy GB/s':>9} {'k/copy':>6} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
-                  f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
-        log(header)
+            log(f"{name}: {result[name]}")
+        log(HEADER)
         for shape in shapes:
-            b, n, c = shape
             for dtype_name in dtypes:
-                dtype = np.dtype(dtype_name)
-                x = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
-                theta = rng.uniform(-3, 3, (n, c // 2))
-                f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(n, c).astype(dtype)
-                moved = 2 * x.nbytes + f.nbytes
+                x, f = _inputs(rng, shape, np.dtype(dtype_name))
                 r = max(3, reps if x.nbytes < (256 << 20) else 3)
-                # numpy: best formulation and plain memcpy on the same bytes
-                if dtype == np.float32:
-                    t_np = _median_time(lambda: numpy_rope(x, f), r)
-                    np_path = "complex64 multiply"
-                else:
-                    t_np, np_path = _numpy_fp16_best(x, f, r)
-                dst = np.empty_like(x)
-                t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
-                del dst
-                copies = [s for s in (dev._time_copy(moved // 2) for _ in range(r)) if s]
-                copy_s = statistics.median(copies) if copies else None
-                shape_rows: list[dict[str, Any]] = []
-                for storage in storages:
-                    req = check_request(x, f, storage=storage)
-                    out = np.empty_like(x)
-                    timed = [dev.run(req, out) for _ in range(r + 1)][1:]
-                    kernels = [k for k in timed if k is not None]
-                    kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
-                    t_apply = _median_time(lambda: dev.apply(x, f, storage=storage), r)
-                    xd = dev.asarray(x, storage=storage)
-                    t_resident = _median_time(lambda: dev.apply(xd, f), r)
-                    xd.release()
-                    dev.trim()
-                    shape_rows.append({
-                        "shape": list(shape), "dtype": dtype_name, "storage": storage, "bytes_moved": moved,
-                        "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
-                        "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
-                        "kernel_over_copy": (copy_s / kernel) if (kernel and copy_s) else None,
-                        "apply_s": t_apply, "resident_apply_s": t_resident,
-                        "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
-                        "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
-                    })
+                shape_rows = _measure(dev, x, f, storages, r)
                 # Competitors after vkrope: torch's CPU threads keep spinning for a
                 # while after each op and would slow lavapipe's threads down.
-                competitor: dict[str, Any] = {}
-                for name in ("torch", "wgpu"):
-                    ext = extras[name]
-                    if isinstance(ext, str):
-                        competitor[name] = ext
-                    else:
-                        try:
-                            competitor[name] = ext.times(x, f, r)
-                        except Exception as exc:  # noqa: BLE001
-                            competitor[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
-                tt, wg = competitor["torch"], competitor["wgpu"]
+                competitor = _competitor_times(extras, x, f, r)
                 for row in shape_rows:
-                    row.update(torch=tt, wgpu=wg)
+                    row.update(competitor)
                     rows.append(row)
-                    log(f"{str(shape):<16} {dtype_name:<7} {row['storage']:<9} {moved / 2**20:>7.1f} "
-                        f"{_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
-                        f"{_num(row['kernel_over_copy'], 2):>6} {_ms(row['apply_s']):>9} "
-                        f"{_ms(row['resident_apply_s']):>8} {_ms(t_np):>9} "
-                        f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
-                        f"{_ms(tt['op_s']) if isinstance(tt, dict) else '-':>8} "
-                        f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>9} "
-                        f"{_ms(wg['end_to_end_s']) if isinstance(wg, dict) else '-':>8}")
+                    log(_row_line(row))
                 if json_path:
                     save_json(result, json_path)
         result["complete"] = True
     return result
+
+
+def _competitors() -> dict[str, Any]:
+    """torch and wgpu-py runners, or why each is unavailable."""
+    extras: dict[str, Any] = {}
+    for name, cls in (("torch", _Torch), ("wgpu", _Wgpu)):
+        try:
+            extras[name] = cls()
+        except Exception as exc:  # noqa: BLE001  (optional competitors)
+            extras[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
+    return extras
+
+
+def _inputs(rng: np.random.Generator, shape: tuple[int, int, int], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """x of `shape` and unit (cos, sin) freqs [N, C] of `dtype`."""
+    _, n, c = shape
+    x = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    theta = rng.uniform(-3, 3, (n, c // 2))
+    return x, np.stack([np.cos(theta), np.sin(theta)], -1).reshape(n, c).astype(dtype)
+
+
+def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...], r: int) -> list[dict[str, Any]]:
+    """vkrope's rows for one shape and dtype (one per storage), with numpy,
+    memcpy and the device copy measured on the same bytes."""
+    moved = 2 * x.nbytes + f.nbytes
+    if x.dtype == np.float32:
+        t_np, np_path = _median_time(lambda: numpy_rope(x, f), r), "complex64 multiply"
+    else:
+        t_np, np_path = _numpy_fp16_best(x, f, r)
+    dst = np.empty_like(x)
+    t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
+    del dst
+    copies = [s for s in (dev._time_copy(moved // 2) for _ in range(r)) if s]
+    copy_s = statistics.median(copies) if copies else None
+    rows = []
+    for storage in storages:
+        req = check_request(x, f, storage=storage)
+        out = np.empty_like(x)
+        timed = [dev.run(req, out) for _ in range(r + 1)][1:]
+        kernels = [k for k in timed if k is not None]
+        kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
+        t_apply = _median_time(lambda: dev.apply(x, f, storage=storage), r)
+        xd = dev.asarray(x, storage=storage)
+        t_resident = _median_time(lambda: dev.apply(xd, f), r)
+        xd.release()
+        dev.trim()
+        rows.append({
+            "shape": list(x.shape), "dtype": x.dtype.name, "storage": storage, "bytes_moved": moved,
+            "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
+            "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
+            "kernel_over_copy": (copy_s / kernel) if (kernel and copy_s) else None,
+            "apply_s": t_apply, "resident_apply_s": t_resident,
+            "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
+            "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
+        })
+    return rows
+
+
+def _competitor_times(extras: dict[str, Any], x: np.ndarray, f: np.ndarray, r: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("torch", "wgpu"):
+        ext = extras[name]
+        if isinstance(ext, str):
+            out[name] = ext
+            continue
+        try:
+            out[name] = ext.times(x, f, r)
+        except Exception as exc:  # noqa: BLE001
+            out[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+    return out
+
+
+def _row_line(row: dict[str, Any]) -> str:
+    tt, wg = row["torch"], row["wgpu"]
+    return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<7} {row['storage']:<9} {row['bytes_moved'] / 2**20:>7.1f} "
+            f"{_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
+            f"{_num(row['kernel_over_copy'], 2):>6} {_ms(row['apply_s']):>9} "
+            f"{_ms(row['resident_apply_s']):>8} {_ms(row['numpy_s']):>9} "
+            f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
+            f"{_ms(tt['op_s']) if isinstance(tt, dict) else '-':>8} "
+            f"{_ms(tt['end_to_end_s']) if isinstance(tt, dict) else '-':>9} "
+            f"{_ms(wg['end_to_end_s']) if isinstance(wg, dict) else '-':>8}")
 
 
 def _ms(s: float | None) -> str:
