@@ -135,6 +135,11 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     row_bytes = ppr * pair_bytes
     if max(row_bytes, f_row_bytes) > budget:
         raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
+    # A table segment must fit one binding and leave room in the argument
+    # allocation for the others (a table past maxMemoryAllocationSize is
+    # bound in pieces, or gathered).
+    alloc = limits.max_memory_allocation_size or (1 << 31)
+    table_budget = max(f_row_bytes, min(budget, alloc // 4))
     extent = image_extent(width, n, batches, limits.max_image_dimension_3d) if storage == "texture3d" else None
     flat = n < wy and batches > 1
     x_budget = budget if storage == "buffer" else 1 << 62
@@ -142,7 +147,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         rows_per = min(max_gy * wy, max(1, x_budget // row_bytes))
         spans = [(0, 1, r0, min(batches * n, r0 + rows_per)) for r0 in range(0, batches * n, rows_per)]
     else:
-        tokens = min(max_gy * wy, budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
+        tokens = min(max_gy * wy, table_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
         spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens, max_batches=min(max_gz, MAX_GRID_Z))
     chunks: list[Chunk] = []
     segments: dict[tuple, int] = {}
@@ -155,7 +160,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
             x0, x1 = (b0 * n + n0) * ppr, ((b1 - 1) * n + n1) * ppr
         x0 = x0 // x_align * x_align
         x1 += x1 % 2  # whole texels
-        seg = _segment(req, t0, t1, ppr, f_row_bytes, budget, flat)
+        seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget)
         table = segments.setdefault(seg, len(segments))
         chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
                             seg[0] != "slice" or req.positions is not None))
@@ -175,7 +180,7 @@ def plan_key(req: Request, storage: str) -> tuple | None:
     return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse)
 
 
-def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, flat: bool) -> tuple:
+def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int) -> tuple:
     """The table segment tokens [t0, t1) need: ("slice", r0, r1, t0, t1)
     binds freqs rows [r0, r1) (aligned to even pairs) as they are, with
     positions t0..t1 when the caller gave them; ("gather", t0, t1) binds

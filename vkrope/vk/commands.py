@@ -21,6 +21,8 @@ from ..errors import VkropeError
 # Bounded wait for one submission when VKROPE_TIMEOUT_S is unset; raise
 # instead of hanging forever. Tests may set DEFAULT_TIMEOUT_S directly.
 DEFAULT_TIMEOUT_S: float | None = None
+# CommandStream.in_flight when an interruption hit the submit itself.
+MAYBE = "maybe"
 # Descriptor sets per descriptor pool of a recording (more pools are added as needed).
 SETS_PER_POOL = 64
 
@@ -54,7 +56,7 @@ class CommandStream:
         self.pool: Any = None
         self.fence: Any = None
         self.queries: Any = None
-        self.in_flight = False
+        self.in_flight: bool | str = False
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -91,13 +93,16 @@ class CommandStream:
         # In flight from here until the fence is seen signalled: if anything
         # (a signal handler's exception, say) interrupts the wait below, the
         # next use of this stream drains it first, and the owner drains it
-        # before releasing anything the submission uses.
-        self.in_flight = True
+        # before releasing anything the submission uses. An exception that
+        # lands around the submit itself leaves it unknown whether the work
+        # was queued: MAYBE, which drain() settles with vkQueueWaitIdle.
+        self.in_flight = MAYBE
         try:
             b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
-        except BaseException:
-            self.in_flight = False  # nothing was queued (device loss closes the device)
+        except VkropeError:
+            self.in_flight = False  # the driver refused it: nothing was queued
             raise
+        self.in_flight = True
         self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
@@ -120,7 +125,10 @@ class CommandStream:
         interrupted: BaseException | None = None
         while self.in_flight:
             try:
-                b.wait_fence(self.ctx.handle, self.fence, int(deadline * 1e9))
+                if self.in_flight is MAYBE:
+                    b.call("vkQueueWaitIdle", self.ctx.queue)  # returns at once when nothing was queued
+                else:
+                    b.wait_fence(self.ctx.handle, self.fence, int(deadline * 1e9))
                 self.in_flight = False
             except VkropeError:
                 raise
