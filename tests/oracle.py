@@ -22,6 +22,16 @@ def poisoned_like(x) -> np.ndarray:
     return out
 
 
+def aligned_copy(x, align=4096):
+    """A C-contiguous copy of x whose data starts on an `align` boundary
+    (importable on any device, whatever numpy's allocator returns)."""
+    raw = np.empty(x.nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    out = raw[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out
+
+
 # --- the oracle ---------------------------------------------------------------
 def freqs_cos_sin(freqs, c: int) -> tuple[np.ndarray, np.ndarray]:
     """(cos, sin) as float64 [Nf, C/2] from any freqs form of the contract:

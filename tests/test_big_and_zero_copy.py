@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vkrope.op as op
-from oracle import check_apply, check_result, poisoned_like
+from oracle import aligned_copy, check_apply, check_result, poisoned_like
 from vkrope.vk.binding import live_handles
 from vkrope.vk.instance import clear_validation_messages, validation_messages
 
@@ -19,16 +19,6 @@ MIB = 1 << 20
 def unit_freqs(n, c, dtype=np.float32):
     theta = RNG.uniform(-3, 3, (n, c // 2))
     return np.stack([np.cos(theta), np.sin(theta)], -1).reshape(n, c).astype(dtype)
-
-
-def aligned_copy(x, align=4096):
-    """A C-contiguous copy of x whose data starts on an `align` boundary
-    (importable on any device, whatever numpy's allocator returns)."""
-    raw = np.empty(x.nbytes + align, np.uint8)
-    start = -raw.ctypes.data % align
-    out = raw[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
-    out[...] = x
-    return out
 
 
 def check_aligned(dev, x, f, **kw):
