@@ -139,7 +139,7 @@ import gc, resource, numpy as np, vkrope
 from vkrope.vk.binding import live_handles
 def rss():
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+        return int(f.read().split()[1]) * resource.getpagesize()
 x = np.random.default_rng(0).standard_normal((2, 16, 8)).astype(np.float32)
 f = np.random.default_rng(1).standard_normal((16, 8)).astype(np.float32)
 dev = vkrope.Device(validation=False)
@@ -291,7 +291,9 @@ def test_fuzz_valid_or_clean_error(call):
     if out == "same":
         kw["out"] = x if x.flags.writeable else None
     elif out == "new":
-        kw["out"] = np.empty_like(x)
+        kw["out"] = np.empty_like(x)  # keeps x's layout
+        if x.dtype.kind == "f":
+            kw["out"].fill(np.nan)  # poisoned
     elif out == "out_dtype":
         kw["out"] = np.empty(x.shape, np.float64)
     elif out == "out_shape":
