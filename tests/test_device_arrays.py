@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from forced import SMALL_LIMITS
 from oracle import check_result, poisoned_like
 
 RNG = np.random.default_rng(7)
@@ -146,3 +147,19 @@ def test_arrays_of_a_closed_device():
     with pytest.raises(vkrope.DeviceClosedError):
         dev.apply(xd, f)
     del xd  # releasing after close is harmless
+
+
+@pytest.mark.parametrize("c", [512, 510], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize("storage", STORAGES)
+def test_resident_arrays_past_small_limits(make_device, storage, c):
+    """Resident arrays larger than the (forced) storage-buffer range and
+    image extent: split bindings and folded images, against the oracle."""
+    dev = make_device(**SMALL_LIMITS)
+    x, f = data((3, 200, c), np.float32)
+    assert x.nbytes > dev.info["max_storage_buffer_range"]
+    xd = dev.asarray(x, storage=storage)
+    assert xd.get().tobytes() == x.tobytes()
+    od = dev.asarray(poisoned_like(x), storage=storage)
+    assert dev.apply(xd, f, out=od) is od
+    check_result(od, x, f)
+    check_result(dev.apply(xd, f[:40], repeat=5, inverse=True), x, f[:40], repeat=5, inverse=True)
