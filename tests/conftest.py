@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 import vkrope  # noqa: E402
 import vkrope.runtime.execute  # noqa: E402
 from vkrope.vk.instance import clear_validation_messages, validation_messages  # noqa: E402
+from forced import force_limits  # noqa: E402
 
 settings.register_profile(
     "vkrope", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -58,3 +59,22 @@ def imports(monkeypatch):
 
     monkeypatch.setattr(vkrope.runtime.execute, "ImportedBuffer", Counting)
     return made
+
+
+@pytest.fixture
+def make_device():
+    """Fresh `vkrope.Device`s, optionally with forced (smaller) limits or
+    acting as a discrete GPU (`unified=False`); all closed after the test."""
+    made: list[vkrope.Device] = []
+
+    def make(*, unified=None, **limits) -> vkrope.Device:
+        dev = vkrope.Device()
+        made.append(dev)
+        if unified is not None or limits:
+            force_limits(dev, unified=unified, **limits)
+        return dev
+
+    yield make
+    for dev in made:
+        dev.close()
+

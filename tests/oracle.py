@@ -1,5 +1,11 @@
-"""Test helpers: poisoned outputs, an independent complex-number oracle and
-the accuracy rules of the contract."""
+"""Test helpers: poisoned outputs, the float64 oracle and the accuracy rules
+of the contract.
+
+The oracle shares no code with vkrope, argument handling included: it reads
+the README's contract of `vkrope.apply(x, freqs, *, inverse, repeat,
+exclude_last, positions)` on its own, so a bug in vkrope's argument
+normalisation, its reference or its shaders cannot hide behind it.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +14,106 @@ import numpy as np
 POISON = {np.dtype(np.float32): np.float32(np.nan), np.dtype(np.float16): np.float16(np.nan)}
 
 
-def poisoned_like(x: np.ndarray) -> np.ndarray:
-    """An output array of x's shape and dtype full of NaN (and a distinctive
-    payload pattern where it matters), so unwritten elements show."""
-    out = np.empty_like(x, order="C")
+def poisoned_like(x) -> np.ndarray:
+    """An output array of x's shape and dtype full of NaN, so unwritten
+    elements show."""
+    out = np.empty(x.shape, x.dtype, order="C")
     out.fill(POISON[out.dtype])
     return out
 
 
+def aligned_copy(x, align=4096):
+    """A C-contiguous copy of x whose data starts on an `align` boundary
+    (importable on any device, whatever numpy's allocator returns)."""
+    raw = np.empty(x.nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
+    out = raw[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out
+
+
+# --- the oracle ---------------------------------------------------------------
+def freqs_cos_sin(freqs, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cos, sin) as float64 [Nf, C/2] from any freqs form of the contract:
+    real float16/32/64 with Nf * C values in any shape ((cos, sin) pairs
+    interleaved in the logical C order of the values), or complex64/128 with
+    Nf * C/2 values. Values are taken as given (float64 freqs exactly)."""
+    f = np.asarray(freqs)
+    half = c // 2
+    if f.dtype.kind == "c":
+        flat = f.astype(np.complex128).ravel(order="C")
+        assert flat.size % half == 0, f"{flat.size} complex freqs values are not whole rows of C/2 = {half}"
+        rows = flat.reshape(flat.size // half, half)
+        return rows.real.copy(), rows.imag.copy()
+    assert f.dtype in (np.float16, np.float32, np.float64), f.dtype
+    flat = f.astype(np.float64).ravel(order="C")
+    assert flat.size % c == 0, f"{flat.size} real freqs values are not whole rows of C = {c}"
+    rows = flat.reshape(flat.size // c, half, 2)
+    return rows[..., 0].copy(), rows[..., 1].copy()
+
+
+def token_rows(n: int, nf: int, *, repeat=1, exclude_last=0, positions=None) -> list[int]:
+    """The freqs row each of the N tokens uses, -1 = passes through unchanged."""
+    if positions is not None:
+        assert repeat == 1 and exclude_last == 0, "positions is not combined with repeat / exclude_last"
+        rows = [int(p) for p in np.asarray(positions).reshape(-1)]
+        assert len(rows) == n and all(-1 <= r < nf for r in rows), (rows, nf)
+        return rows
+    assert n - exclude_last == repeat * nf, f"N - exclude_last = {n - exclude_last} != repeat * Nf = {repeat * nf}"
+    return [t % nf if t < n - exclude_last else -1 for t in range(n)]
+
+
+def token_cos_sin(x, freqs, *, inverse=False, repeat=1, exclude_last=0, positions=None):
+    """Each token's (cos, sin) float64 [N, C/2] (inverse applied) and the
+    rotated-token mask [N]; pass-through tokens get (1, 0)."""
+    n, c = x.shape[-2], x.shape[-1]
+    half = c // 2
+    cos = np.ones((n, half))
+    sin = np.zeros((n, half))
+    rotated = np.zeros(n, bool)
+    if half == 0:
+        return cos, sin, rotated
+    fc, fs = freqs_cos_sin(freqs, c)
+    for t, r in enumerate(token_rows(n, fc.shape[0], repeat=repeat, exclude_last=exclude_last, positions=positions)):
+        if r >= 0:
+            cos[t], sin[t], rotated[t] = fc[r], -fs[r] if inverse else fs[r], True
+    return cos, sin, rotated
+
+
+def oracle(x, freqs, **kw) -> np.ndarray:
+    """The exact float64 result of `vkrope.apply(x, freqs, **kw)` (keywords:
+    inverse, repeat, exclude_last, positions): pair (re, im) of token n
+    becomes (re*c - im*s, re*s + im*c) with (c, s) of its row, any leading
+    axes, any memory layout; pass-through tokens are copied unchanged."""
+    x64 = np.array(x, dtype=np.float64)  # logical order, whatever the layout
+    cos, sin, rotated = token_cos_sin(x, freqs, **kw)
+    if x64.size == 0 or not rotated.any():
+        return x64
+    pairs = x64.reshape(x64.shape[:-1] + (x64.shape[-1] // 2, 2))
+    re, im = pairs[..., 0], pairs[..., 1]
+    out = np.empty_like(pairs)
+    with np.errstate(all="ignore"):  # NaN / Inf follow the formula
+        out[..., 0] = re * cos - im * sin
+        out[..., 1] = re * sin + im * cos
+    out[..., ~rotated, :, :] = pairs[..., ~rotated, :, :]
+    return out.reshape(x64.shape)
+
+
+def oracle_scale(x, freqs, **kw) -> np.ndarray:
+    """Per-element scale |re|*|c| + |im|*|s| (and |re|*|s| + |im|*|c|), the
+    magnitude rounding errors are measured against."""
+    cos, sin, _ = token_cos_sin(x, freqs, **kw)
+    x64 = np.abs(np.array(x, dtype=np.float64))
+    re, im = x64[..., 0::2], x64[..., 1::2]
+    c, s = np.abs(cos), np.abs(sin)
+    out = np.empty_like(x64)
+    with np.errstate(all="ignore"):
+        out[..., 0::2] = re * c + im * s
+        out[..., 1::2] = re * s + im * c
+    return out
+
+
+# --- the older complex formulation (SAM2's x.view(complex) * freqs) ---------------
 def full_freqs(x, freqs, *, inverse=False, repeat=1, exclude_last=0, positions=None) -> np.ndarray:
     """Each token's complex factor [N, C/2] (1 for pass-through tokens), built
     with numpy indexing the way SAM2 materialises repeat / exclusion."""
@@ -36,24 +134,14 @@ def full_freqs(x, freqs, *, inverse=False, repeat=1, exclude_last=0, positions=N
 
 def complex_oracle(x, freqs, **kw) -> np.ndarray:
     """The operator as SAM2 writes it, in complex128: x.view(complex) * freqs.
-    Independent of vkrope.apply_reference."""
+    Independent of vkrope; finite inputs only (complex products of Inf differ
+    from the pairwise formula)."""
     x64 = np.ascontiguousarray(np.asarray(x, dtype=np.float64))
     out = x64.view(np.complex128) * full_freqs(x, freqs, **kw)
     return out.view(np.float64).reshape(x64.shape)
 
 
-def pair_scale(x, full: np.ndarray) -> np.ndarray:
-    """Per-element scale |x_re|*|c| + |x_im|*|s| (and |x_re|*|s| + |x_im|*|c|),
-    the magnitude that rounding errors are measured against."""
-    x64 = np.abs(np.asarray(x, dtype=np.float64))
-    re, im = x64[..., 0::2], x64[..., 1::2]
-    c, s = np.abs(full.real), np.abs(full.imag)
-    out = np.empty_like(x64)
-    out[..., 0::2] = re * c + im * s
-    out[..., 1::2] = re * s + im * c
-    return out
-
-
+# --- the accuracy rules -------------------------------------------------------
 def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freqs_half: bool) -> None:
     """The contract's accuracy rules.
 
@@ -63,12 +151,18 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
     cancel the bound is 2**-22 * scale (documented in the README).
     Non-finite references must be matched exactly (NaN for NaN).
     """
+    y = np.asarray(y)
+    assert y.shape == ref.shape, (y.shape, ref.shape)
+    assert y.dtype == np.dtype(x_dtype), (y.dtype, x_dtype)
     y64 = y.astype(np.float64)
-    ref_r = ref.astype(x_dtype)
+    with np.errstate(over="ignore"):
+        ref_r = ref.astype(x_dtype)
     finite = np.isfinite(ref_r)
     bad_nf = ~finite & ~((np.isnan(ref_r) & np.isnan(y)) | (ref_r == y))
     assert not bad_nf.any(), f"non-finite mismatch at {np.argwhere(bad_nf)[:5].tolist()}"
-    assert np.isfinite(y64[finite]).all(), "unexpected NaN/Inf (unwritten element?)"
+    assert np.isfinite(y64[finite]).all(), (
+        f"unexpected NaN/Inf (unwritten element?) at {np.argwhere(finite & ~np.isfinite(y64))[:5].tolist()}"
+    )
     err = np.abs(y64[finite] - ref[finite])
     sc = scale[finite]
     if np.dtype(x_dtype) == np.float32:
@@ -77,21 +171,31 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
         ulp = np.spacing(np.abs(ref_r[finite])).astype(np.float64)
         tol = ulp if freqs_half else np.maximum(ulp, 2.0**-22 * sc)
     worst = np.argmax(err - tol) if err.size else 0
-    assert (err <= tol).all(), f"error {err[worst]:.3g} > tolerance {tol[worst]:.3g} (ref {ref[finite][worst]!r})"
+    assert (err <= tol).all(), (
+        f"{int((err > tol).sum())} elements off; worst at {np.argwhere(finite)[worst].tolist()}: "
+        f"error {err[worst]:.3g} > tolerance {tol[worst]:.3g} (got {y64[finite][worst]!r}, "
+        f"oracle {ref[finite][worst]!r})"
+    )
+
+
+def check_result(y, x, freqs, **kw) -> np.ndarray:
+    """Check a result (numpy, or anything with .get() such as a DeviceArray)
+    of rotating x by freqs with keywords `kw` (inverse, repeat,
+    exclude_last, positions) against the oracle; returns it as numpy."""
+    if not isinstance(y, np.ndarray):
+        y = y.get()
+    ref = oracle(x, freqs, **kw)
+    freqs_half = np.asarray(freqs).dtype == np.float16
+    check_close(y, ref, oracle_scale(x, freqs, **kw), np.asarray(x).dtype, freqs_half)
+    return y
 
 
 def check_apply(apply, x, freqs, **kw) -> np.ndarray:
     """Run `apply(x, freqs, out=<poisoned>, **kw)` and check it against the
-    float64 reference under the contract's accuracy rules; returns the result."""
-    import vkrope
-
+    float64 oracle under the contract's accuracy rules; returns the result."""
     out = poisoned_like(x)
     y = apply(x, freqs, out=out, **kw)
     assert y is out
     assert y.dtype == x.dtype and y.shape == x.shape
     kw.pop("storage", None)
-    ref = vkrope.apply_reference(x, freqs, **kw)
-    scale = pair_scale(x, full_freqs(x, freqs, **kw))
-    freqs_half = np.asarray(freqs).dtype == np.float16
-    check_close(y, ref, scale, x.dtype, freqs_half)
-    return y
+    return check_result(y, x, freqs, **kw)

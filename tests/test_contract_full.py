@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from oracle import check_apply, complex_oracle
+from oracle import check_apply, check_result, complex_oracle, poisoned_like
 
 STORAGES = ["buffer", "texture3d"]
 DTYPES = [np.float32, np.float16]
@@ -38,7 +38,7 @@ def test_sam2_memory_keys_repeat_and_exclusion(dtype, storage):
     assert np.array_equal(y[:, -4:], x[:, -4:])
     # The same mapping through positions gives the same bits.
     pos = np.concatenate([np.tile(np.arange(256), 7), -np.ones(4, int)])
-    assert vkrope.apply(x, f, positions=pos, storage=storage).tobytes() == y.tobytes()
+    assert check_apply(vkrope.apply, x, f, positions=pos, storage=storage).tobytes() == y.tobytes()
 
 
 @pytest.mark.parametrize("storage", STORAGES)
@@ -90,12 +90,15 @@ def test_inverse_is_the_gradient():
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_out_in_place(dtype, storage):
-    x = RNG.standard_normal((3, 11, 14)).astype(dtype)
-    f = freqs_for(11, 14, dtype)
-    expected = vkrope.apply(x, f, storage=storage)
-    y = vkrope.apply(x, f, out=x, storage=storage)
-    assert y is x
-    assert x.tobytes() == expected.tobytes()
+    for c in (12, 14):  # aligned and unaligned C
+        x = RNG.standard_normal((3, 11, c)).astype(dtype)
+        f = freqs_for(11, c, dtype)
+        x0 = x.copy()
+        expected = check_apply(vkrope.apply, x, f, storage=storage)
+        y = vkrope.apply(x, f, out=x, storage=storage)
+        assert y is x
+        check_result(x, x0, f)
+        assert x.tobytes() == expected.tobytes()
 
 
 def test_out_strided_view_receives_result():
@@ -103,9 +106,10 @@ def test_out_strided_view_receives_result():
     f = freqs_for(6, 8)
     big = np.full((2, 12, 16), 7.0, np.float32)
     view = big[:, ::2, ::2]
+    view[...] = poisoned_like(view)
     y = vkrope.apply(x, f, out=view)
     assert y is view
-    np.testing.assert_array_equal(view, vkrope.apply(x, f))
+    check_result(view, x, f)
     assert (big[:, 1::2] == 7).all() and (big[:, :, 1::2] == 7).all()
 
 
@@ -122,7 +126,7 @@ def test_memory_layouts(layout, dtype):
     f = freqs_for(10, 12, dtype)
     f_layout = np.asfortranarray(f) if layout == "fortran" else f[::-1][::-1]
     y = check_apply(vkrope.apply, x, f_layout)
-    assert y.tobytes() == vkrope.apply(np.ascontiguousarray(x), np.ascontiguousarray(f)).tobytes()
+    assert y.tobytes() == check_apply(vkrope.apply, np.ascontiguousarray(x), np.ascontiguousarray(f)).tobytes()
 
 
 def sam2_compute_axial_cis(dim, end_x, end_y, theta=10000.0):

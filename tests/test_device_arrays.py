@@ -1,4 +1,4 @@
-"""Device-resident arrays: round trips, apply with no host round trip,
+"""Device-resident arrays, checked against the oracle: round trips, apply with no host round trip,
 apply_many in one submission, in place, pooling, and their errors."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import vkrope
-from oracle import check_close, full_freqs, pair_scale
+from forced import SMALL_LIMITS
+from oracle import check_result, poisoned_like
 
 RNG = np.random.default_rng(7)
 STORAGES = ["buffer", "texture3d"]
@@ -34,44 +35,55 @@ def test_round_trip(shape, dtype, storage, device):
     assert np.asarray(arr, dtype=np.float64).dtype == np.float64
 
 
+@pytest.mark.parametrize("c", [16, 14], ids=["aligned", "unaligned"])
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_apply_on_device_matches_reference(dtype, storage, device):
-    x, f = data((3, 40, 14), dtype)
+def test_apply_on_device_matches_oracle(dtype, storage, c, device):
+    x, f = data((3, 40, c), dtype)
     xd = device.asarray(x, storage=storage)
-    yd = device.apply(xd, f, inverse=True)
+    od = device.asarray(poisoned_like(x), storage=storage)
+    assert device.apply(xd, f, inverse=True, out=od) is od
+    check_result(od, x, f, inverse=True)
+    yd = device.apply(xd, f, inverse=True)  # a fresh output array
     assert isinstance(yd, vkrope.DeviceArray) and yd.storage == storage
-    y = yd.get()
-    ref = vkrope.apply_reference(x, f, inverse=True)
-    check_close(y, ref, pair_scale(x, full_freqs(x, f, inverse=True)), dtype, dtype == np.float16)
+    assert yd.shape == x.shape and yd.dtype == x.dtype
+    check_result(yd, x, f, inverse=True)
     assert xd.get().tobytes() == x.tobytes()  # input untouched
     # Chained on the device: forward then inverse by unit freqs gives x back.
-    theta = RNG.uniform(-3, 3, (40, 7))
-    u = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(40, 14).astype(np.float32)
-    back = device.apply(device.apply(xd, u), u, inverse=True).get()
+    theta = RNG.uniform(-3, 3, (40, c // 2))
+    u = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(40, c).astype(np.float32)
+    fwd = device.apply(xd, u)
+    y = check_result(fwd, x, u)
+    back = check_result(device.apply(fwd, u, inverse=True), y, u, inverse=True)
     np.testing.assert_allclose(back.astype(np.float64), x, atol=4e-3 if dtype == np.float16 else 1e-5, rtol=4e-3)
 
 
+@pytest.mark.parametrize("c", [32, 30], ids=["aligned", "unaligned"])
 @pytest.mark.parametrize("storage", STORAGES)
-def test_apply_many_one_submission(storage, device):
-    q, fq = data((1, 64, 32), np.float32)
-    k = RNG.standard_normal((1, 3 * 16 + 2, 32)).astype(np.float32)
-    fk = RNG.standard_normal((16, 32)).astype(np.float32)
+def test_apply_many_one_submission(storage, c, device):
+    q, fq = data((1, 64, c), np.float32)
+    k = RNG.standard_normal((1, 3 * 16 + 2, c)).astype(np.float32)
+    fk = RNG.standard_normal((16, c)).astype(np.float32)
     qd, kd = device.asarray(q, storage=storage), device.asarray(k, storage=storage)
-    outs = device.apply_many([(qd, fq), (kd, fk, {"repeat": 3, "exclude_last": 2}), (q, fq, {"inverse": True})])
-    assert outs[0].get().tobytes() == vkrope.apply(q, fq).tobytes()
-    assert outs[1].get().tobytes() == vkrope.apply(k, fk, repeat=3, exclude_last=2).tobytes()
-    assert isinstance(outs[2], np.ndarray)
-    assert outs[2].tobytes() == vkrope.apply(q, fq, inverse=True).tobytes()
+    qo = device.asarray(poisoned_like(q), storage=storage)
+    zo = poisoned_like(q)
+    outs = device.apply_many([(qd, fq, {"out": qo}), (kd, fk, {"repeat": 3, "exclude_last": 2}),
+                              (q, fq, {"inverse": True, "out": zo})])
+    assert outs[0] is qo and outs[2] is zo
+    assert check_result(outs[0], q, fq).tobytes() == vkrope.apply(q, fq).tobytes()
+    k_rot = check_result(outs[1], k, fk, repeat=3, exclude_last=2)
+    assert k_rot.tobytes() == vkrope.apply(k, fk, repeat=3, exclude_last=2).tobytes()
+    assert check_result(outs[2], q, fq, inverse=True).tobytes() == vkrope.apply(q, fq, inverse=True).tobytes()
 
 
+@pytest.mark.parametrize("c", [12, 14], ids=["aligned", "unaligned"])
 @pytest.mark.parametrize("storage", STORAGES)
-def test_out_device_array_in_place(storage, device):
-    x, f = data((2, 10, 12), np.float32)
+def test_out_device_array_in_place(storage, c, device):
+    x, f = data((2, 10, c), np.float32)
     xd = device.asarray(x, storage=storage)
     r = device.apply(xd, f, out=xd)
     assert r is xd
-    assert xd.get().tobytes() == vkrope.apply(x, f).tobytes()
+    assert check_result(xd, x, f).tobytes() == vkrope.apply(x, f).tobytes()
 
 
 def test_zero_size_device_array(device):
@@ -135,3 +147,19 @@ def test_arrays_of_a_closed_device():
     with pytest.raises(vkrope.DeviceClosedError):
         dev.apply(xd, f)
     del xd  # releasing after close is harmless
+
+
+@pytest.mark.parametrize("c", [512, 510], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize("storage", STORAGES)
+def test_resident_arrays_past_small_limits(make_device, storage, c):
+    """Resident arrays larger than the (forced) storage-buffer range and
+    image extent: split bindings and folded images, against the oracle."""
+    dev = make_device(**SMALL_LIMITS)
+    x, f = data((3, 200, c), np.float32)
+    assert x.nbytes > dev.info["max_storage_buffer_range"]
+    xd = dev.asarray(x, storage=storage)
+    assert xd.get().tobytes() == x.tobytes()
+    od = dev.asarray(poisoned_like(x), storage=storage)
+    assert dev.apply(xd, f, out=od) is od
+    check_result(od, x, f)
+    check_result(dev.apply(xd, f[:40], repeat=5, inverse=True), x, f[:40], repeat=5, inverse=True)

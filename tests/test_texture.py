@@ -1,5 +1,6 @@
-"""texture3d storage: same results as buffers, bit for bit, for every shape
-the buffer path takes, including shapes past lavapipe's 4096 image limit."""
+"""texture3d storage: the oracle's results, and the same bits as buffers,
+for every shape the buffer path takes, including shapes past the device's
+image limit (forced down to 64 so that any device folds them)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vkrope
-from oracle import check_apply
+from forced import force_limits
+from oracle import check_apply, check_result, poisoned_like
 from vkrope.runtime.layout import image_extent
+
+MAX_DIM = 64  # the forced maxImageDimension3D
 
 
 def make(shape, dtype, seed):
@@ -19,6 +23,15 @@ def make(shape, dtype, seed):
     theta = rng.uniform(-4, 4, size=(shape[-2], shape[-1] // 2))
     f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(shape[-2], shape[-1]).astype(dtype)
     return x, f
+
+
+@pytest.fixture(scope="module")
+def folding():
+    """A device whose images are at most 64 texels on each side."""
+    dev = force_limits(vkrope.Device(), max_image_dimension_3d=MAX_DIM)
+    assert dev.info["max_image_dimension_3d"] == MAX_DIM
+    yield dev
+    dev.close()
 
 
 @settings(max_examples=40)
@@ -31,14 +44,45 @@ def test_texture_equals_buffer_bitwise(b, n, c4, dtype, seed):
     assert t.tobytes() == u.tobytes()
 
 
-@pytest.mark.parametrize("shape", [(1, 4097, 8), (1, 6000, 16), (2, 6000, 12), (5000, 3, 8), (1, 3, 16392)],
-                         ids=lambda s: "x".join(map(str, s)))
+@settings(max_examples=25)
+@given(b=st.integers(1, 3), n=st.integers(1, 300), half=st.integers(1, 150),
+       dtype=st.sampled_from([np.float32, np.float16]), seed=st.integers(0, 2**32 - 1))
+def test_folded_texture_equals_buffer_bitwise(folding, b, n, half, dtype, seed):
+    """Any even C (aligned or not, rows wider than the image) on the folding device."""
+    x, f = make((b, n, 2 * half), dtype, seed)
+    t = check_apply(folding.apply, x, f, storage="texture3d")
+    u = check_apply(folding.apply, x, f, storage="buffer")
+    assert t.tobytes() == u.tobytes()
+
+
+PAST_THE_LIMIT = [(1, 65, 8), (1, 150, 16), (2, 150, 12), (2, 150, 14), (80, 3, 8), (80, 3, 6),
+                  (1, 3, 4 * MAX_DIM + 8), (2, 3, 4 * MAX_DIM + 6), (1, MAX_DIM * MAX_DIM, 4)]
+
+
+@pytest.mark.parametrize("shape", PAST_THE_LIMIT, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_past_the_image_limit(shape, dtype, device):
-    assert device.info["max_image_dimension_3d"] == 4096  # lavapipe: these shapes need folding
+def test_past_the_image_limit(shape, dtype, folding):
+    """Each shape needs folding (rows over height and depth, or a row wider
+    than the image continuing on the next image row) at the forced limit."""
+    width = (shape[-1] // 2 + 1) // 2
+    assert max(width, shape[-2], int(np.prod(shape[:-2]))) > MAX_DIM
     x, f = make(shape, dtype, 1)
-    t = check_apply(vkrope.apply, x, f, storage="texture3d")
-    assert t.tobytes() == vkrope.apply(x, f, storage="buffer").tobytes()
+    t = check_apply(folding.apply, x, f, storage="texture3d")
+    assert t.tobytes() == check_apply(folding.apply, x, f, storage="buffer").tobytes()
+    # Resident texture arrays fold the same way.
+    xd = folding.asarray(x, storage="texture3d")
+    assert xd.get().tobytes() == x.tobytes()
+    out = folding.asarray(poisoned_like(x), storage="texture3d")
+    assert folding.apply(xd, f, out=out, inverse=True) is out
+    check_result(out, x, f, inverse=True)
+
+
+def test_more_rows_than_one_image_holds(folding):
+    """Past maxImageDimension3D^2 image rows texture3d refuses; buffers work."""
+    x, f = make((1, MAX_DIM * MAX_DIM + 1, 4), np.float32, 2)
+    with pytest.raises(ValueError, match="maxImageDimension3D"):
+        folding.apply(x, f, storage="texture3d")
+    check_apply(folding.apply, x, f, storage="buffer")
 
 
 def test_image_extent_rules():

@@ -1,0 +1,27 @@
+"""Forced device limits: the suite crosses the same thresholds (binding
+splits, row blocks, folded images, the discrete-GPU staging path) on every
+Vulkan device, with small arrays, through `Device._force_limits`."""
+
+from __future__ import annotations
+
+import vkrope
+
+
+def force_limits(dev: vkrope.Device, *, unified=None, **limits) -> vkrope.Device:
+    """Make `dev` act as a smaller device: numeric limits only ever shrink
+    (never past what the real device allows), alignments only grow (a
+    larger power of two is still a valid one)."""
+    real = dev.info
+    for name, value in list(limits.items()):
+        if name.startswith("min_") and name.endswith("_alignment"):
+            limits[name] = max(value, real[name])
+        elif name.startswith("max_") and isinstance(value, int):
+            limits[name] = min(value, real[name])
+    dev._force_limits(unified=unified, **limits)
+    return dev
+
+
+# Small limits that make modest arrays cross every threshold (binding
+# splits, row blocks, folded images) on any device.
+SMALL_LIMITS = dict(max_storage_buffer_range=1 << 20, max_image_dimension_3d=64,
+                    max_memory_allocation_size=8 << 20)

@@ -1,0 +1,176 @@
+"""float16 results are rounded to nearest-even, once (README: "float16
+computed in float32, rounded to nearest-even once").
+
+Every case below is built so that the float32 result is exact and lies
+exactly halfway between two float16 values (or on the overflow boundary):
+x is float16 m_x * 2^a, one of (cos, sin) is float32 m_c * 2^k and the
+other 0, so each output is one product x * (cos or sin) = m * 2^e with m
+odd and just one bit too many for float16. Such a tie has two float16
+neighbours, (m - 1) * 2^e and (m + 1) * 2^e; nearest-even takes the one
+whose float16 significand (m -+ 1) / 2 is even. When m = 1 (mod 4) that is
+the one nearer zero, while "ties away from zero" takes the other: the test
+holds many such ties (normal and subnormal, both signs) and asserts that a
+ties-away (or a truncating) rounding would give different bits, so such an
+implementation fails it. Results must equal the expected bits exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import oracle, poisoned_like
+
+RNG = np.random.default_rng(2024)
+
+
+def odd_in(lo, hi):
+    """A random odd integer in [lo, hi], or None."""
+    lo += 1 - lo % 2
+    if lo > hi:
+        return None
+    return lo + 2 * int(RNG.integers(0, (hi - lo) // 2 + 1))
+
+
+def tie(m, e, sign):
+    """(tie value, nearest-even, ties-away, toward-zero) for sign * m * 2^e, m odd."""
+    lo, hi = (m - 1) * 2.0**e, (m + 1) * 2.0**e
+    even = lo if ((m - 1) // 2) % 2 == 0 else hi
+    return sign * m * 2.0**e, sign * even, sign * hi, sign * lo
+
+
+def normal_pairs(count):
+    """Pairs (x_re, x_im, cos, sin, ties): both outputs normal-range float16 ties."""
+    out = []
+    while len(out) < count:
+        m_c = int(RNG.integers(3, 4096)) | 1
+        k = int(RNG.integers(-20, 11))
+        xs, ties = [], []
+        for _ in range(2):
+            m_x = odd_in(-(-2049 // m_c), min(2047, 4095 // m_c))
+            if m_x is None:
+                break
+            e = int(RNG.integers(max(-25, k - 14), min(3, k + 5) + 1))
+            a = e - k
+            sign = float(RNG.choice([-1.0, 1.0]))
+            xs.append(sign * m_x * 2.0**a)
+            ties.append(tie(m_x * m_c, e, sign))
+        if len(xs) < 2:
+            continue
+        c = m_c * 2.0**k
+        out.append((xs[0], xs[1], c, 0.0, ties) if len(out) % 2 else (xs[1], -xs[0], 0.0, c, ties))
+    return out
+
+
+def subnormal_pairs(count):
+    """Ties in float16's subnormal range: odd multiples of 2^-25 below 2^-14."""
+    out = []
+    specials = [1, 3, 5, 7, 2047, 2045, 1023, 1025]
+    while len(out) < count:
+        if specials:
+            m_c, m_xs = specials.pop(), (1, 1)
+        else:
+            m_c = int(RNG.integers(1, 2048)) | 1
+            m_xs = [odd_in(1, 2047 // m_c) for _ in range(2)]
+        a = int(RNG.integers(-6, 6))
+        c = m_c * 2.0 ** (-25 - a)
+        signs = [float(RNG.choice([-1.0, 1.0])) for _ in range(2)]
+        xs = [s * mx * 2.0**a for s, mx in zip(signs, m_xs)]
+        ties = [tie(mx * m_c, -25, s) for s, mx in zip(signs, m_xs)]
+        out.append((xs[0], xs[1], c, 0.0, ties) if len(out) % 2 else (xs[1], -xs[0], 0.0, c, ties))
+    return out
+
+
+INF = float("inf")
+# (x_re, x_im, cos, sin, [(value, nearest-even) for re, im]) around float16's largest value 65504.
+OVERFLOW = [
+    (16.0, -16.0, 4095.0, 0.0, [(65520.0, INF), (-65520.0, -INF)]),  # the tie above 65504 rounds to inf
+    (16.0, -16.0, 4095.0 - 2.0**-12, 0.0, [(65520.0 - 2.0**-8, 65504.0), (-(65520.0 - 2.0**-8), -65504.0)]),
+    (16.0, 16.0, 4094.0, 0.0, [(65504.0, 65504.0), (65504.0, 65504.0)]),
+    (16.0, 16.0, 65535.0 / 16, 0.0, [(65535.0, INF), (65535.0, INF)]),
+    (16.0, -16.0, 4094.5, 0.0, [(65512.0, 65504.0), (-65512.0, -65504.0)]),
+    (65504.0, -65504.0, 1 + 2.0**-12, 0.0, [(65504.0 * (1 + 2.0**-12), 65504.0), (-65504.0 * (1 + 2.0**-12), -65504.0)]),
+    (-65504.0, 65504.0, 0.0, 1 + 2.0**-11, [(-65504.0 * (1 + 2.0**-11), -INF), (-65504.0 * (1 + 2.0**-11), -INF)]),
+    (1.0, 1.0 + 2.0**-10, 1 + 2.0**-11, 0.0, [(1 + 2.0**-11, 1.0), None]),  # the README's example: 1 + 2^-11 -> 1
+]
+
+
+def build(c):
+    """x (float16) [N, C], freqs (float32) [N, C], and the expected float16 bits of the forward rotation."""
+    normal, subnormal = normal_pairs(120), subnormal_pairs(60)
+    pairs = normal + subnormal + [(xr, xi, co, si, None) for xr, xi, co, si, _ in OVERFLOW]
+
+    # The construction is exact: x is float16, freqs float32, the products exact float32 ties.
+    for xr, xi, co, si, _ in pairs:
+        assert float(np.float16(xr)) == xr and float(np.float16(xi)) == xi, (xr, xi)
+        assert float(np.float32(co)) == co and float(np.float32(si)) == si, (co, si)
+        for prod in (xr * co, xi * si, xr * si, xi * co):
+            assert float(np.float32(prod)) == prod, prod
+    # Ties-away and truncation really differ from nearest-even on many of them.
+    for group in (normal, subnormal):
+        ties = [t for *_, ts in group for t in ts]
+        for sign in (-1, 1):
+            sel = [t for t in ties if np.sign(t[0]) == sign]
+            assert sum(t[1] != t[2] for t in sel) >= 10, "too few ties where ties-away differs"
+            assert sum(t[1] != t[3] for t in sel) >= 10, "too few ties where truncation differs"
+        for value, even, _, _ in ties:  # numpy's float64 -> float16 conversion agrees (it rounds to nearest-even)
+            assert np.float16(value).tobytes() == np.float16(even).tobytes(), (value, even)
+
+    per_row = c // 2
+    n = -(-len(pairs) // per_row)
+    xp = np.empty((n * per_row, 2))
+    fp = np.empty((n * per_row, 2))
+    xp[:], fp[:] = (0.5, -0.25), (1.0, 0.0)  # padding pairs: exact
+    for i, (xr, xi, co, si, _) in enumerate(pairs):
+        xp[i], fp[i] = (xr, xi), (co, si)
+    x = xp.reshape(n, c).astype(np.float16)
+    f = fp.reshape(n, c).astype(np.float32)
+
+    expected = {}
+    for i, (xr, xi, co, si, ties) in enumerate(pairs[: len(normal) + len(subnormal)]):
+        expected[(i, 0)], expected[(i, 1)] = ties[0][:2], ties[1][:2]
+    for j, (*_, vals) in enumerate(OVERFLOW):
+        i = len(normal) + len(subnormal) + j
+        for k, v in enumerate(vals):
+            if v is not None:
+                expected[(i, k)] = v
+    return x, f, expected
+
+
+@pytest.mark.parametrize("c", [8, 6], ids=["aligned", "unaligned"])
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_float16_ties_round_to_nearest_even(storage, c, device):
+    x, f, expected = build(c)
+    ref = oracle(x, f)
+    flat_ref = ref.reshape(-1, 2)
+    for (i, k), (value, even) in expected.items():
+        assert flat_ref[i, k] == value, ((i, k), flat_ref[i, k], value)  # the oracle's exact result is the tie
+    with np.errstate(over="ignore"):
+        want = ref.astype(np.float16)  # every element is exact float32 and rounded once
+    for (i, k), (value, even) in expected.items():
+        assert want.reshape(-1, 2)[i, k].tobytes() == np.float16(even).tobytes()
+
+    for kw in ({}, {"inverse": True}):
+        out = poisoned_like(x)
+        y = device.apply(x, f, out=out, storage=storage, **kw)
+        assert y is out
+        with np.errstate(over="ignore"):
+            want = oracle(x, f, **kw).astype(np.float16)  # numpy rounds float64 to nearest-even
+        bad = np.argwhere(y.view(np.uint16) != want.view(np.uint16))
+        assert not bad.size, (
+            f"{len(bad)} float16 results not rounded to nearest-even ({kw}); first: x {x[tuple(bad[0])]!r}, "
+            f"exact {oracle(x, f, **kw)[tuple(bad[0])]!r}, got {y[tuple(bad[0])]!r}, want {want[tuple(bad[0])]!r}"
+        )
+
+
+def test_a_ties_away_or_truncating_rounding_would_fail():
+    """On the same data, the bits a ties-away or a truncating float16
+    conversion would give differ from the expected ones in many places, so
+    the exact comparison above rejects either."""
+    for group in (normal_pairs(120), subnormal_pairs(60)):
+        ties = [t for *_, ts in group for t in ts]
+        even = np.array([t[1] for t in ties], np.float16).view(np.uint16)
+        away = np.array([t[2] for t in ties], np.float16).view(np.uint16)
+        trunc = np.array([t[3] for t in ties], np.float16).view(np.uint16)
+        assert (away != even).sum() >= 40 and (trunc != even).sum() >= 40
