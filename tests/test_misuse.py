@@ -792,6 +792,7 @@ def _args_with(name: str, wrap):
     return x, kw
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
 @pytest.mark.parametrize("name", ["x", "freqs", "positions", "out"])
 def test_matrix_arguments_are_refused(device, name):
     """#11.16: np.matrix freqs failed inside numpy; every array argument now
@@ -811,6 +812,7 @@ def test_masked_arguments_are_refused(device, name):
             apply(x, **kw)
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_subclasses_are_refused_everywhere(device):
     """The same rule for asarray, apply_many and apply_reference."""
     m = np.ma.masked_array(rand((2, 4)))
