@@ -8,6 +8,7 @@ from typing import cast
 
 import numpy as np
 
+from .arguments import check_request
 from .device import Device
 
 _default: Device | None = None
@@ -61,7 +62,15 @@ def apply(
 
     Returns a new array of x's shape and dtype (or `out`).
     """
-    return cast(np.ndarray, default_device().apply(
+    dev = _default
+    if dev is None or dev.closed:
+        # Argument errors come before any GPU work, device creation included
+        # (a TypeError stays a TypeError on a machine without Vulkan). Once
+        # the device exists, Device.apply checks them before its GPU work.
+        check_request(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                      positions=positions, storage=storage)
+        dev = default_device()
+    return cast(np.ndarray, dev.apply(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,
     ))
