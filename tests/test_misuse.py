@@ -190,6 +190,19 @@ def test_apply_many_numpy_inputs_each_get_their_own_result(device, storage, form
         assert_rope(y, x, f)
 
 
+def test_apply_many_numpy_out_that_is_another_jobs_x(device):
+    """Sibling of #11.1: job 1's numpy `out` is job 2's x. apply_many
+    uploads every numpy x first (its docstring), so job 2 rotates x2 as it
+    was, and x2 receives job 1's result."""
+    x1, x2 = rand((1, 8, 8)), rand((1, 8, 8))
+    x2_before = x2.copy()
+    f = freqs_table(8, 8)
+    y1, y2 = device.apply_many([(x1, f, {"out": x2}), (x2, f)])
+    assert y1 is x2
+    assert_rope(x2, x1, f)
+    assert_rope(y2, x2_before, f)
+
+
 # --- 2. an exception between submit and fence wait ----------------------------
 class Interrupt(Exception):
     """Raised by the SIGALRM handler at a random point of a call."""
@@ -397,6 +410,27 @@ def test_pickling_a_device_array_is_refused(device, protocol):
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(a.get())), a.get())
 
 
+def test_copying_a_device_leaves_the_original_usable():
+    """Sibling of #11.4: copy.copy(Device) made a second owner of the same
+    Vulkan device; when the copy was garbage collected it closed the
+    original's device. Either refuse the copy (TypeError) or keep the
+    original working."""
+    x = rand((1, 8, 8))
+    f = freqs_table(8, 8)
+    with vkrope.Device() as dev:
+        for how in (copy.copy, copy.deepcopy):
+            try:
+                other = how(dev)
+            except TypeError:
+                continue
+            del other
+            gc.collect()
+            assert not dev.closed
+            assert_rope(dev.apply(x, f), x, f)
+        with pytest.raises(TypeError):
+            pickle.dumps(dev)
+
+
 # --- 5. out aliasing freqs ------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("order", ["F", "C"])
@@ -414,6 +448,20 @@ def test_out_aliasing_freqs(device, dtype, order, big):
     y = device.apply(x, buf, out=buf)
     assert y is buf
     assert_rope(buf, x, f0)
+
+
+def test_out_aliasing_freqs_in_row_blocks(fresh_device):
+    """Sibling of #11.5 on the row-block path (maxMemoryAllocationSize
+    forced to 1 MiB): the first block's output lands on freqs rows that the
+    second block's positions still read."""
+    dev = fresh_device
+    dev._force_limits(max_memory_allocation_size=1 << 20)
+    x = rand((12, 128, 128))  # 768 KiB: blocks of 8 and 4 batches
+    f0 = freqs_table(12 * 128, 128).reshape(x.shape)  # 1536 rows, out's shape
+    pos = RNG.integers(0, 1024, 128)  # rows the first block overwrites
+    buf = f0.copy()
+    assert dev.apply(x, buf, out=buf, positions=pos) is buf
+    assert_rope(buf, x, f0, positions=pos)
 
 
 @pytest.mark.parametrize("big", [True, False], ids=["zero_copy", "small"])
@@ -449,6 +497,20 @@ def test_overlapping_out_and_x_in_row_blocks(fresh_device, storage, layout):
     x0 = x.copy()
     assert dev.apply(x, f, out=out, storage=storage, **kw) is out
     assert_rope(out, x0, f, **kw)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("size", ["small", "zero_copy"])
+@pytest.mark.parametrize("shift", ["up", "down"])
+def test_overlapping_out_and_x_in_one_block(device, storage, size, shift):
+    """Sibling of #11.6 below the row-block limit: the staged path (small)
+    and the imported path (>= 4 MiB, x overlapping out is copied first)."""
+    buf = rand((17, 64, 64) if size == "small" else (5, 1024, 256))
+    f = freqs_table(buf.shape[1], buf.shape[2])
+    x, out = (buf[:-1], buf[1:]) if shift == "up" else (buf[1:], buf[:-1])
+    x0 = x.copy()
+    assert device.apply(x, f, out=out, storage=storage) is out
+    assert_rope(out, x0, f)
 
 
 # --- 7. apply_many jobs that depend on each other ----------------------------
