@@ -53,7 +53,8 @@ def _cos_sin(freqs, c) -> tuple[np.ndarray, np.ndarray]:
 def rope64(x, freqs, *, inverse=False, repeat=1, exclude_last=0, positions=None) -> np.ndarray:
     """The rotation in float64, per pair: (re c - im s, re s + im c), in real
     arithmetic (a complex 1j * inf would make NaN of an infinite input)."""
-    x64 = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs
+        x64 = np.asarray(x, np.float64)
     n, c = x64.shape[-2], x64.shape[-1]
     cos, sin = _cos_sin(freqs, c)
     if inverse:
@@ -78,8 +79,8 @@ def assert_rope(y, x, freqs, **kw) -> None:
     x = np.asarray(x)
     assert y.shape == x.shape and y.dtype == x.dtype, (y.shape, y.dtype, x.shape, x.dtype)
     ref = rope64(x, freqs, **kw)
-    scale = np.repeat(np.abs(x.astype(np.float64)).reshape(*x.shape[:-1], -1, 2).sum(-1), 2, axis=-1)
     with np.errstate(invalid="ignore"):  # signalling NaNs
+        scale = np.repeat(np.abs(x.astype(np.float64)).reshape(*x.shape[:-1], -1, 2).sum(-1), 2, axis=-1)
         y64 = y.astype(np.float64)
     finite = np.isfinite(ref)
     assert np.isfinite(y64[finite]).all(), (
