@@ -2,13 +2,17 @@
 """Print a benchmark JSON (from `vkrope bench`) as the markdown table used in
 docs/PERFORMANCE.md.
 
-    python scripts/perf_table.py bench-out/bench.json
+    python scripts/perf_table.py [bench-out/bench.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+
+DEFAULT = "bench-out/bench.json"
 
 
 def ms(v: float | None) -> str:
@@ -42,4 +46,17 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench-out/bench.json")
+    parser = argparse.ArgumentParser(description="Print a `vkrope bench` JSON as the markdown table of docs/PERFORMANCE.md.")
+    parser.add_argument("json", nargs="?", metavar="BENCH.json",
+                        help=f"the benchmark JSON (default {DEFAULT} when it exists; write it with `vkrope bench`)")
+    args = parser.parse_args()
+    path = args.json
+    if path is None:
+        if not os.path.exists(DEFAULT):
+            parser.error(f"no BENCH.json given and no {DEFAULT} here; run `python -m vkrope bench` first")
+        path = DEFAULT
+    try:
+        main(path)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"perf_table.py: {path}: not a readable vkrope bench JSON ({type(exc).__name__}: {exc})", file=sys.stderr)
+        sys.exit(1)

@@ -39,7 +39,9 @@ def test_examples_exist():
 
 def cli(*args, **kw):
     """Run the command with the validation layer on; it must stay silent."""
-    res = run([sys.executable, "-m", "vkrope", *args], env={"VKROPE_VALIDATION": "1"}, **kw)
+    # PYTHONPATH: this checkout's vkrope even when cwd is elsewhere.
+    env = {"VKROPE_VALIDATION": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    res = run([sys.executable, "-m", "vkrope", *args], env=env, **kw)
     assert "Vulkan validation" not in res.stderr, res.stderr
     return res
 
@@ -96,7 +98,7 @@ def test_cli_apply_positions(tmp_path):
     ("odd_c", ["ValueError", "even"]),
     ("bad_storage", ["ValueError", "storage"]),
     ("bad_repeat", ["ValueError", "repeat"]),
-    ("not_npy", ["not a readable .npy"]),
+    ("not_npy", ["X.npy", "not a valid .npy file"]),
 ])
 def test_cli_errors_are_one_line(tmp_path, case, words):
     x = np.ones((1, 3, 4), np.float32)
@@ -124,6 +126,100 @@ def test_cli_errors_are_one_line(tmp_path, case, words):
     assert "Traceback" not in res.stderr
     debug = cli("--debug", *args)
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def _one_line_error(res, *words):
+    """Exit 1 and exactly one line `vkrope: error: ...` holding `words`."""
+    assert res.returncode == 1, (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vkrope: error: "), res.stderr
+    assert "Traceback" not in res.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+def _npy_pair(tmp_path):
+    np.save(tmp_path / "x.npy", np.ones((1, 3, 4), np.float32))
+    np.save(tmp_path / "f.npy", np.ones((3, 4), np.float32))
+    return str(tmp_path / "x.npy"), str(tmp_path / "f.npy")
+
+
+@pytest.mark.parametrize("which,content", [
+    ("X.npy", b""),  # empty: EOFError: No data left in file
+    ("X.npy", b"hello, this is text\n"),  # numpy's pickle message
+    ("FREQS.npy", b""),
+    ("FREQS.npy", b"\x93NUMPY garbage"),  # a broken header
+    ("--positions", b"not an array"),
+])
+def test_cli_invalid_npy_names_the_argument(tmp_path, which, content):
+    """#11.15: a file that is not a .npy file is one line naming the argument."""
+    x, f = _npy_pair(tmp_path)
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(content)
+    args = {"X.npy": [str(bad), f], "FREQS.npy": [x, str(bad)], "--positions": [x, f, "--positions", str(bad)]}[which]
+    res = cli("apply", *args, "-o", str(tmp_path / "y.npy"))
+    line = _one_line_error(res, which, "not a valid .npy file", str(bad))
+    assert "pickle" not in line.lower() and "EOFError" not in line, line
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_cli_refuses_pickled_object_arrays(tmp_path):
+    """Arrays are always loaded with allow_pickle=False."""
+    x, f = _npy_pair(tmp_path)
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    res = cli("apply", str(tmp_path / "obj.npy"), f, "-o", str(tmp_path / "y.npy"))
+    _one_line_error(res, "X.npy", "not a valid .npy file")
+
+
+def test_cli_refuses_npz_archives(tmp_path):
+    x, f = _npy_pair(tmp_path)
+    np.savez(tmp_path / "x.npz", x=np.ones((1, 3, 4), np.float32))
+    res = cli("apply", str(tmp_path / "x.npz"), f, "-o", str(tmp_path / "y.npy"))
+    _one_line_error(res, "X.npy", "not a valid .npy file")
+
+
+@pytest.mark.parametrize("name", ["out_noext", "out.data", "y.npy"])
+def test_cli_writes_exactly_the_output_path(tmp_path, name):
+    """#11.15: `-o out_noext` wrote out_noext.npy while saying otherwise."""
+    x, f = _npy_pair(tmp_path)
+    res = cli("apply", x, f, "-o", str(tmp_path / name))
+    assert res.returncode == 0, res.stderr
+    assert f"wrote {tmp_path / name}:" in res.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"x.npy", "f.npy", name})
+    y = np.load(tmp_path / name)
+    assert y.shape == (1, 3, 4) and y.dtype == np.float32
+
+
+def test_cli_refuses_a_directory_as_output(tmp_path):
+    """#11.15: `-o .` printed "wrote ." and wrote `..npy`."""
+    x, f = _npy_pair(tmp_path)
+    res = cli("apply", x, f, "-o", ".", cwd=tmp_path)
+    _one_line_error(res, "-o/--output", "directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.npy", "x.npy"]
+    res = cli("apply", x, f, "-o", str(tmp_path / "missing" / "y.npy"))
+    _one_line_error(res, "-o/--output", "does not exist")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["bench", "--repeats", "-3"], ["--repeats", "positive"]),
+    (["bench", "--repeats", "0"], ["--repeats", "positive"]),
+    (["bench", "--repeats", "many"], ["--repeats", "positive"]),
+    (["bench", "--shapes", "1x-2x4"], ["--shapes"]),
+    (["bench", "--shapes", "axb"], ["--shapes"]),
+    (["apply", "x.npy", "f.npy", "-o", "y.npy", "--repeat", "-1"], ["repeat"]),
+    (["apply", "x.npy", "f.npy", "-o", "y.npy", "--repeat", "two"], ["--repeat"]),
+    (["apply", "x.npy", "f.npy", "-o", "y.npy", "--exclude-last", "-2"], ["exclude_last"]),
+    (["apply", "x.npy", "f.npy"], ["-o/--output"]),
+    (["nosuchcommand"], ["nosuchcommand"]),
+])
+def test_cli_numeric_and_usage_errors_are_one_line(tmp_path, args, words):
+    """#11.15: `bench --repeats -3` was accepted; every numeric option must
+    be checked, and usage errors follow the one-line, exit-1 rule."""
+    _npy_pair(tmp_path)
+    res = cli(*args, "--out", str(tmp_path / "bench")) if args[0] == "bench" else cli(*args, cwd=tmp_path)
+    _one_line_error(res, *words)
+    assert not (tmp_path / "bench").exists()
 
 
 def test_cli_bench_quick_tiny(tmp_path):

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 
@@ -97,24 +97,57 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_npy(path: str, what: str) -> np.ndarray:
+    """One array from a .npy file (never a pickle, never an .npz archive);
+    every failure is a ValueError that names the argument `what`."""
+    import os
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(6) != b"\x93NUMPY":
+                size = os.fstat(fh.fileno()).st_size
+                why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
+                raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
+            fh.seek(0)
+            return np.lib.format.read_array(fh, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no such file {path!r}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what}: {path!r} is a directory, not a .npy file") from None
+    except ValueError as exc:
+        if str(exc).startswith(f"{what}: "):
+            raise
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({exc})") from None
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
+
+
+def check_output_path(path: str, what: str) -> None:
+    """Refuse an output path that cannot be written as a file, before any work."""
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, 'out.npy')!r}")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     """Rotate X.npy by FREQS.npy into OUT.npy."""
     import vkrope
 
-    def load(path: str, what: str) -> np.ndarray:
-        try:
-            return np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise ValueError(f"{what}: no such file {path!r}") from None
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{what}: {path!r} is not a readable .npy file ({exc})") from None
-
-    x = load(args.x, "X")
-    freqs = load(args.freqs, "FREQS")
-    positions = load(args.positions, "--positions") if args.positions else None
+    check_output_path(args.output, "-o/--output")
+    x = load_npy(args.x, "X.npy")
+    freqs = load_npy(args.freqs, "FREQS.npy")
+    positions = load_npy(args.positions, "--positions") if args.positions else None
     y = vkrope.apply(x, freqs, inverse=args.inverse, repeat=args.repeat, exclude_last=args.exclude_last,
                      positions=positions, storage=args.storage)
-    np.save(args.output, y)
+    try:
+        with open(args.output, "wb") as fh:  # exactly this path (np.save(path) would append .npy)
+            np.save(fh, y, allow_pickle=False)
+    except OSError as exc:
+        raise ValueError(f"-o/--output: cannot write {args.output!r} ({exc.strerror or exc})") from None
     print(f"wrote {args.output}: shape {y.shape}, dtype {y.dtype}")
     return 0
 
@@ -153,9 +186,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors print one line and exit 1, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"vkrope: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `vkrope` command."""
-    parser = argparse.ArgumentParser(prog="vkrope", description="Interleaved RoPE on a Vulkan device.")
+    parser = _Parser(prog="vkrope", description="Interleaved RoPE on a Vulkan device.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="EdgeTAM memory attention walk-through with errors and timings")
@@ -176,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
-    p.add_argument("--repeats", type=int, help="timed repeats per measurement (default 9, quick 5)")
+    p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
     p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])
     p.add_argument("--dtype", nargs="+", default=["float32", "float16"], choices=["float32", "float16"])
     p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from typing import cast
 
 import numpy as np
 
+from .arguments import check_request
 from .device import Device
 
 _default: Device | None = None
 _default_lock = threading.Lock()
+
+
+def _fresh_lock_in_child() -> None:
+    global _default_lock
+    _default_lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 def default_device() -> Device:
@@ -61,7 +71,15 @@ def apply(
 
     Returns a new array of x's shape and dtype (or `out`).
     """
-    return cast(np.ndarray, default_device().apply(
+    dev = _default
+    if dev is None or dev.closed:
+        # Argument errors come before any GPU work, device creation included
+        # (a TypeError stays a TypeError on a machine without Vulkan). Once
+        # the device exists, Device.apply checks them before its GPU work.
+        check_request(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                      positions=positions, storage=storage)
+        dev = default_device()
+    return cast(np.ndarray, dev.apply(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,
     ))

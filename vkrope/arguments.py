@@ -69,6 +69,19 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _refuse_subclass(name: str, a: Any) -> None:
+    """np.matrix and masked arrays are ndarrays whose meaning numpy's plain
+    functions do not keep (matrix reshapes stay 2-D, masks are dropped):
+    refuse them rather than compute something else."""
+    if isinstance(a, np.matrix):
+        raise TypeError(f"{name} must be a plain numpy array, not np.matrix; pass np.asarray({name})")
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must be a plain numpy array, not a masked array (vkrope would ignore the mask); pass "
+            f"{name}.filled(value) with the value masked elements should hold"
+        )
+
+
 def check_x(x: Any, name: str = "x") -> Any:
     """x (a numpy array or a DeviceArray) of float32 or float16 with at least
     2 axes and even C."""
@@ -79,6 +92,8 @@ def check_x(x: Any, name: str = "x") -> Any:
             raise ValueError(f"{name} is a released DeviceArray")
     elif not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of float32 or float16; got {_describe(x)}")
+    else:
+        _refuse_subclass(name, x)
     if x.dtype not in X_DTYPES:
         raise TypeError(
             f"{name} must have dtype float32 or float16; got {x.dtype} "
@@ -126,6 +141,7 @@ def check_request(
     # --- freqs ------------------------------------------------------------
     if not isinstance(freqs, np.ndarray):
         raise TypeError(f"freqs must be a numpy array (float32, float16 or complex); got {_describe(freqs)}")
+    _refuse_subclass("freqs", freqs)
     if freqs.dtype in COMPLEX_FREQS_DTYPES:
         per_row = half
         pairs_dtype = np.float64 if freqs.dtype == np.complex128 else np.float32
@@ -161,6 +177,7 @@ def check_request(
             )
         if not isinstance(positions, np.ndarray):
             raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {_describe(positions)}")
+        _refuse_subclass("positions", positions)
         if positions.dtype == np.bool_ or not np.issubdtype(positions.dtype, np.integer):
             raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
         if positions.shape != (n_tokens,):
@@ -200,6 +217,8 @@ def check_request(
                 raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
         elif not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy array of shape {x.shape} and dtype {x.dtype}; got {_describe(out)}")
+        else:
+            _refuse_subclass("out", out)
         if out.dtype != x.dtype:
             raise TypeError(f"out must have dtype {x.dtype} (the dtype of x); got {out.dtype}")
         if out.shape != x.shape:

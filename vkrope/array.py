@@ -15,6 +15,8 @@ class DeviceArray:
     `get()` (or `np.asarray(arr)`) copies it back to a new numpy array. Its
     device memory returns to the device's pool when the array is garbage
     collected, or at once with `release()`; closing the device invalidates it.
+    `copy.copy` / `copy.deepcopy` give a new array with its own device
+    memory; pickling raises TypeError (pickle `arr.get()`).
     """
 
     __array_priority__ = 100
@@ -53,6 +55,10 @@ class DeviceArray:
         return self._owner._download(self)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False:  # numpy 2: np.asarray(arr, copy=False) must not copy
+            raise ValueError(
+                "a DeviceArray lives on the device; a copy is always needed: use np.asarray(arr) or arr.get()"
+            )
         a = self.get()
         return a if dtype is None else a.astype(dtype, copy=False)
 
@@ -60,6 +66,17 @@ class DeviceArray:
     def released(self) -> bool:
         """Whether `release()` ran (the array is unusable then)."""
         return self._released
+
+    def __copy__(self) -> "DeviceArray":
+        # A new array with its own device memory, copied on the device
+        # (sharing the resource would give it back to the pool twice).
+        return self._owner._copy_array(self)
+
+    def __deepcopy__(self, memo: dict) -> "DeviceArray":
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a DeviceArray cannot be pickled: it lives in device memory; pickle arr.get()")
 
     def release(self) -> None:
         """Give the device memory back now (idempotent); the array is unusable after."""

@@ -1,0 +1,950 @@
+"""Issue #11, "Nothing lost under misuse": one regression test (or more) per
+defect found by adversarial use, plus their siblings.
+
+Every result is checked against a float64 rotation written here
+(`rope64`), never against vkrope.apply_reference, and outputs we own are
+poisoned with NaN first. Cases that crash or hang the interpreter today run
+in a subprocess with a hard timeout. The validation layer is on
+(tests/conftest.py fails a test on any message)."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vkrope
+
+ROOT = Path(__file__).resolve().parent.parent
+RNG = np.random.default_rng(11)
+STORAGES = ("buffer", "texture3d")
+
+
+# --- the float64 rotation and its check --------------------------------------
+def _rows(n, nf, repeat=1, exclude_last=0, positions=None) -> np.ndarray:
+    """Each token's freqs row (-1 = pass through)."""
+    if positions is not None:
+        return np.asarray(positions, np.int64)
+    rows = np.full(n, -1, np.int64)
+    if nf:
+        rows[: n - exclude_last] = np.arange(n - exclude_last) % nf
+    return rows
+
+
+def _cos_sin(freqs, c) -> tuple[np.ndarray, np.ndarray]:
+    f = np.asarray(freqs)
+    if np.iscomplexobj(f):
+        f = f.astype(np.complex128).reshape(-1, c // 2)
+        return f.real, f.imag
+    f = f.astype(np.float64).reshape(-1, c // 2, 2)
+    return f[..., 0], f[..., 1]
+
+
+def rope64(x, freqs, *, inverse=False, repeat=1, exclude_last=0, positions=None) -> np.ndarray:
+    """The rotation in float64, per pair: (re c - im s, re s + im c), in real
+    arithmetic (a complex 1j * inf would make NaN of an infinite input)."""
+    with np.errstate(invalid="ignore"):  # signalling NaNs
+        x64 = np.asarray(x, np.float64)
+    n, c = x64.shape[-2], x64.shape[-1]
+    cos, sin = _cos_sin(freqs, c)
+    if inverse:
+        sin = -sin
+    rows = _rows(n, cos.shape[0], repeat, exclude_last, positions)
+    rotated = rows >= 0
+    picked = np.maximum(rows, 0)
+    re, im = x64[..., 0::2], x64[..., 1::2]
+    out = x64.copy()  # pass-through tokens keep their values
+    if cos.shape[0] and rotated.any():
+        cs, sn = cos[picked][rotated], sin[picked][rotated]
+        r, i = re[..., rotated, :], im[..., rotated, :]
+        out[..., rotated, 0::2] = r * cs - i * sn
+        out[..., rotated, 1::2] = r * sn + i * cs
+    return out
+
+
+def assert_rope(y, x, freqs, **kw) -> None:
+    """y is x rotated by freqs: float32 within 1e-5 of each pair's scale,
+    float16 within one float16 ulp plus 2^-22 of the scale."""
+    y = np.asarray(y)
+    x = np.asarray(x)
+    assert y.shape == x.shape and y.dtype == x.dtype, (y.shape, y.dtype, x.shape, x.dtype)
+    ref = rope64(x, freqs, **kw)
+    with np.errstate(invalid="ignore"):  # signalling NaNs
+        scale = np.repeat(np.abs(x.astype(np.float64)).reshape(*x.shape[:-1], -1, 2).sum(-1), 2, axis=-1)
+        y64 = y.astype(np.float64)
+    finite = np.isfinite(ref)
+    assert np.isfinite(y64[finite]).all(), (
+        f"NaN/Inf where the result is finite (unwritten or wrong elements) at "
+        f"{np.argwhere(~np.isfinite(y64) & finite)[:4].tolist()}")
+    assert np.isnan(y64[np.isnan(ref)]).all()
+    if y.dtype == np.float32:
+        tol = 1e-5 * scale + 1e-30
+    else:
+        tol = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64) + 2.0**-22 * scale
+    err = np.where(finite, np.abs(y64 - np.where(finite, ref, 0)), 0)
+    bad = err > tol
+    assert not bad.any(), (
+        f"{int(bad.sum())} of {y.size} elements wrong; first at {np.argwhere(bad)[0].tolist()}: "
+        f"got {y64[bad][0]!r}, want {ref[bad][0]!r}")
+
+
+def rand(shape, dtype=np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def freqs_table(nf: int, c: int, dtype=np.float32) -> np.ndarray:
+    """[nf, c] interleaved (cos, sin) of random angles."""
+    theta = RNG.uniform(-np.pi, np.pi, (nf, c // 2))
+    return np.stack([np.cos(theta), np.sin(theta)], -1).reshape(nf, c).astype(dtype)
+
+
+def poisoned(shape, dtype=np.float32) -> np.ndarray:
+    return np.full(shape, np.nan, dtype)
+
+
+def run_py(code: str, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter from the repository root (so it
+    imports this checkout of vkrope)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    try:
+        return subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code), *args], cwd=ROOT,
+                              capture_output=True, text=True, env=full_env, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the subprocess hung (killed after {timeout} s); output so far: {exc.stdout!r} {exc.stderr!r}")
+
+
+@pytest.fixture
+def fresh_device():
+    """A Device of its own (limits may be forced on it), closed after."""
+    dev = vkrope.Device()
+    yield dev
+    dev.close()
+
+
+@pytest.fixture
+def vk_spy(monkeypatch):
+    """Record the range of every storage-buffer descriptor and the size of
+    every memory allocation, at the `vulkan` package's functions (below
+    vkrope, whatever its internals). Limits forced with Device._force_limits
+    are invisible to the driver and the validation layer, so this is how a
+    test sees that vkrope respects them."""
+    import vulkan
+
+    seen: dict[str, list[int]] = {"ranges": [], "allocations": []}
+    update, allocate = vulkan.vkUpdateDescriptorSets, vulkan.vkAllocateMemory
+
+    def spy_update(device, count, writes, *rest):
+        for i in range(count):
+            w = writes[i]
+            if w.descriptorType == vulkan.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER:
+                seen["ranges"] += [int(w.pBufferInfo[j].range) for j in range(w.descriptorCount)]
+        return update(device, count, writes, *rest)
+
+    def spy_allocate(device, info, *rest):
+        seen["allocations"].append(int(info.allocationSize))
+        return allocate(device, info, *rest)
+
+    def spy_dispatch(cmd, x, y, z, dispatch=vulkan.vkCmdDispatch):
+        seen["dispatches"].append((int(x), int(y), int(z)))
+        return dispatch(cmd, x, y, z)
+
+    seen["dispatches"] = []
+    monkeypatch.setattr(vulkan, "vkCmdDispatch", spy_dispatch)
+    monkeypatch.setattr(vulkan, "vkUpdateDescriptorSets", spy_update)
+    monkeypatch.setattr(vulkan, "vkAllocateMemory", spy_allocate)
+    return seen
+
+
+# --- 1. apply_many with several numpy inputs --------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("form", ["numpy", "numpy_with_out", "mixed_with_device_arrays"])
+def test_apply_many_numpy_inputs_each_get_their_own_result(device, storage, form):
+    """#11.1: numpy inputs are uploaded into temporaries; each must stay
+    alive until the submission ran (today the second upload reuses the
+    first one's memory: y1 comes back as the rotation of x2)."""
+    xs = [RNG.random((1, 7, 64)).astype(np.float32) for _ in range(3)]
+    f = vkrope.axial_freqs(64, 7, 1)
+    calls = []
+    for i, x in enumerate(xs):
+        kw = {"storage": storage}
+        if form == "numpy_with_out":
+            kw["out"] = poisoned(x.shape)
+        if form == "mixed_with_device_arrays" and i == 1:
+            calls.append((device.asarray(x, storage=storage), f))
+        else:
+            calls.append((x, f, kw))
+    ys = device.apply_many(calls)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if isinstance(y, vkrope.DeviceArray):
+            y = y.get()
+        assert_rope(y, x, f)
+
+
+def test_apply_many_numpy_out_that_is_another_jobs_x(device):
+    """Sibling of #11.1: job 1's numpy `out` is job 2's x. apply_many
+    uploads every numpy x first (its docstring), so job 2 rotates x2 as it
+    was, and x2 receives job 1's result."""
+    x1, x2 = rand((1, 8, 8)), rand((1, 8, 8))
+    x2_before = x2.copy()
+    f = freqs_table(8, 8)
+    y1, y2 = device.apply_many([(x1, f, {"out": x2}), (x2, f)])
+    assert y1 is x2
+    assert_rope(x2, x1, f)
+    assert_rope(y2, x2_before, f)
+
+
+# --- 2. an exception between submit and fence wait ----------------------------
+class Interrupt(Exception):
+    """Raised by the SIGALRM handler at a random point of a call."""
+
+
+def _interrupt_storm(dev, step, check, seconds: float, typical: float, max_tries: int = 150) -> int:
+    """Call `step()` under a randomly timed SIGALRM whose handler raises
+    Interrupt; after each call (interrupted or not) run `check(interrupted)`.
+    Returns the number of interrupted calls."""
+    armed = [False]
+
+    def handler(signum, frame):
+        if armed[0]:
+            armed[0] = False
+            raise Interrupt()
+
+    old = signal.signal(signal.SIGALRM, handler)
+    hit = 0
+    deadline = time.monotonic() + seconds
+    try:
+        for _ in range(max_tries):
+            if time.monotonic() > deadline:
+                break
+            delay = float(RNG.uniform(1e-5, 1.5 * typical))
+            interrupted = False
+            try:
+                armed[0] = True
+                signal.setitimer(signal.ITIMER_REAL, delay)
+                step()
+                armed[0] = False
+            except Interrupt:
+                interrupted = True
+            finally:
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            hit += interrupted
+            check(interrupted)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return hit
+
+
+def _typical_seconds(fn, n: int = 3) -> float:
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+# The signal may also land in a finaliser (DeviceArray.__del__), where Python
+# can only print the exception: expected here, not a failure.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("path", ["copy", "zero_copy", "device_arrays"])
+def test_interrupted_calls_leave_the_device_and_the_caller_intact(fresh_device, path):
+    """#11.2: a Python exception raised by a signal handler anywhere inside
+    a call (between submit and the fence wait in particular) must not
+    corrupt later calls, and the caller's `out` must not change after the
+    call raised. Each path gets a few seconds of randomly timed interrupts."""
+    dev = fresh_device
+    shape = (1, 4096, 256) if path == "zero_copy" else (1, 256, 256)  # 4 MiB float32: imported
+    x = rand(shape)
+    f = freqs_table(shape[1], shape[2])
+    out = poisoned(shape)
+    if path == "device_arrays":
+        a = dev.asarray(x)
+        d_out = dev.asarray(poisoned(shape))
+        ops = [
+            lambda: dev.apply(a, f, out=d_out),
+            lambda: dev.apply(a, f),
+            lambda: d_out.get(),
+            lambda: dev.asarray(x),
+            lambda: dev.apply_many([(a, f), (a, f, {"inverse": True})]),
+        ]
+        state = {"op": 0}
+
+        def step():
+            state["op"] = int(RNG.integers(len(ops)))
+            ops[state["op"]]()
+
+        def check(interrupted):
+            if interrupted:
+                time.sleep(0.005)
+            np.testing.assert_array_equal(a.get(), x)  # the input survives
+            y = dev.apply(a, f, out=d_out)
+            assert y is d_out
+            assert_rope(d_out.get(), x, f)
+            assert_rope(dev.apply(a, f).get(), x, f)
+
+        typical = _typical_seconds(lambda: dev.apply(a, f, out=d_out))
+    else:
+        def step():
+            out.fill(np.nan)
+            dev.apply(x, f, out=out)
+
+        def check(interrupted):
+            if interrupted:
+                before = out.copy()
+                time.sleep(0.02)  # nothing may still write into the caller's array
+                assert out.tobytes() == before.tobytes(), "out changed after the call raised"
+            else:
+                assert_rope(out, x, f)
+            out.fill(np.nan)
+            assert dev.apply(x, f, out=out) is out
+            assert_rope(out, x, f)
+            assert_rope(dev.apply(x, f), x, f)
+
+        typical = _typical_seconds(lambda: dev.apply(x, f, out=out))
+    hit = _interrupt_storm(dev, step, check, seconds=5.0, typical=typical)
+    assert hit >= 5, f"only {hit} calls were interrupted: the test did not exercise anything"
+
+
+# --- 3. empty arrays with texture3d storage -----------------------------------
+@pytest.mark.parametrize("case", ["asarray_0x4", "apply_many_0x4", "apply_many_2x0x4", "apply_0x4_device",
+                                  "apply_many_c0", "asarray_c0"])
+def test_empty_texture3d_arrays_do_not_crash(case):
+    """#11.3: an empty x with texture3d storage segfaults the interpreter
+    today, so each case runs in its own subprocess."""
+    code = """
+        import sys
+        import numpy as np, vkrope
+        case = sys.argv[1]
+        dev = vkrope.Device()
+        f = np.zeros((0, 4), np.float32)
+        shape = {"asarray_0x4": (0, 4), "apply_many_0x4": (0, 4), "apply_many_2x0x4": (2, 0, 4),
+                 "apply_0x4_device": (3, 0, 4), "apply_many_c0": (2, 3, 0), "asarray_c0": (3, 0)}[case]
+        x = np.zeros(shape, np.float32)
+        if shape[-1] == 0:
+            f = np.zeros((0,), np.float32)
+        if case.startswith("asarray"):
+            a = dev.asarray(x, storage="texture3d")
+            assert a.shape == shape and a.storage == "texture3d", a
+            g = a.get()
+            assert g.shape == shape and g.dtype == np.float32, g
+            y = dev.apply(a, f).get()
+        elif case.startswith("apply_many"):
+            y, z = dev.apply_many([(x, f, {"storage": "texture3d"}), (dev.asarray(x, storage="texture3d"), f)])
+            assert isinstance(y, np.ndarray) and y.shape == shape, y
+            z = z.get()
+            assert z.shape == shape, z
+        else:
+            y = dev.apply(dev.asarray(x, storage="texture3d"), f).get()
+        assert y.shape == shape and y.dtype == np.float32, y
+        assert dev.apply(x, f, storage="texture3d").shape == shape
+        dev.close()
+        print("OK")
+    """
+    res = run_py(code, case, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip().endswith("OK"), (
+        f"exit {res.returncode} (negative = killed by that signal)\n{res.stdout}{res.stderr[-2000:]}")
+    assert "Vulkan validation" not in res.stderr, res.stderr
+
+
+# --- 4. copying and pickling DeviceArrays -------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_copied_device_array_owns_its_memory(fresh_device, storage, how):
+    """#11.4: a copy is a new DeviceArray with its own memory and the same
+    data; releasing either leaves the other (and the pool) intact."""
+    dev = fresh_device
+    x = rand((2, 16, 8))
+    a = dev.asarray(x, storage=storage)
+    b = how(a)
+    assert isinstance(b, vkrope.DeviceArray) and b is not a
+    assert b._resource is not a._resource
+    assert (b.shape, b.dtype, b.storage, b.device) == (a.shape, a.dtype, a.storage, dev)
+    np.testing.assert_array_equal(b.get(), x)
+    a.release()
+    others = [rand(x.shape) for _ in range(3)]
+    new = [dev.asarray(o, storage=storage) for o in others]  # may take the released memory
+    np.testing.assert_array_equal(b.get(), x)
+    for arr, o in zip(new, others):
+        np.testing.assert_array_equal(arr.get(), o)
+    b.release()
+    b.release()  # idempotent
+    more = [rand(x.shape) for _ in range(3)]
+    arrs = [dev.asarray(o, storage=storage) for o in more]
+    for arr, o in zip(arrs + new, more + others):
+        np.testing.assert_array_equal(arr.get(), o)  # no two arrays share memory
+    for arr in arrs + new:
+        arr.release()
+    pool = getattr(getattr(dev, "_op", None), "pool", None)
+    if pool is not None:
+        assert len({id(p) for p in pool}) == len(pool), "the pool holds one buffer twice"
+
+
+def test_deepcopy_of_a_container_copies_each_array_once(device):
+    a = device.asarray(rand((1, 4, 4)))
+    pair = copy.deepcopy([a, a])
+    assert pair[0] is pair[1] and pair[0] is not a
+    np.testing.assert_array_equal(pair[0].get(), a.get())
+
+
+def test_copy_of_a_released_device_array_is_a_clear_error(device):
+    a = device.asarray(rand((1, 4, 4)))
+    a.release()
+    with pytest.raises(ValueError, match="released"):
+        copy.copy(a)
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_pickling_a_device_array_is_refused(device, protocol):
+    a = device.asarray(rand((1, 4, 4)))
+    with pytest.raises(TypeError, match=r"DeviceArray cannot be pickled.*arr\.get\(\)"):
+        pickle.dumps(a, protocol=protocol)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a.get())), a.get())
+
+
+def test_copying_a_device_leaves_the_original_usable():
+    """Sibling of #11.4: copy.copy(Device) made a second owner of the same
+    Vulkan device; when the copy was garbage collected it closed the
+    original's device. Either refuse the copy (TypeError) or keep the
+    original working."""
+    x = rand((1, 8, 8))
+    f = freqs_table(8, 8)
+    with vkrope.Device() as dev:
+        for how in (copy.copy, copy.deepcopy):
+            try:
+                other = how(dev)
+            except TypeError:
+                continue
+            del other
+            gc.collect()
+            assert not dev.closed
+            assert_rope(dev.apply(x, f), x, f)
+        with pytest.raises(TypeError):
+            pickle.dumps(dev)
+
+
+# --- 5. out aliasing freqs ------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("order", ["F", "C"])
+@pytest.mark.parametrize("big", [True, False], ids=["zero_copy", "small"])
+def test_out_aliasing_freqs(device, dtype, order, big):
+    """#11.5: out is the freqs array itself. On the zero-copy path (>= 4 MiB)
+    with an x that cannot be imported (Fortran-ordered), x is copied into
+    out before the freqs are read. (out cannot alias positions: int dtype.)"""
+    c = 256
+    n = (4 << 20) // (c * np.dtype(dtype).itemsize) if big else 64
+    x = rand((n, c), dtype)
+    x = np.asfortranarray(x) if order == "F" else x
+    f0 = freqs_table(n, c, dtype)
+    buf = f0.copy()
+    y = device.apply(x, buf, out=buf)
+    assert y is buf
+    assert_rope(buf, x, f0)
+
+
+def test_out_aliasing_freqs_in_row_blocks(fresh_device):
+    """Sibling of #11.5 on the row-block path (maxMemoryAllocationSize
+    forced to 1 MiB): the first block's output lands on freqs rows that the
+    second block's positions still read."""
+    dev = fresh_device
+    dev._force_limits(max_memory_allocation_size=1 << 20)
+    x = rand((12, 128, 128))  # 768 KiB: blocks of 8 and 4 batches
+    f0 = freqs_table(12 * 128, 128).reshape(x.shape)  # 1536 rows, out's shape
+    pos = RNG.integers(0, 1024, 128)  # rows the first block overwrites
+    buf = f0.copy()
+    assert dev.apply(x, buf, out=buf, positions=pos) is buf
+    assert_rope(buf, x, f0, positions=pos)
+
+
+@pytest.mark.parametrize("big", [True, False], ids=["zero_copy", "small"])
+def test_x_freqs_and_out_are_one_array(device, big):
+    """Sibling of #11.5: x, freqs and out all the same array (in place,
+    rotated by itself)."""
+    c = 256
+    n = (4 << 20) // (c * 4) if big else 64
+    buf = freqs_table(n, c)
+    x0 = buf.copy()
+    assert device.apply(buf, buf, out=buf) is buf
+    assert_rope(buf, x0, x0)
+
+
+# --- 6. overlapping out and x past the row-block limit ------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("layout", ["batch_shift_up", "batch_shift_down", "token_shift_up", "token_shift_down"])
+def test_overlapping_out_and_x_in_row_blocks(fresh_device, storage, layout):
+    """#11.6: x = buf[:-1], out = buf[1:] (and the reverse) for a tensor past
+    the row-block limit (maxMemoryAllocationSize forced to 1 MiB, so blocks
+    of 512 KiB)."""
+    dev = fresh_device
+    dev._force_limits(max_memory_allocation_size=1 << 20)
+    if layout.startswith("batch"):
+        buf = rand((17, 128, 128))  # 16 batches of 64 KiB: whole-batch blocks
+        f = freqs_table(128, 128)
+        kw = {}
+    else:
+        buf = rand((3001, 128))  # one batch of 1.5 MiB: token blocks
+        f = freqs_table(100, 128)  # a small table (a large one is #11.8)
+        kw = {"repeat": 30}
+    x, out = (buf[:-1], buf[1:]) if layout.endswith("up") else (buf[1:], buf[:-1])
+    x0 = x.copy()
+    assert dev.apply(x, f, out=out, storage=storage, **kw) is out
+    assert_rope(out, x0, f, **kw)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("size", ["small", "zero_copy"])
+@pytest.mark.parametrize("shift", ["up", "down"])
+def test_overlapping_out_and_x_in_one_block(device, storage, size, shift):
+    """Sibling of #11.6 below the row-block limit: the staged path (small)
+    and the imported path (>= 4 MiB, x overlapping out is copied first)."""
+    buf = rand((17, 64, 64) if size == "small" else (5, 1024, 256))
+    f = freqs_table(buf.shape[1], buf.shape[2])
+    x, out = (buf[:-1], buf[1:]) if shift == "up" else (buf[1:], buf[:-1])
+    x0 = x.copy()
+    assert device.apply(x, f, out=out, storage=storage) is out
+    assert_rope(out, x0, f)
+
+
+# --- 7. apply_many jobs that depend on each other ----------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+def test_apply_many_job_reads_an_earlier_jobs_output(fresh_device, storage):
+    """#11.7: the second job reads b, which the first writes: a barrier must
+    order them (today: SYNC-HAZARD-READ-AFTER-WRITE under validation)."""
+    dev = fresh_device
+    x = rand((2, 64, 32))
+    f = freqs_table(64, 32)
+    a = dev.asarray(x, storage=storage)
+    b = dev.asarray(poisoned(x.shape), storage=storage)
+    r1, r2 = dev.apply_many([(a, f, {"out": b}), (b, f, {"inverse": True})])
+    assert r1 is b
+    b_host = b.get()
+    assert_rope(b_host, x, f)
+    assert_rope(r2.get(), b_host, f, inverse=True)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_apply_many_job_overwrites_an_earlier_jobs_input(fresh_device, storage):
+    """Sibling of #11.7 (write after read): the second job writes a, which
+    the first reads."""
+    dev = fresh_device
+    xa, xc = rand((2, 64, 32)), rand((2, 64, 32))
+    f = freqs_table(64, 32)
+    a = dev.asarray(xa, storage=storage)
+    c = dev.asarray(xc, storage=storage)
+    r1, r2 = dev.apply_many([(a, f), (c, f, {"out": a})])
+    assert r2 is a
+    assert_rope(r1.get(), xa, f)
+    assert_rope(a.get(), xc, f)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_apply_many_two_jobs_write_one_output(fresh_device, storage):
+    """Sibling of #11.7 (write after write): both jobs write o; the later one
+    wins, as if the calls ran one after the other."""
+    dev = fresh_device
+    xa, xc = rand((2, 64, 32)), rand((2, 64, 32))
+    f = freqs_table(64, 32)
+    a, c = dev.asarray(xa, storage=storage), dev.asarray(xc, storage=storage)
+    o = dev.asarray(poisoned(xa.shape), storage=storage)
+    r1, r2 = dev.apply_many([(a, f, {"out": o}), (c, f, {"out": o})])
+    assert r1 is o and r2 is o
+    assert_rope(o.get(), xc, f)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_apply_many_in_place_twice(fresh_device, storage):
+    """Sibling of #11.7: the same array rotated in place by two jobs."""
+    dev = fresh_device
+    x = rand((2, 64, 32))
+    f = freqs_table(64, 32)
+    a = dev.asarray(x, storage=storage)
+    dev.apply_many([(a, f, {"out": a}), (a, f, {"out": a, "inverse": True})])
+    np.testing.assert_allclose(a.get(), x, rtol=0, atol=1e-5 * float(np.abs(x).max()))
+
+
+# --- 8. a freqs table larger than one allocation ------------------------------
+@pytest.mark.parametrize("form", ["positions", "no_positions", "device_array_positions"])
+def test_freqs_table_larger_than_the_allocation_limit(fresh_device, vk_spy, form):
+    """#11.8: with maxMemoryAllocationSize forced to 1 MiB, a 3 MiB freqs
+    table raises OutOfDeviceMemoryError today: only x is split. No
+    allocation may exceed the forced limit."""
+    dev = fresh_device
+    dev._force_limits(max_memory_allocation_size=1 << 20)
+    vk_spy["allocations"].clear()
+    c, nf = 64, 12288  # 3 MiB of float32 freqs
+    f = freqs_table(nf, c)
+    kw = {}
+    if form == "no_positions":
+        x = rand((1, nf, c))  # 3 MiB: x runs in row blocks too
+    else:
+        x = rand((2, 600, c))
+        pos = RNG.integers(0, nf, 600)
+        pos[:3] = [0, nf - 1, -1]
+        pos[::7] = -1
+        kw["positions"] = pos
+    if form.startswith("device_array"):
+        y = dev.apply(dev.asarray(x), f, **kw).get()
+    else:
+        y = dev.apply(x, f, out=poisoned(x.shape), **kw)
+    assert_rope(y, x, f, **kw)
+    assert max(vk_spy["allocations"], default=0) <= 1 << 20, max(vk_spy["allocations"])
+
+
+# --- 9. the positions binding past maxStorageBufferRange ------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("resident", [False, True], ids=["numpy", "device_array"])
+def test_positions_binding_larger_than_max_storage_buffer_range(fresh_device, vk_spy, storage, resident):
+    """#11.9: 20000 int32 positions (80 KB) with maxStorageBufferRange forced
+    to 64 KiB: no binding may be larger."""
+    dev = fresh_device
+    dev._force_limits(max_storage_buffer_range=64 << 10)
+    vk_spy["ranges"].clear()
+    n, c = 20000, 4
+    x = rand((1, n, c))
+    f = freqs_table(16, c)
+    pos = RNG.integers(-1, 16, n)
+    if resident:
+        y = dev.apply(dev.asarray(x, storage=storage), f, positions=pos).get()
+    else:
+        y = dev.apply(x, f, positions=pos, out=poisoned(x.shape), storage=storage)
+    assert_rope(y, x, f, positions=pos)
+    assert vk_spy["ranges"] and max(vk_spy["ranges"]) <= 64 << 10, max(vk_spy["ranges"])
+
+
+# --- 10. argument errors come before any GPU work ----------------------------
+def test_argument_errors_before_the_default_device_exists():
+    """#11.10: with no Vulkan driver at all, wrong arguments still give
+    TypeError / ValueError naming the argument; only a valid call reports
+    the missing device."""
+    code = """
+        import numpy as np, vkrope
+        f = np.zeros((2, 4), np.float32)
+        x = np.zeros((1, 2, 4), np.float32)
+        for name, call, want in [
+            ("x float64", lambda: vkrope.apply(np.zeros((2, 4)), f), TypeError),
+            ("freqs int", lambda: vkrope.apply(x, np.zeros((2, 4), int)), TypeError),
+            ("odd C", lambda: vkrope.apply(np.zeros((2, 5), np.float32), f), ValueError),
+            ("storage", lambda: vkrope.apply(x, f, storage="texture2d"), ValueError),
+            ("repeat", lambda: vkrope.apply(x, f, repeat=0), ValueError),
+            ("out dtype", lambda: vkrope.apply(x, f, out=np.zeros((1, 2, 4))), TypeError),
+            ("valid", lambda: vkrope.apply(x, f), vkrope.VulkanUnavailableError),
+        ]:
+            try:
+                call()
+                print(name, "no error")
+            except Exception as exc:
+                print(name, "->", type(exc).__name__, "OK" if type(exc) is want or (
+                    want is vkrope.VulkanUnavailableError and isinstance(exc, want)) else "WRONG", exc)
+    """
+    res = run_py(code, env={"VK_DRIVER_FILES": "/nonexistent", "VK_ICD_FILENAMES": "/nonexistent"}, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 7, res.stdout + res.stderr
+    for line in lines:
+        assert " OK " in line + " ", line
+    assert "-> TypeError OK x must have dtype float32 or float16" in lines[0], lines[0]
+
+
+# --- 11. fork while another thread is inside a call ---------------------------
+@pytest.mark.parametrize("child", ["release", "garbage_collect", "normal_exit"])
+def test_fork_while_another_thread_is_inside_a_call(child):
+    """#11.11: a thread loops dev.apply while the main thread forks; the
+    child drops a DeviceArray (or keeps it and exits normally) and must exit
+    promptly instead of deadlocking on the inherited device lock."""
+    code = """
+        import gc, os, sys, threading, time
+        import numpy as np, vkrope
+        mode = sys.argv[1]
+        dev = vkrope.Device()
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((1, 256, 256)).astype(np.float32)
+        f = vkrope.axial_freqs(256, 16, 16)
+        keep = dev.asarray(x)
+        stop = threading.Event()
+        calls = [0]
+        def loop():
+            while not stop.is_set():
+                dev.apply(x, f)
+                calls[0] += 1
+        t = threading.Thread(target=loop)
+        t.start()
+        while calls[0] < 3:
+            time.sleep(0.001)
+        results = []
+        for i in range(3):
+            time.sleep(0.0007 * i)
+            pid = os.fork()
+            if pid == 0:
+                if mode == "release":
+                    keep.release()
+                    os._exit(0)
+                if mode == "garbage_collect":
+                    del keep
+                    gc.collect()
+                    os._exit(0)
+                sys.exit(0)  # normal exit: atexit hooks, finalisers
+            deadline = time.monotonic() + 5
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    results.append(f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+                                   else f"exit {os.WEXITSTATUS(status)}")
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    results.append("TIMEOUT")
+                    break
+                time.sleep(0.005)
+            if results[-1] != "exit 0":
+                break
+        stop.set()
+        t.join()
+        np.testing.assert_array_equal(keep.get(), x)  # the parent's array is intact
+        print("CHILDREN", results)
+    """
+    res = run_py(code, child, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr[-2000:]
+    assert "CHILDREN ['exit 0', 'exit 0', 'exit 0']" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+# --- 12. a huge leading axis with tiny rows -----------------------------------
+def test_huge_leading_axis_with_tiny_rows(device):
+    """#11.12: [2_000_000, 1, 2] took 34 s against 0.34 s for [1, 2M, 2];
+    this only checks that it finishes and is right (no timing assertion)."""
+    x = rand((2_000_000, 1, 2))
+    f = freqs_table(1, 2)
+    out = poisoned(x.shape)
+    assert device.apply(x, f, out=out) is out
+    assert_rope(out, x, f)
+
+
+def test_tiny_rows_fill_their_workgroups(fresh_device, vk_spy):
+    """#11.12, the cause: with one texel per row, each of the 2M batches got
+    a workgroup of its own (127 of 128 invocations idle). Whatever the
+    workgroup shape, the dispatches should not need more than one workgroup
+    per 16 rows here (the same check, fast: 100000 rows)."""
+    x = rand((100_000, 1, 2))
+    f = freqs_table(1, 2)
+    vk_spy["dispatches"].clear()
+    y = fresh_device.apply(x, f, storage="buffer")
+    assert_rope(y, x, f)
+    groups = sum(gx * gy * gz for gx, gy, gz in vk_spy["dispatches"])
+    assert 0 < groups <= 100_000 // 16, f"{groups} workgroups for 100000 one-texel rows"
+
+
+# --- 13. scattered positions over a table larger than one binding ------------
+@pytest.mark.parametrize("storage", STORAGES)
+def test_scattered_positions_over_a_table_larger_than_one_binding(fresh_device, vk_spy, storage):
+    """#11.13: a 2 MiB table with maxStorageBufferRange forced to 256 KiB
+    and random positions over all of it (today one dispatch per token)."""
+    dev = fresh_device
+    dev._force_limits(max_storage_buffer_range=256 << 10)
+    vk_spy["ranges"].clear()
+    c, nf, n = 64, 8192, 5000
+    f = freqs_table(nf, c)
+    x = rand((1, n, c))
+    pos = RNG.integers(-1, nf, n)
+    y = dev.apply(x, f, positions=pos, out=poisoned(x.shape), storage=storage)
+    assert_rope(y, x, f, positions=pos)
+    assert vk_spy["ranges"] and max(vk_spy["ranges"]) <= 256 << 10, max(vk_spy["ranges"])
+
+
+def test_scattered_positions_do_not_dispatch_per_token(fresh_device, vk_spy):
+    """#11.13, the cost: the same call must not fall back to one dispatch
+    per token (5000 dispatches today); tokens that share a window of the
+    table can share a dispatch, so a few dozen windows are plenty."""
+    dev = fresh_device
+    dev._force_limits(max_storage_buffer_range=256 << 10)
+    c, nf, n = 64, 8192, 5000
+    f = freqs_table(nf, c)
+    x = rand((1, n, c))
+    pos = RNG.integers(-1, nf, n)
+    vk_spy["dispatches"].clear()
+    y = dev.apply(x, f, positions=pos, storage="buffer")
+    assert_rope(y, x, f, positions=pos)
+    assert 0 < len(vk_spy["dispatches"]) <= n // 10, f"{len(vk_spy['dispatches'])} dispatches for {n} tokens"
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_several_dispatches_in_place_are_ordered(device, storage):
+    """Sibling of #11.12 / #11.13: more flat batches than one dispatch's z
+    extent (65535) makes several in-place dispatches over one 3D image or
+    one buffer (whose bindings overlap by the alignment); they need barriers
+    between them or the validation layer reports hazards."""
+    x = rand((70_000, 1, 2))  # 560 KB: the staged copy path, rotated in place
+    f = freqs_table(1, 2)
+    y = device.apply(x, f, out=poisoned(x.shape), storage=storage)
+    assert_rope(y, x, f)
+
+
+# --- 14. odd environment variables --------------------------------------------
+_FIRST_USE = """
+    import numpy as np
+    try:
+        import vkrope
+    except Exception as exc:
+        print("IMPORT FAILED", type(exc).__name__, exc)
+        raise SystemExit(0)
+    print("IMPORTED")
+    try:
+        y = vkrope.apply(np.ones((1, 2, 4), np.float32), np.ones((2, 4), np.float32))
+        print("WORKED", float(y.sum()))
+    except Exception as exc:
+        print("RAISED", type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("VKROPE_TIMEOUT_S", "abc"),
+    ("VKROPE_TIMEOUT_S", "-5"),
+    ("VKROPE_TIMEOUT_S", "nan"),
+    ("VKROPE_VALIDATION", "maybe"),
+])
+def test_bad_environment_value_is_a_clear_error_on_first_use(variable, value):
+    """#11.14: import works; the first call raises ValueError naming the
+    variable (today: import fails for abc, OverflowError for -5,
+    VKROPE_VALIDATION=maybe is silently off)."""
+    res = run_py(_FIRST_USE, env={variable: value}, timeout=60)
+    lines = res.stdout.strip().splitlines()
+    assert lines[:1] == ["IMPORTED"], res.stdout + res.stderr[-2000:]
+    assert len(lines) == 2 and lines[1].startswith("RAISED ValueError") and variable in lines[1], res.stdout
+
+
+@pytest.mark.parametrize("value", ["1", "0", "true", "off", ""])
+def test_usual_validation_values_are_accepted(value):
+    """The values people write for a boolean variable keep working."""
+    res = run_py(_FIRST_USE, env={"VKROPE_VALIDATION": value}, timeout=60)
+    assert res.stdout.strip().splitlines() == ["IMPORTED", "WORKED 8.0"], res.stdout + res.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value", ["99", "-1", "no-such-gpu", "1.5"])
+def test_unmatched_device_choice_is_a_clear_error(value):
+    """VKROPE_DEVICE that matches nothing: VulkanUnavailableError naming the
+    variable and the devices seen (this already holds; kept as a guard)."""
+    res = run_py(_FIRST_USE, env={"VKROPE_DEVICE": value}, timeout=60)
+    lines = res.stdout.strip().splitlines()
+    assert lines[0] == "IMPORTED" and lines[1].startswith("RAISED VulkanUnavailableError"), res.stdout
+    assert "VKROPE_DEVICE" in lines[1] and "llvmpipe" in lines[1], lines[1]
+
+
+# --- 15: the command line: see tests/test_examples_and_cli.py -----------------
+
+# --- 16. numpy subclasses and the copy=False protocol -------------------------
+def _args_with(name: str, wrap):
+    """apply() arguments with `name` wrapped by `wrap`."""
+    x = rand((6, 8))
+    kw = {"freqs": freqs_table(6, 8)}
+    if name == "positions":
+        kw["positions"] = np.arange(6)
+    if name == "out":
+        kw["out"] = poisoned(x.shape)
+    if name == "x":
+        x = wrap(x)
+    else:
+        kw[name] = wrap(kw[name])
+    return x, kw
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
+@pytest.mark.parametrize("name", ["x", "freqs", "positions", "out"])
+def test_matrix_arguments_are_refused(device, name):
+    """#11.16: np.matrix freqs failed inside numpy; every array argument now
+    refuses np.matrix with a TypeError that names it and says what to pass."""
+    x, kw = _args_with(name, np.asmatrix)
+    for apply in (vkrope.apply, device.apply):
+        with pytest.raises(TypeError, match=rf"^{name} .*np\.matrix.*np\.asarray\({name}\)"):
+            apply(x, **kw)
+
+
+@pytest.mark.parametrize("name", ["x", "freqs", "positions", "out"])
+def test_masked_arguments_are_refused(device, name):
+    """#11.16: masked arrays silently lost their mask."""
+    x, kw = _args_with(name, lambda a: np.ma.masked_array(a, mask=np.zeros(a.shape, bool)))
+    for apply in (vkrope.apply, device.apply):
+        with pytest.raises(TypeError, match=rf"^{name} .*masked.*{name}\.filled\("):
+            apply(x, **kw)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_subclasses_are_refused_everywhere(device):
+    """The same rule for asarray, apply_many and apply_reference."""
+    m = np.ma.masked_array(rand((2, 4)))
+    with pytest.raises(TypeError, match=r"^a .*masked"):
+        device.asarray(m)
+    with pytest.raises(TypeError, match=r"^calls\[0\]: x .*masked"):
+        device.apply_many([(m, freqs_table(2, 4))])
+    with pytest.raises(TypeError, match=r"^freqs .*np\.matrix"):
+        vkrope.apply_reference(rand((2, 4)), np.asmatrix(freqs_table(2, 4)))
+
+
+def test_device_array_refuses_copy_false(device):
+    """#11.16: numpy 2 asks __array__(copy=False) to raise when a copy is
+    needed; a DeviceArray always needs one."""
+    x = rand((1, 4, 4))
+    a = device.asarray(x)
+    with pytest.raises(ValueError, match="copy"):
+        np.array(a, copy=False)
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(a, copy=False)
+    np.testing.assert_array_equal(np.asarray(a), x)
+    np.testing.assert_array_equal(np.array(a, copy=True), x)
+    assert np.asarray(a, dtype=np.float64).dtype == np.float64
+
+
+# --- 17. NaN payloads ---------------------------------------------------------
+NAN_BITS = {
+    np.dtype(np.float16): [0x7E01, 0xFE55, 0x7D00, 0xFC01, 0x7C00, 0xFC00],  # quiet, negative, signalling; +-Inf
+    np.dtype(np.float32): [0x7FC00123, 0xFFC54321, 0x7F800001, 0xFF800F00, 0x7F800000],
+}
+
+
+def _nan_x(dtype, n=8, c=8):
+    x = rand((2, n, c), dtype)
+    bits = x.view(np.uint16 if dtype == np.float16 else np.uint32)
+    payloads = NAN_BITS[np.dtype(dtype)]
+    for i, p in enumerate(payloads):
+        bits[i % 2, n - 1 - (i % 3), i % c] = p  # pass-through tokens (the last 3)
+        bits[i % 2, i % (n - 3), (i + 3) % c] = p  # rotated tokens
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("how", ["exclude_last", "positions"])
+def test_pass_through_tokens_keep_their_bits(device, dtype, storage, how):
+    """#11.17: pass-through tokens (exclude_last, or positions -1) come back
+    bit for bit, NaN payloads included; NaNs in rotated tokens stay NaN."""
+    x = _nan_x(dtype)
+    n = x.shape[1]
+    f = freqs_table(n - 3, x.shape[2], dtype)
+    kw = {"exclude_last": 3} if how == "exclude_last" else {"positions": np.r_[np.arange(n - 3), [-1, -1, -1]]}
+    out = poisoned(x.shape, dtype)
+    y = device.apply(x, f, out=out, storage=storage, **kw)
+    u = np.uint16 if dtype == np.float16 else np.uint32
+    np.testing.assert_array_equal(y[:, -3:].view(u), x[:, -3:].view(u),
+                                  err_msg="pass-through bits changed", verbose=True)
+    assert_rope(y, x, f, **kw)  # NaN where the float64 result is NaN, the rest within tolerance
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_buffer_and_texture3d_are_bit_identical_with_nan_payloads(device, dtype):
+    """#11.17: the README promises bit-identical results from both storages."""
+    x = _nan_x(dtype)
+    f = freqs_table(x.shape[1] - 3, x.shape[2], dtype)
+    u = np.uint16 if dtype == np.float16 else np.uint32
+    yb = device.apply(x, f, exclude_last=3, storage="buffer")
+    yt = device.apply(x, f, exclude_last=3, storage="texture3d")
+    np.testing.assert_array_equal(yb.view(u), yt.view(u))

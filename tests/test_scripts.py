@@ -1,0 +1,78 @@
+"""Every script in scripts/ tells how to call it: python scripts answer
+--help (exit 0), bash scripts parse and carry a usage line (running them
+would install packages or need a GPU)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
+PYTHON_SCRIPTS = [p for p in SCRIPTS if p.suffix == ".py"]
+BASH_SCRIPTS = [p for p in SCRIPTS if p.suffix == ".sh"]
+
+
+def run(args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, **kw)
+
+
+def test_the_script_lists_are_complete():
+    names = {p.name for p in SCRIPTS}
+    assert {"compile_shaders.py", "kernel_ceiling.py", "perf_table.py"} <= names
+    assert {"demo.sh", "gpu_bench.sh", "setup_env.sh", "test.sh"} <= names
+    assert names == {p.name for p in (ROOT / "scripts").iterdir() if p.is_file()}, "a script of another kind"
+
+
+@pytest.mark.parametrize("path", PYTHON_SCRIPTS, ids=lambda p: p.name)
+def test_python_script_help(path, tmp_path):
+    res = run([sys.executable, str(path), "--help"], cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "usage:" in res.stdout.lower(), res.stdout
+    assert list(tmp_path.iterdir()) == [], "--help wrote files"
+
+
+@pytest.mark.parametrize("path", BASH_SCRIPTS, ids=lambda p: p.name)
+def test_bash_script_parses_and_has_a_usage_line(path):
+    res = run(["bash", "-n", str(path)])
+    assert res.returncode == 0, res.stderr
+    header = []
+    for line in path.read_text().splitlines()[1:]:
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    text = "\n".join(header)
+    # "Usage: ...", or a line that shows the call itself: scripts/NAME ... / NAME [args] for a sourced function.
+    call = re.escape(path.name) + "|" + re.escape(path.stem) + r" \["
+    assert re.search(r"(?i)\busage\b", text) or re.search(call, text), f"{path.name}: no usage line in\n{text}"
+
+
+def test_gpu_bench_help_and_budget():
+    """#10: the whole suite plus the quick benchmark within 8 minutes: the
+    fixed limits leave the benchmark at least two minutes of the budget."""
+    path = ROOT / "scripts" / "gpu_bench.sh"
+    res = run(["bash", str(path), "--help"])
+    assert res.returncode == 0 and "Usage: scripts/gpu_bench.sh OUTDIR" in res.stdout, res.stdout + res.stderr
+    text = path.read_text()
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    budget = int(re.search(r"^budget=(\d+)$", code, re.M).group(1))
+    reserve = int(re.search(r"^reserve=(\d+)$", code, re.M).group(1))
+    fixed = [int(t) for t in re.findall(r"\btimeout (\d+) ", code)]
+    assert budget <= 480
+    assert 300 in fixed, "the suite runs with timeout 300"
+    assert budget - reserve - sum(fixed) >= 120, (budget, reserve, fixed)
+    assert re.search(r'timeout "\$left" \$py -m vkrope bench --quick --out "\$out"', code)
+    assert re.search(r"pytest .*tests/", code), "the whole suite"
+
+
+def test_perf_table_without_json_prints_usage(tmp_path):
+    """#10: on a fresh clone (no bench-out/bench.json) a clear usage error, exit 2."""
+    res = run([sys.executable, str(ROOT / "scripts" / "perf_table.py")], cwd=tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.startswith("usage:") and "vkrope bench" in res.stderr, res.stderr
