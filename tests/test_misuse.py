@@ -926,7 +926,10 @@ def _nan_x(dtype, n=8, c=8):
 @pytest.mark.parametrize("how", ["exclude_last", "positions"])
 def test_pass_through_tokens_keep_their_bits(device, dtype, storage, how):
     """#11.17: pass-through tokens (exclude_last, or positions -1) come back
-    bit for bit, NaN payloads included; NaNs in rotated tokens stay NaN."""
+    bit for bit, NaN payloads included; NaNs in rotated tokens stay NaN.
+    The one documented exception (README, Storage): a float16 image widens
+    texels to float32 on load, which makes signalling NaNs quiet (the quiet
+    bit set, the rest of the payload kept)."""
     x = _nan_x(dtype)
     n = x.shape[1]
     f = freqs_table(n - 3, x.shape[2], dtype)
@@ -934,17 +937,27 @@ def test_pass_through_tokens_keep_their_bits(device, dtype, storage, how):
     out = poisoned(x.shape, dtype)
     y = device.apply(x, f, out=out, storage=storage, **kw)
     u = np.uint16 if dtype == np.float16 else np.uint32
-    np.testing.assert_array_equal(y[:, -3:].view(u), x[:, -3:].view(u),
-                                  err_msg="pass-through bits changed", verbose=True)
+    want = x[:, -3:].view(u).copy()
+    if dtype == np.float16 and storage == "texture3d":
+        signalling = ((want & 0x7C00) == 0x7C00) & ((want & 0x03FF) != 0) & ((want & 0x0200) == 0)
+        assert signalling.any()  # the data holds some: the exception is exercised
+        want[signalling] |= 0x0200
+    np.testing.assert_array_equal(y[:, -3:].view(u), want, err_msg="pass-through bits changed", verbose=True)
     assert_rope(y, x, f, **kw)  # NaN where the float64 result is NaN, the rest within tolerance
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_buffer_and_texture3d_are_bit_identical_with_nan_payloads(device, dtype):
-    """#11.17: the README promises bit-identical results from both storages."""
+    """#11.17: the README promises bit-identical results from both storages
+    for every number, and NaN where either has NaN (payloads may differ:
+    a float16 image quiets signalling NaNs on load)."""
     x = _nan_x(dtype)
     f = freqs_table(x.shape[1] - 3, x.shape[2], dtype)
     u = np.uint16 if dtype == np.float16 else np.uint32
     yb = device.apply(x, f, exclude_last=3, storage="buffer")
     yt = device.apply(x, f, exclude_last=3, storage="texture3d")
-    np.testing.assert_array_equal(yb.view(u), yt.view(u))
+    np.testing.assert_array_equal(np.isnan(yb), np.isnan(yt))
+    numbers = ~np.isnan(yb)
+    np.testing.assert_array_equal(yb[numbers].view(u), yt[numbers].view(u))
+    if dtype == np.float32:  # float32 images keep every bit
+        np.testing.assert_array_equal(yb.view(u), yt.view(u))

@@ -118,6 +118,16 @@ class DeviceOwner:
         except Exception:
             pass
 
+    def __copy__(self) -> "DeviceOwner":
+        raise TypeError("a vkrope.Device cannot be copied: it owns a Vulkan device; share the object, "
+                        "or open another vkrope.Device")
+
+    def __deepcopy__(self, memo: dict) -> "DeviceOwner":
+        return self.__copy__()
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a vkrope.Device cannot be pickled: it owns a Vulkan device; open one in each process")
+
     def __repr__(self) -> str:
         if self._ctx is None:
             return "<vkrope.Device (closed)>"

@@ -225,6 +225,11 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
     x = req.x
     if np.shares_memory(x, out) and not (x is out or (x.__array_interface__ == out.__array_interface__)):
         x = x.copy()  # blocks written early would change what later blocks read
+    # Likewise tables that `out` overlaps: later blocks must read them as given.
+    if np.shares_memory(out, req.freqs_pairs):
+        req = replace(req, freqs_pairs=req.freqs_pairs.copy())
+    if req.positions is not None and np.shares_memory(out, req.positions):
+        req = replace(req, positions=req.positions.copy())
     x3 = x.reshape(-1, n, c)
     o3 = out.reshape(-1, n, c)  # out is C-contiguous here (see execute.run_numpy)
     blocks = []

@@ -7,8 +7,9 @@ binding's quirks:
 
 - `vulkan.VK_WHOLE_SIZE` is -1 and overflows unsigned fields: callers pass
   real sizes (see `map_memory`).
-- `vkCreateComputePipelines` returns an array: `create_compute_pipeline`
-  takes element 0.
+- Handle-creating calls return the handle after the C call; `create`
+  passes an out-pointer the owner already holds instead, so no handle is
+  lost to an exception between the two.
 - `vkWaitForFences` raises `VkTimeout`: `wait_fence` turns it into
   `DeviceTimeoutError`.
 - Structs copied into arrays lose the keepalives of their pointer fields
@@ -148,17 +149,56 @@ def live_handles() -> dict[str, int]:
         return {k: v for k, v in _live.items() if v}
 
 
+def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
+    """Create one handle of type `kind` with `vk<fn>(*args, out)`, store it
+    as `owner.<attr>` and count it. The binding writes the handle into `out`,
+    which `owner` holds before the call: an exception that lands right after
+    the call returns (a signal handler's, KeyboardInterrupt) cannot lose the
+    handle, `destroy_handles` finds it there. The owner must already be
+    registered with whoever destroys it."""
+    pending = owner.__dict__.setdefault("_pending", {})
+    out = pending.get(attr)
+    if out is None or out[0] == vk().ffi.NULL:  # else: made by an interrupted call, take it
+        out = pending[attr] = vk().ffi.new(f"{kind}*")
+        call(fn, *args, out)
+    handle = out[0]
+    setattr(owner, attr, handle)
+    track(kind, +1)
+    del pending[attr]
+    return handle
+
+
 def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...]) -> None:
     """Release `owner`'s handles in the order given, each idempotently: the
-    attribute is swapped to None first, then `vk<destroy>(device, handle,
-    None)` runs and the live count of `kind` drops. `handles` holds
-    `(attribute, destroy function name, kind)` triples."""
+    attribute is swapped to None, then `vk<destroy>(device, handle, NULL)`
+    runs and the live count of `kind` drops. `handles` holds `(attribute,
+    destroy function name, kind)` triples. A handle that `create` made but
+    could not store yet is destroyed too.
+
+    Why it is written this way: a signal handler's exception can surface
+    after any call returns. Between clearing the attribute and the destroy
+    call there is no call at all (dict stores, then the C function itself,
+    not the binding's Python wrapper), so an interruption either leaves the
+    handle in place for the next destroy or finds it destroyed: never
+    cleared and still alive, never destroyed twice."""
     mod = vk()
+    lib, null = mod.lib, mod.ffi.NULL
+    state = owner.__dict__
+    pending = state.get("_pending") or {}
     for attr, destroy, kind in handles:
-        handle = getattr(owner, attr)
-        setattr(owner, attr, None)
-        if handle is not None:
-            getattr(mod, destroy)(device, handle, None)
+        fn = getattr(lib, destroy)
+        out = pending.get(attr)
+        handle = state[attr]
+        counted = handle is not None
+        if handle is None and out is not None and out[0] != null:
+            handle = out[0]
+        if handle is None:
+            continue
+        state[attr] = None
+        if out is not None:
+            out[0] = null
+        fn(device, handle, null)
+        if counted:
             track(kind, -1)
 
 
@@ -170,11 +210,6 @@ def array(ctype: str, items: list[Any]) -> Any:
 def map_memory(device: Any, memory: Any, size: int) -> Any:
     """Map `size` bytes (never VK_WHOLE_SIZE: the binding sizes the buffer by it)."""
     return call("vkMapMemory", device, memory, 0, size, 0)
-
-
-def create_compute_pipeline(device: Any, info: Any) -> Any:
-    """Create one compute pipeline; the binding returns an array of them."""
-    return call("vkCreateComputePipelines", device, vk().VK_NULL_HANDLE, 1, [info], None)[0]
 
 
 def wait_fence(device: Any, fence: Any, timeout_ns: int) -> None:

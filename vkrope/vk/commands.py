@@ -57,23 +57,20 @@ class CommandStream:
         self.fence: Any = None
         self.queries: Any = None
         self.in_flight: bool | str = False
+        ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
                 flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                 queueFamilyIndex=ctx.info.compute_queue_family,
             )
-            self.pool = b.call("vkCreateCommandPool", ctx.handle, pool_info, None)
-            b.track("VkCommandPool", +1)
-            self.fence = b.call("vkCreateFence", ctx.handle, vk.VkFenceCreateInfo(), None)
-            b.track("VkFence", +1)
+            b.create(self, "pool", "VkCommandPool", "vkCreateCommandPool", ctx.handle, pool_info, None)
+            b.create(self, "fence", "VkFence", "vkCreateFence", ctx.handle, vk.VkFenceCreateInfo(), None)
             if ctx.timestamps:
                 qinfo = vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=2)
-                self.queries = b.call("vkCreateQueryPool", ctx.handle, qinfo, None)
-                b.track("VkQueryPool", +1)
+                b.create(self, "queries", "VkQueryPool", "vkCreateQueryPool", ctx.handle, qinfo, None)
         except BaseException:
-            self.destroy()
+            ctx.release(self)
             raise
-        ctx.adopt(self)
 
     def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None,
                         want_time: bool = False) -> float | None:
@@ -157,17 +154,19 @@ class Recording:
         self.ctx = ctx
         self.stream = stream
         self.cmd: Any = None
-        # Descriptor pools per set shape (descriptor counts of a pipeline's
-        # set): [handle, sets used since begin()].
-        self.pools: dict[tuple, list[list[Any]]] = {}
+        # Descriptor pools per set shape (descriptor counts of a pipeline's set).
+        self.pools: dict[tuple, list[DescriptorPool]] = {}
         self.timed = False
         self._submit: Any = None  # (cffi command-buffer array, VkSubmitInfo), made once
         alloc = vk.VkCommandBufferAllocateInfo(
             commandPool=stream.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
         )
-        self.cmd = b.call("vkAllocateCommandBuffers", ctx.handle, alloc)[0]
-        b.track("VkCommandBuffer", +1)
-        ctx.adopt(self)
+        ctx.adopt(self)  # first: whatever is created below has an owner
+        try:
+            b.create(self, "cmd", "VkCommandBuffer", "vkAllocateCommandBuffers", ctx.handle, alloc)
+        except BaseException:
+            ctx.release(self)
+            raise
 
     # --- lifecycle ------------------------------------------------------
     def begin(self) -> None:
@@ -176,9 +175,9 @@ class Recording:
         vk = b.vk()
         b.call("vkResetCommandBuffer", self.cmd, 0)
         for pools in self.pools.values():
-            for entry in pools:
-                b.call("vkResetDescriptorPool", self.ctx.handle, entry[0], 0)
-                entry[1] = 0
+            for pool in pools:
+                if pool.handle is not None:
+                    pool.reset()
         b.call("vkBeginCommandBuffer", self.cmd, vk.VkCommandBufferBeginInfo(flags=0))
         self.timed = False
 
@@ -199,16 +198,15 @@ class Recording:
         vk = b.vk()
         shape = pipeline.descriptor_counts()
         pools = self.pools.setdefault(shape, [])
-        if not pools or pools[-1][1] >= SETS_PER_POOL:
-            sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=SETS_PER_POOL * n) for t, n in shape]
-            info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
-            pools.append([b.call("vkCreateDescriptorPool", self.ctx.handle, info, None), 0])
-            b.track("VkDescriptorPool", +1)
-        entry = pools[-1]
+        if not pools or pools[-1].used >= SETS_PER_POOL:
+            pools.append(DescriptorPool(self.ctx, shape))
+        pool = pools[-1]
+        if pool.handle is None:  # created here, after it has its owner
+            pool.create()
         layouts = b.array("VkDescriptorSetLayout", [pipeline.set_layout])
-        alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=entry[0], descriptorSetCount=1, pSetLayouts=layouts)
+        alloc = vk.VkDescriptorSetAllocateInfo(descriptorPool=pool.handle, descriptorSetCount=1, pSetLayouts=layouts)
         dset = b.call("vkAllocateDescriptorSets", self.ctx.handle, alloc)[0]
-        entry[1] += 1
+        pool.used += 1
         return dset
 
     # --- commands -------------------------------------------------------
@@ -304,14 +302,52 @@ class Recording:
         vk = b.vk()
         device = self.ctx.handle
         for pools in self.pools.values():
-            for entry in pools:
-                vk.vkDestroyDescriptorPool(device, entry[0], None)
-                b.track("VkDescriptorPool", -1)
+            for pool in pools:
+                pool.destroy()
         self.pools = {}
         self._submit = None
-        cmd, self.cmd = self.cmd, None
-        if cmd is not None and self.stream.pool is not None:
-            cmds = b.array("VkCommandBuffer", [cmd])
-            vk.vkFreeCommandBuffers(device, self.stream.pool, 1, cmds)
-        if cmd is not None:
+        # As in binding.destroy_handles: no call between clearing and freeing.
+        state = self.__dict__
+        pending = state.get("_pending") or {}
+        out = pending.get("cmd")
+        cmd = state["cmd"]
+        counted = cmd is not None
+        if cmd is None and out is not None and out[0] != vk.ffi.NULL:
+            cmd = out[0]  # allocated, not stored yet (an interrupted create)
+        if cmd is None or self.stream.pool is None:
+            return
+        cmds = vk.ffi.new("VkCommandBuffer[1]", [cmd])
+        free = vk.lib.vkFreeCommandBuffers
+        state["cmd"] = None
+        if out is not None:
+            out[0] = vk.ffi.NULL
+        free(device, self.stream.pool, 1, cmds)
+        if counted:
             b.track("VkCommandBuffer", -1)
+
+
+class DescriptorPool:
+    """One descriptor pool of a `Recording`: SETS_PER_POOL sets of one shape
+    ((descriptor type, count) pairs); `used` counts sets since the last reset."""
+
+    def __init__(self, ctx: Context, shape: tuple[tuple[int, int], ...]) -> None:
+        self.ctx = ctx
+        self.shape = shape
+        self.handle: Any = None
+        self.used = 0
+
+    def create(self) -> None:
+        """Create the Vulkan pool (once its owner holds this object)."""
+        vk = b.vk()
+        sizes = [vk.VkDescriptorPoolSize(type=t, descriptorCount=SETS_PER_POOL * n) for t, n in self.shape]
+        info = vk.VkDescriptorPoolCreateInfo(maxSets=SETS_PER_POOL, poolSizeCount=len(sizes), pPoolSizes=sizes)
+        b.create(self, "handle", "VkDescriptorPool", "vkCreateDescriptorPool", self.ctx.handle, info, None)
+
+    def reset(self) -> None:
+        """Free every set allocated from the pool."""
+        b.call("vkResetDescriptorPool", self.ctx.handle, self.handle, 0)
+        self.used = 0
+
+    def destroy(self) -> None:
+        """Destroy the pool and its sets (idempotent)."""
+        b.destroy_handles(self, self.ctx.handle, (("handle", "vkDestroyDescriptorPool", "VkDescriptorPool"),))

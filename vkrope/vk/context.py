@@ -77,13 +77,15 @@ class Context:
             self._children.append(child)
 
     def release(self, child: Child) -> None:
-        """Destroy one child now and forget it."""
+        """Destroy one child now and forget it. Destroyed first: if an
+        exception interrupts this, the child is still listed, and destroying
+        it again at close does nothing (destroy is idempotent)."""
+        child.destroy()
         with self._lock:
             try:
                 self._children.remove(child)
             except ValueError:
                 pass
-        child.destroy()
 
     @property
     def closed(self) -> bool:

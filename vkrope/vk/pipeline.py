@@ -43,10 +43,10 @@ class ComputePipeline:
         self.set_layout: Any = None
         self.layout: Any = None
         self.handle: Any = None
+        ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
-            self.module = b.call("vkCreateShaderModule", ctx.handle, module_info, None)
-            b.track("VkShaderModule", +1)
+            b.create(self, "module", "VkShaderModule", "vkCreateShaderModule", ctx.handle, module_info, None)
 
             layout_bindings = [
                 vk.VkDescriptorSetLayoutBinding(
@@ -60,8 +60,8 @@ class ComputePipeline:
             set_layout_info = vk.VkDescriptorSetLayoutCreateInfo(
                 bindingCount=len(layout_bindings), pBindings=layout_bindings
             )
-            self.set_layout = b.call("vkCreateDescriptorSetLayout", ctx.handle, set_layout_info, None)
-            b.track("VkDescriptorSetLayout", +1)
+            b.create(self, "set_layout", "VkDescriptorSetLayout", "vkCreateDescriptorSetLayout", ctx.handle,
+                     set_layout_info, None)
 
             ranges = []
             if push_constant_bytes:
@@ -73,20 +73,18 @@ class ComputePipeline:
                 setLayoutCount=1, pSetLayouts=set_layouts, pushConstantRangeCount=len(ranges),
                 pPushConstantRanges=ranges or None,
             )
-            self.layout = b.call("vkCreatePipelineLayout", ctx.handle, layout_info, None)
-            b.track("VkPipelineLayout", +1)
+            b.create(self, "layout", "VkPipelineLayout", "vkCreatePipelineLayout", ctx.handle, layout_info, None)
 
             spec, _keep = _specialization(vk, self.spec_constants)
             stage = vk.VkPipelineShaderStageCreateInfo(
                 stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=self.module, pName="main", pSpecializationInfo=spec
             )
             pipeline_info = vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)
-            self.handle = b.create_compute_pipeline(ctx.handle, pipeline_info)
-            b.track("VkPipeline", +1)
+            b.create(self, "handle", "VkPipeline", "vkCreateComputePipelines", ctx.handle, b.vk().VK_NULL_HANDLE, 1,
+                     [pipeline_info], None)
         except BaseException:
-            self.destroy()
+            ctx.release(self)
             raise
-        ctx.adopt(self)
 
     def write_set(self, dset: Any, resources: Sequence[tuple[Buffer, int, int] | Image3D]) -> None:
         """Point descriptor set `dset` (allocated with this pipeline's

@@ -50,11 +50,11 @@ class Buffer:
                 "vkAllocateMemory", "VK_ERROR_OUT_OF_DEVICE_MEMORY",
             )
         self._start(ctx, size)
-        info = vk.VkBufferCreateInfo(size=self.size, usage=usage or default_usage(),
-                                     sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        self.handle = b.call("vkCreateBuffer", ctx.handle, info, None)
-        b.track("VkBuffer", +1)
+        ctx.adopt(self)  # first: whatever is created below has an owner
         try:
+            info = vk.VkBufferCreateInfo(size=self.size, usage=usage or default_usage(),
+                                         sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
+            b.create(self, "handle", "VkBuffer", "vkCreateBuffer", ctx.handle, info, None)
             req = vk.vkGetBufferMemoryRequirements(ctx.handle, self.handle)
             if host_visible:
                 required = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -65,15 +65,13 @@ class Buffer:
             flags = ctx.memory_properties.memoryTypes[type_index].propertyFlags
             self.host_visible = bool(flags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            self.memory = b.call("vkAllocateMemory", ctx.handle, alloc, None)
-            b.track("VkDeviceMemory", +1)
+            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
             b.call("vkBindBufferMemory", ctx.handle, self.handle, self.memory, 0)
             if host_visible:
                 self._mapped = b.map_memory(ctx.handle, self.memory, self.size)
         except BaseException:
-            self.destroy()
+            ctx.release(self)
             raise
-        ctx.adopt(self)
 
     def _start(self, ctx: Context, size: int) -> None:
         """The state every buffer starts from (nothing created yet)."""
@@ -92,13 +90,10 @@ class Buffer:
 
     def destroy(self) -> None:
         """Unmap, destroy the buffer, free the memory (idempotent)."""
-        vk = b.vk()
-        device = self.ctx.handle
-        if self._mapped is not None:
-            self._mapped = None
-            if device is not None:
-                vk.vkUnmapMemory(device, self.memory)
-        b.destroy_handles(self, device, (
+        # Freeing mapped memory unmaps it (no separate vkUnmapMemory to be
+        # interrupted before the free).
+        self._mapped = None
+        b.destroy_handles(self, self.ctx.handle, (
             ("handle", "vkDestroyBuffer", "VkBuffer"),
             ("memory", "vkFreeMemory", "VkDeviceMemory"),
         ))
@@ -131,14 +126,13 @@ class Image3D:
             sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE,
             initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
         )
-        self.handle = b.call("vkCreateImage", ctx.handle, info, None)
-        b.track("VkImage", +1)
+        ctx.adopt(self)  # first: whatever is created below has an owner
         try:
+            b.create(self, "handle", "VkImage", "vkCreateImage", ctx.handle, info, None)
             req = vk.vkGetImageMemoryRequirements(ctx.handle, self.handle)
             type_index = ctx.memory_type(req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            self.memory = b.call("vkAllocateMemory", ctx.handle, alloc, None)
-            b.track("VkDeviceMemory", +1)
+            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
             b.call("vkBindImageMemory", ctx.handle, self.handle, self.memory, 0)
             rng = vk.VkImageSubresourceRange(
                 aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
@@ -146,12 +140,10 @@ class Image3D:
             view_info = vk.VkImageViewCreateInfo(
                 image=self.handle, viewType=vk.VK_IMAGE_VIEW_TYPE_3D, format=vk_format, subresourceRange=rng
             )
-            self.view_handle = b.call("vkCreateImageView", ctx.handle, view_info, None)
-            b.track("VkImageView", +1)
+            b.create(self, "view_handle", "VkImageView", "vkCreateImageView", ctx.handle, view_info, None)
         except BaseException:
-            self.destroy()
+            ctx.release(self)
             raise
-        ctx.adopt(self)
 
     def destroy(self) -> None:
         """Destroy the view, the image and its memory (idempotent)."""
@@ -184,9 +176,9 @@ class ImportedBuffer(Buffer):
         external = vk.VkExternalMemoryBufferCreateInfo(handleTypes=handle_type)
         info = vk.VkBufferCreateInfo(pNext=external, size=self.size, usage=default_usage(),
                                      sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
-        self.handle = b.call("vkCreateBuffer", ctx.handle, info, None)
-        b.track("VkBuffer", +1)
+        ctx.adopt(self)  # first: whatever is created below has an owner
         try:
+            b.create(self, "handle", "VkBuffer", "vkCreateBuffer", ctx.handle, info, None)
             pointer = vk.ffi.cast("void *", start)
             props = vk.ffi.new("VkMemoryHostPointerPropertiesEXT*")
             props.sType = vk.VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT
@@ -196,10 +188,8 @@ class ImportedBuffer(Buffer):
             type_index = ctx.memory_type(req.memoryTypeBits & props.memoryTypeBits, 0)
             import_info = vk.VkImportMemoryHostPointerInfoEXT(handleType=handle_type, pHostPointer=pointer)
             alloc = vk.VkMemoryAllocateInfo(pNext=import_info, allocationSize=self.size, memoryTypeIndex=type_index)
-            self.memory = b.call("vkAllocateMemory", ctx.handle, alloc, None)
-            b.track("VkDeviceMemory", +1)
+            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
             b.call("vkBindBufferMemory", ctx.handle, self.handle, self.memory, 0)
         except BaseException:
-            self.destroy()
+            ctx.release(self)
             raise
-        ctx.adopt(self)
