@@ -16,19 +16,23 @@
 #ifdef X_HALF
 #define XVEC4 f16vec4
 #define XVEC2 f16vec2
+#define XSCALAR float16_t
 #define IMAGE_FORMAT rgba16f
 #else
 #define XVEC4 vec4
 #define XVEC2 vec2
+#define XSCALAR float
 #define IMAGE_FORMAT rgba32f
 #endif
 
 #ifdef F_HALF
 #define FVEC2 f16vec2
 #define FVEC4 f16vec4
+#define FSCALAR float16_t
 #else
 #define FVEC2 vec2
 #define FVEC4 vec4
+#define FSCALAR float
 #endif
 
 // a*b - c*d with one rounding error at most about 1.5 ulp of the result

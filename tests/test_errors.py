@@ -118,8 +118,9 @@ def test_device_argument_type():
 ASARRAY_BAD = [
     ([1.0, 2.0], {}, TypeError, ["a must be", "list"]),
     (np.ones((2, 4), np.float64), {}, TypeError, ["float64"]),
-    (np.ones(4, np.float32), {}, ValueError, ["at least 2 axes"]),
-    (np.ones((2, 3), np.float32), {}, ValueError, ["even"]),
+    (np.ones(4, np.float32), {"storage": "texture3d"}, ValueError, ["at least 2 axes"]),
+    (np.float32(1.0), {}, TypeError, ["a must be", "float32"]),
+    (np.ones((), np.float32), {}, ValueError, ["at least 1 axes"]),
     (np.ones((2, 4), np.float32), {"storage": "image"}, ValueError, ["storage", "image"]),
     (np.ones((2, 4), np.float32), {"storage": None}, ValueError, ["storage", "None"]),
 ]

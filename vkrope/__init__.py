@@ -7,7 +7,7 @@ attention, on any Vulkan device, from numpy.
 See README.md for the full contract, the errors and the measured speed.
 """
 
-from .api import apply, close_default_device, default_device
+from .api import apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rotary_embedding
 from .array import DeviceArray
 from .device import Device, devices
 from .errors import (
@@ -26,6 +26,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "apply",
+    "rotary_embedding",
+    "apply_rotary_emb",
+    "apply_rotary_emb_hf",
     "apply_reference",
     "axial_freqs",
     "Device",

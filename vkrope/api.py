@@ -1,16 +1,17 @@
-"""The module-level API: `vkrope.apply` on a default device."""
+"""The module-level API: the operators on a default device."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import threading
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from .arguments import check_request
 from .device import Device
+from .ops import table
 
 _default: Device | None = None
 _default_lock = threading.Lock()
@@ -83,3 +84,66 @@ def apply(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,
     ))
+
+
+def _device_for(check: Any) -> Device:
+    """The default device; when it does not exist yet, `check()` the
+    arguments first, so a bad argument is a TypeError / ValueError even on a
+    machine without Vulkan (once it exists, the Device checks them)."""
+    dev = _default
+    if dev is None or dev.closed:
+        check()
+        dev = default_device()
+    return dev
+
+
+def rotary_embedding(
+    x: np.ndarray,
+    cos_cache: np.ndarray,
+    sin_cache: np.ndarray,
+    position_ids: np.ndarray | None = None,
+    *,
+    interleaved: int | bool = 0,
+    rotary_embedding_dim: int = 0,
+    num_heads: int = 0,
+    out: np.ndarray | None = None,
+    storage: str = "auto",
+) -> np.ndarray:
+    """ONNX `RotaryEmbedding` (opset 23) on the GPU.
+
+    x: float32 / float16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
+    With `position_ids` (int `[B, S]`, each in `[0, max_pos)`), the caches
+    are `[max_pos, rot/2]` and token (b, s) reads row `position_ids[b, s]`;
+    without, they are `[B, S, rot/2]`. `rotary_embedding_dim` (`rot`, 0 =
+    D) rotates the first `rot` channels of each head, the rest pass
+    through; `interleaved` (0/1) pairs channels (2i, 2i+1), else rotate-half
+    (i, i + rot/2). `out` receives the result (may be x itself).
+    `storage`: "auto", "buffer" or "texture3d".
+    """
+    kw: dict[str, Any] = dict(interleaved=interleaved, rotary_embedding_dim=rotary_embedding_dim,
+                              num_heads=num_heads, out=out, storage=storage)
+    dev = _device_for(lambda: table.check_onnx(x, cos_cache, sin_cache, position_ids, **kw))
+    return cast(np.ndarray, dev.rotary_embedding(x, cos_cache, sin_cache, position_ids, **kw))
+
+
+def apply_rotary_emb(
+    xq: np.ndarray, xk: np.ndarray, freqs_cos: np.ndarray, freqs_sin: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """ExecuTorch's LLM RoPE (`et_vk.apply_rotary_emb`, llama `rope.py`):
+    xq `[B, S, Hq, D]`, xk `[B, S, Hk, D]` (Hk may differ: grouped-query
+    attention), freqs_cos / freqs_sin `[S, D/2]`, interleaved pairs (2i,
+    2i+1); q and k in one submission. Returns `(xq_out, xk_out)`."""
+    dev = _device_for(lambda: table.check_llm(xq, xk, freqs_cos, freqs_sin))
+    return cast(tuple, dev.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin))
+
+
+def apply_rotary_emb_hf(
+    xq: np.ndarray, xk: np.ndarray, freqs_cos: np.ndarray, freqs_sin: np.ndarray, start_pos: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """ExecuTorch's Hugging Face RoPE (`et_vk.apply_rotary_emb_hf`): xq
+    `[B, S, Hq, D]`, xk `[B, S, Hk, D]`, freqs_cos / freqs_sin `[max_seq,
+    rot]` full width (HF's `cat(freqs, freqs)`; `rot <= D`, channels past it
+    pass through), token s reads row `start_pos + s`, rotate-half pairs (i,
+    i + rot/2). Returns `(xq_out, xk_out)`."""
+    dev = _device_for(lambda: table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos))
+    return cast(tuple, dev.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos))

@@ -82,6 +82,33 @@ def _refuse_subclass(name: str, a: Any) -> None:
         )
 
 
+def check_plain_array(name: str, a: Any) -> np.ndarray:
+    """`a` must be a plain numpy array (not a matrix or masked array)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array; got {_describe(a)}")
+    _refuse_subclass(name, a)
+    return a
+
+
+def check_array(a: Any, name: str, storage: str) -> Any:
+    """An array to upload (`Device.asarray`): a plain numpy array (or a
+    DeviceArray) of float32 or float16, with at least one axis (two for
+    texture3d, whose images hold [..., N, C])."""
+    from .array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
+    if isinstance(a, DeviceArray):
+        if a.released:
+            raise ValueError(f"{name} is a released DeviceArray")
+        return a
+    check_plain_array(name, a)
+    if a.dtype not in X_DTYPES:
+        raise TypeError(f"{name} must have dtype float32 or float16; got {a.dtype} (convert with {name}.astype(np.float32))")
+    if a.ndim < (2 if storage == "texture3d" else 1):
+        raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
+                         f"{storage!r}; got shape {a.shape}")
+    return a
+
+
 def check_x(x: Any, name: str = "x") -> Any:
     """x (a numpy array or a DeviceArray) of float32 or float16 with at least
     2 axes and even C."""

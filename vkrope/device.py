@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, Request, check_x
+from .arguments import STORAGE_CHOICES, Request, check_array
 from .array import DeviceArray
-from .ops import interleaved
+from .ops import interleaved, table
 from .owner import DeviceOwner, devices
 from .runtime import arrays, execute
+from .runtime.layout import padded_bytes
 from .vk.instance import PhysicalDeviceInfo
 
 
@@ -59,7 +60,7 @@ class Device(DeviceOwner):
         )
         if isinstance(x, DeviceArray):
             self._check_resident(x, storage, "")
-            return self._run_many([req])[0]
+            return self._run_many(interleaved, [req])[0]
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         if req.x.size == 0:
             self._context()
@@ -95,15 +96,15 @@ class Device(DeviceOwner):
             except ValueError as exc:
                 raise ValueError(f"calls[{i}]: {exc}") from None
             prepared.append(req)
-        return self._run_many(prepared)
+        return self._run_many(interleaved, prepared)
 
-    def _run_many(self, prepared: list[Request]) -> list[np.ndarray | DeviceArray]:
+    def _run_many(self, op: Any, prepared: list[Any]) -> list[np.ndarray | DeviceArray]:
         """Upload numpy inputs, run every request in one submission, download
         the results of numpy inputs. The temporaries (uploads, device copies
         of numpy results) live until the submission has finished."""
         with self._lock:
             self._context()
-            results: list[tuple[np.ndarray | None, DeviceArray]] = []
+            results: list[tuple[np.ndarray | None, DeviceArray, DeviceArray]] = []
             temporaries: list[DeviceArray] = []
             jobs: list[execute.Job] = []
             try:
@@ -119,19 +120,78 @@ class Device(DeviceOwner):
                         out = self._new_array(x.storage, x.shape, x.dtype)
                         if host_out is not None:
                             temporaries.append(out)
-                    results.append((host_out, out))
+                    target = out
+                    if out is x and not getattr(req, "in_place", True):
+                        # The kernel cannot write where it reads: through a temporary.
+                        target = self._new_array(x.storage, x.shape, x.dtype)
+                        temporaries.append(target)
+                    results.append((host_out, out, target))
                     if req.x.size:
-                        pl = execute.plan_for(self._rt, interleaved, req, x.storage)
-                        jobs.append(execute.Job(req, pl, x._resource, out._resource))
+                        pl = execute.plan_for(self._rt, op, req, x.storage)
+                        jobs.append(execute.Job(req, pl, x._resource, target._resource))
                 if jobs:
-                    self._guarded(execute.run_resident, self._rt, interleaved, jobs)
+                    self._guarded(execute.run_resident, self._rt, op, jobs)
                 final: list[np.ndarray | DeviceArray] = []
-                for host_out, out in results:
+                for host_out, out, target in results:
+                    if target is not out and out.size:
+                        self._guarded(arrays.copy_resource, self._rt, target._resource, out._resource,
+                                      padded_bytes(out.size, out.dtype.itemsize))
                     final.append(out if host_out is None else self._download_into(out, host_out))
                 return final
             finally:
                 for tmp in temporaries:
                     tmp.release()
+
+    # --- the table operators (vkrope/ops/table.py) ---------------------------------
+    def rotary_embedding(
+        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray, sin_cache: np.ndarray | DeviceArray,
+        position_ids: np.ndarray | None = None, *, interleaved: int | bool = 0, rotary_embedding_dim: int = 0,
+        num_heads: int = 0, out: np.ndarray | DeviceArray | None = None, storage: str = "auto",
+    ) -> np.ndarray | DeviceArray:
+        """ONNX RotaryEmbedding (opset 23) on this device; see
+        `vkrope.rotary_embedding`. DeviceArrays in (x, the caches) stay on the
+        device: a DeviceArray x gives a DeviceArray result."""
+        req = table.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
+                               rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
+                               storage=storage)
+        self._check_tables(req, x)
+        if isinstance(x, DeviceArray):
+            self._check_resident(x, storage, "")
+            return self._run_many(table, [req])[0]
+        result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
+        with self._lock:
+            self._context()
+            if req.rows and req.row_values:
+                self._guarded(execute.run_numpy, self._rt, table, req, resolve_storage(req.storage), result, False)
+        return result
+
+    def apply_rotary_emb(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Any, Any]:
+        """ExecuTorch's `apply_rotary_emb` (LLM) on this device, q and k in
+        one submission; see `vkrope.apply_rotary_emb`."""
+        q, k = table.check_llm(xq, xk, freqs_cos, freqs_sin)
+        return self._pair(q, k, xq, xk)
+
+    def apply_rotary_emb_hf(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any,
+                            start_pos: int = 0) -> tuple[Any, Any]:
+        """ExecuTorch's `apply_rotary_emb_hf` (Hugging Face rotate-half) on
+        this device, q and k in one submission; see `vkrope.apply_rotary_emb_hf`."""
+        q, k = table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
+        return self._pair(q, k, xq, xk)
+
+    def _pair(self, q: Any, k: Any, xq: Any, xk: Any) -> tuple[Any, Any]:
+        for name, x in (("xq", xq), ("xk", xk)):
+            if isinstance(x, DeviceArray) and x.device is not self:
+                raise ValueError(f"{name} lives on another vkrope.Device")
+        self._check_tables(q, xq)
+        yq, yk = self._run_many(table, [q, k])
+        return yq, yk
+
+    def _check_tables(self, req: Any, x: Any) -> None:
+        """Resident tables must live here."""
+        for name in ("cos", "sin"):
+            t = getattr(req, name)
+            if isinstance(t, DeviceArray) and t.device is not self:
+                raise ValueError(f"the {name} table lives on another vkrope.Device")
 
     def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
         """A new, uninitialised DeviceArray on this device."""
@@ -146,16 +206,17 @@ class Device(DeviceOwner):
             raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
 
     def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
-        """Upload a float32 / float16 numpy array `[..., N, C]` (C even) and
-        return it as a `DeviceArray` on this device."""
-        a = check_x(a, "a")
+        """Upload a float32 / float16 numpy array and return it as a
+        `DeviceArray` on this device: a tensor `[..., N, C]` for the
+        operators (any storage), or a table (`storage="buffer"`)."""
+        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
+            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        storage = resolve_storage(storage)
+        a = check_array(a, "a", storage)
         if isinstance(a, DeviceArray):
             if a.device is not self:
                 raise ValueError("a lives on another vkrope.Device; use a.get() and upload that")
             return a
-        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
-            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
-        storage = resolve_storage(storage)
         with self._lock:
             self._context()
             arr = self._new_array(storage, a.shape, a.dtype)
@@ -171,7 +232,8 @@ class Device(DeviceOwner):
                 raise ValueError("cannot copy a released DeviceArray")
             arr = self._new_array(src.storage, src.shape, src.dtype)
             if src.size:
-                self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource)
+                self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource,
+                              padded_bytes(src.size, src.dtype.itemsize))
             return arr
 
     def _download(self, arr: DeviceArray) -> np.ndarray:

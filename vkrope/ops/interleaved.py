@@ -72,6 +72,7 @@ class Plan:
     inverse: bool
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
+    in_place: bool = True  # out may be x: each invocation reads only the texel it writes
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over x and out (resource, byte offset of

@@ -67,11 +67,18 @@ def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool)
     if not upload:
         np.copyto(data, view)
 
-def copy_resource(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D) -> None:
-    """Device-side copy of one array's memory into another's of the same kind and size."""
-    if isinstance(src, Buffer):
-        rt.submit((Copy(arg(src, 0, src.size), arg(dst, 0, src.size, WRITE)),))
+def copy_resource(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int) -> None:
+    """Device-side copy of one array's data (`nbytes`, padded to whole
+    texels, for buffers; whole images of one extent) into another's. Pool
+    buffers may be larger than the data: only the data is copied."""
+    if isinstance(src, Buffer) and isinstance(dst, Buffer):
+        if nbytes > min(src.size, dst.size):
+            raise AssertionError(f"copy of {nbytes} bytes between buffers of {src.size} and {dst.size}")
+        rt.submit((Copy(arg(src, 0, nbytes), arg(dst, 0, nbytes, WRITE)),))
         return
+    assert isinstance(src, Image3D) and isinstance(dst, Image3D)
+    if src.extent != dst.extent:
+        raise AssertionError(f"copy between images of extents {src.extent} and {dst.extent}")
     host = rt.work_buffer("host_copy", image_bytes(src.extent, 4), host_visible=False)
     rt.submit((ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
                  ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True)))

@@ -56,15 +56,20 @@ def plan_for(rt: Runtime, op: Any, req: Any, storage: str) -> Any:
     return pl
 
 
-def pack_tables(rt: Runtime, segments: list[list[np.ndarray]]) -> tuple[Buffer, Buffer, list[list[Arg]]]:
+def pack_tables(rt: Runtime, segments: list[list[Any]]) -> tuple[Buffer, Buffer, list[list[Arg]]]:
     """Every table array into one argument buffer, each at an offset the
     device accepts for a binding; returns (host buffer, bound buffer, the
-    ranges of each segment's arrays)."""
+    ranges of each segment's tables). Entries that are already `Arg`s
+    (device-resident tables) are bound where they are."""
     align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
-    offsets, end = [], 0
+    offsets: list[list[Any]] = []
+    end = 0
     for seg in segments:
-        row = []
+        row: list[Any] = []
         for a in seg:
+            if isinstance(a, Arg):
+                row.append(a)
+                continue
             row.append((end, max(MIN_BUFFER, a.nbytes)))
             end = -(-(end + max(MIN_BUFFER, a.nbytes)) // align) * align
         offsets.append(row)
@@ -74,14 +79,15 @@ def pack_tables(rt: Runtime, segments: list[list[np.ndarray]]) -> tuple[Buffer, 
                          f"({limit}); split the call")
     host, bound = rt.staged("args", end)
     for seg, row in zip(segments, offsets):
-        for a, (off, _) in zip(seg, row):
-            if a.size:
-                host.view(a.dtype, a.size, off)[:] = a
-    return host, bound, [[arg(bound, off, size) for off, size in row] for row in offsets]
+        for a, place in zip(seg, row):
+            if not isinstance(a, Arg) and a.size:
+                host.view(a.dtype, a.size, place[0])[:] = a
+    return host, bound, [[p if isinstance(p, Arg) else arg(bound, p[0], p[1]) for p in row] for row in offsets]
 
 
 def _upload_args(rt: Runtime, host: Buffer, bound: Buffer) -> tuple[Step, ...]:
-    return () if host is bound else (Copy(arg(host, 0, host.size), arg(bound, 0, host.size, WRITE)),)
+    size = min(host.size, bound.size)
+    return () if host is bound else (Copy(arg(host, 0, size), arg(bound, 0, size, WRITE)),)
 
 
 # --- numpy in, numpy out -----------------------------------------------------------
@@ -106,7 +112,7 @@ def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, wa
     head = _upload_args(rt, args_host, args)
     if storage == "buffer" and _importable(rt, out):
         try:
-            imports = _import(rt, req.x, out)
+            imports = _import(rt, req.x, out, pl.in_place)
         except VulkanError as exc:
             if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
                                   "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
@@ -115,29 +121,43 @@ def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, wa
         if imports is not None:
             return _run_imported(rt, req, pl, out, head, table_args, imports, want_time)
     x = req.x
-    loc: tuple[Any, int]
-    up: tuple[Step, ...]
-    down: tuple[Step, ...]
     if storage == "buffer":
         nbytes = padded_bytes(x.size, x.itemsize)
-        host, bound = rt.staged("x", nbytes)
-        view = host.view(x.dtype, x.size).reshape(x.shape)
-        loc = (bound, 0)
-        up = () if host is bound else (Copy(arg(host, 0, nbytes), arg(bound, 0, nbytes, WRITE)),)
-        down = () if host is bound else (Copy(arg(bound, 0, nbytes), arg(host, 0, nbytes, WRITE)),)
+        x_host, x_loc, up = _staged_tensor(rt, "x", nbytes, upload=True)
+        view = x_host.view(x.dtype, x.size).reshape(x.shape)
+        if pl.in_place:
+            out_host, out_loc, down = x_host, x_loc, _staged_download(rt, x_host, x_loc[0], nbytes)
+        else:
+            out_host, out_loc, down = _staged_tensor(rt, "out", nbytes, upload=False)
+        out_view = out_host.view(x.dtype, x.size).reshape(x.shape)
     else:
         extent = pl.image_extent
         host = rt.work_buffer("host_x", image_bytes(extent, x.itemsize), host_visible=True)
-        view = packed_view(host, extent, x.dtype, x.shape)
+        view = out_view = packed_view(host, extent, x.dtype, x.shape)
         image = rt.work_image("x_image", extent, x.dtype)
-        loc = (image, 0)
+        out_image = image if pl.in_place else rt.work_image("out_image", extent, x.dtype)
+        x_loc, out_loc = (image, 0), (out_image, 0)
         up = (ImageCopy(arg(host), arg(image, access=WRITE), to_image=True),)
-        down = (ImageCopy(arg(host, access=WRITE), arg(image), to_image=False),)
+        down = (ImageCopy(arg(host, access=WRITE), arg(out_image), to_image=False),)
     np.copyto(view, x, casting="no")
-    steps = head + up + pl.launches(loc, loc, table_args) + down
+    steps = head + up + pl.launches(x_loc, out_loc, table_args) + down
     seconds = rt.submit(steps, timed=want_time)
-    np.copyto(out, view)
+    np.copyto(out, out_view)
     return seconds
+
+
+def _staged_tensor(rt: Runtime, role: str, nbytes: int, upload: bool) -> tuple[Buffer, tuple[Any, int], tuple[Step, ...]]:
+    """(host buffer, bound location, the copy step between them) of a staged tensor."""
+    host, bound = rt.staged(role, nbytes)
+    if host is bound:
+        return host, (bound, 0), ()
+    if upload:
+        return host, (bound, 0), (Copy(arg(host, 0, nbytes), arg(bound, 0, nbytes, WRITE)),)
+    return host, (bound, 0), _staged_download(rt, host, bound, nbytes)
+
+
+def _staged_download(rt: Runtime, host: Buffer, bound: Buffer, nbytes: int) -> tuple[Step, ...]:
+    return () if host is bound else (Copy(arg(bound, 0, nbytes), arg(host, 0, nbytes, WRITE)),)
 
 
 def _importable(rt: Runtime, out: np.ndarray) -> bool:
@@ -156,8 +176,9 @@ def _import_ok(rt: Runtime, a: np.ndarray) -> bool:
     )
 
 
-def _import(rt: Runtime, x: np.ndarray, out: np.ndarray) -> list[ImportedBuffer]:
-    """[out import, x import] (x only when it is importable and apart from out)."""
+def _import(rt: Runtime, x: np.ndarray, out: np.ndarray, in_place: bool) -> list[ImportedBuffer]:
+    """[out import, x import] (x only when it is importable and apart from
+    out; an operator that cannot run in place then gets x staged)."""
     imports = [ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes)]
     same = x is out or x.__array_interface__ == out.__array_interface__
     if not same and _import_ok(rt, x) and not np.shares_memory(x, out):
@@ -177,20 +198,32 @@ def _run_imported(rt: Runtime, req: Any, pl: Any, out: np.ndarray, head: tuple[S
     returning, once the device is done with them, so no device view
     outlives the numpy memory."""
     x = req.x
-    out_buf, x_buf = imports[0], imports[-1]
+    out_buf = imports[0]
+    nbytes = x.nbytes
     try:
-        if len(imports) == 1 and not (x is out or x.__array_interface__ == out.__array_interface__):
-            np.copyto(out, x, casting="no")
-        elif rt.unified and len(imports) == 2:
-            _prefault(out)  # the device writes it directly
-        nbytes = x.nbytes
+        x_loc: tuple[Any, int]
+        pre: tuple[Step, ...] = ()
+        if len(imports) == 2:
+            x_loc = (imports[1], imports[1].offset)
+            if rt.unified:
+                _prefault(out)  # the device writes it directly
+        elif pl.in_place:
+            if not (x is out or x.__array_interface__ == out.__array_interface__):
+                np.copyto(out, x, casting="no")
+            x_loc = (out_buf, out_buf.offset)
+        else:  # x apart from out, through staging
+            host, x_loc, pre = _staged_tensor(rt, "x", padded_bytes(x.size, x.itemsize), upload=True)
+            host.view(x.dtype, x.size).reshape(x.shape)[...] = x
         if rt.unified:
-            steps = head + pl.launches((x_buf, x_buf.offset), (out_buf, out_buf.offset), table_args)
+            steps = head + pre + pl.launches(x_loc, (out_buf, out_buf.offset), table_args)
         else:
-            dev = rt.work_buffer("x", padded_bytes(x.size, x.itemsize), host_visible=False)
-            steps = (head + (Copy(arg(x_buf, x_buf.offset, nbytes), arg(dev, 0, nbytes, WRITE)),)
-                     + pl.launches((dev, 0), (dev, 0), table_args)
-                     + (Copy(arg(dev, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
+            # Discrete: the kernel runs in device-local memory, imports are copy endpoints.
+            dev_x = rt.work_buffer("dev_x", padded_bytes(x.size, x.itemsize), host_visible=False)
+            dev_out = dev_x if pl.in_place else rt.work_buffer("dev_out", padded_bytes(x.size, x.itemsize),
+                                                                host_visible=False)
+            steps = (head + pre + (Copy(arg(x_loc[0], x_loc[1], nbytes), arg(dev_x, 0, nbytes, WRITE)),)
+                     + pl.launches((dev_x, 0), (dev_out, 0), table_args)
+                     + (Copy(arg(dev_out, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
         return rt.submit(steps, timed=want_time, cache=False)
     finally:
         # The device writes the caller's memory: it must be done with it

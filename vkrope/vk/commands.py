@@ -252,7 +252,10 @@ class Recording:
         vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 1, [mb], 0, None, 0, None)
 
     def copy_buffer(self, src: Buffer, dst: Buffer, size: int, src_offset: int = 0, dst_offset: int = 0) -> None:
-        """Copy `size` bytes between buffers."""
+        """Copy `size` bytes between buffers (checked here: an out-of-range
+        copy corrupts a CPU driver's heap instead of failing)."""
+        if size > src.size - src_offset or size > dst.size - dst_offset:
+            raise AssertionError(f"copy of {size} bytes from {src.size - src_offset} / into {dst.size - dst_offset}")
         vk = b.vk()
         region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
         vk.vkCmdCopyBuffer(self.cmd, src.handle, dst.handle, 1, [region])

@@ -1,0 +1,194 @@
+#version 450
+/*
+ * vkrope: RoPE with separate cos / sin tables, interleaved or rotate-half
+ * pairs and partial rotary, the kernel of vkrope/ops/table.py (ONNX
+ * RotaryEmbedding-23, ExecuTorch's et_vk.apply_rotary_emb and
+ * apply_rotary_emb_hf, Hugging Face's apply_rotary_pos_emb).
+ *
+ * Compiled per variant of glsl/rope_table.json by scripts/compile_shaders.py,
+ * which defines STORAGE_BUFFER or STORAGE_TEXTURE3D, X_HALF / F_HALF
+ * (common.glsl) and the flag bits FLAG_INTERLEAVED, FLAG_FULL_TABLE.
+ *
+ * The tensor is a stack of rows of C values (its last axis), R rows in all;
+ * each row holds C / D heads of D values (one head for [B, H, S, D] and
+ * [B, S, H, D], H heads for [B, S, H*D]). Row r belongs to token
+ * s = (r / token_rows) % S of batch item b = r / batch_rows (token_rows: H
+ * for [B, S, H, D], else 1), and reads table row row_of[b*S + s].
+ *
+ * Inputs (set 0):
+ *   binding 0  out      buffer of values, or a width-packed 3D image (writeonly)
+ *   binding 1  x        buffer of values, or a width-packed 3D image (readonly)
+ *   binding 2  cos      buffer [table rows, table_width]
+ *   binding 3  sin      buffer [table rows, table_width]
+ *   binding 4  row_of   buffer of int: the table row of each (b, s)
+ * out and x may be the same buffer / image only for interleaved pairs with
+ * an even D (a pair then never straddles two texels, and an invocation
+ * reads only its own); otherwise a partner may sit in a texel another
+ * invocation writes, so the host never runs those in place.
+ *
+ * Math, for head-local channel j < rot of a rotated row, (c, s) from column
+ * col of its table row:
+ *   interleaved (FLAG_INTERLEAVED): pair (2i, 2i+1), col = i = j / 2
+ *     out[2i]   = x[2i] c - x[2i+1] s,   out[2i+1] = x[2i+1] c + x[2i] s
+ *   rotate-half: pair (i, i + rot/2), col = i (FLAG_FULL_TABLE: col = j, the
+ *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
+ *     out[i]    = x[i] c - x[i+h] s,     out[i+h]  = x[i+h] c + x[i] s
+ * Channels j >= rot pass through. Products use Kahan's fma form and float16
+ * results are rounded once to nearest-even (common.glsl); a texel that only
+ * passes through is copied as raw bits on buffers.
+ *
+ * Indexing: one invocation per output texel, grid (texel of a row, row of
+ * this dispatch). Buffers are addressed by value index r*C + v (relative to
+ * x_base where the binding starts); when C % 4 == 0 (ALIGNED) the own texel
+ * moves as a vec4, else value by value. Images are width-packed like the
+ * interleaved kernel's: image row r*parts + v/4/width, folded over y and z.
+ */
+#include "common.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+// C % 4 == 0: a row is whole texels (buffer x and out move as vec4).
+layout(constant_id = 2) const bool ALIGNED = true;
+
+#ifdef STORAGE_BUFFER
+layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
+layout(std430, set = 0, binding = 0) writeonly buffer OutValues { XSCALAR out_values[]; };
+layout(std430, set = 0, binding = 1) readonly buffer InTexels { XVEC4 in_texels[]; };
+layout(std430, set = 0, binding = 1) readonly buffer InValues { XSCALAR in_values[]; };
+#else
+layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
+layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer Cos { FSCALAR cos_table[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Sin { FSCALAR sin_table[]; };
+layout(std430, set = 0, binding = 4) readonly buffer RowOf { int row_of[]; };
+
+#if !defined(FLAG_INTERLEAVED) || !defined(FLAG_FULL_TABLE)
+#error "compile with scripts/compile_shaders.py: it defines FLAG_INTERLEAVED and FLAG_FULL_TABLE"
+#endif
+
+layout(push_constant) uniform Params {
+  uint row_begin;       // first row of this dispatch
+  uint row_end;         // one past its last
+  uint row_values;      // C
+  uint head_dim;        // D
+  uint rot_half;        // rot / 2
+  uint table_width;     // values per table row (rot/2, or rot with FLAG_FULL_TABLE)
+  uint n_tokens;        // S
+  uint batch_rows;      // rows per batch item (H * S for 4D x, S for [B, S, H*D])
+  uint token_rows;      // consecutive rows of one token (H for [B, S, H, D], else 1)
+  uint x_base;          // buffers: value index at which the x / out bindings start;
+                        // images: the row that image row 0 holds
+  uint t_base;          // table row at which the cos / sin bindings start
+  uint idx_base;        // (b, s) index at which the row_of binding starts
+  uint flags;           // FLAG_*
+  uint image_height;    // texture storage: image rows per z-slice
+  uint image_width;     // texture storage: texels per image row
+} p;
+
+#ifdef STORAGE_TEXTURE3D
+ivec3 texel_pos(uint r, uint c4) {
+  r -= p.x_base;
+  uint parts = ((p.row_values + 3u) / 4u + p.image_width - 1u) / p.image_width;  // image rows per tensor row
+  uint vrow = r * parts + c4 / p.image_width;
+  return ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));
+}
+#endif
+
+// Value v of row r.
+float load_value(uint r, uint v) {
+#ifdef STORAGE_BUFFER
+  return float(in_values[r * p.row_values + v - p.x_base]);
+#else
+  return imageLoad(in_image, texel_pos(r, v >> 2))[v & 3u];
+#endif
+}
+
+void main() {
+  uint c4 = gl_GlobalInvocationID.x;
+  uint r = p.row_begin + gl_GlobalInvocationID.y;
+  uint v0 = 4u * c4;
+  if (r >= p.row_end || v0 >= p.row_values) {
+    return;
+  }
+  uint lanes = min(4u, p.row_values - v0);
+  uint bs = (r / p.batch_rows) * p.n_tokens + (r / p.token_rows) % p.n_tokens;
+  int trow = row_of[bs - p.idx_base];
+  uint rot = 2u * p.rot_half;
+  // Does any lane of this texel rotate?
+  bool rotates = false;
+  if (trow >= 0) {
+    for (uint l = 0u; l < lanes; ++l) {
+      rotates = rotates || ((v0 + l) % p.head_dim < rot);
+    }
+  }
+#ifdef STORAGE_BUFFER
+  uint g = r * p.row_values + v0 - p.x_base;
+  if (!rotates) {  // pass through, bit for bit
+    if (ALIGNED) {
+      out_texels[g >> 2] = in_texels[g >> 2];
+    } else {
+      for (uint l = 0u; l < lanes; ++l) {
+        out_values[g + l] = in_values[g + l];
+      }
+    }
+    return;
+  }
+  vec4 x = vec4(0.0);
+  if (ALIGNED) {
+    x = vec4(in_texels[g >> 2]);
+  } else {
+    for (uint l = 0u; l < lanes; ++l) {
+      x[l] = float(in_values[g + l]);
+    }
+  }
+#else
+  ivec3 pos = texel_pos(r, c4);
+  vec4 x = imageLoad(in_image, pos);
+#endif
+  vec4 y = x;
+  if (rotates) {
+    bool interleaved = (p.flags & FLAG_INTERLEAVED) != 0u;
+    bool full = (p.flags & FLAG_FULL_TABLE) != 0u;
+    uint t0 = uint(trow) - p.t_base;
+    for (uint l = 0u; l < lanes; ++l) {
+      uint v = v0 + l;
+      uint j = v % p.head_dim;
+      if (j >= rot) {
+        continue;
+      }
+      bool first;
+      uint i, pv;
+      if (interleaved) {
+        first = (j & 1u) == 0u;
+        i = j >> 1;
+        pv = first ? v + 1u : v - 1u;
+      } else {
+        first = j < p.rot_half;
+        i = first ? j : j - p.rot_half;
+        pv = first ? v + p.rot_half : v - p.rot_half;
+      }
+      // The partner shares this texel (interleaved pairs with an even D
+      // always do), or is read from its own.
+      float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);
+      uint col = full ? j : i;
+      float c = float(cos_table[t0 * p.table_width + col]);
+      float s = float(sin_table[t0 * p.table_width + col]);
+      // first: x c - partner s; second: x c + partner s
+      y[l] = diff_of_products(x[l], c, first ? partner : -partner, s);
+    }
+  }
+#ifdef X_HALF
+  y = round_to_half(y);
+#endif
+#ifdef STORAGE_BUFFER
+  if (ALIGNED) {
+    out_texels[g >> 2] = XVEC4(y);
+  } else {
+    for (uint l = 0u; l < lanes; ++l) {
+      out_values[g + l] = XSCALAR(y[l]);
+    }
+  }
+#else
+  imageStore(out_image, pos, y);
+#endif
+}

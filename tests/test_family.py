@@ -1,0 +1,332 @@
+"""The table operators (ONNX RotaryEmbedding-23, ExecuTorch's LLM and HF
+RoPE ops) against the independent float64 oracles of tests/oracle_family.py:
+ONNX's own conformance cases, a property test over the whole parameter
+space, both storages, float32 and float16, numpy and device-resident inputs,
+forced small limits, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vkrope
+from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+
+STORAGES = ["buffer", "texture3d"]
+EPS32 = 2.0**-24
+
+
+def poisoned(shape, dtype):
+    out = np.empty(shape, dtype)
+    out.fill(np.nan)
+    return out
+
+
+def bound(x, *tables) -> float:
+    """max |x| * (max |cos| + max |sin|): what the rounding errors scale with."""
+    xm = float(np.abs(np.asarray(x, np.float64)).max(initial=0.0))
+    tm = sum(float(np.abs(np.asarray(t, np.float64)).max(initial=0.0)) for t in tables)
+    return max(xm * max(tm, 1.0), 1e-30)
+
+
+def assert_close(y, ref, x, *tables, tables_half: bool = False):
+    """float32: within 4 float32 ulps of the term bound. float16: each element
+    within one float16 ulp of the reference (2^-22 of the term bound where
+    float32 tables make the products inexact); never NaN where the reference
+    is finite."""
+    y = np.asarray(y)
+    assert y.shape == ref.shape and y.dtype == np.asarray(x).dtype
+    y64 = y.astype(np.float64)
+    assert np.isfinite(y64).all(), "unwritten (NaN) elements"
+    err = np.abs(y64 - ref)
+    b = bound(x, *tables)
+    if y.dtype == np.float32:
+        tol = 4 * EPS32 * b
+    else:
+        ulp = np.spacing(np.abs(ref.astype(np.float16))).astype(np.float64)
+        tol = ulp if tables_half else np.maximum(ulp, 2.0**-22 * b)
+    worst = np.argmax(err - tol) if err.size else 0
+    assert (err <= tol).all(), f"error {err.flat[worst]:.3g} > {np.broadcast_to(tol, err.shape).flat[worst]:.3g}"
+
+
+def unit_tables(rows, half, rng, dtype=np.float32):
+    theta = rng.uniform(-50, 50, (rows, half))
+    return np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
+
+
+# --- ONNX conformance ------------------------------------------------------------
+onnx_cases = pytest.importorskip("onnx_cases")
+
+
+def _cases():
+    try:
+        return onnx_cases.onnx_rotary_cases()
+    except ImportError:
+        return []
+
+
+CASES = _cases()
+
+
+def test_conformance_cases_are_there():
+    pytest.importorskip("onnx")
+    assert len(CASES) >= 16, [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("resident", ["numpy", "x", "all"])
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_onnx_conformance(device, case, storage, dtype, resident):
+    """ONNX's own RotaryEmbedding cases (float32 expected outputs; float16
+    runs compare with the oracle on the float16 inputs)."""
+    inp, attrs = case.inputs, case.attributes
+    x = inp["X"].astype(dtype)
+    cos, sin = inp["cos_cache"].astype(dtype), inp["sin_cache"].astype(dtype)
+    pos = inp.get("position_ids")
+    kw = {k: attrs[k] for k in ("interleaved", "rotary_embedding_dim", "num_heads") if k in attrs}
+    ref = onnx_rotary_embedding(x, cos, sin, pos, **kw)
+    if dtype == np.float32:
+        np.testing.assert_allclose(ref, case.expected, rtol=0, atol=4 * EPS32 * bound(x, cos, sin))
+    args = [x, cos, sin]
+    if resident != "numpy":
+        args[0] = device.asarray(x, storage=storage)
+    if resident == "all":
+        args[1], args[2] = device.asarray(cos), device.asarray(sin)
+    if resident == "numpy":
+        y = device.rotary_embedding(*args, pos, out=poisoned(x.shape, dtype), storage=storage, **kw)
+    else:
+        y = device.rotary_embedding(*args, pos, **kw).get()
+    assert_close(y, ref, x, cos, sin, tables_half=dtype == np.float16)
+
+
+# --- the whole parameter space ----------------------------------------------------------
+@st.composite
+def onnx_calls(draw):
+    rank = draw(st.sampled_from([3, 4]))
+    b, s, h = draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 4))
+    rot = 2 * draw(st.integers(1, 8))
+    d = rot + draw(st.sampled_from([0, 0, 1, 2, 3, 6]))  # partial rotary, odd D too
+    full = draw(st.booleans()) and d == rot
+    with_pos = draw(st.booleans())
+    return dict(rank=rank, b=b, s=s, h=h, d=d, rot=rot, full=full, with_pos=with_pos,
+                interleaved=draw(st.sampled_from([0, 1, True, False])),
+                dtype=draw(st.sampled_from([np.float32, np.float16])),
+                tables_half=draw(st.booleans()), storage=draw(st.sampled_from(STORAGES)),
+                resident=draw(st.sampled_from(["numpy", "x", "tables", "all"])),
+                in_place=draw(st.booleans()), max_pos=draw(st.integers(1, 40)), seed=draw(st.integers(0, 2**31)))
+
+
+@settings(max_examples=120)
+@given(onnx_calls())
+def test_onnx_properties(c):
+    dev = vkrope.default_device()
+    rng = np.random.default_rng(c["seed"])
+    b, s, h, d, rot = c["b"], c["s"], c["h"], c["d"], c["rot"]
+    shape = (b, h, s, d) if c["rank"] == 4 else (b, s, h * d)
+    x = rng.standard_normal(shape).astype(c["dtype"])
+    tdtype = np.float16 if (c["tables_half"] and c["dtype"] == np.float16) else np.float32
+    if c["with_pos"]:
+        cos, sin = unit_tables(c["max_pos"], rot // 2, rng, tdtype)
+        pos = rng.integers(0, c["max_pos"], (b, s))
+    else:
+        cos, sin = (t.reshape(b, s, rot // 2) for t in unit_tables(b * s, rot // 2, rng, tdtype))
+        pos = None
+    kw = dict(interleaved=c["interleaved"], rotary_embedding_dim=0 if c["full"] else rot,
+              num_heads=h if c["rank"] == 3 else 0)
+    ref = onnx_rotary_embedding(x, cos, sin, pos, **{k: int(v) for k, v in kw.items()})
+    xa, ca, sa = x, cos, sin
+    if c["resident"] in ("x", "all"):
+        xa = dev.asarray(x, storage=c["storage"])
+    if c["resident"] in ("tables", "all"):
+        ca, sa = dev.asarray(cos), dev.asarray(sin)
+    if xa is x:
+        x_in = x.copy()
+        out = x_in if c["in_place"] else poisoned(x.shape, x.dtype)
+        y = dev.rotary_embedding(x_in, ca, sa, pos, out=out, storage=c["storage"], **kw)
+        assert y is out
+    else:
+        y = dev.rotary_embedding(xa, ca, sa, pos, out=xa if c["in_place"] else None, **kw)
+        assert isinstance(y, vkrope.DeviceArray) and (y is xa) == c["in_place"]
+        y = y.get()
+    assert_close(y, ref, x, cos, sin, tables_half=tdtype == np.float16)
+
+
+# --- ExecuTorch's LLM and HF ops ---------------------------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("heads", [(4, 4), (8, 2), (3, 1)], ids=["mha", "gqa", "mqa"])
+@pytest.mark.parametrize("resident", [False, True])
+def test_executorch_llm_op(device, storage, dtype, heads, resident):
+    rng = np.random.default_rng(hash((storage, heads, resident)) % 2**32)
+    b, s, d = 2, 7, 12
+    xq = rng.standard_normal((b, s, heads[0], d)).astype(dtype)
+    xk = rng.standard_normal((b, s, heads[1], d)).astype(dtype)
+    fc, fs = unit_tables(s, d // 2, rng, dtype)
+    rq, rk = et_apply_rotary_emb(xq, xk, fc, fs)
+    if resident:
+        yq, yk = device.apply_rotary_emb(device.asarray(xq, storage=storage), device.asarray(xk, storage=storage),
+                                         device.asarray(fc), device.asarray(fs))
+        yq, yk = yq.get(), yk.get()
+    else:
+        yq, yk = device.apply_rotary_emb(xq, xk, fc, fs)
+    assert_close(yq, rq, xq, fc, fs, tables_half=dtype == np.float16)
+    assert_close(yk, rk, xk, fc, fs, tables_half=dtype == np.float16)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("rot", [16, 10, 4])
+@pytest.mark.parametrize("halves", ["equal", "arbitrary"])
+def test_executorch_hf_op(device, storage, dtype, rot, halves):
+    """Rotate-half with a full-width [max_seq, rot] table, partial rotary,
+    start_pos; tables whose halves differ follow the Python definition."""
+    rng = np.random.default_rng(rot)
+    b, s, d, start = 2, 5, 16, 3
+    xq = rng.standard_normal((b, s, 4, d)).astype(dtype)
+    xk = rng.standard_normal((b, s, 2, d)).astype(dtype)
+    fc, fs = unit_tables(start + s + 2, rot, rng, dtype)
+    if halves == "equal":
+        fc[:, rot // 2:], fs[:, rot // 2:] = fc[:, :rot // 2], fs[:, :rot // 2]
+    rq, rk = et_apply_rotary_emb_hf(xq, xk, fc, fs, start)
+    yq, yk = device.apply_rotary_emb_hf(device.asarray(xq, storage=storage), xk, fc, fs, start_pos=start)
+    assert_close(yq.get(), rq, xq, fc, fs, tables_half=dtype == np.float16)
+    assert_close(yk, rk, xk, fc, fs, tables_half=dtype == np.float16)
+
+
+def test_module_level_functions_match_the_device_ones():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2, 5, 8)).astype(np.float32)
+    cos, sin = unit_tables(9, 4, rng)
+    pos = rng.integers(0, 9, (1, 5))
+    assert_close(vkrope.rotary_embedding(x, cos, sin, pos), onnx_rotary_embedding(x, cos, sin, pos), x, cos, sin)
+    xq, xk = rng.standard_normal((2, 3, 2, 8)).astype(np.float32), rng.standard_normal((2, 3, 1, 8)).astype(np.float32)
+    fc, fs = unit_tables(3, 4, rng)
+    for y, r in zip(vkrope.apply_rotary_emb(xq, xk, fc, fs), et_apply_rotary_emb(xq, xk, fc, fs)):
+        assert_close(y, r, xq, fc, fs)
+    fc, fs = unit_tables(6, 8, rng)
+    for y, r in zip(vkrope.apply_rotary_emb_hf(xq, xk, fc, fs, 2), et_apply_rotary_emb_hf(xq, xk, fc, fs, 2)):
+        assert_close(y, r, xq, fc, fs)
+
+
+# --- limits ----------------------------------------------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_past_forced_small_limits(make_device, storage, interleaved):
+    """Tables and x past a 64 KiB binding range (chunks; scattered
+    position_ids gather the rows they use) and x past a 256 KiB allocation
+    (row blocks)."""
+    dev = make_device(max_storage_buffer_range=64 << 10, max_memory_allocation_size=256 << 10)
+    rng = np.random.default_rng(interleaved)
+    b, h, s, d = 2, 4, 300, 64  # 600 KiB of x
+    x = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    cos, sin = unit_tables(4096, 32, rng)  # 512 KiB each
+    pos = rng.integers(0, 4096, (b, s))
+    y = dev.rotary_embedding(x, cos, sin, pos, interleaved=interleaved, out=poisoned(x.shape, x.dtype),
+                             storage=storage)
+    assert_close(y, onnx_rotary_embedding(x, cos, sin, pos, interleaved=interleaved), x, cos, sin)
+    xd = dev.asarray(x[:, :, :100], storage=storage)  # 200 KiB resident, tables gathered from numpy
+    pos2 = pos[:, :100]
+    y2 = dev.rotary_embedding(xd, cos, sin, pos2, interleaved=interleaved).get()
+    assert_close(y2, onnx_rotary_embedding(x[:, :, :100], cos, sin, pos2, interleaved=interleaved), x, cos, sin)
+
+
+def test_resident_cache_too_wide_for_one_binding_is_a_clear_error(make_device):
+    dev = make_device(max_storage_buffer_range=64 << 10)
+    rng = np.random.default_rng(0)
+    cos, sin = unit_tables(4096, 32, rng)
+    x = rng.standard_normal((1, 2, 2, 64)).astype(np.float32)
+    with pytest.raises(ValueError, match="device-resident caches cannot be gathered"):
+        dev.rotary_embedding(x, dev.asarray(cos), dev.asarray(sin), np.array([[0, 4095]]))
+    y = dev.rotary_embedding(x, cos, sin, np.array([[0, 4095]]))  # numpy caches: gathered
+    assert_close(y, onnx_rotary_embedding(x, cos, sin, np.array([[0, 4095]])), x, cos, sin)
+
+
+def test_decode_step_moves_only_x_and_positions(make_device, monkeypatch):
+    """A resident 8192-row cache is not copied again: the only uploads of a
+    decode step are x and the per-token rows (through the argument buffer)."""
+    import vkrope.runtime.execute as execute
+
+    dev = make_device()
+    rng = np.random.default_rng(0)
+    cos, sin = unit_tables(8192, 64, rng)
+    cache_c, cache_s = dev.asarray(cos), dev.asarray(sin)
+    packed = []
+    real = execute.pack_tables
+
+    def spy(rt, segments):
+        packed.append(sum(a.nbytes for seg in segments for a in seg if isinstance(a, np.ndarray)))
+        return real(rt, segments)
+
+    monkeypatch.setattr(execute, "pack_tables", spy)
+    x = rng.standard_normal((8, 32, 1, 128)).astype(np.float32)
+    pos = rng.integers(0, 8192, (8, 1))
+    y = dev.rotary_embedding(dev.asarray(x), cache_c, cache_s, pos).get()
+    assert_close(y, onnx_rotary_embedding(x, cos, sin, pos), x, cos, sin)
+    assert packed == [8 * 4]  # position rows only; the 4 MiB of caches stayed put
+
+
+# --- bad input ------------------------------------------------------------------------------
+X4 = np.zeros((1, 2, 3, 8), np.float32)
+C = np.zeros((5, 4), np.float32)
+P = np.zeros((1, 3), np.int64)
+BAD = [
+    ("x", TypeError, dict(x=X4.astype(np.float64))),
+    ("x", ValueError, dict(x=np.zeros((2, 8), np.float32))),
+    ("x", TypeError, dict(x=[[1.0]])),
+    ("num_heads", ValueError, dict(x=np.zeros((1, 3, 8), np.float32))),
+    ("num_heads", ValueError, dict(x=np.zeros((1, 3, 8), np.float32), num_heads=3)),
+    ("rotary_embedding_dim", ValueError, dict(rotary_embedding_dim=5)),
+    ("rotary_embedding_dim", ValueError, dict(rotary_embedding_dim=10)),
+    ("rotary_embedding_dim", TypeError, dict(rotary_embedding_dim=2.0)),
+    ("interleaved", ValueError, dict(interleaved=2)),
+    ("interleaved", TypeError, dict(interleaved="yes")),
+    ("cos_cache", ValueError, dict(cos_cache=np.zeros((5, 3), np.float32))),
+    ("sin_cache", ValueError, dict(sin_cache=np.zeros((6, 4), np.float32))),
+    ("cos_cache", TypeError, dict(cos_cache=C.astype(np.int32))),
+    ("cos_cache", ValueError, dict(cos_cache=np.zeros((1, 5, 4), np.float32))),
+    ("cos_cache", ValueError, dict(position_ids=None)),
+    ("position_ids", ValueError, dict(position_ids=np.zeros((3,), np.int64))),
+    ("position_ids", TypeError, dict(position_ids=np.zeros((1, 3), np.float32))),
+    ("position_ids", ValueError, dict(position_ids=np.array([[0, 5, 1]]))),
+    ("position_ids", ValueError, dict(position_ids=np.array([[0, -1, 1]]))),
+    ("out", ValueError, dict(out=np.zeros((1, 2, 3, 6), np.float32))),
+    ("out", TypeError, dict(out=np.zeros((1, 2, 3, 8), np.float16))),
+    ("storage", ValueError, dict(storage="image")),
+]
+
+
+@pytest.mark.parametrize("name,exc,change", BAD, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(BAD)])
+def test_bad_input_names_the_argument(device, name, exc, change):
+    kw = dict(x=X4, cos_cache=C, sin_cache=C, position_ids=P)
+    kw.update(change)
+    args = [kw.pop(k) for k in ("x", "cos_cache", "sin_cache", "position_ids")]
+    with pytest.raises(exc) as info:
+        device.rotary_embedding(*args, **kw)
+    assert name in str(info.value)
+    with pytest.raises(exc):
+        vkrope.rotary_embedding(*args, **kw)
+    y = device.rotary_embedding(X4 + 1, C + 1, C, P)  # still usable
+    assert np.array_equal(y, X4 + 1)
+
+
+@pytest.mark.parametrize("call,name", [
+    (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 3, 6), np.float32),
+                                     np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32)), "xk"),
+    (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                     np.zeros((3, 4), np.float32), np.zeros((2, 4), np.float32)), "freqs_cos"),
+    (lambda: vkrope.apply_rotary_emb(np.zeros((2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                     np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32)), "xq"),
+    (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                        np.zeros((4, 10), np.float32), np.zeros((4, 10), np.float32)), "rotary width"),
+    (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                        np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32), 3), "start_pos"),
+    (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                        np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32), -1), "start_pos"),
+])
+def test_executorch_ops_bad_input(call, name):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert name in str(info.value)

@@ -1,0 +1,529 @@
+"""RoPE with separate cos / sin tables: ONNX `RotaryEmbedding` (opset 23),
+ExecuTorch's `et_vk.apply_rotary_emb` (LLM, interleaved pairs) and
+`et_vk.apply_rotary_emb_hf` (Hugging Face rotate-half), all on one kernel,
+glsl/rope_table.glsl.
+
+Every call becomes a `Request`: the tensor seen as R rows of C values
+(its last axis), each row holding C / D heads of D values; row r is token
+s = (r // token_rows) % S of batch item r // batch_rows; `row_of[b * S + s]` is the table
+row that token reads (ONNX position_ids, ExecuTorch's start_pos + s, ...).
+The three `check_*` functions map their operator's arguments onto it; the
+plan, launches, tables, row blocks and float64 reference below serve all
+three. See docs/FAMILY.md for the contracts.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..arguments import STORAGE_CHOICES, check_plain_array
+from ..runtime.kernels import find
+from ..runtime.layout import tensor_extent, texels
+from ..runtime.steps import WRITE, Arg, Launch, arg
+
+KERNEL = "rope_table"
+X_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
+WORKGROUP_INVOCATIONS = 128
+MAX_WORKGROUP_X = 64
+
+
+@dataclass
+class Request:
+    """One checked call of the table kernel."""
+
+    x: Any  # numpy array or DeviceArray, float32 / float16
+    out: Any  # numpy array, DeviceArray or None
+    cos: Any  # numpy array [table rows, table_width] (float32/float16/float64) or DeviceArray
+    sin: Any
+    row_of: np.ndarray  # int32 [B * S]: table row of each (b, s)
+    n_tokens: int  # S
+    batch_rows: int  # rows per batch item (H * S for 4D x, S for [B, S, H*D])
+    token_rows: int  # consecutive rows of one token (H for [B, S, H, D], else 1)
+    head_dim: int  # D
+    rot_half: int  # rot / 2
+    full_table: bool  # tables hold all rot columns (Hugging Face), else rot / 2
+    interleaved: bool
+    storage: str
+    row_offset: int = 0  # global index of x's first row (row blocks)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of x (and of the result)."""
+        return tuple(self.x.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """dtype of x (and of the result)."""
+        return np.dtype(self.x.dtype)
+
+    @property
+    def row_values(self) -> int:
+        """C: values per row (the last axis)."""
+        return int(self.x.shape[-1])
+
+    @property
+    def rows(self) -> int:
+        """R: rows of x."""
+        return int(math.prod(self.x.shape[:-1]))
+
+    @property
+    def table_width(self) -> int:
+        """Values per table row."""
+        return 2 * self.rot_half if self.full_table else self.rot_half
+
+    @property
+    def in_place(self) -> bool:
+        """Whether out may be x: interleaved pairs with an even D share a
+        texel; otherwise an invocation reads a partner texel that another
+        one writes."""
+        return self.interleaved and self.head_dim % 2 == 0
+
+
+# --- argument checks ------------------------------------------------------------
+def _describe(a: Any) -> str:
+    if isinstance(a, np.ndarray):
+        return f"an array of shape {a.shape} and dtype {a.dtype}"
+    return f"{type(a).__name__} {a!r}"[:200]
+
+
+def _flag(name: str, value: Any) -> bool:
+    """ONNX passes attributes as ints: 0 / 1 (and bools) are accepted."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+        return bool(value)
+    raise (ValueError if isinstance(value, (int, np.integer)) else TypeError)(
+        f"{name} must be 0 or 1 (or a bool); got {_describe(value)}")
+
+
+def _int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {minimum}; got {_describe(value)}")
+    value = operator.index(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+    return value
+
+
+def _tensor(name: str, x: Any) -> Any:
+    from ..array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
+    if isinstance(x, DeviceArray):
+        if x.released:
+            raise ValueError(f"{name} is a released DeviceArray")
+    else:
+        check_plain_array(name, x)
+    if np.dtype(x.dtype) not in X_DTYPES:
+        raise TypeError(f"{name} must have dtype float32 or float16; got {x.dtype}")
+    return x
+
+
+def _table(name: str, t: Any, shape: tuple[int, ...], what: str) -> Any:
+    from ..array import DeviceArray  # noqa: PLC0415
+
+    if isinstance(t, DeviceArray):
+        if t.released:
+            raise ValueError(f"{name} is a released DeviceArray")
+        if t.storage != "buffer":
+            raise ValueError(f"{name} must be a buffer DeviceArray (tables are read as buffers); got {t.storage}")
+    else:
+        check_plain_array(name, t)
+    if np.dtype(t.dtype) not in TABLE_DTYPES or (isinstance(t, DeviceArray) and t.dtype == np.float64):
+        raise TypeError(f"{name} must have dtype float32, float16 or float64; got {t.dtype}")
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
+    return t
+
+
+def _out(out: Any, x: Any) -> Any:
+    from ..array import DeviceArray  # noqa: PLC0415
+
+    if out is None:
+        return None
+    if isinstance(x, DeviceArray) != isinstance(out, DeviceArray):
+        want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
+        raise TypeError(f"out must be {want}; got {_describe(out)}")
+    if isinstance(out, DeviceArray):
+        if out.released:
+            raise ValueError("out is a released DeviceArray")
+        if out.device is not x.device:
+            raise ValueError("out lives on another vkrope.Device than x")
+        if out.storage != x.storage:
+            raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
+    else:
+        check_plain_array("out", out)
+        if not out.flags.writeable:
+            raise ValueError("out must be writeable; got a read-only array")
+    if out.dtype != x.dtype:
+        raise TypeError(f"out must have dtype {x.dtype} (the dtype of x); got {out.dtype}")
+    if tuple(out.shape) != tuple(x.shape):
+        raise ValueError(f"out must have shape {tuple(x.shape)} (the shape of x); got {tuple(out.shape)}")
+    return out
+
+
+def _storage(storage: Any) -> str:
+    if not isinstance(storage, str):
+        raise TypeError(f"storage must be one of {STORAGE_CHOICES}; got {_describe(storage)}")
+    if storage not in STORAGE_CHOICES:
+        raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+    return storage
+
+
+def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
+    check_plain_array(name, p)
+    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
+    if p.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {p.shape}")
+    bad = p[(p < 0) | (p >= rows)]
+    if bad.size:
+        raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
+    return np.ascontiguousarray(p, dtype=np.int32).reshape(-1)
+
+
+def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
+               rotary_embedding_dim: Any = 0, num_heads: Any = 0, out: Any = None, storage: Any = "auto") -> Request:
+    """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
+    x = _tensor("x", x)
+    inter = _flag("interleaved", interleaved)
+    rot = _int("rotary_embedding_dim", rotary_embedding_dim, 0)
+    heads = _int("num_heads", num_heads, 0)
+    storage = _storage(storage)
+    if x.ndim == 4:
+        b, h, s, d = (int(v) for v in x.shape)
+        batch_rows = h * s
+    elif x.ndim == 3:
+        b, s, hidden = (int(v) for v in x.shape)
+        if heads == 0:
+            raise ValueError(f"x is 3D [B, S, H*D] = {tuple(x.shape)}: num_heads must be given (> 0)")
+        if hidden % heads:
+            raise ValueError(f"num_heads = {heads} must divide the last axis of x ({hidden}, shape {tuple(x.shape)})")
+        d = hidden // heads
+        batch_rows = s
+    else:
+        raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
+    rot = rot or d
+    if rot > d:
+        raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
+    if rot % 2:
+        raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
+    if position_ids is not None:
+        if getattr(cos_cache, "ndim", None) != 2:
+            raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {_describe(cos_cache)}")
+        shape = (int(cos_cache.shape[0]), rot // 2)
+        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]")
+        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)")
+        row_of = _positions("position_ids", position_ids, (b, s), shape[0])
+    else:
+        shape3 = (b, s, rot // 2)
+        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)")
+        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)")
+        cos_cache, sin_cache = _rows2d(cos_cache), _rows2d(sin_cache)
+        row_of = np.arange(b * s, dtype=np.int32)
+    return Request(x=x, out=_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
+                   batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
+                   storage=storage)
+
+
+def _rows2d(t: Any) -> Any:
+    """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
+    from ..array import DeviceArray  # noqa: PLC0415
+
+    if isinstance(t, DeviceArray):
+        return t
+    return t.reshape(-1, t.shape[-1])
+
+
+def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
+    tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
+    reqs = []
+    for name, x in (("xq", xq), ("xk", xk)):
+        x = _tensor(name, x)
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be 4D [B, S, H, D]; got shape {tuple(x.shape)}")
+        reqs.append(x)
+    q, k = reqs
+    b, s, _, d = (int(v) for v in q.shape)
+    if (int(k.shape[0]), int(k.shape[1]), int(k.shape[3])) != (b, s, d):
+        raise ValueError(f"xk {tuple(k.shape)} must share B, S and D with xq {tuple(q.shape)}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
+    if d % 2:
+        raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
+    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]")
+    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]")
+    row_of = np.tile(np.arange(s, dtype=np.int32), b)
+    return tuple(  # type: ignore[return-value]
+        Request(x=x, out=None, cos=fc, sin=fs, row_of=row_of, n_tokens=s, batch_rows=s * int(x.shape[2]),
+                token_rows=int(x.shape[2]), head_dim=d, rot_half=d // 2, full_table=False, interleaved=True, storage="auto")
+        for x in (q, k)
+    )
+
+
+def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
+    [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
+    cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
+    channels past rot pass through."""
+    q, k = (_tensor(n, x) for n, x in (("xq", xq), ("xk", xk)))
+    for name, x in (("xq", q), ("xk", k)):
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be 4D [B, S, H, D]; got shape {tuple(x.shape)}")
+    b, s, _, d = (int(v) for v in q.shape)
+    if (int(k.shape[0]), int(k.shape[1]), int(k.shape[3])) != (b, s, d):
+        raise ValueError(f"xk {tuple(k.shape)} must share B, S and D with xq {tuple(q.shape)}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
+    if getattr(freqs_cos, "ndim", None) != 2:
+        raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {_describe(freqs_cos)}")
+    max_seq, rot = (int(v) for v in freqs_cos.shape)
+    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]")
+    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)")
+    if rot % 2 or rot > d or rot == 0:
+        raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
+    start = _int("start_pos", start_pos, 0)
+    if start + s > max_seq:
+        raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
+    row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
+    return tuple(  # type: ignore[return-value]
+        Request(x=x, out=None, cos=fc, sin=fs, row_of=row_of, n_tokens=s, batch_rows=s * int(x.shape[2]),
+                token_rows=int(x.shape[2]), head_dim=d, rot_half=rot // 2, full_table=True, interleaved=False, storage="auto")
+        for x in (q, k)
+    )
+
+
+# --- plan ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chunk:
+    """One dispatch: rows [r0, r1) (global); the x / out buffer bindings
+    start at value `x_base` and span `x_values`; the tables are segment
+    `table` (its first table row `t_base`, its row_of from (b, s) `idx_base`)."""
+
+    r0: int
+    r1: int
+    x_base: int
+    x_values: int
+    t_base: int
+    idx_base: int
+    table: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything about one call but the data; hashable."""
+
+    storage: str
+    x_dtype: str
+    f_dtype: str
+    row_values: int
+    head_dim: int
+    rot_half: int
+    table_width: int
+    n_tokens: int
+    batch_rows: int
+    token_rows: int
+    interleaved: bool
+    full_table: bool
+    workgroup: tuple[int, int]
+    image_extent: tuple[int, int, int] | None
+    row_offset: int
+    chunks: tuple[Chunk, ...]
+    segments: tuple[tuple, ...]
+    in_place: bool
+
+    def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[list[Arg]]) -> tuple[Launch, ...]:
+        """One launch per chunk over x and out (resource, byte offset of row
+        `row_offset`) and each segment's (cos, sin, row_of) ranges."""
+        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:], freqs=self.f_dtype[-2:])
+        itemsize = np.dtype(self.x_dtype).itemsize
+        wx, wy = self.workgroup
+        width, height = self.image_extent[:2] if self.image_extent else (0, 0)
+        flags = (kernel.flag("FLAG_INTERLEAVED") if self.interleaved else 0) | (
+            kernel.flag("FLAG_FULL_TABLE") if self.full_table else 0)
+        origin = self.row_offset * self.row_values  # value index of the bound tensor's start
+        launches = []
+        for ch in self.chunks:
+            if self.storage == "buffer":
+                off = (ch.x_base - origin) * itemsize
+                xa = Arg(x[0], x[0].serial, x[1] + off, ch.x_values * itemsize)
+                oa = Arg(out[0], out[0].serial, out[1] + off, ch.x_values * itemsize, WRITE)
+            else:
+                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
+            ca, sa, ra = tables[ch.table]
+            push = dict(
+                row_begin=ch.r0, row_end=ch.r1,
+                row_values=self.row_values, head_dim=self.head_dim, rot_half=self.rot_half,
+                table_width=self.table_width, n_tokens=self.n_tokens, batch_rows=self.batch_rows,
+                token_rows=self.token_rows, x_base=ch.x_base if self.storage == "buffer" else self.row_offset, t_base=ch.t_base, idx_base=ch.idx_base, flags=flags,
+                image_height=height, image_width=width,
+            )
+            grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
+            launches.append(Launch(kernel.name, (wx, wy, int(self.row_values % 4 == 0)), tuple(push.items()),
+                                   (oa, xa, ca, sa, ra), grid))
+        return tuple(launches)
+
+
+def workgroup_shape(texels_per_row: int, max_x: int) -> tuple[int, int]:
+    """(x, y) local size: x spans a row's texels (a power of two up to 64),
+    y the rows, 128 invocations in all."""
+    wx = 1
+    while wx < min(texels_per_row, MAX_WORKGROUP_X, max_x):
+        wx *= 2
+    return wx, max(1, WORKGROUP_INVOCATIONS // wx)
+
+
+def f_dtype_of(req: Request) -> str:
+    """The table dtype the kernel reads: float16 only with float16 x and tables."""
+    half = req.dtype == np.float16 and np.dtype(req.cos.dtype) == np.float16 and np.dtype(req.sin.dtype) == np.float16
+    return "float16" if half else "float32"
+
+
+def _resident(t: Any) -> bool:
+    return not isinstance(t, np.ndarray)
+
+
+def plan(req: Request, storage: str, limits: Any) -> Plan:
+    """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
+    x_dtype, f_dtype = req.dtype, np.dtype(f_dtype_of(req))
+    c, rows = req.row_values, req.rows
+    width = texels(c)
+    wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
+    max_gx, max_gy, _ = limits.max_compute_work_group_count
+    if math.ceil(width / wx) > max_gx:
+        raise ValueError(f"x has {c} values per row: too many texels per row for the device's dispatch grid")
+    align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
+    budget = limits.max_storage_buffer_range - align
+    alloc = limits.max_memory_allocation_size or (1 << 31)
+    row_bytes = c * x_dtype.itemsize
+    t_row_bytes = req.table_width * f_dtype.itemsize
+    table_budget = max(t_row_bytes, min(budget, alloc // 4))
+    if max(row_bytes, t_row_bytes) > budget:
+        raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
+    extent = None
+    if storage == "texture3d":
+        extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d)  # as DeviceArrays lie
+    rows_per = min(max_gy * wy, table_budget // t_row_bytes)
+    if storage == "buffer":
+        rows_per = min(rows_per, max(1, budget // row_bytes))
+    resident_tables = _resident(req.cos) or _resident(req.sin)
+    chunks, segments = [], {}  # type: ignore[var-annotated]
+    x_align = max(1, align // x_dtype.itemsize)
+    first = req.row_offset
+    for r0, r1 in ((a, min(first + rows, a + rows_per)) for a in range(first, first + rows, rows_per)):
+        bs0 = r0 // req.batch_rows * req.n_tokens
+        bs1 = (r1 - 1) // req.batch_rows * req.n_tokens + req.n_tokens
+        seg = _segment(req, bs0, bs1, t_row_bytes, table_budget, limits, resident_tables)
+        table = segments.setdefault(seg, len(segments))
+        x0 = r0 * c // x_align * x_align
+        chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "slice" else 0, bs0, table))
+    return Plan(
+        storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, row_values=c, head_dim=req.head_dim,
+        rot_half=req.rot_half, table_width=req.table_width, n_tokens=req.n_tokens, batch_rows=req.batch_rows,
+        token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
+        row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
+    )
+
+
+def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, limits: Any,
+             resident: bool) -> tuple:
+    """The tables tokens (b, s) in [bs0, bs1) need: ("slice", t0, t1, bs0,
+    bs1) binds table rows [t0, t1) as they are; ("gather", bs0, bs1) binds
+    just the rows those tokens use, renumbered (a numpy table too large for
+    one binding). Resident tables are bound in place, so a window only, its
+    start aligned for a binding offset."""
+    used = req.row_of[bs0:bs1]
+    t0, t1 = (int(used.min()), int(used.max()) + 1) if used.size else (0, 1)
+    if resident:
+        step = limits.min_storage_buffer_offset_alignment // math.gcd(limits.min_storage_buffer_offset_alignment,
+                                                                        t_row_bytes)
+        t0 = t0 // step * step
+    if (t1 - t0) * t_row_bytes <= budget:
+        return ("slice", t0, t1, bs0, bs1)
+    if resident:
+        raise ValueError(
+            f"these tokens read cache rows {t0}..{t1 - 1}: more than one binding of the device "
+            f"({budget} bytes) can span, and device-resident caches cannot be gathered; pass the caches as "
+            "numpy arrays, or call with fewer tokens at a time"
+        )
+    return ("gather", bs0, bs1)
+
+
+def plan_key(req: Request, storage: str) -> tuple | None:
+    """Plans depend on the table rows each token reads: memoised only for
+    the standard mappings (arange over (b, s): ONNX without position_ids)."""
+    return None
+
+
+def tables(req: Request, pl: Plan) -> list[list[Any]]:
+    """Each segment's (cos, sin, row_of): numpy arrays to pack, or `Arg`s
+    over resident tables."""
+    out = []
+    width = req.table_width
+    for seg in pl.segments:
+        if seg[0] == "slice":
+            _, t0, t1, bs0, bs1 = seg
+            cos, sin = (_window(t, t0, t1, width, pl.f_dtype) for t in (req.cos, req.sin))
+            row_of = req.row_of[bs0:bs1]
+        else:
+            _, bs0, bs1 = seg
+            keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
+            cos = np.ascontiguousarray(req.cos[keep], dtype=pl.f_dtype).reshape(-1)
+            sin = np.ascontiguousarray(req.sin[keep], dtype=pl.f_dtype).reshape(-1)
+        out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
+    return out
+
+
+def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
+    if isinstance(t, np.ndarray):
+        return np.ascontiguousarray(t[t0:t1], dtype=f_dtype).reshape(-1)
+    itemsize = np.dtype(t.dtype).itemsize
+    if np.dtype(t.dtype) != np.dtype(f_dtype):
+        raise TypeError(f"a device-resident table must have dtype {f_dtype} here (x is {f_dtype}); got {t.dtype}")
+    t1 = min(t1, int(math.prod(t.shape)) // width)
+    return arg(t._resource, t0 * width * itemsize, max(16, (t1 - t0) * width * itemsize))
+
+
+def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
+    """A call larger than one allocation as calls on blocks of whole rows
+    (numpy x and out, C-contiguous out). `out` may overlap x or the tables:
+    they are then read from copies."""
+    x = req.x.reshape(req.rows, req.row_values)
+    o = out.reshape(req.rows, req.row_values)
+    if np.shares_memory(x, o) and not (x.__array_interface__ == o.__array_interface__ and req.in_place):
+        x = x.copy()
+    if isinstance(req.cos, np.ndarray) and np.shares_memory(req.cos, o):
+        req = replace(req, cos=req.cos.copy())
+    if isinstance(req.sin, np.ndarray) and np.shares_memory(req.sin, o):
+        req = replace(req, sin=req.sin.copy())
+    per = max(1, max_bytes // max(1, req.row_values * req.dtype.itemsize))
+    return [(replace(req, x=x[r0:r1], out=None, row_offset=r0), o[r0:r1])
+            for r0 in range(0, req.rows, per) for r1 in [min(req.rows, r0 + per)]]
+
+
+def reference(req: Request) -> np.ndarray:
+    """The operator in float64 numpy for a checked request (numpy inputs)."""
+    x = np.asarray(req.x, dtype=np.float64).reshape(req.rows, req.row_values // req.head_dim, req.head_dim)
+    rows = np.arange(req.rows) + req.row_offset
+    trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
+    cos = np.asarray(req.cos, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
+    sin = np.asarray(req.sin, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
+    h = req.rot_half
+    out = x.copy()
+    if req.interleaved:
+        a, b = x[..., 0:2 * h:2], x[..., 1:2 * h:2]
+        out[..., 0:2 * h:2] = a * cos - b * sin
+        out[..., 1:2 * h:2] = b * cos + a * sin
+    else:
+        a, b = x[..., :h], x[..., h:2 * h]
+        ca, sa = (cos[..., :h], sin[..., :h])
+        cb, sb = (cos[..., h:2 * h], sin[..., h:2 * h]) if req.full_table else (ca, sa)
+        out[..., :h] = a * ca - b * sa
+        out[..., h:2 * h] = b * cb + a * sb
+    return out.reshape(req.shape)
