@@ -330,3 +330,48 @@ def test_executorch_ops_bad_input(call, name):
     with pytest.raises((TypeError, ValueError)) as info:
         call()
     assert name in str(info.value)
+
+
+# --- vkrope.apply with device-resident freqs ------------------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("c", [16, 14])
+def test_apply_with_resident_freqs(device, storage, c):
+    """Device.apply takes a DeviceArray as freqs (float32, or float16 with
+    float16 x); the table is bound where it is."""
+    from oracle import oracle
+
+    rng = np.random.default_rng(c)
+    for dtype in (np.float32, np.float16):
+        x = rng.standard_normal((2, 40, c)).astype(dtype)
+        theta = rng.uniform(-3, 3, (50, c // 2))
+        f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(50, c).astype(dtype)
+        fd = device.asarray(f)
+        pos = rng.integers(-1, 50, 40)
+        for kw in ({"positions": pos}, {"positions": pos, "inverse": True}):
+            y = device.apply(x, fd, out=poisoned(x.shape, dtype), storage=storage, **kw)
+            ref = oracle(x, f, **kw)
+            assert_close(y, ref, x, f, tables_half=dtype == np.float16)
+            yd = device.apply(device.asarray(x, storage=storage), fd, **kw).get()
+            assert_close(yd, ref, x, f, tables_half=dtype == np.float16)
+        x40 = x[:, :40]
+        y = device.apply(x40, device.asarray(f[:40]), storage=storage)
+        assert_close(y, oracle(x40, f[:40]), x, f, tables_half=dtype == np.float16)
+
+
+def test_resident_freqs_window_and_refusals(make_device):
+    from oracle import oracle
+
+    dev = make_device(max_storage_buffer_range=64 << 10)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 64, 64)).astype(np.float32)
+    theta = rng.uniform(-3, 3, (4096, 32))
+    f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(4096, 64).astype(np.float32)  # 1 MiB
+    fd = dev.asarray(f)
+    near = np.arange(1000, 1064)  # a window that fits one binding, at an unaligned row
+    assert_close(dev.apply(x, fd, positions=near), oracle(x, f, positions=near), x, f)
+    with pytest.raises(ValueError, match="device-resident freqs cannot be gathered"):
+        dev.apply(x, fd, positions=np.r_[0, np.full(63, 4095)])
+    with pytest.raises(TypeError, match="float16 DeviceArray but x is float32"):
+        dev.apply(x, dev.asarray(f.astype(np.float16)), positions=near)
+    with pytest.raises(ValueError, match="buffer DeviceArray"):
+        dev.apply(x, dev.asarray(f, storage="texture3d"), positions=near)

@@ -9,9 +9,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from .arguments import check_request
 from .device import Device
-from .ops import table
+from .ops import interleaved, table
 
 _default: Device | None = None
 _default_lock = threading.Lock()
@@ -77,7 +76,7 @@ def apply(
         # Argument errors come before any GPU work, device creation included
         # (a TypeError stays a TypeError on a machine without Vulkan). Once
         # the device exists, Device.apply checks them before its GPU work.
-        check_request(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+        interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
                       positions=positions, storage=storage)
         dev = default_device()
     return cast(np.ndarray, dev.apply(

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import check_request
+from .ops import interleaved
 from .baselines import numpy_rope
 from .device import Device
 
@@ -241,7 +241,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     copy_s = statistics.median(copies) if copies else None
     rows = []
     for storage in storages:
-        req = check_request(x, f, storage=storage)
+        req = interleaved.check(x, f, storage=storage)
         out = np.empty_like(x)
         timed = [dev.run(req, out) for _ in range(r + 1)][1:]
         kernels = [k for k in timed if k is not None]

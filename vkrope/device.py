@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, Request, check_array
+from .arguments import STORAGE_CHOICES, check_array
 from .array import DeviceArray
 from .ops import interleaved, table
 from .owner import DeviceOwner, devices
@@ -254,7 +254,7 @@ class Device(DeviceOwner):
             if self._ctx is not None and not self._ctx.closed:
                 arrays.free_resource(self._rt, res)
 
-    def run(self, req: Request, result: np.ndarray) -> float | None:
+    def run(self, req: interleaved.Request, result: np.ndarray) -> float | None:
         """Run a checked numpy request into `result` (internal; used by
         `apply` and the benchmark). Returns the kernel seconds (None when the
         device has no timestamps)."""

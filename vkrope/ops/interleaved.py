@@ -18,14 +18,147 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import Request, check_request
+from ..arguments import (
+    X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, check_x, describe,
+    int_arg,
+)
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
 from ..runtime.layout import image_extent, texels
-from ..runtime.steps import WRITE, Arg, Launch
+from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
-check = check_request
+REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
+COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+@dataclass
+class Request:
+    """One validated call: everything the plan and the reference need."""
+
+    x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32 or float16
+    freqs_pairs: Any  # [Nf, C/2, 2] real pairs (numpy: the caller's dtype, float32/64 for complex), or a DeviceArray
+    n_tokens: int  # N
+    channels: int  # C
+    n_freq_rows: int  # Nf
+    token_rows: np.ndarray  # int64 [N]: freqs row of each token, -1 = pass through
+    positions: np.ndarray | None  # int32 [N] when the caller gave positions
+    n_rot: int  # tokens (from the start) that use row n % Nf, without positions
+    inverse: bool
+    storage: str
+    out: Any  # numpy array, DeviceArray or None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of x (and of the result)."""
+        return tuple(self.x.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """dtype of x (and of the result)."""
+        return np.dtype(self.x.dtype)
+
+    @property
+    def rows(self) -> int:
+        """All leading axes times N: the number of token rows in x."""
+        return int(self.x.size // self.channels) if self.channels else 0
+
+
+# --- argument checks -----------------------------------------------------------
+def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
+          positions: Any = None, storage: Any = "auto") -> Request:
+    """Validate every argument of `apply` and return the normalised `Request`."""
+    x = check_x(x)
+    n_tokens, channels = int(x.shape[-2]), int(x.shape[-1])
+    storage = check_storage(storage)
+    if not isinstance(inverse, (bool, np.bool_)):
+        raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
+    repeat = int_arg("repeat", repeat, 1)
+    exclude_last = int_arg("exclude_last", exclude_last, 0)
+    if exclude_last > n_tokens:
+        raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
+    pairs, n_freq_rows, form = _check_freqs(freqs, x)
+    n_rot = n_tokens - exclude_last
+    pos32: np.ndarray | None = None
+    if positions is not None:
+        if repeat != 1 or exclude_last != 0:
+            raise ValueError(
+                f"positions cannot be combined with repeat or exclude_last (got repeat={repeat}, "
+                f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
+            )
+        pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels)
+        token_rows = pos32.astype(np.int64)
+    else:
+        if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
+            raise ValueError(
+                f"freqs has {n_freq_rows} rows ({form}); expected (N - exclude_last) / repeat = "
+                f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
+            )
+        token_rows = np.full(n_tokens, -1, dtype=np.int64)
+        if n_freq_rows:
+            token_rows[:n_rot] = np.arange(n_rot) % n_freq_rows
+    return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
+                   token_rows=token_rows, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
+                   out=check_out(out, x))
+
+
+def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
+    """(pairs [Nf, C/2, 2] or a resident DeviceArray, Nf, a description)."""
+    from ..array import DeviceArray  # noqa: PLC0415
+
+    channels = int(x.shape[-1])
+    half = channels // 2
+    if isinstance(freqs, DeviceArray):
+        check_table_array("freqs", freqs, X_DTYPES)
+        if freqs.dtype == np.float16 and x.dtype == np.float32:
+            raise TypeError("freqs is a float16 DeviceArray but x is float32: the kernel reads float32 freqs "
+                            "then; upload them as float32")
+        per_row, what = channels, "real float32/float16 DeviceArray [Nf, C]"
+    else:
+        if not isinstance(freqs, np.ndarray):
+            raise TypeError(f"freqs must be a numpy array (float32, float16 or complex) or a DeviceArray; "
+                            f"got {describe(freqs)}")
+        check_plain_array("freqs", freqs)
+        if freqs.dtype in COMPLEX_FREQS_DTYPES:
+            per_row, what = half, f"complex [Nf, C/2] = [Nf, {half}]"
+        elif freqs.dtype in REAL_FREQS_DTYPES:
+            per_row, what = channels, f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
+        else:
+            raise TypeError(
+                f"freqs must have dtype float32, float16, float64, complex64 or complex128; got {freqs.dtype}")
+    if per_row == 0:
+        if freqs.size:
+            raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")
+        rows = 0
+    elif freqs.size % per_row:
+        raise ValueError(f"freqs must hold whole rows of {per_row} values ({what}); got {freqs.size} values "
+                         f"in shape {tuple(freqs.shape)} for x of shape {tuple(x.shape)}")
+    else:
+        rows = freqs.size // per_row
+    form = f"{freqs.size} values in shape {tuple(freqs.shape)}, {what}"
+    if isinstance(freqs, DeviceArray):
+        return freqs, rows, form
+    if freqs.dtype in COMPLEX_FREQS_DTYPES:
+        c = freqs.reshape(rows, half) if per_row else freqs.reshape(0, 0)
+        pairs_dtype = np.float64 if freqs.dtype == np.complex128 else np.float32
+        return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
+    return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
+
+
+def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int) -> np.ndarray:
+    if not isinstance(positions, np.ndarray):
+        raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}")
+    check_plain_array("positions", positions)
+    if positions.dtype == np.bool_ or not np.issubdtype(positions.dtype, np.integer):
+        raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
+    if positions.shape != (n_tokens,):
+        raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
+    # With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
+    bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
+    if bad.size:
+        raise ValueError(
+            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf = freqs rows); got {int(bad[0])}")
+    return np.ascontiguousarray(positions, dtype=np.int32)
 
 # Invocations per workgroup; x covers the texels of a row, y the tokens.
 WORKGROUP_INVOCATIONS = 128
@@ -161,7 +294,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
             x0, x1 = (b0 * n + n0) * ppr, ((b1 - 1) * n + n1) * ppr
         x0 = x0 // x_align * x_align
         x1 += x1 % 2  # whole texels
-        seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget)
+        seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, limits.min_storage_buffer_offset_alignment)
         table = segments.setdefault(seg, len(segments))
         chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
                             seg[0] != "slice" or req.positions is not None))
@@ -181,7 +314,7 @@ def plan_key(req: Request, storage: str) -> tuple | None:
     return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse)
 
 
-def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int) -> tuple:
+def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:
     """The table segment tokens [t0, t1) need: ("slice", r0, r1, t0, t1)
     binds freqs rows [r0, r1) (aligned to even pairs) as they are, with
     positions t0..t1 when the caller gave them; ("gather", t0, t1) binds
@@ -193,20 +326,35 @@ def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget:
         return ("slice", 0, 0, t0, t1)
     r0, r1 = int(used.min()), int(used.max()) + 1
     r0 -= (r0 * ppr) % 2  # even pair: aligned rows read freqs as vec4
+    resident = not isinstance(req.freqs_pairs, np.ndarray)
+    if resident:  # bound in place: the window must start at a binding offset the device accepts
+        step = align // math.gcd(align, f_row_bytes)
+        r0 = r0 // step * step
     if (r1 - r0) * f_row_bytes <= budget:
         return ("slice", r0, r1, t0, t1) if req.positions is not None else ("slice", r0, r1, 0, 0)
+    if resident:
+        raise ValueError(
+            f"these tokens read freqs rows {r0}..{r1 - 1}: more than one binding of the device ({budget} bytes) "
+            "can span, and device-resident freqs cannot be gathered; pass freqs as a numpy array, or call with "
+            "fewer tokens at a time")
     return ("gather", t0, t1)
 
 
-def tables(req: Request, pl: Plan) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (freqs, positions) arrays of each table segment of a plan."""
+def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
+    """The (freqs, positions) of each table segment of a plan: numpy arrays
+    to pack, or an `Arg` over a device-resident freqs table."""
     freqs = req.freqs_pairs
-    out = []
+    out: list[tuple[Any, np.ndarray]] = []
     for seg in pl.segments:
         if seg[0] == "slice":
             _, r0, r1, t0, t1 = seg
-            f = freqs[r0:r1]
             pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
+            if not isinstance(freqs, np.ndarray):  # a resident table: bound where it is
+                row = 2 * (req.channels // 2) * np.dtype(freqs.dtype).itemsize
+                out.append((arg(freqs._resource, r0 * row, max(16, (r1 - r0) * row)),
+                            np.ascontiguousarray(pos, dtype=np.int32)))
+                continue
+            f = freqs[r0:r1]
         else:
             _, t0, t1 = seg
             rows = req.token_rows[t0:t1]
@@ -227,7 +375,7 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
     if np.shares_memory(x, out) and not (x is out or (x.__array_interface__ == out.__array_interface__)):
         x = x.copy()  # blocks written early would change what later blocks read
     # Likewise tables that `out` overlaps: later blocks must read them as given.
-    if np.shares_memory(out, req.freqs_pairs):
+    if isinstance(req.freqs_pairs, np.ndarray) and np.shares_memory(out, req.freqs_pairs):
         req = replace(req, freqs_pairs=req.freqs_pairs.copy())
     if req.positions is not None and np.shares_memory(out, req.positions):
         req = replace(req, positions=req.positions.copy())
@@ -253,7 +401,7 @@ def reference(req: Request) -> np.ndarray:
     rows = req.token_rows
     rotated = rows >= 0
     if rotated.any() and half:
-        f = np.asarray(req.freqs_pairs, dtype=np.float64)[rows[rotated]]  # [n_rotated, C/2, 2]
+        f = np.asarray(req.freqs_pairs, dtype=np.float64).reshape(-1, half, 2)[rows[rotated]]  # [n_rotated, C/2, 2]
         c, s = f[..., 0], f[..., 1]
         if req.inverse:
             s = -s

@@ -15,13 +15,12 @@ three. See docs/FAMILY.md for the contracts.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from ..arguments import STORAGE_CHOICES, check_plain_array
+from ..arguments import check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from ..runtime.kernels import find
 from ..runtime.layout import tensor_extent, texels
 from ..runtime.steps import WRITE, Arg, Launch, arg
@@ -86,12 +85,6 @@ class Request:
 
 
 # --- argument checks ------------------------------------------------------------
-def _describe(a: Any) -> str:
-    if isinstance(a, np.ndarray):
-        return f"an array of shape {a.shape} and dtype {a.dtype}"
-    return f"{type(a).__name__} {a!r}"[:200]
-
-
 def _flag(name: str, value: Any) -> bool:
     """ONNX passes attributes as ints: 0 / 1 (and bools) are accepted."""
     if isinstance(value, (bool, np.bool_)):
@@ -99,16 +92,7 @@ def _flag(name: str, value: Any) -> bool:
     if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
         return bool(value)
     raise (ValueError if isinstance(value, (int, np.integer)) else TypeError)(
-        f"{name} must be 0 or 1 (or a bool); got {_describe(value)}")
-
-
-def _int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {minimum}; got {_describe(value)}")
-    value = operator.index(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value}")
-    return value
+        f"{name} must be 0 or 1 (or a bool); got {describe(value)}")
 
 
 def _tensor(name: str, x: Any) -> Any:
@@ -124,55 +108,21 @@ def _tensor(name: str, x: Any) -> Any:
     return x
 
 
-def _table(name: str, t: Any, shape: tuple[int, ...], what: str) -> Any:
+def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     from ..array import DeviceArray  # noqa: PLC0415
 
-    if isinstance(t, DeviceArray):
-        if t.released:
-            raise ValueError(f"{name} is a released DeviceArray")
-        if t.storage != "buffer":
-            raise ValueError(f"{name} must be a buffer DeviceArray (tables are read as buffers); got {t.storage}")
-    else:
-        check_plain_array(name, t)
-    if np.dtype(t.dtype) not in TABLE_DTYPES or (isinstance(t, DeviceArray) and t.dtype == np.float64):
-        raise TypeError(f"{name} must have dtype float32, float16 or float64; got {t.dtype}")
+    check_table_array(name, t, TABLE_DTYPES)
+    if isinstance(t, DeviceArray) and t.dtype == np.float16 and x.dtype != np.float16:
+        raise TypeError(f"{name} is a float16 DeviceArray but x is {x.dtype}: the kernel reads float32 tables "
+                        "then; upload them as float32")
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
     return t
 
 
-def _out(out: Any, x: Any) -> Any:
-    from ..array import DeviceArray  # noqa: PLC0415
-
-    if out is None:
-        return None
-    if isinstance(x, DeviceArray) != isinstance(out, DeviceArray):
-        want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
-        raise TypeError(f"out must be {want}; got {_describe(out)}")
-    if isinstance(out, DeviceArray):
-        if out.released:
-            raise ValueError("out is a released DeviceArray")
-        if out.device is not x.device:
-            raise ValueError("out lives on another vkrope.Device than x")
-        if out.storage != x.storage:
-            raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
-    else:
-        check_plain_array("out", out)
-        if not out.flags.writeable:
-            raise ValueError("out must be writeable; got a read-only array")
-    if out.dtype != x.dtype:
-        raise TypeError(f"out must have dtype {x.dtype} (the dtype of x); got {out.dtype}")
-    if tuple(out.shape) != tuple(x.shape):
-        raise ValueError(f"out must have shape {tuple(x.shape)} (the shape of x); got {tuple(out.shape)}")
-    return out
-
-
-def _storage(storage: Any) -> str:
-    if not isinstance(storage, str):
-        raise TypeError(f"storage must be one of {STORAGE_CHOICES}; got {_describe(storage)}")
-    if storage not in STORAGE_CHOICES:
-        raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
-    return storage
+def _same_dtype(a: Any, b: Any, names: str) -> None:
+    if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
+        raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
 
 
 def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
@@ -192,9 +142,9 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
     x = _tensor("x", x)
     inter = _flag("interleaved", interleaved)
-    rot = _int("rotary_embedding_dim", rotary_embedding_dim, 0)
-    heads = _int("num_heads", num_heads, 0)
-    storage = _storage(storage)
+    rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
+    heads = int_arg("num_heads", num_heads, 0)
+    storage = check_storage(storage)
     if x.ndim == 4:
         b, h, s, d = (int(v) for v in x.shape)
         batch_rows = h * s
@@ -215,18 +165,20 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     if position_ids is not None:
         if getattr(cos_cache, "ndim", None) != 2:
-            raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {_describe(cos_cache)}")
+            raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]")
-        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)")
+        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
+        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
+        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         row_of = _positions("position_ids", position_ids, (b, s), shape[0])
     else:
         shape3 = (b, s, rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)")
-        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)")
+        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = _rows2d(cos_cache), _rows2d(sin_cache)
         row_of = np.arange(b * s, dtype=np.int32)
-    return Request(x=x, out=_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
+    return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
                    storage=storage)
 
@@ -257,8 +209,9 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
         raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]")
-    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]")
+    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
+    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
+    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
     row_of = np.tile(np.arange(s, dtype=np.int32), b)
     return tuple(  # type: ignore[return-value]
         Request(x=x, out=None, cos=fc, sin=fs, row_of=row_of, n_tokens=s, batch_rows=s * int(x.shape[2]),
@@ -282,13 +235,14 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     if q.dtype != k.dtype:
         raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
     if getattr(freqs_cos, "ndim", None) != 2:
-        raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {_describe(freqs_cos)}")
+        raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)
-    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]")
-    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)")
+    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
+    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
+    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
     if rot % 2 or rot > d or rot == 0:
         raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
-    start = _int("start_pos", start_pos, 0)
+    start = int_arg("start_pos", start_pos, 0)
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
     row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
