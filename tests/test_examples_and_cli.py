@@ -237,3 +237,36 @@ def test_cli_demo():
     res = cli("demo")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "correct" in res.stdout and "float16" in res.stdout
+
+
+def test_cli_rotary_embedding(tmp_path):
+    """`vkrope rotary-embedding` matches the independent ONNX oracle, 3D and
+    4D, with and without position ids; bad input is one clear line."""
+    from oracle_family import onnx_rotary_embedding
+
+    rng = np.random.default_rng(4)
+    cases = [
+        (rng.standard_normal((2, 3, 5, 8)).astype(np.float32), (9, 4), True, ["--interleaved"]),
+        (rng.standard_normal((2, 5, 24)).astype(np.float32), (2, 5, 2), False,
+         ["--num-heads", "3", "--rotary-embedding-dim", "4"]),
+    ]
+    for x, cshape, with_pos, flags in cases:
+        cos, sin = rng.standard_normal(cshape).astype(np.float32), rng.standard_normal(cshape).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        np.save(tmp_path / "c.npy", cos)
+        np.save(tmp_path / "s.npy", sin)
+        args = ["rotary-embedding", "x.npy", "c.npy", "s.npy", "-o", "y.npy", *flags]
+        pos = None
+        if with_pos:
+            pos = rng.integers(0, cshape[0], (2, 5))
+            np.save(tmp_path / "p.npy", pos)
+            args += ["--position-ids", "p.npy"]
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 0, res.stderr
+        kw = {"interleaved": int("--interleaved" in flags)}
+        if "--num-heads" in flags:
+            kw.update(num_heads=3, rotary_embedding_dim=4)
+        ref = onnx_rotary_embedding(x, cos, sin, pos, **kw)
+        assert np.abs(np.load(tmp_path / "y.npy") - ref).max() < 1e-5
+    res = cli("rotary-embedding", "x.npy", "c.npy", "s.npy", "-o", "y.npy", "--num-heads", "5", cwd=tmp_path)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "num_heads" in res.stderr, res.stderr

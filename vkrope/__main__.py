@@ -143,13 +143,32 @@ def cmd_apply(args: argparse.Namespace) -> int:
     positions = load_npy(args.positions, "--positions") if args.positions else None
     y = vkrope.apply(x, freqs, inverse=args.inverse, repeat=args.repeat, exclude_last=args.exclude_last,
                      positions=positions, storage=args.storage)
+    return _save(args.output, y)
+
+
+def _save(path: str, y: np.ndarray) -> int:
     try:
-        with open(args.output, "wb") as fh:  # exactly this path (np.save(path) would append .npy)
+        with open(path, "wb") as fh:  # exactly this path (np.save(path) would append .npy)
             np.save(fh, y, allow_pickle=False)
     except OSError as exc:
-        raise ValueError(f"-o/--output: cannot write {args.output!r} ({exc.strerror or exc})") from None
-    print(f"wrote {args.output}: shape {y.shape}, dtype {y.dtype}")
+        raise ValueError(f"-o/--output: cannot write {path!r} ({exc.strerror or exc})") from None
+    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
     return 0
+
+
+def cmd_rotary_embedding(args: argparse.Namespace) -> int:
+    """ONNX RotaryEmbedding of X.npy with COS.npy / SIN.npy into OUT.npy."""
+    import vkrope
+
+    check_output_path(args.output, "-o/--output")
+    x = load_npy(args.x, "X.npy")
+    cos = load_npy(args.cos, "COS.npy")
+    sin = load_npy(args.sin, "SIN.npy")
+    position_ids = load_npy(args.position_ids, "--position-ids") if args.position_ids else None
+    y = vkrope.rotary_embedding(x, cos, sin, position_ids, interleaved=int(args.interleaved),
+                                rotary_embedding_dim=args.rotary_embedding_dim, num_heads=args.num_heads,
+                                storage=args.storage)
+    return _save(args.output, y)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -204,6 +223,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def nonnegative_int(text: str) -> int:
+    """argparse type: an int >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `vkrope` command."""
     parser = _Parser(prog="vkrope", description="Interleaved RoPE on a Vulkan device.")
@@ -224,6 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--positions", metavar="P.npy", help="int array [N]: freqs row per token, -1 = pass through")
     p.add_argument("--storage", default="auto", help="auto, buffer or texture3d (default auto)")
     p.set_defaults(func=cmd_apply)
+    p = sub.add_parser("rotary-embedding", help="ONNX RotaryEmbedding (opset 23) of X.npy into OUT.npy")
+    p.add_argument("x", metavar="X.npy", help="float32/float16 [B, H, S, D], or [B, S, H*D] with --num-heads")
+    p.add_argument("cos", metavar="COS.npy", help="cos cache [max_pos, rot/2] (with --position-ids) or [B, S, rot/2]")
+    p.add_argument("sin", metavar="SIN.npy", help="sin cache, shaped like COS.npy")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
+    p.add_argument("--position-ids", metavar="P.npy", help="int array [B, S]: cache row of each token")
+    p.add_argument("--interleaved", action="store_true", help="pairs (2i, 2i+1) (default: rotate-half)")
+    p.add_argument("--rotary-embedding-dim", type=nonnegative_int, default=0,
+                   help="rotate the first ROT channels of each head (default 0: all)")
+    p.add_argument("--num-heads", type=nonnegative_int, default=0, help="heads of a 3D x (required for 3D)")
+    p.add_argument("--storage", default="auto", help="auto, buffer or texture3d (default auto)")
+    p.set_defaults(func=cmd_rotary_embedding)
+
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
