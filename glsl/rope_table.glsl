@@ -48,6 +48,10 @@
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 // C % 4 == 0: a row is whole texels (buffer x and out move as vec4).
 layout(constant_id = 2) const bool ALIGNED = true;
+// D % 4 == 0 and rot % 8 == 0 (every LLM shape): a texel lies in one head
+// and rotates or passes whole, a rotate-half partner is a whole texel rot/2
+// away and its cos / sin are one vec4 each: no per-value loop.
+layout(constant_id = 3) const bool WHOLE_TEXELS = false;
 
 #ifdef STORAGE_BUFFER
 layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
@@ -59,7 +63,9 @@ layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #endif
 layout(std430, set = 0, binding = 2) readonly buffer Cos { FSCALAR cos_table[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Cos4 { FVEC4 cos_table4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Sin { FSCALAR sin_table[]; };
+layout(std430, set = 0, binding = 3) readonly buffer Sin4 { FVEC4 sin_table4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer RowOf { int row_of[]; };
 
 #if !defined(FLAG_INTERLEAVED) || !defined(FLAG_FULL_TABLE)
@@ -103,6 +109,40 @@ float load_value(uint r, uint v) {
 #endif
 }
 
+vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
+  return vec4(diff_of_products(x.x, c.x, partner.x, s.x), diff_of_products(x.y, c.y, partner.y, s.y),
+              diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
+}
+
+vec4 load_texel(uint r, uint v0) {
+#ifdef STORAGE_BUFFER
+  return vec4(in_texels[(r * p.row_values + v0 - p.x_base) >> 2]);
+#else
+  return imageLoad(in_image, texel_pos(r, v0 >> 2));
+#endif
+}
+
+// WHOLE_TEXELS: the texel at value v0 of row r, table row trow (-1: none).
+vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
+  uint j0 = v0 % p.head_dim;
+  if (trow < 0 || j0 >= 2u * p.rot_half) {
+    return x;
+  }
+  uint tb = (uint(trow) - p.t_base) * p.table_width;
+  if ((p.flags & FLAG_INTERLEAVED) != 0u) {
+    uint i = tb + (j0 >> 1);  // pairs (x, y) and (z, w) use columns i and i + 1
+    vec4 c = vec4(cos_table[i], cos_table[i], cos_table[i + 1u], cos_table[i + 1u]);
+    vec4 s = vec4(sin_table[i], sin_table[i], sin_table[i + 1u], sin_table[i + 1u]);
+    return rotate4(x, c, vec4(x.y, -x.x, x.w, -x.z), s);
+  }
+  bool first = j0 < p.rot_half;
+  uint col = tb + ((p.flags & FLAG_FULL_TABLE) != 0u ? j0 : (first ? j0 : j0 - p.rot_half));
+  vec4 c = vec4(cos_table4[col >> 2]);
+  vec4 s = vec4(sin_table4[col >> 2]);
+  vec4 partner = load_texel(r, first ? v0 + p.rot_half : v0 - p.rot_half);
+  return rotate4(x, c, first ? partner : -partner, s);
+}
+
 void main() {
   uint c4 = gl_GlobalInvocationID.x;
   uint r = p.row_begin + gl_GlobalInvocationID.y;
@@ -113,6 +153,28 @@ void main() {
   uint lanes = min(4u, p.row_values - v0);
   uint bs = (r / p.batch_rows) * p.n_tokens + (r / p.token_rows) % p.n_tokens;
   int trow = row_of[bs - p.idx_base];
+  if (WHOLE_TEXELS) {
+#ifdef STORAGE_BUFFER
+    uint gt = (r * p.row_values + v0 - p.x_base) >> 2;
+    if (trow < 0 || v0 % p.head_dim >= 2u * p.rot_half) {
+      out_texels[gt] = in_texels[gt];  // pass through, bit for bit
+      return;
+    }
+    vec4 y = rotate_texel(r, v0, trow, vec4(in_texels[gt]));
+#ifdef X_HALF
+    y = round_to_half(y);
+#endif
+    out_texels[gt] = XVEC4(y);
+#else
+    ivec3 tpos = texel_pos(r, c4);
+    vec4 y = rotate_texel(r, v0, trow, imageLoad(in_image, tpos));
+#ifdef X_HALF
+    y = round_to_half(y);
+#endif
+    imageStore(out_image, tpos, y);
+#endif
+    return;
+  }
   uint rot = 2u * p.rot_half;
   // Does any lane of this texel rotate?
   bool rotates = false;

@@ -173,10 +173,20 @@ def cmd_rotary_embedding(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark table, JSON and (with matplotlib) a chart."""
+    import json
     from pathlib import Path
 
     from vkrope import bench
 
+    if args.family:
+        from vkrope import bench_family
+
+        out_dir = Path(args.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rows = bench_family.run(repeats=args.repeats or 7)
+        (out_dir / "bench_family.json").write_text(json.dumps(rows, indent=1, default=str) + "\n")
+        print(f"wrote {out_dir / 'bench_family.json'}")
+        return 0
     shapes: list[Any] | None = None
     if args.shapes:
         try:
@@ -269,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
+    p.add_argument("--family", action="store_true",
+                   help="the table operators on Llama-like shapes, with onnxruntime's CPU op as the peer")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
     p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
     p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])

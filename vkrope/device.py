@@ -254,13 +254,12 @@ class Device(DeviceOwner):
             if self._ctx is not None and not self._ctx.closed:
                 arrays.free_resource(self._rt, res)
 
-    def run(self, req: interleaved.Request, result: np.ndarray) -> float | None:
-        """Run a checked numpy request into `result` (internal; used by
-        `apply` and the benchmark). Returns the kernel seconds (None when the
-        device has no timestamps)."""
+    def run(self, req: Any, result: np.ndarray, op: Any = interleaved) -> float | None:
+        """Run a checked numpy request of `op` into `result` (internal; the
+        benchmark's). Returns the kernel seconds (None without timestamps)."""
         with self._lock:
             self._context()
-            return self._guarded(execute.run_numpy, self._rt, interleaved, req, resolve_storage(req.storage), result, True)
+            return self._guarded(execute.run_numpy, self._rt, op, req, resolve_storage(req.storage), result, True)
 
     def _time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""

@@ -330,6 +330,8 @@ def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget:
     if resident:  # bound in place: the window must start at a binding offset the device accepts
         step = align // math.gcd(align, f_row_bytes)
         r0 = r0 // step * step
+    if not resident and req.positions is not None and r1 - r0 > 4 * used.size + 64:
+        return ("gather", t0, t1)  # a few scattered rows: copy those, not the span between them
     if (r1 - r0) * f_row_bytes <= budget:
         return ("slice", r0, r1, t0, t1) if req.positions is not None else ("slice", r0, r1, 0, 0)
     if resident:

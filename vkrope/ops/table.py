@@ -319,7 +319,9 @@ class Plan:
                 image_height=height, image_width=width,
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
-            launches.append(Launch(kernel.name, (wx, wy, int(self.row_values % 4 == 0)), tuple(push.items()),
+            whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
+            launches.append(Launch(kernel.name, (wx, wy, int(self.row_values % 4 == 0), int(whole)),
+                                   tuple(push.items()),
                                    (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
 
@@ -394,6 +396,8 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
     start aligned for a binding offset."""
     used = req.row_of[bs0:bs1]
     t0, t1 = (int(used.min()), int(used.max()) + 1) if used.size else (0, 1)
+    if not resident and t1 - t0 > 4 * used.size + 64:
+        return ("gather", bs0, bs1)  # a few scattered rows (a decode step): copy those, not the span
     if resident:
         step = limits.min_storage_buffer_offset_alignment // math.gcd(limits.min_storage_buffer_offset_alignment,
                                                                         t_row_bytes)
