@@ -3,14 +3,16 @@
 # NVIDIA GPU, NVIDIA's Vulkan driver and Python 3.12 with numpy, pytest,
 # hypothesis and CUDA torch. Run from the project root after
 #   source .offline/activate.sh        (see ../shared/gpu/prepare-offline-bundle.sh)
-# Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{bench.json, bench.svg or .png, log.txt, tests.txt}
+# Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{bench.json, bench_family.json, bench.svg or .png,
+#                                          log.txt, tests.txt}
 # Finishes within 8 minutes (480 s) in all. Each step has a time limit and
 # the benchmark gets what is left of the budget:
 #   nvidia-smi                     timeout  10 s
 #   vkrope info                    timeout  30 s
-#   the whole test suite           timeout 300 s
+#   the whole test suite           timeout 270 s
+#   vkrope bench --family          timeout  60 s
 #   vkrope bench --quick           timeout 480 - 20 - (seconds used so far),
-#                                  at least 480 - 20 - 10 - 30 - 300 = 120 s
+#                                  at least 480 - 20 - 10 - 30 - 270 - 60 = 90 s
 #   (20 s kept for start-up, writing the logs and the bench JSON)
 # The benchmark writes its JSON as it goes, so a cut-short run still leaves
 # the rows it finished (marked "complete": false).
@@ -32,8 +34,10 @@ SECONDS=0
     || echo "nvidia-smi: not available"
   echo "== devices"
   timeout 30 $py -m vkrope info || echo "vkrope info failed"
-  echo "== correctness on the GPU: the whole suite (at most 300 s)"
-  timeout 300 $py -m pytest -q -p no:cacheprovider -o addopts="" tests/ 2>&1 | tail -25 | tee "$out/tests.txt"
+  echo "== correctness on the GPU: the whole suite (at most 270 s)"
+  timeout 270 $py -m pytest -q -p no:cacheprovider -o addopts="" tests/ 2>&1 | tail -25 | tee "$out/tests.txt"
+  echo "== the table operators (ONNX / ExecuTorch shapes), at most 60 s"
+  timeout 60 $py -m vkrope bench --family --out "$out" || echo "bench --family failed or ran out of time (exit $?)"
   left=$((budget - reserve - SECONDS))
   echo "== quick benchmark (at most ${left} s; ${SECONDS} s used so far)"
   if ((left > 0)); then
