@@ -54,8 +54,8 @@ def test_bash_script_parses_and_has_a_usage_line(path):
 
 
 def test_gpu_bench_help_and_budget():
-    """#10: the whole suite plus the quick benchmark within 8 minutes: the
-    fixed limits leave the benchmark at least two minutes of the budget."""
+    """#10: the whole suite plus the benchmarks within 8 minutes: the fixed
+    limits leave the quick benchmark at least 90 s of the budget."""
     path = ROOT / "scripts" / "gpu_bench.sh"
     res = run(["bash", str(path), "--help"])
     assert res.returncode == 0 and "Usage: scripts/gpu_bench.sh OUTDIR" in res.stdout, res.stdout + res.stderr
@@ -65,8 +65,9 @@ def test_gpu_bench_help_and_budget():
     reserve = int(re.search(r"^reserve=(\d+)$", code, re.M).group(1))
     fixed = [int(t) for t in re.findall(r"\btimeout (\d+) ", code)]
     assert budget <= 480
-    assert 300 in fixed, "the suite runs with timeout 300"
-    assert budget - reserve - sum(fixed) >= 120, (budget, reserve, fixed)
+    assert re.search(r"timeout \d+ \$py -m pytest", code), "the suite runs under its own time limit"
+    assert re.search(r"timeout \d+ \$py -m vkrope bench --family", code), "the family benchmark too"
+    assert budget - reserve - sum(fixed) >= 90, (budget, reserve, fixed)
     assert re.search(r'timeout "\$left" \$py -m vkrope bench --quick --out "\$out"', code)
     assert re.search(r"pytest .*tests/", code), "the whole suite"
 

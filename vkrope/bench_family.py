@@ -89,8 +89,9 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             cos_d, sin_d, x_d = dev.asarray(cos), dev.asarray(sin), dev.asarray(x)
             req = table.check_onnx(x, cos, sin, pos)
             out = np.empty_like(x)
-            kernels = [dev.run(req, out, table) for _ in range(repeats + 1)][1:]
-            kernel = statistics.median(kernels) if all(k is not None for k in kernels) else None
+            timed = [dev.run(req, out, table) for _ in range(repeats + 1)][1:]
+            kernels = [k for k in timed if k is not None]
+            kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
             t_numpy = _median(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
             t_cached = _median(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
             t_resident = _median(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
