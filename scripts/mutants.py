@@ -31,7 +31,7 @@ TESTS = [
     "tests/test_contract_shapes.py", "tests/test_contract_full.py", "tests/test_device_arrays.py",
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
-    "tests/test_misuse.py", "tests/test_reliability.py",
+    "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py",
 ]
 
 
@@ -48,6 +48,8 @@ class Mutation:
 
 
 KERNEL = "glsl/rope_interleaved.glsl"
+TABLE_KERNEL = "glsl/rope_table.glsl"
+TABLE_OP = "vkrope/ops/table.py"
 COMMON = "glsl/common.glsl"
 OP = "vkrope/ops/interleaved.py"
 MUTATIONS = [
@@ -84,6 +86,33 @@ MUTATIONS = [
     Mutation("Kahan form removed", COMMON, "return isnan(r) ? f : r;", "return a * b - c * d;",
              why_survives="lavapipe does not fuse fma: the Kahan form and the plain form give the same bits "
                           "there (README, Accuracy); only a device that fuses fma can tell them apart"),
+    # --- the table kernel (ONNX / ExecuTorch LLM and HF)
+    Mutation("table: rotate-half partner sign lost (whole texels)", TABLE_KERNEL,
+             "return rotate4(x, c, first ? partner : -partner, s);", "return rotate4(x, c, partner, s);"),
+    Mutation("table: interleaved pairs not swapped (whole texels)", TABLE_KERNEL,
+             "return rotate4(x, c, vec4(x.y, -x.x, x.w, -x.z), s);", "return rotate4(x, c, vec4(x.y, x.x, x.w, x.z), s);"),
+    Mutation("table: full-width HF table read as half width (whole texels)", TABLE_KERNEL,
+             "uint col = tb + ((p.flags & FLAG_FULL_TABLE) != 0u ? j0 : (first ? j0 : j0 - p.rot_half));",
+             "uint col = tb + (first ? j0 : j0 - p.rot_half);"),
+    Mutation("table: full-width HF table read as half width (per value)", TABLE_KERNEL,
+             "uint col = full ? j : i;", "uint col = i;"),
+    Mutation("table: rotate-half partner on the wrong side (per value)", TABLE_KERNEL,
+             "pv = first ? v + p.rot_half : v - p.rot_half;", "pv = first ? v - p.rot_half : v + p.rot_half;"),
+    Mutation("table: token of a row ignores heads-per-token", TABLE_KERNEL,
+             "(r / p.token_rows) % p.n_tokens", "r % p.n_tokens"),
+    Mutation("table: first pass-through channel rotated", TABLE_KERNEL, "if (j >= rot) {", "if (j > rot) {"),
+    Mutation("table: partner read from the own texel only", TABLE_KERNEL,
+             "float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);",
+             "float partner = x[pv & 3u];"),
+    Mutation("table op: LLM rows of a batch in the wrong order", TABLE_OP,
+             "row_of = np.tile(np.arange(s, dtype=np.int32), b)", "row_of = np.repeat(np.arange(s, dtype=np.int32), b)"),
+    Mutation("table op: gathered cache rows not renumbered", TABLE_OP,
+             "keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)",
+             "keep, _ = np.unique(req.row_of[bs0:bs1], return_inverse=True); row_of = req.row_of[bs0:bs1]"),
+    Mutation("table op: rotate-half allowed in place", TABLE_OP,
+             "return self.interleaved and self.head_dim % 2 == 0", "return True"),
+    Mutation("table op: position ids past the cache accepted", TABLE_OP,
+             "bad = p[(p < 0) | (p >= rows)]", "bad = p[p < 0]"),
     # --- the operator's plan and tables
     Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
     Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),
