@@ -375,3 +375,63 @@ def test_resident_freqs_window_and_refusals(make_device):
         dev.apply(x, dev.asarray(f.astype(np.float16)), positions=near)
     with pytest.raises(ValueError, match="buffer DeviceArray"):
         dev.apply(x, dev.asarray(f, storage="texture3d"), positions=near)
+
+
+# --- regressions found in review --------------------------------------------------------------
+def test_row_blocks_with_unaligned_block_sizes(make_device):
+    """Row blocks whose byte size is no multiple of the binding alignment
+    (C = 6): each chunk's binding offset is aligned within its block."""
+    dev = make_device(max_memory_allocation_size=256 << 10)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, 1000, 6)).astype(np.float32)
+    cos, sin = unit_tables(1000, 3, rng)
+    pos = np.tile(np.arange(1000), (8, 1))
+    for storage in STORAGES:
+        y = dev.rotary_embedding(x, cos, sin, pos, num_heads=1, storage=storage, out=poisoned(x.shape, x.dtype))
+        assert_close(y, onnx_rotary_embedding(x, cos, sin, pos, num_heads=1), x, cos, sin)
+
+
+@pytest.mark.parametrize("layout", ["3d", "4d"])
+def test_long_sequences_bind_only_their_tokens_rows(make_device, layout):
+    """One batch item of 4000 tokens with a 64 KiB allocation: chunks bind
+    the cache rows of their own tokens, not the whole sequence's."""
+    dev = make_device(max_memory_allocation_size=64 << 10)
+    rng = np.random.default_rng(8)
+    cos, sin = unit_tables(4000, 4, rng)
+    if layout == "3d":
+        x, pos, kw = rng.standard_normal((1, 4000, 8)).astype(np.float32), np.arange(4000)[None], {"num_heads": 1}
+    else:
+        x, pos, kw = rng.standard_normal((2, 3, 4000, 8)).astype(np.float32), np.tile(np.arange(4000), (2, 1)), {}
+    y = dev.rotary_embedding(x, cos, sin, pos, **kw)
+    assert_close(y, onnx_rotary_embedding(x, cos, sin, pos, **kw), x, cos, sin)
+    xs = x[:1, :2, :1000] if layout == "4d" else x[:, :1000]  # one DeviceArray stays within the allocation
+    yd = dev.rotary_embedding(dev.asarray(xs), dev.asarray(cos), dev.asarray(sin), pos[:1, :1000], **kw).get()
+    assert_close(yd, onnx_rotary_embedding(xs, cos, sin, pos[:1, :1000], **kw), x, cos, sin)
+
+
+def test_resident_freqs_after_numpy_freqs_of_the_same_shape(make_device):
+    """The plan memo tells numpy and resident freqs apart (resident windows
+    are aligned differently)."""
+    from oracle import oracle
+
+    dev = make_device(max_storage_buffer_range=1048)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 1024, 2)).astype(np.float16)
+    f = rng.standard_normal((1024, 2)).astype(np.float16)
+    for freqs in (f, dev.asarray(f), f):
+        assert_close(dev.apply(x, freqs), oracle(x, f), x, f, tables_half=True)
+
+
+def test_tiny_resident_tables_are_bound_within_their_buffer(device):
+    from oracle import oracle
+
+    rng = np.random.default_rng(10)
+    f = rng.standard_normal((5, 2)).astype(np.float16)
+    x = rng.standard_normal((1, 3, 2)).astype(np.float16)
+    p = np.array([4, 4, 4])
+    assert_close(device.apply(x, device.asarray(f), positions=p), oracle(x, f, positions=p), x, f, tables_half=True)
+    cos, sin = unit_tables(3, 1, rng)
+    x4 = rng.standard_normal((1, 1, 2, 2)).astype(np.float32)
+    pos = np.array([[2, 2]])
+    y = device.rotary_embedding(x4, device.asarray(cos), device.asarray(sin), pos)
+    assert_close(y, onnx_rotary_embedding(x4, cos, sin, pos), x4, cos, sin)

@@ -274,6 +274,10 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     # bound in pieces, or gathered).
     alloc = limits.max_memory_allocation_size or (1 << 31)
     table_budget = max(f_row_bytes, min(budget, alloc // 4))
+    chunk_budget = table_budget  # the rows of a chunk's window, before rounding its start down
+    if not isinstance(req.freqs_pairs, np.ndarray):  # resident windows start rounded down: leave room
+        a = limits.min_storage_buffer_offset_alignment
+        chunk_budget = max(f_row_bytes, table_budget - a * f_row_bytes // math.gcd(a, f_row_bytes) - f_row_bytes)
     extent = image_extent(width, n, batches, limits.max_image_dimension_3d) if storage == "texture3d" else None
     flat = n < wy and batches > 1
     x_budget = budget if storage == "buffer" else 1 << 62
@@ -281,7 +285,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         rows_per = min(max_gy * wy, max(1, x_budget // row_bytes))
         spans = [(0, 1, r0, min(batches * n, r0 + rows_per)) for r0 in range(0, batches * n, rows_per)]
     else:
-        tokens = min(max_gy * wy, table_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
+        tokens = min(max_gy * wy, chunk_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
         spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens, max_batches=min(max_gz, MAX_GRID_Z))
     chunks: list[Chunk] = []
     segments: dict[tuple, int] = {}
@@ -311,7 +315,10 @@ def plan_key(req: Request, storage: str) -> tuple | None:
     mapping. None with positions (their values shape the table segments)."""
     if req.positions is not None:
         return None
-    return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse)
+    # Resident freqs are bound in place, their windows aligned: another plan.
+    resident = not isinstance(req.freqs_pairs, np.ndarray)
+    return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse,
+            resident)
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:
@@ -353,7 +360,8 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
             if not isinstance(freqs, np.ndarray):  # a resident table: bound where it is
                 row = 2 * (req.channels // 2) * np.dtype(freqs.dtype).itemsize
-                out.append((arg(freqs._resource, r0 * row, max(16, (r1 - r0) * row)),
+                res = freqs._resource
+                out.append((arg(res, r0 * row, min(res.size - r0 * row, max(16, (r1 - r0) * row))),
                             np.ascontiguousarray(pos, dtype=np.int32)))
                 continue
             f = freqs[r0:r1]

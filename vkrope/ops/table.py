@@ -365,19 +365,23 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     extent = None
     if storage == "texture3d":
         extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d)  # as DeviceArrays lie
-    rows_per = min(max_gy * wy, table_budget // t_row_bytes)
+    resident_tables = _resident(req.cos) or _resident(req.sin)
+    chunk_budget = table_budget  # the table rows of a chunk, before a resident window's start is rounded down
+    if resident_tables:
+        chunk_budget -= _lcm(limits.min_storage_buffer_offset_alignment, t_row_bytes)
+    if chunk_budget < t_row_bytes:
+        raise ValueError(f"one cos / sin row ({t_row_bytes} bytes) does not fit the device's binding limits")
+    rows_per = min(max_gy * wy, chunk_budget // t_row_bytes)
     if storage == "buffer":
         rows_per = min(rows_per, max(1, budget // row_bytes))
-    resident_tables = _resident(req.cos) or _resident(req.sin)
     chunks, segments = [], {}  # type: ignore[var-annotated]
     x_align = max(1, align // x_dtype.itemsize)
-    first = req.row_offset
-    for r0, r1 in ((a, min(first + rows, a + rows_per)) for a in range(first, first + rows, rows_per)):
-        bs0 = r0 // req.batch_rows * req.n_tokens
-        bs1 = (r1 - 1) // req.batch_rows * req.n_tokens + req.n_tokens
+    origin = req.row_offset * c  # value index where the bound tensor starts (a row block's first row)
+    for r0, r1 in _row_spans(req, rows_per):
+        bs0, bs1 = _token_span(req, r0, r1)
         seg = _segment(req, bs0, bs1, t_row_bytes, table_budget, limits, resident_tables)
         table = segments.setdefault(seg, len(segments))
-        x0 = r0 * c // x_align * x_align
+        x0 = origin + (r0 * c - origin) // x_align * x_align  # an aligned offset into the bound tensor
         chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "slice" else 0, bs0, table))
     return Plan(
         storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, row_values=c, head_dim=req.head_dim,
@@ -385,6 +389,45 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
     )
+
+
+def _lcm(a: int, b: int) -> int:
+    return a * b // math.gcd(a, b)
+
+
+def _tokens_repeat(req: Request) -> bool:
+    """[B, H, S, D]: the S tokens repeat for every head (rows run b, h, s)."""
+    return req.token_rows == 1 and req.batch_rows > req.n_tokens
+
+
+def _row_spans(req: Request, rows_per: int) -> list[tuple[int, int]]:
+    """Chunks of at most `rows_per` rows. Where tokens repeat per head
+    ([B, H, S, D]) and a whole run of S rows is more than a chunk, chunks
+    also end at run boundaries, so each covers a range of tokens and every
+    head's chunk binds the same table segment."""
+    first, last = req.row_offset, req.row_offset + req.rows
+    run = req.n_tokens if _tokens_repeat(req) and req.n_tokens > rows_per else 0
+    spans = []
+    r0 = first
+    while r0 < last:
+        r1 = min(last, r0 + rows_per)
+        if run:
+            r1 = min(r1, (r0 // run + 1) * run)
+        spans.append((r0, r1))
+        r0 = r1
+    return spans
+
+
+def _token_span(req: Request, r0: int, r1: int) -> tuple[int, int]:
+    """[bs0, bs1): the (batch, token) indices rows [r0, r1) read, or a range
+    that holds them all."""
+    s = req.n_tokens
+    if not _tokens_repeat(req):  # rows run in token order: bs(r) = r // token_rows grows with r
+        return r0 // req.token_rows, (r1 - 1) // req.token_rows + 1
+    if r0 // s == (r1 - 1) // s:  # inside one head's run of S tokens
+        b = r0 // req.batch_rows
+        return b * s + r0 % s, b * s + (r1 - 1) % s + 1
+    return r0 // req.batch_rows * s, (r1 - 1) // req.batch_rows * s + s
 
 
 def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, limits: Any,
@@ -445,7 +488,9 @@ def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     if np.dtype(t.dtype) != np.dtype(f_dtype):
         raise TypeError(f"a device-resident table must have dtype {f_dtype} here (x is {f_dtype}); got {t.dtype}")
     t1 = min(t1, int(math.prod(t.shape)) // width)
-    return arg(t._resource, t0 * width * itemsize, max(16, (t1 - t0) * width * itemsize))
+    res = t._resource
+    offset = t0 * width * itemsize
+    return arg(res, offset, min(res.size - offset, max(16, (t1 - t0) * width * itemsize)))
 
 
 def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
