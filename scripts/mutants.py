@@ -105,7 +105,7 @@ MUTATIONS = [
              "float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);",
              "float partner = x[pv & 3u];"),
     Mutation("table op: LLM rows of a batch in the wrong order", TABLE_OP,
-             "row_of = np.tile(np.arange(s, dtype=np.int32), b)", "row_of = np.repeat(np.arange(s, dtype=np.int32), b)"),
+             "row_of = np.tile(np.arange(s, dtype=np.int32), b)\n    return _bshd(q, fc, fs, row_of, d // 2, False, True)", "row_of = np.repeat(np.arange(s, dtype=np.int32), b)\n    return _bshd(q, fc, fs, row_of, d // 2, False, True)"),
     Mutation("table op: gathered cache rows not renumbered", TABLE_OP,
              "keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)",
              "keep, _ = np.unique(req.row_of[bs0:bs1], return_inverse=True); row_of = req.row_of[bs0:bs1]"),

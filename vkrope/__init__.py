@@ -1,14 +1,15 @@
-"""vkrope: the interleaved rotary position embedding of SAM2 / EdgeTAM memory
-attention, on any Vulkan device, from numpy.
+"""vkrope: rotary position embedding on any Vulkan device, from numpy.
 
     import vkrope
-    y = vkrope.apply(x, freqs)
+    y = vkrope.apply(x, freqs)                                   # SAM2 / EdgeTAM interleaved RoPE
+    y = vkrope.rotary_embedding(x, cos, sin, position_ids)      # ONNX RotaryEmbedding-23
+    q, k = vkrope.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)  # ExecuTorch's LLM op
 
 See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rotary_embedding
-from .array import DeviceArray
+from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (
     DeviceClosedError,

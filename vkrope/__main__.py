@@ -1,4 +1,4 @@
-"""The `vkrope` command (also `python -m vkrope`): info, apply, demo, bench."""
+"""The `vkrope` command (also `python -m vkrope`): info, apply, rotary-embedding, demo, bench."""
 
 from __future__ import annotations
 
@@ -246,7 +246,7 @@ def nonnegative_int(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `vkrope` command."""
-    parser = _Parser(prog="vkrope", description="Interleaved RoPE on a Vulkan device.")
+    parser = _Parser(prog="vkrope", description="Rotary position embedding (RoPE) on a Vulkan device.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="EdgeTAM memory attention walk-through with errors and timings")

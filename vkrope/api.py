@@ -71,14 +71,8 @@ def apply(
 
     Returns a new array of x's shape and dtype (or `out`).
     """
-    dev = _default
-    if dev is None or dev.closed:
-        # Argument errors come before any GPU work, device creation included
-        # (a TypeError stays a TypeError on a machine without Vulkan). Once
-        # the device exists, Device.apply checks them before its GPU work.
-        interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-                      positions=positions, storage=storage)
-        dev = default_device()
+    dev = _device_for(lambda: interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat,
+                                                exclude_last=exclude_last, positions=positions, storage=storage))
     return cast(np.ndarray, dev.apply(
         x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
         positions=positions, storage=storage,

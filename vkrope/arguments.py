@@ -27,6 +27,7 @@ def describe(a: Any) -> str:
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:
+    """An int (not a bool) >= minimum, named `name` in the errors."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")
     value = operator.index(value)
@@ -60,7 +61,7 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     """An array to upload (`Device.asarray`): a plain numpy array (or a
     DeviceArray) of float32 or float16, with at least one axis (two for
     texture3d, whose images hold [..., N, C])."""
-    from .array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+    from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(a, DeviceArray):
         if a.released:
@@ -78,7 +79,7 @@ def check_array(a: Any, name: str, storage: str) -> Any:
 def check_x(x: Any, name: str = "x") -> Any:
     """x (a numpy array or a DeviceArray) of float32 or float16 with at least
     2 axes and even C."""
-    from .array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+    from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
         if x.released:
@@ -116,7 +117,7 @@ def check_storage(storage: Any) -> str:
 def check_out(out: Any, x: Any) -> Any:
     """`out` (None, or like x: numpy with numpy x, a DeviceArray of the same
     device and storage with a DeviceArray x; x's shape and dtype; writeable)."""
-    from .array import DeviceArray  # noqa: PLC0415
+    from .runtime.array import DeviceArray  # noqa: PLC0415
 
     if out is None:
         return None
@@ -145,7 +146,7 @@ def check_out(out: Any, x: Any) -> Any:
 
 def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
     """A table: a plain numpy array, or a buffer DeviceArray, of `dtypes`."""
-    from .array import DeviceArray  # noqa: PLC0415
+    from .runtime.array import DeviceArray  # noqa: PLC0415
 
     if isinstance(t, DeviceArray):
         if t.released:

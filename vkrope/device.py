@@ -3,25 +3,19 @@ that runs the operators on numpy arrays and device-resident arrays."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, check_array
-from .array import DeviceArray
+from .runtime.array import DeviceArray
 from .ops import interleaved, table
-from .owner import DeviceOwner, devices
+from .owner import DeviceMemory, devices, resolve_storage
 from .runtime import arrays, execute
 from .runtime.layout import padded_bytes
 from .vk.instance import PhysicalDeviceInfo
 
 
-def resolve_storage(storage: str) -> str:
-    """The storage `auto` stands for (buffers: see README, 'Storage')."""
-    return "buffer" if storage == "auto" else storage
-
-class Device(DeviceOwner):
+class Device(DeviceMemory):
     """A Vulkan device that runs the operator.
 
     Use it as a context manager (or call `close()`); it owns every Vulkan
@@ -121,13 +115,13 @@ class Device(DeviceOwner):
                         if host_out is not None:
                             temporaries.append(out)
                     target = out
-                    if out is x and not getattr(req, "in_place", True):
+                    pl = execute.plan_for(self._rt, op, req, x.storage) if req.x.size else None
+                    if out is x and pl is not None and not pl.in_place:
                         # The kernel cannot write where it reads: through a temporary.
                         target = self._new_array(x.storage, x.shape, x.dtype)
                         temporaries.append(target)
                     results.append((host_out, out, target))
-                    if req.x.size:
-                        pl = execute.plan_for(self._rt, op, req, x.storage)
+                    if pl is not None:
                         jobs.append(execute.Job(req, pl, x._resource, target._resource))
                 if jobs:
                     self._guarded(execute.run_resident, self._rt, op, jobs)
@@ -154,7 +148,7 @@ class Device(DeviceOwner):
         req = table.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
                                rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
                                storage=storage)
-        self._check_tables(req, x)
+        self._check_tables(req)
         if isinstance(x, DeviceArray):
             self._check_resident(x, storage, "")
             return self._run_many(table, [req])[0]
@@ -182,77 +176,16 @@ class Device(DeviceOwner):
         for name, x in (("xq", xq), ("xk", xk)):
             if isinstance(x, DeviceArray) and x.device is not self:
                 raise ValueError(f"{name} lives on another vkrope.Device")
-        self._check_tables(q, xq)
+        self._check_tables(q)
         yq, yk = self._run_many(table, [q, k])
         return yq, yk
 
-    def _check_tables(self, req: Any, x: Any) -> None:
+    def _check_tables(self, req: Any) -> None:
         """Resident tables must live here."""
         for name in ("cos", "sin"):
             t = getattr(req, name)
             if isinstance(t, DeviceArray) and t.device is not self:
                 raise ValueError(f"the {name} table lives on another vkrope.Device")
-
-    def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
-        """A new, uninitialised DeviceArray on this device."""
-        res = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype) if math.prod(shape) else None
-        return DeviceArray(self, res, shape, dtype, storage)
-
-    def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
-        """A DeviceArray x must live here; `storage` may only repeat its own."""
-        if x.device is not self:
-            raise ValueError(f"{where}x lives on another vkrope.Device")
-        if storage not in ("auto", x.storage):
-            raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
-
-    def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
-        """Upload a float32 / float16 numpy array and return it as a
-        `DeviceArray` on this device: a tensor `[..., N, C]` for the
-        operators (any storage), or a table (`storage="buffer"`)."""
-        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
-            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
-        storage = resolve_storage(storage)
-        a = check_array(a, "a", storage)
-        if isinstance(a, DeviceArray):
-            if a.device is not self:
-                raise ValueError("a lives on another vkrope.Device; use a.get() and upload that")
-            return a
-        with self._lock:
-            self._context()
-            arr = self._new_array(storage, a.shape, a.dtype)
-            if a.size:
-                self._guarded(arrays.transfer, self._rt, arr._resource, a, True)
-            return arr
-
-    def _copy_array(self, src: DeviceArray) -> DeviceArray:
-        """A new DeviceArray holding a device-side copy of `src`."""
-        with self._lock:
-            self._context()
-            if src.released:
-                raise ValueError("cannot copy a released DeviceArray")
-            arr = self._new_array(src.storage, src.shape, src.dtype)
-            if src.size:
-                self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource,
-                              padded_bytes(src.size, src.dtype.itemsize))
-            return arr
-
-    def _download(self, arr: DeviceArray) -> np.ndarray:
-        return self._download_into(arr, np.empty(arr.shape, arr.dtype))
-
-    def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
-        if arr.released:
-            raise ValueError("this DeviceArray was released")
-        with self._lock:
-            self._context()
-            if arr.size:
-                self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
-            return out
-
-    def _release_resource(self, res: Any) -> None:
-        # Called from DeviceArray.release / __del__, possibly at shutdown.
-        with self._lock:
-            if self._ctx is not None and not self._ctx.closed:
-                arrays.free_resource(self._rt, res)
 
     def run(self, req: Any, result: np.ndarray, op: Any = interleaved) -> float | None:
         """Run a checked numpy request of `op` into `result` (internal; the

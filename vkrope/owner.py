@@ -1,19 +1,33 @@
-"""The lifetime of one Vulkan device: opening, facts, closing
-deterministically, at interpreter exit and in forked children. `Device`
-(device.py) adds the operators and device arrays on top."""
+"""The lifetime of one Vulkan device (opening, facts, closing
+deterministically, at interpreter exit and in forked children:
+`DeviceOwner`) and the memory of its arrays (`DeviceMemory`: asarray,
+downloads, copies, release). `Device` (device.py) adds the operators."""
 
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import weakref
 from typing import Any, Callable, TypeVar
 
+import numpy as np
+
+from .arguments import STORAGE_CHOICES, check_array
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
+from .runtime import arrays
+from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
+from .runtime.layout import padded_bytes
 from .vk.context import Context
-from .vk.instance import Instance, PhysicalDeviceInfo
+from .vk.instance import Instance
+
+
+def resolve_storage(storage: str) -> str:
+    """The storage `auto` stands for (buffers: see README, 'Storage')."""
+    return "buffer" if storage == "auto" else storage
+
 
 _Owner = TypeVar("_Owner", bound="DeviceOwner")
 
@@ -134,6 +148,73 @@ class DeviceOwner:
         return f"<vkrope.Device {self._ctx.info.name!r} ({self._ctx.info.type})>"
 
 
+
+class DeviceMemory(DeviceOwner):
+    """A device's arrays: `asarray`, downloads, device copies and release
+    (base of `vkrope.Device`, which adds the operators)."""
+
+    def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
+        """A new, uninitialised DeviceArray on this device."""
+        res = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype) if math.prod(shape) else None
+        return DeviceArray(self, res, shape, dtype, storage)
+
+    def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
+        """A DeviceArray x must live here; `storage` may only repeat its own."""
+        if x.device is not self:
+            raise ValueError(f"{where}x lives on another vkrope.Device")
+        if storage not in ("auto", x.storage):
+            raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
+
+    def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
+        """Upload a float32 / float16 numpy array and return it as a
+        `DeviceArray` on this device: a tensor `[..., N, C]` for the
+        operators (any storage), or a table (`storage="buffer"`)."""
+        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
+            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        storage = resolve_storage(storage)
+        a = check_array(a, "a", storage)
+        if isinstance(a, DeviceArray):
+            if a.device is not self:
+                raise ValueError("a lives on another vkrope.Device; use a.get() and upload that")
+            return a
+        with self._lock:
+            self._context()
+            arr = self._new_array(storage, a.shape, a.dtype)
+            if a.size:
+                self._guarded(arrays.transfer, self._rt, arr._resource, a, True)
+            return arr
+
+    def _copy_array(self, src: DeviceArray) -> DeviceArray:
+        """A new DeviceArray holding a device-side copy of `src`."""
+        with self._lock:
+            self._context()
+            if src.released:
+                raise ValueError("cannot copy a released DeviceArray")
+            arr = self._new_array(src.storage, src.shape, src.dtype)
+            if src.size:
+                self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource,
+                              padded_bytes(src.size, src.dtype.itemsize))
+            return arr
+
+    def _download(self, arr: DeviceArray) -> np.ndarray:
+        return self._download_into(arr, np.empty(arr.shape, arr.dtype))
+
+    def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
+        if arr.released:
+            raise ValueError("this DeviceArray was released")
+        with self._lock:
+            self._context()
+            if arr.size:
+                self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
+            return out
+
+    def _release_resource(self, res: Any) -> None:
+        # Called from DeviceArray.release / __del__, possibly at shutdown.
+        with self._lock:
+            if self._ctx is not None and not self._ctx.closed:
+                arrays.free_resource(self._rt, res)
+
+
 # Every open Device, to close them at interpreter exit and to abandon them in
 # a forked child (the child must not touch, let alone destroy, Vulkan objects
 # that belong to its parent's driver state).
@@ -174,4 +255,4 @@ def devices() -> list[dict[str, Any]]:
         inst.close()
 
 
-__all__ = ["DeviceOwner", "devices"]
+__all__ = ["DeviceOwner", "DeviceMemory", "devices"]

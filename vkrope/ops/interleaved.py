@@ -24,7 +24,7 @@ from ..arguments import (
 )
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
-from ..runtime.layout import image_extent, texels
+from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
@@ -104,7 +104,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
 
 def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     """(pairs [Nf, C/2, 2] or a resident DeviceArray, Nf, a description)."""
-    from ..array import DeviceArray  # noqa: PLC0415
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     channels = int(x.shape[-1])
     half = channels // 2
@@ -160,9 +160,6 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf = freqs rows); got {int(bad[0])}")
     return np.ascontiguousarray(positions, dtype=np.int32)
 
-# Invocations per workgroup; x covers the texels of a row, y the tokens.
-WORKGROUP_INVOCATIONS = 128
-MAX_WORKGROUP_X = 64
 MAX_GRID_Z = 65535
 
 
@@ -234,15 +231,6 @@ class Plan:
             out_.append(Launch(kernel.name, (wx, wy, int(self.aligned), int(self.flat)), tuple(push.items()),
                                (oa, xa, fa, pa), grid))
         return tuple(out_)
-
-
-def workgroup_shape(texels_per_row: int, max_x: int) -> tuple[int, int]:
-    """(x, y) local size: x spans a row's texels (a power of two up to 64),
-    y takes the rest of the 128 invocations so short rows waste nothing."""
-    wx = 1
-    while wx < min(texels_per_row, MAX_WORKGROUP_X, max_x):
-        wx *= 2
-    return wx, max(1, WORKGROUP_INVOCATIONS // wx)
 
 
 def f_dtype_of(req: Request) -> str:
@@ -360,7 +348,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
             if not isinstance(freqs, np.ndarray):  # a resident table: bound where it is
                 row = 2 * (req.channels // 2) * np.dtype(freqs.dtype).itemsize
-                res = freqs._resource
+                res = freqs.resource
                 out.append((arg(res, r0 * row, min(res.size - r0 * row, max(16, (r1 - r0) * row))),
                             np.ascontiguousarray(pos, dtype=np.int32)))
                 continue
@@ -382,7 +370,7 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
     given as positions). `out` may overlap x: x is then read from a copy."""
     n, c = req.n_tokens, req.channels
     x = req.x
-    if np.shares_memory(x, out) and not (x is out or (x.__array_interface__ == out.__array_interface__)):
+    if np.shares_memory(x, out) and not same_view(x, out):
         x = x.copy()  # blocks written early would change what later blocks read
     # Likewise tables that `out` overlaps: later blocks must read them as given.
     if isinstance(req.freqs_pairs, np.ndarray) and np.shares_memory(out, req.freqs_pairs):

@@ -20,16 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
+from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from ..runtime.kernels import find
-from ..runtime.layout import tensor_extent, texels
+from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_table"
-X_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
-WORKGROUP_INVOCATIONS = 128
-MAX_WORKGROUP_X = 64
 
 
 @dataclass
@@ -96,7 +93,7 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _tensor(name: str, x: Any) -> Any:
-    from ..array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
         if x.released:
@@ -105,11 +102,13 @@ def _tensor(name: str, x: Any) -> Any:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in X_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float16; got {x.dtype}")
+    if math.prod(x.shape) > 2 * MAX_PAIRS:  # the kernel indexes values with 32-bit integers
+        raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
 
 
 def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
-    from ..array import DeviceArray  # noqa: PLC0415
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     check_table_array(name, t, TABLE_DTYPES)
     if isinstance(t, DeviceArray) and t.dtype == np.float16 and x.dtype != np.float16:
@@ -185,47 +184,16 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
 
 def _rows2d(t: Any) -> Any:
     """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
-    from ..array import DeviceArray  # noqa: PLC0415
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     if isinstance(t, DeviceArray):
         return t
     return t.reshape(-1, t.shape[-1])
 
 
-def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
-    """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
-    tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
-    reqs = []
-    for name, x in (("xq", xq), ("xk", xk)):
-        x = _tensor(name, x)
-        if x.ndim != 4:
-            raise ValueError(f"{name} must be 4D [B, S, H, D]; got shape {tuple(x.shape)}")
-        reqs.append(x)
-    q, k = reqs
-    b, s, _, d = (int(v) for v in q.shape)
-    if (int(k.shape[0]), int(k.shape[1]), int(k.shape[3])) != (b, s, d):
-        raise ValueError(f"xk {tuple(k.shape)} must share B, S and D with xq {tuple(q.shape)}")
-    if q.dtype != k.dtype:
-        raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
-    if d % 2:
-        raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
-    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
-    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    row_of = np.tile(np.arange(s, dtype=np.int32), b)
-    return tuple(  # type: ignore[return-value]
-        Request(x=x, out=None, cos=fc, sin=fs, row_of=row_of, n_tokens=s, batch_rows=s * int(x.shape[2]),
-                token_rows=int(x.shape[2]), head_dim=d, rot_half=d // 2, full_table=False, interleaved=True, storage="auto")
-        for x in (q, k)
-    )
-
-
-def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
-    """ExecuTorch `apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
-    [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
-    cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
-    channels past rot pass through."""
-    q, k = (_tensor(n, x) for n, x in (("xq", xq), ("xk", xk)))
+def _q_and_k(xq: Any, xk: Any) -> tuple[Any, Any, int, int, int]:
+    """xq [B, S, Hq, D] and xk [B, S, Hk, D] of one dtype: (q, k, B, S, D)."""
+    q, k = _tensor("xq", xq), _tensor("xk", xk)
     for name, x in (("xq", q), ("xk", k)):
         if x.ndim != 4:
             raise ValueError(f"{name} must be 4D [B, S, H, D]; got shape {tuple(x.shape)}")
@@ -234,6 +202,35 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         raise ValueError(f"xk {tuple(k.shape)} must share B, S and D with xq {tuple(q.shape)}")
     if q.dtype != k.dtype:
         raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
+    return q, k, b, s, d
+
+
+def _bshd(x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool, inter: bool) -> Request:
+    """The `Request` of a [B, S, H, D] tensor: rows of D values, H rows a token."""
+    _, s, h, d = (int(v) for v in x.shape)
+    return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
+                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter, storage="auto")
+
+
+def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
+    tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
+    q, k, b, s, d = _q_and_k(xq, xk)
+    if d % 2:
+        raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
+    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
+    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
+    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    row_of = np.tile(np.arange(s, dtype=np.int32), b)
+    return _bshd(q, fc, fs, row_of, d // 2, False, True), _bshd(k, fc, fs, row_of, d // 2, False, True)
+
+
+def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
+    [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
+    cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
+    channels past rot pass through."""
+    q, k, b, s, d = _q_and_k(xq, xk)
     if getattr(freqs_cos, "ndim", None) != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)
@@ -246,11 +243,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
     row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
-    return tuple(  # type: ignore[return-value]
-        Request(x=x, out=None, cos=fc, sin=fs, row_of=row_of, n_tokens=s, batch_rows=s * int(x.shape[2]),
-                token_rows=int(x.shape[2]), head_dim=d, rot_half=rot // 2, full_table=True, interleaved=False, storage="auto")
-        for x in (q, k)
-    )
+    return _bshd(q, fc, fs, row_of, rot // 2, True, False), _bshd(k, fc, fs, row_of, rot // 2, True, False)
 
 
 # --- plan ---------------------------------------------------------------------------
@@ -326,15 +319,6 @@ class Plan:
         return tuple(launches)
 
 
-def workgroup_shape(texels_per_row: int, max_x: int) -> tuple[int, int]:
-    """(x, y) local size: x spans a row's texels (a power of two up to 64),
-    y the rows, 128 invocations in all."""
-    wx = 1
-    while wx < min(texels_per_row, MAX_WORKGROUP_X, max_x):
-        wx *= 2
-    return wx, max(1, WORKGROUP_INVOCATIONS // wx)
-
-
 def f_dtype_of(req: Request) -> str:
     """The table dtype the kernel reads: float16 only with float16 x and tables."""
     half = req.dtype == np.float16 and np.dtype(req.cos.dtype) == np.float16 and np.dtype(req.sin.dtype) == np.float16
@@ -348,7 +332,7 @@ def _resident(t: Any) -> bool:
 def plan(req: Request, storage: str, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
     x_dtype, f_dtype = req.dtype, np.dtype(f_dtype_of(req))
-    c, rows = req.row_values, req.rows
+    c = req.row_values
     width = texels(c)
     wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
     max_gx, max_gy, _ = limits.max_compute_work_group_count
@@ -457,8 +441,8 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
 
 
 def plan_key(req: Request, storage: str) -> tuple | None:
-    """Plans depend on the table rows each token reads: memoised only for
-    the standard mappings (arange over (b, s): ONNX without position_ids)."""
+    """Never memoised: a plan's table segments depend on the rows each token
+    reads (position ids, start_pos)."""
     return None
 
 
@@ -488,7 +472,7 @@ def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     if np.dtype(t.dtype) != np.dtype(f_dtype):
         raise TypeError(f"a device-resident table must have dtype {f_dtype} here (x is {f_dtype}); got {t.dtype}")
     t1 = min(t1, int(math.prod(t.shape)) // width)
-    res = t._resource
+    res = t.resource
     offset = t0 * width * itemsize
     return arg(res, offset, min(res.size - offset, max(16, (t1 - t0) * width * itemsize)))
 
@@ -499,7 +483,7 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
     they are then read from copies."""
     x = req.x.reshape(req.rows, req.row_values)
     o = out.reshape(req.rows, req.row_values)
-    if np.shares_memory(x, o) and not (x.__array_interface__ == o.__array_interface__ and req.in_place):
+    if np.shares_memory(x, o) and not (same_view(x, o) and req.in_place):
         x = x.copy()
     if isinstance(req.cos, np.ndarray) and np.shares_memory(req.cos, o):
         req = replace(req, cos=req.cos.copy())

@@ -166,7 +166,8 @@ class Runtime:
             s = self.scratch
             self.drain()
             s.begin()
-            s.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+            s.image_layout(image, vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_GENERAL,
+                           vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
                            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                            vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
             s.end()

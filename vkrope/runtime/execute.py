@@ -23,8 +23,8 @@ import numpy as np
 from ..errors import VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
 from .engine import MIN_BUFFER, Runtime
-from .layout import image_bytes, packed_view, padded_bytes
-from .steps import READ, WRITE, Arg, Copy, ImageCopy, Step, arg
+from .layout import image_bytes, packed_view, padded_bytes, same_view
+from .steps import WRITE, Arg, Copy, ImageCopy, Step, arg
 
 # Import numpy memory into the device (no copies) from this size on; smaller
 # calls are cheaper through the cached staging buffers and recordings.
@@ -56,11 +56,11 @@ def plan_for(rt: Runtime, op: Any, req: Any, storage: str) -> Any:
     return pl
 
 
-def pack_tables(rt: Runtime, segments: list[list[Any]]) -> tuple[Buffer, Buffer, list[list[Arg]]]:
+def pack_tables(rt: Runtime, segments: list[list[Any]]) -> tuple[tuple[Step, ...], list[list[Arg]]]:
     """Every table array into one argument buffer, each at an offset the
-    device accepts for a binding; returns (host buffer, bound buffer, the
-    ranges of each segment's tables). Entries that are already `Arg`s
-    (device-resident tables) are bound where they are."""
+    device accepts for a binding; returns (the upload step, none on
+    unified memory; the ranges of each segment's tables). Entries that are
+    already `Arg`s (device-resident tables) are bound where they are."""
     align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
     offsets: list[list[Any]] = []
     end = 0
@@ -82,12 +82,9 @@ def pack_tables(rt: Runtime, segments: list[list[Any]]) -> tuple[Buffer, Buffer,
         for a, place in zip(seg, row):
             if not isinstance(a, Arg) and a.size:
                 host.view(a.dtype, a.size, place[0])[:] = a
-    return host, bound, [[p if isinstance(p, Arg) else arg(bound, p[0], p[1]) for p in row] for row in offsets]
-
-
-def _upload_args(rt: Runtime, host: Buffer, bound: Buffer) -> tuple[Step, ...]:
-    size = min(host.size, bound.size)
-    return () if host is bound else (Copy(arg(host, 0, size), arg(bound, 0, size, WRITE)),)
+    used = max(MIN_BUFFER, end)  # the whole grow-only buffer need not cross the bus
+    upload: tuple[Step, ...] = () if host is bound else (Copy(arg(host, 0, used), arg(bound, 0, used, WRITE)),)
+    return upload, [[p if isinstance(p, Arg) else arg(bound, p[0], p[1]) for p in row] for row in offsets]
 
 
 # --- numpy in, numpy out -----------------------------------------------------------
@@ -108,8 +105,7 @@ def run_numpy(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, wan
 def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, want_time: bool) -> float | None:
     pl = plan_for(rt, op, req, storage)
     # Tables first: `out` may alias them, and x may be copied into `out` below.
-    args_host, args, table_args = pack_tables(rt, [list(t) for t in op.tables(req, pl)])
-    head = _upload_args(rt, args_host, args)
+    head, table_args = pack_tables(rt, [list(t) for t in op.tables(req, pl)])
     if storage == "buffer" and _importable(rt, out):
         try:
             imports = _import(rt, req.x, out, pl.in_place)
@@ -180,7 +176,7 @@ def _import(rt: Runtime, x: np.ndarray, out: np.ndarray, in_place: bool) -> list
     """[out import, x import] (x only when it is importable and apart from
     out; an operator that cannot run in place then gets x staged)."""
     imports = [ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes)]
-    same = x is out or x.__array_interface__ == out.__array_interface__
+    same = same_view(x, out)
     if not same and _import_ok(rt, x) and not np.shares_memory(x, out):
         try:
             imports.append(ImportedBuffer(rt.ctx, x.ctypes.data, x.nbytes))
@@ -208,7 +204,7 @@ def _run_imported(rt: Runtime, req: Any, pl: Any, out: np.ndarray, head: tuple[S
             if rt.unified:
                 _prefault(out)  # the device writes it directly
         elif pl.in_place:
-            if not (x is out or x.__array_interface__ == out.__array_interface__):
+            if not same_view(x, out):
                 np.copyto(out, x, casting="no")
             x_loc = (out_buf, out_buf.offset)
         else:  # x apart from out, through staging
@@ -252,8 +248,7 @@ def run_resident(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False)
         t = [list(s) for s in op.tables(job.req, job.plan)]
         segments += t
         counts.append(len(t))
-    args_host, args, table_args = pack_tables(rt, segments)
-    steps: tuple[Step, ...] = _upload_args(rt, args_host, args)
+    steps, table_args = pack_tables(rt, segments)
     start = 0
     for job, count in zip(jobs, counts):
         steps += job.plan.launches((job.x_res, 0), (job.out_res, 0), table_args[start:start + count])
@@ -286,4 +281,4 @@ def _prefault(a: np.ndarray) -> None:
         _madvise(start, a.ctypes.data + a.nbytes - start, _MADV_POPULATE_WRITE)
 
 
-__all__ = ["IMPORT_MIN_BYTES", "Job", "READ", "run_numpy", "run_resident", "plan_for", "pack_tables"]
+__all__ = ["IMPORT_MIN_BYTES", "Job", "run_numpy", "run_resident", "plan_for", "pack_tables"]

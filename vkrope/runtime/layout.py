@@ -17,6 +17,26 @@ from typing import Any
 import numpy as np
 
 
+# Invocations per workgroup; x covers the texels of a row, y the rows.
+WORKGROUP_INVOCATIONS = 128
+MAX_WORKGROUP_X = 64
+
+
+def workgroup_shape(texels_per_row: int, max_x: int) -> tuple[int, int]:
+    """(x, y) local size of a one-texel-per-invocation kernel: x spans a
+    row's texels (a power of two up to 64 and the device's limit), y takes
+    the rest of the 128 invocations so short rows waste nothing."""
+    wx = 1
+    while wx < min(texels_per_row, MAX_WORKGROUP_X, max_x):
+        wx *= 2
+    return wx, max(1, WORKGROUP_INVOCATIONS // wx)
+
+
+def same_view(a: Any, b: Any) -> bool:
+    """Whether two numpy arrays are the same view of the same memory."""
+    return a is b or a.__array_interface__ == b.__array_interface__
+
+
 def texels(values: int) -> int:
     """Texels (4 values) that hold `values` values: the one width function."""
     return -(-values // 4)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..vk import binding as b
 from ..vk.commands import Recording
 from ..vk.pipeline import ComputePipeline
-from ..vk.resources import Buffer, Image3D
+from ..vk.resources import Image3D
 from .kernels import load
 from .steps import WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
 
@@ -51,6 +51,7 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
     rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds, mem_rw)  # after earlier submissions
     pending: list[tuple[Arg, int, int]] = []  # (range, stage, access) since the last barrier
     images: dict[int, Image3D] = {}
+    layouts: dict[int, int] = {}  # per image serial, in this recording; every image starts in GENERAL
     launches = [i for i, s in enumerate(steps) if isinstance(s, Launch)]
     first, last = (launches[0], launches[-1]) if launches else (-1, -1)
     for i, step in enumerate(steps):
@@ -66,18 +67,21 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
             if isinstance(res, Image3D):
                 images[a.serial] = res
                 want = _layout_for(step, a)
-                if res.layout != want:  # one transition covering every use of it in this step
+                now = layouts.get(a.serial, vk.VK_IMAGE_LAYOUT_GENERAL)
+                if now != want:  # one transition covering every use of it in this step
                     access = _union(t[2] for t in touched if t[0].serial == a.serial)
-                    rec.image_layout(res, want, all_cmds, mem_rw, stage, access)
+                    rec.image_layout(res, now, want, all_cmds, mem_rw, stage, access)
+                    layouts[a.serial] = want
         if timed and i == first:
             rec.timestamp_begin()
-        _record_step(rec, step, pipeline)
+        _record_step(rec, step, pipeline, layouts)
         if timed and i == last:
             rec.timestamp_end()
         pending += touched
-    for image in images.values():
-        if image.layout != vk.VK_IMAGE_LAYOUT_GENERAL:
-            rec.image_layout(image, vk.VK_IMAGE_LAYOUT_GENERAL, all_cmds, mem_rw, all_cmds, mem_rw)
+    for serial, image in images.items():
+        now = layouts.get(serial, vk.VK_IMAGE_LAYOUT_GENERAL)
+        if now != vk.VK_IMAGE_LAYOUT_GENERAL:
+            rec.image_layout(image, now, vk.VK_IMAGE_LAYOUT_GENERAL, all_cmds, mem_rw, all_cmds, mem_rw)
     rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds | vk.VK_PIPELINE_STAGE_HOST_BIT,
                 mem_rw | vk.VK_ACCESS_HOST_READ_BIT)
     rec.end()
@@ -90,14 +94,18 @@ def _union(bits: Any) -> int:
     return out
 
 
-def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int, ...]], ComputePipeline]) -> None:
+def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int, ...]], ComputePipeline],
+                 layouts: dict[int, int]) -> None:
     if isinstance(step, Copy):
         rec.copy_buffer(step.src.resource, step.dst.resource, step.dst.size or step.dst.resource.size,
                         src_offset=step.src.offset, dst_offset=step.dst.offset)
     elif isinstance(step, ImageCopy):
-        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image)
+        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image, layouts[step.image.serial])
     else:
         kernel = load(step.kernel)
+        for a, (name, _, access) in zip(step.args, kernel.bindings):
+            if a.access != access:  # the barriers are derived from these tags: they must be the kernel's
+                raise AssertionError(f"{step.kernel}: binding {name} is {access}, the launch says {a.access}")
         pipe = pipeline(step.kernel, step.spec)
         dset = rec.new_set(pipe)
         pipe.write_set(dset, [
@@ -110,4 +118,4 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
         rec.dispatch(*step.grid)
 
 
-__all__ = ["record", "Buffer"]
+__all__ = ["record"]

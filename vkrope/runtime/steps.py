@@ -77,11 +77,6 @@ class ImageCopy:
 Step = Union[Launch, Copy, ImageCopy]
 
 
-def writes(steps: tuple[Step, ...]) -> bool:
-    """Whether any step writes (so the host must wait for it to read)."""
-    return any(a.access == WRITE for s in steps for a in accesses(s))
-
-
 def accesses(step: Step) -> tuple[Arg, ...]:
     """The resource ranges `step` touches."""
     if isinstance(step, Launch):

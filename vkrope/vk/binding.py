@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from ..errors import (
+    VkropeError,
     DeviceLostError,
     DeviceTimeoutError,
     OutOfDeviceMemoryError,
@@ -160,7 +161,12 @@ def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
     out = pending.get(attr)
     if out is None or out[0] == vk().ffi.NULL:  # else: made by an interrupted call, take it
         out = pending[attr] = vk().ffi.new(f"{kind}*")
-        call(fn, *args, out)
+        try:
+            call(fn, *args, out)
+        except VkropeError:
+            out[0] = vk().ffi.NULL  # a failed call leaves its output undefined: nothing to destroy
+            del pending[attr]
+            raise
     handle = out[0]
     setattr(owner, attr, handle)
     track(kind, +1)
@@ -176,7 +182,9 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
     could not store yet is destroyed too.
 
     Why it is written this way: a signal handler's exception can surface
-    after any call returns. Between clearing the attribute and the destroy
+    after any call returns (CPython >= 3.10 checks for pending signals only
+    at calls and backward jumps, not at plain stores: hence
+    python_requires >= 3.10). Between clearing the attribute and the destroy
     call there is no call at all (dict stores, then the C function itself,
     not the binding's Python wrapper), so an interruption either leaves the
     handle in place for the next destroy or finds it destroyed: never

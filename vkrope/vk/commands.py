@@ -3,7 +3,7 @@
 `CommandStream` owns the command pool, the fence for bounded waits and a
 timestamp query pool. A `Recording` owns one command buffer and the
 descriptor pools its sets come from; it can be recorded once and submitted
-many times (the op layer caches them per plan), or re-recorded per use.
+many times (the runtime caches them per submission), or re-recorded per use.
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ class CommandStream:
         # next use of this stream drains it first, and the owner drains it
         # before releasing anything the submission uses. An exception that
         # lands around the submit itself leaves it unknown whether the work
-        # was queued: MAYBE, which drain() settles with vkQueueWaitIdle.
+        # was queued: MAYBE, which drain() settles with vkQueueWaitIdle. That
+        # wait has no bound (a fence wait would hang for the whole timeout if
+        # nothing was queued), so VKROPE_TIMEOUT_S does not cover the one
+        # case of an interruption landing on the submit of a hung device.
         self.in_flight = MAYBE
         try:
             b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
@@ -260,9 +263,11 @@ class Recording:
         region = vk.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
         vk.vkCmdCopyBuffer(self.cmd, src.handle, dst.handle, 1, [region])
 
-    def image_layout(self, image: Image3D, new_layout: int, src_stage: int, src_access: int,
+    def image_layout(self, image: Image3D, old_layout: int, new_layout: int, src_stage: int, src_access: int,
                      dst_stage: int, dst_access: int) -> None:
-        """Transition `image` to `new_layout` with the given dependency."""
+        """Transition `image` from `old_layout` to `new_layout` with the given
+        dependency. (The caller tracks layouts per recording: a recording may
+        be replayed, so no layout is stored on the image.)"""
         vk = b.vk()
         rng = vk.VkImageSubresourceRange(
             aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
@@ -270,7 +275,7 @@ class Recording:
         ib = vk.VkImageMemoryBarrier(
             srcAccessMask=src_access,
             dstAccessMask=dst_access,
-            oldLayout=image.layout,
+            oldLayout=old_layout,
             newLayout=new_layout,
             srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
             dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
@@ -278,10 +283,9 @@ class Recording:
             subresourceRange=rng,
         )
         vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 0, None, 0, None, 1, [ib])
-        image.layout = new_layout
 
-    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool) -> None:
-        """Copy tightly packed texels between a buffer and a whole image."""
+    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool, layout: int) -> None:
+        """Copy tightly packed texels between a buffer and a whole image in `layout`."""
         vk = b.vk()
         w, h, d = image.extent
         layers = vk.VkImageSubresourceLayers(
@@ -296,9 +300,9 @@ class Recording:
             imageExtent=vk.VkExtent3D(width=w, height=h, depth=d),
         )
         if to_image:
-            vk.vkCmdCopyBufferToImage(self.cmd, buffer.handle, image.handle, image.layout, 1, [region])
+            vk.vkCmdCopyBufferToImage(self.cmd, buffer.handle, image.handle, layout, 1, [region])
         else:
-            vk.vkCmdCopyImageToBuffer(self.cmd, image.handle, image.layout, buffer.handle, 1, [region])
+            vk.vkCmdCopyImageToBuffer(self.cmd, image.handle, layout, buffer.handle, 1, [region])
 
     def destroy(self) -> None:
         """Free the command buffer and destroy the descriptor pools (idempotent)."""

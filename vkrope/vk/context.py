@@ -108,9 +108,11 @@ class Context:
             except Exception:  # a lost device still has to be torn down
                 pass
             while self._children:
-                self._children.pop().destroy()
+                self._children[-1].destroy()  # destroyed before forgotten (interruptions)
+                self._children.pop()
+            destroy = b.vk().lib.vkDestroyDevice
             handle, self.handle = self.handle, None
-            b.vk().vkDestroyDevice(handle, None)
+            destroy(handle, b.vk().ffi.NULL)
             b.track("VkDevice", -1)
             self.instance.close()
 

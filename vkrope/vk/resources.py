@@ -112,7 +112,6 @@ class Image3D:
         self.handle: Any = None
         self.memory: Any = None
         self.view_handle: Any = None
-        self.layout = vk.VK_IMAGE_LAYOUT_UNDEFINED
         w, h, d = extent
         info = vk.VkImageCreateInfo(
             imageType=vk.VK_IMAGE_TYPE_3D,

@@ -1,4 +1,8 @@
-"""`vkrope.DeviceArray`: an array that lives in a Vulkan device's memory."""
+"""`vkrope.DeviceArray`: an array that lives in a Vulkan device's memory.
+
+It sits in the runtime (below the operators, which bind its resource) and
+calls back into its owner (a `vkrope.Device`) for downloads, copies and
+release; it imports nothing of vkrope's."""
 
 from __future__ import annotations
 
@@ -61,6 +65,12 @@ class DeviceArray:
             )
         a = self.get()
         return a if dtype is None else a.astype(dtype, copy=False)
+
+    @property
+    def resource(self) -> Any:
+        """The runtime resource (Buffer or Image3D) holding the data: what
+        operators bind (None for an empty or released array)."""
+        return self._resource
 
     @property
     def released(self) -> bool:
