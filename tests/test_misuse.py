@@ -961,3 +961,84 @@ def test_buffer_and_texture3d_are_bit_identical_with_nan_payloads(device, dtype)
     np.testing.assert_array_equal(yb[numbers].view(u), yt[numbers].view(u))
     if dtype == np.float32:  # float32 images keep every bit
         np.testing.assert_array_equal(yb.view(u), yt.view(u))
+
+
+@pytest.mark.parametrize("path", ["texture3d", "rotary_embedding", "rotary_resident"])
+def test_interrupted_calls_on_images_and_the_table_operators(path):
+    """Siblings of #11.2: the same storm on texture3d storage and on the
+    table operators (rotate-half, which goes through separate in / out
+    resources); afterwards the device closes with every handle released."""
+    import gc
+
+    from oracle_family import onnx_rotary_embedding
+    from vkrope.vk.binding import live_handles
+
+    before = live_handles()
+    dev = vkrope.Device()
+    if path == "texture3d":
+        x, f = rand((2, 128, 64)), freqs_table(128, 64)
+        out = poisoned(x.shape)
+
+        def step():
+            dev.apply(x, f, out=out, storage="texture3d")
+
+        def check(interrupted):
+            assert_rope(dev.apply(x, f, out=poisoned(x.shape), storage="texture3d"), x, f)
+    else:
+        x = rand((2, 4, 64, 32))
+        cos, sin = rand((128, 16)), rand((128, 16))
+        pos = RNG.integers(0, 128, (2, 64))
+        ref = onnx_rotary_embedding(x, cos, sin, pos)
+        xa = dev.asarray(x) if path == "rotary_resident" else x
+        ca, sa = (dev.asarray(cos), dev.asarray(sin)) if path == "rotary_resident" else (cos, sin)
+
+        def step():
+            y = dev.rotary_embedding(xa, ca, sa, pos)
+            if path == "rotary_resident":
+                y.get()
+
+        def check(interrupted):
+            y = dev.rotary_embedding(xa, ca, sa, pos)
+            y = y.get() if path == "rotary_resident" else y
+            assert np.abs(y - ref).max() < 1e-4
+    typical = _typical_seconds(step)
+    hit = _interrupt_storm(dev, step, check, seconds=3.0, typical=typical)
+    assert hit >= 3, f"only {hit} calls were interrupted"
+    del step, check
+    dev.close()
+    gc.collect()
+    assert live_handles() == before
+
+
+def test_a_handle_made_by_an_interrupted_create_is_not_lost(monkeypatch):
+    """An exception that lands right after a creating call returns (here:
+    raised on purpose after vkCreateBuffer and vkAllocateMemory) leaves the
+    handle with its owner, which destroys it: no leak at close."""
+    import gc
+
+    from vkrope.vk import binding as b
+    from vkrope.vk.binding import live_handles
+
+    before = live_handles()
+    dev = vkrope.Device()
+    real = b.call
+    for name in ("vkCreateBuffer", "vkAllocateMemory", "vkCreateDescriptorPool", "vkAllocateCommandBuffers"):
+        fired = []
+
+        def call(fn, *args, _name=name, _fired=fired):
+            result = real(fn, *args)
+            if fn == _name and not _fired:
+                _fired.append(fn)
+                raise Interrupt()
+            return result
+
+        monkeypatch.setattr(b, "call", call)
+        x, f = rand((1, 64 + len(name), 8)), freqs_table(64 + len(name), 8)
+        with pytest.raises(Interrupt):
+            dev.apply(dev.asarray(x), f)
+        monkeypatch.setattr(b, "call", real)
+        assert fired, name
+        assert_rope(dev.apply(dev.asarray(x), f).get(), x, f)
+    dev.close()
+    gc.collect()
+    assert live_handles() == before
