@@ -56,22 +56,13 @@ def unit_tables(rows, half, rng, dtype=np.float32):
     return np.cos(theta).astype(dtype), np.sin(theta).astype(dtype)
 
 
-# --- ONNX conformance ------------------------------------------------------------
-onnx_cases = pytest.importorskip("onnx_cases")
+# --- ONNX conformance (onnx is a test dependency: setup.cfg's test extra) ----------------
+import onnx_cases  # noqa: E402
 
-
-def _cases():
-    try:
-        return onnx_cases.onnx_rotary_cases()
-    except ImportError:
-        return []
-
-
-CASES = _cases()
+CASES = onnx_cases.onnx_rotary_cases()
 
 
 def test_conformance_cases_are_there():
-    pytest.importorskip("onnx")
     assert len(CASES) >= 16, [c.name for c in CASES]
 
 

@@ -222,7 +222,49 @@ def _compute_family(vk: Any, pd: Any) -> tuple[int | None, int]:
     return compute_family, int(bits)
 
 
+def _chained(vk: Any, pd: Any, query: Any, outer: str, outer_stype: int, inner: str, inner_stype: int) -> Any:
+    """Run a *2 query with one extension struct chained; return that struct."""
+    ext = vk.ffi.new(f"{inner}*")
+    ext.sType = inner_stype
+    head = vk.ffi.new(f"{outer}*")
+    head.sType = outer_stype
+    head.pNext = ext
+    query(pd, head)
+    return ext
+
+
+def _props2(vk: Any, pd: Any, inner: str, inner_stype: int) -> Any:
+    return _chained(vk, pd, vk.lib.vkGetPhysicalDeviceProperties2, "VkPhysicalDeviceProperties2",
+                    vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, inner, inner_stype)
+
+
+def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int, bool, int, str]:
+    """(16-bit storage, maxMemoryAllocationSize, external host memory, its
+    alignment, driver name): the facts behind the *2 queries (core in 1.1)."""
+    storage16, max_alloc, host_align = False, 0, 0
+    if usable:
+        f16 = _chained(vk, pd, vk.lib.vkGetPhysicalDeviceFeatures2, "VkPhysicalDeviceFeatures2",
+                       vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "VkPhysicalDevice16BitStorageFeatures",
+                       vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
+        storage16 = bool(f16.storageBuffer16BitAccess)
+        m3 = _props2(vk, pd, "VkPhysicalDeviceMaintenance3Properties",
+                     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES)
+        max_alloc = int(m3.maxMemoryAllocationSize)
+    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
+    ext_host = EXTERNAL_MEMORY_HOST in exts
+    if ext_host and usable:
+        hp = _props2(vk, pd, "VkPhysicalDeviceExternalMemoryHostPropertiesEXT",
+                     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT)
+        host_align = int(hp.minImportedHostPointerAlignment)
+    driver = ""
+    if api >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
+        dp = _props2(vk, pd, "VkPhysicalDeviceDriverProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
+        driver = f"{vk.ffi.string(dp.driverName).decode()} {vk.ffi.string(dp.driverInfo).decode()}".strip()
+    return storage16, max_alloc, ext_host, host_align, driver
+
+
 def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
+    """What vkrope knows about physical device `pd`, and why it cannot use it."""
     ffi = vk.ffi
     props = vk.vkGetPhysicalDeviceProperties(pd)
     limits = props.limits
@@ -230,48 +272,11 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     problems: list[str] = []
     if props.apiVersion < API_1_1:
         problems.append(f"supports Vulkan {version_string(props.apiVersion)}, vkrope needs 1.1")
-
     compute_family, timestamp_bits = _compute_family(vk, pd)
     if compute_family is None:
         problems.append("has no queue family with compute support")
-
-    def chained(query: Any, outer: str, outer_stype: int, inner: str, inner_stype: int) -> Any:
-        """Run a *2 query with one extension struct chained; return that struct."""
-        ext = ffi.new(f"{inner}*")
-        ext.sType = inner_stype
-        head = ffi.new(f"{outer}*")
-        head.sType = outer_stype
-        head.pNext = ext
-        query(pd, head)
-        return ext
-
-    def props2(inner: str, inner_stype: int) -> Any:
-        return chained(vk.lib.vkGetPhysicalDeviceProperties2, "VkPhysicalDeviceProperties2",
-                       vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, inner, inner_stype)
-
-    storage16 = False
-    max_alloc = 0
-    if not problems:  # the *2 queries are core in Vulkan 1.1
-        f16 = chained(vk.lib.vkGetPhysicalDeviceFeatures2, "VkPhysicalDeviceFeatures2",
-                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "VkPhysicalDevice16BitStorageFeatures",
-                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES)
-        storage16 = bool(f16.storageBuffer16BitAccess)
-        m3 = props2("VkPhysicalDeviceMaintenance3Properties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES)
-        max_alloc = int(m3.maxMemoryAllocationSize)
-
-    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
-    ext_host = EXTERNAL_MEMORY_HOST in exts
-    host_align = 0
-    if ext_host and not problems:
-        hp = props2("VkPhysicalDeviceExternalMemoryHostPropertiesEXT",
-                    vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT)
-        host_align = int(hp.minImportedHostPointerAlignment)
-
-    driver = f"driver version {props.driverVersion:#x}"
-    if props.apiVersion >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
-        dp = props2("VkPhysicalDeviceDriverProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
-        driver = f"{ffi.string(dp.driverName).decode()} {ffi.string(dp.driverInfo).decode()}".strip()
-
+    storage16, max_alloc, ext_host, host_align, driver = _extended_facts(vk, pd, props.apiVersion, not problems)
+    driver = driver or f"driver version {props.driverVersion:#x}"
     return PhysicalDeviceInfo(
         index=index,
         handle=pd,
