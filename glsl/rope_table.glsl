@@ -208,6 +208,7 @@ void main() {
   vec4 x = imageLoad(in_image, pos);
 #endif
   vec4 y = x;
+  uint passing = 0u;  // lanes that pass through (copied as raw bits on buffers)
   if (rotates) {
     bool interleaved = (p.flags & FLAG_INTERLEAVED) != 0u;
     bool full = (p.flags & FLAG_FULL_TABLE) != 0u;
@@ -216,6 +217,7 @@ void main() {
       uint v = v0 + l;
       uint j = v % p.head_dim;
       if (j >= rot) {
+        passing |= 1u << l;
         continue;
       }
       bool first;
@@ -243,11 +245,15 @@ void main() {
   y = round_to_half(y);
 #endif
 #ifdef STORAGE_BUFFER
-  if (ALIGNED) {
+  if (ALIGNED && passing == 0u) {
     out_texels[g >> 2] = XVEC4(y);
   } else {
     for (uint l = 0u; l < lanes; ++l) {
-      out_values[g + l] = XSCALAR(y[l]);
+      if ((passing & (1u << l)) != 0u) {
+        out_values[g + l] = in_values[g + l];
+      } else {
+        out_values[g + l] = XSCALAR(y[l]);
+      }
     }
   }
 #else

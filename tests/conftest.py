@@ -53,8 +53,8 @@ def imports(monkeypatch):
     made = []
 
     class Counting(vkrope.runtime.execute.ImportedBuffer):
-        def __init__(self, ctx, address, nbytes):
-            super().__init__(ctx, address, nbytes)
+        def __init__(self, ctx, address, nbytes, holder=None):
+            super().__init__(ctx, address, nbytes, holder)
             made.append(nbytes)
 
     monkeypatch.setattr(vkrope.runtime.execute, "ImportedBuffer", Counting)

@@ -171,6 +171,13 @@ def cmd_rotary_embedding(args: argparse.Namespace) -> int:
     return _save(args.output, y)
 
 
+def _make_dir(path: Any) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({exc.strerror or exc})") from None
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark table, JSON and (with matplotlib) a chart."""
     import json
@@ -182,7 +189,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from vkrope import bench_family
 
         out_dir = Path(args.out)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        _make_dir(out_dir)
         rows = bench_family.run(repeats=args.repeats or 7)
         (out_dir / "bench_family.json").write_text(json.dumps(rows, indent=1, default=str) + "\n")
         print(f"wrote {out_dir / 'bench_family.json'}")
@@ -196,7 +203,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
             raise ValueError(f"--shapes: each shape is BxNxC with C even; got {args.shapes!r}")
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _make_dir(out_dir)
     json_path = out_dir / "bench.json"
     result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
                        dtypes=tuple(args.dtype), json_path=str(json_path))

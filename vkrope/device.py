@@ -61,6 +61,7 @@ class Device(DeviceMemory):
             return result
         with self._lock:
             self._context()
+            self._still_there(req)
             self._guarded(execute.run_numpy, self._rt, interleaved, req, resolve_storage(req.storage), result, False)
         return result
 
@@ -83,6 +84,10 @@ class Device(DeviceMemory):
             if isinstance(x, DeviceArray):
                 self._check_resident(x, kw.get("storage", "auto"), f"calls[{i}]: ")
                 kw["storage"] = x.storage
+            unknown = set(kw) - {"out", "inverse", "repeat", "exclude_last", "positions", "storage"}
+            if unknown:
+                raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
+                                "(out, inverse, repeat, exclude_last, positions, storage)")
             try:
                 req = interleaved.check(x, freqs, **kw)
             except TypeError as exc:
@@ -98,6 +103,8 @@ class Device(DeviceMemory):
         of numpy results) live until the submission has finished."""
         with self._lock:
             self._context()
+            for req in prepared:
+                self._still_there(req)
             results: list[tuple[np.ndarray | None, DeviceArray, DeviceArray]] = []
             temporaries: list[DeviceArray] = []
             jobs: list[execute.Job] = []
@@ -155,6 +162,7 @@ class Device(DeviceMemory):
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         with self._lock:
             self._context()
+            self._still_there(req)
             if req.rows and req.row_values:
                 self._guarded(execute.run_numpy, self._rt, table, req, resolve_storage(req.storage), result, False)
         return result
@@ -179,6 +187,16 @@ class Device(DeviceMemory):
         self._check_tables(q)
         yq, yk = self._run_many(table, [q, k])
         return yq, yk
+
+    @staticmethod
+    def _still_there(req: Any) -> None:
+        """Under the device lock: no DeviceArray of the request was released
+        by another thread since its arguments were checked."""
+        for name in ("x", "out", "freqs_pairs", "cos", "sin"):
+            a = getattr(req, name, None)
+            if isinstance(a, DeviceArray) and a.released:
+                raise ValueError(f"{name.replace('_pairs', '')} is a released DeviceArray (released while this call "
+                                 "waited for the device)")
 
     def _check_tables(self, req: Any) -> None:
         """Resident tables must live here."""

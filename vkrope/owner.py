@@ -40,6 +40,7 @@ class DeviceOwner:
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
         self._lock = threading.RLock()
         self._ctx: Context | None = None
+        self._forked = False  # set in a forked child, where this device belongs to the parent
         ctx = Context(device, validation)
         try:
             self._rt = Runtime(ctx)
@@ -73,6 +74,9 @@ class DeviceOwner:
     def _context(self) -> Context:
         ctx = self._ctx
         if ctx is None:
+            if self._forked:
+                raise DeviceClosedError("this vkrope.Device belongs to the parent process (this is a forked child): "
+                                        "create a new vkrope.Device here")
             raise DeviceClosedError("this vkrope.Device is closed; create a new one")
         return ctx
 
@@ -232,6 +236,7 @@ def _abandon_all_in_child() -> None:
     for dev in list(_live):
         dev._lock = threading.RLock()
         dev._ctx = None
+        dev._forked = True
     _live.clear()
 
 

@@ -278,7 +278,9 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     chunks: list[Chunk] = []
     segments: dict[tuple, int] = {}
     x_align = max(1, align // pair_bytes)
-    for b0, b1, n0, n1 in spans:
+    todo = list(spans)[::-1]
+    while todo:
+        b0, b1, n0, n1 = todo.pop()
         if flat:
             t0, t1, x0, x1 = 0, n, n0 * ppr, n1 * ppr
         else:
@@ -286,7 +288,16 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
             x0, x1 = (b0 * n + n0) * ppr, ((b1 - 1) * n + n1) * ppr
         x0 = x0 // x_align * x_align
         x1 += x1 % 2  # whole texels
-        seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, limits.min_storage_buffer_offset_alignment)
+        try:
+            seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, limits.min_storage_buffer_offset_alignment)
+        except ValueError:
+            if flat or n1 - n0 < 2:
+                raise
+            # A resident freqs window too wide for these tokens (scattered
+            # positions): fewer tokens per dispatch, each with its own window.
+            mid = (n0 + n1) // 2
+            todo += [s for b in range(b1 - 1, b0 - 1, -1) for s in ((b, b + 1, mid, n1), (b, b + 1, n0, mid))]
+            continue
         table = segments.setdefault(seg, len(segments))
         chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
                             seg[0] != "slice" or req.positions is not None))

@@ -133,7 +133,7 @@ def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarr
     bad = p[(p < 0) | (p >= rows)]
     if bad.size:
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
-    return np.ascontiguousarray(p, dtype=np.int32).reshape(-1)
+    return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
 
 
 def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
@@ -157,13 +157,17 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         batch_rows = s
     else:
         raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
+    given = rot
     rot = rot or d
+    if rot % 2 and not given:
+        raise ValueError(f"the head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
     if rot > d:
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     if position_ids is not None:
-        if getattr(cos_cache, "ndim", None) != 2:
+        check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
+        if cos_cache.ndim != 2:
             raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)
         cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
@@ -175,20 +179,20 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
         sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
         _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        cos_cache, sin_cache = _rows2d(cos_cache), _rows2d(sin_cache)
+        cos_cache, sin_cache = _rows2d(cos_cache, b * s, rot // 2), _rows2d(sin_cache, b * s, rot // 2)
         row_of = np.arange(b * s, dtype=np.int32)
     return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
                    storage=storage)
 
 
-def _rows2d(t: Any) -> Any:
+def _rows2d(t: Any, rows: int, width: int) -> Any:
     """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     if isinstance(t, DeviceArray):
         return t
-    return t.reshape(-1, t.shape[-1])
+    return t.reshape(rows, width)
 
 
 def _q_and_k(xq: Any, xk: Any) -> tuple[Any, Any, int, int, int]:
@@ -231,7 +235,8 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
     q, k, b, s, d = _q_and_k(xq, xk)
-    if getattr(freqs_cos, "ndim", None) != 2:
+    check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
+    if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)
     fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
@@ -361,9 +366,20 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     chunks, segments = [], {}  # type: ignore[var-annotated]
     x_align = max(1, align // x_dtype.itemsize)
     origin = req.row_offset * c  # value index where the bound tensor starts (a row block's first row)
-    for r0, r1 in _row_spans(req, rows_per):
+    todo = _row_spans(req, rows_per)[::-1]
+    while todo:
+        r0, r1 = todo.pop()
         bs0, bs1 = _token_span(req, r0, r1)
-        seg = _segment(req, bs0, bs1, t_row_bytes, table_budget, limits, resident_tables)
+        try:
+            seg = _segment(req, bs0, bs1, t_row_bytes, table_budget, limits, resident_tables)
+        except ValueError:
+            if r1 - r0 <= req.token_rows:
+                raise
+            # A resident cache window too wide for these tokens (scattered
+            # positions): fewer tokens per dispatch, each with its own window.
+            mid = r0 + max(req.token_rows, (r1 - r0) // 2 // req.token_rows * req.token_rows)
+            todo += [(mid, r1), (r0, mid)]
+            continue
         table = segments.setdefault(seg, len(segments))
         x0 = origin + (r0 * c - origin) // x_align * x_align  # an aligned offset into the bound tensor
         chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "slice" else 0, bs0, table))
@@ -385,18 +401,23 @@ def _tokens_repeat(req: Request) -> bool:
 
 
 def _row_spans(req: Request, rows_per: int) -> list[tuple[int, int]]:
-    """Chunks of at most `rows_per` rows. Where tokens repeat per head
-    ([B, H, S, D]) and a whole run of S rows is more than a chunk, chunks
-    also end at run boundaries, so each covers a range of tokens and every
+    """Chunks of at most `rows_per` rows, each reading at most `rows_per`
+    tokens' table rows. Where tokens repeat per head ([B, H, S, D]) chunks
+    end at run boundaries: within one head's S tokens when S is more than a
+    chunk, else within one batch item, else at whole batch items; so every
     head's chunk binds the same table segment."""
     first, last = req.row_offset, req.row_offset + req.rows
-    run = req.n_tokens if _tokens_repeat(req) and req.n_tokens > rows_per else 0
+    run = 0
+    if _tokens_repeat(req):
+        run = req.n_tokens if req.n_tokens > rows_per else req.batch_rows
+        if rows_per >= run:
+            rows_per = rows_per // run * run
     spans = []
     r0 = first
     while r0 < last:
         r1 = min(last, r0 + rows_per)
         if run:
-            r1 = min(r1, (r0 // run + 1) * run)
+            r1 = min(r1, r0 // run * run + max(run, rows_per)) if rows_per >= run else min(r1, (r0 // run + 1) * run)
         spans.append((r0, r1))
         r0 = r1
     return spans

@@ -29,10 +29,26 @@ class DeviceArray:
         self._owner = owner  # the vkrope.Device
         self._resource = resource  # runtime resource (buffer or image) holding the data; None when empty
         self._released = False
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
-        self.storage = storage
-        self._size = math.prod(self.shape)
+        self._shape = tuple(int(s) for s in shape)
+        self._dtype = np.dtype(dtype)
+        self._storage = storage
+        self._size = math.prod(self._shape)
+
+    # Read-only: the memory behind the array was sized for them.
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """float32 or float16."""
+        return self._dtype
+
+    @property
+    def storage(self) -> str:
+        """"buffer" or "texture3d"."""
+        return self._storage
 
     @property
     def ndim(self) -> int:

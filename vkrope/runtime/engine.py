@@ -49,6 +49,8 @@ class Runtime:
         self.work: dict[str, Any] = {}
         self.pool: list[Buffer] = []
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
+        self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
+        self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
 
     @property
@@ -62,7 +64,13 @@ class Runtime:
         released while it ran."""
         self.stream.drain()
         while self.graveyard:
-            self.ctx.release(self.graveyard.pop())
+            self.ctx.release(self.graveyard[-1])  # released before forgotten
+            self.graveyard.pop()
+        while self.unfinished and not self.building:  # (not under a recording in progress: GC can get here)
+            rec = self.unfinished[-1]
+            if not rec.cached:  # orphaned by an interruption: never submitted
+                self.ctx.release(rec)
+            self.unfinished.pop()
 
     def submit(self, steps: tuple[Step, ...], timed: bool = False, cache: bool = True) -> float | None:
         """Record `steps` (cached on the tuple itself unless `cache` is False,
@@ -81,13 +89,19 @@ class Runtime:
         if rec is not None:
             self.recordings.move_to_end(key)
             return rec
-        rec = Recording(self.stream)
+        self.building += 1
         try:
-            record(rec, key[0], self.pipeline, key[1])
-        except BaseException:
-            self.ctx.release(rec)
-            raise
+            rec = Recording(self.stream, holder=self.unfinished)
+            try:
+                record(rec, key[0], self.pipeline, key[1])
+            except BaseException:
+                self.ctx.release(rec)
+                raise
+        finally:
+            self.building -= 1
+        rec.cached = True  # before it enters the cache: drain() never releases a cached one
         self.recordings[key] = rec
+        self.unfinished.remove(rec)
         if len(self.recordings) > self.MAX_RECORDINGS:
             self.ctx.release(self.recordings.popitem(last=False)[1])
         return rec

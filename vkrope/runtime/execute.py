@@ -107,15 +107,21 @@ def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, wa
     # Tables first: `out` may alias them, and x may be copied into `out` below.
     head, table_args = pack_tables(rt, [list(t) for t in op.tables(req, pl)])
     if storage == "buffer" and _importable(rt, out):
+        # Each import registers itself here before it has a handle, so the
+        # finally below releases it whatever interrupts the call.
+        imports: list[ImportedBuffer] = []
         try:
-            imports = _import(rt, req.x, out, pl.in_place)
-        except VulkanError as exc:
-            if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
-                                  "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
-                raise  # device loss, out of memory: the caller must see them
-            imports = None  # the driver refused this memory: take the copy path
-        if imports is not None:
-            return _run_imported(rt, req, pl, out, head, table_args, imports, want_time)
+            try:
+                _import(rt, req.x, out, pl.in_place, imports)
+            except VulkanError as exc:
+                if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
+                                      "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
+                    raise  # device loss, out of memory: the caller must see them
+            if imports and not any(imp.handle is None for imp in imports):
+                return _run_imported(rt, req, pl, out, head, table_args, imports, want_time)
+        finally:
+            _release_imports(rt, imports)
+        # The driver refused this memory: take the copy path.
     x = req.x
     if storage == "buffer":
         nbytes = padded_bytes(x.size, x.itemsize)
@@ -172,71 +178,67 @@ def _import_ok(rt: Runtime, a: np.ndarray) -> bool:
     )
 
 
-def _import(rt: Runtime, x: np.ndarray, out: np.ndarray, in_place: bool) -> list[ImportedBuffer]:
-    """[out import, x import] (x only when it is importable and apart from
-    out; an operator that cannot run in place then gets x staged)."""
-    imports = [ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes)]
-    same = same_view(x, out)
-    if not same and _import_ok(rt, x) and not np.shares_memory(x, out):
-        try:
-            imports.append(ImportedBuffer(rt.ctx, x.ctypes.data, x.nbytes))
-        except BaseException:
-            rt.ctx.release(imports[0])
-            raise
-    return imports
+def _import(rt: Runtime, x: np.ndarray, out: np.ndarray, in_place: bool, imports: list[ImportedBuffer]) -> None:
+    """Import out, then x (only when it is importable and apart from out; an
+    operator that cannot run in place then gets x staged), into `imports`."""
+    ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes, holder=imports)
+    if not same_view(x, out) and _import_ok(rt, x) and not np.shares_memory(x, out):
+        ImportedBuffer(rt.ctx, x.ctypes.data, x.nbytes, holder=imports)
 
 
 def _run_imported(rt: Runtime, req: Any, pl: Any, out: np.ndarray, head: tuple[Step, ...],
                   table_args: list[list[Arg]], imports: list[ImportedBuffer], want_time: bool) -> float | None:
     """The zero-copy path over imported `out` (and x). When x was not
     imported (strided, read-only, misaligned, overlapping out) it is copied
-    into `out` once and rotated in place. The imports are destroyed before
-    returning, once the device is done with them, so no device view
+    into `out` once and rotated in place. The caller (_run_block) destroys
+    the imports once the device is done with them, so no device view
     outlives the numpy memory."""
     x = req.x
     out_buf = imports[0]
     nbytes = x.nbytes
-    try:
-        x_loc: tuple[Any, int]
-        pre: tuple[Step, ...] = ()
-        if len(imports) == 2:
-            x_loc = (imports[1], imports[1].offset)
-            if rt.unified:
-                _prefault(out)  # the device writes it directly
-        elif pl.in_place:
-            if not same_view(x, out):
-                np.copyto(out, x, casting="no")
-            x_loc = (out_buf, out_buf.offset)
-        else:  # x apart from out, through staging
-            host, x_loc, pre = _staged_tensor(rt, "x", padded_bytes(x.size, x.itemsize), upload=True)
-            host.view(x.dtype, x.size).reshape(x.shape)[...] = x
+    x_loc: tuple[Any, int]
+    pre: tuple[Step, ...] = ()
+    if len(imports) == 2:
+        x_loc = (imports[1], imports[1].offset)
         if rt.unified:
-            steps = head + pre + pl.launches(x_loc, (out_buf, out_buf.offset), table_args)
-        else:
-            # Discrete: the kernel runs in device-local memory, imports are copy endpoints.
-            dev_x = rt.work_buffer("dev_x", padded_bytes(x.size, x.itemsize), host_visible=False)
-            dev_out = dev_x if pl.in_place else rt.work_buffer("dev_out", padded_bytes(x.size, x.itemsize),
-                                                                host_visible=False)
-            steps = (head + pre + (Copy(arg(x_loc[0], x_loc[1], nbytes), arg(dev_x, 0, nbytes, WRITE)),)
-                     + pl.launches((dev_x, 0), (dev_out, 0), table_args)
-                     + (Copy(arg(dev_out, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
-        return rt.submit(steps, timed=want_time, cache=False)
-    finally:
-        # The device writes the caller's memory: it must be done with it
-        # before the imports go and the call returns or raises. drain()
-        # re-raises an interruption only after the device is done; after a
-        # failed wait (timeout, loss) wait for the whole device.
+            _prefault(out)  # the device writes it directly
+    elif pl.in_place:
+        if not same_view(x, out):
+            np.copyto(out, x, casting="no")
+        x_loc = (out_buf, out_buf.offset)
+    else:  # x apart from out, through staging
+        host, x_loc, pre = _staged_tensor(rt, "x", padded_bytes(x.size, x.itemsize), upload=True)
+        host.view(x.dtype, x.size).reshape(x.shape)[...] = x
+    if rt.unified:
+        steps = head + pre + pl.launches(x_loc, (out_buf, out_buf.offset), table_args)
+    else:
+        # Discrete: the kernel runs in device-local memory, imports are copy endpoints.
+        dev_x = rt.work_buffer("dev_x", padded_bytes(x.size, x.itemsize), host_visible=False)
+        dev_out = dev_x if pl.in_place else rt.work_buffer("dev_out", padded_bytes(x.size, x.itemsize),
+                                                            host_visible=False)
+        steps = (head + pre + (Copy(arg(x_loc[0], x_loc[1], nbytes), arg(dev_x, 0, nbytes, WRITE)),)
+                 + pl.launches((dev_x, 0), (dev_out, 0), table_args)
+                 + (Copy(arg(dev_out, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
+    return rt.submit(steps, timed=want_time, cache=False)
+
+
+def _release_imports(rt: Runtime, imports: list[ImportedBuffer]) -> None:
+    """The device writes the caller's memory: it must be done with it before
+    the imports go and the call returns or raises. drain() re-raises an
+    interruption only after the device is done; after a failed wait
+    (timeout, loss) wait for the whole device."""
+    try:
+        rt.drain()
+    except VkropeError:
         try:
-            rt.drain()
+            rt.ctx.wait_idle()
         except VkropeError:
-            try:
-                rt.ctx.wait_idle()
-            except VkropeError:
-                pass
-            raise
-        finally:
-            for imp in imports:
-                rt.ctx.release(imp)
+            pass
+        raise
+    finally:
+        while imports:
+            rt.ctx.release(imports[-1])  # released before forgotten
+            imports.pop()
 
 
 # --- device-resident arrays ----------------------------------------------------------

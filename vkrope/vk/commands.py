@@ -150,7 +150,11 @@ class CommandStream:
 class Recording:
     """One primary command buffer and the descriptor sets its commands bind."""
 
-    def __init__(self, stream: CommandStream) -> None:
+    def __init__(self, stream: CommandStream, holder: list | None = None) -> None:
+        # `holder` gets this object before it has a command buffer (see
+        # ImportedBuffer): an interrupted caller can still release it.
+        if holder is not None:
+            holder.append(self)
         vk = b.vk()
         ctx = stream.ctx
         ctx.check_open()
@@ -160,6 +164,7 @@ class Recording:
         # Descriptor pools per set shape (descriptor counts of a pipeline's set).
         self.pools: dict[tuple, list[DescriptorPool]] = {}
         self.timed = False
+        self.cached = False  # set by the runtime's recording cache
         self._submit: Any = None  # (cffi command-buffer array, VkSubmitInfo), made once
         alloc = vk.VkCommandBufferAllocateInfo(
             commandPool=stream.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
