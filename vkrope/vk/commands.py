@@ -153,12 +153,7 @@ class Recording:
     def __init__(self, stream: CommandStream, holder: list | None = None) -> None:
         # `holder` gets this object before it has a command buffer (see
         # ImportedBuffer): an interrupted caller can still release it.
-        if holder is not None:
-            holder.append(self)
-        vk = b.vk()
-        ctx = stream.ctx
-        ctx.check_open()
-        self.ctx = ctx
+        self.ctx = ctx = stream.ctx
         self.stream = stream
         self.cmd: Any = None
         # Descriptor pools per set shape (descriptor counts of a pipeline's set).
@@ -166,6 +161,10 @@ class Recording:
         self.timed = False
         self.cached = False  # set by the runtime's recording cache
         self._submit: Any = None  # (cffi command-buffer array, VkSubmitInfo), made once
+        if holder is not None:  # complete enough to be released from here on
+            holder.append(self)
+        vk = b.vk()
+        ctx.check_open()
         alloc = vk.VkCommandBufferAllocateInfo(
             commandPool=stream.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
         )

@@ -166,10 +166,10 @@ class ImportedBuffer(Buffer):
     def __init__(self, ctx: Context, address: int, nbytes: int, holder: list | None = None) -> None:  # noqa: D107
         # `holder` (the call's list of imports) gets this object before it
         # has a handle: whatever interrupts the caller, it can release it.
-        if holder is not None:
-            holder.append(self)
         self.handle = self.memory = self._mapped = None
         self.ctx = ctx
+        if holder is not None:
+            holder.append(self)
         vk = b.vk()
         ctx.check_open()
         align = ctx.info.min_imported_host_pointer_alignment
