@@ -41,19 +41,28 @@
 #ifndef VKROPE_TRIG_GLSL
 #define VKROPE_TRIG_GLSL
 
-// floor(2/pi * 2^256), most significant word first.
-const uint TRIG_TWO_OVER_PI[8] = uint[8](0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
-                                         0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u);
-
 // pi/2 = TRIG_PIO2 + TRIG_PIO2_LO; TRIG_PIO2 = TRIG_PIO2_1 + TRIG_PIO2_0, 12 significant bits each.
 const float TRIG_PIO2 = 1.57079637f;      // 0x3FC90FDB
 const float TRIG_PIO2_LO = -4.37113883e-08f;  // 0xB33BBD2E
 const float TRIG_PIO2_1 = 1.5703125f;     // 0x3FC90000
 const float TRIG_PIO2_0 = 4.83870506e-04f;  // 0x39FDB000
 
-// Word j (from the least significant, 0..7) of floor(2/pi * 2^256); 0 above.
+// floor(2/pi * 2^256), most significant word first.
+const uint TRIG_TWO_OVER_PI[8] = uint[8](0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
+                                         0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u);
+
+// Word j (from the least significant, j >= 0) of floor(2/pi * 2^256): 0 for
+// j >= 8. A tree of selects on the bits of j, no array indexed per lane
+// (lavapipe runs those as per-lane memory accesses, several times slower).
 uint trig_2pi_word(int j) {
-  return (j >= 0 && j < 8) ? TRIG_TWO_OVER_PI[7 - j] : 0u;
+  uint w01 = (j & 1) != 0 ? TRIG_TWO_OVER_PI[6] : TRIG_TWO_OVER_PI[7];
+  uint w23 = (j & 1) != 0 ? TRIG_TWO_OVER_PI[4] : TRIG_TWO_OVER_PI[5];
+  uint w45 = (j & 1) != 0 ? TRIG_TWO_OVER_PI[2] : TRIG_TWO_OVER_PI[3];
+  uint w67 = (j & 1) != 0 ? TRIG_TWO_OVER_PI[0] : TRIG_TWO_OVER_PI[1];
+  uint w03 = (j & 2) != 0 ? w23 : w01;
+  uint w47 = (j & 2) != 0 ? w67 : w45;
+  uint w = (j & 4) != 0 ? w47 : w03;
+  return j < 8 ? w : 0u;
 }
 
 // Bits [sh, sh + 32) of floor(2/pi * 2^256), sh >= 0, from words j and j + 1.
@@ -148,9 +157,10 @@ vec2 trig_kernel(float rh, float rl, uint q) {
   return q >= 2u ? -cs : cs;
 }
 
-// (cos, sin) of (R / 2^94) quarter turns, R three words (most significant first) modulo 2^96.
-vec2 trig_cos_sin_quarters(uvec3 R) {
-  uint q = (R.x + (1u << 29)) >> 30;  // nearest quadrant
+// (R / 2^94) quarter turns, R three words (most significant first) modulo 2^96,
+// as q quarter turns plus r = rh + rl radians, |r| <= pi/4.
+void trig_reduce(uvec3 R, out float rh, out float rl, out uint q) {
+  q = (R.x + (1u << 29)) >> 30;  // nearest quadrant
   // The fraction as a signed 96-bit number in units of 2^-96, |f| <= 2^95.
   uint s0 = (R.x << 2) | (R.y >> 30), s1 = (R.y << 2) | (R.z >> 30), s2 = R.z << 2;
   bool neg = (s0 >> 31) != 0u;
@@ -184,23 +194,36 @@ vec2 trig_cos_sin_quarters(uvec3 R) {
   // f = (hi24 * 2^-24 + lo24 * 2^-48) * 2^-sh, each part exact in float32.
   uint hi24 = h >> 8;
   uint lo24 = ((h & 0xFFu) << 16) | (l >> 16);
-  precise float fh = ldexp(float(hi24), -24 - sh);
-  precise float fh1 = ldexp(float(hi24 & 0xFFF000u), -24 - sh);
-  precise float fh0 = ldexp(float(hi24 & 0xFFFu), -24 - sh);
-  precise float fl = ldexp(float(lo24), -48 - sh);
+  float scale = uintBitsToFloat(uint(103 - sh) << 23);  // 2^(-24 - sh), sh <= 95: normal
+  precise float fh = float(hi24) * scale;
+  precise float fh1 = float(hi24 & 0xFFF000u) * scale;
+  precise float fh0 = float(hi24 & 0xFFFu) * scale;
+  precise float fl = (float(lo24) * 5.9604644775390625e-08f) * scale;
   // r = f * pi/2 as a float pair: Dekker's product fh * TRIG_PIO2 exactly, the rest rounded.
   precise float p = fh * TRIG_PIO2;
   precise float err = ((fh1 * TRIG_PIO2_1 - p) + fh1 * TRIG_PIO2_0 + fh0 * TRIG_PIO2_1) + fh0 * TRIG_PIO2_0;
   precise float tail = err + (fh * TRIG_PIO2_LO + fl * TRIG_PIO2);
-  precise float rh = p + tail;
-  precise float rl = tail - (rh - p);
-  return neg ? trig_kernel(-rh, -rl, q) : trig_kernel(rh, rl, q);
+  precise float sum = p + tail;
+  precise float err2 = tail - (sum - p);
+  rh = neg ? -sum : sum;
+  rl = neg ? -err2 : err2;
+}
+
+vec2 trig_cos_sin_quarters(uvec3 R) {
+  float rh, rl;
+  uint q;
+  trig_reduce(R, rh, rl, q);
+  return trig_kernel(rh, rl, q);
 }
 
 vec2 cos_sin(float a) {
   float ax = abs(a);
   // Reduced argument: a itself up to pi/4, else the integer reduction.
-  vec2 cs = ax <= 0.785398185f ? trig_kernel(ax, 0.0f, 0u) : trig_cos_sin_quarters(trig_quarter_turns(ax));
+  float rh, rl;
+  uint q;
+  trig_reduce(trig_quarter_turns(ax), rh, rl, q);
+  bool direct = ax <= 0.785398185f;
+  vec2 cs = trig_kernel(direct ? ax : rh, direct ? 0.0f : rl, direct ? 0u : q);
   cs = ax < 0.000244140625f ? vec2(1.0f, ax) : cs;  // sin a = a, cos a = 1 to float32 precision
   // sin is odd: flip the sign bit (keeps -0 and denormals exact).
   cs.y = uintBitsToFloat(floatBitsToUint(cs.y) ^ (floatBitsToUint(a) & 0x80000000u));

@@ -8,17 +8,17 @@
  * out[i] is:
  *   0 COPY        vec2(angle[i], angle[i])          (same traffic as 1)
  *   1 ANGLE       cos_sin(angle[i])
- *   2 EXACT       cos_sin_exact(position[i / n_freqs], freq_q[i % n_freqs].xyz)
- *   3 EXACT_HILO  cos_sin_exact_hilo(position[i / n_freqs], freq_hilo[i % n_freqs])
+ *   2 EXACT       cos_sin_exact(position[i >> freq_bits], freq_q[i % 2^freq_bits].xyz)
+ *   3 EXACT_HILO  cos_sin_exact_hilo(position[i >> freq_bits], freq_hilo[i % 2^freq_bits])
  *   4 BUILTIN     vec2(cos(angle[i]), sin(angle[i]))  (the driver's own)
  *   5 TABLE       table[i], binding 1 read as vec2    (what reading a table costs)
  *
  * Inputs (set 0):
  *   binding 0  out        vec2 [count] (written)
  *   binding 1  angle      float [count] (MODE 0, 1, 4), or vec2 [count] (MODE 5)
- *   binding 2  position   uint [count / n_freqs]
- *   binding 3  freq_q     uvec4 [n_freqs]: round(f * 2/pi * 2^94) mod 2^96, most significant word first, w unused
- *   binding 4  freq_hilo  vec2 [n_freqs]: (hi, lo) float32 pair of f
+ *   binding 2  position   uint [count >> freq_bits]
+ *   binding 3  freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most significant word first, w unused
+ *   binding 4  freq_hilo  vec2 [1 << freq_bits]: (hi, lo) float32 pair of f
  */
 #include "trig.glsl"
 
@@ -35,7 +35,7 @@ layout(std430, set = 0, binding = 4) readonly buffer FreqHilo { vec2 freq_hilo[]
 layout(push_constant) uniform Params {
   uint count;       // values to write
   uint row_stride;  // invocations per grid row (x extent of the dispatch)
-  uint n_freqs;     // frequencies per position (MODE 2, 3)
+  uint freq_bits;   // MODE 2, 3: 2^freq_bits frequencies per position (shifts: no vector division)
 } p;
 
 void main() {
@@ -49,9 +49,9 @@ void main() {
   } else if (MODE == 1u) {
     r = cos_sin(angle[i]);
   } else if (MODE == 2u) {
-    r = cos_sin_exact(position[i / p.n_freqs], freq_q[i % p.n_freqs].xyz);
+    r = cos_sin_exact(position[i >> p.freq_bits], freq_q[i & ((1u << p.freq_bits) - 1u)].xyz);
   } else if (MODE == 3u) {
-    r = cos_sin_exact_hilo(position[i / p.n_freqs], freq_hilo[i % p.n_freqs]);
+    r = cos_sin_exact_hilo(position[i >> p.freq_bits], freq_hilo[i & ((1u << p.freq_bits) - 1u)]);
   } else if (MODE == 4u) {
     r = vec2(cos(angle[i]), sin(angle[i]));
   } else {

@@ -64,6 +64,14 @@ def test_random_angles_up_to_2_25_both_signs(device):
     check_angles(device, np.concatenate([uniform, logs]).astype(np.float32), "random |a| <= 2^25")
 
 
+def test_random_finite_floats(device):
+    """Past 2^25 too: random bit patterns of every finite float32, both signs
+    (the reduction takes other words of 2/pi there)."""
+    bits = np.random.default_rng(4).integers(0, 0xFF000000, 1 << 19, dtype=np.uint32)
+    bits = (bits % 0x7F800000) | (bits & 0x80000000)
+    check_angles(device, bits.view(np.float32), "random finite float32")
+
+
 def hard_angles(limit: float = 2.0**25, worst: int = 4096) -> np.ndarray:
     """The `worst` float32 nearest to multiples k pi/2 (k < limit / (pi/2)),
     by their distance |a - k pi/2| (computed exactly enough: pi/2 in three

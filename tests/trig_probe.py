@@ -137,24 +137,27 @@ def run(dev: vkrope.Device, mode: int, angles: np.ndarray | None = None, positio
     """out [count, 2] float32 of the probe in `mode`, and the kernel seconds
     (the least of `repeat` timed submissions) when `timed`. ANGLE / COPY /
     BUILTIN take float32 `angles` (TABLE: a float32 [count, 2] table);
-    EXACT / EXACT_HILO take uint32 `positions` and float64 `freqs`, and
-    evaluate every (position, freq), freqs fastest."""
+    EXACT / EXACT_HILO take uint32 `positions` and float64 `freqs` (a power
+    of two of them), and evaluate every (position, freq), freqs fastest."""
     rt = dev._rt
     if mode in (EXACT, EXACT_HILO):
         positions = np.ascontiguousarray(positions, np.uint32)
-        count, n_freqs = len(positions) * len(freqs), len(freqs)
+        freq_bits = len(freqs).bit_length() - 1
+        if len(freqs) != 1 << freq_bits:
+            raise ValueError(f"the probe takes a power of two of frequencies, not {len(freqs)}")
+        count = len(positions) * len(freqs)
         q = freq_quarter_turns(freqs) if mode == EXACT else None
         hl = freq_hilo(freqs) if mode == EXACT_HILO else None
     else:
         angles = np.ascontiguousarray(angles, np.float32)
-        count, n_freqs, q, hl = (angles.size // 2 if mode == TABLE else angles.size), 1, None, None
+        count, freq_bits, q, hl = (angles.size // 2 if mode == TABLE else angles.size), 0, None, None
     bufs = [_buffer(dev, None, 8 * count), _buffer(dev, angles), _buffer(dev, positions), _buffer(dev, q),
             _buffer(dev, hl)]
     try:
         stride = WORKGROUP * min(ROW_GROUPS, max(1, -(-count // WORKGROUP)))
         launch = Launch(
             kernel=KERNEL, spec=(WORKGROUP, 1, mode),
-            push=(("count", count), ("row_stride", stride), ("n_freqs", n_freqs)),
+            push=(("count", count), ("row_stride", stride), ("freq_bits", freq_bits)),
             args=(arg(bufs[0], 0, 8 * count, WRITE),) + tuple(arg(b) for b in bufs[1:]),
             grid=(stride // WORKGROUP, max(1, -(-count // stride)), 1),
         )
