@@ -1,7 +1,7 @@
 """Runs glsl/trig_probe.glsl (the cos / sin functions of glsl/trig.glsl)
 through the runtime, and the float64 references it is held to.
 
-    python tests/trig_probe.py [--million N]   # kernel time per million evaluations, per mode
+    python tests/trig_probe.py [--million N] [--rounds R]   # kernel ms per million evaluations, per mode
 
 Host side of the exact mode: `freq_quarter_turns(f)` is what
 `cos_sin_exact(position, freq_q)` takes, round(f * 2/pi * 2^94) mod 2^96, from
@@ -174,12 +174,15 @@ def run(dev: vkrope.Device, mode: int, angles: np.ndarray | None = None, positio
 
 
 def main() -> None:
-    """Kernel time per million evaluations of each mode on the default device."""
+    """Kernel time per million evaluations of each mode on the default device
+    (modes interleaved round after round, each the least of 3 calls on the
+    same buffers; the least and the median over rounds kept)."""
     import argparse
+    import statistics
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--million", type=int, default=8, help="evaluations per call, in millions (default 8)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed calls per mode, the least is kept (default 5)")
+    parser.add_argument("--million", type=int, default=8, help="evaluations per call, in Mi (default 8)")
+    parser.add_argument("--rounds", type=int, default=9, help="timed calls per mode (default 9)")
     args = parser.parse_args()
     n = args.million << 20
     dev = vkrope.Device(validation=False)
@@ -187,16 +190,22 @@ def main() -> None:
     angles = rng.uniform(-(2.0**20), 2.0**20, n).astype(np.float32)
     freqs = llama_freqs(500000.0)
     positions = np.arange(n // len(freqs), dtype=np.uint32)
-    print(f"{dev.name}: {n / 2**20:.0f} Mi evaluations per call, least of {args.repeat}")
     cases = [("copy (float in, vec2 out)", COPY, dict(angles=angles)),
              ("table read (vec2 in, vec2 out)", TABLE, dict(angles=np.repeat(angles, 2))),
              ("cos_sin(float)", ANGLE, dict(angles=angles)),
              ("cos_sin_exact(position, freq_q)", EXACT, dict(positions=positions, freqs=freqs)),
              ("cos_sin_exact_hilo(position, hilo)", EXACT_HILO, dict(positions=positions, freqs=freqs)),
              ("built-in cos(), sin()", BUILTIN, dict(angles=angles))]
-    for name, mode, kw in cases:
-        _, s = run(dev, mode, timed=True, repeat=args.repeat, **kw)
-        print(f"  {name:<36} {s * 1e3 / (n / 1e6):8.3f} ms per million" if s else f"  {name}: no timestamps")
+    times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    for _ in range(args.rounds):
+        for name, mode, kw in cases:
+            _, s = run(dev, mode, timed=True, repeat=3, **kw)  # the first call also faults the pages in
+            if s is not None:
+                times[name].append(s * 1e3 / (n / 1e6))
+    print(f"{dev.name}: {n / 2**20:.0f} Mi evaluations per call, {args.rounds} rounds; ms per million evaluations")
+    for name, ts in times.items():
+        print(f"  {name:<36} least {min(ts):7.3f}  median {statistics.median(ts):7.3f}" if ts else
+              f"  {name}: no timestamps")
     dev.close()
 
 
