@@ -10,23 +10,26 @@
  *       (cos, sin) of position * f, exact angle: f a float64 inverse
  *       frequency, given as freq_q = round(f * 2/pi * 2^94) mod 2^96 (three
  *       words, most significant first; tests/trig_probe.py:freq_quarter_turns
- *       computes it on the host). Within 2 ulp of cos / sin of the exact
- *       product position * f for every position < 2^32 (error of the angle
- *       < position * 2^-95 quarter turns).
+ *       computes it on the host). The angle is off by at most position *
+ *       2^-95 quarter turns, so the result is within 2 ulp of cos / sin of
+ *       the exact product position * f (tested for positions up to 2^24).
  *   vec2 cos_sin_exact_hilo(uint position, vec2 inv_freq_hilo)
- *       the same from f as a float32 pair (hi, lo), f ~ hi + lo. The product
- *       position * (hi + lo) is reduced exactly, but a pair holds only ~48 of
- *       f's 53 bits: the angle is off by up to position * f * 2^-49 (2^-25
- *       rad at 2^24), so next to a zero of cos or sin the result is off by
- *       many ulp (not by much in absolute terms: <= 2^-25). Prefer freq_q.
+ *       the same from f as a float32 pair (hi, lo), hi = float(f),
+ *       lo = float(f - hi). position * (hi + lo) is reduced exactly (within
+ *       2 ulp of its cos / sin), but the pair holds only ~49 of f's 53 bits:
+ *       the angle is off by up to position * f * 2^-49 (2^-25 rad at 2^24),
+ *       which next to a zero of cos or sin is many ulp (thousands), though
+ *       at most ~5e-8 in absolute terms. Prefer cos_sin_exact.
  *
  * Algorithm. Range reduction is done in integers (Payne-Hanek): a float32
  * a = m * 2^e (m a 24-bit integer) times 2/pi is m times a 96-bit window of
  * the bits of 2/pi (TRIG_TWO_OVER_PI, 256 bits), taken modulo 2^96: two
  * umulExtended and one multiply give the quadrant (2 bits) and 94 bits of
- * fraction, with an error below 2^-70 quarter turns (float32 angles come no
- * closer than about 2^-29 to a multiple of pi/2), for every float32. Exact
- * mode multiplies the position by freq_q the same way. The fraction, rounded
+ * fraction, with an error below 2^-70 quarter turns, for every float32 (the
+ * closest to a multiple of pi/2, 16367173 * 2^72, is 2^-29.2 rad away). Exact
+ * mode multiplies the position by freq_q the same way; hilo mode first turns
+ * hi and lo into quarter turns with 128-bit windows (error times position
+ * below 2^-78), adds them and multiplies by the position. The fraction, rounded
  * to the nearest quadrant (|f| <= 1/2), is normalised, cut into two float32
  * of 24 bits each, and multiplied by pi/2 as a float pair with Dekker's exact
  * product (halves split from the integer bits; no fma): r = rh + rl with

@@ -97,6 +97,34 @@ def test_hard_cases_of_range_reduction(device):
     check_angles(device, np.concatenate([a, -a]), "hard cases (near k pi/2, both signs)")
 
 
+def hard_angles_per_binade(worst: int = 4) -> np.ndarray:
+    """The `worst` float32 nearest to multiples of pi/2 in each binade from
+    2^25 up: a = m 2^e, the fraction of a * 2/pi is m times a 64-bit window
+    of 2/pi, modulo 2^64 (uint64 arithmetic wraps), error below 2^-40."""
+    two_over_pi = tp.two_over_pi_bits(400)
+    m = np.arange(1 << 23, 1 << 24, dtype=np.uint64)
+    f, g = np.empty_like(m), np.empty_like(m)
+    out, closest = [], (1.0, 0.0)
+    for e in range(2, 105):
+        np.multiply(m, np.uint64((two_over_pi >> (400 - 64 - e)) & ((1 << 64) - 1)), out=f)
+        np.minimum(f, np.negative(f, out=g), out=f)  # distance to the nearest integer, in 2^-64 quarter turns
+        near, bound = np.zeros(0, np.int64), 45
+        while len(near) < worst:  # some 32 of the 2^23 at first (a partition of all of them is slow)
+            near, bound = np.flatnonzero(f < np.uint64(1 << bound)), bound + 4
+        keep = near[np.argsort(f[near])[:worst]]
+        out.append(np.ldexp(m[keep].astype(np.float64), e))
+        closest = min(closest, (float(f[keep].min()) * 2.0**-64 * np.pi / 2, float(out[-1][np.argmin(f[keep])])))
+    print(f"\ntrig hard cases: the float32 closest to a multiple of pi/2 is {closest[1]:.8g}, "
+          f"{closest[0]:.3g} away ({np.log2(closest[0]):.1f} in log2)")
+    a = np.concatenate(out).astype(np.float32)
+    return np.concatenate([a, np.nextafter(a, np.float32(np.inf)), np.nextafter(a, np.float32(0))])
+
+
+def test_hard_cases_of_range_reduction_in_every_binade(device):
+    a = hard_angles_per_binade()
+    check_angles(device, np.concatenate([a, -a]), "hard cases per binade 2^25 .. 2^128 (both signs)")
+
+
 def test_special_values(device):
     tiny = np.array([1, 2, 3, 0x7FFFFF, 0x400000, 0x800000, 0x800001], np.uint32).view(np.float32)  # denormals, min normal
     edge = np.float32(2.0**-12)
@@ -159,7 +187,7 @@ def test_exact_mode_near_zeros(device):
         k, p = k[p < 2.0**24], p[p < 2.0**24]
         sh, sl = tp.exact_product(p, np.array([f]))
         d = np.abs(((sh[:, 0] - k * p1) - k * p2) - k * p3 + sl[:, 0])
-        keep = np.argsort(d)[:4096]
+        keep = np.argpartition(d, 4096)[:4096] if len(d) > 4096 else np.arange(len(d))
         cand_p.append(p[keep]), cand_f.append(np.full(len(keep), j)), cand_d.append(d[keep])
     d = np.concatenate(cand_d)
     order = np.argsort(d)[:4096]
