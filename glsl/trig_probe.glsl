@@ -17,7 +17,8 @@
  *   binding 0  out        vec2 [count] (written)
  *   binding 1  angle      float [count] (MODE 0, 1, 4), or vec2 [count] (MODE 5)
  *   binding 2  position   uint [count >> freq_bits]
- *   binding 3  freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most significant word first, w unused
+ *   binding 3  freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most
+ *                         significant word first (w unused)
  *   binding 4  freq_hilo  vec2 [1 << freq_bits]: (hi, lo) float32 pair of f
  */
 #include "trig.glsl"

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import trig_probe as tp
 
@@ -126,7 +125,8 @@ def test_hard_cases_of_range_reduction_in_every_binade(device):
 
 
 def test_special_values(device):
-    tiny = np.array([1, 2, 3, 0x7FFFFF, 0x400000, 0x800000, 0x800001], np.uint32).view(np.float32)  # denormals, min normal
+    # denormals and the smallest normals
+    tiny = np.array([1, 2, 3, 0x7FFFFF, 0x400000, 0x800000, 0x800001], np.uint32).view(np.float32)
     edge = np.float32(2.0**-12)
     finite = np.concatenate([[0.0, np.finfo(np.float32).max, np.float32(2.0**25), np.float32(2.0**24)], tiny,
                              [np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(1))]])
@@ -231,5 +231,6 @@ def test_exact_hilo_mode(device):
     e64 = np.maximum(tp.ulp_error(out[:, 0], c64.ravel()), tp.ulp_error(out[:, 1], s64.ravel()))
     abs64 = max(np.abs(out[:, 0] - c64.ravel()).max(), np.abs(out[:, 1] - s64.ravel()).max())
     assert abs64 <= 2.0**-23
-    print(f"\ntrig hilo mode: {out.shape[0]} (position, freq), max {worst:.3f} ulp of cos / sin of position * (hi + lo); "
+    print(f"\ntrig hilo mode: {out.shape[0]} (position, freq), max {worst:.3f} ulp of cos / sin of "
+          f"position * (hi + lo); "
           f"against float64 f: max {e64.max():.0f} ulp ({abs64:.2g} absolute), {(e64 > BOUND).mean():.2e} over {BOUND}")

@@ -93,25 +93,26 @@ def llama_freqs(base: float, dim: int = 128) -> np.ndarray:
 
 # --- references -----------------------------------------------------------------
 def _split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Veltkamp: x = hi + lo, hi with 26 significant bits, lo with 27."""
+    """Veltkamp: x = hi + lo, each with at most 26 significant bits."""
     c = 134217729.0 * x
     hi = c - (c - x)
     return hi, x - hi
 
 
 def exact_product(positions: np.ndarray, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """position * f for every (position, f), positions < 2^27 integers: the
-    exact product as an unevaluated float64 pair (s, e), s = fl(s + e)."""
+    """position * f for every (position, f), positions integers below 2^27:
+    the exact product as an unevaluated float64 pair (s, e), s = fl(s + e)."""
     p = np.asarray(positions, np.float64)[:, None]
     fh, fl = _split(np.asarray(freqs, np.float64))
-    a, b = p * fh, p * fl  # exact: 27 + 26 and 27 + 27 bits
+    a, b = p * fh, p * fl  # exact: 27 + 26 bits each
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)  # Knuth's two-sum
 
 
 def cos_sin_of_pair(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cos, sin) of s + e, |e| <= ulp(s): first order in e (e^2 < 2^-50 |s|^-2...)."""
+    """(cos, sin) of s + e, |e| <= ulp(s), to first order in e (|e| <= 2^-29
+    for s < 2^24: the e^2 / 2 left out is below 2^-59)."""
     c, sn = np.cos(s), np.sin(s)
     return c - sn * e, sn + c * e
 
