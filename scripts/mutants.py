@@ -31,7 +31,7 @@ TESTS = [
     "tests/test_contract_shapes.py", "tests/test_contract_full.py", "tests/test_device_arrays.py",
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
-    "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py",
+    "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
 ]
 
 
@@ -121,11 +121,13 @@ MUTATIONS = [
     Mutation("row blocks read x after out was written", OP,
              "        x = x.copy()  # blocks written early", "        pass  # blocks written early"),
     Mutation("inverse not in the plan memo key", OP,
-             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_rot, req.n_freq_rows)"),
+             "req.n_rot, req.n_freq_rows, req.inverse,", "req.n_rot, req.n_freq_rows,"),
     Mutation("n_rot not in the plan memo key", OP,
-             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_freq_rows, req.inverse)"),
+             "req.n_rot, req.n_freq_rows, req.inverse,", "req.n_freq_rows, req.inverse,"),
     Mutation("n_freq_rows not in the plan memo key", OP,
-             "req.n_rot, req.n_freq_rows, req.inverse)", "req.n_rot, req.inverse)"),
+             "req.n_rot, req.n_freq_rows, req.inverse,", "req.n_rot, req.inverse,"),
+    Mutation("resident freqs not in the plan memo key", OP,
+             "            resident)", "            )"),
     Mutation("shape not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.dtype,"),
     Mutation("storage not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, req.shape, req.dtype,"),
     Mutation("x dtype not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.shape,"),
@@ -134,16 +136,30 @@ MUTATIONS = [
     Mutation("push constants not in the recording key", "vkrope/runtime/steps.py",
              "    push: tuple[tuple[str, int], ...]\n", "    push: tuple[tuple[str, int], ...] = field(compare=False)\n"),
     Mutation("binding offsets not in the recording key", "vkrope/runtime/steps.py",
-             "    offset: int = 0\n    size: int = 0\n", "    offset: int = field(default=0, compare=False)\n    size: int = 0\n"),
+             "    offset: int = 0\n    size: int = 0\n", "    offset: int = field(default=0, compare=False)\n    size: int = 0\n",
+             why_survives="an equivalent mutant today: every plan the operators make puts a binding's offset in "
+                          "its push constants too (x_base, f_base, t_base, idx_base, pos_base) or derives it "
+                          "from the sizes in the key, so two launches that differ only in an offset do not "
+                          "occur; the field stays in the key as the guard for a kernel that binds without one"),
+    Mutation("faults on the zero-copy path retried on the copy path", "vkrope/runtime/execute.py",
+             "                    raise  # device loss, out of memory: the caller must see them",
+             "                    pass  # (mutant) swallow every failure"),
     Mutation("resource serials not in the recording key", "vkrope/runtime/steps.py",
              "    serial: int\n", "    serial: int = field(compare=False)\n"),
     Mutation("grid not in the recording key", "vkrope/runtime/steps.py",
-             "    grid: tuple[int, int, int]\n", "    grid: tuple[int, int, int] = field(compare=False)\n"),
+             "    grid: tuple[int, int, int]\n", "    grid: tuple[int, int, int] = field(compare=False)\n",
+             why_survives="an equivalent mutant today: every operator derives the grid from its push constants "
+                          "(the row or token range) and specialization constants (the workgroup shape), which "
+                          "stay in the key; the field guards a kernel whose grid carries more"),
     Mutation("spec constants not in the pipeline key", "vkrope/runtime/engine.py", "key = (name, spec)", "key = (name,)"),
     Mutation("no derived barriers", "vkrope/runtime/recorder.py", "        if hazards:\n", "        if False:\n"),
     Mutation("no drain before reusing a work buffer", "vkrope/runtime/engine.py",
              '        (after the submission in flight has finished with it)."""\n        self.drain()\n',
-             '        (after the submission in flight has finished with it)."""\n'),
+             '        (after the submission in flight has finished with it)."""\n',
+             why_survives="defence in depth: a submission is only left in flight by an interruption, and the "
+                          "interrupted call neither copies its staging back nor returns, while submit() and the "
+                          "release of imports drain anyway; the host write it guards can only race a result "
+                          "nobody reads"),
     Mutation("apply_many temporaries released early", "vkrope/device.py",
              "                        temporaries.append(x)\n", "                        x.release()\n"),
     Mutation("x copied into out before the tables are read", "vkrope/runtime/execute.py",

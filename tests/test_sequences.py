@@ -90,3 +90,20 @@ def test_resident_sequence_float16(dev, storage):
     for kw in steps:
         check_result(dev.apply(a, f, **kw).get(), x, f, **kw)
         gc.collect()
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_same_shape_different_repeat(device, storage):
+    """Calls that share x's shape and the rotated-token count but not the
+    freqs rows (repeat 1 over 8 rows, then repeat 2 over 4, then 4 over 2):
+    each plan is its own (a memo key without Nf would replay the first)."""
+    from oracle import oracle
+
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((2, 8, 12)).astype(np.float32)
+    for rows, repeat in ((8, 1), (4, 2), (2, 4), (8, 1)):
+        theta = rng.uniform(-3, 3, (rows, 6))
+        f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(rows, 12).astype(np.float32)
+        out = np.full_like(x, np.nan)
+        device.apply(x, f, repeat=repeat, out=out, storage=storage)
+        assert np.abs(out - oracle(x, f, repeat=repeat)).max() < 1e-5
