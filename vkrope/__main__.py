@@ -229,26 +229,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"vkrope: error: {message} (see {self.prog} --help)\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an int >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}")
-    return value
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an int >= `minimum`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}")
+        return value
+    return parse
 
 
-def nonnegative_int(text: str) -> int:
-    """argparse type: an int >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}")
-    return value
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
 
 
 def main(argv: list[str] | None = None) -> int:

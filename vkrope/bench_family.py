@@ -14,26 +14,16 @@ medians of one run on one machine.
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any, Callable
 
 import numpy as np
 
+from .bench import _median_time
 from .device import Device
 from .ops import table
 
 SHAPES = {"prefill": (1, 32, 512, 128), "decode": (8, 32, 1, 128)}
 MAX_POS = 8192
-
-
-def _median(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _caches(d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +54,7 @@ def _onnxruntime(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pos: np.ndarra
         return f"failed: {type(exc).__name__}: {exc}"[:200]
     feeds = {"X": x, "cos": cos, "sin": sin, "pos": pos.astype(np.int64)}
     y = sess.run(None, feeds)[0]
-    return {"end_to_end_s": _median(lambda: sess.run(None, feeds), repeats), "result": y}
+    return {"end_to_end_s": _median_time(lambda: sess.run(None, feeds), repeats), "result": y}
 
 
 def _table_bytes(req: table.Request, dev: Device) -> int:
@@ -92,9 +82,9 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             timed = [dev.run(req, out, table) for _ in range(repeats + 1)][1:]
             kernels = [k for k in timed if k is not None]
             kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
-            t_numpy = _median(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
-            t_cached = _median(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
-            t_resident = _median(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
+            t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
+            t_cached = _median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
+            t_resident = _median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
             row_of = pos.size * 4
             moved_numpy = 2 * x.nbytes + _table_bytes(req, dev)
             moved_cached = 2 * x.nbytes + row_of

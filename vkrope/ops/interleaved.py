@@ -22,6 +22,7 @@ from ..arguments import (
     X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, check_x, describe,
     int_arg,
 )
+from . import TensorRequest
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
 from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
@@ -33,7 +34,7 @@ COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 @dataclass
-class Request:
+class Request(TensorRequest):
     """One validated call: everything the plan and the reference need."""
 
     x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32 or float16
@@ -47,16 +48,6 @@ class Request:
     inverse: bool
     storage: str
     out: Any  # numpy array, DeviceArray or None
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of x (and of the result)."""
-        return tuple(self.x.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        """dtype of x (and of the result)."""
-        return np.dtype(self.x.dtype)
 
     @property
     def rows(self) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
+from . import TensorRequest
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
@@ -30,7 +31,7 @@ TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)
 
 
 @dataclass
-class Request:
+class Request(TensorRequest):
     """One checked call of the table kernel."""
 
     x: Any  # numpy array or DeviceArray, float32 / float16
@@ -47,16 +48,6 @@ class Request:
     interleaved: bool
     storage: str
     row_offset: int = 0  # global index of x's first row (row blocks)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of x (and of the result)."""
-        return tuple(self.x.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        """dtype of x (and of the result)."""
-        return np.dtype(self.x.dtype)
 
     @property
     def row_values(self) -> int:
