@@ -62,14 +62,26 @@ layout(std430, set = 0, binding = 1) readonly buffer InValues { XSCALAR in_value
 layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #endif
+#ifdef GENERATED
+// Frequencies computed here (vkrope/freqs.py RopeFreqs): binding 2 holds the
+// float32 inverse frequency of each column, binding 3 its quarter turns for
+// the exact angle; row_of holds each token's position (FLAG_EXACT) or the
+// bits of its float32 position / scale, divided on the host as the
+// frameworks do.
+#include "trig.glsl"
+layout(std430, set = 0, binding = 2) readonly buffer InvFreq { float inv_freq[]; };
+layout(std430, set = 0, binding = 3) readonly buffer FreqQ { uvec4 freq_q[]; };
+
+#else
 layout(std430, set = 0, binding = 2) readonly buffer Cos { FSCALAR cos_table[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Cos4 { FVEC4 cos_table4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Sin { FSCALAR sin_table[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Sin4 { FVEC4 sin_table4[]; };
+#endif
 layout(std430, set = 0, binding = 4) readonly buffer RowOf { int row_of[]; };
 
-#if !defined(FLAG_INTERLEAVED) || !defined(FLAG_FULL_TABLE)
-#error "compile with scripts/compile_shaders.py: it defines FLAG_INTERLEAVED and FLAG_FULL_TABLE"
+#if !defined(FLAG_INTERLEAVED) || !defined(FLAG_FULL_TABLE) || !defined(FLAG_EXACT)
+#error "compile with scripts/compile_shaders.py: it defines FLAG_INTERLEAVED, FLAG_FULL_TABLE and FLAG_EXACT"
 #endif
 
 layout(push_constant) uniform Params {
@@ -90,6 +102,17 @@ layout(push_constant) uniform Params {
   uint image_height;    // texture storage: image rows per z-slice
   uint image_width;     // texture storage: texels per image row
 } p;
+
+#ifdef GENERATED
+// (cos, sin) of column col for token value trow.
+vec2 generated_cs(int trow, uint col) {
+  if ((p.flags & FLAG_EXACT) != 0u) {
+    return cos_sin_exact(uint(trow), freq_q[col].xyz);
+  }
+  precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
+  return cos_sin(angle);
+}
+#endif
 
 #ifdef STORAGE_TEXTURE3D
 ivec3 texel_pos(uint r, uint c4) {
@@ -128,6 +151,18 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
   if (trow < 0 || j0 >= 2u * p.rot_half) {
     return x;
   }
+#ifdef GENERATED
+  if ((p.flags & FLAG_INTERLEAVED) != 0u) {
+    vec2 a = generated_cs(trow, j0 >> 1), b = generated_cs(trow, (j0 >> 1) + 1u);
+    return rotate4(x, vec4(a.x, a.x, b.x, b.x), vec4(x.y, -x.x, x.w, -x.z), vec4(a.y, a.y, b.y, b.y));
+  }
+  bool first = j0 < p.rot_half;
+  uint col = first ? j0 : j0 - p.rot_half;
+  vec2 c0 = generated_cs(trow, col), c1 = generated_cs(trow, col + 1u);
+  vec2 c2 = generated_cs(trow, col + 2u), c3 = generated_cs(trow, col + 3u);
+  vec4 c = vec4(c0.x, c1.x, c2.x, c3.x);
+  vec4 s = vec4(c0.y, c1.y, c2.y, c3.y);
+#else
   uint tb = (uint(trow) - p.t_base) * p.table_width;
   if ((p.flags & FLAG_INTERLEAVED) != 0u) {
     uint i = tb + (j0 >> 1);  // pairs (x, y) and (z, w) use columns i and i + 1
@@ -139,6 +174,7 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
   uint col = tb + ((p.flags & FLAG_FULL_TABLE) != 0u ? j0 : (first ? j0 : j0 - p.rot_half));
   vec4 c = vec4(cos_table4[col >> 2]);
   vec4 s = vec4(sin_table4[col >> 2]);
+#endif
   vec4 partner = load_texel(r, first ? v0 + p.rot_half : v0 - p.rot_half);
   return rotate4(x, c, first ? partner : -partner, s);
 }
@@ -235,8 +271,14 @@ void main() {
       // always do), or is read from its own.
       float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);
       uint col = full ? j : i;
+#ifdef GENERATED
+      vec2 cs = generated_cs(trow, col);
+      float c = cs.x;
+      float s = cs.y;
+#else
       float c = float(cos_table[t0 * p.table_width + col]);
       float s = float(sin_table[t0 * p.table_width + col]);
+#endif
       // first: x c - partner s; second: x c + partner s
       y[l] = diff_of_products(x[l], c, first ? partner : -partner, s);
     }

@@ -32,6 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
+    "tests/test_generated.py",
 ]
 
 
@@ -113,6 +114,13 @@ MUTATIONS = [
              "return self.interleaved and self.head_dim % 2 == 0", "return True"),
     Mutation("table op: position ids past the cache accepted", TABLE_OP,
              "bad = p[(p < 0) | (p >= rows)]", "bad = p[p < 0]"),
+    Mutation("generated: exact angle mode ignored", TABLE_KERNEL,
+             "  if ((p.flags & FLAG_EXACT) != 0u) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
+    Mutation("generated: position read as an integer, not its float32 bits", TABLE_KERNEL,
+             "precise float angle = intBitsToFloat(trow) * inv_freq[col];",
+             "precise float angle = float(trow) * inv_freq[col];"),
+    Mutation("generated: built-in cos / sin instead of the exact ones", TABLE_KERNEL,
+             "  return cos_sin(angle);\n}", "  return vec2(cos(angle), sin(angle));\n}"),
     # --- the operator's plan and tables
     Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
     Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),

@@ -9,6 +9,7 @@ See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rotary_embedding
+from .freqs import RopeFreqs
 from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (
@@ -30,6 +31,7 @@ __all__ = [
     "rotary_embedding",
     "apply_rotary_emb",
     "apply_rotary_emb_hf",
+    "RopeFreqs",
     "apply_reference",
     "axial_freqs",
     "Device",

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from . import TensorRequest
+from ..freqs import MAX_POSITION, RopeFreqs
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
@@ -48,6 +49,11 @@ class Request(TensorRequest):
     interleaved: bool
     storage: str
     row_offset: int = 0  # global index of x's first row (row blocks)
+
+    @property
+    def generated(self) -> bool:
+        """Frequencies computed in the shader from a `RopeFreqs` spec (in `cos`)."""
+        return isinstance(self.cos, RopeFreqs)
 
     @property
     def row_values(self) -> int:
@@ -110,6 +116,29 @@ def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     return t
 
 
+def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
+    """A RopeFreqs spec given in place of both tables."""
+    if other is not None:
+        raise ValueError(f"{other_name} must be None when {name} is a vkrope.RopeFreqs spec; got {describe(other)}")
+    if spec.dim != rot:
+        raise ValueError(f"{name}: the RopeFreqs spec has dim = {spec.dim}; this call rotates {rot} channels")
+    return spec
+
+
+def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
+    """row_of for a spec: each token's position (exact angle) or the bits of
+    its float32 position / scale (the frameworks' float32 division, done
+    here on the host, where it is correctly rounded)."""
+    p = np.asarray(positions, dtype=np.int64).reshape(-1)
+    bad = p[(p < 0) | (p >= MAX_POSITION)]
+    if bad.size:
+        raise ValueError(f"{name} must lie in [0, 2^24) with a RopeFreqs spec (float32 holds them exactly); "
+                         f"got {int(bad[0])}")
+    if spec.angle == "exact":
+        return p.astype(np.int32)
+    return (p.astype(np.float32) / np.float32(spec.scale)).astype(np.float32).view(np.int32)
+
+
 def _same_dtype(a: Any, b: Any, names: str) -> None:
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
@@ -156,6 +185,21 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
+    if isinstance(cos_cache, RopeFreqs):
+        spec = _spec("cos_cache", cos_cache, sin_cache, "sin_cache", rot)
+        if position_ids is not None:
+            check_plain_array("position_ids", position_ids)
+            if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
+                raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
+            if position_ids.shape != (b, s):
+                raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
+            positions = position_ids
+        else:
+            positions = np.tile(np.arange(s), b)  # token s at position s
+        return Request(x=x, out=check_out(out, x), cos=spec, sin=None,
+                       row_of=_spec_rows(spec, positions, "position_ids"), n_tokens=s, batch_rows=batch_rows,
+                       token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
+                       storage=storage)
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:
@@ -213,6 +257,10 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     q, k, b, s, d = _q_and_k(xq, xk)
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
+    if isinstance(freqs_cos, RopeFreqs):
+        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
+        rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        return _bshd(q, spec, None, rows, d // 2, False, True), _bshd(k, spec, None, rows, d // 2, False, True)
     fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     _same_dtype(fc, fs, "freqs_cos and freqs_sin")
@@ -226,6 +274,14 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
     q, k, b, s, d = _q_and_k(xq, xk)
+    if isinstance(freqs_cos, RopeFreqs):
+        if freqs_cos.dim > d:
+            raise ValueError(f"freqs_cos: the RopeFreqs spec has dim = {freqs_cos.dim} > D = {d}")
+        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
+        start = int_arg("start_pos", start_pos, 0)
+        rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
+        return (_bshd(q, spec, None, rows, spec.dim // 2, False, False),
+                _bshd(k, spec, None, rows, spec.dim // 2, False, False))
     check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
@@ -280,16 +336,19 @@ class Plan:
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]
     in_place: bool
+    exact: bool = False  # frequencies in the shader with the exact angle
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[list[Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over x and out (resource, byte offset of row
         `row_offset`) and each segment's (cos, sin, row_of) ranges."""
-        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:], freqs=self.f_dtype[-2:])
+        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
+                      freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
         itemsize = np.dtype(self.x_dtype).itemsize
         wx, wy = self.workgroup
         width, height = self.image_extent[:2] if self.image_extent else (0, 0)
         flags = (kernel.flag("FLAG_INTERLEAVED") if self.interleaved else 0) | (
-            kernel.flag("FLAG_FULL_TABLE") if self.full_table else 0)
+            kernel.flag("FLAG_FULL_TABLE") if self.full_table else 0) | (
+            kernel.flag("FLAG_EXACT") if self.exact else 0)
         origin = self.row_offset * self.row_values  # value index of the bound tensor's start
         launches = []
         for ch in self.chunks:
@@ -316,7 +375,10 @@ class Plan:
 
 
 def f_dtype_of(req: Request) -> str:
-    """The table dtype the kernel reads: float16 only with float16 x and tables."""
+    """The table dtype the kernel reads: float16 only with float16 x and
+    tables; "gen" when the frequencies are computed in the shader."""
+    if req.generated:
+        return "gen"
     half = req.dtype == np.float16 and np.dtype(req.cos.dtype) == np.float16 and np.dtype(req.sin.dtype) == np.float16
     return "float16" if half else "float32"
 
@@ -327,7 +389,7 @@ def _resident(t: Any) -> bool:
 
 def plan(req: Request, storage: str, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
-    x_dtype, f_dtype = req.dtype, np.dtype(f_dtype_of(req))
+    x_dtype, f_name = req.dtype, f_dtype_of(req)
     c = req.row_values
     width = texels(c)
     wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
@@ -338,7 +400,8 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     budget = limits.max_storage_buffer_range - align
     alloc = limits.max_memory_allocation_size or (1 << 31)
     row_bytes = c * x_dtype.itemsize
-    t_row_bytes = req.table_width * f_dtype.itemsize
+    # (generated: the tables are dim/2 frequencies; a token costs its row_of entry)
+    t_row_bytes = 4 if req.generated else req.table_width * np.dtype(f_name).itemsize
     table_budget = max(t_row_bytes, min(budget, alloc // 4))
     if max(row_bytes, t_row_bytes) > budget:
         raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
@@ -375,10 +438,11 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         x0 = origin + (r0 * c - origin) // x_align * x_align  # an aligned offset into the bound tensor
         chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "slice" else 0, bs0, table))
     return Plan(
-        storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, row_values=c, head_dim=req.head_dim,
+        storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, row_values=c, head_dim=req.head_dim,
         rot_half=req.rot_half, table_width=req.table_width, n_tokens=req.n_tokens, batch_rows=req.batch_rows,
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
+        exact=req.generated and req.cos.angle == "exact",
     )
 
 
@@ -433,6 +497,8 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
     just the rows those tokens use, renumbered (a numpy table too large for
     one binding). Resident tables are bound in place, so a window only, its
     start aligned for a binding offset."""
+    if req.generated:
+        return ("gen", bs0, bs1)  # the frequencies are whole in every segment; the tokens' positions
     used = req.row_of[bs0:bs1]
     t0, t1 = (int(used.min()), int(used.max()) + 1) if used.size else (0, 1)
     if not resident and t1 - t0 > 4 * used.size + 64:
@@ -464,6 +530,10 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     out = []
     width = req.table_width
     for seg in pl.segments:
+        if seg[0] == "gen":
+            inv, quarter = req.cos.kernel_tables()
+            out.append([inv, quarter.reshape(-1), np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32)])
+            continue
         if seg[0] == "slice":
             _, t0, t1, bs0, bs1 = seg
             cos, sin = (_window(t, t0, t1, width, pl.f_dtype) for t in (req.cos, req.sin))
@@ -511,8 +581,17 @@ def reference(req: Request) -> np.ndarray:
     x = np.asarray(req.x, dtype=np.float64).reshape(req.rows, req.row_values // req.head_dim, req.head_dim)
     rows = np.arange(req.rows) + req.row_offset
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
-    cos = np.asarray(req.cos, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
-    sin = np.asarray(req.sin, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
+    if req.generated:  # the angle the spec stands for, from the positions row_of carries
+        spec = req.cos
+        if spec.angle == "exact":
+            angles = np.outer(trow.astype(np.float64), spec.inv_freq_float64())
+        else:
+            t = trow.astype(np.int32).view(np.float32)
+            angles = (t[:, None] * spec.inv_freq_float32()[None, :]).astype(np.float32).astype(np.float64)
+        cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    else:
+        cos = np.asarray(req.cos, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
+        sin = np.asarray(req.sin, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
     h = req.rot_half
     out = x.copy()
     if req.interleaved:

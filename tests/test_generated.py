@@ -1,0 +1,158 @@
+"""Frequencies computed in the shader (`vkrope.RopeFreqs` in place of the
+cos / sin caches): the results equal the table the spec stands for, and the
+shader's cos / sin are within 2 ulp of float64 for every angle the specs
+produce (positions up to 2^24), in both angle modes. The references here
+share no code with vkrope: angles are formed in numpy float32 (the
+frameworks' way) or in extended precision (exact mode)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+
+STORAGES = ["buffer", "texture3d"]
+
+
+def inv_freq32(dim, base, factors=None):
+    """1 / base ** (arange(0, dim, 2) / dim) in float32 steps, as torch does."""
+    e = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+    inv = np.float32(1.0) / np.power(np.float32(base), e)
+    return (inv / np.asarray(factors, np.float32)).astype(np.float32) if factors is not None else inv
+
+
+def angles(positions, dim, base, scale=1.0, factors=None, exact=False):
+    """[len(positions), dim/2] angles: float32 (framework) or extended precision (exact)."""
+    p = np.asarray(positions).reshape(-1)
+    if exact:
+        # The exact mode's frequency is the float64 inverse frequency; the
+        # angle is its product with the integer position, formed here in
+        # 64-bit-mantissa long double (error 2^-64 relative).
+        inv = 1.0 / float(base) ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+        if factors is not None:
+            inv = inv / np.asarray(factors, np.float64)
+        inv = inv / float(scale)
+        return np.outer(p.astype(np.longdouble), inv.astype(np.longdouble))
+    t = p.astype(np.float32) / np.float32(scale)
+    return (t[:, None] * inv_freq32(dim, base, factors)[None, :]).astype(np.float32).astype(np.longdouble)
+
+
+def unit_x(b, h, s, d):
+    """x whose interleaved pairs are (1, 0): the result is (cos, sin) itself."""
+    x = np.zeros((b, h, s, d), np.float32)
+    x[..., 0::2] = 1.0
+    return x
+
+
+def ulps(got, want):
+    """|got - want| in float32 ulps of the true value."""
+    want32 = np.abs(want).astype(np.float32)
+    return np.abs(got.astype(np.longdouble) - want) / np.spacing(np.maximum(want32, np.float32(2.0**-149)))
+
+
+@pytest.mark.parametrize("angle", ["float32", "exact"])
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+def test_cos_sin_within_two_ulp_up_to_2_pow_24(device, angle, base):
+    """Dense positions [0, 2^14) and random ones up to 2^24, every column of
+    a 128-wide head: the shader's cos and sin against float64 / extended
+    precision of the same angle."""
+    rng = np.random.default_rng(int(base))
+    pos = np.concatenate([np.arange(1 << 14), rng.integers(0, 1 << 24, 1 << 12), [(1 << 24) - 1]])
+    spec = vkrope.RopeFreqs(128, base=base, angle=angle)
+    x = unit_x(1, 1, len(pos), 128)
+    y = device.rotary_embedding(x, spec, None, pos[None, :], interleaved=1)[0, 0]
+    a = angles(pos, 128, base, exact=angle == "exact")
+    err_c, err_s = ulps(y[:, 0::2], np.cos(a)), ulps(y[:, 1::2], np.sin(a))
+    assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
+
+
+def test_the_float32_angle_drifts_and_the_exact_one_does_not(device):
+    """Why angle="exact" exists: near position 131072 the float32 angle of a
+    column whose inverse frequency is just under 1 is off by up to ~0.01 rad."""
+    pos = np.arange(131072 - 512, 131072 + 512)
+    f32 = vkrope.RopeFreqs(128, base=10000.0)
+    ex = vkrope.RopeFreqs(128, base=10000.0, angle="exact")
+    x = unit_x(1, 1, len(pos), 128)
+    truth = angles(pos, 128, 10000.0, exact=True)
+    y32 = device.rotary_embedding(x, f32, None, pos[None, :], interleaved=1)[0, 0]
+    yex = device.rotary_embedding(x, ex, None, pos[None, :], interleaved=1)[0, 0]
+    assert np.abs(y32[:, 0::2] - np.cos(truth)).max() > 1e-4  # float32 angle: visibly off
+    assert ulps(yex[:, 0::2], np.cos(truth)).max() <= 2
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("layout", ["4d", "3d"])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_with_a_spec_matches_its_table(device, storage, dtype, layout, interleaved):
+    """The spec's result equals ONNX RotaryEmbedding with the table it
+    stands for (float64 cos / sin of the same angles), partial rotary,
+    scale and freq_factors, numpy and resident x."""
+    rng = np.random.default_rng(interleaved)
+    b, h, s, d, rot = 2, 3, 9, 24, 16
+    factors = rng.uniform(1, 8, rot // 2)
+    spec = vkrope.RopeFreqs(rot, base=10000.0, scale=2.5, freq_factors=factors)
+    pos = rng.integers(0, 5000, (b, s))
+    a = angles(pos, rot, 10000.0, scale=2.5, factors=factors).astype(np.float64).reshape(b, s, rot // 2)
+    x = rng.standard_normal((b, h, s, d)).astype(dtype)
+    kw = dict(interleaved=interleaved, rotary_embedding_dim=rot)
+    if layout == "3d":
+        x = x.transpose(0, 2, 1, 3).reshape(b, s, h * d).copy()
+        kw["num_heads"] = h
+    ref = onnx_rotary_embedding(x, np.cos(a), np.sin(a), **kw)
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    y = device.rotary_embedding(x, spec, None, pos, storage=storage, **kw)
+    assert np.abs(y - ref).max() < tol * max(1.0, np.abs(ref).max())
+    yd = device.rotary_embedding(device.asarray(x, storage=storage), spec, None, pos, **kw).get()
+    assert np.abs(yd - ref).max() < tol * max(1.0, np.abs(ref).max())
+
+
+def test_executorch_ops_with_a_spec(device):
+    rng = np.random.default_rng(5)
+    xq = rng.standard_normal((2, 7, 4, 16)).astype(np.float32)
+    xk = rng.standard_normal((2, 7, 2, 16)).astype(np.float32)
+    spec = vkrope.RopeFreqs(16, base=500000.0)
+    a = angles(np.arange(7), 16, 500000.0).astype(np.float64)
+    for y, r in zip(device.apply_rotary_emb(xq, xk, spec, None), et_apply_rotary_emb(xq, xk, np.cos(a), np.sin(a))):
+        assert np.abs(y - r).max() < 1e-5
+    spec = vkrope.RopeFreqs(12)
+    a = angles(np.arange(3, 10), 12, 10000.0).astype(np.float64)
+    full_c, full_s = np.concatenate([np.cos(a)] * 2, 1), np.concatenate([np.sin(a)] * 2, 1)
+    full_c = np.concatenate([np.zeros((3, 12)), full_c])
+    full_s = np.concatenate([np.zeros((3, 12)), full_s])
+    for y, r in zip(device.apply_rotary_emb_hf(xq, xk, spec, None, start_pos=3),
+                    et_apply_rotary_emb_hf(xq, xk, full_c, full_s, 3)):
+        assert np.abs(y - r).max() < 1e-5
+
+
+def test_table_is_what_the_spec_stands_for():
+    spec = vkrope.RopeFreqs(8, base=10000.0, scale=2.0)
+    cos, sin = spec.table(np.arange(5))
+    a = angles(np.arange(5), 8, 10000.0, scale=2.0).astype(np.float64)
+    assert np.array_equal(cos, np.cos(a).astype(np.float32)) and np.array_equal(sin, np.sin(a).astype(np.float32))
+
+
+@pytest.mark.parametrize("kw,word", [
+    (dict(dim=7), "dim"), (dict(dim=0), "dim"), (dict(dim=8.0), "dim"), (dict(dim=8, base=0.0), "base"),
+    (dict(dim=8, base=-1), "base"), (dict(dim=8, scale=float("nan")), "scale"), (dict(dim=8, scale=0), "scale"),
+    (dict(dim=8, freq_factors=[1, 2, 3]), "freq_factors"), (dict(dim=8, freq_factors=[1, 2, 3, -4]), "freq_factors"),
+    (dict(dim=8, angle="double"), "angle"),
+])
+def test_bad_specs_name_the_argument(kw, word):
+    with pytest.raises((TypeError, ValueError), match=word):
+        vkrope.RopeFreqs(**kw)
+
+
+def test_bad_spec_use_is_a_clear_error(device):
+    x = np.zeros((1, 2, 3, 8), np.float32)
+    pos = np.zeros((1, 3), np.int64)
+    with pytest.raises(ValueError, match="sin_cache must be None"):
+        device.rotary_embedding(x, vkrope.RopeFreqs(8), np.zeros((3, 4), np.float32), pos)
+    with pytest.raises(ValueError, match="dim = 6"):
+        device.rotary_embedding(x, vkrope.RopeFreqs(6), None, pos)
+    with pytest.raises(ValueError, match="2\\^24"):
+        device.rotary_embedding(x, vkrope.RopeFreqs(8), None, np.full((1, 3), 1 << 24))
+    with pytest.raises(ValueError, match="2\\^24"):
+        device.rotary_embedding(x, vkrope.RopeFreqs(8), None, np.full((1, 3), -1))
