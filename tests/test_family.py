@@ -428,3 +428,17 @@ def test_tiny_resident_tables_are_bound_within_their_buffer(device):
     pos = np.array([[2, 2]])
     y = device.rotary_embedding(x4, device.asarray(cos), device.asarray(sin), pos)
     assert_close(y, onnx_rotary_embedding(x4, cos, sin, pos), x4, cos, sin)
+
+
+def test_executorch_ops_past_one_allocation(make_device):
+    """numpy q and k larger than maxMemoryAllocationSize run in row blocks."""
+    dev = make_device(max_memory_allocation_size=1 << 20)
+    rng = np.random.default_rng(12)
+    xq = rng.standard_normal((1, 600, 8, 64)).astype(np.float32)  # 1.2 MiB
+    xk = rng.standard_normal((1, 600, 2, 64)).astype(np.float32)
+    fc, fs = unit_tables(600, 32, rng)
+    for y, r in zip(dev.apply_rotary_emb(xq, xk, fc, fs), et_apply_rotary_emb(xq, xk, fc, fs)):
+        assert_close(y, r, xq, fc, fs)
+    hc, hs = unit_tables(610, 64, rng)
+    for y, r in zip(dev.apply_rotary_emb_hf(xq, xk, hc, hs, 10), et_apply_rotary_emb_hf(xq, xk, hc, hs, 10)):
+        assert_close(y, r, xq, hc, hs)

@@ -185,6 +185,17 @@ class Device(DeviceMemory):
             if isinstance(x, DeviceArray) and x.device is not self:
                 raise ValueError(f"{name} lives on another vkrope.Device")
         self._check_tables(q)
+        limit = (self._rt.limits.max_memory_allocation_size or (1 << 31)) // 2
+        if isinstance(xq, np.ndarray) and isinstance(xk, np.ndarray) and max(xq.nbytes, xk.nbytes) > limit:
+            # Past one allocation: each tensor in row blocks (two submissions, not one).
+            outs = (np.empty(q.shape, q.dtype), np.empty(k.shape, k.dtype))
+            with self._lock:
+                self._context()
+                for req, out in zip((q, k), outs):
+                    self._still_there(req)
+                    if req.rows and req.row_values:
+                        self._guarded(execute.run_numpy, self._rt, table, req, "buffer", out, False)
+            return outs
         yq, yk = self._run_many(table, [q, k])
         return yq, yk
 
