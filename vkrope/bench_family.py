@@ -20,6 +20,7 @@ import numpy as np
 
 from .bench import _median_time
 from .device import Device
+from .freqs import RopeFreqs
 from .ops import table
 
 SHAPES = {"prefill": (1, 32, 512, 128), "decode": (8, 32, 1, 128)}
@@ -69,7 +70,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
     rng = np.random.default_rng(0)
     with Device() as dev:
         log(f"{'row':<8} {'shape':<18} {'kernel ms':>9} {'numpy ms':>9} {'MiB':>6} {'res.cache ms':>12} {'MiB':>6} "
-            f"{'resident ms':>11} {'KiB':>6} {'ort ms':>8}")
+            f"{'resident ms':>11} {'KiB':>6} {'gen kernel':>10} {'gen exact':>9} {'ort ms':>8}")
         for name, shape in SHAPES.items():
             b, h, s, d = shape
             x = rng.standard_normal(shape).astype(np.float32)
@@ -85,6 +86,14 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
             t_cached = _median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
             t_resident = _median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
+            # The same call with the frequencies computed in the shader (RopeFreqs).
+            gen = {}
+            for angle in ("float32", "exact"):
+                greq = table.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
+                gout = np.empty_like(x)
+                gt = [dev.run(greq, gout, table) for _ in range(repeats + 1)][1:]
+                gen[angle] = statistics.median(gt) if all(k is not None for k in gt) else None
+                assert np.abs(gout - out).max() < 1e-3, "generated and table results disagree"
             row_of = pos.size * 4
             moved_numpy = 2 * x.nbytes + _table_bytes(req, dev)
             moved_cached = 2 * x.nbytes + row_of
@@ -95,14 +104,17 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
                    "cache_bytes": cos.nbytes + sin.nbytes, "kernel_s": kernel,
                    "numpy_s": t_numpy, "numpy_bytes_moved": moved_numpy,
                    "resident_cache_s": t_cached, "resident_cache_bytes_moved": moved_cached,
-                   "resident_s": t_resident, "resident_bytes_moved": row_of, "onnxruntime": ort}
+                   "resident_s": t_resident, "resident_bytes_moved": row_of, "onnxruntime": ort,
+                   "generated_kernel_s": gen["float32"], "generated_exact_kernel_s": gen["exact"]}
             rows.append(row)
             ort_ms = f"{ort['end_to_end_s'] * 1e3:8.3f}" if isinstance(ort, dict) else "       -"
             log(f"{name:<8} {str(shape):<18} {(kernel or 0) * 1e3:>9.3f} {t_numpy * 1e3:>9.3f} "
                 f"{moved_numpy / 2**20:>6.2f} {t_cached * 1e3:>12.3f} {moved_cached / 2**20:>6.2f} "
-                f"{t_resident * 1e3:>11.3f} {row_of / 1024:>6.2f} {ort_ms}")
+                f"{t_resident * 1e3:>11.3f} {row_of / 1024:>6.2f} {(gen['float32'] or 0) * 1e3:>10.3f} "
+                f"{(gen['exact'] or 0) * 1e3:>9.3f} {ort_ms}")
             for a in (cos_d, sin_d, x_d):
                 a.release()
     log("MiB / KiB: bytes each call moves between host and device (x in and out, the tables it packs, "
-        "the per-token cache rows); res.cache: caches resident, x numpy; resident: x and caches resident")
+        "the per-token cache rows); res.cache: caches resident, x numpy; resident: x and caches resident; "
+        "gen: the kernel with cos / sin computed in the shader (vkrope.RopeFreqs, float32 and exact angle)")
     return rows
