@@ -216,18 +216,5 @@ class Device(DeviceMemory):
             if isinstance(t, DeviceArray) and t.device is not self:
                 raise ValueError(f"the {name} table lives on another vkrope.Device")
 
-    def run(self, req: Any, result: np.ndarray, op: Any = interleaved) -> float | None:
-        """Run a checked numpy request of `op` into `result` (internal; the
-        benchmark's). Returns the kernel seconds (None without timestamps)."""
-        with self._lock:
-            self._context()
-            return self._guarded(execute.run_numpy, self._rt, op, req, resolve_storage(req.storage), result, True)
-
-    def _time_copy(self, nbytes: int) -> float | None:
-        """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
-        with self._lock:
-            self._context()
-            return self._guarded(self._rt.time_copy, nbytes)
-
 
 __all__ = ["Device", "devices", "PhysicalDeviceInfo"]

@@ -16,7 +16,8 @@ import numpy as np
 
 from .arguments import STORAGE_CHOICES, check_array
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
-from .runtime import arrays
+from .ops import interleaved
+from .runtime import arrays, execute
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
@@ -106,6 +107,21 @@ class DeviceOwner:
                     ctx.external_memory_host = limits["external_memory_host"]
             if unified is not None:
                 self._rt.unified = unified
+
+    def run(self, req: Any, result: np.ndarray, op: Any = None) -> float | None:
+        """Run a checked numpy request of `op` (default: the interleaved
+        operator) into `result` (internal; the benchmark's). Returns the
+        kernel seconds (None without timestamps)."""
+        with self._lock:
+            self._context()
+            return self._guarded(execute.run_numpy, self._rt, op or interleaved, req, resolve_storage(req.storage),
+                                 result, True)
+
+    def _time_copy(self, nbytes: int) -> float | None:
+        """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
+        with self._lock:
+            self._context()
+            return self._guarded(self._rt.time_copy, nbytes)
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""

@@ -266,9 +266,22 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     else:
         tokens = min(max_gy * wy, chunk_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
         spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens, max_batches=min(max_gz, MAX_GRID_Z))
+    chunks, segments = _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
+                               limits.min_storage_buffer_offset_alignment)
+    return Plan(
+        kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, n_tokens=n, pairs_per_row=ppr,
+        workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
+        n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
+    )
+
+
+def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, table_budget: int, x_align: int,
+            offset_align: int) -> tuple[list[Chunk], dict[tuple, int]]:
+    """One `Chunk` per span (token or flat-row ranges) with its table
+    segment; a span whose resident freqs window is too wide is halved."""
+    n = req.n_tokens
     chunks: list[Chunk] = []
     segments: dict[tuple, int] = {}
-    x_align = max(1, align // pair_bytes)
     todo = list(spans)[::-1]
     while todo:
         b0, b1, n0, n1 = todo.pop()
@@ -280,7 +293,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         x0 = x0 // x_align * x_align
         x1 += x1 % 2  # whole texels
         try:
-            seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, limits.min_storage_buffer_offset_alignment)
+            seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, offset_align)
         except ValueError:
             if flat or n1 - n0 < 2:
                 raise
@@ -292,11 +305,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         table = segments.setdefault(seg, len(segments))
         chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
                             seg[0] != "slice" or req.positions is not None))
-    return Plan(
-        kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, n_tokens=n, pairs_per_row=ppr,
-        workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
-        n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
-    )
+    return chunks, segments
 
 
 def plan_key(req: Request, storage: str) -> tuple | None:

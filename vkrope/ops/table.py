@@ -139,6 +139,20 @@ def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
     return (p.astype(np.float32) / np.float32(spec.scale)).astype(np.float32).view(np.int32)
 
 
+def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
+    """row_of of an ONNX call with a RopeFreqs spec for its caches: the
+    position ids (token s at position s without them)."""
+    _spec("cos_cache", spec, other, "sin_cache", rot)
+    if position_ids is None:
+        return _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+    check_plain_array("position_ids", position_ids)
+    if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
+        raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
+    if position_ids.shape != (b, s):
+        raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
+    return _spec_rows(spec, position_ids, "position_ids")
+
+
 def _same_dtype(a: Any, b: Any, names: str) -> None:
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
@@ -186,20 +200,10 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     if isinstance(cos_cache, RopeFreqs):
-        spec = _spec("cos_cache", cos_cache, sin_cache, "sin_cache", rot)
-        if position_ids is not None:
-            check_plain_array("position_ids", position_ids)
-            if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
-                raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
-            if position_ids.shape != (b, s):
-                raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
-            positions = position_ids
-        else:
-            positions = np.tile(np.arange(s), b)  # token s at position s
-        return Request(x=x, out=check_out(out, x), cos=spec, sin=None,
-                       row_of=_spec_rows(spec, positions, "position_ids"), n_tokens=s, batch_rows=batch_rows,
-                       token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
-                       storage=storage)
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
+        return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
+                       batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
+                       interleaved=inter, storage=storage)
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:
