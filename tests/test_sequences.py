@@ -107,3 +107,20 @@ def test_same_shape_different_repeat(device, storage):
         out = np.full_like(x, np.nan)
         device.apply(x, f, repeat=repeat, out=out, storage=storage)
         assert np.abs(out - oracle(x, f, repeat=repeat)).max() < 1e-5
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_same_shape_same_rows_different_exclusion(device, storage):
+    """Same x shape and freqs rows, different rotated-token counts (repeat 2
+    with 2 excluded, then repeat 1 with 6 excluded, ...): a memo key without
+    the rotated count would replay the first plan."""
+    from oracle import oracle
+
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((2, 10, 8)).astype(np.float32)
+    theta = rng.uniform(-3, 3, (4, 4))
+    f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(4, 8).astype(np.float32)
+    for repeat, excl in ((2, 2), (1, 6), (2, 2), (1, 6)):
+        out = np.full_like(x, np.nan)
+        device.apply(x, f, repeat=repeat, exclude_last=excl, out=out, storage=storage)
+        assert np.abs(out - oracle(x, f, repeat=repeat, exclude_last=excl)).max() < 1e-5
