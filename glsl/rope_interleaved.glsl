@@ -66,12 +66,23 @@ layout(std430, set = 0, binding = 1) readonly buffer InPairs { XVEC2 in_pairs[];
 layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #endif
+#ifdef GENERATED
+// Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): per pair
+// column k, (float32 inverse frequency bits, its quarter turns for the exact
+// angle). A token's row is its position (RopeFreqs: with FLAG_EXACT, else the
+// bits of its float32 position / scale, divided on the host) or its index in
+// the axial grid (AxialFreqs: x = row % axial_end_x for the first C/4 pairs,
+// y = row / axial_end_x for the rest).
+#include "trig.glsl"
+layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };
+#else
 layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
+#endif
 layout(std430, set = 0, binding = 3) readonly buffer Positions { int positions[]; };
 
-#if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS)
-#error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE and FLAG_POSITIONS"
+#if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS) || !defined(FLAG_EXACT)
+#error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE, FLAG_POSITIONS and FLAG_EXACT"
 #endif
 
 layout(push_constant) uniform Params {
@@ -89,7 +100,25 @@ layout(push_constant) uniform Params {
   uint image_height;   // texture storage: image rows per z-slice
   uint image_width;    // texture storage: texels per image row
   uint pos_base;       // token at which the positions binding starts
+  uint axial_end_x;    // GENERATED axial grids: tokens per grid row (0: 1-D positions)
 } p;
+
+#ifdef GENERATED
+// (cos, sin) of pair column k for freqs row frow.
+vec2 generated_cs(int frow, uint k) {
+  uvec4 col = columns[k];
+  uint coord = uint(frow);
+  if (p.axial_end_x != 0u) {
+    coord = k < p.pairs_per_row / 2u ? coord % p.axial_end_x : coord / p.axial_end_x;
+  }
+  if ((p.flags & FLAG_EXACT) != 0u) {
+    return cos_sin_exact(coord, col.yzw);
+  }
+  float t = p.axial_end_x != 0u ? float(coord) : intBitsToFloat(frow);
+  precise float angle = t * uintBitsToFloat(col.x);  // rounded once, as fl32(t * inv)
+  return cos_sin(angle);
+}
+#endif
 
 // Freqs row of token n; -1 = pass through.
 int freqs_row(uint n) {
@@ -165,6 +194,12 @@ void main() {
   vec4 v = imageLoad(in_image, pos);
 #endif
   if (frow >= 0) {
+#ifdef GENERATED
+    v.xy = rotate_pair(v.xy, generated_cs(frow, k0));
+    if (second) {
+      v.zw = rotate_pair(v.zw, generated_cs(frow, k0 + 1u));
+    }
+#else
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;
     if (ALIGNED) {
       vec4 cs = vec4(freqs4[fi >> 1]);
@@ -176,6 +211,7 @@ void main() {
         v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));
       }
     }
+#endif
   }
 #ifdef X_HALF
   v = round_to_half(v);

@@ -121,6 +121,11 @@ MUTATIONS = [
              "precise float angle = float(trow) * inv_freq[col];"),
     Mutation("generated: built-in cos / sin instead of the exact ones", TABLE_KERNEL,
              "  return cos_sin(angle);\n}", "  return vec2(cos(angle), sin(angle));\n}"),
+    Mutation("generated axial: x and y swapped", KERNEL,
+             "coord = k < p.pairs_per_row / 2u ? coord % p.axial_end_x : coord / p.axial_end_x;",
+             "coord = k < p.pairs_per_row / 2u ? coord / p.axial_end_x : coord % p.axial_end_x;"),
+    Mutation("generated axial: exact angle mode ignored", KERNEL,
+             "  if ((p.flags & FLAG_EXACT) != 0u) {\n    return cos_sin_exact(coord", "  if (false) {\n    return cos_sin_exact(coord"),
     # --- the operator's plan and tables
     Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
     Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),

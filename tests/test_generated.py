@@ -156,3 +156,89 @@ def test_bad_spec_use_is_a_clear_error(device):
         device.rotary_embedding(x, vkrope.RopeFreqs(8), None, np.full((1, 3), 1 << 24))
     with pytest.raises(ValueError, match="2\\^24"):
         device.rotary_embedding(x, vkrope.RopeFreqs(8), None, np.full((1, 3), -1))
+
+
+# --- vkrope.apply with AxialFreqs / RopeFreqs ------------------------------------------
+def axial_angles(rows, dim, end_x, theta=10000.0, exact=False):
+    """SAM2's axial angles of table rows, float32 product or long double exact."""
+    r = np.asarray(rows).reshape(-1)
+    x, y = r % end_x, r // end_x
+    if exact:
+        f = 1.0 / float(theta) ** (np.arange(0, dim, 4, dtype=np.float64)[: dim // 4] / dim)
+        fl = f.astype(np.longdouble)
+        return np.concatenate([np.outer(x.astype(np.longdouble), fl), np.outer(y.astype(np.longdouble), fl)], 1)
+    e = np.arange(0, dim, 4, dtype=np.float32)[: dim // 4] / np.float32(dim)
+    f = np.float32(1.0) / np.power(np.float32(theta), e)
+    a = np.concatenate([x.astype(np.float32)[:, None] * f[None, :], y.astype(np.float32)[:, None] * f[None, :]], 1)
+    return a.astype(np.float32).astype(np.longdouble)
+
+
+@pytest.mark.parametrize("angle", ["float32", "exact"])
+@pytest.mark.parametrize("grid", [64, 128])
+@pytest.mark.parametrize("storage", STORAGES)
+def test_axial_cos_sin_within_two_ulp(device, angle, grid, storage):
+    """x of (1, 0) pairs: the result is the shader's (cos, sin) of every
+    token's axial angle, on SAM2's 64x64 and 128x128 grids."""
+    dim = 256
+    spec = vkrope.AxialFreqs(dim, grid, grid, angle=angle)
+    x = np.zeros((1, grid * grid, dim), np.float32)
+    x[..., 0::2] = 1.0
+    y = device.apply(x, spec, storage=storage)[0]
+    a = axial_angles(np.arange(grid * grid), dim, grid, exact=angle == "exact")
+    err_c, err_s = ulps(y[:, 0::2], np.cos(a)), ulps(y[:, 1::2], np.sin(a))
+    assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("resident", [False, True])
+def test_apply_with_specs_matches_their_tables(device, storage, dtype, resident):
+    """AxialFreqs with repeat / exclude_last (SAM2 memory keys) and RopeFreqs
+    with positions (-1 passes through), against the oracle on the tables the
+    specs stand for."""
+    from oracle import oracle
+
+    rng = np.random.default_rng(3)
+    spec = vkrope.AxialFreqs(32, 8, 8)
+    a = axial_angles(np.arange(64), 32, 8).astype(np.float64)
+    table = np.stack([np.cos(a), np.sin(a)], -1).reshape(64, 32)
+    k = rng.standard_normal((2, 3 * 64 + 4, 32)).astype(dtype)
+    pos = rng.integers(-1, 1 << 22, 9)
+    rope = vkrope.RopeFreqs(32, base=10000.0, scale=4.0, angle="float32")
+    ra = angles(np.maximum(pos, 0), 32, 10000.0, scale=4.0).astype(np.float64)
+    rtable = np.stack([np.cos(ra), np.sin(ra)], -1).reshape(9, 32)
+    q = rng.standard_normal((2, 9, 32)).astype(dtype)
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    cases = [(k, spec, dict(repeat=3, exclude_last=4), oracle(k, table, repeat=3, exclude_last=4)),
+             (q, rope, dict(positions=pos), oracle(q, rtable, positions=np.where(pos < 0, -1, np.arange(9))))]
+    for x, f, kw, ref in cases:
+        if resident:
+            y = device.apply(device.asarray(x, storage=storage), f, **kw).get()
+        else:
+            y = device.apply(x, f, out=np.full_like(x, np.nan), storage=storage, **kw)
+        assert np.abs(y.astype(np.float64) - ref).max() < tol * 4
+
+
+def test_axial_table_matches_sam2_within_rounding():
+    """The spec's table is SAM2's compute_axial_cis (vkrope.axial_freqs, float64) to float32 angle rounding."""
+    t = vkrope.AxialFreqs(64, 16, 16).table()
+    assert np.abs(t - vkrope.axial_freqs(64, 16, 16)).max() < 1e-5
+
+
+@pytest.mark.parametrize("kw,word", [
+    (dict(dim=6, end_x=4, end_y=4), "dim"), (dict(dim=8, end_x=0, end_y=4), "end_x"),
+    (dict(dim=8, end_x=4, end_y=4, theta=0), "theta"), (dict(dim=8, end_x=4, end_y=4, angle="fast"), "angle"),
+])
+def test_bad_axial_specs(kw, word):
+    with pytest.raises((TypeError, ValueError), match=word):
+        vkrope.AxialFreqs(**kw)
+
+
+def test_bad_spec_use_in_apply(device):
+    x = np.zeros((1, 16, 8), np.float32)
+    with pytest.raises(ValueError, match="dim = 16"):
+        device.apply(x, vkrope.AxialFreqs(16, 4, 4))
+    with pytest.raises(ValueError, match="positions"):
+        device.apply(x, vkrope.RopeFreqs(8))
+    with pytest.raises(ValueError, match="rows"):
+        device.apply(x, vkrope.AxialFreqs(8, 4, 3))  # 12 rows for 16 tokens

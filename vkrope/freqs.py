@@ -136,3 +136,87 @@ class RopeFreqs:
         if self.angle == "exact":
             return np.zeros(self.dim // 2, np.float32), quarter_turns(self.inv_freq_float64())
         return self.inv_freq_float32(), np.zeros((self.dim // 2, 4), np.uint32)
+
+
+@dataclass(frozen=True)
+class AxialFreqs:
+    """SAM2's 2-D axial frequencies (`compute_axial_cis`) for `vkrope.apply`,
+    without the table: token t of a grid row-major `end_x` wide has x = t %
+    end_x and y = t // end_x; its first dim/4 pairs turn by x * f, the next
+    dim/4 by y * f, f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)
+    in float32. The table it stands for has end_x * end_y rows (`table()`);
+    `repeat`, `exclude_last` and `positions` index them like a table's rows.
+    angle: "float32" (SAM2's float32 product) or "exact" (see the module).
+    """
+
+    dim: int
+    end_x: int
+    end_y: int
+    theta: float = 10000.0
+    angle: str = "float32"
+
+    def __post_init__(self) -> None:
+        for name in ("dim", "end_x", "end_y"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an int; got {type(v).__name__} {v!r}")
+            if v < 1:
+                raise ValueError(f"{name} must be >= 1; got {v}")
+        if self.dim % 4:
+            raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")
+        if self.end_x * self.end_y > MAX_POSITION:
+            raise ValueError(f"end_x * end_y must be < 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
+        t = self.theta
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.integer, np.floating)):
+            raise TypeError(f"theta must be a number; got {type(t).__name__} {t!r}")
+        if not (math.isfinite(t) and t > 0):
+            raise ValueError(f"theta must be a positive finite number; got {t}")
+        if self.angle not in ANGLES:
+            raise ValueError(f"angle must be one of {ANGLES}; got {self.angle!r}")
+
+    @property
+    def rows(self) -> int:
+        """Rows of the table it stands for: end_x * end_y."""
+        return self.end_x * self.end_y
+
+    def inv_freq_float32(self) -> np.ndarray:
+        """f [dim/4] as SAM2 computes it in float32."""
+        e = np.arange(0, self.dim, 4, dtype=np.float32)[: self.dim // 4] / np.float32(self.dim)
+        return (np.float32(1.0) / np.power(np.float32(self.theta), e)).astype(np.float32)
+
+    def inv_freq_float64(self) -> np.ndarray:
+        """f [dim/4] in float64 (the exact angle's frequency)."""
+        return 1.0 / float(self.theta) ** (np.arange(0, self.dim, 4, dtype=np.float64)[: self.dim // 4] / self.dim)
+
+    def angles(self, rows: Any) -> np.ndarray:
+        """[len(rows), dim/2] angles of the given table rows (float32 angles as
+        float64 numbers, or float64 products for "exact")."""
+        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        coords = np.concatenate([np.repeat((r % self.end_x)[:, None], self.dim // 4, 1),
+                                 np.repeat((r // self.end_x)[:, None], self.dim // 4, 1)], 1)
+        if self.angle == "exact":
+            return coords * np.tile(self.inv_freq_float64(), 2)[None, :]
+        f = np.tile(self.inv_freq_float32(), 2)
+        return (coords.astype(np.float32) * f[None, :]).astype(np.float32).astype(np.float64)
+
+    def table(self) -> np.ndarray:
+        """The (cos, sin)-interleaved float32 table [end_x * end_y, dim] it stands for."""
+        a = self.angles(np.arange(self.rows))
+        return np.stack([np.cos(a), np.sin(a)], -1).reshape(self.rows, self.dim).astype(np.float32)
+
+    def columns(self) -> np.ndarray:
+        """What the shader reads per pair column: uint32 [dim/2, 4] = (float32
+        f bits, quarter turns of the float64 f)."""
+        out = np.zeros((self.dim // 2, 4), np.uint32)
+        out[:, 0] = np.tile(self.inv_freq_float32(), 2).view(np.uint32)
+        out[:, 1:] = np.tile(quarter_turns(self.inv_freq_float64())[:, :3], (2, 1))
+        return out
+
+
+def rope_columns(spec: RopeFreqs) -> np.ndarray:
+    """The interleaved kernel's per-pair columns of a RopeFreqs spec:
+    uint32 [dim/2, 4] = (float32 inverse frequency bits, quarter turns)."""
+    out = np.zeros((spec.dim // 2, 4), np.uint32)
+    out[:, 0] = spec.inv_freq_float32().view(np.uint32)
+    out[:, 1:] = quarter_turns(spec.inv_freq_float64())[:, :3]
+    return out

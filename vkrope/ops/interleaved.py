@@ -23,6 +23,7 @@ from ..arguments import (
     int_arg,
 )
 from . import TensorRequest
+from ..freqs import MAX_POSITION, AxialFreqs, RopeFreqs, rope_columns
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
 from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
@@ -50,6 +51,11 @@ class Request(TensorRequest):
     out: Any  # numpy array, DeviceArray or None
 
     @property
+    def generated(self) -> bool:
+        """Frequencies computed in the shader from a spec (in `freqs_pairs`)."""
+        return isinstance(self.freqs_pairs, (AxialFreqs, RopeFreqs))
+
+    @property
     def rows(self) -> int:
         """All leading axes times N: the number of token rows in x."""
         return int(self.x.size // self.channels) if self.channels else 0
@@ -69,6 +75,8 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     if exclude_last > n_tokens:
         raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
     pairs, n_freq_rows, form = _check_freqs(freqs, x)
+    if isinstance(pairs, RopeFreqs) and positions is None:
+        raise ValueError("freqs is a RopeFreqs spec: pass positions (each token's position, -1 = pass through)")
     n_rot = n_tokens - exclude_last
     pos32: np.ndarray | None = None
     if positions is not None:
@@ -99,6 +107,11 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
 
     channels = int(x.shape[-1])
     half = channels // 2
+    if isinstance(freqs, (AxialFreqs, RopeFreqs)):
+        if freqs.dim != channels:
+            raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
+        rows = freqs.rows if isinstance(freqs, AxialFreqs) else MAX_POSITION
+        return freqs, rows, f"a {type(freqs).__name__} spec of {rows} rows"
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
         if freqs.dtype == np.float16 and x.dtype == np.float32:
@@ -194,11 +207,14 @@ class Plan:
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
     in_place: bool = True  # out may be x: each invocation reads only the texel it writes
+    exact: bool = False  # generated frequencies with the exact angle
+    axial_end_x: int = 0  # generated axial frequencies: the grid's width
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over x and out (resource, byte offset of
         the tensor) and the packed table segments ((freqs, positions) ranges)."""
-        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:], freqs=self.f_dtype[-2:])
+        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
+                      freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
         pair_bytes = 2 * np.dtype(self.x_dtype).itemsize
         wx, wy = self.workgroup
         width, height = self.image_extent[:2] if self.image_extent else (0, 0)
@@ -211,12 +227,13 @@ class Plan:
                 xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
             fa, pa = tables[ch.table]
             flags = (kernel.flag("FLAG_INVERSE") if self.inverse else 0) | (
-                kernel.flag("FLAG_POSITIONS") if ch.positions else 0)
+                kernel.flag("FLAG_POSITIONS") if ch.positions else 0) | (
+                kernel.flag("FLAG_EXACT") if self.exact else 0)
             push = dict(
                 n_tokens=self.n_tokens, pairs_per_row=self.pairs_per_row, token_begin=ch.n0, token_end=ch.n1,
                 batch_begin=ch.b0, batch_end=ch.b1, x_base=ch.x_base, f_base=ch.f_base, n_rot=self.n_rot,
                 n_freq_rows=self.n_freq_rows, flags=flags, image_height=height, image_width=width,
-                pos_base=0 if self.flat else ch.n0,
+                pos_base=0 if self.flat else ch.n0, axial_end_x=self.axial_end_x,
             )
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
             out_.append(Launch(kernel.name, (wx, wy, int(self.aligned), int(self.flat)), tuple(push.items()),
@@ -225,7 +242,10 @@ class Plan:
 
 
 def f_dtype_of(req: Request) -> str:
-    """The table dtype the kernel reads: float16 only with float16 x and freqs."""
+    """The table dtype the kernel reads: float16 only with float16 x and
+    freqs; "gen" when a spec has the shader compute them."""
+    if req.generated:
+        return "gen"
     half = np.dtype(req.dtype) == np.float16 and req.freqs_pairs.dtype == np.float16
     return "float16" if half else "float32"
 
@@ -233,7 +253,7 @@ def f_dtype_of(req: Request) -> str:
 def plan(req: Request, storage: str, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
     x_dtype = np.dtype(req.dtype)
-    f_dtype = np.dtype(f_dtype_of(req))
+    f_name = f_dtype_of(req)
     ppr = req.channels // 2
     width = texels(req.channels)
     n = req.n_tokens
@@ -244,7 +264,9 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         raise ValueError(f"x has C = {req.channels}: too many texels per row for the device's dispatch grid")
     align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
     budget = limits.max_storage_buffer_range - align  # bytes one binding may span
-    pair_bytes, f_row_bytes = 2 * x_dtype.itemsize, ppr * 2 * f_dtype.itemsize
+    # (generated: a token costs its position entry; the columns are one small table)
+    pair_bytes = 2 * x_dtype.itemsize
+    f_row_bytes = 4 if req.generated else ppr * 2 * np.dtype(f_name).itemsize
     row_bytes = ppr * pair_bytes
     if max(row_bytes, f_row_bytes) > budget:
         raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
@@ -269,9 +291,11 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     chunks, segments = _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
                                limits.min_storage_buffer_offset_alignment)
     return Plan(
-        kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_dtype.name, n_tokens=n, pairs_per_row=ppr,
+        kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, n_tokens=n, pairs_per_row=ppr,
         workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
         n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
+        exact=req.generated and req.freqs_pairs.angle == "exact",
+        axial_end_x=req.freqs_pairs.end_x if isinstance(req.freqs_pairs, AxialFreqs) else 0,
     )
 
 
@@ -304,7 +328,7 @@ def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, t
             continue
         table = segments.setdefault(seg, len(segments))
         chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
-                            seg[0] != "slice" or req.positions is not None))
+                            seg[0] == "gather" or req.positions is not None))
     return chunks, segments
 
 
@@ -316,8 +340,9 @@ def plan_key(req: Request, storage: str) -> tuple | None:
         return None
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    return (KERNEL, storage, req.shape, req.dtype, req.freqs_pairs.dtype, req.n_rot, req.n_freq_rows, req.inverse,
-            resident)
+    spec = (type(req.freqs_pairs).__name__, req.freqs_pairs.end_x, req.freqs_pairs.angle) if req.generated else None
+    return (KERNEL, storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
+            resident, spec)
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:
@@ -326,6 +351,8 @@ def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget:
     positions t0..t1 when the caller gave them; ("gather", t0, t1) binds
     just the rows those tokens use, with positions renumbered to them (a
     table too large for one binding, scattered positions)."""
+    if req.generated:  # the columns are whole in every segment; with positions, this chunk's
+        return ("gen", t0, t1) if req.positions is not None else ("gen", 0, 0)
     used = req.token_rows[t0:t1]
     used = used[used >= 0]
     if not used.size:
@@ -354,6 +381,10 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
     freqs = req.freqs_pairs
     out: list[tuple[Any, np.ndarray]] = []
     for seg in pl.segments:
+        if seg[0] == "gen":
+            _, t0, t1 = seg
+            out.append((_columns(freqs).reshape(-1), _spec_positions(req, t0, t1)))
+            continue
         if seg[0] == "slice":
             _, r0, r1, t0, t1 = seg
             pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
@@ -373,6 +404,23 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             pos[rows >= 0] = inverse
         out.append((np.ascontiguousarray(f, dtype=pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
+
+
+def _columns(spec: Any) -> np.ndarray:
+    return spec.columns() if isinstance(spec, AxialFreqs) else rope_columns(spec)
+
+
+def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
+    """The positions a generated chunk binds: rows as they are (axial, exact
+    angle), or the bits of float32 position / scale (-1 kept: pass through)."""
+    if req.positions is None:
+        return np.zeros(1, np.int32)
+    pos = req.positions[t0:t1]
+    spec = req.freqs_pairs
+    if isinstance(spec, AxialFreqs) or spec.angle == "exact":
+        return np.ascontiguousarray(pos, dtype=np.int32)
+    bits = (pos.astype(np.float32) / np.float32(spec.scale)).astype(np.float32).view(np.int32)
+    return np.where(pos < 0, -1, bits).astype(np.int32)
 
 
 def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
@@ -410,7 +458,11 @@ def reference(req: Request) -> np.ndarray:
     rows = req.token_rows
     rotated = rows >= 0
     if rotated.any() and half:
-        f = np.asarray(req.freqs_pairs, dtype=np.float64).reshape(-1, half, 2)[rows[rotated]]  # [n_rotated, C/2, 2]
+        if req.generated:  # the angles the spec stands for
+            a = req.freqs_pairs.angles(rows[rotated])
+            f = np.stack([np.cos(a), np.sin(a)], -1)
+        else:
+            f = np.asarray(req.freqs_pairs, dtype=np.float64).reshape(-1, half, 2)[rows[rotated]]  # [n_rotated, C/2, 2]
         c, s = f[..., 0], f[..., 1]
         if req.inverse:
             s = -s
