@@ -18,7 +18,8 @@ float32 angle itself drifts by up to ~0.01 rad).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,34 @@ def quarter_turns(freqs: np.ndarray) -> np.ndarray:
     return out
 
 
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value}")
+
+
+def _check_angle(angle: Any) -> None:
+    if angle not in ANGLES:
+        raise ValueError(f"angle must be one of {ANGLES}; got {angle!r}")
+
+
+def _columns(inv32: np.ndarray, inv64: np.ndarray) -> np.ndarray:
+    """The interleaved kernel's per-pair columns: uint32 [n, 4] = (float32
+    inverse frequency bits, quarter turns of the float64 one)."""
+    out = np.zeros((len(inv32), 4), np.uint32)
+    out[:, 0] = np.asarray(inv32, np.float32).view(np.uint32)
+    out[:, 1:] = quarter_turns(inv64)[:, :3]
+    return out
+
+
 @dataclass(frozen=True)
 class RopeFreqs:
     """1-D RoPE frequencies (Llama, Hugging Face) for `rotary_embedding` and
@@ -77,28 +106,23 @@ class RopeFreqs:
     dim: int
     base: float = 10000.0
     scale: float = 1.0
-    freq_factors: Any = field(default=None, compare=False)
+    freq_factors: Any = None  # stored as a tuple of floats: specs compare and hash by value
     angle: str = "float32"
 
     def __post_init__(self) -> None:
-        if isinstance(self.dim, (bool, np.bool_)) or not isinstance(self.dim, (int, np.integer)):
-            raise TypeError(f"dim must be an int; got {type(self.dim).__name__} {self.dim!r}")
-        if self.dim < 2 or self.dim % 2:
+        _check_int("dim", self.dim, 2)
+        if self.dim % 2:
             raise ValueError(f"dim must be even and >= 2; got {self.dim}")
-        for name in ("base", "scale"):
-            v = getattr(self, name)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{name} must be a number; got {type(v).__name__} {v!r}")
-            if not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a positive finite number; got {v}")
-        if self.angle not in ANGLES:
-            raise ValueError(f"angle must be one of {ANGLES}; got {self.angle!r}")
+        _check_positive("base", self.base)
+        _check_positive("scale", self.scale)
+        _check_angle(self.angle)
         if self.freq_factors is not None:
             ff = np.asarray(self.freq_factors, dtype=np.float64)
             if ff.shape != (self.dim // 2,):
                 raise ValueError(f"freq_factors must hold dim/2 = {self.dim // 2} values; got shape {ff.shape}")
             if not (np.isfinite(ff).all() and (ff > 0).all()):
                 raise ValueError("freq_factors must be positive finite numbers")
+            object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
 
     def inv_freq_float32(self) -> np.ndarray:
         """The inverse frequencies [dim/2] as the frameworks compute them in float32."""
@@ -130,12 +154,22 @@ class RopeFreqs:
         a = self.angles(positions)
         return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
 
+    @cached_property
+    def _quarter_turns(self) -> np.ndarray:
+        # Big-integer work: once per spec, not per call.
+        return quarter_turns(self.inv_freq_float64())
+
     def kernel_tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """What the shader reads: float32 inverse frequencies and, for the
-        exact mode, their quarter turns (uint32 [dim/2, 4])."""
+        """What the table kernel reads: float32 inverse frequencies and, for
+        the exact mode, their quarter turns (uint32 [dim/2, 4])."""
         if self.angle == "exact":
-            return np.zeros(self.dim // 2, np.float32), quarter_turns(self.inv_freq_float64())
+            return np.zeros(self.dim // 2, np.float32), self._quarter_turns
         return self.inv_freq_float32(), np.zeros((self.dim // 2, 4), np.uint32)
+
+    @cached_property
+    def columns(self) -> np.ndarray:
+        """What the interleaved kernel reads per pair column (see `_columns`)."""
+        return _columns(self.inv_freq_float32(), self.inv_freq_float64())
 
 
 @dataclass(frozen=True)
@@ -157,22 +191,13 @@ class AxialFreqs:
 
     def __post_init__(self) -> None:
         for name in ("dim", "end_x", "end_y"):
-            v = getattr(self, name)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-                raise TypeError(f"{name} must be an int; got {type(v).__name__} {v!r}")
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1; got {v}")
+            _check_int(name, getattr(self, name), 1)
         if self.dim % 4:
             raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")
         if self.end_x * self.end_y > MAX_POSITION:
             raise ValueError(f"end_x * end_y must be < 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
-        t = self.theta
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.integer, np.floating)):
-            raise TypeError(f"theta must be a number; got {type(t).__name__} {t!r}")
-        if not (math.isfinite(t) and t > 0):
-            raise ValueError(f"theta must be a positive finite number; got {t}")
-        if self.angle not in ANGLES:
-            raise ValueError(f"angle must be one of {ANGLES}; got {self.angle!r}")
+        _check_positive("theta", self.theta)
+        _check_angle(self.angle)
 
     @property
     def rows(self) -> int:
@@ -204,19 +229,8 @@ class AxialFreqs:
         a = self.angles(np.arange(self.rows))
         return np.stack([np.cos(a), np.sin(a)], -1).reshape(self.rows, self.dim).astype(np.float32)
 
+    @cached_property
     def columns(self) -> np.ndarray:
-        """What the shader reads per pair column: uint32 [dim/2, 4] = (float32
-        f bits, quarter turns of the float64 f)."""
-        out = np.zeros((self.dim // 2, 4), np.uint32)
-        out[:, 0] = np.tile(self.inv_freq_float32(), 2).view(np.uint32)
-        out[:, 1:] = np.tile(quarter_turns(self.inv_freq_float64())[:, :3], (2, 1))
-        return out
-
-
-def rope_columns(spec: RopeFreqs) -> np.ndarray:
-    """The interleaved kernel's per-pair columns of a RopeFreqs spec:
-    uint32 [dim/2, 4] = (float32 inverse frequency bits, quarter turns)."""
-    out = np.zeros((spec.dim // 2, 4), np.uint32)
-    out[:, 0] = spec.inv_freq_float32().view(np.uint32)
-    out[:, 1:] = quarter_turns(spec.inv_freq_float64())[:, :3]
-    return out
+        """What the interleaved kernel reads per pair column (see `_columns`):
+        the x half and the y half share the frequencies."""
+        return _columns(np.tile(self.inv_freq_float32(), 2), np.tile(self.inv_freq_float64(), 2))

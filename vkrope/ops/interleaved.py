@@ -23,7 +23,7 @@ from ..arguments import (
     int_arg,
 )
 from . import TensorRequest
-from ..freqs import MAX_POSITION, AxialFreqs, RopeFreqs, rope_columns
+from ..freqs import MAX_POSITION, AxialFreqs, RopeFreqs
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
 from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
@@ -383,7 +383,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
     for seg in pl.segments:
         if seg[0] == "gen":
             _, t0, t1 = seg
-            out.append((_columns(freqs).reshape(-1), _spec_positions(req, t0, t1)))
+            out.append((freqs.columns.reshape(-1), _spec_positions(req, t0, t1)))
             continue
         if seg[0] == "slice":
             _, r0, r1, t0, t1 = seg
@@ -404,10 +404,6 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             pos[rows >= 0] = inverse
         out.append((np.ascontiguousarray(f, dtype=pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
-
-
-def _columns(spec: Any) -> np.ndarray:
-    return spec.columns() if isinstance(spec, AxialFreqs) else rope_columns(spec)
 
 
 def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
