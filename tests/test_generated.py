@@ -242,3 +242,19 @@ def test_bad_spec_use_in_apply(device):
         device.apply(x, vkrope.RopeFreqs(8))
     with pytest.raises(ValueError, match="rows"):
         device.apply(x, vkrope.AxialFreqs(8, 4, 3))  # 12 rows for 16 tokens
+
+
+def test_specs_that_differ_only_in_freq_factors(device):
+    """Two specs equal but for freq_factors are different specs, and the same
+    call shape with each gives each one's result (nothing cached by spec
+    identity mixes them up)."""
+    rng = np.random.default_rng(8)
+    f1, f2 = rng.uniform(1, 8, 8), rng.uniform(1, 8, 8)
+    a, b = vkrope.RopeFreqs(16, freq_factors=f1), vkrope.RopeFreqs(16, freq_factors=f2)
+    assert a != b and vkrope.RopeFreqs(16, freq_factors=list(f1)) == a
+    x = rng.standard_normal((1, 2, 5, 16)).astype(np.float32)
+    pos = rng.integers(0, 1000, (1, 5))
+    for spec, factors in ((a, f1), (b, f2), (a, f1)):
+        ang = angles(pos, 16, 10000.0, factors=factors).astype(np.float64).reshape(1, 5, 8)
+        ref = onnx_rotary_embedding(x, np.cos(ang), np.sin(ang))
+        assert np.abs(device.rotary_embedding(x, spec, None, pos) - ref).max() < 1e-5
