@@ -25,6 +25,27 @@
 #define IMAGE_FORMAT rgba32f
 #endif
 
+// Tensor values as raw bits (float16: two per uint): a kernel that loads
+// and stores through these gives a pass-through value back bit for bit
+// (NaN payloads too) while using one load and one store for every texel.
+// The *_to_raw functions take values already exact in the tensor's type
+// (float16: after round_to_half).
+#ifdef X_HALF
+#define XRAW4 uvec2
+#define XRAW2 uint
+vec4 raw_to_vec4(uvec2 r) { return vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)); }
+uvec2 vec4_to_raw(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+vec2 raw_to_vec2(uint r) { return unpackHalf2x16(r); }
+uint vec2_to_raw(vec2 v) { return packHalf2x16(v); }
+#else
+#define XRAW4 uvec4
+#define XRAW2 uvec2
+vec4 raw_to_vec4(uvec4 r) { return uintBitsToFloat(r); }
+uvec4 vec4_to_raw(vec4 v) { return floatBitsToUint(v); }
+vec2 raw_to_vec2(uvec2 r) { return uintBitsToFloat(r); }
+uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
+#endif
+
 #ifdef F_HALF
 #define FVEC2 f16vec2
 #define FVEC4 f16vec4

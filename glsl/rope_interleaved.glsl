@@ -55,13 +55,26 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const bool ALIGNED = true;
 // y indexes flat rows b*N + n (token_begin / token_end are rows then).
 layout(constant_id = 3) const bool FLAT_ROWS = false;
+// Some token n < n_rot has n >= Nf: rows repeat, row(n) = n % Nf. Without it
+// row(n) = n and no integer division runs (lavapipe runs both sides of a
+// select, and a division per lane costs as much as the rest of the kernel).
+layout(constant_id = 4) const bool REPEAT = true;
+// GENERATED: how the angle is formed (ANGLE_* below) and whether rows are
+// cells of an axial grid. Specialization constants, not flags: a CPU driver
+// runs both sides of every branch, so a flag would pay for every mode.
+layout(constant_id = 5) const int ANGLE = 0;
+layout(constant_id = 6) const bool AXIAL = false;
+const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), full range reduction (any float32 angle)
+const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
+const int ANGLE_EXACT = 2;    // position * float64 frequency, reduced exactly
 
 #ifdef STORAGE_BUFFER
-// Two views of each binding: texels (ALIGNED) and pairs (C % 4 == 2).
-layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
-layout(std430, set = 0, binding = 0) writeonly buffer OutPairs { XVEC2 out_pairs[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InTexels { XVEC4 in_texels[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InPairs { XVEC2 in_pairs[]; };
+// Two views of each binding, as raw bits (common.glsl): texels (ALIGNED)
+// and pairs (C % 4 == 2).
+layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XRAW4 out_texels[]; };
+layout(std430, set = 0, binding = 0) writeonly buffer OutPairs { XRAW2 out_pairs[]; };
+layout(std430, set = 0, binding = 1) readonly buffer InTexels { XRAW4 in_texels[]; };
+layout(std430, set = 0, binding = 1) readonly buffer InPairs { XRAW2 in_pairs[]; };
 #else
 layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
@@ -69,20 +82,21 @@ layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #ifdef GENERATED
 // Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): per pair
 // column k, (float32 inverse frequency bits, its quarter turns for the exact
-// angle). A token's row is its position (RopeFreqs: with FLAG_EXACT, else the
+// angle). A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the
 // bits of its float32 position / scale, divided on the host) or its index in
-// the axial grid (AxialFreqs: x = row % axial_end_x for the first C/4 pairs,
+// the axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs,
 // y = row / axial_end_x for the rest).
 #include "trig.glsl"
 layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };
+layout(std430, set = 0, binding = 2) readonly buffer ColumnWords { uint column_words[]; };
 #else
 layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
 #endif
 layout(std430, set = 0, binding = 3) readonly buffer Positions { int positions[]; };
 
-#if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS) || !defined(FLAG_EXACT)
-#error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE, FLAG_POSITIONS and FLAG_EXACT"
+#if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS)
+#error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE and FLAG_POSITIONS"
 #endif
 
 layout(push_constant) uniform Params {
@@ -104,19 +118,26 @@ layout(push_constant) uniform Params {
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of pair column k for freqs row frow.
-vec2 generated_cs(int frow, uint k) {
-  uvec4 col = columns[k];
-  uint coord = uint(frow);
-  if (p.axial_end_x != 0u) {
-    coord = k < p.pairs_per_row / 2u ? coord % p.axial_end_x : coord / p.axial_end_x;
+// (cos, sin) of pair column k at coordinate c (ANGLE_EXACT) or t (the float32 angle's factor).
+vec2 generated_cs(uint c, float t, uint k) {
+  if (ANGLE == ANGLE_EXACT) {
+    return cos_sin_exact(c, columns[k].yzw);
   }
-  if ((p.flags & FLAG_EXACT) != 0u) {
-    return cos_sin_exact(coord, col.yzw);
+  precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)
+  return ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
+}
+
+// n / d for n < 2^24, d >= 1, without an integer division: n times the
+// float reciprocal of d is within 2 of the true quotient (relative error
+// about 2^-23, also with an approximate reciprocal), and each step below
+// moves the estimate one closer.
+uint div_small(uint n, uint d) {
+  uint q = uint(float(n) * (1.0f / float(d)));
+  for (int i = 0; i < 3; ++i) {
+    int r = int(n) - int(q * d);
+    q = r < 0 ? q - 1u : (r >= int(d) ? q + 1u : q);
   }
-  float t = p.axial_end_x != 0u ? float(coord) : intBitsToFloat(frow);
-  precise float angle = t * uintBitsToFloat(col.x);  // rounded once, as fl32(t * inv)
-  return cos_sin(angle);
+  return q;
 }
 #endif
 
@@ -128,7 +149,7 @@ int freqs_row(uint n) {
   if (n >= p.n_rot) {
     return -1;
   }
-  return int(n < p.n_freq_rows ? n : n % p.n_freq_rows);
+  return int(REPEAT ? n % p.n_freq_rows : n);
 }
 
 vec2 rotate_pair(vec2 v, vec2 cs) {
@@ -163,23 +184,24 @@ void main() {
   int frow = freqs_row(n);
 #ifdef STORAGE_BUFFER
   uint g = row * p.pairs_per_row + k0 - p.x_base;
-  if (frow < 0) {  // pass through, bit for bit
-    if (ALIGNED) {
-      out_texels[g >> 1] = in_texels[g >> 1];
-    } else {
-      out_pairs[g] = in_pairs[g];
-      if (second) {
-        out_pairs[g + 1u] = in_pairs[g + 1u];
-      }
-    }
-    return;
-  }
+  // The texel as stored: a token that passes through gets it back bit for
+  // bit (one load and one store either way: no branch around memory).
+  XRAW2 raw0, raw1;
   vec4 v;
   if (ALIGNED) {
-    v = vec4(in_texels[g >> 1]);
+    XRAW4 raw = in_texels[g >> 1];
+    v = raw_to_vec4(raw);
+#ifdef X_HALF
+    raw0 = raw.x;
+    raw1 = raw.y;
+#else
+    raw0 = raw.xy;
+    raw1 = raw.zw;
+#endif
   } else {
-    v.xy = vec2(in_pairs[g]);
-    v.zw = second ? vec2(in_pairs[g + 1u]) : vec2(0.0);
+    raw0 = in_pairs[g];
+    raw1 = second ? in_pairs[g + 1u] : XRAW2(0u);
+    v = vec4(raw_to_vec2(raw0), raw_to_vec2(raw1));
   }
 #else
   ivec3 pos;
@@ -195,9 +217,21 @@ void main() {
 #endif
   if (frow >= 0) {
 #ifdef GENERATED
-    v.xy = rotate_pair(v.xy, generated_cs(frow, k0));
+    // The coordinate of each of the texel's two pairs, found once per texel.
+    uint c0 = uint(frow), c1 = c0;
+    float t0 = intBitsToFloat(frow), t1 = t0;
+    if (AXIAL) {
+      uint y = div_small(uint(frow), p.axial_end_x);
+      uint x = uint(frow) - y * p.axial_end_x;
+      uint x_pairs = p.pairs_per_row / 2u;  // the first C/4 pairs turn by x, the rest by y
+      c0 = k0 < x_pairs ? x : y;
+      c1 = k0 + 1u < x_pairs ? x : y;
+      t0 = float(c0);
+      t1 = float(c1);
+    }
+    v.xy = rotate_pair(v.xy, generated_cs(c0, t0, k0));
     if (second) {
-      v.zw = rotate_pair(v.zw, generated_cs(frow, k0 + 1u));
+      v.zw = rotate_pair(v.zw, generated_cs(c1, t1, k0 + 1u));
     }
 #else
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;
@@ -217,12 +251,14 @@ void main() {
   v = round_to_half(v);
 #endif
 #ifdef STORAGE_BUFFER
+  XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;
+  XRAW2 out1 = frow >= 0 ? vec2_to_raw(v.zw) : raw1;
   if (ALIGNED) {
-    out_texels[g >> 1] = XVEC4(v);
+    out_texels[g >> 1] = XRAW4(out0, out1);
   } else {
-    out_pairs[g] = XVEC2(v.xy);
+    out_pairs[g] = out0;
     if (second) {
-      out_pairs[g + 1u] = XVEC2(v.zw);
+      out_pairs[g + 1u] = out1;
     }
   }
 #else

@@ -7,7 +7,7 @@
  *
  * Compiled per variant of glsl/rope_table.json by scripts/compile_shaders.py,
  * which defines STORAGE_BUFFER or STORAGE_TEXTURE3D, X_HALF / F_HALF
- * (common.glsl) and the flag bits FLAG_INTERLEAVED, FLAG_FULL_TABLE.
+ * (common.glsl) and the flag bit FLAG_FULL_TABLE.
  *
  * The tensor is a stack of rows of C values (its last axis), R rows in all;
  * each row holds C / D heads of D values (one head for [B, H, S, D] and
@@ -28,7 +28,7 @@
  *
  * Math, for head-local channel j < rot of a rotated row, (c, s) from column
  * col of its table row:
- *   interleaved (FLAG_INTERLEAVED): pair (2i, 2i+1), col = i = j / 2
+ *   interleaved (INTERLEAVED): pair (2i, 2i+1), col = i = j / 2
  *     out[2i]   = x[2i] c - x[2i+1] s,   out[2i+1] = x[2i+1] c + x[2i] s
  *   rotate-half: pair (i, i + rot/2), col = i (FLAG_FULL_TABLE: col = j, the
  *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
@@ -52,6 +52,12 @@ layout(constant_id = 2) const bool ALIGNED = true;
 // and rotates or passes whole, a rotate-half partner is a whole texel rot/2
 // away and its cos / sin are one vec4 each: no per-value loop.
 layout(constant_id = 3) const bool WHOLE_TEXELS = false;
+// Pairs (2i, 2i+1), else rotate-half; GENERATED: the exact angle, else the
+// float32 one. Specialization constants, not flags: a CPU driver (lavapipe)
+// runs both sides of every branch, so a flag would pay for both layouts and
+// both angle modes on every texel.
+layout(constant_id = 4) const bool INTERLEAVED = false;
+layout(constant_id = 5) const bool EXACT = false;
 
 #ifdef STORAGE_BUFFER
 layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
@@ -65,7 +71,7 @@ layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #ifdef GENERATED
 // Frequencies computed here (vkrope/freqs.py RopeFreqs): binding 2 holds the
 // float32 inverse frequency of each column, binding 3 its quarter turns for
-// the exact angle; row_of holds each token's position (FLAG_EXACT) or the
+// the exact angle; row_of holds each token's position (EXACT) or the
 // bits of its float32 position / scale, divided on the host as the
 // frameworks do.
 #include "trig.glsl"
@@ -80,8 +86,8 @@ layout(std430, set = 0, binding = 3) readonly buffer Sin4 { FVEC4 sin_table4[]; 
 #endif
 layout(std430, set = 0, binding = 4) readonly buffer RowOf { int row_of[]; };
 
-#if !defined(FLAG_INTERLEAVED) || !defined(FLAG_FULL_TABLE) || !defined(FLAG_EXACT)
-#error "compile with scripts/compile_shaders.py: it defines FLAG_INTERLEAVED, FLAG_FULL_TABLE and FLAG_EXACT"
+#ifndef FLAG_FULL_TABLE
+#error "compile with scripts/compile_shaders.py: it defines FLAG_FULL_TABLE"
 #endif
 
 layout(push_constant) uniform Params {
@@ -106,7 +112,7 @@ layout(push_constant) uniform Params {
 #ifdef GENERATED
 // (cos, sin) of column col for token value trow.
 vec2 generated_cs(int trow, uint col) {
-  if ((p.flags & FLAG_EXACT) != 0u) {
+  if (EXACT) {
     return cos_sin_exact(uint(trow), freq_q[col].xyz);
   }
   precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
@@ -152,7 +158,7 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
     return x;
   }
 #ifdef GENERATED
-  if ((p.flags & FLAG_INTERLEAVED) != 0u) {
+  if (INTERLEAVED) {
     vec2 a = generated_cs(trow, j0 >> 1), b = generated_cs(trow, (j0 >> 1) + 1u);
     return rotate4(x, vec4(a.x, a.x, b.x, b.x), vec4(x.y, -x.x, x.w, -x.z), vec4(a.y, a.y, b.y, b.y));
   }
@@ -164,7 +170,7 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
   vec4 s = vec4(c0.y, c1.y, c2.y, c3.y);
 #else
   uint tb = (uint(trow) - p.t_base) * p.table_width;
-  if ((p.flags & FLAG_INTERLEAVED) != 0u) {
+  if (INTERLEAVED) {
     uint i = tb + (j0 >> 1);  // pairs (x, y) and (z, w) use columns i and i + 1
     vec4 c = vec4(cos_table[i], cos_table[i], cos_table[i + 1u], cos_table[i + 1u]);
     vec4 s = vec4(sin_table[i], sin_table[i], sin_table[i + 1u], sin_table[i + 1u]);
@@ -246,7 +252,7 @@ void main() {
   vec4 y = x;
   uint passing = 0u;  // lanes that pass through (copied as raw bits on buffers)
   if (rotates) {
-    bool interleaved = (p.flags & FLAG_INTERLEAVED) != 0u;
+    bool interleaved = INTERLEAVED;
     bool full = (p.flags & FLAG_FULL_TABLE) != 0u;
     uint t0 = uint(trow) - p.t_base;
     for (uint l = 0u; l < lanes; ++l) {

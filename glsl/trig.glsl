@@ -6,6 +6,11 @@
  *   vec2 cos_sin(float a)
  *       (cos a, sin a) for every float32 a. NaN and +-Inf give NaN; sin keeps
  *       the sign of zero; |a| < 2^-12 gives (1, a) bit for bit (denormals too).
+ *   vec2 cos_sin_short(float a)
+ *       the same for |a| <= 8192 (for larger |a| the result is wrong),
+ *       cheaper: Cody-Waite reduction in float pairs (below).
+ *       Within 2 ulp on every float32 in [-8192, 8192] (tested exhaustively
+ *       by tests/trig_probe.py --sweep-short). The two may differ in the last bit.
  *   vec2 cos_sin_exact(uint position, uvec3 freq_q)
  *       (cos, sin) of position * f, exact angle: f a float64 inverse
  *       frequency, given as freq_q = round(f * 2/pi * 2^94) mod 2^96 (three
@@ -39,6 +44,13 @@
  *   sin r = rh + (rh z S(z) + rl (1 - z/2)),        z = rh^2, S degree 3
  *   cos r = w + (((1 - w) - z/2) + (z^2 C(z) - rh rl)),  w = 1 - z/2, C degree 2
  * and the quadrant picks (c, s), (-s, c), (-c, -s) or (s, -c).
+ * cos_sin_short reduces a - j pi/2 (j = round(a 2/pi) < 2^13) with pi/2 cut
+ * into five float32 (four of at most 11 significant bits, so j * Ci is
+ * exact; their sum is pi/2 within 2^-78): a - j C1 - j C2 is exact, the
+ * next two terms are subtracted with exact two-sums and the last rounded,
+ * which leaves r = rh + rl within about 2^-54 absolute, enough for the
+ * float32 closest to a multiple of pi/2 below 8192 (252.898..., 2^-27.8
+ * away); then the same polynomials.
  * Every float operation is `precise` (no contraction, no reassociation).
  */
 #ifndef VKROPE_TRIG_GLSL
@@ -241,6 +253,37 @@ vec2 cos_sin_exact(uint position, uvec3 freq_q) {
 vec2 cos_sin_exact_hilo(uint position, vec2 inv_freq_hilo) {
   uvec4 g = trig_add128(trig_quarter_turns128(inv_freq_hilo.x), trig_quarter_turns128(inv_freq_hilo.y));
   return trig_cos_sin_quarters(trig_mul128(position, g).xyz);
+}
+
+// pi/2 = TRIG_C1 + ... + TRIG_C5 within 2^-78; C1..C4 have at most 11
+// significant bits, so j * Ci is exact for integers j < 2^13.
+const float TRIG_C1 = 1.5703125f;         // 0x3FC90000
+const float TRIG_C2 = 4.83751297e-04f;    // 0x39FDA000
+const float TRIG_C3 = 7.54953362e-08f;    // 0x33A22000
+const float TRIG_C4 = 2.56328292e-12f;    // 0x2C346000
+const float TRIG_C5 = 6.12323426e-17f;    // 0x248D3132
+
+// (s, e) with s + e = a + b exactly (Knuth's two-sum).
+vec2 trig_two_sum(float a, float b) {
+  precise float s = a + b;
+  precise float bb = s - a;
+  precise float e = (a - (s - bb)) + (b - bb);
+  return vec2(s, e);
+}
+
+vec2 cos_sin_short(float a) {
+  float ax = abs(a);
+  precise float j = floor(ax * 0.636619747f + 0.5f);  // nearest quadrant, or one off next to a half
+  precise float r2 = (ax - j * TRIG_C1) - j * TRIG_C2;  // exact: |r2| < 1 on a grid of 2^-24
+  vec2 t3 = trig_two_sum(r2, -(j * TRIG_C3));
+  vec2 t4 = trig_two_sum(t3.x, -(j * TRIG_C4));
+  precise float tail = (t3.y + t4.y) - j * TRIG_C5;
+  precise float rh = t4.x + tail;
+  precise float rl = tail - (rh - t4.x);
+  vec2 cs = trig_kernel(rh, rl, uint(j));
+  cs = ax < 0.000244140625f ? vec2(1.0f, ax) : cs;  // sin a = a, cos a = 1 to float32 precision
+  cs.y = uintBitsToFloat(floatBitsToUint(cs.y) ^ (floatBitsToUint(a) & 0x80000000u));
+  return cs;
 }
 
 #endif

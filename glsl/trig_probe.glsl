@@ -12,10 +12,11 @@
  *   3 EXACT_HILO  cos_sin_exact_hilo(position[i >> freq_bits], freq_hilo[i % 2^freq_bits])
  *   4 BUILTIN     vec2(cos(angle[i]), sin(angle[i]))  (the driver's own)
  *   5 TABLE       table[i], binding 1 read as vec2    (what reading a table costs)
+ *   6 SHORT       cos_sin_short(angle[i])             (|angle| <= 8192)
  *
  * Inputs (set 0):
  *   binding 0  out        vec2 [count] (written)
- *   binding 1  angle      float [count] (MODE 0, 1, 4), or vec2 [count] (MODE 5)
+ *   binding 1  angle      float [count] (MODE 0, 1, 4, 6), or vec2 [count] (MODE 5)
  *   binding 2  position   uint [count >> freq_bits]
  *   binding 3  freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most
  *                         significant word first (w unused)
@@ -55,6 +56,8 @@ void main() {
     r = cos_sin_exact_hilo(position[i >> p.freq_bits], freq_hilo[i & ((1u << p.freq_bits) - 1u)]);
   } else if (MODE == 4u) {
     r = vec2(cos(angle[i]), sin(angle[i]));
+  } else if (MODE == 6u) {
+    r = cos_sin_short(angle[i]);
   } else {
     r = table[i];
   }

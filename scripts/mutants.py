@@ -32,7 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py",
+    "tests/test_generated.py", "tests/test_trig.py",
 ]
 
 
@@ -66,7 +66,9 @@ MUTATIONS = [
     Mutation("positions read at the wrong token", KERNEL,
              "return positions[n - p.pos_base];", "return positions[n];"),
     Mutation("repeat: row n / Nf instead of n % Nf", KERNEL,
-             "return int(n < p.n_freq_rows ? n : n % p.n_freq_rows);", "return int(n < p.n_freq_rows ? n : n / p.n_freq_rows);"),
+             "return int(REPEAT ? n % p.n_freq_rows : n);", "return int(REPEAT ? n / p.n_freq_rows : n);"),
+    Mutation("repeat: rows never wrap (REPEAT always off)", OP,
+             "repeat = not ch.positions and self.n_rot > self.n_freq_rows", "repeat = False"),
     Mutation("exclude_last: last excluded token rotated", KERNEL, "if (n >= p.n_rot) {", "if (n > p.n_rot) {"),
     Mutation("unaligned second pair dropped", KERNEL,
              "v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));", "v.zw = v.zw;"),
@@ -74,11 +76,14 @@ MUTATIONS = [
     Mutation("texture fold: rows not folded", KERNEL,
              "pos = ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));",
              "pos = ivec3(int(c4 % p.image_width), int(vrow), 0);"),
-    Mutation("float16 pass-through converted instead of copied", KERNEL,
-             "      out_texels[g >> 1] = in_texels[g >> 1];", "      out_texels[g >> 1] = XVEC4(vec4(in_texels[g >> 1]));",
-             why_survives="lavapipe's float16 <-> float32 buffer conversions keep every NaN payload, signalling ones "
-                          "included, so the round trip is invisible there; test_misuse's pass-through test catches it "
-                          "on a device whose conversion quiets signalling NaNs"),
+    Mutation("pass-through texel re-encoded instead of copied", KERNEL,
+             "XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;", "XRAW2 out0 = vec2_to_raw(v.xy);",
+             why_survives="float32 bits go through uintBitsToFloat / floatBitsToUint unchanged, and lavapipe's "
+                          "unpackHalf2x16 / packHalf2x16 keep every NaN payload, signalling ones included, so the "
+                          "round trip is invisible there; test_misuse's pass-through test catches it on a device "
+                          "whose conversion quiets signalling NaNs"),
+    Mutation("pass-through tokens rotated", KERNEL,
+             "XRAW2 out1 = frow >= 0 ? vec2_to_raw(v.zw) : raw1;", "XRAW2 out1 = vec2_to_raw(v.zw);\n  v.zw = v.zw * 2.0;"),
     Mutation("float16 ties away from zero", COMMON,
              "uvec4 kept = (mag + 0x0FFFu + ((mag >> 13) & 1u)) & 0xFFFFE000u;",
              "uvec4 kept = (mag + 0x1000u) & 0xFFFFE000u;"),
@@ -115,17 +120,29 @@ MUTATIONS = [
     Mutation("table op: position ids past the cache accepted", TABLE_OP,
              "bad = p[(p < 0) | (p >= rows)]", "bad = p[p < 0]"),
     Mutation("generated: exact angle mode ignored", TABLE_KERNEL,
-             "  if ((p.flags & FLAG_EXACT) != 0u) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
+             "  if (EXACT) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
     Mutation("generated: position read as an integer, not its float32 bits", TABLE_KERNEL,
              "precise float angle = intBitsToFloat(trow) * inv_freq[col];",
              "precise float angle = float(trow) * inv_freq[col];"),
     Mutation("generated: built-in cos / sin instead of the exact ones", TABLE_KERNEL,
              "  return cos_sin(angle);\n}", "  return vec2(cos(angle), sin(angle));\n}"),
     Mutation("generated axial: x and y swapped", KERNEL,
-             "coord = k < p.pairs_per_row / 2u ? coord % p.axial_end_x : coord / p.axial_end_x;",
-             "coord = k < p.pairs_per_row / 2u ? coord / p.axial_end_x : coord % p.axial_end_x;"),
+             "      c0 = k0 < x_pairs ? x : y;", "      c0 = k0 < x_pairs ? y : x;"),
     Mutation("generated axial: exact angle mode ignored", KERNEL,
-             "  if ((p.flags & FLAG_EXACT) != 0u) {\n    return cos_sin_exact(coord", "  if (false) {\n    return cos_sin_exact(coord"),
+             "  if (ANGLE == ANGLE_EXACT) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
+    Mutation("generated axial: row split without its corrections", KERNEL,
+             "for (int i = 0; i < 3; ++i) {", "for (int i = 0; i < 0; ++i) {",
+             why_survives="n times the float reciprocal of d truncates to the exact quotient for n < 2^24 wherever "
+                          "division and reciprocal are correctly rounded (lavapipe); the corrections are for GPUs' "
+                          "approximate reciprocals, where the 2^24-row grid test catches their absence"),
+    Mutation("generated: short reduction past its range", OP,
+             "return ANGLE_SHORT if spec.short_angles else ANGLE_FLOAT32", "return ANGLE_SHORT"),
+    Mutation("short reduction: last part of pi/2 dropped", "glsl/trig.glsl",
+             "precise float tail = (t3.y + t4.y) - j * TRIG_C5;", "precise float tail = t3.y + t4.y;"),
+    Mutation("short reduction: C4 term's rounding error dropped", "glsl/trig.glsl",
+             "precise float tail = (t3.y + t4.y) - j * TRIG_C5;", "precise float tail = t3.y - j * TRIG_C5;"),
+    Mutation("short reduction: C3 term's rounding error dropped", "glsl/trig.glsl",
+             "precise float tail = (t3.y + t4.y) - j * TRIG_C5;", "precise float tail = t4.y - j * TRIG_C5;"),
     # --- the operator's plan and tables
     Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
     Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),

@@ -189,6 +189,40 @@ def test_axial_cos_sin_within_two_ulp(device, angle, grid, storage):
     assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
 
 
+@pytest.mark.parametrize("angle", ["float32", "exact"])
+@pytest.mark.parametrize("theta,short", [(10000.0, True), (0.01, False)])
+def test_axial_grids_up_to_2_pow_24_rows(device, angle, theta, short):
+    """A 4099 x 4093 grid (16777207 rows, just under 2^24) through positions:
+    rows at both ends, next to every kind of x / y boundary and random, so
+    the shader's row -> (x, y) split is checked where float quotients round.
+    theta = 0.01 makes the inverse frequency 10 and the largest angle 40980:
+    past the short reduction's 8192, so the full one runs (the spec says
+    which, from its own fields)."""
+    dim, ex, ey = 8, 4099, 4093
+    spec = vkrope.AxialFreqs(dim, ex, ey, theta=theta, angle=angle)
+    assert spec.short_angles == (short and angle == "float32")
+    rng = np.random.default_rng(9)
+    edges = np.array([0, 1, ex - 1, ex, ex + 1, ex * ey - 1, ex * ey - 2, ex * (ey - 1), ex * (ey - 1) - 1])
+    rows = np.concatenate([edges, np.arange(1, ey) * ex - 1, np.arange(1, ey) * ex,
+                           rng.integers(0, ex * ey, 4000)])
+    x = np.zeros((1, len(rows), dim), np.float32)
+    x[..., 0::2] = 1.0
+    y = device.apply(x, spec, positions=rows, out=np.full_like(x, np.nan))[0]
+    f = 1.0 / float(theta) ** (np.arange(0, dim, 4, dtype=np.float64)[: dim // 4] / dim)
+    if angle == "exact":
+        fl = f.astype(np.longdouble)
+        cx, cy = (rows % ex).astype(np.longdouble), (rows // ex).astype(np.longdouble)
+        a = np.concatenate([np.outer(cx, fl), np.outer(cy, fl)], 1)
+    else:
+        e = np.arange(0, dim, 4, dtype=np.float32)[: dim // 4] / np.float32(dim)
+        f32 = np.float32(1.0) / np.power(np.float32(theta), e)
+        a = np.concatenate([(rows % ex).astype(np.float32)[:, None] * f32,
+                            (rows // ex).astype(np.float32)[:, None] * f32], 1).astype(np.float32)
+        a = a.astype(np.longdouble)
+    err_c, err_s = ulps(y[:, 0::2], np.cos(a)), ulps(y[:, 1::2], np.sin(a))
+    assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
+
+
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("resident", [False, True])

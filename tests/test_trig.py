@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 BOUND = 2.0
 
 
-def check_angles(device, angles: np.ndarray, what: str) -> float:
-    """Run cos_sin over float32 `angles` and assert both outputs within BOUND ulp of float64."""
+def check_angles(device, angles: np.ndarray, what: str, mode: int = tp.ANGLE) -> float:
+    """Run cos_sin (or cos_sin_short, mode=tp.SHORT) over float32 `angles`
+    and assert both outputs within BOUND ulp of float64."""
     angles = np.asarray(angles, np.float32)
-    out, _ = tp.run(device, tp.ANGLE, angles=angles)
+    out, _ = tp.run(device, mode, angles=angles)
     a = angles.astype(np.float64)
     worst = 0.0
     for col, ref in ((0, np.cos(a)), (1, np.sin(a))):
@@ -86,7 +87,7 @@ def hard_angles(limit: float = 2.0**25, worst: int = 4096) -> np.ndarray:
         best_a, best_d = np.concatenate([best_a, a[keep]]), np.concatenate([best_d, d[keep]])
         order = np.argsort(best_d)[:worst]
         best_a, best_d = best_a[order], best_d[order]
-    print(f"\ntrig hard cases: closest float32 to a multiple of pi/2 below 2^25 is {best_d[0]:.3g} away "
+    print(f"\ntrig hard cases: closest float32 to a multiple of pi/2 below {limit:g} is {best_d[0]:.3g} away "
           f"({np.log2(best_d[0]):.1f} in log2), the {worst}th {best_d[-1]:.3g}")
     return np.concatenate([best_a, np.nextafter(best_a, np.float32(np.inf)), np.nextafter(best_a, np.float32(0))])
 
@@ -138,6 +139,42 @@ def test_special_values(device):
     nans = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF], np.uint32)
     out, _ = tp.run(device, tp.ANGLE, angles=nans.view(np.float32))
     assert np.isnan(out).all()
+
+
+# --- cos_sin_short: |a| <= 8192 (AxialFreqs grids) ------------------------------------
+def test_short_dense_sweep_and_around_pi_over_4(device):
+    """4 Mi float32 evenly spaced in bit pattern over [0, 8192] (every binade
+    from denormals up) and the 1 Mi around pi/4, both signs of a sample.
+    (tests/trig_probe.py --sweep-short checks every float32 in [0, 8192].)"""
+    top = int(np.float32(tp.SHORT_LIMIT).view(np.uint32))
+    strided = np.linspace(0, top, 4 << 20).astype(np.uint32)
+    pio4 = int(np.float32(np.pi / 4).view(np.uint32))
+    around = np.arange(pio4 - (1 << 19), pio4 + (1 << 19), dtype=np.uint32)
+    a = np.concatenate([strided, around]).view(np.float32)
+    check_angles(device, np.concatenate([a, -a[::7]]), "short: dense [0, 8192]", tp.SHORT)
+
+
+def test_short_random_and_hard_cases(device):
+    """Uniform angles over [-8192, 8192], and the 4096 float32 nearest to
+    multiples of pi/2 below 8192 (252.898..., 2^-27.8 away, the nearest)
+    with their neighbours, both signs."""
+    rng = np.random.default_rng(6)
+    uniform = rng.uniform(-tp.SHORT_LIMIT, tp.SHORT_LIMIT, 1 << 20)
+    hard = hard_angles(limit=tp.SHORT_LIMIT)
+    hard = hard[np.abs(hard) <= tp.SHORT_LIMIT]
+    check_angles(device, np.concatenate([uniform, hard, -hard]).astype(np.float32), "short: random and hard cases",
+                 tp.SHORT)
+
+
+def test_short_special_values(device):
+    tiny = np.array([1, 2, 3, 0x7FFFFF, 0x400000, 0x800000, 0x800001], np.uint32).view(np.float32)
+    edge = np.float32(2.0**-12)
+    finite = np.concatenate([[0.0, tp.SHORT_LIMIT, np.nextafter(np.float32(tp.SHORT_LIMIT), np.float32(0))], tiny,
+                             [np.nextafter(edge, np.float32(0)), edge, np.nextafter(edge, np.float32(1))]])
+    check_angles(device, np.concatenate([finite, -finite]).astype(np.float32), "short: special values", tp.SHORT)
+    out, _ = tp.run(device, tp.SHORT, angles=np.array([0.0, -0.0, 1e-45, -1e-45], np.float32))
+    assert np.array_equal(out.view(np.uint32), np.array([[1.0, 0.0], [1.0, -0.0], [1.0, 1e-45], [1.0, -1e-45]],
+                                                        np.float32).view(np.uint32))
 
 
 LLAMA = np.concatenate([tp.llama_freqs(10000.0), tp.llama_freqs(500000.0)])

@@ -2,6 +2,7 @@
 through the runtime, and the float64 references it is held to.
 
     python tests/trig_probe.py [--million N] [--rounds R]   # kernel ms per million evaluations, per mode
+    python tests/trig_probe.py --sweep-short                # cos_sin_short on every float32 in [0, 8192]
 
 Host side of the exact mode: `freq_quarter_turns(f)` is what
 `cos_sin_exact(position, freq_q)` takes, round(f * 2/pi * 2^94) mod 2^96, from
@@ -23,7 +24,8 @@ from vkrope.runtime.steps import WRITE, Launch, arg  # noqa: E402
 from vkrope.vk.resources import Buffer  # noqa: E402
 
 KERNEL = "trig_probe"
-COPY, ANGLE, EXACT, EXACT_HILO, BUILTIN, TABLE = range(6)
+COPY, ANGLE, EXACT, EXACT_HILO, BUILTIN, TABLE, SHORT = range(7)
+SHORT_LIMIT = 8192.0  # cos_sin_short's range
 WORKGROUP = 64
 ROW_GROUPS = 1024  # workgroups per grid row (maxComputeWorkGroupCount[0] is at least 65535)
 
@@ -136,8 +138,8 @@ def _buffer(dev: vkrope.Device, data: np.ndarray | None, nbytes: int = 0) -> Buf
 def run(dev: vkrope.Device, mode: int, angles: np.ndarray | None = None, positions: np.ndarray | None = None,
         freqs: np.ndarray | None = None, timed: bool = False, repeat: int = 1) -> tuple[np.ndarray, float | None]:
     """out [count, 2] float32 of the probe in `mode`, and the kernel seconds
-    (the least of `repeat` timed submissions) when `timed`. ANGLE / COPY /
-    BUILTIN take float32 `angles` (TABLE: a float32 [count, 2] table);
+    (the least of `repeat` timed submissions) when `timed`. ANGLE / SHORT /
+    COPY / BUILTIN take float32 `angles` (TABLE: a float32 [count, 2] table);
     EXACT / EXACT_HILO take uint32 `positions` and float64 `freqs` (a power
     of two of them), and evaluate every (position, freq), freqs fastest."""
     rt = dev._rt
@@ -174,6 +176,30 @@ def run(dev: vkrope.Device, mode: int, angles: np.ndarray | None = None, positio
     return out, seconds
 
 
+def sweep_short(chunk: int = 1 << 24) -> float:
+    """Every float32 in [0, 8192] (all 1.17e9 bit patterns) through
+    cos_sin_short, against float64 cos / sin; prints and returns the largest
+    error in ulp. (Negative angles take the same path with the sign of sin
+    flipped on its bits.) About a minute on lavapipe and 2 cores."""
+    dev = vkrope.Device(validation=False)
+    top = int(np.float32(SHORT_LIMIT).view(np.uint32)) + 1
+    worst, where = 0.0, 0.0
+    try:
+        for start in range(0, top, chunk):
+            a = np.arange(start, min(top, start + chunk), dtype=np.uint32).view(np.float32)
+            out, _ = run(dev, SHORT, angles=a)
+            a64 = a.astype(np.float64)
+            for col, ref in ((0, np.cos(a64)), (1, np.sin(a64))):
+                err = ulp_error(out[:, col], ref)
+                i = int(np.argmax(err))
+                if err[i] > worst:
+                    worst, where = float(err[i]), float(a[i])
+    finally:
+        dev.close()
+    print(f"cos_sin_short on all {top} float32 in [0, {SHORT_LIMIT:g}]: max error {worst:.3f} ulp (at {where!r})")
+    return worst
+
+
 def main() -> None:
     """Kernel time per million evaluations of each mode on the default device
     (modes interleaved round after round, each the least of 3 calls on the
@@ -184,16 +210,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--million", type=int, default=8, help="evaluations per call, in Mi (default 8)")
     parser.add_argument("--rounds", type=int, default=9, help="timed calls per mode (default 9)")
+    parser.add_argument("--sweep-short", action="store_true",
+                        help="check cos_sin_short on every float32 in [0, 8192] against float64 instead")
     args = parser.parse_args()
+    if args.sweep_short:
+        sweep_short()
+        return
     n = args.million << 20
     dev = vkrope.Device(validation=False)
     rng = np.random.default_rng(0)
     angles = rng.uniform(-(2.0**20), 2.0**20, n).astype(np.float32)
+    short = rng.uniform(-SHORT_LIMIT, SHORT_LIMIT, n).astype(np.float32)
     freqs = llama_freqs(500000.0)
     positions = np.arange(n // len(freqs), dtype=np.uint32)
     cases = [("copy (float in, vec2 out)", COPY, dict(angles=angles)),
              ("table read (vec2 in, vec2 out)", TABLE, dict(angles=np.repeat(angles, 2))),
              ("cos_sin(float)", ANGLE, dict(angles=angles)),
+             ("cos_sin_short(float), |a| <= 8192", SHORT, dict(angles=short)),
              ("cos_sin_exact(position, freq_q)", EXACT, dict(positions=positions, freqs=freqs)),
              ("cos_sin_exact_hilo(position, hilo)", EXACT_HILO, dict(positions=positions, freqs=freqs)),
              ("built-in cos(), sin()", BUILTIN, dict(angles=angles))]

@@ -26,6 +26,7 @@ import numpy as np
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
+SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -171,6 +172,12 @@ class RopeFreqs:
         """What the interleaved kernel reads per pair column (see `_columns`)."""
         return _columns(self.inv_freq_float32(), self.inv_freq_float64())
 
+    @property
+    def short_angles(self) -> bool:
+        """False: positions reach 2^24, so every call takes the full range
+        reduction (one position gives the same bits in every call)."""
+        return False
+
 
 @dataclass(frozen=True)
 class AxialFreqs:
@@ -228,6 +235,17 @@ class AxialFreqs:
         """The (cos, sin)-interleaved float32 table [end_x * end_y, dim] it stands for."""
         a = self.angles(np.arange(self.rows))
         return np.stack([np.cos(a), np.sin(a)], -1).reshape(self.rows, self.dim).astype(np.float32)
+
+    @cached_property
+    def short_angles(self) -> bool:
+        """Whether every float32 angle of the grid lies within the short
+        reduction's range (|angle| <= 8192, glsl/trig.glsl cos_sin_short),
+        which the kernel then takes: the grid bounds the coordinates, so
+        the choice is the spec's, the same in every call."""
+        if self.angle != "float32":
+            return False
+        top = np.float32(max(self.end_x, self.end_y) - 1) * self.inv_freq_float32().max()
+        return bool(top <= SHORT_ANGLE_LIMIT)
 
     @cached_property
     def columns(self) -> np.ndarray:

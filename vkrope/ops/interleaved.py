@@ -30,6 +30,7 @@ from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
+ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/rope_interleaved.glsl's ANGLE
 REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
@@ -207,7 +208,7 @@ class Plan:
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
     in_place: bool = True  # out may be x: each invocation reads only the texel it writes
-    exact: bool = False  # generated frequencies with the exact angle
+    angle: int = 0  # generated frequencies: ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT (the kernel's)
     axial_end_x: int = 0  # generated axial frequencies: the grid's width
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
@@ -227,8 +228,7 @@ class Plan:
                 xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
             fa, pa = tables[ch.table]
             flags = (kernel.flag("FLAG_INVERSE") if self.inverse else 0) | (
-                kernel.flag("FLAG_POSITIONS") if ch.positions else 0) | (
-                kernel.flag("FLAG_EXACT") if self.exact else 0)
+                kernel.flag("FLAG_POSITIONS") if ch.positions else 0)
             push = dict(
                 n_tokens=self.n_tokens, pairs_per_row=self.pairs_per_row, token_begin=ch.n0, token_end=ch.n1,
                 batch_begin=ch.b0, batch_end=ch.b1, x_base=ch.x_base, f_base=ch.f_base, n_rot=self.n_rot,
@@ -236,9 +236,20 @@ class Plan:
                 pos_base=0 if self.flat else ch.n0, axial_end_x=self.axial_end_x,
             )
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
-            out_.append(Launch(kernel.name, (wx, wy, int(self.aligned), int(self.flat)), tuple(push.items()),
-                               (oa, xa, fa, pa), grid))
+            # Rows repeat (n % Nf) only without positions and with n_rot > Nf.
+            repeat = not ch.positions and self.n_rot > self.n_freq_rows
+            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0))
+            out_.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, fa, pa), grid))
         return tuple(out_)
+
+
+def angle_mode(spec: AxialFreqs | RopeFreqs) -> int:
+    """The kernel's ANGLE specialization constant for a spec: the exact
+    angle, the float32 angle with the short reduction when the spec bounds
+    every angle within its range (AxialFreqs grids), else the full one."""
+    if spec.angle == "exact":
+        return ANGLE_EXACT
+    return ANGLE_SHORT if spec.short_angles else ANGLE_FLOAT32
 
 
 def f_dtype_of(req: Request) -> str:
@@ -294,7 +305,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, n_tokens=n, pairs_per_row=ppr,
         workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
         n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
-        exact=req.generated and req.freqs_pairs.angle == "exact",
+        angle=angle_mode(req.freqs_pairs) if req.generated else ANGLE_FLOAT32,
         axial_end_x=req.freqs_pairs.end_x if isinstance(req.freqs_pairs, AxialFreqs) else 0,
     )
 
@@ -340,7 +351,7 @@ def plan_key(req: Request, storage: str) -> tuple | None:
         return None
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    spec = (type(req.freqs_pairs).__name__, req.freqs_pairs.end_x, req.freqs_pairs.angle) if req.generated else None
+    spec = req.freqs_pairs if req.generated else None  # a frozen spec: its fields pick the kernel's angle mode
     return (KERNEL, storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
             resident, spec)
 

@@ -350,9 +350,7 @@ class Plan:
         itemsize = np.dtype(self.x_dtype).itemsize
         wx, wy = self.workgroup
         width, height = self.image_extent[:2] if self.image_extent else (0, 0)
-        flags = (kernel.flag("FLAG_INTERLEAVED") if self.interleaved else 0) | (
-            kernel.flag("FLAG_FULL_TABLE") if self.full_table else 0) | (
-            kernel.flag("FLAG_EXACT") if self.exact else 0)
+        flags = kernel.flag("FLAG_FULL_TABLE") if self.full_table else 0
         origin = self.row_offset * self.row_values  # value index of the bound tensor's start
         launches = []
         for ch in self.chunks:
@@ -372,9 +370,8 @@ class Plan:
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
-            launches.append(Launch(kernel.name, (wx, wy, int(self.row_values % 4 == 0), int(whole)),
-                                   tuple(push.items()),
-                                   (oa, xa, ca, sa, ra), grid))
+            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact))
+            launches.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
 
 
