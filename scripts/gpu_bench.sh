@@ -3,8 +3,9 @@
 # NVIDIA GPU, NVIDIA's Vulkan driver and Python 3.12 with numpy, pytest,
 # hypothesis and CUDA torch. Run from the project root after
 #   source .offline/activate.sh        (see ../shared/gpu/prepare-offline-bundle.sh)
-# Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{bench.json, bench_family.json, bench.svg or .png,
-#                                          log.txt, tests.txt}
+# Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{bench.json, bench_family.json, log.txt, tests.txt}
+# (that machine has no matplotlib: draw the chart back here with
+#  python -m vkrope bench --chart-from OUTDIR/bench.json)
 # Finishes within 8 minutes (480 s) in all. Each step has a time limit and
 # the benchmark gets what is left of the budget:
 #   nvidia-smi                     timeout  10 s

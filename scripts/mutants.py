@@ -77,11 +77,7 @@ MUTATIONS = [
              "pos = ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));",
              "pos = ivec3(int(c4 % p.image_width), int(vrow), 0);"),
     Mutation("pass-through texel re-encoded instead of copied", KERNEL,
-             "XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;", "XRAW2 out0 = vec2_to_raw(v.xy);",
-             why_survives="float32 bits go through uintBitsToFloat / floatBitsToUint unchanged, and lavapipe's "
-                          "unpackHalf2x16 / packHalf2x16 keep every NaN payload, signalling ones included, so the "
-                          "round trip is invisible there; test_misuse's pass-through test catches it on a device "
-                          "whose conversion quiets signalling NaNs"),
+             "XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;", "XRAW2 out0 = vec2_to_raw(v.xy);"),
     Mutation("pass-through tokens rotated", KERNEL,
              "XRAW2 out1 = frow >= 0 ? vec2_to_raw(v.zw) : raw1;", "XRAW2 out1 = vec2_to_raw(v.zw);\n  v.zw = v.zw * 2.0;"),
     Mutation("float16 ties away from zero", COMMON,

@@ -224,14 +224,42 @@ def test_cli_numeric_and_usage_errors_are_one_line(tmp_path, args, words):
 
 
 def test_cli_bench_quick_tiny(tmp_path):
-    """The benchmark runs and writes JSON and a chart (sizes kept tiny here)."""
+    """The benchmark runs and writes JSON and a chart (sizes kept tiny here):
+    per shape and dtype a table row per storage and a generated-frequency
+    row, each with its bytes moved and both ceilings; the chart can be drawn
+    again from the JSON alone."""
     res = cli("bench", "--shapes", "1x16x8,2x64x16", "--repeats", "1", "--out", str(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert len(result["rows"]) == 2 * 2 * 2
-    row = result["rows"][0]
-    assert row["kernel_s"] > 0 and row["apply_s"] > 0 and row["copy_gbps"] > 0
+    assert len(result["rows"]) == 2 * 2 * 3
+    for row in result["rows"]:
+        assert row["kernel_s"] > 0 and row["apply_s"] > 0 and row["copy_gbps"] > 0 and row["texel_copy_gbps"] > 0
+        b, n, c = row["shape"]
+        x_bytes = b * n * c * (4 if row["dtype"] == "float32" else 2)
+        table = n * c * (4 if row["dtype"] == "float32" else 2)
+        columns = (c // 2) * 16  # one uvec4 per pair column
+        assert row["x_bytes"] == x_bytes
+        assert row["bytes_moved"] == 2 * x_bytes + (table if row["freqs"] == "table" else columns), row
+    assert {(r["storage"], r["freqs"]) for r in result["rows"]} == {
+        ("buffer", "table"), ("texture3d", "table"), ("buffer", "generated")}
     assert (tmp_path / "bench.png").stat().st_size > 1000
+    res = cli("bench", "--chart-from", str(tmp_path / "bench.json"), "--plot", str(tmp_path / "again.png"))
+    assert res.returncode == 0 and (tmp_path / "again.png").stat().st_size > 1000, res.stdout + res.stderr
+    (tmp_path / "bad.json").write_text("{}")
+    res = cli("bench", "--chart-from", str(tmp_path / "bad.json"))
+    assert res.returncode != 0 and "--chart-from" in res.stderr and "bad.json" in res.stderr
+
+
+def test_cli_bench_without_matplotlib(tmp_path):
+    """No matplotlib: the numbers are still written, and the message says how
+    to get the chart (no second, weaker plotter)."""
+    code = ("import sys; sys.modules['matplotlib'] = None; from vkrope.__main__ import main; "
+            f"sys.exit(main(['bench', '--shapes', '1x16x8', '--repeats', '1', '--dtype', 'float32', "
+            f"'--storage', 'buffer', '--out', {str(tmp_path)!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (tmp_path / "bench.json").exists() and not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.svg"))
+    assert "pip install 'vkrope[bench]'" in res.stdout and "--chart-from" in res.stdout
 
 
 def test_cli_demo():

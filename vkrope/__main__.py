@@ -185,6 +185,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from vkrope import bench
 
+    if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
+        try:
+            result = json.loads(Path(args.chart_from).read_text())
+            result["rows"], result["device"]["name"], result["date"]  # noqa: B018  (what the chart reads)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"--chart-from: {args.chart_from} is not a `vkrope bench` JSON ({exc})") from None
+        plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
+        _chart(bench, result, plot_path)
+        return 0
     if args.family:
         from vkrope import bench_family
 
@@ -211,15 +220,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"wrote {json_path}")
     plot_path = args.plot or str(out_dir / "bench.png")
     try:
-        bench.plot(result, plot_path)
-        print(f"wrote {plot_path}")
+        _chart(bench, result, plot_path)
     except ImportError:
         if args.plot:
-            raise ValueError("--plot needs matplotlib: pip install matplotlib") from None
-        svg = str(out_dir / "bench.svg")
-        bench.plot_svg(result, svg)
-        print(f"wrote {svg} (matplotlib is not installed: pip install matplotlib for a PNG)")
+            raise
+        print(f"no chart: matplotlib is not installed. pip install 'vkrope[bench]' (or matplotlib), then "
+              f"python -m vkrope bench --chart-from {json_path}")
     return 0
+
+
+def _chart(bench: Any, result: dict, path: str) -> None:
+    """Draw the chart with matplotlib; ImportError with the way to get it."""
+    try:
+        import matplotlib  # noqa: F401, PLC0415  (the bench extra)
+    except ImportError:
+        raise ImportError("the chart needs matplotlib: pip install 'vkrope[bench]' (or matplotlib)") from None
+    bench.plot(result, path)
+    print(f"wrote {path}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -290,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", nargs="+", default=["float32", "float16"], choices=["float32", "float16"])
     p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
+    p.add_argument("--chart-from", metavar="BENCH.json",
+                   help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     try:

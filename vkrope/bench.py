@@ -1,13 +1,21 @@
 """The benchmark behind `vkrope bench`: kernel time and bandwidth from
-timestamp queries, the same run's device-copy bandwidth, end-to-end
-`vkrope.apply`, device-resident calls, numpy's best, and (when importable)
-torch's SAM2 formulation and the same op written with wgpu-py.
+timestamp queries, with the table and with frequencies computed in the
+shader (`vkrope.AxialFreqs`) side by side; the same run's two ceilings (the
+texel-copy shader over the same tensor, the roofline of a one-texel kernel,
+and vkCmdCopyBuffer); end-to-end `vkrope.apply`, device-resident calls,
+numpy's best, and (when importable) torch's SAM2 formulation and the same
+op written with wgpu-py.
 
-All ratios are measured in one run, on one machine, side by side."""
+Bytes moved are what the kernel reads and writes in device memory: x, out
+and the table (2 * x + table), or the generated frequencies' per-column
+words instead of the table. Kernel GB/s are counted on those bytes; the
+texel copy's on its own (2 * x). All ratios are measured in one run, on
+one machine, side by side."""
 
 from __future__ import annotations
 
 import json
+import math
 import platform
 import statistics
 import time
@@ -19,6 +27,7 @@ import numpy as np
 from .ops import interleaved
 from .baselines import numpy_rope
 from .device import Device
+from .freqs import AxialFreqs
 
 QUICK_SHAPES = [(1, 256, 256), (1, 1792, 256), (1, 4096, 256), (8, 4096, 256)]
 FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)]
@@ -156,8 +165,8 @@ class _Wgpu:
         return {"end_to_end_s": _median_time(run, repeats)}
 
 
-HEADER = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
-          f"{'copy GB/s':>9} {'k/copy':>6} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
+HEADER = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'freqs':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
+          f"{'tcopy GB/s':>10} {'k/tcopy':>7} {'copy GB/s':>9} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
           f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
 
 
@@ -181,9 +190,11 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
             "torch": extras["torch"] if isinstance(extras["torch"], str) else extras["torch"].name,
             "wgpu": extras["wgpu"] if isinstance(extras["wgpu"], str) else extras["wgpu"].name,
             "quick": quick, "repeats": reps, "rows": rows, "complete": False,
-            "notes": "times are medians; kernel from timestamp queries; apply = end to end from numpy to numpy; "
-                     "resident = Device.apply on a DeviceArray; copy = vkCmdCopyBuffer moving the same bytes "
-                     "as the kernel; memcpy = numpy copyto of x",
+            "notes": "times are medians; kernel from timestamp queries; bytes_moved = 2 * x + table (freqs "
+                     "'table') or 2 * x + the generated columns ('generated', vkrope.AxialFreqs); texel_copy = "
+                     "glsl/texel_copy.glsl over x (2 * x moved, the roofline of a one-texel kernel); copy = "
+                     "vkCmdCopyBuffer moving bytes_moved; apply = end to end from numpy to numpy; resident = "
+                     "Device.apply on a DeviceArray; memcpy = numpy copyto of x",
         }
         log(f"device: {info['name']} ({info['type']}), Vulkan {info['api_version']}")
         for name in ("torch", "wgpu"):
@@ -226,10 +237,33 @@ def _inputs(rng: np.random.Generator, shape: tuple[int, int, int], dtype: np.dty
     return x, np.stack([np.cos(theta), np.sin(theta)], -1).reshape(n, c).astype(dtype)
 
 
+def axial_spec(n: int, c: int) -> AxialFreqs | None:
+    """SAM2's axial frequencies for N tokens of C channels: the grid closest
+    to square (64 x 64 for 4096), None when C % 4 != 0."""
+    if c % 4:
+        return None
+    end_x = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    return AxialFreqs(c, end_x, n // end_x)
+
+
+def _kernel_s(dev: Device, req: Any, out: np.ndarray, r: int) -> float | None:
+    """Median kernel seconds of `r` timed runs after one warm-up (None without timestamps)."""
+    timed = [dev.run(req, out) for _ in range(r + 1)][1:]
+    kernels = [k for k in timed if k is not None]
+    return statistics.median(kernels) if len(kernels) == len(timed) else None
+
+
+def _median_of(fn: Callable[[], float | None], r: int) -> float | None:
+    """Median of `r` device timings after one warm-up."""
+    fn()
+    ts = [t for t in (fn() for _ in range(r)) if t]
+    return statistics.median(ts) if ts else None
+
+
 def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...], r: int) -> list[dict[str, Any]]:
-    """vkrope's rows for one shape and dtype (one per storage), with numpy,
-    memcpy and the device copy measured on the same bytes."""
-    moved = 2 * x.nbytes + f.nbytes
+    """vkrope's rows for one shape and dtype: the table per storage, then
+    the frequencies computed in the shader (buffer storage), each with
+    numpy, memcpy and both device ceilings measured on the same tensor."""
     if x.dtype == np.float32:
         t_np, np_path = _median_time(lambda: numpy_rope(x, f), r), "complex64 multiply"
     else:
@@ -237,23 +271,29 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     dst = np.empty_like(x)
     t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
     del dst
-    copies = [s for s in (dev._time_copy(moved // 2) for _ in range(r)) if s]
-    copy_s = statistics.median(copies) if copies else None
+    half = x.dtype == np.float16
+    texel_s = _median_of(lambda: dev._time_texel_copy(x.nbytes, half), r)
+    spec = axial_spec(x.shape[-2], x.shape[-1])
+    cases = [(storage, "table", f) for storage in storages]
+    if spec is not None and "buffer" in storages:
+        cases.append(("buffer", "generated", spec))
     rows = []
-    for storage in storages:
-        req = interleaved.check(x, f, storage=storage)
-        out = np.empty_like(x)
-        timed = [dev.run(req, out) for _ in range(r + 1)][1:]
-        kernels = [k for k in timed if k is not None]
-        kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
-        t_apply = _median_time(lambda: dev.apply(x, f, storage=storage), r)
+    for storage, kind, freqs in cases:
+        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else spec.columns.nbytes)
+        copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
+        req = interleaved.check(x, freqs, storage=storage)
+        kernel = _kernel_s(dev, req, np.empty_like(x), r)
+        t_apply = _median_time(lambda: dev.apply(x, freqs, storage=storage), r)
         xd = dev.asarray(x, storage=storage)
-        t_resident = _median_time(lambda: dev.apply(xd, f), r)
+        t_resident = _median_time(lambda: dev.apply(xd, freqs), r)
         xd.release()
         dev.trim()
         rows.append({
-            "shape": list(x.shape), "dtype": x.dtype.name, "storage": storage, "bytes_moved": moved,
+            "shape": list(x.shape), "dtype": x.dtype.name, "storage": storage, "freqs": kind,
+            "x_bytes": x.nbytes, "bytes_moved": moved,
             "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
+            "texel_copy_s": texel_s, "texel_copy_gbps": 2 * x.nbytes / texel_s / 1e9 if texel_s else None,
+            "kernel_over_texel_copy": (texel_s / kernel) if (kernel and texel_s) else None,
             "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
             "kernel_over_copy": (copy_s / kernel) if (kernel and copy_s) else None,
             "apply_s": t_apply, "resident_apply_s": t_resident,
@@ -279,9 +319,10 @@ def _competitor_times(extras: dict[str, Any], x: np.ndarray, f: np.ndarray, r: i
 
 def _row_line(row: dict[str, Any]) -> str:
     tt, wg = row["torch"], row["wgpu"]
-    return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<7} {row['storage']:<9} {row['bytes_moved'] / 2**20:>7.1f} "
-            f"{_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} {_num(row['copy_gbps']):>9} "
-            f"{_num(row['kernel_over_copy'], 2):>6} {_ms(row['apply_s']):>9} "
+    return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<7} {row['storage']:<9} {row['freqs']:<9} "
+            f"{row['bytes_moved'] / 2**20:>7.1f} {_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} "
+            f"{_num(row['texel_copy_gbps']):>10} {_num(row['kernel_over_texel_copy'], 2):>7} "
+            f"{_num(row['copy_gbps']):>9} {_ms(row['apply_s']):>9} "
             f"{_ms(row['resident_apply_s']):>8} {_ms(row['numpy_s']):>9} "
             f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
             f"{_ms(tt['op_s']) if isinstance(tt, dict) else '-':>8} "
@@ -298,38 +339,50 @@ def _num(v: float | None, digits: int = 1) -> str:
 
 
 def plot(result: dict[str, Any], path: str) -> None:
-    """GB/s against tensor size per dtype and storage, with the device-copy
-    and numpy-memcpy ceilings as lines (needs matplotlib)."""
+    """The chart of a run (needs matplotlib, the `bench` extra): kernel GB/s
+    against the size of x, one line per dtype, storage and frequency source,
+    under the texel-copy roofline of each dtype, with vkCmdCopyBuffer,
+    end-to-end calls and numpy's memcpy for scale. The legend sits outside
+    the axes, so it covers no line."""
     import matplotlib  # noqa: PLC0415  (optional)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    rows = result["rows"]
+    rows = [r for r in result["rows"] if "x_bytes" in r]
+    fig, ax = plt.subplots(figsize=(11, 6))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # ten kernel and end-to-end lines: no colour twice
+
+    def line(sel: list[dict[str, Any]], key: str, style: str, label: str, **kw: Any) -> None:
+        pts = [(r["x_bytes"] / 2**20, r[key]) for r in sel if r.get(key)]
+        if pts:
+            ax.plot(*zip(*sorted(pts)), style, label=label, **kw)
+
     for dtype in sorted({r["dtype"] for r in rows}):
-        for storage in sorted({r["storage"] for r in rows}):
-            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage and r["kernel_gbps"]]
-            if sel:
-                ax.plot([r["bytes_moved"] / 2**20 for r in sel], [r["kernel_gbps"] for r in sel], "o-",
-                        label=f"vkrope kernel {dtype} {storage}")
-            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage]
-            ax.plot([r["bytes_moved"] / 2**20 for r in sel], [r["bytes_moved"] / r["apply_s"] / 1e9 for r in sel],
-                    "x:", label=f"vkrope.apply end to end {dtype} {storage}")
-    first = [r for r in rows if r["storage"] == rows[0]["storage"] and r["dtype"] == rows[0]["dtype"]]
-    ax.plot([r["bytes_moved"] / 2**20 for r in first], [r["copy_gbps"] or 0 for r in first], "k--",
-            label="device copy (vkCmdCopyBuffer)")
-    ax.plot([r["bytes_moved"] / 2**20 for r in first], [r["memcpy_gbps"] for r in first], "k-.",
-            label="numpy memcpy")
-    ax.set_xscale("log")
+        of_dtype = [r for r in rows if r["dtype"] == dtype]
+        one = {tuple(r["shape"]): r for r in of_dtype}.values()  # one row per shape for the ceilings
+        line(list(one), "texel_copy_gbps", "--", f"texel-copy shader, {dtype} (roofline)", color="black", lw=2.2,
+             alpha=1.0 if dtype == "float32" else 0.55)
+        for storage, kind in sorted({(r["storage"], r["freqs"]) for r in of_dtype}):
+            sel = [r for r in of_dtype if r["storage"] == storage and r["freqs"] == kind]
+            line(sel, "kernel_gbps", "o-", f"vkrope kernel, {dtype} {storage}, {kind} freqs")
+            if kind == "table":
+                e2e = [dict(r, e2e_gbps=r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
+                line(e2e, "e2e_gbps", "x:", f"vkrope.apply numpy to numpy, {dtype} {storage}")
+    line(list({tuple(r["shape"]): r for r in rows if r["freqs"] == "table"}.values()), "copy_gbps", "-.",
+         "vkCmdCopyBuffer, same bytes as the table kernel", color="grey")
+    line(list({tuple(r["shape"]): r for r in rows}.values()), "memcpy_gbps", ":", "numpy memcpy of x (host)",
+         color="grey")
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("bytes moved per call (MiB): read x + read freqs + write out")
-    ax.set_ylabel("GB/s")
-    ax.set_title(f"vkrope on {result['device']['name']} ({result['date'][:10]})")
+    ax.set_xlabel("size of x (MiB)")
+    ax.set_ylabel("throughput (GB/s = 1e9 bytes moved per second)")
+    ax.set_title(f"vkrope on {result['device']['name']} ({result['date'][:10]}): bytes moved per second\n"
+                 "kernel bytes = read x + write out + read the table (or the generated columns)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -337,56 +390,3 @@ def save_json(result: dict[str, Any], path: str) -> None:
     """Write the results as JSON."""
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1, default=str)
-
-
-def plot_svg(result: dict[str, Any], path: str) -> None:
-    """The same chart as `plot`, as a plain SVG, for machines without
-    matplotlib (the offline GPU machine)."""
-    import math
-
-    rows = result["rows"]
-    series: list[tuple[str, list[tuple[float, float]], str]] = []
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-    for dtype in sorted({r["dtype"] for r in rows}):
-        for storage in sorted({r["storage"] for r in rows}):
-            sel = [r for r in rows if r["dtype"] == dtype and r["storage"] == storage]
-            pts = [(r["bytes_moved"] / 2**20, r["kernel_gbps"]) for r in sel if r["kernel_gbps"]]
-            series.append((f"kernel {dtype} {storage}", pts, colors[len(series) % len(colors)]))
-            pts = [(r["bytes_moved"] / 2**20, r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
-            series.append((f"apply end to end {dtype} {storage}", pts, colors[len(series) % len(colors)]))
-    first = [r for r in rows if r["storage"] == rows[0]["storage"] and r["dtype"] == rows[0]["dtype"]]
-    series.append(("device copy", [(r["bytes_moved"] / 2**20, r["copy_gbps"]) for r in first if r["copy_gbps"]], "#000"))
-    series.append(("numpy memcpy", [(r["bytes_moved"] / 2**20, r["memcpy_gbps"]) for r in first], "#888"))
-    xs = [x for _, pts, _ in series for x, _ in pts]
-    ys = [y for _, pts, _ in series for _, y in pts if y > 0]
-    x0, x1 = math.log10(min(xs)), math.log10(max(xs)) + 1e-9
-    y0, y1 = math.log10(min(ys)) - 0.1, math.log10(max(ys)) + 0.1
-    w, h, m = 800, 500, 60
-
-    def sx(v: float) -> float:
-        return m + (math.log10(v) - x0) / (x1 - x0) * (w - 2 * m)
-
-    def sy(v: float) -> float:
-        return h - m - (math.log10(v) - y0) / (y1 - y0) * (h - 2 * m)
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{w}" height="{h}" fill="white"/>',
-           f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">vkrope on {result["device"]["name"]} '
-           f'({result["date"][:10]}): GB/s against MiB moved (log-log)</text>',
-           f'<line x1="{m}" y1="{h - m}" x2="{w - m}" y2="{h - m}" stroke="black"/>',
-           f'<line x1="{m}" y1="{m}" x2="{m}" y2="{h - m}" stroke="black"/>']
-    for e in range(math.floor(y0), math.ceil(y1) + 1):
-        if y0 <= e <= y1:
-            out.append(f'<text x="{m - 5}" y="{sy(10 ** e) + 4}" text-anchor="end">{10 ** e:g}</text>')
-    for e in range(math.floor(x0), math.ceil(x1) + 1):
-        if x0 <= e <= x1:
-            out.append(f'<text x="{sx(10 ** e)}" y="{h - m + 15}" text-anchor="middle">{10 ** e:g}</text>')
-    for i, (label, pts, color) in enumerate(series):
-        if pts:
-            path_d = " ".join(f"{'M' if j == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for j, (x, y) in enumerate(pts))
-            dash = ' stroke-dasharray="4,3"' if "end to end" in label or label in ("device copy", "numpy memcpy") else ""
-            out.append(f'<path d="{path_d}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
-        out.append(f'<text x="{m + 10}" y="{m + 14 * i}" fill="{color}">{label}</text>')
-    out.append("</svg>")
-    with open(path, "w") as fh:
-        fh.write("\n".join(out))

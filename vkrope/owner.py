@@ -17,7 +17,7 @@ import numpy as np
 from .arguments import STORAGE_CHOICES, check_array
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
 from .ops import interleaved
-from .runtime import arrays, execute
+from .runtime import arrays, execute, timing
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
@@ -121,7 +121,14 @@ class DeviceOwner:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
         with self._lock:
             self._context()
-            return self._guarded(self._rt.time_copy, nbytes)
+            return self._guarded(timing.time_copy, self._rt, nbytes)
+
+    def _time_texel_copy(self, nbytes: int, half: bool) -> float | None:
+        """GPU seconds of the texel-copy shader over `nbytes` of float16
+        (`half`) or float32 texels (benchmark use: the roofline)."""
+        with self._lock:
+            self._context()
+            return self._guarded(timing.time_texel_copy, self._rt, nbytes, half)
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""

@@ -207,23 +207,3 @@ class Runtime:
         self.work.clear()
         self.pool.clear()
         self.memo.clear()
-
-    def time_copy(self, nbytes: int) -> float | None:
-        """GPU seconds of one vkCmdCopyBuffer of `nbytes` between two device
-        buffers (the benchmark's ceiling), from timestamps. Past a quarter of
-        maxMemoryAllocationSize the copy is timed on that many bytes and
-        scaled linearly (copies of that size already run at full bandwidth)."""
-        cap = max(GROWTH, (self.limits.max_memory_allocation_size or (1 << 31)) // 4)
-        if nbytes > cap:
-            seconds = self.time_copy(cap)
-            return None if seconds is None else seconds * nbytes / cap
-        src = self.work_buffer("bench_src", nbytes, host_visible=False)
-        dst = self.work_buffer("bench_dst", nbytes, host_visible=False)
-        self.drain()
-        s = self.scratch
-        s.begin()
-        s.timestamp_begin()
-        s.copy_buffer(src, dst, nbytes)
-        s.timestamp_end()
-        s.end()
-        return self.stream.submit_and_wait([s], want_time=True)

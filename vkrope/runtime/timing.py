@@ -1,0 +1,62 @@
+"""The benchmark's two ceilings, timed on the device with timestamp queries:
+a vkCmdCopyBuffer and the texel-copy shader (glsl/texel_copy.glsl), each
+over device-local work buffers that the runtime keeps for the purpose.
+
+Past a quarter of maxMemoryAllocationSize (or one binding's range, for the
+shader) a ceiling is timed on that many bytes and scaled linearly: copies
+that large already run at full bandwidth."""
+
+from __future__ import annotations
+
+import math
+
+from .engine import GROWTH, Runtime
+from .kernels import find
+from .steps import WRITE, Launch, arg
+
+WORKGROUP = 64
+
+
+def _cap(rt: Runtime) -> int:
+    return max(GROWTH, (rt.limits.max_memory_allocation_size or (1 << 31)) // 4)
+
+
+def time_copy(rt: Runtime, nbytes: int) -> float | None:
+    """GPU seconds of one vkCmdCopyBuffer of `nbytes` (it reads and writes
+    them: 2 * nbytes moved) between two device buffers."""
+    cap = _cap(rt)
+    if nbytes > cap:
+        seconds = time_copy(rt, cap)
+        return None if seconds is None else seconds * nbytes / cap
+    src = rt.work_buffer("bench_src", nbytes, host_visible=False)
+    dst = rt.work_buffer("bench_dst", nbytes, host_visible=False)
+    rt.drain()
+    s = rt.scratch
+    s.begin()
+    s.timestamp_begin()
+    s.copy_buffer(src, dst, nbytes)
+    s.timestamp_end()
+    s.end()
+    return rt.stream.submit_and_wait([s], want_time=True)
+
+
+def time_texel_copy(rt: Runtime, nbytes: int, half: bool) -> float | None:
+    """GPU seconds of the texel-copy shader over a tensor of `nbytes`
+    (float16 texels of 8 bytes when `half`, else float32 ones of 16): one
+    invocation per texel, 2 * nbytes moved. The floor of a one-texel
+    kernel over the same tensor."""
+    texel = 8 if half else 16
+    cap = min(_cap(rt), rt.limits.max_storage_buffer_range) // texel * texel
+    if nbytes > cap:
+        seconds = time_texel_copy(rt, cap, half)
+        return None if seconds is None else seconds * nbytes / cap
+    texels = max(1, -(-nbytes // texel))
+    size = texels * texel
+    src = rt.work_buffer("bench_src", size, host_visible=False)
+    dst = rt.work_buffer("bench_dst", size, host_visible=False)
+    groups = min(rt.limits.max_compute_work_group_count[0], math.ceil(texels / WORKGROUP))
+    stride = groups * WORKGROUP
+    launch = Launch(find("texel_copy", x="16" if half else "32").name, (WORKGROUP,),
+                    (("texels", texels), ("row_stride", stride)),
+                    (arg(dst, 0, size, WRITE), arg(src, 0, size)), (groups, math.ceil(texels / stride), 1))
+    return rt.submit((launch,), timed=True, cache=False)
