@@ -248,6 +248,30 @@ def test_cli_bench_quick_tiny(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     res = cli("bench", "--chart-from", str(tmp_path / "bad.json"))
     assert res.returncode != 0 and "--chart-from" in res.stderr and "bad.json" in res.stderr
+    for row in result["rows"]:  # a run of an older vkrope: no x_bytes / freqs
+        del row["x_bytes"], row["freqs"]
+    (tmp_path / "old.json").write_text(json.dumps(result))
+    res = cli("bench", "--chart-from", str(tmp_path / "old.json"))
+    assert res.returncode != 0 and "--chart-from" in res.stderr and "x_bytes" in res.stderr
+    assert not (tmp_path / "old.png").exists()
+
+
+@pytest.mark.parametrize("plot,word", [("chart", ".png"), ("missing/dir/p.png", "does not exist")])
+def test_cli_bench_bad_plot_path_before_any_work(tmp_path, plot, word):
+    res = cli("bench", "--shapes", "1x16x8", "--repeats", "1", "--out", str(tmp_path / "out"),
+              "--plot", str(tmp_path / plot))
+    assert res.returncode != 0 and "--plot" in res.stderr and word in res.stderr, res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_bench_axial_spec():
+    from vkrope.bench import axial_spec
+
+    assert axial_spec(4096, 256) == vkrope.AxialFreqs(256, 64, 64)
+    assert axial_spec(1792, 256) == vkrope.AxialFreqs(256, 32, 56)
+    assert axial_spec(7, 8) == vkrope.AxialFreqs(8, 1, 7)
+    assert axial_spec(16, 6) is None  # C % 4 != 0: no axial frequencies
+    assert axial_spec((1 << 24) + 2, 4) is None  # more cells than an axial grid holds
 
 
 def test_cli_bench_without_matplotlib(tmp_path):
@@ -265,7 +289,10 @@ def test_cli_bench_without_matplotlib(tmp_path):
 def test_cli_demo():
     res = cli("demo")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "correct" in res.stdout and "float16" in res.stdout
+    assert "correct" in res.stdout and "float16" in res.stdout and "AxialFreqs" in res.stdout
+    assert "texel-copy shader" in res.stdout and "of its ceiling" in res.stdout
+    if str(vkrope.default_device().info["type"]).lower() == "cpu":
+        assert "numpy wins here" in res.stdout
 
 
 def test_cli_rotary_embedding(tmp_path):

@@ -19,6 +19,10 @@ import trig_probe as tp
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND = 2.0
+# cos_sin_short is held to 1 ulp here, tighter than its 2-ulp contract: every
+# float32 in [0, 8192] measured within 0.809 (trig_probe.py --sweep-short),
+# so a lost error term (still within 2 ulp) shows up as a failure.
+SHORT_BOUND = 1.0
 
 
 def check_angles(device, angles: np.ndarray, what: str, mode: int = tp.ANGLE) -> float:
@@ -27,12 +31,13 @@ def check_angles(device, angles: np.ndarray, what: str, mode: int = tp.ANGLE) ->
     angles = np.asarray(angles, np.float32)
     out, _ = tp.run(device, mode, angles=angles)
     a = angles.astype(np.float64)
+    bound = SHORT_BOUND if mode == tp.SHORT else BOUND
     worst = 0.0
     for col, ref in ((0, np.cos(a)), (1, np.sin(a))):
         err = tp.ulp_error(out[:, col], ref)
         i = int(np.argmax(err))
         worst = max(worst, float(err[i]))
-        assert err[i] <= BOUND, (f"{what}: {'cos sin'.split()[col]}({angles[i]!r}) = {out[i, col]!r}, "
+        assert err[i] <= bound, (f"{what}: {'cos sin'.split()[col]}({angles[i]!r}) = {out[i, col]!r}, "
                                  f"float64 {ref[i]!r}: {err[i]:.2f} ulp")
     print(f"\ntrig {what}: {angles.size} angles, max {worst:.3f} ulp")
     return worst

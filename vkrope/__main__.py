@@ -69,11 +69,40 @@ def cmd_demo(args: argparse.Namespace) -> int:
         ok &= same_tail and (rel <= 1.0 if dtype == np.float16 else rel < 1e-6)
         print(f"{'keys 7x256 + 4 ptr (repeat=7, excl=4)':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
               f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
+    spec = vkrope.AxialFreqs(256, 64, 64)  # the same grid, cos / sin computed in the shader
+    q = rng.standard_normal((1, 4096, 256)).astype(np.float32)
+    y = vkrope.apply(q, spec)
+    err, rel = _max_error(y, vkrope.apply_reference(q, spec.table()))
+    t_vk = _best_time(lambda: vkrope.apply(q, spec))
+    ok &= rel < 1e-6
+    print(f"{'queries, AxialFreqs (no table)':<40} {'float32':<8} {err:>10.2e} {_fmt(rel, np.float32):>9} "
+          f"{t_vk * 1e3:>10.3f} {'-':>9}")
     print("rel/ulps: float32 max error over max |ref|; float16 max error in float16 ulps")
     print("times: best of 5, end to end from numpy to numpy; numpy = complex64 multiply "
           "(float16 widened to float32), with freqs materialised for repeat/exclusion")
+    _demo_ceiling(dev, q, q_freqs)
     print("result: " + ("correct (matches the float64 reference)" if ok else "WRONG"))
     return 0 if ok else 1
+
+
+def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
+    """Where the kernel stands against the driver's own ceiling, and why
+    numpy wins on a CPU driver."""
+    from vkrope.ops import interleaved
+
+    req = interleaved.check(q, freqs)
+    out = np.empty_like(q)
+    dev.run(req, out)  # warm-up
+    kernel = min((t for t in (dev.run(req, out) for _ in range(5)) if t), default=None)
+    dev._time_texel_copy(q.nbytes, False)
+    floor = min((t for t in (dev._time_texel_copy(q.nbytes, False) for _ in range(5)) if t), default=None)
+    if kernel and floor:
+        print(f"kernel alone (queries, float32): {kernel * 1e3:.3f} ms; this driver's texel-copy shader over the "
+              f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
+    if str(dev.info["type"]).lower() == "cpu":
+        print("numpy wins here: this Vulkan device is the CPU itself (a software driver), so vkrope adds a copy "
+              "in and out and runs each texel as a shader invocation on the same cores that numpy uses directly")
+    print("GPU measurements, where there are any: docs/PERFORMANCE.md")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -185,12 +214,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from vkrope import bench
 
+    if args.plot:
+        check_output_path(args.plot, "--plot")
+        if not args.plot.lower().endswith(".png"):
+            raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         try:
             result = json.loads(Path(args.chart_from).read_text())
-            result["rows"], result["device"]["name"], result["date"]  # noqa: B018  (what the chart reads)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"--chart-from: {args.chart_from} is not a `vkrope bench` JSON ({exc})") from None
+            bench.check_result(result)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"--chart-from: {args.chart_from} is not a `vkrope bench` JSON of this version "
+                             f"({type(exc).__name__}: {exc})") from None
         plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
         _chart(bench, result, plot_path)
         return 0

@@ -10,6 +10,7 @@ from typing import Any, cast
 import numpy as np
 
 from .device import Device
+from .freqs import AxialFreqs, RopeFreqs
 from .ops import interleaved, table
 
 _default: Device | None = None
@@ -48,7 +49,7 @@ atexit.register(close_default_device)
 
 def apply(
     x: np.ndarray,
-    freqs: np.ndarray,
+    freqs: np.ndarray | AxialFreqs | RopeFreqs,
     *,
     out: np.ndarray | None = None,
     inverse: bool = False,
@@ -62,7 +63,9 @@ def apply(
     x: float32 or float16 array `[..., N, C]` (C even), (real, imag) pairs
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
     real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
-    with `Nf * C/2` values; broadcast over every leading axis of x. Token `n`
+    with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` spec
+    (cos / sin computed in the shader; RopeFreqs needs `positions`);
+    broadcast over every leading axis of x. Token `n`
     uses row `n % Nf` for its first `N - exclude_last` tokens, which must
     number `repeat * Nf`; the last `exclude_last` tokens pass through.
     `positions` (int array `[N]`, -1 = pass through) picks each token's row

@@ -27,7 +27,11 @@ import numpy as np
 from .ops import interleaved
 from .baselines import numpy_rope
 from .device import Device
-from .freqs import AxialFreqs
+from .freqs import MAX_POSITION, AxialFreqs
+
+# What the chart reads from each row (rows of older runs lack the last two).
+ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps",
+            "bytes_moved", "apply_s", "x_bytes", "freqs")
 
 QUICK_SHAPES = [(1, 256, 256), (1, 1792, 256), (1, 4096, 256), (8, 4096, 256)]
 FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)]
@@ -239,8 +243,9 @@ def _inputs(rng: np.random.Generator, shape: tuple[int, int, int], dtype: np.dty
 
 def axial_spec(n: int, c: int) -> AxialFreqs | None:
     """SAM2's axial frequencies for N tokens of C channels: the grid closest
-    to square (64 x 64 for 4096), None when C % 4 != 0."""
-    if c % 4:
+    to square (64 x 64 for 4096), None when C % 4 != 0 or N > 2^24 (no
+    axial grid has that many cells)."""
+    if c % 4 or n > MAX_POSITION:
         return None
     end_x = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
     return AxialFreqs(c, end_x, n // end_x)
@@ -274,12 +279,12 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     half = x.dtype == np.float16
     texel_s = _median_of(lambda: dev._time_texel_copy(x.nbytes, half), r)
     spec = axial_spec(x.shape[-2], x.shape[-1])
-    cases = [(storage, "table", f) for storage in storages]
+    cases: list[tuple[str, str, Any]] = [(storage, "table", f) for storage in storages]
     if spec is not None and "buffer" in storages:
         cases.append(("buffer", "generated", spec))
     rows = []
     for storage, kind, freqs in cases:
-        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else spec.columns.nbytes)
+        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else freqs.columns.nbytes)
         copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
         req = interleaved.check(x, freqs, storage=storage)
         kernel = _kernel_s(dev, req, np.empty_like(x), r)
@@ -338,6 +343,21 @@ def _num(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def check_result(result: Any) -> None:
+    """Raise ValueError unless `result` is a `run` result the chart can draw:
+    a device name, a date and at least one row with every key it reads."""
+    if not isinstance(result, dict) or not isinstance(result.get("date"), str) \
+            or not isinstance(result.get("device"), dict) or "name" not in result["device"]:
+        raise ValueError("it needs a date and a device name")
+    rows = result.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("it has no rows")
+    for i, row in enumerate(rows):
+        missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+        if missing:
+            raise ValueError(f"row {i} lacks {', '.join(missing)} (a run of an older vkrope? run the benchmark again)")
+
+
 def plot(result: dict[str, Any], path: str) -> None:
     """The chart of a run (needs matplotlib, the `bench` extra): kernel GB/s
     against the size of x, one line per dtype, storage and frequency source,
@@ -349,9 +369,10 @@ def plot(result: dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    rows = [r for r in result["rows"] if "x_bytes" in r]
+    check_result(result)
+    rows = result["rows"]
     fig, ax = plt.subplots(figsize=(11, 6))
-    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # ten kernel and end-to-end lines: no colour twice
+    ax.set_prop_cycle(color=[plt.get_cmap("tab20")(i) for i in range(20)])  # ten kernel and end-to-end lines: no colour twice
 
     def line(sel: list[dict[str, Any]], key: str, style: str, label: str, **kw: Any) -> None:
         pts = [(r["x_bytes"] / 2**20, r[key]) for r in sel if r.get(key)]

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .freqs import AxialFreqs, RopeFreqs
 from .runtime.array import DeviceArray
 from .ops import interleaved, table
 from .owner import DeviceMemory, devices, resolve_storage
@@ -34,7 +35,7 @@ class Device(DeviceMemory):
     def apply(
         self,
         x: np.ndarray | DeviceArray,
-        freqs: np.ndarray,
+        freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs,
         *,
         out: np.ndarray | DeviceArray | None = None,
         inverse: bool = False,

@@ -202,7 +202,7 @@ class AxialFreqs:
         if self.dim % 4:
             raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")
         if self.end_x * self.end_y > MAX_POSITION:
-            raise ValueError(f"end_x * end_y must be < 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
+            raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
         _check_positive("theta", self.theta)
         _check_angle(self.angle)
 

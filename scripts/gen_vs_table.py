@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Kernel time of `vkrope.apply` with SAM2's 64x64 axial table against the
+same frequencies computed in the shader (`vkrope.AxialFreqs`, float32 and
+exact angle), at (1, 4096, 256) and (8, 4096, 256) float32, buffer storage,
+for one or more vkrope trees, interleaved in one run (calls alternate
+between modes and rounds between trees, so a noisy machine slows them alike).
+
+    python scripts/gen_vs_table.py [TREE ...] [--rounds 9]
+
+Each TREE is a checkout (default: this one; e.g. a `git worktree add
+--detach /tmp/old REV` for before / after); its vkrope is imported through
+PYTHONPATH in a fresh process. Prints the least kernel ms (timestamp
+queries) of each mode per tree and the table / generated time ratios
+(above 1: generated is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CODE = r"""
+import json, sys
+import numpy as np, vkrope
+from vkrope.ops import interleaved
+rounds = int(sys.argv[1])
+out = {}
+with vkrope.Device(validation=False) as dev:
+    for shape in [(1, 4096, 256), (8, 4096, 256)]:
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        spec = vkrope.AxialFreqs(256, 64, 64)
+        modes = {"table": spec.table(), "float32": spec, "exact": vkrope.AxialFreqs(256, 64, 64, angle="exact")}
+        reqs = {k: interleaved.check(x, f, storage="buffer") for k, f in modes.items()}
+        y = np.empty_like(x)
+        for req in reqs.values():
+            dev.run(req, y)  # pipelines built, pages touched
+        best = {k: float("inf") for k in reqs}
+        for _ in range(rounds):
+            for k, req in reqs.items():
+                t = dev.run(req, y)
+                best[k] = min(best[k], t if t else float("inf"))
+        out[str(shape)] = best
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="*", help="vkrope checkouts to compare (default: this one)")
+    parser.add_argument("--rounds", type=int, default=9, help="timed calls per mode and tree per round (default 9)")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
+    trees = args.trees or [str(Path(__file__).resolve().parent.parent)]
+    for tree in trees:
+        if not (Path(tree) / "vkrope" / "__init__.py").exists():
+            parser.error(f"{tree} is not a vkrope checkout (no vkrope/__init__.py)")
+    results: dict[str, list[dict]] = {t: [] for t in trees}
+    for _ in range(2):  # two rounds over the trees
+        for tree in trees:
+            env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()))
+            res = subprocess.run([sys.executable, "-c", CODE, str(args.rounds)], env=env, capture_output=True,
+                                 text=True, cwd=tree, timeout=1200)
+            if res.returncode:
+                sys.exit(f"gen_vs_table.py: {tree}: {res.stderr.strip().splitlines()[-1:]}")
+            results[tree].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    for tree, runs in results.items():
+        print(tree)
+        for shape in runs[0]:
+            best = {k: min(r[shape][k] for r in runs) for k in runs[0][shape]}
+            print(f"  {shape:<16} table {best['table'] * 1e3:7.2f} ms   AxialFreqs float32 {best['float32'] * 1e3:7.2f} ms"
+                  f"   exact {best['exact'] * 1e3:7.2f} ms   table / generated {best['table'] / best['float32']:.2f}"
+                  f" / {best['table'] / best['exact']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
