@@ -127,17 +127,19 @@ vec2 generated_cs(uint c, float t, uint k) {
   return ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
 }
 
-// n / d for n < 2^24, d >= 1, without an integer division: n times the
-// float reciprocal of d is within 2 of the true quotient (relative error
-// about 2^-23, also with an approximate reciprocal), and each step below
-// moves the estimate one closer.
+// n / d for n < 2^24, d >= 1, without an integer division. n times the
+// float reciprocal of d is within a few units of the quotient (Vulkan lets
+// the reciprocal be 2.5 ulp off: 4 units for d = 1 near 2^24); the
+// remainder's own quotient corrects it to within one, and a last step makes
+// it exact (the remainder is then in [0, d)).
 uint div_small(uint n, uint d) {
-  uint q = uint(float(n) * (1.0f / float(d)));
-  for (int i = 0; i < 3; ++i) {
-    int r = int(n) - int(q * d);
-    q = r < 0 ? q - 1u : (r >= int(d) ? q + 1u : q);
-  }
-  return q;
+  float rcp = 1.0f / float(d);
+  int q = int(float(n) * rcp);
+  int r = int(n) - q * int(d);       // a few d at most: exact in float
+  q += int(floor(float(r) * rcp));
+  r = int(n) - q * int(d);
+  q += r < 0 ? -1 : (r >= int(d) ? 1 : 0);
+  return uint(q);
 }
 #endif
 

@@ -1,13 +1,14 @@
 #version 450
 /*
- * vkrope: the texel-copy shader, the roofline of `vkrope bench` and
- * scripts/kernel_ceiling.py; no operator uses it.
+ * vkrope: the texel-copy shader, the roofline of `vkrope bench`
+ * (vkrope/runtime/timing.py); no operator uses it.
  *
  * One invocation per texel of x (4 values: 16 bytes float32, 8 float16)
  * copies it to out as raw bits: the same invocations, the same loads and
- * stores of x and out as a RoPE kernel, and nothing else. No one-texel
- * kernel over the same tensor can beat it on a device, so the ratio of its
- * time to a kernel's is how close that kernel gets to the floor.
+ * stores of x and out as a RoPE kernel on buffers, and nothing else (a
+ * flat 64-wide grid; the kernels use 2-D workgroups). The ratio of its
+ * time to a kernel's is about how close that kernel gets to the floor; for
+ * texture3d rows it is a buffer floor, not an image one.
  *
  * Inputs (set 0):
  *   binding 0  out   buffer of texels (written)

@@ -40,7 +40,7 @@ BODIES = {
   uint b = p.batch_begin + gl_GlobalInvocationID.z;
   if (2u * c4 >= p.pairs_per_row || n >= p.token_end || b >= p.batch_end) return;
   uint g = (b * p.n_tokens + n) * p.pairs_per_row + 2u * c4 - p.x_base;
-  out_texels[g >> 1] = in_texels[g >> 1];
+  out_texels[g >> 1] = in_texels[g >> 1];  // raw bits, as the shipped kernel moves them
 }
 """,
     "naive": """void main() {
@@ -49,10 +49,10 @@ BODIES = {
   uint b = p.batch_begin + gl_GlobalInvocationID.z;
   if (2u * c4 >= p.pairs_per_row || n >= p.token_end || b >= p.batch_end) return;
   uint i = ((b * p.n_tokens + n) * p.pairs_per_row + 2u * c4 - p.x_base) >> 1;
-  vec4 v = vec4(in_texels[i]);
+  vec4 v = raw_to_vec4(in_texels[i]);
   vec4 cs = vec4(freqs4[i % (p.n_tokens * p.pairs_per_row / 2u)]);
-  out_texels[i] = XVEC4(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x,
-                        v.z * cs.z - v.w * cs.w, v.z * cs.w + v.w * cs.z);
+  out_texels[i] = vec4_to_raw(vec4(v.x * cs.x - v.y * cs.y, v.x * cs.y + v.y * cs.x,
+                                   v.z * cs.z - v.w * cs.w, v.z * cs.w + v.w * cs.z));
 }
 """,
 }

@@ -127,10 +127,8 @@ MUTATIONS = [
     Mutation("generated axial: exact angle mode ignored", KERNEL,
              "  if (ANGLE == ANGLE_EXACT) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
     Mutation("generated axial: row split without its corrections", KERNEL,
-             "for (int i = 0; i < 3; ++i) {", "for (int i = 0; i < 0; ++i) {",
-             why_survives="n times the float reciprocal of d truncates to the exact quotient for n < 2^24 wherever "
-                          "division and reciprocal are correctly rounded (lavapipe); the corrections are for GPUs' "
-                          "approximate reciprocals, where the 2^24-row grid test catches their absence"),
+             "  q += int(floor(float(r) * rcp));\n  r = int(n) - q * int(d);\n  q += r < 0 ? -1 : (r >= int(d) ? 1 : 0);",
+             "  r = 0;"),
     Mutation("generated: short reduction past its range", OP,
              "return ANGLE_SHORT if spec.short_angles else ANGLE_FLOAT32", "return ANGLE_SHORT"),
     Mutation("short reduction: last part of pi/2 dropped", "glsl/trig.glsl",
@@ -153,11 +151,12 @@ MUTATIONS = [
     Mutation("n_freq_rows not in the plan memo key", OP,
              "req.n_rot, req.n_freq_rows, req.inverse,", "req.n_rot, req.inverse,"),
     Mutation("resident freqs not in the plan memo key", OP,
-             "            resident)", "            )"),
+             "            resident, spec)", "            spec)"),
+    Mutation("frequency spec not in the plan memo key", OP, "            resident, spec)", "            resident)"),
     Mutation("shape not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.dtype,"),
     Mutation("storage not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, req.shape, req.dtype,"),
     Mutation("x dtype not in the plan memo key", OP, "(KERNEL, storage, req.shape, req.dtype,", "(KERNEL, storage, req.shape,"),
-    Mutation("freqs dtype not in the plan memo key", OP, "req.dtype, req.freqs_pairs.dtype, req.n_rot", "req.dtype, req.n_rot"),
+    Mutation("freqs dtype not in the plan memo key", OP, "req.dtype, f_dtype_of(req), req.n_rot", "req.dtype, req.n_rot"),
     # --- the runtime's cache keys, barriers and drains
     Mutation("push constants not in the recording key", "vkrope/runtime/steps.py",
              "    push: tuple[tuple[str, int], ...]\n", "    push: tuple[tuple[str, int], ...] = field(compare=False)\n"),

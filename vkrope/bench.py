@@ -390,10 +390,13 @@ def plot(result: dict[str, Any], path: str) -> None:
             if kind == "table":
                 e2e = [dict(r, e2e_gbps=r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
                 line(e2e, "e2e_gbps", "x:", f"vkrope.apply numpy to numpy, {dtype} {storage}")
-    line(list({tuple(r["shape"]): r for r in rows if r["freqs"] == "table"}.values()), "copy_gbps", "-.",
-         "vkCmdCopyBuffer, same bytes as the table kernel", color="grey")
-    line(list({tuple(r["shape"]): r for r in rows}.values()), "memcpy_gbps", ":", "numpy memcpy of x (host)",
-         color="grey")
+    for dtype in sorted({r["dtype"] for r in rows}):
+        of_dtype = [r for r in rows if r["dtype"] == dtype]
+        line(list({tuple(r["shape"]): r for r in of_dtype if r["freqs"] == "table"}.values()), "copy_gbps", "-.",
+             f"vkCmdCopyBuffer, same bytes as the {dtype} table kernel", color="grey",
+             alpha=1.0 if dtype == "float32" else 0.55)
+        line(list({tuple(r["shape"]): r for r in of_dtype}.values()), "memcpy_gbps", ":",
+             f"numpy memcpy of x, {dtype} (host)", color="grey", alpha=1.0 if dtype == "float32" else 0.55)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("size of x (MiB)")
