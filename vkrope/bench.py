@@ -251,15 +251,9 @@ def axial_spec(n: int, c: int) -> AxialFreqs | None:
     return AxialFreqs(c, end_x, n // end_x)
 
 
-def _kernel_s(dev: Device, req: Any, out: np.ndarray, r: int) -> float | None:
-    """Median kernel seconds of `r` timed runs after one warm-up (None without timestamps)."""
-    timed = [dev.run(req, out) for _ in range(r + 1)][1:]
-    kernels = [k for k in timed if k is not None]
-    return statistics.median(kernels) if len(kernels) == len(timed) else None
-
-
 def _median_of(fn: Callable[[], float | None], r: int) -> float | None:
-    """Median of `r` device timings after one warm-up."""
+    """Median of `r` device timings after one warm-up (None when the device
+    gave no timestamps)."""
     fn()
     ts = [t for t in (fn() for _ in range(r)) if t]
     return statistics.median(ts) if ts else None
@@ -287,7 +281,8 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
         moved = 2 * x.nbytes + (f.nbytes if kind == "table" else freqs.columns.nbytes)
         copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
         req = interleaved.check(x, freqs, storage=storage)
-        kernel = _kernel_s(dev, req, np.empty_like(x), r)
+        y = np.empty_like(x)
+        kernel = _median_of(lambda: dev.run(req, y), r)
         t_apply = _median_time(lambda: dev.apply(x, freqs, storage=storage), r)
         xd = dev.asarray(x, storage=storage)
         t_resident = _median_time(lambda: dev.apply(xd, freqs), r)
@@ -381,22 +376,20 @@ def plot(result: dict[str, Any], path: str) -> None:
 
     for dtype in sorted({r["dtype"] for r in rows}):
         of_dtype = [r for r in rows if r["dtype"] == dtype]
-        one = {tuple(r["shape"]): r for r in of_dtype}.values()  # one row per shape for the ceilings
-        line(list(one), "texel_copy_gbps", "--", f"texel-copy shader, {dtype} (roofline)", color="black", lw=2.2,
-             alpha=1.0 if dtype == "float32" else 0.55)
+        shade = 1.0 if dtype == "float32" else 0.55  # the ceilings of each dtype, told apart
+        per_shape = list({tuple(r["shape"]): r for r in of_dtype}.values())  # one row per shape for the ceilings
+        table_rows = list({tuple(r["shape"]): r for r in of_dtype if r["freqs"] == "table"}.values())
+        line(per_shape, "texel_copy_gbps", "--", f"texel-copy shader, {dtype} (roofline)", color="black", lw=2.2,
+             alpha=shade)
         for storage, kind in sorted({(r["storage"], r["freqs"]) for r in of_dtype}):
             sel = [r for r in of_dtype if r["storage"] == storage and r["freqs"] == kind]
             line(sel, "kernel_gbps", "o-", f"vkrope kernel, {dtype} {storage}, {kind} freqs")
             if kind == "table":
                 e2e = [dict(r, e2e_gbps=r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
                 line(e2e, "e2e_gbps", "x:", f"vkrope.apply numpy to numpy, {dtype} {storage}")
-    for dtype in sorted({r["dtype"] for r in rows}):
-        of_dtype = [r for r in rows if r["dtype"] == dtype]
-        line(list({tuple(r["shape"]): r for r in of_dtype if r["freqs"] == "table"}.values()), "copy_gbps", "-.",
-             f"vkCmdCopyBuffer, same bytes as the {dtype} table kernel", color="grey",
-             alpha=1.0 if dtype == "float32" else 0.55)
-        line(list({tuple(r["shape"]): r for r in of_dtype}.values()), "memcpy_gbps", ":",
-             f"numpy memcpy of x, {dtype} (host)", color="grey", alpha=1.0 if dtype == "float32" else 0.55)
+        line(table_rows, "copy_gbps", "-.", f"vkCmdCopyBuffer, same bytes as the {dtype} table kernel", color="grey",
+             alpha=shade)
+        line(per_shape, "memcpy_gbps", ":", f"numpy memcpy of x, {dtype} (host)", color="grey", alpha=shade)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("size of x (MiB)")

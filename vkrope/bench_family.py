@@ -13,12 +13,11 @@ medians of one run on one machine.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Callable
 
 import numpy as np
 
-from .bench import _median_time
+from .bench import _median_of, _median_time
 from .device import Device
 from .freqs import RopeFreqs
 from .ops import table
@@ -80,9 +79,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             cos_d, sin_d, x_d = dev.asarray(cos), dev.asarray(sin), dev.asarray(x)
             req = table.check_onnx(x, cos, sin, pos)
             out = np.empty_like(x)
-            timed = [dev.run(req, out, table) for _ in range(repeats + 1)][1:]
-            kernels = [k for k in timed if k is not None]
-            kernel = statistics.median(kernels) if len(kernels) == len(timed) else None
+            kernel = _median_of(lambda: dev.run(req, out, table), repeats)
             t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
             t_cached = _median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
             t_resident = _median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
@@ -91,9 +88,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             for angle in ("float32", "exact"):
                 greq = table.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
                 gout = np.empty_like(x)
-                gt = [dev.run(greq, gout, table) for _ in range(repeats + 1)][1:]
-                gk = [k for k in gt if k is not None]
-                gen[angle] = statistics.median(gk) if len(gk) == len(gt) else None
+                gen[angle] = _median_of(lambda: dev.run(greq, gout, table), repeats)
                 assert np.abs(gout - out).max() < 1e-3, "generated and table results disagree"
             row_of = pos.size * 4
             moved_numpy = 2 * x.nbytes + _table_bytes(req, dev)
