@@ -164,6 +164,21 @@ def onnx_rotary_embedding(
 # --------------------------------------------------------------------------
 
 
+def _llm_args(xq, xk, freqs_cos, freqs_sin) -> tuple[np.ndarray, ...]:
+    """The ExecuTorch ops' q, k and tables as float64, q and k checked to be
+    4D [B, S, H, D] sharing B, S and D (H may differ)."""
+    q = _f64("xq", xq)
+    k = _f64("xk", xk)
+    fc = _f64("freqs_cos", freqs_cos)
+    fs = _f64("freqs_sin", freqs_sin)
+    if q.ndim != 4 or k.ndim != 4:
+        raise ValueError(f"xq and xk must be 4D [B, S, H, D], got {q.shape} and {k.shape}")
+    b, s, _h, d = q.shape
+    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
+        raise ValueError(f"xk {k.shape} must share B, S and D with xq {q.shape}")
+    return q, k, fc, fs
+
+
 def et_apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) -> tuple[np.ndarray, np.ndarray]:
     """ExecuTorch ``apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`` in float64.
 
@@ -188,15 +203,8 @@ def et_apply_rotary_emb(xq, xk, freqs_cos, freqs_sin) -> tuple[np.ndarray, np.nd
     argument; a decode step passes the already-sliced rows.
     Returns ``(xq_out, xk_out)``.
     """
-    q = _f64("xq", xq)
-    k = _f64("xk", xk)
-    fc = _f64("freqs_cos", freqs_cos)
-    fs = _f64("freqs_sin", freqs_sin)
-    if q.ndim != 4 or k.ndim != 4:
-        raise ValueError(f"xq and xk must be 4D [B, S, H, D], got {q.shape} and {k.shape}")
-    b, s, hq, d = q.shape
-    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
-        raise ValueError(f"xk {k.shape} must share B, S and D with xq {q.shape}")
+    q, k, fc, fs = _llm_args(xq, xk, freqs_cos, freqs_sin)
+    _b, s, hq, d = q.shape
     if d % 2:
         raise ValueError(f"head_dim {d} must be even")
     if fc.shape != fs.shape:
@@ -308,15 +316,8 @@ def et_apply_rotary_emb_hf(
     ``i + rot/2``. The two agree exactly when the table's halves are equal,
     as HF tables (``cat(freqs, freqs)``) are.
     """
-    q = _f64("xq", xq)
-    k = _f64("xk", xk)
-    fc = _f64("freqs_cos", freqs_cos)
-    fs = _f64("freqs_sin", freqs_sin)
-    if q.ndim != 4 or k.ndim != 4:
-        raise ValueError(f"xq and xk must be 4D [B, S, H, D], got {q.shape} and {k.shape}")
-    b, s, _hq, d = q.shape
-    if k.shape[0] != b or k.shape[1] != s or k.shape[3] != d:
-        raise ValueError(f"xk {k.shape} must share B, S and D with xq {q.shape}")
+    q, k, fc, fs = _llm_args(xq, xk, freqs_cos, freqs_sin)
+    _b, s, _hq, d = q.shape
     if fc.ndim != 2 or fc.shape != fs.shape:
         raise ValueError(f"freqs must be 2D [max_seq, rot] and equal in shape, got {fc.shape} and {fs.shape}")
     max_seq, rot = fc.shape

@@ -154,25 +154,17 @@ def run_ort(model, feeds):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("engine", ["reference", "onnxruntime"])
 @pytest.mark.parametrize("case", ONNX_GRID, ids=[g[0] for g in ONNX_GRID])
-def test_onnx_oracle_matches_reference_evaluator(case):
+def test_onnx_oracle_matches_the_engines(case, engine):
+    """The oracle against onnx's ReferenceEvaluator and onnxruntime on every case of the grid."""
     pytest.importorskip("onnx")
+    if engine == "onnxruntime":
+        pytest.importorskip("onnxruntime")
     name, *shape = case
     inputs, attrs = onnx_case(*shape, name)
     ref = call_oracle(inputs, attrs)
-    y = run_reference(*one_node_model(inputs, attrs))
-    assert y.dtype == np.float32
-    assert_close_to_oracle(y, ref, term_bound(inputs["X"], inputs["cos_cache"], inputs["sin_cache"]))
-
-
-@pytest.mark.parametrize("case", ONNX_GRID, ids=[g[0] for g in ONNX_GRID])
-def test_onnx_oracle_matches_onnxruntime(case):
-    pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
-    name, *shape = case
-    inputs, attrs = onnx_case(*shape, name)
-    ref = call_oracle(inputs, attrs)
-    y = run_ort(*one_node_model(inputs, attrs))
+    y = (run_reference if engine == "reference" else run_ort)(*one_node_model(inputs, attrs))
     assert y.dtype == np.float32
     assert_close_to_oracle(y, ref, term_bound(inputs["X"], inputs["cos_cache"], inputs["sin_cache"]))
 
