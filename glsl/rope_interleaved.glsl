@@ -64,6 +64,9 @@ layout(constant_id = 4) const bool REPEAT = true;
 // runs both sides of every branch, so a flag would pay for every mode.
 layout(constant_id = 5) const int ANGLE = 0;
 layout(constant_id = 6) const bool AXIAL = false;
+// GENERATED: the float32 factor cos and sin are multiplied by (YaRN's
+// attention factor; 1.0 folds away), as bits of a float.
+layout(constant_id = 7) const uint MAGNITUDE_BITS = 0x3f800000u;
 const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), full range reduction (any float32 angle)
 const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
 const int ANGLE_EXACT = 2;    // position * float64 frequency, reduced exactly
@@ -120,11 +123,14 @@ layout(push_constant) uniform Params {
 #ifdef GENERATED
 // (cos, sin) of pair column k at coordinate c (ANGLE_EXACT) or t (the float32 angle's factor).
 vec2 generated_cs(uint c, float t, uint k) {
+  vec2 cs;
   if (ANGLE == ANGLE_EXACT) {
-    return cos_sin_exact(c, columns[k].yzw);
+    cs = cos_sin_exact(c, columns[k].yzw);
+  } else {
+    precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)
+    cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
   }
-  precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)
-  return ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
+  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);
 }
 
 // n / d for n < 2^24, d >= 1, without an integer division. n times the

@@ -58,6 +58,9 @@ layout(constant_id = 3) const bool WHOLE_TEXELS = false;
 // both angle modes on every texel.
 layout(constant_id = 4) const bool INTERLEAVED = false;
 layout(constant_id = 5) const bool EXACT = false;
+// GENERATED: the float32 factor cos and sin are multiplied by (YaRN's
+// attention factor; 1.0 folds away), as bits of a float.
+layout(constant_id = 6) const uint MAGNITUDE_BITS = 0x3f800000u;
 
 #ifdef STORAGE_BUFFER
 layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
@@ -112,11 +115,14 @@ layout(push_constant) uniform Params {
 #ifdef GENERATED
 // (cos, sin) of column col for token value trow.
 vec2 generated_cs(int trow, uint col) {
+  vec2 cs;
   if (EXACT) {
-    return cos_sin_exact(uint(trow), freq_q[col].xyz);
+    cs = cos_sin_exact(uint(trow), freq_q[col].xyz);
+  } else {
+    precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
+    cs = cos_sin(angle);
   }
-  precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
-  return cos_sin(angle);
+  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);
 }
 #endif
 

@@ -32,7 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py", "tests/test_trig.py",
+    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py",
 ]
 
 
@@ -53,6 +53,7 @@ TABLE_KERNEL = "glsl/rope_table.glsl"
 TABLE_OP = "vkrope/ops/table.py"
 COMMON = "glsl/common.glsl"
 OP = "vkrope/ops/interleaved.py"
+FREQS = "vkrope/freqs.py"
 MUTATIONS = [
     # --- the shader's math and indexing
     Mutation("aligned second pair uses the first pair's freqs", KERNEL,
@@ -116,16 +117,16 @@ MUTATIONS = [
     Mutation("table op: position ids past the cache accepted", TABLE_OP,
              "bad = p[(p < 0) | (p >= rows)]", "bad = p[p < 0]"),
     Mutation("generated: exact angle mode ignored", TABLE_KERNEL,
-             "  if (EXACT) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
+             "  if (EXACT) {\n    cs = cos_sin_exact", "  if (false) {\n    cs = cos_sin_exact"),
     Mutation("generated: position read as an integer, not its float32 bits", TABLE_KERNEL,
              "precise float angle = intBitsToFloat(trow) * inv_freq[col];",
              "precise float angle = float(trow) * inv_freq[col];"),
     Mutation("generated: built-in cos / sin instead of the exact ones", TABLE_KERNEL,
-             "  return cos_sin(angle);\n}", "  return vec2(cos(angle), sin(angle));\n}"),
+             "    cs = cos_sin(angle);\n  }", "    cs = vec2(cos(angle), sin(angle));\n  }"),
     Mutation("generated axial: x and y swapped", KERNEL,
              "      c0 = k0 < x_pairs ? x : y;", "      c0 = k0 < x_pairs ? y : x;"),
     Mutation("generated axial: exact angle mode ignored", KERNEL,
-             "  if (ANGLE == ANGLE_EXACT) {\n    return cos_sin_exact", "  if (false) {\n    return cos_sin_exact"),
+             "  if (ANGLE == ANGLE_EXACT) {\n    cs = cos_sin_exact", "  if (false) {\n    cs = cos_sin_exact"),
     Mutation("generated axial: row split without its corrections", KERNEL,
              "  q += int(floor(float(r) * rcp));\n  r = int(n) - q * int(d);\n  q += r < 0 ? -1 : (r >= int(d) ? 1 : 0);",
              "  r = 0;"),
@@ -137,6 +138,25 @@ MUTATIONS = [
              "precise float tail = (t3.y + t4.y) - j * TRIG_C5;", "precise float tail = t3.y - j * TRIG_C5;"),
     Mutation("short reduction: C3 term's rounding error dropped", "glsl/trig.glsl",
              "precise float tail = (t3.y + t4.y) - j * TRIG_C5;", "precise float tail = t4.y - j * TRIG_C5;"),
+    Mutation("yarn: magnitude not applied (table kernel)", TABLE_KERNEL,
+             "  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);",
+             "  return cs;"),
+    Mutation("yarn: magnitude not applied (interleaved kernel)", KERNEL,
+             "  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);",
+             "  return cs;"),
+    Mutation("yarn: magnitude not in the table kernel's pipeline key", TABLE_OP,
+             "int(self.interleaved), int(self.exact),\n                    self.magnitude_bits)",
+             "int(self.interleaved), int(self.exact),\n                    0x3F800000)"),
+    Mutation("yarn: positions divided by the scale as well", FREQS,
+             "return 1.0 if self.yarn is not None else float(self.scale)", "return float(self.scale)"),
+    Mutation("yarn: ext_factor ignored", FREQS,
+             "return ((t(1) - ramp) * t(self.ext_factor)).astype(dtype)", "return (t(1) - ramp).astype(dtype)"),
+    Mutation("yarn: truncate ignored", FREQS, "        if self.truncate:\n", "        if True:\n"),
+    Mutation("yarn: ramp reversed", FREQS,
+             "inv = (interp * (t(1.0) - mix) + inv * mix).astype(dtype)",
+             "inv = (inv * (t(1.0) - mix) + interp * mix).astype(dtype)"),
+    Mutation("yarn: magnitude without the scale's log term", FREQS,
+             "return float(self.attn_factor) * (0.1 * math.log(scale) + 1.0)", "return float(self.attn_factor)"),
     # --- the operator's plan and tables
     Mutation("positions reversed", OP, "pos = req.positions[t0:t1] if", "pos = req.positions[t0:t1][::-1] if"),
     Mutation("gathered rows not renumbered", OP, "pos[rows >= 0] = inverse", "pos[rows >= 0] = rows[rows >= 0]"),

@@ -9,7 +9,7 @@ See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rotary_embedding
-from .freqs import AxialFreqs, RopeFreqs
+from .freqs import AxialFreqs, RopeFreqs, YaRN
 from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (
@@ -33,6 +33,7 @@ __all__ = [
     "apply_rotary_emb_hf",
     "RopeFreqs",
     "AxialFreqs",
+    "YaRN",
     "apply_reference",
     "axial_freqs",
     "Device",

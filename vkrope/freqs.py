@@ -13,6 +13,11 @@ rounding. angle="exact" forms position * inverse frequency from the integer
 position and the float64 inverse frequency, reduced exactly: within 2 ulp
 of float64 truth at every position up to 2^24 (long contexts, where the
 float32 angle itself drifts by up to ~0.01 rad).
+
+`vkrope.YaRN` extends a RopeFreqs spec's context as Hugging Face's "yarn"
+rope type and llama.cpp's rope_yarn do: each pair's inverse frequency is a
+ramp-weighted blend of the scaled and unscaled ones, and cos / sin are
+multiplied by an attention factor.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
 SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
+ONE_BITS = 0x3F800000  # float32 1.0: the kernels' MAGNITUDE_BITS when no factor applies
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -83,6 +89,89 @@ def _check_angle(angle: Any) -> None:
         raise ValueError(f"angle must be one of {ANGLES}; got {angle!r}")
 
 
+def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {value}")
+
+
+@dataclass(frozen=True)
+class YaRN:
+    """YaRN context extension for `RopeFreqs(dim, base, scale=factor, yarn=YaRN(...))`,
+    as Hugging Face's "yarn" rope type and llama.cpp's rope_yarn compute it.
+
+    original_context: the context the model was trained on (HF
+    original_max_position_embeddings, llama.cpp n_ctx_orig); beta_fast,
+    beta_slow: the rotation counts bounding the ramp (beta_fast > beta_slow);
+    ext_factor: in [0, 1], how much of the ramp blends back to the unscaled
+    frequencies (llama.cpp's; HF's is 1; 0 is plain linear scaling);
+    attn_factor: multiplies the magnitude (llama.cpp's; HF's
+    attention_factor A is attn_factor = A / (0.1 ln(scale) + 1)); truncate:
+    floor / ceil the ramp's ends (HF's truncate, llama.cpp always does).
+
+    Pair i's inverse frequency: with extrap = 1 / base ** (2i / dim) and
+    interp = 1 / (scale * base ** (2i / dim)), low / high the correction
+    dims of beta_fast / beta_slow (dim * ln(original_context / (beta * 2
+    pi)) / (2 ln base), clamped to [0, dim - 1]) and mix = (1 - clamp((i -
+    low) / max(high - low, 0.001), 0, 1)) * ext_factor:
+    interp * (1 - mix) + extrap * mix, each step in float32 as HF does.
+    cos and sin are multiplied by `magnitude`: attn_factor * (0.1 ln(scale)
+    + 1) when scale > 1 and ext_factor > 0, else attn_factor.
+    """
+
+    original_context: int
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    ext_factor: float = 1.0
+    attn_factor: float = 1.0
+    truncate: bool = True
+
+    def __post_init__(self) -> None:
+        _check_int("original_context", self.original_context, 1)
+        _check_positive("beta_fast", self.beta_fast)
+        _check_positive("beta_slow", self.beta_slow)
+        if not self.beta_fast > self.beta_slow:
+            raise ValueError(f"beta_fast must be greater than beta_slow; got beta_fast = {self.beta_fast}, "
+                             f"beta_slow = {self.beta_slow}")
+        _check_number("ext_factor", self.ext_factor, 0.0, 1.0)
+        _check_positive("attn_factor", self.attn_factor)
+        if not isinstance(self.truncate, (bool, np.bool_)):
+            raise TypeError(f"truncate must be a bool; got {type(self.truncate).__name__} {self.truncate!r}")
+
+    def ramp_ends(self, dim: int, base: float) -> tuple[float, float]:
+        """(low, high): the pair indices where the blend starts and ends."""
+        def corr_dim(rotations: float) -> float:
+            return dim * math.log(self.original_context / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+        low, high = corr_dim(self.beta_fast), corr_dim(self.beta_slow)
+        if self.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        return max(low, 0), min(high, dim - 1)
+
+    def mix(self, dim: int, base: float, dtype: Any) -> np.ndarray:
+        """[dim/2] the weight of the unscaled frequency, in `dtype` steps."""
+        low, high = self.ramp_ends(dim, base)
+        if low == high:
+            high += 0.001  # HF's guard; llama.cpp's max(0.001, ...) below covers high < low
+        span = max(high - low, 0.001)
+        t = dtype.type
+        ramp = np.clip((np.arange(dim // 2, dtype=dtype) - t(low)) / t(span), t(0), t(1)).astype(dtype)
+        return ((t(1) - ramp) * t(self.ext_factor)).astype(dtype)
+
+    def magnitude(self, scale: float) -> float:
+        """The factor cos and sin are multiplied by (float64)."""
+        if scale > 1 and self.ext_factor > 0:
+            return float(self.attn_factor) * (0.1 * math.log(scale) + 1.0)
+        return float(self.attn_factor)
+
+
+def magnitude_bits(spec: Any) -> int:
+    """The kernels' MAGNITUDE_BITS specialization constant for a spec: the
+    float32 bits of its cos / sin factor (1.0 for specs without one)."""
+    return int(np.float32(spec.magnitude).view(np.uint32))
+
+
 def _columns(inv32: np.ndarray, inv64: np.ndarray) -> np.ndarray:
     """The interleaved kernel's per-pair columns: uint32 [n, 4] = (float32
     inverse frequency bits, quarter turns of the float64 one)."""
@@ -99,9 +188,10 @@ class RopeFreqs:
     token is its cache row (position_ids, or s for ExecuTorch's op).
 
     dim: the rotated width (even); base: the RoPE base (> 0); scale: positions
-    are divided by it (linear scaling, > 0); freq_factors: dim/2 positive
-    divisors of the inverse frequencies (Llama 3.1 / llama.cpp); angle:
-    "float32" (what the frameworks compute) or "exact" (see the module).
+    are divided by it (linear scaling, > 0), or with `yarn` the YaRN factor;
+    freq_factors: dim/2 positive divisors of the inverse frequencies (Llama
+    3.1 / llama.cpp); angle: "float32" (what the frameworks compute) or
+    "exact" (see the module); yarn: a `vkrope.YaRN`, or None.
     """
 
     dim: int
@@ -109,6 +199,7 @@ class RopeFreqs:
     scale: float = 1.0
     freq_factors: Any = None  # stored as a tuple of floats: specs compare and hash by value
     angle: str = "float32"
+    yarn: YaRN | None = None
 
     def __post_init__(self) -> None:
         _check_int("dim", self.dim, 2)
@@ -124,21 +215,47 @@ class RopeFreqs:
             if not (np.isfinite(ff).all() and (ff > 0).all()):
                 raise ValueError("freq_factors must be positive finite numbers")
             object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
+        if self.yarn is not None:
+            if not isinstance(self.yarn, YaRN):
+                raise TypeError(f"yarn must be a vkrope.YaRN or None; got {type(self.yarn).__name__} {self.yarn!r}")
+            if self.base == 1:
+                raise ValueError("base must not be 1 with yarn (its ramp divides by ln(base)); got 1")
+            m = self.yarn.magnitude(float(self.scale))
+            if not float(np.finfo(np.float32).tiny) <= m <= float(np.finfo(np.float32).max):
+                raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
+                                 f"range; got attn_factor = {self.yarn.attn_factor}")
+
+    @property
+    def position_scale(self) -> float:
+        """What positions are divided by: scale, or 1 with yarn (whose
+        frequencies carry the scale)."""
+        return 1.0 if self.yarn is not None else float(self.scale)
+
+    @property
+    def magnitude(self) -> np.float32:
+        """The float32 factor cos and sin are multiplied by (1 without yarn)."""
+        return np.float32(1.0 if self.yarn is None else self.yarn.magnitude(float(self.scale)))
+
+    def _inv_freq(self, dtype: Any) -> np.ndarray:
+        t = dtype.type
+        pos = np.power(t(self.base), np.arange(0, self.dim, 2, dtype=dtype) / t(self.dim)).astype(dtype)
+        inv = (t(1.0) / pos).astype(dtype)
+        if self.yarn is not None:
+            interp = (t(1.0) / (t(self.scale) * pos)).astype(dtype)
+            mix = self.yarn.mix(self.dim, float(self.base), dtype)
+            inv = (interp * (t(1.0) - mix) + inv * mix).astype(dtype)
+        if self.freq_factors is not None:
+            inv = (inv / np.asarray(self.freq_factors, dtype=dtype)).astype(dtype)
+        return inv
 
     def inv_freq_float32(self) -> np.ndarray:
-        """The inverse frequencies [dim/2] as the frameworks compute them in float32."""
-        exps = np.arange(0, self.dim, 2, dtype=np.float32) / np.float32(self.dim)
-        inv = np.float32(1.0) / np.power(np.float32(self.base), exps)
-        if self.freq_factors is not None:
-            inv = inv / np.asarray(self.freq_factors, dtype=np.float32)
-        return inv.astype(np.float32)
+        """The inverse frequencies [dim/2] as the frameworks compute them in
+        float32 (with yarn: Hugging Face's blend, step by step)."""
+        return self._inv_freq(np.dtype(np.float32))
 
     def inv_freq_float64(self) -> np.ndarray:
         """The inverse frequencies [dim/2] in float64, positions' scale folded in."""
-        inv = 1.0 / float(self.base) ** (np.arange(0, self.dim, 2, dtype=np.float64) / self.dim)
-        if self.freq_factors is not None:
-            inv = inv / np.asarray(self.freq_factors, dtype=np.float64)
-        return inv / float(self.scale)
+        return self._inv_freq(np.dtype(np.float64)) / self.position_scale
 
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
@@ -146,14 +263,16 @@ class RopeFreqs:
         p = np.asarray(positions, dtype=np.int64).reshape(-1)
         if self.angle == "exact":
             return np.outer(p.astype(np.float64), self.inv_freq_float64())
-        t = p.astype(np.float32) / np.float32(self.scale)
+        t = p.astype(np.float32) / np.float32(self.position_scale)
         return (t[:, None] * self.inv_freq_float32()[None, :]).astype(np.float32).astype(np.float64)
 
     def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
-        stands for (float64 cos / sin of `angles`, rounded once)."""
+        stands for (float64 cos / sin of `angles`, rounded once, then times
+        `magnitude` in float32, as Hugging Face scales its cache)."""
         a = self.angles(positions)
-        return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+        m = self.magnitude
+        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
 
     @cached_property
     def _quarter_turns(self) -> np.ndarray:
@@ -205,6 +324,11 @@ class AxialFreqs:
             raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
         _check_positive("theta", self.theta)
         _check_angle(self.angle)
+
+    @property
+    def magnitude(self) -> np.float32:
+        """The float32 factor cos and sin are multiplied by: 1 (SAM2 has none)."""
+        return np.float32(1.0)
 
     @property
     def rows(self) -> int:

@@ -23,7 +23,7 @@ from ..arguments import (
     int_arg,
 )
 from . import TensorRequest
-from ..freqs import MAX_POSITION, AxialFreqs, RopeFreqs
+from ..freqs import MAX_POSITION, ONE_BITS, AxialFreqs, RopeFreqs, magnitude_bits
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
 from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
@@ -210,6 +210,7 @@ class Plan:
     in_place: bool = True  # out may be x: each invocation reads only the texel it writes
     angle: int = 0  # generated frequencies: ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT (the kernel's)
     axial_end_x: int = 0  # generated axial frequencies: the grid's width
+    magnitude_bits: int = ONE_BITS  # generated frequencies: float32 bits of the cos / sin factor (YaRN)
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over x and out (resource, byte offset of
@@ -238,7 +239,8 @@ class Plan:
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
             # Rows repeat (n % Nf) only without positions and with n_rot > Nf.
             repeat = not ch.positions and self.n_rot > self.n_freq_rows
-            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0))
+            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0),
+                    self.magnitude_bits)
             out_.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, fa, pa), grid))
         return tuple(out_)
 
@@ -307,6 +309,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
         angle=angle_mode(req.freqs_pairs) if req.generated else ANGLE_FLOAT32,
         axial_end_x=req.freqs_pairs.end_x if isinstance(req.freqs_pairs, AxialFreqs) else 0,
+        magnitude_bits=magnitude_bits(req.freqs_pairs) if req.generated else ONE_BITS,
     )
 
 
@@ -426,7 +429,7 @@ def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
     spec = req.freqs_pairs
     if isinstance(spec, AxialFreqs) or spec.angle == "exact":
         return np.ascontiguousarray(pos, dtype=np.int32)
-    bits = (pos.astype(np.float32) / np.float32(spec.scale)).astype(np.float32).view(np.int32)
+    bits = (pos.astype(np.float32) / np.float32(spec.position_scale)).astype(np.float32).view(np.int32)
     return np.where(pos < 0, -1, bits).astype(np.int32)
 
 
@@ -467,7 +470,7 @@ def reference(req: Request) -> np.ndarray:
     if rotated.any() and half:
         if req.generated:  # the angles the spec stands for
             a = req.freqs_pairs.angles(rows[rotated])
-            f = np.stack([np.cos(a), np.sin(a)], -1)
+            f = np.float64(req.freqs_pairs.magnitude) * np.stack([np.cos(a), np.sin(a)], -1)
         else:
             f = np.asarray(req.freqs_pairs, dtype=np.float64).reshape(-1, half, 2)[rows[rotated]]  # [n_rotated, C/2, 2]
         c, s = f[..., 0], f[..., 1]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from . import TensorRequest
-from ..freqs import MAX_POSITION, RopeFreqs
+from ..freqs import MAX_POSITION, ONE_BITS, RopeFreqs, magnitude_bits
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
@@ -136,7 +136,7 @@ def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
                          f"got {int(bad[0])}")
     if spec.angle == "exact":
         return p.astype(np.int32)
-    return (p.astype(np.float32) / np.float32(spec.scale)).astype(np.float32).view(np.int32)
+    return (p.astype(np.float32) / np.float32(spec.position_scale)).astype(np.float32).view(np.int32)
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
@@ -341,6 +341,7 @@ class Plan:
     segments: tuple[tuple, ...]
     in_place: bool
     exact: bool = False  # frequencies in the shader with the exact angle
+    magnitude_bits: int = ONE_BITS  # frequencies in the shader: float32 bits of the cos / sin factor (YaRN)
 
     def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[list[Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over x and out (resource, byte offset of row
@@ -370,7 +371,8 @@ class Plan:
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
-            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact))
+            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact),
+                    self.magnitude_bits)
             launches.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
 
@@ -444,6 +446,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
         exact=req.generated and req.cos.angle == "exact",
+        magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
     )
 
 
@@ -589,7 +592,8 @@ def reference(req: Request) -> np.ndarray:
         else:
             t = trow.astype(np.int32).view(np.float32)
             angles = (t[:, None] * spec.inv_freq_float32()[None, :]).astype(np.float32).astype(np.float64)
-        cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+        m = np.float64(spec.magnitude)
+        cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
     else:
         cos = np.asarray(req.cos, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
         sin = np.asarray(req.sin, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]

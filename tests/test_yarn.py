@@ -1,0 +1,225 @@
+"""YaRN context extension (`vkrope.RopeFreqs(..., scale=factor, yarn=vkrope.YaRN(...))`)
+against oracles written here from the two sources, sharing no code with
+vkrope: Hugging Face's `_compute_yarn_parameters` (transformers
+modeling_rope_utils.py, "yarn"), step by step in numpy float32 as torch
+runs it on the CPU, and llama.cpp's rope_yarn / ggml_rope_yarn_corr_dims
+(ggml-cpu ops.cpp, the Vulkan rope shaders), in float64."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle_family import onnx_rotary_embedding
+from test_generated import STORAGES, ulps, unit_x
+
+F32 = np.float32
+
+
+def hf_yarn(dim, base, factor, original, beta_fast=32.0, beta_slow=1.0, truncate=True, attention_factor=None, dtype=F32):
+    """(inv_freq float32 [dim/2], attention_factor float) as transformers
+    computes them (dtype=np.float64: the same steps in float64, the exact
+    angle mode's frequency)."""
+    F = dtype  # noqa: N806
+    def get_mscale(scale, mscale=1):
+        return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+    if attention_factor is None:
+        attention_factor = get_mscale(factor)
+
+    def find_correction_dim(num_rotations):
+        return (dim * math.log(original / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = find_correction_dim(beta_fast), find_correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=F) - F(low)) / F(high - low), F(0), F(1))
+    extrapolation_factor = F(1) - ramp
+    pos_freqs = np.power(F(base), np.arange(0, dim, 2, dtype=F) / F(dim))
+    extrap = F(1.0) / pos_freqs
+    interp = F(1.0) / (F(factor) * pos_freqs)
+    inv = interp * (F(1) - extrapolation_factor) + extrap * extrapolation_factor
+    assert inv.dtype == F
+    return inv, attention_factor
+
+
+def hf_cache(positions, inv, attention_factor):
+    """(cos, sin) float32 [len(positions), dim/2]: HF's float32 angle, its
+    cos / sin (float64 here, rounded once), times the attention factor in float32."""
+    a = (np.asarray(positions).astype(F32)[:, None] * inv[None, :]).astype(np.float64)
+    af = F32(attention_factor)
+    return (np.cos(a).astype(F32) * af).astype(F32), (np.sin(a).astype(F32) * af).astype(F32)
+
+
+def llama_theta(positions, dim, base, freq_scale, n_ctx_orig, ext_factor, beta_fast=32.0, beta_slow=1.0,
+                attn_factor=1.0):
+    """(theta float64 [len(positions), dim/2], mscale): llama.cpp's rope_yarn in float64."""
+    def corr_dim(n_rot):
+        return dim * math.log(n_ctx_orig / (n_rot * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(0.0, math.floor(corr_dim(beta_fast)))
+    high = min(dim - 1.0, math.ceil(corr_dim(beta_slow)))
+    i0 = np.arange(0, dim, 2, dtype=np.float64)
+    y = (i0 / 2 - low) / max(0.001, high - low)
+    ramp_mix = (1 - np.clip(y, 0, 1)) * ext_factor
+    theta_extrap = np.asarray(positions, np.float64)[:, None] * base ** (-i0 / dim)[None, :]
+    theta_interp = freq_scale * theta_extrap
+    theta = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix
+    mscale = attn_factor * (1.0 + 0.1 * math.log(1.0 / freq_scale)) if ext_factor != 0 else attn_factor
+    return theta, mscale
+
+
+CONFIGS = [  # (dim, base, factor, original context, beta_fast, beta_slow, truncate)
+    (128, 10000.0, 4.0, 4096, 32.0, 1.0, True),        # Llama 2 style YaRN
+    (64, 1000000.0, 8.0, 32768, 32.0, 1.0, True),      # Qwen-style long base
+    (128, 150000.0, 32.0, 4096, 32.0, 1.0, False),     # gpt-oss: truncate off
+    (32, 10000.0, 2.0, 2048, 16.0, 2.0, True),         # other betas
+]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_inverse_frequencies_and_magnitude_are_hugging_faces(cfg):
+    """The spec's float32 inverse frequencies are HF's bit for bit, and its
+    magnitude is HF's attention factor in float32."""
+    dim, base, factor, orig, bf, bs, trunc = cfg
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor,
+                            yarn=vkrope.YaRN(orig, beta_fast=bf, beta_slow=bs, truncate=trunc))
+    inv, af = hf_yarn(dim, base, factor, orig, bf, bs, trunc)
+    assert np.array_equal(spec.inv_freq_float32().view(np.uint32), inv.view(np.uint32))
+    assert spec.magnitude == F32(af)
+    pos = np.arange(0, 3 * orig, 5)
+    c, s = spec.table(pos)
+    hc, hs = hf_cache(pos, inv, af)
+    assert np.array_equal(c, hc) and np.array_equal(s, hs)
+
+
+@pytest.mark.parametrize("kernel", ["table", "interleaved"])
+@pytest.mark.parametrize("angle", ["float32", "exact"])
+def test_cos_sin_within_two_ulp(device, kernel, angle):
+    """Shader cos / sin times the magnitude, against float64 cos / sin of the
+    same angle times the float32 magnitude (float32 angle: HF's; exact: the
+    float64 frequency times the integer position), positions up to 2^24."""
+    rng = np.random.default_rng(17)
+    dim, base, factor, orig = 128, 10000.0, 4.0, 4096
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor, yarn=vkrope.YaRN(orig), angle=angle)
+    pos = np.concatenate([np.arange(1 << 12), rng.integers(0, 1 << 24, 1 << 11), [(1 << 24) - 1]])
+    if angle == "exact":  # the float64 frequency times the integer position, in 64-bit-mantissa long double
+        inv, _ = hf_yarn(dim, base, factor, orig, dtype=np.float64)
+        a = np.outer(pos.astype(np.longdouble), inv.astype(np.longdouble))
+    else:
+        inv, _ = hf_yarn(dim, base, factor, orig)
+        a = (pos.astype(F32)[:, None] * inv[None, :]).astype(np.longdouble)
+    m = np.longdouble(F32(0.1 * math.log(factor) + 1.0))
+    if kernel == "table":
+        y = device.rotary_embedding(unit_x(1, 1, len(pos), dim), spec, None, pos[None, :], interleaved=1)[0, 0]
+    else:
+        y = device.apply(unit_x(1, 1, len(pos), dim)[0], spec, positions=pos)[0]
+    err_c, err_s = ulps(y[:, 0::2], np.cos(a) * m), ulps(y[:, 1::2], np.sin(a) * m)
+    assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
+
+
+@pytest.mark.parametrize("ext_factor,attn_factor", [(1.0, 1.0), (0.5, 0.8), (0.0, 1.3)])
+def test_exact_angle_is_llama_cpps_rope_yarn(device, ext_factor, attn_factor):
+    """The exact mode's rotation is llama.cpp's rope_yarn (float64 theta, its
+    mscale) to float32 rounding: ext_factor and attn_factor as llama.cpp uses them."""
+    dim, base, factor, orig = 64, 10000.0, 8.0, 2048
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor, angle="exact",
+                            yarn=vkrope.YaRN(orig, ext_factor=ext_factor, attn_factor=attn_factor))
+    pos = np.arange(0, 1 << 20, 997)
+    theta, mscale = llama_theta(pos, dim, base, 1.0 / factor, orig, ext_factor, attn_factor=attn_factor)
+    y = device.rotary_embedding(unit_x(1, 1, len(pos), dim), spec, None, pos[None, :], interleaved=1)[0, 0]
+    assert abs(float(spec.magnitude) - mscale) <= 1e-7 * mscale
+    assert np.abs(y[:, 0::2] - mscale * np.cos(theta)).max() < 4e-7 * mscale
+    assert np.abs(y[:, 1::2] - mscale * np.sin(theta)).max() < 4e-7 * mscale
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("resident", [False, True])
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_with_yarn_matches_hf_cache(device, storage, dtype, resident, interleaved):
+    """ONNX RotaryEmbedding with a YaRN spec equals the oracle fed HF's
+    cache (partial rotary, [B, H, S, D]), numpy and resident x, poisoned out."""
+    rng = np.random.default_rng(40 + interleaved)
+    b, h, s, d, rot = 2, 3, 11, 40, 32
+    spec = vkrope.RopeFreqs(rot, base=10000.0, scale=4.0, yarn=vkrope.YaRN(512))
+    pos = rng.integers(0, 8192, (b, s))
+    inv, af = hf_yarn(rot, 10000.0, 4.0, 512)
+    c, sn = hf_cache(pos.reshape(-1), inv, af)
+    x = rng.standard_normal((b, h, s, d)).astype(dtype)
+    kw = dict(interleaved=interleaved, rotary_embedding_dim=rot)
+    ref = onnx_rotary_embedding(x, c.reshape(b, s, -1), sn.reshape(b, s, -1), **kw)
+    if resident:
+        y = device.rotary_embedding(device.asarray(x, storage=storage), spec, None, pos, **kw).get()
+    else:
+        y = device.rotary_embedding(x, spec, None, pos, storage=storage, **kw)
+    tol = 2e-6 if dtype == np.float32 else 2e-3
+    assert np.isfinite(y).all()
+    assert np.abs(y.astype(np.float64) - ref).max() < tol * max(1.0, np.abs(ref).max())
+
+
+def test_apply_rotary_emb_ops_with_yarn(device):
+    """ExecuTorch's LLM ops take a YaRN spec like any RopeFreqs."""
+    from oracle_family import et_apply_rotary_emb
+
+    rng = np.random.default_rng(9)
+    xq = rng.standard_normal((1, 9, 4, 32)).astype(np.float32)
+    xk = rng.standard_normal((1, 9, 2, 32)).astype(np.float32)
+    spec = vkrope.RopeFreqs(32, base=500000.0, scale=16.0, yarn=vkrope.YaRN(1024, attn_factor=0.9))
+    inv, af = hf_yarn(32, 500000.0, 16.0, 1024)
+    c, s = hf_cache(np.arange(9), inv, 0.9 * af)
+    for y, r in zip(device.apply_rotary_emb(xq, xk, spec, None), et_apply_rotary_emb(xq, xk, c, s)):
+        assert np.abs(y - r).max() < 2e-5
+
+
+def test_specs_differing_only_in_yarn_give_their_own_results(device):
+    """No cache keyed on anything less than the whole spec mixes them up."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 6, 32)).astype(np.float32)
+    pos = rng.integers(0, 4096, (1, 6))
+    specs = [vkrope.RopeFreqs(32, scale=4.0), vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256)),
+             vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256, attn_factor=2.0)),
+             vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(1024))]
+    assert len(set(specs)) == 4
+    for spec in specs + specs[::-1]:
+        c, s = spec.table(pos.reshape(-1))
+        ref = onnx_rotary_embedding(x, c.reshape(1, 6, -1), s.reshape(1, 6, -1))
+        assert np.abs(device.rotary_embedding(x, spec, None, pos) - ref).max() < 2e-5
+
+
+def test_ext_factor_zero_is_linear_interpolation():
+    """No blend: every frequency is the scaled one, the magnitude attn_factor."""
+    spec = vkrope.RopeFreqs(64, scale=4.0, yarn=vkrope.YaRN(512, ext_factor=0.0, attn_factor=1.25))
+    e = np.arange(0, 64, 2, dtype=F32) / F32(64)
+    assert np.array_equal(spec.inv_freq_float32(), F32(1) / (F32(4.0) * np.power(F32(10000.0), e)))
+    assert spec.magnitude == F32(1.25)
+
+
+@pytest.mark.parametrize("kw,word", [
+    (dict(original_context=0), "original_context"), (dict(original_context=4096.0), "original_context"),
+    (dict(original_context=4096, beta_fast=1.0, beta_slow=1.0), "beta_fast"),
+    (dict(original_context=4096, beta_slow=0.0), "beta_slow"),
+    (dict(original_context=4096, ext_factor=1.5), "ext_factor"),
+    (dict(original_context=4096, ext_factor=float("nan")), "ext_factor"),
+    (dict(original_context=4096, attn_factor=0.0), "attn_factor"),
+    (dict(original_context=4096, truncate="yes"), "truncate"),
+])
+def test_bad_yarn_names_the_argument(kw, word):
+    with pytest.raises((TypeError, ValueError), match=word):
+        vkrope.YaRN(**kw)
+
+
+def test_bad_yarn_use_names_the_argument():
+    with pytest.raises(TypeError, match="yarn"):
+        vkrope.RopeFreqs(16, yarn={"original_context": 4096})
+    with pytest.raises(ValueError, match="base"):
+        vkrope.RopeFreqs(16, base=1.0, yarn=vkrope.YaRN(4096))
+    for attn in (1e39, 1e-40):  # no float32 factor: inf, or subnormal / zero
+        with pytest.raises(ValueError, match="attn_factor"):
+            vkrope.RopeFreqs(16, scale=2.0, yarn=vkrope.YaRN(4096, attn_factor=attn))
