@@ -34,15 +34,15 @@ def main(path: str) -> None:
           f"date {r['date']}; numpy {r['numpy']}; torch: {r['torch']}; wgpu: {r['wgpu']}; "
           f"complete: {r.get('complete', True)}\n")
     print("| shape | dtype | storage | freqs | MiB moved | kernel ms | kernel GB/s | texel-copy GB/s "
-          "| texel-copy / kernel time | copy GB/s | kernel/copy | apply ms "
+          "| texel-copy / kernel time | copy GB/s | copy / kernel time | apply ms "
           "| resident ms | numpy ms | numpy/apply | memcpy GB/s | torch op ms | torch e2e ms | wgpu e2e ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in r["rows"]:
         print(f"| {'x'.join(map(str, row['shape']))} | {row['dtype']} | {row['storage']} | "
               f"{row.get('freqs', 'table')} | "
               f"{row['bytes_moved'] / 2**20:.1f} | {ms(row['kernel_s'])} | {num(row['kernel_gbps'])} | "
-              f"{num(row.get('texel_copy_gbps'))} | {num(row.get('kernel_over_texel_copy'), 2)} | "
-              f"{num(row['copy_gbps'])} | {num(row['kernel_over_copy'], 2)} | {ms(row['apply_s'])} | "
+              f"{num(row.get('texel_copy_gbps'))} | {num(row.get('texel_copy_over_kernel'), 2)} | "
+              f"{num(row['copy_gbps'])} | {num(row['copy_over_kernel'], 2)} | {ms(row['apply_s'])} | "
               f"{ms(row['resident_apply_s'])} | {ms(row['numpy_s'])} | {num(row['numpy_over_apply'], 2)} | "
               f"{num(row['memcpy_gbps'])} | {competitor(row['torch'], 'op_s')} | {competitor(row['torch'])} | "
               f"{competitor(row['wgpu'])} |")

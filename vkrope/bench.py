@@ -170,7 +170,7 @@ class _Wgpu:
 
 
 HEADER = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'freqs':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
-          f"{'tcopy GB/s':>10} {'k/tcopy':>7} {'copy GB/s':>9} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
+          f"{'tcopy GB/s':>10} {'tcopy/k':>7} {'copy GB/s':>9} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
           f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
 
 
@@ -293,9 +293,9 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
             "x_bytes": x.nbytes, "bytes_moved": moved,
             "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
             "texel_copy_s": texel_s, "texel_copy_gbps": 2 * x.nbytes / texel_s / 1e9 if texel_s else None,
-            "kernel_over_texel_copy": (texel_s / kernel) if (kernel and texel_s) else None,
+            "texel_copy_over_kernel": (texel_s / kernel) if (kernel and texel_s) else None,
             "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
-            "kernel_over_copy": (copy_s / kernel) if (kernel and copy_s) else None,
+            "copy_over_kernel": (copy_s / kernel) if (kernel and copy_s) else None,
             "apply_s": t_apply, "resident_apply_s": t_resident,
             "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
             "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
@@ -321,7 +321,7 @@ def _row_line(row: dict[str, Any]) -> str:
     tt, wg = row["torch"], row["wgpu"]
     return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<7} {row['storage']:<9} {row['freqs']:<9} "
             f"{row['bytes_moved'] / 2**20:>7.1f} {_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} "
-            f"{_num(row['texel_copy_gbps']):>10} {_num(row['kernel_over_texel_copy'], 2):>7} "
+            f"{_num(row['texel_copy_gbps']):>10} {_num(row['texel_copy_over_kernel'], 2):>7} "
             f"{_num(row['copy_gbps']):>9} {_ms(row['apply_s']):>9} "
             f"{_ms(row['resident_apply_s']):>8} {_ms(row['numpy_s']):>9} "
             f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
