@@ -115,8 +115,9 @@ class YaRN:
     dims of beta_fast / beta_slow (dim * ln(original_context / (beta * 2
     pi)) / (2 ln base), clamped to [0, dim - 1]) and mix = (1 - clamp((i -
     low) / max(high - low, 0.001), 0, 1)) * ext_factor:
-    interp * (1 - mix) + extrap * mix, each step in float32 as HF does.
-    cos and sin are multiplied by `magnitude`: attn_factor * (0.1 ln(scale)
+    interp * (1 - mix) + extrap * mix, each step in float32 as HF does
+    (freq_factors, if any, then divide it; llama.cpp divides both terms
+    first, the same in exact arithmetic). cos and sin are multiplied by `magnitude`: attn_factor * (0.1 ln(scale)
     + 1) when scale > 1 and ext_factor > 0, else attn_factor.
     """
 
