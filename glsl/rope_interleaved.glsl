@@ -64,9 +64,6 @@ layout(constant_id = 4) const bool REPEAT = true;
 // runs both sides of every branch, so a flag would pay for every mode.
 layout(constant_id = 5) const int ANGLE = 0;
 layout(constant_id = 6) const bool AXIAL = false;
-// GENERATED: the float32 factor cos and sin are multiplied by (YaRN's
-// attention factor; 1.0 folds away), as bits of a float.
-layout(constant_id = 7) const uint MAGNITUDE_BITS = 0x3f800000u;
 const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), full range reduction (any float32 angle)
 const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
 const int ANGLE_EXACT = 2;    // position * float64 frequency, reduced exactly
@@ -118,6 +115,9 @@ layout(push_constant) uniform Params {
   uint image_width;    // texture storage: texels per image row
   uint pos_base;       // token at which the positions binding starts
   uint axial_end_x;    // GENERATED axial grids: tokens per grid row (0: 1-D positions)
+  uint magnitude;      // GENERATED: float32 bits of the factor cos and sin are multiplied by
+                       // (YaRN's attention factor; 1.0 otherwise). A push constant, not a
+                       // specialization constant: a factor per call would build a pipeline each.
 } p;
 
 #ifdef GENERATED
@@ -130,7 +130,7 @@ vec2 generated_cs(uint c, float t, uint k) {
     precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)
     cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
   }
-  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);
+  return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
 }
 
 // n / d for n < 2^24, d >= 1, without an integer division. n times the

@@ -58,9 +58,6 @@ layout(constant_id = 3) const bool WHOLE_TEXELS = false;
 // both angle modes on every texel.
 layout(constant_id = 4) const bool INTERLEAVED = false;
 layout(constant_id = 5) const bool EXACT = false;
-// GENERATED: the float32 factor cos and sin are multiplied by (YaRN's
-// attention factor; 1.0 folds away), as bits of a float.
-layout(constant_id = 6) const uint MAGNITUDE_BITS = 0x3f800000u;
 
 #ifdef STORAGE_BUFFER
 layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
@@ -110,6 +107,9 @@ layout(push_constant) uniform Params {
   uint flags;           // FLAG_*
   uint image_height;    // texture storage: image rows per z-slice
   uint image_width;     // texture storage: texels per image row
+  uint magnitude;       // GENERATED: float32 bits of the factor cos and sin are multiplied by
+                        // (YaRN's attention factor; 1.0 otherwise). A push constant, not a
+                        // specialization constant: a factor per call would build a pipeline each.
 } p;
 
 #ifdef GENERATED
@@ -122,7 +122,7 @@ vec2 generated_cs(int trow, uint col) {
     precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
     cs = cos_sin(angle);
   }
-  return MAGNITUDE_BITS == 0x3f800000u ? cs : cs * uintBitsToFloat(MAGNITUDE_BITS);
+  return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
 }
 #endif
 

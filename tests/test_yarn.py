@@ -208,6 +208,8 @@ def test_ext_factor_zero_is_linear_interpolation():
     (dict(original_context=4096, ext_factor=1.5), "ext_factor"),
     (dict(original_context=4096, ext_factor=float("nan")), "ext_factor"),
     (dict(original_context=4096, attn_factor=0.0), "attn_factor"),
+    (dict(original_context=4096, beta_fast=1e308), "beta_fast"),
+    (dict(original_context=4096, beta_fast=np.float32(8.0), beta_slow=1e-39), "beta_slow"),
     (dict(original_context=4096, truncate="yes"), "truncate"),
 ])
 def test_bad_yarn_names_the_argument(kw, word):
@@ -223,3 +225,47 @@ def test_bad_yarn_use_names_the_argument():
     for attn in (1e39, 1e-40):  # no float32 factor: inf, or subnormal / zero
         with pytest.raises(ValueError, match="attn_factor"):
             vkrope.RopeFreqs(16, scale=2.0, yarn=vkrope.YaRN(4096, attn_factor=attn))
+    with pytest.raises(ValueError, match="base"):
+        vkrope.RopeFreqs(16, base=0.5, yarn=vkrope.YaRN(4096))
+
+
+@pytest.mark.parametrize("yarn", [
+    dict(original_context=5), dict(original_context=3 * 10**10),  # no ramp: HF and llama.cpp disagree
+    dict(original_context=10**400),  # no finite correction dims
+])
+def test_yarn_without_a_ramp_is_refused_before_any_work(device, yarn):
+    with pytest.raises(ValueError, match="original_context") as err:
+        vkrope.RopeFreqs(128, scale=4.0, yarn=vkrope.YaRN(**yarn))
+    assert "beta_fast" in str(err.value) and "beta_slow" in str(err.value)
+    y = device.rotary_embedding(unit_x(1, 1, 2, 8), vkrope.RopeFreqs(8), None, np.arange(2)[None])  # still usable
+    assert np.isfinite(y).all()
+
+
+def test_oracle_and_spec_agree_where_the_ramp_is_one_index():
+    """low == high: HF's 0.001 guard (a step at low) on both sides."""
+    dim, base, factor = 16, 10000.0, 4.0
+    for orig in range(1, 20000):
+        low = math.floor(dim * math.log(orig / (32 * 2 * math.pi)) / (2 * math.log(base)))
+        high = math.ceil(dim * math.log(orig / (2 * math.pi)) / (2 * math.log(base)))
+        if max(low, 0) == min(high, dim - 1):
+            break
+    else:
+        pytest.fail("no original_context gives a one-index ramp")
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor, yarn=vkrope.YaRN(orig))
+    inv, _ = hf_yarn(dim, base, factor, orig)
+    assert np.array_equal(spec.inv_freq_float32().view(np.uint32), inv.view(np.uint32))
+
+
+def test_a_factor_per_call_builds_no_pipeline_per_factor(device):
+    """The attention factor travels as a push constant: a factor that changes
+    per call (dynamic scaling) reuses one pipeline, and each call gets its own."""
+    pos = np.arange(16)[None]
+    x = np.ones((1, 4, 16, 64), np.float32)
+    device.rotary_embedding(x, vkrope.RopeFreqs(64, scale=4.0, yarn=vkrope.YaRN(4096)), None, pos)
+    before = len(device._rt.pipelines)
+    for k in range(12):
+        spec = vkrope.RopeFreqs(64, scale=4.0, yarn=vkrope.YaRN(4096, attn_factor=1.0 + k / 8))
+        c, s = spec.table(pos[0])
+        y = device.rotary_embedding(x, spec, None, pos)
+        assert np.abs(y[0, 0, :, :32] - (c - s)).max() < 1e-5 and np.abs(y[0, 0, :, 32:] - (c + s)).max() < 1e-5
+    assert len(device._rt.pipelines) == before

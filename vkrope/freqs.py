@@ -32,7 +32,7 @@ import numpy as np
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
 SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
-ONE_BITS = 0x3F800000  # float32 1.0: the kernels' MAGNITUDE_BITS when no factor applies
+ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -77,11 +77,17 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
 
 
+F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+
+
 def _check_positive(name: str, value: Any) -> None:
+    # The frameworks' float32 arithmetic uses these numbers: one that float32
+    # rounds to 0, a subnormal or inf would turn every angle into NaN.
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number; got {value}")
+    if not (math.isfinite(value) and F32_TINY <= value <= F32_MAX):
+        raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
+                         f"{F32_MAX:.3g}]; got {value}")
 
 
 def _check_angle(angle: Any) -> None:
@@ -117,8 +123,12 @@ class YaRN:
     low) / max(high - low, 0.001), 0, 1)) * ext_factor:
     interp * (1 - mix) + extrap * mix, each step in float32 as HF does
     (freq_factors, if any, then divide it; llama.cpp divides both terms
-    first, the same in exact arithmetic). cos and sin are multiplied by `magnitude`: attn_factor * (0.1 ln(scale)
-    + 1) when scale > 1 and ext_factor > 0, else attn_factor.
+    first, the same in exact arithmetic). A spec whose ramp is empty (low
+    above high: a tiny or huge original_context) is refused: HF and
+    llama.cpp blend oppositely there. cos and sin are multiplied by
+    `magnitude`: attn_factor * (0.1 ln(scale) + 1) when scale > 1 and
+    ext_factor != 0 (HF's get_mscale; llama.cpp applies the log term below
+    1 too), else attn_factor.
     """
 
     original_context: int
@@ -150,26 +160,28 @@ class YaRN:
             low, high = math.floor(low), math.ceil(high)
         return max(low, 0), min(high, dim - 1)
 
-    def mix(self, dim: int, base: float, dtype: Any) -> np.ndarray:
-        """[dim/2] the weight of the unscaled frequency, in `dtype` steps."""
+    def mix(self, dim: int, base: float, dtype: Any = np.float32) -> np.ndarray:
+        """[dim/2] the weight of the unscaled frequency, in `dtype` steps
+        (RopeFreqs refuses the specs whose ramp is empty, high < low)."""
         low, high = self.ramp_ends(dim, base)
         if low == high:
-            high += 0.001  # HF's guard; llama.cpp's max(0.001, ...) below covers high < low
+            high += 0.001  # HF's guard (llama.cpp: max(0.001, high - low), the same here)
         span = max(high - low, 0.001)
+        dtype = np.dtype(dtype)
         t = dtype.type
         ramp = np.clip((np.arange(dim // 2, dtype=dtype) - t(low)) / t(span), t(0), t(1)).astype(dtype)
         return ((t(1) - ramp) * t(self.ext_factor)).astype(dtype)
 
     def magnitude(self, scale: float) -> float:
         """The factor cos and sin are multiplied by (float64)."""
-        if scale > 1 and self.ext_factor > 0:
+        if scale > 1 and np.float32(self.ext_factor) != 0:  # llama.cpp: float ext_factor != 0
             return float(self.attn_factor) * (0.1 * math.log(scale) + 1.0)
         return float(self.attn_factor)
 
 
 def magnitude_bits(spec: Any) -> int:
-    """The kernels' MAGNITUDE_BITS specialization constant for a spec: the
-    float32 bits of its cos / sin factor (1.0 for specs without one)."""
+    """The kernels' `magnitude` push constant for a spec: the float32 bits
+    of its cos / sin factor (1.0 for specs without one)."""
     return int(np.float32(spec.magnitude).view(np.uint32))
 
 
@@ -213,18 +225,36 @@ class RopeFreqs:
             ff = np.asarray(self.freq_factors, dtype=np.float64)
             if ff.shape != (self.dim // 2,):
                 raise ValueError(f"freq_factors must hold dim/2 = {self.dim // 2} values; got shape {ff.shape}")
-            if not (np.isfinite(ff).all() and (ff > 0).all()):
-                raise ValueError("freq_factors must be positive finite numbers")
+            if not (np.isfinite(ff).all() and (ff >= F32_TINY).all() and (ff <= F32_MAX).all()):
+                raise ValueError(f"freq_factors must be positive numbers in float32's normal range; got "
+                                 f"{ff[~((ff >= F32_TINY) & (ff <= F32_MAX))][:3].tolist()} among them")
             object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
         if self.yarn is not None:
             if not isinstance(self.yarn, YaRN):
                 raise TypeError(f"yarn must be a vkrope.YaRN or None; got {type(self.yarn).__name__} {self.yarn!r}")
-            if self.base == 1:
-                raise ValueError("base must not be 1 with yarn (its ramp divides by ln(base)); got 1")
+            if not self.base > 1:
+                raise ValueError(f"base must be > 1 with yarn (its ramp divides by ln(base)); got {self.base}")
+            self._check_ramp()
             m = self.yarn.magnitude(float(self.scale))
-            if not float(np.finfo(np.float32).tiny) <= m <= float(np.finfo(np.float32).max):
+            if not F32_TINY <= m <= F32_MAX:
                 raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
                                  f"range; got attn_factor = {self.yarn.attn_factor}")
+
+    def _check_ramp(self) -> None:
+        # Where the correction dims overflow, or beta_fast's lies above
+        # beta_slow's after clamping to [0, dim - 1], there is no ramp:
+        # Hugging Face then divides by a negative span and llama.cpp by
+        # 0.001, giving opposite blends. Neither is YaRN; refuse it.
+        y = self.yarn
+        what = (f"original_context = {y.original_context}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
+                f"with dim = {self.dim}, base = {self.base}")
+        try:
+            low, high = y.ramp_ends(self.dim, float(self.base))
+        except (OverflowError, ValueError) as exc:
+            raise ValueError(f"yarn: {what} give no finite correction dims ({exc})") from None
+        if high < low:
+            raise ValueError(f"yarn: {what} leave no ramp (beta_fast's correction dim {low} lies above beta_slow's "
+                             f"{high}); check original_context (the trained context, in tokens) and base")
 
     @property
     def position_scale(self) -> float:

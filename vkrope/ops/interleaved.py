@@ -234,13 +234,12 @@ class Plan:
                 n_tokens=self.n_tokens, pairs_per_row=self.pairs_per_row, token_begin=ch.n0, token_end=ch.n1,
                 batch_begin=ch.b0, batch_end=ch.b1, x_base=ch.x_base, f_base=ch.f_base, n_rot=self.n_rot,
                 n_freq_rows=self.n_freq_rows, flags=flags, image_height=height, image_width=width,
-                pos_base=0 if self.flat else ch.n0, axial_end_x=self.axial_end_x,
+                pos_base=0 if self.flat else ch.n0, axial_end_x=self.axial_end_x, magnitude=self.magnitude_bits,
             )
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
             # Rows repeat (n % Nf) only without positions and with n_rot > Nf.
             repeat = not ch.positions and self.n_rot > self.n_freq_rows
-            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0),
-                    self.magnitude_bits)
+            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0))
             out_.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, fa, pa), grid))
         return tuple(out_)
 

@@ -367,12 +367,11 @@ class Plan:
                 row_values=self.row_values, head_dim=self.head_dim, rot_half=self.rot_half,
                 table_width=self.table_width, n_tokens=self.n_tokens, batch_rows=self.batch_rows,
                 token_rows=self.token_rows, x_base=ch.x_base if self.storage == "buffer" else self.row_offset, t_base=ch.t_base, idx_base=ch.idx_base, flags=flags,
-                image_height=height, image_width=width,
+                image_height=height, image_width=width, magnitude=self.magnitude_bits,
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
-            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact),
-                    self.magnitude_bits)
+            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact))
             launches.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
 
