@@ -234,18 +234,17 @@ class RopeFreqs:
                 raise TypeError(f"yarn must be a vkrope.YaRN or None; got {type(self.yarn).__name__} {self.yarn!r}")
             if not self.base > 1:
                 raise ValueError(f"base must be > 1 with yarn (its ramp divides by ln(base)); got {self.base}")
-            self._check_ramp()
+            self._check_ramp(self.yarn)
             m = self.yarn.magnitude(float(self.scale))
             if not F32_TINY <= m <= F32_MAX:
                 raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
                                  f"range; got attn_factor = {self.yarn.attn_factor}")
 
-    def _check_ramp(self) -> None:
+    def _check_ramp(self, y: YaRN) -> None:
         # Where the correction dims overflow, or beta_fast's lies above
         # beta_slow's after clamping to [0, dim - 1], there is no ramp:
         # Hugging Face then divides by a negative span and llama.cpp by
         # 0.001, giving opposite blends. Neither is YaRN; refuse it.
-        y = self.yarn
         what = (f"original_context = {y.original_context}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
                 f"with dim = {self.dim}, base = {self.base}")
         try:
