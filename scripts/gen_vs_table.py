@@ -10,8 +10,10 @@ between modes and rounds between trees, so a noisy machine slows them alike).
 Each TREE is a checkout (default: this one; e.g. a `git worktree add
 --detach /tmp/old REV` for before / after); its vkrope is imported through
 PYTHONPATH in a fresh process. Prints the least kernel ms (timestamp
-queries) of each mode per tree and the table / generated time ratios
-(above 1: generated is faster).
+queries) of each mode per tree, the table / generated time ratios (above
+1: generated is faster), and the texel-copy shader over x in the same
+rounds (glsl/texel_copy.glsl: one load and one store per texel, the floor
+of any one-texel-per-invocation kernel over x).
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ with vkrope.Device(validation=False) as dev:
         y = np.empty_like(x)
         for req in reqs.values():
             dev.run(req, y)  # pipelines built, pages touched
-        best = {k: float("inf") for k in reqs}
+        best = {k: float("inf") for k in [*reqs, "texel_copy"]}
         for _ in range(rounds):
             for k, req in reqs.items():
                 t = dev.run(req, y)
                 best[k] = min(best[k], t if t else float("inf"))
+            t = dev._time_texel_copy(x.nbytes, False)  # the floor of a one-texel kernel over x
+            best["texel_copy"] = min(best["texel_copy"], t if t else float("inf"))
         out[str(shape)] = best
 print(json.dumps(out))
 """
@@ -74,7 +78,8 @@ def main() -> None:
             best = {k: min(r[shape][k] for r in runs) for k in runs[0][shape]}
             print(f"  {shape:<16} table {best['table'] * 1e3:7.2f} ms   AxialFreqs float32 {best['float32'] * 1e3:7.2f} ms"
                   f"   exact {best['exact'] * 1e3:7.2f} ms   table / generated {best['table'] / best['float32']:.2f}"
-                  f" / {best['table'] / best['exact']:.2f}")
+                  f" / {best['table'] / best['exact']:.2f}   texel copy {best['texel_copy'] * 1e3:7.2f} ms"
+                  f" (table / texel copy {best['table'] / best['texel_copy']:.2f})")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ frameworks' way) or in extended precision (exact mode)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -16,10 +18,24 @@ from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rota
 STORAGES = ["buffer", "texture3d"]
 
 
+def pow32(base, e):
+    """float32(base) ** e (float32 exponents) correctly rounded to float32
+    (a double power of the float32 operands, rounded once): what vkrope
+    documents; torch's float32 power agrees on ~99% of pairs (test_yarn.py
+    holds torch's own bits)."""
+    b = float(np.float32(base))
+    return np.array([math.pow(b, float(v)) for v in np.asarray(e, np.float32)]).astype(np.float32)
+
+
+def inv64(base, dim, step=2):
+    """1 / base ** (arange(0, dim, step) / dim) in float64 (libm's power, per element)."""
+    return np.array([1.0 / math.pow(float(base), i / dim) for i in range(0, dim, step)])
+
+
 def inv_freq32(dim, base, factors=None):
     """1 / base ** (arange(0, dim, 2) / dim) in float32 steps, as torch does."""
     e = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
-    inv = np.float32(1.0) / np.power(np.float32(base), e)
+    inv = np.float32(1.0) / pow32(base, e)
     return (inv / np.asarray(factors, np.float32)).astype(np.float32) if factors is not None else inv
 
 
@@ -30,7 +46,7 @@ def angles(positions, dim, base, scale=1.0, factors=None, exact=False):
         # The exact mode's frequency is the float64 inverse frequency; the
         # angle is its product with the integer position, formed here in
         # 64-bit-mantissa long double (error 2^-64 relative).
-        inv = 1.0 / float(base) ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+        inv = inv64(base, dim)
         if factors is not None:
             inv = inv / np.asarray(factors, np.float64)
         inv = inv / float(scale)
@@ -164,11 +180,10 @@ def axial_angles(rows, dim, end_x, theta=10000.0, exact=False):
     r = np.asarray(rows).reshape(-1)
     x, y = r % end_x, r // end_x
     if exact:
-        f = 1.0 / float(theta) ** (np.arange(0, dim, 4, dtype=np.float64)[: dim // 4] / dim)
-        fl = f.astype(np.longdouble)
+        fl = inv64(theta, dim, 4)[: dim // 4].astype(np.longdouble)
         return np.concatenate([np.outer(x.astype(np.longdouble), fl), np.outer(y.astype(np.longdouble), fl)], 1)
     e = np.arange(0, dim, 4, dtype=np.float32)[: dim // 4] / np.float32(dim)
-    f = np.float32(1.0) / np.power(np.float32(theta), e)
+    f = np.float32(1.0) / pow32(theta, e)
     a = np.concatenate([x.astype(np.float32)[:, None] * f[None, :], y.astype(np.float32)[:, None] * f[None, :]], 1)
     return a.astype(np.float32).astype(np.longdouble)
 
@@ -211,14 +226,14 @@ def test_axial_grids_up_to_2_pow_24_rows(device, angle, grid, theta, short):
     x = np.zeros((1, len(rows), dim), np.float32)
     x[..., 0::2] = 1.0
     y = device.apply(x, spec, positions=rows, out=np.full_like(x, np.nan))[0]
-    f = 1.0 / float(theta) ** (np.arange(0, dim, 4, dtype=np.float64)[: dim // 4] / dim)
+    f = inv64(theta, dim, 4)[: dim // 4]
     if angle == "exact":
         fl = f.astype(np.longdouble)
         cx, cy = (rows % ex).astype(np.longdouble), (rows // ex).astype(np.longdouble)
         a = np.concatenate([np.outer(cx, fl), np.outer(cy, fl)], 1)
     else:
         e = np.arange(0, dim, 4, dtype=np.float32)[: dim // 4] / np.float32(dim)
-        f32 = np.float32(1.0) / np.power(np.float32(theta), e)
+        f32 = np.float32(1.0) / pow32(theta, e)
         a = np.concatenate([(rows % ex).astype(np.float32)[:, None] * f32,
                             (rows // ex).astype(np.float32)[:, None] * f32], 1).astype(np.float32)
         a = a.astype(np.longdouble)

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import vkrope
+import torch_golden
 from oracle_family import onnx_rotary_embedding
-from test_generated import STORAGES, ulps, unit_x
+from test_generated import STORAGES, pow32, ulps, unit_x
 
 F32 = np.float32
 
@@ -41,7 +42,10 @@ def hf_yarn(dim, base, factor, original, beta_fast=32.0, beta_slow=1.0, truncate
         high += 0.001
     ramp = np.clip((np.arange(dim // 2, dtype=F) - F(low)) / F(high - low), F(0), F(1))
     extrapolation_factor = F(1) - ramp
-    pos_freqs = np.power(F(base), np.arange(0, dim, 2, dtype=F) / F(dim))
+    if F is F32:  # torch's float32 power, correctly rounded (within 1 ulp of torch's: see the golden tests)
+        pos_freqs = pow32(base, np.arange(0, dim, 2, dtype=F32) / F32(dim))
+    else:
+        pos_freqs = np.array([math.pow(base, i / dim) for i in range(0, dim, 2)])
     extrap = F(1.0) / pos_freqs
     interp = F(1.0) / (F(factor) * pos_freqs)
     inv = interp * (F(1) - extrapolation_factor) + extrap * extrapolation_factor
@@ -80,6 +84,8 @@ CONFIGS = [  # (dim, base, factor, original context, beta_fast, beta_slow, trunc
     (64, 1000000.0, 8.0, 32768, 32.0, 1.0, True),      # Qwen-style long base
     (128, 150000.0, 32.0, 4096, 32.0, 1.0, False),     # gpt-oss: truncate off
     (32, 10000.0, 2.0, 2048, 16.0, 2.0, True),         # other betas
+    (64, 10000.0, 4.0, 128, 32.0, 1.0, True),          # low clamped to 0
+    (32, 10.0, 4.0, 635, 32.0, 1.0, True),             # high clamped to dim - 1
 ]
 
 
@@ -93,10 +99,41 @@ def test_inverse_frequencies_and_magnitude_are_hugging_faces(cfg):
     inv, af = hf_yarn(dim, base, factor, orig, bf, bs, trunc)
     assert np.array_equal(spec.inv_freq_float32().view(np.uint32), inv.view(np.uint32))
     assert spec.magnitude == F32(af)
+    inv64, _ = hf_yarn(dim, base, factor, orig, bf, bs, trunc, dtype=np.float64)
+    assert np.array_equal(spec.inv_freq_float64(), inv64)
     pos = np.arange(0, 3 * orig, 5)
     c, s = spec.table(pos)
     hc, hs = hf_cache(pos, inv, af)
     assert np.array_equal(c, hc) and np.array_equal(s, hs)
+
+
+@pytest.mark.parametrize("cfg", sorted(torch_golden.YARN))
+def test_yarn_against_torchs_own_bits(cfg):
+    """torch's bits (tests/torch_golden.py, from scripts/torch_golden.py):
+    from torch's own power every later step is bit for bit HF's, and the
+    correctly rounded power vkrope uses is within 1 ulp of torch's, the
+    inverse frequencies within 2."""
+    dim, base, factor, orig, bf, bs, trunc = cfg
+    pos_bits, inv_bits, af = torch_golden.YARN[cfg]
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor,
+                            yarn=vkrope.YaRN(orig, beta_fast=bf, beta_slow=bs, truncate=trunc))
+    torch_pos = np.array(pos_bits, np.int32).view(F32)
+    torch_inv = np.array(inv_bits, np.int32).view(F32)
+    assert np.array_equal(spec.inv_freq_from(torch_pos).view(np.int32), torch_inv.view(np.int32))
+    assert spec.magnitude == F32(af)
+    ours = pow32(base, np.arange(0, dim, 2, dtype=F32) / F32(dim))
+    assert np.abs(ours.view(np.int32) - torch_pos.view(np.int32)).max() <= 1
+    assert np.abs(spec.inv_freq_float32().view(np.int32) - torch_inv.view(np.int32)).max() <= 2
+
+
+def test_plain_and_axial_frequencies_against_torchs_own_bits():
+    """RoPE's and SAM2's inverse frequencies within 1 ulp of torch's."""
+    for (dim, base), b in torch_golden.PLAIN.items():
+        got = vkrope.RopeFreqs(dim, base=base).inv_freq_float32().view(np.int32)
+        assert np.abs(got - np.array(b, np.int32)).max() <= 1, (dim, base)
+    for (dim, theta), b in torch_golden.AXIAL.items():
+        got = vkrope.AxialFreqs(dim, 4, 4, theta=theta).inv_freq_float32().view(np.int32)
+        assert np.abs(got - np.array(b, np.int32)).max() <= 1, (dim, theta)
 
 
 @pytest.mark.parametrize("kernel", ["table", "interleaved"])
@@ -183,21 +220,59 @@ def test_specs_differing_only_in_yarn_give_their_own_results(device):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((1, 2, 6, 32)).astype(np.float32)
     pos = rng.integers(0, 4096, (1, 6))
-    specs = [vkrope.RopeFreqs(32, scale=4.0), vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256)),
-             vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256, attn_factor=2.0)),
-             vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(1024))]
-    assert len(set(specs)) == 4
-    for spec in specs + specs[::-1]:
-        c, s = spec.table(pos.reshape(-1))
+    cases = [(vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256)), hf_yarn(32, 10000.0, 4.0, 256)),
+             (vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(256, attn_factor=2.0)),
+              (hf_yarn(32, 10000.0, 4.0, 256)[0], 2.0 * hf_yarn(32, 10000.0, 4.0, 256)[1])),
+             (vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(1024)), hf_yarn(32, 10000.0, 4.0, 1024)),
+             (vkrope.RopeFreqs(32, scale=4.0, yarn=vkrope.YaRN(1024, truncate=False)),
+              hf_yarn(32, 10000.0, 4.0, 1024, truncate=False))]
+    assert len({spec for spec, _ in cases}) == 4
+    for spec, (inv, af) in cases + cases[::-1]:
+        c, s = hf_cache(pos.reshape(-1), inv, af)
         ref = onnx_rotary_embedding(x, c.reshape(1, 6, -1), s.reshape(1, 6, -1))
         assert np.abs(device.rotary_embedding(x, spec, None, pos) - ref).max() < 2e-5
+
+
+def test_freq_factors_divide_the_blended_frequencies(device):
+    """freq_factors with yarn: HF's blend, then each divided by its factor
+    in float32 (llama.cpp divides both terms first: equal to float32 rounding)."""
+    rng = np.random.default_rng(12)
+    ff = rng.uniform(1, 8, 16)
+    spec = vkrope.RopeFreqs(32, scale=4.0, freq_factors=ff, yarn=vkrope.YaRN(512))
+    inv, af = hf_yarn(32, 10000.0, 4.0, 512)
+    inv = inv / ff.astype(F32)
+    assert np.array_equal(spec.inv_freq_float32().view(np.int32), inv.view(np.int32))
+    pos = np.arange(0, 1 << 20, 4099)
+    theta, mscale = llama_theta(pos, 32, 10000.0, 0.25, 512, 1.0)
+    theta = theta / ff[None, :]
+    y = device.rotary_embedding(unit_x(1, 1, len(pos), 32), spec.__class__(32, scale=4.0, freq_factors=ff,
+                                yarn=vkrope.YaRN(512), angle="exact"), None, pos[None, :], interleaved=1)[0, 0]
+    assert np.abs(y[:, 0::2] - mscale * np.cos(theta)).max() < 4e-7 * mscale
+
+
+def test_apply_reference_with_yarn():
+    """vkrope.apply_reference (float64 numpy) with a YaRN spec is HF's rotation."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 7, 32))
+    pos = np.array([0, 5, -1, 900, 4095, 17, 3])
+    spec = vkrope.RopeFreqs(32, scale=8.0, yarn=vkrope.YaRN(512, attn_factor=0.7))
+    inv, af = hf_yarn(32, 10000.0, 8.0, 512)
+    a = (np.maximum(pos, 0).astype(F32)[:, None] * inv[None, :]).astype(np.float64)
+    m = np.float64(F32(0.7 * af))
+    re, im = x[..., 0::2], x[..., 1::2]
+    want = x.copy()
+    want[..., 0::2] = re * m * np.cos(a) - im * m * np.sin(a)
+    want[..., 1::2] = re * m * np.sin(a) + im * m * np.cos(a)
+    want[:, 2] = x[:, 2]
+    got = vkrope.apply_reference(x.astype(np.float32), spec, positions=pos)
+    assert np.abs(got - want).max() < 1e-6
 
 
 def test_ext_factor_zero_is_linear_interpolation():
     """No blend: every frequency is the scaled one, the magnitude attn_factor."""
     spec = vkrope.RopeFreqs(64, scale=4.0, yarn=vkrope.YaRN(512, ext_factor=0.0, attn_factor=1.25))
     e = np.arange(0, 64, 2, dtype=F32) / F32(64)
-    assert np.array_equal(spec.inv_freq_float32(), F32(1) / (F32(4.0) * np.power(F32(10000.0), e)))
+    assert np.array_equal(spec.inv_freq_float32(), F32(1) / (F32(4.0) * pow32(10000.0, e)))
     assert spec.magnitude == F32(1.25)
 
 
@@ -227,6 +302,21 @@ def test_bad_yarn_use_names_the_argument():
             vkrope.RopeFreqs(16, scale=2.0, yarn=vkrope.YaRN(4096, attn_factor=attn))
     with pytest.raises(ValueError, match="base"):
         vkrope.RopeFreqs(16, base=0.5, yarn=vkrope.YaRN(4096))
+    with pytest.raises(ValueError, match="scale"):
+        vkrope.RopeFreqs(16, scale=0.5, yarn=vkrope.YaRN(4096))
+
+
+def test_inverse_with_a_yarn_factor_is_refused(device):
+    """m R(theta): its inverse divides by m, its gradient multiplies; vkrope
+    guesses neither. A factor of exactly 1 keeps inverse (the README's)."""
+    x = np.ones((1, 4, 16), np.float32)
+    pos = np.arange(4)
+    with pytest.raises(ValueError, match="inverse"):
+        device.apply(x, vkrope.RopeFreqs(16, scale=4.0, yarn=vkrope.YaRN(64)), positions=pos, inverse=True)
+    unit = vkrope.RopeFreqs(16, scale=4.0, yarn=vkrope.YaRN(64, attn_factor=1 / (0.1 * math.log(4.0) + 1)))
+    assert unit.magnitude == 1
+    y = device.apply(device.apply(x, unit, positions=pos), unit, positions=pos, inverse=True)
+    assert np.abs(y - x).max() < 1e-6
 
 
 @pytest.mark.parametrize("yarn", [
@@ -269,3 +359,26 @@ def test_a_factor_per_call_builds_no_pipeline_per_factor(device):
         y = device.rotary_embedding(x, spec, None, pos)
         assert np.abs(y[0, 0, :, :32] - (c - s)).max() < 1e-5 and np.abs(y[0, 0, :, 32:] - (c + s)).max() < 1e-5
     assert len(device._rt.pipelines) == before
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_table_operators_float64_reference_with_a_table_and_yarn(interleaved):
+    """vkrope.ops.table.reference (the table operators' float64 numpy path)
+    against the ONNX oracle, given HF's cache and given the YaRN spec."""
+    from vkrope.ops import table
+
+    rng = np.random.default_rng(21 + interleaved)
+    b, h, s, d, rot = 2, 3, 5, 24, 16
+    x = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    pos = rng.integers(0, 3000, (b, s))
+    spec = vkrope.RopeFreqs(rot, scale=4.0, yarn=vkrope.YaRN(256, attn_factor=1.2))
+    inv, af = hf_yarn(rot, 10000.0, 4.0, 256)
+    c, sn = hf_cache(pos.reshape(-1), inv, 1.2 * af)
+    kw = dict(interleaved=interleaved, rotary_embedding_dim=rot)
+    ref = onnx_rotary_embedding(x, c.reshape(b, s, -1), sn.reshape(b, s, -1), **kw)
+    table_cache = np.zeros((3000, rot // 2), np.float32), np.zeros((3000, rot // 2), np.float32)
+    table_cache[0][pos.reshape(-1)], table_cache[1][pos.reshape(-1)] = c, sn
+    got_table = table.reference(table.check_onnx(x, *table_cache, pos, **kw)).reshape(x.shape)
+    got_spec = table.reference(table.check_onnx(x, spec, None, pos, **kw)).reshape(x.shape)
+    assert np.abs(got_table - ref).max() < 1e-12
+    assert np.abs(got_spec - ref).max() < 2e-6

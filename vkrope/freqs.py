@@ -70,6 +70,19 @@ def quarter_turns(freqs: np.ndarray) -> np.ndarray:
     return out
 
 
+def pow32(base: float, exps: np.ndarray) -> np.ndarray:
+    """float32(base) ** exps (float32 [n]) correctly rounded to float32: the
+    float64 power of the float32 operands, rounded once. The frameworks
+    compute this power in float32 with their own library (torch: SLEEF,
+    within 1 ulp; numpy's float32 power picks a SIMD loop by CPU and was 1
+    ulp off torch on 18% of the pairs measured): the correctly rounded one
+    gives every host the same bits and was torch's on 675 of 680 pairs
+    (tests/torch_golden.py). math.pow, not numpy's float64 power, which
+    also picks a SIMD loop by CPU."""
+    b = float(np.float32(base))
+    return np.array([math.pow(b, float(e)) for e in np.asarray(exps, np.float32)], np.float64).astype(np.float32)
+
+
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
@@ -80,11 +93,15 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
 F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
 
 
+def _check_real(name: str, value: Any) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+
+
 def _check_positive(name: str, value: Any) -> None:
     # The frameworks' float32 arithmetic uses these numbers: one that float32
     # rounds to 0, a subnormal or inf would turn every angle into NaN.
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    _check_real(name, value)
     if not (math.isfinite(value) and F32_TINY <= value <= F32_MAX):
         raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
                          f"{F32_MAX:.3g}]; got {value}")
@@ -95,9 +112,8 @@ def _check_angle(angle: Any) -> None:
         raise ValueError(f"angle must be one of {ANGLES}; got {angle!r}")
 
 
-def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+def _check_number(name: str, value: Any, low: float, high: float) -> None:
+    _check_real(name, value)
     if not (math.isfinite(value) and low <= value <= high):
         raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {value}")
 
@@ -119,16 +135,17 @@ class YaRN:
     Pair i's inverse frequency: with extrap = 1 / base ** (2i / dim) and
     interp = 1 / (scale * base ** (2i / dim)), low / high the correction
     dims of beta_fast / beta_slow (dim * ln(original_context / (beta * 2
-    pi)) / (2 ln base), clamped to [0, dim - 1]) and mix = (1 - clamp((i -
-    low) / max(high - low, 0.001), 0, 1)) * ext_factor:
-    interp * (1 - mix) + extrap * mix, each step in float32 as HF does
-    (freq_factors, if any, then divide it; llama.cpp divides both terms
-    first, the same in exact arithmetic). A spec whose ramp is empty (low
-    above high: a tiny or huge original_context) is refused: HF and
-    llama.cpp blend oppositely there. cos and sin are multiplied by
-    `magnitude`: attn_factor * (0.1 ln(scale) + 1) when scale > 1 and
-    ext_factor != 0 (HF's get_mscale; llama.cpp applies the log term below
-    1 too), else attn_factor.
+    pi)) / (2 ln base), clamped to [0, dim - 1]; high += 0.001 when they
+    are equal) and mix = (1 - clamp((i - low) / (high - low), 0, 1)) *
+    ext_factor: interp * (1 - mix) + extrap * mix, each step in float32 as
+    HF does (the power correctly rounded, see `pow32`); freq_factors, if
+    any, then divide it (llama.cpp divides both terms first, the same in
+    exact arithmetic). RopeFreqs refuses a spec whose ramp is empty (low
+    above high: an original_context of a few tokens or ~10^10; HF and
+    llama.cpp blend oppositely there) and a scale below 1 (HF's validator
+    does too). cos and sin are multiplied by `magnitude`: attn_factor *
+    (0.1 ln(scale) + 1) when scale > 1 and ext_factor != 0, else
+    attn_factor (HF's get_mscale and llama.cpp's rope_yarn agree on it).
     """
 
     original_context: int
@@ -162,15 +179,13 @@ class YaRN:
 
     def mix(self, dim: int, base: float, dtype: Any = np.float32) -> np.ndarray:
         """[dim/2] the weight of the unscaled frequency, in `dtype` steps
-        (RopeFreqs refuses the specs whose ramp is empty, high < low)."""
+        (for a ramp that is not empty: RopeFreqs refuses high < low)."""
         low, high = self.ramp_ends(dim, base)
         if low == high:
-            high += 0.001  # HF's guard (llama.cpp: max(0.001, high - low), the same here)
-        span = max(high - low, 0.001)
-        dtype = np.dtype(dtype)
-        t = dtype.type
-        ramp = np.clip((np.arange(dim // 2, dtype=dtype) - t(low)) / t(span), t(0), t(1)).astype(dtype)
-        return ((t(1) - ramp) * t(self.ext_factor)).astype(dtype)
+            high += 0.001  # HF's guard (llama.cpp's max(0.001, high - low) is the same for high >= low)
+        t = np.dtype(dtype).type
+        ramp = np.clip((np.arange(dim // 2, dtype=t) - t(low)) / t(high - low), t(0), t(1))
+        return (t(1) - ramp) * t(self.ext_factor)
 
     def magnitude(self, scale: float) -> float:
         """The factor cos and sin are multiplied by (float64)."""
@@ -234,6 +249,8 @@ class RopeFreqs:
                 raise TypeError(f"yarn must be a vkrope.YaRN or None; got {type(self.yarn).__name__} {self.yarn!r}")
             if not self.base > 1:
                 raise ValueError(f"base must be > 1 with yarn (its ramp divides by ln(base)); got {self.base}")
+            if not self.scale >= 1:
+                raise ValueError(f"scale must be >= 1 with yarn (the context extension factor); got {self.scale}")
             self._check_ramp(self.yarn)
             m = self.yarn.magnitude(float(self.scale))
             if not F32_TINY <= m <= F32_MAX:
@@ -261,31 +278,36 @@ class RopeFreqs:
         frequencies carry the scale)."""
         return 1.0 if self.yarn is not None else float(self.scale)
 
-    @property
+    @cached_property
     def magnitude(self) -> np.float32:
         """The float32 factor cos and sin are multiplied by (1 without yarn)."""
         return np.float32(1.0 if self.yarn is None else self.yarn.magnitude(float(self.scale)))
 
-    def _inv_freq(self, dtype: Any) -> np.ndarray:
-        t = dtype.type
-        pos = np.power(t(self.base), np.arange(0, self.dim, 2, dtype=dtype) / t(self.dim)).astype(dtype)
-        inv = (t(1.0) / pos).astype(dtype)
+    def inv_freq_from(self, powers: np.ndarray) -> np.ndarray:
+        """The inverse frequencies [dim/2] from base ** (arange(0, dim, 2) /
+        dim) given in float32 or float64, the rest of the steps in that
+        dtype (1 / powers, the YaRN blend, freq_factors)."""
+        t = powers.dtype.type
+        inv = t(1.0) / powers
         if self.yarn is not None:
-            interp = (t(1.0) / (t(self.scale) * pos)).astype(dtype)
-            mix = self.yarn.mix(self.dim, float(self.base), dtype)
-            inv = (interp * (t(1.0) - mix) + inv * mix).astype(dtype)
+            interp = t(1.0) / (t(self.scale) * powers)
+            mix = self.yarn.mix(self.dim, float(self.base), powers.dtype)
+            inv = interp * (t(1.0) - mix) + inv * mix
         if self.freq_factors is not None:
-            inv = (inv / np.asarray(self.freq_factors, dtype=dtype)).astype(dtype)
+            inv = inv / np.asarray(self.freq_factors, dtype=t)
         return inv
 
     def inv_freq_float32(self) -> np.ndarray:
         """The inverse frequencies [dim/2] as the frameworks compute them in
-        float32 (with yarn: Hugging Face's blend, step by step)."""
-        return self._inv_freq(np.dtype(np.float32))
+        float32 (the power correctly rounded, `pow32`; with yarn: Hugging
+        Face's blend, step by step)."""
+        return self.inv_freq_from(pow32(self.base, np.arange(0, self.dim, 2, dtype=np.float32) / np.float32(self.dim)))
 
     def inv_freq_float64(self) -> np.ndarray:
         """The inverse frequencies [dim/2] in float64, positions' scale folded in."""
-        return self._inv_freq(np.dtype(np.float64)) / self.position_scale
+        b = float(self.base)
+        powers = np.array([math.pow(b, i / self.dim) for i in range(0, self.dim, 2)], np.float64)
+        return self.inv_freq_from(powers) / self.position_scale
 
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
@@ -368,11 +390,12 @@ class AxialFreqs:
     def inv_freq_float32(self) -> np.ndarray:
         """f [dim/4] as SAM2 computes it in float32."""
         e = np.arange(0, self.dim, 4, dtype=np.float32)[: self.dim // 4] / np.float32(self.dim)
-        return (np.float32(1.0) / np.power(np.float32(self.theta), e)).astype(np.float32)
+        return np.float32(1.0) / pow32(self.theta, e)
 
     def inv_freq_float64(self) -> np.ndarray:
         """f [dim/4] in float64 (the exact angle's frequency)."""
-        return 1.0 / float(self.theta) ** (np.arange(0, self.dim, 4, dtype=np.float64)[: self.dim // 4] / self.dim)
+        t = float(self.theta)
+        return np.array([1.0 / math.pow(t, i / self.dim) for i in range(0, self.dim, 4)][: self.dim // 4], np.float64)
 
     def angles(self, rows: Any) -> np.ndarray:
         """[len(rows), dim/2] angles of the given table rows (float32 angles as

@@ -78,6 +78,12 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     pairs, n_freq_rows, form = _check_freqs(freqs, x)
     if isinstance(pairs, RopeFreqs) and positions is None:
         raise ValueError("freqs is a RopeFreqs spec: pass positions (each token's position, -1 = pass through)")
+    if inverse and isinstance(pairs, RopeFreqs) and pairs.magnitude != 1:
+        # m R(theta) has inverse R(-theta) / m but gradient m R(-theta): with
+        # m != 1 no single meaning of `inverse` is both, so neither is guessed.
+        raise ValueError(f"inverse=True with a YaRN spec whose cos / sin factor is {float(pairs.magnitude)} (not 1): "
+                         f"its inverse (divides by it) and its gradient (multiplies) differ; pass yarn an attn_factor of "
+                         f"1 / (0.1 ln(scale) + 1) for a factor of 1 and scale x yourself")
     n_rot = n_tokens - exclude_last
     pos32: np.ndarray | None = None
     if positions is not None:
