@@ -6,6 +6,7 @@ for one or more vkrope trees, interleaved in one run (calls alternate
 between modes and rounds between trees, so a noisy machine slows them alike).
 
     python scripts/gen_vs_table.py [TREE ...] [--rounds 9]
+    python scripts/gen_vs_table.py --ablate [--rounds 9]
 
 Each TREE is a checkout (default: this one; e.g. a `git worktree add
 --detach /tmp/old REV` for before / after); its vkrope is imported through
@@ -14,6 +15,12 @@ queries) of each mode per tree, the table / generated time ratios (above
 1: generated is faster), and the texel-copy shader over x in the same
 rounds (glsl/texel_copy.glsl: one load and one store per texel, the floor
 of any one-texel-per-invocation kernel over x).
+
+--ablate compares this tree with copies of it whose generated kernel does
+less frequency work (ABLATIONS below: no trig; no trig and no frequency
+load; none of it, with the axial split hard-wired to SAM2's 64-wide grid):
+where the generated kernel's time goes. The copies compute wrong numbers;
+only their times mean anything.
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 CODE = r"""
@@ -52,14 +61,54 @@ print(json.dumps(out))
 """
 
 
+KERNEL = "glsl/rope_interleaved.glsl"
+TRIG = "    cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);"
+LOAD = "    precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)"
+SPLIT = "      uint y = div_small(uint(frow), p.axial_end_x);"
+ABLATIONS = {  # name: the edits of glsl/rope_interleaved.glsl, cumulative
+    "no-trig": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);")],
+    "no-trig-no-load": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    precise float angle = t;")],
+    "no-frequency-work": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    precise float angle = t;"),
+                          (SPLIT, "      uint y = uint(frow) >> 6;")],
+}
+
+
+def ablated_trees(root: Path, work: Path) -> list[str]:
+    """Copies of `root` with each ablation's kernel edits, compiled."""
+    trees = []
+    for name, edits in ABLATIONS.items():
+        tree = work / name
+        for part in ("vkrope", "glsl", "spirv", "scripts"):
+            shutil.copytree(root / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+        path = tree / KERNEL
+        text = path.read_text()
+        for old, new in edits:
+            if old not in text:
+                sys.exit(f"gen_vs_table.py: --ablate: {KERNEL} no longer holds {old.strip()!r}; update ABLATIONS")
+            text = text.replace(old, new)
+        path.write_text(text)
+        subprocess.run([sys.executable, str(tree / "scripts" / "compile_shaders.py")], check=True,
+                       capture_output=True)
+        trees.append(str(tree))
+    return trees
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs="*", help="vkrope checkouts to compare (default: this one)")
     parser.add_argument("--rounds", type=int, default=9, help="timed calls per mode and tree per round (default 9)")
+    parser.add_argument("--ablate", action="store_true",
+                        help="this tree against copies whose generated kernel does less frequency work")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
-    trees = args.trees or [str(Path(__file__).resolve().parent.parent)]
+    root = Path(__file__).resolve().parent.parent
+    if args.ablate and args.trees:
+        parser.error("--ablate compares this tree with its own ablations: give no TREE")
+    work = tempfile.TemporaryDirectory(prefix="vkrope-ablate-") if args.ablate else None
+    trees = args.trees or [str(root)]
+    if work is not None:
+        trees += ablated_trees(root, Path(work.name))
     for tree in trees:
         if not (Path(tree) / "vkrope" / "__init__.py").exists():
             parser.error(f"{tree} is not a vkrope checkout (no vkrope/__init__.py)")
