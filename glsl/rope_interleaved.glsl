@@ -80,15 +80,16 @@ layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
 layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 #endif
 #ifdef GENERATED
-// Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): per pair
-// column k, (float32 inverse frequency bits, its quarter turns for the exact
-// angle). A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the
+// Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): the
+// float32 inverse frequency of each pair column k (padded to whole uvec4s; a
+// texel's two pairs are one vec2 load: per-lane loads are what costs on a
+// CPU driver), then the quarter turns of each for the exact angle (uvec4). A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the
 // bits of its float32 position / scale, divided on the host) or its index in
 // the axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs,
 // y = row / axial_end_x for the rest).
 #include "trig.glsl"
+layout(std430, set = 0, binding = 2) readonly buffer InvPairs { vec2 inv_pairs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };
-layout(std430, set = 0, binding = 2) readonly buffer ColumnWords { uint column_words[]; };
 #else
 layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
@@ -121,13 +122,15 @@ layout(push_constant) uniform Params {
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of pair column k at coordinate c (ANGLE_EXACT) or t (the float32 angle's factor).
-vec2 generated_cs(uint c, float t, uint k) {
+// (cos, sin) of pair column k at coordinate c (ANGLE_EXACT) or of t * inv
+// (the float32 angle: t the coordinate's float32 factor, inv the column's
+// inverse frequency), times the spec's magnitude.
+vec2 generated_cs(uint c, float t, float inv, uint k) {
   vec2 cs;
   if (ANGLE == ANGLE_EXACT) {
-    cs = cos_sin_exact(c, columns[k].yzw);
+    cs = cos_sin_exact(c, columns[(p.pairs_per_row + 3u) / 4u + k].xyz);
   } else {
-    precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)
+    precise float angle = t * inv;  // rounded once, as fl32(t * inv)
     cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
   }
   return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
@@ -237,9 +240,10 @@ void main() {
       t0 = float(c0);
       t1 = float(c1);
     }
-    v.xy = rotate_pair(v.xy, generated_cs(c0, t0, k0));
+    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : inv_pairs[k0 >> 1];  // both pairs' frequencies, one load
+    v.xy = rotate_pair(v.xy, generated_cs(c0, t0, inv.x, k0));
     if (second) {
-      v.zw = rotate_pair(v.zw, generated_cs(c1, t1, k0 + 1u));
+      v.zw = rotate_pair(v.zw, generated_cs(c1, t1, inv.y, k0 + 1u));
     }
 #else
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;

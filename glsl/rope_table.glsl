@@ -76,6 +76,10 @@ layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 // frameworks do.
 #include "trig.glsl"
 layout(std430, set = 0, binding = 2) readonly buffer InvFreq { float inv_freq[]; };
+// Whole texels read the frequencies of their 2 (interleaved) or 4 columns
+// in one load: per-lane loads are what costs on a CPU driver.
+layout(std430, set = 0, binding = 2) readonly buffer InvFreq2 { vec2 inv_freq2[]; };
+layout(std430, set = 0, binding = 2) readonly buffer InvFreq4 { vec4 inv_freq4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer FreqQ { uvec4 freq_q[]; };
 
 #else
@@ -113,13 +117,14 @@ layout(push_constant) uniform Params {
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of column col for token value trow.
-vec2 generated_cs(int trow, uint col) {
+// (cos, sin) of column col (inverse frequency inv) for token value trow,
+// times the spec's magnitude.
+vec2 generated_cs(int trow, uint col, float inv) {
   vec2 cs;
   if (EXACT) {
     cs = cos_sin_exact(uint(trow), freq_q[col].xyz);
   } else {
-    precise float angle = intBitsToFloat(trow) * inv_freq[col];  // rounded once, as fl32(t * inv)
+    precise float angle = intBitsToFloat(trow) * inv;  // rounded once, as fl32(t * inv)
     cs = cos_sin(angle);
   }
   return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
@@ -164,14 +169,16 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
     return x;
   }
 #ifdef GENERATED
-  if (INTERLEAVED) {
-    vec2 a = generated_cs(trow, j0 >> 1), b = generated_cs(trow, (j0 >> 1) + 1u);
+  if (INTERLEAVED) {  // columns j0/2 and j0/2 + 1 (j0 % 4 == 0)
+    vec2 inv = EXACT ? vec2(0.0) : inv_freq2[j0 >> 2];
+    vec2 a = generated_cs(trow, j0 >> 1, inv.x), b = generated_cs(trow, (j0 >> 1) + 1u, inv.y);
     return rotate4(x, vec4(a.x, a.x, b.x, b.x), vec4(x.y, -x.x, x.w, -x.z), vec4(a.y, a.y, b.y, b.y));
   }
   bool first = j0 < p.rot_half;
-  uint col = first ? j0 : j0 - p.rot_half;
-  vec2 c0 = generated_cs(trow, col), c1 = generated_cs(trow, col + 1u);
-  vec2 c2 = generated_cs(trow, col + 2u), c3 = generated_cs(trow, col + 3u);
+  uint col = first ? j0 : j0 - p.rot_half;  // a multiple of 4
+  vec4 inv = EXACT ? vec4(0.0) : inv_freq4[col >> 2];
+  vec2 c0 = generated_cs(trow, col, inv.x), c1 = generated_cs(trow, col + 1u, inv.y);
+  vec2 c2 = generated_cs(trow, col + 2u, inv.z), c3 = generated_cs(trow, col + 3u, inv.w);
   vec4 c = vec4(c0.x, c1.x, c2.x, c3.x);
   vec4 s = vec4(c0.y, c1.y, c2.y, c3.y);
 #else
@@ -284,7 +291,7 @@ void main() {
       float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);
       uint col = full ? j : i;
 #ifdef GENERATED
-      vec2 cs = generated_cs(trow, col);
+      vec2 cs = generated_cs(trow, col, EXACT ? 0.0 : inv_freq[col]);
       float c = cs.x;
       float s = cs.y;
 #else

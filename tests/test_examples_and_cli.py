@@ -237,7 +237,7 @@ def test_cli_bench_quick_tiny(tmp_path):
         b, n, c = row["shape"]
         x_bytes = b * n * c * (4 if row["dtype"] == "float32" else 2)
         table = n * c * (4 if row["dtype"] == "float32" else 2)
-        columns = (c // 2) * 16  # one uvec4 per pair column
+        columns = -(-(c // 2) // 4) * 16 + (c // 2) * 16  # float32 inverse frequencies (whole uvec4s), a uvec4 each
         assert row["x_bytes"] == x_bytes
         assert row["bytes_moved"] == 2 * x_bytes + (table if row["freqs"] == "table" else columns), row
     assert {(r["storage"], r["freqs"]) for r in result["rows"]} == {

@@ -201,11 +201,15 @@ def magnitude_bits(spec: Any) -> int:
 
 
 def _columns(inv32: np.ndarray, inv64: np.ndarray) -> np.ndarray:
-    """The interleaved kernel's per-pair columns: uint32 [n, 4] = (float32
-    inverse frequency bits, quarter turns of the float64 one)."""
-    out = np.zeros((len(inv32), 4), np.uint32)
-    out[:, 0] = np.asarray(inv32, np.float32).view(np.uint32)
-    out[:, 1:] = quarter_turns(inv64)[:, :3]
+    """What the interleaved kernel reads, uint32: the n float32 inverse
+    frequencies (bits; padded to a multiple of 4, so a texel's two pairs
+    take one vec2 load), then the quarter turns of the float64 ones as n
+    uvec4 (the exact angle's; the fourth word is padding)."""
+    n = len(inv32)
+    head = -(-n // 4) * 4
+    out = np.zeros(head + 4 * n, np.uint32)
+    out[:n] = np.asarray(inv32, np.float32).view(np.uint32)
+    out[head:] = quarter_turns(inv64).reshape(-1)
     return out
 
 
