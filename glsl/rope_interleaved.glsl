@@ -83,10 +83,11 @@ layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 // Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): the
 // float32 inverse frequency of each pair column k (padded to whole uvec4s; a
 // texel's two pairs are one vec2 load: per-lane loads are what costs on a
-// CPU driver), then the quarter turns of each for the exact angle (uvec4). A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the
-// bits of its float32 position / scale, divided on the host) or its index in
-// the axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs,
-// y = row / axial_end_x for the rest).
+// CPU driver), then the quarter turns of each for the exact angle (uvec4).
+// A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the bits
+// of its float32 position / scale, divided on the host) or its index in the
+// axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs, y = row /
+// axial_end_x for the rest).
 #include "trig.glsl"
 layout(std430, set = 0, binding = 2) readonly buffer InvPairs { vec2 inv_pairs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };

@@ -63,12 +63,12 @@ print(json.dumps(out))
 
 KERNEL = "glsl/rope_interleaved.glsl"
 TRIG = "    cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);"
-LOAD = "    precise float angle = t * uintBitsToFloat(column_words[4u * k]);  // rounded once, as fl32(t * inv)"
+LOAD = "    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : inv_pairs[k0 >> 1];  // both pairs' frequencies, one load"
 SPLIT = "      uint y = div_small(uint(frow), p.axial_end_x);"
 ABLATIONS = {  # name: the edits of glsl/rope_interleaved.glsl, cumulative
     "no-trig": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);")],
-    "no-trig-no-load": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    precise float angle = t;")],
-    "no-frequency-work": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    precise float angle = t;"),
+    "no-trig-no-load": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    vec2 inv = vec2(1.0);")],
+    "no-frequency-work": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    vec2 inv = vec2(1.0);"),
                           (SPLIT, "      uint y = uint(frow) >> 6;")],
 }
 

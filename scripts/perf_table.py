@@ -41,8 +41,8 @@ def main(path: str) -> None:
         print(f"| {'x'.join(map(str, row['shape']))} | {row['dtype']} | {row['storage']} | "
               f"{row.get('freqs', 'table')} | "
               f"{row['bytes_moved'] / 2**20:.1f} | {ms(row['kernel_s'])} | {num(row['kernel_gbps'])} | "
-              f"{num(row.get('texel_copy_gbps'))} | {num(row.get('texel_copy_over_kernel'), 2)} | "
-              f"{num(row['copy_gbps'])} | {num(row['copy_over_kernel'], 2)} | {ms(row['apply_s'])} | "
+              f"{num(row.get('texel_copy_gbps'))} | {num(row.get('texel_copy_over_kernel', row.get('kernel_over_texel_copy')), 2)} | "
+              f"{num(row['copy_gbps'])} | {num(row.get('copy_over_kernel', row.get('kernel_over_copy')), 2)} | {ms(row['apply_s'])} | "
               f"{ms(row['resident_apply_s'])} | {ms(row['numpy_s'])} | {num(row['numpy_over_apply'], 2)} | "
               f"{num(row['memcpy_gbps'])} | {competitor(row['torch'], 'op_s')} | {competitor(row['torch'])} | "
               f"{competitor(row['wgpu'])} |")

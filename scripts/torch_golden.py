@@ -54,8 +54,9 @@ def hf_yarn(torch, dim, base, factor, orig, beta_fast, beta_slow, truncate):
     return pos_freqs, inv_freq, attention_factor
 
 
-def bits(t) -> list[int]:
-    return [int(v) for v in t.contiguous().view(dtype=__import__("torch").int32).tolist()]
+def bits(torch, t) -> list[int]:
+    """float32 tensor -> its bits as int32 numbers."""
+    return [int(v) for v in t.contiguous().view(dtype=torch.int32).tolist()]
 
 
 def main() -> None:
@@ -65,19 +66,20 @@ def main() -> None:
     import torch  # noqa: PLC0415  (only here: --help works without it)
 
     lines = ['"""float32 bits (as int32) torch computed for vkrope\'s frequency specs;',
-             f'written by scripts/torch_golden.py with torch {torch.__version__} (CPU). Data only."""', "",
+             f'written by scripts/torch_golden.py with torch {torch.__version__} (CPU, '
+             f'{torch.backends.cpu.get_cpu_capability()}: its power routine depends on it). Data only."""', "",
              "YARN = {  # config: (pos_freqs bits, inv_freq bits, attention_factor)"]
     for cfg in YARN_CONFIGS:
         pos, inv, af = hf_yarn(torch, *cfg)
-        lines.append(f"    {cfg!r}: ({bits(pos)}, {bits(inv)}, {af!r}),")
+        lines.append(f"    {cfg!r}: ({bits(torch, pos)}, {bits(torch, inv)}, {af!r}),")
     lines += ["}", "", "PLAIN = {  # (dim, base): 1 / base ** (arange(0, dim, 2) / dim) bits"]
     for dim, base in PLAIN_CONFIGS:
         inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        lines.append(f"    {(dim, base)!r}: {bits(inv)},")
+        lines.append(f"    {(dim, base)!r}: {bits(torch, inv)},")
     lines += ["}", "", "AXIAL = {  # (dim, theta): SAM2's 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim) bits"]
     for dim, theta in AXIAL_CONFIGS:
         f = 1.0 / (theta ** (torch.arange(0, dim, 4)[: (dim // 4)].float() / dim))
-        lines.append(f"    {(dim, theta)!r}: {bits(f)},")
+        lines.append(f"    {(dim, theta)!r}: {bits(torch, f)},")
     lines += ["}", ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")

@@ -310,3 +310,52 @@ def test_specs_that_differ_only_in_freq_factors(device):
         ang = angles(pos, 16, 10000.0, factors=factors).astype(np.float64).reshape(1, 5, 8)
         ref = onnx_rotary_embedding(x, np.cos(ang), np.sin(ang))
         assert np.abs(device.rotary_embedding(x, spec, None, pos) - ref).max() < 1e-5
+
+
+@pytest.mark.parametrize("angle", ["float32", "exact"])
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("kind,dim", [("rope", 2), ("rope", 6), ("rope", 12), ("rope", 22),
+                                      ("axial", 12), ("axial", 20), ("axial", 28)])
+def test_apply_with_specs_of_any_pair_count(device, angle, storage, kind, dim):
+    """Pair counts that are odd or not a multiple of 4: the interleaved
+    kernel's frequency words are padded to whole uvec4s, and the exact
+    angle's quarter turns sit past that padding (a texel with one pair too)."""
+    if kind == "rope":
+        pos = np.concatenate([np.arange(40), [4095, 131071, (1 << 24) - 1]])
+        spec = vkrope.RopeFreqs(dim, angle=angle)
+        a = angles(pos, dim, 10000.0, exact=angle == "exact")
+        kw = dict(positions=pos)
+    else:
+        spec = vkrope.AxialFreqs(dim, 9, 7, angle=angle)
+        pos = np.arange(63)
+        a = axial_angles(pos, dim, 9, exact=angle == "exact")
+        kw = {}
+    x = np.zeros((1, len(pos), dim), np.float32)
+    x[..., 0::2] = 1.0
+    y = device.apply(x, spec, storage=storage, out=np.full_like(x, np.nan), **kw)[0]
+    err_c, err_s = ulps(y[:, 0::2], np.cos(a)), ulps(y[:, 1::2], np.sin(a))
+    assert err_c.max() <= 2 and err_s.max() <= 2, (float(err_c.max()), float(err_s.max()))
+
+
+def test_the_float32_power_is_correctly_rounded():
+    """vkrope's float32 base ** e (inverse frequencies of RopeFreqs and
+    AxialFreqs) against the exact power in 60-digit decimal arithmetic,
+    rounded to the nearest float32 by comparing neighbours exactly."""
+    from decimal import Decimal, getcontext
+
+    from vkrope.freqs import pow32 as vk_pow32
+
+    getcontext().prec = 60
+
+    def nearest32(d):
+        f = np.float32(float(d))
+        cands = [np.nextafter(f, np.float32(-np.inf)), f, np.nextafter(f, np.float32(np.inf))]
+        return min(cands, key=lambda c: abs(Decimal(float(c)) - d))
+
+    for base in (2.0, 10.0, 100.0, 10000.0, 150000.0, 500000.0, 1000000.0, 5000000.0):
+        for dim in (16, 64, 96, 128, 256, 1024):
+            e = np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)
+            lnb = Decimal(float(np.float32(base))).ln()
+            want = np.array([nearest32((lnb * Decimal(float(v))).exp()) for v in e], np.float32)
+            got = vk_pow32(base, e)
+            assert np.array_equal(got.view(np.int32), want.view(np.int32)), (base, dim)

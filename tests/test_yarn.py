@@ -382,3 +382,34 @@ def test_table_operators_float64_reference_with_a_table_and_yarn(interleaved):
     got_spec = table.reference(table.check_onnx(x, spec, None, pos, **kw)).reshape(x.shape)
     assert np.abs(got_table - ref).max() < 1e-12
     assert np.abs(got_spec - ref).max() < 2e-6
+
+
+def test_more_refusals_name_the_argument(device):
+    """freq_factors outside float32's normal range, a factor below 1 for
+    inverse, the exact angle's lowest frequency, positions of .table()."""
+    for ff in ([1e-39, 1.0], [1e39, 1.0]):
+        with pytest.raises(ValueError, match="freq_factors"):
+            vkrope.RopeFreqs(4, freq_factors=ff)
+    with pytest.raises(ValueError, match="inverse"):
+        device.apply(np.ones((1, 2, 8), np.float32), vkrope.RopeFreqs(8, scale=2.0, yarn=vkrope.YaRN(64, attn_factor=0.5)),
+                     positions=np.arange(2), inverse=True)
+    with pytest.raises(ValueError, match="exact"):
+        vkrope.RopeFreqs(64, base=1e30, angle="exact")
+    vkrope.RopeFreqs(64, base=1e30)  # the float32 angle has no such limit
+    with pytest.raises(ValueError, match="exact"):
+        vkrope.AxialFreqs(64, 4, 4, theta=1e38, angle="exact")
+    for bad in ([-1], [1 << 24]):
+        with pytest.raises(ValueError, match="positions"):
+            vkrope.RopeFreqs(8).table(bad)
+    with pytest.raises(TypeError, match="positions"):
+        vkrope.RopeFreqs(8).table([0.5])
+    with pytest.raises(ValueError, match="rows"):
+        vkrope.AxialFreqs(8, 4, 4).angles([16])
+
+
+def test_yarn_with_a_factor_of_one_is_hf():
+    """factor 1: the blend is of equal frequencies, the magnitude attn_factor."""
+    spec = vkrope.RopeFreqs(64, scale=1.0, yarn=vkrope.YaRN(2048, attn_factor=1.1))
+    inv, af = hf_yarn(64, 10000.0, 1.0, 2048)
+    assert np.array_equal(spec.inv_freq_float32().view(np.int32), inv.view(np.int32))
+    assert af == 1.0 and spec.magnitude == F32(1.1)

@@ -8,8 +8,10 @@ inverse frequencies `1 / base ** (arange(0, dim, 2) / dim)` evaluated in
 float32, divided by `freq_factors` (Llama 3.1), the position divided by
 `scale` in float32, their product rounded once to float32; then cos and sin
 of that float32 angle, each within 2 ulp of float64 (glsl/trig.glsl). A
-table built by torch or Hugging Face holds the same numbers, to its own
-rounding. angle="exact" forms position * inverse frequency from the integer
+table built by torch or Hugging Face holds the same numbers to its own
+rounding, where torch's float32 power agrees with the correctly rounded
+one vkrope takes (`pow32`; on a few pairs it is 1 ulp off, which moves
+that column's angle by position x 1 ulp). angle="exact" forms position * inverse frequency from the integer
 position and the float64 inverse frequency, reduced exactly: within 2 ulp
 of float64 truth at every position up to 2^24 (long contexts, where the
 float32 angle itself drifts by up to ~0.01 rad).
@@ -71,14 +73,17 @@ def quarter_turns(freqs: np.ndarray) -> np.ndarray:
 
 
 def pow32(base: float, exps: np.ndarray) -> np.ndarray:
-    """float32(base) ** exps (float32 [n]) correctly rounded to float32: the
-    float64 power of the float32 operands, rounded once. The frameworks
-    compute this power in float32 with their own library (torch: SLEEF,
-    within 1 ulp; numpy's float32 power picks a SIMD loop by CPU and was 1
-    ulp off torch on 18% of the pairs measured): the correctly rounded one
-    gives every host the same bits and was torch's on 675 of 680 pairs
-    (tests/torch_golden.py). math.pow, not numpy's float64 power, which
-    also picks a SIMD loop by CPU."""
+    """float32(base) ** exps (float32 [n]) rounded to float32: libm's
+    float64 power of the float32 operands (math.pow, not numpy's, which
+    picks a SIMD loop by CPU), then rounded to float32. Two roundings, but
+    a float64 power is off by far less than the distance of any float32
+    power here to a rounding midpoint: correctly rounded on every case
+    checked (tests/test_generated.py, against 60-digit decimal). The
+    frameworks take this power from their own library (torch 2.13 differed
+    from it by 1 ulp on 3 of the 272 powers in tests/torch_golden.py;
+    numpy's float32 power, which differs by CPU, on 46 of them on an
+    AVX-512 host, numpy 2.4): the correctly rounded one gives every host
+    the same bits."""
     b = float(np.float32(base))
     return np.array([math.pow(b, float(e)) for e in np.asarray(exps, np.float32)], np.float64).astype(np.float32)
 
@@ -112,6 +117,33 @@ def _check_angle(angle: Any) -> None:
         raise ValueError(f"angle must be one of {ANGLES}; got {angle!r}")
 
 
+EXACT_MIN_FREQ = 2.0**-64  # the exact angle's quarter turns keep 94 fractional bits: 30 and more for f >= 2^-64
+
+
+def _check_exact_range(spec: Any, names: str) -> None:
+    # Below 2^-70 the exact angle's fixed-point frequency keeps fewer bits than
+    # float32 has, and sin of the tiny angle loses its ulp bound.
+    f = float(np.min(spec.inv_freq_float64()))
+    if f < EXACT_MIN_FREQ:
+        raise ValueError(f"angle='exact' needs every inverse frequency >= 2^-64; {names} give {f:.3g}")
+
+
+def _check_positions_arg(name: str, positions: Any) -> np.ndarray:
+    p = np.asarray(positions)
+    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+        raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
+    p = p.astype(np.int64).reshape(-1)
+    bad = p[(p < 0) | (p >= MAX_POSITION)]
+    if bad.size:
+        raise ValueError(f"{name} must lie in [0, 2^24); got {int(bad[0])}")
+    return p
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
     _check_real(name, value)
     if not (math.isfinite(value) and low <= value <= high):
@@ -142,8 +174,8 @@ class YaRN:
     any, then divide it (llama.cpp divides both terms first, the same in
     exact arithmetic). RopeFreqs refuses a spec whose ramp is empty (low
     above high: an original_context of a few tokens or ~10^10; HF and
-    llama.cpp blend oppositely there) and a scale below 1 (HF's validator
-    does too). cos and sin are multiplied by `magnitude`: attn_factor *
+    llama.cpp blend oppositely there), a scale below 1 (HF's validator
+    does too) and a base of 1 or less (the ramp divides by ln(base)). cos and sin are multiplied by `magnitude`: attn_factor *
     (0.1 ln(scale) + 1) when scale > 1 and ext_factor != 0, else
     attn_factor (HF's get_mscale and llama.cpp's rope_yarn agree on it).
     """
@@ -260,13 +292,15 @@ class RopeFreqs:
             if not F32_TINY <= m <= F32_MAX:
                 raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
                                  f"range; got attn_factor = {self.yarn.attn_factor}")
+        if self.angle == "exact":
+            _check_exact_range(self, "base, scale and freq_factors")
 
     def _check_ramp(self, y: YaRN) -> None:
         # Where the correction dims overflow, or beta_fast's lies above
         # beta_slow's after clamping to [0, dim - 1], there is no ramp:
         # Hugging Face then divides by a negative span and llama.cpp by
         # 0.001, giving opposite blends. Neither is YaRN; refuse it.
-        what = (f"original_context = {y.original_context}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
+        what = (f"original_context = {_short(y.original_context)}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
                 f"with dim = {self.dim}, base = {self.base}")
         try:
             low, high = y.ramp_ends(self.dim, float(self.base))
@@ -294,7 +328,8 @@ class RopeFreqs:
         t = powers.dtype.type
         inv = t(1.0) / powers
         if self.yarn is not None:
-            interp = t(1.0) / (t(self.scale) * powers)
+            with np.errstate(over="ignore"):  # a huge scale: interp is 0, as in HF
+                interp = t(1.0) / (t(self.scale) * powers)
             mix = self.yarn.mix(self.dim, float(self.base), powers.dtype)
             inv = interp * (t(1.0) - mix) + inv * mix
         if self.freq_factors is not None:
@@ -315,8 +350,9 @@ class RopeFreqs:
 
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
-        angle="float32" (as float64 numbers), the float64 product for "exact"."""
-        p = np.asarray(positions, dtype=np.int64).reshape(-1)
+        angle="float32" (as float64 numbers), the float64 product for "exact".
+        positions: integers in [0, 2^24)."""
+        p = _check_positions_arg("positions", positions)
         if self.angle == "exact":
             return np.outer(p.astype(np.float64), self.inv_freq_float64())
         t = p.astype(np.float32) / np.float32(self.position_scale)
@@ -344,7 +380,8 @@ class RopeFreqs:
 
     @cached_property
     def columns(self) -> np.ndarray:
-        """What the interleaved kernel reads per pair column (see `_columns`)."""
+        """What the interleaved kernel reads (see `_columns`): the float32
+        inverse frequencies, then the exact angle's quarter turns."""
         return _columns(self.inv_freq_float32(), self.inv_freq_float64())
 
     @property
@@ -380,6 +417,8 @@ class AxialFreqs:
             raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
         _check_positive("theta", self.theta)
         _check_angle(self.angle)
+        if self.angle == "exact":
+            _check_exact_range(self, "theta and dim")
 
     @property
     def magnitude(self) -> np.float32:
@@ -403,8 +442,11 @@ class AxialFreqs:
 
     def angles(self, rows: Any) -> np.ndarray:
         """[len(rows), dim/2] angles of the given table rows (float32 angles as
-        float64 numbers, or float64 products for "exact")."""
-        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        float64 numbers, or float64 products for "exact"); rows: integers
+        in [0, end_x * end_y)."""
+        r = _check_positions_arg("rows", rows)
+        if r.size and r.max() >= self.rows:
+            raise ValueError(f"rows must lie in [0, end_x * end_y = {self.rows}); got {int(r.max())}")
         coords = np.concatenate([np.repeat((r % self.end_x)[:, None], self.dim // 4, 1),
                                  np.repeat((r // self.end_x)[:, None], self.dim // 4, 1)], 1)
         if self.angle == "exact":
@@ -430,6 +472,6 @@ class AxialFreqs:
 
     @cached_property
     def columns(self) -> np.ndarray:
-        """What the interleaved kernel reads per pair column (see `_columns`):
+        """What the interleaved kernel reads (see `_columns`), per pair column:
         the x half and the y half share the frequencies."""
         return _columns(np.tile(self.inv_freq_float32(), 2), np.tile(self.inv_freq_float64(), 2))

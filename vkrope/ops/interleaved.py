@@ -92,7 +92,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
                 f"positions cannot be combined with repeat or exclude_last (got repeat={repeat}, "
                 f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
             )
-        pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels)
+        pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels, form)
         token_rows = pos32.astype(np.int64)
     else:
         if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
@@ -156,7 +156,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 
-def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int) -> np.ndarray:
+def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int, form: str) -> np.ndarray:
     if not isinstance(positions, np.ndarray):
         raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}")
     check_plain_array("positions", positions)
@@ -168,7 +168,8 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
     bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
     if bad.size:
         raise ValueError(
-            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf = freqs rows); got {int(bad[0])}")
+            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form}); "
+            f"got {int(bad[0])}")
     return np.ascontiguousarray(positions, dtype=np.int32)
 
 MAX_GRID_Z = 65535
