@@ -376,7 +376,12 @@ class RopeFreqs:
         the exact mode, their quarter turns (uint32 [dim/2, 4])."""
         if self.angle == "exact":
             return np.zeros(self.dim // 2, np.float32), self._quarter_turns
-        return self.inv_freq_float32(), np.zeros((self.dim // 2, 4), np.uint32)
+        return self._inv32, np.zeros((self.dim // 2, 4), np.uint32)
+
+    @cached_property
+    def _inv32(self) -> np.ndarray:
+        # The power per column in Python: once per spec, not per call.
+        return self.inv_freq_float32()
 
     @cached_property
     def columns(self) -> np.ndarray:
