@@ -72,6 +72,13 @@ def quarter_turns(freqs: np.ndarray) -> np.ndarray:
     return out
 
 
+def pow64(base: float, exps: Any) -> np.ndarray:
+    """base ** exps in float64, libm's power per element (math.pow): numpy's
+    float64 power picks a SIMD loop by CPU, so its last bit is the host's."""
+    b = float(base)
+    return np.array([math.pow(b, float(e)) for e in np.asarray(exps, np.float64).reshape(-1)], np.float64)
+
+
 def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     """float32(base) ** exps (float32 [n]) rounded to float32: libm's
     float64 power of the float32 operands (math.pow, not numpy's, which
@@ -84,8 +91,7 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     numpy's float32 power, which differs by CPU, on 46 of them on an
     AVX-512 host, numpy 2.4): the correctly rounded one gives every host
     the same bits."""
-    b = float(np.float32(base))
-    return np.array([math.pow(b, float(e)) for e in np.asarray(exps, np.float32)], np.float64).astype(np.float32)
+    return pow64(float(np.float32(base)), np.asarray(exps, np.float32)).astype(np.float32)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
@@ -98,6 +104,12 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
 F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
 
 
+def _f32_normal(value: Any) -> Any:
+    """Whether value (a number or an array) lies in float32's normal range:
+    float32 keeps it, neither 0, subnormal nor inf (NaN is not)."""
+    return (np.asarray(value, np.float64) >= F32_TINY) & (np.asarray(value, np.float64) <= F32_MAX)
+
+
 def _check_real(name: str, value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
@@ -107,7 +119,7 @@ def _check_positive(name: str, value: Any) -> None:
     # The frameworks' float32 arithmetic uses these numbers: one that float32
     # rounds to 0, a subnormal or inf would turn every angle into NaN.
     _check_real(name, value)
-    if not (math.isfinite(value) and F32_TINY <= value <= F32_MAX):
+    if not _f32_normal(value):
         raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
                          f"{F32_MAX:.3g}]; got {value}")
 
@@ -123,19 +135,22 @@ EXACT_MIN_FREQ = 2.0**-64  # the exact angle's quarter turns keep 94 fractional 
 def _check_exact_range(spec: Any, names: str) -> None:
     # Below 2^-70 the exact angle's fixed-point frequency keeps fewer bits than
     # float32 has, and sin of the tiny angle loses its ulp bound.
-    f = float(np.min(spec.inv_freq_float64()))
+    f = float(np.min(spec._inv64))
     if f < EXACT_MIN_FREQ:
         raise ValueError(f"angle='exact' needs every inverse frequency >= 2^-64; {names} give {f:.3g}")
 
 
-def _check_positions_arg(name: str, positions: Any) -> np.ndarray:
+def check_positions(name: str, positions: Any) -> np.ndarray:
+    """int64 [n]: integer positions (or rows) in [0, 2^24), or a TypeError /
+    ValueError naming `name`."""
     p = np.asarray(positions)
     if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
     p = p.astype(np.int64).reshape(-1)
     bad = p[(p < 0) | (p >= MAX_POSITION)]
     if bad.size:
-        raise ValueError(f"{name} must lie in [0, 2^24); got {int(bad[0])}")
+        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
+                         f"got {int(bad[0])}")
     return p
 
 
@@ -245,8 +260,31 @@ def _columns(inv32: np.ndarray, inv64: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Frequencies:
+    """What both specs share: their float32 and float64 inverse frequencies,
+    computed once per spec (a libm power per column, in Python), read-only."""
+
+    def inv_freq_float32(self) -> np.ndarray:  # pragma: no cover - each spec defines it
+        raise NotImplementedError
+
+    def inv_freq_float64(self) -> np.ndarray:  # pragma: no cover - each spec defines it
+        raise NotImplementedError
+
+    @cached_property
+    def _inv32(self) -> np.ndarray:
+        a = self.inv_freq_float32()
+        a.flags.writeable = False
+        return a
+
+    @cached_property
+    def _inv64(self) -> np.ndarray:
+        a = self.inv_freq_float64()
+        a.flags.writeable = False
+        return a
+
+
 @dataclass(frozen=True)
-class RopeFreqs:
+class RopeFreqs(_Frequencies):
     """1-D RoPE frequencies (Llama, Hugging Face) for `rotary_embedding` and
     `apply_rotary_emb` in place of their cos / sin caches: the position of a
     token is its cache row (position_ids, or s for ExecuTorch's op).
@@ -276,9 +314,9 @@ class RopeFreqs:
             ff = np.asarray(self.freq_factors, dtype=np.float64)
             if ff.shape != (self.dim // 2,):
                 raise ValueError(f"freq_factors must hold dim/2 = {self.dim // 2} values; got shape {ff.shape}")
-            if not (np.isfinite(ff).all() and (ff >= F32_TINY).all() and (ff <= F32_MAX).all()):
+            if not _f32_normal(ff).all():
                 raise ValueError(f"freq_factors must be positive numbers in float32's normal range; got "
-                                 f"{ff[~((ff >= F32_TINY) & (ff <= F32_MAX))][:3].tolist()} among them")
+                                 f"{ff[~_f32_normal(ff)][:3].tolist()} among them")
             object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
         if self.yarn is not None:
             if not isinstance(self.yarn, YaRN):
@@ -289,7 +327,7 @@ class RopeFreqs:
                 raise ValueError(f"scale must be >= 1 with yarn (the context extension factor); got {self.scale}")
             self._check_ramp(self.yarn)
             m = self.yarn.magnitude(float(self.scale))
-            if not F32_TINY <= m <= F32_MAX:
+            if not _f32_normal(m):
                 raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
                                  f"range; got attn_factor = {self.yarn.attn_factor}")
         if self.angle == "exact":
@@ -344,19 +382,35 @@ class RopeFreqs:
 
     def inv_freq_float64(self) -> np.ndarray:
         """The inverse frequencies [dim/2] in float64, positions' scale folded in."""
-        b = float(self.base)
-        powers = np.array([math.pow(b, i / self.dim) for i in range(0, self.dim, 2)], np.float64)
+        powers = pow64(self.base, np.arange(0, self.dim, 2, dtype=np.float64) / self.dim)
         return self.inv_freq_from(powers) / self.position_scale
+
+    def kernel_rows(self, positions: np.ndarray) -> np.ndarray:
+        """int32: what the kernels read for each token (checked positions,
+        -1 = pass through, kept): its position (exact angle) or the bits of
+        its float32 position / `position_scale` (the frameworks' float32
+        division, done on the host, where it is correctly rounded)."""
+        p = np.asarray(positions, np.int64)
+        if self.angle == "exact":
+            return p.astype(np.int32)
+        bits = (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32).view(np.int32)
+        return np.where(p < 0, -1, bits).astype(np.int32)
+
+    def angles_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The angles [len(rows), dim/2] of `kernel_rows` values (none -1),
+        as the kernels form them: the float32 product (as float64 numbers)
+        or, for "exact", the float64 one."""
+        rows = np.asarray(rows, np.int32).reshape(-1)
+        if self.angle == "exact":
+            return np.outer(rows.astype(np.float64), self._inv64)
+        t = rows.view(np.float32)
+        return (t[:, None] * self._inv32[None, :]).astype(np.float32).astype(np.float64)
 
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
         angle="float32" (as float64 numbers), the float64 product for "exact".
         positions: integers in [0, 2^24)."""
-        p = _check_positions_arg("positions", positions)
-        if self.angle == "exact":
-            return np.outer(p.astype(np.float64), self.inv_freq_float64())
-        t = p.astype(np.float32) / np.float32(self.position_scale)
-        return (t[:, None] * self.inv_freq_float32()[None, :]).astype(np.float32).astype(np.float64)
+        return self.angles_of_rows(self.kernel_rows(check_positions("positions", positions)))
 
     def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
@@ -369,7 +423,7 @@ class RopeFreqs:
     @cached_property
     def _quarter_turns(self) -> np.ndarray:
         # Big-integer work: once per spec, not per call.
-        return quarter_turns(self.inv_freq_float64())
+        return quarter_turns(self._inv64)
 
     def kernel_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """What the table kernel reads: float32 inverse frequencies and, for
@@ -379,15 +433,10 @@ class RopeFreqs:
         return self._inv32, np.zeros((self.dim // 2, 4), np.uint32)
 
     @cached_property
-    def _inv32(self) -> np.ndarray:
-        # The power per column in Python: once per spec, not per call.
-        return self.inv_freq_float32()
-
-    @cached_property
     def columns(self) -> np.ndarray:
         """What the interleaved kernel reads (see `_columns`): the float32
         inverse frequencies, then the exact angle's quarter turns."""
-        return _columns(self.inv_freq_float32(), self.inv_freq_float64())
+        return _columns(self._inv32, self._inv64)
 
     @property
     def short_angles(self) -> bool:
@@ -397,7 +446,7 @@ class RopeFreqs:
 
 
 @dataclass(frozen=True)
-class AxialFreqs:
+class AxialFreqs(_Frequencies):
     """SAM2's 2-D axial frequencies (`compute_axial_cis`) for `vkrope.apply`,
     without the table: token t of a grid row-major `end_x` wide has x = t %
     end_x and y = t // end_x; its first dim/4 pairs turn by x * f, the next
@@ -442,21 +491,20 @@ class AxialFreqs:
 
     def inv_freq_float64(self) -> np.ndarray:
         """f [dim/4] in float64 (the exact angle's frequency)."""
-        t = float(self.theta)
-        return np.array([1.0 / math.pow(t, i / self.dim) for i in range(0, self.dim, 4)][: self.dim // 4], np.float64)
+        return 1.0 / pow64(self.theta, np.arange(0, self.dim, 4, dtype=np.float64)[: self.dim // 4] / self.dim)
 
     def angles(self, rows: Any) -> np.ndarray:
         """[len(rows), dim/2] angles of the given table rows (float32 angles as
         float64 numbers, or float64 products for "exact"); rows: integers
         in [0, end_x * end_y)."""
-        r = _check_positions_arg("rows", rows)
+        r = check_positions("rows", rows)
         if r.size and r.max() >= self.rows:
             raise ValueError(f"rows must lie in [0, end_x * end_y = {self.rows}); got {int(r.max())}")
         coords = np.concatenate([np.repeat((r % self.end_x)[:, None], self.dim // 4, 1),
                                  np.repeat((r // self.end_x)[:, None], self.dim // 4, 1)], 1)
         if self.angle == "exact":
-            return coords * np.tile(self.inv_freq_float64(), 2)[None, :]
-        f = np.tile(self.inv_freq_float32(), 2)
+            return coords * np.tile(self._inv64, 2)[None, :]
+        f = np.tile(self._inv32, 2)
         return (coords.astype(np.float32) * f[None, :]).astype(np.float32).astype(np.float64)
 
     def table(self) -> np.ndarray:
@@ -472,11 +520,11 @@ class AxialFreqs:
         the choice is the spec's, the same in every call."""
         if self.angle != "float32":
             return False
-        top = np.float32(max(self.end_x, self.end_y) - 1) * self.inv_freq_float32().max()
+        top = np.float32(max(self.end_x, self.end_y) - 1) * self._inv32.max()
         return bool(top <= SHORT_ANGLE_LIMIT)
 
     @cached_property
     def columns(self) -> np.ndarray:
         """What the interleaved kernel reads (see `_columns`), per pair column:
         the x half and the y half share the frequencies."""
-        return _columns(np.tile(self.inv_freq_float32(), 2), np.tile(self.inv_freq_float64(), 2))
+        return _columns(np.tile(self._inv32, 2), np.tile(self._inv64, 2))

@@ -6,12 +6,11 @@ test suite has its own oracle, which shares nothing).
 
 from __future__ import annotations
 
-import math
-
 from typing import Any
 
 import numpy as np
 
+from .freqs import pow64
 from .ops import interleaved
 
 
@@ -70,8 +69,7 @@ def axial_freqs(
     if dtype not in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32, float16 or float64; got {dtype}")
     q = dim // 4
-    # libm's power per element: numpy's float64 power picks a SIMD loop by CPU
-    freqs = np.array([1.0 / math.pow(float(theta), i / dim) for i in range(0, dim, 4)][:q], np.float64)
+    freqs = 1.0 / pow64(theta, np.arange(0, dim, 4, dtype=np.float64)[:q] / dim)
     t = np.arange(end_x * end_y, dtype=np.float64)
     tx = t % end_x if end_x else t
     ty = np.floor_divide(t, end_x) if end_x else t

@@ -427,16 +427,15 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
 
 
 def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
-    """The positions a generated chunk binds: rows as they are (axial, exact
-    angle), or the bits of float32 position / scale (-1 kept: pass through)."""
+    """The positions a generated chunk binds: axial grid rows as they are,
+    else what the kernel reads per token (RopeFreqs.kernel_rows, -1 kept)."""
     if req.positions is None:
         return np.zeros(1, np.int32)
     pos = req.positions[t0:t1]
     spec = req.freqs_pairs
-    if isinstance(spec, AxialFreqs) or spec.angle == "exact":
+    if isinstance(spec, AxialFreqs):
         return np.ascontiguousarray(pos, dtype=np.int32)
-    bits = (pos.astype(np.float32) / np.float32(spec.position_scale)).astype(np.float32).view(np.int32)
-    return np.where(pos < 0, -1, bits).astype(np.int32)
+    return spec.kernel_rows(pos)
 
 
 def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:

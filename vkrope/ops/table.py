@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from . import TensorRequest
-from ..freqs import MAX_POSITION, ONE_BITS, RopeFreqs, magnitude_bits
+from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
 from ..runtime.steps import WRITE, Arg, Launch, arg
@@ -126,17 +126,8 @@ def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> 
 
 
 def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
-    """row_of for a spec: each token's position (exact angle) or the bits of
-    its float32 position / scale (the frameworks' float32 division, done
-    here on the host, where it is correctly rounded)."""
-    p = np.asarray(positions, dtype=np.int64).reshape(-1)
-    bad = p[(p < 0) | (p >= MAX_POSITION)]
-    if bad.size:
-        raise ValueError(f"{name} must lie in [0, 2^24) with a RopeFreqs spec (float32 holds them exactly); "
-                         f"got {int(bad[0])}")
-    if spec.angle == "exact":
-        return p.astype(np.int32)
-    return (p.astype(np.float32) / np.float32(spec.position_scale)).astype(np.float32).view(np.int32)
+    """row_of for a spec: what the kernel reads per token (RopeFreqs.kernel_rows)."""
+    return spec.kernel_rows(check_positions(name, positions))
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
@@ -586,11 +577,7 @@ def reference(req: Request) -> np.ndarray:
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
     if req.generated:  # the angle the spec stands for, from the positions row_of carries
         spec = req.cos
-        if spec.angle == "exact":
-            angles = np.outer(trow.astype(np.float64), spec.inv_freq_float64())
-        else:
-            t = trow.astype(np.int32).view(np.float32)
-            angles = (t[:, None] * spec.inv_freq_float32()[None, :]).astype(np.float32).astype(np.float64)
+        angles = spec.angles_of_rows(trow)
         m = np.float64(spec.magnitude)
         cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
     else:
