@@ -413,3 +413,18 @@ def test_yarn_with_a_factor_of_one_is_hf():
     inv, af = hf_yarn(64, 10000.0, 1.0, 2048)
     assert np.array_equal(spec.inv_freq_float32().view(np.int32), inv.view(np.int32))
     assert af == 1.0 and spec.magnitude == F32(1.1)
+
+
+@pytest.mark.parametrize("make,word", [
+    (lambda: vkrope.RopeFreqs(8, base=10**400), "base"), (lambda: vkrope.RopeFreqs(8, scale=10**400), "scale"),
+    (lambda: vkrope.RopeFreqs(4, freq_factors=[10**400, 1]), "freq_factors"),
+    (lambda: vkrope.AxialFreqs(8, 2, 2, theta=10**400), "theta"),
+    (lambda: vkrope.YaRN(4096, attn_factor=10**400), "attn_factor"),
+    (lambda: vkrope.YaRN(4096, ext_factor=10**400), "ext_factor"),
+])
+def test_ints_past_float64_are_a_value_error(make, word):
+    """Python ints too large for float64 are out of range like any other,
+    not an OverflowError from deep inside."""
+    with pytest.raises(ValueError, match=word) as err:
+        make()
+    assert len(str(err.value)) < 200

@@ -107,7 +107,11 @@ F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32)
 def _f32_normal(value: Any) -> Any:
     """Whether value (a number or an array) lies in float32's normal range:
     float32 keeps it, neither 0, subnormal nor inf (NaN is not)."""
-    return (np.asarray(value, np.float64) >= F32_TINY) & (np.asarray(value, np.float64) <= F32_MAX)
+    try:
+        v = np.asarray(value, np.float64)
+    except OverflowError:  # an int past float64: past float32 too
+        return np.zeros(np.shape(value), bool)
+    return (v >= F32_TINY) & (v <= F32_MAX)
 
 
 def _check_real(name: str, value: Any) -> None:
@@ -121,7 +125,7 @@ def _check_positive(name: str, value: Any) -> None:
     _check_real(name, value)
     if not _f32_normal(value):
         raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
-                         f"{F32_MAX:.3g}]; got {value}")
+                         f"{F32_MAX:.3g}]; got {_short(value)}")
 
 
 def _check_angle(angle: Any) -> None:
@@ -161,8 +165,8 @@ def _short(value: Any) -> str:
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
     _check_real(name, value)
-    if not (math.isfinite(value) and low <= value <= high):
-        raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {value}")
+    if not (low <= float(np.clip(value, low - 1, high + 1)) <= high):  # clip first: an int past float64 is out too
+        raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {_short(value)}")
 
 
 @dataclass(frozen=True)
@@ -311,7 +315,11 @@ class RopeFreqs(_Frequencies):
         _check_positive("scale", self.scale)
         _check_angle(self.angle)
         if self.freq_factors is not None:
-            ff = np.asarray(self.freq_factors, dtype=np.float64)
+            try:
+                ff = np.asarray(self.freq_factors, dtype=np.float64)
+            except OverflowError:
+                raise ValueError("freq_factors must be positive numbers in float32's normal range; got an int "
+                                 "past float64") from None
             if ff.shape != (self.dim // 2,):
                 raise ValueError(f"freq_factors must hold dim/2 = {self.dim // 2} values; got shape {ff.shape}")
             if not _f32_normal(ff).all():
