@@ -32,7 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py",
+    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py",
 ]
 
 
@@ -108,7 +108,7 @@ MUTATIONS = [
              "float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);",
              "float partner = x[pv & 3u];"),
     Mutation("table op: LLM rows of a batch in the wrong order", TABLE_OP,
-             "row_of = np.tile(np.arange(s, dtype=np.int32), b)\n    return _bshd(q, fc, fs, row_of, d // 2, False, True)", "row_of = np.repeat(np.arange(s, dtype=np.int32), b)\n    return _bshd(q, fc, fs, row_of, d // 2, False, True)"),
+             "row_of = np.tile(np.arange(s, dtype=np.int32), b)\n    return _bshd(\"xq\", q,", "row_of = np.repeat(np.arange(s, dtype=np.int32), b)\n    return _bshd(\"xq\", q,"),
     Mutation("table op: gathered cache rows not renumbered", TABLE_OP,
              "keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)",
              "keep, _ = np.unique(req.row_of[bs0:bs1], return_inverse=True); row_of = req.row_of[bs0:bs1]"),
@@ -241,12 +241,40 @@ MUTATIONS = [
                           "release of imports drain anyway; the host write it guards can only race a result "
                           "nobody reads"),
     Mutation("apply_many temporaries released early", "vkrope/device.py",
-             "                        temporaries.append(x)\n", "                        x.release()\n"),
+             "                    temporaries.append(x)\n", "                    x.release()\n"),
     Mutation("x copied into out before the tables are read", "vkrope/runtime/execute.py",
              "    pl = plan_for(rt, op, req, storage)\n",
              "    pl = plan_for(rt, op, req, storage)\n"
              "    if storage == 'buffer' and _importable(rt, out) and not _import_ok(rt, req.x):\n"
              "        np.copyto(out, req.x, casting='no')\n"),
+    # --- the lifecycle of devices and arrays (#18)
+    Mutation("arrays of a closed device accepted", "vkrope/arguments.py",
+             '    if a.state == "closed":\n', '    if False:\n'),
+    Mutation("another device's arrays accepted", "vkrope/device.py",
+             "                check_on_device(where + name, a, self)", "                pass"),
+    Mutation("out that is a resident table written in place", "vkrope/device.py",
+             " or any(t is out for t in tables))", ")"),
+    Mutation("apply_many: numpy read-after-write inside one submission", "vkrope/device.py",
+             "                if any(np.may_share_memory(a, w) for a in job.reads for w in written):",
+             "                if False:"),
+    Mutation("apply_many: later job not checked again", "vkrope/device.py",
+             "                    job = _Job(job.recheck(), job.recheck, job.reads)\n", ""),
+    Mutation("close forgets the context before tearing it down", "vkrope/owner.py",
+             "            ctx.close()\n            self._ctx = None\n", "            self._ctx = None\n            ctx.close()\n"),
+    Mutation("instance: a handle cleared after its destroy", "vkrope/vk/instance.py",
+             "            self.handle = None\n            b.LIVE[\"VkInstance\"] -= 1\n            destroy_instance(handle, null)\n",
+             "            b.LIVE[\"VkInstance\"] -= 1\n            destroy_instance(handle, null)\n            self.handle = None\n"),
+    Mutation("buffer pool bounded by bytes only", "vkrope/runtime/arrays.py",
+             "while len(rt.pool) > rt.pool_count or sum(", "while sum("),
+    Mutation("pooled buffers kept at the allocation limit", "vkrope/vk/context.py",
+             "            self.reclaim()\n", "            pass\n"),
+    Mutation("every instance failure reported as a missing driver", "vkrope/vk/instance.py",
+             "        except VulkanError as exc:\n            if exc.result not in NO_DRIVER_RESULTS:",
+             "        except Exception as exc:\n            if False:"),
+    Mutation("asarray ignores the storage asked for", "vkrope/owner.py",
+             'if a.device is self and storage in ("auto", a.storage):', "if a.device is self:"),
+    Mutation("a timeout closes the device without saying so", "vkrope/owner.py",
+             "        except DeviceTimeoutError as exc:\n", "        except ZeroDivisionError as exc:\n"),
 ]
 
 

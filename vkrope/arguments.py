@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import DeviceClosedError
+
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
 # The shader indexes pairs with 32-bit unsigned integers.
@@ -57,6 +59,27 @@ def check_plain_array(name: str, a: Any) -> np.ndarray:
     return a
 
 
+def check_alive(name: str, a: Any) -> None:
+    """A DeviceArray argument must still hold its memory. Released:
+    ValueError; its Device closed: `DeviceClosedError` saying when and why.
+    One message per case, from every entry point."""
+    if a.state == "released":
+        raise ValueError(f"{name} is a released DeviceArray")
+    if a.state == "closed":
+        raise DeviceClosedError(
+            f"{name} is a DeviceArray of a vkrope.Device that was closed ({a.device.closed_why}); its device memory "
+            "went with it: upload the data again to an open Device")
+
+
+def check_on_device(name: str, a: Any, device: Any) -> None:
+    """A DeviceArray argument must be usable and live on `device` (ValueError
+    naming the argument and both devices)."""
+    check_alive(name, a)
+    if a.device is not device:
+        raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than the one running this call "
+                         f"({device!r}); copy it to this one with its asarray({name})")
+
+
 def check_array(a: Any, name: str, storage: str) -> Any:
     """An array to upload (`Device.asarray`): a plain numpy array (or a
     DeviceArray) of float32 or float16, with at least one axis (two for
@@ -64,10 +87,9 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(a, DeviceArray):
-        if a.released:
-            raise ValueError(f"{name} is a released DeviceArray")
-        return a
-    check_plain_array(name, a)
+        check_alive(name, a)
+    else:
+        check_plain_array(name, a)
     if a.dtype not in X_DTYPES:
         raise TypeError(f"{name} must have dtype float32 or float16; got {a.dtype} (convert with {name}.astype(np.float32))")
     if a.ndim < (2 if storage == "texture3d" else 1):
@@ -82,8 +104,7 @@ def check_x(x: Any, name: str = "x") -> Any:
     from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
-        if x.released:
-            raise ValueError(f"{name} is a released DeviceArray")
+        check_alive(name, x)
     elif not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array of float32 or float16; got {describe(x)}")
     else:
@@ -125,8 +146,7 @@ def check_out(out: Any, x: Any) -> Any:
         want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
         raise TypeError(f"out must be {want}; got {describe(out)}")
     if isinstance(out, DeviceArray):
-        if out.released:
-            raise ValueError("out is a released DeviceArray")
+        check_alive("out", out)
         if out.device is not x.device:
             raise ValueError("out lives on another vkrope.Device than x")
         if out.storage != x.storage:
@@ -149,8 +169,7 @@ def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
     from .runtime.array import DeviceArray  # noqa: PLC0415
 
     if isinstance(t, DeviceArray):
-        if t.released:
-            raise ValueError(f"{name} is a released DeviceArray")
+        check_alive(name, t)
         if t.storage != "buffer":
             raise ValueError(f"{name} must be a buffer DeviceArray (tables are read as buffers); got {t.storage}")
     else:

@@ -3,10 +3,14 @@ that runs the operators on numpy arrays and device-resident arrays."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
+from .arguments import check_on_device
+from .errors import DeviceClosedError
 from .freqs import AxialFreqs, RopeFreqs
 from .runtime.array import DeviceArray
 from .ops import interleaved, table
@@ -53,30 +57,35 @@ class Device(DeviceMemory):
             x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
             positions=positions, storage=storage,
         )
+        self._check_arrays(req)
         if isinstance(x, DeviceArray):
             self._check_resident(x, storage, "")
-            return self._run_many(interleaved, [req])[0]
+            return self._run_many(interleaved, [_Job(req)])[0]
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         if req.x.size == 0:
             self._context()
             return result
         with self._lock:
             self._context()
-            self._still_there(req)
+            self._check_arrays(req)
             self._guarded(execute.run_numpy, self._rt, interleaved, req, resolve_storage(req.storage), result, False)
         return result
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
-        """Rotate several tensors in one queue submission.
+        """Rotate several tensors, in one queue submission where they do not
+        depend on each other through numpy memory.
 
         `calls` holds `(x, freqs)` or `(x, freqs, keywords)` tuples, the
-        keywords being those of `apply`. Each `x` that is a numpy array is
-        uploaded first and its result comes back as numpy; DeviceArrays stay
-        on the device. Typical use: Q and K of a layer, or every layer's keys.
+        keywords being those of `apply`. The results are those of the calls
+        made one after another: numpy `x` give numpy results, DeviceArrays
+        stay on the device, and a job that reads an earlier job's output
+        (a DeviceArray, or numpy memory that job writes) sees it. Every
+        argument is checked before any work starts. Typical use: Q and K of
+        a layer, or every layer's keys.
         """
         if not isinstance(calls, (list, tuple)):
             raise TypeError(f"calls must be a list of (x, freqs[, keywords]) tuples; got {type(calls).__name__}")
-        prepared = []
+        jobs = []
         for i, call in enumerate(calls):
             if not isinstance(call, tuple) or len(call) not in (2, 3) or (len(call) == 3 and not isinstance(call[2], dict)):
                 raise TypeError(f"calls[{i}] must be (x, freqs) or (x, freqs, dict of keywords); got {call!r:.80}")
@@ -89,60 +98,82 @@ class Device(DeviceMemory):
             if unknown:
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
                                 "(out, inverse, repeat, exclude_last, positions, storage)")
-            try:
-                req = interleaved.check(x, freqs, **kw)
-            except TypeError as exc:
-                raise TypeError(f"calls[{i}]: {exc}") from None
-            except ValueError as exc:
-                raise ValueError(f"calls[{i}]: {exc}") from None
-            prepared.append(req)
-        return self._run_many(interleaved, prepared)
+            check = functools.partial(_numbered, i, interleaved.check, x, freqs, **kw)
+            req = check()
+            self._check_arrays(req, f"calls[{i}]: ")
+            reads = [a for a in (x, freqs, kw.get("positions")) if isinstance(a, np.ndarray)]
+            jobs.append(_Job(req, check, reads))
+        return self._run_many(interleaved, jobs)
 
-    def _run_many(self, op: Any, prepared: list[Any]) -> list[np.ndarray | DeviceArray]:
-        """Upload numpy inputs, run every request in one submission, download
-        the results of numpy inputs. The temporaries (uploads, device copies
-        of numpy results) live until the submission has finished."""
+    def _run_many(self, op: Any, jobs: list["_Job"]) -> list[np.ndarray | DeviceArray]:
+        """Run the jobs in order, as few submissions as their numpy memory
+        allows: a job that reads numpy memory an earlier job writes starts a
+        new submission, after that job's result was copied back, and is
+        checked again (its arguments' data changed)."""
         with self._lock:
             self._context()
+            for job in jobs:
+                self._check_arrays(job.req)
+            results: list[np.ndarray | DeviceArray] = []
+            group: list[Any] = []
+            written: list[np.ndarray] = []  # numpy outputs of the group so far
+            for job in jobs:
+                if any(np.may_share_memory(a, w) for a in job.reads for w in written):
+                    results += self._run_group(op, group)
+                    group, written = [], []
+                    assert job.recheck is not None  # (a job that reads numpy memory has one)
+                    job = _Job(job.recheck(), job.recheck, job.reads)
+                    self._check_arrays(job.req)
+                group.append(job.req)
+                if isinstance(job.req.out, np.ndarray):
+                    written.append(job.req.out)
+            return results + self._run_group(op, group)
+
+    def _run_group(self, op: Any, prepared: list[Any]) -> list[np.ndarray | DeviceArray]:
+        """Upload numpy inputs, run every request in one submission, download
+        the results of numpy inputs. The temporaries (uploads, device copies
+        of numpy results, staged outputs) live until the submission has
+        finished."""
+        results: list[tuple[np.ndarray | None, DeviceArray, DeviceArray]] = []
+        temporaries: list[DeviceArray] = []
+        jobs: list[execute.Job] = []
+        try:
             for req in prepared:
-                self._still_there(req)
-            results: list[tuple[np.ndarray | None, DeviceArray, DeviceArray]] = []
-            temporaries: list[DeviceArray] = []
-            jobs: list[execute.Job] = []
-            try:
-                for req in prepared:
-                    host_out = None
-                    x = req.x
-                    if not isinstance(x, DeviceArray):
-                        host_out = req.out if req.out is not None else np.empty(req.shape, req.dtype)
-                        x = self.asarray(x, storage=req.storage)
-                        temporaries.append(x)
-                    out = req.out if isinstance(req.out, DeviceArray) else None
-                    if out is None:
-                        out = self._new_array(x.storage, x.shape, x.dtype)
-                        if host_out is not None:
-                            temporaries.append(out)
-                    target = out
-                    pl = execute.plan_for(self._rt, op, req, x.storage) if req.x.size else None
-                    if out is x and pl is not None and not pl.in_place:
-                        # The kernel cannot write where it reads: through a temporary.
-                        target = self._new_array(x.storage, x.shape, x.dtype)
-                        temporaries.append(target)
-                    results.append((host_out, out, target))
-                    if pl is not None:
-                        jobs.append(execute.Job(req, pl, x._resource, target._resource))
-                if jobs:
-                    self._guarded(execute.run_resident, self._rt, op, jobs)
-                final: list[np.ndarray | DeviceArray] = []
-                for host_out, out, target in results:
-                    if target is not out and out.size:
-                        self._guarded(arrays.copy_resource, self._rt, target._resource, out._resource,
-                                      padded_bytes(out.size, out.dtype.itemsize))
-                    final.append(out if host_out is None else self._download_into(out, host_out))
-                return final
-            finally:
-                for tmp in temporaries:
-                    tmp.release()
+                host_out = None
+                x = req.x
+                if not isinstance(x, DeviceArray):
+                    host_out = req.out if req.out is not None else np.empty(req.shape, req.dtype)
+                    x = self.asarray(x, storage=req.storage)
+                    temporaries.append(x)
+                out = req.out if isinstance(req.out, DeviceArray) else None
+                if out is None:
+                    out = self._new_array(x.storage, x.shape, x.dtype)
+                    if host_out is not None:
+                        temporaries.append(out)
+                target = out
+                pl = execute.plan_for(self._rt, op, req, x.storage) if req.x.size else None
+                tables = [a for _, a, access in req.arrays()[1:] if access == "read" and isinstance(a, DeviceArray)]
+                if pl is not None and ((out is x and not pl.in_place) or any(t is out for t in tables)):
+                    # The kernel cannot write where it reads (a partner texel
+                    # of x, or a table row another invocation reads): through
+                    # a temporary.
+                    target = self._new_array(x.storage, x.shape, x.dtype)
+                    temporaries.append(target)
+                results.append((host_out, out, target))
+                if pl is not None:
+                    jobs.append(execute.Job(req, pl, x._resource, target._resource))
+            if jobs:
+                self._guarded(execute.run_resident, self._rt, op, jobs)
+            final: list[np.ndarray | DeviceArray] = []
+            for host_out, out, target in results:
+                if target is not out and out.size:
+                    self._guarded(arrays.copy_resource, self._rt, target._resource, out._resource,
+                                  padded_bytes(out.size, out.dtype.itemsize))
+                final.append(out if host_out is None else self._download_into(out, host_out))
+            return final
+        finally:
+            for tmp in temporaries:
+                tmp.release()
 
     # --- the table operators (vkrope/ops/table.py) ---------------------------------
     def rotary_embedding(
@@ -156,14 +187,14 @@ class Device(DeviceMemory):
         req = table.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
                                rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
                                storage=storage)
-        self._check_tables(req)
+        self._check_arrays(req)
         if isinstance(x, DeviceArray):
             self._check_resident(x, storage, "")
-            return self._run_many(table, [req])[0]
+            return self._run_many(table, [_Job(req)])[0]
         result = out if out is not None else np.empty(req.shape, dtype=req.dtype)
         with self._lock:
             self._context()
-            self._still_there(req)
+            self._check_arrays(req)
             if req.rows and req.row_values:
                 self._guarded(execute.run_numpy, self._rt, table, req, resolve_storage(req.storage), result, False)
         return result
@@ -182,10 +213,8 @@ class Device(DeviceMemory):
         return self._pair(q, k, xq, xk)
 
     def _pair(self, q: Any, k: Any, xq: Any, xk: Any) -> tuple[Any, Any]:
-        for name, x in (("xq", xq), ("xk", xk)):
-            if isinstance(x, DeviceArray) and x.device is not self:
-                raise ValueError(f"{name} lives on another vkrope.Device")
-        self._check_tables(q)
+        self._check_arrays(q)
+        self._check_arrays(k)
         limit = (self._rt.limits.max_memory_allocation_size or (1 << 31)) // 2
         if isinstance(xq, np.ndarray) and isinstance(xk, np.ndarray) and max(xq.nbytes, xk.nbytes) > limit:
             # Past one allocation: each tensor in row blocks (two submissions, not one).
@@ -193,29 +222,43 @@ class Device(DeviceMemory):
             with self._lock:
                 self._context()
                 for req, out in zip((q, k), outs):
-                    self._still_there(req)
+                    self._check_arrays(req)
                     if req.rows and req.row_values:
                         self._guarded(execute.run_numpy, self._rt, table, req, "buffer", out, False)
             return outs
-        yq, yk = self._run_many(table, [q, k])
+        yq, yk = self._run_many(table, [_Job(q), _Job(k)])
         return yq, yk
 
-    @staticmethod
-    def _still_there(req: Any) -> None:
-        """Under the device lock: no DeviceArray of the request was released
-        by another thread since its arguments were checked."""
-        for name in ("x", "out", "freqs_pairs", "cos", "sin"):
-            a = getattr(req, name, None)
-            if isinstance(a, DeviceArray) and a.released:
-                raise ValueError(f"{name.replace('_pairs', '')} is a released DeviceArray (released while this call "
-                                 "waited for the device)")
+    def _check_arrays(self, req: Any, where: str = "") -> None:
+        """Every DeviceArray of the request is usable and lives here (checked
+        before any GPU work, and again under the device lock: another thread
+        may have released one, or closed its device, in between)."""
+        for name, a, _ in req.arrays():
+            if isinstance(a, DeviceArray):
+                check_on_device(where + name, a, self)
 
-    def _check_tables(self, req: Any) -> None:
-        """Resident tables must live here."""
-        for name in ("cos", "sin"):
-            t = getattr(req, name)
-            if isinstance(t, DeviceArray) and t.device is not self:
-                raise ValueError(f"the {name} table lives on another vkrope.Device")
+
+@dataclass
+class _Job:
+    """One call of a batch: its checked request, how to check it again (its
+    arguments' numpy memory was written by an earlier job), and the numpy
+    arrays it reads."""
+
+    req: Any
+    recheck: Callable[[], Any] | None = None
+    reads: list[np.ndarray] = field(default_factory=list)
+
+
+def _numbered(i: int, check: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """`check(*args, **kw)` with `calls[i]: ` in front of its errors."""
+    try:
+        return check(*args, **kw)
+    except DeviceClosedError as exc:
+        raise DeviceClosedError(f"calls[{i}]: {exc}") from None
+    except TypeError as exc:
+        raise TypeError(f"calls[{i}]: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"calls[{i}]: {exc}") from None
 
 
 __all__ = ["Device", "devices", "PhysicalDeviceInfo"]

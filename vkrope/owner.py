@@ -6,6 +6,7 @@ downloads, copies, release). `Device` (device.py) adds the operators."""
 from __future__ import annotations
 
 import atexit
+import itertools
 import math
 import os
 import threading
@@ -14,13 +15,14 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, check_array
+from .arguments import STORAGE_CHOICES, check_alive, check_array, check_on_device
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
 from .ops import interleaved
 from .runtime import arrays, execute, timing
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
+from .vk.commands import timeout_seconds
 from .vk.context import Context
 from .vk.instance import Instance
 
@@ -31,6 +33,7 @@ def resolve_storage(storage: str) -> str:
 
 
 _Owner = TypeVar("_Owner", bound="DeviceOwner")
+_numbers = itertools.count(1)  # Device #n in reprs and messages: two devices of one GPU told apart
 
 
 class DeviceOwner:
@@ -41,7 +44,9 @@ class DeviceOwner:
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
         self._lock = threading.RLock()
         self._ctx: Context | None = None
-        self._forked = False  # set in a forked child, where this device belongs to the parent
+        self._closing = False  # close() began: the device refuses work, and close() completes what is left
+        self._closed_why = ""
+        self.number = next(_numbers)
         ctx = Context(device, validation)
         try:
             self._rt = Runtime(ctx)
@@ -69,26 +74,41 @@ class DeviceOwner:
 
     @property
     def closed(self) -> bool:
-        """Whether the device was closed (explicitly or after a device loss)."""
-        return self._ctx is None
+        """Whether the device was closed (explicitly, after a device loss or
+        timeout, at interpreter exit, or because this is a forked child)."""
+        return self._ctx is None or self._closing
+
+    @property
+    def closed_why(self) -> str:
+        """When and why the device was closed ("" while it is open)."""
+        return self._closed_why
 
     def _context(self) -> Context:
-        ctx = self._ctx
-        if ctx is None:
-            if self._forked:
-                raise DeviceClosedError("this vkrope.Device belongs to the parent process (this is a forked child): "
-                                        "create a new vkrope.Device here")
-            raise DeviceClosedError("this vkrope.Device is closed; create a new one")
-        return ctx
+        if self.closed:
+            raise DeviceClosedError(f"this vkrope.Device was closed ({self._closed_why}); create a new one")
+        assert self._ctx is not None
+        return self._ctx
 
     # --- the operator -----------------------------------------------------
     def _guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call into the op; a lost or hung device closes this Device."""
+        """Call into the runtime. A hung or lost device closes this Device
+        (a submission may still use its memory), and the error says so."""
         try:
             return fn(*args)
-        except (DeviceLostError, DeviceTimeoutError):
-            self.close()
-            raise
+        except DeviceTimeoutError as exc:
+            seconds = timeout_seconds()
+            why = f"its work did not finish within VKROPE_TIMEOUT_S = {seconds:g} s"
+            self._close(why)
+            raise DeviceTimeoutError(
+                f"{exc}: submitted work did not finish within VKROPE_TIMEOUT_S = {seconds:g} s, so this "
+                "vkrope.Device was closed and its DeviceArrays are gone (the hung work may still use their memory). "
+                "Set VKROPE_TIMEOUT_S higher for longer work; vkrope.apply opens a new default device on its next "
+                "call", exc.call, exc.result) from exc
+        except DeviceLostError as exc:
+            self._close("the device was lost")
+            raise DeviceLostError(
+                f"{exc}: the device was lost, so this vkrope.Device was closed and its DeviceArrays are gone; "
+                "vkrope.apply opens a new default device on its next call", exc.call, exc.result) from exc
 
     def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
         """Testing hook: make this device report smaller limits (fields of
@@ -138,11 +158,22 @@ class DeviceOwner:
 
     # --- lifetime ---------------------------------------------------------
     def close(self) -> None:
-        """Release every Vulkan object of this device (idempotent)."""
+        """Release every Vulkan object of this device (idempotent). An
+        interrupted close (KeyboardInterrupt) leaves the device closed to
+        new work; calling close() again, or the interpreter's exit, completes it."""
+        self._close("close() was called")
+
+    def _close(self, why: str) -> None:
         with self._lock:
-            ctx, self._ctx = self._ctx, None
-            if ctx is not None:
-                ctx.close()
+            ctx = self._ctx
+            if ctx is None:
+                return
+            if not self._closing:
+                self._closing, self._closed_why = True, why
+            # Every step of Context.close is idempotent and the context stays
+            # ours until it returns: an interruption anywhere in it loses nothing.
+            ctx.close()
+            self._ctx = None
 
     def __enter__(self: _Owner) -> _Owner:
         return self
@@ -170,9 +201,9 @@ class DeviceOwner:
         raise TypeError("a vkrope.Device cannot be pickled: it owns a Vulkan device; open one in each process")
 
     def __repr__(self) -> str:
-        if self._ctx is None:
-            return "<vkrope.Device (closed)>"
-        return f"<vkrope.Device {self._ctx.info.name!r} ({self._ctx.info.type})>"
+        if self._ctx is None or self._closing:
+            return f"<vkrope.Device #{self.number} (closed)>"
+        return f"<vkrope.Device #{self.number} {self._ctx.info.name!r} ({self._ctx.info.type})>"
 
 
 
@@ -186,24 +217,31 @@ class DeviceMemory(DeviceOwner):
         return DeviceArray(self, res, shape, dtype, storage)
 
     def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
-        """A DeviceArray x must live here; `storage` may only repeat its own."""
-        if x.device is not self:
-            raise ValueError(f"{where}x lives on another vkrope.Device")
+        """A DeviceArray x must be usable and live here; `storage` may only repeat its own."""
+        check_on_device(f"{where}x", x, self)
         if storage not in ("auto", x.storage):
             raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
 
-    def asarray(self, a: np.ndarray, storage: str = "auto") -> DeviceArray:
+    def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:
         """Upload a float32 / float16 numpy array and return it as a
         `DeviceArray` on this device: a tensor `[..., N, C]` for the
-        operators (any storage), or a table (`storage="buffer"`)."""
+        operators (any storage), or a table (`storage="buffer"`).
+
+        A DeviceArray of this device with `storage` "auto" or its own comes
+        back as it is; one of another Device, or asked for in the other
+        storage, is copied into a new array here (through the host)."""
         if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
             raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        if isinstance(a, DeviceArray):
+            check_alive("a", a)
+            if a.device is self and storage in ("auto", a.storage):
+                return a
+            if storage == "auto":
+                storage = a.storage
         storage = resolve_storage(storage)
         a = check_array(a, "a", storage)
         if isinstance(a, DeviceArray):
-            if a.device is not self:
-                raise ValueError("a lives on another vkrope.Device; use a.get() and upload that")
-            return a
+            a = a.get()
         with self._lock:
             self._context()
             arr = self._new_array(storage, a.shape, a.dtype)
@@ -213,10 +251,10 @@ class DeviceMemory(DeviceOwner):
 
     def _copy_array(self, src: DeviceArray) -> DeviceArray:
         """A new DeviceArray holding a device-side copy of `src`."""
+        check_alive("the DeviceArray to copy", src)
         with self._lock:
             self._context()
-            if src.released:
-                raise ValueError("cannot copy a released DeviceArray")
+            check_alive("the DeviceArray to copy", src)
             arr = self._new_array(src.storage, src.shape, src.dtype)
             if src.size:
                 self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource,
@@ -227,10 +265,10 @@ class DeviceMemory(DeviceOwner):
         return self._download_into(arr, np.empty(arr.shape, arr.dtype))
 
     def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
-        if arr.released:
-            raise ValueError("this DeviceArray was released")
+        check_alive("the array", arr)
         with self._lock:
             self._context()
+            check_alive("the array", arr)  # (released by another thread meanwhile)
             if arr.size:
                 self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
             return out
@@ -238,7 +276,7 @@ class DeviceMemory(DeviceOwner):
     def _release_resource(self, res: Any) -> None:
         # Called from DeviceArray.release / __del__, possibly at shutdown.
         with self._lock:
-            if self._ctx is not None and not self._ctx.closed:
+            if not self.closed:  # (a closing device destroys it with the rest)
                 arrays.free_resource(self._rt, res)
 
 
@@ -250,7 +288,7 @@ _live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
 
 def _close_all() -> None:
     for dev in list(_live):
-        dev.close()
+        dev._close("the interpreter exited")
 
 
 def _abandon_all_in_child() -> None:
@@ -259,7 +297,7 @@ def _abandon_all_in_child() -> None:
     for dev in list(_live):
         dev._lock = threading.RLock()
         dev._ctx = None
-        dev._forked = True
+        dev._closed_why = "it belongs to the parent process; this is a forked child"
     _live.clear()
 
 

@@ -22,3 +22,8 @@ class TensorRequest:
     def dtype(self) -> np.dtype:
         """dtype of x (and of the result)."""
         return np.dtype(self.x.dtype)
+
+    def arrays(self) -> list[tuple[str, Any, str]]:
+        """(argument name, value, "read" or "write") of every tensor and table
+        argument, x first; values may be numpy arrays, DeviceArrays, specs or None."""
+        raise NotImplementedError

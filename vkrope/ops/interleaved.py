@@ -61,6 +61,10 @@ class Request(TensorRequest):
         """All leading axes times N: the number of token rows in x."""
         return int(self.x.size // self.channels) if self.channels else 0
 
+    def arrays(self) -> list[tuple[str, Any, str]]:
+        """x, freqs and out, with their access (see TensorRequest)."""
+        return [("x", self.x, "read"), ("freqs", self.freqs_pairs, "read"), ("out", self.out, "write")]
+
 
 # --- argument checks -----------------------------------------------------------
 def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import MAX_PAIRS, X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
+from ..arguments import MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
 from . import TensorRequest
 from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
 from ..runtime.kernels import find
@@ -49,6 +49,7 @@ class Request(TensorRequest):
     interleaved: bool
     storage: str
     row_offset: int = 0  # global index of x's first row (row blocks)
+    names: tuple[str, str, str] = ("x", "cos_cache", "sin_cache")  # the caller's names of x, cos and sin
 
     @property
     def generated(self) -> bool:
@@ -69,6 +70,11 @@ class Request(TensorRequest):
     def table_width(self) -> int:
         """Values per table row."""
         return 2 * self.rot_half if self.full_table else self.rot_half
+
+    def arrays(self) -> list[tuple[str, Any, str]]:
+        """x, the two tables and out, with their access (see TensorRequest)."""
+        x, cos, sin = self.names
+        return [(x, self.x, "read"), (cos, self.cos, "read"), (sin, self.sin, "read"), ("out", self.out, "write")]
 
     @property
     def in_place(self) -> bool:
@@ -93,8 +99,7 @@ def _tensor(name: str, x: Any) -> Any:
     from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
-        if x.released:
-            raise ValueError(f"{name} is a released DeviceArray")
+        check_alive(name, x)
     else:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in X_DTYPES:
@@ -239,11 +244,13 @@ def _q_and_k(xq: Any, xk: Any) -> tuple[Any, Any, int, int, int]:
     return q, k, b, s, d
 
 
-def _bshd(x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool, inter: bool) -> Request:
-    """The `Request` of a [B, S, H, D] tensor: rows of D values, H rows a token."""
+def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
+          inter: bool) -> Request:
+    """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
     _, s, h, d = (int(v) for v in x.shape)
     return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
-                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter, storage="auto")
+                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter, storage="auto",
+                   names=(name, "freqs_cos", "freqs_sin"))
 
 
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
@@ -255,12 +262,12 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     if isinstance(freqs_cos, RopeFreqs):
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
-        return _bshd(q, spec, None, rows, d // 2, False, True), _bshd(k, spec, None, rows, d // 2, False, True)
+        return _bshd("xq", q, spec, None, rows, d // 2, False, True), _bshd("xk", k, spec, None, rows, d // 2, False, True)
     fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     _same_dtype(fc, fs, "freqs_cos and freqs_sin")
     row_of = np.tile(np.arange(s, dtype=np.int32), b)
-    return _bshd(q, fc, fs, row_of, d // 2, False, True), _bshd(k, fc, fs, row_of, d // 2, False, True)
+    return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
 
 def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
@@ -275,8 +282,8 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
         rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
-        return (_bshd(q, spec, None, rows, spec.dim // 2, False, False),
-                _bshd(k, spec, None, rows, spec.dim // 2, False, False))
+        return (_bshd("xq", q, spec, None, rows, spec.dim // 2, False, False),
+                _bshd("xk", k, spec, None, rows, spec.dim // 2, False, False))
     check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
@@ -290,7 +297,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
     row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
-    return _bshd(q, fc, fs, row_of, rot // 2, True, False), _bshd(k, fc, fs, row_of, rot // 2, True, False)
+    return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 
 # --- plan ---------------------------------------------------------------------------

@@ -90,8 +90,16 @@ class DeviceArray:
 
     @property
     def released(self) -> bool:
-        """Whether `release()` ran (the array is unusable then)."""
-        return self._released
+        """Whether the array's device memory is gone: `release()` ran, or its
+        `Device` was closed (the array is unusable then)."""
+        return self._released or bool(self._owner is not None and self._owner.closed)
+
+    @property
+    def state(self) -> str:
+        """"live", "released" (`release()` ran) or "closed" (its Device was closed)."""
+        if self._released:
+            return "released"
+        return "closed" if self._owner is not None and self._owner.closed else "live"
 
     def __copy__(self) -> "DeviceArray":
         # A new array with its own device memory, copied on the device
@@ -121,5 +129,5 @@ class DeviceArray:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        state = ", released" if self._released else ""
+        state = {"live": "", "released": ", released", "closed": ", device closed"}[self.state]
         return f"<vkrope.DeviceArray shape={self.shape} dtype={self.dtype} storage={self.storage}{state}>"

@@ -27,11 +27,12 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
 
 def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
     """Take back an array's memory: buffers go to the reuse pool (once,
-    bounded), images are destroyed once no submission can use them."""
+    bounded in bytes and in count), images are destroyed once no submission
+    can use them."""
     if isinstance(res, Buffer) and res.handle is not None:
         if not any(p is res for p in rt.pool):
             rt.pool.append(res)
-        while sum(p.size for p in rt.pool) > rt.POOL_BYTES:
+        while len(rt.pool) > rt.pool_count or sum(p.size for p in rt.pool) > rt.POOL_BYTES:
             rt.graveyard.append(rt.pool.pop(0))
     elif res is not None and not any(g is res for g in rt.graveyard):
         rt.graveyard.append(res)

@@ -34,8 +34,11 @@ MIN_BUFFER = 16
 class Runtime:
     """The operator-independent runtime of one `Context`."""
 
-    # Device-array buffers kept for reuse after their arrays die, at most this many bytes.
+    # Device-array buffers kept for reuse after their arrays die: at most
+    # this many bytes, and this many buffers (each is one of the device's
+    # maxMemoryAllocationCount allocations; a quarter of them at most).
     POOL_BYTES = 512 << 20
+    POOL_COUNT = 64
     # Recorded command buffers kept, least recently used out first.
     MAX_RECORDINGS = 32
 
@@ -52,6 +55,7 @@ class Runtime:
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
+        ctx.reclaim = self.free_pool  # at maxMemoryAllocationCount, pooled buffers go first
 
     @property
     def limits(self) -> PhysicalDeviceInfo:
@@ -198,6 +202,20 @@ class Runtime:
             self.graveyard.append(res)
         else:
             self.ctx.release(res)
+
+    @property
+    def pool_count(self) -> int:
+        """How many buffers the reuse pool may keep on this device."""
+        limit = self.ctx.info.max_memory_allocation_count
+        return min(self.POOL_COUNT, limit // 4) if limit else self.POOL_COUNT
+
+    def free_pool(self) -> None:
+        """Destroy the pooled buffers and everything released (after the
+        submission in flight)."""
+        self.drain()
+        while self.pool:
+            self.ctx.release(self.pool[-1])  # released before forgotten
+            self.pool.pop()
 
     def trim(self) -> None:
         """Free cached recordings, work buffers and images, pooled buffers and plans."""

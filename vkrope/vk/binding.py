@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import Counter
+from collections import defaultdict
 from types import ModuleType
 from typing import Any, Callable
 
@@ -44,15 +44,16 @@ _load_error: str | None = None
 _lock = threading.Lock()
 
 # Live Vulkan handles per object type, for the leak tests (`live_handles`).
-_live: Counter[str] = Counter()
-_live_lock = threading.Lock()
+# Updated with plain dict operations right next to the store or clear of
+# the handle they count, never through a call: no interruption can fall
+# between the two (see `destroy_handles`), and no thread switch either.
+LIVE: defaultdict[str, int] = defaultdict(int)
 
 
 def _fresh_locks_in_child() -> None:
     # A thread of the parent may have held one at the fork.
-    global _lock, _live_lock
+    global _lock
     _lock = threading.Lock()
-    _live_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_fresh_locks_in_child)
@@ -138,19 +139,10 @@ def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
         raise translate(name, exc) from exc
 
 
-def track(kind: str, delta: int) -> None:
-    """Count a created (+1) or destroyed (-1) handle of type `kind`."""
-    with _live_lock:
-        _live[kind] += delta
-
-
 def live_handles() -> dict[str, int]:
-    """Live Vulkan handles per type created by vkrope (non-zero entries). A
-    testing aid: an exception that lands between a handle's creation (or
-    destruction) and its count leaves the count off by one; the handle
-    itself is still released (see `create`, `destroy_handles`)."""
-    with _live_lock:
-        return {k: v for k, v in _live.items() if v}
+    """Live Vulkan handles per type created by vkrope (non-zero entries):
+    exact whatever interrupts a create or a destroy (see `LIVE`)."""
+    return {k: v for k, v in list(LIVE.items()) if v}
 
 
 def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
@@ -171,18 +163,23 @@ def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
             del pending[attr]
             raise
     handle = out[0]
-    setattr(owner, attr, handle)
-    track(kind, +1)
+    # From here to the end no call: the handle is stored and counted (and a
+    # memory object counted against its context's allocations) together.
+    owner.__dict__[attr] = handle
+    LIVE[kind] += 1
+    if kind == "VkDeviceMemory":
+        owner.ctx.allocations += 1
     del pending[attr]
     return handle
 
 
 def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...]) -> None:
     """Release `owner`'s handles in the order given, each idempotently: the
-    attribute is swapped to None, then `vk<destroy>(device, handle, NULL)`
-    runs and the live count of `kind` drops. `handles` holds `(attribute,
-    destroy function name, kind)` triples. A handle that `create` made but
-    could not store yet is destroyed too.
+    attribute is swapped to None, the live count of `kind` drops (and, for
+    memory, the owner's `ctx.allocations`), then `vk<destroy>(device,
+    handle, NULL)` runs. `handles` holds `(attribute, destroy function name,
+    kind)` triples. A handle that `create` made but could not store yet is
+    destroyed too (it was not counted).
 
     Why it is written this way: a signal handler's exception can surface
     after any call returns (CPython >= 3.10 checks for pending signals only
@@ -190,8 +187,9 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
     python_requires >= 3.10). Between clearing the attribute and the destroy
     call there is no call at all (dict stores, then the C function itself,
     not the binding's Python wrapper), so an interruption either leaves the
-    handle in place for the next destroy or finds it destroyed: never
-    cleared and still alive, never destroyed twice."""
+    handle in place (and counted) for the next destroy or finds it
+    destroyed (and uncounted): never cleared and still alive, never
+    destroyed twice, never miscounted."""
     mod = vk()
     lib, null = mod.lib, mod.ffi.NULL
     state = owner.__dict__
@@ -208,9 +206,21 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
         state[attr] = None
         if out is not None:
             out[0] = null
-        fn(device, handle, null)
         if counted:
-            track(kind, -1)
+            LIVE[kind] -= 1
+            if kind == "VkDeviceMemory":
+                owner.ctx.allocations -= 1
+        fn(device, handle, null)
+
+
+def instance_function(instance: Any, name: str) -> Any:
+    """The raw C function pointer of instance-level extension function
+    `name` (calling it runs no Python code, unlike the binding's wrappers)."""
+    mod = vk()
+    fn = mod.lib.vkGetInstanceProcAddr(instance, name.encode())
+    if fn == mod.ffi.NULL:
+        raise VulkanError(f"vkGetInstanceProcAddr found no {name}", "vkGetInstanceProcAddr", "VK_ERROR_EXTENSION_NOT_PRESENT")
+    return mod.ffi.cast(f"PFN_{name}", fn)
 
 
 def array(ctype: str, items: list[Any]) -> Any:

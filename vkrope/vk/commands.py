@@ -27,7 +27,7 @@ MAYBE = "maybe"
 SETS_PER_POOL = 64
 
 
-def _timeout() -> float:
+def timeout_seconds() -> float:
     """The bound on one wait: DEFAULT_TIMEOUT_S when set, else the
     VKROPE_TIMEOUT_S environment variable (read at each use, so a bad value
     is a clear error at first use, not at import), else 60 s."""
@@ -84,7 +84,7 @@ class CommandStream:
         else:
             cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
             submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
-        timeout = _timeout() if timeout_s is None else timeout_s
+        timeout = timeout_seconds() if timeout_s is None else timeout_s
         self.drain(timeout)
         b.call("vkResetFences", ctx.handle, 1, [self.fence])
         # In flight from here until the fence is seen signalled: if anything
@@ -121,7 +121,7 @@ class CommandStream:
         under it. Device loss and timeouts raise at once."""
         if not self.in_flight:
             return
-        deadline = _timeout() if timeout is None else timeout
+        deadline = timeout_seconds() if timeout is None else timeout
         interrupted: BaseException | None = None
         while self.in_flight:
             try:
@@ -332,9 +332,9 @@ class Recording:
         state["cmd"] = None
         if out is not None:
             out[0] = vk.ffi.NULL
-        free(device, self.stream.pool, 1, cmds)
         if counted:
-            b.track("VkCommandBuffer", -1)
+            b.LIVE["VkCommandBuffer"] -= 1
+        free(device, self.stream.pool, 1, cmds)
 
 
 class DescriptorPool:

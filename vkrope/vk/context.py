@@ -11,9 +11,9 @@ handle to None, then destroy), so an owner may also free one early.
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-from ..errors import DeviceClosedError, UnsupportedFeatureError
+from ..errors import DeviceClosedError, OutOfDeviceMemoryError, UnsupportedFeatureError
 from . import binding as b
 from .instance import EXTERNAL_MEMORY_HOST, Instance, PhysicalDeviceInfo, select_device
 
@@ -32,6 +32,11 @@ class Context:
         self.instance = Instance(validation)
         self.handle: Any = None
         self._children: list[Child] = []
+        # VkDeviceMemory objects alive: maxMemoryAllocationCount bounds them
+        # (4096 is all Vulkan guarantees). `reclaim`, set by the owner, frees
+        # memory it caches when the count is reached.
+        self.allocations = 0
+        self.reclaim: Callable[[], None] | None = None
         self._lock = threading.RLock()
         try:
             self.info, self.why = select_device(self.instance.physical_devices(), device)
@@ -60,7 +65,7 @@ class Context:
             ppEnabledExtensionNames=extensions,
         )
         self.handle = b.call("vkCreateDevice", info.handle, create, None)
-        b.track("VkDevice", +1)
+        b.LIVE["VkDevice"] += 1
         self.queue = vk.vkGetDeviceQueue(self.handle, info.compute_queue_family, 0)
         self.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(info.handle)
         self.timestamps = info.timestamp_valid_bits > 0
@@ -110,13 +115,27 @@ class Context:
             while self._children:
                 self._children[-1].destroy()  # destroyed before forgotten (interruptions)
                 self._children.pop()
-            destroy = b.vk().lib.vkDestroyDevice
+            destroy, null = b.vk().lib.vkDestroyDevice, b.vk().ffi.NULL
             handle, self.handle = self.handle, None
-            destroy(handle, b.vk().ffi.NULL)
-            b.track("VkDevice", -1)
+            b.LIVE["VkDevice"] -= 1
+            destroy(handle, null)  # (no Python call since the handle was cleared: see binding.destroy_handles)
             self.instance.close()
 
     # --- memory ---------------------------------------------------------
+    def allocate_memory(self, owner: Any, info: Any) -> None:
+        """vkAllocateMemory into `owner.memory`, within maxMemoryAllocationCount:
+        at the limit, the owner's cached memory is reclaimed first, then the
+        allocation is refused with an error naming the limit."""
+        limit = self.info.max_memory_allocation_count
+        if limit and self.allocations >= limit and self.reclaim is not None:
+            self.reclaim()
+        if limit and self.allocations >= limit:
+            raise OutOfDeviceMemoryError(
+                f"device {self.info.name!r} allows {limit} memory allocations at once (maxMemoryAllocationCount) and "
+                f"vkrope holds {self.allocations}: release DeviceArrays that are no longer needed",
+                "vkAllocateMemory", "VK_ERROR_TOO_MANY_OBJECTS")
+        b.create(owner, "memory", "VkDeviceMemory", "vkAllocateMemory", self.handle, info, None)  # (counts it)
+
     def memory_type(self, type_bits: int, required: int, preferred: int = 0) -> int:
         """Index of a memory type allowed by `type_bits` having `required`
         flags, preferring one that also has `preferred`."""

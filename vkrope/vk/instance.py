@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import VulkanUnavailableError
+from ..errors import VulkanError, VulkanUnavailableError
 from . import binding as b
 
 log = logging.getLogger("vkrope")
@@ -22,6 +22,10 @@ DEVICE_TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "vir
 DEVICE_TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
 
 EXTERNAL_MEMORY_HOST = "VK_EXT_external_memory_host"
+# What vkCreateInstance returns when there is no usable driver (or layer /
+# extension): reported as VulkanUnavailableError; any other failure is itself.
+NO_DRIVER_RESULTS = ("VK_ERROR_INCOMPATIBLE_DRIVER", "VK_ERROR_INITIALIZATION_FAILED", "VK_ERROR_LAYER_NOT_PRESENT",
+                     "VK_ERROR_EXTENSION_NOT_PRESENT")
 
 
 def version_string(v: int) -> str:
@@ -92,6 +96,7 @@ class PhysicalDeviceInfo:
     compute_queue_family: int | None
     max_storage_buffer_range: int
     max_memory_allocation_size: int
+    max_memory_allocation_count: int
     max_image_dimension_3d: int
     max_compute_work_group_count: tuple[int, int, int]
     max_compute_work_group_size_x: int
@@ -148,16 +153,25 @@ class Instance:
         )
         try:
             self.handle = b.call("vkCreateInstance", info, None)
-        except Exception as exc:
+        except VulkanError as exc:
+            if exc.result not in NO_DRIVER_RESULTS:
+                raise  # out of memory and the like: not a missing driver
             raise VulkanUnavailableError(
                 f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}"
             ) from exc
-        b.track("VkInstance", +1)
+        b.LIVE["VkInstance"] += 1
         if validation:
-            create = b.call("vkGetInstanceProcAddr", self.handle, "vkCreateDebugUtilsMessengerEXT")
-            self._destroy_messenger = b.call("vkGetInstanceProcAddr", self.handle, "vkDestroyDebugUtilsMessengerEXT")
-            self._messenger = b.call_fn("vkCreateDebugUtilsMessengerEXT", create, self.handle, messenger_info, None)
-            b.track("VkDebugUtilsMessengerEXT", +1)
+            try:
+                create = b.call("vkGetInstanceProcAddr", self.handle, "vkCreateDebugUtilsMessengerEXT")
+                # The raw C function (not the binding's Python wrapper): close()
+                # calls it right after clearing the handle (see binding.destroy_handles).
+                self._destroy_messenger = b.instance_function(self.handle, "vkDestroyDebugUtilsMessengerEXT")
+                self._messenger = b.call_fn("vkCreateDebugUtilsMessengerEXT", create, self.handle, messenger_info,
+                                            None)
+                b.LIVE["VkDebugUtilsMessengerEXT"] += 1
+            except BaseException:
+                self.close()
+                raise
 
     def physical_devices(self) -> list[PhysicalDeviceInfo]:
         """Every physical device, with the facts vkrope needs and its problems."""
@@ -168,15 +182,21 @@ class Instance:
         return out
 
     def close(self) -> None:
-        """Destroy the messenger and the instance (idempotent)."""
-        messenger, self._messenger = self._messenger, None
+        """Destroy the messenger and the instance (idempotent; an
+        interruption loses neither: each handle is cleared right before the
+        C call that destroys it, with no Python call between)."""
+        lib, null = b.vk().lib, b.vk().ffi.NULL
+        destroy_messenger, destroy_instance = self._destroy_messenger, lib.vkDestroyInstance
+        messenger = self._messenger
         if messenger is not None:
-            self._destroy_messenger(self.handle, messenger, None)
-            b.track("VkDebugUtilsMessengerEXT", -1)
-        handle, self.handle = self.handle, None
+            self._messenger = None
+            b.LIVE["VkDebugUtilsMessengerEXT"] -= 1
+            destroy_messenger(self.handle, messenger, null)
+        handle = self.handle
         if handle is not None:
-            b.vk().vkDestroyInstance(handle, None)
-            b.track("VkInstance", -1)
+            self.handle = None
+            b.LIVE["VkInstance"] -= 1
+            destroy_instance(handle, null)
 
 
 def _validation_setup(vk: Any) -> tuple[list[str], list[str], Any, Any]:
@@ -289,6 +309,7 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
         compute_queue_family=compute_family,
         max_storage_buffer_range=int(limits.maxStorageBufferRange),
         max_memory_allocation_size=max_alloc,
+        max_memory_allocation_count=int(limits.maxMemoryAllocationCount),
         max_image_dimension_3d=int(limits.maxImageDimension3D),
         max_compute_work_group_count=tuple(int(v) for v in limits.maxComputeWorkGroupCount),  # type: ignore[arg-type]
         max_compute_work_group_size_x=int(limits.maxComputeWorkGroupSize[0]),

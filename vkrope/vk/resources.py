@@ -65,7 +65,7 @@ class Buffer:
             flags = ctx.memory_properties.memoryTypes[type_index].propertyFlags
             self.host_visible = bool(flags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
+            ctx.allocate_memory(self, alloc)
             b.call("vkBindBufferMemory", ctx.handle, self.handle, self.memory, 0)
             if host_visible:
                 self._mapped = b.map_memory(ctx.handle, self.memory, self.size)
@@ -131,7 +131,7 @@ class Image3D:
             req = vk.vkGetImageMemoryRequirements(ctx.handle, self.handle)
             type_index = ctx.memory_type(req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
-            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
+            ctx.allocate_memory(self, alloc)
             b.call("vkBindImageMemory", ctx.handle, self.handle, self.memory, 0)
             rng = vk.VkImageSubresourceRange(
                 aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, baseMipLevel=0, levelCount=1, baseArrayLayer=0, layerCount=1
@@ -193,7 +193,7 @@ class ImportedBuffer(Buffer):
             type_index = ctx.memory_type(req.memoryTypeBits & props.memoryTypeBits, 0)
             import_info = vk.VkImportMemoryHostPointerInfoEXT(handleType=handle_type, pHostPointer=pointer)
             alloc = vk.VkMemoryAllocateInfo(pNext=import_info, allocationSize=self.size, memoryTypeIndex=type_index)
-            b.create(self, "memory", "VkDeviceMemory", "vkAllocateMemory", ctx.handle, alloc, None)
+            ctx.allocate_memory(self, alloc)
             b.call("vkBindBufferMemory", ctx.handle, self.handle, self.memory, 0)
         except BaseException:
             ctx.release(self)

@@ -1,0 +1,124 @@
+"""Every public operator as data, for the tests that hold for all of them
+(device and array lifecycle, resident arguments, ...): a new operator adds
+one `OpCase` here and inherits those tests.
+
+Each case makes small numpy arguments, names those that may be
+DeviceArrays, calls the operator (on a `vkrope.Device` or through the
+module-level function), and computes the expected result with the float64
+oracles of tests/ (which share no code with vkrope)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import vkrope
+from oracle import oracle
+from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One operator: `make(rng)` -> its arguments by name (numpy);
+    `resident` the names that may be DeviceArrays; `call(target, args)`
+    runs it on a Device (or the vkrope module) and returns a tuple of
+    results; `expect(args)` the float64 results, a tuple too."""
+
+    name: str
+    make: Callable[[np.random.Generator], dict[str, Any]]
+    resident: tuple[str, ...]
+    call: Callable[[Any, dict[str, Any]], tuple]
+    expect: Callable[[dict[str, Any]], tuple]
+    labels: tuple[tuple[str, str], ...] = ()  # how errors name an argument, where not by its name (a regex)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def label(self, name: str) -> str:
+        """The regex an error message names argument `name` with."""
+        return dict(self.labels).get(name, name)
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _unit_tables(rng: np.random.Generator, rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    a = rng.uniform(-np.pi, np.pi, (rows, width))
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
+def _apply_args(rng: np.random.Generator) -> dict[str, Any]:
+    a = rng.uniform(-np.pi, np.pi, (6, 4))
+    freqs = np.stack([np.cos(a), np.sin(a)], -1).reshape(6, 8).astype(np.float32)
+    return {"x": _f32(rng, 2, 6, 8), "freqs": freqs}
+
+
+def _onnx_args(rng: np.random.Generator) -> dict[str, Any]:
+    cos, sin = _unit_tables(rng, 16, 4)
+    return {"x": _f32(rng, 1, 2, 6, 8), "cos_cache": cos, "sin_cache": sin,
+            "position_ids": rng.integers(0, 16, (1, 6))}
+
+
+def _llm_args(rng: np.random.Generator) -> dict[str, Any]:
+    cos, sin = _unit_tables(rng, 6, 4)
+    return {"xq": _f32(rng, 1, 6, 2, 8), "xk": _f32(rng, 1, 6, 1, 8), "freqs_cos": cos, "freqs_sin": sin}
+
+
+def _hf_args(rng: np.random.Generator) -> dict[str, Any]:
+    cos, sin = _unit_tables(rng, 16, 4)
+    return {"xq": _f32(rng, 1, 6, 2, 8), "xk": _f32(rng, 1, 6, 1, 8), "freqs_cos": np.concatenate([cos, cos], 1),
+            "freqs_sin": np.concatenate([sin, sin], 1)}
+
+
+def _many_args(rng: np.random.Generator) -> dict[str, Any]:
+    args = _apply_args(rng)
+    args["x2"] = _f32(rng, 3, 6, 8)
+    return args
+
+
+OPS = (
+    OpCase("apply", _apply_args, ("x", "freqs"),
+           lambda t, a: (t.apply(a["x"], a["freqs"]),),
+           lambda a: (oracle(a["x"], a["freqs"]),)),
+    OpCase("rotary_embedding", _onnx_args, ("x", "cos_cache", "sin_cache"),
+           lambda t, a: (t.rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"]),),
+           lambda a: (onnx_rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"]),)),
+    OpCase("apply_rotary_emb", _llm_args, ("xq", "xk", "freqs_cos", "freqs_sin"),
+           lambda t, a: t.apply_rotary_emb(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"]),
+           lambda a: et_apply_rotary_emb(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"])),
+    OpCase("apply_rotary_emb_hf", _hf_args, ("xq", "xk", "freqs_cos", "freqs_sin"),
+           lambda t, a: t.apply_rotary_emb_hf(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"], 3),
+           lambda a: et_apply_rotary_emb_hf(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"], 3)),
+    OpCase("apply_many", _many_args, ("x", "x2", "freqs"),
+           lambda t, a: tuple(t.apply_many([(a["x"], a["freqs"]), (a["x2"], a["freqs"])])),
+           lambda a: (oracle(a["x"], a["freqs"]), oracle(a["x2"], a["freqs"])),
+           labels=(("x", r"calls\[0\]: x"), ("x2", r"calls\[1\]: x"), ("freqs", r"calls\[0\]: freqs"))),
+)
+
+
+def module_target(case: OpCase) -> Any:
+    """What runs `case` through the module-level API: the vkrope module, or
+    (apply_many has no module function) the default device."""
+    return vkrope.default_device() if case.name == "apply_many" else vkrope
+
+
+def as_numpy(y: Any) -> np.ndarray:
+    """A result as numpy (DeviceArrays are copied back)."""
+    return y.get() if isinstance(y, vkrope.DeviceArray) else np.asarray(y)
+
+
+def check_results(case: OpCase, args: dict[str, Any], results: tuple) -> None:
+    """Results of `case` on float32 `args` within 1e-5 of each element's
+    scale (|x| summed over a pair, and cos, sin within 1)."""
+    numpy_args = {k: as_numpy(v) if isinstance(v, vkrope.DeviceArray) else v for k, v in args.items()}
+    want = case.expect(numpy_args)
+    assert len(results) == len(want)
+    for y, ref in zip(results, want):
+        y = as_numpy(y)
+        assert y.shape == ref.shape and y.dtype == np.float32
+        scale = 2 * np.abs(ref).max() + 1
+        err = np.abs(y.astype(np.float64) - ref).max()
+        assert err <= 1e-5 * scale, f"{case.name}: error {err:.3g}"

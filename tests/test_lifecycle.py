@@ -1,0 +1,482 @@
+"""The lifecycle of devices and arrays, over every operator (#18): arrays
+of a closed or another device, timeouts, interrupted closes, the bound on
+live allocations, aliasing resident arguments, batches chained through
+numpy memory.
+
+Every operator comes from tests/op_cases.py, so the next operator inherits
+these tests; results are checked against the float64 oracles of tests/."""
+
+from __future__ import annotations
+
+import dis
+import gc
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import vkrope
+import vkrope.runtime.engine
+from vkrope.vk import binding as b
+from vkrope.vk.binding import live_handles
+from oracle import oracle, poisoned_like
+from op_cases import OPS, as_numpy, check_results, module_target
+
+RNG = np.random.default_rng(18)
+RESIDENT = [(case, name) for case in OPS for name in case.resident]
+CLOSED = r"is a DeviceArray of a vkrope.Device that was closed \({why}\)"
+
+
+def _with(args: dict, name: str, value) -> dict:
+    return {**args, name: value}
+
+
+# --- 1, 8. arrays of a closed device -----------------------------------------------
+@pytest.mark.parametrize("case,name", RESIDENT, ids=[f"{c.name}-{n}" for c, n in RESIDENT])
+@pytest.mark.parametrize("through", ["device", "module"])
+def test_arguments_of_a_closed_device_are_refused(device, case, name, through):
+    """Resident freqs of a closed Device once gave zeros silently; every
+    resident argument of every op now gets one message naming it."""
+    args = case.make(RNG)
+    other = vkrope.Device()
+    a = other.asarray(args[name])
+    other.close()
+    assert a.released and a.state == "closed" and "device closed" in repr(a)
+    target = device if through == "device" else module_target(case)
+    pattern = f"^{case.label(name)} " + CLOSED.format(why=r"close\(\) was called")
+    with pytest.raises(vkrope.DeviceClosedError, match=pattern):
+        case.call(target, _with(args, name, a))
+    check_results(case, args, case.call(target, args))  # the device is still usable
+
+
+def test_a_closed_devices_array_says_so_from_every_entry_point(device):
+    """#18.8: one message (not "lives on another Device", not "use a.get()")."""
+    x = RNG.standard_normal((2, 6, 8)).astype(np.float32)
+    f = OPS[0].make(RNG)["freqs"]
+    other = vkrope.Device()
+    xd = other.asarray(x)
+    other.close()
+    closed = CLOSED.format(why=r"close\(\) was called")
+    for call, name in [(lambda: vkrope.apply(xd, f), "x"), (lambda: device.apply(xd, f), "x"),
+                       (lambda: device.apply_many([(xd, f)]), r"calls\[0\]: x"),
+                       (lambda: device.asarray(xd), "a"), (lambda: xd.get(), "the array"),
+                       (lambda: np.asarray(xd), "the array"),
+                       (lambda: __import__("copy").copy(xd), "the DeviceArray to copy"),
+                       (lambda: device.apply(device.asarray(x), f, out=xd), "out")]:
+        with pytest.raises(vkrope.DeviceClosedError, match=f"^{name} {closed}"):
+            call()
+    xd.release()  # harmless
+    assert xd.state == "released"
+
+
+# --- 4. arrays of another device ---------------------------------------------------
+@pytest.mark.parametrize("case,name", RESIDENT, ids=[f"{c.name}-{n}" for c, n in RESIDENT])
+def test_arguments_of_another_device_are_refused(device, case, name):
+    """#18.4: another Device's array as freqs segfaulted under validation;
+    every resident argument of every op is now a ValueError naming it and
+    both devices."""
+    args = case.make(RNG)
+    with vkrope.Device() as other:
+        a = other.asarray(args[name])
+        want = rf"^{case.label(name)} lives on another vkrope.Device \(.*#{other.number} .*\) than the one " \
+               rf"running this call \(.*#{device.number} .*\)"
+        with pytest.raises(ValueError, match=want):
+            case.call(device, _with(args, name, a))
+        check_results(case, args, case.call(other, _with(args, name, a)))  # where it lives, it works
+
+
+def test_the_default_device_refuses_another_devices_freqs():
+    x, f = OPS[0].make(RNG).values()
+    with vkrope.Device() as other:
+        with pytest.raises(ValueError, match=r"^freqs lives on another vkrope.Device"):
+            vkrope.apply(x, other.asarray(f))
+
+
+def test_a_forked_child_refuses_the_parents_arrays(device):
+    """#18.4's fork form: the parent's resident freqs in a forked child (its
+    Vulkan objects are the parent's driver state) are refused by name."""
+    x, f = OPS[0].make(RNG).values()
+    fd = device.asarray(f)
+    pid = os.fork()
+    if pid == 0:  # the child: leave through os._exit (README, Processes and fork)
+        code = 3
+        try:
+            try:
+                vkrope.apply(x, fd)
+                code = 1
+            except vkrope.DeviceClosedError as exc:
+                code = 0 if re.match(r"^freqs .*closed \(it belongs to the parent process; this is a forked child\)",
+                                     str(exc)) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    check_results(OPS[0], {"x": x, "freqs": f}, (device.apply(x, fd),))  # the parent's array is untouched
+
+
+# --- 7. a timeout closes the device, and says so ---------------------------------
+@pytest.mark.parametrize("case", OPS, ids=repr)
+def test_a_timeout_names_the_variable_and_closes_the_default_device(case):
+    """#18.7 and #18.1's second form: one call times out, the default device
+    is closed and re-created; its old arrays are refused by name, saying why."""
+    args = case.make(RNG)
+    first = vkrope.default_device()
+    resident = {name: first.asarray(args[name]) for name in case.resident}
+    b.inject_fault("vkWaitForFences", lambda: b.vk().VkTimeout())
+    with pytest.raises(vkrope.DeviceTimeoutError, match="VKROPE_TIMEOUT_S = .* s, so this vkrope.Device was closed"):
+        case.call(module_target(case), args)
+    assert first.closed and "VKROPE_TIMEOUT_S" in first.closed_why
+    for name, a in resident.items():
+        with pytest.raises(vkrope.DeviceClosedError, match=rf"^{case.label(name)} .*closed \(its work did not finish within "
+                                                           r"VKROPE_TIMEOUT_S"):
+            case.call(module_target(case), _with(args, name, a))
+    check_results(case, args, case.call(module_target(case), args))
+    assert vkrope.default_device() is not first
+
+
+def test_device_loss_says_the_device_was_closed():
+    first = vkrope.default_device()
+    x, f = OPS[0].make(RNG).values()
+    b.inject_fault("vkQueueSubmit", lambda: b.vk().VkErrorDeviceLost())
+    with pytest.raises(vkrope.DeviceLostError, match="the device was lost, so this vkrope.Device was closed"):
+        vkrope.apply(x, f)
+    assert first.closed_why == "the device was lost"
+    check_results(OPS[0], {"x": x, "freqs": f}, (vkrope.apply(x, f),))
+
+
+# --- 3. out aliasing a resident table ------------------------------------------------
+@pytest.mark.parametrize("form", ["out_is_freqs", "x_freqs_out_one_array", "apply_many"])
+def test_out_that_is_a_resident_table(device, form):
+    """#18.3: resident apply with out = the resident freqs raced inside one
+    dispatch (invocations read rows others write); now right."""
+    n, c = 1000, 130
+    x = RNG.standard_normal((1, n, c)).astype(np.float32)
+    f = RNG.standard_normal((1, n, c)).astype(np.float32)
+    pos = np.arange(n)[::-1].copy()
+    if form == "out_is_freqs":
+        dx, df = device.asarray(x), device.asarray(f)
+        assert device.apply(dx, df, out=df, positions=pos) is df
+        y, want = df.get(), oracle(x, f, positions=pos)
+    elif form == "x_freqs_out_one_array":
+        d = device.asarray(f)
+        assert device.apply(d, d, out=d, positions=pos) is d
+        y, want = d.get(), oracle(f, f, positions=pos)
+    else:  # a later job writes the freqs an earlier one reads, and reads them itself
+        dx, df = device.asarray(x), device.asarray(f)
+        r1, r2 = device.apply_many([(dx, df), (dx, df, {"out": df, "positions": pos})])
+        assert r2 is df
+        np.testing.assert_allclose(r1.get(), oracle(x, f), rtol=0, atol=1e-4)
+        y, want = df.get(), oracle(x, f, positions=pos)
+    np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * (2 * np.abs(want).max() + 1))
+
+
+# --- 2. apply_many chained through numpy memory --------------------------------------
+def _chain(form: str, dev) -> list:
+    """A batch whose jobs read what earlier jobs write through numpy memory."""
+    n, c = 8, 12
+    x1, x2 = RNG.standard_normal((2, n, c)).astype(np.float32), RNG.standard_normal((2, n, c)).astype(np.float32)
+    f1, f2 = (OPS[0].make(np.random.default_rng(s))["freqs"][:, :c].copy() for s in (1, 2))
+    f1 = np.resize(f1, (n, c)).astype(np.float32)
+    f2 = np.resize(f2, (n, c)).astype(np.float32)
+    if form == "out_then_x":
+        buf = poisoned_like(x1)
+        return [(x1, f1, {"out": buf}), (buf, f2)]
+    if form == "in_place_twice":
+        return [(x1, f1, {"out": x1}), (x1, f2, {"out": x1})]
+    if form == "out_is_later_freqs":
+        fbuf = poisoned_like(f1[None])
+        return [(f1[None].copy(), f2, {"out": fbuf}), (x2, fbuf)]
+    if form == "out_is_later_complex_freqs":
+        fbuf = poisoned_like(f1[None])
+        return [(f1[None].copy(), f2, {"out": fbuf}), (x2, fbuf.view(np.complex64))]
+    if form == "partial_overlap":
+        big = RNG.standard_normal((4, n, c)).astype(np.float32)
+        return [(x1, f1, {"out": big[:2]}), (big[1:3], f2, {"out": big[2:4]}), (big[:2], f1, {"inverse": True})]
+    if form == "mixed_with_device_arrays":
+        y = poisoned_like(x2)
+        d = dev.asarray(x1)
+        return [(d, f1, {"out": d}), (x2, f2, {"out": y}), (y, f1), (d, f2)]
+    raise AssertionError(form)
+
+
+def _copied(calls: list, host: bool = False) -> list:
+    """The same calls over copies of their numpy arrays, with the sharing
+    between them kept (one copy per base array); with `host`, DeviceArrays
+    become numpy copies too (one per array)."""
+    bases: dict[int, np.ndarray] = {}
+
+    def cp(a):
+        if isinstance(a, vkrope.DeviceArray):
+            return bases.setdefault(id(a), a.get()) if host else a
+        if not isinstance(a, np.ndarray):
+            return a
+        base = a
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        new = bases.setdefault(id(base), base.copy())
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        return np.ndarray(a.shape, a.dtype, new, offset, a.strides)
+
+    out = []
+    for call in calls:
+        kw = {k: cp(v) for k, v in (call[2] if len(call) == 3 else {}).items()}
+        out.append((cp(call[0]), cp(call[1]), kw))
+    return out
+
+
+def _emulated(calls: list) -> list:
+    """The calls one after another in float64 (the oracle), each result
+    rounded to float32 where the call writes it."""
+    results = []
+    for x, f, kw in calls:
+        kw = dict(kw)
+        out = kw.pop("out", None)
+        y = oracle(x, f, **kw).astype(np.float32)
+        if out is None:
+            out = y
+        else:
+            out[...] = y
+        results.append(out)
+    return results
+
+
+@pytest.mark.parametrize("form", ["out_then_x", "in_place_twice", "out_is_later_freqs", "out_is_later_complex_freqs",
+                                  "partial_overlap", "mixed_with_device_arrays"])
+def test_apply_many_equals_the_calls_one_after_another(device, form):
+    """#18.2: job 2 saw zeros, or an in-place chain kept only its last
+    rotation. Now the batch gives bit for bit what the calls give one after
+    another (and, through them, the oracle's rotation)."""
+    batch = _chain(form, device)
+    seq, host = _copied(batch), _copied(batch, host=True)
+    if form == "mixed_with_device_arrays":  # its own DeviceArray for the sequential run
+        d = device.asarray(batch[0][0].get())
+        seq[0] = (d, seq[0][1], {"out": d})
+        seq[3] = (d,) + seq[3][1:]
+    one_by_one = [device.apply(x, f, **kw) for x, f, kw in seq]
+    batched = device.apply_many(batch)
+    want = _emulated(host)
+    for i, (got, same, ref) in enumerate(zip(batched, one_by_one, want)):
+        got = as_numpy(got)
+        assert got.tobytes() == as_numpy(same).tobytes(), f"job {i} differs from the sequential call"
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5 * (2 * np.abs(ref).max() + 1), err_msg=f"job {i}")
+
+
+# --- 5. an interrupted close ---------------------------------------------------------
+def _busy_device() -> tuple[vkrope.Device, list]:
+    dev = vkrope.Device()
+    x, f = OPS[0].make(np.random.default_rng(5)).values()
+    dev.apply(x, f)
+    dev.apply(x, f, storage="texture3d")
+    keep = [dev.asarray(x), dev.asarray(x, storage="texture3d")]
+    return dev, keep
+
+
+_AFTER_CALLS: dict = {}
+
+
+def _after_calls(code) -> frozenset:
+    """Offsets of the instructions that follow a call in `code`."""
+    found = _AFTER_CALLS.get(code)
+    if found is None:
+        offsets, prev = set(), False
+        for ins in dis.get_instructions(code):
+            if prev:
+                offsets.add(ins.offset)
+            prev = ins.opname.startswith("CALL")
+        found = _AFTER_CALLS[code] = frozenset(offsets)
+    return found
+
+
+def _interrupt_at(k: int):
+    """A trace hook that raises KeyboardInterrupt at the k-th point where
+    CPython can deliver a signal handler's exception: a Python function's
+    start, or the instruction right after any call returns (a C function,
+    a cffi one, a Python one). k = 0 only counts the points."""
+    seen = [0]
+
+    def local(frame, event, arg):
+        if event == "opcode" and frame.f_lasti in _after_calls(frame.f_code):
+            seen[0] += 1
+            if seen[0] == k:
+                raise KeyboardInterrupt
+        return local
+
+    def hook(frame, event, arg):
+        if event == "call":
+            seen[0] += 1
+            if seen[0] == k:
+                raise KeyboardInterrupt
+            frame.f_trace_opcodes = True
+            return local
+        return None
+    return hook, seen
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
+@pytest.mark.parametrize("how", ["close", "with"])
+def test_an_interrupted_close_is_completed_by_the_next(how):
+    """#18.5: Ctrl-C inside close() dropped the context first, so the next
+    close did nothing and the whole device leaked. Interrupted at every
+    point a signal can land in the whole close, a second close (or the exit
+    of `with`, then close) releases everything, and the device refuses work
+    in between."""
+    gc.collect()
+    baseline = live_handles()
+    dev, keep = _busy_device()
+    hook, seen = _interrupt_at(0)
+    sys.settrace(hook)
+    try:
+        dev.close()
+    finally:
+        sys.settrace(None)
+    events = seen[0]
+    assert events > 20
+    interrupted = 0
+    # Every point for close(); every 4th for the `with` form (the same close).
+    for k in range(1, events + 1, 1 if how == "close" else 4):
+        dev, keep = _busy_device()
+        hook, _ = _interrupt_at(int(k))
+        try:
+            sys.settrace(hook)
+            try:
+                if how == "with":
+                    with dev:
+                        pass
+                else:
+                    dev.close()
+            finally:
+                sys.settrace(None)
+        except KeyboardInterrupt:
+            interrupted += 1
+            x, f = OPS[0].make(RNG).values()
+            if dev.closed:  # once begun, a close is only ever completed
+                with pytest.raises(vkrope.DeviceClosedError):
+                    dev.apply(x, f)
+            else:  # interrupted before it began: the device is whole
+                check_results(OPS[0], {"x": x, "freqs": f}, (dev.apply(x, f),))
+        dev.close()
+        del keep
+        gc.collect()
+        assert live_handles() == baseline, f"interrupted at event {k} of {events}"
+    assert interrupted >= 0.9 * events / (1 if how == "close" else 4)  # (some land in GC callbacks, ignored)
+
+
+def test_an_interrupted_close_is_completed_at_exit(tmp_path):
+    """The interpreter's exit completes a close that was interrupted."""
+    code = (
+        "import atexit, sys\n"
+        "def check():\n"
+        "    from vkrope.vk.binding import live_handles\n"
+        "    print('LIVE', live_handles())\n"
+        "atexit.register(check)\n"
+        "import numpy as np, vkrope\n"
+        "from vkrope.vk import binding as b\n"
+        "dev = vkrope.Device()\n"
+        "dev.apply(np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32))\n"
+        "b.inject_fault('vkDeviceWaitIdle', KeyboardInterrupt)\n"
+        "try:\n"
+        "    dev.close()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('INTERRUPTED', dev.closed)\n"
+    )
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "INTERRUPTED True" in res.stdout and "LIVE {}" in res.stdout, res.stdout + res.stderr
+
+
+# --- 6. live allocations are bounded -------------------------------------------------
+def test_a_growing_sequence_does_not_pile_up_allocations(device):
+    """#18.6: 4500 upload-and-release steps of a growing tensor left 4500
+    live VkDeviceMemory (no released buffer fits the next, larger step); the
+    pool is now bounded by count as well as bytes."""
+    gc.collect()
+    before = live_handles().get("VkDeviceMemory", 0)
+    for k in range(1, 300):
+        device.asarray(np.zeros((1, 4 * k), np.float32)).release()
+    grown = live_handles().get("VkDeviceMemory", 0) - before
+    assert grown <= device._rt.pool_count + 2, grown  # and a work buffer or two
+    assert device._rt.pool_count <= vkrope.runtime.engine.Runtime.POOL_COUNT
+
+
+def test_the_allocation_count_limit_is_respected(make_device):
+    """A device that allows few allocations: pooled buffers are freed to make
+    room, then a clear OutOfDeviceMemoryError names the limit; the device
+    stays usable and releasing arrays makes room again."""
+    dev = make_device(max_memory_allocation_count=24)
+    x, f = OPS[0].make(RNG).values()
+    for k in range(1, 20):  # fill the pool
+        dev.asarray(np.zeros((1, 64 * k), np.float32)).release()
+    pooled = len(dev._rt.pool)
+    others = dev._ctx.allocations - pooled  # work buffers and the like
+    assert pooled >= 4
+    held = []
+    with pytest.raises(vkrope.OutOfDeviceMemoryError, match=r"allows 24 memory allocations at once "
+                                                            r"\(maxMemoryAllocationCount\)"):
+        for k in range(100):
+            held.append(dev.asarray(np.full((1, 4096 + 64 * k), k, np.float32)))
+    # The pooled buffers were given back first (else at most 24 - others - pooled
+    # arrays; a discrete GPU may need a staging buffer or two of its own).
+    assert 24 - others - 2 <= len(held) <= 24 - others
+    for k, a in enumerate(held):
+        assert (a.get() == k).all()
+    del held[::2]
+    gc.collect()
+    check_results(OPS[0], {"x": x, "freqs": f}, (dev.apply(x, f),))
+    held.append(dev.asarray(x))
+
+
+# --- 9. instance creation ---------------------------------------------------------
+@pytest.mark.parametrize("fault,expected", [
+    (lambda: TimeoutError("from a signal handler"), TimeoutError),
+    (lambda: KeyboardInterrupt(), KeyboardInterrupt),
+    (lambda: b.vk().VkErrorOutOfHostMemory(), vkrope.OutOfDeviceMemoryError),
+    (lambda: b.vk().VkErrorIncompatibleDriver(), vkrope.VulkanUnavailableError),
+    (lambda: b.vk().VkErrorInitializationFailed(), vkrope.VulkanUnavailableError),
+], ids=["TimeoutError", "KeyboardInterrupt", "out_of_memory", "incompatible_driver", "initialization_failed"])
+def test_only_a_missing_driver_is_reported_as_one(fault, expected):
+    """#18.9: any exception in vkCreateInstance became "no working Vulkan
+    driver? install ..."; now only the results that mean it."""
+    gc.collect()
+    before = live_handles()
+    b.inject_fault("vkCreateInstance", fault)
+    with pytest.raises(expected) as info:
+        vkrope.Device()
+    is_driver = expected is vkrope.VulkanUnavailableError
+    assert ("no working Vulkan driver" in str(info.value)) == is_driver
+    assert not isinstance(info.value, vkrope.VulkanUnavailableError) or is_driver
+    gc.collect()
+    assert live_handles() == before
+
+
+# --- 10. asarray of a DeviceArray ---------------------------------------------------
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_asarray_of_a_device_array(device, storage):
+    """#18.10: asarray(a, storage=...) ignored storage; now the array comes
+    back as it is when nothing changes, else as a copy in the storage asked
+    for (or from another device)."""
+    x = RNG.standard_normal((3, 5, 6)).astype(np.float32)
+    a = device.asarray(x, storage=storage)
+    assert device.asarray(a) is a and device.asarray(a, storage=storage) is a
+    other_storage = "texture3d" if storage == "buffer" else "buffer"
+    c = device.asarray(a, storage=other_storage)
+    assert c is not a and c.storage == other_storage and c.get().tobytes() == x.tobytes()
+    with vkrope.Device() as other:
+        d = other.asarray(a)
+        assert d.device is other and d.storage == storage and d.get().tobytes() == x.tobytes()
+    with pytest.raises(ValueError, match="storage"):
+        device.asarray(a, storage="texture2d")
+    with pytest.raises(ValueError, match="at least 2 axes"):
+        device.asarray(device.asarray(x[0, 0]), storage="texture3d")
+
+
+def test_closed_reasons_are_specific():
+    dev = vkrope.Device()
+    assert dev.closed_why == "" and f"#{dev.number}" in repr(dev)
+    dev.close()
+    assert dev.closed_why == "close() was called" and re.search(r"#\d+ \(closed\)", repr(dev))
+    with pytest.raises(vkrope.DeviceClosedError, match=r"closed \(close\(\) was called\)"):
+        dev.info
