@@ -79,6 +79,21 @@ def test_cli_apply_round_trip_equals_api(tmp_path, extra):
     assert y.tobytes() == vkrope.apply(x, f, **kw).tobytes()
 
 
+def test_cli_reads_big_endian_files(tmp_path):
+    """#18.11: a '>f4' .npy (written on a big-endian machine) was refused
+    with advice for the Python API; the CLI now reads the same numbers."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 9, 12)).astype(np.float32)
+    f = rng.standard_normal((9, 12)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x.astype(">f4"))
+    np.save(tmp_path / "f.npy", f.astype(">f4"))
+    res = cli("apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(tmp_path / "y.npy"))
+    assert res.returncode == 0, res.stderr
+    y = np.load(tmp_path / "y.npy")
+    assert y.dtype == np.float32
+    assert y.tobytes() == vkrope.apply(x, f).tobytes()
+
+
 def test_cli_apply_positions(tmp_path):
     x = np.ones((1, 3, 4), np.float32)
     f = np.array([[0, 1, 0, 1], [1, 0, 1, 0]], np.float32)

@@ -138,7 +138,10 @@ def load_npy(path: str, what: str) -> np.ndarray:
                 why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
                 raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
             fh.seek(0)
-            return np.lib.format.read_array(fh, allow_pickle=False)
+            a = np.lib.format.read_array(fh, allow_pickle=False)
+            # A file written on a big-endian machine (or with dtype '>f4'):
+            # the same numbers in this machine's byte order, which vkrope reads.
+            return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
     except FileNotFoundError:
         raise ValueError(f"{what}: no such file {path!r}") from None
     except IsADirectoryError:
