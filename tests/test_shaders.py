@@ -86,3 +86,18 @@ def test_flag_bits_come_from_one_place(kernel):
             for name, value in flags.items():
                 assert f"{name}={value}u" in entry["defines"]
                 assert entry["flags"][name] == value
+
+
+def test_spec_constants_are_set_by_name():
+    """Launches give specialization constants by name; the kernel puts them in
+    constant-id order and refuses a missing or unknown one (as push constants)."""
+    from vkrope.runtime.kernels import find
+
+    kernel = find("rope_interleaved", storage="buffer", x="32", freqs="32")
+    names = kernel.spec_constants
+    values = {name: i + 10 for i, name in enumerate(names)}
+    assert kernel.spec_values(dict(reversed(list(values.items())))) == tuple(range(10, 10 + len(names)))
+    with pytest.raises(AssertionError, match=r"missing \['AXIAL'\]"):
+        kernel.spec_values({k: v for k, v in values.items() if k != "AXIAL"})
+    with pytest.raises(AssertionError, match=r"unknown \['BOGUS'\]"):
+        kernel.spec_values({**values, "BOGUS": 1})

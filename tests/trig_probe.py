@@ -159,7 +159,7 @@ def run(dev: vkrope.Device, mode: int, angles: np.ndarray | None = None, positio
     try:
         stride = WORKGROUP * min(ROW_GROUPS, max(1, -(-count // WORKGROUP)))
         launch = Launch(
-            kernel=KERNEL, spec=(WORKGROUP, 1, mode),
+            kernel=KERNEL, spec=(("local_size_x", WORKGROUP), ("local_size_y", 1), ("MODE", mode)),
             push=(("count", count), ("row_stride", stride), ("freq_bits", freq_bits)),
             args=(arg(bufs[0], 0, 8 * count, WRITE),) + tuple(arg(b) for b in bufs[1:]),
             grid=(stride // WORKGROUP, max(1, -(-count // stride)), 1),

@@ -250,8 +250,10 @@ class Plan:
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
             # Rows repeat (n % Nf) only without positions and with n_rot > Nf.
             repeat = not ch.positions and self.n_rot > self.n_freq_rows
-            spec = (wx, wy, int(self.aligned), int(self.flat), int(repeat), self.angle, int(self.axial_end_x > 0))
-            out_.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, fa, pa), grid))
+            spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.aligned, FLAT_ROWS=self.flat, REPEAT=repeat,
+                        ANGLE=self.angle, AXIAL=self.axial_end_x > 0)
+            out_.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
+                               (oa, xa, fa, pa), grid))
         return tuple(out_)
 
 

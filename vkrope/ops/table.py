@@ -369,8 +369,10 @@ class Plan:
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
-            spec = (wx, wy, int(self.row_values % 4 == 0), int(whole), int(self.interleaved), int(self.exact))
-            launches.append(Launch(kernel.name, spec, tuple(push.items()), (oa, xa, ca, sa, ra), grid))
+            spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.row_values % 4 == 0, WHOLE_TEXELS=whole,
+                        INTERLEAVED=self.interleaved, EXACT=self.exact)
+            launches.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
+                                   (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
 
 

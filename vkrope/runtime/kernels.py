@@ -88,6 +88,16 @@ class Kernel:
         """The bit of flag `name` (the shader's #define of the same name)."""
         return dict(self.flags)[name]
 
+    def spec_values(self, values: Mapping[str, int]) -> tuple[int, ...]:
+        """The specialization constants from values by name, in constant-id
+        order: every constant exactly once (a positional tuple would let two
+        constants trade places unnoticed)."""
+        missing = set(self.spec_constants) - set(values)
+        extra = set(values) - set(self.spec_constants)
+        if missing or extra:
+            raise AssertionError(f"{self.name}: spec constants missing {sorted(missing)}, unknown {sorted(extra)}")
+        return tuple(int(values[n]) for n in self.spec_constants)
+
     def pack(self, values: Mapping[str, int]) -> bytes:
         """The push-constant block from values by field name: every field
         exactly once, each a uint32."""

@@ -42,7 +42,8 @@ def _layout_for(step: Step, a: Arg) -> int:
 def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tuple[int, ...]], ComputePipeline],
            timed: bool) -> None:
     """Record `steps` into `rec` (begin to end). `pipeline(kernel, spec)`
-    returns the cached pipeline of a launch. With `timed`, timestamps
+    returns the cached pipeline of a launch (spec: the constants' values in
+    id order). With `timed`, timestamps
     bracket the launches."""
     vk = b.vk()
     all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
@@ -106,7 +107,7 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
         for a, (name, _, access) in zip(step.args, kernel.bindings):
             if a.access != access:  # the barriers are derived from these tags: they must be the kernel's
                 raise AssertionError(f"{step.kernel}: binding {name} is {access}, the launch says {a.access}")
-        pipe = pipeline(step.kernel, step.spec)
+        pipe = pipeline(step.kernel, kernel.spec_values(dict(step.spec)))
         dset = rec.new_set(pipe)
         pipe.write_set(dset, [
             a.resource if isinstance(a.resource, Image3D) else (a.resource, a.offset, a.size or a.resource.size - a.offset)

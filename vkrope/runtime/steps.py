@@ -47,11 +47,12 @@ def arg(resource: Any, offset: int = 0, size: int = 0, access: str = READ) -> Ar
 @dataclass(frozen=True)
 class Launch:
     """One compute dispatch: the kernel variant (by manifest name), its
-    specialization constants in id order, push constants by field name,
-    one `Arg` per binding in binding order, and the workgroup grid."""
+    specialization constants and push constants by name (each checked
+    against the kernel's grid when recorded), one `Arg` per binding in
+    binding order, and the workgroup grid."""
 
     kernel: str
-    spec: tuple[int, ...]
+    spec: tuple[tuple[str, int], ...]
     push: tuple[tuple[str, int], ...]
     args: tuple[Arg, ...]
     grid: tuple[int, int, int]

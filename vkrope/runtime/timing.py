@@ -56,7 +56,7 @@ def time_texel_copy(rt: Runtime, nbytes: int, half: bool) -> float | None:
     dst = rt.work_buffer("bench_dst", size, host_visible=False)
     groups = min(rt.limits.max_compute_work_group_count[0], math.ceil(texels / WORKGROUP))
     stride = groups * WORKGROUP
-    launch = Launch(find("texel_copy", x="16" if half else "32").name, (WORKGROUP,),
+    launch = Launch(find("texel_copy", x="16" if half else "32").name, (("local_size_x", WORKGROUP),),
                     (("texels", texels), ("row_stride", stride)),
                     (arg(dst, 0, size, WRITE), arg(src, 0, size)), (groups, math.ceil(texels / stride), 1))
     return rt.submit((launch,), timed=True, cache=False)
