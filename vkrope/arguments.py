@@ -135,6 +135,20 @@ def check_storage(storage: Any) -> str:
     return storage
 
 
+def check_storage_of(name: str, x: Any, storage: Any) -> str:
+    """The storage a call on tensor `x` runs with: a DeviceArray's own
+    (`storage` may only be "auto" or repeat it), else `storage` with "auto"
+    meaning buffers (README, Storage)."""
+    from .runtime.array import DeviceArray  # noqa: PLC0415
+
+    storage = check_storage(storage)
+    if isinstance(x, DeviceArray):
+        if storage not in ("auto", x.storage):
+            raise ValueError(f"storage={storage!r} but {name} is a {x.storage} DeviceArray")
+        return x.storage
+    return "buffer" if storage == "auto" else storage
+
+
 def check_out(out: Any, x: Any) -> Any:
     """`out` (None, or like x: numpy with numpy x, a DeviceArray of the same
     device and storage with a DeviceArray x; x's shape and dtype; writeable)."""

@@ -59,7 +59,7 @@ def _onnxruntime(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pos: np.ndarra
 
 def _table_bytes(req: table.Request, dev: Device) -> int:
     """Bytes of tables the call packs and uploads (resident caches: none)."""
-    pl = table.plan(req, "buffer", dev._rt.limits)
+    pl = table.plan(req, dev._rt.limits)
     return sum(a.nbytes for seg in table.tables(req, pl) for a in seg if isinstance(a, np.ndarray))
 
 

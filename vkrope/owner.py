@@ -15,7 +15,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, check_alive, check_array, check_on_device
+from .arguments import STORAGE_CHOICES, check_alive, check_array
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
 from .ops import interleaved
 from .runtime import arrays, execute, timing
@@ -130,12 +130,12 @@ class DeviceOwner:
 
     def run(self, req: Any, result: np.ndarray, op: Any = None) -> float | None:
         """Run a checked numpy request of `op` (default: the interleaved
-        operator) into `result` (internal; the benchmark's). Returns the
-        kernel seconds (None without timestamps)."""
+        operator) into `result`, its one output (internal; the benchmark's).
+        Returns the kernel seconds (None without timestamps)."""
+        name = next(t.name for t in req.tensors() if t.writes and not t.table)
         with self._lock:
             self._context()
-            return self._guarded(execute.run_numpy, self._rt, op or interleaved, req, resolve_storage(req.storage),
-                                 result, True)
+            return self._guarded(execute.run_jobs, self._rt, op or interleaved, [(req, {name: result})], True)
 
     def _time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
@@ -149,6 +149,18 @@ class DeviceOwner:
         with self._lock:
             self._context()
             return self._guarded(timing.time_texel_copy, self._rt, nbytes, half)
+
+    def stats(self) -> dict[str, int]:
+        """What this device has done since it was opened: `submissions`,
+        `recordings` (command buffers recorded: a call that differs from an
+        earlier one only in its data replays a cached one), `pipelines`
+        built, `bytes_uploaded` (host data copied for the device: staged
+        numpy arguments, tables, asarray), `bytes_read_back` (results copied
+        into numpy arrays, get()), `bytes_imported` (numpy memory the device
+        used in place), and `recordings_cached` (kept now)."""
+        with self._lock:
+            self._context()
+            return {**self._rt.counts, "recordings_cached": len(self._rt.recordings)}
 
     def trim(self) -> None:
         """Free cached work buffers (they are re-made on demand)."""
@@ -215,12 +227,6 @@ class DeviceMemory(DeviceOwner):
         """A new, uninitialised DeviceArray on this device."""
         res = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype) if math.prod(shape) else None
         return DeviceArray(self, res, shape, dtype, storage)
-
-    def _check_resident(self, x: DeviceArray, storage: object, where: str) -> None:
-        """A DeviceArray x must be usable and live here; `storage` may only repeat its own."""
-        check_on_device(f"{where}x", x, self)
-        if storage not in ("auto", x.storage):
-            raise ValueError(f"{where}storage={storage!r} but x is a {x.storage} DeviceArray")
 
     def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:
         """Upload a float32 / float16 numpy array and return it as a

@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    X_DTYPES, check_out, check_plain_array, check_storage, check_table_array, check_x, describe,
+    X_DTYPES, check_out, check_plain_array, check_storage_of, check_table_array, check_x, describe,
     int_arg,
 )
 from . import TensorRequest
 from ..freqs import MAX_POSITION, ONE_BITS, AxialFreqs, RopeFreqs, magnitude_bits
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
-from ..runtime.layout import image_extent, same_view, texels, workgroup_shape
+from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
+from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
@@ -48,7 +49,7 @@ class Request(TensorRequest):
     positions: np.ndarray | None  # int32 [N] when the caller gave positions
     n_rot: int  # tokens (from the start) that use row n % Nf, without positions
     inverse: bool
-    storage: str
+    storage: str  # "buffer" or "texture3d" (a DeviceArray x: its own)
     out: Any  # numpy array, DeviceArray or None
 
     @property
@@ -61,9 +62,22 @@ class Request(TensorRequest):
         """All leading axes times N: the number of token rows in x."""
         return int(self.x.size // self.channels) if self.channels else 0
 
-    def arrays(self) -> list[tuple[str, Any, str]]:
-        """x, freqs and out, with their access (see TensorRequest)."""
-        return [("x", self.x, "read"), ("freqs", self.freqs_pairs, "read"), ("out", self.out, "write")]
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute (x has no values)."""
+        return self.x.size == 0
+
+    def tensors(self) -> list[Tensor]:
+        """x and out, moved by the runtime; freqs, a table this op encodes."""
+        from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
+        out = [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage)]
+        if isinstance(self.freqs_pairs, (np.ndarray, DeviceArray)):
+            f = self.freqs_pairs
+            out.append(Tensor("freqs", f, tuple(f.shape), np.dtype(f.dtype), READ, "buffer", table=True))
+        out.append(Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                          on_device=isinstance(self.x, DeviceArray)))
+        return out
 
 
 # --- argument checks -----------------------------------------------------------
@@ -72,7 +86,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     """Validate every argument of `apply` and return the normalised `Request`."""
     x = check_x(x)
     n_tokens, channels = int(x.shape[-2]), int(x.shape[-1])
-    storage = check_storage(storage)
+    storage = check_storage_of("x", x, storage)
     if not isinstance(inverse, (bool, np.bool_)):
         raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
     repeat = int_arg("repeat", repeat, 1)
@@ -218,14 +232,19 @@ class Plan:
     inverse: bool
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
-    in_place: bool = True  # out may be x: each invocation reads only the texel it writes
     angle: int = 0  # generated frequencies: ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT (the kernel's)
     axial_end_x: int = 0  # generated axial frequencies: the grid's width
     magnitude_bits: int = ONE_BITS  # generated frequencies: float32 bits of the cos / sin factor (YaRN)
 
-    def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[tuple[Arg, Arg]]) -> tuple[Launch, ...]:
-        """One launch per chunk over x and out (resource, byte offset of
-        the tensor) and the packed table segments ((freqs, positions) ranges)."""
+    def may_alias(self, written: str, read: str) -> bool:
+        """out may be x: each invocation reads only the x texel it writes."""
+        return (written, read) == ("out", "x")
+
+    def launches(self, where: Any, tables: list[list[Arg]]) -> tuple[Launch, ...]:
+        """One launch per chunk over x and out (where: resource and byte
+        offset of each) and the packed table segments ((freqs, positions)
+        ranges)."""
+        x, out = where["x"], where["out"]
         kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
                       freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
         pair_bytes = 2 * np.dtype(self.x_dtype).itemsize
@@ -275,8 +294,9 @@ def f_dtype_of(req: Request) -> str:
     return "float16" if half else "float32"
 
 
-def plan(req: Request, storage: str, limits: Any) -> Plan:
+def plan(req: Request, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
+    storage = req.storage
     x_dtype = np.dtype(req.dtype)
     f_name = f_dtype_of(req)
     ppr = req.channels // 2
@@ -304,7 +324,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
     if not isinstance(req.freqs_pairs, np.ndarray):  # resident windows start rounded down: leave room
         a = limits.min_storage_buffer_offset_alignment
         chunk_budget = max(f_row_bytes, table_budget - a * f_row_bytes // math.gcd(a, f_row_bytes) - f_row_bytes)
-    extent = image_extent(width, n, batches, limits.max_image_dimension_3d) if storage == "texture3d" else None
+    extent = tensor_extent(req.shape, limits.max_image_dimension_3d) if storage == "texture3d" else None
     flat = n < wy and batches > 1
     x_budget = budget if storage == "buffer" else 1 << 62
     if flat:
@@ -358,7 +378,7 @@ def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, t
     return chunks, segments
 
 
-def plan_key(req: Request, storage: str) -> tuple | None:
+def plan_key(req: Request) -> tuple | None:
     """What a plan depends on, when that excludes the data: without
     positions, shapes, dtypes, storage and the (repeat, exclude_last)
     mapping. None with positions (their values shape the table segments)."""
@@ -367,7 +387,7 @@ def plan_key(req: Request, storage: str) -> tuple | None:
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
     spec = req.freqs_pairs if req.generated else None  # a frozen spec: its fields pick the kernel's angle mode
-    return (KERNEL, storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
+    return (KERNEL, req.storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
             resident, spec)
 
 
@@ -444,10 +464,12 @@ def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
     return spec.kernel_rows(pos)
 
 
-def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
+def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:
     """A call larger than one allocation as calls on row blocks of x:
     whole batch items when one fits, else token ranges of each (their rows
-    given as positions). `out` may overlap x: x is then read from a copy."""
+    given as positions). `out` (C-contiguous) may overlap x: x is then read
+    from a copy."""
+    out = outs["out"]
     n, c = req.n_tokens, req.channels
     x = req.x
     if np.shares_memory(x, out) and not same_view(x, out):
@@ -465,7 +487,7 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
         if (n0, n1) != (0, n):
             rows = req.token_rows[n0:n1]
             sub = replace(sub, positions=rows.astype(np.int32), token_rows=rows, n_rot=n1 - n0)
-        blocks.append((sub, o3[b0:b1, n0:n1]))
+        blocks.append((sub, {"out": o3[b0:b1, n0:n1]}))
     return blocks
 
 

@@ -20,11 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage, check_table_array, describe, int_arg
+from ..arguments import (
+    MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage_of, check_table_array, describe,
+    int_arg,
+)
 from . import TensorRequest
 from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
+from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_table"
@@ -47,7 +51,7 @@ class Request(TensorRequest):
     rot_half: int  # rot / 2
     full_table: bool  # tables hold all rot columns (Hugging Face), else rot / 2
     interleaved: bool
-    storage: str
+    storage: str  # "buffer" or "texture3d" (a DeviceArray x: its own)
     row_offset: int = 0  # global index of x's first row (row blocks)
     names: tuple[str, str, str] = ("x", "cos_cache", "sin_cache")  # the caller's names of x, cos and sin
 
@@ -71,10 +75,23 @@ class Request(TensorRequest):
         """Values per table row."""
         return 2 * self.rot_half if self.full_table else self.rot_half
 
-    def arrays(self) -> list[tuple[str, Any, str]]:
-        """x, the two tables and out, with their access (see TensorRequest)."""
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute (no rows, or rows of no values)."""
+        return not (self.rows and self.row_values)
+
+    def tensors(self) -> list[Tensor]:
+        """x and out, moved by the runtime; the cos / sin tables this op encodes."""
+        from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
         x, cos, sin = self.names
-        return [(x, self.x, "read"), (cos, self.cos, "read"), (sin, self.sin, "read"), ("out", self.out, "write")]
+        out = [Tensor(x, self.x, self.shape, self.dtype, READ, self.storage)]
+        for name, t in ((cos, self.cos), (sin, self.sin)):
+            if isinstance(t, (np.ndarray, DeviceArray)):
+                out.append(Tensor(name, t, tuple(t.shape), np.dtype(t.dtype), READ, "buffer", table=True))
+        out.append(Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                          on_device=isinstance(self.x, DeviceArray)))
+        return out
 
     @property
     def in_place(self) -> bool:
@@ -173,7 +190,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     inter = _flag("interleaved", interleaved)
     rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
     heads = int_arg("num_heads", num_heads, 0)
-    storage = check_storage(storage)
+    storage = check_storage_of("x", x, storage)
     if x.ndim == 4:
         b, h, s, d = (int(v) for v in x.shape)
         batch_rows = h * s
@@ -249,8 +266,8 @@ def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: i
     """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
     _, s, h, d = (int(v) for v in x.shape)
     return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
-                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter, storage="auto",
-                   names=(name, "freqs_cos", "freqs_sin"))
+                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter,
+                   storage=check_storage_of(name, x, "auto"), names=(name, "freqs_cos", "freqs_sin"))
 
 
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
@@ -337,13 +354,20 @@ class Plan:
     row_offset: int
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]
-    in_place: bool
+    in_place: bool  # out may be x (see Request.in_place)
+    x_name: str = "x"  # the request's name of x (the ExecuTorch ops: xq, xk)
     exact: bool = False  # frequencies in the shader with the exact angle
     magnitude_bits: int = ONE_BITS  # frequencies in the shader: float32 bits of the cos / sin factor (YaRN)
 
-    def launches(self, x: tuple[Any, int], out: tuple[Any, int], tables: list[list[Arg]]) -> tuple[Launch, ...]:
-        """One launch per chunk over x and out (resource, byte offset of row
-        `row_offset`) and each segment's (cos, sin, row_of) ranges."""
+    def may_alias(self, written: str, read: str) -> bool:
+        """out may be x only for interleaved pairs with an even D."""
+        return self.in_place and (written, read) == ("out", self.x_name)
+
+    def launches(self, where: Any, tables: list[list[Arg]]) -> tuple[Launch, ...]:
+        """One launch per chunk over x and out (where: resource and byte
+        offset of row `row_offset` of each) and each segment's (cos, sin,
+        row_of) ranges."""
+        x, out = where[self.x_name], where["out"]
         kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
                       freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
         itemsize = np.dtype(self.x_dtype).itemsize
@@ -389,8 +413,9 @@ def _resident(t: Any) -> bool:
     return not isinstance(t, np.ndarray)
 
 
-def plan(req: Request, storage: str, limits: Any) -> Plan:
+def plan(req: Request, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
+    storage = req.storage
     x_dtype, f_name = req.dtype, f_dtype_of(req)
     c = req.row_values
     width = texels(c)
@@ -444,6 +469,7 @@ def plan(req: Request, storage: str, limits: Any) -> Plan:
         rot_half=req.rot_half, table_width=req.table_width, n_tokens=req.n_tokens, batch_rows=req.batch_rows,
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
+        x_name=req.names[0],
         exact=req.generated and req.cos.angle == "exact",
         magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
     )
@@ -521,7 +547,7 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
     return ("gather", bs0, bs1)
 
 
-def plan_key(req: Request, storage: str) -> tuple | None:
+def plan_key(req: Request) -> tuple | None:
     """Never memoised: a plan's table segments depend on the rows each token
     reads (position ids, start_pos)."""
     return None
@@ -562,10 +588,11 @@ def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     return arg(res, offset, min(res.size - offset, max(16, (t1 - t0) * width * itemsize)))
 
 
-def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Request, np.ndarray]]:
+def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:
     """A call larger than one allocation as calls on blocks of whole rows
     (numpy x and out, C-contiguous out). `out` may overlap x or the tables:
     they are then read from copies."""
+    out = outs["out"]
     x = req.x.reshape(req.rows, req.row_values)
     o = out.reshape(req.rows, req.row_values)
     if np.shares_memory(x, o) and not (same_view(x, o) and req.in_place):
@@ -575,7 +602,7 @@ def row_blocks(req: Request, out: np.ndarray, max_bytes: int) -> list[tuple[Requ
     if isinstance(req.sin, np.ndarray) and np.shares_memory(req.sin, o):
         req = replace(req, sin=req.sin.copy())
     per = max(1, max_bytes // max(1, req.row_values * req.dtype.itemsize))
-    return [(replace(req, x=x[r0:r1], out=None, row_offset=r0), o[r0:r1])
+    return [(replace(req, x=x[r0:r1], out=None, row_offset=r0), {"out": o[r0:r1]})
             for r0 in range(0, req.rows, per) for r1 in [min(req.rows, r0 + per)]]
 
 

@@ -50,6 +50,7 @@ def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool)
             np.copyto(view, data, casting="no")
         else:
             np.copyto(data, view)
+        rt.counts["bytes_uploaded" if upload else "bytes_read_back"] += data.nbytes
         return
     if isinstance(res, Buffer):
         nbytes = max(MIN_BUFFER, padded_bytes(data.size, data.itemsize))
@@ -67,20 +68,26 @@ def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool)
     rt.submit(steps)
     if not upload:
         np.copyto(data, view)
+    rt.counts["bytes_uploaded" if upload else "bytes_read_back"] += data.nbytes
 
-def copy_resource(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int) -> None:
-    """Device-side copy of one array's data (`nbytes`, padded to whole
-    texels, for buffers; whole images of one extent) into another's. Pool
-    buffers may be larger than the data: only the data is copied."""
+def copy_steps(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int) -> tuple[Step, ...]:
+    """The steps that copy one array's data (`nbytes`, padded to whole
+    texels, for buffers; whole images of one extent, through a device-local
+    work buffer) into another's, inside a submission. Pool buffers may be
+    larger than the data: only the data is copied."""
     if isinstance(src, Buffer) and isinstance(dst, Buffer):
         if nbytes > min(src.size, dst.size):
             raise AssertionError(f"copy of {nbytes} bytes between buffers of {src.size} and {dst.size}")
-        rt.submit((Copy(arg(src, 0, nbytes), arg(dst, 0, nbytes, WRITE)),))
-        return
+        return (Copy(arg(src, 0, nbytes), arg(dst, 0, nbytes, WRITE)),)
     assert isinstance(src, Image3D) and isinstance(dst, Image3D)
     if src.extent != dst.extent:
         raise AssertionError(f"copy between images of extents {src.extent} and {dst.extent}")
-    host = rt.work_buffer("host_copy", image_bytes(src.extent, 4), host_visible=False)
-    rt.submit((ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
-                 ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True)))
+    host = rt.work_buffer("image_copy", image_bytes(src.extent, 4), host_visible=False)
+    return (ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
+            ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True))
 
+
+def copy_resource(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int) -> None:
+    """Device-side copy of one array's data into another's (see `copy_steps`)."""
+    steps = copy_steps(rt, src, dst, nbytes)
+    rt.submit(steps)

@@ -55,6 +55,10 @@ class Runtime:
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
+        self.images_of_call: list[Image3D] = []  # made for one call (a batch's later jobs), destroyed after it
+        # What Device.stats() reports: work done since the runtime was made.
+        self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,
+                       "bytes_imported": 0}
         ctx.reclaim = self.free_pool  # at maxMemoryAllocationCount, pooled buffers go first
 
     @property
@@ -86,6 +90,8 @@ class Runtime:
         else:
             rec = self.scratch
             record(rec, steps, self.pipeline, timed)
+            self.counts["recordings"] += 1
+        self.counts["submissions"] += 1
         return self.stream.submit_and_wait([rec], want_time=timed)
 
     def _recording(self, key: tuple) -> Recording:
@@ -104,6 +110,7 @@ class Runtime:
         finally:
             self.building -= 1
         rec.cached = True  # before it enters the cache: drain() never releases a cached one
+        self.counts["recordings"] += 1
         self.recordings[key] = rec
         self.unfinished.remove(rec)
         if len(self.recordings) > self.MAX_RECORDINGS:
@@ -126,6 +133,7 @@ class Runtime:
                 self.ctx.require_16bit_storage()
             pipe = ComputePipeline(self.ctx, kernel.spirv, kernel.binding_kinds, kernel.push_constant_bytes, spec)
             self.pipelines[key] = pipe
+            self.counts["pipelines"] += 1
         return pipe
 
     # --- work resources ---------------------------------------------------------

@@ -1,234 +1,449 @@
-"""Running an operator's plan on a `Runtime`, wherever its data lives.
+"""Running operator requests on a `Runtime`, wherever their tensors live.
 
-- numpy in, numpy out, small: through reused staging buffers (or a work
-  image for texture3d) and a recording cached per call shape;
-- numpy in, numpy out, >= IMPORT_MIN_BYTES: the caller's memory imported
-  (VK_EXT_external_memory_host), read and written in place on unified
-  memory or used as the copy source and destination on a discrete GPU;
-- larger than one allocation: in row blocks, one submission each;
-- device-resident arrays: several jobs in one submission.
+Every call of every operator comes through `run_jobs`: one or more jobs
+(a request, its plan and its outputs) in one submission. Each moved tensor
+(runtime/operator.py) is placed by what it is:
 
-The operator is passed in (a module of vkrope/ops: `plan`, `plan_key`,
-`tables`, `row_blocks`); this module knows none of them.
+- a DeviceArray: bound where it lives (an output that is also an input the
+  kernel may not overwrite, or a table, goes through a temporary);
+- a numpy array of 4 MiB or more on a device with VK_EXT_external_memory_host,
+  C-contiguous and aligned: imported, so the kernel reads or writes the
+  caller's memory (on a discrete GPU the import is the source or
+  destination of a copy into device-local memory);
+- any other numpy array: a region of the submission's argument arena, one
+  reused host-visible buffer that also holds the operators' small tables.
+  Regions are laid out from the shapes alone, so a call that differs from
+  the last one only in its data replays the same recorded command buffer.
+  Texture3d tensors get an image, filled from (or read back into) their
+  region with a buffer-image copy.
+
+A numpy call larger than one allocation runs in row blocks
+(`op.row_blocks`), one submission each. The operator is passed in; this
+module knows none of them.
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
+from .arrays import copy_steps, free_resource, new_resource
 from .engine import MIN_BUFFER, Runtime
-from .layout import image_bytes, packed_view, padded_bytes, same_view
+from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_extent
+from .operator import Tensor
 from .steps import WRITE, Arg, Copy, ImageCopy, Step, arg
 
 # Import numpy memory into the device (no copies) from this size on; smaller
-# calls are cheaper through the cached staging buffers and recordings.
+# tensors are cheaper through the argument arena and a cached recording.
 IMPORT_MIN_BYTES = 4 << 20
+# Jobs of one batch whose texture3d numpy tensors get cached work images;
+# later ones get images made for the call.
+CACHED_IMAGE_JOBS = 8
 
 
 @dataclass
 class Job:
-    """One operator call inside a resident submission: its request and plan,
-    and the device resources holding its input and receiving its output."""
+    """One operator call inside a submission: its request, its plan, and
+    every moved tensor it writes (numpy array or DeviceArray), by name."""
 
     req: Any
     plan: Any
-    x_res: Any
-    out_res: Any
+    outs: dict[str, Any]
 
 
-def plan_for(rt: Runtime, op: Any, req: Any, storage: str) -> Any:
+def allocation_limit(rt: Runtime) -> int:
+    """maxMemoryAllocationSize (2 GiB where a device does not say): the one place for the fallback."""
+    return rt.limits.max_memory_allocation_size or (1 << 31)
+
+
+def plan_for(rt: Runtime, op: Any, req: Any) -> Any:
     """`op.plan` for this device, memoised when the plan does not depend on
     the data (most of a small call's host cost)."""
-    key = op.plan_key(req, storage)
+    key = op.plan_key(req)
     if key is None:
-        return op.plan(req, storage, rt.limits)
+        return op.plan(req, rt.limits)
     pl = rt.memo.get(key)
     if pl is None:
         if len(rt.memo) >= 256:
             rt.memo.clear()
-        pl = rt.memo[key] = op.plan(req, storage, rt.limits)
+        pl = rt.memo[key] = op.plan(req, rt.limits)
     return pl
 
 
-def pack_tables(rt: Runtime, segments: list[list[Any]]) -> tuple[tuple[Step, ...], list[list[Arg]]]:
-    """Every table array into one argument buffer, each at an offset the
-    device accepts for a binding; returns (the upload step, none on
-    unified memory; the ranges of each segment's tables). Entries that are
-    already `Arg`s (device-resident tables) are bound where they are."""
-    align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
-    offsets: list[list[Any]] = []
-    end = 0
-    for seg in segments:
-        row: list[Any] = []
-        for a in seg:
-            if isinstance(a, Arg):
-                row.append(a)
-                continue
-            row.append((end, max(MIN_BUFFER, a.nbytes)))
-            end = -(-(end + max(MIN_BUFFER, a.nbytes)) // align) * align
-        offsets.append(row)
-    limit = rt.limits.max_memory_allocation_size
-    if limit and end > limit:
-        raise ValueError(f"this call's tables need {end} bytes, more than the device's maxMemoryAllocationSize "
-                         f"({limit}); split the call")
-    host, bound = rt.staged("args", end)
-    for seg, row in zip(segments, offsets):
-        for a, place in zip(seg, row):
-            if not isinstance(a, Arg) and a.size:
-                host.view(a.dtype, a.size, place[0])[:] = a
-    used = max(MIN_BUFFER, end)  # the whole grow-only buffer need not cross the bus
-    upload: tuple[Step, ...] = () if host is bound else (Copy(arg(host, 0, used), arg(bound, 0, used, WRITE)),)
-    return upload, [[p if isinstance(p, Arg) else arg(bound, p[0], p[1]) for p in row] for row in offsets]
+def moved(req: Any) -> list[Tensor]:
+    """The tensors of a request that the runtime moves (not tables)."""
+    return [t for t in req.tensors() if not t.table]
 
 
-# --- numpy in, numpy out -----------------------------------------------------------
-def run_numpy(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, want_time: bool) -> float | None:
-    """Run `req` (numpy x) into numpy `out`; returns kernel seconds when asked."""
-    limit = (rt.limits.max_memory_allocation_size or (1 << 31)) // 2  # x, and its staging or image
-    if req.x.nbytes <= limit:
-        return _run_block(rt, op, req, storage, out, want_time)
-    target = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
-    seconds = 0.0
-    for sub, sub_out in op.row_blocks(req, target, limit):
-        seconds += _run_block(rt, op, sub, storage, sub_out, want_time) or 0.0
-    if target is not out:
-        np.copyto(out, target)
-    return seconds if want_time else None
+def run_jobs(rt: Runtime, op: Any, calls: list[tuple[Any, dict[str, Any]]], want_time: bool = False) -> float | None:
+    """Run (request, outs) calls in order, as few submissions as the
+    staging allows: calls with nothing to compute are skipped, numpy
+    tensors of one submission take at most half of one allocation (the
+    rest is the tables' room), and a call past that alone runs in row
+    blocks. Returns the kernel seconds when asked (None without timestamps)."""
+    budget = allocation_limit(rt) // 2
+    seconds: float | None = None
+    group: list[Job] = []
+    used = 0
 
+    def flush() -> None:
+        nonlocal seconds, group, used
+        if group:
+            t = run(rt, op, group, want_time)
+            seconds = t if seconds is None else seconds + (t or 0.0)
+        group, used = [], 0
 
-def _run_block(rt: Runtime, op: Any, req: Any, storage: str, out: np.ndarray, want_time: bool) -> float | None:
-    pl = plan_for(rt, op, req, storage)
-    # Tables first: `out` may alias them, and x may be copied into `out` below.
-    head, table_args = pack_tables(rt, [list(t) for t in op.tables(req, pl)])
-    if storage == "buffer" and _importable(rt, out):
-        # Each import registers itself here before it has a handle, so the
-        # finally below releases it whatever interrupts the call.
-        imports: list[ImportedBuffer] = []
-        try:
-            try:
-                _import(rt, req.x, out, pl.in_place, imports)
-            except VulkanError as exc:
-                if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
-                                      "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
-                    raise  # device loss, out of memory: the caller must see them
-            if imports and not any(imp.handle is None for imp in imports):
-                return _run_imported(rt, req, pl, out, head, table_args, imports, want_time)
-        finally:
-            _release_imports(rt, imports)
-        # The driver refused this memory: take the copy path.
-    x = req.x
-    if storage == "buffer":
-        nbytes = padded_bytes(x.size, x.itemsize)
-        x_host, x_loc, up = _staged_tensor(rt, "x", nbytes, upload=True)
-        view = x_host.view(x.dtype, x.size).reshape(x.shape)
-        if pl.in_place:
-            out_host, out_loc, down = x_host, x_loc, _staged_download(rt, x_host, x_loc[0], nbytes)
-        else:
-            out_host, out_loc, down = _staged_tensor(rt, "out", nbytes, upload=False)
-        out_view = out_host.view(x.dtype, x.size).reshape(x.shape)
-    else:
-        extent = pl.image_extent
-        host = rt.work_buffer("host_x", image_bytes(extent, x.itemsize), host_visible=True)
-        view = out_view = packed_view(host, extent, x.dtype, x.shape)
-        image = rt.work_image("x_image", extent, x.dtype)
-        out_image = image if pl.in_place else rt.work_image("out_image", extent, x.dtype)
-        x_loc, out_loc = (image, 0), (out_image, 0)
-        up = (ImageCopy(arg(host), arg(image, access=WRITE), to_image=True),)
-        down = (ImageCopy(arg(host, access=WRITE), arg(out_image), to_image=False),)
-    np.copyto(view, x, casting="no")
-    steps = head + up + pl.launches(x_loc, out_loc, table_args) + down
-    seconds = rt.submit(steps, timed=want_time)
-    np.copyto(out, out_view)
+    for req, outs in calls:
+        if req.empty:
+            continue
+        sizes = _staged_sizes(req, outs)
+        if sum(sizes) > budget:
+            flush()
+            t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
+            seconds = t if seconds is None else seconds + (t or 0.0)
+            continue
+        if used + sum(sizes) > budget:
+            flush()
+        group.append(Job(req, plan_for(rt, op, req), outs))
+        used += sum(sizes)
+    flush()
     return seconds
 
 
-def _staged_tensor(rt: Runtime, role: str, nbytes: int, upload: bool) -> tuple[Buffer, tuple[Any, int], tuple[Step, ...]]:
-    """(host buffer, bound location, the copy step between them) of a staged tensor."""
-    host, bound = rt.staged(role, nbytes)
-    if host is bound:
-        return host, (bound, 0), ()
-    if upload:
-        return host, (bound, 0), (Copy(arg(host, 0, nbytes), arg(bound, 0, nbytes, WRITE)),)
-    return host, (bound, 0), _staged_download(rt, host, bound, nbytes)
+def _staged_sizes(req: Any, outs: dict[str, Any]) -> list[int]:
+    """The bytes each numpy tensor of a call may take in the arena."""
+    return [padded_bytes(v.size, v.itemsize) for t in moved(req)
+            for v in [outs[t.name] if t.writes else t.value] if isinstance(v, np.ndarray)]
 
 
-def _staged_download(rt: Runtime, host: Buffer, bound: Buffer, nbytes: int) -> tuple[Step, ...]:
-    return () if host is bound else (Copy(arg(bound, 0, nbytes), arg(host, 0, nbytes, WRITE)),)
+def _run_blocks(rt: Runtime, op: Any, req: Any, outs: dict[str, Any], limit: int, want_time: bool) -> float | None:
+    """A numpy call past one allocation, in row blocks (C-contiguous
+    outputs: the blocks are views of them)."""
+    targets = {k: v if not isinstance(v, np.ndarray) or v.flags.c_contiguous else np.empty(v.shape, v.dtype)
+               for k, v in outs.items()}
+    for k, v in targets.items():
+        if v is not outs[k] and any(t.name == k and t.reads for t in moved(req)):
+            np.copyto(v, outs[k])  # an updated tensor starts from its data
+    seconds = 0.0
+    for sub, sub_outs in op.row_blocks(req, targets, limit):
+        if not sub.empty:
+            seconds += run(rt, op, [Job(sub, plan_for(rt, op, sub), sub_outs)], want_time) or 0.0
+    for k, v in targets.items():
+        if v is not outs[k]:
+            np.copyto(outs[k], v)
+    return seconds if want_time else None
 
 
-def _importable(rt: Runtime, out: np.ndarray) -> bool:
-    """Whether `out` can be imported: a device with VK_EXT_external_memory_host,
-    a large C-contiguous writeable output at an offset the device accepts."""
-    return rt.ctx.external_memory_host and out.nbytes >= IMPORT_MIN_BYTES and _import_ok(rt, out)
+# --- one submission -----------------------------------------------------------------
+@dataclass
+class _Arena:
+    """The submission's argument arena: regions for numpy tables and
+    tensors in one host-visible buffer (with a device-local twin on a
+    discrete GPU), read regions first, then written ones. Offsets follow
+    from the sizes alone."""
+
+    rt: Runtime
+    reads: list[tuple[int, Any]] = field(default_factory=list)  # (bytes, array to copy in or None)
+    writes: list[tuple[int, Any]] = field(default_factory=list)
+    host: Any = None
+    bound: Any = None
+    split: int = 0  # where the written regions start
+    end: int = 0
+
+    def add(self, nbytes: int, data: Any = None, written: bool = False) -> tuple[bool, int]:
+        """A region of `nbytes` (its contents `data`, copied in before the
+        submission); returns its handle for `place`."""
+        regions = self.writes if written else self.reads
+        regions.append((max(MIN_BUFFER, nbytes), data))
+        return written, len(regions) - 1
+
+    def layout(self) -> None:
+        """Offsets for every region, the buffers, and the data copied in."""
+        align = max(MIN_BUFFER, self.rt.limits.min_storage_buffer_offset_alignment)
+        offsets: dict[tuple[bool, int], int] = {}
+        end = 0
+        for written, regions in ((False, self.reads), (True, self.writes)):
+            if written:
+                self.split = end
+            for i, (size, _) in enumerate(regions):
+                offsets[(written, i)] = end
+                end = -(-(end + size) // align) * align
+        self.end = end
+        self.offsets = offsets
+        limit = allocation_limit(self.rt)
+        if end > limit:
+            raise ValueError(f"this call's arguments need {end} bytes of staging, more than the device's "
+                             f"maxMemoryAllocationSize ({limit}); split the call")
+        if end:
+            self.host, self.bound = self.rt.staged("args", end)
+            for written, regions in ((False, self.reads), (True, self.writes)):
+                for i, (_, data) in enumerate(regions):
+                    if data is not None:
+                        self.rt.counts["bytes_uploaded"] += data(self.host, offsets[(written, i)])
+
+    def place(self, handle: tuple[bool, int]) -> int:
+        """The byte offset of a region (after `layout`)."""
+        return self.offsets[handle]
+
+    def steps(self) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+        """(upload before the launches, download after): none on unified memory."""
+        if not self.end or self.host is self.bound:
+            return (), ()
+        up: tuple[Step, ...] = (Copy(arg(self.host, 0, self.end), arg(self.bound, 0, self.end, WRITE)),)
+        down: tuple[Step, ...] = ()
+        if self.end > self.split:
+            n = self.end - self.split
+            down = (Copy(arg(self.bound, self.split, n), arg(self.host, self.split, n, WRITE)),)
+        return up, down
 
 
-def _import_ok(rt: Runtime, a: np.ndarray) -> bool:
+def _fill_flat(a: np.ndarray) -> Callable[[Buffer, int], int]:
+    def fill(host: Buffer, offset: int) -> int:
+        if a.size:
+            host.view(a.dtype, a.size, offset)[:] = a.reshape(-1)
+        return a.nbytes
+    return fill
+
+
+def _fill_tensor(a: np.ndarray, extent: tuple[int, int, int] | None) -> Callable[[Buffer, int], int]:
+    def fill(host: Buffer, offset: int) -> int:
+        if a.size:
+            np.copyto(_view(host, offset, a.shape, a.dtype, extent), a, casting="no")
+        return a.nbytes
+    return fill
+
+
+def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
+          extent: tuple[int, int, int] | None) -> np.ndarray:
+    """A tensor's region as a numpy view: flat texels, or an image's packed texel rows."""
+    if extent is not None:
+        return packed_view(host, extent, dtype, shape, offset)
+    size = math.prod(shape)
+    return host.view(dtype, size, offset).reshape(shape)
+
+
+def run(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False) -> float | None:
+    """One submission for `jobs` (each within one allocation); returns the
+    kernel seconds when asked."""
+    imports: list[ImportedBuffer] = []
+    temporaries: list[Any] = []
+    try:
+        steps, finish = _prepare(rt, op, jobs, imports, temporaries)
+        cache = not imports and not temporaries  # (per-call resources: their serials never come back)
+        seconds = rt.submit(steps, timed=want_time, cache=cache)
+        finish()
+        return seconds
+    finally:
+        _release(rt, imports, temporaries)
+
+
+def _prepare(rt: Runtime, op: Any, jobs: list[Job], imports: list[ImportedBuffer],
+             temporaries: list[Any]) -> tuple[tuple[Step, ...], Callable[[], None]]:
+    """The steps of one submission, and what copies numpy results out after it."""
+    arena = _Arena(rt)
+    # Tables first: an output may alias a numpy table, and their data is
+    # copied into the arena before anything is written.
+    job_tables: list[list[list[Any]]] = []
+    for job in jobs:
+        job_tables.append([[a if isinstance(a, Arg) else (arena.add(a.nbytes, _fill_flat(a)), a.nbytes)
+                            for a in seg] for seg in op.tables(job.req, job.plan)])
+    single = len(jobs) == 1
+    placed: list[tuple[dict[str, Any], list[Any], list[Any]]] = []
+    copies_out: list[tuple[np.ndarray, Any]] = []  # (numpy out, its region and layout) read after the submission
+    for i, job in enumerate(jobs):
+        before: list[Any] = []
+        after: list[Any] = []
+        where = _place_job(rt, i, job, arena, imports, temporaries, before, after, copies_out, single)
+        placed.append((where, before, after))
+    arena.layout()
+    up, down = arena.steps()
+    bound = arena.bound
+    # Each job's own steps around its launches, job after job: a later job
+    # that reads (or writes) what an earlier one wrote through a temporary
+    # is ordered after that copy (the recorder derives the barriers).
+    body: list[Step] = []
+    for job, tables, (where, before, after) in zip(jobs, job_tables, placed):
+        resolved = {name: ((bound, arena.place(loc[1])) if loc[0] == "arena" else loc[1]) for name, loc in where.items()}
+        args = [[a if isinstance(a, Arg) else arg(bound, arena.place(a[0]), max(MIN_BUFFER, a[1])) for a in seg]
+                for seg in tables]
+        body += _resolve(before, arena)
+        body += job.plan.launches(resolved, args)
+        body += _resolve(after, arena)
+    steps = tuple(up) + tuple(body) + tuple(down)
+
+    def finish() -> None:
+        for out, (handle, shape, dtype, extent) in copies_out:
+            np.copyto(out, _view(arena.host, arena.place(handle), shape, dtype, extent))
+            rt.counts["bytes_read_back"] += out.nbytes
+    return steps, finish
+
+
+def _resolve(steps: list[Any], arena: _Arena) -> list[Step]:
+    """Steps whose buffer side is an arena region, made concrete."""
+    out: list[Step] = []
+    for s in steps:
+        if isinstance(s, tuple) and s[0] == "image":  # ("image", handle, size, image, to_image)
+            _, handle, size, image, to_image = s
+            buf = arg(arena.bound, arena.place(handle), size, "read" if to_image else WRITE)
+            out.append(ImageCopy(buf, arg(image, access=WRITE if to_image else "read"), to_image=to_image))
+        else:
+            out.append(s)
+    return out
+
+
+def _place_job(rt: Runtime, i: int, job: Job, arena: _Arena, imports: list[ImportedBuffer], temporaries: list[Any],
+               before: list[Any], after: list[Any], copies_out: list, single: bool) -> dict[str, Any]:
+    """Where each moved tensor of `job` lives: ("arena", region) or
+    ("at", (resource, offset)); the steps around the launches that move
+    them (into `before` / `after`), and the numpy results to copy out."""
+    tensors = moved(job.req)
+    values = {t.name: job.outs[t.name] if t.writes else t.value for t in tensors}
+    numpy = [t for t in tensors if isinstance(values[t.name], np.ndarray)]
+    # Big numpy outputs are imported (unless they overlap another output:
+    # the host copies then decide, in order).
+    imported: dict[str, ImportedBuffer] = {}
+    for t in numpy:
+        v = values[t.name]
+        if t.writes and _importable(rt, t, v) and not any(
+                u is not t and u.writes and np.shares_memory(v, values[u.name]) for u in numpy):
+            buf = _import(rt, v, imports)
+            if buf is not None:
+                imported[t.name] = buf
+    # An input that is the very memory of an imported output the kernel may
+    # write over shares its import (in place); any other input overlapping
+    # an imported output is staged in the arena before the kernel writes.
+    shared: dict[str, str] = {}
+    for t in numpy:
+        if t.reads and not t.writes:
+            for name in imported:
+                if same_view(values[t.name], values[name]) and job.plan.may_alias(name, t.name):
+                    shared[t.name] = name
+    where: dict[str, Any] = {}
+    for t in tensors:
+        v = values[t.name]
+        if t.name in shared:
+            continue
+        if isinstance(v, np.ndarray):
+            starts_full = t.reads or t.name in shared.values()
+            where[t.name] = _place_numpy(rt, i, t, v, starts_full, values, imported, arena, imports, before, after,
+                                         copies_out, single)
+        else:
+            where[t.name] = ("at", (v.resource, 0))
+    for name, into in shared.items():
+        where[name] = where[into]
+    # A written DeviceArray that is also an input the kernel may not write
+    # over (a table, or a tensor its plan cannot alias): through a temporary.
+    tables = [t.value for t in job.req.tensors() if t.table]
+    for t in tensors:
+        v = values[t.name]
+        if not t.writes or isinstance(v, np.ndarray):
+            continue
+        clash = any(v is u for u in tables) or any(
+            u is not t and u.reads and values[u.name] is v and not job.plan.may_alias(t.name, u.name) for u in tensors)
+        if clash:
+            tmp = new_resource(rt, t.storage, t.shape, t.dtype)
+            temporaries.append(tmp)
+            nbytes = padded_bytes(v.size, v.dtype.itemsize)
+            if t.reads:  # an updated tensor starts from its data
+                before.extend(copy_steps(rt, v.resource, tmp, nbytes))
+            where[t.name] = ("at", (tmp, 0))
+            after.extend(copy_steps(rt, tmp, v.resource, nbytes))
+    return where
+
+
+def _place_numpy(rt: Runtime, i: int, t: Tensor, v: np.ndarray, starts_full: bool, values: dict[str, Any],
+                 imported: dict[str, ImportedBuffer], arena: _Arena, imports: list[ImportedBuffer],
+                 before: list[Any], after: list[Any], copies_out: list, single: bool) -> Any:
+    """The place of numpy tensor `t` (holding data before the kernel runs
+    when `starts_full`)."""
+    nbytes = padded_bytes(v.size, v.itemsize)
+    if t.storage == "texture3d":
+        extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d)
+        size = image_bytes(extent, v.itemsize)
+        if single or i < CACHED_IMAGE_JOBS:
+            image = rt.work_image(f"{i}:{t.name}", extent, v.dtype)
+        else:
+            image = rt.new_image(extent, rt.image_format(v.dtype))
+            rt.images_of_call.append(image)
+        handle = arena.add(size, _fill_tensor(v, extent) if starts_full else None, written=t.writes)
+        if starts_full:
+            before.append(("image", handle, size, image, True))
+        if t.writes:
+            after.append(("image", handle, size, image, False))
+            copies_out.append((v, (handle, t.shape, v.dtype, extent)))
+        return ("at", (image, 0))
+    if t.name in imported:
+        buf = imported[t.name]
+        if rt.unified:
+            if not starts_full:
+                _prefault(v)  # the device writes it directly
+            return ("at", (buf, buf.offset))
+        dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
+        if starts_full:
+            before.append(Copy(arg(buf, buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
+        after.append(Copy(arg(dev, 0, v.nbytes), arg(buf, buf.offset, v.nbytes, WRITE)))
+        return ("at", (dev, 0))
+    if not t.writes and _importable(rt, t, v) and not any(np.shares_memory(v, values[n]) for n in imported):
+        x_buf = _import(rt, v, imports)
+        if x_buf is not None:
+            if rt.unified:
+                return ("at", (x_buf, x_buf.offset))
+            dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
+            before.append(Copy(arg(x_buf, x_buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
+            return ("at", (dev, 0))
+    handle = arena.add(nbytes, _fill_tensor(v, None) if starts_full else None, written=t.writes)
+    if t.writes:
+        copies_out.append((v, (handle, t.shape, v.dtype, None)))
+    return ("arena", handle)
+
+
+def _importable(rt: Runtime, t: Tensor, a: np.ndarray) -> bool:
+    """Whether `a` can be imported: a device with VK_EXT_external_memory_host,
+    a large C-contiguous writeable buffer tensor at an offset the device accepts."""
     info = rt.limits
     return (
-        a.flags.c_contiguous
+        t.storage == "buffer"
+        and rt.ctx.external_memory_host
+        and a.nbytes >= IMPORT_MIN_BYTES
+        and a.flags.c_contiguous
         and a.flags.writeable
         and info.min_imported_host_pointer_alignment > 0
         and (a.ctypes.data % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0
     )
 
 
-def _import(rt: Runtime, x: np.ndarray, out: np.ndarray, in_place: bool, imports: list[ImportedBuffer]) -> None:
-    """Import out, then x (only when it is importable and apart from out; an
-    operator that cannot run in place then gets x staged), into `imports`."""
-    ImportedBuffer(rt.ctx, out.ctypes.data, out.nbytes, holder=imports)
-    if not same_view(x, out) and _import_ok(rt, x) and not np.shares_memory(x, out):
-        ImportedBuffer(rt.ctx, x.ctypes.data, x.nbytes, holder=imports)
-
-
-def _run_imported(rt: Runtime, req: Any, pl: Any, out: np.ndarray, head: tuple[Step, ...],
-                  table_args: list[list[Arg]], imports: list[ImportedBuffer], want_time: bool) -> float | None:
-    """The zero-copy path over imported `out` (and x). When x was not
-    imported (strided, read-only, misaligned, overlapping out) it is copied
-    into `out` once and rotated in place. The caller (_run_block) destroys
-    the imports once the device is done with them, so no device view
-    outlives the numpy memory."""
-    x = req.x
-    out_buf = imports[0]
-    nbytes = x.nbytes
-    x_loc: tuple[Any, int]
-    pre: tuple[Step, ...] = ()
-    if len(imports) == 2:
-        x_loc = (imports[1], imports[1].offset)
-        if rt.unified:
-            _prefault(out)  # the device writes it directly
-    elif pl.in_place:
-        if not same_view(x, out):
-            np.copyto(out, x, casting="no")
-        x_loc = (out_buf, out_buf.offset)
-    else:  # x apart from out, through staging
-        host, x_loc, pre = _staged_tensor(rt, "x", padded_bytes(x.size, x.itemsize), upload=True)
-        host.view(x.dtype, x.size).reshape(x.shape)[...] = x
-    if rt.unified:
-        steps = head + pre + pl.launches(x_loc, (out_buf, out_buf.offset), table_args)
-    else:
-        # Discrete: the kernel runs in device-local memory, imports are copy endpoints.
-        dev_x = rt.work_buffer("dev_x", padded_bytes(x.size, x.itemsize), host_visible=False)
-        dev_out = dev_x if pl.in_place else rt.work_buffer("dev_out", padded_bytes(x.size, x.itemsize),
-                                                            host_visible=False)
-        steps = (head + pre + (Copy(arg(x_loc[0], x_loc[1], nbytes), arg(dev_x, 0, nbytes, WRITE)),)
-                 + pl.launches((dev_x, 0), (dev_out, 0), table_args)
-                 + (Copy(arg(dev_out, 0, nbytes), arg(out_buf, out_buf.offset, nbytes, WRITE)),))
-    return rt.submit(steps, timed=want_time, cache=False)
-
-
-def _release_imports(rt: Runtime, imports: list[ImportedBuffer]) -> None:
-    """The device writes the caller's memory: it must be done with it before
-    the imports go and the call returns or raises. drain() re-raises an
-    interruption only after the device is done; after a failed wait
-    (timeout, loss) wait for the whole device."""
+def _import(rt: Runtime, a: np.ndarray, imports: list[ImportedBuffer]) -> ImportedBuffer | None:
+    """`a`'s memory as a buffer (registered in `imports` before it has a
+    handle, so whatever interrupts the call releases it), or None when the
+    driver refuses this memory (the arena serves instead)."""
     try:
-        rt.drain()
+        buf = ImportedBuffer(rt.ctx, a.ctypes.data, a.nbytes, holder=imports)
+        rt.counts["bytes_imported"] += a.nbytes
+        return buf
+    except VulkanError as exc:
+        if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
+                              "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
+            raise  # device loss, out of memory: the caller must see them
+        if imports and imports[-1].handle is None:
+            rt.ctx.release(imports[-1])  # released before forgotten
+            imports.pop()
+        return None
+
+
+def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any]) -> None:
+    """The device reads and writes the caller's memory: it must be done with
+    it before the imports go and the call returns or raises. drain()
+    re-raises an interruption only after the device is done; after a failed
+    wait (timeout, loss) wait for the whole device."""
+    try:
+        if imports or temporaries or rt.images_of_call:
+            rt.drain()
     except VkropeError:
         try:
             rt.ctx.wait_idle()
@@ -239,23 +454,11 @@ def _release_imports(rt: Runtime, imports: list[ImportedBuffer]) -> None:
         while imports:
             rt.ctx.release(imports[-1])  # released before forgotten
             imports.pop()
-
-
-# --- device-resident arrays ----------------------------------------------------------
-def run_resident(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False) -> float | None:
-    """Run jobs on device-resident resources in one submission (in order:
-    a job that reads an earlier job's output is ordered after it)."""
-    segments, counts = [], []
-    for job in jobs:
-        t = [list(s) for s in op.tables(job.req, job.plan)]
-        segments += t
-        counts.append(len(t))
-    steps, table_args = pack_tables(rt, segments)
-    start = 0
-    for job, count in zip(jobs, counts):
-        steps += job.plan.launches((job.x_res, 0), (job.out_res, 0), table_args[start:start + count])
-        start += count
-    return rt.submit(steps, timed=want_time)
+        while temporaries:
+            free_resource(rt, temporaries[-1])
+            temporaries.pop()
+        while rt.images_of_call:
+            rt.discard(rt.images_of_call.pop())
 
 
 _MADV_POPULATE_WRITE = 23  # Linux >= 5.14
@@ -283,4 +486,4 @@ def _prefault(a: np.ndarray) -> None:
         _madvise(start, a.ctypes.data + a.nbytes - start, _MADV_POPULATE_WRITE)
 
 
-__all__ = ["IMPORT_MIN_BYTES", "Job", "run_numpy", "run_resident", "plan_for", "pack_tables"]
+__all__ = ["IMPORT_MIN_BYTES", "Job", "run", "run_jobs", "plan_for", "allocation_limit", "moved"]

@@ -77,13 +77,15 @@ def image_bytes(extent: tuple[int, int, int], itemsize: int) -> int:
     return w * h * d * 4 * itemsize
 
 
-def packed_view(host: Any, extent: tuple[int, int, int], dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-    """The part of a staging buffer laid out as an image's texel rows that
-    holds the tensor: [rows, C] inside [rows, parts * width * 4], where each
-    tensor row takes `parts` image rows of `width` texels."""
+def packed_view(host: Any, extent: tuple[int, int, int], dtype: np.dtype, shape: tuple[int, ...],
+                offset: int = 0) -> np.ndarray:
+    """The part of a staging buffer (from byte `offset`) laid out as an
+    image's texel rows that holds the tensor: [rows, C] inside [rows, parts
+    * width * 4], where each tensor row takes `parts` image rows of `width`
+    texels."""
     w, h, d = extent
     c = shape[-1]
     parts = -(-texels(c) // w)
     rows = math.prod(shape[:-1])
-    packed = host.view(dtype, w * h * d * 4)[: rows * parts * w * 4].reshape(rows, parts * w * 4)
+    packed = host.view(dtype, w * h * d * 4, offset)[: rows * parts * w * 4].reshape(rows, parts * w * 4)
     return packed[:, :c].reshape(shape)

@@ -101,7 +101,8 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
         rec.copy_buffer(step.src.resource, step.dst.resource, step.dst.size or step.dst.resource.size,
                         src_offset=step.src.offset, dst_offset=step.dst.offset)
     elif isinstance(step, ImageCopy):
-        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image, layouts[step.image.serial])
+        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image, layouts[step.image.serial],
+                              step.buffer.offset)
     else:
         kernel = load(step.kernel)
         for a, (name, _, access) in zip(step.args, kernel.bindings):

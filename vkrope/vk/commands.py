@@ -288,15 +288,16 @@ class Recording:
         )
         vk.vkCmdPipelineBarrier(self.cmd, src_stage, dst_stage, 0, 0, None, 0, None, 1, [ib])
 
-    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool, layout: int) -> None:
-        """Copy tightly packed texels between a buffer and a whole image in `layout`."""
+    def copy_buffer_image(self, buffer: Buffer, image: Image3D, to_image: bool, layout: int, offset: int = 0) -> None:
+        """Copy tightly packed texels between a buffer (from byte `offset`, a
+        multiple of the texel size) and a whole image in `layout`."""
         vk = b.vk()
         w, h, d = image.extent
         layers = vk.VkImageSubresourceLayers(
             aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, baseArrayLayer=0, layerCount=1
         )
         region = vk.VkBufferImageCopy(
-            bufferOffset=0,
+            bufferOffset=offset,
             bufferRowLength=0,
             bufferImageHeight=0,
             imageSubresource=layers,

@@ -1,0 +1,97 @@
+"""The operator interface: what an operator (a module of vkrope/ops) gives
+the runtime, and what each of its requests declares about its arrays.
+
+A request lists its arrays as `Tensor`s: the caller's name for it, its
+value (a numpy array, a DeviceArray, or None for an output the runtime
+makes), shape, dtype, access (read, write, or update: read and written in
+place, as a KV cache), storage, and whether it is a tensor the runtime
+moves or a table the operator encodes itself. From that declaration alone
+the runtime places every tensor (staged, imported, or bound where it
+lives), checks liveness and devices, stages an output through a temporary
+where the kernel may not write over an input, orders the jobs of a batch,
+and reads results back. It never names an operator's fields.
+
+An operator module provides (see vkrope/ops/interleaved.py and table.py):
+
+- `plan(req, storage, limits) -> Plan` and `plan_key(req, storage)`
+  (None when the plan depends on the data; else what it depends on, so the
+  runtime memoises it);
+- `tables(req, plan) -> [[table arrays of one segment]]`: per segment the
+  small arrays the kernel reads besides the moved tensors (numpy, packed by
+  the runtime), or `Arg`s over resident tables (bound where they are);
+- `row_blocks(req, outs, max_bytes) -> [(sub_request, sub_outs)]`: a numpy
+  call larger than one allocation as calls on blocks of rows (outs: the
+  numpy arrays the request writes, by name; each sub_outs holds views).
+
+A `Plan` provides `launches(where, tables) -> tuple[Launch, ...]` (where:
+each moved tensor's `(resource, byte offset)`), `may_alias(written, read)`
+(whether its kernel may write tensor `written` in the memory it reads
+`read` from) and, for texture3d plans, nothing more: image extents follow
+from the tensors' shapes (`layout.tensor_extent`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
+
+import numpy as np
+
+from .steps import Arg, Launch
+
+READ = "read"
+WRITE = "write"
+UPDATE = "update"  # read and written in place (a resident KV cache, say)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One array argument of a request, as the runtime sees it.
+
+    `table`: a table the operator encodes itself (its numpy value sliced or
+    gathered per segment by `op.tables`; a DeviceArray bound where it is):
+    the runtime only checks it and orders jobs by it. Otherwise a tensor
+    the runtime moves: uploads a numpy one (or imports it), allocates an
+    output, reads it back, splits the call into row blocks.
+    `on_device`: an output the runtime makes (value None) is a DeviceArray,
+    else a numpy array."""
+
+    name: str
+    value: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    access: str = READ
+    storage: str = "buffer"
+    table: bool = False
+    on_device: bool = False
+
+    @property
+    def reads(self) -> bool:
+        """Whether the kernel reads it."""
+        return self.access in (READ, UPDATE)
+
+    @property
+    def writes(self) -> bool:
+        """Whether the kernel writes it."""
+        return self.access in (WRITE, UPDATE)
+
+
+class Request(Protocol):
+    """A checked call of an operator."""
+
+    def tensors(self) -> list[Tensor]:
+        """Every array argument, in a fixed order."""
+
+
+class Plan(Protocol):
+    """Everything about one call but the data (hashable)."""
+
+    def launches(self, where: Mapping[str, tuple[Any, int]], tables: list[list[Arg]]) -> tuple[Launch, ...]:
+        """The dispatches over the moved tensors' locations and the packed
+        table segments."""
+
+    def may_alias(self, written: str, read: str) -> bool:
+        """Whether the kernel may write tensor `written` where it reads `read`."""
+
+
+__all__ = ["READ", "WRITE", "UPDATE", "Tensor", "Request", "Plan"]
