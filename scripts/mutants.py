@@ -274,7 +274,18 @@ MUTATIONS = [
     Mutation("asarray ignores the storage asked for", "vkrope/owner.py",
              'if a.device is self and storage in ("auto", a.storage):', "if a.device is self:"),
     Mutation("a timeout closes the device without saying so", "vkrope/owner.py",
-             "        except DeviceTimeoutError as exc:\n", "        except ZeroDivisionError as exc:\n"),
+             "        except DeviceTimeoutError as exc:\n            bound", "        except ZeroDivisionError as exc:\n            bound"),
+    Mutation("a temporary's result never copied back into out", "vkrope/runtime/execute.py",
+             "            after.extend(copy_steps(rt, tmp, v.resource, nbytes))", "            pass"),
+    Mutation("returned memory dropped before it reaches the pool", "vkrope/runtime/arrays.py",
+             "            rt.pool += [res]\n            del rt.returned[-1]",
+             "            rt.returned.pop()\n            rt.pool.append(res)"),
+    Mutation("imports refused at the allocation count are not retried as staging", "vkrope/runtime/execute.py",
+             '"VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):', '"VK_ERROR_UNKNOWN"):'),
+    Mutation("module functions give up when the default device closes under them", "vkrope/api.py",
+             "            if attempt or not dev.closed:", "            if True:"),
+    Mutation("a hung device destroyed without a second wait", "vkrope/owner.py",
+             "                self._rt.stream.drain(max(1.0, seconds or 0.0))", "                pass"),
 ]
 
 

@@ -32,6 +32,16 @@ class OpCase:
     call: Callable[[Any, dict[str, Any]], tuple]
     expect: Callable[[dict[str, Any]], tuple]
     labels: tuple[tuple[str, str], ...] = ()  # how errors name an argument, where not by its name (a regex)
+    outs: tuple[tuple[str, str], ...] = ()  # an `out` argument (None in `make`) and the x it must be like
+
+    def with_out(self, args: dict[str, Any], name: str, value: Any, device: Any) -> dict[str, Any]:
+        """`args` with `value` for argument `name`; an `out` there needs its
+        x resident too (on `device`, which runs the call)."""
+        args = {**args, name: value}
+        x = dict(self.outs).get(name)
+        if x is not None:
+            args[x] = device.asarray(args[x])
+        return args
 
     def __repr__(self) -> str:
         return self.name
@@ -53,13 +63,13 @@ def _unit_tables(rng: np.random.Generator, rows: int, width: int) -> tuple[np.nd
 def _apply_args(rng: np.random.Generator) -> dict[str, Any]:
     a = rng.uniform(-np.pi, np.pi, (6, 4))
     freqs = np.stack([np.cos(a), np.sin(a)], -1).reshape(6, 8).astype(np.float32)
-    return {"x": _f32(rng, 2, 6, 8), "freqs": freqs}
+    return {"x": _f32(rng, 2, 6, 8), "freqs": freqs, "out": None}
 
 
 def _onnx_args(rng: np.random.Generator) -> dict[str, Any]:
     cos, sin = _unit_tables(rng, 16, 4)
     return {"x": _f32(rng, 1, 2, 6, 8), "cos_cache": cos, "sin_cache": sin,
-            "position_ids": rng.integers(0, 16, (1, 6))}
+            "position_ids": rng.integers(0, 16, (1, 6)), "out": None}
 
 
 def _llm_args(rng: np.random.Generator) -> dict[str, Any]:
@@ -76,26 +86,30 @@ def _hf_args(rng: np.random.Generator) -> dict[str, Any]:
 def _many_args(rng: np.random.Generator) -> dict[str, Any]:
     args = _apply_args(rng)
     args["x2"] = _f32(rng, 3, 6, 8)
+    args["out2"] = None
     return args
 
 
 OPS = (
-    OpCase("apply", _apply_args, ("x", "freqs"),
-           lambda t, a: (t.apply(a["x"], a["freqs"]),),
-           lambda a: (oracle(a["x"], a["freqs"]),)),
-    OpCase("rotary_embedding", _onnx_args, ("x", "cos_cache", "sin_cache"),
-           lambda t, a: (t.rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"]),),
-           lambda a: (onnx_rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"]),)),
+    OpCase("apply", _apply_args, ("x", "freqs", "out"),
+           lambda t, a: (t.apply(a["x"], a["freqs"], out=a["out"]),),
+           lambda a: (oracle(a["x"], a["freqs"]),), outs=(("out", "x"),)),
+    OpCase("rotary_embedding", _onnx_args, ("x", "cos_cache", "sin_cache", "out"),
+           lambda t, a: (t.rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"], out=a["out"]),),
+           lambda a: (onnx_rotary_embedding(a["x"], a["cos_cache"], a["sin_cache"], a["position_ids"]),),
+           outs=(("out", "x"),)),
     OpCase("apply_rotary_emb", _llm_args, ("xq", "xk", "freqs_cos", "freqs_sin"),
            lambda t, a: t.apply_rotary_emb(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"]),
            lambda a: et_apply_rotary_emb(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"])),
     OpCase("apply_rotary_emb_hf", _hf_args, ("xq", "xk", "freqs_cos", "freqs_sin"),
            lambda t, a: t.apply_rotary_emb_hf(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"], 3),
            lambda a: et_apply_rotary_emb_hf(a["xq"], a["xk"], a["freqs_cos"], a["freqs_sin"], 3)),
-    OpCase("apply_many", _many_args, ("x", "x2", "freqs"),
-           lambda t, a: tuple(t.apply_many([(a["x"], a["freqs"]), (a["x2"], a["freqs"])])),
+    OpCase("apply_many", _many_args, ("x", "x2", "freqs", "out2"),
+           lambda t, a: tuple(t.apply_many([(a["x"], a["freqs"]), (a["x2"], a["freqs"], {"out": a["out2"]})])),
            lambda a: (oracle(a["x"], a["freqs"]), oracle(a["x2"], a["freqs"])),
-           labels=(("x", r"calls\[0\]: x"), ("x2", r"calls\[1\]: x"), ("freqs", r"calls\[0\]: freqs"))),
+           labels=(("x", r"calls\[0\]: x"), ("x2", r"calls\[1\]: x"), ("freqs", r"calls\[0\]: freqs"),
+                   ("out2", r"calls\[1\]: out")),
+           outs=(("out2", "x2"),)),
 )
 
 
@@ -113,7 +127,8 @@ def as_numpy(y: Any) -> np.ndarray:
 def check_results(case: OpCase, args: dict[str, Any], results: tuple) -> None:
     """Results of `case` on float32 `args` within 1e-5 of each element's
     scale (|x| summed over a pair, and cos, sin within 1)."""
-    numpy_args = {k: as_numpy(v) if isinstance(v, vkrope.DeviceArray) else v for k, v in args.items()}
+    numpy_args = {k: as_numpy(v) if isinstance(v, vkrope.DeviceArray) else v for k, v in args.items()
+                  if v is not None}
     want = case.expect(numpy_args)
     assert len(results) == len(want)
     for y, ref in zip(results, want):

@@ -277,6 +277,28 @@ def test_axial_table_matches_sam2_within_rounding():
     assert np.abs(t - vkrope.axial_freqs(64, 16, 16)).max() < 1e-5
 
 
+def _sam2_float32_table(dim: int, end_x: int, end_y: int, theta: float = 10000.0) -> np.ndarray:
+    """SAM2's compute_axial_cis transcribed step by step in float32 numpy
+    (torch computes each step in float32 too)."""
+    f32 = np.float32
+    freqs = (f32(1.0) / (f32(theta) ** (np.arange(0, dim, 4, dtype=f32)[: dim // 4] / f32(dim)))).astype(f32)
+    t = np.arange(end_x * end_y, dtype=f32)
+    t_x, t_y = (t % f32(end_x)).astype(f32), np.floor(t / f32(end_x)).astype(f32)
+    angles = np.concatenate([np.outer(t_x, freqs), np.outer(t_y, freqs)], 1).astype(f32)
+    return np.stack([np.cos(angles), np.sin(angles)], -1).reshape(end_x * end_y, dim)
+
+
+@pytest.mark.parametrize("side,gap", [(64, 3.4e-6), (1024, 5.7e-5)])
+def test_axial_freqs_gap_to_sam2s_float32_table_is_as_documented(side, gap):
+    """README / axial_freqs docstring: at dim 256 the exact table is up to
+    3.4e-6 (64x64) and 5.7e-5 (1024x1024) away from SAM2's float32 one. The
+    y half of a square grid repeats the x half's angles, so a side x 16 grid
+    holds the same largest gap in a sixty-fourth of the memory."""
+    d = np.abs(_sam2_float32_table(256, side, 16).astype(np.float64)
+               - vkrope.axial_freqs(256, side, 16, dtype=np.float64)).max()
+    assert 0.8 * gap < d < 1.05 * gap, d
+
+
 @pytest.mark.parametrize("kw,word", [
     (dict(dim=6, end_x=4, end_y=4), "dim"), (dict(dim=8, end_x=0, end_y=4), "end_x"),
     (dict(dim=8, end_x=4, end_y=4, theta=0), "theta"), (dict(dim=8, end_x=4, end_y=4, angle="fast"), "angle"),

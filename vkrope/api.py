@@ -5,11 +5,12 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
 from .device import Device
+from .errors import DeviceClosedError
 from .freqs import AxialFreqs, RopeFreqs
 from .ops import interleaved, table
 
@@ -74,23 +75,29 @@ def apply(
 
     Returns a new array of x's shape and dtype (or `out`).
     """
-    dev = _device_for(lambda: interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat,
-                                                exclude_last=exclude_last, positions=positions, storage=storage))
-    return cast(np.ndarray, dev.apply(
-        x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-        positions=positions, storage=storage,
-    ))
+    kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                              positions=positions, storage=storage)
+    return cast(np.ndarray, _on_default(lambda: interleaved.check(x, freqs, **kw), lambda d: d.apply(x, freqs, **kw)))
 
 
-def _device_for(check: Any) -> Device:
-    """The default device; when it does not exist yet, `check()` the
-    arguments first, so a bad argument is a TypeError / ValueError even on a
-    machine without Vulkan (once it exists, the Device checks them)."""
-    dev = _default
-    if dev is None or dev.closed:
-        check()
-        dev = default_device()
-    return dev
+def _on_default(check: Callable[[], Any], call: Callable[[Device], Any]) -> Any:
+    """`call(device)` on the default device. When none exists yet, `check()`
+    the arguments first, so a bad argument is a TypeError / ValueError even
+    on a machine without Vulkan (once it exists, the Device checks them).
+    When the default device is closed while the call waits for it (another
+    thread's close_default_device, or its timeout), the call runs once more
+    on a new default device."""
+    for attempt in range(2):
+        dev = _default
+        if dev is None or dev.closed:
+            check()
+            dev = default_device()
+        try:
+            return call(dev)
+        except DeviceClosedError:
+            if attempt or not dev.closed:  # (an argument's device was closed, not this one)
+                raise
+    raise AssertionError("unreachable")
 
 
 def rotary_embedding(
@@ -118,8 +125,8 @@ def rotary_embedding(
     """
     kw: dict[str, Any] = dict(interleaved=interleaved, rotary_embedding_dim=rotary_embedding_dim,
                               num_heads=num_heads, out=out, storage=storage)
-    dev = _device_for(lambda: table.check_onnx(x, cos_cache, sin_cache, position_ids, **kw))
-    return cast(np.ndarray, dev.rotary_embedding(x, cos_cache, sin_cache, position_ids, **kw))
+    return cast(np.ndarray, _on_default(lambda: table.check_onnx(x, cos_cache, sin_cache, position_ids, **kw),
+                                        lambda d: d.rotary_embedding(x, cos_cache, sin_cache, position_ids, **kw)))
 
 
 def apply_rotary_emb(
@@ -129,8 +136,8 @@ def apply_rotary_emb(
     xq `[B, S, Hq, D]`, xk `[B, S, Hk, D]` (Hk may differ: grouped-query
     attention), freqs_cos / freqs_sin `[S, D/2]`, interleaved pairs (2i,
     2i+1); q and k in one submission. Returns `(xq_out, xk_out)`."""
-    dev = _device_for(lambda: table.check_llm(xq, xk, freqs_cos, freqs_sin))
-    return cast(tuple, dev.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin))
+    return cast(tuple, _on_default(lambda: table.check_llm(xq, xk, freqs_cos, freqs_sin),
+                                   lambda d: d.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)))
 
 
 def apply_rotary_emb_hf(
@@ -141,5 +148,5 @@ def apply_rotary_emb_hf(
     rot]` full width (HF's `cat(freqs, freqs)`; `rot <= D`, channels past it
     pass through), token s reads row `start_pos + s`, rotate-half pairs (i,
     i + rot/2). Returns `(xq_out, xk_out)`."""
-    dev = _device_for(lambda: table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos))
-    return cast(tuple, dev.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos))
+    return cast(tuple, _on_default(lambda: table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos),
+                                   lambda d: d.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)))

@@ -71,13 +71,13 @@ def check_alive(name: str, a: Any) -> None:
             "went with it: upload the data again to an open Device")
 
 
-def check_on_device(name: str, a: Any, device: Any) -> None:
-    """A DeviceArray argument must be usable and live on `device` (ValueError
-    naming the argument and both devices)."""
+def check_on_device(name: str, a: Any, device: Any, whose: str = "the one running this call") -> None:
+    """A DeviceArray argument must be usable and live on `device` (`whose`
+    it is, in the message): a ValueError naming the argument and both devices."""
     check_alive(name, a)
     if a.device is not device:
-        raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than the one running this call "
-                         f"({device!r}); copy it to this one with its asarray({name})")
+        raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than {whose} ({device!r}); copy "
+                         f"it there with that device's asarray({name})")
 
 
 def check_array(a: Any, name: str, storage: str) -> Any:
@@ -160,9 +160,7 @@ def check_out(out: Any, x: Any) -> Any:
         want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
         raise TypeError(f"out must be {want}; got {describe(out)}")
     if isinstance(out, DeviceArray):
-        check_alive("out", out)
-        if out.device is not x.device:
-            raise ValueError("out lives on another vkrope.Device than x")
+        check_on_device("out", out, x.device, "x")
         if out.storage != x.storage:
             raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
     elif not isinstance(out, np.ndarray):

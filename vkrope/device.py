@@ -9,7 +9,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arguments import check_on_device
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, RopeFreqs
 from .runtime.array import DeviceArray
@@ -163,12 +162,6 @@ class Device(DeviceMemory):
             calls.append((req, outs))
         self._guarded(execute.run_jobs, self._rt, op, calls)
         return [outs for _, outs in calls]
-
-    def _check_arrays(self, req: Any, where: str = "") -> None:
-        """Every DeviceArray argument of the request is usable and lives here."""
-        for t in req.tensors():
-            if isinstance(t.value, DeviceArray):
-                check_on_device(where + t.name, t.value, self)
 
 
 @dataclass

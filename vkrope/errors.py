@@ -46,7 +46,10 @@ class DeviceLostError(VulkanError):
 
 
 class DeviceTimeoutError(VulkanError, builtins.TimeoutError):
-    """Work on the device did not finish within the bounded wait."""
+    """Work on the device did not finish within the bounded wait; `seconds`
+    is the bound that passed (None where it is not known)."""
+
+    seconds: float | None = None
 
 
 class DeviceClosedError(VkropeError, RuntimeError):

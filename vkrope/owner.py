@@ -15,14 +15,13 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from .arguments import STORAGE_CHOICES, check_alive, check_array
-from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError
+from .arguments import check_alive, check_array, check_on_device, check_storage
+from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
 from .ops import interleaved
 from .runtime import arrays, execute, timing
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
-from .vk.commands import timeout_seconds
 from .vk.context import Context
 from .vk.instance import Instance
 
@@ -96,19 +95,39 @@ class DeviceOwner:
         try:
             return fn(*args)
         except DeviceTimeoutError as exc:
-            seconds = timeout_seconds()
-            why = f"its work did not finish within VKROPE_TIMEOUT_S = {seconds:g} s"
-            self._close(why)
+            bound = f"VKROPE_TIMEOUT_S = {exc.seconds:g} s" if exc.seconds is not None else "VKROPE_TIMEOUT_S"
+            why = f"its work did not finish within {bound}"
+            left = self._close_after_timeout(why, exc.seconds)
             raise DeviceTimeoutError(
-                f"{exc}: submitted work did not finish within VKROPE_TIMEOUT_S = {seconds:g} s, so this "
-                "vkrope.Device was closed and its DeviceArrays are gone (the hung work may still use their memory). "
-                "Set VKROPE_TIMEOUT_S higher for longer work; vkrope.apply opens a new default device on its next "
-                "call", exc.call, exc.result) from exc
+                f"{exc}: submitted work did not finish within {bound}, so this vkrope.Device was closed and its "
+                f"DeviceArrays are gone{left}. Set VKROPE_TIMEOUT_S higher for longer work; vkrope.apply opens a new "
+                "default device on its next call", exc.call, exc.result) from exc
         except DeviceLostError as exc:
             self._close("the device was lost")
             raise DeviceLostError(
                 f"{exc}: the device was lost, so this vkrope.Device was closed and its DeviceArrays are gone; "
                 "vkrope.apply opens a new default device on its next call", exc.call, exc.result) from exc
+
+    def _close_after_timeout(self, why: str, seconds: float | None) -> str:
+        """Close after a timeout. The work gets one more bounded wait (at
+        least a second: it may only be slow); if it still runs, nothing of the
+        device is destroyed under it: the device is abandoned (its memory
+        left to the driver until the process ends, which beats a hang or a
+        crash). Returns what the error message adds."""
+        with self._lock:
+            if self._ctx is None:
+                return ""
+            try:
+                self._rt.stream.drain(max(1.0, seconds or 0.0))
+            except DeviceTimeoutError:
+                self._closing, self._closed_why = True, why
+                _abandoned.append(self._ctx)
+                self._ctx = None
+                return " (it was still running after a second wait, so its memory is left to the driver)"
+            except VkropeError:
+                pass  # lost meanwhile: torn down below all the same
+        self._close(why)
+        return ""
 
     def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
         """Testing hook: make this device report smaller limits (fields of
@@ -120,7 +139,7 @@ class DeviceOwner:
 
         with self._lock:
             ctx = self._context()
-            self._rt.trim()
+            self._guarded(self._rt.trim)
             if limits:
                 ctx.info = dataclasses.replace(ctx.info, **limits)
                 if "external_memory_host" in limits:
@@ -133,9 +152,17 @@ class DeviceOwner:
         operator) into `result`, its one output (internal; the benchmark's).
         Returns the kernel seconds (None without timestamps)."""
         name = next(t.name for t in req.tensors() if t.writes and not t.table)
+        self._check_arrays(req)
         with self._lock:
             self._context()
+            self._check_arrays(req)
             return self._guarded(execute.run_jobs, self._rt, op or interleaved, [(req, {name: result})], True)
+
+    def _check_arrays(self, req: Any, where: str = "") -> None:
+        """Every DeviceArray argument of the request is usable and lives here."""
+        for t in req.tensors():
+            if isinstance(t.value, DeviceArray):
+                check_on_device(where + t.name, t.value, self)
 
     def _time_copy(self, nbytes: int) -> float | None:
         """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
@@ -166,7 +193,7 @@ class DeviceOwner:
         """Free cached work buffers (they are re-made on demand)."""
         with self._lock:
             self._context()
-            self._rt.trim()
+            self._guarded(self._rt.trim)
 
     # --- lifetime ---------------------------------------------------------
     def close(self) -> None:
@@ -236,8 +263,7 @@ class DeviceMemory(DeviceOwner):
         A DeviceArray of this device with `storage` "auto" or its own comes
         back as it is; one of another Device, or asked for in the other
         storage, is copied into a new array here (through the host)."""
-        if not isinstance(storage, str) or storage not in STORAGE_CHOICES:
-            raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        storage = check_storage(storage)
         if isinstance(a, DeviceArray):
             check_alive("a", a)
             if a.device is self and storage in ("auto", a.storage):
@@ -279,17 +305,37 @@ class DeviceMemory(DeviceOwner):
                 self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
             return out
 
-    def _release_resource(self, res: Any) -> None:
-        # Called from DeviceArray.release / __del__, possibly at shutdown.
+    def _release_array(self, arr: DeviceArray) -> None:
+        """Take back a released array's memory. Called from
+        DeviceArray.release / __del__ (possibly at shutdown, or from a garbage
+        collection inside a call of this thread: the lock is reentrant); a
+        call running in another thread finishes with the array first."""
+        if arr._resource is None and (self._ctx is None or not self._rt.returned):
+            return  # (nothing to give back: an empty array, or a second release)
         with self._lock:
-            if not self.closed:  # (a closing device destroys it with the rest)
-                arrays.free_resource(self._rt, res)
+            res = arr._resource
+            if self.closed:  # the close destroyed it with the rest
+                arr._resource = None
+                return
+            rt = self._rt
+            if res is not None:
+                # The memory changes owner in two statements with no call
+                # between them: whatever interrupts this, it is held by the
+                # array or by the runtime, never by both or neither. (What an
+                # interruption leaves in rt.returned is taken back by the
+                # next release or allocation.)
+                rt.returned += [res]
+                arr._resource = None
+            self._guarded(arrays.take_back, rt)
 
 
 # Every open Device, to close them at interpreter exit and to abandon them in
 # a forked child (the child must not touch, let alone destroy, Vulkan objects
 # that belong to its parent's driver state).
 _live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
+# Contexts of devices abandoned after a timeout whose work never finished:
+# kept, never destroyed (destroying memory a running kernel uses is undefined).
+_abandoned: list[Context] = []
 
 
 def _close_all() -> None:

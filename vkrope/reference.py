@@ -55,8 +55,8 @@ def axial_freqs(
     float64 and rounded once.
 
     That is the exact table, not SAM2's bits: SAM2 computes the angles,
-    cos and sin in float32 (up to 3.4e-6 away from this table at 64x64 and
-    5.7e-5 at 1024x1024, where float32 angles lose digits). For SAM2's own numbers
+    cos and sin in float32 (for dim 256, up to 3.4e-6 away from this table at
+    64x64 and 5.7e-5 at 1024x1024, where float32 angles lose digits). For SAM2's own numbers
     pass `vkrope.AxialFreqs(dim, end_x, end_y, theta)` to `vkrope.apply`
     instead (SAM2's float32 angles, cos / sin each within 2 float32 ulp of
     them); use this table for the exact rotation.

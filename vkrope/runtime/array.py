@@ -96,10 +96,11 @@ class DeviceArray:
 
     @property
     def state(self) -> str:
-        """"live", "released" (`release()` ran) or "closed" (its Device was closed)."""
-        if self._released:
-            return "released"
-        return "closed" if self._owner is not None and self._owner.closed else "live"
+        """"live", "released" (`release()` ran) or "closed" (its Device was
+        closed: that says more, so it wins over a later release)."""
+        if self._owner is not None and self._owner.closed:
+            return "closed"
+        return "released" if self._released else "live"
 
     def __copy__(self) -> "DeviceArray":
         # A new array with its own device memory, copied on the device
@@ -113,11 +114,11 @@ class DeviceArray:
         raise TypeError("a DeviceArray cannot be pickled: it lives in device memory; pickle arr.get()")
 
     def release(self) -> None:
-        """Give the device memory back now (idempotent); the array is unusable after."""
+        """Give the device memory back now (idempotent); the array is unusable
+        after. Waits for a call running on its device (which may use it)."""
         self._released = True
-        res, self._resource = self._resource, None
-        if res is not None and self._owner is not None:
-            self._owner._release_resource(res)
+        if self._owner is not None:
+            self._owner._release_array(self)
 
     def __del__(self) -> None:
         try:

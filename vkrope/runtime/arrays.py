@@ -17,6 +17,8 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     """Device memory for an array of `shape` / `dtype`: a buffer of whole
     texels (from the pool when one fits) or a width-packed 3D image."""
     dtype = np.dtype(dtype)
+    if rt.returned:
+        take_back(rt)
     if storage == "buffer":
         size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
         for i, buf in enumerate(rt.pool):
@@ -26,16 +28,29 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     return rt.new_image(tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype))
 
 def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
-    """Take back an array's memory: buffers go to the reuse pool (once,
-    bounded in bytes and in count), images are destroyed once no submission
-    can use them."""
-    if isinstance(res, Buffer) and res.handle is not None:
-        if not any(p is res for p in rt.pool):
-            rt.pool.append(res)
-        while len(rt.pool) > rt.pool_count or sum(p.size for p in rt.pool) > rt.POOL_BYTES:
-            rt.graveyard.append(rt.pool.pop(0))
-    elif res is not None and not any(g is res for g in rt.graveyard):
-        rt.graveyard.append(res)
+    """Take back the memory of a temporary (see `take_back`)."""
+    rt.returned += [res]
+    take_back(rt)
+
+
+def take_back(rt: Runtime) -> None:
+    """Move the memory of released arrays (`rt.returned`) on: buffers to
+    the reuse pool (bounded in bytes and in count), images to the graveyard
+    (destroyed once no submission can use them). Each move is two
+    statements with no call between them, so an interruption leaves every
+    resource in exactly one list (in two, a buffer could be handed out
+    twice)."""
+    while rt.returned:
+        res = rt.returned[-1]
+        if isinstance(res, Buffer) and res.handle is not None:
+            rt.pool += [res]
+            del rt.returned[-1]
+        else:
+            rt.graveyard += [res]
+            del rt.returned[-1]
+    while len(rt.pool) > rt.pool_count or sum(p.size for p in rt.pool) > rt.POOL_BYTES:
+        rt.graveyard += [rt.pool[0]]
+        del rt.pool[0]
     if not rt.stream.in_flight:
         rt.drain()
 

@@ -51,6 +51,7 @@ class Runtime:
         self.pipelines: dict[tuple, ComputePipeline] = {}
         self.work: dict[str, Any] = {}
         self.pool: list[Buffer] = []
+        self.returned: list[Any] = []  # memory of released arrays, on its way to the pool or the graveyard
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)

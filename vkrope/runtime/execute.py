@@ -428,7 +428,7 @@ def _import(rt: Runtime, a: np.ndarray, imports: list[ImportedBuffer]) -> Import
         return buf
     except VulkanError as exc:
         if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
-                              "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN"):
+                              "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):
             raise  # device loss, out of memory: the caller must see them
         if imports and imports[-1].handle is None:
             rt.ctx.release(imports[-1])  # released before forgotten

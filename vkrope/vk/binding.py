@@ -141,17 +141,21 @@ def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 def live_handles() -> dict[str, int]:
     """Live Vulkan handles per type created by vkrope (non-zero entries):
-    exact whatever interrupts a create or a destroy (see `LIVE`)."""
+    exact whatever interrupts a destroy, or a create through `create` (the
+    instance, the device and the debug messenger are created without it: an
+    interruption right after one of those calls returns leaves that handle
+    uncounted, and unreleased)."""
     return {k: v for k, v in list(LIVE.items()) if v}
 
 
-def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
+def create(owner: Any, attr: str, kind: str, fn: str, *args: Any, memory_of: Any = None) -> Any:
     """Create one handle of type `kind` with `vk<fn>(*args, out)`, store it
     as `owner.<attr>` and count it. The binding writes the handle into `out`,
     which `owner` holds before the call: an exception that lands right after
     the call returns (a signal handler's, KeyboardInterrupt) cannot lose the
     handle, `destroy_handles` finds it there. The owner must already be
-    registered with whoever destroys it."""
+    registered with whoever destroys it. `memory_of` (the Context) counts
+    a memory object in its `allocations` together with the handle."""
     pending = owner.__dict__.setdefault("_pending", {})
     out = pending.get(attr)
     if out is None or out[0] == vk().ffi.NULL:  # else: made by an interrupted call, take it
@@ -167,16 +171,17 @@ def create(owner: Any, attr: str, kind: str, fn: str, *args: Any) -> Any:
     # memory object counted against its context's allocations) together.
     owner.__dict__[attr] = handle
     LIVE[kind] += 1
-    if kind == "VkDeviceMemory":
-        owner.ctx.allocations += 1
+    if memory_of is not None:
+        memory_of.allocations += 1
     del pending[attr]
     return handle
 
 
-def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...]) -> None:
+def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...],
+                    memory_of: Any = None) -> None:
     """Release `owner`'s handles in the order given, each idempotently: the
     attribute is swapped to None, the live count of `kind` drops (and, for
-    memory, the owner's `ctx.allocations`), then `vk<destroy>(device,
+    memory, the `allocations` of `memory_of`, the Context), then `vk<destroy>(device,
     handle, NULL)` runs. `handles` holds `(attribute, destroy function name,
     kind)` triples. A handle that `create` made but could not store yet is
     destroyed too (it was not counted).
@@ -208,8 +213,8 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
             out[0] = null
         if counted:
             LIVE[kind] -= 1
-            if kind == "VkDeviceMemory":
-                owner.ctx.allocations -= 1
+            if kind == "VkDeviceMemory" and memory_of is not None:
+                memory_of.allocations -= 1
         fn(device, handle, null)
 
 

@@ -16,7 +16,7 @@ from . import binding as b
 from .context import Context
 from .pipeline import ComputePipeline
 from .resources import Buffer, Image3D
-from ..errors import VkropeError
+from ..errors import DeviceTimeoutError, VkropeError
 
 # Bounded wait for one submission when VKROPE_TIMEOUT_S is unset; raise
 # instead of hanging forever. Tests may set DEFAULT_TIMEOUT_S directly.
@@ -130,6 +130,9 @@ class CommandStream:
                 else:
                     b.wait_fence(self.ctx.handle, self.fence, int(deadline * 1e9))
                 self.in_flight = False
+            except DeviceTimeoutError as exc:
+                exc.seconds = deadline
+                raise
             except VkropeError:
                 raise
             except BaseException as exc:  # noqa: BLE001  (re-raised below)

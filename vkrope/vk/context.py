@@ -132,9 +132,10 @@ class Context:
         if limit and self.allocations >= limit:
             raise OutOfDeviceMemoryError(
                 f"device {self.info.name!r} allows {limit} memory allocations at once (maxMemoryAllocationCount) and "
-                f"vkrope holds {self.allocations}: release DeviceArrays that are no longer needed",
+                f"all {self.allocations} are in use: release DeviceArrays that are no longer needed, or call "
+                "Device.trim() to free vkrope's cached buffers",
                 "vkAllocateMemory", "VK_ERROR_TOO_MANY_OBJECTS")
-        b.create(owner, "memory", "VkDeviceMemory", "vkAllocateMemory", self.handle, info, None)  # (counts it)
+        b.create(owner, "memory", "VkDeviceMemory", "vkAllocateMemory", self.handle, info, None, memory_of=self)
 
     def memory_type(self, type_bits: int, required: int, preferred: int = 0) -> int:
         """Index of a memory type allowed by `type_bits` having `required`

@@ -22,10 +22,12 @@ DEVICE_TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "vir
 DEVICE_TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
 
 EXTERNAL_MEMORY_HOST = "VK_EXT_external_memory_host"
-# What vkCreateInstance returns when there is no usable driver (or layer /
-# extension): reported as VulkanUnavailableError; any other failure is itself.
-NO_DRIVER_RESULTS = ("VK_ERROR_INCOMPATIBLE_DRIVER", "VK_ERROR_INITIALIZATION_FAILED", "VK_ERROR_LAYER_NOT_PRESENT",
-                     "VK_ERROR_EXTENSION_NOT_PRESENT")
+# What vkCreateInstance returns when there is no usable driver: reported as
+# VulkanUnavailableError saying so; any other failure is itself ...
+NO_DRIVER_RESULTS = ("VK_ERROR_INCOMPATIBLE_DRIVER", "VK_ERROR_INITIALIZATION_FAILED")
+# ... and when a layer or an instance extension asked for is missing (only
+# with validation on: vkrope asks for none otherwise).
+MISSING_RESULTS = ("VK_ERROR_LAYER_NOT_PRESENT", "VK_ERROR_EXTENSION_NOT_PRESENT")
 
 
 def version_string(v: int) -> str:
@@ -154,11 +156,15 @@ class Instance:
         try:
             self.handle = b.call("vkCreateInstance", info, None)
         except VulkanError as exc:
-            if exc.result not in NO_DRIVER_RESULTS:
-                raise  # out of memory and the like: not a missing driver
-            raise VulkanUnavailableError(
-                f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}"
-            ) from exc
+            if exc.result in NO_DRIVER_RESULTS:
+                raise VulkanUnavailableError(
+                    f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from exc
+            if exc.result in MISSING_RESULTS:
+                raise VulkanUnavailableError(
+                    f"vkCreateInstance failed ({exc}): the loader lacks a layer or extension vkrope asked for "
+                    f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
+                    "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from exc
+            raise  # out of memory and the like: itself
         b.LIVE["VkInstance"] += 1
         if validation:
             try:

@@ -96,7 +96,7 @@ class Buffer:
         b.destroy_handles(self, self.ctx.handle, (
             ("handle", "vkDestroyBuffer", "VkBuffer"),
             ("memory", "vkFreeMemory", "VkDeviceMemory"),
-        ))
+        ), memory_of=self.ctx)
 
 
 class Image3D:
@@ -150,7 +150,7 @@ class Image3D:
             ("view_handle", "vkDestroyImageView", "VkImageView"),
             ("handle", "vkDestroyImage", "VkImage"),
             ("memory", "vkFreeMemory", "VkDeviceMemory"),
-        ))
+        ), memory_of=self.ctx)
 
 
 class ImportedBuffer(Buffer):
