@@ -32,7 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py",
+    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py",
 ]
 
 
@@ -284,6 +284,11 @@ MUTATIONS = [
              '"VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):', '"VK_ERROR_UNKNOWN"):'),
     Mutation("module functions give up when the default device closes under them", "vkrope/api.py",
              "            if attempt or not dev.closed:", "            if True:"),
+    # --- recordings a decode loop replays (#19)
+    Mutation("decode-sized numpy tables bound as windows (per-call rows in the key)", "vkrope/runtime/fit.py",
+             "    if rows_from_data and tokens <= PER_TOKEN_ROWS", "    if False and tokens <= PER_TOKEN_ROWS"),
+    Mutation("resident tables bound as windows (per-call rows in the key)", "vkrope/runtime/fit.py",
+             "        if resident_rows * row_bytes <= budget:", "        if False:"),
     Mutation("a hung device destroyed without a second wait", "vkrope/owner.py",
              "                self._rt.stream.drain(max(1.0, seconds or 0.0))", "                pass"),
 ]

@@ -24,9 +24,10 @@ from ..arguments import (
 )
 from . import TensorRequest
 from ..freqs import MAX_POSITION, ONE_BITS, AxialFreqs, RopeFreqs, magnitude_bits
+from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
-from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
+from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
@@ -303,23 +304,17 @@ def plan(req: Request, limits: Any) -> Plan:
     width = texels(req.channels)
     n = req.n_tokens
     batches = req.rows // n
-    wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
-    max_gx, max_gy, max_gz = limits.max_compute_work_group_count
-    if math.ceil(width / wx) > max_gx:
-        raise ValueError(f"x has C = {req.channels}: too many texels per row for the device's dispatch grid")
+    wx, wy = fit.workgroup(width, limits, f"x has C = {req.channels}")
+    _, max_gy, max_gz = limits.max_compute_work_group_count
     align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
-    budget = limits.max_storage_buffer_range - align  # bytes one binding may span
+    budget = fit.binding_budget(limits, x_dtype.itemsize)
     # (generated: a token costs its position entry; the columns are one small table)
     pair_bytes = 2 * x_dtype.itemsize
     f_row_bytes = 4 if req.generated else ppr * 2 * np.dtype(f_name).itemsize
     row_bytes = ppr * pair_bytes
     if max(row_bytes, f_row_bytes) > budget:
         raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
-    # A table segment must fit one binding and leave room in the argument
-    # allocation for the others (a table past maxMemoryAllocationSize is
-    # bound in pieces, or gathered).
-    alloc = limits.max_memory_allocation_size or (1 << 31)
-    table_budget = max(f_row_bytes, min(budget, alloc // 4))
+    table_budget = fit.table_budget(limits, f_row_bytes, budget)
     chunk_budget = table_budget  # the rows of a chunk's window, before rounding its start down
     if not isinstance(req.freqs_pairs, np.ndarray):  # resident windows start rounded down: leave room
         a = limits.min_storage_buffer_offset_alignment
@@ -350,31 +345,33 @@ def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, t
     """One `Chunk` per span (token or flat-row ranges) with its table
     segment; a span whose resident freqs window is too wide is halved."""
     n = req.n_tokens
+
+    def tokens_of(span: tuple) -> tuple[int, int]:
+        return (0, n) if flat else (span[2], span[3])
+
+    def halve(span: tuple) -> list[tuple]:
+        b0, b1, n0, n1 = span
+        if flat or n1 - n0 < 2:
+            return []
+        # A resident freqs window too wide for these tokens (scattered
+        # positions): fewer tokens per dispatch, each with its own window.
+        mid = (n0 + n1) // 2
+        return [s for b in range(b0, b1) for s in ((b, b + 1, n0, mid), (b, b + 1, mid, n1))]
+
+    fitted = fit.fit_spans(spans, lambda span: _segment(req, *tokens_of(span), ppr, f_row_bytes, table_budget,
+                                                        offset_align), halve)
     chunks: list[Chunk] = []
     segments: dict[tuple, int] = {}
-    todo = list(spans)[::-1]
-    while todo:
-        b0, b1, n0, n1 = todo.pop()
+    for (b0, b1, n0, n1), seg in fitted:
         if flat:
-            t0, t1, x0, x1 = 0, n, n0 * ppr, n1 * ppr
+            x0, x1 = n0 * ppr, n1 * ppr
         else:
-            t0, t1 = n0, n1
             x0, x1 = (b0 * n + n0) * ppr, ((b1 - 1) * n + n1) * ppr
         x0 = x0 // x_align * x_align
         x1 += x1 % 2  # whole texels
-        try:
-            seg = _segment(req, t0, t1, ppr, f_row_bytes, table_budget, offset_align)
-        except ValueError:
-            if flat or n1 - n0 < 2:
-                raise
-            # A resident freqs window too wide for these tokens (scattered
-            # positions): fewer tokens per dispatch, each with its own window.
-            mid = (n0 + n1) // 2
-            todo += [s for b in range(b1 - 1, b0 - 1, -1) for s in ((b, b + 1, mid, n1), (b, b + 1, n0, mid))]
-            continue
         table = segments.setdefault(seg, len(segments))
-        chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "slice" else 0, table,
-                            seg[0] == "gather" or req.positions is not None))
+        chunks.append(Chunk(b0, b1, n0, n1, x0, x1 - x0, seg[1] * ppr if seg[0] == "window" else 0, table,
+                            seg[0] in ("rows", "tokens") or req.positions is not None))
     return chunks, segments
 
 
@@ -392,33 +389,22 @@ def plan_key(req: Request) -> tuple | None:
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:
-    """The table segment tokens [t0, t1) need: ("slice", r0, r1, t0, t1)
-    binds freqs rows [r0, r1) (aligned to even pairs) as they are, with
-    positions t0..t1 when the caller gave them; ("gather", t0, t1) binds
-    just the rows those tokens use, with positions renumbered to them (a
-    table too large for one binding, scattered positions)."""
+    """The table segment tokens [t0, t1) bind (fit.table_segment): ("gen",
+    t0, t1) the spec's columns (with those tokens' positions when given);
+    ("whole" | "window", r0, r1, t0, t1) freqs rows bound as they are (the
+    positions of tokens t0..t1 when the caller gave them, else 0, 0);
+    ("rows" | "tokens", t0, t1) rows gathered for these tokens, positions
+    renumbered to them."""
     if req.generated:  # the columns are whole in every segment; with positions, this chunk's
         return ("gen", t0, t1) if req.positions is not None else ("gen", 0, 0)
-    used = req.token_rows[t0:t1]
-    used = used[used >= 0]
-    if not used.size:
-        return ("slice", 0, 0, t0, t1)
-    r0, r1 = int(used.min()), int(used.max()) + 1
-    r0 -= (r0 * ppr) % 2  # even pair: aligned rows read freqs as vec4
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    if resident:  # bound in place: the window must start at a binding offset the device accepts
-        step = align // math.gcd(align, f_row_bytes)
-        r0 = r0 // step * step
-    if not resident and req.positions is not None and r1 - r0 > 4 * used.size + 64:
-        return ("gather", t0, t1)  # a few scattered rows: copy those, not the span between them
-    if (r1 - r0) * f_row_bytes <= budget:
-        return ("slice", r0, r1, t0, t1) if req.positions is not None else ("slice", r0, r1, 0, 0)
-    if resident:
-        raise ValueError(
-            f"these tokens read freqs rows {r0}..{r1 - 1}: more than one binding of the device ({budget} bytes) "
-            "can span, and device-resident freqs cannot be gathered; pass freqs as a numpy array, or call with "
-            "fewer tokens at a time")
-    return ("gather", t0, t1)
+    seg = fit.table_segment(req.token_rows[t0:t1], t1 - t0, f_row_bytes, budget,
+                            resident_rows=req.n_freq_rows if resident else None,
+                            row_align=2 if ppr % 2 else 1,  # an even first pair: aligned rows read freqs as vec4
+                            offset_align=align, rows_from_data=req.positions is not None)
+    if seg.kind in ("whole", "window"):
+        return (seg.kind, seg.r0, seg.r1) + ((t0, t1) if req.positions is not None else (0, 0))
+    return (seg.kind, t0, t1)
 
 
 def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
@@ -427,27 +413,32 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
     freqs = req.freqs_pairs
     out: list[tuple[Any, np.ndarray]] = []
     for seg in pl.segments:
-        if seg[0] == "gen":
+        kind = seg[0]
+        if kind == "gen":
             _, t0, t1 = seg
             out.append((freqs.columns.reshape(-1), _spec_positions(req, t0, t1)))
             continue
-        if seg[0] == "slice":
+        if kind in ("whole", "window"):
             _, r0, r1, t0, t1 = seg
             pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
             if not isinstance(freqs, np.ndarray):  # a resident table: bound where it is
                 row = 2 * (req.channels // 2) * np.dtype(freqs.dtype).itemsize
-                res = freqs.resource
-                out.append((arg(res, r0 * row, min(res.size - r0 * row, max(16, (r1 - r0) * row))),
-                            np.ascontiguousarray(pos, dtype=np.int32)))
+                w = fit.window(freqs.resource, 0, req.n_freq_rows, row) if kind == "whole" else fit.window(
+                    freqs.resource, r0, r1, row)
+                out.append((w, np.ascontiguousarray(pos, dtype=np.int32)))
                 continue
             f = freqs[r0:r1]
         else:
             _, t0, t1 = seg
             rows = req.token_rows[t0:t1]
-            keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
-            f = freqs[keep]
             pos = np.full(t1 - t0, -1, np.int32)
-            pos[rows >= 0] = inverse
+            if kind == "tokens":  # a row per token, in token order
+                f = freqs[np.maximum(rows, 0)]
+                pos[rows >= 0] = np.flatnonzero(rows >= 0)
+            else:  # the distinct rows, renumbered
+                keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
+                f = freqs[keep]
+                pos[rows >= 0] = inverse
         out.append((np.ascontiguousarray(f, dtype=pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
 

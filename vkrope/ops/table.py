@@ -27,7 +27,8 @@ from ..arguments import (
 from . import TensorRequest
 from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
 from ..runtime.kernels import find
-from ..runtime.layout import same_view, tensor_extent, texels, workgroup_shape
+from ..runtime import fit
+from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
@@ -419,17 +420,14 @@ def plan(req: Request, limits: Any) -> Plan:
     x_dtype, f_name = req.dtype, f_dtype_of(req)
     c = req.row_values
     width = texels(c)
-    wx, wy = workgroup_shape(width, limits.max_compute_work_group_size_x)
-    max_gx, max_gy, _ = limits.max_compute_work_group_count
-    if math.ceil(width / wx) > max_gx:
-        raise ValueError(f"x has {c} values per row: too many texels per row for the device's dispatch grid")
+    wx, wy = fit.workgroup(width, limits, f"x has {c} values per row")
+    _, max_gy, _ = limits.max_compute_work_group_count
     align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
-    budget = limits.max_storage_buffer_range - align
-    alloc = limits.max_memory_allocation_size or (1 << 31)
+    budget = fit.binding_budget(limits, x_dtype.itemsize)
     row_bytes = c * x_dtype.itemsize
     # (generated: the tables are dim/2 frequencies; a token costs its row_of entry)
     t_row_bytes = 4 if req.generated else req.table_width * np.dtype(f_name).itemsize
-    table_budget = max(t_row_bytes, min(budget, alloc // 4))
+    table_budget = fit.table_budget(limits, t_row_bytes, budget)
     if max(row_bytes, t_row_bytes) > budget:
         raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
     extent = None
@@ -447,23 +445,23 @@ def plan(req: Request, limits: Any) -> Plan:
     chunks, segments = [], {}  # type: ignore[var-annotated]
     x_align = max(1, align // x_dtype.itemsize)
     origin = req.row_offset * c  # value index where the bound tensor starts (a row block's first row)
-    todo = _row_spans(req, rows_per)[::-1]
-    while todo:
-        r0, r1 = todo.pop()
-        bs0, bs1 = _token_span(req, r0, r1)
-        try:
-            seg = _segment(req, bs0, bs1, t_row_bytes, table_budget, limits, resident_tables)
-        except ValueError:
-            if r1 - r0 <= req.token_rows:
-                raise
-            # A resident cache window too wide for these tokens (scattered
-            # positions): fewer tokens per dispatch, each with its own window.
-            mid = r0 + max(req.token_rows, (r1 - r0) // 2 // req.token_rows * req.token_rows)
-            todo += [(mid, r1), (r0, mid)]
-            continue
+
+    def halve(span: tuple[int, int]) -> list[tuple[int, int]]:
+        r0, r1 = span
+        if r1 - r0 <= req.token_rows:
+            return []
+        # A resident cache window too wide for these tokens (scattered
+        # positions): fewer tokens per dispatch, each with its own window.
+        mid = r0 + max(req.token_rows, (r1 - r0) // 2 // req.token_rows * req.token_rows)
+        return [(r0, mid), (mid, r1)]
+
+    fitted = fit.fit_spans(_row_spans(req, rows_per), lambda span: _segment(
+        req, *_token_span(req, *span), t_row_bytes, table_budget, limits), halve)
+    for (r0, r1), seg in fitted:
         table = segments.setdefault(seg, len(segments))
         x0 = origin + (r0 * c - origin) // x_align * x_align  # an aligned offset into the bound tensor
-        chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "slice" else 0, bs0, table))
+        chunks.append(Chunk(r0, r1, x0, r1 * c - x0, seg[1] if seg[0] == "window" else 0, _token_span(req, r0, r1)[0],
+                            table))
     return Plan(
         storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, row_values=c, head_dim=req.head_dim,
         rot_half=req.rot_half, table_width=req.table_width, n_tokens=req.n_tokens, batch_rows=req.batch_rows,
@@ -519,32 +517,26 @@ def _token_span(req: Request, r0: int, r1: int) -> tuple[int, int]:
     return r0 // req.batch_rows * s, (r1 - 1) // req.batch_rows * s + s
 
 
-def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, limits: Any,
-             resident: bool) -> tuple:
-    """The tables tokens (b, s) in [bs0, bs1) need: ("slice", t0, t1, bs0,
-    bs1) binds table rows [t0, t1) as they are; ("gather", bs0, bs1) binds
-    just the rows those tokens use, renumbered (a numpy table too large for
-    one binding). Resident tables are bound in place, so a window only, its
-    start aligned for a binding offset."""
+def _table_rows(t: Any, width: int) -> int:
+    """Rows of a table (a [B, S, w] DeviceArray counts B * S)."""
+    return int(math.prod(t.shape)) // width if width else 0
+
+
+def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, limits: Any) -> tuple:
+    """The tables tokens (b, s) in [bs0, bs1) bind (fit.table_segment):
+    ("whole" | "window", t0, t1, bs0, bs1) table rows bound as they are (a
+    resident table: whole when it fits one binding); ("rows" | "tokens",
+    bs0, bs1) rows gathered for these tokens (their distinct rows, or one a
+    token), row_of renumbered to them."""
     if req.generated:
         return ("gen", bs0, bs1)  # the frequencies are whole in every segment; the tokens' positions
-    used = req.row_of[bs0:bs1]
-    t0, t1 = (int(used.min()), int(used.max()) + 1) if used.size else (0, 1)
-    if not resident and t1 - t0 > 4 * used.size + 64:
-        return ("gather", bs0, bs1)  # a few scattered rows (a decode step): copy those, not the span
-    if resident:
-        step = limits.min_storage_buffer_offset_alignment // math.gcd(limits.min_storage_buffer_offset_alignment,
-                                                                        t_row_bytes)
-        t0 = t0 // step * step
-    if (t1 - t0) * t_row_bytes <= budget:
-        return ("slice", t0, t1, bs0, bs1)
-    if resident:
-        raise ValueError(
-            f"these tokens read cache rows {t0}..{t1 - 1}: more than one binding of the device "
-            f"({budget} bytes) can span, and device-resident caches cannot be gathered; pass the caches as "
-            "numpy arrays, or call with fewer tokens at a time"
-        )
-    return ("gather", bs0, bs1)
+    resident = _resident(req.cos) or _resident(req.sin)
+    seg = fit.table_segment(req.row_of[bs0:bs1], bs1 - bs0, t_row_bytes, budget,
+                            resident_rows=_table_rows(req.cos, req.table_width) if resident else None,
+                            offset_align=limits.min_storage_buffer_offset_alignment)
+    if seg.kind in ("whole", "window"):
+        return (seg.kind, seg.r0, seg.r1, bs0, bs1)
+    return (seg.kind, bs0, bs1)
 
 
 def plan_key(req: Request) -> tuple | None:
@@ -559,17 +551,23 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     out = []
     width = req.table_width
     for seg in pl.segments:
-        if seg[0] == "gen":
+        kind = seg[0]
+        if kind == "gen":
             inv, quarter = req.cos.kernel_tables()
             out.append([inv, quarter.reshape(-1), np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32)])
             continue
-        if seg[0] == "slice":
+        if kind in ("whole", "window"):
             _, t0, t1, bs0, bs1 = seg
+            if kind == "whole":
+                t1 = _table_rows(req.cos, width)
             cos, sin = (_window(t, t0, t1, width, pl.f_dtype) for t in (req.cos, req.sin))
             row_of = req.row_of[bs0:bs1]
         else:
             _, bs0, bs1 = seg
-            keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
+            if kind == "tokens":  # a row per token, in token order
+                keep, row_of = req.row_of[bs0:bs1], np.arange(bs1 - bs0)
+            else:  # the distinct rows, renumbered
+                keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
             cos = np.ascontiguousarray(req.cos[keep], dtype=pl.f_dtype).reshape(-1)
             sin = np.ascontiguousarray(req.sin[keep], dtype=pl.f_dtype).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
@@ -579,13 +577,9 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
 def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     if isinstance(t, np.ndarray):
         return np.ascontiguousarray(t[t0:t1], dtype=f_dtype).reshape(-1)
-    itemsize = np.dtype(t.dtype).itemsize
     if np.dtype(t.dtype) != np.dtype(f_dtype):
         raise TypeError(f"a device-resident table must have dtype {f_dtype} here (x is {f_dtype}); got {t.dtype}")
-    t1 = min(t1, int(math.prod(t.shape)) // width)
-    res = t.resource
-    offset = t0 * width * itemsize
-    return arg(res, offset, min(res.size - offset, max(16, (t1 - t0) * width * itemsize)))
+    return fit.window(t.resource, t0, min(t1, _table_rows(t, width)), width * np.dtype(t.dtype).itemsize)
 
 
 def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:

@@ -1,0 +1,145 @@
+"""A decode loop records its command buffer once (#19): per-call data
+(positions, start_pos, position ids, the rows of a table they pick) is data
+in the submission, never part of what a recording is cached on.
+
+Each loop runs 64 steps of one public operator with the position advancing
+by one, numpy and resident, with tables and with frequencies computed in
+the shader; after the first step `Device.stats()["recordings"]` must not
+grow. Every step's result is checked against the float64 oracles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import oracle
+from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+
+STEPS = 64
+MAX_POS = 4096
+RNG = np.random.default_rng(19)
+
+
+def _tables(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    inv = 1.0 / 10000.0 ** (np.arange(width) / width)
+    a = np.outer(np.arange(rows), inv)
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
+def _close(y, ref, scale) -> None:
+    y = y.get() if isinstance(y, vkrope.DeviceArray) else y
+    err = np.abs(np.asarray(y, np.float64) - ref).max()
+    assert err <= 1e-5 * scale, err
+
+
+def _loop(dev, step) -> list[int]:
+    """Run `step(dev, position)` STEPS times; the recordings count after each."""
+    counts = []
+    for i in range(STEPS):
+        step(dev, 100 + i)
+        counts.append(dev.stats()["recordings"])
+    return counts
+
+
+def _apply(freqs_kind: str, resident: bool):
+    cos, sin = _tables(MAX_POS, 32)
+    table = np.stack([cos, sin], -1).reshape(MAX_POS, 64)
+    spec = vkrope.RopeFreqs(64)
+    sc, ss = spec.table(np.arange(MAX_POS))
+    spec_table = np.stack([sc, ss], -1).reshape(MAX_POS, 64)
+
+    def step(dev, p):
+        x = RNG.standard_normal((8, 1, 64)).astype(np.float32)
+        if freqs_kind == "spec":
+            freqs, ref_table = spec, spec_table
+        else:
+            if resident:
+                dev._t = getattr(dev, "_t", None) or dev.asarray(table)
+            freqs, ref_table = (dev._t if resident else table), table
+        y = dev.apply(dev.asarray(x) if resident else x, freqs, positions=np.array([p]))
+        _close(y, oracle(x, ref_table, positions=np.array([p])), 4 * np.abs(x).max())
+    return step
+
+
+def _onnx(freqs_kind: str, resident: bool):
+    cos, sin = _tables(MAX_POS, 32)
+    spec = vkrope.RopeFreqs(64)
+
+    def step(dev, p):
+        x = RNG.standard_normal((2, 4, 1, 64)).astype(np.float32)
+        pos = np.array([[p], [p + 7]])
+        if freqs_kind == "spec":
+            c, s = spec, None
+            ref = onnx_rotary_embedding(x, *spec.table(np.arange(MAX_POS)), pos)
+        else:
+            if resident:
+                dev._c = getattr(dev, "_c", None) or (dev.asarray(cos), dev.asarray(sin))
+                c, s = dev._c
+            else:
+                c, s = cos, sin
+            ref = onnx_rotary_embedding(x, cos, sin, pos)
+        y = dev.rotary_embedding(dev.asarray(x) if resident else x, c, s, pos)
+        _close(y, ref, 4 * np.abs(x).max())
+    return step
+
+
+def _hf(freqs_kind: str, resident: bool):
+    cos, sin = _tables(MAX_POS, 32)
+    fc, fs = np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1)
+    spec = vkrope.RopeFreqs(64)
+
+    def step(dev, p):
+        q = RNG.standard_normal((1, 1, 8, 64)).astype(np.float32)
+        k = RNG.standard_normal((1, 1, 2, 64)).astype(np.float32)
+        if freqs_kind == "spec":
+            c, s = spec, None
+            sc, ss = spec.table(np.arange(MAX_POS))
+            ref = et_apply_rotary_emb_hf(q, k, np.concatenate([sc, sc], 1), np.concatenate([ss, ss], 1), p)
+        else:
+            if resident:
+                dev._f = getattr(dev, "_f", None) or (dev.asarray(fc), dev.asarray(fs))
+                c, s = dev._f
+            else:
+                c, s = fc, fs
+            ref = et_apply_rotary_emb_hf(q, k, fc, fs, p)
+        yq, yk = dev.apply_rotary_emb_hf(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
+                                         c, s, p)
+        _close(yq, ref[0], 4 * np.abs(q).max())
+        _close(yk, ref[1], 4 * np.abs(k).max())
+    return step
+
+
+def _llm(freqs_kind: str, resident: bool):
+    cos, sin = _tables(MAX_POS, 32)
+
+    def step(dev, p):
+        q = RNG.standard_normal((1, 1, 8, 64)).astype(np.float32)
+        k = RNG.standard_normal((1, 1, 2, 64)).astype(np.float32)
+        c, s = cos[p:p + 1], sin[p:p + 1]  # the caller slices its row: ExecuTorch's op has no position
+        ref = et_apply_rotary_emb(q, k, c, s)
+        if freqs_kind == "spec":
+            spec = vkrope.RopeFreqs(64)
+            yq, yk = dev.apply_rotary_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
+                                          spec, None)
+            sc, ss = spec.table(np.arange(1))
+            ref = et_apply_rotary_emb(q, k, sc, ss)
+        else:
+            yq, yk = dev.apply_rotary_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
+                                          dev.asarray(c) if resident else c, dev.asarray(s) if resident else s)
+        _close(yq, ref[0], 4 * np.abs(q).max())
+        _close(yk, ref[1], 4 * np.abs(k).max())
+    return step
+
+
+OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm}
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["numpy", "resident"])
+@pytest.mark.parametrize("freqs_kind", ["table", "spec"])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_a_decode_loop_records_once(make_device, op, freqs_kind, resident):
+    dev = make_device()
+    counts = _loop(dev, OPS[op](freqs_kind, resident))
+    assert counts[-1] == counts[0], f"recordings per step: {counts}"
+    assert dev.stats()["submissions"] >= STEPS

@@ -1,0 +1,152 @@
+"""Fitting an operator's work into a device's limits: the helpers every
+operator's plan calls with what it needs (bytes per row, rows a chunk
+reads, alignment), so that no operator carries its own copy of them.
+
+- `allocation_limit`, `binding_budget`, `table_budget`: the byte budgets
+  (one place for the fallback of a device that reports no allocation size);
+- `workgroup`: the workgroup shape of a one-texel-per-invocation kernel,
+  checked against the dispatch grid;
+- `table_segment`: which table rows a chunk of tokens binds (the whole
+  resident table, a window of rows, just the rows its tokens use gathered,
+  or one row per token), with the rule that keeps a decode loop's recorded
+  command buffer the same from call to call;
+- `fit_spans`: chunks whose table does not fit one binding are halved
+  until it does;
+- `window`: the `Arg` over a window of a resident table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
+
+import numpy as np
+
+from .layout import workgroup_shape
+from .steps import Arg, arg
+
+# A chunk of at most this many tokens binds one gathered table row per token
+# (see `table_segment`).
+PER_TOKEN_ROWS = 256
+# Gather a chunk's rows rather than bind the window between them when the
+# window is this much larger than the rows used (a few scattered positions).
+GATHER_SLACK = 4
+GATHER_MIN_WINDOW = 64
+
+
+def allocation_limit(limits: Any) -> int:
+    """maxMemoryAllocationSize; 2 GiB where a device does not report it."""
+    return int(limits.max_memory_allocation_size or (1 << 31))
+
+
+def binding_budget(limits: Any, itemsize: int) -> int:
+    """Bytes one storage-buffer binding of a tensor may span: the device's
+    range less the largest alignment a binding start is rounded down by."""
+    return int(limits.max_storage_buffer_range - max(limits.min_storage_buffer_offset_alignment, 4 * itemsize))
+
+
+def table_budget(limits: Any, row_bytes: int, binding: int) -> int:
+    """Bytes one table segment may take: one binding, and at most a quarter
+    of an allocation (the argument arena holds the other tensors too)."""
+    return max(row_bytes, min(binding, allocation_limit(limits) // 4))
+
+
+def workgroup(texels_per_row: int, limits: Any, what: str) -> tuple[int, int]:
+    """The (x, y) workgroup of a kernel over rows of `texels_per_row`;
+    ValueError naming `what` when a row needs more workgroups than the
+    dispatch grid has."""
+    wx, wy = workgroup_shape(texels_per_row, limits.max_compute_work_group_size_x)
+    if math.ceil(texels_per_row / wx) > limits.max_compute_work_group_count[0]:
+        raise ValueError(f"{what}: too many texels per row for the device's dispatch grid")
+    return wx, wy
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The table rows one chunk binds.
+
+    kind: "whole" (a resident table whose every row fits one binding: rows
+    are read by their own index), "window" (rows [r0, r1) bound as they
+    are, r0 aligned for the binding), "rows" (the distinct rows the chunk
+    uses, gathered and renumbered: a few scattered ones), or "tokens" (one
+    gathered row per token of the chunk, in token order: a decode-sized
+    chunk, whose layout then depends on its token count alone)."""
+
+    kind: str
+    r0: int = 0
+    r1: int = 0
+
+
+def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *, resident_rows: int | None,
+                  row_align: int = 1, offset_align: int = 1, rows_from_data: bool = True) -> Segment:
+    """The segment of a chunk of `tokens` tokens that read table rows `used`
+    (those >= 0), rows of `row_bytes`, within `budget` bytes.
+
+    A resident table (`resident_rows`: its row count) is bound whole when
+    it fits, so the rows a call reads never enter the recorded command
+    buffer; else a window whose start is a multiple of `offset_align` bytes
+    (ValueError when even that is too wide: split the chunk). A numpy table
+    is gathered per token when the rows come from the caller's data
+    (`rows_from_data`) and the chunk is decode-sized (same reason), else
+    bound as a window starting at a multiple of `row_align` rows, or its
+    distinct rows gathered when they are few and far apart or the window is
+    too wide."""
+    used = used[used >= 0]
+    if resident_rows is not None:
+        if resident_rows * row_bytes <= budget:
+            return Segment("whole")
+        if not used.size:
+            return Segment("window", 0, 0)
+        step = offset_align // math.gcd(offset_align, row_bytes)
+        r0, r1 = int(used.min()) // step * step, int(used.max()) + 1
+        if (r1 - r0) * row_bytes > budget:
+            raise ValueError(
+                f"these tokens read table rows {r0}..{r1 - 1}: more than one binding of the device ({budget} bytes) "
+                "can span, and a device-resident table cannot be gathered; pass it as a numpy array, or call with "
+                "fewer tokens at a time")
+        return Segment("window", r0, r1)
+    if rows_from_data and tokens <= PER_TOKEN_ROWS and tokens * row_bytes <= budget:
+        return Segment("tokens")
+    if not used.size:
+        return Segment("window", 0, 0)
+    r0, r1 = int(used.min()), int(used.max()) + 1
+    r0 -= r0 % row_align
+    if r1 - r0 > GATHER_SLACK * used.size + GATHER_MIN_WINDOW or (r1 - r0) * row_bytes > budget:
+        return Segment("rows")
+    return Segment("window", r0, r1)
+
+
+Span = TypeVar("Span")
+
+
+def fit_spans(spans: Sequence[Span], segment_of: Callable[[Span], Any],
+              halve: Callable[[Span], list[Span]]) -> list[tuple[Span, Any]]:
+    """Each span with its segment, in order; a span whose segment does not
+    fit (`segment_of` raises ValueError) is replaced by `halve(span)` (an
+    empty list: it cannot be split, the error stands)."""
+    out: list[tuple[Span, Any]] = []
+    todo = list(spans)[::-1]
+    while todo:
+        span = todo.pop()
+        try:
+            seg = segment_of(span)
+        except ValueError:
+            parts = halve(span)
+            if not parts:
+                raise
+            todo += parts[::-1]
+            continue
+        out.append((span, seg))
+    return out
+
+
+def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
+    """The binding of rows [r0, r1) of a resident table (at least 16 bytes,
+    never past the buffer's end)."""
+    offset = r0 * row_bytes
+    return arg(resource, offset, min(resource.size - offset, max(16, (r1 - r0) * row_bytes)))
+
+
+__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "workgroup",
+           "table_segment", "fit_spans", "window"]
