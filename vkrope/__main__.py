@@ -231,6 +231,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
         _chart(bench, result, plot_path)
         return 0
+    if args.decode:
+        from vkrope import bench_decode
+
+        out_dir = Path(args.out)
+        _make_dir(out_dir)
+        result = bench_decode.run(repeats=args.repeats or 7)
+        (out_dir / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        print(f"wrote {out_dir / 'bench_decode.json'}")
+        return 0
     if args.family:
         from vkrope import bench_family
 
@@ -338,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
     p.add_argument("--family", action="store_true",
                    help="the table operators on Llama-like shapes, with onnxruntime's CPU op as the peer")
+    p.add_argument("--decode", action="store_true",
+                   help="decode loops (advancing against fixed position) and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
     p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
     p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])

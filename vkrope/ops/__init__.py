@@ -23,7 +23,15 @@ class TensorRequest:
         """dtype of x (and of the result)."""
         return np.dtype(self.x.dtype)
 
-    def arrays(self) -> list[tuple[str, Any, str]]:
-        """(argument name, value, "read" or "write") of every tensor and table
-        argument, x first; values may be numpy arrays, DeviceArrays, specs or None."""
+    def tensors(self) -> list[Any]:
+        """Every array argument as a `runtime.operator.Tensor`, x first;
+        declared once per request (a checked request is not changed after:
+        `dataclasses.replace` makes a new one)."""
+        declared = self.__dict__.get("_tensors")
+        if declared is None:
+            declared = self.__dict__["_tensors"] = self.declare()
+        return declared
+
+    def declare(self) -> list[Any]:
+        """The request's tensors (each operator's own)."""
         raise NotImplementedError

@@ -68,7 +68,7 @@ class Request(TensorRequest):
         """Nothing to compute (x has no values)."""
         return self.x.size == 0
 
-    def tensors(self) -> list[Tensor]:
+    def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; freqs, a table this op encodes."""
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 

@@ -81,7 +81,7 @@ class Request(TensorRequest):
         """Nothing to compute (no rows, or rows of no values)."""
         return not (self.rows and self.row_values)
 
-    def tensors(self) -> list[Tensor]:
+    def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; the cos / sin tables this op encodes."""
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
