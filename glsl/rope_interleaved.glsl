@@ -49,6 +49,7 @@
  * indices below are global and then made binding-relative.
  */
 #include "common.glsl"
+#include "tensor.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 // C % 4 == 0: every row is whole texels, x and out move as vec4.
@@ -62,23 +63,13 @@ layout(constant_id = 4) const bool REPEAT = true;
 // GENERATED: how the angle is formed (ANGLE_* below) and whether rows are
 // cells of an axial grid. Specialization constants, not flags: a CPU driver
 // runs both sides of every branch, so a flag would pay for every mode.
+// (ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT: glsl/tensor.glsl)
 layout(constant_id = 5) const int ANGLE = 0;
 layout(constant_id = 6) const bool AXIAL = false;
-const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), full range reduction (any float32 angle)
-const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
-const int ANGLE_EXACT = 2;    // position * float64 frequency, reduced exactly
 
-#ifdef STORAGE_BUFFER
-// Two views of each binding, as raw bits (common.glsl): texels (ALIGNED)
-// and pairs (C % 4 == 2).
-layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XRAW4 out_texels[]; };
-layout(std430, set = 0, binding = 0) writeonly buffer OutPairs { XRAW2 out_pairs[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InTexels { XRAW4 in_texels[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InPairs { XRAW2 in_pairs[]; };
-#else
-layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
-layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
-#endif
+// x and out move as raw bits (texels when ALIGNED, pairs when C % 4 == 2).
+DECLARE_TENSOR(0, writeonly, out)
+DECLARE_TENSOR(1, readonly, x)
 #ifdef GENERATED
 // Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): the
 // float32 inverse frequency of each pair column k (padded to whole uvec4s; a
@@ -88,7 +79,6 @@ layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
 // of its float32 position / scale, divided on the host) or its index in the
 // axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs, y = row /
 // axial_end_x for the rest).
-#include "trig.glsl"
 layout(std430, set = 0, binding = 2) readonly buffer InvPairs { vec2 inv_pairs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };
 #else
@@ -127,14 +117,12 @@ layout(push_constant) uniform Params {
 // (the float32 angle: t the coordinate's float32 factor, inv the column's
 // inverse frequency), times the spec's magnitude.
 vec2 generated_cs(uint c, float t, float inv, uint k) {
-  vec2 cs;
+  uvec3 q = uvec3(0u);
   if (ANGLE == ANGLE_EXACT) {
-    cs = cos_sin_exact(c, columns[(p.pairs_per_row + 3u) / 4u + k].xyz);
-  } else {
-    precise float angle = t * inv;  // rounded once, as fl32(t * inv)
-    cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
+    q = columns[(p.pairs_per_row + 3u) / 4u + k].xyz;
   }
-  return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
+  // exact for 1.0: specs without a factor get cos / sin as they are
+  return angle_cs(ANGLE, c, t, inv, q) * uintBitsToFloat(p.magnitude);
 }
 
 // n / d for n < 2^24, d >= 1, without an integer division. n times the
@@ -201,7 +189,7 @@ void main() {
   XRAW2 raw0, raw1;
   vec4 v;
   if (ALIGNED) {
-    XRAW4 raw = in_texels[g >> 1];
+    XRAW4 raw = x_raw4[g >> 1];
     v = raw_to_vec4(raw);
 #ifdef X_HALF
     raw0 = raw.x;
@@ -211,8 +199,8 @@ void main() {
     raw1 = raw.zw;
 #endif
   } else {
-    raw0 = in_pairs[g];
-    raw1 = second ? in_pairs[g + 1u] : XRAW2(0u);
+    raw0 = x_raw2[g];
+    raw1 = second ? x_raw2[g + 1u] : XRAW2(0u);
     v = vec4(raw_to_vec2(raw0), raw_to_vec2(raw1));
   }
 #else
@@ -220,12 +208,9 @@ void main() {
   if (!FLAT_ROWS && p.image_height == p.n_tokens && p.image_width >= (p.pairs_per_row + 1u) / 2u) {
     pos = ivec3(int(c4), int(n), int(b));
   } else {
-    uint parts = (p.pairs_per_row + 1u) / 2u;  // texels per row ...
-    parts = (parts + p.image_width - 1u) / p.image_width;  // ... in image rows
-    uint vrow = row * parts + c4 / p.image_width;
-    pos = ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));
+    pos = image_texel(row, c4, (p.pairs_per_row + 1u) / 2u, p.image_width, p.image_height);
   }
-  vec4 v = imageLoad(in_image, pos);
+  vec4 v = imageLoad(x_image, pos);
 #endif
   if (frow >= 0) {
 #ifdef GENERATED
@@ -267,11 +252,11 @@ void main() {
   XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;
   XRAW2 out1 = frow >= 0 ? vec2_to_raw(v.zw) : raw1;
   if (ALIGNED) {
-    out_texels[g >> 1] = XRAW4(out0, out1);
+    out_raw4[g >> 1] = XRAW4(out0, out1);
   } else {
-    out_pairs[g] = out0;
+    out_raw2[g] = out0;
     if (second) {
-      out_pairs[g + 1u] = out1;
+      out_raw2[g + 1u] = out1;
     }
   }
 #else

@@ -44,6 +44,7 @@
  * interleaved kernel's: image row r*parts + v/4/width, folded over y and z.
  */
 #include "common.glsl"
+#include "tensor.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 // C % 4 == 0: a row is whole texels (buffer x and out move as vec4).
@@ -59,22 +60,14 @@ layout(constant_id = 3) const bool WHOLE_TEXELS = false;
 layout(constant_id = 4) const bool INTERLEAVED = false;
 layout(constant_id = 5) const bool EXACT = false;
 
-#ifdef STORAGE_BUFFER
-layout(std430, set = 0, binding = 0) writeonly buffer OutTexels { XVEC4 out_texels[]; };
-layout(std430, set = 0, binding = 0) writeonly buffer OutValues { XSCALAR out_values[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InTexels { XVEC4 in_texels[]; };
-layout(std430, set = 0, binding = 1) readonly buffer InValues { XSCALAR in_values[]; };
-#else
-layout(set = 0, binding = 0, IMAGE_FORMAT) uniform writeonly image3D out_image;
-layout(set = 0, binding = 1, IMAGE_FORMAT) uniform readonly image3D in_image;
-#endif
+DECLARE_TENSOR(0, writeonly, out)
+DECLARE_TENSOR(1, readonly, x)
 #ifdef GENERATED
 // Frequencies computed here (vkrope/freqs.py RopeFreqs): binding 2 holds the
 // float32 inverse frequency of each column, binding 3 its quarter turns for
 // the exact angle; row_of holds each token's position (EXACT) or the
 // bits of its float32 position / scale, divided on the host as the
 // frameworks do.
-#include "trig.glsl"
 layout(std430, set = 0, binding = 2) readonly buffer InvFreq { float inv_freq[]; };
 // Whole texels read the frequencies of their 2 (interleaved) or 4 columns
 // in one load: per-lane loads are what costs on a CPU driver.
@@ -120,32 +113,28 @@ layout(push_constant) uniform Params {
 // (cos, sin) of column col (inverse frequency inv) for token value trow,
 // times the spec's magnitude.
 vec2 generated_cs(int trow, uint col, float inv) {
-  vec2 cs;
+  uvec3 q = uvec3(0u);
   if (EXACT) {
-    cs = cos_sin_exact(uint(trow), freq_q[col].xyz);
-  } else {
-    precise float angle = intBitsToFloat(trow) * inv;  // rounded once, as fl32(t * inv)
-    cs = cos_sin(angle);
+    q = freq_q[col].xyz;
   }
-  return cs * uintBitsToFloat(p.magnitude);  // exact for 1.0: specs without a factor get cos / sin as they are
+  // exact for 1.0: specs without a factor get cos / sin as they are
+  return angle_cs(EXACT ? ANGLE_EXACT : ANGLE_FLOAT32, uint(trow), intBitsToFloat(trow), inv, q)
+         * uintBitsToFloat(p.magnitude);
 }
 #endif
 
 #ifdef STORAGE_TEXTURE3D
 ivec3 texel_pos(uint r, uint c4) {
-  r -= p.x_base;
-  uint parts = ((p.row_values + 3u) / 4u + p.image_width - 1u) / p.image_width;  // image rows per tensor row
-  uint vrow = r * parts + c4 / p.image_width;
-  return ivec3(int(c4 % p.image_width), int(vrow % p.image_height), int(vrow / p.image_height));
+  return image_texel(r - p.x_base, c4, (p.row_values + 3u) / 4u, p.image_width, p.image_height);
 }
 #endif
 
 // Value v of row r.
 float load_value(uint r, uint v) {
 #ifdef STORAGE_BUFFER
-  return float(in_values[r * p.row_values + v - p.x_base]);
+  return float(x_values[r * p.row_values + v - p.x_base]);
 #else
-  return imageLoad(in_image, texel_pos(r, v >> 2))[v & 3u];
+  return imageLoad(x_image, texel_pos(r, v >> 2))[v & 3u];
 #endif
 }
 
@@ -156,9 +145,9 @@ vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
 
 vec4 load_texel(uint r, uint v0) {
 #ifdef STORAGE_BUFFER
-  return vec4(in_texels[(r * p.row_values + v0 - p.x_base) >> 2]);
+  return vec4(x_texels[(r * p.row_values + v0 - p.x_base) >> 2]);
 #else
-  return imageLoad(in_image, texel_pos(r, v0 >> 2));
+  return imageLoad(x_image, texel_pos(r, v0 >> 2));
 #endif
 }
 
@@ -212,17 +201,17 @@ void main() {
 #ifdef STORAGE_BUFFER
     uint gt = (r * p.row_values + v0 - p.x_base) >> 2;
     if (trow < 0 || v0 % p.head_dim >= 2u * p.rot_half) {
-      out_texels[gt] = in_texels[gt];  // pass through, bit for bit
+      out_texels[gt] = x_texels[gt];  // pass through, bit for bit
       return;
     }
-    vec4 y = rotate_texel(r, v0, trow, vec4(in_texels[gt]));
+    vec4 y = rotate_texel(r, v0, trow, vec4(x_texels[gt]));
 #ifdef X_HALF
     y = round_to_half(y);
 #endif
     out_texels[gt] = XVEC4(y);
 #else
     ivec3 tpos = texel_pos(r, c4);
-    vec4 y = rotate_texel(r, v0, trow, imageLoad(in_image, tpos));
+    vec4 y = rotate_texel(r, v0, trow, imageLoad(x_image, tpos));
 #ifdef X_HALF
     y = round_to_half(y);
 #endif
@@ -242,25 +231,25 @@ void main() {
   uint g = r * p.row_values + v0 - p.x_base;
   if (!rotates) {  // pass through, bit for bit
     if (ALIGNED) {
-      out_texels[g >> 2] = in_texels[g >> 2];
+      out_texels[g >> 2] = x_texels[g >> 2];
     } else {
       for (uint l = 0u; l < lanes; ++l) {
-        out_values[g + l] = in_values[g + l];
+        out_values[g + l] = x_values[g + l];
       }
     }
     return;
   }
   vec4 x = vec4(0.0);
   if (ALIGNED) {
-    x = vec4(in_texels[g >> 2]);
+    x = vec4(x_texels[g >> 2]);
   } else {
     for (uint l = 0u; l < lanes; ++l) {
-      x[l] = float(in_values[g + l]);
+      x[l] = float(x_values[g + l]);
     }
   }
 #else
   ivec3 pos = texel_pos(r, c4);
-  vec4 x = imageLoad(in_image, pos);
+  vec4 x = imageLoad(x_image, pos);
 #endif
   vec4 y = x;
   uint passing = 0u;  // lanes that pass through (copied as raw bits on buffers)
@@ -311,7 +300,7 @@ void main() {
   } else {
     for (uint l = 0u; l < lanes; ++l) {
       if ((passing & (1u << l)) != 0u) {
-        out_values[g + l] = in_values[g + l];
+        out_values[g + l] = x_values[g + l];
       } else {
         out_values[g + l] = XSCALAR(y[l]);
       }

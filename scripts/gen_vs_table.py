@@ -62,13 +62,15 @@ print(json.dumps(out))
 
 
 KERNEL = "glsl/rope_interleaved.glsl"
-TRIG = "    cs = ANGLE == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);"
+TRIG = "  return angle_cs(ANGLE, c, t, inv, q) * uintBitsToFloat(p.magnitude);"
 LOAD = "    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : inv_pairs[k0 >> 1];  // both pairs' frequencies, one load"
 SPLIT = "      uint y = div_small(uint(frow), p.axial_end_x);"
+# The angle still formed (t * inv, rounded once), cos / sin replaced by constants.
+NO_TRIG = "  precise float angle = t * inv;\n  return vec2(angle * 1e-30 + 0.6, 0.8) * uintBitsToFloat(p.magnitude);"
 ABLATIONS = {  # name: the edits of glsl/rope_interleaved.glsl, cumulative
-    "no-trig": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);")],
-    "no-trig-no-load": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    vec2 inv = vec2(1.0);")],
-    "no-frequency-work": [(TRIG, "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"), (LOAD, "    vec2 inv = vec2(1.0);"),
+    "no-trig": [(TRIG, NO_TRIG)],
+    "no-trig-no-load": [(TRIG, NO_TRIG), (LOAD, "    vec2 inv = vec2(1.0);")],
+    "no-frequency-work": [(TRIG, NO_TRIG), (LOAD, "    vec2 inv = vec2(1.0);"),
                           (SPLIT, "      uint y = uint(frow) >> 6;")],
 }
 

@@ -32,7 +32,7 @@ TESTS = [
     "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py",
+    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
 ]
 
 
@@ -284,6 +284,17 @@ MUTATIONS = [
              '"VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):', '"VK_ERROR_UNKNOWN"):'),
     Mutation("module functions give up when the default device closes under them", "vkrope/api.py",
              "            if attempt or not dev.closed:", "            if True:"),
+    # --- the runtime's placement of declared tensors (#19; tests/test_runtime.py's probe operator)
+    Mutation("an updated numpy tensor not read back", "vkrope/runtime/execute.py",
+             "    if t.writes:\n        copies_out.append((v, (handle, t.shape, v.dtype, None)))",
+             "    if t.access == 'write':\n        copies_out.append((v, (handle, t.shape, v.dtype, None)))"),
+    Mutation("an updated numpy tensor not uploaded", "vkrope/runtime/execute.py",
+             "    handle = arena.add(nbytes, _fill_tensor(v, None) if starts_full else None, written=t.writes)",
+             "    handle = arena.add(nbytes, _fill_tensor(v, None) if t.access == 'read' else None, written=t.writes)"),
+    Mutation("an update ordered like a read", "vkrope/runtime/recorder.py",
+             "(p[0].writes or t[0].writes)", "(p[0].access == 'write' or t[0].access == 'write')"),
+    Mutation("a written DeviceArray that is a table of its job written in place", "vkrope/runtime/execute.py",
+             "        clash = any(v is u for u in tables) or any(", "        clash = any("),
     # --- recordings a decode loop replays (#19)
     Mutation("decode-sized numpy tables bound as windows (per-call rows in the key)", "vkrope/runtime/fit.py",
              "    if rows_from_data and tokens <= PER_TOKEN_ROWS", "    if False and tokens <= PER_TOKEN_ROWS"),

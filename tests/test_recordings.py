@@ -125,8 +125,9 @@ def _llm(freqs_kind: str, resident: bool):
             sc, ss = spec.table(np.arange(1))
             ref = et_apply_rotary_emb(q, k, sc, ss)
         else:
-            yq, yk = dev.apply_rotary_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
-                                          dev.asarray(c) if resident else c, dev.asarray(s) if resident else s)
+            # (The op has no position: the caller passes this step's rows, as numpy. Fresh
+            # resident tables every step would be new buffers, so new recordings.)
+            yq, yk = dev.apply_rotary_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k, c, s)
         _close(yq, ref[0], 4 * np.abs(q).max())
         _close(yk, ref[1], 4 * np.abs(k).max())
     return step

@@ -67,7 +67,8 @@ def test_push_constant_block_matches_the_grid(kernel):
 @pytest.mark.parametrize("kernel", sorted(GRIDS))
 def test_bindings_and_spec_constants_match_the_grid(kernel):
     src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
-    bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)})
+    bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)}
+                      | {int(b) for b in re.findall(r"^DECLARE_TENSOR\((\d+),", src, re.M)})
     assert bindings == list(range(len(GRIDS[kernel]["bindings"])))
     spec_ids = re.findall(r"constant_id = (\d+)\) const \w+ (\w+)", src)
     named = {int(i): n for i, n in spec_ids}

@@ -102,8 +102,8 @@ def _on_default(check: Callable[[], Any], call: Callable[[Device], Any]) -> Any:
 
 def rotary_embedding(
     x: np.ndarray,
-    cos_cache: np.ndarray,
-    sin_cache: np.ndarray,
+    cos_cache: np.ndarray | RopeFreqs,
+    sin_cache: np.ndarray | None,
     position_ids: np.ndarray | None = None,
     *,
     interleaved: int | bool = 0,

@@ -86,7 +86,8 @@ class Device(DeviceMemory):
 
     # --- the table operators (vkrope/ops/table.py) ---------------------------------
     def rotary_embedding(
-        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray, sin_cache: np.ndarray | DeviceArray,
+        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray | RopeFreqs,
+        sin_cache: np.ndarray | DeviceArray | None,
         position_ids: np.ndarray | None = None, *, interleaved: int | bool = 0, rotary_embedding_dim: int = 0,
         num_heads: int = 0, out: np.ndarray | DeviceArray | None = None, storage: str = "auto",
     ) -> np.ndarray | DeviceArray:

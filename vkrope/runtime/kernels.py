@@ -36,14 +36,22 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         defines = [d for a in names for d in axes[a][params[a]]]
         defines += [f"{flag}={bit}u" for flag, bit in grid.get("flags", {}).items()]
-        image = params.get("storage") == "texture3d"
         bindings, features = [], set()
         for i, bnd in enumerate(grid["bindings"]):
-            kind = STORAGE_IMAGE if (bnd["kind"] == "tensor" and image) else STORAGE_BUFFER
-            half = params.get(bnd["dtype"]) == "16" or bnd["dtype"] == "float16"
+            # A tensor names the axis that says where it lives (buffer or
+            # texture3d); its dtype is an axis ("16" / "32") or fixed.
+            if (bnd["kind"] == "tensor") != ("storage" in bnd):
+                raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: a tensor (and only a tensor) names "
+                                 "its storage axis")
+            if bnd["access"] not in ("read", "write", "update"):
+                raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: access {bnd['access']!r}")
+            image = "storage" in bnd and params[bnd["storage"]] == "texture3d"
+            kind = STORAGE_IMAGE if image else STORAGE_BUFFER
+            half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "float16")
             if half and kind == STORAGE_BUFFER:
                 features.add("storageBuffer16BitAccess")
-            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"]})
+            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"],
+                             "image_format": ("rgba16f" if half else "rgba32f") if image else None})
         out.append({
             "name": grid["name"].format(**params),
             "kernel": grid["kernel"],
@@ -54,7 +62,6 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             "spec_constants": list(grid["spec_constants"]),
             "flags": dict(grid.get("flags", {})),
             "required_features": sorted(features),
-            "image_format": ("rgba16f" if params.get("x") == "16" else "rgba32f") if image else None,
         })
     return out
 
@@ -71,7 +78,6 @@ class Kernel:
     spec_constants: tuple[str, ...]
     flags: tuple[tuple[str, int], ...]
     required_features: tuple[str, ...]
-    image_format: str | None
     spirv: bytes = field(repr=False, compare=False)
 
     @property
@@ -142,7 +148,6 @@ def load(name: str) -> Kernel:
         spec_constants=tuple(entry["spec_constants"]),
         flags=tuple(sorted(entry["flags"].items())),
         required_features=tuple(entry["required_features"]),
-        image_format=entry["image_format"],
         spirv=(spirv_dir() / entry["file"]).read_bytes(),
     )
 

@@ -20,14 +20,14 @@ from ..vk.commands import Recording
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Image3D
 from .kernels import load
-from .steps import WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
+from .steps import UPDATE, WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
 
 
 def _stage_access(step: Step, a: Arg) -> tuple[int, int]:
     vk = b.vk()
     if isinstance(step, Launch):
-        access = vk.VK_ACCESS_SHADER_WRITE_BIT if a.access == WRITE else vk.VK_ACCESS_SHADER_READ_BIT
-        return vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access
+        access = {WRITE: vk.VK_ACCESS_SHADER_WRITE_BIT, UPDATE: vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT}
+        return vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access.get(a.access, vk.VK_ACCESS_SHADER_READ_BIT)
     access = vk.VK_ACCESS_TRANSFER_WRITE_BIT if a.access == WRITE else vk.VK_ACCESS_TRANSFER_READ_BIT
     return vk.VK_PIPELINE_STAGE_TRANSFER_BIT, access
 
@@ -57,8 +57,7 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
     first, last = (launches[0], launches[-1]) if launches else (-1, -1)
     for i, step in enumerate(steps):
         touched = [(a,) + _stage_access(step, a) for a in accesses(step)]
-        hazards = [p for p in pending for t in touched
-                   if p[0].overlaps(t[0]) and WRITE in (p[0].access, t[0].access)]
+        hazards = [p for p in pending for t in touched if p[0].overlaps(t[0]) and (p[0].writes or t[0].writes)]
         if hazards:
             rec.barrier(_union(h[1] for h in hazards), _union(h[2] for h in hazards),
                         _union(t[1] for t in touched), _union(t[2] for t in touched))

@@ -16,6 +16,7 @@ from typing import Any, Union
 
 READ = "read"
 WRITE = "write"
+UPDATE = "update"  # read, then written (a kernel's in-place tensor): orders like a write, waits like a read
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class Arg:
     offset: int = 0
     size: int = 0
     access: str = READ
+
+    @property
+    def writes(self) -> bool:
+        """Whether the step writes this range (write or update)."""
+        return self.access != READ
 
     @property
     def end(self) -> int:

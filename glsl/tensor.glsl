@@ -1,0 +1,62 @@
+/*
+ * vkrope: what every tensor kernel shares (included after common.glsl):
+ * tensor bindings, the texel addressing of width-packed images, and the
+ * (cos, sin) of frequencies computed in the shader.
+ *
+ * DECLARE_TENSOR(B, ACCESS, NAME) declares binding B as a tensor:
+ *   STORAGE_BUFFER     NAME_raw4[] (XRAW4: a texel as raw bits), NAME_raw2[]
+ *                      (XRAW2: a pair as raw bits), NAME_texels[] (XVEC4)
+ *                      and NAME_values[] (XSCALAR): views of one buffer, so
+ *                      a kernel loads what it needs and a pass-through value
+ *                      can go back bit for bit;
+ *   STORAGE_TEXTURE3D  NAME_image, a width-packed 3D image (IMAGE_FORMAT).
+ * ACCESS is readonly or writeonly.
+ *
+ * image_texel(row, c4, row_texels, width, height): where texel c4 of tensor
+ * row `row` lies in a width-packed image: each tensor row takes
+ * ceil(row_texels / width) image rows of `width` texels, and image rows fold
+ * over height then depth (vkrope/runtime/layout.py, image_extent).
+ *
+ * GENERATED kernels (frequencies computed here, glsl/trig.glsl) get
+ * angle_cs(mode, c, t, inv, q): (cos, sin) of the angle of integer
+ * coordinate c in ANGLE_EXACT mode (q: the frequency's quarter turns), else
+ * of the float32 product t * inv rounded once (ANGLE_SHORT: |t * inv| <=
+ * 8192, the cheaper reduction).
+ */
+#ifndef VKROPE_TENSOR_GLSL
+#define VKROPE_TENSOR_GLSL
+
+#ifdef STORAGE_BUFFER
+#define DECLARE_TENSOR(B, ACCESS, NAME) \
+  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Raw4 { XRAW4 NAME##_raw4[]; }; \
+  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Raw2 { XRAW2 NAME##_raw2[]; }; \
+  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Texels { XVEC4 NAME##_texels[]; }; \
+  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Values { XSCALAR NAME##_values[]; };
+#elif defined(STORAGE_TEXTURE3D)
+#define DECLARE_TENSOR(B, ACCESS, NAME) \
+  layout(set = 0, binding = B, IMAGE_FORMAT) uniform ACCESS image3D NAME##_image;
+#endif
+
+ivec3 image_texel(uint row, uint c4, uint row_texels, uint width, uint height) {
+  uint parts = (row_texels + width - 1u) / width;  // image rows per tensor row
+  uint vrow = row * parts + c4 / width;
+  return ivec3(int(c4 % width), int(vrow % height), int(vrow / height));
+}
+
+#ifdef GENERATED
+#include "trig.glsl"
+
+const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), the full range reduction (any float32 angle)
+const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
+const int ANGLE_EXACT = 2;    // coordinate * float64 frequency, reduced exactly
+
+vec2 angle_cs(int mode, uint c, float t, float inv, uvec3 q) {
+  if (mode == ANGLE_EXACT) {
+    return cos_sin_exact(c, q);
+  }
+  precise float angle = t * inv;  // rounded once, as fl32(t * inv)
+  return mode == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
+}
+#endif
+
+#endif
