@@ -278,7 +278,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
         cases.append(("buffer", "generated", spec))
     rows = []
     for storage, kind, freqs in cases:
-        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else freqs.columns.nbytes)
+        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else interleaved.columns(freqs).nbytes)
         copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
         req = interleaved.check(x, freqs, storage=storage)
         y = np.empty_like(x)

@@ -139,7 +139,7 @@ EXACT_MIN_FREQ = 2.0**-64  # the exact angle's quarter turns keep 94 fractional 
 def _check_exact_range(spec: Any, names: str) -> None:
     # Below 2^-70 the exact angle's fixed-point frequency keeps fewer bits than
     # float32 has, and sin of the tiny angle loses its ulp bound.
-    f = float(np.min(spec._inv64))
+    f = float(np.min(spec.inv_freq64))
     if f < EXACT_MIN_FREQ:
         raise ValueError(f"angle='exact' needs every inverse frequency >= 2^-64; {names} give {f:.3g}")
 
@@ -251,44 +251,77 @@ def magnitude_bits(spec: Any) -> int:
     return int(np.float32(spec.magnitude).view(np.uint32))
 
 
-def _columns(inv32: np.ndarray, inv64: np.ndarray) -> np.ndarray:
-    """What the interleaved kernel reads, uint32: the n float32 inverse
-    frequencies (bits; padded to a multiple of 4, so a texel's two pairs
-    take one vec2 load), then the quarter turns of the float64 ones as n
-    uvec4 (the exact angle's; the fourth word is padding)."""
-    n = len(inv32)
-    head = -(-n // 4) * 4
-    out = np.zeros(head + 4 * n, np.uint32)
-    out[:n] = np.asarray(inv32, np.float32).view(np.uint32)
-    out[head:] = quarter_turns(inv64).reshape(-1)
-    return out
+class FrequencySpec:
+    """What every frequency spec describes (RopeFreqs, AxialFreqs): its
+    float32 and float64 inverse frequencies (computed once per spec, a libm
+    power per column in Python; read-only), their quarter turns (the exact
+    angle's form of the float64 ones), the angle mode, the factor on cos /
+    sin, the axes of a grid, and how many table rows it stands for. How a
+    kernel reads them is its operator's business (vkrope/ops)."""
 
-
-class _Frequencies:
-    """What both specs share: their float32 and float64 inverse frequencies,
-    computed once per spec (a libm power per column, in Python), read-only."""
+    dim: int
+    angle: str
 
     def inv_freq_float32(self) -> np.ndarray:  # pragma: no cover - each spec defines it
+        """The inverse frequencies in float32, as the frameworks compute them (a new array)."""
         raise NotImplementedError
 
     def inv_freq_float64(self) -> np.ndarray:  # pragma: no cover - each spec defines it
+        """The inverse frequencies in float64 (a new array)."""
         raise NotImplementedError
 
     @cached_property
-    def _inv32(self) -> np.ndarray:
+    def inv_freq32(self) -> np.ndarray:
+        """`inv_freq_float32()`, computed once (read-only)."""
         a = self.inv_freq_float32()
         a.flags.writeable = False
         return a
 
     @cached_property
-    def _inv64(self) -> np.ndarray:
+    def inv_freq64(self) -> np.ndarray:
+        """`inv_freq_float64()`, computed once (read-only)."""
         a = self.inv_freq_float64()
         a.flags.writeable = False
         return a
 
+    @cached_property
+    def quarter_turns(self) -> np.ndarray:
+        """uint32 [n, 4]: each float64 inverse frequency in quarter turns
+        (`quarter_turns`), for the exact angle; big-integer work, done once."""
+        q = quarter_turns(self.inv_freq64)
+        q.flags.writeable = False
+        return q
+
+    @property
+    def magnitude(self) -> np.float32:  # pragma: no cover - each spec defines it
+        """The float32 factor cos and sin are multiplied by."""
+        raise NotImplementedError
+
+    @property
+    def rows(self) -> int:  # pragma: no cover - each spec defines it
+        """How many table rows (positions) it stands for."""
+        raise NotImplementedError
+
+    @property
+    def axes(self) -> tuple[int, ...]:
+        """The grid's width and height for axial frequencies; () for 1-D ones."""
+        return ()
+
+    @property
+    def needs_positions(self) -> bool:
+        """Whether a call must say each token's position (a 1-D spec has no
+        rows of its own to map tokens onto)."""
+        return False
+
+    @property
+    def short_angles(self) -> bool:
+        """Whether every float32 angle lies within the short reduction's
+        range (|angle| <= 8192), the same in every call."""
+        return False
+
 
 @dataclass(frozen=True)
-class RopeFreqs(_Frequencies):
+class RopeFreqs(FrequencySpec):
     """1-D RoPE frequencies (Llama, Hugging Face) for `rotary_embedding` and
     `apply_rotary_emb` in place of their cos / sin caches: the position of a
     token is its cache row (position_ids, or s for ExecuTorch's op).
@@ -393,32 +426,29 @@ class RopeFreqs(_Frequencies):
         powers = pow64(self.base, np.arange(0, self.dim, 2, dtype=np.float64) / self.dim)
         return self.inv_freq_from(powers) / self.position_scale
 
-    def kernel_rows(self, positions: np.ndarray) -> np.ndarray:
-        """int32: what the kernels read for each token (checked positions,
-        -1 = pass through, kept): its position (exact angle) or the bits of
-        its float32 position / `position_scale` (the frameworks' float32
-        division, done on the host, where it is correctly rounded)."""
+    def scaled_positions(self, positions: np.ndarray) -> np.ndarray:
+        """float32 position / `position_scale` of each (checked) position, the
+        frameworks' float32 division (done on the host, where it is
+        correctly rounded): what the float32 angle multiplies."""
         p = np.asarray(positions, np.int64)
-        if self.angle == "exact":
-            return p.astype(np.int32)
-        bits = (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32).view(np.int32)
-        return np.where(p < 0, -1, bits).astype(np.int32)
+        return (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32)
 
-    def angles_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        """The angles [len(rows), dim/2] of `kernel_rows` values (none -1),
-        as the kernels form them: the float32 product (as float64 numbers)
-        or, for "exact", the float64 one."""
-        rows = np.asarray(rows, np.int32).reshape(-1)
+    def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The angles [n, dim/2] as the kernels form them: the float32
+        product of `factors` (scaled positions, float32) and the float32
+        inverse frequencies (as float64 numbers), or for "exact" the float64
+        product of the integer `positions` and the float64 ones."""
         if self.angle == "exact":
-            return np.outer(rows.astype(np.float64), self._inv64)
-        t = rows.view(np.float32)
-        return (t[:, None] * self._inv32[None, :]).astype(np.float32).astype(np.float64)
+            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
+        t = np.asarray(factors, np.float32).reshape(-1)
+        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
         angle="float32" (as float64 numbers), the float64 product for "exact".
         positions: integers in [0, 2^24)."""
-        return self.angles_of_rows(self.kernel_rows(check_positions("positions", positions)))
+        p = check_positions("positions", positions)
+        return self.angles_at(self.scaled_positions(p), p)
 
     def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
@@ -428,23 +458,15 @@ class RopeFreqs(_Frequencies):
         m = self.magnitude
         return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
 
-    @cached_property
-    def _quarter_turns(self) -> np.ndarray:
-        # Big-integer work: once per spec, not per call.
-        return quarter_turns(self._inv64)
+    @property
+    def rows(self) -> int:
+        """Positions it takes: [0, 2^24)."""
+        return MAX_POSITION
 
-    def kernel_tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """What the table kernel reads: float32 inverse frequencies and, for
-        the exact mode, their quarter turns (uint32 [dim/2, 4])."""
-        if self.angle == "exact":
-            return np.zeros(self.dim // 2, np.float32), self._quarter_turns
-        return self._inv32, np.zeros((self.dim // 2, 4), np.uint32)
-
-    @cached_property
-    def columns(self) -> np.ndarray:
-        """What the interleaved kernel reads (see `_columns`): the float32
-        inverse frequencies, then the exact angle's quarter turns."""
-        return _columns(self._inv32, self._inv64)
+    @property
+    def needs_positions(self) -> bool:
+        """True: a token's position is its row of the cache this spec stands for."""
+        return True
 
     @property
     def short_angles(self) -> bool:
@@ -454,7 +476,7 @@ class RopeFreqs(_Frequencies):
 
 
 @dataclass(frozen=True)
-class AxialFreqs(_Frequencies):
+class AxialFreqs(FrequencySpec):
     """SAM2's 2-D axial frequencies (`compute_axial_cis`) for `vkrope.apply`,
     without the table: token t of a grid row-major `end_x` wide has x = t %
     end_x and y = t // end_x; its first dim/4 pairs turn by x * f, the next
@@ -511,8 +533,8 @@ class AxialFreqs(_Frequencies):
         coords = np.concatenate([np.repeat((r % self.end_x)[:, None], self.dim // 4, 1),
                                  np.repeat((r // self.end_x)[:, None], self.dim // 4, 1)], 1)
         if self.angle == "exact":
-            return coords * np.tile(self._inv64, 2)[None, :]
-        f = np.tile(self._inv32, 2)
+            return coords * np.tile(self.inv_freq64, 2)[None, :]
+        f = np.tile(self.inv_freq32, 2)
         return (coords.astype(np.float32) * f[None, :]).astype(np.float32).astype(np.float64)
 
     def table(self) -> np.ndarray:
@@ -528,11 +550,10 @@ class AxialFreqs(_Frequencies):
         the choice is the spec's, the same in every call."""
         if self.angle != "float32":
             return False
-        top = np.float32(max(self.end_x, self.end_y) - 1) * self._inv32.max()
+        top = np.float32(max(self.end_x, self.end_y) - 1) * self.inv_freq32.max()
         return bool(top <= SHORT_ANGLE_LIMIT)
 
-    @cached_property
-    def columns(self) -> np.ndarray:
-        """What the interleaved kernel reads (see `_columns`), per pair column:
-        the x half and the y half share the frequencies."""
-        return _columns(np.tile(self._inv32, 2), np.tile(self._inv64, 2))
+    @property
+    def axes(self) -> tuple[int, ...]:
+        """(end_x, end_y)."""
+        return (self.end_x, self.end_y)

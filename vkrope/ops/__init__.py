@@ -35,3 +35,22 @@ class TensorRequest:
     def declare(self) -> list[Any]:
         """The request's tensors (each operator's own)."""
         raise NotImplementedError
+
+
+# --- how both RoPE kernels read a 1-D frequency spec's positions -------------------
+def spec_rows(spec: Any, positions: np.ndarray) -> np.ndarray:
+    """int32, what the kernels read for each token of a 1-D spec (checked
+    positions, -1 = pass through, kept): its position for the exact angle,
+    else the bits of its float32 scaled position (RopeFreqs.scaled_positions)."""
+    p = np.asarray(positions, np.int64)
+    if spec.angle == "exact":
+        return p.astype(np.int32)
+    bits = spec.scaled_positions(p).view(np.int32)
+    return np.where(p < 0, -1, bits).astype(np.int32)
+
+
+def spec_angles(spec: Any, rows: np.ndarray) -> np.ndarray:
+    """The angles [len(rows), dim/2] of `spec_rows` values (none -1), as the
+    kernels form them (RopeFreqs.angles_at)."""
+    rows = np.asarray(rows, np.int32).reshape(-1)
+    return spec.angles_at(rows.view(np.float32), rows)

@@ -12,6 +12,7 @@ reference (`reference`). It never touches Vulkan: the runtime
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,8 +23,8 @@ from ..arguments import (
     X_DTYPES, check_out, check_plain_array, check_storage_of, check_table_array, check_x, describe,
     int_arg,
 )
-from . import TensorRequest
-from ..freqs import MAX_POSITION, ONE_BITS, AxialFreqs, RopeFreqs, magnitude_bits
+from . import TensorRequest, spec_rows
+from ..freqs import ONE_BITS, FrequencySpec, magnitude_bits
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
@@ -56,7 +57,7 @@ class Request(TensorRequest):
     @property
     def generated(self) -> bool:
         """Frequencies computed in the shader from a spec (in `freqs_pairs`)."""
-        return isinstance(self.freqs_pairs, (AxialFreqs, RopeFreqs))
+        return isinstance(self.freqs_pairs, FrequencySpec)
 
     @property
     def rows(self) -> int:
@@ -95,9 +96,10 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     if exclude_last > n_tokens:
         raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
     pairs, n_freq_rows, form = _check_freqs(freqs, x)
-    if isinstance(pairs, RopeFreqs) and positions is None:
-        raise ValueError("freqs is a RopeFreqs spec: pass positions (each token's position, -1 = pass through)")
-    if inverse and isinstance(pairs, RopeFreqs) and pairs.magnitude != 1:
+    if isinstance(pairs, FrequencySpec) and pairs.needs_positions and positions is None:
+        raise ValueError(f"freqs is a {type(pairs).__name__} spec: pass positions (each token's position, -1 = pass "
+                         "through)")
+    if inverse and isinstance(pairs, FrequencySpec) and pairs.magnitude != 1:
         # m R(theta) has inverse R(-theta) / m but gradient m R(-theta): with
         # m != 1 no single meaning of `inverse` is both, so neither is guessed.
         raise ValueError(f"inverse=True with a YaRN spec whose cos / sin factor is {float(pairs.magnitude)} (not 1): "
@@ -133,11 +135,10 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
 
     channels = int(x.shape[-1])
     half = channels // 2
-    if isinstance(freqs, (AxialFreqs, RopeFreqs)):
+    if isinstance(freqs, FrequencySpec):
         if freqs.dim != channels:
             raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
-        rows = freqs.rows if isinstance(freqs, AxialFreqs) else MAX_POSITION
-        return freqs, rows, f"a {type(freqs).__name__} spec of {rows} rows"
+        return freqs, freqs.rows, f"a {type(freqs).__name__} spec of {freqs.rows} rows"
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
         if freqs.dtype == np.float16 and x.dtype == np.float32:
@@ -277,7 +278,7 @@ class Plan:
         return tuple(out_)
 
 
-def angle_mode(spec: AxialFreqs | RopeFreqs) -> int:
+def angle_mode(spec: FrequencySpec) -> int:
     """The kernel's ANGLE specialization constant for a spec: the exact
     angle, the float32 angle with the short reduction when the spec bounds
     every angle within its range (AxialFreqs grids), else the full one."""
@@ -335,7 +336,7 @@ def plan(req: Request, limits: Any) -> Plan:
         workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
         n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
         angle=angle_mode(req.freqs_pairs) if req.generated else ANGLE_FLOAT32,
-        axial_end_x=req.freqs_pairs.end_x if isinstance(req.freqs_pairs, AxialFreqs) else 0,
+        axial_end_x=req.freqs_pairs.axes[0] if req.generated and req.freqs_pairs.axes else 0,
         magnitude_bits=magnitude_bits(req.freqs_pairs) if req.generated else ONE_BITS,
     )
 
@@ -416,7 +417,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
         kind = seg[0]
         if kind == "gen":
             _, t0, t1 = seg
-            out.append((freqs.columns.reshape(-1), _spec_positions(req, t0, t1)))
+            out.append((columns(freqs), _spec_positions(req, t0, t1)))
             continue
         if kind in ("whole", "window"):
             _, r0, r1, t0, t1 = seg
@@ -444,15 +445,34 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
 
 
 def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
-    """The positions a generated chunk binds: axial grid rows as they are,
-    else what the kernel reads per token (RopeFreqs.kernel_rows, -1 kept)."""
+    """The positions a generated chunk binds: an axial grid's rows as they
+    are, else what the kernel reads per token (ops.spec_rows, -1 kept)."""
     if req.positions is None:
         return np.zeros(1, np.int32)
     pos = req.positions[t0:t1]
-    spec = req.freqs_pairs
-    if isinstance(spec, AxialFreqs):
+    if req.freqs_pairs.axes:
         return np.ascontiguousarray(pos, dtype=np.int32)
-    return spec.kernel_rows(pos)
+    return spec_rows(req.freqs_pairs, pos)
+
+
+@functools.lru_cache(maxsize=64)
+def columns(spec: FrequencySpec) -> np.ndarray:
+    """What this kernel reads of a spec, uint32 (made once per spec): the
+    float32 inverse frequency of each pair column (bits; padded to a
+    multiple of 4, so a texel's two pairs take one vec2 load), then the
+    quarter turns of the float64 ones as one uvec4 per column (the exact
+    angle's; the fourth word is padding). An axial grid's x half and y half
+    share their frequencies."""
+    inv32, quarters = spec.inv_freq32, spec.quarter_turns
+    if spec.axes:
+        inv32, quarters = np.tile(inv32, 2), np.tile(quarters, (2, 1))
+    n = len(inv32)
+    head = -(-n // 4) * 4
+    out = np.zeros(head + 4 * n, np.uint32)
+    out[:n] = np.asarray(inv32, np.float32).view(np.uint32)
+    out[head:] = quarters.reshape(-1)
+    out.flags.writeable = False
+    return out
 
 
 def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:

@@ -14,6 +14,7 @@ three. See docs/FAMILY.md for the contracts.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,7 +25,7 @@ from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage_of, check_table_array, describe,
     int_arg,
 )
-from . import TensorRequest
+from . import TensorRequest, spec_angles, spec_rows
 from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -149,8 +150,8 @@ def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> 
 
 
 def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
-    """row_of for a spec: what the kernel reads per token (RopeFreqs.kernel_rows)."""
-    return spec.kernel_rows(check_positions(name, positions))
+    """row_of for a spec: what the kernel reads per token (ops.spec_rows)."""
+    return spec_rows(spec, check_positions(name, positions))
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
@@ -553,8 +554,8 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     for seg in pl.segments:
         kind = seg[0]
         if kind == "gen":
-            inv, quarter = req.cos.kernel_tables()
-            out.append([inv, quarter.reshape(-1), np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32)])
+            inv, quarter = kernel_tables(req.cos)
+            out.append([inv, quarter, np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32)])
             continue
         if kind in ("whole", "window"):
             _, t0, t1, bs0, bs1 = seg
@@ -572,6 +573,20 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
             sin = np.ascontiguousarray(req.sin[keep], dtype=pl.f_dtype).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_tables(spec: RopeFreqs) -> tuple[np.ndarray, np.ndarray]:
+    """What this kernel reads of a spec in place of cos / sin (made once per
+    spec): the float32 inverse frequencies and, for the exact angle, their
+    quarter turns (uint32, 4 words a column); zeros for the unused one."""
+    if spec.angle == "exact":
+        inv, quarter = np.zeros(spec.dim // 2, np.float32), np.ascontiguousarray(spec.quarter_turns).reshape(-1)
+    else:
+        inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros(4 * (spec.dim // 2), np.uint32)
+    inv.flags.writeable = False
+    quarter.flags.writeable = False
+    return inv, quarter
 
 
 def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
@@ -607,7 +622,7 @@ def reference(req: Request) -> np.ndarray:
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
     if req.generated:  # the angle the spec stands for, from the positions row_of carries
         spec = req.cos
-        angles = spec.angles_of_rows(trow)
+        angles = spec_angles(spec, trow)
         m = np.float64(spec.magnitude)
         cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
     else:
