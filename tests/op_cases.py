@@ -21,13 +21,14 @@ from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rota
 
 @dataclass(frozen=True)
 class OpCase:
-    """One operator: `make(rng)` -> its arguments by name (numpy);
+    """One operator: `make(rng, big=False)` -> its arguments by name (numpy;
+    `big`: its x of 4 MiB or more, which takes the zero-copy path);
     `resident` the names that may be DeviceArrays; `call(target, args)`
     runs it on a Device (or the vkrope module) and returns a tuple of
     results; `expect(args)` the float64 results, a tuple too."""
 
     name: str
-    make: Callable[[np.random.Generator], dict[str, Any]]
+    make: Callable[..., dict[str, Any]]
     resident: tuple[str, ...]
     call: Callable[[Any, dict[str, Any]], tuple]
     expect: Callable[[dict[str, Any]], tuple]
@@ -60,32 +61,38 @@ def _unit_tables(rng: np.random.Generator, rows: int, width: int) -> tuple[np.nd
     return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
 
 
-def _apply_args(rng: np.random.Generator) -> dict[str, Any]:
-    a = rng.uniform(-np.pi, np.pi, (6, 4))
-    freqs = np.stack([np.cos(a), np.sin(a)], -1).reshape(6, 8).astype(np.float32)
-    return {"x": _f32(rng, 2, 6, 8), "freqs": freqs, "out": None}
+def _apply_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    n, c = (2048, 256) if big else (6, 8)
+    a = rng.uniform(-np.pi, np.pi, (n, c // 2))
+    freqs = np.stack([np.cos(a), np.sin(a)], -1).reshape(n, c).astype(np.float32)
+    return {"x": _f32(rng, 2, n, c), "freqs": freqs, "out": None}
 
 
-def _onnx_args(rng: np.random.Generator) -> dict[str, Any]:
-    cos, sin = _unit_tables(rng, 16, 4)
-    return {"x": _f32(rng, 1, 2, 6, 8), "cos_cache": cos, "sin_cache": sin,
-            "position_ids": rng.integers(0, 16, (1, 6)), "out": None}
+def _onnx_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    h, s, d = (8, 512, 256) if big else (2, 6, 8)
+    cos, sin = _unit_tables(rng, 2 * s + 4, d // 2)
+    # (big: a prefill's contiguous positions; scattered ones over a resident
+    # cache wider than one binding split into a dispatch per token or two)
+    pos = (np.arange(s)[None, :] + 4) if big else rng.integers(0, 2 * s + 4, (1, s))
+    return {"x": _f32(rng, 1, h, s, d), "cos_cache": cos, "sin_cache": sin, "position_ids": pos, "out": None}
 
 
-def _llm_args(rng: np.random.Generator) -> dict[str, Any]:
-    cos, sin = _unit_tables(rng, 6, 4)
-    return {"xq": _f32(rng, 1, 6, 2, 8), "xk": _f32(rng, 1, 6, 1, 8), "freqs_cos": cos, "freqs_sin": sin}
+def _llm_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    s, h, d = (512, 8, 256) if big else (6, 2, 8)
+    cos, sin = _unit_tables(rng, s, d // 2)
+    return {"xq": _f32(rng, 1, s, h, d), "xk": _f32(rng, 1, s, h // 2, d), "freqs_cos": cos, "freqs_sin": sin}
 
 
-def _hf_args(rng: np.random.Generator) -> dict[str, Any]:
-    cos, sin = _unit_tables(rng, 16, 4)
-    return {"xq": _f32(rng, 1, 6, 2, 8), "xk": _f32(rng, 1, 6, 1, 8), "freqs_cos": np.concatenate([cos, cos], 1),
+def _hf_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    s, h, d = (512, 8, 256) if big else (6, 2, 8)
+    cos, sin = _unit_tables(rng, 2 * s + 4, d // 2)
+    return {"xq": _f32(rng, 1, s, h, d), "xk": _f32(rng, 1, s, h // 2, d), "freqs_cos": np.concatenate([cos, cos], 1),
             "freqs_sin": np.concatenate([sin, sin], 1)}
 
 
-def _many_args(rng: np.random.Generator) -> dict[str, Any]:
-    args = _apply_args(rng)
-    args["x2"] = _f32(rng, 3, 6, 8)
+def _many_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    args = _apply_args(rng, big)
+    args["x2"] = _f32(rng, 3, *args["x"].shape[1:])
     args["out2"] = None
     return args
 
