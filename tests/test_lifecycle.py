@@ -332,6 +332,17 @@ def _interrupt_at(k: int):
     return hook, seen
 
 
+def _points_in(fn) -> int:
+    """How many points a signal can land at while `fn()` runs (_interrupt_at)."""
+    hook, seen = _interrupt_at(0)
+    sys.settrace(hook)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return seen[0]
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
 @pytest.mark.parametrize("how", ["close", "with"])
 def test_an_interrupted_close_is_completed_by_the_next(how):
@@ -343,13 +354,7 @@ def test_an_interrupted_close_is_completed_by_the_next(how):
     gc.collect()
     baseline = live_handles()
     dev, keep = _busy_device()
-    hook, seen = _interrupt_at(0)
-    sys.settrace(hook)
-    try:
-        dev.close()
-    finally:
-        sys.settrace(None)
-    events = seen[0]
+    events = _points_in(dev.close)
     assert events > 20
     interrupted = 0
     # Every point for close(); every 4th for the `with` form (the same close).
@@ -549,14 +554,7 @@ def test_an_interrupted_release_neither_loses_nor_shares_memory(make_device):
     dev.asarray(data).release()  # one pooled buffer of this size
     gc.collect()
     base = dev._ctx.allocations
-    a = dev.asarray(data)
-    hook, seen = _interrupt_at(0)
-    sys.settrace(hook)
-    try:
-        a.release()
-    finally:
-        sys.settrace(None)
-    events = seen[0]
+    events = _points_in(dev.asarray(data).release)
     assert events > 5
     for k in range(1, events + 1):
         a = dev.asarray(data)

@@ -33,6 +33,15 @@ def _close(y, ref, scale) -> None:
     assert err <= 1e-5 * scale, err
 
 
+def _held(dev, arrays: tuple, resident: bool, store: dict) -> tuple:
+    """`arrays` as they are, or (resident) uploaded to `dev` once for the loop."""
+    if not resident:
+        return arrays
+    if "held" not in store:
+        store["held"] = tuple(dev.asarray(a) for a in arrays)
+    return store["held"]
+
+
 def _loop(dev, step) -> list[int]:
     """Run `step(dev, position)` STEPS times; the recordings count after each."""
     counts = []
@@ -48,15 +57,14 @@ def _apply(freqs_kind: str, resident: bool):
     spec = vkrope.RopeFreqs(64)
     sc, ss = spec.table(np.arange(MAX_POS))
     spec_table = np.stack([sc, ss], -1).reshape(MAX_POS, 64)
+    store: dict = {}
 
     def step(dev, p):
         x = RNG.standard_normal((8, 1, 64)).astype(np.float32)
         if freqs_kind == "spec":
             freqs, ref_table = spec, spec_table
         else:
-            if resident:
-                dev._t = getattr(dev, "_t", None) or dev.asarray(table)
-            freqs, ref_table = (dev._t if resident else table), table
+            (freqs,), ref_table = _held(dev, (table,), resident, store), table
         y = dev.apply(dev.asarray(x) if resident else x, freqs, positions=np.array([p]))
         _close(y, oracle(x, ref_table, positions=np.array([p])), 4 * np.abs(x).max())
     return step
@@ -65,6 +73,7 @@ def _apply(freqs_kind: str, resident: bool):
 def _onnx(freqs_kind: str, resident: bool):
     cos, sin = _tables(MAX_POS, 32)
     spec = vkrope.RopeFreqs(64)
+    store: dict = {}
 
     def step(dev, p):
         x = RNG.standard_normal((2, 4, 1, 64)).astype(np.float32)
@@ -73,11 +82,7 @@ def _onnx(freqs_kind: str, resident: bool):
             c, s = spec, None
             ref = onnx_rotary_embedding(x, *spec.table(np.arange(MAX_POS)), pos)
         else:
-            if resident:
-                dev._c = getattr(dev, "_c", None) or (dev.asarray(cos), dev.asarray(sin))
-                c, s = dev._c
-            else:
-                c, s = cos, sin
+            c, s = _held(dev, (cos, sin), resident, store)
             ref = onnx_rotary_embedding(x, cos, sin, pos)
         y = dev.rotary_embedding(dev.asarray(x) if resident else x, c, s, pos)
         _close(y, ref, 4 * np.abs(x).max())
@@ -88,6 +93,7 @@ def _hf(freqs_kind: str, resident: bool):
     cos, sin = _tables(MAX_POS, 32)
     fc, fs = np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1)
     spec = vkrope.RopeFreqs(64)
+    store: dict = {}
 
     def step(dev, p):
         q = RNG.standard_normal((1, 1, 8, 64)).astype(np.float32)
@@ -97,11 +103,7 @@ def _hf(freqs_kind: str, resident: bool):
             sc, ss = spec.table(np.arange(MAX_POS))
             ref = et_apply_rotary_emb_hf(q, k, np.concatenate([sc, sc], 1), np.concatenate([ss, ss], 1), p)
         else:
-            if resident:
-                dev._f = getattr(dev, "_f", None) or (dev.asarray(fc), dev.asarray(fs))
-                c, s = dev._f
-            else:
-                c, s = fc, fs
+            c, s = _held(dev, (fc, fs), resident, store)
             ref = et_apply_rotary_emb_hf(q, k, fc, fs, p)
         yq, yk = dev.apply_rotary_emb_hf(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
                                          c, s, p)

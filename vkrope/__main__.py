@@ -231,23 +231,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
         _chart(bench, result, plot_path)
         return 0
-    if args.decode:
-        from vkrope import bench_decode
+    if args.decode or args.family:
+        import importlib
 
+        name = "bench_decode" if args.decode else "bench_family"
+        result = importlib.import_module(f"vkrope.{name}").run(repeats=args.repeats or 7)
         out_dir = Path(args.out)
         _make_dir(out_dir)
-        result = bench_decode.run(repeats=args.repeats or 7)
-        (out_dir / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-        print(f"wrote {out_dir / 'bench_decode.json'}")
-        return 0
-    if args.family:
-        from vkrope import bench_family
-
-        out_dir = Path(args.out)
-        _make_dir(out_dir)
-        rows = bench_family.run(repeats=args.repeats or 7)
-        (out_dir / "bench_family.json").write_text(json.dumps(rows, indent=1, default=str) + "\n")
-        print(f"wrote {out_dir / 'bench_family.json'}")
+        (out_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        print(f"wrote {out_dir / f'{name}.json'}")
         return 0
     shapes: list[Any] | None = None
     if args.shapes:
