@@ -25,7 +25,7 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 DECLARE_TENSOR(0, writeonly, out)
 DECLARE_TENSOR(1, readonly, x)
-layout(std430, set = 0, binding = 2) buffer Acc { float acc[]; };
+DECLARE_BUFFER_TENSOR(2, float, acc)
 layout(std430, set = 0, binding = 3) readonly buffer Rows { int rows[]; };
 
 layout(push_constant) uniform Params {
@@ -71,7 +71,7 @@ void main() {
   int a = rows[r - p.rows_base];
   if (a >= 0) {
     for (uint l = 0u; l < lanes; ++l) {
-      acc[uint(a) * p.row_values + v0 + l] += v[l];
+      acc_values[uint(a) * p.row_values + v0 + l] += v[l];
     }
   }
 }

@@ -12,6 +12,10 @@
  *   STORAGE_TEXTURE3D  NAME_image, a width-packed 3D image (IMAGE_FORMAT).
  * ACCESS is readonly or writeonly.
  *
+ * DECLARE_BUFFER_TENSOR(B, TYPE, NAME) declares binding B as a buffer-only
+ * tensor of another element type than x's (a float32 cache beside float16
+ * x, say), read and written: NAME_values[] of TYPE.
+ *
  * image_texel(row, c4, row_texels, width, height): where texel c4 of tensor
  * row `row` lies in a width-packed image: each tensor row takes
  * ceil(row_texels / width) image rows of `width` texels, and image rows fold
@@ -36,6 +40,9 @@
 #define DECLARE_TENSOR(B, ACCESS, NAME) \
   layout(set = 0, binding = B, IMAGE_FORMAT) uniform ACCESS image3D NAME##_image;
 #endif
+
+#define DECLARE_BUFFER_TENSOR(B, TYPE, NAME) \
+  layout(std430, set = 0, binding = B) buffer NAME##Values { TYPE NAME##_values[]; };
 
 ivec3 image_texel(uint row, uint c4, uint row_texels, uint width, uint height) {
   uint parts = (row_texels + width - 1u) / width;  // image rows per tensor row

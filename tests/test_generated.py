@@ -217,7 +217,9 @@ def test_axial_grids_up_to_2_pow_24_rows(device, angle, grid, theta, short):
     which, from its own fields)."""
     dim, (ex, ey) = 8, grid
     spec = vkrope.AxialFreqs(dim, ex, ey, theta=theta, angle=angle)
-    assert spec.short_angles == (short and angle == "float32")
+    from vkrope.ops import interleaved  # noqa: PLC0415
+
+    assert (interleaved.angle_mode(spec) == interleaved.ANGLE_SHORT) == (short and angle == "float32")
     rng = np.random.default_rng(9)
     edges = np.array([0, 1, ex - 1, ex, ex + 1, ex * ey - 1, ex * ey - 2, ex * (ey - 1), ex * (ey - 1) - 1])
     near_top = np.arange(ex * ey - 3000, ex * ey)  # quotients near 2^24, where float estimates are off

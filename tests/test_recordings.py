@@ -120,7 +120,7 @@ def _llm(freqs_kind: str, resident: bool):
         k = RNG.standard_normal((1, 1, 2, 64)).astype(np.float32)
         c, s = cos[p:p + 1], sin[p:p + 1]  # the caller slices its row: ExecuTorch's op has no position
         ref = et_apply_rotary_emb(q, k, c, s)
-        if freqs_kind == "spec":
+        if freqs_kind == "spec":  # (the op has no position: its tokens are at 0 .. S-1; the data still changes)
             spec = vkrope.RopeFreqs(64)
             yq, yk = dev.apply_rotary_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
                                           spec, None)
@@ -135,7 +135,32 @@ def _llm(freqs_kind: str, resident: bool):
     return step
 
 
-OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm}
+def _many(freqs_kind: str, resident: bool):
+    """apply_many: a layer's q and k, each at its own advancing position."""
+    cos, sin = _tables(MAX_POS, 32)
+    table = np.stack([cos, sin], -1).reshape(MAX_POS, 64)
+    spec = vkrope.RopeFreqs(64)
+    sc, ss = spec.table(np.arange(MAX_POS))
+    spec_table = np.stack([sc, ss], -1).reshape(MAX_POS, 64)
+    store: dict = {}
+
+    def step(dev, p):
+        q = RNG.standard_normal((8, 1, 64)).astype(np.float32)
+        k = RNG.standard_normal((2, 1, 64)).astype(np.float32)
+        if freqs_kind == "spec":
+            freqs, ref_table = spec, spec_table
+        else:
+            (freqs,), ref_table = _held(dev, (table,), resident, store), table
+        held = (dev.asarray(q), dev.asarray(k)) if resident else (q, k)
+        yq, yk = dev.apply_many([(held[0], freqs, {"positions": np.array([p])}),
+                                 (held[1], freqs, {"positions": np.array([p + 3])})])
+        _close(yq, oracle(q, ref_table, positions=np.array([p])), 4 * np.abs(q).max())
+        _close(yk, oracle(k, ref_table, positions=np.array([p + 3])), 4 * np.abs(k).max())
+    return step
+
+
+OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm,
+       "apply_many": _many}
 
 
 @pytest.mark.parametrize("resident", [False, True], ids=["numpy", "resident"])
@@ -146,3 +171,19 @@ def test_a_decode_loop_records_once(make_device, op, freqs_kind, resident):
     counts = _loop(dev, OPS[op](freqs_kind, resident))
     assert counts[-1] == counts[0], f"recordings per step: {counts}"
     assert dev.stats()["submissions"] >= STEPS
+
+
+def test_submissions_over_images_made_for_the_call_are_not_kept(make_device):
+    """A batch past the cached work images gets images made for the call:
+    its recording can never be replayed, so it is not cached (the #19
+    review: each such call filled the cache with dead recordings)."""
+    dev = make_device()
+    f = np.stack(_tables(16, 4), -1).reshape(16, 8)
+    calls = [(RNG.standard_normal((1, 16, 8)).astype(np.float32), f, {"storage": "texture3d"}) for _ in range(12)]
+    dev.apply_many(calls)
+    kept = dev.stats()["recordings_cached"]
+    for _ in range(3):
+        ys = dev.apply_many(calls)
+    assert dev.stats()["recordings_cached"] == kept
+    for (x, _, _), y in zip(calls, ys):
+        _close(y, oracle(x, f), 4 * np.abs(x).max())

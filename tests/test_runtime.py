@@ -72,18 +72,58 @@ def test_a_batch_is_ordered_through_the_tensor_it_updates(device, storage):
     assert np.allclose(dacc.get(), want, atol=1e-5)
 
 
-def test_out_that_is_x_in_place_and_out_that_is_acc_through_a_temporary(device):
+def test_out_that_is_x_runs_in_place(device):
     x, acc, rows = _data(shape=(20, 12))
     dx = device.asarray(x)
     assert probe_op.run(device, dx, acc.copy(), rows, out=dx) is dx  # may alias: in place
     assert np.allclose(dx.get(), 2 * x)
-    # acc as x and as out: the kernel may not write a tensor it updates elsewhere: staged
-    a = acc[:20].copy()
+
+
+def test_two_outputs_on_one_memory_are_refused(device):
+    """Which of two results would win is not defined: refused by name,
+    before any work (the #19 review)."""
+    a = RNG.standard_normal((20, 12)).astype(np.float32)
     da = device.asarray(a)
-    r = np.arange(20)[::-1].copy()
-    assert probe_op.run(device, da, da, r, out=da) is da
-    want_y, _ = probe_op.reference(a, a, r)
-    assert np.allclose(da.get(), want_y)
+    s0 = device.stats()["submissions"]
+    with pytest.raises(ValueError, match="^acc and out are the same memory, and both are written"):
+        probe_op.run(device, da, da, np.arange(20), out=da)
+    h = a.copy()
+    with pytest.raises(ValueError, match="^acc and out are the same memory"):
+        probe_op.run(device, np.zeros_like(h), h, np.arange(20), out=h)
+    assert device.stats()["submissions"] == s0
+    assert np.array_equal(da.get(), a)
+
+
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "numpy"])
+def test_an_updated_tensor_that_is_also_an_input_goes_through_a_temporary(device, resident):
+    """x is acc: the kernel may not update memory other invocations read, so
+    acc is updated in a temporary (copied in before, back after): x reads
+    acc as it was."""
+    a = RNG.standard_normal((20, 12)).astype(np.float32)
+    rows = RNG.permutation(20)
+    held = device.asarray(a) if resident else a.copy()
+    y = probe_op.run(device, held, held, rows)
+    want_y, want_acc = probe_op.reference(a, a, rows)
+    assert np.allclose(y.get() if resident else y, want_y)
+    assert np.allclose(held.get() if resident else held, want_acc)
+
+
+def test_a_copy_after_two_launches_is_ordered(device):
+    """The #19 review's hazard: a launch writes D, a later launch reads it,
+    then a copy reads it (an update through a temporary starts from D): the
+    barrier after the first launch must cover the copy's stage too. The
+    validation layer (synchronization validation on) fails this test
+    otherwise."""
+    x, acc, rows = _data(shape=(20, 12))
+    d = device.asarray(np.zeros_like(x))
+    other = device.asarray(acc)
+    jobs = [probe_op._job(probe_op.check(device.asarray(x), other, rows, out=d)),
+            probe_op._job(probe_op.check(d, device.asarray(acc), rows)),
+            probe_op._job(probe_op.check(d, d, np.arange(20), scale=1.0))]
+    outs = device._run(probe_op, jobs)
+    assert np.allclose(outs[1]["out"].get(), 4 * x)
+    assert np.allclose(outs[2]["out"].get(), 2 * x)
+    assert np.allclose(d.get(), 4 * x)  # 2 x, then 2 x added to every row by the third job
 
 
 @pytest.mark.parametrize("storage", STORAGES)
@@ -155,3 +195,19 @@ def test_refusals_before_any_work(device):
         with pytest.raises(ValueError, match=r"^acc lives on another vkrope.Device"):
             probe_op.run(device, x, other.asarray(acc), rows)
     assert device.stats()["submissions"] == s0["submissions"]
+
+
+def test_a_batch_through_numpy_memory_runs_as_calls_in_order(device):
+    """Two jobs that update one numpy acc, the second reading the first's
+    numpy out: ordered from what the requests declare (the #19 review: the
+    second update was lost, the second x read zeros)."""
+    x1, acc, rows1 = _data()
+    _, _, rows2 = _data()
+    a, mid = acc.copy(), np.full_like(x1, np.nan)
+    jobs = [probe_op._job(probe_op.check(x1, a, rows1, out=mid)), probe_op._job(probe_op.check(mid, a, rows2))]
+    outs = device._run(probe_op, jobs)
+    after1 = probe_op.reference(x1, acc, rows1)[1]
+    want_out2, want_acc = probe_op.reference(2 * x1, after1, rows2)
+    assert np.allclose(mid, 2 * x1)
+    assert np.allclose(outs[1]["out"], want_out2)
+    assert np.allclose(a, want_acc, atol=1e-5)

@@ -68,7 +68,7 @@ def test_push_constant_block_matches_the_grid(kernel):
 def test_bindings_and_spec_constants_match_the_grid(kernel):
     src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
     bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)}
-                      | {int(b) for b in re.findall(r"^DECLARE_TENSOR\((\d+),", src, re.M)})
+                      | {int(b) for b in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),", src, re.M)})
     assert bindings == list(range(len(GRIDS[kernel]["bindings"])))
     spec_ids = re.findall(r"constant_id = (\d+)\) const \w+ (\w+)", src)
     named = {int(i): n for i, n in spec_ids}
@@ -102,3 +102,29 @@ def test_spec_constants_are_set_by_name():
         kernel.spec_values({k: v for k, v in values.items() if k != "AXIAL"})
     with pytest.raises(AssertionError, match=r"unknown \['BOGUS'\]"):
         kernel.spec_values({**values, "BOGUS": 1})
+
+
+def test_launches_are_checked_against_their_kernel(device):
+    """A launch that names a constant twice, binds too few resources or a
+    buffer where the kernel has an image is refused before anything is
+    recorded; constants given in another order make the same launch."""
+    import numpy as np
+
+    from vkrope.runtime.kernels import find
+    from vkrope.runtime.steps import WRITE, Launch, arg
+
+    kernel = find("texel_copy", x="32")
+    rt = device._rt
+    buf = rt.work_buffer("probe_test", 64, host_visible=True)
+    good = dict(kernel="texel_copy_x32", spec=(("local_size_x", 64),), push=(("texels", 4), ("row_stride", 64)),
+                args=(arg(buf, 0, 32, WRITE), arg(buf, 32, 32)), grid=(1, 1, 1))
+    assert Launch(**good) == Launch(**{**good, "push": (("row_stride", 64), ("texels", 4))})
+    with pytest.raises(AssertionError, match="given twice"):
+        Launch(**{**good, "push": (("texels", 4), ("texels", 4), ("row_stride", 64))})
+    with pytest.raises(AssertionError, match="2 bindings, the launch gives 1"):
+        rt.submit((Launch(**{**good, "args": good["args"][:1]}),), cache=False)
+    image = rt.work_image("probe_test_image", (1, 1, 1), np.dtype(np.float32))
+    bad = find("rope_interleaved", storage="texture3d", x="32", freqs="32")
+    with pytest.raises(AssertionError, match="is a storage_image, the launch binds Buffer"):
+        rt.submit((Launch(bad.name, (), (), (arg(buf, access=WRITE), arg(image), arg(buf), arg(buf)), (1, 1, 1)),),
+                  cache=False)

@@ -61,6 +61,11 @@ def _loops(dev: Device) -> dict[str, Callable[[int], Any]]:
         "apply_rotary_emb_hf numpy spec": lambda p: dev.apply_rotary_emb_hf(q, k, spec, None, p),
         "apply_rotary_emb_hf resident table": lambda p: dev.apply_rotary_emb_hf(dq, dk, dfc, dfs, p),
         "apply_rotary_emb_hf resident spec": lambda p: dev.apply_rotary_emb_hf(dq, dk, spec, None, p),
+        # ExecuTorch's LLM op takes the step's rows (it has no position): the caller slices them
+        "apply_rotary_emb numpy table": lambda p: dev.apply_rotary_emb(q, k, cos[p:p + 1], sin[p:p + 1]),
+        "apply_rotary_emb resident table": lambda p: dev.apply_rotary_emb(dq, dk, cos[p:p + 1], sin[p:p + 1]),
+        "apply_many numpy table": lambda p: dev.apply_many([(x, pairs, {"positions": np.array([p])}),
+                                                            (x, pairs, {"positions": np.array([p + 1])})]),
     }
     loops["_keep"] = lambda p: keep  # (the resident arrays live as long as the loops)
     return loops

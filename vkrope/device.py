@@ -4,7 +4,7 @@ that runs the operators on numpy arrays and device-resident arrays."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -15,6 +15,7 @@ from .runtime.array import DeviceArray
 from .ops import interleaved, table
 from .owner import DeviceMemory, devices
 from .runtime import execute
+from .runtime.operator import Operator
 from .vk.instance import PhysicalDeviceInfo
 
 
@@ -80,8 +81,7 @@ class Device(DeviceMemory):
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
                                 "(out, inverse, repeat, exclude_last, positions, storage)")
             check = functools.partial(_numbered, i, interleaved.check, x, freqs, **kw)
-            reads = [a for a in (x, freqs, kw.get("positions")) if isinstance(a, np.ndarray)]
-            jobs.append(_Job(check(), check, reads, f"calls[{i}]: "))
+            jobs.append(_Job(check(), check, f"calls[{i}]: "))
         return [outs["out"] for outs in self._run(interleaved, jobs)]
 
     # --- the table operators (vkrope/ops/table.py) ---------------------------------
@@ -115,45 +115,51 @@ class Device(DeviceMemory):
         return yq["out"], yk["out"]
 
     # --- the one path to the runtime ----------------------------------------------
-    def _run(self, op: Any, jobs: list["_Job"]) -> list[dict[str, Any]]:
+    def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
         their numpy memory allows, and return each one's outputs by tensor
         name. Every public operator comes through here.
 
-        Each DeviceArray argument is checked before any GPU work and again
-        under the device lock (another thread may have released it, or
-        closed its device, in between). A job that reads numpy memory an
+        From the tensors each request declares: each DeviceArray is checked
+        before any GPU work and again under the device lock (another thread
+        may have released it, or closed its device, in between); the
+        declaration itself is checked (values as declared, no two outputs of
+        one job on one memory); and a job that reads numpy memory an
         earlier job writes starts a new submission, after that job's result
-        was copied back, and is checked again (its arguments' data changed)."""
+        was copied back, checked again (its arguments' data changed)."""
         for job in jobs:
-            self._check_arrays(job.req, job.where)
+            self._check_request(job.req, job.where)
         with self._lock:
             self._context()
             for job in jobs:
                 self._check_arrays(job.req, job.where)
             results: list[dict[str, Any]] = []
             group: list[Any] = []
-            written: list[np.ndarray] = []  # numpy outputs of the group so far
+            written: list[np.ndarray] = []  # numpy memory the group's jobs write
             for job in jobs:
                 req = job.req
-                if any(np.may_share_memory(a, w) for a in job.reads for w in written):
-                    results += self._run_group(op, group)
+                reads = [t.value for t in req.tensors() if t.reads and isinstance(t.value, np.ndarray)]
+                if any(np.may_share_memory(a, w) for a in reads for w in written):
+                    results += self._run_group(op, group)[0]
                     group, written = [], []
-                    assert job.recheck is not None  # (a job that reads numpy memory has one)
-                    req = job.recheck()
-                    self._check_arrays(req, job.where)
+                    if job.recheck is not None:
+                        req = job.recheck()
+                        self._check_request(req, job.where)
                 group.append(req)
                 written += [t.value for t in req.tensors() if t.writes and isinstance(t.value, np.ndarray)]
-            return results + self._run_group(op, group)
+            return results + self._run_group(op, group)[0]
 
-    def _run_group(self, op: Any, reqs: list[Any]) -> list[dict[str, Any]]:
+    def _run_group(self, op: Operator, reqs: list[Any], given: list[dict[str, Any]] | None = None,
+                   want_time: bool = False) -> tuple[list[dict[str, Any]], float | None]:
         """One submission (or row blocks) for requests that do not depend on
-        each other through numpy memory; outputs not given are made here."""
+        each other through numpy memory; the outputs neither declared nor
+        `given` are made here. Returns the outputs and the kernel seconds
+        (with `want_time`)."""
         calls = []
-        for req in reqs:
-            outs: dict[str, Any] = {}
+        for i, req in enumerate(reqs):
+            outs: dict[str, Any] = dict(given[i]) if given else {}
             for t in req.tensors():
-                if t.writes and not t.table:
+                if t.writes and not t.table and t.name not in outs:
                     if t.value is not None:
                         outs[t.name] = t.value
                     elif t.on_device:
@@ -161,19 +167,55 @@ class Device(DeviceMemory):
                     else:
                         outs[t.name] = np.empty(t.shape, t.dtype)
             calls.append((req, outs))
-        self._guarded(execute.run_jobs, self._rt, op, calls)
-        return [outs for _, outs in calls]
+        seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
+        return [outs for _, outs in calls], seconds
+
+    def run(self, req: Any, result: np.ndarray, op: Operator | None = None) -> float | None:
+        """Run a checked numpy request of `op` (default: the interleaved
+        operator) into `result`, its one output (internal; the benchmark's),
+        through the same checks as every call. Returns the kernel seconds
+        (None without timestamps)."""
+        use = op or interleaved
+        name = next(t.name for t in req.tensors() if t.writes and not t.table)
+        self._check_request(req, "")
+        with self._lock:
+            self._context()
+            self._check_arrays(req)
+            return self._run_group(use, [req], [{name: result}], want_time=True)[1]
+
+    def _check_request(self, req: Any, where: str) -> None:
+        """A request's declaration, before any GPU work: every DeviceArray
+        usable and here; every value what its tensor declares (else an
+        operator's mistake: AssertionError); no two tensors it writes on one
+        memory (ValueError naming both: which result would win is not
+        defined)."""
+        self._check_arrays(req, where)
+        written: list[tuple[str, Any]] = []
+        for t in req.tensors():
+            v = t.value
+            if v is None:
+                assert t.table or not t.reads, f"{t.name}: a tensor the kernel reads has no value"
+                continue
+            if not t.table:
+                assert tuple(v.shape) == tuple(t.shape) and np.dtype(v.dtype) == t.dtype, (
+                    f"{t.name}: declared {t.shape} {t.dtype}, given {tuple(v.shape)} {v.dtype}")
+                assert not isinstance(v, DeviceArray) or v.storage == t.storage, f"{t.name}: storage"
+            if t.writes:
+                for name, w in written:
+                    if v is w or (isinstance(v, np.ndarray) and isinstance(w, np.ndarray) and np.shares_memory(v, w)):
+                        raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
+                                         "pass separate arrays")
+                written.append((t.name, v))
 
 
 @dataclass
 class _Job:
     """One call of a batch: its checked request, how to check it again (its
-    arguments' numpy memory was written by an earlier job), the numpy arrays
-    it reads, and what its errors are prefixed with."""
+    arguments' numpy memory was written by an earlier job: a check that
+    converted data reads it anew), and what its errors are prefixed with."""
 
     req: Any
     recheck: Callable[[], Any] | None = None
-    reads: list[np.ndarray] = field(default_factory=list)
     where: str = ""
 
 

@@ -33,8 +33,6 @@ import numpy as np
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
-SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
-ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -245,12 +243,6 @@ class YaRN:
         return float(self.attn_factor)
 
 
-def magnitude_bits(spec: Any) -> int:
-    """The kernels' `magnitude` push constant for a spec: the float32 bits
-    of its cos / sin factor (1.0 for specs without one)."""
-    return int(np.float32(spec.magnitude).view(np.uint32))
-
-
 class FrequencySpec:
     """What every frequency spec describes (RopeFreqs, AxialFreqs): its
     float32 and float64 inverse frequencies (computed once per spec, a libm
@@ -314,10 +306,10 @@ class FrequencySpec:
         return False
 
     @property
-    def short_angles(self) -> bool:
-        """Whether every float32 angle lies within the short reduction's
-        range (|angle| <= 8192), the same in every call."""
-        return False
+    def max_float32_angle(self) -> float:
+        """The largest |float32 angle| the spec yields over its rows (inf
+        where positions are only bounded by 2^24)."""
+        return float("inf")
 
 
 @dataclass(frozen=True)
@@ -434,10 +426,11 @@ class RopeFreqs(FrequencySpec):
         return (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32)
 
     def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The angles [n, dim/2] as the kernels form them: the float32
+        """The angles [n, dim/2] of the angle mode: for "float32" the float32
         product of `factors` (scaled positions, float32) and the float32
-        inverse frequencies (as float64 numbers), or for "exact" the float64
-        product of the integer `positions` and the float64 ones."""
+        inverse frequencies, as the frameworks form it (as float64 numbers);
+        for "exact" the float64 product of the integer `positions` and the
+        float64 ones."""
         if self.angle == "exact":
             return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
         t = np.asarray(factors, np.float32).reshape(-1)
@@ -467,12 +460,6 @@ class RopeFreqs(FrequencySpec):
     def needs_positions(self) -> bool:
         """True: a token's position is its row of the cache this spec stands for."""
         return True
-
-    @property
-    def short_angles(self) -> bool:
-        """False: positions reach 2^24, so every call takes the full range
-        reduction (one position gives the same bits in every call)."""
-        return False
 
 
 @dataclass(frozen=True)
@@ -543,15 +530,11 @@ class AxialFreqs(FrequencySpec):
         return np.stack([np.cos(a), np.sin(a)], -1).reshape(self.rows, self.dim).astype(np.float32)
 
     @cached_property
-    def short_angles(self) -> bool:
-        """Whether every float32 angle of the grid lies within the short
-        reduction's range (|angle| <= 8192, glsl/trig.glsl cos_sin_short),
-        which the kernel then takes: the grid bounds the coordinates, so
-        the choice is the spec's, the same in every call."""
-        if self.angle != "float32":
-            return False
-        top = np.float32(max(self.end_x, self.end_y) - 1) * self.inv_freq32.max()
-        return bool(top <= SHORT_ANGLE_LIMIT)
+    def max_float32_angle(self) -> float:
+        """The largest float32 angle of the grid: its largest coordinate
+        times the largest frequency (the grid bounds both, so the value is
+        the spec's, the same in every call)."""
+        return float(np.float32(max(self.end_x, self.end_y) - 1) * self.inv_freq32.max())
 
     @property
     def axes(self) -> tuple[int, ...]:

@@ -17,8 +17,7 @@ import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
-from .ops import interleaved
-from .runtime import arrays, execute, timing
+from .runtime import arrays, timing
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
@@ -146,17 +145,6 @@ class DeviceOwner:
                     ctx.external_memory_host = limits["external_memory_host"]
             if unified is not None:
                 self._rt.unified = unified
-
-    def run(self, req: Any, result: np.ndarray, op: Any = None) -> float | None:
-        """Run a checked numpy request of `op` (default: the interleaved
-        operator) into `result`, its one output (internal; the benchmark's).
-        Returns the kernel seconds (None without timestamps)."""
-        name = next(t.name for t in req.tensors() if t.writes and not t.table)
-        self._check_arrays(req)
-        with self._lock:
-            self._context()
-            self._check_arrays(req)
-            return self._guarded(execute.run_jobs, self._rt, op or interleaved, [(req, {name: result})], True)
 
     def _check_arrays(self, req: Any, where: str = "") -> None:
         """Every DeviceArray argument of the request is usable and lives here."""

@@ -37,7 +37,28 @@ class TensorRequest:
         raise NotImplementedError
 
 
-# --- how both RoPE kernels read a 1-D frequency spec's positions -------------------
+def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
+    """The caller's own table arguments (numpy arrays or DeviceArrays), as
+    read-only table tensors: what a batch orders its jobs by (a check may
+    have converted or copied them; the caller's memory is what an earlier
+    job may write)."""
+    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+    from ..runtime.operator import Tensor  # noqa: PLC0415
+
+    return [Tensor(name, a, tuple(a.shape), np.dtype(a.dtype), table=True) for name, a in given
+            if isinstance(a, (np.ndarray, DeviceArray))]
+
+
+# --- how both RoPE kernels read a frequency spec --------------------------------
+ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
+
+
+def magnitude_bits(spec: Any) -> int:
+    """The kernels' `magnitude` push constant for a spec: the float32 bits
+    of its cos / sin factor (1.0 for specs without one)."""
+    return int(np.float32(spec.magnitude).view(np.uint32))
+
+
 def spec_rows(spec: Any, positions: np.ndarray) -> np.ndarray:
     """int32, what the kernels read for each token of a 1-D spec (checked
     positions, -1 = pass through, kept): its position for the exact angle,

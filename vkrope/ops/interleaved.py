@@ -23,8 +23,8 @@ from ..arguments import (
     X_DTYPES, check_out, check_plain_array, check_storage_of, check_table_array, check_x, describe,
     int_arg,
 )
-from . import TensorRequest, spec_rows
-from ..freqs import ONE_BITS, FrequencySpec, magnitude_bits
+from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
+from ..freqs import FrequencySpec
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.kernels import find
@@ -33,7 +33,8 @@ from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
-ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/rope_interleaved.glsl's ANGLE
+ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*
+SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
 REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
@@ -53,6 +54,7 @@ class Request(TensorRequest):
     inverse: bool
     storage: str  # "buffer" or "texture3d" (a DeviceArray x: its own)
     out: Any  # numpy array, DeviceArray or None
+    given: tuple[tuple[str, Any], ...] = ()  # the caller's freqs and positions, as passed
 
     @property
     def generated(self) -> bool:
@@ -70,16 +72,13 @@ class Request(TensorRequest):
         return self.x.size == 0
 
     def declare(self) -> list[Tensor]:
-        """x and out, moved by the runtime; freqs, a table this op encodes."""
+        """x and out, moved by the runtime; freqs and positions as the caller
+        passed them, tables this op encodes."""
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
-        out = [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage)]
-        if isinstance(self.freqs_pairs, (np.ndarray, DeviceArray)):
-            f = self.freqs_pairs
-            out.append(Tensor("freqs", f, tuple(f.shape), np.dtype(f.dtype), READ, "buffer", table=True))
-        out.append(Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
-                          on_device=isinstance(self.x, DeviceArray)))
-        return out
+        return [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
+                Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                       on_device=isinstance(self.x, DeviceArray))]
 
 
 # --- argument checks -----------------------------------------------------------
@@ -126,7 +125,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
             token_rows[:n_rot] = np.arange(n_rot) % n_freq_rows
     return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
                    token_rows=token_rows, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
-                   out=check_out(out, x))
+                   out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))
 
 
 def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
@@ -284,7 +283,8 @@ def angle_mode(spec: FrequencySpec) -> int:
     every angle within its range (AxialFreqs grids), else the full one."""
     if spec.angle == "exact":
         return ANGLE_EXACT
-    return ANGLE_SHORT if spec.short_angles else ANGLE_FLOAT32
+    short = spec.angle == "float32" and spec.max_float32_angle <= SHORT_ANGLE_LIMIT
+    return ANGLE_SHORT if short else ANGLE_FLOAT32
 
 
 def f_dtype_of(req: Request) -> str:
@@ -316,10 +316,8 @@ def plan(req: Request, limits: Any) -> Plan:
     if max(row_bytes, f_row_bytes) > budget:
         raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
     table_budget = fit.table_budget(limits, f_row_bytes, budget)
-    chunk_budget = table_budget  # the rows of a chunk's window, before rounding its start down
-    if not isinstance(req.freqs_pairs, np.ndarray):  # resident windows start rounded down: leave room
-        a = limits.min_storage_buffer_offset_alignment
-        chunk_budget = max(f_row_bytes, table_budget - a * f_row_bytes // math.gcd(a, f_row_bytes) - f_row_bytes)
+    resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
+    chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment)
     extent = tensor_extent(req.shape, limits.max_image_dimension_3d) if storage == "texture3d" else None
     flat = n < wy and batches > 1
     x_budget = budget if storage == "buffer" else 1 << 62
@@ -491,7 +489,7 @@ def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> lis
     if req.positions is not None and np.shares_memory(out, req.positions):
         req = replace(req, positions=req.positions.copy())
     x3 = x.reshape(-1, n, c)
-    o3 = out.reshape(-1, n, c)  # out is C-contiguous here (see execute.run_numpy)
+    o3 = out.reshape(-1, n, c)  # out is C-contiguous here (execute._run_blocks)
     blocks = []
     for b0, b1, n0, n1 in split_rows(x3.shape[0], n, c * x.itemsize, max_bytes):
         sub = replace(req, x=x3[b0:b1, n0:n1], n_tokens=n1 - n0, out=None)

@@ -25,8 +25,8 @@ from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage_of, check_table_array, describe,
     int_arg,
 )
-from . import TensorRequest, spec_angles, spec_rows
-from ..freqs import ONE_BITS, RopeFreqs, check_positions, magnitude_bits
+from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
+from ..freqs import RopeFreqs, check_positions
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
@@ -55,7 +55,8 @@ class Request(TensorRequest):
     interleaved: bool
     storage: str  # "buffer" or "texture3d" (a DeviceArray x: its own)
     row_offset: int = 0  # global index of x's first row (row blocks)
-    names: tuple[str, str, str] = ("x", "cos_cache", "sin_cache")  # the caller's names of x, cos and sin
+    x_name: str = "x"  # the caller's name of x (the ExecuTorch ops: xq, xk)
+    given: tuple[tuple[str, Any], ...] = ()  # the caller's tables and position ids, as passed
 
     @property
     def generated(self) -> bool:
@@ -83,17 +84,13 @@ class Request(TensorRequest):
         return not (self.rows and self.row_values)
 
     def declare(self) -> list[Tensor]:
-        """x and out, moved by the runtime; the cos / sin tables this op encodes."""
+        """x and out, moved by the runtime; the caller's cos / sin tables (and
+        position ids), which this op encodes."""
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
-        x, cos, sin = self.names
-        out = [Tensor(x, self.x, self.shape, self.dtype, READ, self.storage)]
-        for name, t in ((cos, self.cos), (sin, self.sin)):
-            if isinstance(t, (np.ndarray, DeviceArray)):
-                out.append(Tensor(name, t, tuple(t.shape), np.dtype(t.dtype), READ, "buffer", table=True))
-        out.append(Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
-                          on_device=isinstance(self.x, DeviceArray)))
-        return out
+        return [Tensor(self.x_name, self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
+                Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                       on_device=isinstance(self.x, DeviceArray))]
 
     @property
     def in_place(self) -> bool:
@@ -188,6 +185,7 @@ def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarr
 def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
                rotary_embedding_dim: Any = 0, num_heads: Any = 0, out: Any = None, storage: Any = "auto") -> Request:
     """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
+    given = (("cos_cache", cos_cache), ("sin_cache", sin_cache), ("position_ids", position_ids))
     x = _tensor("x", x)
     inter = _flag("interleaved", interleaved)
     rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
@@ -206,9 +204,9 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         batch_rows = s
     else:
         raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
-    given = rot
+    rot_given = rot
     rot = rot or d
-    if rot % 2 and not given:
+    if rot % 2 and not rot_given:
         raise ValueError(f"the head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
     if rot > d:
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
@@ -218,7 +216,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
         return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
-                       interleaved=inter, storage=storage)
+                       interleaved=inter, storage=storage, given=given)
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:
@@ -237,7 +235,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         row_of = np.arange(b * s, dtype=np.int32)
     return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
-                   storage=storage)
+                   storage=storage, given=given)
 
 
 def _rows2d(t: Any, rows: int, width: int) -> Any:
@@ -269,7 +267,8 @@ def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: i
     _, s, h, d = (int(v) for v in x.shape)
     return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
                    head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter,
-                   storage=check_storage_of(name, x, "auto"), names=(name, "freqs_cos", "freqs_sin"))
+                   storage=check_storage_of(name, x, "auto"), x_name=name,
+                   given=(("freqs_cos", cos), ("freqs_sin", sin)))
 
 
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
@@ -435,11 +434,8 @@ def plan(req: Request, limits: Any) -> Plan:
     if storage == "texture3d":
         extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d)  # as DeviceArrays lie
     resident_tables = _resident(req.cos) or _resident(req.sin)
-    chunk_budget = table_budget  # the table rows of a chunk, before a resident window's start is rounded down
-    if resident_tables:
-        chunk_budget -= _lcm(limits.min_storage_buffer_offset_alignment, t_row_bytes)
-    if chunk_budget < t_row_bytes:
-        raise ValueError(f"one cos / sin row ({t_row_bytes} bytes) does not fit the device's binding limits")
+    chunk_budget = fit.window_budget(table_budget, t_row_bytes, resident_tables,
+                                     limits.min_storage_buffer_offset_alignment)
     rows_per = min(max_gy * wy, chunk_budget // t_row_bytes)
     if storage == "buffer":
         rows_per = min(rows_per, max(1, budget // row_bytes))
@@ -468,14 +464,10 @@ def plan(req: Request, limits: Any) -> Plan:
         rot_half=req.rot_half, table_width=req.table_width, n_tokens=req.n_tokens, batch_rows=req.batch_rows,
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
-        x_name=req.names[0],
+        x_name=req.x_name,
         exact=req.generated and req.cos.angle == "exact",
         magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
     )
-
-
-def _lcm(a: int, b: int) -> int:
-    return a * b // math.gcd(a, b)
 
 
 def _tokens_repeat(req: Request) -> bool:

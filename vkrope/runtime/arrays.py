@@ -85,11 +85,12 @@ def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool)
         np.copyto(data, view)
     rt.counts["bytes_uploaded" if upload else "bytes_read_back"] += data.nbytes
 
-def copy_steps(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int) -> tuple[Step, ...]:
+def copy_steps(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes: int,
+               via: str = "image_copy") -> tuple[Step, ...]:
     """The steps that copy one array's data (`nbytes`, padded to whole
     texels, for buffers; whole images of one extent, through a device-local
-    work buffer) into another's, inside a submission. Pool buffers may be
-    larger than the data: only the data is copied."""
+    work buffer, role `via`) into another's, inside a submission. Pool
+    buffers may be larger than the data: only the data is copied."""
     if isinstance(src, Buffer) and isinstance(dst, Buffer):
         if nbytes > min(src.size, dst.size):
             raise AssertionError(f"copy of {nbytes} bytes between buffers of {src.size} and {dst.size}")
@@ -97,7 +98,7 @@ def copy_steps(rt: Runtime, src: Buffer | Image3D, dst: Buffer | Image3D, nbytes
     assert isinstance(src, Image3D) and isinstance(dst, Image3D)
     if src.extent != dst.extent:
         raise AssertionError(f"copy between images of extents {src.extent} and {dst.extent}")
-    host = rt.work_buffer("image_copy", image_bytes(src.extent, 4), host_visible=False)
+    host = rt.work_buffer(via, image_bytes(src.extent, 4), host_visible=False)
     return (ImageCopy(arg(host, access=WRITE), arg(src), to_image=False),
             ImageCopy(arg(host), arg(dst, access=WRITE), to_image=True))
 

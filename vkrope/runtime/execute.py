@@ -36,7 +36,8 @@ from ..vk.resources import Buffer, ImportedBuffer
 from .arrays import copy_steps, free_resource, new_resource
 from .engine import MIN_BUFFER, Runtime
 from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_extent
-from .operator import Tensor
+from . import fit
+from .operator import Operator, Request, Tensor
 from .steps import WRITE, Arg, Copy, ImageCopy, Step, arg
 
 # Import numpy memory into the device (no copies) from this size on; smaller
@@ -58,16 +59,18 @@ class Job:
 
 
 def allocation_limit(rt: Runtime) -> int:
-    """maxMemoryAllocationSize (2 GiB where a device does not say): the one place for the fallback."""
-    return rt.limits.max_memory_allocation_size or (1 << 31)
+    """maxMemoryAllocationSize of the runtime's device (fit.allocation_limit)."""
+    return fit.allocation_limit(rt.limits)
 
 
-def plan_for(rt: Runtime, op: Any, req: Any) -> Any:
+def plan_for(rt: Runtime, op: Operator, req: Request) -> Any:
     """`op.plan` for this device, memoised when the plan does not depend on
-    the data (most of a small call's host cost)."""
-    key = op.plan_key(req)
-    if key is None:
+    the data (most of a small call's host cost); the memo is keyed by the
+    operator too."""
+    own = op.plan_key(req)
+    if own is None:
         return op.plan(req, rt.limits)
+    key = (getattr(op, "__name__", id(op)), own)
     pl = rt.memo.get(key)
     if pl is None:
         if len(rt.memo) >= 256:
@@ -81,7 +84,7 @@ def moved(req: Any) -> list[Tensor]:
     return [t for t in req.tensors() if not t.table]
 
 
-def run_jobs(rt: Runtime, op: Any, calls: list[tuple[Any, dict[str, Any]]], want_time: bool = False) -> float | None:
+def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]], want_time: bool = False) -> float | None:
     """Run (request, outs) calls in order, as few submissions as the
     staging allows: calls with nothing to compute are skipped, numpy
     tensors of one submission take at most half of one allocation (the
@@ -102,7 +105,7 @@ def run_jobs(rt: Runtime, op: Any, calls: list[tuple[Any, dict[str, Any]]], want
     for req, outs in calls:
         if req.empty:
             continue
-        sizes = _staged_sizes(req, outs)
+        sizes = _staged_sizes(rt, req, outs)
         if sum(sizes) > budget:
             flush()
             t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
@@ -116,13 +119,15 @@ def run_jobs(rt: Runtime, op: Any, calls: list[tuple[Any, dict[str, Any]]], want
     return seconds
 
 
-def _staged_sizes(req: Any, outs: dict[str, Any]) -> list[int]:
-    """The bytes each numpy tensor of a call may take in the arena."""
-    return [padded_bytes(v.size, v.itemsize) for t in moved(req)
-            for v in [outs[t.name] if t.writes else t.value] if isinstance(v, np.ndarray)]
+def _staged_sizes(rt: Runtime, req: Any, outs: dict[str, Any]) -> list[int]:
+    """The bytes each numpy tensor of a call takes in the arena (an image's
+    packed texels for texture3d: more than the values when rows fold)."""
+    return [image_bytes(tensor_extent(t.shape, rt.limits.max_image_dimension_3d), v.itemsize)
+            if t.storage == "texture3d" else padded_bytes(v.size, v.itemsize)
+            for t in moved(req) for v in [outs[t.name] if t.writes else t.value] if isinstance(v, np.ndarray)]
 
 
-def _run_blocks(rt: Runtime, op: Any, req: Any, outs: dict[str, Any], limit: int, want_time: bool) -> float | None:
+def _run_blocks(rt: Runtime, op: Operator, req: Any, outs: dict[str, Any], limit: int, want_time: bool) -> float | None:
     """A numpy call past one allocation, in row blocks (C-contiguous
     outputs: the blocks are views of them)."""
     targets = {k: v if not isinstance(v, np.ndarray) or v.flags.c_contiguous else np.empty(v.shape, v.dtype)
@@ -228,14 +233,16 @@ def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
     return host.view(dtype, size, offset).reshape(shape)
 
 
-def run(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False) -> float | None:
+def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> float | None:
     """One submission for `jobs` (each within one allocation); returns the
     kernel seconds when asked."""
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
     try:
         steps, finish = _prepare(rt, op, jobs, imports, temporaries)
-        cache = not imports and not temporaries  # (per-call resources: their serials never come back)
+        # Per-call resources (imports, temporaries, images made for this call):
+        # their serials never come back, so a recording over them never replays.
+        cache = not imports and not temporaries and not rt.images_of_call
         seconds = rt.submit(steps, timed=want_time, cache=cache)
         finish()
         return seconds
@@ -243,7 +250,7 @@ def run(rt: Runtime, op: Any, jobs: list[Job], want_time: bool = False) -> float
         _release(rt, imports, temporaries)
 
 
-def _prepare(rt: Runtime, op: Any, jobs: list[Job], imports: list[ImportedBuffer],
+def _prepare(rt: Runtime, op: Operator, jobs: list[Job], imports: list[ImportedBuffer],
              temporaries: list[Any]) -> tuple[tuple[Step, ...], Callable[[], None]]:
     """The steps of one submission, and what copies numpy results out after it."""
     arena = _Arena(rt)
@@ -350,10 +357,11 @@ def _place_job(rt: Runtime, i: int, job: Job, arena: _Arena, imports: list[Impor
             tmp = new_resource(rt, t.storage, t.shape, t.dtype)
             temporaries.append(tmp)
             nbytes = padded_bytes(v.size, v.dtype.itemsize)
+            via = f"image_copy:{i}:{t.name}"  # (its own work buffer: no other step of the call resizes it)
             if t.reads:  # an updated tensor starts from its data
-                before.extend(copy_steps(rt, v.resource, tmp, nbytes))
+                before.extend(copy_steps(rt, v.resource, tmp, nbytes, via))
             where[t.name] = ("at", (tmp, 0))
-            after.extend(copy_steps(rt, tmp, v.resource, nbytes))
+            after.extend(copy_steps(rt, tmp, v.resource, nbytes, via))
     return where
 
 

@@ -52,6 +52,19 @@ def table_budget(limits: Any, row_bytes: int, binding: int) -> int:
     return max(row_bytes, min(binding, allocation_limit(limits) // 4))
 
 
+def window_budget(table_budget: int, row_bytes: int, resident: bool, offset_align: int) -> int:
+    """Bytes of table rows one chunk may read: a resident table's window
+    starts rounded down to a binding offset (a multiple of both the
+    alignment and a row), so it needs that much room, and a row more;
+    ValueError when not one row is left."""
+    if not resident:
+        return table_budget
+    left = table_budget - math.lcm(offset_align, row_bytes) - row_bytes
+    if left < row_bytes:
+        raise ValueError(f"one table row ({row_bytes} bytes) does not fit the device's binding limits")
+    return left
+
+
 def workgroup(texels_per_row: int, limits: Any, what: str) -> tuple[int, int]:
     """The (x, y) workgroup of a kernel over rows of `texels_per_row`;
     ValueError naming `what` when a row needs more workgroups than the
@@ -148,5 +161,6 @@ def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
     return arg(resource, offset, min(resource.size - offset, max(16, (r1 - r0) * row_bytes)))
 
 
-__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "workgroup",
+__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "window_budget",
+           "workgroup",
            "table_segment", "fit_spans", "window"]

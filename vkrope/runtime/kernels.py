@@ -38,11 +38,12 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
         defines += [f"{flag}={bit}u" for flag, bit in grid.get("flags", {}).items()]
         bindings, features = [], set()
         for i, bnd in enumerate(grid["bindings"]):
-            # A tensor names the axis that says where it lives (buffer or
-            # texture3d); its dtype is an axis ("16" / "32") or fixed.
-            if (bnd["kind"] == "tensor") != ("storage" in bnd):
-                raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: a tensor (and only a tensor) names "
-                                 "its storage axis")
+            # A tensor may name the axis that says where it lives (buffer or
+            # texture3d; without one, a buffer); its dtype is an axis ("16" /
+            # "32") or fixed. A table is a buffer of per-call data.
+            if bnd["kind"] not in ("tensor", "table") or (bnd["kind"] == "table" and "storage" in bnd):
+                raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: kind {bnd['kind']!r} (tensor, or a "
+                                 "table, which has no storage axis)")
             if bnd["access"] not in ("read", "write", "update"):
                 raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: access {bnd['access']!r}")
             image = "storage" in bnd and params[bnd["storage"]] == "texture3d"
@@ -50,8 +51,7 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "float16")
             if half and kind == STORAGE_BUFFER:
                 features.add("storageBuffer16BitAccess")
-            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"],
-                             "image_format": ("rgba16f" if half else "rgba32f") if image else None})
+            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"]})
         out.append({
             "name": grid["name"].format(**params),
             "kernel": grid["kernel"],

@@ -11,11 +11,12 @@ lives), checks liveness and devices, stages an output through a temporary
 where the kernel may not write over an input, orders the jobs of a batch,
 and reads results back. It never names an operator's fields.
 
-An operator module provides (see vkrope/ops/interleaved.py and table.py):
+An operator module provides (see vkrope/ops/interleaved.py and table.py,
+and tests/probe_op.py for the smallest one): the `Operator` protocol below,
 
-- `plan(req, storage, limits) -> Plan` and `plan_key(req, storage)`
-  (None when the plan depends on the data; else what it depends on, so the
-  runtime memoises it);
+- `plan(req, limits) -> Plan` and `plan_key(req)` (None when the plan
+  depends on the data; else what it depends on, so the runtime memoises
+  it);
 - `tables(req, plan) -> [[table arrays of one segment]]`: per segment the
   small arrays the kernel reads besides the moved tensors (numpy, packed by
   the runtime), or `Arg`s over resident tables (bound where they are);
@@ -82,6 +83,10 @@ class Request(Protocol):
     def tensors(self) -> list[Tensor]:
         """Every array argument, in a fixed order."""
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute (the call returns its outputs untouched)."""
+
 
 class Plan(Protocol):
     """Everything about one call but the data (hashable)."""
@@ -94,4 +99,22 @@ class Plan(Protocol):
         """Whether the kernel may write tensor `written` where it reads `read`."""
 
 
-__all__ = ["READ", "WRITE", "UPDATE", "Tensor", "Request", "Plan"]
+class Operator(Protocol):
+    """What an operator module gives the runtime (loosely typed: a module
+    stands for it; the plan is a `Plan`, the tables [[numpy array | Arg]],
+    the row blocks [(request, outs)])."""
+
+    def plan(self, req: Any, limits: Any) -> Any:
+        """The dispatches of `req` on a device with `limits`."""
+
+    def plan_key(self, req: Any) -> tuple | None:
+        """What the plan depends on, when that excludes the data (memoised), else None."""
+
+    def tables(self, req: Any, plan: Any) -> Any:
+        """Per table segment: numpy arrays to pack, or `Arg`s over resident tables."""
+
+    def row_blocks(self, req: Any, outs: Any, max_bytes: int) -> Any:
+        """A numpy call past one allocation as calls on blocks of rows."""
+
+
+__all__ = ["READ", "WRITE", "UPDATE", "Tensor", "Request", "Plan", "Operator"]

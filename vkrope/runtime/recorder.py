@@ -19,7 +19,7 @@ from ..vk import binding as b
 from ..vk.commands import Recording
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Image3D
-from .kernels import load
+from .kernels import STORAGE_IMAGE, load
 from .steps import UPDATE, WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
 
 
@@ -50,6 +50,9 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
     mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
     rec.begin()
     rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds, mem_rw)  # after earlier submissions
+    steps_stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+    steps_access = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
+                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
     pending: list[tuple[Arg, int, int]] = []  # (range, stage, access) since the last barrier
     images: dict[int, Image3D] = {}
     layouts: dict[int, int] = {}  # per image serial, in this recording; every image starts in GENERAL
@@ -59,8 +62,11 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
         touched = [(a,) + _stage_access(step, a) for a in accesses(step)]
         hazards = [p for p in pending for t in touched if p[0].overlaps(t[0]) and (p[0].writes or t[0].writes)]
         if hazards:
-            rec.barrier(_union(h[1] for h in hazards), _union(h[2] for h in hazards),
-                        _union(t[1] for t in touched), _union(t[2] for t in touched))
+            # Made visible to every stage a step can use (compute and
+            # transfer), not just this step's: the ranges leave `pending`, so
+            # a later step of another stage (a copy reading what a launch
+            # wrote, after a launch read it) must be covered too.
+            rec.barrier(_union(h[1] for h in hazards), _union(h[2] for h in hazards), steps_stages, steps_access)
             pending = [p for p in pending if p not in hazards]
         for a, stage, _ in touched:
             res = a.resource
@@ -104,9 +110,14 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
                               step.buffer.offset)
     else:
         kernel = load(step.kernel)
-        for a, (name, _, access) in zip(step.args, kernel.bindings):
+        if len(step.args) != len(kernel.bindings):
+            raise AssertionError(f"{step.kernel}: {len(kernel.bindings)} bindings, the launch gives {len(step.args)}")
+        for a, (name, kind, access) in zip(step.args, kernel.bindings):
             if a.access != access:  # the barriers are derived from these tags: they must be the kernel's
                 raise AssertionError(f"{step.kernel}: binding {name} is {access}, the launch says {a.access}")
+            if (kind == STORAGE_IMAGE) != isinstance(a.resource, Image3D):
+                raise AssertionError(f"{step.kernel}: binding {name} is a {kind}, the launch binds "
+                                     f"{type(a.resource).__name__}")
         pipe = pipeline(step.kernel, kernel.spec_values(dict(step.spec)))
         dset = rec.new_set(pipe)
         pipe.write_set(dset, [

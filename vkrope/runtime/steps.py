@@ -63,6 +63,16 @@ class Launch:
     args: tuple[Arg, ...]
     grid: tuple[int, int, int]
 
+    def __post_init__(self) -> None:
+        # Each constant named once, and kept in name order: the same launch
+        # written with its constants in another order is the same key.
+        for what, pairs in (("specialization", self.spec), ("push", self.push)):
+            names = [name for name, _ in pairs]
+            if len(set(names)) != len(names):
+                raise AssertionError(f"{self.kernel}: a {what} constant is given twice: {names}")
+        object.__setattr__(self, "spec", tuple(sorted(self.spec)))
+        object.__setattr__(self, "push", tuple(sorted(self.push)))
+
 
 @dataclass(frozen=True)
 class Copy:

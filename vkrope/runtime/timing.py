@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from . import fit
 from .engine import GROWTH, Runtime
 from .kernels import find
 from .steps import WRITE, Launch, arg
@@ -18,7 +19,7 @@ WORKGROUP = 64
 
 
 def _cap(rt: Runtime) -> int:
-    return max(GROWTH, (rt.limits.max_memory_allocation_size or (1 << 31)) // 4)
+    return max(GROWTH, fit.allocation_limit(rt.limits) // 4)
 
 
 def time_copy(rt: Runtime, nbytes: int) -> float | None:
