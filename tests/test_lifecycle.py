@@ -638,3 +638,40 @@ def test_a_device_whose_work_never_finishes_is_abandoned_not_destroyed(monkeypat
     assert dev.closed and "VKROPE_TIMEOUT_S" in dev.closed_why
     ctx = owner._abandoned.pop()  # kept, not destroyed; here the work did finish: tidy up
     ctx.close()
+
+
+@pytest.mark.parametrize("hazard", ["write_after_read", "write_after_write"])
+def test_jobs_that_write_numpy_memory_another_job_uses_run_apart(device, hazard):
+    """Two jobs of a batch over one big numpy array: each imports it as its
+    own buffer, so nothing inside one submission would order them (the #19
+    adversarial round: read-after-write split the batch, the other two
+    hazards did not). They now run in submissions of their own."""
+    x1, f = _xf()
+    n, c = 4096, 512  # 8 MiB: imported
+    a = np.random.default_rng(3).standard_normal((1, n, c)).astype(np.float32)
+    b = np.random.default_rng(4).standard_normal((1, n, c)).astype(np.float32)
+    t = np.random.default_rng(5).uniform(-3, 3, (n, c // 2))
+    f = np.stack([np.cos(t), np.sin(t)], -1).reshape(n, c).astype(np.float32)
+    a0 = a.copy()
+    before = device.stats()["submissions"]
+    if hazard == "write_after_read":
+        y1, y2 = device.apply_many([(a, f), (b, f, {"out": a})])
+        assert np.allclose(y1, oracle(a0, f), atol=1e-4) and y2 is a and np.allclose(a, oracle(b, f), atol=1e-4)
+    else:
+        o = np.empty_like(a)
+        device.apply_many([(a, f, {"out": o}), (b, f, {"out": o})])
+        assert np.allclose(o, oracle(b, f), atol=1e-4)  # the later job wins
+    assert device.stats()["submissions"] - before == 2
+
+
+def test_few_tokens_of_many_sequences_over_a_resident_table_wider_than_a_binding(make_device):
+    """Batch > 1 with few tokens runs as flat rows, which bind every token's
+    rows at once; a resident table too wide for that was refused (the #19
+    adversarial round), while batch 1 worked. It now splits by tokens."""
+    dev = make_device(max_storage_buffer_range=4096)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 7, 42)).astype(np.float32)
+    f = rng.standard_normal((100, 42)).astype(np.float32)
+    pos = np.array([0, 99, 50, 1, 98, 3, 60])
+    y = dev.apply(x, dev.asarray(f), positions=pos)
+    np.testing.assert_allclose(y, oracle(x, f, positions=pos), rtol=0, atol=1e-5 * (2 * np.abs(x).max() * 2 + 1))

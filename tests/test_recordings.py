@@ -173,17 +173,34 @@ def test_a_decode_loop_records_once(make_device, op, freqs_kind, resident):
     assert dev.stats()["submissions"] >= STEPS
 
 
-def test_submissions_over_images_made_for_the_call_are_not_kept(make_device):
-    """A batch past the cached work images gets images made for the call:
-    its recording can never be replayed, so it is not cached (the #19
-    review: each such call filled the cache with dead recordings)."""
-    dev = make_device()
+def test_a_long_texture3d_batch_stays_within_the_allocation_count(make_device):
+    """Past the cached work images, a texture3d batch once made two images
+    a job for the call, all alive at once: 50 jobs broke a device allowing
+    40 allocations (the #19 adversarial round). The batch now runs in
+    submissions of at most 8 such jobs, over the cached images."""
+    dev = make_device(max_memory_allocation_count=40)
     f = np.stack(_tables(16, 4), -1).reshape(16, 8)
-    calls = [(RNG.standard_normal((1, 16, 8)).astype(np.float32), f, {"storage": "texture3d"}) for _ in range(12)]
-    dev.apply_many(calls)
-    kept = dev.stats()["recordings_cached"]
-    for _ in range(3):
-        ys = dev.apply_many(calls)
-    assert dev.stats()["recordings_cached"] == kept
+    calls = [(RNG.standard_normal((1, 16, 8)).astype(np.float32), f, {"storage": "texture3d"}) for _ in range(50)]
+    ys = dev.apply_many(calls)
     for (x, _, _), y in zip(calls, ys):
         _close(y, oracle(x, f), 4 * np.abs(x).max())
+    made = dev.stats()["recordings"]
+    dev.apply_many(calls)
+    assert dev.stats()["recordings"] == made  # and the next batch replays them
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_a_decode_loop_over_resident_images_records_once(make_device, storage):
+    """A fresh resident output each step: buffers came from the reuse pool
+    (the same one each step), images were made anew, so every step
+    recorded again (the #19 adversarial round). Images are pooled too."""
+    dev = make_device()
+    f = np.stack(_tables(MAX_POS, 32), -1).reshape(MAX_POS, 64)
+    x = RNG.standard_normal((4, 1, 64)).astype(np.float32)
+    dx = dev.asarray(x, storage=storage)
+    counts = []
+    for p in range(20):
+        y = dev.apply(dx, f, positions=np.array([p]))  # (the last y lives on while the next is made:
+        _close(y, oracle(x, f, positions=np.array([p])), 4 * np.abs(x).max())  # two outputs take turns)
+        counts.append(dev.stats()["recordings"])
+    assert counts[-1] == counts[1], counts

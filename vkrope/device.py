@@ -135,18 +135,25 @@ class Device(DeviceMemory):
                 self._check_arrays(job.req, job.where)
             results: list[dict[str, Any]] = []
             group: list[Any] = []
-            written: list[np.ndarray] = []  # numpy memory the group's jobs write
+            read: list[np.ndarray] = []  # numpy memory the group's jobs read ...
+            written: list[np.ndarray] = []  # ... and write
             for job in jobs:
                 req = job.req
-                reads = [t.value for t in req.tensors() if t.reads and isinstance(t.value, np.ndarray)]
-                if any(np.may_share_memory(a, w) for a in reads for w in written):
+                reads, writes = _numpy_memory(req)
+                # Read after write, write after read or after write: the
+                # device may touch numpy memory in place (imports), where
+                # nothing orders two jobs of one submission.
+                if (any(np.may_share_memory(a, w) for a in reads for w in written)
+                        or any(np.may_share_memory(a, w) for a in writes for w in read + written)):
                     results += self._run_group(op, group)[0]
-                    group, written = [], []
+                    group, read, written = [], [], []
                     if job.recheck is not None:
                         req = job.recheck()
                         self._check_request(req, job.where)
+                        reads, writes = _numpy_memory(req)
                 group.append(req)
-                written += [t.value for t in req.tensors() if t.writes and isinstance(t.value, np.ndarray)]
+                read += reads
+                written += writes
             return results + self._run_group(op, group)[0]
 
     def _run_group(self, op: Operator, reqs: list[Any], given: list[dict[str, Any]] | None = None,
@@ -217,6 +224,13 @@ class _Job:
     req: Any
     recheck: Callable[[], Any] | None = None
     where: str = ""
+
+
+def _numpy_memory(req: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The numpy arrays a request reads and those it writes, as declared."""
+    tensors = req.tensors()
+    return ([t.value for t in tensors if t.reads and isinstance(t.value, np.ndarray)],
+            [t.value for t in tensors if t.writes and isinstance(t.value, np.ndarray)])
 
 
 def _numbered(i: int, check: Callable[..., Any], *args: Any, **kw: Any) -> Any:

@@ -319,16 +319,29 @@ def plan(req: Request, limits: Any) -> Plan:
     resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
     chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment)
     extent = tensor_extent(req.shape, limits.max_image_dimension_3d) if storage == "texture3d" else None
-    flat = n < wy and batches > 1
     x_budget = budget if storage == "buffer" else 1 << 62
-    if flat:
-        rows_per = min(max_gy * wy, max(1, x_budget // row_bytes))
-        spans = [(0, 1, r0, min(batches * n, r0 + rows_per)) for r0 in range(0, batches * n, rows_per)]
-    else:
-        tokens = min(max_gy * wy, chunk_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
-        spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens, max_batches=min(max_gz, MAX_GRID_Z))
-    chunks, segments = _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
-                               limits.min_storage_buffer_offset_alignment)
+
+    def fitted(flat: bool) -> tuple[list[Chunk], dict[tuple, int]]:
+        if flat:
+            rows_per = min(max_gy * wy, max(1, x_budget // row_bytes))
+            spans = [(0, 1, r0, min(batches * n, r0 + rows_per)) for r0 in range(0, batches * n, rows_per)]
+        else:
+            tokens = min(max_gy * wy, chunk_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
+            spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens,
+                               max_batches=min(max_gz, MAX_GRID_Z))
+        return _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
+                       limits.min_storage_buffer_offset_alignment)
+
+    flat = n < wy and batches > 1
+    try:
+        chunks, segments = fitted(flat)
+    except ValueError:
+        if not flat:
+            raise
+        # Flat rows bind every token's rows at once; a resident table too wide
+        # for that splits by tokens instead (each dispatch its own window).
+        flat = False
+        chunks, segments = fitted(flat)
     return Plan(
         kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, n_tokens=n, pairs_per_row=ppr,
         workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,

@@ -22,10 +22,15 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     if storage == "buffer":
         size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
         for i, buf in enumerate(rt.pool):
-            if size <= buf.size <= 2 * size:
+            if isinstance(buf, Buffer) and size <= buf.size <= 2 * size:
                 return rt.pool.pop(i)
         return Buffer(rt.ctx, size, host_visible=rt.unified)
-    return rt.new_image(tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype))
+    extent, fmt = tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)
+    for i, image in enumerate(rt.pool):
+        # (the same image again: a decode loop over resident images replays its recording)
+        if isinstance(image, Image3D) and image.extent == extent and image.format == fmt:
+            return rt.pool.pop(i)
+    return rt.new_image(extent, fmt)
 
 def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
     """Take back the memory of a temporary (see `take_back`)."""
@@ -34,15 +39,15 @@ def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
 
 
 def take_back(rt: Runtime) -> None:
-    """Move the memory of released arrays (`rt.returned`) on: buffers to
-    the reuse pool (bounded in bytes and in count), images to the graveyard
-    (destroyed once no submission can use them). Each move is two
-    statements with no call between them, so an interruption leaves every
-    resource in exactly one list (in two, a buffer could be handed out
-    twice)."""
+    """Move the memory of released arrays (`rt.returned`) on: to the reuse
+    pool (buffers and images alike, bounded in bytes and in count), what
+    falls out of it to the graveyard (destroyed once no submission can use
+    it). Each move is two statements with no call between them, so an
+    interruption leaves every resource in exactly one list (in two, it could
+    be handed out twice)."""
     while rt.returned:
         res = rt.returned[-1]
-        if isinstance(res, Buffer) and res.handle is not None:
+        if res.handle is not None:
             rt.pool += [res]
             del rt.returned[-1]
         else:

@@ -50,13 +50,12 @@ class Runtime:
         self.recordings: OrderedDict[tuple, Recording] = OrderedDict()
         self.pipelines: dict[tuple, ComputePipeline] = {}
         self.work: dict[str, Any] = {}
-        self.pool: list[Buffer] = []
+        self.pool: list[Buffer | Image3D] = []
         self.returned: list[Any] = []  # memory of released arrays, on its way to the pool or the graveyard
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
-        self.images_of_call: list[Image3D] = []  # made for one call (a batch's later jobs), destroyed after it
         # What Device.stats() reports: work done since the runtime was made.
         self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,
                        "bytes_imported": 0}

@@ -43,9 +43,10 @@ from .steps import WRITE, Arg, Copy, ImageCopy, Step, arg
 # Import numpy memory into the device (no copies) from this size on; smaller
 # tensors are cheaper through the argument arena and a cached recording.
 IMPORT_MIN_BYTES = 4 << 20
-# Jobs of one batch whose texture3d numpy tensors get cached work images;
-# later ones get images made for the call.
-CACHED_IMAGE_JOBS = 8
+# Jobs with texture3d numpy tensors in one submission: each gets cached work
+# images of its own slot, so a longer batch is split (images made for one
+# call would count against maxMemoryAllocationCount and never replay).
+IMAGE_JOBS = 8
 
 
 @dataclass
@@ -93,14 +94,14 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     budget = allocation_limit(rt) // 2
     seconds: float | None = None
     group: list[Job] = []
-    used = 0
+    used = images = 0
 
     def flush() -> None:
-        nonlocal seconds, group, used
+        nonlocal seconds, group, used, images
         if group:
             t = run(rt, op, group, want_time)
             seconds = t if seconds is None else seconds + (t or 0.0)
-        group, used = [], 0
+        group, used, images = [], 0, 0
 
     for req, outs in calls:
         if req.empty:
@@ -111,12 +112,20 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
             t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
             seconds = t if seconds is None else seconds + (t or 0.0)
             continue
-        if used + sum(sizes) > budget:
+        imaged = _numpy_images(req, outs)
+        if used + sum(sizes) > budget or images + imaged > IMAGE_JOBS:
             flush()
         group.append(Job(req, plan_for(rt, op, req), outs))
         used += sum(sizes)
+        images += imaged
     flush()
     return seconds
+
+
+def _numpy_images(req: Any, outs: dict[str, Any]) -> int:
+    """1 when the call has a texture3d numpy tensor (it takes an image slot), else 0."""
+    return int(any(t.storage == "texture3d" and isinstance(outs[t.name] if t.writes else t.value, np.ndarray)
+                   for t in moved(req)))
 
 
 def _staged_sizes(rt: Runtime, req: Any, outs: dict[str, Any]) -> list[int]:
@@ -240,9 +249,9 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
     temporaries: list[Any] = []
     try:
         steps, finish = _prepare(rt, op, jobs, imports, temporaries)
-        # Per-call resources (imports, temporaries, images made for this call):
-        # their serials never come back, so a recording over them never replays.
-        cache = not imports and not temporaries and not rt.images_of_call
+        # Per-call resources (imports, temporaries): their serials never come
+        # back, so a recording over them never replays.
+        cache = not imports and not temporaries
         seconds = rt.submit(steps, timed=want_time, cache=cache)
         finish()
         return seconds
@@ -260,13 +269,14 @@ def _prepare(rt: Runtime, op: Operator, jobs: list[Job], imports: list[ImportedB
     for job in jobs:
         job_tables.append([[a if isinstance(a, Arg) else (arena.add(a.nbytes, _fill_flat(a)), a.nbytes)
                             for a in seg] for seg in op.tables(job.req, job.plan)])
-    single = len(jobs) == 1
     placed: list[tuple[dict[str, Any], list[Any], list[Any]]] = []
     copies_out: list[tuple[np.ndarray, Any]] = []  # (numpy out, its region and layout) read after the submission
+    slot = 0  # the image slot of the next job with texture3d numpy tensors (run_jobs keeps them < IMAGE_JOBS)
     for i, job in enumerate(jobs):
         before: list[Any] = []
         after: list[Any] = []
-        where = _place_job(rt, i, job, arena, imports, temporaries, before, after, copies_out, single)
+        where = _place_job(rt, i, slot, job, arena, imports, temporaries, before, after, copies_out)
+        slot += _numpy_images(job.req, job.outs)
         placed.append((where, before, after))
     arena.layout()
     up, down = arena.steps()
@@ -304,8 +314,8 @@ def _resolve(steps: list[Any], arena: _Arena) -> list[Step]:
     return out
 
 
-def _place_job(rt: Runtime, i: int, job: Job, arena: _Arena, imports: list[ImportedBuffer], temporaries: list[Any],
-               before: list[Any], after: list[Any], copies_out: list, single: bool) -> dict[str, Any]:
+def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports: list[ImportedBuffer],
+               temporaries: list[Any], before: list[Any], after: list[Any], copies_out: list) -> dict[str, Any]:
     """Where each moved tensor of `job` lives: ("arena", region) or
     ("at", (resource, offset)); the steps around the launches that move
     them (into `before` / `after`), and the numpy results to copy out."""
@@ -338,8 +348,8 @@ def _place_job(rt: Runtime, i: int, job: Job, arena: _Arena, imports: list[Impor
             continue
         if isinstance(v, np.ndarray):
             starts_full = t.reads or t.name in shared.values()
-            where[t.name] = _place_numpy(rt, i, t, v, starts_full, values, imported, arena, imports, before, after,
-                                         copies_out, single)
+            where[t.name] = _place_numpy(rt, i, slot, t, v, starts_full, values, imported, arena, imports, before,
+                                         after, copies_out)
         else:
             where[t.name] = ("at", (v.resource, 0))
     for name, into in shared.items():
@@ -365,20 +375,16 @@ def _place_job(rt: Runtime, i: int, job: Job, arena: _Arena, imports: list[Impor
     return where
 
 
-def _place_numpy(rt: Runtime, i: int, t: Tensor, v: np.ndarray, starts_full: bool, values: dict[str, Any],
-                 imported: dict[str, ImportedBuffer], arena: _Arena, imports: list[ImportedBuffer],
-                 before: list[Any], after: list[Any], copies_out: list, single: bool) -> Any:
+def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, starts_full: bool,
+                 values: dict[str, Any], imported: dict[str, ImportedBuffer], arena: _Arena,
+                 imports: list[ImportedBuffer], before: list[Any], after: list[Any], copies_out: list) -> Any:
     """The place of numpy tensor `t` (holding data before the kernel runs
     when `starts_full`)."""
     nbytes = padded_bytes(v.size, v.itemsize)
     if t.storage == "texture3d":
         extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d)
         size = image_bytes(extent, v.itemsize)
-        if single or i < CACHED_IMAGE_JOBS:
-            image = rt.work_image(f"{i}:{t.name}", extent, v.dtype)
-        else:
-            image = rt.new_image(extent, rt.image_format(v.dtype))
-            rt.images_of_call.append(image)
+        image = rt.work_image(f"{slot}:{t.name}", extent, v.dtype)
         handle = arena.add(size, _fill_tensor(v, extent) if starts_full else None, written=t.writes)
         if starts_full:
             before.append(("image", handle, size, image, True))
@@ -450,7 +456,7 @@ def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any])
     re-raises an interruption only after the device is done; after a failed
     wait (timeout, loss) wait for the whole device."""
     try:
-        if imports or temporaries or rt.images_of_call:
+        if imports or temporaries:
             rt.drain()
     except VkropeError:
         try:
@@ -465,8 +471,6 @@ def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any])
         while temporaries:
             free_resource(rt, temporaries[-1])
             temporaries.pop()
-        while rt.images_of_call:
-            rt.discard(rt.images_of_call.pop())
 
 
 _MADV_POPULATE_WRITE = 23  # Linux >= 5.14

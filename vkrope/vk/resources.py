@@ -113,6 +113,8 @@ class Image3D:
         self.memory: Any = None
         self.view_handle: Any = None
         w, h, d = extent
+        half = vk_format == vk.VK_FORMAT_R16G16B16A16_SFLOAT
+        self.size = w * h * d * (8 if half else 16)  # bytes of its texels
         info = vk.VkImageCreateInfo(
             imageType=vk.VK_IMAGE_TYPE_3D,
             format=vk_format,
