@@ -51,12 +51,15 @@ def _loop(dev, step) -> list[int]:
     return counts
 
 
-def _apply(freqs_kind: str, resident: bool):
-    cos, sin = _tables(MAX_POS, 32)
-    table = np.stack([cos, sin], -1).reshape(MAX_POS, 64)
+def _pair_tables() -> tuple[np.ndarray, vkrope.RopeFreqs, np.ndarray]:
+    """apply's (cos, sin)-pair table, a spec, and the table the spec stands for."""
+    table = np.stack(_tables(MAX_POS, 32), -1).reshape(MAX_POS, 64)
     spec = vkrope.RopeFreqs(64)
-    sc, ss = spec.table(np.arange(MAX_POS))
-    spec_table = np.stack([sc, ss], -1).reshape(MAX_POS, 64)
+    return table, spec, np.stack(spec.table(np.arange(MAX_POS)), -1).reshape(MAX_POS, 64)
+
+
+def _apply(freqs_kind: str, resident: bool):
+    table, spec, spec_table = _pair_tables()
     store: dict = {}
 
     def step(dev, p):
@@ -137,11 +140,7 @@ def _llm(freqs_kind: str, resident: bool):
 
 def _many(freqs_kind: str, resident: bool):
     """apply_many: a layer's q and k, each at its own advancing position."""
-    cos, sin = _tables(MAX_POS, 32)
-    table = np.stack([cos, sin], -1).reshape(MAX_POS, 64)
-    spec = vkrope.RopeFreqs(64)
-    sc, ss = spec.table(np.arange(MAX_POS))
-    spec_table = np.stack([sc, ss], -1).reshape(MAX_POS, 64)
+    table, spec, spec_table = _pair_tables()
     store: dict = {}
 
     def step(dev, p):
