@@ -436,3 +436,22 @@ def test_executorch_ops_past_one_allocation(make_device):
     hc, hs = unit_tables(610, 64, rng)
     for y, r in zip(dev.apply_rotary_emb_hf(xq, xk, hc, hs, 10), et_apply_rotary_emb_hf(xq, xk, hc, hs, 10)):
         assert_close(y, r, xq, hc, hs)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("layout", ["rotate_half", "interleaved"])
+def test_in_place_on_a_resident_tensor_with_wide_heads(device, storage, layout):
+    """out = x on a resident tensor: interleaved pairs run in place; a
+    rotate-half partner sits in a texel another invocation writes (16 texels
+    away at D = 128, in another subgroup), so that layout goes through a
+    temporary. Small heads keep partners in one subgroup, where a wrong
+    in-place run can pass unnoticed."""
+    rng = np.random.default_rng(77)
+    x = rng.standard_normal((2, 8, 64, 128)).astype(np.float32)
+    cos, sin = unit_tables(64, 64, rng)
+    inter = int(layout == "interleaved")
+    xa = device.asarray(x, storage=storage)
+    y = device.rotary_embedding(xa, cos, sin, np.tile(np.arange(64), (2, 1)), interleaved=inter, out=xa)
+    assert y is xa
+    assert_close(xa.get(), onnx_rotary_embedding(x, cos, sin, np.tile(np.arange(64), (2, 1)), interleaved=inter),
+                 x, cos, sin)
