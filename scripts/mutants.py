@@ -241,7 +241,11 @@ MUTATIONS = [
                           "release of imports drain anyway; the host write it guards can only race a result "
                           "nobody reads"),
     Mutation("temporaries released before the submission ends", "vkrope/runtime/execute.py",
-             "            temporaries.append(tmp)\n", "            free_resource(rt, tmp)\n"),
+             "            temporaries.append(tmp)\n", "            free_resource(rt, tmp)\n",
+             why_survives="equivalent today: a buffer given back goes to the end of the reuse pool, which evicts "
+                          "its oldest entries first (a device with no pool at all, maxMemoryAllocationCount < 4, "
+                          "cannot hold this call's four allocations), and a later temporary of the same call that "
+                          "took it is ordered after the first one's copy back by the derived barriers"),
     Mutation("a numpy output imported over a numpy input it overlaps", "vkrope/runtime/execute.py",
              "    if not t.writes and _importable(rt, t, v) and not any(np.shares_memory(v, values[n]) for n in imported):",
              "    if not t.writes and _importable(rt, t, v):"),
