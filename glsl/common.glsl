@@ -3,33 +3,88 @@
  *
  * Defines a kernel may set before including it (from its variant grid,
  * glsl/<kernel>.json, through scripts/compile_shaders.py):
- *   X_HALF   tensors (x / out) are float16 (else float32)
- *   F_HALF   frequency tables are float16 (else float32)
+ *   X_HALF   tensors (x / out) are float16
+ *   X_BF16   tensors (x / out) are bfloat16, held as 16-bit words
+ *            (neither: float32)
+ *   F_HALF   frequency tables are float16
+ *   F_BF16   frequency tables are bfloat16 words (neither: float32)
+ *
+ * bfloat16 needs no device extension (VK_KHR_shader_bfloat16 is rare): a
+ * value is the high half of a float32, so widening is a shift (exact, NaN
+ * payloads and subnormals kept) and narrowing one round-to-nearest-even on
+ * the bits (round_to_bf16). Images hold the words in rgba16ui texels.
+ *
+ * Kernels move tensor values through these, whatever the dtype:
+ *   x_vec4(XVEC4), x_float(XSCALAR)       a stored value widened to float32
+ *   to_x_vec4(vec4), to_x_scalar(float)   a value already exact in x's type
+ *                                         (after round_to_x), as stored
+ *   round_to_x(vec4)                      float32 rounded once to x's type
+ *   IMAGE_LOAD(img, pos), IMAGE_STORE(img, pos, vec4)   texels of IMAGE_TYPE
+ *   f_vec2, f_vec4, f_float               table values widened to float32
  */
 #ifndef VKROPE_COMMON_GLSL
 #define VKROPE_COMMON_GLSL
 
-#if defined(X_HALF) || defined(F_HALF)
+#if defined(X_HALF) || defined(F_HALF) || defined(X_BF16) || defined(F_BF16)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 
+// float32 values rounded to the nearest bfloat16 (ties to even), still as
+// float32. The carry into the exponent is right: the largest finite values
+// round up to infinity, subnormals round on the same grid. A NaN keeps its
+// sign and top payload bits and is made quiet (truncating a NaN whose
+// payload sits in the low bits alone would give infinity).
+vec4 round_to_bf16(vec4 v) {
+  uvec4 u = floatBitsToUint(v);
+  uvec4 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  uvec4 quiet = (u | 0x00400000u) & 0xFFFF0000u;
+  return uintBitsToFloat(mix(rounded, quiet, greaterThan(u & 0x7FFFFFFFu, uvec4(0x7F800000u))));
+}
+vec4 bf16_to_vec4(uvec4 w) { return uintBitsToFloat(w << 16); }
+float bf16_to_float(uint w) { return uintBitsToFloat(w << 16); }
+
 #ifdef X_HALF
 #define XVEC4 f16vec4
-#define XVEC2 f16vec2
 #define XSCALAR float16_t
 #define IMAGE_FORMAT rgba16f
+#define IMAGE_TYPE image3D
+#elif defined(X_BF16)
+#define XVEC4 u16vec4
+#define XSCALAR uint16_t
+#define IMAGE_FORMAT rgba16ui
+#define IMAGE_TYPE uimage3D
 #else
 #define XVEC4 vec4
-#define XVEC2 vec2
 #define XSCALAR float
 #define IMAGE_FORMAT rgba32f
+#define IMAGE_TYPE image3D
 #endif
 
-// Tensor values as raw bits (float16: two per uint): a kernel that loads
-// and stores through these gives a pass-through value back bit for bit
-// (NaN payloads too) while using one load and one store for every texel.
-// The *_to_raw functions take values already exact in the tensor's type
-// (float16: after round_to_half).
+// Macros, not functions: with 16-bit storage alone (no 16-bit arithmetic
+// extension) a 16-bit type may be loaded, stored and converted, not passed.
+#ifdef X_BF16
+#define x_vec4(v) bf16_to_vec4(uvec4(v))
+#define x_float(v) bf16_to_float(uint(v))
+#define to_x_vec4(v) XVEC4(floatBitsToUint(v) >> 16)
+#define to_x_scalar(v) XSCALAR(floatBitsToUint(v) >> 16)
+#define image_vec4(t) bf16_to_vec4(t)
+#define vec4_to_image(v) (floatBitsToUint(v) >> 16)
+#else
+#define x_vec4(v) vec4(v)
+#define x_float(v) float(v)
+#define to_x_vec4(v) XVEC4(v)
+#define to_x_scalar(v) XSCALAR(v)
+#define image_vec4(t) (t)
+#define vec4_to_image(v) (v)
+#endif
+#define IMAGE_LOAD(img, pos) image_vec4(imageLoad(img, pos))
+#define IMAGE_STORE(img, pos, v) imageStore(img, pos, vec4_to_image(v))
+
+// Tensor values as raw bits (16-bit types: two per uint): a kernel that
+// loads and stores through these gives a pass-through value back bit for
+// bit (NaN payloads too) while using one load and one store for every
+// texel. The *_to_raw functions take values already exact in the tensor's
+// type (after round_to_x).
 #ifdef X_HALF
 #define XRAW4 uvec2
 #define XRAW2 uint
@@ -37,6 +92,13 @@ vec4 raw_to_vec4(uvec2 r) { return vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y)
 uvec2 vec4_to_raw(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
 vec2 raw_to_vec2(uint r) { return unpackHalf2x16(r); }
 uint vec2_to_raw(vec2 v) { return packHalf2x16(v); }
+#elif defined(X_BF16)
+#define XRAW4 uvec2
+#define XRAW2 uint
+vec2 raw_to_vec2(uint r) { return uintBitsToFloat(uvec2(r << 16, r & 0xFFFF0000u)); }
+uint vec2_to_raw(vec2 v) { uvec2 u = floatBitsToUint(v); return (u.x >> 16) | (u.y & 0xFFFF0000u); }
+vec4 raw_to_vec4(uvec2 r) { return vec4(raw_to_vec2(r.x), raw_to_vec2(r.y)); }
+uvec2 vec4_to_raw(vec4 v) { return uvec2(vec2_to_raw(v.xy), vec2_to_raw(v.zw)); }
 #else
 #define XRAW4 uvec4
 #define XRAW2 uvec2
@@ -50,22 +112,65 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 #define FVEC2 f16vec2
 #define FVEC4 f16vec4
 #define FSCALAR float16_t
+#elif defined(F_BF16)
+#define FVEC2 u16vec2
+#define FVEC4 u16vec4
+#define FSCALAR uint16_t
 #else
 #define FVEC2 vec2
 #define FVEC4 vec4
 #define FSCALAR float
 #endif
 
-// a*b - c*d with one rounding error at most about 1.5 ulp of the result
-// (Kahan's fma form) where the device fuses fma. When c*d is infinite the
-// error term e is inf - inf = NaN; then f alone is what the plain formula
-// gives (+-inf, or NaN where that formula has NaN).
+#ifdef F_BF16
+#define f_vec2(v) uintBitsToFloat(uvec2(v) << 16)
+#define f_vec4(v) bf16_to_vec4(uvec4(v))
+#define f_float(v) bf16_to_float(uint(v))
+#else
+#define f_vec2(v) vec2(v)
+#define f_vec4(v) vec4(v)
+#define f_float(v) float(v)
+#endif
+
+// a*b - c*d, a and c tensor values, b and d cos / sin (or the other way).
+//
+// float32 and float16 x: Kahan's fma form, one rounding error at most about
+// 1.5 ulp of the result where the device fuses fma. When c*d is infinite
+// the error term e is inf - inf = NaN; then f alone is what the plain
+// formula gives (+-inf, or NaN where that formula has NaN).
+//
+// bfloat16 x with float32 cos / sin (tables or generated): exact products
+// with no fma (lavapipe does not fuse it). a and c have 8 significant bits;
+// b = b_hi + b_lo with b_hi its top 16 bits and b_lo the other 8, so a*b_hi
+// (24 bits) and a*b_lo (16 bits) are exact float32 products. The high
+// products are subtracted with TwoSum (s + e exactly), the low ones added
+// to e: the result is within 2^-24 of itself plus 2^-40 of the terms, so
+// the one rounding to bfloat16 after it is within half a bfloat16 ulp
+// (plus that) even where the products cancel. (bfloat16 tables make every
+// product exact already, and a difference is then rounded once.) Where a
+// product overflows the sum is NaN, and the plain formula is returned.
 float diff_of_products(float a, float b, float c, float d) {
+#if defined(X_BF16) && !defined(F_BF16)
+  precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
+  precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
+  precise float b_lo = b - b_hi;
+  precise float d_lo = d - d_hi;
+  precise float p = a * b_hi;
+  precise float q = c * d_hi;
+  precise float s = p - q;  // TwoSum(p, -q): s + e == p - q exactly
+  precise float t = s - p;
+  precise float e = (p - (s - t)) - (q + t);
+  precise float lo = a * b_lo - c * d_lo;
+  precise float r = s + (e + lo);
+  precise float plain = a * b - c * d;
+  return isnan(r) ? plain : r;
+#else
   precise float w = c * d;
   precise float e = fma(-c, d, w);
   precise float f = fma(a, b, -w);
   precise float r = f + e;
   return isnan(r) ? f : r;
+#endif
 }
 
 // v rounded to the nearest float16 value (ties to even), still as float32.
@@ -85,6 +190,17 @@ vec4 round_to_half(vec4 v) {
   r = mix(r, uintBitsToFloat(sign | 0x7F800000u), greaterThan(abs(r), vec4(65504.0)));
   // NaN and infinity stay what they are.
   return mix(r, v, greaterThanEqual(mag, uvec4(0x7F800000u)));
+}
+
+// v rounded once to x's type (float32: as it is).
+vec4 round_to_x(vec4 v) {
+#ifdef X_HALF
+  return round_to_half(v);
+#elif defined(X_BF16)
+  return round_to_bf16(v);
+#else
+  return v;
+#endif
 }
 
 #endif

@@ -7,7 +7,7 @@
  * Compiled per variant of glsl/rope_interleaved.json by
  * scripts/compile_shaders.py, which defines:
  *   STORAGE_BUFFER or STORAGE_TEXTURE3D   where x and the output live
- *   X_HALF, F_HALF                        float16 tensors / table (common.glsl)
+ *   X_HALF / X_BF16, F_HALF / F_BF16      16-bit tensors / table (common.glsl)
  *   FLAG_INVERSE, FLAG_POSITIONS          bits of p.flags (the .json's "flags")
  *
  * Inputs (set 0):
@@ -25,7 +25,7 @@
  * when FLAG_POSITIONS is set (the positions binding starts at token
  * pos_base, so it spans this dispatch's tokens only), else n % Nf for
  * n < n_rot and -1 (pass through) after.
- * Each a*c - b*s uses Kahan's fma form; float16 data is widened to float32
+ * Each a*c - b*s uses Kahan's fma form; 16-bit data is widened to float32
  * and rounded once to nearest-even (common.glsl). Buffer pass-through
  * texels are copied as raw bits (NaN payloads are kept).
  *
@@ -191,7 +191,7 @@ void main() {
   if (ALIGNED) {
     XRAW4 raw = x_raw4[g >> 1];
     v = raw_to_vec4(raw);
-#ifdef X_HALF
+#if defined(X_HALF) || defined(X_BF16)
     raw0 = raw.x;
     raw1 = raw.y;
 #else
@@ -210,7 +210,7 @@ void main() {
   } else {
     pos = image_texel(row, c4, (p.pairs_per_row + 1u) / 2u, p.image_width, p.image_height);
   }
-  vec4 v = imageLoad(x_image, pos);
+  vec4 v = IMAGE_LOAD(x_image, pos);
 #endif
   if (frow >= 0) {
 #ifdef GENERATED
@@ -234,20 +234,18 @@ void main() {
 #else
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;
     if (ALIGNED) {
-      vec4 cs = vec4(freqs4[fi >> 1]);
+      vec4 cs = f_vec4(freqs4[fi >> 1]);
       v.xy = rotate_pair(v.xy, cs.xy);
       v.zw = rotate_pair(v.zw, cs.zw);
     } else {
-      v.xy = rotate_pair(v.xy, vec2(freqs[fi]));
+      v.xy = rotate_pair(v.xy, f_vec2(freqs[fi]));
       if (second) {
-        v.zw = rotate_pair(v.zw, vec2(freqs[fi + 1u]));
+        v.zw = rotate_pair(v.zw, f_vec2(freqs[fi + 1u]));
       }
     }
 #endif
   }
-#ifdef X_HALF
-  v = round_to_half(v);
-#endif
+  v = round_to_x(v);
 #ifdef STORAGE_BUFFER
   XRAW2 out0 = frow >= 0 ? vec2_to_raw(v.xy) : raw0;
   XRAW2 out1 = frow >= 0 ? vec2_to_raw(v.zw) : raw1;
@@ -260,6 +258,6 @@ void main() {
     }
   }
 #else
-  imageStore(out_image, pos, v);
+  IMAGE_STORE(out_image, pos, v);
 #endif
 }

@@ -6,7 +6,7 @@
  * apply_rotary_emb_hf, Hugging Face's apply_rotary_pos_emb).
  *
  * Compiled per variant of glsl/rope_table.json by scripts/compile_shaders.py,
- * which defines STORAGE_BUFFER or STORAGE_TEXTURE3D, X_HALF / F_HALF
+ * which defines STORAGE_BUFFER or STORAGE_TEXTURE3D, X_HALF / X_BF16, F_HALF / F_BF16
  * (common.glsl) and the flag bit FLAG_FULL_TABLE.
  *
  * The tensor is a stack of rows of C values (its last axis), R rows in all;
@@ -33,8 +33,8 @@
  *   rotate-half: pair (i, i + rot/2), col = i (FLAG_FULL_TABLE: col = j, the
  *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
  *     out[i]    = x[i] c - x[i+h] s,     out[i+h]  = x[i+h] c + x[i] s
- * Channels j >= rot pass through. Products use Kahan's fma form and float16
- * results are rounded once to nearest-even (common.glsl); a texel that only
+ * Channels j >= rot pass through. Products use Kahan's fma form and float16 and
+ * bfloat16 results are rounded once to nearest-even (common.glsl); a texel that only
  * passes through is copied as raw bits on buffers.
  *
  * Indexing: one invocation per output texel, grid (texel of a row, row of
@@ -132,9 +132,9 @@ ivec3 texel_pos(uint r, uint c4) {
 // Value v of row r.
 float load_value(uint r, uint v) {
 #ifdef STORAGE_BUFFER
-  return float(x_values[r * p.row_values + v - p.x_base]);
+  return x_float(x_values[r * p.row_values + v - p.x_base]);
 #else
-  return imageLoad(x_image, texel_pos(r, v >> 2))[v & 3u];
+  return IMAGE_LOAD(x_image, texel_pos(r, v >> 2))[v & 3u];
 #endif
 }
 
@@ -145,9 +145,9 @@ vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
 
 vec4 load_texel(uint r, uint v0) {
 #ifdef STORAGE_BUFFER
-  return vec4(x_texels[(r * p.row_values + v0 - p.x_base) >> 2]);
+  return x_vec4(x_texels[(r * p.row_values + v0 - p.x_base) >> 2]);
 #else
-  return imageLoad(x_image, texel_pos(r, v0 >> 2));
+  return IMAGE_LOAD(x_image, texel_pos(r, v0 >> 2));
 #endif
 }
 
@@ -174,14 +174,16 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
   uint tb = (uint(trow) - p.t_base) * p.table_width;
   if (INTERLEAVED) {
     uint i = tb + (j0 >> 1);  // pairs (x, y) and (z, w) use columns i and i + 1
-    vec4 c = vec4(cos_table[i], cos_table[i], cos_table[i + 1u], cos_table[i + 1u]);
-    vec4 s = vec4(sin_table[i], sin_table[i], sin_table[i + 1u], sin_table[i + 1u]);
+    vec2 c01 = vec2(f_float(cos_table[i]), f_float(cos_table[i + 1u]));
+    vec2 s01 = vec2(f_float(sin_table[i]), f_float(sin_table[i + 1u]));
+    vec4 c = c01.xxyy;
+    vec4 s = s01.xxyy;
     return rotate4(x, c, vec4(x.y, -x.x, x.w, -x.z), s);
   }
   bool first = j0 < p.rot_half;
   uint col = tb + ((p.flags & FLAG_FULL_TABLE) != 0u ? j0 : (first ? j0 : j0 - p.rot_half));
-  vec4 c = vec4(cos_table4[col >> 2]);
-  vec4 s = vec4(sin_table4[col >> 2]);
+  vec4 c = f_vec4(cos_table4[col >> 2]);
+  vec4 s = f_vec4(sin_table4[col >> 2]);
 #endif
   vec4 partner = load_texel(r, first ? v0 + p.rot_half : v0 - p.rot_half);
   return rotate4(x, c, first ? partner : -partner, s);
@@ -204,18 +206,14 @@ void main() {
       out_texels[gt] = x_texels[gt];  // pass through, bit for bit
       return;
     }
-    vec4 y = rotate_texel(r, v0, trow, vec4(x_texels[gt]));
-#ifdef X_HALF
-    y = round_to_half(y);
-#endif
-    out_texels[gt] = XVEC4(y);
+    vec4 y = rotate_texel(r, v0, trow, x_vec4(x_texels[gt]));
+    y = round_to_x(y);
+    out_texels[gt] = to_x_vec4(y);
 #else
     ivec3 tpos = texel_pos(r, c4);
-    vec4 y = rotate_texel(r, v0, trow, imageLoad(x_image, tpos));
-#ifdef X_HALF
-    y = round_to_half(y);
-#endif
-    imageStore(out_image, tpos, y);
+    vec4 y = rotate_texel(r, v0, trow, IMAGE_LOAD(x_image, tpos));
+    y = round_to_x(y);
+    IMAGE_STORE(out_image, tpos, y);
 #endif
     return;
   }
@@ -241,15 +239,15 @@ void main() {
   }
   vec4 x = vec4(0.0);
   if (ALIGNED) {
-    x = vec4(x_texels[g >> 2]);
+    x = x_vec4(x_texels[g >> 2]);
   } else {
     for (uint l = 0u; l < lanes; ++l) {
-      x[l] = float(x_values[g + l]);
+      x[l] = x_float(x_values[g + l]);
     }
   }
 #else
   ivec3 pos = texel_pos(r, c4);
-  vec4 x = imageLoad(x_image, pos);
+  vec4 x = IMAGE_LOAD(x_image, pos);
 #endif
   vec4 y = x;
   uint passing = 0u;  // lanes that pass through (copied as raw bits on buffers)
@@ -284,29 +282,27 @@ void main() {
       float c = cs.x;
       float s = cs.y;
 #else
-      float c = float(cos_table[t0 * p.table_width + col]);
-      float s = float(sin_table[t0 * p.table_width + col]);
+      float c = f_float(cos_table[t0 * p.table_width + col]);
+      float s = f_float(sin_table[t0 * p.table_width + col]);
 #endif
       // first: x c - partner s; second: x c + partner s
       y[l] = diff_of_products(x[l], c, first ? partner : -partner, s);
     }
   }
-#ifdef X_HALF
-  y = round_to_half(y);
-#endif
+  y = round_to_x(y);
 #ifdef STORAGE_BUFFER
   if (ALIGNED && passing == 0u) {
-    out_texels[g >> 2] = XVEC4(y);
+    out_texels[g >> 2] = to_x_vec4(y);
   } else {
     for (uint l = 0u; l < lanes; ++l) {
       if ((passing & (1u << l)) != 0u) {
         out_values[g + l] = x_values[g + l];
       } else {
-        out_values[g + l] = XSCALAR(y[l]);
+        out_values[g + l] = to_x_scalar(y[l]);
       }
     }
   }
 #else
-  imageStore(out_image, pos, y);
+  IMAGE_STORE(out_image, pos, y);
 #endif
 }

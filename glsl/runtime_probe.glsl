@@ -14,7 +14,7 @@
  *   binding 3  rows  buffer int: the acc row of each x row (-1: none);
  *                    the host refuses a row given twice
  * Math, texel c4 of row r (values 4 c4 .. 4 c4 + 3 of the row):
- *   out[r] = scale * x[r]  (rounded once to float16 for X_HALF)
+ *   out[r] = scale * x[r]  (rounded once to x's dtype)
  *   acc[rows[r]] += x[r]   when rows[r] >= 0
  * One invocation per texel; grid (texel, row of this dispatch).
  */
@@ -51,22 +51,20 @@ void main() {
 #ifdef STORAGE_BUFFER
   uint g = r * p.row_values + v0 - p.x_base;
   for (uint l = 0u; l < lanes; ++l) {
-    v[l] = float(x_values[g + l]);
+    v[l] = x_float(x_values[g + l]);
   }
 #else
   ivec3 pos = image_texel(r, c4, (p.row_values + 3u) / 4u, p.image_width, p.image_height);
-  v = imageLoad(x_image, pos);
+  v = IMAGE_LOAD(x_image, pos);
 #endif
   vec4 y = v * uintBitsToFloat(p.scale);
-#ifdef X_HALF
-  y = round_to_half(y);
-#endif
+  y = round_to_x(y);
 #ifdef STORAGE_BUFFER
   for (uint l = 0u; l < lanes; ++l) {
-    out_values[g + l] = XSCALAR(y[l]);
+    out_values[g + l] = to_x_scalar(y[l]);
   }
 #else
-  imageStore(out_image, pos, y);
+  IMAGE_STORE(out_image, pos, y);
 #endif
   int a = rows[r - p.rows_base];
   if (a >= 0) {

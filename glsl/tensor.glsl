@@ -9,7 +9,8 @@
  *                      and NAME_values[] (XSCALAR): views of one buffer, so
  *                      a kernel loads what it needs and a pass-through value
  *                      can go back bit for bit;
- *   STORAGE_TEXTURE3D  NAME_image, a width-packed 3D image (IMAGE_FORMAT).
+ *   STORAGE_TEXTURE3D  NAME_image, a width-packed 3D image (IMAGE_FORMAT,
+ *                      IMAGE_TYPE; IMAGE_LOAD / IMAGE_STORE move its texels).
  * ACCESS is readonly or writeonly.
  *
  * DECLARE_BUFFER_TENSOR(B, TYPE, NAME) declares binding B as a buffer-only
@@ -38,7 +39,7 @@
   layout(std430, set = 0, binding = B) ACCESS buffer NAME##Values { XSCALAR NAME##_values[]; };
 #elif defined(STORAGE_TEXTURE3D)
 #define DECLARE_TENSOR(B, ACCESS, NAME) \
-  layout(set = 0, binding = B, IMAGE_FORMAT) uniform ACCESS image3D NAME##_image;
+  layout(set = 0, binding = B, IMAGE_FORMAT) uniform ACCESS IMAGE_TYPE NAME##_image;
 #endif
 
 #define DECLARE_BUFFER_TENSOR(B, TYPE, NAME) \

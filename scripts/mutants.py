@@ -33,6 +33,7 @@ TESTS = [
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
     "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
+    "tests/test_bfloat16.py",
 ]
 
 
@@ -312,6 +313,26 @@ MUTATIONS = [
              "                        pass\n                        print(f\"{where}{name} and {t.name} are the same memory"),
     Mutation("a written DeviceArray that is a table of its job written in place", "vkrope/runtime/execute.py",
              "        clash = any(v is u for u in tables) or any(", "        clash = any("),
+    # --- bfloat16 (#21)
+    Mutation("bfloat16 truncated on store", COMMON,
+             "uvec4 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;", "uvec4 rounded = u & 0xFFFF0000u;"),
+    Mutation("bfloat16 ties away from zero", COMMON,
+             "uvec4 rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;",
+             "uvec4 rounded = (u + 0x8000u) & 0xFFFF0000u;"),
+    Mutation("bfloat16 products with float32 cos / sin not made exact", COMMON,
+             "#if defined(X_BF16) && !defined(F_BF16)\n  precise float b_hi", "#if 0\n  precise float b_hi"),
+    Mutation("bfloat16 split keeps too many bits", COMMON,
+             "precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);",
+             "precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFFF0u);"),
+    Mutation("bfloat16 TwoSum error term dropped", COMMON,
+             "precise float r = s + (e + lo);", "precise float r = s + lo;"),
+    Mutation("bfloat16 pairs widened from swapped halves", COMMON,
+             "vec2 raw_to_vec2(uint r) { return uintBitsToFloat(uvec2(r << 16, r & 0xFFFF0000u)); }",
+             "vec2 raw_to_vec2(uint r) { return uintBitsToFloat(uvec2(r & 0xFFFF0000u, r << 16)); }"),
+    Mutation("bfloat16 images as rgba16f", "vkrope/runtime/engine.py",
+             "BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_UINT,", "BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_SFLOAT,"),
+    Mutation("a bfloat16 resident table accepted with float16 x", OP,
+             "if is_16bit(freqs.dtype) and freqs.dtype != x.dtype:", "if False:"),
     # --- recordings a decode loop replays (#19)
     Mutation("decode-sized numpy tables bound as windows (per-call rows in the key)", "vkrope/runtime/fit.py",
              "    if rows_from_data and tokens <= PER_TOKEN_ROWS", "    if False and tokens <= PER_TOKEN_ROWS"),

@@ -9,9 +9,55 @@ normalisation, its reference or its shaders cannot hide behind it.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
-POISON = {np.dtype(np.float32): np.float32(np.nan), np.dtype(np.float16): np.float16(np.nan)}
+BF16 = np.dtype(ml_dtypes.bfloat16)
+POISON = {np.dtype(np.float32): np.float32(np.nan), np.dtype(np.float16): np.float16(np.nan),
+          BF16: np.float32(np.nan).astype(BF16)}
+
+
+# --- bfloat16, rounded here (not by ml_dtypes, not by vkrope) -------------------
+BF16_MAX = float.fromhex("0x1.fep127")  # the largest finite bfloat16, (2 - 2^-7) * 2^127
+
+
+def bf16_round(v) -> np.ndarray:
+    """float64 values rounded once to the nearest bfloat16 (ties to even),
+    as float64: 8 significant bits for normal values, multiples of 2^-133
+    below 2^-126, infinity from (2 - 2^-8) * 2^127 up; NaN stays NaN."""
+    v = np.asarray(v, np.float64)
+    out = v.copy()
+    fin = np.isfinite(v) & (v != 0)
+    _, e = np.frexp(v[fin])  # |v| = m 2^e, 0.5 <= m < 1: the ulp is 2^(e - 8)
+    q = np.exp2(np.maximum(e - 8, -133).astype(np.float64))
+    r = np.round(v[fin] / q) * q  # numpy rounds halves to even; v / q is exact (a power of two)
+    r[np.abs(r) > BF16_MAX] = np.copysign(np.inf, r[np.abs(r) > BF16_MAX])
+    out[fin] = r
+    return out
+
+
+def bf16_ulp(v) -> np.ndarray:
+    """The spacing of bfloat16 numbers at |v| (bfloat16 values): 2^(e - 7)
+    for 2^e <= |v| < 2^(e+1), 2^-133 among subnormals."""
+    a = np.abs(np.asarray(v, np.float64))
+    _, e = np.frexp(np.where(a > 0, a, 1.0))
+    return np.where(a >= 2.0**-126, np.exp2((e - 8).astype(np.float64)), 2.0**-133)
+
+
+def to_bf16(v) -> np.ndarray:
+    """float64 values that are bfloat16 numbers, as a bfloat16 array (the
+    high halves of their float32 bits: no rounding happens)."""
+    v32 = np.asarray(v, np.float64).astype(np.float32)
+    bits = v32.view(np.uint32)
+    assert not (bits[np.isfinite(v32)] & 0xFFFF).any(), "not bfloat16 values"
+    return (bits >> 16).astype(np.uint16).view(BF16)
+
+
+def bf16_values(a) -> np.ndarray:
+    """A bfloat16 array as exact float64 values (its words in the high half of a float32)."""
+    w = np.asarray(a).view(np.uint16).astype(np.uint32) << 16
+    with np.errstate(invalid="ignore"):  # a signalling NaN widens to a quiet one
+        return w.view(np.float32).astype(np.float64)
 
 
 def poisoned_like(x) -> np.ndarray:
@@ -45,8 +91,8 @@ def freqs_cos_sin(freqs, c: int) -> tuple[np.ndarray, np.ndarray]:
         assert flat.size % half == 0, f"{flat.size} complex freqs values are not whole rows of C/2 = {half}"
         rows = flat.reshape(flat.size // half, half)
         return rows.real.copy(), rows.imag.copy()
-    assert f.dtype in (np.float16, np.float32, np.float64), f.dtype
-    flat = f.astype(np.float64).ravel(order="C")
+    assert f.dtype in (np.float16, np.float32, np.float64, BF16), f.dtype
+    flat = (bf16_values(f) if f.dtype == BF16 else f.astype(np.float64)).ravel(order="C")
     assert flat.size % c == 0, f"{flat.size} real freqs values are not whole rows of C = {c}"
     rows = flat.reshape(flat.size // c, half, 2)
     return rows[..., 0].copy(), rows[..., 1].copy()
@@ -154,11 +200,12 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
     y = np.asarray(y)
     assert y.shape == ref.shape, (y.shape, ref.shape)
     assert y.dtype == np.dtype(x_dtype), (y.dtype, x_dtype)
-    y64 = y.astype(np.float64)
+    bf16 = np.dtype(x_dtype) == BF16
+    y64 = bf16_values(y) if bf16 else y.astype(np.float64)
     with np.errstate(over="ignore"):
-        ref_r = ref.astype(x_dtype)
+        ref_r = bf16_round(ref) if bf16 else ref.astype(x_dtype)
     finite = np.isfinite(ref_r)
-    bad_nf = ~finite & ~((np.isnan(ref_r) & np.isnan(y)) | (ref_r == y))
+    bad_nf = ~finite & ~((np.isnan(ref_r) & np.isnan(y64)) | (ref_r == y64))
     assert not bad_nf.any(), f"non-finite mismatch at {np.argwhere(bad_nf)[:5].tolist()}"
     assert np.isfinite(y64[finite]).all(), (
         f"unexpected NaN/Inf (unwritten element?) at {np.argwhere(finite & ~np.isfinite(y64))[:5].tolist()}"
@@ -167,6 +214,10 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
     sc = scale[finite]
     if np.dtype(x_dtype) == np.float32:
         tol = 1e-5 * sc + 1e-30
+    elif bf16:
+        # one rounding to bfloat16 (half an ulp) after float32 arithmetic
+        # (products exact with bfloat16 tables, then one float32 rounding)
+        tol = 0.5 * bf16_ulp(ref_r[finite]) + 2.0**-22 * sc
     else:
         ulp = np.spacing(np.abs(ref_r[finite])).astype(np.float64)
         tol = ulp if freqs_half else np.maximum(ulp, 2.0**-22 * sc)

@@ -94,6 +94,25 @@ def test_cli_reads_big_endian_files(tmp_path):
     assert y.tobytes() == vkrope.apply(x, f).tobytes()
 
 
+def test_cli_reads_and_writes_bfloat16(tmp_path):
+    """bfloat16 .npy files (np.save writes ml_dtypes' bfloat16 as '<V2')
+    are read as bfloat16, and the result is saved the same way."""
+    from oracle import BF16
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 9, 12)).astype(BF16)
+    f = rng.standard_normal((9, 12)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "f.npy", f)
+    assert np.load(tmp_path / "x.npy").dtype == np.dtype("V2")
+    res = cli("apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(tmp_path / "y.npy"))
+    assert res.returncode == 0, res.stderr
+    assert "dtype bfloat16" in res.stdout
+    y = np.load(tmp_path / "y.npy").view(BF16)
+    check_result(y, x, f)
+    assert y.tobytes() == vkrope.apply(x, f).tobytes()
+
+
 def test_cli_apply_positions(tmp_path):
     x = np.ones((1, 3, 4), np.float32)
     f = np.array([[0, 1, 0, 1], [1, 0, 1, 0]], np.float32)
@@ -246,7 +265,8 @@ def test_cli_bench_quick_tiny(tmp_path):
     res = cli("bench", "--shapes", "1x16x8,2x64x16", "--repeats", "1", "--out", str(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert len(result["rows"]) == 2 * 2 * 3
+    assert len(result["rows"]) == 2 * 3 * 3  # shapes x dtypes (float32, float16, bfloat16) x rows
+    assert {r["dtype"] for r in result["rows"]} == {"float32", "float16", "bfloat16"}
     for row in result["rows"]:
         assert row["kernel_s"] > 0 and row["apply_s"] > 0 and row["copy_gbps"] > 0 and row["texel_copy_gbps"] > 0
         b, n, c = row["shape"]
@@ -304,7 +324,7 @@ def test_cli_bench_without_matplotlib(tmp_path):
 def test_cli_demo():
     res = cli("demo")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "correct" in res.stdout and "float16" in res.stdout and "AxialFreqs" in res.stdout
+    assert "correct" in res.stdout and "float16" in res.stdout and "bfloat16" in res.stdout and "AxialFreqs" in res.stdout
     assert "texel-copy shader" in res.stdout and "of its ceiling" in res.stdout
     if str(vkrope.default_device().info["type"]).lower() == "cpu":
         assert "numpy wins here" in res.stdout

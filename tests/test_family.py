@@ -1,7 +1,7 @@
 """The table operators (ONNX RotaryEmbedding-23, ExecuTorch's LLM and HF
 RoPE ops) against the independent float64 oracles of tests/oracle_family.py:
 ONNX's own conformance cases, a property test over the whole parameter
-space, both storages, float32 and float16, numpy and device-resident inputs,
+space, both storages, float32, float16 and bfloat16, numpy and device-resident inputs,
 forced small limits, and bad input."""
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vkrope
+from oracle import BF16, bf16_round, bf16_ulp, bf16_values
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
 
 STORAGES = ["buffer", "texture3d"]
+DTYPES = [np.float32, np.float16, BF16]
+DTYPE_IDS = ["float32", "float16", "bfloat16"]
 EPS32 = 2.0**-24
 
 
@@ -34,16 +37,22 @@ def bound(x, *tables) -> float:
 def assert_close(y, ref, x, *tables, tables_half: bool = False):
     """float32: within 4 float32 ulps of the term bound. float16: each element
     within one float16 ulp of the reference (2^-22 of the term bound where
-    float32 tables make the products inexact); never NaN where the reference
-    is finite."""
+    float32 tables make the products inexact). bfloat16: half a bfloat16 ulp
+    (one rounding; the oracle's own bf16_round) plus 2^-23 of the result and
+    2^-38 of the term bound (the float32 sum before it: the products are
+    exact, even where they cancel). Never NaN where the reference is
+    finite."""
     y = np.asarray(y)
     assert y.shape == ref.shape and y.dtype == np.asarray(x).dtype
-    y64 = y.astype(np.float64)
+    y64 = bf16_values(y) if y.dtype == BF16 else y.astype(np.float64)
     assert np.isfinite(y64).all(), "unwritten (NaN) elements"
     err = np.abs(y64 - ref)
     b = bound(x, *tables)
     if y.dtype == np.float32:
         tol = 4 * EPS32 * b
+    elif y.dtype == BF16:
+        # exact products (glsl/common.glsl), then one rounding
+        tol = 0.5 * bf16_ulp(bf16_round(ref)) + 2.0**-23 * np.abs(ref) + 2.0**-38 * b
     else:
         ulp = np.spacing(np.abs(ref.astype(np.float16))).astype(np.float64)
         tol = ulp if tables_half else np.maximum(ulp, 2.0**-22 * b)
@@ -58,6 +67,7 @@ def unit_tables(rows, half, rng, dtype=np.float32):
 
 # --- ONNX conformance (onnx is a test dependency: setup.cfg's test extra) ----------------
 import onnx_cases  # noqa: E402
+from test_family_oracles import ONNX_GRID, onnx_case, one_node_model, run_reference  # noqa: E402
 
 CASES = onnx_cases.onnx_rotary_cases()
 
@@ -68,11 +78,11 @@ def test_conformance_cases_are_there():
 
 @pytest.mark.parametrize("resident", ["numpy", "x", "all"])
 @pytest.mark.parametrize("storage", STORAGES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_onnx_conformance(device, case, storage, dtype, resident):
     """ONNX's own RotaryEmbedding cases (float32 expected outputs; float16
-    runs compare with the oracle on the float16 inputs)."""
+    and bfloat16 runs compare with the oracle on their own inputs)."""
     inp, attrs = case.inputs, case.attributes
     x = inp["X"].astype(dtype)
     cos, sin = inp["cos_cache"].astype(dtype), inp["sin_cache"].astype(dtype)
@@ -90,7 +100,25 @@ def test_onnx_conformance(device, case, storage, dtype, resident):
         y = device.rotary_embedding(*args, pos, out=poisoned(x.shape, dtype), storage=storage, **kw)
     else:
         y = device.rotary_embedding(*args, pos, **kw).get()
-    assert_close(y, ref, x, cos, sin, tables_half=dtype == np.float16)
+    assert_close(y, ref, x, cos, sin, tables_half=dtype != np.float32)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("case", ONNX_GRID, ids=[g[0] for g in ONNX_GRID])
+def test_onnx_bfloat16_against_onnx_reference(device, case, storage):
+    """bfloat16 X and caches against onnx.reference (ml_dtypes' bfloat16
+    arithmetic, a rounding per product and sum): vkrope is within half a
+    bfloat16 ulp of the float64 oracle, and both within 4 bfloat16 epsilons
+    of the terms of the reference's result."""
+    pytest.importorskip("onnx")
+    name, *shape = case
+    inputs, attrs = onnx_case(*shape, name, dtype=BF16)
+    x, cos, sin, pos = inputs["X"], inputs["cos_cache"], inputs["sin_cache"], inputs.get("position_ids")
+    expected = run_reference(*one_node_model(inputs, attrs)).astype(np.float64)
+    y = device.rotary_embedding(x, cos, sin, pos, out=poisoned(x.shape, BF16), storage=storage, **attrs)
+    ref = onnx_rotary_embedding(x, cos, sin, pos, **attrs)
+    assert_close(y, ref, x, cos, sin, tables_half=True)
+    assert np.abs(bf16_values(y) - expected).max(initial=0) <= 4 * 2.0**-7 * bound(x, cos, sin)
 
 
 # --- the whole parameter space ----------------------------------------------------------
@@ -104,7 +132,7 @@ def onnx_calls(draw):
     with_pos = draw(st.booleans())
     return dict(rank=rank, b=b, s=s, h=h, d=d, rot=rot, full=full, with_pos=with_pos,
                 interleaved=draw(st.sampled_from([0, 1, True, False])),
-                dtype=draw(st.sampled_from([np.float32, np.float16])),
+                dtype=draw(st.sampled_from(DTYPES)),
                 tables_half=draw(st.booleans()), storage=draw(st.sampled_from(STORAGES)),
                 resident=draw(st.sampled_from(["numpy", "x", "tables", "all"])),
                 in_place=draw(st.booleans()), max_pos=draw(st.integers(1, 40)), seed=draw(st.integers(0, 2**31)))
@@ -118,7 +146,7 @@ def test_onnx_properties(c):
     b, s, h, d, rot = c["b"], c["s"], c["h"], c["d"], c["rot"]
     shape = (b, h, s, d) if c["rank"] == 4 else (b, s, h * d)
     x = rng.standard_normal(shape).astype(c["dtype"])
-    tdtype = np.float16 if (c["tables_half"] and c["dtype"] == np.float16) else np.float32
+    tdtype = c["dtype"] if (c["tables_half"] and c["dtype"] != np.float32) else np.float32
     if c["with_pos"]:
         cos, sin = unit_tables(c["max_pos"], rot // 2, rng, tdtype)
         pos = rng.integers(0, c["max_pos"], (b, s))
@@ -142,12 +170,12 @@ def test_onnx_properties(c):
         y = dev.rotary_embedding(xa, ca, sa, pos, out=xa if c["in_place"] else None, **kw)
         assert isinstance(y, vkrope.DeviceArray) and (y is xa) == c["in_place"]
         y = y.get()
-    assert_close(y, ref, x, cos, sin, tables_half=tdtype == np.float16)
+    assert_close(y, ref, x, cos, sin, tables_half=tdtype != np.float32)
 
 
 # --- ExecuTorch's LLM and HF ops ---------------------------------------------------------
 @pytest.mark.parametrize("storage", STORAGES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("heads", [(4, 4), (8, 2), (3, 1)], ids=["mha", "gqa", "mqa"])
 @pytest.mark.parametrize("resident", [False, True])
 def test_executorch_llm_op(device, storage, dtype, heads, resident):
@@ -163,12 +191,12 @@ def test_executorch_llm_op(device, storage, dtype, heads, resident):
         yq, yk = yq.get(), yk.get()
     else:
         yq, yk = device.apply_rotary_emb(xq, xk, fc, fs)
-    assert_close(yq, rq, xq, fc, fs, tables_half=dtype == np.float16)
-    assert_close(yk, rk, xk, fc, fs, tables_half=dtype == np.float16)
+    assert_close(yq, rq, xq, fc, fs, tables_half=dtype != np.float32)
+    assert_close(yk, rk, xk, fc, fs, tables_half=dtype != np.float32)
 
 
 @pytest.mark.parametrize("storage", STORAGES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("rot", [16, 10, 4])
 @pytest.mark.parametrize("halves", ["equal", "arbitrary"])
 def test_executorch_hf_op(device, storage, dtype, rot, halves):
@@ -183,8 +211,8 @@ def test_executorch_hf_op(device, storage, dtype, rot, halves):
         fc[:, rot // 2:], fs[:, rot // 2:] = fc[:, :rot // 2], fs[:, :rot // 2]
     rq, rk = et_apply_rotary_emb_hf(xq, xk, fc, fs, start)
     yq, yk = device.apply_rotary_emb_hf(device.asarray(xq, storage=storage), xk, fc, fs, start_pos=start)
-    assert_close(yq.get(), rq, xq, fc, fs, tables_half=dtype == np.float16)
-    assert_close(yk, rk, xk, fc, fs, tables_half=dtype == np.float16)
+    assert_close(yq.get(), rq, xq, fc, fs, tables_half=dtype != np.float32)
+    assert_close(yk, rk, xk, fc, fs, tables_half=dtype != np.float32)
 
 
 def test_module_level_functions_match_the_device_ones():
@@ -323,12 +351,12 @@ def test_executorch_ops_bad_input(call, name):
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("c", [16, 14])
 def test_apply_with_resident_freqs(device, storage, c):
-    """Device.apply takes a DeviceArray as freqs (float32, or float16 with
-    float16 x); the table is bound where it is."""
+    """Device.apply takes a DeviceArray as freqs (float32, or a 16-bit dtype
+    with x of that dtype); the table is bound where it is."""
     from oracle import oracle
 
     rng = np.random.default_rng(c)
-    for dtype in (np.float32, np.float16):
+    for dtype in DTYPES:
         x = rng.standard_normal((2, 40, c)).astype(dtype)
         theta = rng.uniform(-3, 3, (50, c // 2))
         f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(50, c).astype(dtype)
@@ -337,12 +365,12 @@ def test_apply_with_resident_freqs(device, storage, c):
         for kw in ({"positions": pos}, {"positions": pos, "inverse": True}):
             y = device.apply(x, fd, out=poisoned(x.shape, dtype), storage=storage, **kw)
             ref = oracle(x, f, **kw)
-            assert_close(y, ref, x, f, tables_half=dtype == np.float16)
+            assert_close(y, ref, x, f, tables_half=dtype != np.float32)
             yd = device.apply(device.asarray(x, storage=storage), fd, **kw).get()
-            assert_close(yd, ref, x, f, tables_half=dtype == np.float16)
+            assert_close(yd, ref, x, f, tables_half=dtype != np.float32)
         x40 = x[:, :40]
         y = device.apply(x40, device.asarray(f[:40]), storage=storage)
-        assert_close(y, oracle(x40, f[:40]), x, f, tables_half=dtype == np.float16)
+        assert_close(y, oracle(x40, f[:40]), x, f, tables_half=dtype != np.float32)
 
 
 def test_resident_freqs_window_and_refusals(make_device):
@@ -360,6 +388,10 @@ def test_resident_freqs_window_and_refusals(make_device):
     assert_close(dev.apply(x, fd, positions=spread), oracle(x, f, positions=spread), x, f)
     with pytest.raises(TypeError, match="float16 DeviceArray but x is float32"):
         dev.apply(x, dev.asarray(f.astype(np.float16)), positions=near)
+    with pytest.raises(TypeError, match="bfloat16 DeviceArray but x is float16"):
+        dev.apply(x.astype(np.float16), dev.asarray(f.astype(BF16)), positions=near)
+    with pytest.raises(TypeError, match="float16 DeviceArray but x is bfloat16"):
+        dev.apply(x.astype(BF16), dev.asarray(f.astype(np.float16)), positions=near)
     with pytest.raises(ValueError, match="buffer DeviceArray"):
         dev.apply(x, dev.asarray(f, storage="texture3d"), positions=near)
 

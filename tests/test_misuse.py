@@ -655,7 +655,7 @@ def test_argument_errors_before_the_default_device_exists():
     assert len(lines) == 7, res.stdout + res.stderr
     for line in lines:
         assert " OK " in line + " ", line
-    assert "-> TypeError OK x must have dtype float32 or float16" in lines[0], lines[0]
+    assert "-> TypeError OK x must have dtype float32, float16 or bfloat16" in lines[0], lines[0]
 
 
 # --- 11. fork while another thread is inside a call ---------------------------

@@ -23,6 +23,11 @@ from .errors import (
     VulkanUnavailableError,
 )
 from .reference import apply_reference, axial_freqs
+from .runtime.dtypes import BFLOAT16
+
+# The bfloat16 scalar type (ml_dtypes', which numpy, JAX and ONNX share):
+# x.astype(vkrope.bfloat16).
+bfloat16 = BFLOAT16.type
 
 __version__ = "0.1.0"
 
@@ -49,5 +54,6 @@ __all__ = [
     "DeviceTimeoutError",
     "DeviceClosedError",
     "UnsupportedFeatureError",
+    "bfloat16",
     "__version__",
 ]

@@ -10,6 +10,8 @@ from typing import Any, Callable, NoReturn
 
 import numpy as np
 
+from .runtime.dtypes import BFLOAT16
+
 
 def _best_time(fn: Callable[[], object], repeats: int = 5) -> float:
     fn()  # warm-up: pipelines, buffers, caches
@@ -23,16 +25,23 @@ def _best_time(fn: Callable[[], object], repeats: int = 5) -> float:
 
 def _max_error(y: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     """Max |y - ref|, and that error relative to the largest |ref| (float32)
-    or in units of the float16 ulp at each reference value (float16)."""
+    or in units of the ulp of y's 16-bit dtype at each reference value
+    (float16, bfloat16: the spacing of that dtype's neighbours there)."""
     diff = np.abs(y.astype(np.float64) - ref)
     err = float(diff.max())
-    if y.dtype == np.float16:
-        return err, float(np.max(diff / np.spacing(np.abs(ref.astype(np.float16))).astype(np.float64)))
+    if y.dtype != np.float32:
+        r = np.abs(ref.astype(y.dtype)).astype(np.float64)
+        if y.dtype == BFLOAT16:  # 8 significant bits; 2^-133 apart below 2^-126
+            _, e = np.frexp(np.where(r > 0, r, 1.0))
+            ulp = np.exp2(np.maximum(e - 8, -133).astype(np.float64))
+        else:
+            ulp = np.spacing(r.astype(np.float16)).astype(np.float64)
+        return err, float(np.max(diff / ulp))
     return err, err / float(np.abs(ref).max())
 
 
 def _fmt(rel: float, dtype: Any) -> str:
-    return f"{rel:.2f} ulp" if np.dtype(dtype) == np.float16 else f"{rel:.1e}"
+    return f"{rel:.1e}" if np.dtype(dtype) == np.float32 else f"{rel:.2f} ulp"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -47,14 +56,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     q_freqs = vkrope.axial_freqs(256, 64, 64)  # [4096, 256]: EdgeTAM queries, 64x64 grid
     k_freqs = vkrope.axial_freqs(256, 16, 16)  # [256, 256]: one memory frame, 16x16 grid
     print(f"{'tensor':<40} {'dtype':<8} {'max |err|':>10} {'rel/ulps':>9} {'vkrope ms':>10} {'numpy ms':>9}")
-    for dtype in (np.float32, np.float16):
+    for dtype in (np.float32, np.float16, BFLOAT16):
         q = rng.standard_normal((1, 4096, 256)).astype(dtype)
         fq = q_freqs.astype(dtype)
         y = vkrope.apply(q, fq)
         err, rel = _max_error(y, vkrope.apply_reference(q, fq))
         t_vk = _best_time(lambda: vkrope.apply(q, fq))
         t_np = _best_time(lambda: numpy_rope(q, fq))
-        ok &= rel <= 1.0 if dtype == np.float16 else rel < 1e-6
+        ok &= rel < 1e-6 if dtype == np.float32 else rel <= 1.0
         print(f"{'queries [1, 4096, 256], 64x64 axial':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
               f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
 
@@ -66,7 +75,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         t_vk = _best_time(lambda: vkrope.apply(k, fk, repeat=7, exclude_last=4))
         fk_full = np.concatenate([np.tile(fk, (7, 1)), np.tile(np.array([1, 0], dtype), (4, 128))])
         t_np = _best_time(lambda: numpy_rope(k, fk_full))
-        ok &= same_tail and (rel <= 1.0 if dtype == np.float16 else rel < 1e-6)
+        ok &= same_tail and (rel < 1e-6 if dtype == np.float32 else rel <= 1.0)
         print(f"{'keys 7x256 + 4 ptr (repeat=7, excl=4)':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
               f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
     spec = vkrope.AxialFreqs(256, 64, 64)  # the same grid, cos / sin computed in the shader
@@ -77,9 +86,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ok &= rel < 1e-6
     print(f"{'queries, AxialFreqs (no table)':<40} {'float32':<8} {err:>10.2e} {_fmt(rel, np.float32):>9} "
           f"{t_vk * 1e3:>10.3f} {'-':>9}")
-    print("rel/ulps: float32 max error over max |ref|; float16 max error in float16 ulps")
+    print("rel/ulps: float32 max error over max |ref|; float16 / bfloat16 max error in ulps of that dtype")
     print("times: best of 5, end to end from numpy to numpy; numpy = complex64 multiply "
-          "(float16 widened to float32), with freqs materialised for repeat/exclusion")
+          "(16-bit types widened to float32), with freqs materialised for repeat/exclusion")
     _demo_ceiling(dev, q, q_freqs)
     print("result: " + ("correct (matches the float64 reference)" if ok else "WRONG"))
     return 0 if ok else 1
@@ -139,6 +148,10 @@ def load_npy(path: str, what: str) -> np.ndarray:
                 raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
             fh.seek(0)
             a = np.lib.format.read_array(fh, allow_pickle=False)
+            # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
+            # two-byte void ('<V2'), which is read back as bfloat16 here.
+            if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
+                return a.view(BFLOAT16)
             # A file written on a big-endian machine (or with dtype '>f4'):
             # the same numbers in this machine's byte order, which vkrope reads.
             return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
@@ -313,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("apply", help="rotate X.npy by FREQS.npy into OUT.npy")
-    p.add_argument("x", metavar="X.npy", help="float32/float16 array [..., N, C]")
+    p.add_argument("x", metavar="X.npy", help="float32/float16/bfloat16 array [..., N, C] (bfloat16: as ml_dtypes saves it, '<V2')")
     p.add_argument("freqs", metavar="FREQS.npy", help="(cos, sin) pairs, real [Nf, C] or complex [Nf, C/2]")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
     p.add_argument("--inverse", action="store_true", help="rotate by -theta")
@@ -323,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--storage", default="auto", help="auto, buffer or texture3d (default auto)")
     p.set_defaults(func=cmd_apply)
     p = sub.add_parser("rotary-embedding", help="ONNX RotaryEmbedding (opset 23) of X.npy into OUT.npy")
-    p.add_argument("x", metavar="X.npy", help="float32/float16 [B, H, S, D], or [B, S, H*D] with --num-heads")
+    p.add_argument("x", metavar="X.npy", help="float32/float16/bfloat16 [B, H, S, D], or [B, S, H*D] with --num-heads")
     p.add_argument("cos", metavar="COS.npy", help="cos cache [max_pos, rot/2] (with --position-ids) or [B, S, rot/2]")
     p.add_argument("sin", metavar="SIN.npy", help="sin cache, shaped like COS.npy")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
@@ -344,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
     p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
     p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])
-    p.add_argument("--dtype", nargs="+", default=["float32", "float16"], choices=["float32", "float16"])
+    p.add_argument("--dtype", nargs="+", default=["float32", "float16", "bfloat16"], choices=["float32", "float16", "bfloat16"])
     p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
     p.add_argument("--chart-from", metavar="BENCH.json",

@@ -61,7 +61,7 @@ def apply(
 ) -> np.ndarray:
     """Interleaved rotary position embedding of `x` by `freqs`, on the GPU.
 
-    x: float32 or float16 array `[..., N, C]` (C even), (real, imag) pairs
+    x: float32, float16 or bfloat16 array `[..., N, C]` (C even), (real, imag) pairs
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
     real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
     with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` spec
@@ -114,7 +114,7 @@ def rotary_embedding(
 ) -> np.ndarray:
     """ONNX `RotaryEmbedding` (opset 23) on the GPU.
 
-    x: float32 / float16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
+    x: float32 / float16 / bfloat16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
     With `position_ids` (int `[B, S]`, each in `[0, max_pos)`), the caches
     are `[max_pos, rot/2]` and token (b, s) reads row `position_ids[b, s]`;
     without, they are `[B, S, rot/2]`. `rotary_embedding_dim` (`rot`, 0 =

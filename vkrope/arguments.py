@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceClosedError
+from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
-X_DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
+X_DTYPES = TENSOR_DTYPES
 # The shader indexes pairs with 32-bit unsigned integers.
 MAX_PAIRS = 2**32 - 2
 
@@ -82,7 +83,7 @@ def check_on_device(name: str, a: Any, device: Any, whose: str = "the one runnin
 
 def check_array(a: Any, name: str, storage: str) -> Any:
     """An array to upload (`Device.asarray`): a plain numpy array (or a
-    DeviceArray) of float32 or float16, with at least one axis (two for
+    DeviceArray) of float32, float16 or bfloat16, with at least one axis (two for
     texture3d, whose images hold [..., N, C])."""
     from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
@@ -91,7 +92,8 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     else:
         check_plain_array(name, a)
     if a.dtype not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype float32 or float16; got {a.dtype} (convert with {name}.astype(np.float32))")
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {a.dtype} "
+                        f"(convert with {name}.astype(np.float32))")
     if a.ndim < (2 if storage == "texture3d" else 1):
         raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
                          f"{storage!r}; got shape {a.shape}")
@@ -99,19 +101,19 @@ def check_array(a: Any, name: str, storage: str) -> Any:
 
 
 def check_x(x: Any, name: str = "x") -> Any:
-    """x (a numpy array or a DeviceArray) of float32 or float16 with at least
+    """x (a numpy array or a DeviceArray) of float32, float16 or bfloat16 with at least
     2 axes and even C."""
     from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     elif not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array of float32 or float16; got {describe(x)}")
+        raise TypeError(f"{name} must be a numpy array of {TENSOR_DTYPE_NAMES}; got {describe(x)}")
     else:
         refuse_subclass(name, x)
     if x.dtype not in X_DTYPES:
         raise TypeError(
-            f"{name} must have dtype float32 or float16; got {x.dtype} "
+            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
             f"(convert with {name}.astype(np.float32))"
         )
     if x.ndim < 2:

@@ -28,6 +28,7 @@ from .ops import interleaved
 from .baselines import numpy_rope
 from .device import Device
 from .freqs import MAX_POSITION, AxialFreqs
+from .runtime.dtypes import BFLOAT16
 
 # What the chart reads from each row (rows of older runs lack the last two).
 ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps",
@@ -49,7 +50,9 @@ def _median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
 
 
 def _numpy_fp16_best(x: np.ndarray, f: np.ndarray, repeats: int) -> tuple[float, str]:
-    """numpy has no float16 complex type: time the two usual paths, keep the faster."""
+    """numpy has no 16-bit complex type: time the two usual paths (widen to
+    complex64, or the dtype's own arithmetic: ml_dtypes' for bfloat16), keep
+    the faster."""
     def direct() -> np.ndarray:
         re, im = x[..., 0::2], x[..., 1::2]
         c, s = f[..., 0::2], f[..., 1::2]
@@ -60,7 +63,7 @@ def _numpy_fp16_best(x: np.ndarray, f: np.ndarray, repeats: int) -> tuple[float,
 
     widened = _median_time(lambda: numpy_rope(x, f), repeats)
     native = _median_time(direct, repeats)
-    return (widened, "widen to complex64") if widened <= native else (native, "float16 arithmetic")
+    return (widened, "widen to complex64") if widened <= native else (native, f"{x.dtype.name} arithmetic")
 
 
 class _Torch:
@@ -77,9 +80,15 @@ class _Torch:
         if self.device == "cuda":
             self.torch.cuda.synchronize()
 
+    def tensor(self, x: np.ndarray) -> Any:
+        """x on torch's device (torch reads no ml_dtypes array: bfloat16 goes as its 16-bit words)."""
+        if x.dtype == BFLOAT16:
+            return self.torch.from_numpy(x.view(np.int16)).view(self.torch.bfloat16).to(self.device)
+        return self.torch.from_numpy(x).to(self.device)
+
     def times(self, x: np.ndarray, f: np.ndarray, repeats: int) -> dict[str, float]:
         torch = self.torch
-        xt = torch.from_numpy(x).to(self.device)
+        xt = self.tensor(x)
         fc = torch.view_as_complex(torch.from_numpy(f.astype(np.float32)).to(self.device).reshape(f.shape[0], -1, 2))
 
         def op(t):
@@ -91,7 +100,8 @@ class _Torch:
             self.sync()
 
         def e2e() -> None:
-            op(torch.from_numpy(x).to(self.device)).cpu().numpy()
+            y = op(self.tensor(x)).cpu()
+            (y.view(torch.int16).numpy().view(x.dtype) if x.dtype == BFLOAT16 else y.numpy())
 
         return {"op_s": _median_time(kernel, repeats), "end_to_end_s": _median_time(e2e, repeats)}
 
@@ -169,13 +179,13 @@ class _Wgpu:
         return {"end_to_end_s": _median_time(run, repeats)}
 
 
-HEADER = (f"{'shape':<16} {'dtype':<7} {'storage':<9} {'freqs':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
+HEADER = (f"{'shape':<16} {'dtype':<8} {'storage':<9} {'freqs':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
           f"{'tcopy GB/s':>10} {'tcopy/k':>7} {'copy GB/s':>9} {'apply ms':>9} {'resid ms':>8} {'numpy ms':>9} "
           f"{'np/apply':>8} {'memcpy GB/s':>11} {'torch op':>8} {'torch e2e':>9} {'wgpu ms':>8}")
 
 
 def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, repeats: int | None = None,
-        storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16"),
+        storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16"),
         log: Callable[[str], None] = print, json_path: str | None = None) -> dict[str, Any]:
     """Run the benchmark and return its results (see module docstring).
     With `json_path`, the results so far are saved after every row, so a run
@@ -270,7 +280,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     dst = np.empty_like(x)
     t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
     del dst
-    half = x.dtype == np.float16
+    half = x.dtype.itemsize == 2  # 16-bit texels: 8 bytes
     texel_s = _median_of(lambda: dev._time_texel_copy(x.nbytes, half), r)
     spec = axial_spec(x.shape[-2], x.shape[-1])
     cases: list[tuple[str, str, Any]] = [(storage, "table", f) for storage in storages]
@@ -319,7 +329,7 @@ def _competitor_times(extras: dict[str, Any], x: np.ndarray, f: np.ndarray, r: i
 
 def _row_line(row: dict[str, Any]) -> str:
     tt, wg = row["torch"], row["wgpu"]
-    return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<7} {row['storage']:<9} {row['freqs']:<9} "
+    return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<8} {row['storage']:<9} {row['freqs']:<9} "
             f"{row['bytes_moved'] / 2**20:>7.1f} {_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} "
             f"{_num(row['texel_copy_gbps']):>10} {_num(row['texel_copy_over_kernel'], 2):>7} "
             f"{_num(row['copy_gbps']):>9} {_ms(row['apply_s']):>9} "

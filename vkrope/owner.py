@@ -244,7 +244,7 @@ class DeviceMemory(DeviceOwner):
         return DeviceArray(self, res, shape, dtype, storage)
 
     def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:
-        """Upload a float32 / float16 numpy array and return it as a
+        """Upload a float32 / float16 / bfloat16 numpy array and return it as a
         `DeviceArray` on this device: a tensor `[..., N, C]` for the
         operators (any storage), or a table (`storage="buffer"`).
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .freqs import pow64
 from .ops import interleaved
+from .runtime.dtypes import BFLOAT16
 
 
 def apply_reference(
@@ -51,7 +52,7 @@ def axial_freqs(
     For `dim % 4 == 0`: `f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)`;
     token `t` has `x = t % end_x`, `y = t // end_x`; its first `dim/4` complex
     entries are `exp(i x f)`, the next `dim/4` are `exp(i y f)`. Returns
-    `[end_x * end_y, dim]` of `dtype` (float32 or float16), computed in
+    `[end_x * end_y, dim]` of `dtype` (float32, float16, bfloat16 or float64), computed in
     float64 and rounded once.
 
     That is the exact table, not SAM2's bits: SAM2 computes the angles,
@@ -73,8 +74,8 @@ def axial_freqs(
     if not np.isfinite(theta) or theta <= 0:
         raise ValueError(f"theta must be a positive finite number; got {theta}")
     dtype = np.dtype(dtype)
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
-        raise TypeError(f"dtype must be float32, float16 or float64; got {dtype}")
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32, float16, bfloat16 or float64; got {dtype}")
     q = dim // 4
     freqs = 1.0 / pow64(theta, np.arange(0, dim, 4, dtype=np.float64)[:q] / dim)
     t = np.arange(end_x * end_y, dtype=np.float64)

@@ -27,6 +27,7 @@ from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
 from ..freqs import FrequencySpec
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
+from ..runtime.dtypes import BFLOAT16, axis, is_16bit
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import READ, WRITE as WRITES, Tensor
@@ -35,7 +36,7 @@ from ..runtime.steps import WRITE, Arg, Launch, arg
 KERNEL = "rope_interleaved"
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*
 SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
-REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
+REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
@@ -43,7 +44,7 @@ COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 class Request(TensorRequest):
     """One validated call: everything the plan and the reference need."""
 
-    x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32 or float16
+    x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32, float16 or bfloat16
     freqs_pairs: Any  # [Nf, C/2, 2] real pairs (numpy: the caller's dtype, float32/64 for complex), or a DeviceArray
     n_tokens: int  # N
     channels: int  # C
@@ -140,13 +141,13 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
         return freqs, freqs.rows, f"a {type(freqs).__name__} spec of {freqs.rows} rows"
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
-        if freqs.dtype == np.float16 and x.dtype == np.float32:
-            raise TypeError("freqs is a float16 DeviceArray but x is float32: the kernel reads float32 freqs "
-                            "then; upload them as float32")
-        per_row, what = channels, "real float32/float16 DeviceArray [Nf, C]"
+        if is_16bit(freqs.dtype) and freqs.dtype != x.dtype:
+            raise TypeError(f"freqs is a {freqs.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit "
+                            "freqs only of x's dtype; upload them as float32")
+        per_row, what = channels, f"real {freqs.dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
-            raise TypeError(f"freqs must be a numpy array (float32, float16 or complex) or a DeviceArray; "
+            raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
                             f"got {describe(freqs)}")
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
@@ -155,7 +156,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
             per_row, what = channels, f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
-                f"freqs must have dtype float32, float16, float64, complex64 or complex128; got {freqs.dtype}")
+                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype}")
     if per_row == 0:
         if freqs.size:
             raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")
@@ -246,8 +247,8 @@ class Plan:
         offset of each) and the packed table segments ((freqs, positions)
         ranges)."""
         x, out = where["x"], where["out"]
-        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
-                      freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
+        kernel = find(KERNEL, storage=self.storage, x=axis(self.x_dtype),
+                      freqs="gen" if self.f_dtype == "gen" else axis(self.f_dtype))
         pair_bytes = 2 * np.dtype(self.x_dtype).itemsize
         wx, wy = self.workgroup
         width, height = self.image_extent[:2] if self.image_extent else (0, 0)
@@ -288,12 +289,13 @@ def angle_mode(spec: FrequencySpec) -> int:
 
 
 def f_dtype_of(req: Request) -> str:
-    """The table dtype the kernel reads: float16 only with float16 x and
-    freqs; "gen" when a spec has the shader compute them."""
+    """The table dtype the kernel reads: a 16-bit dtype only when x and
+    freqs both have it, else float32; "gen" when a spec has the shader
+    compute them."""
     if req.generated:
         return "gen"
-    half = np.dtype(req.dtype) == np.float16 and req.freqs_pairs.dtype == np.float16
-    return "float16" if half else "float32"
+    same = is_16bit(req.dtype) and np.dtype(req.freqs_pairs.dtype) == np.dtype(req.dtype)
+    return np.dtype(req.dtype).name if same else "float32"
 
 
 def plan(req: Request, limits: Any) -> Plan:

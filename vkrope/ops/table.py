@@ -27,6 +27,7 @@ from ..arguments import (
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
 from ..freqs import RopeFreqs, check_positions
+from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, is_16bit
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
@@ -34,7 +35,7 @@ from ..runtime.operator import READ, WRITE as WRITES, Tensor
 from ..runtime.steps import WRITE, Arg, Launch, arg
 
 KERNEL = "rope_table"
-TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64))
+TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
 
 
 @dataclass
@@ -119,7 +120,7 @@ def _tensor(name: str, x: Any) -> Any:
     else:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype float32 or float16; got {x.dtype}")
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype}")
     if math.prod(x.shape) > 2 * MAX_PAIRS:  # the kernel indexes values with 32-bit integers
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
@@ -129,9 +130,9 @@ def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     check_table_array(name, t, TABLE_DTYPES)
-    if isinstance(t, DeviceArray) and t.dtype == np.float16 and x.dtype != np.float16:
-        raise TypeError(f"{name} is a float16 DeviceArray but x is {x.dtype}: the kernel reads float32 tables "
-                        "then; upload them as float32")
+    if isinstance(t, DeviceArray) and is_16bit(t.dtype) and t.dtype != x.dtype:
+        raise TypeError(f"{name} is a {t.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit tables only "
+                        "of x's dtype; upload them as float32")
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
     return t
@@ -369,8 +370,8 @@ class Plan:
         offset of row `row_offset` of each) and each segment's (cos, sin,
         row_of) ranges."""
         x, out = where[self.x_name], where["out"]
-        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:],
-                      freqs="gen" if self.f_dtype == "gen" else self.f_dtype[-2:])
+        kernel = find(KERNEL, storage=self.storage, x=axis(self.x_dtype),
+                      freqs="gen" if self.f_dtype == "gen" else axis(self.f_dtype))
         itemsize = np.dtype(self.x_dtype).itemsize
         wx, wy = self.workgroup
         width, height = self.image_extent[:2] if self.image_extent else (0, 0)
@@ -402,12 +403,14 @@ class Plan:
 
 
 def f_dtype_of(req: Request) -> str:
-    """The table dtype the kernel reads: float16 only with float16 x and
-    tables; "gen" when the frequencies are computed in the shader."""
+    """The table dtype the kernel reads: a 16-bit dtype only when x and both
+    tables have it, else float32; "gen" when the frequencies are computed in
+    the shader."""
     if req.generated:
         return "gen"
-    half = req.dtype == np.float16 and np.dtype(req.cos.dtype) == np.float16 and np.dtype(req.sin.dtype) == np.float16
-    return "float16" if half else "float32"
+    x = np.dtype(req.dtype)
+    same = is_16bit(x) and np.dtype(req.cos.dtype) == x and np.dtype(req.sin.dtype) == x
+    return x.name if same else "float32"
 
 
 def _resident(t: Any) -> bool:

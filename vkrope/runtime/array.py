@@ -42,7 +42,7 @@ class DeviceArray:
 
     @property
     def dtype(self) -> np.dtype:
-        """float32 or float16."""
+        """float32, float16 or bfloat16 (`ml_dtypes.bfloat16`)."""
         return self._dtype
 
     @property

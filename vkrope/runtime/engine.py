@@ -23,6 +23,7 @@ from ..vk.context import Context, unified_memory
 from ..vk.instance import PhysicalDeviceInfo
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Buffer, Image3D
+from .dtypes import BFLOAT16, FLOAT16
 from .kernels import load
 from .steps import Step
 from .recorder import record
@@ -179,9 +180,12 @@ class Runtime:
     def image_format(self, dtype: np.dtype) -> int:
         """The rgba format of a tensor dtype, checked usable as a storage image."""
         vk = b.vk()
-        half = np.dtype(dtype) == np.float16
-        fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT if half else vk.VK_FORMAT_R32G32B32A32_SFLOAT
-        self.ctx.require_storage_image_format(fmt, "rgba16f" if half else "rgba32f")
+        # bfloat16 texels are its 16-bit words (the kernels widen them).
+        fmt, name = {
+            FLOAT16: (vk.VK_FORMAT_R16G16B16A16_SFLOAT, "rgba16f"),
+            BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_UINT, "rgba16ui (bfloat16 texels)"),
+        }.get(np.dtype(dtype), (vk.VK_FORMAT_R32G32B32A32_SFLOAT, "rgba32f"))
+        self.ctx.require_storage_image_format(fmt, name)
         return fmt
 
     def new_image(self, extent: tuple[int, int, int], fmt: int) -> Image3D:

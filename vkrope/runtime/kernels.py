@@ -39,7 +39,7 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
         bindings, features = [], set()
         for i, bnd in enumerate(grid["bindings"]):
             # A tensor may name the axis that says where it lives (buffer or
-            # texture3d; without one, a buffer); its dtype is an axis ("16" /
+            # texture3d; without one, a buffer); its dtype is an axis ("16" / "b16" /
             # "32") or fixed. A table is a buffer of per-call data.
             if bnd["kind"] not in ("tensor", "table") or (bnd["kind"] == "table" and "storage" in bnd):
                 raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: kind {bnd['kind']!r} (tensor, or a "
@@ -48,7 +48,7 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
                 raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: access {bnd['access']!r}")
             image = "storage" in bnd and params[bnd["storage"]] == "texture3d"
             kind = STORAGE_IMAGE if image else STORAGE_BUFFER
-            half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "float16")
+            half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "b16", "float16", "bfloat16")
             if half and kind == STORAGE_BUFFER:
                 features.add("storageBuffer16BitAccess")
             bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"]})

@@ -170,11 +170,11 @@ class Context:
             )
 
     def require_16bit_storage(self) -> None:
-        """Raise `UnsupportedFeatureError` when float16 buffers cannot be used."""
+        """Raise `UnsupportedFeatureError` when 16-bit (float16, bfloat16) buffers cannot be used."""
         if not self.info.storage_buffer_16bit:
             raise UnsupportedFeatureError(
                 f"device {self.info.name!r} lacks storageBuffer16BitAccess, needed for float16 "
-                "buffers; use float32 data or another device (VKROPE_DEVICE)"
+                "and bfloat16 buffers; use float32 data or another device (VKROPE_DEVICE)"
             )
 
 

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""bfloat16 RoPE accuracy: vkrope against the frameworks' bfloat16 path,
+both measured against float64, for a Llama 3.1 8B attention shape (head_dim
+128, rope_theta 500000, llama3 scaling: factor 8, low / high frequency
+factors 1 / 4, original context 8192) at positions up to 131072.
+
+    python scripts/bf16_accuracy.py [--tokens 4096] [--heads 8]
+
+Both start from the same bfloat16 q and the same float32 cos / sin (the
+float64 angle rounded once to float32, as transformers' rotary module
+computes them in float32). Then:
+
+  vkrope        the table kernel: q widened to float32, rotated in float32,
+                rounded once to bfloat16 (`vkrope.rotary_embedding`);
+  transformers  its bfloat16 path, `(q * cos) + (rotate_half(q) * sin)` with
+                cos / sin cast to bfloat16 (`cos.to(x.dtype)`) and each
+                product and the sum rounded to bfloat16 (torch's bfloat16
+                elementwise ops compute in float32 and round the result),
+                emulated here in numpy with ml_dtypes' rounding: torch is not
+                needed.
+
+Errors are in bfloat16 ulps of the float64 result (the exact rotation of the
+same bfloat16 q by the same float32 cos / sin), per band of positions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import vkrope  # noqa: E402
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def llama3_inv_freq(dim=128, base=500000.0, factor=8.0, low=1.0, high=4.0, original=8192) -> np.ndarray:
+    """transformers' `_compute_llama3_parameters`, in float64."""
+    inv = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    wavelen = 2 * math.pi / inv
+    low_wavelen, high_wavelen = original / low, original / high
+    scaled = np.where(wavelen > low_wavelen, inv / factor, inv)
+    smooth = (original / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+    return np.where(medium, smoothed, scaled)
+
+
+def bf16(v) -> np.ndarray:
+    return np.asarray(v).astype(BF16)
+
+
+def ulp_of(v: np.ndarray) -> np.ndarray:
+    """bfloat16 spacing at |v| (8 significant bits, 2^-133 below 2^-126)."""
+    a = np.abs(v)
+    _, e = np.frexp(np.where(a > 0, a, 1.0))
+    return np.exp2(np.maximum(e - 8, -133).astype(np.float64))
+
+
+def rotate_half(x: np.ndarray) -> np.ndarray:
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], -1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=4096, help="positions sampled over [0, 131072)")
+    ap.add_argument("--heads", type=int, default=8)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    dim, s, h = 128, args.tokens, args.heads
+    positions = np.sort(rng.choice(131072, s, replace=False))
+    positions[:4] = [0, 1, 2, 3]
+    inv = llama3_inv_freq().astype(np.float32)  # transformers keeps inv_freq in float32
+    angles = positions[:, None].astype(np.float32) * inv[None, :]  # float32 product, as torch's matmul
+    cos32 = np.cos(angles.astype(np.float64)).astype(np.float32)
+    sin32 = np.sin(angles.astype(np.float64)).astype(np.float32)
+    q = bf16(rng.standard_normal((1, h, s, dim)) * 2.0)
+
+    # exact: the same bfloat16 q rotated by the same float32 cos / sin, in float64
+    q64 = q.astype(np.float64)
+    c64 = np.concatenate([cos32, cos32], -1).astype(np.float64)
+    s64 = np.concatenate([sin32, sin32], -1).astype(np.float64)
+    exact = q64 * c64 + rotate_half(q64) * s64
+
+    pos_ids = np.arange(s)[None]
+    got = vkrope.rotary_embedding(q, cos32, sin32, pos_ids).astype(np.float64)
+
+    cb, sb = bf16(np.concatenate([cos32, cos32], -1)), bf16(np.concatenate([sin32, sin32], -1))
+    hf = bf16(bf16(q.astype(np.float32) * cb.astype(np.float32)).astype(np.float32)
+              + bf16(rotate_half(q).astype(np.float32) * sb.astype(np.float32)).astype(np.float32))
+    hf = hf.astype(np.float64)
+
+    ulp = ulp_of(exact)
+    print(f"Llama 3.1 8B RoPE (head_dim 128, theta 500000, llama3 x8), q bfloat16 [1, {h}, {s}, 128], "
+          f"{s} positions in [0, 131072); device: {vkrope.default_device().name}")
+    print(f"{'positions':<18} {'path':<13} {'max ulp':>8} {'mean ulp':>9} {'rounded once':>13}")
+    bands = [(0, 8192), (8192, 32768), (32768, 131072), (0, 131072)]
+    for lo, hi in bands:
+        sel = (positions >= lo) & (positions < hi)
+        for name, y in (("vkrope", got), ("transformers", hf)):
+            e = np.abs(y[:, :, sel] - exact[:, :, sel]) / ulp[:, :, sel]
+            correct = np.mean(np.abs(y[:, :, sel] - exact[:, :, sel]) <= 0.5 * ulp[:, :, sel])
+            print(f"[{lo}, {hi}){'':<{16 - len(f'[{lo}, {hi})')}} {name:<13} {e.max():>8.2f} {e.mean():>9.3f} "
+                  f"{100 * correct:>12.2f}%")
+    print("ulp: bfloat16 ulps of the float64 result; 'rounded once': within half an ulp (what one correct "
+          "rounding gives)")
+
+
+if __name__ == "__main__":
+    main()

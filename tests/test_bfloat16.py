@@ -1,0 +1,318 @@
+"""bfloat16 (`ml_dtypes.bfloat16`): widened exactly to float32 in the
+shader, rotated in float32, rounded once to nearest-even on store.
+
+The oracle rounds on its own (tests/oracle.py `bf16_round`, from frexp and
+numpy's round-half-even; checked here against the bit rule and against
+ml_dtypes), so neither ml_dtypes' conversions nor vkrope can hide behind it.
+
+Exact cases are built like the float16 ones (tests/test_float16_rounding.py):
+x is bfloat16 m_x 2^a, one of (cos, sin) is m_c 2^k and the other 0, so each
+output is one exact float32 product m 2^e with m odd and one bit too many
+for bfloat16: a tie, whose nearest-even neighbour differs from the one a
+ties-away or a truncating rounding would give in many of the cases.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import (
+    BF16, BF16_MAX, bf16_round, bf16_ulp, bf16_values, check_result, oracle, poisoned_like, to_bf16,
+)
+
+RNG = np.random.default_rng(1616)
+STORAGES = ["buffer", "texture3d"]
+INF = float("inf")
+
+
+def bits(a) -> np.ndarray:
+    return np.asarray(a).view(np.uint16)
+
+
+def words(*w) -> np.ndarray:
+    return np.array(w, np.uint16).view(BF16)
+
+
+# --- the oracle's own rounding -----------------------------------------------------
+def test_the_oracles_rounding_is_round_to_nearest_even():
+    """bf16_round against the bit rule (add 0x7FFF plus the kept lowest bit,
+    drop 16 bits) on random and chosen float32 values, and against
+    ml_dtypes' float32 conversion (which rounds to nearest-even)."""
+    u = RNG.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    u = np.concatenate([u, np.array([0x3F808000, 0x3F818000, 0x7F7F8000, 0x7F7F7FFF, 0x00008000, 0x00018000,
+                                     0x80008000, 0x007FFFFF, 0x00000001, 0xFF7F8000], np.uint32)])
+    f = u.view(np.float32)
+    f = f[np.isfinite(f)]
+    u = f.view(np.uint32)
+    rule = ((u.astype(np.uint64) + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32)
+    want = (rule << 16).view(np.float32).astype(np.float64)
+    got = bf16_round(f.astype(np.float64))
+    assert np.array_equal(got, want, equal_nan=False)
+    assert np.array_equal(bits(f.astype(BF16)), bits(to_bf16(got)))
+    assert bf16_round([BF16_MAX * (1 + 2.0**-9), BF16_MAX * (1 + 2.0**-8), 2.0**-134, 3 * 2.0**-134]).tolist() == [
+        BF16_MAX, INF, 0.0, 4 * 2.0**-134]
+    assert bf16_ulp([1.0, 1.5, 2.0**-126, 2.0**-130]).tolist() == [2.0**-7, 2.0**-7, 2.0**-133, 2.0**-133]
+
+
+# --- ties, subnormal ties, overflow ----------------------------------------------------
+def odd(lo, hi):
+    lo += 1 - lo % 2
+    return None if lo > hi else lo + 2 * int(RNG.integers(0, (hi - lo) // 2 + 1))
+
+
+def tie(m, e, sign):
+    """(tie, nearest-even, ties-away, toward-zero) for sign * m * 2^e, m odd."""
+    lo, hi = (m - 1) * 2.0**e, (m + 1) * 2.0**e
+    even = lo if ((m - 1) // 2) % 2 == 0 else hi
+    return sign * m * 2.0**e, sign * even, sign * hi, sign * lo
+
+
+def build_ties():
+    """x (bfloat16) [P, 2] pairs, freqs (float32) [P, 2] and each output's
+    (tie, nearest-even, ties-away, toward-zero)."""
+    xs, fs, want = [], [], []
+    while len(xs) < 400:
+        subnormal = len(xs) >= 300
+        m_c = int(RNG.integers(3, 256)) | 1
+        if subnormal:
+            m_x = [odd(1, 255 // m_c) for _ in range(2)]
+            e = -134
+            a = int(RNG.integers(-40, -10))
+        else:
+            m_x = [odd(-(-257 // m_c), min(255, 511 // m_c)) for _ in range(2)]
+            e = int(RNG.integers(-100, 100))
+            a = e - int(RNG.integers(-20, 20))
+        if None in m_x:
+            continue
+        k = e - a  # x = m_x 2^a, c = m_c 2^k: the product m_x m_c 2^e
+        signs = [float(RNG.choice([-1.0, 1.0])) for _ in range(2)]
+        x = [s * m * 2.0**a for s, m in zip(signs, m_x)]
+        c = m_c * 2.0**k
+        if len(xs) % 2:
+            xs.append(x)
+            fs.append((c, 0.0))  # (re c, im c)
+            want += [tie(m_x[0] * m_c, e, signs[0]), tie(m_x[1] * m_c, e, signs[1])]
+        else:
+            xs.append([x[1], -x[0]])
+            fs.append((0.0, c))  # (re c - im s, re s + im c) = (x0 c, x1 c)
+            want += [tie(m_x[0] * m_c, e, signs[0]), tie(m_x[1] * m_c, e, signs[1])]
+    # overflow: the largest finite value, the tie above it, and just below the tie
+    for x, c, v in [(BF16_MAX, 1 + 2.0**-8, INF), (BF16_MAX, 1 + 2.0**-9, BF16_MAX), (73 * 2.0**119, 7.0, INF),
+                    (-73 * 2.0**119, 7.0, -INF), (BF16_MAX, 1.0, BF16_MAX), (2.0**-133, 1.0, 2.0**-133)]:
+        xs.append([x, x])
+        fs.append((c, 0.0))
+        want += [(x * c, v, None, None), (x * c, v, None, None)]
+    x = to_bf16(np.array(xs))
+    f = np.array(fs, np.float64)
+    assert np.array_equal(f.astype(np.float32).astype(np.float64), f), "cos / sin must be exact float32"
+    return x, f.astype(np.float32), want
+
+
+def test_ties_and_overflow_round_to_nearest_even(device):
+    x, f, want = build_ties()
+    n = x.shape[0]
+    ref = oracle(x.reshape(1, n, 2), f.reshape(n, 2), positions=np.arange(n)).reshape(-1)
+    assert np.array_equal(ref, np.array([w[0] for w in want])), "the constructed products are the exact results"
+    even = np.array([w[1] for w in want])
+    assert np.array_equal(bf16_round(ref), even), "the oracle rounds ties to even"
+    ties = [w for w in want if w[2] is not None]
+    assert sum(w[1] != w[2] for w in ties) > 100 and sum(w[1] != w[3] for w in ties) > 100, \
+        "a ties-away or truncating rounding would differ"
+    assert sum(abs(w[0]) < 2.0**-126 for w in ties) >= 100, "subnormal ties"
+    for storage in STORAGES:
+        for c in (2, 4):  # C % 4 == 2 and 0: pairs and whole texels
+            xs = x.reshape(1, -1, c)
+            fs = f.reshape(-1, c)
+            out = poisoned_like(xs)
+            y = device.apply(xs, fs, out=out, storage=storage)
+            assert y is out
+            bad = np.flatnonzero(bits(y).reshape(-1) != bits(to_bf16(even)))
+            assert not bad.size, (storage, c, bad[:5], bf16_values(y).reshape(-1)[bad[:5]], even[bad[:5]])
+
+
+# --- special values ---------------------------------------------------------------------
+SPECIALS = words(0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7FA5, 0x7F81, 0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x7F7F,
+                 0xFF7F, 0x3F80, 0xBF81, 0x4049)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_special_values(device, storage):
+    """inf, NaN (quiet and signalling payloads), signed zeros, subnormals and
+    the largest finite values, rotated (against the oracle: NaN for NaN,
+    exact infinities, subnormals rounded on their grid) and passed through
+    (buffers: every bit kept, NaN payloads included)."""
+    v = SPECIALS
+    x = np.stack(np.meshgrid(v, v, indexing="ij"), -1).reshape(1, -1, 2).astype(BF16)  # every pair
+    x = np.ascontiguousarray(x)
+    n = x.shape[1]
+    angles = np.array([0.0, np.pi / 2, np.pi, 0.3, -2.0, 1e-3])
+    f = np.stack([np.cos(angles), np.sin(angles)], -1).astype(np.float32)
+    pos = np.where(np.arange(n) % 7 == 3, -1, np.arange(n) % len(angles))
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = device.apply(x, f, out=poisoned_like(x), storage=storage, positions=pos)
+        ref = oracle(x, f, positions=pos)
+    yv, rr = bf16_values(y), bf16_round(ref)
+    nan = np.isnan(rr)
+    assert np.array_equal(np.isnan(yv), nan)
+    rotated = np.broadcast_to((pos >= 0)[None, :, None], x.shape)
+    assert ((bits(y)[nan & rotated] & 0x7FC0) == 0x7FC0).all(), "rotated NaNs come out quiet"
+    fin = np.isfinite(rr)
+    assert np.array_equal(yv[~nan & ~fin], rr[~nan & ~fin])
+    # finite results: one rounding of the float64 result (float32 products, then bfloat16)
+    err = np.abs(yv[fin] - ref[fin])
+    assert (err <= 0.5 * bf16_ulp(rr[fin]) + 2.0**-22 * np.abs(ref[fin]) + 2.0**-149).all()
+    passed = pos == -1
+    if storage == "buffer":
+        assert np.array_equal(bits(y)[0, passed], bits(x)[0, passed]), "pass-through keeps every bit"
+    else:
+        same = bits(y)[0, passed] == bits(x)[0, passed]
+        assert (same | np.isnan(bf16_values(x)[0, passed])).all()
+    # Subnormal inputs with cos = 1, sin = 0 come back exactly where the
+    # device keeps float32 subnormals in shaders (lavapipe does); where it
+    # flushes them (its float32 kernel shows it) they come back as zeros.
+    sub = words(0x0001, 0x807F, 0x0040, 0x8001)
+    xs = np.ascontiguousarray(np.stack([sub, sub[::-1]], -1).reshape(1, 4, 2))
+    ones = np.tile(np.float32([1.0, 0.0]), (4, 1))
+    ys = device.apply(xs, ones, storage=storage)
+    keeps = device.apply(bf16_values(xs).astype(np.float32), ones, storage=storage)
+    if np.array_equal(keeps, bf16_values(xs)):
+        assert np.array_equal(bits(ys), bits(xs))
+    else:
+        assert (bf16_values(ys) == 0).all()
+
+
+# --- every path of apply -------------------------------------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("c", [64, 14])
+@pytest.mark.parametrize("freqs_kind", ["float32", "bfloat16", "complex", "spec", "axial", "exact"])
+@pytest.mark.parametrize("resident", [False, True])
+def test_apply(device, storage, c, freqs_kind, resident):
+    if freqs_kind == "axial" and c % 4:
+        c -= 2  # axial frequencies split C / 4 pairs per axis: C % 4 == 0
+    rng = np.random.default_rng(c)
+    x = (rng.standard_normal((2, 33, c)) * 100).astype(BF16)
+    theta = rng.uniform(-40, 40, (33, c // 2))
+    kw = {}
+    if freqs_kind in ("spec", "exact"):
+        freqs = vkrope.RopeFreqs(c, base=10000.0, angle="exact" if freqs_kind == "exact" else "float32")
+        cos, sin = freqs.table(np.arange(33))
+        ref_f = np.stack([cos, sin], -1).reshape(33, c)
+    elif freqs_kind == "axial":
+        freqs = vkrope.AxialFreqs(c, end_x=11, end_y=3)
+        ref_f = freqs.table()
+    elif freqs_kind == "complex":
+        freqs = np.exp(1j * theta).astype(np.complex64)
+        ref_f = freqs
+    else:
+        freqs = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(33, c).astype(
+            np.float32 if freqs_kind == "float32" else BF16)
+        ref_f = freqs
+        if resident and freqs_kind == "bfloat16":
+            freqs = device.asarray(freqs)
+    pos = rng.integers(-1, 33, 33)
+    kw = {"positions": pos}
+    if resident:
+        y = device.apply(device.asarray(x, storage=storage), freqs, **kw)
+        assert y.dtype == BF16
+        check_result(y, x, ref_f, **kw)
+        inv = device.apply(y, freqs, inverse=True, **kw).get()
+        check_result(inv, y.get(), ref_f, inverse=True, **kw)
+    else:
+        out = poisoned_like(x)
+        y = device.apply(x, freqs, out=out, storage=storage, **kw)
+        assert y is out
+        check_result(y, x, ref_f, **kw)
+
+
+def test_bfloat16_tables_are_read_as_bfloat16(device):
+    """bfloat16 freqs with bfloat16 x are read as they are (the products of
+    two bfloat16 values are exact in float32): every result is the float64
+    result rounded once, bit for bit."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 64, 16)).astype(BF16)
+    f = rng.uniform(-1, 1, (64, 16)).astype(BF16)
+    for storage in STORAGES:
+        y = device.apply(x, f, storage=storage)
+        want = to_bf16(bf16_round(oracle(x, f)))
+        # exact products, one float32 rounding of their difference, then one bfloat16 rounding
+        assert (bits(y) == bits(want)).mean() > 0.999
+        check_result(y, x, f)
+        yd = device.apply(device.asarray(x, storage=storage), device.asarray(f)).get()
+        assert np.array_equal(bits(yd), bits(y))
+
+
+# --- arrays ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("storage", STORAGES)
+def test_device_arrays_keep_bfloat16_bits(device, storage):
+    w = RNG.integers(0, 2**16, (3, 7, 10), dtype=np.uint64).astype(np.uint16)
+    a = w.view(BF16)
+    d = device.asarray(a, storage=storage)
+    assert d.dtype == BF16 and d.shape == a.shape
+    back = d.get()
+    assert back.dtype == BF16
+    assert np.array_equal(bits(back), w)
+    assert np.array_equal(bits(copy.copy(d).get()), w)
+    assert np.array_equal(bits(np.asarray(d)), w)
+
+
+def test_out_must_match_x(device):
+    x = np.ones((1, 4, 8), BF16)
+    f = np.zeros((4, 8), np.float32)
+    with pytest.raises(TypeError, match=r"out must have dtype bfloat16 \(the dtype of x\); got float32"):
+        device.apply(x, f, out=np.zeros((1, 4, 8), np.float32))
+    with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+        device.apply(x.astype(np.float64), f)
+    y = device.apply(x, f)  # and the device still works
+    assert y.dtype == BF16
+
+
+def test_ml_dtypes_is_the_bfloat16():
+    assert vkrope.bfloat16 is ml_dtypes.bfloat16
+
+
+# --- cancellation: float32 cos / sin, products that nearly cancel --------------------------------
+def cancelling(n, rng):
+    """bfloat16 pairs (x0, x1) and float32 (c, s) of the angle atan2(x0, x1):
+    x0 c - x1 s is zero but for the float32 rounding of c and s, so it
+    cancels to about 2^-24 of its terms."""
+    x0 = bf16_round(rng.uniform(0.5, 4, n) * np.exp2(rng.integers(-20, 20, n)))
+    x1 = bf16_round(rng.uniform(0.5, 4, n) * np.exp2(rng.integers(-20, 20, n)))
+    theta = np.arctan2(x0, x1)
+    return x0, x1, np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+
+
+def strict(y, ref, scale):
+    """Half a bfloat16 ulp after a float32 sum of exact products (2^-23 of
+    the result, 2^-38 of the terms)."""
+    yv, rr = bf16_values(y), bf16_round(ref)
+    return np.abs(yv - ref) <= 0.5 * bf16_ulp(rr) + 2.0**-23 * np.abs(ref) + 2.0**-38 * scale
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_cancelling_products_are_rounded_once(device, storage):
+    """Where x0 c and x1 s cancel to a few bits, a float32 product rounding
+    alone is tens of bfloat16 ulps of the result (the plain formula gave
+    up to 40 on lavapipe, which does not fuse fma); vkrope's exact products
+    keep every element within half an ulp. Interleaved and rotate-half."""
+    rng = np.random.default_rng(77)
+    n = 4096
+    x0, x1, c, s = cancelling(n, rng)
+    x = to_bf16(np.stack([x0, x1], -1)).reshape(1, n, 2)
+    f = np.stack([c, s], -1).astype(np.float32)
+    ref = oracle(x, f)
+    scale = np.abs(bf16_values(x[..., 0])) * np.abs(c) + np.abs(bf16_values(x[..., 1])) * np.abs(s)
+    scale = np.repeat(scale[..., None], 2, -1)
+    rel = np.abs(ref[..., 0]) / scale[..., 0]
+    assert (rel < 2.0**-20).mean() > 0.9, "the first outputs cancel to a few bits"
+    y = device.apply(x, f, storage=storage, out=poisoned_like(x))
+    ok = strict(y, ref, scale)
+    assert ok.all(), f"{(~ok).sum()} elements past half an ulp"
+    # the same pairs as rotate-half heads [B, H, S, D] = [1, 1, n, 2] through the table kernel
+    q = x.reshape(1, 1, n, 2)
+    yq = device.rotary_embedding(q, c.reshape(n, 1), s.reshape(n, 1), np.arange(n)[None], storage=storage)
+    assert strict(yq.reshape(1, n, 2), ref, scale).all()

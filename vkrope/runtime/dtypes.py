@@ -1,0 +1,37 @@
+"""The tensor dtypes vkrope computes in, and how kernels name them.
+
+bfloat16 is `ml_dtypes.bfloat16` (numpy has none of its own; JAX, ONNX's
+reference evaluator and TensorFlow use this one). On the device it is
+16-bit words: kernels widen it to float32 exactly and round once on store
+(glsl/common.glsl), so no device extension is needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+FLOAT32 = np.dtype(np.float32)
+FLOAT16 = np.dtype(np.float16)
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+# What x, q, k, out and resident tensors may hold.
+TENSOR_DTYPES = (FLOAT32, FLOAT16, BFLOAT16)
+TENSOR_DTYPE_NAMES = "float32, float16 or bfloat16"
+
+# The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
+_AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16"}
+
+
+def axis(dtype: Any) -> str:
+    """The variant-grid axis value ("32", "16", "b16") of a tensor dtype."""
+    return _AXIS[np.dtype(dtype)]
+
+
+def is_16bit(dtype: Any) -> bool:
+    """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
+    return np.dtype(dtype) in (FLOAT16, BFLOAT16)
+
+
+__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "axis", "is_16bit"]
