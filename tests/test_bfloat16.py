@@ -316,3 +316,45 @@ def test_cancelling_products_are_rounded_once(device, storage):
     q = x.reshape(1, 1, n, 2)
     yq = device.rotary_embedding(q, c.reshape(n, 1), s.reshape(n, 1), np.arange(n)[None], storage=storage)
     assert strict(yq.reshape(1, n, 2), ref, scale).all()
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_ties_through_the_table_kernel(device, storage):
+    """The same ties through the table kernel (rotate-half heads of D = 2:
+    out0 = x0 c - x1 s, out1 = x1 c + x0 s, as the interleaved pairs)."""
+    x, f, want = build_ties()
+    n = x.shape[0]
+    even = to_bf16(np.array([w[1] for w in want]))
+    q = np.ascontiguousarray(x.reshape(1, 1, n, 2))
+    out = poisoned_like(q)
+    y = device.rotary_embedding(q, f[:, :1].copy(), f[:, 1:].copy(), np.arange(n)[None], out=out, storage=storage)
+    assert y is out
+    bad = np.flatnonzero(bits(y).reshape(-1) != bits(even))
+    assert not bad.size, (storage, bad[:5])
+
+
+def test_a_device_without_rgba16ui_storage_images_names_the_storage(monkeypatch):
+    """Where rgba16ui cannot be a storage image, texture3d bfloat16 is a
+    clear UnsupportedFeatureError naming the format and the way out, before
+    any work; buffers and the other dtypes still run."""
+    from vkrope.vk import binding
+
+    vk = binding.vk()
+    real = vk.vkGetPhysicalDeviceFormatProperties
+
+    def without_rgba16ui(handle, fmt):
+        props = real(handle, fmt)
+        if fmt == vk.VK_FORMAT_R16G16B16A16_UINT:
+            props.optimalTilingFeatures &= ~vk.VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT
+        return props
+
+    monkeypatch.setattr(vk, "vkGetPhysicalDeviceFormatProperties", without_rgba16ui)
+    x = np.ones((1, 4, 8), BF16)
+    f = np.tile(np.float32([1.0, 0.0]), (4, 4))
+    with vkrope.Device() as dev:
+        with pytest.raises(vkrope.UnsupportedFeatureError, match=r"rgba16ui.*storage='buffer'"):
+            dev.apply(x, f, storage="texture3d")
+        with pytest.raises(vkrope.UnsupportedFeatureError, match="rgba16ui"):
+            dev.asarray(x, storage="texture3d")
+        assert np.array_equal(bits(dev.apply(x, f, storage="buffer")), bits(x))
+        assert np.array_equal(dev.apply(x.astype(np.float32), f, storage="texture3d"), x.astype(np.float32))
