@@ -16,6 +16,7 @@ import numpy as np
 
 import vkrope
 from oracle import oracle
+from oracle_cache import decode_step
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
 
 
@@ -97,6 +98,30 @@ def _many_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
     return args
 
 
+def _cache_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    hq, hk, s, d = (8, 4, 512, 256) if big else (4, 2, 3, 8)
+    cos, sin = _unit_tables(rng, s + 8, d // 2)
+    return {"q": _f32(rng, 1, hq, s, d), "k": _f32(rng, 1, hk, s, d), "v": _f32(rng, 1, hk, s, d),
+            "k_cache": np.zeros((1, hk, s + 8, d), np.float32), "v_cache": np.zeros((1, hk, s + 8, d), np.float32),
+            "cos": cos, "sin": sin, "position_ids": (np.arange(s) + 5)[None], "out": None}
+
+
+def _cache_call(t: Any, a: dict[str, Any]) -> tuple:
+    """The step on `t` (a Device or the module: the default device); numpy
+    caches are uploaded there first; the results are q's and both caches'
+    contents after the step."""
+    dev = t if isinstance(t, vkrope.Device) else vkrope.default_device()
+    kc, vc = (c if isinstance(c, vkrope.DeviceArray) else dev.asarray(c) for c in (a["k_cache"], a["v_cache"]))
+    y = t.rope_and_cache(a["q"], a["k"], a["v"], kc, vc, (a["cos"], a["sin"]), a["position_ids"], out=a["out"])
+    return y, kc.get(), vc.get()
+
+
+def _cache_expect(a: dict[str, Any]) -> tuple:
+    q, kc, vc, _ = decode_step(a["q"], a["k"], a["v"], a["k_cache"], a["v_cache"], a["cos"], a["sin"],
+                               a["position_ids"])
+    return q, kc, vc
+
+
 OPS = (
     OpCase("apply", _apply_args, ("x", "freqs", "out"),
            lambda t, a: (t.apply(a["x"], a["freqs"], out=a["out"]),),
@@ -117,6 +142,9 @@ OPS = (
            labels=(("x", r"calls\[0\]: x"), ("x2", r"calls\[1\]: x"), ("freqs", r"calls\[0\]: freqs"),
                    ("out2", r"calls\[1\]: out")),
            outs=(("out2", "x2"),)),
+    OpCase("rope_and_cache", _cache_args, ("q", "k", "v", "k_cache", "v_cache", "cos", "sin", "out"),
+           _cache_call, _cache_expect, labels=(("cos", r"freqs\[0\] \(cos\)"), ("sin", r"freqs\[1\] \(sin\)")),
+           outs=(("out", "q"),)),
 )
 
 

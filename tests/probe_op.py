@@ -23,6 +23,7 @@ import numpy as np
 import vkrope
 from vkrope.ops import TensorRequest
 from vkrope.runtime import fit
+from vkrope.runtime.dtypes import axis
 from vkrope.runtime.kernels import find
 from vkrope.runtime.layout import tensor_extent, texels
 from vkrope.runtime.operator import READ, UPDATE, WRITE, Tensor
@@ -104,7 +105,7 @@ class Plan:
 
     def launches(self, where: Any, tables: list[list[Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk."""
-        kernel = find(KERNEL, storage=self.storage, x=self.x_dtype[-2:])
+        kernel = find(KERNEL, storage=self.storage, x=axis(self.x_dtype))
         item = np.dtype(self.x_dtype).itemsize
         (x, xo), (o, oo), (acc, ao) = where["x"], where["out"], where["acc"]
         wx, wy = self.workgroup

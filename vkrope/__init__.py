@@ -4,11 +4,14 @@
     y = vkrope.apply(x, freqs)                                   # SAM2 / EdgeTAM interleaved RoPE
     y = vkrope.rotary_embedding(x, cos, sin, position_ids)      # ONNX RotaryEmbedding-23
     q, k = vkrope.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)  # ExecuTorch's LLM op
+    q = vkrope.rope_and_cache(q, k, v, k_cache, v_cache, spec, pos)  # a decode step: RoPE + KV-cache write
 
 See README.md for the full contract, the errors and the measured speed.
 """
 
-from .api import apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rotary_embedding
+from .api import (
+    apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rope_and_cache, rotary_embedding,
+)
 from .freqs import AxialFreqs, RopeFreqs, YaRN
 from .runtime.array import DeviceArray
 from .device import Device, devices
@@ -36,6 +39,7 @@ __all__ = [
     "rotary_embedding",
     "apply_rotary_emb",
     "apply_rotary_emb_hf",
+    "rope_and_cache",
     "RopeFreqs",
     "AxialFreqs",
     "YaRN",

@@ -12,7 +12,8 @@ import numpy as np
 from .device import Device
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, RopeFreqs
-from .ops import interleaved, table
+from .ops import cache, interleaved, table
+from .runtime.array import DeviceArray
 
 _default: Device | None = None
 _default_lock = threading.Lock()
@@ -150,3 +151,38 @@ def apply_rotary_emb_hf(
     i + rot/2). Returns `(xq_out, xk_out)`."""
     return cast(tuple, _on_default(lambda: table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos),
                                    lambda d: d.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)))
+
+
+def rope_and_cache(
+    q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any, position_ids: np.ndarray, *,
+    interleaved: bool = False, slots: np.ndarray | None = None, q_norm: np.ndarray | None = None,
+    k_norm: np.ndarray | None = None, norm_plus_one: bool = False, eps: float = 1e-6, out: Any = None,
+) -> Any:
+    """The decode step of an LLM layer in one submission: q and k rotated
+    (RMS-normalised per head first when `q_norm` / `k_norm` are given), the
+    rotated k and the given v written into resident KV caches at each
+    token's row, the rotated q returned (numpy for numpy q, a DeviceArray
+    for a DeviceArray q, or `out`).
+
+    q `[B, Hq, S, D]`, k and v `[B, Hk, S, D]` (Hq a multiple of Hk), one
+    dtype (float32, float16 or bfloat16), numpy or buffer DeviceArrays.
+    k_cache / v_cache: buffer DeviceArrays of one shape and dtype (which may
+    differ from q's: a float32 step into a bfloat16 cache), written in place;
+    contiguous `[B, Hk, S_max, D]` (token (b, s) at position
+    `position_ids[b, s]`), or with `slots` (int `[B, S]`, -1 = not written)
+    paged `[num_blocks, block_size, Hk, D]` as vLLM's, slot
+    `block * block_size + offset`. freqs: a `vkrope.RopeFreqs` (cos / sin of
+    each position, as `spec.table`) or `(cos, sin)` caches `[max_pos, rot/2]`
+    (numpy, or float32 buffer DeviceArrays); channels past `rot` pass
+    through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
+    Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
+    (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
+    `x / rms * (1 + w)`), `eps` inside the root. Positions or slots outside
+    the cache, one cache row named twice, mismatched heads or dtypes: a
+    ValueError / TypeError naming the argument before any GPU work, the
+    caches unchanged. Runs on the default device, whose arrays the caches
+    must be (`Device.rope_and_cache` on another)."""
+    kw: dict[str, Any] = dict(interleaved=interleaved, slots=slots, q_norm=q_norm, k_norm=k_norm,
+                              norm_plus_one=norm_plus_one, eps=eps, out=out)
+    return _on_default(lambda: cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, **kw),
+                       lambda d: d.rope_and_cache(q, k, v, k_cache, v_cache, freqs, position_ids, **kw))

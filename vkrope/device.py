@@ -12,7 +12,7 @@ import numpy as np
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, RopeFreqs
 from .runtime.array import DeviceArray
-from .ops import interleaved, table
+from .ops import cache, interleaved, table
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
@@ -113,6 +113,13 @@ class Device(DeviceMemory):
         q, k = table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
         yq, yk = self._run(table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
+
+    # --- the decode step (vkrope/ops/cache.py) --------------------------------------
+    def rope_and_cache(self, q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
+                       position_ids: np.ndarray, **kw: Any) -> np.ndarray | DeviceArray:
+        """The decode step in one submission on this device; see `vkrope.rope_and_cache`."""
+        req = cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, **kw)
+        return self._run(cache, [_Job(req)])[0]["q_out"]
 
     # --- the one path to the runtime ----------------------------------------------
     def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:

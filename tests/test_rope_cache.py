@@ -1,0 +1,271 @@
+"""The decode step in one submission (`vkrope.rope_and_cache`) against the
+float64 oracle of tests/oracle_cache.py: every dtype of q and of the
+caches, contiguous and paged caches, interleaved and rotate-half pairs,
+partial rotary, RMSNorm (w and 1 + w), numpy and resident arguments, a
+RopeFreqs spec or numpy / resident (cos, sin) caches. Caches are poisoned
+before each step: every row the step does not write must keep its bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import BF16, bf16_round, bf16_ulp, bf16_values
+from oracle_cache import decode_step
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+IDS = ["f32", "f16", "bf16"]
+POISON_BITS = {4: 0x7FC0DEAD, 2: 0x7E5A}  # quiet NaNs with payloads (float32; float16 and bfloat16 words)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    words = np.full(shape, POISON_BITS[dt.itemsize], np.uint32 if dt.itemsize == 4 else np.uint16)
+    return words.view(dt)
+
+
+def values(a) -> np.ndarray:
+    a = np.asarray(a)
+    return bf16_values(a) if a.dtype == BF16 else a.astype(np.float64)
+
+
+def tolerance(ref: np.ndarray, dtype, scale: np.ndarray) -> np.ndarray:
+    """Rounded once to `dtype` after float32 work: an ulp of the dtype (half
+    for bfloat16) plus 2^-20 of the terms (norm: inversesqrt's ulps)."""
+    dt = np.dtype(dtype)
+    if dt == np.float32:
+        ulp = np.zeros_like(ref)
+    elif dt == BF16:
+        ulp = 0.5 * bf16_ulp(bf16_round(ref))
+    else:
+        with np.errstate(over="ignore"):
+            ulp = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64)
+    return ulp + 2.0**-20 * scale + 1e-30
+
+
+def assert_close(y, ref, dtype, what):
+    y = values(y)
+    scale = np.broadcast_to(np.abs(ref).max(axis=-1, keepdims=True) * 2 + 1e-3, ref.shape)
+    assert np.isfinite(y).all(), f"{what}: NaN or Inf (unwritten?)"
+    err = np.abs(y - ref)
+    tol = tolerance(ref, dtype, scale)
+    assert (err <= tol).all(), f"{what}: {int((err > tol).sum())} off, worst {err.max():.3g}"
+
+
+def tables(rng, rows, half):
+    a = rng.uniform(-3, 3, (rows, half))
+    return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+
+
+def setup(rng, dtype, cache_dtype, paged, b=2, hq=4, hk=2, s=3, d=12, s_max=9, blocks=5, block=4):
+    q = (rng.standard_normal((b, hq, s, d)) * 2).astype(dtype)
+    k = (rng.standard_normal((b, hk, s, d)) * 2).astype(dtype)
+    v = (rng.standard_normal((b, hk, s, d)) * 2).astype(dtype)
+    if paged:
+        shape = (blocks, block, hk, d)
+        slots = rng.permutation(blocks * block)[:b * s].reshape(b, s)
+        slots[0, -1] = -1  # a padding token: writes nothing
+        pos = rng.integers(0, 40, (b, s))
+    else:
+        shape = (b, hk, s_max, d)
+        slots = None
+        pos = np.stack([rng.permutation(s_max)[:s] for _ in range(b)])
+    return q, k, v, poisoned(shape, cache_dtype), poisoned(shape, cache_dtype), pos, slots
+
+
+def check_step(dev, q, k, v, kc0, vc0, cos, sin, pos, y, kc, vc, *, slots=None, interleaved=False, q_norm=None,
+               k_norm=None, plus_one=False, eps=1e-6):
+    want_q, want_k, want_v, written = decode_step(q, k, v, values(kc0), values(vc0), cos, sin, pos, slots=slots,
+                                                  interleaved=interleaved, q_norm=q_norm, k_norm=k_norm,
+                                                  plus_one=plus_one, eps=eps)
+    assert_close(y, want_q, q.dtype, "q")
+    kb, vb = kc.view(np.uint8), vc.view(np.uint8)
+    item = kc.dtype.itemsize
+    keep = np.repeat(~written[..., None], kc.shape[-1] * item, -1).reshape(kb.shape)
+    assert np.array_equal(kb[keep], kc0.view(np.uint8)[keep]), "k_cache: a row the step does not write changed"
+    assert np.array_equal(vb[keep], vc0.view(np.uint8)[keep]), "v_cache: a row the step does not write changed"
+    assert_close(kc[written], want_k[written], kc.dtype, "k_cache")
+    # v is stored rounded once to the cache's dtype: those exact bits
+    want_v_bits = _rounded(want_v[written], vc.dtype)
+    assert np.array_equal(vc[written].view(np.uint8), want_v_bits.view(np.uint8)), "v_cache: not v rounded once"
+
+
+def _rounded(v64: np.ndarray, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt == BF16:
+        bits = bf16_round(v64).astype(np.float32).view(np.uint32) >> 16
+        return bits.astype(np.uint16).view(BF16)
+    return v64.astype(dt)  # numpy rounds float64 to nearest-even (exact float16 / float32 values here)
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("cache_dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_decode_step(device, dtype, cache_dtype, paged, interleaved):
+    seed = hash((str(dtype), str(cache_dtype), paged, interleaved)) % 2**32
+    rng = np.random.default_rng(seed)
+    q, k, v, kc0, vc0, pos, slots = setup(rng, dtype, cache_dtype, paged)
+    d = q.shape[-1]
+    form = seed % 3  # numpy caches, resident caches, a RopeFreqs spec
+    if form == 2:
+        spec = vkrope.RopeFreqs(8, base=10000.0)  # rot 8 < D 12: the rest passes through
+        cos, sin = spec.table(np.arange(64))
+        freqs = spec
+    else:
+        cos, sin = tables(rng, 64, 4)
+        freqs = (cos, sin) if form == 0 else (device.asarray(cos), device.asarray(sin))
+    norm = {}
+    if seed % 2:
+        norm = dict(q_norm=rng.uniform(0.5, 1.5, d).astype(np.float32),
+                    k_norm=rng.uniform(-0.5, 0.5, d).astype(np.float32), norm_plus_one=bool(seed % 4 == 1))
+    resident = seed % 5 < 2
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    args = [device.asarray(a) for a in (q, k, v)] if resident else [q, k, v]
+    y = device.rope_and_cache(*args, kc, vc, freqs, pos, slots=slots, interleaved=interleaved, **norm)
+    assert isinstance(y, vkrope.DeviceArray) == resident
+    y = y.get() if resident else y
+    assert y.dtype == dtype and y.shape == q.shape
+    check_step(device, q, k, v, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get(), slots=slots,
+               interleaved=interleaved, q_norm=norm.get("q_norm"), k_norm=norm.get("k_norm"),
+               plus_one=norm.get("norm_plus_one", False))
+
+
+@pytest.mark.parametrize("plus_one", [False, True], ids=["w", "1+w"])
+def test_rms_norm_forms(device, plus_one):
+    """Qwen3's x / rms * w and Gemma 3's x / rms * (1 + w), eps inside the
+    root; large and tiny heads (the norm makes them alike)."""
+    rng = np.random.default_rng(11)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False, d=16)
+    q[0, 0] *= 1e4
+    k[1, 1] *= 1e-4
+    cos, sin = tables(rng, 64, 8)
+    wq, wk = rng.uniform(-1, 1, 16).astype(np.float32), rng.uniform(-1, 1, 16).astype(np.float32)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    y = device.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos, q_norm=wq, k_norm=wk, norm_plus_one=plus_one,
+                              eps=1e-5)
+    check_step(device, q, k, v, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get(), q_norm=wq, k_norm=wk,
+               plus_one=plus_one, eps=1e-5)
+
+
+def test_out_and_in_place(device):
+    """out= receives the rotated q; out=q (numpy or resident) is right too
+    (the step reads a whole head of q: the runtime stages it)."""
+    rng = np.random.default_rng(12)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False)
+    cos, sin = tables(rng, 64, 6)
+    want = decode_step(q, k, v, values(kc0), values(vc0), cos, sin, pos)[0]
+    out = np.full_like(q, np.nan)
+    y = device.rope_and_cache(q, k, v, device.asarray(kc0), device.asarray(vc0), (cos, sin), pos, out=out)
+    assert y is out
+    assert_close(y, want, np.float32, "out")
+    qq = q.copy()
+    y = device.rope_and_cache(qq, k, v, device.asarray(kc0), device.asarray(vc0), (cos, sin), pos, out=qq)
+    assert y is qq
+    assert_close(qq, want, np.float32, "out=q")
+    qd = device.asarray(q)
+    y = device.rope_and_cache(qd, k, v, device.asarray(kc0), device.asarray(vc0), (cos, sin), pos, out=qd)
+    assert y is qd
+    assert_close(qd.get(), want, np.float32, "resident out=q")
+
+
+def test_module_function_runs_on_the_default_device():
+    dev = vkrope.default_device()
+    rng = np.random.default_rng(13)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, BF16, False)
+    cos, sin = tables(rng, 64, 6)
+    kc, vc = dev.asarray(kc0), dev.asarray(vc0)
+    y = vkrope.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos)
+    check_step(dev, q, k, v, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get())
+
+
+# --- bad input: named, before any GPU work, caches unchanged ------------------------------
+def bad_cases(rng, dev):
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False)
+    cos, sin = tables(rng, 64, 6)
+    kc, vc = dev.asarray(kc0), dev.asarray(vc0)
+    pk, pv = dev.asarray(poisoned((5, 4, 2, 12), np.float32)), dev.asarray(poisoned((5, 4, 2, 12), np.float32))
+    base = dict(q=q, k=k, v=v, k_cache=kc, v_cache=vc, freqs=(cos, sin), position_ids=pos)
+    dup = pos.copy()
+    dup[1, 1] = dup[1, 0]
+    slots = np.array([[0, 1, 2], [3, 4, 5]])
+    cases = [
+        ("position_ids", ValueError, dict(position_ids=np.full_like(pos, 9))),  # S_max = 9
+        ("position_ids", ValueError, dict(position_ids=np.full_like(pos, 64), k_cache=pk, v_cache=pv, slots=slots)),
+        (r"position_ids\[1\] names one cache row twice", ValueError, dict(position_ids=dup)),
+        ("position_ids", ValueError, dict(position_ids=pos[:, :2])),
+        ("position_ids", TypeError, dict(position_ids=pos.astype(np.float32))),
+        ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, 20]]))),
+        ("slots names one cache slot twice", ValueError, dict(k_cache=pk, v_cache=pv,
+                                                               slots=np.array([[0, 1, 2], [3, 4, 4]]))),
+        ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, -2]]))),
+        ("a paged k_cache", ValueError, dict(slots=slots)),
+        ("k_cache must be", ValueError, dict(k_cache=pk, v_cache=pv)),
+        ("heads", ValueError, dict(k=k[:, :1].repeat(3, 1), v=v[:, :1].repeat(3, 1))),
+        ("k must", ValueError, dict(k=k[..., :8], v=v[..., :8])),
+        ("k and v must have one shape", ValueError, dict(v=v[:, :1])),
+        ("k must have the dtype of q", TypeError, dict(k=k.astype(np.float16))),
+        ("k_cache must be a DeviceArray", TypeError, dict(k_cache=kc0)),
+        ("same DeviceArray", ValueError, dict(v_cache=kc)),
+        ("one shape and dtype", ValueError, dict(v_cache=dev.asarray(vc0.astype(np.float16)))),
+        ("freqs", TypeError, dict(freqs=cos)),
+        ("freqs", ValueError, dict(freqs=tables(rng, 64, 7))),  # rot 14 > D 12
+        ("max_pos", ValueError, dict(freqs=tables(rng, 5, 6))),
+        ("q_norm and k_norm go together", ValueError, dict(q_norm=np.ones(12, np.float32))),
+        ("k_norm", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(11, np.float32))),
+        ("eps", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(12, np.float32), eps=0.0)),
+        ("interleaved", TypeError, dict(interleaved="yes")),
+        ("out", TypeError, dict(out=np.zeros((2, 4, 3, 12), np.float16))),
+        ("q must be 4D", ValueError, dict(q=q[0])),
+    ]
+    return base, cases, (kc, vc, pk, pv)
+
+
+def test_bad_input_is_named_and_leaves_the_caches(device):
+    rng = np.random.default_rng(14)
+    base, cases, caches = bad_cases(rng, device)
+    before = [c.get().tobytes() for c in caches]
+    for words, error, change in cases:
+        args = {**base, **change}
+        kw = {n: args.pop(n) for n in list(args) if n not in ("q", "k", "v", "k_cache", "v_cache", "freqs",
+                                                               "position_ids")}
+        with pytest.raises(error, match=words):
+            device.rope_and_cache(args["q"], args["k"], args["v"], args["k_cache"], args["v_cache"], args["freqs"],
+                                  args["position_ids"], **kw)
+    assert [c.get().tobytes() for c in caches] == before
+    # and the device still works
+    q, k, v = base["q"], base["k"], base["v"]
+    y = device.rope_and_cache(q, k, v, caches[0], caches[1], base["freqs"], base["position_ids"])
+    assert y.shape == q.shape
+
+
+# --- a decode loop replays one recording --------------------------------------------------
+@pytest.mark.parametrize("resident", [False, True])
+@pytest.mark.parametrize("freqs_form", ["spec", "tables"])
+def test_a_decode_loop_records_once(make_device, resident, freqs_form):
+    """Positions advancing: one recording for the whole loop. numpy: new
+    q, k, v each step; resident: the engine's buffers, the same each step
+    (q, k, v and the rotated q's), as a decode loop keeps them."""
+    device = make_device()
+    rng = np.random.default_rng(15)
+    b, hq, hk, d, s_max = 2, 8, 2, 16, 64
+    kc, vc = device.asarray(np.zeros((b, hk, s_max, d), BF16)), device.asarray(np.zeros((b, hk, s_max, d), BF16))
+    spec = vkrope.RopeFreqs(d, base=500000.0)
+    freqs = spec if freqs_form == "spec" else tuple(device.asarray(t) for t in spec.table(np.arange(s_max)))
+    held = [device.asarray(rng.standard_normal(shape).astype(np.float32))
+            for shape in ((b, hq, 1, d), (b, hk, 1, d), (b, hk, 1, d), (b, hq, 1, d))]
+    counts = []
+    for step in range(16):
+        pos = np.array([[step], [step + 3]])
+        if resident:
+            device.rope_and_cache(*held[:3], kc, vc, freqs, pos, out=held[3])
+        else:
+            q = rng.standard_normal((b, hq, 1, d)).astype(np.float32)
+            k = rng.standard_normal((b, hk, 1, d)).astype(np.float32)
+            v = rng.standard_normal((b, hk, 1, d)).astype(np.float32)
+            device.rope_and_cache(q, k, v, kc, vc, freqs, pos)
+        counts.append(device.stats()["recordings"])
+    assert counts[-1] == counts[0], counts
+    k_all = kc.get()
+    assert (bf16_values(k_all[0, :, :16]) != 0).any(axis=-1).all() and not bf16_values(k_all[0, :, 16:]).any()

@@ -1,0 +1,489 @@
+"""The decode step in one submission (`vkrope.rope_and_cache`): q and k
+RMS-normalised per head (optional), rotated, the rotated k and the given v
+written into resident KV caches at each token's row, the rotated q
+returned; glsl/rope_cache.glsl.
+
+Caches are `DeviceArray`s updated in place: contiguous `[B, Hk, S_max, D]`
+(token (b, s) of head h at row `(b*Hk + h)*S_max + position_ids[b, s]`), or
+paged `[num_blocks, block_size, Hk, D]` as vLLM's (`slots[b, s]` a flat
+slot `block * block_size + offset`, -1 writes nothing; head h at row
+`slot*Hk + h`). The frequencies are a `RopeFreqs` spec or `(cos, sin)`
+caches `[max_pos, rot/2]` (numpy, or float32 DeviceArrays bound where they
+are); per call the kernel reads one (cos, sin) row and one cache row per
+token, so a decode loop replays its recording (positions and slots are
+data).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
+from . import TensorRequest, given_tables
+from ..freqs import RopeFreqs, check_positions
+from ..runtime import fit
+from ..runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
+from ..runtime.kernels import find
+from ..runtime.layout import padded_bytes, texels
+from ..runtime.operator import READ, UPDATE, WRITE as WRITES, Tensor
+from ..runtime.steps import UPDATE as UPDATES, WRITE, Arg, Launch
+
+KERNEL = "rope_cache"
+ROLE_Q, ROLE_K, ROLE_V = 0, 1, 2
+
+
+@dataclass
+class Request(TensorRequest):
+    """One checked decode step."""
+
+    x: Any  # q [B, Hq, S, D], numpy or DeviceArray
+    k: Any  # [B, Hk, S, D]
+    v: Any  # [B, Hk, S, D]
+    k_cache: Any  # DeviceArray (buffer), rows of D values
+    v_cache: Any
+    out: Any  # q's output: numpy, DeviceArray or None
+    cos: Any  # float32 [table rows, rot/2]: numpy (gathered per token) or a DeviceArray
+    sin: Any
+    tokens: np.ndarray  # int32 [B*S, 2]: (cos / sin row, cache row of head 0 or -1)
+    head_stride: int  # cache rows between head h and h + 1 of one token
+    rot_half: int
+    interleaved: bool
+    weights: np.ndarray | None  # float32 [2, D] (q's, k's) when RMSNorm is fused
+    eps: float
+    weight_add: float
+    given: tuple[tuple[str, Any], ...] = ()  # the caller's tables, as passed (job ordering)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute: no tokens, or D = 0."""
+        return self.x.size == 0 and self.k.size == 0
+
+    def declare(self) -> list[Tensor]:
+        """q, k, v read; the caches updated in place; the rotated q written
+        (a DeviceArray when q is one); the caller's tables for ordering."""
+        from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+        kshape = tuple(self.k.shape)
+        cdt = np.dtype(self.k_cache.dtype)
+        return [Tensor("q", self.x, self.shape, self.dtype, READ),
+                Tensor("k", self.k, kshape, self.dtype, READ),
+                Tensor("v", self.v, kshape, self.dtype, READ),
+                Tensor("k_cache", self.k_cache, tuple(self.k_cache.shape), cdt, UPDATE),
+                Tensor("v_cache", self.v_cache, tuple(self.v_cache.shape), cdt, UPDATE),
+                Tensor("q_out", self.out, self.shape, self.dtype, WRITES, on_device=isinstance(self.x, DeviceArray)),
+                *given_tables(self.given)]
+
+
+def _tensor(name: str, a: Any, like: Any = None) -> Any:
+    """q, k or v: [B, H, S, D], a numpy array or buffer DeviceArray of x's dtypes."""
+    a = check_x(a, name)
+    if a.ndim != 4:
+        raise ValueError(f"{name} must be 4D [B, H, S, D]; got shape {tuple(a.shape)}")
+    if not isinstance(a, np.ndarray) and a.storage != "buffer":
+        raise ValueError(f"{name} must be a buffer DeviceArray (the decode step reads buffers); got storage "
+                         f"{a.storage!r}")
+    if like is not None and np.dtype(a.dtype) != np.dtype(like.dtype):
+        raise TypeError(f"{name} must have the dtype of q ({like.dtype}); got {a.dtype}")
+    return a
+
+
+def _cache(name: str, c: Any) -> Any:
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    if not isinstance(c, DeviceArray):
+        raise TypeError(f"{name} must be a DeviceArray (the cache stays on the device and is written in place; "
+                        f"upload it with Device.asarray); got {describe(c)}")
+    check_alive(name, c)
+    if c.storage != "buffer":
+        raise ValueError(f"{name} must be a buffer DeviceArray; got storage {c.storage!r}")
+    if c.dtype not in TENSOR_DTYPES:
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {c.dtype}")
+    return c
+
+
+def _ints(name: str, a: Any, shape: tuple[int, int]) -> np.ndarray:
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be an integer numpy array of shape [B, S] = {list(shape)}; got {describe(a)}")
+    check_plain_array(name, a)
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
+    if tuple(a.shape) != shape:
+        raise ValueError(f"{name} must have shape [B, S] = {list(shape)}; got {list(a.shape)}")
+    return a.astype(np.int64)
+
+
+def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, position_ids: Any, *,
+          interleaved: Any = False, slots: Any = None, q_norm: Any = None, k_norm: Any = None,
+          norm_plus_one: Any = False, eps: Any = 1e-6, out: Any = None) -> Request:
+    """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
+    TypeError / ValueError naming the argument."""
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    q = _tensor("q", q)
+    k = _tensor("k", k, q)
+    v = _tensor("v", v, q)
+    b, hq, s, d = (int(n) for n in q.shape)
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k and v must have one shape; got {list(k.shape)} and {list(v.shape)}")
+    bk, hk, sk, dk = (int(n) for n in k.shape)
+    if (bk, sk, dk) != (b, s, d):
+        raise ValueError(f"k must be [B, Hk, S, D] with q's B, S, D = {b}, {s}, {d}; got {list(k.shape)}")
+    if hk == 0 or hq % hk:
+        raise ValueError(f"q's heads must be a whole multiple of k's (grouped-query attention); got Hq = {hq}, "
+                         f"Hk = {hk}")
+    k_cache = _cache("k_cache", k_cache)
+    v_cache = _cache("v_cache", v_cache)
+    if k_cache is v_cache:
+        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
+    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
+        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
+                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
+    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
+        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
+    pos = _ints("position_ids", position_ids, (b, s))
+    if (pos < 0).any():
+        raise ValueError(f"position_ids must be >= 0; got {int(pos.min())}")
+
+    # --- where each token's k and v go
+    if slots is None:
+        if k_cache.ndim != 4 or int(k_cache.shape[0]) != b or int(k_cache.shape[1]) != hk or int(k_cache.shape[3]) != d:
+            raise ValueError(f"k_cache must be [B, Hk, S_max, D] = [{b}, {hk}, S_max, {d}] (or paged, with slots); "
+                             f"got {list(k_cache.shape)}")
+        s_max = int(k_cache.shape[2])
+        if (pos >= s_max).any():
+            raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got "
+                             f"{int(pos.max())}")
+        base = (np.arange(b)[:, None] * hk * s_max + pos).reshape(-1)
+        for bi in range(b):
+            if np.unique(pos[bi]).size != s:
+                raise ValueError(f"position_ids[{bi}] names one cache row twice in this step")
+        head_stride = s_max
+    else:
+        if k_cache.ndim != 4 or int(k_cache.shape[2]) != hk or int(k_cache.shape[3]) != d:
+            raise ValueError(f"a paged k_cache must be [num_blocks, block_size, Hk, D] = [n, m, {hk}, {d}]; got "
+                             f"{list(k_cache.shape)}")
+        n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
+        sl = _ints("slots", slots, (b, s)).reshape(-1)
+        if ((sl < -1) | (sl >= n_slots)).any():
+            bad = sl[(sl < -1) | (sl >= n_slots)][0]
+            raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad)}")
+        used = sl[sl >= 0]
+        if np.unique(used).size != used.size:
+            raise ValueError("slots names one cache slot twice in this step")
+        base = np.where(sl >= 0, sl * hk, -1)
+        head_stride = 1
+
+    # --- the frequencies: one (cos, sin) row per token
+    given: list[tuple[str, Any]] = []
+    if isinstance(freqs, RopeFreqs):
+        rot = freqs.dim
+        if rot > d:
+            raise ValueError(f"freqs: the RopeFreqs spec has dim = {rot} > D = {d}")
+        p = pos.reshape(-1)
+        check_positions("position_ids", p)
+        cos, sin = freqs.table(p) if p.size else (np.zeros((0, rot // 2), np.float32),) * 2
+        rows = np.arange(b * s)
+    elif isinstance(freqs, tuple) and len(freqs) == 2:
+        cos, sin = freqs
+        for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
+            if isinstance(t, DeviceArray):
+                check_alive(name, t)
+                if t.dtype != np.float32 or t.storage != "buffer":
+                    raise TypeError(f"{name} must be a float32 buffer DeviceArray (or numpy); got {t.dtype} "
+                                    f"{t.storage}")
+            else:
+                check_plain_array(name, t)
+                if t.dtype.kind != "f":
+                    raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
+            if t.ndim != 2:
+                raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}")
+        if tuple(cos.shape) != tuple(sin.shape):
+            raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
+        max_pos, half = (int(n) for n in cos.shape)
+        rot = 2 * half
+        if rot == 0 or rot > d:
+            raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}")
+        if (pos >= max_pos).any():
+            raise ValueError(f"position_ids must be < max_pos = {max_pos} (rows of the cos / sin caches); got "
+                             f"{int(pos.max())}")
+        given = [("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)]
+        if isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
+            # bound where it lives, read at each position (a numpy partner goes whole)
+            cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
+                        for t in (cos, sin))
+            rows = pos.reshape(-1)
+        else:
+            idx = pos.reshape(-1)
+            cos = np.ascontiguousarray(cos[idx], dtype=np.float32)
+            sin = np.ascontiguousarray(sin[idx], dtype=np.float32)
+            rows = np.arange(b * s)
+    else:
+        raise TypeError(f"freqs must be a vkrope.RopeFreqs or a (cos, sin) pair of [max_pos, rot/2] caches; got "
+                        f"{describe(freqs)}")
+    if rot % 2:
+        raise ValueError(f"freqs: the rotary width must be even; got {rot}")
+
+    # --- RMSNorm over the head
+    weights = None
+    if (q_norm is None) != (k_norm is None):
+        raise ValueError("q_norm and k_norm go together: give both weights or neither")
+    if q_norm is not None:
+        ws = []
+        for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
+            check_plain_array(name, w)
+            if w.dtype.kind != "f" and w.dtype not in TENSOR_DTYPES:
+                raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
+            if tuple(w.shape) != (d,):
+                raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
+            ws.append(np.asarray(w, np.float32))
+        weights = np.stack(ws)
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.floating, np.integer)):
+        raise TypeError(f"eps must be a number; got {describe(eps)}")
+    if not (np.isfinite(eps) and 0 < float(eps) < 1) or np.float32(eps) == 0:
+        raise ValueError(f"eps must be a positive float32 below 1; got {eps}")
+    if not isinstance(norm_plus_one, (bool, np.bool_)):
+        raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
+
+    out = check_out(out, q)
+    tokens = np.stack([rows, base], -1).astype(np.int32)
+    return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
+                   head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
+                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, given=tuple(given))
+
+
+# --- plan ---------------------------------------------------------------------------
+def _bits(f: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", f))[0]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One dispatch of one role over rows [r0, r1) of that role: the tensor
+    bindings start at value `x_base` (q, k, v, q_out) and `cache_base` (the
+    caches, windowed or whole), the tokens at `tok_base` and the (cos, sin)
+    rows at `t_base`; its tables are segment `segment`."""
+
+    role: int
+    r0: int
+    r1: int
+    x_base: int
+    x_values: int
+    cache_base: int
+    cache_values: int
+    tok_base: int
+    t_base: int
+    segment: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The dispatches of one step; hashable."""
+
+    x_dtype: str
+    c_dtype: str
+    hq: int
+    hk: int
+    n_tokens: int
+    head_dim: int
+    rot_half: int
+    head_stride: int
+    interleaved: bool
+    norm: bool
+    eps_bits: int
+    add_bits: int
+    workgroup: tuple[int, int]
+    chunks: tuple[Chunk, ...]
+    segments: tuple[tuple, ...]  # per segment: ((tok0, tok1), (t0, t1)) of the tables it binds
+
+    def may_alias(self, written: str, read: str) -> bool:
+        """Nothing: an invocation reads a whole head of q (the norm, the
+        rotate-half partner), so q_out is never written where q is read."""
+        return False
+
+    def launches(self, where: Any, tables: list[list[Arg]]) -> tuple[Launch, ...]:
+        """One launch per chunk over the bound tensors (where: resource and
+        byte offset of each) and its segment's (cos, sin, tokens, weights)."""
+        kernel = find(KERNEL, x=axis(self.x_dtype), cache=axis(self.c_dtype))
+        item, citem = np.dtype(self.x_dtype).itemsize, np.dtype(self.c_dtype).itemsize
+        wx, wy = self.workgroup
+        spec = (("local_size_x", wx), ("local_size_y", wy), ("INTERLEAVED", int(self.interleaved)),
+                ("NORM", int(self.norm)))
+        out = []
+        for ch in self.chunks:
+            xs = []
+            for name, access in (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ)):
+                res, off = where[name]
+                # The role's own tensors; the others get a 16-byte stand-in
+                # (with their access: the recorder's barriers then cover
+                # what the shader may touch, as validation sees it).
+                mine = (ch.role == ROLE_Q) == (name in ("q", "q_out")) and not (ch.role == ROLE_K and name == "v") \
+                    and not (ch.role == ROLE_V and name == "k")
+                xs.append(Arg(res, res.serial, off + (ch.x_base * item if mine else 0),
+                              padded_bytes(ch.x_values if mine else 4, item), access))
+            cs = []
+            for name in ("k_cache", "v_cache"):
+                res, off = where[name]
+                mine = (ch.role == ROLE_K) == (name == "k_cache") and ch.role != ROLE_Q
+                cs.append(Arg(res, res.serial, off + (ch.cache_base * citem if mine else 0),
+                              padded_bytes(ch.cache_values if mine else 4, citem), UPDATES))
+            push = dict(role=ch.role, row_begin=ch.r0, row_end=ch.r1, heads=self.hq if ch.role == ROLE_Q else self.hk,
+                        n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
+                        head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
+                        tok_base=ch.tok_base, t_base=ch.t_base, eps=self.eps_bits, weight_add=self.add_bits)
+            grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
+            out.append(Launch(kernel.name, spec, tuple(push.items()), (*xs, *cs, *tables[ch.segment]), grid))
+        return tuple(out)
+
+
+def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
+    """(caches, tables): whether each is too large for one binding, so that
+    each dispatch binds a window over the rows its tokens use (then the plan
+    depends on the positions and slots)."""
+    budget = fit.binding_budget(limits, 4)
+    cache = padded_bytes(req.k_cache.size, np.dtype(req.k_cache.dtype).itemsize) > budget
+    table = 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
+    return cache, table and not _per_token(req)
+
+
+def plan(req: Request, limits: Any) -> Plan:
+    """Dispatches per role over runs of rows, each within the device's
+    binding range and grid: q, k, v and q_out bound from the run's first row,
+    the caches whole (or, when too large, a window over the rows the run
+    writes), the tables of the run's tokens."""
+    b, hq, s, d = req.shape
+    hk = int(req.k.shape[1])
+    item, citem = req.dtype.itemsize, np.dtype(req.k_cache.dtype).itemsize
+    wx, wy = fit.workgroup(texels(d), limits, f"q has D = {d}")
+    align = limits.min_storage_buffer_offset_alignment
+    budget = fit.binding_budget(limits, max(item, citem))
+    row_t = 4 * req.rot_half
+    t_budget = fit.table_budget(limits, row_t, budget)
+    if max(d * max(item, citem), row_t) > budget:
+        raise ValueError(f"one head of D = {d} values does not fit one binding of this device")
+    _, max_gy, _ = limits.max_compute_work_group_count
+    per = max(1, min(max_gy * wy, (budget - align) // (d * item)))
+    win_cache, win_table = _windowed(req, limits)
+    cache_rows = int(req.k_cache.size) // d if d else 0
+    tok = req.tokens
+    segments: dict[tuple, int] = {}
+    chunks: list[Chunk] = []
+
+    def span_of(role: int, r0: int, r1: int) -> tuple | None:
+        """The chunk of rows [r0, r1) of `role`, or None when a window does not fit."""
+        heads = hq if role == ROLE_Q else hk
+        rows = np.arange(r0, r1)
+        t = (rows // (heads * s)) * s + rows % s
+        tok0, tok1 = int(t.min()), int(t.max()) + 1
+        if (tok1 - tok0) * 8 > t_budget:
+            return None
+        used = tok[tok0:tok1, 0]
+        t0, t1 = (tok0, tok1) if _per_token(req) else ((int(used.min()), int(used.max()) + 1) if win_table
+                                                        else (0, int(req.cos.shape[0])))
+        if win_table:
+            step = math.lcm(align, row_t) // row_t  # a window starts at an aligned byte offset
+            t0 = t0 // step * step
+        if (t1 - t0) * row_t > t_budget:
+            return None
+        x0 = r0 * d * item // align * align // item
+        c0, cn = 0, cache_rows * d
+        if role != ROLE_Q:
+            dest = tok[t, 1].astype(np.int64)
+            hh = (rows // s) % heads
+            dest = (dest + hh * req.head_stride)[dest >= 0]
+            if win_cache and dest.size:
+                c0 = int(dest.min()) * d * citem // align * align // citem
+                cn = (int(dest.max()) + 1) * d - c0
+                if cn * citem > budget:
+                    return None
+            elif win_cache:
+                cn = 4
+        return (x0, r1 * d - x0, c0, cn, tok0, tok1, t0, t1)
+
+    for role, heads in ((ROLE_Q, hq), (ROLE_K, hk), (ROLE_V, hk)):
+        total = b * heads * s
+        todo = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)][::-1]
+        while todo:
+            r0, r1 = todo.pop()
+            got = span_of(role, r0, r1)
+            if got is None:
+                if r1 - r0 == 1:
+                    raise ValueError("one head row's cache or table window does not fit one binding of this device")
+                mid = (r0 + r1) // 2
+                todo += [(mid, r1), (r0, mid)]
+                continue
+            x0, xn, c0, cn, tok0, tok1, t0, t1 = got
+            seg = segments.setdefault(((tok0, tok1), (t0, t1)), len(segments))
+            chunks.append(Chunk(role, r0, r1, x0, xn, c0, cn, tok0, t0, seg))
+    return Plan(
+        x_dtype=req.dtype.name, c_dtype=np.dtype(req.k_cache.dtype).name, hq=hq, hk=hk, n_tokens=s, head_dim=d,
+        rot_half=req.rot_half, head_stride=req.head_stride, interleaved=req.interleaved,
+        norm=req.weights is not None, eps_bits=_bits(req.eps), add_bits=_bits(req.weight_add), workgroup=(wx, wy),
+        chunks=tuple(chunks), segments=tuple(segments),
+    )
+
+
+def plan_key(req: Request) -> None:
+    """Never memoised: windows over the caches and tables follow the
+    positions and slots on devices whose bindings they exceed. (A decode
+    loop still replays one recording: its launches are the same each step.)"""
+    return None
+
+
+def tables(req: Request, pl: Plan) -> list[list[Any]]:
+    """Per segment: the (cos, sin) rows it binds (numpy, or windows of the
+    resident caches), its tokens and the norm weights."""
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    row_t = 4 * req.rot_half
+    weights = req.weights if req.weights is not None else np.zeros((2, max(1, pl.head_dim)), np.float32)
+    weights = np.ascontiguousarray(weights).reshape(-1)
+    out = []
+    for (tok0, tok1), (t0, t1) in pl.segments:
+        seg: list[Any] = []
+        for t in (req.cos, req.sin):
+            if isinstance(t, DeviceArray):
+                seg.append(fit.window(t.resource, t0, t1, row_t))
+            else:
+                seg.append(np.ascontiguousarray(t[t0:t1], dtype=np.float32).reshape(-1))
+        seg += [np.ascontiguousarray(req.tokens[tok0:tok1]).reshape(-1), weights]
+        out.append(seg)
+    return out
+
+
+def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:
+    """A numpy call past one allocation as calls on runs of tokens of one
+    batch item (every head of q, k and v; the caches whole in each, written
+    in turn); one token past it is refused."""
+    b, hq, s, d = req.shape
+    hk = int(req.k.shape[1])
+    per_token = (2 * hq + 2 * hk) * d * req.dtype.itemsize  # q and its result, k and v
+    per = max_bytes // max(1, per_token)
+    if per == 0:
+        raise ValueError(f"one token's heads of q, k and v ({per_token} bytes with the result) are more than one "
+                         f"allocation of this device ({max_bytes} bytes)")
+    gathered = isinstance(req.cos, np.ndarray) and int(req.cos.shape[0]) == b * s and _per_token(req)
+    blocks = []
+    for bi in range(b):
+        for s0 in range(0, s, per):
+            s1 = min(s, s0 + per)
+            t0, t1 = bi * s + s0, bi * s + s1
+            tokens = req.tokens[t0:t1].copy()
+            cos, sin = req.cos, req.sin
+            if gathered:  # per-token (cos, sin) rows: the block's own, counted from its first token
+                tokens[:, 0] -= t0
+                cos, sin = req.cos[t0:t1], req.sin[t0:t1]
+            sub = replace(req, x=req.x[bi:bi + 1, :, s0:s1], k=req.k[bi:bi + 1, :, s0:s1],
+                          v=req.v[bi:bi + 1, :, s0:s1], out=None, tokens=tokens, cos=cos, sin=sin)
+            blocks.append((sub, {"q_out": outs["q_out"][bi:bi + 1, :, s0:s1], "k_cache": outs["k_cache"],
+                                 "v_cache": outs["v_cache"]}))
+    return blocks
+
+
+def _per_token(req: Request) -> bool:
+    """Whether the (cos, sin) rows are the tokens' own (gathered on the host), row t for token t."""
+    return bool(np.array_equal(req.tokens[:, 0], np.arange(req.tokens.shape[0])))
