@@ -33,7 +33,7 @@ TESTS = [
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
     "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
-    "tests/test_bfloat16.py",
+    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py",
 ]
 
 
@@ -333,6 +333,26 @@ MUTATIONS = [
              "BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_UINT,", "BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_SFLOAT,"),
     Mutation("a bfloat16 resident table accepted with float16 x", OP,
              "if is_16bit(freqs.dtype) and freqs.dtype != x.dtype:", "if False:"),
+    # --- the decode step (#23)
+    Mutation("decode step: every head written to head 0's cache row", "glsl/rope_cache.glsl",
+             "uint row = uint(tok.y) + h * p.head_stride;", "uint row = uint(tok.y);"),
+    Mutation("decode step: Gemma's 1 + w read as w", "glsl/rope_cache.glsl",
+             "xj *= scale * (weights[w0 + j] + uintBitsToFloat(p.weight_add));", "xj *= scale * weights[w0 + j];"),
+    Mutation("decode step: k's norm weights are q's", "glsl/rope_cache.glsl",
+             "w0 = p.role == ROLE_Q ? 0u : p.head_dim;", "w0 = 0u;"),
+    Mutation("decode step: a 16-bit cache value truncated", "glsl/rope_cache.glsl",
+             "#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)",
+             "#define to_c_scalar(v) CSCALAR(floatBitsToUint(v) >> 16)"),
+    Mutation("decode step: rotate-half partner on the wrong side", "glsl/rope_cache.glsl",
+             "pj = first ? j + p.rot_half : j - p.rot_half;", "pj = first ? j - p.rot_half : j + p.rot_half;"),
+    Mutation("decode step: a slot named twice accepted", "vkrope/ops/cache.py",
+             "        if np.unique(used).size != used.size:", "        if False:"),
+    Mutation("decode step: positions past the cache accepted", "vkrope/ops/cache.py",
+             "        if (pos >= s_max).any():", "        if False:"),
+    Mutation("decode step: a cache window bound from the cache's start", "vkrope/ops/cache.py",
+             "                c0 = int(dest.min()) * d * citem // align * align // citem", "                c0 = 0"),
+    Mutation("decode step: a row block's per-token tables not rebased", "vkrope/ops/cache.py",
+             "                tokens[:, 0] -= t0\n", ""),
     # --- recordings a decode loop replays (#19)
     Mutation("decode-sized numpy tables bound as windows (per-call rows in the key)", "vkrope/runtime/fit.py",
              "    if rows_from_data and tokens <= PER_TOKEN_ROWS", "    if False and tokens <= PER_TOKEN_ROWS"),

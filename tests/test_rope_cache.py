@@ -269,3 +269,25 @@ def test_a_decode_loop_records_once(make_device, resident, freqs_form):
     assert counts[-1] == counts[0], counts
     k_all = kc.get()
     assert (bf16_values(k_all[0, :, :16]) != 0).any(axis=-1).all() and not bf16_values(k_all[0, :, 16:]).any()
+
+
+def test_the_benchmarks_two_steps_write_the_same_caches(device):
+    """`vkrope bench --decode` times the fused step against RoPE + a cache
+    copy: both must compute the same thing for the comparison to mean
+    anything (batch 2, an 8-row cache)."""
+    from vkrope.bench_step import fused_and_unfused
+
+    fused, unfused, info = fused_and_unfused(device, 2, s_max=8)
+    cos, sin, q, k, v, q_out, kc, vc = info["arrays"]
+    fused(3)
+    k_fused, v_fused, q_fused = kc.get(), vc.get(), q_out.get()
+    assert np.abs(k_fused[:, :, 3]).max() > 0 and not k_fused[:, :, 4].any()
+    unfused(5)
+    k_both, v_both = kc.get(), vc.get()
+    assert np.array_equal(v_both[:, :, 5], v_fused[:, :, 3])  # the same v, copied
+    want = decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)), np.zeros((2, 8, 8, 128)), cos.get(),
+                       sin.get(), np.full((2, 1), 5))[1]
+    assert_close(k_both[:, :, 5], want[:, :, 5], np.float32, "rope + copy")
+    assert_close(k_fused[:, :, 3], decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)),
+                                               np.zeros((2, 8, 8, 128)), cos.get(), sin.get(),
+                                               np.full((2, 1), 3))[1][:, :, 3], np.float32, "fused")

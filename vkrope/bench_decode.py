@@ -7,6 +7,8 @@ decode loop lives.
   one run with the two loops alternating (goal: <= 1.1x, since the
   advancing loop replays the same recording), and the recordings each
   loop made.
+- The decode step fused (`Device.rope_and_cache`) against RoPE followed by
+  a cache copy (vkrope/bench_step.py).
 - The numpy path's own cost: `Device.apply` numpy in, numpy out, against
   the same call on a resident array, at (1, 256, 256) float32, as the
   median of interleaved pairs.
@@ -137,9 +139,12 @@ def _release(y: Any) -> None:
 
 def run(repeats: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Both measurements on one device, one run."""
+    from .bench_step import step_rows  # noqa: PLC0415
+
     with Device() as dev:
         return {"device": dev.name, "overhead": overhead_row(dev, log=log),
-                "decode": decode_rows(dev, rounds=repeats, log=log)}
+                "decode": decode_rows(dev, rounds=repeats, log=log),
+                "step": step_rows(dev, rounds=repeats, log=log)}
 
 
 __all__ = ["run", "decode_rows", "overhead_row"]

@@ -180,6 +180,8 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
 
     # --- the frequencies: one (cos, sin) row per token
     given: list[tuple[str, Any]] = []
+    cos: Any
+    sin: Any
     if isinstance(freqs, RopeFreqs):
         rot = freqs.dim
         if rot > d:
