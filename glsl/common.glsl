@@ -132,6 +132,30 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 #define f_float(v) float(v)
 #endif
 
+#ifdef X_BF16
+// x + y == s + err exactly (Knuth's TwoSum: no fma, either order of size).
+void two_sum(float x, float y, out float s, out float err) {
+  precise float sum = x + y;
+  precise float yy = sum - x;
+  precise float e = (x - (sum - yy)) + (y - yy);
+  s = sum;
+  err = e;
+}
+
+// r (a float32 sum) with the sign of its remainder `rest` (exact value =
+// r + rest) kept for the one rounding to bfloat16 that follows: where r is
+// a bfloat16 rounding midpoint and the exact value is not, r moves one
+// float32 ulp towards the exact value, so the rounding is the exact
+// value's (rounding r alone would round twice: float32, then bfloat16).
+float keep_sticky(float r, float rest) {
+  uint u = floatBitsToUint(r);
+  if ((u & 0xFFFFu) != 0x8000u || rest == 0.0 || isnan(rest)) {
+    return r;
+  }
+  return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
+}
+#endif
+
 // a*b - c*d, a and c tensor values, b and d cos / sin (or the other way).
 //
 // float32 and float16 x: Kahan's fma form, one rounding error at most about
@@ -139,31 +163,40 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 // the error term e is inf - inf = NaN; then f alone is what the plain
 // formula gives (+-inf, or NaN where that formula has NaN).
 //
-// bfloat16 x with float32 cos / sin (tables or generated): exact products
-// with no fma (lavapipe does not fuse it). a and c have 8 significant bits;
-// b = b_hi + b_lo with b_hi its top 16 bits and b_lo the other 8, so a*b_hi
-// (24 bits) and a*b_lo (16 bits) are exact float32 products. The high
-// products are subtracted with TwoSum (s + e exactly), the low ones added
-// to e: the result is within 2^-24 of itself plus 2^-40 of the terms, so
-// the one rounding to bfloat16 after it is within half a bfloat16 ulp
-// (plus that) even where the products cancel. (bfloat16 tables make every
-// product exact already, and a difference is then rounded once.) Where a
+// bfloat16 x, for one rounding to bfloat16 with no fma (lavapipe does not
+// fuse it): every product exact, their sum as a float32 and its remainder.
+// bfloat16 tables: a*b and c*d have 16 significant bits, exact as they
+// are. float32 cos / sin (tables or generated): b = b_hi + b_lo, b_hi its
+// top 16 bits and b_lo the other 8, so a*b_hi (24 bits) and a*b_lo (16)
+// are exact. The four products are summed with TwoSums, and the remainder
+// keeps the sign the rounding needs (keep_sticky). Products below 2^-126
+// are float32 subnormals, exact only on 2^-149 (|x| below ~2^-110). Where a
 // product overflows the sum is NaN, and the plain formula is returned.
 float diff_of_products(float a, float b, float c, float d) {
-#if defined(X_BF16) && !defined(F_BF16)
+#if defined(X_BF16) && defined(F_BF16)
+  precise float p = a * b;
+  precise float q = c * d;
+  float r, rest;
+  two_sum(p, -q, r, rest);
+  precise float plain = p - q;
+  return isnan(r) || isinf(r) ? plain : keep_sticky(r, rest);
+#elif defined(X_BF16)
   precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
   precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
   precise float b_lo = b - b_hi;
   precise float d_lo = d - d_hi;
-  precise float p = a * b_hi;
-  precise float q = c * d_hi;
-  precise float s = p - q;  // TwoSum(p, -q): s + e == p - q exactly
-  precise float t = s - p;
-  precise float e = (p - (s - t)) - (q + t);
-  precise float lo = a * b_lo - c * d_lo;
-  precise float r = s + (e + lo);
+  precise float p_hi = a * b_hi;
+  precise float q_hi = c * d_hi;
+  precise float p_lo = a * b_lo;
+  precise float q_lo = c * d_lo;
+  float s, e, lo, e_lo, u, e_u, r, e_r;
+  two_sum(p_hi, -q_hi, s, e);
+  two_sum(p_lo, -q_lo, lo, e_lo);
+  two_sum(e, lo, u, e_u);
+  two_sum(s, u, r, e_r);
+  precise float rest = e_r + (e_u + e_lo);
   precise float plain = a * b - c * d;
-  return isnan(r) ? plain : r;
+  return isnan(r) || isinf(r) ? plain : keep_sticky(r, rest);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);

@@ -44,6 +44,60 @@ def bf16_ulp(v) -> np.ndarray:
     return np.where(a >= 2.0**-126, np.exp2((e - 8).astype(np.float64)), 2.0**-133)
 
 
+def bf16_round_exact(value) -> float:
+    """An exact rational (fractions.Fraction) rounded to the nearest
+    bfloat16, ties to even, as a float (normal range: 8 significant bits;
+    infinity past the largest finite value)."""
+    from fractions import Fraction
+
+    if value == 0:
+        return 0.0
+    a = abs(value)
+    e = a.numerator.bit_length() - a.denominator.bit_length()  # 2^e <= a < 2^(e+1), after the nudges
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    q = Fraction(2) ** (max(e, -126) - 7)
+    m = a / q
+    whole = m.numerator // m.denominator
+    rest = m - whole
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2):
+        whole += 1
+    r = float(whole * q)
+    r = float("inf") if r > BF16_MAX else r
+    return -r if value < 0 else r
+
+
+def exact_rotation_check(apply, n: int, seed: int, tables: str) -> int:
+    """How many of 2n results of `apply(x, freqs, positions=...)` differ from
+    the exact rational result rounded once: x random bfloat16 bit patterns
+    (magnitudes 2^-31 .. 2^32), (cos, sin) random float32 (or bfloat16)
+    bit patterns in [2^-12, 1), both signs."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+
+    def bf_bits(k):
+        e = rng.integers(0x3000, 0x5000, k).astype(np.uint16)
+        return (e | (rng.integers(0, 2, k).astype(np.uint16) << 15)).view(BF16)
+
+    x = np.stack([bf_bits(n), bf_bits(n)], -1).reshape(1, n, 2)
+    cs = [(rng.integers(0x39800000, 0x3F800000, n).astype(np.uint32).view(np.float32)
+           * rng.choice(np.float32([-1, 1]), n)) for _ in range(2)]
+    f = np.stack(cs, -1)
+    if tables == "bfloat16":
+        f = to_bf16(bf16_round(f.astype(np.float64)))
+    fv = bf16_values(f) if f.dtype == BF16 else f.astype(np.float64)
+    y = bf16_values(apply(x, f, positions=np.arange(n)))[0]
+    xv = bf16_values(x)[0]
+    off = 0
+    for i in range(n):
+        a0, a1, c, s = (Fraction(float(v)) for v in (xv[i, 0], xv[i, 1], fv[i, 0], fv[i, 1]))
+        off += (bf16_round_exact(a0 * c - a1 * s) != y[i, 0]) + (bf16_round_exact(a0 * s + a1 * c) != y[i, 1])
+    return int(off)
+
+
 def to_bf16(v) -> np.ndarray:
     """float64 values that are bfloat16 numbers, as a bfloat16 array (the
     high halves of their float32 bits: no rounding happens)."""

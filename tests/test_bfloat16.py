@@ -22,7 +22,8 @@ import pytest
 
 import vkrope
 from oracle import (
-    BF16, BF16_MAX, bf16_round, bf16_ulp, bf16_values, check_result, oracle, poisoned_like, to_bf16,
+    BF16, BF16_MAX, bf16_round, bf16_ulp, bf16_values, check_result, exact_rotation_check, oracle, poisoned_like,
+    to_bf16,
 )
 
 RNG = np.random.default_rng(1616)
@@ -358,3 +359,67 @@ def test_a_device_without_rgba16ui_storage_images_names_the_storage(monkeypatch)
             dev.asarray(x, storage="texture3d")
         assert np.array_equal(bits(dev.apply(x, f, storage="buffer")), bits(x))
         assert np.array_equal(dev.apply(x.astype(np.float32), f, storage="texture3d"), x.astype(np.float32))
+
+
+@pytest.mark.parametrize("tables", ["float32", "bfloat16"])
+def test_results_are_the_exact_values_rounded_once(device, tables):
+    """Against exact rational arithmetic: random bfloat16 bit patterns times
+    random float32 (or bfloat16) cos / sin, every result the exact value
+    rounded once to nearest-even, nothing rounded twice (float32, then
+    bfloat16: 236 of 80,000 with bfloat16 tables before the sum's remainder
+    was kept). `python scripts/bf16_exact.py` runs more."""
+    assert exact_rotation_check(device.apply, 1500, 21 if tables == "float32" else 22, tables) == 0
+
+
+def test_a_float32_sum_on_a_midpoint_rounds_by_its_remainder(device):
+    """(1.0078125, 2^-20) by (0.75, 2^-10): the exact first output is
+    0.755859375 - 2^-30, just below a bfloat16 midpoint; its float32 sum is
+    the midpoint itself, which ties to even would round up (0x3F42)."""
+    x = words(0x3F81, 0x3580).reshape(1, 1, 2)
+    for f in (np.float32([[0.75, 2.0**-10]]), to_bf16(np.array([[0.75, 2.0**-10]]))):
+        for storage in STORAGES:
+            assert bits(device.apply(x, f, storage=storage))[0, 0, 0] == 0x3F41
+
+
+@pytest.mark.parametrize("op", ["apply", "rotary_embedding"])
+def test_row_blocks_with_tables_wider_than_x(make_device, op):
+    """16-bit x with float32 cos / sin staged (no host-memory import) past
+    one allocation: a row block whose table rows make its staging larger
+    than the allocation is split again, and the call runs (it was a
+    ValueError "split the call" for float16 before, and for bfloat16 on its
+    float32-table path)."""
+    dev = make_device(max_memory_allocation_size=2 << 20, external_memory_host=False)
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((2, 1000, 512)).astype(BF16)  # 2 MiB
+    theta = rng.uniform(-3, 3, (1000, 256))
+    if op == "apply":
+        f = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(1000, 512).astype(np.float32)  # 2 MiB
+        y = dev.apply(x, f)
+        check_result(y, x, f)
+    else:
+        cos, sin = np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+        q = x.reshape(2, 1, 1000, 512)
+        y = dev.rotary_embedding(q, cos, sin, np.tile(np.arange(1000), (2, 1)), interleaved=1)
+        pairs = np.stack([cos, sin], -1).reshape(1000, 512)
+        check_result(y.reshape(2, 1000, 512), x, pairs)
+
+
+def test_a_loaded_bfloat16_npy_gets_the_right_hint(device, tmp_path):
+    """np.load gives '|V2' for a saved bfloat16 array: the TypeError says to
+    view it as bfloat16 (astype, the hint for other dtypes, fails on it)."""
+    np.save(tmp_path / "x.npy", np.ones((1, 4, 8), BF16))
+    loaded = np.load(tmp_path / "x.npy")
+    with pytest.raises(TypeError, match=r"x\.view\(vkrope\.bfloat16\)"):
+        device.apply(loaded, np.zeros((4, 8), np.float32))
+    with pytest.raises(TypeError, match=r"a\.view\(vkrope\.bfloat16\)"):
+        device.asarray(loaded)
+    assert bits(device.apply(loaded.view(BF16), np.tile(np.float32([1, 0]), (4, 4)))).tolist() == bits(
+        np.ones((1, 4, 8), BF16)).tolist()
+
+
+def test_bfloat16_scalars_in_specs():
+    """A base or scale given as a bfloat16 scalar (a model's config read
+    with ml_dtypes) is the number it holds, as a float16 scalar is."""
+    b = vkrope.bfloat16
+    assert vkrope.RopeFreqs(64, base=b(10000), scale=b(2)) == vkrope.RopeFreqs(64, base=9984.0, scale=2.0)
+    assert vkrope.AxialFreqs(64, 8, 8, b(10000)) == vkrope.AxialFreqs(64, 8, 8, 9984.0)

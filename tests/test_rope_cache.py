@@ -218,6 +218,10 @@ def bad_cases(rng, dev):
         ("interleaved", TypeError, dict(interleaved="yes")),
         ("out", TypeError, dict(out=np.zeros((2, 4, 3, 12), np.float16))),
         ("q must be 4D", ValueError, dict(q=q[0])),
+        ("norm_plus_one=True needs q_norm and k_norm", ValueError, dict(norm_plus_one=True)),
+        ("k_cache is empty", ValueError, dict(k_cache=dev.asarray(np.zeros((0, 4, 2, 12), np.float32)),
+                                              v_cache=dev.asarray(np.zeros((0, 4, 2, 12), np.float32)),
+                                              slots=np.full((2, 3), -1))),
     ]
     return base, cases, (kc, vc, pk, pv)
 
@@ -291,3 +295,31 @@ def test_the_benchmarks_two_steps_write_the_same_caches(device):
     assert_close(k_fused[:, :, 3], decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)),
                                                np.zeros((2, 8, 8, 128)), cos.get(), sin.get(),
                                                np.full((2, 1), 3))[1][:, :, 3], np.float32, "fused")
+
+
+def test_split_prefill_over_resident_tables_binds_aligned_windows(make_device):
+    """A prefill split into several dispatches over resident (cos, sin)
+    whose rows (4 bytes: rot 2) are no multiple of the binding alignment:
+    each dispatch binds its table rows from an aligned offset (the
+    validation layer, on for the suite, fails the test otherwise)."""
+    dev = make_device(max_storage_buffer_range=64 << 10)
+    rng = np.random.default_rng(16)
+    s, d = 300, 64
+    cos, sin = tables(rng, s, 1)
+    q = rng.standard_normal((1, 1, s, d)).astype(np.float32)
+    kc0 = poisoned((1, 1, s, d), np.float32)
+    kc, vc = dev.asarray(kc0), dev.asarray(kc0)
+    pos = np.arange(s)[None]
+    y = dev.rope_and_cache(q, q, q, kc, vc, (dev.asarray(cos), dev.asarray(sin)), pos)
+    check_step(dev, q, q, q, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
+
+
+def test_bfloat16_numpy_tables(device):
+    """(cos, sin) in the model's dtype, as Hugging Face's rotary module
+    returns them for a bfloat16 model, are read as their float32 values."""
+    rng = np.random.default_rng(17)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, BF16, BF16, False)
+    cos, sin = (t.astype(BF16) for t in tables(rng, 64, 6))
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    y = device.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos)
+    check_step(device, q, k, v, kc0, vc0, bf16_values(cos), bf16_values(sin), pos, y, kc.get(), vc.get())

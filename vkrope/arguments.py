@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceClosedError
-from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES
+from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
@@ -92,8 +92,7 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     else:
         check_plain_array(name, a)
     if a.dtype not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {a.dtype} "
-                        f"(convert with {name}.astype(np.float32))")
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {a.dtype} ({convert_hint(name, a.dtype)})")
     if a.ndim < (2 if storage == "texture3d" else 1):
         raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
                          f"{storage!r}; got shape {a.shape}")
@@ -113,8 +112,7 @@ def check_x(x: Any, name: str = "x") -> Any:
         refuse_subclass(name, x)
     if x.dtype not in X_DTYPES:
         raise TypeError(
-            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
-            f"(convert with {name}.astype(np.float32))"
+            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype)})"
         )
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 axes [..., N, C]; got shape {x.shape}")

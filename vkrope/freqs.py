@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from .runtime.dtypes import REAL_SCALARS
+
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
 
@@ -113,7 +115,7 @@ def _f32_normal(value: Any) -> Any:
 
 
 def _check_real(name: str, value: Any) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
 
 

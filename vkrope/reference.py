@@ -12,7 +12,7 @@ import numpy as np
 
 from .freqs import pow64
 from .ops import interleaved
-from .runtime.dtypes import BFLOAT16
+from .runtime.dtypes import BFLOAT16, REAL_SCALARS
 
 
 def apply_reference(
@@ -69,7 +69,7 @@ def axial_freqs(
             raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {value}")
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")
-    if not isinstance(theta, (int, float, np.floating, np.integer)) or isinstance(theta, bool):
+    if not isinstance(theta, REAL_SCALARS) or isinstance(theta, bool):
         raise TypeError(f"theta must be a number; got {type(theta).__name__} {theta!r}")
     if not np.isfinite(theta) or theta <= 0:
         raise ValueError(f"theta must be a positive finite number; got {theta}")

@@ -11,7 +11,8 @@ slot `block * block_size + offset`, -1 writes nothing; head h at row
 caches `[max_pos, rot/2]` (numpy, or float32 DeviceArrays bound where they
 are); per call the kernel reads one (cos, sin) row and one cache row per
 token, so a decode loop replays its recording (positions and slots are
-data).
+data), unless a cache or resident table is past one binding: then each
+dispatch binds a window that follows the positions.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..arguments import check_alive, check_out, check_plain_array, check_x, desc
 from . import TensorRequest, given_tables
 from ..freqs import RopeFreqs, check_positions
 from ..runtime import fit
-from ..runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
+from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
 from ..runtime.kernels import find
 from ..runtime.layout import padded_bytes, texels
 from ..runtime.operator import READ, UPDATE, WRITE as WRITES, Tensor
@@ -56,6 +57,7 @@ class Request(TensorRequest):
     weights: np.ndarray | None  # float32 [2, D] (q's, k's) when RMSNorm is fused
     eps: float
     weight_add: float
+    gathered: bool  # cos / sin hold the tokens' own rows (row t for token t), gathered on the host
     given: tuple[tuple[str, Any], ...] = ()  # the caller's tables, as passed (job ordering)
 
     @property
@@ -103,6 +105,11 @@ def _cache(name: str, c: Any) -> Any:
         raise ValueError(f"{name} must be a buffer DeviceArray; got storage {c.storage!r}")
     if c.dtype not in TENSOR_DTYPES:
         raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {c.dtype}")
+    if c.size == 0:
+        raise ValueError(f"{name} is empty (shape {list(c.shape)}): no row to write")
+    if c.size >= 2**32:
+        raise ValueError(f"{name} holds {c.size} values; the kernel addresses values with 32-bit integers "
+                         "(split the cache, e.g. one per layer group)")
     return c
 
 
@@ -112,6 +119,8 @@ def _ints(name: str, a: Any, shape: tuple[int, int]) -> np.ndarray:
     check_plain_array(name, a)
     if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
         raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
+        raise ValueError(f"{name} holds {int(a.max())}, past any cache")
     if tuple(a.shape) != shape:
         raise ValueError(f"{name} must have shape [B, S] = {list(shape)}; got {list(a.shape)}")
     return a.astype(np.int64)
@@ -136,6 +145,10 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     if hk == 0 or hq % hk:
         raise ValueError(f"q's heads must be a whole multiple of k's (grouped-query attention); got Hq = {hq}, "
                          f"Hk = {hk}")
+    for name, a in (("q", q), ("k", k)):
+        if a.size >= 2**32:
+            raise ValueError(f"{name} holds {a.size} values; the kernel addresses values with 32-bit integers "
+                             "(split the call)")
     k_cache = _cache("k_cache", k_cache)
     v_cache = _cache("v_cache", v_cache)
     if k_cache is v_cache:
@@ -189,7 +202,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         p = pos.reshape(-1)
         check_positions("position_ids", p)
         cos, sin = freqs.table(p) if p.size else (np.zeros((0, rot // 2), np.float32),) * 2
-        rows = np.arange(b * s)
+        rows, gathered = np.arange(b * s), True
     elif isinstance(freqs, tuple) and len(freqs) == 2:
         cos, sin = freqs
         for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
@@ -200,7 +213,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
                                     f"{t.storage}")
             else:
                 check_plain_array(name, t)
-                if t.dtype.kind != "f":
+                if t.dtype.kind != "f" and t.dtype not in TENSOR_DTYPES:
                     raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
             if t.ndim != 2:
                 raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}")
@@ -218,12 +231,12 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
             # bound where it lives, read at each position (a numpy partner goes whole)
             cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
                         for t in (cos, sin))
-            rows = pos.reshape(-1)
+            rows, gathered = pos.reshape(-1), False
         else:
             idx = pos.reshape(-1)
             cos = np.ascontiguousarray(cos[idx], dtype=np.float32)
             sin = np.ascontiguousarray(sin[idx], dtype=np.float32)
-            rows = np.arange(b * s)
+            rows, gathered = np.arange(b * s), True
     else:
         raise TypeError(f"freqs must be a vkrope.RopeFreqs or a (cos, sin) pair of [max_pos, rot/2] caches; got "
                         f"{describe(freqs)}")
@@ -244,18 +257,20 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
                 raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
             ws.append(np.asarray(w, np.float32))
         weights = np.stack(ws)
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.floating, np.integer)):
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
     if not (np.isfinite(eps) and 0 < float(eps) < 1) or np.float32(eps) == 0:
         raise ValueError(f"eps must be a positive float32 below 1; got {eps}")
     if not isinstance(norm_plus_one, (bool, np.bool_)):
         raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
+    if norm_plus_one and weights is None:
+        raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
 
     out = check_out(out, q)
     tokens = np.stack([rows, base], -1).astype(np.int32)
     return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
                    head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
-                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, given=tuple(given))
+                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given))
 
 
 # --- plan ---------------------------------------------------------------------------
@@ -349,7 +364,7 @@ def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
     budget = fit.binding_budget(limits, 4)
     cache = padded_bytes(req.k_cache.size, np.dtype(req.k_cache.dtype).itemsize) > budget
     table = 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
-    return cache, table and not _per_token(req)
+    return cache, table and not req.gathered
 
 
 def plan(req: Request, limits: Any) -> Plan:
@@ -384,7 +399,7 @@ def plan(req: Request, limits: Any) -> Plan:
         if (tok1 - tok0) * 8 > t_budget:
             return None
         used = tok[tok0:tok1, 0]
-        t0, t1 = (tok0, tok1) if _per_token(req) else ((int(used.min()), int(used.max()) + 1) if win_table
+        t0, t1 = (tok0, tok1) if req.gathered else ((int(used.min()), int(used.max()) + 1) if win_table
                                                         else (0, int(req.cos.shape[0])))
         if win_table:
             step = math.lcm(align, row_t) // row_t  # a window starts at an aligned byte offset
@@ -468,7 +483,6 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
     if per == 0:
         raise ValueError(f"one token's heads of q, k and v ({per_token} bytes with the result) are more than one "
                          f"allocation of this device ({max_bytes} bytes)")
-    gathered = isinstance(req.cos, np.ndarray) and int(req.cos.shape[0]) == b * s and _per_token(req)
     blocks = []
     for bi in range(b):
         for s0 in range(0, s, per):
@@ -476,7 +490,7 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
             t0, t1 = bi * s + s0, bi * s + s1
             tokens = req.tokens[t0:t1].copy()
             cos, sin = req.cos, req.sin
-            if gathered:  # per-token (cos, sin) rows: the block's own, counted from its first token
+            if req.gathered:  # per-token (cos, sin) rows: the block's own, counted from its first token
                 tokens[:, 0] -= t0
                 cos, sin = req.cos[t0:t1], req.sin[t0:t1]
             sub = replace(req, x=req.x[bi:bi + 1, :, s0:s1], k=req.k[bi:bi + 1, :, s0:s1],
@@ -484,8 +498,3 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
             blocks.append((sub, {"q_out": outs["q_out"][bi:bi + 1, :, s0:s1], "k_cache": outs["k_cache"],
                                  "v_cache": outs["v_cache"]}))
     return blocks
-
-
-def _per_token(req: Request) -> bool:
-    """Whether the (cos, sin) rows are the tokens' own (gathered on the host), row t for token t."""
-    return bool(np.array_equal(req.tokens[:, 0], np.arange(req.tokens.shape[0])))

@@ -606,7 +606,9 @@ def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> lis
     if isinstance(req.sin, np.ndarray) and np.shares_memory(req.sin, o):
         req = replace(req, sin=req.sin.copy())
     per = max(1, max_bytes // max(1, req.row_values * req.dtype.itemsize))
-    return [(replace(req, x=x[r0:r1], out=None, row_offset=r0), {"out": o[r0:r1]})
+    # (row_offset is global: a block of a block, which the runtime makes
+    # when a block's tables do not fit beside it, starts at its parent's)
+    return [(replace(req, x=x[r0:r1], out=None, row_offset=req.row_offset + r0), {"out": o[r0:r1]})
             for r0 in range(0, req.rows, per) for r1 in [min(req.rows, r0 + per)]]
 
 

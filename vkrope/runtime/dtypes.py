@@ -20,6 +20,10 @@ BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 TENSOR_DTYPES = (FLOAT32, FLOAT16, BFLOAT16)
 TENSOR_DTYPE_NAMES = "float32, float16 or bfloat16"
 
+# Python and numpy real scalars an argument such as a base or eps may be
+# (ml_dtypes' bfloat16 scalar is no np.floating).
+REAL_SCALARS = (int, float, np.integer, np.floating, BFLOAT16.type)
+
 # The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
 _AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16"}
 
@@ -29,9 +33,20 @@ def axis(dtype: Any) -> str:
     return _AXIS[np.dtype(dtype)]
 
 
+def convert_hint(name: str, dtype: Any) -> str:
+    """How to turn an array of `dtype` into one vkrope takes: a two-byte
+    void array is how np.load reads a saved bfloat16 array."""
+    dt = np.dtype(dtype)
+    if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
+        return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
+                f"{name}.view(vkrope.bfloat16)")
+    return f"convert with {name}.astype(np.float32)"
+
+
 def is_16bit(dtype: Any) -> bool:
     """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
     return np.dtype(dtype) in (FLOAT16, BFLOAT16)
 
 
-__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "axis", "is_16bit"]
+__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "REAL_SCALARS", "axis",
+           "convert_hint", "is_16bit"]

@@ -144,14 +144,34 @@ def _run_blocks(rt: Runtime, op: Operator, req: Any, outs: dict[str, Any], limit
     for k, v in targets.items():
         if v is not outs[k] and any(t.name == k and t.reads for t in moved(req)):
             np.copyto(v, outs[k])  # an updated tensor starts from its data
-    seconds = 0.0
-    for sub, sub_outs in op.row_blocks(req, targets, limit):
-        if not sub.empty:
-            seconds += run(rt, op, [Job(sub, plan_for(rt, op, sub), sub_outs)], want_time) or 0.0
+    seconds = _run_block_list(rt, op, op.row_blocks(req, targets, limit), limit, want_time)
     for k, v in targets.items():
         if v is not outs[k]:
             np.copyto(outs[k], v)
     return seconds if want_time else None
+
+
+class StagingTooLarge(ValueError):
+    """A submission's numpy arguments and tables need more staging than one
+    allocation (raised before any GPU work)."""
+
+
+def _run_block_list(rt: Runtime, op: Operator, blocks: list, limit: int, want_time: bool) -> float:
+    """Each row block in its own submission. A block whose tables make its
+    staging larger than an allocation (wide tables beside narrow tensors:
+    float32 cos / sin with 16-bit x) is split again at half the size, before
+    any of its GPU work; one past that at 64 KiB is refused."""
+    seconds = 0.0
+    for sub, sub_outs in blocks:
+        if sub.empty:
+            continue
+        try:
+            seconds += run(rt, op, [Job(sub, plan_for(rt, op, sub), sub_outs)], want_time) or 0.0
+        except StagingTooLarge:
+            if limit <= 64 << 10:
+                raise
+            seconds += _run_block_list(rt, op, op.row_blocks(sub, sub_outs, limit // 2), limit // 2, want_time)
+    return seconds
 
 
 # --- one submission -----------------------------------------------------------------
@@ -192,8 +212,8 @@ class _Arena:
         self.offsets = offsets
         limit = allocation_limit(self.rt)
         if end > limit:
-            raise ValueError(f"this call's arguments need {end} bytes of staging, more than the device's "
-                             f"maxMemoryAllocationSize ({limit}); split the call")
+            raise StagingTooLarge(f"this call's arguments need {end} bytes of staging, more than the device's "
+                                  f"maxMemoryAllocationSize ({limit}); split the call")
         if end:
             self.host, self.bound = self.rt.staged("args", end)
             for written, regions in ((False, self.reads), (True, self.writes)):
