@@ -133,6 +133,10 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 #endif
 
 #ifdef X_BF16
+// Not a finite float, by its bits: without SignedZeroInfNanPreserve a
+// driver may fold isnan / isinf to false.
+bool nonfinite(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) >= 0x7F800000u; }
+
 // x + y == s + err exactly (Knuth's TwoSum: no fma, either order of size).
 void two_sum(float x, float y, out float s, out float err) {
   precise float sum = x + y;
@@ -149,7 +153,7 @@ void two_sum(float x, float y, out float s, out float err) {
 // value's (rounding r alone would round twice: float32, then bfloat16).
 float keep_sticky(float r, float rest) {
   uint u = floatBitsToUint(r);
-  if ((u & 0xFFFFu) != 0x8000u || rest == 0.0 || isnan(rest)) {
+  if ((u & 0xFFFFu) != 0x8000u || rest == 0.0 || nonfinite(rest)) {
     return r;
   }
   return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
@@ -179,7 +183,7 @@ float diff_of_products(float a, float b, float c, float d) {
   float r, rest;
   two_sum(p, -q, r, rest);
   precise float plain = p - q;
-  return isnan(r) || isinf(r) ? plain : keep_sticky(r, rest);
+  return nonfinite(r) ? plain : keep_sticky(r, rest);
 #elif defined(X_BF16)
   precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
   precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
@@ -196,7 +200,7 @@ float diff_of_products(float a, float b, float c, float d) {
   two_sum(s, u, r, e_r);
   precise float rest = e_r + (e_u + e_lo);
   precise float plain = a * b - c * d;
-  return isnan(r) || isinf(r) ? plain : keep_sticky(r, rest);
+  return nonfinite(r) ? plain : keep_sticky(r, rest);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);

@@ -92,7 +92,8 @@ layout(push_constant) uniform Params {
   uint rot_half;     // rot / 2
   uint head_stride;  // cache rows between head h and h + 1 of one token
   uint x_base;       // value at which the q / k / v / q_out bindings start
-  uint cache_base;   // value at which the cache bindings start
+  uint cache_base;   // value at which the cache bindings start (the slice this dispatch writes)
+  uint cache_end;    // one past the slice's last value
   uint tok_base;     // token at which the tokens binding starts
   uint t_base;       // cos / sin row at which those bindings start
   uint eps;          // NORM: float32 bits of eps
@@ -119,8 +120,9 @@ void main() {
   uint h = (r / p.n_tokens) % p.heads;
   uint b = r / (p.n_tokens * p.heads);
   ivec2 tok = tokens[b * p.n_tokens + s - p.tok_base];
-  if (p.role != ROLE_Q && tok.y < 0) {
-    return;  // this token writes no cache row
+  uint row = uint(tok.y) + h * p.head_stride;  // (k and v) the cache row
+  if (p.role != ROLE_Q && (tok.y < 0 || row * p.head_dim < p.cache_base || row * p.head_dim >= p.cache_end)) {
+    return;  // this token writes no cache row, or one outside this dispatch's slice
   }
   vec4 y = vec4(0.0);
   if (p.role == ROLE_V) {
@@ -181,7 +183,6 @@ void main() {
     }
     return;
   }
-  uint row = uint(tok.y) + h * p.head_stride;
   uint g = row * p.head_dim + v0 - p.cache_base;
   for (uint l = 0u; l < lanes; ++l) {
     if (p.role == ROLE_K) {

@@ -271,7 +271,7 @@ def check_close(y: np.ndarray, ref: np.ndarray, scale: np.ndarray, x_dtype, freq
     elif bf16:
         # one rounding to bfloat16 (half an ulp) after float32 arithmetic
         # (products exact with bfloat16 tables, then one float32 rounding)
-        tol = 0.5 * bf16_ulp(ref_r[finite]) + 2.0**-22 * sc
+        tol = 0.5 * bf16_ulp(ref[finite]) + 2.0**-22 * sc  # (the ulp at the exact value: below 2^k, not 2^k's)
     else:
         ulp = np.spacing(np.abs(ref_r[finite])).astype(np.float64)
         tol = ulp if freqs_half else np.maximum(ulp, 2.0**-22 * sc)

@@ -423,3 +423,14 @@ def test_bfloat16_scalars_in_specs():
     b = vkrope.bfloat16
     assert vkrope.RopeFreqs(64, base=b(10000), scale=b(2)) == vkrope.RopeFreqs(64, base=9984.0, scale=2.0)
     assert vkrope.AxialFreqs(64, 8, 8, b(10000)) == vkrope.AxialFreqs(64, 8, 8, 9984.0)
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_nan_cos_sin_with_full_payloads_stay_nan(device, storage):
+    """float32 cos / sin holding NaNs whose payload fills the low bits
+    (0x7FFFFFFF, 0xFFFFFFFF: NVIDIA's arithmetic NaN): rounding such a NaN
+    as a number would carry into the sign bit and give -0.0."""
+    x = np.ones((1, 4, 4), BF16)
+    f = np.array([[0x7FFFFFFF, 0, 0xFFFFFFFF, 0], [0, 0x7FFFFFFF, 0, 0xFFFFFFFF]] * 2, np.uint32).view(np.float32)
+    y = bits(device.apply(x, f, storage=storage))
+    assert (y & 0x7FC0 == 0x7FC0).all(), [hex(v) for v in y.reshape(-1)]

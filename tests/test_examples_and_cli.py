@@ -265,18 +265,18 @@ def test_cli_bench_quick_tiny(tmp_path):
     res = cli("bench", "--shapes", "1x16x8,2x64x16", "--repeats", "1", "--out", str(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
     result = json.loads((tmp_path / "bench.json").read_text())
-    assert len(result["rows"]) == 2 * 3 * 3  # shapes x dtypes (float32, float16, bfloat16) x rows
+    assert len(result["rows"]) == 2 * (3 + 4 + 4)  # shapes x rows of float32, float16, bfloat16 (+ float32 tables)
     assert {r["dtype"] for r in result["rows"]} == {"float32", "float16", "bfloat16"}
     for row in result["rows"]:
         assert row["kernel_s"] > 0 and row["apply_s"] > 0 and row["copy_gbps"] > 0 and row["texel_copy_gbps"] > 0
         b, n, c = row["shape"]
         x_bytes = b * n * c * (4 if row["dtype"] == "float32" else 2)
-        table = n * c * (4 if row["dtype"] == "float32" else 2)
+        table = n * c * (4 if row["dtype"] == "float32" or row["freqs"] == "table32" else 2)
         columns = -(-(c // 2) // 4) * 16 + (c // 2) * 16  # float32 inverse frequencies (whole uvec4s), a uvec4 each
         assert row["x_bytes"] == x_bytes
-        assert row["bytes_moved"] == 2 * x_bytes + (table if row["freqs"] == "table" else columns), row
+        assert row["bytes_moved"] == 2 * x_bytes + (table if row["freqs"] != "generated" else columns), row
     assert {(r["storage"], r["freqs"]) for r in result["rows"]} == {
-        ("buffer", "table"), ("texture3d", "table"), ("buffer", "generated")}
+        ("buffer", "table"), ("texture3d", "table"), ("buffer", "generated"), ("buffer", "table32")}
     assert (tmp_path / "bench.png").stat().st_size > 1000
     res = cli("bench", "--chart-from", str(tmp_path / "bench.json"), "--plot", str(tmp_path / "again.png"))
     assert res.returncode == 0 and (tmp_path / "again.png").stat().st_size > 1000, res.stdout + res.stderr

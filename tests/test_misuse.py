@@ -134,40 +134,6 @@ def fresh_device():
     dev.close()
 
 
-@pytest.fixture
-def vk_spy(monkeypatch):
-    """Record the range of every storage-buffer descriptor and the size of
-    every memory allocation, at the `vulkan` package's functions (below
-    vkrope, whatever its internals). Limits forced with Device._force_limits
-    are invisible to the driver and the validation layer, so this is how a
-    test sees that vkrope respects them."""
-    import vulkan
-
-    seen: dict[str, list[int]] = {"ranges": [], "allocations": []}
-    update, allocate = vulkan.vkUpdateDescriptorSets, vulkan.vkAllocateMemory
-
-    def spy_update(device, count, writes, *rest):
-        for i in range(count):
-            w = writes[i]
-            if w.descriptorType == vulkan.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER:
-                seen["ranges"] += [int(w.pBufferInfo[j].range) for j in range(w.descriptorCount)]
-        return update(device, count, writes, *rest)
-
-    def spy_allocate(device, info, *rest):
-        seen["allocations"].append(int(info.allocationSize))
-        return allocate(device, info, *rest)
-
-    def spy_dispatch(cmd, x, y, z, dispatch=vulkan.vkCmdDispatch):
-        seen["dispatches"].append((int(x), int(y), int(z)))
-        return dispatch(cmd, x, y, z)
-
-    seen["dispatches"] = []
-    monkeypatch.setattr(vulkan, "vkCmdDispatch", spy_dispatch)
-    monkeypatch.setattr(vulkan, "vkUpdateDescriptorSets", spy_update)
-    monkeypatch.setattr(vulkan, "vkAllocateMemory", spy_allocate)
-    return seen
-
-
 # --- 1. apply_many with several numpy inputs --------------------------------
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("form", ["numpy", "numpy_with_out", "mixed_with_device_arrays"])

@@ -284,11 +284,16 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     texel_s = _median_of(lambda: dev._time_texel_copy(x.nbytes, half), r)
     spec = axial_spec(x.shape[-2], x.shape[-1])
     cases: list[tuple[str, str, Any]] = [(storage, "table", f) for storage in storages]
+    if x.dtype.itemsize == 2 and "buffer" in storages:
+        # 16-bit x with float32 cos / sin (what a model's float32 rotary
+        # module gives): the kernel widens x and, for bfloat16, splits the
+        # products exactly (glsl/common.glsl)
+        cases.append(("buffer", "table32", f.astype(np.float32)))
     if spec is not None and "buffer" in storages:
         cases.append(("buffer", "generated", spec))
     rows = []
     for storage, kind, freqs in cases:
-        moved = 2 * x.nbytes + (f.nbytes if kind == "table" else interleaved.columns(freqs).nbytes)
+        moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else interleaved.columns(freqs).nbytes)
         copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
         req = interleaved.check(x, freqs, storage=storage)
         y = np.empty_like(x)

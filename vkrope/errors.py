@@ -58,4 +58,4 @@ class DeviceClosedError(VkropeError, RuntimeError):
 
 class UnsupportedFeatureError(VkropeError, RuntimeError):
     """The chosen device lacks a feature the request needs (for example
-    16-bit storage for float16 buffers); the message names it."""
+    16-bit storage for float16 and bfloat16 buffers); the message names it."""

@@ -159,8 +159,9 @@ class DeviceOwner:
             return self._guarded(timing.time_copy, self._rt, nbytes)
 
     def _time_texel_copy(self, nbytes: int, half: bool) -> float | None:
-        """GPU seconds of the texel-copy shader over `nbytes` of float16
-        (`half`) or float32 texels (benchmark use: the roofline)."""
+        """GPU seconds of the texel-copy shader over `nbytes` of 16-bit
+        (`half`: float16 or bfloat16) or float32 texels (benchmark use: the
+        roofline)."""
         with self._lock:
             self._context()
             return self._guarded(timing.time_texel_copy, self._rt, nbytes, half)

@@ -281,9 +281,11 @@ def _bits(f: float) -> int:
 @dataclass(frozen=True)
 class Chunk:
     """One dispatch of one role over rows [r0, r1) of that role: the tensor
-    bindings start at value `x_base` (q, k, v, q_out) and `cache_base` (the
-    caches, windowed or whole), the tokens at `tok_base` and the (cos, sin)
-    rows at `t_base`; its tables are segment `segment`."""
+    bindings start at value `x_base` (q, k, v, q_out); the caches' binding
+    is values [cache_base, cache_base + cache_values), the rows it writes
+    (whole caches, or one fixed slice of them); the tokens start at
+    `tok_base` and the (cos, sin) rows at `t_base`; its tables are segment
+    `segment`."""
 
     role: int
     r0: int
@@ -351,6 +353,7 @@ class Plan:
             push = dict(role=ch.role, row_begin=ch.r0, row_end=ch.r1, heads=self.hq if ch.role == ROLE_Q else self.hk,
                         n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
+                        cache_end=ch.cache_base + ch.cache_values,
                         tok_base=ch.tok_base, t_base=ch.t_base, eps=self.eps_bits, weight_add=self.add_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             out.append(Launch(kernel.name, spec, tuple(push.items()), (*xs, *cs, *tables[ch.segment]), grid))
@@ -369,29 +372,39 @@ def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
 
 def plan(req: Request, limits: Any) -> Plan:
     """Dispatches per role over runs of rows, each within the device's
-    binding range and grid: q, k, v and q_out bound from the run's first row,
-    the caches whole (or, when too large, a window over the rows the run
-    writes), the tables of the run's tokens."""
+    binding range and grid: q, k, v and q_out bound from the run's first
+    row; the caches whole or, when too large for one binding, in fixed
+    slices (k and v launched once per slice, each invocation writing only
+    rows of its slice: the launches do not follow the positions, so a decode
+    loop still replays one recording); the tables of the run's tokens (a
+    resident table past one binding: a window over the rows they read)."""
     b, hq, s, d = req.shape
     hk = int(req.k.shape[1])
     item, citem = req.dtype.itemsize, np.dtype(req.k_cache.dtype).itemsize
     wx, wy = fit.workgroup(texels(d), limits, f"q has D = {d}")
-    align = limits.min_storage_buffer_offset_alignment
+    x_align = max(limits.min_storage_buffer_offset_alignment, 4 * item)  # bindings start on whole texels
+    c_align = max(limits.min_storage_buffer_offset_alignment, 4 * citem)
     budget = fit.binding_budget(limits, max(item, citem))
     row_t = 4 * req.rot_half
     t_budget = fit.table_budget(limits, row_t, budget)
     if max(d * max(item, citem), row_t) > budget:
         raise ValueError(f"one head of D = {d} values does not fit one binding of this device")
     _, max_gy, _ = limits.max_compute_work_group_count
-    per = max(1, min(max_gy * wy, (budget - align) // (d * item)))
+    per = max(1, min(max_gy * wy, (budget - x_align) // (d * item)))
     win_cache, win_table = _windowed(req, limits)
     cache_rows = int(req.k_cache.size) // d if d else 0
+    slices = [(0, cache_rows)]
+    if win_cache:
+        step = math.lcm(c_align, d * citem) // (d * citem)  # cache rows per aligned start
+        rows_per = max(step, budget // (d * citem) // step * step)
+        slices = [(c, min(cache_rows, c + rows_per)) for c in range(0, cache_rows, rows_per)]
     tok = req.tokens
     segments: dict[tuple, int] = {}
     chunks: list[Chunk] = []
 
     def span_of(role: int, r0: int, r1: int) -> tuple | None:
-        """The chunk of rows [r0, r1) of `role`, or None when a window does not fit."""
+        """(x0, x values, tok0, tok1, t0, t1) of rows [r0, r1) of `role`, or
+        None when its tables' window does not fit."""
         heads = hq if role == ROLE_Q else hk
         rows = np.arange(r0, r1)
         t = (rows // (heads * s)) * s + rows % s
@@ -402,24 +415,12 @@ def plan(req: Request, limits: Any) -> Plan:
         t0, t1 = (tok0, tok1) if req.gathered else ((int(used.min()), int(used.max()) + 1) if win_table
                                                         else (0, int(req.cos.shape[0])))
         if win_table:
-            step = math.lcm(align, row_t) // row_t  # a window starts at an aligned byte offset
-            t0 = t0 // step * step
+            step_t = math.lcm(limits.min_storage_buffer_offset_alignment, row_t) // row_t  # aligned starts
+            t0 = t0 // step_t * step_t
         if (t1 - t0) * row_t > t_budget:
             return None
-        x0 = r0 * d * item // align * align // item
-        c0, cn = 0, cache_rows * d
-        if role != ROLE_Q:
-            dest = tok[t, 1].astype(np.int64)
-            hh = (rows // s) % heads
-            dest = (dest + hh * req.head_stride)[dest >= 0]
-            if win_cache and dest.size:
-                c0 = int(dest.min()) * d * citem // align * align // citem
-                cn = (int(dest.max()) + 1) * d - c0
-                if cn * citem > budget:
-                    return None
-            elif win_cache:
-                cn = 4
-        return (x0, r1 * d - x0, c0, cn, tok0, tok1, t0, t1)
+        x0 = r0 * d * item // x_align * x_align // item
+        return (x0, r1 * d - x0, tok0, tok1, t0, t1)
 
     for role, heads in ((ROLE_Q, hq), (ROLE_K, hk), (ROLE_V, hk)):
         total = b * heads * s
@@ -429,13 +430,14 @@ def plan(req: Request, limits: Any) -> Plan:
             got = span_of(role, r0, r1)
             if got is None:
                 if r1 - r0 == 1:
-                    raise ValueError("one head row's cache or table window does not fit one binding of this device")
+                    raise ValueError("one head row's table window does not fit one binding of this device")
                 mid = (r0 + r1) // 2
                 todo += [(mid, r1), (r0, mid)]
                 continue
-            x0, xn, c0, cn, tok0, tok1, t0, t1 = got
+            x0, xn, tok0, tok1, t0, t1 = got
             seg = segments.setdefault(((tok0, tok1), (t0, t1)), len(segments))
-            chunks.append(Chunk(role, r0, r1, x0, xn, c0, cn, tok0, t0, seg))
+            for c0, c1 in (slices if role != ROLE_Q else [(0, cache_rows)]):
+                chunks.append(Chunk(role, r0, r1, x0, xn, c0 * d, (c1 - c0) * d, tok0, t0, seg))
     return Plan(
         x_dtype=req.dtype.name, c_dtype=np.dtype(req.k_cache.dtype).name, hq=hq, hk=hk, n_tokens=s, head_dim=d,
         rot_half=req.rot_half, head_stride=req.head_stride, interleaved=req.interleaved,

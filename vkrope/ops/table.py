@@ -42,9 +42,9 @@ TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(n
 class Request(TensorRequest):
     """One checked call of the table kernel."""
 
-    x: Any  # numpy array or DeviceArray, float32 / float16
+    x: Any  # numpy array or DeviceArray, float32 / float16 / bfloat16
     out: Any  # numpy array, DeviceArray or None
-    cos: Any  # numpy array [table rows, table_width] (float32/float16/float64) or DeviceArray
+    cos: Any  # numpy array [table rows, table_width] (float32/float16/bfloat16/float64) or DeviceArray
     sin: Any
     row_of: np.ndarray  # int32 [B * S]: table row of each (b, s)
     n_tokens: int  # S
@@ -588,7 +588,8 @@ def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     if isinstance(t, np.ndarray):
         return np.ascontiguousarray(t[t0:t1], dtype=f_dtype).reshape(-1)
     if np.dtype(t.dtype) != np.dtype(f_dtype):
-        raise TypeError(f"a device-resident table must have dtype {f_dtype} here (x is {f_dtype}); got {t.dtype}")
+        raise TypeError(f"a device-resident table must have dtype {f_dtype} here (the dtype the kernel reads); "
+                        f"got {t.dtype}")
     return fit.window(t.resource, t0, min(t1, _table_rows(t, width)), width * np.dtype(t.dtype).itemsize)
 
 
