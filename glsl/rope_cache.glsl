@@ -24,7 +24,7 @@
  *                       the cache row of its head 0, -1: not written)
  *   binding 9  weights  float32 [2, D]: q's RMSNorm weights, then k's
  *
- * Launches per role (p.role: ROLE_Q, ROLE_K, ROLE_V), each over a run of
+ * Launches per role (role: ROLE_Q, ROLE_K, ROLE_V), each over a run of
  * rows whose bindings fit the device (the push constants say where each
  * binding starts), one invocation per texel of a head row: grid (texel c4
  * of the row, row r = (b*H + h)*S + s of this dispatch).
@@ -50,15 +50,22 @@
 #include "common.glsl"
 #include "tensor.glsl"
 
+// The caches' dtype: a value (or a texel) rounded once to it, as stored.
 #if defined(C_HALF)
 #define CSCALAR float16_t
+#define CVEC4 f16vec4
 #define to_c_scalar(v) CSCALAR(round_to_half(vec4(v, 0.0, 0.0, 0.0)).x)
+#define to_c_vec4(v) CVEC4(round_to_half(v))
 #elif defined(C_BF16)
 #define CSCALAR uint16_t
+#define CVEC4 u16vec4
 #define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)
+#define to_c_vec4(v) CVEC4(floatBitsToUint(round_to_bf16(v)) >> 16)
 #else
 #define CSCALAR float
+#define CVEC4 vec4
 #define to_c_scalar(v) (v)
+#define to_c_vec4(v) (v)
 #endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
@@ -66,6 +73,10 @@ layout(local_size_x_id = 0, local_size_y_id = 1) in;
 // specialization constant: a CPU driver runs both sides of a branch).
 layout(constant_id = 2) const bool INTERLEAVED = false;
 layout(constant_id = 3) const bool NORM = false;
+// D % 4 == 0 and rot a multiple of 8 (rotate-half) or 4 (pairs), every LLM
+// shape: a texel rotates or passes whole, a rotate-half partner is a whole
+// texel rot/2 away, and tensors, caches, tables and weights move as vec4.
+layout(constant_id = 4) const bool WHOLE_TEXELS = false;
 
 DECLARE_TENSOR(0, writeonly, q_out)
 DECLARE_TENSOR(1, readonly, q)
@@ -73,20 +84,31 @@ DECLARE_TENSOR(2, readonly, k)
 DECLARE_TENSOR(3, readonly, v)
 DECLARE_BUFFER_TENSOR(4, CSCALAR, k_cache)
 DECLARE_BUFFER_TENSOR(5, CSCALAR, v_cache)
+layout(std430, set = 0, binding = 4) buffer KCache4 { CVEC4 k_cache_texels[]; };
+layout(std430, set = 0, binding = 5) buffer VCache4 { CVEC4 v_cache_texels[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Cos { float cos_table[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Cos2 { vec2 cos2[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Cos4 { vec4 cos4[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Sin { float sin_table[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Sin2 { vec2 sin2[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Sin4 { vec4 sin4[]; };
 layout(std430, set = 0, binding = 8) readonly buffer Tokens { ivec2 tokens[]; };
 layout(std430, set = 0, binding = 9) readonly buffer Weights { float weights[]; };
+layout(std430, set = 0, binding = 9) readonly buffer Weights4 { vec4 weights4[]; };
 
 const uint ROLE_Q = 0u;
 const uint ROLE_K = 1u;
 const uint ROLE_V = 2u;
+const uint ROLE_ALL = 3u;  // one launch for all three: rows of q, then of k, then of v
 
 layout(push_constant) uniform Params {
-  uint role;         // ROLE_*
+  uint role;         // ROLE_* (ROLE_ALL: the row says)
+  uint q_rows;       // ROLE_ALL: B * Hq * S (rows of q come first)
+  uint k_rows;       // ROLE_ALL: B * Hk * S (then k's, then v's)
   uint row_begin;    // first row of this dispatch (rows of this role: (b*H + h)*S + s)
   uint row_end;      // one past its last
-  uint heads;        // H of this role (Hq or Hk)
+  uint hq;           // Hq
+  uint hk;           // Hk
   uint n_tokens;     // S
   uint head_dim;     // D
   uint rot_half;     // rot / 2
@@ -100,12 +122,63 @@ layout(push_constant) uniform Params {
   uint weight_add;   // NORM: float32 bits added to each weight (1.0 for Gemma's 1 + w)
 } p;
 
+uint role;  // this invocation's: role, or from its row with ROLE_ALL
+
 float load_x(uint r, uint j) {
   uint i = r * p.head_dim + j - p.x_base;
-  if (p.role == ROLE_Q) {
+  if (role == ROLE_Q) {
     return x_float(q_values[i]);
   }
-  return p.role == ROLE_K ? x_float(k_values[i]) : x_float(v_values[i]);
+  return role == ROLE_K ? x_float(k_values[i]) : x_float(v_values[i]);
+}
+
+// WHOLE_TEXELS: texel t of the role's tensor (t counted from x_base / 4).
+vec4 load_x4(uint t) {
+  if (role == ROLE_Q) {
+    return x_vec4(q_texels[t]);
+  }
+  return role == ROLE_K ? x_vec4(k_texels[t]) : x_vec4(v_texels[t]);
+}
+
+vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
+  return vec4(diff_of_products(x.x, c.x, partner.x, s.x), diff_of_products(x.y, c.y, partner.y, s.y),
+              diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
+}
+
+// WHOLE_TEXELS: the texel at v0 of row r (q or k), normalised and rotated
+// by the (cos, sin) row t0 / rot_half.
+vec4 rotated_texel(uint r, uint v0, uint t0) {
+  uint base = (r * p.head_dim - p.x_base) >> 2;  // the row's first texel
+  vec4 x = load_x4(base + (v0 >> 2));
+  float scale = 1.0;
+  uint w0 = role == ROLE_Q ? 0u : p.head_dim >> 2;
+  vec4 add = vec4(uintBitsToFloat(p.weight_add));
+  if (NORM) {
+    float sum = 0.0;
+    for (uint t = 0u; t < p.head_dim >> 2; ++t) {
+      vec4 xt = load_x4(base + t);
+      sum += dot(xt, xt);
+    }
+    scale = inversesqrt(sum / float(p.head_dim) + uintBitsToFloat(p.eps));
+    x *= scale * (weights4[w0 + (v0 >> 2)] + add);
+  }
+  uint rot = 2u * p.rot_half;
+  if (v0 >= rot) {
+    return x;
+  }
+  if (INTERLEAVED) {  // pairs (x, y) and (z, w): columns v0/2 and v0/2 + 1
+    uint i = (t0 + (v0 >> 1)) >> 1;
+    vec2 c = cos2[i], sn = sin2[i];
+    return rotate4(x, c.xxyy, vec4(x.y, -x.x, x.w, -x.z), sn.xxyy);
+  }
+  bool first = v0 < p.rot_half;
+  uint pv = first ? v0 + p.rot_half : v0 - p.rot_half;
+  vec4 partner = load_x4(base + (pv >> 2));
+  if (NORM) {
+    partner *= scale * (weights4[w0 + (pv >> 2)] + add);
+  }
+  uint col = (t0 + (first ? v0 : pv)) >> 2;
+  return rotate4(x, cos4[col], first ? partner : -partner, sin4[col]);
 }
 
 void main() {
@@ -115,17 +188,42 @@ void main() {
   if (r >= p.row_end || v0 >= p.head_dim) {
     return;
   }
+  role = p.role;
+  if (role == ROLE_ALL) {
+    if (r < p.q_rows) {
+      role = ROLE_Q;
+    } else if (r < p.q_rows + p.k_rows) {
+      role = ROLE_K;
+      r -= p.q_rows;
+    } else {
+      role = ROLE_V;
+      r -= p.q_rows + p.k_rows;
+    }
+  }
+  uint heads = role == ROLE_Q ? p.hq : p.hk;
   uint lanes = min(4u, p.head_dim - v0);
   uint s = r % p.n_tokens;
-  uint h = (r / p.n_tokens) % p.heads;
-  uint b = r / (p.n_tokens * p.heads);
+  uint h = (r / p.n_tokens) % heads;
+  uint b = r / (p.n_tokens * heads);
   ivec2 tok = tokens[b * p.n_tokens + s - p.tok_base];
   uint row = uint(tok.y) + h * p.head_stride;  // (k and v) the cache row
-  if (p.role != ROLE_Q && (tok.y < 0 || row * p.head_dim < p.cache_base || row * p.head_dim >= p.cache_end)) {
+  if (role != ROLE_Q && (tok.y < 0 || row * p.head_dim < p.cache_base || row * p.head_dim >= p.cache_end)) {
     return;  // this token writes no cache row, or one outside this dispatch's slice
   }
+  if (WHOLE_TEXELS) {
+    vec4 y = role == ROLE_V ? load_x4((r * p.head_dim + v0 - p.x_base) >> 2)
+                              : rotated_texel(r, v0, (uint(tok.x) - p.t_base) * p.rot_half);
+    if (role == ROLE_Q) {
+      q_out_texels[(r * p.head_dim + v0 - p.x_base) >> 2] = to_x_vec4(round_to_x(y));
+    } else if (role == ROLE_K) {
+      k_cache_texels[(row * p.head_dim + v0 - p.cache_base) >> 2] = to_c_vec4(y);
+    } else {
+      v_cache_texels[(row * p.head_dim + v0 - p.cache_base) >> 2] = to_c_vec4(y);
+    }
+    return;
+  }
   vec4 y = vec4(0.0);
-  if (p.role == ROLE_V) {
+  if (role == ROLE_V) {
     for (uint l = 0u; l < lanes; ++l) {
       y[l] = load_x(r, v0 + l);
     }
@@ -140,7 +238,7 @@ void main() {
         sum += xj * xj;
       }
       scale = inversesqrt(sum / float(p.head_dim) + uintBitsToFloat(p.eps));
-      w0 = p.role == ROLE_Q ? 0u : p.head_dim;
+      w0 = role == ROLE_Q ? 0u : p.head_dim;
     }
     uint rot = 2u * p.rot_half;
     uint t0 = (uint(tok.x) - p.t_base) * p.rot_half;
@@ -175,7 +273,7 @@ void main() {
       y[l] = diff_of_products(xj, c, first ? partner : -partner, sn);
     }
   }
-  if (p.role == ROLE_Q) {
+  if (role == ROLE_Q) {
     y = round_to_x(y);
     uint g = r * p.head_dim + v0 - p.x_base;
     for (uint l = 0u; l < lanes; ++l) {
@@ -185,7 +283,7 @@ void main() {
   }
   uint g = row * p.head_dim + v0 - p.cache_base;
   for (uint l = 0u; l < lanes; ++l) {
-    if (p.role == ROLE_K) {
+    if (role == ROLE_K) {
       k_cache_values[g + l] = to_c_scalar(y[l]);
     } else {
       v_cache_values[g + l] = to_c_scalar(y[l]);

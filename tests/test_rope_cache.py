@@ -101,14 +101,15 @@ def _rounded(v64: np.ndarray, dtype) -> np.ndarray:
     return v64.astype(dt)  # numpy rounds float64 to nearest-even (exact float16 / float32 values here)
 
 
+@pytest.mark.parametrize("d", [12, 16], ids=["D12", "D16"])  # D16: every texel whole (the vec4 path)
 @pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
 @pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
 @pytest.mark.parametrize("cache_dtype", DTYPES, ids=IDS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_decode_step(device, dtype, cache_dtype, paged, interleaved):
-    seed = zlib.crc32(f"{dtype}-{cache_dtype}-{paged}-{interleaved}".encode())  # the same every run
+def test_decode_step(device, dtype, cache_dtype, paged, interleaved, d):
+    seed = zlib.crc32(f"{dtype}-{cache_dtype}-{paged}-{interleaved}-{d}".encode())  # the same every run
     rng = np.random.default_rng(seed)
-    q, k, v, kc0, vc0, pos, slots = setup(rng, dtype, cache_dtype, paged)
+    q, k, v, kc0, vc0, pos, slots = setup(rng, dtype, cache_dtype, paged, d=d)
     d = q.shape[-1]
     form = seed % 3  # numpy caches, resident caches, a RopeFreqs spec
     if form == 2:
@@ -116,7 +117,7 @@ def test_decode_step(device, dtype, cache_dtype, paged, interleaved):
         cos, sin = spec.table(np.arange(64))
         freqs = spec
     else:
-        cos, sin = tables(rng, 64, 4)
+        cos, sin = tables(rng, 64, d // 2 if seed % 7 else d // 2 - 2)  # (now and then partial rotary)
         freqs = (cos, sin) if form == 0 else (device.asarray(cos), device.asarray(sin))
     norm = {}
     if seed % 2:
@@ -279,25 +280,25 @@ def test_a_decode_loop_records_once(make_device, resident, freqs_form):
 
 
 def test_the_benchmarks_two_steps_write_the_same_caches(device):
-    """`vkrope bench --decode` times the fused step against RoPE + a cache
-    copy: both must compute the same thing for the comparison to mean
-    anything (batch 2, an 8-row cache)."""
+    """`vkrope bench --decode` times the fused step against RoPE + a row
+    scatter: both must compute the same thing for the comparison to mean
+    anything (batch 2, an 8-row cache): the same rotated q, the same cache
+    rows."""
     from vkrope.bench_step import fused_and_unfused
 
     fused, unfused, info = fused_and_unfused(device, 2, s_max=8)
-    cos, sin, q, k, v, q_out, kc, vc = info["arrays"]
+    cos, sin, q, k, v, q_out, kc, vc, yq, yk, _ = info["arrays"]
     fused(3)
     k_fused, v_fused, q_fused = kc.get(), vc.get(), q_out.get()
     assert np.abs(k_fused[:, :, 3]).max() > 0 and not k_fused[:, :, 4].any()
-    unfused(5)
-    k_both, v_both = kc.get(), vc.get()
-    assert np.array_equal(v_both[:, :, 5], v_fused[:, :, 3])  # the same v, copied
-    want = decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)), np.zeros((2, 8, 8, 128)), cos.get(),
-                       sin.get(), np.full((2, 1), 5))[1]
-    assert_close(k_both[:, :, 5], want[:, :, 5], np.float32, "rope + copy")
-    assert_close(k_fused[:, :, 3], decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)),
-                                               np.zeros((2, 8, 8, 128)), cos.get(), sin.get(),
-                                               np.full((2, 1), 3))[1][:, :, 3], np.float32, "fused")
+    unfused(3)
+    assert np.array_equal(yq.get(), q_fused)
+    assert np.array_equal(kc.get(), k_fused) and np.array_equal(vc.get(), v_fused)
+    want_q, want_k = decode_step(q.get(), k.get(), v.get(), np.zeros((2, 8, 8, 128)), np.zeros((2, 8, 8, 128)),
+                                 cos.get(), sin.get(), np.full((2, 1), 3))[:2]
+    assert_close(q_fused, want_q, np.float32, "q")
+    assert_close(k_fused[:, :, 3], want_k[:, :, 3], np.float32, "k rows")
+
 
 
 def test_split_prefill_over_resident_tables_binds_aligned_windows(make_device):

@@ -1,11 +1,15 @@
 """`vkrope bench --decode`, the decode step: `Device.rope_and_cache` (q and
 k rotated, k and v written into the KV caches, one submission) against
 what it replaces, RoPE followed by a cache copy: q and k rotated by the
-table operator (one submission, the rotated k a DeviceArray), then the
-rotated k and v copied into the caches' rows with vkCmdCopyBuffer (a second
-submission). Llama-shaped: 32 query heads, 8 key / value heads, head dim
-128, one token per sequence, batch 1 and 8, float32, a 4096-row cache; all
-tensors resident. Per-step medians of alternating rounds, one run.
+table operator into preallocated arrays (one submission), then the rotated
+k and the v written into the caches' rows by a row-scatter kernel that takes
+the rows as data, as llama.cpp's SET_ROWS (a second submission; here the
+same kernel with no q heads and an identity rotation). Both replay one
+recording per shape (positions are data in each). Llama-shaped: 32 query
+heads, 8 key / value heads, head dim 128, one token per sequence, batch 1
+and 8, float32, a 4096-row cache (past lavapipe's binding range at batch 8:
+written in fixed slices); all tensors resident. Per-step medians of
+alternating rounds, one run.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import numpy as np
 from .device import Device, _Job
 from .freqs import RopeFreqs
 from .ops import table
-from .runtime.steps import WRITE, Copy, arg
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 
@@ -39,26 +42,22 @@ def fused_and_unfused(dev: Device, batch: int, s_max: int = S_MAX) -> tuple[Call
     def fused(p: int) -> None:
         dev.rope_and_cache(q, k, v, kc, vc, (cos, sin), np.full((batch, 1), p), out=q_out)
 
+    yq = dev.asarray(np.zeros((batch, HQ, 1, D), np.float32))
+    yk = dev.asarray(np.zeros((batch, HK, 1, D), np.float32))
+    no_q = np.zeros((batch, 0, 1, D), np.float32)  # (no q heads: the kernel only writes the rows)
+    identity = (dev.asarray(np.ones((s_max, D // 2), np.float32)), dev.asarray(np.zeros((s_max, D // 2), np.float32)))
+
     def unfused(p: int) -> None:
         pos = np.full((batch, 1), p)
-        rq, rk = table.check_onnx(q, cos, sin, pos), table.check_onnx(k, cos, sin, pos)
-        yq, yk = dev._run(table, [_Job(rq), _Job(rk)])
-        steps = []
-        for src, cache in ((yk["out"], kc), (v, vc)):
-            for b in range(batch):
-                for h in range(HK):
-                    row = (b * HK + h) * s_max + p
-                    steps.append(Copy(arg(src._resource, (b * HK + h) * D * item, D * item),
-                                      arg(cache._resource, row * D * item, D * item, WRITE)))
-        with dev._lock:
-            dev._rt.submit(tuple(steps))
-        yq["out"].release()
-        yk["out"].release()
+        rq, rk = table.check_onnx(q, cos, sin, pos, out=yq), table.check_onnx(k, cos, sin, pos, out=yk)
+        dev._run(table, [_Job(rq), _Job(rk)])
+        dev.rope_and_cache(no_q, yk, v, kc, vc, identity, pos)  # the row scatter: k and v into their rows
 
     tokens = batch
+    # bytes of the tensors each kernel reads and writes (the tables' rows aside)
     moved = {"fused_bytes": tokens * D * item * (2 * HQ + 4 * HK),  # q in, q out, k in, v in, k and v rows out
              "unfused_bytes": tokens * D * item * (2 * HQ + 6 * HK)}  # + the rotated k out and in again
-    return fused, unfused, {"arrays": (cos, sin, q, k, v, q_out, kc, vc), **moved}
+    return fused, unfused, {"arrays": (cos, sin, q, k, v, q_out, kc, vc, yq, yk, identity), **moved}
 
 
 def _loop(step: Callable[[int], None], steps: int, start: int) -> float:
@@ -72,21 +71,24 @@ def step_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[str]
     """Per-step time of the fused step and of RoPE + cache copy, batch 1 and 8."""
     rows = []
     log(f"{'decode step (Hq 32, Hk 8, D 128, fp32)':<40} {'fused us':>9} {'rope+copy us':>12} {'speed-up':>8} "
-        f"{'fused KiB':>9} {'rope+copy KiB':>13}")
+        f"{'fused KiB':>9} {'rope+copy KiB':>13} {'recordings':>10}")
     for batch in (1, 8):
         fused, unfused, info = fused_and_unfused(dev, batch)
         _loop(fused, steps, 0)  # warm up: pipelines, buffers, recordings
         _loop(unfused, steps, 0)
+        made = dev.stats()["recordings"]
         f_t, u_t = [], []
         for r in range(rounds):
             f_t.append(_loop(fused, steps, r * steps))
             u_t.append(_loop(unfused, steps, r * steps))
+        made = dev.stats()["recordings"] - made
         f, u = statistics.median(f_t), statistics.median(u_t)
         rows.append({"batch": batch, "heads": [HQ, HK], "head_dim": D, "steps": steps, "rounds": rounds,
                      "fused_step_s": f, "rope_then_copy_step_s": u, "speedup": u / f,
+                     "recordings_made": made,
                      "fused_bytes": info["fused_bytes"], "rope_then_copy_bytes": info["unfused_bytes"]})
         log(f"{'batch ' + str(batch):<40} {f * 1e6:>9.1f} {u * 1e6:>12.1f} {u / f:>8.2f} "
-            f"{info['fused_bytes'] / 1024:>9.0f} {info['unfused_bytes'] / 1024:>13.0f}")
+            f"{info['fused_bytes'] / 1024:>9.0f} {info['unfused_bytes'] / 1024:>13.0f} {made:>10}")
         del info
     return rows
 

@@ -35,7 +35,7 @@ from ..runtime.operator import READ, UPDATE, WRITE as WRITES, Tensor
 from ..runtime.steps import UPDATE as UPDATES, WRITE, Arg, Launch
 
 KERNEL = "rope_cache"
-ROLE_Q, ROLE_K, ROLE_V = 0, 1, 2
+ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q then k then v
 
 
 @dataclass
@@ -307,6 +307,8 @@ class Plan:
     c_dtype: str
     hq: int
     hk: int
+    q_rows: int  # B * Hq * S
+    k_rows: int  # B * Hk * S
     n_tokens: int
     head_dim: int
     rot_half: int
@@ -330,31 +332,38 @@ class Plan:
         kernel = find(KERNEL, x=axis(self.x_dtype), cache=axis(self.c_dtype))
         item, citem = np.dtype(self.x_dtype).itemsize, np.dtype(self.c_dtype).itemsize
         wx, wy = self.workgroup
+        whole = self.head_dim % 4 == 0 and self.rot_half % (2 if self.interleaved else 4) == 0
         spec = (("local_size_x", wx), ("local_size_y", wy), ("INTERLEAVED", int(self.interleaved)),
-                ("NORM", int(self.norm)))
+                ("NORM", int(self.norm)), ("WHOLE_TEXELS", int(whole)))
         out = []
+        q_rows, k_rows = self.q_rows, self.k_rows
         for ch in self.chunks:
             xs = []
             for name, access in (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ)):
                 res, off = where[name]
+                ours = name in ("q", "q_out")
+                if ch.role == ROLE_ALL:  # every tensor whole
+                    xs.append(Arg(res, res.serial, off, padded_bytes((q_rows if ours else k_rows) * self.head_dim, item),
+                                  access))
+                    continue
                 # The role's own tensors; the others get a 16-byte stand-in
                 # (with their access: the recorder's barriers then cover
                 # what the shader may touch, as validation sees it).
-                mine = (ch.role == ROLE_Q) == (name in ("q", "q_out")) and not (ch.role == ROLE_K and name == "v") \
+                mine = (ch.role == ROLE_Q) == ours and not (ch.role == ROLE_K and name == "v") \
                     and not (ch.role == ROLE_V and name == "k")
                 xs.append(Arg(res, res.serial, off + (ch.x_base * item if mine else 0),
                               padded_bytes(ch.x_values if mine else 4, item), access))
             cs = []
             for name in ("k_cache", "v_cache"):
                 res, off = where[name]
-                mine = (ch.role == ROLE_K) == (name == "k_cache") and ch.role != ROLE_Q
+                mine = ch.role == ROLE_ALL or ((ch.role == ROLE_K) == (name == "k_cache") and ch.role != ROLE_Q)
                 cs.append(Arg(res, res.serial, off + (ch.cache_base * citem if mine else 0),
                               padded_bytes(ch.cache_values if mine else 4, citem), UPDATES))
-            push = dict(role=ch.role, row_begin=ch.r0, row_end=ch.r1, heads=self.hq if ch.role == ROLE_Q else self.hk,
-                        n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
+            push = dict(role=ch.role, q_rows=q_rows, k_rows=k_rows, row_begin=ch.r0, row_end=ch.r1, hq=self.hq,
+                        hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
-                        cache_end=ch.cache_base + ch.cache_values,
-                        tok_base=ch.tok_base, t_base=ch.t_base, eps=self.eps_bits, weight_add=self.add_bits)
+                        cache_end=ch.cache_base + ch.cache_values, tok_base=ch.tok_base, t_base=ch.t_base,
+                        eps=self.eps_bits, weight_add=self.add_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             out.append(Launch(kernel.name, spec, tuple(push.items()), (*xs, *cs, *tables[ch.segment]), grid))
         return tuple(out)
@@ -422,7 +431,16 @@ def plan(req: Request, limits: Any) -> Plan:
         x0 = r0 * d * item // x_align * x_align // item
         return (x0, r1 * d - x0, tok0, tok1, t0, t1)
 
-    for role, heads in ((ROLE_Q, hq), (ROLE_K, hk), (ROLE_V, hk)):
+    q_rows, k_rows = b * hq * s, b * hk * s
+    whole = span_of(ROLE_Q, 0, q_rows) if q_rows and k_rows and max(q_rows, k_rows) <= per else None
+    if (whole is not None and len(slices) == 1 and span_of(ROLE_K, 0, k_rows) is not None
+            and math.ceil((q_rows + 2 * k_rows) / wy) <= max_gy):
+        # Everything in one binding each: one launch, the row picks the role
+        # (no barriers between roles, one dispatch's overhead).
+        _, _, tok0, tok1, t0, t1 = whole
+        chunks.append(Chunk(ROLE_ALL, 0, q_rows + 2 * k_rows, 0, q_rows * d, 0, cache_rows * d, tok0, t0, 0))
+        segments[((tok0, tok1), (t0, t1))] = 0
+    for role, heads in (() if chunks else ((ROLE_Q, hq), (ROLE_K, hk), (ROLE_V, hk))):
         total = b * heads * s
         todo = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)][::-1]
         while todo:
@@ -439,7 +457,8 @@ def plan(req: Request, limits: Any) -> Plan:
             for c0, c1 in (slices if role != ROLE_Q else [(0, cache_rows)]):
                 chunks.append(Chunk(role, r0, r1, x0, xn, c0 * d, (c1 - c0) * d, tok0, t0, seg))
     return Plan(
-        x_dtype=req.dtype.name, c_dtype=np.dtype(req.k_cache.dtype).name, hq=hq, hk=hk, n_tokens=s, head_dim=d,
+        x_dtype=req.dtype.name, c_dtype=np.dtype(req.k_cache.dtype).name, hq=hq, hk=hk, q_rows=q_rows,
+        k_rows=k_rows, n_tokens=s, head_dim=d,
         rot_half=req.rot_half, head_stride=req.head_stride, interleaved=req.interleaved,
         norm=req.weights is not None, eps_bits=_bits(req.eps), add_bits=_bits(req.weight_add), workgroup=(wx, wy),
         chunks=tuple(chunks), segments=tuple(segments),
