@@ -360,3 +360,22 @@ def test_caches_past_one_binding_in_fixed_slices(make_device, vk_spy, paged):
     assert counts[-1] == counts[0], counts
     assert vk_spy["ranges"] and max(vk_spy["ranges"]) <= 20 << 10
     assert all(o % 256 == 0 for o in vk_spy["offsets"]), sorted(set(o % 256 for o in vk_spy["offsets"]))
+
+
+def test_row_blocks_of_several_batch_items(make_device):
+    """A numpy step past one (forced) allocation on a device that stages
+    (no host-memory import): runs of tokens of each batch item, every block
+    writing its own rows of the result and of the caches."""
+    dev = make_device(max_memory_allocation_size=256 << 10, external_memory_host=False)
+    rng = np.random.default_rng(19)
+    b, hq, hk, s, d = 3, 8, 2, 40, 32
+    q = rng.standard_normal((b, hq, s, d)).astype(np.float32)  # 120 KiB, and its result
+    k, v = (rng.standard_normal((b, hk, s, d)).astype(np.float32) for _ in range(2))
+    kc0 = poisoned((b, hk, 64, d), np.float32)
+    kc, vc = dev.asarray(kc0), dev.asarray(kc0)
+    cos, sin = tables(rng, 64, 16)
+    pos = np.stack([rng.permutation(64)[:s] for _ in range(b)])
+    before = dev.stats()["submissions"]
+    y = dev.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos)
+    assert dev.stats()["submissions"] - before > 1  # row blocks
+    check_step(dev, q, k, v, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())

@@ -116,9 +116,12 @@ class Device(DeviceMemory):
 
     # --- the decode step (vkrope/ops/cache.py) --------------------------------------
     def rope_and_cache(self, q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
-                       position_ids: np.ndarray, **kw: Any) -> np.ndarray | DeviceArray:
+                       position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
+                       q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
+                       norm_plus_one: bool = False, eps: float = 1e-6, out: Any = None) -> np.ndarray | DeviceArray:
         """The decode step in one submission on this device; see `vkrope.rope_and_cache`."""
-        req = cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, **kw)
+        req = cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved, slots=slots,
+                          q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps, out=out)
         return self._run(cache, [_Job(req)])[0]["q_out"]
 
     # --- the one path to the runtime ----------------------------------------------
