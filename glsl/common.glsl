@@ -160,31 +160,18 @@ float keep_sticky(float r, float rest) {
 }
 #endif
 
-// a*b - c*d, a and c tensor values, b and d cos / sin (or the other way).
-//
-// float32 and float16 x: Kahan's fma form, one rounding error at most about
-// 1.5 ulp of the result where the device fuses fma. When c*d is infinite
-// the error term e is inf - inf = NaN; then f alone is what the plain
-// formula gives (+-inf, or NaN where that formula has NaN).
-//
-// bfloat16 x, for one rounding to bfloat16 with no fma (lavapipe does not
-// fuse it): every product exact, their sum as a float32 and its remainder.
-// bfloat16 tables: a*b and c*d have 16 significant bits, exact as they
-// are. float32 cos / sin (tables or generated): b = b_hi + b_lo, b_hi its
-// top 16 bits and b_lo the other 8, so a*b_hi (24 bits) and a*b_lo (16)
-// are exact. The four products are summed with TwoSums, and the remainder
-// keeps the sign the rounding needs (keep_sticky). Products below 2^-126
-// are float32 subnormals, exact only on 2^-149 (|x| below ~2^-110). Where a
-// product overflows the sum is NaN, and the plain formula is returned.
-float diff_of_products(float a, float b, float c, float d) {
-#if defined(X_BF16) && defined(F_BF16)
+#ifdef X_BF16
+// r + rest == a*b - c*d exactly: a and c bfloat16 values; b and d bfloat16
+// values too (F_BF16: every product exact as it is), else float32 split
+// into their top 16 bits and the other 8 (each product exact); the
+// products summed with TwoSums. Exact while no product is a float32
+// subnormal (diff_of_products scales tiny inputs first).
+void exact_diff(float a, float b, float c, float d, out float r, out float rest) {
+#ifdef F_BF16
   precise float p = a * b;
   precise float q = c * d;
-  float r, rest;
   two_sum(p, -q, r, rest);
-  precise float plain = p - q;
-  return nonfinite(r) ? plain : keep_sticky(r, rest);
-#elif defined(X_BF16)
+#else
   precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
   precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
   precise float b_lo = b - b_hi;
@@ -193,14 +180,61 @@ float diff_of_products(float a, float b, float c, float d) {
   precise float q_hi = c * d_hi;
   precise float p_lo = a * b_lo;
   precise float q_lo = c * d_lo;
-  float s, e, lo, e_lo, u, e_u, r, e_r;
+  float s, e, lo, e_lo, u, e_u, e_r;
   two_sum(p_hi, -q_hi, s, e);
   two_sum(p_lo, -q_lo, lo, e_lo);
   two_sum(e, lo, u, e_u);
   two_sum(s, u, r, e_r);
-  precise float rest = e_r + (e_u + e_lo);
+  precise float left = e_r + (e_u + e_lo);
+  rest = left;
+#endif
+}
+
+// The bfloat16 nearest r + rest (ties to even), for an exact result scaled
+// by 2^64: its normal range starts at 2^-62 here, below which bfloat16's
+// grid is multiples of 2^-133, 2^-69 scaled, rounded on that grid; the
+// value returned is exact in bfloat16 (a later rounding keeps it).
+float round_scaled_bf16(float r, float rest) {
+  float m = abs(r) * uintBitsToFloat(0x62000000u);  // exact: in units of 2^-69
+  if (m >= 128.0) {
+    return round_to_bf16(vec4(keep_sticky(r, rest))).x * uintBitsToFloat(0x1F800000u);  // x 2^-64, exact
+  }
+  float whole = floor(m);
+  float part = m - whole;  // exact
+  float toward = r < 0.0 ? -rest : rest;  // the remainder, towards a larger magnitude
+  bool up = part > 0.5 || (part == 0.5 && (toward > 0.0 || (toward == 0.0 && mod(whole, 2.0) == 1.0)));
+  precise float units = whole + (up ? 1.0 : 0.0);  // at most 128: 2^-126, the smallest normal
+  precise float v = units * uintBitsToFloat(0x1D000000u) * uintBitsToFloat(0x1F800000u);  // x 2^-69 x 2^-64
+  return r < 0.0 ? -v : v;
+}
+#endif
+
+// a*b - c*d, a and c tensor values, b and d cos / sin (or the other way).
+//
+// float32 and float16 x: Kahan's fma form, one rounding error at most about
+// 1.5 ulp of the result where the device fuses fma. When c*d is infinite
+// the error term e is inf - inf = NaN; then f alone is what the plain
+// formula gives (+-inf, or NaN where that formula has NaN).
+//
+// bfloat16 x, for one rounding to bfloat16 with no fma (lavapipe does not
+// fuse it): the exact result as a float32 sum and its remainder
+// (exact_diff), the remainder deciding the rounding where the sum sits on a
+// bfloat16 midpoint (keep_sticky). Inputs below 2^-60, whose products could
+// be float32 subnormals (exact only to 2^-149), are scaled by 2^64 first
+// and the result rounded on bfloat16's grid there (round_scaled_bf16).
+// Where a product overflows the sum is not finite, and the plain formula is
+// returned.
+float diff_of_products(float a, float b, float c, float d) {
+#if defined(X_BF16)
+  bool tiny = max(abs(a), abs(c)) < uintBitsToFloat(0x21800000u);  // 2^-60
+  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
+  float r, rest;
+  exact_diff(a * k, b, c * k, d, r, rest);
   precise float plain = a * b - c * d;
-  return nonfinite(r) ? plain : keep_sticky(r, rest);
+  if (nonfinite(r)) {
+    return plain;
+  }
+  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);

@@ -26,9 +26,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=40000, help="pairs per table dtype (2n results each)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    for tables in ("float32", "bfloat16"):
-        off = exact_rotation_check(vkrope.apply, args.n, args.seed, tables)
-        print(f"{tables} tables: {off} of {2 * args.n} results differ from the exact value rounded once")
+    for x_bits, what in (((0x3000, 0x5000), "x in 2^-31 .. 2^32"), ((0, 0x0400), "x subnormal or below 2^-119")):
+        for tables in ("float32", "bfloat16"):
+            off = exact_rotation_check(vkrope.apply, args.n, args.seed, tables, x_bits)
+            print(f"{what}, {tables} tables: {off} of {2 * args.n} results differ from the exact value rounded once")
 
 
 if __name__ == "__main__":

@@ -331,6 +331,8 @@ MUTATIONS = [
     Mutation("bfloat16: a NaN rounded as a number", COMMON,
              "  return uintBitsToFloat(mix(rounded, quiet, greaterThan(u & 0x7FFFFFFFu, uvec4(0x7F800000u))));",
              "  return uintBitsToFloat(rounded);"),
+    Mutation("bfloat16: tiny inputs not scaled (float32 subnormal products)", COMMON,
+             "  bool tiny = max(abs(a), abs(c)) < uintBitsToFloat(0x21800000u);  // 2^-60", "  bool tiny = false;"),
     Mutation("bfloat16 pairs widened from swapped halves", COMMON,
              "vec2 raw_to_vec2(uint r) { return uintBitsToFloat(uvec2(r << 16, r & 0xFFFF0000u)); }",
              "vec2 raw_to_vec2(uint r) { return uintBitsToFloat(uvec2(r & 0xFFFF0000u, r << 16)); }"),

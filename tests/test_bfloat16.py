@@ -434,3 +434,26 @@ def test_nan_cos_sin_with_full_payloads_stay_nan(device, storage):
     f = np.array([[0x7FFFFFFF, 0, 0xFFFFFFFF, 0], [0, 0x7FFFFFFF, 0, 0xFFFFFFFF]] * 2, np.uint32).view(np.float32)
     y = bits(device.apply(x, f, storage=storage))
     assert (y & 0x7FC0 == 0x7FC0).all(), [hex(v) for v in y.reshape(-1)]
+
+
+@pytest.mark.parametrize("tables", ["float32", "bfloat16"])
+def test_tiny_inputs_are_rounded_once_too(device, tables):
+    """Subnormal and tiny x (below 2^-119), whose products would be float32
+    subnormals, exact only to 2^-149: scaled by 2^64 in the shader, every
+    result (bfloat16 subnormals among them) is the exact value rounded
+    once. Where the device flushes float32 subnormals in shaders, subnormal
+    inputs and results cannot be held at all: that device's float32 kernel
+    shows it, and the test asserts only the normal results there."""
+    flushed = device.apply(np.float32([[[1e-40, 0.0]]]), np.float32([[1.0, 0.0]]))[0, 0, 0] == 0
+    assert exact_rotation_check(device.apply, 1500, 24 if tables == "float32" else 25, tables, (0, 0x0400),
+                                flushed) == 0
+
+
+def test_a_subnormal_result_rounds_by_the_exact_value(device):
+    """(2^-133, 0) by cos 0.5 + 127 2^-24: the exact 0.50000757 2^-133 is
+    just past the midpoint of bfloat16's smallest step: 2^-133, not 0."""
+    x = words(0x0001, 0x0000).reshape(1, 1, 2)
+    f = np.float32([[0.5 + 127 * 2.0**-24, 0.0]])
+    flushed = device.apply(np.float32([[[1e-40, 0.0]]]), np.float32([[1.0, 0.0]]))[0, 0, 0] == 0
+    for storage in STORAGES:
+        assert bits(device.apply(x, f, storage=storage)).reshape(-1).tolist() == [0 if flushed else 0x0001, 0x0000]

@@ -135,16 +135,17 @@ def test_decode_step(device, dtype, cache_dtype, paged, interleaved, d):
                plus_one=norm.get("norm_plus_one", False))
 
 
+@pytest.mark.parametrize("d", [12, 16], ids=["D12", "D16"])  # value by value, and whole texels
 @pytest.mark.parametrize("plus_one", [False, True], ids=["w", "1+w"])
-def test_rms_norm_forms(device, plus_one):
+def test_rms_norm_forms(device, plus_one, d):
     """Qwen3's x / rms * w and Gemma 3's x / rms * (1 + w), eps inside the
     root; large and tiny heads (the norm makes them alike)."""
     rng = np.random.default_rng(11)
-    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False, d=16)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False, d=d)
     q[0, 0] *= 1e4
     k[1, 1] *= 1e-4
-    cos, sin = tables(rng, 64, 8)
-    wq, wk = rng.uniform(-1, 1, 16).astype(np.float32), rng.uniform(-1, 1, 16).astype(np.float32)
+    cos, sin = tables(rng, 64, d // 2)
+    wq, wk = rng.uniform(-1, 1, d).astype(np.float32), rng.uniform(-1, 1, d).astype(np.float32)
     kc, vc = device.asarray(kc0), device.asarray(vc0)
     y = device.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos, q_norm=wq, k_norm=wk, norm_plus_one=plus_one,
                               eps=1e-5)
