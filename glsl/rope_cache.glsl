@@ -254,15 +254,7 @@ void main() {
       }
       bool first;
       uint i, pj;
-      if (INTERLEAVED) {
-        first = (j & 1u) == 0u;
-        i = j >> 1;
-        pj = first ? j + 1u : j - 1u;
-      } else {
-        first = j < p.rot_half;
-        i = first ? j : j - p.rot_half;
-        pj = first ? j + p.rot_half : j - p.rot_half;
-      }
+      rope_pair(j, p.rot_half, INTERLEAVED, first, i, pj);
       float partner = load_x(r, pj);
       if (NORM) {
         partner *= scale * (weights[w0 + pj] + uintBitsToFloat(p.weight_add));

@@ -263,16 +263,9 @@ void main() {
         continue;
       }
       bool first;
-      uint i, pv;
-      if (interleaved) {
-        first = (j & 1u) == 0u;
-        i = j >> 1;
-        pv = first ? v + 1u : v - 1u;
-      } else {
-        first = j < p.rot_half;
-        i = first ? j : j - p.rot_half;
-        pv = first ? v + p.rot_half : v - p.rot_half;
-      }
+      uint i, pj;
+      rope_pair(j, p.rot_half, interleaved, first, i, pj);
+      uint pv = v - j + pj;  // the partner's value index in the row
       // The partner shares this texel (interleaved pairs with an even D
       // always do), or is read from its own.
       float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);

@@ -17,6 +17,9 @@
  * tensor of another element type than x's (a float32 cache beside float16
  * x, say), read and written: NAME_values[] of TYPE.
  *
+ * rope_pair(j, rot_half, interleaved, first, col, partner): the pair of
+ * head-local channel j (interleaved pairs or rotate-half halves).
+ *
  * image_texel(row, c4, row_texels, width, height): where texel c4 of tensor
  * row `row` lies in a width-packed image: each tensor row takes
  * ceil(row_texels / width) image rows of `width` texels, and image rows fold
@@ -44,6 +47,21 @@
 
 #define DECLARE_BUFFER_TENSOR(B, TYPE, NAME) \
   layout(std430, set = 0, binding = B) buffer NAME##Values { TYPE NAME##_values[]; };
+
+// Head-local channel j of a rotated head (j < 2 rot_half): whether it is
+// the first of its pair, its cos / sin column and its partner channel;
+// pairs (2i, 2i+1) when interleaved, else rotate-half (i, i + rot_half).
+void rope_pair(uint j, uint rot_half, bool interleaved, out bool first, out uint col, out uint partner) {
+  if (interleaved) {
+    first = (j & 1u) == 0u;
+    col = j >> 1;
+    partner = first ? j + 1u : j - 1u;
+  } else {
+    first = j < rot_half;
+    col = first ? j : j - rot_half;
+    partner = first ? j + rot_half : j - rot_half;
+  }
+}
 
 ivec3 image_texel(uint row, uint c4, uint row_texels, uint width, uint height) {
   uint parts = (row_texels + width - 1u) / width;  // image rows per tensor row
