@@ -36,6 +36,11 @@ from ..runtime.steps import UPDATE as UPDATES, WRITE, Arg, Launch
 
 KERNEL = "rope_cache"
 ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q then k then v
+# The kernel's tensor bindings in order, and the ones each role's launch
+# reads or writes (the others it binds as stand-ins).
+BINDINGS = (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ), ("k_cache", UPDATES), ("v_cache", UPDATES))
+USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache"),
+        ROLE_ALL: tuple(name for name, _ in BINDINGS)}
 
 
 @dataclass
@@ -172,9 +177,9 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
             raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got "
                              f"{int(pos.max())}")
         base = (np.arange(b)[:, None] * hk * s_max + pos).reshape(-1)
-        for bi in range(b):
-            if np.unique(pos[bi]).size != s:
-                raise ValueError(f"position_ids[{bi}] names one cache row twice in this step")
+        twice = (np.diff(np.sort(pos, axis=1), axis=1) == 0).any(axis=1)  # (no per-item loop in a decode step)
+        if twice.any():
+            raise ValueError(f"position_ids[{int(np.argmax(twice))}] names one cache row twice in this step")
         head_stride = s_max
     else:
         if k_cache.ndim != 4 or int(k_cache.shape[2]) != hk or int(k_cache.shape[3]) != d:
@@ -338,41 +343,38 @@ class Plan:
         out = []
         q_rows, k_rows = self.q_rows, self.k_rows
         for ch in self.chunks:
-            xs = []
-            for name, access in (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ)):
+            args = []
+            for name, access in BINDINGS:
                 res, off = where[name]
-                ours = name in ("q", "q_out")
-                if ch.role == ROLE_ALL:  # every tensor whole
-                    xs.append(Arg(res, res.serial, off, padded_bytes((q_rows if ours else k_rows) * self.head_dim, item),
-                                  access))
-                    continue
-                # The role's own tensors; the others get a 16-byte stand-in
-                # (with their access: the recorder's barriers then cover
-                # what the shader may touch, as validation sees it).
-                mine = (ch.role == ROLE_Q) == ours and not (ch.role == ROLE_K and name == "v") \
-                    and not (ch.role == ROLE_V and name == "k")
-                xs.append(Arg(res, res.serial, off + (ch.x_base * item if mine else 0),
-                              padded_bytes(ch.x_values if mine else 4, item), access))
-            cs = []
-            for name in ("k_cache", "v_cache"):
-                res, off = where[name]
-                mine = ch.role == ROLE_ALL or ((ch.role == ROLE_K) == (name == "k_cache") and ch.role != ROLE_Q)
-                cs.append(Arg(res, res.serial, off + (ch.cache_base * citem if mine else 0),
-                              padded_bytes(ch.cache_values if mine else 4, citem), UPDATES))
+                cache = name.endswith("_cache")
+                size = citem if cache else item
+                if name not in USES[ch.role]:
+                    # a 16-byte stand-in, with its access: the recorder's
+                    # barriers then cover what the shader may touch, as
+                    # validation sees it
+                    start, values = 0, 4
+                elif cache:
+                    start, values = ch.cache_base, ch.cache_values
+                elif ch.role == ROLE_ALL:  # every tensor whole
+                    start, values = 0, (q_rows if name in ("q", "q_out") else k_rows) * self.head_dim
+                else:
+                    start, values = ch.x_base, ch.x_values
+                args.append(Arg(res, res.serial, off + start * size, padded_bytes(values, size), access))
             push = dict(role=ch.role, q_rows=q_rows, k_rows=k_rows, row_begin=ch.r0, row_end=ch.r1, hq=self.hq,
                         hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
                         cache_end=ch.cache_base + ch.cache_values, tok_base=ch.tok_base, t_base=ch.t_base,
                         eps=self.eps_bits, weight_add=self.add_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
-            out.append(Launch(kernel.name, spec, tuple(push.items()), (*xs, *cs, *tables[ch.segment]), grid))
+            out.append(Launch(kernel.name, spec, tuple(push.items()), (*args, *tables[ch.segment]), grid))
         return tuple(out)
 
 
 def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
-    """(caches, tables): whether each is too large for one binding, so that
-    each dispatch binds a window over the rows its tokens use (then the plan
-    depends on the positions and slots)."""
+    """(caches, tables): whether each is too large for one binding: the
+    caches are then written in fixed slices, a resident table bound as a
+    window over the rows each dispatch's tokens read (which follows the
+    positions)."""
     budget = fit.binding_budget(limits, 4)
     cache = padded_bytes(req.k_cache.size, np.dtype(req.k_cache.dtype).itemsize) > budget
     table = 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
