@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceClosedError
-from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint
+from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
@@ -97,6 +97,14 @@ def check_array(a: Any, name: str, storage: str) -> Any:
         raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
                          f"{storage!r}; got shape {a.shape}")
     return a
+
+
+def check_resident_table_dtype(name: str, t: Any, x: Any) -> None:
+    """A resident table is bound where it is, so the kernel reads it in its
+    own dtype: a 16-bit one only beside x of that dtype."""
+    if is_16bit(t.dtype) and t.dtype != x.dtype:
+        raise TypeError(f"{name} is a {t.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit tables only "
+                        "of x's dtype; upload them as float32")
 
 
 def check_x(x: Any, name: str = "x") -> Any:

@@ -20,14 +20,15 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    X_DTYPES, check_out, check_plain_array, check_storage_of, check_table_array, check_x, describe,
+    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
+    describe,
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
 from ..freqs import FrequencySpec
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
-from ..runtime.dtypes import BFLOAT16, axis, is_16bit
+from ..runtime.dtypes import BFLOAT16, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import READ, WRITE as WRITES, Tensor
@@ -141,9 +142,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
         return freqs, freqs.rows, f"a {type(freqs).__name__} spec of {freqs.rows} rows"
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
-        if is_16bit(freqs.dtype) and freqs.dtype != x.dtype:
-            raise TypeError(f"freqs is a {freqs.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit "
-                            "freqs only of x's dtype; upload them as float32")
+        check_resident_table_dtype("freqs", freqs, x)
         per_row, what = channels, f"real {freqs.dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
@@ -294,8 +293,7 @@ def f_dtype_of(req: Request) -> str:
     compute them."""
     if req.generated:
         return "gen"
-    same = is_16bit(req.dtype) and np.dtype(req.freqs_pairs.dtype) == np.dtype(req.dtype)
-    return np.dtype(req.dtype).name if same else "float32"
+    return table_dtype(req.dtype, req.freqs_pairs.dtype)
 
 
 def plan(req: Request, limits: Any) -> Plan:

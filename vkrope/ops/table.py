@@ -22,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_storage_of, check_table_array, describe,
+    MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_resident_table_dtype, check_storage_of,
+    check_table_array, describe,
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
 from ..freqs import RopeFreqs, check_positions
-from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, is_16bit
+from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
@@ -130,9 +131,8 @@ def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     check_table_array(name, t, TABLE_DTYPES)
-    if isinstance(t, DeviceArray) and is_16bit(t.dtype) and t.dtype != x.dtype:
-        raise TypeError(f"{name} is a {t.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit tables only "
-                        "of x's dtype; upload them as float32")
+    if isinstance(t, DeviceArray):
+        check_resident_table_dtype(name, t, x)
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
     return t
@@ -408,9 +408,7 @@ def f_dtype_of(req: Request) -> str:
     the shader."""
     if req.generated:
         return "gen"
-    x = np.dtype(req.dtype)
-    same = is_16bit(x) and np.dtype(req.cos.dtype) == x and np.dtype(req.sin.dtype) == x
-    return x.name if same else "float32"
+    return table_dtype(req.dtype, req.cos.dtype, req.sin.dtype)
 
 
 def _resident(t: Any) -> bool:

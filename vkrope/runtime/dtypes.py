@@ -43,10 +43,18 @@ def convert_hint(name: str, dtype: Any) -> str:
     return f"convert with {name}.astype(np.float32)"
 
 
+def table_dtype(x_dtype: Any, *table_dtypes: Any) -> str:
+    """The dtype a kernel reads a table in beside x: x's 16-bit dtype when
+    every table has it (read as it is), else float32 (converted on the host)."""
+    x = np.dtype(x_dtype)
+    same = is_16bit(x) and all(np.dtype(t) == x for t in table_dtypes)
+    return x.name if same else "float32"
+
+
 def is_16bit(dtype: Any) -> bool:
     """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
     return np.dtype(dtype) in (FLOAT16, BFLOAT16)
 
 
 __all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "REAL_SCALARS", "axis",
-           "convert_hint", "is_16bit"]
+           "convert_hint", "is_16bit", "table_dtype"]
