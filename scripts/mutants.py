@@ -33,7 +33,7 @@ TESTS = [
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
     "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
-    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py",
+    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py", "tests/test_kept_imports.py",
 ]
 
 
@@ -248,8 +248,23 @@ MUTATIONS = [
                           "cannot hold this call's four allocations), and a later temporary of the same call that "
                           "took it is ordered after the first one's copy back by the derived barriers"),
     Mutation("a numpy output imported over a numpy input it overlaps", "vkrope/runtime/execute.py",
-             "    if not t.writes and _importable(rt, t, v) and not any(np.shares_memory(v, values[n]) for n in imported):",
-             "    if not t.writes and _importable(rt, t, v):"),
+             "    if not t.writes and not any(np.shares_memory(v, values[n]) for n in imported):",
+             "    if not t.writes:"),
+    # --- imports kept for numpy arrays passed again (#19)
+    Mutation("kept imports: a moved array's old import used", "vkrope/runtime/imports.py",
+             "        if hit[2] == (address, a.nbytes):", "        if True:"),
+    Mutation("kept imports: fresh arrays imported and pinned", "vkrope/runtime/imports.py",
+             "        if ref is not None and ref() is a:\n            return True", "        if True:\n            return True"),
+    Mutation("kept imports: unbounded", "vkrope/runtime/execute.py", "        rt.imports.trim()\n", ""),
+    Mutation("kept imports: a mmap's memory pinned", "vkrope/runtime/imports.py",
+             "    return a.base is None\n", "    return True\n"),
+    Mutation("kept imports: a refused array tried again", "vkrope/runtime/imports.py",
+             "        if no is not None and no() is a:", "        if False:"),
+    Mutation("kept imports: trim keeps them", "vkrope/runtime/engine.py", "        self.imports.clear()\n", ""),
+    Mutation("kept imports: close keeps the arrays", "vkrope/owner.py",
+             "            self._rt.imports.drop()  # (their memory objects went with the context)\n", ""),
+    Mutation("kept imports: never found", "vkrope/runtime/imports.py",
+             "        hit = self.kept.get(key)  # (the array", "        hit = None and self.kept.get(key)  # (the array"),
     # --- the lifecycle of devices and arrays (#18)
     Mutation("arrays of a closed device accepted", "vkrope/arguments.py",
              '    if a.state == "closed":\n', '    if False:\n'),

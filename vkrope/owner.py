@@ -121,6 +121,7 @@ class DeviceOwner:
             except DeviceTimeoutError:
                 self._closing, self._closed_why = True, why
                 _abandoned.append(self._ctx)
+                _abandoned_arrays.extend(self._rt.imports.pinned())  # the device may still use their memory
                 self._ctx = None
                 return " (it was still running after a second wait, so its memory is left to the driver)"
             except VkropeError:
@@ -173,13 +174,18 @@ class DeviceOwner:
         built, `bytes_uploaded` (host data copied for the device: staged
         numpy arguments, tables, asarray), `bytes_read_back` (results copied
         into numpy arrays, get()), `bytes_imported` (numpy memory the device
-        used in place), and `recordings_cached` (kept now)."""
+        used in place), `recordings_cached` (kept now) and `imports_kept`
+        (numpy arrays passed again whose imports are kept for later calls;
+        `trim()` gives them back)."""
         with self._lock:
             self._context()
-            return {**self._rt.counts, "recordings_cached": len(self._rt.recordings)}
+            return {**self._rt.counts, "recordings_cached": len(self._rt.recordings),
+                    "imports_kept": len(self._rt.imports.kept)}
 
     def trim(self) -> None:
-        """Free cached work buffers (they are re-made on demand)."""
+        """Free cached work buffers, recordings and the imports kept for
+        numpy arrays passed again (re-made on demand); kept imports pin
+        their arrays' memory until then."""
         with self._lock:
             self._context()
             self._guarded(self._rt.trim)
@@ -202,6 +208,7 @@ class DeviceOwner:
             # ours until it returns: an interruption anywhere in it loses nothing.
             ctx.close()
             self._ctx = None
+            self._rt.imports.drop()  # (their memory objects went with the context)
 
     def __enter__(self: _Owner) -> _Owner:
         return self
@@ -325,6 +332,7 @@ _live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
 # Contexts of devices abandoned after a timeout whose work never finished:
 # kept, never destroyed (destroying memory a running kernel uses is undefined).
 _abandoned: list[Context] = []
+_abandoned_arrays: list[Any] = []
 
 
 def _close_all() -> None:

@@ -24,6 +24,7 @@ from ..vk.instance import PhysicalDeviceInfo
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Buffer, Image3D
 from .dtypes import BFLOAT16, FLOAT16
+from .imports import KeptImports
 from .kernels import load
 from .steps import Step
 from .recorder import record
@@ -57,6 +58,7 @@ class Runtime:
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
+        self.imports = KeptImports(ctx)  # imports of numpy arrays that calls pass again
         # What Device.stats() reports: work done since the runtime was made.
         self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,
                        "bytes_imported": 0}
@@ -230,8 +232,10 @@ class Runtime:
             self.pool.pop()
 
     def trim(self) -> None:
-        """Free cached recordings, work buffers and images, pooled buffers and plans."""
+        """Free cached recordings, work buffers and images, pooled buffers,
+        plans and kept imports (and with them the arrays they pin)."""
         self.forget_recordings()
+        self.imports.clear()
         for res in list(self.work.values()) + self.pool:
             self.ctx.release(res)
         self.work.clear()

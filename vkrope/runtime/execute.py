@@ -9,7 +9,9 @@ Every call of every operator comes through `run_jobs`: one or more jobs
 - a numpy array of 4 MiB or more on a device with VK_EXT_external_memory_host,
   C-contiguous and aligned: imported, so the kernel reads or writes the
   caller's memory (on a discrete GPU the import is the source or
-  destination of a copy into device-local memory);
+  destination of a copy into device-local memory); a smaller one that the
+  caller passes again (a decode loop's `out`) is imported once and the
+  import kept for later calls (runtime/imports.py);
 - any other numpy array: a region of the submission's argument arena, one
   reused host-visible buffer that also holds the operators' small tables.
   Regions are laid out from the shapes alone, so a call that differs from
@@ -347,9 +349,8 @@ def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports:
     imported: dict[str, ImportedBuffer] = {}
     for t in numpy:
         v = values[t.name]
-        if t.writes and _importable(rt, t, v) and not any(
-                u is not t and u.writes and np.shares_memory(v, values[u.name]) for u in numpy):
-            buf = _import(rt, v, imports)
+        if t.writes and not any(u is not t and u.writes and np.shares_memory(v, values[u.name]) for u in numpy):
+            buf = _import(rt, t, v, imports)
             if buf is not None:
                 imported[t.name] = buf
     # An input that is the very memory of an imported output the kernel may
@@ -415,16 +416,16 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
     if t.name in imported:
         buf = imported[t.name]
         if rt.unified:
-            if not starts_full:
-                _prefault(v)  # the device writes it directly
+            if not starts_full and v.nbytes >= IMPORT_MIN_BYTES:
+                _prefault(v)  # the device writes it directly (a kept import's pages were, when it was made)
             return ("at", (buf, buf.offset))
         dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
         if starts_full:
             before.append(Copy(arg(buf, buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
         after.append(Copy(arg(dev, 0, v.nbytes), arg(buf, buf.offset, v.nbytes, WRITE)))
         return ("at", (dev, 0))
-    if not t.writes and _importable(rt, t, v) and not any(np.shares_memory(v, values[n]) for n in imported):
-        x_buf = _import(rt, v, imports)
+    if not t.writes and not any(np.shares_memory(v, values[n]) for n in imported):
+        x_buf = _import(rt, t, v, imports)
         if x_buf is not None:
             if rt.unified:
                 return ("at", (x_buf, x_buf.offset))
@@ -437,34 +438,47 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
     return ("arena", handle)
 
 
-def _importable(rt: Runtime, t: Tensor, a: np.ndarray) -> bool:
-    """Whether `a` can be imported: a device with VK_EXT_external_memory_host,
-    a large C-contiguous writeable buffer tensor at an offset the device accepts."""
+def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]) -> ImportedBuffer | None:
+    """`a`'s memory as a buffer, or None where it goes through the arena.
+
+    Imported: a C-contiguous writeable buffer tensor on a device with
+    VK_EXT_external_memory_host, at an offset the device accepts, that is
+    big (an import for this call: registered in `imports` before it has a
+    handle, so whatever interrupts the call releases it) or passed before
+    (an import kept for later calls, runtime/imports.py). None too when the
+    driver refuses this memory."""
+    if not (t.storage == "buffer" and rt.ctx.external_memory_host and a.flags.c_contiguous and a.flags.writeable):
+        return None
+    address = a.ctypes.data
+    kept = a.nbytes < IMPORT_MIN_BYTES
+    if kept:
+        buf = rt.imports.find(a, address)  # the common case of a decode loop: nothing else to check
+        if buf is not None:
+            rt.counts["bytes_imported"] += a.nbytes
+            return buf
+        if not rt.imports.reused(a):
+            return None
     info = rt.limits
-    return (
-        t.storage == "buffer"
-        and rt.ctx.external_memory_host
-        and a.nbytes >= IMPORT_MIN_BYTES
-        and a.flags.c_contiguous
-        and a.flags.writeable
-        and info.min_imported_host_pointer_alignment > 0
-        and (a.ctypes.data % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0
-    )
-
-
-def _import(rt: Runtime, a: np.ndarray, imports: list[ImportedBuffer]) -> ImportedBuffer | None:
-    """`a`'s memory as a buffer (registered in `imports` before it has a
-    handle, so whatever interrupts the call releases it), or None when the
-    driver refuses this memory (the arena serves instead)."""
+    if not (info.min_imported_host_pointer_alignment > 0 and
+            (address % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0):
+        return None
     try:
-        buf = ImportedBuffer(rt.ctx, a.ctypes.data, a.nbytes, holder=imports)
+        if kept:
+            buf = rt.imports.make(a, address)
+            if rt.unified:
+                _prefault(a)  # once: later calls find its pages mapped (a prefault of 256 KiB costs ~35 us)
+        else:
+            buf = ImportedBuffer(rt.ctx, address, a.nbytes, holder=imports)
         rt.counts["bytes_imported"] += a.nbytes
         return buf
     except VulkanError as exc:
         if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
                               "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):
             raise  # device loss, out of memory: the caller must see them
-        if imports and imports[-1].handle is None:
+        if kept:
+            rt.imports.forget_failed()
+            rt.imports.refuse(a)
+        elif imports and imports[-1].handle is None:
             rt.ctx.release(imports[-1])  # released before forgotten
             imports.pop()
         return None
@@ -474,10 +488,12 @@ def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any])
     """The device reads and writes the caller's memory: it must be done with
     it before the imports go and the call returns or raises. drain()
     re-raises an interruption only after the device is done; after a failed
-    wait (timeout, loss) wait for the whole device."""
+    wait (timeout, loss) wait for the whole device. Kept imports past their
+    bounds go once the device is done with them."""
     try:
-        if imports or temporaries:
+        if imports or temporaries or rt.imports.kept:
             rt.drain()
+        rt.imports.trim()
     except VkropeError:
         try:
             rt.ctx.wait_idle()
@@ -485,6 +501,7 @@ def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any])
             pass
         raise
     finally:
+        rt.imports.forget_failed()
         while imports:
             rt.ctx.release(imports[-1])  # released before forgotten
             imports.pop()

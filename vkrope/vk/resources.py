@@ -162,7 +162,8 @@ class ImportedBuffer(Buffer):
     The imported range is the whole pages around `[address, address +
     nbytes)`; `offset` is where the data starts inside the buffer. The owner
     must destroy it before that memory can be freed (vkrope does so as soon as
-    the call that imported it has finished).
+    the call that imported it has finished, or, for an import kept for an
+    array passed again, holds a reference to the array while it lives).
     """
 
     def __init__(self, ctx: Context, address: int, nbytes: int, holder: list | None = None) -> None:  # noqa: D107
