@@ -33,6 +33,9 @@
  *   rotate-half: pair (i, i + rot/2), col = i (FLAG_FULL_TABLE: col = j, the
  *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
  *     out[i]    = x[i] c - x[i+h] s,     out[i+h]  = x[i+h] c + x[i] s
+ * GENERATED: (c, s) of column col computed here from the token's position
+ * (RopeFreqs), or with ND from its id on the column's axis (NdFreqs: N-D
+ * axial RoPE, vkrope.apply_nd).
  * Channels j >= rot pass through. Products use Kahan's fma form and float16 and
  * bfloat16 results are rounded once to nearest-even (common.glsl); a texel that only
  * passes through is copied as raw bits on buffers.
@@ -59,6 +62,11 @@ layout(constant_id = 3) const bool WHOLE_TEXELS = false;
 // both angle modes on every texel.
 layout(constant_id = 4) const bool INTERLEAVED = false;
 layout(constant_id = 5) const bool EXACT = false;
+// N-D axial frequencies (vkrope.NdFreqs, GENERATED only): row_of holds id_words
+// words per token, (whole, frac) of its id on each axis (EXACT: the id is
+// whole + frac / 2^32; else whole holds the float32 id's bits), and each
+// column's axis is the fourth word of its freq_q; every token rotates.
+layout(constant_id = 6) const bool ND = false;
 
 DECLARE_TENSOR(0, writeonly, out)
 DECLARE_TENSOR(1, readonly, x)
@@ -107,18 +115,28 @@ layout(push_constant) uniform Params {
   uint magnitude;       // GENERATED: float32 bits of the factor cos and sin are multiplied by
                         // (YaRN's attention factor; 1.0 otherwise). A push constant, not a
                         // specialization constant: a factor per call would build a pipeline each.
+  uint id_words;        // ND: words of row_of per token (2 per axis)
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of column col (inverse frequency inv) for token value trow,
-// times the spec's magnitude.
-vec2 generated_cs(int trow, uint col, float inv) {
-  uvec3 q = uvec3(0u);
-  if (EXACT) {
-    q = freq_q[col].xyz;
+// (cos, sin) of column col (inverse frequency inv) for token value trow
+// (ND: for the ids of token tok, its index in row_of's tokens), times the
+// spec's magnitude.
+vec2 generated_cs(int trow, uint tok, uint col, float inv) {
+  uvec4 q = uvec4(0u);
+  if (EXACT || ND) {
+    q = freq_q[col];
+  }
+  if (ND) {
+    uint at = tok * p.id_words + 2u * q.w;
+    int whole = row_of[at];
+    if (EXACT) {
+      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz);
+    }
+    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);
   }
   // exact for 1.0: specs without a factor get cos / sin as they are
-  return angle_cs(EXACT ? ANGLE_EXACT : ANGLE_FLOAT32, uint(trow), intBitsToFloat(trow), inv, q)
+  return angle_cs(EXACT ? ANGLE_EXACT : ANGLE_FLOAT32, uint(trow), intBitsToFloat(trow), inv, q.xyz)
          * uintBitsToFloat(p.magnitude);
 }
 #endif
@@ -151,8 +169,9 @@ vec4 load_texel(uint r, uint v0) {
 #endif
 }
 
-// WHOLE_TEXELS: the texel at value v0 of row r, table row trow (-1: none).
-vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
+// WHOLE_TEXELS: the texel at value v0 of row r, table row trow (-1: none;
+// ND: token tok's ids).
+vec4 rotate_texel(uint r, uint v0, int trow, uint tok, vec4 x) {
   uint j0 = v0 % p.head_dim;
   if (trow < 0 || j0 >= 2u * p.rot_half) {
     return x;
@@ -160,14 +179,14 @@ vec4 rotate_texel(uint r, uint v0, int trow, vec4 x) {
 #ifdef GENERATED
   if (INTERLEAVED) {  // columns j0/2 and j0/2 + 1 (j0 % 4 == 0)
     vec2 inv = EXACT ? vec2(0.0) : inv_freq2[j0 >> 2];
-    vec2 a = generated_cs(trow, j0 >> 1, inv.x), b = generated_cs(trow, (j0 >> 1) + 1u, inv.y);
+    vec2 a = generated_cs(trow, tok, j0 >> 1, inv.x), b = generated_cs(trow, tok, (j0 >> 1) + 1u, inv.y);
     return rotate4(x, vec4(a.x, a.x, b.x, b.x), vec4(x.y, -x.x, x.w, -x.z), vec4(a.y, a.y, b.y, b.y));
   }
   bool first = j0 < p.rot_half;
   uint col = first ? j0 : j0 - p.rot_half;  // a multiple of 4
   vec4 inv = EXACT ? vec4(0.0) : inv_freq4[col >> 2];
-  vec2 c0 = generated_cs(trow, col, inv.x), c1 = generated_cs(trow, col + 1u, inv.y);
-  vec2 c2 = generated_cs(trow, col + 2u, inv.z), c3 = generated_cs(trow, col + 3u, inv.w);
+  vec2 c0 = generated_cs(trow, tok, col, inv.x), c1 = generated_cs(trow, tok, col + 1u, inv.y);
+  vec2 c2 = generated_cs(trow, tok, col + 2u, inv.z), c3 = generated_cs(trow, tok, col + 3u, inv.w);
   vec4 c = vec4(c0.x, c1.x, c2.x, c3.x);
   vec4 s = vec4(c0.y, c1.y, c2.y, c3.y);
 #else
@@ -198,7 +217,8 @@ void main() {
   }
   uint lanes = min(4u, p.row_values - v0);
   uint bs = (r / p.batch_rows) * p.n_tokens + (r / p.token_rows) % p.n_tokens;
-  int trow = row_of[bs - p.idx_base];
+  uint tok = bs - p.idx_base;
+  int trow = ND ? 0 : row_of[tok];  // (ND: every token rotates; its ids are read per column)
   if (WHOLE_TEXELS) {
 #ifdef STORAGE_BUFFER
     uint gt = (r * p.row_values + v0 - p.x_base) >> 2;
@@ -206,12 +226,12 @@ void main() {
       out_texels[gt] = x_texels[gt];  // pass through, bit for bit
       return;
     }
-    vec4 y = rotate_texel(r, v0, trow, x_vec4(x_texels[gt]));
+    vec4 y = rotate_texel(r, v0, trow, tok, x_vec4(x_texels[gt]));
     y = round_to_x(y);
     out_texels[gt] = to_x_vec4(y);
 #else
     ivec3 tpos = texel_pos(r, c4);
-    vec4 y = rotate_texel(r, v0, trow, IMAGE_LOAD(x_image, tpos));
+    vec4 y = rotate_texel(r, v0, trow, tok, IMAGE_LOAD(x_image, tpos));
     y = round_to_x(y);
     IMAGE_STORE(out_image, tpos, y);
 #endif
@@ -271,7 +291,7 @@ void main() {
       float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);
       uint col = full ? j : i;
 #ifdef GENERATED
-      vec2 cs = generated_cs(trow, col, EXACT ? 0.0 : inv_freq[col]);
+      vec2 cs = generated_cs(trow, tok, col, EXACT ? 0.0 : inv_freq[col]);
       float c = cs.x;
       float s = cs.y;
 #else

@@ -18,6 +18,11 @@
  *       computes it on the host). The angle is off by at most position *
  *       2^-95 quarter turns, so the result is within 2 ulp of cos / sin of
  *       the exact product position * f (tested for positions up to 2^24).
+ *   vec2 cos_sin_exact_fixed(int whole, uint frac, uvec3 freq_q)
+ *       the same for the position whole + frac / 2^32 (whole of either sign,
+ *       |whole| < 2^31): N-D ids, fractional and negative. The fraction's
+ *       product is cut to 2^-94 quarter turns, so the angle is off by at most
+ *       |position| * 2^-95 + 2^-94 quarter turns.
  *   vec2 cos_sin_exact_hilo(uint position, vec2 inv_freq_hilo)
  *       the same from f as a float32 pair (hi, lo), hi = float(f),
  *       lo = float(f - hi). position * (hi + lo) is reduced exactly (within
@@ -250,6 +255,18 @@ vec2 cos_sin(float a) {
 
 vec2 cos_sin_exact(uint position, uvec3 freq_q) {
   return trig_cos_sin_quarters(trig_mul96(position, freq_q));
+}
+
+vec2 cos_sin_exact_fixed(int whole, uint frac, uvec3 freq_q) {
+  // |whole| * f in quarter turns, negated modulo 2^96 for a negative whole;
+  // plus frac * f: the 128-bit product frac * freq_q, shifted down 32 bits.
+  uvec3 w = trig_mul96(uint(abs(whole)), freq_q);
+  uvec4 w4 = uvec4(0u, w);
+  if (whole < 0) {
+    w4 = trig_neg128(w4);
+  }
+  uvec4 f = trig_mul128(frac, uvec4(0u, freq_q));
+  return trig_cos_sin_quarters(trig_add128(w4, uvec4(0u, f.xyz)).yzw);
 }
 
 vec2 cos_sin_exact_hilo(uint position, vec2 inv_freq_hilo) {

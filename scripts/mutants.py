@@ -33,7 +33,7 @@ TESTS = [
     "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
     "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
-    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py", "tests/test_kept_imports.py",
+    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py", "tests/test_kept_imports.py", "tests/test_nd.py",
 ]
 
 
@@ -250,6 +250,27 @@ MUTATIONS = [
     Mutation("a numpy output imported over a numpy input it overlaps", "vkrope/runtime/execute.py",
              "    if not t.writes and not any(np.shares_memory(v, values[n]) for n in imported):",
              "    if not t.writes:"),
+    # --- N-D axial RoPE (#22)
+    Mutation("N-D: a negative id's angle not negated", "glsl/trig.glsl",
+             "  if (whole < 0) {\n    w4 = trig_neg128(w4);", "  if (false) {\n    w4 = trig_neg128(w4);"),
+    Mutation("N-D: an id's fraction dropped", "glsl/trig.glsl",
+             "  uvec4 f = trig_mul128(frac, uvec4(0u, freq_q));", "  uvec4 f = uvec4(0u);"),
+    Mutation("N-D: every column on axis 0", "glsl/rope_table.glsl",
+             "    uint at = tok * p.id_words + 2u * q.w;", "    uint at = tok * p.id_words;"),
+    Mutation("N-D: the float32 angle from the integer word", "glsl/rope_table.glsl",
+             "    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);",
+             "    return angle_cs(ANGLE_FLOAT32, 0u, float(whole), inv, q.xyz);"),
+    Mutation("N-D: inverse ignored", TABLE_OP, "        v = -v  # the rotation by -angle", "        pass"),
+    Mutation("N-D: shared ids indexed per leading item", TABLE_OP,
+             "        row_of, batch_rows = words, max(1, math.prod(x.shape[:-1]))", "        row_of, batch_rows = words, n"),
+    Mutation("N-D: heads of [B, S, H, D] taken for tokens", TABLE_OP,
+             "    heads = int(x.shape[-2]) if token_axis == -3 else 1", "    heads = 1"),
+    Mutation("N-D: the kernel not told", TABLE_OP, "EXACT=self.exact, ND=self.id_words > 0)", "EXACT=self.exact, ND=False)"),
+    Mutation("N-D: the fraction rounded down", TABLE_OP, "        q = np.round(ids * 2.0**32)", "        q = np.floor(ids * 2.0**32)",
+             why_survives="equivalent within float32: a fraction off by one 2^-32 moves an angle by at most "
+                          "2^-32 * f <= 2.3e-10 rad, far below float32 cos / sin rounding"),
+    Mutation("N-D: per-axis theta collapsed", FREQS, "        return np.concatenate([1.0 / pow64(t, np.arange(0, d, 2, dtype=np.float64) / d)\n                               for d, t in zip(self.axes_dim, self.theta)])",
+             "        return np.concatenate([1.0 / pow64(self.theta[0], np.arange(0, d, 2, dtype=np.float64) / d)\n                               for d, t in zip(self.axes_dim, self.theta)])"),
     # --- imports kept for numpy arrays passed again (#19)
     Mutation("kept imports: a moved array's old import used", "vkrope/runtime/imports.py",
              "        if hit[2] == (address, a.nbytes):", "        if True:"),

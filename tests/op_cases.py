@@ -18,6 +18,7 @@ import vkrope
 from oracle import oracle
 from oracle_cache import decode_step
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+from oracle_nd import nd_rope
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,16 @@ def _many_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
     return args
 
 
+ND_AXES = (4, 6, 6)
+ND_SPEC = vkrope.NdFreqs(ND_AXES, (10000.0, 256.0, 100.0))
+
+
+def _nd_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    h, n, c = (8, 512, 256) if big else (2, 6, 20)
+    ids = rng.uniform(-40, 40, (n, 3)).round(2)
+    return {"x": _f32(rng, 1, h, n, c), "ids": ids, "out": None}
+
+
 def _cache_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
     hq, hk, s, d = (8, 4, 512, 256) if big else (4, 2, 3, 8)
     cos, sin = _unit_tables(rng, s + 8, d // 2)
@@ -142,6 +153,9 @@ OPS = (
            labels=(("x", r"calls\[0\]: x"), ("x2", r"calls\[1\]: x"), ("freqs", r"calls\[0\]: freqs"),
                    ("out2", r"calls\[1\]: out")),
            outs=(("out2", "x2"),)),
+    OpCase("apply_nd", _nd_args, ("x", "out"),
+           lambda t, a: (t.apply_nd(a["x"], ND_SPEC, a["ids"], out=a["out"]),),
+           lambda a: (nd_rope(a["x"], ND_AXES, ND_SPEC.theta, a["ids"]),), outs=(("out", "x"),)),
     OpCase("rope_and_cache", _cache_args, ("q", "k", "v", "k_cache", "v_cache", "cos", "sin", "out"),
            _cache_call, _cache_expect, labels=(("cos", r"freqs\[0\] \(cos\)"), ("sin", r"freqs\[1\] \(sin\)")),
            outs=(("out", "q"),)),

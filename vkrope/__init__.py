@@ -5,14 +5,16 @@
     y = vkrope.rotary_embedding(x, cos, sin, position_ids)      # ONNX RotaryEmbedding-23
     q, k = vkrope.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)  # ExecuTorch's LLM op
     q = vkrope.rope_and_cache(q, k, v, k_cache, v_cache, spec, pos)  # a decode step: RoPE + KV-cache write
+    y = vkrope.apply_nd(x, vkrope.NdFreqs((16, 56, 56)), ids)   # N-D axial RoPE (Flux, Wan, ...)
 
 See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import (
-    apply, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rope_and_cache, rotary_embedding,
+    apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rope_and_cache,
+    rotary_embedding,
 )
-from .freqs import AxialFreqs, RopeFreqs, YaRN
+from .freqs import AxialFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (
@@ -40,8 +42,11 @@ __all__ = [
     "apply_rotary_emb",
     "apply_rotary_emb_hf",
     "rope_and_cache",
+    "apply_nd",
     "RopeFreqs",
     "AxialFreqs",
+    "NdFreqs",
+    "grid_ids",
     "YaRN",
     "apply_reference",
     "axial_freqs",

@@ -244,11 +244,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
         _chart(bench, result, plot_path)
         return 0
-    if args.decode or args.family:
+    if args.decode or args.family or args.nd:
         import importlib
 
-        name = "bench_decode" if args.decode else "bench_family"
-        result = importlib.import_module(f"vkrope.{name}").run(repeats=args.repeats or 7)
+        name = "bench_decode" if args.decode else "bench_family" if args.family else "bench_nd"
+        result = importlib.import_module(f"vkrope.{name}").run(repeats=args.repeats or (5 if args.nd else 7))
         out_dir = Path(args.out)
         _make_dir(out_dir)
         (out_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
@@ -352,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
     p.add_argument("--family", action="store_true",
                    help="the table operators on Llama-like shapes, with onnxruntime's CPU op as the peer")
+    p.add_argument("--nd", action="store_true",
+                   help="N-D axial RoPE: Flux- and Wan-sized calls, in-shader frequencies against the table path")
     p.add_argument("--decode", action="store_true",
                    help="decode loops (advancing against fixed position) and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .device import Device
 from .errors import DeviceClosedError
-from .freqs import AxialFreqs, RopeFreqs
+from .freqs import AxialFreqs, NdFreqs, RopeFreqs
 from .ops import cache, interleaved, table
 from .runtime.array import DeviceArray
 
@@ -51,7 +51,7 @@ atexit.register(close_default_device)
 
 def apply(
     x: np.ndarray,
-    freqs: np.ndarray | AxialFreqs | RopeFreqs,
+    freqs: np.ndarray | AxialFreqs | RopeFreqs | NdFreqs,
     *,
     out: np.ndarray | None = None,
     inverse: bool = False,
@@ -66,7 +66,9 @@ def apply(
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
     real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
     with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` spec
-    (cos / sin computed in the shader; RopeFreqs needs `positions`);
+    (cos / sin computed in the shader; RopeFreqs needs `positions`), or a
+    `vkrope.NdFreqs` spec with `positions` the ids `[N, n_axes]` (as
+    `apply_nd`);
     broadcast over every leading axis of x. Token `n`
     uses row `n % Nf` for its first `N - exclude_last` tokens, which must
     number `repeat * Nf`; the last `exclude_last` tokens pass through.
@@ -78,7 +80,42 @@ def apply(
     """
     kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
                               positions=positions, storage=storage)
+    if isinstance(freqs, NdFreqs):
+        nd = freqs
+        return cast(np.ndarray, _on_default(lambda: table.check_apply_nd(x, nd, **kw), lambda d: d.apply(x, nd, **kw)))
     return cast(np.ndarray, _on_default(lambda: interleaved.check(x, freqs, **kw), lambda d: d.apply(x, freqs, **kw)))
+
+
+def apply_nd(
+    x: np.ndarray,
+    spec: NdFreqs,
+    ids: np.ndarray,
+    *,
+    token_axis: int = -2,
+    inverse: bool = False,
+    out: np.ndarray | None = None,
+    storage: str = "auto",
+) -> np.ndarray:
+    """N-D axial rotary position embedding (Flux, Wan, HunyuanVideo,
+    CogVideoX, Qwen-Image; SAM2's grid is the 2-axis case), cos / sin
+    computed in the shader from each token's ids.
+
+    x: float32, float16 or bfloat16 `[..., N, C]` (token_axis=-2: Flux's
+    `[B, H, S, D]`) or `[..., N, H, C]` (token_axis=-3: Wan's `[B, S, H,
+    D]`); the first `spec.dim` channels rotate (per axis, see
+    `vkrope.NdFreqs`), the rest pass through. ids: `[N, n_axes]` positions
+    per axis (integers or floats; fractional and negative allowed, |id| <
+    2^30) shared by every leading item, or `[B, N, n_axes]`, one set per
+    item of x's first axis (`vkrope.grid_ids` builds grids). The bytes moved
+    are x, the result and the ids. `inverse=True` rotates by -angle. `out`
+    receives the result (may be x itself for interleaved specs). `storage`:
+    "auto", "buffer" or "texture3d".
+
+    Returns a new array of x's shape and dtype (or `out`).
+    """
+    kw: dict[str, Any] = dict(token_axis=token_axis, inverse=inverse, out=out, storage=storage)
+    return cast(np.ndarray, _on_default(lambda: table.check_nd(x, spec, ids, **kw),
+                                        lambda d: d.apply_nd(x, spec, ids, **kw)))
 
 
 def _on_default(check: Callable[[], Any], call: Callable[[Device], Any]) -> Any:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import DeviceClosedError
-from .freqs import AxialFreqs, RopeFreqs
+from .freqs import AxialFreqs, NdFreqs, RopeFreqs
 from .runtime.array import DeviceArray
 from .ops import cache, interleaved, table
 from .owner import DeviceMemory, devices
@@ -38,7 +38,7 @@ class Device(DeviceMemory):
     def apply(
         self,
         x: np.ndarray | DeviceArray,
-        freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs,
+        freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs | NdFreqs,
         *,
         out: np.ndarray | DeviceArray | None = None,
         inverse: bool = False,
@@ -52,9 +52,20 @@ class Device(DeviceMemory):
         `x` may be a numpy array (the result is numpy) or a `DeviceArray` of
         this device (the result is a new `DeviceArray`, or `out`, with no
         host round trip; `storage` is then the array's own)."""
+        if isinstance(freqs, NdFreqs):  # N-D ids: the table kernel's generated frequencies
+            nd = table.check_apply_nd(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                                      positions=positions, storage=storage)
+            return self._run(table, [_Job(nd)])[0]["out"]
         req = interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
                                 positions=positions, storage=storage)
         return self._run(interleaved, [_Job(req)])[0]["out"]
+
+    def apply_nd(self, x: np.ndarray | DeviceArray, spec: NdFreqs, ids: np.ndarray, *, token_axis: int = -2,
+                 inverse: bool = False, out: np.ndarray | DeviceArray | None = None,
+                 storage: str = "auto") -> np.ndarray | DeviceArray:
+        """N-D axial RoPE on this device; see `vkrope.apply_nd`."""
+        req = table.check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out, storage=storage)
+        return self._run(table, [_Job(req)])[0]["out"]
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
         """Rotate several tensors, in one queue submission where they do not

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import REAL_SCALARS
+from .runtime.dtypes import BFLOAT16, REAL_SCALARS
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -542,3 +542,187 @@ class AxialFreqs(FrequencySpec):
     def axes(self) -> tuple[int, ...]:
         """(end_x, end_y)."""
         return (self.end_x, self.end_y)
+
+    def as_nd(self) -> tuple["NdFreqs", np.ndarray]:
+        """The same rotation as an N-D spec and its ids: two axes of dim/2
+        channels (x, then y), the grid's (x, y) per table row
+        (`apply(x, spec)` == `apply(x, nd, positions=ids)`)."""
+        nd = NdFreqs((self.dim // 2, self.dim // 2), self.theta, angle=self.angle)
+        r = np.arange(self.rows)
+        return nd, np.stack([r % self.end_x, r // self.end_x], -1).astype(np.float64)
+
+
+ND_ANGLES = ("exact", "float32")
+MAX_ID = float(1 << 30)  # |id| below this: the kernel splits an id into a signed 32-bit integer part
+
+
+@dataclass(frozen=True)
+class NdFreqs(FrequencySpec):
+    """N-D axial RoPE frequencies (diffusers' image and video transformers:
+    Flux, Wan, HunyuanVideo, CogVideoX, Qwen-Image; SAM2 is the 2-axis
+    case) for `vkrope.apply(x, spec, positions=ids)` / `vkrope.apply_nd`.
+
+    Axis a owns `axes_dim[a]` consecutive channels (even); its pair k turns
+    by `ids[:, a] * w[a, k]`, w[a, k] = theta_a ** (-2k / axes_dim[a])
+    (diffusers' `get_1d_rotary_pos_embed` per axis, concatenated); channels
+    past sum(axes_dim) pass through. `theta`: one base, or one per axis.
+    `interleaved`: pairs (2i, 2i+1) (diffusers' `use_real` with
+    `repeat_interleave_real`, and the complex form); False: rotate-half
+    pairs (i, i + R/2) over the rotated width R, pair i taking the i-th
+    frequency of the concatenated list.
+
+    angle="exact" (default): the angle is each id (float64: fractional and
+    negative allowed, kept to 2^-32) times the float64 frequency, reduced
+    exactly: diffusers' float64 frequencies (Flux, Wan, Qwen-Image) within
+    the rounding of float32 cos / sin. angle="float32": the float32 product
+    of the id rounded to float32 and the float32 frequency (diffusers'
+    float32 path: HunyuanVideo, CogVideoX, and any model run on MPS).
+    """
+
+    axes_dim: tuple[int, ...] = ()
+    theta: Any = 10000.0  # stored as a tuple of floats, one per axis
+    interleaved: bool = True
+    angle: str = "exact"
+    dim: int = 0  # sum(axes_dim), set from it
+
+    def __post_init__(self) -> None:
+        axes = self.axes_dim
+        if isinstance(axes, (int, np.integer)) or not isinstance(axes, (tuple, list)):
+            raise TypeError(f"axes_dim must be a tuple of channel widths, one per axis; got {type(axes).__name__} "
+                            f"{axes!r}")
+        if not axes:
+            raise ValueError("axes_dim must name at least one axis")
+        for a, d in enumerate(axes):
+            _check_int(f"axes_dim[{a}]", d, 2)
+            if d % 2:
+                raise ValueError(f"axes_dim[{a}] must be even (pairs of channels); got {d}")
+        object.__setattr__(self, "axes_dim", tuple(int(d) for d in axes))
+        theta = self.theta
+        thetas = tuple(theta) if isinstance(theta, (tuple, list, np.ndarray)) else (theta,) * len(axes)
+        if len(thetas) != len(axes):
+            raise ValueError(f"theta must be one number or one per axis ({len(axes)}); got {len(thetas)}")
+        per_axis = isinstance(theta, (tuple, list, np.ndarray))
+        for a, t in enumerate(thetas):
+            _check_positive(f"theta[{a}]" if per_axis else "theta", t)
+        object.__setattr__(self, "theta", tuple(float(t) for t in thetas))
+        if not isinstance(self.interleaved, (bool, np.bool_)):
+            raise TypeError(f"interleaved must be a bool; got {type(self.interleaved).__name__} {self.interleaved!r}")
+        if self.angle not in ND_ANGLES:
+            raise ValueError(f"angle must be one of {ND_ANGLES}; got {self.angle!r}")
+        object.__setattr__(self, "dim", sum(self.axes_dim))
+        if self.angle == "exact":
+            _check_exact_range(self, "theta and axes_dim")
+
+    @property
+    def n_axes(self) -> int:
+        """How many axes (columns of ids)."""
+        return len(self.axes_dim)
+
+    @property
+    def magnitude(self) -> np.float32:
+        """1: no factor on cos / sin."""
+        return np.float32(1.0)
+
+    @property
+    def rows(self) -> int:
+        """0: an N-D spec stands for no table; every call gives its ids."""
+        return 0
+
+    @property
+    def needs_positions(self) -> bool:
+        """True: each token's ids are given per call."""
+        return True
+
+    @cached_property
+    def pair_axis(self) -> np.ndarray:
+        """int32 [dim/2]: the axis of each pair of the concatenated list."""
+        a = np.repeat(np.arange(self.n_axes, dtype=np.int32), [d // 2 for d in self.axes_dim])
+        a.flags.writeable = False
+        return a
+
+    def inv_freq_float64(self) -> np.ndarray:
+        """[dim/2]: 1 / theta_a ** (arange(0, d_a, 2) / d_a) in float64 per axis, concatenated."""
+        return np.concatenate([1.0 / pow64(t, np.arange(0, d, 2, dtype=np.float64) / d)
+                               for d, t in zip(self.axes_dim, self.theta)])
+
+    def inv_freq_float32(self) -> np.ndarray:
+        """[dim/2]: the same in float32, as diffusers' float32 path computes it
+        (the power correctly rounded, `pow32`)."""
+        return np.concatenate([np.float32(1.0) / pow32(t, np.arange(0, d, 2, dtype=np.float32) / np.float32(d))
+                               for d, t in zip(self.axes_dim, self.theta)]).astype(np.float32)
+
+    def check_ids(self, ids: Any, name: str = "ids") -> np.ndarray:
+        """float64 [N, n_axes] ids (or [B, N, n_axes]), finite and within
+        +-2^30, or a TypeError / ValueError naming `name`."""
+        if not isinstance(ids, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis; got "
+                            f"{type(ids).__name__}")
+        if ids.dtype == np.bool_ or not (np.issubdtype(ids.dtype, np.integer) or np.issubdtype(ids.dtype, np.floating)
+                                         or ids.dtype == np.dtype(BFLOAT16)):
+            raise TypeError(f"{name} must hold real numbers (integers or floats); got dtype {ids.dtype}")
+        if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:
+            raise ValueError(f"{name} must have shape [N, {self.n_axes}] (or [B, N, {self.n_axes}]): one position per "
+                             f"axis of the spec; got {list(ids.shape)}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = ids.astype(np.float64)
+        bad = ~(np.abs(v) < MAX_ID)
+        if bad.any():
+            raise ValueError(f"{name} must be finite and within +-2^30; got {v[bad].flat[0]}")
+        return v
+
+    def angles(self, ids: Any) -> np.ndarray:
+        """float64 [N, dim/2]: each token's angle per pair as the kernel forms
+        it ("exact": the id, kept to 2^-32, times the float64 frequency;
+        "float32": the float32 product, as float64 numbers)."""
+        v = self.check_ids(ids).reshape(-1, self.n_axes)
+        cols = v[:, self.pair_axis]
+        if self.angle == "exact":
+            return np.round(cols * 2.0**32) / 2.0**32 * self.inv_freq64[None, :]
+        return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+
+    def cos_sin(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(cos, sin) float32 [N, dim]: what diffusers' rotary modules return
+        for these ids (each pair's value twice: interleaved, as
+        `repeat_interleave_real`; rotate-half, the halves concatenated).
+        For a table path, a plot, or a check."""
+        a = self.angles(ids)
+        c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+        if self.interleaved:
+            return np.repeat(c, 2, axis=1), np.repeat(s, 2, axis=1)
+        return np.concatenate([c, c], 1), np.concatenate([s, s], 1)
+
+    @property
+    def max_float32_angle(self) -> float:
+        """inf: ids come with each call."""
+        return float("inf")
+
+
+def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
+    """float64 [prod(shape), len(shape)]: the ids of every cell of a grid,
+    row-major (the last axis fastest), cell i along axis a at
+    `offset[a] + i * step[a]` (each a number or one per axis).
+
+    Flux's image ids: `grid_ids((1, h, w))`; Flux Kontext's reference image:
+    `offset=(1, 0, 0)`; Qwen-Image's centred rows and columns:
+    `offset=(0, -(h // 2), -(w // 2))`; CogVideoX's linspace grids: `step`
+    (n - 1) / n. Text tokens (ids 0) are `np.zeros((n, 3))`, concatenated."""
+    if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
+        raise TypeError(f"shape must be a tuple of grid sizes; got {type(shape).__name__} {shape!r}")
+    if not shape:
+        raise ValueError("shape must name at least one axis")
+    for a, n in enumerate(shape):
+        _check_int(f"shape[{a}]", n, 0)
+    n_axes = len(shape)
+    per: dict[str, tuple[float, ...]] = {}
+    for name, value in (("offset", offset), ("step", step)):
+        vals = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,) * n_axes
+        if len(vals) != n_axes:
+            raise ValueError(f"{name} must be one number or one per axis ({n_axes}); got {len(vals)}")
+        for a, v in enumerate(vals):
+            _check_real(f"{name}[{a}]", v)
+            if not math.isfinite(float(v)):
+                raise ValueError(f"{name}[{a}] must be finite; got {v}")
+        per[name] = tuple(float(v) for v in vals)
+    axes = [per["offset"][a] + np.arange(int(n), dtype=np.float64) * per["step"][a] for a, n in enumerate(shape)]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([m.reshape(-1) for m in mesh], -1) if mesh[0].size else np.zeros((0, n_axes))

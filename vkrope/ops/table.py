@@ -7,9 +7,12 @@ Every call becomes a `Request`: the tensor seen as R rows of C values
 (its last axis), each row holding C / D heads of D values; row r is token
 s = (r // token_rows) % S of batch item r // batch_rows; `row_of[b * S + s]` is the table
 row that token reads (ONNX position_ids, ExecuTorch's start_pos + s, ...).
-The three `check_*` functions map their operator's arguments onto it; the
+The `check_*` functions map their operator's arguments onto it; the
 plan, launches, tables, row blocks and float64 reference below serve all
-three. See docs/FAMILY.md for the contracts.
+of them. See docs/FAMILY.md for the contracts. N-D axial RoPE
+(`vkrope.apply_nd`, `check_nd`) runs here too: its frequencies are
+computed in the shader from each token's ids (an `NdFreqs` spec in `cos`,
+row_of holding the ids' words per token).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
-from ..freqs import RopeFreqs, check_positions
+from ..freqs import NdFreqs, RopeFreqs, check_positions
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -47,7 +50,7 @@ class Request(TensorRequest):
     out: Any  # numpy array, DeviceArray or None
     cos: Any  # numpy array [table rows, table_width] (float32/float16/bfloat16/float64) or DeviceArray
     sin: Any
-    row_of: np.ndarray  # int32 [B * S]: table row of each (b, s)
+    row_of: np.ndarray  # int32 [B * S]: table row of each (b, s) (an N-D spec: [B * S, id_words], its ids)
     n_tokens: int  # S
     batch_rows: int  # rows per batch item (H * S for 4D x, S for [B, S, H*D])
     token_rows: int  # consecutive rows of one token (H for [B, S, H, D], else 1)
@@ -62,8 +65,13 @@ class Request(TensorRequest):
 
     @property
     def generated(self) -> bool:
-        """Frequencies computed in the shader from a `RopeFreqs` spec (in `cos`)."""
-        return isinstance(self.cos, RopeFreqs)
+        """Frequencies computed in the shader from a `RopeFreqs` or `NdFreqs` spec (in `cos`)."""
+        return isinstance(self.cos, (RopeFreqs, NdFreqs))
+
+    @property
+    def id_words(self) -> int:
+        """int32 words of row_of per (b, s): 2 per axis of an N-D spec, else 1."""
+        return 2 * self.cos.n_axes if isinstance(self.cos, NdFreqs) else 1
 
     @property
     def row_values(self) -> int:
@@ -319,6 +327,83 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 
+def nd_words(spec: NdFreqs, ids: np.ndarray) -> np.ndarray:
+    """int32 [..., 2 * n_axes]: what the kernel reads of each token's ids
+    (checked float64): per axis (whole, frac) with id = whole + frac / 2^32
+    for the exact angle, else (the float32 id's bits, 0)."""
+    words = np.zeros(ids.shape + (2,), np.int32)
+    if spec.angle == "exact":
+        q = np.round(ids * 2.0**32)  # the id in units of 2^-32: exact in float64 below 2^52
+        whole = np.floor(q / 2.0**32)
+        words[..., 0] = whole.astype(np.int32)
+        words[..., 1] = (q - whole * 2.0**32).astype(np.uint32).view(np.int32)
+    else:
+        words[..., 0] = ids.astype(np.float32).view(np.int32)
+    return words.reshape(ids.shape[:-1] + (2 * spec.n_axes,))
+
+
+def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any = False, out: Any = None,
+             storage: Any = "auto", ids_name: str = "ids") -> Request:
+    """`vkrope.apply_nd(x, spec, ids)` (and `apply(x, spec, positions=ids)`
+    with an `NdFreqs` spec): x [..., N, C] (token_axis -2) or [..., N, H, C]
+    (-3, Wan's [B, S, H, D]), ids [N, n_axes] for every leading item or
+    [B, N, n_axes] per item of x's first axis; the first spec.dim channels
+    rotate, the rest pass through."""
+    if not isinstance(spec, NdFreqs):
+        raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
+    x = _tensor("x", x)
+    storage = check_storage_of("x", x, storage)
+    if isinstance(token_axis, (bool, np.bool_)) or token_axis not in (-2, -3):
+        raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")
+    if not isinstance(inverse, (bool, np.bool_)):
+        raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
+    if x.ndim < -token_axis:
+        raise ValueError(f"x must have at least {-token_axis} axes with token_axis={token_axis}; got shape "
+                         f"{tuple(x.shape)}")
+    c = int(x.shape[-1])
+    if spec.dim > c:
+        raise ValueError(f"spec: axes_dim sum to {spec.dim} channels, more than x's last axis ({c})")
+    n = int(x.shape[token_axis])
+    heads = int(x.shape[-2]) if token_axis == -3 else 1
+    lead = tuple(int(v) for v in x.shape[:token_axis])
+    v = spec.check_ids(ids, ids_name)
+    if v.shape[-2] != n:
+        raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
+                         f"{list(v.shape)}")
+    if inverse:
+        v = -v  # the rotation by -angle
+    if v.ndim == 3:
+        if not lead or lead[0] != v.shape[0]:
+            raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
+                             f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
+        v = np.broadcast_to(v.reshape((v.shape[0],) + (1,) * (len(lead) - 1) + v.shape[1:]), lead + v.shape[1:])
+    words = nd_words(spec, v)
+    if token_axis == -2 and words.ndim == 2:
+        # ids shared by every leading item: one row_of entry per token, rows
+        # of x run (items..., token) with the item counted by no batch
+        row_of, batch_rows = words, max(1, math.prod(x.shape[:-1]))
+    else:
+        if words.ndim == 2:
+            words = np.broadcast_to(words, lead + words.shape)
+        row_of, batch_rows = words.reshape(-1, words.shape[-1]), n * heads
+    return Request(x=x, out=check_out(out, x), cos=spec, sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
+                   n_tokens=n, batch_rows=batch_rows, token_rows=heads, head_dim=c, rot_half=spec.dim // 2,
+                   full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
+
+
+def check_apply_nd(x: Any, freqs: NdFreqs, *, out: Any = None, inverse: Any = False, repeat: Any = 1,
+                   exclude_last: Any = 0, positions: Any = None, storage: Any = "auto") -> Request:
+    """`vkrope.apply(x, spec, positions=ids)` with an `NdFreqs` spec: the ids
+    come as `positions`; repeat and exclude_last have no meaning there."""
+    if int_arg("repeat", repeat, 1) != 1 or int_arg("exclude_last", exclude_last, 0) != 0:
+        raise ValueError(f"repeat and exclude_last do not apply to a vkrope.NdFreqs spec (every token has its ids in "
+                         f"positions); got repeat={repeat}, exclude_last={exclude_last}")
+    if positions is None:
+        raise ValueError(f"freqs is a vkrope.NdFreqs spec: pass positions, the ids [N, {freqs.n_axes}] (a position "
+                         "per axis of each token; vkrope.grid_ids makes grids)")
+    return check_nd(x, freqs, positions, inverse=inverse, out=out, storage=storage, ids_name="positions")
+
+
 # --- plan ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Chunk:
@@ -359,6 +444,7 @@ class Plan:
     in_place: bool  # out may be x (see Request.in_place)
     x_name: str = "x"  # the request's name of x (the ExecuTorch ops: xq, xk)
     exact: bool = False  # frequencies in the shader with the exact angle
+    id_words: int = 0  # an N-D spec: row_of words per token (0: not N-D)
     magnitude_bits: int = ONE_BITS  # frequencies in the shader: float32 bits of the cos / sin factor (YaRN)
 
     def may_alias(self, written: str, read: str) -> bool:
@@ -391,12 +477,12 @@ class Plan:
                 row_values=self.row_values, head_dim=self.head_dim, rot_half=self.rot_half,
                 table_width=self.table_width, n_tokens=self.n_tokens, batch_rows=self.batch_rows,
                 token_rows=self.token_rows, x_base=ch.x_base if self.storage == "buffer" else self.row_offset, t_base=ch.t_base, idx_base=ch.idx_base, flags=flags,
-                image_height=height, image_width=width, magnitude=self.magnitude_bits,
+                image_height=height, image_width=width, magnitude=self.magnitude_bits, id_words=self.id_words,
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
             spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.row_values % 4 == 0, WHOLE_TEXELS=whole,
-                        INTERLEAVED=self.interleaved, EXACT=self.exact)
+                        INTERLEAVED=self.interleaved, EXACT=self.exact, ND=self.id_words > 0)
             launches.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
                                    (oa, xa, ca, sa, ra), grid))
         return tuple(launches)
@@ -426,8 +512,8 @@ def plan(req: Request, limits: Any) -> Plan:
     align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
     budget = fit.binding_budget(limits, x_dtype.itemsize)
     row_bytes = c * x_dtype.itemsize
-    # (generated: the tables are dim/2 frequencies; a token costs its row_of entry)
-    t_row_bytes = 4 if req.generated else req.table_width * np.dtype(f_name).itemsize
+    # (generated: the tables are dim/2 frequencies; a token costs its row_of entry, or its ids)
+    t_row_bytes = 4 * req.id_words if req.generated else req.table_width * np.dtype(f_name).itemsize
     table_budget = fit.table_budget(limits, t_row_bytes, budget)
     if max(row_bytes, t_row_bytes) > budget:
         raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
@@ -468,6 +554,7 @@ def plan(req: Request, limits: Any) -> Plan:
         x_name=req.x_name,
         exact=req.generated and req.cos.angle == "exact",
         magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
+        id_words=req.id_words if isinstance(req.cos, NdFreqs) else 0,
     )
 
 
@@ -548,7 +635,7 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
         kind = seg[0]
         if kind == "gen":
             inv, quarter = kernel_tables(req.cos)
-            out.append([inv, quarter, np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32)])
+            out.append([inv, quarter, np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32).reshape(-1)])
             continue
         if kind in ("whole", "window"):
             _, t0, t1, bs0, bs1 = seg
@@ -569,14 +656,18 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
 
 
 @functools.lru_cache(maxsize=64)
-def kernel_tables(spec: RopeFreqs) -> tuple[np.ndarray, np.ndarray]:
+def kernel_tables(spec: RopeFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
     """What this kernel reads of a spec in place of cos / sin (made once per
     spec): the float32 inverse frequencies and, for the exact angle, their
-    quarter turns (uint32, 4 words a column); zeros for the unused one."""
+    quarter turns (uint32, 4 words a column); zeros for the unused one. An
+    N-D spec's fourth word of each column is its axis (in both modes)."""
     if spec.angle == "exact":
-        inv, quarter = np.zeros(spec.dim // 2, np.float32), np.ascontiguousarray(spec.quarter_turns).reshape(-1)
+        inv, quarter = np.zeros(spec.dim // 2, np.float32), np.array(spec.quarter_turns, np.uint32)
     else:
-        inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros(4 * (spec.dim // 2), np.uint32)
+        inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros((spec.dim // 2, 4), np.uint32)
+    if isinstance(spec, NdFreqs):
+        quarter[:, 3] = spec.pair_axis
+    quarter = np.ascontiguousarray(quarter).reshape(-1)
     inv.flags.writeable = False
     quarter.flags.writeable = False
     return inv, quarter
@@ -616,7 +707,16 @@ def reference(req: Request) -> np.ndarray:
     x = np.asarray(req.x, dtype=np.float64).reshape(req.rows, req.row_values // req.head_dim, req.head_dim)
     rows = np.arange(req.rows) + req.row_offset
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
-    if req.generated:  # the angle the spec stands for, from the positions row_of carries
+    if isinstance(req.cos, NdFreqs):  # the angles of the ids row_of carries
+        spec = req.cos
+        w = trow.reshape(len(rows), spec.n_axes, 2)
+        if spec.angle == "exact":
+            ids = w[..., 0].astype(np.float64) + w[..., 1].view(np.uint32) / 2.0**32
+        else:
+            ids = w[..., 0].copy().view(np.float32).astype(np.float64)
+        angles = spec.angles(ids)
+        cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    elif req.generated:  # the angle the spec stands for, from the positions row_of carries
         spec = req.cos
         angles = spec_angles(spec, trow)
         m = np.float64(spec.magnitude)
