@@ -273,19 +273,38 @@ MUTATIONS = [
              "        return np.concatenate([1.0 / pow64(self.theta[0], np.arange(0, d, 2, dtype=np.float64) / d)\n                               for d, t in zip(self.axes_dim, self.theta)])"),
     # --- imports kept for numpy arrays passed again (#19)
     Mutation("kept imports: a moved array's old import used", "vkrope/runtime/imports.py",
-             "        if hit[2] == (address, a.nbytes):", "        if True:"),
+             "        if hit.where == (address, a.nbytes) and hit.buf.handle is not None:", "        if True:"),
     Mutation("kept imports: fresh arrays imported and pinned", "vkrope/runtime/imports.py",
-             "        if ref is not None and ref() is a:\n            return True", "        if True:\n            return True"),
+             "            self.seen.popitem(last=False)\n        return False",
+             "            self.seen.popitem(last=False)\n        return self._room(root.nbytes)"),
     Mutation("kept imports: unbounded", "vkrope/runtime/execute.py", "        rt.imports.trim()\n", ""),
     Mutation("kept imports: a mmap's memory pinned", "vkrope/runtime/imports.py",
-             "    return a.base is None\n", "    return True\n"),
+             "    return a if a.base is None and a.flags.owndata else None", "    return a"),
     Mutation("kept imports: a refused array tried again", "vkrope/runtime/imports.py",
              "        if no is not None and no() is a:", "        if False:"),
     Mutation("kept imports: trim keeps them", "vkrope/runtime/engine.py", "        self.imports.clear()\n", ""),
     Mutation("kept imports: close keeps the arrays", "vkrope/owner.py",
-             "            self._rt.imports.drop()  # (their memory objects went with the context)\n", ""),
+             "            self._rt.imports.drop()  # (their memory objects", "            pass  # (their memory objects"),
     Mutation("kept imports: never found", "vkrope/runtime/imports.py",
              "        hit = self.kept.get(key)  # (the array", "        hit = None and self.kept.get(key)  # (the array"),
+    Mutation("kept imports: released while still in the table", "vkrope/runtime/imports.py",
+             "            self.stale.append(self.kept[key])\n            del self.kept[key]\n        self._release_stale()",
+             "            self.ctx.release(self.kept[key].buf)\n            del self.kept[key]\n        self._release_stale()",
+             why_survives="defence in depth: find() also refuses an entry whose buffer was destroyed (handle None), "
+                          "so an entry an interruption left in the table goes stale instead of being bound; the "
+                          "order keeps the table free of destroyed imports in the first place"),
+    Mutation("kept imports: a sighting of the same call counts", "vkrope/runtime/imports.py",
+             "            return ref[1] < self.call and self._room(root.nbytes)", "            return self._room(root.nbytes)"),
+    Mutation("kept imports: admitted without room", "vkrope/runtime/imports.py",
+             "        if len(self.kept) < self.COUNT and self._pinned() + nbytes <= self.BYTES:", "        if True:"),
+    Mutation("kept imports: a view's whole array not counted", "vkrope/runtime/imports.py",
+             "        if root is None or root.nbytes > self.BYTES // 4:", "        if root is None:"),
+    Mutation("kept imports: not drained before the call returns", "vkrope/runtime/execute.py",
+             "        if imports or temporaries or rt.imports.kept:", "        if imports or temporaries:",
+             why_survives="defence in depth: CommandStream.drain re-raises an interruption of the fence wait only "
+                          "once the device is done, so a call can leave work in flight only when a signal lands "
+                          "between the submit's two statements (in_flight = True; drain()), which no test can aim "
+                          "at; this drain covers that window for memory the device writes in place"),
     # --- the lifecycle of devices and arrays (#18)
     Mutation("arrays of a closed device accepted", "vkrope/arguments.py",
              '    if a.state == "closed":\n', '    if False:\n'),

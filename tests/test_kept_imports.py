@@ -147,10 +147,13 @@ def test_a_resized_array_is_imported_anew(host_import):
     x.resize((3, 256, 256), refcheck=False)
     x[...] = RNG.standard_normal(x.shape)
     out = np.full(x.shape, np.nan, np.float32)
+    memories = live_handles().get("VkDeviceMemory", 0)
     for _ in range(3):
         dev.apply(x, f, out=out)
         assert np.abs(out - oracle(x, f)).max() < 1e-5
-    assert kept(dev) <= 3  # the stale import of x went
+    assert kept(dev) <= 3
+    # the stale import of x was released (the new x and out are imported, the old out is still kept)
+    assert live_handles().get("VkDeviceMemory", 0) <= memories + 1
 
 
 def test_memory_of_another_owner_is_not_pinned(host_import, tmp_path):
@@ -217,3 +220,125 @@ def test_every_op_reuses_its_numpy_arrays(make_device, monkeypatch, case):
         check_results(case, args, case.call(dev, args))
     if dev.info["external_memory_host"]:
         assert kept(dev) > 0
+
+
+def _interrupt_after_releasing_an_import(monkeypatch, ctx):
+    """ctx.release destroys the next ImportedBuffer, then a KeyboardInterrupt
+    lands (as a signal would, right after the call returns)."""
+    from vkrope.vk.resources import ImportedBuffer
+
+    real = ctx.release
+
+    def release(child):
+        real(child)
+        if isinstance(child, ImportedBuffer):
+            monkeypatch.setattr(ctx, "release", real)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ctx, "release", release)
+
+
+def test_an_interrupted_trim_leaves_no_dead_import(host_import, monkeypatch):
+    dev = host_import
+    x, out = x_and_out()
+    f = tables(256, 256)
+    for _ in range(3):
+        dev.apply(x, f, out=out)
+    assert kept(dev) == 2
+    _interrupt_after_releasing_an_import(monkeypatch, dev._rt.ctx)
+    with pytest.raises(KeyboardInterrupt):
+        dev.trim()
+    for _ in range(3):  # the destroyed import is never found again
+        x *= -1.5
+        out.fill(np.nan)
+        dev.apply(x, f, out=out)
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+
+
+def test_an_interrupted_eviction_leaves_no_dead_import(host_import, monkeypatch):
+    dev = host_import
+    monkeypatch.setattr(dev._rt.imports, "COUNT", 2)
+    monkeypatch.setattr(dev._rt.imports, "IDLE_CALLS", 0)  # admitted in place of any idle one
+    f = tables(256, 256)
+    a, b = x_and_out(), x_and_out()
+    for _ in range(2):
+        dev.apply(a[0], f, out=a[1])
+    dev.apply(b[0], f, out=b[1])  # b seen once
+    _interrupt_after_releasing_an_import(monkeypatch, dev._rt.ctx)
+    with pytest.raises(KeyboardInterrupt):
+        dev.apply(b[0], f, out=b[1])  # b admitted, a evicted after the call: interrupted there
+    for x, out in (a, b, a, b):
+        x *= 0.5
+        out.fill(np.nan)
+        dev.apply(x, f, out=out)
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+
+
+def test_more_arrays_than_kept_do_not_thrash(host_import, monkeypatch):
+    """A loop over more reused arrays than COUNT keeps a working set and
+    copies the rest: after the first rounds no import is made again."""
+    made = []
+
+    class Counting(kept_module.ImportedBuffer):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            made.append(1)
+
+    monkeypatch.setattr(kept_module, "ImportedBuffer", Counting)
+    dev = host_import
+    monkeypatch.setattr(dev._rt.imports, "COUNT", 3)
+    f = tables(256, 256)
+    pairs = [x_and_out() for _ in range(4)]
+    for step in range(5):
+        if step == 2:
+            made.clear()
+        for x, out in pairs:
+            out.fill(np.nan)
+            dev.apply(x, f, out=out)
+            assert np.abs(out - oracle(x, f)).max() < 1e-5
+            assert kept(dev) <= 3
+    assert made == [], "imports made again after the working set was kept"
+
+
+def test_an_array_used_twice_in_one_call_is_not_reused(host_import):
+    """Two jobs of one apply_many reading the same fresh x: not a second call."""
+    dev = host_import
+    f = tables(256, 256)
+    for _ in range(3):
+        x, _ = x_and_out()
+        y1, y2 = dev.apply_many([(x, f), (x, f)])
+        assert np.abs(y1 - oracle(x, f)).max() < 1e-5 and np.abs(y2 - y1).max() == 0
+    assert kept(dev) == 0
+
+
+def test_a_view_of_a_huge_array_is_not_pinned(host_import):
+    dev = host_import
+    f = tables(256, 256)
+    big = np.empty(24 << 20, np.uint8)  # 24 MiB: more than a quarter of the bound
+    start = -big.ctypes.data % 4096
+    out = big[start:start + (256 << 10)].view(np.float32).reshape(1, 256, 256)
+    x, _ = x_and_out()
+    for _ in range(3):
+        out.fill(np.nan)
+        dev.apply(x, f, out=out)
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+    assert kept(dev) == 1  # x only
+
+
+def test_an_interrupted_wait_returns_only_when_the_device_is_done(host_import):
+    """The device writes a kept `out` in place: a call interrupted in its fence
+    wait may raise, but only once nothing is in flight."""
+    from vkrope.vk import binding as b
+
+    dev = host_import
+    x, out = x_and_out()
+    f = tables(256, 256)
+    for _ in range(3):
+        dev.apply(x, f, out=out)
+    b.inject_fault("vkWaitForFences", lambda: KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        dev.apply(x, f, out=out)
+    assert not dev._rt.stream.in_flight
+    out.fill(np.nan)
+    dev.apply(x, f, out=out)
+    assert np.abs(out - oracle(x, f)).max() < 1e-5

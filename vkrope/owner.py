@@ -207,8 +207,8 @@ class DeviceOwner:
             # Every step of Context.close is idempotent and the context stays
             # ours until it returns: an interruption anywhere in it loses nothing.
             ctx.close()
-            self._ctx = None
-            self._rt.imports.drop()  # (their memory objects went with the context)
+            self._rt.imports.drop()  # (their memory objects went with the context; before the context is
+            self._ctx = None         # forgotten: an interrupted close() called again completes this too)
 
     def __enter__(self: _Owner) -> _Owner:
         return self
@@ -332,7 +332,9 @@ _live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
 # Contexts of devices abandoned after a timeout whose work never finished:
 # kept, never destroyed (destroying memory a running kernel uses is undefined).
 _abandoned: list[Context] = []
-_abandoned_arrays: list[Any] = []
+# The numpy arrays an abandoned device's kept imports use: the device may
+# still read or write their memory, so it is never freed.
+_abandoned_arrays: list[np.ndarray] = []
 
 
 def _close_all() -> None:

@@ -4,10 +4,10 @@ about any operator.
 It owns (and registers with the context for release) the command stream,
 the pipelines per (kernel variant, specialization constants), the recorded
 command buffers per submission (a tuple of steps is its own key), the work
-buffers and images reused across calls, and the pool of device-array
-buffers. Submissions are drained before anything they use is written by the
-host, re-recorded or destroyed, so an interrupted call cannot corrupt the
-next one.
+buffers and images reused across calls, the pool of device-array
+buffers, and the imports kept for numpy arrays passed again. Submissions
+are drained before anything they use is written by the host, re-recorded
+or destroyed, so an interrupted call cannot corrupt the next one.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Runtime:
         # What Device.stats() reports: work done since the runtime was made.
         self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,
                        "bytes_imported": 0}
-        ctx.reclaim = self.free_pool  # at maxMemoryAllocationCount, pooled buffers go first
+        ctx.reclaim = self.reclaim  # at maxMemoryAllocationCount, pooled buffers and idle imports go first
 
     @property
     def limits(self) -> PhysicalDeviceInfo:
@@ -230,6 +230,12 @@ class Runtime:
         while self.pool:
             self.ctx.release(self.pool[-1])  # released before forgotten
             self.pool.pop()
+
+    def reclaim(self) -> None:
+        """Give allocations back at the device's allocation count: the pooled
+        buffers, and the kept imports the current call does not use."""
+        self.free_pool()
+        self.imports.release_idle()
 
     def trim(self) -> None:
         """Free cached recordings, work buffers and images, pooled buffers,

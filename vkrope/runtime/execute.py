@@ -10,8 +10,8 @@ Every call of every operator comes through `run_jobs`: one or more jobs
   C-contiguous and aligned: imported, so the kernel reads or writes the
   caller's memory (on a discrete GPU the import is the source or
   destination of a copy into device-local memory); a smaller one that the
-  caller passes again (a decode loop's `out`) is imported once and the
-  import kept for later calls (runtime/imports.py);
+  caller passes again (64 KiB or more: a decode loop's `out`) is imported
+  once and the import kept for later calls (runtime/imports.py);
 - any other numpy array: a region of the submission's argument arena, one
   reused host-visible buffer that also holds the operators' small tables.
   Regions are laid out from the shapes alone, so a call that differs from
@@ -33,10 +33,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import VkropeError, VulkanError
+from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureError, VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
 from .arrays import copy_steps, free_resource, new_resource
 from .engine import MIN_BUFFER, Runtime
+from . import imports as kept_imports
 from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_extent
 from . import fit
 from .operator import Operator, Request, Tensor
@@ -269,6 +270,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
     kernel seconds when asked."""
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
+    rt.imports.begin_call()
     try:
         steps, finish = _prepare(rt, op, jobs, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
@@ -445,40 +447,48 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
     VK_EXT_external_memory_host, at an offset the device accepts, that is
     big (an import for this call: registered in `imports` before it has a
     handle, so whatever interrupts the call releases it) or passed before
-    (an import kept for later calls, runtime/imports.py). None too when the
-    driver refuses this memory."""
+    (an import kept for later calls, runtime/imports.py, which decides).
+    None too when the driver refuses this memory, and for a kept import
+    when it fails for any reason but a lost device (the arena serves)."""
     if not (t.storage == "buffer" and rt.ctx.external_memory_host and a.flags.c_contiguous and a.flags.writeable):
         return None
-    address = a.ctypes.data
     kept = a.nbytes < IMPORT_MIN_BYTES
+    if kept and a.nbytes < kept_imports.MIN_BYTES:
+        return None  # (before reading the address: that costs microseconds)
+    address = a.ctypes.data
     if kept:
         buf = rt.imports.find(a, address)  # the common case of a decode loop: nothing else to check
         if buf is not None:
             rt.counts["bytes_imported"] += a.nbytes
             return buf
-        if not rt.imports.reused(a):
-            return None
     info = rt.limits
     if not (info.min_imported_host_pointer_alignment > 0 and
             (address % info.min_imported_host_pointer_alignment) % info.min_storage_buffer_offset_alignment == 0):
         return None
+    if kept and not rt.imports.reused(a):
+        return None
     try:
         if kept:
             buf = rt.imports.make(a, address)
-            if rt.unified:
+            if rt.unified and t.writes:
                 _prefault(a)  # once: later calls find its pages mapped (a prefault of 256 KiB costs ~35 us)
         else:
             buf = ImportedBuffer(rt.ctx, address, a.nbytes, holder=imports)
         rt.counts["bytes_imported"] += a.nbytes
         return buf
-    except VulkanError as exc:
-        if exc.result not in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
-                              "VK_ERROR_FORMAT_NOT_SUPPORTED", "VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):
-            raise  # device loss, out of memory: the caller must see them
+    except (VulkanError, UnsupportedFeatureError) as exc:
+        result = getattr(exc, "result", "")
+        refused = result in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
+                             "VK_ERROR_FORMAT_NOT_SUPPORTED") or isinstance(exc, UnsupportedFeatureError)
         if kept:
             rt.imports.forget_failed()
-            rt.imports.refuse(a)
-        elif imports and imports[-1].handle is None:
+            if isinstance(exc, (DeviceLostError, DeviceTimeoutError)):
+                raise
+            rt.imports.refuse(a, remember=refused)  # (a passing shortage: tried again two calls on)
+            return None
+        if not refused and result not in ("VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):
+            raise  # device loss, out of memory: the caller must see them
+        if imports and imports[-1].handle is None:
             rt.ctx.release(imports[-1])  # released before forgotten
             imports.pop()
         return None

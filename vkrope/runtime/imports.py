@@ -10,24 +10,41 @@ caller's memory in place.
 
 The rules that keep it safe:
 
-- An array is imported on its second sighting as the same object (a weak
-  reference remembers the first), so arrays made fresh on every call never
-  pay for an import and are never pinned.
+- An array (C-contiguous, writeable, aligned, 64 KiB or more, its memory
+  owned by numpy: not a mmap's, `frombuffer`'s or another library's) is
+  imported when a call passes it as the same object a previous call did (a
+  weak reference remembers the first sighting), so arrays made fresh for
+  every call never pay for an import and are never pinned, even when one
+  call uses them twice.
 - A kept import holds a strong reference to its array: the memory the
-  device may use cannot be freed or reused while the import exists.
-  (`ndarray.resize` then refuses, as for any referenced array.)
-- At most `COUNT` arrays and `BYTES` bytes are kept; the least recently
-  used go after each call (`trim`), never during one, so nothing a pending
-  submission binds is destroyed. A buffer's serial is never reused, so a
-  cached recording over an evicted import can never replay.
-- `Device.trim()` and `close()` drop them all.
+  device may use cannot be freed or reused while the import exists
+  (`ndarray.resize` then refuses, as for any referenced array;
+  `resize(refcheck=False)`, which numpy leaves to the caller's word that
+  nothing holds the memory, is undefined for an array vkrope keeps).
+- At most `COUNT` arrays, pinning at most `BYTES` bytes (counting the whole
+  array a kept view belongs to), are kept. A new one is admitted while
+  there is room, or in place of one idle for `IDLE_CALLS` calls; otherwise
+  it goes through the arena. So a loop over more arrays than that keeps a
+  working set and copies the rest, rather than importing and evicting on
+  every call.
+- Entries go after a call (`trim`), never during one, so nothing a pending
+  submission binds is destroyed; an entry leaves the lookup table before
+  its import is released (an interruption cannot leave a destroyed import
+  to be found). A buffer's serial is never reused, so a cached recording
+  over an evicted import can never replay.
+- `Device.trim()` and `close()` drop them all; at the device's allocation
+  count the idle ones go first (`release_idle`).
+- fork: a driver that pins the imported pages (a discrete GPU) keeps the
+  parent's pages on Linux 5.9 and later (pinned pages are copied for the
+  child, not shared copy-on-write); on older kernels call `Device.trim()`
+  before forking a process whose parent goes on writing kept arrays.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,42 +56,78 @@ from ..vk.resources import ImportedBuffer
 MIN_BYTES = 64 << 10
 
 
-def _owned_by_numpy(a: np.ndarray) -> bool:
-    """Whether `a`'s memory belongs to a numpy array (not to a mmap, bytes or
-    another exporter, which a kept reference would stop from closing)."""
+def _root(a: np.ndarray) -> np.ndarray | None:
+    """The array that owns `a`'s memory, or None when no numpy array does
+    (a mmap, bytes, or a buffer another library wraps without a base): a
+    reference would not keep such memory alive, or would stop it closing."""
     while isinstance(a.base, np.ndarray):
         a = a.base
-    return a.base is None
+    return a if a.base is None and a.flags.owndata else None
+
+
+@dataclass
+class Kept:
+    """One kept import: the buffer, the array it pins (and that array's
+    memory owner's size), where the memory was when imported, and the
+    last call that used it."""
+
+    buf: ImportedBuffer
+    array: np.ndarray
+    pinned_bytes: int
+    where: tuple[int, int]
+    last_call: int
 
 
 class KeptImports:
     """The imports kept for reused numpy arrays of one device."""
 
-    COUNT = 8
+    COUNT = 16
     BYTES = 64 << 20
+    IDLE_CALLS = 64
 
     def __init__(self, ctx: Context) -> None:  # noqa: D107
         self.ctx = ctx
-        # by id(array): (import, the array, its address and size when imported)
-        self.kept: OrderedDict[int, tuple[ImportedBuffer, np.ndarray, tuple[int, int]]] = OrderedDict()
-        self.seen: OrderedDict[int, weakref.ref] = OrderedDict()  # arrays seen once, by id
+        self.kept: OrderedDict[int, Kept] = OrderedDict()  # by id(array), least recently used first
+        self.seen: OrderedDict[int, tuple[weakref.ref, int]] = OrderedDict()  # arrays seen once: (ref, call)
         self.pending: list[ImportedBuffer] = []  # an import being made (released if interrupted)
-        self.stale: list[tuple[ImportedBuffer, np.ndarray, tuple[int, int]]] = []  # to release after the call
+        self.stale: list[Kept] = []  # out of the table, to release when no submission uses them
         self.refused: dict[int, weakref.ref] = {}  # arrays whose memory the driver would not import
+        self.call = 0  # calls begun (execute.run counts them)
+
+    def begin_call(self) -> None:
+        """A call starts: sightings from now on are this call's."""
+        self.call += 1
+
+    def _pinned(self) -> int:
+        return sum(k.pinned_bytes for k in self.kept.values())
+
+    def _room(self, nbytes: int) -> bool:
+        """Whether an array pinning `nbytes` may be admitted now: within the
+        bounds, or in place of the least recently used entry when that one
+        has been idle for IDLE_CALLS calls (trim evicts it after the call)."""
+        if len(self.kept) < self.COUNT and self._pinned() + nbytes <= self.BYTES:
+            return True
+        lru = next(iter(self.kept.values()), None)
+        return lru is not None and self.call - lru.last_call > self.IDLE_CALLS and nbytes <= self.BYTES
 
     def reused(self, a: np.ndarray) -> bool:
-        """Whether `a` (not kept) was seen before (remembering it if not)."""
-        if MIN_BYTES > a.nbytes or not _owned_by_numpy(a):
+        """Whether `a` (not kept) should be imported and kept now: passed as
+        the same object by an earlier call, with room for it (remembering
+        this sighting otherwise)."""
+        if MIN_BYTES > a.nbytes:
+            return False
+        root = _root(a)
+        if root is None or root.nbytes > self.BYTES // 4:  # (a small view of a huge array pins all of it)
             return False
         key = id(a)
         no = self.refused.get(key)
         if no is not None and no() is a:
             return False
         ref = self.seen.get(key)
-        if ref is not None and ref() is a:
-            return True
+        if ref is not None and ref[0]() is a:
+            return ref[1] < self.call and self._room(root.nbytes)  # (a sighting of this very call does not count)
         try:
-            self.seen[key] = weakref.ref(a)
+            self.seen[key] = (weakref.ref(a), self.call)
         except TypeError:
             return False
         self.seen.move_to_end(key)
@@ -89,27 +142,33 @@ class KeptImports:
         hit = self.kept.get(key)  # (the array itself: the strong reference keeps its id from being reused)
         if hit is None:
             return None
-        if hit[2] == (address, a.nbytes):
+        if hit.where == (address, a.nbytes) and hit.buf.handle is not None:
+            hit.last_call = self.call
             self.kept.move_to_end(key)
-            return hit[0]
+            return hit.buf
+        self.stale.append(hit)  # (listed before it leaves the table: it is never in neither)
         del self.kept[key]
-        self.stale.append(hit)
         return None
 
     def make(self, a: np.ndarray, address: int) -> ImportedBuffer:
-        """Import `a` and keep it (VulkanError if the driver refuses the memory)."""
+        """Import `a` and keep it (VulkanError or UnsupportedFeatureError if
+        the driver will not import the memory)."""
+        root = _root(a)
         buf = ImportedBuffer(self.ctx, address, a.nbytes, holder=self.pending)
-        self.kept[id(a)] = (buf, a, (address, a.nbytes))  # kept, then no longer pending: an interruption
-        self.pending.remove(buf)                           # in between leaves it in both (forget_failed)
+        self.kept[id(a)] = Kept(buf, a, root.nbytes if root is not None else a.nbytes, (address, a.nbytes), self.call)
+        self.pending.remove(buf)  # (kept, then no longer pending: an interruption leaves it in both)
         self.seen.pop(id(a), None)
         return buf
 
-    def refuse(self, a: np.ndarray) -> None:
-        """Remember that the driver refused `a`'s memory (not tried again)."""
+    def refuse(self, a: np.ndarray, remember: bool) -> None:
+        """The driver refused `a`'s memory: forget the sighting, and with
+        `remember` never try it again (memory it cannot import, as opposed
+        to a passing shortage)."""
         self.seen.pop(id(a), None)
-        if len(self.refused) > 4 * self.COUNT:
-            self.refused.clear()
-        self.refused[id(a)] = weakref.ref(a)
+        if remember:
+            if len(self.refused) > 4 * self.COUNT:
+                self.refused.clear()
+            self.refused[id(a)] = weakref.ref(a)
 
     def forget_failed(self) -> None:
         """Release an import whose making was interrupted (and forget it,
@@ -117,27 +176,36 @@ class KeptImports:
         if not self.pending:
             return
         for key, hit in list(self.kept.items()):
-            if any(hit[0] is buf for buf in self.pending):
+            if any(hit.buf is buf for buf in self.pending):
                 del self.kept[key]
         while self.pending:
             self.ctx.release(self.pending[-1])  # released before forgotten
             self.pending.pop()
 
+    def _release_stale(self) -> None:
+        while self.stale:
+            self.ctx.release(self.stale[-1].buf)  # released before forgotten
+            self.stale.pop()
+
     def trim(self, count: int | None = None, nbytes: int | None = None) -> None:
         """Release the least recently used imports past the bounds (only
-        when no submission uses them)."""
+        when no submission uses them): each leaves the table first."""
         count = self.COUNT if count is None else count
         nbytes = self.BYTES if nbytes is None else nbytes
-        while self.stale:
-            self.ctx.release(self.stale[-1][0])  # released before forgotten
-            self.stale.pop()
-        total = sum(hit[0].size for hit in self.kept.values())
-        while self.kept and (len(self.kept) > count or total > nbytes):
+        while self.kept and (len(self.kept) > count or self._pinned() > nbytes):
             key = next(iter(self.kept))
-            buf = self.kept[key][0]
-            self.ctx.release(buf)  # released before forgotten
+            self.stale.append(self.kept[key])
             del self.kept[key]
-            total -= buf.size
+        self._release_stale()
+
+    def release_idle(self) -> None:
+        """Release every import the current call has not used (the device
+        is out of allocations; no submission is in flight)."""
+        for key, hit in list(self.kept.items()):
+            if hit.last_call < self.call:
+                self.stale.append(hit)
+                del self.kept[key]
+        self._release_stale()
 
     def clear(self) -> None:
         """Release every kept import."""
@@ -152,10 +220,10 @@ class KeptImports:
         self.seen.clear()
         self.refused.clear()
 
-    def pinned(self) -> list[Any]:
+    def pinned(self) -> list[np.ndarray]:
         """The arrays whose memory kept imports use (what an abandoned
         device must keep alive)."""
-        return [hit[1] for hit in list(self.kept.values()) + self.stale]
+        return [k.array for k in list(self.kept.values()) + self.stale]
 
 
 __all__ = ["KeptImports", "MIN_BYTES"]
