@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate tests/data/nd_golden.npz: what diffusers' own rotary modules
 and `apply_rotary_emb` compute for N-D axial RoPE (Flux, Flux Kontext,
-Wan 2.1, HunyuanVideo, CogVideoX, Qwen-Image-style centred positions), for
+Wan 2.1, HunyuanVideo, CogVideoX, Qwen-Image's centred positions), for
 tests/test_nd.py to compare vkrope with. Needs torch and diffusers (only
 here: vkrope and its tests never import them):
 
@@ -46,7 +46,8 @@ def rotate_bhsd(x: np.ndarray, cos: Any, sin: Any) -> np.ndarray:
 
 
 def rotate_wan(x: np.ndarray, cos: Any, sin: Any) -> np.ndarray:
-    """Wan's attention processor's apply_rotary_emb on x [B, S, H, D] (cos / sin [1, S, 1, D])."""
+    """Wan's attention processor's apply_rotary_emb on x [B, S, H, D] (cos / sin [1, S, 1, D]): a copy
+    of the function diffusers 0.42.1 defines inside WanAttnProcessor.__call__ (not importable)."""
     import torch
 
     h = torch.from_numpy(x)
@@ -81,6 +82,7 @@ def main() -> None:
     from diffusers.models.embeddings import get_3d_rotary_pos_embed
     from diffusers.models.transformers.transformer_flux import FluxPosEmbed
     from diffusers.models.transformers.transformer_hunyuan_video import HunyuanVideoRotaryPosEmbed
+    from diffusers.models.transformers.transformer_qwenimage import QwenEmbedRope, apply_rotary_emb_qwen
     from diffusers.models.transformers.transformer_wan import WanRotaryPosEmbed
 
     data: dict[str, np.ndarray] = {}
@@ -117,15 +119,26 @@ def main() -> None:
     t, h, w = np.meshgrid(gt, gh, gw, indexing="ij")
     ids = np.stack([t, h, w], -1).reshape(-1, 3).astype(np.float64)
     data.update(case("cogvideox", ids, [16, 24, 24], 10000.0, "float32", cos, sin, "bhsd"))
-    # Qwen-Image-style: (frame, row, col) with rows and cols centred (negative), axes 16 / 56 / 56,
-    # theta 1e4, diffusers' 1-D embed in float64 per axis (as Flux).
-    h, w = 6, 8
-    rows = np.arange(h) - h // 2
-    cols = np.arange(w) - w // 2
+    # Qwen-Image: QwenEmbedRope (scale_rope, as the model uses it) on an odd 5 x 7 grid: rows and
+    # columns centred at -(n - n // 2), text tokens at (k, k, k) from max(h // 2, w // 2) on; float32
+    # frequencies; its complex apply_rotary_emb_qwen on x [B, S, H, D].
+    h, w, text = 5, 7, 6
+    qwen = QwenEmbedRope(theta=10000, axes_dim=[16, 56, 56], scale_rope=True)
+    vid, txt = qwen([(1, h, w)], device=None, max_txt_seq_len=text)
+    freqs = torch.cat([vid, txt])
+    rows = np.arange(h) - (h - h // 2)
+    cols = np.arange(w) - (w - w // 2)
     r, c = np.meshgrid(rows, cols, indexing="ij")
-    ids = np.stack([np.zeros_like(r), r, c], -1).reshape(-1, 3).astype(np.float64)
-    cos, sin = FluxPosEmbed(theta=10000, axes_dim=[16, 56, 56])(torch.from_numpy(ids))
-    data.update(case("centred", ids, [16, 56, 56], 10000.0, "exact", cos, sin, "bhsd"))
+    k = max(h // 2, w // 2) + np.arange(text)
+    ids = np.concatenate([np.stack([np.zeros_like(r), r, c], -1).reshape(-1, 3), np.stack([k, k, k], -1)])
+    x = RNG.standard_normal((1, len(ids), 2, 128)).astype(np.float32)
+    y = apply_rotary_emb_qwen(torch.from_numpy(x), freqs, use_real=False).numpy()
+    cos, sin = freqs.real.repeat_interleave(2, -1), freqs.imag.repeat_interleave(2, -1)
+    print(f"qwen_image: N {len(ids)}, axes [16, 56, 56], theta 10000.0, float32, x {list(x.shape)}")
+    data.update({"qwen_image/ids": ids.astype(np.float64), "qwen_image/axes": np.array([16, 56, 56]),
+                 "qwen_image/theta": np.float64(10000.0), "qwen_image/angle": np.array("float32"),
+                 "qwen_image/layout": np.array("bshd"), "qwen_image/cos": cos.float().numpy(),
+                 "qwen_image/sin": sin.float().numpy(), "qwen_image/x": x, "qwen_image/y": y})
     data["versions"] = np.array(f"torch {torch.__version__}, diffusers {diffusers.__version__}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(OUT, **data)

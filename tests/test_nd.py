@@ -88,6 +88,14 @@ def test_apply_nd_matches_diffusers(device, name, storage, resident):
                  x, spec.axes_dim)
 
 
+def test_apply_reference_takes_nd_specs():
+    spec = vkrope.NdFreqs((6, 10), (100.0, 3.0), angle="float32")
+    x = RNG.standard_normal((2, 3, 5, 18)).astype(np.float32)
+    ids = RNG.uniform(-20, 20, (5, 2))
+    ref = vkrope.apply_reference(x, spec, positions=ids)
+    np.testing.assert_allclose(ref, nd_rope(x, (6, 10), spec.theta, ids, angle="float32"), rtol=0, atol=1e-12)
+
+
 def test_apply_with_positions_is_apply_nd(device):
     spec, g, _ = golden("flux")
     a = vkrope.apply(g["x"], spec, positions=g["ids"])
@@ -112,6 +120,26 @@ def test_against_the_oracle(device, angle, interleaved, dtype, storage):
     assert device.apply_nd(x, spec, ids, out=out, storage=storage) is out
     assert_close(out, nd_rope(x, axes, thetas, ids, interleaved=interleaved, angle=angle), x, axes, interleaved)
     np.testing.assert_array_equal(out[..., 20:].view(np.uint8), x[..., 20:].view(np.uint8))  # passed through, bits
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+@pytest.mark.parametrize("layout", ["BHNC", "BNHC"])
+@pytest.mark.parametrize("per_batch", [False, True], ids=["shared", "per_batch"])
+def test_every_token_of_every_item_reads_its_ids(device, per_batch, layout, storage):
+    """B > 1 with either token axis, ids shared or per item, on both storages;
+    a last axis of whole texels (24) and not (22); axes whose boundaries fall
+    inside a texel (pairs of two axes in one texel: interleaved, and a
+    rotate-half texel of 4 columns)."""
+    token_axis = -2 if layout == "BHNC" else -3
+    for interleaved in (True, False):
+        spec = vkrope.NdFreqs((6, 10), (10000.0, 77.0), interleaved=interleaved)
+        for c in (24, 22):
+            shape = (3, 2, 5, c) if token_axis == -2 else (3, 5, 2, c)
+            x = RNG.standard_normal(shape).astype(np.float32)
+            ids = RNG.uniform(-60, 60, (3, 5, 2) if per_batch else (5, 2))
+            y = device.apply_nd(x, spec, ids, token_axis=token_axis, storage=storage)
+            want = nd_rope(x, (6, 10), spec.theta, ids, interleaved=interleaved, token_axis=token_axis)
+            assert_close(y, want, x, (6, 10), interleaved)
 
 
 @pytest.mark.parametrize("per_batch", [False, True], ids=["shared", "per_batch"])
@@ -221,6 +249,8 @@ def test_grid_ids():
         vkrope.grid_ids((2, 2), offset=(1, 2, 3))
     with pytest.raises(ValueError, match="step"):
         vkrope.grid_ids((2, 2), step=float("inf"))
+    np.testing.assert_array_equal(vkrope.grid_ids((2,), step=np.array(0.5)), [[0.0], [0.5]])
+    assert vkrope.NdFreqs((4, 4), np.array(100.0)).thetas == (100.0, 100.0)
 
 
 def test_wan_and_cogvideox_widths():
@@ -240,6 +270,8 @@ def test_wan_and_cogvideox_widths():
     (dict(axes_dim=(16, 16), theta=0.0), ValueError, "theta must be a positive"),
     (dict(axes_dim=(16, 16), angle="float64"), ValueError, "angle must be one of"),
     (dict(axes_dim=(16, 16), interleaved="yes"), TypeError, "interleaved must be a bool"),
+    (dict(axes_dim=(4,), theta=0.01), ValueError, "below 2 pi"),
+    (dict(axes_dim=(1 << 40,)), ValueError, "at most 65536 channels"),
 ])
 def test_bad_specs(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -256,11 +288,14 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 3))), ValueError, r"ids must have shape \[N, 2\]"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((4, 2))), ValueError, "one row per token: N = 5"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 2), bool)), TypeError, "real numbers"),
+        (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 2), "m8[s]")), TypeError, "real numbers"),
+        (lambda: vkrope.apply_nd(x, spec, np.ma.zeros((5, 2))), TypeError, "not a masked"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), np.nan)), ValueError, r"finite and within \+-2\^30"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), 2.0**31)), ValueError, r"within \+-2\^30"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((3, 5, 2))), ValueError, "first axis to be B = 3"),
         (lambda: vkrope.apply_nd(x, vkrope.NdFreqs((16, 8)), ids), ValueError, "more than x's last axis"),
         (lambda: vkrope.apply_nd(x, spec, ids, token_axis=-1), ValueError, "token_axis must be -2"),
+        (lambda: vkrope.apply_nd(x, spec, ids, token_axis=-2.0), ValueError, "token_axis must be -2"),
         (lambda: vkrope.apply_nd(x[0, 0], spec, ids[:1], token_axis=-3), ValueError, "at least 3 axes"),
         (lambda: vkrope.apply_nd(x, spec, ids, inverse=1), TypeError, "inverse must be a bool"),
         (lambda: vkrope.apply_nd(x, (8, 8), ids), TypeError, "spec must be a vkrope.NdFreqs"),

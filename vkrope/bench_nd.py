@@ -74,7 +74,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
             assert np.abs(tout - results["exact"]).max() < 1e-4 * np.abs(x).max(), "table and in-shader results disagree"
             e2e_exact = _median_time(lambda: dev.apply_nd(x, spec, ids, token_axis=token_axis), repeats)
             e2e_tab = _median_time(e2e_table, repeats)
-            moved_exact = 2 * x.nbytes + ids.size * 8
+            moved_exact = 2 * x.nbytes + table.check_nd(x, spec, ids, token_axis=token_axis).row_of.nbytes
             moved_table = 2 * x.nbytes + table_bytes
             k_e, k_f, k_t = (kernel[k] or 0.0 for k in ("exact", "float32", "table"))
             row = {"row": name, "shape": list(shape), "axes": list(axes), "tokens": len(ids), "dtype": "float32",

@@ -1,5 +1,6 @@
 """Frequency specs: RoPE frequencies computed in the shader instead of read
-from a cos / sin table (`vkrope.RopeFreqs`).
+from a cos / sin table (`vkrope.RopeFreqs`; SAM2's `AxialFreqs`; N-D axial
+`NdFreqs` for image and video transformers, with `grid_ids`).
 
 A table-driven RoPE moves the table as well as x and the result; computing
 cos and sin from each token's position removes those bytes. The angle is
@@ -25,7 +26,7 @@ multiplied by an attention factor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -246,7 +247,7 @@ class YaRN:
 
 
 class FrequencySpec:
-    """What every frequency spec describes (RopeFreqs, AxialFreqs): its
+    """What every frequency spec describes (RopeFreqs, AxialFreqs, NdFreqs): its
     float32 and float64 inverse frequencies (computed once per spec, a libm
     power per column in Python; read-only), their quarter turns (the exact
     angle's form of the float64 ones), the angle mode, the factor on cos /
@@ -546,14 +547,17 @@ class AxialFreqs(FrequencySpec):
     def as_nd(self) -> tuple["NdFreqs", np.ndarray]:
         """The same rotation as an N-D spec and its ids: two axes of dim/2
         channels (x, then y), the grid's (x, y) per table row
-        (`apply(x, spec)` == `apply(x, nd, positions=ids)`)."""
+        (`apply(x, spec)` and `apply(x, nd, positions=ids)` agree to float32
+        rounding; for `repeat` frames tile the ids, and excluded tokens
+        take ids 0, which rotate by nothing)."""
         nd = NdFreqs((self.dim // 2, self.dim // 2), self.theta, angle=self.angle)
         r = np.arange(self.rows)
         return nd, np.stack([r % self.end_x, r // self.end_x], -1).astype(np.float64)
 
 
-ND_ANGLES = ("exact", "float32")
+ND_ANGLES = ("exact", "float32")  # (exact first: the default, diffusers' float64)
 MAX_ID = float(1 << 30)  # |id| below this: the kernel splits an id into a signed 32-bit integer part
+MAX_ND_CHANNELS = 1 << 16  # channels an N-D spec may rotate (its frequencies are made in Python, one by one)
 
 
 @dataclass(frozen=True)
@@ -573,17 +577,20 @@ class NdFreqs(FrequencySpec):
 
     angle="exact" (default): the angle is each id (float64: fractional and
     negative allowed, kept to 2^-32) times the float64 frequency, reduced
-    exactly: diffusers' float64 frequencies (Flux, Wan, Qwen-Image) within
-    the rounding of float32 cos / sin. angle="float32": the float32 product
-    of the id rounded to float32 and the float32 frequency (diffusers'
-    float32 path: HunyuanVideo, CogVideoX, and any model run on MPS).
+    exactly: diffusers' float64 frequencies (Flux, Wan) within the rounding
+    of float32 cos / sin. (Flux's module rounds its ids to float32 first:
+    pass float32 ids to match it where they are not integers.) Every
+    frequency must be below 2 pi (theta >= 1 always is).
+    angle="float32": the float32 product of the id rounded to float32 and
+    the float32 frequency (diffusers' float32 path: HunyuanVideo,
+    CogVideoX, Qwen-Image, and any model run on MPS).
     """
 
     axes_dim: tuple[int, ...] = ()
-    theta: Any = 10000.0  # stored as a tuple of floats, one per axis
+    theta: float | tuple[float, ...] = 10000.0  # stored as a tuple of floats, one per axis
     interleaved: bool = True
     angle: str = "exact"
-    dim: int = 0  # sum(axes_dim), set from it
+    dim: int = field(init=False, default=0)  # sum(axes_dim)
 
     def __post_init__(self) -> None:
         axes = self.axes_dim
@@ -596,8 +603,13 @@ class NdFreqs(FrequencySpec):
             _check_int(f"axes_dim[{a}]", d, 2)
             if d % 2:
                 raise ValueError(f"axes_dim[{a}] must be even (pairs of channels); got {d}")
+        if sum(int(d) for d in axes) > MAX_ND_CHANNELS:
+            raise ValueError(f"axes_dim must sum to at most {MAX_ND_CHANNELS} channels (a head); got "
+                             f"{sum(int(d) for d in axes)}")
         object.__setattr__(self, "axes_dim", tuple(int(d) for d in axes))
         theta = self.theta
+        if isinstance(theta, np.ndarray) and theta.ndim == 0:
+            theta = theta.item()
         thetas = tuple(theta) if isinstance(theta, (tuple, list, np.ndarray)) else (theta,) * len(axes)
         if len(thetas) != len(axes):
             raise ValueError(f"theta must be one number or one per axis ({len(axes)}); got {len(thetas)}")
@@ -612,11 +624,22 @@ class NdFreqs(FrequencySpec):
         object.__setattr__(self, "dim", sum(self.axes_dim))
         if self.angle == "exact":
             _check_exact_range(self, "theta and axes_dim")
+            # The shader keeps a frequency modulo one turn: exact times an
+            # integer, not times an id's fraction once the frequency passes 2 pi.
+            f = float(np.max(self.inv_freq64))
+            if f >= 2 * math.pi:
+                raise ValueError(f"angle='exact' needs every frequency below 2 pi; theta {self.theta} gives {f:.4g} "
+                                 "(a theta below 1); use angle='float32'")
 
     @property
     def n_axes(self) -> int:
         """How many axes (columns of ids)."""
         return len(self.axes_dim)
+
+    @property
+    def thetas(self) -> tuple[float, ...]:
+        """The base of each axis (`theta` as stored)."""
+        return tuple(self.theta) if isinstance(self.theta, tuple) else (float(self.theta),) * self.n_axes
 
     @property
     def magnitude(self) -> np.float32:
@@ -643,22 +666,21 @@ class NdFreqs(FrequencySpec):
     def inv_freq_float64(self) -> np.ndarray:
         """[dim/2]: 1 / theta_a ** (arange(0, d_a, 2) / d_a) in float64 per axis, concatenated."""
         return np.concatenate([1.0 / pow64(t, np.arange(0, d, 2, dtype=np.float64) / d)
-                               for d, t in zip(self.axes_dim, self.theta)])
+                               for d, t in zip(self.axes_dim, self.thetas)])
 
     def inv_freq_float32(self) -> np.ndarray:
         """[dim/2]: the same in float32, as diffusers' float32 path computes it
         (the power correctly rounded, `pow32`)."""
         return np.concatenate([np.float32(1.0) / pow32(t, np.arange(0, d, 2, dtype=np.float32) / np.float32(d))
-                               for d, t in zip(self.axes_dim, self.theta)]).astype(np.float32)
+                               for d, t in zip(self.axes_dim, self.thetas)]).astype(np.float32)
 
     def check_ids(self, ids: Any, name: str = "ids") -> np.ndarray:
         """float64 [N, n_axes] ids (or [B, N, n_axes]), finite and within
         +-2^30, or a TypeError / ValueError naming `name`."""
-        if not isinstance(ids, np.ndarray):
-            raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis; got "
-                            f"{type(ids).__name__}")
-        if ids.dtype == np.bool_ or not (np.issubdtype(ids.dtype, np.integer) or np.issubdtype(ids.dtype, np.floating)
-                                         or ids.dtype == np.dtype(BFLOAT16)):
+        if not isinstance(ids, np.ndarray) or isinstance(ids, np.ma.MaskedArray):
+            raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
+                            f"one: fill it first); got {type(ids).__name__}")
+        if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype != np.dtype(BFLOAT16):
             raise TypeError(f"{name} must hold real numbers (integers or floats); got dtype {ids.dtype}")
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:
             raise ValueError(f"{name} must have shape [N, {self.n_axes}] (or [B, N, {self.n_axes}]): one position per "
@@ -671,9 +693,10 @@ class NdFreqs(FrequencySpec):
         return v
 
     def angles(self, ids: Any) -> np.ndarray:
-        """float64 [N, dim/2]: each token's angle per pair as the kernel forms
-        it ("exact": the id, kept to 2^-32, times the float64 frequency;
-        "float32": the float32 product, as float64 numbers)."""
+        """float64 [N, dim/2] (ids [B, N, n_axes]: [B * N, dim/2]): each
+        token's angle per pair as the kernel forms it ("exact": the id, kept
+        to 2^-32, times the float64 frequency; "float32": the float32
+        product, as float64 numbers)."""
         v = self.check_ids(ids).reshape(-1, self.n_axes)
         cols = v[:, self.pair_axis]
         if self.angle == "exact":
@@ -681,7 +704,7 @@ class NdFreqs(FrequencySpec):
         return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
     def cos_sin(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(cos, sin) float32 [N, dim]: what diffusers' rotary modules return
+        """(cos, sin) float32 [N, dim] (per-item ids: [B * N, dim]): what diffusers' rotary modules return
         for these ids (each pair's value twice: interleaved, as
         `repeat_interleave_real`; rotate-half, the halves concatenated).
         For a table path, a plot, or a check."""
@@ -704,8 +727,10 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
 
     Flux's image ids: `grid_ids((1, h, w))`; Flux Kontext's reference image:
     `offset=(1, 0, 0)`; Qwen-Image's centred rows and columns:
-    `offset=(0, -(h // 2), -(w // 2))`; CogVideoX's linspace grids: `step`
-    (n - 1) / n. Text tokens (ids 0) are `np.zeros((n, 3))`, concatenated."""
+    `offset=(0, -(h - h // 2), -(w - w // 2))`; CogVideoX's linspace grid
+    over a crop region [start, stop): `offset=start`, `step=(stop * (n - 1) /
+    n - start) / (n - 1)` per axis. Flux's text tokens (ids 0) are
+    `np.zeros((n, 3))`, concatenated."""
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape must be a tuple of grid sizes; got {type(shape).__name__} {shape!r}")
     if not shape:
@@ -715,6 +740,8 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     n_axes = len(shape)
     per: dict[str, tuple[float, ...]] = {}
     for name, value in (("offset", offset), ("step", step)):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
         vals = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,) * n_axes
         if len(vals) != n_axes:
             raise ValueError(f"{name} must be one number or one per axis ({n_axes}); got {len(vals)}")

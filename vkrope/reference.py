@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import pow64
-from .ops import interleaved
+from .freqs import NdFreqs, pow64
+from .ops import interleaved, table
 from .runtime.dtypes import BFLOAT16, REAL_SCALARS
 
 
 def apply_reference(
     x: np.ndarray,
-    freqs: np.ndarray,
+    freqs: Any,
     *,
     out: np.ndarray | None = None,
     inverse: bool = False,
@@ -33,11 +33,12 @@ def apply_reference(
     rounded into `out` (x's dtype) and `out` is returned. `storage` is
     accepted for signature compatibility and ignored.
     """
-    req = interleaved.check(
-        x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-        positions=positions, storage=storage,
-    )
-    result = interleaved.reference(req)
+    kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                              positions=positions, storage=storage)
+    if isinstance(freqs, NdFreqs):  # N-D ids in positions, as vkrope.apply takes them
+        result = table.reference(table.check_apply_nd(x, freqs, **kw))
+    else:
+        result = interleaved.reference(interleaved.check(x, freqs, **kw))
     if out is not None:
         out[...] = result
         return out

@@ -353,7 +353,8 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
         raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
     x = _tensor("x", x)
     storage = check_storage_of("x", x, storage)
-    if isinstance(token_axis, (bool, np.bool_)) or token_axis not in (-2, -3):
+    if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)) \
+            or token_axis not in (-2, -3):
         raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")
     if not isinstance(inverse, (bool, np.bool_)):
         raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
@@ -372,20 +373,25 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
                          f"{list(v.shape)}")
     if inverse:
         v = -v  # the rotation by -angle
-    if v.ndim == 3:
-        if not lead or lead[0] != v.shape[0]:
-            raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
-                             f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
-        v = np.broadcast_to(v.reshape((v.shape[0],) + (1,) * (len(lead) - 1) + v.shape[1:]), lead + v.shape[1:])
-    words = nd_words(spec, v)
-    if token_axis == -2 and words.ndim == 2:
-        # ids shared by every leading item: one row_of entry per token, rows
-        # of x run (items..., token) with the item counted by no batch
-        row_of, batch_rows = words, max(1, math.prod(x.shape[:-1]))
+    if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
+        raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
+                         f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
+    words = nd_words(spec, v)  # [N, w], or [B, N, w]
+    rows = math.prod(x.shape[:-1])
+    if token_axis == -2:
+        # Rows run (leading items..., token): shared ids are one row_of entry
+        # per token for every item (batch_rows spans all rows, so the batch
+        # index stays 0); per-item ids one per (item of the first axis, token).
+        row_of = words.reshape(-1, words.shape[-1])
+        batch_rows = max(1, rows if words.ndim == 2 else rows // max(1, int(v.shape[0])))
     else:
-        if words.ndim == 2:
-            words = np.broadcast_to(words, lead + words.shape)
-        row_of, batch_rows = words.reshape(-1, words.shape[-1]), n * heads
+        # Rows run (leading items..., token, head): one row_of entry per
+        # (leading item, token), the ids copied for each leading item they
+        # are shared by (the heads share one entry).
+        if words.ndim == 3:
+            words = words.reshape((words.shape[0],) + (1,) * (len(lead) - 1) + words.shape[1:])
+        row_of = np.broadcast_to(words, lead + words.shape[-2:]).reshape(-1, words.shape[-1])
+        batch_rows = n * heads
     return Request(x=x, out=check_out(out, x), cos=spec, sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
                    n_tokens=n, batch_rows=batch_rows, token_rows=heads, head_dim=c, rot_half=spec.dim // 2,
                    full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
