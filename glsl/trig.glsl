@@ -22,7 +22,9 @@
  *       the same for the position whole + frac / 2^32 (whole of either sign,
  *       |whole| < 2^31): N-D ids, fractional and negative. The fraction's
  *       product is cut to 2^-94 quarter turns, so the angle is off by at most
- *       |position| * 2^-95 + 2^-94 quarter turns.
+ *       |position| * 2^-95 + 2^-94 quarter turns. Needs f < 2 pi: freq_q
+ *       holds f modulo one turn, exact times an integer only (the host
+ *       refuses larger frequencies).
  *   vec2 cos_sin_exact_hilo(uint position, vec2 inv_freq_hilo)
  *       the same from f as a float32 pair (hi, lo), hi = float(f),
  *       lo = float(f - hi). position * (hi + lo) is reduced exactly (within
