@@ -9,10 +9,10 @@ from typing import Any, Callable, cast
 
 import numpy as np
 
-from .device import Device
+from .device import Device, check_apply
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, NdFreqs, RopeFreqs
-from .ops import cache, interleaved, table
+from .ops import cache, table
 from .runtime.array import DeviceArray
 
 _default: Device | None = None
@@ -80,10 +80,7 @@ def apply(
     """
     kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
                               positions=positions, storage=storage)
-    if isinstance(freqs, NdFreqs):
-        nd = freqs
-        return cast(np.ndarray, _on_default(lambda: table.check_apply_nd(x, nd, **kw), lambda d: d.apply(x, nd, **kw)))
-    return cast(np.ndarray, _on_default(lambda: interleaved.check(x, freqs, **kw), lambda d: d.apply(x, freqs, **kw)))
+    return cast(np.ndarray, _on_default(lambda: check_apply(x, freqs, **kw), lambda d: d.apply(x, freqs, **kw)))
 
 
 def apply_nd(

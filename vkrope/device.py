@@ -52,13 +52,9 @@ class Device(DeviceMemory):
         `x` may be a numpy array (the result is numpy) or a `DeviceArray` of
         this device (the result is a new `DeviceArray`, or `out`, with no
         host round trip; `storage` is then the array's own)."""
-        if isinstance(freqs, NdFreqs):  # N-D ids: the table kernel's generated frequencies
-            nd = table.check_apply_nd(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-                                      positions=positions, storage=storage)
-            return self._run(table, [_Job(nd)])[0]["out"]
-        req = interleaved.check(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-                                positions=positions, storage=storage)
-        return self._run(interleaved, [_Job(req)])[0]["out"]
+        op, req = check_apply(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                              positions=positions, storage=storage)
+        return self._run(op, [_Job(req)])[0]["out"]
 
     def apply_nd(self, x: np.ndarray | DeviceArray, spec: NdFreqs, ids: np.ndarray, *, token_axis: int = -2,
                  inverse: bool = False, out: np.ndarray | DeviceArray | None = None,
@@ -234,6 +230,15 @@ class Device(DeviceMemory):
                         raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
                                          "pass separate arrays")
                 written.append((t.name, v))
+
+
+def check_apply(x: Any, freqs: Any, **kw: Any) -> tuple[Operator, Any]:
+    """The operator and checked request of an `apply` call: N-D ids
+    (`NdFreqs`) run on the table kernel's generated frequencies, everything
+    else on the interleaved kernel."""
+    if isinstance(freqs, NdFreqs):
+        return table, table.check_apply_nd(x, freqs, **kw)
+    return interleaved, interleaved.check(x, freqs, **kw)
 
 
 @dataclass

@@ -111,11 +111,10 @@ class KeptImports:
         return lru is not None and self.call - lru.last_call > self.IDLE_CALLS and nbytes <= self.BYTES
 
     def reused(self, a: np.ndarray) -> bool:
-        """Whether `a` (not kept) should be imported and kept now: passed as
-        the same object by an earlier call, with room for it (remembering
+        """Whether `a` (not kept, MIN_BYTES or more: the caller checks that
+        before reading the address) should be imported and kept now: passed
+        as the same object by an earlier call, with room for it (remembering
         this sighting otherwise)."""
-        if MIN_BYTES > a.nbytes:
-            return False
         root = _root(a)
         if root is None or root.nbytes > self.BYTES // 4:  # (a small view of a huge array pins all of it)
             return False
