@@ -34,8 +34,8 @@
  *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
  *     out[i]    = x[i] c - x[i+h] s,     out[i+h]  = x[i+h] c + x[i] s
  * GENERATED: (c, s) of column col computed here from the token's position
- * (RopeFreqs), or with ND from its id on the column's axis (NdFreqs: N-D
- * axial RoPE, vkrope.apply_nd).
+ * (RopeFreqs, InvFreqs), or with ND from its id on the column's axis (NdFreqs:
+ * N-D axial RoPE, vkrope.apply_nd; M-RoPE InvFreqs: position ids [3, B, S]).
  * Channels j >= rot pass through. Products use Kahan's fma form and float16 and
  * bfloat16 results are rounded once to nearest-even (common.glsl); a texel that only
  * passes through is copied as raw bits on buffers.
@@ -127,13 +127,13 @@ vec2 generated_cs(int trow, uint tok, uint col, float inv) {
   if (EXACT || ND) {
     q = freq_q[col];
   }
-  if (ND) {
+  if (ND) {  // (M-RoPE has an attention factor; N-D specs multiply by an exact 1.0)
     uint at = tok * p.id_words + 2u * q.w;
     int whole = row_of[at];
     if (EXACT) {
-      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz);
+      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);
     }
-    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);
+    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz) * uintBitsToFloat(p.magnitude);
   }
   // exact for 1.0: specs without a factor get cos / sin as they are
   return angle_cs(EXACT ? ANGLE_EXACT : ANGLE_FLOAT32, uint(trow), intBitsToFloat(trow), inv, q.xyz)

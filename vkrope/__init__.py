@@ -6,15 +6,19 @@
     q, k = vkrope.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)  # ExecuTorch's LLM op
     q = vkrope.rope_and_cache(q, k, v, k_cache, v_cache, spec, pos)  # a decode step: RoPE + KV-cache write
     y = vkrope.apply_nd(x, vkrope.NdFreqs((16, 56, 56)), ids)   # N-D axial RoPE (Flux, Wan, ...)
+    rope = vkrope.from_hf("config.json")                        # a model's RoPE from its config
+    q, k = vkrope.apply_rotary_pos_emb(q, k, rope, position_ids)  # ... as transformers applies it
 
 See README.md for the full contract, the errors and the measured speed.
 """
 
 from .api import (
-    apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, close_default_device, default_device, rope_and_cache,
-    rotary_embedding,
+    apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, apply_rotary_pos_emb, close_default_device,
+    default_device, rope_and_cache, rotary_embedding,
 )
-from .freqs import AxialFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
+from .configs import ModelRope, from_gguf, from_hf
+from .configs import layer_types as hf_layer_types
+from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (
@@ -43,6 +47,12 @@ __all__ = [
     "apply_rotary_emb_hf",
     "rope_and_cache",
     "apply_nd",
+    "apply_rotary_pos_emb",
+    "from_hf",
+    "from_gguf",
+    "hf_layer_types",
+    "ModelRope",
+    "InvFreqs",
     "RopeFreqs",
     "AxialFreqs",
     "NdFreqs",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Callable, NoReturn
@@ -290,6 +291,45 @@ def _chart(bench: Any, result: dict, path: str) -> None:
     print(f"wrote {path}")
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
+    per layer type where the model has several."""
+    from .configs import from_gguf, from_hf, layer_types  # noqa: PLC0415
+
+    path = args.path
+    if not os.path.exists(path):
+        raise ValueError(f"PATH: no such file or folder {path!r}")
+    is_gguf = os.path.isfile(path) and open(path, "rb").read(4) == b"GGUF"
+    if is_gguf:
+        first = from_gguf(path)  # (imports gguf, or says how to get it)
+        ropes = [first]
+        if _gguf_arch(path).startswith("gemma3"):  # local layers on their own base
+            ropes = [from_gguf(path, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
+    else:
+        types = layer_types(path)
+        ropes = [from_hf(path, layer_type=lt) for lt in (types or (None,))]
+    result = [r.summary() for r in ropes]
+    if args.json:
+        print(json.dumps(result if len(result) > 1 else result[0], indent=1))
+        return 0
+    for r in result:
+        title = f"layer type {r['layer_type']}" if "layer_type" in r else "every layer"
+        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}), {title}:")
+        for key, value in r.items():
+            if key != "layer_type":
+                if isinstance(value, list) and len(value) > 4:  # factor lists: their ends
+                    value = f"[{value[0]:.6g}, {value[1]:.6g}, ..., {value[-1]:.6g}] ({len(value)} values)"
+                print(f"  {key:34s} {value}")
+    return 0
+
+
+def _gguf_arch(path: str) -> str:
+    import gguf  # noqa: PLC0415  (from_gguf has imported it)
+
+    f = gguf.GGUFReader(path).fields.get("general.architecture")
+    return str(f.contents()) if f is not None else ""
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors print one line and exit 1, like every other error."""
 
@@ -347,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-heads", type=nonnegative_int, default=0, help="heads of a 3D x (required for 3D)")
     p.add_argument("--storage", default="auto", help="auto, buffer or texture3d (default auto)")
     p.set_defaults(func=cmd_rotary_embedding)
+
+    p = sub.add_parser("config", help="the RoPE a config.json or GGUF file resolves to (type, dims, factor, layers)")
+    p.add_argument("path", metavar="PATH", help="a config.json, the folder holding it, or a .gguf file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")

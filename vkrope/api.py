@@ -187,6 +187,27 @@ def apply_rotary_emb_hf(
                                    lambda d: d.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)))
 
 
+def apply_rotary_pos_emb(
+    q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None, out_k: Any = None,
+) -> tuple[Any, Any]:
+    """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the model's
+    own RoPE: `(cos, sin)` of `position_ids` as its rotary module computes
+    them (`spec.cos_sin`), computed in the shader; q and k in one submission.
+
+    q `[B, Hq, S, D]`, k `[B, Hk, S, D]` (grouped-query heads), one dtype
+    (float32, float16, bfloat16), numpy or DeviceArrays. spec: a
+    `vkrope.ModelRope` (`vkrope.from_hf`, `vkrope.from_gguf`: its rope
+    type, attention factor and pairs), or an `InvFreqs` / `RopeFreqs`
+    (rotate-half). position_ids: int `[B, S]`; M-RoPE `[3, B, S]` (temporal,
+    height, width; `[B, S]` is text, all three equal). Dynamic NTK and
+    longrope decide by this call's `max(position_ids) + 1`. The first
+    `rotary_dim` channels of each head rotate, the rest pass through.
+    `out_q`, `out_k` receive the results. Returns `(q_out, k_out)`."""
+    kw: dict[str, Any] = dict(out_q=out_q, out_k=out_k)
+    return cast(tuple, _on_default(lambda: table.check_pos_emb(q, k, spec, position_ids, **kw),
+                                   lambda d: d.apply_rotary_pos_emb(q, k, spec, position_ids, **kw)))
+
+
 def rope_and_cache(
     q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any, position_ids: np.ndarray, *,
     interleaved: bool = False, slots: np.ndarray | None = None, q_norm: np.ndarray | None = None,

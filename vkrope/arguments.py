@@ -157,30 +157,32 @@ def check_storage_of(name: str, x: Any, storage: Any) -> str:
     return "buffer" if storage == "auto" else storage
 
 
-def check_out(out: Any, x: Any) -> Any:
+def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
     """`out` (None, or like x: numpy with numpy x, a DeviceArray of the same
-    device and storage with a DeviceArray x; x's shape and dtype; writeable)."""
+    device and storage with a DeviceArray x; x's shape and dtype; writeable);
+    errors name them `name` and `x_name`."""
     from .runtime.array import DeviceArray  # noqa: PLC0415
 
     if out is None:
         return None
     if isinstance(x, DeviceArray) != isinstance(out, DeviceArray):
-        want = "a DeviceArray (x is one)" if isinstance(x, DeviceArray) else "a numpy array (x is one)"
-        raise TypeError(f"out must be {want}; got {describe(out)}")
+        want = f"a DeviceArray ({x_name} is one)" if isinstance(x, DeviceArray) else f"a numpy array ({x_name} is one)"
+        raise TypeError(f"{name} must be {want}; got {describe(out)}")
     if isinstance(out, DeviceArray):
-        check_on_device("out", out, x.device, "x")
+        check_on_device(name, out, x.device, x_name)
         if out.storage != x.storage:
-            raise ValueError(f"out has storage {out.storage!r}; expected {x.storage!r} like x")
+            raise ValueError(f"{name} has storage {out.storage!r}; expected {x.storage!r} like {x_name}")
     elif not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array of shape {tuple(x.shape)} and dtype {x.dtype}; got {describe(out)}")
+        raise TypeError(f"{name} must be a numpy array of shape {tuple(x.shape)} and dtype {x.dtype}; got "
+                        f"{describe(out)}")
     else:
-        refuse_subclass("out", out)
+        refuse_subclass(name, out)
     if out.dtype != x.dtype:
-        raise TypeError(f"out must have dtype {x.dtype} (the dtype of x); got {out.dtype}")
+        raise TypeError(f"{name} must have dtype {x.dtype} (the dtype of {x_name}); got {out.dtype}")
     if tuple(out.shape) != tuple(x.shape):
-        raise ValueError(f"out must have shape {tuple(x.shape)} (the shape of x); got {tuple(out.shape)}")
+        raise ValueError(f"{name} must have shape {tuple(x.shape)} (the shape of {x_name}); got {tuple(out.shape)}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
-        raise ValueError("out must be writeable; got a read-only array")
+        raise ValueError(f"{name} must be writeable; got a read-only array")
     return out
 
 

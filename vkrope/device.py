@@ -121,6 +121,14 @@ class Device(DeviceMemory):
         yq, yk = self._run(table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
 
+    def apply_rotary_pos_emb(self, q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None,
+                             out_k: Any = None) -> tuple[Any, Any]:
+        """transformers' `apply_rotary_pos_emb` with the model's RoPE on this
+        device, q and k in one submission; see `vkrope.apply_rotary_pos_emb`."""
+        rq, rk = table.check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k)
+        yq, yk = self._run(table, [_Job(rq), _Job(rk)])
+        return yq["out"], yk["out"]
+
     # --- the decode step (vkrope/ops/cache.py) --------------------------------------
     def rope_and_cache(self, q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
                        position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,

@@ -465,6 +465,185 @@ class RopeFreqs(FrequencySpec):
         return True
 
 
+MROPE_AXES = 3  # M-RoPE's position axes: temporal, height, width
+
+
+@dataclass(frozen=True)
+class InvFreqs(FrequencySpec):
+    """Frequencies given as a model computes them: what `vkrope.from_hf` /
+    `ModelRope.freqs` resolve a Hugging Face rope type to for one call
+    (every op that takes a `RopeFreqs` takes it where it has one axis).
+
+    inv_freq: dim/2 float32 inverse frequencies (as transformers' rotary
+    module holds them: llama3 smoothing, longrope factors, YaRN blend, ...,
+    each step in float32); inv_freq_exact: the same in float64 (the exact
+    angle's; default: inv_freq as given); attention_factor: what cos and sin
+    are multiplied by (float32); pair_axis: M-RoPE, the position axis (0, 1,
+    2 = temporal, height, width) of each pair, whose angles then come from
+    position ids [3, B, S] (None: one position per token).
+
+    angle="float32": the float32 product of the position and the float32
+    inverse frequency (transformers' `position_ids.float() * inv_freq`, one
+    rounding); "exact": the integer position times the float64 inverse
+    frequency, reduced exactly (long contexts). Inverse frequencies of 0
+    (Gemma 4's proportional RoPE) rotate by nothing.
+    """
+
+    inv_freq: Any = ()  # stored as a tuple of float32 values (as Python floats)
+    inv_freq_exact: Any = None  # stored as a tuple of floats (default: inv_freq)
+    attention_factor: float = 1.0
+    pair_axis: Any = None  # stored as a tuple of ints, or None
+    angle: str = "float32"
+    dim: int = field(init=False, default=0)  # 2 * len(inv_freq)
+
+    def __repr__(self) -> str:
+        inv = self.inv_freq
+        shown = ", ".join(f"{v:.6g}" for v in inv[:3]) + (", ..." if len(inv) > 3 else "")
+        axes = "" if self.pair_axis is None else ", M-RoPE"
+        return (f"InvFreqs(dim={self.dim}, inv_freq=({shown}), attention_factor={self.attention_factor:.6g}, "
+                f"angle={self.angle!r}{axes})")
+
+    def __post_init__(self) -> None:
+        def values(name: str, v: Any) -> np.ndarray:
+            if isinstance(v, (str, bytes)) or np.ndim(v) != 1:
+                raise TypeError(f"{name} must be a 1-D sequence of numbers (dim/2 of them); got "
+                                f"{type(v).__name__} {_short(v)}")
+            try:
+                a = np.asarray(v, dtype=np.float64)
+            except (TypeError, ValueError, OverflowError):
+                raise TypeError(f"{name} must hold real numbers; got {_short(v)}") from None
+            if a.size == 0:
+                raise ValueError(f"{name} must hold at least one inverse frequency")
+            bad = ~(np.isfinite(a) & (a >= 0) & (a <= F32_MAX))
+            if bad.any():
+                raise ValueError(f"{name} must hold finite numbers >= 0 (float32's range); got {a[bad][0]}")
+            return a
+
+        inv = values("inv_freq", self.inv_freq).astype(np.float32)
+        object.__setattr__(self, "inv_freq", tuple(float(v) for v in inv))
+        n = inv.size
+        if self.inv_freq_exact is None:
+            exact = inv.astype(np.float64)
+        else:
+            exact = values("inv_freq_exact", self.inv_freq_exact)
+            if exact.size != n:
+                raise ValueError(f"inv_freq_exact must hold as many values as inv_freq ({n}); got {exact.size}")
+        object.__setattr__(self, "inv_freq_exact", tuple(float(v) for v in exact))
+        object.__setattr__(self, "dim", 2 * n)
+        if n > MAX_ND_CHANNELS // 2:
+            raise ValueError(f"inv_freq must hold at most {MAX_ND_CHANNELS // 2} values; got {n}")
+        _check_positive("attention_factor", self.attention_factor)
+        object.__setattr__(self, "attention_factor", float(np.float32(self.attention_factor)))
+        if self.pair_axis is not None:
+            ax = np.asarray(self.pair_axis)
+            if ax.shape != (n,) or ax.dtype.kind not in "iu":
+                raise ValueError(f"pair_axis must hold one integer axis per pair ({n}); got {_short(self.pair_axis)}")
+            if ((ax < 0) | (ax >= MROPE_AXES)).any():
+                raise ValueError(f"pair_axis entries must be 0, 1 or 2 (temporal, height, width); got "
+                                 f"{int(ax[(ax < 0) | (ax >= MROPE_AXES)][0])}")
+            object.__setattr__(self, "pair_axis", tuple(int(a) for a in ax))
+        _check_angle(self.angle)
+        if self.angle == "exact":
+            nonzero = exact[exact > 0]
+            if nonzero.size and nonzero.min() < EXACT_MIN_FREQ:
+                raise ValueError(f"angle='exact' needs every nonzero inverse frequency >= 2^-64; got {nonzero.min():.3g}")
+            if exact.max() >= 2 * math.pi and self.pair_axis is not None:
+                raise ValueError(f"angle='exact' with M-RoPE needs every inverse frequency below 2 pi; got "
+                                 f"{exact.max():.4g}")
+
+    @property
+    def mrope(self) -> bool:
+        """Whether the pairs take their angles from M-RoPE's 3 position axes."""
+        return self.pair_axis is not None
+
+    @property
+    def n_axes(self) -> int:
+        """Position axes a token has: 3 for M-RoPE, else 1."""
+        return MROPE_AXES if self.mrope else 1
+
+    @property
+    def magnitude(self) -> np.float32:
+        """The float32 factor cos and sin are multiplied by (the attention factor)."""
+        return np.float32(self.attention_factor)
+
+    @property
+    def position_scale(self) -> float:
+        """1: the scaling is in the frequencies."""
+        return 1.0
+
+    @property
+    def rows(self) -> int:
+        """Positions it takes: [0, 2^24)."""
+        return MAX_POSITION
+
+    @property
+    def needs_positions(self) -> bool:
+        """True: every call gives its positions."""
+        return True
+
+    @cached_property
+    def pair_axis_array(self) -> np.ndarray:
+        """int32 [dim/2]: each pair's position axis (zeros without M-RoPE)."""
+        a = np.asarray(self.pair_axis if self.mrope else np.zeros(self.dim // 2), np.int32)
+        a.flags.writeable = False
+        return a
+
+    def inv_freq_float32(self) -> np.ndarray:
+        """inv_freq as float32 [dim/2]."""
+        return np.array(self.inv_freq, np.float32)
+
+    def inv_freq_float64(self) -> np.ndarray:
+        """inv_freq_exact as float64 [dim/2]."""
+        return np.array(self.inv_freq_exact, np.float64)
+
+    def scaled_positions(self, positions: np.ndarray) -> np.ndarray:
+        """float32 positions (exact below 2^24): what the float32 angle multiplies."""
+        return np.asarray(positions, np.int64).astype(np.float32)
+
+    def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """[n, dim/2] angles of one-axis positions: the float32 product of the
+        float32 position and inverse frequency (as float64 numbers), or for
+        "exact" the float64 product with the float64 ones."""
+        if self.angle == "exact":
+            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
+        t = np.asarray(factors, np.float32).reshape(-1)
+        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+
+    def check_ids(self, ids: Any, name: str = "position_ids") -> np.ndarray:
+        """float64 [N, 3] M-RoPE positions (integers in [0, 2^24)), or a
+        TypeError / ValueError naming `name`."""
+        a = np.asarray(ids)
+        if a.ndim != 2 or a.shape[-1] != MROPE_AXES:
+            raise ValueError(f"{name} must be [N, 3] positions (temporal, height, width); got {list(a.shape)}")
+        return check_positions(name, a).reshape(a.shape).astype(np.float64)
+
+    def angles(self, positions: Any) -> np.ndarray:
+        """float64 [N, dim/2]: the angles of positions [N] (M-RoPE: [N, 3],
+        each pair reading its axis) as the kernels form them."""
+        if not self.mrope:
+            p = check_positions("positions", positions)
+            return self.angles_at(self.scaled_positions(p), p)
+        v = self.check_ids(positions, "positions")
+        cols = v[:, self.pair_axis_array]
+        if self.angle == "exact":
+            return cols * self.inv_freq64[None, :]
+        return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+
+    def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(cos, sin) float32 [len(positions), dim/2] of one-axis positions:
+        float64 cos / sin of `angles` rounded once, then times the attention
+        factor in float32 (as transformers scales them)."""
+        a = self.angles(positions)
+        m = self.magnitude
+        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
+
+
+def is_position_spec(spec: Any) -> bool:
+    """Whether `spec` is a one-axis frequency spec (a `RopeFreqs`, or an
+    `InvFreqs` without M-RoPE): one position per token."""
+    return isinstance(spec, RopeFreqs) or (isinstance(spec, InvFreqs) and not spec.mrope)
+
+
 @dataclass(frozen=True)
 class AxialFreqs(FrequencySpec):
     """SAM2's 2-D axial frequencies (`compute_axial_cis`) for `vkrope.apply`,

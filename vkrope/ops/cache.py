@@ -26,7 +26,8 @@ import numpy as np
 
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import TensorRequest, given_tables
-from ..freqs import RopeFreqs, check_positions
+from ..configs import ModelRope
+from ..freqs import check_positions, is_position_spec
 from ..runtime import fit
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
 from ..runtime.kernels import find
@@ -200,10 +201,15 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     given: list[tuple[str, Any]] = []
     cos: Any
     sin: Any
-    if isinstance(freqs, RopeFreqs):
+    if isinstance(freqs, ModelRope):  # the model's frequencies for these positions (dynamic, longrope decide by them)
+        if freqs.mrope_section is not None:
+            raise ValueError("freqs: an M-RoPE spec needs position ids [3, B, S]; the decode step takes one position "
+                             "per token (rotate with vkrope.apply_rotary_pos_emb, then write the cache)")
+        freqs = freqs.freqs(pos)
+    if is_position_spec(freqs):
         rot = freqs.dim
         if rot > d:
-            raise ValueError(f"freqs: the RopeFreqs spec has dim = {rot} > D = {d}")
+            raise ValueError(f"freqs: the frequency spec has dim = {rot} > D = {d}")
         p = pos.reshape(-1)
         check_positions("position_ids", p)
         cos, sin = freqs.table(p) if p.size else (np.zeros((0, rot // 2), np.float32),) * 2
@@ -243,7 +249,8 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
             sin = np.ascontiguousarray(sin[idx], dtype=np.float32)
             rows, gathered = np.arange(b * s), True
     else:
-        raise TypeError(f"freqs must be a vkrope.RopeFreqs or a (cos, sin) pair of [max_pos, rot/2] caches; got "
+        raise TypeError(f"freqs must be a vkrope.RopeFreqs / ModelRope / InvFreqs or a (cos, sin) pair of [max_pos, "
+                        f"rot/2] caches; got "
                         f"{describe(freqs)}")
     if rot % 2:
         raise ValueError(f"freqs: the rotary width must be even; got {rot}")

@@ -30,7 +30,8 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
-from ..freqs import NdFreqs, RopeFreqs, check_positions
+from ..configs import ModelRope
+from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -65,13 +66,14 @@ class Request(TensorRequest):
 
     @property
     def generated(self) -> bool:
-        """Frequencies computed in the shader from a `RopeFreqs` or `NdFreqs` spec (in `cos`)."""
-        return isinstance(self.cos, (RopeFreqs, NdFreqs))
+        """Frequencies computed in the shader from a `RopeFreqs`, `InvFreqs` or `NdFreqs` spec (in `cos`)."""
+        return isinstance(self.cos, (RopeFreqs, InvFreqs, NdFreqs))
 
     @property
     def id_words(self) -> int:
-        """int32 words of row_of per (b, s): 2 per axis of an N-D spec, else 1."""
-        return 2 * self.cos.n_axes if isinstance(self.cos, NdFreqs) else 1
+        """int32 words of row_of per (b, s): 2 per axis of a several-axis spec
+        (N-D, M-RoPE), else 1."""
+        return 2 * self.cos.n_axes if several_axes(self.cos) else 1
 
     @property
     def row_values(self) -> int:
@@ -108,6 +110,27 @@ class Request(TensorRequest):
         texel; otherwise an invocation reads a partner texel that another
         one writes."""
         return self.interleaved and self.head_dim % 2 == 0
+
+
+def several_axes(spec: Any) -> bool:
+    """Whether a spec's tokens carry a position per axis (an `NdFreqs`, or an
+    M-RoPE `InvFreqs`): the kernel's ND mode, each column reading its axis."""
+    return isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope)
+
+
+def resolve(name: str, spec: Any, positions: Any) -> Any:
+    """A `ModelRope` in place of a table: the `InvFreqs` of this call's
+    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb).
+    Other values come back as they are."""
+    if isinstance(spec, ModelRope):
+        if spec.mrope_section is not None:
+            raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
+                             "[3, B, S]: use vkrope.apply_rotary_pos_emb")
+        spec = spec.freqs(None if positions is None else np.asarray(positions))
+    if isinstance(spec, InvFreqs) and spec.mrope:
+        raise ValueError(f"{name}: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
+                         "vkrope.apply_rotary_pos_emb")
+    return spec
 
 
 # --- argument checks ------------------------------------------------------------
@@ -149,9 +172,9 @@ def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
 def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
     """A RopeFreqs spec given in place of both tables."""
     if other is not None:
-        raise ValueError(f"{other_name} must be None when {name} is a vkrope.RopeFreqs spec; got {describe(other)}")
+        raise ValueError(f"{other_name} must be None when {name} is a frequency spec; got {describe(other)}")
     if spec.dim != rot:
-        raise ValueError(f"{name}: the RopeFreqs spec has dim = {spec.dim}; this call rotates {rot} channels")
+        raise ValueError(f"{name}: the frequency spec has dim = {spec.dim}; this call rotates {rot} channels")
     return spec
 
 
@@ -172,6 +195,15 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b:
     if position_ids.shape != (b, s):
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
     return _spec_rows(spec, position_ids, "position_ids")
+
+
+def _spec_positions(position_ids: Any, b: int, s: int) -> Any:
+    """The positions a ModelRope decides by (dynamic, longrope): position_ids
+    when they are a proper integer array, else the tokens' own (a bad
+    position_ids is reported by the checks that follow)."""
+    if isinstance(position_ids, np.ndarray) and position_ids.dtype.kind in "iu" and position_ids.size:
+        return position_ids
+    return np.arange(s) if position_ids is None else None
 
 
 def _same_dtype(a: Any, b: Any, names: str) -> None:
@@ -221,7 +253,9 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
-    if isinstance(cos_cache, RopeFreqs):
+    if isinstance(cos_cache, ModelRope):
+        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, b, s))
+    if is_position_spec(cos_cache):
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
         return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
@@ -286,7 +320,8 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     q, k, b, s, d = _q_and_k(xq, xk)
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    if isinstance(freqs_cos, RopeFreqs):
+    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s))
+    if is_position_spec(freqs_cos):
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
         return _bshd("xq", q, spec, None, rows, d // 2, False, True), _bshd("xk", k, spec, None, rows, d // 2, False, True)
@@ -303,9 +338,12 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
     q, k, b, s, d = _q_and_k(xq, xk)
-    if isinstance(freqs_cos, RopeFreqs):
+    if isinstance(freqs_cos, ModelRope):
+        first = int_arg("start_pos", start_pos, 0)
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s))
+    if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
-            raise ValueError(f"freqs_cos: the RopeFreqs spec has dim = {freqs_cos.dim} > D = {d}")
+            raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
         rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
@@ -327,7 +365,64 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 
-def nd_words(spec: NdFreqs, ids: np.ndarray) -> np.ndarray:
+def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = None,
+                  out_k: Any = None) -> tuple[Request, Request]:
+    """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the rotary
+    module's (cos, sin) of `position_ids` computed in the shader: q [B, Hq,
+    S, D], k [B, Hk, S, D] of one dtype; spec a `ModelRope` (its pairs), or
+    an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
+    [3, B, S], or [B, S] for text); channels past the rotary dim pass
+    through. One `Request` per tensor."""
+    qx, kx = _tensor("q", q), _tensor("k", k)
+    for name, x in (("q", qx), ("k", kx)):
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be 4D [B, H, S, D]; got shape {tuple(x.shape)}")
+    b, _, s, d = (int(v) for v in qx.shape)
+    if (int(kx.shape[0]), int(kx.shape[2]), int(kx.shape[3])) != (b, s, d):
+        raise ValueError(f"k {tuple(kx.shape)} must share B, S and D with q {tuple(qx.shape)} ([B, H, S, D])")
+    if qx.dtype != kx.dtype:
+        raise TypeError(f"q and k must have one dtype; got {qx.dtype} and {kx.dtype}")
+    freqs: InvFreqs | RopeFreqs
+    if isinstance(spec, ModelRope):
+        p = spec.check_position_ids(position_ids)
+        freqs, pairs = spec.freqs(p), spec.interleaved
+    elif isinstance(spec, (InvFreqs, RopeFreqs)):
+        freqs, pairs = spec, False
+        if not isinstance(position_ids, np.ndarray):
+            raise TypeError(f"position_ids must be a numpy integer array [B, S]; got {describe(position_ids)}")
+        p = position_ids
+        if several_axes(spec) and p.ndim == 2:
+            p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)  # text positions on an M-RoPE spec
+        want = 3 if several_axes(spec) else 2
+        if p.ndim != want:
+            raise ValueError(f"position_ids must be {'[3, B, S]' if want == 3 else '[B, S]'}; got {list(p.shape)}")
+        check_positions("position_ids", p)
+    else:
+        raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
+                        f"{describe(spec)}")
+    if tuple(p.shape[-2:]) != (b, s):
+        raise ValueError(f"position_ids must be [B, S] = [{b}, {s}] (q's batch and tokens)"
+                         f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
+    if freqs.dim > d:
+        raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
+    if several_axes(freqs):
+        ids = np.moveaxis(np.asarray(p, np.int64), 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
+        row_of = nd_words(freqs, ids)
+    else:
+        row_of = spec_rows(freqs, np.asarray(p, np.int64).reshape(-1))
+    row_of = np.ascontiguousarray(row_of, np.int32)
+    given = (("position_ids", position_ids),)
+
+    def request(name: str, x: Any, out: Any, out_name: str) -> Request:
+        h = int(x.shape[1])
+        return Request(x=x, out=check_out(out, x, out_name, name), cos=freqs, sin=None, row_of=row_of, n_tokens=s,
+                       batch_rows=h * s, token_rows=1, head_dim=d, rot_half=freqs.dim // 2, full_table=False,
+                       interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
+
+    return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
+
+
+def nd_words(spec: Any, ids: np.ndarray) -> np.ndarray:
     """int32 [..., 2 * n_axes]: what the kernel reads of each token's ids
     (checked float64): per axis (whole, frac) with id = whole + frac / 2^32
     for the exact angle, else (the float32 id's bits, 0)."""
@@ -560,7 +655,7 @@ def plan(req: Request, limits: Any) -> Plan:
         x_name=req.x_name,
         exact=req.generated and req.cos.angle == "exact",
         magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
-        id_words=req.id_words if isinstance(req.cos, NdFreqs) else 0,
+        id_words=req.id_words if several_axes(req.cos) else 0,
     )
 
 
@@ -673,6 +768,8 @@ def kernel_tables(spec: RopeFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
         inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros((spec.dim // 2, 4), np.uint32)
     if isinstance(spec, NdFreqs):
         quarter[:, 3] = spec.pair_axis
+    elif isinstance(spec, InvFreqs) and spec.mrope:
+        quarter[:, 3] = spec.pair_axis_array
     quarter = np.ascontiguousarray(quarter).reshape(-1)
     inv.flags.writeable = False
     quarter.flags.writeable = False
@@ -713,15 +810,16 @@ def reference(req: Request) -> np.ndarray:
     x = np.asarray(req.x, dtype=np.float64).reshape(req.rows, req.row_values // req.head_dim, req.head_dim)
     rows = np.arange(req.rows) + req.row_offset
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
-    if isinstance(req.cos, NdFreqs):  # the angles of the ids row_of carries
+    if several_axes(req.cos):  # the angles of the ids row_of carries
         spec = req.cos
         w = trow.reshape(len(rows), spec.n_axes, 2)
         if spec.angle == "exact":
             ids = w[..., 0].astype(np.float64) + w[..., 1].view(np.uint32) / 2.0**32
         else:
             ids = w[..., 0].copy().view(np.float32).astype(np.float64)
-        angles = spec.angles(ids)
-        cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+        angles = spec.angles(ids if isinstance(spec, NdFreqs) else ids.astype(np.int64))
+        m = np.float64(spec.magnitude)
+        cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
     elif req.generated:  # the angle the spec stands for, from the positions row_of carries
         spec = req.cos
         angles = spec_angles(spec, trow)

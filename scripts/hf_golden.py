@@ -1,0 +1,176 @@
+"""Regenerate tests/data/hf_golden.npz: transformers' own rotary modules and
+apply_rotary_pos_emb on the configs of tests/data/hf_configs/*.json.
+
+    python scripts/hf_golden.py [--out tests/data/hf_golden.npz]
+
+Needs torch and transformers (not vkrope's dependencies: run it from a venv
+that has them, e.g. `pip install torch==2.13.0+cpu transformers==5.24.0
+--extra-index-url https://download.pytorch.org/whl/cpu`); the tests read
+the committed file. For each config and each case (a set of position ids)
+it builds a fresh rotary module (transformers' dynamic / longrope update
+is module state; a fresh module is the stateless per-call answer) and
+stores, under "<config>/<case>/":
+  pos          int64 position ids ([1, S], M-RoPE [3, 1, S])
+  inv_freq     float32, the module's inverse frequencies after the call
+  scaling      float64 [1], its attention_scaling
+  cos, sin     float32 [1, S, rot], the module's output for float32 x
+  q, k         float32 [1, 2, S, D] / [1, 1, S, D] inputs (seeded)
+  q_out, k_out float32: the model's apply_rotary_pos_emb on them (partial
+               rotary: on the first rot channels, the rest concatenated;
+               DeepSeek: apply_rotary_pos_emb_interleave)
+  q_bf16_out   the same with bfloat16 q, k and cos / sin (as uint16 bits)
+plus "<config>/layer_type" where the module takes one (Gemma 3) and
+"proportional/inv_freq" from _compute_proportional_rope_parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CONFIGS = os.path.join(ROOT, "tests", "data", "hf_configs")
+
+
+def _cases(name: str, cfg: dict) -> dict:
+    """{case: position ids as nested lists} per config: small and large
+    positions, both sides of longrope's switch and dynamic's length."""
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(sum(map(ord, name)))
+    text = cfg.get("text_config", cfg)
+    mpe = int(text.get("max_position_embeddings", 4096))
+    orig = int(text.get("original_max_position_embeddings",
+                        (text.get("rope_scaling") or {}).get("original_max_position_embeddings", mpe)))
+
+    def spread(top: int, n: int = 12) -> list:
+        p = np.concatenate([np.arange(4), rng.integers(4, top, n - 5), [top - 1]])
+        return [sorted(int(v) for v in p)]
+
+    if "mrope_section" in json.dumps(cfg):
+        # text, an image of t=1 x h=4 x w=6 patches, text: Qwen-VL's get_rope_index layout
+        t_ids, h_ids, w_ids = [], [], []
+        for i in range(3):
+            t_ids.append(i), h_ids.append(i), w_ids.append(i)
+        for hh in range(4):
+            for ww in range(6):
+                t_ids.append(3), h_ids.append(3 + hh), w_ids.append(3 + ww)
+        nxt = 3 + 6
+        for i in range(3):
+            t_ids.append(nxt + i), h_ids.append(nxt + i), w_ids.append(nxt + i)
+        far = [[[v + 200000 for v in a]] for a in (t_ids, h_ids, w_ids)]
+        return {"grid": [[t_ids], [h_ids], [w_ids]], "far": far}
+    cases = {"short": spread(min(orig, mpe) // 2), "max": spread(max(mpe, 2))}
+    if "longrope" in json.dumps(cfg):
+        cases["below_switch"] = spread(orig)  # max + 1 == orig: short factors
+        cases["above_switch"] = [[0, 1, 2, orig]]  # max + 1 == orig + 1: long factors
+    if '"dynamic"' in json.dumps(cfg):
+        cases["at_length"] = spread(mpe)
+        cases["beyond"] = spread(3 * mpe + 7)
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "hf_golden.npz"))
+    args = ap.parse_args(argv)
+
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    import transformers  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: PLC0415
+
+    mods = transformers.models
+    rotary = {
+        "llama": (mods.llama.modeling_llama, "LlamaRotaryEmbedding"),
+        "phi3": (mods.phi3.modeling_phi3, "Phi3RotaryEmbedding"),
+        "phi": (mods.phi.modeling_phi, "PhiRotaryEmbedding"),
+        "qwen2": (mods.qwen2.modeling_qwen2, "Qwen2RotaryEmbedding"),
+        "deepseek_v3": (mods.deepseek_v3.modeling_deepseek_v3, "DeepseekV3RotaryEmbedding"),
+        "gemma3": (mods.gemma3.modeling_gemma3, "Gemma3RotaryEmbedding"),
+        "qwen2_vl": (mods.qwen2_vl.modeling_qwen2_vl, "Qwen2VLRotaryEmbedding"),
+        "qwen3_vl": (mods.qwen3_vl.modeling_qwen3_vl, "Qwen3VLTextRotaryEmbedding"),
+    }
+    out: dict[str, np.ndarray] = {}
+    for fname in sorted(os.listdir(CONFIGS)):
+        name = fname[:-5]
+        with open(os.path.join(CONFIGS, fname)) as f:
+            cfg = json.load(f)
+        kw = {k: v for k, v in cfg.items() if not k.startswith("_")}
+        conf = AutoConfig.for_model(**kw)
+        text = conf.get_text_config() if hasattr(conf, "get_text_config") else conf
+        module, cls_name = rotary[cfg["model_type"]]
+        layer_types = [None]
+        if cfg["model_type"] == "gemma3":
+            layer_types = ["sliding_attention", "full_attention"]
+        for layer_type in layer_types:
+            key = name if layer_type is None else f"{name}@{layer_type}"
+            if layer_type is not None:
+                out[f"{key}/layer_type"] = np.array(layer_type)
+            for case, pos in _cases(name, cfg).items():
+                pos_t = torch.tensor(pos, dtype=torch.int64)
+                rot = getattr(module, cls_name)(config=text)
+                x = torch.zeros(1, dtype=torch.float32)
+                extra = {} if layer_type is None else {"layer_type": layer_type}
+                with torch.no_grad():
+                    cos, sin = rot(x, pos_t, **extra)
+                    inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
+                    scaling = rot.attention_scaling if layer_type is None else getattr(
+                        rot, f"{layer_type}_attention_scaling")
+                    s = pos_t.shape[-1]
+                    head = text.head_dim if getattr(text, "head_dim", None) else (
+                        text.hidden_size // text.num_attention_heads)
+                    if cfg["model_type"] == "deepseek_v3":
+                        head = text.qk_rope_head_dim
+                    rdim = cos.shape[-1]
+                    g = torch.Generator().manual_seed(len(key) * 1000 + len(case))
+                    q = torch.randn(1, 2, s, head, generator=g)
+                    k = torch.randn(1, 1, s, head, generator=g)
+                    apply = getattr(module, "apply_rotary_pos_emb_interleave", None) \
+                        if cfg["model_type"] == "deepseek_v3" else None
+                    apply = apply or module.apply_rotary_pos_emb
+
+                    def run(qq, kk, cc, ss):
+                        qr, qp = qq[..., :rdim], qq[..., rdim:]
+                        kr, kp = kk[..., :rdim], kk[..., rdim:]
+                        qo, ko = apply(qr, kr, cc, ss)
+                        return torch.cat([qo, qp], -1), torch.cat([ko, kp], -1)
+
+                    qo, ko = run(q, k, cos, sin)
+                    xb = torch.zeros(1, dtype=torch.bfloat16)
+                    rot_b = getattr(module, cls_name)(config=text)
+                    cb, sb = rot_b(xb, pos_t, **extra)
+                    qb, kb = q.bfloat16(), k.bfloat16()
+                    qbo, kbo = run(qb, kb, cb, sb)
+                p = f"{key}/{case}/"
+                out[p + "pos"] = np.asarray(pos, np.int64)
+                out[p + "inv_freq"] = inv.numpy().astype(np.float32)
+                out[p + "scaling"] = np.array([float(scaling)])
+                out[p + "cos"], out[p + "sin"] = cos.numpy(), sin.numpy()
+                out[p + "q"], out[p + "k"] = q.numpy(), k.numpy()
+                out[p + "q_out"], out[p + "k_out"] = qo.numpy(), ko.numpy()
+                out[p + "q_bf16"] = qb.view(torch.int16).numpy().view(np.uint16)
+                out[p + "q_bf16_out"] = qbo.view(torch.int16).numpy().view(np.uint16)
+                print(f"{p}: S {s}, rot {rdim}, scaling {float(scaling):.6g}", file=sys.stderr)
+    # Gemma 4's proportional type, straight from transformers' function
+    pconf = transformers.LlamaConfig(hidden_size=1024, num_attention_heads=4, head_dim=256,
+                                     rope_parameters={"rope_type": "proportional", "rope_theta": 1000000.0,
+                                                      "partial_rotary_factor": 0.25})
+    inv, scaling = ROPE_INIT_FUNCTIONS["proportional"](pconf)
+    out["proportional/inv_freq"] = inv.numpy().astype(np.float32)
+    out["proportional/config"] = np.array(json.dumps({"hidden_size": 1024, "num_attention_heads": 4, "head_dim": 256,
+                                                      "rope_parameters": {"rope_type": "proportional",
+                                                                          "rope_theta": 1000000.0,
+                                                                          "partial_rotary_factor": 0.25}}))
+    out["versions"] = np.array(f"torch {torch.__version__}, transformers {transformers.__version__}")
+    np.savez_compressed(args.out, **out)
+    print(f"wrote {args.out}: {len(out)} arrays ({os.path.getsize(args.out) / 1024:.0f} KiB)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""A float64 oracle for the Hugging Face rope types, written from the
+formulas of transformers 5's `modeling_rope_utils` and the models' rotary
+modules (docs: ../shared/design/models.md), sharing no code with vkrope
+(config reading included).
+
+`rope_of(cfg, layer_type)` reads a config.json dict the way transformers
+does; `inv_freq(rope, seq_len)` gives the float32 inverse frequencies,
+each step in float32 as torch takes it; `attention_factor(rope)`;
+`pair_axes(rope)` (M-RoPE); `cos_sin(rope, pos)`; `rotate(x, cos, sin,
+rot, interleaved)` the rotation in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+F = np.float32
+
+
+def _pow32(base, exps) -> np.ndarray:
+    """float32(base) ** float32 exps, the float64 power rounded to float32."""
+    e = np.asarray(exps, np.float32).astype(np.float64)
+    return np.array([float(np.float64(F(base)) ** v) for v in e], np.float64).astype(np.float32)
+
+
+def rope_of(cfg: dict, layer_type=None) -> dict:
+    """The rope parameters of a config: a flat dict with type, theta,
+    head_dim, dim (rotary), orig, mpe and the type's keys."""
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = cfg["text_config"]
+    if layer_type is not None:
+        if "rope_local_base_freq" in cfg:
+            if layer_type == "sliding_attention":
+                r = {"rope_type": "default", "rope_theta": cfg["rope_local_base_freq"]}
+            else:
+                r = dict(cfg.get("rope_scaling") or {"rope_type": "default"})
+                r.setdefault("rope_theta", cfg.get("rope_theta", 1e6))
+        else:
+            r = dict(cfg["rope_parameters"][layer_type])
+    else:
+        r = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
+    kind = r.get("rope_type", r.get("type", "default"))
+    kind = {"mrope": "default", "su": "longrope"}.get(kind, kind)
+    theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    head = cfg.get("qk_rope_head_dim") or cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    partial = r.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+    out = dict(r, type=kind, theta=float(theta), head_dim=head, partial=partial,
+               dim=head if kind == "proportional" else int(head * partial),
+               mpe=cfg.get("max_position_embeddings"),
+               orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings",
+                                                                       cfg.get("max_position_embeddings"))))
+    if "mrope_section" in r:
+        out["mrope_interleaved"] = r.get("mrope_interleaved", str(cfg.get("model_type", "")).startswith("qwen3"))
+    return out
+
+
+def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
+    """float32 inverse frequencies [dim / 2] of the rope type."""
+    d, theta, kind = rope["dim"], rope["theta"], rope["type"]
+    exps = np.arange(0, d, 2).astype(np.float32) / F(d)
+    if kind == "proportional":
+        n = int(rope["partial"] * rope["head_dim"] // 2)
+        inv = np.zeros(rope["head_dim"] // 2, np.float32)
+        inv[:n] = F(1) / _pow32(theta, np.arange(0, 2 * n, 2).astype(np.float32) / F(rope["head_dim"]))
+        return inv / F(rope.get("factor", 1.0))
+    if kind == "dynamic":
+        mpe, f = rope["mpe"], rope["factor"]
+        if seq_len is not None and seq_len > mpe:
+            t = F(f) * F(seq_len) / F(mpe) - F(f - 1)
+            theta = float(F(F(theta) * F(math.pow(float(t), d / (d - 2)))))
+        return F(1) / _pow32(theta, exps)
+    pw = _pow32(theta, exps)
+    if kind in ("default", "linear"):
+        inv = F(1) / pw
+        return inv / F(rope["factor"]) if kind == "linear" else inv
+    if kind == "longrope":
+        ext = rope["long_factor"] if seq_len and seq_len > rope["orig"] else rope["short_factor"]
+        return F(1) / (np.asarray(ext, np.float32) * pw)
+    if kind == "llama3":
+        inv = F(1) / pw
+        f, lo, hi, old = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"], rope["orig"]
+        wl = F(2 * math.pi) / inv
+        out = np.empty_like(inv)
+        for i in range(inv.size):
+            if wl[i] < F(old / hi):
+                out[i] = inv[i]
+            elif wl[i] > F(old / lo):
+                out[i] = inv[i] / F(f)
+            else:
+                s = (F(old) / wl[i] - F(lo)) / F(hi - lo)
+                out[i] = (F(1) - s) * inv[i] / F(f) + s * inv[i]
+        return out
+    if kind == "yarn":
+        f = rope.get("factor") or rope["mpe"] / rope["orig"]
+        bf, bs = rope.get("beta_fast") or 32, rope.get("beta_slow") or 1
+
+        def cd(n):
+            return d * math.log(rope["orig"] / (n * 2 * math.pi)) / (2 * math.log(theta))
+
+        lo, hi = cd(bf), cd(bs)
+        if rope.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, d - 1)
+        if lo == hi:
+            hi += 0.001
+        out = np.empty(d // 2, np.float32)
+        for i in range(d // 2):
+            ramp = min(max((F(i) - F(lo)) / F(hi - lo), F(0)), F(1))
+            w = F(1) - ramp
+            out[i] = (F(1) / (F(f) * pw[i])) * (F(1) - w) + (F(1) / pw[i]) * w
+        return out
+    raise ValueError(kind)
+
+
+def attention_factor(rope: dict) -> float:
+    kind = rope["type"]
+    if kind == "yarn":
+        if rope.get("attention_factor") is not None:
+            return rope["attention_factor"]
+        f = rope.get("factor") or rope["mpe"] / rope["orig"]
+
+        def g(s, m=1.0):
+            return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+        if rope.get("mscale") and rope.get("mscale_all_dim"):
+            return g(f, rope["mscale"]) / g(f, rope["mscale_all_dim"])
+        return g(f)
+    if kind == "longrope":
+        if rope.get("attention_factor") is not None:
+            return rope["attention_factor"]
+        f = rope.get("factor") or rope["mpe"] / rope["orig"]
+        return 1.0 if f <= 1 else math.sqrt(1 + math.log(f) / math.log(rope["orig"]))
+    return 1.0
+
+
+def pair_axes(rope: dict):
+    """M-RoPE: the position axis of each pair, or None."""
+    sec = rope.get("mrope_section")
+    if sec is None:
+        return None
+    half = rope["dim"] // 2
+    if rope.get("mrope_interleaved"):
+        ax = np.zeros(half, int)
+        ax[1:3 * sec[1]:3] = 1
+        ax[2:3 * sec[2]:3] = 2
+        return ax
+    return np.concatenate([np.full(n, a) for a, n in enumerate(sec)])
+
+
+def angles(rope: dict, pos: np.ndarray) -> np.ndarray:
+    """float32 angles [B, S, dim/2] for pos [B, S] (M-RoPE: [3, B, S])."""
+    pos = np.asarray(pos)
+    inv = inv_freq(rope, int(pos.max()) + 1)
+    ax = pair_axes(rope)
+    if ax is None:
+        p = pos.astype(np.float32)[..., None]
+        return (p * inv).astype(np.float32)
+    p3 = np.broadcast_to(pos, (3,) + pos.shape[-2:]) if pos.ndim == 2 else pos
+    cols = np.stack([p3[a] for a in ax], -1).astype(np.float32)  # [B, S, half]
+    return (cols * inv).astype(np.float32)
+
+
+def cos_sin(rope: dict, pos) -> tuple[np.ndarray, np.ndarray]:
+    """float64 cos / sin [B, S, dim] (halves duplicated) times the attention factor."""
+    a = angles(rope, pos).astype(np.float64)
+    m = float(F(attention_factor(rope)))
+    c, s = m * np.cos(a), m * np.sin(a)
+    return np.concatenate([c, c], -1), np.concatenate([s, s], -1)
+
+
+def rotate(x, cos, sin, rot: int, interleaved: bool = False) -> np.ndarray:
+    """float64: x [B, H, S, D] rotated on its first rot channels by cos /
+    sin [B, S, rot] (halves duplicated); interleaved pairs (2i, 2i+1) take
+    column i."""
+    x = np.asarray(x, np.float64)
+    c, s = cos[:, None, :, : rot // 2], sin[:, None, :, : rot // 2]
+    out = x.copy()
+    if interleaved:
+        a, b = x[..., 0:rot:2], x[..., 1:rot:2]
+        out[..., 0:rot:2], out[..., 1:rot:2] = a * c - b * s, b * c + a * s
+    else:
+        h = rot // 2
+        a, b = x[..., :h], x[..., h:rot]
+        out[..., :h], out[..., h:rot] = a * c - b * s, b * c + a * s
+    return out

@@ -1,0 +1,170 @@
+"""vkrope.from_gguf: small GGUF files written with gguf.GGUFWriter, the way
+llama.cpp's convert_hf_to_gguf.py writes the matching config.json (the
+converter's steps are restated here, test-side), give the spec from_hf
+gives for that config: the same rope type or its llama.cpp form, dims,
+base, attention factor, and inverse frequencies within 2 float32 ulps
+(llama.cpp stores Llama 3.1's smoothing as per-pair divisors, rounded
+differently from transformers' step-by-step float32)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import gguf
+import numpy as np
+import pytest
+
+import vkrope
+
+CONFIGS = os.path.join(os.path.dirname(__file__), "data", "hf_configs")
+
+
+def config(name: str) -> dict:
+    with open(os.path.join(CONFIGS, name + ".json")) as f:
+        return json.load(f)
+
+
+def write(path, arch: str, kv, tensors=()):
+    w = gguf.GGUFWriter(str(path), arch=arch)
+    for add, value in kv:
+        getattr(w, add)(value)
+    for name, arr in tensors:
+        w.add_tensor(name, np.asarray(arr, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+def ulps(a, b):
+    return np.abs(np.asarray(a, np.float32).view(np.int32).astype(np.int64)
+                  - np.asarray(b, np.float32).view(np.int32).astype(np.int64))
+
+
+def llama3_factors(cfg: dict) -> np.ndarray:
+    """convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors, restated."""
+    rs = cfg["rope_scaling"]
+    base, dim = cfg["rope_theta"], cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    freqs = 1.0 / (np.float32(base) ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor, lo, hi, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+    out = []
+    for f in freqs.astype(np.float64):
+        wl = 2 * math.pi / f
+        if wl < old / hi:
+            out.append(1.0)
+        elif wl > old / lo:
+            out.append(factor)
+        else:
+            s = (old / wl - lo) / (hi - lo)
+            out.append(1 / ((1 - s) / factor + s))
+    return np.array(out, np.float32)
+
+
+def test_llama31_from_gguf_matches_config(tmp_path):
+    cfg = config("llama-3.1-8b")
+    path = write(tmp_path / "llama.gguf", "llama", [
+        ("add_context_length", 131072), ("add_embedding_length", 4096), ("add_head_count", 32),
+        ("add_rope_freq_base", 500000.0), ("add_rope_dimension_count", 128)],
+        [("rope_freqs.weight", llama3_factors(cfg))])
+    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
+    assert (g.head_dim, g.rotary_dim, g.theta) == (h.head_dim, h.rotary_dim, h.theta)
+    assert g.freq_factors is not None and g.interleaved  # llama.cpp's adjacent pairs (its converter permuted Q, K)
+    assert ulps(g.inv_freq(), h.inv_freq()).max() <= 2
+    assert g.attention_factor == h.attention_factor == 1.0
+
+
+def test_qwen25_yarn_from_gguf(tmp_path):
+    cfg = config("qwen2.5-7b-yarn")
+    path = write(tmp_path / "qwen.gguf", "qwen2", [
+        ("add_context_length", 32768), ("add_embedding_length", 3584), ("add_head_count", 28),
+        ("add_rope_freq_base", 1000000.0), ("add_rope_scaling_type", gguf.RopeScalingType.YARN),
+        ("add_rope_scaling_factor", 4.0), ("add_rope_scaling_orig_ctx_len", 32768)])
+    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
+    assert g.rope_type == h.rope_type == "yarn" and not g.interleaved
+    assert np.array_equal(g.inv_freq(), h.inv_freq())
+    assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
+
+
+def test_deepseek_yarn_log_multiplier(tmp_path):
+    cfg = config("deepseek-v3")
+    rs = cfg["rope_scaling"]
+    path = write(tmp_path / "ds.gguf", "deepseek2", [
+        ("add_context_length", 163840), ("add_embedding_length", 7168), ("add_head_count", 128),
+        ("add_rope_dimension_count", 64), ("add_rope_freq_base", 10000.0),
+        ("add_rope_scaling_type", gguf.RopeScalingType.YARN), ("add_rope_scaling_factor", float(rs["factor"])),
+        ("add_rope_scaling_orig_ctx_len", rs["original_max_position_embeddings"]),
+        ("add_rope_scaling_yarn_log_mul", 0.1 * rs["mscale_all_dim"])])
+    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
+    assert g.rotary_dim == h.rotary_dim == 64
+    assert np.array_equal(g.inv_freq(), h.inv_freq())
+    assert g.attention_factor == h.attention_factor == 1.0  # not 0.1 ln(40) + 1: mscale / mscale_all_dim
+
+
+def test_phi35_longrope_from_gguf(tmp_path):
+    cfg = config("phi-3.5-mini")
+    rs = cfg["rope_scaling"]
+    scale = cfg["max_position_embeddings"] / cfg["original_max_position_embeddings"]
+    attn = math.sqrt(1 + math.log(scale) / math.log(cfg["original_max_position_embeddings"]))
+    path = write(tmp_path / "phi.gguf", "phi3", [
+        ("add_context_length", 131072), ("add_embedding_length", 3072), ("add_head_count", 32),
+        ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 96),
+        ("add_rope_scaling_orig_ctx_len", 4096), ("add_rope_scaling_attn_factors", attn)],
+        [("rope_factors_long.weight", rs["long_factor"]), ("rope_factors_short.weight", rs["short_factor"])])
+    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
+    assert g.rope_type == "longrope"
+    for n in (10, 4096, 4097, 100000):  # the switch by position, on both sides
+        assert np.array_equal(g.inv_freq(n), h.inv_freq(n)), n
+    assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
+
+
+def test_qwen2vl_sections_from_gguf(tmp_path):
+    cfg = config("qwen2-vl-7b")
+    path = write(tmp_path / "vl.gguf", "qwen2vl", [
+        ("add_context_length", 32768), ("add_embedding_length", 3584), ("add_head_count", 28),
+        ("add_rope_freq_base", 1000000.0), ("add_rope_dimension_count", 128),
+        ("add_rope_dimension_sections", [16, 24, 24, 0])])
+    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
+    assert g.mrope_section == h.mrope_section == (16, 24, 24) and g.pair_axis == h.pair_axis
+    assert np.array_equal(g.inv_freq(), h.inv_freq())
+
+
+def test_gemma3_layers_from_gguf(tmp_path):
+    cfg = config("gemma-3-4b")
+    path = write(tmp_path / "g.gguf", "gemma3", [
+        ("add_context_length", 131072), ("add_embedding_length", 2560), ("add_head_count", 8),
+        ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
+        ("add_rope_scaling_type", gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
+    for lt in ("full_attention", "sliding_attention"):
+        g, h = vkrope.from_gguf(path, layer_type=lt), vkrope.from_hf(cfg, layer_type=lt)
+        assert g.rope_type == h.rope_type and np.array_equal(g.inv_freq(), h.inv_freq()), lt
+
+
+def test_gguf_errors(tmp_path):
+    with pytest.raises(ValueError, match="no such file"):
+        vkrope.from_gguf(tmp_path / "none.gguf")
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf file at all")
+    with pytest.raises(ValueError, match="not a GGUF file"):
+        vkrope.from_gguf(bad)
+    path = write(tmp_path / "y.gguf", "qwen2", [
+        ("add_embedding_length", 3584), ("add_head_count", 28), ("add_rope_freq_base", 1e6),
+        ("add_rope_scaling_type", gguf.RopeScalingType.YARN), ("add_rope_scaling_factor", 4.0)])
+    with pytest.raises(ValueError, match="original_context_length"):
+        vkrope.from_gguf(path)
+    with pytest.raises(ValueError, match="layer_type"):
+        vkrope.from_gguf(path, layer_type="local")
+
+
+def test_cli_config_reads_gguf(tmp_path, capsys):
+    from vkrope.__main__ import main
+
+    path = write(tmp_path / "g.gguf", "gemma3", [
+        ("add_context_length", 131072), ("add_embedding_length", 2560), ("add_head_count", 8),
+        ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
+        ("add_rope_scaling_type", gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
+    assert main(["config", path]) == 0
+    text = capsys.readouterr().out
+    assert "(GGUF), layer type full_attention" in text and "layer type sliding_attention" in text

@@ -1,0 +1,463 @@
+"""Real models' RoPE from their configs (vkrope.from_hf, ModelRope,
+apply_rotary_pos_emb), proven against transformers' own rotary modules
+(tests/data/hf_golden.npz, from scripts/hf_golden.py on the configs of
+tests/data/hf_configs/) and against tests/oracle_hf.py, which is written
+from the formulas and shares no code with vkrope.
+
+Tolerances. Inverse frequencies: within 1 float32 ulp of transformers'
+(torch's float32 power differs from the correctly rounded one vkrope takes
+on a few columns; tests/test_generated.py) and bit for bit the oracle's.
+cos / sin: within 8 float32 ulps of the angle (plus 2^-22 for their own
+rounding), times the attention factor. Rotations: float32 within that
+bound times |pair| of the float64 rotation by transformers' cos / sin;
+bfloat16 / float16 results within one ulp of their dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import oracle_hf
+import vkrope
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+CONFIGS = os.path.join(DATA, "hf_configs")
+GOLD = np.load(os.path.join(DATA, "hf_golden.npz"))
+CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
+NAMES = sorted(f[:-5] for f in os.listdir(CONFIGS))
+
+
+def config(name: str) -> dict:
+    with open(os.path.join(CONFIGS, name + ".json")) as f:
+        return json.load(f)
+
+
+def rope_of_case(case: str):
+    cfg_name, _, layer = case.split("/")[0].partition("@")
+    return cfg_name, (layer or None), vkrope.from_hf(os.path.join(CONFIGS, cfg_name + ".json"),
+                                                       layer_type=layer or None)
+
+
+def angle_tol(angles: np.ndarray, factor: float) -> np.ndarray:
+    """8 float32 ulps of each angle plus 2^-22, times the attention factor."""
+    a = np.abs(np.asarray(angles, np.float32))
+    return factor * (8 * np.spacing(a).astype(np.float64) + 2.0**-22)
+
+
+def ulps32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(np.asarray(a, np.float32).view(np.int32).astype(np.int64)
+                  - np.asarray(b, np.float32).view(np.int32).astype(np.int64))
+
+
+def test_goldens_cover_the_issue():
+    """Every config the issue names is in the goldens, with both sides of the
+    longrope switch and of dynamic's length, and M-RoPE grids."""
+    cases = set(CASES)
+    for need in ("llama-3.1-8b/max", "llama-3.2-1b/max", "phi-3.5-mini/below_switch", "phi-3.5-mini/above_switch",
+                 "phi-4-mini-shape/above_switch", "qwen2.5-7b-yarn/max", "deepseek-v3/max",
+                 "gemma-3-4b@sliding_attention/max", "gemma-3-4b@full_attention/max", "llama-2-7b-dynamic/at_length",
+                 "llama-2-7b-dynamic/beyond", "phi-2/max", "qwen2-vl-7b/grid", "qwen3-vl-8b/grid",
+                 "llama-4-scout-rope/max", "yarn-mscale-ratio/max"):
+        assert need in cases, need
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_frequencies_and_factor_match_transformers(case):
+    _, _, rope = rope_of_case(case)
+    pos = GOLD[case + "/pos"]
+    spec = rope.freqs(rope.check_position_ids(pos))
+    ulp = ulps32(np.array(spec.inv_freq, np.float32), GOLD[case + "/inv_freq"])
+    assert ulp.max() <= 1, (case, ulp.max())
+    assert np.float32(spec.attention_factor) == np.float32(GOLD[case + "/scaling"][0])
+    assert np.float32(rope.attention_factor) == np.float32(GOLD[case + "/scaling"][0])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cos_sin_match_transformers(case):
+    _, _, rope = rope_of_case(case)
+    pos = GOLD[case + "/pos"]
+    c, s = rope.cos_sin(pos)
+    gc, gs = GOLD[case + "/cos"], GOLD[case + "/sin"]
+    assert c.shape == gc.shape and c.dtype == np.float32
+    spec = rope.freqs(rope.check_position_ids(pos))
+    p3 = rope.check_position_ids(pos)
+    ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
+    ang = np.tile(spec.angles(ids), 2).reshape(gc.shape)
+    tol = angle_tol(ang, spec.attention_factor)
+    assert (np.abs(c.astype(np.float64) - gc) <= tol).all(), case
+    assert (np.abs(s.astype(np.float64) - gs) <= tol).all(), case
+
+
+def _interleave_back(y: np.ndarray, rot: int) -> np.ndarray:
+    """DeepSeek's transformers output: the rotated channels as cat(even, odd)."""
+    out = y.copy()
+    out[..., :rot] = np.concatenate([y[..., 0:rot:2], y[..., 1:rot:2]], -1)
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_apply_rotary_pos_emb_matches_transformers(case):
+    """q and k through the kernel against the float64 rotation by
+    transformers' own cos / sin and against its own apply_rotary_pos_emb."""
+    _, _, rope = rope_of_case(case)
+    pos, q, k = GOLD[case + "/pos"], GOLD[case + "/q"], GOLD[case + "/k"]
+    gc, gs = GOLD[case + "/cos"], GOLD[case + "/sin"]
+    rot = gc.shape[-1]
+    out_q, out_k = np.full_like(q, np.nan), np.full_like(k, np.nan)
+    yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos, out_q=out_q, out_k=out_k)
+    assert yq is out_q and yk is out_k
+    spec = rope.freqs(rope.check_position_ids(pos))
+    p3 = rope.check_position_ids(pos)
+    ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
+    ang = spec.angles(ids).reshape(gc.shape[:-1] + (rot // 2,))
+    tol_pair = angle_tol(ang, spec.attention_factor)[:, None]  # [B, 1, S, rot/2]
+    for x, y, gold in ((q, yq, GOLD[case + "/q_out"]), (k, yk, GOLD[case + "/k_out"])):
+        if rope.interleaved:  # DeepSeek: transformers permutes q, k to rotate-half; vkrope rotates the pairs
+            ref = oracle_hf.rotate(x, gc.astype(np.float64), gs.astype(np.float64), rot, interleaved=True)
+            a, b = np.abs(x[..., 0:rot:2]), np.abs(x[..., 1:rot:2])
+            bound = np.repeat((a + b) * tol_pair, 2, -1)
+        else:
+            ref = oracle_hf.rotate(x, gc.astype(np.float64), gs.astype(np.float64), rot)
+            a, b = np.abs(x[..., : rot // 2]), np.abs(x[..., rot // 2: rot])
+            bound = np.concatenate([(a + b) * tol_pair] * 2, -1)
+        bound = bound + 2 * np.spacing(np.abs(ref[..., :rot]).astype(np.float32))
+        assert (np.abs(y[..., :rot] - ref[..., :rot]) <= bound).all(), case
+        assert np.array_equal(y[..., rot:], x[..., rot:]), case  # passed through, bit for bit
+        mine = _interleave_back(y, rot) if rope.interleaved else y
+        # and transformers' own float32 output (two roundings of its own): within the same bound and 4 ulps
+        assert (np.abs(mine[..., :rot] - gold[..., :rot]) <= (
+            _interleave_back(bound, rot) if rope.interleaved else bound) + 4 * np.spacing(
+            np.abs(gold[..., :rot]))).all(), case
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.endswith(("/max", "/far", "/beyond", "/above_switch"))])
+def test_bfloat16_is_one_rounding_of_the_rotation(case):
+    """bfloat16 q: vkrope rounds the float32-exact rotation once; transformers'
+    bfloat16 path rounds cos / sin and every product (stored for comparison)."""
+    _, _, rope = rope_of_case(case)
+    pos = GOLD[case + "/pos"]
+    qb = GOLD[case + "/q_bf16"].view(ml_dtypes.bfloat16)
+    kb = qb[:, :1].copy()
+    yq, _ = vkrope.apply_rotary_pos_emb(qb, kb, rope, pos)
+    assert yq.dtype == ml_dtypes.bfloat16
+    c, s = rope.cos_sin(pos)
+    rot = c.shape[-1]
+    ref = oracle_hf.rotate(qb.astype(np.float64), c.astype(np.float64), s.astype(np.float64), rot,
+                           interleaved=rope.interleaved)
+    got = yq.astype(np.float64)
+    # one rounding of (nearly) the float64 value: within half an ulp plus the float32 cos / sin's share
+    ulp = np.abs(ref).astype(ml_dtypes.bfloat16).astype(np.float64) * 2.0**-7
+    assert (np.abs(got - ref) <= 0.5 * ulp + 1e-6 * np.abs(qb.astype(np.float64)).max()).all(), case
+    hf = GOLD[case + "/q_bf16_out"].view(ml_dtypes.bfloat16).astype(np.float64)
+    if not rope.interleaved:
+        assert np.abs(got - ref).max() <= np.abs(hf - ref).max() + 1e-12  # never worse than transformers' path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_oracle_agrees_bit_for_bit(name):
+    """The float32 frequencies equal the formula oracle's at many lengths
+    (dynamic and longrope decide by them); the attention factor too."""
+    cfg = config(name)
+    layers = [None]
+    if "rope_local_base_freq" in json.dumps(cfg):
+        layers = ["sliding_attention", "full_attention"]
+    for layer in layers:
+        rope = vkrope.from_hf(cfg, layer_type=layer)
+        ref = oracle_hf.rope_of(cfg, layer)
+        for n in (1, 100, 4096, 4097, 8193, 32769, 131072, 1 << 20):
+            assert np.array_equal(rope.inv_freq(n), oracle_hf.inv_freq(ref, n)), (name, layer, n)
+        assert np.float32(rope.attention_factor) == np.float32(oracle_hf.attention_factor(ref))
+        assert rope.rotary_dim == ref["dim"]
+
+
+def test_proportional_matches_transformers():
+    cfg = json.loads(str(GOLD["proportional/config"]))
+    rope = vkrope.from_hf(cfg)
+    assert rope.rope_type == "proportional" and rope.rotary_dim == 256
+    inv = rope.inv_freq()
+    assert ulps32(inv, GOLD["proportional/inv_freq"]).max() <= 1
+    assert np.count_nonzero(inv) == 32  # int(0.25 * 256 // 2) pairs rotate; the rest have frequency 0
+    assert np.array_equal(inv, oracle_hf.inv_freq(oracle_hf.rope_of(cfg)))
+    q = np.random.default_rng(1).standard_normal((1, 2, 5, 256)).astype(np.float32)
+    pos = np.array([[0, 7, 100, 5000, 100000]])
+    yq, yk = vkrope.apply_rotary_pos_emb(q, q[:, :1].copy(), rope, pos)
+    c, s = oracle_hf.cos_sin(oracle_hf.rope_of(cfg), pos)
+    ref = oracle_hf.rotate(q, c, s, 256)
+    assert np.abs(yq - ref).max() < 1e-5
+    assert np.array_equal(yq[..., 32:128], q[..., 32:128])  # pairs of frequency 0: rotated by exactly nothing
+
+
+# --- kernel against the oracle on random inputs ------------------------------------------
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "phi-4-mini-shape", "qwen2.5-7b-yarn", "qwen3-vl-8b",
+                                  "qwen2-vl-7b", "deepseek-v3", "phi-2"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kernel_against_oracle(name, dtype):
+    cfg = config(name)
+    rope = vkrope.from_hf(cfg)
+    ref_rope = oracle_hf.rope_of(cfg)
+    rng = np.random.default_rng(len(name))
+    d = rope.head_dim
+    b, s = 2, 7
+    q = rng.standard_normal((b, 4, s, d)).astype(dtype)
+    k = rng.standard_normal((b, 2, s, d)).astype(dtype)
+    if rope.mrope_section:
+        pos = rng.integers(0, 50000, (3, b, s))
+    else:
+        pos = rng.integers(0, (rope.max_position_embeddings or 4096), (b, s))
+    yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos)
+    c, sn = oracle_hf.cos_sin(ref_rope, pos)
+    rot = rope.rotary_dim
+    for x, y in ((q, yq), (k, yk)):
+        ref = oracle_hf.rotate(x.astype(np.float64), c, sn, rot, interleaved=rope.interleaved)
+        eps = {np.float32: 2e-6, np.float16: 2.0**-10, ml_dtypes.bfloat16: 2.0**-7}[dtype]
+        err = np.abs(y.astype(np.float64) - ref)
+        assert (err <= eps * np.maximum(np.abs(ref), 1) + 1e-5 * np.abs(x.astype(np.float64)).max()).all(), name
+        assert np.array_equal(y[..., rot:], x[..., rot:])
+
+
+def test_mrope_text_positions_equal_one_axis():
+    """[B, S] position ids on an M-RoPE spec are text (all three axes equal):
+    the same as [3, B, S] with the row repeated, and as the default RoPE."""
+    rope = vkrope.from_hf(config("qwen3-vl-8b"))
+    rng = np.random.default_rng(2)
+    q = rng.standard_normal((1, 2, 6, 128)).astype(np.float32)
+    pos = rng.integers(0, 1000, (1, 6))
+    a, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    b, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.stack([pos] * 3))
+    plain = vkrope.InvFreqs(rope.inv_freq())
+    c, _ = vkrope.apply_rotary_pos_emb(q, q, plain, pos)
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def test_mrope_sections_take_their_axis():
+    """Chunked vs interleaved: each pair reads its own axis (a pair given a
+    wrong axis would rotate by another position)."""
+    for name, inter in (("qwen2-vl-7b", False), ("qwen3-vl-8b", True)):
+        rope = vkrope.from_hf(config(name))
+        assert rope.mrope_interleaved is inter
+        ax = np.array(rope.pair_axis)
+        assert np.array_equal(ax, oracle_hf.pair_axes(oracle_hf.rope_of(config(name))))
+        pos = np.zeros((3, 1, 1), np.int64)
+        for axis in range(3):
+            p = pos.copy()
+            p[axis] = 1000
+            _, sn = rope.cos_sin(p)
+            moved = sn[0, 0, :64] != 0
+            assert np.array_equal(moved, ax == axis), (name, axis)
+
+
+def test_exact_angle_at_long_context():
+    """angle='exact': the float64 product, reduced exactly (within 2 ulp of
+    float64 cos / sin at position 131071), where the float32 product drifts."""
+    rope = vkrope.from_hf(config("llama-3.1-8b"), angle="exact")
+    q = np.random.default_rng(3).standard_normal((1, 1, 3, 128)).astype(np.float32)
+    pos = np.array([[131071, 100003, 65537]])
+    yq, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    inv = rope.inv_freq(None, np.float64)
+    a = pos[0][:, None] * inv
+    c = np.concatenate([np.cos(a)] * 2, -1)[None]
+    s = np.concatenate([np.sin(a)] * 2, -1)[None]
+    ref = oracle_hf.rotate(q, c, s, 128)
+    assert np.abs(yq - ref).max() < 4e-6
+    f32 = vkrope.from_hf(config("llama-3.1-8b"))
+    y32, _ = vkrope.apply_rotary_pos_emb(q, q, f32, pos)
+    assert np.abs(y32 - ref).max() > 10 * np.abs(yq - ref).max()  # the float32 angle is what drifts
+
+
+def test_device_arrays_in_and_out(device):
+    rope = vkrope.from_hf(config("phi-4-mini-shape"))
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((1, 3, 5, 128)).astype(np.float32)
+    k = rng.standard_normal((1, 1, 5, 128)).astype(np.float32)
+    pos = np.array([[0, 1, 2, 4095, 4096]])  # past the switch: long factors
+    dq, dk = device.asarray(q), device.asarray(k)
+    yq, yk = device.apply_rotary_pos_emb(dq, dk, rope, pos)
+    assert isinstance(yq, vkrope.DeviceArray)
+    nq, nk = device.apply_rotary_pos_emb(q, k, rope, pos)
+    assert np.array_equal(yq.get(), nq) and np.array_equal(yk.get(), nk)
+    out = device.asarray(np.full_like(q, np.nan))
+    rq, _ = device.apply_rotary_pos_emb(dq, dk, rope, pos, out_q=out)
+    assert rq is out and np.array_equal(out.get(), nq)
+    # the long factors were taken: the short ones give another result
+    short, _ = device.apply_rotary_pos_emb(q[:, :, :4], k[:, :, :4], rope, pos[:, :4])
+    assert not np.array_equal(short, nq[:, :, :4])
+
+
+def test_other_ops_take_a_model_spec():
+    """rotary_embedding, apply_rotary_emb_hf and rope_and_cache take a ModelRope
+    (one axis) and give apply_rotary_pos_emb's result."""
+    rope = vkrope.from_hf(config("llama-3.2-1b"))
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 2, 4, 64)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 4, 64)).astype(np.float32)
+    pos = np.array([[3, 9, 70000, 131071]])
+    want, want_k = vkrope.apply_rotary_pos_emb(q, k, rope, pos)
+    got = vkrope.rotary_embedding(q, rope, None, pos)
+    assert np.array_equal(got, want)
+    start = np.arange(10, 14)[None]
+    hq, hk = vkrope.apply_rotary_emb_hf(q.transpose(0, 2, 1, 3).copy(), k.transpose(0, 2, 1, 3).copy(), rope, None,
+                                        10)
+    w2, _ = vkrope.apply_rotary_pos_emb(q, k, rope, start)
+    assert np.array_equal(hq.transpose(0, 2, 1, 3), w2)
+    dev = vkrope.default_device()
+    kc = dev.asarray(np.zeros((1, 2, 131072, 64), np.float32))
+    vc = dev.asarray(np.zeros((1, 2, 131072, 64), np.float32))
+    qo = vkrope.rope_and_cache(q, k, k, kc, vc, rope, pos)
+    assert np.abs(qo - want).max() < 1e-6
+    assert np.abs(kc.get()[0, :, pos[0]].transpose(1, 0, 2) - want_k).max() < 1e-6
+
+
+def test_mrope_refused_where_one_position_per_token():
+    rope = vkrope.from_hf(config("qwen2-vl-7b"))
+    q = np.zeros((1, 1, 2, 128), np.float32)
+    with pytest.raises(ValueError, match="M-RoPE"):
+        vkrope.rotary_embedding(q, rope, None, np.zeros((1, 2), np.int64))
+    dev = vkrope.default_device()
+    kc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
+    vc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
+    with pytest.raises(ValueError, match="M-RoPE"):
+        vkrope.rope_and_cache(q, q, q, kc, vc, rope, np.array([[0, 1]]))
+    assert not kc.get().any()
+
+
+def test_dynamic_is_decided_per_call_without_state():
+    rope = vkrope.from_hf(config("llama-2-7b-dynamic"))
+    q = np.random.default_rng(6).standard_normal((1, 1, 2, 128)).astype(np.float32)
+    short = np.array([[5, 6]])
+    a, _ = vkrope.apply_rotary_pos_emb(q, q, rope, short)
+    vkrope.apply_rotary_pos_emb(q, q, rope, np.array([[5, 20000]]))  # a long call in between
+    b, _ = vkrope.apply_rotary_pos_emb(q, q, rope, short)
+    assert np.array_equal(a, b)
+    c, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.array([[5, 6]]) + np.array([[0, 9000]]))
+    plain = vkrope.InvFreqs(rope.inv_freq(None))
+    d, _ = vkrope.apply_rotary_pos_emb(q, q, plain, np.array([[5, 9006]]))
+    assert not np.array_equal(c[..., 1, :], d[..., 1, :])  # beyond the length the base grows
+
+
+# --- configs: both styles, errors -------------------------------------------------------
+def test_transformers5_style_equals_hub_style():
+    hub = config("llama-3.1-8b")
+    v5 = {k: v for k, v in hub.items() if k not in ("rope_scaling", "rope_theta")}
+    v5["rope_parameters"] = dict(hub["rope_scaling"], rope_theta=hub["rope_theta"])
+    assert vkrope.from_hf(v5) == vkrope.from_hf(hub)
+    g = config("gemma-3-4b")["text_config"]
+    nested = {k: v for k, v in g.items() if k not in ("rope_scaling", "rope_theta", "rope_local_base_freq")}
+    nested["rope_parameters"] = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                                 "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+    for lt in ("full_attention", "sliding_attention"):
+        assert vkrope.from_hf(nested, layer_type=lt) == vkrope.from_hf(g, layer_type=lt)
+    assert vkrope.hf_layer_types(g) == ("full_attention", "sliding_attention")
+    assert vkrope.hf_layer_types(hub) == ()
+
+
+def test_config_sources(tmp_path):
+    path = os.path.join(CONFIGS, "phi-2.json")
+    a = vkrope.from_hf(path)
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(open(path).read())
+    assert vkrope.from_hf(str(folder)) == a
+
+    class Cfg:
+        def to_dict(self):
+            return config("phi-2")
+
+    assert vkrope.from_hf(Cfg()) == a
+    assert a.rotary_dim == 32 and a.head_dim == 80  # partial_rotary_factor 0.4 kept
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda c: c["rope_scaling"].pop("factor"), "factor"),
+    (lambda c: c["rope_scaling"].update(rope_type="bogus"), "rope_type 'bogus'"),
+    (lambda c: c["rope_scaling"].update(type="linear"), "contradict"),
+    (lambda c: c["rope_scaling"].update(low_freq_factor=8.0), "high_freq_factor"),
+    (lambda c: c["rope_scaling"].update(factor="8"), "factor must be a number"),
+    (lambda c: c.update(rope_theta=-1.0), "rope_theta"),
+    (lambda c: c.pop("hidden_size"), "hidden_size"),
+    (lambda c: c.update(partial_rotary_factor=1.5), "partial_rotary_factor"),
+    (lambda c: c.update(rope_scaling=[1, 2]), "rope_scaling"),
+    (lambda c: c.update(rope_scaling={"rope_type": "default", "mrope_section": [16, 24, 25]}), "mrope_section"),
+    (lambda c: c.update(rope_scaling={"rope_type": "default", "mrope_interleaved": True}), "mrope_section"),
+    (lambda c: c.update(rope_scaling={"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}),
+     "short_factor"),
+])
+def test_bad_configs_name_the_key(edit, match):
+    c = json.loads(json.dumps(config("llama-3.1-8b")))
+    edit(c)
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_hf(c)
+
+
+def test_layer_type_errors_and_inputs(tmp_path):
+    with pytest.raises(ValueError, match="layer_type.*sliding_attention"):
+        vkrope.from_hf(config("gemma-3-4b"))
+    with pytest.raises(ValueError, match="layer_type must be one of"):
+        vkrope.from_hf(config("gemma-3-4b"), layer_type="local")
+    with pytest.raises(ValueError, match="one RoPE for every layer"):
+        vkrope.from_hf(config("phi-2"), layer_type="full_attention")
+    with pytest.raises(ValueError, match="no such file"):
+        vkrope.from_hf(str(tmp_path / "nope.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        vkrope.from_hf(str(tmp_path / "bad.json"))
+    with pytest.raises(TypeError, match="config must be a dict"):
+        vkrope.from_hf(42)
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 3), np.int64)), ValueError, r"\[B, S\]"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 2), np.float32)), TypeError, "integers"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, -np.ones((1, 2), np.int64)), ValueError, "position_ids"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, [[0, 1]]), TypeError, "position_ids"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
+     "share B, S and D"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k.astype(np.float16), r, np.zeros((1, 2), np.int64)), TypeError,
+     "one dtype"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[0], k, r, np.zeros((1, 2), np.int64)), ValueError, "4D"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, "llama", np.zeros((1, 2), np.int64)), TypeError, "spec"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 2), np.int64), out_q=np.zeros(3, np.float32)),
+     ValueError,
+     "out_q must have shape"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
+     "rotary dim"),
+])
+def test_bad_calls_are_refused_before_gpu_work(call, exc, match):
+    rope = vkrope.from_hf(config("llama-3.1-8b"))
+    q = np.zeros((1, 2, 2, 128), np.float32)
+    k = np.zeros((1, 1, 2, 128), np.float32)
+    with pytest.raises(exc, match=match):
+        call(q, k, rope)
+    y, _ = vkrope.apply_rotary_pos_emb(q + 1, k, rope, np.zeros((1, 2), np.int64))  # still usable
+    assert np.array_equal(y, q + 1)
+
+
+def test_mrope_position_ids_checked():
+    rope = vkrope.from_hf(config("qwen2-vl-7b"))
+    q = np.zeros((1, 1, 2, 128), np.float32)
+    with pytest.raises(ValueError, match=r"\[3, B, S\]"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.zeros((2, 1, 2), np.int64))
+    with pytest.raises(ValueError, match=r"\[B, S\]"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.zeros((3, 1, 3), np.int64))
+
+
+def test_cli_config(capsys):
+    from vkrope.__main__ import main
+
+    assert main(["config", os.path.join(CONFIGS, "gemma-3-4b.json")]) == 0
+    text = capsys.readouterr().out
+    assert "layer type full_attention" in text and "layer type sliding_attention" in text
+    assert "linear" in text and "10000.0" in text
+    assert main(["config", os.path.join(CONFIGS, "phi-3.5-mini.json"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["rope_type"] == "longrope" and got["rotary_dim"] == 96 and len(got["long_factor"]) == 48
+    assert abs(got["attention_factor"] - 1.1902380714238083) < 1e-15
+    assert main(["config", os.path.join(CONFIGS, "missing.json")]) == 1
+    assert "no such file" in capsys.readouterr().err

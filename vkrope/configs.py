@@ -1,0 +1,739 @@
+"""A model's RoPE from its configuration: `vkrope.from_hf` reads a Hugging
+Face config.json (both styles: `rope_scaling` + `rope_theta`, and
+transformers 5's `rope_parameters`, per layer type too), `vkrope.from_gguf`
+llama.cpp's GGUF metadata; both give a `ModelRope`.
+
+A `ModelRope` computes the inverse frequencies as transformers 5's
+`modeling_rope_utils` does, in float32 step by step (the power correctly
+rounded, `freqs.pow32`), for every rope type: default, linear, dynamic
+(NTK), yarn, longrope, llama3, proportional; with M-RoPE (Qwen2-VL,
+Qwen2.5-VL chunked sections, Qwen3-VL interleaved). What depends on the
+call (dynamic's base, longrope's short / long factors) is decided from that
+call's `max(position_ids) + 1`, with no state kept between calls
+(transformers keeps dynamic's frequencies as module state that only
+shrinks back below the original length; vLLM and llama.cpp decide by the
+allocated context). `ModelRope.freqs(position_ids)` gives the `InvFreqs`
+the kernels read for that call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .freqs import MAX_POSITION, MROPE_AXES, InvFreqs, _short, check_positions, pow32, pow64
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+# Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
+# "longrope" are Phi-3's; "fope" etc. are not supported).
+_ALIASES = {"mrope": "default", "su": "longrope"}
+
+
+def _float32(x: Any) -> np.float32:
+    """A Python number as torch's float32 scalar arithmetic takes it."""
+    return np.float32(x)
+
+
+def _key_number(params: dict, key: str, where: str, *, positive: bool = True) -> float:
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}{key} must be a number; got {_short(value)}")
+    if not math.isfinite(value) or (positive and value <= 0):
+        raise ValueError(f"{where}{key} must be a {'positive ' if positive else ''}finite number; got {value}")
+    return float(value)
+
+
+def _key_int(params: dict, key: str, where: str) -> int:
+    value = params[key]
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+        raise ValueError(f"{where}{key} must be an integer; got {_short(value)}")
+    if value < 1:
+        raise ValueError(f"{where}{key} must be >= 1; got {value}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ModelRope:
+    """A model's RoPE, as its config defines it (`vkrope.from_hf`,
+    `vkrope.from_gguf`), for `vkrope.apply_rotary_pos_emb` and, with one
+    position axis, wherever a `RopeFreqs` spec goes (`rotary_embedding`,
+    `apply_rotary_emb_hf`, `rope_and_cache`).
+
+    rope_type: one of `ROPE_TYPES`; head_dim: D; rotary_dim: the channels
+    that rotate (`int(D * partial_rotary_factor)`; proportional: D);
+    theta: the base; params: the rope type's other parameters as given
+    (factor, low_freq_factor, beta_fast, short_factor, ...), as sorted
+    (key, value) pairs; max_position_embeddings and
+    original_max_position_embeddings: the config's (None when absent);
+    mrope_section: M-RoPE's pairs per axis (temporal, height, width), None
+    without; mrope_interleaved: Qwen3-VL's interleaved sections, else
+    chunked (Qwen2-VL); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
+    rope and DeepSeek's `rope_interleave`), else rotate-half (i, i +
+    rotary_dim / 2); freq_factors: llama.cpp's per-pair divisors of the
+    frequencies (a GGUF's `rope_freqs.weight`), None without; layer_type:
+    the layer type read (Gemma 3: "sliding_attention", "full_attention");
+    angle: "float32" (transformers' float32 product) or "exact" (the exact
+    product, for long contexts; see `vkrope.RopeFreqs`).
+    """
+
+    rope_type: str
+    head_dim: int
+    rotary_dim: int
+    theta: float
+    params: tuple = ()
+    max_position_embeddings: int | None = None
+    original_max_position_embeddings: int | None = None
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
+    interleaved: bool = False
+    freq_factors: tuple[float, ...] | None = None
+    layer_type: str | None = None
+    angle: str = "float32"
+    source: str = field(default="", compare=False)  # where it was read (for messages)
+    ignored: tuple[str, ...] = field(default=(), compare=False)  # rope keys of the config it does not read
+
+    def __post_init__(self) -> None:
+        if self.rope_type not in ROPE_TYPES:
+            raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {self.rope_type!r}")
+        if self.angle not in ("float32", "exact"):
+            raise ValueError(f"angle must be 'float32' or 'exact'; got {self.angle!r}")
+        if self.rotary_dim < 2 or self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
+            raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
+                             "partial_rotary_factor) must be even, >= 2 and <= head_dim")
+        p = self.param
+        if self.rope_type in ("yarn", "longrope", "llama3") and self.original_max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
+        if self.rope_type in ("linear", "dynamic", "llama3"):
+            if p("factor") is None:
+                raise ValueError(f"rope_type {self.rope_type!r} needs factor")
+        if self.rope_type == "dynamic" and self.max_position_embeddings is None:
+            raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
+        if self.rope_type == "llama3":
+            for key in ("low_freq_factor", "high_freq_factor"):
+                if p(key) is None:
+                    raise ValueError(f"rope_type 'llama3' needs {key}")
+            if p("high_freq_factor") < p("low_freq_factor"):
+                raise ValueError(f"llama3: high_freq_factor ({p('high_freq_factor')}) must be >= low_freq_factor "
+                                 f"({p('low_freq_factor')})")
+        if self.rope_type == "longrope":
+            for key in ("short_factor", "long_factor"):
+                f = p(key)
+                if f is None or len(f) != self.rotary_dim // 2:
+                    raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {self.rotary_dim // 2} numbers; got "
+                                     f"{_short(f)}")
+        if self.rope_type == "yarn" and p("factor") is None and self.max_position_embeddings is None:
+            raise ValueError("yarn needs factor (or max_position_embeddings to derive it)")
+        if self.mrope_section is not None:
+            sec = self.mrope_section
+            if len(sec) != MROPE_AXES or any(s < 0 for s in sec):
+                raise ValueError(f"mrope_section must hold 3 pair counts (temporal, height, width); got {list(sec)}")
+            if sum(sec) != self.rotary_dim // 2:
+                raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {self.rotary_dim // 2}")
+        if self.freq_factors is not None and len(self.freq_factors) != self.rotary_dim // 2:
+            raise ValueError(f"freq_factors must hold rotary_dim / 2 = {self.rotary_dim // 2} values; got "
+                             f"{len(self.freq_factors)}")
+        self.inv_freq(None)  # every parameter usable: a bad one is a ValueError here, not in a later call
+
+    @property
+    def orig(self) -> int:
+        """original_max_position_embeddings, where the rope type reads it (yarn, longrope, llama3 require it)."""
+        if self.original_max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
+        return self.original_max_position_embeddings
+
+    @property
+    def mpe(self) -> int:
+        """max_position_embeddings, where the rope type reads it (dynamic requires it)."""
+        if self.max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs max_position_embeddings")
+        return self.max_position_embeddings
+
+    def param(self, key: str, default: Any = None) -> Any:
+        """The rope type's parameter `key` (as in the config), or `default`."""
+        return dict(self.params).get(key, default)
+
+    # --- what the model computes -------------------------------------------------
+    @property
+    def factor(self) -> float:
+        """The scaling factor (yarn, longrope: max_position_embeddings /
+        original_max_position_embeddings when the config gives none)."""
+        f = self.param("factor")
+        if f is None and self.rope_type in ("yarn", "longrope") and self.max_position_embeddings:
+            return self.mpe / self.orig
+        return 1.0 if f is None else float(f)
+
+    @property
+    def attention_factor(self) -> float:
+        """What cos and sin are multiplied by (transformers' attention_scaling):
+        yarn's `attention_factor`, else 0.1 m ln(factor) + 1 with
+        m = mscale / mscale_all_dim's ratio (DeepSeek) or 1; longrope's,
+        else sqrt(1 + ln(factor) / ln(original_max_position_embeddings));
+        1 for the other types. (DeepSeek also scales its softmax by
+        (0.1 mscale_all_dim ln(factor) + 1)^2: the attention's business.)"""
+        given = self.param("attention_factor")
+        if self.rope_type == "yarn":
+            if given is not None:
+                return float(given)
+            f = self.factor
+
+            def g(scale: float, m: float = 1.0) -> float:
+                return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+            ms, msa = self.param("mscale"), self.param("mscale_all_dim")
+            if ms and msa:
+                return float(g(f, ms) / g(f, msa))
+            return g(f)
+        if self.rope_type == "longrope":
+            if given is not None:
+                return float(given)
+            f = self.factor
+            if f <= 1.0:
+                return 1.0
+            return math.sqrt(1 + math.log(f) / math.log(self.orig))
+        return 1.0
+
+    def seq_len(self, position_ids: Any) -> int | None:
+        """max(position_ids) + 1 (None without positions): what dynamic and
+        longrope decide by."""
+        if position_ids is None:
+            return None
+        p = np.asarray(position_ids)
+        return int(p.max()) + 1 if p.size else 0
+
+    def uses_seq_len(self) -> bool:
+        """Whether the frequencies depend on the call's positions (dynamic, longrope)."""
+        return self.rope_type in ("dynamic", "longrope")
+
+    def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
+        """The inverse frequencies [rotary_dim / 2] for a call whose
+        max(position_ids) + 1 is `seq_len` (None: at initialisation, as
+        transformers' module starts), as transformers computes them
+        (float32: step by step in float32; float64: the same formulas in
+        float64, the exact angle's)."""
+        t = np.dtype(dtype).type
+        dim, half = self.rotary_dim, self.rotary_dim // 2
+        base = self.theta
+        p = self.param
+
+        def powers(b: Any, n_pairs: int, denom: int) -> np.ndarray:
+            if t is np.float32:
+                return pow32(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float32) / np.float32(denom))
+            return pow64(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float64) / denom)
+
+        kind = self.rope_type
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if kind == "proportional":
+                angles = int(p("partial_rotary_factor", 1.0) * self.head_dim // 2)
+                inv = np.zeros(self.head_dim // 2, t)
+                inv[:angles] = t(1.0) / powers(base, angles, self.head_dim)
+                inv = inv / t(self.factor)
+            elif kind == "dynamic":
+                inv = t(1.0) / powers(self._dynamic_base(seq_len, t), half, dim)
+            elif kind == "longrope":
+                orig = self.orig
+                ext = np.asarray(p("long_factor") if seq_len and seq_len > orig else p("short_factor"), t)
+                inv = t(1.0) / (ext * powers(base, half, dim))
+            elif kind == "yarn":
+                inv = self._yarn(t, powers(base, half, dim))
+            elif kind == "llama3":
+                inv = self._llama3(t, t(1.0) / powers(base, half, dim))
+            else:  # default, linear
+                inv = t(1.0) / powers(base, half, dim)
+                if kind == "linear":
+                    inv = inv / t(self.factor)
+            if self.freq_factors is not None:
+                inv = inv / np.asarray(self.freq_factors, t)
+        inv = np.asarray(inv, t)
+        if not np.isfinite(inv).all() or (inv < 0).any():
+            raise ValueError(f"{self.source or 'the config'}: rope parameters give inverse frequencies that are not "
+                             f"finite numbers >= 0 ({kind}, theta {self.theta}, {dict(self.params)})")
+        return inv
+
+    def _dynamic_base(self, seq_len: int | None, t: Any) -> Any:
+        """dynamic NTK's base for `seq_len`: transformers computes it from a
+        tensor (max(position_ids) + 1), so in float32, once past
+        max_position_embeddings; at initialisation (no positions) it is the
+        base itself."""
+        dim, mpe, f = self.rotary_dim, self.mpe, self.factor
+        if seq_len is None or seq_len <= mpe:
+            return self.theta
+        if t is np.float64:
+            return self.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
+        s = np.float32(seq_len)
+        ratio = (_float32(f) * s) / _float32(mpe) - _float32(f - 1)
+        powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
+        return float(np.float32(_float32(self.theta) * powered))
+
+    def _yarn(self, t: Any, pos: np.ndarray) -> np.ndarray:
+        """transformers' _compute_yarn_parameters, in dtype t."""
+        p, dim = self.param, self.rotary_dim
+        base, orig = self.theta, self.orig
+        beta_fast, beta_slow = p("beta_fast") or 32, p("beta_slow") or 1
+
+        def corr(rot: float) -> float:
+            return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
+
+        low, high = corr(beta_fast), corr(beta_slow)
+        if p("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = np.clip((np.arange(dim // 2, dtype=t) - t(low)) / t(high - low), t(0), t(1))
+        extrap_w = t(1) - ramp
+        extrap = t(1.0) / pos
+        interp = t(1.0) / (t(self.factor) * pos)
+        return interp * (t(1) - extrap_w) + extrap * extrap_w
+
+    def _llama3(self, t: Any, inv: np.ndarray) -> np.ndarray:
+        """transformers' _compute_llama3_parameters, in dtype t."""
+        p = self.param
+        factor, lff, hff = p("factor"), p("low_freq_factor"), p("high_freq_factor")
+        old = self.orig
+        low_wl, high_wl = old / lff, old / hff
+        wavelen = t(2 * math.pi) / inv
+        llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)
+        smooth = (t(old) / wavelen - t(lff)) / t(hff - lff)
+        smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama
+        medium = ~(wavelen < t(high_wl)) & ~(wavelen > t(low_wl))
+        return np.where(medium, smoothed, llama)
+
+    @property
+    def pair_axis(self) -> tuple[int, ...] | None:
+        """M-RoPE: each pair's position axis (0 temporal, 1 height, 2 width)."""
+        if self.mrope_section is None:
+            return None
+        s = self.mrope_section
+        half = self.rotary_dim // 2
+        if self.mrope_interleaved:  # Qwen3-VL: h on j % 3 == 1 below 3 s1, w on j % 3 == 2 below 3 s2
+            return tuple(1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2] else 0
+                         for j in range(half))
+        return tuple(int(a) for a in np.repeat(np.arange(3), s))  # Qwen2-VL: chunks of s0, s1, s2 pairs
+
+    def freqs(self, position_ids: Any = None) -> InvFreqs:
+        """The `InvFreqs` the kernels read for a call with these position ids
+        (dynamic and longrope decide by their max + 1; the others ignore them)."""
+        n = self.seq_len(position_ids) if self.uses_seq_len() else None
+        return self._freqs(n)
+
+    def _freqs(self, seq_len: int | None) -> InvFreqs:
+        key = None if not self.uses_seq_len() else (
+            seq_len if self.rope_type == "dynamic" else bool(seq_len and seq_len > self.orig))
+        cache = self.__dict__.setdefault("_freqs_cache", {})
+        spec = cache.get(key)
+        if spec is None:
+            if len(cache) >= 64:
+                cache.clear()
+            spec = cache[key] = InvFreqs(self.inv_freq(seq_len), self.inv_freq(seq_len, np.float64),
+                                         attention_factor=self.attention_factor, pair_axis=self.pair_axis,
+                                         angle=self.angle)
+        return spec
+
+    def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
+        """int64 [B, S] positions ([3, B, S] with M-RoPE; [B, S] is taken as
+        all three axes equal, as transformers expands text positions), or a
+        TypeError / ValueError naming `name`."""
+        if not isinstance(position_ids, np.ndarray):
+            raise TypeError(f"{name} must be a numpy integer array [B, S]"
+                            f"{' (or [3, B, S] for M-RoPE)' if self.mrope_section else ''}; got "
+                            f"{type(position_ids).__name__}")
+        p = position_ids
+        if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+            raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
+        if self.mrope_section is not None:
+            if p.ndim == 2:
+                p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)
+            if p.ndim != 3 or p.shape[0] != MROPE_AXES:
+                raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
+                                 f"{list(position_ids.shape)}")
+        elif p.ndim != 2:
+            raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}")
+        check_positions(name, p)
+        return np.asarray(p, np.int64)
+
+    def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
+        module returns for these position ids ([B, S]; M-RoPE [3, B, S]):
+        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's
+        interleaved pairs, whose module returns the same and permutes q and
+        k instead), times the attention factor. float64 cos / sin of the
+        angle the kernels form, rounded once, then scaled in float32."""
+        p = self.check_position_ids(position_ids)
+        spec = self.freqs(p)
+        if self.mrope_section is not None:
+            b, s = p.shape[1:]
+            a = spec.angles(np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES))
+        else:
+            b, s = p.shape
+            a = spec.angles(p.reshape(-1))
+        m = spec.magnitude
+        c = (np.cos(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, -1)
+        sn = (np.sin(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, -1)
+        return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
+
+    def summary(self) -> dict[str, Any]:
+        """What the CLI prints: the resolved RoPE as plain values."""
+        d: dict[str, Any] = dict(rope_type=self.rope_type, head_dim=self.head_dim, rotary_dim=self.rotary_dim,
+                                 theta=self.theta, attention_factor=self.attention_factor,
+                                 pairs="interleaved" if self.interleaved else "rotate-half")
+        if self.layer_type:
+            d["layer_type"] = self.layer_type
+        for key in ("max_position_embeddings", "original_max_position_embeddings"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        if self.mrope_section is not None:
+            d["mrope_section"] = list(self.mrope_section)
+            d["mrope"] = "interleaved" if self.mrope_interleaved else "chunked"
+        for k, v in self.params:
+            d[k] = list(v) if isinstance(v, tuple) else v
+        if self.freq_factors is not None:
+            d["freq_factors"] = list(self.freq_factors)
+        if self.ignored:
+            d["ignored_keys"] = list(self.ignored)
+        if self.uses_seq_len():
+            d["decided_per_call"] = ("the base, from max(position_ids) + 1" if self.rope_type == "dynamic"
+                                     else "short / long factors, by max(position_ids) + 1 > "
+                                     f"{self.original_max_position_embeddings}")
+        return d
+
+
+# --- Hugging Face config.json ------------------------------------------------------
+_KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                 "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
+                 "partial_rotary_factor"}
+# keys a rope dict may hold that say nothing about the frequencies here
+_IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
+            "mrope_interleaved", "max_position_embeddings"}
+
+
+def _load(config: Any) -> dict:
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                config = json.load(f)
+        except FileNotFoundError:
+            raise ValueError(f"config: no such file {path!r}") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"config: {path!r} is not JSON ({exc})") from None
+    elif hasattr(config, "to_dict") and callable(config.to_dict):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (a config.json's contents), a path to a config.json, or an object "
+                        f"with to_dict(); got {type(config).__name__}")
+    return config
+
+
+def _text_config(cfg: dict) -> dict:
+    """The language model's part of a multimodal config (text_config), with
+    the outer config's RoPE keys where it has none."""
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict):
+        return cfg
+    merged = dict(inner)
+    for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
+        if key not in merged and key in cfg:
+            merged[key] = cfg[key]
+    return merged
+
+
+def _head_dim(cfg: dict) -> int:
+    for key in ("qk_rope_head_dim", "head_dim"):  # DeepSeek rotates qk_rope_head_dim channels of its heads
+        if cfg.get(key) is not None:
+            return _key_int(cfg, key, "config: ")
+    for key in ("hidden_size", "num_attention_heads"):
+        if cfg.get(key) is None:
+            raise ValueError(f"config: the head dim needs head_dim, or hidden_size and num_attention_heads; {key} is "
+                             "missing")
+    hidden, heads = _key_int(cfg, "hidden_size", "config: "), _key_int(cfg, "num_attention_heads", "config: ")
+    if hidden % heads:
+        raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    return hidden // heads
+
+
+def layer_types(config: Any) -> tuple[str, ...]:
+    """The layer types of a config with RoPE per layer type (Gemma 3:
+    ("full_attention", "sliding_attention")); () when one RoPE serves every
+    layer."""
+    return tuple(sorted(_per_layer(_text_config(_load(config))) or ()))
+
+
+def _per_layer(cfg: dict) -> dict[str, dict] | None:
+    """{layer type: its rope dict} for per-layer configs, else None."""
+    params = cfg.get("rope_parameters")
+    types = set(cfg.get("layer_types") or ()) | {"sliding_attention", "full_attention"}
+    if isinstance(params, dict) and params and any(k in types for k in params):
+        nested = {k: v for k, v in params.items() if k in types}
+        for k, v in nested.items():
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {_short(v)}")
+        return {k: dict(v) for k, v in nested.items() if v is not None}
+    if "rope_local_base_freq" in cfg:  # Gemma 3 on the Hub: local layers on their own base, default type
+        full = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {"rope_type": "default"})
+        full.setdefault("rope_theta", cfg.get("rope_theta", 1_000_000.0))
+        return {"full_attention": full,
+                "sliding_attention": {"rope_type": "default", "rope_theta": cfg["rope_local_base_freq"]}}
+    return None
+
+
+def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32") -> ModelRope:
+    """A model's RoPE from its Hugging Face config (a config.json's dict, its
+    path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
+
+    Reads, as transformers 5 does: `rope_parameters` (transformers 5) or
+    `rope_scaling` with `type` / `rope_type` plus `rope_theta` (Hub style);
+    `text_config` of multimodal models; the head dim from `qk_rope_head_dim`
+    (DeepSeek), `head_dim`, else hidden_size // num_attention_heads; the
+    rotary dim from `partial_rotary_factor` (or GPT-NeoX's `rotary_pct`);
+    `original_max_position_embeddings` at the top level (Phi-3) before the
+    rope dict's; M-RoPE's `mrope_section` and `mrope_interleaved` (Qwen3-VL
+    configs without the flag: by model_type); DeepSeek's `rope_interleave`.
+    `layer_type`: for configs with RoPE per layer type (Gemma 3:
+    "sliding_attention" on `rope_local_base_freq`, "full_attention" with the
+    scaling; `vkrope.hf_layer_types` lists them); required there.
+    Unknown rope type, missing or contradictory field: ValueError naming the key.
+    """
+    cfg = _text_config(_load(config))
+    nested = _per_layer(cfg)
+    if nested is not None:
+        if layer_type is None:
+            raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)}")
+        if layer_type not in nested:
+            raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
+        rope = dict(nested[layer_type])
+        where = f"rope_parameters[{layer_type!r}]."
+    else:
+        if layer_type is not None:
+            raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
+                             "(pass None)")
+        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+        if not isinstance(rope, dict):
+            raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
+        rope = dict(rope)
+        where = "rope_parameters." if cfg.get("rope_parameters") else "rope_scaling."
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
+            and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
+        raise ValueError(f"config: {where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
+                         "contradict each other")
+    if not isinstance(kind, str):
+        raise ValueError(f"config: {where}rope_type must be a string; got {_short(kind)}")
+    kind = _ALIASES.get(kind, kind)
+    if kind not in ROPE_TYPES:
+        raise ValueError(f"config: {where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+    theta_src = rope if "rope_theta" in rope else cfg
+    theta = _key_number(theta_src, "rope_theta", where if theta_src is rope else "config: ") \
+        if "rope_theta" in theta_src else 10000.0
+    head_dim = _head_dim(cfg)
+    partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
+    if partial is None:
+        partial = 1.0
+    elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
+        raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
+    rotary = head_dim if kind == "proportional" else int(head_dim * partial)
+    params: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in rope.items():
+        if key in _IGNORED:
+            continue
+        if key not in _KNOWN_PARAMS:
+            ignored.append(key)  # as transformers: a key its rope type does not read is not an error
+            continue
+        if value is None:
+            continue
+        if key in ("short_factor", "long_factor"):
+            if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                    for v in value):
+                raise ValueError(f"config: {where}{key} must be a list of positive numbers; got {_short(value)}")
+            value = tuple(float(v) for v in value)
+        elif key == "truncate":
+            if not isinstance(value, bool):
+                raise ValueError(f"config: {where}truncate must be true or false; got {_short(value)}")
+        else:
+            value = _key_number(rope, key, where)
+        params[key] = value
+    if partial != 1.0:
+        params["partial_rotary_factor"] = float(partial)
+    orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
+    orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
+        if orig_src.get("original_max_position_embeddings") is not None else None
+    mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") else None
+    if orig is None and kind in ("yarn", "longrope", "llama3"):
+        orig = mpe  # transformers' default
+        if orig is None:
+            raise ValueError(f"config: {where}original_max_position_embeddings (or max_position_embeddings) is "
+                             f"needed by rope_type {kind!r}")
+    if kind == "yarn" and "factor" not in params:
+        if mpe is None:
+            raise ValueError(f"config: {where}factor is missing (and no max_position_embeddings to derive it)")
+    elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
+        raise ValueError(f"config: {where}factor is needed by rope_type {kind!r}")
+    section = rope.get("mrope_section")
+    inter = rope.get("mrope_interleaved")
+    if section is not None:
+        if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                             for v in section):
+            raise ValueError(f"config: {where}mrope_section must be a list of 3 integers; got {_short(section)}")
+        section = tuple(section)
+        if inter is None:
+            inter = str(cfg.get("model_type", "")).startswith(("qwen3_vl", "qwen3_5", "qwen3_omni"))
+    elif inter:
+        raise ValueError(f"config: {where}mrope_interleaved is set but mrope_section is missing")
+    if inter is not None and not isinstance(inter, bool):
+        raise ValueError(f"config: {where}mrope_interleaved must be true or false; got {_short(inter)}")
+    # DeepSeek-V3's transformers config defaults rope_interleave to true (its Hub config.json omits it)
+    pairs = cfg.get("rope_interleave", str(cfg.get("model_type", "")) in ("deepseek_v3", "kimi_k2"))
+    if not isinstance(pairs, bool):
+        raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
+    try:
+        return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig, section,
+                         bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored))
+    except ValueError as exc:
+        raise ValueError(f"config: {where}{exc}") from None
+
+
+# --- GGUF -----------------------------------------------------------------------------
+def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32") -> ModelRope:
+    """A model's RoPE from a GGUF file's metadata (llama.cpp's), read with the
+    `gguf` package (`pip install vkrope[gguf]`): `{arch}.rope.freq_base`,
+    `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
+    (none, linear, yarn, longrope), `.factor`, `.original_context_length`,
+    `.attn_factor`, `.yarn_beta_fast` / `_slow`, `.rope.dimension_sections`
+    (M-RoPE; Qwen3-VL's archs interleaved), and the `rope_freqs.weight`
+    tensor (Llama 3.1's llama3 scaling, stored as per-pair divisors) or
+    `rope_factors_short.weight` / `rope_factors_long.weight` (Phi-3's
+    longrope). Pairs are interleaved for llama.cpp's "normal" rope archs
+    (llama, ...: the converter permuted Q and K), rotate-half for the
+    NeoX-style ones (qwen2, phi3, gemma3, ...). layer_type
+    "sliding_attention" (Gemma 3's local layers): `{arch}.rope.freq_base_swa`
+    (10000 when absent), unscaled; "full_attention" or None: the rest."""
+    try:
+        import gguf  # noqa: PLC0415  (an optional extra)
+    except ImportError:
+        raise ImportError("vkrope.from_gguf needs the gguf package: pip install 'vkrope[gguf]' (or pip install gguf)"
+                          ) from None
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise ValueError(f"path: no such file {p!r}")
+    try:
+        reader = gguf.GGUFReader(p)
+    except Exception as exc:  # noqa: BLE001  (gguf raises ValueError, struct.error, ...)
+        raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
+
+    def field_value(key: str) -> Any:
+        f = reader.fields.get(key)
+        if f is None:
+            return None
+        return f.contents()
+
+    arch = field_value("general.architecture")
+    if not isinstance(arch, str):
+        raise ValueError(f"path: {p!r} has no general.architecture")
+    kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
+    tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
+               if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
+    if layer_type not in (None, "full_attention", "sliding_attention"):
+        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
+    if layer_type == "sliding_attention":
+        kv = {k: v for k, v in kv.items() if not k.startswith("rope.scaling.")}
+        kv["rope.freq_base"] = kv.get("rope.freq_base_swa", 10000.0)
+        tensors = {}
+    rope = _from_gguf_kv(arch, kv, tensors, angle, p)
+    return rope if layer_type is None else replace(rope, layer_type=layer_type)
+
+
+# llama.cpp's LLM_ARCH -> rope type table (llama-model.cpp llama_model_rope_type): NEOX-style (rotate-half)
+# archs; the rest it runs with adjacent pairs. The M-RoPE archs: sections, chunked or interleaved (IMROPE).
+_NEOX = ("qwen", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi2", "phi3", "phimoe", "gemma", "gemma2", "gemma3",
+         "gemma3n", "stablelm", "gptneox", "falcon", "starcoder2", "openelm", "olmo2", "olmoe", "exaone", "nemotron",
+         "bitnet", "codeshell", "dbrx", "plamo", "minicpm3", "granite", "granitemoe", "deepseek2", "glm4")
+_MROPE = ("qwen2vl", "qwen25vl")
+_IMROPE = ("qwen3vl", "qwen3vlmoe")
+
+
+def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) -> ModelRope:
+    def num(key: str, default: Any = None) -> Any:
+        v = kv.get(key, default)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
+        return v
+
+    heads = num("attention.head_count")
+    if isinstance(heads, list):
+        heads = heads[0]
+    head_dim = num("attention.key_length") or (num("embedding_length") // heads if heads else None)
+    if arch == "deepseek2":
+        head_dim = num("rope.dimension_count")
+    rot = num("rope.dimension_count", head_dim)
+    if not head_dim or not rot:
+        raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing")
+    theta = float(num("rope.freq_base", 10000.0))
+    kind = kv.get("rope.scaling.type") or "none"
+    params: dict[str, Any] = {}
+    factor = num("rope.scaling.factor") or num("rope.scale_linear")
+    orig = num("rope.scaling.original_context_length")
+    mpe = num("context_length")
+    freq_factors = None
+    if kind == "none" and factor and factor != 1:
+        kind = "linear"
+    if kind == "none":
+        kind = "default"
+    if kind == "linear":
+        params["factor"] = float(factor or 1.0)
+    elif kind == "yarn":
+        params["factor"] = float(factor or 1.0)
+        for k, name in (("rope.scaling.yarn_beta_fast", "beta_fast"), ("rope.scaling.yarn_beta_slow", "beta_slow")):
+            if num(k) is not None:
+                params[name] = float(num(k))
+        # llama.cpp's attn_factor multiplies yarn's own 0.1 ln(s) + 1: HF's attention_factor is the product.
+        # DeepSeek's converter writes 0.1 * mscale_all_dim as yarn_log_multiplier (and mscale equals it in
+        # every DeepSeek config): HF's factor is then g(s, mscale) / g(s, mscale_all_dim) = 1.
+        attn = num("rope.scaling.attn_factor")
+        log_mul = num("rope.scaling.yarn_log_multiplier")
+        if log_mul:
+            params["mscale"] = params["mscale_all_dim"] = float(log_mul) / 0.1
+        elif attn is not None:
+            base_m = 1.0 + 0.1 * math.log(params["factor"]) if params["factor"] > 1 else 1.0
+            params["attention_factor"] = float(attn) * base_m
+        if orig is None:
+            raise ValueError(f"{where}: yarn needs {arch}.rope.scaling.original_context_length")
+    elif kind == "longrope":
+        pass
+    elif kind not in ("default",):
+        raise ValueError(f"{where}: {arch}.rope.scaling.type {kind!r} is not supported (none, linear, yarn, longrope)")
+    if "rope_factors_short.weight" in tensors or "rope_factors_long.weight" in tensors:
+        kind = "longrope"
+        for name, key in (("short_factor", "rope_factors_short.weight"), ("long_factor", "rope_factors_long.weight")):
+            if key not in tensors:
+                raise ValueError(f"{where}: longrope needs both rope_factors_short.weight and rope_factors_long.weight")
+            params[name] = tuple(float(v) for v in tensors[key])
+        attn = num("rope.scaling.attn_factor")
+        if attn is not None:
+            params["attention_factor"] = float(attn)
+        if orig is None:
+            raise ValueError(f"{where}: longrope needs {arch}.rope.scaling.original_context_length")
+    elif "rope_freqs.weight" in tensors:
+        freq_factors = tuple(float(v) for v in tensors["rope_freqs.weight"])
+    sections = kv.get("rope.dimension_sections")
+    section = None
+    if arch in _MROPE + _IMROPE:
+        if not isinstance(sections, list) or len(sections) < 3:
+            raise ValueError(f"{where}: {arch}.rope.dimension_sections must hold the M-RoPE sections")
+        section = tuple(int(v) for v in sections[:3])
+    try:
+        return ModelRope(kind, int(head_dim), int(rot), theta, tuple(sorted(params.items())), mpe, orig, section,
+                         arch in _IMROPE, arch not in _NEOX + _MROPE + _IMROPE, freq_factors, None, angle,
+                         source=where)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "ROPE_TYPES"]
