@@ -35,7 +35,7 @@ def test_example_runs_and_checks_itself(path):
 def test_examples_exist():
     names = {p.name for p in EXAMPLES}
     assert {"attention_numpy.py", "edgetam_memory_keys.py", "streaming_device.py", "dask_batch.py",
-            "onnx_llama_attention.py", "decode_loop.py"} <= names
+            "onnx_llama_attention.py", "decode_loop.py", "hf_config_attention.py", "flux_attention.py"} <= names
 
 
 def cli(*args, **kw):
