@@ -34,6 +34,7 @@ TESTS = [
     "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
     "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
     "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py", "tests/test_kept_imports.py", "tests/test_nd.py",
+    "tests/test_hf_configs.py", "tests/test_gguf.py",
 ]
 
 
@@ -55,6 +56,7 @@ TABLE_OP = "vkrope/ops/table.py"
 COMMON = "glsl/common.glsl"
 OP = "vkrope/ops/interleaved.py"
 FREQS = "vkrope/freqs.py"
+CONFIGS = "vkrope/configs.py"
 MUTATIONS = [
     # --- the shader's math and indexing
     Mutation("aligned second pair uses the first pair's freqs", KERNEL,
@@ -442,6 +444,51 @@ MUTATIONS = [
              "        if resident_rows * row_bytes <= budget:", "        if False:"),
     Mutation("a hung device destroyed without a second wait", "vkrope/owner.py",
              "                self._rt.stream.drain(max(1.0, seconds or 0.0))", "                pass"),
+    # --- a model's RoPE from its config (#20)
+    Mutation("longrope switches at max + 1 >= original instead of >", CONFIGS,
+             "ext = np.asarray(p(\"long_factor\") if seq_len and seq_len > orig", 
+             "ext = np.asarray(p(\"long_factor\") if seq_len and seq_len >= orig"),
+    Mutation("longrope's default attention factor without the square root", CONFIGS,
+             "return math.sqrt(1 + math.log(f) / math.log(self.orig))", "return 1 + math.log(f) / math.log(self.orig)"),
+    Mutation("yarn's attention factor ignores mscale_all_dim", CONFIGS,
+             "return float(g(f, ms) / g(f, msa))", "return float(g(f, ms))"),
+    Mutation("yarn's ramp not truncated", CONFIGS,
+             "        if p(\"truncate\", True):\n            low, high = math.floor(low), math.ceil(high)", ""),
+    Mutation("llama3's middle band not smoothed", CONFIGS,
+             "        return np.where(medium, smoothed, llama)", "        return llama"),
+    Mutation("llama3's bands compared in float64 instead of float32", CONFIGS,
+             "        llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)",
+             "        llama = np.where(wavelen.astype(np.float64) > low_wl, inv / t(factor), inv)",
+             "no config's wavelength falls between a band edge in float32 and in float64"),
+    Mutation("dynamic's base grows at the length instead of past it", CONFIGS,
+             "        if seq_len is None or seq_len <= mpe:", "        if seq_len is None or seq_len < mpe:"),
+    Mutation("dynamic's power taken with a float32 exponent", CONFIGS,
+             "powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))",
+             "powered = np.float32(math.pow(float(ratio), float(np.float32(dim / (dim - 2)))))"),
+    Mutation("partial_rotary_factor dropped", CONFIGS,
+             "    rotary = head_dim if kind == \"proportional\" else int(head_dim * partial)",
+             "    rotary = head_dim"),
+    Mutation("Phi-3's top-level original_max_position_embeddings not read", CONFIGS,
+             "    orig_src = cfg if \"original_max_position_embeddings\" in cfg else rope",
+             "    orig_src = rope"),
+    Mutation("Qwen3-VL's interleaved sections read as chunks", CONFIGS,
+             "        if self.mrope_interleaved:  # Qwen3-VL", "        if False:  # Qwen3-VL"),
+    Mutation("Gemma 3's local layers on the global base", CONFIGS,
+             "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": cfg[\"rope_local_base_freq\"]}}",
+             "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": full[\"rope_theta\"]}}"),
+    Mutation("DeepSeek's pairs not interleaved by default", CONFIGS,
+             "str(cfg.get(\"model_type\", \"\")) in (\"deepseek_v3\", \"kimi_k2\"))", "False)"),
+    Mutation("GGUF's yarn_log_multiplier taken as an attention factor", CONFIGS,
+             "            params[\"mscale\"] = params[\"mscale_all_dim\"] = float(log_mul) / 0.1",
+             "            params[\"attention_factor\"] = 1.0 + float(log_mul) * math.log(params[\"factor\"])"),
+    Mutation("M-RoPE pairs all read the temporal axis in the kernel", TABLE_OP,
+             "        quarter[:, 3] = spec.pair_axis_array", "        quarter[:, 3] = 0"),
+    Mutation("the attention factor not applied in the N-D branch", TABLE_KERNEL,
+             "      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);\n    }\n    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz) * uintBitsToFloat(p.magnitude);",
+             "      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);\n    }\n    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);",
+             ""),
+    Mutation("apply_rotary_pos_emb's k rotated with q's head count", TABLE_OP,
+             "        h = int(x.shape[1])\n", "        h = int(qx.shape[1])\n"),
 ]
 
 

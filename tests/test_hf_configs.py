@@ -16,6 +16,7 @@ bfloat16 / float16 results within one ulp of their dtype.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import ml_dtypes
@@ -461,3 +462,22 @@ def test_cli_config(capsys):
     assert abs(got["attention_factor"] - 1.1902380714238083) < 1e-15
     assert main(["config", os.path.join(CONFIGS, "missing.json")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_mrope_with_yarn_carries_its_attention_factor():
+    """Qwen2.5-VL's long-context setting: M-RoPE sections with YaRN (its model
+    card's rope_scaling), whose attention factor the N-D branch must apply."""
+    cfg = json.loads(json.dumps(config("qwen2-vl-7b")))
+    cfg["rope_scaling"] = {"type": "yarn", "mrope_section": [16, 24, 24], "factor": 4,
+                           "original_max_position_embeddings": 32768}
+    rope = vkrope.from_hf(cfg)
+    assert rope.mrope_section == (16, 24, 24) and rope.rope_type == "yarn"
+    ref_rope = oracle_hf.rope_of(cfg)
+    assert abs(rope.attention_factor - (0.1 * math.log(4) + 1)) < 1e-12
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((1, 2, 9, 128)).astype(np.float32)
+    pos = rng.integers(0, 100000, (3, 1, 9))
+    yq, _ = vkrope.apply_rotary_pos_emb(q, q[:, :1].copy(), rope, pos)
+    c, s = oracle_hf.cos_sin(ref_rope, pos)
+    ref = oracle_hf.rotate(q, c, s, 128)
+    assert np.abs(yq - ref).max() < 2e-5 * np.abs(ref).max()
