@@ -168,3 +168,25 @@ def test_cli_config_reads_gguf(tmp_path, capsys):
     assert main(["config", path]) == 0
     text = capsys.readouterr().out
     assert "(GGUF), layer type full_attention" in text and "layer type sliding_attention" in text
+
+
+def test_gguf_layer_types_and_bad_tensors(tmp_path):
+    path = write(tmp_path / "l.gguf", "llama", [
+        ("add_embedding_length", 4096), ("add_head_count", 32), ("add_rope_freq_base", 500000.0)])
+    with pytest.raises(ValueError, match="one RoPE for every layer"):
+        vkrope.from_gguf(path, layer_type="sliding_attention")
+    bad = llama3_factors(config("llama-3.1-8b"))
+    bad[3] = np.inf
+    path = write(tmp_path / "inf.gguf", "llama", [
+        ("add_embedding_length", 4096), ("add_head_count", 32), ("add_rope_freq_base", 500000.0)],
+        [("rope_freqs.weight", bad)])
+    with pytest.raises(ValueError, match="freq_factors must be positive finite"):
+        vkrope.from_gguf(path)
+    path = write(tmp_path / "heads.gguf", "llama", [
+        ("add_embedding_length", 256), ("add_head_count", [4, 4, 4]), ("add_key_length", 64),
+        ("add_rope_freq_base", 10000.0)])
+    assert vkrope.from_gguf(path).head_dim == 64
+    path = write(tmp_path / "neg.gguf", "llama", [
+        ("add_embedding_length", 256), ("add_head_count", 4), ("add_rope_freq_base", -5.0)])
+    with pytest.raises(ValueError, match="theta"):
+        vkrope.from_gguf(path)

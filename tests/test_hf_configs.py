@@ -481,3 +481,109 @@ def test_mrope_with_yarn_carries_its_attention_factor():
     c, s = oracle_hf.cos_sin(ref_rope, pos)
     ref = oracle_hf.rotate(q, c, s, 128)
     assert np.abs(yq - ref).max() < 2e-5 * np.abs(ref).max()
+
+
+def test_pairs_of_the_spec_and_the_op_must_agree():
+    """A ModelRope's pairs (DeepSeek's interleaved, Hugging Face's rotate-half)
+    against an op's layout: the same result where they agree, a ValueError
+    naming the argument where they do not (never silently the other pairs)."""
+    ds = vkrope.from_hf(config("deepseek-v3"))
+    q = np.random.default_rng(8).standard_normal((1, 2, 3, 64)).astype(np.float32)
+    pos = np.array([[0, 7, 100]])
+    want, _ = vkrope.apply_rotary_pos_emb(q, q, ds, pos)
+    with pytest.raises(ValueError, match="cos_cache: the ModelRope pairs channels interleaved"):
+        vkrope.rotary_embedding(q, ds, None, pos)
+    assert np.array_equal(vkrope.rotary_embedding(q, ds, None, pos, interleaved=1), want)
+    dev = vkrope.default_device()
+    kc = dev.asarray(np.zeros((1, 2, 128, 64), np.float32))
+    vc = dev.asarray(np.zeros((1, 2, 128, 64), np.float32))
+    with pytest.raises(ValueError, match="freqs: the ModelRope pairs channels interleaved"):
+        vkrope.rope_and_cache(q, q, q, kc, vc, ds, pos)
+    assert not kc.get().any()
+    got = vkrope.rope_and_cache(q, q, q, kc, vc, ds, pos, interleaved=True)
+    assert np.abs(got - want).max() < 1e-6
+    bshd = q.transpose(0, 2, 1, 3).copy()
+    with pytest.raises(ValueError, match="freqs_cos: the ModelRope pairs channels interleaved"):
+        vkrope.apply_rotary_emb_hf(bshd, bshd, ds, None)
+    llama = vkrope.from_hf(config("llama-3.2-1b"))
+    with pytest.raises(ValueError, match="freqs_cos: the ModelRope pairs channels rotate-half"):
+        vkrope.apply_rotary_emb(bshd, bshd, llama, None)
+
+
+def test_outputs_that_alias_the_other_input_are_refused():
+    rope = vkrope.from_hf(config("llama-3.2-1b"))
+    rng = np.random.default_rng(9)
+    q = rng.standard_normal((1, 1, 4, 64)).astype(np.float32)
+    k = (2 * q).astype(np.float32)
+    pos = np.arange(4)[None]
+    rq, rk = vkrope.apply_rotary_pos_emb(q, k, rope, pos)
+    qq = q.copy()
+    with pytest.raises(ValueError, match="out_q and k are the same memory"):
+        vkrope.apply_rotary_pos_emb(qq, qq, rope, pos, out_q=qq, out_k=qq)
+    assert np.array_equal(qq, q)  # untouched
+    kk = k.copy()
+    with pytest.raises(ValueError, match="out_q and k"):
+        vkrope.apply_rotary_pos_emb(q, kk, rope, pos, out_q=kk)
+    o = np.zeros_like(q)
+    with pytest.raises(ValueError, match="out_q and out_k"):
+        vkrope.apply_rotary_pos_emb(q, k, rope, pos, out_q=o, out_k=o)
+    buf = np.concatenate([q, k], 1)
+    with pytest.raises(ValueError, match="out_q and k"):
+        vkrope.apply_rotary_pos_emb(buf[:, :1], buf[:, 1:], rope, pos, out_q=buf[:, 1:])
+    # in place and q, k as disjoint views of one buffer are fine
+    b2 = buf.copy()
+    a, b = vkrope.apply_rotary_pos_emb(b2[:, :1], b2[:, 1:], rope, pos, out_q=b2[:, :1], out_k=b2[:, 1:])
+    assert np.array_equal(b2[:, :1], rq) and np.array_equal(b2[:, 1:], rk)
+    same = q.copy()
+    x, y = vkrope.apply_rotary_pos_emb(same, same, rope, pos)  # q is k, no outputs: both from the input
+    assert np.array_equal(x, rq) and np.array_equal(y, rq)
+    dev = vkrope.default_device()
+    dq = dev.asarray(q)
+    with pytest.raises(ValueError, match="out_q and k"):
+        dev.apply_rotary_pos_emb(dq, dq, rope, pos, out_q=dq)
+    assert np.array_equal(dq.get(), q)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda c: c["rope_scaling"].update(rope_type="yarn", factor=4.0) or c.update(rope_theta=1), "rope_theta > 1"),
+    (lambda c: c.update(rope_scaling={"rope_type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64,
+                                      "original_max_position_embeddings": 1}), "original_max_position_embeddings"),
+    (lambda c: c.update(hidden_size=8, num_attention_heads=4, rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
+     "rotary dim of 4 or more"),
+    (lambda c: c.update(max_position_embeddings=0), "max_position_embeddings must be >= 1"),
+])
+def test_degenerate_parameters_are_value_errors_at_once(edit, match):
+    c = json.loads(json.dumps(config("llama-3.1-8b")))
+    edit(c)
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_hf(c)
+
+
+def test_messages_name_the_key_once():
+    c = json.loads(json.dumps(config("llama-3.1-8b")))
+    c["rope_scaling"]["factor"] = "8"
+    with pytest.raises(ValueError) as info:
+        vkrope.from_hf(c)
+    assert str(info.value).startswith("config: rope_scaling.factor must be a number")
+    with pytest.raises(ValueError, match="^angle must be"):
+        vkrope.from_hf(config("llama-3.1-8b"), angle="float64")
+    with pytest.raises(TypeError, match="layer_type must be a str"):
+        vkrope.from_hf(config("gemma-3-4b"), layer_type=["full_attention"])
+    with pytest.raises(TypeError, match="path must be a str"):
+        vkrope.from_gguf(None)
+
+
+def test_exact_angle_limits_checked_when_read():
+    c = json.loads(json.dumps(config("qwen2-vl-7b")))
+    c["rope_scaling"] = {"type": "linear", "factor": 0.1, "mrope_section": [16, 24, 24]}
+    vkrope.from_hf(c)  # float32 angles: fine
+    with pytest.raises(ValueError, match="angle='exact'"):
+        vkrope.from_hf(c, angle="exact")
+
+
+def test_cos_sin_of_no_tokens_and_neox_base():
+    rope = vkrope.from_hf(config("llama-3.1-8b"))
+    c, s = rope.cos_sin(np.zeros((2, 0), np.int64))
+    assert c.shape == s.shape == (2, 0, 128)
+    neox = vkrope.from_hf({"hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.25, "rotary_emb_base": 500})
+    assert neox.theta == 500.0 and neox.rotary_dim == 4

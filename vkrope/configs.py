@@ -57,6 +57,42 @@ def _key_int(params: dict, key: str, where: str) -> int:
     return int(value)
 
 
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {_short(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1; got {value}")
+
+
+def _check_params(params: Any) -> tuple:
+    """A rope type's parameters as sorted (key, value) pairs: numbers,
+    booleans (truncate) or tuples of numbers (longrope's factors)."""
+    try:
+        items = dict(params).items()
+    except (TypeError, ValueError):
+        raise TypeError(f"params must be (key, value) pairs; got {_short(params)}") from None
+    out = []
+    for key, value in items:
+        if not isinstance(key, str):
+            raise TypeError(f"params keys must be strings; got {_short(key)}")
+        if key == "truncate":
+            if not isinstance(value, bool):
+                raise ValueError(f"truncate must be true or false; got {_short(value)}")
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            vals = list(value)
+            if not all(not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
+                       and math.isfinite(v) and v > 0 for v in vals):
+                raise ValueError(f"{key} must hold positive finite numbers; got {_short(value)}")
+            value = tuple(float(v) for v in vals)
+        elif isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{key} must be a positive finite number; got {_short(value)}")
+        else:
+            value = float(value)
+        out.append((key, value))
+    return tuple(sorted(out))
+
+
 @dataclass(frozen=True)
 class ModelRope:
     """A model's RoPE, as its config defines it (`vkrope.from_hf`,
@@ -102,17 +138,39 @@ class ModelRope:
             raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {self.rope_type!r}")
         if self.angle not in ("float32", "exact"):
             raise ValueError(f"angle must be 'float32' or 'exact'; got {self.angle!r}")
-        if self.rotary_dim < 2 or self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
+        for name in ("head_dim", "rotary_dim"):
+            _positive_int(name, getattr(self, name))
+        for name in ("max_position_embeddings", "original_max_position_embeddings"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if isinstance(self.theta, bool) or not isinstance(self.theta, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(self.theta) or self.theta <= 0:
+            raise ValueError(f"theta (rope_theta) must be a positive finite number; got {_short(self.theta)}")
+        object.__setattr__(self, "theta", float(self.theta))
+        for name in ("mrope_interleaved", "interleaved"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool; got {_short(getattr(self, name))}")
+        if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
-                             "partial_rotary_factor) must be even, >= 2 and <= head_dim")
+                             "partial_rotary_factor) must be even and <= head_dim")
+        object.__setattr__(self, "params", _check_params(self.params))
         p = self.param
         if self.rope_type in ("yarn", "longrope", "llama3") and self.original_max_position_embeddings is None:
             raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
         if self.rope_type in ("linear", "dynamic", "llama3"):
             if p("factor") is None:
                 raise ValueError(f"rope_type {self.rope_type!r} needs factor")
-        if self.rope_type == "dynamic" and self.max_position_embeddings is None:
-            raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
+        if self.rope_type == "dynamic":
+            if self.max_position_embeddings is None:
+                raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
+            if self.rotary_dim < 4:
+                raise ValueError(f"rope_type 'dynamic' needs a rotary dim of 4 or more (its base grows by the power "
+                                 f"dim / (dim - 2)); got {self.rotary_dim}")
+        if self.rope_type == "yarn" and not self.theta > 1:
+            raise ValueError(f"yarn needs rope_theta > 1 (its ramp divides by ln(rope_theta)); got {self.theta}")
+        if self.rope_type == "longrope" and self.factor > 1 and self.orig < 2:
+            raise ValueError(f"longrope's attention factor divides by ln(original_max_position_embeddings): it must be "
+                             f">= 2; got {self.orig}")
         if self.rope_type == "llama3":
             for key in ("low_freq_factor", "high_freq_factor"):
                 if p(key) is None:
@@ -123,21 +181,42 @@ class ModelRope:
         if self.rope_type == "longrope":
             for key in ("short_factor", "long_factor"):
                 f = p(key)
-                if f is None or len(f) != self.rotary_dim // 2:
+                if not isinstance(f, tuple) or len(f) != self.rotary_dim // 2:
                     raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {self.rotary_dim // 2} numbers; got "
                                      f"{_short(f)}")
         if self.rope_type == "yarn" and p("factor") is None and self.max_position_embeddings is None:
             raise ValueError("yarn needs factor (or max_position_embeddings to derive it)")
         if self.mrope_section is not None:
             sec = self.mrope_section
-            if len(sec) != MROPE_AXES or any(s < 0 for s in sec):
-                raise ValueError(f"mrope_section must hold 3 pair counts (temporal, height, width); got {list(sec)}")
-            if sum(sec) != self.rotary_dim // 2:
+            if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
+                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
+                raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
+                                 f"{_short(sec)}")
+            object.__setattr__(self, "mrope_section", tuple(int(v) for v in sec))
+            if sum(self.mrope_section) != self.rotary_dim // 2:
                 raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {self.rotary_dim // 2}")
-        if self.freq_factors is not None and len(self.freq_factors) != self.rotary_dim // 2:
-            raise ValueError(f"freq_factors must hold rotary_dim / 2 = {self.rotary_dim // 2} values; got "
-                             f"{len(self.freq_factors)}")
-        self.inv_freq(None)  # every parameter usable: a bad one is a ValueError here, not in a later call
+        if self.freq_factors is not None:
+            try:
+                ff = np.asarray(self.freq_factors, np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"freq_factors must be numbers; got {_short(self.freq_factors)}") from None
+            if ff.shape != (self.rotary_dim // 2,):
+                raise ValueError(f"freq_factors must hold rotary_dim / 2 = {self.rotary_dim // 2} values; got shape "
+                                 f"{list(ff.shape)}")
+            if not (np.isfinite(ff) & (ff > 0)).all():
+                raise ValueError(f"freq_factors must be positive finite numbers; got {ff[~(np.isfinite(ff) & (ff > 0))][0]}")
+            object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
+        # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
+        lengths: list[int | None] = [None]
+        if self.uses_seq_len():
+            lengths.append(max(self.max_position_embeddings or 0, self.original_max_position_embeddings or 0) + 1)
+        try:
+            self.attention_factor  # noqa: B018  (computed for its errors)
+            for n in lengths:
+                self._freqs(n)
+        except (ZeroDivisionError, OverflowError, ArithmeticError) as exc:
+            raise ValueError(f"{self.rope_type}: these parameters give no usable frequencies ({exc}): theta "
+                             f"{self.theta}, {dict(self.params)}") from None
 
     @property
     def orig(self) -> int:
@@ -250,8 +329,8 @@ class ModelRope:
                 inv = inv / np.asarray(self.freq_factors, t)
         inv = np.asarray(inv, t)
         if not np.isfinite(inv).all() or (inv < 0).any():
-            raise ValueError(f"{self.source or 'the config'}: rope parameters give inverse frequencies that are not "
-                             f"finite numbers >= 0 ({kind}, theta {self.theta}, {dict(self.params)})")
+            raise ValueError(f"{kind}: these parameters give inverse frequencies that are not finite numbers >= 0 "
+                             f"(theta {self.theta}, {dict(self.params)})")
         return inv
 
     def _dynamic_base(self, seq_len: int | None, t: Any) -> Any:
@@ -372,8 +451,8 @@ class ModelRope:
             b, s = p.shape
             a = spec.angles(p.reshape(-1))
         m = spec.magnitude
-        c = (np.cos(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, -1)
-        sn = (np.sin(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, -1)
+        c = (np.cos(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
+        sn = (np.sin(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
         return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
 
     def summary(self) -> dict[str, Any]:
@@ -421,8 +500,10 @@ def _load(config: Any) -> dict:
                 config = json.load(f)
         except FileNotFoundError:
             raise ValueError(f"config: no such file {path!r}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"config: {path!r} is not JSON ({exc})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"config: {path!r} is not JSON in UTF-8 ({exc})") from None
+        except OSError as exc:
+            raise ValueError(f"config: {path!r} cannot be read ({exc})") from None
     elif hasattr(config, "to_dict") and callable(config.to_dict):
         config = config.to_dict()
     if not isinstance(config, dict):
@@ -500,6 +581,10 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     scaling; `vkrope.hf_layer_types` lists them); required there.
     Unknown rope type, missing or contradictory field: ValueError naming the key.
     """
+    if angle not in ("float32", "exact"):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
     cfg = _text_config(_load(config))
     nested = _per_layer(cfg)
     if nested is not None:
@@ -508,7 +593,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
         rope = dict(nested[layer_type])
-        where = f"rope_parameters[{layer_type!r}]."
+        where = f"config: rope_parameters[{layer_type!r}]."
     else:
         if layer_type is not None:
             raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
@@ -517,20 +602,25 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         if not isinstance(rope, dict):
             raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
         rope = dict(rope)
-        where = "rope_parameters." if cfg.get("rope_parameters") else "rope_scaling."
+        where = "config: rope_parameters." if cfg.get("rope_parameters") else "config: rope_scaling."
     kind = rope.get("rope_type", rope.get("type", "default"))
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
-        raise ValueError(f"config: {where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
+        raise ValueError(f"{where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
                          "contradict each other")
     if not isinstance(kind, str):
-        raise ValueError(f"config: {where}rope_type must be a string; got {_short(kind)}")
+        raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
     kind = _ALIASES.get(kind, kind)
     if kind not in ROPE_TYPES:
-        raise ValueError(f"config: {where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
-    theta_src = rope if "rope_theta" in rope else cfg
-    theta = _key_number(theta_src, "rope_theta", where if theta_src is rope else "config: ") \
-        if "rope_theta" in theta_src else 10000.0
+        raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+    if "rope_theta" in rope:
+        theta = _key_number(rope, "rope_theta", where)
+    elif "rope_theta" in cfg:
+        theta = _key_number(cfg, "rope_theta", "config: ")
+    elif "rotary_emb_base" in cfg:  # GPT-NeoX
+        theta = _key_number(cfg, "rotary_emb_base", "config: ")
+    else:
+        theta = 10000.0
     head_dim = _head_dim(cfg)
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
     if partial is None:
@@ -552,11 +642,11 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
             if not isinstance(value, (list, tuple)) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
                     for v in value):
-                raise ValueError(f"config: {where}{key} must be a list of positive numbers; got {_short(value)}")
+                raise ValueError(f"{where}{key} must be a list of positive numbers; got {_short(value)}")
             value = tuple(float(v) for v in value)
         elif key == "truncate":
             if not isinstance(value, bool):
-                raise ValueError(f"config: {where}truncate must be true or false; got {_short(value)}")
+                raise ValueError(f"{where}truncate must be true or false; got {_short(value)}")
         else:
             value = _key_number(rope, key, where)
         params[key] = value
@@ -565,30 +655,31 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
     orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
         if orig_src.get("original_max_position_embeddings") is not None else None
-    mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") else None
+    mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
+        else None
     if orig is None and kind in ("yarn", "longrope", "llama3"):
         orig = mpe  # transformers' default
         if orig is None:
-            raise ValueError(f"config: {where}original_max_position_embeddings (or max_position_embeddings) is "
+            raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is "
                              f"needed by rope_type {kind!r}")
     if kind == "yarn" and "factor" not in params:
         if mpe is None:
-            raise ValueError(f"config: {where}factor is missing (and no max_position_embeddings to derive it)")
+            raise ValueError(f"{where}factor is missing (and no max_position_embeddings to derive it)")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
-        raise ValueError(f"config: {where}factor is needed by rope_type {kind!r}")
+        raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
     section = rope.get("mrope_section")
     inter = rope.get("mrope_interleaved")
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
                                                              for v in section):
-            raise ValueError(f"config: {where}mrope_section must be a list of 3 integers; got {_short(section)}")
+            raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
         section = tuple(section)
         if inter is None:
             inter = str(cfg.get("model_type", "")).startswith(("qwen3_vl", "qwen3_5", "qwen3_omni"))
     elif inter:
-        raise ValueError(f"config: {where}mrope_interleaved is set but mrope_section is missing")
+        raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
-        raise ValueError(f"config: {where}mrope_interleaved must be true or false; got {_short(inter)}")
+        raise ValueError(f"{where}mrope_interleaved must be true or false; got {_short(inter)}")
     # DeepSeek-V3's transformers config defaults rope_interleave to true (its Hub config.json omits it)
     pairs = cfg.get("rope_interleave", str(cfg.get("model_type", "")) in ("deepseek_v3", "kimi_k2"))
     if not isinstance(pairs, bool):
@@ -596,8 +687,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig, section,
                          bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored))
-    except ValueError as exc:
-        raise ValueError(f"config: {where}{exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config: {exc}") from None
 
 
 # --- GGUF -----------------------------------------------------------------------------
@@ -620,6 +711,10 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
     except ImportError:
         raise ImportError("vkrope.from_gguf needs the gguf package: pip install 'vkrope[gguf]' (or pip install gguf)"
                           ) from None
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {_short(path)}")
+    if layer_type not in (None, "full_attention", "sliding_attention"):
+        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
@@ -640,8 +735,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    if layer_type not in (None, "full_attention", "sliding_attention"):
-        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
+    if layer_type is not None and not (arch.startswith(("gemma2", "gemma3")) or "rope.freq_base_swa" in kv):
+        raise ValueError(f"layer_type: {p!r} ({arch}) has one RoPE for every layer; got layer_type={layer_type!r} "
+                         "(pass None)")
     if layer_type == "sliding_attention":
         kv = {k: v for k, v in kv.items() if not k.startswith("rope.scaling.")}
         kv["rope.freq_base"] = kv.get("rope.freq_base_swa", 10000.0)
@@ -662,13 +758,13 @@ _IMROPE = ("qwen3vl", "qwen3vlmoe")
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) -> ModelRope:
     def num(key: str, default: Any = None) -> Any:
         v = kv.get(key, default)
+        if isinstance(v, list) and key == "attention.head_count" and v:  # per-layer head counts: the first layer's
+            v = v[0]
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
         return v
 
     heads = num("attention.head_count")
-    if isinstance(heads, list):
-        heads = heads[0]
     head_dim = num("attention.key_length") or (num("embedding_length") // heads if heads else None)
     if arch == "deepseek2":
         head_dim = num("rope.dimension_count")

@@ -205,6 +205,10 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         if freqs.mrope_section is not None:
             raise ValueError("freqs: an M-RoPE spec needs position ids [3, B, S]; the decode step takes one position "
                              "per token (rotate with vkrope.apply_rotary_pos_emb, then write the cache)")
+        if freqs.interleaved != bool(interleaved):
+            have = "interleaved (2i, 2i+1)" if freqs.interleaved else "rotate-half (i, i + rot/2)"
+            raise ValueError(f"freqs: the ModelRope pairs channels {have} (its config / GGUF); pass "
+                             f"interleaved={freqs.interleaved}")
         freqs = freqs.freqs(pos)
     if is_position_spec(freqs):
         rot = freqs.dim

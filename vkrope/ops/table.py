@@ -118,11 +118,18 @@ def several_axes(spec: Any) -> bool:
     return isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope)
 
 
-def resolve(name: str, spec: Any, positions: Any) -> Any:
+def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None) -> Any:
     """A `ModelRope` in place of a table: the `InvFreqs` of this call's
-    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb).
-    Other values come back as they are."""
+    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb),
+    its pairs those of the call (`interleaved`; None: the call takes the
+    spec's). Other values come back as they are."""
     if isinstance(spec, ModelRope):
+        if interleaved is not None and spec.interleaved != interleaved:
+            have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
+            call = "interleaved" if interleaved else "rotate-half"
+            raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
+                             f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
+                             "spec's own)")
         if spec.mrope_section is not None:
             raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
                              "[3, B, S]: use vkrope.apply_rotary_pos_emb")
@@ -254,7 +261,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     if isinstance(cos_cache, ModelRope):
-        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, b, s))
+        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, b, s), inter)
     if is_position_spec(cos_cache):
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
         return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
@@ -320,7 +327,7 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     q, k, b, s, d = _q_and_k(xq, xk)
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s))
+    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True)
     if is_position_spec(freqs_cos):
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
@@ -340,7 +347,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     q, k, b, s, d = _q_and_k(xq, xk)
     if isinstance(freqs_cos, ModelRope):
         first = int_arg("start_pos", start_pos, 0)
-        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s))
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False)
     if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
@@ -363,6 +370,16 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
     row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
+
+
+def _same_memory(a: Any, b: Any) -> bool:
+    """Whether two arguments may share memory (numpy: overlapping bytes;
+    DeviceArrays: the same array)."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    return a is b
 
 
 def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = None,
@@ -412,6 +429,12 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         row_of = spec_rows(freqs, np.asarray(p, np.int64).reshape(-1))
     row_of = np.ascontiguousarray(row_of, np.int32)
     given = (("position_ids", position_ids),)
+    # transformers computes both results from the inputs; here k's job runs after q's, so out_q must not be
+    # k's memory (k would be read rotated), nor out_k's (one result would be lost).
+    for a, an, b2, bn in ((out_q, "out_q", kx, "k"), (out_q, "out_q", out_k, "out_k")):
+        if _same_memory(a, b2):
+            raise ValueError(f"{an} and {bn} are the same memory: q's result would overwrite {bn} before k is "
+                             f"done; pass separate arrays (out_q may be q, out_k may be k)")
 
     def request(name: str, x: Any, out: Any, out_name: str) -> Request:
         h = int(x.shape[1])
