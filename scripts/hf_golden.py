@@ -19,6 +19,10 @@ stores, under "<config>/<case>/":
                rotary: on the first rot channels, the rest concatenated;
                DeepSeek: apply_rotary_pos_emb_interleave)
   q_bf16_out   the same with bfloat16 q, k and cos / sin (as uint16 bits)
+  pow_base,    the base the module raised (dynamic: the grown one) and torch's
+  torch_pow    float32 powers base ** (arange(0, rot, 2) / rot): with these
+               in place of vkrope's correctly rounded power, its float32 steps
+               must give inv_freq bit for bit (the step order, proven)
 plus "<config>/layer_type" where the module takes one (Gemma 3) and
 "proportional/inv_freq" from _compute_proportional_rope_parameters.
 """
@@ -146,7 +150,20 @@ def main(argv: list[str] | None = None) -> int:
                     cb, sb = rot_b(xb, pos_t, **extra)
                     qb, kb = q.bfloat16(), k.bfloat16()
                     qbo, kbo = run(qb, kb, cb, sb)
+                    # torch's own powers of the base the module used
+                    params = text.rope_parameters
+                    if layer_type is not None:
+                        params = params[layer_type]
+                    base = params["rope_theta"]
+                    if params.get("rope_type") == "dynamic":
+                        seq = torch.maximum(torch.max(pos_t) + 1, torch.tensor(text.max_position_embeddings))
+                        if int(seq) > text.max_position_embeddings:
+                            f = params["factor"]
+                            base = base * ((f * seq / text.max_position_embeddings) - (f - 1)) ** (rdim / (rdim - 2))
+                    torch_pow = base ** (torch.arange(0, rdim, 2, dtype=torch.int64).float() / rdim)
                 p = f"{key}/{case}/"
+                out[p + "pow_base"] = np.array([float(base)], np.float32)
+                out[p + "torch_pow"] = torch_pow.numpy().astype(np.float32)
                 out[p + "pos"] = np.asarray(pos, np.int64)
                 out[p + "inv_freq"] = inv.numpy().astype(np.float32)
                 out[p + "scaling"] = np.array([float(scaling)])

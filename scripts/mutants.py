@@ -461,6 +461,18 @@ MUTATIONS = [
              "        llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)",
              "        llama = np.where(wavelen.astype(np.float64) > low_wl, inv / t(factor), inv)",
              "no config's wavelength falls between a band edge in float32 and in float64"),
+    Mutation("llama3's smoothing in float64, rounded once", CONFIGS,
+             "        smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama",
+             "        s64, l64 = smooth.astype(np.float64), llama.astype(np.float64)\n"
+             "        smoothed = ((1 - s64) * l64 / factor + s64 * l64).astype(t)"),
+    Mutation("a deepseek2 GGUF read with NeoX pairs", CONFIGS,
+             "arch in _NORM and section is None", "arch in _NORM and arch != \"deepseek2\" and section is None"),
+    Mutation("apply_rotary_pos_emb takes any head dim for a ModelRope", TABLE_OP,
+             "        if d != spec.head_dim:  # (DeepSeek", "        if False:  # (DeepSeek"),
+    Mutation("out_q on k's memory accepted", TABLE_OP,
+             "        if _same_memory(a, b2):", "        if False:"),
+    Mutation("a ModelRope's pairs not checked against the op's", TABLE_OP,
+             "        if interleaved is not None and spec.interleaved != interleaved:", "        if False:"),
     Mutation("dynamic's base grows at the length instead of past it", CONFIGS,
              "        if seq_len is None or seq_len <= mpe:", "        if seq_len is None or seq_len < mpe:",
              "equivalent: at seq_len == max_position_embeddings the formula's ratio is exactly 1 (in float32 too), "

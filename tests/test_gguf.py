@@ -99,6 +99,7 @@ def test_deepseek_yarn_log_multiplier(tmp_path):
         ("add_rope_scaling_yarn_log_mul", 0.1 * rs["mscale_all_dim"])])
     g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
     assert g.rotary_dim == h.rotary_dim == 64
+    assert g.interleaved and h.interleaved  # llama.cpp runs deepseek2 with adjacent pairs, transformers interleaves
     assert np.array_equal(g.inv_freq(), h.inv_freq())
     assert g.attention_factor == h.attention_factor == 1.0  # not 0.1 ln(40) + 1: mscale / mscale_all_dim
 
@@ -190,3 +191,17 @@ def test_gguf_layer_types_and_bad_tensors(tmp_path):
         ("add_embedding_length", 256), ("add_head_count", 4), ("add_rope_freq_base", -5.0)])
     with pytest.raises(ValueError, match="theta"):
         vkrope.from_gguf(path)
+
+
+def test_gguf_architectures_and_their_pairs(tmp_path):
+    """llama.cpp's rope table: adjacent pairs, NeoX pairs, M-RoPE by sections
+    for glm4; an architecture it does not list is refused, not guessed."""
+    base = [("add_embedding_length", 512), ("add_head_count", 4), ("add_rope_freq_base", 10000.0)]
+    for arch, inter in (("llama", True), ("granite", True), ("qwen3", False), ("gpt-oss", False),
+                        ("glm4", True), ("glm4moe", False)):
+        assert vkrope.from_gguf(write(tmp_path / f"{arch}.gguf", arch, base)).interleaved is inter, arch
+    glm = vkrope.from_gguf(write(tmp_path / "glmv.gguf", "glm4", base + [("add_rope_dimension_sections",
+                                                                            [16, 24, 24, 0])]))
+    assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
+    with pytest.raises(ValueError, match="not in llama.cpp's rope table"):
+        vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))

@@ -428,7 +428,9 @@ def test_layer_type_errors_and_inputs(tmp_path):
      ValueError,
      "out_q must have shape"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
-     "rotary dim"),
+     "head dim D = 64; the ModelRope's is 128"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], vkrope.InvFreqs(r.inv_freq()),
+                                                 np.zeros((1, 2), np.int64)), ValueError, "rotary dim 128"),
 ])
 def test_bad_calls_are_refused_before_gpu_work(call, exc, match):
     rope = vkrope.from_hf(config("llama-3.1-8b"))
@@ -587,3 +589,115 @@ def test_cos_sin_of_no_tokens_and_neox_base():
     assert c.shape == s.shape == (2, 0, 128)
     neox = vkrope.from_hf({"hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.25, "rotary_emb_base": 500})
     assert neox.theta == 500.0 and neox.rotary_dim == 4
+
+
+def test_transformers_class_defaults_and_model_classes():
+    """What transformers' config classes decide where a config.json is silent
+    or says otherwise: Gemma 3's minimal 4B config, Phi-3's original length,
+    Phi-3's "yarn" (an early name of its longrope), Qwen-VL's M-RoPE kind by
+    model class, zero betas as defaults, partial_rotary_factor 1."""
+    full = config("gemma-3-4b")
+    minimal = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+                                                        "num_hidden_layers": 34, "sliding_window": 1024,
+                                                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}}
+    for lt in ("full_attention", "sliding_attention"):
+        assert vkrope.from_hf(minimal, layer_type=lt) == vkrope.from_hf(full, layer_type=lt)
+    phi = json.loads(json.dumps(config("phi-3.5-mini")))
+    del phi["original_max_position_embeddings"]
+    phi["rope_scaling"]["original_max_position_embeddings"] = 8192
+    assert vkrope.from_hf(phi).original_max_position_embeddings == 4096  # Phi3Config's default wins, as there
+    phi["rope_scaling"]["type"] = "yarn"
+    assert vkrope.from_hf(phi).rope_type == "longrope"
+    vl = json.loads(json.dumps(config("qwen2-vl-7b")))
+    vl["rope_scaling"]["mrope_interleaved"] = True
+    assert vkrope.from_hf(vl).mrope_interleaved is False  # Qwen2-VL's module chunks whatever the flag says
+    q3 = json.loads(json.dumps(config("qwen3-vl-8b")))
+    q3["text_config"]["rope_scaling"]["mrope_interleaved"] = False
+    assert vkrope.from_hf(q3).mrope_interleaved is True
+    ds = json.loads(json.dumps(config("deepseek-v3")))
+    ds["rope_scaling"].update(beta_fast=0, beta_slow=0, mscale=0)
+    a, b = vkrope.from_hf(ds), vkrope.from_hf(config("deepseek-v3"))
+    assert np.array_equal(a.inv_freq(), b.inv_freq())  # betas 0: 32 and 1, as transformers' `or`
+    p1 = json.loads(json.dumps(config("llama-3.1-8b")))
+    p1["partial_rotary_factor"] = 1.0
+    assert vkrope.from_hf(p1) == vkrope.from_hf(config("llama-3.1-8b"))
+
+
+def test_mrope_invfreqs_refused_by_one_axis_ops():
+    spec = vkrope.from_hf(config("qwen2-vl-7b")).freqs()
+    assert spec.mrope
+    x = np.zeros((1, 1, 2, 128), np.float32)
+    with pytest.raises(ValueError, match="M-RoPE"):
+        vkrope.apply(x, spec, positions=np.arange(2))
+    with pytest.raises(ValueError, match="M-RoPE"):
+        vkrope.rotary_embedding(x, spec, None, np.zeros((1, 2), np.int64))
+    with pytest.raises(ValueError, match="M-RoPE"):
+        vkrope.apply_rotary_emb_hf(x.transpose(0, 2, 1, 3).copy(), x.transpose(0, 2, 1, 3).copy(), spec, None)
+
+
+SYNTHETIC = {
+    "yarn-no-truncate": {"hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64, "rope_theta": 150000,
+                         "max_position_embeddings": 131072,
+                         "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                          "truncate": False, "original_max_position_embeddings": 4096}},
+    "yarn-derived-factor": {"hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 10000.0,
+                            "max_position_embeddings": 65536,
+                            "rope_scaling": {"rope_type": "yarn", "original_max_position_embeddings": 4096}},
+    "linear-partial": {"hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
+                       "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}},
+    "llama3-v5-style": {"hidden_size": 3072, "num_attention_heads": 24, "max_position_embeddings": 131072,
+                        "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+                                            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                            "original_max_position_embeddings": 8192}},
+    "longrope-given-attention": {"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 131072,
+                                 "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+                                 "rope_scaling": {"type": "longrope", "attention_factor": 1.3,
+                                                  "short_factor": [1.0 + i / 64 for i in range(32)],
+                                                  "long_factor": [2.0 + i for i in range(32)]}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYNTHETIC))
+def test_oracle_on_more_parameters(name):
+    """Parameters the 13 real configs do not use (gpt-oss's truncate false,
+    yarn's derived factor, v5-style rope_parameters, a given longrope
+    attention factor): frequencies bit for bit the oracle's, q through the
+    kernel against its float64 rotation."""
+    cfg = SYNTHETIC[name]
+    rope, ref = vkrope.from_hf(cfg), oracle_hf.rope_of(cfg)
+    for n in (1, 4096, 4097, 131072):
+        assert np.array_equal(rope.inv_freq(n), oracle_hf.inv_freq(ref, n)), n
+    assert np.float32(rope.attention_factor) == np.float32(oracle_hf.attention_factor(ref))
+    rng = np.random.default_rng(11)
+    q = rng.standard_normal((1, 2, 5, rope.head_dim)).astype(np.float32)
+    pos = np.array([[0, 3, 4096, 50000, 131071]])
+    yq, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    c, sn = oracle_hf.cos_sin(ref, pos)
+    assert np.abs(yq - oracle_hf.rotate(q, c, sn, rope.rotary_dim)).max() < 2e-5 * max(1.0, rope.attention_factor)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
+    """torch's float32 power is 1 ulp off the correctly rounded one vkrope
+    takes on a few columns; given torch's own powers (stored by the golden
+    script), vkrope's float32 steps after the power (divisions, llama3's
+    smoothing, YaRN's blend, longrope's factors, dynamic's base) give
+    transformers' inverse frequencies bit for bit."""
+    import vkrope.configs as configs
+
+    torch_pow, base = GOLD[case + "/torch_pow"], GOLD[case + "/pow_base"][0]
+    real = configs.pow32
+    used = []
+
+    def torch_power(b, exps):
+        if np.float32(b) == base and len(exps) == len(torch_pow):
+            used.append(b)
+            return torch_pow.copy()
+        return real(b, exps)
+
+    _, _, rope = rope_of_case(case)
+    monkeypatch.setattr(configs, "pow32", torch_power)
+    pos = rope.check_position_ids(GOLD[case + "/pos"])
+    inv = rope.inv_freq(rope.seq_len(pos))
+    assert used, case
+    assert np.array_equal(inv, GOLD[case + "/inv_freq"]), (case, ulps32(inv, GOLD[case + "/inv_freq"]).max())

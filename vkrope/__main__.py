@@ -294,17 +294,21 @@ def _chart(bench: Any, result: dict, path: str) -> None:
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
+    from dataclasses import replace  # noqa: PLC0415
+
     from .configs import from_gguf, from_hf, layer_types  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):
         raise ValueError(f"PATH: no such file or folder {path!r}")
-    is_gguf = os.path.isfile(path) and open(path, "rb").read(4) == b"GGUF"
+    is_gguf = False
+    if os.path.isfile(path):
+        with open(path, "rb") as f:
+            is_gguf = f.read(4) == b"GGUF"
     if is_gguf:
-        first = from_gguf(path)  # (imports gguf, or says how to get it)
-        ropes = [first]
-        if _gguf_arch(path).startswith("gemma3"):  # local layers on their own base
-            ropes = [from_gguf(path, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
+        ropes = [from_gguf(path)]  # (imports gguf, or says how to get it)
+        if ropes[0].model.startswith("gemma3"):  # local layers on their own base
+            ropes = [replace(ropes[0], layer_type="full_attention"), from_gguf(path, layer_type="sliding_attention")]
     else:
         types = layer_types(path)
         ropes = [from_hf(path, layer_type=lt) for lt in (types or (None,))]
@@ -321,13 +325,6 @@ def cmd_config(args: argparse.Namespace) -> int:
                     value = f"[{value[0]:.6g}, {value[1]:.6g}, ..., {value[-1]:.6g}] ({len(value)} values)"
                 print(f"  {key:34s} {value}")
     return 0
-
-
-def _gguf_arch(path: str) -> str:
-    import gguf  # noqa: PLC0415  (from_gguf has imported it)
-
-    f = gguf.GGUFReader(path).fields.get("general.architecture")
-    return str(f.contents()) if f is not None else ""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,17 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MAX_POSITION, MROPE_AXES, InvFreqs, _short, check_positions, pow32, pow64
+from .freqs import MROPE_AXES, InvFreqs, _short, check_positions, pow32, pow64
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
 # "longrope" are Phi-3's; "fope" etc. are not supported).
 _ALIASES = {"mrope": "default", "su": "longrope"}
-
-
-def _float32(x: Any) -> np.float32:
-    """A Python number as torch's float32 scalar arithmetic takes it."""
-    return np.float32(x)
 
 
 def _key_number(params: dict, key: str, where: str, *, positive: bool = True) -> float:
@@ -132,6 +127,7 @@ class ModelRope:
     angle: str = "float32"
     source: str = field(default="", compare=False)  # where it was read (for messages)
     ignored: tuple[str, ...] = field(default=(), compare=False)  # rope keys of the config it does not read
+    model: str = field(default="", compare=False)  # the config's model_type, or the GGUF's architecture
 
     def __post_init__(self) -> None:
         if self.rope_type not in ROPE_TYPES:
@@ -344,9 +340,9 @@ class ModelRope:
         if t is np.float64:
             return self.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
         s = np.float32(seq_len)
-        ratio = (_float32(f) * s) / _float32(mpe) - _float32(f - 1)
+        ratio = (np.float32(f) * s) / np.float32(mpe) - np.float32(f - 1)  # (Python scalars as float32)
         powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
-        return float(np.float32(_float32(self.theta) * powered))
+        return float(np.float32(np.float32(self.theta) * powered))
 
     def _yarn(self, t: Any, pos: np.ndarray) -> np.ndarray:
         """transformers' _compute_yarn_parameters, in dtype t."""
@@ -401,14 +397,19 @@ class ModelRope:
         return self._freqs(n)
 
     def _freqs(self, seq_len: int | None) -> InvFreqs:
-        key = None if not self.uses_seq_len() else (
-            seq_len if self.rope_type == "dynamic" else bool(seq_len and seq_len > self.orig))
+        if self.rope_type == "dynamic":  # the base itself up to max_position_embeddings: one spec for those
+            key: Any = seq_len if seq_len is not None and seq_len > self.mpe else None
+        elif self.rope_type == "longrope":
+            key = bool(seq_len and seq_len > self.orig)
+        else:
+            key = None
         cache = self.__dict__.setdefault("_freqs_cache", {})
         spec = cache.get(key)
         if spec is None:
             if len(cache) >= 64:
                 cache.clear()
-            spec = cache[key] = InvFreqs(self.inv_freq(seq_len), self.inv_freq(seq_len, np.float64),
+            n = seq_len if key is not None else None
+            spec = cache[key] = InvFreqs(self.inv_freq(n), self.inv_freq(n, np.float64),
                                          attention_factor=self.attention_factor, pair_axis=self.pair_axis,
                                          angle=self.angle)
         return spec
@@ -457,7 +458,8 @@ class ModelRope:
 
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
-        d: dict[str, Any] = dict(rope_type=self.rope_type, head_dim=self.head_dim, rotary_dim=self.rotary_dim,
+        d: dict[str, Any] = dict(model=self.model, rope_type=self.rope_type, head_dim=self.head_dim,
+                                 rotary_dim=self.rotary_dim,
                                  theta=self.theta, attention_factor=self.attention_factor,
                                  pairs="interleaved" if self.interleaved else "rotate-half")
         if self.layer_type:
@@ -512,16 +514,30 @@ def _load(config: Any) -> dict:
     return config
 
 
+# What transformers' config classes fill in when a config.json leaves it out, for the models whose Hub
+# files rely on it (configuration_<model>.py defaults): Gemma 3's 4B+ configs give neither theta nor heads;
+# Phi-3's class default for the original length wins over the rope dict's.
+_MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0, "head_dim": 256,
+                    "num_attention_heads": 8, "hidden_size": 2304, "max_position_embeddings": 131072},
+    "phi3": {"original_max_position_embeddings": 4096},
+}
+_MODEL_DEFAULTS["gemma3"] = _MODEL_DEFAULTS["gemma3_text"]
+
+
 def _text_config(cfg: dict) -> dict:
     """The language model's part of a multimodal config (text_config), with
-    the outer config's RoPE keys where it has none."""
+    the outer config's RoPE keys where it has none, and the defaults its
+    transformers config class gives (`_MODEL_DEFAULTS`)."""
     inner = cfg.get("text_config")
-    if not isinstance(inner, dict):
-        return cfg
-    merged = dict(inner)
-    for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
-        if key not in merged and key in cfg:
-            merged[key] = cfg[key]
+    merged = dict(inner) if isinstance(inner, dict) else dict(cfg)
+    if isinstance(inner, dict):
+        for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
+            if key not in merged and key in cfg:
+                merged[key] = cfg[key]
+    for key, value in _MODEL_DEFAULTS.get(str(merged.get("model_type", "")), {}).items():
+        if merged.get(key) is None:
+            merged[key] = value
     return merged
 
 
@@ -611,6 +627,9 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     if not isinstance(kind, str):
         raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
     kind = _ALIASES.get(kind, kind)
+    model_type = str(cfg.get("model_type", ""))
+    if model_type == "phi3" and rope.get("rope_type", rope.get("type")) == "yarn":
+        kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     if "rope_theta" in rope:
@@ -636,8 +655,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         if key not in _KNOWN_PARAMS:
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
-        if value is None:
-            continue
+        if value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
+            continue  # (transformers reads these with `or`: 0 means its default)
         if key in ("short_factor", "long_factor"):
             if not isinstance(value, (list, tuple)) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
@@ -650,7 +669,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         else:
             value = _key_number(rope, key, where)
         params[key] = value
-    if partial != 1.0:
+    params.pop("partial_rotary_factor", None)
+    if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
     orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
     orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
@@ -674,8 +694,12 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
                                                              for v in section):
             raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
         section = tuple(section)
-        if inter is None:
-            inter = str(cfg.get("model_type", "")).startswith(("qwen3_vl", "qwen3_5", "qwen3_omni"))
+        # transformers' rotary module decides by model class (Qwen2-VL, Qwen2.5-VL chunk; Qwen3-VL interleaves,
+        # whatever the flag says); other models by the flag
+        if model_type.startswith(("qwen2_vl", "qwen2_5_vl")):
+            inter = False
+        elif model_type.startswith(("qwen3_vl", "qwen3_5", "qwen3_omni")):
+            inter = True
     elif inter:
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
@@ -686,7 +710,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig, section,
-                         bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored))
+                         bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored),
+                         model=model_type)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"config: {exc}") from None
 
@@ -735,7 +760,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    if layer_type is not None and not (arch.startswith(("gemma2", "gemma3")) or "rope.freq_base_swa" in kv):
+    if layer_type is not None and not arch.startswith("gemma3"):  # (llama.cpp's other sliding layers: one RoPE)
         raise ValueError(f"layer_type: {p!r} ({arch}) has one RoPE for every layer; got layer_type={layer_type!r} "
                          "(pass None)")
     if layer_type == "sliding_attention":
@@ -746,13 +771,24 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
     return rope if layer_type is None else replace(rope, layer_type=layer_type)
 
 
-# llama.cpp's LLM_ARCH -> rope type table (llama-model.cpp llama_model_rope_type): NEOX-style (rotate-half)
-# archs; the rest it runs with adjacent pairs. The M-RoPE archs: sections, chunked or interleaved (IMROPE).
-_NEOX = ("qwen", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "phi2", "phi3", "phimoe", "gemma", "gemma2", "gemma3",
-         "gemma3n", "stablelm", "gptneox", "falcon", "starcoder2", "openelm", "olmo2", "olmoe", "exaone", "nemotron",
-         "bitnet", "codeshell", "dbrx", "plamo", "minicpm3", "granite", "granitemoe", "deepseek2", "glm4")
-_MROPE = ("qwen2vl", "qwen25vl")
-_IMROPE = ("qwen3vl", "qwen3vlmoe")
+# llama.cpp's llama_model_rope_type (src/llama-model.cpp, 2026), by GGUF architecture name: adjacent pairs
+# ("normal": its converter permuted Q and K), NeoX pairs (rotate-half), M-RoPE sections (chunked, interleaved).
+# glm4 / glm4moe / hunyuan_vl take M-RoPE when the file has sections. An architecture in none of them is
+# refused (llama.cpp aborts on it too) rather than guessed.
+_NORM = ("llama", "llada", "llama4", "deci", "baichuan", "starcoder", "internlm2", "minicpm", "xverse", "command-r",
+         "cohere2", "olmo", "arctic", "deepseek", "deepseek2", "deepseek2-ocr", "plm", "chatglm", "granite",
+         "granitemoe", "granitehybrid", "chameleon", "bailingmoe", "neo-bert", "smollm3", "arcee", "ernie4_5",
+         "ernie4_5-moe", "mistral3", "mistral4", "llama-embed", "maincoder", "glm-dsa", "glm4")
+_NEOX = ("falcon", "falcon-h1", "grok", "dbrx", "bert", "jina-bert-v3", "modern-bert", "nomic-bert", "nomic-bert-moe",
+         "eurobert", "stablelm", "bitnet", "qwen", "qwen2", "dream", "qwen2moe", "qwen3", "qwen3moe", "llada-moe",
+         "rnd1", "olmo2", "olmoe", "phi2", "phi3", "phimoe", "plamo", "plamo2", "plamo3", "gemma", "gemma2", "gemma3",
+         "gemma3n", "gemma4", "gemma-embedding", "starcoder2", "openelm", "gptneox", "codeshell", "orion", "nemotron",
+         "exaone", "exaone4", "exaone-moe", "minicpm3", "bailingmoe2", "dots1", "hunyuan-moe", "jais2",
+         "hunyuan-dense", "lfm2", "lfm2moe", "smallthinker", "seed_oss", "grovemoe", "apertus", "cogvlm",
+         "pangu-embedded", "afmoe", "qwen3next", "mimo2", "step35", "glm4moe", "hunyuan_vl", "gpt-oss", "minimax-m2")
+_MROPE = ("qwen2vl", "paddleocr")
+_IMROPE = ("qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe")
+_MROPE_IF_SECTIONS = ("glm4", "glm4moe", "hunyuan_vl")
 
 
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) -> ModelRope:
@@ -818,16 +854,21 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) ->
             raise ValueError(f"{where}: longrope needs {arch}.rope.scaling.original_context_length")
     elif "rope_freqs.weight" in tensors:
         freq_factors = tuple(float(v) for v in tensors["rope_freqs.weight"])
+    if arch not in _NORM + _NEOX + _MROPE + _IMROPE:
+        raise ValueError(f"{where}: architecture {arch!r} is not in llama.cpp's rope table as vkrope knows it (its "
+                         "pairs, adjacent or rotate-half, would be a guess); read the model's config.json with "
+                         "vkrope.from_hf")
     sections = kv.get("rope.dimension_sections")
+    has_sections = isinstance(sections, list) and any(int(v) for v in sections[:3])
     section = None
-    if arch in _MROPE + _IMROPE:
+    if arch in _MROPE + _IMROPE or (arch in _MROPE_IF_SECTIONS and has_sections):
         if not isinstance(sections, list) or len(sections) < 3:
             raise ValueError(f"{where}: {arch}.rope.dimension_sections must hold the M-RoPE sections")
         section = tuple(int(v) for v in sections[:3])
     try:
         return ModelRope(kind, int(head_dim), int(rot), theta, tuple(sorted(params.items())), mpe, orig, section,
-                         arch in _IMROPE, arch not in _NEOX + _MROPE + _IMROPE, freq_factors, None, angle,
-                         source=where)
+                         arch in _IMROPE, arch in _NORM and section is None, freq_factors, None, angle,
+                         source=where, model=arch)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
 

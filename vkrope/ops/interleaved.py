@@ -25,7 +25,7 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
-from ..freqs import FrequencySpec, NdFreqs
+from ..freqs import FrequencySpec, InvFreqs, NdFreqs
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import BFLOAT16, axis, table_dtype
@@ -139,6 +139,9 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     if isinstance(freqs, NdFreqs):  # (vkrope.apply sends these to the table kernel before this check)
         raise TypeError("freqs: a vkrope.NdFreqs spec runs through vkrope.apply(x, spec, positions=ids) or "
                         "vkrope.apply_nd, one call at a time (not apply_many)")
+    if isinstance(freqs, InvFreqs) and freqs.mrope:
+        raise ValueError("freqs: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
+                         "vkrope.apply_rotary_pos_emb")
     if isinstance(freqs, FrequencySpec):
         if freqs.dim != channels:
             raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")

@@ -204,7 +204,7 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b:
     return _spec_rows(spec, position_ids, "position_ids")
 
 
-def _spec_positions(position_ids: Any, b: int, s: int) -> Any:
+def _spec_positions(position_ids: Any, s: int) -> Any:
     """The positions a ModelRope decides by (dynamic, longrope): position_ids
     when they are a proper integer array, else the tokens' own (a bad
     position_ids is reported by the checks that follow)."""
@@ -260,8 +260,8 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
-    if isinstance(cos_cache, ModelRope):
-        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, b, s), inter)
+    if isinstance(cos_cache, (ModelRope, InvFreqs)):
+        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter)
     if is_position_spec(cos_cache):
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
         return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
@@ -345,7 +345,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
     q, k, b, s, d = _q_and_k(xq, xk)
-    if isinstance(freqs_cos, ModelRope):
+    if isinstance(freqs_cos, (ModelRope, InvFreqs)):
         first = int_arg("start_pos", start_pos, 0)
         freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False)
     if is_position_spec(freqs_cos):
@@ -401,6 +401,9 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         raise TypeError(f"q and k must have one dtype; got {qx.dtype} and {kx.dtype}")
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
+        if d != spec.head_dim:  # (DeepSeek: pass q[..., qk_nope_head_dim:], the rotary part, as its attention does)
+            raise ValueError(f"q and k have head dim D = {d}; the ModelRope's is {spec.head_dim} (of which "
+                             f"{spec.rotary_dim} rotate): pass the heads the model rotates")
         p = spec.check_position_ids(position_ids)
         freqs, pairs = spec.freqs(p), spec.interleaved
     elif isinstance(spec, (InvFreqs, RopeFreqs)):
@@ -780,7 +783,7 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
 
 
 @functools.lru_cache(maxsize=64)
-def kernel_tables(spec: RopeFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
+def kernel_tables(spec: RopeFreqs | InvFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
     """What this kernel reads of a spec in place of cos / sin (made once per
     spec): the float32 inverse frequencies and, for the exact angle, their
     quarter turns (uint32, 4 words a column); zeros for the unused one. An
