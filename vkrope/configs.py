@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MROPE_AXES, InvFreqs, _short, check_positions, pow32, pow64
+from .freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_positions, pow32, pow64
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
@@ -345,22 +345,11 @@ class ModelRope:
         return float(np.float32(np.float32(self.theta) * powered))
 
     def _yarn(self, t: Any, pos: np.ndarray) -> np.ndarray:
-        """transformers' _compute_yarn_parameters, in dtype t."""
-        p, dim = self.param, self.rotary_dim
-        base, orig = self.theta, self.orig
-        beta_fast, beta_slow = p("beta_fast") or 32, p("beta_slow") or 1
-
-        def corr(rot: float) -> float:
-            return (dim * math.log(orig / (rot * 2 * math.pi))) / (2 * math.log(base))
-
-        low, high = corr(beta_fast), corr(beta_slow)
-        if p("truncate", True):
-            low, high = math.floor(low), math.ceil(high)
-        low, high = max(low, 0), min(high, dim - 1)
-        if low == high:
-            high += 0.001
-        ramp = np.clip((np.arange(dim // 2, dtype=t) - t(low)) / t(high - low), t(0), t(1))
-        extrap_w = t(1) - ramp
+        """transformers' _compute_yarn_parameters, in dtype t: the ramp is
+        `vkrope.YaRN`'s (the same correction dims, truncation and guard)."""
+        p = self.param
+        y = YaRN(self.orig, float(p("beta_fast") or 32), float(p("beta_slow") or 1), truncate=bool(p("truncate", True)))
+        extrap_w = y.mix(self.rotary_dim, self.theta, t)  # (times ext_factor 1: exact)
         extrap = t(1.0) / pos
         interp = t(1.0) / (t(self.factor) * pos)
         return interp * (t(1) - extrap_w) + extrap * extrap_w
