@@ -201,8 +201,13 @@ def apply_rotary_pos_emb(
     (rotate-half). position_ids: int `[B, S]`; M-RoPE `[3, B, S]` (temporal,
     height, width; `[B, S]` is text, all three equal). Dynamic NTK and
     longrope decide by this call's `max(position_ids) + 1`. The first
-    `rotary_dim` channels of each head rotate, the rest pass through.
-    `out_q`, `out_k` receive the results. Returns `(q_out, k_out)`."""
+    `rotary_dim` channels of each head rotate, the rest pass through; D
+    must be the spec's head dim (DeepSeek: `qk_rope_head_dim`, the rotary
+    part of its heads). DeepSeek's interleaved pairs come back interleaved
+    (transformers' `apply_rotary_pos_emb_interleave` permutes them to
+    `cat(even, odd)`). `out_q`, `out_k` receive the results (`out_q=q`,
+    `out_k=k` in place; `out_q` on k's or out_k's memory: ValueError).
+    Returns `(q_out, k_out)`."""
     kw: dict[str, Any] = dict(out_q=out_q, out_k=out_k)
     return cast(tuple, _on_default(lambda: table.check_pos_emb(q, k, spec, position_ids, **kw),
                                    lambda d: d.apply_rotary_pos_emb(q, k, spec, position_ids, **kw)))
