@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         "gemma3": (mods.gemma3.modeling_gemma3, "Gemma3RotaryEmbedding"),
         "qwen2_vl": (mods.qwen2_vl.modeling_qwen2_vl, "Qwen2VLRotaryEmbedding"),
         "qwen3_vl": (mods.qwen3_vl.modeling_qwen3_vl, "Qwen3VLTextRotaryEmbedding"),
+        "glm4": (mods.glm4.modeling_glm4, "Glm4RotaryEmbedding"),
+        "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
     }
     out: dict[str, np.ndarray] = {}
     for fname in sorted(os.listdir(CONFIGS)):
@@ -131,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                     if cfg["model_type"] == "deepseek_v3":
                         head = text.qk_rope_head_dim
                     rdim = cos.shape[-1]
+                    if cfg["model_type"] == "glm4":  # (its module returns cos / sin of the rotary part)
+                        assert rdim == head // 2, rdim
                     g = torch.Generator().manual_seed(len(key) * 1000 + len(case))
                     q = torch.randn(1, 2, s, head, generator=g)
                     k = torch.randn(1, 1, s, head, generator=g)
@@ -139,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                     apply = apply or module.apply_rotary_pos_emb
 
                     def run(qq, kk, cc, ss):
+                        if cfg["model_type"] == "glm4":  # its apply_rotary_pos_emb splits the rotary part itself
+                            return apply(qq, kk, cc, ss)
                         qr, qp = qq[..., :rdim], qq[..., rdim:]
                         kr, kp = kk[..., :rdim], kk[..., rdim:]
                         qo, ko = apply(qr, kr, cc, ss)

@@ -44,6 +44,13 @@ def rope_of_case(case: str):
                                                        layer_type=layer or None)
 
 
+def as_halves(rope, cos, sin):
+    """cos / sin as cat(freqs, freqs) for the oracle (Cohere's module repeats each pair's value, adjacent)."""
+    if rope.model == "cohere":
+        return tuple(np.concatenate([t[..., 0::2]] * 2, -1) for t in (cos, sin))
+    return cos, sin
+
+
 def angle_tol(angles: np.ndarray, factor: float) -> np.ndarray:
     """8 float32 ulps of each angle plus 2^-22, times the attention factor."""
     a = np.abs(np.asarray(angles, np.float32))
@@ -63,7 +70,7 @@ def test_goldens_cover_the_issue():
                  "phi-4-mini-shape/above_switch", "qwen2.5-7b-yarn/max", "deepseek-v3/max",
                  "gemma-3-4b@sliding_attention/max", "gemma-3-4b@full_attention/max", "llama-2-7b-dynamic/at_length",
                  "llama-2-7b-dynamic/beyond", "phi-2/max", "qwen2-vl-7b/grid", "qwen3-vl-8b/grid",
-                 "llama-4-scout-rope/max", "yarn-mscale-ratio/max"):
+                 "llama-4-scout-rope/max", "yarn-mscale-ratio/max", "glm-4-9b/max", "cohere-command-r/max"):
         assert need in cases, need
 
 
@@ -88,7 +95,8 @@ def test_cos_sin_match_transformers(case):
     spec = rope.freqs(rope.check_position_ids(pos))
     p3 = rope.check_position_ids(pos)
     ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
-    ang = np.tile(spec.angles(ids), 2).reshape(gc.shape)
+    per_pair = spec.angles(ids)
+    ang = (np.repeat(per_pair, 2, -1) if rope.model == "cohere" else np.tile(per_pair, 2)).reshape(gc.shape)
     tol = angle_tol(ang, spec.attention_factor)
     assert (np.abs(c.astype(np.float64) - gc) <= tol).all(), case
     assert (np.abs(s.astype(np.float64) - gs) <= tol).all(), case
@@ -109,6 +117,8 @@ def test_apply_rotary_pos_emb_matches_transformers(case):
     pos, q, k = GOLD[case + "/pos"], GOLD[case + "/q"], GOLD[case + "/k"]
     gc, gs = GOLD[case + "/cos"], GOLD[case + "/sin"]
     rot = gc.shape[-1]
+    gc, gs = as_halves(rope, gc, gs)
+    permuted = rope.model == "deepseek_v3"  # transformers returns DeepSeek's pairs as cat(even, odd)
     out_q, out_k = np.full_like(q, np.nan), np.full_like(k, np.nan)
     yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos, out_q=out_q, out_k=out_k)
     assert yq is out_q and yk is out_k
@@ -129,10 +139,10 @@ def test_apply_rotary_pos_emb_matches_transformers(case):
         bound = bound + 2 * np.spacing(np.abs(ref[..., :rot]).astype(np.float32))
         assert (np.abs(y[..., :rot] - ref[..., :rot]) <= bound).all(), case
         assert np.array_equal(y[..., rot:], x[..., rot:]), case  # passed through, bit for bit
-        mine = _interleave_back(y, rot) if rope.interleaved else y
+        mine = _interleave_back(y, rot) if permuted else y
         # and transformers' own float32 output (two roundings of its own): within the same bound and 4 ulps
         assert (np.abs(mine[..., :rot] - gold[..., :rot]) <= (
-            _interleave_back(bound, rot) if rope.interleaved else bound) + 4 * np.spacing(
+            _interleave_back(bound, rot) if permuted else bound) + 4 * np.spacing(
             np.abs(gold[..., :rot]))).all(), case
 
 
@@ -146,7 +156,7 @@ def test_bfloat16_is_one_rounding_of_the_rotation(case):
     kb = qb[:, :1].copy()
     yq, _ = vkrope.apply_rotary_pos_emb(qb, kb, rope, pos)
     assert yq.dtype == ml_dtypes.bfloat16
-    c, s = rope.cos_sin(pos)
+    c, s = as_halves(rope, *rope.cos_sin(pos))
     rot = c.shape[-1]
     ref = oracle_hf.rotate(qb.astype(np.float64), c.astype(np.float64), s.astype(np.float64), rot,
                            interleaved=rope.interleaved)
@@ -428,7 +438,7 @@ def test_layer_type_errors_and_inputs(tmp_path):
      ValueError,
      "out_q must have shape"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
-     "head dim D = 64; the ModelRope's is 128"),
+     "head dim is 128 .of which 128 rotate.; this call.s heads have D = 64"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], vkrope.InvFreqs(r.inv_freq()),
                                                  np.zeros((1, 2), np.int64)), ValueError, "rotary dim 128"),
 ])
@@ -483,6 +493,18 @@ def test_mrope_with_yarn_carries_its_attention_factor():
     c, s = oracle_hf.cos_sin(ref_rope, pos)
     ref = oracle_hf.rotate(q, c, s, 128)
     assert np.abs(yq - ref).max() < 2e-5 * np.abs(ref).max()
+
+
+def test_models_with_interleaved_pairs():
+    """transformers' GLM, Cohere, ERNIE 4.5, Helium and DeepSeek-V2 rotate
+    pairs (2i, 2i+1) whatever the config says; MLA configs default
+    rope_interleave to true; the rest rotate halves."""
+    base = {"hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 10000.0}
+    for model, inter in (("glm4", True), ("cohere", True), ("cohere2", True), ("ernie4_5", True),
+                         ("helium", True), ("deepseek_v2", True), ("mistral4", True), ("llama", False),
+                         ("qwen3", False)):
+        assert vkrope.from_hf(dict(base, model_type=model)).interleaved is inter, model
+    assert vkrope.from_hf(dict(base, model_type="deepseek_v3", rope_interleave=False)).interleaved is False
 
 
 def test_pairs_of_the_spec_and_the_op_must_agree():
@@ -701,3 +723,49 @@ def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
     inv = rope.inv_freq(rope.seq_len(pos))
     assert used, case
     assert np.array_equal(inv, GOLD[case + "/inv_freq"]), (case, ulps32(inv, GOLD[case + "/inv_freq"]).max())
+
+
+def test_phimoe_mscale_switches_with_the_factors():
+    """Phi-3.5-MoE's short_mscale / long_mscale: the attention factor of the
+    side of the switch the call is on (as its original modeling code; see
+    the README on transformers 5.24's module)."""
+    cfg = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+           "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+           "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64,
+                            "short_mscale": 1.1, "long_mscale": 1.25}}
+    rope = vkrope.from_hf(cfg)
+    assert rope.freqs(np.array([[4095]])).attention_factor == np.float32(1.1)
+    assert rope.freqs(np.array([[4096]])).attention_factor == np.float32(1.25)
+    c, _ = rope.cos_sin(np.array([[0, 4096]]))
+    assert c[0, 0, 0] == np.float32(1.25)
+    other = dict(cfg, model_type="phi3")
+    assert "short_mscale" in vkrope.from_hf(other).ignored  # transformers' Phi-3 does not read them
+
+
+def test_position_ids_of_one_row_broadcast_over_the_batch():
+    rope = vkrope.from_hf(config("llama-3.2-1b"))
+    q = np.random.default_rng(12).standard_normal((3, 2, 4, 64)).astype(np.float32)
+    pos = np.arange(100, 104)[None]
+    a, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    b, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.repeat(pos, 3, 0))
+    assert np.array_equal(a, b)
+
+
+def test_exact_cos_sin_reduced_exactly():
+    """angle='exact' cos_sin forms the kernel's angle (reduced exactly), also
+    where a frequency is huge (a factor below 1)."""
+    cfg = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0,
+           "rope_scaling": {"rope_type": "linear", "factor": 1e-8}}
+    rope = vkrope.from_hf(cfg, angle="exact")
+    pos = np.array([[16777215, 9999991]])
+    c, s = rope.cos_sin(pos)
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    pi = Decimal("3.14159265358979323846264338327950288419716939937510582097494")
+    f = Decimal(float(rope.inv_freq(None, np.float64)[0]))
+    for j, p in enumerate(pos[0]):
+        r = float((Decimal(int(p)) * f) % (2 * pi))
+        assert abs(c[0, j, 0] - math.cos(r)) < 2e-7 and abs(s[0, j, 0] - math.sin(r)) < 2e-7
+    q = np.ones((1, 1, 2, 64), np.float32)
+    y, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    assert abs(y[0, 0, 0, 0] - (c[0, 0, 0] - s[0, 0, 0])) < 1e-6

@@ -320,7 +320,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         title = f"layer type {r['layer_type']}" if "layer_type" in r else "every layer"
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}), {title}:")
         for key, value in r.items():
-            if key != "layer_type":
+            if key != "layer_type" and value != "":
                 if isinstance(value, list) and len(value) > 4:  # factor lists: their ends
                     value = f"[{value[0]:.6g}, {value[1]:.6g}, ..., {value[-1]:.6g}] ({len(value)} values)"
                 print(f"  {key:34s} {value}")

@@ -71,8 +71,9 @@ def _check_params(params: Any) -> tuple:
         if not isinstance(key, str):
             raise TypeError(f"params keys must be strings; got {_short(key)}")
         if key == "truncate":
-            if not isinstance(value, bool):
+            if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"truncate must be true or false; got {_short(value)}")
+            value = bool(value)
         elif isinstance(value, (list, tuple, np.ndarray)):
             vals = list(value)
             if not all(not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
@@ -149,6 +150,13 @@ class ModelRope:
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
                              "partial_rotary_factor) must be even and <= head_dim")
+        if self.rope_type == "proportional" and self.rotary_dim != self.head_dim:
+            raise ValueError(f"proportional RoPE rotates the whole head: rotary_dim must be head_dim ({self.head_dim}); "
+                             f"got {self.rotary_dim} (partial_rotary_factor picks the pairs that turn)")
+        if self.layer_type is not None and not isinstance(self.layer_type, str):
+            raise TypeError(f"layer_type must be a str or None; got {_short(self.layer_type)}")
+        if self.mrope_interleaved and self.mrope_section is None:
+            raise ValueError("mrope_interleaved needs mrope_section")
         object.__setattr__(self, "params", _check_params(self.params))
         p = self.param
         if self.rope_type in ("yarn", "longrope", "llama3") and self.original_max_position_embeddings is None:
@@ -271,6 +279,16 @@ class ModelRope:
                 return 1.0
             return math.sqrt(1 + math.log(f) / math.log(self.orig))
         return 1.0
+
+    def attention_factor_for(self, seq_len: int | None) -> float:
+        """The attention factor of a call whose max(position_ids) + 1 is
+        `seq_len`: `attention_factor`, except for longrope with
+        `short_mscale` / `long_mscale` (Phi-3.5-MoE), switched with the
+        factors (long past original_max_position_embeddings)."""
+        if self.rope_type == "longrope" and self.param("short_mscale") is not None:
+            long = bool(seq_len and seq_len > self.orig)
+            return float(self.param("long_mscale" if long else "short_mscale"))
+        return self.attention_factor
 
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and
@@ -399,7 +417,7 @@ class ModelRope:
                 cache.clear()
             n = seq_len if key is not None else None
             spec = cache[key] = InvFreqs(self.inv_freq(n), self.inv_freq(n, np.float64),
-                                         attention_factor=self.attention_factor, pair_axis=self.pair_axis,
+                                         attention_factor=self.attention_factor_for(n), pair_axis=self.pair_axis,
                                          angle=self.angle)
         return spec
 
@@ -428,9 +446,10 @@ class ModelRope:
     def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
         module returns for these position ids ([B, S]; M-RoPE [3, B, S]):
-        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's
-        interleaved pairs, whose module returns the same and permutes q and
-        k instead), times the attention factor. float64 cos / sin of the
+        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and
+        GLM's interleaved pairs, whose modules return the same and re-order
+        in the attention; Cohere's module repeats each value twice,
+        adjacent, and so does this for its models), times the attention factor. float64 cos / sin of the
         angle the kernels form, rounded once, then scaled in float32."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
@@ -443,6 +462,8 @@ class ModelRope:
         m = spec.magnitude
         c = (np.cos(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
         sn = (np.sin(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
+        if self.model in _COS_SIN_INTERLEAVED:
+            return np.repeat(c, 2, -1), np.repeat(sn, 2, -1)
         return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
 
     def summary(self) -> dict[str, Any]:
@@ -475,7 +496,14 @@ class ModelRope:
 # --- Hugging Face config.json ------------------------------------------------------
 _KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
                  "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
-                 "partial_rotary_factor"}
+                 "partial_rotary_factor", "short_mscale", "long_mscale"}
+# Models whose attention rotates pairs (2i, 2i+1) with frequency i whatever the config says (their
+# rotate_half takes x[..., 0::2] / x[..., 1::2], or complex pairs), and MLA models whose config class
+# defaults `rope_interleave` to true.
+_INTERLEAVED_MODELS = ("cohere", "cohere2", "cohere2_moe", "glm", "glm4", "glm4v", "helium", "ernie4_5",
+                       "ernie4_5_moe", "deepseek_v2")
+_COS_SIN_INTERLEAVED = ("cohere", "cohere2", "cohere2_moe")  # rotary modules that repeat_interleave cos / sin
+_ROPE_INTERLEAVE_DEFAULT = ("deepseek_v3", "kimi_k2", "mistral4", "glm4_moe_lite")
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -641,7 +669,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     for key, value in rope.items():
         if key in _IGNORED:
             continue
-        if key not in _KNOWN_PARAMS:
+        if key not in _KNOWN_PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe"):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
         if value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
@@ -694,9 +722,12 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {_short(inter)}")
     # DeepSeek-V3's transformers config defaults rope_interleave to true (its Hub config.json omits it)
-    pairs = cfg.get("rope_interleave", str(cfg.get("model_type", "")) in ("deepseek_v3", "kimi_k2"))
+    pairs = cfg.get("rope_interleave", model_type in _ROPE_INTERLEAVE_DEFAULT)
     if not isinstance(pairs, bool):
         raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
+    pairs = pairs or model_type in _INTERLEAVED_MODELS
+    if kind == "longrope" and ("short_mscale" in params) != ("long_mscale" in params):
+        raise ValueError(f"{where}short_mscale and long_mscale go together (Phi-3.5-MoE); one is missing")
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig, section,
                          bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored),
@@ -783,14 +814,19 @@ _MROPE_IF_SECTIONS = ("glm4", "glm4moe", "hunyuan_vl")
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) -> ModelRope:
     def num(key: str, default: Any = None) -> Any:
         v = kv.get(key, default)
-        if isinstance(v, list) and key == "attention.head_count" and v:  # per-layer head counts: the first layer's
-            v = v[0]
+        if isinstance(v, list) and key == "attention.head_count":  # per layer: the first attention layer's
+            v = next((h for h in v if h), None)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
         return v
 
     heads = num("attention.head_count")
-    head_dim = num("attention.key_length") or (num("embedding_length") // heads if heads else None)
+    head_dim = num("attention.key_length")
+    if not head_dim and heads and num("embedding_length"):
+        if num("embedding_length") % heads:
+            raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
+                             f"attention.head_count {heads} (and no attention.key_length)")
+        head_dim = num("embedding_length") // heads
     if arch == "deepseek2":
         head_dim = num("rope.dimension_count")
     rot = num("rope.dimension_count", head_dim)

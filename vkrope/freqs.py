@@ -73,6 +73,25 @@ def quarter_turns(freqs: np.ndarray) -> np.ndarray:
     return out
 
 
+def exact_angles(positions: np.ndarray, quarter: np.ndarray) -> np.ndarray:
+    """float64 [len(positions), n]: each integer position (>= 0, < 2^24)
+    times each frequency given as `quarter_turns` words [n, 4], reduced to
+    (-pi, pi] exactly as the exact angle mode reduces it (r = p * q mod
+    2^96 in 2^-94 quarter turns, in 32-bit limbs), then turned into
+    radians: within ~1e-15 rad of the exact product's angle however large
+    the product (the float64 product itself is ~|angle| * 1e-16 off)."""
+    p = np.asarray(positions, np.uint64).reshape(-1, 1)
+    q = np.asarray(quarter, np.uint64)
+    mask = np.uint64(0xFFFFFFFF)
+    lo = p * q[None, :, 2]
+    t1 = p * q[None, :, 1] + (lo >> np.uint64(32))
+    r2 = (p * q[None, :, 0] + (t1 >> np.uint64(32))) & mask
+    turns = (r2.astype(np.float64) / 2.0**30 + (t1 & mask).astype(np.float64) / 2.0**62
+             + (lo & mask).astype(np.float64) / 2.0**94)  # quarter turns in [0, 4)
+    turns = np.where(turns > 2.0, turns - 4.0, turns)
+    return turns * (math.pi / 2)
+
+
 def pow64(base: float, exps: Any) -> np.ndarray:
     """base ** exps in float64, libm's power per element (math.pow): numpy's
     float64 power picks a SIMD loop by CPU, so its last bit is the host's."""
@@ -151,6 +170,9 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     p = np.asarray(positions)
     if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
+    if p.dtype.kind == "u" and p.size and p.max() >= MAX_POSITION:  # (before a cast to int64 wraps it)
+        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
+                         f"got {int(p.max())}")
     p = p.astype(np.int64).reshape(-1)
     bad = p[(p < 0) | (p >= MAX_POSITION)]
     if bad.size:
@@ -619,14 +641,21 @@ class InvFreqs(FrequencySpec):
 
     def angles(self, positions: Any) -> np.ndarray:
         """float64 [N, dim/2]: the angles of positions [N] (M-RoPE: [N, 3],
-        each pair reading its axis) as the kernels form them."""
+        each pair reading its axis) as the kernels form them ("exact":
+        reduced to (-pi, pi], `exact_angles`)."""
         if not self.mrope:
             p = check_positions("positions", positions)
+            if self.angle == "exact":  # reduced exactly: the float64 product drifts for huge frequencies
+                return exact_angles(p, self.quarter_turns)
             return self.angles_at(self.scaled_positions(p), p)
         v = self.check_ids(positions, "positions")
         cols = v[:, self.pair_axis_array]
-        if self.angle == "exact":
-            return cols * self.inv_freq64[None, :]
+        if self.angle == "exact":  # each column's own position, reduced exactly
+            whole = np.empty((len(v), self.dim // 2))
+            for a in range(MROPE_AXES):
+                on = self.pair_axis_array == a
+                whole[:, on] = exact_angles(v[:, a], self.quarter_turns[on])
+            return whole
         return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
     def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:

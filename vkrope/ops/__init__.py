@@ -75,3 +75,13 @@ def spec_angles(spec: Any, rows: np.ndarray) -> np.ndarray:
     kernels form them (RopeFreqs.angles_at)."""
     rows = np.asarray(rows, np.int32).reshape(-1)
     return spec.angles_at(rows.view(np.float32), rows)
+
+
+def check_model_head(spec: Any, head_dim: int, name: str) -> None:
+    """A ModelRope rotates heads of its own head dim: another D would rotate
+    the wrong channels (DeepSeek's full 192-wide heads, whose last 64
+    rotate)."""
+    if head_dim != spec.head_dim:
+        raise ValueError(f"{name}: the ModelRope's head dim is {spec.head_dim} (of which {spec.rotary_dim} rotate); "
+                         f"this call's heads have D = {head_dim}: pass the heads the model rotates "
+                         "(DeepSeek: q[..., qk_nope_head_dim:])")

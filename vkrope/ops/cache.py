@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
-from . import TensorRequest, given_tables
+from . import TensorRequest, check_model_head, given_tables
 from ..configs import ModelRope
 from ..freqs import check_positions, is_position_spec
 from ..runtime import fit
@@ -202,6 +202,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     cos: Any
     sin: Any
     if isinstance(freqs, ModelRope):  # the model's frequencies for these positions (dynamic, longrope decide by them)
+        check_model_head(freqs, d, "freqs")
         if freqs.mrope_section is not None:
             raise ValueError("freqs: an M-RoPE spec needs position ids [3, B, S]; the decode step takes one position "
                              "per token (rotate with vkrope.apply_rotary_pos_emb, then write the cache)")

@@ -29,7 +29,7 @@ from ..arguments import (
     check_table_array, describe,
     int_arg,
 )
-from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
+from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, spec_angles, spec_rows
 from ..configs import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
@@ -118,12 +118,14 @@ def several_axes(spec: Any) -> bool:
     return isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope)
 
 
-def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None) -> Any:
+def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head_dim: int) -> Any:
     """A `ModelRope` in place of a table: the `InvFreqs` of this call's
     positions (one axis only; M-RoPE runs through apply_rotary_pos_emb),
     its pairs those of the call (`interleaved`; None: the call takes the
-    spec's). Other values come back as they are."""
+    spec's), its head dim the call's (`head_dim`). Other values come back
+    as they are."""
     if isinstance(spec, ModelRope):
+        check_model_head(spec, head_dim, name)
         if interleaved is not None and spec.interleaved != interleaved:
             have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
             call = "interleaved" if interleaved else "rotate-half"
@@ -261,7 +263,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
-        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter)
+        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
         return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
@@ -327,7 +329,7 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     q, k, b, s, d = _q_and_k(xq, xk)
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True)
+    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
     if is_position_spec(freqs_cos):
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
@@ -347,7 +349,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     q, k, b, s, d = _q_and_k(xq, xk)
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
         first = int_arg("start_pos", start_pos, 0)
-        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False)
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
     if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
@@ -401,9 +403,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         raise TypeError(f"q and k must have one dtype; got {qx.dtype} and {kx.dtype}")
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
-        if d != spec.head_dim:  # (DeepSeek: pass q[..., qk_nope_head_dim:], the rotary part, as its attention does)
-            raise ValueError(f"q and k have head dim D = {d}; the ModelRope's is {spec.head_dim} (of which "
-                             f"{spec.rotary_dim} rotate): pass the heads the model rotates")
+        check_model_head(spec, d, "q")
         p = spec.check_position_ids(position_ids)
         freqs, pairs = spec.freqs(p), spec.interleaved
     elif isinstance(spec, (InvFreqs, RopeFreqs)):
@@ -420,6 +420,8 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     else:
         raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
                         f"{describe(spec)}")
+    if p.shape[-2:-1] == (1,) and b > 1 and p.shape[-1] == s:  # one row for every item, as transformers broadcasts
+        p = np.broadcast_to(p, p.shape[:-2] + (b, s))
     if tuple(p.shape[-2:]) != (b, s):
         raise ValueError(f"position_ids must be [B, S] = [{b}, {s}] (q's batch and tokens)"
                          f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
