@@ -1,4 +1,5 @@
-"""A float64 oracle for the Hugging Face rope types, written from the
+"""An oracle for the Hugging Face rope types (frequencies in float32 steps
+as torch takes them, the rotation in float64), written from the
 formulas of transformers 5's `modeling_rope_utils` and the models' rotary
 modules (docs: ../shared/design/models.md), sharing no code with vkrope
 (config reading included).
@@ -52,7 +53,10 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
                orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings",
                                                                        cfg.get("max_position_embeddings"))))
     if "mrope_section" in r:
-        out["mrope_interleaved"] = r.get("mrope_interleaved", str(cfg.get("model_type", "")).startswith("qwen3"))
+        # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family interleaves
+        model = str(cfg.get("model_type", ""))
+        out["mrope_interleaved"] = (model.startswith("qwen3") if model.startswith(("qwen2", "qwen3"))
+                                    else bool(r.get("mrope_interleaved", False)))
     return out
 
 

@@ -34,12 +34,12 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "pro
 _ALIASES = {"mrope": "default", "su": "longrope"}
 
 
-def _key_number(params: dict, key: str, where: str, *, positive: bool = True) -> float:
+def _key_number(params: dict, key: str, where: str) -> float:
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}{key} must be a number; got {_short(value)}")
-    if not math.isfinite(value) or (positive and value <= 0):
-        raise ValueError(f"{where}{key} must be a {'positive ' if positive else ''}finite number; got {value}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{where}{key} must be a positive finite number; got {value}")
     return float(value)
 
 
@@ -93,8 +93,9 @@ def _check_params(params: Any) -> tuple:
 class ModelRope:
     """A model's RoPE, as its config defines it (`vkrope.from_hf`,
     `vkrope.from_gguf`), for `vkrope.apply_rotary_pos_emb` and, with one
-    position axis, wherever a `RopeFreqs` spec goes (`rotary_embedding`,
-    `apply_rotary_emb_hf`, `rope_and_cache`).
+    position axis, the table operators and the decode step
+    (`rotary_embedding`, `apply_rotary_emb`, `apply_rotary_emb_hf`,
+    `rope_and_cache`), which decide its frequencies from their positions.
 
     rope_type: one of `ROPE_TYPES`; head_dim: D; rotary_dim: the channels
     that rotate (`int(D * partial_rotary_factor)`; proportional: D);
@@ -501,9 +502,14 @@ _KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "
 # rotate_half takes x[..., 0::2] / x[..., 1::2], or complex pairs), and MLA models whose config class
 # defaults `rope_interleave` to true.
 _INTERLEAVED_MODELS = ("cohere", "cohere2", "cohere2_moe", "glm", "glm4", "glm4v", "helium", "ernie4_5",
-                       "ernie4_5_moe", "deepseek_v2")
+                       "ernie4_5_moe", "deepseek_v2", "llama4", "llama4_text", "gptj", "codegen")
 _COS_SIN_INTERLEAVED = ("cohere", "cohere2", "cohere2_moe")  # rotary modules that repeat_interleave cos / sin
-_ROPE_INTERLEAVE_DEFAULT = ("deepseek_v3", "kimi_k2", "mistral4", "glm4_moe_lite")
+_ROPE_INTERLEAVE_DEFAULT = ("deepseek_v3", "kimi_k2", "mistral4", "glm4_moe_lite", "axk1")
+# M-RoPE layouts known here, by model type (transformers reads no flag: each model's module decides):
+# chunked sections on rotate-half pairs, interleaved sections (Qwen3-VL), chunked on adjacent pairs (GLM-4V).
+_MROPE_CHUNKED = ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "glm4v", "glm4v_text")
+_MROPE_INTERLEAVED = ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_5", "qwen3_5_text",
+                      "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_omni_moe", "qwen3_omni_moe_text")
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -540,6 +546,17 @@ _MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "phi3": {"original_max_position_embeddings": 4096},
 }
 _MODEL_DEFAULTS["gemma3"] = _MODEL_DEFAULTS["gemma3_text"]
+_MODEL_DEFAULTS["phi4_multimodal"] = _MODEL_DEFAULTS["phi3"]
+# transformers 5.24's config classes' `default_theta` where it is not 10000 (read from each class; the
+# rope_theta a config.json without one gets)
+_DEFAULT_THETA = {
+    "apertus": 12e6, "bitnet": 5e5, "cohere": 5e5, "cwm": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
+    "exaone": 5e5, "flex_olmo": 5e5, "fuyu": 25000.0, "gpt_oss": 1.5e5, "helium": 1e5, "lfm2": 1e6, "lfm2_moe": 1e6,
+    "llama4_text": 5e5, "longcat_flash": 1e7, "minimax": 1e6, "minimax_m2": 5e6, "mixtral": 1e6,
+    "mllama_text_model": 5e5, "olmo3": 5e5, "phimoe": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
+    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
+    "solar_open": 1e6, "emu3_text_model": 1e6,
+}
 
 
 def _text_config(cfg: dict) -> dict:
@@ -552,9 +569,15 @@ def _text_config(cfg: dict) -> dict:
         for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
             if key not in merged and key in cfg:
                 merged[key] = cfg[key]
-    for key, value in _MODEL_DEFAULTS.get(str(merged.get("model_type", "")), {}).items():
+    for alias, key in (("n_embd", "hidden_size"), ("n_head", "num_attention_heads")):  # GPT-J, CodeGen (GPT-2 names)
+        if merged.get(key) is None and merged.get(alias) is not None:
+            merged[key] = merged[alias]
+    model_type = str(merged.get("model_type", ""))
+    for key, value in _MODEL_DEFAULTS.get(model_type, {}).items():
         if merged.get(key) is None:
             merged[key] = value
+    if model_type in _DEFAULT_THETA and merged.get("rope_theta") is None:
+        merged["rope_theta"] = _DEFAULT_THETA[model_type]
     return merged
 
 
@@ -588,7 +611,10 @@ def _per_layer(cfg: dict) -> dict[str, dict] | None:
         for k, v in nested.items():
             if v is not None and not isinstance(v, dict):
                 raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {_short(v)}")
-        return {k: dict(v) for k, v in nested.items() if v is not None}
+        out = {k: dict(v) for k, v in nested.items() if v is not None}
+        if "rope_local_base_freq" in cfg and "sliding_attention" in out:  # Gemma 3's local base, as its config class
+            out["sliding_attention"].setdefault("rope_theta", cfg["rope_local_base_freq"])
+        return out
     if "rope_local_base_freq" in cfg:  # Gemma 3 on the Hub: local layers on their own base, default type
         full = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {"rope_type": "default"})
         full.setdefault("rope_theta", cfg.get("rope_theta", 1_000_000.0))
@@ -607,8 +633,13 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     (DeepSeek), `head_dim`, else hidden_size // num_attention_heads; the
     rotary dim from `partial_rotary_factor` (or GPT-NeoX's `rotary_pct`);
     `original_max_position_embeddings` at the top level (Phi-3) before the
-    rope dict's; M-RoPE's `mrope_section` and `mrope_interleaved` (Qwen3-VL
-    configs without the flag: by model_type); DeepSeek's `rope_interleave`.
+    rope dict's; the defaults of transformers' config classes where the file
+    is silent (Gemma 3, Phi-3, default thetas); M-RoPE's `mrope_section`,
+    chunked or interleaved by model class (Qwen2-VL / Qwen2.5-VL / GLM-4V;
+    Qwen3-VL / Qwen3.5 / Qwen3-Omni; `mrope_interleaved` without a model
+    type; another model's M-RoPE refused); pairs as the model's attention
+    rotates them (GLM, Cohere, ... interleaved; `rope_interleave` for MLA
+    models).
     `layer_type`: for configs with RoPE per layer type (Gemma 3:
     "sliding_attention" on `rope_local_base_freq`, "full_attention" with the
     scaling; `vkrope.hf_layer_types` lists them); required there.
@@ -631,11 +662,11 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         if layer_type is not None:
             raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
                              "(pass None)")
-        rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
         if not isinstance(rope, dict):
             raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
         rope = dict(rope)
-        where = "config: rope_parameters." if cfg.get("rope_parameters") else "config: rope_scaling."
+        where = "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
     kind = rope.get("rope_type", rope.get("type", "default"))
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
@@ -645,7 +676,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
     kind = _ALIASES.get(kind, kind)
     model_type = str(cfg.get("model_type", ""))
-    if model_type == "phi3" and rope.get("rope_type", rope.get("type")) == "yarn":
+    if model_type in ("phi3", "phi4_multimodal") and rope.get("rope_type", rope.get("type")) == "yarn":
         kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
@@ -664,6 +695,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
         raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
     rotary = head_dim if kind == "proportional" else int(head_dim * partial)
+    if cfg.get("rotary_dim") is not None and kind != "proportional":  # GPT-J, CodeGen: the rotated channels
+        rotary = _key_int(cfg, "rotary_dim", "config: ")
     params: dict[str, Any] = {}
     ignored: list[str] = []
     for key, value in rope.items():
@@ -699,9 +732,12 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         if orig is None:
             raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is "
                              f"needed by rope_type {kind!r}")
+    if kind == "yarn" and "factor" not in rope:
+        raise ValueError(f"{where}factor is needed by rope_type 'yarn' (null derives it from max_position_embeddings "
+                         "/ original_max_position_embeddings, as transformers)")
     if kind == "yarn" and "factor" not in params:
         if mpe is None:
-            raise ValueError(f"{where}factor is missing (and no max_position_embeddings to derive it)")
+            raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
     section = rope.get("mrope_section")
@@ -711,12 +747,17 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
                                                              for v in section):
             raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
         section = tuple(section)
-        # transformers' rotary module decides by model class (Qwen2-VL, Qwen2.5-VL chunk; Qwen3-VL interleaves,
-        # whatever the flag says); other models by the flag
-        if model_type.startswith(("qwen2_vl", "qwen2_5_vl")):
+        # transformers' rotary module decides by model class (Qwen2-VL, Qwen2.5-VL, GLM-4V chunk; Qwen3-VL,
+        # Qwen3.5, Qwen3-Omni interleave, whatever the flag says); a config with no model_type by the flag;
+        # another model's layout is not guessed
+        if model_type in _MROPE_CHUNKED:
             inter = False
-        elif model_type.startswith(("qwen3_vl", "qwen3_5", "qwen3_omni")):
+        elif model_type in _MROPE_INTERLEAVED:
             inter = True
+        elif model_type:
+            raise ValueError(f"{where}mrope_section: the M-RoPE layout of model_type {model_type!r} is not one "
+                             f"vkrope knows (chunked: {', '.join(_MROPE_CHUNKED[::2])}; interleaved: "
+                             f"{', '.join(_MROPE_INTERLEAVED[::2])})")
     elif inter:
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
@@ -862,9 +903,10 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) ->
             params["attention_factor"] = float(attn) * base_m
         if orig is None:
             raise ValueError(f"{where}: yarn needs {arch}.rope.scaling.original_context_length")
-    elif kind == "longrope":
-        pass
-    elif kind not in ("default",):
+    elif kind == "longrope" and not ("rope_factors_short.weight" in tensors and "rope_factors_long.weight" in tensors):
+        raise ValueError(f"{where}: {arch}.rope.scaling.type longrope needs the rope_factors_short.weight and "
+                         "rope_factors_long.weight tensors")
+    elif kind not in ("default", "longrope"):
         raise ValueError(f"{where}: {arch}.rope.scaling.type {kind!r} is not supported (none, linear, yarn, longrope)")
     if "rope_factors_short.weight" in tensors or "rope_factors_long.weight" in tensors:
         kind = "longrope"

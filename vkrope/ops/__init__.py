@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from ..configs import ModelRope
+from ..freqs import InvFreqs
+
 
 class TensorRequest:
     """What every operator's request says about its tensor `x` (a numpy
@@ -85,3 +88,27 @@ def check_model_head(spec: Any, head_dim: int, name: str) -> None:
         raise ValueError(f"{name}: the ModelRope's head dim is {spec.head_dim} (of which {spec.rotary_dim} rotate); "
                          f"this call's heads have D = {head_dim}: pass the heads the model rotates "
                          "(DeepSeek: q[..., qk_nope_head_dim:])")
+
+
+def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head_dim: int) -> Any:
+    """A `ModelRope` in place of a table: the `InvFreqs` of this call's
+    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb),
+    its pairs those of the call (`interleaved`; None: the call takes the
+    spec's), its head dim the call's (`head_dim`). Other values come back
+    as they are."""
+    if isinstance(spec, ModelRope):
+        check_model_head(spec, head_dim, name)
+        if interleaved is not None and spec.interleaved != interleaved:
+            have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
+            call = "interleaved" if interleaved else "rotate-half"
+            raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
+                             f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
+                             "spec's own)")
+        if spec.mrope_section is not None:
+            raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
+                             "[3, B, S]: use vkrope.apply_rotary_pos_emb")
+        spec = spec.freqs(None if positions is None else np.asarray(positions))
+    if isinstance(spec, InvFreqs) and spec.mrope:
+        raise ValueError(f"{name}: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
+                         "vkrope.apply_rotary_pos_emb")
+    return spec

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
-from . import TensorRequest, check_model_head, given_tables
+from . import TensorRequest, given_tables, resolve
 from ..configs import ModelRope
-from ..freqs import check_positions, is_position_spec
+from ..freqs import InvFreqs, check_positions, is_position_spec
 from ..runtime import fit
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
 from ..runtime.kernels import find
@@ -201,16 +201,8 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     given: list[tuple[str, Any]] = []
     cos: Any
     sin: Any
-    if isinstance(freqs, ModelRope):  # the model's frequencies for these positions (dynamic, longrope decide by them)
-        check_model_head(freqs, d, "freqs")
-        if freqs.mrope_section is not None:
-            raise ValueError("freqs: an M-RoPE spec needs position ids [3, B, S]; the decode step takes one position "
-                             "per token (rotate with vkrope.apply_rotary_pos_emb, then write the cache)")
-        if freqs.interleaved != bool(interleaved):
-            have = "interleaved (2i, 2i+1)" if freqs.interleaved else "rotate-half (i, i + rot/2)"
-            raise ValueError(f"freqs: the ModelRope pairs channels {have} (its config / GGUF); pass "
-                             f"interleaved={freqs.interleaved}")
-        freqs = freqs.freqs(pos)
+    if isinstance(freqs, (ModelRope, InvFreqs)):  # the model's frequencies for these positions (one axis)
+        freqs = resolve("freqs", freqs, pos, bool(interleaved), d)
     if is_position_spec(freqs):
         rot = freqs.dim
         if rot > d:

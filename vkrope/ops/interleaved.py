@@ -25,6 +25,7 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
+from ..configs import ModelRope
 from ..freqs import FrequencySpec, InvFreqs, NdFreqs
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
@@ -139,6 +140,9 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     if isinstance(freqs, NdFreqs):  # (vkrope.apply sends these to the table kernel before this check)
         raise TypeError("freqs: a vkrope.NdFreqs spec runs through vkrope.apply(x, spec, positions=ids) or "
                         "vkrope.apply_nd, one call at a time (not apply_many)")
+    if isinstance(freqs, ModelRope):
+        raise TypeError("freqs: a vkrope.ModelRope decides its frequencies per call: pass rope.freqs(positions) "
+                        "(an InvFreqs) with positions, or use vkrope.apply_rotary_pos_emb")
     if isinstance(freqs, InvFreqs) and freqs.mrope:
         raise ValueError("freqs: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
                          "vkrope.apply_rotary_pos_emb")

@@ -29,7 +29,7 @@ from ..arguments import (
     check_table_array, describe,
     int_arg,
 )
-from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, spec_angles, spec_rows
+from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, resolve, spec_angles, spec_rows
 from ..configs import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
@@ -116,30 +116,6 @@ def several_axes(spec: Any) -> bool:
     """Whether a spec's tokens carry a position per axis (an `NdFreqs`, or an
     M-RoPE `InvFreqs`): the kernel's ND mode, each column reading its axis."""
     return isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope)
-
-
-def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head_dim: int) -> Any:
-    """A `ModelRope` in place of a table: the `InvFreqs` of this call's
-    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb),
-    its pairs those of the call (`interleaved`; None: the call takes the
-    spec's), its head dim the call's (`head_dim`). Other values come back
-    as they are."""
-    if isinstance(spec, ModelRope):
-        check_model_head(spec, head_dim, name)
-        if interleaved is not None and spec.interleaved != interleaved:
-            have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
-            call = "interleaved" if interleaved else "rotate-half"
-            raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
-                             f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
-                             "spec's own)")
-        if spec.mrope_section is not None:
-            raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
-                             "[3, B, S]: use vkrope.apply_rotary_pos_emb")
-        spec = spec.freqs(None if positions is None else np.asarray(positions))
-    if isinstance(spec, InvFreqs) and spec.mrope:
-        raise ValueError(f"{name}: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
-                         "vkrope.apply_rotary_pos_emb")
-    return spec
 
 
 # --- argument checks ------------------------------------------------------------
