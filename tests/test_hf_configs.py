@@ -775,7 +775,7 @@ def test_exact_cos_sin_reduced_exactly():
     """angle='exact' cos_sin forms the kernel's angle (reduced exactly), also
     where a frequency is huge (a factor below 1)."""
     cfg = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0,
-           "rope_scaling": {"rope_type": "linear", "factor": 1e-8}}
+           "rope_scaling": {"rope_type": "linear", "factor": 3e-7}}  # (a frequency whose products float64 rounds)
     rope = vkrope.from_hf(cfg, angle="exact")
     pos = np.array([[16777215, 9999991]])
     c, s = rope.cos_sin(pos)
