@@ -828,3 +828,19 @@ def test_more_transformers_rules():
     ds = json.loads(json.dumps(config("yarn-mscale-ratio")))
     ds["rope_scaling"]["mscale"] = 0  # 0: unset, as transformers' truthiness: the plain 0.1 ln(s) + 1
     assert abs(vkrope.from_hf(ds).attention_factor - (0.1 * math.log(40) + 1)) < 1e-12
+
+
+def test_llama_cpp_mrope_position_layout():
+    """llama.cpp's ggml_rope_multi positions [4 * S] (t | h | w | e) give the
+    [3, 1, S] result (its fourth axis unused: transformers has none)."""
+    rope = vkrope.from_hf(config("qwen3-vl-8b"))
+    rng = np.random.default_rng(13)
+    pos3 = rng.integers(0, 5000, (3, 1, 6))
+    flat = np.concatenate([pos3.reshape(3, 6), rng.integers(0, 5000, (1, 6))]).reshape(-1).astype(np.int32)
+    q = rng.standard_normal((1, 2, 6, 128)).astype(np.float32)
+    a, _ = vkrope.apply_rotary_pos_emb(q, q, rope, pos3)
+    b, _ = vkrope.apply_rotary_pos_emb(q, q, rope, flat)
+    assert np.array_equal(a, b)
+    assert np.array_equal(rope.cos_sin(flat)[0], rope.cos_sin(pos3)[0])
+    with pytest.raises(ValueError, match=r"\[4 \* S\]"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, flat[:-1])

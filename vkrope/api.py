@@ -198,8 +198,9 @@ def apply_rotary_pos_emb(
     (float32, float16, bfloat16), numpy or DeviceArrays. spec: a
     `vkrope.ModelRope` (`vkrope.from_hf`, `vkrope.from_gguf`: its rope
     type, attention factor and pairs), or an `InvFreqs` / `RopeFreqs`
-    (rotate-half). position_ids: int `[B, S]`; M-RoPE `[3, B, S]` (temporal,
-    height, width; `[B, S]` is text, all three equal). Dynamic NTK and
+    (rotate-half). position_ids: int `[B, S]` (`[1, S]` serves every item);
+    M-RoPE `[3, B, S]` (temporal, height, width; `[B, S]` is text, all three
+    equal; llama.cpp's 1-D `[4 * S]` t | h | w | e for one item). Dynamic NTK and
     longrope decide by this call's `max(position_ids) + 1`. The first
     `rotary_dim` channels of each head rotate, the rest pass through; D
     must be the spec's head dim (DeepSeek: `qk_rope_head_dim`, the rotary

@@ -424,7 +424,8 @@ class ModelRope:
 
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
         """int64 [B, S] positions ([3, B, S] with M-RoPE; [B, S] is taken as
-        all three axes equal, as transformers expands text positions), or a
+        all three axes equal, as transformers expands text positions, and a
+        1-D [4 * S] as llama.cpp's t | h | w | e layout for one item), or a
         TypeError / ValueError naming `name`."""
         if not isinstance(position_ids, np.ndarray):
             raise TypeError(f"{name} must be a numpy integer array [B, S]"
@@ -434,6 +435,11 @@ class ModelRope:
         if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
             raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
         if self.mrope_section is not None:
+            if p.ndim == 1:  # llama.cpp's ggml_rope_multi layout [4 * S]: t | h | w | e (e unused here)
+                if p.size % 4:
+                    raise ValueError(f"{name}: a 1-D M-RoPE position array is llama.cpp's [4 * S] layout "
+                                     f"(t | h | w | e); got {p.size} values")
+                p = p.reshape(4, 1, p.size // 4)[:MROPE_AXES]
             if p.ndim == 2:
                 p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)
             if p.ndim != 3 or p.shape[0] != MROPE_AXES:
