@@ -11,8 +11,8 @@ Qwen2.5-VL chunked sections, Qwen3-VL interleaved). What depends on the
 call (dynamic's base, longrope's short / long factors) is decided from that
 call's `max(position_ids) + 1`, with no state kept between calls
 (transformers keeps dynamic's frequencies as module state that only
-shrinks back below the original length; vLLM and llama.cpp decide by the
-allocated context). `ModelRope.freqs(position_ids)` gives the `InvFreqs`
+shrinks back below the original length; vLLM fixes dynamic's base for its
+longest context; llama.cpp switches longrope by the allocated context). `ModelRope.freqs(position_ids)` gives the `InvFreqs`
 the kernels read for that call.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_positions, pow32, pow64
+from .freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_position_ids, pow32, pow64
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
@@ -287,9 +287,13 @@ class ModelRope:
         `short_mscale` / `long_mscale` (Phi-3.5-MoE), switched with the
         factors (long past original_max_position_embeddings)."""
         if self.rope_type == "longrope" and self.param("short_mscale") is not None:
-            long = bool(seq_len and seq_len > self.orig)
-            return float(self.param("long_mscale" if long else "short_mscale"))
+            return float(self.param("long_mscale" if self._long(seq_len) else "short_mscale"))
         return self.attention_factor
+
+    def _long(self, seq_len: int | None) -> bool:
+        """longrope's switch: the long factors (and long_mscale) when the
+        call's max(position_ids) + 1 exceeds original_max_position_embeddings."""
+        return bool(seq_len and seq_len > self.orig)
 
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and
@@ -329,8 +333,7 @@ class ModelRope:
             elif kind == "dynamic":
                 inv = t(1.0) / powers(self._dynamic_base(seq_len, t), half, dim)
             elif kind == "longrope":
-                orig = self.orig
-                ext = np.asarray(p("long_factor") if seq_len and seq_len > orig else p("short_factor"), t)
+                ext = np.asarray(p("long_factor") if self._long(seq_len) else p("short_factor"), t)
                 inv = t(1.0) / (ext * powers(base, half, dim))
             elif kind == "yarn":
                 inv = self._yarn(t, powers(base, half, dim))
@@ -408,7 +411,7 @@ class ModelRope:
         if self.rope_type == "dynamic":  # the base itself up to max_position_embeddings: one spec for those
             key: Any = seq_len if seq_len is not None and seq_len > self.mpe else None
         elif self.rope_type == "longrope":
-            key = bool(seq_len and seq_len > self.orig)
+            key = self._long(seq_len)
         else:
             key = None
         cache = self.__dict__.setdefault("_freqs_cache", {})
@@ -423,32 +426,9 @@ class ModelRope:
         return spec
 
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
-        """int64 [B, S] positions ([3, B, S] with M-RoPE; [B, S] is taken as
-        all three axes equal, as transformers expands text positions, and a
-        1-D [4 * S] as llama.cpp's t | h | w | e layout for one item), or a
-        TypeError / ValueError naming `name`."""
-        if not isinstance(position_ids, np.ndarray):
-            raise TypeError(f"{name} must be a numpy integer array [B, S]"
-                            f"{' (or [3, B, S] for M-RoPE)' if self.mrope_section else ''}; got "
-                            f"{type(position_ids).__name__}")
-        p = position_ids
-        if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
-            raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
-        if self.mrope_section is not None:
-            if p.ndim == 1:  # llama.cpp's ggml_rope_multi layout [4 * S]: t | h | w | e (e unused here)
-                if p.size % 4:
-                    raise ValueError(f"{name}: a 1-D M-RoPE position array is llama.cpp's [4 * S] layout "
-                                     f"(t | h | w | e); got {p.size} values")
-                p = p.reshape(4, 1, p.size // 4)[:MROPE_AXES]
-            if p.ndim == 2:
-                p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)
-            if p.ndim != 3 or p.shape[0] != MROPE_AXES:
-                raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
-                                 f"{list(position_ids.shape)}")
-        elif p.ndim != 2:
-            raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}")
-        check_positions(name, p)
-        return np.asarray(p, np.int64)
+        """int64 [B, S] positions ([3, B, S] with M-RoPE; see
+        `freqs.check_position_ids`), or a TypeError / ValueError naming `name`."""
+        return check_position_ids(position_ids, self.mrope_section is not None, name)
 
     def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
@@ -456,19 +436,13 @@ class ModelRope:
         the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and
         GLM's interleaved pairs, whose modules return the same and re-order
         in the attention; Cohere's module repeats each value twice,
-        adjacent, and so does this for its models), times the attention factor. float64 cos / sin of the
-        angle the kernels form, rounded once, then scaled in float32."""
+        adjacent, and so does this for its models), times the attention
+        factor: the call's `InvFreqs.table`."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
-        if self.mrope_section is not None:
-            b, s = p.shape[1:]
-            a = spec.angles(np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES))
-        else:
-            b, s = p.shape
-            a = spec.angles(p.reshape(-1))
-        m = spec.magnitude
-        c = (np.cos(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
-        sn = (np.sin(a).astype(np.float32) * m).astype(np.float32).reshape(b, s, spec.dim // 2)
+        b, s = p.shape[-2:]
+        ids = np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES) if self.mrope_section is not None else p.reshape(-1)
+        c, sn = (t.reshape(b, s, spec.dim // 2) for t in spec.table(ids))
         if self.model in _COS_SIN_INTERLEAVED:
             return np.repeat(c, 2, -1), np.repeat(sn, 2, -1)
         return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)

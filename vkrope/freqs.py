@@ -181,6 +181,34 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     return p
 
 
+def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids") -> np.ndarray:
+    """int64 [B, S] positions, or with `mrope` [3, B, S] (temporal, height,
+    width; [B, S] is text, all three axes equal, as transformers expands
+    it; a 1-D [4 * S] is llama.cpp's t | h | w | e layout for one item);
+    each in [0, 2^24). Else a TypeError / ValueError naming `name`."""
+    if not isinstance(position_ids, np.ndarray):
+        raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] for M-RoPE)' if mrope else ''}; "
+                        f"got {type(position_ids).__name__}")
+    p = position_ids
+    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+        raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
+    if mrope:
+        if p.ndim == 1:  # llama.cpp's ggml_rope_multi layout [4 * S]: t | h | w | e (e unused here)
+            if p.size % 4:
+                raise ValueError(f"{name}: a 1-D M-RoPE position array is llama.cpp's [4 * S] layout "
+                                 f"(t | h | w | e); got {p.size} values")
+            p = p.reshape(4, 1, p.size // 4)[:MROPE_AXES]
+        if p.ndim == 2:
+            p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)
+        if p.ndim != 3 or p.shape[0] != MROPE_AXES:
+            raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
+                             f"{list(position_ids.shape)}")
+    elif p.ndim != 2:
+        raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}")
+    check_positions(name, p)
+    return np.asarray(p, np.int64)
+
+
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
@@ -337,8 +365,49 @@ class FrequencySpec:
         return float("inf")
 
 
+class PositionFreqs(FrequencySpec):
+    """What the specs whose tokens carry positions (`RopeFreqs`, `InvFreqs`)
+    share: the float32 positions the float32 angle multiplies, the angles
+    of either mode, and the (cos, sin) cache they stand for."""
+
+    @property
+    def position_scale(self) -> float:  # pragma: no cover - each spec defines it
+        """What positions are divided by before the float32 angle."""
+        raise NotImplementedError
+
+    def angles(self, positions: Any) -> np.ndarray:  # pragma: no cover - each spec defines it
+        """The angles [len(positions), dim/2] of the spec's angle mode."""
+        raise NotImplementedError
+
+    def scaled_positions(self, positions: np.ndarray) -> np.ndarray:
+        """float32 position / `position_scale` of each (checked) position, the
+        frameworks' float32 division (done on the host, where it is
+        correctly rounded): what the float32 angle multiplies."""
+        p = np.asarray(positions, np.int64)
+        return (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32)
+
+    def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The angles [n, dim/2] of the angle mode: for "float32" the float32
+        product of `factors` (scaled positions, float32) and the float32
+        inverse frequencies, as the frameworks form it (as float64 numbers);
+        for "exact" the float64 product of the integer `positions` and the
+        float64 ones."""
+        if self.angle == "exact":
+            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
+        t = np.asarray(factors, np.float32).reshape(-1)
+        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+
+    def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
+        stands for (float64 cos / sin of `angles`, rounded once, then times
+        `magnitude` in float32, as Hugging Face scales its cache)."""
+        a = self.angles(positions)
+        m = self.magnitude
+        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
+
+
 @dataclass(frozen=True)
-class RopeFreqs(FrequencySpec):
+class RopeFreqs(PositionFreqs):
     """1-D RoPE frequencies (Llama, Hugging Face) for `rotary_embedding` and
     `apply_rotary_emb` in place of their cos / sin caches: the position of a
     token is its cache row (position_ids, or s for ExecuTorch's op).
@@ -443,38 +512,12 @@ class RopeFreqs(FrequencySpec):
         powers = pow64(self.base, np.arange(0, self.dim, 2, dtype=np.float64) / self.dim)
         return self.inv_freq_from(powers) / self.position_scale
 
-    def scaled_positions(self, positions: np.ndarray) -> np.ndarray:
-        """float32 position / `position_scale` of each (checked) position, the
-        frameworks' float32 division (done on the host, where it is
-        correctly rounded): what the float32 angle multiplies."""
-        p = np.asarray(positions, np.int64)
-        return (p.astype(np.float32) / np.float32(self.position_scale)).astype(np.float32)
-
-    def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The angles [n, dim/2] of the angle mode: for "float32" the float32
-        product of `factors` (scaled positions, float32) and the float32
-        inverse frequencies, as the frameworks form it (as float64 numbers);
-        for "exact" the float64 product of the integer `positions` and the
-        float64 ones."""
-        if self.angle == "exact":
-            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
-        t = np.asarray(factors, np.float32).reshape(-1)
-        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
-
     def angles(self, positions: Any) -> np.ndarray:
         """The angle [len(positions), dim/2] each mode uses: float32 for
         angle="float32" (as float64 numbers), the float64 product for "exact".
         positions: integers in [0, 2^24)."""
         p = check_positions("positions", positions)
         return self.angles_at(self.scaled_positions(p), p)
-
-    def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
-        stands for (float64 cos / sin of `angles`, rounded once, then times
-        `magnitude` in float32, as Hugging Face scales its cache)."""
-        a = self.angles(positions)
-        m = self.magnitude
-        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
 
     @property
     def rows(self) -> int:
@@ -491,7 +534,7 @@ MROPE_AXES = 3  # M-RoPE's position axes: temporal, height, width
 
 
 @dataclass(frozen=True)
-class InvFreqs(FrequencySpec):
+class InvFreqs(PositionFreqs):
     """Frequencies given as a model computes them: what `vkrope.from_hf` /
     `ModelRope.freqs` resolve a Hugging Face rope type to for one call
     (every op that takes a `RopeFreqs` takes it where it has one axis).
@@ -618,19 +661,6 @@ class InvFreqs(FrequencySpec):
         """inv_freq_exact as float64 [dim/2]."""
         return np.array(self.inv_freq_exact, np.float64)
 
-    def scaled_positions(self, positions: np.ndarray) -> np.ndarray:
-        """float32 positions (exact below 2^24): what the float32 angle multiplies."""
-        return np.asarray(positions, np.int64).astype(np.float32)
-
-    def angles_at(self, factors: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """[n, dim/2] angles of one-axis positions: the float32 product of the
-        float32 position and inverse frequency (as float64 numbers), or for
-        "exact" the float64 product with the float64 ones."""
-        if self.angle == "exact":
-            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
-        t = np.asarray(factors, np.float32).reshape(-1)
-        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
-
     def check_ids(self, ids: Any, name: str = "position_ids") -> np.ndarray:
         """float64 [N, 3] M-RoPE positions (integers in [0, 2^24)), or a
         TypeError / ValueError naming `name`."""
@@ -657,15 +687,6 @@ class InvFreqs(FrequencySpec):
                 whole[:, on] = exact_angles(v[:, a], self.quarter_turns[on])
             return whole
         return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
-
-    def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(cos, sin) float32 [len(positions), dim/2] of one-axis positions:
-        float64 cos / sin of `angles` rounded once, then times the attention
-        factor in float32 (as transformers scales them)."""
-        a = self.angles(positions)
-        m = self.magnitude
-        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
-
 
 def is_position_spec(spec: Any) -> bool:
     """Whether `spec` is a one-axis frequency spec (a `RopeFreqs`, or an

@@ -31,7 +31,7 @@ from ..arguments import (
 )
 from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, resolve, spec_angles, spec_rows
 from ..configs import ModelRope
-from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_positions, is_position_spec
+from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_position_ids, check_positions, is_position_spec
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -275,17 +275,22 @@ def _rows2d(t: Any, rows: int, width: int) -> Any:
     return t.reshape(rows, width)
 
 
-def _q_and_k(xq: Any, xk: Any) -> tuple[Any, Any, int, int, int]:
-    """xq [B, S, Hq, D] and xk [B, S, Hk, D] of one dtype: (q, k, B, S, D)."""
-    q, k = _tensor("xq", xq), _tensor("xk", xk)
-    for name, x in (("xq", q), ("xk", k)):
+def _q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"),
+             token_axis: int = 1) -> tuple[Any, Any, int, int, int]:
+    """q and k of one dtype, 4D with their tokens on `token_axis` ([B, S, H,
+    D]: 1, ExecuTorch's; [B, H, S, D]: 2, transformers'), sharing B, S and
+    D: (q, k, B, S, D)."""
+    qn, kn = names
+    layout = "[B, S, H, D]" if token_axis == 1 else "[B, H, S, D]"
+    q, k = _tensor(qn, xq), _tensor(kn, xk)
+    for name, x in ((qn, q), (kn, k)):
         if x.ndim != 4:
-            raise ValueError(f"{name} must be 4D [B, S, H, D]; got shape {tuple(x.shape)}")
-    b, s, _, d = (int(v) for v in q.shape)
-    if (int(k.shape[0]), int(k.shape[1]), int(k.shape[3])) != (b, s, d):
-        raise ValueError(f"xk {tuple(k.shape)} must share B, S and D with xq {tuple(q.shape)}")
+            raise ValueError(f"{name} must be 4D {layout}; got shape {tuple(x.shape)}")
+    b, s, d = (int(q.shape[a]) for a in (0, token_axis, 3))
+    if tuple(int(k.shape[a]) for a in (0, token_axis, 3)) != (b, s, d):
+        raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout})")
     if q.dtype != k.dtype:
-        raise TypeError(f"xq and xk must have one dtype; got {q.dtype} and {k.dtype}")
+        raise TypeError(f"{qn} and {kn} must have one dtype; got {q.dtype} and {k.dtype}")
     return q, k, b, s, d
 
 
@@ -368,15 +373,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
     [3, B, S], or [B, S] for text); channels past the rotary dim pass
     through. One `Request` per tensor."""
-    qx, kx = _tensor("q", q), _tensor("k", k)
-    for name, x in (("q", qx), ("k", kx)):
-        if x.ndim != 4:
-            raise ValueError(f"{name} must be 4D [B, H, S, D]; got shape {tuple(x.shape)}")
-    b, _, s, d = (int(v) for v in qx.shape)
-    if (int(kx.shape[0]), int(kx.shape[2]), int(kx.shape[3])) != (b, s, d):
-        raise ValueError(f"k {tuple(kx.shape)} must share B, S and D with q {tuple(qx.shape)} ([B, H, S, D])")
-    if qx.dtype != kx.dtype:
-        raise TypeError(f"q and k must have one dtype; got {qx.dtype} and {kx.dtype}")
+    qx, kx, b, s, d = _q_and_k(q, k, ("q", "k"), token_axis=2)
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
         check_model_head(spec, d, "q")
@@ -384,15 +381,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         freqs, pairs = spec.freqs(p), spec.interleaved
     elif isinstance(spec, (InvFreqs, RopeFreqs)):
         freqs, pairs = spec, False
-        if not isinstance(position_ids, np.ndarray):
-            raise TypeError(f"position_ids must be a numpy integer array [B, S]; got {describe(position_ids)}")
-        p = position_ids
-        if several_axes(spec) and p.ndim == 2:
-            p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)  # text positions on an M-RoPE spec
-        want = 3 if several_axes(spec) else 2
-        if p.ndim != want:
-            raise ValueError(f"position_ids must be {'[3, B, S]' if want == 3 else '[B, S]'}; got {list(p.shape)}")
-        check_positions("position_ids", p)
+        p = check_position_ids(position_ids, several_axes(spec))
     else:
         raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
                         f"{describe(spec)}")
@@ -404,10 +393,10 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     if freqs.dim > d:
         raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
     if several_axes(freqs):
-        ids = np.moveaxis(np.asarray(p, np.int64), 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
+        ids = np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
         row_of = nd_words(freqs, ids)
     else:
-        row_of = spec_rows(freqs, np.asarray(p, np.int64).reshape(-1))
+        row_of = spec_rows(freqs, p.reshape(-1))
     row_of = np.ascontiguousarray(row_of, np.int32)
     given = (("position_ids", position_ids),)
     # transformers computes both results from the inputs; here k's job runs after q's, so out_q must not be
@@ -764,16 +753,15 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
 def kernel_tables(spec: RopeFreqs | InvFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
     """What this kernel reads of a spec in place of cos / sin (made once per
     spec): the float32 inverse frequencies and, for the exact angle, their
-    quarter turns (uint32, 4 words a column); zeros for the unused one. An
-    N-D spec's fourth word of each column is its axis (in both modes)."""
+    quarter turns (uint32, 4 words a column); zeros for the unused one. A
+    several-axis spec's (N-D, M-RoPE) fourth word of each column is its
+    axis (in both modes)."""
     if spec.angle == "exact":
         inv, quarter = np.zeros(spec.dim // 2, np.float32), np.array(spec.quarter_turns, np.uint32)
     else:
         inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros((spec.dim // 2, 4), np.uint32)
-    if isinstance(spec, NdFreqs):
+    if isinstance(spec, (NdFreqs, InvFreqs)) and several_axes(spec):
         quarter[:, 3] = spec.pair_axis
-    elif isinstance(spec, InvFreqs) and spec.mrope:
-        quarter[:, 3] = spec.pair_axis_array
     quarter = np.ascontiguousarray(quarter).reshape(-1)
     inv.flags.writeable = False
     quarter.flags.writeable = False
