@@ -227,7 +227,7 @@ class YaRN:
 
     original_context: the context the model was trained on (HF
     original_max_position_embeddings, llama.cpp n_ctx_orig); beta_fast,
-    beta_slow: the rotation counts bounding the ramp (beta_fast > beta_slow);
+    beta_slow: the rotation counts bounding the ramp (beta_fast >= beta_slow);
     ext_factor: in [0, 1], how much of the ramp blends back to the unscaled
     frequencies (llama.cpp's; HF's is 1; 0 is plain linear scaling);
     attn_factor: multiplies the magnitude (llama.cpp's; HF's
@@ -261,8 +261,8 @@ class YaRN:
         _check_int("original_context", self.original_context, 1)
         _check_positive("beta_fast", self.beta_fast)
         _check_positive("beta_slow", self.beta_slow)
-        if not self.beta_fast > self.beta_slow:
-            raise ValueError(f"beta_fast must be greater than beta_slow; got beta_fast = {self.beta_fast}, "
+        if not self.beta_fast >= self.beta_slow:  # (equal: Kimi-K2's 1 and 1; the ramp's guard widens it)
+            raise ValueError(f"beta_fast must be at least beta_slow; got beta_fast = {self.beta_fast}, "
                              f"beta_slow = {self.beta_slow}")
         _check_number("ext_factor", self.ext_factor, 0.0, 1.0)
         _check_positive("attn_factor", self.attn_factor)
