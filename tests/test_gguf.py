@@ -205,3 +205,42 @@ def test_gguf_architectures_and_their_pairs(tmp_path):
     assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
     with pytest.raises(ValueError, match="not in llama.cpp's rope table"):
         vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))
+
+
+def test_gemma4_sliding_layers_from_gguf(tmp_path):
+    """A Gemma 4 GGUF as llama.cpp's converter writes it: the sliding layers' head width, rotary dim and base
+    in *_swa keys, rope_freqs (proportional RoPE as divisors) for the full layers only."""
+    w = gguf.GGUFWriter(str(tmp_path / "g4.gguf"), arch="gemma4")
+    w.add_context_length(131072)
+    w.add_embedding_length(2560)
+    w.add_head_count(8)
+    w.add_key_length(512)
+    w.add_uint32("gemma4.attention.key_length_swa", 256)
+    w.add_rope_dimension_count(512)
+    w.add_uint32("gemma4.rope.dimension_count_swa", 256)
+    w.add_rope_freq_base(1e6)
+    w.add_float32("gemma4.rope.freq_base_swa", 10000.0)
+    divisors = np.where(np.arange(256) < 64, 1.0, 1e30).astype(np.float32)  # pairs past 64 do not turn
+    w.add_tensor("rope_freqs.weight", divisors)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    path = str(tmp_path / "g4.gguf")
+    sliding = vkrope.from_gguf(path, layer_type="sliding_attention")
+    assert (sliding.head_dim, sliding.rotary_dim, sliding.theta, sliding.freq_factors) == (256, 256, 1e4, None)
+    full = vkrope.from_gguf(path, layer_type="full_attention")
+    assert (full.head_dim, full.rotary_dim, full.theta) == (512, 512, 1e6)
+    assert full.freq_factors is not None and np.count_nonzero(full.inv_freq() > 1e-20) == 64
+    with pytest.raises(ValueError, match="pass layer_type='sliding_attention' or 'full_attention'"):
+        vkrope.from_gguf(path)
+
+
+def test_bert_gguf_has_no_rope(tmp_path):
+    """llama.cpp's rope table lists bert, but its graph adds learned position embeddings and never rotates."""
+    for arch in ("bert", "jina-bert-v2"):
+        path = write(tmp_path / f"{arch}.gguf", arch, [("add_embedding_length", 768), ("add_head_count", 12)])
+        with pytest.raises(ValueError, match=f"'{arch}' applies no RoPE in llama.cpp's graph"):
+            vkrope.from_gguf(path)
+    path = write(tmp_path / "nomic.gguf", "nomic-bert", [("add_embedding_length", 768), ("add_head_count", 12)])
+    assert vkrope.from_gguf(path).head_dim == 64  # nomic-bert does rotate

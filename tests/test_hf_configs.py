@@ -200,7 +200,7 @@ def test_oracle_agrees_bit_for_bit(name):
 
 def test_proportional_matches_transformers():
     cfg = json.loads(str(GOLD["proportional/config"]))
-    rope = vkrope.from_hf(cfg)
+    rope = vkrope.from_hf(cfg, like="llama")  # (a bare config: the rope type on Llama's attention)
     assert rope.rope_type == "proportional" and rope.rotary_dim == 256
     inv = rope.inv_freq()
     assert ulps32(inv, GOLD["proportional/inv_freq"]).max() <= 1
@@ -404,7 +404,8 @@ def test_config_sources(tmp_path):
     (lambda c: c["rope_scaling"].update(low_freq_factor=8.0), "high_freq_factor"),
     (lambda c: c["rope_scaling"].update(factor="8"), "factor must be a number"),
     (lambda c: c.update(rope_theta=-1.0), "rope_theta"),
-    (lambda c: c.pop("hidden_size"), "hidden_size"),
+    (lambda c: c.pop("model_type"), "model_type is missing"),
+    (lambda c: c.update(model_type="chatglm"), "'chatglm' is not in vkrope's model table"),
     (lambda c: c.update(partial_rotary_factor=1.5), "partial_rotary_factor"),
     (lambda c: c.update(rope_scaling=[1, 2]), "rope_scaling"),
     (lambda c: c.update(rope_scaling={"rope_type": "default", "mrope_section": [16, 24, 25]}), "mrope_section"),
@@ -512,7 +513,7 @@ def test_models_with_interleaved_pairs():
     pairs (2i, 2i+1) whatever the config says; MLA configs default
     rope_interleave to true; the rest rotate halves."""
     base = {"hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 10000.0}
-    for model, inter in (("glm4", True), ("cohere", True), ("cohere2", True), ("ernie4_5", True),
+    for model, inter in (("glm4", True), ("cohere", True), ("ernie4_5", True),
                          ("helium", True), ("deepseek_v2", True), ("mistral4", True), ("llama", False),
                          ("qwen3", False)):
         assert vkrope.from_hf(dict(base, model_type=model)).interleaved is inter, model
@@ -621,7 +622,8 @@ def test_cos_sin_of_no_tokens_and_neox_base():
     rope = vkrope.from_hf(config("llama-3.1-8b"))
     c, s = rope.cos_sin(np.zeros((2, 0), np.int64))
     assert c.shape == s.shape == (2, 0, 128)
-    neox = vkrope.from_hf({"hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.25, "rotary_emb_base": 500})
+    neox = vkrope.from_hf({"model_type": "gpt_neox", "hidden_size": 64, "num_attention_heads": 4, "rotary_pct": 0.25,
+                           "rotary_emb_base": 500})
     assert neox.theta == 500.0 and neox.rotary_dim == 4
 
 
@@ -677,21 +679,21 @@ def test_mrope_invfreqs_refused_by_one_axis_ops():
 
 
 SYNTHETIC = {
-    "yarn-no-truncate": {"hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64, "rope_theta": 150000,
+    "yarn-no-truncate": {"model_type": "llama", "hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64, "rope_theta": 150000,
                          "max_position_embeddings": 131072,
                          "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                           "truncate": False, "original_max_position_embeddings": 4096}},
-    "yarn-derived-factor": {"hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 10000.0,
+    "yarn-derived-factor": {"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 10000.0,
                             "max_position_embeddings": 65536,
                             "rope_scaling": {"rope_type": "yarn", "factor": None,
                                              "original_max_position_embeddings": 4096}},
-    "linear-partial": {"hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
+    "linear-partial": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
                        "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}},
-    "llama3-v5-style": {"hidden_size": 3072, "num_attention_heads": 24, "max_position_embeddings": 131072,
+    "llama3-v5-style": {"model_type": "llama", "hidden_size": 3072, "num_attention_heads": 24, "max_position_embeddings": 131072,
                         "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                             "original_max_position_embeddings": 8192}},
-    "longrope-given-attention": {"hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 131072,
+    "longrope-given-attention": {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 131072,
                                  "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
                                  "rope_scaling": {"type": "longrope", "attention_factor": 1.3,
                                                   "short_factor": [1.0 + i / 64 for i in range(32)],
@@ -774,7 +776,7 @@ def test_position_ids_of_one_row_broadcast_over_the_batch():
 def test_exact_cos_sin_reduced_exactly():
     """angle='exact' cos_sin forms the kernel's angle (reduced exactly), also
     where a frequency is huge (a factor below 1)."""
-    cfg = {"hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0,
+    cfg = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "rope_theta": 10000.0,
            "rope_scaling": {"rope_type": "linear", "factor": 3e-7}}  # (a frequency whose products float64 rounds)
     rope = vkrope.from_hf(cfg, angle="exact")
     pos = np.array([[16777215, 9999991]])
@@ -804,25 +806,29 @@ def test_more_transformers_rules():
                                  "sliding_attention": {"rope_type": "default"}}
     assert vkrope.from_hf(nested, layer_type="sliding_attention").theta == 10000.0
     assert vkrope.from_hf(nested, layer_type="full_attention").theta == 1e6
-    both = dict(base, rope_scaling={"rope_type": "linear", "factor": 2.0}, rope_parameters={"rope_type": "default"})
+    both = dict(base, model_type="llama", rope_scaling={"rope_type": "linear", "factor": 2.0},
+                rope_parameters={"rope_type": "default"})
     assert vkrope.from_hf(both).rope_type == "linear"
     with pytest.raises(ValueError, match="factor is needed by rope_type 'yarn'"):
-        vkrope.from_hf(dict(base, max_position_embeddings=8192,
+        vkrope.from_hf(dict(base, model_type="llama", max_position_embeddings=8192,
                             rope_scaling={"rope_type": "yarn", "original_max_position_embeddings": 4096}))
     phi4 = dict(config("phi-3.5-mini"), model_type="phi4_multimodal")
     phi4["rope_scaling"] = dict(phi4["rope_scaling"], type="yarn")
     assert vkrope.from_hf(phi4).rope_type == "longrope"
-    vl = dict(config("qwen2-vl-7b"), model_type="cosmos3_edge")
-    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'cosmos3_edge'"):
+    vl = dict(config("qwen2-vl-7b"), model_type="glm_ocr")  # its module's layout is neither chunks nor Qwen3-VL's
+    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):
         vkrope.from_hf(vl)
+    assert vkrope.from_hf(dict(vl, model_type="cosmos3_edge")).mrope_interleaved  # the table ran it: interleaved
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}
-    anon["rope_scaling"] = dict(anon["rope_scaling"], mrope_interleaved=True)
-    assert vkrope.from_hf(anon).mrope_interleaved is True  # no model type: the flag
+    with pytest.raises(ValueError, match="model_type is missing"):
+        vkrope.from_hf(anon)  # no model type: its attention is not guessed
+    assert vkrope.from_hf(anon, like="qwen3_vl").mrope_interleaved is True  # the caller's word: as Qwen3-VL
     gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}  # EleutherAI/gpt-j-6b's keys
     r = vkrope.from_hf(gptj)
     assert (r.head_dim, r.rotary_dim, r.interleaved) == (256, 64, True)
     l4 = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "hidden_size": 5120,
-                                                  "num_attention_heads": 40, "head_dim": 128}}
+                                                  "num_attention_heads": 40, "head_dim": 128,
+                                                  "no_rope_layers": [1, 1, 1, 0] * 12}}
     r = vkrope.from_hf(l4)
     assert r.interleaved and r.theta == 5e5
     ds = json.loads(json.dumps(config("yarn-mscale-ratio")))

@@ -18,6 +18,7 @@ from .api import (
 )
 from .configs import ModelRope, from_gguf, from_hf
 from .configs import layer_types as hf_layer_types
+from .configs import layers as hf_layers
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices
@@ -51,6 +52,7 @@ __all__ = [
     "from_hf",
     "from_gguf",
     "hf_layer_types",
+    "hf_layers",
     "ModelRope",
     "InvFreqs",
     "RopeFreqs",

@@ -294,8 +294,6 @@ def _chart(bench: Any, result: dict, path: str) -> None:
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
-    from dataclasses import replace  # noqa: PLC0415
-
     from .configs import from_gguf, from_hf, layer_types  # noqa: PLC0415
 
     path = args.path
@@ -306,12 +304,17 @@ def cmd_config(args: argparse.Namespace) -> int:
         with open(path, "rb") as f:
             is_gguf = f.read(4) == b"GGUF"
     if is_gguf:
-        ropes = [from_gguf(path)]  # (imports gguf, or says how to get it)
-        if ropes[0].model.startswith("gemma3"):  # local layers on their own base
-            ropes = [replace(ropes[0], layer_type="full_attention"), from_gguf(path, layer_type="sliding_attention")]
+        try:  # (imports gguf, or says how to get it)
+            ropes = [from_gguf(path, layer_type="full_attention"), from_gguf(path, layer_type="sliding_attention")]
+        except ValueError as exc:
+            if "one RoPE for every layer" not in str(exc):
+                raise
+            ropes = [from_gguf(path)]
     else:
-        types = layer_types(path)
-        ropes = [from_hf(path, layer_type=lt) for lt in (types or (None,))]
+        types = layer_types(path, like=args.like)
+        # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
+        ropes = [r for r in (from_hf(path, layer_type=lt, like=args.like) for lt in (types or (None,)))
+                 if r is not None]
     result = [r.summary() for r in ropes]
     if args.json:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
@@ -388,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("config", help="the RoPE a config.json or GGUF file resolves to (type, dims, factor, layers)")
     p.add_argument("path", metavar="PATH", help="a config.json, the folder holding it, or a .gguf file")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--like", metavar="MODEL_TYPE",
+                   help="read a config.json as this model type's code does (one not in the model table)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import hf_models
 from .freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_position_ids, pow32, pow64
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
@@ -130,6 +131,9 @@ class ModelRope:
     source: str = field(default="", compare=False)  # where it was read (for messages)
     ignored: tuple[str, ...] = field(default=(), compare=False)  # rope keys of the config it does not read
     model: str = field(default="", compare=False)  # the config's model_type, or the GGUF's architecture
+    cos_layout: str = field(default="halves", compare=False)  # the model's cos / sin: "halves" cat(f, f), "repeated"
+    # (each value twice, adjacent), "single" (one per pair)
+    nope_layers: tuple[int, ...] = field(default=(), compare=False)  # the config's layers that apply no RoPE
 
     def __post_init__(self) -> None:
         if self.rope_type not in ROPE_TYPES:
@@ -443,9 +447,26 @@ class ModelRope:
         b, s = p.shape[-2:]
         ids = np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES) if self.mrope_section is not None else p.reshape(-1)
         c, sn = (t.reshape(b, s, spec.dim // 2) for t in spec.table(ids))
-        if self.model in _COS_SIN_INTERLEAVED:
+        if self.cos_layout == "repeated":
             return np.repeat(c, 2, -1), np.repeat(sn, 2, -1)
+        if self.cos_layout == "single":  # GPT-OSS: one value per pair
+            return c, sn
         return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
+
+    def q_scale(self, position_ids: Any) -> np.ndarray | None:
+        """Ministral 3's and Mistral 4's `llama_4_scaling_beta`: what their
+        attention multiplies q by after RoPE, float32 [B, S] (transformers'
+        `1 + beta * log(1 + floor(position_ids / original_max_position_
+        embeddings))`, in float32); None for a model without it. The kernels
+        do not fuse it: scale q by it before the attention product, as the
+        model's attention does."""
+        beta = self.param("llama_4_scaling_beta")
+        if beta is None:
+            return None
+        p = self.check_position_ids(position_ids)
+        p = p[0] if self.mrope_section is not None else p
+        ratio = np.floor(p.astype(np.float32) / np.float32(self.orig))
+        return (np.float32(1) + np.float32(beta) * np.log(np.float32(1) + ratio)).astype(np.float32)
 
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
@@ -467,6 +488,11 @@ class ModelRope:
             d["freq_factors"] = list(self.freq_factors)
         if self.ignored:
             d["ignored_keys"] = list(self.ignored)
+        if self.nope_layers:
+            d["layers_without_rope"] = list(self.nope_layers)
+        if self.param("llama_4_scaling_beta") is not None:
+            d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
+                                      f"{self.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
         if self.uses_seq_len():
             d["decided_per_call"] = ("the base, from max(position_ids) + 1" if self.rope_type == "dynamic"
                                      else "short / long factors, by max(position_ids) + 1 > "
@@ -477,19 +503,7 @@ class ModelRope:
 # --- Hugging Face config.json ------------------------------------------------------
 _KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
                  "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
-                 "partial_rotary_factor", "short_mscale", "long_mscale"}
-# Models whose attention rotates pairs (2i, 2i+1) with frequency i whatever the config says (their
-# rotate_half takes x[..., 0::2] / x[..., 1::2], or complex pairs), and MLA models whose config class
-# defaults `rope_interleave` to true.
-_INTERLEAVED_MODELS = ("cohere", "cohere2", "cohere2_moe", "glm", "glm4", "glm4v", "helium", "ernie4_5",
-                       "ernie4_5_moe", "deepseek_v2", "llama4", "llama4_text", "gptj", "codegen")
-_COS_SIN_INTERLEAVED = ("cohere", "cohere2", "cohere2_moe")  # rotary modules that repeat_interleave cos / sin
-_ROPE_INTERLEAVE_DEFAULT = ("deepseek_v3", "kimi_k2", "mistral4", "glm4_moe_lite", "axk1")
-# M-RoPE layouts known here, by model type (transformers reads no flag: each model's module decides):
-# chunked sections on rotate-half pairs, interleaved sections (Qwen3-VL), chunked on adjacent pairs (GLM-4V).
-_MROPE_CHUNKED = ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text", "glm4v", "glm4v_text")
-_MROPE_INTERLEAVED = ("qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_5", "qwen3_5_text",
-                      "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_omni_moe", "qwen3_omni_moe_text")
+                 "partial_rotary_factor", "short_mscale", "long_mscale", "llama_4_scaling_beta"}
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -517,69 +531,99 @@ def _load(config: Any) -> dict:
     return config
 
 
-# What transformers' config classes fill in when a config.json leaves it out, for the models whose Hub
-# files rely on it (configuration_<model>.py defaults): Gemma 3's 4B+ configs give neither theta nor heads;
-# Phi-3's class default for the original length wins over the rope dict's.
-_MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"rope_theta": 1_000_000.0, "rope_local_base_freq": 10_000.0, "head_dim": 256,
-                    "num_attention_heads": 8, "hidden_size": 2304, "max_position_embeddings": 131072},
-    "phi3": {"original_max_position_embeddings": 4096},
-}
-_MODEL_DEFAULTS["gemma3"] = _MODEL_DEFAULTS["gemma3_text"]
-_MODEL_DEFAULTS["phi4_multimodal"] = _MODEL_DEFAULTS["phi3"]
-# transformers 5.24's config classes' `default_theta` where it is not 10000 (read from each class; the
-# rope_theta a config.json without one gets)
-_DEFAULT_THETA = {
-    "apertus": 12e6, "bitnet": 5e5, "cohere": 5e5, "cwm": 1e6, "ernie4_5": 5e5, "ernie4_5_moe": 5e5,
-    "exaone": 5e5, "flex_olmo": 5e5, "fuyu": 25000.0, "gpt_oss": 1.5e5, "helium": 1e5, "lfm2": 1e6, "lfm2_moe": 1e6,
-    "llama4_text": 5e5, "longcat_flash": 1e7, "minimax": 1e6, "minimax_m2": 5e6, "mixtral": 1e6,
-    "mllama_text_model": 5e5, "olmo3": 5e5, "phimoe": 1e6, "qwen2_5_vl_text": 1e6, "qwen2_vl_text": 1e6,
-    "qwen3_omni_moe_text": 1e6, "qwen3_vl_moe_text": 5e5, "qwen3_vl_text": 5e5, "sarvam_moe": 8e6, "smollm3": 2e6,
-    "solar_open": 1e6, "emu3_text_model": 1e6,
-}
-
-
-def _text_config(cfg: dict) -> dict:
-    """The language model's part of a multimodal config (text_config), with
-    the outer config's RoPE keys where it has none, and the defaults its
-    transformers config class gives (`_MODEL_DEFAULTS`)."""
-    inner = cfg.get("text_config")
-    merged = dict(inner) if isinstance(inner, dict) else dict(cfg)
-    if isinstance(inner, dict):
+def _text_config(cfg: dict, e: dict) -> dict:
+    """The language model's config inside `cfg` (the table's `text_config`
+    path: text_config, thinker_config.text_config, ...; a config with no
+    such part is its own), with the outer config's RoPE keys where it has
+    none, the config class's attribute aliases (GPT-J's n_embd) and its
+    defaults where the file is silent (the table's, from transformers)."""
+    inner = cfg
+    for key in e.get("text_config", []):
+        part = inner.get(key)
+        if not isinstance(part, dict):
+            break  # (a flat Hub file: the text keys at the top)
+        inner = part
+    merged = dict(inner)
+    if inner is not cfg:
         for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
             if key not in merged and key in cfg:
                 merged[key] = cfg[key]
-    for alias, key in (("n_embd", "hidden_size"), ("n_head", "num_attention_heads")):  # GPT-J, CodeGen (GPT-2 names)
-        if merged.get(key) is None and merged.get(alias) is not None:
-            merged[key] = merged[alias]
-    model_type = str(merged.get("model_type", ""))
-    for key, value in _MODEL_DEFAULTS.get(model_type, {}).items():
-        if merged.get(key) is None:
+    for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
+        if merged.get(key) is None and merged.get(stored) is not None:
+            merged[key] = merged[stored]
+    defaults = e.get("defaults", {})
+    for key, value in defaults.items():
+        if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
-    if model_type in _DEFAULT_THETA and merged.get("rope_theta") is None:
-        merged["rope_theta"] = _DEFAULT_THETA[model_type]
+    given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
+             if merged.get(k) is not None]
+    if "rope_parameters" in defaults and not _nested(merged.get("rope_parameters")):
+        # the class keeps RoPE per layer type (Gemma 3, Gemma 4): flat Hub keys go where its conversion puts them
+        merged["rope_parameters"] = _per_type_from_flat(merged, defaults["rope_parameters"]) if given else \
+            json.loads(json.dumps(defaults["rope_parameters"]))
+        merged.pop("rope_scaling", None)
+    elif "rope_parameters" in defaults and _nested(defaults["rope_parameters"]):  # per type: the class's thetas
+        merged["rope_parameters"] = {k: dict(v) for k, v in merged["rope_parameters"].items()}
+        for k, v in merged["rope_parameters"].items():
+            if "rope_theta" not in v and "rope_theta" in defaults["rope_parameters"].get(k, {}):
+                v["rope_theta"] = defaults["rope_parameters"][k]["rope_theta"]
+    elif "rope_theta" in defaults and merged.get("rope_theta") is None and merged.get("rotary_emb_base") is None \
+            and not any(
+            isinstance(merged.get(k), dict) and "rope_theta" in merged[k] for k in ("rope_scaling", "rope_parameters")):
+        merged["rope_theta"] = defaults["rope_theta"]
     return merged
 
 
-def _head_dim(cfg: dict) -> int:
-    for key in ("qk_rope_head_dim", "head_dim"):  # DeepSeek rotates qk_rope_head_dim channels of its heads
-        if cfg.get(key) is not None:
-            return _key_int(cfg, key, "config: ")
-    for key in ("hidden_size", "num_attention_heads"):
-        if cfg.get(key) is None:
-            raise ValueError(f"config: the head dim needs head_dim, or hidden_size and num_attention_heads; {key} is "
-                             "missing")
+def _nested(rope: Any) -> bool:
+    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
+
+
+def _per_type_from_flat(cfg: dict, default: dict) -> dict:
+    """transformers' conversion of a Hub config's flat RoPE keys for a class
+    with RoPE per layer type (Gemma3TextConfig.convert_rope_params_to_dict):
+    rope_scaling (or a flat rope_parameters) and rope_theta go to the full
+    layers, rope_local_base_freq to the sliding ones; the rest as the class
+    defaults them."""
+    out = json.loads(json.dumps(default))
+    flat = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    if not isinstance(flat, dict):
+        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(flat)}")
+    if "full_attention" in out:
+        full = {"rope_type": "default", **flat} if flat else out["full_attention"]
+        full.setdefault("rope_theta", cfg.get("rope_theta", out["full_attention"].get("rope_theta")))
+        out["full_attention"] = full
+    if "sliding_attention" in out and cfg.get("rope_local_base_freq") is not None:
+        out["sliding_attention"]["rope_theta"] = cfg["rope_local_base_freq"]
+    return out
+
+
+def _head_dim(cfg: dict, key: str | None, model: str) -> int:
+    """The rotated head's width: cfg[key] (the table's key for the model and
+    layer type), else hidden_size // num_attention_heads (transformers'
+    `getattr(config, key, None) or hidden // heads`)."""
+    if key and cfg.get(key) is not None:
+        return _key_int(cfg, key, "config: ")
+    for name in ("hidden_size", "num_attention_heads"):
+        if cfg.get(name) is None:
+            raise ValueError(f"config: the head dim of {model!r} needs {key or 'head_dim'}, or hidden_size and "
+                             f"num_attention_heads; {name} is missing")
     hidden, heads = _key_int(cfg, "hidden_size", "config: "), _key_int(cfg, "num_attention_heads", "config: ")
-    if hidden % heads:
-        raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
-    return hidden // heads
+    return hidden // heads  # (transformers' floor: q_proj then has heads * (hidden // heads) outputs)
 
 
-def layer_types(config: Any) -> tuple[str, ...]:
+def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
+    """(outer config, table entry, text config) of a from_hf argument."""
+    outer = _load(config)
+    e = hf_models.entry(outer.get("model_type"), like)
+    return outer, e, _text_config(outer, e)
+
+
+def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
     layer."""
-    return tuple(sorted(_per_layer(_text_config(_load(config))) or ()))
+    _, _, cfg = _entry_of(config, like)
+    return tuple(sorted(_per_layer(cfg) or ()))
 
 
 def _per_layer(cfg: dict) -> dict[str, dict] | None:
@@ -603,50 +647,176 @@ def _per_layer(cfg: dict) -> dict[str, dict] | None:
     return None
 
 
-def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32") -> ModelRope:
+def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
+    """{layer index: keys it overrides}: transformers 5's `per_layer_config`
+    (a saved config's), else what the config class makes of a key such as
+    Gemma 4's `global_head_dim` (the table's `per_layer_keys`: that key's
+    value becomes `field` of the layers of those types)."""
+    given = cfg.get("per_layer_config")
+    if isinstance(given, dict):
+        try:
+            return {int(k): dict(v) for k, v in given.items() if isinstance(v, dict)}
+        except ValueError:
+            raise ValueError(f"config: per_layer_config keys must be layer indices; got {sorted(given)}") from None
+    out: dict[int, dict] = {}
+    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    for rule in e.get("per_layer_keys", []):
+        value = cfg.get(rule["key"], rule.get("default"))
+        if value is not None:
+            for i, t in enumerate(types):
+                if t in rule["types"]:
+                    out.setdefault(i, {})[rule["field"]] = value
+    return out
+
+
+def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) -> dict:
+    """The config as layer `layer` (or the first layer of `layer_type`) sees
+    it: its per-layer overrides merged. Without either, a config whose
+    layers differ in a head-dim key is refused (which layer is meant?)."""
+    over = _overrides(cfg, e)
+    if not over:
+        return cfg
+    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    if layer is None and layer_type is not None:
+        layer = next((i for i, t in enumerate(types) if t == layer_type), None)
+    if layer is None:
+        keys = sorted({k for v in over.values() for k in v if k.endswith("head_dim")})
+        if keys:
+            raise ValueError(f"layer: this config's layers differ in {', '.join(keys)} (per_layer_config); pass "
+                             "layer= (an index) or layer_type=")
+        return cfg
+    return {**cfg, **over.get(int(layer), {})}
+
+
+def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | None]:
+    """(per layer whether it rotates, or None; the layer type of `layer`, if given and the config has types)."""
+    rotates = hf_models.rope_layers(cfg, e)
+    if layer is None:
+        return rotates, None
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {_short(layer)}")
+    n = cfg.get("num_hidden_layers")
+    n = len(rotates) if rotates is not None else n
+    if not isinstance(n, int) or not 0 <= layer < n:
+        raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
+    types = cfg.get("layer_types")
+    return rotates, (types[layer] if isinstance(types, list) and layer < len(types) else None)
+
+
+def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> tuple[ModelRope | None, ...]:
+    """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
+    None for a layer whose attention applies none (Llama 4's and SmolLM3's
+    NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
+    _, e, cfg = _entry_of(config, like)
+    n = cfg.get("num_hidden_layers")
+    rotates = hf_models.rope_layers(cfg, e)
+    n = len(rotates) if rotates is not None else n
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {_short(n)}")
+    memo: dict[Any, ModelRope | None] = {}
+    out = []
+    for i in range(n):
+        types = cfg.get("layer_types")
+        key = (rotates[i] if rotates else True, types[i] if isinstance(types, list) and i < len(types) else None)
+        if key not in memo:
+            memo[key] = from_hf(config, layer=i, like=like, angle=angle)
+        out.append(memo[key])
+    return tuple(out)
+
+
+def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
+            angle: str = "float32") -> ModelRope | None:
     """A model's RoPE from its Hugging Face config (a config.json's dict, its
     path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
 
-    Reads, as transformers 5 does: `rope_parameters` (transformers 5) or
-    `rope_scaling` with `type` / `rope_type` plus `rope_theta` (Hub style);
-    `text_config` of multimodal models; the head dim from `qk_rope_head_dim`
-    (DeepSeek), `head_dim`, else hidden_size // num_attention_heads; the
-    rotary dim from `partial_rotary_factor` (or GPT-NeoX's `rotary_pct`);
-    `original_max_position_embeddings` at the top level (Phi-3) before the
-    rope dict's; the defaults of transformers' config classes where the file
-    is silent (Gemma 3, Phi-3, default thetas); M-RoPE's `mrope_section`,
-    chunked or interleaved by model class (Qwen2-VL / Qwen2.5-VL / GLM-4V;
-    Qwen3-VL / Qwen3.5 / Qwen3-Omni; `mrope_interleaved` without a model
-    type; another model's M-RoPE refused); pairs as the model's attention
-    rotates them (GLM, Cohere, ... interleaved; `rope_interleave` for MLA
-    models).
-    `layer_type`: for configs with RoPE per layer type (Gemma 3:
-    "sliding_attention" on `rope_local_base_freq`, "full_attention" with the
-    scaling; `vkrope.hf_layer_types` lists them); required there.
+    How the model applies RoPE comes from vkrope's model table
+    (`vkrope/data/hf_models.json`, generated from transformers' own code by
+    scripts/hf_model_table.py): where the text config sits (text_config,
+    thinker_config.text_config), the config class's defaults, the key of
+    the rotated head's width per layer type (head_dim, global_head_dim,
+    qk_rope_head_dim, kv_channels, ...), pairs (rotate-half, interleaved),
+    and which layers apply none. A model type not in the table, or one
+    whose RoPE vkrope does not compute as the model does, is refused with
+    a ValueError naming it; `like="llama"` reads a config as that model
+    type does (the caller's word that its attention is the same).
+
+    The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
+    (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
+    `partial_rotary_factor` (GPT-NeoX's `rotary_pct`); M-RoPE's
+    `mrope_section`, chunked or interleaved as the table found the model
+    type's rotary module doing it.
+
+    `layer_type`: for configs with RoPE per layer type (Gemma 3, Gemma 4;
+    `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
+    (its layer type read from the config). Returns None when that layer
+    (or every layer of that type) applies no RoPE. Without either, the
+    RoPE every rotating layer shares (`summary()` lists the layers without).
     Unknown rope type, missing or contradictory field: ValueError naming the key.
     """
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
-    cfg = _text_config(_load(config))
+    outer, e, cfg = _entry_of(config, like)
+    model_type = like or str(outer.get("model_type"))
+    rotates, type_of_layer = _layer_of(cfg, e, layer)
     nested = _per_layer(cfg)
+    types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else None
+    if layer is not None:
+        if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
+            raise ValueError(f"layer_type {layer_type!r} is not layer {layer}'s ({type_of_layer!r})")
+        if rotates is not None and not rotates[layer]:
+            return None
+        if nested is not None:
+            layer_type = type_of_layer
+    elif layer_type is not None and rotates is not None and types is not None and layer_type in types \
+            and not any(r for r, t in zip(rotates, types) if t == layer_type):
+        return None  # (every layer of that type applies none)
+    cfg = _for_layer(cfg, e, layer, layer_type)
+    rope, where = _rope_dict(cfg, nested, layer_type)
+    kind = _rope_kind(rope, where, model_type)
+    shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
+    if shape is None:
+        raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
+                         f"(it has {sorted(e['by_layer_type'])})")
+    head_dim = _head_dim(cfg, shape["head_dim"], model_type)
+    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
+    params, ignored = _params(rope, where, model_type)
+    params.pop("partial_rotary_factor", None)
+    if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
+        params["partial_rotary_factor"] = float(partial)
+    mpe, orig = _lengths(cfg, rope, where, kind, params)
+    section, inter = _mrope(rope, where, model_type, e.get("mrope"))
+    nope = tuple(i for i, r in enumerate(rotates or ()) if not r)
+    try:
+        return ModelRope(kind, head_dim, rotary, _theta(cfg, rope, where), tuple(sorted(params.items())), mpe, orig,
+                         section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
+                         ignored=tuple(ignored), model=model_type,
+                         cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
+                         nope_layers=nope)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config: {exc}") from None
+
+
+def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[dict, str]:
+    """(the rope dict to read, where it is, for messages)."""
     if nested is not None:
         if layer_type is None:
-            raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)}")
+            raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)} (or a "
+                             "layer index, layer=)")
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
-        rope = dict(nested[layer_type])
-        where = f"config: rope_parameters[{layer_type!r}]."
-    else:
-        if layer_type is not None:
-            raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
-                             "(pass None)")
-        rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
-        if not isinstance(rope, dict):
-            raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
-        rope = dict(rope)
-        where = "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
+        return dict(nested[layer_type]), f"config: rope_parameters[{layer_type!r}]."
+    if layer_type is not None and layer_type not in (cfg.get("layer_types") or ()):
+        raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
+                         "(pass None)")
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
+    if not isinstance(rope, dict):
+        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
+    return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
+
+
+def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     kind = rope.get("rope_type", rope.get("type", "default"))
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
@@ -655,28 +825,46 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
     if not isinstance(kind, str):
         raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
     kind = _ALIASES.get(kind, kind)
-    model_type = str(cfg.get("model_type", ""))
     if model_type in ("phi3", "phi4_multimodal") and rope.get("rope_type", rope.get("type")) == "yarn":
         kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+    return kind
+
+
+def _theta(cfg: dict, rope: dict, where: str) -> float:
     if "rope_theta" in rope:
-        theta = _key_number(rope, "rope_theta", where)
-    elif "rope_theta" in cfg:
-        theta = _key_number(cfg, "rope_theta", "config: ")
-    elif "rotary_emb_base" in cfg:  # GPT-NeoX
-        theta = _key_number(cfg, "rotary_emb_base", "config: ")
-    else:
-        theta = 10000.0
-    head_dim = _head_dim(cfg)
+        return _key_number(rope, "rope_theta", where)
+    if "rope_theta" in cfg:
+        return _key_number(cfg, "rope_theta", "config: ")
+    if "rotary_emb_base" in cfg:  # GPT-NeoX
+        return _key_number(cfg, "rotary_emb_base", "config: ")
+    return 10000.0
+
+
+def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
+    """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
+    (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
+    class has folded the factor into the head key already, MLA), or a key
+    holding the rotated channels (GPT-J's rotary_dim)."""
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
     if partial is None:
         partial = 1.0
     elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
         raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
-    rotary = head_dim if kind == "proportional" else int(head_dim * partial)
-    if cfg.get("rotary_dim") is not None and kind != "proportional":  # GPT-J, CodeGen: the rotated channels
-        rotary = _key_int(cfg, "rotary_dim", "config: ")
+    if kind == "proportional":
+        return head_dim, partial
+    if rule == "whole":
+        return head_dim, 1.0
+    if rule != "partial":
+        if cfg.get(rule) is None:
+            raise ValueError(f"config: {rule} (the rotated channels) is missing")
+        return _key_int(cfg, rule, "config: "), 1.0
+    return int(head_dim * partial), partial
+
+
+def _params(rope: dict, where: str, model_type: str) -> tuple[dict[str, Any], list[str]]:
+    """The rope type's parameters of a rope dict, checked, and the keys it does not read."""
     params: dict[str, Any] = {}
     ignored: list[str] = []
     for key, value in rope.items():
@@ -699,9 +887,11 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
         else:
             value = _key_number(rope, key, where)
         params[key] = value
-    params.pop("partial_rotary_factor", None)
-    if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
-        params["partial_rotary_factor"] = float(partial)
+    return params, ignored
+
+
+def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tuple[int | None, int | None]:
+    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs."""
     orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
     orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
         if orig_src.get("original_max_position_embeddings") is not None else None
@@ -720,6 +910,14 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
+    if kind == "longrope" and ("short_mscale" in params) != ("long_mscale" in params):
+        raise ValueError(f"{where}short_mscale and long_mscale go together (Phi-3.5-MoE); one is missing")
+    return mpe, orig
+
+
+def _mrope(rope: dict, where: str, model_type: str, layout: Any) -> tuple[tuple[int, ...] | None, bool | None]:
+    """(mrope_section, interleaved sections) of a rope dict; the layout is
+    the model table's (what the type's rotary module does with three axes)."""
     section = rope.get("mrope_section")
     inter = rope.get("mrope_interleaved")
     if section is not None:
@@ -727,34 +925,31 @@ def from_hf(config: Any, *, layer_type: str | None = None, angle: str = "float32
                                                              for v in section):
             raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
         section = tuple(section)
-        # transformers' rotary module decides by model class (Qwen2-VL, Qwen2.5-VL, GLM-4V chunk; Qwen3-VL,
-        # Qwen3.5, Qwen3-Omni interleave, whatever the flag says); a config with no model_type by the flag;
-        # another model's layout is not guessed
-        if model_type in _MROPE_CHUNKED:
-            inter = False
-        elif model_type in _MROPE_INTERLEAVED:
-            inter = True
-        elif model_type:
+        # transformers' rotary module decides by model class, whatever the flag says; another layout (or a
+        # module the table could not run with three axes) is not guessed
+        if layout not in ("chunked", "interleaved"):
             raise ValueError(f"{where}mrope_section: the M-RoPE layout of model_type {model_type!r} is not one "
-                             f"vkrope knows (chunked: {', '.join(_MROPE_CHUNKED[::2])}; interleaved: "
-                             f"{', '.join(_MROPE_INTERLEAVED[::2])})")
+                             "vkrope knows (the model table has it as "
+                             f"{'one axis' if layout is None else repr(layout)}; chunked as Qwen2-VL's or "
+                             "interleaved as Qwen3-VL's are)")
+        inter = layout == "interleaved"
     elif inter:
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {_short(inter)}")
-    # DeepSeek-V3's transformers config defaults rope_interleave to true (its Hub config.json omits it)
-    pairs = cfg.get("rope_interleave", model_type in _ROPE_INTERLEAVE_DEFAULT)
-    if not isinstance(pairs, bool):
-        raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
-    pairs = pairs or model_type in _INTERLEAVED_MODELS
-    if kind == "longrope" and ("short_mscale" in params) != ("long_mscale" in params):
-        raise ValueError(f"{where}short_mscale and long_mscale go together (Phi-3.5-MoE); one is missing")
-    try:
-        return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig, section,
-                         bool(inter), pairs, None, layer_type, angle, source="config", ignored=tuple(ignored),
-                         model=model_type)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"config: {exc}") from None
+    return section, inter
+
+
+def _interleaved(cfg: dict, e: dict) -> bool:
+    """Pairs (2i, 2i + 1) as the model's attention rotates them (the table's
+    `pairs`), or by `rope_interleave` where the config class has that key
+    (MLA models: DeepSeek-V3, Kimi-K2, Youtu, ... default it to true)."""
+    if "rope_interleave" in e.get("defaults", {}):
+        pairs = cfg.get("rope_interleave")
+        if not isinstance(pairs, bool):
+            raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
+        return pairs
+    return e["pairs"] != "rotate_half"
 
 
 # --- GGUF -----------------------------------------------------------------------------
@@ -801,12 +996,20 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    if layer_type is not None and not arch.startswith("gemma3"):  # (llama.cpp's other sliding layers: one RoPE)
-        raise ValueError(f"layer_type: {p!r} ({arch}) has one RoPE for every layer; got layer_type={layer_type!r} "
+    swa_keys = [k for k in ("rope.freq_base_swa", "rope.dimension_count_swa", "attention.key_length_swa") if k in kv]
+    if layer_type is not None and not arch.startswith("gemma3") and not swa_keys:
+        raise ValueError(f"layer_type: {p!r} ({arch}) has one RoPE for every layer (no rope.freq_base_swa, "
+                         f"rope.dimension_count_swa or attention.key_length_swa); got layer_type={layer_type!r} "
                          "(pass None)")
-    if layer_type == "sliding_attention":
+    if layer_type is None and any(k != "rope.freq_base_swa" for k in swa_keys):
+        raise ValueError(f"layer_type: {p!r} ({arch}) has sliding layers of another head width or rotary dim "
+                         f"({', '.join(swa_keys)}); pass layer_type='sliding_attention' or 'full_attention'")
+    if layer_type == "sliding_attention":  # llama.cpp's *_swa keys; no scaling, and rope_freqs serve full layers only
         kv = {k: v for k, v in kv.items() if not k.startswith("rope.scaling.")}
         kv["rope.freq_base"] = kv.get("rope.freq_base_swa", 10000.0)
+        for key in ("rope.dimension_count", "attention.key_length"):
+            if key + "_swa" in kv:
+                kv[key] = kv[key + "_swa"]
         tensors = {}
     rope = _from_gguf_kv(arch, kv, tensors, angle, p)
     return rope if layer_type is None else replace(rope, layer_type=layer_type)
@@ -820,13 +1023,16 @@ _NORM = ("llama", "llada", "llama4", "deci", "baichuan", "starcoder", "internlm2
          "cohere2", "olmo", "arctic", "deepseek", "deepseek2", "deepseek2-ocr", "plm", "chatglm", "granite",
          "granitemoe", "granitehybrid", "chameleon", "bailingmoe", "neo-bert", "smollm3", "arcee", "ernie4_5",
          "ernie4_5-moe", "mistral3", "mistral4", "llama-embed", "maincoder", "glm-dsa", "glm4")
-_NEOX = ("falcon", "falcon-h1", "grok", "dbrx", "bert", "jina-bert-v3", "modern-bert", "nomic-bert", "nomic-bert-moe",
+_NEOX = ("falcon", "falcon-h1", "grok", "dbrx", "jina-bert-v3", "modern-bert", "nomic-bert", "nomic-bert-moe",
          "eurobert", "stablelm", "bitnet", "qwen", "qwen2", "dream", "qwen2moe", "qwen3", "qwen3moe", "llada-moe",
          "rnd1", "olmo2", "olmoe", "phi2", "phi3", "phimoe", "plamo", "plamo2", "plamo3", "gemma", "gemma2", "gemma3",
          "gemma3n", "gemma4", "gemma-embedding", "starcoder2", "openelm", "gptneox", "codeshell", "orion", "nemotron",
          "exaone", "exaone4", "exaone-moe", "minicpm3", "bailingmoe2", "dots1", "hunyuan-moe", "jais2",
          "hunyuan-dense", "lfm2", "lfm2moe", "smallthinker", "seed_oss", "grovemoe", "apertus", "cogvlm",
          "pangu-embedded", "afmoe", "qwen3next", "mimo2", "step35", "glm4moe", "hunyuan_vl", "gpt-oss", "minimax-m2")
+# Listed above by llama.cpp, but its graph (src/models/bert.cpp) rotates only nomic-bert, nomic-bert-moe and
+# jina-bert-v3: bert adds learned position embeddings, jina-bert-v2 uses ALiBi.
+_NO_ROPE = ("bert", "jina-bert-v2")
 _MROPE = ("qwen2vl", "paddleocr")
 _IMROPE = ("qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe")
 _MROPE_IF_SECTIONS = ("glm4", "glm4moe", "hunyuan_vl")
@@ -901,6 +1107,9 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) ->
             raise ValueError(f"{where}: longrope needs {arch}.rope.scaling.original_context_length")
     elif "rope_freqs.weight" in tensors:
         freq_factors = tuple(float(v) for v in tensors["rope_freqs.weight"])
+    if arch in _NO_ROPE:
+        raise ValueError(f"{where}: architecture {arch!r} applies no RoPE in llama.cpp's graph (learned position "
+                         "embeddings), though its rope table lists it")
     if arch not in _NORM + _NEOX + _MROPE + _IMROPE:
         raise ValueError(f"{where}: architecture {arch!r} is not in llama.cpp's rope table as vkrope knows it (its "
                          "pairs, adjacent or rotate-half, would be a guess); read the model's config.json with "
@@ -920,4 +1129,4 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str) ->
         raise ValueError(f"{where}: {exc}") from None
 
 
-__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "ROPE_TYPES"]
+__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "layers", "ROPE_TYPES"]

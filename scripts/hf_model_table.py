@@ -1,0 +1,541 @@
+"""Regenerate vkrope/data/hf_models.json (the model table `vkrope.from_hf`
+reads) and tests/data/hf_models_golden.npz from transformers' own code.
+
+    python scripts/hf_model_table.py [--probes DIR [--cached-only]] [--only TYPE ...]
+
+Needs torch and transformers 5.24 (not vkrope's dependencies: run it from a
+venv that has them, as scripts/hf_golden.py; vkrope itself is imported from
+this checkout). For every model type of transformers' CONFIG_MAPPING it
+probes the framework (scripts/hf_probe.py): the config class's defaults,
+where the text config sits, the text rotary module, and each decoder
+layer's attention run on random weights with the rotary functions of its
+modeling file recorded. From what the code did it writes, per model type:
+
+  text_config   the path of the language model's config in the outer one
+  defaults      the config class's defaults of the keys vkrope reads
+  rope          false when the model has no text rotary module
+  pairs, sign   how the attention rotates: rotate_half, interleaved
+                (2i, 2i+1), interleaved_to_halves (MLA's apply_rotary_pos_
+                emb_interleave: read interleaved, written cat(even, odd));
+                sign -1 for a rotation by -theta
+  cos_layout    halves (cat(f, f)), repeated (each value twice), single
+                (one per pair) or complex (Llama 4's freqs_cis)
+  mrope         how M-RoPE's axes spread over the pairs (chunked,
+                interleaved; null: one axis), found by running the module
+                at positions whose axes differ
+  head_dim      per rope layer type: the config key holding the rotated
+                head's width (null: hidden_size // num_attention_heads)
+  nope          the rule for layers without RoPE, checked against every
+                layer of the default config (and of a changed one)
+  status        "ok", or why vkrope refuses the model type
+
+and checks vkrope.from_hf on the default config against the rotary
+module (inverse frequencies, attention factor) and the attention's output,
+so a model type is "ok" only where vkrope computes what the model does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import pickle
+import sys
+from typing import Any
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
+GOLDEN = os.path.join(ROOT, "tests", "data", "hf_models_golden.npz")
+OLD_POS = np.array([[0, 3, 17, 250, 1029]])  # the probe's positions before they were stored with its facts
+
+# The config keys from_hf reads, whose class defaults the table keeps (where not derived from other keys).
+DEFAULT_KEYS = ("partial_rotary_factor", "rotary_pct", "rotary_dim", "rope_interleave", "head_dim", "global_head_dim",
+                "qk_rope_head_dim", "kv_channels", "attention_head_dim", "head_size", "hidden_size",
+                "num_attention_heads", "num_hidden_layers", "max_position_embeddings",
+                "original_max_position_embeddings", "rotary_emb_base", "sliding_window", "no_rope_layers",
+                "layer_types", "rope_local_base_freq")
+# Keys that may hold the rotated head's width, most specific first (the table takes the first whose value is
+# what the attention rotated and with which vkrope's reading matches the model).
+HEAD_KEYS = ("global_head_dim", "qk_rope_head_dim", "attention_head_dim", "kv_channels", "head_size", "head_dim")
+PERTURB = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "qk_rope_head_dim",
+           "kv_lora_rank", "qk_nope_head_dim", "max_position_embeddings", "head_dim", "sliding_window")
+
+
+def derived(text_cls: Any, base: dict) -> set[str]:
+    """The DEFAULT_KEYS whose class default follows another argument (head_dim = hidden // heads, layer_types
+    from num_hidden_layers, ...): changing one PERTURB argument of the class changes them."""
+    out: set[str] = set()
+    for key in PERTURB:
+        v = base.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            continue
+        try:
+            other = text_cls(**{key: v * 2}).to_dict()
+        except Exception:  # noqa: BLE001  (a class that refuses the value tells nothing)
+            continue
+        out |= {k for k in DEFAULT_KEYS if k != key and other.get(k) != base.get(k)}
+    return out
+
+
+def defaults_of(text_cls: Any, text: dict) -> dict:
+    """The class defaults from_hf fills in where a config.json is silent (see hf_models)."""
+    skip = derived(text_cls, text)
+    out = {k: text[k] for k in DEFAULT_KEYS if k in text and text[k] is not None and k not in skip}
+    rp = text.get("rope_parameters")
+    if isinstance(rp, dict) and rp:
+        if all(isinstance(v, dict) for v in rp.values()):
+            out["rope_parameters"] = rp
+        elif isinstance(rp.get("rope_theta"), (int, float)):
+            out["rope_theta"] = rp["rope_theta"]
+            if "partial_rotary_factor" in rp and "partial_rotary_factor" not in skip:
+                out["partial_rotary_factor"] = rp["partial_rotary_factor"]
+    if "rope_interleave" in text and text["rope_interleave"] is not None:
+        out["rope_interleave"] = text["rope_interleave"]
+    return out
+
+
+CACHE: str | None = None  # the --probes folder: probes with overrides are kept there too
+
+
+def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
+    """hf_probe.probe with overrides, kept in the --probes folder (a rerun skips them)."""
+    import hf_probe  # noqa: PLC0415
+
+    name = f"{model_type}@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}{'@1' if first_only else ''}"
+    path = os.path.join(CACHE, name + ".pkl") if CACHE else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    facts = hf_probe.probe(model_type, overrides, first_only=first_only)
+    if path:
+        with open(path, "wb") as f:
+            pickle.dump(facts, f)
+    return facts
+
+
+def install(models: dict) -> None:
+    """Make vkrope.hf_models read `models` (the table being built), so from_hf is checked with it."""
+    from vkrope import hf_models  # noqa: PLC0415
+
+    hf_models.table = lambda: {"transformers": "5.24.0", "models": models}
+
+
+def halves_of(r: Any, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """vkrope's per-pair (cos, sin) [S, rot/2] of a ModelRope at one row of positions."""
+    c, s = r.cos_sin(pos)
+    c, s = c[0].astype(np.float64), s[0].astype(np.float64)
+    if r.cos_layout == "repeated":
+        return c[:, 0::2], s[:, 0::2]
+    if r.cos_layout == "single":
+        return c, s
+    return c[:, : c.shape[-1] // 2], s[:, : s.shape[-1] // 2]
+
+
+def expected_out(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool, token_axis: int) -> np.ndarray:
+    """x [.., D] rotated as vkrope does (interleaved pairs written in place), float64, by (c, s) [S, rot/2]."""
+    xs = np.moveaxis(x, token_axis, -2).astype(np.float64)
+    y, half = xs.copy(), c.shape[-1]
+    if interleaved:
+        a, b = xs[..., 0:2 * half:2], xs[..., 1:2 * half:2]
+        y[..., 0:2 * half:2], y[..., 1:2 * half:2] = a * c - b * s, b * c + a * s
+    else:
+        a, b = xs[..., :half], xs[..., half:2 * half]
+        y[..., :half], y[..., half:2 * half] = a * c - b * s, b * c + a * s
+    return np.moveaxis(y, -2, token_axis)
+
+
+def to_halves(y: np.ndarray, rot: int) -> np.ndarray:
+    """MLA's order: the interleaved rotation's pairs written cat(even, odd) over the first rot channels."""
+    z = y.copy()
+    z[..., :rot] = np.concatenate([y[..., 0:rot:2], y[..., 1:rot:2]], -1)
+    return z
+
+
+def angle_tol(r: Any, pt: dict, pos: np.ndarray) -> np.ndarray:
+    """[S, rot/2]: how far vkrope's cos or sin may be from the module's: 2 float32 ulps of 1 each side, and
+    where its inverse frequency differs from torch's (whose float32 power is not always the correctly rounded
+    one vkrope takes) that difference times the position plus one ulp of the angle; times the attention
+    factor."""
+    p = np.asarray(pos, np.float64).reshape(-1, 1)
+    ours = np.asarray(r.freqs(np.asarray(pos)).inv_freq, np.float64)
+    theirs = pt["inv_freq"]
+    if theirs is None or np.shape(theirs) != ours.shape:
+        return np.full((p.size, ours.size), 4 * 2.0**-23 * max(1.0, pt["scaling"]))
+    d = np.abs(ours - np.asarray(theirs, np.float64))
+    off = p * d + (d > 0) * np.spacing(np.abs(p * ours).astype(np.float32)).astype(np.float64)
+    return max(1.0, pt["scaling"]) * (off + 4 * 2.0**-23)
+
+
+def check(model_type: str, facts: dict, entry: dict) -> str | None:
+    """None when vkrope.from_hf, with `entry`, computes what the model did on its default config; else why not."""
+    import vkrope  # noqa: PLC0415
+
+    install({model_type: entry})
+    cfg = dict(facts["text"], model_type=model_type)
+    pos = facts.get("pos", OLD_POS)
+    try:
+        per_layer = vkrope.hf_layers(cfg)
+    except ValueError as exc:
+        return f"from_hf: {exc}"
+    for info in facts["layers"]:
+        r = per_layer[info["index"]] if info["index"] < len(per_layer) else "missing"
+        if (r is None) != (not info["rotates"]):
+            return f"layer {info['index']}: the model {'rotates' if info['rotates'] else 'does not rotate'}, " \
+                   f"vkrope says {'none' if r is None else 'a RoPE'}"
+        if r is None:
+            continue
+        pt = facts["per_type"][info["rope_key"]]
+        if r.head_dim != head_width(info, facts):
+            return f"layer {info['index']}: head dim {r.head_dim}, the model's {head_width(info, facts)}"
+        c, s = halves_of(r, pos)
+        _, mc, ms = pt["pv"]
+        if c.shape != mc.shape:
+            return f"layer {info['index']}: {c.shape[-1]} pairs, the model's {mc.shape[-1]}"
+        tol = angle_tol(r, pt, pos)
+        if (np.abs(c - mc) > tol).any() or (np.abs(s - ms) > tol).any():
+            return f"layer {info['index']}: cos / sin differ by {max(np.abs(c - mc).max(), np.abs(s - ms).max()):.3g}"
+        ex = pt.get("example")
+        if ex is not None:  # the pairs and their order, with the model's own cos / sin
+            want = expected_out(ex["q_in"], mc, ms, r.interleaved, ex["token_axis"])
+            if ex["pairs"] == "interleaved_to_halves":
+                want = to_halves(want, 2 * c.shape[-1])
+            err = np.abs(want - ex["q_out"]).max() / max(1e-30, np.abs(ex["q_in"]).max())
+            if err > 1e-5:
+                return f"layer {info['index']}: the rotation differs from the attention's by {err:.3g} (relative)"
+    return None
+
+
+def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
+    """(the rule that gives the layers without RoPE, or None when all rotate; why none fits)."""
+    layers = sorted(facts["layers"], key=lambda l: l["index"])
+    pattern = [l["rotates"] for l in layers]
+    if all(pattern):
+        return None, None
+    text = facts["text"]
+    flags = text.get("no_rope_layers")
+    if isinstance(flags, list) and [bool(v) for v in flags[: len(pattern)]] == pattern:
+        return {"kind": "flags", "key": "no_rope_layers"}, None
+    types = text.get("layer_types")
+    if not isinstance(types, list):
+        return None, "its layers without RoPE follow no config key vkrope knows"
+    rotate = sorted({t for t, p in zip(types, pattern) if p})
+    if any((t in rotate) != p for t, p in zip(types, pattern)):
+        return None, "its layers without RoPE follow no config key vkrope knows"
+    rule: dict[str, Any] = {"kind": "types", "key": "layer_types", "rotate": rotate}
+    if text.get("sliding_window") is not None:  # does the attention test the window? probe without one
+        try:
+            again_facts = probe(model_type, {"sliding_window": None})
+        except Exception:  # noqa: BLE001  (the config class takes no null window: nothing to read for it)
+            again_facts = {}
+        again = [l["rotates"] for l in sorted(again_facts.get("layers", []), key=lambda l: l["index"])]
+        if not again:
+            pass
+        elif all(again) or not any(again):
+            rule["if_null"] = {"key": "sliding_window", "all": all(again)}
+        elif again != pattern:
+            return None, "its layers without RoPE change with sliding_window in a way vkrope does not read"
+    return rule, None
+
+
+def per_layer_keys(text_cls: Any, text: dict) -> list[dict]:
+    """Keys the config class turns into per-layer overrides (Gemma 4's global_head_dim -> per_layer_config's
+    head_dim on its full-attention layers), found by giving the class each head-dim key it does not save."""
+    out = []
+    base = text.get("per_layer_config") or {}
+    types = text.get("layer_types") or []
+    for key in HEAD_KEYS:
+        if key in text and text[key] is not None:
+            continue
+        try:
+            other = text_cls(**{key: 1000}).to_dict().get("per_layer_config") or {}
+        except Exception:  # noqa: BLE001  (the class does not take it)
+            continue
+        changed = {int(i): v for i, v in other.items() if v != base.get(i)}
+        fields = {f for v in changed.values() for f, x in v.items() if x == 1000}
+        if changed and len(fields) == 1:
+            default = {x for i, v in base.items() for f, x in v.items() if f in fields}
+            out.append({"key": key, "field": fields.pop(), "types": sorted({types[i] for i in changed}),
+                        "default": default.pop() if len(default) == 1 else None})
+    return out
+
+
+def layer_text(facts: dict, index: int) -> dict:
+    """The default config as layer `index` sees it (its per_layer_config merged, its attribute_map's names)."""
+    over = facts["text"].get("per_layer_config") or {}
+    text = {**facts["text"], **next((v for k, v in over.items() if int(k) == index), {})}
+    for key, stored in facts.get("aliases", {}).items():
+        if text.get(key) is None and text.get(stored) is not None:
+            text[key] = text[stored]
+    return text
+
+
+def head_width(info: dict, facts: dict) -> int:
+    """The width of the heads the user passes: the q the attention rotated, or, where it rotated a slice of
+    its heads (q[..., :rot], Phi, StableLM, GLM-4-MoE), the attention's own head_dim."""
+    w = 2 * facts["per_type"][info["rope_key"]]["pv"][1].shape[-1]
+    full = info.get("attn_head_dim")
+    if info["head_dim"] == w and isinstance(full, int) and full > w:
+        return full
+    return info["head_dim"]
+
+
+def candidates(facts: dict, key: Any) -> list[tuple[Any, str]]:
+    """(head-dim key, rotary rule) pairs to try for one rope layer type."""
+    first = next(l["index"] for l in facts["layers"] if l["rotates"] and l["rope_key"] == key)
+    text = layer_text(facts, first)
+    dims = {head_width(l, facts) for l in facts["layers"] if l["rotates"] and l["rope_key"] == key}
+    if len(dims) != 1:
+        return []
+    d = dims.pop()
+    w = 2 * facts["per_type"][key]["pv"][1].shape[-1]
+    heads: list[Any] = [k for k in HEAD_KEYS if text.get(k) == d]
+    hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
+    if isinstance(hid, int) and isinstance(nh, int) and nh and hid // nh == d:
+        heads.append(None)
+    rotary = ["partial", "whole"] + [k for k in ("rotary_dim", "qk_rope_head_dim", "kv_channels") if text.get(k) == w]
+    return [(h, r) for h in heads for r in rotary]
+
+
+def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
+    """Where the default config leaves head_dim null (the attention then takes hidden_size // heads), ask the
+    code whether it reads head_dim when one is given: probe with head_dim = 2 D. If it does, "head_dim"
+    (falling back to hidden // heads as transformers does) replaces the bare quotient among the options."""
+    if facts["text"].get("head_dim") is not None or not any(h is None for h, _ in options):
+        return options
+    d = next(head_width(l, facts) for l in facts["layers"] if l["rotates"])
+    try:
+        again = probe(model_type, {"head_dim": 2 * d}, first_only=True)
+    except Exception:  # noqa: BLE001  (a class that refuses it: the quotient stays)
+        return options
+    got = [head_width(l, again) for l in again.get("layers", []) if l["rotates"]]
+    if got and got[0] == 2 * d:
+        return [("head_dim" if h is None else h, r) for h, r in options]
+    return options
+
+
+def build(model_type: str, facts: dict, text_cls: Any) -> dict:
+    """The table entry of one model type from its probe (see the module docstring)."""
+    if "error" in facts:
+        return {"rope": None, "status": f"transformers' code could not be probed ({facts['error'][:200]})"}
+    if facts.get("rope") is False:
+        return {"rope": False}
+    if facts.get("rope") is None:
+        return {"rope": None, "status": f"transformers' code could not be probed ({facts.get('why')})"}
+    entry: dict[str, Any] = {"rope": True, "text_config": facts["text_config"]}
+    if "why" in facts:
+        return {**entry, "status": f"not verified: {facts['why']}"}
+    if len({l["index"] for l in facts["layers"]}) != len(facts["layers"]):
+        return {**entry, "status": "several attention stacks (an encoder and a decoder): which one a config's RoPE "
+                                   "serves is not one question"}
+    rotating = [l for l in facts["layers"] if l["rotates"]]
+    kinds = {(l["pairs"], l["sign"]) for l in rotating}
+    if len(kinds) != 1:
+        return {**entry, "status": f"its layers rotate in {len(kinds)} ways ({sorted(kinds)})"}
+    (pairs, sign), = kinds
+    layouts = {facts["per_type"][l["rope_key"]]["pv"][0] for l in rotating}
+    entry.update(pairs=pairs, sign=sign, cos_layout=sorted(layouts)[0],
+                 aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
+                 defaults=defaults_of(text_cls, facts["text"]), by_layer_type={},
+                 per_layer_keys=per_layer_keys(text_cls, facts["text"]))
+    if len(layouts) != 1:
+        return {**entry, "status": f"its rotary module returns cos / sin in {len(layouts)} layouts"}
+    if sign != 1:
+        return {**entry, "status": "its attention rotates by -theta (rotate_half as cat(x2, -x1)); vkrope's "
+                                   "kernels rotate by +theta"}
+    facts["aliases"] = entry["aliases"]
+    entry["mrope"] = mrope_layout(model_type)
+    rule, why = nope_rule(model_type, facts)
+    if why:
+        return {**entry, "status": why}
+    entry["nope"] = rule
+    keys = sorted({l["rope_key"] for l in rotating}, key=str)
+    options = [candidates(facts, k) for k in keys]
+    reason = "no head-dim key holds the width its attention rotates"
+    options = [reads_head_dim(model_type, facts, opts) for opts in options]
+    for combo in itertools.product(*options):
+        entry["by_layer_type"] = {("*" if k is None else k): {"head_dim": h, "rotary": r}
+                                  for k, (h, r) in zip(keys, combo)}
+        entry["status"] = "ok"
+        reason = check(model_type, facts, entry)
+        if reason is None:
+            return entry
+    entry["status"] = f"vkrope's reading differs from the model's: {reason}"
+    return entry
+
+
+def golden(model_type: str, facts: dict, out: dict) -> None:
+    """The arrays the suite checks an ok model type against (tests/test_hf_models.py)."""
+    out[f"{model_type}/config"] = np.array(json.dumps(dict(facts["text"], model_type=model_type), default=str))
+    layers = sorted(facts["layers"], key=lambda l: l["index"])
+    out[f"{model_type}/rotates"] = np.array([l["rotates"] for l in layers])
+    for key, pt in facts["per_type"].items():
+        ex = pt.get("example")
+        if ex is None:
+            continue
+        first = next(l["index"] for l in layers if l["rotates"] and l["rope_key"] == key)
+        g = f"{model_type}/{'*' if key is None else key}"
+        head_axis = 3 - ex["token_axis"]
+        keep = [slice(None)] * 4
+        keep[head_axis] = slice(0, 2)
+        out[g + "/layer"] = np.array(first)
+        out[g + "/pos"] = facts.get("pos", OLD_POS)
+        out[g + "/cos"], out[g + "/sin"] = pt["pv"][1].astype(np.float32), pt["pv"][2].astype(np.float32)
+        out[g + "/scaling"] = np.array(pt["scaling"])
+        if pt["inv_freq"] is not None:
+            out[g + "/inv_freq"] = np.asarray(pt["inv_freq"], np.float32)
+        q_in, q_out = ex["q_in"][tuple(keep)], ex["q_out"][tuple(keep)]
+        width = head_width(next(l for l in layers if l["index"] == first), facts)
+        if q_in.shape[-1] < width:  # the attention rotated a slice: the rest of the head passes through
+            rest = np.random.default_rng(width).standard_normal(q_in.shape[:-1] + (width - q_in.shape[-1],))
+            q_in, q_out = np.concatenate([q_in, rest], -1), np.concatenate([q_out, rest], -1)
+        out[g + "/q_in"], out[g + "/q_out"] = q_in.astype(np.float32), q_out.astype(np.float32)
+        out[g + "/token_axis"] = np.array(ex["token_axis"])
+
+
+def main() -> None:
+    import warnings  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--probes", help="a folder of probe pickles to reuse (python scripts/hf_probe.py DIR writes "
+                                     "them; the probes are most of the run)")
+    ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
+    ap.add_argument("--cached-only", action="store_true", help="only the model types --probes has")
+    ap.add_argument("--shard", metavar="I/N", help="every N-th model type from the I-th (0-based), written beside "
+                                                   "the outputs as .I; --merge N joins them")
+    ap.add_argument("--merge", type=int, metavar="N", help="join the N shards' outputs into the table and golden")
+    args = ap.parse_args()
+    global CACHE
+    CACHE = args.probes
+    if args.merge:
+        return merge(args.merge)
+    warnings.filterwarnings("ignore")
+    import hf_probe  # noqa: PLC0415
+    import transformers  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
+
+    models: dict[str, dict] = {}
+    gold: dict[str, np.ndarray] = {}
+    types = args.only or sorted(CONFIG_MAPPING_NAMES)
+    if args.shard:
+        i, n = (int(v) for v in args.shard.split("/"))
+        types = types[i::n]
+    for t in types:
+        path = os.path.join(args.probes, t + ".pkl") if args.probes else ""
+        if path and os.path.exists(path):
+            with open(path, "rb") as f:
+                facts = pickle.load(f)
+        elif args.cached_only:
+            continue
+        else:
+            try:
+                facts = hf_probe.probe(t)
+            except Exception as exc:  # noqa: BLE001  (the table says why)
+                facts = {"model_type": t, "error": f"{type(exc).__name__}: {exc}"}
+        text = facts.get("text") or {}
+        hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
+        if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:
+            # the class's default config is degenerate (GLM-4-MoE: 4096 / 96 heads): probe a sane one
+            facts = probe(t, {"head_dim": 128})
+        try:
+            text_cls = type(AutoConfig.for_model(t).get_text_config(decoder=True))
+        except Exception:  # noqa: BLE001
+            text_cls = None
+        e = build(t, facts, text_cls)
+        models[t] = e
+        if e.get("status") == "ok":
+            golden(t, facts, gold)
+        if args.only or e.get("rope") is not False:
+            print(t, e.get("status", "no rope"), flush=True)
+    if args.only:
+        return
+    if args.shard:
+        with open(f"{TABLE}.{i}", "w", encoding="utf-8") as f:
+            json.dump({"transformers": transformers.__version__, "models": models}, f)
+        np.savez_compressed(f"{GOLDEN}.{i}.npz", **gold)
+        return
+    write(models, gold, transformers.__version__)
+
+
+def merge(n: int) -> None:
+    """Join the outputs of --shard 0/n ... n-1/n (and remove them)."""
+    models: dict = {}
+    gold: dict = {}
+    version = ""
+    for i in range(n):
+        with open(f"{TABLE}.{i}", encoding="utf-8") as f:
+            part = json.load(f)
+        models.update(part["models"])
+        version = part["transformers"]
+        with np.load(f"{GOLDEN}.{i}.npz") as z:
+            gold.update({k: z[k] for k in z.files})
+    write(models, gold, version)
+    for i in range(n):
+        os.remove(f"{TABLE}.{i}")
+        os.remove(f"{GOLDEN}.{i}.npz")
+
+
+def write(models: dict, gold: dict, version: str) -> None:
+    """The table (sorted, stable) and the golden."""
+    table = {"generated_by": "scripts/hf_model_table.py", "transformers": version, "models": models}
+    os.makedirs(os.path.dirname(TABLE), exist_ok=True)
+    with open(TABLE, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+        f.write("\n")
+    np.savez_compressed(GOLDEN, **gold)
+    ok = sum(e.get("status") == "ok" for e in models.values())
+    print(f"{len(models)} model types: {ok} ok, {sum(e.get('rope') is False for e in models.values())} without "
+          f"RoPE, {len(models) - ok - sum(e.get('rope') is False for e in models.values())} refused")
+
+
+
+def mrope_layout(model_type: str) -> str | None:
+    """How the text rotary module spreads M-RoPE's three position axes over the pairs, by running it at
+    positions whose axes differ: "chunked" (Qwen2-VL), "interleaved" (Qwen3-VL), None where it takes one axis,
+    "unknown" where neither fits (from_hf then refuses M-RoPE for the type)."""
+    import hf_probe  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    module = hf_probe.modeling_module(text)
+    classes = hf_probe.rotary_classes(module) if module else []
+    if not classes:
+        return None
+    cls = next((c for c in classes if "Text" in c.__name__), classes[0])  # (Qwen3-Omni: the thinker's text one)
+    pos = hf_probe.POS
+    pos3 = torch.stack([pos, pos * 2 + 5, pos * 3 + 7])  # [3, 1, S]
+    try:
+        rot = cls(text)
+        cos3, _ = hf_probe.as_pair(rot(torch.zeros(1, 1), pos3))
+        cos1, _ = hf_probe.as_pair(rot(torch.zeros(1, 1), pos))
+    except Exception:  # noqa: BLE001  (a module that takes one axis only, or a default config it cannot run)
+        return "unknown" if "mrope" in json.dumps(text.to_dict(), default=str) else None
+    if cos3.shape != cos1.shape:  # (one axis: the three rows read as a batch)
+        return None
+    rp = getattr(text, "rope_parameters", None) or {}
+    section = (rp.get("mrope_section") if isinstance(rp, dict) else None) or getattr(rot, "mrope_section", None)
+    if torch.equal(cos3, cos1) or not section:
+        return None if torch.equal(cos3, cos1) else "unknown"
+    inv = rot.inv_freq.double().numpy()
+    half = inv.size
+    got = cos3[0].double().numpy()[:, :half]
+    axes = {"chunked": np.repeat(np.arange(3), section)[:half],
+            "interleaved": np.array([1 if j % 3 == 1 and j < 3 * section[1] else 2 if j % 3 == 2 and j < 3 * section[2]
+                                     else 0 for j in range(half)])}
+    p = pos3[:, 0].numpy()  # [3, S]
+    for name, ax in axes.items():
+        ang = (p[ax].T.astype(np.float32) * inv.astype(np.float32)).astype(np.float64)  # [S, half]
+        if ax.size == half and np.abs(np.cos(ang) * rot.attention_scaling - got).max() < 1e-5:
+            return name
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()

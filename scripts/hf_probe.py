@@ -1,0 +1,398 @@
+"""Probe transformers' own code for how each model type applies RoPE: the
+facts scripts/hf_model_table.py builds the model table from (it imports
+this module); run alone, it caches them, one pickle per model type.
+
+    python scripts/hf_probe.py OUT_DIR [TYPE ...]   (default: every model type)
+
+Needs torch and transformers (never imported by vkrope or its tests). For
+a model type: its config class's defaults, the text config inside it, the
+text rotary module (instantiated on the CPU from that config), and every
+decoder layer's attention module run on random weights with the
+module-level rotary functions of its modeling file wrapped, so that what
+the attention really does is recorded: which function it calls, the q it
+passes (its head dim and layout), the cos / sin it passes and what comes
+back. Nothing here reads a model's source text for meaning; the answers
+are what the code computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import inspect
+import os
+import pickle
+import re
+import sys
+import traceback
+import warnings
+from typing import Any
+
+
+def _args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description="Cache transformers' RoPE facts per model type (see the docstring).")
+    ap.add_argument("out", metavar="OUT_DIR", help="a folder for the pickles (one per model type; kept ones skipped)")
+    ap.add_argument("types", metavar="TYPE", nargs="*", help="model types (default: every one transformers has)")
+    return ap.parse_args()
+
+
+ARGS = _args() if __name__ == "__main__" else None  # (--help answers before torch is imported)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+SEQ = 5  # tokens of the probe
+POS = torch.tensor([[0, 3, 17, 100, 301]])  # positions of the probe (one row); a second run at POS * 3 + 1
+# (not a shift: attention with RoPE sees relative positions only), both below every model's table length
+
+
+def text_config_path(cfg: Any, text: Any) -> list[str]:
+    """The attribute path from the outer config to its text config ([] if it is the outer one)."""
+    if text is cfg:
+        return []
+    for name, value in vars(cfg).items():
+        if value is text:
+            return [name]
+        if hasattr(value, "to_dict") and not isinstance(value, type):
+            for inner, v2 in vars(value).items():
+                if v2 is text:
+                    return [name, inner]
+    return ["?"]
+
+
+def modeling_module(cfg: Any) -> Any:
+    name = type(cfg).__module__.replace(".configuration_", ".modeling_")
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def rotary_classes(module: Any) -> list[type]:
+    """The rotary classes of a modeling file that are not a vision / audio encoder's."""
+    out = []
+    for name, obj in vars(module).items():
+        if isinstance(obj, type) and name.endswith("RotaryEmbedding") and obj.__module__ == module.__name__:
+            if not re.search(r"Vision|Audio|Speech|Visual|Image|Patch|Encoder|Vit|Depth|Talker|Code2Wav|Mimi|DiT", name):
+                out.append(obj)
+    return out
+
+
+def text_model(module: Any, text: Any) -> Any:
+    """The text decoder model class for `text` in `module` (the one whose config_class is text's)."""
+    best = None
+    for name, obj in vars(module).items():
+        if isinstance(obj, type) and issubclass(obj, torch.nn.Module) and obj.__module__ == module.__name__ \
+                and getattr(obj, "config_class", None) is type(text) and name.endswith("Model") \
+                and not name.endswith("PreTrainedModel") and "ForCausalLM" not in name:
+            if best is None or len(name) < len(best.__name__) or "Text" in name:
+                best = obj
+    return best
+
+
+def rotary_instances(model: Any) -> list[tuple[str, Any]]:
+    return [(n, m) for n, m in model.named_modules() if type(m).__name__.endswith("RotaryEmbedding")]
+
+
+def layer_index(path: str) -> int | None:
+    m = re.search(r"\.(\d+)\.", "." + path + ".")
+    return int(m.group(1)) if m else None
+
+
+def attention_modules(model: Any) -> list[tuple[int, str, Any]]:
+    """(layer index, path, module) of each decoder layer's self attention."""
+    out = []
+    for path, m in model.named_modules():
+        last = path.rsplit(".", 1)[-1]
+        if last in ("self_attn", "attention", "attn", "self_attention", "mixer") and layer_index(path) is not None \
+                and "Attention" in type(m).__name__ and path.count(".") <= 3:
+            out.append((layer_index(path), path, m))
+    return out
+
+
+@contextlib.contextmanager
+def recording(module: Any):
+    """Wrap every module-level function of `module` whose name says rotary / rope; yield the list of calls."""
+    calls: list[dict] = []
+    saved = {}
+    for name, fn in list(vars(module).items()):
+        if inspect.isfunction(fn) and fn.__module__ == module.__name__ and re.search(r"rotary|rope", name, re.I) \
+                and "mrope" not in name.lower() and not name.startswith("get_"):
+            def wrapped(*args, __fn=fn, __name=name, **kwargs):
+                out = __fn(*args, **kwargs)
+                calls.append({"fn": __name, "args": args, "kwargs": kwargs, "out": out})
+                return out
+            saved[name] = fn
+            setattr(module, name, wrapped)
+    try:
+        yield calls
+    finally:
+        for name, fn in saved.items():
+            setattr(module, name, fn)
+
+
+def rotary_forward(rot: Any, x: torch.Tensor, pos: torch.Tensor, layer_type: str | None) -> tuple:
+    """The rotary module's output for positions [1, S]; an M-RoPE module that wants [3, 1, S] gets the same
+    position on its three axes (text tokens)."""
+    params = inspect.signature(rot.forward).parameters
+    kw = {"layer_type": layer_type} if "layer_type" in params and layer_type is not None else {}
+    try:
+        return rot(x, pos, **kw)
+    except (RuntimeError, IndexError, ValueError):
+        return rot(x, pos[None].expand(3, *pos.shape), **kw)
+
+
+def as_pair(out: Any) -> tuple:
+    """(cos, sin) from a rotary module's output: a pair, or one complex tensor (Llama 4's freqs_cis)."""
+    if isinstance(out, torch.Tensor) and out.is_complex():
+        return out.real.contiguous(), out.imag.contiguous()
+    return tuple(out)
+
+
+def np64(t: Any) -> np.ndarray:
+    return t.detach().to(torch.float64).numpy()
+
+
+_RANDOM = torch.Generator().manual_seed(0)
+_NOISE = torch.randn(1 << 24, generator=_RANDOM) * 0.02
+
+
+def materialize(m: Any) -> None:
+    """Give a meta module CPU storage filled with fixed small random numbers (fast: copied from one buffer)."""
+    m.to_empty(device="cpu")
+    with torch.no_grad():
+        for i, t in enumerate(list(m.parameters()) + list(m.buffers())):
+            if t.is_floating_point():
+                # each tensor its own slice (q and k must differ: with equal weights a token's own score,
+                # |q|^2, dominates and hides the positions), scaled to keep the softmax soft
+                n = t.numel()
+                start = (i * 7919 * 1031) % (_NOISE.numel() // 2)
+                vals = _NOISE.repeat(-(-(n + start) // _NOISE.numel()))[start:start + n]
+                scale = 1.0 / (0.02 * max(1, t.shape[-1]) ** 0.5) if t.ndim >= 2 else 1.0
+                t.copy_((vals * scale).view_as(t))
+
+
+def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple) -> Any:
+    params = inspect.signature(attn.forward).parameters
+    kw: dict[str, Any] = {"hidden_states": hidden}
+    if "position_embeddings" in params:
+        kw["position_embeddings"] = pe
+    if "attention_mask" in params:
+        kw["attention_mask"] = None
+    if "position_ids" in params:
+        kw["position_ids"] = POS
+    if "cache_position" in params:
+        kw["cache_position"] = torch.arange(SEQ)
+    for name, p in params.items():  # other required inputs (Gemma 4's shared_kv_states, ...): None
+        if name not in kw and p.default is inspect.Parameter.empty and p.kind in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            kw[name] = None
+    try:
+        out = attn(**kw)
+    except TypeError as exc:
+        if "NoneType" not in str(exc):
+            raise
+        out = attn(**{k: ({} if v is None and k.endswith("states") else v) for k, v in kw.items()})
+    return out[0] if isinstance(out, tuple) else out
+
+
+def rotation_candidates(x: np.ndarray, c: np.ndarray, s: np.ndarray, token_axis: int) -> dict:
+    """{(pairs, sign): y} for x [..., D] with per-(token, pair) c, s [S, W/2]: every way a model may rotate."""
+    xs = np.moveaxis(x, token_axis, -2)  # [..., S, D]
+    d, half = xs.shape[-1], c.shape[-1]
+    w = 2 * half
+    out = {}
+    for sign in (1, -1):
+        sn = sign * s
+        y = xs.copy()
+        a, b = xs[..., :half], xs[..., half:w]
+        y[..., :half], y[..., half:w] = a * c - b * sn, b * c + a * sn
+        out[("rotate_half", sign)] = y
+        y = xs.copy()
+        a, b = xs[..., 0:w:2], xs[..., 1:w:2]
+        ya, yb = a * c - b * sn, b * c + a * sn
+        y[..., 0:w:2], y[..., 1:w:2] = ya, yb
+        out[("interleaved", sign)] = y
+        y = xs.copy()
+        y[..., :half], y[..., half:w] = ya, yb
+        out[("interleaved_to_halves", sign)] = y
+    assert d >= w
+    return {k: np.moveaxis(v, -2, token_axis) for k, v in out.items()}
+
+
+def pair_values(cos: np.ndarray, sin: np.ndarray) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """(layout, c, s) [S, W/2] from a rotary module's cos / sin [1, S, W]: halves (cat(f, f)) or repeated
+    (each value twice, adjacent)."""
+    cos, sin = cos.reshape(-1, cos.shape[-1]), sin.reshape(-1, sin.shape[-1])
+    w = cos.shape[-1]
+    if w % 2:
+        return None
+    if np.array_equal(cos[:, : w // 2], cos[:, w // 2:]) and np.array_equal(sin[:, : w // 2], sin[:, w // 2:]):
+        return "halves", cos[:, : w // 2], sin[:, : w // 2]
+    if np.array_equal(cos[:, 0::2], cos[:, 1::2]) and np.array_equal(sin[:, 0::2], sin[:, 1::2]):
+        return "repeated", cos[:, 0::2], sin[:, 0::2]
+    return "single", cos, sin  # one value per pair (GPT-OSS): the attention's rotation tells whether it fits
+
+
+def call_pair_values(calls: list[dict]) -> list[tuple]:
+    """Candidate (layout, c, s) from the cos / sin tensors a recorded call was given (either order)."""
+    out = []
+    for call in calls[:1]:
+        ts = [a for a in call["args"] if isinstance(a, torch.Tensor) and a.ndim in (2, 3)]
+        for a, b in ((0, 1), (1, 0)):
+            if len(ts) >= 2 and ts[a].shape == ts[b].shape and ts[a].shape[-2] == SEQ:
+                pv = pair_values(np64(ts[a]), np64(ts[b]))
+                if pv is not None:
+                    out.append(pv)
+    return out
+
+
+def classify(call: dict, pv: tuple) -> dict | None:
+    """What one recorded call of a rotary function did, in vkrope's terms, or None if no candidate fits."""
+    ins = [a for a in call["args"] if isinstance(a, torch.Tensor) and a.ndim == 4]
+    outs = call["out"] if isinstance(call["out"], (tuple, list)) else (call["out"],)
+    outs = [o for o in outs if isinstance(o, torch.Tensor)]
+    if not ins or not outs or ins[0].shape != outs[0].shape:
+        return None
+    x, y = np64(ins[0]), np64(outs[0])
+    axes = [i for i in (1, 2) if x.shape[i] == SEQ]
+    if len(axes) != 1:
+        return None
+    _, c, s = pv
+    if 2 * c.shape[-1] > x.shape[-1]:
+        return None
+    scale = np.abs(x).max() * 1e-5 + 1e-30
+    for (pairs, sign), cand in rotation_candidates(x, c, s, axes[0]).items():
+        if np.abs(cand - y).max() <= scale:
+            return {"pairs": pairs, "sign": sign, "head_dim": int(x.shape[-1]), "token_axis": axes[0],
+                    "q_in": x, "q_out": y}
+    return None
+
+
+def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:
+    """Everything transformers' code says about `model_type`'s text RoPE (see the module docstring), with
+    `overrides` set on its text config first; `first_only`: stop after one rotating layer."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    cfg = AutoConfig.for_model(model_type)
+    text = cfg.get_text_config(decoder=True)
+    for k, v in (overrides or {}).items():
+        setattr(text, k, v)
+    facts: dict[str, Any] = {"model_type": model_type, "pos": POS.numpy().copy(), "text_model_type": getattr(text, "model_type", ""),
+                             "text_config": text_config_path(cfg, text)}
+    module = modeling_module(text) or modeling_module(cfg)
+    if module is None:
+        return {**facts, "rope": None, "why": "no modeling file"}
+    classes = rotary_classes(module)
+    if not classes:
+        return {**facts, "rope": False}
+    facts["rope"] = True
+    model_cls = text_model(module, text)
+    if model_cls is None:
+        return {**facts, "why": f"no text model class for {type(text).__name__}"}
+    facts["text"] = text.to_dict()
+    with torch.device("meta"):
+        model = model_cls(text)
+    rots = [(p, m) for p, m in rotary_instances(model) if type(m) in classes]
+    if not rots:
+        return {**facts, "why": "the text model holds no text rotary module"}
+    if len({type(m) for _, m in rots}) > 1:
+        return {**facts, "why": f"several text rotary classes: {sorted({type(m).__name__ for _, m in rots})}"}
+    rot = type(rots[0][1])(text)
+    attns = attention_modules(model)
+    if not attns:
+        return {**facts, "why": "no decoder attention modules found"}
+    types = getattr(text, "layer_types", None)
+    hidden_size = getattr(text, "hidden_size", None)
+    layers: list[dict] = []
+    per_type: dict[Any, dict] = {}
+    donors: dict[Any, dict] = {}
+    for index, path, attn in attns:
+        lt = types[index] if types is not None and index < len(types) else None
+        key = lt if "layer_type" in inspect.signature(rot.forward).parameters else None
+        if key not in per_type:
+            x = torch.zeros(1, SEQ, 4)
+            with torch.no_grad():
+                pe = rotary_forward(rot, x, POS, key)
+                pe2 = rotary_forward(rot, x, POS * 3 + 1, key)
+            cos, sin = as_pair(pe)
+            inv = getattr(rot, f"{key}_inv_freq", None) if key else None
+            inv = inv if inv is not None else getattr(rot, "inv_freq", None)
+            scaling = getattr(rot, f"{key}_attention_scaling", None) if key else None
+            scaling = scaling if scaling is not None else getattr(rot, "attention_scaling", 1.0)
+            pv = ("complex", np64(cos)[0], np64(sin)[0]) if isinstance(pe, torch.Tensor) \
+                else pair_values(np64(cos), np64(sin))
+            per_type[key] = {"pe": pe, "pe2": pe2, "pv": pv, "cos": np64(cos)[0], "sin": np64(sin)[0],
+                             "inv_freq": None if inv is None else inv.detach().numpy().copy(),
+                             "scaling": float(scaling)}
+        entry = per_type[key]
+        shapes = (type(attn), tuple((n, tuple(t.shape)) for n, t in attn.state_dict().items()))
+        if shapes in donors:  # the same weights again: shared, not copied (a layer costs its forward only)
+            attn.load_state_dict(donors[shapes], assign=True)
+        else:
+            materialize(attn)
+            donors[shapes] = attn.state_dict()
+        h = torch.from_numpy(np.random.default_rng(index).standard_normal((1, SEQ, hidden_size))).float()
+        with torch.no_grad(), recording(module) as calls:
+            try:
+                out1 = call_attention(attn, h, entry["pe"])
+            except Exception as exc:  # noqa: BLE001  (recorded: the model type is then refused)
+                return {**facts, "why": f"attention of layer {index} did not run: {type(exc).__name__}: {exc}"[:300]}
+            first = list(calls)
+            out2 = call_attention(attn, h, entry["pe2"])
+        moved = not torch.equal(out1, out2)
+        info: dict[str, Any] = {"index": index, "layer_type": lt, "rope_key": key, "rotates": moved,
+                                "attn_head_dim": getattr(attn, "head_dim", None)}
+        if moved:
+            if entry["pv"] is None:
+                return {**facts, "why": f"layer {index}: cos / sin neither cat(f, f) nor repeated"}
+            got = [g for g in (classify(c, entry["pv"]) for c in first) if g is not None]
+            if not got:  # the attention turned the module's output into its own cos / sin (GPT-J's sincos)
+                for pv in call_pair_values(first):
+                    got = [g for g in (classify(c, pv) for c in first) if g is not None]
+                    if got:
+                        entry["pv"] = pv
+                        break
+            if not got:
+                return {**facts, "why": f"layer {index}: the attention's rotation is none vkrope knows "
+                                        f"(calls: {[c['fn'] for c in first]})"}
+            kinds = {(g["pairs"], g["sign"], g["head_dim"]) for g in got}
+            if len(kinds) > 1:
+                return {**facts, "why": f"layer {index}: q and k rotated differently: {sorted(kinds)}"}
+            info.update({k: got[0][k] for k in ("pairs", "sign", "head_dim")})
+            entry.setdefault("example", got[0])
+        layers.append(info)
+        if first_only and moved:
+            break
+    facts["layers"] = layers
+    for entry in per_type.values():
+        entry.pop("pe"), entry.pop("pe2")
+    facts["per_type"] = per_type
+    return facts
+
+
+def main(args: argparse.Namespace) -> None:
+    """Probe each model type once into args.out (a model type already there is kept)."""
+    warnings.filterwarnings("ignore")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
+
+    os.makedirs(args.out, exist_ok=True)
+    for t in args.types or sorted(CONFIG_MAPPING_NAMES):
+        path = os.path.join(args.out, t + ".pkl")
+        if os.path.exists(path):
+            continue
+        try:
+            facts = probe(t)
+        except Exception as exc:  # noqa: BLE001  (the table says why)
+            facts = {"model_type": t, "error": f"{type(exc).__name__}: {exc}"[:400],
+                     "trace": traceback.format_exc()[-2000:]}
+        with open(path + ".tmp", "wb") as f:
+            pickle.dump(facts, f)
+        os.replace(path + ".tmp", path)
+        print(t, facts.get("why") or facts.get("error") or ("ok" if facts.get("rope") else "no rope"), flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main(ARGS)

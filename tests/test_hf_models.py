@@ -1,0 +1,239 @@
+"""Every transformers model type with a text rotary module, read by
+`vkrope.from_hf` as its own code runs it, or refused (the model table,
+vkrope/data/hf_models.json, and tests/data/hf_models_golden.npz, both
+written by scripts/hf_model_table.py from transformers 5.24's own rotary
+modules and attentions run on each model type's default config).
+
+Per ok model type and rope layer type, the golden holds the default config,
+the positions, the module's inverse frequencies and per-pair cos / sin, and
+q before and after the attention's own rotary function (two heads; where
+the attention rotated a slice of its heads, the rest of the head appended
+unchanged). Tolerances: cos / sin within 4 float32 ulps of 1, plus, on a
+column whose inverse frequency differs from torch's (torch's float32 power
+is not always the correctly rounded one vkrope takes), that difference
+times the position and one ulp of the angle, times the attention factor;
+the kernel's q within that angle bound times |x| of the pair, plus 4 ulps
+of the model's own float32 output. The rotation is checked against a
+float64 rotation written here, sharing no code with vkrope.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import vkrope
+from vkrope import hf_models
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))
+TABLE = hf_models.table()["models"]
+OK = sorted(t for t, e in TABLE.items() if e.get("status") == "ok")
+CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
+
+
+def golden_config(model_type: str) -> dict:
+    return json.loads(str(GOLD[f"{model_type}/config"]))
+
+
+def test_table_is_complete_and_consistent():
+    """The table lists every model type of the transformers it was made from, each with RoPE and ok
+    holding what from_hf reads, each refused one saying why; every ok type has goldens."""
+    t = hf_models.table()
+    assert t["generated_by"] == "scripts/hf_model_table.py" and t["transformers"] == "5.24.0"
+    assert len(TABLE) > 800 and len(OK) > 200
+    for name, e in TABLE.items():
+        assert e.get("rope") in (True, False, None), name
+        if e.get("status") == "ok":
+            assert e["rope"] is True and e["sign"] == 1, name
+            assert e["pairs"] in ("rotate_half", "interleaved", "interleaved_to_halves"), name
+            assert e["by_layer_type"] and f"{name}/config" in GOLD.files, name
+        elif e.get("rope") is not False:
+            assert isinstance(e.get("status"), str) and e["status"], name
+    assert {c.split("/")[0] for c in CASES} == set(OK)
+
+
+def rotate64(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool) -> np.ndarray:
+    """x [B, H, S, D] rotated in float64 by per-(token, pair) c, s [S, P]; interleaved pairs stay in place."""
+    x = x.astype(np.float64)
+    y, p = x.copy(), c.shape[-1]
+    if interleaved:
+        a, b = x[..., 0:2 * p:2], x[..., 1:2 * p:2]
+        y[..., 0:2 * p:2], y[..., 1:2 * p:2] = a * c - b * s, b * c + a * s
+    else:
+        a, b = x[..., :p], x[..., p:2 * p]
+        y[..., :p], y[..., p:2 * p] = a * c - b * s, b * c + a * s
+    return y
+
+
+def angle_bound(rope, case: str, pos: np.ndarray) -> np.ndarray:
+    """[S, P]: how far cos or sin may be from the module's (see the module docstring)."""
+    p = pos.astype(np.float64).reshape(-1, 1)
+    ours = np.asarray(rope.freqs(pos).inv_freq, np.float64)
+    key = case + "/inv_freq"
+    theirs = GOLD[key].astype(np.float64) if key in GOLD.files else ours
+    d = np.abs(ours - theirs) if theirs.shape == ours.shape else np.zeros_like(ours)
+    off = p * d + (d > 0) * np.spacing(np.abs(p * ours).astype(np.float32)).astype(np.float64)
+    return max(1.0, float(GOLD[case + "/scaling"])) * (off + 4 * 2.0**-23)
+
+
+def per_pair(rope, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c, s = (t[0].astype(np.float64) for t in rope.cos_sin(pos))
+    if rope.cos_layout == "repeated":
+        return c[:, 0::2], s[:, 0::2]
+    if rope.cos_layout == "single":
+        return c, s
+    return c[:, : c.shape[-1] // 2], s[:, : s.shape[-1] // 2]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_model_type_matches_its_attention(case):
+    """from_hf on the model type's default config: cos / sin as its rotary module's, and the kernel's q as
+    its attention's own rotary function returned it."""
+    model_type = case.split("/")[0]
+    rope = vkrope.from_hf(golden_config(model_type), layer=int(GOLD[case + "/layer"]))
+    pos = GOLD[case + "/pos"].astype(np.int64)
+    c, s = per_pair(rope, pos)
+    gc, gs = GOLD[case + "/cos"].astype(np.float64), GOLD[case + "/sin"].astype(np.float64)
+    assert c.shape == gc.shape, case
+    bound = angle_bound(rope, case, pos)
+    assert (np.abs(c - gc) <= bound).all() and (np.abs(s - gs) <= bound).all(), case
+    q_in, q_out = GOLD[case + "/q_in"], GOLD[case + "/q_out"].astype(np.float64)
+    if int(GOLD[case + "/token_axis"]) == 1:  # [B, S, H, D] -> [B, H, S, D]
+        q_in, q_out = q_in.transpose(0, 2, 1, 3), q_out.transpose(0, 2, 1, 3)
+    q = np.ascontiguousarray(q_in)
+    out = np.full_like(q, np.nan)
+    vkrope.apply_rotary_pos_emb(q, q.copy(), rope, pos, out_q=out)
+    rot = 2 * gc.shape[-1]
+    pairs = TABLE[model_type]["pairs"]
+    ref = rotate64(q, gc, gs, rope.interleaved)
+    if pairs == "interleaved_to_halves":  # the model writes cat(even, odd); vkrope keeps the pairs in place
+        out = out.copy()
+        out[..., :rot] = np.concatenate([out[..., 0:rot:2], out[..., 1:rot:2]], -1)
+        ref[..., :rot] = np.concatenate([ref[..., 0:rot:2], ref[..., 1:rot:2]], -1)
+    mag = np.abs(q).max(-1, keepdims=True).astype(np.float64)
+    tol = 2 * mag * bound.max() + 4 * np.spacing(np.abs(q_out).astype(np.float32)).astype(np.float64)
+    assert np.isfinite(out).all(), case
+    assert (np.abs(out - ref) <= tol).all(), case  # the float64 rotation by the module's cos / sin
+    assert (np.abs(out - q_out) <= tol).all(), case  # and the model's own float32 output
+
+
+@pytest.mark.parametrize("model_type", OK)
+def test_layers_without_rope(model_type):
+    """Which layers rotate, as the model's attention did on the default config."""
+    layers = vkrope.hf_layers(golden_config(model_type))
+    want = GOLD[f"{model_type}/rotates"]
+    assert [r is not None for r in layers][: len(want)] == list(want), model_type
+    rope_layers = [r for r in layers if r is not None]
+    nope = tuple(i for i, w in enumerate(want) if not w)
+    assert all(r.nope_layers == nope for r in rope_layers), model_type
+
+
+# --- the silently wrong readings of issue #30, each pinned -------------------------------------------------
+def gemma4_hub(**text) -> dict:
+    """A Gemma 4 config.json as published: the full layers' width in global_head_dim (the class turns it into
+    per-layer head_dim), RoPE per layer type."""
+    types = ["sliding_attention"] * 5 + ["full_attention"]
+    t = {"model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "head_dim": 256,
+         "global_head_dim": 512, "num_hidden_layers": 6, "layer_types": types, "max_position_embeddings": 131072,
+         "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                "rope_theta": 1000000.0}}}
+    t.update(text)
+    return {"model_type": "gemma4", "text_config": t}
+
+
+def test_gemma4_full_layers_are_512_wide():
+    full = vkrope.from_hf(gemma4_hub(), layer_type="full_attention")
+    assert (full.head_dim, full.rotary_dim) == (512, 512)
+    assert np.count_nonzero(full.inv_freq()) == 64  # int(0.25 * 512 // 2) pairs turn
+    inv = full.inv_freq().astype(np.float64)
+    assert np.allclose(inv[:64], 1e6 ** (-np.arange(0, 128, 2) / 512), rtol=1e-6)  # over 512, not 256
+    assert vkrope.from_hf(gemma4_hub(), layer=5) == full
+    sliding = vkrope.from_hf(gemma4_hub(), layer=0)
+    assert (sliding.head_dim, sliding.rotary_dim, sliding.theta) == (256, 256, 10000.0)
+    with pytest.raises(ValueError, match="head_dim"):  # a 256-wide slice of a 512 head: refused
+        vkrope.apply_rotary_pos_emb(np.zeros((1, 1, 2, 256), np.float32), np.zeros((1, 1, 2, 256), np.float32),
+                                    full, np.arange(2)[None])
+
+
+def test_refused_model_types_name_themselves():
+    base = {"hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2}
+    with pytest.raises(ValueError, match="'chatglm' is not in vkrope's model table.*like="):
+        vkrope.from_hf(dict(base, model_type="chatglm", kv_channels=128))  # ChatGLM3: remote code
+    with pytest.raises(ValueError, match="'nanochat' is refused.*-theta"):
+        vkrope.from_hf(dict(base, model_type="nanochat"))
+    with pytest.raises(ValueError, match="'bert' applies no rotary embedding"):
+        vkrope.from_hf(dict(base, model_type="bert"))
+    with pytest.raises(ValueError, match="model_type is missing.*like="):
+        vkrope.from_hf(base)
+    with pytest.raises(ValueError, match="like: 'lama' is not a model type.*llama"):
+        vkrope.from_hf(base, like="lama")
+    assert vkrope.from_hf(dict(base, model_type="chatglm"), like="llama").head_dim == 128
+
+
+def test_layers_without_rope_by_index():
+    """Llama 4 and SmolLM3 (no_rope_layers), EXAONE 4 (its full layers while it has a sliding window) and
+    Cohere 2 (its global layers): None for those layers, in from_hf, hf_layers and the summary."""
+    smol = {"model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 8,
+            "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0], "rope_theta": 2e6}
+    assert vkrope.from_hf(smol, layer=3) is None and vkrope.from_hf(smol, layer=2) is not None
+    assert [r is None for r in vkrope.hf_layers(smol)] == [False, False, False, True] * 2
+    assert vkrope.from_hf(smol).summary()["layers_without_rope"] == [3, 7]
+    exa = {"model_type": "exaone4", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
+           "sliding_window": 4096, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    assert [r is None for r in vkrope.hf_layers(exa)] == [False, False, False, True]
+    assert vkrope.from_hf(exa, layer_type="full_attention") is None
+    assert all(r is not None for r in vkrope.hf_layers(dict(exa, sliding_window=None)))  # no window: all rotate
+    coh = dict(exa, model_type="cohere2")
+    assert [r is None for r in vkrope.hf_layers(coh)] == [False, False, False, True]
+    assert all(r is None for r in vkrope.hf_layers(dict(coh, sliding_window=None)))  # no window: none rotates
+    with pytest.raises(ValueError, match="layer must be in \\[0, 4\\)"):
+        vkrope.from_hf(exa, layer=4)
+    with pytest.raises(ValueError, match="layer_types is missing, empty"):
+        vkrope.from_hf({k: v for k, v in exa.items() if k != "layer_types"})
+    with pytest.raises(ValueError, match="no_rope_layers is missing, empty.*AutoConfig"):
+        vkrope.from_hf(dict(smol, no_rope_layers=[]))  # (transformers derives it then: not guessed here)
+
+
+def test_head_dim_keys_pairs_and_text_configs():
+    """The head-dim keys (JetMoE kv_channels, MLA qk_rope_head_dim with a partial factor saved beside it),
+    the pairs (Youtu, OpenAI's privacy filter), the Omni models' thinker text config, Kimi-K2's betas."""
+    jet = {"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 16, "kv_channels": 64}
+    assert vkrope.from_hf(jet).head_dim == 64
+    m4 = {"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_rope_head_dim": 64,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+    r = vkrope.from_hf(m4)
+    assert (r.head_dim, r.rotary_dim, r.interleaved) == (64, 64, True)  # the factor is folded in already
+    assert vkrope.from_hf({"model_type": "youtu", "hidden_size": 1024, "num_attention_heads": 8,
+                           "qk_rope_head_dim": 64}).interleaved
+    omni = {"model_type": "qwen2_5_omni", "thinker_config": {"text_config": {
+        "model_type": "qwen2_5_omni_text", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+        "rope_scaling": {"type": "default", "mrope_section": [16, 24, 24]}}}}
+    r = vkrope.from_hf(omni)
+    assert (r.head_dim, r.theta, r.mrope_section) == (128, 1e6, (16, 24, 24))
+    kimi = {"model_type": "kimi_k2", "hidden_size": 7168, "num_attention_heads": 64, "qk_rope_head_dim": 64,
+            "max_position_embeddings": 131072, "rope_theta": 50000.0,
+            "rope_scaling": {"type": "yarn", "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0,
+                             "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096}}
+    with pytest.raises(ValueError, match="'kimi_k2' is not in vkrope's model table"):
+        vkrope.from_hf(kimi)
+    r = vkrope.from_hf(kimi, like="deepseek_v3")  # its remote code is DeepSeek-V3's
+    assert r.rope_type == "yarn" and r.interleaved and np.isfinite(r.inv_freq()).all()
+
+
+def test_llama4_scaling_beta_is_read_not_ignored():
+    m3 = {"model_type": "ministral3", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+          "max_position_embeddings": 262144,
+          "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0, "beta_fast": 32.0,
+                              "beta_slow": 1.0, "original_max_position_embeddings": 16384,
+                              "llama_4_scaling_beta": 0.1}}
+    r = vkrope.from_hf(m3)
+    assert "llama_4_scaling_beta" not in r.ignored and "q_scale_after_rope" in r.summary()
+    pos = np.array([[0, 16383, 16384, 100000]])
+    want = 1 + 0.1 * np.log(1 + np.floor(pos / 16384))
+    assert np.allclose(r.q_scale(pos), want, rtol=1e-6, atol=0) and r.q_scale(pos).dtype == np.float32
+    assert vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}).q_scale(pos) is None

@@ -1,0 +1,96 @@
+"""The model table: how each Hugging Face model type applies RoPE, as
+transformers' own code does it (`vkrope/data/hf_models.json`, written by
+scripts/hf_model_table.py from transformers 5.24 by running each model
+type's rotary module and attention; never edited by hand).
+
+Per model type: whether it has a text rotary module, where its text config
+sits, its config class's defaults of the keys `from_hf` reads, how its
+attention pairs and turns the channels, which key holds the rotated
+head's width per layer type, which layers apply no RoPE, and whether
+vkrope computes what the model does ("status": "ok", else the reason it
+is refused). `from_hf` reads nothing else about a model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from functools import lru_cache
+from typing import Any
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hf_models.json")
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    """The whole table (read once)."""
+    with open(PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def model_types() -> tuple[str, ...]:
+    """Every model type in the table (with RoPE or without)."""
+    return tuple(sorted(table()["models"]))
+
+
+def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
+    """The table's entry for a config's `model_type` (or for `like`, the
+    model type a caller says to read it as), or a ValueError naming it and
+    saying how to proceed: an unknown type, a type with no text RoPE, or a
+    type whose RoPE vkrope does not compute as the model does."""
+    models = table()["models"]
+    if like is not None:
+        if not isinstance(like, str):
+            raise TypeError(f"like must be a str (a model type such as 'llama'); got {type(like).__name__}")
+        if like not in models:
+            raise ValueError(f"like: {like!r} is not a model type of the table (transformers "
+                             f"{table()['transformers']}){_near(like, models)}")
+        model_type = like
+    elif not isinstance(model_type, str) or not model_type:
+        raise ValueError("config: model_type is missing, so how the model applies RoPE is unknown; pass "
+                         "like='<model type>' (for example like='llama') to read it as that model does")
+    elif model_type not in models:
+        raise ValueError(f"config: model_type {model_type!r} is not in vkrope's model table (transformers "
+                         f"{table()['transformers']}'s model types{_near(model_type, models)}): its pairs, head "
+                         f"dim and layers would be a guess; if it runs its attention as another model type does, "
+                         f"pass like='<that model type>'")
+    e = models[model_type]
+    if not e.get("rope"):
+        raise ValueError(f"config: model_type {model_type!r} applies no rotary embedding to its text attention "
+                         f"in transformers ({e.get('why') or 'it has no text rotary module'})")
+    if e.get("status") != "ok":
+        raise ValueError(f"config: model_type {model_type!r} is refused: {e.get('status')}")
+    return e
+
+
+def _near(name: str, models: dict) -> str:
+    close = difflib.get_close_matches(name, list(models), n=3)
+    return f"; close: {', '.join(close)}" if close else ""
+
+
+def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
+    """Per decoder layer, whether it applies RoPE, by the table's rule
+    `nope` over the (text) config `cfg`; None where every layer does.
+
+    Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
+    true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
+    layer i rotates iff cfg[K][i] is one of those layer types, with
+    "if_null": {"key": N, "all": b}: when cfg[N] is null every layer
+    rotates (b true) or none does (b false) instead (EXAONE 4, Cohere 2:
+    their attention tests the sliding window)."""
+    rule = e.get("nope")
+    if not rule:
+        return None
+    key = rule["key"]
+    values = cfg.get(key)
+    if not isinstance(values, list) or not values:
+        raise ValueError(f"config: {key} is missing, empty or not a list; this model type decides by it which "
+                         f"layers apply RoPE (its config class derives it from other keys when absent): pass the "
+                         f"config as transformers saves it, AutoConfig.from_pretrained(path).to_dict()")
+    if rule["kind"] == "flags":
+        return [bool(v) for v in values]
+    cond = rule.get("if_null")
+    if cond and cfg.get(cond["key"]) is None:
+        return [bool(cond["all"])] * len(values)
+    return [v in rule["rotate"] for v in values]
