@@ -270,6 +270,45 @@ def classify(call: dict, pv: tuple) -> dict | None:
     return None
 
 
+def rotary_entry(rot: Any, key: str | None) -> dict:
+    """The rotary module's output for one rope layer type: cos / sin at POS and at POS * 3 + 1, per-pair
+    values, inverse frequencies and attention scaling."""
+    x = torch.zeros(1, SEQ, 4)
+    with torch.no_grad():
+        pe = rotary_forward(rot, x, POS, key)
+        pe2 = rotary_forward(rot, x, POS * 3 + 1, key)
+    cos, sin = as_pair(pe)
+    inv = getattr(rot, f"{key}_inv_freq", None) if key else None
+    inv = inv if inv is not None else getattr(rot, "inv_freq", None)
+    scaling = getattr(rot, f"{key}_attention_scaling", None) if key else None
+    scaling = scaling if scaling is not None else getattr(rot, "attention_scaling", 1.0)
+    pv = ("complex", np64(cos)[0], np64(sin)[0]) if isinstance(pe, torch.Tensor) else pair_values(np64(cos), np64(sin))
+    return {"pe": pe, "pe2": pe2, "pv": pv, "cos": np64(cos)[0], "sin": np64(sin)[0],
+            "inv_freq": None if inv is None else inv.detach().numpy().copy(), "scaling": float(scaling)}
+
+
+def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
+    """Classify what a rotating layer's recorded rotary calls did (into `info`), or say why nothing fits."""
+    index = info["index"]
+    if entry["pv"] is None:
+        return f"layer {index}: cos / sin neither cat(f, f) nor repeated"
+    got = [g for g in (classify(c, entry["pv"]) for c in calls) if g is not None]
+    if not got:  # the attention turned the module's output into its own cos / sin (GPT-J's sincos)
+        for pv in call_pair_values(calls):
+            got = [g for g in (classify(c, pv) for c in calls) if g is not None]
+            if got:
+                entry["pv"] = pv
+                break
+    if not got:
+        return f"layer {index}: the attention's rotation is none vkrope knows (calls: {[c['fn'] for c in calls]})"
+    kinds = {(g["pairs"], g["sign"], g["head_dim"]) for g in got}
+    if len(kinds) > 1:
+        return f"layer {index}: q and k rotated differently: {sorted(kinds)}"
+    info.update({k: got[0][k] for k in ("pairs", "sign", "head_dim")})
+    entry.setdefault("example", got[0])
+    return None
+
+
 def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:
     """Everything transformers' code says about `model_type`'s text RoPE (see the module docstring), with
     `overrides` set on its text config first; `first_only`: stop after one rotating layer."""
@@ -279,7 +318,8 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
     text = cfg.get_text_config(decoder=True)
     for k, v in (overrides or {}).items():
         setattr(text, k, v)
-    facts: dict[str, Any] = {"model_type": model_type, "pos": POS.numpy().copy(), "text_model_type": getattr(text, "model_type", ""),
+    facts: dict[str, Any] = {"model_type": model_type, "pos": POS.numpy().copy(),
+                             "text_model_type": getattr(text, "model_type", ""),
                              "text_config": text_config_path(cfg, text)}
     module = modeling_module(text) or modeling_module(cfg)
     if module is None:
@@ -312,20 +352,7 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
         lt = types[index] if types is not None and index < len(types) else None
         key = lt if "layer_type" in inspect.signature(rot.forward).parameters else None
         if key not in per_type:
-            x = torch.zeros(1, SEQ, 4)
-            with torch.no_grad():
-                pe = rotary_forward(rot, x, POS, key)
-                pe2 = rotary_forward(rot, x, POS * 3 + 1, key)
-            cos, sin = as_pair(pe)
-            inv = getattr(rot, f"{key}_inv_freq", None) if key else None
-            inv = inv if inv is not None else getattr(rot, "inv_freq", None)
-            scaling = getattr(rot, f"{key}_attention_scaling", None) if key else None
-            scaling = scaling if scaling is not None else getattr(rot, "attention_scaling", 1.0)
-            pv = ("complex", np64(cos)[0], np64(sin)[0]) if isinstance(pe, torch.Tensor) \
-                else pair_values(np64(cos), np64(sin))
-            per_type[key] = {"pe": pe, "pe2": pe2, "pv": pv, "cos": np64(cos)[0], "sin": np64(sin)[0],
-                             "inv_freq": None if inv is None else inv.detach().numpy().copy(),
-                             "scaling": float(scaling)}
+            per_type[key] = rotary_entry(rot, key)
         entry = per_type[key]
         shapes = (type(attn), tuple((n, tuple(t.shape)) for n, t in attn.state_dict().items()))
         if shapes in donors:  # the same weights again: shared, not copied (a layer costs its forward only)
@@ -345,23 +372,9 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
         info: dict[str, Any] = {"index": index, "layer_type": lt, "rope_key": key, "rotates": moved,
                                 "attn_head_dim": getattr(attn, "head_dim", None)}
         if moved:
-            if entry["pv"] is None:
-                return {**facts, "why": f"layer {index}: cos / sin neither cat(f, f) nor repeated"}
-            got = [g for g in (classify(c, entry["pv"]) for c in first) if g is not None]
-            if not got:  # the attention turned the module's output into its own cos / sin (GPT-J's sincos)
-                for pv in call_pair_values(first):
-                    got = [g for g in (classify(c, pv) for c in first) if g is not None]
-                    if got:
-                        entry["pv"] = pv
-                        break
-            if not got:
-                return {**facts, "why": f"layer {index}: the attention's rotation is none vkrope knows "
-                                        f"(calls: {[c['fn'] for c in first]})"}
-            kinds = {(g["pairs"], g["sign"], g["head_dim"]) for g in got}
-            if len(kinds) > 1:
-                return {**facts, "why": f"layer {index}: q and k rotated differently: {sorted(kinds)}"}
-            info.update({k: got[0][k] for k in ("pairs", "sign", "head_dim")})
-            entry.setdefault("example", got[0])
+            why = rotation(first, entry, info)
+            if why:
+                return {**facts, "why": why}
         layers.append(info)
         if first_only and moved:
             break

@@ -8,7 +8,10 @@ Per ok model type and rope layer type, the golden holds the default config,
 the positions, the module's inverse frequencies and per-pair cos / sin, and
 q before and after the attention's own rotary function (two heads; where
 the attention rotated a slice of its heads, the rest of the head appended
-unchanged). Tolerances: cos / sin within 4 float32 ulps of 1, plus, on a
+unchanged). Tolerances: inverse frequencies within 4 float32 ulps of the
+module's (torch's float32 power and reciprocal are not correctly rounded:
+up to 3 ulps at a base of 1.2e7; a wrong base is millions of ulps off);
+cos / sin within 4 float32 ulps of 1, plus, on a
 column whose inverse frequency differs from torch's (torch's float32 power
 is not always the correctly rounded one vkrope takes), that difference
 times the position and one ulp of the angle, times the attention factor;
@@ -36,7 +39,16 @@ CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
 
 
 def golden_config(model_type: str) -> dict:
-    return json.loads(str(GOLD[f"{model_type}/config"]))
+    """The default (text) config the model ran, nested where the table says the type keeps it (text_config,
+    thinker_config.text_config), so from_hf's path through it is what the goldens check."""
+    cfg = json.loads(str(GOLD[f"{model_type}/config"]))  # (model_type: the text config's own)
+    path = TABLE[model_type]["text_config"]
+    if not path:
+        return dict(cfg, model_type=model_type)
+    inner = cfg
+    for key in reversed(path):
+        inner = {key: inner}
+    return dict(inner, model_type=model_type)
 
 
 def test_table_is_complete_and_consistent():
@@ -96,6 +108,11 @@ def test_model_type_matches_its_attention(case):
     model_type = case.split("/")[0]
     rope = vkrope.from_hf(golden_config(model_type), layer=int(GOLD[case + "/layer"]))
     pos = GOLD[case + "/pos"].astype(np.int64)
+    if case + "/inv_freq" in GOLD.files:  # the frequencies on their own: within torch's 1-ulp power
+        ours = np.asarray(rope.freqs(pos).inv_freq, np.float32)
+        theirs = GOLD[case + "/inv_freq"].astype(np.float32).reshape(-1)
+        assert ours.shape == theirs.shape, case
+        assert (np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64)) <= 4).all(), case
     c, s = per_pair(rope, pos)
     gc, gs = GOLD[case + "/cos"].astype(np.float64), GOLD[case + "/sin"].astype(np.float64)
     assert c.shape == gc.shape, case
@@ -193,10 +210,20 @@ def test_layers_without_rope_by_index():
     assert all(r is None for r in vkrope.hf_layers(dict(coh, sliding_window=None)))  # no window: none rotates
     with pytest.raises(ValueError, match="layer must be in \\[0, 4\\)"):
         vkrope.from_hf(exa, layer=4)
+    bare = {k: v for k, v in exa.items() if k != "layer_types"}
+    assert vkrope.from_hf(bare).nope_layers is None  # which layers rotate is unknown there, and said so
     with pytest.raises(ValueError, match="layer_types is missing, empty"):
-        vkrope.from_hf({k: v for k, v in exa.items() if k != "layer_types"})
-    with pytest.raises(ValueError, match="no_rope_layers is missing, empty.*AutoConfig"):
-        vkrope.from_hf(dict(smol, no_rope_layers=[]))  # (transformers derives it then: not guessed here)
+        vkrope.from_hf(bare, layer=3)
+    hub = dict(smol, no_rope_layers=[])  # transformers derives the layers then: not guessed here
+    assert vkrope.from_hf(hub).summary()["layers_without_rope"].startswith("unknown")
+    for call in (lambda: vkrope.from_hf(hub, layer=3), lambda: vkrope.hf_layers(hub)):
+        with pytest.raises(ValueError, match="no_rope_layers is missing, empty.*AutoConfig"):
+            call()
+    g3 = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+          "num_attention_heads": 32, "num_hidden_layers": 62, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}}
+    with pytest.raises(ValueError, match="no layer_types, so layer 5's type is unknown"):
+        vkrope.from_hf(g3, layer=5)  # (a Hub file without layer_types: layer_type= still reads it)
+    assert vkrope.from_hf(g3, layer_type="full_attention").params == (("factor", 8.0),)
 
 
 def test_head_dim_keys_pairs_and_text_configs():
@@ -237,3 +264,32 @@ def test_llama4_scaling_beta_is_read_not_ignored():
     want = 1 + 0.1 * np.log(1 + np.floor(pos / 16384))
     assert np.allclose(r.q_scale(pos), want, rtol=1e-6, atol=0) and r.q_scale(pos).dtype == np.float32
     assert vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}).q_scale(pos) is None
+
+
+def test_readings_away_from_the_class_defaults():
+    """What the table decided by running the code at other values than the defaults: Llama's default rope
+    ignores partial_rotary_factor (its own compute_default_rope_parameters), Phi's reads it; like= on a nested
+    config reads its text_config; GPT-NeoX's rotary_pct; a missing MLA key is refused, not replaced by
+    hidden // heads; per-layer overrides per layer in hf_layers."""
+    llama = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
+    assert vkrope.from_hf(llama).rotary_dim == 128
+    phi = dict(llama, model_type="phi", hidden_size=2560)
+    assert vkrope.from_hf(phi).rotary_dim == 40
+    vlm = {"model_type": "my_remote_vlm", "text_config": {"model_type": "llama", "hidden_size": 2048,
+           "num_attention_heads": 32, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+           "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192}}}
+    r = vkrope.from_hf(vlm, like="llama")
+    assert (r.rope_type, r.head_dim, r.theta) == ("llama3", 64, 5e5)
+    neox = {"model_type": "gpt_neox", "hidden_size": 2816, "num_attention_heads": 22, "num_hidden_layers": 36,
+            "rotary_pct": 1.0, "rotary_emb_base": 10000, "max_position_embeddings": 2048}
+    assert vkrope.from_hf(neox).rotary_dim == 128
+    with pytest.raises(ValueError, match="qk_rope_head_dim is missing"):
+        vkrope.from_hf({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                        "qk_rope_head_dim": None})
+    g4 = gemma4_hub(num_hidden_layers=12, layer_types=(["sliding_attention"] * 5 + ["full_attention"]) * 2,
+                    per_layer_config={"5": {"head_dim": 512}, "11": {"head_dim": 1024}})
+    layers = vkrope.hf_layers(g4)
+    assert (layers[5].head_dim, layers[11].head_dim) == (512, 1024)
+    assert layers[11] == vkrope.from_hf(g4, layer=11)

@@ -278,7 +278,7 @@ def test_ext_factor_zero_is_linear_interpolation():
 
 @pytest.mark.parametrize("kw,word", [
     (dict(original_context=0), "original_context"), (dict(original_context=4096.0), "original_context"),
-    (dict(original_context=4096, beta_fast=1.0, beta_slow=1.0), "beta_fast"),
+    (dict(original_context=4096, beta_fast=1.0, beta_slow=2.0), "beta_fast"),  # (equal betas: Kimi-K2, accepted)
     (dict(original_context=4096, beta_slow=0.0), "beta_slow"),
     (dict(original_context=4096, ext_factor=1.5), "ext_factor"),
     (dict(original_context=4096, ext_factor=float("nan")), "ext_factor"),
@@ -428,3 +428,12 @@ def test_ints_past_float64_are_a_value_error(make, word):
     with pytest.raises(ValueError, match=word) as err:
         make()
     assert len(str(err.value)) < 200
+
+
+def test_equal_betas_as_transformers():
+    """beta_fast == beta_slow (Kimi-K2's published 1 and 1): the ramp's ends meet and the guard widens it, as
+    transformers' find_correction_range does; the result matches the test's transformers restatement."""
+    dim, base, factor, orig = 64, 50000.0, 32.0, 4096
+    spec = vkrope.RopeFreqs(dim, base=base, scale=factor, yarn=vkrope.YaRN(orig, beta_fast=1.0, beta_slow=1.0))
+    want, _ = hf_yarn(dim, base, factor, orig, beta_fast=1.0, beta_slow=1.0)
+    assert np.array_equal(spec.inv_freq_float32().view(np.uint32), want.view(np.uint32))

@@ -133,7 +133,8 @@ class ModelRope:
     model: str = field(default="", compare=False)  # the config's model_type, or the GGUF's architecture
     cos_layout: str = field(default="halves", compare=False)  # the model's cos / sin: "halves" cat(f, f), "repeated"
     # (each value twice, adjacent), "single" (one per pair)
-    nope_layers: tuple[int, ...] = field(default=(), compare=False)  # the config's layers that apply no RoPE
+    # the config's layers that apply no RoPE (None: unknown, the config lacks the key that says)
+    nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         if self.rope_type not in ROPE_TYPES:
@@ -488,7 +489,9 @@ class ModelRope:
             d["freq_factors"] = list(self.freq_factors)
         if self.ignored:
             d["ignored_keys"] = list(self.ignored)
-        if self.nope_layers:
+        if self.nope_layers is None:
+            d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)"
+        elif self.nope_layers:
             d["layers_without_rope"] = list(self.nope_layers)
         if self.param("llama_4_scaling_beta") is not None:
             d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
@@ -531,7 +534,7 @@ def _load(config: Any) -> dict:
     return config
 
 
-def _text_config(cfg: dict, e: dict) -> dict:
+def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     """The language model's config inside `cfg` (the table's `text_config`
     path: text_config, thinker_config.text_config, ...; a config with no
     such part is its own), with the outer config's RoPE keys where it has
@@ -543,6 +546,8 @@ def _text_config(cfg: dict, e: dict) -> dict:
         if not isinstance(part, dict):
             break  # (a flat Hub file: the text keys at the top)
         inner = part
+    if like is not None and inner is cfg and isinstance(cfg.get("text_config"), dict):
+        inner = cfg["text_config"]  # (read as another type: the language model's part is still text_config)
     merged = dict(inner)
     if inner is not cfg:
         for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
@@ -557,19 +562,23 @@ def _text_config(cfg: dict, e: dict) -> dict:
             merged[key] = value
     given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
              if merged.get(k) is not None]
-    if "rope_parameters" in defaults and not _nested(merged.get("rope_parameters")):
+    dr = defaults.get("rope_parameters")
+    if _nested(dr) and not _nested(merged.get("rope_parameters")):
         # the class keeps RoPE per layer type (Gemma 3, Gemma 4): flat Hub keys go where its conversion puts them
-        merged["rope_parameters"] = _per_type_from_flat(merged, defaults["rope_parameters"]) if given else \
-            json.loads(json.dumps(defaults["rope_parameters"]))
+        merged["rope_parameters"] = _per_type_from_flat(merged, dr) if given else json.loads(json.dumps(dr))
         merged.pop("rope_scaling", None)
-    elif "rope_parameters" in defaults and _nested(defaults["rope_parameters"]):  # per type: the class's thetas
+    elif _nested(dr):  # per type as given: the class's thetas where a type gives none
         merged["rope_parameters"] = {k: dict(v) for k, v in merged["rope_parameters"].items()}
         for k, v in merged["rope_parameters"].items():
-            if "rope_theta" not in v and "rope_theta" in defaults["rope_parameters"].get(k, {}):
-                v["rope_theta"] = defaults["rope_parameters"][k]["rope_theta"]
+            if "rope_theta" not in v and "rope_theta" in dr.get(k, {}):
+                v["rope_theta"] = dr[k]["rope_theta"]
+    elif not given and isinstance(dr, dict) and dr:  # nothing said: the class's own (GPT-OSS's is yarn)
+        merged["rope_parameters"] = dict(dr)
+        if merged.get("partial_rotary_factor") is not None or merged.get("rotary_pct") is not None:
+            merged["rope_parameters"].pop("partial_rotary_factor", None)  # (the file's own factor, not the class's)
     elif "rope_theta" in defaults and merged.get("rope_theta") is None and merged.get("rotary_emb_base") is None \
-            and not any(
-            isinstance(merged.get(k), dict) and "rope_theta" in merged[k] for k in ("rope_scaling", "rope_parameters")):
+            and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
+                        for k in ("rope_scaling", "rope_parameters")):
         merged["rope_theta"] = defaults["rope_theta"]
     return merged
 
@@ -603,6 +612,8 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     `getattr(config, key, None) or hidden // heads`)."""
     if key and cfg.get(key) is not None:
         return _key_int(cfg, key, "config: ")
+    if key not in (None, "head_dim"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in for them)
+        raise ValueError(f"config: {key} is missing; {model!r} rotates heads of that width")
     for name in ("hidden_size", "num_attention_heads"):
         if cfg.get(name) is None:
             raise ValueError(f"config: the head dim of {model!r} needs {key or 'head_dim'}, or hidden_size and "
@@ -615,7 +626,7 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     """(outer config, table entry, text config) of a from_hf argument."""
     outer = _load(config)
     e = hf_models.entry(outer.get("model_type"), like)
-    return outer, e, _text_config(outer, e)
+    return outer, e, _text_config(outer, e, like)
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -639,11 +650,6 @@ def _per_layer(cfg: dict) -> dict[str, dict] | None:
         if "rope_local_base_freq" in cfg and "sliding_attention" in out:  # Gemma 3's local base, as its config class
             out["sliding_attention"].setdefault("rope_theta", cfg["rope_local_base_freq"])
         return out
-    if "rope_local_base_freq" in cfg:  # Gemma 3 on the Hub: local layers on their own base, default type
-        full = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {"rope_type": "default"})
-        full.setdefault("rope_theta", cfg.get("rope_theta", 1_000_000.0))
-        return {"full_attention": full,
-                "sliding_attention": {"rope_type": "default", "rope_theta": cfg["rope_local_base_freq"]}}
     return None
 
 
@@ -695,9 +701,10 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
         return rotates, None
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
         raise TypeError(f"layer must be an int (a decoder layer index) or None; got {_short(layer)}")
-    n = cfg.get("num_hidden_layers")
-    n = len(rotates) if rotates is not None else n
-    if not isinstance(n, int) or not 0 <= layer < n:
+    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"config: num_hidden_layers must be an integer; got {_short(n)}")
+    if not 0 <= layer < n:
         raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
     types = cfg.get("layer_types")
     return rotates, (types[layer] if isinstance(types, list) and layer < len(types) else None)
@@ -708,16 +715,17 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
     NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
     _, e, cfg = _entry_of(config, like)
-    n = cfg.get("num_hidden_layers")
     rotates = hf_models.rope_layers(cfg, e)
-    n = len(rotates) if rotates is not None else n
-    if not isinstance(n, int) or n < 1:
+    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"config: num_hidden_layers must be a positive integer; got {_short(n)}")
+    over = _overrides(cfg, e)
     memo: dict[Any, ModelRope | None] = {}
     out = []
     for i in range(n):
         types = cfg.get("layer_types")
-        key = (rotates[i] if rotates else True, types[i] if isinstance(types, list) and i < len(types) else None)
+        key = (rotates[i] if rotates else True, types[i] if isinstance(types, list) and i < len(types) else None,
+               json.dumps(over.get(i, {}), sort_keys=True, default=str))
         if key not in memo:
             memo[key] = from_hf(config, layer=i, like=like, angle=angle)
         out.append(memo[key])
@@ -759,7 +767,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
-    rotates, type_of_layer = _layer_of(cfg, e, layer)
+    rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
     nested = _per_layer(cfg)
     types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else None
     if layer is not None:
@@ -768,6 +776,10 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         if rotates is not None and not rotates[layer]:
             return None
         if nested is not None:
+            if type_of_layer is None:
+                raise ValueError(f"layer: the config has no layer_types, so layer {layer}'s type is unknown (the "
+                                 "config class derives it); pass layer_type=, or the config as transformers saves "
+                                 "it, AutoConfig.from_pretrained(path).to_dict()")
             layer_type = type_of_layer
     elif layer_type is not None and rotates is not None and types is not None and layer_type in types \
             and not any(r for r, t in zip(rotates, types) if t == layer_type):
@@ -787,7 +799,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params)
     section, inter = _mrope(rope, where, model_type, e.get("mrope"))
-    nope = tuple(i for i, r in enumerate(rotates or ()) if not r)
+    nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, _theta(cfg, rope, where), tuple(sorted(params.items())), mpe, orig,
                          section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
@@ -796,6 +808,19 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          nope_layers=nope)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"config: {exc}") from None
+
+
+def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[bool] | None, str | None, str | None]:
+    """(per layer whether it rotates, or None; layer `layer`'s type; why the pattern is unknown): a plain
+    read (no layer, no layer type) of a config lacking the key that says still gives the rotating layers'
+    RoPE, with its layers without RoPE unknown."""
+    try:
+        rotates, type_of_layer = _layer_of(cfg, e, layer)
+    except ValueError as exc:
+        if layer is not None or layer_type is not None or "is missing, empty" not in str(exc):
+            raise
+        return None, None, str(exc)
+    return rotates, type_of_layer, None
 
 
 def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[dict, str]:
@@ -845,7 +870,9 @@ def _theta(cfg: dict, rope: dict, where: str) -> float:
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
     """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
     (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
-    class has folded the factor into the head key already, MLA), or a key
+    class has folded the factor into the head key already, MLA),
+    "whole_default" (the head for the default rope type, whose frequencies
+    the model computes itself, Llama's; partial for the others), or a key
     holding the rotated channels (GPT-J's rotary_dim)."""
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
     if partial is None:
@@ -854,8 +881,11 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
         raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
     if kind == "proportional":
         return head_dim, partial
-    if rule == "whole":
-        return head_dim, 1.0
+    if rule == "whole" or (rule == "whole_default" and kind == "default"):
+        return head_dim, 1.0  # ("whole_default": the model's own default frequencies span the head; the library's
+        # functions of the other rope types read the factor, as transformers' ROPE_INIT_FUNCTIONS do)
+    if rule == "whole_default":
+        return int(head_dim * partial), partial
     if rule != "partial":
         if cfg.get(rule) is None:
             raise ValueError(f"config: {rule} (the rotated channels) is missing")
@@ -974,6 +1004,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, angle: str = "float32
                           ) from None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {_short(path)}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
     if layer_type not in (None, "full_attention", "sliding_attention"):
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
     p = os.fspath(path)
