@@ -288,6 +288,8 @@ def test_readings_away_from_the_class_defaults():
     with pytest.raises(ValueError, match="qk_rope_head_dim is missing"):
         vkrope.from_hf({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
                         "qk_rope_head_dim": None})
+    oss = vkrope.from_hf({"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64})
+    assert (oss.rope_type, oss.factor, oss.theta) == ("yarn", 32.0, 150000.0)  # the class's rope_parameters
     g4 = gemma4_hub(num_hidden_layers=12, layer_types=(["sliding_attention"] * 5 + ["full_attention"]) * 2,
                     per_layer_config={"5": {"head_dim": 512}, "11": {"head_dim": 1024}})
     layers = vkrope.hf_layers(g4)
