@@ -170,6 +170,8 @@ def test_gemma4_full_layers_are_512_wide():
     inv = full.inv_freq().astype(np.float64)
     assert np.allclose(inv[:64], 1e6 ** (-np.arange(0, 128, 2) / 512), rtol=1e-6)  # over 512, not 256
     assert vkrope.from_hf(gemma4_hub(), layer=5) == full
+    bare = vkrope.from_hf({"model_type": "gemma4"}, layer_type="full_attention")  # no layer list: the class's rule
+    assert (bare.head_dim, bare.rotary_dim) == (512, 512)
     sliding = vkrope.from_hf(gemma4_hub(), layer=0)
     assert (sliding.head_dim, sliding.rotary_dim, sliding.theta) == (256, 256, 10000.0)
     with pytest.raises(ValueError, match="head_dim"):  # a 256-wide slice of a 512 head: refused

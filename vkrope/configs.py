@@ -679,10 +679,14 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     """The config as layer `layer` (or the first layer of `layer_type`) sees
     it: its per-layer overrides merged. Without either, a config whose
     layers differ in a head-dim key is refused (which layer is meant?)."""
+    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    if layer is None and layer_type is not None and not types:  # no layer list: the class's rules by type
+        extra = {r["field"]: cfg.get(r["key"], r.get("default")) for r in e.get("per_layer_keys", [])
+                 if layer_type in r["types"] and cfg.get(r["key"], r.get("default")) is not None}
+        return {**cfg, **extra}
     over = _overrides(cfg, e)
     if not over:
         return cfg
-    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     if layer is None and layer_type is not None:
         layer = next((i for i, t in enumerate(types) if t == layer_type), None)
     if layer is None:
