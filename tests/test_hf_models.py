@@ -297,3 +297,19 @@ def test_readings_away_from_the_class_defaults():
     layers = vkrope.hf_layers(g4)
     assert (layers[5].head_dim, layers[11].head_dim) == (512, 1024)
     assert layers[11] == vkrope.from_hf(g4, layer=11)
+
+
+def test_cli_config_says_which_layers_rotate(tmp_path, capsys):
+    from vkrope.__main__ import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16,
+                                "num_hidden_layers": 8, "no_rope_layers": [1, 1, 1, 0, 1, 1, 1, 0]}))
+    assert main(["config", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "the layers with RoPE:" in text and "layers_without_rope" in text and "[3, 7]" in text
+    path.write_text(json.dumps({"model_type": "chatglm", "hidden_size": 4096, "num_attention_heads": 32}))
+    assert main(["config", str(path)]) == 1
+    assert "'chatglm' is not in vkrope's model table" in capsys.readouterr().err
+    assert main(["config", str(path), "--like", "llama"]) == 0
+    assert "head_dim                           128" in capsys.readouterr().out

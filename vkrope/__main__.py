@@ -320,7 +320,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
         return 0
     for r in result:
-        title = f"layer type {r['layer_type']}" if "layer_type" in r else "every layer"
+        title = f"layer type {r['layer_type']}" if "layer_type" in r else \
+            "the layers with RoPE" if r.get("layers_without_rope") else "every layer"
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}), {title}:")
         for key, value in r.items():
             if key != "layer_type" and value != "":
