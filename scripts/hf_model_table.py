@@ -29,7 +29,8 @@ modeling file recorded. From what the code did it writes, per model type:
                 layer of the default config (and of a changed one)
   status        "ok", or why vkrope refuses the model type
 
-and checks vkrope.from_hf on the default config against the rotary
+(and docs/MODELS.md, through scripts/models_md.py), and checks
+vkrope.from_hf on the default config against the rotary
 module (inverse frequencies, attention factor) and the attention's output,
 so a model type is "ok" only where vkrope computes what the model does.
 """
@@ -547,6 +548,10 @@ def write(models: dict, gold: dict, version: str) -> None:
         json.dump(table, f, indent=1, sort_keys=True)
         f.write("\n")
     np.savez_compressed(GOLDEN, **gold)
+    import models_md  # noqa: PLC0415  (the README's table of models follows the table)
+
+    with open(models_md.OUT, "w", encoding="utf-8") as f:
+        f.write(models_md.render(table))
     ok = sum(e.get("status") == "ok" for e in models.values())
     print(f"{len(models)} model types: {ok} ok, {sum(e.get('rope') is False for e in models.values())} without "
           f"RoPE, {len(models) - ok - sum(e.get('rope') is False for e in models.values())} refused")

@@ -313,3 +313,16 @@ def test_cli_config_says_which_layers_rotate(tmp_path, capsys):
     assert "'chatglm' is not in vkrope's model table" in capsys.readouterr().err
     assert main(["config", str(path), "--like", "llama"]) == 0
     assert "head_dim                           128" in capsys.readouterr().out
+
+
+def test_models_page_is_the_tables():
+    """docs/MODELS.md (the README's table of models) is what scripts/models_md.py makes of the table."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    res = subprocess.run([sys.executable, os.path.join(root, "scripts", "models_md.py"), "--check"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = open(os.path.join(root, "docs", "MODELS.md"), encoding="utf-8").read()
+    assert "| `llama` | yes |" in text and "| `nanochat` | refused | its attention rotates by -theta" in text

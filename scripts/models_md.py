@@ -1,0 +1,89 @@
+"""Write docs/MODELS.md, the table of models the README points to, from the
+model table vkrope/data/hf_models.json (itself written by
+scripts/hf_model_table.py from transformers' own code): per model type with
+a text rotary module, read or refused and why, and how it is read.
+
+    python scripts/models_md.py [--check]
+
+--check: exit 1 if docs/MODELS.md is not what the table gives (the suite
+runs it), instead of writing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
+OUT = os.path.join(ROOT, "docs", "MODELS.md")
+
+
+def _how(e: dict) -> str:
+    """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE."""
+    parts = [e["pairs"].replace("_", " ")]
+    for lt, shape in sorted(e["by_layer_type"].items()):
+        where = "" if lt == "*" else f"{lt}: "
+        head = shape["head_dim"] or "hidden_size // num_attention_heads"
+        rot = {"partial": "x partial_rotary_factor", "whole": "whole head",
+               "whole_default": "whole head (default rope type)"}.get(shape["rotary"], f"rotary dim {shape['rotary']}")
+        parts.append(f"{where}{head}, {rot}")
+    if e.get("nope"):
+        rule = e["nope"]
+        cond = rule.get("if_null")
+        parts.append(f"no RoPE by {rule['key']}" + (f" ({'all' if cond['all'] else 'none'} rotate when "
+                                                      f"{cond['key']} is null)" if cond else ""))
+    if e.get("mrope"):
+        parts.append(f"M-RoPE {e['mrope']}" if e["mrope"] != "unknown" else "M-RoPE refused (neither layout)")
+    if e.get("text_config"):
+        parts.append("text config at " + ".".join(e["text_config"]))
+    return "; ".join(parts)
+
+
+def render(table: dict) -> str:
+    """The Markdown page for `table`."""
+    models = table["models"]
+    rope = {t: e for t, e in sorted(models.items()) if e.get("rope") is not False}
+    ok = [t for t, e in rope.items() if e.get("status") == "ok"]
+    lines = [
+        "# Models: what `vkrope.from_hf` reads, and what it refuses",
+        "",
+        f"Written by `scripts/models_md.py` from `vkrope/data/hf_models.json` (transformers "
+        f"{table['transformers']}, by `scripts/hf_model_table.py`); do not edit by hand. Of "
+        f"{len(models)} model types, {len(models) - len(rope)} have no text rotary embedding "
+        f"(`from_hf` says so), {len(ok)} are read as their own code runs them, and "
+        f"{len(rope) - len(ok)} are refused with the reason below (`like=` reads a config as another type).",
+        "",
+        "| model type | read | how / why not |",
+        "|---|---|---|",
+    ]
+    for t, e in rope.items():
+        if e.get("status") == "ok":
+            lines.append(f"| `{t}` | yes | {_how(e)} |")
+        else:
+            why = str(e.get("status")).replace("|", "/").replace("\n", " ")
+            lines.append(f"| `{t}` | refused | {why[:220]} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if docs/MODELS.md differs from the table's")
+    args = ap.parse_args()
+    with open(TABLE, encoding="utf-8") as f:
+        text = render(json.load(f))
+    if args.check:
+        with open(OUT, encoding="utf-8") as f:
+            same = f.read() == text
+        print("docs/MODELS.md is current" if same else "docs/MODELS.md differs: run python scripts/models_md.py")
+        return 0 if same else 1
+    with open(OUT, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
