@@ -529,6 +529,8 @@ MUTATIONS = [
              "    if e.get(\"status\") != \"ok\":", "    if False:"),
     Mutation("a model type not in the table read as Llama", "vkrope/hf_models.py",
              "    elif model_type not in models:", "    elif model_type not in models and False:"),
+    Mutation("llama_4_scaling_beta read for a type whose attention never applies it", CONFIGS,
+             "                or (key == \"llama_4_scaling_beta\" and not scales_q):", "                or False:"),
     Mutation("llama_4_scaling_beta's floor dropped", CONFIGS,
              "        ratio = np.floor(p.astype(np.float32) / np.float32(self.orig))",
              "        ratio = p.astype(np.float32) / np.float32(self.orig)"),

@@ -266,6 +266,8 @@ def test_llama4_scaling_beta_is_read_not_ignored():
     want = 1 + 0.1 * np.log(1 + np.floor(pos / 16384))
     assert np.allclose(r.q_scale(pos), want, rtol=1e-6, atol=0) and r.q_scale(pos).dtype == np.float32
     assert vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}).q_scale(pos) is None
+    other = vkrope.from_hf(dict(m3, model_type="llama"))  # Llama's attention never scales q: the key is not read
+    assert other.q_scale(pos) is None and "llama_4_scaling_beta" in other.ignored
 
 
 def test_readings_away_from_the_class_defaults():

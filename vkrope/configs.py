@@ -797,7 +797,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
-    params, ignored = _params(rope, where, model_type)
+    params, ignored = _params(rope, where, model_type, e)
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
@@ -897,14 +897,18 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     return int(head_dim * partial), partial
 
 
-def _params(rope: dict, where: str, model_type: str) -> tuple[dict[str, Any], list[str]]:
-    """The rope type's parameters of a rope dict, checked, and the keys it does not read."""
+def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str, Any], list[str]]:
+    """The rope type's parameters of a rope dict, checked, and the keys it does not read
+    (`llama_4_scaling_beta` is read where the type's class defaults carry it, Ministral 3's and Mistral 4's:
+    their attention scales q by it; elsewhere nothing reads it)."""
     params: dict[str, Any] = {}
     ignored: list[str] = []
+    scales_q = "llama_4_scaling_beta" in json.dumps(e.get("defaults", {}).get("rope_parameters") or {})
     for key, value in rope.items():
         if key in _IGNORED:
             continue
-        if key not in _KNOWN_PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe"):
+        if key not in _KNOWN_PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe") \
+                or (key == "llama_4_scaling_beta" and not scales_q):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
         if value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
