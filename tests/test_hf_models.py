@@ -189,6 +189,12 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(dict(base, model_type="bert"))
     with pytest.raises(ValueError, match="model_type is missing.*like="):
         vkrope.from_hf(base)
+    with pytest.raises(ValueError, match="rope_scaling must be a dict or null; got \\[\\]"):
+        vkrope.from_hf(dict(base, model_type="llama", rope_scaling=[]))
+    with pytest.raises(ValueError, match="num_hidden_layers must be an integer; got True"):
+        vkrope.from_hf(dict(base, model_type="llama", num_hidden_layers=True), layer=0)
+    with pytest.raises(TypeError, match="layer must be an int"):
+        vkrope.from_hf(dict(base, model_type="llama"), layer="0")
     with pytest.raises(ValueError, match="like: 'lama' is not a model type.*llama"):
         vkrope.from_hf(base, like="lama")
     assert vkrope.from_hf(dict(base, model_type="chatglm"), like="llama").head_dim == 128

@@ -839,6 +839,9 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
     if layer_type is not None and layer_type not in (cfg.get("layer_types") or ()):
         raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
                          "(pass None)")
+    for key in ("rope_scaling", "rope_parameters"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):  # ([] is not "no scaling")
+            raise ValueError(f"config: {key} must be a dict or null; got {_short(cfg[key])}")
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
     if not isinstance(rope, dict):
         raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
