@@ -525,6 +525,8 @@ MUTATIONS = [
              "        return [bool(v) for v in values]", "        return [not v for v in values]"),
     Mutation("the sliding-window condition of NoPE layers ignored", "vkrope/hf_models.py",
              "    if cond and cfg.get(cond[\"key\"]) is None:", "    if False:"),
+    Mutation("a type whose code could not be probed said to have no RoPE", "vkrope/hf_models.py",
+             "    if e.get(\"rope\") is False:", "    if not e.get(\"rope\"):"),
     Mutation("a refused model type read anyway", "vkrope/hf_models.py",
              "    if e.get(\"status\") != \"ok\":", "    if False:"),
     Mutation("a model type not in the table read as Llama", "vkrope/hf_models.py",

@@ -187,6 +187,8 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(dict(base, model_type="nanochat"))
     with pytest.raises(ValueError, match="'bert' applies no rotary embedding"):
         vkrope.from_hf(dict(base, model_type="bert"))
+    with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
+        vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
     with pytest.raises(ValueError, match="model_type is missing.*like="):
         vkrope.from_hf(base)
     with pytest.raises(ValueError, match="rope_scaling must be a dict or null; got \\[\\]"):

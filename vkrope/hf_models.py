@@ -56,7 +56,7 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
                          f"dim and layers would be a guess; if it runs its attention as another model type does, "
                          f"pass like='<that model type>'")
     e = models[model_type]
-    if not e.get("rope"):
+    if e.get("rope") is False:
         raise ValueError(f"config: model_type {model_type!r} applies no rotary embedding to its text attention "
                          f"in transformers ({e.get('why') or 'it has no text rotary module'})")
     if e.get("status") != "ok":
