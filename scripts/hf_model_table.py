@@ -126,8 +126,8 @@ def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
 
 
 def install(models: dict) -> None:
-    """Make vkrope.hf_models read `models` (the table being built), so from_hf is checked with it."""
-    from vkrope import hf_models  # noqa: PLC0415
+    """Make vkrope.models.table read `models` (the table being built), so from_hf is checked with it."""
+    from vkrope.models import table as hf_models  # noqa: PLC0415
 
     hf_models.table = lambda: {"transformers": "5.24.0", "models": models}
 

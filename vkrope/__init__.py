@@ -16,9 +16,9 @@ from .api import (
     apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, apply_rotary_pos_emb, close_default_device,
     default_device, rope_and_cache, rotary_embedding,
 )
-from .configs import ModelRope, from_gguf, from_hf
-from .configs import layer_types as hf_layer_types
-from .configs import layers as hf_layers
+from .models import ModelRope, from_gguf, from_hf
+from .models import layer_types as hf_layer_types
+from .models import layers as hf_layers
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices

@@ -294,7 +294,7 @@ def _chart(bench: Any, result: dict, path: str) -> None:
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
-    from .configs import from_gguf, from_hf, layer_types  # noqa: PLC0415
+    from .models import from_gguf, from_hf, layer_types  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..configs import ModelRope
+from ..models import ModelRope
 from ..freqs import InvFreqs
 
 

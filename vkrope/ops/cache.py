@@ -26,7 +26,7 @@ import numpy as np
 
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import TensorRequest, given_tables, resolve
-from ..configs import ModelRope
+from ..models import ModelRope
 from ..freqs import InvFreqs, check_positions, is_position_spec
 from ..runtime import fit
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis

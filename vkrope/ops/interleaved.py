@@ -25,7 +25,7 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
-from ..configs import ModelRope
+from ..models import ModelRope
 from ..freqs import FrequencySpec, InvFreqs, NdFreqs
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows

@@ -30,7 +30,7 @@ from ..arguments import (
     int_arg,
 )
 from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, resolve, spec_angles, spec_rows
-from ..configs import ModelRope
+from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_position_ids, check_positions, is_position_spec
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find

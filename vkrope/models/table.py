@@ -19,7 +19,7 @@ import os
 from functools import lru_cache
 from typing import Any
 
-PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hf_models.json")
+PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_models.json")
 
 
 @lru_cache(maxsize=1)

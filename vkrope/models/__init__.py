@@ -1,0 +1,17 @@
+"""A model's RoPE from its configuration: `from_hf` reads a Hugging Face
+config.json through the model table, `from_gguf` llama.cpp's GGUF
+metadata; both give a `ModelRope` (rope.py), which computes the inverse
+frequencies as transformers 5's `modeling_rope_utils` does.
+
+Modules: rope.py (`ModelRope`: every rope type's frequencies), hf.py
+(config.json), gguf.py (GGUF), table.py (the model table,
+vkrope/data/hf_models.json, written by scripts/hf_model_table.py).
+These are data the ops read: they import no op, Vulkan module nor any
+runtime module.
+"""
+
+from .gguf import from_gguf
+from .hf import from_hf, layer_types, layers
+from .rope import ROPE_TYPES, ModelRope
+
+__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "layers", "ROPE_TYPES"]

@@ -1,0 +1,503 @@
+"""A model's RoPE from its Hugging Face config.json (`from_hf`, `layers`,
+`layer_types`): how the model applies it comes from the model table
+(vkrope/models/table.py), the rest as transformers 5 reads it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from . import table as hf_models
+from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
+
+_KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                 "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
+                 "partial_rotary_factor", "short_mscale", "long_mscale", "llama_4_scaling_beta"}
+# keys a rope dict may hold that say nothing about the frequencies here
+_IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
+            "mrope_interleaved", "max_position_embeddings"}
+
+
+def _load(config: Any) -> dict:
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                config = json.load(f)
+        except FileNotFoundError:
+            raise ValueError(f"config: no such file {path!r}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"config: {path!r} is not JSON in UTF-8 ({exc})") from None
+        except OSError as exc:
+            raise ValueError(f"config: {path!r} cannot be read ({exc})") from None
+    elif hasattr(config, "to_dict") and callable(config.to_dict):
+        config = config.to_dict()
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (a config.json's contents), a path to a config.json, or an object "
+                        f"with to_dict(); got {type(config).__name__}")
+    return config
+
+
+def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
+    """The language model's config inside `cfg` (the table's `text_config`
+    path: text_config, thinker_config.text_config, ...; a config with no
+    such part is its own), with the outer config's RoPE keys where it has
+    none, the config class's attribute aliases (GPT-J's n_embd) and its
+    defaults where the file is silent (the table's, from transformers)."""
+    inner = cfg
+    for key in e.get("text_config", []):
+        part = inner.get(key)
+        if not isinstance(part, dict):
+            break  # (a flat Hub file: the text keys at the top)
+        inner = part
+    if like is not None and inner is cfg and isinstance(cfg.get("text_config"), dict):
+        inner = cfg["text_config"]  # (read as another type: the language model's part is still text_config)
+    merged = dict(inner)
+    if inner is not cfg:
+        for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
+            if key not in merged and key in cfg:
+                merged[key] = cfg[key]
+    for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
+        if merged.get(key) is None and merged.get(stored) is not None:
+            merged[key] = merged[stored]
+    defaults = e.get("defaults", {})
+    for key, value in defaults.items():
+        if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
+            merged[key] = value
+    given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
+             if merged.get(k) is not None]
+    dr = defaults.get("rope_parameters")
+    if _nested(dr) and not _nested(merged.get("rope_parameters")):
+        # the class keeps RoPE per layer type (Gemma 3, Gemma 4): flat Hub keys go where its conversion puts them
+        merged["rope_parameters"] = _per_type_from_flat(merged, dr) if given else json.loads(json.dumps(dr))
+        merged.pop("rope_scaling", None)
+    elif _nested(dr):  # per type as given: the class's thetas where a type gives none
+        merged["rope_parameters"] = {k: dict(v) for k, v in merged["rope_parameters"].items()}
+        for k, v in merged["rope_parameters"].items():
+            if "rope_theta" not in v and "rope_theta" in dr.get(k, {}):
+                v["rope_theta"] = dr[k]["rope_theta"]
+    elif not given and isinstance(dr, dict) and dr:  # nothing said: the class's own (GPT-OSS's is yarn)
+        merged["rope_parameters"] = dict(dr)
+        if merged.get("partial_rotary_factor") is not None or merged.get("rotary_pct") is not None:
+            merged["rope_parameters"].pop("partial_rotary_factor", None)  # (the file's own factor, not the class's)
+    elif "rope_theta" in defaults and merged.get("rope_theta") is None and merged.get("rotary_emb_base") is None \
+            and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
+                        for k in ("rope_scaling", "rope_parameters")):
+        merged["rope_theta"] = defaults["rope_theta"]
+    return merged
+
+
+def _nested(rope: Any) -> bool:
+    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
+
+
+def _per_type_from_flat(cfg: dict, default: dict) -> dict:
+    """transformers' conversion of a Hub config's flat RoPE keys for a class
+    with RoPE per layer type (Gemma3TextConfig.convert_rope_params_to_dict):
+    rope_scaling (or a flat rope_parameters) and rope_theta go to the full
+    layers, rope_local_base_freq to the sliding ones; the rest as the class
+    defaults them."""
+    out = json.loads(json.dumps(default))
+    flat = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    if not isinstance(flat, dict):
+        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(flat)}")
+    if "full_attention" in out:
+        full = {"rope_type": "default", **flat} if flat else out["full_attention"]
+        full.setdefault("rope_theta", cfg.get("rope_theta", out["full_attention"].get("rope_theta")))
+        out["full_attention"] = full
+    if "sliding_attention" in out and cfg.get("rope_local_base_freq") is not None:
+        out["sliding_attention"]["rope_theta"] = cfg["rope_local_base_freq"]
+    return out
+
+
+def _head_dim(cfg: dict, key: str | None, model: str) -> int:
+    """The rotated head's width: cfg[key] (the table's key for the model and
+    layer type), else hidden_size // num_attention_heads (transformers'
+    `getattr(config, key, None) or hidden // heads`)."""
+    if key and cfg.get(key) is not None:
+        return _key_int(cfg, key, "config: ")
+    if key not in (None, "head_dim"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in for them)
+        raise ValueError(f"config: {key} is missing; {model!r} rotates heads of that width")
+    for name in ("hidden_size", "num_attention_heads"):
+        if cfg.get(name) is None:
+            raise ValueError(f"config: the head dim of {model!r} needs {key or 'head_dim'}, or hidden_size and "
+                             f"num_attention_heads; {name} is missing")
+    hidden, heads = _key_int(cfg, "hidden_size", "config: "), _key_int(cfg, "num_attention_heads", "config: ")
+    return hidden // heads  # (transformers' floor: q_proj then has heads * (hidden // heads) outputs)
+
+
+def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
+    """(outer config, table entry, text config) of a from_hf argument."""
+    outer = _load(config)
+    e = hf_models.entry(outer.get("model_type"), like)
+    return outer, e, _text_config(outer, e, like)
+
+
+def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
+    """The layer types of a config with RoPE per layer type (Gemma 3:
+    ("full_attention", "sliding_attention")); () when one RoPE serves every
+    layer."""
+    _, _, cfg = _entry_of(config, like)
+    return tuple(sorted(_per_layer(cfg) or ()))
+
+
+def _per_layer(cfg: dict) -> dict[str, dict] | None:
+    """{layer type: its rope dict} for per-layer configs, else None."""
+    params = cfg.get("rope_parameters")
+    types = set(cfg.get("layer_types") or ()) | {"sliding_attention", "full_attention"}
+    if isinstance(params, dict) and params and any(k in types for k in params):
+        nested = {k: v for k, v in params.items() if k in types}
+        for k, v in nested.items():
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {_short(v)}")
+        out = {k: dict(v) for k, v in nested.items() if v is not None}
+        if "rope_local_base_freq" in cfg and "sliding_attention" in out:  # Gemma 3's local base, as its config class
+            out["sliding_attention"].setdefault("rope_theta", cfg["rope_local_base_freq"])
+        return out
+    return None
+
+
+def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
+    """{layer index: keys it overrides}: transformers 5's `per_layer_config`
+    (a saved config's), else what the config class makes of a key such as
+    Gemma 4's `global_head_dim` (the table's `per_layer_keys`: that key's
+    value becomes `field` of the layers of those types)."""
+    given = cfg.get("per_layer_config")
+    if isinstance(given, dict):
+        try:
+            return {int(k): dict(v) for k, v in given.items() if isinstance(v, dict)}
+        except ValueError:
+            raise ValueError(f"config: per_layer_config keys must be layer indices; got {sorted(given)}") from None
+    out: dict[int, dict] = {}
+    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    for rule in e.get("per_layer_keys", []):
+        value = cfg.get(rule["key"], rule.get("default"))
+        if value is not None:
+            for i, t in enumerate(types):
+                if t in rule["types"]:
+                    out.setdefault(i, {})[rule["field"]] = value
+    return out
+
+
+def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) -> dict:
+    """The config as layer `layer` (or the first layer of `layer_type`) sees
+    it: its per-layer overrides merged. Without either, a config whose
+    layers differ in a head-dim key is refused (which layer is meant?)."""
+    types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    if layer is None and layer_type is not None and not types:  # no layer list: the class's rules by type
+        extra = {r["field"]: cfg.get(r["key"], r.get("default")) for r in e.get("per_layer_keys", [])
+                 if layer_type in r["types"] and cfg.get(r["key"], r.get("default")) is not None}
+        return {**cfg, **extra}
+    over = _overrides(cfg, e)
+    if not over:
+        return cfg
+    if layer is None and layer_type is not None:
+        layer = next((i for i, t in enumerate(types) if t == layer_type), None)
+    if layer is None:
+        keys = sorted({k for v in over.values() for k in v if k.endswith("head_dim")})
+        if keys:
+            raise ValueError(f"layer: this config's layers differ in {', '.join(keys)} (per_layer_config); pass "
+                             "layer= (an index) or layer_type=")
+        return cfg
+    return {**cfg, **over.get(int(layer), {})}
+
+
+def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | None]:
+    """(per layer whether it rotates, or None; the layer type of `layer`, if given and the config has types)."""
+    rotates = hf_models.rope_layers(cfg, e)
+    if layer is None:
+        return rotates, None
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {_short(layer)}")
+    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"config: num_hidden_layers must be an integer; got {_short(n)}")
+    if not 0 <= layer < n:
+        raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
+    types = cfg.get("layer_types")
+    return rotates, (types[layer] if isinstance(types, list) and layer < len(types) else None)
+
+
+def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> tuple[ModelRope | None, ...]:
+    """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
+    None for a layer whose attention applies none (Llama 4's and SmolLM3's
+    NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
+    _, e, cfg = _entry_of(config, like)
+    rotates = hf_models.rope_layers(cfg, e)
+    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {_short(n)}")
+    over = _overrides(cfg, e)
+    memo: dict[Any, ModelRope | None] = {}
+    out = []
+    for i in range(n):
+        types = cfg.get("layer_types")
+        key = (rotates[i] if rotates else True, types[i] if isinstance(types, list) and i < len(types) else None,
+               json.dumps(over.get(i, {}), sort_keys=True, default=str))
+        if key not in memo:
+            memo[key] = from_hf(config, layer=i, like=like, angle=angle)
+        out.append(memo[key])
+    return tuple(out)
+
+
+def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
+            angle: str = "float32") -> ModelRope | None:
+    """A model's RoPE from its Hugging Face config (a config.json's dict, its
+    path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
+
+    How the model applies RoPE comes from vkrope's model table
+    (`vkrope/data/hf_models.json`, generated from transformers' own code by
+    scripts/hf_model_table.py): where the text config sits (text_config,
+    thinker_config.text_config), the config class's defaults, the key of
+    the rotated head's width per layer type (head_dim, global_head_dim,
+    qk_rope_head_dim, kv_channels, ...), pairs (rotate-half, interleaved),
+    and which layers apply none. A model type not in the table, or one
+    whose RoPE vkrope does not compute as the model does, is refused with
+    a ValueError naming it; `like="llama"` reads a config as that model
+    type does (the caller's word that its attention is the same).
+
+    The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
+    (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
+    `partial_rotary_factor` (GPT-NeoX's `rotary_pct`); M-RoPE's
+    `mrope_section`, chunked or interleaved as the table found the model
+    type's rotary module doing it.
+
+    `layer_type`: for configs with RoPE per layer type (Gemma 3, Gemma 4;
+    `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
+    (its layer type read from the config). Returns None when that layer
+    (or every layer of that type) applies no RoPE. Without either, the
+    RoPE every rotating layer shares (`summary()` lists the layers without).
+    Unknown rope type, missing or contradictory field: ValueError naming the key.
+    """
+    if angle not in ("float32", "exact"):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
+    outer, e, cfg = _entry_of(config, like)
+    model_type = like or str(outer.get("model_type"))
+    rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
+    nested = _per_layer(cfg)
+    types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else None
+    if layer is not None:
+        if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
+            raise ValueError(f"layer_type {layer_type!r} is not layer {layer}'s ({type_of_layer!r})")
+        if rotates is not None and not rotates[layer]:
+            return None
+        if nested is not None:
+            if type_of_layer is None:
+                raise ValueError(f"layer: the config has no layer_types, so layer {layer}'s type is unknown (the "
+                                 "config class derives it); pass layer_type=, or the config as transformers saves "
+                                 "it, AutoConfig.from_pretrained(path).to_dict()")
+            layer_type = type_of_layer
+    elif layer_type is not None and rotates is not None and types is not None and layer_type in types \
+            and not any(r for r, t in zip(rotates, types) if t == layer_type):
+        return None  # (every layer of that type applies none)
+    cfg = _for_layer(cfg, e, layer, layer_type)
+    rope, where = _rope_dict(cfg, nested, layer_type)
+    kind = _rope_kind(rope, where, model_type)
+    shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
+    if shape is None:
+        raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
+                         f"(it has {sorted(e['by_layer_type'])})")
+    head_dim = _head_dim(cfg, shape["head_dim"], model_type)
+    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
+    params, ignored = _params(rope, where, model_type, e)
+    params.pop("partial_rotary_factor", None)
+    if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
+        params["partial_rotary_factor"] = float(partial)
+    mpe, orig = _lengths(cfg, rope, where, kind, params)
+    section, inter = _mrope(rope, where, model_type, e.get("mrope"))
+    nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
+    try:
+        return ModelRope(kind, head_dim, rotary, _theta(cfg, rope, where), tuple(sorted(params.items())), mpe, orig,
+                         section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
+                         ignored=tuple(ignored), model=model_type,
+                         cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
+                         nope_layers=nope)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"config: {exc}") from None
+
+
+def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[bool] | None, str | None, str | None]:
+    """(per layer whether it rotates, or None; layer `layer`'s type; why the pattern is unknown): a plain
+    read (no layer, no layer type) of a config lacking the key that says still gives the rotating layers'
+    RoPE, with its layers without RoPE unknown."""
+    try:
+        rotates, type_of_layer = _layer_of(cfg, e, layer)
+    except ValueError as exc:
+        if layer is not None or layer_type is not None or "is missing, empty" not in str(exc):
+            raise
+        return None, None, str(exc)
+    return rotates, type_of_layer, None
+
+
+def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[dict, str]:
+    """(the rope dict to read, where it is, for messages)."""
+    if nested is not None:
+        if layer_type is None:
+            raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)} (or a "
+                             "layer index, layer=)")
+        if layer_type not in nested:
+            raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
+        return dict(nested[layer_type]), f"config: rope_parameters[{layer_type!r}]."
+    if layer_type is not None and layer_type not in (cfg.get("layer_types") or ()):
+        raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
+                         "(pass None)")
+    for key in ("rope_scaling", "rope_parameters"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):  # ([] is not "no scaling")
+            raise ValueError(f"config: {key} must be a dict or null; got {_short(cfg[key])}")
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
+    if not isinstance(rope, dict):
+        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
+    return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
+
+
+def _rope_kind(rope: dict, where: str, model_type: str) -> str:
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
+            and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
+        raise ValueError(f"{where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
+                         "contradict each other")
+    if not isinstance(kind, str):
+        raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
+    kind = _ALIASES.get(kind, kind)
+    if model_type in ("phi3", "phi4_multimodal") and rope.get("rope_type", rope.get("type")) == "yarn":
+        kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
+    if kind not in ROPE_TYPES:
+        raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+    return kind
+
+
+def _theta(cfg: dict, rope: dict, where: str) -> float:
+    if "rope_theta" in rope:
+        return _key_number(rope, "rope_theta", where)
+    if "rope_theta" in cfg:
+        return _key_number(cfg, "rope_theta", "config: ")
+    if "rotary_emb_base" in cfg:  # GPT-NeoX
+        return _key_number(cfg, "rotary_emb_base", "config: ")
+    return 10000.0
+
+
+def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
+    """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
+    (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
+    class has folded the factor into the head key already, MLA),
+    "whole_default" (the head for the default rope type, whose frequencies
+    the model computes itself, Llama's; partial for the others), or a key
+    holding the rotated channels (GPT-J's rotary_dim)."""
+    partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
+    if partial is None:
+        partial = 1.0
+    elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
+        raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
+    if kind == "proportional":
+        return head_dim, partial
+    if rule == "whole" or (rule == "whole_default" and kind == "default"):
+        return head_dim, 1.0  # ("whole_default": the model's own default frequencies span the head; the library's
+        # functions of the other rope types read the factor, as transformers' ROPE_INIT_FUNCTIONS do)
+    if rule == "whole_default":
+        return int(head_dim * partial), partial
+    if rule != "partial":
+        if cfg.get(rule) is None:
+            raise ValueError(f"config: {rule} (the rotated channels) is missing")
+        return _key_int(cfg, rule, "config: "), 1.0
+    return int(head_dim * partial), partial
+
+
+def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str, Any], list[str]]:
+    """The rope type's parameters of a rope dict, checked, and the keys it does not read
+    (`llama_4_scaling_beta` is read where the type's class defaults carry it, Ministral 3's and Mistral 4's:
+    their attention scales q by it; elsewhere nothing reads it)."""
+    params: dict[str, Any] = {}
+    ignored: list[str] = []
+    scales_q = "llama_4_scaling_beta" in json.dumps(e.get("defaults", {}).get("rope_parameters") or {})
+    for key, value in rope.items():
+        if key in _IGNORED:
+            continue
+        if key not in _KNOWN_PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe") \
+                or (key == "llama_4_scaling_beta" and not scales_q):
+            ignored.append(key)  # as transformers: a key its rope type does not read is not an error
+            continue
+        if value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
+            continue  # (transformers reads these with `or`: 0 means its default)
+        if key in ("short_factor", "long_factor"):
+            if not isinstance(value, (list, tuple)) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                    for v in value):
+                raise ValueError(f"{where}{key} must be a list of positive numbers; got {_short(value)}")
+            value = tuple(float(v) for v in value)
+        elif key == "truncate":
+            if not isinstance(value, bool):
+                raise ValueError(f"{where}truncate must be true or false; got {_short(value)}")
+        else:
+            value = _key_number(rope, key, where)
+        params[key] = value
+    return params, ignored
+
+
+def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tuple[int | None, int | None]:
+    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs."""
+    orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
+    orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
+        if orig_src.get("original_max_position_embeddings") is not None else None
+    mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
+        else None
+    if orig is None and kind in ("yarn", "longrope", "llama3"):
+        orig = mpe  # transformers' default
+        if orig is None:
+            raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is "
+                             f"needed by rope_type {kind!r}")
+    if kind == "yarn" and "factor" not in rope:
+        raise ValueError(f"{where}factor is needed by rope_type 'yarn' (null derives it from max_position_embeddings "
+                         "/ original_max_position_embeddings, as transformers)")
+    if kind == "yarn" and "factor" not in params:
+        if mpe is None:
+            raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
+    elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
+        raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
+    if kind == "longrope" and ("short_mscale" in params) != ("long_mscale" in params):
+        raise ValueError(f"{where}short_mscale and long_mscale go together (Phi-3.5-MoE); one is missing")
+    return mpe, orig
+
+
+def _mrope(rope: dict, where: str, model_type: str, layout: Any) -> tuple[tuple[int, ...] | None, bool | None]:
+    """(mrope_section, interleaved sections) of a rope dict; the layout is
+    the model table's (what the type's rotary module does with three axes)."""
+    section = rope.get("mrope_section")
+    inter = rope.get("mrope_interleaved")
+    if section is not None:
+        if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                             for v in section):
+            raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
+        section = tuple(section)
+        # transformers' rotary module decides by model class, whatever the flag says; another layout (or a
+        # module the table could not run with three axes) is not guessed
+        if layout not in ("chunked", "interleaved"):
+            raise ValueError(f"{where}mrope_section: the M-RoPE layout of model_type {model_type!r} is not one "
+                             "vkrope knows (the model table has it as "
+                             f"{'one axis' if layout is None else repr(layout)}; chunked as Qwen2-VL's or "
+                             "interleaved as Qwen3-VL's are)")
+        inter = layout == "interleaved"
+    elif inter:
+        raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
+    if inter is not None and not isinstance(inter, bool):
+        raise ValueError(f"{where}mrope_interleaved must be true or false; got {_short(inter)}")
+    return section, inter
+
+
+def _interleaved(cfg: dict, e: dict) -> bool:
+    """Pairs (2i, 2i + 1) as the model's attention rotates them (the table's
+    `pairs`), or by `rope_interleave` where the config class has that key
+    (MLA models: DeepSeek-V3, Kimi-K2, Youtu, ... default it to true)."""
+    if "rope_interleave" in e.get("defaults", {}):
+        pairs = cfg.get("rope_interleave")
+        if not isinstance(pairs, bool):
+            raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
+        return pairs
+    return e["pairs"] != "rotate_half"

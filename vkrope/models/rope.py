@@ -1,0 +1,499 @@
+"""`ModelRope`: a model's RoPE as its config defines it (`vkrope.from_hf`,
+vkrope/models/hf.py; `vkrope.from_gguf`, vkrope/models/gguf.py).
+
+A `ModelRope` computes the inverse frequencies as transformers 5's
+`modeling_rope_utils` does, in float32 step by step (the power correctly
+rounded, `freqs.pow32`), for every rope type: default, linear, dynamic
+(NTK), yarn, longrope, llama3, proportional; with M-RoPE (Qwen2-VL,
+Qwen2.5-VL chunked sections, Qwen3-VL interleaved). What depends on the
+call (dynamic's base, longrope's short / long factors) is decided from that
+call's `max(position_ids) + 1`, with no state kept between calls
+(transformers keeps dynamic's frequencies as module state that only
+shrinks back below the original length; vLLM fixes dynamic's base for its
+longest context; llama.cpp switches longrope by the allocated context). `ModelRope.freqs(position_ids)` gives the `InvFreqs`
+the kernels read for that call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_position_ids, pow32, pow64
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+# Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
+# "longrope" are Phi-3's; "fope" etc. are not supported).
+_ALIASES = {"mrope": "default", "su": "longrope"}
+
+
+def _key_number(params: dict, key: str, where: str) -> float:
+    value = params[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}{key} must be a number; got {_short(value)}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{where}{key} must be a positive finite number; got {value}")
+    return float(value)
+
+
+def _key_int(params: dict, key: str, where: str) -> int:
+    value = params[key]
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+        raise ValueError(f"{where}{key} must be an integer; got {_short(value)}")
+    if value < 1:
+        raise ValueError(f"{where}{key} must be >= 1; got {value}")
+    return int(value)
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {_short(value)}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1; got {value}")
+
+
+def _check_params(params: Any) -> tuple:
+    """A rope type's parameters as sorted (key, value) pairs: numbers,
+    booleans (truncate) or tuples of numbers (longrope's factors)."""
+    try:
+        items = dict(params).items()
+    except (TypeError, ValueError):
+        raise TypeError(f"params must be (key, value) pairs; got {_short(params)}") from None
+    out = []
+    for key, value in items:
+        if not isinstance(key, str):
+            raise TypeError(f"params keys must be strings; got {_short(key)}")
+        if key == "truncate":
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"truncate must be true or false; got {_short(value)}")
+            value = bool(value)
+        elif isinstance(value, (list, tuple, np.ndarray)):
+            vals = list(value)
+            if not all(not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
+                       and math.isfinite(v) and v > 0 for v in vals):
+                raise ValueError(f"{key} must hold positive finite numbers; got {_short(value)}")
+            value = tuple(float(v) for v in vals)
+        elif isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{key} must be a positive finite number; got {_short(value)}")
+        else:
+            value = float(value)
+        out.append((key, value))
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class ModelRope:
+    """A model's RoPE, as its config defines it (`vkrope.from_hf`,
+    `vkrope.from_gguf`), for `vkrope.apply_rotary_pos_emb` and, with one
+    position axis, the table operators and the decode step
+    (`rotary_embedding`, `apply_rotary_emb`, `apply_rotary_emb_hf`,
+    `rope_and_cache`), which decide its frequencies from their positions.
+
+    rope_type: one of `ROPE_TYPES`; head_dim: D; rotary_dim: the channels
+    that rotate (`int(D * partial_rotary_factor)`; proportional: D);
+    theta: the base; params: the rope type's other parameters as given
+    (factor, low_freq_factor, beta_fast, short_factor, ...), as sorted
+    (key, value) pairs; max_position_embeddings and
+    original_max_position_embeddings: the config's (None when absent);
+    mrope_section: M-RoPE's pairs per axis (temporal, height, width), None
+    without; mrope_interleaved: Qwen3-VL's interleaved sections, else
+    chunked (Qwen2-VL); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
+    rope and DeepSeek's `rope_interleave`), else rotate-half (i, i +
+    rotary_dim / 2); freq_factors: llama.cpp's per-pair divisors of the
+    frequencies (a GGUF's `rope_freqs.weight`), None without; layer_type:
+    the layer type read (Gemma 3: "sliding_attention", "full_attention");
+    angle: "float32" (transformers' float32 product) or "exact" (the exact
+    product, for long contexts; see `vkrope.RopeFreqs`).
+    """
+
+    rope_type: str
+    head_dim: int
+    rotary_dim: int
+    theta: float
+    params: tuple = ()
+    max_position_embeddings: int | None = None
+    original_max_position_embeddings: int | None = None
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
+    interleaved: bool = False
+    freq_factors: tuple[float, ...] | None = None
+    layer_type: str | None = None
+    angle: str = "float32"
+    source: str = field(default="", compare=False)  # where it was read (for messages)
+    ignored: tuple[str, ...] = field(default=(), compare=False)  # rope keys of the config it does not read
+    model: str = field(default="", compare=False)  # the config's model_type, or the GGUF's architecture
+    cos_layout: str = field(default="halves", compare=False)  # the model's cos / sin: "halves" cat(f, f), "repeated"
+    # (each value twice, adjacent), "single" (one per pair)
+    # the config's layers that apply no RoPE (None: unknown, the config lacks the key that says)
+    nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.rope_type not in ROPE_TYPES:
+            raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {self.rope_type!r}")
+        if self.angle not in ("float32", "exact"):
+            raise ValueError(f"angle must be 'float32' or 'exact'; got {self.angle!r}")
+        for name in ("head_dim", "rotary_dim"):
+            _positive_int(name, getattr(self, name))
+        for name in ("max_position_embeddings", "original_max_position_embeddings"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if isinstance(self.theta, bool) or not isinstance(self.theta, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(self.theta) or self.theta <= 0:
+            raise ValueError(f"theta (rope_theta) must be a positive finite number; got {_short(self.theta)}")
+        object.__setattr__(self, "theta", float(self.theta))
+        for name in ("mrope_interleaved", "interleaved"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool; got {_short(getattr(self, name))}")
+        if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
+            raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
+                             "partial_rotary_factor) must be even and <= head_dim")
+        if self.rope_type == "proportional" and self.rotary_dim != self.head_dim:
+            raise ValueError(f"proportional RoPE rotates the whole head: rotary_dim must be head_dim ({self.head_dim}); "
+                             f"got {self.rotary_dim} (partial_rotary_factor picks the pairs that turn)")
+        if self.layer_type is not None and not isinstance(self.layer_type, str):
+            raise TypeError(f"layer_type must be a str or None; got {_short(self.layer_type)}")
+        if self.mrope_interleaved and self.mrope_section is None:
+            raise ValueError("mrope_interleaved needs mrope_section")
+        object.__setattr__(self, "params", _check_params(self.params))
+        p = self.param
+        if self.rope_type in ("yarn", "longrope", "llama3") and self.original_max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
+        if self.rope_type in ("linear", "dynamic", "llama3"):
+            if p("factor") is None:
+                raise ValueError(f"rope_type {self.rope_type!r} needs factor")
+        if self.rope_type == "dynamic":
+            if self.max_position_embeddings is None:
+                raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
+            if self.rotary_dim < 4:
+                raise ValueError(f"rope_type 'dynamic' needs a rotary dim of 4 or more (its base grows by the power "
+                                 f"dim / (dim - 2)); got {self.rotary_dim}")
+        if self.rope_type == "yarn" and not self.theta > 1:
+            raise ValueError(f"yarn needs rope_theta > 1 (its ramp divides by ln(rope_theta)); got {self.theta}")
+        if self.rope_type == "longrope" and self.factor > 1 and self.orig < 2:
+            raise ValueError(f"longrope's attention factor divides by ln(original_max_position_embeddings): it must be "
+                             f">= 2; got {self.orig}")
+        if self.rope_type == "llama3":
+            for key in ("low_freq_factor", "high_freq_factor"):
+                if p(key) is None:
+                    raise ValueError(f"rope_type 'llama3' needs {key}")
+            if p("high_freq_factor") < p("low_freq_factor"):
+                raise ValueError(f"llama3: high_freq_factor ({p('high_freq_factor')}) must be >= low_freq_factor "
+                                 f"({p('low_freq_factor')})")
+        if self.rope_type == "longrope":
+            for key in ("short_factor", "long_factor"):
+                f = p(key)
+                if not isinstance(f, tuple) or len(f) != self.rotary_dim // 2:
+                    raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {self.rotary_dim // 2} numbers; got "
+                                     f"{_short(f)}")
+        if self.rope_type == "yarn" and p("factor") is None and self.max_position_embeddings is None:
+            raise ValueError("yarn needs factor (or max_position_embeddings to derive it)")
+        if self.mrope_section is not None:
+            sec = self.mrope_section
+            if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
+                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
+                raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
+                                 f"{_short(sec)}")
+            object.__setattr__(self, "mrope_section", tuple(int(v) for v in sec))
+            if sum(self.mrope_section) != self.rotary_dim // 2:
+                raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {self.rotary_dim // 2}")
+        if self.freq_factors is not None:
+            try:
+                ff = np.asarray(self.freq_factors, np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"freq_factors must be numbers; got {_short(self.freq_factors)}") from None
+            if ff.shape != (self.rotary_dim // 2,):
+                raise ValueError(f"freq_factors must hold rotary_dim / 2 = {self.rotary_dim // 2} values; got shape "
+                                 f"{list(ff.shape)}")
+            if not (np.isfinite(ff) & (ff > 0)).all():
+                raise ValueError(f"freq_factors must be positive finite numbers; got {ff[~(np.isfinite(ff) & (ff > 0))][0]}")
+            object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
+        # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
+        lengths: list[int | None] = [None]
+        if self.uses_seq_len():
+            lengths.append(max(self.max_position_embeddings or 0, self.original_max_position_embeddings or 0) + 1)
+        try:
+            self.attention_factor  # noqa: B018  (computed for its errors)
+            for n in lengths:
+                self._freqs(n)
+        except (ZeroDivisionError, OverflowError, ArithmeticError) as exc:
+            raise ValueError(f"{self.rope_type}: these parameters give no usable frequencies ({exc}): theta "
+                             f"{self.theta}, {dict(self.params)}") from None
+
+    @property
+    def orig(self) -> int:
+        """original_max_position_embeddings, where the rope type reads it (yarn, longrope, llama3 require it)."""
+        if self.original_max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
+        return self.original_max_position_embeddings
+
+    @property
+    def mpe(self) -> int:
+        """max_position_embeddings, where the rope type reads it (dynamic requires it)."""
+        if self.max_position_embeddings is None:
+            raise ValueError(f"rope_type {self.rope_type!r} needs max_position_embeddings")
+        return self.max_position_embeddings
+
+    def param(self, key: str, default: Any = None) -> Any:
+        """The rope type's parameter `key` (as in the config), or `default`."""
+        return dict(self.params).get(key, default)
+
+    # --- what the model computes -------------------------------------------------
+    @property
+    def factor(self) -> float:
+        """The scaling factor (yarn, longrope: max_position_embeddings /
+        original_max_position_embeddings when the config gives none)."""
+        f = self.param("factor")
+        if f is None and self.rope_type in ("yarn", "longrope") and self.max_position_embeddings:
+            return self.mpe / self.orig
+        return 1.0 if f is None else float(f)
+
+    @property
+    def attention_factor(self) -> float:
+        """What cos and sin are multiplied by (transformers' attention_scaling):
+        yarn's `attention_factor`, else 0.1 m ln(factor) + 1 with
+        m = mscale / mscale_all_dim's ratio (DeepSeek) or 1; longrope's,
+        else sqrt(1 + ln(factor) / ln(original_max_position_embeddings));
+        1 for the other types. (DeepSeek also scales its softmax by
+        (0.1 mscale_all_dim ln(factor) + 1)^2: the attention's business.)"""
+        given = self.param("attention_factor")
+        if self.rope_type == "yarn":
+            if given is not None:
+                return float(given)
+            f = self.factor
+
+            def g(scale: float, m: float = 1.0) -> float:
+                return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+            ms, msa = self.param("mscale"), self.param("mscale_all_dim")
+            if ms and msa:
+                return float(g(f, ms) / g(f, msa))
+            return g(f)
+        if self.rope_type == "longrope":
+            if given is not None:
+                return float(given)
+            f = self.factor
+            if f <= 1.0:
+                return 1.0
+            return math.sqrt(1 + math.log(f) / math.log(self.orig))
+        return 1.0
+
+    def attention_factor_for(self, seq_len: int | None) -> float:
+        """The attention factor of a call whose max(position_ids) + 1 is
+        `seq_len`: `attention_factor`, except for longrope with
+        `short_mscale` / `long_mscale` (Phi-3.5-MoE), switched with the
+        factors (long past original_max_position_embeddings)."""
+        if self.rope_type == "longrope" and self.param("short_mscale") is not None:
+            return float(self.param("long_mscale" if self._long(seq_len) else "short_mscale"))
+        return self.attention_factor
+
+    def _long(self, seq_len: int | None) -> bool:
+        """longrope's switch: the long factors (and long_mscale) when the
+        call's max(position_ids) + 1 exceeds original_max_position_embeddings."""
+        return bool(seq_len and seq_len > self.orig)
+
+    def seq_len(self, position_ids: Any) -> int | None:
+        """max(position_ids) + 1 (None without positions): what dynamic and
+        longrope decide by."""
+        if position_ids is None:
+            return None
+        p = np.asarray(position_ids)
+        return int(p.max()) + 1 if p.size else 0
+
+    def uses_seq_len(self) -> bool:
+        """Whether the frequencies depend on the call's positions (dynamic, longrope)."""
+        return self.rope_type in ("dynamic", "longrope")
+
+    def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
+        """The inverse frequencies [rotary_dim / 2] for a call whose
+        max(position_ids) + 1 is `seq_len` (None: at initialisation, as
+        transformers' module starts), as transformers computes them
+        (float32: step by step in float32; float64: the same formulas in
+        float64, the exact angle's)."""
+        t = np.dtype(dtype).type
+        dim, half = self.rotary_dim, self.rotary_dim // 2
+        base = self.theta
+        p = self.param
+
+        def powers(b: Any, n_pairs: int, denom: int) -> np.ndarray:
+            if t is np.float32:
+                return pow32(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float32) / np.float32(denom))
+            return pow64(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float64) / denom)
+
+        kind = self.rope_type
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if kind == "proportional":
+                angles = int(p("partial_rotary_factor", 1.0) * self.head_dim // 2)
+                inv = np.zeros(self.head_dim // 2, t)
+                inv[:angles] = t(1.0) / powers(base, angles, self.head_dim)
+                inv = inv / t(self.factor)
+            elif kind == "dynamic":
+                inv = t(1.0) / powers(self._dynamic_base(seq_len, t), half, dim)
+            elif kind == "longrope":
+                ext = np.asarray(p("long_factor") if self._long(seq_len) else p("short_factor"), t)
+                inv = t(1.0) / (ext * powers(base, half, dim))
+            elif kind == "yarn":
+                inv = self._yarn(t, powers(base, half, dim))
+            elif kind == "llama3":
+                inv = self._llama3(t, t(1.0) / powers(base, half, dim))
+            else:  # default, linear
+                inv = t(1.0) / powers(base, half, dim)
+                if kind == "linear":
+                    inv = inv / t(self.factor)
+            if self.freq_factors is not None:
+                inv = inv / np.asarray(self.freq_factors, t)
+        inv = np.asarray(inv, t)
+        if not np.isfinite(inv).all() or (inv < 0).any():
+            raise ValueError(f"{kind}: these parameters give inverse frequencies that are not finite numbers >= 0 "
+                             f"(theta {self.theta}, {dict(self.params)})")
+        return inv
+
+    def _dynamic_base(self, seq_len: int | None, t: Any) -> Any:
+        """dynamic NTK's base for `seq_len`: transformers computes it from a
+        tensor (max(position_ids) + 1), so in float32, once past
+        max_position_embeddings; at initialisation (no positions) it is the
+        base itself."""
+        dim, mpe, f = self.rotary_dim, self.mpe, self.factor
+        if seq_len is None or seq_len <= mpe:
+            return self.theta
+        if t is np.float64:
+            return self.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
+        s = np.float32(seq_len)
+        ratio = (np.float32(f) * s) / np.float32(mpe) - np.float32(f - 1)  # (Python scalars as float32)
+        powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
+        return float(np.float32(np.float32(self.theta) * powered))
+
+    def _yarn(self, t: Any, pos: np.ndarray) -> np.ndarray:
+        """transformers' _compute_yarn_parameters, in dtype t: the ramp is
+        `vkrope.YaRN`'s (the same correction dims, truncation and guard)."""
+        p = self.param
+        y = YaRN(self.orig, float(p("beta_fast") or 32), float(p("beta_slow") or 1), truncate=bool(p("truncate", True)))
+        extrap_w = y.mix(self.rotary_dim, self.theta, t)  # (times ext_factor 1: exact)
+        extrap = t(1.0) / pos
+        interp = t(1.0) / (t(self.factor) * pos)
+        return interp * (t(1) - extrap_w) + extrap * extrap_w
+
+    def _llama3(self, t: Any, inv: np.ndarray) -> np.ndarray:
+        """transformers' _compute_llama3_parameters, in dtype t."""
+        p = self.param
+        factor, lff, hff = p("factor"), p("low_freq_factor"), p("high_freq_factor")
+        old = self.orig
+        low_wl, high_wl = old / lff, old / hff
+        wavelen = t(2 * math.pi) / inv
+        llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)
+        smooth = (t(old) / wavelen - t(lff)) / t(hff - lff)
+        smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama
+        medium = ~(wavelen < t(high_wl)) & ~(wavelen > t(low_wl))
+        return np.where(medium, smoothed, llama)
+
+    @property
+    def pair_axis(self) -> tuple[int, ...] | None:
+        """M-RoPE: each pair's position axis (0 temporal, 1 height, 2 width)."""
+        if self.mrope_section is None:
+            return None
+        s = self.mrope_section
+        half = self.rotary_dim // 2
+        if self.mrope_interleaved:  # Qwen3-VL: h on j % 3 == 1 below 3 s1, w on j % 3 == 2 below 3 s2
+            return tuple(1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2] else 0
+                         for j in range(half))
+        return tuple(int(a) for a in np.repeat(np.arange(3), s))  # Qwen2-VL: chunks of s0, s1, s2 pairs
+
+    def freqs(self, position_ids: Any = None) -> InvFreqs:
+        """The `InvFreqs` the kernels read for a call with these position ids
+        (dynamic and longrope decide by their max + 1; the others ignore them)."""
+        n = self.seq_len(position_ids) if self.uses_seq_len() else None
+        return self._freqs(n)
+
+    def _freqs(self, seq_len: int | None) -> InvFreqs:
+        if self.rope_type == "dynamic":  # the base itself up to max_position_embeddings: one spec for those
+            key: Any = seq_len if seq_len is not None and seq_len > self.mpe else None
+        elif self.rope_type == "longrope":
+            key = self._long(seq_len)
+        else:
+            key = None
+        cache = self.__dict__.setdefault("_freqs_cache", {})
+        spec = cache.get(key)
+        if spec is None:
+            if len(cache) >= 64:
+                cache.clear()
+            n = seq_len if key is not None else None
+            spec = cache[key] = InvFreqs(self.inv_freq(n), self.inv_freq(n, np.float64),
+                                         attention_factor=self.attention_factor_for(n), pair_axis=self.pair_axis,
+                                         angle=self.angle)
+        return spec
+
+    def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
+        """int64 [B, S] positions ([3, B, S] with M-RoPE; see
+        `freqs.check_position_ids`), or a TypeError / ValueError naming `name`."""
+        return check_position_ids(position_ids, self.mrope_section is not None, name)
+
+    def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
+        module returns for these position ids ([B, S]; M-RoPE [3, B, S]):
+        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and
+        GLM's interleaved pairs, whose modules return the same and re-order
+        in the attention; Cohere's module repeats each value twice,
+        adjacent, and so does this for its models), times the attention
+        factor: the call's `InvFreqs.table`."""
+        p = self.check_position_ids(position_ids)
+        spec = self.freqs(p)
+        b, s = p.shape[-2:]
+        ids = np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES) if self.mrope_section is not None else p.reshape(-1)
+        c, sn = (t.reshape(b, s, spec.dim // 2) for t in spec.table(ids))
+        if self.cos_layout == "repeated":
+            return np.repeat(c, 2, -1), np.repeat(sn, 2, -1)
+        if self.cos_layout == "single":  # GPT-OSS: one value per pair
+            return c, sn
+        return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
+
+    def q_scale(self, position_ids: Any) -> np.ndarray | None:
+        """Ministral 3's and Mistral 4's `llama_4_scaling_beta`: what their
+        attention multiplies q by after RoPE, float32 [B, S] (transformers'
+        `1 + beta * log(1 + floor(position_ids / original_max_position_
+        embeddings))`, in float32); None for a model without it. The kernels
+        do not fuse it: scale q by it before the attention product, as the
+        model's attention does."""
+        beta = self.param("llama_4_scaling_beta")
+        if beta is None:
+            return None
+        p = self.check_position_ids(position_ids)
+        p = p[0] if self.mrope_section is not None else p
+        ratio = np.floor(p.astype(np.float32) / np.float32(self.orig))
+        return (np.float32(1) + np.float32(beta) * np.log(np.float32(1) + ratio)).astype(np.float32)
+
+    def summary(self) -> dict[str, Any]:
+        """What the CLI prints: the resolved RoPE as plain values."""
+        d: dict[str, Any] = dict(model=self.model, rope_type=self.rope_type, head_dim=self.head_dim,
+                                 rotary_dim=self.rotary_dim,
+                                 theta=self.theta, attention_factor=self.attention_factor,
+                                 pairs="interleaved" if self.interleaved else "rotate-half")
+        if self.layer_type:
+            d["layer_type"] = self.layer_type
+        for key in ("max_position_embeddings", "original_max_position_embeddings"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        if self.mrope_section is not None:
+            d["mrope_section"] = list(self.mrope_section)
+            d["mrope"] = "interleaved" if self.mrope_interleaved else "chunked"
+        for k, v in self.params:
+            d[k] = list(v) if isinstance(v, tuple) else v
+        if self.freq_factors is not None:
+            d["freq_factors"] = list(self.freq_factors)
+        if self.ignored:
+            d["ignored_keys"] = list(self.ignored)
+        if self.nope_layers is None:
+            d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)"
+        elif self.nope_layers:
+            d["layers_without_rope"] = list(self.nope_layers)
+        if self.param("llama_4_scaling_beta") is not None:
+            d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
+                                      f"{self.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
+        if self.uses_seq_len():
+            d["decided_per_call"] = ("the base, from max(position_ids) + 1" if self.rope_type == "dynamic"
+                                     else "short / long factors, by max(position_ids) + 1 > "
+                                     f"{self.original_max_position_embeddings}")
+        return d
