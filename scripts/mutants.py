@@ -493,7 +493,7 @@ MUTATIONS = [
              "        out[\"sliding_attention\"][\"rope_theta\"] = cfg[\"rope_local_base_freq\"]",
              "        out[\"sliding_attention\"][\"rope_theta\"] = out[\"full_attention\"][\"rope_theta\"]"),
     Mutation("a layer type's per-layer key not applied without a layer list (Gemma 4's bare config)", CONFIGS,
-             "        return {**cfg, **extra}", "        return cfg"),
+             "        return {**cfg, **_type_overrides(cfg, e, layer_type)}", "        return cfg"),
     Mutation("hf_layers reuses a layer's RoPE across per-layer overrides", CONFIGS,
              "               json.dumps(over.get(i, {}), sort_keys=True, default=str))", "               '')"),
     Mutation("like= reads the outer dict of a nested config", CONFIGS,

@@ -174,14 +174,18 @@ def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
             return {int(k): dict(v) for k, v in given.items() if isinstance(v, dict)}
         except ValueError:
             raise ValueError(f"config: per_layer_config keys must be layer indices; got {sorted(given)}") from None
-    out: dict[int, dict] = {}
     types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    by_type = {t: _type_overrides(cfg, e, t) for t in set(types)}
+    return {i: by_type[t] for i, t in enumerate(types) if by_type[t]}
+
+
+def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
+    """What the config class makes the layers of `layer_type` see (the table's `per_layer_keys`)."""
+    out = {}
     for rule in e.get("per_layer_keys", []):
         value = cfg.get(rule["key"], rule.get("default"))
-        if value is not None:
-            for i, t in enumerate(types):
-                if t in rule["types"]:
-                    out.setdefault(i, {})[rule["field"]] = value
+        if value is not None and layer_type in rule["types"]:
+            out[rule["field"]] = value
     return out
 
 
@@ -191,9 +195,7 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     layers differ in a head-dim key is refused (which layer is meant?)."""
     types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     if layer is None and layer_type is not None and not types:  # no layer list: the class's rules by type
-        extra = {r["field"]: cfg.get(r["key"], r.get("default")) for r in e.get("per_layer_keys", [])
-                 if layer_type in r["types"] and cfg.get(r["key"], r.get("default")) is not None}
-        return {**cfg, **extra}
+        return {**cfg, **_type_overrides(cfg, e, layer_type)}
     over = _overrides(cfg, e)
     if not over:
         return cfg
@@ -215,13 +217,19 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
         return rotates, None
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
         raise TypeError(f"layer must be an int (a decoder layer index) or None; got {_short(layer)}")
-    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"config: num_hidden_layers must be an integer; got {_short(n)}")
+    n = _layer_count(cfg, rotates)
     if not 0 <= layer < n:
         raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
     types = cfg.get("layer_types")
     return rotates, (types[layer] if isinstance(types, list) and layer < len(types) else None)
+
+
+def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
+    """The decoder layers: those the NoPE rule lists, else num_hidden_layers (an integer)."""
+    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"config: num_hidden_layers must be an integer; got {_short(n)}")
+    return n
 
 
 def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> tuple[ModelRope | None, ...]:
@@ -230,9 +238,9 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
     _, e, cfg = _entry_of(config, like)
     rotates = hf_models.rope_layers(cfg, e)
-    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {_short(n)}")
+    n = _layer_count(cfg, rotates)
+    if n < 1:
+        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {n}")
     over = _overrides(cfg, e)
     memo: dict[Any, ModelRope | None] = {}
     out = []
