@@ -59,6 +59,7 @@ FREQS = "vkrope/freqs.py"
 CONFIGS = "vkrope/models/hf.py"
 ROPE = "vkrope/models/rope.py"
 GGUF = "vkrope/models/gguf.py"
+GGUF_LAYERS = "vkrope/models/gguf_layers.py"
 MUTATIONS = [
     # --- the shader's math and indexing
     Mutation("aligned second pair uses the first pair's freqs", KERNEL,
@@ -467,7 +468,7 @@ MUTATIONS = [
              "        s64, l64 = smooth.astype(np.float64), llama.astype(np.float64)\n"
              "        smoothed = ((1 - s64) * l64 / factor + s64 * l64).astype(t)"),
     Mutation("a deepseek2 GGUF read with NeoX pairs", GGUF,
-             "arch in _NORM and section is None", "arch in _NORM and arch != \"deepseek2\" and section is None"),
+             "pairs == \"imrope\", pairs == \"norm\",", "pairs == \"imrope\", pairs == \"norm\" and arch != \"deepseek2\","),
     Mutation("a ModelRope takes heads of any head dim", "vkrope/ops/__init__.py",
              "    if head_dim != spec.head_dim:", "    if False:"),
     Mutation("out_q on k's memory accepted", TABLE_OP,
@@ -539,8 +540,8 @@ MUTATIONS = [
              "        ratio = np.floor(p.astype(np.float32) / np.float32(self.orig))",
              "        ratio = p.astype(np.float32) / np.float32(self.orig)"),
     Mutation("GGUF's sliding layers keep the full layers' rotary dim", GGUF,
-             "        for key in (\"rope.dimension_count\", \"attention.key_length\"):",
-             "        for key in ():"),
+             "    kv = dict(kv)\n    for key in (\"rope.dimension_count\", \"attention.key_length\"):",
+             "    kv = dict(kv)\n    for key in ():"),
     Mutation("a config's rope_theta read a tenth too big", CONFIGS,
              "    if \"rope_theta\" in rope:\n        return _key_number(rope, \"rope_theta\", where)",
              "    if \"rope_theta\" in rope:\n        return 1.1 * _key_number(rope, \"rope_theta\", where)"),
@@ -550,7 +551,28 @@ MUTATIONS = [
     Mutation("the class's flat rope_parameters default not used (GPT-OSS's yarn)", CONFIGS,
              "    elif not given and isinstance(dr, dict) and dr:", "    elif False:"),
     Mutation("a BERT GGUF given a RoPE", GGUF,
-             "    if arch in _NO_ROPE:", "    if False:"),
+             "    if entry[\"pairs\"] == \"none\" or entry[\"rotates\"] == \"False\":",
+             "    if entry[\"pairs\"] == \"none\":"),
+    Mutation("GGUF layers without RoPE not listed", GGUF,
+             "    nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)",
+             "    nope = ()"),
+    Mutation("a GGUF NoPE layer given the RoPE", GGUF,
+             "        if not lp.rotates[layer]:\n            return None", "        if False:\n            return None"),
+    Mutation("GGUF sliding layers take 10000 for a missing freq_base_swa", GGUF_LAYERS,
+             "                _run(hp, kind, args, kv)", "                if \"rope_freq_base_train\" not in args:\n"
+             "                    _run(hp, kind, args, kv)"),
+    Mutation("llama.cpp's load_swa_pattern ignores the file's period", GGUF_LAYERS,
+             "            if isinstance(given, int) and not isinstance(given, bool):\n                n_pattern = given",
+             "            if False:\n                n_pattern = given"),
+    Mutation("an unknown statement of load_arch_hparams is skipped", GGUF_LAYERS,
+             "        raise Unknown(f\"a statement vkrope does not run: {args[0] if args else kind}\")",
+             "        pass"),
+    Mutation("or over three values: an unknown operand ignored", GGUF_LAYERS,
+             "        if why is not None:\n            raise why", "        if False:\n            raise why"),
+    Mutation("the file's sliding_window_pattern array ignored", GGUF_LAYERS,
+             "            if isinstance(given, (list, tuple)):", "            if False:"),
+    Mutation("a GGUF's M-RoPE sections read when only the first is set", GGUF_LAYERS,
+             "        return bool(hp.evaluate(\"use_mrope()\"))", "        return any(sections[:3])"),
     Mutation("the exact angle's host angles as the float64 product", FREQS,
              "            if self.angle == \"exact\":  # reduced exactly: the float64 product drifts for huge frequencies\n"
              "                return exact_angles(p, self.quarter_turns)\n", ""),

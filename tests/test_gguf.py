@@ -29,7 +29,7 @@ def config(name: str) -> dict:
 def write(path, arch: str, kv, tensors=()):
     w = gguf.GGUFWriter(str(path), arch=arch)
     for add, value in kv:
-        getattr(w, add)(value)
+        getattr(w, add)(*value) if add in ("add_array", "add_uint32", "add_string") else getattr(w, add)(value)
     for name, arr in tensors:
         w.add_tensor(name, np.asarray(arr, np.float32))
     w.write_header_to_file()
@@ -136,7 +136,7 @@ def test_gemma3_layers_from_gguf(tmp_path):
     cfg = config("gemma-3-4b")
     path = write(tmp_path / "g.gguf", "gemma3", [
         ("add_context_length", 131072), ("add_embedding_length", 2560), ("add_head_count", 8),
-        ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
+        ("add_block_count", 34), ("add_sliding_window", 1024), ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
         ("add_rope_scaling_type", gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
     for lt in ("full_attention", "sliding_attention"):
         g, h = vkrope.from_gguf(path, layer_type=lt), vkrope.from_hf(cfg, layer_type=lt)
@@ -164,7 +164,7 @@ def test_cli_config_reads_gguf(tmp_path, capsys):
 
     path = write(tmp_path / "g.gguf", "gemma3", [
         ("add_context_length", 131072), ("add_embedding_length", 2560), ("add_head_count", 8),
-        ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
+        ("add_block_count", 34), ("add_sliding_window", 1024), ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
         ("add_rope_scaling_type", gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
     assert main(["config", path]) == 0
     text = capsys.readouterr().out
@@ -203,7 +203,7 @@ def test_gguf_architectures_and_their_pairs(tmp_path):
     glm = vkrope.from_gguf(write(tmp_path / "glmv.gguf", "glm4", base + [("add_rope_dimension_sections",
                                                                             [16, 24, 24, 0])]))
     assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
-    with pytest.raises(ValueError, match="not in llama.cpp's rope table"):
+    with pytest.raises(ValueError, match="not in vkrope's table of llama.cpp"):
         vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))
 
 
@@ -212,6 +212,9 @@ def test_gemma4_sliding_layers_from_gguf(tmp_path):
     in *_swa keys, rope_freqs (proportional RoPE as divisors) for the full layers only."""
     w = gguf.GGUFWriter(str(tmp_path / "g4.gguf"), arch="gemma4")
     w.add_context_length(131072)
+    w.add_block_count(6)
+    w.add_sliding_window(512)
+    w.add_array("gemma4.attention.sliding_window_pattern", [True] * 5 + [False])
     w.add_embedding_length(2560)
     w.add_head_count(8)
     w.add_key_length(512)
@@ -244,3 +247,133 @@ def test_bert_gguf_has_no_rope(tmp_path):
             vkrope.from_gguf(path)
     path = write(tmp_path / "nomic.gguf", "nomic-bert", [("add_embedding_length", 768), ("add_head_count", 12)])
     assert vkrope.from_gguf(path).head_dim == 64  # nomic-bert does rotate
+
+
+def _arch_file(tmp_path, arch, n_layer, extra=(), tensors=()):
+    base = [("add_embedding_length", 512), ("add_head_count", 4), ("add_rope_freq_base", 50000.0),
+            ("add_block_count", n_layer)]
+    return write(tmp_path / f"{arch}-{n_layer}.gguf", arch, base + list(extra), tensors)
+
+
+def test_gguf_layers_without_rope(tmp_path):
+    """llama.cpp's graphs skip RoPE on some layers (read from its code by scripts/gguf_arch_table.py):
+    Cohere 2 rotates only its sliding layers (every 4th is full), Llama 4 and SmolLM3 skip every 4th layer,
+    EXAONE 4 32B (64 layers) rotates only its sliding layers, the 1.2B (no sliding layers) all."""
+    cohere = _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])
+    rope = vkrope.from_gguf(cohere)
+    assert rope.nope_layers == (3, 7) and rope.theta == 50000.0 and rope.interleaved
+    assert vkrope.from_gguf(cohere, layer=3) is None and vkrope.from_gguf(cohere, layer=2) == \
+        vkrope.from_gguf(cohere, layer_type="sliding_attention")
+    assert vkrope.from_gguf(cohere, layer_type="full_attention") is None
+    for arch in ("llama4", "smollm3"):
+        rope = vkrope.from_gguf(_arch_file(tmp_path, arch, 8))
+        assert rope.nope_layers == (3, 7), arch
+    big = vkrope.from_gguf(_arch_file(tmp_path, "exaone4", 64))
+    assert big.nope_layers == tuple(range(3, 64, 4)) and not big.interleaved
+    assert vkrope.from_gguf(_arch_file(tmp_path, "exaone4", 30)).nope_layers == ()
+    # a Llama 4 file whose sliding window is 0: llama.cpp sets the NoPE step to the layer count ("always use
+    # rope", says its comment), and its graph's (il + 1) % step != 0 then skips the last layer: read as it runs
+    assert vkrope.from_gguf(_arch_file(tmp_path, "llama4", 8, [("add_sliding_window", 0)])).nope_layers == (7,)
+
+
+def test_gguf_per_layer_matches_hf(tmp_path):
+    """Gemma 3 per layer index: the layer type and RoPE from_hf gives for it (transformers' own rules)."""
+    cfg = config("gemma-3-4b")
+    path = write(tmp_path / "g.gguf", "gemma3", [
+        ("add_context_length", 131072), ("add_embedding_length", 2560), ("add_head_count", 8),
+        ("add_block_count", cfg["text_config"]["num_hidden_layers"]), ("add_sliding_window", 1024),
+        ("add_key_length", 256), ("add_rope_freq_base", 1000000.0),
+        ("add_rope_scaling_type", gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
+    for i in range(cfg["text_config"]["num_hidden_layers"]):  # (Gemma3TextConfig: every 6th layer full)
+        lt = "full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+        g, h = vkrope.from_gguf(path, layer=i), vkrope.from_hf(cfg, layer_type=lt)
+        assert g.layer_type == lt and g.rope_type == h.rope_type and np.array_equal(g.inv_freq(), h.inv_freq()), i
+    with pytest.raises(ValueError, match="layer must be in"):
+        vkrope.from_gguf(path, layer=34)
+    with pytest.raises(TypeError, match="layer must be an int"):
+        vkrope.from_gguf(path, layer=1.0)
+    with pytest.raises(ValueError, match="is not layer 5's"):
+        vkrope.from_gguf(path, layer=5, layer_type="sliding_attention")
+
+
+def test_gguf_sliding_base_and_scale_as_llama_cpp(tmp_path):
+    """Gemma 2 and Cohere 2 give sliding layers the full base (and scale) when the file has no
+    freq_base_swa; Gemma 3 keeps llama_hparams' default 10000, unscaled."""
+    g2 = _arch_file(tmp_path, "gemma2", 4, [("add_sliding_window", 4096)])
+    assert vkrope.from_gguf(g2, layer_type="sliding_attention").theta == 50000.0
+    assert vkrope.from_gguf(g2).nope_layers == ()
+    g3 = _arch_file(tmp_path, "gemma3", 6, [("add_sliding_window", 512), ("add_rope_scaling_type",
+                                            gguf.RopeScalingType.LINEAR), ("add_rope_scaling_factor", 8.0)])
+    s = vkrope.from_gguf(g3, layer=0)
+    assert (s.theta, s.rope_type, s.layer_type) == (10000.0, "default", "sliding_attention")
+    f = vkrope.from_gguf(g3, layer=5)
+    assert (f.theta, f.rope_type, f.layer_type) == (50000.0, "linear", "full_attention")
+    # without a sliding window llama.cpp makes no layer of Gemma 3 sliding: one RoPE
+    assert vkrope.from_gguf(_arch_file(tmp_path, "gemma3", 7)).theta == 50000.0
+
+
+def test_gguf_refusals_read_from_llama_cpp(tmp_path):
+    """starcoder (listed as "normal" RoPE; its graph adds learned positions) and baichuan (RoPE or ALiBi by
+    model size) are refused; Granite with rope.scaling.finetuned false rotates no layer."""
+    with pytest.raises(ValueError, match="'starcoder' applies no RoPE in llama.cpp's graph"):
+        vkrope.from_gguf(_arch_file(tmp_path, "starcoder", 2))
+    with pytest.raises(ValueError, match="'baichuan': vkrope cannot read where its graph rotates"):
+        vkrope.from_gguf(_arch_file(tmp_path, "baichuan", 2))
+    path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
+    assert vkrope.from_gguf(path) is None and vkrope.from_gguf(path, layer=0) is None
+    assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
+
+
+def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):
+    from vkrope.__main__ import main
+
+    assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])]) == 0
+    assert "layers_without_rope" in capsys.readouterr().out
+
+
+def test_gguf_sliding_pattern_from_the_file(tmp_path):
+    """load_swa_pattern: the file's array, else its period, before the code's default (Gemma 3: 6)."""
+    arr = _arch_file(tmp_path, "gemma3", 4, [("add_sliding_window", 512),
+                                            ("add_array", ("gemma3.attention.sliding_window_pattern",
+                                                           [True, False, True, False]))])
+    assert [vkrope.from_gguf(arr, layer=i).layer_type for i in range(4)] == \
+        ["sliding_attention", "full_attention"] * 2
+    period = _arch_file(tmp_path, "gemma3", 3, [("add_sliding_window", 512),
+                                               ("add_uint32", ("gemma3.attention.sliding_window_pattern", 3))])
+    assert [vkrope.from_gguf(period, layer=i).layer_type for i in range(3)] == \
+        ["sliding_attention", "sliding_attention", "full_attention"]
+
+
+def test_gguf_unknown_per_layer_is_refused(tmp_path):
+    """Where llama.cpp decides per layer by what vkrope cannot evaluate (DeepSeek-V4's loop over is_swa_impl,
+    Bailing-MoE 3's recurrent layers), a layer index is refused; the plain read says the rest is unknown."""
+    ds4 = _arch_file(tmp_path, "deepseek4", 4, [("add_sliding_window", 128)])
+    with pytest.raises(ValueError, match="unknown: .*does not run"):
+        vkrope.from_gguf(ds4, layer=0)
+    bl3 = _arch_file(tmp_path, "bailingmoe3", 4)
+    with pytest.raises(ValueError, match="which layers rotate is unknown"):
+        vkrope.from_gguf(bl3, layer=0)
+    assert vkrope.from_gguf(bl3).nope_layers is None
+
+
+def test_gguf_mrope_needs_two_sections(tmp_path):
+    """llama_hparams::use_mrope(): the first two sections set; GLM-4 with only a temporal one stays normal."""
+    one = _arch_file(tmp_path, "glm4", 2, [("add_rope_dimension_sections", [16, 0, 0, 0])])
+    assert vkrope.from_gguf(one).mrope_section is None and vkrope.from_gguf(one).interleaved
+
+
+def test_gguf_metadata_llama_cpp_would_reject(tmp_path):
+    """What llama.cpp refuses to load is a ValueError naming the key, never an answer: more layers than
+    LLAMA_MAX_LAYERS, a required array missing (Gemma 4's sliding pattern), a key of the wrong type."""
+    with pytest.raises(ValueError, match=r"gemma2\.block_count must be an integer in \[1, 512\]"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 10**6))
+    with pytest.raises(ValueError, match="sliding_window_pattern must be an array"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma4", 4, [("add_sliding_window", 512)]))
+    with pytest.raises(ValueError, match=r"gemma3\.attention\.sliding_window must be a number"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma3", 4, [("add_string", ("gemma3.attention.sliding_window", "x"))]))
+    with pytest.raises(ValueError, match="nextn_predict_layers must be"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 4, [("add_uint32", ("gemma2.nextn_predict_layers", 9))]))
+    short = _arch_file(tmp_path, "gemma3", 4, [("add_sliding_window", 512),
+                                              ("add_array", ("gemma3.attention.sliding_window_pattern", [False]))])
+    # (a short array fills its first entries; the rest keep llama_hparams' default: not sliding)
+    assert [vkrope.from_gguf(short, layer=i).layer_type for i in range(4)] == [None] * 4

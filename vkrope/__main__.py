@@ -305,17 +305,19 @@ def cmd_config(args: argparse.Namespace) -> int:
             is_gguf = f.read(4) == b"GGUF"
     if is_gguf:
         try:  # (imports gguf, or says how to get it)
-            ropes = [from_gguf(path, layer_type="full_attention"), from_gguf(path, layer_type="sliding_attention")]
-        except ValueError as exc:
-            if "one RoPE for every layer" not in str(exc):
-                raise
             ropes = [from_gguf(path)]
+        except ValueError as exc:  # (sliding layers with another RoPE: each layer type)
+            if "pass layer_type=" not in str(exc):
+                raise
+            ropes = [from_gguf(path, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
     else:
         types = layer_types(path, like=args.like)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
-        ropes = [r for r in (from_hf(path, layer_type=lt, like=args.like) for lt in (types or (None,)))
-                 if r is not None]
-    result = [r.summary() for r in ropes]
+        ropes = [from_hf(path, layer_type=lt, like=args.like) for lt in (types or (None,))]
+    result = [r.summary() for r in ropes if r is not None]
+    if not result:
+        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE")
+        return 0
     if args.json:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
         return 0

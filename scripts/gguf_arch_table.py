@@ -1,0 +1,530 @@
+"""Write vkrope/data/gguf_archs.json: how llama.cpp applies RoPE to each GGUF
+architecture, read from llama.cpp's own source (never a hand list).
+
+    python scripts/gguf_arch_table.py --llama-cpp PATH   # a llama.cpp tree
+    python scripts/gguf_arch_table.py --pypi             # llama-cpp-python's sdist
+
+`--pypi` downloads the newest llama-cpp-python source distribution from PyPI
+(it vendors llama.cpp whole, and PyPI is what this project's machines reach)
+into a temporary folder. From the tree it reads:
+
+- src/llama-arch.cpp: each architecture's GGUF name and each metadata key's;
+- src/llama-model.cpp: `llama_model_rope_type` (the pairs: "norm" adjacent,
+  "neox" rotate-half, "mrope" / "imrope" M-RoPE, "none"), the class of each
+  architecture, and `load_swa_pattern`;
+- src/llama-hparams.{h,cpp}: the defaults and `set_swa_pattern`'s rule;
+- src/models/*.cpp, models.h: each class's `load_arch_hparams` (the
+  statements that decide the sliding layers, their base and scale, and the
+  NoPE step) and its graph (the conditions under which it calls ggml_rope).
+
+C++ conditions are written as Python expressions over hparams names (`il`,
+`is_swa(il)`, `n_swa`, `n_layer`, ...) that vkrope/models/gguf_layers.py
+evaluates with a whitelist; a statement or condition this script cannot
+read is kept as "unknown", and vkrope refuses what depends on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "vkrope" / "data" / "gguf_archs.json"
+ROPE_CALL = re.compile(r"\b(ggml_rope_ext|ggml_rope_multi|ggml_rope|build_rope)\s*\(")
+HPARAM_FIELDS = ("swa_type", "n_swa", "rope_freq_base_train_swa", "rope_freq_scale_train_swa", "n_no_rope_layer_step")
+
+
+def strip_comments(text: str) -> str:
+    """C++ text without comments (string literals kept, so "https://" stays)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"' or c == "'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2) + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def matching(text: str, start: int, open_: str = "{", close: str = "}") -> int:
+    """Index of the bracket closing the one at `start`."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_:
+            depth += 1
+        elif text[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("unbalanced brackets")
+
+
+def body_of(text: str, signature: str) -> str | None:
+    """The braces-delimited body of the first function whose header matches `signature` (a regex)."""
+    m = re.search(signature + r"[^{;]*\{", text)
+    if m is None:
+        return None
+    return text[m.end() - 1:matching(text, m.end() - 1) + 1]
+
+
+def py_expr(cxx: str) -> str:
+    """A C++ condition as a Python expression over hparams names."""
+    s = " ".join(cxx.split())
+    s = re.sub(r"\b(model\.)?hparams\.", "", s)
+    s = re.sub(r"\(\s*(uint32_t|int32_t|int64_t|int|float)\s*\)", "", s)  # casts
+    s = re.sub(r"\bstatic_cast<\w+>", "", s)
+    s = ternary(s)
+    s = re.sub(r"\b(\d+(?:\.\d*)?)f\b", r"\1", s)
+    s = s.replace("&&", " and ").replace("||", " or ")
+    s = re.sub(r"!(?!=)", " not ", s)
+    s = re.sub(r"\btrue\b", "True", s)
+    s = re.sub(r"\bfalse\b", "False", s)
+    s = re.sub(r"\bn_layer\(\)", "n_layer", s)
+    return " ".join(s.split())
+
+
+def ternary(s: str) -> str:
+    """C++'s top-level `a ? b : c` as Python's `(b) if (a) else (c)`."""
+    depth, q = 0, -1
+    for i, ch in enumerate(s):
+        depth += {"(": 1, ")": -1, "[": 1, "]": -1}.get(ch, 0)
+        if depth == 0 and ch == "?" and q < 0:
+            q = i
+        elif depth == 0 and ch == ":" and q >= 0 and s[i - 1] != ":" and s[i + 1:i + 2] != ":":
+            return f"({ternary(s[q + 1:i].strip())}) if ({s[:q].strip()}) else ({ternary(s[i + 1:].strip())})"
+    return s
+
+
+def enclosing_conditions(body: str, pos: int) -> list[str] | None:
+    """The Python conditions of the if / else blocks around `pos` in `body`; None where one is not an
+    if / else / loop / plain block the script can read."""
+    stack: list[int] = []
+    for i, ch in enumerate(body[:pos]):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}":
+            stack.pop()
+    conds: list[str] = []
+    for brace in stack[1:]:
+        cond = block_condition(body, brace)
+        if cond is None:
+            return None
+        if cond:
+            conds.append(cond)
+    return conds
+
+
+def block_condition(body: str, brace: int) -> str | None:
+    """The condition under which the block opening at `brace` runs ("" for loops and plain blocks)."""
+    before = body[:brace].rstrip()
+    if before.endswith("else"):
+        prev = before[:-4].rstrip()
+        if not prev.endswith("}"):
+            return None
+        depth, i = 0, len(prev) - 1
+        while i >= 0:  # the block this else follows
+            depth += {"}": 1, "{": -1}.get(prev[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        cond = block_condition(body, i)
+        return None if not cond else f"not ({cond})"
+    if re.search(r"\]\s*\([^()]*\)\s*(->[^{;]*)?$", before):  # a lambda's body: where it is called
+        return ""
+    if not before.endswith(")"):
+        return "" if before.endswith((";", "{", "}")) else None
+    depth, i = 0, len(before) - 1
+    while i >= 0:
+        depth += {")": 1, "(": -1}.get(before[i], 0)
+        if depth == 0:
+            break
+        i -= 1
+    head = before[:i].rstrip()
+    inner = before[i + 1:-1]
+    if re.search(r"\bfor$|\bwhile$", head):
+        return ""
+    head = re.sub(r"\s+constexpr$", "", head)
+    if not re.search(r"\bif$", head) or ";" in inner:
+        return None
+    cond = f"({py_expr(inner)})"
+    if re.search(r"\belse\s+if$", head):  # (and not the if before it)
+        prev = head[:-2].rstrip()[:-4].rstrip()
+        j = prev.rfind("{", 0, len(prev))
+        k = prev.rstrip()
+        if k.endswith("}"):
+            depth, j = 0, len(k) - 1
+            while j >= 0:
+                depth += {"}": 1, "{": -1}.get(k[j], 0)
+                if depth == 0:
+                    break
+                j -= 1
+            earlier = block_condition(body, j)
+            if not earlier:
+                return None
+            cond = f"{cond} and not ({earlier})"
+        else:
+            return None
+    return cond
+
+
+def locals_of(body: str) -> dict[str, str]:
+    """Local definitions `const T name = expr;` in a function body (the first of each name)."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"\b(?:const\s+)?(?:bool|auto|int64_t|int32_t|uint32_t|int|float)\s+(\w+)\s*=\s*([^;{}]+);",
+                         body):
+        if not re.search(r"\bfor\s*\(\s*$", body[:m.start()]):  # (a loop's counter is no constant)
+            out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+def substitute(expr: str, local: dict[str, str]) -> str:
+    """`expr` with local names replaced by their definitions (three rounds)."""
+    for _ in range(3):
+        for name, value in local.items():
+            expr = re.sub(rf"(?<![\w.]){name}\b(?!\s*\()", f"({py_expr(value)})", expr)
+    return expr
+
+
+def arch_names(src: pathlib.Path) -> dict[str, str]:
+    """LLM_ARCH_X -> its GGUF name."""
+    text = strip_comments((src / "llama-arch.cpp").read_text())
+    block = body_of(text, r"LLM_ARCH_NAMES\s*=") or ""
+    return dict(re.findall(r"\{\s*(LLM_ARCH_\w+)\s*,\s*\"([^\"]+)\"\s*\}", block))
+
+
+def kv_names(src: pathlib.Path) -> dict[str, str]:
+    """LLM_KV_X -> its key after the architecture's name ("rope.freq_base_swa")."""
+    text = strip_comments((src / "llama-arch.cpp").read_text())
+    return dict(re.findall(r"\{\s*(LLM_KV_\w+)\s*,\s*\"%s\.([^\"]+)\"\s*\}", text))
+
+
+def rope_types(model_cpp: str) -> dict[str, object]:
+    """LLM_ARCH_X -> its pairs from llama_model_rope_type: a name, or {"sections": ..., "else": ...} for the
+    archs that take M-RoPE when the file has sections, or "unknown"."""
+    body = body_of(model_cpp, r"llama_rope_type\s+llama_model_rope_type\s*\(") or ""
+    out: dict[str, object] = {}
+    pending: list[str] = []
+    for chunk in re.split(r"(?=\bcase\s+LLM_ARCH_\w+\s*:)", body):
+        m = re.match(r"case\s+(LLM_ARCH_\w+)\s*:", chunk)
+        if m is None:
+            continue
+        pending.append(m.group(1))
+        rest = chunk[m.end():]
+        returns = re.findall(r"\breturn\s+([^;]+);", rest)
+        if not returns:
+            continue
+        if len(returns) == 1 and re.fullmatch(r"LLAMA_ROPE_TYPE_(\w+)", returns[0].strip()):
+            value: object = returns[0].strip()[len("LLAMA_ROPE_TYPE_"):].lower()
+        else:
+            t = re.fullmatch(r"model->hparams\.use_mrope\(\)\s*\?\s*LLAMA_ROPE_TYPE_(\w+)\s*:\s*LLAMA_ROPE_TYPE_(\w+)",
+                             returns[0].strip())
+            value = {"sections": t.group(1).lower(), "else": t.group(2).lower()} \
+                if t and len(returns) == 1 else "unknown"
+        for arch in pending:
+            out[arch] = value
+        pending = []
+    return out
+
+
+def classes(model_cpp: str) -> dict[str, str]:
+    """LLM_ARCH_X -> its llama_model_* class."""
+    body = body_of(model_cpp, r"llama_model\s*\*\s*llama_model_mapping\s*\(") or ""
+    return dict(re.findall(r"case\s+(LLM_ARCH_\w+)\s*:\s*return\s+new\s+(llama_model_\w+)\s*\(", body))
+
+
+class Sources:
+    """The class declarations (models.h) and every models/*.cpp, stripped of comments."""
+
+    def __init__(self, src: pathlib.Path) -> None:
+        self.header = strip_comments((src / "models" / "models.h").read_text())
+        self.files = {p.name: strip_comments(p.read_text()) for p in sorted((src / "models").glob("*.cpp"))}
+        self.files["llama-model.cpp"] = strip_comments((src / "llama-model.cpp").read_text())
+
+    def decl(self, cls: str) -> tuple[str, str]:
+        """(its base class, its struct body)."""
+        m = re.search(rf"struct\s+{cls}\s*:\s*public\s+(\w+)\s*\{{", self.header)
+        if m is None:
+            return "llama_model_base", ""
+        return m.group(1), self.header[m.end() - 1:matching(self.header, m.end() - 1)]
+
+    def hparams_owner(self, cls: str) -> str | None:
+        """The class whose load_arch_hparams `cls` runs."""
+        while cls != "llama_model_base":
+            base, body = self.decl(cls)
+            if "load_arch_hparams" in body:
+                return cls
+            cls = base
+        return None
+
+    def tensors_owner(self, cls: str) -> str | None:
+        """The class whose load_arch_tensors `cls` runs."""
+        while cls != "llama_model_base":
+            base, body = self.decl(cls)
+            if "load_arch_tensors" in body:
+                return cls
+            cls = base
+        return None
+
+    def graph_owner(self, cls: str) -> str:
+        """The class whose graph `cls` builds."""
+        while True:
+            base, body = self.decl(cls)
+            m = re.search(r"using\s+graph\s*=\s*(\w+)::graph", body)
+            if m:
+                cls = m.group(1)
+            elif "struct graph" in body or base == "llama_model_base":
+                return cls
+            else:
+                cls = base
+
+    def functions(self, prefix: str) -> list[str]:
+        """The bodies of every function defined as `prefix...(...) {` in any source file."""
+        out = []
+        for text in self.files.values():
+            for m in re.finditer(rf"\b{prefix}\w*\s*\([^;{{]*\)\s*(?:const\s*)?(?::[^{{;]*)?\{{", text):
+                out.append(text[m.end() - 1:matching(text, m.end() - 1) + 1])
+        return out
+
+
+def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
+    """Whether `owner`'s graph rotates for `arch`, under which Python condition, and whether it takes the
+    base and scale per layer (llama_model::get_rope_freq_base / _scale)."""
+    guards, per_layer_base, per_layer_scale = [], False, False
+    for body in srcs.functions(rf"{owner}::graph(?:<\w+>)?::"):
+        local = locals_of(body)
+        per_layer_base |= "get_rope_freq_base" in body
+        per_layer_scale |= "get_rope_freq_scale" in body
+        for call in ROPE_CALL.finditer(body):
+            conds = enclosing_conditions(body, call.start())
+            if conds is None:
+                guards.append("unknown")
+                continue
+            conds = [arch_condition(substitute(c, local), arch) for c in conds]
+            guards.append(" and ".join(conds) or "True")
+    if not guards:
+        return {"rotates": "False"}
+    guards = [constant(g) for g in guards]
+    if "unknown" in guards:
+        return {"rotates": "unknown"}
+    alternatives = sorted(set(guards))
+    either = any(f"not ({g})" in alternatives for g in alternatives)  # (if / else: both branches rotate)
+    rotates = "True" if "True" in alternatives or either else constant(" or ".join(f"({g})" for g in alternatives))
+    return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale}
+
+
+def constant(expr: str) -> str:
+    """`expr` decided ("True" / "False") when it names nothing, as `model.arch == ...` leaves bert's."""
+    tree = ast.parse(expr, mode="eval")
+    if all(isinstance(n, (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Constant))
+           for n in ast.walk(tree)):
+        return str(bool(eval(compile(tree, "<guard>", "eval"), {"__builtins__": {}})))  # noqa: S307  (constants)
+    return expr
+
+
+def arch_condition(expr: str, arch: str) -> str:
+    """`expr` with `model.arch == LLM_ARCH_X` (and !=) decided for `arch`."""
+    expr = re.sub(r"\bmodel\.arch\s*==\s*(LLM_ARCH_\w+)", lambda m: str(m.group(1) == arch), expr)
+    return re.sub(r"\bmodel\.arch\s*!=\s*(LLM_ARCH_\w+)", lambda m: str(m.group(1) != arch), expr)
+
+
+def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str]) -> list:
+    """The statements of `owner`'s load_arch_hparams that decide the sliding layers, their base and scale
+    and the NoPE step, each [condition, kind, ...] in order; kind "unknown" for one the script cannot read."""
+    if owner is None:
+        return []
+    bodies = srcs.functions(f"{owner}::load_arch_hparams")
+    if not bodies:
+        return [["True", "unknown", f"{owner}::load_arch_hparams not found"]]
+    body = bodies[0]
+    relevant = re.compile(r"swa_type|swa_pattern|is_swa_impl|n_no_rope_layer_step|n_swa\b|rope_pattern|"
+                          r"rope_freq_(base|scale)_train_swa|SLIDING_WINDOW|ROPE_FREQ_BASE_SWA|router_layer|"
+                          r"n_layer_kv_from_start|rope_finetuned|ROPE_SCALING_FINETUNED")
+    stmts = [(m.start() + len(m.group()) - len(m.group().lstrip()), " ".join(m.group().split()))
+             for m in re.finditer(r"[^;{}]*;", body)]
+    stmts = [(at, st) for at, st in stmts if not st.startswith(("LLAMA_LOG", "GGML_ASSERT", "return"))]
+    chosen = {at for at, st in stmts if relevant.search(st)}
+    used = set(re.findall(r"\b[a-z_]\w*\b", " ".join(st.split("=", 1)[-1] for at, st in stmts if at in chosen)))
+    for at, st in stmts:  # (and what defines a local those statements read)
+        m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (\w+)[,)]", st)
+        if m and (m.group(1) or m.group(2)) in used:
+            chosen.add(at)
+    program = []
+    for at, stmt in stmts:
+        if at not in chosen:
+            continue
+        conds = enclosing_conditions(body, at)
+        cond = "unknown" if conds is None else (" and ".join(conds) or "True")
+        program.append([cond, *statement(stmt, kv)])
+    return program
+
+
+def statement(stmt: str, kv: dict[str, str]) -> list:
+    """One load_arch_hparams statement as [kind, ...]: key (a metadata key read into a field or a local
+    name, and the local that says whether it was there), array (an array key read into a per-layer field),
+    set, fill (a per-layer field set for every layer), local, pattern (load_swa_pattern / set_swa_pattern),
+    unknown."""
+    m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key\((LLM_KV_\w+), (?:hparams\.)?(\w+)(, (?:false|true))?\);",
+                     stmt)
+    if m and m.group(2) in kv:  # (get_key's `required` defaults to true)
+        return ["key", m.group(3), kv[m.group(2)], m.group(1), m.group(4) != ", false"]
+    m = re.fullmatch(r"ml\.get_arr\((LLM_KV_\w+), hparams\.(\w+)(, (?:false|true))?\);", stmt)
+    if m and m.group(1) in kv:
+        return ["array", m.group(2), kv[m.group(1)], m.group(3) != ", false"]
+    m = re.fullmatch(r"hparams\.(\w+) = ([^;]+);", stmt)
+    if m and "[" not in m.group(1):
+        return ["set", m.group(1), py_expr(m.group(2))]
+    m = re.fullmatch(r"std::fill\(hparams\.(\w+)\.begin\(\), hparams\.\1\.end\(\), ([^;]+)\);", stmt)
+    if m:
+        return ["fill", m.group(1), py_expr(m.group(2))]
+    m = re.fullmatch(r"(?:const )?(?:bool|uint32_t|int32_t|int|float) (\w+) = ([\w.]+);", stmt)
+    if m:
+        return ["local", m.group(1), py_expr(m.group(2))]
+    m = re.fullmatch(r"(load_swa_pattern\(ml, |hparams\.set_swa_pattern\()(\d+)(, (?:/\*[^*]*\*/)?(true|false))?\);",
+                     stmt)
+    if m:
+        return ["pattern", int(m.group(2)), m.group(4) == "true", m.group(1).startswith("load")]
+    return ["unknown", stmt]
+
+
+def hparams_methods(cpp: str) -> dict[str, list]:
+    """llama_hparams' methods of the shape `if (c) { return x; } ... return y;` (or a final abort) as
+    [parameters, Python expression]; the evaluator calls them."""
+    out: dict[str, list] = {}
+    for m in re.finditer(r"\n(?:bool|uint32_t|int32_t|float)\s+llama_hparams::(\w+)\s*\(([^)]*)\)\s*const\s*\{", cpp):
+        body = cpp[m.end():matching(cpp, m.end() - 1)]
+        params = [p.split()[-1] for p in m.group(2).split(",") if p.strip()]
+        expr = method_expr(body)
+        if expr is not None:
+            out[m.group(1)] = [params, expr]
+    return out
+
+
+def method_expr(body: str) -> str | None:
+    """A method body of if-returns as one nested conditional expression; None for any other shape."""
+    body = body.strip()
+    m = re.match(r"if\s*\(", body)
+    if m:
+        close = matching(body, m.end() - 1, "(", ")")
+        cond = py_expr(body[m.end():close])
+        rest = body[close + 1:].lstrip()
+        if not rest.startswith("{"):
+            return None
+        end = matching(rest, 0)
+        then = method_expr(rest[1:end])
+        other = method_expr(rest[end + 1:])
+        if then is None or other is None:
+            return None
+        return f"(({then}) if ({cond}) else ({other}))"
+    m = re.fullmatch(r"return\s+([^;]+);(.*)", body, flags=re.S)
+    if m:
+        return f"({py_expr(m.group(1))})"
+    if body.startswith("GGML_ABORT"):
+        return "aborts()"
+    return None
+
+
+def hparams_defaults(src: pathlib.Path, model_cpp: str) -> dict:
+    """llama_hparams' plain defaults (llama-hparams.h), the per-layer arrays' (llama_model_base::
+    load_hparams fills them), set_swa_pattern's two rules and the methods the conditions call."""
+    h = strip_comments((src / "llama-hparams.h").read_text())
+    out: dict = {}
+    for m in re.finditer(r"\n\s*(?:bool|uint32_t|int32_t|float|llama_swa_type)\s+(\w+)\s*=\s*([\w.+-]+)\s*;", h):
+        out[m.group(1)] = py_expr(m.group(2))
+    base = body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or ""
+    for m in re.finditer(r"std::fill\(hparams\.(\w+)\.begin\(\),\s*hparams\.\1\.end\(\),\s*([^;]+)\);", base):
+        out[m.group(1)] = {"fill": py_expr(m.group(2))}
+    cpp = strip_comments((src / "llama-hparams.cpp").read_text())
+    body = body_of(cpp, r"void\s+llama_hparams::set_swa_pattern\s*\(") or ""
+    rules = re.findall(r"is_swa_impl\[il\]\s*=\s*([^;]+);", body)
+    limit = re.search(r"#define\s+LLAMA_MAX_LAYERS\s+(\d+)", h)
+    return {"fields": out, "max_layers": int(limit.group(1)) if limit else None, "swa_pattern_dense_first": py_expr(rules[0]) if len(rules) > 1 else "unknown",
+            "swa_pattern": py_expr(rules[1]) if len(rules) > 1 else "unknown", "methods": hparams_methods(cpp)}
+
+
+def rope_freqs_every_layer(srcs: "Sources", owner: str | None) -> bool:
+    """Whether `owner`'s load_arch_tensors gives every layer the rope_freqs tensor (no condition)."""
+    for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
+        m = re.search(r"rope_freqs\s*=\s*create_tensor", body)
+        if m:
+            return enclosing_conditions(body, m.start()) == []
+    return False
+
+
+def build(src: pathlib.Path, origin: str) -> dict:
+    """The whole table."""
+    model_cpp = strip_comments((src / "llama-model.cpp").read_text())
+    names, kv, types, cls_of = arch_names(src), kv_names(src), rope_types(model_cpp), classes(model_cpp)
+    srcs = Sources(src)
+    archs = {}
+    for enum, name in sorted(names.items(), key=lambda x: x[1]):
+        if enum not in types and enum not in cls_of:
+            continue
+        entry: dict = {"pairs": types.get(enum, "unknown")}
+        cls = cls_of.get(enum)
+        if cls is None:
+            entry["rotates"] = "unknown"
+        else:
+            entry.update(graph_facts(srcs, srcs.graph_owner(cls), enum))
+            entry["hparams"] = hparams_program(srcs, srcs.hparams_owner(cls), kv)
+            entry["rope_freqs_every_layer"] = rope_freqs_every_layer(srcs, srcs.tensors_owner(cls))
+        archs[name] = entry
+    return {"source": origin, "hparams": hparams_defaults(src, model_cpp), "archs": archs}
+
+
+def from_pypi(tmp: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """llama.cpp's src folder from the newest llama-cpp-python sdist on PyPI."""
+    with urllib.request.urlopen("https://pypi.org/pypi/llama-cpp-python/json") as r:  # noqa: S310
+        info = json.load(r)
+    sdist = next(u for u in info["urls"] if u["packagetype"] == "sdist")
+    path = tmp / sdist["filename"]
+    urllib.request.urlretrieve(sdist["url"], path)  # noqa: S310
+    with tarfile.open(path) as tar:
+        tar.extractall(tmp, filter="data")
+    root = tmp / sdist["filename"][:-len(".tar.gz")]
+    return root / "vendor" / "llama.cpp" / "src", f"llama-cpp-python {info['info']['version']} sdist (vendor/llama.cpp)"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--llama-cpp", help="a llama.cpp source tree")
+    g.add_argument("--pypi", action="store_true", help="llama-cpp-python's newest sdist from PyPI")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.pypi:
+            src, origin = from_pypi(pathlib.Path(tmp))
+        else:
+            tree = pathlib.Path(args.llama_cpp)
+            src = tree / "src"
+            rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
+            origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 else f"llama.cpp tree {tree.name}"
+        table = build(src, origin)
+    pathlib.Path(args.out).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    archs = table["archs"]
+    print(f"wrote {args.out}: {len(archs)} architectures, "
+          f"{sum(1 for a in archs.values() if a.get('rotates') not in ('False', 'unknown'))} rotate, "
+          f"{sum(1 for a in archs.values() if a.get('rotates') == 'unknown')} unknown")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

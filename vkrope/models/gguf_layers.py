@@ -1,0 +1,281 @@
+"""Which layers of a GGUF model rotate, which are sliding, and the sliding
+layers' base and scale, as llama.cpp decides them: the statements and
+conditions scripts/gguf_arch_table.py read from llama.cpp's source
+(vkrope/data/gguf_archs.json), evaluated over the file's metadata.
+
+The table's conditions are Python expressions over llama_hparams' names;
+`evaluate` runs them with a whitelist of syntax (no attribute access, no
+builtins), and a name the file and the table do not give raises `Unknown`:
+what depends on it is then refused, never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import operator
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+
+class Unknown(Exception):
+    """A name, statement or condition whose value the table cannot give."""
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> dict:
+    """vkrope/data/gguf_archs.json."""
+    return json.loads(resources.files("vkrope").joinpath("data/gguf_archs.json").read_text())
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
+           ast.FloorDiv: operator.floordiv}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(expr: str) -> ast.AST:
+    """A table expression's syntax tree (parsed once: the conditions run per layer)."""
+    try:
+        return ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        raise Unknown(f"unreadable expression {expr!r}") from None
+
+
+class Hparams:
+    """llama_hparams' values for one file: fields by name, and the table's methods."""
+
+    def __init__(self, fields: dict[str, Any], methods: dict[str, list]) -> None:
+        self.fields = fields
+        self.methods = methods
+        self.unknown: dict[str, str] = {}  # fields a statement set from what is not known: why
+
+    def evaluate(self, expr: str, **local: Any) -> Any:
+        """The value of a table expression; Unknown where it depends on what is not known."""
+        return self._node(_parse(expr), local)
+
+    def _node(self, n: ast.AST, local: dict) -> Any:  # noqa: PLR0911  (one case per node kind)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, bool)):
+            return n.value
+        if isinstance(n, ast.Name):
+            return self._name(n.id, local)
+        if isinstance(n, ast.BoolOp):
+            return self._bool(n, local)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.Not, ast.USub)):
+            v = self._node(n.operand, local)
+            return (not v) if isinstance(n.op, ast.Not) else -v
+        if isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
+            try:
+                return _BINARY[type(n.op)](self._node(n.left, local), self._node(n.right, local))
+            except (ZeroDivisionError, TypeError):
+                raise Unknown(f"{ast.unparse(n)} has no value here") from None
+        if isinstance(n, ast.Compare) and all(type(op) in _COMPARE for op in n.ops):
+            left = self._node(n.left, local)
+            for op, right_node in zip(n.ops, n.comparators):
+                right = self._node(right_node, local)
+                if not _COMPARE[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(n, ast.IfExp):
+            return self._if(n, local)
+        if isinstance(n, ast.Subscript):
+            seq, index = self._node(n.value, local), self._node(n.slice, local)
+            if not isinstance(seq, (list, tuple)) or not isinstance(index, int) or not 0 <= index < len(seq):
+                raise Unknown(f"{ast.unparse(n)} has no value here")
+            return seq[index]
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
+            return self._call(n.func.id, [self._node(a, local) for a in n.args])
+        raise Unknown(f"{ast.unparse(n)} is outside what vkrope evaluates")
+
+    def _name(self, name: str, local: dict) -> Any:
+        if name in local:
+            return local[name]
+        if name in self.fields:
+            return self.fields[name]
+        if name in self.unknown:
+            raise Unknown(f"{name}: {self.unknown[name]}")
+        if name.startswith("LLAMA_") and name.isupper():  # an enum constant: its name is its value
+            return name
+        raise Unknown(f"{name} is not known for this file")
+
+    def _bool(self, n: ast.BoolOp, local: dict) -> bool:
+        """and / or over three values: a decided operand decides, else Unknown."""
+        decisive = isinstance(n.op, ast.Or)
+        why = None
+        for v in n.values:
+            try:
+                if bool(self._node(v, local)) == decisive:
+                    return decisive
+            except Unknown as exc:
+                why = exc
+        if why is not None:
+            raise why
+        return not decisive
+
+    def _if(self, n: ast.IfExp, local: dict) -> Any:
+        try:
+            test = self._node(n.test, local)
+        except Unknown:
+            a, b = self._node(n.body, local), self._node(n.orelse, local)
+            if a == b:
+                return a
+            raise
+        return self._node(n.body if test else n.orelse, local)
+
+    def _call(self, name: str, args: list) -> Any:
+        if name not in self.methods:
+            raise Unknown(f"{name}() is not known for this file")
+        params, expr = self.methods[name]
+        if len(params) != len(args):
+            raise Unknown(f"{name}() takes {len(params)} arguments")
+        return self.evaluate(expr, **dict(zip(params, args)))
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """llama.cpp's per-layer decisions for one file."""
+
+    n_layer: int
+    rotates: tuple[bool, ...] | None  # per layer whether its graph applies RoPE; None when unknown
+    sliding: tuple[bool, ...] | None  # per layer llama.cpp's is_swa; None when unknown
+    sliding_base: float | None  # the sliding layers' base where the graph takes it per layer, else None
+    sliding_scale: float | None  # their frequency scale (1 / linear factor), likewise
+    use_mrope: bool
+    unknown: str = ""  # why rotates or sliding is unknown
+
+
+def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
+    """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
+    prefix) and evaluate its rotation condition per layer."""
+    if kv.get("block_count") is None:  # (llama.cpp requires it; without, only a uniform model is known)
+        uniform = entry["rotates"] == "True" and not entry.get("hparams")
+        return LayerPlan(0, () if uniform else None, () if uniform else None, None, None,
+                         _use_mrope(kv), "" if uniform else "the file has no block_count")
+    hp = _start(kv)
+    why = ""
+    try:
+        for cond, kind, *args in entry.get("hparams", ()):
+            if hp.evaluate(cond):  # ("unknown": an unknown name, so Unknown)
+                _run(hp, kind, args, kv)
+        sliding: tuple[bool, ...] | None = tuple(bool(hp.evaluate("is_swa(il)", il=i))
+                                                 for i in range(hp.fields["n_layer"]))
+    except Unknown as exc:
+        sliding, why = None, f"llama.cpp's load_arch_hparams for {arch!r}: {exc}"
+    rotates = None
+    if sliding is not None or "is_swa" not in entry["rotates"]:
+        try:
+            rotates = tuple(bool(hp.evaluate(entry["rotates"], il=i)) for i in range(hp.fields["n_layer"]))
+        except Unknown as exc:
+            why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
+    f = hp.fields
+    per_base, per_scale = entry.get("per_layer_base"), entry.get("per_layer_scale")
+    return LayerPlan(f["n_layer"], rotates, sliding,
+                     float(f["rope_freq_base_train_swa"]) if per_base and sliding and any(sliding) else None,
+                     float(f["rope_freq_scale_train_swa"]) if per_scale and sliding and any(sliding) else None,
+                     _use_mrope(kv), why)
+
+
+def _use_mrope(kv: dict[str, Any]) -> bool:
+    """llama_hparams::use_mrope() on the file's rope.dimension_sections."""
+    sections = [int(v) for v in kv.get("rope.dimension_sections") or []]
+    hp = Hparams({"rope_sections": sections + [0] * max(0, 4 - len(sections))}, table()["hparams"]["methods"])
+    try:
+        return bool(hp.evaluate("use_mrope()"))
+    except Unknown:
+        return False
+
+
+def _start(kv: dict[str, Any]) -> Hparams:
+    """llama_hparams after llama_model_base::load_hparams read what the plans use."""
+    t = table()["hparams"]
+    n_layer_all = kv.get("block_count")
+    limit = t["max_layers"] or 512
+    if isinstance(n_layer_all, bool) or not isinstance(n_layer_all, int) or not 1 <= n_layer_all <= limit:
+        raise ValueError(f"block_count must be an integer in [1, {limit}] (llama.cpp's LLAMA_MAX_LAYERS); got "
+                         f"{n_layer_all!r}")
+    hp = Hparams({"n_layer_all": n_layer_all}, t["methods"])
+    for name, value in t["fields"].items():
+        try:
+            hp.fields[name] = [hp.evaluate(value["fill"])] * n_layer_all if isinstance(value, dict) \
+                else hp.evaluate(value)
+        except Unknown:
+            pass  # (a default that is an expression of what is not read: unknown when used)
+    f = hp.fields
+    nextn = kv.get("nextn_predict_layers", 0)
+    if isinstance(nextn, bool) or not isinstance(nextn, int) or not 0 <= nextn < n_layer_all:
+        raise ValueError(f"nextn_predict_layers must be an integer in [0, block_count {n_layer_all}); got {nextn!r}")
+    f["n_layer_nextn"] = nextn
+    f["n_layer"] = n_layer_all - f["n_layer_nextn"]
+    factor = _number(kv, "rope.scaling.factor", 0.0) or _number(kv, "rope.scale_linear", 0.0)
+    f["rope_freq_base_train"] = float(_number(kv, "rope.freq_base", 10000.0))
+    f["rope_freq_scale_train"] = 1.0 / float(factor) if factor else 1.0
+    for name, key in (("n_head_arr", "attention.head_count"), ("n_head_kv_arr", "attention.head_count_kv")):
+        v = kv.get(key, kv.get("attention.head_count"))
+        if v is not None:
+            f[name] = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
+    sections = [int(v) for v in kv.get("rope.dimension_sections") or []]
+    f["rope_sections"] = sections + [0] * max(0, 4 - len(sections))
+    return hp
+
+
+def _number(kv: dict[str, Any], key: str, default: Any) -> Any:
+    """A scalar key as llama.cpp's get_key takes it (a number or a bool); ValueError for another type."""
+    v = kv.get(key, default)
+    if v is not None and not isinstance(v, (int, float)):
+        raise ValueError(f"{key} must be a number; got {v!r}")
+    return v
+
+
+def _flags(given: Any, key: str, n: int) -> list:
+    """A per-layer array of numbers or bools, at most `n` long."""
+    if len(given) > n or not all(isinstance(v, (int, float)) for v in given):
+        raise ValueError(f"{key} must be an array of at most {n} numbers or bools (block_count); got {given!r}")
+    return list(given)
+
+
+def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
+    """One load_arch_hparams statement (see scripts/gguf_arch_table.py's `statement`)."""
+    f, n = hp.fields, hp.fields["n_layer_all"]
+    if kind == "key":
+        target, key, found, required = args
+        if key in kv:
+            f[target] = _number(kv, key, None)
+        elif required:
+            raise ValueError(f"{key} is missing (llama.cpp requires it)")
+        if found:
+            f[found] = key in kv
+    elif kind == "array":  # (llama.cpp's get_arr: an array fills the first entries; anything else is none)
+        target, key, required = args
+        given = kv.get(key)
+        if isinstance(given, (list, tuple)):
+            f[target] = _flags(given, key, n) + list(f.get(target, [0] * n))[len(given):]
+        elif required:
+            raise ValueError(f"{key} must be an array (llama.cpp requires it); got {given!r}")
+    elif kind in ("set", "local", "fill"):
+        try:  # (a field set from what is not known is unknown only where a later condition reads it)
+            value = hp.evaluate(args[1])
+            f[args[0]] = [value] * n if kind == "fill" else value
+            hp.unknown.pop(args[0], None)
+        except Unknown as exc:
+            f.pop(args[0], None)
+            hp.unknown[args[0]] = str(exc)
+    elif kind == "pattern":
+        n_pattern, dense_first, from_key = args
+        if from_key:  # load_swa_pattern: the file's array, or its period, before the code's
+            key = "attention.sliding_window_pattern"
+            given = kv.get(key)
+            if isinstance(given, (list, tuple)):
+                f["is_swa_impl"] = _flags(given, key, n) + [False] * max(0, n - len(given))
+                return
+            if given is not None:
+                if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+                    raise ValueError(f"{key} must be an array of bools or a non-negative integer; got {given!r}")
+                n_pattern = given
+        rule = table()["hparams"]["swa_pattern_dense_first" if dense_first else "swa_pattern"]
+        f["is_swa_impl"] = [bool(hp.evaluate(rule, n_pattern=n_pattern, il=i)) for i in range(n)]
+    else:
+        raise Unknown(f"a statement vkrope does not run: {args[0] if args else kind}")
