@@ -265,20 +265,11 @@ class Sources:
             return "llama_model_base", ""
         return m.group(1), self.header[m.end() - 1:matching(self.header, m.end() - 1)]
 
-    def hparams_owner(self, cls: str) -> str | None:
-        """The class whose load_arch_hparams `cls` runs."""
+    def owner(self, cls: str, method: str) -> str | None:
+        """The class whose `method` (load_arch_hparams, load_arch_tensors) `cls` runs."""
         while cls != "llama_model_base":
             base, body = self.decl(cls)
-            if "load_arch_hparams" in body:
-                return cls
-            cls = base
-        return None
-
-    def tensors_owner(self, cls: str) -> str | None:
-        """The class whose load_arch_tensors `cls` runs."""
-        while cls != "llama_model_base":
-            base, body = self.decl(cls)
-            if "load_arch_tensors" in body:
+            if method in body:
                 return cls
             cls = base
         return None
@@ -483,8 +474,8 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["rotates"] = "unknown"
         else:
             entry.update(graph_facts(srcs, srcs.graph_owner(cls), enum))
-            entry["hparams"] = hparams_program(srcs, srcs.hparams_owner(cls), kv)
-            entry["rope_freqs_every_layer"] = rope_freqs_every_layer(srcs, srcs.tensors_owner(cls))
+            entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv)
+            entry["rope_freqs_every_layer"] = rope_freqs_every_layer(srcs, srcs.owner(cls, "load_arch_tensors"))
         archs[name] = entry
     return {"source": origin, "hparams": hparams_defaults(src, model_cpp), "archs": archs}
 

@@ -562,8 +562,7 @@ MUTATIONS = [
              "                _run(hp, kind, args, kv)", "                if \"rope_freq_base_train\" not in args:\n"
              "                    _run(hp, kind, args, kv)"),
     Mutation("llama.cpp's load_swa_pattern ignores the file's period", GGUF_LAYERS,
-             "            if isinstance(given, int) and not isinstance(given, bool):\n                n_pattern = given",
-             "            if False:\n                n_pattern = given"),
+             "                n_pattern = given", "                pass"),
     Mutation("an unknown statement of load_arch_hparams is skipped", GGUF_LAYERS,
              "        raise Unknown(f\"a statement vkrope does not run: {args[0] if args else kind}\")",
              "        pass"),
