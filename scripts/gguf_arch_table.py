@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.parse
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -482,11 +483,12 @@ def build(src: pathlib.Path, origin: str) -> dict:
 
 def from_pypi(tmp: pathlib.Path) -> tuple[pathlib.Path, str]:
     """llama.cpp's src folder from the newest llama-cpp-python sdist on PyPI."""
-    with urllib.request.urlopen("https://pypi.org/pypi/llama-cpp-python/json") as r:  # noqa: S310
+    index = "https://pypi.org/pypi/llama-cpp-python/json"
+    with urllib.request.urlopen(index) as r:  # noqa: S310
         info = json.load(r)
     sdist = next(u for u in info["urls"] if u["packagetype"] == "sdist")
     path = tmp / sdist["filename"]
-    urllib.request.urlretrieve(sdist["url"], path)  # noqa: S310
+    urllib.request.urlretrieve(urllib.parse.urljoin(index, sdist["url"]), path)  # noqa: S310  (a mirror's are relative)
     with tarfile.open(path) as tar:
         tar.extractall(tmp, filter="data")
     root = tmp / sdist["filename"][:-len(".tar.gz")]
@@ -507,7 +509,8 @@ def main() -> int:
             tree = pathlib.Path(args.llama_cpp)
             src = tree / "src"
             rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
-            origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 else f"llama.cpp tree {tree.name}"
+            origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 and (tree / ".git").exists() \
+                else f"llama.cpp tree {tree.resolve()}"
         table = build(src, origin)
     pathlib.Path(args.out).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     archs = table["archs"]
