@@ -133,57 +133,45 @@ def enclosing_conditions(body: str, pos: int) -> list[str] | None:
     return conds
 
 
+def opening(text: str, end: int, open_: str = "{", close: str = "}") -> int:
+    """Index of the bracket opening the one closing at `end` (-1 when unbalanced)."""
+    depth = 0
+    for i in range(end, -1, -1):
+        depth += 1 if text[i] == close else -1 if text[i] == open_ else 0
+        if depth == 0:
+            return i
+    return -1
+
+
 def block_condition(body: str, brace: int) -> str | None:
     """The condition under which the block opening at `brace` runs ("" for loops and plain blocks)."""
     before = body[:brace].rstrip()
     if before.endswith("else"):
-        prev = before[:-4].rstrip()
-        if not prev.endswith("}"):
-            return None
-        depth, i = 0, len(prev) - 1
-        while i >= 0:  # the block this else follows
-            depth += {"}": 1, "{": -1}.get(prev[i], 0)
-            if depth == 0:
-                break
-            i -= 1
-        cond = block_condition(body, i)
-        return None if not cond else f"not ({cond})"
+        earlier = previous_condition(body, before[:-4].rstrip())
+        return None if not earlier else f"not ({earlier})"
     if re.search(r"\]\s*\([^()]*\)\s*(->[^{;]*)?$", before):  # a lambda's body: where it is called
         return ""
     if not before.endswith(")"):
         return "" if before.endswith((";", "{", "}")) else None
-    depth, i = 0, len(before) - 1
-    while i >= 0:
-        depth += {")": 1, "(": -1}.get(before[i], 0)
-        if depth == 0:
-            break
-        i -= 1
-    head = before[:i].rstrip()
+    i = opening(before, len(before) - 1, "(", ")")
+    head = re.sub(r"\s+constexpr$", "", before[:i].rstrip())
     inner = before[i + 1:-1]
     if re.search(r"\bfor$|\bwhile$", head):
         return ""
-    head = re.sub(r"\s+constexpr$", "", head)
     if not re.search(r"\bif$", head) or ";" in inner:
         return None
     cond = f"({py_expr(inner)})"
     if re.search(r"\belse\s+if$", head):  # (and not the if before it)
-        prev = head[:-2].rstrip()[:-4].rstrip()
-        j = prev.rfind("{", 0, len(prev))
-        k = prev.rstrip()
-        if k.endswith("}"):
-            depth, j = 0, len(k) - 1
-            while j >= 0:
-                depth += {"}": 1, "{": -1}.get(k[j], 0)
-                if depth == 0:
-                    break
-                j -= 1
-            earlier = block_condition(body, j)
-            if not earlier:
-                return None
-            cond = f"{cond} and not ({earlier})"
-        else:
-            return None
+        earlier = previous_condition(body, head[:-2].rstrip()[:-4].rstrip())
+        return None if not earlier else f"{cond} and not ({earlier})"
     return cond
+
+
+def previous_condition(body: str, prev: str) -> str | None:
+    """The condition of the if block that `prev` (the text before an else) ends with; None if it ends with none."""
+    if not prev.endswith("}"):
+        return None
+    return block_condition(body, opening(prev, len(prev) - 1))
 
 
 def locals_of(body: str) -> dict[str, str]:
