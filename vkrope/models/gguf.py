@@ -7,7 +7,7 @@ import difflib
 import math
 import os
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -180,14 +180,8 @@ def _sliding_kv(arch: str, entry: dict, lp: gguf_layers.LayerPlan, kv: dict, ten
 
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, entry: dict,
                   use_mrope: bool) -> ModelRope:
-    def num(key: str, default: Any = None) -> Any:
-        v = kv.get(key, default)
-        if isinstance(v, list) and key == "attention.head_count":  # per layer: the first attention layer's
-            v = next((h for h in v if h), None)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
-        return v
-
+    """One ModelRope from (a layer's view of) the file's metadata and rope tensors."""
+    num = _reader(kv, arch, where)
     heads = num("attention.head_count")
     head_dim = num("attention.key_length")
     if not head_dim and heads and num("embedding_length"):
@@ -200,17 +194,38 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
     rot = num("rope.dimension_count", head_dim)
     if not head_dim or not rot:
         raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing")
-    theta = float(num("rope.freq_base", 10000.0))
+    kind, params, freq_factors = _scaling(num, kv, tensors, arch, where)
+    pairs, section = _pairs(entry, use_mrope, kv, arch, where)
+    try:
+        return ModelRope(kind, int(head_dim), int(rot), float(num("rope.freq_base", 10000.0)),
+                         tuple(sorted(params.items())), num("context_length"),
+                         num("rope.scaling.original_context_length"), section, pairs == "imrope", pairs == "norm",
+                         freq_factors, None, angle, source=where, model=arch)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
+    """num(key, default): a numeric key (a per-layer head count: the first attention layer's)."""
+    def num(key: str, default: Any = None) -> Any:
+        v = kv.get(key, default)
+        if isinstance(v, list) and key == "attention.head_count":
+            v = next((h for h in v if h), None)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
+        return v
+    return num
+
+
+def _scaling(num: Callable[..., Any], kv: dict, tensors: dict, arch: str,
+             where: str) -> tuple[str, dict[str, Any], tuple[float, ...] | None]:
+    """(rope type, its parameters, llama.cpp's per-pair divisors or None) from rope.scaling.* and the tensors."""
     kind = kv.get("rope.scaling.type") or "none"
     params: dict[str, Any] = {}
     factor = num("rope.scaling.factor") or num("rope.scale_linear")
     orig = num("rope.scaling.original_context_length")
-    mpe = num("context_length")
-    freq_factors = None
-    if kind == "none" and factor and factor != 1:
-        kind = "linear"
     if kind == "none":
-        kind = "default"
+        kind = "linear" if factor and factor != 1 else "default"
     if kind == "linear":
         params["factor"] = float(factor or 1.0)
     elif kind == "yarn":
@@ -241,28 +256,26 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
             if key not in tensors:
                 raise ValueError(f"{where}: longrope needs both rope_factors_short.weight and rope_factors_long.weight")
             params[name] = tuple(float(v) for v in tensors[key])
-        attn = num("rope.scaling.attn_factor")
-        if attn is not None:
-            params["attention_factor"] = float(attn)
+        if num("rope.scaling.attn_factor") is not None:
+            params["attention_factor"] = float(num("rope.scaling.attn_factor"))
         if orig is None:
             raise ValueError(f"{where}: longrope needs {arch}.rope.scaling.original_context_length")
-    elif "rope_freqs.weight" in tensors:
-        freq_factors = tuple(float(v) for v in tensors["rope_freqs.weight"])
+        return kind, params, None
+    freqs = tensors.get("rope_freqs.weight")
+    return kind, params, None if freqs is None else tuple(float(v) for v in freqs)
+
+
+def _pairs(entry: dict, use_mrope: bool, kv: dict, arch: str, where: str) -> tuple[str, tuple[int, ...] | None]:
+    """(llama.cpp's rope type for this file, the M-RoPE sections or None)."""
     pairs = entry["pairs"]
     if isinstance(pairs, dict):  # (glm4, ...: M-RoPE when the file has sections, as llama.cpp's use_mrope)
         pairs = pairs["sections"] if use_mrope else pairs["else"]
     if pairs not in ("norm", "neox", "mrope", "imrope"):
         raise ValueError(f"{where}: architecture {arch!r} has llama.cpp rope type {pairs!r}, which vkrope does not "
                          "apply")
+    if pairs not in ("mrope", "imrope"):
+        return pairs, None
     sections = kv.get("rope.dimension_sections")
-    section = None
-    if pairs in ("mrope", "imrope"):
-        if not isinstance(sections, list) or len(sections) < 3:
-            raise ValueError(f"{where}: {arch}.rope.dimension_sections must hold the M-RoPE sections")
-        section = tuple(int(v) for v in sections[:3])
-    try:
-        return ModelRope(kind, int(head_dim), int(rot), theta, tuple(sorted(params.items())), mpe, orig, section,
-                         pairs == "imrope", pairs == "norm", freq_factors, None, angle,
-                         source=where, model=arch)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    if not isinstance(sections, list) or len(sections) < 3:
+        raise ValueError(f"{where}: {arch}.rope.dimension_sections must hold the M-RoPE sections")
+    return pairs, tuple(int(v) for v in sections[:3])
