@@ -727,7 +727,7 @@ def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
     script), vkrope's float32 steps after the power (divisions, llama3's
     smoothing, YaRN's blend, longrope's factors, dynamic's base) give
     transformers' inverse frequencies bit for bit."""
-    import vkrope.models.rope as configs
+    import vkrope.models.rope_types as configs
 
     torch_pow, base = GOLD[case + "/torch_pow"], GOLD[case + "/pow_base"][0]
     real = configs.pow32

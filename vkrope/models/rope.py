@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import MROPE_AXES, InvFreqs, YaRN, _short, check_position_ids, pow32, pow64
+from ..freqs import MROPE_AXES, InvFreqs, _short, check_position_ids
+from .rope_types import RULES, is_long
 
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+ROPE_TYPES = tuple(RULES)
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
 # "longrope" are Phi-3's; "fope" etc. are not supported).
 _ALIASES = {"mrope": "default", "su": "longrope"}
@@ -152,66 +153,19 @@ class ModelRope:
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
                              "partial_rotary_factor) must be even and <= head_dim")
-        if self.rope_type == "proportional" and self.rotary_dim != self.head_dim:
-            raise ValueError(f"proportional RoPE rotates the whole head: rotary_dim must be head_dim ({self.head_dim}); "
-                             f"got {self.rotary_dim} (partial_rotary_factor picks the pairs that turn)")
         if self.layer_type is not None and not isinstance(self.layer_type, str):
             raise TypeError(f"layer_type must be a str or None; got {_short(self.layer_type)}")
         if self.mrope_interleaved and self.mrope_section is None:
             raise ValueError("mrope_interleaved needs mrope_section")
         object.__setattr__(self, "params", _check_params(self.params))
-        p = self.param
-        if self.rope_type in ("yarn", "longrope", "llama3") and self.original_max_position_embeddings is None:
+        rule = RULES[self.rope_type]
+        if rule.needs_orig and self.original_max_position_embeddings is None:
             raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
-        if self.rope_type in ("linear", "dynamic", "llama3"):
-            if p("factor") is None:
-                raise ValueError(f"rope_type {self.rope_type!r} needs factor")
-        if self.rope_type == "dynamic":
-            if self.max_position_embeddings is None:
-                raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
-            if self.rotary_dim < 4:
-                raise ValueError(f"rope_type 'dynamic' needs a rotary dim of 4 or more (its base grows by the power "
-                                 f"dim / (dim - 2)); got {self.rotary_dim}")
-        if self.rope_type == "yarn" and not self.theta > 1:
-            raise ValueError(f"yarn needs rope_theta > 1 (its ramp divides by ln(rope_theta)); got {self.theta}")
-        if self.rope_type == "longrope" and self.factor > 1 and self.orig < 2:
-            raise ValueError(f"longrope's attention factor divides by ln(original_max_position_embeddings): it must be "
-                             f">= 2; got {self.orig}")
-        if self.rope_type == "llama3":
-            for key in ("low_freq_factor", "high_freq_factor"):
-                if p(key) is None:
-                    raise ValueError(f"rope_type 'llama3' needs {key}")
-            if p("high_freq_factor") < p("low_freq_factor"):
-                raise ValueError(f"llama3: high_freq_factor ({p('high_freq_factor')}) must be >= low_freq_factor "
-                                 f"({p('low_freq_factor')})")
-        if self.rope_type == "longrope":
-            for key in ("short_factor", "long_factor"):
-                f = p(key)
-                if not isinstance(f, tuple) or len(f) != self.rotary_dim // 2:
-                    raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {self.rotary_dim // 2} numbers; got "
-                                     f"{_short(f)}")
-        if self.rope_type == "yarn" and p("factor") is None and self.max_position_embeddings is None:
-            raise ValueError("yarn needs factor (or max_position_embeddings to derive it)")
+        rule.check(self)
         if self.mrope_section is not None:
-            sec = self.mrope_section
-            if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
-                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
-                raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
-                                 f"{_short(sec)}")
-            object.__setattr__(self, "mrope_section", tuple(int(v) for v in sec))
-            if sum(self.mrope_section) != self.rotary_dim // 2:
-                raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {self.rotary_dim // 2}")
+            object.__setattr__(self, "mrope_section", _checked_sections(self.mrope_section, self.rotary_dim))
         if self.freq_factors is not None:
-            try:
-                ff = np.asarray(self.freq_factors, np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"freq_factors must be numbers; got {_short(self.freq_factors)}") from None
-            if ff.shape != (self.rotary_dim // 2,):
-                raise ValueError(f"freq_factors must hold rotary_dim / 2 = {self.rotary_dim // 2} values; got shape "
-                                 f"{list(ff.shape)}")
-            if not (np.isfinite(ff) & (ff > 0)).all():
-                raise ValueError(f"freq_factors must be positive finite numbers; got {ff[~(np.isfinite(ff) & (ff > 0))][0]}")
-            object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
+            object.__setattr__(self, "freq_factors", _checked_divisors(self.freq_factors, self.rotary_dim))
         # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
         lengths: list[int | None] = [None]
         if self.uses_seq_len():
@@ -260,27 +214,7 @@ class ModelRope:
         else sqrt(1 + ln(factor) / ln(original_max_position_embeddings));
         1 for the other types. (DeepSeek also scales its softmax by
         (0.1 mscale_all_dim ln(factor) + 1)^2: the attention's business.)"""
-        given = self.param("attention_factor")
-        if self.rope_type == "yarn":
-            if given is not None:
-                return float(given)
-            f = self.factor
-
-            def g(scale: float, m: float = 1.0) -> float:
-                return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
-            ms, msa = self.param("mscale"), self.param("mscale_all_dim")
-            if ms and msa:
-                return float(g(f, ms) / g(f, msa))
-            return g(f)
-        if self.rope_type == "longrope":
-            if given is not None:
-                return float(given)
-            f = self.factor
-            if f <= 1.0:
-                return 1.0
-            return math.sqrt(1 + math.log(f) / math.log(self.orig))
-        return 1.0
+        return RULES[self.rope_type].attention_factor(self)
 
     def attention_factor_for(self, seq_len: int | None) -> float:
         """The attention factor of a call whose max(position_ids) + 1 is
@@ -288,13 +222,8 @@ class ModelRope:
         `short_mscale` / `long_mscale` (Phi-3.5-MoE), switched with the
         factors (long past original_max_position_embeddings)."""
         if self.rope_type == "longrope" and self.param("short_mscale") is not None:
-            return float(self.param("long_mscale" if self._long(seq_len) else "short_mscale"))
+            return float(self.param("long_mscale" if is_long(self, seq_len) else "short_mscale"))
         return self.attention_factor
-
-    def _long(self, seq_len: int | None) -> bool:
-        """longrope's switch: the long factors (and long_mscale) when the
-        call's max(position_ids) + 1 exceeds original_max_position_embeddings."""
-        return bool(seq_len and seq_len > self.orig)
 
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and
@@ -306,7 +235,7 @@ class ModelRope:
 
     def uses_seq_len(self) -> bool:
         """Whether the frequencies depend on the call's positions (dynamic, longrope)."""
-        return self.rope_type in ("dynamic", "longrope")
+        return RULES[self.rope_type].call_key is not None
 
     def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
         """The inverse frequencies [rotary_dim / 2] for a call whose
@@ -315,80 +244,15 @@ class ModelRope:
         (float32: step by step in float32; float64: the same formulas in
         float64, the exact angle's)."""
         t = np.dtype(dtype).type
-        dim, half = self.rotary_dim, self.rotary_dim // 2
-        base = self.theta
-        p = self.param
-
-        def powers(b: Any, n_pairs: int, denom: int) -> np.ndarray:
-            if t is np.float32:
-                return pow32(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float32) / np.float32(denom))
-            return pow64(b, np.arange(0, 2 * n_pairs, 2, dtype=np.float64) / denom)
-
-        kind = self.rope_type
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if kind == "proportional":
-                angles = int(p("partial_rotary_factor", 1.0) * self.head_dim // 2)
-                inv = np.zeros(self.head_dim // 2, t)
-                inv[:angles] = t(1.0) / powers(base, angles, self.head_dim)
-                inv = inv / t(self.factor)
-            elif kind == "dynamic":
-                inv = t(1.0) / powers(self._dynamic_base(seq_len, t), half, dim)
-            elif kind == "longrope":
-                ext = np.asarray(p("long_factor") if self._long(seq_len) else p("short_factor"), t)
-                inv = t(1.0) / (ext * powers(base, half, dim))
-            elif kind == "yarn":
-                inv = self._yarn(t, powers(base, half, dim))
-            elif kind == "llama3":
-                inv = self._llama3(t, t(1.0) / powers(base, half, dim))
-            else:  # default, linear
-                inv = t(1.0) / powers(base, half, dim)
-                if kind == "linear":
-                    inv = inv / t(self.factor)
+            inv = RULES[self.rope_type].inv_freq(self, seq_len, t)
             if self.freq_factors is not None:
                 inv = inv / np.asarray(self.freq_factors, t)
         inv = np.asarray(inv, t)
         if not np.isfinite(inv).all() or (inv < 0).any():
-            raise ValueError(f"{kind}: these parameters give inverse frequencies that are not finite numbers >= 0 "
+            raise ValueError(f"{self.rope_type}: these parameters give inverse frequencies that are not finite numbers >= 0 "
                              f"(theta {self.theta}, {dict(self.params)})")
         return inv
-
-    def _dynamic_base(self, seq_len: int | None, t: Any) -> Any:
-        """dynamic NTK's base for `seq_len`: transformers computes it from a
-        tensor (max(position_ids) + 1), so in float32, once past
-        max_position_embeddings; at initialisation (no positions) it is the
-        base itself."""
-        dim, mpe, f = self.rotary_dim, self.mpe, self.factor
-        if seq_len is None or seq_len <= mpe:
-            return self.theta
-        if t is np.float64:
-            return self.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
-        s = np.float32(seq_len)
-        ratio = (np.float32(f) * s) / np.float32(mpe) - np.float32(f - 1)  # (Python scalars as float32)
-        powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
-        return float(np.float32(np.float32(self.theta) * powered))
-
-    def _yarn(self, t: Any, pos: np.ndarray) -> np.ndarray:
-        """transformers' _compute_yarn_parameters, in dtype t: the ramp is
-        `vkrope.YaRN`'s (the same correction dims, truncation and guard)."""
-        p = self.param
-        y = YaRN(self.orig, float(p("beta_fast") or 32), float(p("beta_slow") or 1), truncate=bool(p("truncate", True)))
-        extrap_w = y.mix(self.rotary_dim, self.theta, t)  # (times ext_factor 1: exact)
-        extrap = t(1.0) / pos
-        interp = t(1.0) / (t(self.factor) * pos)
-        return interp * (t(1) - extrap_w) + extrap * extrap_w
-
-    def _llama3(self, t: Any, inv: np.ndarray) -> np.ndarray:
-        """transformers' _compute_llama3_parameters, in dtype t."""
-        p = self.param
-        factor, lff, hff = p("factor"), p("low_freq_factor"), p("high_freq_factor")
-        old = self.orig
-        low_wl, high_wl = old / lff, old / hff
-        wavelen = t(2 * math.pi) / inv
-        llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)
-        smooth = (t(old) / wavelen - t(lff)) / t(hff - lff)
-        smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama
-        medium = ~(wavelen < t(high_wl)) & ~(wavelen > t(low_wl))
-        return np.where(medium, smoothed, llama)
 
     @property
     def pair_axis(self) -> tuple[int, ...] | None:
@@ -409,12 +273,8 @@ class ModelRope:
         return self._freqs(n)
 
     def _freqs(self, seq_len: int | None) -> InvFreqs:
-        if self.rope_type == "dynamic":  # the base itself up to max_position_embeddings: one spec for those
-            key: Any = seq_len if seq_len is not None and seq_len > self.mpe else None
-        elif self.rope_type == "longrope":
-            key = self._long(seq_len)
-        else:
-            key = None
+        call_key = RULES[self.rope_type].call_key
+        key = None if call_key is None else call_key(self, seq_len)
         cache = self.__dict__.setdefault("_freqs_cache", {})
         spec = cache.get(key)
         if spec is None:
@@ -467,33 +327,61 @@ class ModelRope:
 
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
-        d: dict[str, Any] = dict(model=self.model, rope_type=self.rope_type, head_dim=self.head_dim,
-                                 rotary_dim=self.rotary_dim,
-                                 theta=self.theta, attention_factor=self.attention_factor,
-                                 pairs="interleaved" if self.interleaved else "rotate-half")
-        if self.layer_type:
-            d["layer_type"] = self.layer_type
-        for key in ("max_position_embeddings", "original_max_position_embeddings"):
-            if getattr(self, key) is not None:
-                d[key] = getattr(self, key)
-        if self.mrope_section is not None:
-            d["mrope_section"] = list(self.mrope_section)
-            d["mrope"] = "interleaved" if self.mrope_interleaved else "chunked"
-        for k, v in self.params:
-            d[k] = list(v) if isinstance(v, tuple) else v
-        if self.freq_factors is not None:
-            d["freq_factors"] = list(self.freq_factors)
-        if self.ignored:
-            d["ignored_keys"] = list(self.ignored)
-        if self.nope_layers is None:
-            d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)"
-        elif self.nope_layers:
-            d["layers_without_rope"] = list(self.nope_layers)
-        if self.param("llama_4_scaling_beta") is not None:
-            d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
-                                      f"{self.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
-        if self.uses_seq_len():
-            d["decided_per_call"] = ("the base, from max(position_ids) + 1" if self.rope_type == "dynamic"
-                                     else "short / long factors, by max(position_ids) + 1 > "
-                                     f"{self.original_max_position_embeddings}")
-        return d
+        return summary(self)
+
+
+def _checked_sections(sec: Any, rotary_dim: int) -> tuple[int, ...]:
+    """M-RoPE's pair counts per axis, summing to rotary_dim / 2."""
+    if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
+            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
+        raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
+                         f"{_short(sec)}")
+    if sum(int(v) for v in sec) != rotary_dim // 2:
+        raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {rotary_dim // 2}")
+    return tuple(int(v) for v in sec)
+
+
+def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
+    """llama.cpp's per-pair divisors: rotary_dim / 2 positive finite numbers."""
+    try:
+        ff = np.asarray(freq_factors, np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"freq_factors must be numbers; got {_short(freq_factors)}") from None
+    if ff.shape != (rotary_dim // 2,):
+        raise ValueError(f"freq_factors must hold rotary_dim / 2 = {rotary_dim // 2} values; got shape "
+                         f"{list(ff.shape)}")
+    if not (np.isfinite(ff) & (ff > 0)).all():
+        raise ValueError(f"freq_factors must be positive finite numbers; got {ff[~(np.isfinite(ff) & (ff > 0))][0]}")
+    return tuple(float(v) for v in ff)
+
+
+def summary(r: ModelRope) -> dict[str, Any]:
+    """What the CLI prints of a ModelRope: the resolved RoPE as plain values."""
+    d: dict[str, Any] = dict(model=r.model, rope_type=r.rope_type, head_dim=r.head_dim,
+                             rotary_dim=r.rotary_dim,
+                             theta=r.theta, attention_factor=r.attention_factor,
+                             pairs="interleaved" if r.interleaved else "rotate-half")
+    if r.layer_type:
+        d["layer_type"] = r.layer_type
+    for key in ("max_position_embeddings", "original_max_position_embeddings"):
+        if getattr(r, key) is not None:
+            d[key] = getattr(r, key)
+    if r.mrope_section is not None:
+        d["mrope_section"] = list(r.mrope_section)
+        d["mrope"] = "interleaved" if r.mrope_interleaved else "chunked"
+    for k, v in r.params:
+        d[k] = list(v) if isinstance(v, tuple) else v
+    if r.freq_factors is not None:
+        d["freq_factors"] = list(r.freq_factors)
+    if r.ignored:
+        d["ignored_keys"] = list(r.ignored)
+    if r.nope_layers is None:
+        d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)"
+    elif r.nope_layers:
+        d["layers_without_rope"] = list(r.nope_layers)
+    if r.param("llama_4_scaling_beta") is not None:
+        d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
+                                  f"{r.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
+    if r.uses_seq_len():
+        d["decided_per_call"] = RULES[r.rope_type].per_call.format(orig=r.original_max_position_embeddings)
+    return d

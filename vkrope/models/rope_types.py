@@ -1,0 +1,219 @@
+"""Every rope type as a row of small functions, as transformers 5 keys its
+`ROPE_INIT_FUNCTIONS` by rope type: what the type requires of a
+`ModelRope`, its inverse frequencies (in float32 step by step, as
+transformers computes them, or the same formulas in float64), its attention
+factor, and what a call's positions decide (dynamic's base, longrope's
+short / long factors). A new rope type is one row here and its oracle in
+tests/oracle_hf.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..freqs import YaRN, _short, pow32, pow64
+
+if TYPE_CHECKING:
+    from .rope import ModelRope
+
+
+def powers(t: Any, base: Any, n_pairs: int, denom: int) -> np.ndarray:
+    """base ** (2i / denom) for the first n_pairs pairs, in dtype t (float32: the power correctly rounded)."""
+    if t is np.float32:
+        return pow32(base, np.arange(0, 2 * n_pairs, 2, dtype=np.float32) / np.float32(denom))
+    return pow64(base, np.arange(0, 2 * n_pairs, 2, dtype=np.float64) / denom)
+
+
+def _default(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    return t(1.0) / powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim)
+
+
+def _linear(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    return _default(r, seq_len, t) / t(r.factor)
+
+
+def _proportional(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    """Gemma 4's: the first partial_rotary_factor of the head's pairs turn, on the head's exponents."""
+    angles = int(r.param("partial_rotary_factor", 1.0) * r.head_dim // 2)
+    inv = np.zeros(r.head_dim // 2, t)
+    inv[:angles] = t(1.0) / powers(t, r.theta, angles, r.head_dim)
+    return inv / t(r.factor)
+
+
+def _dynamic(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    return t(1.0) / powers(t, dynamic_base(r, seq_len, t), r.rotary_dim // 2, r.rotary_dim)
+
+
+def dynamic_base(r: ModelRope, seq_len: int | None, t: Any) -> Any:
+    """dynamic NTK's base for `seq_len`: transformers computes it from a
+    tensor (max(position_ids) + 1), so in float32, once past
+    max_position_embeddings; at initialisation (no positions) it is the
+    base itself."""
+    dim, mpe, f = r.rotary_dim, r.mpe, r.factor
+    if seq_len is None or seq_len <= mpe:
+        return r.theta
+    if t is np.float64:
+        return r.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
+    s = np.float32(seq_len)
+    ratio = (np.float32(f) * s) / np.float32(mpe) - np.float32(f - 1)  # (Python scalars as float32)
+    powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
+    return float(np.float32(np.float32(r.theta) * powered))
+
+
+def is_long(r: ModelRope, seq_len: int | None) -> bool:
+    """longrope's switch: the long factors (and long_mscale) when the
+    call's max(position_ids) + 1 exceeds original_max_position_embeddings."""
+    return bool(seq_len and seq_len > r.orig)
+
+
+def _longrope(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    ext = np.asarray(r.param("long_factor") if is_long(r, seq_len) else r.param("short_factor"), t)
+    return t(1.0) / (ext * powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim))
+
+
+def _yarn(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    """transformers' _compute_yarn_parameters, in dtype t: the ramp is
+    `vkrope.YaRN`'s (the same correction dims, truncation and guard)."""
+    p = r.param
+    pos = powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim)
+    y = YaRN(r.orig, float(p("beta_fast") or 32), float(p("beta_slow") or 1), truncate=bool(p("truncate", True)))
+    extrap_w = y.mix(r.rotary_dim, r.theta, t)  # (times ext_factor 1: exact)
+    extrap = t(1.0) / pos
+    interp = t(1.0) / (t(r.factor) * pos)
+    return interp * (t(1) - extrap_w) + extrap * extrap_w
+
+
+def _llama3(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    """transformers' _compute_llama3_parameters, in dtype t."""
+    p = r.param
+    inv = _default(r, seq_len, t)
+    factor, lff, hff = p("factor"), p("low_freq_factor"), p("high_freq_factor")
+    old = r.orig
+    low_wl, high_wl = old / lff, old / hff
+    wavelen = t(2 * math.pi) / inv
+    llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)
+    smooth = (t(old) / wavelen - t(lff)) / t(hff - lff)
+    smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama
+    medium = ~(wavelen < t(high_wl)) & ~(wavelen > t(low_wl))
+    return np.where(medium, smoothed, llama)
+
+
+def _one(r: ModelRope) -> float:
+    return 1.0
+
+
+def _yarn_factor(r: ModelRope) -> float:
+    """yarn's `attention_factor`, else 0.1 m ln(factor) + 1 with m = mscale / mscale_all_dim's ratio
+    (DeepSeek) or 1."""
+    given = r.param("attention_factor")
+    if given is not None:
+        return float(given)
+    f = r.factor
+
+    def g(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    ms, msa = r.param("mscale"), r.param("mscale_all_dim")
+    if ms and msa:
+        return float(g(f, ms) / g(f, msa))
+    return g(f)
+
+
+def _longrope_factor(r: ModelRope) -> float:
+    """longrope's `attention_factor`, else sqrt(1 + ln(factor) / ln(original_max_position_embeddings))."""
+    given = r.param("attention_factor")
+    if given is not None:
+        return float(given)
+    f = r.factor
+    if f <= 1.0:
+        return 1.0
+    return math.sqrt(1 + math.log(f) / math.log(r.orig))
+
+
+def _no_check(r: ModelRope) -> None:
+    pass
+
+
+def _needs_factor(r: ModelRope) -> None:
+    if r.param("factor") is None:
+        raise ValueError(f"rope_type {r.rope_type!r} needs factor")
+
+
+def _check_dynamic(r: ModelRope) -> None:
+    _needs_factor(r)
+    if r.max_position_embeddings is None:
+        raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
+    if r.rotary_dim < 4:
+        raise ValueError(f"rope_type 'dynamic' needs a rotary dim of 4 or more (its base grows by the power "
+                         f"dim / (dim - 2)); got {r.rotary_dim}")
+
+
+def _check_yarn(r: ModelRope) -> None:
+    if not r.theta > 1:
+        raise ValueError(f"yarn needs rope_theta > 1 (its ramp divides by ln(rope_theta)); got {r.theta}")
+    if r.param("factor") is None and r.max_position_embeddings is None:
+        raise ValueError("yarn needs factor (or max_position_embeddings to derive it)")
+
+
+def _check_longrope(r: ModelRope) -> None:
+    if r.factor > 1 and r.orig < 2:
+        raise ValueError(f"longrope's attention factor divides by ln(original_max_position_embeddings): it must be "
+                         f">= 2; got {r.orig}")
+    for key in ("short_factor", "long_factor"):
+        f = r.param(key)
+        if not isinstance(f, tuple) or len(f) != r.rotary_dim // 2:
+            raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {r.rotary_dim // 2} numbers; got "
+                             f"{_short(f)}")
+
+
+def _check_llama3(r: ModelRope) -> None:
+    _needs_factor(r)
+    for key in ("low_freq_factor", "high_freq_factor"):
+        if r.param(key) is None:
+            raise ValueError(f"rope_type 'llama3' needs {key}")
+    if r.param("high_freq_factor") < r.param("low_freq_factor"):
+        raise ValueError(f"llama3: high_freq_factor ({r.param('high_freq_factor')}) must be >= low_freq_factor "
+                         f"({r.param('low_freq_factor')})")
+
+
+def _check_proportional(r: ModelRope) -> None:
+    if r.rotary_dim != r.head_dim:
+        raise ValueError(f"proportional RoPE rotates the whole head: rotary_dim must be head_dim ({r.head_dim}); "
+                         f"got {r.rotary_dim} (partial_rotary_factor picks the pairs that turn)")
+
+
+def _dynamic_key(r: ModelRope, seq_len: int | None) -> Any:
+    """The base itself up to max_position_embeddings: one spec for those."""
+    return seq_len if seq_len is not None and seq_len > r.mpe else None
+
+
+@dataclass(frozen=True)
+class RopeType:
+    """One rope type: `check` raises ValueError for a ModelRope it cannot compute; `inv_freq(rope, seq_len, t)`
+    its inverse frequencies [rotary_dim / 2] in dtype t for a call whose max(position_ids) + 1 is seq_len (None:
+    at initialisation); `attention_factor(rope)` what cos and sin are multiplied by; `needs_orig` whether it reads
+    original_max_position_embeddings; `call_key(rope, seq_len)` what of the call's positions decides its
+    frequencies (None for every call alike); `per_call` that, in words ("" when nothing)."""
+
+    check: Callable[[ModelRope], None]
+    inv_freq: Callable[[ModelRope, int | None, Any], np.ndarray]
+    attention_factor: Callable[[ModelRope], float] = _one
+    needs_orig: bool = False
+    call_key: Callable[[ModelRope, int | None], Any] | None = None
+    per_call: str = ""
+
+
+RULES: dict[str, RopeType] = {
+    "default": RopeType(_no_check, _default),
+    "linear": RopeType(_needs_factor, _linear),
+    "dynamic": RopeType(_check_dynamic, _dynamic, call_key=_dynamic_key,
+                        per_call="the base, from max(position_ids) + 1"),
+    "yarn": RopeType(_check_yarn, _yarn, _yarn_factor, needs_orig=True),
+    "longrope": RopeType(_check_longrope, _longrope, _longrope_factor, needs_orig=True, call_key=is_long,
+                         per_call="short / long factors, by max(position_ids) + 1 > {orig}"),
+    "llama3": RopeType(_check_llama3, _llama3, needs_orig=True),
+    "proportional": RopeType(_check_proportional, _proportional),
+}
