@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -32,14 +32,14 @@ from ..runtime import fit
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, axis
 from ..runtime.kernels import find
 from ..runtime.layout import padded_bytes, texels
-from ..runtime.operator import READ, UPDATE, WRITE as WRITES, Tensor
-from ..runtime.steps import UPDATE as UPDATES, WRITE, Arg, Launch
+from ..runtime.operator import Tensor
+from ..runtime.steps import READ, UPDATE, WRITE, Arg, Launch
 
 KERNEL = "rope_cache"
 ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q then k then v
 # The kernel's tensor bindings in order, and the ones each role's launch
 # reads or writes (the others it binds as stand-ins).
-BINDINGS = (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ), ("k_cache", UPDATES), ("v_cache", UPDATES))
+BINDINGS = (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ), ("k_cache", UPDATE), ("v_cache", UPDATE))
 USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache"),
         ROLE_ALL: tuple(name for name, _ in BINDINGS)}
 
@@ -83,7 +83,7 @@ class Request(TensorRequest):
                 Tensor("v", self.v, kshape, self.dtype, READ),
                 Tensor("k_cache", self.k_cache, tuple(self.k_cache.shape), cdt, UPDATE),
                 Tensor("v_cache", self.v_cache, tuple(self.v_cache.shape), cdt, UPDATE),
-                Tensor("q_out", self.out, self.shape, self.dtype, WRITES, on_device=isinstance(self.x, DeviceArray)),
+                Tensor("q_out", self.out, self.shape, self.dtype, WRITE, on_device=isinstance(self.x, DeviceArray)),
                 *given_tables(self.given)]
 
 
@@ -137,8 +137,42 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
           norm_plus_one: Any = False, eps: Any = 1e-6, out: Any = None) -> Request:
     """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
     TypeError / ValueError naming the argument."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
+    q, k, v = _qkv(q, k, v)
+    b, hq, s, d = (int(n) for n in q.shape)
+    hk = int(k.shape[1])
+    k_cache = _cache("k_cache", k_cache)
+    v_cache = _cache("v_cache", v_cache)
+    if k_cache is v_cache:
+        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
+    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
+        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
+                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
+    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
+        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
+    pos = _ints("position_ids", position_ids, (b, s))
+    if (pos < 0).any():
+        raise ValueError(f"position_ids must be >= 0; got {int(pos.min())}")
+    base, head_stride = _cache_rows(k_cache, pos, slots, hk, d)
+    cos, sin, rows, gathered, given, rot = _frequency_rows(freqs, pos, bool(interleaved), d)
+    weights = _norm_weights(q_norm, k_norm, d)
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
+        raise TypeError(f"eps must be a number; got {describe(eps)}")
+    if not (np.isfinite(eps) and 0 < float(eps) < 1) or np.float32(eps) == 0:
+        raise ValueError(f"eps must be a positive float32 below 1; got {eps}")
+    if not isinstance(norm_plus_one, (bool, np.bool_)):
+        raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
+    if norm_plus_one and weights is None:
+        raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
 
+    out = check_out(out, q)
+    tokens = np.stack([rows, base], -1).astype(np.int32)
+    return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
+                   head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
+                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given))
+
+
+def _qkv(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]:
+    """q [B, Hq, S, D], k and v [B, Hk, S, D] with Hq a multiple of Hk, each addressable with 32 bits."""
     q = _tensor("q", q)
     k = _tensor("k", k, q)
     v = _tensor("v", v, q)
@@ -155,20 +189,12 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         if a.size >= 2**32:
             raise ValueError(f"{name} holds {a.size} values; the kernel addresses values with 32-bit integers "
                              "(split the call)")
-    k_cache = _cache("k_cache", k_cache)
-    v_cache = _cache("v_cache", v_cache)
-    if k_cache is v_cache:
-        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
-        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
-                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
-    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
-        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
-    pos = _ints("position_ids", position_ids, (b, s))
-    if (pos < 0).any():
-        raise ValueError(f"position_ids must be >= 0; got {int(pos.min())}")
+    return q, k, v
 
-    # --- where each token's k and v go
+
+def _cache_rows(k_cache: Any, pos: np.ndarray, slots: Any, hk: int, d: int) -> tuple[np.ndarray, int]:
+    """(each token's cache row of head 0, or -1; rows between heads): where each token's k and v go."""
+    b, s = pos.shape
     if slots is None:
         if k_cache.ndim != 4 or int(k_cache.shape[0]) != b or int(k_cache.shape[1]) != hk or int(k_cache.shape[3]) != d:
             raise ValueError(f"k_cache must be [B, Hk, S_max, D] = [{b}, {hk}, S_max, {d}] (or paged, with slots); "
@@ -177,32 +203,33 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         if (pos >= s_max).any():
             raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got "
                              f"{int(pos.max())}")
-        base = (np.arange(b)[:, None] * hk * s_max + pos).reshape(-1)
         twice = (np.diff(np.sort(pos, axis=1), axis=1) == 0).any(axis=1)  # (no per-item loop in a decode step)
         if twice.any():
             raise ValueError(f"position_ids[{int(np.argmax(twice))}] names one cache row twice in this step")
-        head_stride = s_max
-    else:
-        if k_cache.ndim != 4 or int(k_cache.shape[2]) != hk or int(k_cache.shape[3]) != d:
-            raise ValueError(f"a paged k_cache must be [num_blocks, block_size, Hk, D] = [n, m, {hk}, {d}]; got "
-                             f"{list(k_cache.shape)}")
-        n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
-        sl = _ints("slots", slots, (b, s)).reshape(-1)
-        if ((sl < -1) | (sl >= n_slots)).any():
-            bad = sl[(sl < -1) | (sl >= n_slots)][0]
-            raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad)}")
-        used = sl[sl >= 0]
-        if np.unique(used).size != used.size:
-            raise ValueError("slots names one cache slot twice in this step")
-        base = np.where(sl >= 0, sl * hk, -1)
-        head_stride = 1
+        return (np.arange(b)[:, None] * hk * s_max + pos).reshape(-1), s_max
+    if k_cache.ndim != 4 or int(k_cache.shape[2]) != hk or int(k_cache.shape[3]) != d:
+        raise ValueError(f"a paged k_cache must be [num_blocks, block_size, Hk, D] = [n, m, {hk}, {d}]; got "
+                         f"{list(k_cache.shape)}")
+    n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
+    sl = _ints("slots", slots, (b, s)).reshape(-1)
+    if ((sl < -1) | (sl >= n_slots)).any():
+        bad = sl[(sl < -1) | (sl >= n_slots)][0]
+        raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad)}")
+    used = sl[sl >= 0]
+    if np.unique(used).size != used.size:
+        raise ValueError("slots names one cache slot twice in this step")
+    return np.where(sl >= 0, sl * hk, -1), 1
 
-    # --- the frequencies: one (cos, sin) row per token
-    given: list[tuple[str, Any]] = []
-    cos: Any
-    sin: Any
+
+def _frequency_rows(freqs: Any, pos: np.ndarray, interleaved: bool,
+                    d: int) -> tuple[Any, Any, np.ndarray, bool, list[tuple[str, Any]], int]:
+    """(cos, sin, each token's row in them, whether they are the tokens' own rows gathered on the host, the
+    caller's tables for ordering, the rotary width): one (cos, sin) row per token."""
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    b, s = pos.shape
     if isinstance(freqs, (ModelRope, InvFreqs)):  # the model's frequencies for these positions (one axis)
-        freqs = resolve("freqs", freqs, pos, bool(interleaved), d)
+        freqs = resolve("freqs", freqs, pos, interleaved, d)
     if is_position_spec(freqs):
         rot = freqs.dim
         if rot > d:
@@ -210,76 +237,66 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         p = pos.reshape(-1)
         check_positions("position_ids", p)
         cos, sin = freqs.table(p) if p.size else (np.zeros((0, rot // 2), np.float32),) * 2
-        rows, gathered = np.arange(b * s), True
-    elif isinstance(freqs, tuple) and len(freqs) == 2:
-        cos, sin = freqs
-        for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
-            if isinstance(t, DeviceArray):
-                check_alive(name, t)
-                if t.dtype != np.float32 or t.storage != "buffer":
-                    raise TypeError(f"{name} must be a float32 buffer DeviceArray (or numpy); got {t.dtype} "
-                                    f"{t.storage}")
-            else:
-                check_plain_array(name, t)
-                if t.dtype.kind != "f" and t.dtype not in TENSOR_DTYPES:
-                    raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
-            if t.ndim != 2:
-                raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}")
-        if tuple(cos.shape) != tuple(sin.shape):
-            raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
-        max_pos, half = (int(n) for n in cos.shape)
-        rot = 2 * half
-        if rot == 0 or rot > d:
-            raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}")
-        if (pos >= max_pos).any():
-            raise ValueError(f"position_ids must be < max_pos = {max_pos} (rows of the cos / sin caches); got "
-                             f"{int(pos.max())}")
-        given = [("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)]
-        if isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
-            # bound where it lives, read at each position (a numpy partner goes whole)
-            cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
-                        for t in (cos, sin))
-            rows, gathered = pos.reshape(-1), False
-        else:
-            idx = pos.reshape(-1)
-            cos = np.ascontiguousarray(cos[idx], dtype=np.float32)
-            sin = np.ascontiguousarray(sin[idx], dtype=np.float32)
-            rows, gathered = np.arange(b * s), True
-    else:
+        return cos, sin, np.arange(b * s), True, [], _even(rot)
+    if not (isinstance(freqs, tuple) and len(freqs) == 2):
         raise TypeError(f"freqs must be a vkrope.RopeFreqs / ModelRope / InvFreqs or a (cos, sin) pair of [max_pos, "
                         f"rot/2] caches; got "
                         f"{describe(freqs)}")
+    cos, sin = freqs
+    for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
+        if isinstance(t, DeviceArray):
+            check_alive(name, t)
+            if t.dtype != np.float32 or t.storage != "buffer":
+                raise TypeError(f"{name} must be a float32 buffer DeviceArray (or numpy); got {t.dtype} "
+                                f"{t.storage}")
+        else:
+            check_plain_array(name, t)
+            if t.dtype.kind != "f" and t.dtype not in TENSOR_DTYPES:
+                raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
+        if t.ndim != 2:
+            raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}")
+    if tuple(cos.shape) != tuple(sin.shape):
+        raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
+    max_pos, half = (int(n) for n in cos.shape)
+    rot = 2 * half
+    if rot == 0 or rot > d:
+        raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}")
+    if (pos >= max_pos).any():
+        raise ValueError(f"position_ids must be < max_pos = {max_pos} (rows of the cos / sin caches); got "
+                         f"{int(pos.max())}")
+    given = [("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)]
+    if isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
+        # bound where it lives, read at each position (a numpy partner goes whole)
+        cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
+                    for t in (cos, sin))
+        return cos, sin, pos.reshape(-1), False, given, rot
+    idx = pos.reshape(-1)
+    return (np.ascontiguousarray(cos[idx], dtype=np.float32), np.ascontiguousarray(sin[idx], dtype=np.float32),
+            np.arange(b * s), True, given, rot)
+
+
+def _even(rot: int) -> int:
+    """A spec's rotary width, which the kernel takes in pairs."""
     if rot % 2:
         raise ValueError(f"freqs: the rotary width must be even; got {rot}")
+    return rot
 
-    # --- RMSNorm over the head
-    weights = None
+
+def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
+    """float32 [2, D]: the RMSNorm weights of q and k, or None without the norm."""
     if (q_norm is None) != (k_norm is None):
         raise ValueError("q_norm and k_norm go together: give both weights or neither")
-    if q_norm is not None:
-        ws = []
-        for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
-            check_plain_array(name, w)
-            if w.dtype.kind != "f" and w.dtype not in TENSOR_DTYPES:
-                raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
-            if tuple(w.shape) != (d,):
-                raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
-            ws.append(np.asarray(w, np.float32))
-        weights = np.stack(ws)
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
-        raise TypeError(f"eps must be a number; got {describe(eps)}")
-    if not (np.isfinite(eps) and 0 < float(eps) < 1) or np.float32(eps) == 0:
-        raise ValueError(f"eps must be a positive float32 below 1; got {eps}")
-    if not isinstance(norm_plus_one, (bool, np.bool_)):
-        raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
-    if norm_plus_one and weights is None:
-        raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
-
-    out = check_out(out, q)
-    tokens = np.stack([rows, base], -1).astype(np.int32)
-    return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
-                   head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
-                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given))
+    if q_norm is None:
+        return None
+    ws = []
+    for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
+        check_plain_array(name, w)
+        if w.dtype.kind != "f" and w.dtype not in TENSOR_DTYPES:
+            raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
+        if tuple(w.shape) != (d,):
+            raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
+        ws.append(np.asarray(w, np.float32))
+    return np.stack(ws)
 
 
 # --- plan ---------------------------------------------------------------------------
@@ -385,6 +402,29 @@ def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
     return cache, table and not req.gathered
 
 
+def _cache_slices(cache_rows: int, row_bytes: int, align: int, budget: int) -> list[tuple[int, int]]:
+    """Fixed slices of cache rows, each within one binding and starting on an aligned offset."""
+    step = math.lcm(align, row_bytes) // row_bytes  # cache rows per aligned start
+    rows_per = max(step, budget // row_bytes // step * step)
+    return [(c, min(cache_rows, c + rows_per)) for c in range(0, cache_rows, rows_per)]
+
+
+def _runs(total: int, per: int, span: Callable[[int, int], tuple | None]) -> Iterator[tuple[int, int, tuple]]:
+    """(r0, r1, span(r0, r1)) over rows [0, total) in runs of at most `per`, a run halved while its span
+    (its tables' window) does not fit; ValueError when one row's does not."""
+    todo = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)][::-1]
+    while todo:
+        r0, r1 = todo.pop()
+        got = span(r0, r1)
+        if got is None:
+            if r1 - r0 == 1:
+                raise ValueError("one head row's table window does not fit one binding of this device")
+            mid = (r0 + r1) // 2
+            todo += [(mid, r1), (r0, mid)]
+            continue
+        yield r0, r1, got
+
+
 def plan(req: Request, limits: Any) -> Plan:
     """Dispatches per role over runs of rows, each within the device's
     binding range and grid: q, k, v and q_out bound from the run's first
@@ -408,11 +448,7 @@ def plan(req: Request, limits: Any) -> Plan:
     per = max(1, min(max_gy * wy, (budget - x_align) // (d * item)))
     win_cache, win_table = _windowed(req, limits)
     cache_rows = int(req.k_cache.size) // d if d else 0
-    slices = [(0, cache_rows)]
-    if win_cache:
-        step = math.lcm(c_align, d * citem) // (d * citem)  # cache rows per aligned start
-        rows_per = max(step, budget // (d * citem) // step * step)
-        slices = [(c, min(cache_rows, c + rows_per)) for c in range(0, cache_rows, rows_per)]
+    slices = _cache_slices(cache_rows, d * citem, c_align, budget) if win_cache else [(0, cache_rows)]
     tok = req.tokens
     segments: dict[tuple, int] = {}
     chunks: list[Chunk] = []
@@ -447,18 +483,7 @@ def plan(req: Request, limits: Any) -> Plan:
         chunks.append(Chunk(ROLE_ALL, 0, q_rows + 2 * k_rows, 0, q_rows * d, 0, cache_rows * d, tok0, t0, 0))
         segments[((tok0, tok1), (t0, t1))] = 0
     for role, heads in (() if chunks else ((ROLE_Q, hq), (ROLE_K, hk), (ROLE_V, hk))):
-        total = b * heads * s
-        todo = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)][::-1]
-        while todo:
-            r0, r1 = todo.pop()
-            got = span_of(role, r0, r1)
-            if got is None:
-                if r1 - r0 == 1:
-                    raise ValueError("one head row's table window does not fit one binding of this device")
-                mid = (r0 + r1) // 2
-                todo += [(mid, r1), (r0, mid)]
-                continue
-            x0, xn, tok0, tok1, t0, t1 = got
+        for r0, r1, (x0, xn, tok0, tok1, t0, t1) in _runs(b * heads * s, per, lambda a, z: span_of(role, a, z)):
             seg = segments.setdefault(((tok0, tok1), (t0, t1)), len(segments))
             for c0, c1 in (slices if role != ROLE_Q else [(0, cache_rows)]):
                 chunks.append(Chunk(role, r0, r1, x0, xn, c0 * d, (c1 - c0) * d, tok0, t0, seg))
