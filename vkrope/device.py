@@ -12,7 +12,8 @@ import numpy as np
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, NdFreqs, RopeFreqs
 from .runtime.array import DeviceArray
-from .ops import cache, interleaved, table
+from . import ops
+from .ops import cache, table  # (ops.interleaved: its operators' parameter `interleaved` would shadow it)
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
@@ -87,9 +88,9 @@ class Device(DeviceMemory):
             if unknown:
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
                                 "(out, inverse, repeat, exclude_last, positions, storage)")
-            check = functools.partial(_numbered, i, interleaved.check, x, freqs, **kw)
+            check = functools.partial(_numbered, i, ops.interleaved.check, x, freqs, **kw)
             jobs.append(_Job(check(), check, f"calls[{i}]: "))
-        return [outs["out"] for outs in self._run(interleaved, jobs)]
+        return [outs["out"] for outs in self._run(ops.interleaved, jobs)]
 
     # --- the table operators (vkrope/ops/table.py) ---------------------------------
     def rotary_embedding(
@@ -207,7 +208,7 @@ class Device(DeviceMemory):
         operator) into `result`, its one output (internal; the benchmark's),
         through the same checks as every call. Returns the kernel seconds
         (None without timestamps)."""
-        use = op or interleaved
+        use = op or ops.interleaved
         name = next(t.name for t in req.tensors() if t.writes and not t.table)
         self._check_request(req, "")
         with self._lock:
@@ -246,7 +247,7 @@ def check_apply(x: Any, freqs: Any, **kw: Any) -> tuple[Operator, Any]:
     else on the interleaved kernel."""
     if isinstance(freqs, NdFreqs):
         return table, table.check_apply_nd(x, freqs, **kw)
-    return interleaved, interleaved.check(x, freqs, **kw)
+    return ops.interleaved, ops.interleaved.check(x, freqs, **kw)
 
 
 @dataclass

@@ -32,8 +32,8 @@ from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import BFLOAT16, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
-from ..runtime.operator import READ, WRITE as WRITES, Tensor
-from ..runtime.steps import WRITE, Arg, Launch, arg
+from ..runtime.operator import Tensor
+from ..runtime.steps import READ, WRITE, Arg, Launch, arg
 
 KERNEL = "rope_interleaved"
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*
@@ -80,7 +80,7 @@ class Request(TensorRequest):
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
         return [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
-                Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,
                        on_device=isinstance(self.x, DeviceArray))]
 
 

@@ -36,8 +36,8 @@ from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
-from ..runtime.operator import READ, WRITE as WRITES, Tensor
-from ..runtime.steps import WRITE, Arg, Launch, arg
+from ..runtime.operator import Tensor
+from ..runtime.steps import READ, WRITE, Arg, Launch, arg
 
 KERNEL = "rope_table"
 TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
@@ -101,7 +101,7 @@ class Request(TensorRequest):
         from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
         return [Tensor(self.x_name, self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
-                Tensor("out", self.out, self.shape, self.dtype, WRITES, self.storage,
+                Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,
                        on_device=isinstance(self.x, DeviceArray))]
 
     @property

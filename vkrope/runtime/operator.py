@@ -38,11 +38,7 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from .steps import Arg, Launch
-
-READ = "read"
-WRITE = "write"
-UPDATE = "update"  # read and written in place (a resident KV cache, say)
+from .steps import READ, UPDATE, WRITE, Arg, Launch  # (a tensor's access: the steps' own words)
 
 
 @dataclass(frozen=True)
