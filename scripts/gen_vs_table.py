@@ -37,6 +37,7 @@ from pathlib import Path
 CODE = r"""
 import json, sys
 import numpy as np, vkrope
+from vkrope.bench.timing import time_request, time_texel_copy
 from vkrope.ops import interleaved
 rounds = int(sys.argv[1])
 out = {}
@@ -48,13 +49,13 @@ with vkrope.Device(validation=False) as dev:
         reqs = {k: interleaved.check(x, f, storage="buffer") for k, f in modes.items()}
         y = np.empty_like(x)
         for req in reqs.values():
-            dev.run(req, y)  # pipelines built, pages touched
+            time_request(dev, req, y)  # pipelines built, pages touched
         best = {k: float("inf") for k in [*reqs, "texel_copy"]}
         for _ in range(rounds):
             for k, req in reqs.items():
-                t = dev.run(req, y)
+                t = time_request(dev, req, y)
                 best[k] = min(best[k], t if t else float("inf"))
-            t = dev._time_texel_copy(x.nbytes, False)  # the floor of a one-texel kernel over x
+            t = time_texel_copy(dev, x.nbytes, False)  # the floor of a one-texel kernel over x
             best["texel_copy"] = min(best["texel_copy"], t if t else float("inf"))
         out[str(shape)] = best
 print(json.dumps(out))

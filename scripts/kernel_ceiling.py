@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import vkrope  # noqa: E402
 import vkrope.runtime.engine as engine  # noqa: E402
+from vkrope.bench.timing import time_request  # noqa: E402
 from vkrope.ops import interleaved  # noqa: E402
 from vkrope.runtime import kernels  # noqa: E402
 
@@ -100,11 +101,11 @@ def main() -> None:
     for name, spirv in variants.items():
         current["spirv"] = spirv
         devices[name] = vkrope.Device(validation=False)
-        devices[name].run(req, out)  # builds the pipeline with this SPIR-V
+        time_request(devices[name], req, out)  # builds the pipeline with this SPIR-V
     times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, dev in devices.items():
-            times[name] += [s for s in (dev.run(req, out) for _ in range(3)) if s is not None]
+            times[name] += [s for s in (time_request(dev, req, out) for _ in range(3)) if s is not None]
     moved = 2 * x.nbytes + f.nbytes
     print(f"{devices['vkrope'].name}, fp32 {shape}, {moved / 2**20:.1f} MiB moved per call")
     for name, ts in times.items():

@@ -308,7 +308,7 @@ def test_cli_bench_bad_plot_path_before_any_work(tmp_path, plot, word):
 
 
 def test_bench_axial_spec():
-    from vkrope.bench import axial_spec
+    from vkrope.bench.kernel import axial_spec
 
     assert axial_spec(4096, 256) == vkrope.AxialFreqs(256, 64, 64)
     assert axial_spec(1792, 256) == vkrope.AxialFreqs(256, 32, 56)

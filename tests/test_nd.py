@@ -316,7 +316,7 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
 def test_bench_nd_runs_its_rows(monkeypatch):
     """`vkrope bench --nd` on small rows: both layouts, both angles, the table
     path agreeing with the in-shader one (the bench asserts it)."""
-    import vkrope.bench_nd as bench_nd
+    import vkrope.bench.nd as bench_nd
 
     monkeypatch.setattr(bench_nd, "ROWS", {"flux": ((1, 2, 40, 32), (8, 12, 12), -2),
                                            "wan": ((1, 30, 2, 32), (12, 10, 10), -3)})

@@ -285,7 +285,7 @@ def test_the_benchmarks_two_steps_write_the_same_caches(device):
     scatter: both must compute the same thing for the comparison to mean
     anything (batch 2, an 8-row cache): the same rotated q, the same cache
     rows."""
-    from vkrope.bench_step import fused_and_unfused
+    from vkrope.bench.step import fused_and_unfused
 
     fused, unfused, info = fused_and_unfused(device, 2, s_max=8)
     cos, sin, q, k, v, q_out, kc, vc, yq, yk, _ = info["arrays"]

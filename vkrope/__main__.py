@@ -48,7 +48,7 @@ def _fmt(rel: float, dtype: Any) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     """EdgeTAM memory attention, rotated on the Vulkan device."""
     import vkrope
-    from vkrope.baselines import numpy_rope
+    from vkrope.bench.baselines import numpy_rope
 
     dev = vkrope.default_device()
     print(f"device: {dev.name} ({dev.info['type']}, Vulkan {dev.info['api_version']})")
@@ -98,14 +98,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
     """Where the kernel stands against the driver's own ceiling, and why
     numpy wins on a CPU driver."""
+    from vkrope.bench.timing import time_request, time_texel_copy
     from vkrope.ops import interleaved
 
     req = interleaved.check(q, freqs)
     out = np.empty_like(q)
-    dev.run(req, out)  # warm-up
-    kernel = min((t for t in (dev.run(req, out) for _ in range(5)) if t), default=None)
-    dev._time_texel_copy(q.nbytes, False)
-    floor = min((t for t in (dev._time_texel_copy(q.nbytes, False) for _ in range(5)) if t), default=None)
+    time_request(dev, req, out)  # warm-up
+    kernel = min((t for t in (time_request(dev, req, out) for _ in range(5)) if t), default=None)
+    time_texel_copy(dev, q.nbytes, False)
+    floor = min((t for t in (time_texel_copy(dev, q.nbytes, False) for _ in range(5)) if t), default=None)
     if kernel and floor:
         print(f"kernel alone (queries, float32): {kernel * 1e3:.3f} ms; this driver's texel-copy shader over the "
               f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
@@ -229,7 +230,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from vkrope import bench
+    from vkrope.bench import kernel as bench
 
     if args.plot:
         check_output_path(args.plot, "--plot")
@@ -248,12 +249,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.decode or args.family or args.nd:
         import importlib
 
-        name = "bench_decode" if args.decode else "bench_family" if args.family else "bench_nd"
-        result = importlib.import_module(f"vkrope.{name}").run(repeats=args.repeats or (5 if args.nd else 7))
+        name = "decode" if args.decode else "family" if args.family else "nd"
+        result = importlib.import_module(f"vkrope.bench.{name}").run(repeats=args.repeats or (5 if args.nd else 7))
         out_dir = Path(args.out)
         _make_dir(out_dir)
-        (out_dir / f"{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-        print(f"wrote {out_dir / f'{name}.json'}")
+        (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
     shapes: list[Any] | None = None
     if args.shapes:

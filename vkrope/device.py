@@ -203,11 +203,11 @@ class Device(DeviceMemory):
         seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
         return [outs for _, outs in calls], seconds
 
-    def run(self, req: Any, result: np.ndarray, op: Operator | None = None) -> float | None:
+    def _timed(self, req: Any, result: np.ndarray, op: Operator | None = None) -> float | None:
         """Run a checked numpy request of `op` (default: the interleaved
-        operator) into `result`, its one output (internal; the benchmark's),
-        through the same checks as every call. Returns the kernel seconds
-        (None without timestamps)."""
+        operator) into `result`, its one output, through the same checks as
+        every call; the kernel seconds (None without timestamps). For
+        vkrope/bench/timing.py's `time_request`."""
         use = op or ops.interleaved
         name = next(t.name for t in req.tensors() if t.writes and not t.table)
         self._check_request(req, "")

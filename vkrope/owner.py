@@ -17,7 +17,7 @@ import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
-from .runtime import arrays, timing
+from .runtime import arrays
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes
@@ -153,19 +153,11 @@ class DeviceOwner:
             if isinstance(t.value, DeviceArray):
                 check_on_device(where + t.name, t.value, self)
 
-    def _time_copy(self, nbytes: int) -> float | None:
-        """GPU seconds of a device-to-device vkCmdCopyBuffer (benchmark use)."""
+    def _on_runtime(self, fn: Any, *args: Any) -> Any:
+        """fn(runtime, *args) under this device's lock and error guard (vkrope/bench/timing.py's ceilings)."""
         with self._lock:
             self._context()
-            return self._guarded(timing.time_copy, self._rt, nbytes)
-
-    def _time_texel_copy(self, nbytes: int, half: bool) -> float | None:
-        """GPU seconds of the texel-copy shader over `nbytes` of 16-bit
-        (`half`: float16 or bfloat16) or float32 texels (benchmark use: the
-        roofline)."""
-        with self._lock:
-            self._context()
-            return self._guarded(timing.time_texel_copy, self._rt, nbytes, half)
+            return self._guarded(fn, self._rt, *args)
 
     def stats(self) -> dict[str, int]:
         """What this device has done since it was opened: `submissions`,

@@ -1,4 +1,5 @@
-"""The benchmark's two ceilings, timed on the device with timestamp queries:
+"""The benchmark's timings: a checked request's kernel seconds (`time_request`), and its two ceilings,
+timed on the device with timestamp queries:
 a vkCmdCopyBuffer and the texel-copy shader (glsl/texel_copy.glsl), each
 over device-local work buffers that the runtime keeps for the purpose.
 
@@ -9,11 +10,12 @@ that large already run at full bandwidth."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from . import fit
-from .engine import GROWTH, Runtime
-from .kernels import find
-from .steps import WRITE, Launch, arg
+from ..runtime import fit
+from ..runtime.engine import GROWTH, Runtime
+from ..runtime.kernels import find
+from ..runtime.steps import WRITE, Launch, arg
 
 WORKGROUP = 64
 
@@ -22,12 +24,12 @@ def _cap(rt: Runtime) -> int:
     return max(GROWTH, fit.allocation_limit(rt.limits) // 4)
 
 
-def time_copy(rt: Runtime, nbytes: int) -> float | None:
+def _copy_seconds(rt: Runtime, nbytes: int) -> float | None:
     """GPU seconds of one vkCmdCopyBuffer of `nbytes` (it reads and writes
     them: 2 * nbytes moved) between two device buffers."""
     cap = _cap(rt)
     if nbytes > cap:
-        seconds = time_copy(rt, cap)
+        seconds = _copy_seconds(rt, cap)
         return None if seconds is None else seconds * nbytes / cap
     src = rt.work_buffer("bench_src", nbytes, host_visible=False)
     dst = rt.work_buffer("bench_dst", nbytes, host_visible=False)
@@ -41,7 +43,7 @@ def time_copy(rt: Runtime, nbytes: int) -> float | None:
     return rt.stream.submit_and_wait([s], want_time=True)
 
 
-def time_texel_copy(rt: Runtime, nbytes: int, half: bool) -> float | None:
+def _texel_copy_seconds(rt: Runtime, nbytes: int, half: bool) -> float | None:
     """GPU seconds of the texel-copy shader over a tensor of `nbytes`
     (float16 texels of 8 bytes when `half`, else float32 ones of 16): one
     invocation per texel, 2 * nbytes moved. The floor of a one-texel
@@ -49,7 +51,7 @@ def time_texel_copy(rt: Runtime, nbytes: int, half: bool) -> float | None:
     texel = 8 if half else 16
     cap = min(_cap(rt), rt.limits.max_storage_buffer_range) // texel * texel
     if nbytes > cap:
-        seconds = time_texel_copy(rt, cap, half)
+        seconds = _texel_copy_seconds(rt, cap, half)
         return None if seconds is None else seconds * nbytes / cap
     texels = max(1, -(-nbytes // texel))
     size = texels * texel
@@ -61,3 +63,20 @@ def time_texel_copy(rt: Runtime, nbytes: int, half: bool) -> float | None:
                     (("texels", texels), ("row_stride", stride)),
                     (arg(dst, 0, size, WRITE), arg(src, 0, size)), (groups, math.ceil(texels / stride), 1))
     return rt.submit((launch,), timed=True, cache=False)
+
+
+def time_request(dev: Any, req: Any, result: Any, op: Any = None) -> float | None:
+    """Kernel seconds of a checked numpy request of `op` (default: the interleaved operator) run into `result`,
+    its one output, through the same checks as every call (None without timestamps)."""
+    return dev._timed(req, result, op)
+
+
+def time_copy(dev: Any, nbytes: int) -> float | None:
+    """GPU seconds of a device-to-device vkCmdCopyBuffer of `nbytes` on `dev`."""
+    return dev._on_runtime(_copy_seconds, nbytes)
+
+
+def time_texel_copy(dev: Any, nbytes: int, half: bool) -> float | None:
+    """GPU seconds of the texel-copy shader over `nbytes` of 16-bit (`half`) or float32 texels on `dev` (the
+    roofline)."""
+    return dev._on_runtime(_texel_copy_seconds, nbytes, half)

@@ -20,9 +20,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .device import Device, _Job
-from .freqs import RopeFreqs
-from .ops import table
+from ..device import Device, _Job
+from ..freqs import RopeFreqs
+from ..ops import table
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 

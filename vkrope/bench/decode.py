@@ -8,7 +8,7 @@ decode loop lives.
   advancing loop replays the same recording), and the recordings each
   loop made.
 - The decode step fused (`Device.rope_and_cache`) against RoPE followed by
-  a cache copy (vkrope/bench_step.py).
+  a cache copy (vkrope/bench/step.py).
 - The numpy path's own cost: `Device.apply` numpy in, numpy out (arrays
   passed again, and fresh ones), against
   the same call on a resident array, at (1, 256, 256) float32, as the
@@ -23,9 +23,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .device import Device
-from .freqs import RopeFreqs
-from .runtime.array import DeviceArray
+from ..device import Device
+from ..freqs import RopeFreqs
+from ..runtime.array import DeviceArray
 
 MAX_POS = 4096
 
@@ -150,7 +150,7 @@ def _release(y: Any) -> None:
 
 def run(repeats: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Both measurements on one device, one run."""
-    from .bench_step import step_rows  # noqa: PLC0415
+    from .step import step_rows  # noqa: PLC0415
 
     with Device() as dev:
         return {"device": dev.name, "overhead": overhead_row(dev, log=log),

@@ -17,10 +17,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bench import _median_of, _median_time
-from .device import Device
-from .freqs import RopeFreqs
-from .ops import table
+from .kernel import _median_of, _median_time
+from .timing import time_request
+from ..device import Device
+from ..freqs import RopeFreqs
+from ..ops import table
 
 SHAPES = {"prefill": (1, 32, 512, 128), "decode": (8, 32, 1, 128)}
 MAX_POS = 8192
@@ -79,7 +80,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             cos_d, sin_d, x_d = dev.asarray(cos), dev.asarray(sin), dev.asarray(x)
             req = table.check_onnx(x, cos, sin, pos)
             out = np.empty_like(x)
-            kernel = _median_of(lambda: dev.run(req, out, table), repeats)
+            kernel = _median_of(lambda: time_request(dev, req, out, table), repeats)
             t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
             t_cached = _median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
             t_resident = _median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
@@ -88,7 +89,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             for angle in ("float32", "exact"):
                 greq = table.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
                 gout = np.empty_like(x)
-                gen[angle] = _median_of(lambda: dev.run(greq, gout, table), repeats)
+                gen[angle] = _median_of(lambda: time_request(dev, greq, gout, table), repeats)
                 assert np.abs(gout - out).max() < 1e-3, "generated and table results disagree"
             row_of = pos.size * 4
             moved_numpy = 2 * x.nbytes + _table_bytes(req, dev)

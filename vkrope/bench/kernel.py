@@ -24,11 +24,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ops import interleaved
+from ..ops import interleaved
 from .baselines import numpy_rope
-from .device import Device
-from .freqs import MAX_POSITION, AxialFreqs
-from .runtime.dtypes import BFLOAT16
+from .timing import time_copy, time_request, time_texel_copy
+from ..device import Device
+from ..freqs import MAX_POSITION, AxialFreqs
+from ..runtime.dtypes import BFLOAT16
 
 # What the chart reads from each row (rows of older runs lack the last two).
 ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps",
@@ -281,7 +282,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     t_memcpy = _median_time(lambda: np.copyto(dst, x), r)
     del dst
     half = x.dtype.itemsize == 2  # 16-bit texels: 8 bytes
-    texel_s = _median_of(lambda: dev._time_texel_copy(x.nbytes, half), r)
+    texel_s = _median_of(lambda: time_texel_copy(dev, x.nbytes, half), r)
     spec = axial_spec(x.shape[-2], x.shape[-1])
     cases: list[tuple[str, str, Any]] = [(storage, "table", f) for storage in storages]
     if x.dtype.itemsize == 2 and "buffer" in storages:
@@ -294,10 +295,10 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     rows = []
     for storage, kind, freqs in cases:
         moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else interleaved.columns(freqs).nbytes)
-        copy_s = _median_of(lambda: dev._time_copy(moved // 2), r)  # reads and writes moved / 2
+        copy_s = _median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
         req = interleaved.check(x, freqs, storage=storage)
         y = np.empty_like(x)
-        kernel = _median_of(lambda: dev.run(req, y), r)
+        kernel = _median_of(lambda: time_request(dev, req, y), r)
         t_apply = _median_time(lambda: dev.apply(x, freqs, storage=storage), r)
         xd = dev.asarray(x, storage=storage)
         t_resident = _median_time(lambda: dev.apply(xd, freqs), r)

@@ -20,10 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bench import _median_of, _median_time
-from .device import Device
-from .freqs import NdFreqs, grid_ids
-from .ops import interleaved, table
+from .kernel import _median_of, _median_time
+from .timing import time_request
+from ..device import Device
+from ..freqs import NdFreqs, grid_ids
+from ..ops import interleaved, table
 
 ROWS: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]] = {  # shape, axes widths, token axis
     "flux": ((1, 24, 4608, 128), (16, 56, 56), -2),
@@ -53,7 +54,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
                 spec = NdFreqs(axes, 10000.0, angle=angle)
                 req = table.check_nd(x, spec, ids, token_axis=token_axis)
                 out = np.empty_like(x)
-                kernel[angle] = _median_of(lambda: dev.run(req, out, table), repeats)
+                kernel[angle] = _median_of(lambda: time_request(dev, req, out, table), repeats)
                 results[angle] = out
             spec = NdFreqs(axes, 10000.0)
             cos, sin = spec.cos_sin(ids)
@@ -67,10 +68,10 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
                 treq, top, table_bytes = table.check_llm(x, x[:, :, :1], c, s)[0], table, c.nbytes + s.nbytes
 
             def e2e_table() -> None:
-                dev.run(treq, np.empty_like(x), top)  # numpy in, numpy out, through the same checks
+                time_request(dev, treq, np.empty_like(x), top)  # numpy in, numpy out, through the same checks
 
             tout = np.empty_like(x)
-            kernel["table"] = _median_of(lambda: dev.run(treq, tout, top), repeats)
+            kernel["table"] = _median_of(lambda: time_request(dev, treq, tout, top), repeats)
             assert np.abs(tout - results["exact"]).max() < 1e-4 * np.abs(x).max(), "table and in-shader results disagree"
             e2e_exact = _median_time(lambda: dev.apply_nd(x, spec, ids, token_axis=token_axis), repeats)
             e2e_tab = _median_time(e2e_table, repeats)

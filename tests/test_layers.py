@@ -1,0 +1,79 @@
+"""Imports point one way (docs/ARCHITECTURE.md): front ends -> ops ->
+runtime -> Vulkan layer -> binding, with the frequency specs and model
+readers as data, and the benchmarks outside the core. Read from each
+module's own import statements, relative ones resolved."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+PKG = pathlib.Path(__file__).resolve().parent.parent / "vkrope"
+
+
+def _module(path: pathlib.Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: pathlib.Path) -> set[str]:
+    """Every vkrope module `path` imports (at any depth of its code)."""
+    name = _module(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("vkrope")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.startswith("vkrope"):
+                out.add(mod)
+                out |= {f"{mod}.{a.name}" for a in node.names}
+    return out
+
+
+MODULES = {_module(p): p for p in PKG.rglob("*.py")}
+
+
+def _under(mod: str, *prefixes: str) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in prefixes)
+
+
+def _violations(sources: list[str], forbidden: tuple[str, ...], allowed: tuple[str, ...] = ()) -> list[str]:
+    return sorted(f"{m} imports {i}" for m in sources for i in imports_of(MODULES[m])
+                  if _under(i, *forbidden) and not _under(i, *allowed))
+
+
+def test_the_walker_sees_imports():
+    """The check can fail: device.py does import the ops and the runtime."""
+    found = imports_of(MODULES["vkrope.device"])
+    assert "vkrope.ops" in found and any(_under(i, "vkrope.runtime") for i in found)
+
+
+def test_nothing_in_the_core_imports_the_benchmarks():
+    core = [m for m in MODULES if not _under(m, "vkrope.bench", "vkrope.__main__")]
+    assert _violations(core, ("vkrope.bench",)) == []
+
+
+@pytest.mark.parametrize("layer, forbidden", [
+    ("vkrope.vk", ("vkrope.runtime", "vkrope.ops", "vkrope.models", "vkrope.device", "vkrope.api")),
+    ("vkrope.runtime", ("vkrope.ops", "vkrope.models", "vkrope.device", "vkrope.api", "vkrope.owner")),
+    ("vkrope.ops", ("vkrope.device", "vkrope.api", "vkrope.owner", "vkrope.vk")),
+])
+def test_imports_point_one_way(layer, forbidden):
+    assert _violations([m for m in MODULES if _under(m, layer)], forbidden) == []
+
+
+def test_specs_and_model_readers_are_data():
+    """freqs.py and models/ import no op, no Vulkan module, no runtime module but dtypes."""
+    data = [m for m in MODULES if _under(m, "vkrope.models", "vkrope.freqs")]
+    assert _violations(data, ("vkrope.ops", "vkrope.vk", "vkrope.runtime", "vkrope.device", "vkrope.owner"),
+                       allowed=("vkrope.runtime.dtypes",)) == []
