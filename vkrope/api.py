@@ -11,7 +11,8 @@ import numpy as np
 
 from .device import Device, check_apply
 from .errors import DeviceClosedError
-from .freqs import AxialFreqs, NdFreqs, RopeFreqs
+from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
+from .models import ModelRope
 from .ops import cache, table
 from .runtime.array import DeviceArray
 
@@ -137,7 +138,7 @@ def _on_default(check: Callable[[], Any], call: Callable[[Device], Any]) -> Any:
 
 def rotary_embedding(
     x: np.ndarray,
-    cos_cache: np.ndarray | RopeFreqs,
+    cos_cache: np.ndarray | RopeFreqs | InvFreqs | ModelRope,
     sin_cache: np.ndarray | None,
     position_ids: np.ndarray | None = None,
     *,
@@ -156,7 +157,11 @@ def rotary_embedding(
     D) rotates the first `rot` channels of each head, the rest pass
     through; `interleaved` (0/1) pairs channels (2i, 2i+1), else rotate-half
     (i, i + rot/2). `out` receives the result (may be x itself).
-    `storage`: "auto", "buffer" or "texture3d".
+    `storage`: "auto", "buffer" or "texture3d". `cos_cache` may instead
+    be a frequency spec (`RopeFreqs`, `InvFreqs`, or a `ModelRope`, which
+    decides its frequencies from the positions) with `sin_cache` None: cos
+    and sin are then computed in the shader at `position_ids` (token s at
+    position s without them).
     """
     kw: dict[str, Any] = dict(interleaved=interleaved, rotary_embedding_dim=rotary_embedding_dim,
                               num_heads=num_heads, out=out, storage=storage)

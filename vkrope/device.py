@@ -10,7 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import DeviceClosedError
-from .freqs import AxialFreqs, NdFreqs, RopeFreqs
+from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
+from .models import ModelRope
 from .runtime.array import DeviceArray
 from . import ops
 from .ops import cache, table  # (ops.interleaved: its operators' parameter `interleaved` would shadow it)
@@ -94,7 +95,7 @@ class Device(DeviceMemory):
 
     # --- the table operators (vkrope/ops/table.py) ---------------------------------
     def rotary_embedding(
-        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray | RopeFreqs,
+        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray | RopeFreqs | InvFreqs | ModelRope,
         sin_cache: np.ndarray | DeviceArray | None,
         position_ids: np.ndarray | None = None, *, interleaved: int | bool = 0, rotary_embedding_dim: int = 0,
         num_heads: int = 0, out: np.ndarray | DeviceArray | None = None, storage: str = "auto",

@@ -51,7 +51,7 @@ class Request(TensorRequest):
     n_tokens: int  # N
     channels: int  # C
     n_freq_rows: int  # Nf
-    token_rows: np.ndarray  # int64 [N]: freqs row of each token, -1 = pass through
+    row_of: np.ndarray  # int64 [N]: freqs row of each token, -1 = pass through
     positions: np.ndarray | None  # int32 [N] when the caller gave positions
     n_rot: int  # tokens (from the start) that use row n % Nf, without positions
     inverse: bool
@@ -116,18 +116,18 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
                 f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
             )
         pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels, form)
-        token_rows = pos32.astype(np.int64)
+        row_of = pos32.astype(np.int64)
     else:
         if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
             raise ValueError(
                 f"freqs has {n_freq_rows} rows ({form}); expected (N - exclude_last) / repeat = "
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
             )
-        token_rows = np.full(n_tokens, -1, dtype=np.int64)
+        row_of = np.full(n_tokens, -1, dtype=np.int64)
         if n_freq_rows:
-            token_rows[:n_rot] = np.arange(n_rot) % n_freq_rows
+            row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
     return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
-                   token_rows=token_rows, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
+                   row_of=row_of, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
                    out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))
 
 
@@ -420,7 +420,7 @@ def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget:
     if req.generated:  # the columns are whole in every segment; with positions, this chunk's
         return ("gen", t0, t1) if req.positions is not None else ("gen", 0, 0)
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    seg = fit.table_segment(req.token_rows[t0:t1], t1 - t0, f_row_bytes, budget,
+    seg = fit.table_segment(req.row_of[t0:t1], t1 - t0, f_row_bytes, budget,
                             resident_rows=req.n_freq_rows if resident else None,
                             row_align=2 if ppr % 2 else 1,  # an even first pair: aligned rows read freqs as vec4
                             offset_align=align, rows_from_data=req.positions is not None)
@@ -452,7 +452,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             f = freqs[r0:r1]
         else:
             _, t0, t1 = seg
-            rows = req.token_rows[t0:t1]
+            rows = req.row_of[t0:t1]
             pos = np.full(t1 - t0, -1, np.int32)
             if kind == "tokens":  # a row per token, in token order
                 f = freqs[np.maximum(rows, 0)]
@@ -517,8 +517,8 @@ def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> lis
     for b0, b1, n0, n1 in split_rows(x3.shape[0], n, c * x.itemsize, max_bytes):
         sub = replace(req, x=x3[b0:b1, n0:n1], n_tokens=n1 - n0, out=None)
         if (n0, n1) != (0, n):
-            rows = req.token_rows[n0:n1]
-            sub = replace(sub, positions=rows.astype(np.int32), token_rows=rows, n_rot=n1 - n0)
+            rows = req.row_of[n0:n1]
+            sub = replace(sub, positions=rows.astype(np.int32), row_of=rows, n_rot=n1 - n0)
         blocks.append((sub, {"out": o3[b0:b1, n0:n1]}))
     return blocks
 
@@ -530,7 +530,7 @@ def reference(req: Request) -> np.ndarray:
     batches = int(np.prod(shape[:-2], dtype=np.int64))
     xs = np.asarray(req.x, dtype=np.float64).reshape(batches, req.n_tokens, half, 2)
     result = xs.copy()
-    rows = req.token_rows
+    rows = req.row_of
     rotated = rows >= 0
     if rotated.any() and half:
         if req.generated:  # the angles the spec stands for
