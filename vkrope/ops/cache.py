@@ -164,7 +164,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     if norm_plus_one and weights is None:
         raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
 
-    out = check_out(out, q)
+    out = check_out(out, q, "out", "q")
     tokens = np.stack([rows, base], -1).astype(np.int32)
     return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
                    head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
