@@ -18,6 +18,7 @@ import vkrope
 from oracle import oracle
 from oracle_cache import decode_step
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
+import oracle_hf
 from oracle_nd import nd_rope
 
 
@@ -133,6 +134,26 @@ def _cache_expect(a: dict[str, Any]) -> tuple:
     return q, kc, vc
 
 
+# A Llama 3.1-style config (llama3 scaling), read by vkrope.from_hf and, apart, by the oracle's rope_of.
+POS_EMB_CONFIG = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "num_hidden_layers": 2, "max_position_embeddings": 4096, "rope_theta": 500000.0,
+                  "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 512}}
+POS_EMB_SPEC = vkrope.from_hf(POS_EMB_CONFIG)
+
+
+def _pos_emb_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    s = 4096 if big else 6  # (big: q of 4 MiB)
+    return {"q": _f32(rng, 1, 4, s, 64), "k": _f32(rng, 1, 2, s, 64),
+            "position_ids": rng.integers(0, 4096, (1, s)), "out_q": None, "out_k": None}
+
+
+def _pos_emb_expect(a: dict[str, Any]) -> tuple:
+    rope = oracle_hf.rope_of(POS_EMB_CONFIG)
+    c, s = oracle_hf.cos_sin(rope, a["position_ids"])
+    return oracle_hf.rotate(a["q"], c, s, rope["dim"]), oracle_hf.rotate(a["k"], c, s, rope["dim"])
+
+
 OPS = (
     OpCase("apply", _apply_args, ("x", "freqs", "out"),
            lambda t, a: (t.apply(a["x"], a["freqs"], out=a["out"]),),
@@ -159,6 +180,10 @@ OPS = (
     OpCase("rope_and_cache", _cache_args, ("q", "k", "v", "k_cache", "v_cache", "cos", "sin", "out"),
            _cache_call, _cache_expect, labels=(("cos", r"freqs\[0\] \(cos\)"), ("sin", r"freqs\[1\] \(sin\)")),
            outs=(("out", "q"),)),
+    OpCase("apply_rotary_pos_emb", _pos_emb_args, ("q", "k", "out_q", "out_k"),
+           lambda t, a: t.apply_rotary_pos_emb(a["q"], a["k"], POS_EMB_SPEC, a["position_ids"], out_q=a["out_q"],
+                                               out_k=a["out_k"]),
+           _pos_emb_expect, outs=(("out_q", "q"), ("out_k", "k"))),
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import sys
 
 import pytest
 
@@ -77,3 +78,19 @@ def test_specs_and_model_readers_are_data():
     data = [m for m in MODULES if _under(m, "vkrope.models", "vkrope.freqs")]
     assert _violations(data, ("vkrope.ops", "vkrope.vk", "vkrope.runtime", "vkrope.device", "vkrope.owner"),
                        allowed=("vkrope.runtime.dtypes",)) == []
+
+
+ORACLES = sorted((PKG.parent / "tests").glob("oracle*.py"))
+
+
+def test_the_oracles_share_no_code_with_vkrope():
+    """tests/oracle*.py import numpy, ml_dtypes, the standard library and each other, never vkrope (or a test
+    helper that does): an oracle that called vkrope would agree with it by construction."""
+    assert len(ORACLES) >= 5
+    allowed = set(sys.stdlib_module_names) | {"numpy", "ml_dtypes", "__future__"} | {p.stem for p in ORACLES}
+    for path in ORACLES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"

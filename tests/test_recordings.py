@@ -14,6 +14,8 @@ import pytest
 
 import vkrope
 from oracle import oracle
+import oracle_hf
+from op_cases import OPS as OP_CASES, POS_EMB_CONFIG, POS_EMB_SPEC
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
 
 STEPS = 64
@@ -158,8 +160,35 @@ def _many(freqs_kind: str, resident: bool):
     return step
 
 
+def _pos_emb(freqs_kind: str, resident: bool):
+    """apply_rotary_pos_emb takes specs only: "table" a RopeFreqs, "spec" a model's (llama3 scaling)."""
+    spec, cfg = (POS_EMB_SPEC, POS_EMB_CONFIG) if freqs_kind == "spec" else \
+        (vkrope.RopeFreqs(64), {"hidden_size": 64, "num_attention_heads": 1, "rope_theta": 10000.0})
+    rope = oracle_hf.rope_of(cfg)
+
+    def step(dev, p):
+        q = RNG.standard_normal((1, 4, 1, 64)).astype(np.float32)
+        k = RNG.standard_normal((1, 2, 1, 64)).astype(np.float32)
+        pos = np.array([[p]])
+        yq, yk = dev.apply_rotary_pos_emb(dev.asarray(q) if resident else q, dev.asarray(k) if resident else k,
+                                          spec, pos)
+        c, sn = oracle_hf.cos_sin(rope, pos)
+        _close(yq, oracle_hf.rotate(q, c, sn, rope["dim"]), 4 * np.abs(q).max())
+        _close(yk, oracle_hf.rotate(k, c, sn, rope["dim"]), 4 * np.abs(k).max())
+    return step
+
+
 OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm,
-       "apply_many": _many}
+       "apply_many": _many, "apply_rotary_pos_emb": _pos_emb}
+# The public ops whose replayed recording is proven elsewhere, and where.
+ELSEWHERE = {"rope_and_cache": "tests/test_rope_cache.py (its decode loops, numpy and resident)",
+             "apply_nd": "tests/test_nd.py::test_recorded_once_as_ids_change"}
+
+
+def test_every_public_op_has_its_loop():
+    """One list of ops (tests/op_cases.py): each has a decode loop here or a named one elsewhere."""
+    assert set(OPS) | set(ELSEWHERE) == {case.name for case in OP_CASES}
+    assert not set(OPS) & set(ELSEWHERE)
 
 
 @pytest.mark.parametrize("resident", [False, True], ids=["numpy", "resident"])
