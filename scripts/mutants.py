@@ -12,6 +12,7 @@ survives or a snippet is stale.
     python scripts/mutants.py                 # every mutation
     python scripts/mutants.py --list          # names only
     python scripts/mutants.py --only NAME ... # some of them
+    python scripts/mutants.py --paths vkrope/ops/cache.py ...  # those of some files
 """
 
 from __future__ import annotations
@@ -629,9 +630,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--only", nargs="+", metavar="TEXT", help="run mutations whose name contains any TEXT")
+    parser.add_argument("--paths", nargs="+", metavar="FILE", help="run mutations of these files (e.g. a change's)")
     parser.add_argument("--tests", nargs="+", default=TESTS, help="test files to run against each mutant")
     args = parser.parse_args()
-    chosen = [m for m in MUTATIONS if not args.only or any(t in m.name for t in args.only)]
+    chosen = [m for m in MUTATIONS if (not args.only or any(t in m.name for t in args.only))
+              and (not args.paths or m.path in args.paths)]
     if args.list:
         for m in chosen:
             print(f"{m.name}  ({m.path})")
