@@ -37,11 +37,10 @@ from ..runtime.steps import READ, UPDATE, WRITE, Arg, Launch
 
 KERNEL = "rope_cache"
 ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q then k then v
-# The kernel's tensor bindings in order, and the ones each role's launch
-# reads or writes (the others it binds as stand-ins).
-BINDINGS = (("q_out", WRITE), ("q", READ), ("k", READ), ("v", READ), ("k_cache", UPDATE), ("v_cache", UPDATE))
-USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache"),
-        ROLE_ALL: tuple(name for name, _ in BINDINGS)}
+# The tensors each role's launch reads or writes (it binds the kernel's
+# others, in glsl/rope_cache.json's order and access, as stand-ins);
+# ROLE_ALL's launch uses every one.
+USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache")}
 
 
 @dataclass
@@ -364,12 +363,12 @@ class Plan:
         out = []
         q_rows, k_rows = self.q_rows, self.k_rows
         for ch in self.chunks:
-            args = []
-            for name, access in BINDINGS:
+            args = {}
+            for name, access in kernel.tensors():
                 res, off = where[name]
                 cache = name.endswith("_cache")
                 size = citem if cache else item
-                if name not in USES[ch.role]:
+                if ch.role != ROLE_ALL and name not in USES[ch.role]:
                     # a 16-byte stand-in, with its access: the recorder's
                     # barriers then cover what the shader may touch, as
                     # validation sees it
@@ -380,14 +379,16 @@ class Plan:
                     start, values = 0, (q_rows if name in ("q", "q_out") else k_rows) * self.head_dim
                 else:
                     start, values = ch.x_base, ch.x_values
-                args.append(Arg(res, res.serial, off + start * size, padded_bytes(values, size), access))
+                args[name] = Arg(res, res.serial, off + start * size, padded_bytes(values, size), access)
             push = dict(role=ch.role, q_rows=q_rows, k_rows=k_rows, row_begin=ch.r0, row_end=ch.r1, hq=self.hq,
                         hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
                         cache_end=ch.cache_base + ch.cache_values, tok_base=ch.tok_base, t_base=ch.t_base,
                         eps=self.eps_bits, weight_add=self.add_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
-            out.append(Launch(kernel.name, spec, tuple(push.items()), (*args, *tables[ch.segment]), grid))
+            cos, sin, tokens, weights = tables[ch.segment]
+            out.append(Launch(kernel.name, spec, tuple(push.items()),
+                              kernel.args(**args, cos=cos, sin=sin, tokens=tokens, weights=weights), grid))
         return tuple(out)
 
 

@@ -283,7 +283,7 @@ class Plan:
             spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.aligned, FLAT_ROWS=self.flat, REPEAT=repeat,
                         ANGLE=self.angle, AXIAL=self.axial_end_x > 0)
             out_.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
-                               (oa, xa, fa, pa), grid))
+                               kernel.args(out=oa, x=xa, freqs=fa, positions=pa), grid))
         return tuple(out_)
 
 

@@ -578,7 +578,7 @@ class Plan:
             spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.row_values % 4 == 0, WHOLE_TEXELS=whole,
                         INTERLEAVED=self.interleaved, EXACT=self.exact, ND=self.id_words > 0)
             launches.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
-                                   (oa, xa, ca, sa, ra), grid))
+                                   kernel.args(out=oa, x=xa, cos=ca, sin=sa, row_of=ra), grid))
         return tuple(launches)
 
 

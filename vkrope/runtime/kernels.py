@@ -51,7 +51,8 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "b16", "float16", "bfloat16")
             if half and kind == STORAGE_BUFFER:
                 features.add("storageBuffer16BitAccess")
-            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"]})
+            bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"],
+                             "table": bnd["kind"] == "table"})
         out.append({
             "name": grid["name"].format(**params),
             "kernel": grid["kernel"],
@@ -74,6 +75,7 @@ class Kernel:
     kernel: str
     params: tuple[tuple[str, str], ...]
     bindings: tuple[tuple[str, str, str], ...]  # (name, kind, access) in binding order
+    tables: tuple[str, ...]  # the bindings that are per-call tables (the rest are tensors)
     push_constants: tuple[str, ...]
     spec_constants: tuple[str, ...]
     flags: tuple[tuple[str, int], ...]
@@ -84,6 +86,18 @@ class Kernel:
     def binding_kinds(self) -> tuple[str, ...]:
         """The descriptor kind of each binding, in binding order."""
         return tuple(kind for _, kind, _ in self.bindings)
+
+    def tensors(self) -> tuple[tuple[str, str], ...]:
+        """(name, access) of the tensor bindings (not the tables), in binding order: the grid's, stated once."""
+        return tuple((name, access) for name, _, access in self.bindings if name not in self.tables)
+
+    def args(self, **by_name: Any) -> tuple:
+        """A launch's arguments by binding name, in the grid's binding order (every binding exactly once: a
+        positional tuple would let two bindings trade places unnoticed)."""
+        names = [name for name, _, _ in self.bindings]
+        if sorted(by_name) != sorted(names):
+            raise AssertionError(f"{self.name}: bindings {names}, the launch gives {sorted(by_name)}")
+        return tuple(by_name[name] for name in names)
 
     @property
     def push_constant_bytes(self) -> int:
@@ -144,6 +158,7 @@ def load(name: str) -> Kernel:
         kernel=entry["kernel"],
         params=tuple(sorted(entry["params"].items())),
         bindings=tuple((b["name"], b["kind"], b["access"]) for b in entry["bindings"]),
+        tables=tuple(b["name"] for b in entry["bindings"] if b["table"]),
         push_constants=tuple(entry["push_constants"]),
         spec_constants=tuple(entry["spec_constants"]),
         flags=tuple(sorted(entry["flags"].items())),
