@@ -365,7 +365,7 @@ def test_a_factor_per_call_builds_no_pipeline_per_factor(device):
 def test_table_operators_float64_reference_with_a_table_and_yarn(interleaved):
     """vkrope.ops.table.reference (the table operators' float64 numpy path)
     against the ONNX oracle, given HF's cache and given the YaRN spec."""
-    from vkrope.ops import table
+    from vkrope.ops import onnx, table
 
     rng = np.random.default_rng(21 + interleaved)
     b, h, s, d, rot = 2, 3, 5, 24, 16
@@ -378,8 +378,8 @@ def test_table_operators_float64_reference_with_a_table_and_yarn(interleaved):
     ref = onnx_rotary_embedding(x, c.reshape(b, s, -1), sn.reshape(b, s, -1), **kw)
     table_cache = np.zeros((3000, rot // 2), np.float32), np.zeros((3000, rot // 2), np.float32)
     table_cache[0][pos.reshape(-1)], table_cache[1][pos.reshape(-1)] = c, sn
-    got_table = table.reference(table.check_onnx(x, *table_cache, pos, **kw)).reshape(x.shape)
-    got_spec = table.reference(table.check_onnx(x, spec, None, pos, **kw)).reshape(x.shape)
+    got_table = table.reference(onnx.check_onnx(x, *table_cache, pos, **kw)).reshape(x.shape)
+    got_spec = table.reference(onnx.check_onnx(x, spec, None, pos, **kw)).reshape(x.shape)
     assert np.abs(got_table - ref).max() < 1e-12
     assert np.abs(got_spec - ref).max() < 2e-6
 

@@ -13,7 +13,7 @@ from .device import Device, check_apply
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
 from .models import ModelRope
-from .ops import cache, table
+from .ops import cache, executorch, nd, onnx, transformers
 from .runtime.array import DeviceArray
 
 _default: Device | None = None
@@ -112,7 +112,7 @@ def apply_nd(
     Returns a new array of x's shape and dtype (or `out`).
     """
     kw: dict[str, Any] = dict(token_axis=token_axis, inverse=inverse, out=out, storage=storage)
-    return cast(np.ndarray, _on_default(lambda: table.check_nd(x, spec, ids, **kw),
+    return cast(np.ndarray, _on_default(lambda: nd.check_nd(x, spec, ids, **kw),
                                         lambda d: d.apply_nd(x, spec, ids, **kw)))
 
 
@@ -165,7 +165,7 @@ def rotary_embedding(
     """
     kw: dict[str, Any] = dict(interleaved=interleaved, rotary_embedding_dim=rotary_embedding_dim,
                               num_heads=num_heads, out=out, storage=storage)
-    return cast(np.ndarray, _on_default(lambda: table.check_onnx(x, cos_cache, sin_cache, position_ids, **kw),
+    return cast(np.ndarray, _on_default(lambda: onnx.check_onnx(x, cos_cache, sin_cache, position_ids, **kw),
                                         lambda d: d.rotary_embedding(x, cos_cache, sin_cache, position_ids, **kw)))
 
 
@@ -176,7 +176,7 @@ def apply_rotary_emb(
     xq `[B, S, Hq, D]`, xk `[B, S, Hk, D]` (Hk may differ: grouped-query
     attention), freqs_cos / freqs_sin `[S, D/2]`, interleaved pairs (2i,
     2i+1); q and k in one submission. Returns `(xq_out, xk_out)`."""
-    return cast(tuple, _on_default(lambda: table.check_llm(xq, xk, freqs_cos, freqs_sin),
+    return cast(tuple, _on_default(lambda: executorch.check_llm(xq, xk, freqs_cos, freqs_sin),
                                    lambda d: d.apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)))
 
 
@@ -188,7 +188,7 @@ def apply_rotary_emb_hf(
     rot]` full width (HF's `cat(freqs, freqs)`; `rot <= D`, channels past it
     pass through), token s reads row `start_pos + s`, rotate-half pairs (i,
     i + rot/2). Returns `(xq_out, xk_out)`."""
-    return cast(tuple, _on_default(lambda: table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos),
+    return cast(tuple, _on_default(lambda: executorch.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos),
                                    lambda d: d.apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)))
 
 
@@ -215,7 +215,7 @@ def apply_rotary_pos_emb(
     `out_k=k` in place; `out_q` on k's or out_k's memory: ValueError).
     Returns `(q_out, k_out)`."""
     kw: dict[str, Any] = dict(out_q=out_q, out_k=out_k)
-    return cast(tuple, _on_default(lambda: table.check_pos_emb(q, k, spec, position_ids, **kw),
+    return cast(tuple, _on_default(lambda: transformers.check_pos_emb(q, k, spec, position_ids, **kw),
                                    lambda d: d.apply_rotary_pos_emb(q, k, spec, position_ids, **kw)))
 
 

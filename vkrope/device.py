@@ -14,7 +14,7 @@ from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
 from .models import ModelRope
 from .runtime.array import DeviceArray
 from . import ops
-from .ops import cache, table  # (ops.interleaved: its operators' parameter `interleaved` would shadow it)
+from .ops import cache, executorch, nd, onnx, table, transformers  # (ops.interleaved: its operators' parameter `interleaved` would shadow it)
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
@@ -62,7 +62,7 @@ class Device(DeviceMemory):
                  inverse: bool = False, out: np.ndarray | DeviceArray | None = None,
                  storage: str = "auto") -> np.ndarray | DeviceArray:
         """N-D axial RoPE on this device; see `vkrope.apply_nd`."""
-        req = table.check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out, storage=storage)
+        req = nd.check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out, storage=storage)
         return self._run(table, [_Job(req)])[0]["out"]
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
@@ -103,7 +103,7 @@ class Device(DeviceMemory):
         """ONNX RotaryEmbedding (opset 23) on this device; see
         `vkrope.rotary_embedding`. DeviceArrays in (x, the caches) stay on the
         device: a DeviceArray x gives a DeviceArray result."""
-        req = table.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
+        req = onnx.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
                                rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
                                storage=storage)
         return self._run(table, [_Job(req)])[0]["out"]
@@ -111,7 +111,7 @@ class Device(DeviceMemory):
     def apply_rotary_emb(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Any, Any]:
         """ExecuTorch's `apply_rotary_emb` (LLM) on this device, q and k in
         one submission; see `vkrope.apply_rotary_emb`."""
-        q, k = table.check_llm(xq, xk, freqs_cos, freqs_sin)
+        q, k = executorch.check_llm(xq, xk, freqs_cos, freqs_sin)
         yq, yk = self._run(table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
 
@@ -119,7 +119,7 @@ class Device(DeviceMemory):
                             start_pos: int = 0) -> tuple[Any, Any]:
         """ExecuTorch's `apply_rotary_emb_hf` (Hugging Face rotate-half) on
         this device, q and k in one submission; see `vkrope.apply_rotary_emb_hf`."""
-        q, k = table.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
+        q, k = executorch.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
         yq, yk = self._run(table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
 
@@ -127,7 +127,7 @@ class Device(DeviceMemory):
                              out_k: Any = None) -> tuple[Any, Any]:
         """transformers' `apply_rotary_pos_emb` with the model's RoPE on this
         device, q and k in one submission; see `vkrope.apply_rotary_pos_emb`."""
-        rq, rk = table.check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k)
+        rq, rk = transformers.check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k)
         yq, yk = self._run(table, [_Job(rq), _Job(rk)])
         return yq["out"], yk["out"]
 
@@ -247,7 +247,7 @@ def check_apply(x: Any, freqs: Any, **kw: Any) -> tuple[Operator, Any]:
     (`NdFreqs`) run on the table kernel's generated frequencies, everything
     else on the interleaved kernel."""
     if isinstance(freqs, NdFreqs):
-        return table, table.check_apply_nd(x, freqs, **kw)
+        return table, nd.check_apply_nd(x, freqs, **kw)
     return ops.interleaved, ops.interleaved.check(x, freqs, **kw)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .freqs import NdFreqs, pow64
-from .ops import interleaved, table
+from .ops import interleaved, nd, table
 from .runtime.dtypes import BFLOAT16, REAL_SCALARS
 
 
@@ -36,7 +36,7 @@ def apply_reference(
     kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
                               positions=positions, storage=storage)
     if isinstance(freqs, NdFreqs):  # N-D ids in positions, as vkrope.apply takes them
-        result = table.reference(table.check_apply_nd(x, freqs, **kw))
+        result = table.reference(nd.check_apply_nd(x, freqs, **kw))
     else:
         result = interleaved.reference(interleaved.check(x, freqs, **kw))
     if out is not None:

@@ -21,7 +21,7 @@ from .kernel import _median_of, _median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import RopeFreqs
-from ..ops import table
+from ..ops import onnx, table
 
 SHAPES = {"prefill": (1, 32, 512, 128), "decode": (8, 32, 1, 128)}
 MAX_POS = 8192
@@ -78,7 +78,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             pos = (np.arange(s)[None, :].repeat(b, 0) if name == "prefill"
                    else rng.integers(0, MAX_POS, (b, s)))
             cos_d, sin_d, x_d = dev.asarray(cos), dev.asarray(sin), dev.asarray(x)
-            req = table.check_onnx(x, cos, sin, pos)
+            req = onnx.check_onnx(x, cos, sin, pos)
             out = np.empty_like(x)
             kernel = _median_of(lambda: time_request(dev, req, out, table), repeats)
             t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
@@ -87,7 +87,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             # The same call with the frequencies computed in the shader (RopeFreqs).
             gen = {}
             for angle in ("float32", "exact"):
-                greq = table.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
+                greq = onnx.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
                 gout = np.empty_like(x)
                 gen[angle] = _median_of(lambda: time_request(dev, greq, gout, table), repeats)
                 assert np.abs(gout - out).max() < 1e-3, "generated and table results disagree"

@@ -24,7 +24,7 @@ from .kernel import _median_of, _median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import NdFreqs, grid_ids
-from ..ops import interleaved, table
+from ..ops import executorch, interleaved, nd, table
 
 ROWS: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]] = {  # shape, axes widths, token axis
     "flux": ((1, 24, 4608, 128), (16, 56, 56), -2),
@@ -52,7 +52,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
             results = {}
             for angle in ("exact", "float32"):
                 spec = NdFreqs(axes, 10000.0, angle=angle)
-                req = table.check_nd(x, spec, ids, token_axis=token_axis)
+                req = nd.check_nd(x, spec, ids, token_axis=token_axis)
                 out = np.empty_like(x)
                 kernel[angle] = _median_of(lambda: time_request(dev, req, out, table), repeats)
                 results[angle] = out
@@ -65,7 +65,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
                 pairs = np.stack([c, s], -1).reshape(len(ids), -1)
                 treq, top, table_bytes = interleaved.check(x, pairs), interleaved, pairs.nbytes
             else:  # [B, S, H, D]: the ExecuTorch LLM operator reads that layout
-                treq, top, table_bytes = table.check_llm(x, x[:, :, :1], c, s)[0], table, c.nbytes + s.nbytes
+                treq, top, table_bytes = executorch.check_llm(x, x[:, :, :1], c, s)[0], table, c.nbytes + s.nbytes
 
             def e2e_table() -> None:
                 time_request(dev, treq, np.empty_like(x), top)  # numpy in, numpy out, through the same checks
@@ -75,7 +75,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
             assert np.abs(tout - results["exact"]).max() < 1e-4 * np.abs(x).max(), "table and in-shader results disagree"
             e2e_exact = _median_time(lambda: dev.apply_nd(x, spec, ids, token_axis=token_axis), repeats)
             e2e_tab = _median_time(e2e_table, repeats)
-            moved_exact = 2 * x.nbytes + table.check_nd(x, spec, ids, token_axis=token_axis).row_of.nbytes
+            moved_exact = 2 * x.nbytes + nd.check_nd(x, spec, ids, token_axis=token_axis).row_of.nbytes
             moved_table = 2 * x.nbytes + table_bytes
             k_e, k_f, k_t = (kernel[k] or 0.0 for k in ("exact", "float32", "table"))
             row = {"row": name, "shape": list(shape), "axes": list(axes), "tokens": len(ids), "dtype": "float32",

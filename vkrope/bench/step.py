@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from ..device import Device, _Job
 from ..freqs import RopeFreqs
-from ..ops import table
+from ..ops import onnx, table
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 
@@ -49,7 +49,7 @@ def fused_and_unfused(dev: Device, batch: int, s_max: int = S_MAX) -> tuple[Call
 
     def unfused(p: int) -> None:
         pos = np.full((batch, 1), p)
-        rq, rk = table.check_onnx(q, cos, sin, pos, out=yq), table.check_onnx(k, cos, sin, pos, out=yk)
+        rq, rk = onnx.check_onnx(q, cos, sin, pos, out=yq), onnx.check_onnx(k, cos, sin, pos, out=yk)
         dev._run(table, [_Job(rq), _Job(rk)])
         dev.rope_and_cache(no_q, yk, v, kc, vc, identity, pos)  # the row scatter: k and v into their rows
 

@@ -16,7 +16,6 @@ the kernels read for that call.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any

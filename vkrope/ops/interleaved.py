@@ -33,7 +33,7 @@ from ..runtime.dtypes import BFLOAT16, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import Tensor
-from ..runtime.steps import READ, WRITE, Arg, Launch, arg
+from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_interleaved"
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*

@@ -1,18 +1,18 @@
-"""RoPE with separate cos / sin tables: ONNX `RotaryEmbedding` (opset 23),
-ExecuTorch's `et_vk.apply_rotary_emb` (LLM, interleaved pairs) and
-`et_vk.apply_rotary_emb_hf` (Hugging Face rotate-half), all on one kernel,
-glsl/rope_table.glsl.
+"""The table kernel, glsl/rope_table.glsl: RoPE with separate cos / sin
+tables (or frequencies computed in the shader from a spec), which the
+front ends map their public signatures onto: onnx.py (ONNX
+`RotaryEmbedding`, opset 23), executorch.py (`et_vk.apply_rotary_emb`,
+`et_vk.apply_rotary_emb_hf`), transformers.py (`apply_rotary_pos_emb`
+with a model's RoPE) and nd.py (N-D axial RoPE).
 
 Every call becomes a `Request`: the tensor seen as R rows of C values
 (its last axis), each row holding C / D heads of D values; row r is token
 s = (r // token_rows) % S of batch item r // batch_rows; `row_of[b * S + s]` is the table
-row that token reads (ONNX position_ids, ExecuTorch's start_pos + s, ...).
-The `check_*` functions map their operator's arguments onto it; the
-plan, launches, tables, row blocks and float64 reference below serve all
-of them. See docs/FAMILY.md for the contracts. N-D axial RoPE
-(`vkrope.apply_nd`, `check_nd`) runs here too: its frequencies are
-computed in the shader from each token's ids (an `NdFreqs` spec in `cos`,
-row_of holding the ids' words per token).
+row that token reads (ONNX position_ids, ExecuTorch's start_pos + s, ...;
+N-D: the ids' words per token, an `NdFreqs` spec in `cos`). The argument
+helpers the front ends share, the plan, launches, tables, row blocks and
+float64 reference below serve all of them. See docs/FAMILY.md for the
+contracts.
 """
 
 from __future__ import annotations
@@ -25,19 +25,16 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    MAX_PAIRS, X_DTYPES, check_alive, check_out, check_plain_array, check_resident_table_dtype, check_storage_of,
-    check_table_array, describe,
-    int_arg,
+    MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
 )
-from . import ONE_BITS, TensorRequest, check_model_head, given_tables, magnitude_bits, resolve, spec_angles, spec_rows
-from ..models import ModelRope
-from ..freqs import MROPE_AXES, InvFreqs, NdFreqs, RopeFreqs, check_position_ids, check_positions, is_position_spec
+from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles, spec_rows
+from ..freqs import InvFreqs, NdFreqs, RopeFreqs, check_positions
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import Tensor
-from ..runtime.steps import READ, WRITE, Arg, Launch, arg
+from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_table"
 TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
@@ -168,29 +165,6 @@ def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
     return spec_rows(spec, check_positions(name, positions))
 
 
-def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
-    """row_of of an ONNX call with a RopeFreqs spec for its caches: the
-    position ids (token s at position s without them)."""
-    _spec("cos_cache", spec, other, "sin_cache", rot)
-    if position_ids is None:
-        return _spec_rows(spec, np.tile(np.arange(s), b), "positions")
-    check_plain_array("position_ids", position_ids)
-    if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
-        raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
-    if position_ids.shape != (b, s):
-        raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
-    return _spec_rows(spec, position_ids, "position_ids")
-
-
-def _spec_positions(position_ids: Any, s: int) -> Any:
-    """The positions a ModelRope decides by (dynamic, longrope): position_ids
-    when they are a proper integer array, else the tokens' own (a bad
-    position_ids is reported by the checks that follow)."""
-    if isinstance(position_ids, np.ndarray) and position_ids.dtype.kind in "iu" and position_ids.size:
-        return position_ids
-    return np.arange(s) if position_ids is None else None
-
-
 def _same_dtype(a: Any, b: Any, names: str) -> None:
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
@@ -206,64 +180,6 @@ def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarr
     if bad.size:
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
     return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
-
-
-def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
-               rotary_embedding_dim: Any = 0, num_heads: Any = 0, out: Any = None, storage: Any = "auto") -> Request:
-    """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
-    given = (("cos_cache", cos_cache), ("sin_cache", sin_cache), ("position_ids", position_ids))
-    x = _tensor("x", x)
-    inter = _flag("interleaved", interleaved)
-    rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
-    heads = int_arg("num_heads", num_heads, 0)
-    storage = check_storage_of("x", x, storage)
-    if x.ndim == 4:
-        b, h, s, d = (int(v) for v in x.shape)
-        batch_rows = h * s
-    elif x.ndim == 3:
-        b, s, hidden = (int(v) for v in x.shape)
-        if heads == 0:
-            raise ValueError(f"x is 3D [B, S, H*D] = {tuple(x.shape)}: num_heads must be given (> 0)")
-        if hidden % heads:
-            raise ValueError(f"num_heads = {heads} must divide the last axis of x ({hidden}, shape {tuple(x.shape)})")
-        d = hidden // heads
-        batch_rows = s
-    else:
-        raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
-    rot_given = rot
-    rot = rot or d
-    if rot % 2 and not rot_given:
-        raise ValueError(f"the head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
-    if rot > d:
-        raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
-    if rot % 2:
-        raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
-    if isinstance(cos_cache, (ModelRope, InvFreqs)):
-        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
-    if is_position_spec(cos_cache):
-        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
-        return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
-                       batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
-                       interleaved=inter, storage=storage, given=given)
-    if position_ids is not None:
-        check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
-        if cos_cache.ndim != 2:
-            raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
-        shape = (int(cos_cache.shape[0]), rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
-        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
-        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        row_of = _positions("position_ids", position_ids, (b, s), shape[0])
-    else:
-        shape3 = (b, s, rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
-        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
-        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        cos_cache, sin_cache = _rows2d(cos_cache, b * s, rot // 2), _rows2d(sin_cache, b * s, rot // 2)
-        row_of = np.arange(b * s, dtype=np.int32)
-    return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
-                   batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
-                   storage=storage, given=given)
 
 
 def _rows2d(t: Any, rows: int, width: int) -> Any:
@@ -294,127 +210,6 @@ def _q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"),
     return q, k, b, s, d
 
 
-def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
-          inter: bool) -> Request:
-    """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
-    _, s, h, d = (int(v) for v in x.shape)
-    return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
-                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter,
-                   storage=check_storage_of(name, x, "auto"), x_name=name,
-                   given=(("freqs_cos", cos), ("freqs_sin", sin)))
-
-
-def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
-    """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
-    tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
-    q, k, b, s, d = _q_and_k(xq, xk)
-    if d % 2:
-        raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
-    if is_position_spec(freqs_cos):
-        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
-        rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
-        return _bshd("xq", q, spec, None, rows, d // 2, False, True), _bshd("xk", k, spec, None, rows, d // 2, False, True)
-    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
-    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
-    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    row_of = np.tile(np.arange(s, dtype=np.int32), b)
-    return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
-
-
-def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
-    """ExecuTorch `apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
-    [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
-    cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
-    channels past rot pass through."""
-    q, k, b, s, d = _q_and_k(xq, xk)
-    if isinstance(freqs_cos, (ModelRope, InvFreqs)):
-        first = int_arg("start_pos", start_pos, 0)
-        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
-    if is_position_spec(freqs_cos):
-        if freqs_cos.dim > d:
-            raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
-        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
-        start = int_arg("start_pos", start_pos, 0)
-        rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
-        return (_bshd("xq", q, spec, None, rows, spec.dim // 2, False, False),
-                _bshd("xk", k, spec, None, rows, spec.dim // 2, False, False))
-    check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
-    if freqs_cos.ndim != 2:
-        raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
-    max_seq, rot = (int(v) for v in freqs_cos.shape)
-    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
-    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
-    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    if rot % 2 or rot > d or rot == 0:
-        raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
-    start = int_arg("start_pos", start_pos, 0)
-    if start + s > max_seq:
-        raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
-    row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
-    return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
-
-
-def _same_memory(a: Any, b: Any) -> bool:
-    """Whether two arguments may share memory (numpy: overlapping bytes;
-    DeviceArrays: the same array)."""
-    if a is None or b is None:
-        return False
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return bool(np.shares_memory(a, b))
-    return a is b
-
-
-def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = None,
-                  out_k: Any = None) -> tuple[Request, Request]:
-    """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the rotary
-    module's (cos, sin) of `position_ids` computed in the shader: q [B, Hq,
-    S, D], k [B, Hk, S, D] of one dtype; spec a `ModelRope` (its pairs), or
-    an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
-    [3, B, S], or [B, S] for text); channels past the rotary dim pass
-    through. One `Request` per tensor."""
-    qx, kx, b, s, d = _q_and_k(q, k, ("q", "k"), token_axis=2)
-    freqs: InvFreqs | RopeFreqs
-    if isinstance(spec, ModelRope):
-        check_model_head(spec, d, "q")
-        p = spec.check_position_ids(position_ids)
-        freqs, pairs = spec.freqs(p), spec.interleaved
-    elif isinstance(spec, (InvFreqs, RopeFreqs)):
-        freqs, pairs = spec, False
-        p = check_position_ids(position_ids, several_axes(spec))
-    else:
-        raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
-                        f"{describe(spec)}")
-    if p.shape[-2:-1] == (1,) and b > 1 and p.shape[-1] == s:  # one row for every item, as transformers broadcasts
-        p = np.broadcast_to(p, p.shape[:-2] + (b, s))
-    if tuple(p.shape[-2:]) != (b, s):
-        raise ValueError(f"position_ids must be [B, S] = [{b}, {s}] (q's batch and tokens)"
-                         f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
-    if freqs.dim > d:
-        raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
-    if several_axes(freqs):
-        ids = np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
-        row_of = nd_words(freqs, ids)
-    else:
-        row_of = spec_rows(freqs, p.reshape(-1))
-    row_of = np.ascontiguousarray(row_of, np.int32)
-    given = (("position_ids", position_ids),)
-    # transformers computes both results from the inputs; here k's job runs after q's, so out_q must not be
-    # k's memory (k would be read rotated), nor out_k's (one result would be lost).
-    for a, an, b2, bn in ((out_q, "out_q", kx, "k"), (out_q, "out_q", out_k, "out_k")):
-        if _same_memory(a, b2):
-            raise ValueError(f"{an} and {bn} are the same memory: q's result would overwrite {bn} before k is "
-                             f"done; pass separate arrays (out_q may be q, out_k may be k)")
-
-    def request(name: str, x: Any, out: Any, out_name: str) -> Request:
-        h = int(x.shape[1])
-        return Request(x=x, out=check_out(out, x, out_name, name), cos=freqs, sin=None, row_of=row_of, n_tokens=s,
-                       batch_rows=h * s, token_rows=1, head_dim=d, rot_half=freqs.dim // 2, full_table=False,
-                       interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
-
-    return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
-
-
 def nd_words(spec: Any, ids: np.ndarray) -> np.ndarray:
     """int32 [..., 2 * n_axes]: what the kernel reads of each token's ids
     (checked float64): per axis (whole, frac) with id = whole + frac / 2^32
@@ -428,74 +223,6 @@ def nd_words(spec: Any, ids: np.ndarray) -> np.ndarray:
     else:
         words[..., 0] = ids.astype(np.float32).view(np.int32)
     return words.reshape(ids.shape[:-1] + (2 * spec.n_axes,))
-
-
-def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any = False, out: Any = None,
-             storage: Any = "auto", ids_name: str = "ids") -> Request:
-    """`vkrope.apply_nd(x, spec, ids)` (and `apply(x, spec, positions=ids)`
-    with an `NdFreqs` spec): x [..., N, C] (token_axis -2) or [..., N, H, C]
-    (-3, Wan's [B, S, H, D]), ids [N, n_axes] for every leading item or
-    [B, N, n_axes] per item of x's first axis; the first spec.dim channels
-    rotate, the rest pass through."""
-    if not isinstance(spec, NdFreqs):
-        raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
-    x = _tensor("x", x)
-    storage = check_storage_of("x", x, storage)
-    if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)) \
-            or token_axis not in (-2, -3):
-        raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")
-    if not isinstance(inverse, (bool, np.bool_)):
-        raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
-    if x.ndim < -token_axis:
-        raise ValueError(f"x must have at least {-token_axis} axes with token_axis={token_axis}; got shape "
-                         f"{tuple(x.shape)}")
-    c = int(x.shape[-1])
-    if spec.dim > c:
-        raise ValueError(f"spec: axes_dim sum to {spec.dim} channels, more than x's last axis ({c})")
-    n = int(x.shape[token_axis])
-    heads = int(x.shape[-2]) if token_axis == -3 else 1
-    lead = tuple(int(v) for v in x.shape[:token_axis])
-    v = spec.check_ids(ids, ids_name)
-    if v.shape[-2] != n:
-        raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
-                         f"{list(v.shape)}")
-    if inverse:
-        v = -v  # the rotation by -angle
-    if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
-        raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
-                         f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
-    words = nd_words(spec, v)  # [N, w], or [B, N, w]
-    rows = math.prod(x.shape[:-1])
-    if token_axis == -2:
-        # Rows run (leading items..., token): shared ids are one row_of entry
-        # per token for every item (batch_rows spans all rows, so the batch
-        # index stays 0); per-item ids one per (item of the first axis, token).
-        row_of = words.reshape(-1, words.shape[-1])
-        batch_rows = max(1, rows if words.ndim == 2 else rows // max(1, int(v.shape[0])))
-    else:
-        # Rows run (leading items..., token, head): one row_of entry per
-        # (leading item, token), the ids copied for each leading item they
-        # are shared by (the heads share one entry).
-        if words.ndim == 3:
-            words = words.reshape((words.shape[0],) + (1,) * (len(lead) - 1) + words.shape[1:])
-        row_of = np.broadcast_to(words, lead + words.shape[-2:]).reshape(-1, words.shape[-1])
-        batch_rows = n * heads
-    return Request(x=x, out=check_out(out, x), cos=spec, sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
-                   n_tokens=n, batch_rows=batch_rows, token_rows=heads, head_dim=c, rot_half=spec.dim // 2,
-                   full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
-
-
-def check_apply_nd(x: Any, freqs: NdFreqs, *, out: Any = None, inverse: Any = False, repeat: Any = 1,
-                   exclude_last: Any = 0, positions: Any = None, storage: Any = "auto") -> Request:
-    """`vkrope.apply(x, spec, positions=ids)` with an `NdFreqs` spec: the ids
-    come as `positions`; repeat and exclude_last have no meaning there."""
-    if int_arg("repeat", repeat, 1) != 1 or int_arg("exclude_last", exclude_last, 0) != 0:
-        raise ValueError(f"repeat and exclude_last do not apply to a vkrope.NdFreqs spec (every token has its ids in "
-                         f"positions); got repeat={repeat}, exclude_last={exclude_last}")
-    if positions is None:
-        raise ValueError(f"freqs is a vkrope.NdFreqs spec: pass positions, the ids [N, {freqs.n_axes}] (a position "
-                         "per axis of each token; vkrope.grid_ids makes grids)")
-    return check_nd(x, freqs, positions, inverse=inverse, out=out, storage=storage, ids_name="positions")
 
 
 # --- plan ---------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""ExecuTorch's `et_vk.apply_rotary_emb` (LLM, interleaved pairs) and `et_vk.apply_rotary_emb_hf`
+(Hugging Face rotate-half) as the table kernel's requests (vkrope/ops/table.py); see docs/FAMILY.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..arguments import check_storage_of, check_table_array, describe, int_arg
+from . import resolve
+from ..models import ModelRope
+from ..freqs import InvFreqs, is_position_spec
+from .table import Request, TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
+
+
+def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
+          inter: bool) -> Request:
+    """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
+    _, s, h, d = (int(v) for v in x.shape)
+    return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
+                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter,
+                   storage=check_storage_of(name, x, "auto"), x_name=name,
+                   given=(("freqs_cos", cos), ("freqs_sin", sin)))
+
+
+def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
+    tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
+    q, k, b, s, d = _q_and_k(xq, xk)
+    if d % 2:
+        raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
+    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
+    if is_position_spec(freqs_cos):
+        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
+        rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        return _bshd("xq", q, spec, None, rows, d // 2, False, True), _bshd("xk", k, spec, None, rows, d // 2, False, True)
+    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
+    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
+    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    row_of = np.tile(np.arange(s, dtype=np.int32), b)
+    return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
+
+
+def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 0) -> tuple[Request, Request]:
+    """ExecuTorch `apply_rotary_emb_hf(xq, xk, freqs_cos, freqs_sin, start_pos)`:
+    [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
+    cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
+    channels past rot pass through."""
+    q, k, b, s, d = _q_and_k(xq, xk)
+    if isinstance(freqs_cos, (ModelRope, InvFreqs)):
+        first = int_arg("start_pos", start_pos, 0)
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
+    if is_position_spec(freqs_cos):
+        if freqs_cos.dim > d:
+            raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
+        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
+        start = int_arg("start_pos", start_pos, 0)
+        rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
+        return (_bshd("xq", q, spec, None, rows, spec.dim // 2, False, False),
+                _bshd("xk", k, spec, None, rows, spec.dim // 2, False, False))
+    check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
+    if freqs_cos.ndim != 2:
+        raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
+    max_seq, rot = (int(v) for v in freqs_cos.shape)
+    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
+    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
+    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    if rot % 2 or rot > d or rot == 0:
+        raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
+    start = int_arg("start_pos", start_pos, 0)
+    if start + s > max_seq:
+        raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
+    row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
+    return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)

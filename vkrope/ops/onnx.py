@@ -1,0 +1,95 @@
+"""ONNX `RotaryEmbedding` (opset 23) as the table kernel's requests (vkrope/ops/table.py):
+`vkrope.rotary_embedding`'s arguments checked and mapped onto rows and table rows; see docs/FAMILY.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..arguments import check_out, check_plain_array, check_storage_of, check_table_array, describe, int_arg
+from . import resolve
+from ..models import ModelRope
+from ..freqs import InvFreqs, RopeFreqs, is_position_spec
+from .table import Request, TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
+
+
+def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
+               rotary_embedding_dim: Any = 0, num_heads: Any = 0, out: Any = None, storage: Any = "auto") -> Request:
+    """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
+    given = (("cos_cache", cos_cache), ("sin_cache", sin_cache), ("position_ids", position_ids))
+    x = _tensor("x", x)
+    inter = _flag("interleaved", interleaved)
+    rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
+    heads = int_arg("num_heads", num_heads, 0)
+    storage = check_storage_of("x", x, storage)
+    if x.ndim == 4:
+        b, h, s, d = (int(v) for v in x.shape)
+        batch_rows = h * s
+    elif x.ndim == 3:
+        b, s, hidden = (int(v) for v in x.shape)
+        if heads == 0:
+            raise ValueError(f"x is 3D [B, S, H*D] = {tuple(x.shape)}: num_heads must be given (> 0)")
+        if hidden % heads:
+            raise ValueError(f"num_heads = {heads} must divide the last axis of x ({hidden}, shape {tuple(x.shape)})")
+        d = hidden // heads
+        batch_rows = s
+    else:
+        raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
+    rot_given = rot
+    rot = rot or d
+    if rot % 2 and not rot_given:
+        raise ValueError(f"the head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
+    if rot > d:
+        raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
+    if rot % 2:
+        raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
+    if isinstance(cos_cache, (ModelRope, InvFreqs)):
+        cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
+    if is_position_spec(cos_cache):
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
+        return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
+                       batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
+                       interleaved=inter, storage=storage, given=given)
+    if position_ids is not None:
+        check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
+        if cos_cache.ndim != 2:
+            raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
+        shape = (int(cos_cache.shape[0]), rot // 2)
+        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
+        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
+        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
+        row_of = _positions("position_ids", position_ids, (b, s), shape[0])
+    else:
+        shape3 = (b, s, rot // 2)
+        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
+        cos_cache, sin_cache = _rows2d(cos_cache, b * s, rot // 2), _rows2d(sin_cache, b * s, rot // 2)
+        row_of = np.arange(b * s, dtype=np.int32)
+    return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
+                   batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
+                   storage=storage, given=given)
+
+
+def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
+    """row_of of an ONNX call with a RopeFreqs spec for its caches: the
+    position ids (token s at position s without them)."""
+    _spec("cos_cache", spec, other, "sin_cache", rot)
+    if position_ids is None:
+        return _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+    check_plain_array("position_ids", position_ids)
+    if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
+        raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
+    if position_ids.shape != (b, s):
+        raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
+    return _spec_rows(spec, position_ids, "position_ids")
+
+
+def _spec_positions(position_ids: Any, s: int) -> Any:
+    """The positions a ModelRope decides by (dynamic, longrope): position_ids
+    when they are a proper integer array, else the tokens' own (a bad
+    position_ids is reported by the checks that follow)."""
+    if isinstance(position_ids, np.ndarray) and position_ids.dtype.kind in "iu" and position_ids.size:
+        return position_ids
+    return np.arange(s) if position_ids is None else None

@@ -1,0 +1,74 @@
+"""transformers' `apply_rotary_pos_emb` with a model's own RoPE (`vkrope.apply_rotary_pos_emb`): q and k as
+the table kernel's requests (vkrope/ops/table.py), the frequencies computed in the shader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..arguments import check_out, check_storage_of, describe
+from . import check_model_head, spec_rows
+from ..models import ModelRope
+from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
+from .table import Request, _q_and_k, nd_words, several_axes
+
+
+def _same_memory(a: Any, b: Any) -> bool:
+    """Whether two arguments may share memory (numpy: overlapping bytes;
+    DeviceArrays: the same array)."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return bool(np.shares_memory(a, b))
+    return a is b
+
+
+def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = None,
+                  out_k: Any = None) -> tuple[Request, Request]:
+    """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the rotary
+    module's (cos, sin) of `position_ids` computed in the shader: q [B, Hq,
+    S, D], k [B, Hk, S, D] of one dtype; spec a `ModelRope` (its pairs), or
+    an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
+    [3, B, S], or [B, S] for text); channels past the rotary dim pass
+    through. One `Request` per tensor."""
+    qx, kx, b, s, d = _q_and_k(q, k, ("q", "k"), token_axis=2)
+    freqs: InvFreqs | RopeFreqs
+    if isinstance(spec, ModelRope):
+        check_model_head(spec, d, "q")
+        p = spec.check_position_ids(position_ids)
+        freqs, pairs = spec.freqs(p), spec.interleaved
+    elif isinstance(spec, (InvFreqs, RopeFreqs)):
+        freqs, pairs = spec, False
+        p = check_position_ids(position_ids, several_axes(spec))
+    else:
+        raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
+                        f"{describe(spec)}")
+    if p.shape[-2:-1] == (1,) and b > 1 and p.shape[-1] == s:  # one row for every item, as transformers broadcasts
+        p = np.broadcast_to(p, p.shape[:-2] + (b, s))
+    if tuple(p.shape[-2:]) != (b, s):
+        raise ValueError(f"position_ids must be [B, S] = [{b}, {s}] (q's batch and tokens)"
+                         f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
+    if freqs.dim > d:
+        raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
+    if several_axes(freqs):
+        ids = np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
+        row_of = nd_words(freqs, ids)
+    else:
+        row_of = spec_rows(freqs, p.reshape(-1))
+    row_of = np.ascontiguousarray(row_of, np.int32)
+    given = (("position_ids", position_ids),)
+    # transformers computes both results from the inputs; here k's job runs after q's, so out_q must not be
+    # k's memory (k would be read rotated), nor out_k's (one result would be lost).
+    for a, an, b2, bn in ((out_q, "out_q", kx, "k"), (out_q, "out_q", out_k, "out_k")):
+        if _same_memory(a, b2):
+            raise ValueError(f"{an} and {bn} are the same memory: q's result would overwrite {bn} before k is "
+                             f"done; pass separate arrays (out_q may be q, out_k may be k)")
+
+    def request(name: str, x: Any, out: Any, out_name: str) -> Request:
+        h = int(x.shape[1])
+        return Request(x=x, out=check_out(out, x, out_name, name), cos=freqs, sin=None, row_of=row_of, n_tokens=s,
+                       batch_rows=h * s, token_rows=1, head_dim=d, rot_half=freqs.dim // 2, full_table=False,
+                       interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
+
+    return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
