@@ -38,7 +38,7 @@ CODE = r"""
 import json, sys
 import numpy as np, vkrope
 from vkrope.bench.timing import time_request, time_texel_copy
-from vkrope.ops import interleaved
+from vkrope.ops import sam2
 rounds = int(sys.argv[1])
 out = {}
 with vkrope.Device(validation=False) as dev:
@@ -46,7 +46,7 @@ with vkrope.Device(validation=False) as dev:
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         spec = vkrope.AxialFreqs(256, 64, 64)
         modes = {"table": spec.table(), "float32": spec, "exact": vkrope.AxialFreqs(256, 64, 64, angle="exact")}
-        reqs = {k: interleaved.check(x, f, storage="buffer") for k, f in modes.items()}
+        reqs = {k: sam2.check(x, f, storage="buffer") for k, f in modes.items()}
         y = np.empty_like(x)
         for req in reqs.values():
             time_request(dev, req, y)  # pipelines built, pages touched

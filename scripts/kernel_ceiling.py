@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import vkrope  # noqa: E402
 import vkrope.runtime.engine as engine  # noqa: E402
 from vkrope.bench.timing import time_request  # noqa: E402
-from vkrope.ops import interleaved  # noqa: E402
+from vkrope.ops import sam2  # noqa: E402
 from vkrope.runtime import kernels  # noqa: E402
 
 VARIANT = "rope_interleaved_buffer_x32_f32"
@@ -95,7 +95,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape).astype(np.float32)
     f = rng.standard_normal(shape[1:]).astype(np.float32)
-    req = interleaved.check(x, f, storage="buffer")
+    req = sam2.check(x, f, storage="buffer")
     out = np.empty_like(x)
     devices = {}
     for name, spirv in variants.items():

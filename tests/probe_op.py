@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import vkrope
-from vkrope.ops import TensorRequest
+from vkrope.kernels import TensorRequest
 from vkrope.runtime import fit
 from vkrope.runtime.dtypes import axis
 from vkrope.runtime.kernels import find

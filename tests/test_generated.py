@@ -217,7 +217,7 @@ def test_axial_grids_up_to_2_pow_24_rows(device, angle, grid, theta, short):
     which, from its own fields)."""
     dim, (ex, ey) = 8, grid
     spec = vkrope.AxialFreqs(dim, ex, ey, theta=theta, angle=angle)
-    from vkrope.ops import interleaved  # noqa: PLC0415
+    from vkrope.kernels import interleaved  # noqa: PLC0415
 
     assert (interleaved.angle_mode(spec) == interleaved.ANGLE_SHORT) == (short and angle == "float32")
     rng = np.random.default_rng(9)

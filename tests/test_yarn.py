@@ -363,9 +363,10 @@ def test_a_factor_per_call_builds_no_pipeline_per_factor(device):
 
 @pytest.mark.parametrize("interleaved", [0, 1])
 def test_table_operators_float64_reference_with_a_table_and_yarn(interleaved):
-    """vkrope.ops.table.reference (the table operators' float64 numpy path)
+    """vkrope.kernels.table.reference (the table operators' float64 numpy path)
     against the ONNX oracle, given HF's cache and given the YaRN spec."""
-    from vkrope.ops import onnx, table
+    from vkrope.kernels import table
+    from vkrope.ops import onnx
 
     rng = np.random.default_rng(21 + interleaved)
     b, h, s, d, rot = 2, 3, 5, 24, 16

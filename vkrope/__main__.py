@@ -99,9 +99,9 @@ def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
     """Where the kernel stands against the driver's own ceiling, and why
     numpy wins on a CPU driver."""
     from vkrope.bench.timing import time_request, time_texel_copy
-    from vkrope.ops import interleaved
+    from vkrope.ops import sam2
 
-    req = interleaved.check(q, freqs)
+    req = sam2.check(q, freqs)
     out = np.empty_like(q)
     time_request(dev, req, out)  # warm-up
     kernel = min((t for t in (time_request(dev, req, out) for _ in range(5)) if t), default=None)

@@ -13,7 +13,7 @@ from .device import Device, check_apply
 from .errors import DeviceClosedError
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
 from .models import ModelRope
-from .ops import cache, executorch, nd, onnx, transformers
+from .ops import decode, executorch, nd, onnx, transformers
 from .runtime.array import DeviceArray
 
 _default: Device | None = None
@@ -250,5 +250,5 @@ def rope_and_cache(
     must be (`Device.rope_and_cache` on another)."""
     kw: dict[str, Any] = dict(interleaved=interleaved, slots=slots, q_norm=q_norm, k_norm=k_norm,
                               norm_plus_one=norm_plus_one, eps=eps, out=out)
-    return _on_default(lambda: cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, **kw),
+    return _on_default(lambda: decode.check(q, k, v, k_cache, v_cache, freqs, position_ids, **kw),
                        lambda d: d.rope_and_cache(q, k, v, k_cache, v_cache, freqs, position_ids, **kw))

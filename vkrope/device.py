@@ -13,8 +13,8 @@ from .errors import DeviceClosedError
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
 from .models import ModelRope
 from .runtime.array import DeviceArray
-from . import ops
-from .ops import cache, executorch, nd, onnx, table, transformers  # (ops.interleaved: its operators' parameter `interleaved` would shadow it)
+from . import kernels
+from .ops import decode, executorch, nd, onnx, sam2, transformers
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
@@ -63,7 +63,7 @@ class Device(DeviceMemory):
                  storage: str = "auto") -> np.ndarray | DeviceArray:
         """N-D axial RoPE on this device; see `vkrope.apply_nd`."""
         req = nd.check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out, storage=storage)
-        return self._run(table, [_Job(req)])[0]["out"]
+        return self._run(kernels.table, [_Job(req)])[0]["out"]
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
         """Rotate several tensors, in one queue submission where they do not
@@ -89,11 +89,11 @@ class Device(DeviceMemory):
             if unknown:
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
                                 "(out, inverse, repeat, exclude_last, positions, storage)")
-            check = functools.partial(_numbered, i, ops.interleaved.check, x, freqs, **kw)
+            check = functools.partial(_numbered, i, sam2.check, x, freqs, **kw)
             jobs.append(_Job(check(), check, f"calls[{i}]: "))
-        return [outs["out"] for outs in self._run(ops.interleaved, jobs)]
+        return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
 
-    # --- the table operators (vkrope/ops/table.py) ---------------------------------
+    # --- the table kernel's operators (vkrope/kernels/table.py) ------------------------------
     def rotary_embedding(
         self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray | RopeFreqs | InvFreqs | ModelRope,
         sin_cache: np.ndarray | DeviceArray | None,
@@ -106,13 +106,13 @@ class Device(DeviceMemory):
         req = onnx.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
                                rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
                                storage=storage)
-        return self._run(table, [_Job(req)])[0]["out"]
+        return self._run(kernels.table, [_Job(req)])[0]["out"]
 
     def apply_rotary_emb(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Any, Any]:
         """ExecuTorch's `apply_rotary_emb` (LLM) on this device, q and k in
         one submission; see `vkrope.apply_rotary_emb`."""
         q, k = executorch.check_llm(xq, xk, freqs_cos, freqs_sin)
-        yq, yk = self._run(table, [_Job(q), _Job(k)])
+        yq, yk = self._run(kernels.table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
 
     def apply_rotary_emb_hf(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any,
@@ -120,7 +120,7 @@ class Device(DeviceMemory):
         """ExecuTorch's `apply_rotary_emb_hf` (Hugging Face rotate-half) on
         this device, q and k in one submission; see `vkrope.apply_rotary_emb_hf`."""
         q, k = executorch.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
-        yq, yk = self._run(table, [_Job(q), _Job(k)])
+        yq, yk = self._run(kernels.table, [_Job(q), _Job(k)])
         return yq["out"], yk["out"]
 
     def apply_rotary_pos_emb(self, q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None,
@@ -128,18 +128,18 @@ class Device(DeviceMemory):
         """transformers' `apply_rotary_pos_emb` with the model's RoPE on this
         device, q and k in one submission; see `vkrope.apply_rotary_pos_emb`."""
         rq, rk = transformers.check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k)
-        yq, yk = self._run(table, [_Job(rq), _Job(rk)])
+        yq, yk = self._run(kernels.table, [_Job(rq), _Job(rk)])
         return yq["out"], yk["out"]
 
-    # --- the decode step (vkrope/ops/cache.py) --------------------------------------
+    # --- the decode step (vkrope/ops/decode.py) -------------------------------------
     def rope_and_cache(self, q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
                        position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
                        q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
                        norm_plus_one: bool = False, eps: float = 1e-6, out: Any = None) -> np.ndarray | DeviceArray:
         """The decode step in one submission on this device; see `vkrope.rope_and_cache`."""
-        req = cache.check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved, slots=slots,
+        req = decode.check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved, slots=slots,
                           q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps, out=out)
-        return self._run(cache, [_Job(req)])[0]["q_out"]
+        return self._run(kernels.cache, [_Job(req)])[0]["q_out"]
 
     # --- the one path to the runtime ----------------------------------------------
     def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:
@@ -209,7 +209,7 @@ class Device(DeviceMemory):
         operator) into `result`, its one output, through the same checks as
         every call; the kernel seconds (None without timestamps). For
         vkrope/bench/timing.py's `time_request`."""
-        use = op or ops.interleaved
+        use = op or kernels.interleaved
         name = next(t.name for t in req.tensors() if t.writes and not t.table)
         self._check_request(req, "")
         with self._lock:
@@ -247,8 +247,8 @@ def check_apply(x: Any, freqs: Any, **kw: Any) -> tuple[Operator, Any]:
     (`NdFreqs`) run on the table kernel's generated frequencies, everything
     else on the interleaved kernel."""
     if isinstance(freqs, NdFreqs):
-        return table, nd.check_apply_nd(x, freqs, **kw)
-    return ops.interleaved, ops.interleaved.check(x, freqs, **kw)
+        return kernels.table, nd.check_apply_nd(x, freqs, **kw)
+    return kernels.interleaved, sam2.check(x, freqs, **kw)
 
 
 @dataclass

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from .freqs import NdFreqs, pow64
-from .ops import interleaved, nd, table
+from .kernels import interleaved, table
+from .ops import nd, sam2
 from .runtime.dtypes import BFLOAT16, REAL_SCALARS
 
 
@@ -38,7 +39,7 @@ def apply_reference(
     if isinstance(freqs, NdFreqs):  # N-D ids in positions, as vkrope.apply takes them
         result = table.reference(nd.check_apply_nd(x, freqs, **kw))
     else:
-        result = interleaved.reference(interleaved.check(x, freqs, **kw))
+        result = interleaved.reference(sam2.check(x, freqs, **kw))
     if out is not None:
         out[...] = result
         return out

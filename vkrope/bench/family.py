@@ -21,7 +21,8 @@ from .kernel import _median_of, _median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import RopeFreqs
-from ..ops import onnx, table
+from ..kernels import table
+from ..ops import onnx
 
 SHAPES = {"prefill": (1, 32, 512, 128), "decode": (8, 32, 1, 128)}
 MAX_POS = 8192

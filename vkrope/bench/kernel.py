@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ops import interleaved
+from ..kernels import interleaved
+from ..ops import sam2
 from .baselines import numpy_rope
 from .timing import time_copy, time_request, time_texel_copy
 from ..device import Device
@@ -296,7 +297,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     for storage, kind, freqs in cases:
         moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else interleaved.columns(freqs).nbytes)
         copy_s = _median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
-        req = interleaved.check(x, freqs, storage=storage)
+        req = sam2.check(x, freqs, storage=storage)
         y = np.empty_like(x)
         kernel = _median_of(lambda: time_request(dev, req, y), r)
         t_apply = _median_time(lambda: dev.apply(x, freqs, storage=storage), r)

@@ -24,7 +24,8 @@ from .kernel import _median_of, _median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import NdFreqs, grid_ids
-from ..ops import executorch, interleaved, nd, table
+from ..kernels import interleaved, table
+from ..ops import executorch, nd, sam2
 
 ROWS: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]] = {  # shape, axes widths, token axis
     "flux": ((1, 24, 4608, 128), (16, 56, 56), -2),
@@ -63,7 +64,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
             top: Any
             if token_axis == -2:
                 pairs = np.stack([c, s], -1).reshape(len(ids), -1)
-                treq, top, table_bytes = interleaved.check(x, pairs), interleaved, pairs.nbytes
+                treq, top, table_bytes = sam2.check(x, pairs), interleaved, pairs.nbytes
             else:  # [B, S, H, D]: the ExecuTorch LLM operator reads that layout
                 treq, top, table_bytes = executorch.check_llm(x, x[:, :, :1], c, s)[0], table, c.nbytes + s.nbytes
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..device import Device, _Job
 from ..freqs import RopeFreqs
-from ..ops import onnx, table
+from ..kernels import table
+from ..ops import onnx
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 

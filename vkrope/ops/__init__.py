@@ -1,6 +1,10 @@
-"""The operators, one module each: argument check, plan for a device's
-limits, launches over bound resources, per-call tables, float64 reference.
-They know no Vulkan; vkrope/runtime runs their plans."""
+"""The front ends, one module per ecosystem a user names: sam2.py
+(`apply`), onnx.py (`rotary_embedding`), executorch.py
+(`apply_rotary_emb`, `apply_rotary_emb_hf`), transformers.py
+(`apply_rotary_pos_emb`), nd.py (`apply_nd`), decode.py
+(`rope_and_cache`): each turns its public signatures into a kernel's
+request (vkrope/kernels/), checking every argument first; the only place
+that reads a `ModelRope` (`resolve` below)."""
 
 from typing import Any
 
@@ -10,74 +14,7 @@ from ..models import ModelRope
 from ..freqs import InvFreqs
 
 
-class TensorRequest:
-    """What every operator's request says about its tensor `x` (a numpy
-    array or DeviceArray): the shape and dtype of x and of the result."""
-
-    x: Any
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of x (and of the result)."""
-        return tuple(self.x.shape)
-
-    @property
-    def dtype(self) -> np.dtype:
-        """dtype of x (and of the result)."""
-        return np.dtype(self.x.dtype)
-
-    def tensors(self) -> list[Any]:
-        """Every array argument as a `runtime.operator.Tensor`, x first;
-        declared once per request (a checked request is not changed after:
-        `dataclasses.replace` makes a new one)."""
-        declared = self.__dict__.get("_tensors")
-        if declared is None:
-            declared = self.__dict__["_tensors"] = self.declare()
-        return declared
-
-    def declare(self) -> list[Any]:
-        """The request's tensors (each operator's own)."""
-        raise NotImplementedError
-
-
-def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
-    """The caller's own table arguments (numpy arrays or DeviceArrays), as
-    read-only table tensors: what a batch orders its jobs by (a check may
-    have converted or copied them; the caller's memory is what an earlier
-    job may write)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
-    from ..runtime.operator import Tensor  # noqa: PLC0415
-
-    return [Tensor(name, a, tuple(a.shape), np.dtype(a.dtype), table=True) for name, a in given
-            if isinstance(a, (np.ndarray, DeviceArray))]
-
-
 # --- how both RoPE kernels read a frequency spec --------------------------------
-ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
-
-
-def magnitude_bits(spec: Any) -> int:
-    """The kernels' `magnitude` push constant for a spec: the float32 bits
-    of its cos / sin factor (1.0 for specs without one)."""
-    return int(np.float32(spec.magnitude).view(np.uint32))
-
-
-def spec_rows(spec: Any, positions: np.ndarray) -> np.ndarray:
-    """int32, what the kernels read for each token of a 1-D spec (checked
-    positions, -1 = pass through, kept): its position for the exact angle,
-    else the bits of its float32 scaled position (RopeFreqs.scaled_positions)."""
-    p = np.asarray(positions, np.int64)
-    if spec.angle == "exact":
-        return p.astype(np.int32)
-    bits = spec.scaled_positions(p).view(np.int32)
-    return np.where(p < 0, -1, bits).astype(np.int32)
-
-
-def spec_angles(spec: Any, rows: np.ndarray) -> np.ndarray:
-    """The angles [len(rows), dim/2] of `spec_rows` values (none -1), as the
-    kernels form them (RopeFreqs.angles_at)."""
-    rows = np.asarray(rows, np.int32).reshape(-1)
-    return spec.angles_at(rows.view(np.float32), rows)
 
 
 def check_model_head(spec: Any, head_dim: int, name: str) -> None:

@@ -1,5 +1,5 @@
 """ExecuTorch's `et_vk.apply_rotary_emb` (LLM, interleaved pairs) and `et_vk.apply_rotary_emb_hf`
-(Hugging Face rotate-half) as the table kernel's requests (vkrope/ops/table.py); see docs/FAMILY.md."""
+(Hugging Face rotate-half) as the table kernel's requests (vkrope/kernels/table.py); see docs/FAMILY.md."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from ..arguments import check_storage_of, check_table_array, describe, int_arg
 from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, is_position_spec
-from .table import Request, TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
+from ..kernels.table import Request
+from .table_args import TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
 
 
 def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,

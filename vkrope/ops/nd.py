@@ -1,5 +1,5 @@
 """N-D axial RoPE (`vkrope.apply_nd`, `vkrope.apply` with an `NdFreqs`): the table kernel's requests
-(vkrope/ops/table.py), the frequencies computed in the shader from each token's ids."""
+(vkrope/kernels/table.py), the frequencies computed in the shader from each token's ids."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe, int_arg
 from ..freqs import NdFreqs
-from .table import Request, _tensor, nd_words
+from ..kernels.table import Request, nd_words
+from .table_args import _tensor
 
 
 def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any = False, out: Any = None,

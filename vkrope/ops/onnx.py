@@ -1,4 +1,4 @@
-"""ONNX `RotaryEmbedding` (opset 23) as the table kernel's requests (vkrope/ops/table.py):
+"""ONNX `RotaryEmbedding` (opset 23) as the table kernel's requests (vkrope/kernels/table.py):
 `vkrope.rotary_embedding`'s arguments checked and mapped onto rows and table rows; see docs/FAMILY.md."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from ..arguments import check_out, check_plain_array, check_storage_of, check_ta
 from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
-from .table import Request, TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
+from ..kernels.table import Request
+from .table_args import TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
 
 
 def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,

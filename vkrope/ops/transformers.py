@@ -1,5 +1,5 @@
 """transformers' `apply_rotary_pos_emb` with a model's own RoPE (`vkrope.apply_rotary_pos_emb`): q and k as
-the table kernel's requests (vkrope/ops/table.py), the frequencies computed in the shader."""
+the table kernel's requests (vkrope/kernels/table.py), the frequencies computed in the shader."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe
-from . import check_model_head, spec_rows
+from . import check_model_head
+from ..kernels import spec_rows
 from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
-from .table import Request, _q_and_k, nd_words, several_axes
+from ..kernels.table import Request, nd_words, several_axes
+from .table_args import _q_and_k
 
 
 def _same_memory(a: Any, b: Any) -> bool:

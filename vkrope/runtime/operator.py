@@ -11,7 +11,7 @@ lives), checks liveness and devices, stages an output through a temporary
 where the kernel may not write over an input, orders the jobs of a batch,
 and reads results back. It never names an operator's fields.
 
-An operator module provides (see vkrope/ops/interleaved.py and table.py,
+A kernel module provides (see vkrope/kernels/interleaved.py and table.py,
 and tests/probe_op.py for the smallest one): the `Operator` protocol below,
 
 - `plan(req, limits) -> Plan` and `plan_key(req)` (None when the plan

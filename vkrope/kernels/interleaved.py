@@ -19,17 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import (
-    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
-    describe,
-    int_arg,
-)
 from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
-from ..models import ModelRope
-from ..freqs import FrequencySpec, InvFreqs, NdFreqs
+from ..freqs import FrequencySpec
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
-from ..runtime.dtypes import BFLOAT16, axis, table_dtype
+from ..runtime.dtypes import axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.operator import Tensor
@@ -38,8 +32,6 @@ from ..runtime.steps import READ, WRITE, Arg, Launch
 KERNEL = "rope_interleaved"
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*
 SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
-REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
-COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 @dataclass
@@ -85,121 +77,7 @@ class Request(TensorRequest):
 
 
 # --- argument checks -----------------------------------------------------------
-def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
-          positions: Any = None, storage: Any = "auto") -> Request:
-    """Validate every argument of `apply` and return the normalised `Request`."""
-    x = check_x(x)
-    n_tokens, channels = int(x.shape[-2]), int(x.shape[-1])
-    storage = check_storage_of("x", x, storage)
-    if not isinstance(inverse, (bool, np.bool_)):
-        raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
-    repeat = int_arg("repeat", repeat, 1)
-    exclude_last = int_arg("exclude_last", exclude_last, 0)
-    if exclude_last > n_tokens:
-        raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
-    pairs, n_freq_rows, form = _check_freqs(freqs, x)
-    if isinstance(pairs, FrequencySpec) and pairs.needs_positions and positions is None:
-        raise ValueError(f"freqs is a {type(pairs).__name__} spec: pass positions (each token's position, -1 = pass "
-                         "through)")
-    if inverse and isinstance(pairs, FrequencySpec) and pairs.magnitude != 1:
-        # m R(theta) has inverse R(-theta) / m but gradient m R(-theta): with
-        # m != 1 no single meaning of `inverse` is both, so neither is guessed.
-        raise ValueError(f"inverse=True with a YaRN spec whose cos / sin factor is {float(pairs.magnitude)} (not 1): "
-                         f"its inverse (divides by it) and its gradient (multiplies) differ; pass yarn an attn_factor of "
-                         f"1 / (0.1 ln(scale) + 1) for a factor of 1 and scale x yourself")
-    n_rot = n_tokens - exclude_last
-    pos32: np.ndarray | None = None
-    if positions is not None:
-        if repeat != 1 or exclude_last != 0:
-            raise ValueError(
-                f"positions cannot be combined with repeat or exclude_last (got repeat={repeat}, "
-                f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
-            )
-        pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels, form)
-        row_of = pos32.astype(np.int64)
-    else:
-        if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
-            raise ValueError(
-                f"freqs has {n_freq_rows} rows ({form}); expected (N - exclude_last) / repeat = "
-                f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
-            )
-        row_of = np.full(n_tokens, -1, dtype=np.int64)
-        if n_freq_rows:
-            row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
-    return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
-                   row_of=row_of, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
-                   out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))
 
-
-def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
-    """(pairs [Nf, C/2, 2] or a resident DeviceArray, Nf, a description)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
-    channels = int(x.shape[-1])
-    half = channels // 2
-    if isinstance(freqs, NdFreqs):  # (vkrope.apply sends these to the table kernel before this check)
-        raise TypeError("freqs: a vkrope.NdFreqs spec runs through vkrope.apply(x, spec, positions=ids) or "
-                        "vkrope.apply_nd, one call at a time (not apply_many)")
-    if isinstance(freqs, ModelRope):
-        raise TypeError("freqs: a vkrope.ModelRope decides its frequencies per call: pass rope.freqs(positions) "
-                        "(an InvFreqs) with positions, or use vkrope.apply_rotary_pos_emb")
-    if isinstance(freqs, InvFreqs) and freqs.mrope:
-        raise ValueError("freqs: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
-                         "vkrope.apply_rotary_pos_emb")
-    if isinstance(freqs, FrequencySpec):
-        if freqs.dim != channels:
-            raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
-        return freqs, freqs.rows, f"a {type(freqs).__name__} spec of {freqs.rows} rows"
-    if isinstance(freqs, DeviceArray):
-        check_table_array("freqs", freqs, X_DTYPES)
-        check_resident_table_dtype("freqs", freqs, x)
-        per_row, what = channels, f"real {freqs.dtype} DeviceArray [Nf, C]"
-    else:
-        if not isinstance(freqs, np.ndarray):
-            raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
-                            f"got {describe(freqs)}")
-        check_plain_array("freqs", freqs)
-        if freqs.dtype in COMPLEX_FREQS_DTYPES:
-            per_row, what = half, f"complex [Nf, C/2] = [Nf, {half}]"
-        elif freqs.dtype in REAL_FREQS_DTYPES:
-            per_row, what = channels, f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
-        else:
-            raise TypeError(
-                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype}")
-    if per_row == 0:
-        if freqs.size:
-            raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")
-        rows = 0
-    elif freqs.size % per_row:
-        raise ValueError(f"freqs must hold whole rows of {per_row} values ({what}); got {freqs.size} values "
-                         f"in shape {tuple(freqs.shape)} for x of shape {tuple(x.shape)}")
-    else:
-        rows = freqs.size // per_row
-    form = f"{freqs.size} values in shape {tuple(freqs.shape)}, {what}"
-    if isinstance(freqs, DeviceArray):
-        return freqs, rows, form
-    if freqs.dtype in COMPLEX_FREQS_DTYPES:
-        c = freqs.reshape(rows, half) if per_row else freqs.reshape(0, 0)
-        pairs_dtype = np.float64 if freqs.dtype == np.complex128 else np.float32
-        return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
-    return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
-
-
-def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int, form: str) -> np.ndarray:
-    if not isinstance(positions, np.ndarray):
-        raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}")
-    check_plain_array("positions", positions)
-    if positions.dtype == np.bool_ or not np.issubdtype(positions.dtype, np.integer):
-        raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
-    if positions.shape != (n_tokens,):
-        raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
-    # With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
-    bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
-    if bad.size:
-        raise ValueError(
-            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form}); "
-            f"got {int(bad[0])}")
-    return np.ascontiguousarray(positions, dtype=np.int32)
 
 MAX_GRID_Z = 65535
 

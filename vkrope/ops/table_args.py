@@ -1,0 +1,113 @@
+"""The argument checks the table kernel's front ends share (onnx.py, executorch.py, transformers.py, nd.py):
+x, tables, specs, positions and the q / k pair, each a TypeError / ValueError naming the argument."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..arguments import (
+    MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
+)
+from ..kernels import spec_rows
+from ..freqs import RopeFreqs, check_positions
+from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES
+
+
+TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
+
+
+def _flag(name: str, value: Any) -> bool:
+    """ONNX passes attributes as ints: 0 / 1 (and bools) are accepted."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+        return bool(value)
+    raise (ValueError if isinstance(value, (int, np.integer)) else TypeError)(
+        f"{name} must be 0 or 1 (or a bool); got {describe(value)}")
+
+
+def _tensor(name: str, x: Any) -> Any:
+    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
+
+    if isinstance(x, DeviceArray):
+        check_alive(name, x)
+    else:
+        check_plain_array(name, x)
+    if np.dtype(x.dtype) not in X_DTYPES:
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype}")
+    if math.prod(x.shape) > 2 * MAX_PAIRS:  # the kernel indexes values with 32-bit integers
+        raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
+    return x
+
+
+def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    check_table_array(name, t, TABLE_DTYPES)
+    if isinstance(t, DeviceArray):
+        check_resident_table_dtype(name, t, x)
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
+    return t
+
+
+def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
+    """A RopeFreqs spec given in place of both tables."""
+    if other is not None:
+        raise ValueError(f"{other_name} must be None when {name} is a frequency spec; got {describe(other)}")
+    if spec.dim != rot:
+        raise ValueError(f"{name}: the frequency spec has dim = {spec.dim}; this call rotates {rot} channels")
+    return spec
+
+
+def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
+    """row_of for a spec: what the kernel reads per token (ops.spec_rows)."""
+    return spec_rows(spec, check_positions(name, positions))
+
+
+def _same_dtype(a: Any, b: Any, names: str) -> None:
+    if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
+        raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
+
+
+def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
+    check_plain_array(name, p)
+    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
+    if p.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {p.shape}")
+    bad = p[(p < 0) | (p >= rows)]
+    if bad.size:
+        raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
+    return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
+
+
+def _rows2d(t: Any, rows: int, width: int) -> Any:
+    """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
+    from ..runtime.array import DeviceArray  # noqa: PLC0415
+
+    if isinstance(t, DeviceArray):
+        return t
+    return t.reshape(rows, width)
+
+
+def _q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"),
+             token_axis: int = 1) -> tuple[Any, Any, int, int, int]:
+    """q and k of one dtype, 4D with their tokens on `token_axis` ([B, S, H,
+    D]: 1, ExecuTorch's; [B, H, S, D]: 2, transformers'), sharing B, S and
+    D: (q, k, B, S, D)."""
+    qn, kn = names
+    layout = "[B, S, H, D]" if token_axis == 1 else "[B, H, S, D]"
+    q, k = _tensor(qn, xq), _tensor(kn, xk)
+    for name, x in ((qn, q), (kn, k)):
+        if x.ndim != 4:
+            raise ValueError(f"{name} must be 4D {layout}; got shape {tuple(x.shape)}")
+    b, s, d = (int(q.shape[a]) for a in (0, token_axis, 3))
+    if tuple(int(k.shape[a]) for a in (0, token_axis, 3)) != (b, s, d):
+        raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout})")
+    if q.dtype != k.dtype:
+        raise TypeError(f"{qn} and {kn} must have one dtype; got {q.dtype} and {k.dtype}")
+    return q, k, b, s, d
