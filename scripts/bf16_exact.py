@@ -2,7 +2,7 @@
 """bfloat16 results against exact rational arithmetic: random bfloat16 bit
 patterns rotated by random float32 and bfloat16 (cos, sin) bit patterns;
 prints how many results differ from the exact value rounded once to
-nearest-even (tests/test_bfloat16.py runs a smaller sample).
+nearest-even (tests/kernels/test_bfloat16.py runs a smaller sample).
 
     python scripts/bf16_exact.py [--n 40000] [--seed 1]
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "oracles")]
 
 import vkrope  # noqa: E402
 from oracle import exact_rotation_check  # noqa: E402

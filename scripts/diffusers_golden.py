@@ -2,7 +2,7 @@
 """Regenerate tests/data/nd_golden.npz: what diffusers' own rotary modules
 and `apply_rotary_emb` compute for N-D axial RoPE (Flux, Flux Kontext,
 Wan 2.1, HunyuanVideo, CogVideoX, Qwen-Image's centred positions), for
-tests/test_nd.py to compare vkrope with. Needs torch and diffusers (only
+tests/ops/test_nd.py to compare vkrope with. Needs torch and diffusers (only
 here: vkrope and its tests never import them):
 
     python -m venv /tmp/gold && /tmp/gold/bin/pip install torch diffusers ml_dtypes

@@ -429,7 +429,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
 
 
 def golden(model_type: str, facts: dict, out: dict) -> None:
-    """The arrays the suite checks an ok model type against (tests/test_hf_models.py)."""
+    """The arrays the suite checks an ok model type against (tests/models/test_hf_models.py)."""
     out[f"{model_type}/config"] = np.array(json.dumps(facts["text"], default=str))  # (its own model_type)
     layers = sorted(facts["layers"], key=lambda l: l["index"])
     out[f"{model_type}/rotates"] = np.array(rotating_pattern(facts))

@@ -29,13 +29,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
-    "tests/test_contract_shapes.py", "tests/test_contract_full.py", "tests/test_device_arrays.py",
-    "tests/test_texture.py", "tests/test_discrete_path.py", "tests/test_big_and_zero_copy.py",
-    "tests/test_sequences.py", "tests/test_float16_rounding.py", "tests/test_properties.py",
-    "tests/test_misuse.py", "tests/test_reliability.py", "tests/test_family.py", "tests/test_faults_zero_copy.py",
-    "tests/test_generated.py", "tests/test_trig.py", "tests/test_yarn.py", "tests/test_lifecycle.py", "tests/test_recordings.py", "tests/test_runtime.py",
-    "tests/test_bfloat16.py", "tests/test_rope_cache.py", "tests/test_runtime_ops.py", "tests/test_kept_imports.py", "tests/test_nd.py",
-    "tests/test_hf_configs.py", "tests/test_gguf.py", "tests/test_hf_models.py",
+    "tests/kernels/test_contract_shapes.py", "tests/kernels/test_contract_full.py", "tests/runtime/test_device_arrays.py",
+    "tests/runtime/test_texture.py", "tests/runtime/test_discrete_path.py", "tests/runtime/test_big_and_zero_copy.py",
+    "tests/kernels/test_sequences.py", "tests/kernels/test_float16_rounding.py", "tests/kernels/test_properties.py",
+    "tests/ops/test_misuse.py", "tests/runtime/test_reliability.py", "tests/ops/test_family.py", "tests/runtime/test_faults_zero_copy.py",
+    "tests/kernels/test_generated.py", "tests/kernels/test_trig.py", "tests/kernels/test_yarn.py", "tests/runtime/test_lifecycle.py", "tests/runtime/test_recordings.py", "tests/runtime/test_runtime.py",
+    "tests/kernels/test_bfloat16.py", "tests/kernels/test_rope_cache.py", "tests/runtime/test_runtime_ops.py", "tests/runtime/test_kept_imports.py", "tests/ops/test_nd.py",
+    "tests/models/test_hf_configs.py", "tests/models/test_gguf.py", "tests/models/test_hf_models.py",
 ]
 
 
@@ -353,7 +353,7 @@ MUTATIONS = [
              '"VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):', '"VK_ERROR_UNKNOWN"):'),
     Mutation("module functions give up when the default device closes under them", "vkrope/api.py",
              "            if attempt or not dev.closed:", "            if True:"),
-    # --- the runtime's placement of declared tensors (#19; tests/test_runtime.py's probe operator)
+    # --- the runtime's placement of declared tensors (#19; tests/runtime/test_runtime.py's probe operator)
     Mutation("an updated numpy tensor not read back", "vkrope/runtime/execute.py",
              "    if t.writes:\n        copies_out.append((v, (handle, t.shape, v.dtype, None)))",
              "    if t.access == 'write':\n        copies_out.append((v, (handle, t.shape, v.dtype, None)))"),

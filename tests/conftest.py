@@ -5,8 +5,12 @@ that caused it; no usable Vulkan device fails the run loudly."""
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("VKROPE_VALIDATION", "1")
+# The suite's folders by subject (runtime, kernels, ops, specs, models, project) import the shared helpers
+# here and the float64 oracles in oracles/ by name.
+sys.path[:0] = [os.path.dirname(__file__), os.path.join(os.path.dirname(__file__), "oracles")]
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

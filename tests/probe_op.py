@@ -1,6 +1,6 @@
 """A test-only operator with no RoPE in it (glsl/runtime_probe.glsl), written
 against vkrope's operator interface from outside the package: the runtime
-is tested on it alone (tests/test_runtime.py), and it shows that an
+is tested on it alone (tests/runtime/test_runtime.py), and it shows that an
 operator needs nothing of vkrope but the interface.
 
     out = scale * x            x, out: [..., R, C] float32 / float16, buffer or texture3d

@@ -105,7 +105,7 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     picks a SIMD loop by CPU), then rounded to float32. Two roundings, but
     a float64 power is off by far less than the distance of any float32
     power here to a rounding midpoint: correctly rounded on every case
-    checked (tests/test_generated.py, against 60-digit decimal). The
+    checked (tests/kernels/test_generated.py, against 60-digit decimal). The
     frameworks take this power from their own library (torch 2.13 differed
     from it by 1 ulp on 3 of the 272 powers in tests/torch_golden.py;
     numpy's float32 power, which differs by CPU, on 46 of them on an

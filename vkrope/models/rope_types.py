@@ -4,7 +4,7 @@
 transformers computes them, or the same formulas in float64), its attention
 factor, and what a call's positions decide (dynamic's base, longrope's
 short / long factors). A new rope type is one row here and its oracle in
-tests/oracle_hf.py."""
+tests/oracles/oracle_hf.py."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Real models' RoPE from their configs (vkrope.from_hf, ModelRope,
 apply_rotary_pos_emb), proven against transformers' own rotary modules
 (tests/data/hf_golden.npz, from scripts/hf_golden.py on the configs of
-tests/data/hf_configs/) and against tests/oracle_hf.py, which is written
+tests/data/hf_configs/) and against tests/oracles/oracle_hf.py, which is written
 from the formulas and shares no code with vkrope.
 
 Tolerances. Inverse frequencies: within 1 float32 ulp of transformers'
 (torch's float32 power differs from the correctly rounded one vkrope takes
-on a few columns; tests/test_generated.py) and bit for bit the oracle's.
+on a few columns; tests/kernels/test_generated.py) and bit for bit the oracle's.
 cos / sin: within 8 float32 ulps of the angle (plus 2^-22 for their own
 rounding), times the attention factor. Rotations: float32 within that
 bound times |pair| of the float64 rotation by transformers' cos / sin;
@@ -26,7 +26,7 @@ import pytest
 import oracle_hf
 import vkrope
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 CONFIGS = os.path.join(DATA, "hf_configs")
 GOLD = np.load(os.path.join(DATA, "hf_golden.npz"))
 CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})

@@ -31,7 +31,7 @@ import pytest
 import vkrope
 from vkrope.models import table as hf_models
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))
 TABLE = hf_models.table()["models"]
 OK = sorted(t for t, e in TABLE.items() if e.get("status") == "ok")
@@ -330,7 +330,7 @@ def test_models_page_is_the_tables():
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     res = subprocess.run([sys.executable, os.path.join(root, "scripts", "models_md.py"), "--check"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stdout + res.stderr

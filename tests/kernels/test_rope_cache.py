@@ -1,5 +1,5 @@
 """The decode step in one submission (`vkrope.rope_and_cache`) against the
-float64 oracle of tests/oracle_cache.py: every dtype of q and of the
+float64 oracle of tests/oracles/oracle_cache.py: every dtype of q and of the
 caches, contiguous and paged caches, interleaved and rotate-half pairs,
 partial rotary, RMSNorm (w and 1 + w), numpy and resident arguments, a
 RopeFreqs spec or numpy / resident (cos, sin) caches. Caches are poisoned

@@ -1,5 +1,5 @@
 """The table operators (ONNX RotaryEmbedding-23, ExecuTorch's LLM and HF
-RoPE ops) against the independent float64 oracles of tests/oracle_family.py:
+RoPE ops) against the independent float64 oracles of tests/oracles/oracle_family.py:
 ONNX's own conformance cases, a property test over the whole parameter
 space, both storages, float32, float16 and bfloat16, numpy and device-resident inputs,
 forced small limits, and bad input."""

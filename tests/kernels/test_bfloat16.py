@@ -1,11 +1,11 @@
 """bfloat16 (`ml_dtypes.bfloat16`): widened exactly to float32 in the
 shader, rotated in float32, rounded once to nearest-even on store.
 
-The oracle rounds on its own (tests/oracle.py `bf16_round`, from frexp and
+The oracle rounds on its own (tests/oracles/oracle.py `bf16_round`, from frexp and
 numpy's round-half-even; checked here against the bit rule and against
 ml_dtypes), so neither ml_dtypes' conversions nor vkrope can hide behind it.
 
-Exact cases are built like the float16 ones (tests/test_float16_rounding.py):
+Exact cases are built like the float16 ones (tests/kernels/test_float16_rounding.py):
 x is bfloat16 m_x 2^a, one of (cos, sin) is m_c 2^k and the other 0, so each
 output is one exact float32 product m 2^e with m odd and one bit too many
 for bfloat16: a tie, whose nearest-even neighbour differs from the one a

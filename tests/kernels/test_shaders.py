@@ -15,7 +15,7 @@ import pytest
 
 from vkrope.runtime.kernels import expand_grid, manifest, spirv_dir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GRIDS = {p.stem: json.loads(p.read_text()) for p in sorted((ROOT / "glsl").glob("*.json"))}
 
 

@@ -5,7 +5,7 @@ offset ids, WanRotaryPosEmbed with Wan's attention, HunyuanVideoRotaryPosEmbed,
 get_3d_rotary_pos_embed's fractional CogVideoX grid, centred negative ids)
 and `apply_rotary_emb`, their results committed in tests/data/nd_golden.npz
 by scripts/diffusers_golden.py; and a float64 oracle from the formulas
-(tests/oracle_nd.py) over every dtype, storage, layout and odd shape.
+(tests/oracles/oracle_nd.py) over every dtype, storage, layout and odd shape.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from forced import SMALL_LIMITS
 from oracle import BF16, bf16_ulp, poisoned_like
 from oracle_nd import nd_rope, pair_scale
 
-GOLDEN = np.load(Path(__file__).parent / "data" / "nd_golden.npz")
+GOLDEN = np.load(Path(__file__).parent.parent / "data" / "nd_golden.npz")
 CASES = sorted({k.split("/")[0] for k in GOLDEN.files if "/" in k})
 RNG = np.random.default_rng(22)
 EPS32 = 2.0**-23

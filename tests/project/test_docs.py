@@ -10,7 +10,7 @@ from pathlib import Path
 
 import vkrope
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_public_name_has_a_docstring():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
 PYTHON_SCRIPTS = [p for p in SCRIPTS if p.suffix == ".py"]
 BASH_SCRIPTS = [p for p in SCRIPTS if p.suffix == ".sh"]

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-PKG = pathlib.Path(__file__).resolve().parent.parent / "vkrope"
+PKG = pathlib.Path(__file__).resolve().parents[2] / "vkrope"
 
 
 def _module(path: pathlib.Path) -> str:
@@ -82,11 +82,11 @@ def test_specs_and_model_readers_are_data():
                        allowed=("vkrope.runtime.dtypes",)) == []
 
 
-ORACLES = sorted((PKG.parent / "tests").glob("oracle*.py"))
+ORACLES = sorted((PKG.parent / "tests" / "oracles").glob("oracle*.py"))
 
 
 def test_the_oracles_share_no_code_with_vkrope():
-    """tests/oracle*.py import numpy, ml_dtypes, the standard library and each other, never vkrope (or a test
+    """tests/oracles/oracle*.py import numpy, ml_dtypes, the standard library and each other, never vkrope (or a test
     helper that does): an oracle that called vkrope would agree with it by construction."""
     assert len(ORACLES) >= 5
     allowed = set(sys.stdlib_module_names) | {"numpy", "ml_dtypes", "__future__"} | {p.stem for p in ORACLES}

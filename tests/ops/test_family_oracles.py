@@ -1,4 +1,4 @@
-"""Cross-checks of the family oracles (tests/oracle_family.py), each against a
+"""Cross-checks of the family oracles (tests/oracles/oracle_family.py), each against a
 second formulation written or run independently of it:
 
 * ONNX RotaryEmbedding-23: onnx.reference.ReferenceEvaluator on a one-node
@@ -7,7 +7,7 @@ second formulation written or run independently of it:
   running the schema's function body (the ``_expanded`` conformance models);
   every ONNX backend conformance case (tests/onnx_cases.py).
 * ExecuTorch apply_rotary_emb: a complex-number product, the repository's
-  existing SAM2 oracle (tests/oracle.py), the ONNX oracle with interleaved=1.
+  existing SAM2 oracle (tests/oracles/oracle.py), the ONNX oracle with interleaved=1.
 * Hugging Face rotate-half: a scalar loop over the HF formula, a complex
   product over (i, i + rot/2) pairs, the ONNX oracle with interleaved=0 and
   rotary_embedding_dim.
@@ -430,7 +430,7 @@ def test_et_rope_matches_complex_product(shape):
 def test_et_rope_matches_sam2_oracle(shape):
     """The same op is today's vkrope.apply contract with x transposed to
     [B, H, S, D] and the table (cos, sin)-interleaved into [S, D]: checked
-    against tests/oracle.py's complex_oracle (non-unit cos/sin included)."""
+    against tests/oracles/oracle.py's complex_oracle (non-unit cos/sin included)."""
     xq, xk, theta = et_inputs(*shape, key=("sam2", shape))
     rng = rng_for("scale", shape)
     cos = np.cos(theta) * rng.uniform(0.5, 2, theta.shape)  # not on the unit circle: a plain product

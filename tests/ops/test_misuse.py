@@ -25,7 +25,7 @@ import pytest
 
 import vkrope
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(11)
 STORAGES = ("buffer", "texture3d")
 
@@ -807,7 +807,7 @@ def test_unmatched_device_choice_is_a_clear_error(value):
     assert "VKROPE_DEVICE" in lines[1] and "llvmpipe" in lines[1], lines[1]
 
 
-# --- 15: the command line: see tests/test_examples_and_cli.py -----------------
+# --- 15: the command line: see tests/project/test_examples_and_cli.py -----------------
 
 # --- 16. numpy subclasses and the copy=False protocol -------------------------
 def _args_with(name: str, wrap):

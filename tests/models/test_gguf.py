@@ -18,7 +18,7 @@ import pytest
 
 import vkrope
 
-CONFIGS = os.path.join(os.path.dirname(__file__), "data", "hf_configs")
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "hf_configs")
 
 
 def config(name: str) -> dict:

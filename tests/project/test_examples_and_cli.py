@@ -14,7 +14,7 @@ import pytest
 import vkrope
 from oracle import check_result
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 

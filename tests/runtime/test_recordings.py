@@ -181,8 +181,8 @@ def _pos_emb(freqs_kind: str, resident: bool):
 OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm,
        "apply_many": _many, "apply_rotary_pos_emb": _pos_emb}
 # The public ops whose replayed recording is proven elsewhere, and where.
-ELSEWHERE = {"rope_and_cache": "tests/test_rope_cache.py (its decode loops, numpy and resident)",
-             "apply_nd": "tests/test_nd.py::test_recorded_once_as_ids_change"}
+ELSEWHERE = {"rope_and_cache": "tests/kernels/test_rope_cache.py (its decode loops, numpy and resident)",
+             "apply_nd": "tests/ops/test_nd.py::test_recorded_once_as_ids_change"}
 
 
 def test_every_public_op_has_its_loop():

@@ -12,7 +12,7 @@ import numpy as np
 
 from oracle import check_result
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_non_editable_install_runs_from_another_folder(tmp_path):
