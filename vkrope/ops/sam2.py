@@ -10,18 +10,14 @@ import numpy as np
 
 from ..arguments import (
     X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
-    describe,
-    int_arg,
+    describe, int_arg,
 )
 from ..models import ModelRope
 from ..freqs import FrequencySpec, InvFreqs, NdFreqs
 from ..runtime.dtypes import BFLOAT16
 from ..kernels.interleaved import Request
 
-
 REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
-
-
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
