@@ -1,7 +1,10 @@
 """Write docs/MODELS.md, the table of models the README points to, from the
 model table vkrope/data/hf_models.json (itself written by
 scripts/hf_model_table.py from transformers' own code): per model type with
-a text rotary module, read or refused and why, and how it is read.
+a text rotary module, read or refused and why, and how it is read; then,
+from vkrope/data/gguf_convert.json and gguf_archs.json (llama.cpp's code),
+the architectures whose configs `from_hf` reads through llama.cpp's
+converter when transformers does not know their model type (remote code).
 
     python scripts/models_md.py [--check]
 
@@ -18,6 +21,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
+CONVERT = os.path.join(ROOT, "vkrope", "data", "gguf_convert.json")
+ARCHS = os.path.join(ROOT, "vkrope", "data", "gguf_archs.json")
 OUT = os.path.join(ROOT, "docs", "MODELS.md")
 
 
@@ -68,12 +73,57 @@ def render(table: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _converted(arch: dict, permutes: object) -> str:
+    """What from_hf makes of a converter architecture: the checkpoint's pairs, or why it refuses."""
+    if arch is None:
+        return "refused: its GGUF architecture is not in the table of llama.cpp's graphs"
+    pairs, rotates = arch["pairs"], arch.get("rotates")
+    if pairs == "none" or rotates == "False":
+        return "refused: llama.cpp's graph applies no RoPE"
+    if rotates == "unknown" or pairs == "unknown" or isinstance(pairs, dict):
+        return "refused: llama.cpp decides where it rotates or its pairs at run time" if not isinstance(
+            pairs, dict) else "M-RoPE or not by the file (as from_gguf)"
+    if permutes == "unknown" or (permutes and pairs != "norm"):
+        return "refused: whether the converter reorders Q / K rows is unknown"
+    if pairs in ("mrope", "imrope"):
+        return f"M-RoPE ({pairs})"
+    return "rotate-half" if pairs == "neox" or permutes else "interleaved"
+
+
+def render_converter(convert: dict, archs: dict) -> str:
+    """The section on configs read through llama.cpp's converter."""
+    lines = [
+        "",
+        "## Model types transformers does not know: through llama.cpp's converter",
+        "",
+        f"A config whose `model_type` is not one of transformers' (a model with remote code: ChatGLM, Qwen 1, "
+        f"MiniCPM, ...) and whose `architectures` llama.cpp's converter registers is read as that converter "
+        f"writes it: vkrope runs the converter's own methods ({convert['source']}, copied into "
+        f"`vkrope/data/gguf_convert.json` by `scripts/gguf_convert_table.py`) on the config with a whitelisted "
+        f"interpreter, then reads the metadata as `from_gguf` does. Refused: code the interpreter does not run, "
+        f"a rope type the converter drops (InternLM 2's dynamic NTK), and, unless you pass `like=\"llama.cpp\"`, "
+        f"keys about positions the converter never reads (ChatGLM's `original_rope`, Qwen 1's "
+        f"`use_dynamic_ntk`). Per architecture (whether a config runs depends on its keys):",
+        "",
+        "| architecture | converter class | GGUF architecture | pairs in the checkpoint |",
+        "|---|---|---|---|",
+    ]
+    for name, e in sorted(convert["architectures"].items()):
+        cls = convert["classes"][e["class"]]
+        arch_src = next((v for c in [e["class"], *cls["bases"]] for k, v in convert["classes"].get(c, {}).get(
+            "attrs", {}).items() if k == "model_arch"), None)
+        member = arch_src.rsplit(".", 1)[-1] if arch_src else None
+        gguf_name = convert["gguf"]["arch_names"].get(member or "", "?")
+        lines.append(f"| `{name}` | {e['class']} | `{gguf_name}` | {_converted(archs.get(gguf_name), e['permutes_qk'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/MODELS.md differs from the table's")
     args = ap.parse_args()
-    with open(TABLE, encoding="utf-8") as f:
-        text = render(json.load(f))
+    with open(TABLE, encoding="utf-8") as f, open(CONVERT, encoding="utf-8") as g, open(ARCHS, encoding="utf-8") as h:
+        text = render(json.load(f)) + render_converter(json.load(g), json.load(h)["archs"])
     if args.check:
         with open(OUT, encoding="utf-8") as f:
             same = f.read() == text

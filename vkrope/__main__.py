@@ -396,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("path", metavar="PATH", help="a config.json, the folder holding it, or a .gguf file")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--like", metavar="MODEL_TYPE",
-                   help="read a config.json as this model type's code does (one not in the model table)")
+                   help="read a config.json as this model type's code does (one not in the model table); "
+                        "llama.cpp: a remote-code config as llama.cpp's converter reads it")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

@@ -71,18 +71,20 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    return _layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle)
+    return layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle)
 
 
-def _arch_entry(arch: str, where: str) -> dict:
+_REMEDY = "read the model's config.json with vkrope.from_hf"
+
+
+def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     """The table's entry for an architecture whose graph rotates; ValueError for any other."""
     archs = gguf_layers.table()["archs"]
     entry = archs.get(arch)
     if entry is None:
         close = ", ".join(difflib.get_close_matches(arch, list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
-                         f"({gguf_layers.table()['source']}; close: {close}); read the model's config.json with "
-                         "vkrope.from_hf")
+                         f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
     if entry["pairs"] == "none" or entry["rotates"] == "False":
         raise ValueError(f"{where}: architecture {arch!r} applies no RoPE in llama.cpp's graph"
                          + (" (learned or relative positions), though its rope table lists it"
@@ -90,15 +92,14 @@ def _arch_entry(arch: str, where: str) -> dict:
     if entry["rotates"] == "unknown" or entry["pairs"] == "unknown":
         what = "its pairs" if entry["pairs"] == "unknown" else "where its graph rotates"
         raise ValueError(f"{where}: architecture {arch!r}: vkrope cannot read {what} from llama.cpp's code (it "
-                         "decides by model size or another runtime value); read the model's config.json with "
-                         "vkrope.from_hf")
+                         f"decides by model size or another runtime value); {remedy}")
     return entry
 
 
-def _layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str | None, layer: int | None,
-                angle: str) -> ModelRope | None:
-    """The RoPE of one layer, one layer type, or every rotating layer."""
-    entry = _arch_entry(arch, where)
+def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str | None, layer: int | None,
+               angle: str, remedy: str = _REMEDY) -> ModelRope | None:
+    """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests."""
+    entry = _arch_entry(arch, where, remedy)
     try:
         lp = gguf_layers.plan(arch, entry, kv)
     except ValueError as exc:

@@ -1,6 +1,8 @@
 """A model's RoPE from its Hugging Face config.json (`from_hf`, `layers`,
 `layer_types`): how the model applies it comes from the model table
-(vkrope/models/table.py), the rest as transformers 5 reads it."""
+(vkrope/models/table.py), the rest as transformers 5 reads it; a model
+transformers runs only with remote code, as llama.cpp's converter reads it
+(gguf_convert.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import gguf_convert
 from . import table as hf_models
 from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
 
@@ -132,6 +135,26 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     return hidden // heads  # (transformers' floor: q_proj then has heads * (hidden // heads) outputs)
 
 
+def _remote(config: Any, like: str | None) -> tuple[dict, str, bool] | None:
+    """(config, architecture, like == "llama.cpp") for a config to read through llama.cpp's converter: one
+    whose model type transformers does not know (remote code) and whose `architectures` the converter
+    registers, or any such config with like="llama.cpp"; None for any other."""
+    outer = _load(config)
+    model_type = outer.get("model_type")
+    native = isinstance(model_type, str) and model_type in hf_models.table()["models"]
+    if like == "llama.cpp" and native:
+        raise ValueError(f"like='llama.cpp' reads configs of model types transformers does not know (remote "
+                         f"code); {model_type!r} is one it knows: read it without like=, or its GGUF file with "
+                         "vkrope.from_gguf")
+    if like != "llama.cpp" and (like is not None or native):
+        return None
+    arch = gguf_convert.architecture(outer)
+    if arch is None and like == "llama.cpp":
+        raise ValueError(f"like='llama.cpp': the config's architectures {outer.get('architectures')!r} are not "
+                         f"ones llama.cpp's converter registers ({gguf_convert.table()['source']})")
+    return None if arch is None else (outer, arch, like == "llama.cpp")
+
+
 def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     """(outer config, table entry, text config) of a from_hf argument."""
     outer = _load(config)
@@ -143,6 +166,9 @@ def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
     layer."""
+    remote = _remote(config, like)
+    if remote is not None:
+        return gguf_convert.layer_types(*remote)
     _, _, cfg = _entry_of(config, like)
     return tuple(sorted(_per_layer(cfg) or ()))
 
@@ -236,6 +262,11 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
     NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
+    if angle not in ("float32", "exact"):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    remote = _remote(config, like)
+    if remote is not None:
+        return gguf_convert.layers(*remote, angle)
     _, e, cfg = _entry_of(config, like)
     rotates = hf_models.rope_layers(cfg, e)
     n = _layer_count(cfg, rotates)
@@ -270,6 +301,14 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     a ValueError naming it; `like="llama"` reads a config as that model
     type does (the caller's word that its attention is the same).
 
+    A model type transformers does not know (remote code: ChatGLM, Qwen 1,
+    MiniCPM, ...) whose `architectures` llama.cpp's converter registers is
+    read as that converter writes it (vkrope/data/gguf_convert.json, run by
+    models/gguf_convert.py), with the checkpoint's pairs; keys about
+    positions the converter never reads are refused unless
+    `like="llama.cpp"` (the caller's word to read it as llama.cpp does;
+    they are listed in `ignored`).
+
     The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
     (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
     `partial_rotary_factor` (GPT-NeoX's `rotary_pct`); M-RoPE's
@@ -287,6 +326,9 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
+    remote = _remote(config, like)
+    if remote is not None:
+        return _from_converter(remote, layer_type, layer, angle)
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
@@ -330,6 +372,17 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          nope_layers=nope)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"config: {exc}") from None
+
+
+def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, layer: Any, angle: str) -> ModelRope | None:
+    """from_hf for a remote-code config, through llama.cpp's converter: its arguments checked as from_gguf's."""
+    if layer_type not in (None, "full_attention", "sliding_attention"):
+        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention' for {remote[1]} (read "
+                         f"as llama.cpp's converter writes it); got {layer_type!r}")
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
+        raise TypeError(f"layer must be an int or None; got {_short(layer)}")
+    return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
+                                    angle=angle)
 
 
 def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[bool] | None, str | None, str | None]:

@@ -1,0 +1,261 @@
+"""Write vkrope/data/gguf_convert.json: how llama.cpp's converter
+(convert_hf_to_gguf.py and its conversion/ package) turns a Hugging Face
+config into GGUF metadata, for the model families transformers cannot load
+without remote code (ChatGLM, InternLM 2, MiniCPM, Baichuan, Qwen 1, ...).
+
+    python scripts/gguf_convert_table.py --llama-cpp PATH   # a llama.cpp tree
+    python scripts/gguf_convert_table.py --pypi             # llama-cpp-python's sdist
+
+The table holds the converter's own Python, never a hand summary: for each
+class registered for a Hugging Face architecture, its bases, its class
+attributes, and the source of every method reachable from `__init__`,
+`set_gguf_parameters` and `generate_extra_tensors` (vkrope/models/
+gguf_convert.py runs them on a config with a whitelisted interpreter);
+load_hparams's renames of nested configs; from gguf-py, the metadata key
+each writer method sets and the enums the code names; and whether the
+class permutes Q and K rows on conversion (llama.cpp's "normal" pairs are
+then the checkpoint's rotate-half pairs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import pathlib
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from gguf_arch_table import from_pypi  # noqa: E402  (the same download)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "vkrope" / "data" / "gguf_convert.json"
+ENTRY_METHODS = ("__init__", "set_gguf_parameters", "generate_extra_tensors")
+ENUMS = ("RopeScalingType", "ExpertGatingFuncType", "LlamaFileType", "GGUFEndian")
+PERMUTERS = ("permute", "_reverse_hf_permute", "_reverse_hf_permute_part")
+# methods that handle tensors, vocabularies or vision towers: never part of the metadata a config gives
+SKIP = re.compile(r"tensors$|mxfp4|nvfp4|vocab|vision|projector|tokenizer|^_?repack")
+
+
+def _name(node: ast.AST) -> str | None:
+    """`A` or the last part of `a.b.A`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _registered(cls: ast.ClassDef) -> list[str]:
+    """The architectures of `@ModelBase.register("A", "B")` decorators."""
+    out = []
+    for d in cls.decorator_list:
+        if isinstance(d, ast.Call) and _name(d.func) == "register":
+            out += [a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return out
+
+
+def _called_methods(fn: ast.FunctionDef) -> set[str]:
+    """Names called as self.X(...), super().X(...) or Class.X(...) in a function."""
+    out = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            out.add(n.func.attr)
+    return out
+
+
+def read_classes(conversion: pathlib.Path) -> tuple[dict, dict, dict]:
+    """(classes, architecture -> the classes registered for it, module-level functions) of the package."""
+    classes: dict[str, dict] = {}
+    archs: dict[str, list[str]] = {}
+    functions: dict[str, str] = {}
+    for path in sorted(conversion.glob("*.py")):
+        text = path.read_text()
+        tree = ast.parse(text)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions[node.name] = ast.get_source_segment(text, node)
+            if not isinstance(node, ast.ClassDef):
+                continue
+            attrs, methods = {}, {}
+            for item in node.body:
+                if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                    attrs[item.targets[0].id] = ast.unparse(item.value)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    attrs[item.target.id] = ast.unparse(item.value)
+                elif isinstance(item, ast.FunctionDef):
+                    kind = next((_name(d) for d in item.decorator_list
+                                 if _name(d) in ("staticmethod", "classmethod")), None)
+                    methods[item.name] = {"source": ast.get_source_segment(text, item), "kind": kind, "node": item}
+            classes[node.name] = {"bases": [b for b in map(_name, node.bases) if b], "attrs": attrs,
+                                  "methods": methods, "file": f"conversion/{path.name}"}
+            for a in _registered(node):
+                archs.setdefault(a, []).append(node.name)
+    return classes, archs, functions
+
+
+def mro(classes: dict, name: str) -> list[str]:
+    """C3 linearisation over the classes the package defines (others, such as Generic, left out)."""
+    def lin(c: str) -> list[str]:
+        bases = [b for b in classes[c]["bases"] if b in classes]
+        seqs = [lin(b) for b in bases] + [bases]
+        out = [c]
+        while any(seqs):
+            for seq in seqs:
+                head = seq[0] if seq else None
+                if head and not any(head in s[1:] for s in seqs):
+                    break
+            else:
+                raise ValueError(f"no MRO for {c}")
+            out.append(head)
+            seqs = [s[1:] if s and s[0] == head else s for s in seqs]
+        return out
+    return lin(name)
+
+
+def reachable(classes: dict, names: list[str]) -> dict[str, dict[str, str]]:
+    """For each class in `names`: the sources of methods reachable from the entry methods."""
+    want = set(ENTRY_METHODS)
+    while True:
+        more = set()
+        for c in names:
+            for m, info in classes[c]["methods"].items():
+                if m in want and not SKIP.search(m):
+                    more |= _called_methods(info["node"])
+        if more <= want:
+            break
+        want |= more
+    want = {m for m in want if m in ENTRY_METHODS or not SKIP.search(m)}
+    return {c: {m: info["source"] for m, info in classes[c]["methods"].items() if m in want} for c in names}
+
+
+def permutes(classes: dict, order: list[str]) -> bool | str:
+    """Whether modify_tensors (the first in the MRO, and those it reaches by super()) permutes Q / K rows:
+    a call of a function named permute / _reverse_hf_permute* on a class or self with a head count,
+    not a tensor's own .permute(0, 2, 1). Conditioned on `self.undo_permute`: that class attribute's value."""
+    found: bool | str = False
+    for c in order:
+        fn = classes[c]["methods"].get("modify_tensors", {}).get("node")
+        if fn is None:
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in PERMUTERS \
+                    and not all(isinstance(a, ast.Constant) for a in n.args):
+                found = True
+        for n in ast.walk(fn):
+            if isinstance(n, ast.If) and "undo_permute" in ast.unparse(n.test) and found:
+                value = next((classes[k]["attrs"]["undo_permute"] for k in order
+                              if "undo_permute" in classes[k]["attrs"]), None)
+                found = {"True": True, "False": False}.get(value, "unknown")
+        if found is not False:
+            return found
+        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "modify_tensors"
+                   for n in ast.walk(fn)):
+            return False
+    return found
+
+
+def load_hparams_renames(conversion: pathlib.Path) -> str:
+    """load_hparams's statements after it read the config (the renames of nested configs), as a function."""
+    text = (conversion / "base.py").read_text()
+    fn = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == "load_hparams")
+    body = fn.body[[isinstance(s, ast.Try) for s in fn.body].index(True) + 1:]
+    return "def load_hparams_renames(config):\n" + "\n".join("    " + ast.unparse(s).replace("\n", "\n    ")
+                                                             for s in body)
+
+
+def gguf_facts(gguf_py: pathlib.Path) -> dict:
+    """From gguf-py: the GGUF name of each MODEL_ARCH, tensor names, enums, and writer method -> key."""
+    consts = ast.parse((gguf_py / "constants.py").read_text())
+    keys: dict[str, str] = {}
+    enums: dict[str, dict] = {}
+    names: dict[str, dict] = {}
+    for node in consts.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Keys":
+            for sub in node.body:
+                if isinstance(sub, ast.ClassDef):
+                    for a in sub.body:
+                        if isinstance(a, ast.Assign) and isinstance(a.value, ast.Constant):
+                            keys[f"Keys.{sub.name}.{a.targets[0].id}"] = a.value.value
+        elif isinstance(node, ast.ClassDef) and (node.name in ENUMS or node.name in ("MODEL_ARCH", "MODEL_TENSOR")):
+            members = [a for a in node.body if isinstance(a, ast.Assign)]
+            enums[node.name] = {a.targets[0].id: (a.value.value if isinstance(a.value, ast.Constant) else a.targets[0].id)
+                                for a in members}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id in ("MODEL_ARCH_NAMES", "TENSOR_NAMES") and isinstance(node.value, ast.Dict):
+            names[node.target.id] = {k.attr: v.value for k, v in zip(node.value.keys, node.value.values)
+                                     if isinstance(k, ast.Attribute) and isinstance(v, ast.Constant)}
+    writer: dict[str, dict] = {}
+    wtree = ast.parse((gguf_py / "gguf_writer.py").read_text())
+    cls = next(n for n in wtree.body if isinstance(n, ast.ClassDef) and n.name == "GGUFWriter")
+    for fn in cls.body:
+        if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("add_"):
+            continue
+        used = {ast.unparse(n) for n in ast.walk(fn) if isinstance(n, ast.Attribute) and ast.unparse(n) in keys}
+        if not used:
+            continue
+        arch_keys = sorted(keys[u] for u in used if keys[u].startswith("{arch}."))
+        if len(arch_keys) != 1:  # (a general.* or tokenizer key: None; several of the model's: unknown)
+            writer[fn.name] = {"key": "unknown" if arch_keys else None}
+            continue
+        enum_value = any(isinstance(n, ast.Attribute) and n.attr == "value" for n in ast.walk(fn))
+        writer[fn.name] = {"key": arch_keys[0][len("{arch}."):], "enum": enum_value}
+    return {"arch_names": names["MODEL_ARCH_NAMES"], "tensor_names": names["TENSOR_NAMES"], "enums": enums,
+            "writer": writer}
+
+
+def build(root: pathlib.Path, origin: str) -> dict:
+    """The whole table."""
+    conversion = root / "conversion"
+    classes, archs, functions = read_classes(conversion)
+    needed: set[str] = set()
+    entries = {}
+    for arch, registered in sorted(archs.items()):
+        # (the text model's converter: an architecture also registers its vision or audio tower's)
+        cls = next((c for c in registered if "TextModel" in mro(classes, c)), None)
+        if cls is None:
+            continue
+        order = mro(classes, cls)
+        needed |= set(order)
+        entries[arch] = {"class": cls, "permutes_qk": permutes(classes, order)}
+    kept = sorted(needed)
+    sources = reachable(classes, kept)
+    base_text = (conversion / "base.py").read_text()
+    model_type = next(n for n in ast.parse(base_text).body if isinstance(n, ast.ClassDef) and n.name == "ModelType")
+    out_classes = {c: {"bases": [b for b in classes[c]["bases"] if b in classes], "attrs": classes[c]["attrs"],
+                       "methods": sources[c], "file": classes[c]["file"],
+                       "decorators": {m: i["kind"] for m, i in classes[c]["methods"].items()
+                                      if i["kind"] and m in sources[c]}}
+                   for c in kept}
+    return {"source": origin, "license": "llama.cpp: MIT License, Copyright (c) 2023-2024 The ggml authors",
+            "architectures": entries, "classes": out_classes,
+            "functions": {"get_model_architecture": functions["get_model_architecture"],
+                          "load_hparams_renames": load_hparams_renames(conversion)},
+            "model_type": {a.targets[0].id: ast.unparse(a.value) for a in model_type.body if isinstance(a, ast.Assign)},
+            "gguf": gguf_facts(root / "gguf-py" / "gguf")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--llama-cpp", help="a llama.cpp source tree")
+    g.add_argument("--pypi", action="store_true", help="llama-cpp-python's newest sdist from PyPI")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.pypi:
+            src, origin = from_pypi(pathlib.Path(tmp))
+            root = src.parent
+        else:
+            root = pathlib.Path(args.llama_cpp)
+            origin = f"llama.cpp tree {root.name}"
+        table = build(root, origin)
+    pathlib.Path(args.out).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {args.out}: {len(table['architectures'])} architectures, {len(table['classes'])} classes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

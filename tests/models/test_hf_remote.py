@@ -1,0 +1,196 @@
+"""Model families transformers runs only with remote code (ChatGLM 2 / 3 and
+GLM-4's remote version, Qwen 1, MiniCPM, InternLM 2, Baichuan): `from_hf`
+reads them as llama.cpp's converter does, by running the converter's own
+methods (vkrope/data/gguf_convert.json) in vkrope's interpreter.
+
+Proof: the metadata matches what llama.cpp's real converter wrote for the
+same configs (tests/data/gguf_convert_golden.json.gz, by
+scripts/gguf_convert_golden.py); the rotation matches
+tests/oracles/oracle_remote.py, written from each family's published
+modeling code; what the converter drops or never reads is refused.
+tests/data/remote_configs holds these models' config.json keys as their
+model pages publish them, written out here (this project's machines reach
+package registries only, not the Hub).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import oracle_remote
+import vkrope
+from vkrope.models import gguf_convert, pyconv
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+REMOTE = os.path.join(DATA, "remote_configs")
+with gzip.open(os.path.join(DATA, "gguf_convert_golden.json.gz"), "rt") as _f:
+    GOLDEN = json.load(_f)
+READ = ["chatglm3-6b", "glm-4-9b-chat", "qwen-7b", "minicpm-2b", "minicpm-2b-128k"]
+
+
+def remote(name: str) -> str:
+    return os.path.join(REMOTE, name + ".json")
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return np.float32(a) == np.float32(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_golden_comes_from_the_tables_llama_cpp():
+    assert GOLDEN["source"] == gguf_convert.table()["source"]
+    names = {g["name"] for g in GOLDEN["configs"]}
+    assert {n[:-5] for n in os.listdir(REMOTE)} <= names
+
+
+@pytest.mark.parametrize("entry", GOLDEN["configs"], ids=[g["name"] for g in GOLDEN["configs"]])
+def test_interpreter_writes_what_the_converter_writes(entry):
+    """Every golden config: the same metadata and rope tensors as llama.cpp's converter, the same
+    refusal where it raises, or (for code the interpreter does not run) a refusal, never other values."""
+    config, result = entry["config"], entry["result"]
+    assert gguf_convert.architecture(config) == entry["architecture"]
+    try:
+        arch, kv, tensors, _, _ = gguf_convert.run(config, entry["architecture"])
+    except pyconv.Raised:
+        assert "raises" in result, f"the converter reads {entry['name']}; the interpreter raised"
+        return
+    except pyconv.Unknown:
+        assert ":" in entry["name"], "a remote-code config must run in the interpreter"
+        return
+    assert "raises" not in result, f"the converter raises {result.get('raises')}; the interpreter read it"
+    assert arch == result["arch"]
+    diff = {k: (kv.get(k), result["kv"].get(k)) for k in set(kv) | set(result["kv"])
+            if not _same(kv.get(k), result["kv"].get(k))}
+    assert not diff
+    assert sorted(tensors) == sorted(result["tensors"])
+    for name, values in result["tensors"].items():
+        assert np.array_equal(tensors[name], np.asarray(values, np.float32))
+
+
+def test_most_golden_configs_run():
+    """The interpreter runs most of the converter (a regression that refuses everything fails here)."""
+    ran = 0
+    for g in GOLDEN["configs"]:
+        if "raises" not in g["result"]:
+            try:
+                gguf_convert.run(g["config"], g["architecture"])
+                ran += 1
+            except pyconv.Unknown:
+                pass
+    assert ran >= 65, ran
+
+
+@pytest.mark.parametrize("name", READ)
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_rotation_matches_the_familys_code(name, dtype):
+    with open(remote(name)) as f:
+        cfg = json.load(f)
+    rope = vkrope.from_hf(cfg, like="llama.cpp", angle="exact")
+    ref_rope = oracle_remote.family_rope(cfg)
+    assert (rope.rotary_dim, rope.theta, rope.interleaved) == ref_rope
+    rng = np.random.default_rng(len(name))
+    d = rope.head_dim
+    q = rng.standard_normal((2, 4, 5, d)).astype(dtype)
+    k = rng.standard_normal((2, 2, 5, d)).astype(dtype)
+    limit = cfg.get("seq_length") or cfg.get("max_position_embeddings")
+    pos = rng.integers(0, limit, (2, 5))
+    yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos)
+    eps = {np.float32: 2e-6, ml_dtypes.bfloat16: 2.0 ** -7}[dtype]
+    for x, y in ((q, yq), (k, yk)):
+        ref = oracle_remote.rotate(x.astype(np.float64), pos, ref_rope)
+        err = np.abs(y.astype(np.float64) - ref)
+        assert (err <= eps * np.maximum(np.abs(ref), 1)).all(), name
+        assert np.array_equal(y[..., rope.rotary_dim:], x[..., rope.rotary_dim:])
+
+
+def test_minicpm_reads_without_consent():
+    """MiniCPM's config has no key about positions the converter skips: read as it is."""
+    rope = vkrope.from_hf(remote("minicpm-2b"))
+    assert (rope.rotary_dim, rope.theta, rope.interleaved, rope.ignored) == (64, 10000.0, False, ())
+    assert rope.model == "MiniCPMForCausalLM -> minicpm"
+
+
+@pytest.mark.parametrize("name, key", [("chatglm3-6b", "original_rope=True"), ("qwen-7b", "use_dynamic_ntk=True")])
+def test_keys_the_converter_never_reads_need_consent(name, key):
+    with pytest.raises(ValueError, match=f"never reads {key}.*like='llama.cpp'"):
+        vkrope.from_hf(remote(name))
+    assert vkrope.from_hf(remote(name), like="llama.cpp").ignored == (key,)
+
+
+def test_chatglm3_rotates_half_of_each_head_in_adjacent_pairs():
+    """Item 7 of the issue: 64 of 128 channels, adjacent pairs, base 10000 * rope_ratio."""
+    rope = vkrope.from_hf(remote("chatglm3-6b"), like="llama.cpp")
+    assert (rope.head_dim, rope.rotary_dim, rope.interleaved, rope.theta) == (128, 64, True, 10000.0)
+    assert vkrope.from_hf(remote("glm-4-9b-chat"), like="llama.cpp").theta == 5e6
+    layers = vkrope.hf_layers(remote("chatglm3-6b"), like="llama.cpp")
+    assert len(layers) == 28 and all(r == rope for r in layers)
+    assert vkrope.hf_layer_types(remote("chatglm3-6b"), like="llama.cpp") == ()
+
+
+def test_dropped_rope_type_is_refused():
+    """InternLM 2.5's dynamic NTK: the converter drops it, so llama.cpp's RoPE is not the model's."""
+    with pytest.raises(ValueError, match="drops the config's rope type 'dynamic'.*like="):
+        vkrope.from_hf(remote("internlm2_5-7b-chat"))
+    with pytest.raises(ValueError, match="drops the config's rope type 'dynamic'"):
+        vkrope.from_hf(remote("internlm2_5-7b-chat"), like="llama.cpp")
+    rope = vkrope.from_hf(remote("internlm2_5-7b-chat"), like="llama")  # (its attention is Llama's)
+    assert (rope.rope_type, rope.theta, rope.head_dim) == ("dynamic", 1e6, 128)
+
+
+def test_baichuan_is_refused_where_llama_cpp_decides_by_size():
+    with pytest.raises(ValueError, match="'baichuan': vkrope cannot read where its graph rotates.*like="):
+        vkrope.from_hf(remote("baichuan2-7b"))
+
+
+def test_the_converter_s_own_refusals():
+    with open(remote("chatglm3-6b")) as f:
+        cfg = json.load(f)
+    del cfg["hidden_size"]
+    with pytest.raises(ValueError, match="ChatGLMModel.*the converter refuses this config \\(AssertionError"):
+        vkrope.from_hf(cfg, like="llama.cpp")
+
+
+def test_unknown_architecture_keeps_the_table_refusal():
+    with open(remote("chatglm3-6b")) as f:
+        cfg = json.load(f)
+    cfg["architectures"] = ["NoSuchModelForCausalLM"]
+    with pytest.raises(ValueError, match="'chatglm' is not in vkrope's model table"):
+        vkrope.from_hf(cfg)
+    with pytest.raises(ValueError, match="like='llama.cpp'.*NoSuchModelForCausalLM"):
+        vkrope.from_hf(cfg, like="llama.cpp")
+
+
+def test_bad_layer_arguments():
+    path = remote("minicpm-2b")
+    with pytest.raises(ValueError, match=r"layer must be in \[0, 40\)"):
+        vkrope.from_hf(path, layer=40)
+    with pytest.raises(TypeError, match="layer must be an int"):
+        vkrope.from_hf(path, layer="0")
+    with pytest.raises(ValueError, match="layer_type must be None, 'full_attention' or 'sliding_attention'"):
+        vkrope.from_hf(path, layer_type="global")
+    assert vkrope.from_hf(path, layer=np.int64(3)) == vkrope.from_hf(path)
+
+
+def test_config_does_not_change():
+    """The converter mutates its hparams (mrope padding, rope_parameters); the caller's dict stays."""
+    with open(remote("glm-4-9b-chat")) as f:
+        cfg = json.load(f)
+    before = json.dumps(cfg, sort_keys=True)
+    vkrope.from_hf(cfg, like="llama.cpp")
+    assert json.dumps(cfg, sort_keys=True) == before
+
+
+def test_cli_prints_the_pairs_and_ignored_keys(capsys):
+    from vkrope.__main__ import main
+    assert main(["config", remote("chatglm3-6b"), "--like", "llama.cpp"]) == 0
+    out = capsys.readouterr().out
+    assert "interleaved" in out and "original_rope=True" in out and "ChatGLMModel -> chatglm" in out

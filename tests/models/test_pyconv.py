@@ -1,0 +1,126 @@
+"""vkrope/models/pyconv.py, the interpreter of llama.cpp's converter code:
+it runs its whitelist exactly, refuses (Unknown) anything else, reports
+the converter's own errors (Raised), and cannot be made to hang or to
+exhaust memory by a config's values."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from vkrope.models import pyconv
+
+
+class _World:
+    """A world with no objects of its own: every attribute and call it is asked for is Unknown."""
+
+    def attr(self, obj, name):
+        raise pyconv.Unknown(name)
+
+    def set_attr(self, obj, name, value):
+        raise pyconv.Unknown(name)
+
+    def call(self, fn, args, kwargs):
+        raise pyconv.Unknown("call")
+
+    def super_of(self, owner, obj):
+        raise pyconv.Unknown("super")
+
+
+def run(source: str, *args, **kwargs):
+    interp = pyconv.Interpreter(_World(), {"opaque": pyconv.Opaque("a path")})
+    fn = pyconv.Function(pyconv.parse_function(textwrap.dedent(source)), None)
+    return interp.run(fn, list(args), kwargs), interp
+
+
+def test_runs_the_converter_s_python():
+    src = """
+    def f(hparams, optional=False):
+        key = next((k for k in ["n_layer", "num_hidden_layers"] if k in hparams), None)
+        out = {"n": hparams[key] if key else None}
+        rope = hparams.get("rope_scaling") or {}
+        if (t := rope.get("type")) is not None and t.lower() == "linear":
+            out["factor"] = rope["factor"]
+        sections = list(hparams.get("mrope_section", []))
+        while len(sections) < 4:
+            sections.append(0)
+        out["sections"] = sections[:4]
+        out["dims"] = [d // 2 for d in range(2, 8, 2) if d != 4]
+        out["half"] = int(hparams["hidden_size"] * 0.5) // hparams.get("heads", 1)
+        out["text"] = f"{key}={out['n']}"
+        try:
+            hparams["missing"]
+        except KeyError:
+            out["caught"] = True
+        return out
+    """
+    out, interp = run(src, {"num_hidden_layers": 28, "rope_scaling": {"type": "Linear", "factor": 2.0},
+                            "mrope_section": [16, 24], "hidden_size": 4096})
+    assert out == {"n": 28, "factor": 2.0, "sections": [16, 24, 0, 0], "dims": [1, 3], "half": 2048,
+                   "text": "num_hidden_layers=28", "caught": True}
+    assert {"num_hidden_layers", "rope_scaling", "type", "factor", "hidden_size", "missing"} <= interp.keys_read
+
+
+@pytest.mark.parametrize("body", [
+    "import os",
+    "with open('config.json') as f:\n        pass",
+    "return opaque / 'config.json'",
+    "return open('/etc/passwd')",
+    "return (lambda: 1)()",
+    "def g():\n        return 1",
+    "return ().__class__",
+    "return 'x'.format(1)",
+    "return getattr(1, 'real')",
+    "return __import__('os')",
+    "global x",
+    "return eval('1')",
+])
+def test_anything_else_is_unknown(body):
+    with pytest.raises(pyconv.Unknown):
+        run(f"def f():\n    {body}\n")
+
+
+@pytest.mark.parametrize("body, kind", [
+    ("return {}['k']", "KeyError"),
+    ("assert 1 == 2", "AssertionError"),
+    ("raise ValueError('no')", "ValueError"),
+    ("return [][3]", "IndexError"),
+    ("return 1 // 0", "ZeroDivisionError"),
+    ("for x in None:\n        pass", "TypeError"),
+    ("a, b = [1, 2, 3]", "ValueError"),
+])
+def test_the_converter_s_errors_are_raised(body, kind):
+    with pytest.raises(pyconv.Raised) as exc:
+        run(f"def f():\n    {body}\n")
+    assert exc.value.kind == kind
+
+
+def test_except_catches_the_converter_s_errors_not_unknown():
+    out, _ = run("def f():\n    try:\n        return {}['k']\n    except Exception:\n        return 'caught'\n")
+    assert out == "caught"
+    with pytest.raises(pyconv.Unknown):
+        run("def f():\n    try:\n        import os\n    except Exception:\n        return 'caught'\n")
+
+
+@pytest.mark.parametrize("body", [
+    "while True:\n        pass",
+    "return 2 ** 100000",
+    "return 'x' * 10 ** 9",
+    "return [0] * 10 ** 9",
+    "return list(range(10 ** 9))",
+])
+def test_a_config_cannot_make_it_hang_or_exhaust_memory(body):
+    t0 = time.perf_counter()
+    with pytest.raises(pyconv.Unknown):
+        run(f"def f():\n    {body}\n")
+    assert time.perf_counter() - t0 < 30
+
+
+def test_arguments_bind_as_python_does():
+    src = "def f(a, b=2, *rest, c=3, **kw):\n    return (a, b, rest, c, kw)\n"
+    assert run(src, 1)[0] == (1, 2, (), 3, {})
+    assert run(src, 1, 5, 6, 7, c=8, d=9)[0] == (1, 5, (6, 7), 8, {"d": 9})
+    with pytest.raises(pyconv.Raised):
+        run(src)
