@@ -36,6 +36,7 @@ TESTS = [
     "tests/kernels/test_generated.py", "tests/kernels/test_trig.py", "tests/kernels/test_yarn.py", "tests/runtime/test_lifecycle.py", "tests/runtime/test_recordings.py", "tests/runtime/test_runtime.py",
     "tests/kernels/test_bfloat16.py", "tests/kernels/test_rope_cache.py", "tests/runtime/test_runtime_ops.py", "tests/runtime/test_kept_imports.py", "tests/ops/test_nd.py",
     "tests/models/test_hf_configs.py", "tests/models/test_gguf.py", "tests/models/test_hf_models.py",
+    "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py",
 ]
 
 
@@ -60,6 +61,8 @@ ROPE = "vkrope/models/rope.py"
 ROPE_TYPES = "vkrope/models/rope_types.py"
 GGUF = "vkrope/models/gguf.py"
 GGUF_LAYERS = "vkrope/models/gguf_layers.py"
+CONVERT = "vkrope/models/gguf_convert.py"
+PYCONV = "vkrope/models/pyconv.py"
 MUTATIONS = [
     # --- the shader's math and indexing
     Mutation("aligned second pair uses the first pair's freqs", KERNEL,
@@ -589,6 +592,32 @@ MUTATIONS = [
              "      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);\n    }\n    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);"),
     Mutation("apply_rotary_pos_emb's k rotated with q's head count", "vkrope/ops/transformers.py",
              "        h = int(x.shape[1])\n", "        h = int(qx.shape[1])\n"),
+    # --- remote-code configs through llama.cpp's converter
+    Mutation("the converter's Q / K permutation not undone (MiniCPM read interleaved)", CONVERT,
+             "interleaved=rope.interleaved and not permutes", "interleaved=rope.interleaved"),
+    Mutation("a rope type the converter drops read as llama.cpp runs it", CONVERT,
+             "    if declared not in (None, \"default\", \"none\") and", "    if False and"),
+    Mutation("keys the converter never reads accepted without consent", CONVERT,
+             "    if unread and not unread_ok:", "    if False:"),
+    Mutation("True counted as the neutral 1", CONVERT,
+             "or (type(v) in (int, float) and v == 1))", "or v == 1)"),
+    Mutation("an enum written as the member, not its value", CONVERT,
+             "value.value if spec.get(\"enum\") and isinstance(value, EnumValue) else value", "value"),
+    Mutation("super() starts at the defining class itself", CONVERT,
+             "order[order.index(obj.owner) + 1:]", "order[order.index(obj.owner):]"),
+    Mutation("or / and short-circuit inverted", PYCONV,
+             "if self.truth(v) == isinstance(n.op, ast.Or):", "if self.truth(v) != isinstance(n.op, ast.Or):"),
+    Mutation("a parameter's default taken as None", PYCONV,
+             "                local[name] = self.expr(defaults[name], {})", "                local[name] = None"),
+    Mutation("chained comparisons compare with the first operand", PYCONV,
+             "                    return False\n                left = right", "                    return False"),
+    Mutation("except catches the interpreter's Unknown", PYCONV,
+             "        except Raised as exc:\n            for h in s.handlers:",
+             "        except (Raised, Unknown) as exc:\n            for h in s.handlers:"),
+    Mutation("no limit on a config's arithmetic", PYCONV, "    if _too_large(fn, args):", "    if False:"),
+    Mutation("keys looked up with `in` not noted", PYCONV,
+             "                if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, dict):\n"
+             "                    self.read(left)", "                pass"),
 ]
 
 
