@@ -50,6 +50,9 @@ def test_runs_the_converter_s_python():
         out["dims"] = [d // 2 for d in range(2, 8, 2) if d != 4]
         out["half"] = int(hparams["hidden_size"] * 0.5) // hparams.get("heads", 1)
         out["text"] = f"{key}={out['n']}"
+        out["chain"] = (1 < 5 < 3, 3 > 2 > 1)
+        if "rope_ratio" in hparams:
+            out["ratio"] = True
         try:
             hparams["missing"]
         except KeyError:
@@ -59,8 +62,9 @@ def test_runs_the_converter_s_python():
     out, interp = run(src, {"num_hidden_layers": 28, "rope_scaling": {"type": "Linear", "factor": 2.0},
                             "mrope_section": [16, 24], "hidden_size": 4096})
     assert out == {"n": 28, "factor": 2.0, "sections": [16, 24, 0, 0], "dims": [1, 3], "half": 2048,
-                   "text": "num_hidden_layers=28", "caught": True}
-    assert {"num_hidden_layers", "rope_scaling", "type", "factor", "hidden_size", "missing"} <= interp.keys_read
+                   "text": "num_hidden_layers=28", "caught": True, "chain": (False, True)}
+    assert {"num_hidden_layers", "rope_scaling", "type", "factor", "hidden_size", "missing",
+            "rope_ratio"} <= interp.keys_read
 
 
 @pytest.mark.parametrize("body", [
