@@ -2,6 +2,8 @@
 (convert_hf_to_gguf.py and its conversion/ package) turns a Hugging Face
 config into GGUF metadata, for the model families transformers cannot load
 without remote code (ChatGLM, InternLM 2, MiniCPM, Baichuan, Qwen 1, ...).
+Run it in a separate venv with torch and transformers (it runs the
+converter; scripts/llama_converter.py):
 
     python scripts/gguf_convert_table.py --llama-cpp PATH   # a llama.cpp tree
     python scripts/gguf_convert_table.py --pypi             # llama-cpp-python's sdist
@@ -12,9 +14,13 @@ attributes, and the source of every method reachable from `__init__`,
 `set_gguf_parameters` and `generate_extra_tensors` (vkrope/models/
 gguf_convert.py runs them on a config with a whitelisted interpreter);
 load_hparams's renames of nested configs; from gguf-py, the metadata key
-each writer method sets and the enums the code names; and whether the
-class permutes Q and K rows on conversion (llama.cpp's "normal" pairs are
-then the checkpoint's rotate-half pairs).
+each writer method sets and the enums the code names; whether transformers
+knows the architecture (then its model type is read from transformers'
+code, never through the converter); and, measured by running the class's
+own modify_tensors on index-coded Q and K weights for the configs of
+tests/data/remote_configs, how it reorders each head's rows ("llama":
+LlamaModel.permute, so llama.cpp's adjacent pairs are the checkpoint's
+rotate-half pairs; "none"; "other" or "unmeasured": refused).
 """
 
 from __future__ import annotations
@@ -33,8 +39,9 @@ from gguf_arch_table import from_pypi  # noqa: E402  (the same download)
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "vkrope" / "data" / "gguf_convert.json"
 ENTRY_METHODS = ("__init__", "set_gguf_parameters", "generate_extra_tensors")
+PRIMITIVES = {f"add_{k}" for k in ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+                                    "float32", "float64", "bool", "string", "array")}
 ENUMS = ("RopeScalingType", "ExpertGatingFuncType", "LlamaFileType", "GGUFEndian")
-PERMUTERS = ("permute", "_reverse_hf_permute", "_reverse_hf_permute_part")
 # methods that handle tensors, vocabularies or vision towers: never part of the metadata a config gives
 SKIP = re.compile(r"tensors$|mxfp4|nvfp4|vocab|vision|projector|tokenizer|^_?repack")
 
@@ -131,32 +138,6 @@ def reachable(classes: dict, names: list[str]) -> dict[str, dict[str, str]]:
     return {c: {m: info["source"] for m, info in classes[c]["methods"].items() if m in want} for c in names}
 
 
-def permutes(classes: dict, order: list[str]) -> bool | str:
-    """Whether modify_tensors (the first in the MRO, and those it reaches by super()) permutes Q / K rows:
-    a call of a function named permute / _reverse_hf_permute* on a class or self with a head count,
-    not a tensor's own .permute(0, 2, 1). Conditioned on `self.undo_permute`: that class attribute's value."""
-    found: bool | str = False
-    for c in order:
-        fn = classes[c]["methods"].get("modify_tensors", {}).get("node")
-        if fn is None:
-            continue
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in PERMUTERS \
-                    and not all(isinstance(a, ast.Constant) for a in n.args):
-                found = True
-        for n in ast.walk(fn):
-            if isinstance(n, ast.If) and "undo_permute" in ast.unparse(n.test) and found:
-                value = next((classes[k]["attrs"]["undo_permute"] for k in order
-                              if "undo_permute" in classes[k]["attrs"]), None)
-                found = {"True": True, "False": False}.get(value, "unknown")
-        if found is not False:
-            return found
-        if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "modify_tensors"
-                   for n in ast.walk(fn)):
-            return False
-    return found
-
-
 def load_hparams_renames(conversion: pathlib.Path) -> str:
     """load_hparams's statements after it read the config (the renames of nested configs), as a function."""
     text = (conversion / "base.py").read_text()
@@ -201,9 +182,31 @@ def gguf_facts(gguf_py: pathlib.Path) -> dict:
             writer[fn.name] = {"key": "unknown" if arch_keys else None}
             continue
         enum_value = any(isinstance(n, ast.Attribute) and n.attr == "value" for n in ast.walk(fn))
-        writer[fn.name] = {"key": arch_keys[0][len("{arch}."):], "enum": enum_value}
+        kinds = sorted({n.func.attr[len("add_"):] for n in ast.walk(fn) if isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Attribute) and n.func.attr in PRIMITIVES})
+        writer[fn.name] = {"key": arch_keys[0][len("{arch}."):], "enum": enum_value, "types": kinds}
     return {"arch_names": names["MODEL_ARCH_NAMES"], "tensor_names": names["TENSOR_NAMES"], "enums": enums,
             "writer": writer}
+
+
+def measure(root: pathlib.Path, entries: dict) -> None:
+    """Each entry's "transformers" (whether transformers has the architecture) and, for the architectures
+    of tests/data/remote_configs, "qk_rows" as the converter's modify_tensors reorders Q and K."""
+    import llama_converter  # noqa: PLC0415  (torch and transformers: this script's venv)
+
+    cb, gguf = llama_converter.load(root)
+    known = llama_converter.transformers_architectures()
+    for arch, entry in entries.items():
+        entry["transformers"] = arch in known
+    for name, config in llama_converter.configs(cb, defaults=False):
+        arch = config["architectures"][0]
+        obj = llama_converter.instance(cb, gguf, config, arch)
+        rows = llama_converter.qk_rows(cb, gguf, obj, llama_converter.metadata(obj)["kv"])
+        before = entries[arch]["qk_rows"]
+        if before not in ("unmeasured", rows):
+            rows = "other"  # (configs of one architecture disagree)
+        entries[arch]["qk_rows"] = rows
+        print(f"  {name}: {arch} Q / K rows {rows}")
 
 
 def build(root: pathlib.Path, origin: str) -> dict:
@@ -219,7 +222,8 @@ def build(root: pathlib.Path, origin: str) -> dict:
             continue
         order = mro(classes, cls)
         needed |= set(order)
-        entries[arch] = {"class": cls, "permutes_qk": permutes(classes, order)}
+        entries[arch] = {"class": cls, "qk_rows": "unmeasured"}
+    measure(root, entries)
     kept = sorted(needed)
     sources = reachable(classes, kept)
     base_text = (conversion / "base.py").read_text()

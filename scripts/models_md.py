@@ -73,21 +73,23 @@ def render(table: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _converted(arch: dict, permutes: object) -> str:
+def _converted(arch: dict | None, rows: str) -> str:
     """What from_hf makes of a converter architecture: the checkpoint's pairs, or why it refuses."""
     if arch is None:
         return "refused: its GGUF architecture is not in the table of llama.cpp's graphs"
     pairs, rotates = arch["pairs"], arch.get("rotates")
     if pairs == "none" or rotates == "False":
         return "refused: llama.cpp's graph applies no RoPE"
-    if rotates == "unknown" or pairs == "unknown" or isinstance(pairs, dict):
-        return "refused: llama.cpp decides where it rotates or its pairs at run time" if not isinstance(
-            pairs, dict) else "M-RoPE or not by the file (as from_gguf)"
-    if permutes == "unknown" or (permutes and pairs != "norm"):
-        return "refused: whether the converter reorders Q / K rows is unknown"
-    if pairs in ("mrope", "imrope"):
-        return f"M-RoPE ({pairs})"
-    return "rotate-half" if pairs == "neox" or permutes else "interleaved"
+    if rotates == "unknown" or pairs == "unknown":
+        return "refused: llama.cpp decides where it rotates or its pairs at run time"
+    if rows not in ("none", "llama"):
+        return f"refused: how the converter orders Q / K rows is {rows} (measured on tests/data/remote_configs)"
+    if isinstance(pairs, dict) or pairs in ("mrope", "imrope"):
+        return "M-RoPE" if rows == "none" else "refused: M-RoPE of reordered rows"
+    if rows == "llama":
+        return "rotate-half (the converter permutes Q / K: full rotary only)" if pairs == "norm" else \
+            "refused: NeoX pairs of reordered rows"
+    return "interleaved" if pairs == "norm" else "rotate-half"
 
 
 def render_converter(convert: dict, archs: dict) -> str:
@@ -97,24 +99,28 @@ def render_converter(convert: dict, archs: dict) -> str:
         "## Model types transformers does not know: through llama.cpp's converter",
         "",
         f"A config whose `model_type` is not one of transformers' (a model with remote code: ChatGLM, Qwen 1, "
-        f"MiniCPM, ...) and whose `architectures` llama.cpp's converter registers is read as that converter "
-        f"writes it: vkrope runs the converter's own methods ({convert['source']}, copied into "
-        f"`vkrope/data/gguf_convert.json` by `scripts/gguf_convert_table.py`) on the config with a whitelisted "
-        f"interpreter, then reads the metadata as `from_gguf` does. Refused: code the interpreter does not run, "
-        f"a rope type the converter drops (InternLM 2's dynamic NTK), and, unless you pass `like=\"llama.cpp\"`, "
-        f"keys about positions the converter never reads (ChatGLM's `original_rope`, Qwen 1's "
-        f"`use_dynamic_ntk`). Per architecture (whether a config runs depends on its keys):",
+        f"MiniCPM, ...) and whose `architectures` llama.cpp's converter registers (and transformers does not) is "
+        f"read as that converter writes it: vkrope runs the converter's own methods ({convert['source']}, "
+        f"copied into `vkrope/data/gguf_convert.json` by `scripts/gguf_convert_table.py`) on the config with a "
+        f"whitelisted interpreter, then reads the metadata as `from_gguf` does. Refused: code the interpreter "
+        f"does not run, a rope type the converter drops (InternLM 2's dynamic NTK), and, unless you pass "
+        f"`like=\"llama.cpp\"`, keys about positions or head sizes the converter does not use (ChatGLM's "
+        f"`original_rope` and `kv_channels`, Qwen 1's `use_dynamic_ntk`). The pairs come from how the converter "
+        f"orders each head's Q / K rows, measured by running its `modify_tensors` on the configs of "
+        f"tests/data/remote_configs; an architecture not measured is refused. Per architecture (whether a "
+        f"config runs depends on its keys):",
         "",
         "| architecture | converter class | GGUF architecture | pairs in the checkpoint |",
         "|---|---|---|---|",
     ]
     for name, e in sorted(convert["architectures"].items()):
+        if e.get("transformers"):
+            continue  # (read from transformers' code, by its model type)
         cls = convert["classes"][e["class"]]
         arch_src = next((v for c in [e["class"], *cls["bases"]] for k, v in convert["classes"].get(c, {}).get(
             "attrs", {}).items() if k == "model_arch"), None)
-        member = arch_src.rsplit(".", 1)[-1] if arch_src else None
-        gguf_name = convert["gguf"]["arch_names"].get(member or "", "?")
-        lines.append(f"| `{name}` | {e['class']} | `{gguf_name}` | {_converted(archs.get(gguf_name), e['permutes_qk'])} |")
+        gguf_name = convert["gguf"]["arch_names"].get(arch_src.rsplit(".", 1)[-1] if arch_src else "", "?")
+        lines.append(f"| `{name}` | {e['class']} | `{gguf_name}` | {_converted(archs.get(gguf_name), e['qk_rows'])} |")
     return "\n".join(lines) + "\n"
 
 

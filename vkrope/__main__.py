@@ -296,6 +296,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
     from .models import from_gguf, from_hf, layer_types  # noqa: PLC0415
+    from .models.gguf import NeedsLayerType  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):
@@ -307,9 +308,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     if is_gguf:
         try:  # (imports gguf, or says how to get it)
             ropes = [from_gguf(path)]
-        except ValueError as exc:  # (sliding layers with another RoPE: each layer type)
-            if "pass layer_type=" not in str(exc):
-                raise
+        except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
             ropes = [from_gguf(path, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
     else:
         types = layer_types(path, like=args.like)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import time
 
 import ml_dtypes
 import numpy as np
@@ -57,11 +58,11 @@ def test_interpreter_writes_what_the_converter_writes(entry):
     """Every golden config: the same metadata and rope tensors as llama.cpp's converter, the same
     refusal where it raises, or (for code the interpreter does not run) a refusal, never other values."""
     config, result = entry["config"], entry["result"]
-    assert gguf_convert.architecture(config) == entry["architecture"]
+    assert gguf_convert.architecture(config) == (entry["architecture"], "")
     try:
         arch, kv, tensors, _, _ = gguf_convert.run(config, entry["architecture"])
-    except pyconv.Raised:
-        assert "raises" in result, f"the converter reads {entry['name']}; the interpreter raised"
+    except pyconv.Raised as exc:
+        assert result.get("raises") == exc.kind, f"the converter: {result}; the interpreter raised {exc}"
         return
     except pyconv.Unknown:
         assert ":" in entry["name"], "a remote-code config must run in the interpreter"
@@ -119,11 +120,26 @@ def test_minicpm_reads_without_consent():
     assert rope.model == "MiniCPMForCausalLM -> minicpm"
 
 
-@pytest.mark.parametrize("name, key", [("chatglm3-6b", "original_rope=True"), ("qwen-7b", "use_dynamic_ntk=True")])
-def test_keys_the_converter_never_reads_need_consent(name, key):
-    with pytest.raises(ValueError, match=f"never reads {key}.*like='llama.cpp'"):
+@pytest.mark.parametrize("name, keys", [("chatglm3-6b", ("kv_channels=128", "original_rope=True")),
+                                        ("qwen-7b", ("kv_channels=128", "rotary_pct=1.0", "seq_length=8192",
+                                                     "use_dynamic_ntk=True", "use_logn_attn=True"))])
+def test_keys_the_converter_does_not_use_need_consent(name, keys):
+    """Keys about positions or head sizes the converter never looks up (ChatGLM's original_rope and
+    kv_channels, Qwen 1's use_dynamic_ntk, rotary_pct), or looks up without effect (Qwen 1's seq_length:
+    max_position_embeddings comes first), need the caller's like='llama.cpp', and are listed."""
+    with pytest.raises(ValueError, match=f"does not use {keys[0]}.*like='llama.cpp'"):
         vkrope.from_hf(remote(name))
-    assert vkrope.from_hf(remote(name), like="llama.cpp").ignored == (key,)
+    assert vkrope.from_hf(remote(name), like="llama.cpp").ignored == keys
+
+
+def test_a_key_looked_up_without_effect_needs_consent():
+    """MiniCPM with rotary_emb_base beside rope_theta: TextModel looks both up and takes rope_theta."""
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    cfg["rotary_emb_base"] = 5e5
+    with pytest.raises(ValueError, match="does not use rotary_emb_base=500000.0"):
+        vkrope.from_hf(cfg)
+    assert vkrope.from_hf(cfg, like="llama.cpp").theta == 10000.0
 
 
 def test_chatglm3_rotates_half_of_each_head_in_adjacent_pairs():
@@ -181,12 +197,67 @@ def test_bad_layer_arguments():
 
 
 def test_config_does_not_change():
-    """The converter mutates its hparams (mrope padding, rope_parameters); the caller's dict stays."""
-    with open(remote("glm-4-9b-chat")) as f:
+    """The converter mutates its hparams (TextModel.__init__ writes rope_type and rope_theta into the
+    config's rope_scaling dict); the caller's dict stays as it was."""
+    with open(remote("minicpm-2b")) as f:
         cfg = json.load(f)
+    cfg["rope_scaling"] = {"type": "linear", "factor": 2.0}
     before = json.dumps(cfg, sort_keys=True)
-    vkrope.from_hf(cfg, like="llama.cpp")
+    rope = vkrope.from_hf(cfg)
+    assert (rope.rope_type, dict(rope.params)["factor"]) == ("linear", 2.0)
     assert json.dumps(cfg, sort_keys=True) == before
+
+
+def test_model_type_missing_or_a_transformers_class():
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    del cfg["model_type"]
+    with pytest.raises(ValueError, match="model_type is missing"):
+        vkrope.from_hf(cfg)
+    assert vkrope.from_hf(cfg, like="llama.cpp") == vkrope.from_hf(remote("minicpm-2b"))
+    cfg.update(model_type="my_llama", architectures=["LlamaForCausalLM"])
+    with pytest.raises(ValueError, match="'LlamaForCausalLM', a transformers class.*like="):
+        vkrope.from_hf(cfg)
+    with pytest.raises(ValueError, match="like='llama.cpp' reads configs of model types transformers does not"):
+        vkrope.from_hf(dict(cfg, model_type="llama"), like="llama.cpp")
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("rope_ratio", [0] * 50_000, "too large for a config's arithmetic"),
+    ("rope_ratio", 10 ** 400, "must be a finite number below 2\\*\\*63"),
+    ("num_layers", None, "block_count = None from the config, which is not a GGUF uint32"),
+    ("hidden_size", 4096.5, "embedding_length = 4096.5"),
+    ("text_config", "x", "architecture"),
+])
+def test_hostile_values_are_refused_fast(key, value, match):
+    with open(remote("chatglm3-6b")) as f:
+        cfg = json.load(f)
+    cfg[key] = value
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_hf(cfg, like="llama.cpp")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_deep_or_odd_containers():
+    import collections
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    deep = cur = {}
+    for _ in range(600):
+        cur["a"] = {}
+        cur = cur["a"]
+    with pytest.raises(ValueError, match="nests deeper"):
+        vkrope.from_hf(dict(cfg, extra=deep))
+    odd = collections.OrderedDict(cfg, hidden_size=np.int64(2304))
+    assert vkrope.from_hf(odd) == vkrope.from_hf(cfg)
+
+
+def test_no_interpreter_state_outlives_a_call():
+    import gc
+    vkrope.from_hf(remote("minicpm-2b"))
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, gguf_convert.World)]
 
 
 def test_cli_prints_the_pairs_and_ignored_keys(capsys):

@@ -128,3 +128,97 @@ def test_arguments_bind_as_python_does():
     assert run(src, 1, 5, 6, 7, c=8, d=9)[0] == (1, 5, (6, 7), 8, {"d": 9})
     with pytest.raises(pyconv.Raised):
         run(src)
+
+
+@pytest.mark.parametrize("body", [
+    "return ~5",
+    "return isinstance(1, opaque)",
+    "x = 1\n    return f'{x!r}'",
+    "x = 1.5\n    return f'{x:.2f}'",
+    "return f'{opaque}'",
+    "return [y := 1 for _ in range(2)]",
+    "a, *b = [1, 2, 3]",
+])
+def test_what_python_does_otherwise_is_unknown(body):
+    with pytest.raises(pyconv.Unknown):
+        run(f"def f():\n    {body}\n")
+
+
+def test_loops_try_and_augmented_assignment_as_python():
+    src = """
+    def f(d):
+        out = []
+        alias = out
+        out += [1]
+        i = 0
+        while i < 3:
+            i += 1
+        else:
+            out.append("while-else")
+        for x in [1, 2]:
+            if x == 2:
+                break
+        else:
+            out.append("never")
+        keys = iter_keys = ["a"]
+        d[keys[0]] += 1
+        try:
+            d["missing"]
+        except LookupError:
+            out.append("lookup")
+        else:
+            out.append("never")
+        finally:
+            out.append("finally")
+        try:
+            out.append("body")
+        except KeyError:
+            out.append("never")
+        else:
+            out.append("else")
+        return out, alias is out, d
+    """
+    out, _ = run(src, {"a": 1})
+    assert out == (([1, "while-else", "lookup", "finally", "body", "else"]), True, {"a": 2})
+
+
+@pytest.mark.parametrize("body, kind", [
+    ("raise KeyError", "KeyError"),
+    ("try:\n        {}['k']\n    except KeyError:\n        raise", "KeyError"),
+    ("def_ = 1\n    return g(1, a=2)", "TypeError"),
+])
+def test_raise_kinds(body, kind):
+    src = f"def f():\n    {body}\n"
+    interp = pyconv.Interpreter(_World(), {})
+    interp.globals["g"] = pyconv.Function(pyconv.parse_function("def g(a):\n    return a\n"), None)
+    with pytest.raises(pyconv.Raised) as exc:
+        interp.run(pyconv.Function(pyconv.parse_function(src), None), [], {})
+    assert exc.value.kind == kind
+
+
+def test_work_in_comprehensions_and_membership_is_counted():
+    """A config's long list searched per turn of a long comprehension (KimiK3's full_attn_layers) ends
+    as Unknown, fast, not after n * L comparisons."""
+    src = "def f(n, layers):\n    return [i for i in range(n) if (i + 1) in layers]\n"
+    t0 = time.perf_counter()
+    with pytest.raises(pyconv.Unknown):
+        run(src, 999_999, [0] * 20_000)
+    assert time.perf_counter() - t0 < 10
+    assert run(src, 60, [4, 8, 12])[0] == [3, 7, 11]
+
+
+def test_plain_copies_and_bounds_a_config():
+    import collections
+
+    import numpy as np
+    nested = cur = {}
+    for _ in range(100):
+        cur["a"] = {}
+        cur = cur["a"]
+    with pytest.raises(ValueError, match="nests deeper"):
+        pyconv.plain(nested)
+    given = collections.OrderedDict(x=(1, 2), y=np.int64(3), z={"w": [np.float32(0.5)]})
+    out = pyconv.plain(given)
+    assert out == {"x": [1, 2], "y": 3, "z": {"w": [0.5]}} and type(out) is dict and type(out["y"]) is int
+    out["z"]["w"].append(1)
+    assert given["z"]["w"] == [np.float32(0.5)]

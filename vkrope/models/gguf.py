@@ -77,6 +77,10 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
 _REMEDY = "read the model's config.json with vkrope.from_hf"
 
 
+class NeedsLayerType(ValueError):
+    """The file's sliding layers have another RoPE than its full ones: pass layer_type= or layer=."""
+
+
 def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     """The table's entry for an architecture whose graph rotates; ValueError for any other."""
     archs = gguf_layers.table()["archs"]
@@ -130,7 +134,7 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
     elif lp.rotates is not None and lp.n_layer and not any(lp.rotates):
         return None  # (llama.cpp rotates no layer of this file: Granite with rope.scaling.finetuned false)
     elif has_sliding and (dims_differ or _sliding_differs(lp, kv)):
-        raise ValueError(f"layer_type: {where!r} ({arch}) has sliding layers with another RoPE (their base, scale "
+        raise NeedsLayerType(f"layer_type: {where!r} ({arch}) has sliding layers with another RoPE (their base, scale "
                          "or rotary dim); pass layer_type='sliding_attention' or 'full_attention', or layer=")
     elif lp.sliding is None and dims_differ:
         raise ValueError(f"{where}: {arch} has sliding layers of another head width or rotary dim, and which layers "
@@ -214,6 +218,8 @@ def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
             v = next((h for h in v if h), None)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
+        if v is not None and not (abs(v) < 2.0 ** 63):  # (inf, nan, or an int past any field's range)
+            raise ValueError(f"{where}: {arch}.{key} must be a finite number below 2**63; got {_short(v)}")
         return v
     return num
 

@@ -25,7 +25,7 @@ import numpy as np
 from . import gguf as gguf_reading
 from . import pyconv
 from .pyconv import Bound, Builtin, EnumValue, Function, Namespace, Opaque, Unknown
-from .rope import ModelRope
+from .rope import ModelRope, _short
 
 _GENERIC_ADDS = ("add_uint8", "add_int8", "add_uint16", "add_int16", "add_uint32", "add_int32", "add_uint64",
                  "add_int64", "add_float32", "add_float64", "add_bool", "add_string", "add_array", "add_key_value")
@@ -104,22 +104,26 @@ class World:
         self.interp = pyconv.Interpreter(self, self.globals)
         self.model_dir = Opaque("the model's folder")
         self._class_attrs: dict[tuple[str, str], Any] = {}
+        self._mro: dict[str, tuple[str, ...]] = {}
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019  (one World per config)
     def mro(self, cls: str) -> tuple[str, ...]:
         """C3 linearisation of the table's classes."""
-        seqs = [list(self.mro(b)) for b in self.classes[cls]["bases"]] + [list(self.classes[cls]["bases"])]
-        out = [cls]
-        while any(seqs):
-            head = next((s[0] for s in seqs if s and not any(s[0] in o[1:] for o in seqs)), None)
-            if head is None:
-                raise Unknown(f"no method order for {cls}")
-            out.append(head)
-            seqs = [s[1:] if s and s[0] == head else s for s in seqs]
-        return tuple(out)
+        if cls not in self._mro:
+            seqs = [list(self.mro(b)) for b in self.classes[cls]["bases"]] + [list(self.classes[cls]["bases"])]
+            out = [cls]
+            while any(seqs):
+                head = next((s[0] for s in seqs if s and not any(s[0] in o[1:] for o in seqs)), None)
+                if head is None:
+                    raise Unknown(f"no method order for {cls}")
+                out.append(head)
+                seqs = [s[1:] if s and s[0] == head else s for s in seqs]
+            self._mro[cls] = tuple(out)
+        return self._mro[cls]
 
     def lookup(self, order: tuple[str, ...], name: str, obj: Any) -> Any:
-        """A method (bound to obj) or class attribute found along `order`."""
+        """A method or class attribute found along `order`: bound to an instance `obj`; looked up on a
+        class (LlamaModel.permute, GraniteMoeModel.set_gguf_parameters(self)) a plain function stays
+        unbound, as in Python."""
         for c in order:
             info = self.classes[c]
             if (c, name) in STUBS:
@@ -127,9 +131,11 @@ class World:
             if name in info["methods"]:
                 fn = Function(pyconv.parse_function(info["methods"][name]), c)
                 kind = info.get("decorators", {}).get(name)
-                if kind == "staticmethod":
+                if kind == "staticmethod" or (kind is None and isinstance(obj, ClassRef)):
                     return fn
-                return Bound(fn, ClassRef(obj.cls) if kind == "classmethod" and isinstance(obj, Instance) else obj)
+                if kind == "classmethod":
+                    return Bound(fn, ClassRef(obj.cls) if isinstance(obj, Instance) else obj)
+                return Bound(fn, obj)
             if name in info["attrs"]:
                 if (c, name) not in self._class_attrs:
                     self._class_attrs[(c, name)] = self.interp.expr(ast.parse(info["attrs"][name], mode="eval").body,
@@ -162,7 +168,7 @@ class World:
         obj.attrs[name] = value
 
     def call(self, fn: Any, args: list, kwargs: dict) -> Any:
-        """A writer method: its metadata key recorded; anything else is Unknown."""
+        """A writer method: its metadata key recorded; a stub; anything else is Unknown."""
         if isinstance(fn, WriterCall):
             return _write(fn.writer, fn.name, self.t["gguf"]["writer"].get(fn.name), args)
         if isinstance(fn, StubCall):
@@ -204,13 +210,42 @@ def _load_hparams(world: World, obj: Any, dir_model: Any, is_mistral_format: Any
     code: config.json itself with load_hparams' renames of nested configs."""
     if dir_model is not world.model_dir or is_mistral_format is not False:
         raise Unknown("load_hparams of another folder or format")
-    return world.interp.run(world.globals["load_hparams_renames"], [pyconv.copy_config(world.config)], {})
+    return world.interp.run(world.globals["load_hparams_renames"], [pyconv.plain(world.config)], {})
 
 
-def _model_base_init(world: World, obj: Instance, *args: Any, **kwargs: Any) -> None:
-    """ModelBase.__init__ for a config: its hparams (load_hparams), the writer, and nothing that reads
-    files or tensors."""
-    config = _load_hparams(world, obj, world.model_dir)
+_READ = ("block_count", "context_length", "embedding_length", "attention.head_count", "attention.key_length")
+
+
+def _check_types(kv: dict, where: str) -> None:
+    """ValueError for a value vkrope reads that gguf's writer could not store in its field (a None block
+    count, a head dim of 64.5): the converter takes them from the config as they are."""
+    types = {w["key"]: w.get("types") for w in table()["gguf"]["writer"].values() if w.get("key")}
+    for key, value in kv.items():
+        if (key.startswith("rope.") or key.startswith(_READ)) and types.get(key) \
+                and not any(_fits(value, t) for t in types[key]):
+            raise ValueError(f"{where}: the converter writes {key} = {_short(value)} from the config, which is not "
+                             f"a GGUF {' or '.join(types[key])}: a key of the config has the wrong type or value")
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether gguf's writer can store `value` as a field of `kind` (uint32, float32, string, array, ...)."""
+    if kind in ("float32", "float64"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "array":
+        return isinstance(value, (list, tuple))
+    bits = int(kind.lstrip("uint"))
+    low, high = (0, 2 ** bits) if kind.startswith("u") else (-(2 ** (bits - 1)), 2 ** (bits - 1))
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
+
+
+def _model_base_init(world: World, obj: Instance, *args: Any, hparams: Any = None, **kwargs: Any) -> None:
+    """ModelBase.__init__ for a config: its hparams (given, as DSpark's and NemotronH's __init__ pass
+    them, else load_hparams), the writer, and nothing that reads files or tensors."""
+    config = _load_hparams(world, obj, world.model_dir) if hparams is None else hparams
     arch = world.attr(obj, "model_arch")
     names = world.globals["gguf"].attrs["MODEL_ARCH_NAMES"]
     if arch not in names:
@@ -234,23 +269,27 @@ STUBS = {("ModelBase", "__init__"): _model_base_init, ("ModelBase", "format_tens
          ("ModelBase", "load_hparams"): _load_hparams}
 
 
-def architecture(config: dict) -> str | None:
-    """The Hugging Face architecture llama.cpp's converter would pick for `config` (get_model_architecture,
-    run on the config), or None when it names none the converter registers."""
+def architecture(config: dict) -> tuple[str | None, str]:
+    """(the Hugging Face architecture llama.cpp's converter would pick for `config`, get_model_architecture
+    run on it, or None; why None)."""
     world = World(config)
     try:
-        renamed = world.interp.run(world.globals["load_hparams_renames"], [pyconv.copy_config(config)], {})
+        renamed = world.interp.run(world.globals["load_hparams_renames"], [pyconv.plain(config)], {})
         text = world.globals["ModelType"].attrs["TEXT"]
         arch = world.interp.run(world.globals["get_model_architecture"], [renamed, text], {})
-    except (Unknown, pyconv.Raised):
-        return None
-    return arch if isinstance(arch, str) and arch in table()["architectures"] else None
+    except (Unknown, pyconv.Raised) as exc:
+        return None, f"the converter cannot tell its architecture ({exc})"
+    if not isinstance(arch, str):
+        return None, f"its architectures name none ({_short(config.get('architectures'))})"
+    if arch not in table()["architectures"]:
+        return None, f"its architecture {arch!r} is not one llama.cpp's converter registers"
+    return arch, ""
 
 
-def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, dict, Any]:
+def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, set, Any]:
     """What the converter writes for `config`: (GGUF architecture, its metadata without the prefix, rope
-    tensors, the config's keys about positions it never reads (with their values), the rope type it
-    understood the config to declare). Unknown or pyconv.Raised where it cannot run or refuses."""
+    tensors, the keys its code looked up, the rope type it understood the config to declare). Unknown or
+    pyconv.Raised where it cannot run or refuses."""
     world = World(config)
     obj = Instance(table()["architectures"][hf_arch]["class"])
     world.interp.call(world.attr(obj, "__init__"), [world.model_dir, Opaque("ftype"), Opaque("out")], {})
@@ -260,58 +299,113 @@ def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, dict, Any]:
                if name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
     writer = obj.attrs["gguf_writer"]
     declared = obj.attrs.get("rope_parameters")
-    unread = _unread_rope_keys(obj.attrs["hparams"], world.interp.keys_read)
     kv = {k: (list(v) if isinstance(v, tuple) else v) for k, v in writer.kv.items()}
-    return writer.arch, kv, tensors, unread, declared.get("rope_type") if isinstance(declared, dict) else None
+    return writer.arch, kv, tensors, world.interp.keys_read, \
+        declared.get("rope_type") if isinstance(declared, dict) else None
 
 
 def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, dict, dict, dict]:
     """run(), refused with a ValueError naming the converter class where it cannot run, where the converter
     refuses the config, where it drops the config's rope type (llama.cpp then runs the model without it, as
     for InternLM 2's "dynamic" NTK scaling), or (unless `unread_ok`, the caller's like="llama.cpp") where the
-    config has keys about positions that the converter never reads."""
-    where = f"config: {hf_arch} (llama.cpp's converter {table()['architectures'][hf_arch]['class']}, " \
-            f"{table()['source']})"
+    config has keys about positions or head sizes that the converter does not use. Returns (GGUF
+    architecture, metadata, rope tensors, those unused keys with their values)."""
+    cls = table()["architectures"][hf_arch]["class"]
+    where = f"config: {hf_arch} (llama.cpp's converter {cls}, {table()['source']})"
     try:
-        arch, kv, tensors, unread, declared = run(config, hf_arch)
+        arch, kv, tensors, looked_up, declared = run(config, hf_arch)
+        unused = _unused_keys(config, hf_arch, (arch, kv, tensors), looked_up)
     except Unknown as exc:
-        raise ValueError(f"{where}: vkrope cannot run the converter's code on this config ({exc}); pass "
-                         "like='<model type>' to read it as a transformers model type does") from None
+        raise ValueError(f"{where}: vkrope cannot run the converter's code on this config ({exc}); if the model's "
+                         "attention is a transformers model type's, pass like='<that model type>'") from None
     except pyconv.Raised as exc:
-        raise ValueError(f"{where}: the converter refuses this config ({exc})") from None
+        raise ValueError(f"{where}: the converter refuses this config ({exc}): a key it needs is missing or not "
+                         "what it expects") from None
     except (*pyconv.PY_ERRORS, RecursionError) as exc:  # (the interpreter's own limit: a refusal, not a crash)
         raise ValueError(f"{where}: vkrope cannot run the converter's code on this config ({type(exc).__name__}: "
-                         f"{exc})") from None
+                         f"{str(exc)[:200]})") from None
+    _check_types(kv, where)
     if declared not in (None, "default", "none") and "rope.scaling.type" not in kv and not tensors:
         raise ValueError(f"{where}: the converter drops the config's rope type {declared!r}, so llama.cpp's "
                          "RoPE is not the model's; if the model's attention is a transformers model type's "
                          "(InternLM 2's is Llama's), pass like='<that model type>'")
-    if unread and not unread_ok:
-        raise ValueError(f"{where}: the converter never reads {', '.join(f'{k}={v!r}' for k, v in unread.items())}"
-                         " (llama.cpp runs the model without them; the model's own code may not: Qwen 1's "
-                         "use_dynamic_ntk); pass like='llama.cpp' to read the config as llama.cpp does")
-    return arch, kv, tensors, unread
+    if unused and not unread_ok:
+        raise ValueError(f"{where}: the converter does not use "
+                         f"{', '.join(f'{k}={_short(v)}' for k, v in unused.items())} (llama.cpp runs the model "
+                         "without them; the model's own code may not: Qwen 1's use_dynamic_ntk); pass "
+                         "like='llama.cpp' (vkrope config --like llama.cpp) to read the config as llama.cpp does")
+    return arch, kv, tensors, unused
 
 
-_ROPE_KEY = re.compile(r"rope|rotary|ntk|pos_emb|position_embedding")
+_ROPE_KEY = re.compile(r"rope|rotary|ntk|position|pos_|logn|theta|head_dim|head_size|channels|partial|seq_len")
 
 
 def _matters(v: Any) -> bool:
-    """A key's value other than absent, off or one (Qwen 1's use_dynamic_ntk: true matters)."""
-    return not (v is None or v is False or v in ("default", "none", {}, [])
-                or (type(v) in (int, float) and v == 1))
+    """A key's value other than absent or off (1 and True matter: Qwen 1's use_dynamic_ntk: 1 is on)."""
+    return not (v is None or v is False or (isinstance(v, str) and v in ("", "default", "none"))
+                or (isinstance(v, (dict, list)) and not v))
 
 
-def _unread_rope_keys(hparams: dict, read: set) -> dict[str, Any]:
-    """The config's keys about positions that the converter never looked up, with a value that matters:
-    llama.cpp runs the model without them, and so does vkrope; they are reported in the ModelRope's
-    `ignored`."""
+def _unused_keys(config: dict, hf_arch: str, result: tuple, looked_up: set) -> dict[str, Any]:
+    """The config's keys about positions or head sizes, with a value that matters, that the converter does
+    not use: never looked up, or looked up and yet the metadata is the same with another value (TextModel
+    looks up rope_theta, rotary_emb_base, ... and takes the first it finds). llama.cpp runs the model without
+    them, and so would vkrope; listed in the ModelRope's `ignored`."""
     out = {}
-    for part in (hparams, hparams.get("text_config")):
-        if isinstance(part, dict):
-            out.update({k: v for k, v in part.items()
-                        if isinstance(k, str) and _ROPE_KEY.search(k) and k not in read and _matters(v)})
+    for path in _candidate_keys(config):
+        key, value = ".".join(path[-2:]) if len(path) > 1 and path[-2] != "text_config" else path[-1], \
+            _get(config, path)
+        if not _matters(value):
+            continue
+        if path[-1] in looked_up:
+            changed = pyconv.plain(config)
+            _get(changed, path[:-1])[path[-1]] = _other(value)
+            try:
+                if _same(run(changed, hf_arch)[:3], result):
+                    out[key] = value
+            except (Unknown, pyconv.Raised):
+                pass  # (the converter reacts to it)
+        else:
+            out[key] = value
     return out
+
+
+def _other(v: Any) -> Any:
+    """Another value of the same kind (a key the converter uses changes the metadata with it)."""
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, (int, float)):
+        return v * 2 + 1
+    if isinstance(v, str):
+        return v + "_"
+    if isinstance(v, list):
+        return v + v[-1:]
+    return {**v, "_": 1} if isinstance(v, dict) else None
+
+
+def _candidate_keys(config: dict) -> list[tuple[str, ...]]:
+    """Paths of the keys about positions or head sizes, at the top and in text_config; of a dict among
+    them (rope_scaling), its own keys instead."""
+    out = []
+    for prefix, part in (((), config), (("text_config",), config.get("text_config"))):
+        if isinstance(part, dict):
+            for k, v in part.items():
+                if isinstance(k, str) and _ROPE_KEY.search(k):
+                    out += [(*prefix, k, sub) for sub in v if isinstance(sub, str)] if isinstance(v, dict) \
+                        else [(*prefix, k)]
+    return out
+
+
+def _get(config: dict, path: tuple[str, ...]) -> Any:
+    for key in path:
+        config = config[key]
+    return config
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Two (arch, metadata, tensors) alike."""
+    return a[0] == b[0] and a[1] == b[1] and sorted(a[2]) == sorted(b[2]) and \
+        all(np.array_equal(a[2][k], b[2][k]) for k in a[2])
 
 
 def from_config(config: dict, hf_arch: str, unread_ok: bool, *, layer_type: str | None, layer: int | None,
@@ -324,8 +418,9 @@ def layers(config: dict, hf_arch: str, unread_ok: bool, angle: str) -> tuple[Mod
     """Every layer's RoPE (None where llama.cpp's graph applies none), from one run of the converter."""
     converted = convert(config, hf_arch, unread_ok)
     n = converted[1].get("block_count")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"config ({hf_arch}): the converter writes no block count ({n!r})")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
+        raise ValueError(f"config ({hf_arch}): the converter writes block count {_short(n)} from the config's "
+                         "layer count (num_hidden_layers, num_layers, n_layer): it must be an integer in [1, 4096]")
     return tuple(_read(converted, hf_arch, None, i, angle) for i in range(n))
 
 
@@ -333,16 +428,14 @@ def layer_types(config: dict, hf_arch: str, unread_ok: bool) -> tuple[str, ...]:
     """("full_attention", "sliding_attention") when llama.cpp gives the sliding layers another RoPE, else ()."""
     try:
         _read(convert(config, hf_arch, unread_ok), hf_arch, None, None, "float32")
-    except ValueError as exc:
-        if "pass layer_type=" in str(exc):
-            return ("full_attention", "sliding_attention")
-        raise
+    except gguf_reading.NeedsLayerType:
+        return ("full_attention", "sliding_attention")
     return ()
 
 
 def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | None,
           angle: str) -> ModelRope | None:
-    arch, kv, tensors, unread = converted
+    arch, kv, tensors, unused = converted
     info = table()["architectures"][hf_arch]
     where = f"config ({hf_arch}, read as llama.cpp's converter {info['class']} writes it)"
     rope = gguf_reading.layer_rope(arch, kv, tensors, where, layer_type, layer, angle,
@@ -350,10 +443,14 @@ def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | N
                                    "type>'")
     if rope is None:
         return None
-    permutes = info["permutes_qk"]
-    if permutes == "unknown" or (permutes and not rope.interleaved):
-        raise ValueError(f"{where}: whether the converter reorders the Q and K rows ({permutes}) for "
-                         f"{arch}'s pairs is unknown, so the checkpoint's pairs would be a guess")
-    # (llama.cpp's adjacent pairs are rotate-half pairs of the checkpoint the converter permuted)
-    return replace(rope, interleaved=rope.interleaved and not permutes, model=f"{hf_arch} -> {arch}",
-                   source=where, ignored=tuple(f"{k}={v!r}" for k, v in sorted(unread.items())))
+    rows = info["qk_rows"]
+    # (LlamaModel.permute reorders each whole head so that llama.cpp's adjacent pairs are the checkpoint's
+    # rotate-half pairs: only where the rotation spans the head, and not for NeoX-style graphs)
+    if rows not in ("none", "llama") or (rows == "llama" and (not rope.interleaved
+                                                             or rope.rotary_dim != rope.head_dim)):
+        raise ValueError(f"{where}: how the converter reorders the Q and K rows ({rows}: measured by "
+                         "scripts/gguf_convert_table.py) does not say the checkpoint's pairs for this RoPE, so "
+                         "they would be a guess; if the model's attention is a transformers model type's, pass "
+                         "like='<that model type>'")
+    return replace(rope, interleaved=rope.interleaved and rows == "none", model=f"{hf_arch} -> {arch}",
+                   source=where, ignored=tuple(f"{k}={_short(v)}" for k, v in sorted(unused.items())))

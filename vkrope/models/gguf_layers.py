@@ -226,7 +226,9 @@ def _number(kv: dict[str, Any], key: str, default: Any) -> Any:
     """A scalar key as llama.cpp's get_key takes it (a number or a bool); ValueError for another type."""
     v = kv.get(key, default)
     if v is not None and not isinstance(v, (int, float)):
-        raise ValueError(f"{key} must be a number; got {v!r}")
+        raise ValueError(f"{key} must be a number; got {repr(v)[:80]}")
+    if v is not None and not abs(v) < 2.0 ** 63:  # (inf, nan, or an int past any field's range)
+        raise ValueError(f"{key} must be a finite number below 2**63; got {repr(v)[:80]}")
     return v
 
 

@@ -137,21 +137,26 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
 
 def _remote(config: Any, like: str | None) -> tuple[dict, str, bool] | None:
     """(config, architecture, like == "llama.cpp") for a config to read through llama.cpp's converter: one
-    whose model type transformers does not know (remote code) and whose `architectures` the converter
-    registers, or any such config with like="llama.cpp"; None for any other."""
+    whose model type (a non-empty str) transformers does not know (remote code), or any with
+    like="llama.cpp", whose `architectures` the converter registers and transformers does not (a
+    transformers class is read from transformers' code, by its model type); None for any other."""
     outer = _load(config)
     model_type = outer.get("model_type")
-    native = isinstance(model_type, str) and model_type in hf_models.table()["models"]
-    if like == "llama.cpp" and native:
+    known = isinstance(model_type, str) and model_type in hf_models.table()["models"]
+    if like == "llama.cpp" and known:
         raise ValueError(f"like='llama.cpp' reads configs of model types transformers does not know (remote "
                          f"code); {model_type!r} is one it knows: read it without like=, or its GGUF file with "
                          "vkrope.from_gguf")
-    if like != "llama.cpp" and (like is not None or native):
+    remote = isinstance(model_type, str) and bool(model_type) and not known
+    if like != "llama.cpp" and (like is not None or not remote):
         return None
-    arch = gguf_convert.architecture(outer)
+    arch, why = gguf_convert.architecture(outer)
+    if arch is not None and gguf_convert.table()["architectures"][arch].get("transformers"):
+        raise ValueError(f"config: model_type {model_type!r} is not one of transformers' (remote code), but its "
+                         f"architectures name {arch!r}, a transformers class: its pairs and head dim would be a "
+                         f"guess; pass like='<the model type of {arch}>' to read it as transformers does")
     if arch is None and like == "llama.cpp":
-        raise ValueError(f"like='llama.cpp': the config's architectures {outer.get('architectures')!r} are not "
-                         f"ones llama.cpp's converter registers ({gguf_convert.table()['source']})")
+        raise ValueError(f"like='llama.cpp': {why} ({gguf_convert.table()['source']})")
     return None if arch is None else (outer, arch, like == "llama.cpp")
 
 
