@@ -223,7 +223,7 @@ def test_model_type_missing_or_a_transformers_class():
 
 
 @pytest.mark.parametrize("key, value, match", [
-    ("rope_ratio", [0] * 50_000, "too large for a config's arithmetic"),
+    ("rope_ratio", [0] * 2_000_000, "too large for a config's arithmetic"),
     ("rope_ratio", 10 ** 400, "must be a finite number below 2\\*\\*63"),
     ("num_layers", None, "block_count = None from the config, which is not a GGUF uint32"),
     ("hidden_size", 4096.5, "embedding_length = 4096.5"),
@@ -265,3 +265,15 @@ def test_cli_prints_the_pairs_and_ignored_keys(capsys):
     assert main(["config", remote("chatglm3-6b"), "--like", "llama.cpp"]) == 0
     out = capsys.readouterr().out
     assert "interleaved" in out and "original_rope=True" in out and "ChatGLMModel -> chatglm" in out
+
+
+def test_permuted_rows_under_partial_rotary_are_refused():
+    """LlamaModel.permute reorders a whole head: with a rotary dim below the head dim, llama.cpp's adjacent
+    pairs are not the checkpoint's rotate-half pairs, so the pairs would be a guess."""
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    arch, kv, tensors, unused = gguf_convert.convert(cfg, "MiniCPMForCausalLM")
+    assert gguf_convert._read((arch, kv, tensors, unused), "MiniCPMForCausalLM", None, None, "float32").rotary_dim == 64
+    kv = dict(kv, **{"rope.dimension_count": 32})
+    with pytest.raises(ValueError, match="reorders the Q and K rows"):
+        gguf_convert._read((arch, kv, tensors, unused), "MiniCPMForCausalLM", None, None, "float32")

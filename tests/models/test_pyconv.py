@@ -222,3 +222,21 @@ def test_plain_copies_and_bounds_a_config():
     assert out == {"x": [1, 2], "y": 3, "z": {"w": [0.5]}} and type(out) is dict and type(out["y"]) is int
     out["z"]["w"].append(1)
     assert given["z"]["w"] == [np.float32(0.5)]
+
+
+def test_a_comprehension_that_never_ends_is_stopped():
+    """10^12 turns with no membership test: each turn counts, so it ends as Unknown (a SIGALRM after 20 s
+    fails the test instead of hanging it)."""
+    import signal
+
+    def late(*_):
+        raise AssertionError("the interpreter ran past 20 s")
+
+    old = signal.signal(signal.SIGALRM, late)
+    signal.alarm(20)
+    try:
+        with pytest.raises(pyconv.Unknown):
+            run("def f():\n    return [1 for i in range(999_999) for j in range(999_999) if False]\n")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
