@@ -210,3 +210,25 @@ def configs(cb: Any, defaults: bool = True) -> list[tuple[str, dict]]:
         config["architectures"] = [arch]
         out.append((f"{types[arch]}:{arch}", json.loads(json.dumps(config, default=str))))
     return out
+
+
+def main() -> int:
+    """Print what the converter writes for config.json files, and how it orders their Q / K rows."""
+    import argparse  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(description="Run llama.cpp's converter on config.json files: its metadata "
+                                             "and its Q / K row order.")
+    ap.add_argument("--llama-cpp", required=True, help="a llama.cpp source tree")
+    ap.add_argument("configs", nargs="+", help="config.json files")
+    args = ap.parse_args()
+    cb, gguf = load(pathlib.Path(args.llama_cpp))
+    for path in args.configs:
+        config = json.loads(pathlib.Path(path).read_text())
+        obj = instance(cb, gguf, config, config["architectures"][0])
+        meta = metadata(obj)
+        print(f"{path}: {meta['arch']} {meta['kv']}; Q / K rows {qk_rows(cb, gguf, obj, meta['kv'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The test command: set up everything missing, then run the whole suite on
-# the Vulkan device with the Khronos validation layer on (any message fails).
+# The test command: set up everything missing, then run the whole suite (both
+# tiers) on the Vulkan device with the Khronos validation layer on (any
+# message fails).
 #   scripts/test.sh [pytest args]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/setup_env.sh"
 setup_env test
 export VKROPE_VALIDATION=1
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+# both tiers (plain pytest runs only the fast one: setup.cfg); a later -m in "$@" still wins
+exec .venv/bin/python -m pytest -p no:cacheprovider -m "slow or not slow" "$@"

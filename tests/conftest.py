@@ -26,6 +26,18 @@ settings.register_profile(
 settings.load_profile("vkrope")
 
 
+SLOW = {line.strip() for line in open(os.path.join(os.path.dirname(__file__), "slow_tests.txt"), encoding="utf-8")
+        if line.strip() and not line.startswith("#")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` the test functions tests/slow_tests.txt lists (scripts/test_tiers.py writes it from
+    measured durations): plain `pytest` leaves them out (setup.cfg), scripts/test.sh runs everything."""
+    for item in items:
+        if item.nodeid.split("[")[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     try:
         dev = vkrope.default_device()

@@ -545,9 +545,9 @@ class Interpreter(Expressions):
 
     def _loop(self, s: ast.For | ast.While, local: dict) -> None:
         """for / while, with else (run when no break ends the loop); each turn counted."""
-        items = iter(pure(list, self.expr(s.iter, local))) if isinstance(s, ast.For) else None
+        items = iter(pure(list, self.expr(s.iter, local)) if isinstance(s, ast.For) else ())
         while True:
-            if items is not None:
+            if isinstance(s, ast.For):
                 item = next(items, _END)
                 if item is _END:
                     break
