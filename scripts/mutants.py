@@ -36,7 +36,7 @@ TESTS = [
     "tests/kernels/test_generated.py", "tests/kernels/test_trig.py", "tests/kernels/test_yarn.py", "tests/runtime/test_lifecycle.py", "tests/runtime/test_recordings.py", "tests/runtime/test_runtime.py",
     "tests/kernels/test_bfloat16.py", "tests/kernels/test_rope_cache.py", "tests/runtime/test_runtime_ops.py", "tests/runtime/test_kept_imports.py", "tests/ops/test_nd.py",
     "tests/models/test_hf_configs.py", "tests/models/test_gguf.py", "tests/models/test_hf_models.py",
-    "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py",
+    "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py", "tests/models/test_chart.py",
 ]
 
 
@@ -592,6 +592,10 @@ MUTATIONS = [
              "      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);\n    }\n    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz);"),
     Mutation("apply_rotary_pos_emb's k rotated with q's head count", "vkrope/ops/transformers.py",
              "        h = int(x.shape[1])\n", "        h = int(qx.shape[1])\n"),
+    # --- vkrope config --plot
+    Mutation("the unscaled frequencies over the head dim, not the rotary dim", "vkrope/models/chart.py",
+             "np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.rotary_dim)",
+             "np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.head_dim)"),
     # --- remote-code configs through llama.cpp's converter
     Mutation("the converter's Q / K permutation not undone (MiniCPM read interleaved)", CONVERT,
              "interleaved=rope.interleaved and rows == \"none\"", "interleaved=rope.interleaved"),

@@ -301,6 +301,10 @@ def cmd_config(args: argparse.Namespace) -> int:
     path = args.path
     if not os.path.exists(path):
         raise ValueError(f"PATH: no such file or folder {path!r}")
+    if args.plot:
+        check_output_path(args.plot, "--plot")
+        if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
+            raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
     is_gguf = False
     if os.path.isfile(path):
         with open(path, "rb") as f:
@@ -318,6 +322,11 @@ def cmd_config(args: argparse.Namespace) -> int:
     if not result:
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE")
         return 0
+    if args.plot:
+        from .models.chart import plot  # noqa: PLC0415
+
+        plot([r for r in ropes if r is not None], args.plot, f"{path}: {result[0].get('model', '')}")
+        print(f"wrote {args.plot}")
     if args.json:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
         return 0
@@ -397,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--like", metavar="MODEL_TYPE",
                    help="read a config.json as this model type's code does (one not in the model table); "
                         "llama.cpp: a remote-code config as llama.cpp's converter reads it")
+    p.add_argument("--plot", metavar="FILE", help="also draw the inverse frequencies per pair column against "
+                                                 "the unscaled ones (.png, .svg or .pdf; needs matplotlib)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

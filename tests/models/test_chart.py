@@ -1,0 +1,78 @@
+"""`vkrope config PATH --plot FILE` (vkrope/models/chart.py): what it draws
+is the model's frequencies against the unscaled ones, checked against the
+config's own numbers; the file is written, bad paths refused first."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import vkrope
+from vkrope.__main__ import main
+from vkrope.models import chart
+
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "hf_configs")
+
+
+def cfg(name: str) -> dict:
+    with open(os.path.join(CONFIGS, name + ".json")) as f:
+        return json.load(f)
+
+
+def test_llama3_bands_are_what_the_config_says():
+    """Llama 3.1: wavelengths below orig / high_freq_factor unscaled, above orig / low_freq_factor scaled by
+    factor, between them a smooth step (from the config's numbers, not vkrope's)."""
+    c = cfg("llama-3.1-8b")
+    rs = c["rope_scaling"]
+    rope = vkrope.from_hf(c)
+    (label, inv), = chart.curves(rope)
+    base = chart.unscaled(rope)
+    dim = c["hidden_size"] // c["num_attention_heads"]
+    assert np.allclose(base, c["rope_theta"] ** -(np.arange(0, dim, 2) / dim), rtol=1e-12)
+    wavelength = 2 * math.pi / base
+    ratio = base / inv
+    high = wavelength < rs["original_max_position_embeddings"] / rs["high_freq_factor"]
+    low = wavelength > rs["original_max_position_embeddings"] / rs["low_freq_factor"]
+    assert high.any() and low.any() and label == ""
+    assert np.allclose(ratio[high], 1.0, rtol=1e-6) and np.allclose(ratio[low], rs["factor"], rtol=1e-6)
+    mid = ~high & ~low
+    assert ((ratio[mid] > 1) & (ratio[mid] < rs["factor"])).all()
+
+
+def test_longrope_draws_both_factor_sets():
+    rope = vkrope.from_hf(cfg("phi-3.5-mini"))
+    (short_label, short), (long_label, long) = chart.curves(rope)
+    c = cfg("phi-3.5-mini")["rope_scaling"]
+    base = chart.unscaled(rope)
+    assert np.allclose(base / short, c["short_factor"], rtol=1e-5)
+    assert np.allclose(base / long, c["long_factor"], rtol=1e-5) and "position" in long_label
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-vl-8b", "gemma-3-4b"])
+def test_cli_writes_the_picture(name, tmp_path, capsys):
+    out = tmp_path / "freqs.png"
+    assert main(["config", os.path.join(CONFIGS, name + ".json"), "--plot", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("target, message", [("dir", "is a directory"), ("missing/x.png", "does not exist"),
+                                             ("x.txt", "must end in .png, .svg or .pdf")])
+def test_bad_plot_paths_are_refused_first(target, message, tmp_path, capsys):
+    path = str(tmp_path) if target == "dir" else str(tmp_path / target)
+    assert main(["config", os.path.join(CONFIGS, "llama-3.1-8b.json"), "--plot", path]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "--plot" in err
+    assert not os.path.exists(tmp_path / "x.txt")
+
+
+def test_without_matplotlib_says_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match="pip install 'vkrope\\[bench\\]'"):
+        chart.plot([vkrope.from_hf(cfg("llama-3.1-8b"))], str(tmp_path / "x.png"), "t")
+    assert not os.path.exists(tmp_path / "x.png")

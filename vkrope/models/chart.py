@@ -1,0 +1,70 @@
+"""`vkrope config PATH --plot FILE`: a model's inverse frequencies per pair
+column against the unscaled ones (theta^(-2i/rot)), and the ratio of its
+wavelengths to theirs: llama3's bands, YaRN's ramp, longrope's short and
+long factors, linear scaling's constant, M-RoPE's sections by colour, one
+line per layer type. The view engine authors draw when a long-context model
+goes wrong. Needs matplotlib (the `bench` extra)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .rope import ModelRope
+
+
+def curves(rope: ModelRope) -> list[tuple[str, np.ndarray]]:
+    """(label, inverse frequencies) to draw for one RoPE: at initialisation, and for rope types whose
+    frequencies follow the call's positions (dynamic, longrope) also past twice the original context."""
+    out = [("", rope.inv_freq(None, np.float64))]
+    if rope.uses_seq_len():
+        long = 2 * max(rope.orig, rope.mpe)
+        out.append((f" (a call reaching position {long})", rope.inv_freq(long + 1, np.float64)))
+    return out
+
+
+def unscaled(rope: ModelRope) -> np.ndarray:
+    """The default rope type's inverse frequencies of the same base and rotary dim, in float64."""
+    return float(rope.theta) ** -(np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.rotary_dim)
+
+
+def plot(ropes: list[ModelRope], path: str, title: str) -> None:
+    """Draw `ropes` (one per layer type) to `path` (PNG, SVG or PDF, by its extension)."""
+    try:
+        import matplotlib  # noqa: PLC0415  (the bench extra)
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install 'vkrope[bench]' (or matplotlib)") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    for i, rope in enumerate(ropes):
+        name = f"{rope.layer_type}: " if rope.layer_type else ""
+        base = unscaled(rope)
+        cols = np.arange(len(base))
+        top.plot(cols, base, color="0.6", linestyle=":", label=f"{name}unscaled (theta {rope.theta:g})")
+        for label, inv in curves(rope):
+            style = "--" if label else "-"
+            top.plot(cols, inv, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
+            with np.errstate(divide="ignore"):
+                bottom.plot(cols, base / inv, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
+        axes = rope.pair_axis
+        if axes is not None:  # (M-RoPE: which position axis each pair reads)
+            for a, colour in zip(range(3), ("C3", "C4", "C5")):
+                sel = np.asarray(axes) == a
+                top.scatter(cols[sel], base[sel], s=8, color=colour, label=f"{name}{('t', 'h', 'w')[a]} pairs")
+    top.set_yscale("log")
+    top.set_ylabel("inverse frequency")
+    top.legend(fontsize=7)
+    bottom.set_yscale("log")
+    bottom.set_ylabel("wavelength / unscaled")
+    bottom.set_xlabel("pair column i (wavelength 2 pi / inverse frequency)")
+    bottom.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+__all__: list[Any] = ["plot", "curves", "unscaled"]
