@@ -76,3 +76,12 @@ def test_without_matplotlib_says_how_to_get_it(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match="pip install 'vkrope\\[bench\\]'"):
         chart.plot([vkrope.from_hf(cfg("llama-3.1-8b"))], str(tmp_path / "x.png"), "t")
     assert not os.path.exists(tmp_path / "x.png")
+
+
+def test_unscaled_spans_the_rotary_dim():
+    """Phi-2 rotates 32 of its 80 channels: the unscaled frequencies are theta^(-2i/32)."""
+    c = cfg("phi-2")
+    rope = vkrope.from_hf(c)
+    rot = int(c["hidden_size"] // c["num_attention_heads"] * c["partial_rotary_factor"])
+    assert np.allclose(chart.unscaled(rope), c.get("rope_theta", 10000.0) ** -(np.arange(0, rot, 2) / rot))
+    assert np.allclose(chart.curves(rope)[0][1], chart.unscaled(rope), rtol=1e-12)
