@@ -277,3 +277,28 @@ def test_permuted_rows_under_partial_rotary_are_refused():
     kv = dict(kv, **{"rope.dimension_count": 32})
     with pytest.raises(ValueError, match="reorders the Q and K rows"):
         gguf_convert._read((arch, kv, tensors, unused), "MiniCPMForCausalLM", None, None, "float32")
+
+
+def test_the_consent_check_is_bounded_and_nan_proof(tmp_path):
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    many = dict(cfg, **{f"rope_a{i}": {"rope_theta": 1} for i in range(400)})
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="checks at most 32"):
+        vkrope.from_hf(many, like="llama.cpp")
+    assert time.perf_counter() - t0 < 10
+    # (a NaN the converter computes, MiniCPM's residual_scale, must not make an unused key look used)
+    nan = dict(cfg, scale_depth=float("nan"), rope_parameters={"rope_theta": 1e6})
+    with pytest.raises(ValueError, match="does not use rope_theta=10000.0"):
+        vkrope.from_hf(nan)
+    deep = tmp_path / "config.json"
+    deep.write_text(json.dumps(cfg)[:-1] + ', "x": ' + '{"a": ' * 5000 + "1" + "}" * 5000 + "}")
+    with pytest.raises(ValueError, match="nests too deeply"):
+        vkrope.from_hf(str(deep))
+
+
+def test_an_architecture_whose_rows_were_not_measured_is_refused_first():
+    cfg = {"model_type": "xverse", "architectures": ["XverseForCausalLM"], "hidden_size": 4096,
+           "num_attention_heads": 32, "num_hidden_layers": 2, "max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match="orders the Q and K rows is unmeasured"):
+        vkrope.from_hf(cfg, like="llama.cpp")

@@ -240,3 +240,20 @@ def test_a_comprehension_that_never_ends_is_stopped():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("body", [
+    "x = 3\n    for _ in range(20):\n        x = x * x\n    return x",
+    "try:\n        {}['k']\n    except KeyError as e:\n        return e",
+])
+def test_more_of_python_is_refused(body):
+    with pytest.raises(pyconv.Unknown):
+        run(f"def f():\n    {body}\n")
+
+
+def test_work_in_builtins_is_counted():
+    src = "def f(big):\n    for _ in range(100000):\n        max(big)\n"
+    t0 = time.perf_counter()
+    with pytest.raises(pyconv.Unknown):
+        run(src, list(range(900_000)))
+    assert time.perf_counter() - t0 < 10

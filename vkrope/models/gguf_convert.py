@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import math
 import re
 from dataclasses import replace
 from importlib import resources
@@ -310,8 +311,13 @@ def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, d
     for InternLM 2's "dynamic" NTK scaling), or (unless `unread_ok`, the caller's like="llama.cpp") where the
     config has keys about positions or head sizes that the converter does not use. Returns (GGUF
     architecture, metadata, rope tensors, those unused keys with their values)."""
-    cls = table()["architectures"][hf_arch]["class"]
-    where = f"config: {hf_arch} (llama.cpp's converter {cls}, {table()['source']})"
+    info = table()["architectures"][hf_arch]
+    where = f"config: {hf_arch} (llama.cpp's converter {info['class']}, {table()['source']})"
+    if info["qk_rows"] not in ("none", "llama"):
+        raise ValueError(f"{where}: how the converter orders the Q and K rows is {info['qk_rows']} (measured by "
+                         "scripts/gguf_convert_table.py on tests/data/remote_configs), so the checkpoint's pairs "
+                         "would be a guess; if the model's attention is a transformers model type's, pass "
+                         "like='<that model type>'")
     try:
         arch, kv, tensors, looked_up, declared = run(config, hf_arch)
         unused = _unused_keys(config, hf_arch, (arch, kv, tensors), looked_up)
@@ -331,9 +337,10 @@ def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, d
                          "(InternLM 2's is Llama's), pass like='<that model type>'")
     if unused and not unread_ok:
         raise ValueError(f"{where}: the converter does not use "
-                         f"{', '.join(f'{k}={_short(v)}' for k, v in unused.items())} (llama.cpp runs the model "
-                         "without them; the model's own code may not: Qwen 1's use_dynamic_ntk); pass "
-                         "like='llama.cpp' (vkrope config --like llama.cpp) to read the config as llama.cpp does")
+                         f"{', '.join(f'{k}={_short(v)}' for k, v in unused.items())}: llama.cpp's reading leaves "
+                         "them out, which is the model's only if its own code does too (Qwen 1's use_dynamic_ntk "
+                         "changes its frequencies past seq_length); if so, pass like='llama.cpp' (vkrope config "
+                         "--like llama.cpp)")
     return arch, kv, tensors, unused
 
 
@@ -352,7 +359,10 @@ def _unused_keys(config: dict, hf_arch: str, result: tuple, looked_up: set) -> d
     looks up rope_theta, rotary_emb_base, ... and takes the first it finds). llama.cpp runs the model without
     them, and so would vkrope; listed in the ModelRope's `ignored`."""
     out = {}
-    for path in _candidate_keys(config):
+    paths = _candidate_keys(config)
+    if len(paths) > MAX_CANDIDATES:
+        raise Unknown(f"{len(paths)} keys about positions or head sizes (vkrope checks at most {MAX_CANDIDATES})")
+    for path in paths:
         key, value = ".".join(path[-2:]) if len(path) > 1 and path[-2] != "text_config" else path[-1], \
             _get(config, path)
         if not _matters(value):
@@ -370,12 +380,17 @@ def _unused_keys(config: dict, hf_arch: str, result: tuple, looked_up: set) -> d
     return out
 
 
+MAX_CANDIDATES = 32  # keys whose use the converter is rerun to decide (each rerun is a whole run)
+
+
 def _other(v: Any) -> Any:
     """Another value of the same kind (a key the converter uses changes the metadata with it)."""
     if isinstance(v, bool):
         return not v
-    if isinstance(v, (int, float)):
-        return v * 2 + 1
+    if isinstance(v, int):
+        return v + 1
+    if isinstance(v, float):
+        return v + 1.0 if math.isfinite(v) and v + 1.0 != v else 2.0 if v != 2.0 else 3.0
     if isinstance(v, str):
         return v + "_"
     if isinstance(v, list):
@@ -403,9 +418,19 @@ def _get(config: dict, path: tuple[str, ...]) -> Any:
 
 
 def _same(a: tuple, b: tuple) -> bool:
-    """Two (arch, metadata, tensors) alike."""
-    return a[0] == b[0] and a[1] == b[1] and sorted(a[2]) == sorted(b[2]) and \
-        all(np.array_equal(a[2][k], b[2][k]) for k in a[2])
+    """Two (arch, metadata, tensors) alike (a NaN the converter computes equals a NaN: not a change)."""
+    return a[0] == b[0] and _alike(a[1], b[1]) and sorted(a[2]) == sorted(b[2]) and \
+        all(np.array_equal(a[2][k], b[2][k], equal_nan=True) for k in a[2])
+
+
+def _alike(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_alike(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
 def from_config(config: dict, hf_arch: str, unread_ok: bool, *, layer_type: str | None, layer: int | None,

@@ -37,6 +37,8 @@ def _load(config: Any) -> dict:
             raise ValueError(f"config: no such file {path!r}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"config: {path!r} is not JSON in UTF-8 ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"config: {path!r} nests too deeply to read") from None
         except OSError as exc:
             raise ValueError(f"config: {path!r} cannot be read ({exc})") from None
     elif hasattr(config, "to_dict") and callable(config.to_dict):

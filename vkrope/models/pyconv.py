@@ -153,6 +153,8 @@ def pure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _too_large(fn: Callable[..., Any], args: tuple) -> bool:
     """An integer power, repeated sequence or range a config could make exhaust memory or time."""
     ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    if any(i.bit_length() > 4096 for i in ints):  # (repeated squaring)
+        return True
     if fn is operator.pow:
         return len(ints) == 2 and abs(ints[1]) > 4096
     if fn in (operator.mul, operator.imul):
@@ -361,6 +363,8 @@ class Expressions:
                 return isinstance(args[0], tuple(t.type for t in types))
             if isinstance(getattr(fn.fn, "__self__", None), dict) and args:
                 self.read(args[0])  # (get, pop, setdefault)
+            sized = [a for a in (*args, getattr(fn.fn, "__self__", None)) if isinstance(a, (list, tuple, str, dict))]
+            self.charge(sum(len(a) for a in sized) // 16)  # (max, sorted, join, index: work over a whole list)
             return pure(fn.fn, *args, **kwargs)
         if isinstance(fn, Function):
             return self.run(fn, args, kwargs)
@@ -578,7 +582,7 @@ class Interpreter(Expressions):
                                                    (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])]
                 if not names or any(_caught(exc.kind, name) for name in names):
                     if h.name:
-                        local[h.name] = str(exc)
+                        raise Unknown("an exception bound by `except ... as`")
                     local["__exc__"] = exc
                     self.block(h.body, local)
                     break
