@@ -483,23 +483,33 @@ def from_pypi(tmp: pathlib.Path) -> tuple[pathlib.Path, str]:
     return root / "vendor" / "llama.cpp" / "src", f"llama-cpp-python {info['info']['version']} sdist (vendor/llama.cpp)"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tree_arguments(doc: str, out: pathlib.Path) -> argparse.Namespace:
+    """The command line of a script that reads llama.cpp: --llama-cpp TREE or --pypi, and --out."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--llama-cpp", help="a llama.cpp source tree")
     g.add_argument("--pypi", action="store_true", help="llama-cpp-python's newest sdist from PyPI")
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
+    ap.add_argument("--out", default=str(out))
+    return ap.parse_args()
+
+
+def llama_cpp_root(args: argparse.Namespace, tmp: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """(the llama.cpp tree's root, where it came from) for tree_arguments' --llama-cpp or --pypi."""
+    if args.pypi:
+        src, origin = from_pypi(tmp)
+        return src.parent, origin
+    tree = pathlib.Path(args.llama_cpp)
+    rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
+    origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 and (tree / ".git").exists() \
+        else f"llama.cpp tree {tree.resolve()}"
+    return tree, origin
+
+
+def main() -> int:
+    args = tree_arguments(__doc__, OUT)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.pypi:
-            src, origin = from_pypi(pathlib.Path(tmp))
-        else:
-            tree = pathlib.Path(args.llama_cpp)
-            src = tree / "src"
-            rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
-            origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 and (tree / ".git").exists() \
-                else f"llama.cpp tree {tree.resolve()}"
-        table = build(src, origin)
+        root, origin = llama_cpp_root(args, pathlib.Path(tmp))
+        table = build(root / "src", origin)
     pathlib.Path(args.out).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     archs = table["archs"]
     print(f"wrote {args.out}: {len(archs)} architectures, "

@@ -25,7 +25,6 @@ rotate-half pairs; "none"; "other" or "unmeasured": refused).
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import pathlib
@@ -34,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gguf_arch_table import from_pypi  # noqa: E402  (the same download)
+from gguf_arch_table import llama_cpp_root, tree_arguments  # noqa: E402  (the same command line)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "vkrope" / "data" / "gguf_convert.json"
@@ -242,19 +241,9 @@ def build(root: pathlib.Path, origin: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--llama-cpp", help="a llama.cpp source tree")
-    g.add_argument("--pypi", action="store_true", help="llama-cpp-python's newest sdist from PyPI")
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
+    args = tree_arguments(__doc__, OUT)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.pypi:
-            src, origin = from_pypi(pathlib.Path(tmp))
-            root = src.parent
-        else:
-            root = pathlib.Path(args.llama_cpp)
-            origin = f"llama.cpp tree {root.name}"
+        root, origin = llama_cpp_root(args, pathlib.Path(tmp))
         table = build(root, origin)
     pathlib.Path(args.out).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(f"wrote {args.out}: {len(table['architectures'])} architectures, {len(table['classes'])} classes")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import oracle_hf
+
 
 def _chatglm(cfg: dict) -> tuple[int, float, bool]:
     # modeling_chatglm.py (ChatGLM 2 / 3, GLM-4 remote code): rotary_dim = kv_channels (or hidden / heads);
@@ -44,16 +46,7 @@ def family_rope(cfg: dict) -> tuple[int, float, bool]:
 def rotate(x: np.ndarray, pos: np.ndarray, rope: tuple[int, float, bool]) -> np.ndarray:
     """float64: x [B, H, S, D] rotated at positions [B, S] on its first `rot` channels."""
     rot, base, interleaved = rope
-    x = np.asarray(x, np.float64)
     inv = base ** -(np.arange(0, rot, 2, dtype=np.float64) / rot)
-    ang = np.asarray(pos, np.float64)[:, None, :, None] * inv
-    c, s = np.cos(ang), np.sin(ang)
-    out = x.copy()
-    if interleaved:
-        a, b = x[..., 0:rot:2], x[..., 1:rot:2]
-        out[..., 0:rot:2], out[..., 1:rot:2] = a * c - b * s, b * c + a * s
-    else:
-        h = rot // 2
-        a, b = x[..., :h], x[..., h:rot]
-        out[..., :h], out[..., h:rot] = a * c - b * s, b * c + a * s
-    return out
+    ang = np.asarray(pos, np.float64)[..., None] * inv
+    cos, sin = (np.concatenate([f(ang), f(ang)], -1) for f in (np.cos, np.sin))
+    return oracle_hf.rotate(x, cos, sin, rot, interleaved=interleaved)
