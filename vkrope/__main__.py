@@ -246,10 +246,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
         _chart(bench, result, plot_path)
         return 0
-    if args.decode or args.family or args.nd:
+    if args.decode or args.family or args.nd or args.overhead:
         import importlib
 
-        name = "decode" if args.decode else "family" if args.family else "nd"
+        name = "decode" if args.decode else "family" if args.family else "nd" if args.nd else "overhead"
         result = importlib.import_module(f"vkrope.bench.{name}").run(repeats=args.repeats or (5 if args.nd else 7))
         out_dir = Path(args.out)
         _make_dir(out_dir)
@@ -416,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the table operators on Llama-like shapes, with onnxruntime's CPU op as the peer")
     p.add_argument("--nd", action="store_true",
                    help="N-D axial RoPE: Flux- and Wan-sized calls, in-shader frequencies against the table path")
+    p.add_argument("--overhead", action="store_true",
+                   help="host overhead: an empty submission (the floor) beside a tiny call of every operator, "
+                        "the decode step at batch 1 and the numpy path, as ratios")
     p.add_argument("--decode", action="store_true",
                    help="decode loops (advancing against fixed position) and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")

@@ -36,7 +36,7 @@ def _tables(rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
 
 
-def _loops(dev: Device) -> dict[str, Callable[[int], Any]]:
+def decode_loops(dev: Device) -> dict[str, Callable[[int], Any]]:
     """name -> step(position): one decode step of each operator and form."""
     rng = np.random.default_rng(0)
     cos, sin = _tables(MAX_POS, 64)
@@ -85,7 +85,7 @@ def decode_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[st
     """Per-step time of each decode loop, advancing against fixed (alternating, medians of `rounds`)."""
     rows = []
     log(f"{'decode loop':<36} {'fixed us':>9} {'advancing us':>12} {'ratio':>6} {'recordings':>10}")
-    loops = _loops(dev)
+    loops = decode_loops(dev)
     for name, step in loops.items():
         if name.startswith("_"):
             continue
@@ -158,4 +158,4 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
                 "step": step_rows(dev, rounds=repeats, log=log)}
 
 
-__all__ = ["run", "decode_rows", "overhead_row"]
+__all__ = ["run", "decode_rows", "overhead_row", "decode_loops"]

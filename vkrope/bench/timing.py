@@ -10,6 +10,7 @@ that large already run at full bandwidth."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from ..runtime import fit
@@ -80,3 +81,18 @@ def time_texel_copy(dev: Any, nbytes: int, half: bool) -> float | None:
     """GPU seconds of the texel-copy shader over `nbytes` of 16-bit (`half`) or float32 texels on `dev` (the
     roofline)."""
     return dev._on_runtime(_texel_copy_seconds, nbytes, half)
+
+
+def empty_submission_seconds(rt: Runtime, calls: int) -> list[float]:
+    """Host seconds of `calls` submissions of an empty command buffer, each waited for, through the same
+    binding and stream as every vkrope call: the floor under any call made this way."""
+    rt.drain()
+    s = rt.scratch
+    s.begin()
+    s.end()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        rt.stream.submit_and_wait([s])
+        out.append(time.perf_counter() - t0)
+    return out
