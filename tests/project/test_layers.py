@@ -96,3 +96,15 @@ def test_the_oracles_share_no_code_with_vkrope():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             for name in names:
                 assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_size_rules():
+    """docs/ARCHITECTURE.md's rules: a class at most 250 lines, a function at most 80."""
+    too_long = []
+    for path in PKG.rglob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            size = getattr(n, "end_lineno", 0) - getattr(n, "lineno", 0) + 1
+            if (isinstance(n, ast.ClassDef) and size > 250) or \
+                    (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and size > 80):
+                too_long.append(f"{path.relative_to(PKG.parent)}:{n.lineno} {n.name} ({size} lines)")
+    assert not too_long

@@ -297,24 +297,17 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     """A model's RoPE from its Hugging Face config (a config.json's dict, its
     path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
 
-    How the model applies RoPE comes from vkrope's model table
-    (`vkrope/data/hf_models.json`, generated from transformers' own code by
-    scripts/hf_model_table.py): where the text config sits (text_config,
-    thinker_config.text_config), the config class's defaults, the key of
-    the rotated head's width per layer type (head_dim, global_head_dim,
-    qk_rope_head_dim, kv_channels, ...), pairs (rotate-half, interleaved),
-    and which layers apply none. A model type not in the table, or one
+    How the model applies RoPE comes from vkrope's model table (generated
+    from transformers' own code by scripts/hf_model_table.py): where the
+    text config sits, the config class's defaults, the key of the rotated
+    head's width per layer type (head_dim, global_head_dim, kv_channels,
+    ...), pairs, and which layers apply none. A model type not in the table, or one
     whose RoPE vkrope does not compute as the model does, is refused with
     a ValueError naming it; `like="llama"` reads a config as that model
-    type does (the caller's word that its attention is the same).
-
-    A model type transformers does not know (remote code: ChatGLM, Qwen 1,
-    MiniCPM, ...) whose `architectures` llama.cpp's converter registers is
-    read as that converter writes it (vkrope/data/gguf_convert.json, run by
-    models/gguf_convert.py), with the checkpoint's pairs; keys about
-    positions the converter never reads are refused unless
-    `like="llama.cpp"` (the caller's word to read it as llama.cpp does;
-    they are listed in `ignored`).
+    type does (the caller's word that its attention is the same). A model
+    type transformers lacks (remote code: ChatGLM, Qwen 1, MiniCPM) is read
+    as llama.cpp's converter writes it (models/gguf_convert.py); keys it
+    does not use need `like="llama.cpp"`, and are listed in `ignored`.
 
     The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
     (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
