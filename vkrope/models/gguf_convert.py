@@ -6,8 +6,10 @@ scripts/gguf_convert_table.py) run on the config by a whitelisted
 interpreter (pyconv.py) give the GGUF metadata, and from_gguf's reading of
 that metadata gives the RoPE. The pairs are the checkpoint's: llama.cpp's
 adjacent ("normal") pairs are rotate-half pairs of the config's weights
-where the converter permutes the Q and K rows, and adjacent where it does
-not (ChatGLM). Whatever the interpreter cannot run is refused.
+where the converter applies Llama's permutation to the Q and K rows, and
+adjacent where it keeps their order (ChatGLM), as scripts/gguf_convert_table.py
+measured by running the converter's modify_tensors; an architecture not
+measured, and whatever the interpreter cannot run, is refused.
 """
 
 from __future__ import annotations
@@ -468,11 +470,11 @@ def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | N
                                    "type>'")
     if rope is None:
         return None
-    rows = info["qk_rows"]
+    rows = info["qk_rows"]  # ("none" or "llama": convert() refused the others)
     # (LlamaModel.permute reorders each whole head so that llama.cpp's adjacent pairs are the checkpoint's
     # rotate-half pairs: only where the rotation spans the head, and not for NeoX-style graphs)
-    if rows not in ("none", "llama") or (rows == "llama" and (not rope.interleaved
-                                                             or rope.rotary_dim != rope.head_dim)):
+    if rows == "llama" and (not rope.interleaved
+                            or rope.rotary_dim != rope.head_dim):
         raise ValueError(f"{where}: how the converter reorders the Q and K rows ({rows}: measured by "
                          "scripts/gguf_convert_table.py) does not say the checkpoint's pairs for this RoPE, so "
                          "they would be a guess; if the model's attention is a transformers model type's, pass "

@@ -173,6 +173,7 @@ def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
     layer."""
+    config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
         return gguf_convert.layer_types(*remote)
@@ -271,6 +272,7 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    config = _load(config)  # (read once: every layer's from_hf below takes the dict)
     remote = _remote(config, like)
     if remote is not None:
         return gguf_convert.layers(*remote, angle)
@@ -319,13 +321,13 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
     (its layer type read from the config). Returns None when that layer
     (or every layer of that type) applies no RoPE. Without either, the
-    RoPE every rotating layer shares (`summary()` lists the layers without).
-    Unknown rope type, missing or contradictory field: ValueError naming the key.
-    """
+    RoPE every rotating layer shares (`summary()` lists the layers without);
+    an unknown rope type, missing or contradictory field: a ValueError naming the key."""
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
+    config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
         return _from_converter(remote, layer_type, layer, angle)
