@@ -1,15 +1,18 @@
 #version 450
 /*
  * vkrope: the decode step in one submission, the kernel of
- * vkrope/ops/cache.py (`vkrope.rope_and_cache`): q and k RMS-normalised per
+ * vkrope/kernels/cache.py (`vkrope.rope_and_cache`): q and k RMS-normalised per
  * head (optional), rotated, the rotated k and the given v written into KV
  * caches at each token's row, the rotated q returned. What llama.cpp's
  * Vulkan backend fuses as RMS_NORM + MUL + ROPE + SET_ROWS and vLLM as
  * fused_qknorm_rope_cache.
  *
  * Compiled per variant of glsl/rope_cache.json by scripts/compile_shaders.py,
- * which defines X_HALF / X_BF16 (q, k, v and q_out: common.glsl) and C_HALF /
- * C_BF16 (the caches; neither: float32).
+ * which defines X_HALF / X_BF16 (q, k, v and q_out: common.glsl), C_HALF /
+ * C_BF16 (the caches; neither: float32) and GENERATED (frequencies computed
+ * here, glsl/freqs.glsl, from a spec: binding 6 is its columns table, one
+ * column per cos / sin column, binding 7 is not read, and each token's
+ * tokens.x is its coordinate word instead of a cos / sin row).
  *
  * Inputs (set 0), all buffers:
  *   binding 0  q_out    [B, Hq, S, D] (writeonly)
@@ -86,12 +89,19 @@ DECLARE_BUFFER_TENSOR(4, CSCALAR, k_cache)
 DECLARE_BUFFER_TENSOR(5, CSCALAR, v_cache)
 layout(std430, set = 0, binding = 4) buffer KCache4 { CVEC4 k_cache_texels[]; };
 layout(std430, set = 0, binding = 5) buffer VCache4 { CVEC4 v_cache_texels[]; };
+// GENERATED: how the angle is formed (glsl/freqs.glsl's ANGLE_*).
+layout(constant_id = 5) const int ANGLE = 0;
+#ifdef GENERATED
+#define FREQ_BINDING 6
+#include "freqs.glsl"
+#else
 layout(std430, set = 0, binding = 6) readonly buffer Cos { float cos_table[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Cos2 { vec2 cos2[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Cos4 { vec4 cos4[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Sin { float sin_table[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Sin2 { vec2 sin2[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Sin4 { vec4 sin4[]; };
+#endif
 layout(std430, set = 0, binding = 8) readonly buffer Tokens { ivec2 tokens[]; };
 layout(std430, set = 0, binding = 9) readonly buffer Weights { float weights[]; };
 layout(std430, set = 0, binding = 9) readonly buffer Weights4 { vec4 weights4[]; };
@@ -120,6 +130,7 @@ layout(push_constant) uniform Params {
   uint t_base;       // cos / sin row at which those bindings start
   uint eps;          // NORM: float32 bits of eps
   uint weight_add;   // NORM: float32 bits added to each weight (1.0 for Gemma's 1 + w)
+  uint magnitude;    // GENERATED: float32 bits of the factor cos and sin are multiplied by
 } p;
 
 uint role;  // this invocation's: role, or from its row with ROLE_ALL
@@ -145,9 +156,16 @@ vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
               diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
 }
 
+#ifdef GENERATED
+// (cos, sin) of column col for the token's coordinate word w.
+vec2 generated_cs(int w, uint col, float inv) {
+  return freq_cs(ANGLE, false, col, p.rot_half, inv, w, 0u, uintBitsToFloat(p.magnitude));
+}
+#endif
+
 // WHOLE_TEXELS: the texel at v0 of row r (q or k), normalised and rotated
-// by the (cos, sin) row t0 / rot_half.
-vec4 rotated_texel(uint r, uint v0, uint t0) {
+// by the (cos, sin) row t0 / rot_half (GENERATED: at coordinate word w).
+vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   uint base = (r * p.head_dim - p.x_base) >> 2;  // the row's first texel
   vec4 x = load_x4(base + (v0 >> 2));
   float scale = 1.0;
@@ -167,8 +185,14 @@ vec4 rotated_texel(uint r, uint v0, uint t0) {
     return x;
   }
   if (INTERLEAVED) {  // pairs (x, y) and (z, w): columns v0/2 and v0/2 + 1
+#ifdef GENERATED
+    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : freq_inv2[v0 >> 2];
+    vec2 a = generated_cs(w, v0 >> 1, inv.x), b = generated_cs(w, (v0 >> 1) + 1u, inv.y);
+    vec2 c = vec2(a.x, b.x), sn = vec2(a.y, b.y);
+#else
     uint i = (t0 + (v0 >> 1)) >> 1;
     vec2 c = cos2[i], sn = sin2[i];
+#endif
     return rotate4(x, c.xxyy, vec4(x.y, -x.x, x.w, -x.z), sn.xxyy);
   }
   bool first = v0 < p.rot_half;
@@ -177,8 +201,16 @@ vec4 rotated_texel(uint r, uint v0, uint t0) {
   if (NORM) {
     partner *= scale * (weights4[w0 + (pv >> 2)] + add);
   }
+#ifdef GENERATED
+  uint col = first ? v0 : pv;  // a multiple of 4
+  vec4 inv = ANGLE == ANGLE_EXACT ? vec4(0.0) : freq_inv4[col >> 2];
+  vec2 c0 = generated_cs(w, col, inv.x), c1 = generated_cs(w, col + 1u, inv.y);
+  vec2 c2 = generated_cs(w, col + 2u, inv.z), c3 = generated_cs(w, col + 3u, inv.w);
+  return rotate4(x, vec4(c0.x, c1.x, c2.x, c3.x), first ? partner : -partner, vec4(c0.y, c1.y, c2.y, c3.y));
+#else
   uint col = (t0 + (first ? v0 : pv)) >> 2;
   return rotate4(x, cos4[col], first ? partner : -partner, sin4[col]);
+#endif
 }
 
 void main() {
@@ -206,13 +238,18 @@ void main() {
   uint h = (r / p.n_tokens) % heads;
   uint b = r / (p.n_tokens * heads);
   ivec2 tok = tokens[b * p.n_tokens + s - p.tok_base];
+#ifdef GENERATED
+  uint t0 = 0u;
+#else
+  uint t0 = (uint(tok.x) - p.t_base) * p.rot_half;
+#endif
   uint row = uint(tok.y) + h * p.head_stride;  // (k and v) the cache row
   if (role != ROLE_Q && (tok.y < 0 || row * p.head_dim < p.cache_base || row * p.head_dim >= p.cache_end)) {
     return;  // this token writes no cache row, or one outside this dispatch's slice
   }
   if (WHOLE_TEXELS) {
     vec4 y = role == ROLE_V ? load_x4((r * p.head_dim + v0 - p.x_base) >> 2)
-                              : rotated_texel(r, v0, (uint(tok.x) - p.t_base) * p.rot_half);
+                              : rotated_texel(r, v0, t0, tok.x);
     if (role == ROLE_Q) {
       q_out_texels[(r * p.head_dim + v0 - p.x_base) >> 2] = to_x_vec4(round_to_x(y));
     } else if (role == ROLE_K) {
@@ -241,7 +278,6 @@ void main() {
       w0 = role == ROLE_Q ? 0u : p.head_dim;
     }
     uint rot = 2u * p.rot_half;
-    uint t0 = (uint(tok.x) - p.t_base) * p.rot_half;
     for (uint l = 0u; l < lanes; ++l) {
       uint j = v0 + l;
       float xj = load_x(r, j);
@@ -259,8 +295,14 @@ void main() {
       if (NORM) {
         partner *= scale * (weights[w0 + pj] + uintBitsToFloat(p.weight_add));
       }
+#ifdef GENERATED
+      vec2 cs = generated_cs(tok.x, i, ANGLE == ANGLE_EXACT ? 0.0 : freq_inv[i]);
+      float c = cs.x;
+      float sn = cs.y;
+#else
       float c = cos_table[t0 + i];
       float sn = sin_table[t0 + i];
+#endif
       // first: x c - partner s; second: x c + partner s
       y[l] = diff_of_products(xj, c, first ? partner : -partner, sn);
     }

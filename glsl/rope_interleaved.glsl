@@ -1,7 +1,7 @@
 #version 450
 /*
  * vkrope: interleaved ("complex-number") rotary position embedding, the
- * operator of vkrope/ops/interleaved.py (SAM2 / EdgeTAM, ExecuTorch's
+ * operator of vkrope/kernels/interleaved.py (SAM2 / EdgeTAM, ExecuTorch's
  * et_vk.apply_rotary_emb_interleaved).
  *
  * Compiled per variant of glsl/rope_interleaved.json by
@@ -60,10 +60,9 @@ layout(constant_id = 3) const bool FLAT_ROWS = false;
 // row(n) = n and no integer division runs (lavapipe runs both sides of a
 // select, and a division per lane costs as much as the rest of the kernel).
 layout(constant_id = 4) const bool REPEAT = true;
-// GENERATED: how the angle is formed (ANGLE_* below) and whether rows are
-// cells of an axial grid. Specialization constants, not flags: a CPU driver
-// runs both sides of every branch, so a flag would pay for every mode.
-// (ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT: glsl/tensor.glsl)
+// GENERATED: how the angle is formed (glsl/freqs.glsl's ANGLE_*) and whether
+// rows are cells of an axial grid. Specialization constants, not flags: a CPU
+// driver runs both sides of every branch, so a flag would pay for every mode.
 layout(constant_id = 5) const int ANGLE = 0;
 layout(constant_id = 6) const bool AXIAL = false;
 
@@ -71,16 +70,13 @@ layout(constant_id = 6) const bool AXIAL = false;
 DECLARE_TENSOR(0, writeonly, out)
 DECLARE_TENSOR(1, readonly, x)
 #ifdef GENERATED
-// Frequencies computed here (vkrope/freqs.py AxialFreqs, RopeFreqs): the
-// float32 inverse frequency of each pair column k (padded to whole uvec4s; a
-// texel's two pairs are one vec2 load: per-lane loads are what costs on a
-// CPU driver), then the quarter turns of each for the exact angle (uvec4).
-// A token's row is its position (RopeFreqs: with ANGLE_EXACT, else the bits
-// of its float32 position / scale, divided on the host) or its index in the
-// axial grid (AXIAL: x = row % axial_end_x for the first C/4 pairs, y = row /
-// axial_end_x for the rest).
-layout(std430, set = 0, binding = 2) readonly buffer InvPairs { vec2 inv_pairs[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Columns { uvec4 columns[]; };
+// Frequencies computed here (glsl/freqs.glsl): binding 2 is the columns
+// table, one column per pair. A token's row is its coordinate word (its
+// position, or the bits of its float32 scaled position) or its index in an
+// axial grid (AXIAL: x = row % axial_end_x, y = row / axial_end_x; the first
+// C/4 columns turn by x, the rest by y).
+#define FREQ_BINDING 2
+#include "freqs.glsl"
 #else
 layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
@@ -113,16 +109,15 @@ layout(push_constant) uniform Params {
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of pair column k at coordinate c (ANGLE_EXACT) or of t * inv
-// (the float32 angle: t the coordinate's float32 factor, inv the column's
-// inverse frequency), times the spec's magnitude.
-vec2 generated_cs(uint c, float t, float inv, uint k) {
-  uvec3 q = uvec3(0u);
-  if (ANGLE == ANGLE_EXACT) {
-    q = columns[(p.pairs_per_row + 3u) / 4u + k].xyz;
-  }
-  // exact for 1.0: specs without a factor get cos / sin as they are
-  return angle_cs(ANGLE, c, t, inv, q) * uintBitsToFloat(p.magnitude);
+// (cos, sin) of pair column k for the coordinate word w (glsl/freqs.glsl).
+vec2 generated_cs(int w, float inv, uint k) {
+  return freq_cs(ANGLE, false, k, p.pairs_per_row, inv, w, 0u, uintBitsToFloat(p.magnitude));
+}
+
+// An axial grid coordinate as the word freq_cs reads: itself for the exact
+// angle, else the bits of it as a float32.
+int grid_word(uint c) {
+  return ANGLE == ANGLE_EXACT ? int(c) : floatBitsToInt(float(c));
 }
 
 // n / d for n < 2^24, d >= 1, without an integer division. n times the
@@ -214,22 +209,21 @@ void main() {
 #endif
   if (frow >= 0) {
 #ifdef GENERATED
-    // The coordinate of each of the texel's two pairs, found once per texel.
-    uint c0 = uint(frow), c1 = c0;
-    float t0 = intBitsToFloat(frow), t1 = t0;
+    // The coordinate word of each of the texel's two pairs, found once per texel.
+    int w0 = frow, w1 = frow;
     if (AXIAL) {
       uint y = div_small(uint(frow), p.axial_end_x);
       uint x = uint(frow) - y * p.axial_end_x;
-      uint x_pairs = p.pairs_per_row / 2u;  // the first C/4 pairs turn by x, the rest by y
-      c0 = k0 < x_pairs ? x : y;
-      c1 = k0 + 1u < x_pairs ? x : y;
-      t0 = float(c0);
-      t1 = float(c1);
+      // The grid's x columns come first, then y's (vkrope/ops/lowering.py):
+      // arithmetic, not the column's axis word (a load per pair on a CPU driver).
+      uint x_pairs = p.pairs_per_row / 2u;
+      w0 = grid_word(k0 < x_pairs ? x : y);
+      w1 = grid_word(k0 + 1u < x_pairs ? x : y);
     }
-    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : inv_pairs[k0 >> 1];  // both pairs' frequencies, one load
-    v.xy = rotate_pair(v.xy, generated_cs(c0, t0, inv.x, k0));
+    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : freq_inv2[k0 >> 1];  // both pairs' frequencies, one load
+    v.xy = rotate_pair(v.xy, generated_cs(w0, inv.x, k0));
     if (second) {
-      v.zw = rotate_pair(v.zw, generated_cs(c1, t1, inv.y, k0 + 1u));
+      v.zw = rotate_pair(v.zw, generated_cs(w1, inv.y, k0 + 1u));
     }
 #else
     uint fi = uint(frow) * p.pairs_per_row + k0 - p.f_base;

@@ -1,7 +1,7 @@
 #version 450
 /*
  * vkrope: RoPE with separate cos / sin tables, interleaved or rotate-half
- * pairs and partial rotary, the kernel of vkrope/ops/table.py (ONNX
+ * pairs and partial rotary, the kernel of vkrope/kernels/table.py (ONNX
  * RotaryEmbedding-23, ExecuTorch's et_vk.apply_rotary_emb and
  * apply_rotary_emb_hf, Hugging Face's apply_rotary_pos_emb).
  *
@@ -33,9 +33,9 @@
  *   rotate-half: pair (i, i + rot/2), col = i (FLAG_FULL_TABLE: col = j, the
  *     table holds all rot columns, as Hugging Face's cat(freqs, freqs))
  *     out[i]    = x[i] c - x[i+h] s,     out[i+h]  = x[i+h] c + x[i] s
- * GENERATED: (c, s) of column col computed here from the token's position
- * (RopeFreqs, InvFreqs), or with ND from its id on the column's axis (NdFreqs:
- * N-D axial RoPE, vkrope.apply_nd; M-RoPE InvFreqs: position ids [3, B, S]).
+ * GENERATED: (c, s) of column col computed here (glsl/freqs.glsl) from the
+ * token's coordinate, or with ND from its coordinate on the column's axis
+ * (N-D axial RoPE, vkrope.apply_nd; M-RoPE: position ids [3, B, S]).
  * Channels j >= rot pass through. Products use Kahan's fma form and float16 and
  * bfloat16 results are rounded once to nearest-even (common.glsl); a texel that only
  * passes through is copied as raw bits on buffers.
@@ -56,33 +56,27 @@ layout(constant_id = 2) const bool ALIGNED = true;
 // and rotates or passes whole, a rotate-half partner is a whole texel rot/2
 // away and its cos / sin are one vec4 each: no per-value loop.
 layout(constant_id = 3) const bool WHOLE_TEXELS = false;
-// Pairs (2i, 2i+1), else rotate-half; GENERATED: the exact angle, else the
-// float32 one. Specialization constants, not flags: a CPU driver (lavapipe)
-// runs both sides of every branch, so a flag would pay for both layouts and
-// both angle modes on every texel.
+// Pairs (2i, 2i+1), else rotate-half; GENERATED: how the angle is formed
+// (glsl/freqs.glsl's ANGLE_*). Specialization constants, not flags: a CPU
+// driver (lavapipe) runs both sides of every branch, so a flag would pay for
+// both layouts and every angle mode on every texel.
 layout(constant_id = 4) const bool INTERLEAVED = false;
-layout(constant_id = 5) const bool EXACT = false;
-// N-D axial frequencies (vkrope.NdFreqs, GENERATED only): row_of holds id_words
-// words per token, (whole, frac) of its id on each axis (EXACT: the id is
-// whole + frac / 2^32; else whole holds the float32 id's bits), and each
-// column's axis is the fourth word of its freq_q; every token rotates.
+layout(constant_id = 5) const int ANGLE = 0;
+// Several coordinates per token (GENERATED only: N-D axial RoPE, M-RoPE):
+// row_of holds id_words words per token, the two words of its coordinate on
+// each axis (glsl/freqs.glsl), and each column reads the axis its column
+// word names; every token rotates.
 layout(constant_id = 6) const bool ND = false;
 
 DECLARE_TENSOR(0, writeonly, out)
 DECLARE_TENSOR(1, readonly, x)
 #ifdef GENERATED
-// Frequencies computed here (vkrope/freqs.py RopeFreqs): binding 2 holds the
-// float32 inverse frequency of each column, binding 3 its quarter turns for
-// the exact angle; row_of holds each token's position (EXACT) or the
-// bits of its float32 position / scale, divided on the host as the
-// frameworks do.
-layout(std430, set = 0, binding = 2) readonly buffer InvFreq { float inv_freq[]; };
-// Whole texels read the frequencies of their 2 (interleaved) or 4 columns
-// in one load: per-lane loads are what costs on a CPU driver.
-layout(std430, set = 0, binding = 2) readonly buffer InvFreq2 { vec2 inv_freq2[]; };
-layout(std430, set = 0, binding = 2) readonly buffer InvFreq4 { vec4 inv_freq4[]; };
-layout(std430, set = 0, binding = 3) readonly buffer FreqQ { uvec4 freq_q[]; };
-
+// Frequencies computed here (glsl/freqs.glsl): binding 2 is the columns
+// table, one column per cos / sin column (rot/2); binding 3 is not read.
+// Without ND, row_of holds each token's coordinate word (its position, or
+// the bits of its float32 scaled position).
+#define FREQ_BINDING 2
+#include "freqs.glsl"
 #else
 layout(std430, set = 0, binding = 2) readonly buffer Cos { FSCALAR cos_table[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Cos4 { FVEC4 cos_table4[]; };
@@ -119,25 +113,18 @@ layout(push_constant) uniform Params {
 } p;
 
 #ifdef GENERATED
-// (cos, sin) of column col (inverse frequency inv) for token value trow
-// (ND: for the ids of token tok, its index in row_of's tokens), times the
-// spec's magnitude.
+// (cos, sin) of column col (inverse frequency inv) for the coordinate word
+// trow (ND: for the coordinates of token tok, its index in row_of's tokens,
+// on the column's axis).
 vec2 generated_cs(int trow, uint tok, uint col, float inv) {
-  uvec4 q = uvec4(0u);
-  if (EXACT || ND) {
-    q = freq_q[col];
+  int w0 = trow;
+  uint w1 = 0u;
+  if (ND) {
+    uint at = tok * p.id_words + 2u * freq_column(col, p.rot_half).w;
+    w0 = row_of[at];
+    w1 = uint(row_of[at + 1u]);
   }
-  if (ND) {  // (M-RoPE has an attention factor; N-D specs multiply by an exact 1.0)
-    uint at = tok * p.id_words + 2u * q.w;
-    int whole = row_of[at];
-    if (EXACT) {
-      return cos_sin_exact_fixed(whole, uint(row_of[at + 1u]), q.xyz) * uintBitsToFloat(p.magnitude);
-    }
-    return angle_cs(ANGLE_FLOAT32, 0u, intBitsToFloat(whole), inv, q.xyz) * uintBitsToFloat(p.magnitude);
-  }
-  // exact for 1.0: specs without a factor get cos / sin as they are
-  return angle_cs(EXACT ? ANGLE_EXACT : ANGLE_FLOAT32, uint(trow), intBitsToFloat(trow), inv, q.xyz)
-         * uintBitsToFloat(p.magnitude);
+  return freq_cs(ANGLE, ND, col, p.rot_half, inv, w0, w1, uintBitsToFloat(p.magnitude));
 }
 #endif
 
@@ -178,13 +165,13 @@ vec4 rotate_texel(uint r, uint v0, int trow, uint tok, vec4 x) {
   }
 #ifdef GENERATED
   if (INTERLEAVED) {  // columns j0/2 and j0/2 + 1 (j0 % 4 == 0)
-    vec2 inv = EXACT ? vec2(0.0) : inv_freq2[j0 >> 2];
+    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : freq_inv2[j0 >> 2];
     vec2 a = generated_cs(trow, tok, j0 >> 1, inv.x), b = generated_cs(trow, tok, (j0 >> 1) + 1u, inv.y);
     return rotate4(x, vec4(a.x, a.x, b.x, b.x), vec4(x.y, -x.x, x.w, -x.z), vec4(a.y, a.y, b.y, b.y));
   }
   bool first = j0 < p.rot_half;
   uint col = first ? j0 : j0 - p.rot_half;  // a multiple of 4
-  vec4 inv = EXACT ? vec4(0.0) : inv_freq4[col >> 2];
+  vec4 inv = ANGLE == ANGLE_EXACT ? vec4(0.0) : freq_inv4[col >> 2];
   vec2 c0 = generated_cs(trow, tok, col, inv.x), c1 = generated_cs(trow, tok, col + 1u, inv.y);
   vec2 c2 = generated_cs(trow, tok, col + 2u, inv.z), c3 = generated_cs(trow, tok, col + 3u, inv.w);
   vec4 c = vec4(c0.x, c1.x, c2.x, c3.x);
@@ -291,7 +278,7 @@ void main() {
       float partner = (pv >= v0 && pv < v0 + 4u) ? x[pv - v0] : load_value(r, pv);
       uint col = full ? j : i;
 #ifdef GENERATED
-      vec2 cs = generated_cs(trow, tok, col, EXACT ? 0.0 : inv_freq[col]);
+      vec2 cs = generated_cs(trow, tok, col, ANGLE == ANGLE_EXACT ? 0.0 : freq_inv[col]);
       float c = cs.x;
       float s = cs.y;
 #else

@@ -1,7 +1,7 @@
 /*
  * vkrope: what every tensor kernel shares (included after common.glsl):
- * tensor bindings, the texel addressing of width-packed images, and the
- * (cos, sin) of frequencies computed in the shader.
+ * tensor bindings and the texel addressing of width-packed images (the
+ * (cos, sin) of frequencies computed in the shader: glsl/freqs.glsl).
  *
  * DECLARE_TENSOR(B, ACCESS, NAME) declares binding B as a tensor:
  *   STORAGE_BUFFER     NAME_raw4[] (XRAW4: a texel as raw bits), NAME_raw2[]
@@ -24,12 +24,7 @@
  * row `row` lies in a width-packed image: each tensor row takes
  * ceil(row_texels / width) image rows of `width` texels, and image rows fold
  * over height then depth (vkrope/runtime/layout.py, image_extent).
- *
- * GENERATED kernels (frequencies computed here, glsl/trig.glsl) get
- * angle_cs(mode, c, t, inv, q): (cos, sin) of the angle of integer
- * coordinate c in ANGLE_EXACT mode (q: the frequency's quarter turns), else
- * of the float32 product t * inv rounded once (ANGLE_SHORT: |t * inv| <=
- * 8192, the cheaper reduction).
+
  */
 #ifndef VKROPE_TENSOR_GLSL
 #define VKROPE_TENSOR_GLSL
@@ -68,21 +63,5 @@ ivec3 image_texel(uint row, uint c4, uint row_texels, uint width, uint height) {
   uint vrow = row * parts + c4 / width;
   return ivec3(int(c4 % width), int(vrow % height), int(vrow / height));
 }
-
-#ifdef GENERATED
-#include "trig.glsl"
-
-const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), the full range reduction (any float32 angle)
-const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
-const int ANGLE_EXACT = 2;    // coordinate * float64 frequency, reduced exactly
-
-vec2 angle_cs(int mode, uint c, float t, float inv, uvec3 q) {
-  if (mode == ANGLE_EXACT) {
-    return cos_sin_exact(c, q);
-  }
-  precise float angle = t * inv;  // rounded once, as fl32(t * inv)
-  return mode == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);
-}
-#endif
 
 #endif

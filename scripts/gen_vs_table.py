@@ -63,33 +63,33 @@ print(json.dumps(out))
 
 
 KERNEL = "glsl/rope_interleaved.glsl"
-TRIG = "  return angle_cs(ANGLE, c, t, inv, q) * uintBitsToFloat(p.magnitude);"
-LOAD = "    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : inv_pairs[k0 >> 1];  // both pairs' frequencies, one load"
-SPLIT = "      uint y = div_small(uint(frow), p.axial_end_x);"
+FREQS_GLSL = "glsl/freqs.glsl"
+TRIG = (FREQS_GLSL, "    cs = mode == ANGLE_SHORT ? cos_sin_short(angle) : cos_sin(angle);")
+LOAD = (KERNEL, "    vec2 inv = ANGLE == ANGLE_EXACT ? vec2(0.0) : freq_inv2[k0 >> 1];  // both pairs' frequencies, one load")
+SPLIT = (KERNEL, "      uint y = div_small(uint(frow), p.axial_end_x);")
 # The angle still formed (t * inv, rounded once), cos / sin replaced by constants.
-NO_TRIG = "  precise float angle = t * inv;\n  return vec2(angle * 1e-30 + 0.6, 0.8) * uintBitsToFloat(p.magnitude);"
-ABLATIONS = {  # name: the edits of glsl/rope_interleaved.glsl, cumulative
-    "no-trig": [(TRIG, NO_TRIG)],
-    "no-trig-no-load": [(TRIG, NO_TRIG), (LOAD, "    vec2 inv = vec2(1.0);")],
-    "no-frequency-work": [(TRIG, NO_TRIG), (LOAD, "    vec2 inv = vec2(1.0);"),
-                          (SPLIT, "      uint y = uint(frow) >> 6;")],
+NO_TRIG = "    cs = vec2(angle * 1e-30 + 0.6, 0.8);"
+ABLATIONS = {  # name: the edits (file, old, new), cumulative
+    "no-trig": [(*TRIG, NO_TRIG)],
+    "no-trig-no-load": [(*TRIG, NO_TRIG), (*LOAD, "    vec2 inv = vec2(1.0);")],
+    "no-frequency-work": [(*TRIG, NO_TRIG), (*LOAD, "    vec2 inv = vec2(1.0);"),
+                          (*SPLIT, "      uint y = uint(frow) >> 6;")],
 }
 
 
 def ablated_trees(root: Path, work: Path) -> list[str]:
-    """Copies of `root` with each ablation's kernel edits, compiled."""
+    """Copies of `root` with each ablation's shader edits, compiled."""
     trees = []
     for name, edits in ABLATIONS.items():
         tree = work / name
         for part in ("vkrope", "glsl", "spirv", "scripts"):
             shutil.copytree(root / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
-        path = tree / KERNEL
-        text = path.read_text()
-        for old, new in edits:
+        for file, old, new in edits:
+            path = tree / file
+            text = path.read_text()
             if old not in text:
-                sys.exit(f"gen_vs_table.py: --ablate: {KERNEL} no longer holds {old.strip()!r}; update ABLATIONS")
-            text = text.replace(old, new)
-        path.write_text(text)
+                sys.exit(f"gen_vs_table.py: --ablate: {file} no longer holds {old.strip()!r}; update ABLATIONS")
+            path.write_text(text.replace(old, new))
         subprocess.run([sys.executable, str(tree / "scripts" / "compile_shaders.py")], check=True,
                        capture_output=True)
         trees.append(str(tree))

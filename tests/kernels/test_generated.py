@@ -217,9 +217,10 @@ def test_axial_grids_up_to_2_pow_24_rows(device, angle, grid, theta, short):
     which, from its own fields)."""
     dim, (ex, ey) = 8, grid
     spec = vkrope.AxialFreqs(dim, ex, ey, theta=theta, angle=angle)
-    from vkrope.kernels import interleaved  # noqa: PLC0415
+    from vkrope.kernels.generated import ANGLE_SHORT  # noqa: PLC0415
+    from vkrope.ops.lowering import lower  # noqa: PLC0415
 
-    assert (interleaved.angle_mode(spec) == interleaved.ANGLE_SHORT) == (short and angle == "float32")
+    assert (lower(spec).angle == ANGLE_SHORT) == (short and angle == "float32")
     rng = np.random.default_rng(9)
     edges = np.array([0, 1, ex - 1, ex, ex + 1, ex * ey - 1, ex * ey - 2, ex * (ey - 1), ex * (ey - 1) - 1])
     near_top = np.arange(ex * ey - 3000, ex * ey)  # quotients near 2^24, where float estimates are off
@@ -383,3 +384,17 @@ def test_the_float32_power_is_correctly_rounded():
             want = np.array([nearest32((lnb * Decimal(float(v))).exp()) for v in e], np.float32)
             got = vk_pow32(base, e)
             assert np.array_equal(got.view(np.int32), want.view(np.int32)), (base, dim)
+
+
+def test_an_axial_grid_lowers_x_columns_first():
+    """The interleaved kernel's AXIAL mode turns the first C/4 columns by x
+    and the rest by y (arithmetic, not a load per pair): the lowering must
+    lay a grid's columns out that way, each half with the grid's frequencies."""
+    from vkrope.ops.lowering import lower  # noqa: PLC0415
+
+    spec = vkrope.AxialFreqs(16, 5, 3, theta=100.0)
+    gen = lower(spec)
+    assert gen.grid_width == 5 and gen.n_columns == 8
+    assert gen.axis.tolist() == [0] * 4 + [1] * 4
+    assert np.array_equal(gen.inv32[:4], gen.inv32[4:])
+    assert np.array_equal(gen.inv32[:4], spec.inv_freq32)

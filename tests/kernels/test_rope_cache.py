@@ -2,12 +2,16 @@
 float64 oracle of tests/oracles/oracle_cache.py: every dtype of q and of the
 caches, contiguous and paged caches, interleaved and rotate-half pairs,
 partial rotary, RMSNorm (w and 1 + w), numpy and resident arguments, a
-RopeFreqs spec or numpy / resident (cos, sin) caches. Caches are poisoned
-before each step: every row the step does not write must keep its bits."""
+RopeFreqs spec or numpy / resident (cos, sin) caches; a model's own RoPE
+(from its config) and the exact angle computed in the shader, against
+tests/oracles/oracle_hf.py and float64 angles. Caches are poisoned before
+each step: every row the step does not write must keep its bits."""
 
 from __future__ import annotations
 
+import json
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +19,9 @@ import pytest
 import vkrope
 from oracle import BF16, bf16_round, bf16_ulp, bf16_values
 from oracle_cache import decode_step
+import oracle_hf
+
+HF_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
 IDS = ["f32", "f16", "bf16"]
@@ -380,3 +387,42 @@ def test_row_blocks_of_several_batch_items(make_device):
     y = dev.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos)
     assert dev.stats()["submissions"] - before > 1  # row blocks
     check_step(dev, q, k, v, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
+
+
+# llama3's bands; YaRN's attention factor (the magnitude); partial rotary 32 of
+# 80 (whole texels); interleaved pairs over half the head
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen2.5-7b-yarn", "phi-2", "glm-4-9b"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_a_models_rope_computed_in_the_shader(device, name, dtype):
+    """rope_and_cache with a `ModelRope`: the frequencies come from the
+    shader (glsl/freqs.glsl), each token's from its position; against
+    transformers' formulas written out in oracle_hf, at positions up to
+    100000 (paged caches: a position only picks the angle)."""
+    path = HF_CONFIGS / f"{name}.json"
+    rope = vkrope.from_hf(str(path))
+    ref = oracle_hf.rope_of(json.loads(path.read_text()))
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    b, s, d, rot = 2, 3, rope.head_dim, rope.rotary_dim
+    q, k, v, kc0, vc0, _, slots = setup(rng, dtype, dtype, True, d=d, hq=2, hk=1)
+    pos = np.array([[0, 1, 4097], [99999, 31, 65536]])
+    cos, sin = (t.reshape(b * s, -1)[:, :rot // 2] for t in oracle_hf.cos_sin(ref, pos))
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    y = device.rope_and_cache(q, k, v, kc, vc, rope, pos, slots=slots, interleaved=rope.interleaved)
+    check_step(device, q, k, v, kc0, vc0, cos, sin, np.arange(b * s).reshape(b, s), y, kc.get(), vc.get(),
+               slots=slots, interleaved=rope.interleaved)
+
+
+@pytest.mark.parametrize("d, rot, interleaved", [(16, 16, False), (16, 16, True), (12, 8, False)])
+def test_the_exact_angle_in_the_shader(device, d, rot, interleaved):
+    """A RopeFreqs spec with angle="exact": cos / sin of position times the
+    float64 frequency, reduced exactly, at positions where the float32 angle
+    is off by far more than the tolerance (up to 2^24 - 1)."""
+    rng = np.random.default_rng(d + rot + interleaved)
+    q, k, v, kc0, vc0, _, slots = setup(rng, np.dtype(np.float32), np.dtype(np.float32), True, d=d, blocks=8)
+    pos = np.array([[0, 12345, 2**24 - 1], [1_000_003, 7, 2**23 + 5]])
+    spec = vkrope.RopeFreqs(rot, base=10000.0, angle="exact")
+    a = pos.reshape(-1, 1).astype(np.float64) * (1.0 / 10000.0 ** (np.arange(0, rot, 2) / rot))
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    y = device.rope_and_cache(q, k, v, kc, vc, spec, pos, slots=slots, interleaved=interleaved)
+    check_step(device, q, k, v, kc0, vc0, np.cos(a), np.sin(a), np.arange(6).reshape(2, 3), y, kc.get(), vc.get(),
+               slots=slots, interleaved=interleaved)

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..kernels import interleaved
 from ..ops import sam2
+from ..ops.lowering import lower
 from .baselines import numpy_rope
 from .timing import time_copy, time_request, time_texel_copy
 from ..device import Device
@@ -295,7 +295,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
         cases.append(("buffer", "generated", spec))
     rows = []
     for storage, kind, freqs in cases:
-        moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else interleaved.columns(freqs).nbytes)
+        moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else lower(freqs).columns.nbytes)
         copy_s = _median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
         req = sam2.check(x, freqs, storage=storage)
         y = np.empty_like(x)

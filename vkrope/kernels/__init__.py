@@ -49,30 +49,3 @@ def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
 
     return [Tensor(name, a, tuple(a.shape), np.dtype(a.dtype), table=True) for name, a in given
             if isinstance(a, (np.ndarray, DeviceArray))]
-
-
-ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
-
-
-def magnitude_bits(spec: Any) -> int:
-    """The kernels' `magnitude` push constant for a spec: the float32 bits
-    of its cos / sin factor (1.0 for specs without one)."""
-    return int(np.float32(spec.magnitude).view(np.uint32))
-
-
-def spec_rows(spec: Any, positions: np.ndarray) -> np.ndarray:
-    """int32, what the kernels read for each token of a 1-D spec (checked
-    positions, -1 = pass through, kept): its position for the exact angle,
-    else the bits of its float32 scaled position (RopeFreqs.scaled_positions)."""
-    p = np.asarray(positions, np.int64)
-    if spec.angle == "exact":
-        return p.astype(np.int32)
-    bits = spec.scaled_positions(p).view(np.int32)
-    return np.where(p < 0, -1, bits).astype(np.int32)
-
-
-def spec_angles(spec: Any, rows: np.ndarray) -> np.ndarray:
-    """The angles [len(rows), dim/2] of `spec_rows` values (none -1), as the
-    kernels form them (RopeFreqs.angles_at)."""
-    rows = np.asarray(rows, np.int32).reshape(-1)
-    return spec.angles_at(rows.view(np.float32), rows)

@@ -7,10 +7,11 @@ Caches are `DeviceArray`s updated in place: contiguous `[B, Hk, S_max, D]`
 (token (b, s) of head h at row `(b*Hk + h)*S_max + position_ids[b, s]`), or
 paged `[num_blocks, block_size, Hk, D]` as vLLM's (`slots[b, s]` a flat
 slot `block * block_size + offset`, -1 writes nothing; head h at row
-`slot*Hk + h`). The frequencies are a `RopeFreqs` spec or `(cos, sin)`
+`slot*Hk + h`). The frequencies are computed in the shader (a `Generated`,
+glsl/freqs.glsl: each token's word its position) or read from `(cos, sin)`
 caches `[max_pos, rot/2]` (numpy, or float32 DeviceArrays bound where they
-are); per call the kernel reads one (cos, sin) row and one cache row per
-token, so a decode loop replays its recording (positions and slots are
+are); per call the kernel reads one (cos, sin) row (or word) and one cache
+row per token, so a decode loop replays its recording (positions and slots are
 data), unless a cache or resident table is past one binding: then each
 dispatch binds a window that follows the positions.
 """
@@ -25,6 +26,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import TensorRequest, given_tables
+from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.kernels import find
@@ -38,6 +40,7 @@ ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q
 # others, in glsl/rope_cache.json's order and access, as stand-ins);
 # ROLE_ALL's launch uses every one.
 USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache")}
+STAND_IN = np.zeros(1, np.uint32)  # a table binding the variant does not read
 
 
 @dataclass
@@ -50,9 +53,9 @@ class Request(TensorRequest):
     k_cache: Any  # DeviceArray (buffer), rows of D values
     v_cache: Any
     out: Any  # q's output: numpy, DeviceArray or None
-    cos: Any  # float32 [table rows, rot/2]: numpy (gathered per token) or a DeviceArray
-    sin: Any
-    tokens: np.ndarray  # int32 [B*S, 2]: (cos / sin row, cache row of head 0 or -1)
+    cos: Any  # float32 [table rows, rot/2]: numpy (gathered per token) or a DeviceArray; or a `Generated`
+    sin: Any  # (None with a `Generated`)
+    tokens: np.ndarray  # int32 [B*S, 2]: (cos / sin row or generated: coordinate word, cache row of head 0 or -1)
     head_stride: int  # cache rows between head h and h + 1 of one token
     rot_half: int
     interleaved: bool
@@ -61,6 +64,11 @@ class Request(TensorRequest):
     weight_add: float
     gathered: bool  # cos / sin hold the tokens' own rows (row t for token t), gathered on the host
     given: tuple[tuple[str, Any], ...] = ()  # the caller's tables, as passed (job ordering)
+
+    @property
+    def generated(self) -> bool:
+        """Frequencies computed in the shader (a `Generated` in `cos`)."""
+        return is_generated(self.cos)
 
     @property
     def empty(self) -> bool:
@@ -130,6 +138,9 @@ class Plan:
     workgroup: tuple[int, int]
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # per segment: ((tok0, tok1), (t0, t1)) of the tables it binds
+    generated: bool = False  # frequencies computed in the shader
+    angle: int = ANGLE_FLOAT32  # generated: generated.ANGLE_* (the kernel's ANGLE)
+    magnitude_bits: int = ONE_BITS  # generated: float32 bits of the cos / sin factor
 
     def may_alias(self, written: str, read: str) -> bool:
         """Nothing: an invocation reads a whole head of q (the norm, the
@@ -139,12 +150,12 @@ class Plan:
     def launches(self, where: Any, tables: list[list[Arg]]) -> tuple[Launch, ...]:
         """One launch per chunk over the bound tensors (where: resource and
         byte offset of each) and its segment's (cos, sin, tokens, weights)."""
-        kernel = find(KERNEL, x=axis(self.x_dtype), cache=axis(self.c_dtype))
+        kernel = find(KERNEL, x=axis(self.x_dtype), cache=axis(self.c_dtype), freqs="gen" if self.generated else "32")
         item, citem = np.dtype(self.x_dtype).itemsize, np.dtype(self.c_dtype).itemsize
         wx, wy = self.workgroup
         whole = self.head_dim % 4 == 0 and self.rot_half % (2 if self.interleaved else 4) == 0
         spec = (("local_size_x", wx), ("local_size_y", wy), ("INTERLEAVED", int(self.interleaved)),
-                ("NORM", int(self.norm)), ("WHOLE_TEXELS", int(whole)))
+                ("NORM", int(self.norm)), ("WHOLE_TEXELS", int(whole)), ("ANGLE", self.angle))
         out = []
         q_rows, k_rows = self.q_rows, self.k_rows
         for ch in self.chunks:
@@ -169,7 +180,7 @@ class Plan:
                         hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
                         cache_end=ch.cache_base + ch.cache_values, tok_base=ch.tok_base, t_base=ch.t_base,
-                        eps=self.eps_bits, weight_add=self.add_bits)
+                        eps=self.eps_bits, weight_add=self.add_bits, magnitude=self.magnitude_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             cos, sin, tokens, weights = tables[ch.segment]
             out.append(Launch(kernel.name, spec, tuple(push.items()),
@@ -184,8 +195,9 @@ def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
     positions)."""
     budget = fit.binding_budget(limits, 4)
     cache = padded_bytes(req.k_cache.size, np.dtype(req.k_cache.dtype).itemsize) > budget
-    table = 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
-    return cache, table and not req.gathered
+    if req.gathered or req.generated:
+        return cache, False
+    return cache, 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
 
 
 def _cache_slices(cache_rows: int, row_bytes: int, align: int, budget: int) -> list[tuple[int, int]]:
@@ -249,8 +261,11 @@ def plan(req: Request, limits: Any) -> Plan:
         if (tok1 - tok0) * 8 > t_budget:
             return None
         used = tok[tok0:tok1, 0]
-        t0, t1 = (tok0, tok1) if req.gathered else ((int(used.min()), int(used.max()) + 1) if win_table
-                                                        else (0, int(req.cos.shape[0])))
+        if req.generated:  # the columns are whole in every segment
+            t0, t1 = 0, 0
+        else:
+            t0, t1 = (tok0, tok1) if req.gathered else ((int(used.min()), int(used.max()) + 1) if win_table
+                                                            else (0, int(req.cos.shape[0])))
         if win_table:
             step_t = math.lcm(limits.min_storage_buffer_offset_alignment, row_t) // row_t  # aligned starts
             t0 = t0 // step_t * step_t
@@ -278,7 +293,9 @@ def plan(req: Request, limits: Any) -> Plan:
         k_rows=k_rows, n_tokens=s, head_dim=d,
         rot_half=req.rot_half, head_stride=req.head_stride, interleaved=req.interleaved,
         norm=req.weights is not None, eps_bits=_bits(req.eps), add_bits=_bits(req.weight_add), workgroup=(wx, wy),
-        chunks=tuple(chunks), segments=tuple(segments),
+        chunks=tuple(chunks), segments=tuple(segments), generated=req.generated,
+        angle=req.cos.angle if req.generated else ANGLE_FLOAT32,
+        magnitude_bits=req.cos.magnitude_bits if req.generated else ONE_BITS,
     )
 
 
@@ -291,7 +308,8 @@ def plan_key(req: Request) -> None:
 
 def tables(req: Request, pl: Plan) -> list[list[Any]]:
     """Per segment: the (cos, sin) rows it binds (numpy, or windows of the
-    resident caches), its tokens and the norm weights."""
+    resident caches; generated: the columns table), its tokens and the norm
+    weights."""
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     row_t = 4 * req.rot_half
@@ -300,7 +318,9 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     out = []
     for (tok0, tok1), (t0, t1) in pl.segments:
         seg: list[Any] = []
-        for t in (req.cos, req.sin):
+        if req.generated:  # the columns table (glsl/freqs.glsl); sin's binding is not read
+            seg += [req.cos.columns, STAND_IN]
+        for t in (() if req.generated else (req.cos, req.sin)):
             if isinstance(t, DeviceArray):
                 seg.append(fit.window(t.resource, t0, t1, row_t))
             else:

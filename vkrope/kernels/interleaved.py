@@ -12,15 +12,14 @@ reference (`reference`). It never touches Vulkan: the runtime
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_rows
-from ..freqs import FrequencySpec
+from . import TensorRequest, given_tables
+from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import axis, table_dtype
@@ -30,8 +29,6 @@ from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_interleaved"
-ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/tensor.glsl's ANGLE_*
-SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range
 
 
 @dataclass
@@ -39,7 +36,8 @@ class Request(TensorRequest):
     """One validated call: everything the plan and the reference need."""
 
     x: Any  # the caller's numpy array (any memory layout) or DeviceArray, float32, float16 or bfloat16
-    freqs_pairs: Any  # [Nf, C/2, 2] real pairs (numpy: the caller's dtype, float32/64 for complex), or a DeviceArray
+    freqs_pairs: Any  # [Nf, C/2, 2] real pairs (numpy: the caller's dtype, float32/64 for complex), a DeviceArray,
+    # or a `Generated` (computed in the shader; its rows: positions, or an axial grid's rows)
     n_tokens: int  # N
     channels: int  # C
     n_freq_rows: int  # Nf
@@ -53,8 +51,8 @@ class Request(TensorRequest):
 
     @property
     def generated(self) -> bool:
-        """Frequencies computed in the shader from a spec (in `freqs_pairs`)."""
-        return isinstance(self.freqs_pairs, FrequencySpec)
+        """Frequencies computed in the shader (a `Generated` in `freqs_pairs`)."""
+        return is_generated(self.freqs_pairs)
 
     @property
     def rows(self) -> int:
@@ -121,7 +119,7 @@ class Plan:
     inverse: bool
     chunks: tuple[Chunk, ...]
     segments: tuple[tuple, ...]  # the table segment of each chunk (see _segment)
-    angle: int = 0  # generated frequencies: ANGLE_FLOAT32, ANGLE_SHORT or ANGLE_EXACT (the kernel's)
+    angle: int = ANGLE_FLOAT32  # generated frequencies: generated.ANGLE_* (the kernel's ANGLE)
     axial_end_x: int = 0  # generated axial frequencies: the grid's width
     magnitude_bits: int = ONE_BITS  # generated frequencies: float32 bits of the cos / sin factor (YaRN)
 
@@ -163,16 +161,6 @@ class Plan:
             out_.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
                                kernel.args(out=oa, x=xa, freqs=fa, positions=pa), grid))
         return tuple(out_)
-
-
-def angle_mode(spec: FrequencySpec) -> int:
-    """The kernel's ANGLE specialization constant for a spec: the exact
-    angle, the float32 angle with the short reduction when the spec bounds
-    every angle within its range (AxialFreqs grids), else the full one."""
-    if spec.angle == "exact":
-        return ANGLE_EXACT
-    short = spec.angle == "float32" and spec.max_float32_angle <= SHORT_ANGLE_LIMIT
-    return ANGLE_SHORT if short else ANGLE_FLOAT32
 
 
 def f_dtype_of(req: Request) -> str:
@@ -234,9 +222,9 @@ def plan(req: Request, limits: Any) -> Plan:
         kernel=KERNEL, storage=storage, x_dtype=x_dtype.name, f_dtype=f_name, n_tokens=n, pairs_per_row=ppr,
         workgroup=(wx, wy), aligned=ppr % 2 == 0, flat=flat, image_extent=extent, n_rot=req.n_rot,
         n_freq_rows=req.n_freq_rows, inverse=req.inverse, chunks=tuple(chunks), segments=tuple(segments),
-        angle=angle_mode(req.freqs_pairs) if req.generated else ANGLE_FLOAT32,
-        axial_end_x=req.freqs_pairs.axes[0] if req.generated and req.freqs_pairs.axes else 0,
-        magnitude_bits=magnitude_bits(req.freqs_pairs) if req.generated else ONE_BITS,
+        angle=req.freqs_pairs.angle if req.generated else ANGLE_FLOAT32,
+        axial_end_x=req.freqs_pairs.grid_width if req.generated else 0,
+        magnitude_bits=req.freqs_pairs.magnitude_bits if req.generated else ONE_BITS,
     )
 
 
@@ -283,7 +271,7 @@ def plan_key(req: Request) -> tuple | None:
         return None
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    spec = req.freqs_pairs if req.generated else None  # a frozen spec: its fields pick the kernel's angle mode
+    spec = req.freqs_pairs if req.generated else None  # compares by its spec: picks the kernel's angle mode
     return (KERNEL, req.storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
             resident, spec)
 
@@ -316,7 +304,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
         kind = seg[0]
         if kind == "gen":
             _, t0, t1 = seg
-            out.append((columns(freqs), _spec_positions(req, t0, t1)))
+            out.append((freqs.columns, _spec_positions(req, t0, t1)))
             continue
         if kind in ("whole", "window"):
             _, r0, r1, t0, t1 = seg
@@ -344,34 +332,11 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
 
 
 def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
-    """The positions a generated chunk binds: an axial grid's rows as they
-    are, else what the kernel reads per token (ops.spec_rows, -1 kept)."""
+    """The token words a generated chunk binds: what the kernel reads for
+    its tokens' positions (or grid rows; -1 kept)."""
     if req.positions is None:
         return np.zeros(1, np.int32)
-    pos = req.positions[t0:t1]
-    if req.freqs_pairs.axes:
-        return np.ascontiguousarray(pos, dtype=np.int32)
-    return spec_rows(req.freqs_pairs, pos)
-
-
-@functools.lru_cache(maxsize=64)
-def columns(spec: FrequencySpec) -> np.ndarray:
-    """What this kernel reads of a spec, uint32 (made once per spec): the
-    float32 inverse frequency of each pair column (bits; padded to a
-    multiple of 4, so a texel's two pairs take one vec2 load), then the
-    quarter turns of the float64 ones as one uvec4 per column (the exact
-    angle's; the fourth word is padding). An axial grid's x half and y half
-    share their frequencies."""
-    inv32, quarters = spec.inv_freq32, spec.quarter_turns
-    if spec.axes:
-        inv32, quarters = np.tile(inv32, 2), np.tile(quarters, (2, 1))
-    n = len(inv32)
-    head = -(-n // 4) * 4
-    out = np.zeros(head + 4 * n, np.uint32)
-    out[:n] = np.asarray(inv32, np.float32).view(np.uint32)
-    out[head:] = quarters.reshape(-1)
-    out.flags.writeable = False
-    return out
+    return req.freqs_pairs.words(req.positions[t0:t1])
 
 
 def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> list[tuple[Request, dict[str, Any]]]:
@@ -411,9 +376,9 @@ def reference(req: Request) -> np.ndarray:
     rows = req.row_of
     rotated = rows >= 0
     if rotated.any() and half:
-        if req.generated:  # the angles the spec stands for
-            a = req.freqs_pairs.angles(rows[rotated])
-            f = np.float64(req.freqs_pairs.magnitude) * np.stack([np.cos(a), np.sin(a)], -1)
+        if req.generated:  # the angles of the spec lowered
+            gen = req.freqs_pairs
+            f = np.stack(gen.cos_sin(gen.words(rows[rotated])), -1)
         else:
             f = np.asarray(req.freqs_pairs, dtype=np.float64).reshape(-1, half, 2)[rows[rotated]]  # [n_rotated, C/2, 2]
         c, s = f[..., 0], f[..., 1]

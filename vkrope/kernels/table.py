@@ -9,7 +9,7 @@ Every call becomes a `Request`: the tensor seen as R rows of C values
 (its last axis), each row holding C / D heads of D values; row r is token
 s = (r // token_rows) % S of batch item r // batch_rows; `row_of[b * S + s]` is the table
 row that token reads (ONNX position_ids, ExecuTorch's start_pos + s, ...;
-N-D: the ids' words per token, an `NdFreqs` spec in `cos`). The argument
+N-D: the coordinates' words per token, with a `Generated` in `cos`). The argument
 helpers the front ends share, the plan, launches, tables, row blocks and
 float64 reference below serve all of them. See docs/FAMILY.md for the
 contracts.
@@ -17,15 +17,14 @@ contracts.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from . import ONE_BITS, TensorRequest, given_tables, magnitude_bits, spec_angles
-from ..freqs import InvFreqs, NdFreqs, RopeFreqs
+from . import TensorRequest, given_tables
+from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime.dtypes import axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -34,6 +33,7 @@ from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_table"
+STAND_IN = np.zeros(1, np.uint32)  # a binding the variant does not read
 
 
 @dataclass
@@ -42,9 +42,10 @@ class Request(TensorRequest):
 
     x: Any  # numpy array or DeviceArray, float32 / float16 / bfloat16
     out: Any  # numpy array, DeviceArray or None
-    cos: Any  # numpy array [table rows, table_width] (float32/float16/bfloat16/float64) or DeviceArray
+    cos: Any  # numpy array [table rows, table_width] (float32/float16/bfloat16/float64), DeviceArray, or a
+    # `Generated` (frequencies computed in the shader; sin None)
     sin: Any
-    row_of: np.ndarray  # int32 [B * S]: table row of each (b, s) (an N-D spec: [B * S, id_words], its ids)
+    row_of: np.ndarray  # int32 [B * S]: table row of each (b, s) (generated: its words, [B * S, id_words] for N-D)
     n_tokens: int  # S
     batch_rows: int  # rows per batch item (H * S for 4D x, S for [B, S, H*D])
     token_rows: int  # consecutive rows of one token (H for [B, S, H, D], else 1)
@@ -59,14 +60,14 @@ class Request(TensorRequest):
 
     @property
     def generated(self) -> bool:
-        """Frequencies computed in the shader from a `RopeFreqs`, `InvFreqs` or `NdFreqs` spec (in `cos`)."""
-        return isinstance(self.cos, (RopeFreqs, InvFreqs, NdFreqs))
+        """Frequencies computed in the shader (a `Generated` in `cos`)."""
+        return is_generated(self.cos)
 
     @property
     def id_words(self) -> int:
-        """int32 words of row_of per (b, s): 2 per axis of a several-axis spec
-        (N-D, M-RoPE), else 1."""
-        return 2 * self.cos.n_axes if several_axes(self.cos) else 1
+        """int32 words of row_of per (b, s): 2 per axis of several coordinates
+        per token (N-D, M-RoPE), else 1."""
+        return max(1, self.cos.id_words) if self.generated else 1
 
     @property
     def row_values(self) -> int:
@@ -103,30 +104,6 @@ class Request(TensorRequest):
         texel; otherwise an invocation reads a partner texel that another
         one writes."""
         return self.interleaved and self.head_dim % 2 == 0
-
-
-def several_axes(spec: Any) -> bool:
-    """Whether a spec's tokens carry a position per axis (an `NdFreqs`, or an
-    M-RoPE `InvFreqs`): the kernel's ND mode, each column reading its axis."""
-    return isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope)
-
-
-# --- argument checks ------------------------------------------------------------
-
-
-def nd_words(spec: Any, ids: np.ndarray) -> np.ndarray:
-    """int32 [..., 2 * n_axes]: what the kernel reads of each token's ids
-    (checked float64): per axis (whole, frac) with id = whole + frac / 2^32
-    for the exact angle, else (the float32 id's bits, 0)."""
-    words = np.zeros(ids.shape + (2,), np.int32)
-    if spec.angle == "exact":
-        q = np.round(ids * 2.0**32)  # the id in units of 2^-32: exact in float64 below 2^52
-        whole = np.floor(q / 2.0**32)
-        words[..., 0] = whole.astype(np.int32)
-        words[..., 1] = (q - whole * 2.0**32).astype(np.uint32).view(np.int32)
-    else:
-        words[..., 0] = ids.astype(np.float32).view(np.int32)
-    return words.reshape(ids.shape[:-1] + (2 * spec.n_axes,))
 
 
 # --- plan ---------------------------------------------------------------------------
@@ -168,8 +145,8 @@ class Plan:
     segments: tuple[tuple, ...]
     in_place: bool  # out may be x (see Request.in_place)
     x_name: str = "x"  # the request's name of x (the ExecuTorch ops: xq, xk)
-    exact: bool = False  # frequencies in the shader with the exact angle
-    id_words: int = 0  # an N-D spec: row_of words per token (0: not N-D)
+    angle: int = ANGLE_FLOAT32  # frequencies in the shader: generated.ANGLE_* (the kernel's ANGLE)
+    id_words: int = 0  # several coordinates per token: row_of words per token (0: one word)
     magnitude_bits: int = ONE_BITS  # frequencies in the shader: float32 bits of the cos / sin factor (YaRN)
 
     def may_alias(self, written: str, read: str) -> bool:
@@ -207,7 +184,7 @@ class Plan:
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             whole = self.head_dim % 4 == 0 and self.rot_half % 4 == 0
             spec = dict(local_size_x=wx, local_size_y=wy, ALIGNED=self.row_values % 4 == 0, WHOLE_TEXELS=whole,
-                        INTERLEAVED=self.interleaved, EXACT=self.exact, ND=self.id_words > 0)
+                        INTERLEAVED=self.interleaved, ANGLE=self.angle, ND=self.id_words > 0)
             launches.append(Launch(kernel.name, tuple((k, int(v)) for k, v in spec.items()), tuple(push.items()),
                                    kernel.args(out=oa, x=xa, cos=ca, sin=sa, row_of=ra), grid))
         return tuple(launches)
@@ -277,9 +254,9 @@ def plan(req: Request, limits: Any) -> Plan:
         token_rows=req.token_rows, interleaved=req.interleaved, full_table=req.full_table, workgroup=(wx, wy), image_extent=extent,
         row_offset=req.row_offset, chunks=tuple(chunks), segments=tuple(segments), in_place=req.in_place,
         x_name=req.x_name,
-        exact=req.generated and req.cos.angle == "exact",
-        magnitude_bits=magnitude_bits(req.cos) if req.generated else ONE_BITS,
-        id_words=req.id_words if several_axes(req.cos) else 0,
+        angle=req.cos.angle if req.generated else ANGLE_FLOAT32,
+        magnitude_bits=req.cos.magnitude_bits if req.generated else ONE_BITS,
+        id_words=req.cos.id_words if req.generated else 0,
     )
 
 
@@ -358,9 +335,9 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     width = req.table_width
     for seg in pl.segments:
         kind = seg[0]
-        if kind == "gen":
-            inv, quarter = kernel_tables(req.cos)
-            out.append([inv, quarter, np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32).reshape(-1)])
+        if kind == "gen":  # the columns table (glsl/freqs.glsl); sin's binding is not read: 4 bytes stand in
+            out.append([req.cos.columns, STAND_IN,
+                        np.ascontiguousarray(req.row_of[seg[1]:seg[2]], dtype=np.int32).reshape(-1)])
             continue
         if kind in ("whole", "window"):
             _, t0, t1, bs0, bs1 = seg
@@ -378,25 +355,6 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
             sin = np.ascontiguousarray(req.sin[keep], dtype=pl.f_dtype).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
     return out
-
-
-@functools.lru_cache(maxsize=64)
-def kernel_tables(spec: RopeFreqs | InvFreqs | NdFreqs) -> tuple[np.ndarray, np.ndarray]:
-    """What this kernel reads of a spec in place of cos / sin (made once per
-    spec): the float32 inverse frequencies and, for the exact angle, their
-    quarter turns (uint32, 4 words a column); zeros for the unused one. A
-    several-axis spec's (N-D, M-RoPE) fourth word of each column is its
-    axis (in both modes)."""
-    if spec.angle == "exact":
-        inv, quarter = np.zeros(spec.dim // 2, np.float32), np.array(spec.quarter_turns, np.uint32)
-    else:
-        inv, quarter = np.asarray(spec.inv_freq32, np.float32), np.zeros((spec.dim // 2, 4), np.uint32)
-    if isinstance(spec, (NdFreqs, InvFreqs)) and several_axes(spec):
-        quarter[:, 3] = spec.pair_axis
-    quarter = np.ascontiguousarray(quarter).reshape(-1)
-    inv.flags.writeable = False
-    quarter.flags.writeable = False
-    return inv, quarter
 
 
 def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
@@ -433,21 +391,8 @@ def reference(req: Request) -> np.ndarray:
     x = np.asarray(req.x, dtype=np.float64).reshape(req.rows, req.row_values // req.head_dim, req.head_dim)
     rows = np.arange(req.rows) + req.row_offset
     trow = req.row_of[rows // req.batch_rows * req.n_tokens + (rows // req.token_rows) % req.n_tokens]
-    if several_axes(req.cos):  # the angles of the ids row_of carries
-        spec = req.cos
-        w = trow.reshape(len(rows), spec.n_axes, 2)
-        if spec.angle == "exact":
-            ids = w[..., 0].astype(np.float64) + w[..., 1].view(np.uint32) / 2.0**32
-        else:
-            ids = w[..., 0].copy().view(np.float32).astype(np.float64)
-        angles = spec.angles(ids if isinstance(spec, NdFreqs) else ids.astype(np.int64))
-        m = np.float64(spec.magnitude)
-        cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
-    elif req.generated:  # the angle the spec stands for, from the positions row_of carries
-        spec = req.cos
-        angles = spec_angles(spec, trow)
-        m = np.float64(spec.magnitude)
-        cos, sin = m * np.cos(angles)[:, None, :], m * np.sin(angles)[:, None, :]
+    if req.generated:  # the angles of the words row_of carries
+        cos, sin = (t[:, None, :] for t in req.cos.cos_sin(trow))
     else:
         cos = np.asarray(req.cos, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]
         sin = np.asarray(req.sin, dtype=np.float64).reshape(-1, req.table_width)[trow][:, None, :]

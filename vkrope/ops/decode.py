@@ -13,6 +13,7 @@ from ..models import ModelRope
 from ..freqs import InvFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES
 from ..kernels.cache import Request
+from .lowering import lower
 
 
 def _tensor(name: str, a: Any, like: Any = None) -> Any:
@@ -152,20 +153,21 @@ def _cache_rows(k_cache: Any, pos: np.ndarray, slots: Any, hk: int, d: int) -> t
 def _frequency_rows(freqs: Any, pos: np.ndarray, interleaved: bool,
                     d: int) -> tuple[Any, Any, np.ndarray, bool, list[tuple[str, Any]], int]:
     """(cos, sin, each token's row in them, whether they are the tokens' own rows gathered on the host, the
-    caller's tables for ordering, the rotary width): one (cos, sin) row per token."""
+    caller's tables for ordering, the rotary width): one (cos, sin) row per token; a spec is lowered
+    (cos the `Generated`, sin None, each token's word in place of its row)."""
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     b, s = pos.shape
     if isinstance(freqs, (ModelRope, InvFreqs)):  # the model's frequencies for these positions (one axis)
         freqs = resolve("freqs", freqs, pos, interleaved, d)
-    if is_position_spec(freqs):
+    if is_position_spec(freqs):  # computed in the shader, each token's word from its position
         rot = freqs.dim
         if rot > d:
             raise ValueError(f"freqs: the frequency spec has dim = {rot} > D = {d}")
         p = pos.reshape(-1)
         check_positions("position_ids", p)
-        cos, sin = freqs.table(p) if p.size else (np.zeros((0, rot // 2), np.float32),) * 2
-        return cos, sin, np.arange(b * s), True, [], _even(rot)
+        gen = lower(freqs)
+        return gen, None, gen.words(p), False, [], _even(rot)
     if not (isinstance(freqs, tuple) and len(freqs) == 2):
         raise TypeError(f"freqs must be a vkrope.RopeFreqs / ModelRope / InvFreqs or a (cos, sin) pair of [max_pos, "
                         f"rot/2] caches; got "

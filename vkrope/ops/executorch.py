@@ -12,6 +12,7 @@ from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, is_position_spec
 from ..kernels.table import Request
+from .lowering import lower
 from .table_args import TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
 
 
@@ -35,7 +36,8 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     if is_position_spec(freqs_cos):
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
-        return _bshd("xq", q, spec, None, rows, d // 2, False, True), _bshd("xk", k, spec, None, rows, d // 2, False, True)
+        gen = lower(spec)
+        return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
     fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     _same_dtype(fc, fs, "freqs_cos and freqs_sin")
@@ -58,8 +60,9 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
         rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
-        return (_bshd("xq", q, spec, None, rows, spec.dim // 2, False, False),
-                _bshd("xk", k, spec, None, rows, spec.dim // 2, False, False))
+        gen = lower(spec)
+        return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
+                _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
     check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe, int_arg
 from ..freqs import NdFreqs
-from ..kernels.table import Request, nd_words
+from ..kernels.table import Request
+from .lowering import lower
 from .table_args import _tensor
 
 
@@ -48,7 +49,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
         raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
                          f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
-    words = nd_words(spec, v)  # [N, w], or [B, N, w]
+    words = lower(spec).words(v)  # [N, w], or [B, N, w]
     rows = math.prod(x.shape[:-1])
     if token_axis == -2:
         # Rows run (leading items..., token): shared ids are one row_of entry
@@ -64,7 +65,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
             words = words.reshape((words.shape[0],) + (1,) * (len(lead) - 1) + words.shape[1:])
         row_of = np.broadcast_to(words, lead + words.shape[-2:]).reshape(-1, words.shape[-1])
         batch_rows = n * heads
-    return Request(x=x, out=check_out(out, x), cos=spec, sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
+    return Request(x=x, out=check_out(out, x), cos=lower(spec), sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
                    n_tokens=n, batch_rows=batch_rows, token_rows=heads, head_dim=c, rot_half=spec.dim // 2,
                    full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
 

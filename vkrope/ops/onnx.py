@@ -12,6 +12,7 @@ from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels.table import Request
+from .lowering import lower
 from .table_args import TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
 
 
@@ -49,7 +50,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
         row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
-        return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=None, row_of=row_of, n_tokens=s,
+        return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
     if position_ids is not None:

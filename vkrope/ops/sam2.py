@@ -16,6 +16,7 @@ from ..models import ModelRope
 from ..freqs import FrequencySpec, InvFreqs, NdFreqs
 from ..runtime.dtypes import BFLOAT16
 from ..kernels.interleaved import Request
+from .lowering import lower
 
 REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
@@ -62,6 +63,8 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
         row_of = np.full(n_tokens, -1, dtype=np.int64)
         if n_freq_rows:
             row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
+    if isinstance(pairs, FrequencySpec):
+        pairs = lower(pairs)
     return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
                    row_of=row_of, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
                    out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))

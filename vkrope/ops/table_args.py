@@ -11,7 +11,7 @@ import numpy as np
 from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
 )
-from ..kernels import spec_rows
+from .lowering import lower
 from ..freqs import RopeFreqs, check_positions
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES
 
@@ -64,8 +64,8 @@ def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> 
 
 
 def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
-    """row_of for a spec: what the kernel reads per token (ops.spec_rows)."""
-    return spec_rows(spec, check_positions(name, positions))
+    """row_of for a spec: the words the kernel reads per token (lowering.lower)."""
+    return lower(spec).words(check_positions(name, positions))
 
 
 def _same_dtype(a: Any, b: Any, names: str) -> None:

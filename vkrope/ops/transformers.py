@@ -9,10 +9,10 @@ import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe
 from . import check_model_head
-from ..kernels import spec_rows
 from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
-from ..kernels.table import Request, nd_words, several_axes
+from ..kernels.table import Request
+from .lowering import lower, several_axes
 from .table_args import _q_and_k
 
 
@@ -53,11 +53,11 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
                          f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
     if freqs.dim > d:
         raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
+    gen = lower(freqs)
     if several_axes(freqs):
-        ids = np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64)
-        row_of = nd_words(freqs, ids)
+        row_of = gen.words(np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64))
     else:
-        row_of = spec_rows(freqs, p.reshape(-1))
+        row_of = gen.words(p.reshape(-1))
     row_of = np.ascontiguousarray(row_of, np.int32)
     given = (("position_ids", position_ids),)
     # transformers computes both results from the inputs; here k's job runs after q's, so out_q must not be
@@ -69,7 +69,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
 
     def request(name: str, x: Any, out: Any, out_name: str) -> Request:
         h = int(x.shape[1])
-        return Request(x=x, out=check_out(out, x, out_name, name), cos=freqs, sin=None, row_of=row_of, n_tokens=s,
+        return Request(x=x, out=check_out(out, x, out_name, name), cos=gen, sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=h * s, token_rows=1, head_dim=d, rot_half=freqs.dim // 2, full_table=False,
                        interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
 
