@@ -4,21 +4,41 @@ that runs the operators on numpy arrays and device-resident arrays."""
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
 from .errors import DeviceClosedError
-from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs
-from .models import ModelRope
 from .runtime.array import DeviceArray
 from . import kernels
 from .ops import decode, executorch, nd, onnx, sam2, transformers
+from .ops.call import Call, result_annotation
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
 from .vk.instance import PhysicalDeviceInfo
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device", P], R]:
+    """A front end's public operation as a `Device` method: the call checked
+    (its arguments named in any error, before any GPU work), then run here.
+    Its signature and docstring are the front end's."""
+    def method(self: "Device", *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._call(front_end(*args, **kwargs))
+
+    functools.update_wrapper(method, front_end)
+    del method.__wrapped__  # type: ignore[attr-defined]  # its signature: self first, the call's result
+    sig = inspect.signature(front_end)
+    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *sig.parameters.values()],
+        return_annotation=result_annotation(sig.return_annotation))
+    return method
 
 
 class Device(DeviceMemory):
@@ -37,33 +57,14 @@ class Device(DeviceMemory):
     `validation=True` enables the Khronos validation layer (default: the
     `VKROPE_VALIDATION` environment variable).
     """
-    def apply(
-        self,
-        x: np.ndarray | DeviceArray,
-        freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs | NdFreqs,
-        *,
-        out: np.ndarray | DeviceArray | None = None,
-        inverse: bool = False,
-        repeat: int = 1,
-        exclude_last: int = 0,
-        positions: np.ndarray | None = None,
-        storage: str = "auto",
-    ) -> np.ndarray | DeviceArray:
-        """Rotate `x` by `freqs` on this device; see `vkrope.apply`.
-
-        `x` may be a numpy array (the result is numpy) or a `DeviceArray` of
-        this device (the result is a new `DeviceArray`, or `out`, with no
-        host round trip; `storage` is then the array's own)."""
-        op, req = check_apply(x, freqs, out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
-                              positions=positions, storage=storage)
-        return self._run(op, [_Job(req)])[0]["out"]
-
-    def apply_nd(self, x: np.ndarray | DeviceArray, spec: NdFreqs, ids: np.ndarray, *, token_axis: int = -2,
-                 inverse: bool = False, out: np.ndarray | DeviceArray | None = None,
-                 storage: str = "auto") -> np.ndarray | DeviceArray:
-        """N-D axial RoPE on this device; see `vkrope.apply_nd`."""
-        req = nd.check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out, storage=storage)
-        return self._run(kernels.table, [_Job(req)])[0]["out"]
+    # --- the public operations: each its front end's, bound in one line (ops/call.py) -----------
+    apply = operation(sam2.apply)
+    apply_nd = operation(nd.apply_nd)
+    rotary_embedding = operation(onnx.rotary_embedding)
+    apply_rotary_emb = operation(executorch.apply_rotary_emb)
+    apply_rotary_emb_hf = operation(executorch.apply_rotary_emb_hf)
+    apply_rotary_pos_emb = operation(transformers.apply_rotary_pos_emb)
+    rope_and_cache = operation(decode.rope_and_cache)
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
         """Rotate several tensors, in one queue submission where they do not
@@ -93,55 +94,11 @@ class Device(DeviceMemory):
             jobs.append(_Job(check(), check, f"calls[{i}]: "))
         return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
 
-    # --- the table kernel's operators (vkrope/kernels/table.py) ------------------------------
-    def rotary_embedding(
-        self, x: np.ndarray | DeviceArray, cos_cache: np.ndarray | DeviceArray | RopeFreqs | InvFreqs | ModelRope,
-        sin_cache: np.ndarray | DeviceArray | None,
-        position_ids: np.ndarray | None = None, *, interleaved: int | bool = 0, rotary_embedding_dim: int = 0,
-        num_heads: int = 0, out: np.ndarray | DeviceArray | None = None, storage: str = "auto",
-    ) -> np.ndarray | DeviceArray:
-        """ONNX RotaryEmbedding (opset 23) on this device; see
-        `vkrope.rotary_embedding`. DeviceArrays in (x, the caches) stay on the
-        device: a DeviceArray x gives a DeviceArray result."""
-        req = onnx.check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
-                               rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
-                               storage=storage)
-        return self._run(kernels.table, [_Job(req)])[0]["out"]
-
-    def apply_rotary_emb(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Any, Any]:
-        """ExecuTorch's `apply_rotary_emb` (LLM) on this device, q and k in
-        one submission; see `vkrope.apply_rotary_emb`."""
-        q, k = executorch.check_llm(xq, xk, freqs_cos, freqs_sin)
-        yq, yk = self._run(kernels.table, [_Job(q), _Job(k)])
-        return yq["out"], yk["out"]
-
-    def apply_rotary_emb_hf(self, xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any,
-                            start_pos: int = 0) -> tuple[Any, Any]:
-        """ExecuTorch's `apply_rotary_emb_hf` (Hugging Face rotate-half) on
-        this device, q and k in one submission; see `vkrope.apply_rotary_emb_hf`."""
-        q, k = executorch.check_hf(xq, xk, freqs_cos, freqs_sin, start_pos)
-        yq, yk = self._run(kernels.table, [_Job(q), _Job(k)])
-        return yq["out"], yk["out"]
-
-    def apply_rotary_pos_emb(self, q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None,
-                             out_k: Any = None) -> tuple[Any, Any]:
-        """transformers' `apply_rotary_pos_emb` with the model's RoPE on this
-        device, q and k in one submission; see `vkrope.apply_rotary_pos_emb`."""
-        rq, rk = transformers.check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k)
-        yq, yk = self._run(kernels.table, [_Job(rq), _Job(rk)])
-        return yq["out"], yk["out"]
-
-    # --- the decode step (vkrope/ops/decode.py) -------------------------------------
-    def rope_and_cache(self, q: Any, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
-                       position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
-                       q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-                       norm_plus_one: bool = False, eps: float = 1e-6, out: Any = None) -> np.ndarray | DeviceArray:
-        """The decode step in one submission on this device; see `vkrope.rope_and_cache`."""
-        req = decode.check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved, slots=slots,
-                          q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps, out=out)
-        return self._run(kernels.cache, [_Job(req)])[0]["q_out"]
-
     # --- the one path to the runtime ----------------------------------------------
+    def _call(self, call: Call[R]) -> R:
+        """A checked public call (ops/call.py) run on this device."""
+        return call.result(self._run(call.kernel, [_Job(r) for r in call.requests]))
+
     def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
         their numpy memory allows, and return each one's outputs by tensor
@@ -240,15 +197,6 @@ class Device(DeviceMemory):
                         raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
                                          "pass separate arrays")
                 written.append((t.name, v))
-
-
-def check_apply(x: Any, freqs: Any, **kw: Any) -> tuple[Operator, Any]:
-    """The operator and checked request of an `apply` call: N-D ids
-    (`NdFreqs`) run on the table kernel's generated frequencies, everything
-    else on the interleaved kernel."""
-    if isinstance(freqs, NdFreqs):
-        return kernels.table, nd.check_apply_nd(x, freqs, **kw)
-    return kernels.interleaved, sam2.check(x, freqs, **kw)
 
 
 @dataclass

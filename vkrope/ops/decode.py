@@ -14,6 +14,9 @@ from ..freqs import InvFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES
 from ..kernels.cache import Request
 from .lowering import lower
+from .call import ArrayT, Call, one
+from ..kernels import cache as cache_kernel
+from ..runtime.array import DeviceArray
 
 
 def _tensor(name: str, a: Any, like: Any = None) -> Any:
@@ -227,3 +230,36 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
             raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
         ws.append(np.asarray(w, np.float32))
     return np.stack(ws)
+
+
+def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
+                   position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
+                   q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
+                   eps: float = 1e-6, out: ArrayT | None = None) -> Call[ArrayT]:
+    """The decode step of an LLM layer in one submission: q and k rotated
+    (RMS-normalised per head first when `q_norm` / `k_norm` are given), the
+    rotated k and the given v written into resident KV caches at each
+    token's row, the rotated q returned (numpy for numpy q, a DeviceArray
+    for a DeviceArray q, or `out`).
+
+    q `[B, Hq, S, D]`, k and v `[B, Hk, S, D]` (Hq a multiple of Hk), one
+    dtype (float32, float16 or bfloat16), numpy or buffer DeviceArrays.
+    k_cache / v_cache: buffer DeviceArrays of one shape and dtype (which may
+    differ from q's: a float32 step into a bfloat16 cache), written in place;
+    contiguous `[B, Hk, S_max, D]` (token (b, s) at position
+    `position_ids[b, s]`), or with `slots` (int `[B, S]`, -1 = not written)
+    paged `[num_blocks, block_size, Hk, D]` as vLLM's, slot
+    `block * block_size + offset`. freqs: a frequency spec (`vkrope.RopeFreqs`,
+    `InvFreqs` or a `ModelRope`: cos / sin of each position computed in the
+    shader) or `(cos, sin)` caches `[max_pos, rot/2]` (numpy, or float32
+    buffer DeviceArrays); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
+    Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
+    (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
+    `x / rms * (1 + w)`), `eps` inside the root. Positions or slots outside
+    the cache, one cache row named twice, mismatched heads or dtypes: a
+    ValueError / TypeError naming the argument before any GPU work, the
+    caches unchanged. The caches must be arrays of the device the call runs
+    on (`vkrope.rope_and_cache`: the default device)."""
+    return one(cache_kernel, check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved,
+                                   slots=slots, q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps,
+                                   out=out), "q_out")

@@ -12,6 +12,8 @@ from ..arguments import check_out, check_storage_of, describe, int_arg
 from ..freqs import NdFreqs
 from ..kernels.table import Request
 from .lowering import lower
+from .call import ArrayT, Call, one
+from ..kernels import table as table_kernel
 from .table_args import _tensor
 
 
@@ -81,3 +83,35 @@ def check_apply_nd(x: Any, freqs: NdFreqs, *, out: Any = None, inverse: Any = Fa
         raise ValueError(f"freqs is a vkrope.NdFreqs spec: pass positions, the ids [N, {freqs.n_axes}] (a position "
                          "per axis of each token; vkrope.grid_ids makes grids)")
     return check_nd(x, freqs, positions, inverse=inverse, out=out, storage=storage, ids_name="positions")
+
+
+def apply_nd(
+    x: ArrayT,
+    spec: NdFreqs,
+    ids: np.ndarray,
+    *,
+    token_axis: int = -2,
+    inverse: bool = False,
+    out: ArrayT | None = None,
+    storage: str = "auto",
+) -> Call[ArrayT]:
+    """N-D axial rotary position embedding (Flux, Wan, HunyuanVideo,
+    CogVideoX, Qwen-Image; SAM2's grid is the 2-axis case), cos / sin
+    computed in the shader from each token's ids.
+
+    x: float32, float16 or bfloat16 `[..., N, C]` (token_axis=-2: Flux's
+    `[B, H, S, D]`) or `[..., N, H, C]` (token_axis=-3: Wan's `[B, S, H,
+    D]`); the first `spec.dim` channels rotate (per axis, see
+    `vkrope.NdFreqs`), the rest pass through. ids: `[N, n_axes]` positions
+    per axis (integers or floats; fractional and negative allowed, |id| <
+    2^30) shared by every leading item, or `[B, N, n_axes]`, one set per
+    item of x's first axis (`vkrope.grid_ids` builds grids). The bytes moved
+    are x, the result and the ids. `inverse=True` rotates by -angle. `out`
+    receives the result (may be x itself for interleaved specs). `storage`:
+    "auto", "buffer" or "texture3d".
+
+    Returns a new array of x's shape and dtype (or `out`; a `DeviceArray`
+    for a `DeviceArray` x).
+    """
+    return one(table_kernel, check_nd(x, spec, ids, token_axis=token_axis, inverse=inverse, out=out,
+                                       storage=storage))

@@ -13,6 +13,9 @@ from ..models import ModelRope
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels.table import Request
 from .lowering import lower
+from .call import ArrayT, Call, one
+from ..kernels import table as table_kernel
+from ..runtime.array import DeviceArray
 from .table_args import TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
 
 
@@ -95,3 +98,36 @@ def _spec_positions(position_ids: Any, s: int) -> Any:
     if isinstance(position_ids, np.ndarray) and position_ids.dtype.kind in "iu" and position_ids.size:
         return position_ids
     return np.arange(s) if position_ids is None else None
+
+
+def rotary_embedding(
+    x: ArrayT,
+    cos_cache: np.ndarray | DeviceArray | RopeFreqs | InvFreqs | ModelRope,
+    sin_cache: np.ndarray | DeviceArray | None,
+    position_ids: np.ndarray | None = None,
+    *,
+    interleaved: int | bool = 0,
+    rotary_embedding_dim: int = 0,
+    num_heads: int = 0,
+    out: ArrayT | None = None,
+    storage: str = "auto",
+) -> Call[ArrayT]:
+    """ONNX `RotaryEmbedding` (opset 23).
+
+    x: float32 / float16 / bfloat16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
+    With `position_ids` (int `[B, S]`, each in `[0, max_pos)`), the caches
+    are `[max_pos, rot/2]` and token (b, s) reads row `position_ids[b, s]`;
+    without, they are `[B, S, rot/2]`. `rotary_embedding_dim` (`rot`, 0 =
+    D) rotates the first `rot` channels of each head, the rest pass
+    through; `interleaved` (0/1) pairs channels (2i, 2i+1), else rotate-half
+    (i, i + rot/2). `out` receives the result (may be x itself).
+    `storage`: "auto", "buffer" or "texture3d". `cos_cache` may instead
+    be a frequency spec (`RopeFreqs`, `InvFreqs`, or a `ModelRope`, which
+    decides its frequencies from the positions) with `sin_cache` None: cos
+    and sin are then computed in the shader at `position_ids` (token s at
+    position s without them). DeviceArrays in (x, the caches) stay on the
+    device: a DeviceArray x gives a DeviceArray result.
+    """
+    return one(table_kernel, check_onnx(x, cos_cache, sin_cache, position_ids, interleaved=interleaved,
+                                        rotary_embedding_dim=rotary_embedding_dim, num_heads=num_heads, out=out,
+                                        storage=storage))

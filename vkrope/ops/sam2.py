@@ -13,10 +13,14 @@ from ..arguments import (
     describe, int_arg,
 )
 from ..models import ModelRope
-from ..freqs import FrequencySpec, InvFreqs, NdFreqs
+from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
 from ..runtime.dtypes import BFLOAT16
 from ..kernels.interleaved import Request
 from .lowering import lower
+from .call import ArrayT, Call, one
+from ..kernels import interleaved as interleaved_kernel, table as table_kernel
+from .nd import check_apply_nd
+from ..runtime.array import DeviceArray
 
 REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
@@ -139,3 +143,41 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form}); "
             f"got {int(bad[0])}")
     return np.ascontiguousarray(positions, dtype=np.int32)
+
+
+def apply(
+    x: ArrayT,
+    freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs | NdFreqs,
+    *,
+    out: ArrayT | None = None,
+    inverse: bool = False,
+    repeat: int = 1,
+    exclude_last: int = 0,
+    positions: np.ndarray | None = None,
+    storage: str = "auto",
+) -> Call[ArrayT]:
+    """Interleaved rotary position embedding of `x` by `freqs`.
+
+    x: float32, float16 or bfloat16 array `[..., N, C]` (C even), (real, imag) pairs
+    interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
+    real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
+    with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` spec
+    (cos / sin computed in the shader; RopeFreqs needs `positions`), or a
+    `vkrope.NdFreqs` spec with `positions` the ids `[N, n_axes]` (as
+    `apply_nd`);
+    broadcast over every leading axis of x. Token `n`
+    uses row `n % Nf` for its first `N - exclude_last` tokens, which must
+    number `repeat * Nf`; the last `exclude_last` tokens pass through.
+    `positions` (int array `[N]`, -1 = pass through) picks each token's row
+    instead. `inverse=True` rotates by -theta. `out` receives the result
+    (may be x itself). `storage`: "auto", "buffer" or "texture3d".
+
+    Returns a new array of x's shape and dtype (or `out`): numpy for a numpy
+    `x`; for a `DeviceArray` x (of the device the call runs on) a new
+    `DeviceArray`, with no host round trip (`storage` is then the array's own).
+    """
+    kw: dict[str, Any] = dict(out=out, inverse=inverse, repeat=repeat, exclude_last=exclude_last,
+                              positions=positions, storage=storage)
+    if isinstance(freqs, NdFreqs):  # the table kernel's frequencies per axis
+        return one(table_kernel, check_apply_nd(x, freqs, **kw))
+    return one(interleaved_kernel, check(x, freqs, **kw))

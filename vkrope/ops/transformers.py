@@ -13,6 +13,8 @@ from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
 from ..kernels.table import Request
 from .lowering import lower, several_axes
+from .call import Call, two
+from ..kernels import table as table_kernel
 from .table_args import _q_and_k
 
 
@@ -74,3 +76,27 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
                        interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
 
     return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
+
+
+def apply_rotary_pos_emb(q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None,
+                         out_k: Any = None) -> Call[tuple[Any, Any]]:
+    """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the model's
+    own RoPE: `(cos, sin)` of `position_ids` as its rotary module computes
+    them (`spec.cos_sin`), computed in the shader; q and k in one submission.
+
+    q `[B, Hq, S, D]`, k `[B, Hk, S, D]` (grouped-query heads), one dtype
+    (float32, float16, bfloat16), numpy or DeviceArrays. spec: a
+    `vkrope.ModelRope` (`vkrope.from_hf`, `vkrope.from_gguf`: its rope
+    type, attention factor and pairs), or an `InvFreqs` / `RopeFreqs`
+    (rotate-half). position_ids: int `[B, S]` (`[1, S]` serves every item);
+    M-RoPE `[3, B, S]` (temporal, height, width; `[B, S]` is text, all three
+    equal; llama.cpp's 1-D `[4 * S]` t | h | w | e for one item). Dynamic NTK and
+    longrope decide by this call's `max(position_ids) + 1`. The first
+    `rotary_dim` channels of each head rotate, the rest pass through; D
+    must be the spec's head dim (DeepSeek: `qk_rope_head_dim`, the rotary
+    part of its heads). DeepSeek's interleaved pairs come back interleaved
+    (transformers' `apply_rotary_pos_emb_interleave` permutes them to
+    `cat(even, odd)`). `out_q`, `out_k` receive the results (`out_q=q`,
+    `out_k=k` in place; `out_q` on k's or out_k's memory: ValueError).
+    Returns `(q_out, k_out)`."""
+    return two(table_kernel, *check_pos_emb(q, k, spec, position_ids, out_q=out_q, out_k=out_k))
