@@ -15,7 +15,7 @@
  *                              exact angle) and its axis (w: which of a
  *                              token's coordinates it turns by).
  * A token's coordinate on an axis is two words (w0, w1), from the kernel's
- * own token table (vkrope/ops/lowering.py, token_words):
+ * own token table (`Generated.words`, vkrope/ops/lowering.py):
  *   ANGLE_EXACT                the coordinate w0 + w1 / 2^32 (w0 signed),
  *                              times f, reduced exactly;
  *   ANGLE_FLOAT32, ANGLE_SHORT the float32 angle fl32(t * inv), t the float32

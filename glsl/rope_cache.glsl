@@ -21,10 +21,11 @@
  *   binding 3  v        [B, Hk, S, D]
  *   binding 4  k_cache  rows of D values (read and written: rows not named stay)
  *   binding 5  v_cache  rows of D values
- *   binding 6  cos      float32 [table rows, rot/2]
- *   binding 7  sin      float32 [table rows, rot/2]
- *   binding 8  tokens   ivec2 per token t = b*S + s: (its cos / sin row,
- *                       the cache row of its head 0, -1: not written)
+ *   binding 6  cos      float32 [table rows, rot/2] (GENERATED: the columns table)
+ *   binding 7  sin      float32 [table rows, rot/2] (GENERATED: not read)
+ *   binding 8  tokens   ivec2 per token t = b*S + s: (its cos / sin row, or
+ *                       GENERATED its coordinate word; the cache row of its
+ *                       head 0, -1: not written)
  *   binding 9  weights  float32 [2, D]: q's RMSNorm weights, then k's
  *
  * Launches per role (role: ROLE_Q, ROLE_K, ROLE_V), each over a run of
@@ -32,6 +33,8 @@
  * binding starts), one invocation per texel of a head row: grid (texel c4
  * of the row, row r = (b*H + h)*S + s of this dispatch).
  * Math for head-local channel j (x widened to float32):
+ *   (c, s) of column i: its table row's, or GENERATED freq_cs of the token's
+ *   word times magnitude (YaRN's attention factor; 1.0 otherwise)
  *   NORM:   x_j <- x_j / sqrt(mean_j(x_j^2) + eps) * (w_j + weight_add)
  *           (weight_add 1.0: Gemma's (1 + w); 0.0: Qwen3 / OLMo-2's w)
  *   j < rot, INTERLEAVED: pair (2i, 2i+1), column i = j / 2

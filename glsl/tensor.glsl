@@ -24,7 +24,6 @@
  * row `row` lies in a width-packed image: each tensor row takes
  * ceil(row_texels / width) image rows of `width` texels, and image rows fold
  * over height then depth (vkrope/runtime/layout.py, image_extent).
-
  */
 #ifndef VKROPE_TENSOR_GLSL
 #define VKROPE_TENSOR_GLSL

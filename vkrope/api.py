@@ -5,16 +5,14 @@ operation is its front end's (vkrope/ops/), bound in one line by
 from __future__ import annotations
 
 import atexit
-import functools
-import inspect
 import os
 import threading
-from typing import Any, Callable, ParamSpec, TypeVar
+from typing import Callable, ParamSpec, TypeVar
 
 from .device import Device
 from .errors import DeviceClosedError
 from .ops import decode, executorch, nd, onnx, sam2, transformers
-from .ops.call import Call, result_annotation
+from .ops.call import Call, bind
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -55,15 +53,11 @@ atexit.register(close_default_device)
 
 def on_default(front_end: Callable[P, Call[R]]) -> Callable[P, R]:
     """A front end's public operation as a module function on the default
-    device (`_on_default`). Its signature and docstring are the front end's."""
+    device. Its signature and docstring are the front end's."""
     def function(*args: P.args, **kwargs: P.kwargs) -> R:
-        return _on_default(lambda: front_end(*args, **kwargs), lambda dev: dev._call(front_end(*args, **kwargs)))
+        return _on_default(front_end(*args, **kwargs))
 
-    functools.update_wrapper(function, front_end)
-    del function.__wrapped__  # type: ignore[attr-defined]  # it returns the call's result, not the call
-    sig = inspect.signature(front_end)
-    function.__signature__ = sig.replace(  # type: ignore[attr-defined]
-        return_annotation=result_annotation(sig.return_annotation))
+    bind(function, front_end, __name__, front_end.__name__)
     return function
 
 
@@ -76,20 +70,16 @@ apply_rotary_pos_emb = on_default(transformers.apply_rotary_pos_emb)
 rope_and_cache = on_default(decode.rope_and_cache)
 
 
-def _on_default(check: Callable[[], Any], call: Callable[[Device], Any]) -> Any:
-    """`call(device)` on the default device. When none exists yet, `check()`
-    the arguments first, so a bad argument is a TypeError / ValueError even
-    on a machine without Vulkan (once it exists, the Device checks them).
-    When the default device is closed while the call waits for it (another
-    thread's close_default_device, or its timeout), the call runs once more
-    on a new default device."""
+def _on_default(call: Call[R]) -> R:
+    """A checked call (so a bad argument is a TypeError / ValueError even on
+    a machine without Vulkan) run on the default device. When the default
+    device is closed while the call waits for it (another thread's
+    close_default_device, or its timeout), the call runs once more on a new
+    default device."""
     for attempt in range(2):
-        dev = _default
-        if dev is None or dev.closed:
-            check()
-            dev = default_device()
+        dev = default_device()
         try:
-            return call(dev)
+            return dev._call(call)
         except DeviceClosedError:
             if attempt or not dev.closed:  # (an argument's device was closed, not this one)
                 raise

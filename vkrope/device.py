@@ -4,7 +4,6 @@ that runs the operators on numpy arrays and device-resident arrays."""
 from __future__ import annotations
 
 import functools
-import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
@@ -14,7 +13,7 @@ from .errors import DeviceClosedError
 from .runtime.array import DeviceArray
 from . import kernels
 from .ops import decode, executorch, nd, onnx, sam2, transformers
-from .ops.call import Call, result_annotation
+from .ops.call import Call, bind
 from .owner import DeviceMemory, devices
 from .runtime import execute
 from .runtime.operator import Operator
@@ -32,12 +31,7 @@ def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device",
     def method(self: "Device", *args: P.args, **kwargs: P.kwargs) -> R:
         return self._call(front_end(*args, **kwargs))
 
-    functools.update_wrapper(method, front_end)
-    del method.__wrapped__  # type: ignore[attr-defined]  # its signature: self first, the call's result
-    sig = inspect.signature(front_end)
-    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
-        parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *sig.parameters.values()],
-        return_annotation=result_annotation(sig.return_annotation))
+    bind(method, front_end, __name__, f"Device.{front_end.__name__}", method=True)
     return method
 
 

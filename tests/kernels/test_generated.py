@@ -7,6 +7,7 @@ frameworks' way) or in extended precision (exact mode)."""
 
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
@@ -398,3 +399,23 @@ def test_an_axial_grid_lowers_x_columns_first():
     assert gen.axis.tolist() == [0] * 4 + [1] * 4
     assert np.array_equal(gen.inv32[:4], gen.inv32[4:])
     assert np.array_equal(gen.inv32[:4], spec.inv_freq32)
+
+
+def test_the_reference_reduces_an_exact_inv_freqs_as_the_shader_does(device):
+    """InvFreqs frequencies past 2 pi with angle="exact": the reference's
+    angles are reduced exactly (InvFreqs.angles), as the shader's are; an
+    unreduced float64 product at position 2^24 - 1 is ~1e-6 off."""
+    inv = [1000.123, 7.77, 0.5, 0.01]
+    spec = vkrope.InvFreqs(inv, inv_freq_exact=inv, angle="exact")
+    pos = np.array([16777215, 12345677, 0, 3])
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    two_pi = 2 * decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60  # p * f exactly (f a binary float), reduced with pi to 60 digits
+        a = np.array([[float((decimal.Decimal(int(p)) * decimal.Decimal(f)) % two_pi) for f in inv] for p in pos])
+    ref = vkrope.apply_reference(x, spec, positions=pos)
+    y = device.apply(x, spec, positions=pos)
+    c, s = np.cos(a), np.sin(a)
+    want = np.stack([x[:, 0::2] * c - x[:, 1::2] * s, x[:, 0::2] * s + x[:, 1::2] * c], -1).reshape(4, 8)
+    assert np.abs(ref - want).max() < 1e-9
+    assert np.abs(y - want).max() < 4e-7 * (np.abs(x).max() + 1)

@@ -412,7 +412,31 @@ def test_a_models_rope_computed_in_the_shader(device, name, dtype):
                slots=slots, interleaved=rope.interleaved)
 
 
-@pytest.mark.parametrize("d, rot, interleaved", [(16, 16, False), (16, 16, True), (12, 8, False)])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
+def test_a_models_rope_value_by_value(device, tmp_path, interleaved, dtype):
+    """Head 10, rotary 6 (phi's partial_rotary_factor 0.6): no texel is
+    whole, so the decode step computes each value's cos / sin alone."""
+    cfg = {"model_type": "phi", "hidden_size": 40, "num_attention_heads": 4, "partial_rotary_factor": 0.6,
+           "rope_theta": 10000.0, "max_position_embeddings": 2048}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    rope = vkrope.from_hf(str(path))
+    assert (rope.head_dim, rope.rotary_dim) == (10, 6)
+    rng = np.random.default_rng(10 + interleaved)
+    b, s = 2, 3
+    q, k, v, kc0, vc0, _, slots = setup(rng, dtype, dtype, True, d=10, hq=2, hk=1)
+    pos = np.array([[0, 3, 2047], [9000, 1, 77]])
+    cos, sin = (t.reshape(b * s, -1)[:, :3] for t in oracle_hf.cos_sin(oracle_hf.rope_of(cfg), pos))
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    # (the pairs are the call's: transformers' phi rotates halves; the kernel takes either)
+    y = device.rope_and_cache(q, k, v, kc, vc, rope.freqs(pos), pos, slots=slots, interleaved=interleaved)
+    check_step(device, q, k, v, kc0, vc0, cos, sin, np.arange(b * s).reshape(b, s), y, kc.get(), vc.get(),
+               slots=slots, interleaved=interleaved)
+
+
+@pytest.mark.parametrize("d, rot, interleaved", [(16, 16, False), (16, 16, True), (12, 8, False), (12, 6, False),
+                                                 (12, 6, True), (10, 6, True)])
 def test_the_exact_angle_in_the_shader(device, d, rot, interleaved):
     """A RopeFreqs spec with angle="exact": cos / sin of position times the
     float64 frequency, reduced exactly, at positions where the float32 angle

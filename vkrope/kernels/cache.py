@@ -8,7 +8,7 @@ Caches are `DeviceArray`s updated in place: contiguous `[B, Hk, S_max, D]`
 paged `[num_blocks, block_size, Hk, D]` as vLLM's (`slots[b, s]` a flat
 slot `block * block_size + offset`, -1 writes nothing; head h at row
 `slot*Hk + h`). The frequencies are computed in the shader (a `Generated`,
-glsl/freqs.glsl: each token's word its position) or read from `(cos, sin)`
+glsl/freqs.glsl: each token's word from its position) or read from `(cos, sin)`
 caches `[max_pos, rot/2]` (numpy, or float32 DeviceArrays bound where they
 are); per call the kernel reads one (cos, sin) row (or word) and one cache
 row per token, so a decode loop replays its recording (positions and slots are
@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import TensorRequest, given_tables
-from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
+from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.kernels import find
@@ -40,7 +40,6 @@ ROLE_Q, ROLE_K, ROLE_V, ROLE_ALL = 0, 1, 2, 3  # ROLE_ALL: one launch, rows of q
 # others, in glsl/rope_cache.json's order and access, as stand-ins);
 # ROLE_ALL's launch uses every one.
 USES = {ROLE_Q: ("q_out", "q"), ROLE_K: ("k", "k_cache"), ROLE_V: ("v", "v_cache")}
-STAND_IN = np.zeros(1, np.uint32)  # a table binding the variant does not read
 
 
 @dataclass
@@ -233,6 +232,8 @@ def plan(req: Request, limits: Any) -> Plan:
     resident table past one binding: a window over the rows they read)."""
     b, hq, s, d = req.shape
     hk = int(req.k.shape[1])
+    if req.generated:
+        req.cos.check_fits(KERNEL, req.rot_half)
     item, citem = req.dtype.itemsize, np.dtype(req.k_cache.dtype).itemsize
     wx, wy = fit.workgroup(texels(d), limits, f"q has D = {d}")
     x_align = max(limits.min_storage_buffer_offset_alignment, 4 * item)  # bindings start on whole texels

@@ -19,6 +19,8 @@ import numpy as np
 
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/freqs.glsl's ANGLE_*
 ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
+STAND_IN = np.zeros(1, np.uint32)  # bound where a variant reads nothing (a computing kernel's cos / sin table)
+STAND_IN.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,15 @@ class Generated:
         per_column[:, 3] = self.axis
         out.flags.writeable = False
         return out
+
+    def check_fits(self, kernel: str, columns: int, *, several: bool = False, grid: bool = False) -> None:
+        """That `kernel` can read these frequencies: `columns` cos / sin
+        columns, several coordinates per token only where it reads them, an
+        axial grid only where it splits one (else an operator's mistake:
+        AssertionError)."""
+        assert self.n_columns == columns, f"{kernel}: {self.n_columns} frequency columns for {columns}"
+        assert several or self.id_words == 0, f"{kernel} reads one coordinate per token"
+        assert grid or self.grid_width == 0, f"{kernel} splits no axial grid"
 
     def cos_sin(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """float64 (cos, sin) [n, columns] of tokens' words, the factor

@@ -1,8 +1,8 @@
 """The interleaved ("complex-number") RoPE of SAM2 / EdgeTAM: ExecuTorch's
 `et_vk.apply_rotary_emb_interleaved`, `vkrope.apply`.
 
-What an operator module holds: its argument check (`check`, into a
-`Request`), its plan for a device's limits (`plan`: kernel variant,
+What a kernel module holds: its `Request` (which vkrope/ops/sam2.py
+checks the public arguments into), its plan for a device's limits (`plan`: kernel variant,
 workgroup shape, dispatch chunks), the launches of a plan over bound
 resources (`Plan.launches`), the per-call tables it binds (`tables`),
 the row blocks a too-large call runs in (`row_blocks`), and its float64
@@ -178,6 +178,8 @@ def plan(req: Request, limits: Any) -> Plan:
     x_dtype = np.dtype(req.dtype)
     f_name = f_dtype_of(req)
     ppr = req.channels // 2
+    if req.generated:
+        req.freqs_pairs.check_fits(KERNEL, ppr, grid=True)
     width = texels(req.channels)
     n = req.n_tokens
     batches = req.rows // n
@@ -304,7 +306,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
         kind = seg[0]
         if kind == "gen":
             _, t0, t1 = seg
-            out.append((freqs.columns, _spec_positions(req, t0, t1)))
+            out.append((freqs.columns, _generated_words(req, t0, t1)))
             continue
         if kind in ("whole", "window"):
             _, r0, r1, t0, t1 = seg
@@ -331,7 +333,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
     return out
 
 
-def _spec_positions(req: Request, t0: int, t1: int) -> np.ndarray:
+def _generated_words(req: Request, t0: int, t1: int) -> np.ndarray:
     """The token words a generated chunk binds: what the kernel reads for
     its tokens' positions (or grid rows; -1 kept)."""
     if req.positions is None:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import TensorRequest, given_tables
-from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
+from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime.dtypes import axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
@@ -33,7 +33,6 @@ from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_table"
-STAND_IN = np.zeros(1, np.uint32)  # a binding the variant does not read
 
 
 @dataclass
@@ -207,6 +206,8 @@ def plan(req: Request, limits: Any) -> Plan:
     """The dispatches of `req` on a device with `limits` (PhysicalDeviceInfo)."""
     storage = req.storage
     x_dtype, f_name = req.dtype, f_dtype_of(req)
+    if req.generated:
+        req.cos.check_fits(KERNEL, req.rot_half, several=True)
     c = req.row_values
     width = texels(c)
     wx, wy = fit.workgroup(width, limits, f"x has {c} values per row")

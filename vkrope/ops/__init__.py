@@ -2,9 +2,11 @@
 (`apply`), onnx.py (`rotary_embedding`), executorch.py
 (`apply_rotary_emb`, `apply_rotary_emb_hf`), transformers.py
 (`apply_rotary_pos_emb`), nd.py (`apply_nd`), decode.py
-(`rope_and_cache`): each turns its public signatures into a kernel's
-request (vkrope/kernels/), checking every argument first; the only place
-that reads a `ModelRope` (`resolve` below)."""
+(`rope_and_cache`): each holds its public operations (signature, hints,
+the one docstring), which check every argument into a kernel's request
+(vkrope/kernels/) and return the call as data (call.py); lowering.py
+turns a frequency spec into what the kernels read. The only place that
+reads a `ModelRope` (`resolve` below)."""
 
 from typing import Any
 
@@ -14,7 +16,7 @@ from ..models import ModelRope
 from ..freqs import InvFreqs
 
 
-# --- how both RoPE kernels read a frequency spec --------------------------------
+# --- a ModelRope as a call's frequencies ------------------------------------------
 
 
 def check_model_head(spec: Any, head_dim: int, name: str) -> None:

@@ -13,7 +13,7 @@ from ..models import ModelRope
 from ..freqs import InvFreqs, is_position_spec
 from ..kernels.table import Request
 from .lowering import lower
-from .call import Call, two
+from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
 
@@ -81,7 +81,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 
-def apply_rotary_emb(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> Call[tuple[Any, Any]]:
+def apply_rotary_emb(xq: ArrayT, xk: ArrayT, freqs_cos: Any, freqs_sin: Any) -> Call[tuple[ArrayT, ArrayT]]:
     """ExecuTorch's LLM RoPE (`et_vk.apply_rotary_emb`, llama `rope.py`):
     xq `[B, S, Hq, D]`, xk `[B, S, Hk, D]` (Hk may differ: grouped-query
     attention), freqs_cos / freqs_sin `[S, D/2]`, interleaved pairs (2i,
@@ -89,8 +89,8 @@ def apply_rotary_emb(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> Call[t
     return two(table_kernel, *check_llm(xq, xk, freqs_cos, freqs_sin))
 
 
-def apply_rotary_emb_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any,
-                        start_pos: int = 0) -> Call[tuple[Any, Any]]:
+def apply_rotary_emb_hf(xq: ArrayT, xk: ArrayT, freqs_cos: Any, freqs_sin: Any,
+                        start_pos: int = 0) -> Call[tuple[ArrayT, ArrayT]]:
     """ExecuTorch's Hugging Face RoPE (`et_vk.apply_rotary_emb_hf`): xq
     `[B, S, Hq, D]`, xk `[B, S, Hk, D]`, freqs_cos / freqs_sin `[max_seq,
     rot]` full width (HF's `cat(freqs, freqs)`; `rot <= D`, channels past it

@@ -18,7 +18,7 @@ Three kinds of spec, one form:
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -60,8 +60,9 @@ def lower(spec: FrequencySpec) -> Generated:
         return made(0, spec.axes[0], np.tile(inv32, 2), np.tile(quarters, (2, 1)),
                     np.repeat(np.arange(2, dtype=np.uint32), n), _grid_words,
                     lambda w: spec.angles(np.asarray(w, np.int64).reshape(-1)))
-    if isinstance(spec, NdFreqs) or (isinstance(spec, InvFreqs) and spec.mrope):  # several_axes
-        return made(2 * spec.n_axes, 0, inv32, quarters, np.asarray(spec.pair_axis, np.uint32),
+    if several_axes(spec):
+        axes = cast(Any, spec)  # an NdFreqs or an M-RoPE InvFreqs
+        return made(2 * axes.n_axes, 0, inv32, quarters, np.asarray(axes.pair_axis, np.uint32),
                     functools.partial(_axis_words, spec), functools.partial(_axis_angles, spec))
     if not is_position_spec(spec):
         raise TypeError(f"no lowering for a {type(spec).__name__} spec")  # every spec kind is one of the above
@@ -87,8 +88,11 @@ def _position_words(spec: Any, positions: np.ndarray) -> np.ndarray:
 
 def _position_angles(spec: Any, words: np.ndarray) -> np.ndarray:
     """The angles [n, columns] of `_position_words` (none -1), as the kernels
-    form them."""
+    form them: the spec's own exact angles (its positions are the words),
+    else the float32 product of the scaled positions the words hold."""
     words = np.asarray(words, np.int32).reshape(-1)
+    if spec.angle == "exact":
+        return spec.angles(words)
     return spec.angles_at(words.view(np.float32), words)
 
 

@@ -147,7 +147,7 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
 
 def apply(
     x: ArrayT,
-    freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs | NdFreqs,
+    freqs: np.ndarray | DeviceArray | AxialFreqs | RopeFreqs | InvFreqs | NdFreqs,
     *,
     out: ArrayT | None = None,
     inverse: bool = False,

@@ -13,7 +13,7 @@ from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
 from ..kernels.table import Request
 from .lowering import lower, several_axes
-from .call import Call, two
+from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import _q_and_k
 
@@ -78,8 +78,8 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
 
 
-def apply_rotary_pos_emb(q: Any, k: Any, spec: Any, position_ids: np.ndarray, *, out_q: Any = None,
-                         out_k: Any = None) -> Call[tuple[Any, Any]]:
+def apply_rotary_pos_emb(q: ArrayT, k: ArrayT, spec: Any, position_ids: np.ndarray, *, out_q: ArrayT | None = None,
+                         out_k: ArrayT | None = None) -> Call[tuple[ArrayT, ArrayT]]:
     """transformers' `apply_rotary_pos_emb(q, k, cos, sin)` with the model's
     own RoPE: `(cos, sin)` of `position_ids` as its rotary module computes
     them (`spec.cos_sin`), computed in the shader; q and k in one submission.

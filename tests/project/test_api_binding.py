@@ -1,0 +1,74 @@
+"""The public operations are written once, in their front ends
+(vkrope/ops/), and bound to `Device` and to the module in one line each
+(ops/call.py `bind`): what a user and their tools see of them must be the
+front end's signature, hints and docstring, returning the call's result,
+found where it is bound."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import subprocess
+import sys
+import typing
+
+import numpy as np
+import pytest
+
+import vkrope
+from vkrope.ops import decode, executorch, nd, onnx, sam2, transformers
+
+FRONT_ENDS = [sam2.apply, nd.apply_nd, onnx.rotary_embedding, executorch.apply_rotary_emb,
+              executorch.apply_rotary_emb_hf, transformers.apply_rotary_pos_emb, decode.rope_and_cache]
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.__name__)
+def test_module_function_and_method_show_the_front_end(front_end):
+    name = front_end.__name__
+    fn, method = getattr(vkrope, name), getattr(vkrope.Device, name)
+    want = inspect.signature(front_end)
+    for bound, extra in ((fn, []), (method, ["self"])):
+        sig = inspect.signature(bound)
+        assert list(sig.parameters) == extra + list(want.parameters), name
+        assert [p.default for p in sig.parameters.values()][len(extra):] == [p.default for p in
+                                                                             want.parameters.values()]
+        assert bound.__doc__ == front_end.__doc__ and bound.__doc__
+        hints = typing.get_type_hints(bound)  # resolvable where it is bound
+        assert typing.get_origin(typing.get_type_hints(front_end)["return"]) is not None
+        assert "Call" not in str(hints["return"]) and "Call" not in str(sig.return_annotation), name
+    assert pickle.loads(pickle.dumps(fn)) is fn  # found where it is bound
+    assert pickle.loads(pickle.dumps(method)) is method
+    assert fn.__module__ == "vkrope.api" and method.__qualname__ == f"Device.{name}"
+
+
+def test_the_module_function_checks_before_any_device(monkeypatch):
+    """A bad argument is the front end's TypeError, raised before a default
+    device is made (a machine without Vulkan gets it too)."""
+    made = []
+    monkeypatch.setattr(vkrope.api, "default_device", lambda: made.append(1))
+    with pytest.raises(TypeError, match="freqs must be"):
+        vkrope.apply(np.zeros((2, 4), np.float32), "not freqs")
+    assert made == []
+
+
+def test_type_checkers_see_the_result_of_x_kind(tmp_path):
+    """Through ParamSpec the bound functions keep the front end's hints: a
+    numpy x gives a numpy result, a DeviceArray a DeviceArray, and an unknown
+    keyword is an error, for the module function and the method alike."""
+    src = tmp_path / "use.py"
+    src.write_text(
+        "import numpy as np\nimport vkrope\n"
+        "x = np.ones((1, 4, 8), np.float32)\n"
+        "reveal_type(vkrope.apply(x, x[0]))\n"
+        "dev = vkrope.Device()\n"
+        "reveal_type(dev.apply(dev.asarray(x), x[0]))\n"
+        "reveal_type(dev.apply_rotary_emb(x, x, x, x))\n"
+        "vkrope.rotary_embedding(x, x, x, bogus=1)\n")
+    res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
+                          str(tmp_path / "cache"), str(src)], capture_output=True, text=True)
+    revealed = [line.split("Revealed type is ")[1] for line in res.stdout.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 3, res.stdout
+    assert revealed[0].startswith('"numpy.ndarray') and "DeviceArray" not in revealed[0]
+    assert revealed[1] == '"vkrope.runtime.array.DeviceArray"'
+    assert revealed[2].startswith('"tuple[numpy.ndarray'), revealed[2]
+    assert 'Unexpected keyword argument "bogus"' in res.stdout
