@@ -37,6 +37,7 @@ TESTS = [
     "tests/kernels/test_bfloat16.py", "tests/kernels/test_rope_cache.py", "tests/runtime/test_runtime_ops.py", "tests/runtime/test_kept_imports.py", "tests/ops/test_nd.py",
     "tests/models/test_hf_configs.py", "tests/models/test_gguf.py", "tests/models/test_hf_models.py",
     "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py", "tests/models/test_chart.py",
+    "tests/kernels/test_shift.py",
 ]
 
 
@@ -58,6 +59,7 @@ COMMON = "glsl/common.glsl"
 FREQS = "vkrope/freqs.py"
 FREQS_GLSL = "glsl/freqs.glsl"
 LOWERING = "vkrope/ops/lowering.py"
+SHIFT_GLSL = "glsl/rope_shift.glsl"
 CONFIGS = "vkrope/models/hf.py"
 ROPE = "vkrope/models/rope.py"
 ROPE_TYPES = "vkrope/models/rope_types.py"
@@ -604,6 +606,27 @@ MUTATIONS = [
              "np.asarray(axes.pair_axis if isinstance(spec, NdFreqs) else np.zeros(n), np.uint32),"),
     Mutation("apply_rotary_pos_emb's k rotated with q's head count", "vkrope/ops/transformers.py",
              "        h = int(x.shape[1])\n", "        h = int(qx.shape[1])\n"),
+    # --- the context shift (shift_cache)
+    Mutation("shift: the old angle not undone (rotated by the new one alone)", SHIFT_GLSL,
+             "0.0, w_new - w_old, 0u, 1.0);", "0.0, w_new, 0u, 1.0);"),
+    Mutation("shift: the float32 angles' difference without its rounding error", SHIFT_GLSL,
+             "trig_add128(trig_quarter_turns128(hi), trig_quarter_turns128(lo))",
+             "trig_add128(trig_quarter_turns128(hi), uvec4(0u))"),
+    Mutation("shift: a rotate-half partner's sign swapped", SHIFT_GLSL,
+             "y = diff_of_products(xj, cs.x, first ? partner : -partner, cs.y);",
+             "y = diff_of_products(xj, cs.x, first ? -partner : partner, cs.y);"),
+    Mutation("shift: keys written back to the rows they came from", SHIFT_GLSL,
+             "uint dst = (uint(tok.y) + h * p.head_stride)", "uint dst = (uint(tok.x) + h * p.head_stride)"),
+    Mutation("shift: every head read from head 0's row", SHIFT_GLSL,
+             "uint src = (uint(tok.x) + h * p.head_stride)", "uint src = uint(tok.x)"),
+    Mutation("shift: values not moved", "vkrope/kernels/shift.py",
+             "head_stride=self.head_stride, move_v=int(self.move_v))", "head_stride=self.head_stride, move_v=0)"),
+    Mutation("shift: the scatter launch dropped", "vkrope/kernels/shift.py",
+             "for role in (ROLE_GATHER, ROLE_SCATTER))", "for role in (ROLE_GATHER,))"),
+    Mutation("shift: a row named twice accepted", "vkrope/ops/shift.py",
+             "        if twice.any():\n            raise", "        if False:\n            raise"),
+    Mutation("shift: a skipped slot shifted anyway", "vkrope/ops/shift.py",
+             "    keep = sl.reshape(-1) >= 0\n", "    keep = sl.reshape(-1) >= -1\n"),
     # --- vkrope config --plot
     Mutation("the unscaled frequencies over the head dim, not the rotary dim", "vkrope/models/chart.py",
              "np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.rotary_dim)",

@@ -37,6 +37,7 @@ class OpCase:
     expect: Callable[[dict[str, Any]], tuple]
     labels: tuple[tuple[str, str], ...] = ()  # how errors name an argument, where not by its name (a regex)
     outs: tuple[tuple[str, str], ...] = ()  # an `out` argument (None in `make`) and the x it must be like
+    moves_numpy: bool = True  # numpy tensors go through the runtime (False: only DeviceArrays, as caches)
 
     def with_out(self, args: dict[str, Any], name: str, value: Any, device: Any) -> dict[str, Any]:
         """`args` with `value` for argument `name`; an `out` there needs its
@@ -154,6 +155,39 @@ def _pos_emb_expect(a: dict[str, Any]) -> tuple:
     return oracle_hf.rotate(a["q"], c, s, rope["dim"]), oracle_hf.rotate(a["k"], c, s, rope["dim"])
 
 
+SHIFT_SPEC = vkrope.RopeFreqs(8, base=10000.0, angle="exact")
+
+
+def _shift_args(rng: np.random.Generator, big: bool = False) -> dict[str, Any]:
+    s, d = (512, 256) if big else (12, 8)  # (big: caches of 1 MiB, past small bindings: sliced)
+    old = np.arange(250, 262)[None] if big else np.arange(4, s)[None]
+    return {"k_cache": _f32(rng, 1, 2, s, d), "v_cache": _f32(rng, 1, 2, s, d), "old": old, "new": old - 3}
+
+
+def _shift_call(t: Any, a: dict[str, Any]) -> tuple:
+    """The shift on `t` (a Device or the module); numpy caches uploaded there
+    first; the results are both caches' contents after it."""
+    dev = t if isinstance(t, vkrope.Device) else vkrope.default_device()
+    kc, vc = (c if isinstance(c, vkrope.DeviceArray) else dev.asarray(c) for c in (a["k_cache"], a["v_cache"]))
+    assert t.shift_cache(kc, SHIFT_SPEC, a["old"], a["new"], v_cache=vc) is None
+    return kc.get(), vc.get()
+
+
+def _shift_expect(a: dict[str, Any]) -> tuple:
+    """Rows old -> new, keys rotated by -3 positions (float64 angles, rotate-half pairs), values as they are."""
+    kc, vc = (np.array(a[n], np.float64) for n in ("k_cache", "v_cache"))
+    d = kc.shape[-1]
+    inv = 1.0 / 10000.0 ** (np.arange(0, 8, 2) / 8)
+    ang = -3.0 * inv
+    c, s = np.cos(ang), np.sin(ang)
+    k = kc[:, :, a["old"][0]]
+    rot = k.copy()
+    rot[..., 0:4], rot[..., 4:8] = k[..., 0:4] * c - k[..., 4:8] * s, k[..., 4:8] * c + k[..., 0:4] * s  # rotate-half
+    kc[:, :, a["new"][0]] = rot if d == 8 else np.concatenate([rot[..., :8], k[..., 8:]], -1)
+    vc[:, :, a["new"][0]] = np.array(a["v_cache"], np.float64)[:, :, a["old"][0]]
+    return kc, vc
+
+
 OPS = (
     OpCase("apply", _apply_args, ("x", "freqs", "out"),
            lambda t, a: (t.apply(a["x"], a["freqs"], out=a["out"]),),
@@ -184,6 +218,7 @@ OPS = (
            lambda t, a: t.apply_rotary_pos_emb(a["q"], a["k"], POS_EMB_SPEC, a["position_ids"], out_q=a["out_q"],
                                                out_k=a["out_k"]),
            _pos_emb_expect, outs=(("out_q", "q"), ("out_k", "k"))),
+    OpCase("shift_cache", _shift_args, ("k_cache", "v_cache"), _shift_call, _shift_expect, moves_numpy=False),
 )
 
 

@@ -14,7 +14,7 @@ See README.md for the full contract, the errors and the measured speed.
 
 from .api import (
     apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, apply_rotary_pos_emb, close_default_device,
-    default_device, rope_and_cache, rotary_embedding,
+    default_device, rope_and_cache, rotary_embedding, shift_cache,
 )
 from .models import ModelRope, from_gguf, from_hf
 from .models import layer_types as hf_layer_types
@@ -47,6 +47,7 @@ __all__ = [
     "apply_rotary_emb",
     "apply_rotary_emb_hf",
     "rope_and_cache",
+    "shift_cache",
     "apply_nd",
     "apply_rotary_pos_emb",
     "from_hf",

@@ -11,7 +11,7 @@ from typing import Callable, ParamSpec, TypeVar
 
 from .device import Device
 from .errors import DeviceClosedError
-from .ops import decode, executorch, nd, onnx, sam2, transformers
+from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
 
 P = ParamSpec("P")
@@ -68,6 +68,7 @@ apply_rotary_emb = on_default(executorch.apply_rotary_emb)
 apply_rotary_emb_hf = on_default(executorch.apply_rotary_emb_hf)
 apply_rotary_pos_emb = on_default(transformers.apply_rotary_pos_emb)
 rope_and_cache = on_default(decode.rope_and_cache)
+shift_cache = on_default(shift.shift_cache)
 
 
 def _on_default(call: Call[R]) -> R:

@@ -12,7 +12,7 @@ import numpy as np
 from .errors import DeviceClosedError
 from .runtime.array import DeviceArray
 from . import kernels
-from .ops import decode, executorch, nd, onnx, sam2, transformers
+from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
 from .owner import DeviceMemory, devices
 from .runtime import execute
@@ -59,6 +59,7 @@ class Device(DeviceMemory):
     apply_rotary_emb_hf = operation(executorch.apply_rotary_emb_hf)
     apply_rotary_pos_emb = operation(transformers.apply_rotary_pos_emb)
     rope_and_cache = operation(decode.rope_and_cache)
+    shift_cache = operation(shift.shift_cache)
 
     def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
         """Rotate several tensors, in one queue submission where they do not

@@ -68,7 +68,8 @@ def test_push_constant_block_matches_the_grid(kernel):
 def test_bindings_and_spec_constants_match_the_grid(kernel):
     src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
     bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)}
-                      | {int(b) for b in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),", src, re.M)})
+                      | {int(b) for b in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),", src, re.M)}
+                      | {int(b) for b in re.findall(r"^#define FREQ_BINDING (\d+)$", src, re.M)})  # glsl/freqs.glsl's
     assert bindings == list(range(len(GRIDS[kernel]["bindings"])))
     spec_ids = re.findall(r"constant_id = (\d+)\) const \w+ (\w+)", src)
     named = {int(i): n for i, n in spec_ids}

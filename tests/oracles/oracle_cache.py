@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from oracle import BF16, bf16_round, bf16_ulp, bf16_values
+
 
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, plus_one: bool) -> np.ndarray:
     """x / sqrt(mean(x^2) + eps) * w (Qwen3, OLMo-2) or * (1 + w) (Gemma 3),
@@ -77,3 +79,41 @@ def decode_step(q, k, v, k_cache, v_cache, cos_table, sin_table, position_ids, *
                 vc[where] = np.asarray(v[bi, h, si], np.float64)
                 written[where] = True
     return q_rot, kc, vc, written
+
+
+# --- what the cache tests share: poisoned caches, their values, the tolerance of one rounding
+POISON_BITS = {4: 0x7FC0DEAD, 2: 0x7E5A}  # quiet NaNs with payloads (float32; float16 and bfloat16 words)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    dt = np.dtype(dtype)
+    words = np.full(shape, POISON_BITS[dt.itemsize], np.uint32 if dt.itemsize == 4 else np.uint16)
+    return words.view(dt)
+
+
+def values(a) -> np.ndarray:
+    a = np.asarray(a)
+    return bf16_values(a) if a.dtype == BF16 else a.astype(np.float64)
+
+
+def tolerance(ref: np.ndarray, dtype, scale: np.ndarray) -> np.ndarray:
+    """Rounded once to `dtype` after float32 work: an ulp of the dtype (half
+    for bfloat16) plus 2^-20 of the terms (norm: inversesqrt's ulps)."""
+    dt = np.dtype(dtype)
+    if dt == np.float32:
+        ulp = np.zeros_like(ref)
+    elif dt == BF16:
+        ulp = 0.5 * bf16_ulp(bf16_round(ref))
+    else:
+        with np.errstate(over="ignore"):
+            ulp = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64)
+    return ulp + 2.0**-20 * scale + 1e-30
+
+
+def assert_close(y, ref, dtype, what):
+    y = values(y)
+    scale = np.broadcast_to(np.abs(ref).max(axis=-1, keepdims=True) * 2 + 1e-3, ref.shape)
+    assert np.isfinite(y).all(), f"{what}: NaN or Inf (unwritten?)"
+    err = np.abs(y - ref)
+    tol = tolerance(ref, dtype, scale)
+    assert (err <= tol).all(), f"{what}: {int((err > tol).sum())} off, worst {err.max():.3g}"

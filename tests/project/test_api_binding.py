@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 import vkrope
-from vkrope.ops import decode, executorch, nd, onnx, sam2, transformers
+from vkrope.ops import decode, executorch, nd, onnx, sam2, shift, transformers
 
 FRONT_ENDS = [sam2.apply, nd.apply_nd, onnx.rotary_embedding, executorch.apply_rotary_emb,
-              executorch.apply_rotary_emb_hf, transformers.apply_rotary_pos_emb, decode.rope_and_cache]
+              executorch.apply_rotary_emb_hf, transformers.apply_rotary_pos_emb, decode.rope_and_cache,
+              shift.shift_cache]
 
 
 @pytest.mark.parametrize("front_end", FRONT_ENDS, ids=lambda f: f.__name__)
@@ -72,3 +73,11 @@ def test_type_checkers_see_the_result_of_x_kind(tmp_path):
     assert revealed[1] == '"vkrope.runtime.array.DeviceArray"'
     assert revealed[2].startswith('"tuple[numpy.ndarray'), revealed[2]
     assert 'Unexpected keyword argument "bogus"' in res.stdout
+
+
+def test_every_bound_operation_is_listed():
+    """The list above (and so these checks) covers every operation Device binds."""
+    bound = {name for name, v in vars(vkrope.Device).items() if getattr(v, "__qualname__", "") == f"Device.{name}"
+             and callable(v) and inspect.signature(v).return_annotation is not inspect.Signature.empty
+             and name in vkrope.__all__}
+    assert bound == {f.__name__ for f in FRONT_ENDS}

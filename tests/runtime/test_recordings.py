@@ -182,6 +182,7 @@ OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "
        "apply_many": _many, "apply_rotary_pos_emb": _pos_emb}
 # The public ops whose replayed recording is proven elsewhere, and where.
 ELSEWHERE = {"rope_and_cache": "tests/kernels/test_rope_cache.py (its decode loops, numpy and resident)",
+             "shift_cache": "tests/kernels/test_shift.py (caches only: nothing moves through the host)",
              "apply_nd": "tests/ops/test_nd.py::test_recorded_once_as_ids_change"}
 
 

@@ -70,7 +70,7 @@ def test_the_discrete_gpu_path(make_device, case, resident):
     check_results(case, args, case.call(dev, _resident(dev, case, args) if resident else args))
 
 
-@pytest.mark.parametrize("case", OPS, ids=repr)
+@pytest.mark.parametrize("case", [c for c in OPS if c.moves_numpy], ids=repr)  # (numpy ones)
 def test_the_zero_copy_path_and_a_refused_import(device, imports, case):
     """4 MiB numpy tensors are imported; when the driver refuses the memory
     the call takes the copy path and is as right."""
@@ -90,7 +90,8 @@ def test_past_small_limits(make_device, case, unified):
     args = case.make(RNG, big=True)
     before = dev.stats()["submissions"]
     check_results(case, args, case.call(dev, args))
-    assert dev.stats()["submissions"] - before > 1  # row blocks: more than one submission
+    if case.moves_numpy:  # (an op of resident caches only has no row blocks: its bindings split in one submission)
+        assert dev.stats()["submissions"] - before > 1  # row blocks: more than one submission
     check_results(case, args, case.call(dev, _resident(dev, case, {k: v for k, v in args.items()})))
 
 

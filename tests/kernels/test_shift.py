@@ -1,0 +1,200 @@
+"""The context shift (`vkrope.shift_cache`) against float64 rotations by
+the difference of the angles, written here from the formulas: exact angles
+((new - old) times base^(-2i/rot) in float64) and the frameworks' float32
+angles (tests/oracles/oracle_hf.py); every cache dtype, contiguous caches
+whose rows move (with their values) and paged caches whose slots stay,
+interleaved and rotate-half pairs, partial rotary. Every row a shift does
+not write must keep its bits."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+import vkrope
+import oracle_hf
+from oracle import BF16
+from oracle_cache import assert_close, rotate, values
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
+IDS = ["f32", "f16", "bf16"]
+CONFIG = {"model_type": "llama", "hidden_size": 96, "num_attention_heads": 8, "rope_theta": 10000.0,
+          "max_position_embeddings": 4096}  # head 12, every channel rotates, float32 angles
+
+
+def cached(rng, shape, dtype) -> np.ndarray:
+    """A cache of keys (any values: a shift is a rotation of what is stored)."""
+    return (rng.standard_normal(shape) * 2).astype(np.float32).astype(dtype)
+
+
+def angle_delta(spec_kind: str, rot: int, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """float64 [n, rot/2]: the new angle less the old one."""
+    if spec_kind == "exact":
+        inv = 1.0 / 10000.0 ** (np.arange(0, rot, 2) / rot)
+        return (new - old).astype(np.float64)[:, None] * inv
+    rope = oracle_hf.rope_of(CONFIG)
+    a = lambda p: oracle_hf.angles(rope, p.reshape(1, -1))[0].astype(np.float64)  # noqa: E731
+    return a(new) - a(old)
+
+
+def spec_of(spec_kind: str, tmp_path, rot: int, interleaved: bool):
+    if spec_kind == "exact":
+        return vkrope.RopeFreqs(rot, base=10000.0, angle="exact")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIG))
+    rope = vkrope.from_hf(str(path))  # its frequencies are the same at every position
+    # (the model's own pairs are rotate-half; interleaved pairs take its frequencies as an InvFreqs)
+    return rope.freqs(np.arange(4)) if interleaved else rope
+
+
+@pytest.mark.parametrize("spec_kind", ["exact", "float32"])
+@pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_shift_against_the_rotation_by_the_angle_difference(device, tmp_path, dtype, paged, interleaved, spec_kind):
+    seed = zlib.crc32(f"{dtype}-{paged}-{interleaved}-{spec_kind}".encode())
+    rng = np.random.default_rng(seed)
+    b, hk, d = 2, 3, 12
+    rot = 8 if spec_kind == "exact" else 12  # exact: 4 channels past the rotary width move as they are
+    spec = spec_of(spec_kind, tmp_path, rot, interleaved)
+    if paged:
+        shape = (5, 4, hk, d)
+        slots = rng.permutation(20)[:8].reshape(b, 4)
+        slots[1, 2] = -1  # skipped
+        old = rng.integers(0, 1 << 20, (b, 4))
+        new = np.maximum(old - rng.integers(0, 5000, (b, 4)), 0)
+    else:
+        shape = (b, hk, 16, d)
+        slots = None
+        old = np.tile(np.arange(6, 16), (b, 1))  # sinks 0..1 stay; tokens 6.. move down by 4 (overlapping rows)
+        new = old - 4
+    kc0, vc0 = cached(rng, shape, dtype), cached(rng, shape, dtype)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    device.shift_cache(kc, spec, old, new, v_cache=None if paged else vc, slots=slots, interleaved=interleaved)
+    k_after, v_after = kc.get(), vc.get()
+    want_k, want_v = values(kc0).copy(), values(vc0).copy()
+    written = np.zeros(shape[:-1], bool)
+    for bi in range(b):
+        for si in range(old.shape[1]):
+            if paged and slots[bi, si] < 0:
+                continue
+            a = angle_delta(spec_kind, rot, old[bi, si:si + 1], new[bi, si:si + 1])
+            for h in range(hk):
+                src = (slots[bi, si] // 4, slots[bi, si] % 4, h) if paged else (bi, h, old[bi, si])
+                dst = src if paged else (bi, h, new[bi, si])
+                k = values(kc0[src])[None, None, None, :]
+                want_k[dst] = rotate(k, np.cos(a)[None], np.sin(a)[None], interleaved)[0, 0, 0]
+                want_v[dst] = values(vc0[src])
+                written[dst] = True
+    assert_close(k_after[written], want_k[written], dtype, "k_cache")
+    kb, vb = k_after.view(np.uint8), v_after.view(np.uint8)
+    item = dtype.itemsize
+    keep = np.repeat(~written[..., None], d * item, -1).reshape(kb.shape)
+    assert np.array_equal(kb[keep], kc0.view(np.uint8)[keep]), "k_cache: a row the shift does not write changed"
+    if paged:
+        assert np.array_equal(vb, vc0.view(np.uint8)), "v_cache: a paged shift touched the values"
+    else:
+        assert np.array_equal(vb[keep], vc0.view(np.uint8)[keep]), "v_cache: a row the shift does not write changed"
+        moved = np.repeat(written[..., None], d * item, -1).reshape(vb.shape)
+        want_bits = np.zeros_like(v_after)
+        for bi in range(b):
+            for h in range(hk):
+                want_bits[bi, h, new[bi]] = vc0[bi, h, old[bi]]
+        assert np.array_equal(vb[moved], want_bits.view(np.uint8)[moved]), "v_cache: values not moved bit for bit"
+
+
+@pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
+def test_a_shifted_key_is_the_key_rotated_at_its_new_position(device, interleaved):
+    """rope_and_cache at positions 0..15, then tokens 6.. shifted down by 4
+    (two attention sinks kept): the keys are those rope_and_cache writes at
+    the new positions, to float32 rounding (exact angles)."""
+    rng = np.random.default_rng(3 + interleaved)
+    b, hk, s, d = 2, 2, 16, 12
+    spec = vkrope.RopeFreqs(8, base=10000.0, angle="exact")
+    k0 = rng.standard_normal((b, hk, s, d)).astype(np.float32)
+    v = rng.standard_normal((b, hk, s, d)).astype(np.float32)
+    kc, vc, kd, vd = (device.asarray(np.zeros((b, hk, s, d), np.float32)) for _ in range(4))
+    device.rope_and_cache(k0, k0, v, kc, vc, spec, np.tile(np.arange(s), (b, 1)), interleaved=interleaved)
+    old = np.tile(np.arange(6, s), (b, 1))
+    before = kc.get()
+    device.shift_cache(kc, spec, old, old - 4, v_cache=vc, interleaved=interleaved)
+    device.rope_and_cache(k0[:, :, 6:], k0[:, :, 6:], v[:, :, 6:], kd, vd, spec, old - 4, interleaved=interleaved)
+    got, want = kc.get()[:, :, 2:12], kd.get()[:, :, 2:12]
+    assert np.abs(got - want).max() <= 4 * 2.0**-23 * (np.abs(want).max() + 1)
+    assert np.array_equal(vc.get()[:, :, 2:12], v[:, :, 6:])
+    after = kc.get()
+    assert np.array_equal(after[:, :, :2], before[:, :, :2])  # the sinks stay
+    assert np.array_equal(after[:, :, 12:], before[:, :, 12:])  # the rows a move leaves keep their bits
+
+
+def test_a_shift_by_zero_keeps_the_bits(device):
+    """The rotation by angle 0 is exact: (1, 0) times the key, in every dtype."""
+    for dtype in DTYPES:
+        kc0 = cached(np.random.default_rng(1), (1, 2, 8, 16), dtype)
+        kc = device.asarray(kc0)
+        pos = np.array([[1, 3, 5, 7]])
+        device.shift_cache(kc, vkrope.RopeFreqs(16, angle="exact"), pos, pos)
+        assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8)), dtype
+
+
+def test_bad_input_is_named_and_leaves_the_caches(device, make_device):
+    kc0 = cached(np.random.default_rng(2), (1, 2, 8, 12), np.dtype(np.float32))
+    kc, vc = device.asarray(kc0), device.asarray(kc0)
+    spec = vkrope.RopeFreqs(8)
+    old, new = np.array([[4, 5]]), np.array([[2, 3]])
+    cases = [
+        (TypeError, "k_cache must be a DeviceArray", lambda: device.shift_cache(kc0, spec, old, new, v_cache=vc)),
+        (ValueError, "pass v_cache", lambda: device.shift_cache(kc, spec, old, new)),
+        (ValueError, "to_positions must be < S_max", lambda: device.shift_cache(kc, spec, old, new + 10, v_cache=vc)),
+        (ValueError, "from_positions must lie in", lambda: device.shift_cache(kc, spec, old - 9, new, v_cache=vc)),
+        (ValueError, "names one cache row twice", lambda: device.shift_cache(kc, spec, old, np.array([[2, 2]]),
+                                                                              v_cache=vc)),
+        (ValueError, "same DeviceArray", lambda: device.shift_cache(kc, spec, old, new, v_cache=kc)),
+        (TypeError, "freqs must be", lambda: device.shift_cache(kc, "rope", old, new, v_cache=vc)),
+        (ValueError, "rotary width 16", lambda: device.shift_cache(kc, vkrope.RopeFreqs(16), old, new, v_cache=vc)),
+        (TypeError, "from_positions must be an integer", lambda: device.shift_cache(kc, spec, old * 1.0, new,
+                                                                                     v_cache=vc)),
+        (ValueError, "to_positions must have shape", lambda: device.shift_cache(kc, spec, old, new[:, :1],
+                                                                                 v_cache=vc)),
+        (ValueError, "a paged cache's rows stay", lambda: device.shift_cache(kc, spec, old, new, v_cache=vc,
+                                                                             slots=np.array([[0, 1]]))),
+        (ValueError, "slots must lie in", lambda: device.shift_cache(kc, spec, old, new, slots=np.array([[0, 99]]))),
+    ]
+    for exc, match, call in cases:
+        with pytest.raises(exc, match=match):
+            call()
+    other = make_device()
+    with pytest.raises(ValueError, match="device"):
+        device.shift_cache(other.asarray(kc0), spec, old, new, v_cache=vc)
+    assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))
+    assert np.array_equal(vc.get().view(np.uint8), kc0.view(np.uint8))
+    device.shift_cache(kc, spec, old, new, v_cache=vc)  # still usable
+
+
+def test_caches_past_one_binding_shift_in_slices(make_device):
+    """A 256 KiB binding limit: the 1 MiB caches bind in slices (a pair of
+    launches each, every gather first); keys move across slice boundaries
+    both ways and come out as on an unlimited device."""
+    from vkrope.kernels import shift as shift_kernel  # noqa: PLC0415
+    from vkrope.ops.shift import check  # noqa: PLC0415
+
+    rng = np.random.default_rng(8)
+    kc0 = rng.standard_normal((1, 2, 512, 256)).astype(np.float32)
+    vc0 = rng.standard_normal((1, 2, 512, 256)).astype(np.float32)
+    spec = vkrope.RopeFreqs(256, angle="exact")
+    old = np.concatenate([np.arange(200, 300), np.arange(0, 20)])[None]
+    new = np.concatenate([np.arange(100, 200), np.arange(400, 420)])[None]
+    results = []
+    for limits in ({}, {"max_storage_buffer_range": 256 << 10}):
+        dev = make_device(**limits)
+        kc, vc = dev.asarray(kc0), dev.asarray(vc0)
+        req = check(kc, spec, old, new, v_cache=vc)
+        slices = shift_kernel.plan(req, dev._context().info).slices
+        assert (len(slices) > 1) == bool(limits)
+        dev.shift_cache(kc, spec, old, new, v_cache=vc)
+        results.append((kc.get(), vc.get()))
+    assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
+    assert np.array_equal(results[1][1][:, :, 100:200], vc0[:, :, 200:300])

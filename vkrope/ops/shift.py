@@ -1,0 +1,155 @@
+"""The context shift of a KV cache (`vkrope.shift_cache`): llama.cpp's
+K-shift and StreamingLLM's attention sinks, its arguments checked into the
+shift kernel's request (vkrope/kernels/shift.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..arguments import check_plain_array, describe
+from ..freqs import MAX_POSITION, InvFreqs, RopeFreqs, is_position_spec
+from ..kernels import shift as shift_kernel
+from ..kernels.shift import Request
+from ..models import ModelRope
+from ..runtime.array import DeviceArray
+from . import resolve
+from .call import Call
+from .decode import _cache
+from .lowering import lower
+
+
+def _positions(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
+    """int64 [B, S] positions in [0, 2^24)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name} must be an integer numpy array [B, S]; got {describe(a)}")
+    check_plain_array(name, a)
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
+    if a.ndim != 2 or (shape is not None and tuple(a.shape) != shape):
+        raise ValueError(f"{name} must have shape [B, S]{' = ' + str(list(shape)) if shape else ''}; got "
+                         f"{list(a.shape)}")
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= MAX_POSITION):
+        bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
+        raise ValueError(f"{name} must lie in [0, 2^24); got {bad}")
+    return a.astype(np.int64)
+
+
+def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool, d: int) -> Any:
+    """The call's one-axis spec: a ModelRope's must be the same at the old and
+    the new positions (dynamic NTK, longrope: not one rotation between them)."""
+    if isinstance(freqs, ModelRope):
+        before = resolve("freqs", freqs, old, interleaved, d)
+        after = resolve("freqs", freqs, new, interleaved, d)
+        if before != after:
+            raise ValueError("freqs: this ModelRope's frequencies depend on the positions (its rope type decides by "
+                             "the longest one): the key at its old position and at its new one are not one rotation "
+                             "apart; shift with the frequencies both were rotated by (rope.freqs(positions))")
+        freqs = before
+    elif isinstance(freqs, InvFreqs):
+        freqs = resolve("freqs", freqs, old, interleaved, d)
+    if not is_position_spec(freqs):
+        raise TypeError(f"freqs must be a vkrope.RopeFreqs, InvFreqs or ModelRope (the spec the keys were rotated "
+                        f"by); got {describe(freqs)}")
+    if freqs.dim > d or freqs.dim % 2:
+        raise ValueError(f"freqs: the spec's rotary width {freqs.dim} must be even and <= D = {d}")
+    return freqs
+
+
+def _rows(k_cache: Any, old: np.ndarray, new: np.ndarray, slots: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(each token's row of head 0 now, the row it goes to, rows between heads, heads), tokens with slot -1
+    dropped."""
+    if slots is None:  # contiguous [B, Hk, S_max, D]: the row is the position
+        b, hk, s_max, _ = (int(n) for n in k_cache.shape)
+        if old.shape[0] != b:
+            raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
+        for name, p in (("from_positions", old), ("to_positions", new)):
+            if p.size and int(p.max()) >= s_max:
+                raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
+        twice = (np.diff(np.sort(new, axis=1), axis=1) == 0).any(axis=1)
+        if twice.any():
+            raise ValueError(f"to_positions[{int(np.argmax(twice))}] names one cache row twice")
+        base = (np.arange(b)[:, None] * hk * s_max)
+        return (base + old).reshape(-1), (base + new).reshape(-1), s_max, hk
+    hk = int(k_cache.shape[2])
+    n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
+    if not isinstance(slots, np.ndarray) or slots.dtype == np.bool_ or not np.issubdtype(slots.dtype, np.integer):
+        raise TypeError(f"slots must be an integer numpy array [B, S]; got {describe(slots)}")
+    check_plain_array("slots", slots)
+    if slots.shape != old.shape:
+        raise ValueError(f"slots must have from_positions' shape {list(old.shape)}; got {list(slots.shape)}")
+    sl = slots.astype(np.int64)
+    bad = sl[(sl < -1) | (sl >= n_slots)]
+    if bad.size:
+        raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad[0])}")
+    used = sl[sl >= 0]
+    if np.unique(used).size != used.size:
+        raise ValueError("slots names one cache slot twice")
+    keep = sl.reshape(-1) >= 0
+    rows = sl.reshape(-1)[keep] * hk
+    return rows, rows, 1, hk
+
+
+def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
+          slots: Any = None, interleaved: Any = False) -> Request:
+    """`shift_cache`'s arguments, checked before any GPU work: TypeError /
+    ValueError naming the argument."""
+    k_cache = _cache("k_cache", k_cache)
+    if k_cache.ndim != 4:
+        raise ValueError(f"k_cache must be [B, Hk, S_max, D] (or paged [num_blocks, block_size, Hk, D] with slots); "
+                         f"got {list(k_cache.shape)}")
+    if not isinstance(interleaved, (bool, np.bool_)):
+        raise TypeError(f"interleaved must be a bool; got {describe(interleaved)}")
+    old = _positions("from_positions", from_positions, None)
+    new = _positions("to_positions", to_positions, tuple(old.shape))
+    d = int(k_cache.shape[3])
+    spec = _frequencies(freqs, old, new, bool(interleaved), d)
+    src, dst, stride, hk = _rows(k_cache, old, new, slots)
+    if v_cache is not None:
+        v_cache = _cache("v_cache", v_cache)
+        if v_cache is k_cache:
+            raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
+        if tuple(v_cache.shape) != tuple(k_cache.shape) or v_cache.dtype != k_cache.dtype:
+            raise ValueError(f"v_cache must have k_cache's shape and dtype {list(k_cache.shape)} {k_cache.dtype}; "
+                             f"got {list(v_cache.shape)} {v_cache.dtype}")
+        if slots is not None:
+            raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
+    elif not np.array_equal(src, dst):
+        raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
+    keep = slots.reshape(-1) >= 0 if slots is not None else np.ones(old.size, bool)
+    gen = lower(spec)
+    tokens = np.stack([src, dst, gen.words(old.reshape(-1)[keep]), gen.words(new.reshape(-1)[keep])], -1)
+    return Request(x=k_cache, v_cache=v_cache if not np.array_equal(src, dst) else None, freqs=gen,
+                   tokens=tokens.astype(np.int32), head_stride=stride, hk=hk, head_dim=d, rot_half=spec.dim // 2,
+                   interleaved=bool(interleaved))
+
+
+def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, from_positions: np.ndarray,
+                to_positions: np.ndarray, *, v_cache: DeviceArray | None = None, slots: np.ndarray | None = None,
+                interleaved: bool = False) -> Call[None]:
+    """The context shift of a KV cache, in place: each token's cached key,
+    rotated at `from_positions[b, s]` (as `rope_and_cache` wrote it), rotated
+    again to `to_positions[b, s]` (llama.cpp's K-shift; StreamingLLM keeps
+    its attention sinks and moves the later tokens down), rounded once to
+    the cache's dtype; channels past the spec's rotary width move as they
+    are.
+
+    k_cache: a buffer DeviceArray, contiguous `[B, Hk, S_max, D]` (token
+    (b, s) at row `from_positions[b, s]`; it goes to row `to_positions[b,
+    s]`, and `v_cache`'s row with it: pass `v_cache` whenever a row moves;
+    rows not named keep their bits, the rows a move leaves keep theirs),
+    or paged `[num_blocks, block_size, Hk, D]` with `slots` (int `[B, S]`,
+    -1 = skip; a slot stays, only its key turns: `v_cache` None). freqs:
+    the spec the keys were rotated by (`RopeFreqs`, `InvFreqs`, or a
+    `ModelRope` whose frequencies do not depend on the positions). The
+    rotation is by the new angle less the old one: with `angle="exact"`
+    (new - old) times the float64 frequency, reduced exactly; with float32
+    angles the exact difference of the two float32 angles the frameworks
+    form, reduced exactly. YaRN's factor is not applied again (the key
+    carries it). `interleaved`: pairs (2i, 2i+1), else rotate-half.
+    Positions in [0, 2^24), rows outside the cache, a row named twice: a
+    ValueError naming the argument before any GPU work, the caches
+    unchanged. Returns None."""
+    return Call(shift_kernel, (check(k_cache, freqs, from_positions, to_positions, v_cache=v_cache, slots=slots,
+                                     interleaved=interleaved),), lambda outs: None)
