@@ -390,10 +390,12 @@ class PositionFreqs(FrequencySpec):
         """The angles [n, dim/2] of the angle mode: for "float32" the float32
         product of `factors` (scaled positions, float32) and the float32
         inverse frequencies, as the frameworks form it (as float64 numbers);
-        for "exact" the float64 product of the integer `positions` and the
-        float64 ones."""
+        for "exact" the product of the integer `positions` and the float64
+        ones, reduced exactly as the shader reduces it (`exact_angles`: a
+        float64 product is ~|angle| * 1e-16 off, many float32 ulp of a cos
+        or sin near 0 at large positions)."""
         if self.angle == "exact":
-            return np.outer(np.asarray(positions, np.float64).reshape(-1), self.inv_freq64)
+            return exact_angles(np.asarray(positions).reshape(-1), self.quarter_turns)
         t = np.asarray(factors, np.float32).reshape(-1)
         return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
@@ -675,8 +677,6 @@ class InvFreqs(PositionFreqs):
         reduced to (-pi, pi], `exact_angles`)."""
         if not self.mrope:
             p = check_positions("positions", positions)
-            if self.angle == "exact":  # reduced exactly: the float64 product drifts for huge frequencies
-                return exact_angles(p, self.quarter_turns)
             return self.angles_at(self.scaled_positions(p), p)
         v = self.check_ids(positions, "positions")
         cols = v[:, self.pair_axis_array]

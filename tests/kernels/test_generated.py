@@ -419,3 +419,18 @@ def test_the_reference_reduces_an_exact_inv_freqs_as_the_shader_does(device):
     want = np.stack([x[:, 0::2] * c - x[:, 1::2] * s, x[:, 0::2] * s + x[:, 1::2] * c], -1).reshape(4, 8)
     assert np.abs(ref - want).max() < 1e-9
     assert np.abs(y - want).max() < 4e-7 * (np.abs(x).max() + 1)
+
+
+def test_a_rope_freqs_table_reduces_its_exact_angles():
+    """RopeFreqs(angle="exact").table is cos / sin of the exact angle (as the
+    shader's and InvFreqs'): at position 13785859 base 500000's column 1
+    sits next to a zero of cos, where a float64 product was 42 float32 ulp off."""
+    spec = vkrope.RopeFreqs(128, base=500000.0, angle="exact")
+    same = vkrope.InvFreqs(inv_freq=spec.inv_freq32, inv_freq_exact=spec.inv_freq64, angle="exact")
+    p = np.array([13785859])
+    assert np.array_equal(spec.table(p)[0], same.table(p)[0]) and np.array_equal(spec.table(p)[1], same.table(p)[1])
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        two_pi = 2 * decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+        a = float((decimal.Decimal(13785859) * decimal.Decimal(float(spec.inv_freq64[1]))) % two_pi)
+    assert spec.table(p)[0][0, 1] == np.float32(math.cos(a))

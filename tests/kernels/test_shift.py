@@ -66,6 +66,7 @@ def test_shift_against_the_rotation_by_the_angle_difference(device, tmp_path, dt
         slots[1, 2] = -1  # skipped
         old = rng.integers(0, 1 << 20, (b, 4))
         new = np.maximum(old - rng.integers(0, 5000, (b, 4)), 0)
+        new[:, ::2] = rng.integers(0, 100, (b, 2))  # far down: the float32 angles' difference is not exact
     else:
         shape = (b, hk, 16, d)
         slots = None

@@ -88,11 +88,9 @@ def _position_words(spec: Any, positions: np.ndarray) -> np.ndarray:
 
 def _position_angles(spec: Any, words: np.ndarray) -> np.ndarray:
     """The angles [n, columns] of `_position_words` (none -1), as the kernels
-    form them: the spec's own exact angles (its positions are the words),
-    else the float32 product of the scaled positions the words hold."""
+    form them: exact angles of the positions the words are, or the float32
+    product of the scaled positions the words hold."""
     words = np.asarray(words, np.int32).reshape(-1)
-    if spec.angle == "exact":
-        return spec.angles(words)
     return spec.angles_at(words.view(np.float32), words)
 
 
