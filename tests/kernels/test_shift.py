@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import oracle_hf
 from oracle import BF16
 from oracle_cache import assert_close, rotate, values
 
+HF_CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]
 IDS = ["f32", "f16", "bf16"]
 CONFIG = {"model_type": "llama", "hidden_size": 96, "num_attention_heads": 8, "rope_theta": 10000.0,
@@ -199,3 +201,48 @@ def test_caches_past_one_binding_shift_in_slices(make_device):
         results.append((kc.get(), vc.get()))
     assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
     assert np.array_equal(results[1][1][:, :, 100:200], vc0[:, :, 200:300])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_moves_up_down_and_swaps_per_batch_item(device, dtype):
+    """Each batch item its own permutation of rows (up and down overlapping,
+    swaps), with a YaRN spec: the keys rotated by the angle difference with
+    no second attention factor (the key carries it), values moved bit for bit."""
+    rng = np.random.default_rng(11)
+    b, hk, s_max, d = 2, 2, 12, 16
+    spec = vkrope.RopeFreqs(16, base=10000.0, yarn=vkrope.YaRN(original_context=4), scale=4.0, angle="exact")
+    assert spec.magnitude != 1
+    old = np.stack([np.arange(2, 10), np.array([0, 1, 2, 3, 4, 5, 6, 7])])
+    new = np.stack([np.arange(4, 12), np.array([1, 0, 3, 2, 7, 6, 5, 4])])  # item 0 up by 2; item 1 swaps
+    kc0, vc0 = cached(rng, (b, hk, s_max, d), dtype), cached(rng, (b, hk, s_max, d), dtype)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    device.shift_cache(kc, spec, old, new, v_cache=vc)
+    k, v = kc.get(), vc.get()
+    inv = spec.inv_freq64  # (the spec's own float64 frequencies: YaRN's ramp is the spec's to define)
+    for bi in range(b):
+        a = (new[bi] - old[bi]).astype(np.float64)[:, None] * inv[None]
+        src = values(kc0[bi][:, old[bi]])  # [Hk, S, D]
+        want = rotate(src[None], np.cos(a)[None], np.sin(a)[None], False)[0]
+        assert_close(k[bi][:, new[bi]], want, dtype, f"k of item {bi}")
+        assert np.array_equal(v[bi][:, new[bi]].view(np.uint8), vc0[bi][:, old[bi]].view(np.uint8))
+
+
+def test_what_a_shift_refuses(device, tmp_path):
+    """A ModelRope whose frequencies depend on the positions, an M-RoPE spec,
+    a source row named twice, slots past int64: refused by name; a skipped
+    slot's positions are not read."""
+    kc = device.asarray(np.zeros((1, 2, 16, 128), np.float32))
+    vc = device.asarray(np.zeros((1, 2, 16, 128), np.float32))
+    dynamic = vkrope.from_hf(str(HF_CONFIGS / "llama-2-7b-dynamic.json"))
+    paged = device.asarray(np.zeros((4, 2, 2, 128), np.float32))
+    with pytest.raises(ValueError, match="depend on the positions"):
+        device.shift_cache(paged, dynamic, np.array([[100000]]), np.array([[3]]), slots=np.array([[0]]))
+    device.shift_cache(paged, dynamic, np.array([[100000, 9]]), np.array([[3, 2]]), slots=np.array([[-1, 0]]))
+    with pytest.raises(ValueError, match="M-RoPE"):
+        device.shift_cache(kc, vkrope.from_hf(str(HF_CONFIGS / "qwen2-vl-7b.json")), np.array([[5]]),
+                           np.array([[3]]), v_cache=vc)
+    with pytest.raises(ValueError, match=r"from_positions\[0\] names one cache row twice"):
+        device.shift_cache(kc, vkrope.RopeFreqs(128), np.array([[5, 5]]), np.array([[1, 2]]), v_cache=vc)
+    with pytest.raises(ValueError, match="slots holds 18446744073709551615"):
+        device.shift_cache(paged, vkrope.RopeFreqs(128), np.array([[4]]), np.array([[2]]),
+                           slots=np.array([[2**64 - 1]], np.uint64))

@@ -59,9 +59,10 @@ class Request(TensorRequest):
         """The caches, updated in place (v only when rows move), and the
         scratch rows, device arrays the runtime makes for the call."""
         cdt = np.dtype(self.x.dtype)
+        v_rows = self.scratch_shape if self.v_cache is not None else (1, 4)  # (no values move: a stand-in)
         out = [Tensor("k_cache", self.x, tuple(self.x.shape), cdt, UPDATE),
                Tensor("k_tmp", None, self.scratch_shape, np.dtype(np.float32), WRITE, on_device=True),
-               Tensor("v_tmp", None, self.scratch_shape, cdt, WRITE, on_device=True)]
+               Tensor("v_tmp", None, v_rows, cdt, WRITE, on_device=True)]
         if self.v_cache is not None:
             out.append(Tensor("v_cache", self.v_cache, tuple(self.v_cache.shape), cdt, UPDATE))
         return out
@@ -113,7 +114,8 @@ class Plan:
                 start, values = r0 * self.head_dim, (r1 - r0) * self.head_dim
                 cache = dict(k_cache=arg("k_cache", values, item, start),
                              v_cache=arg("v_cache", values, item, start) if self.move_v else arg("v_tmp", 4, item))
-                args = kernel.args(**cache, k_tmp=arg("k_tmp", scratch, 4), v_tmp=arg("v_tmp", scratch, item),
+                args = kernel.args(**cache, k_tmp=arg("k_tmp", scratch, 4),
+                                   v_tmp=arg("v_tmp", scratch if self.move_v else 4, item),
                                    freqs=freqs, tokens=tokens)
                 push = dict(role=role, n_tokens=self.n_tokens, hk=self.hk, head_dim=self.head_dim,
                             rot_half=self.rot_half, head_stride=self.head_stride, move_v=int(self.move_v),
@@ -134,9 +136,10 @@ def plan(req: Request, limits: Any) -> Plan:
                          f"device takes ({max_gy * wy}); shift them in parts")
     item = np.dtype(req.x.dtype).itemsize
     budget = fit.binding_budget(limits, 4)
-    if padded_bytes(rows * req.head_dim, 4) > budget:
-        raise ValueError(f"{len(req.tokens)} tokens' rotated keys are larger than one binding of this device; "
-                         "shift them in parts (moving down, in order of their old positions)")
+    if max(padded_bytes(rows * req.head_dim, 4), 16 * len(req.tokens)) > budget:
+        raise ValueError(f"{len(req.tokens)} tokens' rotated keys (or their table) are larger than one binding of "
+                         "this device; shift them in parts (moving down: in order of their old positions; up: in "
+                         "reverse order)")
     cache_rows = int(req.x.size) // req.head_dim
     slices = [(0, cache_rows)]
     if padded_bytes(req.x.size, item) > budget:  # fixed slices, each within one binding on an aligned start

@@ -20,8 +20,8 @@ from .decode import _cache
 from .lowering import lower
 
 
-def _positions(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
-    """int64 [B, S] positions in [0, 2^24)."""
+def _ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
+    """int64 [B, S] from an integer numpy array (values past 2^62 refused before the cast could wrap them)."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"{name} must be an integer numpy array [B, S]; got {describe(a)}")
     check_plain_array(name, a)
@@ -30,15 +30,23 @@ def _positions(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
     if a.ndim != 2 or (shape is not None and tuple(a.shape) != shape):
         raise ValueError(f"{name} must have shape [B, S]{' = ' + str(list(shape)) if shape else ''}; got "
                          f"{list(a.shape)}")
-    if a.size and (int(a.min()) < 0 or int(a.max()) >= MAX_POSITION):
-        bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
-        raise ValueError(f"{name} must lie in [0, 2^24); got {bad}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
+        raise ValueError(f"{name} holds {int(a.max())}, past any cache")
     return a.astype(np.int64)
+
+
+def _in_range(name: str, p: np.ndarray) -> None:
+    if p.size and (int(p.min()) < 0 or int(p.max()) >= MAX_POSITION):
+        raise ValueError(f"{name} must lie in [0, 2^24); got {int(p.min()) if int(p.min()) < 0 else int(p.max())}")
 
 
 def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool, d: int) -> Any:
     """The call's one-axis spec: a ModelRope's must be the same at the old and
     the new positions (dynamic NTK, longrope: not one rotation between them)."""
+    if (isinstance(freqs, ModelRope) and freqs.mrope_section is not None) or (
+            isinstance(freqs, InvFreqs) and freqs.mrope):
+        raise ValueError("freqs: an M-RoPE spec rotates each key by several positions; shift_cache takes one "
+                         "position per token (a text-only cache: pass the spec of its one axis)")
     if isinstance(freqs, ModelRope):
         before = resolve("freqs", freqs, old, interleaved, d)
         after = resolve("freqs", freqs, new, interleaved, d)
@@ -57,38 +65,49 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
     return freqs
 
 
-def _rows(k_cache: Any, old: np.ndarray, new: np.ndarray, slots: Any) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """(each token's row of head 0 now, the row it goes to, rows between heads, heads), tokens with slot -1
-    dropped."""
-    if slots is None:  # contiguous [B, Hk, S_max, D]: the row is the position
-        b, hk, s_max, _ = (int(n) for n in k_cache.shape)
-        if old.shape[0] != b:
-            raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
-        for name, p in (("from_positions", old), ("to_positions", new)):
-            if p.size and int(p.max()) >= s_max:
-                raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
-        twice = (np.diff(np.sort(new, axis=1), axis=1) == 0).any(axis=1)
+def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's row of head 0 now and the row it goes to, in [B, Hk, S_max, D] (the row is the position)."""
+    b, hk, s_max, _ = (int(n) for n in k_cache.shape)
+    if old.shape[0] != b:
+        raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
+    for name, p in (("from_positions", old), ("to_positions", new)):
+        if p.size and int(p.max()) >= s_max:
+            raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
+        twice = (np.diff(np.sort(p, axis=1), axis=1) == 0).any(axis=1)
         if twice.any():
-            raise ValueError(f"to_positions[{int(np.argmax(twice))}] names one cache row twice")
-        base = (np.arange(b)[:, None] * hk * s_max)
-        return (base + old).reshape(-1), (base + new).reshape(-1), s_max, hk
-    hk = int(k_cache.shape[2])
+            raise ValueError(f"{name}[{int(np.argmax(twice))}] names one cache row twice")
+    base = np.arange(b)[:, None] * hk * s_max
+    return (base + old).reshape(-1), (base + new).reshape(-1)
+
+
+def _slot_rows(k_cache: Any, slots: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(which tokens a paged shift turns, their rows of head 0): slot -1 skips a token."""
     n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
-    if not isinstance(slots, np.ndarray) or slots.dtype == np.bool_ or not np.issubdtype(slots.dtype, np.integer):
-        raise TypeError(f"slots must be an integer numpy array [B, S]; got {describe(slots)}")
-    check_plain_array("slots", slots)
-    if slots.shape != old.shape:
-        raise ValueError(f"slots must have from_positions' shape {list(old.shape)}; got {list(slots.shape)}")
-    sl = slots.astype(np.int64)
+    sl = _ints("slots", slots, shape).reshape(-1)
     bad = sl[(sl < -1) | (sl >= n_slots)]
     if bad.size:
         raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad[0])}")
-    used = sl[sl >= 0]
-    if np.unique(used).size != used.size:
+    keep = sl >= 0
+    if np.unique(sl[keep]).size != int(keep.sum()):
         raise ValueError("slots names one cache slot twice")
-    keep = sl.reshape(-1) >= 0
-    rows = sl.reshape(-1)[keep] * hk
-    return rows, rows, 1, hk
+    return keep, sl[keep] * int(k_cache.shape[2])
+
+
+def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
+    """The value cache whose rows move with the keys', or None when no row moves."""
+    if v_cache is None:
+        if moves:
+            raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
+        return None
+    v_cache = _cache("v_cache", v_cache)
+    if v_cache is k_cache:
+        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
+    if tuple(v_cache.shape) != tuple(k_cache.shape) or v_cache.dtype != k_cache.dtype:
+        raise ValueError(f"v_cache must have k_cache's shape and dtype {list(k_cache.shape)} {k_cache.dtype}; "
+                         f"got {list(v_cache.shape)} {v_cache.dtype}")
+    if paged:
+        raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
+    return v_cache if moves else None
 
 
 def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
@@ -101,28 +120,25 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
                          f"got {list(k_cache.shape)}")
     if not isinstance(interleaved, (bool, np.bool_)):
         raise TypeError(f"interleaved must be a bool; got {describe(interleaved)}")
-    old = _positions("from_positions", from_positions, None)
-    new = _positions("to_positions", to_positions, tuple(old.shape))
+    old = _ints("from_positions", from_positions, None)
+    new = _ints("to_positions", to_positions, tuple(old.shape))
+    if slots is None:
+        keep = np.ones(old.size, bool)
+    else:
+        keep, rows = _slot_rows(k_cache, slots, tuple(old.shape))
+    old_kept, new_kept = old.reshape(-1)[keep], new.reshape(-1)[keep]  # (a skipped token's positions are not read)
+    _in_range("from_positions", old_kept)
+    _in_range("to_positions", new_kept)
     d = int(k_cache.shape[3])
-    spec = _frequencies(freqs, old, new, bool(interleaved), d)
-    src, dst, stride, hk = _rows(k_cache, old, new, slots)
-    if v_cache is not None:
-        v_cache = _cache("v_cache", v_cache)
-        if v_cache is k_cache:
-            raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-        if tuple(v_cache.shape) != tuple(k_cache.shape) or v_cache.dtype != k_cache.dtype:
-            raise ValueError(f"v_cache must have k_cache's shape and dtype {list(k_cache.shape)} {k_cache.dtype}; "
-                             f"got {list(v_cache.shape)} {v_cache.dtype}")
-        if slots is not None:
-            raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
-    elif not np.array_equal(src, dst):
-        raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
-    keep = slots.reshape(-1) >= 0 if slots is not None else np.ones(old.size, bool)
+    spec = _frequencies(freqs, old_kept, new_kept, bool(interleaved), d)
+    src, dst = _contiguous_rows(k_cache, old, new) if slots is None else (rows, rows)
+    v_cache = _v_cache(v_cache, k_cache, not np.array_equal(src, dst), slots is not None)
     gen = lower(spec)
-    tokens = np.stack([src, dst, gen.words(old.reshape(-1)[keep]), gen.words(new.reshape(-1)[keep])], -1)
-    return Request(x=k_cache, v_cache=v_cache if not np.array_equal(src, dst) else None, freqs=gen,
-                   tokens=tokens.astype(np.int32), head_stride=stride, hk=hk, head_dim=d, rot_half=spec.dim // 2,
-                   interleaved=bool(interleaved))
+    tokens = np.stack([src, dst, gen.words(old_kept), gen.words(new_kept)], -1)
+    paged = slots is not None  # heads: [.., Hk, D] rows next to each other; contiguous: S_max rows apart
+    return Request(x=k_cache, v_cache=v_cache, freqs=gen, tokens=tokens.astype(np.int32),
+                   head_stride=1 if paged else int(k_cache.shape[2]), hk=int(k_cache.shape[2 if paged else 1]),
+                   head_dim=d, rot_half=spec.dim // 2, interleaved=bool(interleaved))
 
 
 def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, from_positions: np.ndarray,
