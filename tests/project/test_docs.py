@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import vkrope
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,22 +40,32 @@ def test_pydoc_renders():
         assert word in res.stdout
 
 
-def test_readme_names_the_two_commands_and_every_exception():
+def test_readme_names_the_two_commands_and_the_errors_page_every_exception():
     text = (ROOT / "README.md").read_text()
     assert "scripts/demo.sh" in text and "scripts/test.sh" in text
+    errors = (ROOT / "docs" / "errors.md").read_text()
     for name in vkrope.__all__:
         if name.endswith("Error"):
-            assert name in text, f"README does not explain {name}"
+            assert name in errors, f"docs/errors.md does not explain {name}"
 
 
-def test_readme_code_blocks_run(tmp_path):
-    """Every ```python block of the README runs as written."""
-    text = (ROOT / "README.md").read_text()
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_blocks_run(tmp_path, page):
+    """Every ```python block of the README and the site's pages runs as written, on the real device."""
+    text = page.read_text()
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    assert len(blocks) >= 2
     for i, block in enumerate(blocks):
         res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=tmp_path)
-        assert res.returncode == 0, f"README block {i} failed:\n{block}\n{res.stderr}"
+        assert res.returncode == 0, f"{page.name} block {i} failed:\n{block}\n{res.stderr}"
+
+
+def test_the_pages_hold_their_code():
+    """The README's three quickstarts, and the guides' examples, are there to run."""
+    count = sum(p.read_text().count("```python\n") for p in DOC_PAGES)
+    assert (ROOT / "README.md").read_text().count("```python\n") == 3 and count >= 12
 
 
 def test_type_hints_check_with_mypy(tmp_path):
