@@ -8,6 +8,7 @@
  *            (neither: float32)
  *   F_HALF   frequency tables are float16
  *   F_BF16   frequency tables are bfloat16 words (neither: float32)
+ *   C_HALF / C_BF16   KV caches are float16 / bfloat16 (neither: float32)
  *
  * bfloat16 needs no device extension (VK_KHR_shader_bfloat16 is rare): a
  * value is the high half of a float32, so widening is a shift (exact, NaN
@@ -25,7 +26,7 @@
 #ifndef VKROPE_COMMON_GLSL
 #define VKROPE_COMMON_GLSL
 
-#if defined(X_HALF) || defined(F_HALF) || defined(X_BF16) || defined(F_BF16)
+#if defined(X_HALF) || defined(F_HALF) || defined(X_BF16) || defined(F_BF16) || defined(C_HALF) || defined(C_BF16)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 
@@ -273,5 +274,27 @@ vec4 round_to_x(vec4 v) {
   return v;
 #endif
 }
+
+// The KV caches' dtype (C_HALF / C_BF16): a stored value widened to float32
+// (c_float), a value or texel rounded once to it, as stored.
+#if defined(C_HALF)
+#define CSCALAR float16_t
+#define CVEC4 f16vec4
+#define c_float(v) float(v)
+#define to_c_scalar(v) CSCALAR(round_to_half(vec4(v, 0.0, 0.0, 0.0)).x)
+#define to_c_vec4(v) CVEC4(round_to_half(v))
+#elif defined(C_BF16)
+#define CSCALAR uint16_t
+#define CVEC4 u16vec4
+#define c_float(v) bf16_to_float(uint(v))
+#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)
+#define to_c_vec4(v) CVEC4(floatBitsToUint(round_to_bf16(v)) >> 16)
+#else
+#define CSCALAR float
+#define CVEC4 vec4
+#define c_float(v) (v)
+#define to_c_scalar(v) (v)
+#define to_c_vec4(v) (v)
+#endif
 
 #endif

@@ -49,30 +49,10 @@
  * No invocation reads what another writes: q_out never overlaps q (the
  * host checks), and the host refuses two tokens on one cache row.
  */
-#if defined(C_HALF) || defined(C_BF16)
-#extension GL_EXT_shader_16bit_storage : require
-#endif
 #define STORAGE_BUFFER
 #include "common.glsl"
 #include "tensor.glsl"
 
-// The caches' dtype: a value (or a texel) rounded once to it, as stored.
-#if defined(C_HALF)
-#define CSCALAR float16_t
-#define CVEC4 f16vec4
-#define to_c_scalar(v) CSCALAR(round_to_half(vec4(v, 0.0, 0.0, 0.0)).x)
-#define to_c_vec4(v) CVEC4(round_to_half(v))
-#elif defined(C_BF16)
-#define CSCALAR uint16_t
-#define CVEC4 u16vec4
-#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)
-#define to_c_vec4(v) CVEC4(floatBitsToUint(round_to_bf16(v)) >> 16)
-#else
-#define CSCALAR float
-#define CVEC4 vec4
-#define to_c_scalar(v) (v)
-#define to_c_vec4(v) (v)
-#endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 // Pairs (2i, 2i+1), else rotate-half. RMSNorm before the rotation (a

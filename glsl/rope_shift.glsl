@@ -40,28 +40,11 @@
  * No magnitude: the cached key already carries the spec's factor (YaRN's),
  * and a rotation keeps it. Channels j >= rot move as they are.
  */
-#if defined(C_HALF) || defined(C_BF16)
-#extension GL_EXT_shader_16bit_storage : require
-#endif
 #include "common.glsl"
 #include "tensor.glsl"
 #define GENERATED
 #define FREQ_BINDING 4
 #include "freqs.glsl"
-
-#if defined(C_HALF)
-#define CSCALAR float16_t
-#define c_float(v) float(v)
-#define to_c_scalar(v) CSCALAR(round_to_half(vec4(v, 0.0, 0.0, 0.0)).x)
-#elif defined(C_BF16)
-#define CSCALAR uint16_t
-#define c_float(v) bf16_to_float(uint(v))
-#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)
-#else
-#define CSCALAR float
-#define c_float(v) (v)
-#define to_c_scalar(v) (v)
-#endif
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const bool INTERLEAVED = false;

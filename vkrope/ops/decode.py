@@ -51,6 +51,17 @@ def _cache(name: str, c: Any) -> Any:
     return c
 
 
+def _value_cache(k_cache: Any, v_cache: Any) -> Any:
+    """v_cache beside a checked k_cache: another buffer DeviceArray of its shape and dtype."""
+    v_cache = _cache("v_cache", v_cache)
+    if k_cache is v_cache:
+        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
+    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
+        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
+                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
+    return v_cache
+
+
 def _ints(name: str, a: Any, shape: tuple[int, int]) -> np.ndarray:
     if not isinstance(a, np.ndarray):
         raise TypeError(f"{name} must be an integer numpy array of shape [B, S] = {list(shape)}; got {describe(a)}")
@@ -73,12 +84,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     b, hq, s, d = (int(n) for n in q.shape)
     hk = int(k.shape[1])
     k_cache = _cache("k_cache", k_cache)
-    v_cache = _cache("v_cache", v_cache)
-    if k_cache is v_cache:
-        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
-        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
-                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
+    v_cache = _value_cache(k_cache, v_cache)
     if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
         raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
     pos = _ints("position_ids", position_ids, (b, s))

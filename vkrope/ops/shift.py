@@ -16,7 +16,7 @@ from ..models import ModelRope
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
-from .decode import _cache
+from .decode import _cache, _value_cache
 from .lowering import lower
 
 
@@ -99,12 +99,7 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
         if moves:
             raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
         return None
-    v_cache = _cache("v_cache", v_cache)
-    if v_cache is k_cache:
-        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-    if tuple(v_cache.shape) != tuple(k_cache.shape) or v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"v_cache must have k_cache's shape and dtype {list(k_cache.shape)} {k_cache.dtype}; "
-                         f"got {list(v_cache.shape)} {v_cache.dtype}")
+    v_cache = _value_cache(k_cache, v_cache)
     if paged:
         raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
     return v_cache if moves else None
