@@ -443,7 +443,7 @@ MUTATIONS = [
              "      w0 = role == ROLE_Q ? 0u : p.head_dim;", "      w0 = 0u;"),
     Mutation("decode step: k's norm weights are q's (whole texels)", "glsl/rope_cache.glsl",
              "  uint w0 = role == ROLE_Q ? 0u : p.head_dim >> 2;", "  uint w0 = 0u;"),
-    Mutation("decode step: a 16-bit cache value truncated", "glsl/rope_cache.glsl",
+    Mutation("decode step: a 16-bit cache value truncated", COMMON,
              "#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)",
              "#define to_c_scalar(v) CSCALAR(floatBitsToUint(v) >> 16)"),
     Mutation("decode step: a slot named twice accepted", "vkrope/ops/decode.py",
@@ -641,7 +641,7 @@ MUTATIONS = [
     Mutation("shift: a row named twice accepted", "vkrope/ops/shift.py",
              "        if twice.any():\n            raise", "        if False:\n            raise"),
     Mutation("shift: a skipped slot shifted anyway", "vkrope/ops/shift.py",
-             "    keep = sl.reshape(-1) >= 0\n", "    keep = sl.reshape(-1) >= -1\n"),
+             "    keep = sl >= 0\n", "    keep = sl >= -1\n"),
     # --- vkrope config --plot
     Mutation("the unscaled frequencies over the head dim, not the rotary dim", "vkrope/models/chart.py",
              "np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.rotary_dim)",
