@@ -12,7 +12,7 @@ setup_env() {
   cd "$root" || exit 1
 
   local pkgs=(libvulkan1 mesa-vulkan-drivers)
-  [ "$mode" = test ] && pkgs+=(vulkan-validationlayers glslc spirv-tools)
+  [ "$mode" = test ] && pkgs+=(vulkan-validationlayers glslc spirv-tools chromium)  # (chromium: the site's browser test)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
