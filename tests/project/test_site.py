@@ -76,6 +76,7 @@ def test_the_site_renders_in_a_browser(tmp_path):
     assert "Interleaved rotary position embedding" in api  # vkrope.apply's docstring
     assert "The context shift of a KV cache, in place" in api  # vkrope.shift_cache's, another bound operation
     assert "on_default(" not in api  # (not the line that binds it)
+    assert "__dataclass_fields__" not in api  # (nor a dataclass's internals as members)
     shots = Path(os.environ.get("VKROPE_ARTIFACTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     shot = shots / "site-api.png"
