@@ -62,16 +62,19 @@ def _value_cache(k_cache: Any, v_cache: Any) -> Any:
     return v_cache
 
 
-def _ints(name: str, a: Any, shape: tuple[int, int]) -> np.ndarray:
+def _ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
+    """int64 [B, S] (of `shape`, or any 2-D with None) from an integer numpy array; values past 2^62 refused before
+    the cast could wrap them."""
+    want = f"[B, S] = {list(shape)}" if shape is not None else "[B, S]"
     if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be an integer numpy array of shape [B, S] = {list(shape)}; got {describe(a)}")
+        raise TypeError(f"{name} must be an integer numpy array of shape {want}; got {describe(a)}")
     check_plain_array(name, a)
     if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
         raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
     if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
         raise ValueError(f"{name} holds {int(a.max())}, past any cache")
-    if tuple(a.shape) != shape:
-        raise ValueError(f"{name} must have shape [B, S] = {list(shape)}; got {list(a.shape)}")
+    if a.ndim != 2 or (shape is not None and tuple(a.shape) != shape):
+        raise ValueError(f"{name} must have shape {want}; got {list(a.shape)}")
     return a.astype(np.int64)
 
 

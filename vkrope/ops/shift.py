@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_plain_array, describe
+from ..arguments import describe
 from ..freqs import MAX_POSITION, InvFreqs, RopeFreqs, is_position_spec
 from ..kernels import shift as shift_kernel
 from ..kernels.shift import Request
@@ -16,23 +16,8 @@ from ..models import ModelRope
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
-from .decode import _cache, _value_cache
+from .decode import _cache, _ints, _value_cache
 from .lowering import lower
-
-
-def _ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
-    """int64 [B, S] from an integer numpy array (values past 2^62 refused before the cast could wrap them)."""
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be an integer numpy array [B, S]; got {describe(a)}")
-    check_plain_array(name, a)
-    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
-    if a.ndim != 2 or (shape is not None and tuple(a.shape) != shape):
-        raise ValueError(f"{name} must have shape [B, S]{' = ' + str(list(shape)) if shape else ''}; got "
-                         f"{list(a.shape)}")
-    if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
-        raise ValueError(f"{name} holds {int(a.max())}, past any cache")
-    return a.astype(np.int64)
 
 
 def _in_range(name: str, p: np.ndarray) -> None:
