@@ -9,6 +9,7 @@
  *   F_HALF   frequency tables are float16
  *   F_BF16   frequency tables are bfloat16 words (neither: float32)
  *   C_HALF / C_BF16   KV caches are float16 / bfloat16 (neither: float32)
+ *   C_E4M3 / C_E5M2   KV caches are fp8 (glsl/fp8.glsl)
  *
  * bfloat16 needs no device extension (VK_KHR_shader_bfloat16 is rare): a
  * value is the high half of a float32, so widening is a shift (exact, NaN
@@ -133,7 +134,6 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 #define f_float(v) float(v)
 #endif
 
-#ifdef X_BF16
 // Not a finite float, by its bits: without SignedZeroInfNanPreserve a
 // driver may fold isnan / isinf to false.
 bool nonfinite(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) >= 0x7F800000u; }
@@ -146,6 +146,8 @@ void two_sum(float x, float y, out float s, out float err) {
   s = sum;
   err = e;
 }
+
+#ifdef X_BF16
 
 // r (a float32 sum) with the sign of its remainder `rest` (exact value =
 // r + rest) kept for the one rounding to bfloat16 that follows: where r is
@@ -275,9 +277,18 @@ vec4 round_to_x(vec4 v) {
 #endif
 }
 
-// The KV caches' dtype (C_HALF / C_BF16): a stored value widened to float32
-// (c_float), a value or texel rounded once to it, as stored.
-#if defined(C_HALF)
+// The KV caches' dtype (C_HALF / C_BF16 / C_E4M3 / C_E5M2): a stored value
+// widened to float32 (c_float; c_load(buf, i) reads value i of a cache
+// buffer), a value or texel rounded once to it, as stored. fp8 caches
+// (glsl/fp8.glsl) hold four values to a 32-bit word: CSCALAR and CVEC4 are
+// that word, and to_c_vec4 packs four values already exact in the format.
+#if defined(C_E4M3) || defined(C_E5M2)
+#include "fp8.glsl"
+#define CSCALAR uint
+#define CVEC4 uint
+#define c_load(buf, i) fp8_decode(((buf)[(i) >> 2] >> (8u * ((i) & 3u))) & 0xFFu)
+#define to_c_vec4(v) fp8_pack4(v)
+#elif defined(C_HALF)
 #define CSCALAR float16_t
 #define CVEC4 f16vec4
 #define c_float(v) float(v)
@@ -295,6 +306,9 @@ vec4 round_to_x(vec4 v) {
 #define c_float(v) (v)
 #define to_c_scalar(v) (v)
 #define to_c_vec4(v) (v)
+#endif
+#ifndef C_FP8
+#define c_load(buf, i) c_float((buf)[i])
 #endif
 
 #endif

@@ -9,7 +9,7 @@
  *
  * Compiled per variant of glsl/rope_cache.json by scripts/compile_shaders.py,
  * which defines X_HALF / X_BF16 (q, k, v and q_out: common.glsl), C_HALF /
- * C_BF16 (the caches; neither: float32) and GENERATED (frequencies computed
+ * C_BF16 / C_E4M3 / C_E5M2 (the caches; none: float32) and GENERATED (frequencies computed
  * here, glsl/freqs.glsl, from a spec: binding 6 is its columns table, one
  * column per cos / sin column, binding 7 is not read, and each token's
  * tokens.x is its coordinate word instead of a cos / sin row).
@@ -44,7 +44,8 @@
  *   j >= rot: out = x (normalised when NORM)
  * ROLE_Q writes q_out (rounded once to q's dtype), ROLE_K the k cache row
  * tokens[t].y + h * head_stride, ROLE_V the v cache row (v as it is), each
- * rounded once to the cache's dtype. Products use common.glsl's
+ * rounded once to the cache's dtype (fp8: the exact value divided by the
+ * role's scale, k_scale or v_scale, rounded once: glsl/fp8.glsl). Products use common.glsl's
  * diff_of_products (exact products for bfloat16 against float32 cos / sin).
  * No invocation reads what another writes: q_out never overlaps q (the
  * host checks), and the host refuses two tokens on one cache row.
@@ -114,6 +115,8 @@ layout(push_constant) uniform Params {
   uint eps;          // NORM: float32 bits of eps
   uint weight_add;   // NORM: float32 bits added to each weight (1.0 for Gemma's 1 + w)
   uint magnitude;    // GENERATED: float32 bits of the factor cos and sin are multiplied by
+  uint k_scale;      // fp8 caches: float32 bits of the scale k values are divided by
+  uint v_scale;      // (and v values)
 } p;
 
 uint role;  // this invocation's: role, or from its row with ROLE_ALL
@@ -134,7 +137,38 @@ vec4 load_x4(uint t) {
   return role == ROLE_K ? x_vec4(k_texels[t]) : x_vec4(v_texels[t]);
 }
 
+// A k value x*c - partner*s as q_out / a float cache takes it (rounded by
+// the store); for an fp8 cache (ROLE_K) already its one rounding, scaled.
+float rotated(float x, float c, float partner, float s) {
+#ifdef C_FP8
+  if (role == ROLE_K) {
+    return fp8_quantize(x, c, partner, s, uintBitsToFloat(p.k_scale));
+  }
+#endif
+  return diff_of_products(x, c, partner, s);
+}
+
+// A value a k row passes through (or a v value) as its cache takes it: as
+// it is, or (fp8) divided by the role's scale and rounded once.
+float passed(float x, uint r) {
+#ifdef C_FP8
+  return fp8_quantize(x, 1.0, 0.0, 0.0, uintBitsToFloat(r == ROLE_K ? p.k_scale : p.v_scale));
+#else
+  return x;
+#endif
+}
+
+vec4 passed4(vec4 x, uint r) {
+  return vec4(passed(x.x, r), passed(x.y, r), passed(x.z, r), passed(x.w, r));
+}
+
 vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
+#ifdef C_FP8
+  if (role == ROLE_K) {
+    return vec4(rotated(x.x, c.x, partner.x, s.x), rotated(x.y, c.y, partner.y, s.y),
+                rotated(x.z, c.z, partner.z, s.z), rotated(x.w, c.w, partner.w, s.w));
+  }
+#endif
   return vec4(diff_of_products(x.x, c.x, partner.x, s.x), diff_of_products(x.y, c.y, partner.y, s.y),
               diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
 }
@@ -165,7 +199,7 @@ vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   }
   uint rot = 2u * p.rot_half;
   if (v0 >= rot) {
-    return x;
+    return role == ROLE_K ? passed4(x, ROLE_K) : x;
   }
   if (INTERLEAVED) {  // pairs (x, y) and (z, w): columns v0/2 and v0/2 + 1
 #ifdef GENERATED
@@ -231,7 +265,7 @@ void main() {
     return;  // this token writes no cache row, or one outside this dispatch's slice
   }
   if (WHOLE_TEXELS) {
-    vec4 y = role == ROLE_V ? load_x4((r * p.head_dim + v0 - p.x_base) >> 2)
+    vec4 y = role == ROLE_V ? passed4(load_x4((r * p.head_dim + v0 - p.x_base) >> 2), ROLE_V)
                               : rotated_texel(r, v0, t0, tok.x);
     if (role == ROLE_Q) {
       q_out_texels[(r * p.head_dim + v0 - p.x_base) >> 2] = to_x_vec4(round_to_x(y));
@@ -245,7 +279,7 @@ void main() {
   vec4 y = vec4(0.0);
   if (role == ROLE_V) {
     for (uint l = 0u; l < lanes; ++l) {
-      y[l] = load_x(r, v0 + l);
+      y[l] = passed(load_x(r, v0 + l), ROLE_V);
     }
   } else {
     float scale = 1.0;
@@ -268,7 +302,7 @@ void main() {
         xj *= scale * (weights[w0 + j] + uintBitsToFloat(p.weight_add));
       }
       if (j >= rot) {
-        y[l] = xj;
+        y[l] = role == ROLE_K ? passed(xj, ROLE_K) : xj;
         continue;
       }
       bool first;
@@ -287,7 +321,7 @@ void main() {
       float sn = sin_table[t0 + i];
 #endif
       // first: x c - partner s; second: x c + partner s
-      y[l] = diff_of_products(xj, c, first ? partner : -partner, sn);
+      y[l] = rotated(xj, c, first ? partner : -partner, sn);
     }
   }
   if (role == ROLE_Q) {
@@ -299,6 +333,14 @@ void main() {
     return;
   }
   uint g = row * p.head_dim + v0 - p.cache_base;
+#ifdef C_FP8
+  // (the host takes fp8 caches with D a multiple of 4: the texel is one whole word)
+  if (role == ROLE_K) {
+    k_cache_values[g >> 2] = fp8_pack4(y);
+  } else {
+    v_cache_values[g >> 2] = fp8_pack4(y);
+  }
+#else
   for (uint l = 0u; l < lanes; ++l) {
     if (role == ROLE_K) {
       k_cache_values[g + l] = to_c_scalar(y[l]);
@@ -306,4 +348,5 @@ void main() {
       v_cache_values[g + l] = to_c_scalar(y[l]);
     }
   }
+#endif
 }

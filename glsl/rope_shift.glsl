@@ -7,7 +7,12 @@
  * cache whose row is the position) its key and value moved there.
  *
  * Compiled per variant of glsl/rope_shift.json by scripts/compile_shaders.py,
- * which defines C_HALF / C_BF16 (the caches; neither: float32).
+ * which defines C_HALF / C_BF16 / C_E4M3 / C_E5M2 (the caches; none:
+ * float32). An fp8 cache's scale cancels: the key it holds is the rotated
+ * key divided by the scale, and a rotation commutes with that division, so
+ * the stored values are rotated as they are and rounded once (glsl/fp8.glsl,
+ * scale 1); the host takes fp8 caches with D a multiple of 4, so a texel is
+ * one word.
  *
  * Inputs (set 0), all buffers:
  *   binding 0  k_cache  rows of D values (read, then written in place)
@@ -101,12 +106,21 @@ void main() {
       return;  // another slice's row
     }
     dst -= p.cache_base;
+#ifdef C_FP8  // k_tmp holds values exact in the format; a word is a texel
+    uint t = tmp + v0;
+    k_cache_values[(dst + v0) >> 2] = fp8_pack4(vec4(k_tmp_values[t], k_tmp_values[t + 1u], k_tmp_values[t + 2u],
+                                                     k_tmp_values[t + 3u]));
+    if (p.move_v != 0u) {
+      v_cache_values[(dst + v0) >> 2] = v_tmp_values[t >> 2];
+    }
+#else
     for (uint l = 0u; l < lanes; ++l) {
       k_cache_values[dst + v0 + l] = to_c_scalar(k_tmp_values[tmp + v0 + l]);
       if (p.move_v != 0u) {
         v_cache_values[dst + v0 + l] = v_tmp_values[tmp + v0 + l];
       }
     }
+#endif
     return;
   }
   uint src = (uint(tok.x) + h * p.head_stride) * p.head_dim;
@@ -117,19 +131,30 @@ void main() {
   uint rot = 2u * p.rot_half;
   for (uint l = 0u; l < lanes; ++l) {
     uint j = v0 + l;
-    float xj = c_float(k_cache_values[src + j]);
+    float xj = c_load(k_cache_values, src + j);
     float y = xj;
     if (j < rot) {
       bool first;
       uint i, pj;
       rope_pair(j, p.rot_half, INTERLEAVED, first, i, pj);
-      float partner = c_float(k_cache_values[src + pj]);
+      float partner = c_load(k_cache_values, src + pj);
       vec2 cs = shift_cs(i, tok.z, tok.w);
+#ifdef C_FP8
+      y = fp8_quantize(xj, cs.x, first ? partner : -partner, cs.y, 1.0);
+#else
       y = diff_of_products(xj, cs.x, first ? partner : -partner, cs.y);
+#endif
     }
     k_tmp_values[tmp + j] = y;
+#ifndef C_FP8
     if (p.move_v != 0u) {
       v_tmp_values[tmp + j] = v_cache_values[src + j];
     }
+#endif
   }
+#ifdef C_FP8
+  if (p.move_v != 0u) {
+    v_tmp_values[(tmp + v0) >> 2] = v_cache_values[(src + v0) >> 2];
+  }
+#endif
 }

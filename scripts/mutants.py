@@ -37,7 +37,7 @@ TESTS = [
     "tests/kernels/test_bfloat16.py", "tests/kernels/test_rope_cache.py", "tests/runtime/test_runtime_ops.py", "tests/runtime/test_kept_imports.py", "tests/ops/test_nd.py",
     "tests/models/test_hf_configs.py", "tests/models/test_gguf.py", "tests/models/test_hf_models.py",
     "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py", "tests/models/test_chart.py",
-    "tests/kernels/test_shift.py", "tests/project/test_api_binding.py",
+    "tests/kernels/test_shift.py", "tests/project/test_api_binding.py", "tests/kernels/test_fp8.py",
 ]
 
 
@@ -58,6 +58,7 @@ TABLE_KERNEL = "glsl/rope_table.glsl"
 COMMON = "glsl/common.glsl"
 FREQS = "vkrope/freqs.py"
 FREQS_GLSL = "glsl/freqs.glsl"
+FP8_GLSL = "glsl/fp8.glsl"
 LOWERING = "vkrope/ops/lowering.py"
 SHIFT_GLSL = "glsl/rope_shift.glsl"
 CONFIGS = "vkrope/models/hf.py"
@@ -642,6 +643,33 @@ MUTATIONS = [
              "        if twice.any():\n            raise", "        if False:\n            raise"),
     Mutation("shift: a skipped slot shifted anyway", "vkrope/ops/shift.py",
              "    keep = sl >= 0\n", "    keep = sl >= -1\n"),
+    # --- fp8 caches
+    Mutation("fp8: a value near a midpoint rounded from float32 (no exact side)", FP8_GLSL,
+             "    side = exact_side(sg * a, b, sg * c, d, mid, s);", "    side = side;"),
+    Mutation("fp8: a rotation near zero signed from float32 (no exact sign)", FP8_GLSL,
+             "    sg = exact_side(a, b, c, d, 0.0, s);\n    if (sg == 0.0) {",
+             "    if (r == 0.0) {"),
+    Mutation("fp8: one TwoSum pass decides the sign", FP8_GLSL, "pass < 40; ++pass", "pass < 1; ++pass"),
+    Mutation("fp8: 13-bit halves (their products inexact)", FP8_GLSL, "& 0xFFFFF000u", "& 0xFFFFE000u"),
+    Mutation("fp8: ties away from zero", FP8_GLSL,
+             "(side == 0.0 && mod(whole, 2.0) == 1.0)", "(side == 0.0)"),
+    Mutation("fp8: no saturation (past max: NaN in e4m3fn, inf in e5m2)", FP8_GLSL,
+             "  float q = min(n * u, FP8_MAX);", "  float q = n * u;"),
+    Mutation("fp8: subnormals on the normal grid", FP8_GLSL,
+             "  int ey = max(exponent_of(ay), FP8_EMIN);", "  int ey = exponent_of(ay);"),
+    Mutation("fp8: e5m2's infinity read as NaN", FP8_GLSL,
+             "(m == 0u ? 0x7F800000u : 0x7FC00000u)", "0x7FC00000u"),
+    Mutation("fp8: words' bytes in the other order", "glsl/common.glsl",
+             "(8u * ((i) & 3u))", "(8u * (3u - ((i) & 3u)))"),
+    Mutation("fp8: v not divided by its scale", "glsl/rope_cache.glsl",
+             "uintBitsToFloat(r == ROLE_K ? p.k_scale : p.v_scale)", "uintBitsToFloat(p.k_scale)"),
+    Mutation("fp8: a shift's values not moved", SHIFT_GLSL,
+             "    v_tmp_values[(tmp + v0) >> 2] = v_cache_values[(src + v0) >> 2];",
+             "    v_tmp_values[(tmp + v0) >> 2] = 0u;"),
+    Mutation("fp8: a scale given with a float cache accepted", "vkrope/ops/decode.py",
+             "    if not is_fp8(cache.dtype):\n        raise", "    if False:\n        raise"),
+    Mutation("fp8: D not a multiple of 4 accepted", "vkrope/ops/decode.py",
+             "    if is_fp8(c.dtype) and int(c.shape[-1]) % 4:", "    if False:"),
     # --- vkrope config --plot
     Mutation("the unscaled frequencies over the head dim, not the rotary dim", "vkrope/models/chart.py",
              "np.arange(0, rope.rotary_dim, 2, dtype=np.float64) / rope.rotary_dim)",

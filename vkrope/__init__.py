@@ -33,11 +33,14 @@ from .errors import (
     VulkanUnavailableError,
 )
 from .reference import apply_reference, axial_freqs
-from .runtime.dtypes import BFLOAT16
+from .runtime.dtypes import BFLOAT16, FLOAT8_E4M3FN, FLOAT8_E5M2
 
 # The bfloat16 scalar type (ml_dtypes', which numpy, JAX and ONNX share):
 # x.astype(vkrope.bfloat16).
 bfloat16 = BFLOAT16.type
+# The fp8 scalar types of KV caches (ml_dtypes'): np.zeros(shape, vkrope.float8_e4m3fn).
+float8_e4m3fn = FLOAT8_E4M3FN.type
+float8_e5m2 = FLOAT8_E5M2.type
 
 __version__ = "0.1.0"
 
@@ -77,5 +80,7 @@ __all__ = [
     "DeviceClosedError",
     "UnsupportedFeatureError",
     "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
     "__version__",
 ]

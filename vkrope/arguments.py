@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceClosedError
-from .runtime.dtypes import TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit
+from .runtime.dtypes import CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit, is_fp8
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
@@ -84,15 +84,20 @@ def check_on_device(name: str, a: Any, device: Any, whose: str = "the one runnin
 def check_array(a: Any, name: str, storage: str) -> Any:
     """An array to upload (`Device.asarray`): a plain numpy array (or a
     DeviceArray) of float32, float16 or bfloat16, with at least one axis (two for
-    texture3d, whose images hold [..., N, C])."""
+    texture3d, whose images hold [..., N, C]); or of an fp8 dtype (a KV
+    cache) in a buffer."""
     from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
     if isinstance(a, DeviceArray):
         check_alive(name, a)
     else:
         check_plain_array(name, a)
-    if a.dtype not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {a.dtype} ({convert_hint(name, a.dtype)})")
+    if is_fp8(a.dtype):  # a KV cache's: bytes in 32-bit words, no image format holds them
+        if storage != "buffer":
+            raise ValueError(f"{name}: a {a.dtype} array is a KV cache, held in a buffer; got storage {storage!r} "
+                             "(pass storage='buffer')")
+    elif a.dtype not in X_DTYPES:
+        raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {a.dtype} ({convert_hint(name, a.dtype)})")
     if a.ndim < (2 if storage == "texture3d" else 1):
         raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
                          f"{storage!r}; got shape {a.shape}")

@@ -63,6 +63,8 @@ class Request(TensorRequest):
     weight_add: float
     gathered: bool  # cos / sin hold the tokens' own rows (row t for token t), gathered on the host
     given: tuple[tuple[str, Any], ...] = ()  # the caller's tables, as passed (job ordering)
+    k_scale: float = 1.0  # fp8 caches: what k values are divided by before their rounding (float32)
+    v_scale: float = 1.0
 
     @property
     def generated(self) -> bool:
@@ -140,6 +142,8 @@ class Plan:
     generated: bool = False  # frequencies computed in the shader
     angle: int = ANGLE_FLOAT32  # generated: generated.ANGLE_* (the kernel's ANGLE)
     magnitude_bits: int = ONE_BITS  # generated: float32 bits of the cos / sin factor
+    k_scale_bits: int = ONE_BITS  # fp8 caches: float32 bits of the scales
+    v_scale_bits: int = ONE_BITS
 
     def may_alias(self, written: str, read: str) -> bool:
         """Nothing: an invocation reads a whole head of q (the norm, the
@@ -179,7 +183,8 @@ class Plan:
                         hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,
                         cache_end=ch.cache_base + ch.cache_values, tok_base=ch.tok_base, t_base=ch.t_base,
-                        eps=self.eps_bits, weight_add=self.add_bits, magnitude=self.magnitude_bits)
+                        eps=self.eps_bits, weight_add=self.add_bits, magnitude=self.magnitude_bits,
+                        k_scale=self.k_scale_bits, v_scale=self.v_scale_bits)
             grid = (math.ceil(texels(self.head_dim) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
             cos, sin, tokens, weights = tables[ch.segment]
             out.append(Launch(kernel.name, spec, tuple(push.items()),
@@ -297,6 +302,7 @@ def plan(req: Request, limits: Any) -> Plan:
         chunks=tuple(chunks), segments=tuple(segments), generated=req.generated,
         angle=req.cos.angle if req.generated else ANGLE_FLOAT32,
         magnitude_bits=req.cos.magnitude_bits if req.generated else ONE_BITS,
+        k_scale_bits=_bits(req.k_scale), v_scale_bits=_bits(req.v_scale),
     )
 
 

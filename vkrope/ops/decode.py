@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from ..arguments import check_alive, check_out, check_plain_array, check_x, desc
 from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, check_positions, is_position_spec
-from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPE_NAMES, TENSOR_DTYPES
+from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, REAL_SCALARS, TENSOR_DTYPES, is_fp8
 from ..kernels.cache import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -41,14 +42,43 @@ def _cache(name: str, c: Any) -> Any:
     check_alive(name, c)
     if c.storage != "buffer":
         raise ValueError(f"{name} must be a buffer DeviceArray; got storage {c.storage!r}")
-    if c.dtype not in TENSOR_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {c.dtype}")
+    if c.dtype not in CACHE_DTYPES:
+        raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {c.dtype}")
     if c.size == 0:
         raise ValueError(f"{name} is empty (shape {list(c.shape)}): no row to write")
     if c.size >= 2**32:
         raise ValueError(f"{name} holds {c.size} values; the kernel addresses values with 32-bit integers "
                          "(split the cache, e.g. one per layer group)")
+    if is_fp8(c.dtype) and int(c.shape[-1]) % 4:
+        raise ValueError(f"{name}: an fp8 cache needs D (its last axis) a multiple of 4 (four values to a 32-bit "
+                         f"word, a word to a thread); got D = {int(c.shape[-1])}")
     return c
+
+
+# The scales of an fp8 cache, taken as float32: within these no partial
+# product of the exact rounding (glsl/fp8.glsl) leaves float32's range.
+MIN_SCALE, MAX_SCALE = 2.0**-40, 2.0**40
+
+
+def scale(name: str, value: Any, cache: Any) -> float:
+    """An fp8 cache's per-tensor scale as the float32 the kernel divides by (1.0 when None); other caches take
+    none."""
+    if value is None:
+        return 1.0
+    if not is_fp8(cache.dtype):
+        raise ValueError(f"{name} scales an fp8 cache; this cache is {cache.dtype} (pass {name}=None)")
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "f":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
+        raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")
+    try:
+        f = float(value)
+    except OverflowError:  # (an int past float64)
+        f = math.inf
+    if not (math.isfinite(f) and MIN_SCALE <= f <= MAX_SCALE):
+        raise ValueError(f"{name} must be a finite float32 in [2^-40, 2^40] (what the cache's values are divided "
+                         f"by); got {value}")
+    return float(np.float32(f))
 
 
 def _value_cache(k_cache: Any, v_cache: Any) -> Any:
@@ -80,7 +110,8 @@ def _ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
 
 def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, position_ids: Any, *,
           interleaved: Any = False, slots: Any = None, q_norm: Any = None, k_norm: Any = None,
-          norm_plus_one: Any = False, eps: Any = 1e-6, out: Any = None) -> Request:
+          norm_plus_one: Any = False, eps: Any = 1e-6, k_scale: Any = None, v_scale: Any = None,
+          out: Any = None) -> Request:
     """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
     TypeError / ValueError naming the argument."""
     q, k, v = _qkv(q, k, v)
@@ -104,12 +135,14 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
     if norm_plus_one and weights is None:
         raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
+    ks, vs = scale("k_scale", k_scale, k_cache), scale("v_scale", v_scale, v_cache)
 
     out = check_out(out, q, "out", "q")
     tokens = np.stack([rows, base], -1).astype(np.int32)
     return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
                    head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
-                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given))
+                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given),
+                   k_scale=ks, v_scale=vs)
 
 
 def _qkv(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -244,7 +277,8 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
 def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
                    position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
                    q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
-                   eps: float = 1e-6, out: ArrayT | None = None) -> Call[ArrayT]:
+                   eps: float = 1e-6, k_scale: float | None = None, v_scale: float | None = None,
+                   out: ArrayT | None = None) -> Call[ArrayT]:
     """The decode step of an LLM layer in one submission: q and k rotated
     (RMS-normalised per head first when `q_norm` / `k_norm` are given), the
     rotated k and the given v written into resident KV caches at each
@@ -264,11 +298,15 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     buffer DeviceArrays); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
     Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
     (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
-    `x / rms * (1 + w)`), `eps` inside the root. Positions or slots outside
+    `x / rms * (1 + w)`), `eps` inside the root. fp8 caches
+    (`vkrope.float8_e4m3fn` / `float8_e5m2`, D a multiple of 4) store each
+    rotated k (each v) divided by `k_scale` (`v_scale`; float32, per
+    tensor, default 1.0 as vLLM's) and rounded once to nearest even,
+    saturated to the largest finite value (448 / 57344). Positions or slots outside
     the cache, one cache row named twice, mismatched heads or dtypes: a
     ValueError / TypeError naming the argument before any GPU work, the
     caches unchanged. The caches must be arrays of the device the call runs
     on (`vkrope.rope_and_cache`: the default device)."""
     return one(cache_kernel, check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved,
                                    slots=slots, q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps,
-                                   out=out), "q_out")
+                                   k_scale=k_scale, v_scale=v_scale, out=out), "q_out")

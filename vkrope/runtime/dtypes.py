@@ -15,21 +15,29 @@ import numpy as np
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+# fp8 KV caches (vLLM's kv_cache_dtype "fp8_e4m3" / "fp8_e5m2"): one byte a
+# value, four to a 32-bit word on the device (no 8-bit storage extension).
+FLOAT8_E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
+FLOAT8_E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+FP8_DTYPES = (FLOAT8_E4M3FN, FLOAT8_E5M2)
 
 # What x, q, k, out and resident tensors may hold.
 TENSOR_DTYPES = (FLOAT32, FLOAT16, BFLOAT16)
 TENSOR_DTYPE_NAMES = "float32, float16 or bfloat16"
+# What a KV cache (and a DeviceArray) may hold besides: the fp8 formats.
+CACHE_DTYPES = TENSOR_DTYPES + FP8_DTYPES
+CACHE_DTYPE_NAMES = "float32, float16, bfloat16, float8_e4m3fn or float8_e5m2"
 
 # Python and numpy real scalars an argument such as a base or eps may be
 # (ml_dtypes' bfloat16 scalar is no np.floating).
 REAL_SCALARS = (int, float, np.integer, np.floating, BFLOAT16.type)
 
 # The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
-_AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16"}
+_AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16", FLOAT8_E4M3FN: "e4m3", FLOAT8_E5M2: "e5m2"}
 
 
 def axis(dtype: Any) -> str:
-    """The variant-grid axis value ("32", "16", "b16") of a tensor dtype."""
+    """The variant-grid axis value ("32", "16", "b16"; caches also "e4m3", "e5m2") of a dtype."""
     return _AXIS[np.dtype(dtype)]
 
 
@@ -51,10 +59,16 @@ def table_dtype(x_dtype: Any, *table_dtypes: Any) -> str:
     return x.name if same else "float32"
 
 
+def is_fp8(dtype: Any) -> bool:
+    """float8_e4m3fn or float8_e5m2 (KV caches only)."""
+    return np.dtype(dtype) in FP8_DTYPES
+
+
 def is_16bit(dtype: Any) -> bool:
     """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
     return np.dtype(dtype) in (FLOAT16, BFLOAT16)
 
 
-__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "REAL_SCALARS", "axis",
-           "convert_hint", "is_16bit", "table_dtype"]
+__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",
+           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "REAL_SCALARS", "axis", "convert_hint",
+           "is_16bit", "is_fp8", "table_dtype"]
