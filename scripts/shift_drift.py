@@ -4,9 +4,10 @@ direct rotation at their final positions, in each cache dtype: vkrope's
 `shift_cache` (exact angles, and the frameworks' float32 angles) against
 llama.cpp's K-shift done the same way in numpy (ggml's ROPE over the cache
 with the position delta: theta = delta * theta_scale^i in float32, cos /
-sin in float32, the rotation in float32, stored in the cache's dtype).
+sin in float32, the rotation in float32, stored in the cache's dtype; fp8
+caches, which llama.cpp has not, the same way, the scale aside: it cancels).
 
-    python scripts/shift_drift.py [--shifts 1000] [--tokens 64]
+    python scripts/shift_drift.py [--shifts 1000] [--tokens 64] [--seed 0]
 
 Prints, per cache dtype and way, the largest and the RMS error of the keys
 after the shifts against float64 keys rotated once from the original at
@@ -24,7 +25,10 @@ import vkrope
 
 D, BASE = 128, 10000.0
 DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-          "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+          "bfloat16": np.dtype(ml_dtypes.bfloat16), "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+          "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+ULP_AT_1 = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7, "float8_e4m3fn": 2.0**-3,
+            "float8_e5m2": 2.0**-2}
 
 
 def rotate64(k: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -53,8 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shifts", type=int, default=1000, help="shifts per run (default 1000)")
     parser.add_argument("--tokens", type=int, default=64, help="cached tokens (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="of the keys, positions and shifts (default 0)")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(args.seed)
     k0 = rng.standard_normal((args.tokens, D))
     start = rng.integers(20000, 30000, args.tokens)
     deltas = rng.integers(-60, 61, args.shifts)
@@ -66,7 +71,7 @@ def main() -> None:
           "frameworks form them; llama.cpp: exact), in ulp of the dtype at 1: max / RMS")
     with vkrope.Device(validation=False) as dev:
         for name, dt in DTYPES.items():
-            ulp = float(np.spacing(dt.type(1.0)).astype(np.float64)) if name != "bfloat16" else 2.0**-7
+            ulp = ULP_AT_1[name]
             row = [name]
             for angle in ("exact", "float32"):
                 spec = vkrope.RopeFreqs(D, base=BASE, angle=angle)

@@ -420,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="host overhead: an empty submission (the floor) beside a tiny call of every operator, "
                         "the decode step at batch 1 and the numpy path, as ratios")
     p.add_argument("--decode", action="store_true",
-                   help="decode loops (advancing against fixed position) and the numpy path's cost over resident")
+                   help="decode loops (advancing against fixed position), the fused step, fp8 against float16 caches, "
+                        "the context shift, and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
     p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
     p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])

@@ -246,7 +246,8 @@ class DeviceMemory(DeviceOwner):
     def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:
         """Upload a float32 / float16 / bfloat16 numpy array and return it as a
         `DeviceArray` on this device: a tensor `[..., N, C]` for the
-        operators (any storage), or a table (`storage="buffer"`).
+        operators (any storage), or a table (`storage="buffer"`); or an fp8
+        one (`vkrope.float8_e4m3fn` / `float8_e5m2`), a KV cache, in a buffer.
 
         A DeviceArray of this device with `storage` "auto" or its own comes
         back as it is; one of another Device, or asked for in the other

@@ -9,6 +9,8 @@ decode loop lives.
   loop made.
 - The decode step fused (`Device.rope_and_cache`) against RoPE followed by
   a cache copy (vkrope/bench/step.py).
+- The KV cache: the step into fp8 against float16 caches, and the context
+  shift of each cache dtype (vkrope/bench/kv.py).
 - The numpy path's own cost: `Device.apply` numpy in, numpy out (arrays
   passed again, and fresh ones), against
   the same call on a resident array, at (1, 256, 256) float32, as the
@@ -150,12 +152,15 @@ def _release(y: Any) -> None:
 
 def run(repeats: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Both measurements on one device, one run."""
+    from .kv import fp8_rows, shift_rows  # noqa: PLC0415
     from .step import step_rows  # noqa: PLC0415
 
     with Device() as dev:
         return {"device": dev.name, "overhead": overhead_row(dev, log=log),
                 "decode": decode_rows(dev, rounds=repeats, log=log),
-                "step": step_rows(dev, rounds=repeats, log=log)}
+                "step": step_rows(dev, rounds=repeats, log=log),
+                "fp8": fp8_rows(dev, rounds=repeats, log=log),
+                "shift": shift_rows(dev, log=log)}
 
 
 __all__ = ["run", "decode_rows", "overhead_row", "decode_loops"]

@@ -42,7 +42,7 @@ class DeviceArray:
 
     @property
     def dtype(self) -> np.dtype:
-        """float32, float16 or bfloat16 (`ml_dtypes.bfloat16`)."""
+        """float32, float16 or bfloat16 (`ml_dtypes.bfloat16`); a KV cache's also float8_e4m3fn / float8_e5m2."""
         return self._dtype
 
     @property
