@@ -55,6 +55,7 @@ class CommandStream:
         self.ctx = ctx
         self.pool: Any = None
         self.fence: Any = None
+        self._fences: Any = None  # the fence in a cffi array, for the direct calls
         self.queries: Any = None
         self.in_flight: bool | str = False
         ctx.adopt(self)  # first: whatever is created below has an owner
@@ -82,11 +83,11 @@ class CommandStream:
         if len(recordings) == 1:
             submit = recordings[0].submit_info()
         else:
-            cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])
-            submit = vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)
+            cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])  # (alive until the call returns)
+            submit = b.array("VkSubmitInfo", [vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)])
         timeout = timeout_seconds() if timeout_s is None else timeout_s
         self.drain(timeout)
-        b.call("vkResetFences", ctx.handle, 1, [self.fence])
+        b.call_direct("vkResetFences", ctx.handle, 1, self.fences())
         # In flight from here until the fence is seen signalled: if anything
         # (a signal handler's exception, say) interrupts the wait below, the
         # next use of this stream drains it first, and the owner drains it
@@ -98,7 +99,7 @@ class CommandStream:
         # case of an interruption landing on the submit of a hung device.
         self.in_flight = MAYBE
         try:
-            b.call("vkQueueSubmit", ctx.queue, 1, [submit], self.fence)
+            b.call_direct("vkQueueSubmit", ctx.queue, 1, submit, self.fence)
         except VkropeError:
             self.in_flight = False  # the driver refused it: nothing was queued
             raise
@@ -112,6 +113,12 @@ class CommandStream:
         bits = ctx.info.timestamp_valid_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
+
+    def fences(self) -> Any:
+        """The fence as the `VkFence[1]` the fence calls take (made once)."""
+        if self._fences is None or self._fences[0] != self.fence:
+            self._fences = b.array("VkFence", [self.fence])
+        return self._fences
 
     def drain(self, timeout: float | None = None) -> None:
         """Wait until the last submission has finished (no-op when none is in
@@ -128,7 +135,7 @@ class CommandStream:
                 if self.in_flight is MAYBE:
                     b.call("vkQueueWaitIdle", self.ctx.queue)  # returns at once when nothing was queued
                 else:
-                    b.wait_fence(self.ctx.handle, self.fence, int(deadline * 1e9))
+                    b.wait_fence(self.ctx.handle, self.fences(), int(deadline * 1e9))
                 self.in_flight = False
             except DeviceTimeoutError as exc:
                 exc.seconds = deadline
@@ -196,10 +203,12 @@ class Recording:
         b.call("vkEndCommandBuffer", self.cmd)
 
     def submit_info(self) -> Any:
-        """A VkSubmitInfo for this command buffer alone (kept: its array must outlive it)."""
+        """A `VkSubmitInfo[1]` for this command buffer alone, as vkQueueSubmit
+        takes it (kept with the array its pointer field points into)."""
         if self._submit is None:
             cmds = b.array("VkCommandBuffer", [self.cmd])
-            self._submit = (cmds, b.vk().VkSubmitInfo(commandBufferCount=1, pCommandBuffers=cmds))
+            self._submit = (cmds, b.array("VkSubmitInfo", [b.vk().VkSubmitInfo(commandBufferCount=1,
+                                                                                pCommandBuffers=cmds)]))
         return self._submit[1]
 
     def new_set(self, pipeline: ComputePipeline) -> Any:
