@@ -13,16 +13,21 @@
  *       CUDA's __NV_SATFINITE conversion in vLLM's cache kernels does; NaN
  *       stays NaN. An exact zero keeps the sign float32 gives it.
  *
- * How one rounding is had in float32: y = (a*b - c*d) / s is formed in
- * float32 and the midpoint m of the format's two values around it found;
- * when y is farther from m than the float32 errors can reach, y's side of m
- * is the exact value's. Otherwise (rare: within about 2^-20 of a midpoint,
- * every tie among them) the side is decided exactly: a, b, c, d and s split
- * into 12-bit halves, whose products are exact, and the sign of the sum of
- * those products less m*s found by TwoSum passes (exact_sign). Exact while
- * no partial product falls below float32's normal range: the scale within
- * [2^-40, 2^40] (the host checks), |a| and |c| within 2^60 of each other or
- * one of them 0, and b, d (cos, sin) 0 or above 2^-60.
+ * How one rounding is had in float32: r = a*b - c*d is formed in float32,
+ * with an error bound err. Where a*b and c*d cancel (err more than 2^-12
+ * of r: r may lie cells away from the exact value, or have its sign
+ * wrong) r is formed again from exact partial products: a, b, c, d and s
+ * split into 12-bit halves, whose products are exact, summed by TwoSum
+ * passes (distilled_sum) to within 2^-22, the sign exact. Then the
+ * midpoint m of the two values of the format around r / s is found; where
+ * r is farther from m*s than its error reaches, its side of m is the exact
+ * value's; otherwise (rare: within about 2^-20 of a midpoint, every tie)
+ * the sign of a*b - c*d - m*s is found from exact partial products the
+ * same way. Exact while no partial product falls below float32's normal
+ * range: the scale within [2^-40, 2^40] (the host checks), the nonzero
+ * one of |a|, |c| within 2^40 of the other, b and d (cos, sin) 0 or within
+ * [2^-40, 2^40], and the values above 2^-80 (a value below may lose the
+ * sign of the zero it rounds to).
  */
 #ifndef VKROPE_FP8_GLSL
 #define VKROPE_FP8_GLSL
@@ -66,7 +71,7 @@ float fp8_decode(uint b) {
   return uintBitsToFloat(floatBitsToUint(mag) | sign);
 }
 
-// The byte of q, a value of the format (finite: fp8_quantize saturates) or NaN.
+// The byte of q, a value of the format (e5m2: infinities too) or NaN (a quiet one: payloads are not kept).
 uint fp8_encode(float q) {
   uint u = floatBitsToUint(q);
   uint sign = (u >> 24) & 0x80u;
@@ -74,6 +79,11 @@ uint fp8_encode(float q) {
     return sign | FP8_NAN;
   }
   float a = abs(q);
+#ifdef C_E5M2
+  if (a > FP8_MAX) {  // an infinity a shift passes through (rounded values saturate)
+    return sign | 0x7Cu;
+  }
+#endif
   if (a < pow2(FP8_EMIN)) {  // subnormal: a multiple of 2^(EMIN - MBITS)
     return sign | uint(a * pow2(int(FP8_MBITS) - FP8_EMIN));
   }
@@ -94,10 +104,11 @@ void split12(float x, out float hi, out float lo) {
   lo = l;
 }
 
-// The sign of t[0] + ... + t[9], exact float32 values: TwoSum passes over
-// the terms (Ogita, Rump and Oishi's VecSum) until the float sum outweighs
-// the rest, whose sum is then exactly the remaining error.
-float exact_sign(float t[10]) {
+// t[0] + ... + t[9] (exact float32 values) to within 2^-22 of itself, its
+// sign exact: TwoSum passes over the terms (Ogita, Rump and Oishi's
+// VecSum) until the float sum outweighs the rest, whose sum is then the
+// remaining error, 2^22 times over.
+float distilled_sum(float t[10]) {
   for (int pass = 0; pass < 40; ++pass) {
     for (int i = 1; i < 10; ++i) {
       float s, e;
@@ -109,26 +120,26 @@ float exact_sign(float t[10]) {
     for (int i = 0; i < 9; ++i) {
       rest += abs(t[i]);
     }
-    if (rest == 0.0 || abs(t[9]) > 2.0 * rest) {
+    if (rest <= abs(t[9]) * uintBitsToFloat(0x34000000u)) {  // 2^-23: (rest's own rounding inside the margin)
       break;
     }
   }
-  return sign(t[9]);
+  return t[9];
 }
 
-// sign(a*b - c*d - m*s) exactly (m >= 0, s in [2^-40, 2^40]): a and c scaled
-// by a power of two to about 1 (so no partial product underflows), every
-// product of 12-bit halves exact.
-float exact_side(float a, float b, float c, float d, float m, float s) {
+// a*b - c*d - m*s (m >= 0 and m*s about |a*b - c*d|, or 0; s in [2^-40,
+// 2^40]) to within 2^-22 of itself,
+// its sign exact: a and c scaled by a power of two to about 1 (so no
+// partial product underflows), every product of 12-bit halves exact.
+float exact_residual(float a, float b, float c, float d, float m, float s) {
   float g = max(abs(a), abs(c));
   if (g == 0.0) {
-    return m > 0.0 ? -1.0 : 0.0;
+    return -(m * s);
   }
-  float k = pow2(-max(exponent_of(g), -126));
-  float mk = m * k;
-  if (mk > 18446744073709551616.0) {  // 2^64: m*s outweighs |a*b - c*d| <= 4g (|b|, |d| <= 2)
-    return -1.0;
-  }
+  int e = clamp(exponent_of(g), -126, 126);
+  float k = pow2(-e);
+  // (m*s is within err of |a*b - c*d| <= 2 g (|b| + |d|) where this is asked: m*k stays finite)
+  precise float mk = m * k;
   float a_hi, a_lo, b_hi, b_lo, c_hi, c_lo, d_hi, d_lo, s_hi, s_lo;
   split12(a * k, a_hi, a_lo);
   split12(b, b_hi, b_lo);
@@ -146,7 +157,7 @@ float exact_side(float a, float b, float c, float d, float m, float s) {
   t[7] = -(c_lo * d_lo);
   t[8] = -(mk * s_hi);  // m has at most 6 significant bits: exact
   t[9] = -(mk * s_lo);
-  return exact_sign(t);
+  return distilled_sum(t) * pow2(e);
 }
 
 float fp8_quantize(float a, float b, float c, float d, float s) {
@@ -156,15 +167,19 @@ float fp8_quantize(float a, float b, float c, float d, float s) {
   if (nonfinite(r)) {
     return (floatBitsToUint(r) & 0x7FFFFFFFu) > 0x7F800000u ? r : (r > 0.0 ? FP8_MAX : -FP8_MAX);
   }
-  // |r - (a*b - c*d)| is below err (three roundings, or flushed subnormals)
-  float err = uintBitsToFloat(0x34800000u) * (abs(ab) + abs(cd)) + uintBitsToFloat(0x01800000u);  // 2^-22, 2^-124
-  float sg = sign(r);
-  if (abs(r) <= err) {
-    sg = exact_side(a, b, c, d, 0.0, s);
-    if (sg == 0.0) {
+  // |r - (a*b - c*d)| is below err: three roundings of at most 2^-23 each
+  // (2^-24 to nearest; 2^-21 leaves room for a driver's round-toward-zero,
+  // Vulkan's rounding mode being the implementation's), or flushed subnormals
+  float err = uintBitsToFloat(0x35000000u) * (abs(ab) + abs(cd)) + uintBitsToFloat(0x01800000u);  // 2^-21, 2^-124
+  if (err > abs(r) * uintBitsToFloat(0x39800000u)) {  // 2^-12: a*b and c*d cancel; r may be cells away
+    float exact = exact_residual(a, b, c, d, 0.0, s);
+    if (exact == 0.0) {
       return r;  // an exact zero, signed as float32 forms it
     }
+    r = exact;
+    err = abs(r) * uintBitsToFloat(0x35000000u) + uintBitsToFloat(0x01800000u);  // 2^-22 of the sum, and room
   }
+  float sg = sign(r);
   float ay = abs(r / s);
   if (ay >= 2.0 * FP8_MAX) {
     return sg * FP8_MAX;
@@ -176,10 +191,11 @@ float fp8_quantize(float a, float b, float c, float d, float s) {
   precise float t = mid * s;
   precise float away = abs(r) - t;
   float side = sign(away);
-  if (abs(away) <= err + uintBitsToFloat(0x34800000u) * t) {
-    side = exact_side(sg * a, b, sg * c, d, mid, s);
+  // err is at most 2^-12 of |r|: y lies in the exact value's cell or next to it; only its side of mid is in doubt
+  if (abs(away) <= err + uintBitsToFloat(0x35000000u) * t) {  // (t: one rounding, 2^-21 of room)
+    side = sign(exact_residual(sg * a, b, sg * c, d, mid, s));
   }
-  float n = (side > 0.0 || (side == 0.0 && mod(whole, 2.0) == 1.0)) ? whole + 1.0 : whole;
+  float n = (side > 0.0 || (side == 0.0 && (uint(whole) & 1u) != 0u)) ? whole + 1.0 : whole;
   float q = min(n * u, FP8_MAX);
   return sg < 0.0 ? -q : q;
 }

@@ -44,9 +44,11 @@
  *   j >= rot: out = x (normalised when NORM)
  * ROLE_Q writes q_out (rounded once to q's dtype), ROLE_K the k cache row
  * tokens[t].y + h * head_stride, ROLE_V the v cache row (v as it is), each
- * rounded once to the cache's dtype (fp8: the exact value divided by the
- * role's scale, k_scale or v_scale, rounded once: glsl/fp8.glsl). Products use common.glsl's
- * diff_of_products (exact products for bfloat16 against float32 cos / sin).
+ * rounded once to the cache's dtype. Products use common.glsl's
+ * diff_of_products (exact products for bfloat16 against float32 cos / sin);
+ * into an fp8 cache, k and v go through glsl/fp8.glsl's fp8_quantize
+ * instead: the exact value divided by the role's scale (k_scale, v_scale),
+ * rounded once (`rotated`, `passed`).
  * No invocation reads what another writes: q_out never overlaps q (the
  * host checks), and the host refuses two tokens on one cache row.
  */
@@ -163,14 +165,8 @@ vec4 passed4(vec4 x, uint r) {
 }
 
 vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
-#ifdef C_FP8
-  if (role == ROLE_K) {
-    return vec4(rotated(x.x, c.x, partner.x, s.x), rotated(x.y, c.y, partner.y, s.y),
-                rotated(x.z, c.z, partner.z, s.z), rotated(x.w, c.w, partner.w, s.w));
-  }
-#endif
-  return vec4(diff_of_products(x.x, c.x, partner.x, s.x), diff_of_products(x.y, c.y, partner.y, s.y),
-              diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
+  return vec4(rotated(x.x, c.x, partner.x, s.x), rotated(x.y, c.y, partner.y, s.y),
+              rotated(x.z, c.z, partner.z, s.z), rotated(x.w, c.w, partner.w, s.w));
 }
 
 #ifdef GENERATED

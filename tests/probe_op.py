@@ -150,7 +150,7 @@ def plan(req: Request, limits: Any) -> Plan:
                 struct.unpack("<I", struct.pack("<f", req.scale))[0], tuple(chunks))
 
 
-def plan_key(req: Request) -> None:
+def plan_key(req: Request, limits: Any) -> None:
     """Never memoised (cheap)."""
     return None
 

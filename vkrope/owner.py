@@ -166,9 +166,11 @@ class DeviceOwner:
         built, `bytes_uploaded` (host data copied for the device: staged
         numpy arguments, tables, asarray), `bytes_read_back` (results copied
         into numpy arrays, get()), `bytes_imported` (numpy memory the device
-        used in place), `recordings_cached` (kept now) and `imports_kept`
-        (numpy arrays passed again whose imports are kept for later calls;
-        `trim()` gives them back)."""
+        used in place), `hot_calls` (calls that repeated a kept call's
+        layout and were only filled and submitted again: the hot path),
+        `recordings_cached` (kept now) and `imports_kept` (numpy arrays
+        passed again whose imports are kept for later calls; `trim()` gives
+        them back)."""
         with self._lock:
             self._context()
             return {**self._rt.counts, "recordings_cached": len(self._rt.recordings),

@@ -209,6 +209,81 @@ def test_cancellations_keep_the_sign_of_the_exact_value(device, fmt, dt):
     assert np.array_equal(got[..., :d // 2], want[..., :d // 2])
 
 
+@pytest.mark.parametrize("x_dtype", X_DTYPES, ids=X_IDS)
+@pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
+def test_large_keys_that_cancel_round_from_their_exact_difference(device, fmt, dt, x_dtype):
+    """a*c - p*s a few fp8 steps from zero (or from a midpoint) while a*c is
+    2^16..2^30 times larger (p solved for it): float32 puts the difference
+    cells away from the exact one, which alone decides the byte; at the
+    scales' bounds (2^-40, 2^40) too, and with (cos, sin) of magnitude 1.5
+    (YaRN's factor)."""
+    rng = np.random.default_rng(zlib.crc32(f"cancel-big{fmt.name}{x_dtype}".encode()))
+    n, d = 96, 8
+    scales = (1.0, 0.05) if x_dtype == np.float16 else (1.0, 2.0**-40, 2.0**40, 0.05)  # (float16's range)
+    for scale in scales:
+        ang = rng.uniform(0.3, 1.2, (n, d // 2))
+        mag = rng.choice([1.0, 1.5], (n, 1))
+        cos, sin = (np.cos(ang) * mag).astype(np.float32), (np.sin(ang) * mag).astype(np.float32)
+        step = float(fmt.spacing_min) * scale  # the subnormal step, in key units
+        target = rng.integers(-6, 7, (n, d // 2)) * step * rng.choice([1.0, 2.0**4, 2.0**7], (n, d // 2))
+        big = step * 2.0 ** rng.uniform(16, 30, (n, d // 2)) * rng.choice([-1, 1], (n, d // 2))
+        big = np.clip(big, -8000.0, 8000.0) if x_dtype == np.float16 else big  # (p stays in range)
+        a = big.astype(x_dtype)
+        p = ((a.astype(np.float64) * cos - target) / sin).astype(x_dtype)  # a*c - p*s ~ target
+        k = np.concatenate([a, p], -1)[None, None]
+        kc = device.asarray(np.zeros((1, 1, n, d), dt))
+        vc = device.asarray(np.zeros((1, 1, n, d), dt))
+        device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.arange(n)[None], k_scale=scale)
+        want = k_oracle(k, cos, sin, np.arange(n)[None], False, scale, fmt)
+        ok = same_bytes(kc.get().view(np.uint8), want, fmt)
+        assert ok.all(), f"scale {scale}: {int((~ok).sum())} of {ok.size} bytes off"
+
+
+@pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
+def test_caches_past_one_binding_take_fp8_slice_by_slice(make_device, fmt, dt):
+    """A 4 KiB binding limit (256-byte offsets): the caches bind in slices,
+    each role its own launches; every byte as the exact oracle's, the rows
+    no token names untouched."""
+    rng = np.random.default_rng(zlib.crc32(f"sliced{fmt.name}".encode()))
+    dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=256)
+    b, hq, hk, n, d, s_max = 2, 4, 2, 5, 12, 96
+    k = (rng.standard_normal((b, hk, n, d)) * 3).astype(np.float32)
+    ang = rng.uniform(-3, 3, (s_max, 3))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    pos = np.stack([rng.permutation(s_max)[:n] for _ in range(b)])
+    kc0 = np.full((b, hk, s_max, d), 0x5A, np.uint8).view(dt)
+    kc, vc = dev.asarray(kc0), dev.asarray(kc0)
+    dev.rope_and_cache(k[:, :1].repeat(hq, 1), k, k, kc, vc, (cos, sin), pos, interleaved=True, k_scale=0.25,
+                       v_scale=2.0)
+    got = kc.get().view(np.uint8)
+    want = k_oracle(k, cos, sin, pos, True, 0.25, fmt)
+    written = np.zeros((b, hk, s_max), bool)
+    for bi in range(b):
+        written[bi][:, pos[bi]] = True
+        assert same_bytes(got[bi][:, pos[bi]], want[bi], fmt).all()
+    assert (got[~written] == 0x5A).all()
+    vwant = np.array([quantize(Fraction(float(x)) / 2, fmt) for x in k.reshape(-1)], np.uint8).reshape(k.shape)
+    vgot = vc.get().view(np.uint8)
+    assert all(same_bytes(vgot[bi][:, pos[bi]], vwant[bi], fmt).all() for bi in range(b))
+
+
+@pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
+def test_a_shift_moves_the_channels_past_its_width_as_they_are(device, fmt, dt):
+    """RopeFreqs(8) over D 16, every byte: the last 8 channels come back
+    with their bytes, e5m2's infinities included (NaN stays NaN; its
+    payload, as in 16-bit caches, may be quieted)."""
+    bits = np.arange(256, dtype=np.uint8).reshape(1, 1, 16, 16)
+    kc = device.asarray(bits.view(dt))
+    old = np.arange(8, 16)[None]
+    device.shift_cache(kc, vkrope.RopeFreqs(8, angle="exact"), old, old - 8,
+                       v_cache=device.asarray(bits.view(dt)))  # rows 8.. move down over rows 0..
+    passed = kc.get().view(np.uint8)[0, 0, :8, 8:]
+    want = bits[0, 0, 8:, 8:]
+    nan = np.isnan(decoded(want, fmt))
+    assert np.array_equal(passed[~nan], want[~nan])
+    assert np.isnan(decoded(passed[nan], fmt)).all()
+
+
 @pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
 def test_a_spec_and_the_norm_land_within_one_rounding(device, fmt, dt):
     """A RopeFreqs spec in the shader and Qwen3's RMSNorm: the stored values

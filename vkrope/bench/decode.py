@@ -160,7 +160,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> dict[str, Any]:
                 "decode": decode_rows(dev, rounds=repeats, log=log),
                 "step": step_rows(dev, rounds=repeats, log=log),
                 "fp8": fp8_rows(dev, rounds=repeats, log=log),
-                "shift": shift_rows(dev, log=log)}
+                "shift": shift_rows(dev, rounds=repeats, log=log)}
 
 
 __all__ = ["run", "decode_rows", "overhead_row", "decode_loops"]

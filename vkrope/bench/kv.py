@@ -24,13 +24,14 @@ import numpy as np
 
 from ..device import Device
 from ..freqs import RopeFreqs
-from ..runtime.dtypes import FLOAT16, FLOAT32, FLOAT8_E4M3FN, BFLOAT16, FLOAT8_E5M2
+from ..runtime.dtypes import BFLOAT16, FLOAT16, FLOAT32, FLOAT8_E4M3FN, FLOAT8_E5M2
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 SINKS, DROPPED = 4, 1024
 
 
-def _median_loop(step: Callable[[int], None], steps: int, rounds: int) -> list[float]:
+def _round_means(step: Callable[[int], None], steps: int, rounds: int) -> list[float]:
+    """Seconds per step of each of `rounds` rounds of `steps` steps."""
     out = []
     for r in range(rounds):
         t0 = time.perf_counter()
@@ -65,11 +66,11 @@ def fp8_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[str],
 
         steps_of = {dt: step(dt) for dt in caches}
         for s in steps_of.values():
-            _median_loop(s, steps, 1)  # warm up: pipelines, recordings
+            _round_means(s, steps, 1)  # warm up: pipelines, recordings
         times: dict[np.dtype, list[float]] = {dt: [] for dt in caches}
         for _ in range(rounds):
             for dt, s in steps_of.items():
-                times[dt] += _median_loop(s, steps, 1)
+                times[dt] += _round_means(s, steps, 1)
         t16, t8 = statistics.median(times[FLOAT16]), statistics.median(times[FLOAT8_E4M3FN])
         written = {dt: 2 * batch * HK * D * dt.itemsize for dt in caches}  # one k and one v row per head
         size = {dt: 2 * batch * HK * S_MAX * D * dt.itemsize for dt in caches}
@@ -80,9 +81,8 @@ def fp8_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[str],
         log(f"{'batch ' + str(batch):<40} {t16 * 1e6:>8.1f} {t8 * 1e6:>8.1f} {t8 / t16:>8.2f} "
             f"{written[FLOAT16] / 1024:>9.0f} {written[FLOAT8_E4M3FN] / 1024:>8.0f} "
             f"{size[FLOAT16] / 2**20:>12.0f} / {size[FLOAT8_E4M3FN] / 2**20:.0f}")
-        for kv in caches.values():
-            for c in kv:
-                c.release()
+        for a in (q, k, v, q_out, *caches[FLOAT16], *caches[FLOAT8_E4M3FN]):
+            a.release()
     return rows
 
 

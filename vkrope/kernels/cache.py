@@ -306,11 +306,17 @@ def plan(req: Request, limits: Any) -> Plan:
     )
 
 
-def plan_key(req: Request) -> None:
-    """Never memoised: windows over the caches and tables follow the
-    positions and slots on devices whose bindings they exceed. (A decode
-    loop still replays one recording: its launches are the same each step.)"""
-    return None
+def plan_key(req: Request, limits: Any) -> tuple | None:
+    """What a plan depends on where the caches and tables each fit one
+    binding: every field `plan` reads but the tokens (positions and slots
+    pick rows, which the kernel reads as data). None where a window follows
+    them (a cache or resident table past one binding)."""
+    if any(_windowed(req, limits)):
+        return None
+    return (KERNEL, req.shape, tuple(req.k.shape), req.dtype.name, np.dtype(req.k_cache.dtype).name,
+            int(req.k_cache.size), len(req.tokens), req.rot_half, req.head_stride, req.interleaved,
+            req.weights is not None, req.eps, req.weight_add, req.gathered,
+            req.cos if req.generated else int(req.cos.shape[0]), req.k_scale, req.v_scale)
 
 
 def tables(req: Request, pl: Plan) -> list[list[Any]]:

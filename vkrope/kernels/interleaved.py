@@ -265,17 +265,18 @@ def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, t
     return chunks, segments
 
 
-def plan_key(req: Request) -> tuple | None:
-    """What a plan depends on, when that excludes the data: without
-    positions, shapes, dtypes, storage and the (repeat, exclude_last)
-    mapping. None with positions (their values shape the table segments)."""
-    if req.positions is not None:
+def plan_key(req: Request, limits: Any) -> tuple | None:
+    """What a plan depends on, when that excludes the data: shapes, dtypes,
+    storage, the (repeat, exclude_last) mapping, the spec, and whether
+    positions are given. None with positions into a table (their values
+    shape the table segments); a spec's columns are whole whatever they are."""
+    if req.positions is not None and not req.generated:
         return None
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
     spec = req.freqs_pairs if req.generated else None  # compares by its spec: picks the kernel's angle mode
     return (KERNEL, req.storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
-            resident, spec)
+            resident, spec, req.positions is not None)
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:

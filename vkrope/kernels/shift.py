@@ -151,7 +151,7 @@ def plan(req: Request, limits: Any) -> Plan:
                 workgroup=(wx, wy), slices=tuple(slices))
 
 
-def plan_key(req: Request) -> None:
+def plan_key(req: Request, limits: Any) -> None:
     """Never memoised (a shift is rare; its plan is cheap)."""
     return None
 

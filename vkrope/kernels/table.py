@@ -323,7 +323,7 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
     return (seg.kind, bs0, bs1)
 
 
-def plan_key(req: Request) -> tuple | None:
+def plan_key(req: Request, limits: Any) -> tuple | None:
     """Never memoised: a plan's table segments depend on the rows each token
     reads (position ids, start_pos)."""
     return None

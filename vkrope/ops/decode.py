@@ -60,15 +60,16 @@ def _cache(name: str, c: Any) -> Any:
 MIN_SCALE, MAX_SCALE = 2.0**-40, 2.0**40
 
 
-def scale(name: str, value: Any, cache: Any) -> float:
+def _scale(name: str, value: Any, cache: Any) -> float:
     """An fp8 cache's per-tensor scale as the float32 the kernel divides by (1.0 when None); other caches take
     none."""
     if value is None:
         return 1.0
     if not is_fp8(cache.dtype):
         raise ValueError(f"{name} scales an fp8 cache; this cache is {cache.dtype} (pass {name}=None)")
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "f":
-        value = value[()]
+    if isinstance(value, np.ndarray) and value.ndim == 0 and (value.dtype.kind in "fiu" or
+                                                              value.dtype in TENSOR_DTYPES):
+        value = value[()]  # (vLLM keeps its scales as 0-d tensors)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
         raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")
     try:
@@ -76,9 +77,17 @@ def scale(name: str, value: Any, cache: Any) -> float:
     except OverflowError:  # (an int past float64)
         f = math.inf
     if not (math.isfinite(f) and MIN_SCALE <= f <= MAX_SCALE):
-        raise ValueError(f"{name} must be a finite float32 in [2^-40, 2^40] (what the cache's values are divided "
-                         f"by); got {value}")
+        raise ValueError(f"{name} must be a finite float32 in [2^{int(math.log2(MIN_SCALE))}, "
+                         f"2^{int(math.log2(MAX_SCALE))}] (what the cache's values are divided by); got "
+                         f"{str(value)[:40]}")
     return float(np.float32(f))
+
+
+def _pairing(interleaved: Any) -> bool:
+    """`interleaved` of the KV-cache ops: a bool, or 0 / 1 (ONNX's attribute)."""
+    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
+        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
+    return bool(interleaved)
 
 
 def _value_cache(k_cache: Any, v_cache: Any) -> Any:
@@ -119,8 +128,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     hk = int(k.shape[1])
     k_cache = _cache("k_cache", k_cache)
     v_cache = _value_cache(k_cache, v_cache)
-    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
-        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
+    interleaved = _pairing(interleaved)
     pos = _ints("position_ids", position_ids, (b, s))
     if (pos < 0).any():
         raise ValueError(f"position_ids must be >= 0; got {int(pos.min())}")
@@ -135,7 +143,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
         raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
     if norm_plus_one and weights is None:
         raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
-    ks, vs = scale("k_scale", k_scale, k_cache), scale("v_scale", v_scale, v_cache)
+    ks, vs = _scale("k_scale", k_scale, k_cache), _scale("v_scale", v_scale, v_cache)
 
     out = check_out(out, q, "out", "q")
     tokens = np.stack([rows, base], -1).astype(np.int32)

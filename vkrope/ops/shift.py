@@ -16,7 +16,7 @@ from ..models import ModelRope
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
-from .decode import _cache, _ints, _value_cache
+from .decode import _cache, _ints, _pairing, _value_cache
 from .lowering import lower
 
 
@@ -98,8 +98,7 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
     if k_cache.ndim != 4:
         raise ValueError(f"k_cache must be [B, Hk, S_max, D] (or paged [num_blocks, block_size, Hk, D] with slots); "
                          f"got {list(k_cache.shape)}")
-    if not isinstance(interleaved, (bool, np.bool_)):
-        raise TypeError(f"interleaved must be a bool; got {describe(interleaved)}")
+    interleaved = _pairing(interleaved)
     old = _ints("from_positions", from_positions, None)
     new = _ints("to_positions", to_positions, tuple(old.shape))
     if slots is None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ctypes
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +71,7 @@ def plan_for(rt: Runtime, op: Operator, req: Request) -> Any:
     """`op.plan` for this device, memoised when the plan does not depend on
     the data (most of a small call's host cost); the memo is keyed by the
     operator too."""
-    own = op.plan_key(req)
+    own = op.plan_key(req, rt.limits)
     if own is None:
         return op.plan(req, rt.limits)
     key = (getattr(op, "__name__", id(op)), own)
@@ -178,6 +178,12 @@ def _run_block_list(rt: Runtime, op: Operator, blocks: list, limit: int, want_ti
 
 
 # --- one submission -----------------------------------------------------------------
+# Where a region's data comes from at each call: ("table", job, segment,
+# entry) a numpy table of `op.tables`; ("tensor", job, name, extent) a numpy
+# tensor's value (extent: its image's, texture3d); None: written, not filled.
+Source = Any
+
+
 @dataclass
 class _Arena:
     """The submission's argument arena: regions for numpy tables and
@@ -186,22 +192,22 @@ class _Arena:
     from the sizes alone."""
 
     rt: Runtime
-    reads: list[tuple[int, Any]] = field(default_factory=list)  # (bytes, array to copy in or None)
-    writes: list[tuple[int, Any]] = field(default_factory=list)
+    reads: list[tuple[int, Source]] = field(default_factory=list)  # (bytes, where its data comes from)
+    writes: list[tuple[int, Source]] = field(default_factory=list)
     host: Any = None
     bound: Any = None
     split: int = 0  # where the written regions start
     end: int = 0
 
-    def add(self, nbytes: int, data: Any = None, written: bool = False) -> tuple[bool, int]:
-        """A region of `nbytes` (its contents `data`, copied in before the
+    def add(self, nbytes: int, source: Source = None, written: bool = False) -> tuple[bool, int]:
+        """A region of `nbytes` (filled from `source` before each
         submission); returns its handle for `place`."""
         regions = self.writes if written else self.reads
-        regions.append((max(MIN_BUFFER, nbytes), data))
+        regions.append((max(MIN_BUFFER, nbytes), source))
         return written, len(regions) - 1
 
     def layout(self) -> None:
-        """Offsets for every region, the buffers, and the data copied in."""
+        """Offsets for every region, and the buffers."""
         align = max(MIN_BUFFER, self.rt.limits.min_storage_buffer_offset_alignment)
         offsets: dict[tuple[bool, int], int] = {}
         end = 0
@@ -219,14 +225,16 @@ class _Arena:
                                   f"maxMemoryAllocationSize ({limit}); split the call")
         if end:
             self.host, self.bound = self.rt.staged("args", end)
-            for written, regions in ((False, self.reads), (True, self.writes)):
-                for i, (_, data) in enumerate(regions):
-                    if data is not None:
-                        self.rt.counts["bytes_uploaded"] += data(self.host, offsets[(written, i)])
 
     def place(self, handle: tuple[bool, int]) -> int:
         """The byte offset of a region (after `layout`)."""
         return self.offsets[handle]
+
+    def fills(self) -> tuple[tuple[int, Source], ...]:
+        """(offset, source) of every region filled before a submission."""
+        return tuple((self.offsets[(written, i)], source) for written, regions in ((False, self.reads),
+                                                                                   (True, self.writes))
+                     for i, (_, source) in enumerate(regions) if source is not None)
 
     def steps(self) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
         """(upload before the launches, download after): none on unified memory."""
@@ -240,20 +248,48 @@ class _Arena:
         return up, down
 
 
-def _fill_flat(a: np.ndarray) -> Callable[[Buffer, int], int]:
-    def fill(host: Buffer, offset: int) -> int:
-        if a.size:
-            host.view(a.dtype, a.size, offset)[:] = a.reshape(-1)
-        return a.nbytes
-    return fill
+@dataclass(frozen=True)
+class Prepared:
+    """One submission laid out: its steps, and per call the arena regions
+    to fill (offset, source) and the numpy results to copy out (offset, job,
+    name, shape, dtype, image extent). It depends on the shapes and places
+    of the jobs' tensors, not on their data: a call that repeats the last
+    one's layout (the hot path) fills and submits it again as it is."""
+
+    steps: tuple[Step, ...]
+    end: int  # arena bytes (0: no arena; else the runtime's "args" buffers, which the steps bind: a
+    # larger arena replaces them, and Runtime.forget_recordings drops every Prepared with the recordings)
+    fills: tuple[tuple[int, Source], ...]
+    copies_out: tuple[tuple[int, int, str, tuple[int, ...], np.dtype, Any], ...]
+
+    def submit(self, rt: Runtime, jobs: list[Job], tables: list[list[list[Any]]], want_time: bool,
+               cache: bool) -> float | None:
+        """Fill the arena with this call's data, submit, copy the numpy results out."""
+        if not self.end:  # (nothing staged: every tensor resident, no table)
+            return rt.submit(self.steps, timed=want_time, cache=cache)
+        host = rt.staged("args", self.end)[0]
+        for offset, source in self.fills:
+            if source[0] == "table":
+                a = tables[source[1]][source[2]][source[3]]
+                if a.size:
+                    host.view(a.dtype, a.size, offset)[:] = a.reshape(-1)
+            else:
+                job, name, extent = jobs[source[1]], source[2], source[3]
+                a = _value(job, name)
+                if a.size:
+                    np.copyto(_view(host, offset, a.shape, a.dtype, extent), a, casting="no")
+            rt.counts["bytes_uploaded"] += a.nbytes
+        seconds = rt.submit(self.steps, timed=want_time, cache=cache)
+        for offset, j, name, shape, dtype, extent in self.copies_out:
+            out = jobs[j].outs[name]
+            np.copyto(out, _view(host, offset, shape, dtype, extent))
+            rt.counts["bytes_read_back"] += out.nbytes
+        return seconds
 
 
-def _fill_tensor(a: np.ndarray, extent: tuple[int, int, int] | None) -> Callable[[Buffer, int], int]:
-    def fill(host: Buffer, offset: int) -> int:
-        if a.size:
-            np.copyto(_view(host, offset, a.shape, a.dtype, extent), a, casting="no")
-        return a.nbytes
-    return fill
+def _value(job: Job, name: str) -> Any:
+    """The value of moved tensor `name` in this call: its output, or its input."""
+    return job.outs[name] if name in job.outs else next(t.value for t in job.req.tensors() if t.name == name)
 
 
 def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
@@ -265,36 +301,75 @@ def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
     return host.view(dtype, size, offset).reshape(shape)
 
 
+# Prepared submissions kept per runtime (the hot path), least recently used out first.
+MAX_PREPARED = 64
+
+
 def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> float | None:
     """One submission for `jobs` (each within one allocation); returns the
-    kernel seconds when asked."""
+    kernel seconds when asked. A call whose layout repeats a kept one's
+    (`hot_key`) fills and submits that one; any other is laid out anew."""
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
     rt.imports.begin_call()
     try:
-        steps, finish = _prepare(rt, op, jobs, imports, temporaries)
+        tables = [op.tables(job.req, job.plan) for job in jobs]
+        key = hot_key(rt, op, jobs, tables)
+        prepared = rt.prepared.get(key) if key is not None else None
+        if key is not None and prepared is not None:
+            rt.prepared.move_to_end(key)
+            rt.counts["hot_calls"] += 1
+            return prepared.submit(rt, jobs, tables, want_time, cache=True)
+        prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
-        # back, so a recording over them never replays.
+        # back, so a recording over them never replays, nor does the layout.
         cache = not imports and not temporaries
-        seconds = rt.submit(steps, timed=want_time, cache=cache)
-        finish()
-        return seconds
+        if cache and key is not None:
+            rt.prepared[key] = prepared
+            while len(rt.prepared) > MAX_PREPARED:
+                rt.prepared.popitem(last=False)
+        return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
         _release(rt, imports, temporaries)
 
 
-def _prepare(rt: Runtime, op: Operator, jobs: list[Job], imports: list[ImportedBuffer],
-             temporaries: list[Any]) -> tuple[tuple[Step, ...], Callable[[], None]]:
-    """The steps of one submission, and what copies numpy results out after it."""
+def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]]) -> tuple | None:
+    """What a submission's layout (`_prepare`) depends on, data aside: per
+    job its plan, each moved tensor's shape and dtype (numpy: placed in the
+    arena) or resource (DeviceArray: bound where it is; the same resource
+    named twice is the same array, which decides what needs a temporary),
+    the resources of the tables the caller passed, and the sizes (numpy) or
+    ranges (resident) of the kernel's tables. None where a tensor may be
+    imported or is a texture3d numpy tensor: those layouts are made per call."""
+    parts: list[Any] = [getattr(op, "__name__", id(op))]
+    for job, job_tables in zip(jobs, tables):
+        tensors: list[Any] = []
+        for t in job.req.tensors():
+            v = job.outs[t.name] if t.writes and not t.table else t.value
+            if isinstance(v, np.ndarray):
+                if not t.table and (t.storage != "buffer" or (
+                        rt.ctx.external_memory_host and v.nbytes >= kept_imports.MIN_BYTES)):
+                    return None
+                tensors.append((t.name, v.shape, v.dtype.str) if not t.table else None)
+            elif v is not None:
+                tensors.append((t.name, v.resource.serial))
+        segs = tuple(tuple(a if isinstance(a, Arg) else a.nbytes for a in seg) for seg in job_tables)
+        parts.append((job.plan, tuple(tensors), segs))
+    return tuple(parts)
+
+
+def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
+             imports: list[ImportedBuffer], temporaries: list[Any]) -> Prepared:
+    """One submission laid out: its steps, the regions its data fills and the numpy results it gives."""
     arena = _Arena(rt)
     # Tables first: an output may alias a numpy table, and their data is
     # copied into the arena before anything is written.
     job_tables: list[list[list[Any]]] = []
-    for job in jobs:
-        job_tables.append([[a if isinstance(a, Arg) else (arena.add(a.nbytes, _fill_flat(a)), a.nbytes)
-                            for a in seg] for seg in op.tables(job.req, job.plan)])
+    for j, segs in enumerate(tables):
+        job_tables.append([[a if isinstance(a, Arg) else (arena.add(a.nbytes, ("table", j, s, e)), a.nbytes)
+                            for e, a in enumerate(seg)] for s, seg in enumerate(segs)])
     placed: list[tuple[dict[str, Any], list[Any], list[Any]]] = []
-    copies_out: list[tuple[np.ndarray, Any]] = []  # (numpy out, its region and layout) read after the submission
+    copies_out: list[tuple[Any, int, str, tuple[int, ...], np.dtype, Any]] = []  # (region, job, name, ...)
     slot = 0  # the image slot of the next job with texture3d numpy tensors (run_jobs keeps them < IMAGE_JOBS)
     for i, job in enumerate(jobs):
         before: list[Any] = []
@@ -309,20 +384,17 @@ def _prepare(rt: Runtime, op: Operator, jobs: list[Job], imports: list[ImportedB
     # that reads (or writes) what an earlier one wrote through a temporary
     # is ordered after that copy (the recorder derives the barriers).
     body: list[Step] = []
-    for job, tables, (where, before, after) in zip(jobs, job_tables, placed):
+    for job, segs, (where, before, after) in zip(jobs, job_tables, placed):
         resolved = {name: ((bound, arena.place(loc[1])) if loc[0] == "arena" else loc[1]) for name, loc in where.items()}
         args = [[a if isinstance(a, Arg) else arg(bound, arena.place(a[0]), max(MIN_BUFFER, a[1])) for a in seg]
-                for seg in tables]
+                for seg in segs]
         body += _resolve(before, arena)
         body += job.plan.launches(resolved, args)
         body += _resolve(after, arena)
-    steps = tuple(up) + tuple(body) + tuple(down)
-
-    def finish() -> None:
-        for out, (handle, shape, dtype, extent) in copies_out:
-            np.copyto(out, _view(arena.host, arena.place(handle), shape, dtype, extent))
-            rt.counts["bytes_read_back"] += out.nbytes
-    return steps, finish
+    return Prepared(steps=tuple(up) + tuple(body) + tuple(down), end=arena.end,
+                    fills=arena.fills(),
+                    copies_out=tuple((arena.place(handle), j, name, shape, dtype, extent)
+                                     for handle, j, name, shape, dtype, extent in copies_out))
 
 
 def _resolve(steps: list[Any], arena: _Arena) -> list[Step]:
@@ -408,12 +480,12 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
         extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d)
         size = image_bytes(extent, v.itemsize)
         image = rt.work_image(f"{slot}:{t.name}", extent, v.dtype)
-        handle = arena.add(size, _fill_tensor(v, extent) if starts_full else None, written=t.writes)
+        handle = arena.add(size, ("tensor", i, t.name, extent) if starts_full else None, written=t.writes)
         if starts_full:
             before.append(("image", handle, size, image, True))
         if t.writes:
             after.append(("image", handle, size, image, False))
-            copies_out.append((v, (handle, t.shape, v.dtype, extent)))
+            copies_out.append((handle, i, t.name, t.shape, v.dtype, extent))
         return ("at", (image, 0))
     if t.name in imported:
         buf = imported[t.name]
@@ -434,9 +506,9 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
             dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
             before.append(Copy(arg(x_buf, x_buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
             return ("at", (dev, 0))
-    handle = arena.add(nbytes, _fill_tensor(v, None) if starts_full else None, written=t.writes)
+    handle = arena.add(nbytes, ("tensor", i, t.name, None) if starts_full else None, written=t.writes)
     if t.writes:
-        copies_out.append((v, (handle, t.shape, v.dtype, None)))
+        copies_out.append((handle, i, t.name, t.shape, v.dtype, None))
     return ("arena", handle)
 
 

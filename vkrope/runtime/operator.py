@@ -14,7 +14,7 @@ and reads results back. It never names an operator's fields.
 A kernel module provides (see vkrope/kernels/interleaved.py and table.py,
 and tests/probe_op.py for the smallest one): the `Operator` protocol below,
 
-- `plan(req, limits) -> Plan` and `plan_key(req)` (None when the plan
+- `plan(req, limits) -> Plan` and `plan_key(req, limits)` (None when the plan
   depends on the data; else what it depends on, so the runtime memoises
   it);
 - `tables(req, plan) -> [[table arrays of one segment]]`: per segment the
@@ -103,7 +103,7 @@ class Operator(Protocol):
     def plan(self, req: Any, limits: Any) -> Any:
         """The dispatches of `req` on a device with `limits`."""
 
-    def plan_key(self, req: Any) -> tuple | None:
+    def plan_key(self, req: Any, limits: Any) -> tuple | None:
         """What the plan depends on, when that excludes the data (memoised), else None."""
 
     def tables(self, req: Any, plan: Any) -> Any:

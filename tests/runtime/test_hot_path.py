@@ -1,0 +1,278 @@
+"""The hot path (#32): a call that repeats a kept call's layout (same
+operator, plan, shapes and places of its tensors; new data and positions)
+is filled and submitted again without being laid out anew, and a plan that
+does not depend on the data is memoised. Both are keyed by hand-written
+keys, so these tests hunt for a key that misses a field: calls that differ
+in one thing each must never share a plan or a layout, every result is
+checked against float64 oracles written here, and outputs are poisoned
+before every call."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import vkrope
+from vkrope.kernels import cache as cache_kernel, interleaved
+from vkrope.ops import decode, sam2
+
+D = 16
+
+
+def rotated(x: np.ndarray, pos: np.ndarray, dim: int = D, base: float = 10000.0) -> np.ndarray:
+    """float64 interleaved pairs of x [..., N, D] rotated at pos [N] by base^(-2i/dim) (first `dim` channels)."""
+    x = np.asarray(x, np.float64)
+    a = np.asarray(pos, np.float64)[:, None] * (1.0 / base ** (np.arange(0, dim, 2) / dim))
+    c, s = np.cos(a), np.sin(a)
+    y = x.copy()
+    re, im = x[..., 0:dim:2], x[..., 1:dim:2]
+    y[..., 0:dim:2], y[..., 1:dim:2] = re * c - im * s, re * s + im * c
+    return y
+
+
+def close(y, want) -> None:
+    y = y.get() if isinstance(y, vkrope.DeviceArray) else np.asarray(y)
+    assert np.abs(y.astype(np.float64) - want).max() <= 1e-5 * (np.abs(want).max() + 1)
+
+
+def poison(dev, out: vkrope.DeviceArray) -> None:
+    """NaN over a resident output, through a call of its own (not the path under test)."""
+    nan = dev.asarray(np.full(out.shape, np.nan, out.dtype))
+    dev.apply(nan, vkrope.RopeFreqs(out.shape[-1]), positions=np.zeros(out.shape[-2], np.int64), out=out)
+
+
+def hot(dev) -> int:
+    return dev.stats()["hot_calls"]
+
+
+def test_a_decode_loop_takes_the_hot_path_and_follows_its_data(make_device):
+    """Resident x, `out` and a spec, the position advancing: from the second
+    step on each call is hot, and each result is the rotation at its own
+    position; numpy x with new data every step the same."""
+    dev = make_device()
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 1, D)).astype(np.float32)
+    dx, out = dev.asarray(x), dev.asarray(np.zeros_like(x))
+    spec = vkrope.RopeFreqs(D, angle="exact")
+    dev.apply(dx, spec, positions=np.array([0]), out=out)
+    before = hot(dev)
+    for p in range(1, 21):
+        poison(dev, out)
+        dev.apply(dx, spec, positions=np.array([p]), out=out)
+        close(out, rotated(x, np.array([p])))
+    assert hot(dev) - before >= 20  # (each step's poisoning call is hot too, after its first)
+    for p in range(5):
+        xn = rng.standard_normal((4, 1, D)).astype(np.float32)
+        close(dev.apply(xn, spec, positions=np.array([p])), rotated(xn, np.array([p])))
+
+
+def test_another_array_of_the_same_shape_is_not_the_last_one(make_device):
+    """Two resident inputs and outputs of one shape, alternating: the layout
+    binds each call's own arrays (their resources are in the key)."""
+    dev = make_device()
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((2, 3, D)).astype(np.float32) for _ in range(2)]
+    dxs = [dev.asarray(x) for x in xs]
+    outs = [dev.asarray(np.zeros_like(xs[0])) for _ in range(2)]
+    spec = vkrope.RopeFreqs(D)
+    pos = np.array([3, 7, 11])
+    for step in range(6):
+        i, j = step % 2, (step // 2) % 2
+        poison(dev, outs[j])
+        dev.apply(dxs[i], spec, positions=pos, out=outs[j])
+        close(outs[j], rotated(xs[i], pos))
+
+
+def test_a_grown_arena_is_laid_out_again(make_device):
+    """A call whose numpy arguments need a larger argument arena replaces
+    it (and every recording on it) in between: the small call after it is
+    laid out again on the new arena, not replayed on the freed one."""
+    dev = make_device()
+    rng = np.random.default_rng(3)
+    small = rng.standard_normal((2, 1, D)).astype(np.float32)
+    big = rng.standard_normal((2, 2048, D)).astype(np.float32)
+    spec = vkrope.RopeFreqs(D, angle="exact")
+    for _ in range(2):
+        close(dev.apply(small, spec, positions=np.array([5])), rotated(small, np.array([5])))
+    close(dev.apply(big, spec, positions=np.arange(2048)), rotated(big, np.arange(2048)))
+    before = hot(dev)
+    close(dev.apply(small, spec, positions=np.array([6])), rotated(small, np.array([6])))
+    assert hot(dev) == before  # laid out anew
+    close(dev.apply(small, spec, positions=np.array([7])), rotated(small, np.array([7])))
+    assert hot(dev) == before + 1
+
+
+def test_a_released_result_comes_back_hot(make_device):
+    """Results released every step: the pool hands the same buffer back, the
+    layout repeats, and every result is right."""
+    dev = make_device()
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 2, D)).astype(np.float32)
+    dx = dev.asarray(x)
+    spec = vkrope.RopeFreqs(D)
+    before = hot(dev)
+    for p in range(8):
+        y = dev.apply(dx, spec, positions=np.array([p, p + 1]))
+        close(y, rotated(x, np.array([p, p + 1])))
+        y.release()
+    assert hot(dev) - before >= 6
+
+
+def test_the_decode_step_is_hot_and_right(make_device):
+    """rope_and_cache with numpy q, k, v and out (new data every step),
+    resident caches, a spec: hot from the second step; every step's q and cache rows right, rows not
+    written keep their bits."""
+    dev = make_device()
+    rng = np.random.default_rng(5)
+    b, hq, hk, s_max = 1, 4, 2, 12
+    spec = vkrope.RopeFreqs(D, angle="exact")
+    kc = dev.asarray(np.full((b, hk, s_max, D), 7.0, np.float32))
+    vc = dev.asarray(np.full((b, hk, s_max, D), 7.0, np.float32))
+    q_out = np.zeros((b, hq, 1, D), np.float32)
+    before = None
+    for p in range(8):
+        q, k, v = (rng.standard_normal((b, h, 1, D)).astype(np.float32) for h in (hq, hk, hk))
+        q_out[:] = np.nan
+        if p == 1:
+            before = hot(dev)
+        dev.rope_and_cache(q, k, v, kc, vc, spec, np.array([[p]]), interleaved=True, out=q_out)
+        close(q_out, rotated(q[0, :, 0], np.array([p] * hq))[None, :, None])
+        close(kc.get()[0, :, p], rotated(k[0, :, 0], np.array([p] * hk)))
+        close(vc.get()[0, :, p], v[0, :, 0])
+    assert hot(dev) - before == 7
+    assert (kc.get()[0, :, 8:] == 7.0).all() and (vc.get()[0, :, 8:] == 7.0).all()
+
+
+def test_threads_alternating_shapes_stay_apart(make_device):
+    """Two threads on one device, each with its own shape and arrays: every
+    result is its own call's."""
+    dev = make_device()
+    spec = vkrope.RopeFreqs(D)
+    errors: list[BaseException] = []
+
+    def worker(n: int, seed: int) -> None:
+        try:
+            rng = np.random.default_rng(seed)
+            x = rng.standard_normal((2, n, D)).astype(np.float32)
+            dx, out = dev.asarray(x), dev.asarray(np.zeros_like(x))
+            for p in range(30):
+                pos = np.arange(p, p + n)
+                dev.apply(dx, spec, positions=pos, out=out)
+                close(out, rotated(x, pos))
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n, n)) for n in (1, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_a_decode_loop_past_one_binding_follows_its_positions(make_device):
+    """Caches past a 4 KiB binding: each step binds the slice its token's
+    row lies in, so its plan is made per step (never memoised), and every
+    step's row is right wherever it lies."""
+    dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=256)
+    rng = np.random.default_rng(8)
+    hk, s_max = 2, 200
+    spec = vkrope.RopeFreqs(D, angle="exact")
+    kc = dev.asarray(np.zeros((1, hk, s_max, D), np.float32))
+    vc = dev.asarray(np.zeros((1, hk, s_max, D), np.float32))
+    for p in (3, 190, 77, 120, 5):
+        q, k, v = (rng.standard_normal((1, h, 1, D)).astype(np.float32) for h in (2 * hk, hk, hk))
+        y = dev.rope_and_cache(q, k, v, kc, vc, spec, np.array([[p]]), interleaved=True)
+        close(y, rotated(q[0, :, 0], np.array([p] * 2 * hk))[None, :, None])
+        close(kc.get()[0, :, p], rotated(k[0, :, 0], np.array([p] * hk)))
+        close(vc.get()[0, :, p], v[0, :, 0])
+
+
+def _apply_requests(dev) -> list:
+    """Checked `apply` requests, each differing from another in one thing."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, D)).astype(np.float32)
+    table = np.stack([np.cos(np.outer(np.arange(8), np.ones(D // 2))),
+                      np.sin(np.outer(np.arange(8), np.ones(D // 2)))], -1).reshape(8, D).astype(np.float32)
+    pos = np.array([1, 2, 3])
+    x4 = rng.standard_normal((2, 4, D)).astype(np.float32)
+    axial = vkrope.AxialFreqs(D, end_x=2, end_y=2)  # (takes positions or not)
+    return [sam2.check(x, vkrope.RopeFreqs(D), positions=pos),
+            sam2.check(x, vkrope.RopeFreqs(D, base=500.0), positions=pos),
+            sam2.check(x, vkrope.RopeFreqs(D, angle="exact"), positions=pos),
+            sam2.check(x[..., :D - 4], vkrope.RopeFreqs(D - 4), positions=pos),
+            sam2.check(x, vkrope.RopeFreqs(D), positions=pos, inverse=True),
+            sam2.check(x.astype(np.float16), vkrope.RopeFreqs(D), positions=pos),
+            sam2.check(x[:, :2], vkrope.RopeFreqs(D), positions=pos[:2]),
+            sam2.check(x, vkrope.RopeFreqs(D), positions=pos, storage="texture3d"),
+            sam2.check(x, table[:3]),
+            sam2.check(x, table[:3] * 0.5),  # (other data, one plan)
+            sam2.check(x, table[:1], repeat=3),
+            sam2.check(x, table[:2], exclude_last=1),
+            sam2.check(x, dev.asarray(table[:3])),
+            sam2.check(x, table, positions=pos),
+            sam2.check(x4, table[:2], repeat=2),  # (N 4: n_rot 4 over 2 rows, or 2 rows for 2 of 4 tokens)
+            sam2.check(x4, table[:2], exclude_last=2),
+            sam2.check(x.astype(np.float16), table[:3].astype(np.float16)),  # (16-bit tables read as they are)
+            sam2.check(x.astype(np.float16), table[:3]),
+            sam2.check(x4, axial),
+            sam2.check(x4, axial, positions=np.arange(4))]
+
+
+def _cache_requests(dev) -> list:
+    """Checked `rope_and_cache` requests, each differing from another in one thing."""
+    rng = np.random.default_rng(7)
+    q, k = rng.standard_normal((1, 4, 1, D)).astype(np.float32), rng.standard_normal((1, 2, 1, D)).astype(np.float32)
+    kc = dev.asarray(np.zeros((1, 2, 9, D), np.float32))
+    vc = dev.asarray(np.zeros((1, 2, 9, D), np.float32))
+    paged = [dev.asarray(np.zeros((4, 3, 2, D), np.float32)) for _ in range(2)]
+    paged5 = [dev.asarray(np.zeros((5, 3, 2, D), np.float32)) for _ in range(2)]  # more blocks: the same stride
+    paged_hk1 = [dev.asarray(np.zeros((8, 3, 1, D), np.float32)) for _ in range(2)]  # as many values, one head
+    fp8 = [dev.asarray(np.zeros((1, 2, 9, D), vkrope.float8_e4m3fn)) for _ in range(2)]
+    f16 = [dev.asarray(np.zeros((1, 2, 9, D), np.float16)) for _ in range(2)]
+    bigger = [dev.asarray(np.zeros((1, 2, 12, D), np.float32)) for _ in range(2)]
+    cos, sin = (t.astype(np.float32) for t in (np.cos(np.ones((9, D // 2))), np.sin(np.ones((9, D // 2)))))
+    w = np.ones(D, np.float32)
+    spec, pos = vkrope.RopeFreqs(D), np.array([[3]])
+    return [decode.check(q, k, k, kc, vc, spec, pos),
+            decode.check(q, k, k, kc, vc, spec, np.array([[5]])),  # the same plan: positions are data
+            decode.check(q, k, k, kc, vc, vkrope.RopeFreqs(D, base=100.0), pos),
+            decode.check(q, k, k, kc, vc, vkrope.RopeFreqs(D, angle="exact"), pos),
+            decode.check(q, k, k, kc, vc, vkrope.RopeFreqs(D - 8), pos),
+            decode.check(q, k, k, kc, vc, spec, pos, interleaved=True),
+            decode.check(q, k, k, kc, vc, spec, pos, q_norm=w, k_norm=w),
+            decode.check(q, k, k, kc, vc, spec, pos, q_norm=w, k_norm=w, norm_plus_one=True),
+            decode.check(q, k, k, kc, vc, spec, pos, q_norm=w, k_norm=w, eps=1e-3),
+            decode.check(q.astype(np.float16), k.astype(np.float16), k.astype(np.float16), kc, vc, spec, pos),
+            decode.check(q[:, :2], k, k, kc, vc, spec, pos),
+            decode.check(q, k, k, *paged, spec, pos, slots=np.array([[4]])),
+            decode.check(q, k, k, *paged5, spec, pos, slots=np.array([[4]])),
+            decode.check(q, k[:, :1], k[:, :1], *paged_hk1, spec, pos, slots=np.array([[4]])),
+            decode.check(q, k, k, *fp8, spec, pos),
+            decode.check(q, k, k, *fp8, spec, pos, k_scale=0.5),
+            decode.check(q, k, k, *fp8, spec, pos, v_scale=0.5),
+            decode.check(q, k, k, *f16, spec, pos),
+            decode.check(q, k, k, *bigger, spec, pos),
+            decode.check(q, k, k, kc, vc, (cos, sin), pos),
+            decode.check(q, k, k, kc, vc, (cos[:, :2], sin[:, :2]), pos),
+            decode.check(q, k, k, kc, vc, (dev.asarray(cos), dev.asarray(sin)), pos)]
+
+
+@pytest.mark.parametrize("op,requests", [(interleaved, _apply_requests), (cache_kernel, _cache_requests)],
+                         ids=["apply", "rope_and_cache"])
+def test_equal_plan_keys_mean_equal_plans(device, op, requests):
+    """Across requests that each change one thing, two with one plan key
+    have one plan; and the decode-shaped ones are memoised at all."""
+    limits = device._context().info
+    reqs = requests(device)
+    keys = [op.plan_key(r, limits) for r in reqs]
+    plans = [op.plan(r, limits) for r in reqs]
+    assert keys[0] is not None
+    for i in range(len(reqs)):
+        for j in range(i):
+            if keys[i] is not None and keys[i] == keys[j]:
+                assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"
+    if op is cache_kernel:
+        assert keys[0] == keys[1]  # a new position is not a new plan
