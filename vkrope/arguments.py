@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import DeviceClosedError
 from .runtime.dtypes import CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit, is_fp8
+from .runtime.array import DeviceArray
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
@@ -64,9 +65,12 @@ def check_alive(name: str, a: Any) -> None:
     """A DeviceArray argument must still hold its memory. Released:
     ValueError; its Device closed: `DeviceClosedError` saying when and why.
     One message per case, from every entry point."""
-    if a.state == "released":
+    state = a.state
+    if state == "live":
+        return
+    if state == "released":
         raise ValueError(f"{name} is a released DeviceArray")
-    if a.state == "closed":
+    if state == "closed":
         raise DeviceClosedError(
             f"{name} is a DeviceArray of a vkrope.Device that was closed ({a.device.closed_why}); its device memory "
             "went with it: upload the data again to an open Device")
@@ -86,8 +90,6 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     DeviceArray) of float32, float16 or bfloat16, with at least one axis (two for
     texture3d, whose images hold [..., N, C]); or of an fp8 dtype (a KV
     cache) in a buffer."""
-    from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
-
     if isinstance(a, DeviceArray):
         check_alive(name, a)
     else:
@@ -115,8 +117,6 @@ def check_resident_table_dtype(name: str, t: Any, x: Any) -> None:
 def check_x(x: Any, name: str = "x") -> Any:
     """x (a numpy array or a DeviceArray) of float32, float16 or bfloat16 with at least
     2 axes and even C."""
-    from .runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
-
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     elif not isinstance(x, np.ndarray):
@@ -152,8 +152,6 @@ def check_storage_of(name: str, x: Any, storage: Any) -> str:
     """The storage a call on tensor `x` runs with: a DeviceArray's own
     (`storage` may only be "auto" or repeat it), else `storage` with "auto"
     meaning buffers (README, Storage)."""
-    from .runtime.array import DeviceArray  # noqa: PLC0415
-
     storage = check_storage(storage)
     if isinstance(x, DeviceArray):
         if storage not in ("auto", x.storage):
@@ -166,8 +164,6 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
     """`out` (None, or like x: numpy with numpy x, a DeviceArray of the same
     device and storage with a DeviceArray x; x's shape and dtype; writeable);
     errors name them `name` and `x_name`."""
-    from .runtime.array import DeviceArray  # noqa: PLC0415
-
     if out is None:
         return None
     if isinstance(x, DeviceArray) != isinstance(out, DeviceArray):
@@ -193,8 +189,6 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
 
 def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
     """A table: a plain numpy array, or a buffer DeviceArray, of `dtypes`."""
-    from .runtime.array import DeviceArray  # noqa: PLC0415
-
     if isinstance(t, DeviceArray):
         check_alive(name, t)
         if t.storage != "buffer":

@@ -34,8 +34,6 @@ def _tensor(name: str, a: Any, like: Any = None) -> Any:
 
 
 def _cache(name: str, c: Any) -> Any:
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
     if not isinstance(c, DeviceArray):
         raise TypeError(f"{name} must be a DeviceArray (the cache stays on the device and is written in place; "
                         f"upload it with Device.asarray); got {describe(c)}")
@@ -208,8 +206,6 @@ def _frequency_rows(freqs: Any, pos: np.ndarray, interleaved: bool,
     """(cos, sin, each token's row in them, whether they are the tokens' own rows gathered on the host, the
     caller's tables for ordering, the rotary width): one (cos, sin) row per token; a spec is lowered
     (cos the `Generated`, sin None, each token's word in place of its row)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
     b, s = pos.shape
     if isinstance(freqs, (ModelRope, InvFreqs)):  # the model's frequencies for these positions (one axis)
         freqs = resolve("freqs", freqs, pos, interleaved, d)

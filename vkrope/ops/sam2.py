@@ -4,7 +4,7 @@ request (vkrope/kernels/interleaved.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     else:
         if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
             raise ValueError(
-                f"freqs has {n_freq_rows} rows ({form}); expected (N - exclude_last) / repeat = "
+                f"freqs has {n_freq_rows} rows ({form()}); expected (N - exclude_last) / repeat = "
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
             )
         row_of = np.full(n_tokens, -1, dtype=np.int64)
@@ -74,10 +74,8 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
                    out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))
 
 
-def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
-    """(pairs [Nf, C/2, 2] or a resident DeviceArray, Nf, a description)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
+def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
+    """(pairs [Nf, C/2, 2] or a resident DeviceArray, Nf, what makes their description)."""
     channels = int(x.shape[-1])
     half = channels // 2
     if isinstance(freqs, NdFreqs):  # (vkrope.apply sends these to the table kernel before this check)
@@ -92,20 +90,21 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     if isinstance(freqs, FrequencySpec):
         if freqs.dim != channels:
             raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
-        return freqs, freqs.rows, f"a {type(freqs).__name__} spec of {freqs.rows} rows"
+        return freqs, freqs.rows, lambda: f"a {type(freqs).__name__} spec of {freqs.rows} rows"
+    # (each description is made only for an error message: formatting costs more than the check)
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
         check_resident_table_dtype("freqs", freqs, x)
-        per_row, what = channels, f"real {freqs.dtype} DeviceArray [Nf, C]"
+        per_row, what = channels, lambda: f"real {freqs.dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
             raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
                             f"got {describe(freqs)}")
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
-            per_row, what = half, f"complex [Nf, C/2] = [Nf, {half}]"
+            per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"
         elif freqs.dtype in REAL_FREQS_DTYPES:
-            per_row, what = channels, f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
+            per_row, what = channels, lambda: f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
                 f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype}")
@@ -114,11 +113,13 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
             raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")
         rows = 0
     elif freqs.size % per_row:
-        raise ValueError(f"freqs must hold whole rows of {per_row} values ({what}); got {freqs.size} values "
+        raise ValueError(f"freqs must hold whole rows of {per_row} values ({what()}); got {freqs.size} values "
                          f"in shape {tuple(freqs.shape)} for x of shape {tuple(x.shape)}")
     else:
         rows = freqs.size // per_row
-    form = f"{freqs.size} values in shape {tuple(freqs.shape)}, {what}"
+    def form() -> str:
+        return f"{freqs.size} values in shape {tuple(freqs.shape)}, {what()}"
+
     if isinstance(freqs, DeviceArray):
         return freqs, rows, form
     if freqs.dtype in COMPLEX_FREQS_DTYPES:
@@ -128,7 +129,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, str]:
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 
-def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int, form: str) -> np.ndarray:
+def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int,
+                     form: Callable[[], str]) -> np.ndarray:
     if not isinstance(positions, np.ndarray):
         raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}")
     check_plain_array("positions", positions)
@@ -140,7 +142,7 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
     bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
     if bad.size:
         raise ValueError(
-            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form}); "
+            f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form()}); "
             f"got {int(bad[0])}")
     return np.ascontiguousarray(positions, dtype=np.int32)
 

@@ -14,6 +14,7 @@ from ..arguments import (
 from .lowering import lower
 from ..freqs import RopeFreqs, check_positions
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES
+from ..runtime.array import DeviceArray
 
 
 TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
@@ -30,8 +31,6 @@ def _flag(name: str, value: Any) -> bool:
 
 
 def _tensor(name: str, x: Any) -> Any:
-    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
-
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     else:
@@ -44,8 +43,6 @@ def _tensor(name: str, x: Any) -> Any:
 
 
 def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
     check_table_array(name, t, TABLE_DTYPES)
     if isinstance(t, DeviceArray):
         check_resident_table_dtype(name, t, x)
@@ -87,8 +84,6 @@ def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarr
 
 def _rows2d(t: Any, rows: int, width: int) -> Any:
     """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
-
     if isinstance(t, DeviceArray):
         return t
     return t.reshape(rows, width)
