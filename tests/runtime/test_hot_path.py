@@ -173,18 +173,20 @@ def test_threads_alternating_shapes_stay_apart(make_device):
 
 
 def test_a_decode_loop_past_one_binding_follows_its_positions(make_device):
-    """Caches past a 4 KiB binding: each step binds the slice its token's
-    row lies in, so its plan is made per step (never memoised), and every
+    """Caches and resident (cos, sin) tables past a 4 KiB binding: the
+    caches bind in fixed slices, the tables as a window over the rows each
+    step's token reads, so that plan is made per step (never memoised); every
     step's row is right wherever it lies."""
     dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=256)
     rng = np.random.default_rng(8)
     hk, s_max = 2, 200
-    spec = vkrope.RopeFreqs(D, angle="exact")
+    a = np.arange(s_max)[:, None] * (1.0 / 10000.0 ** (np.arange(0, D, 2) / D))
+    cos, sin = dev.asarray(np.cos(a).astype(np.float32)), dev.asarray(np.sin(a).astype(np.float32))  # 6.4 KiB each
     kc = dev.asarray(np.zeros((1, hk, s_max, D), np.float32))
     vc = dev.asarray(np.zeros((1, hk, s_max, D), np.float32))
     for p in (3, 190, 77, 120, 5):
         q, k, v = (rng.standard_normal((1, h, 1, D)).astype(np.float32) for h in (2 * hk, hk, hk))
-        y = dev.rope_and_cache(q, k, v, kc, vc, spec, np.array([[p]]), interleaved=True)
+        y = dev.rope_and_cache(q, k, v, kc, vc, (cos, sin), np.array([[p]]), interleaved=True)
         close(y, rotated(q[0, :, 0], np.array([p] * 2 * hk))[None, :, None])
         close(kc.get()[0, :, p], rotated(k[0, :, 0], np.array([p] * hk)))
         close(vc.get()[0, :, p], v[0, :, 0])
@@ -276,3 +278,28 @@ def test_equal_plan_keys_mean_equal_plans(device, op, requests):
                 assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"
     if op is cache_kernel:
         assert keys[0] == keys[1]  # a new position is not a new plan
+
+
+def test_equal_plan_keys_mean_equal_plans_past_small_bindings(make_device):
+    """The decode step where q's rows split into runs (a 4 KiB binding):
+    numpy (cos, sin) rows gathered per token against a resident table of as
+    many rows, caches in slices; one plan key, one plan."""
+    dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=256)
+    limits = dev._context().info
+    rng = np.random.default_rng(9)
+    n = 40
+    q, k = rng.standard_normal((1, 4, n, D)).astype(np.float32), rng.standard_normal((1, 2, n, D)).astype(np.float32)
+    a = np.arange(n)[:, None] * np.ones(D // 2)
+    cos, sin = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    caches = [dev.asarray(np.zeros((1, 2, 64, D), np.float32)) for _ in range(2)]
+    pos = np.arange(n)[None]
+    reqs = [decode.check(q, k, k, *caches, (cos, sin), pos),
+            decode.check(q, k, k, *caches, (dev.asarray(cos), dev.asarray(sin)), pos),
+            decode.check(q, k, k, *caches, vkrope.RopeFreqs(D), pos)]
+    keys = [cache_kernel.plan_key(r, limits) for r in reqs]
+    plans = [cache_kernel.plan(r, limits) for r in reqs]
+    assert len(plans[0].chunks) > 1  # (runs and slices, or this proves nothing)
+    for i in range(len(reqs)):
+        for j in range(i):
+            if keys[i] is not None and keys[i] == keys[j]:
+                assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"

@@ -307,11 +307,11 @@ def plan(req: Request, limits: Any) -> Plan:
 
 
 def plan_key(req: Request, limits: Any) -> tuple | None:
-    """What a plan depends on where the caches and tables each fit one
-    binding: every field `plan` reads but the tokens (positions and slots
-    pick rows, which the kernel reads as data). None where a window follows
-    them (a cache or resident table past one binding)."""
-    if any(_windowed(req, limits)):
+    """What a plan depends on: every field `plan` reads but the tokens
+    (positions and slots pick rows, which the kernel reads as data; caches
+    past one binding are written in fixed slices). None where a resident
+    table is past one binding: its window follows the positions."""
+    if _windowed(req, limits)[1]:
         return None
     return (KERNEL, req.shape, tuple(req.k.shape), req.dtype.name, np.dtype(req.k_cache.dtype).name,
             int(req.k_cache.size), len(req.tokens), req.rot_half, req.head_stride, req.interleaved,
