@@ -183,7 +183,7 @@ class Device(DeviceMemory):
                 assert t.table or not t.reads, f"{t.name}: a tensor the kernel reads has no value"
                 continue
             if not t.table:
-                assert tuple(v.shape) == tuple(t.shape) and np.dtype(v.dtype) == t.dtype, (
+                assert tuple(v.shape) == tuple(t.shape) and v.dtype == t.dtype, (
                     f"{t.name}: declared {t.shape} {t.dtype}, given {tuple(v.shape)} {v.dtype}")
                 assert not isinstance(v, DeviceArray) or v.storage == t.storage, f"{t.name}: storage"
             if t.writes:

@@ -18,6 +18,7 @@ dispatch binds a window that follows the positions.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from dataclasses import dataclass, replace
@@ -313,10 +314,18 @@ def plan_key(req: Request, limits: Any) -> tuple | None:
     table is past one binding: its window follows the positions."""
     if _windowed(req, limits)[1]:
         return None
-    return (KERNEL, req.shape, tuple(req.k.shape), req.dtype.name, np.dtype(req.k_cache.dtype).name,
+    return (KERNEL, req.shape, tuple(req.k.shape), req.dtype, req.k_cache.dtype,
             int(req.k_cache.size), len(req.tokens), req.rot_half, req.head_stride, req.interleaved,
             req.weights is not None, req.eps, req.weight_add, req.gathered,
             req.cos if req.generated else int(req.cos.shape[0]), req.k_scale, req.v_scale)
+
+
+@functools.lru_cache(maxsize=16)
+def _no_weights(head_dim: int) -> np.ndarray:
+    """The weights binding without a norm (not read): zeros [2 * D], made once per D, read-only."""
+    w = np.zeros(2 * max(1, head_dim), np.float32)
+    w.setflags(write=False)
+    return w
 
 
 def tables(req: Request, pl: Plan) -> list[list[Any]]:
@@ -326,8 +335,7 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     row_t = 4 * req.rot_half
-    weights = req.weights if req.weights is not None else np.zeros((2, max(1, pl.head_dim)), np.float32)
-    weights = np.ascontiguousarray(weights).reshape(-1)
+    weights = np.ascontiguousarray(req.weights).reshape(-1) if req.weights is not None else _no_weights(pl.head_dim)
     out = []
     for (tok0, tok1), (t0, t1) in pl.segments:
         seg: list[Any] = []
