@@ -11,7 +11,7 @@ field can be forgotten from a key. Resources enter keys by their serial
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Union
 
 READ = "read"
@@ -72,8 +72,9 @@ class Launch:
                 raise AssertionError(f"{self.kernel}: a {what} constant is given twice: {names}")
         object.__setattr__(self, "spec", tuple(sorted(self.spec)))
         object.__setattr__(self, "push", tuple(sorted(self.push)))
-        # Hashed once: a replayed submission looks its recording up by its steps on every call.
-        object.__setattr__(self, "_hash", hash((self.kernel, self.spec, self.push, self.args, self.grid)))
+        # Hashed once (a replayed submission looks its recording up by its steps on every call), over the
+        # fields equality compares: the key stays what the dataclass says it is.
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare)))
 
     def __hash__(self) -> int:
         return self._hash  # type: ignore[attr-defined, no-any-return]
