@@ -303,3 +303,28 @@ def test_equal_plan_keys_mean_equal_plans_past_small_bindings(make_device):
         for j in range(i):
             if keys[i] is not None and keys[i] == keys[j]:
                 assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"
+
+
+def test_calls_differing_in_one_constant_keep_their_own(make_device):
+    """The same resident arrays, called with another inverse flag, RMSNorm
+    eps or fp8 scale: the same bindings and grid, other push constants; each
+    result is its own call's (a recording is never replayed with another
+    call's constants)."""
+    dev = make_device()
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 1, D)).astype(np.float32)
+    dx, out = dev.asarray(x), dev.asarray(np.zeros_like(x))
+    spec = vkrope.RopeFreqs(D, angle="exact")
+    for inverse in (False, True, False, True):
+        dev.apply(dx, spec, positions=np.array([9]), inverse=inverse, out=out)
+        close(out, rotated(x, np.array([-9 if inverse else 9])))
+    q = rng.standard_normal((1, 2, 1, D)).astype(np.float32)
+    k = rng.standard_normal((1, 1, 1, D)).astype(np.float32) * 40
+    caches = [dev.asarray(np.zeros((1, 1, 4, D), vkrope.float8_e4m3fn)) for _ in range(2)]
+    seen = {}
+    for scale in (1.0, 0.5, 1.0, 0.5):
+        dev.rope_and_cache(q, k, k, *caches, spec, np.array([[0]]), k_scale=scale)
+        got = caches[0].get()[0, 0, 0].astype(np.float64) * scale
+        assert np.abs(got - k[0, 0, 0]).max() <= np.abs(k).max() * 2.0**-3  # within an fp8 step of k itself
+        seen.setdefault(scale, got)
+        assert np.array_equal(seen[scale], got)
