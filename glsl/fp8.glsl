@@ -16,18 +16,20 @@
  * How one rounding is had in float32: r = a*b - c*d is formed in float32,
  * with an error bound err. Where a*b and c*d cancel (err more than 2^-12
  * of r: r may lie cells away from the exact value, or have its sign
- * wrong) r is formed again from exact partial products: a, b, c, d and s
- * split into 12-bit halves, whose products are exact, summed by TwoSum
- * passes (distilled_sum) to within 2^-22, the sign exact. Then the
- * midpoint m of the two values of the format around r / s is found; where
- * r is farther from m*s than its error reaches, its side of m is the exact
- * value's; otherwise (rare: within about 2^-20 of a midpoint, every tie)
- * the sign of a*b - c*d - m*s is found from exact partial products the
- * same way. Exact while no partial product falls below float32's normal
- * range: the scale within [2^-40, 2^40] (the host checks), the nonzero
- * one of |a|, |c| within 2^40 of the other, b and d (cos, sin) 0 or within
- * [2^-40, 2^40], and the values above 2^-80 (a value below may lose the
- * sign of the zero it rounds to).
+ * wrong) or overflow (r infinite or NaN while the difference may not be),
+ * r is formed again from exact partial products: a and c scaled by a power
+ * of two to about 1, a, b, c, d and s split into 12-bit halves, whose
+ * products are exact, summed by TwoSum passes (distilled_sum) to within
+ * 2^-22, the sign exact (a sum past float32's range saturates, one below
+ * it is a zero of its sign). Then the midpoint m of the two values of the
+ * format around r / s is found; where r is farther from m*s than its error
+ * reaches, its side of m is the exact value's; otherwise (rare: within
+ * about 2^-20 of a midpoint, every tie) the sign of a*b - c*d - m*s, from
+ * exact partial products the same way, decides. Exact while no partial
+ * product (of the scaled values) falls below float32's normal range: the
+ * scale within [2^-40, 2^40] (the host checks), the nonzero one of |a|,
+ * |c| within 2^40 of the other, and b and d (cos, sin) 0 or within
+ * [2^-40, 2^40].
  */
 #ifndef VKROPE_FP8_GLSL
 #define VKROPE_FP8_GLSL
@@ -127,16 +129,17 @@ float distilled_sum(float t[10]) {
   return t[9];
 }
 
-// a*b - c*d - m*s (m >= 0 and m*s about |a*b - c*d|, or 0; s in [2^-40,
-// 2^40]) to within 2^-22 of itself,
-// its sign exact: a and c scaled by a power of two to about 1 (so no
-// partial product underflows), every product of 12-bit halves exact.
-float exact_residual(float a, float b, float c, float d, float m, float s) {
+// (a*b - c*d - m*s) * 2^-e, e the exponent of max(|a|, |c|) (m >= 0 and m*s
+// about |a*b - c*d|, or 0; s in [2^-40, 2^40]), to within 2^-22 of itself,
+// its sign exact: a and c scaled by 2^-e (so no partial product underflows,
+// nor overflows where a*b does), every product of 12-bit halves exact.
+float exact_residual(float a, float b, float c, float d, float m, float s, out int e) {
   float g = max(abs(a), abs(c));
+  e = 0;
   if (g == 0.0) {
     return -(m * s);
   }
-  int e = clamp(exponent_of(g), -126, 126);
+  e = clamp(exponent_of(g), -126, 126);
   float k = pow2(-e);
   // (m*s is within err of |a*b - c*d| <= 2 g (|b| + |d|) where this is asked: m*k stays finite)
   precise float mk = m * k;
@@ -157,26 +160,36 @@ float exact_residual(float a, float b, float c, float d, float m, float s) {
   t[7] = -(c_lo * d_lo);
   t[8] = -(mk * s_hi);  // m has at most 6 significant bits: exact
   t[9] = -(mk * s_lo);
-  return distilled_sum(t) * pow2(e);
+  return distilled_sum(t);
 }
 
 float fp8_quantize(float a, float b, float c, float d, float s) {
   precise float ab = a * b;
   precise float cd = c * d;
   precise float r = ab - cd;
-  if (nonfinite(r)) {
+  bool finite_inputs = !(nonfinite(a) || nonfinite(b) || nonfinite(c) || nonfinite(d));
+  if (nonfinite(r) && !finite_inputs) {  // an infinite or NaN input: NaN, or an infinity saturating
     return (floatBitsToUint(r) & 0x7FFFFFFFu) > 0x7F800000u ? r : (r > 0.0 ? FP8_MAX : -FP8_MAX);
   }
   // |r - (a*b - c*d)| is below err: three roundings of at most 2^-23 each
   // (2^-24 to nearest; 2^-21 leaves room for a driver's round-toward-zero,
   // Vulkan's rounding mode being the implementation's), or flushed subnormals
   float err = uintBitsToFloat(0x35000000u) * (abs(ab) + abs(cd)) + uintBitsToFloat(0x01800000u);  // 2^-21, 2^-124
-  if (err > abs(r) * uintBitsToFloat(0x39800000u)) {  // 2^-12: a*b and c*d cancel; r may be cells away
-    float exact = exact_residual(a, b, c, d, 0.0, s);
-    if (exact == 0.0) {
-      return r;  // an exact zero, signed as float32 forms it
+  // a*b and c*d cancel (r may lie cells away, or have the wrong sign), or
+  // overflow (r infinite or NaN, the difference maybe not): the exact sum
+  if (nonfinite(r) || err > abs(r) * uintBitsToFloat(0x39800000u)) {  // 2^-12
+    int e;
+    float scaled = exact_residual(a, b, c, d, 0.0, s, e);
+    if (scaled == 0.0) {
+      return nonfinite(r) ? 0.0 : r;  // an exact zero, signed as float32 forms it (+0 past its range)
     }
-    r = exact;
+    r = scaled * pow2(e);
+    if (nonfinite(r)) {
+      return r > 0.0 ? FP8_MAX : -FP8_MAX;  // the exact value is past float32: saturated
+    }
+    if (r == 0.0) {
+      return scaled < 0.0 ? uintBitsToFloat(0x80000000u) : 0.0;  // below float32: a zero of the exact sign
+    }
     err = abs(r) * uintBitsToFloat(0x35000000u) + uintBitsToFloat(0x01800000u);  // 2^-22 of the sum, and room
   }
   float sg = sign(r);
@@ -193,7 +206,8 @@ float fp8_quantize(float a, float b, float c, float d, float s) {
   float side = sign(away);
   // err is at most 2^-12 of |r|: y lies in the exact value's cell or next to it; only its side of mid is in doubt
   if (abs(away) <= err + uintBitsToFloat(0x35000000u) * t) {  // (t: one rounding, 2^-21 of room)
-    side = sign(exact_residual(sg * a, b, sg * c, d, mid, s));
+    int e;
+    side = sign(exact_residual(sg * a, b, sg * c, d, mid, s, e));
   }
   float n = (side > 0.0 || (side == 0.0 && (uint(whole) & 1u) != 0u)) ? whole + 1.0 : whole;
   float q = min(n * u, FP8_MAX);

@@ -240,6 +240,34 @@ def test_large_keys_that_cancel_round_from_their_exact_difference(device, fmt, d
 
 
 @pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
+def test_values_at_float32s_ends_round_from_their_exact_value(device, fmt, dt):
+    """Keys near float32's largest value whose products overflow while
+    their difference does not (inf - inf in float32), and rotations whose
+    exact value or residual lies below float32's smallest (a near-tie, the
+    sign of a zero): each to the exact oracle's byte."""
+    big = float(np.float32(1.5 * 2.0**127))
+    h = lambda x: float.fromhex(x)  # noqa: E731
+    cases = [  # (a, partner, cos, sin, scale), rotate-half: out = a cos - partner sin
+        (big, big, 2.0, 2.0, 1.0),  # exactly 0
+        (big, big * 0.75, 2.0, 2.0, 2.0**40),  # 2^126.58: saturates
+        (big, float(np.float32(big * 0.99)), 2.0, 2.0, 2.0**40),
+        (h("0x1.00392ap-25"), h("0x1.94cd22p-65"), h("0x1.ff9d7ap-33"), h("0x1.43cb1ep-40"), h("0x1.0007dcp-40")),
+        (2.0**-79 * (1 + 2.0**-22), 2.0**-79 * (1 + 2.0**-23), 2.0**-40, 2.0**-40 * (1 + 2.0**-23), 1.0),
+        (2.0**-79 * (1 + 2.0**-23), 2.0**-79 * (1 + 2.0**-22), 2.0**-40, 2.0**-40 * (1 + 2.0**-23), 1.0),
+    ]
+    for a, partner, c, sn, scale in cases:
+        k = np.array([a, 0, 0, 0, partner, 0, 0, 0], np.float32)[None, None, None]
+        cos = np.array([[c, 1, 1, 1]], np.float32)
+        sin = np.array([[sn, 0, 0, 0]], np.float32)
+        kc = device.asarray(np.zeros((1, 1, 1, 8), dt))
+        vc = device.asarray(np.zeros((1, 1, 1, 8), dt))
+        device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.array([[0]]), k_scale=scale)
+        want = k_oracle(k, cos, sin, np.array([[0]]), False, scale, fmt)
+        got = kc.get().view(np.uint8)
+        assert same_bytes(got, want, fmt).all(), f"{(a, partner, c, sn, scale)}: {got.ravel()} != {want.ravel()}"
+
+
+@pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
 def test_caches_past_one_binding_take_fp8_slice_by_slice(make_device, fmt, dt):
     """A 4 KiB binding limit (256-byte offsets): the caches bind in slices,
     each role its own launches; every byte as the exact oracle's, the rows
