@@ -128,6 +128,16 @@ def k_oracle(k: np.ndarray, cos: np.ndarray, sin: np.ndarray, pos: np.ndarray, i
     return out
 
 
+def stored_keys(device, dt, k: np.ndarray, cos: np.ndarray, sin: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """The bytes of keys k [1, 1, n, D] rotated (rotate-half) at positions
+    0..n-1 of (cos, sin) into a fresh fp8 cache [1, 1, n, D]."""
+    n, d = k.shape[2], k.shape[3]
+    kc = device.asarray(np.zeros((1, 1, n, d), dt))
+    vc = device.asarray(np.zeros((1, 1, n, d), dt))
+    device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.arange(n)[None], k_scale=scale)
+    return kc.get().view(np.uint8)
+
+
 @pytest.mark.parametrize("interleaved", [False, True], ids=["half", "interleaved"])
 @pytest.mark.parametrize("x_dtype", X_DTYPES, ids=X_IDS)
 @pytest.mark.parametrize("fmt,dt", FORMATS, ids=FMT_IDS)
@@ -179,11 +189,8 @@ def test_rotations_next_to_a_midpoint_are_decided_exactly(device, fmt, dt, x_dty
     a = (rng.standard_normal((n, d // 2)) * np.abs(m) * scale).astype(x_dtype)
     p = ((a.astype(np.float64) * cos - m * scale) / sin).astype(x_dtype)  # a*c - p*s ~ m * scale
     k = np.concatenate([a, p], -1)[None, None]  # rotate-half: column i pairs channels i and i + 4
-    kc = device.asarray(np.zeros((1, 1, n, d), dt))
-    vc = device.asarray(np.zeros((1, 1, n, d), dt))
-    device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.arange(n)[None], k_scale=scale)
     want = k_oracle(k, cos, sin, np.arange(n)[None], False, scale, fmt)
-    ok = same_bytes(kc.get().view(np.uint8), want, fmt)
+    ok = same_bytes(stored_keys(device, dt, k, cos, sin, scale), want, fmt)
     assert ok.all(), f"{int((~ok).sum())} of {ok.size} bytes off"
 
 
@@ -200,11 +207,8 @@ def test_cancellations_keep_the_sign_of_the_exact_value(device, fmt, dt):
     cos, sin = (5 * y).astype(np.float32), (3 * y).astype(np.float32)  # 5y, 3x...: exact, 24 bits
     sin[::2] = np.nextafter(sin[::2], rng.choice([np.float32(0), np.float32(9)], sin[::2].shape))  # off by an ulp
     k = np.concatenate([3 * x, 5 * x], -1).astype(np.float32)[None, None]
-    kc = device.asarray(np.zeros((1, 1, n, d), dt))
-    vc = device.asarray(np.zeros((1, 1, n, d), dt))
-    device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.arange(n)[None])
     want = k_oracle(k, cos, sin, np.arange(n)[None], False, 1.0, fmt)
-    got = kc.get().view(np.uint8)
+    got = stored_keys(device, dt, k, cos, sin)
     assert (want[..., :d // 2] == 0x80).any() and (want[..., :d // 2] == 0).any()  # both signs of zero are asked for
     assert np.array_equal(got[..., :d // 2], want[..., :d // 2])
 
@@ -231,11 +235,8 @@ def test_large_keys_that_cancel_round_from_their_exact_difference(device, fmt, d
         a = big.astype(x_dtype)
         p = ((a.astype(np.float64) * cos - target) / sin).astype(x_dtype)  # a*c - p*s ~ target
         k = np.concatenate([a, p], -1)[None, None]
-        kc = device.asarray(np.zeros((1, 1, n, d), dt))
-        vc = device.asarray(np.zeros((1, 1, n, d), dt))
-        device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.arange(n)[None], k_scale=scale)
         want = k_oracle(k, cos, sin, np.arange(n)[None], False, scale, fmt)
-        ok = same_bytes(kc.get().view(np.uint8), want, fmt)
+        ok = same_bytes(stored_keys(device, dt, k, cos, sin, scale), want, fmt)
         assert ok.all(), f"scale {scale}: {int((~ok).sum())} of {ok.size} bytes off"
 
 
@@ -259,11 +260,8 @@ def test_values_at_float32s_ends_round_from_their_exact_value(device, fmt, dt):
         k = np.array([a, 0, 0, 0, partner, 0, 0, 0], np.float32)[None, None, None]
         cos = np.array([[c, 1, 1, 1]], np.float32)
         sin = np.array([[sn, 0, 0, 0]], np.float32)
-        kc = device.asarray(np.zeros((1, 1, 1, 8), dt))
-        vc = device.asarray(np.zeros((1, 1, 1, 8), dt))
-        device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.array([[0]]), k_scale=scale)
         want = k_oracle(k, cos, sin, np.array([[0]]), False, scale, fmt)
-        got = kc.get().view(np.uint8)
+        got = stored_keys(device, dt, k, cos, sin, scale)
         assert same_bytes(got, want, fmt).all(), f"{(a, partner, c, sn, scale)}: {got.ravel()} != {want.ravel()}"
 
 
