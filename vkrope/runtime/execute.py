@@ -275,7 +275,7 @@ class Prepared:
                     host.view(a.dtype, a.size, offset)[:] = a.reshape(-1)
             else:
                 job, name, extent = jobs[source[1]], source[2], source[3]
-                a = _value(job, name)
+                a = _value(job, next(t for t in job.req.tensors() if t.name == name))
                 if a.size:
                     np.copyto(_view(host, offset, a.shape, a.dtype, extent), a, casting="no")
             rt.counts["bytes_uploaded"] += a.nbytes
@@ -287,9 +287,9 @@ class Prepared:
         return seconds
 
 
-def _value(job: Job, name: str) -> Any:
-    """The value of moved tensor `name` in this call: its output, or its input."""
-    return job.outs[name] if name in job.outs else next(t.value for t in job.req.tensors() if t.name == name)
+def _value(job: Job, t: Tensor) -> Any:
+    """Tensor `t`'s value in this call: its output (a moved tensor it writes), or what was passed."""
+    return job.outs[t.name] if t.writes and not t.table else t.value
 
 
 def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
@@ -345,7 +345,7 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
     for job, job_tables in zip(jobs, tables):
         tensors: list[Any] = []
         for t in job.req.tensors():
-            v = job.outs[t.name] if t.writes and not t.table else t.value
+            v = _value(job, t)
             if isinstance(v, np.ndarray):
                 if not t.table and (t.storage != "buffer" or (
                         rt.ctx.external_memory_host and v.nbytes >= kept_imports.MIN_BYTES)):
@@ -416,7 +416,7 @@ def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports:
     ("at", (resource, offset)); the steps around the launches that move
     them (into `before` / `after`), and the numpy results to copy out."""
     tensors = moved(job.req)
-    values = {t.name: job.outs[t.name] if t.writes else t.value for t in tensors}
+    values = {t.name: _value(job, t) for t in tensors}
     numpy = [t for t in tensors if isinstance(values[t.name], np.ndarray)]
     # Big numpy outputs are imported (unless they overlap another output:
     # the host copies then decide, in order).

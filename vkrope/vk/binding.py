@@ -120,13 +120,26 @@ def inject_fault(call: str, make_exc: Callable[[], BaseException]) -> None:
     _faults[call] = make_exc
 
 
+def _injected(name: str) -> None:
+    """Raise the fault a test injected for call `name` (once), translated as
+    that call's own failure would be."""
+    if not _faults:
+        return
+    fault = _faults.pop(name, None)
+    if fault is None:
+        return
+    mod = vk()
+    try:
+        raise fault()
+    except (mod.VkError, mod.VkException) as exc:
+        raise translate(name, exc) from exc
+
+
 def call(name: str, *args: Any) -> Any:
     """Call `vulkan.<name>(*args)`, translating failures to vkrope errors."""
     mod = vk()
-    fault = _faults.pop(name, None)
+    _injected(name)
     try:
-        if fault is not None:
-            raise fault()
         return getattr(mod, name)(*args)
     except (mod.VkError, mod.VkException) as exc:
         raise translate(name, exc) from exc
@@ -140,13 +153,7 @@ def call_direct(name: str, *args: Any) -> int:
     Failures (and injected faults) as `call`'s; returns the VkResult when it
     is a status (VK_SUCCESS, VK_NOT_READY), VK_TIMEOUT raising as `call` does."""
     mod = vk()
-    if _faults:
-        fault = _faults.pop(name, None)
-        if fault is not None:
-            try:
-                raise fault()
-            except (mod.VkError, mod.VkException) as exc:
-                raise translate(name, exc) from exc
+    _injected(name)
     result = getattr(mod.lib, name)(*args)
     if result < 0 or result == mod.VK_TIMEOUT:
         raise translate(name, mod.exception_codes[result]())
