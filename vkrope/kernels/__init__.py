@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.array import DeviceArray
+from ..runtime.operator import Tensor
+
 class TensorRequest:
     """What every operator's request says about its tensor `x` (a numpy
     array or DeviceArray): the shape and dtype of x and of the result."""
@@ -44,8 +47,6 @@ def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
     read-only table tensors: what a batch orders its jobs by (a check may
     have converted or copied them; the caller's memory is what an earlier
     job may write)."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
-    from ..runtime.operator import Tensor  # noqa: PLC0415
 
     return [Tensor(name, a, tuple(a.shape), np.dtype(a.dtype), table=True) for name, a in given
             if isinstance(a, (np.ndarray, DeviceArray))]

@@ -32,6 +32,7 @@ from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.kernels import find
 from ..runtime.layout import padded_bytes, texels
+from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, UPDATE, WRITE, Arg, Launch
 
@@ -80,7 +81,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """q, k, v read; the caches updated in place; the rotated q written
         (a DeviceArray when q is one); the caller's tables for ordering."""
-        from ..runtime.array import DeviceArray  # noqa: PLC0415
 
         kshape = tuple(self.k.shape)
         cdt = np.dtype(self.k_cache.dtype)
@@ -332,7 +332,6 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     """Per segment: the (cos, sin) rows it binds (numpy, or windows of the
     resident caches; generated: the columns table), its tokens and the norm
     weights."""
-    from ..runtime.array import DeviceArray  # noqa: PLC0415
 
     row_t = 4 * req.rot_half
     weights = np.ascontiguousarray(req.weights).reshape(-1) if req.weights is not None else _no_weights(pl.head_dim)

@@ -25,6 +25,7 @@ from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime.layout import same_view, tensor_extent, texels
+from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
@@ -67,7 +68,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; freqs and positions as the caller
         passed them, tables this op encodes."""
-        from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
         return [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
                 Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,

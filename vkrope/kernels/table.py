@@ -29,6 +29,7 @@ from ..runtime.dtypes import axis, table_dtype
 from ..runtime.kernels import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
+from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
@@ -91,7 +92,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; the caller's cos / sin tables (and
         position ids), which this op encodes."""
-        from ..runtime.array import DeviceArray  # noqa: PLC0415  (array imports nothing of ours)
 
         return [Tensor(self.x_name, self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
                 Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,

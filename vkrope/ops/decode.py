@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, REAL_SCALARS, TENS
 from ..kernels.cache import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
+from .repeat import Structures
 from ..kernels import cache as cache_kernel
 from ..runtime.array import DeviceArray
 
@@ -120,18 +122,67 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
           norm_plus_one: Any = False, eps: Any = 1e-6, k_scale: Any = None, v_scale: Any = None,
           out: Any = None) -> Request:
     """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
-    TypeError / ValueError naming the argument."""
+    TypeError / ValueError naming the argument. The call's structure is
+    checked once for arguments that repeat (ops/repeat.py), then its
+    positions and slots."""
+    st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, q_norm, k_norm, norm_plus_one,
+                     eps, k_scale, v_scale, out)
+    pos = _ints("position_ids", position_ids, (st.b, st.s))
+    # (the bounds once, as Python ints: each comparison over a decode step's few positions costs a microsecond)
+    lo, hi = (int(pos.min()), int(pos.max())) if pos.size else (0, -1)
+    if lo < 0:
+        raise ValueError(f"position_ids must be >= 0; got {lo}")
+    base = _cache_rows(st, pos, hi, slots)
+    cos, sin, rows, rot = _frequency_rows(st, freqs, pos, hi)
+    tokens = np.empty((pos.size, 2), np.int32)
+    tokens[:, 0], tokens[:, 1] = rows, base
+    return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
+                   head_stride=st.head_stride, rot_half=rot // 2, interleaved=st.interleaved, weights=st.weights,
+                   eps=st.eps, weight_add=st.weight_add, gathered=st.gathered, given=st.given(freqs),
+                   k_scale=st.k_scale, v_scale=st.v_scale)
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What `rope_and_cache`'s arguments but the positions and slots decide (no argument in it: see
+    ops/repeat.py)."""
+
+    b: int
+    s: int
+    hk: int
+    d: int
+    interleaved: bool
+    paged: bool
+    rows_per_head: int  # contiguous: S_max; paged: num_blocks * block_size (the slots)
+    head_stride: int
+    freqs: str  # "resolve" (a ModelRope / InvFreqs: per call), "spec" (lowered), "tables" (cos / sin)
+    generated: Any  # "spec": the lowered spec
+    max_pos: int  # "tables": rows of cos / sin
+    rot: int  # the rotary width ("resolve": 0, decided per call)
+    gathered: bool  # "tables": numpy cos / sin, each token's row gathered on the host
+    weights: np.ndarray | None
+    eps: float
+    weight_add: float
+    k_scale: float
+    v_scale: float
+
+    def given(self, freqs: Any) -> tuple[tuple[str, Any], ...]:
+        """The caller's tables, for job ordering."""
+        return (("freqs[0] (cos)", freqs[0]), ("freqs[1] (sin)", freqs[1])) if self.freqs == "tables" else ()
+
+
+def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, interleaved: Any, contiguous: bool,
+               q_norm: Any, k_norm: Any, norm_plus_one: Any, eps: Any, k_scale: Any, v_scale: Any,
+               out: Any) -> _Structure:
+    """Every check of `rope_and_cache` but the positions' and slots' own."""
     q, k, v = _qkv(q, k, v)
     b, hq, s, d = (int(n) for n in q.shape)
     hk = int(k.shape[1])
     k_cache = _cache("k_cache", k_cache)
     v_cache = _value_cache(k_cache, v_cache)
     interleaved = _pairing(interleaved)
-    pos = _ints("position_ids", position_ids, (b, s))
-    if (pos < 0).any():
-        raise ValueError(f"position_ids must be >= 0; got {int(pos.min())}")
-    base, head_stride = _cache_rows(k_cache, pos, slots, hk, d)
-    cos, sin, rows, gathered, given, rot = _frequency_rows(freqs, pos, bool(interleaved), d)
+    rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
+    kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, d)
     weights = _norm_weights(q_norm, k_norm, d)
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
@@ -142,13 +193,14 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     if norm_plus_one and weights is None:
         raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
     ks, vs = _scale("k_scale", k_scale, k_cache), _scale("v_scale", v_scale, v_cache)
+    check_out(out, q, "out", "q")
+    return _Structure(b=b, s=s, hk=hk, d=d, interleaved=bool(interleaved), paged=not contiguous,
+                      rows_per_head=rows_per_head, head_stride=head_stride, freqs=kind, generated=generated,
+                      max_pos=max_pos, rot=rot, gathered=gathered, weights=weights, eps=float(eps),
+                      weight_add=1.0 if norm_plus_one else 0.0, k_scale=ks, v_scale=vs)
 
-    out = check_out(out, q, "out", "q")
-    tokens = np.stack([rows, base], -1).astype(np.int32)
-    return Request(x=q, k=k, v=v, k_cache=k_cache, v_cache=v_cache, out=out, cos=cos, sin=sin, tokens=tokens,
-                   head_stride=head_stride, rot_half=rot // 2, interleaved=bool(interleaved), weights=weights,
-                   eps=float(eps), weight_add=1.0 if norm_plus_one else 0.0, gathered=gathered, given=tuple(given),
-                   k_scale=ks, v_scale=vs)
+
+_structures = Structures(_structure)
 
 
 def _qkv(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -172,25 +224,34 @@ def _qkv(q: Any, k: Any, v: Any) -> tuple[Any, Any, Any]:
     return q, k, v
 
 
-def _cache_rows(k_cache: Any, pos: np.ndarray, slots: Any, hk: int, d: int) -> tuple[np.ndarray, int]:
-    """(each token's cache row of head 0, or -1; rows between heads): where each token's k and v go."""
-    b, s = pos.shape
-    if slots is None:
+def _cache_shape(k_cache: Any, contiguous: bool, b: int, hk: int, d: int) -> tuple[int, int]:
+    """(rows per head (contiguous: S_max) or slots (paged), cache rows between heads) of a cache of the call's
+    B, Hk and D."""
+    if contiguous:
         if k_cache.ndim != 4 or int(k_cache.shape[0]) != b or int(k_cache.shape[1]) != hk or int(k_cache.shape[3]) != d:
             raise ValueError(f"k_cache must be [B, Hk, S_max, D] = [{b}, {hk}, S_max, {d}] (or paged, with slots); "
                              f"got {list(k_cache.shape)}")
         s_max = int(k_cache.shape[2])
-        if (pos >= s_max).any():
-            raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got "
-                             f"{int(pos.max())}")
-        twice = (np.diff(np.sort(pos, axis=1), axis=1) == 0).any(axis=1)  # (no per-item loop in a decode step)
-        if twice.any():
-            raise ValueError(f"position_ids[{int(np.argmax(twice))}] names one cache row twice in this step")
-        return (np.arange(b)[:, None] * hk * s_max + pos).reshape(-1), s_max
+        return s_max, s_max
     if k_cache.ndim != 4 or int(k_cache.shape[2]) != hk or int(k_cache.shape[3]) != d:
         raise ValueError(f"a paged k_cache must be [num_blocks, block_size, Hk, D] = [n, m, {hk}, {d}]; got "
                          f"{list(k_cache.shape)}")
-    n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
+    return int(k_cache.shape[0]) * int(k_cache.shape[1]), 1
+
+
+def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, slots: Any) -> np.ndarray:
+    """Each token's cache row of head 0, or -1: where its k and v go (`hi`: the largest position)."""
+    b, s = pos.shape
+    if not st.paged:
+        s_max = st.rows_per_head
+        if hi >= s_max:
+            raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got {hi}")
+        if s > 1:  # (one token per sequence names no row twice; else no per-item loop in a decode step)
+            twice = (np.diff(np.sort(pos, axis=1), axis=1) == 0).any(axis=1)
+            if twice.any():
+                raise ValueError(f"position_ids[{int(np.argmax(twice))}] names one cache row twice in this step")
+        return (np.arange(b)[:, None] * st.hk * s_max + pos).reshape(-1)
+    n_slots = st.rows_per_head
     sl = _ints("slots", slots, (b, s)).reshape(-1)
     if ((sl < -1) | (sl >= n_slots)).any():
         bad = sl[(sl < -1) | (sl >= n_slots)][0]
@@ -198,25 +259,21 @@ def _cache_rows(k_cache: Any, pos: np.ndarray, slots: Any, hk: int, d: int) -> t
     used = sl[sl >= 0]
     if np.unique(used).size != used.size:
         raise ValueError("slots names one cache slot twice in this step")
-    return np.where(sl >= 0, sl * hk, -1), 1
+    return np.where(sl >= 0, sl * st.hk, -1)
 
 
-def _frequency_rows(freqs: Any, pos: np.ndarray, interleaved: bool,
-                    d: int) -> tuple[Any, Any, np.ndarray, bool, list[tuple[str, Any]], int]:
-    """(cos, sin, each token's row in them, whether they are the tokens' own rows gathered on the host, the
-    caller's tables for ordering, the rotary width): one (cos, sin) row per token; a spec is lowered
-    (cos the `Generated`, sin None, each token's word in place of its row)."""
-    b, s = pos.shape
-    if isinstance(freqs, (ModelRope, InvFreqs)):  # the model's frequencies for these positions (one axis)
-        freqs = resolve("freqs", freqs, pos, interleaved, d)
-    if is_position_spec(freqs):  # computed in the shader, each token's word from its position
-        rot = freqs.dim
-        if rot > d:
-            raise ValueError(f"freqs: the frequency spec has dim = {rot} > D = {d}")
-        p = pos.reshape(-1)
-        check_positions("position_ids", p)
-        gen = lower(freqs)
-        return gen, None, gen.words(p), False, [], _even(rot)
+def _frequency_kind(freqs: Any, d: int) -> tuple[str, Any, int, int, bool]:
+    """(kind, the lowered spec, cos / sin rows, rotary width, gathered on the host) of a call's freqs: "resolve"
+    (a ModelRope: the model's frequencies for each call's positions, one axis), "spec" (an InvFreqs or RopeFreqs,
+    computed in the shader: each token's word from its position) or "tables" ((cos, sin) rows, gathered on the
+    host when both are numpy)."""
+    if isinstance(freqs, ModelRope):
+        return "resolve", None, 0, 0, False
+    if isinstance(freqs, InvFreqs):
+        freqs = resolve("freqs", freqs, None, None, d)  # (an InvFreqs depends on no position: M-RoPE refused)
+    if is_position_spec(freqs):
+        gen, rot = _lowered(freqs, d)
+        return "spec", gen, 0, rot, False
     if not (isinstance(freqs, tuple) and len(freqs) == 2):
         raise TypeError(f"freqs must be a vkrope.RopeFreqs / ModelRope / InvFreqs or a (cos, sin) pair of [max_pos, "
                         f"rot/2] caches; got "
@@ -240,18 +297,41 @@ def _frequency_rows(freqs: Any, pos: np.ndarray, interleaved: bool,
     rot = 2 * half
     if rot == 0 or rot > d:
         raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}")
-    if (pos >= max_pos).any():
-        raise ValueError(f"position_ids must be < max_pos = {max_pos} (rows of the cos / sin caches); got "
-                         f"{int(pos.max())}")
-    given = [("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)]
-    if isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
-        # bound where it lives, read at each position (a numpy partner goes whole)
-        cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
-                    for t in (cos, sin))
-        return cos, sin, pos.reshape(-1), False, given, rot
-    idx = pos.reshape(-1)
-    return (np.ascontiguousarray(cos[idx], dtype=np.float32), np.ascontiguousarray(sin[idx], dtype=np.float32),
-            np.arange(b * s), True, given, rot)
+    return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
+
+
+def _lowered(spec: Any, d: int) -> tuple[Any, int]:
+    """(the lowered spec, its rotary width) of a one-axis spec (`resolve` gives one) rotating at most D channels."""
+    rot = spec.dim
+    if rot > d:
+        raise ValueError(f"freqs: the frequency spec has dim = {rot} > D = {d}")
+    return lower(spec), _even(rot)
+
+
+def _frequency_rows(st: _Structure, freqs: Any, pos: np.ndarray, hi: int) -> tuple[Any, Any, np.ndarray, int]:
+    """(cos, sin, each token's row in them, the rotary width) of this call's positions (`hi`: the largest): one
+    (cos, sin) row per token; a spec is lowered (cos the `Generated`, sin None, each token's word in place of its
+    row)."""
+    b, s = pos.shape
+    p = pos.reshape(-1)
+    if st.freqs == "resolve":  # the model's frequencies for these positions (one axis)
+        gen, rot = _lowered(resolve("freqs", freqs, pos, st.interleaved, st.d), st.d)
+    elif st.freqs == "spec":
+        gen, rot = st.generated, st.rot
+    else:
+        if hi >= st.max_pos:
+            raise ValueError(f"position_ids must be < max_pos = {st.max_pos} (rows of the cos / sin caches); got "
+                             f"{hi}")
+        cos, sin = freqs
+        if not st.gathered:
+            # bound where it lives, read at each position (a numpy partner goes whole)
+            cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
+                        for t in (cos, sin))
+            return cos, sin, p, st.rot
+        return (np.ascontiguousarray(cos[p], dtype=np.float32), np.ascontiguousarray(sin[p], dtype=np.float32),
+                np.arange(b * s), st.rot)
+    check_positions("position_ids", p)
+    return gen, None, gen.words(p), rot
 
 
 def _even(rot: int) -> int:

@@ -4,6 +4,7 @@ request (vkrope/kernels/interleaved.py)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -18,6 +19,7 @@ from ..runtime.dtypes import BFLOAT16
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
+from .repeat import Structures
 from ..kernels import interleaved as interleaved_kernel, table as table_kernel
 from .nd import check_apply_nd
 from ..runtime.array import DeviceArray
@@ -28,7 +30,37 @@ COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
           positions: Any = None, storage: Any = "auto") -> Request:
-    """Validate every argument of `apply` and return the normalised `Request`."""
+    """Validate every argument of `apply` and return the normalised `Request`: the call's structure (checked
+    once for arguments that repeat, ops/repeat.py), then its positions."""
+    st = _structures(x, freqs, out, inverse, repeat, exclude_last, positions is None, storage)
+    pos32: np.ndarray | None = None
+    row_of: Any = st.row_of  # (None only with positions)
+    if positions is not None:
+        pos32 = _check_positions(positions, st.n_tokens, st.n_freq_rows, st.channels, st.form)
+        row_of = pos32.astype(np.int64)
+    return Request(x=x, freqs_pairs=freqs if st.pairs is None else st.pairs, n_tokens=st.n_tokens,
+                   channels=st.channels, n_freq_rows=st.n_freq_rows, row_of=row_of, positions=pos32, n_rot=st.n_rot,
+                   inverse=st.inverse, storage=st.storage, out=out, given=(("freqs", freqs), ("positions", positions)))
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """What `apply`'s arguments but the positions decide (no argument in it: see ops/repeat.py)."""
+
+    n_tokens: int
+    channels: int
+    n_freq_rows: int
+    n_rot: int
+    inverse: bool
+    storage: str
+    pairs: Any  # the frequencies as the kernel reads them; None: freqs itself (a DeviceArray)
+    form: Callable[[], str]  # freqs described, for an error message
+    row_of: np.ndarray | None  # without positions: each token's row (read-only)
+
+
+def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_last: Any, no_positions: bool,
+               storage: Any) -> _Structure:
+    """Every check of `apply` but the positions' own."""
     x = check_x(x)
     n_tokens, channels = int(x.shape[-2]), int(x.shape[-1])
     storage = check_storage_of("x", x, storage)
@@ -39,7 +71,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     if exclude_last > n_tokens:
         raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
     pairs, n_freq_rows, form = _check_freqs(freqs, x)
-    if isinstance(pairs, FrequencySpec) and pairs.needs_positions and positions is None:
+    if isinstance(pairs, FrequencySpec) and pairs.needs_positions and no_positions:
         raise ValueError(f"freqs is a {type(pairs).__name__} spec: pass positions (each token's position, -1 = pass "
                          "through)")
     if inverse and isinstance(pairs, FrequencySpec) and pairs.magnitude != 1:
@@ -49,15 +81,13 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
                          f"its inverse (divides by it) and its gradient (multiplies) differ; pass yarn an attn_factor of "
                          f"1 / (0.1 ln(scale) + 1) for a factor of 1 and scale x yourself")
     n_rot = n_tokens - exclude_last
-    pos32: np.ndarray | None = None
-    if positions is not None:
+    row_of: np.ndarray | None = None
+    if not no_positions:
         if repeat != 1 or exclude_last != 0:
             raise ValueError(
                 f"positions cannot be combined with repeat or exclude_last (got repeat={repeat}, "
                 f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
             )
-        pos32 = _check_positions(positions, n_tokens, n_freq_rows, channels, form)
-        row_of = pos32.astype(np.int64)
     else:
         if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
             raise ValueError(
@@ -67,11 +97,16 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
         row_of = np.full(n_tokens, -1, dtype=np.int64)
         if n_freq_rows:
             row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
+        row_of.flags.writeable = False  # (kept: one array for every call of this structure)
     if isinstance(pairs, FrequencySpec):
         pairs = lower(pairs)
-    return Request(x=x, freqs_pairs=pairs, n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows,
-                   row_of=row_of, positions=pos32, n_rot=n_rot, inverse=bool(inverse), storage=storage,
-                   out=check_out(out, x), given=(("freqs", freqs), ("positions", positions)))
+    check_out(out, x)
+    return _Structure(n_tokens=n_tokens, channels=channels, n_freq_rows=n_freq_rows, n_rot=n_rot,
+                      inverse=bool(inverse), storage=storage, pairs=None if pairs is freqs else pairs, form=form,
+                      row_of=row_of)
+
+
+_structures = Structures(_structure)
 
 
 def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
@@ -95,7 +130,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)
         check_resident_table_dtype("freqs", freqs, x)
-        per_row, what = channels, lambda: f"real {freqs.dtype} DeviceArray [Nf, C]"
+        dtype = freqs.dtype  # (the descriptions hold no DeviceArray: a structure keeps them, ops/repeat.py)
+        per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
             raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
@@ -117,8 +153,10 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
                          f"in shape {tuple(freqs.shape)} for x of shape {tuple(x.shape)}")
     else:
         rows = freqs.size // per_row
+    size, shape = freqs.size, tuple(freqs.shape)
+
     def form() -> str:
-        return f"{freqs.size} values in shape {tuple(freqs.shape)}, {what()}"
+        return f"{size} values in shape {shape}, {what()}"
 
     if isinstance(freqs, DeviceArray):
         return freqs, rows, form

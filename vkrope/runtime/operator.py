@@ -33,7 +33,6 @@ from the tensors' shapes (`layout.tensor_extent`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 import numpy as np
@@ -41,7 +40,6 @@ import numpy as np
 from .steps import READ, UPDATE, WRITE, Arg, Launch  # (a tensor's access: the steps' own words)
 
 
-@dataclass(frozen=True)
 class Tensor:
     """One array argument of a request, as the runtime sees it.
 
@@ -51,26 +49,24 @@ class Tensor:
     the runtime moves: uploads a numpy one (or imports it), allocates an
     output, reads it back, splits the call into row blocks.
     `on_device`: an output the runtime makes (value None) is a DeviceArray,
-    else a numpy array."""
+    else a numpy array. `reads` / `writes`: whether the kernel reads it (read
+    or update) and writes it (write or update).
 
-    name: str
-    value: Any
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    access: str = READ
-    storage: str = "buffer"
-    table: bool = False
-    on_device: bool = False
+    A plain class with slots, made once per request and never changed after
+    (`TensorRequest.tensors`): every call declares its tensors, and a frozen
+    dataclass took several times as long to make."""
 
-    @property
-    def reads(self) -> bool:
-        """Whether the kernel reads it."""
-        return self.access in (READ, UPDATE)
+    __slots__ = ("name", "value", "shape", "dtype", "access", "storage", "table", "on_device", "reads", "writes")
 
-    @property
-    def writes(self) -> bool:
-        """Whether the kernel writes it."""
-        return self.access in (WRITE, UPDATE)
+    def __init__(self, name: str, value: Any, shape: tuple[int, ...], dtype: np.dtype, access: str = READ,
+                 storage: str = "buffer", table: bool = False, on_device: bool = False) -> None:
+        self.name, self.value, self.shape, self.dtype = name, value, shape, dtype
+        self.access, self.storage, self.table, self.on_device = access, storage, table, on_device
+        self.reads: bool = access in (READ, UPDATE)
+        self.writes: bool = access in (WRITE, UPDATE)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r}, {self.shape}, {self.dtype}, {self.access}, {self.storage}, table={self.table})"
 
 
 class Request(Protocol):

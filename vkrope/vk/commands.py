@@ -29,8 +29,8 @@ SETS_PER_POOL = 64
 
 def timeout_seconds() -> float:
     """The bound on one wait: DEFAULT_TIMEOUT_S when set, else the
-    VKROPE_TIMEOUT_S environment variable (read at each use, so a bad value
-    is a clear error at first use, not at import), else 60 s."""
+    VKROPE_TIMEOUT_S environment variable (read when a device opens, so a
+    bad value is a clear error at first use, not at import), else 60 s."""
     if DEFAULT_TIMEOUT_S is not None:
         return DEFAULT_TIMEOUT_S
     raw = os.environ.get("VKROPE_TIMEOUT_S", "").strip()
@@ -53,6 +53,8 @@ class CommandStream:
         vk = b.vk()
         ctx.check_open()
         self.ctx = ctx
+        # (read once: the environment lookup cost more than a microsecond of every call)
+        self._env_timeout_s = timeout_seconds()
         self.pool: Any = None
         self.fence: Any = None
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
@@ -85,7 +87,7 @@ class CommandStream:
         else:
             cmds = b.array("VkCommandBuffer", [r.cmd for r in recordings])  # (alive until the call returns)
             submit = b.array("VkSubmitInfo", [vk.VkSubmitInfo(commandBufferCount=len(recordings), pCommandBuffers=cmds)])
-        timeout = timeout_seconds() if timeout_s is None else timeout_s
+        timeout = self.timeout_s() if timeout_s is None else timeout_s
         self.drain(timeout)
         b.call_direct("vkResetFences", ctx.handle, 1, self.fences())
         # In flight from here until the fence is seen signalled: if anything
@@ -114,6 +116,11 @@ class CommandStream:
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
 
+    def timeout_s(self) -> float:
+        """The bound on one wait: DEFAULT_TIMEOUT_S when set, else VKROPE_TIMEOUT_S as read when the stream was
+        made, else 60 s."""
+        return DEFAULT_TIMEOUT_S if DEFAULT_TIMEOUT_S is not None else self._env_timeout_s
+
     def fences(self) -> Any:
         """The fence as the `VkFence[1]` the fence calls take (made once)."""
         if self._fences is None or self._fences[0] != self.fence:
@@ -128,7 +135,7 @@ class CommandStream:
         under it. Device loss and timeouts raise at once."""
         if not self.in_flight:
             return
-        deadline = timeout_seconds() if timeout is None else timeout
+        deadline = self.timeout_s() if timeout is None else timeout
         interrupted: BaseException | None = None
         while self.in_flight:
             try:

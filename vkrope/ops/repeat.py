@@ -1,0 +1,106 @@
+"""The checks of a call's structure, made once for arguments that repeat.
+
+A decode loop calls one operation with the same arrays, spec and flags at
+every step, and only its positions change. A front end therefore checks its
+arguments in two parts: the structure (every argument but the per-call
+data: what it derives from their shapes, dtypes, storage and values), and
+the per-call data (positions, slots). `Structures` keeps the first part by
+the identity of the arguments it was derived from, so that a call that
+repeats them checks only its per-call data.
+
+Only arguments whose checked facts cannot change are kept by identity:
+DeviceArrays (shape, dtype, storage and device fixed at birth; whether they
+are still alive is checked again at every call, here and under the device's
+lock), frequency specs and ModelRopes (frozen, their arrays read-only), and
+tuples of them; None, bools, numbers and strings by value. A numpy array
+(whose shape can be set in place, and whose data a structure may read) or
+any other argument makes the call check everything, as before.
+
+The kept structures hold weak references to those arguments, never strong
+ones (a DeviceArray the caller drops gives its memory back as it did), and
+a structure must hold none of them either: the per-call part is given the
+arguments again.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Generic, TypeVar
+
+import numpy as np
+
+from ..freqs import FrequencySpec, YaRN
+from ..models import ModelRope
+from ..runtime.array import DeviceArray
+
+S = TypeVar("S")
+# Kept by value: immutable, and equal only to values of their own type here (the key holds the type).
+_VALUES = (type(None), bool, int, float, str, np.bool_, np.integer, np.floating)
+# Kept by identity: nothing checked about them can change while they live.
+_OBJECTS = (DeviceArray, FrequencySpec, ModelRope, YaRN)
+# Structures kept per front end; past that the memo starts again (a model has at most a few hundred layers, each
+# with its own caches).
+MAX_KEPT = 512
+
+
+def _key(args: tuple, objects: list[Any]) -> tuple | None:
+    """What identifies these arguments (collecting the objects kept by identity into `objects`), or None when one
+    of them cannot be kept."""
+    parts: list[Any] = []
+    for a in args:
+        if isinstance(a, _OBJECTS):
+            objects.append(a)
+            parts.append(id(a))
+        elif isinstance(a, _VALUES):
+            # (0.0 and -0.0 are equal: the key tells them apart by their text)
+            parts.append((type(a), a) if a or not isinstance(a, (float, np.floating)) else (type(a), a, repr(a)))
+        elif type(a) is tuple:
+            inner = _key(a, objects)
+            if inner is None:
+                return None
+            parts.append(inner)
+        else:
+            return None
+    return tuple(parts)
+
+
+class Structures(Generic[S]):
+    """`check(*args)` (a front end's structure check), kept for arguments
+    that repeat: called again only for arguments it has not seen, or seen
+    with a DeviceArray that is no longer alive (so its error is the front
+    end's own)."""
+
+    def __init__(self, check: Callable[..., S]) -> None:
+        self._check = check
+        self._kept: dict[tuple, tuple[tuple[weakref.ref, ...], S]] = {}
+        self._lock = threading.Lock()  # (only around the dict's changes: the checks run outside it)
+
+    def __call__(self, *args: Any) -> S:
+        objects: list[Any] = []
+        key = _key(args, objects)
+        if key is None:
+            return self._check(*args)
+        hit = self._kept.get(key)
+        # The same ids with every kept object alive: the same objects (an id is reused only after its object died).
+        if hit is not None and all(r() is not None for r in hit[0]) and all(
+                a.state == "live" for a in objects if isinstance(a, DeviceArray)):
+            return hit[1]
+        structure = self._check(*args)
+        refs = tuple(weakref.ref(a) for a in objects)
+        with self._lock:
+            if len(self._kept) >= MAX_KEPT:
+                self._kept.clear()
+            self._kept[key] = (refs, structure)
+        return structure
+
+    def clear(self) -> None:
+        """Forget every kept structure."""
+        with self._lock:
+            self._kept.clear()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+__all__ = ["Structures", "MAX_KEPT"]
