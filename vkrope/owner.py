@@ -150,8 +150,9 @@ class DeviceOwner:
     def _check_arrays(self, req: Any, where: str = "") -> None:
         """Every DeviceArray argument of the request is usable and lives here."""
         for t in req.tensors():
-            if isinstance(t.value, DeviceArray):
-                check_on_device(where + t.name, t.value, self)
+            v = t.value
+            if isinstance(v, DeviceArray) and (v.device is not self or v.state != "live"):
+                check_on_device(where + t.name, v, self)  # (raises, naming it)
 
     def _on_runtime(self, fn: Any, *args: Any) -> Any:
         """fn(runtime, *args) under this device's lock and error guard (vkrope/bench/timing.py's ceilings)."""
@@ -168,6 +169,9 @@ class DeviceOwner:
         into numpy arrays, get()), `bytes_imported` (numpy memory the device
         used in place), `hot_calls` (calls that repeated a kept call's
         layout and were only filled and submitted again: the hot path),
+        `replayed_calls` (those of them that repeated a kept call's very
+        arguments, all resident, and were submitted without their checks
+        but the arrays' liveness),
         `recordings_cached` (kept now) and `imports_kept` (numpy arrays
         passed again whose imports are kept for later calls; `trim()` gives
         them back)."""

@@ -328,3 +328,189 @@ def test_calls_differing_in_one_constant_keep_their_own(make_device):
         assert np.abs(got - k[0, 0, 0]).max() <= np.abs(k).max() * 2.0**-3  # within an fp8 step of k itself
         seen.setdefault(scale, got)
         assert np.array_equal(seen[scale], got)
+
+
+# --- whole calls replayed: a Device method called again with its very arguments ----------------------------------
+def replayed(dev) -> int:
+    return dev.stats()["replayed_calls"]
+
+
+def _tiny(dev, rng, shape=(2, 3, D)):
+    """Resident x, a resident table of random angles [N, D], and its float64 rotation of x."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    ang = rng.uniform(-3, 3, (shape[-2], D // 2))
+    table = np.stack([np.cos(ang), np.sin(ang)], -1).reshape(shape[-2], D).astype(np.float32)
+    re, im = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    want = np.stack([re * np.cos(ang) - im * np.sin(ang), re * np.sin(ang) + im * np.cos(ang)], -1).reshape(shape)
+    return dev.asarray(x), dev.asarray(table), want
+
+
+def test_a_repeated_resident_call_is_replayed_and_reads_the_arrays_data(make_device):
+    """The same DeviceArrays again: submitted as kept, without its front end, and it computes from what the
+    arrays hold now (written in between by other calls), into the poisoned `out` it returns."""
+    dev = make_device()
+    rng = np.random.default_rng(11)
+    dx, dt, want = _tiny(dev, rng)
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    assert dev.apply(dx, dt, out=out) is out
+    before = replayed(dev)
+    for step in range(6):
+        x = rng.standard_normal(dx.shape).astype(np.float32)
+        dev.apply(dev.asarray(x), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)  # x's new data
+        poison(dev, out)
+        assert dev.apply(dx, dt, out=out) is out
+        ang = np.arctan2(dt.get()[:, 1::2], dt.get()[:, 0::2]).astype(np.float64)
+        re, im = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+        want = np.stack([re * np.cos(ang) - im * np.sin(ang), re * np.sin(ang) + im * np.cos(ang)], -1)
+        close(out, want.reshape(x.shape))
+    assert replayed(dev) - before == 6
+    y = dev.apply(dx, dt, out=dx)  # in place: another call (its own arguments), kept in turn
+    assert y is dx and dev.apply(dx, dt, out=dx) is dx and replayed(dev) - before == 7
+
+
+def test_a_call_that_makes_its_result_is_never_replayed(make_device):
+    """out=None: each call returns a new array (a kept call would return the old one)."""
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(12))
+    ys = [dev.apply(dx, dt) for _ in range(3)]
+    assert ys[0] is not ys[1] and ys[1] is not ys[2] and replayed(dev) == 0
+    for y in ys:
+        close(y, want)
+
+
+def test_numpy_arguments_are_never_replayed(make_device):
+    """numpy x, out or table: data the call reads or writes on the host each time; every call runs in full."""
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(13))
+    x, t = dx.get(), dt.get()
+    out = np.full(x.shape, np.nan, np.float32)
+    for _ in range(3):
+        dev.apply(x, dt, out=out)
+        close(out, want)
+        out[:] = np.nan
+        dev.apply(x, t, out=out)
+        close(out, want)
+        out[:] = np.nan
+    assert replayed(dev) == 0
+
+
+def test_a_released_or_replaced_argument_is_the_front_ends_error(make_device):
+    """A kept call whose `out` was released fails as a first call would; a new array (which may take the old
+    one's id) is checked and run in full."""
+    dev = make_device()
+    rng = np.random.default_rng(14)
+    dx, dt, want = _tiny(dev, rng)
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    dev.apply(dx, dt, out=out)
+    dev.apply(dx, dt, out=out)
+    assert replayed(dev) == 1
+    out.release()
+    with pytest.raises(ValueError, match="^out is a released DeviceArray"):
+        dev.apply(dx, dt, out=out)
+    del out
+    out = dev.asarray(np.full(dx.shape, np.nan, np.float32))
+    assert dev.apply(dx, dt, out=out) is out
+    close(out, want)
+    assert replayed(dev) == 1
+    dev.close()
+    with pytest.raises(vkrope.DeviceClosedError, match="^x is a DeviceArray of a vkrope.Device that was closed"):
+        dev.apply(dx, dt, out=out)
+
+
+def test_arguments_that_differ_in_one_value_are_another_call(make_device):
+    """inverse, a spec of equal value but another object, keyword order: each its own call, each right."""
+    dev = make_device()
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((1, 3, D)).astype(np.float32)
+    dx, out = dev.asarray(x), dev.asarray(np.zeros_like(x))
+    pos = np.array([2, 5, 9])
+    spec = vkrope.RopeFreqs(D)
+    for inverse in (False, True, False, True):
+        poison(dev, out)
+        dev.apply(dx, spec, positions=pos, out=out, inverse=inverse)  # (numpy positions: in full each time)
+        close(out, rotated(x, -pos if inverse else pos))
+    table = dev.asarray(np.tile(np.array([0.0, 1.0], np.float32), (3, D // 2)))  # a quarter turn
+    quarter = np.stack([-x[..., 1::2], x[..., 0::2]], -1).reshape(x.shape).astype(np.float64)
+    for inverse in (False, True, False, True, True):
+        poison(dev, out)
+        dev.apply(dx, table, inverse=inverse, out=out)
+        close(out, -quarter if inverse else quarter)
+    poison(dev, out)
+    dev.apply(dx, table, out=out, inverse=False)
+    close(out, quarter)
+    assert replayed(dev) == 3  # (the third to fifth calls of the loop; keyword order is another key)
+
+
+def test_a_trim_forgets_kept_calls_and_they_come_back(make_device):
+    """Device.trim drops the recordings, and with them the kept calls: the next call runs in full, right."""
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(16))
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    dev.apply(dx, dt, out=out)
+    dev.trim()
+    poison(dev, out)
+    dev.apply(dx, dt, out=out)
+    close(out, want)
+    assert replayed(dev) == 0
+    poison(dev, out)
+    dev.apply(dx, dt, out=out)
+    close(out, want)
+    assert replayed(dev) == 1
+
+
+def test_threads_replaying_their_own_calls_stay_apart(make_device):
+    """Four threads, each its own arrays, each replaying its call: every result is its own."""
+    dev = make_device()
+    rng = np.random.default_rng(17)
+    work = [_tiny(dev, rng) for _ in range(4)]
+    outs = [dev.asarray(np.zeros(w[0].shape, np.float32)) for w in work]
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            dx, dt, want = work[i]
+            for _ in range(30):
+                dev.apply(dx, dt, out=outs[i])
+            close(outs[i], want)
+        except BaseException as exc:  # noqa: BLE001  (reported by the test)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and replayed(dev) >= 4 * 29
+
+
+def test_an_abandoned_devices_kept_calls_are_not_replayed(monkeypatch):
+    """A device abandoned after a timeout keeps its runtime (its memory is left to the driver): a kept call must
+    not be submitted to it again; the call fails as any call on a closed device does, naming its argument."""
+    import vkrope.owner as owner
+    import vkrope.vk.binding as b
+
+    dev = vkrope.Device()
+    dx, dt, _ = _tiny(dev, np.random.default_rng(18))
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    dev.apply(dx, dt, out=out)
+    dev.apply(dx, dt, out=out)
+    assert replayed(dev) == 1
+    real, left = b.wait_fence, [2]
+
+    def hung(*args):
+        if left[0]:
+            left[0] -= 1
+            raise vkrope.DeviceTimeoutError("vkWaitForFences failed with VK_TIMEOUT", "vkWaitForFences", "VK_TIMEOUT")
+        return real(*args)
+
+    monkeypatch.setattr(b, "wait_fence", hung)
+    with pytest.raises(vkrope.DeviceTimeoutError, match="still running after a second wait"):
+        dev.apply(dx, dt, out=out)
+    monkeypatch.setattr(b, "wait_fence", real)
+    assert dev.closed and dev._rt.kept_calls  # (abandoned: its runtime, and the kept call, are still there)
+    submitted = dev._rt.counts["submissions"]
+    with pytest.raises(vkrope.DeviceClosedError, match="^x is a DeviceArray of a vkrope.Device that was closed"):
+        dev.apply(dx, dt, out=out)
+    assert dev._rt.counts["submissions"] == submitted
+    ctx = owner._abandoned.pop()  # (here the work did finish: tidy up)
+    ctx.close()

@@ -48,5 +48,5 @@ def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
     have converted or copied them; the caller's memory is what an earlier
     job may write)."""
 
-    return [Tensor(name, a, tuple(a.shape), np.dtype(a.dtype), table=True) for name, a in given
-            if isinstance(a, (np.ndarray, DeviceArray))]
+    return [Tensor(name, a, a.shape, a.dtype, table=True) for name, a in given
+            if isinstance(a, (np.ndarray, DeviceArray))]  # (a numpy array's or DeviceArray's: a tuple and a dtype)

@@ -30,6 +30,9 @@ from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_interleaved"
+# The positions table of a call without positions (the kernel reads none: one word to bind).
+NO_POSITIONS = np.zeros(1, np.int32)
+NO_POSITIONS.flags.writeable = False
 
 
 @dataclass
@@ -311,9 +314,9 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             continue
         if kind in ("whole", "window"):
             _, r0, r1, t0, t1 = seg
-            pos = req.positions[t0:t1] if req.positions is not None else np.zeros(1, np.int32)
+            pos = req.positions[t0:t1] if req.positions is not None else NO_POSITIONS
             if not isinstance(freqs, np.ndarray):  # a resident table: bound where it is
-                row = 2 * (req.channels // 2) * np.dtype(freqs.dtype).itemsize
+                row = 2 * (req.channels // 2) * freqs.dtype.itemsize
                 w = fit.window(freqs.resource, 0, req.n_freq_rows, row) if kind == "whole" else fit.window(
                     freqs.resource, r0, r1, row)
                 out.append((w, np.ascontiguousarray(pos, dtype=np.int32)))

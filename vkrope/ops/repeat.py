@@ -44,25 +44,41 @@ _OBJECTS = (DeviceArray, FrequencySpec, ModelRope, YaRN)
 MAX_KEPT = 512
 
 
-def _key(args: tuple, objects: list[Any]) -> tuple | None:
+def key_of(args: tuple, objects: list[Any]) -> tuple | None:
     """What identifies these arguments (collecting the objects kept by identity into `objects`), or None when one
     of them cannot be kept."""
     parts: list[Any] = []
     for a in args:
-        if isinstance(a, _OBJECTS):
+        t = type(a)
+        if t is DeviceArray:  # (the usual kinds first, by their exact type)
+            objects.append(a)
+            parts.append(id(a))
+        elif t is bool or t is str or a is None:
+            parts.append((t, a))
+        elif isinstance(a, _OBJECTS):
             objects.append(a)
             parts.append(id(a))
         elif isinstance(a, _VALUES):
             # (0.0 and -0.0 are equal: the key tells them apart by their text)
             parts.append((type(a), a) if a or not isinstance(a, (float, np.floating)) else (type(a), a, repr(a)))
         elif type(a) is tuple:
-            inner = _key(a, objects)
+            inner = key_of(a, objects)
             if inner is None:
                 return None
             parts.append(inner)
         else:
             return None
     return tuple(parts)
+
+
+def _alive(refs: tuple[weakref.ref, ...]) -> bool:
+    """Every kept object alive (so those of the same ids are they: an id is reused only after its object died),
+    and every DeviceArray among them usable (else the check runs again, and its error is the front end's)."""
+    for r in refs:
+        a = r()
+        if a is None or (isinstance(a, DeviceArray) and a.state != "live"):
+            return False
+    return True
 
 
 class Structures(Generic[S]):
@@ -78,13 +94,11 @@ class Structures(Generic[S]):
 
     def __call__(self, *args: Any) -> S:
         objects: list[Any] = []
-        key = _key(args, objects)
+        key = key_of(args, objects)
         if key is None:
             return self._check(*args)
         hit = self._kept.get(key)
-        # The same ids with every kept object alive: the same objects (an id is reused only after its object died).
-        if hit is not None and all(r() is not None for r in hit[0]) and all(
-                a.state == "live" for a in objects if isinstance(a, DeviceArray)):
+        if hit is not None and _alive(hit[0]):
             return hit[1]
         structure = self._check(*args)
         refs = tuple(weakref.ref(a) for a in objects)
@@ -103,4 +117,4 @@ class Structures(Generic[S]):
         return len(self._kept)
 
 
-__all__ = ["Structures", "MAX_KEPT"]
+__all__ = ["Structures", "MAX_KEPT", "key_of"]

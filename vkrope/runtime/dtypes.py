@@ -55,6 +55,8 @@ def table_dtype(x_dtype: Any, *table_dtypes: Any) -> str:
     """The dtype a kernel reads a table in beside x: x's 16-bit dtype when
     every table has it (read as it is), else float32 (converted on the host)."""
     x = np.dtype(x_dtype)
+    if x.itemsize != 2:  # (float32 x, the usual case, decided without comparing dtypes)
+        return "float32"
     same = is_16bit(x) and all(np.dtype(t) == x for t in table_dtypes)
     return x.name if same else "float32"
 
@@ -66,7 +68,8 @@ def is_fp8(dtype: Any) -> bool:
 
 def is_16bit(dtype: Any) -> bool:
     """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
-    return np.dtype(dtype) in (FLOAT16, BFLOAT16)
+    d = np.dtype(dtype)
+    return d.itemsize == 2 and d in (FLOAT16, BFLOAT16)
 
 
 __all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",

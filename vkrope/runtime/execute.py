@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureError, VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
+from .array import DeviceArray
 from .arrays import copy_steps, free_resource, new_resource
 from .engine import MIN_BUFFER, Runtime
 from . import imports as kept_imports
@@ -109,13 +111,14 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     for req, outs in calls:
         if req.empty:
             continue
-        sizes = _staged_sizes(rt, req, outs)
+        numpy = [t for t in moved(req) if isinstance(_value_of(t, outs), np.ndarray)]
+        sizes = _staged_sizes(rt, numpy, outs) if numpy else []
         if sum(sizes) > budget:
             flush()
             t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
             seconds = t if seconds is None else seconds + (t or 0.0)
             continue
-        imaged = _numpy_images(req, outs)
+        imaged = int(any(t.storage == "texture3d" for t in numpy))  # (such a call takes an image slot)
         if used + sum(sizes) > budget or images + imaged > IMAGE_JOBS:
             flush()
         group.append(Job(req, plan_for(rt, op, req), outs))
@@ -127,16 +130,16 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
 
 def _numpy_images(req: Any, outs: dict[str, Any]) -> int:
     """1 when the call has a texture3d numpy tensor (it takes an image slot), else 0."""
-    return int(any(t.storage == "texture3d" and isinstance(outs[t.name] if t.writes else t.value, np.ndarray)
-                   for t in moved(req)))
+    return int(any(t.storage == "texture3d" and isinstance(_value_of(t, outs), np.ndarray) for t in moved(req)))
 
 
-def _staged_sizes(rt: Runtime, req: Any, outs: dict[str, Any]) -> list[int]:
-    """The bytes each numpy tensor of a call takes in the arena (an image's
-    packed texels for texture3d: more than the values when rows fold)."""
+def _staged_sizes(rt: Runtime, numpy: list[Tensor], outs: dict[str, Any]) -> list[int]:
+    """The bytes each numpy tensor of a call (`numpy`: its moved tensors
+    whose values are numpy arrays) takes in the arena (an image's packed
+    texels for texture3d: more than the values when rows fold)."""
     return [image_bytes(tensor_extent(t.shape, rt.limits.max_image_dimension_3d), v.itemsize)
             if t.storage == "texture3d" else padded_bytes(v.size, v.itemsize)
-            for t in moved(req) for v in [outs[t.name] if t.writes else t.value] if isinstance(v, np.ndarray)]
+            for t in numpy for v in [_value_of(t, outs)]]
 
 
 def _run_blocks(rt: Runtime, op: Operator, req: Any, outs: dict[str, Any], limit: int, want_time: bool) -> float | None:
@@ -288,8 +291,14 @@ class Prepared:
 
 
 def _value(job: Job, t: Tensor) -> Any:
-    """Tensor `t`'s value in this call: its output (a moved tensor it writes), or what was passed."""
-    return job.outs[t.name] if t.writes and not t.table else t.value
+    """Tensor `t`'s value in this job."""
+    return _value_of(t, job.outs)
+
+
+def _value_of(t: Tensor, outs: dict[str, Any]) -> Any:
+    """Tensor `t`'s value in a call whose outputs are `outs`: its output (a moved tensor it writes), or what was
+    passed."""
+    return outs[t.name] if t.writes and not t.table else t.value
 
 
 def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
@@ -356,6 +365,78 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
         segs = tuple(tuple(a if isinstance(a, Arg) else a.nbytes for a in seg) for seg in job_tables)
         parts.append((job.plan, tuple(tensors), segs))
     return tuple(parts)
+
+
+# --- whole calls kept: a call that repeats its very arguments -----------------------
+# Calls kept per runtime; past that the memo starts again.
+MAX_KEPT_CALLS = 256
+
+
+@dataclass(frozen=True)
+class KeptCall:
+    """A call whose every tensor was a DeviceArray it was given, kept to be
+    submitted again as it is: the objects its arguments were keyed by
+    (weakly: a kept call keeps nothing alive), its kept layout (`hot_key`),
+    its tables (they follow from the arguments alone), and which of those
+    objects it returned."""
+
+    refs: tuple[weakref.ref, ...]
+    hot: tuple
+    tables: list[list[Any]]
+    result: int
+
+
+def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: Any, result: Any) -> None:
+    """After a call of one request ran (under the device's lock, as every
+    use of the runtime): keep it under `key` (what identifies
+    its arguments, `objects` those kept by identity, ops/repeat.py) when
+    every tensor it moves was a DeviceArray given to it, it returned one of
+    them, and its layout is kept; else nothing."""
+    which = next((i for i, o in enumerate(objects) if o is result), None)
+    if which is None or req.empty or any(isinstance(o, DeviceArray) and o.state != "live" for o in objects):
+        return  # (another thread may have released an argument once the call was done)
+    outs = {}
+    for t in moved(req):
+        if t.value is None or isinstance(t.value, np.ndarray):
+            return  # (an output made for the call, or numpy data: every call has its own)
+        if t.writes:
+            outs[t.name] = t.value
+    plan = plan_for(rt, op, req)
+    tables = [op.tables(req, plan)]
+    hot = hot_key(rt, op, [Job(req, plan, outs)], tables)
+    if hot is None or hot not in rt.prepared:
+        return
+    if len(rt.kept_calls) >= MAX_KEPT_CALLS:
+        rt.kept_calls.clear()
+    rt.kept_calls[key] = KeptCall(tuple(weakref.ref(o) for o in objects), hot, tables, which)
+
+
+def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
+    """Submit again the call kept under `key`, when there is one, every
+    object it was made from is alive (so `objects`, of the same ids, are
+    they), every DeviceArray among them usable (they are this runtime's: the
+    call that was kept checked it, and an array never changes device), and
+    its layout still kept: (True, its result). Else (False, None): the call
+    is checked and run as any other (and fails as any other would)."""
+    kept = rt.kept_calls.get(key)
+    if kept is None:
+        return False, None
+    for r in kept.refs:
+        a = r()
+        if a is None or (isinstance(a, DeviceArray) and a.state != "live"):
+            return False, None
+    prepared = rt.prepared.get(kept.hot)
+    if prepared is None:
+        return False, None
+    rt.prepared.move_to_end(kept.hot)
+    rt.imports.begin_call()
+    try:
+        prepared.submit(rt, [], kept.tables, False, cache=True)  # (no numpy tensor: nothing of a job is read)
+    finally:
+        _release(rt, [], [])
+    rt.counts["hot_calls"] += 1
+    rt.counts["replayed_calls"] += 1
+    return True, objects[kept.result]
 
 
 def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
@@ -617,4 +698,5 @@ def _prefault(a: np.ndarray) -> None:
         _madvise(start, a.ctypes.data + a.nbytes - start, _MADV_POPULATE_WRITE)
 
 
-__all__ = ["IMPORT_MIN_BYTES", "Job", "run", "run_jobs", "plan_for", "allocation_limit", "moved"]
+__all__ = ["IMPORT_MIN_BYTES", "Job", "run", "run_jobs", "plan_for", "allocation_limit", "moved", "keep_call",
+           "replay", "KeptCall"]
