@@ -724,8 +724,6 @@ MUTATIONS = [
     Mutation("replay: the kept call not checked after an argument was released meanwhile", "vkrope/runtime/execute.py",
              'if which is None or req.empty or any(isinstance(o, DeviceArray) and o.state != "live" for o in objects):',
              "if which is None or req.empty:"),
-    Mutation("replay: a closed device's calls replayed", "vkrope/device.py",
-             "(False, None) if self.closed else self._guarded(", "self._guarded("),
     Mutation("kept structures: -0.0 taken for 0.0", "vkrope/ops/repeat.py",
              "parts.append((type(a), a) if a or not isinstance(a, (float, np.floating)) else (type(a), a, repr(a)))",
              "parts.append((type(a), a))"),

@@ -103,8 +103,8 @@ class Device(DeviceMemory):
         if key is not None:
             key = (front_end, key)
             with self._lock:
-                # (closed: the front end's checks come first, as for any call)
-                done, kept = (False, None) if self.closed else self._guarded(execute.replay, self._rt, key, objects)
+                # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
+                done, kept = self._guarded(execute.replay, self._rt, key, objects)
                 if done:
                     return cast(R, kept)  # (the result of the call that was kept: of its kind)
         call = front_end(*args, **kwargs)

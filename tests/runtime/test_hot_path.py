@@ -485,7 +485,8 @@ def test_threads_replaying_their_own_calls_stay_apart(make_device):
 
 def test_an_abandoned_devices_kept_calls_are_not_replayed(monkeypatch):
     """A device abandoned after a timeout keeps its runtime (its memory is left to the driver): a kept call must
-    not be submitted to it again; the call fails as any call on a closed device does, naming its argument."""
+    not be submitted to it again (its arrays are not alive); the call fails as any call on a closed device does,
+    naming its argument."""
     import vkrope.owner as owner
     import vkrope.vk.binding as b
 
@@ -514,3 +515,45 @@ def test_an_abandoned_devices_kept_calls_are_not_replayed(monkeypatch):
     assert dev._rt.counts["submissions"] == submitted
     ctx = owner._abandoned.pop()  # (here the work did finish: tidy up)
     ctx.close()
+
+
+def test_a_kept_call_whose_layout_was_dropped_runs_in_full(make_device):
+    """More layouts than are kept (execute.MAX_PREPARED) push a kept call's out: it is laid out and run again,
+    right, not submitted with another's layout."""
+    from vkrope.runtime import execute
+
+    dev = make_device()
+    rng = np.random.default_rng(19)
+    dx, dt, want = _tiny(dev, rng)
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    dev.apply(dx, dt, out=out)
+    others = [_tiny(dev, rng, (1, n, D)) for n in range(1, execute.MAX_PREPARED + 3)]
+    for ox, ot, _ in others:
+        dev.apply(ox, ot, out=ox)
+    poison(dev, out)
+    before = replayed(dev)
+    dev.apply(dx, dt, out=out)
+    close(out, want)
+    assert replayed(dev) == before
+
+
+def test_an_argument_released_once_the_call_is_done_is_not_kept(make_device, monkeypatch):
+    """Another thread may release an argument between the call's end and its keeping (both under the device's
+    lock, taken twice): the call's result stands, nothing is kept, the next call is refused by name."""
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(20))
+    out = dev.asarray(np.zeros(dx.shape, np.float32))
+    real = dev._call
+
+    def call_then_release(call):
+        result = real(call)
+        dt.release()  # (as another thread could, once the lock is free)
+        return result
+
+    monkeypatch.setattr(dev, "_call", call_then_release)
+    assert dev.apply(dx, dt, out=out) is out
+    close(out, want)
+    assert not dev._rt.kept_calls
+    monkeypatch.setattr(dev, "_call", real)
+    with pytest.raises(ValueError, match="^freqs is a released DeviceArray"):
+        dev.apply(dx, dt, out=out)
