@@ -7,9 +7,9 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import Callable, ParamSpec, TypeVar
+from typing import Any, Callable, ParamSpec, TypeVar, cast
 
-from .device import Device
+from .device import Device, kept_key
 from .errors import DeviceClosedError
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
@@ -55,7 +55,14 @@ def on_default(front_end: Callable[P, Call[R]]) -> Callable[P, R]:
     """A front end's public operation as a module function on the default
     device. Its signature and docstring are the front end's."""
     def function(*args: P.args, **kwargs: P.kwargs) -> R:
-        return _on_default(front_end(*args, **kwargs))
+        objects: list[Any] = []
+        key = kept_key(front_end, args, kwargs, objects)
+        dev = _default  # (none is made before the arguments are checked)
+        if dev is not None:
+            done, kept = dev._replay(key, objects)
+            if done:
+                return cast(R, kept)  # (the result of the call that was kept: of its kind)
+        return _on_default(front_end(*args, **kwargs), key, objects)
 
     bind(function, front_end, __name__, front_end.__name__)
     return function
@@ -71,7 +78,7 @@ rope_and_cache = on_default(decode.rope_and_cache)
 shift_cache = on_default(shift.shift_cache)
 
 
-def _on_default(call: Call[R]) -> R:
+def _on_default(call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
     """A checked call (so a bad argument is a TypeError / ValueError even on
     a machine without Vulkan) run on the default device. When the default
     device is closed while the call waits for it (another thread's
@@ -80,7 +87,7 @@ def _on_default(call: Call[R]) -> R:
     for attempt in range(2):
         dev = default_device()
         try:
-            return dev._call(call)
+            return dev._call(call, key, objects)
         except DeviceClosedError:
             if attempt or not dev.closed:  # (an argument's device was closed, not this one)
                 raise

@@ -99,25 +99,30 @@ class Device(DeviceMemory):
         any other is checked by its front end and run, and kept for next
         time when it can be."""
         objects: list[Any] = []
-        key = key_of((args, tuple(kwargs.items())), objects)
-        if key is not None:
-            key = (front_end, key)
-            with self._lock:
-                # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
-                done, kept = self._guarded(execute.replay, self._rt, key, objects)
-                if done:
-                    return cast(R, kept)  # (the result of the call that was kept: of its kind)
-        call = front_end(*args, **kwargs)
-        result = self._call(call)
-        if key is not None and len(call.requests) == 1:
+        key = kept_key(front_end, args, kwargs, objects)
+        done, kept = self._replay(key, objects)
+        if done:
+            return cast(R, kept)  # (the result of the call that was kept: of its kind)
+        return self._call(front_end(*args, **kwargs), key, objects)
+
+    def _replay(self, key: tuple | None, objects: list[Any]) -> tuple[bool, Any]:
+        """(True, its result) when the call kept under `key` was submitted again; else (False, None)."""
+        if key is None:
+            return False, None
+        with self._lock:
+            # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
+            return self._guarded(execute.replay, self._rt, key, objects)  # type: ignore[no-any-return]
+
+    def _call(self, call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
+        """A checked public call (ops/call.py) run on this device; kept under
+        `key` (`kept_key`, its arguments kept by identity in `objects`) when it
+        can be (execute.keep_call)."""
+        result = call.result(self._run(call.kernel, [_Job(r) for r in call.requests]))
+        if key is not None and objects is not None and len(call.requests) == 1:
             with self._lock:
                 if not self.closed:
                     execute.keep_call(self._rt, key, objects, call.kernel, call.requests[0], result)
         return result
-
-    def _call(self, call: Call[R]) -> R:
-        """A checked public call (ops/call.py) run on this device."""
-        return call.result(self._run(call.kernel, [_Job(r) for r in call.requests]))
 
     def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
@@ -125,8 +130,10 @@ class Device(DeviceMemory):
         name. Every public operator comes through here.
 
         From the tensors each request declares: each DeviceArray is checked
-        before any GPU work and again under the device lock (another thread
-        may have released it, or closed its device, in between); the
+        under the device lock before any GPU work (a batch of several jobs
+        also before the lock, so that no job runs when a later one is bad;
+        another thread may release an array, or close its device, in
+        between: the check under the lock decides); the
         declaration itself is checked (values as declared, no two outputs of
         one job on one memory); and a job that reads numpy memory an
         earlier job writes starts a new submission, after that job's result
@@ -224,6 +231,13 @@ class Device(DeviceMemory):
                         raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
                                          "pass separate arrays")
                 written.append((t.name, v))
+
+
+def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any], objects: list[Any]) -> tuple | None:
+    """What a call of `front_end` is kept under: the operation and its arguments (ops/repeat.py's `key_of`,
+    collecting those kept by identity into `objects`); None when it cannot be kept."""
+    key = key_of((args, tuple(kwargs.items())), objects)
+    return None if key is None else (front_end, key)
 
 
 @dataclass

@@ -103,8 +103,12 @@ def test_kept_structures_keep_no_array_alive(make_device):
     q = dev.asarray(np.ones((1, 2, 1, D), np.float32))
     dev.rope_and_cache(q, np.ones((1, 1, 1, D), np.float32), np.ones((1, 1, 1, D), np.float32), kc, vc,
                        vkrope.RopeFreqs(D), np.array([[3]]))
-    refs = [weakref.ref(a) for a in (x, t, out, kc, vc, q)]
-    del x, t, out, kc, vc, q
+    table = weakref.ref(t)
+    del t  # (alone first: the others alive, their entries kept, must not hold it)
+    gc.collect()
+    assert table() is None
+    refs = [weakref.ref(a) for a in (x, out, kc, vc, q)]
+    del x, out, kc, vc, q
     gc.collect()
     assert all(r() is None for r in refs)
 
@@ -121,6 +125,7 @@ def test_a_repeated_resident_apply_checks_its_structure_once(make_device, monkey
     out = dev.asarray(np.full(x.shape, np.nan, np.float32))
     for _ in range(5):
         dev.apply(dev.asarray(np.full(x.shape, np.nan, np.float32)), dt, out=out)  # (poison: its own structure)
+        dev._rt.kept_calls.clear()  # (else the call is replayed whole, and its front end not called at all)
         dev.apply(dx, dt, out=out)
         c, s = np.cos(ang), np.sin(ang)
         re, im = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
@@ -256,3 +261,39 @@ def test_a_model_rope_resolves_at_every_call(make_device):
         kept = out.get()
         dev.rope_and_cache(q, kv, kv, kc, vc, rope.freqs(pos), pos, out=out)
         np.testing.assert_array_equal(out.get(), kept)
+
+
+def test_entries_go_with_their_arrays(make_device):
+    """A structure (holding, say, an [N] row table) and a kept call are dropped when an array they were made from
+    dies, not when the memo fills."""
+    dev = make_device()
+    sam2._structures.clear()
+    t = dev.asarray(np.ones((16, 4), np.float32))
+    for _ in range(3):
+        x = dev.asarray(np.ones((1, 4096, 4), np.float32))
+        dev.apply(x, t, out=x, repeat=256)
+        assert len(sam2._structures) == 1 and len(dev._rt.kept_calls) == 1
+        del x
+        gc.collect()
+        assert len(sam2._structures) == 0 and len(dev._rt.kept_calls) == 0
+
+
+def test_the_operation_is_part_of_the_key(make_device):
+    """Two operations given the very same arguments are two calls: neither replays the other."""
+    from vkrope.device import operation
+
+    def apply_inverse(x: vkrope.DeviceArray, freqs: vkrope.DeviceArray, *,
+                      out: vkrope.DeviceArray | None = None) -> "sam2.Call[vkrope.DeviceArray]":
+        """apply with inverse=True (a second operation, for this test)."""
+        return sam2.apply(x, freqs, out=out, inverse=True)
+
+    inverse = operation(apply_inverse)
+    dev = make_device()
+    x = np.random.default_rng(9).standard_normal((1, 2, D)).astype(np.float32)
+    dx, out = dev.asarray(x), dev.asarray(np.zeros_like(x))
+    dt = dev.asarray(np.tile(np.array([0.0, 1.0], np.float32), (2, D // 2)))  # a quarter turn
+    quarter = np.stack([-x[..., 1::2], x[..., 0::2]], -1).reshape(x.shape)
+    for _ in range(3):
+        np.testing.assert_array_equal(dev.apply(dx, dt, out=out).get(), quarter)
+        np.testing.assert_array_equal(inverse(dev, dx, dt, out=out).get(), -quarter)
+    assert dev.stats()["replayed_calls"] == 4

@@ -604,11 +604,11 @@ def test_the_module_functions_survive_close_default_device_from_another_thread(m
     real = vkrope.Device._call  # the path of every operation, Device method or module function
     closed = []
 
-    def racing(self, call):
+    def racing(self, call, *kept):
         if not closed:
             closed.append(self)
             vkrope.close_default_device()
-        return real(self, call)
+        return real(self, call, *kept)
 
     monkeypatch.setattr(vkrope.Device, "_call", racing)
     y = vkrope.apply(x, f)

@@ -12,6 +12,7 @@ import numpy as np
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 
+
 class TensorRequest:
     """What every operator's request says about its tensor `x` (a numpy
     array or DeviceArray): the shape and dtype of x and of the result."""

@@ -81,7 +81,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """q, k, v read; the caches updated in place; the rotated q written
         (a DeviceArray when q is one); the caller's tables for ordering."""
-
         kshape = tuple(self.k.shape)
         cdt = np.dtype(self.k_cache.dtype)
         return [Tensor("q", self.x, self.shape, self.dtype, READ),
@@ -332,7 +331,6 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
     """Per segment: the (cos, sin) rows it binds (numpy, or windows of the
     resident caches; generated: the columns table), its tokens and the norm
     weights."""
-
     row_t = 4 * req.rot_half
     weights = np.ascontiguousarray(req.weights).reshape(-1) if req.weights is not None else _no_weights(pl.head_dim)
     out = []

@@ -71,7 +71,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; freqs and positions as the caller
         passed them, tables this op encodes."""
-
         return [Tensor("x", self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
                 Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,
                        on_device=isinstance(self.x, DeviceArray))]
@@ -327,7 +326,8 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             rows = req.row_of[t0:t1]
             pos = np.full(t1 - t0, -1, np.int32)
             if kind == "tokens":  # a row per token, in token order
-                f = freqs[np.maximum(rows, 0)]
+                # (no rows at all: every token passes through, and reads none)
+                f = freqs[np.maximum(rows, 0)] if len(freqs) else freqs[:0]
                 pos[rows >= 0] = np.flatnonzero(rows >= 0)
             else:  # the distinct rows, renumbered
                 keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)

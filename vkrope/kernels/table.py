@@ -92,7 +92,6 @@ class Request(TensorRequest):
     def declare(self) -> list[Tensor]:
         """x and out, moved by the runtime; the caller's cos / sin tables (and
         position ids), which this op encodes."""
-
         return [Tensor(self.x_name, self.x, self.shape, self.dtype, READ, self.storage), *given_tables(self.given),
                 Tensor("out", self.out, self.shape, self.dtype, WRITE, self.storage,
                        on_device=isinstance(self.x, DeviceArray))]

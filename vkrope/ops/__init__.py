@@ -36,18 +36,24 @@ def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head
     spec's), its head dim the call's (`head_dim`). Other values come back
     as they are."""
     if isinstance(spec, ModelRope):
-        check_model_head(spec, head_dim, name)
-        if interleaved is not None and spec.interleaved != interleaved:
-            have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
-            call = "interleaved" if interleaved else "rotate-half"
-            raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
-                             f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
-                             "spec's own)")
-        if spec.mrope_section is not None:
-            raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
-                             "[3, B, S]: use vkrope.apply_rotary_pos_emb")
+        check_model(name, spec, interleaved, head_dim)
         spec = spec.freqs(None if positions is None else np.asarray(positions))
     if isinstance(spec, InvFreqs) and spec.mrope:
         raise ValueError(f"{name}: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
                          "vkrope.apply_rotary_pos_emb")
     return spec
+
+
+def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -> None:
+    """What `resolve` checks of a `ModelRope` before any position: its head
+    dim, its pairs (`interleaved`; None: any), one position axis."""
+    check_model_head(spec, head_dim, name)
+    if interleaved is not None and spec.interleaved != interleaved:
+            have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
+            call = "interleaved" if interleaved else "rotate-half"
+            raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
+                             f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
+                             "spec's own)")
+    if spec.mrope_section is not None:
+        raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
+                         "[3, B, S]: use vkrope.apply_rotary_pos_emb")

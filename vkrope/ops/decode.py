@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
-from . import resolve
+from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, check_positions, is_position_spec
 from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, REAL_SCALARS, TENSOR_DTYPES, is_fp8
@@ -124,7 +124,8 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
     TypeError / ValueError naming the argument. The call's structure is
     checked once for arguments that repeat (ops/repeat.py), then its
-    positions and slots."""
+    positions and slots (so with several bad arguments, the error names one
+    of the structure's first)."""
     st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, q_norm, k_norm, norm_plus_one,
                      eps, k_scale, v_scale, out)
     pos = _ints("position_ids", position_ids, (st.b, st.s))
@@ -182,7 +183,7 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     v_cache = _value_cache(k_cache, v_cache)
     interleaved = _pairing(interleaved)
     rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
-    kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, d)
+    kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, interleaved, d)
     weights = _norm_weights(q_norm, k_norm, d)
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
@@ -262,12 +263,13 @@ def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, slots: Any) -> np.ndar
     return np.where(sl >= 0, sl * st.hk, -1)
 
 
-def _frequency_kind(freqs: Any, d: int) -> tuple[str, Any, int, int, bool]:
+def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, int, int, bool]:
     """(kind, the lowered spec, cos / sin rows, rotary width, gathered on the host) of a call's freqs: "resolve"
     (a ModelRope: the model's frequencies for each call's positions, one axis), "spec" (an InvFreqs or RopeFreqs,
     computed in the shader: each token's word from its position) or "tables" ((cos, sin) rows, gathered on the
     host when both are numpy)."""
     if isinstance(freqs, ModelRope):
+        check_model("freqs", freqs, interleaved, d)  # (its frequencies follow the positions: resolved per call)
         return "resolve", None, 0, 0, False
     if isinstance(freqs, InvFreqs):
         freqs = resolve("freqs", freqs, None, None, d)  # (an InvFreqs depends on no position: M-RoPE refused)

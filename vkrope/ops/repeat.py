@@ -17,36 +17,40 @@ tuples of them; None, bools, numbers and strings by value. A numpy array
 any other argument makes the call check everything, as before.
 
 The kept structures hold weak references to those arguments, never strong
-ones (a DeviceArray the caller drops gives its memory back as it did), and
-a structure must hold none of them either: the per-call part is given the
-arguments again.
+ones, and an entry goes when the first of its objects dies (a DeviceArray
+the caller drops gives its memory back as it did, and whatever its
+structure held goes with it). A structure must hold no DeviceArray either:
+the per-call part is given the arguments again. It may hold a spec (a
+small immutable host object, which its lowering and plans hold too).
 """
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any, Callable, Generic, TypeVar
 
 import numpy as np
 
-from ..freqs import FrequencySpec, YaRN
+from ..freqs import FrequencySpec
 from ..models import ModelRope
-from ..runtime.array import DeviceArray
+from ..runtime.array import DeviceArray, all_usable, weak_refs
 
 S = TypeVar("S")
 # Kept by value: immutable, and equal only to values of their own type here (the key holds the type).
 _VALUES = (type(None), bool, int, float, str, np.bool_, np.integer, np.floating)
 # Kept by identity: nothing checked about them can change while they live.
-_OBJECTS = (DeviceArray, FrequencySpec, ModelRope, YaRN)
+_OBJECTS = (DeviceArray, FrequencySpec, ModelRope)
 # Structures kept per front end; past that the memo starts again (a model has at most a few hundred layers, each
 # with its own caches).
 MAX_KEPT = 512
+# Tuples kept inside tuples, at most (a call's keywords and a (cos, sin) pair are two deep).
+MAX_DEPTH = 4
 
 
-def key_of(args: tuple, objects: list[Any]) -> tuple | None:
+def key_of(args: tuple, objects: list[Any], depth: int = 0) -> tuple | None:
     """What identifies these arguments (collecting the objects kept by identity into `objects`), or None when one
-    of them cannot be kept."""
+    of them cannot be kept (tuples nested past MAX_DEPTH: no signature nests so deep, and the front end's own
+    check names the argument)."""
     parts: list[Any] = []
     for a in args:
         t = type(a)
@@ -61,24 +65,14 @@ def key_of(args: tuple, objects: list[Any]) -> tuple | None:
         elif isinstance(a, _VALUES):
             # (0.0 and -0.0 are equal: the key tells them apart by their text)
             parts.append((type(a), a) if a or not isinstance(a, (float, np.floating)) else (type(a), a, repr(a)))
-        elif type(a) is tuple:
-            inner = key_of(a, objects)
+        elif type(a) is tuple and depth < MAX_DEPTH:
+            inner = key_of(a, objects, depth + 1)
             if inner is None:
                 return None
             parts.append(inner)
         else:
             return None
     return tuple(parts)
-
-
-def _alive(refs: tuple[weakref.ref, ...]) -> bool:
-    """Every kept object alive (so those of the same ids are they: an id is reused only after its object died),
-    and every DeviceArray among them usable (else the check runs again, and its error is the front end's)."""
-    for r in refs:
-        a = r()
-        if a is None or (isinstance(a, DeviceArray) and a.state != "live"):
-            return False
-    return True
 
 
 class Structures(Generic[S]):
@@ -90,7 +84,6 @@ class Structures(Generic[S]):
     def __init__(self, check: Callable[..., S]) -> None:
         self._check = check
         self._kept: dict[tuple, tuple[tuple[weakref.ref, ...], S]] = {}
-        self._lock = threading.Lock()  # (only around the dict's changes: the checks run outside it)
 
     def __call__(self, *args: Any) -> S:
         objects: list[Any] = []
@@ -98,20 +91,19 @@ class Structures(Generic[S]):
         if key is None:
             return self._check(*args)
         hit = self._kept.get(key)
-        if hit is not None and _alive(hit[0]):
+        # (a DeviceArray no longer live: checked again, so the error is the front end's own)
+        if hit is not None and all_usable(hit[0]):
             return hit[1]
         structure = self._check(*args)
-        refs = tuple(weakref.ref(a) for a in objects)
-        with self._lock:
-            if len(self._kept) >= MAX_KEPT:
-                self._kept.clear()
-            self._kept[key] = (refs, structure)
+        if len(self._kept) >= MAX_KEPT:
+            self._kept.clear()
+        # (each dict operation is atomic: threads need no lock, and the forgetting may run in any of them)
+        self._kept[key] = (weak_refs(objects, lambda: self._kept.pop(key, None)), structure)
         return structure
 
     def clear(self) -> None:
         """Forget every kept structure."""
-        with self._lock:
-            self._kept.clear()
+        self._kept.clear()
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -31,7 +31,8 @@ COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
           positions: Any = None, storage: Any = "auto") -> Request:
     """Validate every argument of `apply` and return the normalised `Request`: the call's structure (checked
-    once for arguments that repeat, ops/repeat.py), then its positions."""
+    once for arguments that repeat, ops/repeat.py), then its positions (so with several bad arguments, the
+    error names one of the structure's first)."""
     st = _structures(x, freqs, out, inverse, repeat, exclude_last, positions is None, storage)
     pos32: np.ndarray | None = None
     row_of: Any = st.row_of  # (None only with positions)
@@ -159,7 +160,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         return f"{size} values in shape {shape}, {what()}"
 
     if isinstance(freqs, DeviceArray):
-        return freqs, rows, form
+        # (an empty one has no memory to bind: its rows, none, as an empty numpy table)
+        return (freqs if freqs.size else np.zeros((0, half if per_row else 0, 2), freqs.dtype)), rows, form
     if freqs.dtype in COMPLEX_FREQS_DTYPES:
         c = freqs.reshape(rows, half) if per_row else freqs.reshape(0, 0)
         pairs_dtype = np.float64 if freqs.dtype == np.complex128 else np.float32

@@ -7,7 +7,8 @@ release; it imports nothing of vkrope's."""
 from __future__ import annotations
 
 import math
-from typing import Any
+import weakref
+from typing import Any, Callable
 
 import numpy as np
 
@@ -132,3 +133,20 @@ class DeviceArray:
     def __repr__(self) -> str:
         state = {"live": "", "released": ", released", "closed": ", device closed"}[self.state]
         return f"<vkrope.DeviceArray shape={self.shape} dtype={self.dtype} storage={self.storage}{state}>"
+
+
+# --- objects a memo keeps by identity (ops/repeat.py's structures, runtime/execute.py's kept calls) ---------
+def weak_refs(objects: list[Any], forget: Callable[[], object]) -> tuple[weakref.ref, ...]:
+    """Weak references to `objects`; `forget()` runs when the first of them dies (a memo entry is dropped with its
+    objects, not kept until the memo fills: it may hold a call's tables)."""
+    return tuple(weakref.ref(o, lambda _: forget()) for o in objects)
+
+
+def all_usable(refs: tuple[weakref.ref, ...]) -> bool:
+    """Every referenced object alive (so objects of the same ids are they: an id is reused only after its object
+    died), and every DeviceArray among them live (not released, its device open)."""
+    for r in refs:
+        a = r()
+        if a is None or (isinstance(a, DeviceArray) and a.state != "live"):
+            return False
+    return True

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-import weakref
+import weakref  # (KeptCall's references)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureError, VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
-from .array import DeviceArray
+from .array import all_usable, weak_refs
 from .arrays import copy_steps, free_resource, new_resource
 from .engine import MIN_BUFFER, Runtime
 from . import imports as kept_imports
@@ -118,7 +118,7 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
             t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
             seconds = t if seconds is None else seconds + (t or 0.0)
             continue
-        imaged = int(any(t.storage == "texture3d" for t in numpy))  # (such a call takes an image slot)
+        imaged = _numpy_images(numpy)
         if used + sum(sizes) > budget or images + imaged > IMAGE_JOBS:
             flush()
         group.append(Job(req, plan_for(rt, op, req), outs))
@@ -128,9 +128,10 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     return seconds
 
 
-def _numpy_images(req: Any, outs: dict[str, Any]) -> int:
-    """1 when the call has a texture3d numpy tensor (it takes an image slot), else 0."""
-    return int(any(t.storage == "texture3d" and isinstance(_value_of(t, outs), np.ndarray) for t in moved(req)))
+def _numpy_images(numpy: list[Tensor]) -> int:
+    """1 when a call's moved tensors whose values are numpy arrays (`numpy`) hold a texture3d one (it takes an
+    image slot), else 0."""
+    return int(any(t.storage == "texture3d" for t in numpy))
 
 
 def _staged_sizes(rt: Runtime, numpy: list[Tensor], outs: dict[str, Any]) -> list[int]:
@@ -326,9 +327,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         key = hot_key(rt, op, jobs, tables)
         prepared = rt.prepared.get(key) if key is not None else None
         if key is not None and prepared is not None:
-            rt.prepared.move_to_end(key)
-            rt.counts["hot_calls"] += 1
-            return prepared.submit(rt, jobs, tables, want_time, cache=True)
+            return _submit_kept(rt, key, prepared, jobs, tables, want_time)
         prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
         # back, so a recording over them never replays, nor does the layout.
@@ -340,6 +339,14 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
         _release(rt, imports, temporaries)
+
+
+def _submit_kept(rt: Runtime, key: tuple, prepared: Prepared, jobs: list[Job], tables: list[list[list[Any]]],
+                 want_time: bool) -> float | None:
+    """The hot path: a kept layout (under `key`) filled with this call's data and submitted again."""
+    rt.prepared.move_to_end(key)
+    rt.counts["hot_calls"] += 1
+    return prepared.submit(rt, jobs, tables, want_time, cache=True)
 
 
 def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]]) -> tuple | None:
@@ -361,7 +368,7 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
                     return None
                 tensors.append((t.name, v.shape, v.dtype.str) if not t.table else None)
             elif v is not None:
-                tensors.append((t.name, v.resource.serial))
+                tensors.append((t.name, v.resource.serial if v.resource is not None else None))  # (None: empty)
         segs = tuple(tuple(a if isinstance(a, Arg) else a.nbytes for a in seg) for seg in job_tables)
         parts.append((job.plan, tuple(tensors), segs))
     return tuple(parts)
@@ -393,7 +400,8 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
     every tensor it moves was a DeviceArray given to it, it returned one of
     them, and its layout is kept; else nothing."""
     which = next((i for i, o in enumerate(objects) if o is result), None)
-    if which is None or req.empty or any(isinstance(o, DeviceArray) and o.state != "live" for o in objects):
+    refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
+    if which is None or req.empty or not all_usable(refs):
         return  # (another thread may have released an argument once the call was done)
     outs = {}
     for t in moved(req):
@@ -408,7 +416,7 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
         return
     if len(rt.kept_calls) >= MAX_KEPT_CALLS:
         rt.kept_calls.clear()
-    rt.kept_calls[key] = KeptCall(tuple(weakref.ref(o) for o in objects), hot, tables, which)
+    rt.kept_calls[key] = KeptCall(refs, hot, tables, which)
 
 
 def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
@@ -419,22 +427,16 @@ def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
     its layout still kept: (True, its result). Else (False, None): the call
     is checked and run as any other (and fails as any other would)."""
     kept = rt.kept_calls.get(key)
-    if kept is None:
+    if kept is None or not all_usable(kept.refs):
         return False, None
-    for r in kept.refs:
-        a = r()
-        if a is None or (isinstance(a, DeviceArray) and a.state != "live"):
-            return False, None
     prepared = rt.prepared.get(kept.hot)
     if prepared is None:
         return False, None
-    rt.prepared.move_to_end(kept.hot)
     rt.imports.begin_call()
     try:
-        prepared.submit(rt, [], kept.tables, False, cache=True)  # (no numpy tensor: nothing of a job is read)
+        _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
     finally:
         _release(rt, [], [])
-    rt.counts["hot_calls"] += 1
     rt.counts["replayed_calls"] += 1
     return True, objects[kept.result]
 
@@ -456,7 +458,7 @@ def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[
         before: list[Any] = []
         after: list[Any] = []
         where = _place_job(rt, i, slot, job, arena, imports, temporaries, before, after, copies_out)
-        slot += _numpy_images(job.req, job.outs)
+        slot += _numpy_images([t for t in moved(job.req) if isinstance(_value(job, t), np.ndarray)])
         placed.append((where, before, after))
     arena.layout()
     up, down = arena.steps()

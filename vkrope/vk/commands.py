@@ -27,12 +27,9 @@ MAYBE = "maybe"
 SETS_PER_POOL = 64
 
 
-def timeout_seconds() -> float:
-    """The bound on one wait: DEFAULT_TIMEOUT_S when set, else the
-    VKROPE_TIMEOUT_S environment variable (read when a device opens, so a
-    bad value is a clear error at first use, not at import), else 60 s."""
-    if DEFAULT_TIMEOUT_S is not None:
-        return DEFAULT_TIMEOUT_S
+def environment_timeout() -> float:
+    """The VKROPE_TIMEOUT_S environment variable (read when a device opens,
+    so a bad value is a clear error at first use, not at import), else 60 s."""
     raw = os.environ.get("VKROPE_TIMEOUT_S", "").strip()
     if not raw:
         return 60.0
@@ -54,7 +51,7 @@ class CommandStream:
         ctx.check_open()
         self.ctx = ctx
         # (read once: the environment lookup cost more than a microsecond of every call)
-        self._env_timeout_s = timeout_seconds()
+        self._env_timeout_s = environment_timeout()
         self.pool: Any = None
         self.fence: Any = None
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
