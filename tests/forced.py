@@ -1,6 +1,7 @@
-"""Forced device limits: the suite crosses the same thresholds (binding
-splits, row blocks, folded images, the discrete-GPU staging path) on every
-Vulkan device, with small arrays, through `Device._force_limits`."""
+"""Forced device conditions: limits, so the suite crosses the same
+thresholds (binding splits, row blocks, folded images, the discrete-GPU
+staging path) on every Vulkan device with small arrays, through
+`Device._force_limits`; and hung waits (`hang_waits`)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,19 @@ def force_limits(dev: vkrope.Device, *, unified=None, **limits) -> vkrope.Device
 # splits, row blocks, folded images) on any device.
 SMALL_LIMITS = dict(max_storage_buffer_range=1 << 20, max_image_dimension_3d=64,
                     max_memory_allocation_size=8 << 20)
+
+
+def hang_waits(monkeypatch, times: int = 2) -> None:
+    """The next `times` fence waits time out (as on a hung device: two make vkrope abandon the device), the ones
+    after wait as usual."""
+    import vkrope.vk.binding as b  # noqa: PLC0415
+
+    real, left = b.wait_fence, [times]
+
+    def hung(*args):
+        if left[0]:
+            left[0] -= 1
+            raise vkrope.DeviceTimeoutError("vkWaitForFences failed with VK_TIMEOUT", "vkWaitForFences", "VK_TIMEOUT")
+        return real(*args)
+
+    monkeypatch.setattr(b, "wait_fence", hung)

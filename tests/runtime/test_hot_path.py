@@ -18,6 +18,8 @@ import vkrope
 from vkrope.kernels import cache as cache_kernel, interleaved
 from vkrope.ops import decode, sam2
 
+from forced import hang_waits
+
 D = 16
 
 
@@ -495,7 +497,6 @@ def test_an_abandoned_devices_kept_calls_are_not_replayed(monkeypatch):
     not be submitted to it again (its arrays are not alive); the call fails as any call on a closed device does,
     naming its argument."""
     import vkrope.owner as owner
-    import vkrope.vk.binding as b
 
     dev = vkrope.Device()
     dx, dt, _ = _tiny(dev, np.random.default_rng(18))
@@ -503,18 +504,9 @@ def test_an_abandoned_devices_kept_calls_are_not_replayed(monkeypatch):
     dev.apply(dx, dt, out=out)
     dev.apply(dx, dt, out=out)
     assert replayed(dev) == 1
-    real, left = b.wait_fence, [2]
-
-    def hung(*args):
-        if left[0]:
-            left[0] -= 1
-            raise vkrope.DeviceTimeoutError("vkWaitForFences failed with VK_TIMEOUT", "vkWaitForFences", "VK_TIMEOUT")
-        return real(*args)
-
-    monkeypatch.setattr(b, "wait_fence", hung)
+    hang_waits(monkeypatch, 2)
     with pytest.raises(vkrope.DeviceTimeoutError, match="still running after a second wait"):
         dev.apply(dx, dt, out=out)
-    monkeypatch.setattr(b, "wait_fence", real)
     assert dev.closed and dev._rt.kept_calls  # (abandoned: its runtime, and the kept call, are still there)
     submitted = dev._rt.counts["submissions"]
     with pytest.raises(vkrope.DeviceClosedError, match="^x is a DeviceArray of a vkrope.Device that was closed"):

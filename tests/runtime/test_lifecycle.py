@@ -22,6 +22,7 @@ import vkrope.runtime.engine
 from vkrope.vk import binding as b
 from vkrope.vk.binding import live_handles
 from oracle import oracle, poisoned_like
+from forced import hang_waits
 from op_cases import OPS, as_numpy, check_results, module_target
 
 RNG = np.random.default_rng(18)
@@ -625,16 +626,7 @@ def test_a_device_whose_work_never_finishes_is_abandoned_not_destroyed(monkeypat
     dev = vkrope.Device()
     x, f = _xf()
     dev.apply(x, f)
-    real = b.wait_fence
-    left = [2]
-
-    def hung(*args):
-        if left[0]:
-            left[0] -= 1
-            raise vkrope.DeviceTimeoutError("vkWaitForFences failed with VK_TIMEOUT", "vkWaitForFences", "VK_TIMEOUT")
-        return real(*args)
-
-    monkeypatch.setattr(b, "wait_fence", hung)
+    hang_waits(monkeypatch, 2)
     with pytest.raises(vkrope.DeviceTimeoutError, match=r"still running after a second wait, so its memory is left"):
         dev.apply(x, f)
     assert dev.closed and "VKROPE_TIMEOUT_S" in dev.closed_why
