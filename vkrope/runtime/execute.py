@@ -111,7 +111,7 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     for req, outs in calls:
         if req.empty:
             continue
-        numpy = [t for t in moved(req) if isinstance(_value_of(t, outs), np.ndarray)]
+        numpy = _numpy_tensors(req, outs)
         sizes = _staged_sizes(rt, numpy, outs) if numpy else []
         if sum(sizes) > budget:
             flush()
@@ -128,6 +128,11 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     return seconds
 
 
+def _numpy_tensors(req: Any, outs: dict[str, Any]) -> list[Tensor]:
+    """The moved tensors of a call (whose outputs are `outs`) that are numpy arrays in it."""
+    return [t for t in moved(req) if isinstance(_value(t, outs), np.ndarray)]
+
+
 def _numpy_images(numpy: list[Tensor]) -> int:
     """1 when a call's moved tensors whose values are numpy arrays (`numpy`) hold a texture3d one (it takes an
     image slot), else 0."""
@@ -140,7 +145,7 @@ def _staged_sizes(rt: Runtime, numpy: list[Tensor], outs: dict[str, Any]) -> lis
     texels for texture3d: more than the values when rows fold)."""
     return [image_bytes(tensor_extent(t.shape, rt.limits.max_image_dimension_3d), v.itemsize)
             if t.storage == "texture3d" else padded_bytes(v.size, v.itemsize)
-            for t in numpy for v in [_value_of(t, outs)]]
+            for t in numpy for v in [_value(t, outs)]]
 
 
 def _run_blocks(rt: Runtime, op: Operator, req: Any, outs: dict[str, Any], limit: int, want_time: bool) -> float | None:
@@ -279,7 +284,7 @@ class Prepared:
                     host.view(a.dtype, a.size, offset)[:] = a.reshape(-1)
             else:
                 job, name, extent = jobs[source[1]], source[2], source[3]
-                a = _value(job, next(t for t in job.req.tensors() if t.name == name))
+                a = _value(next(t for t in job.req.tensors() if t.name == name), job.outs)
                 if a.size:
                     np.copyto(_view(host, offset, a.shape, a.dtype, extent), a, casting="no")
             rt.counts["bytes_uploaded"] += a.nbytes
@@ -291,12 +296,7 @@ class Prepared:
         return seconds
 
 
-def _value(job: Job, t: Tensor) -> Any:
-    """Tensor `t`'s value in this job."""
-    return _value_of(t, job.outs)
-
-
-def _value_of(t: Tensor, outs: dict[str, Any]) -> Any:
+def _value(t: Tensor, outs: dict[str, Any]) -> Any:
     """Tensor `t`'s value in a call whose outputs are `outs`: its output (a moved tensor it writes), or what was
     passed."""
     return outs[t.name] if t.writes and not t.table else t.value
@@ -361,7 +361,7 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
     for job, job_tables in zip(jobs, tables):
         tensors: list[Any] = []
         for t in job.req.tensors():
-            v = _value(job, t)
+            v = _value(t, job.outs)
             if isinstance(v, np.ndarray):
                 if not t.table and (t.storage != "buffer" or (
                         rt.ctx.external_memory_host and v.nbytes >= kept_imports.MIN_BYTES)):
@@ -400,8 +400,10 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
     every tensor it moves was a DeviceArray given to it, it returned one of
     them, and its layout is kept; else nothing."""
     which = next((i for i, o in enumerate(objects) if o is result), None)
+    if which is None or req.empty:
+        return
     refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
-    if which is None or req.empty or not all_usable(refs):
+    if not all_usable(refs):
         return  # (another thread may have released an argument once the call was done)
     outs = {}
     for t in moved(req):
@@ -458,7 +460,7 @@ def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[
         before: list[Any] = []
         after: list[Any] = []
         where = _place_job(rt, i, slot, job, arena, imports, temporaries, before, after, copies_out)
-        slot += _numpy_images([t for t in moved(job.req) if isinstance(_value(job, t), np.ndarray)])
+        slot += _numpy_images(_numpy_tensors(job.req, job.outs))
         placed.append((where, before, after))
     arena.layout()
     up, down = arena.steps()
@@ -499,7 +501,7 @@ def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports:
     ("at", (resource, offset)); the steps around the launches that move
     them (into `before` / `after`), and the numpy results to copy out."""
     tensors = moved(job.req)
-    values = {t.name: _value(job, t) for t in tensors}
+    values = {t.name: _value(t, job.outs) for t in tensors}
     numpy = [t for t in tensors if isinstance(values[t.name], np.ndarray)]
     # Big numpy outputs are imported (unless they overlap another output:
     # the host copies then decide, in order).
