@@ -815,8 +815,9 @@ def test_more_transformers_rules():
     phi4 = dict(config("phi-3.5-mini"), model_type="phi4_multimodal")
     phi4["rope_scaling"] = dict(phi4["rope_scaling"], type="yarn")
     assert vkrope.from_hf(phi4).rope_type == "longrope"
-    vl = dict(config("qwen2-vl-7b"), model_type="glm_ocr")  # its module's layout is neither chunks nor Qwen3-VL's
-    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):
+    # (a flat Hub file's top-level keys reach these classes' language model only inside text_config)
+    vl = {"model_type": "glm_ocr", "text_config": config("qwen2-vl-7b")}  # its module's layout: neither chunks
+    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # nor Qwen3-VL's
         vkrope.from_hf(vl)
     assert vkrope.from_hf(dict(vl, model_type="cosmos3_edge")).mrope_interleaved  # the table ran it: interleaved
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import gguf_convert
+from . import config_rules, gguf_convert
 from . import table as hf_models
 from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
 
@@ -52,73 +52,102 @@ def _load(config: Any) -> dict:
 def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     """The language model's config inside `cfg` (the table's `text_config`
     path: text_config, thinker_config.text_config, ...; a config with no
-    such part is its own), with the outer config's RoPE keys where it has
-    none, the config class's attribute aliases (GPT-J's n_embd) and its
-    defaults where the file is silent (the table's, from transformers)."""
-    inner = cfg
+    such part is its own), with the outer config's keys where its class
+    moves them there (config_rules.outer_keys: Qwen2-VL's flat Hub files),
+    the config class's attribute aliases (GPT-J's n_embd) and its defaults
+    where the file is silent (the table's, from transformers); RoPE per
+    layer type as the class converts the file's keys (config_rules)."""
+    inner: dict = cfg
+    found = True  # (the file has the language model's part where the table says)
     for key in e.get("text_config", []):
         part = inner.get(key)
-        if not isinstance(part, dict):
-            break  # (a flat Hub file: the text keys at the top)
+        if not isinstance(part, dict):  # a flat Hub file: the text keys at the top, if the outer class moves them
+            found, inner = False, cfg
+            if like is None and not _outer_keys(cfg, like, False):
+                inner = _preset_only(cfg, e)
+            break  # (like: the caller's keys, at the top)
         inner = part
+    if found and inner is not cfg:
+        missing = [k for k in config_rules.preset(_type_of(cfg, like), True) if k not in inner]
+        if missing:
+            raise ValueError(f"config: {'.'.join(e['text_config'])} lacks {', '.join(missing)}, which "
+                             f"{_type_of(cfg, like)}'s config class presets otherwise than its text class: give "
+                             "them in it (as transformers saves the config)")
     if like is not None and inner is cfg and isinstance(cfg.get("text_config"), dict):
         inner = cfg["text_config"]  # (read as another type: the language model's part is still text_config)
     merged = dict(inner)
     if inner is not cfg:
-        for key in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings", "model_type"):
-            if key not in merged and key in cfg:
-                merged[key] = cfg[key]
+        keys = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings")
+                if k not in merged and k in cfg]
+        if found and keys and _outer_keys(cfg, like, True):
+            merged.update({k: cfg[k] for k in keys})
+        if "model_type" in cfg and "model_type" not in merged:
+            merged["model_type"] = cfg["model_type"]
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
     defaults = e.get("defaults", {})
+    dr = defaults.get("rope_parameters")
+    if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
+        merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
+        merged.pop("rope_scaling", None)
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
+    if not _nested(dr):
+        _class_rope(merged, defaults)
+    return merged
+
+
+def _class_rope(merged: dict, defaults: dict) -> None:
+    """The class's RoPE where the file says none (GPT-OSS's default is yarn), its theta where the file gives
+    none (an explicit null stays, and is refused)."""
+    dr = defaults.get("rope_parameters")
     given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
              if merged.get(k) is not None]
-    dr = defaults.get("rope_parameters")
-    if _nested(dr) and not _nested(merged.get("rope_parameters")):
-        # the class keeps RoPE per layer type (Gemma 3, Gemma 4): flat Hub keys go where its conversion puts them
-        merged["rope_parameters"] = _per_type_from_flat(merged, dr) if given else json.loads(json.dumps(dr))
-        merged.pop("rope_scaling", None)
-    elif _nested(dr):  # per type as given: the class's thetas where a type gives none
-        merged["rope_parameters"] = {k: dict(v) for k, v in merged["rope_parameters"].items()}
-        for k, v in merged["rope_parameters"].items():
-            if "rope_theta" not in v and "rope_theta" in dr.get(k, {}):
-                v["rope_theta"] = dr[k]["rope_theta"]
-    elif not given and isinstance(dr, dict) and dr:  # nothing said: the class's own (GPT-OSS's is yarn)
+    if not given and isinstance(dr, dict) and dr and "rope_theta" not in merged:
         merged["rope_parameters"] = dict(dr)
         if merged.get("partial_rotary_factor") is not None or merged.get("rotary_pct") is not None:
             merged["rope_parameters"].pop("partial_rotary_factor", None)  # (the file's own factor, not the class's)
-    elif "rope_theta" in defaults and merged.get("rope_theta") is None and merged.get("rotary_emb_base") is None \
+    elif "rope_theta" in defaults and "rope_theta" not in merged and merged.get("rotary_emb_base") is None \
             and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
                         for k in ("rope_scaling", "rope_parameters")):
         merged["rope_theta"] = defaults["rope_theta"]
-    return merged
+
+
+def _outer_keys(cfg: dict, like: str | None, has_text_config: bool) -> bool:
+    """Whether the outer config's keys reach the language model's (config_rules.outer_keys), or a ValueError
+    where the config class could not be probed for it."""
+    reach = config_rules.outer_keys(_type_of(cfg, like), has_text_config)
+    if reach is None:
+        raise ValueError(f"config: whether {_type_of(cfg, like)}'s config class moves the outer config's keys "
+                         f"into its language model's config is unknown (transformers' class could not be probed); "
+                         f"pass the language model's config (text_config) with its RoPE keys in it")
+    return reach
+
+
+def _preset_only(cfg: dict, e: dict) -> dict:
+    """The language model's config of a composite file without one, where its class ignores the file's top
+    level: the text class's defaults ({}), or a ValueError where the file says RoPE keys there (they would be
+    ignored) or the outer class presets keys otherwise."""
+    t = str(cfg.get("model_type"))
+    said = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "partial_rotary_factor", "head_dim")
+            if k in cfg]
+    if said or config_rules.preset(t, False):
+        raise ValueError(f"config: this {t} config has no {'.'.join(e['text_config'])}; its config class then "
+                         f"builds the language model from its own preset, not from the file's top-level keys"
+                         f"{' (' + ', '.join(said) + ')' if said else ''}: pass the config with its text_config "
+                         "(as transformers saves it)")
+    return {}
+
+
+def _type_of(cfg: dict, like: str | None) -> str:
+    """The model type whose config class reads `cfg` (for its rules)."""
+    return like if like is not None else str(cfg.get("model_type"))
 
 
 def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
-
-
-def _per_type_from_flat(cfg: dict, default: dict) -> dict:
-    """transformers' conversion of a Hub config's flat RoPE keys for a class
-    with RoPE per layer type (Gemma3TextConfig.convert_rope_params_to_dict):
-    rope_scaling (or a flat rope_parameters) and rope_theta go to the full
-    layers, rope_local_base_freq to the sliding ones; the rest as the class
-    defaults them."""
-    out = json.loads(json.dumps(default))
-    flat = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
-    if not isinstance(flat, dict):
-        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(flat)}")
-    if "full_attention" in out:
-        full = {"rope_type": "default", **flat} if flat else out["full_attention"]
-        full.setdefault("rope_theta", cfg.get("rope_theta", out["full_attention"].get("rope_theta")))
-        out["full_attention"] = full
-    if "sliding_attention" in out and cfg.get("rope_local_base_freq") is not None:
-        out["sliding_attention"]["rope_theta"] = cfg["rope_local_base_freq"]
-    return out
 
 
 def _head_dim(cfg: dict, key: str | None, model: str) -> int:
@@ -190,10 +219,7 @@ def _per_layer(cfg: dict) -> dict[str, dict] | None:
         for k, v in nested.items():
             if v is not None and not isinstance(v, dict):
                 raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {_short(v)}")
-        out = {k: dict(v) for k, v in nested.items() if v is not None}
-        if "rope_local_base_freq" in cfg and "sliding_attention" in out:  # Gemma 3's local base, as its config class
-            out["sliding_attention"].setdefault("rope_theta", cfg["rope_local_base_freq"])
-        return out
+        return {k: dict(v) for k, v in nested.items() if v is not None}
     return None
 
 
@@ -365,9 +391,9 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params)
     section, inter = _mrope(rope, where, model_type, e.get("mrope"))
-    nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
+    nope, theta = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r), _theta(cfg, rope, where)
     try:
-        return ModelRope(kind, head_dim, rotary, _theta(cfg, rope, where), tuple(sorted(params.items())), mpe, orig,
+        return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
                          section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
@@ -507,6 +533,10 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
 def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tuple[int | None, int | None]:
     """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs."""
     orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
+    if orig_src is cfg and cfg["original_max_position_embeddings"] is None and kind in ("yarn", "longrope", "llama3"):
+        # (transformers copies the top level's over the rope dict's for these types, null too, and then fails)
+        raise ValueError(f"config: original_max_position_embeddings is null, which rope_type {kind!r} cannot take "
+                         "(transformers takes the top level's over the rope dict's); remove it or give a number")
     orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
         if orig_src.get("original_max_position_embeddings") is not None else None
     mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \

@@ -1,0 +1,132 @@
+"""How each config class turns a config.json's RoPE keys into what its model
+reads (vkrope/models/config_rules.py, vkrope/data/hf_config_rules.json):
+against what transformers' own classes made of the same configs
+(tests/data/hf_config_golden.json, written by scripts/hf_config_rules.py),
+and the cases an adversarial review found read wrong before the rules."""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import vkrope
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+RULES = pathlib.Path(vkrope.__file__).resolve().parent / "data" / "hf_config_rules.json"
+GEMMA = {"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "head_dim": 16, "max_position_embeddings": 128, "num_hidden_layers": 2,
+         "layer_types": ["sliding_attention", "full_attention"]}
+
+
+def _golden() -> dict:
+    return json.loads((DATA / "hf_config_golden.json").read_text())
+
+
+def test_rules_and_golden_come_from_the_model_tables_transformers():
+    table = json.loads((pathlib.Path(vkrope.__file__).parent / "data" / "hf_models.json").read_text())
+    assert json.loads(RULES.read_text())["transformers"] == table["transformers"] == _golden()["transformers"]
+
+
+def test_never_a_different_answer_than_transformers_config_classes():
+    """Every golden config: vkrope reads what the class made (theta, factor, rope type), or refuses it with a
+    ValueError; where the class raised (or made what its model cannot read), vkrope refuses."""
+    read, refused, wrong = collections.Counter(), collections.Counter(), []
+    for case in _golden()["cases"]:
+        want, t = case["want"], case["config"]["model_type"]
+        try:
+            got = vkrope.from_hf(case["config"], layer_type=case["layer_type"])
+        except ValueError:
+            refused[t] += 1
+            continue
+        if want is None or got is None:
+            wrong.append((case, "read where transformers fails" if want is None else "None"))
+            continue
+        if (got.theta, dict(got.params).get("factor")) != (want.get("rope_theta"), want.get("factor")):
+            wrong.append((case, (got.theta, got.rope_type, dict(got.params))))
+            continue
+        read[t] += 1
+    assert wrong == []
+    # (the check can fail: most configs are read, those of the classes with RoPE per layer type too)
+    assert sum(read.values()) > 1000
+    assert all(read[t] > 50 for t in ("gemma3", "gemma3_text", "olmo3", "modernbert", "modernbert-decoder"))
+
+
+def test_gemma3_and_olmo3_flat_theta_goes_to_the_full_layers():
+    """Gemma3TextConfig / Olmo3Config.convert_rope_params_to_dict: the file's rope_theta is the full layers'
+    theta; Gemma 3's rope_local_base_freq the sliding layers'; Olmo 3's sliding layers keep the class's."""
+    g = vkrope.from_hf({**GEMMA, "rope_theta": 2e5, "rope_local_base_freq": 1e3}, layer_type="full_attention")
+    assert g.theta == 2e5
+    assert vkrope.from_hf({**GEMMA, "rope_theta": 2e5, "rope_local_base_freq": 1e3},
+                          layer_type="sliding_attention").theta == 1e3
+    olmo = {**GEMMA, "model_type": "olmo3", "rope_theta": 1e4}
+    assert vkrope.from_hf(olmo, layer_type="full_attention").theta == 1e4
+    assert vkrope.from_hf(olmo, layer_type="sliding_attention").theta == 5e5
+
+
+def test_modernbert_thetas_and_scaling_for_both_layer_types():
+    cfg = {"model_type": "modernbert", "hidden_size": 64, "num_attention_heads": 4, "global_rope_theta": 8e4,
+           "local_rope_theta": 5e3, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    full = vkrope.from_hf(cfg, layer_type="full_attention")
+    sliding = vkrope.from_hf(cfg, layer_type="sliding_attention")
+    assert (full.theta, sliding.theta) == (8e4, 5e3)
+    assert dict(full.params)["factor"] == dict(sliding.params)["factor"] == 4.0
+    want = 1.0 / 5e3 ** (np.arange(0, 16, 2) / 16) / 4.0
+    np.testing.assert_allclose(sliding.inv_freq().astype(np.float64), want, rtol=1e-6)
+
+
+def test_gemma3_nested_rope_parameters():
+    nested = {"full_attention": {"rope_type": "linear", "factor": 8.0}, "sliding_attention": {"rope_type": "default"}}
+    cfg = {**GEMMA, "rope_theta": 2e5, "rope_local_base_freq": 1e3, "rope_parameters": nested}
+    assert vkrope.from_hf(cfg, layer_type="full_attention").theta == 2e5  # (not the class's 1e6)
+    assert vkrope.from_hf(cfg, layer_type="sliding_attention").theta == 1e3
+    both = {**GEMMA, "rope_scaling": {"rope_type": "linear", "factor": 4.0},
+            "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    assert dict(vkrope.from_hf(both, layer_type="full_attention").params)["factor"] == 4.0
+    assert vkrope.from_hf(both, layer_type="sliding_attention").rope_type == "default"
+    left_out = {**GEMMA, "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                "rope_theta": 1e6}, "sliding_attention": None}}
+    full = vkrope.from_hf(left_out, layer_type="full_attention")
+    assert (full.rope_type, dict(full.params)["factor"]) == ("linear", 2.0)
+    assert vkrope.from_hf(left_out, layer_type="sliding_attention").theta == 1e4  # (filled in, as the class does)
+    with pytest.raises(ValueError, match="rope_parameters is one dict.*per layer type"):
+        vkrope.from_hf({**GEMMA, "rope_parameters": {"rope_type": "linear", "factor": 8.0}},
+                       layer_type="full_attention")
+    with pytest.raises(ValueError, match="merges rope_scaling into it"):  # (Gemma 3's class raises: KeyError)
+        vkrope.from_hf({**GEMMA, "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+                        "rope_parameters": {"sliding_attention": {"rope_type": "default"}}},
+                       layer_type="sliding_attention")
+
+
+def test_outer_keys_reach_the_text_config_only_where_the_class_moves_them():
+    text = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+    llava = {"model_type": "llava", "rope_theta": 1234.0, "text_config": text}
+    assert vkrope.from_hf(llava).theta == 10000.0  # (LlavaConfig builds text_config alone)
+    with pytest.raises(ValueError, match="has no text_config.*rope_theta"):
+        vkrope.from_hf({**text, "model_type": "llava", "rope_theta": 1234.0})
+    qwen = {"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 5e5,
+            "rope_scaling": {"rope_type": "mrope", "mrope_section": [2, 3, 3]}}
+    assert vkrope.from_hf(qwen).theta == 5e5  # (Qwen2VLConfig moves a flat file's keys into its text config)
+    assert vkrope.from_hf({"model_type": "qwen2_vl", "rope_theta": 5e5, "text_config": {
+        k: v for k, v in qwen.items() if k != "rope_theta"}}).theta == 1e6  # (but not over a text_config)
+
+
+def test_presets_of_the_outer_class_are_not_guessed():
+    with pytest.raises(ValueError, match="lacks .*rope_parameters.*presets"):
+        vkrope.from_hf({"model_type": "voxtral", "text_config": {"hidden_size": 64}})
+
+
+def test_nulls_transformers_fails_on_are_refused():
+    base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128}
+    with pytest.raises(ValueError, match="rope_theta must be a number; got None"):
+        vkrope.from_hf({**base, "rope_theta": None})
+    sf = [1.0] * 8
+    with pytest.raises(ValueError, match="original_max_position_embeddings is null"):
+        vkrope.from_hf({**base, "original_max_position_embeddings": None, "rope_scaling": {
+            "rope_type": "longrope", "short_factor": sf, "long_factor": sf, "original_max_position_embeddings": 32}})
+    with pytest.raises(ValueError, match="rope_local_base_freq is null"):
+        vkrope.from_hf({**GEMMA, "rope_local_base_freq": None}, layer_type="sliding_attention")
