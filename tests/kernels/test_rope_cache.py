@@ -190,6 +190,8 @@ def bad_cases(rng, dev):
         ("q_norm and k_norm go together", ValueError, dict(q_norm=np.ones(12, np.float32))),
         ("k_norm", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(11, np.float32))),
         ("eps", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(12, np.float32), eps=0.0)),
+        ("eps must be a positive", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(12, np.float32),
+                                                    eps=10 ** 400)),  # (an int past float64: no numpy message)
         ("interleaved", TypeError, dict(interleaved="yes")),
         ("out", TypeError, dict(out=np.zeros((2, 4, 3, 12), np.float16))),
         ("q must be 4D", ValueError, dict(q=q[0])),

@@ -172,6 +172,14 @@ class _Structure:
         return (("freqs[0] (cos)", freqs[0]), ("freqs[1] (sin)", freqs[1])) if self.freqs == "tables" else ()
 
 
+def _real(value: Any) -> float:
+    """A real scalar as a float (inf for an int past float64's range, whose float() overflows)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, interleaved: Any, contiguous: bool,
                q_norm: Any, k_norm: Any, norm_plus_one: Any, eps: Any, k_scale: Any, v_scale: Any,
                out: Any) -> _Structure:
@@ -187,8 +195,8 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     weights = _norm_weights(q_norm, k_norm, d)
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
-    if not (np.isfinite(eps) and 0 < float(eps) < 1) or np.float32(eps) == 0:
-        raise ValueError(f"eps must be a positive float32 below 1; got {eps}")
+    if not (0 < _real(eps) < 1) or np.float32(eps) == 0:  # (NaN, inf and ints past float64 fail too)
+        raise ValueError(f"eps must be a positive float32 below 1; got {str(eps)[:40]}")
     if not isinstance(norm_plus_one, (bool, np.bool_)):
         raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
     if norm_plus_one and weights is None:
