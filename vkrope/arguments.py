@@ -114,9 +114,9 @@ def check_resident_table_dtype(name: str, t: Any, x: Any) -> None:
                         "of x's dtype; upload them as float32")
 
 
-def check_x(x: Any, name: str = "x") -> Any:
+def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary pairs") -> Any:
     """x (a numpy array or a DeviceArray) of float32, float16 or bfloat16 with at least
-    2 axes and even C."""
+    2 axes and even C (`why_even` says why, in the error)."""
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     elif not isinstance(x, np.ndarray):
@@ -131,7 +131,7 @@ def check_x(x: Any, name: str = "x") -> Any:
         raise ValueError(f"{name} must have at least 2 axes [..., N, C]; got shape {x.shape}")
     if x.shape[-1] % 2:
         raise ValueError(
-            f"{name} must have an even last axis C (interleaved real/imaginary pairs); got C = {x.shape[-1]} "
+            f"{name} must have an even last axis C ({why_even}); got C = {x.shape[-1]} "
             f"in shape {x.shape}"
         )
     if x.size // 2 > MAX_PAIRS:  # noqa: SIM102

@@ -576,6 +576,8 @@ class InvFreqs(PositionFreqs):
                 raise TypeError(f"{name} must be a 1-D sequence of numbers (dim/2 of them); got "
                                 f"{type(v).__name__} {_short(v)}")
             try:
+                if np.iscomplexobj(np.asarray(v)):  # (a float64 conversion would drop the imaginary parts)
+                    raise TypeError
                 a = np.asarray(v, dtype=np.float64)
             except (TypeError, ValueError, OverflowError):
                 raise TypeError(f"{name} must hold real numbers; got {_short(v)}") from None

@@ -162,6 +162,13 @@ def test_bad_specs_name_the_argument(kw, word):
         vkrope.RopeFreqs(**kw)
 
 
+@pytest.mark.parametrize("inv", [np.array([1 + 1j, 0.5]), [1j, 0.5], [np.complex64(1), 2.0]])
+def test_complex_inverse_frequencies_are_refused(inv):
+    """Not read as their real parts (a float64 conversion drops the imaginary ones with only a warning)."""
+    with pytest.raises(TypeError, match="inv_freq must hold real numbers"):
+        vkrope.InvFreqs(inv)
+
+
 def test_bad_spec_use_is_a_clear_error(device):
     x = np.zeros((1, 2, 3, 8), np.float32)
     pos = np.zeros((1, 3), np.int64)

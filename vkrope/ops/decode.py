@@ -24,7 +24,7 @@ from ..runtime.array import DeviceArray
 
 def _tensor(name: str, a: Any, like: Any = None) -> Any:
     """q, k or v: [B, H, S, D], a numpy array or buffer DeviceArray of x's dtypes."""
-    a = check_x(a, name)
+    a = check_x(a, name, "the decode step moves heads as pairs of values, whichever pairs it rotates")
     if a.ndim != 4:
         raise ValueError(f"{name} must be 4D [B, H, S, D]; got shape {tuple(a.shape)}")
     if not isinstance(a, np.ndarray) and a.storage != "buffer":
@@ -379,7 +379,7 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     token's row, the rotated q returned (numpy for numpy q, a DeviceArray
     for a DeviceArray q, or `out`).
 
-    q `[B, Hq, S, D]`, k and v `[B, Hk, S, D]` (Hq a multiple of Hk), one
+    q `[B, Hq, S, D]`, k and v `[B, Hk, S, D]` (Hq a multiple of Hk, D even), one
     dtype (float32, float16 or bfloat16), numpy or buffer DeviceArrays.
     k_cache / v_cache: buffer DeviceArrays of one shape and dtype (which may
     differ from q's: a float32 step into a bfloat16 cache), written in place;
