@@ -63,6 +63,7 @@ FP8_GLSL = "glsl/fp8.glsl"
 LOWERING = "vkrope/ops/lowering.py"
 SHIFT_GLSL = "glsl/rope_shift.glsl"
 CONFIGS = "vkrope/models/hf.py"
+RULES = "vkrope/models/config_rules.py"
 ROPE = "vkrope/models/rope.py"
 ROPE_TYPES = "vkrope/models/rope_types.py"
 GGUF = "vkrope/models/gguf.py"
@@ -516,9 +517,33 @@ MUTATIONS = [
              "    orig_src = rope"),
     Mutation("Qwen3-VL's interleaved sections read as chunks", ROPE,
              "        if self.mrope_interleaved:  # Qwen3-VL", "        if False:  # Qwen3-VL"),
-    Mutation("Gemma 3's local layers on the global base", CONFIGS,
-             "        out[\"sliding_attention\"][\"rope_theta\"] = cfg[\"rope_local_base_freq\"]",
-             "        out[\"sliding_attention\"][\"rope_theta\"] = out[\"full_attention\"][\"rope_theta\"]"),
+    Mutation("per layer type: the file's theta key not read (the class default instead)", RULES,
+             "        if key is not None and key in cfg:", "        if False:"),
+    Mutation("per layer type: rope_scaling merged into every layer type", RULES,
+             "        if rule[\"scaling\"]:\n            d.update", "        if True:\n            d.update"),
+    Mutation("per layer type: a left-out layer type not filled in", RULES,
+             "            if not rule[\"fill_missing\"]:", "            if True:"),
+    Mutation("per layer type: class defaults not filled into a given layer type", RULES,
+             "        for key in rule[\"fill\"]:", "        for key in []:"),
+    Mutation("per layer type: a flat rope_parameters read as the full layers'", RULES,
+             "    if given and not _layer_dicts(given, default):", "    if False:"),
+    Mutation("per layer type: a key the class fails on read", RULES,
+             "    bad = [key for key in rule[\"raises_on\"] if key in cfg]", "    bad = []"),
+    Mutation("per layer type: rope_scaling the class fails on read", RULES,
+             "        if rule[\"scaling\"] is None:", "        if False:"),
+    Mutation("outer keys merged into every text_config", CONFIGS,
+             "        if found and keys and _outer_keys(cfg, like, True):", "        if found and keys:"),
+    Mutation("a flat composite file's top-level keys read where the class ignores them", CONFIGS,
+             "            if like is None and not _outer_keys(cfg, like, False):", "            if False:"),
+    Mutation("an outer class's presets not required of the file", CONFIGS,
+             "        if missing:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks",
+             "        if False:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks"),
+    Mutation("an explicit null rope_theta read as the class default", CONFIGS,
+             "    elif \"rope_theta\" in defaults and \"rope_theta\" not in merged and",
+             "    elif \"rope_theta\" in defaults and merged.get(\"rope_theta\") is None and"),
+    Mutation("a null top-level original_max_position_embeddings read as absent", CONFIGS,
+             "    if orig_src is cfg and cfg[\"original_max_position_embeddings\"] is None and kind in",
+             "    if False and kind in"),
     Mutation("a layer type's per-layer key not applied without a layer list (Gemma 4's bare config)", CONFIGS,
              "        return {**cfg, **_type_overrides(cfg, e, layer_type)}", "        return cfg"),
     Mutation("hf_layers reuses a layer's RoPE across per-layer overrides", CONFIGS,
@@ -575,7 +600,7 @@ MUTATIONS = [
              "    if rule == \"whole\" or (rule == \"whole_default\" and kind == \"default\"):",
              "    if rule == \"whole\":"),
     Mutation("the class's flat rope_parameters default not used (GPT-OSS's yarn)", CONFIGS,
-             "    elif not given and isinstance(dr, dict) and dr:", "    elif False:"),
+             "    if not given and isinstance(dr, dict) and dr and \"rope_theta\" not in merged:", "    if False:"),
     Mutation("a BERT GGUF given a RoPE", GGUF,
              "    if entry[\"pairs\"] == \"none\" or entry[\"rotates\"] == \"False\":",
              "    if entry[\"pairs\"] == \"none\":"),
