@@ -538,6 +538,8 @@ MUTATIONS = [
     Mutation("an outer class's presets not required of the file", CONFIGS,
              "        if missing:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks",
              "        if False:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks"),
+    Mutation("the class's partial factor dropped where the file gives its own theta (Persimmon)", CONFIGS,
+             "    if partial is not None and given and not any(", "    if False and not any("),
     Mutation("an explicit null rope_theta read as the class default", CONFIGS,
              "    elif \"rope_theta\" in defaults and \"rope_theta\" not in merged and",
              "    elif \"rope_theta\" in defaults and merged.get(\"rope_theta\") is None and"),

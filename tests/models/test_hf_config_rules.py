@@ -32,8 +32,9 @@ def test_rules_and_golden_come_from_the_model_tables_transformers():
 
 
 def test_never_a_different_answer_than_transformers_config_classes():
-    """Every golden config: vkrope reads what the class made (theta, factor, rope type), or refuses it with a
-    ValueError; where the class raised (or made what its model cannot read), vkrope refuses."""
+    """Every golden config: vkrope reads what the class made (theta, factor, rope type, partial rotary
+    factor), or refuses it with a ValueError; where the class raised (or made what its model cannot read),
+    vkrope refuses."""
     read, refused, wrong = collections.Counter(), collections.Counter(), []
     for case in _golden()["cases"]:
         want, t = case["want"], case["config"]["model_type"]
@@ -45,7 +46,10 @@ def test_never_a_different_answer_than_transformers_config_classes():
         if want is None or got is None:
             wrong.append((case, "read where transformers fails" if want is None else "None"))
             continue
-        if (got.theta, dict(got.params).get("factor")) != (want.get("rope_theta"), want.get("factor")):
+        params = dict(got.params)
+        if (got.theta, params.get("factor"), got.rope_type, params.get("partial_rotary_factor", 1.0)) != (
+                want.get("rope_theta"), want.get("factor"), want.get("rope_type"),
+                want.get("partial_rotary_factor", 1.0)):
             wrong.append((case, (got.theta, got.rope_type, dict(got.params))))
             continue
         read[t] += 1
@@ -130,3 +134,12 @@ def test_nulls_transformers_fails_on_are_refused():
             "rope_type": "longrope", "short_factor": sf, "long_factor": sf, "original_max_position_embeddings": 32}})
     with pytest.raises(ValueError, match="rope_local_base_freq is null"):
         vkrope.from_hf({**GEMMA, "rope_local_base_freq": None}, layer_type="sliding_attention")
+
+
+def test_the_classs_partial_factor_stays_when_the_file_gives_its_own_theta():
+    """PersimmonConfig (and Fuyu's text config) rotate half the head by default; standardize_rope_params puts
+    that factor into the file's rope dict, so a file giving only rope_theta keeps it."""
+    r = vkrope.from_hf({"model_type": "persimmon", "rope_theta": 25000.0})
+    assert (r.theta, r.rotary_dim, r.head_dim) == (25000.0, 32, 64)
+    assert vkrope.from_hf({"model_type": "persimmon", "rope_theta": 25000.0,
+                           "partial_rotary_factor": 1.0}).rotary_dim == 64

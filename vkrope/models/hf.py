@@ -113,6 +113,13 @@ def _class_rope(merged: dict, defaults: dict) -> None:
             and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
                         for k in ("rope_scaling", "rope_parameters")):
         merged["rope_theta"] = defaults["rope_theta"]
+    partial = dr.get("partial_rotary_factor") if isinstance(dr, dict) else None
+    if partial is not None and given and not any(
+            k in merged for k in ("partial_rotary_factor", "rotary_pct")) and not any(
+            isinstance(merged.get(k), dict) and "partial_rotary_factor" in merged[k]
+            for k in ("rope_scaling", "rope_parameters")):
+        # (the class's own factor, which standardize_rope_params puts into the file's rope dict: Persimmon's 0.5)
+        merged["partial_rotary_factor"] = partial
 
 
 def _outer_keys(cfg: dict, like: str | None, has_text_config: bool) -> bool:
