@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import inspect
 import itertools
 import json
 import os
+import random
 import re
 import sys
 import warnings
@@ -40,7 +42,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 MODELS = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
-GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json")
+GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
+from vkrope.models import config_rules  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
 SCALING = {"rope_type": "linear", "factor": 3.25}
@@ -60,7 +63,7 @@ def rope_of(cls: Any, kw: dict) -> dict:
 def theta_candidates(cls: Any) -> list[str]:
     """The theta-like keys the class's module names (rope_theta, rope_local_base_freq, global_rope_theta, ...)."""
     src = inspect.getsource(sys.modules[cls.__module__])
-    found = set(re.findall(r"[\"'](\w*(?:theta|base_freq|rope_base)\w*)[\"']", src)) | {"rope_theta"}
+    found = set(re.findall(r"[\"'](\w*(?:theta|base_freq|rope_base|emb_base)\w*)[\"']", src)) | {"rope_theta"}
     return sorted(found - {"default_theta"})
 
 
@@ -114,6 +117,37 @@ def per_type(rope: Any, lts: list[str]) -> bool:
     return isinstance(rope, dict) and all(isinstance(rope.get(lt), dict) for lt in lts)
 
 
+def measure_one(cls: Any) -> dict[str, Any] | None:
+    """A one-RoPE class's conversion (config_rules.one_rope): its preset where the file says nothing (less the
+    theta and partial factor a file's keys replace), the theta and partial factor it fills in, and the keys it
+    reads them from."""
+    def built(kw: dict) -> dict | None:
+        try:
+            rope = rope_of(cls, kw)
+        except Exception:  # noqa: BLE001
+            return None
+        return rope if isinstance(rope, dict) else None
+
+    bare, given = built({}), built({"rope_parameters": {"rope_type": "default"}})
+    if bare is None or given is None:
+        return None  # (no rules: the shapes probed decide alone)
+    def sets(key: str, value: float, field: str, with_dict: bool) -> bool:  # (with a dict of the file's or not)
+        kw = {"rope_parameters": {"rope_type": "default"}, key: value} if with_dict else {key: value}
+        return (built(kw) or {}).get(field) == value
+
+    theta_keys = [k for i, k in enumerate(theta_candidates(cls))
+                  if sets(k, sentinel(70 + i), "rope_theta", True) or sets(k, sentinel(70 + i), "rope_theta", False)]
+    partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)
+                    or sets(k, 0.3125, "partial_rotary_factor", False)]
+    preset = dict(bare)  # (less what a file's key replaces: a theta or factor the class only defaults)
+    if any(sets(k, sentinel(80 + i), "rope_theta", False) for i, k in enumerate(theta_keys)):
+        preset.pop("rope_theta", None)
+    if any(sets(k, 0.3125, "partial_rotary_factor", False) for k in partial_keys):
+        preset.pop("partial_rotary_factor", None)
+    return {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
+            "theta_keys": theta_keys, "partial_keys": partial_keys}
+
+
 def measure_per_type(cls: Any, d0: dict) -> dict[str, Any]:
     """{layer type: {"flat": rule, "nested": rule}} of a class with RoPE per layer type."""
     lts = sorted(d0)
@@ -147,8 +181,6 @@ def scenarios(lts: list[str], keys: list[str]) -> list[dict]:
 def check_rules(cls: Any, model_type: str, d0: dict, rules: dict) -> str | None:
     """None when config_rules.per_type_rope with `rules` gives what the class does on every scenario (or
     refuses where the class raises); else the first difference."""
-    from vkrope.models import config_rules  # noqa: PLC0415
-
     config_rules.table.cache_clear()
     saved = config_rules.table
     config_rules.table = lambda: {"models": {model_type: {"per_type": rules}}}  # type: ignore[assignment]
@@ -195,42 +227,187 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
     part: dict = {}
     for key in reversed(path):
         part = {key: part}
+    def honours(own: str) -> bool:  # (whether a text_config naming another model type gets that type's class)
+        other = "mistral" if own == "llama" else "llama"
+        try:
+            text = AutoConfig.for_model(model_type, **_inside(path, {"model_type": other}))
+            return text.get_text_config(decoder=True).model_type == other
+        except Exception:  # noqa: BLE001
+            return False
+
     try:
-        return {"without_text_config": reached({"rope_theta": sentinel(99)}),
+        own = AutoConfig.for_model(model_type).get_text_config(decoder=True).model_type
+        return {"text_model_type": own if honours(own) else None,
+                "without_text_config": reached({"rope_theta": sentinel(99)}),
                 "with_text_config": reached({"rope_theta": sentinel(99), **part}),
                 "preset_without_text_config": preset({}), "preset_with_text_config": preset(part)}
     except Exception:  # noqa: BLE001  (the class cannot be built so: unknown)
         return None
 
 
-def golden_cases(t: str, e: dict, cls: Any | None) -> list[dict]:
-    """Configs of model type `t` and what transformers' classes make of them (the suite's golden): per layer
-    type (None: one RoPE), the rope dict's compared keys, or None where the class raises."""
+ABSENT = object()
+PARTIAL_KEYS = ("partial_rotary_factor", "rotary_pct")
+
+
+def shape_values(lts: list[str] | None, own: Any = None) -> dict[str, dict[str, list]]:
+    """The probe values of every letter of config_rules.signature, for rope_scaling and rope_parameters;
+    `own`, the class's own rope_parameters, gives each dict shape a value the class surely takes (a class
+    that takes only its own rope type, M-RoPE's sections, ...), so that a shape is refused for the class
+    raising only where it raises on that one too."""
+    scaling = {"-": [ABSENT], "0": [None], "e": [{}],
+               "d": [{"rope_type": "linear", "factor": 2.5}, {"rope_type": "default", "rope_theta": 4321.0}],
+               "t": [{"type": "linear", "factor": 2.5}, {"type": "default", "rope_theta": 4321.0}]}
+    params = {"-": [ABSENT], "0": [None], "e": [{}],
+              "d": [{"rope_type": "linear", "factor": 1.5}, {"rope_type": "default", "rope_theta": 3210.0}],
+              "t": [{"type": "linear", "factor": 1.5}, {"type": "default", "rope_theta": 3210.0}]}
+    if lts:
+        params.update({
+            "n": [{lt: {"rope_type": "default"} for lt in lts},
+                  {lt: {"rope_type": "linear", "factor": 1.5, "rope_theta": 3000.0 + j} for j, lt in enumerate(lts)}],
+            "m": [{lts[0]: {"rope_type": "default", "rope_theta": 3000.0}}],
+            "z": [{lt: ({"rope_type": "default", "rope_theta": 3000.0} if j == 0 else None)
+                   for j, lt in enumerate(lts)}],
+            "nt": [{lt: {"type": "linear", "factor": 1.5} for lt in lts},
+                   {lt: {"type": "default", "rope_theta": 3000.0} for lt in lts}]})
+    if isinstance(own, dict) and own:
+        nested = lts and all(isinstance(own.get(lt), dict) for lt in lts)
+        one = dict(own[lts[0]] if nested else own)
+        legacy = {("type" if k == "rope_type" else k): v for k, v in one.items()}
+        for shape, value in (("d", dict(one, rope_theta=4444.0)), ("t", legacy)):
+            scaling[shape].append(value)
+            params[shape].append(dict(value, rope_theta=3333.0))
+        if nested:
+            params["n"].append({lt: dict(own[lt], rope_theta=3000.0 + j) for j, lt in enumerate(lts)})
+            params["nt"].append({lt: {("type" if k == "rope_type" else k): v for k, v in own[lt].items()}
+                                 for lt in lts})
+    assert tuple(scaling) == config_rules.SHAPES
+    assert tuple(params) == (config_rules.PER_TYPE_SHAPES if lts else config_rules.SHAPES)
+    return {"rope_scaling": scaling, "rope_parameters": params}
+
+
+def probes(keys: list[str], lts: list[str] | None, own: Any = None) -> list[tuple[str, dict]]:
+    """(signature, config keys) of every shape probed: rope_scaling x rope_parameters x each theta key
+    (absent, null, a value; at most two given at once) x the partial factor (absent, null, a value; or
+    rotary_pct)."""
+    values = shape_values(lts, own)
+    theta_shapes = [c for c in itertools.product(config_rules.THETA_SHAPES, repeat=len(keys))
+                    if sum(x != "-" for x in c) <= 2]
+    out = []
+    for s_key, s_vals in values["rope_scaling"].items():
+        for p_key, p_vals in values["rope_parameters"].items():
+            for th in theta_shapes:
+                for partial in config_rules.PARTIAL_SHAPES:
+                    sig = "|".join([s_key, p_key, *th, *partial])
+                    for sv, pv in itertools.product(s_vals, p_vals):
+                        kw: dict[str, Any] = {}
+                        for key, v in (("rope_scaling", sv), ("rope_parameters", pv)):
+                            if v is not ABSENT:
+                                kw[key] = copy.deepcopy(v)
+                        for i, (key, x) in enumerate(zip(keys, th)):
+                            if x != "-":
+                                kw[key] = None if x == "0" else sentinel(50 + i)
+                        for key, x in zip(PARTIAL_KEYS, partial):
+                            if x != "-":
+                                kw[key] = None if x == "0" else 0.5
+                        out.append((sig, kw))
+    return out
+
+
+def class_reads(t: str, e: dict, kw: dict, lts: list[str] | None) -> dict[Any, dict | None] | None:
+    """What the model type's config class makes of the text config keys `kw` (placed where its files keep
+    them): per layer type (None: one RoPE) the compared keys of its rope dict, None where its model cannot
+    read it; None where the class raises."""
     from transformers import AutoConfig  # noqa: PLC0415
 
-    def inside(kw: dict) -> dict:  # (keys of the language model's config, where the file keeps them)
-        for key in reversed(e.get("text_config") or []):
-            kw = {key: kw}
-        return kw
-
-    configs = []
-    if e.get("text_config"):
-        configs += [{"rope_theta": sentinel(99)}, {"rope_theta": sentinel(99), **inside({})}]
-    d0 = e.get("defaults", {}).get("rope_parameters")
-    if cls is not None and _nested(d0):
-        configs += [inside(kw) for kw in scenarios(sorted(d0), theta_candidates(cls))]
-    out = []
-    for kw in configs:
-        try:
-            text = AutoConfig.for_model(t, **copy.deepcopy(kw)).get_text_config(decoder=True)
-            rp = copy.deepcopy(getattr(text, "rope_parameters", None) or {})
-        except Exception:  # noqa: BLE001
-            rp = None
-        for lt in (sorted(d0) if _nested(d0) else [None]):
-            one = None if rp is None else (rp.get(lt) if lt else rp)
-            want = None if not isinstance(one, dict) else {k: one.get(k) for k in COMPARED if one.get(k) is not None}
-            out.append({"config": {"model_type": t, **kw}, "layer_type": lt, "want": want})
+    for key in reversed(e.get("text_config") or []):
+        kw = {key: kw}
+    try:
+        text = AutoConfig.for_model(t, **copy.deepcopy(kw)).get_text_config(decoder=True)
+        rp = copy.deepcopy(getattr(text, "rope_parameters", None))
+    except Exception:  # noqa: BLE001
+        return None
+    out: dict[Any, dict | None] = {}
+    for lt in lts or [None]:
+        one = rp.get(lt) if lt and isinstance(rp, dict) else rp
+        ok = isinstance(one, dict) and isinstance(one.get("rope_theta"), (int, float)) \
+            and not isinstance(one.get("rope_theta"), bool)
+        out[lt] = {k: one.get(k) for k in COMPARED if one.get(k) is not None} if ok else None
     return out
+
+
+def vkrope_reads(cfg: dict, lt: str | None) -> Any:
+    """vkrope.from_hf's reading of a config: (theta, rope type, factor, partial factor), or None where it
+    refuses it."""
+    import vkrope  # noqa: PLC0415
+
+    try:
+        r = vkrope.from_hf(copy.deepcopy(cfg), layer_type=lt)
+    except ValueError:
+        return None
+    if r is None:
+        return "no rope"
+    params = dict(r.params)
+    return r.theta, r.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)
+
+
+def model_partial(e: dict, lt: str | None, rope: dict) -> float:
+    """The partial factor the model applies with a rope dict (the table's rotary rule, as scripts/
+    hf_model_table.py found the attention doing it: the default rope type of a "whole_default" model spans
+    the head whatever the dict says)."""
+    shape = e["by_layer_type"].get(lt if lt in e["by_layer_type"] else "*", {})
+    if shape.get("rotary") == "whole" or (shape.get("rotary") == "whole_default"
+                                          and rope.get("rope_type", "default") == "default"):
+        return 1.0
+    return float(rope.get("partial_rotary_factor") or 1.0)
+
+
+def file_config(t: str, e: dict, kw: dict) -> dict:
+    """A config.json of model type `t` with the text config keys `kw` where its files keep them."""
+    cfg: dict = dict(kw)
+    for key in reversed(e.get("text_config") or []):
+        cfg = {key: cfg}
+    cfg["model_type"] = t
+    return cfg
+
+
+def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) -> dict[str, str]:
+    """{signature: why} of the shapes on which vkrope reads model type `t` otherwise than its class (or reads
+    what the class raises on); about a dozen of the probes into `gold`."""
+    refused: dict[str, str] = {}
+    outcomes: dict[str, list[str]] = {}
+    rng = random.Random(t)
+    plist = probes(keys, lts, e.get("defaults", {}).get("rope_parameters"))
+    keep = 12.0 / len(plist)
+    builds = class_reads(t, e, {}, lts) is not None  # (a class that fails on no keys says nothing of shapes)
+    picked: list[tuple[str, dict]] = []
+    for sig, kw in plist:
+        want = class_reads(t, e, kw, lts)
+        cfg = file_config(t, e, kw)
+        for lt in lts or [None]:
+            got = vkrope_reads(cfg, lt)
+            w = None if want is None else want[lt]
+            expect = None if w is None else (w.get("rope_theta"), w.get("rope_type"), w.get("factor"),
+                                             model_partial(e, lt, w))
+            if got is not None:
+                outcomes.setdefault(sig, []).append("same" if got == expect else "raises" if w is None else "differs")
+            if rng.random() < keep and (builds or expect is not None):  # (the model's: its rotary rule)
+                picked.append((sig, {"config": cfg, "layer_type": lt, "want": None if expect is None
+                                     else list(expect)}))
+    for sig, seen in outcomes.items():
+        if "differs" in seen:
+            refused[sig] = "it reads them otherwise"
+        elif "same" not in seen and builds:  # (raised on every value: the shape, not a value it refuses)
+            refused[sig] = "the class raises, or makes what its model cannot read"
+    # (a value the class's validation refuses in a shape it reads, Phi-3's linear type, is not mirrored)
+    gold += [case for sig, case in picked if case["want"] is not None or sig in refused]
+    return refused
+
+
+def _inside(path: list[str], kw: dict) -> dict:
+    """`kw` placed at `path` (the language model's config inside the outer one)."""
+    for key in reversed(path):
+        kw = {key: kw}
+    return kw
 
 
 def _nested(rope: Any) -> bool:
@@ -244,45 +421,60 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     import transformers  # noqa: PLC0415
     from transformers import AutoConfig  # noqa: PLC0415
-
     with open(MODELS, encoding="utf-8") as f:
         table = json.load(f)
     if transformers.__version__ != table["transformers"]:
         sys.exit(f"transformers {transformers.__version__}: the model table is from {table['transformers']}")
-    out: dict[str, dict] = {}
-    gold: list[dict] = []
-    for t, e in sorted(table["models"].items()):
-        if args.only and t not in args.only or e.get("status") != "ok":
-            continue
-        rules: dict[str, Any] = {}
+    types = [t for t, e in sorted(table["models"].items()) if e.get("status") == "ok"
+             and (not args.only or t in args.only)]
+    out: dict[str, dict] = {t: {} for t in types}
+    classes = {}
+    for t in types:  # the rules of each class's conversion
+        e, rules = table["models"][t], out[t]
         if e.get("text_config"):
             rules["outer"] = measure_outer(t, e["text_config"])
             if rules["outer"] is None:
                 rules["outer_why"] = "the config class could not be built with a top-level rope_theta"
+        try:
+            classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
+        except Exception as exc:  # noqa: BLE001
+            rules["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+            continue
         d0 = e.get("defaults", {}).get("rope_parameters")
-        cls = type(AutoConfig.for_model(t).get_text_config(decoder=True)) if _nested(d0) else None
-        gold += golden_cases(t, e, cls)
-        if cls is not None:
-            per_type = measure_per_type(cls, d0)
-            why = check_rules(cls, t, d0, per_type)
+        if not _nested(d0):
+            one = measure_one(classes[t])
+            if one is not None:
+                rules["one"] = one
+        else:
+            per_type = measure_per_type(classes[t], d0)
+            why = check_rules(classes[t], t, d0, per_type)
             if why is None:
                 rules["per_type"] = per_type
             else:
                 rules["per_type_why"] = f"the measured rules differ from the class: {why}"[:400]
-        if rules:
-            out[t] = rules
-            print(t, json.dumps(rules, sort_keys=True)[:300], flush=True)
+    config_rules.table.cache_clear()
+    config_rules.table = lambda: {"models": out}  # type: ignore[assignment]  (no shapes refused yet)
+    gold: list[dict] = []
+    for t in types:  # the shapes of keys on which vkrope's reading differs from the class's
+        if t not in classes:
+            continue
+        e = table["models"][t]
+        d0 = e.get("defaults", {}).get("rope_parameters")
+        keys = theta_candidates(classes[t])
+        out[t]["keys"] = keys
+        out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
+        print(t, len(out[t]["refused"]), "shapes refused", flush=True)
     if args.only:
+        print(json.dumps(out, indent=1)[:3000])
         return
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-                   "models": out}, f, indent=1, sort_keys=True)
+                   "models": out}, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
-    with open(GOLDEN, "w", encoding="utf-8") as f:
+    with gzip.open(GOLDEN, "wt", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
                    "cases": gold}, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
-    print(f"{len(out)} model types with rules; {len(gold)} golden cases")
+    print(f"{len(out)} model types; {len(gold)} golden cases")
 
 
 if __name__ == "__main__":

@@ -816,10 +816,12 @@ def test_more_transformers_rules():
     phi4["rope_scaling"] = dict(phi4["rope_scaling"], type="yarn")
     assert vkrope.from_hf(phi4).rope_type == "longrope"
     # (a flat Hub file's top-level keys reach these classes' language model only inside text_config)
-    vl = {"model_type": "glm_ocr", "text_config": config("qwen2-vl-7b")}  # its module's layout: neither chunks
-    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # nor Qwen3-VL's
-        vkrope.from_hf(vl)
-    assert vkrope.from_hf(dict(vl, model_type="cosmos3_edge")).mrope_interleaved  # the table ran it: interleaved
+    # (and a text_config naming its own model type: one naming another is read as that type)
+    vl = {"model_type": "glm_ocr", "text_config": dict(config("qwen2-vl-7b"), model_type="glm_ocr_text")}
+    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # (its module's layout:
+        vkrope.from_hf(vl)  # neither chunks nor Qwen3-VL's)
+    edge = {"model_type": "cosmos3_edge", "text_config": dict(config("qwen2-vl-7b"), model_type="cosmos3_edge_text")}
+    assert vkrope.from_hf(edge).mrope_interleaved  # the table ran it: interleaved
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}
     with pytest.raises(ValueError, match="model_type is missing"):
         vkrope.from_hf(anon)  # no model type: its attention is not guessed

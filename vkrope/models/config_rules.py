@@ -5,8 +5,15 @@ by building each config class on probe configs; never edited by hand):
 
 - `outer`: for a composite config (a vision-language model's, ...), whether
   the outer config's keys reach the language model's config, when the file
-  has no `text_config` (a flat Hub file) and when it has one, and which
-  keys the outer class presets there otherwise than the text class;
+  has no `text_config` (a flat Hub file) and when it has one, which keys
+  the outer class presets there otherwise than the text class, and the
+  model type of its own text config (a file's text_config naming another
+  is read as that model type, as transformers builds it);
+- `one`: for a class with one RoPE, what transformers' conversion
+  (PreTrainedConfig.convert_rope_params_to_dict) starts from where the file
+  gives neither rope_scaling nor rope_parameters (`preset`: GPT-OSS's yarn,
+  Apertus' llama3 with its theta), and the theta and partial factor it
+  fills in where the file's dict lacks them;
 - `per_type`: for a class with RoPE per layer type (Gemma 3, ModernBERT,
   Olmo 3, ...), per layer type and per shape of the file's keys (`flat`:
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
@@ -14,6 +21,14 @@ by building each config class on probe configs; never edited by hand):
   where that key is absent, whether `rope_scaling` is merged in, which
   class defaults fill a given layer type's dict, and whether a layer type
   the file leaves out is filled. A shape the class fails on is null.
+
+- `refused`: the shapes of RoPE keys (`signature`: how the file gives
+  rope_scaling, rope_parameters, each theta key and the partial factor:
+  absent, null, empty, a dict, per layer type, with the legacy `type`, ...)
+  on which vkrope's reading differed from what the class made (or the
+  class raised), each shape probed on every model type; `keys`, the theta
+  keys the class's source names. `check_shape` refuses those shapes, and
+  any shape not probed.
 
 `per_type_rope` applies those rules; where the rules are not known, or
 a file's keys take a shape the class fails on, the config is refused.
@@ -145,3 +160,105 @@ def preset(model_type: str, has_text_config: bool) -> list[str]:
     rope_parameters), which the file must then give itself."""
     outer = rules_of(model_type).get("outer") or {}
     return list(outer.get("preset_with_text_config" if has_text_config else "preset_without_text_config", []))
+
+
+PARTIAL_KEYS = ("partial_rotary_factor", "rotary_pct")
+# The shapes scripts/hf_config_rules.py probes: rope_scaling (and a one-RoPE class's rope_parameters) absent,
+# null, empty, a dict, a dict with the legacy `type`; per layer type besides: every type, some left out, some
+# null, with `type`; each theta key absent, null or a value (at most two given); the partial factor pairs.
+SHAPES = ("-", "0", "e", "d", "t")
+PER_TYPE_SHAPES = SHAPES + ("n", "m", "z", "nt")
+THETA_SHAPES = ("-", "0", "v")
+PARTIAL_SHAPES = (("-", "-"), ("v", "-"), ("0", "-"), ("-", "v"))
+
+
+def _value_shape(v: Any, layer_types: Any) -> str:
+    """How one RoPE key is given: '0' null, 'e' empty, 'd' a dict, 't' a dict with the legacy `type`, 'n' a
+    dict per layer type ('m' some left out, 'z' some null, 'nt' with `type`), 'v' anything else."""
+    if v is None:
+        return "0"
+    if not isinstance(v, dict):
+        return "v"
+    if not v:
+        return "e"
+    if layer_types and set(v) <= set(layer_types) and all(x is None or isinstance(x, dict) for x in v.values()):
+        kind = "z" if any(x is None for x in v.values()) else "m" if set(v) != set(layer_types) else "n"
+        return kind + ("t" if any(isinstance(x, dict) and "type" in x for x in v.values()) else "")
+    return "t" if "type" in v else "d"
+
+
+def signature(cfg: dict, keys: list[str], layer_types: Any) -> str:
+    """The shape of a text config's RoPE keys (see the module docstring): one letter per key, '-' absent."""
+    parts = []
+    for key in ("rope_scaling", "rope_parameters", *keys, *PARTIAL_KEYS):
+        parts.append(_value_shape(cfg[key], layer_types) if key in cfg else "-")
+    return "".join(p + "|" for p in parts)[:-1]
+
+
+def probed(sig: str, n_keys: int, per_type: bool) -> bool:
+    """Whether scripts/hf_config_rules.py probes shape `sig` (of n_keys theta keys)."""
+    parts = sig.split("|")
+    theta = parts[2:2 + n_keys]
+    return (parts[0] in SHAPES and parts[1] in (PER_TYPE_SHAPES if per_type else SHAPES)
+            and all(x in THETA_SHAPES for x in theta) and sum(x != "-" for x in theta) <= 2
+            and tuple(parts[2 + n_keys:]) in PARTIAL_SHAPES)
+
+
+def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
+    """A ValueError where the file gives its RoPE keys in a shape on which vkrope's reading of this model type
+    differed from its config class's (or the class raised), or in one never probed."""
+    rules = rules_of(model_type)
+    keys = rules.get("keys", ["rope_theta"])
+    sig = signature(cfg, keys, layer_types)
+    if "v" in sig.split("|")[:2]:
+        return  # (rope_scaling or rope_parameters not a dict: their own error comes below)
+    if "refused" not in rules:
+        why = rules.get("shape_why")
+        if why is None or set(sig) <= {"-", "|"}:
+            return
+    else:
+        why = rules["refused"].get(sig)
+        if why is None and probed(sig, len(keys), bool(layer_types)):
+            return
+    given = [k for k in ("rope_scaling", "rope_parameters", *rules["keys"], *PARTIAL_KEYS) if k in cfg]
+    raise ValueError(f"config: {model_type}'s config class reads {', '.join(given) or 'these keys'} given this way "
+                     f"otherwise than vkrope ({why or 'a shape not probed'}; shape {sig}): refused rather than "
+                     "guessed; give the RoPE keys as transformers saves them (AutoConfig.from_pretrained(path)"
+                     ".to_dict())")
+
+
+def one_rope(cfg: dict, model_type: str) -> dict | None:
+    """The rope dict a class with one RoPE makes of a text config's keys
+    `cfg` (transformers' PreTrainedConfig.convert_rope_params_to_dict):
+    rope_scaling if given, else the file's rope_parameters, else the
+    class's preset; then the file's theta (from the keys the class reads
+    it from: rope_theta, GPT-NeoX's rotary_emb_base) or the class's, and the
+    file's partial factor (partial_rotary_factor, GPT-NeoX's rotary_pct,
+    where the class reads them; `cfg` loses those keys) or the class's,
+    where the dict has none. None where the class's rules were not
+    measured."""
+    one = rules_of(model_type).get("one")
+    if one is None:
+        return None
+    scaling, given = cfg.get("rope_scaling"), cfg.get("rope_parameters")
+    for key, value in (("rope_scaling", scaling), ("rope_parameters", given)):
+        if value is not None and not isinstance(value, dict):
+            raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
+    rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
+    if "rope_theta" not in rope:
+        source = next((k for k in one["theta_keys"] if k in cfg), None)
+        rope["rope_theta"] = one["theta"] if source is None else cfg[source]
+    source = next((k for k in one["partial_keys"] if k in cfg), None)
+    partial = one["partial"] if source is None else cfg[source]
+    if partial is not None:
+        rope.setdefault("partial_rotary_factor", partial)
+    for key in PARTIAL_KEYS:
+        cfg.pop(key, None)  # (read above where the class reads it; a key it does not read is not read below)
+    return rope
+
+
+def text_model_type(model_type: str) -> str | None:
+    """The model type of a composite class's own language model config, where the class builds a text_config
+    naming another model type as that type (None: not composite, or it builds its own class whatever)."""
+    outer = rules_of(model_type).get("outer") or {}
+    return outer.get("text_model_type")

@@ -83,11 +83,12 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged.update({k: cfg[k] for k in keys})
         if "model_type" in cfg and "model_type" not in merged:
             merged["model_type"] = cfg["model_type"]
+    defaults = e.get("defaults", {})
+    dr = defaults.get("rope_parameters")
+    config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
-    defaults = e.get("defaults", {})
-    dr = defaults.get("rope_parameters")
     if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
         merged.pop("rope_scaling", None)
@@ -95,7 +96,13 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
     if not _nested(dr):
-        _class_rope(merged, defaults)
+        rope = config_rules.one_rope(merged, _type_of(cfg, like))
+        if rope is None:
+            _class_rope(merged, defaults)
+        else:  # (the class's own conversion, under the key the file gave: messages name it)
+            key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
+            merged.pop("rope_scaling", None)
+            merged[key] = rope
     return merged
 
 
@@ -199,9 +206,20 @@ def _remote(config: Any, like: str | None) -> tuple[dict, str, bool] | None:
 
 
 def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
-    """(outer config, table entry, text config) of a from_hf argument."""
+    """(outer config, table entry, text config) of a from_hf argument; a
+    composite config whose text_config names another model type than its
+    class's own (a llava around Gemma 3's) is read as that text config, as
+    transformers builds the language model from it (AutoModel.from_config)."""
     outer = _load(config)
     e = hf_models.entry(outer.get("model_type"), like)
+    inner: Any = outer
+    for key in e.get("text_config", []) if like is None else []:
+        inner = inner.get(key) if isinstance(inner, dict) else None
+    own = config_rules.text_model_type(str(outer.get("model_type")))
+    if isinstance(inner, dict) and own is not None and isinstance(inner.get("model_type"), str) \
+            and inner["model_type"] != own:
+        text_e = hf_models.entry(inner["model_type"])
+        return inner, text_e, _text_config(inner, text_e)
     return outer, e, _text_config(outer, e, like)
 
 
