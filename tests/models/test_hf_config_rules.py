@@ -155,3 +155,23 @@ def test_a_composite_config_around_another_text_model_is_read_as_that_model():
     assert vkrope.from_hf(cfg, layer_type="sliding_attention").theta == 10000.0
     llama = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 77.0}
     assert vkrope.from_hf({"model_type": "llava", "text_config": llama}).theta == 77.0  # (llava's own text type)
+
+
+def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
+    """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
+    class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""
+    table = json.loads((pathlib.Path(vkrope.__file__).parent / "data" / "hf_models.json").read_text())
+    own = table["models"]["neomme"]["defaults"]["rope_parameters"]["full_attention"]["partial_rotary_factor"]
+    nested = {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e6},
+              "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+    full = vkrope.from_hf({"model_type": "neomme", "rope_parameters": nested}, layer_type="full_attention")
+    assert own != 1.0 and dict(full.params).get("partial_rotary_factor") == own
+    assert full.rotary_dim == int(full.head_dim * own)
+
+
+def test_a_shape_never_probed_is_refused():
+    """Both partial keys at once: no probe gave them together, so no reading is vouched for."""
+    base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+    vkrope.from_hf({**base, "partial_rotary_factor": 0.5})
+    with pytest.raises(ValueError, match="a shape not probed"):
+        vkrope.from_hf({**base, "partial_rotary_factor": 0.5, "rotary_pct": 0.5})

@@ -107,8 +107,9 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
 
 
 def _class_rope(merged: dict, defaults: dict) -> None:
-    """The class's RoPE where the file says none (GPT-OSS's default is yarn), its theta where the file gives
-    none (an explicit null stays, and is refused)."""
+    """For a class whose conversion could not be measured (config_rules.one_rope: GPT-J, CodeGen, Cosmos 3
+    Edge; the shapes its class fails on or reads otherwise are refused before): the class's RoPE where the
+    file says none, its theta where the file gives none (an explicit null stays, and is refused)."""
     dr = defaults.get("rope_parameters")
     given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
              if merged.get(k) is not None]
@@ -120,13 +121,6 @@ def _class_rope(merged: dict, defaults: dict) -> None:
             and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
                         for k in ("rope_scaling", "rope_parameters")):
         merged["rope_theta"] = defaults["rope_theta"]
-    partial = dr.get("partial_rotary_factor") if isinstance(dr, dict) else None
-    if partial is not None and given and not any(
-            k in merged for k in ("partial_rotary_factor", "rotary_pct")) and not any(
-            isinstance(merged.get(k), dict) and "partial_rotary_factor" in merged[k]
-            for k in ("rope_scaling", "rope_parameters")):
-        # (the class's own factor, which standardize_rope_params puts into the file's rope dict: Persimmon's 0.5)
-        merged["partial_rotary_factor"] = partial
 
 
 def _outer_keys(cfg: dict, like: str | None, has_text_config: bool) -> bool:
