@@ -148,6 +148,28 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
             "theta_keys": theta_keys, "partial_keys": partial_keys}
 
 
+TYPE_PROBES = {"linear": {"factor": 2.0}, "dynamic": {"factor": 2.0},
+               "yarn": {"factor": 2.0, "original_max_position_embeddings": 1024},
+               "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": 1024}}
+
+
+def types_refused(cls: Any, lts: list[str] | None) -> list[str]:
+    """The rope types the class's validation refuses (Phi-3 takes only default and longrope), each given with
+    the parameters it needs, where the class takes the default type given the same way."""
+    def takes(kind: str, params: dict) -> bool:
+        one = {"rope_type": kind, "rope_theta": 10000.0, **params}
+        try:
+            rope_of(cls, {"rope_parameters": {lt: dict(one) for lt in lts} if lts else one})
+        except Exception:  # noqa: BLE001
+            return False
+        return True
+
+    if not takes("default", {}):
+        return []  # (the probe says nothing of types)
+    return [kind for kind, params in TYPE_PROBES.items() if not takes(kind, params)]
+
+
 def measure_per_type(cls: Any, d0: dict) -> dict[str, Any]:
     """{layer type: {"flat": rule, "nested": rule}} of a class with RoPE per layer type."""
     lts = sorted(d0)
@@ -441,6 +463,7 @@ def main() -> None:
             rules["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
+        rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
         if not _nested(d0):
             one = measure_one(classes[t])
             if one is not None:

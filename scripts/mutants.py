@@ -553,6 +553,8 @@ MUTATIONS = [
              "        if why is None and probed(sig, len(keys), bool(layer_types)):", "        if why is None:"),
     Mutation("a text_config of another model type read as the outer class's", CONFIGS,
              "            and inner[\"model_type\"] != own:", "            and False:"),
+    Mutation("a rope type the class refuses read (Phi-3's linear)", RULES,
+             "    if kind in rules_of(model_type).get(\"types_refused\", []):", "    if False:"),
     Mutation("an explicit null rope_theta read as the class default", CONFIGS,
              "    elif \"rope_theta\" in defaults and \"rope_theta\" not in merged and",
              "    elif \"rope_theta\" in defaults and merged.get(\"rope_theta\") is None and",

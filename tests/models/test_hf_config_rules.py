@@ -175,3 +175,13 @@ def test_a_shape_never_probed_is_refused():
     vkrope.from_hf({**base, "partial_rotary_factor": 0.5})
     with pytest.raises(ValueError, match="a shape not probed"):
         vkrope.from_hf({**base, "partial_rotary_factor": 0.5, "rotary_pct": 0.5})
+
+
+def test_a_rope_type_the_class_refuses_is_refused():
+    """Phi3Config's validation takes only default and longrope rope types: transformers raises on a linear
+    one, and so does vkrope (where llama, which takes it, reads it)."""
+    base = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096}
+    scaling = {"rope_type": "linear", "factor": 2.0}
+    assert dict(vkrope.from_hf({**base, "model_type": "llama", "rope_scaling": scaling}).params)["factor"] == 2.0
+    with pytest.raises(ValueError, match="rope_type 'linear': phi3's config class refuses it"):
+        vkrope.from_hf({**base, "model_type": "phi3", "rope_scaling": scaling})

@@ -22,6 +22,8 @@ by building each config class on probe configs; never edited by hand):
   class defaults fill a given layer type's dict, and whether a layer type
   the file leaves out is filled. A shape the class fails on is null.
 
+- `types_refused`: the rope types the class's validation refuses (Phi-3
+  takes only default and longrope), given with the parameters they need;
 - `refused`: the shapes of RoPE keys (`signature`: how the file gives
   rope_scaling, rope_parameters, each theta key and the partial factor:
   absent, null, empty, a dict, per layer type, with the legacy `type`, ...)
@@ -262,3 +264,12 @@ def text_model_type(model_type: str) -> str | None:
     naming another model type as that type (None: not composite, or it builds its own class whatever)."""
     outer = rules_of(model_type).get("outer") or {}
     return outer.get("text_model_type")
+
+
+def check_type(kind: str, model_type: str, where: str) -> str:
+    """`kind`, or a ValueError where the model type's config class refuses that rope type (transformers
+    raises)."""
+    if kind in rules_of(model_type).get("types_refused", []):
+        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class refuses it (transformers raises), "
+                         "so vkrope does too")
+    return kind

@@ -397,7 +397,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return None  # (every layer of that type applies none)
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type)
-    kind = _rope_kind(rope, where, model_type)
+    kind = config_rules.check_type(_rope_kind(rope, where, model_type), model_type, where)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
