@@ -21,7 +21,6 @@ by building each config class on probe configs; never edited by hand):
   where that key is absent, whether `rope_scaling` is merged in, which
   class defaults fill a given layer type's dict, and whether a layer type
   the file leaves out is filled. A shape the class fails on is null.
-
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
 - `refused`: the shapes of RoPE keys (`signature`: how the file gives
@@ -32,8 +31,10 @@ by building each config class on probe configs; never edited by hand):
   keys the class's source names. `check_shape` refuses those shapes, and
   any shape not probed.
 
-`per_type_rope` applies those rules; where the rules are not known, or
-a file's keys take a shape the class fails on, the config is refused.
+`one_rope` and `per_type_rope` apply the conversion, `outer_keys`,
+`preset` and `text_model_type` the composite's rules, `check_shape` and
+`check_type` the refusals; where the rules are not known, or a file's keys
+take a shape the class fails on, the config is refused.
 """
 
 from __future__ import annotations
