@@ -60,6 +60,14 @@ def _cache(name: str, c: Any) -> Any:
 MIN_SCALE, MAX_SCALE = 2.0**-40, 2.0**40
 
 
+def _real(value: Any) -> float:
+    """A real scalar as a float (inf for an int past float64's range, whose float() overflows)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _scale(name: str, value: Any, cache: Any) -> float:
     """An fp8 cache's per-tensor scale as the float32 the kernel divides by (1.0 when None); other caches take
     none."""
@@ -72,10 +80,7 @@ def _scale(name: str, value: Any, cache: Any) -> float:
         value = value[()]  # (vLLM keeps its scales as 0-d tensors)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
         raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")
-    try:
-        f = float(value)
-    except OverflowError:  # (an int past float64)
-        f = math.inf
+    f = _real(value)
     if not (math.isfinite(f) and MIN_SCALE <= f <= MAX_SCALE):
         raise ValueError(f"{name} must be a finite float32 in [2^{int(math.log2(MIN_SCALE))}, "
                          f"2^{int(math.log2(MAX_SCALE))}] (what the cache's values are divided by); got "
@@ -170,14 +175,6 @@ class _Structure:
     def given(self, freqs: Any) -> tuple[tuple[str, Any], ...]:
         """The caller's tables, for job ordering."""
         return (("freqs[0] (cos)", freqs[0]), ("freqs[1] (sin)", freqs[1])) if self.freqs == "tables" else ()
-
-
-def _real(value: Any) -> float:
-    """A real scalar as a float (inf for an int past float64's range, whose float() overflows)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
 
 
 def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, interleaved: Any, contiguous: bool,
