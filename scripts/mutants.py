@@ -453,6 +453,8 @@ MUTATIONS = [
     Mutation("decode step: a 16-bit cache value truncated", COMMON,
              "#define to_c_scalar(v) CSCALAR(floatBitsToUint(round_to_bf16(vec4(v, 0.0, 0.0, 0.0)).x) >> 16)",
              "#define to_c_scalar(v) CSCALAR(floatBitsToUint(v) >> 16)"),
+    Mutation("decode step: an int past float64 read as a valid eps or scale", "vkrope/ops/decode.py",
+             "    except OverflowError:\n        return math.inf", "    except OverflowError:\n        return 0.5"),
     Mutation("decode step: a slot named twice accepted", "vkrope/ops/decode.py",
              "    if np.unique(used).size != used.size:", "    if False:"),
     Mutation("decode step: positions past the cache accepted", "vkrope/ops/decode.py",
