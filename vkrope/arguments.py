@@ -179,7 +179,8 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
     else:
         refuse_subclass(name, out)
     if out.dtype != x.dtype:
-        raise TypeError(f"{name} must have dtype {x.dtype} (the dtype of {x_name}); got {out.dtype}")
+        raise TypeError(f"{name} must have dtype {x.dtype} (the dtype of {x_name}); got {out.dtype}"
+                        + (" (its bytes are swapped: vkrope writes in the machine's byte order)" if not out.dtype.isnative else ""))
     if tuple(out.shape) != tuple(x.shape):
         raise ValueError(f"{name} must have shape {tuple(x.shape)} (the shape of {x_name}); got {tuple(out.shape)}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
@@ -196,5 +197,6 @@ def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
     else:
         check_plain_array(name, t)
     if np.dtype(t.dtype) not in dtypes:
-        raise TypeError(f"{name} must have dtype {' or '.join(d.name for d in dtypes)}; got {t.dtype}")
+        raise TypeError(f"{name} must have dtype {' or '.join(d.name for d in dtypes)}; got {t.dtype} "
+                        f"({convert_hint(name, t.dtype)})")
     return t

@@ -5,6 +5,7 @@ gives VulkanUnavailableError on first use, not on import."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import pytest
 
 import vkrope
 from oracle import check_apply
+from op_cases import OPS, check_results
 
 X = np.ones((2, 3, 8), np.float32)
 F = np.ones((3, 8), np.float32)
@@ -163,3 +165,31 @@ def test_vkrope_device_env_without_match(monkeypatch):
     assert f"index {len(seen)}" in msg and "VKROPE_DEVICE" in msg
     for d in seen:
         assert d["name"] in msg
+
+
+def _tensors(case, args):
+    """The numpy tensors of a call (ids and positions are values, read in any
+    byte order; the decode step's caches are uploaded by the case itself)."""
+    return [name for name in case.resident if isinstance(args.get(name), np.ndarray)
+            and name not in ("k_cache", "v_cache")]
+
+
+@pytest.mark.parametrize("case", [c for c in OPS if c.moves_numpy], ids=repr)
+def test_byte_swapped_arrays_are_read_or_named_with_their_byte_order(device, case):
+    """A '>f4' array (np.load of a file from a big-endian machine) reads
+    like a dtype vkrope takes: either it is read as the numbers it holds (a
+    table converted on the host) or the TypeError names the argument and
+    says the byte order is what differs; the next call is right."""
+    args = case.make(np.random.default_rng(35))
+    refused = []
+    for name in _tensors(case, args):
+        swapped = {**args, name: args[name].astype(args[name].dtype.newbyteorder(">"))}
+        try:
+            results = case.call(device, swapped)
+        except TypeError as e:
+            assert re.match(rf"^{case.label(name)}\b.*(big-endian|bytes are swapped)", str(e)), str(e)
+            refused.append(name)
+        else:
+            check_results(case, args, results)
+    assert refused, "every tensor was read: the case has no x to refuse"
+    check_results(case, args, case.call(device, args))

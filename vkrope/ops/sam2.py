@@ -15,7 +15,7 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import BFLOAT16
+from ..runtime.dtypes import BFLOAT16, convert_hint
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -144,7 +144,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
             per_row, what = channels, lambda: f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
-                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype}")
+                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype} "
+                f"({convert_hint('freqs', freqs.dtype)})")
     if per_row == 0:
         if freqs.size:
             raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")

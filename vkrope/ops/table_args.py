@@ -13,7 +13,7 @@ from ..arguments import (
 )
 from .lowering import lower
 from ..freqs import RopeFreqs, check_positions
-from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES
+from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, convert_hint
 from ..runtime.array import DeviceArray
 
 
@@ -36,7 +36,7 @@ def _tensor(name: str, x: Any) -> Any:
     else:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype}")
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype)})")
     if math.prod(x.shape) > 2 * MAX_PAIRS:  # the kernel indexes values with 32-bit integers
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x

@@ -48,6 +48,9 @@ def convert_hint(name: str, dtype: Any) -> str:
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.bfloat16)")
+    if not dt.isnative:  # its name reads like a dtype vkrope takes: say what differs
+        order = "big" if dt.byteorder == ">" else "little"
+        return f"its bytes are in {order}-endian order; convert with {name}.astype(np.{dt.newbyteorder('=').name})"
     return f"convert with {name}.astype(np.float32)"
 
 
