@@ -838,13 +838,8 @@ class NdFreqs(FrequencySpec):
             raise ValueError(f"axes_dim must sum to at most {MAX_ND_CHANNELS} channels (a head); got "
                              f"{sum(int(d) for d in axes)}")
         object.__setattr__(self, "axes_dim", tuple(int(d) for d in axes))
-        theta = self.theta
-        if isinstance(theta, np.ndarray) and theta.ndim == 0:
-            theta = theta.item()
-        thetas = tuple(theta) if isinstance(theta, (tuple, list, np.ndarray)) else (theta,) * len(axes)
-        if len(thetas) != len(axes):
-            raise ValueError(f"theta must be one number or one per axis ({len(axes)}); got {len(thetas)}")
-        per_axis = isinstance(theta, (tuple, list, np.ndarray))
+        thetas = _per_axis("theta", self.theta, len(axes))
+        per_axis = isinstance(self.theta, (tuple, list)) or (isinstance(self.theta, np.ndarray) and self.theta.ndim)
         for a, t in enumerate(thetas):
             _check_positive(f"theta[{a}]" if per_axis else "theta", t)
         object.__setattr__(self, "theta", tuple(float(t) for t in thetas))
@@ -951,6 +946,20 @@ class NdFreqs(FrequencySpec):
         return float("inf")
 
 
+def _per_axis(name: str, value: Any, n_axes: int) -> tuple:
+    """`value` (one number, or a flat sequence of one per axis) as one per axis."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if not isinstance(value, (tuple, list, np.ndarray)):
+        return (value,) * n_axes
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be one number or a flat sequence of one per axis ({n_axes}); got an array "
+                         f"of shape {value.shape}")
+    if len(value) != n_axes:
+        raise ValueError(f"{name} must be one number or one per axis ({n_axes}); got {len(value)}")
+    return tuple(value)
+
+
 def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     """float64 [prod(shape), len(shape)]: the ids of every cell of a grid,
     row-major (the last axis fastest), cell i along axis a at
@@ -960,7 +969,8 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     `offset=(1, 0, 0)`; Qwen-Image's centred rows and columns:
     `offset=(0, -(h - h // 2), -(w - w // 2))`; CogVideoX's linspace grid
     over a crop region [start, stop): `offset=start`, `step=(stop * (n - 1) /
-    n - start) / (n - 1)` per axis. Flux's text tokens (ids 0) are
+    n - start) / (n - 1)` per axis (torch's float32 linspace rounds a few
+    of those ids 1 ulp otherwise: docs/guide/nd.md). Flux's text tokens (ids 0) are
     `np.zeros((n, 3))`, concatenated."""
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape must be a tuple of grid sizes; got {type(shape).__name__} {shape!r}")
@@ -971,16 +981,19 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     n_axes = len(shape)
     per: dict[str, tuple[float, ...]] = {}
     for name, value in (("offset", offset), ("step", step)):
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value.item()
-        vals = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,) * n_axes
-        if len(vals) != n_axes:
-            raise ValueError(f"{name} must be one number or one per axis ({n_axes}); got {len(vals)}")
+        vals = _per_axis(name, value, n_axes)
         for a, v in enumerate(vals):
             _check_real(f"{name}[{a}]", v)
             if not math.isfinite(float(v)):
                 raise ValueError(f"{name}[{a}] must be finite; got {v}")
         per[name] = tuple(float(v) for v in vals)
-    axes = [per["offset"][a] + np.arange(int(n), dtype=np.float64) * per["step"][a] for a, n in enumerate(shape)]
+    axes = []
+    for a, n in enumerate(shape):
+        with np.errstate(over="ignore"):
+            ids = per["offset"][a] + np.arange(int(n), dtype=np.float64) * per["step"][a]
+        if not np.isfinite(ids).all():  # (finite offset and step, but the last cell past float64)
+            raise ValueError(f"offset[{a}] + i * step[{a}] overflows float64 within shape[{a}] = {n} cells; got "
+                             f"offset {per['offset'][a]} and step {per['step'][a]}")
+        axes.append(ids)
     mesh = np.meshgrid(*axes, indexing="ij")
     return np.stack([m.reshape(-1) for m in mesh], -1) if mesh[0].size else np.zeros((0, n_axes))

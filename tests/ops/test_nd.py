@@ -250,6 +250,10 @@ def test_grid_ids():
     with pytest.raises(ValueError, match="step"):
         vkrope.grid_ids((2, 2), step=float("inf"))
     np.testing.assert_array_equal(vkrope.grid_ids((2,), step=np.array(0.5)), [[0.0], [0.5]])
+    with pytest.raises(ValueError, match=r"offset\[0\] \+ i \* step\[0\] overflows float64"):  # (not inf ids)
+        vkrope.grid_ids((2,), offset=1e308, step=1e308)
+    with pytest.raises(ValueError, match=r"step must be one number or a flat sequence .* shape \(1, 2\)"):
+        vkrope.grid_ids((2, 2), step=np.array([[1.0, 2.0]]))
     assert vkrope.NdFreqs((4, 4), np.array(100.0)).thetas == (100.0, 100.0)
 
 
@@ -266,6 +270,7 @@ def test_wan_and_cogvideox_widths():
     (dict(axes_dim=16), TypeError, "axes_dim must be a tuple"),
     (dict(axes_dim=(16, 0)), ValueError, r"axes_dim\[1\] must be >= 2"),
     (dict(axes_dim=(16, 16), theta=(1e4,)), ValueError, "one per axis"),
+    (dict(axes_dim=(16, 16), theta=np.array([[1e2, 2e2]])), ValueError, r"flat sequence .* shape \(1, 2\)"),
     (dict(axes_dim=(16, 16), theta=(1e4, -1)), ValueError, r"theta\[1\]"),
     (dict(axes_dim=(16, 16), theta=0.0), ValueError, "theta must be a positive"),
     (dict(axes_dim=(16, 16), angle="float64"), ValueError, "angle must be one of"),
