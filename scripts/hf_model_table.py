@@ -24,12 +24,23 @@ modeling file recorded. From what the code did it writes, per model type:
                 interleaved; null: one axis), found by running the module
                 at positions whose axes differ
   head_dim      per rope layer type: the config key holding the rotated
-                head's width (null: hidden_size // num_attention_heads)
+                head's width (null: hidden_size // num_attention_heads;
+                "quotient": that, and another head_dim refused, where the
+                code ran with no other); with `rotary`, how wide the
+                rotation is ("partial", "whole", "whole_default",
+                "partial_unprobed", or a key such as GPT-J's rotary_dim)
+  mrope_section the sections the rotary module takes where a config has none
+  ignores, refuses, fixed
+                RoPE keys the rotary module does not read (GPT-J's base
+                10000) or reads otherwise than vkrope, found by running it
+                with each changed; fixed: the values it uses per rope layer
+                type on the default config
   nope          the rule for layers without RoPE, checked against every
                 layer of the default config (and of a changed one)
   status        "ok", or why vkrope refuses the model type
 
-(and docs/MODELS.md, through scripts/models_md.py), and checks
+(and docs/MODELS.md, through scripts/models_md.py; the golden also keeps
+each changed config the rules were decided by, as "type@key/"), and checks
 vkrope.from_hf on the default config against the rotary
 module (inverse frequencies, attention factor) and the attention's output,
 so a model type is "ok" only where vkrope computes what the model does.
@@ -38,6 +49,7 @@ so a model type is "ok" only where vkrope computes what the model does.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -107,6 +119,7 @@ def defaults_of(text_cls: Any, text: dict) -> dict:
 
 
 CACHE: str | None = None  # the --probes folder: probes with overrides are kept there too
+CHANGED: dict[str, dict[str, dict]] = {}  # model type -> {change: its probe}: the golden's changed configs
 
 
 def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
@@ -114,6 +127,8 @@ def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
     import hf_probe  # noqa: PLC0415
 
     name = f"{model_type}@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}{'@1' if first_only else ''}"
+    if len(name) > 120:  # (a file name has at most 255 bytes: a long set of overrides by its digest)
+        name = f"{model_type}@{hashlib.sha256(name.encode()).hexdigest()[:32]}"
     path = os.path.join(CACHE, name + ".pkl") if CACHE else None
     if path and os.path.exists(path):
         with open(path, "rb") as f:
@@ -190,12 +205,21 @@ def inv_freq_ulps(r: Any, pt: dict, pos: np.ndarray) -> int:
     return int(np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64)).max())
 
 
+def config_of(model_type: str, facts: dict, entry: dict) -> dict:
+    """The probed config as a config.json: a composite type's text config nested where its class reads it (a
+    flat file is read by config_rules' own rules)."""
+    cfg = dict(facts["text"])
+    for key in reversed(entry.get("text_config") or []):
+        cfg = {key: cfg}
+    return {**cfg, "model_type": model_type}
+
+
 def check(model_type: str, facts: dict, entry: dict) -> str | None:
     """None when vkrope.from_hf, with `entry`, computes what the model did on its default config; else why not."""
     import vkrope  # noqa: PLC0415
 
     install({model_type: entry})
-    cfg = dict(facts["text"], model_type=model_type)
+    cfg = config_of(model_type, facts, entry)
     pos = facts.get("pos", OLD_POS)
     try:
         per_layer = vkrope.hf_layers(cfg)
@@ -330,18 +354,71 @@ def candidates(facts: dict, key: Any) -> list[tuple[Any, str]]:
     return [(h, r) for h in heads for r in rotary]
 
 
+def ran(model_type: str, facts: dict, variants: list[dict], first_only: bool) -> dict | None:
+    """The probe with the first of `variants` (override sets, over those `facts` was probed with) the model's
+    code runs (None: it ran none)."""
+    for overrides in variants:
+        try:
+            again = probe(model_type, {**facts.get("overrides", {}), **overrides}, first_only=first_only)
+        except Exception:  # noqa: BLE001  (the class refuses the values)
+            continue
+        if "why" not in again and "error" not in again and any(l["rotates"] for l in again.get("layers", [])):
+            return again
+    return None
+
+
+def sections_times(rope: Any, factor: float) -> Any:
+    """A rope dict (or per-layer-type dicts) with its mrope_section scaled (M-RoPE's sections span the rotated
+    pairs: a probe of another width needs them scaled too); None where it holds none."""
+    if _nested(rope):
+        out = {k: sections_times(v, factor) for k, v in rope.items()}
+        return None if all(v is None for v in out.values()) else {k: out[k] or rope[k] for k in rope}
+    sec = rope.get("mrope_section") if isinstance(rope, dict) else None
+    if not isinstance(sec, list) or not all(isinstance(v, int) and (v * factor) == int(v * factor) for v in sec):
+        return None
+    return {**rope, "mrope_section": [int(v * factor) for v in sec]}
+
+
+def with_sections(overrides: dict, rope: Any, factor: float) -> list[dict]:
+    """`overrides`, first with the rope dict's M-RoPE sections scaled by `factor` where it has them."""
+    scaled = sections_times(overrides.get("rope_parameters", rope), factor)
+    return ([{**overrides, "rope_parameters": scaled}] if scaled is not None else []) + [overrides]
+
+
+def section_of(model_type: str, rope: Any) -> Any:
+    """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
+    (Qwen2-VL's module defaults them): what a probe of another width scales."""
+    if not isinstance(rope, dict) or _nested(rope) or "mrope_section" in rope:
+        return rope
+    import hf_probe  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    module = hf_probe.modeling_module(text)
+    classes = hf_probe.rotary_classes(module) if module else []
+    cls = next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)
+    try:
+        section = getattr(cls(text), "mrope_section", None) if cls else None
+    except Exception:  # noqa: BLE001  (a module that cannot be built from the default config: none)
+        section = None
+    return {**rope, "mrope_section": list(section)} if isinstance(section, (list, tuple)) else rope
+
+
 def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
     """Where the default config leaves head_dim null (the attention then takes hidden_size // heads), ask the
-    code whether it reads head_dim when one is given: probe with head_dim = 2 D. If it does, "head_dim"
-    (falling back to hidden // heads as transformers does) replaces the bare quotient among the options."""
+    code whether it reads head_dim when one is given: probe with head_dim = 2 D (M-RoPE sections doubled). If
+    it does, "head_dim" (falling back to hidden // heads as transformers does) replaces the bare quotient among
+    the options; if its code runs with no such head_dim (OLMoE's q_norm spans hidden_size), "quotient": from_hf
+    refuses a head_dim other than the quotient."""
     if facts["text"].get("head_dim") is not None or not any(h is None for h, _ in options):
         return options
     d = next(head_width(l, facts) for l in facts["layers"] if l["rotates"])
-    try:
-        again = probe(model_type, {"head_dim": 2 * d}, first_only=True)
-    except Exception:  # noqa: BLE001  (a class that refuses it: the quotient stays)
-        return options
+    rope = facts["text"].get("rope_parameters") or {}
+    again = ran(model_type, facts, with_sections({"head_dim": 2 * d}, section_of(model_type, rope), 2), True)
+    if again is None:
+        return [("quotient" if h is None else h, r) for h, r in options]
     got = [head_width(l, again) for l in again.get("layers", []) if l["rotates"]]
+    CHANGED.setdefault(model_type, {})["head_dim"] = again
     if got and got[0] == 2 * d:
         return [("head_dim" if h is None else h, r) for h, r in options]
     return options
@@ -350,8 +427,9 @@ def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
 def reads_partial(model_type: str, facts: dict, options: list, key: Any = None) -> list:
     """Does the default rope type's rotary module read partial_rotary_factor? (Llama's and 143 other modeling
     files compute their own default frequencies over the whole head.) At the default factor of 1 "partial" and
-    "whole" agree; probe with 0.5: the rule that gives the probed width stays. A model that cannot run 0.5
-    keeps "partial" first (no config with another factor runs there)."""
+    "whole" agree; probe with 0.5 (M-RoPE sections halved, then as they are): the rule that gives the probed
+    width stays. Where the code runs neither, "partial_unprobed": from_hf refuses another factor for the
+    default rope type (how the model would read it is unknown)."""
     rp = facts["text"].get("rope_parameters")
     nested = _nested(rp)
     mine = rp.get(key) if nested and isinstance(key, str) else rp  # (per layer type: that type's dict)
@@ -359,18 +437,88 @@ def reads_partial(model_type: str, facts: dict, options: list, key: Any = None) 
             or mine.get("partial_rotary_factor", 1.0) != 1.0 or not any(r == "whole" for _, r in options):
         return options
     half = {**rp, key: {**mine, "partial_rotary_factor": 0.5}} if nested else {**mine, "partial_rotary_factor": 0.5}
-    try:
-        again = probe(model_type, {"rope_parameters": half}, first_only=not nested)
-    except Exception:  # noqa: BLE001
-        return options
-    got = [l for l in again.get("layers", []) if l["rotates"] and l["rope_key"] == key]
-    if not got or "why" in again:
-        return options
+    again = ran(model_type, facts, with_sections({"rope_parameters": section_of(model_type, half)}, None, 0.5),
+                not nested)
+    got = [l for l in (again or {}).get("layers", []) if l["rotates"] and l["rope_key"] == key]
+    if again is None or not got:
+        return [(h, "partial_unprobed") for h, r in options if r == "partial"] or options
+    CHANGED.setdefault(model_type, {})["partial_rotary_factor"] = again
     w = 2 * again["per_type"][got[0]["rope_key"]]["pv"][1].shape[-1]
     d = head_width(got[0], again)
     keep = "whole_default" if w == d else "partial"  # (other rope types: the library's functions read it)
     kept = [o for o in options if o[1] == "partial"]
     return [(h, keep) for h, _ in kept] or options
+
+
+def _other_theta(rope: dict) -> dict | None:
+    theta = rope.get("rope_theta")
+    return {**rope, "rope_theta": 2.0 * theta} if isinstance(theta, (int, float)) and theta > 0 else None
+
+
+def _linear(rope: dict) -> dict:
+    keep = ("rope_theta", "mrope_section", "mrope_interleaved", "partial_rotary_factor")
+    return {**{k: rope[k] for k in keep if k in rope}, "rope_type": "linear", "factor": 2.0}
+
+
+# The RoPE keys whose reading each table entry is checked for, each with the change a probe makes to a rope
+# dict: the model's code reads it (as from_hf does), ignores it (GPT-J's and CodeGen's fixed base 10000 and no
+# scaling), or reads it otherwise (from_hf refuses a value other than the class's; for a theta, also where the
+# code did not run with another).
+CHANGES = {"rope_theta": _other_theta, "rope_type": _linear}
+
+
+def same_rotation(a: dict, b: dict) -> bool:
+    """Whether two probes' rotary modules gave the same cos / sin for every rope layer type."""
+    return a["per_type"].keys() == b["per_type"].keys() and all(
+        np.array_equal(a["per_type"][k]["pv"][1], b["per_type"][k]["pv"][1])
+        and np.array_equal(a["per_type"][k]["pv"][2], b["per_type"][k]["pv"][2]) for k in a["per_type"])
+
+
+def read_default(model_type: str, facts: dict, entry: dict) -> dict:
+    """{rope layer type or "*": {"rope_theta", "rope_type"}} as from_hf reads the default config (check() has
+    held them to what the model did): the values a key the model ignores keeps."""
+    import vkrope  # noqa: PLC0415
+
+    install({model_type: entry})
+    out = {}
+    for key in entry["by_layer_type"]:
+        r = vkrope.from_hf(config_of(model_type, facts, entry), layer_type=None if key == "*" else key)
+        out[key] = {"rope_theta": r.theta, "rope_type": r.rope_type,
+                    "params": {k: list(v) if isinstance(v, tuple) else v for k, v in r.params
+                               if k != "partial_rotary_factor"}}  # (as JSON keeps them)
+    return out
+
+
+def reads_rope(model_type: str, facts: dict, entry: dict) -> tuple[list[str], dict[str, str], dict]:
+    """(keys the model's code ignores, {key: why from_hf refuses another value}, read_default) of CHANGES, each
+    found by probing the model with the key changed and checking from_hf's reading of that config against it."""
+    fixed = read_default(model_type, facts, entry)
+    rp = facts["text"].get("rope_parameters") or ({"rope_type": fixed["*"]["rope_type"],
+                                                    "rope_theta": fixed["*"]["rope_theta"]} if "*" in fixed else {})
+    nested = _nested(rp)
+    ignores, refuses = [], {}
+    for key, change in CHANGES.items():
+        parts = {k: change(v) for k, v in rp.items()} if nested else change(rp) if rp else None
+        if parts is None or (nested and any(v is None for v in parts.values())):
+            refuses[key] = "the model table could not probe another value"
+            continue
+        again = ran(model_type, facts, [{"rope_parameters": parts}], not nested)
+        if again is None:  # (another rope type may not fit the model's heads: Gemma 4's full layers; a theta does)
+            if key == "rope_theta":
+                refuses[key] = "transformers' code did not run with another value when the model table was made"
+            continue
+        CHANGED.setdefault(model_type, {})[key] = again
+        why = check(model_type, again, entry)
+        if why is None or why.startswith("from_hf: "):  # (read alike, or refused by vkrope already)
+            continue
+        told = {**entry, "ignores": [key], "fixed": fixed}
+        if same_rotation(facts, again) and not fixed.get("*", {}).get("params") \
+                and check(model_type, again, told) is None:
+            ignores.append(key)  # (and from_hf, told so, computes what the model did)
+        else:
+            refuses[key] = f"transformers' code reads it otherwise than vkrope ({why})"
+    install({model_type: entry})
+    return ignores, refuses, fixed
 
 
 def _nested(rope: Any) -> bool:
@@ -408,6 +556,8 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                                    "kernels rotate by +theta"}
     facts["aliases"] = entry["aliases"]
     entry["mrope"] = mrope_layout(model_type)
+    if entry["mrope"] in ("chunked", "interleaved"):  # (the sections its module takes where a config has none)
+        entry["mrope_section"] = section_of(model_type, {}).get("mrope_section")
     rule, why = nope_rule(model_type, facts)
     if why:
         return {**entry, "status": why}
@@ -423,22 +573,37 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
         entry["status"] = "ok"
         reason = check(model_type, facts, entry)
         if reason is None:
+            ignores, refuses, fixed = reads_rope(model_type, facts, entry)
+            if ignores or refuses:
+                entry.update(ignores=ignores, refuses=refuses, fixed=fixed)
+            changed = CHANGED.get(model_type, {})
+            for name in list(changed):
+                if name in refuses or check(model_type, changed[name], entry) is not None:
+                    del changed[name]  # (a change from_hf refuses, or one the rule found does not read alike)
             return entry
     entry["status"] = f"vkrope's reading differs from the model's: {reason}"
     return entry
 
 
-def golden(model_type: str, facts: dict, out: dict) -> None:
-    """The arrays the suite checks an ok model type against (tests/models/test_hf_models.py)."""
-    out[f"{model_type}/config"] = np.array(json.dumps(facts["text"], default=str))  # (its own model_type)
+def golden(model_type: str, facts: dict, out: dict, change: str | None = None, base: dict | None = None) -> None:
+    """The arrays the suite checks an ok model type against (tests/models/test_hf_models.py); `change`: of a
+    probe with one RoPE key changed, under "type@change/" (its config as the keys that differ from `base`'s,
+    the default probe's; its angles only: the attention's pairs are the default config's)."""
+    name = model_type if change is None else f"{model_type}@{change}"
+    if change is None:
+        out[f"{name}/config"] = np.array(json.dumps(facts["text"], default=str))  # (its own model_type)
+    else:
+        text, was = facts["text"], (base or {})["text"]
+        out[f"{name}/changes"] = np.array(json.dumps({k: v for k, v in text.items() if was.get(k) != v}, default=str))
     layers = sorted(facts["layers"], key=lambda l: l["index"])
-    out[f"{model_type}/rotates"] = np.array(rotating_pattern(facts))
+    if change is None:
+        out[f"{name}/rotates"] = np.array(rotating_pattern(facts))
     for key, pt in facts["per_type"].items():
         ex = pt.get("example")
         if ex is None:
             continue
         first = next(l["index"] for l in layers if l["rotates"] and l["rope_key"] == key)
-        g = f"{model_type}/{'*' if key is None else key}"
+        g = f"{name}/{'*' if key is None else key}"
         head_axis = 3 - ex["token_axis"]
         keep = [slice(None)] * 4
         keep[head_axis] = slice(0, 2)
@@ -448,6 +613,8 @@ def golden(model_type: str, facts: dict, out: dict) -> None:
         out[g + "/scaling"] = np.array(pt["scaling"])
         if pt["inv_freq"] is not None:
             out[g + "/inv_freq"] = np.asarray(pt["inv_freq"], np.float32)
+        if change is not None:
+            continue
         q_in, q_out = ex["q_in"][tuple(keep)], ex["q_out"][tuple(keep)]
         width = head_width(next(l for l in layers if l["index"] == first), facts)
         if q_in.shape[-1] < width:  # the attention rotated a slice: the rest of the head passes through
@@ -501,7 +668,7 @@ def main() -> None:
         hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
         if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:
             # the class's default config is degenerate (GLM-4-MoE: 4096 / 96 heads): probe a sane one
-            facts = probe(t, {"head_dim": 128})
+            facts = {**probe(t, {"head_dim": 128}), "overrides": {"head_dim": 128}}  # (kept in the probes below)
         try:
             text_cls = type(AutoConfig.for_model(t).get_text_config(decoder=True))
         except Exception:  # noqa: BLE001
@@ -510,6 +677,8 @@ def main() -> None:
         models[t] = e
         if e.get("status") == "ok":
             golden(t, facts, gold)
+            for change, again in CHANGED.get(t, {}).items():
+                golden(t, again, gold, change, facts)
         if args.only or e.get("rope") is not False:
             print(t, e.get("status", "no rope"), flush=True)
     if args.only:

@@ -31,9 +31,13 @@ def _how(e: dict) -> str:
     parts = [e["pairs"].replace("_", " ")]
     for lt, shape in sorted(e["by_layer_type"].items()):
         where = "" if lt == "*" else f"{lt}: "
-        head = shape["head_dim"] or "hidden_size // num_attention_heads"
+        head = {None: "hidden_size // num_attention_heads",
+                "quotient": "hidden_size // num_attention_heads (another head_dim refused)"}.get(
+            shape["head_dim"], shape["head_dim"])
         rot = {"partial": "x partial_rotary_factor", "whole": "whole head",
-               "whole_default": "whole head (default rope type)"}.get(shape["rotary"], f"rotary dim {shape['rotary']}")
+               "whole_default": "whole head (default rope type)",
+               "partial_unprobed": "x partial_rotary_factor (none for the default rope type)"}.get(
+            shape["rotary"], f"rotary dim {shape['rotary']}")
         parts.append(f"{where}{head}, {rot}")
     if e.get("nope"):
         rule = e["nope"]
@@ -41,9 +45,15 @@ def _how(e: dict) -> str:
         parts.append(f"no RoPE by {rule['key']}" + (f" ({'all' if cond['all'] else 'none'} rotate when "
                                                       f"{cond['key']} is null)" if cond else ""))
     if e.get("mrope"):
-        parts.append(f"M-RoPE {e['mrope']}" if e["mrope"] != "unknown" else "M-RoPE refused (neither layout)")
+        parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {e['mrope_section']} where the config has none)"
+                                                 if e.get("mrope_section") else "")
+                     if e["mrope"] != "unknown" else "M-RoPE refused (neither layout)")
     if e.get("text_config"):
         parts.append("text config at " + ".".join(e["text_config"]))
+    if e.get("ignores"):
+        parts.append("its code ignores " + ", ".join(e["ignores"]) + " (the class's value is used)")
+    if e.get("refuses"):
+        parts.append("only the class's " + ", ".join(sorted(e["refuses"])))
     return "; ".join(parts)
 
 

@@ -8,7 +8,10 @@ Per ok model type and rope layer type, the golden holds the default config,
 the positions, the module's inverse frequencies and per-pair cos / sin, and
 q before and after the attention's own rotary function (two heads; where
 the attention rotated a slice of its heads, the rest of the head appended
-unchanged). Tolerances: inverse frequencies within 4 float32 ulps of the
+unchanged); and, as "type@key/", the rotary module's output for the default
+config with one RoPE key changed (theta doubled, a linear factor of 2, a
+partial factor of 0.5, head_dim doubled: the probes the table's rules were
+decided by). Tolerances: inverse frequencies within 4 float32 ulps of the
 module's (torch's float32 power and reciprocal are not correctly rounded:
 up to 3 ulps at a base of 1.2e7; a wrong base is millions of ulps off);
 cos / sin within 4 float32 ulps of 1, plus, on a
@@ -35,13 +38,20 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))
 TABLE = hf_models.table()["models"]
 OK = sorted(t for t, e in TABLE.items() if e.get("status") == "ok")
-CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
+ALL_CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
+CASES = [c for c in ALL_CASES if "@" not in c]  # the default configs
+CHANGED = [c for c in ALL_CASES if "@" in c]  # type@key/...: a config with one RoPE key changed, as the model ran it
 
 
 def golden_config(model_type: str) -> dict:
     """The default (text) config the model ran, nested where the table says the type keeps it (text_config,
     thinker_config.text_config), so from_hf's path through it is what the goldens check."""
-    cfg = json.loads(str(GOLD[f"{model_type}/config"]))  # (model_type: the text config's own)
+    if "@" in model_type:  # a changed config: its model type's, with the keys the probe changed
+        cfg = {**json.loads(str(GOLD[f"{model_type.split('@')[0]}/config"])),
+               **json.loads(str(GOLD[f"{model_type}/changes"]))}
+        model_type = model_type.split("@")[0]
+    else:
+        cfg = json.loads(str(GOLD[f"{model_type}/config"]))  # (model_type: the text config's own)
     path = TABLE[model_type]["text_config"]
     if not path:
         return dict(cfg, model_type=model_type)
@@ -66,6 +76,36 @@ def test_table_is_complete_and_consistent():
         elif e.get("rope") is not False:
             assert isinstance(e.get("status"), str) and e["status"], name
     assert {c.split("/")[0] for c in CASES} == set(OK)
+    assert {c.split("@")[0] for c in CHANGED} <= set(OK) and len(CHANGED) > 300
+
+
+def check_angles(rope, case: str) -> tuple:
+    """vkrope's inverse frequencies and per-pair cos / sin for a golden case, within the module docstring's
+    bounds of the module's; returns (module's cos, sin, the bound, positions)."""
+    pos = GOLD[case + "/pos"].astype(np.int64)
+    if case + "/inv_freq" in GOLD.files:  # the frequencies on their own: within torch's 1-ulp power
+        ours = np.asarray(rope.freqs(pos).inv_freq, np.float32)
+        theirs = GOLD[case + "/inv_freq"].astype(np.float32).reshape(-1)
+        assert ours.shape == theirs.shape, case
+        assert (np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64)) <= 4).all(), case
+    c, s = per_pair(rope, pos)
+    gc, gs = GOLD[case + "/cos"].astype(np.float64), GOLD[case + "/sin"].astype(np.float64)
+    assert c.shape == gc.shape, case
+    bound = angle_bound(rope, case, pos)
+    assert (np.abs(c - gc) <= bound).all() and (np.abs(s - gs) <= bound).all(), case
+    return gc, gs, bound, pos
+
+
+@pytest.mark.parametrize("case", CHANGED)
+def test_changed_configs_read_as_the_model_runs_them(case):
+    """The model type's default config with one RoPE key changed (theta doubled, a linear factor of 2, a
+    partial factor of 0.5, head_dim doubled), as its rotary module computed it: read alike, or, where the
+    module ignores the key (GPT-J's fixed base), read with the key ignored and listed in `ignored`."""
+    model_type, change = case.split("/")[0].split("@")
+    rope = vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]))
+    check_angles(rope, case)
+    if change in TABLE[model_type].get("ignores", []):
+        assert change in rope.ignored, case
 
 
 def rotate64(x: np.ndarray, c: np.ndarray, s: np.ndarray, interleaved: bool) -> np.ndarray:
@@ -107,17 +147,7 @@ def test_model_type_matches_its_attention(case):
     its attention's own rotary function returned it."""
     model_type = case.split("/")[0]
     rope = vkrope.from_hf(golden_config(model_type), layer=int(GOLD[case + "/layer"]))
-    pos = GOLD[case + "/pos"].astype(np.int64)
-    if case + "/inv_freq" in GOLD.files:  # the frequencies on their own: within torch's 1-ulp power
-        ours = np.asarray(rope.freqs(pos).inv_freq, np.float32)
-        theirs = GOLD[case + "/inv_freq"].astype(np.float32).reshape(-1)
-        assert ours.shape == theirs.shape, case
-        assert (np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64)) <= 4).all(), case
-    c, s = per_pair(rope, pos)
-    gc, gs = GOLD[case + "/cos"].astype(np.float64), GOLD[case + "/sin"].astype(np.float64)
-    assert c.shape == gc.shape, case
-    bound = angle_bound(rope, case, pos)
-    assert (np.abs(c - gc) <= bound).all() and (np.abs(s - gs) <= bound).all(), case
+    gc, gs, bound, pos = check_angles(rope, case)
     q_in, q_out = GOLD[case + "/q_in"], GOLD[case + "/q_out"].astype(np.float64)
     if int(GOLD[case + "/token_axis"]) == 1:  # [B, S, H, D] -> [B, H, S, D]
         q_in, q_out = q_in.transpose(0, 2, 1, 3), q_out.transpose(0, 2, 1, 3)
@@ -307,6 +337,68 @@ def test_readings_away_from_the_class_defaults():
     layers = vkrope.hf_layers(g4)
     assert (layers[5].head_dim, layers[11].head_dim) == (512, 1024)
     assert layers[11] == vkrope.from_hf(g4, layer=11)
+
+
+def test_keys_a_models_code_reads_otherwise():
+    """An adversarial review against transformers' own modules: GPT-J and CodeGen build their table at base
+    10000 whatever rope_theta or rope_scaling say (read so, the keys listed in `ignored`); Qwen3-Omni's
+    thinker rotates the whole head at any partial_rotary_factor of the default rope type; OLMoE and Qwen2-VL
+    run no head_dim but hidden // heads (refused), Solar Open no partial factor for its default rope type
+    (refused); Qwen2-VL's module takes sections [16, 24, 24] where the
+    config has none; Qwen3-VL's interleaved sections need not sum to D / 2. (Every such reading is also held
+    to the module's own output by test_changed_configs_read_as_the_model_runs_them.)"""
+    gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "rope_theta": 50000.0,
+            "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+    r = vkrope.from_hf(gptj)
+    assert (r.theta, r.rope_type, r.params) == (10000.0, "default", ())
+    assert {"rope_theta", "rope_type", "factor"} <= set(r.ignored)
+    pos = np.array([[9000]])
+    want = np.cos(9000 * 10000.0 ** (-2 / 64))  # pair 1 at base 10000 (50000 gives -0.96)
+    assert abs(float(r.cos_sin(pos)[0][0, 0, 1 if r.cos_layout == "single" else 2]) - want) < 1e-3
+    assert "rope_theta" not in vkrope.from_hf(dict(gptj, rope_theta=10000.0, rope_scaling=None)).ignored
+    omni = {"model_type": "qwen3_omni_moe_text", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.5,
+                                "mrope_section": [12, 10, 10]}}
+    assert vkrope.from_hf(omni).rotary_dim == 128
+    for model_type in ("olmoe", "qwen2_vl"):
+        cfg = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, "head_dim": 64}
+        with pytest.raises(ValueError, match=r"head_dim 64: .* other than hidden_size // num_attention_heads \(128\)"):
+            vkrope.from_hf(cfg)
+        assert vkrope.from_hf(dict(cfg, head_dim=128)).head_dim == 128  # (the quotient itself is fine)
+    solar = {"model_type": "solar_open", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
+    with pytest.raises(ValueError, match="partial_rotary_factor 0.5: .* did not run with a partial factor"):
+        vkrope.from_hf(solar)  # (its code ran with no other factor when the table was made: not guessed)
+    assert vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "default", "rope_theta": 1e4})).rotary_dim == 128
+    vl = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12})
+    assert vl.mrope_section == (16, 24, 24) and not vl.mrope_interleaved
+    three = np.stack([np.arange(4), np.arange(4) * 2, np.arange(4) * 3])[:, None]  # [3, 1, S]
+    c3, _ = vl.cos_sin(three)
+    c1, _ = vl.cos_sin(np.arange(4)[None])
+    assert not np.array_equal(c3, c1) and np.array_equal(vl.cos_sin(np.stack([np.arange(4)[None]] * 3))[0], c1)
+    q3 = vkrope.from_hf({"model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32,
+                         "head_dim": 128, "rope_parameters": {"rope_type": "default", "rope_theta": 5e6,
+                                                              "mrope_section": [24, 20, 24]}})
+    axis = np.zeros(64, int)  # transformers' recomposition_frequencies: freqs[..., 1:3 s1:3] from h, 2:3 s2:3 w
+    axis[1:60:3], axis[2:72:3] = 1, 2
+    assert q3.mrope_interleaved and q3.pair_axis == tuple(axis)
+
+
+def test_a_key_the_table_refuses_takes_only_the_class_value(monkeypatch):
+    """An entry's `refuses` (a key the model's code read otherwise than vkrope when the table was made): the
+    class's value is read, another refused naming the key and the reason; the rest of the config as before."""
+    entry = json.loads(json.dumps(TABLE["llama"]))
+    entry.update(refuses={"rope_theta": "WHY", "rope_type": "WHY2"},
+                 fixed={"*": {"rope_theta": 10000.0, "rope_type": "default", "params": {}}})
+    patched = {**hf_models.table(), "models": {**TABLE, "llama": entry}}
+    monkeypatch.setattr(hf_models, "table", lambda: patched)
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}
+    assert vkrope.from_hf(dict(cfg, rope_theta=10000.0)).theta == 10000.0
+    with pytest.raises(ValueError, match=r"rope_theta 500000: the only rope_theta vkrope takes for 'llama' is its "
+                                         r"class's \(10000.0\): for another, WHY"):
+        vkrope.from_hf(dict(cfg, rope_theta=500000.0))
+    with pytest.raises(ValueError, match=r"rope type 'linear' \{'factor': 2.0\}: .*WHY2"):
+        vkrope.from_hf(dict(cfg, rope_scaling={"rope_type": "linear", "factor": 2.0}))
 
 
 def test_cli_config_says_which_layers_rotate(tmp_path, capsys):

@@ -161,16 +161,23 @@ def _nested(rope: Any) -> bool:
 def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     """The rotated head's width: cfg[key] (the table's key for the model and
     layer type), else hidden_size // num_attention_heads (transformers'
-    `getattr(config, key, None) or hidden // heads`)."""
-    if key and cfg.get(key) is not None:
+    `getattr(config, key, None) or hidden // heads`). Key "quotient": the
+    quotient only, another head_dim refused (the model's code ran with no
+    other when the table was made: OLMoE's, Qwen2-VL's)."""
+    if key and key != "quotient" and cfg.get(key) is not None:
         return _key_int(cfg, key, "config: ")
-    if key not in (None, "head_dim"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in for them)
+    if key not in (None, "head_dim", "quotient"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in)
         raise ValueError(f"config: {key} is missing; {model!r} rotates heads of that width")
     for name in ("hidden_size", "num_attention_heads"):
         if cfg.get(name) is None:
-            raise ValueError(f"config: the head dim of {model!r} needs {key or 'head_dim'}, or hidden_size and "
-                             f"num_attention_heads; {name} is missing")
+            raise ValueError(f"config: the head dim of {model!r} needs {'head_dim, or ' if key == 'head_dim' else ''}"
+                             f"hidden_size and num_attention_heads; {name} is missing")
     hidden, heads = _key_int(cfg, "hidden_size", "config: "), _key_int(cfg, "num_attention_heads", "config: ")
+    if key == "quotient" and cfg.get("head_dim") not in (None, hidden // heads):
+        raise ValueError(f"config: head_dim {_short(cfg['head_dim'])}: the code of {model!r} did not run with a "
+                         f"head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when vkrope's "
+                         "model table was made (its attention's weights follow hidden_size), so how it would read "
+                         "one is unknown")
     return hidden // heads  # (transformers' floor: q_proj then has heads * (hidden // heads) outputs)
 
 
@@ -403,14 +410,14 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
-    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
     params, ignored = _params(rope, where, model_type, e)
+    kind, theta = _as_model_reads(e, model_type, layer_type, kind, _theta(cfg, rope, where), params, ignored)
+    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
-    mpe, orig = _lengths(cfg, rope, where, kind, params)
-    section, inter = _mrope(rope, where, model_type, e.get("mrope"))
-    nope, theta = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r), _theta(cfg, rope, where)
+    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params), _mrope(rope, where, model_type, e)
+    nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
                          section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
@@ -492,13 +499,46 @@ def _theta(cfg: dict, rope: dict, where: str) -> float:
     return 10000.0
 
 
+def _as_model_reads(e: dict, model_type: str, layer_type: str | None, kind: str, theta: float, params: dict,
+                    ignored: list[str]) -> tuple[str, float]:
+    """(rope type, theta) as the model's code uses them. The table's `fixed`
+    holds, per rope layer type, what the model uses on its class's default
+    config; its `ignores` are keys its rotary module does not read (GPT-J's
+    and CodeGen's fixed base 10000, no scaling): the fixed value stands, the
+    key is listed in `ignored` and `params` emptied; its `refuses` are keys
+    the table found read otherwise than vkrope reads them, or could not
+    probe: only the fixed value is taken."""
+    if not e.get("ignores") and not e.get("refuses"):
+        return kind, theta
+    fixed = e["fixed"].get(layer_type if layer_type in e["fixed"] else "*")
+    given = {k: list(v) if isinstance(v, tuple) else v for k, v in params.items() if k != "partial_rotary_factor"}
+    changed = {"rope_theta": (theta != fixed["rope_theta"], f"rope_theta {theta:g}", fixed["rope_theta"]),
+               "rope_type": ((kind, given) != (fixed["rope_type"], fixed["params"]), f"rope type {kind!r} {given}",
+                             f"{fixed['rope_type']!r} {fixed['params']}")}
+    for key, why in e.get("refuses", {}).items():
+        if changed[key][0]:
+            raise ValueError(f"config: {changed[key][1]}: the only {key} vkrope takes for {model_type!r} is its "
+                             f"class's ({changed[key][2]}): for another, {why}")
+    for key in e.get("ignores", []):
+        if changed[key][0]:
+            theta = fixed["rope_theta"] if key == "rope_theta" else theta
+            kind = fixed["rope_type"] if key == "rope_type" else kind
+            drop = list(given) if key == "rope_type" else []
+            for name in drop:
+                del params[name]
+            ignored.extend([key, *drop])
+    return kind, theta
+
+
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
     """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
     (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
     class has folded the factor into the head key already, MLA),
     "whole_default" (the head for the default rope type, whose frequencies
-    the model computes itself, Llama's; partial for the others), or a key
-    holding the rotated channels (GPT-J's rotary_dim)."""
+    the model computes itself, Llama's; partial for the others),
+    "partial_unprobed" (partial, but no factor for the default rope type:
+    the table could not probe one), or a key holding the rotated channels
+    (GPT-J's rotary_dim)."""
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
     if partial is None:
         partial = 1.0
@@ -510,6 +550,12 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
         return head_dim, 1.0  # ("whole_default": the model's own default frequencies span the head; the library's
         # functions of the other rope types read the factor, as transformers' ROPE_INIT_FUNCTIONS do)
     if rule == "whole_default":
+        return int(head_dim * partial), partial
+    if rule == "partial_unprobed" and kind == "default" and partial != 1.0:
+        raise ValueError(f"config: partial_rotary_factor {partial}: this model type's code did not run with a "
+                         "partial factor when vkrope's model table was made, so whether its default frequencies "
+                         "read one is unknown")
+    if rule == "partial_unprobed":
         return int(head_dim * partial), partial
     if rule != "partial":
         if cfg.get(rule) is None:
@@ -578,10 +624,13 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tupl
     return mpe, orig
 
 
-def _mrope(rope: dict, where: str, model_type: str, layout: Any) -> tuple[tuple[int, ...] | None, bool | None]:
+def _mrope(rope: dict, where: str, model_type: str, e: dict) -> tuple[tuple[int, ...] | None, bool | None]:
     """(mrope_section, interleaved sections) of a rope dict; the layout is
-    the model table's (what the type's rotary module does with three axes)."""
-    section = rope.get("mrope_section")
+    the model table's (what the type's rotary module does with three axes),
+    and so are the sections its module takes where the dict has none
+    (Qwen2-VL's [16, 24, 24]: text positions read the same either way)."""
+    layout = e.get("mrope")
+    section = rope.get("mrope_section") if "mrope_section" in rope else e.get("mrope_section")
     inter = rope.get("mrope_interleaved")
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)

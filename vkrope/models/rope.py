@@ -162,7 +162,8 @@ class ModelRope:
             raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
         rule.check(self)
         if self.mrope_section is not None:
-            object.__setattr__(self, "mrope_section", _checked_sections(self.mrope_section, self.rotary_dim))
+            object.__setattr__(self, "mrope_section", _checked_sections(self.mrope_section, self.rotary_dim,
+                                                                        self.mrope_interleaved))
         if self.freq_factors is not None:
             object.__setattr__(self, "freq_factors", _checked_divisors(self.freq_factors, self.rotary_dim))
         # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
@@ -329,13 +330,16 @@ class ModelRope:
         return summary(self)
 
 
-def _checked_sections(sec: Any, rotary_dim: int) -> tuple[int, ...]:
-    """M-RoPE's pair counts per axis, summing to rotary_dim / 2."""
+def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int, ...]:
+    """M-RoPE's pair counts per axis: chunked, summing to rotary_dim / 2 (the
+    chunks are the pairs); interleaved, any (Qwen3-VL's height and width take
+    every third pair below 3 s1 and 3 s2, temporal the rest, as transformers'
+    `recomposition_frequencies` does whatever the sum)."""
     if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
             isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
         raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
                          f"{_short(sec)}")
-    if sum(int(v) for v in sec) != rotary_dim // 2:
+    if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:
         raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {rotary_dim // 2}")
     return tuple(int(v) for v in sec)
 
