@@ -204,7 +204,9 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
             raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
                              f"{list(position_ids.shape)}")
     elif p.ndim != 2:
-        raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}")
+        raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}"
+                         + (" (positions per axis are M-RoPE's, and this RoPE has no mrope_section: one position "
+                            "axis)" if p.ndim == 3 else ""))
     check_positions(name, p)
     return np.asarray(p, np.int64)
 

@@ -370,6 +370,10 @@ def test_keys_a_models_code_reads_otherwise():
     with pytest.raises(ValueError, match="partial_rotary_factor 0.5: .* did not run with a partial factor"):
         vkrope.from_hf(solar)  # (its code ran with no other factor when the table was made: not guessed)
     assert vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "default", "rope_theta": 1e4})).rotary_dim == 128
+    with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[2, 1, 3\] \(positions per axis are M-RoPE's, "
+                                         "and this RoPE has no mrope_section"):
+        vkrope.from_hf({"model_type": "neomme", "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64},
+                       layer_type="full_attention").cos_sin(np.zeros((2, 1, 3), np.int64))  # (its 2 axes: not read)
     vl = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12})
     assert vl.mrope_section == (16, 24, 24) and not vl.mrope_interleaved
     three = np.stack([np.arange(4), np.arange(4) * 2, np.arange(4) * 3])[:, None]  # [3, 1, S]
