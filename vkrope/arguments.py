@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceClosedError
-from .runtime.dtypes import CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit, is_fp8
+from .runtime.dtypes import (
+    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit, is_fp8, swapped_of,
+)
 from .runtime.array import DeviceArray
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
@@ -99,7 +101,8 @@ def check_array(a: Any, name: str, storage: str) -> Any:
             raise ValueError(f"{name}: a {a.dtype} array is a KV cache, held in a buffer; got storage {storage!r} "
                              "(pass storage='buffer')")
     elif a.dtype not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {a.dtype} ({convert_hint(name, a.dtype)})")
+        raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {a.dtype} "
+                        f"({convert_hint(name, a.dtype, X_DTYPES)})")
     if a.ndim < (2 if storage == "texture3d" else 1):
         raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
                          f"{storage!r}; got shape {a.shape}")
@@ -125,7 +128,7 @@ def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary
         refuse_subclass(name, x)
     if x.dtype not in X_DTYPES:
         raise TypeError(
-            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype)})"
+            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, X_DTYPES)})"
         )
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 axes [..., N, C]; got shape {x.shape}")
@@ -180,7 +183,8 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
         refuse_subclass(name, out)
     if out.dtype != x.dtype:
         raise TypeError(f"{name} must have dtype {x.dtype} (the dtype of {x_name}); got {out.dtype}"
-                        + (" (its bytes are swapped: vkrope writes in the machine's byte order)" if not out.dtype.isnative else ""))
+                        + (" (its bytes are swapped: vkrope writes in the machine's byte order)"
+                           if swapped_of(out.dtype, (x.dtype,)) else ""))
     if tuple(out.shape) != tuple(x.shape):
         raise ValueError(f"{name} must have shape {tuple(x.shape)} (the shape of {x_name}); got {tuple(out.shape)}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
@@ -198,5 +202,5 @@ def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
         check_plain_array(name, t)
     if np.dtype(t.dtype) not in dtypes:
         raise TypeError(f"{name} must have dtype {' or '.join(d.name for d in dtypes)}; got {t.dtype} "
-                        f"({convert_hint(name, t.dtype)})")
+                        f"({convert_hint(name, t.dtype, dtypes)})")
     return t

@@ -144,8 +144,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
             per_row, what = channels, lambda: f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
-                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got {freqs.dtype} "
-                f"({convert_hint('freqs', freqs.dtype)})")
+                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got "
+                f"{freqs.dtype} ({convert_hint('freqs', freqs.dtype, REAL_FREQS_DTYPES + COMPLEX_FREQS_DTYPES)})")
     if per_row == 0:
         if freqs.size:
             raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")

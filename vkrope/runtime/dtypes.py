@@ -41,17 +41,24 @@ def axis(dtype: Any) -> str:
     return _AXIS[np.dtype(dtype)]
 
 
-def convert_hint(name: str, dtype: Any) -> str:
-    """How to turn an array of `dtype` into one vkrope takes: a two-byte
-    void array is how np.load reads a saved bfloat16 array."""
+def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
+    """How to turn an array of `dtype` into one vkrope takes (one of
+    `accepted`): a two-byte void array is how np.load reads a saved
+    bfloat16 array; a byte-swapped one of an accepted dtype ('>f4', from a
+    big-endian machine) needs only its bytes in the machine's order."""
     dt = np.dtype(dtype)
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.bfloat16)")
-    if not dt.isnative:  # its name reads like a dtype vkrope takes: say what differs
-        order = "big" if dt.byteorder == ">" else "little"
-        return f"its bytes are in {order}-endian order; convert with {name}.astype(np.{dt.newbyteorder('=').name})"
+    if swapped_of(dt, accepted):  # its name reads like a dtype vkrope takes: say what differs
+        return f"its bytes are swapped; convert with {name}.astype(np.{dt.newbyteorder('=').name})"
     return f"convert with {name}.astype(np.float32)"
+
+
+def swapped_of(dtype: Any, accepted: Any) -> bool:
+    """Whether `dtype` is one of `accepted` in the other byte order."""
+    dt = np.dtype(dtype)
+    return not dt.isnative and dt.newbyteorder("=") in tuple(np.dtype(a) for a in accepted)
 
 
 def table_dtype(x_dtype: Any, *table_dtypes: Any) -> str:
@@ -76,5 +83,5 @@ def is_16bit(dtype: Any) -> bool:
 
 
 __all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",
-           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "REAL_SCALARS", "axis", "convert_hint",
+           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "REAL_SCALARS", "axis", "convert_hint", "swapped_of",
            "is_16bit", "is_fp8", "table_dtype"]
