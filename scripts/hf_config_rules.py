@@ -11,6 +11,10 @@ from this checkout. For each model type of the model table:
 - a composite config (the table's `text_config` path is not empty) is
   built with a sentinel `rope_theta` at the top, with and without a
   `text_config`: whether the sentinel reaches the language model's config;
+  and with each RoPE and head-size key (MOVED) at each depth of the path
+  where a file may stop (a flat Hub file; ColQwen2's vlm_config alone):
+  which keys the classes carry into the language model's config (`moves`;
+  the golden keeps what they made of each RoPE key there);
 - a class with RoPE per layer type is built on probe configs, one key at a
   time (each theta-like key its source names, `rope_scaling`, a layer type
   left out), flat and nested, and the rules read off what it made.
@@ -259,12 +263,64 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
 
     try:
         own = AutoConfig.for_model(model_type).get_text_config(decoder=True).model_type
-        return {"text_model_type": own if honours(own) else None,
+        return {"text_model_type": own if honours(own) else None, "moves": measure_moves(model_type, path),
                 "without_text_config": reached({"rope_theta": sentinel(99)}),
                 "with_text_config": reached({"rope_theta": sentinel(99), **part}),
                 "preset_without_text_config": preset({}), "preset_with_text_config": preset(part)}
     except Exception:  # noqa: BLE001  (the class cannot be built so: unknown)
         return None
+
+
+# The keys of a language model's config that say its RoPE or head width, each with the value a probe puts
+# where a flat file would have it (a sentinel, or twice the class default) and how to find it in what the
+# class made of it (its text config).
+MOVED = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct", "head_dim",
+         "hidden_size", "num_attention_heads", "max_position_embeddings")
+
+
+def _moved_value(key: str, text: Any) -> Any:
+    if key == "rope_theta":
+        return sentinel(98)
+    if key in ("rope_scaling", "rope_parameters"):
+        return {"rope_type": "linear", "factor": 3.25, "rope_theta": sentinel(97)}
+    if key in ("partial_rotary_factor", "rotary_pct"):
+        return 0.3125
+    base = getattr(text, key, None)
+    return 2 * base if isinstance(base, int) and not isinstance(base, bool) and base > 0 else 64
+
+
+def _arrived(key: str, value: Any, text: Any) -> bool:
+    rp = getattr(text, "rope_parameters", None) or {}
+    dicts = [rp] + [v for v in rp.values() if isinstance(v, dict)]
+    if key == "rope_theta":
+        return any(d.get("rope_theta") == value for d in dicts) or getattr(text, key, None) == value
+    if key in ("rope_scaling", "rope_parameters"):
+        return any(d.get("factor") == 3.25 for d in dicts)
+    if key in ("partial_rotary_factor", "rotary_pct"):
+        return any(d.get("partial_rotary_factor") == value for d in dicts) or getattr(text, key, None) == value
+    return getattr(text, key, None) == value
+
+
+def measure_moves(model_type: str, path: list[str]) -> dict[str, list[str]]:
+    """{depth: the MOVED keys that reach the language model's config when a file gives them at that depth of
+    `path` and leaves the rest of the path out} ("0": a flat Hub file; "1": ColQwen2's vlm_config without
+    its text_config, built by its own class): the keys vkrope may read there; a key left out is refused."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    own = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    out: dict[str, list[str]] = {}
+    for depth in range(len(path)):
+        moved = []
+        for key in MOVED:
+            value = _moved_value(key, own)
+            try:
+                text = AutoConfig.for_model(model_type, **_inside(path[:depth], {key: value}))
+                if _arrived(key, value, text.get_text_config(decoder=True)):
+                    moved.append(key)
+            except Exception:  # noqa: BLE001  (the class refuses the value there: not read)
+                continue
+        out[str(depth)] = moved
+    return out
 
 
 ABSENT = object()
@@ -345,9 +401,15 @@ def class_reads(t: str, e: dict, kw: dict, lts: list[str] | None) -> dict[Any, d
         kw = {key: kw}
     try:
         text = AutoConfig.for_model(t, **copy.deepcopy(kw)).get_text_config(decoder=True)
-        rp = copy.deepcopy(getattr(text, "rope_parameters", None))
     except Exception:  # noqa: BLE001
         return None
+    return compared(text, lts)
+
+
+def compared(text: Any, lts: list[str] | None) -> dict[Any, dict | None]:
+    """Per layer type (None: one RoPE) the COMPARED keys of a built text config's rope dict, None where its
+    model cannot read it."""
+    rp = copy.deepcopy(getattr(text, "rope_parameters", None))
     out: dict[Any, dict | None] = {}
     for lt in lts or [None]:
         one = rp.get(lt) if lt and isinstance(rp, dict) else rp
@@ -425,6 +487,27 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     return refused
 
 
+def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
+    """Into `gold`: files of composite type `t` that stop short of its text config's path (a flat Hub file;
+    ColQwen2's vlm_config alone), each RoPE key of MOVED at each depth, with what the classes made of them
+    (from_hf must read that, or refuse)."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    path = e.get("text_config") or []
+    for depth, key in itertools.product(range(len(path)), MOVED):
+        if key not in ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct"):
+            continue  # (the head-width keys: compared by the model table's probes, not by a rope dict)
+        kw = _inside(path[:depth], {key: _moved_value(key, None)})
+        try:
+            made = compared(AutoConfig.for_model(t, **copy.deepcopy(kw)).get_text_config(decoder=True), lts)
+        except Exception:  # noqa: BLE001
+            made = None
+        for lt in lts or [None]:
+            w = None if made is None else made[lt]
+            gold.append({"config": {**kw, "model_type": t}, "layer_type": lt, "want": None if w is None else
+                         [w.get("rope_theta"), w.get("rope_type"), w.get("factor"), model_partial(e, lt, w)]})
+
+
 def _inside(path: list[str], kw: dict) -> dict:
     """`kw` placed at `path` (the language model's config inside the outer one)."""
     for key in reversed(path):
@@ -486,13 +569,14 @@ def main() -> None:
         keys = theta_candidates(classes[t])
         out[t]["keys"] = keys
         out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
+        stopped(t, e, sorted(d0) if _nested(d0) else None, gold)
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)
     if args.only:
         print(json.dumps(out, indent=1)[:3000])
         return
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-                   "models": out}, f, separators=(",", ":"), sort_keys=True)
+                   "moved_keys": list(MOVED), "models": out}, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
     with gzip.open(GOLDEN, "wt", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,

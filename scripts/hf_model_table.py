@@ -30,6 +30,8 @@ modeling file recorded. From what the code did it writes, per model type:
                 rotation is ("partial", "whole", "whole_default",
                 "partial_unprobed", or a key such as GPT-J's rotary_dim)
   mrope_section the sections the rotary module takes where a config has none
+  switches      true / false keys whose other value switches RoPE off at the
+                model level (Falcon's alibi) or rotates otherwise: refused
   ignores, refuses, fixed
                 RoPE keys the rotary module does not read (GPT-J's base
                 10000) or reads otherwise than vkrope, found by running it
@@ -138,6 +140,37 @@ def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
         with open(path, "wb") as f:
             pickle.dump(facts, f)
     return facts
+
+
+def rotary_calls(model_type: str, overrides: dict) -> int | None:
+    """hf_probe.rotary_calls, kept in the --probes folder too."""
+    import hf_probe  # noqa: PLC0415
+
+    name = f"{model_type}@calls@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}"
+    path = os.path.join(CACHE, hashlib.sha256(name.encode()).hexdigest()[:32] + ".calls") if CACHE else None
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    n = hf_probe.rotary_calls(model_type, overrides)
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(n, f)
+    return n
+
+
+def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool:
+    """Whether from_hf refuses the default config with `rope` as its rope_parameters (a rope type the config
+    class's validation refuses: the model's code cannot be run with it either)."""
+    import vkrope  # noqa: PLC0415
+
+    install({model_type: entry})
+    cfg = config_of(model_type, {**facts, "text": {**facts["text"], "rope_parameters": rope}}, entry)
+    try:
+        for key in entry["by_layer_type"]:
+            vkrope.from_hf(cfg, layer_type=None if key == "*" else key)
+    except ValueError:
+        return True
+    return False
 
 
 def install(models: dict) -> None:
@@ -285,12 +318,14 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
             again_facts = probe(model_type, {"sliding_window": None})
         except Exception:  # noqa: BLE001  (the config class takes no null window: nothing to read for it)
             again_facts = {}
-        again = [l["rotates"] for l in sorted(again_facts.get("layers", []), key=lambda l: l["index"])]
-        if not again:
+        again = rotating_pattern(again_facts) if again_facts.get("layers") else []  # (every layer: LFM3's
+        # convolution layers rotate nothing either way)
+        null = sorted({t for t, p in zip(types, again) if p})
+        if not again or again == pattern:
             pass
-        elif all(again) or not any(again):
-            rule["if_null"] = {"key": "sliding_window", "all": all(again)}
-        elif again != pattern:
+        elif all((t in null) == p for t, p in zip(types, again)):
+            rule["if_null"] = {"key": "sliding_window", "rotate": null}
+        else:
             return None, "its layers without RoPE change with sliding_window in a way vkrope does not read"
     return rule, None
 
@@ -374,7 +409,7 @@ def sections_times(rope: Any, factor: float) -> Any:
         out = {k: sections_times(v, factor) for k, v in rope.items()}
         return None if all(v is None for v in out.values()) else {k: out[k] or rope[k] for k in rope}
     sec = rope.get("mrope_section") if isinstance(rope, dict) else None
-    if not isinstance(sec, list) or not all(isinstance(v, int) and (v * factor) == int(v * factor) for v in sec):
+    if not isinstance(sec, (list, tuple)) or not all(isinstance(v, int) and (v * factor) == int(v * factor) for v in sec):
         return None
     return {**rope, "mrope_section": [int(v * factor) for v in sec]}
 
@@ -385,23 +420,33 @@ def with_sections(overrides: dict, rope: Any, factor: float) -> list[dict]:
     return ([{**overrides, "rope_parameters": scaled}] if scaled is not None else []) + [overrides]
 
 
-def section_of(model_type: str, rope: Any) -> Any:
-    """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
-    (Qwen2-VL's module defaults them): what a probe of another width scales."""
-    if not isinstance(rope, dict) or _nested(rope) or "mrope_section" in rope:
-        return rope
+def text_rotary(model_type: str) -> tuple[Any, Any]:
+    """(the default text config, the class of its text rotary module, or None)."""
     import hf_probe  # noqa: PLC0415
     from transformers import AutoConfig  # noqa: PLC0415
 
     text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
     module = hf_probe.modeling_module(text)
     classes = hf_probe.rotary_classes(module) if module else []
-    cls = next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)
+    return text, next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)  # (Qwen3-Omni:
+    # the thinker's text one)
+
+
+def section_of(model_type: str, rope: Any) -> Any:
+    """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
+    (Qwen2-VL's module defaults them; found with the default config's own sections taken out): what a
+    probe of another width scales, and from_hf's sections where a file has none."""
+    if not isinstance(rope, (dict, type(None))) or _nested(rope) or "mrope_section" in (rope or {}):
+        return rope
+    text, cls = text_rotary(model_type)
+    own = getattr(text, "rope_parameters", None)
+    if isinstance(own, dict) and not _nested(own):
+        text.rope_parameters = {k: v for k, v in own.items() if k != "mrope_section"}
     try:
         section = getattr(cls(text), "mrope_section", None) if cls else None
     except Exception:  # noqa: BLE001  (a module that cannot be built from the default config: none)
         section = None
-    return {**rope, "mrope_section": list(section)} if isinstance(section, (list, tuple)) else rope
+    return {**(rope or {}), "mrope_section": list(section)} if isinstance(section, (list, tuple)) else rope
 
 
 def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
@@ -455,9 +500,15 @@ def _other_theta(rope: dict) -> dict | None:
     return {**rope, "rope_theta": 2.0 * theta} if isinstance(theta, (int, float)) and theta > 0 else None
 
 
+# The keys of a rope dict that are its rope type's parameters (the rest: theta, lengths, M-RoPE sections,
+# Ministral 3's llama_4_scaling_beta stay when a probe changes the type)
+TYPE_PARAMS = ("rope_type", "type", "factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor",
+               "low_freq_factor", "high_freq_factor", "short_factor", "long_factor", "truncate", "short_mscale",
+               "long_mscale")
+
+
 def _linear(rope: dict) -> dict:
-    keep = ("rope_theta", "mrope_section", "mrope_interleaved", "partial_rotary_factor")
-    return {**{k: rope[k] for k in keep if k in rope}, "rope_type": "linear", "factor": 2.0}
+    return {**{k: v for k, v in rope.items() if k not in TYPE_PARAMS}, "rope_type": "linear", "factor": 2.0}
 
 
 # The RoPE keys whose reading each table entry is checked for, each with the change a probe makes to a rope
@@ -503,8 +554,8 @@ def reads_rope(model_type: str, facts: dict, entry: dict) -> tuple[list[str], di
             refuses[key] = "the model table could not probe another value"
             continue
         again = ran(model_type, facts, [{"rope_parameters": parts}], not nested)
-        if again is None:  # (another rope type may not fit the model's heads: Gemma 4's full layers; a theta does)
-            if key == "rope_theta":
+        if again is None:  # (Gemma 4's full layers run no rope type but their own: its partial cos spans the head)
+            if not vkrope_refuses(model_type, facts, entry, parts):  # (PhiMoE's class refuses linear: so does vkrope)
                 refuses[key] = "transformers' code did not run with another value when the model table was made"
             continue
         CHANGED.setdefault(model_type, {})[key] = again
@@ -523,6 +574,50 @@ def reads_rope(model_type: str, facts: dict, entry: dict) -> tuple[list[str], di
 
 def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
+
+
+def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]:
+    """{key: {"value", "then"}} of the default config's true / false keys whose other value stops the model
+    rotating ("then": "none", Falcon's alibi) or makes it rotate otherwise than from_hf reads ("refused"),
+    found by probing each flipped (a flip the code does not run with is passed over: it says nothing of RoPE)."""
+    out = {}
+    base = facts.get("overrides", {})
+    rotating = rotary_calls(model_type, base)
+    for key, value in sorted(facts["text"].items()):
+        if not isinstance(value, bool):
+            continue
+        if rotating and rotary_calls(model_type, {**base, key: not value}) == 0:
+            out[key] = {"value": not value, "then": "none"}  # (the model switches RoPE off: Falcon's alibi)
+            continue
+        try:
+            again = probe(model_type, {**base, key: not value}, first_only=True)
+        except Exception:  # noqa: BLE001
+            continue
+        if "why" in again or "error" in again or "layers" not in again:
+            continue
+        why = check(model_type, again, entry)
+        if why is not None and not why.startswith("from_hf: "):
+            out[key] = {"value": not value, "then": "refused"}
+            print(f"  {model_type}: {key}={not value} read otherwise ({why}): refused", flush=True)
+    install({model_type: entry})
+    return out
+
+
+def refuse_unread(model_type: str, entry: dict) -> None:
+    """Where from_hf reads a changed head_dim or partial factor otherwise than the model did (GPT-NeoX's
+    rotary module reads head_dim, its attention does not; GPT-NeoX-Japanese's attention names its width
+    head_size), refuse that key rather than keep a rule the default config could not tell apart."""
+    for name, rule in (("head_dim", ("head_dim", "quotient")), ("partial_rotary_factor", ("rotary", "partial_unprobed"))):
+        again = CHANGED.get(model_type, {}).get(name)
+        why = None if again is None else check(model_type, again, entry)
+        if why is None or why.startswith("from_hf: "):
+            continue
+        field, value = rule
+        for shape in entry["by_layer_type"].values():
+            if field == "head_dim" and shape["head_dim"] not in (None, "head_dim"):
+                continue  # (a key of its own, MLA's qk_rope_head_dim: not what the probe changed)
+            shape[field] = value
+        print(f"  {model_type}: a changed {name} read otherwise ({why}): refused", flush=True)
 
 
 def build(model_type: str, facts: dict, text_cls: Any) -> dict:
@@ -576,10 +671,14 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
             ignores, refuses, fixed = reads_rope(model_type, facts, entry)
             if ignores or refuses:
                 entry.update(ignores=ignores, refuses=refuses, fixed=fixed)
+            refuse_unread(model_type, entry)
+            switches = reads_switches(model_type, facts, entry)
+            if switches:
+                entry["switches"] = switches
             changed = CHANGED.get(model_type, {})
             for name in list(changed):
-                if name in refuses or check(model_type, changed[name], entry) is not None:
-                    del changed[name]  # (a change from_hf refuses, or one the rule found does not read alike)
+                if check(model_type, changed[name], entry) is not None:
+                    del changed[name]  # (now refused by from_hf: kept out of the golden)
             return entry
     entry["status"] = f"vkrope's reading differs from the model's: {reason}"
     return entry
@@ -733,14 +832,10 @@ def mrope_layout(model_type: str) -> str | None:
     "unknown" where neither fits (from_hf then refuses M-RoPE for the type)."""
     import hf_probe  # noqa: PLC0415
     import torch  # noqa: PLC0415
-    from transformers import AutoConfig  # noqa: PLC0415
 
-    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
-    module = hf_probe.modeling_module(text)
-    classes = hf_probe.rotary_classes(module) if module else []
-    if not classes:
+    text, cls = text_rotary(model_type)
+    if cls is None:
         return None
-    cls = next((c for c in classes if "Text" in c.__name__), classes[0])  # (Qwen3-Omni: the thinker's text one)
     pos = hf_probe.POS
     pos3 = torch.stack([pos, pos * 2 + 5, pos * 3 + 7])  # [3, 1, S]
     try:

@@ -309,6 +309,30 @@ def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
     return None
 
 
+def rotary_calls(model_type: str, overrides: dict) -> int | None:
+    """How many times the text model's forward calls its modeling file's rotary functions, run on the meta
+    device (shapes only: fast at any size) with `overrides` set on its text config; None where it does not run
+    so. Zero where the config switches RoPE off at the model level (Falcon's alibi: its model passes an ALiBi
+    bias, and the attention then rotates nothing), which the attention-level probe cannot see."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    for k, v in overrides.items():
+        setattr(text, k, v)
+    module = modeling_module(text)
+    cls = text_model(module, text) if module else None
+    if cls is None:
+        return None
+    try:
+        with torch.device("meta"):
+            model = cls(text)
+        with torch.no_grad(), recording(module) as calls:
+            model(input_ids=torch.zeros(1, SEQ, dtype=torch.long, device="meta"))
+    except Exception:  # noqa: BLE001  (a model that does not run on meta tensors: unknown)
+        return None
+    return len(calls)
+
+
 def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:
     """Everything transformers' code says about `model_type`'s text RoPE (see the module docstring), with
     `overrides` set on its text config first; `first_only`: stop after one rotating layer."""

@@ -42,7 +42,7 @@ def _how(e: dict) -> str:
     if e.get("nope"):
         rule = e["nope"]
         cond = rule.get("if_null")
-        parts.append(f"no RoPE by {rule['key']}" + (f" ({'all' if cond['all'] else 'none'} rotate when "
+        parts.append(f"no RoPE by {rule['key']}" + (f" ({', '.join(cond['rotate']) or 'none'} rotate when "
                                                       f"{cond['key']} is null)" if cond else ""))
     if e.get("mrope"):
         parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {e['mrope_section']} where the config has none)"
@@ -54,6 +54,9 @@ def _how(e: dict) -> str:
         parts.append("its code ignores " + ", ".join(e["ignores"]) + " (the class's value is used)")
     if e.get("refuses"):
         parts.append("only the class's " + ", ".join(sorted(e["refuses"])))
+    for key, switch in sorted(e.get("switches", {}).items()):
+        parts.append(f"{key} {str(switch['value']).lower()}: " + ("no RoPE (refused)" if switch["then"] == "none"
+                                                                  else "refused"))
     return "; ".join(parts)
 
 

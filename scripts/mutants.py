@@ -65,6 +65,7 @@ SHIFT_GLSL = "glsl/rope_shift.glsl"
 CONFIGS = "vkrope/models/hf.py"
 RULES = "vkrope/models/config_rules.py"
 ROPE = "vkrope/models/rope.py"
+MODEL_TABLE = "vkrope/models/table.py"
 ROPE_TYPES = "vkrope/models/rope_types.py"
 GGUF = "vkrope/models/gguf.py"
 GGUF_LAYERS = "vkrope/models/gguf_layers.py"
@@ -537,8 +538,6 @@ MUTATIONS = [
              "redundant: check_shape refuses first every shape the class fails on or reads otherwise (the shapes table was measured against transformers' classes), so this guard only backs it up"),
     Mutation("outer keys merged into every text_config", CONFIGS,
              "        if found and keys and _outer_keys(cfg, like, True):", "        if found and keys:"),
-    Mutation("a flat composite file's top-level keys read where the class ignores them", CONFIGS,
-             "            if like is None and not _outer_keys(cfg, like, False):", "            if False:"),
     Mutation("an outer class's presets not required of the file", CONFIGS,
              "        if missing:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks",
              "        if False:\n            raise ValueError(f\"config: {'.'.join(e['text_config'])} lacks"),
@@ -586,7 +585,7 @@ MUTATIONS = [
              "    if rule == \"whole\" or (rule == \"whole_default\" and kind == \"default\"):",
              "    if rule == \"whole_default\" and kind == \"default\":"),
     Mutation("the text config path not followed", CONFIGS,
-             "    for key in e.get(\"text_config\", []):", "    for key in []:"),
+             "    for depth, key in enumerate(e.get(\"text_config\", [])):", "    for depth, key in enumerate([]):"),
     Mutation("the class defaults not filled in", CONFIGS,
              "        if key not in (\"rope_parameters\", \"rope_theta\") and key not in merged:",
              "        if False:"),
@@ -906,11 +905,25 @@ MUTATIONS = [
     Mutation("a head_dim the model cannot run taken as the quotient", CONFIGS,
              "    if key == \"quotient\" and cfg.get(\"head_dim\") not in (None, hidden // heads):",
              "    if False:"),
-    Mutation("an unprobed partial factor taken for the default rope type", CONFIGS,
-             "    if rule == \"partial_unprobed\" and kind == \"default\" and partial != 1.0:", "    if False:"),
+    Mutation("an unprobed partial factor taken", CONFIGS,
+             "    if rule == \"partial_unprobed\" and partial != 1.0:", "    if False:"),
     Mutation("M-RoPE sections the module defaults not taken", CONFIGS,
              "    section = rope.get(\"mrope_section\") if \"mrope_section\" in rope else e.get(\"mrope_section\")",
              "    section = rope.get(\"mrope_section\")"),
+    Mutation("a true / false key that switches RoPE off read anyway", CONFIGS,
+             "        if cfg.get(key) is switch[\"value\"]:", "        if False:"),
+    Mutation("a key a composite's classes do not carry read anyway", CONFIGS,
+             "    dropped = [k for k in measured if k in part and k not in carried]", "    dropped = []"),
+    Mutation("a file stopping inside its path read at the top", CONFIGS,
+             "    if carried:\n        return part", "    if carried:\n        return cfg"),
+    Mutation("a null mrope_section read as one axis", CONFIGS,
+             "    if \"mrope_section\" in rope and section is None and layout in (\"chunked\", \"interleaved\"):",
+             "    if False:"),
+    Mutation("the module's sections taken where they do not span the head", CONFIGS,
+             "    if \"mrope_section\" not in rope and section is not None and layout == \"chunked\" and sum(section) != rotary // 2:",
+             "    if False:"),
+    Mutation("the layers rotating without a sliding window taken as the default's", MODEL_TABLE,
+             "        return [v in cond[\"rotate\"] for v in values]", "        return [v in rule[\"rotate\"] for v in values]"),
     Mutation("interleaved M-RoPE sections held to sum to D / 2", ROPE,
              "    if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:",
              "    if sum(int(v) for v in sec) != rotary_dim // 2:"),

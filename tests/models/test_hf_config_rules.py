@@ -116,7 +116,8 @@ def test_outer_keys_reach_the_text_config_only_where_the_class_moves_them():
     text = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
     llava = {"model_type": "llava", "rope_theta": 1234.0, "text_config": text}
     assert vkrope.from_hf(llava).theta == 10000.0  # (LlavaConfig builds text_config alone)
-    with pytest.raises(ValueError, match="has no text_config.*rope_theta"):
+    with pytest.raises(ValueError, match="the top level gives rope_theta, .* which llava's config classes do not "
+                                         "carry into the language model's config when text_config is missing"):
         vkrope.from_hf({**text, "model_type": "llava", "rope_theta": 1234.0})
     qwen = {"model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 4, "rope_theta": 5e5,
             "rope_scaling": {"rope_type": "mrope", "mrope_section": [2, 3, 3]}}

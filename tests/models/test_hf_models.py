@@ -360,7 +360,7 @@ def test_keys_a_models_code_reads_otherwise():
             "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.5,
                                 "mrope_section": [12, 10, 10]}}
     assert vkrope.from_hf(omni).rotary_dim == 128
-    for model_type in ("olmoe", "qwen2_vl"):
+    for model_type in ("olmoe", "qwen2_vl_text"):  # (a flat qwen2_vl file's head_dim: not carried, refused)
         cfg = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 4, "head_dim": 64}
         with pytest.raises(ValueError, match=r"head_dim 64: .* other than hidden_size // num_attention_heads \(128\)"):
             vkrope.from_hf(cfg)
@@ -374,6 +374,14 @@ def test_keys_a_models_code_reads_otherwise():
                                          "and this RoPE has no mrope_section"):
         vkrope.from_hf({"model_type": "neomme", "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64},
                        layer_type="full_attention").cos_sin(np.zeros((2, 1, 3), np.int64))  # (its 2 axes: not read)
+    small = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 8}
+    with pytest.raises(ValueError, match=r"mrope_section is missing, and the sections the rotary module of "
+                                         r"'qwen2_vl' takes then, \[16, 24, 24\], do not span this head's 32 pairs"):
+        vkrope.from_hf(small)
+    with pytest.raises(ValueError, match="mrope_section is null"):
+        vkrope.from_hf(dict(small, rope_parameters={"rope_type": "default", "mrope_section": None}))
+    with pytest.raises(ValueError, match="partial_rotary_factor 0.5: .* did not run with a partial factor"):
+        vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}))
     vl = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12})
     assert vl.mrope_section == (16, 24, 24) and not vl.mrope_interleaved
     three = np.stack([np.arange(4), np.arange(4) * 2, np.arange(4) * 3])[:, None]  # [3, 1, S]
@@ -386,6 +394,42 @@ def test_keys_a_models_code_reads_otherwise():
     axis = np.zeros(64, int)  # transformers' recomposition_frequencies: freqs[..., 1:3 s1:3] from h, 2:3 s2:3 w
     axis[1:60:3], axis[2:72:3] = 1, 2
     assert q3.mrope_interleaved and q3.pair_axis == tuple(axis)
+
+
+def test_what_a_second_review_found_read_otherwise():
+    """Falcon with alibi applies no RoPE (its model passes an ALiBi bias instead: refused, not a RoPE);
+    GPT-NeoX's rotary module reads a head_dim its attention does not (refused); GPT-NeoX-Japanese's attention
+    rotates a partial slice the table's default probe could not tell (refused); a flat Fuyu file's
+    partial_rotary_factor, which its class does not carry into the language model (refused; its rope_theta,
+    carried, is read); ColQwen2 with a flat vlm_config, which Qwen2VLConfig reads (read so, not as the class
+    defaults); LFM3 without a sliding window: its convolution layers still rotate nothing."""
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71}
+    assert vkrope.from_hf(falcon).theta == 10000.0
+    with pytest.raises(ValueError, match="alibi true: 'falcon' applies no rotary embedding then"):
+        vkrope.from_hf(dict(falcon, alibi=True))
+    neox = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25}
+    with pytest.raises(ValueError, match="head_dim 192: the code of 'gpt_neox' did not run"):
+        vkrope.from_hf(dict(neox, head_dim=192))
+    assert vkrope.from_hf(neox).rotary_dim == 32
+    jp = {"model_type": "gpt_neox_japanese", "hidden_size": 2560, "num_attention_heads": 32, "rotary_pct": 0.5}
+    with pytest.raises(ValueError, match="partial_rotary_factor 0.5"):
+        vkrope.from_hf(jp)
+    fuyu = {"model_type": "fuyu", "hidden_size": 4096, "num_attention_heads": 64, "rope_theta": 25000.0}
+    assert vkrope.from_hf(fuyu).theta == 25000.0
+    with pytest.raises(ValueError, match="the top level gives partial_rotary_factor, which fuyu's config classes do "
+                                         "not carry"):
+        vkrope.from_hf(dict(fuyu, partial_rotary_factor=1.0))
+    vlm = {"model_type": "qwen2_vl", "hidden_size": 1024, "num_attention_heads": 16, "rope_theta": 5e5,
+           "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}}
+    r = vkrope.from_hf({"model_type": "colqwen2", "vlm_config": vlm})
+    assert (r.head_dim, r.theta, r.mrope_section) == (64, 5e5, (8, 12, 12))
+    with pytest.raises(ValueError, match="vlm_config gives partial_rotary_factor"):
+        vkrope.from_hf({"model_type": "colqwen2", "vlm_config": dict(vlm, partial_rotary_factor=0.5)})
+    lfm = {"model_type": "lfm3", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
+           "num_hidden_layers": 4, "layer_types": ["conv", "sliding_attention", "conv", "full_attention"]}
+    for window in (256, None):
+        layers = vkrope.hf_layers(dict(lfm, sliding_window=window))
+        assert [r is not None for r in layers] == [False, True, False, True], window
 
 
 def test_a_key_the_table_refuses_takes_only_the_class_value(monkeypatch):

@@ -8,7 +8,11 @@ by building each config class on probe configs; never edited by hand):
   has no `text_config` (a flat Hub file) and when it has one, which keys
   the outer class presets there otherwise than the text class, and the
   model type of its own text config (a file's text_config naming another
-  is read as that model type, as transformers builds it);
+  is read as that model type, as transformers builds it), and `moves`: per
+  depth of the text config's path at which a file stops (0: a flat Hub
+  file; 1: ColQwen2's vlm_config without its text_config), which of the
+  table's `moved_keys` the classes carry from there into the language
+  model's config;
 - `one`: for a class with one RoPE, what transformers' conversion
   (PreTrainedConfig.convert_rope_params_to_dict) starts from where the file
   gives neither rope_scaling nor rope_parameters (`preset`: GPT-OSS's yarn,
@@ -155,6 +159,16 @@ def outer_keys(model_type: str, has_text_config: bool) -> bool | None:
     if rules["outer"] is None:
         return None
     return bool(rules["outer"]["with_text_config" if has_text_config else "without_text_config"])
+
+
+def moved(model_type: str, depth: int) -> tuple[list[str], list[str]] | None:
+    """(the RoPE and head-width keys measured, those of them the classes
+    carry into the language model's config) for a composite file that stops
+    at `depth` of the text config's path; None where not measured."""
+    moves = (rules_of(model_type).get("outer") or {}).get("moves")
+    if not moves or str(depth) not in moves:
+        return None
+    return list(table()["moved_keys"]), list(moves[str(depth)])
 
 
 def preset(model_type: str, has_text_config: bool) -> list[str]:

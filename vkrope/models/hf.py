@@ -59,12 +59,12 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     layer type as the class converts the file's keys (config_rules)."""
     inner: dict = cfg
     found = True  # (the file has the language model's part where the table says)
-    for key in e.get("text_config", []):
+    for depth, key in enumerate(e.get("text_config", [])):
         part = inner.get(key)
-        if not isinstance(part, dict):  # a flat Hub file: the text keys at the top, if the outer class moves them
-            found, inner = False, cfg
-            if like is None and not _outer_keys(cfg, like, False):
-                inner = _preset_only(cfg, e)
+        if not isinstance(part, dict):  # a flat Hub file (or part): the text keys there, if the classes move them
+            found = False
+            if like is None:
+                inner = _stopped_at(cfg, inner, e, depth)
             break  # (like: the caller's keys, at the top)
         inner = part
     if found and inner is not cfg:
@@ -95,6 +95,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
+    _check_switches(merged, e, _type_of(cfg, like))
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
         if rope is None:
@@ -104,6 +105,18 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged.pop("rope_scaling", None)
             merged[key] = rope
     return merged
+
+
+def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
+    """A ValueError where the config sets a true / false key the model table
+    found switching RoPE off at the model level (Falcon's alibi: no rotary
+    embedding then) or making it rotate otherwise than vkrope reads."""
+    for key, switch in e.get("switches", {}).items():
+        if cfg.get(key) is switch["value"]:
+            what = "applies no rotary embedding then (its model switches RoPE off)" if switch["then"] == "none" \
+                else "rotates otherwise then than vkrope reads it"
+            raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} {what}, as the model "
+                             "table found running transformers' code")
 
 
 def _class_rope(merged: dict, defaults: dict) -> None:
@@ -134,13 +147,38 @@ def _outer_keys(cfg: dict, like: str | None, has_text_config: bool) -> bool:
     return reach
 
 
+# the RoPE keys a file without its text config may not give where its class would ignore them
+_SAID = ("rope_scaling", "rope_parameters", "rope_theta", "partial_rotary_factor", "head_dim")
+
+
+def _stopped_at(cfg: dict, part: dict, e: dict, depth: int) -> dict:
+    """The language model's config of a composite file that stops `depth`
+    keys into the table's text config path (`part` is where: the file itself
+    for a flat Hub file, ColQwen2's vlm_config without its text_config): the
+    part where its classes carry its keys into the language model's config
+    (config_rules.moved), with a ValueError naming a key given there that
+    they do not carry (Fuyu's partial_rotary_factor: transformers ignores
+    it); else the class's preset (`_preset_only`)."""
+    t = str(cfg.get("model_type"))
+    measured, carried = config_rules.moved(t, depth) or (list(_SAID), [])  # (not measured: nothing carried)
+    dropped = [k for k in measured if k in part and k not in carried]
+    if dropped:
+        where = ".".join(e["text_config"][:depth]) or "the top level"
+        raise ValueError(f"config: {where} gives {', '.join(dropped)}, which {t}'s config classes do not carry into "
+                         f"the language model's config when {'.'.join(e['text_config'][depth:])} is missing "
+                         "(transformers ignores them): pass the config with its text_config (as transformers "
+                         "saves it)")
+    if carried:
+        return part
+    return _preset_only(cfg, e) if depth == 0 else {}
+
+
 def _preset_only(cfg: dict, e: dict) -> dict:
     """The language model's config of a composite file without one, where its class ignores the file's top
     level: the text class's defaults ({}), or a ValueError where the file says RoPE keys there (they would be
     ignored) or the outer class presets keys otherwise."""
     t = str(cfg.get("model_type"))
-    said = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "partial_rotary_factor", "head_dim")
-            if k in cfg]
+    said = [k for k in _SAID if k in cfg]
     if said or config_rules.preset(t, False):
         raise ValueError(f"config: this {t} config has no {'.'.join(e['text_config'])}; its config class then "
                          f"builds the language model from its own preset, not from the file's top-level keys"
@@ -416,7 +454,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
-    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params), _mrope(rope, where, model_type, e)
+    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params), _mrope(rope, where, model_type, e, rotary)
     nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
@@ -536,9 +574,9 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     class has folded the factor into the head key already, MLA),
     "whole_default" (the head for the default rope type, whose frequencies
     the model computes itself, Llama's; partial for the others),
-    "partial_unprobed" (partial, but no factor for the default rope type:
-    the table could not probe one), or a key holding the rotated channels
-    (GPT-J's rotary_dim)."""
+    "partial_unprobed" (the head, and no factor: the model's code did not
+    run with one, or ran it otherwise than vkrope reads it), or a key
+    holding the rotated channels (GPT-J's rotary_dim)."""
     partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
     if partial is None:
         partial = 1.0
@@ -551,12 +589,11 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
         # functions of the other rope types read the factor, as transformers' ROPE_INIT_FUNCTIONS do)
     if rule == "whole_default":
         return int(head_dim * partial), partial
-    if rule == "partial_unprobed" and kind == "default" and partial != 1.0:
+    if rule == "partial_unprobed" and partial != 1.0:  # (whatever the rope type: the attention rotated whole heads)
         raise ValueError(f"config: partial_rotary_factor {partial}: this model type's code did not run with a "
-                         "partial factor when vkrope's model table was made, so whether its default frequencies "
-                         "read one is unknown")
+                         "partial factor when vkrope's model table was made, so how it would read one is unknown")
     if rule == "partial_unprobed":
-        return int(head_dim * partial), partial
+        return head_dim, 1.0
     if rule != "partial":
         if cfg.get(rule) is None:
             raise ValueError(f"config: {rule} (the rotated channels) is missing")
@@ -624,13 +661,20 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tupl
     return mpe, orig
 
 
-def _mrope(rope: dict, where: str, model_type: str, e: dict) -> tuple[tuple[int, ...] | None, bool | None]:
+def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tuple[tuple[int, ...] | None, bool | None]:
     """(mrope_section, interleaved sections) of a rope dict; the layout is
     the model table's (what the type's rotary module does with three axes),
     and so are the sections its module takes where the dict has none
     (Qwen2-VL's [16, 24, 24]: text positions read the same either way)."""
     layout = e.get("mrope")
     section = rope.get("mrope_section") if "mrope_section" in rope else e.get("mrope_section")
+    if "mrope_section" in rope and section is None and layout in ("chunked", "interleaved"):
+        raise ValueError(f"{where}mrope_section is null; the rotary module of {model_type!r} splits by it "
+                         "(transformers fails on null): give the sections, or leave the key out for the module's own")
+    if "mrope_section" not in rope and section is not None and layout == "chunked" and sum(section) != rotary // 2:
+        raise ValueError(f"{where}mrope_section is missing, and the sections the rotary module of {model_type!r} "
+                         f"takes then, {section}, do not span this head's {rotary // 2} pairs (transformers fails "
+                         "on them): give the sections")
     inter = rope.get("mrope_interleaved")
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)

@@ -76,9 +76,9 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
     true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
     layer i rotates iff cfg[K][i] is one of those layer types, with
-    "if_null": {"key": N, "all": b}: when cfg[N] is null every layer
-    rotates (b true) or none does (b false) instead (EXAONE 4, Cohere 2:
-    their attention tests the sliding window)."""
+    "if_null": {"key": N, "rotate": [...]}: when cfg[N] is null, those
+    layer types instead (EXAONE 4: all its attention layers; Cohere 2:
+    none; their attention tests the sliding window)."""
     rule = e.get("nope")
     if not rule:
         return None
@@ -92,5 +92,5 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
         return [bool(v) for v in values]
     cond = rule.get("if_null")
     if cond and cfg.get(cond["key"]) is None:
-        return [bool(cond["all"])] * len(values)
+        return [v in cond["rotate"] for v in values]
     return [v in rule["rotate"] for v in values]
