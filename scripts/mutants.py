@@ -911,7 +911,7 @@ MUTATIONS = [
              "    section = rope.get(\"mrope_section\") if \"mrope_section\" in rope else e.get(\"mrope_section\")",
              "    section = rope.get(\"mrope_section\")"),
     Mutation("a true / false key that switches RoPE off read anyway", CONFIGS,
-             "        if cfg.get(key) is switch[\"value\"]:", "        if False:"),
+             "        if cfg.get(key) is not None and bool(cfg[key]) == switch[\"value\"]:", "        if False:"),
     Mutation("a key a composite's classes do not carry read anyway", CONFIGS,
              "    dropped = [k for k in measured if k in part and k not in carried]", "    dropped = []"),
     Mutation("a file stopping inside its path read at the top", CONFIGS,

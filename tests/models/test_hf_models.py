@@ -405,8 +405,10 @@ def test_what_a_second_review_found_read_otherwise():
     defaults); LFM3 without a sliding window: its convolution layers still rotate nothing."""
     falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71}
     assert vkrope.from_hf(falcon).theta == 10000.0
-    with pytest.raises(ValueError, match="alibi true: 'falcon' applies no rotary embedding then"):
-        vkrope.from_hf(dict(falcon, alibi=True))
+    for alibi in (True, 1):  # (Falcon's code tests `if config.alibi`)
+        with pytest.raises(ValueError, match="alibi true: 'falcon' applies no rotary embedding then"):
+            vkrope.from_hf(dict(falcon, alibi=alibi))
+    assert vkrope.from_hf(dict(falcon, alibi=0)).theta == 10000.0
     neox = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25}
     with pytest.raises(ValueError, match="head_dim 192: the code of 'gpt_neox' did not run"):
         vkrope.from_hf(dict(neox, head_dim=192))

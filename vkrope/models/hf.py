@@ -112,7 +112,7 @@ def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
     found switching RoPE off at the model level (Falcon's alibi: no rotary
     embedding then) or making it rotate otherwise than vkrope reads."""
     for key, switch in e.get("switches", {}).items():
-        if cfg.get(key) is switch["value"]:
+        if cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:  # (as the code tests it: `if config.alibi`)
             what = "applies no rotary embedding then (its model switches RoPE off)" if switch["then"] == "none" \
                 else "rotates otherwise then than vkrope reads it"
             raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} {what}, as the model "
