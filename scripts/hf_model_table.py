@@ -409,7 +409,8 @@ def sections_times(rope: Any, factor: float) -> Any:
         out = {k: sections_times(v, factor) for k, v in rope.items()}
         return None if all(v is None for v in out.values()) else {k: out[k] or rope[k] for k in rope}
     sec = rope.get("mrope_section") if isinstance(rope, dict) else None
-    if not isinstance(sec, (list, tuple)) or not all(isinstance(v, int) and (v * factor) == int(v * factor) for v in sec):
+    if not isinstance(sec, (list, tuple)) or not all(isinstance(v, int) and v * factor == int(v * factor)
+                                                     for v in sec):
         return None
     return {**rope, "mrope_section": [int(v * factor) for v in sec]}
 
@@ -473,8 +474,8 @@ def reads_partial(model_type: str, facts: dict, options: list, key: Any = None) 
     """Does the default rope type's rotary module read partial_rotary_factor? (Llama's and 143 other modeling
     files compute their own default frequencies over the whole head.) At the default factor of 1 "partial" and
     "whole" agree; probe with 0.5 (M-RoPE sections halved, then as they are): the rule that gives the probed
-    width stays. Where the code runs neither, "partial_unprobed": from_hf refuses another factor for the
-    default rope type (how the model would read it is unknown)."""
+    width stays. Where the code runs neither, "partial_unprobed": from_hf refuses another factor (how the model
+    would read it is unknown; its attention rotated whole heads)."""
     rp = facts["text"].get("rope_parameters")
     nested = _nested(rp)
     mine = rp.get(key) if nested and isinstance(key, str) else rp  # (per layer type: that type's dict)
@@ -607,7 +608,8 @@ def refuse_unread(model_type: str, entry: dict) -> None:
     """Where from_hf reads a changed head_dim or partial factor otherwise than the model did (GPT-NeoX's
     rotary module reads head_dim, its attention does not; GPT-NeoX-Japanese's attention names its width
     head_size), refuse that key rather than keep a rule the default config could not tell apart."""
-    for name, rule in (("head_dim", ("head_dim", "quotient")), ("partial_rotary_factor", ("rotary", "partial_unprobed"))):
+    for name, rule in (("head_dim", ("head_dim", "quotient")),
+                       ("partial_rotary_factor", ("rotary", "partial_unprobed"))):
         again = CHANGED.get(model_type, {}).get(name)
         why = None if again is None else check(model_type, again, entry)
         if why is None or why.startswith("from_hf: "):

@@ -381,7 +381,8 @@ def test_keys_a_models_code_reads_otherwise():
     with pytest.raises(ValueError, match="mrope_section is null"):
         vkrope.from_hf(dict(small, rope_parameters={"rope_type": "default", "mrope_section": None}))
     with pytest.raises(ValueError, match="partial_rotary_factor 0.5: .* did not run with a partial factor"):
-        vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5}))
+        vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "linear", "factor": 2.0,
+                                                    "partial_rotary_factor": 0.5}))
     vl = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12})
     assert vl.mrope_section == (16, 24, 24) and not vl.mrope_interleaved
     three = np.stack([np.arange(4), np.arange(4) * 2, np.arange(4) * 3])[:, None]  # [3, 1, S]
