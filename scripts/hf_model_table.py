@@ -30,6 +30,9 @@ modeling file recorded. From what the code did it writes, per model type:
                 rotation is ("partial", "whole", "whole_default",
                 "partial_unprobed", or a key such as GPT-J's rotary_dim)
   mrope_section the sections the rotary module takes where a config has none
+  layer_keys    lists of one value per layer that decide RoPE per layer in the
+                whole model (Granite SWA's layer_rope_theta): refused unless
+                every value is the theta read
   switches      true / false keys whose other value switches RoPE off at the
                 model level (Falcon's alibi) or rotates otherwise: refused
   ignores, refuses, fixed
@@ -604,6 +607,52 @@ def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]
     return out
 
 
+def model_level(model_type: str, facts: dict, entry: dict) -> tuple[str | None, list[str]]:
+    """(why the type is refused, or None; its per-layer keys) from what its whole model passes each attention
+    (hf_probe.passed_rope, on the meta device): a layer it passes no position embeddings where from_hf would
+    rotate (Muse Spark's zero layer_rope_theta, Lara's global layers) is a rule vkrope does not read; a list of
+    one value per layer whose first value set to 0 stops the first layer's RoPE (Granite SWA's
+    layer_rope_theta) decides RoPE per layer: from_hf refuses one that is not the theta it reads throughout."""
+    import vkrope  # noqa: PLC0415
+
+    base = facts.get("overrides", {})
+    passed = rotary_passed(model_type, base)
+    if not passed:
+        return None, []
+    install({model_type: entry})
+    layers = vkrope.hf_layers(config_of(model_type, facts, entry))
+    unread = [i for i, p in sorted(passed.items()) if not p and i < len(layers) and layers[i] is not None]
+    if unread:
+        return (f"its model passes no RoPE to layers {unread[:6]} where their attention would rotate (a per-layer "
+                "rule vkrope does not read)"), []
+    n = len(layers)
+    keys = []
+    for key, value in sorted(facts["text"].items()):
+        if isinstance(value, list) and len(value) == n and value and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in value):
+            again = rotary_passed(model_type, {**base, key: [0] + list(value[1:])})
+            if again and not again.get(min(again), True):
+                keys.append(key)
+    return None, keys
+
+
+def rotary_passed(model_type: str, overrides: dict) -> dict[int, bool] | None:
+    """hf_probe.passed_rope, kept in the --probes folder too."""
+    import hf_probe  # noqa: PLC0415
+
+    name = f"{model_type}@passed@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}"
+    path = os.path.join(CACHE, hashlib.sha256(name.encode()).hexdigest()[:32] + ".passed") if CACHE else None
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            got = json.load(f)
+        return None if got is None else {int(k): v for k, v in got.items()}
+    got = hf_probe.passed_rope(model_type, overrides)
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(got, f)
+    return got
+
+
 def refuse_unread(model_type: str, entry: dict) -> None:
     """Where from_hf reads a changed head_dim or partial factor otherwise than the model did (GPT-NeoX's
     rotary module reads head_dim, its attention does not; GPT-NeoX-Japanese's attention names its width
@@ -677,6 +726,12 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
             switches = reads_switches(model_type, facts, entry)
             if switches:
                 entry["switches"] = switches
+            why, layer_keys = model_level(model_type, facts, entry)
+            if why:
+                entry["status"] = why
+                return entry
+            if layer_keys:
+                entry["layer_keys"] = layer_keys
             changed = CHANGED.get(model_type, {})
             for name in list(changed):
                 if check(model_type, changed[name], entry) is not None:

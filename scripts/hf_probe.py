@@ -309,6 +309,45 @@ def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
     return None
 
 
+def passed_rope(model_type: str, overrides: dict) -> dict[int, bool] | None:
+    """{layer index: whether the text model's forward passes its attention position embeddings}, run on the
+    meta device with `overrides` on its text config, for the attentions that take them; None where the model
+    does not run so. The model decides this per layer in some families (Muse Spark's zero layer_rope_theta,
+    Lara's global layers), which the attention-level probe cannot see."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    for k, v in overrides.items():
+        setattr(text, k, v)
+    module = modeling_module(text)
+    cls = text_model(module, text) if module else None
+    if cls is None:
+        return None
+    passed: dict[int, bool] = {}
+    with torch.device("meta"):
+        model = cls(text)
+    for index, _, attn in attention_modules(model):
+        if "position_embeddings" in inspect.signature(attn.forward).parameters:
+            attn.register_forward_pre_hook(
+                lambda m, args, kwargs, i=index: passed.__setitem__(i, kwargs.get("position_embeddings")
+                                                                     is not None), with_kwargs=True)
+    return passed if meta_forward(model, passed.clear) else None
+
+
+def meta_forward(model: Any, restart: Any) -> bool:
+    """Run a text model on the meta device (float32, else bfloat16: MoE grouped matmuls take only that;
+    `restart()` forgets what a failed try recorded); whether it ran."""
+    for dtype in (torch.float32, torch.bfloat16):
+        restart()
+        try:
+            with torch.no_grad():
+                model.to(dtype)(input_ids=torch.zeros(1, SEQ, dtype=torch.long, device="meta"))
+            return True
+        except Exception:  # noqa: BLE001  (a model that does not run on meta tensors: unknown)
+            continue
+    return False
+
+
 def rotary_calls(model_type: str, overrides: dict) -> int | None:
     """How many times the text model's forward calls its modeling file's rotary functions, run on the meta
     device (shapes only: fast at any size) with `overrides` set on its text config; None where it does not run
@@ -323,14 +362,11 @@ def rotary_calls(model_type: str, overrides: dict) -> int | None:
     cls = text_model(module, text) if module else None
     if cls is None:
         return None
-    try:
-        with torch.device("meta"):
-            model = cls(text)
-        with torch.no_grad(), recording(module) as calls:
-            model(input_ids=torch.zeros(1, SEQ, dtype=torch.long, device="meta"))
-    except Exception:  # noqa: BLE001  (a model that does not run on meta tensors: unknown)
-        return None
-    return len(calls)
+    with torch.device("meta"):
+        model = cls(text)
+    with recording(module) as calls:
+        ran = meta_forward(model, calls.clear)
+    return len(calls) if ran else None
 
 
 def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:

@@ -435,6 +435,21 @@ def test_what_a_second_review_found_read_otherwise():
         assert [r is not None for r in layers] == [False, True, False, True], window
 
 
+def test_rope_the_whole_model_decides_per_layer():
+    """What a third adversarial round found the model, not its attention, decides per layer: Muse Spark's
+    zero layer_rope_theta and Lara's global layers get no RoPE (refused: a rule vkrope does not read); Granite
+    SWA's layer_rope_theta is read only where it holds the one theta throughout."""
+    for model_type in ("muse_spark_text", "lara_mini"):
+        with pytest.raises(ValueError, match="its model passes no RoPE to layers"):
+            vkrope.from_hf({"model_type": model_type, "hidden_size": 1024, "num_attention_heads": 8})
+    granite = {"model_type": "granite_swa", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 4,
+               "rope_theta": 1e4, "layer_types": ["full_attention"] + ["sliding_attention"] * 3}
+    assert vkrope.from_hf(dict(granite, layer_rope_theta=[1e4] * 4), layer=0).theta == 1e4
+    for per_layer in ([0.0, 1e4, 1e4, 1e4], [1e4, 1e6, 1e4, 1e4]):
+        with pytest.raises(ValueError, match=r"layer_rope_theta .*: this model decides RoPE per layer by it"):
+            vkrope.from_hf(dict(granite, layer_rope_theta=per_layer), layer=1)
+
+
 def test_a_key_the_table_refuses_takes_only_the_class_value(monkeypatch):
     """An entry's `refuses` (a key the model's code read otherwise than vkrope when the table was made): the
     class's value is read, another refused naming the key and the reason; the rest of the config as before."""

@@ -449,7 +449,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
     params, ignored = _params(rope, where, model_type, e)
-    kind, theta = _as_model_reads(e, model_type, layer_type, kind, _theta(cfg, rope, where), params, ignored)
+    kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
@@ -535,6 +535,20 @@ def _theta(cfg: dict, rope: dict, where: str) -> float:
     if "rotary_emb_base" in cfg:  # GPT-NeoX
         return _key_number(cfg, "rotary_emb_base", "config: ")
     return 10000.0
+
+
+def _layer_theta(cfg: dict, rope: dict, where: str, e: dict) -> float:
+    """The theta of a rope dict, where the table's `layer_keys` (lists of one
+    value per layer that decide RoPE per layer in the whole model: Granite
+    SWA's layer_rope_theta) agree with it throughout; else a ValueError."""
+    theta = _theta(cfg, rope, where)
+    for key in e.get("layer_keys", []):
+        values = cfg.get(key)
+        if values is not None and (not isinstance(values, list) or any(v != theta for v in values)):
+            raise ValueError(f"config: {key} {_short(values)}: this model decides RoPE per layer by it (a layer's "
+                             f"own theta, or none at 0), which vkrope does not read; only {theta:g} throughout "
+                             "(the theta it reads) is taken")
+    return theta
 
 
 def _as_model_reads(e: dict, model_type: str, layer_type: str | None, kind: str, theta: float, params: dict,
