@@ -145,20 +145,21 @@ def probe(model_type: str, overrides: dict, first_only: bool = False) -> dict:
     return facts
 
 
-def rotary_calls(model_type: str, overrides: dict) -> int | None:
-    """hf_probe.rotary_calls, kept in the --probes folder too."""
+def meta_probe(kind: str, model_type: str, overrides: dict) -> Any:
+    """hf_probe.rotary_calls ("calls") or hf_probe.passed_rope ("passed"), kept in the --probes folder too
+    (as JSON: layer indices come back as strings)."""
     import hf_probe  # noqa: PLC0415
 
-    name = f"{model_type}@calls@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}"
-    path = os.path.join(CACHE, hashlib.sha256(name.encode()).hexdigest()[:32] + ".calls") if CACHE else None
+    name = f"{model_type}@{kind}@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}"
+    path = os.path.join(CACHE, hashlib.sha256(name.encode()).hexdigest()[:32] + "." + kind) if CACHE else None
     if path and os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
-    n = hf_probe.rotary_calls(model_type, overrides)
+    got = {"calls": hf_probe.rotary_calls, "passed": hf_probe.passed_rope}[kind](model_type, overrides)
     if path:
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(n, f)
-    return n
+            json.dump(got, f)
+    return json.loads(json.dumps(got))  # (the same whether cached or not)
 
 
 def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool:
@@ -586,11 +587,11 @@ def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]
     found by probing each flipped (a flip the code does not run with is passed over: it says nothing of RoPE)."""
     out = {}
     base = facts.get("overrides", {})
-    rotating = rotary_calls(model_type, base)
+    rotating = meta_probe("calls", model_type, base)
     for key, value in sorted(facts["text"].items()):
         if not isinstance(value, bool):
             continue
-        if rotating and rotary_calls(model_type, {**base, key: not value}) == 0:
+        if rotating and meta_probe("calls", model_type, {**base, key: not value}) == 0:
             out[key] = {"value": not value, "then": "none"}  # (the model switches RoPE off: Falcon's alibi)
             continue
         try:
@@ -637,20 +638,9 @@ def model_level(model_type: str, facts: dict, entry: dict) -> tuple[str | None, 
 
 
 def rotary_passed(model_type: str, overrides: dict) -> dict[int, bool] | None:
-    """hf_probe.passed_rope, kept in the --probes folder too."""
-    import hf_probe  # noqa: PLC0415
-
-    name = f"{model_type}@passed@{'_'.join(f'{k}={v}' for k, v in sorted(overrides.items()))}"
-    path = os.path.join(CACHE, hashlib.sha256(name.encode()).hexdigest()[:32] + ".passed") if CACHE else None
-    if path and os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            got = json.load(f)
-        return None if got is None else {int(k): v for k, v in got.items()}
-    got = hf_probe.passed_rope(model_type, overrides)
-    if path:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(got, f)
-    return got
+    """{layer index: passed position embeddings} of meta_probe("passed", ...)."""
+    got = meta_probe("passed", model_type, overrides)
+    return None if got is None else {int(k): v for k, v in got.items()}
 
 
 def refuse_unread(model_type: str, entry: dict) -> None:

@@ -314,6 +314,22 @@ def passed_rope(model_type: str, overrides: dict) -> dict[int, bool] | None:
     meta device with `overrides` on its text config, for the attentions that take them; None where the model
     does not run so. The model decides this per layer in some families (Muse Spark's zero layer_rope_theta,
     Lara's global layers), which the attention-level probe cannot see."""
+    built = meta_model(model_type, overrides)
+    if built is None:
+        return None
+    model, _ = built
+    passed: dict[int, bool] = {}
+    for index, _, attn in attention_modules(model):
+        if "position_embeddings" in inspect.signature(attn.forward).parameters:
+            attn.register_forward_pre_hook(
+                lambda m, args, kwargs, i=index: passed.__setitem__(i, kwargs.get("position_embeddings")
+                                                                     is not None), with_kwargs=True)
+    return passed if meta_forward(model, passed.clear) else None
+
+
+def meta_model(model_type: str, overrides: dict) -> tuple[Any, Any] | None:
+    """(the text model built on the meta device with `overrides` on its text config, its modeling module), or
+    None where it has none."""
     from transformers import AutoConfig  # noqa: PLC0415
 
     text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
@@ -323,15 +339,8 @@ def passed_rope(model_type: str, overrides: dict) -> dict[int, bool] | None:
     cls = text_model(module, text) if module else None
     if cls is None:
         return None
-    passed: dict[int, bool] = {}
     with torch.device("meta"):
-        model = cls(text)
-    for index, _, attn in attention_modules(model):
-        if "position_embeddings" in inspect.signature(attn.forward).parameters:
-            attn.register_forward_pre_hook(
-                lambda m, args, kwargs, i=index: passed.__setitem__(i, kwargs.get("position_embeddings")
-                                                                     is not None), with_kwargs=True)
-    return passed if meta_forward(model, passed.clear) else None
+        return cls(text), module
 
 
 def meta_forward(model: Any, restart: Any) -> bool:
@@ -353,17 +362,10 @@ def rotary_calls(model_type: str, overrides: dict) -> int | None:
     device (shapes only: fast at any size) with `overrides` set on its text config; None where it does not run
     so. Zero where the config switches RoPE off at the model level (Falcon's alibi: its model passes an ALiBi
     bias, and the attention then rotates nothing), which the attention-level probe cannot see."""
-    from transformers import AutoConfig  # noqa: PLC0415
-
-    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
-    for k, v in overrides.items():
-        setattr(text, k, v)
-    module = modeling_module(text)
-    cls = text_model(module, text) if module else None
-    if cls is None:
+    built = meta_model(model_type, overrides)
+    if built is None:
         return None
-    with torch.device("meta"):
-        model = cls(text)
+    model, module = built
     with recording(module) as calls:
         ran = meta_forward(model, calls.clear)
     return len(calls) if ran else None
