@@ -428,6 +428,9 @@ def test_what_a_second_review_found_read_otherwise():
     assert (r.head_dim, r.theta, r.mrope_section) == (64, 5e5, (8, 12, 12))
     with pytest.raises(ValueError, match="vlm_config gives partial_rotary_factor"):
         vkrope.from_hf({"model_type": "colqwen2", "vlm_config": dict(vlm, partial_rotary_factor=0.5)})
+    with pytest.raises(ValueError, match=r"^config: rope_interleave must be true or false; got 1$"):  # (said once)
+        vkrope.from_hf({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                        "qk_rope_head_dim": 64, "rope_interleave": 1})
     lfm = {"model_type": "lfm3", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
            "num_hidden_layers": 4, "layer_types": ["conv", "sliding_attention", "conv", "full_attention"]}
     for window in (256, None):

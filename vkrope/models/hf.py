@@ -463,7 +463,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=nope)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"config: {exc}") from None
+        raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
 
 
 def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, layer: Any, angle: str) -> ModelRope | None:
