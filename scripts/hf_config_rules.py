@@ -9,8 +9,8 @@ Needs transformers 5.24, the release vkrope/data/hf_models.json names
 from this checkout. For each model type of the model table:
 
 - a composite config (the table's `text_config` path is not empty) is
-  built with a sentinel `rope_theta` at the top, with and without a
-  `text_config`: whether the sentinel reaches the language model's config;
+  built with a sentinel `rope_theta` at the top beside a `text_config`:
+  whether the sentinel reaches the language model's config;
   and with each RoPE and head-size key (MOVED) at each depth of the path
   where a file may stop (a flat Hub file; ColQwen2's vlm_config alone):
   which keys the classes carry into the language model's config (`moves`;
@@ -236,7 +236,8 @@ def check_rules(cls: Any, model_type: str, d0: dict, rules: dict) -> str | None:
 
 
 def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
-    """Whether an outer rope_theta reaches the text config, without and with a text_config."""
+    """Whether an outer rope_theta reaches the text config beside a text_config (without one: measure_moves),
+    the keys the outer class presets otherwise, and the model type of its own text config."""
     from transformers import AutoConfig  # noqa: PLC0415
 
     def reached(kw: dict) -> bool:
@@ -264,7 +265,6 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
     try:
         own = AutoConfig.for_model(model_type).get_text_config(decoder=True).model_type
         return {"text_model_type": own if honours(own) else None, "moves": measure_moves(model_type, path),
-                "without_text_config": reached({"rope_theta": sentinel(99)}),
                 "with_text_config": reached({"rope_theta": sentinel(99), **part}),
                 "preset_without_text_config": preset({}), "preset_with_text_config": preset(part)}
     except Exception:  # noqa: BLE001  (the class cannot be built so: unknown)
@@ -285,20 +285,21 @@ def _moved_value(key: str, text: Any) -> Any:
         return {"rope_type": "linear", "factor": 3.25, "rope_theta": sentinel(97)}
     if key in ("partial_rotary_factor", "rotary_pct"):
         return 0.3125
-    base = getattr(text, key, None)
+    base = text.to_dict().get(key)  # (not getattr: Gemma 4's per-layer head_dim refuses global access)
     return 2 * base if isinstance(base, int) and not isinstance(base, bool) and base > 0 else 64
 
 
 def _arrived(key: str, value: Any, text: Any) -> bool:
-    rp = getattr(text, "rope_parameters", None) or {}
+    made = text.to_dict()  # (not getattr: Gemma 4's per-layer head_dim refuses global access)
+    rp = made.get("rope_parameters") or {}
     dicts = [rp] + [v for v in rp.values() if isinstance(v, dict)]
     if key == "rope_theta":
-        return any(d.get("rope_theta") == value for d in dicts) or getattr(text, key, None) == value
+        return any(d.get("rope_theta") == value for d in dicts) or made.get(key) == value
     if key in ("rope_scaling", "rope_parameters"):
         return any(d.get("factor") == 3.25 for d in dicts)
     if key in ("partial_rotary_factor", "rotary_pct"):
-        return any(d.get("partial_rotary_factor") == value for d in dicts) or getattr(text, key, None) == value
-    return getattr(text, key, None) == value
+        return any(d.get("partial_rotary_factor") == value for d in dicts) or made.get(key) == value
+    return made.get(key) == value
 
 
 def measure_moves(model_type: str, path: list[str]) -> dict[str, list[str]]:

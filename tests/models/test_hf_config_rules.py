@@ -112,6 +112,14 @@ def test_gemma3_nested_rope_parameters():
                        layer_type="sliding_attention")
 
 
+def test_a_flat_file_of_classes_never_probed_is_refused():
+    """EXAONE 4.5's config classes could not be built with keys at the top: how they read a file without its
+    text_config is unknown, so one is refused, not read as the class defaults."""
+    with pytest.raises(ValueError, match="text_config is missing, and how exaone4_5's config classes read a file "
+                                         "without it is unknown"):
+        vkrope.from_hf({"model_type": "exaone4_5", "hidden_size": 64, "num_attention_heads": 4})
+
+
 def test_outer_keys_reach_the_text_config_only_where_the_class_moves_them():
     text = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
     llava = {"model_type": "llava", "rope_theta": 1234.0, "text_config": text}

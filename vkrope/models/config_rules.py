@@ -4,8 +4,8 @@ its model reads, as transformers' own code does it
 by building each config class on probe configs; never edited by hand):
 
 - `outer`: for a composite config (a vision-language model's, ...), whether
-  the outer config's keys reach the language model's config, when the file
-  has no `text_config` (a flat Hub file) and when it has one, which keys
+  the outer config's keys reach the language model's config beside the
+  file's `text_config`, which keys
   the outer class presets there otherwise than the text class, and the
   model type of its own text config (a file's text_config naming another
   is read as that model type, as transformers builds it), and `moves`: per
@@ -149,16 +149,16 @@ def _one_type(cfg: dict, lt: str, d0: dict, rule: dict | None, shape: str, model
     return d
 
 
-def outer_keys(model_type: str, has_text_config: bool) -> bool | None:
+def outer_keys(model_type: str) -> bool | None:
     """Whether a composite config's outer keys reach its language model's
-    config: with a `text_config` in the file, or without one (a flat Hub
-    file); None where the class could not be probed."""
+    config beside a `text_config` in the file (without one: `moved`); None
+    where the class could not be probed."""
     rules = rules_of(model_type)
     if "outer" not in rules:
         return True  # (not composite: the config is its own text config)
     if rules["outer"] is None:
         return None
-    return bool(rules["outer"]["with_text_config" if has_text_config else "without_text_config"])
+    return bool(rules["outer"]["with_text_config"])
 
 
 def moved(model_type: str, depth: int) -> tuple[list[str], list[str]] | None:

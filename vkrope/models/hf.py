@@ -79,7 +79,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     if inner is not cfg:
         keys = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings")
                 if k not in merged and k in cfg]
-        if found and keys and _outer_keys(cfg, like, True):
+        if found and keys and _outer_keys(cfg, like):
             merged.update({k: cfg[k] for k in keys})
         if "model_type" in cfg and "model_type" not in merged:
             merged["model_type"] = cfg["model_type"]
@@ -136,19 +136,16 @@ def _class_rope(merged: dict, defaults: dict) -> None:
         merged["rope_theta"] = defaults["rope_theta"]
 
 
-def _outer_keys(cfg: dict, like: str | None, has_text_config: bool) -> bool:
-    """Whether the outer config's keys reach the language model's (config_rules.outer_keys), or a ValueError
-    where the config class could not be probed for it."""
-    reach = config_rules.outer_keys(_type_of(cfg, like), has_text_config)
+def _outer_keys(cfg: dict, like: str | None) -> bool:
+    """Whether the outer config's keys reach the language model's beside its
+    text_config (config_rules.outer_keys), or a ValueError where the config
+    class could not be probed for it."""
+    reach = config_rules.outer_keys(_type_of(cfg, like))
     if reach is None:
         raise ValueError(f"config: whether {_type_of(cfg, like)}'s config class moves the outer config's keys "
                          f"into its language model's config is unknown (transformers' class could not be probed); "
                          f"pass the language model's config (text_config) with its RoPE keys in it")
     return reach
-
-
-# the RoPE keys a file without its text config may not give where its class would ignore them
-_SAID = ("rope_scaling", "rope_parameters", "rope_theta", "partial_rotary_factor", "head_dim")
 
 
 def _stopped_at(cfg: dict, part: dict, e: dict, depth: int) -> dict:
@@ -158,32 +155,28 @@ def _stopped_at(cfg: dict, part: dict, e: dict, depth: int) -> dict:
     part where its classes carry its keys into the language model's config
     (config_rules.moved), with a ValueError naming a key given there that
     they do not carry (Fuyu's partial_rotary_factor: transformers ignores
-    it); else the class's preset (`_preset_only`)."""
+    it); else the class's preset, where the outer class presets nothing
+    otherwise than the text class; a ValueError where the classes could not
+    be probed."""
     t = str(cfg.get("model_type"))
-    measured, carried = config_rules.moved(t, depth) or (list(_SAID), [])  # (not measured: nothing carried)
+    where, missing = ".".join(e["text_config"][:depth]) or "the top level", ".".join(e["text_config"][depth:])
+    rules = config_rules.moved(t, depth)
+    if rules is None:
+        raise ValueError(f"config: {missing} is missing, and how {t}'s config classes read a file without it is "
+                         "unknown (transformers' classes could not be probed): pass the config with its text_config "
+                         "(as transformers saves it)")
+    measured, carried = rules
     dropped = [k for k in measured if k in part and k not in carried]
     if dropped:
-        where = ".".join(e["text_config"][:depth]) or "the top level"
         raise ValueError(f"config: {where} gives {', '.join(dropped)}, which {t}'s config classes do not carry into "
-                         f"the language model's config when {'.'.join(e['text_config'][depth:])} is missing "
-                         "(transformers ignores them): pass the config with its text_config (as transformers "
-                         "saves it)")
+                         f"the language model's config when {missing} is missing (transformers ignores them): pass "
+                         "the config with its text_config (as transformers saves it)")
     if carried:
         return part
-    return _preset_only(cfg, e) if depth == 0 else {}
-
-
-def _preset_only(cfg: dict, e: dict) -> dict:
-    """The language model's config of a composite file without one, where its class ignores the file's top
-    level: the text class's defaults ({}), or a ValueError where the file says RoPE keys there (they would be
-    ignored) or the outer class presets keys otherwise."""
-    t = str(cfg.get("model_type"))
-    said = [k for k in _SAID if k in cfg]
-    if said or config_rules.preset(t, False):
-        raise ValueError(f"config: this {t} config has no {'.'.join(e['text_config'])}; its config class then "
-                         f"builds the language model from its own preset, not from the file's top-level keys"
-                         f"{' (' + ', '.join(said) + ')' if said else ''}: pass the config with its text_config "
-                         "(as transformers saves it)")
+    if depth == 0 and config_rules.preset(t, False):
+        raise ValueError(f"config: this {t} config has no {missing}; its config class then builds the language "
+                         "model from its own preset, not from the file's top-level keys: pass the config with its "
+                         "text_config (as transformers saves it)")
     return {}
 
 
