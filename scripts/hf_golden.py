@@ -77,19 +77,10 @@ def _cases(name: str, cfg: dict) -> dict:
     return cases
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "hf_golden.npz"))
-    args = ap.parse_args(argv)
-
-    import numpy as np  # noqa: PLC0415
-    import torch  # noqa: PLC0415
-    import transformers  # noqa: PLC0415
-    from transformers import AutoConfig  # noqa: PLC0415
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: PLC0415
-
+def _rotary_modules(transformers) -> dict:
+    """{model_type: (modeling module, rotary class name)} of the configs."""
     mods = transformers.models
-    rotary = {
+    return {
         "llama": (mods.llama.modeling_llama, "LlamaRotaryEmbedding"),
         "phi3": (mods.phi3.modeling_phi3, "Phi3RotaryEmbedding"),
         "phi": (mods.phi.modeling_phi, "PhiRotaryEmbedding"),
@@ -101,94 +92,122 @@ def main(argv: list[str] | None = None) -> int:
         "glm4": (mods.glm4.modeling_glm4, "Glm4RotaryEmbedding"),
         "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
     }
+
+
+def _head(cfg: dict, text) -> int:
+    """The head width the model's attention uses."""
+    if cfg["model_type"] == "deepseek_v3":
+        return text.qk_rope_head_dim
+    if getattr(text, "head_dim", None):
+        return text.head_dim
+    return text.hidden_size // text.num_attention_heads
+
+
+def _pow_base(text, layer_type: str | None, pos_t, rdim: int):
+    """The base the module raised (dynamic: the grown one) and torch's
+    float32 powers of it."""
+    import torch  # noqa: PLC0415
+
+    params = text.rope_parameters
+    if layer_type is not None:
+        params = params[layer_type]
+    base = params["rope_theta"]
+    if params.get("rope_type") == "dynamic":
+        seq = torch.maximum(torch.max(pos_t) + 1, torch.tensor(text.max_position_embeddings))
+        if int(seq) > text.max_position_embeddings:
+            f = params["factor"]
+            base = base * ((f * seq / text.max_position_embeddings) - (f - 1)) ** (rdim / (rdim - 2))
+    return base, base ** (torch.arange(0, rdim, 2, dtype=torch.int64).float() / rdim)
+
+
+def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, case: str, pos) -> dict:
+    """The arrays of one config, layer type and case, under "<key>/<case>/"."""
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+
+    module, cls_name = rotary
+    pos_t = torch.tensor(pos, dtype=torch.int64)
+    rot = getattr(module, cls_name)(config=text)
+    extra = {} if layer_type is None else {"layer_type": layer_type}
+    with torch.no_grad():
+        cos, sin = rot(torch.zeros(1, dtype=torch.float32), pos_t, **extra)
+        inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
+        scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
+        s, head, rdim = pos_t.shape[-1], _head(cfg, text), cos.shape[-1]
+        if cfg["model_type"] == "glm4":  # (its module returns cos / sin of the rotary part)
+            assert rdim == head // 2, rdim
+        g = torch.Generator().manual_seed(len(key) * 1000 + len(case))
+        q = torch.randn(1, 2, s, head, generator=g)
+        k = torch.randn(1, 1, s, head, generator=g)
+        apply = getattr(module, "apply_rotary_pos_emb_interleave", None) \
+            if cfg["model_type"] == "deepseek_v3" else None
+        apply = apply or module.apply_rotary_pos_emb
+
+        def run(qq, kk, cc, ss):
+            if cfg["model_type"] == "glm4":  # its apply_rotary_pos_emb splits the rotary part itself
+                return apply(qq, kk, cc, ss)
+            qr, qp = qq[..., :rdim], qq[..., rdim:]
+            kr, kp = kk[..., :rdim], kk[..., rdim:]
+            qo, ko = apply(qr, kr, cc, ss)
+            return torch.cat([qo, qp], -1), torch.cat([ko, kp], -1)
+
+        qo, ko = run(q, k, cos, sin)
+        cb, sb = getattr(module, cls_name)(config=text)(torch.zeros(1, dtype=torch.bfloat16), pos_t, **extra)
+        qb, kb = q.bfloat16(), k.bfloat16()
+        qbo, _ = run(qb, kb, cb, sb)
+        base, torch_pow = _pow_base(text, layer_type, pos_t, rdim)
+    p = f"{key}/{case}/"
+    print(f"{p}: S {s}, rot {rdim}, scaling {float(scaling):.6g}", file=sys.stderr)
+    return {p + "pow_base": np.array([float(base)], np.float32),
+            p + "torch_pow": torch_pow.numpy().astype(np.float32),
+            p + "pos": np.asarray(pos, np.int64),
+            p + "inv_freq": inv.numpy().astype(np.float32),
+            p + "scaling": np.array([float(scaling)]),
+            p + "cos": cos.numpy(), p + "sin": sin.numpy(),
+            p + "q": q.numpy(), p + "k": k.numpy(),
+            p + "q_out": qo.numpy(), p + "k_out": ko.numpy(),
+            p + "q_bf16": qb.view(torch.int16).numpy().view(np.uint16),
+            p + "q_bf16_out": qbo.view(torch.int16).numpy().view(np.uint16)}
+
+
+def _proportional(transformers) -> dict:
+    """Gemma 4's proportional type, straight from transformers' function."""
+    import numpy as np  # noqa: PLC0415
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: PLC0415
+
+    cfg = {"hidden_size": 1024, "num_attention_heads": 4, "head_dim": 256,
+           "rope_parameters": {"rope_type": "proportional", "rope_theta": 1000000.0, "partial_rotary_factor": 0.25}}
+    inv, _ = ROPE_INIT_FUNCTIONS["proportional"](transformers.LlamaConfig(**cfg))
+    return {"proportional/inv_freq": inv.numpy().astype(np.float32),
+            "proportional/config": np.array(json.dumps(cfg))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "hf_golden.npz"))
+    args = ap.parse_args(argv)
+
+    import numpy as np  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    import transformers  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    rotary = _rotary_modules(transformers)
     out: dict[str, np.ndarray] = {}
     for fname in sorted(os.listdir(CONFIGS)):
         name = fname[:-5]
         with open(os.path.join(CONFIGS, fname)) as f:
             cfg = json.load(f)
-        kw = {k: v for k, v in cfg.items() if not k.startswith("_")}
-        conf = AutoConfig.for_model(**kw)
+        conf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if not k.startswith("_")})
         text = conf.get_text_config() if hasattr(conf, "get_text_config") else conf
-        module, cls_name = rotary[cfg["model_type"]]
-        layer_types = [None]
-        if cfg["model_type"] == "gemma3":
-            layer_types = ["sliding_attention", "full_attention"]
+        layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] == "gemma3" else [None]
         for layer_type in layer_types:
             key = name if layer_type is None else f"{name}@{layer_type}"
             if layer_type is not None:
                 out[f"{key}/layer_type"] = np.array(layer_type)
             for case, pos in _cases(name, cfg).items():
-                pos_t = torch.tensor(pos, dtype=torch.int64)
-                rot = getattr(module, cls_name)(config=text)
-                x = torch.zeros(1, dtype=torch.float32)
-                extra = {} if layer_type is None else {"layer_type": layer_type}
-                with torch.no_grad():
-                    cos, sin = rot(x, pos_t, **extra)
-                    inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
-                    scaling = rot.attention_scaling if layer_type is None else getattr(
-                        rot, f"{layer_type}_attention_scaling")
-                    s = pos_t.shape[-1]
-                    head = text.head_dim if getattr(text, "head_dim", None) else (
-                        text.hidden_size // text.num_attention_heads)
-                    if cfg["model_type"] == "deepseek_v3":
-                        head = text.qk_rope_head_dim
-                    rdim = cos.shape[-1]
-                    if cfg["model_type"] == "glm4":  # (its module returns cos / sin of the rotary part)
-                        assert rdim == head // 2, rdim
-                    g = torch.Generator().manual_seed(len(key) * 1000 + len(case))
-                    q = torch.randn(1, 2, s, head, generator=g)
-                    k = torch.randn(1, 1, s, head, generator=g)
-                    apply = getattr(module, "apply_rotary_pos_emb_interleave", None) \
-                        if cfg["model_type"] == "deepseek_v3" else None
-                    apply = apply or module.apply_rotary_pos_emb
-
-                    def run(qq, kk, cc, ss):
-                        if cfg["model_type"] == "glm4":  # its apply_rotary_pos_emb splits the rotary part itself
-                            return apply(qq, kk, cc, ss)
-                        qr, qp = qq[..., :rdim], qq[..., rdim:]
-                        kr, kp = kk[..., :rdim], kk[..., rdim:]
-                        qo, ko = apply(qr, kr, cc, ss)
-                        return torch.cat([qo, qp], -1), torch.cat([ko, kp], -1)
-
-                    qo, ko = run(q, k, cos, sin)
-                    xb = torch.zeros(1, dtype=torch.bfloat16)
-                    rot_b = getattr(module, cls_name)(config=text)
-                    cb, sb = rot_b(xb, pos_t, **extra)
-                    qb, kb = q.bfloat16(), k.bfloat16()
-                    qbo, kbo = run(qb, kb, cb, sb)
-                    # torch's own powers of the base the module used
-                    params = text.rope_parameters
-                    if layer_type is not None:
-                        params = params[layer_type]
-                    base = params["rope_theta"]
-                    if params.get("rope_type") == "dynamic":
-                        seq = torch.maximum(torch.max(pos_t) + 1, torch.tensor(text.max_position_embeddings))
-                        if int(seq) > text.max_position_embeddings:
-                            f = params["factor"]
-                            base = base * ((f * seq / text.max_position_embeddings) - (f - 1)) ** (rdim / (rdim - 2))
-                    torch_pow = base ** (torch.arange(0, rdim, 2, dtype=torch.int64).float() / rdim)
-                p = f"{key}/{case}/"
-                out[p + "pow_base"] = np.array([float(base)], np.float32)
-                out[p + "torch_pow"] = torch_pow.numpy().astype(np.float32)
-                out[p + "pos"] = np.asarray(pos, np.int64)
-                out[p + "inv_freq"] = inv.numpy().astype(np.float32)
-                out[p + "scaling"] = np.array([float(scaling)])
-                out[p + "cos"], out[p + "sin"] = cos.numpy(), sin.numpy()
-                out[p + "q"], out[p + "k"] = q.numpy(), k.numpy()
-                out[p + "q_out"], out[p + "k_out"] = qo.numpy(), ko.numpy()
-                out[p + "q_bf16"] = qb.view(torch.int16).numpy().view(np.uint16)
-                out[p + "q_bf16_out"] = qbo.view(torch.int16).numpy().view(np.uint16)
-                print(f"{p}: S {s}, rot {rdim}, scaling {float(scaling):.6g}", file=sys.stderr)
-    # Gemma 4's proportional type, straight from transformers' function
-    pconf = transformers.LlamaConfig(hidden_size=1024, num_attention_heads=4, head_dim=256,
-                                     rope_parameters={"rope_type": "proportional", "rope_theta": 1000000.0,
-                                                      "partial_rotary_factor": 0.25})
-    inv, scaling = ROPE_INIT_FUNCTIONS["proportional"](pconf)
-    out["proportional/inv_freq"] = inv.numpy().astype(np.float32)
-    out["proportional/config"] = np.array(json.dumps({"hidden_size": 1024, "num_attention_heads": 4, "head_dim": 256,
-                                                      "rope_parameters": {"rope_type": "proportional",
-                                                                          "rope_theta": 1000000.0,
-                                                                          "partial_rotary_factor": 0.25}}))
+                out.update(_one_case(cfg, text, rotary[cfg["model_type"]], layer_type, key, case, pos))
+    out.update(_proportional(transformers))
     out["versions"] = np.array(f"torch {torch.__version__}, transformers {transformers.__version__}")
     np.savez_compressed(args.out, **out)
     print(f"wrote {args.out}: {len(out)} arrays ({os.path.getsize(args.out) / 1024:.0f} KiB)", file=sys.stderr)
