@@ -40,7 +40,6 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "vkrope" / "data" / "gguf_archs.json"
 ROPE_CALL = re.compile(r"\b(ggml_rope_ext|ggml_rope_multi|ggml_rope|build_rope)\s*\(")
-HPARAM_FIELDS = ("swa_type", "n_swa", "rope_freq_base_train_swa", "rope_freq_scale_train_swa", "n_no_rope_layer_step")
 
 
 def strip_comments(text: str) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import vkrope
 from oracle import oracle, poisoned_like
 
 RNG = np.random.default_rng(2024)

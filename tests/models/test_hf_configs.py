@@ -106,7 +106,6 @@ def test_cos_sin_match_transformers(case):
     c, s = rope.cos_sin(pos)
     gc, gs = GOLD[case + "/cos"], GOLD[case + "/sin"]
     assert c.shape == gc.shape and c.dtype == np.float32
-    spec = rope.freqs(rope.check_position_ids(pos))
     p3 = rope.check_position_ids(pos)
     ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
     per_pair = pair_tol(case, rope, ids)
@@ -135,7 +134,6 @@ def test_apply_rotary_pos_emb_matches_transformers(case):
     out_q, out_k = np.full_like(q, np.nan), np.full_like(k, np.nan)
     yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos, out_q=out_q, out_k=out_k)
     assert yq is out_q and yk is out_k
-    spec = rope.freqs(rope.check_position_ids(pos))
     p3 = rope.check_position_ids(pos)
     ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
     tol_pair = pair_tol(case, rope, ids).reshape(gc.shape[:-1] + (rot // 2,))[:, None]  # [B, 1, S, rot/2]

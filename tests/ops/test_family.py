@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vkrope
-from oracle import BF16, bf16_round, bf16_ulp, bf16_values
+from oracle import BF16, bf16_ulp, bf16_values
 from oracle_family import et_apply_rotary_emb, et_apply_rotary_emb_hf, onnx_rotary_embedding
 
 STORAGES = ["buffer", "texture3d"]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import vkrope
 import vkrope.vk.commands as commands
-from oracle import check_apply, check_result, oracle
+from oracle import check_apply, oracle
 from vkrope.vk import binding as b
 from vkrope.vk.binding import live_handles
 

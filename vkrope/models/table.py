@@ -29,11 +29,6 @@ def table() -> dict[str, Any]:
         return json.load(f)
 
 
-def model_types() -> tuple[str, ...]:
-    """Every model type in the table (with RoPE or without)."""
-    return tuple(sorted(table()["models"]))
-
-
 def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
     """The table's entry for a config's `model_type` (or for `like`, the
     model type a caller says to read it as), or a ValueError naming it and

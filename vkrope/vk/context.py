@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol
 
 from ..errors import DeviceClosedError, OutOfDeviceMemoryError, UnsupportedFeatureError
 from . import binding as b
-from .instance import EXTERNAL_MEMORY_HOST, Instance, PhysicalDeviceInfo, select_device
+from .instance import EXTERNAL_MEMORY_HOST, Instance, select_device
 
 
 class Child(Protocol):
