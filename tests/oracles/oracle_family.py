@@ -48,6 +48,41 @@ def _int_index(name: str, a) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 
+def _onnx_heads(x: np.ndarray, num_heads) -> np.ndarray:
+    """X as [B, S, H, D]: 4-D transposed, 3-D split by num_heads."""
+    if x.ndim == 4:
+        return x.transpose(0, 2, 1, 3)
+    if x.ndim == 3:
+        b, s, hidden = x.shape
+        if not isinstance(num_heads, (int, np.integer)) or num_heads <= 0:
+            raise ValueError("3D X needs num_heads > 0")
+        if hidden % num_heads:
+            raise ValueError(f"hidden size {hidden} is not a multiple of num_heads {num_heads}")
+        return x.reshape(b, s, num_heads, hidden // num_heads)
+    raise ValueError(f"X must be 3D or 4D, got shape {x.shape}")
+
+
+def _onnx_rows(cos, sin, position_ids, b: int, s: int, half: int, wrap: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's cache rows, [B, S, half]: by position id, or the caches as they are."""
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos_cache {cos.shape} and sin_cache {sin.shape} differ")
+    if position_ids is None:
+        if cos.shape != (b, s, half):
+            raise ValueError(f"without position_ids the caches must be [B, S, rot/2] = {(b, s, half)}, got {cos.shape}")
+        return cos, sin
+    pos = _int_index("position_ids", position_ids)
+    if pos.shape != (b, s):
+        raise ValueError(f"position_ids must be [B, S] = {(b, s)}, got {pos.shape}")
+    if cos.ndim != 2 or cos.shape[1] != half:
+        raise ValueError(f"with position_ids the caches must be [max_pos, {half}], got {cos.shape}")
+    max_pos = cos.shape[0]
+    lo = -max_pos if wrap else 0
+    if pos.size and (pos.min() < lo or pos.max() >= max_pos):
+        raise IndexError(f"position_ids outside [{lo}, {max_pos}): min {pos.min()}, max {pos.max()}")
+    pos = np.where(pos < 0, pos + max_pos, pos)
+    return cos[pos], sin[pos]
+
+
 def onnx_rotary_embedding(
     X,
     cos_cache,
@@ -100,24 +135,12 @@ def onnx_rotary_embedding(
       that wrap (positions in ``[-max_pos, 0)``).
     """
     x = _f64("X", X)
-    cos = _f64("cos_cache", cos_cache)
-    sin = _f64("sin_cache", sin_cache)
+    cos, sin = _f64("cos_cache", cos_cache), _f64("sin_cache", sin_cache)
     if interleaved not in (0, 1, False, True):
         raise ValueError(f"interleaved must be 0 or 1, got {interleaved!r}")
 
-    if x.ndim == 4:
-        b, _h, s, _d = x.shape
-        xs = x.transpose(0, 2, 1, 3)  # [B, S, H, D]
-    elif x.ndim == 3:
-        b, s, hidden = x.shape
-        if not isinstance(num_heads, (int, np.integer)) or num_heads <= 0:
-            raise ValueError("3D X needs num_heads > 0")
-        if hidden % num_heads:
-            raise ValueError(f"hidden size {hidden} is not a multiple of num_heads {num_heads}")
-        xs = x.reshape(b, s, num_heads, hidden // num_heads)
-    else:
-        raise ValueError(f"X must be 3D or 4D, got shape {x.shape}")
-    head = xs.shape[3]
+    xs = _onnx_heads(x, num_heads)  # [B, S, H, D]
+    b, s, _h, head = xs.shape
 
     rot = int(rotary_embedding_dim) if rotary_embedding_dim else head
     if rot < 0 or rot > head:
@@ -126,24 +149,7 @@ def onnx_rotary_embedding(
         raise ValueError(f"rotary_embedding_dim {rot} must be even")
     half = rot // 2
 
-    if cos.shape != sin.shape:
-        raise ValueError(f"cos_cache {cos.shape} and sin_cache {sin.shape} differ")
-    if position_ids is not None:
-        pos = _int_index("position_ids", position_ids)
-        if pos.shape != (b, s):
-            raise ValueError(f"position_ids must be [B, S] = {(b, s)}, got {pos.shape}")
-        if cos.ndim != 2 or cos.shape[1] != half:
-            raise ValueError(f"with position_ids the caches must be [max_pos, {half}], got {cos.shape}")
-        max_pos = cos.shape[0]
-        lo = -max_pos if wrap_negative_positions else 0
-        if pos.size and (pos.min() < lo or pos.max() >= max_pos):
-            raise IndexError(f"position_ids outside [{lo}, {max_pos}): min {pos.min()}, max {pos.max()}")
-        pos = np.where(pos < 0, pos + max_pos, pos)
-        c_tok, s_tok = cos[pos], sin[pos]  # [B, S, half]
-    else:
-        if cos.shape != (b, s, half):
-            raise ValueError(f"without position_ids the caches must be [B, S, rot/2] = {(b, s, half)}, got {cos.shape}")
-        c_tok, s_tok = cos, sin
+    c_tok, s_tok = _onnx_rows(cos, sin, position_ids, b, s, half, wrap_negative_positions)  # [B, S, half]
 
     i = np.arange(half)
     first, second = (2 * i, 2 * i + 1) if interleaved else (i, i + half)
