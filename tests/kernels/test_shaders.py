@@ -65,6 +65,20 @@ def test_push_constant_block_matches_the_grid(kernel):
 
 
 @pytest.mark.parametrize("kernel", sorted(GRIDS))
+def test_binding_names_match_the_grid(kernel):
+    """The shader's header lists its bindings by number and name in the
+    grid's order, and each tensor it declares (DECLARE_*TENSOR) sits at the
+    grid's binding of that name, a tensor there: the host binds by the
+    grid, so two swapped bindings would read one array as another."""
+    src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
+    grid = GRIDS[kernel]["bindings"]
+    header = re.findall(r"^ \*\s+binding (\d+)\s+(\w+)", src, re.M)
+    assert [(int(n), name) for n, name in header] == [(i, b["name"]) for i, b in enumerate(grid)]
+    for n, name in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),\s*\w+,\s*(\w+)\)", src, re.M):
+        assert (grid[int(n)]["name"], grid[int(n)]["kind"]) == (name, "tensor"), (n, name)
+
+
+@pytest.mark.parametrize("kernel", sorted(GRIDS))
 def test_bindings_and_spec_constants_match_the_grid(kernel):
     src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
     bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)}
@@ -117,7 +131,7 @@ def test_launches_are_checked_against_their_kernel(device):
     kernel = find("texel_copy", x="32")
     rt = device._rt
     buf = rt.work_buffer("probe_test", 64, host_visible=True)
-    good = dict(kernel="texel_copy_x32", spec=(("local_size_x", 64),), push=(("texels", 4), ("row_stride", 64)),
+    good = dict(kernel=kernel.name, spec=(("local_size_x", 64),), push=(("texels", 4), ("row_stride", 64)),
                 args=(arg(buf, 0, 32, WRITE), arg(buf, 32, 32)), grid=(1, 1, 1))
     assert Launch(**good) == Launch(**{**good, "push": (("row_stride", 64), ("texels", 4))})
     with pytest.raises(AssertionError, match="given twice"):
@@ -129,3 +143,21 @@ def test_launches_are_checked_against_their_kernel(device):
     with pytest.raises(AssertionError, match="is a storage_image, the launch binds Buffer"):
         rt.submit((Launch(bad.name, (), (), (arg(buf, access=WRITE), arg(image), arg(buf), arg(buf)), (1, 1, 1)),),
                   cache=False)
+
+
+# A shader's named values the host also writes (a push constant's roles, the
+# angle modes of glsl/freqs.glsl): stated in GLSL and in the kernel module,
+# held equal here.
+SHARED_CONSTANTS = [("rope_cache.glsl", "vkrope.kernels.cache", "ROLE_"),
+                    ("rope_shift.glsl", "vkrope.kernels.shift", "ROLE_"),
+                    ("freqs.glsl", "vkrope.kernels.generated", "ANGLE_")]
+
+
+@pytest.mark.parametrize("source, module, prefix", SHARED_CONSTANTS, ids=[s for s, _, _ in SHARED_CONSTANTS])
+def test_the_host_writes_the_shaders_named_values(source, module, prefix):
+    import importlib
+
+    src = (ROOT / "glsl" / source).read_text()
+    glsl = {n: int(v) for n, v in re.findall(rf"^const u?int ({prefix}\w+) = (\d+)u?;", src, re.M)}
+    host = {n: v for n, v in vars(importlib.import_module(module)).items() if n.startswith(prefix)}
+    assert glsl and glsl == host
