@@ -325,7 +325,7 @@ def measure_moves(model_type: str, path: list[str]) -> dict[str, list[str]]:
 
 
 ABSENT = object()
-PARTIAL_KEYS = ("partial_rotary_factor", "rotary_pct")
+PARTIAL_KEYS = config_rules.PARTIAL_KEYS
 
 
 def shape_values(lts: list[str] | None, own: Any = None) -> dict[str, dict[str, list]]:

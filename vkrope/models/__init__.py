@@ -3,9 +3,14 @@ config.json through the model table, `from_gguf` llama.cpp's GGUF
 metadata; both give a `ModelRope` (rope.py), which computes the inverse
 frequencies as transformers 5's `modeling_rope_utils` does.
 
-Modules: rope.py (`ModelRope`: every rope type's frequencies), hf.py
-(config.json), gguf.py (GGUF), table.py (the model table,
-vkrope/data/hf_models.json, written by scripts/hf_model_table.py).
+Modules: rope.py (`ModelRope`), rope_types.py (every rope type's
+frequencies, a table of small functions), hf.py (config.json, through
+config_rules.py: each config class's conversion of a file's keys, and
+table.py: the model table, vkrope/data/hf_models.json, written by
+scripts/hf_model_table.py), gguf.py and gguf_layers.py (GGUF, with
+llama.cpp's per-layer rules), gguf_convert.py and pyconv.py (remote-code
+configs read through llama.cpp's converter), chart.py (`vkrope config
+--plot`).
 These are data the ops read: they import no op, Vulkan module nor any
 runtime module.
 """

@@ -16,10 +16,8 @@ import numpy as np
 from . import config_rules, gguf_convert
 from . import table as hf_models
 from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
+from .rope_types import PARAMS, RULES
 
-_KNOWN_PARAMS = {"factor", "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
-                 "mscale_all_dim", "attention_factor", "truncate", "short_factor", "long_factor",
-                 "partial_rotary_factor", "short_mscale", "long_mscale", "llama_4_scaling_beta"}
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -618,7 +616,7 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
     for key, value in rope.items():
         if key in _IGNORED:
             continue
-        if key not in _KNOWN_PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe") \
+        if key not in PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe") \
                 or (key == "llama_4_scaling_beta" and not scales_q):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
@@ -639,10 +637,15 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
     return params, ignored
 
 
+def _needs_orig(kind: str) -> bool:
+    """Whether rope type `kind` reads original_max_position_embeddings."""
+    return kind in RULES and RULES[kind].needs_orig
+
+
 def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tuple[int | None, int | None]:
     """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs."""
     orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
-    if orig_src is cfg and cfg["original_max_position_embeddings"] is None and kind in ("yarn", "longrope", "llama3"):
+    if orig_src is cfg and cfg["original_max_position_embeddings"] is None and _needs_orig(kind):
         # (transformers copies the top level's over the rope dict's for these types, null too, and then fails)
         raise ValueError(f"config: original_max_position_embeddings is null, which rope_type {kind!r} cannot take "
                          "(transformers takes the top level's over the rope dict's); remove it or give a number")
@@ -650,7 +653,7 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tupl
         if orig_src.get("original_max_position_embeddings") is not None else None
     mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
         else None
-    if orig is None and kind in ("yarn", "longrope", "llama3"):
+    if orig is None and _needs_orig(kind):
         orig = mpe  # transformers' default
         if orig is None:
             raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is "

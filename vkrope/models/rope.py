@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..freqs import MROPE_AXES, InvFreqs, _short, check_position_ids
-from .rope_types import RULES, is_long
+from .rope_types import PARAMS, RULES, is_long
 
 ROPE_TYPES = tuple(RULES)
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
@@ -194,6 +194,7 @@ class ModelRope:
 
     def param(self, key: str, default: Any = None) -> Any:
         """The rope type's parameter `key` (as in the config), or `default`."""
+        assert key in PARAMS, f"{key} is not in rope_types.PARAMS: from_hf would drop it"
         return dict(self.params).get(key, default)
 
     # --- what the model computes -------------------------------------------------

@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from .rope import ModelRope
 
 
+# Every rope-dict key a rope type (or ModelRope, for the model's own scales) reads: what from_hf keeps of a rope
+# dict (a key not here is listed in `ignored`, as transformers reads no other). `ModelRope.param` refuses any
+# other key, so a rope function reading a new one fails until it is added here.
+PARAMS = frozenset({
+    "factor", "attention_factor", "partial_rotary_factor",
+    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate",  # yarn
+    "short_factor", "long_factor", "short_mscale", "long_mscale",  # longrope (the mscales: PhiMoE's)
+    "low_freq_factor", "high_freq_factor",  # llama3
+    "llama_4_scaling_beta",  # Ministral 3's and Mistral 4's q scale
+})
+
+
 def powers(t: Any, base: Any, n_pairs: int, denom: int) -> np.ndarray:
     """base ** (2i / denom) for the first n_pairs pairs, in dtype t (float32: the power correctly rounded)."""
     if t is np.float32:
