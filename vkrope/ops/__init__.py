@@ -2,11 +2,12 @@
 (`apply`), onnx.py (`rotary_embedding`), executorch.py
 (`apply_rotary_emb`, `apply_rotary_emb_hf`), transformers.py
 (`apply_rotary_pos_emb`), nd.py (`apply_nd`), decode.py
-(`rope_and_cache`): each holds its public operations (signature, hints,
+(`rope_and_cache`), shift.py (`shift_cache`): each holds its public operations (signature, hints,
 the one docstring), which check every argument into a kernel's request
 (vkrope/kernels/) and return the call as data (call.py); lowering.py
-turns a frequency spec into what the kernels read. The only place that
-reads a `ModelRope` (`resolve` below)."""
+turns a frequency spec into what the kernels read. The front ends are
+the only modules that read a `ModelRope`: `resolve` below for the ops that
+take one in place of a table, transformers.py for its own signature."""
 
 from typing import Any
 
