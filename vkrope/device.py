@@ -4,6 +4,7 @@ that runs the operators on numpy arrays and device-resident arrays."""
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast
 
@@ -23,6 +24,9 @@ from .vk.instance import PhysicalDeviceInfo
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# apply's keywords (what apply_many's calls may carry), read from its front end's signature
+_APPLY_KEYWORDS = tuple(n for n, p in inspect.signature(sam2.apply).parameters.items() if p.kind is p.KEYWORD_ONLY)
 
 
 def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device", P], R]:
@@ -82,10 +86,10 @@ class Device(DeviceMemory):
                 raise TypeError(f"calls[{i}] must be (x, freqs) or (x, freqs, dict of keywords); got {call!r:.80}")
             x, freqs = call[0], call[1]
             kw = dict(call[2]) if len(call) == 3 else {}
-            unknown = set(kw) - {"out", "inverse", "repeat", "exclude_last", "positions", "storage"}
+            unknown = set(kw) - set(_APPLY_KEYWORDS)
             if unknown:
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
-                                "(out, inverse, repeat, exclude_last, positions, storage)")
+                                f"({', '.join(_APPLY_KEYWORDS)})")
             check = functools.partial(_numbered, i, sam2.check, x, freqs, **kw)
             jobs.append(_Job(check(), check, f"calls[{i}]: "))
         return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]

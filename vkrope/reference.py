@@ -13,7 +13,7 @@ import numpy as np
 from .freqs import NdFreqs, pow64
 from .kernels import interleaved, table
 from .ops import nd, sam2
-from .runtime.dtypes import BFLOAT16, REAL_SCALARS
+from .runtime.dtypes import FREQS_DTYPES, REAL_SCALARS
 
 
 def apply_reference(
@@ -76,7 +76,7 @@ def axial_freqs(
     if not np.isfinite(theta) or theta <= 0:
         raise ValueError(f"theta must be a positive finite number; got {theta}")
     dtype = np.dtype(dtype)
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64)):
+    if dtype not in FREQS_DTYPES:
         raise TypeError(f"dtype must be float32, float16, bfloat16 or float64; got {dtype}")
     q = dim // 4
     freqs = 1.0 / pow64(theta, np.arange(0, dim, 4, dtype=np.float64)[:q] / dim)

@@ -15,7 +15,7 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import BFLOAT16, convert_hint
+from ..runtime.dtypes import FREQS_DTYPES, convert_hint
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -24,7 +24,7 @@ from ..kernels import interleaved as interleaved_kernel, table as table_kernel
 from .nd import check_apply_nd
 from ..runtime.array import DeviceArray
 
-REAL_FREQS_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
+REAL_FREQS_DTYPES = FREQS_DTYPES
 COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 

@@ -13,11 +13,11 @@ from ..arguments import (
 )
 from .lowering import lower
 from ..freqs import RopeFreqs, check_positions
-from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPE_NAMES, convert_hint
+from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint
 from ..runtime.array import DeviceArray
 
 
-TABLE_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16, np.dtype(np.float64))
+TABLE_DTYPES = FREQS_DTYPES
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -21,12 +21,21 @@ FLOAT8_E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
 FLOAT8_E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 FP8_DTYPES = (FLOAT8_E4M3FN, FLOAT8_E5M2)
 
+
+
+def names(dtypes: tuple[np.dtype, ...]) -> str:
+    """Dtypes in words for an error: "float32, float16 or bfloat16"."""
+    return " or ".join(filter(None, (", ".join(d.name for d in dtypes[:-1]), dtypes[-1].name)))
+
+
 # What x, q, k, out and resident tensors may hold.
 TENSOR_DTYPES = (FLOAT32, FLOAT16, BFLOAT16)
-TENSOR_DTYPE_NAMES = "float32, float16 or bfloat16"
+TENSOR_DTYPE_NAMES = names(TENSOR_DTYPES)
 # What a KV cache (and a DeviceArray) may hold besides: the fp8 formats.
 CACHE_DTYPES = TENSOR_DTYPES + FP8_DTYPES
-CACHE_DTYPE_NAMES = "float32, float16, bfloat16, float8_e4m3fn or float8_e5m2"
+CACHE_DTYPE_NAMES = names(CACHE_DTYPES)
+# What a table of frequencies, cos or sin may hold besides: float64 (rounded to float32 once, on the host).
+FREQS_DTYPES = TENSOR_DTYPES + (np.dtype(np.float64),)
 
 # Python and numpy real scalars an argument such as a base or eps may be
 # (ml_dtypes' bfloat16 scalar is no np.floating).
@@ -83,5 +92,5 @@ def is_16bit(dtype: Any) -> bool:
 
 
 __all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",
-           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "REAL_SCALARS", "axis", "convert_hint", "swapped_of",
+           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES", "names", "REAL_SCALARS", "axis", "convert_hint", "swapped_of",
            "is_16bit", "is_fp8", "table_dtype"]
