@@ -697,6 +697,9 @@ MUTATIONS = [
              "        if twice.any():\n            raise", "        if False:\n            raise"),
     Mutation("shift: a skipped slot shifted anyway", "vkrope/ops/shift.py",
              "    keep = sl >= 0\n", "    keep = sl >= -1\n"),
+    Mutation("shift: a ModelRope whose calls decide their frequencies taken", "vkrope/ops/shift.py",
+             "    if isinstance(freqs, ModelRope) and freqs.uses_seq_len():",
+             "    if isinstance(freqs, ModelRope) and freqs.uses_seq_len() and False:"),
     # --- the hot path (#32): laid-out submissions and plans kept by hand-written keys
     Mutation("hot path: a DeviceArray's resource not in the layout key", "vkrope/runtime/execute.py",
              "tensors.append((t.name, v.resource.serial if v.resource is not None else None))",

@@ -228,16 +228,25 @@ def test_moves_up_down_and_swaps_per_batch_item(device, dtype):
 
 
 def test_what_a_shift_refuses(device, tmp_path):
-    """A ModelRope whose frequencies depend on the positions, an M-RoPE spec,
-    a source row named twice, slots past int64: refused by name; a skipped
-    slot's positions are not read."""
+    """A ModelRope whose frequencies each call decides from its positions
+    (at any positions: which frequencies rotated a cached key depends on the
+    call that wrote it, e.g. a prefill past the switch or one token at a
+    time), an M-RoPE spec, a source row named twice, slots past int64:
+    refused by name, the cache unchanged; a skipped slot's positions are
+    not read."""
     kc = device.asarray(np.zeros((1, 2, 16, 128), np.float32))
     vc = device.asarray(np.zeros((1, 2, 16, 128), np.float32))
-    dynamic = vkrope.from_hf(str(HF_CONFIGS / "llama-2-7b-dynamic.json"))
-    paged = device.asarray(np.zeros((4, 2, 2, 128), np.float32))
-    with pytest.raises(ValueError, match="depend on the positions"):
-        device.shift_cache(paged, dynamic, np.array([[100000]]), np.array([[3]]), slots=np.array([[0]]))
-    device.shift_cache(paged, dynamic, np.array([[100000, 9]]), np.array([[3, 2]]), slots=np.array([[-1, 0]]))
+    paged = device.asarray(np.arange(4 * 2 * 2 * 128, dtype=np.float32).reshape(4, 2, 2, 128))
+    before = paged.get()
+    for name in ("llama-2-7b-dynamic.json", "phi-3.5-mini.json"):
+        rope = vkrope.from_hf(str(HF_CONFIGS / name))
+        assert rope.uses_seq_len()
+        for old, new in (([[100000]], [[3]]), ([[9]], [[3]]), ([[5]], [[7]])):
+            with pytest.raises(ValueError, match="depend on the positions.*rope.freqs"):
+                device.shift_cache(paged, rope, np.array(old), np.array(new), slots=np.array([[0]]))
+    assert np.array_equal(paged.get(), before)
+    device.shift_cache(paged, vkrope.RopeFreqs(128), np.array([[2**40, 9]]), np.array([[-7, 2]]),
+                       slots=np.array([[-1, 0]]))
     with pytest.raises(ValueError, match="M-RoPE"):
         device.shift_cache(kc, vkrope.from_hf(str(HF_CONFIGS / "qwen2-vl-7b.json")), np.array([[5]]),
                            np.array([[3]]), v_cache=vc)

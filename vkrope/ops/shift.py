@@ -26,21 +26,22 @@ def _in_range(name: str, p: np.ndarray) -> None:
 
 
 def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool, d: int) -> Any:
-    """The call's one-axis spec: a ModelRope's must be the same at the old and
-    the new positions (dynamic NTK, longrope: not one rotation between them)."""
+    """The call's one-axis spec. A ModelRope whose frequencies each call
+    decides from its own positions (dynamic NTK, longrope) is refused: which
+    frequencies rotated each cached key depends on the call that wrote it
+    (a prefill past the switch rotates its early keys otherwise than a
+    decode step that wrote them one by one), which the cache does not say."""
     if (isinstance(freqs, ModelRope) and freqs.mrope_section is not None) or (
             isinstance(freqs, InvFreqs) and freqs.mrope):
         raise ValueError("freqs: an M-RoPE spec rotates each key by several positions; shift_cache takes one "
                          "position per token (a text-only cache: pass the spec of its one axis)")
-    if isinstance(freqs, ModelRope):
-        before = resolve("freqs", freqs, old, interleaved, d)
-        after = resolve("freqs", freqs, new, interleaved, d)
-        if before != after:
-            raise ValueError("freqs: this ModelRope's frequencies depend on the positions (its rope type decides by "
-                             "the longest one): the key at its old position and at its new one are not one rotation "
-                             "apart; shift with the frequencies both were rotated by (rope.freqs(positions))")
-        freqs = before
-    elif isinstance(freqs, InvFreqs):
+    if isinstance(freqs, ModelRope) and freqs.uses_seq_len():
+        raise ValueError(f"freqs: this ModelRope's frequencies depend on the positions ({freqs.rope_type}: each call "
+                         "decides them by its longest position), so which ones rotated each cached key depends on the "
+                         "call that wrote it; pass the spec the keys were rotated by (rope.freqs(position_ids) of "
+                         "those calls: engines fix one for the whole context, llama.cpp's longrope by the allocated "
+                         "context, vLLM's dynamic NTK by the longest)")
+    if isinstance(freqs, (ModelRope, InvFreqs)):
         freqs = resolve("freqs", freqs, old, interleaved, d)
     if not is_position_spec(freqs):
         raise TypeError(f"freqs must be a vkrope.RopeFreqs, InvFreqs or ModelRope (the spec the keys were rotated "
