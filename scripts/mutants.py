@@ -456,8 +456,8 @@ MUTATIONS = [
              "#define to_c_scalar(v) CSCALAR(floatBitsToUint(v) >> 16)"),
     Mutation("decode step: an int past float64 read as a valid eps or scale", "vkrope/ops/decode.py",
              "    except OverflowError:\n        return math.inf", "    except OverflowError:\n        return 0.5"),
-    Mutation("decode step: a slot named twice accepted", "vkrope/ops/decode.py",
-             "    if np.unique(used).size != used.size:", "    if False:"),
+    Mutation("decode step: a slot named twice accepted", "vkrope/ops/cache_args.py",
+             "    if (counts > 1).any():", "    if False:"),
     Mutation("decode step: positions past the cache accepted", "vkrope/ops/decode.py",
              "        if hi >= s_max:", "        if False:"),
     Mutation("decode step: every row block's q into batch item 0", "vkrope/kernels/cache.py",
@@ -693,8 +693,8 @@ MUTATIONS = [
              why_survives="equivalent in what a test sees: the slice whose rows they are gathers them again "
                           "later in the same order; the reads past the binding's range are undefined behaviour, "
                           "which only GPU-assisted validation (not run) would flag"),
-    Mutation("shift: a row named twice accepted", "vkrope/ops/shift.py",
-             "        if twice.any():\n            raise", "        if False:\n            raise"),
+    Mutation("shift: a row named twice accepted", "vkrope/ops/cache_args.py",
+             "    if twice.any():\n        bi, si", "    if False:\n        bi, si"),
     Mutation("shift: a skipped slot shifted anyway", "vkrope/ops/shift.py",
              "    keep = sl >= 0\n", "    keep = sl >= -1\n"),
     Mutation("shift: a ModelRope whose calls decide their frequencies taken", "vkrope/ops/shift.py",
@@ -851,7 +851,7 @@ MUTATIONS = [
              "    v_tmp_values[(tmp + v0) >> 2] = 0u;"),
     Mutation("fp8: a scale given with a float cache accepted", "vkrope/ops/decode.py",
              "    if not is_fp8(cache.dtype):\n        raise", "    if False:\n        raise"),
-    Mutation("fp8: D not a multiple of 4 accepted", "vkrope/ops/decode.py",
+    Mutation("fp8: D not a multiple of 4 accepted", "vkrope/ops/cache_args.py",
              "    if is_fp8(c.dtype) and int(c.shape[-1]) % 4:", "    if False:"),
     # --- vkrope config --plot
     Mutation("the unscaled frequencies over the head dim, not the rotary dim", "vkrope/models/chart.py",

@@ -168,11 +168,11 @@ def bad_cases(rng, dev):
         ("S_max = 9", ValueError, dict(position_ids=np.array([[0, 1, 9], [2, 3, 4]]))),  # distinct, one past
         ("max_pos = 64", ValueError, dict(position_ids=np.array([[0, 1, 64], [2, 3, 4]]), k_cache=pk, v_cache=pv,
                                           slots=slots)),
-        (r"position_ids\[1\] names one cache row twice", ValueError, dict(position_ids=dup)),
+        (rf"position_ids\[1\] names cache row {dup[1, 0]} twice in this step", ValueError, dict(position_ids=dup)),
         ("position_ids", ValueError, dict(position_ids=pos[:, :2])),
         ("position_ids", TypeError, dict(position_ids=pos.astype(np.float32))),
         ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, 20]]))),
-        ("slots names one cache slot twice", ValueError, dict(k_cache=pk, v_cache=pv,
+        ("slots names cache slot 4 twice in this step", ValueError, dict(k_cache=pk, v_cache=pv,
                                                                slots=np.array([[0, 1, 2], [3, 4, 4]]))),
         ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, -2]]))),
         ("a paged k_cache", ValueError, dict(slots=slots)),

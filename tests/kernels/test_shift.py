@@ -153,7 +153,7 @@ def test_bad_input_is_named_and_leaves_the_caches(device, make_device):
         (ValueError, "pass v_cache", lambda: device.shift_cache(kc, spec, old, new)),
         (ValueError, "to_positions must be < S_max", lambda: device.shift_cache(kc, spec, old, new + 10, v_cache=vc)),
         (ValueError, "from_positions must lie in", lambda: device.shift_cache(kc, spec, old - 9, new, v_cache=vc)),
-        (ValueError, "names one cache row twice", lambda: device.shift_cache(kc, spec, old, np.array([[2, 2]]),
+        (ValueError, r"to_positions\[0\] names cache row 2 twice", lambda: device.shift_cache(kc, spec, old, np.array([[2, 2]]),
                                                                               v_cache=vc)),
         (ValueError, "same DeviceArray", lambda: device.shift_cache(kc, spec, old, new, v_cache=kc)),
         (TypeError, "freqs must be", lambda: device.shift_cache(kc, "rope", old, new, v_cache=vc)),
@@ -250,7 +250,7 @@ def test_what_a_shift_refuses(device, tmp_path):
     with pytest.raises(ValueError, match="M-RoPE"):
         device.shift_cache(kc, vkrope.from_hf(str(HF_CONFIGS / "qwen2-vl-7b.json")), np.array([[5]]),
                            np.array([[3]]), v_cache=vc)
-    with pytest.raises(ValueError, match=r"from_positions\[0\] names one cache row twice"):
+    with pytest.raises(ValueError, match=r"from_positions\[0\] names cache row 5 twice"):
         device.shift_cache(kc, vkrope.RopeFreqs(128), np.array([[5, 5]]), np.array([[1, 2]]), v_cache=vc)
     with pytest.raises(ValueError, match="slots holds 18446744073709551615"):
         device.shift_cache(paged, vkrope.RopeFreqs(128), np.array([[4]]), np.array([[2]]),

@@ -13,8 +13,9 @@ from ..arguments import check_alive, check_out, check_plain_array, check_x, desc
 from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, check_positions, is_position_spec
-from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, REAL_SCALARS, TENSOR_DTYPES, is_fp8
+from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPES, is_fp8
 from ..kernels.cache import Request
+from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
 from .call import ArrayT, Call, one
 from .repeat import Structures
@@ -33,26 +34,6 @@ def _tensor(name: str, a: Any, like: Any = None) -> Any:
     if like is not None and np.dtype(a.dtype) != np.dtype(like.dtype):
         raise TypeError(f"{name} must have the dtype of q ({like.dtype}); got {a.dtype}")
     return a
-
-
-def _cache(name: str, c: Any) -> Any:
-    if not isinstance(c, DeviceArray):
-        raise TypeError(f"{name} must be a DeviceArray (the cache stays on the device and is written in place; "
-                        f"upload it with Device.asarray); got {describe(c)}")
-    check_alive(name, c)
-    if c.storage != "buffer":
-        raise ValueError(f"{name} must be a buffer DeviceArray; got storage {c.storage!r}")
-    if c.dtype not in CACHE_DTYPES:
-        raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {c.dtype}")
-    if c.size == 0:
-        raise ValueError(f"{name} is empty (shape {list(c.shape)}): no row to write")
-    if c.size >= 2**32:
-        raise ValueError(f"{name} holds {c.size} values; the kernel addresses values with 32-bit integers "
-                         "(split the cache, e.g. one per layer group)")
-    if is_fp8(c.dtype) and int(c.shape[-1]) % 4:
-        raise ValueError(f"{name}: an fp8 cache needs D (its last axis) a multiple of 4 (four values to a 32-bit "
-                         f"word, a word to a thread); got D = {int(c.shape[-1])}")
-    return c
 
 
 # The scales of an fp8 cache, taken as float32: within these no partial
@@ -88,40 +69,6 @@ def _scale(name: str, value: Any, cache: Any) -> float:
     return float(np.float32(f))
 
 
-def _pairing(interleaved: Any) -> bool:
-    """`interleaved` of the KV-cache ops: a bool, or 0 / 1 (ONNX's attribute)."""
-    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
-        raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
-    return bool(interleaved)
-
-
-def _value_cache(k_cache: Any, v_cache: Any) -> Any:
-    """v_cache beside a checked k_cache: another buffer DeviceArray of its shape and dtype."""
-    v_cache = _cache("v_cache", v_cache)
-    if k_cache is v_cache:
-        raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
-        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
-                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
-    return v_cache
-
-
-def _ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
-    """int64 [B, S] (of `shape`, or any 2-D with None) from an integer numpy array; values past 2^62 refused before
-    the cast could wrap them."""
-    want = f"[B, S] = {list(shape)}" if shape is not None else "[B, S]"
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be an integer numpy array of shape {want}; got {describe(a)}")
-    check_plain_array(name, a)
-    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
-    if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
-        raise ValueError(f"{name} holds {int(a.max())}, past any cache")
-    if a.ndim != 2 or (shape is not None and tuple(a.shape) != shape):
-        raise ValueError(f"{name} must have shape {want}; got {list(a.shape)}")
-    return a.astype(np.int64)
-
-
 def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, position_ids: Any, *,
           interleaved: Any = False, slots: Any = None, q_norm: Any = None, k_norm: Any = None,
           norm_plus_one: Any = False, eps: Any = 1e-6, k_scale: Any = None, v_scale: Any = None,
@@ -133,7 +80,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     of the structure's first)."""
     st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, q_norm, k_norm, norm_plus_one,
                      eps, k_scale, v_scale, out)
-    pos = _ints("position_ids", position_ids, (st.b, st.s))
+    pos = ints("position_ids", position_ids, (st.b, st.s))
     # (the bounds once, as Python ints: each comparison over a decode step's few positions costs a microsecond)
     lo, hi = (int(pos.min()), int(pos.max())) if pos.size else (0, -1)
     if lo < 0:
@@ -184,9 +131,9 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     q, k, v = _qkv(q, k, v)
     b, hq, s, d = (int(n) for n in q.shape)
     hk = int(k.shape[1])
-    k_cache = _cache("k_cache", k_cache)
-    v_cache = _value_cache(k_cache, v_cache)
-    interleaved = _pairing(interleaved)
+    k_cache = cache("k_cache", k_cache)
+    v_cache = value_cache(k_cache, v_cache)
+    interleaved = pairing(interleaved)
     rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
     kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, interleaved, d)
     weights = _norm_weights(q_norm, k_norm, d)
@@ -253,18 +200,9 @@ def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, slots: Any) -> np.ndar
         if hi >= s_max:
             raise ValueError(f"position_ids must be < S_max = {s_max} (the cache's rows per head); got {hi}")
         if s > 1:  # (one token per sequence names no row twice; else no per-item loop in a decode step)
-            twice = (np.diff(np.sort(pos, axis=1), axis=1) == 0).any(axis=1)
-            if twice.any():
-                raise ValueError(f"position_ids[{int(np.argmax(twice))}] names one cache row twice in this step")
+            rows_once("position_ids", pos, " in this step")
         return (np.arange(b)[:, None] * st.hk * s_max + pos).reshape(-1)
-    n_slots = st.rows_per_head
-    sl = _ints("slots", slots, (b, s)).reshape(-1)
-    if ((sl < -1) | (sl >= n_slots)).any():
-        bad = sl[(sl < -1) | (sl >= n_slots)][0]
-        raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad)}")
-    used = sl[sl >= 0]
-    if np.unique(used).size != used.size:
-        raise ValueError("slots names one cache slot twice in this step")
+    sl = paged_slots(slots, (b, s), st.rows_per_head, " in this step")
     return np.where(sl >= 0, sl * st.hk, -1)
 
 

@@ -16,7 +16,7 @@ from ..models import ModelRope
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
-from .decode import _cache, _ints, _pairing, _value_cache
+from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
 
 
@@ -59,23 +59,15 @@ def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray) -> tuple[np
     for name, p in (("from_positions", old), ("to_positions", new)):
         if p.size and int(p.max()) >= s_max:
             raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
-        twice = (np.diff(np.sort(p, axis=1), axis=1) == 0).any(axis=1)
-        if twice.any():
-            raise ValueError(f"{name}[{int(np.argmax(twice))}] names one cache row twice")
+        rows_once(name, p)
     base = np.arange(b)[:, None] * hk * s_max
     return (base + old).reshape(-1), (base + new).reshape(-1)
 
 
 def _slot_rows(k_cache: Any, slots: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(which tokens a paged shift turns, their rows of head 0): slot -1 skips a token."""
-    n_slots = int(k_cache.shape[0]) * int(k_cache.shape[1])
-    sl = _ints("slots", slots, shape).reshape(-1)
-    bad = sl[(sl < -1) | (sl >= n_slots)]
-    if bad.size:
-        raise ValueError(f"slots must lie in [-1, {n_slots}) (num_blocks * block_size); got {int(bad[0])}")
+    sl = paged_slots(slots, shape, int(k_cache.shape[0]) * int(k_cache.shape[1]))
     keep = sl >= 0
-    if np.unique(sl[keep]).size != int(keep.sum()):
-        raise ValueError("slots names one cache slot twice")
     return keep, sl[keep] * int(k_cache.shape[2])
 
 
@@ -85,7 +77,7 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
         if moves:
             raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
         return None
-    v_cache = _value_cache(k_cache, v_cache)
+    v_cache = value_cache(k_cache, v_cache)
     if paged:
         raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
     return v_cache if moves else None
@@ -95,13 +87,13 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
           slots: Any = None, interleaved: Any = False) -> Request:
     """`shift_cache`'s arguments, checked before any GPU work: TypeError /
     ValueError naming the argument."""
-    k_cache = _cache("k_cache", k_cache)
+    k_cache = cache("k_cache", k_cache)
     if k_cache.ndim != 4:
         raise ValueError(f"k_cache must be [B, Hk, S_max, D] (or paged [num_blocks, block_size, Hk, D] with slots); "
                          f"got {list(k_cache.shape)}")
-    interleaved = _pairing(interleaved)
-    old = _ints("from_positions", from_positions, None)
-    new = _ints("to_positions", to_positions, tuple(old.shape))
+    interleaved = pairing(interleaved)
+    old = ints("from_positions", from_positions, None)
+    new = ints("to_positions", to_positions, tuple(old.shape))
     if slots is None:
         keep = np.ones(old.size, bool)
     else:
