@@ -44,6 +44,7 @@ class DeviceOwner:
         self._ctx: Context | None = None
         self._closing = False  # close() began: the device refuses work, and close() completes what is left
         self._closed_why = ""
+        self._close_asked = ""  # why close() was called, set before it waits for a call in flight
         self.number = next(_numbers)
         ctx = Context(device, validation)
         try:
@@ -75,6 +76,13 @@ class DeviceOwner:
         """Whether the device was closed (explicitly, after a device loss or
         timeout, at interpreter exit, or because this is a forked child)."""
         return self._ctx is None or self._closing
+
+    @property
+    def closing(self) -> bool:
+        """Whether close() was called (it may still wait for a call in
+        flight on another thread) or the device is closed: it takes no new
+        work, and its arrays are not to be copied elsewhere."""
+        return bool(self._close_asked) or self.closed
 
     @property
     def closed_why(self) -> str:
@@ -196,6 +204,7 @@ class DeviceOwner:
         self._close("close() was called")
 
     def _close(self, why: str) -> None:
+        self._close_asked = self._close_asked or why  # (before the lock: a call in flight may hold it a while)
         with self._lock:
             ctx = self._ctx
             if ctx is None:

@@ -109,7 +109,8 @@ def test_no_matching_device_lists_what_was_seen():
     assert "Devices seen" in msg
     for d in vkrope.devices():
         assert d["name"] in msg
-    assert "no-such-gpu-name" in msg and "VKROPE_DEVICE" in msg
+    assert "no-such-gpu-name" in msg and "(argument)" in msg and "pass device=" in msg
+    assert "VKROPE_DEVICE" not in msg  # (the name came from the argument, not the environment)
 
 
 def test_device_argument_type():

@@ -617,6 +617,30 @@ def test_the_module_functions_survive_close_default_device_from_another_thread(m
     np.testing.assert_allclose(y, oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() + 1))
 
 
+def test_arrays_of_a_default_device_being_closed_are_refused_as_closed():
+    """close_default_device() on another thread swaps the default out, then
+    waits for a call in flight; a call meanwhile with the old default's
+    arrays ran on a new default and was told to copy them there (an
+    adversarial helper's race). It is a DeviceClosedError, as once the close
+    is done."""
+    import threading
+
+    x, f = _xf()
+    old = vkrope.default_device()
+    xd = old.asarray(x)
+    with old._lock:  # a call in flight on another thread holds the device
+        closer = threading.Thread(target=vkrope.close_default_device)
+        closer.start()
+        while not old.closing:
+            closer.join(0.001)
+        assert not old.closed and old.closing
+        with pytest.raises(vkrope.DeviceClosedError, match="x is a DeviceArray of a vkrope.Device being closed"):
+            vkrope.apply(xd, f)
+    closer.join()
+    assert old.closed and old.closing
+    np.testing.assert_allclose(vkrope.apply(x, f), oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() + 1))
+
+
 def test_a_device_whose_work_never_finishes_is_abandoned_not_destroyed(monkeypatch):
     """After a timeout the work gets a second bounded wait; if it still runs,
     nothing the device owns is destroyed under it (the #18 review: closing

@@ -62,8 +62,9 @@ def image_extent(width: int, n_tokens: int, batches: int, max_dim: int) -> tuple
     depth = -(-rows // height)
     if depth > max_dim:
         raise ValueError(
-            f"x needs {rows} image rows of {image_width} texels: more than maxImageDimension3D^2 = "
-            f"{max_dim}^2 rows do not fit one 3D image; use storage='buffer'"
+            f"a tensor of {batches} x {n_tokens} rows of {width} texels needs {rows} image rows of {image_width} "
+            f"texels: more than maxImageDimension3D^2 = {max_dim}^2 rows do not fit one 3D image; use "
+            "storage='buffer'"
         )
     return (image_width, height, depth)
 

@@ -355,11 +355,9 @@ def select_device(devices: list[PhysicalDeviceInfo], wanted: int | str | None = 
             candidates.append(d)
     if not candidates:
         seen = "; ".join(f"[{d.index}] {d.name} ({d.type}): {reasons[d.index]}" for d in devices) or "none"
-        hint = (
-            "set VKROPE_DEVICE to one of the indices or names above"
-            if wanted is not None
-            else b.INSTALL_HINT
-        )
+        hint = b.INSTALL_HINT if wanted is None else (
+            "pass device= one of the indices or names above" if source == "argument"
+            else "set VKROPE_DEVICE to one of the indices or names above")
         raise VulkanUnavailableError(f"no usable Vulkan device. Devices seen: {seen}. Next: {hint}")
     best = min(candidates, key=lambda d: (DEVICE_TYPE_RANK.get(d.type_code, 9), d.index))
     if wanted is not None:
