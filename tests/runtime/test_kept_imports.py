@@ -300,6 +300,34 @@ def test_more_arrays_than_kept_do_not_thrash(host_import, monkeypatch):
     assert made == [], "imports made again after the working set was kept"
 
 
+def test_more_arrays_than_sightings_still_keep_a_working_set(host_import, monkeypatch):
+    """A loop over more arrays than the sightings table holds (4 * COUNT: a
+    40-layer model's x and out) kept nothing, each array forgotten before it
+    came round again (an adversarial helper's find); the arrays seen first
+    now stay, come round and are kept, and no import is made again."""
+    made = []
+
+    class Counting(kept_module.ImportedBuffer):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            made.append(1)
+
+    monkeypatch.setattr(kept_module, "ImportedBuffer", Counting)
+    dev = host_import
+    monkeypatch.setattr(dev._rt.imports, "COUNT", 3)  # 12 sightings
+    f = tables(256, 256)
+    pairs = [x_and_out() for _ in range(10)]  # 20 arrays, each back 10 calls later
+    for step in range(5):
+        if step == 2:
+            made.clear()
+        for x, out in pairs:
+            out.fill(np.nan)
+            dev.apply(x, f, out=out)
+            assert np.abs(out - oracle(x, f)).max() < 1e-5
+    assert kept(dev) == 3
+    assert made == [], "imports made again after the working set was kept"
+
+
 def test_an_array_used_twice_in_one_call_is_not_reused(host_import):
     """Two jobs of one apply_many reading the same fresh x: not a second call."""
     dev = host_import

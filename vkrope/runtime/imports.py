@@ -125,13 +125,20 @@ class KeptImports:
         ref = self.seen.get(key)
         if ref is not None and ref[0]() is a:
             return ref[1] < self.call and self._room(root.nbytes)  # (a sighting of this very call does not count)
+        if ref is not None:
+            del self.seen[key]  # (another array under a dead one's id)
+        while len(self.seen) >= 4 * self.COUNT:
+            # Full: the oldest sighting gives way only when idle or gone. Evicting it regardless kept nothing of a
+            # loop over more arrays than the table holds (each was forgotten before it came round again); this
+            # way the arrays seen first stay, come round, and make the working set.
+            old_ref, old_call = next(iter(self.seen.values()))
+            if old_ref() is not None and self.call - old_call <= self.IDLE_CALLS:
+                return False
+            self.seen.popitem(last=False)
         try:
             self.seen[key] = (weakref.ref(a), self.call)
         except TypeError:
             return False
-        self.seen.move_to_end(key)
-        while len(self.seen) > 4 * self.COUNT:
-            self.seen.popitem(last=False)
         return False
 
     def find(self, a: np.ndarray, address: int) -> ImportedBuffer | None:
