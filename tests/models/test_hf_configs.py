@@ -762,6 +762,28 @@ def test_phimoe_mscale_switches_with_the_factors():
     assert "short_mscale" in vkrope.from_hf(other).ignored  # transformers' Phi-3 does not read them
 
 
+@pytest.mark.parametrize("kind, extra", [("linear", {"beta_fast": 3}), ("default", {"factor": 1.5}),
+                                         ("llama3", {"beta_slow": 2, "attention_factor": 0.5}),
+                                         ("yarn", {"low_freq_factor": 1.0})])
+def test_keys_of_another_rope_type_are_listed_as_ignored(kind, extra):
+    """A key of another rope type in a rope dict is not read (as transformers'
+    rope functions do not read it): not among the params nor in the
+    frequencies, but in `ignored` and the summary; a ModelRope made by hand
+    with such a key (a typo too) is a ValueError naming it."""
+    base = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 8192}
+    own = {"linear": {"factor": 2.0}, "default": {}, "yarn": {"factor": 4.0, "original_max_position_embeddings": 2048},
+           "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 2048}}[kind]
+    plain = vkrope.from_hf({**base, "rope_scaling": {"rope_type": kind, **own}})
+    rope = vkrope.from_hf({**base, "rope_scaling": {"rope_type": kind, **own, **extra}})
+    assert rope.params == plain.params and sorted(rope.ignored) == sorted(extra)
+    assert rope.summary()["ignored_keys"] == list(rope.ignored)
+    assert np.array_equal(rope.inv_freq(), plain.inv_freq()) and rope.attention_factor == plain.attention_factor
+    with pytest.raises(ValueError, match=rf"rope_type '{kind}' does not read \['{sorted(extra)[0]}'"):
+        vkrope.ModelRope(kind, 128, 128, 10000.0, tuple(sorted({**dict(plain.params), sorted(extra)[0]: 1.0}.items())),
+                         8192, plain.original_max_position_embeddings)
+
+
 def test_position_ids_of_one_row_broadcast_over_the_batch():
     rope = vkrope.from_hf(config("llama-3.2-1b"))
     q = np.random.default_rng(12).standard_normal((3, 2, 4, 64)).astype(np.float32)

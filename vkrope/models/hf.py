@@ -16,7 +16,7 @@ import numpy as np
 from . import config_rules, gguf_convert
 from . import table as hf_models
 from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
-from .rope_types import PARAMS, RULES
+from .rope_types import PARAMS, RULES, read_by
 
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
@@ -544,6 +544,25 @@ def _layer_theta(cfg: dict, rope: dict, where: str, e: dict) -> float:
 
 def _as_model_reads(e: dict, model_type: str, layer_type: str | None, kind: str, theta: float, params: dict,
                     ignored: list[str]) -> tuple[str, float]:
+    """(rope type, theta) as the model's code uses them (`_fixed_reads`), and
+    `params` less the keys that rope type does not read (another type's key:
+    as transformers' rope functions, unread), moved to `ignored` (before the
+    table's fixed values are compared, as its script read them, and after)."""
+    _unread(kind, params, ignored)
+    kind, theta = _fixed_reads(e, model_type, layer_type, kind, theta, params, ignored)
+    _unread(kind, params, ignored)
+    return kind, theta
+
+
+def _unread(kind: str, params: dict, ignored: list[str]) -> None:
+    """Move the keys rope type `kind` does not read from `params` to `ignored`."""
+    for key in [k for k in params if k not in read_by(kind)]:
+        del params[key]
+        ignored.append(key)
+
+
+def _fixed_reads(e: dict, model_type: str, layer_type: str | None, kind: str, theta: float, params: dict,
+                 ignored: list[str]) -> tuple[str, float]:
     """(rope type, theta) as the model's code uses them. The table's `fixed`
     holds, per rope layer type, what the model uses on its class's default
     config; its `ignores` are keys its rotary module does not read (GPT-J's

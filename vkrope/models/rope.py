@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..freqs import MROPE_AXES, InvFreqs, _short, check_position_ids
-from .rope_types import PARAMS, RULES, is_long
+from .rope_types import PARAMS, RULES, is_long, read_by
 
 ROPE_TYPES = tuple(RULES)
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
@@ -97,8 +97,8 @@ class ModelRope:
     rope_type: one of `ROPE_TYPES`; head_dim: D; rotary_dim: the channels
     that rotate (`int(D * partial_rotary_factor)`; proportional: D);
     theta: the base; params: the rope type's other parameters as given
-    (factor, low_freq_factor, beta_fast, short_factor, ...), as sorted
-    (key, value) pairs; max_position_embeddings and
+    (factor, beta_fast, short_factor, ...: only keys the rope type reads),
+    as sorted (key, value) pairs; max_position_embeddings and
     original_max_position_embeddings: the config's (None when absent);
     mrope_section: M-RoPE's pairs per axis (temporal, height, width), None
     without; mrope_interleaved: Qwen3-VL's interleaved sections, else
@@ -109,6 +109,12 @@ class ModelRope:
     the layer type read (Gemma 3: "sliding_attention", "full_attention");
     angle: "float32" (transformers' float32 product) or "exact" (the exact
     product, for long contexts; see `vkrope.RopeFreqs`).
+
+    Not compared between specs: source (where it was read), model (the
+    model_type or GGUF architecture), ignored (the config's RoPE keys the
+    model's code does not read), cos_layout (the model's cos / sin: "halves"
+    cat(f, f), "repeated" each twice, adjacent, "single" one per pair),
+    nope_layers (the layers that apply no RoPE; None: the config does not say).
     """
 
     rope_type: str
@@ -124,12 +130,10 @@ class ModelRope:
     freq_factors: tuple[float, ...] | None = None
     layer_type: str | None = None
     angle: str = "float32"
-    source: str = field(default="", compare=False)  # where it was read (for messages)
-    ignored: tuple[str, ...] = field(default=(), compare=False)  # rope keys of the config it does not read
-    model: str = field(default="", compare=False)  # the config's model_type, or the GGUF's architecture
-    cos_layout: str = field(default="halves", compare=False)  # the model's cos / sin: "halves" cat(f, f), "repeated"
-    # (each value twice, adjacent), "single" (one per pair)
-    # the config's layers that apply no RoPE (None: unknown, the config lacks the key that says)
+    source: str = field(default="", compare=False)
+    ignored: tuple[str, ...] = field(default=(), compare=False)
+    model: str = field(default="", compare=False)
+    cos_layout: str = field(default="halves", compare=False)
     nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +161,10 @@ class ModelRope:
         if self.mrope_interleaved and self.mrope_section is None:
             raise ValueError("mrope_interleaved needs mrope_section")
         object.__setattr__(self, "params", _check_params(self.params))
+        unread = [k for k, _ in self.params if k not in read_by(self.rope_type)]
+        if unread:
+            raise ValueError(f"params: rope_type {self.rope_type!r} does not read {unread} (it reads "
+                             f"{sorted(read_by(self.rope_type))})")
         rule = RULES[self.rope_type]
         if rule.needs_orig and self.original_max_position_embeddings is None:
             raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")

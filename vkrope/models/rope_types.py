@@ -20,16 +20,9 @@ if TYPE_CHECKING:
     from .rope import ModelRope
 
 
-# Every rope-dict key a rope type (or ModelRope, for the model's own scales) reads: what from_hf keeps of a rope
-# dict (a key not here is listed in `ignored`, as transformers reads no other). `ModelRope.param` refuses any
-# other key, so a rope function reading a new one fails until it is added here.
-PARAMS = frozenset({
-    "factor", "attention_factor", "partial_rotary_factor",
-    "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate",  # yarn
-    "short_factor", "long_factor", "short_mscale", "long_mscale",  # longrope (the mscales: PhiMoE's)
-    "low_freq_factor", "high_freq_factor",  # llama3
-    "llama_4_scaling_beta",  # Ministral 3's and Mistral 4's q scale
-})
+# Rope-dict keys read whatever the rope type: the rotated width (from_hf's rotary_dim; proportional's pairs), and
+# Ministral 3's and Mistral 4's q scale.
+COMMON_PARAMS = frozenset({"partial_rotary_factor", "llama_4_scaling_beta"})
 
 
 def powers(t: Any, base: Any, n_pairs: int, denom: int) -> np.ndarray:
@@ -208,7 +201,9 @@ class RopeType:
     its inverse frequencies [rotary_dim / 2] in dtype t for a call whose max(position_ids) + 1 is seq_len (None:
     at initialisation); `attention_factor(rope)` what cos and sin are multiplied by; `needs_orig` whether it reads
     original_max_position_embeddings; `call_key(rope, seq_len)` what of the call's positions decides its
-    frequencies (None for every call alike); `per_call` that, in words ("" when nothing)."""
+    frequencies (None for every call alike); `per_call` that, in words ("" when nothing); `params` the rope-dict
+    keys its functions read (with COMMON_PARAMS: what from_hf keeps of a rope dict and a ModelRope takes, the
+    rest listed in `ignored`, as transformers reads no other)."""
 
     check: Callable[[ModelRope], None]
     inv_freq: Callable[[ModelRope, int | None, Any], np.ndarray]
@@ -216,16 +211,30 @@ class RopeType:
     needs_orig: bool = False
     call_key: Callable[[ModelRope, int | None], Any] | None = None
     per_call: str = ""
+    params: frozenset[str] = frozenset()
 
 
 RULES: dict[str, RopeType] = {
     "default": RopeType(_no_check, _default),
-    "linear": RopeType(_needs_factor, _linear),
+    "linear": RopeType(_needs_factor, _linear, params=frozenset({"factor"})),
     "dynamic": RopeType(_check_dynamic, _dynamic, call_key=_dynamic_key,
-                        per_call="the base, from max(position_ids) + 1"),
-    "yarn": RopeType(_check_yarn, _yarn, _yarn_factor, needs_orig=True),
+                        per_call="the base, from max(position_ids) + 1", params=frozenset({"factor"})),
+    "yarn": RopeType(_check_yarn, _yarn, _yarn_factor, needs_orig=True,
+                     params=frozenset({"factor", "beta_fast", "beta_slow", "truncate", "attention_factor", "mscale",
+                                       "mscale_all_dim"})),
     "longrope": RopeType(_check_longrope, _longrope, _longrope_factor, needs_orig=True, call_key=is_long,
-                         per_call="short / long factors, by max(position_ids) + 1 > {orig}"),
-    "llama3": RopeType(_check_llama3, _llama3, needs_orig=True),
-    "proportional": RopeType(_check_proportional, _proportional),
+                         per_call="short / long factors, by max(position_ids) + 1 > {orig}",
+                         params=frozenset({"factor", "short_factor", "long_factor", "attention_factor",
+                                           "short_mscale", "long_mscale"})),  # (the mscales: PhiMoE's)
+    "llama3": RopeType(_check_llama3, _llama3, needs_orig=True,
+                       params=frozenset({"factor", "low_freq_factor", "high_freq_factor"})),
+    "proportional": RopeType(_check_proportional, _proportional, params=frozenset({"factor"})),
 }
+# Every key some rope type reads: `ModelRope.param` refuses any other, so a rope function reading a new key fails
+# until its row names it.
+PARAMS = COMMON_PARAMS.union(*(rule.params for rule in RULES.values()))
+
+
+def read_by(rope_type: str) -> frozenset[str]:
+    """The rope-dict keys a ModelRope of `rope_type` takes."""
+    return RULES[rope_type].params | COMMON_PARAMS
