@@ -242,7 +242,7 @@ class YaRN:
     pi)) / (2 ln base), clamped to [0, dim - 1]; high += 0.001 when they
     are equal) and mix = (1 - clamp((i - low) / (high - low), 0, 1)) *
     ext_factor: interp * (1 - mix) + extrap * mix, each step in float32 as
-    HF does (the power correctly rounded, see `pow32`); freq_factors, if
+    HF does (the float32 power correctly rounded); freq_factors, if
     any, then divide it (llama.cpp divides both terms first, the same in
     exact arithmetic). RopeFreqs refuses a spec whose ramp is empty (low
     above high: an original_context of a few tokens or ~10^10; HF and
@@ -412,15 +412,19 @@ class PositionFreqs(FrequencySpec):
 
 @dataclass(frozen=True)
 class RopeFreqs(PositionFreqs):
-    """1-D RoPE frequencies (Llama, Hugging Face) for `rotary_embedding` and
-    `apply_rotary_emb` in place of their cos / sin caches: the position of a
-    token is its cache row (position_ids, or s for ExecuTorch's op).
+    """1-D RoPE frequencies (Llama, Hugging Face) in place of a cos / sin
+    table, for `rotary_embedding`, `apply_rotary_emb`, `apply_rotary_emb_hf`,
+    `apply_rotary_pos_emb`, `rope_and_cache` and `shift_cache`: the position
+    of a token is its cache row (position_ids, or s for ExecuTorch's ops).
 
     dim: the rotated width (even); base: the RoPE base (> 0); scale: positions
     are divided by it (linear scaling, > 0), or with `yarn` the YaRN factor;
     freq_factors: dim/2 positive divisors of the inverse frequencies (Llama
-    3.1 / llama.cpp); angle: "float32" (what the frameworks compute) or
-    "exact" (see the module); yarn: a `vkrope.YaRN`, or None.
+    3.1 / llama.cpp); angle: "float32" (what the frameworks compute: the
+    float32 product of position and inverse frequency) or "exact" (the
+    integer position times the float64 inverse frequency, reduced exactly:
+    within 2 ulp at every position up to 2^24); yarn: a `vkrope.YaRN`, or
+    None.
     """
 
     dim: int
@@ -706,7 +710,8 @@ class AxialFreqs(FrequencySpec):
     dim/4 by y * f, f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)
     in float32. The table it stands for has end_x * end_y rows (`table()`);
     `repeat`, `exclude_last` and `positions` index them like a table's rows.
-    angle: "float32" (SAM2's float32 product) or "exact" (see the module).
+    angle: "float32" (SAM2's float32 product) or "exact" (x or y times the
+    float64 frequency, reduced exactly: within 2 ulp at any grid size).
     """
 
     dim: int

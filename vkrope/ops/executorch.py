@@ -85,7 +85,10 @@ def apply_rotary_emb(xq: ArrayT, xk: ArrayT, freqs_cos: Any, freqs_sin: Any) -> 
     """ExecuTorch's LLM RoPE (`et_vk.apply_rotary_emb`, llama `rope.py`):
     xq `[B, S, Hq, D]`, xk `[B, S, Hk, D]` (Hk may differ: grouped-query
     attention), freqs_cos / freqs_sin `[S, D/2]`, interleaved pairs (2i,
-    2i+1); q and k in one submission. Returns `(xq_out, xk_out)`."""
+    2i+1); q and k in one submission. Returns `(xq_out, xk_out)`.
+    freqs_cos may be a frequency spec instead (`RopeFreqs`, `InvFreqs`, or a
+    `ModelRope` of interleaved pairs) with freqs_sin None: cos / sin
+    computed in the shader at position s."""
     return two(table_kernel, *check_llm(xq, xk, freqs_cos, freqs_sin))
 
 
@@ -95,5 +98,8 @@ def apply_rotary_emb_hf(xq: ArrayT, xk: ArrayT, freqs_cos: Any, freqs_sin: Any,
     `[B, S, Hq, D]`, xk `[B, S, Hk, D]`, freqs_cos / freqs_sin `[max_seq,
     rot]` full width (HF's `cat(freqs, freqs)`; `rot <= D`, channels past it
     pass through), token s reads row `start_pos + s`, rotate-half pairs (i,
-    i + rot/2); q and k in one submission. Returns `(xq_out, xk_out)`."""
+    i + rot/2); q and k in one submission. Returns `(xq_out, xk_out)`.
+    freqs_cos may be a frequency spec instead (`RopeFreqs`, `InvFreqs`, or a
+    `ModelRope` of rotate-half pairs) with freqs_sin None: cos / sin
+    computed in the shader at position start_pos + s."""
     return two(table_kernel, *check_hf(xq, xk, freqs_cos, freqs_sin, start_pos))
