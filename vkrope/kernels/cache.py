@@ -22,7 +22,7 @@ import functools
 import math
 import struct
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -204,27 +204,21 @@ def _windowed(req: Request, limits: Any) -> tuple[bool, bool]:
     return cache, 4 * req.rot_half * int(req.cos.shape[0]) > fit.table_budget(limits, 4 * req.rot_half, budget)
 
 
-def _cache_slices(cache_rows: int, row_bytes: int, align: int, budget: int) -> list[tuple[int, int]]:
-    """Fixed slices of cache rows, each within one binding and starting on an aligned offset."""
-    step = math.lcm(align, row_bytes) // row_bytes  # cache rows per aligned start
-    rows_per = max(step, budget // row_bytes // step * step)
-    return [(c, min(cache_rows, c + rows_per)) for c in range(0, cache_rows, rows_per)]
-
-
-def _runs(total: int, per: int, span: Callable[[int, int], tuple | None]) -> Iterator[tuple[int, int, tuple]]:
+def _runs(total: int, per: int, span: Callable[[int, int], tuple | None]) -> list[tuple[int, int, tuple]]:
     """(r0, r1, span(r0, r1)) over rows [0, total) in runs of at most `per`, a run halved while its span
-    (its tables' window) does not fit; ValueError when one row's does not."""
-    todo = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)][::-1]
-    while todo:
-        r0, r1 = todo.pop()
-        got = span(r0, r1)
+    (its tables' window) does not fit (fit.fit_spans); ValueError when one row's does not."""
+    def segment_of(run: tuple[int, int]) -> tuple:
+        got = span(*run)
         if got is None:
-            if r1 - r0 == 1:
-                raise ValueError("one head row's table window does not fit one binding of this device")
-            mid = (r0 + r1) // 2
-            todo += [(mid, r1), (r0, mid)]
-            continue
-        yield r0, r1, got
+            raise ValueError("one head row's table window does not fit one binding of this device")
+        return got
+
+    def halve(run: tuple[int, int]) -> list[tuple[int, int]]:
+        r0, r1 = run
+        return [] if r1 - r0 == 1 else [(r0, (r0 + r1) // 2), ((r0 + r1) // 2, r1)]
+
+    runs = [(r0, min(total, r0 + per)) for r0 in range(0, total, per)]
+    return [(r0, r1, got) for (r0, r1), got in fit.fit_spans(runs, segment_of, halve)]
 
 
 def plan(req: Request, limits: Any) -> Plan:
@@ -252,7 +246,7 @@ def plan(req: Request, limits: Any) -> Plan:
     per = max(1, min(max_gy * wy, (budget - x_align) // (d * item)))
     win_cache, win_table = _windowed(req, limits)
     cache_rows = int(req.k_cache.size) // d if d else 0
-    slices = _cache_slices(cache_rows, d * citem, c_align, budget) if win_cache else [(0, cache_rows)]
+    slices = fit.aligned_slices(cache_rows, d * citem, c_align, budget) if win_cache else [(0, cache_rows)]
     tok = req.tokens
     segments: dict[tuple, int] = {}
     chunks: list[Chunk] = []

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from . import TensorRequest
-from .cache import _cache_slices
 from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.kernels import find
@@ -144,7 +143,7 @@ def plan(req: Request, limits: Any) -> Plan:
     slices = [(0, cache_rows)]
     if padded_bytes(req.x.size, item) > budget:  # fixed slices, each within one binding on an aligned start
         align = max(limits.min_storage_buffer_offset_alignment, 4 * item)
-        slices = _cache_slices(cache_rows, req.head_dim * item, align, budget)
+        slices = fit.aligned_slices(cache_rows, req.head_dim * item, align, budget)
     return Plan(c_dtype=np.dtype(req.x.dtype).name, n_tokens=len(req.tokens), hk=req.hk, head_dim=req.head_dim,
                 rot_half=req.rot_half, head_stride=req.head_stride, interleaved=req.interleaved,
                 move_v=req.v_cache is not None, angle=req.freqs.angle,

@@ -8,7 +8,8 @@ import math
 import numpy as np
 
 from ..vk.resources import Buffer, Image3D
-from .engine import MIN_BUFFER, Runtime
+from .engine import Runtime
+from .layout import MIN_BUFFER
 from .layout import image_bytes, packed_view, padded_bytes, tensor_extent
 from .steps import WRITE, Copy, ImageCopy, Step, arg
 

@@ -27,11 +27,11 @@ from .dtypes import BFLOAT16, FLOAT16
 from .imports import KeptImports
 from .kernels import load
 from .steps import Step
+from .layout import MIN_BUFFER
 from .recorder import record
 
 # Buffers grow in steps of this many bytes so that nearby sizes reuse them.
 GROWTH = 1 << 16
-MIN_BUFFER = 16
 
 class Runtime:
     """The operator-independent runtime of one `Context`."""

@@ -38,7 +38,8 @@ from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureErro
 from ..vk.resources import Buffer, ImportedBuffer
 from .array import all_usable, weak_refs
 from .arrays import copy_steps, free_resource, new_resource
-from .engine import MIN_BUFFER, Runtime
+from .engine import Runtime
+from .layout import MIN_BUFFER
 from . import imports as kept_imports
 from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_extent
 from . import fit

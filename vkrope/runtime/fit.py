@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from .layout import workgroup_shape
+from .layout import MIN_BUFFER, workgroup_shape
 from .steps import Arg, arg
 
 # A chunk of at most this many tokens binds one gathered table row per token
@@ -154,11 +154,19 @@ def fit_spans(spans: Sequence[Span], segment_of: Callable[[Span], Any],
     return out
 
 
+def aligned_slices(rows: int, row_bytes: int, align: int, budget: int) -> list[tuple[int, int]]:
+    """Fixed slices [r0, r1) of `rows` rows of `row_bytes`, each within `budget` bytes (one binding) and starting
+    on an `align`-byte offset (a resident cache bound a slice at a time)."""
+    step = math.lcm(align, row_bytes) // row_bytes  # rows per aligned start
+    rows_per = max(step, budget // row_bytes // step * step)
+    return [(r, min(rows, r + rows_per)) for r in range(0, rows, rows_per)]
+
+
 def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
     """The binding of rows [r0, r1) of a resident table (at least 16 bytes,
     never past the buffer's end)."""
     offset = r0 * row_bytes
-    return arg(resource, offset, min(resource.size - offset, max(16, (r1 - r0) * row_bytes)))
+    return arg(resource, offset, min(resource.size - offset, max(MIN_BUFFER, (r1 - r0) * row_bytes)))
 
 
 __all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "window_budget",

@@ -19,6 +19,8 @@ import numpy as np
 
 # Invocations per workgroup; x covers the texels of a row, y the rows.
 WORKGROUP_INVOCATIONS = 128
+# The smallest buffer or binding range made (a zero-sized one is invalid; 16 bytes holds one texel).
+MIN_BUFFER = 16
 MAX_WORKGROUP_X = 64
 
 
