@@ -291,6 +291,24 @@ def test_split_prefill_over_resident_tables_binds_aligned_windows(make_device):
     check_step(dev, q, q, q, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
 
 
+def test_a_run_whose_table_window_is_too_wide_is_halved(make_device):
+    """Batch items far apart in a resident table larger than a (forced)
+    binding: one run over both items would bind rows 0 to 3000 of the
+    table, so the run is halved until each binds a window that fits (one
+    item each); the results are right."""
+    dev = make_device(max_storage_buffer_range=64 << 10)
+    rng = np.random.default_rng(20)
+    b, hq, hk, s, d = 2, 2, 1, 8, 32
+    cos, sin = tables(rng, 4000, 16)  # 250 KiB each
+    q = rng.standard_normal((b, hq, s, d)).astype(np.float32)
+    k, v = (rng.standard_normal((b, hk, s, d)).astype(np.float32) for _ in range(2))
+    kc0 = poisoned((b, hk, 4000, d), np.float32)
+    kc, vc = dev.asarray(kc0), dev.asarray(kc0)
+    pos = np.stack([np.arange(s), 3000 + np.arange(s)])
+    y = dev.rope_and_cache(q, k, v, kc, vc, (dev.asarray(cos), dev.asarray(sin)), pos)
+    check_step(dev, q, k, v, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
+
+
 def test_bfloat16_numpy_tables(device):
     """(cos, sin) in the model's dtype, as Hugging Face's rotary module
     returns them for a bfloat16 model, are read as their float32 values."""
