@@ -192,6 +192,6 @@ def run(dev: vkrope.Device, x: Any, acc: Any, rows: Any, **kw: Any) -> Any:
 
 
 def _job(req: Request) -> Any:
-    from vkrope.device import _Job  # noqa: PLC0415
+    from vkrope.device import BatchJob  # noqa: PLC0415
 
-    return _Job(req)
+    return BatchJob(req)

@@ -91,7 +91,7 @@ class Device(DeviceMemory):
                 raise TypeError(f"calls[{i}]: unknown keyword(s) {sorted(unknown)}; the keywords are those of apply "
                                 f"({', '.join(_APPLY_KEYWORDS)})")
             check = functools.partial(_numbered, i, sam2.check, x, freqs, **kw)
-            jobs.append(_Job(check(), check, f"calls[{i}]: "))
+            jobs.append(BatchJob(check(), check, f"calls[{i}]: "))
         return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
 
     # --- the one path to the runtime ----------------------------------------------
@@ -121,14 +121,14 @@ class Device(DeviceMemory):
         """A checked public call (ops/call.py) run on this device; kept under
         `key` (`kept_key`, its arguments kept by identity in `objects`) when it
         can be (execute.keep_call)."""
-        result = call.result(self._run(call.kernel, [_Job(r) for r in call.requests]))
+        result = call.result(self._run(call.kernel, [BatchJob(r) for r in call.requests]))
         if key is not None and objects is not None and len(call.requests) == 1:
             with self._lock:
                 if not self.closed:
                     execute.keep_call(self._rt, key, objects, call.kernel, call.requests[0], result)
         return result
 
-    def _run(self, op: Operator, jobs: list["_Job"]) -> list[dict[str, Any]]:
+    def _run(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
         their numpy memory allows, and return each one's outputs by tensor
         name. Every public operator comes through here.
@@ -245,7 +245,7 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
 
 
 @dataclass
-class _Job:
+class BatchJob:
     """One call of a batch: its checked request, how to check it again (its
     arguments' numpy memory was written by an earlier job: a check that
     converted data reads it anew), and what its errors are prefixed with."""

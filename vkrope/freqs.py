@@ -145,7 +145,7 @@ def _check_positive(name: str, value: Any) -> None:
     _check_real(name, value)
     if not _f32_normal(value):
         raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
-                         f"{F32_MAX:.3g}]; got {_short(value)}")
+                         f"{F32_MAX:.3g}]; got {brief(value)}")
 
 
 def _check_angle(angle: Any) -> None:
@@ -211,7 +211,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     return np.asarray(p, np.int64)
 
 
-def _short(value: Any) -> str:
+def brief(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
 
@@ -219,7 +219,7 @@ def _short(value: Any) -> str:
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
     _check_real(name, value)
     if not (low <= float(np.clip(value, low - 1, high + 1)) <= high):  # clip first: an int past float64 is out too
-        raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {_short(value)}")
+        raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {brief(value)}")
 
 
 @dataclass(frozen=True)
@@ -473,7 +473,7 @@ class RopeFreqs(PositionFreqs):
         # beta_slow's after clamping to [0, dim - 1], there is no ramp:
         # Hugging Face then divides by a negative span and llama.cpp by
         # 0.001, giving opposite blends. Neither is YaRN; refuse it.
-        what = (f"original_context = {_short(y.original_context)}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
+        what = (f"original_context = {brief(y.original_context)}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
                 f"with dim = {self.dim}, base = {self.base}")
         try:
             low, high = y.ramp_ends(self.dim, float(self.base))
@@ -580,13 +580,13 @@ class InvFreqs(PositionFreqs):
         def values(name: str, v: Any) -> np.ndarray:
             if isinstance(v, (str, bytes)) or np.ndim(v) != 1:
                 raise TypeError(f"{name} must be a 1-D sequence of numbers (dim/2 of them); got "
-                                f"{type(v).__name__} {_short(v)}")
+                                f"{type(v).__name__} {brief(v)}")
             try:
                 if np.iscomplexobj(np.asarray(v)):  # (a float64 conversion would drop the imaginary parts)
                     raise TypeError
                 a = np.asarray(v, dtype=np.float64)
             except (TypeError, ValueError, OverflowError):
-                raise TypeError(f"{name} must hold real numbers; got {_short(v)}") from None
+                raise TypeError(f"{name} must hold real numbers; got {brief(v)}") from None
             if a.size == 0:
                 raise ValueError(f"{name} must hold at least one inverse frequency")
             bad = ~(np.isfinite(a) & (a >= 0) & (a <= F32_MAX))
@@ -612,7 +612,7 @@ class InvFreqs(PositionFreqs):
         if self.pair_axis is not None:
             ax = np.asarray(self.pair_axis)
             if ax.shape != (n,) or ax.dtype.kind not in "iu":
-                raise ValueError(f"pair_axis must hold one integer axis per pair ({n}); got {_short(self.pair_axis)}")
+                raise ValueError(f"pair_axis must hold one integer axis per pair ({n}); got {brief(self.pair_axis)}")
             if ((ax < 0) | (ax >= MROPE_AXES)).any():
                 raise ValueError(f"pair_axis entries must be 0, 1 or 2 (temporal, height, width); got "
                                  f"{int(ax[(ax < 0) | (ax >= MROPE_AXES)][0])}")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .kernel import _median_of, _median_time
+from .kernel import median_of, median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import RopeFreqs
@@ -56,7 +56,7 @@ def _onnxruntime(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, pos: np.ndarra
         return f"failed: {type(exc).__name__}: {exc}"[:200]
     feeds = {"X": x, "cos": cos, "sin": sin, "pos": pos.astype(np.int64)}
     y = sess.run(None, feeds)[0]
-    return {"end_to_end_s": _median_time(lambda: sess.run(None, feeds), repeats), "result": y}
+    return {"end_to_end_s": median_time(lambda: sess.run(None, feeds), repeats), "result": y}
 
 
 def _table_bytes(req: table.Request, dev: Device) -> int:
@@ -81,16 +81,16 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
             cos_d, sin_d, x_d = dev.asarray(cos), dev.asarray(sin), dev.asarray(x)
             req = onnx.check_onnx(x, cos, sin, pos)
             out = np.empty_like(x)
-            kernel = _median_of(lambda: time_request(dev, req, out, table), repeats)
-            t_numpy = _median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
-            t_cached = _median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
-            t_resident = _median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
+            kernel = median_of(lambda: time_request(dev, req, out, table), repeats)
+            t_numpy = median_time(lambda: dev.rotary_embedding(x, cos, sin, pos), repeats)
+            t_cached = median_time(lambda: dev.rotary_embedding(x, cos_d, sin_d, pos), repeats)
+            t_resident = median_time(lambda: dev.rotary_embedding(x_d, cos_d, sin_d, pos), repeats)
             # The same call with the frequencies computed in the shader (RopeFreqs).
             gen = {}
             for angle in ("float32", "exact"):
                 greq = onnx.check_onnx(x, RopeFreqs(d, angle=angle), None, pos)
                 gout = np.empty_like(x)
-                gen[angle] = _median_of(lambda: time_request(dev, greq, gout, table), repeats)
+                gen[angle] = median_of(lambda: time_request(dev, greq, gout, table), repeats)
                 assert np.abs(gout - out).max() < 1e-3, "generated and table results disagree"
             row_of = pos.size * 4
             moved_numpy = 2 * x.nbytes + _table_bytes(req, dev)

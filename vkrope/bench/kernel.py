@@ -41,7 +41,7 @@ QUICK_SHAPES = [(1, 256, 256), (1, 1792, 256), (1, 4096, 256), (8, 4096, 256)]
 FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)]
 
 
-def _median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
     for _ in range(warmup):
         fn()
     times = []
@@ -64,8 +64,8 @@ def _numpy_fp16_best(x: np.ndarray, f: np.ndarray, repeats: int) -> tuple[float,
         out[..., 1::2] = re * s + im * c
         return out
 
-    widened = _median_time(lambda: numpy_rope(x, f), repeats)
-    native = _median_time(direct, repeats)
+    widened = median_time(lambda: numpy_rope(x, f), repeats)
+    native = median_time(direct, repeats)
     return (widened, "widen to complex64") if widened <= native else (native, f"{x.dtype.name} arithmetic")
 
 
@@ -106,7 +106,7 @@ class _Torch:
             y = op(self.tensor(x)).cpu()
             (y.view(torch.int16).numpy().view(x.dtype) if x.dtype == BFLOAT16 else y.numpy())
 
-        return {"op_s": _median_time(kernel, repeats), "end_to_end_s": _median_time(e2e, repeats)}
+        return {"op_s": median_time(kernel, repeats), "end_to_end_s": median_time(e2e, repeats)}
 
 
 WGSL = """
@@ -179,7 +179,7 @@ class _Wgpu:
         ref = numpy_rope(x, f)
         if not np.allclose(y, ref, atol=1e-4, rtol=1e-4):
             return "wrong result"
-        return {"end_to_end_s": _median_time(run, repeats)}
+        return {"end_to_end_s": median_time(run, repeats)}
 
 
 HEADER = (f"{'shape':<16} {'dtype':<8} {'storage':<9} {'freqs':<9} {'MiB':>7} {'kernel ms':>9} {'GB/s':>6} "
@@ -264,7 +264,7 @@ def axial_spec(n: int, c: int) -> AxialFreqs | None:
     return AxialFreqs(c, end_x, n // end_x)
 
 
-def _median_of(fn: Callable[[], float | None], r: int) -> float | None:
+def median_of(fn: Callable[[], float | None], r: int) -> float | None:
     """Median of `r` device timings after one warm-up (None when the device
     gave no timestamps)."""
     fn()
@@ -277,14 +277,14 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     the frequencies computed in the shader (buffer storage), each with
     numpy, memcpy and both device ceilings measured on the same tensor."""
     if x.dtype == np.float32:
-        t_np, np_path = _median_time(lambda: numpy_rope(x, f), r), "complex64 multiply"
+        t_np, np_path = median_time(lambda: numpy_rope(x, f), r), "complex64 multiply"
     else:
         t_np, np_path = _numpy_fp16_best(x, f, r)
     dst = np.empty_like(x)
-    t_memcpy = _median_time(functools.partial(np.copyto, dst, x), r)
+    t_memcpy = median_time(functools.partial(np.copyto, dst, x), r)
     del dst  # (x's size again: not held through the device rows)
     half = x.dtype.itemsize == 2  # 16-bit texels: 8 bytes
-    texel_s = _median_of(lambda: time_texel_copy(dev, x.nbytes, half), r)
+    texel_s = median_of(lambda: time_texel_copy(dev, x.nbytes, half), r)
     spec = axial_spec(x.shape[-2], x.shape[-1])
     cases: list[tuple[str, str, Any]] = [(storage, "table", f) for storage in storages]
     if x.dtype.itemsize == 2 and "buffer" in storages:
@@ -297,13 +297,13 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     rows = []
     for storage, kind, freqs in cases:
         moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else lower(freqs).columns.nbytes)
-        copy_s = _median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
+        copy_s = median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
         req = sam2.check(x, freqs, storage=storage)
         y = np.empty_like(x)
-        kernel = _median_of(lambda: time_request(dev, req, y), r)
-        t_apply = _median_time(lambda: dev.apply(x, freqs, storage=storage), r)
+        kernel = median_of(lambda: time_request(dev, req, y), r)
+        t_apply = median_time(lambda: dev.apply(x, freqs, storage=storage), r)
         xd = dev.asarray(x, storage=storage)
-        t_resident = _median_time(lambda: dev.apply(xd, freqs), r)
+        t_resident = median_time(lambda: dev.apply(xd, freqs), r)
         xd.release()
         dev.trim()
         rows.append({

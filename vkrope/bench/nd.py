@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .kernel import _median_of, _median_time
+from .kernel import median_of, median_time
 from .timing import time_request
 from ..device import Device
 from ..freqs import NdFreqs, grid_ids
@@ -55,7 +55,7 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
                 spec = NdFreqs(axes, 10000.0, angle=angle)
                 req = nd.check_nd(x, spec, ids, token_axis=token_axis)
                 out = np.empty_like(x)
-                kernel[angle] = _median_of(lambda: time_request(dev, req, out, table), repeats)
+                kernel[angle] = median_of(lambda: time_request(dev, req, out, table), repeats)
                 results[angle] = out
             spec = NdFreqs(axes, 10000.0)
             cos, sin = spec.cos_sin(ids)
@@ -72,10 +72,10 @@ def run(repeats: int = 5, log: Callable[[str], None] = print) -> list[dict[str, 
                 time_request(dev, treq, np.empty_like(x), top)  # numpy in, numpy out, through the same checks
 
             tout = np.empty_like(x)
-            kernel["table"] = _median_of(lambda: time_request(dev, treq, tout, top), repeats)
+            kernel["table"] = median_of(lambda: time_request(dev, treq, tout, top), repeats)
             assert np.abs(tout - results["exact"]).max() < 1e-4 * np.abs(x).max(), "table and in-shader results disagree"
-            e2e_exact = _median_time(lambda: dev.apply_nd(x, spec, ids, token_axis=token_axis), repeats)
-            e2e_tab = _median_time(e2e_table, repeats)
+            e2e_exact = median_time(lambda: dev.apply_nd(x, spec, ids, token_axis=token_axis), repeats)
+            e2e_tab = median_time(e2e_table, repeats)
             moved_exact = 2 * x.nbytes + nd.check_nd(x, spec, ids, token_axis=token_axis).row_of.nbytes
             moved_table = 2 * x.nbytes + table_bytes
             k_e, k_f, k_t = (kernel[k] or 0.0 for k in ("exact", "float32", "table"))

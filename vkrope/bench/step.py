@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..device import Device, _Job
+from ..device import Device, BatchJob
 from ..freqs import RopeFreqs
 from ..kernels import table
 from ..ops import onnx
@@ -51,7 +51,7 @@ def fused_and_unfused(dev: Device, batch: int, s_max: int = S_MAX) -> tuple[Call
     def unfused(p: int) -> None:
         pos = np.full((batch, 1), p)
         rq, rk = onnx.check_onnx(q, cos, sin, pos, out=yq), onnx.check_onnx(k, cos, sin, pos, out=yk)
-        dev._run(table, [_Job(rq), _Job(rk)])
+        dev._run(table, [BatchJob(rq), BatchJob(rk)])
         dev.rope_and_cache(no_q, yk, v, kc, vc, identity, pos)  # the row scatter: k and v into their rows
 
     tokens = batch

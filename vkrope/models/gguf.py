@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gguf_layers
-from .rope import ModelRope, _short
+from .rope import ModelRope, brief
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32") -> ModelRope | None:
@@ -44,13 +44,13 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ImportError("vkrope.from_gguf needs the gguf package: pip install 'vkrope[gguf]' (or pip install gguf)"
                           ) from None
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {_short(path)}")
+        raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
     if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
+        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     if layer_type not in (None, "full_attention", "sliding_attention"):
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
-        raise TypeError(f"layer must be an int or None; got {_short(layer)}")
+        raise TypeError(f"layer must be an int or None; got {brief(layer)}")
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
@@ -217,9 +217,9 @@ def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
         if isinstance(v, list) and key == "attention.head_count":
             v = next((h for h in v if h), None)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ValueError(f"{where}: {arch}.{key} must be a number; got {_short(v)}")
+            raise ValueError(f"{where}: {arch}.{key} must be a number; got {brief(v)}")
         if v is not None and not (abs(v) < 2.0 ** 63):  # (inf, nan, or an int past any field's range)
-            raise ValueError(f"{where}: {arch}.{key} must be a finite number below 2**63; got {_short(v)}")
+            raise ValueError(f"{where}: {arch}.{key} must be a finite number below 2**63; got {brief(v)}")
         return v
     return num
 

@@ -28,7 +28,7 @@ import numpy as np
 from . import gguf as gguf_reading
 from . import pyconv
 from .pyconv import Bound, Builtin, EnumValue, Function, Namespace, Opaque, Unknown
-from .rope import ModelRope, _short
+from .rope import ModelRope, brief
 
 _GENERIC_ADDS = ("add_uint8", "add_int8", "add_uint16", "add_int16", "add_uint32", "add_int32", "add_uint64",
                  "add_int64", "add_float32", "add_float64", "add_bool", "add_string", "add_array", "add_key_value")
@@ -226,7 +226,7 @@ def _check_types(kv: dict, where: str) -> None:
     for key, value in kv.items():
         if (key.startswith("rope.") or key.startswith(_READ)) and types.get(key) \
                 and not any(_fits(value, t) for t in types[key]):
-            raise ValueError(f"{where}: the converter writes {key} = {_short(value)} from the config, which is not "
+            raise ValueError(f"{where}: the converter writes {key} = {brief(value)} from the config, which is not "
                              f"a GGUF {' or '.join(types[key])}: a key of the config has the wrong type or value")
 
 
@@ -283,7 +283,7 @@ def architecture(config: dict) -> tuple[str | None, str]:
     except (Unknown, pyconv.Raised) as exc:
         return None, f"the converter cannot tell its architecture ({exc})"
     if not isinstance(arch, str):
-        return None, f"its architectures name none ({_short(config.get('architectures'))})"
+        return None, f"its architectures name none ({brief(config.get('architectures'))})"
     if arch not in table()["architectures"]:
         return None, f"its architecture {arch!r} is not one llama.cpp's converter registers"
     return arch, ""
@@ -339,7 +339,7 @@ def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, d
                          "(InternLM 2's is Llama's), pass like='<that model type>'")
     if unused and not unread_ok:
         raise ValueError(f"{where}: the converter does not use "
-                         f"{', '.join(f'{k}={_short(v)}' for k, v in unused.items())}: llama.cpp's reading leaves "
+                         f"{', '.join(f'{k}={brief(v)}' for k, v in unused.items())}: llama.cpp's reading leaves "
                          "them out, which is the model's only if its own code does too (Qwen 1's use_dynamic_ntk "
                          "changes its frequencies past seq_length); if so, pass like='llama.cpp' (vkrope config "
                          "--like llama.cpp)")
@@ -446,7 +446,7 @@ def layers(config: dict, hf_arch: str, unread_ok: bool, angle: str) -> tuple[Mod
     converted = convert(config, hf_arch, unread_ok)
     n = converted[1].get("block_count")
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 4096:
-        raise ValueError(f"config ({hf_arch}): the converter writes block count {_short(n)} from the config's "
+        raise ValueError(f"config ({hf_arch}): the converter writes block count {brief(n)} from the config's "
                          "layer count (num_hidden_layers, num_layers, n_layer): it must be an integer in [1, 4096]")
     return tuple(_read(converted, hf_arch, None, i, angle) for i in range(n))
 
@@ -480,4 +480,4 @@ def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | N
                          "they would be a guess; if the model's attention is a transformers model type's, pass "
                          "like='<that model type>'")
     return replace(rope, interleaved=rope.interleaved and rows == "none", model=f"{hf_arch} -> {arch}",
-                   source=where, ignored=tuple(f"{k}={_short(v)}" for k, v in sorted(unused.items())))
+                   source=where, ignored=tuple(f"{k}={brief(v)}" for k, v in sorted(unused.items())))

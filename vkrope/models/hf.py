@@ -15,7 +15,7 @@ import numpy as np
 
 from . import config_rules, gguf_convert
 from . import table as hf_models
-from .rope import _ALIASES, ROPE_TYPES, ModelRope, _key_int, _key_number, _short
+from .rope import ALIASES, ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import PARAMS, RULES, read_by
 
 # keys a rope dict may hold that say nothing about the frequencies here
@@ -194,16 +194,16 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     quotient only, another head_dim refused (the model's code ran with no
     other when the table was made: OLMoE's, Qwen2-VL's)."""
     if key and key != "quotient" and cfg.get(key) is not None:
-        return _key_int(cfg, key, "config: ")
+        return key_int(cfg, key, "config: ")
     if key not in (None, "head_dim", "quotient"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in)
         raise ValueError(f"config: {key} is missing; {model!r} rotates heads of that width")
     for name in ("hidden_size", "num_attention_heads"):
         if cfg.get(name) is None:
             raise ValueError(f"config: the head dim of {model!r} needs {'head_dim, or ' if key == 'head_dim' else ''}"
                              f"hidden_size and num_attention_heads; {name} is missing")
-    hidden, heads = _key_int(cfg, "hidden_size", "config: "), _key_int(cfg, "num_attention_heads", "config: ")
+    hidden, heads = key_int(cfg, "hidden_size", "config: "), key_int(cfg, "num_attention_heads", "config: ")
     if key == "quotient" and cfg.get("head_dim") not in (None, hidden // heads):
-        raise ValueError(f"config: head_dim {_short(cfg['head_dim'])}: the code of {model!r} did not run with a "
+        raise ValueError(f"config: head_dim {brief(cfg['head_dim'])}: the code of {model!r} did not run with a "
                          f"head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when vkrope's "
                          "model table was made (its attention's weights follow hidden_size), so how it would read "
                          "one is unknown")
@@ -273,7 +273,7 @@ def _per_layer(cfg: dict) -> dict[str, dict] | None:
         nested = {k: v for k, v in params.items() if k in types}
         for k, v in nested.items():
             if v is not None and not isinstance(v, dict):
-                raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {_short(v)}")
+                raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {brief(v)}")
         return {k: dict(v) for k, v in nested.items() if v is not None}
     return None
 
@@ -331,7 +331,7 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
     if layer is None:
         return rotates, None
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {_short(layer)}")
+        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
     n = _layer_count(cfg, rotates)
     if not 0 <= layer < n:
         raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
@@ -343,7 +343,7 @@ def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
     """The decoder layers: those the NoPE rule lists, else num_hidden_layers (an integer)."""
     n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
     if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"config: num_hidden_layers must be an integer; got {_short(n)}")
+        raise ValueError(f"config: num_hidden_layers must be an integer; got {brief(n)}")
     return n
 
 
@@ -407,7 +407,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
     if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be a str or None; got {_short(layer_type)}")
+        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
@@ -463,7 +463,7 @@ def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, laye
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention' for {remote[1]} (read "
                          f"as llama.cpp's converter writes it); got {layer_type!r}")
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
-        raise TypeError(f"layer must be an int or None; got {_short(layer)}")
+        raise TypeError(f"layer must be an int or None; got {brief(layer)}")
     return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)
 
@@ -495,22 +495,22 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
                          "(pass None)")
     for key in ("rope_scaling", "rope_parameters"):
         if cfg.get(key) is not None and not isinstance(cfg[key], dict):  # ([] is not "no scaling")
-            raise ValueError(f"config: {key} must be a dict or null; got {_short(cfg[key])}")
+            raise ValueError(f"config: {key} must be a dict or null; got {brief(cfg[key])}")
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
     if not isinstance(rope, dict):
-        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {_short(rope)}")
+        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {brief(rope)}")
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     kind = rope.get("rope_type", rope.get("type", "default"))
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
-            and _ALIASES.get(rope["type"], rope["type"]) != _ALIASES.get(rope["rope_type"], rope["rope_type"]):
+            and ALIASES.get(rope["type"], rope["type"]) != ALIASES.get(rope["rope_type"], rope["rope_type"]):
         raise ValueError(f"{where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
                          "contradict each other")
     if not isinstance(kind, str):
-        raise ValueError(f"{where}rope_type must be a string; got {_short(kind)}")
-    kind = _ALIASES.get(kind, kind)
+        raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
+    kind = ALIASES.get(kind, kind)
     if model_type in ("phi3", "phi4_multimodal") and rope.get("rope_type", rope.get("type")) == "yarn":
         kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
     if kind not in ROPE_TYPES:
@@ -520,11 +520,11 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
 
 def _theta(cfg: dict, rope: dict, where: str) -> float:
     if "rope_theta" in rope:
-        return _key_number(rope, "rope_theta", where)
+        return key_number(rope, "rope_theta", where)
     if "rope_theta" in cfg:
-        return _key_number(cfg, "rope_theta", "config: ")
+        return key_number(cfg, "rope_theta", "config: ")
     if "rotary_emb_base" in cfg:  # GPT-NeoX
-        return _key_number(cfg, "rotary_emb_base", "config: ")
+        return key_number(cfg, "rotary_emb_base", "config: ")
     return 10000.0
 
 
@@ -536,7 +536,7 @@ def _layer_theta(cfg: dict, rope: dict, where: str, e: dict) -> float:
     for key in e.get("layer_keys", []):
         values = cfg.get(key)
         if values is not None and (not isinstance(values, list) or any(v != theta for v in values)):
-            raise ValueError(f"config: {key} {_short(values)}: this model decides RoPE per layer by it (a layer's "
+            raise ValueError(f"config: {key} {brief(values)}: this model decides RoPE per layer by it (a layer's "
                              f"own theta, or none at 0), which vkrope does not read; only {theta:g} throughout "
                              "(the theta it reads) is taken")
     return theta
@@ -605,7 +605,7 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     if partial is None:
         partial = 1.0
     elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
-        raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {_short(partial)}")
+        raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {brief(partial)}")
     if kind == "proportional":
         return head_dim, partial
     if rule == "whole" or (rule == "whole_default" and kind == "default"):
@@ -621,7 +621,7 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     if rule != "partial":
         if cfg.get(rule) is None:
             raise ValueError(f"config: {rule} (the rotated channels) is missing")
-        return _key_int(cfg, rule, "config: "), 1.0
+        return key_int(cfg, rule, "config: "), 1.0
     return int(head_dim * partial), partial
 
 
@@ -645,13 +645,13 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
             if not isinstance(value, (list, tuple)) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
                     for v in value):
-                raise ValueError(f"{where}{key} must be a list of positive numbers; got {_short(value)}")
+                raise ValueError(f"{where}{key} must be a list of positive numbers; got {brief(value)}")
             value = tuple(float(v) for v in value)
         elif key == "truncate":
             if not isinstance(value, bool):
-                raise ValueError(f"{where}truncate must be true or false; got {_short(value)}")
+                raise ValueError(f"{where}truncate must be true or false; got {brief(value)}")
         else:
-            value = _key_number(rope, key, where)
+            value = key_number(rope, key, where)
         params[key] = value
     return params, ignored
 
@@ -668,9 +668,9 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tupl
         # (transformers copies the top level's over the rope dict's for these types, null too, and then fails)
         raise ValueError(f"config: original_max_position_embeddings is null, which rope_type {kind!r} cannot take "
                          "(transformers takes the top level's over the rope dict's); remove it or give a number")
-    orig = _key_int(orig_src, "original_max_position_embeddings", "config: ") \
+    orig = key_int(orig_src, "original_max_position_embeddings", "config: ") \
         if orig_src.get("original_max_position_embeddings") is not None else None
-    mpe = _key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
+    mpe = key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
         else None
     if orig is None and _needs_orig(kind):
         orig = mpe  # transformers' default
@@ -708,7 +708,7 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
                                                              for v in section):
-            raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {_short(section)}")
+            raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {brief(section)}")
         section = tuple(section)
         # transformers' rotary module decides by model class, whatever the flag says; another layout (or a
         # module the table could not run with three axes) is not guessed
@@ -721,7 +721,7 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
     elif inter:
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
-        raise ValueError(f"{where}mrope_interleaved must be true or false; got {_short(inter)}")
+        raise ValueError(f"{where}mrope_interleaved must be true or false; got {brief(inter)}")
     return section, inter
 
 
@@ -732,6 +732,6 @@ def _interleaved(cfg: dict, e: dict) -> bool:
     if "rope_interleave" in e.get("defaults", {}):
         pairs = cfg.get("rope_interleave")
         if not isinstance(pairs, bool):
-            raise ValueError(f"config: rope_interleave must be true or false; got {_short(pairs)}")
+            raise ValueError(f"config: rope_interleave must be true or false; got {brief(pairs)}")
         return pairs
     return e["pairs"] != "rotate_half"

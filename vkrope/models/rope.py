@@ -22,28 +22,28 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import MROPE_AXES, InvFreqs, _short, check_position_ids
+from ..freqs import MROPE_AXES, InvFreqs, brief, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, read_by
 
 ROPE_TYPES = tuple(RULES)
 # Hub aliases transformers reads as one of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su" and
 # "longrope" are Phi-3's; "fope" etc. are not supported).
-_ALIASES = {"mrope": "default", "su": "longrope"}
+ALIASES = {"mrope": "default", "su": "longrope"}
 
 
-def _key_number(params: dict, key: str, where: str) -> float:
+def key_number(params: dict, key: str, where: str) -> float:
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}{key} must be a number; got {_short(value)}")
+        raise ValueError(f"{where}{key} must be a number; got {brief(value)}")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{where}{key} must be a positive finite number; got {value}")
     return float(value)
 
 
-def _key_int(params: dict, key: str, where: str) -> int:
+def key_int(params: dict, key: str, where: str) -> int:
     value = params[key]
     if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
-        raise ValueError(f"{where}{key} must be an integer; got {_short(value)}")
+        raise ValueError(f"{where}{key} must be an integer; got {brief(value)}")
     if value < 1:
         raise ValueError(f"{where}{key} must be >= 1; got {value}")
     return int(value)
@@ -51,7 +51,7 @@ def _key_int(params: dict, key: str, where: str) -> int:
 
 def _positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {_short(value)}")
+        raise TypeError(f"{name} must be an int; got {brief(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1; got {value}")
 
@@ -62,24 +62,24 @@ def _check_params(params: Any) -> tuple:
     try:
         items = dict(params).items()
     except (TypeError, ValueError):
-        raise TypeError(f"params must be (key, value) pairs; got {_short(params)}") from None
+        raise TypeError(f"params must be (key, value) pairs; got {brief(params)}") from None
     out = []
     for key, value in items:
         if not isinstance(key, str):
-            raise TypeError(f"params keys must be strings; got {_short(key)}")
+            raise TypeError(f"params keys must be strings; got {brief(key)}")
         if key == "truncate":
             if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"truncate must be true or false; got {_short(value)}")
+                raise ValueError(f"truncate must be true or false; got {brief(value)}")
             value = bool(value)
         elif isinstance(value, (list, tuple, np.ndarray)):
             vals = list(value)
             if not all(not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
                        and math.isfinite(v) and v > 0 for v in vals):
-                raise ValueError(f"{key} must hold positive finite numbers; got {_short(value)}")
+                raise ValueError(f"{key} must hold positive finite numbers; got {brief(value)}")
             value = tuple(float(v) for v in vals)
         elif isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{key} must be a positive finite number; got {_short(value)}")
+            raise ValueError(f"{key} must be a positive finite number; got {brief(value)}")
         else:
             value = float(value)
         out.append((key, value))
@@ -148,16 +148,16 @@ class ModelRope:
                 _positive_int(name, getattr(self, name))
         if isinstance(self.theta, bool) or not isinstance(self.theta, (int, float, np.floating, np.integer)) \
                 or not math.isfinite(self.theta) or self.theta <= 0:
-            raise ValueError(f"theta (rope_theta) must be a positive finite number; got {_short(self.theta)}")
+            raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(self.theta)}")
         object.__setattr__(self, "theta", float(self.theta))
         for name in ("mrope_interleaved", "interleaved"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool; got {_short(getattr(self, name))}")
+                raise TypeError(f"{name} must be a bool; got {brief(getattr(self, name))}")
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
                              "partial_rotary_factor) must be even and <= head_dim")
         if self.layer_type is not None and not isinstance(self.layer_type, str):
-            raise TypeError(f"layer_type must be a str or None; got {_short(self.layer_type)}")
+            raise TypeError(f"layer_type must be a str or None; got {brief(self.layer_type)}")
         if self.mrope_interleaved and self.mrope_section is None:
             raise ValueError("mrope_interleaved needs mrope_section")
         object.__setattr__(self, "params", _check_params(self.params))
@@ -347,7 +347,7 @@ def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int
     if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
             isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
         raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
-                         f"{_short(sec)}")
+                         f"{brief(sec)}")
     if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:
         raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {rotary_dim // 2}")
     return tuple(int(v) for v in sec)
@@ -358,7 +358,7 @@ def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
     try:
         ff = np.asarray(freq_factors, np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"freq_factors must be numbers; got {_short(freq_factors)}") from None
+        raise ValueError(f"freq_factors must be numbers; got {brief(freq_factors)}") from None
     if ff.shape != (rotary_dim // 2,):
         raise ValueError(f"freq_factors must hold rotary_dim / 2 = {rotary_dim // 2} values; got shape "
                          f"{list(ff.shape)}")

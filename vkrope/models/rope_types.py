@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..freqs import YaRN, _short, pow32, pow64
+from ..freqs import YaRN, brief, pow32, pow64
 
 if TYPE_CHECKING:
     from .rope import ModelRope
@@ -171,7 +171,7 @@ def _check_longrope(r: ModelRope) -> None:
         f = r.param(key)
         if not isinstance(f, tuple) or len(f) != r.rotary_dim // 2:
             raise ValueError(f"longrope: {key} must hold rotary_dim / 2 = {r.rotary_dim // 2} numbers; got "
-                             f"{_short(f)}")
+                             f"{brief(f)}")
 
 
 def _check_llama3(r: ModelRope) -> None:

@@ -15,7 +15,7 @@ from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
-from .table_args import TABLE_DTYPES, _q_and_k, _same_dtype, _spec, _spec_rows, _table
+from .table_args import TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, spec_rows
 
 
 def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
@@ -31,18 +31,18 @@ def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: i
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
     """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
     tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
-    q, k, b, s, d = _q_and_k(xq, xk)
+    q, k, b, s, d = q_and_k(xq, xk)
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
     freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
     if is_position_spec(freqs_cos):
-        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
-        rows = _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
+        rows = spec_rows(spec, np.tile(np.arange(s), b), "positions")
         gen = lower(spec)
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
-    fc = _table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
-    fs = _table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
-    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
+    fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
+    check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
     row_of = np.tile(np.arange(s, dtype=np.int32), b)
     return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
@@ -52,16 +52,16 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
-    q, k, b, s, d = _q_and_k(xq, xk)
+    q, k, b, s, d = q_and_k(xq, xk)
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
         first = int_arg("start_pos", start_pos, 0)
         freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
     if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
-        spec = _spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
+        spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
-        rows = _spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
+        rows = spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
@@ -69,9 +69,9 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)
-    fc = _table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
-    fs = _table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
-    _same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    fc = check_table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
+    fs = check_table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
+    check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
     if rot % 2 or rot > d or rot == 0:
         raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
     start = int_arg("start_pos", start_pos, 0)

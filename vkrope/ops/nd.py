@@ -14,7 +14,7 @@ from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
-from .table_args import _tensor
+from .table_args import check_tensor
 
 
 def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any = False, out: Any = None,
@@ -26,7 +26,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     rotate, the rest pass through."""
     if not isinstance(spec, NdFreqs):
         raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
-    x = _tensor("x", x)
+    x = check_tensor("x", x)
     storage = check_storage_of("x", x, storage)
     if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)) \
             or token_axis not in (-2, -3):

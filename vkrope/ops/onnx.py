@@ -16,15 +16,17 @@ from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
-from .table_args import TABLE_DTYPES, _flag, _positions, _rows2d, _same_dtype, _spec, _spec_rows, _table, _tensor
+from .table_args import (
+    TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d, spec_rows,
+)
 
 
 def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None, *, interleaved: Any = 0,
                rotary_embedding_dim: Any = 0, num_heads: Any = 0, out: Any = None, storage: Any = "auto") -> Request:
     """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
     given = (("cos_cache", cos_cache), ("sin_cache", sin_cache), ("position_ids", position_ids))
-    x = _tensor("x", x)
-    inter = _flag("interleaved", interleaved)
+    x = check_tensor("x", x)
+    inter = check_flag("interleaved", interleaved)
     rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
     heads = int_arg("num_heads", num_heads, 0)
     storage = check_storage_of("x", x, storage)
@@ -61,16 +63,16 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         if cos_cache.ndim != 2:
             raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
-        sin_cache = _table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
-        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        row_of = _positions("position_ids", position_ids, (b, s), shape[0])
+        cos_cache = check_table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
+        sin_cache = check_table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
+        check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
+        row_of = position_rows("position_ids", position_ids, (b, s), shape[0])
     else:
         shape3 = (b, s, rot // 2)
-        cos_cache = _table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
-        sin_cache = _table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
-        _same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        cos_cache, sin_cache = _rows2d(cos_cache, b * s, rot // 2), _rows2d(sin_cache, b * s, rot // 2)
+        cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
+        cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
         row_of = np.arange(b * s, dtype=np.int32)
     return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
@@ -80,15 +82,15 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
     """row_of of an ONNX call with a RopeFreqs spec for its caches: the
     position ids (token s at position s without them)."""
-    _spec("cos_cache", spec, other, "sin_cache", rot)
+    check_spec("cos_cache", spec, other, "sin_cache", rot)
     if position_ids is None:
-        return _spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        return spec_rows(spec, np.tile(np.arange(s), b), "positions")
     check_plain_array("position_ids", position_ids)
     if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
     if position_ids.shape != (b, s):
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
-    return _spec_rows(spec, position_ids, "position_ids")
+    return spec_rows(spec, position_ids, "position_ids")
 
 
 def _spec_positions(position_ids: Any, s: int) -> Any:

@@ -20,7 +20,7 @@ from ..runtime.array import DeviceArray
 TABLE_DTYPES = FREQS_DTYPES
 
 
-def _flag(name: str, value: Any) -> bool:
+def check_flag(name: str, value: Any) -> bool:
     """ONNX passes attributes as ints: 0 / 1 (and bools) are accepted."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -30,7 +30,7 @@ def _flag(name: str, value: Any) -> bool:
         f"{name} must be 0 or 1 (or a bool); got {describe(value)}")
 
 
-def _tensor(name: str, x: Any) -> Any:
+def check_tensor(name: str, x: Any) -> Any:
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     else:
@@ -42,7 +42,7 @@ def _tensor(name: str, x: Any) -> Any:
     return x
 
 
-def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
+def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     check_table_array(name, t, TABLE_DTYPES)
     if isinstance(t, DeviceArray):
         check_resident_table_dtype(name, t, x)
@@ -51,7 +51,7 @@ def _table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
     return t
 
 
-def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
+def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
     """A RopeFreqs spec given in place of both tables."""
     if other is not None:
         raise ValueError(f"{other_name} must be None when {name} is a frequency spec; got {describe(other)}")
@@ -60,17 +60,17 @@ def _spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> 
     return spec
 
 
-def _spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
+def spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
     """row_of for a spec: the words the kernel reads per token (lowering.lower)."""
     return lower(spec).words(check_positions(name, positions))
 
 
-def _same_dtype(a: Any, b: Any, names: str) -> None:
+def check_same_dtype(a: Any, b: Any, names: str) -> None:
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
 
 
-def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
+def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
     check_plain_array(name, p)
     if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
@@ -82,21 +82,21 @@ def _positions(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarr
     return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
 
 
-def _rows2d(t: Any, rows: int, width: int) -> Any:
+def rows2d(t: Any, rows: int, width: int) -> Any:
     """A [B, S, w] table as [B*S, w] (a view for numpy; DeviceArrays are flat already)."""
     if isinstance(t, DeviceArray):
         return t
     return t.reshape(rows, width)
 
 
-def _q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"),
+def q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"),
              token_axis: int = 1) -> tuple[Any, Any, int, int, int]:
     """q and k of one dtype, 4D with their tokens on `token_axis` ([B, S, H,
     D]: 1, ExecuTorch's; [B, H, S, D]: 2, transformers'), sharing B, S and
     D: (q, k, B, S, D)."""
     qn, kn = names
     layout = "[B, S, H, D]" if token_axis == 1 else "[B, H, S, D]"
-    q, k = _tensor(qn, xq), _tensor(kn, xk)
+    q, k = check_tensor(qn, xq), check_tensor(kn, xk)
     for name, x in ((qn, q), (kn, k)):
         if x.ndim != 4:
             raise ValueError(f"{name} must be 4D {layout}; got shape {tuple(x.shape)}")

@@ -15,7 +15,7 @@ from ..kernels.table import Request
 from .lowering import lower, several_axes
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
-from .table_args import _q_and_k
+from .table_args import q_and_k
 
 
 def _same_memory(a: Any, b: Any) -> bool:
@@ -36,7 +36,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
     [3, B, S], or [B, S] for text); channels past the rotary dim pass
     through. One `Request` per tensor."""
-    qx, kx, b, s, d = _q_and_k(q, k, ("q", "k"), token_axis=2)
+    qx, kx, b, s, d = q_and_k(q, k, ("q", "k"), token_axis=2)
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
         check_model_head(spec, d, "q")
