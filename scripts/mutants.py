@@ -956,6 +956,16 @@ MUTATIONS = [
     Mutation("interleaved M-RoPE sections held to sum to D / 2", ROPE,
              "    if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:",
              "    if sum(int(v) for v in sec) != rotary_dim // 2:"),
+    # --- hints in error messages (a layout, a spelling, a file of another kind)
+    Mutation("a layout hint for a shape mismatch the exchanged axes do not explain", "vkrope/ops/table_args.py",
+             "    if not swapped or tuple(given) != tuple(swapped):", "    if not swapped:"),
+    Mutation("ONNX: no layout hint for x given as [B, S, H, D]", "vkrope/ops/onnx.py",
+             "        swapped: tuple[int, ...] = (b, h)  #", "        swapped: tuple[int, ...] = ()  #"),
+    Mutation("N-D: token_axis suggested whatever x's other axis holds", "vkrope/ops/nd.py",
+             "    if x.ndim < 3 or int(x.shape[other]) != rows:", "    if x.ndim < 3:"),
+    Mutation("apply_rotary_pos_emb: no layout hint for q given as [B, S, H, D]", "vkrope/ops/transformers.py",
+             "        got = (b, int(p.shape[-1])) if p.ndim >= 2 and int(p.shape[-2]) in (1, b) else ()",
+             "        got = ()"),
 ]
 
 

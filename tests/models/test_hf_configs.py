@@ -463,6 +463,20 @@ def test_bad_calls_are_refused_before_gpu_work(call, exc, match):
     assert np.array_equal(y, q + 1)
 
 
+def test_q_and_k_given_tokens_first_get_a_layout_hint():
+    """q and k as [B, S, H, D] with equal head counts pass as [B, H, S, D]: position_ids [B, S] (or [1, S]) that
+    fit their axis 1 are refused with a hint that the axes look exchanged; a mismatch it does not explain gets none."""
+    rope = vkrope.from_hf(config("llama-3.1-8b"))
+    q = np.zeros((2, 16, 8, 128), np.float32)  # [B, S = 16, H = 8, D]
+    hint = r" \(q and k are read as \[B, H, S, D\]: are they \[B, S, H, D\]\? transpose\(0, 2, 1, 3\)\)$"
+    for pos in (np.zeros((2, 16), np.int64), np.zeros((1, 16), np.int64)):
+        with pytest.raises(ValueError, match=r"^position_ids must be \[B, S\] = \[2, 8\] \(q's batch and tokens\); "
+                                             rf"got \[{pos.shape[0]}, 16\]" + hint):
+            vkrope.apply_rotary_pos_emb(q, q, rope, pos)
+    with pytest.raises(ValueError, match=r"^position_ids must be \[B, S\] = \[2, 8\] .*; got \[2, 15\]$"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.zeros((2, 15), np.int64))
+
+
 def test_mrope_position_ids_checked():
     rope = vkrope.from_hf(config("qwen2-vl-7b"))
     q = np.zeros((1, 1, 2, 128), np.float32)

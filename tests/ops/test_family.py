@@ -327,6 +327,28 @@ def test_bad_input_names_the_argument(device, name, exc, change):
     assert np.array_equal(y, X4 + 1)
 
 
+SWAP_HINT = r" \(x is read as \[B, H, S, D\]: is it \[B, S, H, D\]\? transpose\(0, 2, 1, 3\)\)$"
+
+
+def test_layout_mistakes_name_the_layout():
+    """x given as [B, S, H, D] (here S = 8, H = 4) is read as [B, H, S, D]: the position_ids or caches that
+    fit it are refused with a hint that x's axes 1 and 2 look exchanged; a mismatch the exchange does not
+    explain gets no hint."""
+    x = np.zeros((2, 8, 4, 64), np.float32)
+    pos = np.tile(np.arange(8), (2, 1))
+    table, bs = np.ones((8, 32), np.float32), np.ones((2, 8, 32), np.float32)
+    with pytest.raises(ValueError, match=r"^position_ids must have shape \(2, 4\); got \(2, 8\)" + SWAP_HINT):
+        vkrope.rotary_embedding(x, vkrope.RopeFreqs(64), None, pos)
+    with pytest.raises(ValueError, match=r"^position_ids must have shape \(2, 4\); got \(2, 8\)" + SWAP_HINT):
+        vkrope.rotary_embedding(x, table, table, pos)
+    with pytest.raises(ValueError, match=r"^cos_cache must have shape .* = \(2, 4, 32\); got \(2, 8, 32\)" + SWAP_HINT):
+        vkrope.rotary_embedding(x, bs, bs)
+    with pytest.raises(ValueError, match=r"^position_ids must have shape \(2, 4\); got \(2, 5\)$"):
+        vkrope.rotary_embedding(x, vkrope.RopeFreqs(64), None, pos[:, :5])
+    with pytest.raises(ValueError, match=r"^position_ids must have shape \(2, 4\); got \(2, 8\)$"):  # 3-D x: no axes 1, 2
+        vkrope.rotary_embedding(np.zeros((2, 4, 256), np.float32), table, table, pos, num_heads=4)
+
+
 @pytest.mark.parametrize("call,name", [
     (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 3, 6), np.float32),
                                      np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32)), "xk"),

@@ -318,6 +318,26 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
     assert_close(y, nd_rope(x, (8, 8), spec.theta, ids), x, (8, 8))
 
 
+def test_a_token_count_of_the_other_axis_suggests_token_axis():
+    """diffusers' [B, S, H, D] with the default token_axis=-2 (its tokens on -3): the ids fit axis -3, and the
+    message says to pass token_axis=-3 (and the other way round); ids that fit neither axis get no hint."""
+    spec = vkrope.NdFreqs((8, 8))
+    x = np.zeros((1, 6, 3, 16), np.float32)  # [B, S = 6, H = 3, D]
+    with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 3 \(x's axis -2\); got \[6, 2\] "
+                                         r"\(x's axis -3 has 6: if x is \[\.\.\., N, H, C\] \(diffusers' \[B, S, H, D\]\), "
+                                         r"pass token_axis=-3\)$"):
+        vkrope.apply_nd(x, spec, np.zeros((6, 2)))
+    with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 6 \(x's axis -3\); got \[3, 2\] "
+                                         r"\(x's axis -2 has 3: if x is \[\.\.\., N, C\] \(\[B, H, S, D\]\), pass token_axis=-2\)$"):
+        vkrope.apply_nd(x, spec, np.zeros((3, 2)), token_axis=-3)
+    with pytest.raises(ValueError, match=r"\(x's axis -3 has 6: .*, use vkrope\.apply_nd\(x, spec, ids, token_axis=-3\)\)$"):
+        vkrope.apply(x, spec, positions=np.zeros((6, 2)))
+    with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 3 \(x's axis -2\); got \[5, 2\]$"):
+        vkrope.apply_nd(x, spec, np.zeros((5, 2)))
+    with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 6 \(x's axis -2\); got \[3, 2\]$"):
+        vkrope.apply_nd(np.zeros((6, 16), np.float32), spec, np.zeros((3, 2)))  # (2-D x: no other axis)
+
+
 def test_bench_nd_runs_its_rows(monkeypatch):
     """`vkrope bench --nd` on small rows: both layouts, both angles, the table
     path agreeing with the in-shader one (the bench asserts it)."""

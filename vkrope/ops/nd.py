@@ -45,7 +45,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     v = spec.check_ids(ids, ids_name)
     if v.shape[-2] != n:
         raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
-                         f"{list(v.shape)}")
+                         f"{list(v.shape)}{_token_axis_hint(x, int(v.shape[-2]), int(token_axis), ids_name)}")
     if inverse:
         v = -v  # the rotation by -angle
     if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
@@ -70,6 +70,17 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     return Request(x=x, out=check_out(out, x), cos=lower(spec), sin=None, row_of=np.ascontiguousarray(row_of, np.int32),
                    n_tokens=n, batch_rows=batch_rows, token_rows=heads, head_dim=c, rot_half=spec.dim // 2,
                    full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
+
+
+def _token_axis_hint(x: Any, rows: int, token_axis: int, ids_name: str) -> str:
+    """The hint of an ids / x mismatch that x's other token axis explains
+    (diffusers' [B, S, H, D] with the default token_axis=-2)."""
+    other = -3 if token_axis == -2 else -2
+    if x.ndim < 3 or int(x.shape[other]) != rows:
+        return ""
+    layout = "[..., N, H, C] (diffusers' [B, S, H, D])" if other == -3 else "[..., N, C] ([B, H, S, D])"
+    how = f"pass token_axis={other}" if ids_name == "ids" else f"use vkrope.apply_nd(x, spec, ids, token_axis={other})"
+    return f" (x's axis {other} has {rows}: if x is {layout}, {how})"
 
 
 def check_apply_nd(x: Any, freqs: NdFreqs, *, out: Any = None, inverse: Any = False, repeat: Any = 1,

@@ -17,7 +17,7 @@ from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
 from .table_args import (
-    TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d, spec_rows,
+    TABLE_DTYPES, check_flag, position_rows, rows2d, check_same_dtype, check_spec, spec_rows, swap_hint, check_table, check_tensor,
 )
 
 
@@ -33,6 +33,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if x.ndim == 4:
         b, h, s, d = (int(v) for v in x.shape)
         batch_rows = h * s
+        swapped: tuple[int, ...] = (b, h)  # [B, S] were x [B, S, H, D] (the layout hint of a shape mismatch)
     elif x.ndim == 3:
         b, s, hidden = (int(v) for v in x.shape)
         if heads == 0:
@@ -41,6 +42,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
             raise ValueError(f"num_heads = {heads} must divide the last axis of x ({hidden}, shape {tuple(x.shape)})")
         d = hidden // heads
         batch_rows = s
+        swapped = ()
     else:
         raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
     rot_given = rot
@@ -54,7 +56,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
-        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, b, s)
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped)
         return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
@@ -66,11 +68,11 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         cos_cache = check_table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
         sin_cache = check_table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        row_of = position_rows("position_ids", position_ids, (b, s), shape[0])
+        row_of = position_rows("position_ids", position_ids, (b, s), shape[0], swapped)
     else:
-        shape3 = (b, s, rot // 2)
-        cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
-        sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x)
+        shape3, swapped3 = (b, s, rot // 2), swapped and swapped + (rot // 2,)
+        cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x, swapped3)
+        sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x, swapped3)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
         row_of = np.arange(b * s, dtype=np.int32)
@@ -79,9 +81,12 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
                    storage=storage, given=given)
 
 
-def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b: int, s: int) -> np.ndarray:
+def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],
+                    swapped: tuple[int, ...]) -> np.ndarray:
     """row_of of an ONNX call with a RopeFreqs spec for its caches: the
-    position ids (token s at position s without them)."""
+    position ids (token s at position s without them); `swapped`: [B, S]
+    were x's axes 1 and 2 exchanged."""
+    b, s = bs
     check_spec("cos_cache", spec, other, "sin_cache", rot)
     if position_ids is None:
         return spec_rows(spec, np.tile(np.arange(s), b), "positions")
@@ -89,7 +94,8 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, b:
     if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
     if position_ids.shape != (b, s):
-        raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}")
+        raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
+                         f"{swap_hint('x', position_ids.shape, swapped)}")
     return spec_rows(spec, position_ids, "position_ids")
 
 

@@ -42,13 +42,27 @@ def check_tensor(name: str, x: Any) -> Any:
     return x
 
 
-def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any) -> Any:
+def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, swapped: tuple[int, ...] = ()) -> Any:
+    """A table of `shape`; `swapped`: the shape it would have were x's axes
+    1 and 2 exchanged (the message then asks about x's layout)."""
     check_table_array(name, t, TABLE_DTYPES)
     if isinstance(t, DeviceArray):
         check_resident_table_dtype(name, t, x)
     if tuple(t.shape) != shape:
-        raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}")
+        raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
+                         f"{swap_hint('x', tuple(t.shape), swapped)}")
     return t
+
+
+def swap_hint(name: str, given: tuple[int, ...], swapped: tuple[int, ...]) -> str:
+    """The layout hint of a shape mismatch that x given as [B, S, H, D]
+    where [B, H, S, D] is read explains: `given` (the shape given) is
+    `swapped`, the shape the call would expect with x's axes 1 and 2
+    exchanged (empty: no such x, as a 3-D one); else ""."""
+    if not swapped or tuple(given) != tuple(swapped):
+        return ""
+    is_it = "are read as [B, H, S, D]: are they" if " and " in name else "is read as [B, H, S, D]: is it"
+    return f" ({name} {is_it} [B, S, H, D]? transpose(0, 2, 1, 3))"
 
 
 def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
@@ -70,12 +84,14 @@ def check_same_dtype(a: Any, b: Any, names: str) -> None:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
 
 
-def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int) -> np.ndarray:
+def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, swapped: tuple[int, ...] = ()) -> np.ndarray:
+    """Integer positions of `shape`, each in [0, rows), as int32 (a copy);
+    `swapped` as check_table's."""
     check_plain_array(name, p)
     if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
     if p.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}; got {p.shape}")
+        raise ValueError(f"{name} must have shape {shape}; got {p.shape}{swap_hint('x', p.shape, swapped)}")
     bad = p[(p < 0) | (p >= rows)]
     if bad.size:
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")

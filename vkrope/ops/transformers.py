@@ -15,7 +15,7 @@ from ..kernels.table import Request
 from .lowering import lower, several_axes
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
-from .table_args import q_and_k
+from .table_args import q_and_k, swap_hint
 
 
 def _same_memory(a: Any, b: Any) -> bool:
@@ -51,8 +51,10 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     if p.shape[-2:-1] == (1,) and b > 1 and p.shape[-1] == s:  # one row for every item, as transformers broadcasts
         p = np.broadcast_to(p, p.shape[:-2] + (b, s))
     if tuple(p.shape[-2:]) != (b, s):
+        got = (b, int(p.shape[-1])) if p.ndim >= 2 and int(p.shape[-2]) in (1, b) else ()  # ([1, S] serves all B)
         raise ValueError(f"position_ids must be [B, S] = [{b}, {s}] (q's batch and tokens)"
-                         f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}")
+                         f"{' (or [3, B, S])' if several_axes(freqs) else ''}; got {list(position_ids.shape)}"
+                         f"{swap_hint('q and k', got, (b, int(qx.shape[1])))}")
     if freqs.dim > d:
         raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
     gen = lower(freqs)
