@@ -966,6 +966,8 @@ MUTATIONS = [
     Mutation("apply_rotary_pos_emb: no layout hint for q given as [B, S, H, D]", "vkrope/ops/transformers.py",
              "        got = (b, int(p.shape[-1])) if p.ndim >= 2 and int(p.shape[-2]) in (1, b) else ()",
              "        got = ()"),
+    Mutation("ONNX: rotary_embedding_dim suggested for a spec wider than the heads", "vkrope/ops/onnx.py",
+             "to rotate the first {spec.dim})\" if spec.dim < d else \"\"", "to rotate the first {spec.dim})\""),
 ]
 
 

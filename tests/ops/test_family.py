@@ -349,6 +349,15 @@ def test_layout_mistakes_name_the_layout():
         vkrope.rotary_embedding(np.zeros((2, 4, 256), np.float32), table, table, pos, num_heads=4)
 
 
+def test_a_narrower_spec_suggests_rotary_embedding_dim():
+    x = np.zeros((1, 2, 3, 64), np.float32)
+    with pytest.raises(ValueError, match=r"^cos_cache: the frequency spec has dim = 32; this call rotates 64 channels "
+                                         r"\(pass rotary_embedding_dim=32 to rotate the first 32\)$"):
+        vkrope.rotary_embedding(x, vkrope.RopeFreqs(32), None)
+    with pytest.raises(ValueError, match=r"^cos_cache: the frequency spec has dim = 128; this call rotates 64 channels$"):
+        vkrope.rotary_embedding(x, vkrope.RopeFreqs(128), None)  # (wider than the heads: no rotary_embedding_dim fits)
+
+
 @pytest.mark.parametrize("call,name", [
     (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 3, 6), np.float32),
                                      np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32)), "xk"),

@@ -56,7 +56,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
-        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped)
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped, d)
         return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
@@ -82,12 +82,13 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],
-                    swapped: tuple[int, ...]) -> np.ndarray:
+                    swapped: tuple[int, ...], d: int) -> np.ndarray:
     """row_of of an ONNX call with a RopeFreqs spec for its caches: the
     position ids (token s at position s without them); `swapped`: [B, S]
-    were x's axes 1 and 2 exchanged."""
+    were x's axes 1 and 2 exchanged, d: the head size."""
     b, s = bs
-    check_spec("cos_cache", spec, other, "sin_cache", rot)
+    hint = f" (pass rotary_embedding_dim={spec.dim} to rotate the first {spec.dim})" if spec.dim < d else ""
+    check_spec("cos_cache", spec, other, "sin_cache", rot, hint)
     if position_ids is None:
         return spec_rows(spec, np.tile(np.arange(s), b), "positions")
     check_plain_array("position_ids", position_ids)

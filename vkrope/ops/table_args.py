@@ -65,12 +65,13 @@ def swap_hint(name: str, given: tuple[int, ...], swapped: tuple[int, ...]) -> st
     return f" ({name} {is_it} [B, S, H, D]? transpose(0, 2, 1, 3))"
 
 
-def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int) -> RopeFreqs:
-    """A RopeFreqs spec given in place of both tables."""
+def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int, hint: str = "") -> RopeFreqs:
+    """A RopeFreqs spec given in place of both tables (`hint` ends the
+    message of a dim mismatch)."""
     if other is not None:
         raise ValueError(f"{other_name} must be None when {name} is a frequency spec; got {describe(other)}")
     if spec.dim != rot:
-        raise ValueError(f"{name}: the frequency spec has dim = {spec.dim}; this call rotates {rot} channels")
+        raise ValueError(f"{name}: the frequency spec has dim = {spec.dim}; this call rotates {rot} channels{hint}")
     return spec
 
 
