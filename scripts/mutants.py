@@ -968,6 +968,12 @@ MUTATIONS = [
              "        got = ()"),
     Mutation("ONNX: rotary_embedding_dim suggested for a spec wider than the heads", "vkrope/ops/onnx.py",
              "to rotate the first {spec.dim})\" if spec.dim < d else \"\"", "to rotate the first {spec.dim})\""),
+    Mutation("np.asarray suggested for a value numpy cannot read as an array", "vkrope/runtime/dtypes.py",
+             "    if isinstance(value, (list, tuple)) or hasattr(type(value), \"__array__\") or hasattr(type(value), \"numpy\"):",
+             "    if True:"),
+    Mutation("np.asarray not suggested for another library's tensor", "vkrope/runtime/dtypes.py",
+             "    if isinstance(value, (list, tuple)) or hasattr(type(value), \"__array__\") or hasattr(type(value), \"numpy\"):",
+             "    if isinstance(value, (list, tuple)):"),
 ]
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import DeviceClosedError
 from .runtime.dtypes import (
-    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_16bit, is_fp8, swapped_of,
+    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, asarray_hint, convert_hint, is_16bit, is_fp8, swapped_of,
 )
 from .runtime.array import DeviceArray
 
@@ -58,7 +58,7 @@ def refuse_subclass(name: str, a: Any) -> None:
 def check_plain_array(name: str, a: Any) -> np.ndarray:
     """`a` must be a plain numpy array (not a matrix or masked array)."""
     if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array; got {describe(a)}")
+        raise TypeError(f"{name} must be a numpy array; got {describe(a)}{asarray_hint(name, a)}")
     refuse_subclass(name, a)
     return a
 
@@ -126,7 +126,8 @@ def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     elif not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy array of {TENSOR_DTYPE_NAMES}; got {describe(x)}")
+        raise TypeError(f"{name} must be a numpy array of {TENSOR_DTYPE_NAMES}; got {describe(x)}"
+                        f"{asarray_hint(name, x)}")
     else:
         refuse_subclass(name, x)
     if x.dtype not in X_DTYPES:

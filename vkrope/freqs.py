@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import BFLOAT16, REAL_SCALARS
+from .runtime.dtypes import BFLOAT16, REAL_SCALARS, asarray_hint
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -188,7 +188,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     each in [0, 2^24). Else a TypeError / ValueError naming `name`."""
     if not isinstance(position_ids, np.ndarray):
         raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] for M-RoPE)' if mrope else ''}; "
-                        f"got {type(position_ids).__name__}")
+                        f"got {type(position_ids).__name__}{asarray_hint(name, position_ids)}")
     p = position_ids
     if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
@@ -912,7 +912,7 @@ class NdFreqs(FrequencySpec):
         +-2^30, or a TypeError / ValueError naming `name`."""
         if not isinstance(ids, np.ndarray) or isinstance(ids, np.ma.MaskedArray):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
-                            f"one: fill it first); got {type(ids).__name__}")
+                            f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
         if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype != np.dtype(BFLOAT16):
             raise TypeError(f"{name} must hold real numbers (integers or floats); got dtype {ids.dtype}")
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:

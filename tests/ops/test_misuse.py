@@ -848,6 +848,37 @@ def test_masked_arguments_are_refused(device, name):
             apply(x, **kw)
 
 
+class _TorchLike:
+    """A tensor of another library: numpy reads it through __array__ (and it has .numpy(), as torch's has)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+    def numpy(self):
+        return self.a
+
+
+@pytest.mark.parametrize("wrap", [np.ndarray.tolist, lambda a: tuple(a.tolist()), _TorchLike],
+                         ids=["list", "tuple", "torch-like"])
+@pytest.mark.parametrize("name", ["x", "freqs", "positions"])
+def test_lists_and_other_libraries_arrays_are_told_to_convert(device, name, wrap):
+    """A list, a tuple or another library's tensor where a numpy array is needed: the TypeError names it and
+    says to convert it with np.asarray; a value numpy cannot read as an array gets no such hint."""
+    x, kw = _args_with(name, wrap)
+    for apply in (vkrope.apply, device.apply):
+        with pytest.raises(TypeError, match=rf"^{name} must be a.* numpy array.*; got .* "
+                                            rf"\(convert it with np\.asarray\({name}\)\)$"):
+            apply(x, **kw)
+    with pytest.raises(TypeError, match=r"^position_ids must be a numpy array; got .* "
+                                        r"\(convert it with np\.asarray\(position_ids\)\)$"):
+        vkrope.rotary_embedding(rand((1, 1, 2, 4)), vkrope.RopeFreqs(4), None, wrap(np.zeros((1, 2), np.int64)))
+    with pytest.raises(TypeError, match=r"^x must be a numpy array of .*; got str 'x'$"):
+        vkrope.apply("x", freqs_table(6, 8))
+
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
 def test_subclasses_are_refused_everywhere(device):
     """The same rule for asarray, apply_many and apply_reference."""

@@ -289,7 +289,8 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
     ids = np.zeros((5, 2))
     before = device.stats()["submissions"]
     bad = [
-        (lambda: vkrope.apply_nd(x, spec, ids.tolist()), TypeError, "ids must be a numpy array"),
+        (lambda: vkrope.apply_nd(x, spec, ids.tolist()), TypeError,
+         r"^ids must be a numpy array .*; got list \(convert it with np\.asarray\(ids\)\)$"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 3))), ValueError, r"ids must have shape \[N, 2\]"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((4, 2))), ValueError, "one row per token: N = 5"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 2), bool)), TypeError, "real numbers"),

@@ -15,7 +15,7 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import FREQS_DTYPES, convert_hint
+from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -136,7 +136,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     else:
         if not isinstance(freqs, np.ndarray):
             raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
-                            f"got {describe(freqs)}")
+                            f"got {describe(freqs)}{asarray_hint('freqs', freqs)}")
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"
@@ -173,7 +173,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
 def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int,
                      form: Callable[[], str]) -> np.ndarray:
     if not isinstance(positions, np.ndarray):
-        raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}")
+        raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}"
+                        f"{asarray_hint('positions', positions)}")
     check_plain_array("positions", positions)
     if positions.dtype == np.bool_ or not np.issubdtype(positions.dtype, np.integer):
         raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")

@@ -64,6 +64,17 @@ def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
     return f"convert with {name}.astype(np.float32)"
 
 
+def asarray_hint(name: str, value: Any) -> str:
+    """How to pass `value` where a numpy array is needed: a list or tuple,
+    or an array of another library (torch, JAX: `__array__` or `.numpy`),
+    converts with np.asarray; anything else gets no hint."""
+    if isinstance(value, np.ndarray):
+        return ""
+    if isinstance(value, (list, tuple)) or hasattr(type(value), "__array__") or hasattr(type(value), "numpy"):
+        return f" (convert it with np.asarray({name}))"
+    return ""
+
+
 def swapped_of(dtype: Any, accepted: Any) -> bool:
     """Whether `dtype` is one of `accepted` in the other byte order."""
     dt = np.dtype(dtype)
@@ -92,5 +103,6 @@ def is_16bit(dtype: Any) -> bool:
 
 
 __all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",
-           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES", "names", "REAL_SCALARS", "axis", "convert_hint", "swapped_of",
+           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES", "names", "REAL_SCALARS", "axis", "convert_hint", "asarray_hint",
+           "swapped_of",
            "is_16bit", "is_fp8", "table_dtype"]
