@@ -974,6 +974,13 @@ MUTATIONS = [
     Mutation("np.asarray not suggested for another library's tensor", "vkrope/runtime/dtypes.py",
              "    if isinstance(value, (list, tuple)) or hasattr(type(value), \"__array__\") or hasattr(type(value), \"numpy\"):",
              "    if isinstance(value, (list, tuple)):"),
+    Mutation("from_hf: a GGUF file called not JSON", CONFIGS,
+             "            if _first_bytes(path, 4) == b\"GGUF\":", "            if False:"),
+    Mutation("from_hf: any missing path called a Hub id", CONFIGS,
+             "    if given.count(\"/\") != 1 or given.startswith((\".\", \"/\", \"~\")) or given.endswith(\".json\") or os.path.exists(given):",
+             "    if os.path.exists(given):"),
+    Mutation("from_hf: a local folder of a Hub id's name called a Hub id", CONFIGS,
+             " or given.endswith(\".json\") or os.path.exists(given):", " or given.endswith(\".json\"):"),
 ]
 
 

@@ -418,6 +418,22 @@ def test_bad_configs_name_the_key(edit, match):
         vkrope.from_hf(c)
 
 
+def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch):
+    """'org/name' that is no local path reads like a Hub id: the 'no such file' says vkrope does not download and
+    what to pass instead; a missing local-looking path (absolute, relative with './', deeper, a .json) does not."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^config: no such file 'meta-llama/Llama-3\.1-8B' \(it looks like a Hugging "
+                                         r"Face Hub id: vkrope does not download from the Hub; pass the path of the "
+                                         r"model's config\.json, or its contents as a dict\)$"):
+        vkrope.from_hf("meta-llama/Llama-3.1-8B")
+    for path in (str(tmp_path / "a" / "b"), "./a/b", "a/b/c", "a/config.json"):
+        with pytest.raises(ValueError, match=r"^config: no such file '[^']*'$"):
+            vkrope.from_hf(path)
+    (tmp_path / "meta-llama" / "Llama-3.1-8B").mkdir(parents=True)  # a local folder of that name: its config.json
+    with pytest.raises(ValueError, match=r"^config: no such file 'meta-llama/Llama-3\.1-8B/config\.json'$"):
+        vkrope.from_hf("meta-llama/Llama-3.1-8B")
+
+
 def test_layer_type_errors_and_inputs(tmp_path):
     with pytest.raises(ValueError, match="layer_type.*sliding_attention"):
         vkrope.from_hf(config("gemma-3-4b"))
@@ -425,11 +441,15 @@ def test_layer_type_errors_and_inputs(tmp_path):
         vkrope.from_hf(config("gemma-3-4b"), layer_type="local")
     with pytest.raises(ValueError, match="one RoPE for every layer"):
         vkrope.from_hf(config("phi-2"), layer_type="full_attention")
-    with pytest.raises(ValueError, match="no such file"):
+    with pytest.raises(ValueError, match=r"no such file '[^']*nope\.json'$"):
         vkrope.from_hf(str(tmp_path / "nope.json"))
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="not JSON"):
         vkrope.from_hf(str(tmp_path / "bad.json"))
+    (tmp_path / "model.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + bytes(16))
+    with pytest.raises(ValueError, match=r"^config: '[^']*model\.gguf' is a GGUF file, not a config\.json: read it with "
+                                         r"vkrope\.from_gguf$"):
+        vkrope.from_hf(str(tmp_path / "model.gguf"))
     with pytest.raises(TypeError, match="config must be a dict"):
         vkrope.from_hf(42)
 

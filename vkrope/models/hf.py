@@ -32,8 +32,11 @@ def _load(config: Any) -> dict:
             with open(path, encoding="utf-8") as f:
                 config = json.load(f)
         except FileNotFoundError:
-            raise ValueError(f"config: no such file {path!r}") from None
+            raise ValueError(f"config: no such file {path!r}{_hub_id_hint(os.fspath(config))}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if _first_bytes(path, 4) == b"GGUF":
+                raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with "
+                                 "vkrope.from_gguf") from None
             raise ValueError(f"config: {path!r} is not JSON in UTF-8 ({exc})") from None
         except RecursionError:
             raise ValueError(f"config: {path!r} nests too deeply to read") from None
@@ -45,6 +48,24 @@ def _load(config: Any) -> dict:
         raise TypeError(f"config must be a dict (a config.json's contents), a path to a config.json, or an object "
                         f"with to_dict(); got {type(config).__name__}")
     return config
+
+
+def _hub_id_hint(given: str) -> str:
+    """The hint of a missing config path that reads like a Hugging Face Hub
+    id ('meta-llama/Llama-3.1-8B': one '/', not a local path)."""
+    if given.count("/") != 1 or given.startswith((".", "/", "~")) or given.endswith(".json") or os.path.exists(given):
+        return ""
+    return (" (it looks like a Hugging Face Hub id: vkrope does not download from the Hub; pass the path of the "
+            "model's config.json, or its contents as a dict)")
+
+
+def _first_bytes(path: str, n: int) -> bytes:
+    """The first `n` bytes of the file at `path` (b"" if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
 
 
 def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
