@@ -39,6 +39,7 @@ TESTS = [
     "tests/models/test_hf_remote.py", "tests/models/test_pyconv.py", "tests/models/test_chart.py",
     "tests/kernels/test_shift.py", "tests/project/test_api_binding.py", "tests/kernels/test_fp8.py",
     "tests/runtime/test_hot_path.py", "tests/ops/test_repeat.py",
+    "tests/project/test_examples_and_cli.py::test_cli_errors_name_the_flags",
 ]
 
 
@@ -981,6 +982,10 @@ MUTATIONS = [
              "    if os.path.exists(given):"),
     Mutation("from_hf: a local folder of a Hub id's name called a Hub id", CONFIGS,
              " or given.endswith(\".json\") or os.path.exists(given):", " or given.endswith(\".json\"):"),
+    Mutation("CLI: like='<model type>' left in the Python spelling", "vkrope/__main__.py",
+             "        message = re.sub(rf\"(?<![\\w.-]){name}='([^']*)'\", rf\"{flag} \\1\", message)", ""),
+    Mutation("CLI: num_heads renamed only where it starts the message", "vkrope/__main__.py",
+             "        where = r\"(?<![\\w.'-])\" if name in _FLAG_NAMES_ANYWHERE else r\"^\"", "        where = r\"^\""),
 ]
 
 

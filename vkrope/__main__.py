@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, Callable, NoReturn
@@ -342,6 +343,28 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
+# The Python keywords each command's flags pass on, as its messages spell them: a name read as a word
+# ("storage", "positions") only where it names the argument (message start, name=value); one no prose
+# uses (num_heads) anywhere.
+_FLAG_WORDS = {"config": ("like",), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
+               "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
+_FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads")
+
+
+def cli_spelling(message: str, command: str) -> str:
+    """A message of the Python API in the flags of `command`: like='llama'
+    -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
+    message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
+    for name in _FLAG_WORDS.get(command, ()):
+        flag = "--" + name.replace("_", "-")
+        message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama
+        message = re.sub(rf"(?<![\w.-]){name}=(?=[\s,;)]|$)", flag, message)  # 'without like=' -> 'without --like'
+        message = re.sub(rf"(?<![\w.-]){name}=(?=[^\s,;)])", f"{flag} ", message)  # repeat=2 -> --repeat 2
+        where = r"(?<![\w.'-])" if name in _FLAG_NAMES_ANYWHERE else r"^"
+        message = re.sub(rf"{where}{name}(?=[\s:,)]|$)", flag, message)
+    return message
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors print one line and exit 1, like every other error."""
 
@@ -437,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one clear line unless --debug
         if args.debug:
             raise
-        print(f"vkrope: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"vkrope: error: {type(exc).__name__}: {cli_spelling(str(exc), args.command)}", file=sys.stderr)
         return 1
 
 

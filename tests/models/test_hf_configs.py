@@ -507,7 +507,7 @@ def test_mrope_position_ids_checked():
         vkrope.apply_rotary_pos_emb(q, q, rope, np.zeros((3, 1, 3), np.int64))
 
 
-def test_cli_config(capsys):
+def test_cli_config(capsys, tmp_path):
     from vkrope.__main__ import main
 
     assert main(["config", os.path.join(CONFIGS, "gemma-3-4b.json")]) == 0
@@ -520,6 +520,14 @@ def test_cli_config(capsys):
     assert abs(got["attention_factor"] - 1.1902380714238083) < 1e-15
     assert main(["config", os.path.join(CONFIGS, "missing.json")]) == 1
     assert "no such file" in capsys.readouterr().err
+    # from_hf's like= is the command's --like
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mymodel", "hidden_size": 256,
+                                                      "num_attention_heads": 4}))
+    assert main(["config", str(tmp_path / "config.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("pass --like <that model type>") and "like=" not in err, err
+    assert main(["config", str(tmp_path / "config.json"), "--like", "lama"]) == 1
+    assert capsys.readouterr().err.startswith("vkrope: error: ValueError: --like: 'lama' is not a model type")
 
 
 def test_mrope_with_yarn_carries_its_attention_factor():

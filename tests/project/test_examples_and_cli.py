@@ -182,6 +182,35 @@ def _one_line_error(res, *words):
     return lines[0]
 
 
+def test_cli_errors_name_the_flags(tmp_path, capsys):
+    """Messages of the Python API name its keywords (num_heads, position_ids, storage='buffer'); through the
+    command line they name the flags that set them (--num-heads, --position-ids, --storage buffer)."""
+    from vkrope.__main__ import main
+
+    x, f = _npy_pair(tmp_path)
+    np.save(tmp_path / "p.npy", np.arange(3))
+    np.save(tmp_path / "x4.npy", np.ones((2, 8, 4, 8), np.float32))  # [B, S, H, D] given for [B, H, S, D]
+    np.save(tmp_path / "c.npy", np.ones((8, 4), np.float32))
+    np.save(tmp_path / "pid.npy", np.zeros((2, 8), np.int64))
+    out = str(tmp_path / "y.npy")
+    c, x4 = str(tmp_path / "c.npy"), str(tmp_path / "x4.npy")
+    for args, line in [
+        (["apply", x, f, "-o", out, "--positions", str(tmp_path / "p.npy"), "--repeat", "2"],
+         "ValueError: --positions cannot be combined with repeat or exclude_last (got --repeat 2, --exclude-last 0);"),
+        (["apply", x, f, "-o", out, "--storage", "texture2d"], "ValueError: --storage must be one of "),
+        (["rotary-embedding", x, c, c, "-o", out], "ValueError: x is 3D [B, S, H*D] = (1, 3, 4): --num-heads must be "
+                                                  "given (> 0)"),
+        (["rotary-embedding", x4, c, c, "-o", out, "--position-ids", str(tmp_path / "pid.npy")],
+         "ValueError: --position-ids must have shape (2, 4); got (2, 8) (x is read as [B, H, S, D]: "),
+        (["rotary-embedding", x, c, c, "-o", out, "--num-heads", "1", "--rotary-embedding-dim", "6"],
+         "ValueError: --rotary-embedding-dim must be <= the head size 4; got 6"),
+    ]:
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"vkrope: error: {line}") and len(err.splitlines()) == 1, err
+        assert "num_heads" not in err and "position_ids" not in err and "storage=" not in err, err
+
+
 def _npy_pair(tmp_path):
     np.save(tmp_path / "x.npy", np.ones((1, 3, 4), np.float32))
     np.save(tmp_path / "f.npy", np.ones((3, 4), np.float32))
@@ -252,7 +281,7 @@ def test_cli_refuses_a_directory_as_output(tmp_path):
     (["bench", "--shapes", "axb"], ["--shapes"]),
     (["apply", "x.npy", "f.npy", "-o", "y.npy", "--repeat", "-1"], ["repeat"]),
     (["apply", "x.npy", "f.npy", "-o", "y.npy", "--repeat", "two"], ["--repeat"]),
-    (["apply", "x.npy", "f.npy", "-o", "y.npy", "--exclude-last", "-2"], ["exclude_last"]),
+    (["apply", "x.npy", "f.npy", "-o", "y.npy", "--exclude-last", "-2"], ["--exclude-last must be >= 0"]),
     (["apply", "x.npy", "f.npy"], ["-o/--output"]),
     (["nosuchcommand"], ["nosuchcommand"]),
 ])
@@ -368,4 +397,4 @@ def test_cli_rotary_embedding(tmp_path):
         ref = onnx_rotary_embedding(x, cos, sin, pos, **kw)
         assert np.abs(np.load(tmp_path / "y.npy") - ref).max() < 1e-5
     res = cli("rotary-embedding", "x.npy", "c.npy", "s.npy", "-o", "y.npy", "--num-heads", "5", cwd=tmp_path)
-    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "num_heads" in res.stderr, res.stderr
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "--num-heads = 5" in res.stderr, res.stderr
