@@ -40,6 +40,7 @@ TESTS = [
     "tests/kernels/test_shift.py", "tests/project/test_api_binding.py", "tests/kernels/test_fp8.py",
     "tests/runtime/test_hot_path.py", "tests/ops/test_repeat.py",
     "tests/project/test_examples_and_cli.py::test_cli_errors_name_the_flags",
+    "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_a_missing_file",
 ]
 
 
@@ -986,6 +987,9 @@ MUTATIONS = [
              "        message = re.sub(rf\"(?<![\\w.-]){name}='([^']*)'\", rf\"{flag} \\1\", message)", ""),
     Mutation("CLI: num_heads renamed only where it starts the message", "vkrope/__main__.py",
              "        where = r\"(?<![\\w.'-])\" if name in _FLAG_NAMES_ANYWHERE else r\"^\"", "        where = r\"^\""),
+    Mutation("CLI: a missing --chart-from file called not a bench JSON", "vkrope/__main__.py",
+             "        except FileNotFoundError:\n            raise ValueError(f\"--chart-from: no such file",
+             "        except NotImplementedError:\n            raise ValueError(f\"--chart-from: no such file"),
 ]
 
 

@@ -241,6 +241,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         try:
             result = json.loads(Path(args.chart_from).read_text())
             bench.check_result(result)
+        except FileNotFoundError:
+            raise ValueError(f"--chart-from: no such file {args.chart_from!r}") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"--chart-from: {args.chart_from} is not a `vkrope bench` JSON of this version "
                              f"({type(exc).__name__}: {exc})") from None

@@ -211,6 +211,17 @@ def test_cli_errors_name_the_flags(tmp_path, capsys):
         assert "num_heads" not in err and "position_ids" not in err and "storage=" not in err, err
 
 
+def test_cli_bench_chart_from_a_missing_file(tmp_path, capsys):
+    """--chart-from of a file that is not there says so (it said the file was not a bench JSON of this
+    version), before any work and without writing anything."""
+    from vkrope.__main__ import main
+
+    assert main(["bench", "--chart-from", str(tmp_path / "nope.json"), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"vkrope: error: ValueError: --chart-from: no such file {str(tmp_path / 'nope.json')!r}\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
 def _npy_pair(tmp_path):
     np.save(tmp_path / "x.npy", np.ones((1, 3, 4), np.float32))
     np.save(tmp_path / "f.npy", np.ones((3, 4), np.float32))
