@@ -41,6 +41,7 @@ TESTS = [
     "tests/runtime/test_hot_path.py", "tests/ops/test_repeat.py",
     "tests/project/test_examples_and_cli.py::test_cli_errors_name_the_flags",
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_a_missing_file",
+    "tests/project/test_examples_and_cli.py::test_info_json_when_no_device_is_chosen",
 ]
 
 
@@ -990,6 +991,9 @@ MUTATIONS = [
     Mutation("CLI: a missing --chart-from file called not a bench JSON", "vkrope/__main__.py",
              "        except FileNotFoundError:\n            raise ValueError(f\"--chart-from: no such file",
              "        except NotImplementedError:\n            raise ValueError(f\"--chart-from: no such file"),
+    Mutation("CLI: info lists no device when none can be chosen", "vkrope/__main__.py",
+             "    except vkrope.VulkanUnavailableError as exc:\n        if not devs:",
+             "    except NotImplementedError as exc:\n        if not devs:"),
 ]
 
 

@@ -118,24 +118,43 @@ def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """Each Vulkan device and the facts vkrope depends on."""
+    """Each Vulkan device and the facts vkrope depends on. Where none can be
+    chosen (VKROPE_DEVICE matches none, or none is usable) the devices are
+    listed all the same, then the error says why (exit 1)."""
     import vkrope
 
     devs = vkrope.devices()
-    chosen = vkrope.default_device()
+    try:
+        chosen = vkrope.default_device().info
+    except vkrope.VulkanUnavailableError as exc:
+        if not devs:
+            raise
+        chosen, unusable = None, exc
     if args.json:
-        print(json.dumps({"devices": devs, "chosen": chosen.info}, indent=2, default=str))
-        return 0
+        print(json.dumps({"devices": devs, "chosen": chosen}, indent=2, default=str))
+    else:
+        _print_devices(devs, chosen)
+    if chosen is None:
+        raise unusable
+    return 0
+
+
+def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) -> None:
+    """`vkrope info`'s lines: each device, and the one vkrope uses and why
+    (or that it uses none)."""
     for d in devs:
-        mark = "*" if d["index"] == chosen.info["index"] else " "
+        mark = "*" if chosen is not None and d["index"] == chosen["index"] else " "
         print(f"{mark}[{d['index']}] {d['name']} ({d['type']}), Vulkan {d['api_version']}, {d['driver']}")
         print(f"     maxStorageBufferRange {d['max_storage_buffer_range']}, maxImageDimension3D "
               f"{d['max_image_dimension_3d']}, 16-bit storage {d['storage_buffer_16bit']}, "
               f"external host memory {d['external_memory_host']}, timestamps {d['timestamp_valid_bits'] > 0}")
         if d["problems"]:
             print(f"     not usable: {'; '.join(d['problems'])}")
-    print(f"vkrope uses [{chosen.info['index']}]: {chosen.info['why_chosen']}")
-    return 0
+    if chosen is None:  # (why: the error that follows)
+        wanted = os.environ.get("VKROPE_DEVICE", "").strip()
+        print("vkrope uses none of them" + (f" (VKROPE_DEVICE = {wanted!r})" if wanted else ""))
+    else:
+        print(f"vkrope uses [{chosen['index']}]: {chosen['why_chosen']}")
 
 
 def load_npy(path: str, what: str) -> np.ndarray:

@@ -38,10 +38,38 @@ def test_examples_exist():
             "onnx_llama_attention.py", "decode_loop.py", "hf_config_attention.py", "flux_attention.py"} <= names
 
 
+def test_info_lists_the_devices_when_vkrope_device_matches_none():
+    """docs/errors.md: `vkrope info` lists every device; with a VKROPE_DEVICE that matches none it still does,
+    says it uses none and which VKROPE_DEVICE asked, and exits 1 with the error (it printed only the error)."""
+    res = cli("info", env={"VKROPE_DEVICE": "99"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"[0] {vkrope.devices()[0]['name']}" in res.stdout and "maxStorageBufferRange" in res.stdout, res.stdout
+    assert res.stdout.rstrip().endswith("vkrope uses none of them (VKROPE_DEVICE = '99')"), res.stdout
+    assert "*[" not in res.stdout
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vkrope: error: VulkanUnavailableError: ") and "index 99" in err[0], err
+
+
+def test_info_json_when_no_device_is_chosen(monkeypatch, capsys):
+    """`vkrope info --json` with no device chosen: the devices and "chosen": null, then the error, exit 1."""
+    from vkrope.__main__ import main
+
+    def unusable():
+        raise vkrope.VulkanUnavailableError("no usable Vulkan device. Devices seen: ...")
+
+    monkeypatch.setattr(vkrope, "default_device", unusable)
+    assert main(["info", "--json"]) == 1
+    out, err = capsys.readouterr()
+    facts = json.loads(out)
+    assert facts["chosen"] is None and [d["index"] for d in facts["devices"]] == [d["index"] for d in vkrope.devices()]
+    assert err == "vkrope: error: VulkanUnavailableError: no usable Vulkan device. Devices seen: ...\n", err
+
+
 def cli(*args, **kw):
     """Run the command with the validation layer on; it must stay silent."""
     # PYTHONPATH: this checkout's vkrope even when cwd is elsewhere.
     env = {"VKROPE_VALIDATION": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.update(kw.pop("env", {}))
     res = run([sys.executable, "-m", "vkrope", *args], env=env, **kw)
     assert "Vulkan validation" not in res.stderr, res.stderr
     return res
