@@ -17,7 +17,8 @@ from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
 from .table_args import (
-    TABLE_DTYPES, check_flag, position_rows, rows2d, check_same_dtype, check_spec, spec_rows, swap_hint, check_table, check_tensor,
+    TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
+    spec_rows, swap_hint,
 )
 
 
