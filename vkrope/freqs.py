@@ -36,6 +36,9 @@ from .runtime.dtypes import BFLOAT16, REAL_SCALARS, asarray_hint
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
+# The widest head a spec may rotate (64 Ki channels: past any model's; its frequencies are made on the host, so a
+# config's head_dim of 2^28 would otherwise allocate gigabytes before a check could name it).
+MAX_HEAD_DIM = 1 << 16
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -119,6 +122,17 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
+
+
+def check_head_dim(name: str, value: int) -> None:
+    """A head's width (an int already) of at most MAX_HEAD_DIM channels."""
+    if value > MAX_HEAD_DIM:
+        raise ValueError(f"{name} must be at most {MAX_HEAD_DIM} (a head's channels); got {value}")
+
+
+def _check_dim(name: str, value: Any, minimum: int) -> None:
+    _check_int(name, value, minimum)
+    check_head_dim(name, value)
 
 
 F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
@@ -435,7 +449,7 @@ class RopeFreqs(PositionFreqs):
     yarn: YaRN | None = None
 
     def __post_init__(self) -> None:
-        _check_int("dim", self.dim, 2)
+        _check_dim("dim", self.dim, 2)
         if self.dim % 2:
             raise ValueError(f"dim must be even and >= 2; got {self.dim}")
         _check_positive("base", self.base)
@@ -605,8 +619,8 @@ class InvFreqs(PositionFreqs):
                 raise ValueError(f"inv_freq_exact must hold as many values as inv_freq ({n}); got {exact.size}")
         object.__setattr__(self, "inv_freq_exact", tuple(float(v) for v in exact))
         object.__setattr__(self, "dim", 2 * n)
-        if n > MAX_ND_CHANNELS // 2:
-            raise ValueError(f"inv_freq must hold at most {MAX_ND_CHANNELS // 2} values; got {n}")
+        if n > MAX_HEAD_DIM // 2:
+            raise ValueError(f"inv_freq must hold at most {MAX_HEAD_DIM // 2} values; got {n}")
         _check_positive("attention_factor", self.attention_factor)
         object.__setattr__(self, "attention_factor", float(np.float32(self.attention_factor)))
         if self.pair_axis is not None:
@@ -721,8 +735,9 @@ class AxialFreqs(FrequencySpec):
     angle: str = "float32"
 
     def __post_init__(self) -> None:
-        for name in ("dim", "end_x", "end_y"):
+        for name in ("end_x", "end_y"):
             _check_int(name, getattr(self, name), 1)
+        _check_dim("dim", self.dim, 1)
         if self.dim % 4:
             raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")
         if self.end_x * self.end_y > MAX_POSITION:
@@ -795,7 +810,6 @@ class AxialFreqs(FrequencySpec):
 
 ND_ANGLES = ("exact", "float32")  # (exact first: the default, diffusers' float64)
 MAX_ID = float(1 << 30)  # |id| below this: the kernel splits an id into a signed 32-bit integer part
-MAX_ND_CHANNELS = 1 << 16  # channels an N-D spec may rotate (its frequencies are made in Python, one by one)
 
 
 @dataclass(frozen=True)
@@ -841,8 +855,8 @@ class NdFreqs(FrequencySpec):
             _check_int(f"axes_dim[{a}]", d, 2)
             if d % 2:
                 raise ValueError(f"axes_dim[{a}] must be even (pairs of channels); got {d}")
-        if sum(int(d) for d in axes) > MAX_ND_CHANNELS:
-            raise ValueError(f"axes_dim must sum to at most {MAX_ND_CHANNELS} channels (a head); got "
+        if sum(int(d) for d in axes) > MAX_HEAD_DIM:
+            raise ValueError(f"axes_dim must sum to at most {MAX_HEAD_DIM} channels (a head); got "
                              f"{sum(int(d) for d in axes)}")
         object.__setattr__(self, "axes_dim", tuple(int(d) for d in axes))
         thetas = _per_axis("theta", self.theta, len(axes))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import NdFreqs, pow64
+from .freqs import NdFreqs, check_head_dim, pow64
 from .kernels import interleaved, table
 from .ops import nd, sam2
 from .runtime.dtypes import FREQS_DTYPES, REAL_SCALARS
@@ -69,6 +69,7 @@ def axial_freqs(
             raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
         if value < (1 if name == "dim" else 0):
             raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {value}")
+    check_head_dim("dim", dim)
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")
     if not isinstance(theta, REAL_SCALARS) or isinstance(theta, bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import os
 
 import gguf
@@ -377,3 +378,53 @@ def test_gguf_metadata_llama_cpp_would_reject(tmp_path):
                                               ("add_array", ("gemma3.attention.sliding_window_pattern", [False]))])
     # (a short array fills its first entries; the rest keep llama_hparams' default: not sliding)
     assert [vkrope.from_gguf(short, layer=i).layer_type for i in range(4)] == [None] * 4
+
+
+def _header(kvs: bytes, n_kv: int, n_tensors: int = 0) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + kvs
+
+
+def _gguf_string(s: bytes) -> bytes:
+    return struct.pack("<Q", len(s)) + s
+
+
+ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_string(b"llama")
+
+
+@pytest.mark.parametrize("kvs, n_kv, n_tensors, match", [
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 0, 2**40), 2, 0, r"metadata 1 \(1099511627776 values\)"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 8, 2**40), 2, 0, "metadata 1"),  # strings
+    (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**62), 2, 0, "metadata 1 needs 4611686018427387904 bytes"),
+    (ARCH, 2**40, 0, "metadata key 1"),
+    (ARCH, 1, 2**40, "tensor 0's name"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<I", 77), 2, 0, "value type 77"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 9 + struct.pack("<IQ", 0, 0), 2, 0,
+     "nested more"),
+])
+def test_a_header_claiming_more_than_the_file_holds_is_refused_at_once(tmp_path, kvs, n_kv, n_tensors, match):
+    """gguf's reader trusts the header: a 100-byte file whose array claimed
+    2^40 elements made it loop, its memory growing, for ever (an adversarial
+    helper's file). Every count and length is now held to the file's bytes
+    first (vkrope/models/gguf_sizes.py): a ValueError naming the field."""
+    path = tmp_path / "lying.gguf"
+    path.write_bytes(_header(kvs, n_kv, n_tensors))
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_gguf(str(path))
+
+
+def test_arrays_of_strings_and_of_arrays_and_big_endian_files_still_read(tmp_path):
+    """What gguf's writer makes passes the size walk: a vocabulary's string
+    array, nested arrays, a big-endian file."""
+    kv = [("add_uint32", ("llama.context_length", 4096)), ("add_uint32", ("llama.embedding_length", 256)),
+          ("add_uint32", ("llama.attention.head_count", 4)), ("add_uint32", ("llama.block_count", 2)),
+          ("add_array", ("tokenizer.ggml.tokens", ["a", "bb", "ccc"] * 300)),
+          ("add_array", ("test.nested", [[1, 2], [3, 4, 5]]))]
+    little = vkrope.from_gguf(write(tmp_path / "le.gguf", "llama", kv))
+    w = gguf.GGUFWriter(str(tmp_path / "be.gguf"), arch="llama", endianess=gguf.GGUFEndian.BIG)
+    for _, (key, value) in kv:
+        (w.add_array if isinstance(value, list) else w.add_uint32)(key, value)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert vkrope.from_gguf(str(tmp_path / "be.gguf")) == little and little.head_dim == 64

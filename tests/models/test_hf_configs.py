@@ -637,6 +637,24 @@ def test_degenerate_parameters_are_value_errors_at_once(edit, match):
         vkrope.from_hf(c)
 
 
+@pytest.mark.parametrize("make, match", [
+    (lambda: vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "head_dim": 2**28}),
+     "config: head_dim must be at most 65536"),
+    (lambda: vkrope.ModelRope("default", 2**40, 64, 1e4), "head_dim must be at most 65536"),
+    (lambda: vkrope.RopeFreqs(2**28), "dim must be at most 65536"),
+    (lambda: vkrope.AxialFreqs(2**28, 4, 4), "dim must be at most 65536"),
+    (lambda: vkrope.axial_freqs(2**28, 4, 4), "dim must be at most 65536"),
+    (lambda: vkrope.hf_layers({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2,
+                               "num_hidden_layers": 2**40}), "num_hidden_layers must be at most 65536"),
+])
+def test_a_huge_head_or_layer_count_is_refused_before_anything_is_made(make, match):
+    """A head_dim of 2^28 in a config made gigabytes of frequencies (and
+    hung) before a check named it, and 2^40 layers made hf_layers loop (an
+    adversarial helper's files): refused at once, naming the key."""
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
 def test_messages_name_the_key_once():
     c = json.loads(json.dumps(config("llama-3.1-8b")))
     c["rope_scaling"]["factor"] = "8"

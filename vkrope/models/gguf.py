@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gguf_layers
+from .gguf_sizes import check_sizes
 from .rope import ModelRope, brief
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
@@ -55,6 +56,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
     try:
+        check_sizes(p)  # (gguf's reader trusts the header's counts)
         reader = gguf.GGUFReader(p)
     except Exception as exc:  # noqa: BLE001  (gguf raises ValueError, struct.error, ...)
         raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None

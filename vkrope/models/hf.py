@@ -18,6 +18,7 @@ from . import table as hf_models
 from .rope import ALIASES, ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import PARAMS, RULES, read_by
 
+MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -365,6 +366,8 @@ def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
     n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
     if isinstance(n, bool) or not isinstance(n, int):
         raise ValueError(f"config: num_hidden_layers must be an integer; got {brief(n)}")
+    if n > MAX_LAYERS:  # (hf_layers makes one entry a layer)
+        raise ValueError(f"config: num_hidden_layers must be at most {MAX_LAYERS}; got {n}")
     return n
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import MROPE_AXES, InvFreqs, brief, check_position_ids
+from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, read_by
 
 ROPE_TYPES = tuple(RULES)
@@ -54,6 +54,12 @@ def _positive_int(name: str, value: Any) -> None:
         raise TypeError(f"{name} must be an int; got {brief(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1; got {value}")
+
+
+def _width(name: str, value: Any) -> None:
+    """A head's or rotary width: an int in [1, MAX_HEAD_DIM] (checked before any frequency is made)."""
+    _positive_int(name, value)
+    check_head_dim(name, value)
 
 
 def _check_params(params: Any) -> tuple:
@@ -142,7 +148,7 @@ class ModelRope:
         if self.angle not in ("float32", "exact"):
             raise ValueError(f"angle must be 'float32' or 'exact'; got {self.angle!r}")
         for name in ("head_dim", "rotary_dim"):
-            _positive_int(name, getattr(self, name))
+            _width(name, getattr(self, name))
         for name in ("max_position_embeddings", "original_max_position_embeddings"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
