@@ -226,8 +226,12 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
 
 
 def brief(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+    """A value for an error message: a string quoted, a long one cut (its length said)."""
+    try:
+        text = repr(value) if isinstance(value, str) else str(value)
+    except ValueError:  # (an int past Python's digit limit for str())
+        return f"an int of {value.bit_length()} bits"
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:

@@ -428,3 +428,13 @@ def test_arrays_of_strings_and_of_arrays_and_big_endian_files_still_read(tmp_pat
     w.write_tensors_to_file()
     w.close()
     assert vkrope.from_gguf(str(tmp_path / "be.gguf")) == little and little.head_dim == 64
+
+
+def test_a_key_that_is_not_utf8_is_named(tmp_path):
+    """gguf's reader decodes strings when asked: a bare UnicodeDecodeError
+    was all a non-UTF-8 architecture gave."""
+    arch = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_string(b"\xffllama")
+    path = tmp_path / "nonutf8.gguf"
+    path.write_bytes(_header(arch, 1))
+    with pytest.raises(ValueError, match="general.architecture is not UTF-8 text"):
+        vkrope.from_gguf(str(path))

@@ -65,7 +65,10 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
         f = reader.fields.get(key)
         if f is None:
             return None
-        return f.contents()
+        try:
+            return f.contents()
+        except UnicodeDecodeError:
+            raise ValueError(f"path: {p!r}: {key} is not UTF-8 text") from None
 
     arch = field_value("general.architecture")
     if not isinstance(arch, str):

@@ -17,6 +17,7 @@ the kernels read for that call.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +36,8 @@ def key_number(params: dict, key: str, where: str) -> float:
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}{key} must be a number; got {brief(value)}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{where}{key} must be a positive finite number; got {value}")
+    if not 0 < value <= sys.float_info.max:  # (NaN, inf and an int past float64 fail it; float() would raise)
+        raise ValueError(f"{where}{key} must be a positive finite number; got {brief(value)}")
     return float(value)
 
 

@@ -42,7 +42,10 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
             raise ValueError(f"like: {like!r} is not a model type of the table (transformers "
                              f"{table()['transformers']}){_near(like, models)}")
         model_type = like
-    elif not isinstance(model_type, str) or not model_type:
+    elif model_type is not None and not isinstance(model_type, str):
+        raise ValueError(f"config: model_type must be a string (a model type such as 'llama'); got "
+                         f"{type(model_type).__name__} {model_type!r:.40}")
+    elif not model_type:
         raise ValueError("config: model_type is missing, so how the model applies RoPE is unknown; pass "
                          "like='<model type>' (for example like='llama') to read it as that model does")
     elif model_type not in models:
