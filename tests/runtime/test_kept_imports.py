@@ -274,37 +274,14 @@ def test_an_interrupted_eviction_leaves_no_dead_import(host_import, monkeypatch)
         assert np.abs(out - oracle(x, f)).max() < 1e-5
 
 
-def test_more_arrays_than_kept_do_not_thrash(host_import, monkeypatch):
+@pytest.mark.parametrize("n_pairs", [4, 10], ids=["past_COUNT", "past_the_sightings"])
+def test_more_arrays_than_kept_do_not_thrash(host_import, monkeypatch, n_pairs):
     """A loop over more reused arrays than COUNT keeps a working set and
-    copies the rest: after the first rounds no import is made again."""
-    made = []
-
-    class Counting(kept_module.ImportedBuffer):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            made.append(1)
-
-    monkeypatch.setattr(kept_module, "ImportedBuffer", Counting)
-    dev = host_import
-    monkeypatch.setattr(dev._rt.imports, "COUNT", 3)
-    f = tables(256, 256)
-    pairs = [x_and_out() for _ in range(4)]
-    for step in range(5):
-        if step == 2:
-            made.clear()
-        for x, out in pairs:
-            out.fill(np.nan)
-            dev.apply(x, f, out=out)
-            assert np.abs(out - oracle(x, f)).max() < 1e-5
-            assert kept(dev) <= 3
-    assert made == [], "imports made again after the working set was kept"
-
-
-def test_more_arrays_than_sightings_still_keep_a_working_set(host_import, monkeypatch):
-    """A loop over more arrays than the sightings table holds (4 * COUNT: a
-    40-layer model's x and out) kept nothing, each array forgotten before it
-    came round again (an adversarial helper's find); the arrays seen first
-    now stay, come round and are kept, and no import is made again."""
+    copies the rest: after the first rounds no import is made again. Also
+    past the sightings table (4 * COUNT: a 40-layer model's x and out),
+    where each array was forgotten before it came round again and nothing
+    was kept (an adversarial helper's find): the arrays seen first stay,
+    come round and are kept."""
     made = []
 
     class Counting(kept_module.ImportedBuffer):
@@ -316,7 +293,7 @@ def test_more_arrays_than_sightings_still_keep_a_working_set(host_import, monkey
     dev = host_import
     monkeypatch.setattr(dev._rt.imports, "COUNT", 3)  # 12 sightings
     f = tables(256, 256)
-    pairs = [x_and_out() for _ in range(10)]  # 20 arrays, each back 10 calls later
+    pairs = [x_and_out() for _ in range(n_pairs)]
     for step in range(5):
         if step == 2:
             made.clear()
@@ -324,6 +301,7 @@ def test_more_arrays_than_sightings_still_keep_a_working_set(host_import, monkey
             out.fill(np.nan)
             dev.apply(x, f, out=out)
             assert np.abs(out - oracle(x, f)).max() < 1e-5
+            assert kept(dev) <= 3
     assert kept(dev) == 3
     assert made == [], "imports made again after the working set was kept"
 
