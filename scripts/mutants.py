@@ -42,6 +42,8 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_errors_name_the_flags",
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_a_missing_file",
     "tests/project/test_examples_and_cli.py::test_info_json_when_no_device_is_chosen",
+    "tests/project/test_examples_and_cli.py::test_cli_refuses_special_input_files",
+    "tests/project/test_examples_and_cli.py::test_cli_refuses_special_output_files",
 ]
 
 
@@ -1013,6 +1015,17 @@ MUTATIONS = [
     Mutation("CLI: info lists no device when none can be chosen", "vkrope/__main__.py",
              "    except vkrope.VulkanUnavailableError as exc:\n        if not devs:",
              "    except NotImplementedError as exc:\n        if not devs:"),
+    Mutation("CLI: an input FIFO or device read (blocks, or reads /dev/zero forever)", "vkrope/__main__.py",
+             "        if kind is not None:\n            why =", "        if False:\n            why ="),
+    Mutation("CLI: an input that cannot be opened called not a .npy file", "vkrope/__main__.py",
+             "    except OSError as exc:\n        raise ValueError(f\"{what}: cannot read",
+             "    except NotImplementedError as exc:\n        raise ValueError(f\"{what}: cannot read"),
+    Mutation("CLI: an existing -o that is not a regular file written to", "vkrope/__main__.py",
+             "    if kind is not None:\n        raise ValueError(f\"{what}: {path!r} is {kind}; give",
+             "    if False:\n        raise ValueError(f\"{what}: {path!r} is {kind}; give"),
+    Mutation("CLI: an -o that cannot be looked up let through", "vkrope/__main__.py",
+             "    except OSError as exc:\n        raise ValueError(f\"{what}: cannot write {path!r} ({exc.strerror or exc})\") from None\n    if kind",
+             "    except NotImplementedError as exc:\n        raise ValueError(f\"{what}: cannot write {path!r} ({exc.strerror or exc})\") from None\n    if kind"),
 ]
 
 

@@ -6,9 +6,10 @@ import argparse
 import json
 import os
 import re
+import stat
 import sys
 import time
-from typing import Any, Callable, NoReturn
+from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
 
@@ -157,47 +158,89 @@ def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) ->
         print(f"vkrope uses [{chosen['index']}]: {chosen['why_chosen']}")
 
 
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file of `mode` is when it is not a regular file (None when it is)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def open_input(path: str, what: str, expected: str) -> BinaryIO:
+    """`path` opened for reading when it is a regular file; else a ValueError
+    naming the argument `what` before a byte is read: a FIFO is opened without
+    blocking (O_NONBLOCK) and refused, /dev/zero is never read (it would be
+    read forever), a pipe (/dev/stdin) could not be read twice."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise ValueError(f"{what}: no such file {path!r}") from None
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
+    try:
+        kind = _not_regular(os.fstat(fd).st_mode)
+        if kind is not None:
+            why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
+            raise ValueError(f"{what}: {path!r} is {kind}, not {expected}{why}")
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def load_npy(path: str, what: str) -> np.ndarray:
     """One array from a .npy file (never a pickle, never an .npz archive);
     every failure is a ValueError that names the argument `what`."""
-    import os
-
     try:
-        with open(path, "rb") as fh:
-            if fh.read(6) != b"\x93NUMPY":
-                size = os.fstat(fh.fileno()).st_size
-                why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
-                raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
-            fh.seek(0)
-            a = np.lib.format.read_array(fh, allow_pickle=False)
-            # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
-            # two-byte void ('<V2'), which is read back as bfloat16 here.
-            if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
-                return a.view(BFLOAT16)
-            # A file written on a big-endian machine (or with dtype '>f4'):
-            # the same numbers in this machine's byte order, which vkrope reads.
-            return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
-    except FileNotFoundError:
-        raise ValueError(f"{what}: no such file {path!r}") from None
-    except IsADirectoryError:
-        raise ValueError(f"{what}: {path!r} is a directory, not a .npy file") from None
+        with open_input(path, what, "a .npy file") as fh:
+            return _read_npy(fh, path, what)
     except ValueError as exc:
         if str(exc).startswith(f"{what}: "):
             raise
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({exc})") from None
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
     except (OSError, EOFError) as exc:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
 
 
-def check_output_path(path: str, what: str) -> None:
-    """Refuse an output path that cannot be written as a file, before any work."""
-    import os
+def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
+    if fh.read(6) != b"\x93NUMPY":
+        size = os.fstat(fh.fileno()).st_size
+        why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
+    fh.seek(0)
+    a = np.lib.format.read_array(fh, allow_pickle=False)
+    # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
+    # two-byte void ('<V2'), which is read back as bfloat16 here.
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
+        return a.view(BFLOAT16)
+    # A file written on a big-endian machine (or with dtype '>f4'):
+    # the same numbers in this machine's byte order, which vkrope reads.
+    return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
 
+
+def check_output_path(path: str, what: str) -> None:
+    """Refuse an output path that cannot be written as a file, before any work:
+    a directory, a missing folder, or an existing file that is not a regular
+    file (a FIFO would block the write, /dev/null would be replaced)."""
     if os.path.isdir(path):
         raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, 'out.npy')!r}")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
+    if kind is not None:
+        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:

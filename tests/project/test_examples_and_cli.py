@@ -437,3 +437,65 @@ def test_cli_rotary_embedding(tmp_path):
         assert np.abs(np.load(tmp_path / "y.npy") - ref).max() < 1e-5
     res = cli("rotary-embedding", "x.npy", "c.npy", "s.npy", "-o", "y.npy", "--num-heads", "5", cwd=tmp_path)
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "--num-heads = 5" in res.stderr, res.stderr
+
+
+def _unblock_later(fifo, seconds=5.0):
+    """Should the command open `fifo` and block (the bug), open its other end after `seconds` so the test fails
+    instead of hanging."""
+    import threading
+    import time
+
+    def other_end():
+        time.sleep(seconds)
+        for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
+            try:
+                os.close(os.open(fifo, flags))
+            except OSError:
+                pass
+
+    threading.Thread(target=other_end, daemon=True).start()
+
+
+@pytest.mark.parametrize("which", ["X.npy", "FREQS.npy", "--positions"])
+def test_cli_refuses_special_input_files(tmp_path, capsys, which):
+    """A FIFO blocked the command with no message; /dev/zero was called "empty" (its st_size): an input that is
+    not a regular file is refused, naming the argument, before a byte is read."""
+    from vkrope.__main__ import main
+
+    x, f = _npy_pair(tmp_path)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    _unblock_later(fifo)
+    for special, kind in [(fifo, "a pipe (FIFO)"), ("/dev/zero", "a character device"), (str(tmp_path), "a directory")]:
+        args = {"X.npy": [special, f], "FREQS.npy": [x, special], "--positions": [x, f, "--positions", special]}[which]
+        assert main(["apply", *args, "-o", str(tmp_path / "y.npy")]) == 1
+        err = capsys.readouterr().err
+        why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
+        assert err == f"vkrope: error: ValueError: {which}: {special!r} is {kind}, not a .npy file{why}\n", err
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_cli_refuses_special_output_files(tmp_path, capsys):
+    """-o naming an existing FIFO blocked the write; /dev/null would be replaced by an atomic write: an existing
+    -o that is not a regular file is refused before any work. A path that cannot be looked up (a symlink loop) is
+    said so, for inputs and outputs alike."""
+    from vkrope.__main__ import main
+
+    x, f = _npy_pair(tmp_path)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    _unblock_later(fifo)
+    for out, kind in [(fifo, "a pipe (FIFO)"), ("/dev/null", "a character device")]:
+        assert main(["apply", x, f, "-o", out]) == 1
+        err = capsys.readouterr().err
+        assert err == (f"vkrope: error: ValueError: -o/--output: {out!r} is {kind}; give the path of a regular file "
+                       "(new or to be replaced)\n"), err
+    os.symlink("loop2", tmp_path / "loop1")
+    os.symlink("loop1", tmp_path / "loop2")
+    loop = str(tmp_path / "loop1")
+    assert main(["apply", x, f, "-o", loop]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: -o/--output: cannot write {loop!r} "
+                                       "(Too many levels of symbolic links)\n")
+    assert main(["apply", loop, f, "-o", str(tmp_path / "y.npy")]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: X.npy: cannot read {loop!r} "
+                                       "(Too many levels of symbolic links)\n")
