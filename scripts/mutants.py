@@ -44,6 +44,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_info_json_when_no_device_is_chosen",
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_input_files",
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_output_files",
+    "tests/project/test_examples_and_cli.py::test_cli_npy_header_checked_before_reading",
 ]
 
 
@@ -1026,6 +1027,12 @@ MUTATIONS = [
     Mutation("CLI: an -o that cannot be looked up let through", "vkrope/__main__.py",
              "    except OSError as exc:\n        raise ValueError(f\"{what}: cannot write {path!r} ({exc.strerror or exc})\") from None\n    if kind",
              "    except NotImplementedError as exc:\n        raise ValueError(f\"{what}: cannot write {path!r} ({exc.strerror or exc})\") from None\n    if kind"),
+    Mutation("CLI: a .npy header over numpy's limit left to numpy (three lines)", "vkrope/__main__.py",
+             "    if length > _NPY_HEADER_LIMIT:", "    if False:"),
+    Mutation("CLI: a .npy shape larger than the file allocated first", "vkrope/__main__.py",
+             "    if need > have:", "    if False:"),
+    Mutation("CLI: a .npy shape's bytes counted without the itemsize", "vkrope/__main__.py",
+             "    need = math.prod(shape) * dtype.itemsize", "    need = math.prod(shape)"),
 ]
 
 

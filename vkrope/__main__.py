@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import stat
@@ -214,6 +215,8 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
         why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
     fh.seek(0)
+    _check_npy_header(fh, path, what)
+    fh.seek(0)
     a = np.lib.format.read_array(fh, allow_pickle=False)
     # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
     # two-byte void ('<V2'), which is read back as bfloat16 here.
@@ -222,6 +225,32 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
     # A file written on a big-endian machine (or with dtype '>f4'):
     # the same numbers in this machine's byte order, which vkrope reads.
     return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
+
+
+_NPY_HEADER_LIMIT = 10000  # numpy's max_header_size for a file not trusted with pickles
+
+
+def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
+    """Refuse, in one line, a header longer than numpy reads (its message
+    is three lines advising allow_pickle=True), and one whose shape needs
+    more bytes than the file holds (numpy would allocate them first:
+    a 100-byte file claiming 64 TiB)."""
+    fmt = np.lib.format
+    major, _ = fmt.read_magic(fh)
+    length = int.from_bytes(fh.read(2 if major == 1 else 4), "little")
+    if length > _NPY_HEADER_LIMIT:
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header is {length} bytes; numpy reads "
+                         f"at most {_NPY_HEADER_LIMIT})")
+    fh.seek(0)
+    fmt.read_magic(fh)
+    shape, _, dtype = fmt.read_array_header_1_0(fh) if major == 1 else fmt.read_array_header_2_0(fh)
+    if dtype.hasobject:
+        return  # (refused by read_array: never a pickle)
+    need = math.prod(shape) * dtype.itemsize
+    have = os.fstat(fh.fileno()).st_size - fh.tell()
+    if need > have:
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape} of {dtype}, "
+                         f"{need} bytes of data; the file holds {have})")
 
 
 def check_output_path(path: str, what: str) -> None:

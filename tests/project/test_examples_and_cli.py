@@ -499,3 +499,35 @@ def test_cli_refuses_special_output_files(tmp_path, capsys):
     assert main(["apply", loop, f, "-o", str(tmp_path / "y.npy")]) == 1
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: X.npy: cannot read {loop!r} "
                                        "(Too many levels of symbolic links)\n")
+
+
+def _npy_header(header: str, version: int = 1) -> bytes:
+    """The bytes of a .npy file with this header dict text and no data."""
+    text = header.encode("latin1") + b"\n"
+    size = len(text).to_bytes(2 if version == 1 else 4, "little")
+    return b"\x93NUMPY" + bytes([version, 0]) + size + text
+
+
+@pytest.mark.parametrize("which", ["X.npy", "FREQS.npy"])
+def test_cli_npy_header_checked_before_reading(tmp_path, capsys, which):
+    """A 100-byte .npy whose header claims (2**20, 2**20, 16) float32 made numpy allocate 64 TiB (MemoryError);
+    a header over numpy's 10000-byte limit gave its three-line message advising allow_pickle=True: both are one
+    line naming the argument, before any allocation."""
+    from vkrope.__main__ import main
+
+    x, f = _npy_pair(tmp_path)
+    bad = tmp_path / "bad.npy"
+    for content, tail in [
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576, 16), }"),
+         "its header says shape (1048576, 1048576, 16) of float32, 70368744177664 bytes of data; the file holds 0)"),
+        (_npy_header("{'descr': '<f2', 'fortran_order': False, 'shape': (3, 4), }", 2) + bytes(23),
+         "its header says shape (3, 4) of float16, 24 bytes of data; the file holds 23)"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }" + " " * 10050, 2),
+         "its header is 10110 bytes; numpy reads at most 10000)"),
+    ]:
+        bad.write_bytes(content)
+        args = [str(bad), f] if which == "X.npy" else [x, str(bad)]
+        assert main(["apply", *args, "-o", str(tmp_path / "y.npy")]) == 1
+        err = capsys.readouterr().err
+        assert err == f"vkrope: error: ValueError: {which}: {str(bad)!r} is not a valid .npy file ({tail}\n", err
+    assert not (tmp_path / "y.npy").exists()
