@@ -45,6 +45,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_input_files",
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_output_files",
     "tests/project/test_examples_and_cli.py::test_cli_npy_header_checked_before_reading",
+    "tests/project/test_examples_and_cli.py::test_cli_output_is_written_atomically",
 ]
 
 
@@ -1033,6 +1034,17 @@ MUTATIONS = [
              "    if need > have:", "    if False:"),
     Mutation("CLI: a .npy shape's bytes counted without the itemsize", "vkrope/__main__.py",
              "    need = math.prod(shape) * dtype.itemsize", "    need = math.prod(shape)"),
+    Mutation("CLI: -o written in place (a failed write truncates it)", "vkrope/__main__.py",
+             "        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)",
+             "        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)"),
+    Mutation("CLI: a failed write leaves its temporary file", "vkrope/__main__.py",
+             "        if os.path.lexists(tmp):\n            os.unlink(tmp)", "        if False:\n            os.unlink(tmp)"),
+    Mutation("CLI: an -o symlink replaced by a file", "vkrope/__main__.py",
+             "    target = os.path.realpath(path)", "    target = path"),
+    Mutation("CLI: a replaced -o loses its mode", "vkrope/__main__.py",
+             "        if old_mode is not None:\n            os.chmod(tmp, old_mode)", "        if False:\n            pass"),
+    Mutation("CLI: a read-only -o replaced", "vkrope/__main__.py",
+             "    if old_mode is not None and not os.access(target, os.W_OK):", "    if False:"),
 ]
 
 

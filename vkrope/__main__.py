@@ -286,11 +286,31 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _save(path: str, y: np.ndarray) -> int:
+    """Write `y` to exactly `path` (np.save(path) would append .npy), atomically:
+    into a new file in the same folder, then renamed over `path`, so a failed
+    write (a full disk) leaves an existing file (X itself, with -o X) as it
+    was. A symlink keeps pointing at its file; an existing file keeps its mode."""
+    target = os.path.realpath(path)
     try:
-        with open(path, "wb") as fh:  # exactly this path (np.save(path) would append .npy)
+        old_mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        old_mode = None
+    if old_mode is not None and not os.access(target, os.W_OK):
+        raise ValueError(f"-o/--output: cannot write {path!r} (Permission denied)")
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as to open())
+        with os.fdopen(fd, "wb") as fh:
             np.save(fh, y, allow_pickle=False)
-    except OSError as exc:
-        raise ValueError(f"-o/--output: cannot write {path!r} ({exc.strerror or exc})") from None
+        if old_mode is not None:
+            os.chmod(tmp, old_mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise ValueError(f"-o/--output: cannot write {path!r} ({exc.strerror or exc})") from None
+        raise
     print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
     return 0
 

@@ -531,3 +531,47 @@ def test_cli_npy_header_checked_before_reading(tmp_path, capsys, which):
         err = capsys.readouterr().err
         assert err == f"vkrope: error: ValueError: {which}: {str(bad)!r} is not a valid .npy file ({tail}\n", err
     assert not (tmp_path / "y.npy").exists()
+
+
+def test_cli_output_is_written_atomically(tmp_path, capsys, monkeypatch):
+    """-o was written in place: a write that failed half way (a full disk, a file-size limit) left a truncated
+    file, and with -o X the input was lost. The result goes to a new file in the same folder, renamed over -o once
+    written; on failure -o is as it was and no temporary file is left."""
+    import errno
+
+    import vkrope.__main__ as cli_main
+
+    x, f = _npy_pair(tmp_path)
+    before = (tmp_path / "x.npy").read_bytes()
+    real_save = np.save
+
+    def save_then_fail(fh, *args, **kw):
+        fh.write(b"\x93NUMPY half")
+        raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    monkeypatch.setattr(cli_main.np, "save", save_then_fail)
+    assert cli_main.main(["apply", x, f, "-o", x]) == 1
+    assert capsys.readouterr().err == f"vkrope: error: ValueError: -o/--output: cannot write {x!r} (File too large)\n"
+    assert (tmp_path / "x.npy").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.npy", "x.npy"]
+    monkeypatch.setattr(cli_main.np, "save", real_save)
+    os.chmod(x, 0o640)  # an existing file keeps its mode; a symlink keeps pointing at the file it names
+    os.symlink("x.npy", tmp_path / "link.npy")
+    assert cli_main.main(["apply", str(tmp_path / "link.npy"), f, "-o", str(tmp_path / "link.npy")]) == 0
+    assert os.path.islink(tmp_path / "link.npy") and (tmp_path / "x.npy").read_bytes() != before
+    assert stat_mode(x) == 0o640 and sorted(p.name for p in tmp_path.iterdir()) == ["f.npy", "link.npy", "x.npy"]
+    umask = os.umask(0o022)
+    try:
+        assert cli_main.main(["apply", x, f, "-o", str(tmp_path / "new.npy")]) == 0
+    finally:
+        os.umask(umask)
+    assert stat_mode(tmp_path / "new.npy") == 0o644  # (as open() makes it)
+    monkeypatch.setattr(cli_main.os, "access", lambda *a, **kw: False)  # (root may write any file)
+    assert cli_main.main(["apply", x, f, "-o", x]) == 1
+    assert capsys.readouterr().err.endswith(f"-o/--output: cannot write {x!r} (Permission denied)\n")
+
+
+def stat_mode(path):
+    import stat
+
+    return stat.S_IMODE(os.stat(path).st_mode)
