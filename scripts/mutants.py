@@ -46,6 +46,8 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_output_files",
     "tests/project/test_examples_and_cli.py::test_cli_npy_header_checked_before_reading",
     "tests/project/test_examples_and_cli.py::test_cli_output_is_written_atomically",
+    "tests/project/test_examples_and_cli.py::test_cli_config_reads_its_file_once",
+    "tests/project/test_examples_and_cli.py::test_cli_config_bad_files_are_one_line",
 ]
 
 
@@ -1045,6 +1047,17 @@ MUTATIONS = [
              "        if old_mode is not None:\n            os.chmod(tmp, old_mode)", "        if False:\n            pass"),
     Mutation("CLI: a read-only -o replaced", "vkrope/__main__.py",
              "    if old_mode is not None and not os.access(target, os.W_OK):", "    if False:"),
+    Mutation("CLI: config PATH read again per layer type", "vkrope/__main__.py",
+             "        ropes = [from_hf(cfg, layer_type=lt, like=args.like)", "        ropes = [from_hf(file, layer_type=lt, like=args.like)"),
+    Mutation("CLI: config PATH's GGUF magic not sniffed", "vkrope/__main__.py",
+             "        if head == b\"GGUF\":", "        if False:"),
+    Mutation("CLI: a JSON over the size cap parsed", "vkrope/__main__.py",
+             "    if len(data) > JSON_LIMIT:", "    if False:"),
+    Mutation("CLI: a JSON nested too deeply a RecursionError", "vkrope/__main__.py",
+             "    except RecursionError:\n        raise ValueError(f\"{what}: {path!r} nests too deeply",
+             "    except NotImplementedError:\n        raise ValueError(f\"{what}: {path!r} nests too deeply"),
+    Mutation("CLI: a config.json that is not a JSON object left to the library (no file named)", "vkrope/__main__.py",
+             "    if not isinstance(cfg, dict):\n        kind", "    if False:\n        kind"),
 ]
 
 

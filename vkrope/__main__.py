@@ -406,6 +406,40 @@ def _chart(bench: Any, result: dict, path: str) -> None:
     print(f"wrote {path}")
 
 
+JSON_LIMIT = 64 << 20  # bytes: far more than a config.json or a `vkrope bench` JSON holds
+
+
+def read_config(path: str) -> tuple[str, Any]:
+    """(the file, its JSON) of `vkrope config PATH` (a config.json or its
+    folder), read once; (the file, None) for a GGUF file (magic b"GGUF"),
+    which from_gguf reads by its path (memory-mapped: not read here)."""
+    file = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    with open_input(file, "PATH", "a config.json or GGUF file") as fh:
+        head = fh.read(4)
+        if head == b"GGUF":
+            return file, None
+        data = head + fh.read(JSON_LIMIT + 1 - len(head))
+    cfg = parse_json(data, file, "PATH")
+    if not isinstance(cfg, dict):
+        kind = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}.get(type(cfg).__name__,
+                                                                                               "a number")
+        raise ValueError(f"PATH: {file!r} holds {kind}, not a JSON object (as a config.json does)")
+    return file, cfg
+
+
+def parse_json(data: bytes, path: str, what: str) -> Any:
+    """The JSON in `data` (UTF-8, at most JSON_LIMIT bytes: more is refused
+    unread), read from `path`; a ValueError naming `what` otherwise."""
+    if len(data) > JSON_LIMIT:
+        raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{what}: {path!r} nests too deeply to read") from None
+    except ValueError as exc:  # (JSONDecodeError, UnicodeDecodeError, an integer of over 4300 digits)
+        raise ValueError(f"{what}: {path!r} is not JSON in UTF-8 ({exc})") from None
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
@@ -419,19 +453,17 @@ def cmd_config(args: argparse.Namespace) -> int:
         check_output_path(args.plot, "--plot")
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
-    is_gguf = False
-    if os.path.isfile(path):
-        with open(path, "rb") as f:
-            is_gguf = f.read(4) == b"GGUF"
+    file, cfg = read_config(path)
+    is_gguf = cfg is None
     if is_gguf:
         try:  # (imports gguf, or says how to get it)
-            ropes = [from_gguf(path)]
+            ropes = [from_gguf(file)]
         except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
-            ropes = [from_gguf(path, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
-    else:
-        types = layer_types(path, like=args.like)
+            ropes = [from_gguf(file, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
+    else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
+        types = layer_types(cfg, like=args.like)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
-        ropes = [from_hf(path, layer_type=lt, like=args.like) for lt in (types or (None,))]
+        ropes = [from_hf(cfg, layer_type=lt, like=args.like) for lt in (types or (None,))]
     result = [r.summary() for r in ropes if r is not None]
     if not result:
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE")

@@ -440,18 +440,20 @@ def test_cli_rotary_embedding(tmp_path):
 
 
 def _unblock_later(fifo, seconds=5.0):
-    """Should the command open `fifo` and block (the bug), open its other end after `seconds` so the test fails
-    instead of hanging."""
+    """Should the command open `fifo` and block (the bug), open its other end after `seconds` (and every second
+    for a minute: it may open it again) so the test fails instead of hanging."""
     import threading
     import time
 
     def other_end():
         time.sleep(seconds)
-        for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
-            try:
-                os.close(os.open(fifo, flags))
-            except OSError:
-                pass
+        for _ in range(60):
+            for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
+                try:
+                    os.close(os.open(fifo, flags))
+                except OSError:
+                    pass
+            time.sleep(1)
 
     threading.Thread(target=other_end, daemon=True).start()
 
@@ -575,3 +577,51 @@ def stat_mode(path):
     import stat
 
     return stat.S_IMODE(os.stat(path).st_mode)
+
+
+HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+
+
+def test_cli_config_reads_its_file_once(tmp_path, capsys, monkeypatch):
+    """`vkrope config PATH` opened PATH four times for Gemma 3 (the GGUF sniff, the layer types, then from_hf per
+    layer type): a pipe lost its content after the first. It is read once; the dict goes on to the library."""
+    import builtins
+
+    from vkrope.__main__ import main
+
+    path = str(HF_CONFIGS / "gemma-3-4b.json")
+    opened = []
+    real_open, real_os_open = builtins.open, os.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **kw: (opened.append(f), real_open(f, *a, **kw))[1])
+    monkeypatch.setattr(os, "open", lambda f, *a, **kw: (opened.append(f), real_os_open(f, *a, **kw))[1])
+    assert main(["config", path]) == 0
+    assert "layer type full_attention" in capsys.readouterr().out
+    assert [f for f in opened if os.fspath(f) == path] == [path]
+
+
+@pytest.mark.parametrize("case", ["fifo", "too_big", "nested", "big_int", "latin1", "array"])
+def test_cli_config_bad_files_are_one_line(tmp_path, capsys, case):
+    """config PATH of a FIFO blocked, a sparse 1 GB file was read whole (and /dev/zero forever: refused as the FIFO
+    is, not tried here); a JSON nested too deeply, an integer of 5001 digits or an array came out of the library
+    without the file's name."""
+    from vkrope.__main__ import main
+
+    path = str(tmp_path / "config.json")
+    if case == "fifo":
+        os.mkfifo(path)
+        _unblock_later(path)
+    elif case == "too_big":
+        with open(path, "wb") as fh:
+            fh.truncate((64 << 20) + 1)  # (sparse: no disk used)
+    else:
+        text = {"nested": "[" * 100000 + "]" * 100000, "big_int": '{"rope_theta": ' + "1" * 5001 + "}",
+                "latin1": '{"model_type": "ll\xe4ma"}', "array": "[1, 2]"}[case]
+        (tmp_path / "config.json").write_bytes(text.encode("latin1"))
+    want = {"fifo": f"{path!r} is a pipe (FIFO), not a config.json or GGUF file (vkrope reads regular files only",
+            "too_big": f"{path!r} is over 64 MiB, larger than any JSON file vkrope reads",
+            "nested": f"{path!r} nests too deeply to read", "big_int": f"{path!r} is not JSON in UTF-8 (Exceeds the",
+            "latin1": f"{path!r} is not JSON in UTF-8 ('utf-8' codec can't decode",
+            "array": f"{path!r} holds an array, not a JSON object (as a config.json does)"}[case]
+    assert main(["config", str(tmp_path) if case == "nested" else path]) == 1  # (a folder: its config.json)
+    err = capsys.readouterr().err
+    assert err.startswith(f"vkrope: error: ValueError: PATH: {want}") and err.count("\n") == 1, err
