@@ -48,6 +48,8 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_output_is_written_atomically",
     "tests/project/test_examples_and_cli.py::test_cli_config_reads_its_file_once",
     "tests/project/test_examples_and_cli.py::test_cli_config_bad_files_are_one_line",
+    "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_checks_each_value",
+    "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_files_it_cannot_read",
 ]
 
 
@@ -1014,8 +1016,8 @@ MUTATIONS = [
     Mutation("CLI: num_heads renamed only where it starts the message", "vkrope/__main__.py",
              "        where = r\"(?<![\\w.'-])\" if name in _FLAG_NAMES_ANYWHERE else r\"^\"", "        where = r\"^\""),
     Mutation("CLI: a missing --chart-from file called not a bench JSON", "vkrope/__main__.py",
-             "        except FileNotFoundError:\n            raise ValueError(f\"--chart-from: no such file",
-             "        except NotImplementedError:\n            raise ValueError(f\"--chart-from: no such file"),
+             "    except FileNotFoundError:\n        raise ValueError(f\"{what}: no such file {path!r}\")",
+             "    except NotImplementedError:\n        raise ValueError(f\"{what}: no such file {path!r}\")"),
     Mutation("CLI: info lists no device when none can be chosen", "vkrope/__main__.py",
              "    except vkrope.VulkanUnavailableError as exc:\n        if not devs:",
              "    except NotImplementedError as exc:\n        if not devs:"),
@@ -1058,6 +1060,26 @@ MUTATIONS = [
              "    except NotImplementedError:\n        raise ValueError(f\"{what}: {path!r} nests too deeply"),
     Mutation("CLI: a config.json that is not a JSON object left to the library (no file named)", "vkrope/__main__.py",
              "    if not isinstance(cfg, dict):\n        kind", "    if False:\n        kind"),
+    Mutation("bench --chart-from: a shape not checked", "vkrope/bench/kernel.py",
+             "    if not isinstance(shape, list) or len(shape) != 3 or not all(", "    if False and not all("),
+    Mutation("bench --chart-from: True taken for an int", "vkrope/bench/kernel.py",
+             "    return isinstance(value, types) and not isinstance(value, bool)", "    return isinstance(value, types)"),
+    Mutation("bench --chart-from: a name that is not a string drawn", "vkrope/bench/kernel.py",
+             "        if not isinstance(row[key], str):", "        if False:"),
+    Mutation("bench --chart-from: a rate that is not a number drawn", "vkrope/bench/kernel.py",
+             "        if not _is_number(value, (int, float)) or not _finite(value)", "        if not _finite(value)"),
+    Mutation("bench --chart-from: an infinite number drawn", "vkrope/bench/kernel.py",
+             " or not _finite(value) or value < 0", " or value < 0"),
+    Mutation("bench --chart-from: a negative rate drawn", "vkrope/bench/kernel.py",
+             " or not _finite(value) or value < 0 or", " or not _finite(value) or"),
+    Mutation("bench --chart-from: a zero time drawn (divided by)", "vkrope/bench/kernel.py",
+             " or (size and value == 0):", ":"),
+    Mutation("bench --chart-from: a null size let through", "vkrope/bench/kernel.py",
+             "        if value is None and not size:", "        if value is None:"),
+    Mutation("bench --chart-from: a 400-digit int an OverflowError", "vkrope/bench/kernel.py",
+             "    except OverflowError:  # (an int of 400 digits", "    except ZeroDivisionError:  # (an int of 400 digits"),
+    Mutation("bench --chart-from: a device name that is not a string drawn", "vkrope/bench/kernel.py",
+             "not isinstance(result[\"device\"].get(\"name\"), str)", "\"name\" not in result[\"device\"]"),
 ]
 
 

@@ -349,17 +349,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
-        try:
-            result = json.loads(Path(args.chart_from).read_text())
-            bench.check_result(result)
-        except FileNotFoundError:
-            raise ValueError(f"--chart-from: no such file {args.chart_from!r}") from None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"--chart-from: {args.chart_from} is not a `vkrope bench` JSON of this version "
-                             f"({type(exc).__name__}: {exc})") from None
-        plot_path = args.plot or str(Path(args.chart_from).with_suffix(".png"))
-        _chart(bench, result, plot_path)
-        return 0
+        return _chart_from(bench, args.chart_from, args.plot)
     if args.decode or args.family or args.nd or args.overhead:
         import importlib
 
@@ -393,6 +383,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise
         print(f"no chart: matplotlib is not installed. pip install 'vkrope[bench]' (or matplotlib), then "
               f"python -m vkrope bench --chart-from {json_path}")
+    return 0
+
+
+def _chart_from(bench: Any, path: str, plot: str | None) -> int:
+    """`bench --chart-from`: the chart of an earlier run's JSON, read from a
+    regular file of at most JSON_LIMIT bytes and checked value by value
+    before anything is drawn."""
+    with open_input(path, "--chart-from", "a `vkrope bench` JSON file") as fh:
+        data = fh.read(JSON_LIMIT + 1)
+    result = parse_json(data, path, "--chart-from")
+    try:
+        bench.check_result(result)
+    except ValueError as exc:
+        raise ValueError(f"--chart-from: {path!r} is not a `vkrope bench` JSON of this version: {exc}") from None
+    from pathlib import Path  # noqa: PLC0415
+
+    _chart(bench, result, plot or str(Path(path).with_suffix(".png")))
     return 0
 
 

@@ -625,3 +625,65 @@ def test_cli_config_bad_files_are_one_line(tmp_path, capsys, case):
     assert main(["config", str(tmp_path) if case == "nested" else path]) == 1  # (a folder: its config.json)
     err = capsys.readouterr().err
     assert err.startswith(f"vkrope: error: ValueError: PATH: {want}") and err.count("\n") == 1, err
+
+
+def _bench_result(**row):
+    """A `vkrope bench` result of one row (a device without timestamps: no kernel rate), `row` changed."""
+    base = {"shape": [1, 16, 8], "dtype": "float32", "storage": "buffer", "freqs": "table", "x_bytes": 512,
+            "bytes_moved": 1536, "apply_s": 1e-4, "kernel_gbps": None, "texel_copy_gbps": 1.5, "copy_gbps": 2.5,
+            "memcpy_gbps": 9.0}
+    return {"date": "2025-01-01T00:00:00+00:00", "device": {"name": "llvmpipe"}, "rows": [dict(base, **row)]}
+
+
+@pytest.mark.parametrize("text,why", [
+    (json.dumps(_bench_result(shape=5)), "row 0: shape must be a list of 3 positive integers [B, N, C]; got 5"),
+    (json.dumps(_bench_result(shape=[1, True, 8])), "row 0: shape must be a list of 3 positive integers [B, N, C]; got "
+                                                   "[1, True, 8]"),
+    (json.dumps(_bench_result(dtype=["a"])), "row 0: dtype must be a string; got ['a']"),
+    (json.dumps(_bench_result(kernel_gbps="fast")), "row 0: kernel_gbps must be a finite number >= 0, or null; got 'fast'"),
+    (json.dumps(_bench_result(copy_gbps=-1)), "row 0: copy_gbps must be a finite number >= 0, or null; got -1"),
+    (json.dumps(_bench_result(apply_s=0)), "row 0: apply_s must be a finite number > 0; got 0"),
+    (json.dumps(_bench_result(x_bytes=None)), "row 0: x_bytes must be a finite number > 0; got None"),
+    (json.dumps(_bench_result()).replace('"x_bytes": 512', '"x_bytes": 1e400'), "row 0: x_bytes must be a finite number "
+                                                                              "> 0; got inf"),
+    (json.dumps(_bench_result()).replace('"x_bytes": 512', '"x_bytes": 1' + "0" * 400), "row 0: x_bytes must be a "
+                                                                                      "finite number > 0; got 1000"),
+    (json.dumps(dict(_bench_result(), device={"name": {"x": 1}})), "it needs a date and a device name (strings)"),
+], ids=["shape_int", "shape_bool", "dtype_list", "rate_text", "rate_negative", "time_zero", "size_null", "size_inf",
+        "size_400_digits", "device_name_dict"])
+def test_cli_bench_chart_from_checks_each_value(tmp_path, capsys, text, why):
+    """--chart-from of a JSON with values of the wrong type (5 for a shape, a list for a dtype, "fast" or an
+    infinite number for a rate) was drawn anyway or failed with a bare TypeError: one line naming the file, the
+    row and the key, and nothing drawn."""
+    from vkrope.__main__ import main
+
+    path = tmp_path / "bench.json"
+    path.write_text(text)
+    assert main(["bench", "--chart-from", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"vkrope: error: ValueError: --chart-from: {str(path)!r} is not a `vkrope bench` JSON of "
+                          f"this version: {why}") and err.count("\n") == 1, err
+    assert not (tmp_path / "bench.png").exists()
+
+
+def test_cli_bench_chart_from_files_it_cannot_read(tmp_path, capsys):
+    """--chart-from /dev/zero read forever, a FIFO blocked, a JSON nested 100000 deep was a RecursionError: each
+    is one line naming the file; a valid JSON (no kernel rate: a device without timestamps) is drawn."""
+    from vkrope.__main__ import main
+
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+    _unblock_later(fifo)
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    with open(tmp_path / "big.json", "wb") as fh:
+        fh.truncate((64 << 20) + 1)
+    not_file = "(vkrope reads regular files only: save the data to a file first)"
+    for path, why in [("/dev/zero", f"is a character device, not a `vkrope bench` JSON file {not_file}"),
+                      (fifo, f"is a pipe (FIFO), not a `vkrope bench` JSON file {not_file}"),
+                      (str(tmp_path / "deep.json"), "nests too deeply to read"),
+                      (str(tmp_path / "big.json"), "is over 64 MiB, larger than any JSON file vkrope reads")]:
+        assert main(["bench", "--chart-from", path, "--plot", str(tmp_path / "c.png")]) == 1
+        assert capsys.readouterr().err == f"vkrope: error: ValueError: --chart-from: {path!r} {why}\n"
+    (tmp_path / "ok.json").write_text(json.dumps(_bench_result()))
+    assert main(["bench", "--chart-from", str(tmp_path / "ok.json")]) == 0
+    assert (tmp_path / "ok.png").stat().st_size > 1000

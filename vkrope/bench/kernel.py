@@ -18,6 +18,7 @@ import functools
 import json
 import math
 import platform
+import reprlib
 import statistics
 import time
 from datetime import datetime, timezone
@@ -358,10 +359,11 @@ def _num(v: float | None, digits: int = 1) -> str:
 
 def check_result(result: Any) -> None:
     """Raise ValueError unless `result` is a `run` result the chart can draw:
-    a device name, a date and at least one row with every key it reads."""
+    a device name, a date and at least one row with every key it reads,
+    each of the type the chart reads (a JSON from elsewhere: --chart-from)."""
     if not isinstance(result, dict) or not isinstance(result.get("date"), str) \
-            or not isinstance(result.get("device"), dict) or "name" not in result["device"]:
-        raise ValueError("it needs a date and a device name")
+            or not isinstance(result.get("device"), dict) or not isinstance(result["device"].get("name"), str):
+        raise ValueError("it needs a date and a device name (strings)")
     rows = result.get("rows")
     if not isinstance(rows, list) or not rows:
         raise ValueError("it has no rows")
@@ -369,6 +371,42 @@ def check_result(result: Any) -> None:
         missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
         if missing:
             raise ValueError(f"row {i} lacks {', '.join(missing)} (a run of an older vkrope? run the benchmark again)")
+        _check_row(row, i)
+
+
+_TEXT_KEYS = ("dtype", "storage", "freqs")
+_SIZE_KEYS = ("x_bytes", "bytes_moved", "apply_s")  # on a log axis, or divided by: > 0
+_RATE_KEYS = ("kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps")  # null where the run had no timestamps
+
+
+def _check_row(row: dict[str, Any], i: int) -> None:
+    """ValueError naming row `i` and its key unless every value the chart
+    reads is of its type: shape [B, N, C] of positive ints, names strings,
+    sizes finite numbers > 0, rates finite numbers >= 0 or null."""
+    shape = row["shape"]
+    if not isinstance(shape, list) or len(shape) != 3 or not all(_is_number(v, int) and v > 0 for v in shape):
+        raise ValueError(f"row {i}: shape must be a list of 3 positive integers [B, N, C]; got {reprlib.repr(shape)}")
+    for key in _TEXT_KEYS:
+        if not isinstance(row[key], str):
+            raise ValueError(f"row {i}: {key} must be a string; got {reprlib.repr(row[key])}")
+    for key in _SIZE_KEYS + _RATE_KEYS:
+        value, size = row[key], key in _SIZE_KEYS
+        if value is None and not size:
+            continue
+        if not _is_number(value, (int, float)) or not _finite(value) or value < 0 or (size and value == 0):
+            want = "a finite number > 0" if size else "a finite number >= 0, or null"
+            raise ValueError(f"row {i}: {key} must be {want}; got {reprlib.repr(value)}")
+
+
+def _is_number(value: Any, types: Any) -> bool:
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # (an int of 400 digits: no float holds it)
+        return False
 
 
 def plot(result: dict[str, Any], path: str) -> None:
