@@ -50,6 +50,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_config_bad_files_are_one_line",
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_checks_each_value",
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_files_it_cannot_read",
+    "tests/project/test_examples_and_cli.py::test_cli_bench_refuses_empty_shapes",
 ]
 
 
@@ -1080,6 +1081,11 @@ MUTATIONS = [
              "    except OverflowError:  # (an int of 400 digits", "    except ZeroDivisionError:  # (an int of 400 digits"),
     Mutation("bench --chart-from: a device name that is not a string drawn", "vkrope/bench/kernel.py",
              "not isinstance(result[\"device\"].get(\"name\"), str)", "\"name\" not in result[\"device\"]"),
+    Mutation("CLI: an empty --shapes runs the default benchmark", "vkrope/__main__.py",
+             "    shapes = None if args.shapes is None else parse_shapes(args.shapes)",
+             "    shapes = parse_shapes(args.shapes) if args.shapes else None"),
+    Mutation("CLI: a blank --shapes called malformed, not empty", "vkrope/__main__.py",
+             "    if not text.strip():", "    if not text:"),
 ]
 
 

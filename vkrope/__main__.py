@@ -360,14 +360,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
         print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
-    shapes: list[Any] | None = None
-    if args.shapes:
-        try:
-            shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",")]
-        except ValueError:
-            raise ValueError(f"--shapes must look like 1x256x256,8x4096x256; got {args.shapes!r}") from None
-        if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
-            raise ValueError(f"--shapes: each shape is BxNxC with C even; got {args.shapes!r}")
+    shapes = None if args.shapes is None else parse_shapes(args.shapes)
     out_dir = Path(args.out)
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
@@ -384,6 +377,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"no chart: matplotlib is not installed. pip install 'vkrope[bench]' (or matplotlib), then "
               f"python -m vkrope bench --chart-from {json_path}")
     return 0
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """`bench --shapes`: comma-separated BxNxC shapes, C even. An empty value
+    is refused (it ran the full default benchmark, up to 1 GiB per tensor)."""
+    if not text.strip():
+        raise ValueError("--shapes is empty; give comma-separated BxNxC shapes such as 1x256x256,8x4096x256, "
+                         "or leave --shapes out for the default")
+    try:
+        shapes = [tuple(int(v) for v in s.lower().split("x")) for s in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--shapes must look like 1x256x256,8x4096x256; got {text!r}") from None
+    if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
+        raise ValueError(f"--shapes: each shape is BxNxC with C even; got {text!r}")
+    return [(b, n, c) for b, n, c in shapes]
 
 
 def _chart_from(bench: Any, path: str, plot: str | None) -> int:

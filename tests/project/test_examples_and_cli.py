@@ -687,3 +687,20 @@ def test_cli_bench_chart_from_files_it_cannot_read(tmp_path, capsys):
     (tmp_path / "ok.json").write_text(json.dumps(_bench_result()))
     assert main(["bench", "--chart-from", str(tmp_path / "ok.json")]) == 0
     assert (tmp_path / "ok.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("shapes", ["", " "])
+def test_cli_bench_refuses_empty_shapes(tmp_path, capsys, monkeypatch, shapes):
+    """`bench --shapes ''` ran the full default benchmark (tensors up to 1 GiB): an empty --shapes is refused
+    before any work."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    def no_run(**kw):
+        raise AssertionError(f"the benchmark ran with {kw}")
+
+    monkeypatch.setattr(kernel, "run", no_run)
+    assert main(["bench", "--shapes", shapes, "--out", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err == ("vkrope: error: ValueError: --shapes is empty; give comma-separated BxNxC "
+                                       "shapes such as 1x256x256,8x4096x256, or leave --shapes out for the default\n")
+    assert not (tmp_path / "out").exists()
