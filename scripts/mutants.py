@@ -51,6 +51,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_checks_each_value",
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_files_it_cannot_read",
     "tests/project/test_examples_and_cli.py::test_cli_bench_refuses_empty_shapes",
+    "tests/project/test_examples_and_cli.py::test_cli_plot_directory_suggests_a_chart_file",
 ]
 
 
@@ -1086,6 +1087,10 @@ MUTATIONS = [
              "    shapes = parse_shapes(args.shapes) if args.shapes else None"),
     Mutation("CLI: a blank --shapes called malformed, not empty", "vkrope/__main__.py",
              "    if not text.strip():", "    if not text:"),
+    Mutation("CLI: config --plot DIR suggests DIR/out.npy", "vkrope/__main__.py",
+             "        check_output_path(args.plot, \"--plot\", \"freqs.png\")", "        check_output_path(args.plot, \"--plot\")"),
+    Mutation("CLI: bench --plot DIR suggests DIR/out.npy", "vkrope/__main__.py",
+             "        check_output_path(args.plot, \"--plot\", \"bench.png\")", "        check_output_path(args.plot, \"--plot\")"),
 ]
 
 

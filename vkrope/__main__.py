@@ -253,12 +253,13 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
                          f"{need} bytes of data; the file holds {have})")
 
 
-def check_output_path(path: str, what: str) -> None:
+def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
     """Refuse an output path that cannot be written as a file, before any work:
-    a directory, a missing folder, or an existing file that is not a regular
-    file (a FIFO would block the write, /dev/null would be replaced)."""
+    a directory (the message suggests `example` in it), a missing folder, or
+    an existing file that is not a regular file (a FIFO would block the
+    write, /dev/null would be replaced)."""
     if os.path.isdir(path):
-        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, 'out.npy')!r}")
+        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example)!r}")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
@@ -345,7 +346,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from vkrope.bench import kernel as bench
 
     if args.plot:
-        check_output_path(args.plot, "--plot")
+        check_output_path(args.plot, "--plot", "bench.png")
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
@@ -465,7 +466,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     if not os.path.exists(path):
         raise ValueError(f"PATH: no such file or folder {path!r}")
     if args.plot:
-        check_output_path(args.plot, "--plot")
+        check_output_path(args.plot, "--plot", "freqs.png")
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
     file, cfg = read_config(path)

@@ -704,3 +704,17 @@ def test_cli_bench_refuses_empty_shapes(tmp_path, capsys, monkeypatch, shapes):
     assert capsys.readouterr().err == ("vkrope: error: ValueError: --shapes is empty; give comma-separated BxNxC "
                                        "shapes such as 1x256x256,8x4096x256, or leave --shapes out for the default\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command,example", [("config", "freqs.png"), ("bench", "bench.png")])
+def test_cli_plot_directory_suggests_a_chart_file(tmp_path, capsys, command, example):
+    """`--plot DIR` suggested DIR/out.npy, a name --plot then refuses (not .png): the suggestion is a chart file."""
+    from vkrope.__main__ import main
+
+    args = ["config", str(HF_CONFIGS / "llama-3.1-8b.json")] if command == "config" else \
+        ["bench", "--shapes", "1x16x8", "--out", str(tmp_path / "out")]
+    assert main([*args, "--plot", str(tmp_path)]) == 1
+    want = os.path.join(str(tmp_path), example)
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --plot: {str(tmp_path)!r} is a directory; give a "
+                                       f"file name such as {want!r}\n")
+    assert not (tmp_path / "out").exists()
