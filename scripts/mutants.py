@@ -52,6 +52,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_files_it_cannot_read",
     "tests/project/test_examples_and_cli.py::test_cli_bench_refuses_empty_shapes",
     "tests/project/test_examples_and_cli.py::test_cli_plot_directory_suggests_a_chart_file",
+    "tests/project/test_examples_and_cli.py::test_cli_config_refuses_like_for_gguf",
 ]
 
 
@@ -1091,6 +1092,8 @@ MUTATIONS = [
              "        check_output_path(args.plot, \"--plot\", \"freqs.png\")", "        check_output_path(args.plot, \"--plot\")"),
     Mutation("CLI: bench --plot DIR suggests DIR/out.npy", "vkrope/__main__.py",
              "        check_output_path(args.plot, \"--plot\", \"bench.png\")", "        check_output_path(args.plot, \"--plot\")"),
+    Mutation("CLI: --like ignored for a GGUF file", "vkrope/__main__.py",
+             "    if is_gguf and args.like is not None:", "    if False:"),
 ]
 
 

@@ -471,6 +471,9 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
     file, cfg = read_config(path)
     is_gguf = cfg is None
+    if is_gguf and args.like is not None:  # (it was ignored)
+        raise ValueError(f"--like: applies to config.json files; {file!r} is a GGUF file, read as its "
+                         "general.architecture says (leave --like out)")
     if is_gguf:
         try:  # (imports gguf, or says how to get it)
             ropes = [from_gguf(file)]
@@ -589,7 +592,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--like", metavar="MODEL_TYPE",
                    help="read a config.json as this model type's code does (one not in the model table); "
-                        "llama.cpp: a remote-code config as llama.cpp's converter reads it")
+                        "llama.cpp: a remote-code config as llama.cpp's converter reads it (config.json only, "
+                        "not GGUF)")
     p.add_argument("--plot", metavar="FILE", help="also draw the inverse frequencies per pair column against "
                                                  "the unscaled ones (.png, .svg or .pdf; needs matplotlib)")
     p.set_defaults(func=cmd_config)

@@ -718,3 +718,16 @@ def test_cli_plot_directory_suggests_a_chart_file(tmp_path, capsys, command, exa
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: --plot: {str(tmp_path)!r} is a directory; give a "
                                        f"file name such as {want!r}\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_config_refuses_like_for_gguf(tmp_path, capsys):
+    """`config FILE.gguf --like X` ignored --like without a word: it is refused (a GGUF file is read as its
+    general.architecture says), before the file is parsed."""
+    from vkrope.__main__ import main
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" + bytes(60))
+    assert main(["config", str(path), "--like", "llama"]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --like: applies to config.json files; "
+                                       f"{str(path)!r} is a GGUF file, read as its general.architecture says "
+                                       "(leave --like out)\n")
