@@ -566,7 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("apply", help="rotate X.npy by FREQS.npy into OUT.npy")
     p.add_argument("x", metavar="X.npy", help="float32/float16/bfloat16 array [..., N, C] (bfloat16: as ml_dtypes saves it, '<V2')")
-    p.add_argument("freqs", metavar="FREQS.npy", help="(cos, sin) pairs, real [Nf, C] or complex [Nf, C/2]")
+    p.add_argument("freqs", metavar="FREQS.npy", help="(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] "
+                                                 "(any shape with that many is read as [Nf, C]), or complex [Nf, C/2]")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
     p.add_argument("--inverse", action="store_true", help="rotate by -theta")
     p.add_argument("--repeat", type=int, default=1, help="frames sharing the freqs rows (default 1)")

@@ -731,3 +731,15 @@ def test_cli_config_refuses_like_for_gguf(tmp_path, capsys):
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: --like: applies to config.json files; "
                                        f"{str(path)!r} is a GGUF file, read as its general.architecture says "
                                        "(leave --like out)\n")
+
+
+def test_cli_apply_help_says_how_freqs_is_read(capsys):
+    """The help said FREQS is [Nf, C]; the library reads any shape with Nf*C values (as ExecuTorch's op)."""
+    from vkrope.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["apply", "--help"])
+    assert exit_.value.code == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] (any shape with that many is read as " \
+           "[Nf, C]), or complex [Nf, C/2]" in help_text, help_text
