@@ -1094,6 +1094,8 @@ MUTATIONS = [
              "        check_output_path(args.plot, \"--plot\", \"bench.png\")", "        check_output_path(args.plot, \"--plot\")"),
     Mutation("CLI: --like ignored for a GGUF file", "vkrope/__main__.py",
              "    if is_gguf and args.like is not None:", "    if False:"),
+    Mutation("CLI: an empty -o let through", "vkrope/__main__.py",
+             "    if not path:  # (its real path is the working folder", "    if False:  # (its real path is the working folder"),
 ]
 
 

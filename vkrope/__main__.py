@@ -258,6 +258,8 @@ def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
     a directory (the message suggests `example` in it), a missing folder, or
     an existing file that is not a regular file (a FIFO would block the
     write, /dev/null would be replaced)."""
+    if not path:  # (its real path is the working folder: the rename would aim at that)
+        raise ValueError(f"{what}: the path is empty; give a file name such as {example!r}")
     if os.path.isdir(path):
         raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example)!r}")
     parent = os.path.dirname(path) or "."

@@ -492,6 +492,9 @@ def test_cli_refuses_special_output_files(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err == (f"vkrope: error: ValueError: -o/--output: {out!r} is {kind}; give the path of a regular file "
                        "(new or to be replaced)\n"), err
+    assert main(["apply", x, f, "-o", ""]) == 1  # (an atomic write would aim at the working folder)
+    assert capsys.readouterr().err == ("vkrope: error: ValueError: -o/--output: the path is empty; give a file name "
+                                       "such as 'out.npy'\n")
     os.symlink("loop2", tmp_path / "loop1")
     os.symlink("loop1", tmp_path / "loop2")
     loop = str(tmp_path / "loop1")
