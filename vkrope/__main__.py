@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -163,6 +164,10 @@ _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"),
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+# What an output may be besides a regular file: written as a stream, not replaced.
+_STREAMS = ("a character device", "a pipe (FIFO)")
+
+
 def _not_regular(mode: int) -> str | None:
     """What a file of `mode` is when it is not a regular file (None when it is)."""
     if stat.S_ISREG(mode):
@@ -256,8 +261,9 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
 def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
     """Refuse an output path that cannot be written as a file, before any work:
     a directory (the message suggests `example` in it), a missing folder, or
-    an existing file that is not a regular file (a FIFO would block the
-    write, /dev/null would be replaced)."""
+    an existing file that is neither a regular file nor a stream (a
+    character device such as /dev/null or /dev/stdout, or a FIFO: written
+    as they are, `_save`)."""
     if not path:  # (its real path is the working folder: the rename would aim at that)
         raise ValueError(f"{what}: the path is empty; give a file name such as {example!r}")
     if os.path.isdir(path):
@@ -271,8 +277,9 @@ def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
         return
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
-    if kind is not None:
-        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)")
+    if kind is not None and kind not in _STREAMS:
+        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced), a "
+                         "character device or a pipe")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -292,7 +299,10 @@ def _save(path: str, y: np.ndarray) -> int:
     """Write `y` to exactly `path` (np.save(path) would append .npy), atomically:
     into a new file in the same folder, then renamed over `path`, so a failed
     write (a full disk) leaves an existing file (X itself, with -o X) as it
-    was. A symlink keeps pointing at its file; an existing file keeps its mode."""
+    was. A symlink keeps pointing at its file; an existing file keeps its mode.
+    A stream (/dev/null, /dev/stdout, a FIFO) is written as it is."""
+    if os.path.exists(path) and _not_regular(os.stat(path).st_mode) in _STREAMS:
+        return _save_stream(path, y)
     target = os.path.realpath(path)
     try:
         old_mode = stat.S_IMODE(os.stat(target).st_mode)
@@ -315,6 +325,29 @@ def _save(path: str, y: np.ndarray) -> int:
             raise ValueError(f"-o/--output: cannot write {path!r} ({exc.strerror or exc})") from None
         raise
     print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
+    return 0
+
+
+class _Writes:
+    """Only a stream's write: numpy writes a real file with tofile(), which asks a pipe its position."""
+
+    def __init__(self, fh: Any) -> None:
+        self.write = fh.write
+
+
+def _save_stream(path: str, y: np.ndarray) -> int:
+    """Write `y` into a character device or FIFO (opened without blocking: a
+    FIFO no process reads is an error, not a hang); the line saying so goes
+    to stderr (stdout may be the stream)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as fh:
+            np.save(_Writes(fh), y, allow_pickle=False)
+    except OSError as exc:
+        why = "no process reads the pipe" if exc.errno == errno.ENXIO else exc.strerror or exc
+        raise ValueError(f"-o/--output: cannot write {path!r} ({why})") from None
+    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
     return 0
 
 
@@ -463,10 +496,12 @@ def cmd_config(args: argparse.Namespace) -> int:
     per layer type where the model has several."""
     from .models import from_gguf, from_hf, layer_types  # noqa: PLC0415
     from .models.gguf import NeedsLayerType  # noqa: PLC0415
+    from .models.hf import hub_id_hint  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):
-        raise ValueError(f"PATH: no such file or folder {path!r}")
+        raise ValueError(f"PATH: no such file or folder {path!r}"
+                         f"{hub_id_hint(path, 'the path of a downloaded config.json')}")
     if args.plot:
         check_output_path(args.plot, "--plot", "freqs.png")
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):

@@ -231,7 +231,8 @@ def brief(value: Any) -> str:
         text = repr(value) if isinstance(value, str) else str(value)
     except ValueError:  # (an int past Python's digit limit for str())
         return f"an int of {value.bit_length()} bits"
-    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+    n = len(value) if isinstance(value, str) else len(text)
+    return text if len(text) <= 24 else f"{text[:12]}... ({n} characters)"
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:

@@ -418,7 +418,7 @@ def test_bad_configs_name_the_key(edit, match):
         vkrope.from_hf(c)
 
 
-def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch):
+def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch, capsys):
     """'org/name' that is no local path reads like a Hub id: the 'no such file' says vkrope does not download and
     what to pass instead; a missing local-looking path (absolute, relative with './', deeper, a .json) does not."""
     monkeypatch.chdir(tmp_path)
@@ -426,6 +426,10 @@ def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch):
                                          r"Face Hub id: vkrope does not download from the Hub; pass the path of the "
                                          r"model's config\.json, or its contents as a dict\)$"):
         vkrope.from_hf("meta-llama/Llama-3.1-8B")
+    from vkrope.__main__ import main
+    assert main(["config", "meta-llama/Llama-3.1-8B"]) == 1  # (the command line says so too, its own way)
+    assert capsys.readouterr().err.endswith("does not download from the Hub; pass the path of a downloaded "
+                                            "config.json)\n")
     for path in (str(tmp_path / "a" / "b"), "./a/b", "a/b/c", "a/config.json"):
         with pytest.raises(ValueError, match=r"^config: no such file '[^']*'$"):
             vkrope.from_hf(path)

@@ -477,21 +477,57 @@ def test_cli_refuses_special_input_files(tmp_path, capsys, which):
     assert not (tmp_path / "y.npy").exists()
 
 
-def test_cli_refuses_special_output_files(tmp_path, capsys):
-    """-o naming an existing FIFO blocked the write; /dev/null would be replaced by an atomic write: an existing
-    -o that is not a regular file is refused before any work. A path that cannot be looked up (a symlink loop) is
-    said so, for inputs and outputs alike."""
+def test_cli_special_output_files(tmp_path, capsys):
+    """-o naming a stream is written as one (not replaced by the atomic write; a review found /dev/null and
+    /dev/stdout refused after it came in): /dev/null takes the result, a FIFO a process reads gets the .npy, a
+    FIFO nobody reads is an error, not a hang, and the line saying what was written goes to stderr; a socket is
+    refused before any work. A path that cannot be looked up (a symlink loop) is said so, for inputs and outputs
+    alike."""
+    import io
+    import socket
+    import threading
+    import time
+
     from vkrope.__main__ import main
 
     x, f = _npy_pair(tmp_path)
+    assert main(["apply", x, f, "-o", "/dev/null"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("wrote /dev/null: shape")
     fifo = str(tmp_path / "fifo")
     os.mkfifo(fifo)
-    _unblock_later(fifo)
-    for out, kind in [(fifo, "a pipe (FIFO)"), ("/dev/null", "a character device")]:
-        assert main(["apply", x, f, "-o", out]) == 1
-        err = capsys.readouterr().err
-        assert err == (f"vkrope: error: ValueError: -o/--output: {out!r} is {kind}; give the path of a regular file "
-                       "(new or to be replaced)\n"), err
+    assert main(["apply", x, f, "-o", fifo]) == 1  # (no reader: opened without blocking)
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: -o/--output: cannot write {fifo!r} (no process "
+                                       "reads the pipe)\n")
+    got = []
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # (open before the writer; reads give b"" until it comes)
+
+    def read_all() -> None:
+        chunks, deadline = [], time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(reader, 1 << 16)
+            except BlockingIOError:
+                chunk = None
+            if chunk:
+                chunks.append(chunk)
+            elif chunk == b"" and chunks:
+                break  # (the writer closed)
+            else:
+                time.sleep(0.01)
+        got.append(b"".join(chunks))
+
+    thread = threading.Thread(target=read_all)
+    thread.start()
+    assert main(["apply", x, f, "-o", fifo]) == 0
+    thread.join(60)
+    os.close(reader)
+    assert np.array_equal(np.load(io.BytesIO(got[0])), vkrope.apply(np.load(x), np.load(f)))
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    assert main(["apply", x, f, "-o", str(tmp_path / "sock")]) == 1
+    assert "is a socket; give the path of a regular file" in capsys.readouterr().err
+    sock.close()
     assert main(["apply", x, f, "-o", ""]) == 1  # (an atomic write would aim at the working folder)
     assert capsys.readouterr().err == ("vkrope: error: ValueError: -o/--output: the path is empty; give a file name "
                                        "such as 'out.npy'\n")

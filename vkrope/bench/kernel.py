@@ -43,6 +43,7 @@ FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    """Median wall-clock seconds of `repeats` calls of `fn` after `warmup` ones."""
     for _ in range(warmup):
         fn()
     times = []

@@ -63,7 +63,8 @@ def rules_of(model_type: str) -> dict[str, Any]:
     return dict(table()["models"].get(model_type, {}))
 
 
-def brief(value: Any) -> str:
+def _short(value: Any) -> str:
+    """A config value for a message (its repr, cut at 60 characters)."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -88,7 +89,7 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
     given, scaling = cfg.get("rope_parameters"), cfg.get("rope_scaling")
     for key, value in (("rope_parameters", given), ("rope_scaling", scaling)):
         if value is not None and not isinstance(value, dict):
-            raise ValueError(f"config: {key} must be a dict or null; got {brief(value)}")
+            raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
     said = bool(given) or bool(scaling) or any(k in cfg for k in theta_keys({"per_type": rules or {}}))
     if not rules:
         if said:
@@ -96,7 +97,7 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
                              "file's RoPE keys is not in vkrope's rules table; refused rather than guessed")
         return json.loads(json.dumps(default))
     if given and not _layer_dicts(given, default):
-        raise ValueError(f"config: rope_parameters is one dict ({brief(given)}), but {model_type} keeps RoPE per "
+        raise ValueError(f"config: rope_parameters is one dict ({_short(given)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
     shape = "nested" if given else "flat"
@@ -260,7 +261,7 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     scaling, given = cfg.get("rope_scaling"), cfg.get("rope_parameters")
     for key, value in (("rope_scaling", scaling), ("rope_parameters", given)):
         if value is not None and not isinstance(value, dict):
-            raise ValueError(f"config: {key} must be a dict or null; got {brief(value)}")
+            raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
     rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
     if "rope_theta" not in rope:
         source = next((k for k in one["theta_keys"] if k in cfg), None)

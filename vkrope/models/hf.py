@@ -33,7 +33,7 @@ def _load(config: Any) -> dict:
             with open(path, encoding="utf-8") as f:
                 config = json.load(f)
         except FileNotFoundError:
-            raise ValueError(f"config: no such file {path!r}{_hub_id_hint(os.fspath(config))}") from None
+            raise ValueError(f"config: no such file {path!r}{hub_id_hint(os.fspath(config))}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             if _first_bytes(path, 4) == b"GGUF":
                 raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with "
@@ -51,13 +51,13 @@ def _load(config: Any) -> dict:
     return config
 
 
-def _hub_id_hint(given: str) -> str:
+def hub_id_hint(given: str, instead: str = "the path of the model's config.json, or its contents as a dict") -> str:
     """The hint of a missing config path that reads like a Hugging Face Hub
-    id ('meta-llama/Llama-3.1-8B': one '/', not a local path)."""
+    id ('meta-llama/Llama-3.1-8B': one '/', not a local path), saying to
+    pass `instead`; "" for another path."""
     if given.count("/") != 1 or given.startswith((".", "/", "~")) or given.endswith(".json") or os.path.exists(given):
         return ""
-    return (" (it looks like a Hugging Face Hub id: vkrope does not download from the Hub; pass the path of the "
-            "model's config.json, or its contents as a dict)")
+    return f" (it looks like a Hugging Face Hub id: vkrope does not download from the Hub; pass {instead})"
 
 
 def _first_bytes(path: str, n: int) -> bytes:

@@ -33,6 +33,7 @@ ALIASES = {"mrope": "default", "su": "longrope"}
 
 
 def key_number(params: dict, key: str, where: str) -> float:
+    """params[key] as a positive finite float, else a ValueError naming `where` + key."""
     value = params[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}{key} must be a number; got {brief(value)}")
@@ -42,6 +43,7 @@ def key_number(params: dict, key: str, where: str) -> float:
 
 
 def key_int(params: dict, key: str, where: str) -> int:
+    """params[key] as an int >= 1 (an integral float too), else a ValueError naming `where` + key."""
     value = params[key]
     if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
         raise ValueError(f"{where}{key} must be an integer; got {brief(value)}")

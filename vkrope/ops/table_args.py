@@ -31,6 +31,7 @@ def check_flag(name: str, value: Any) -> bool:
 
 
 def check_tensor(name: str, x: Any) -> Any:
+    """x, q or k of a table operator: a numpy array or live DeviceArray of a tensor dtype."""
     if isinstance(x, DeviceArray):
         check_alive(name, x)
     else:
@@ -81,6 +82,7 @@ def spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
 
 
 def check_same_dtype(a: Any, b: Any, names: str) -> None:
+    """cos and sin of one dtype where either is resident (numpy tables are converted on upload)."""
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
 

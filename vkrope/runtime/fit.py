@@ -171,4 +171,4 @@ def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
 
 __all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "window_budget",
            "workgroup",
-           "table_segment", "fit_spans", "window"]
+           "table_segment", "fit_spans", "aligned_slices", "window"]
