@@ -43,7 +43,7 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_bench_chart_from_a_missing_file",
     "tests/project/test_examples_and_cli.py::test_info_json_when_no_device_is_chosen",
     "tests/project/test_examples_and_cli.py::test_cli_refuses_special_input_files",
-    "tests/project/test_examples_and_cli.py::test_cli_refuses_special_output_files",
+    "tests/project/test_examples_and_cli.py::test_cli_special_output_files",
     "tests/project/test_examples_and_cli.py::test_cli_npy_header_checked_before_reading",
     "tests/project/test_examples_and_cli.py::test_cli_output_is_written_atomically",
     "tests/project/test_examples_and_cli.py::test_cli_config_reads_its_file_once",
