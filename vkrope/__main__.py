@@ -15,6 +15,8 @@ from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
 
+from .files import JSON_LIMIT, not_regular, open_input, parse_json, read_json
+
 from .runtime.dtypes import BFLOAT16
 
 
@@ -160,44 +162,8 @@ def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) ->
         print(f"vkrope uses [{chosen['index']}]: {chosen['why_chosen']}")
 
 
-_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
 # What an output may be besides a regular file: written as a stream, not replaced.
 _STREAMS = ("a character device", "a pipe (FIFO)")
-
-
-def _not_regular(mode: int) -> str | None:
-    """What a file of `mode` is when it is not a regular file (None when it is)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _NOT_REGULAR if test(mode)), "not a regular file")
-
-
-def open_input(path: str, what: str, expected: str) -> BinaryIO:
-    """`path` opened for reading when it is a regular file; else a ValueError
-    naming the argument `what` before a byte is read: a FIFO is opened without
-    blocking (O_NONBLOCK) and refused, /dev/zero is never read (it would be
-    read forever), a pipe (/dev/stdin) could not be read twice."""
-    nonblock = getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
-    except FileNotFoundError:
-        raise ValueError(f"{what}: no such file {path!r}") from None
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
-    try:
-        kind = _not_regular(os.fstat(fd).st_mode)
-        if kind is not None:
-            why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
-            raise ValueError(f"{what}: {path!r} is {kind}, not {expected}{why}")
-        if nonblock:
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def load_npy(path: str, what: str) -> np.ndarray:
@@ -272,7 +238,7 @@ def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
     if not os.path.isdir(parent):
         raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
     try:
-        kind = _not_regular(os.stat(path).st_mode)
+        kind = not_regular(os.stat(path).st_mode)
     except FileNotFoundError:
         return
     except OSError as exc:
@@ -301,7 +267,7 @@ def _save(path: str, y: np.ndarray) -> int:
     write (a full disk) leaves an existing file (X itself, with -o X) as it
     was. A symlink keeps pointing at its file; an existing file keeps its mode.
     A stream (/dev/null, /dev/stdout, a FIFO) is written as it is."""
-    if os.path.exists(path) and _not_regular(os.stat(path).st_mode) in _STREAMS:
+    if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
         return _save_stream(path, y)
     target = os.path.realpath(path)
     try:
@@ -457,38 +423,20 @@ def _chart(bench: Any, result: dict, path: str) -> None:
     print(f"wrote {path}")
 
 
-JSON_LIMIT = 64 << 20  # bytes: far more than a config.json or a `vkrope bench` JSON holds
-
-
 def read_config(path: str) -> tuple[str, Any]:
     """(the file, its JSON) of `vkrope config PATH` (a config.json or its
     folder), read once; (the file, None) for a GGUF file (magic b"GGUF"),
     which from_gguf reads by its path (memory-mapped: not read here)."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
-    with open_input(file, "PATH", "a config.json or GGUF file") as fh:
-        head = fh.read(4)
-        if head == b"GGUF":
-            return file, None
-        data = head + fh.read(JSON_LIMIT + 1 - len(head))
-    cfg = parse_json(data, file, "PATH")
+    _, cfg = read_json(file, "PATH", "a config.json or GGUF file")
+    if cfg is None:
+        return file, None
     if not isinstance(cfg, dict):
         kind = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}.get(type(cfg).__name__,
                                                                                                "a number")
         raise ValueError(f"PATH: {file!r} holds {kind}, not a JSON object (as a config.json does)")
     return file, cfg
 
-
-def parse_json(data: bytes, path: str, what: str) -> Any:
-    """The JSON in `data` (UTF-8, at most JSON_LIMIT bytes: more is refused
-    unread), read from `path`; a ValueError naming `what` otherwise."""
-    if len(data) > JSON_LIMIT:
-        raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")
-    try:
-        return json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise ValueError(f"{what}: {path!r} nests too deeply to read") from None
-    except ValueError as exc:  # (JSONDecodeError, UnicodeDecodeError, an integer of over 4300 digits)
-        raise ValueError(f"{what}: {path!r} is not JSON in UTF-8 ({exc})") from None
 
 
 def cmd_config(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import ml_dtypes
 import numpy as np
@@ -943,3 +944,13 @@ def test_llama_cpp_mrope_position_layout():
     assert np.array_equal(rope.cos_sin(flat)[0], rope.cos_sin(pos3)[0])
     with pytest.raises(ValueError, match=r"\[4 \* S\]"):
         vkrope.apply_rotary_pos_emb(q, q, rope, flat[:-1])
+
+
+def test_from_hf_reads_regular_files_only(tmp_path):
+    """from_hf of /dev/zero read for ever and of a FIFO blocked (the command line's checks were added first,
+    at the wrong depth): the library reads a config through vkrope/files.py, refused by type before a byte."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((str(fifo), "a pipe (FIFO)"), ("/dev/zero", "a character device")):
+        with pytest.raises(ValueError, match=rf"^config: '{re.escape(path)}' is {re.escape(kind)}, not a config\.json"):
+            vkrope.from_hf(path)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..files import read_json
 from . import config_rules, gguf_convert
 from . import table as hf_models
 from .rope import ALIASES, ROPE_TYPES, ModelRope, key_int, key_number, brief
@@ -29,20 +30,11 @@ def _load(config: Any) -> dict:
         path = os.fspath(config)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
-        except FileNotFoundError:
-            raise ValueError(f"config: no such file {path!r}{hub_id_hint(os.fspath(config))}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            if _first_bytes(path, 4) == b"GGUF":
-                raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with "
-                                 "vkrope.from_gguf") from None
-            raise ValueError(f"config: {path!r} is not JSON in UTF-8 ({exc})") from None
-        except RecursionError:
-            raise ValueError(f"config: {path!r} nests too deeply to read") from None
-        except OSError as exc:
-            raise ValueError(f"config: {path!r} cannot be read ({exc})") from None
+        if not os.path.lexists(path):
+            raise ValueError(f"config: no such file {path!r}{hub_id_hint(os.fspath(config))}")
+        head, config = read_json(path, "config", "a config.json")  # (a regular file, read once, of bounded size)
+        if head == b"GGUF":
+            raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with vkrope.from_gguf")
     elif hasattr(config, "to_dict") and callable(config.to_dict):
         config = config.to_dict()
     if not isinstance(config, dict):
@@ -58,15 +50,6 @@ def hub_id_hint(given: str, instead: str = "the path of the model's config.json,
     if given.count("/") != 1 or given.startswith((".", "/", "~")) or given.endswith(".json") or os.path.exists(given):
         return ""
     return f" (it looks like a Hugging Face Hub id: vkrope does not download from the Hub; pass {instead})"
-
-
-def _first_bytes(path: str, n: int) -> bytes:
-    """The first `n` bytes of the file at `path` (b"" if it cannot be read)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
 
 
 def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
