@@ -37,7 +37,7 @@ def setup(rng, dtype, cache_dtype, paged, b=2, hq=4, hk=2, s=3, d=12, s_max=9, b
     if paged:
         shape = (blocks, block, hk, d)
         slots = rng.permutation(blocks * block)[:b * s].reshape(b, s)
-        slots[0, -1] = -1  # a padding token: writes nothing
+        slots[0, -1] = slots[1, 0] = -1  # padding tokens: each writes nothing (-1 is never a slot named twice)
         pos = rng.integers(0, 40, (b, s))
     else:
         shape = (b, hk, s_max, d)
@@ -184,6 +184,10 @@ def bad_cases(rng, dev):
         ("k_cache must be a DeviceArray", TypeError, dict(k_cache=kc0)),
         ("same DeviceArray", ValueError, dict(v_cache=kc)),
         ("one shape and dtype", ValueError, dict(v_cache=dev.asarray(vc0.astype(np.float16)))),
+        (r"one shape and dtype; got \[2, 2, 9, 12\] float32 and \[2, 2, 8, 12\] float32", ValueError,
+         dict(v_cache=dev.asarray(vc0[:, :, :8]))),  # (one token short: v's rows would land past its end)
+        ("k_cache must be a buffer DeviceArray; got storage 'texture3d'", ValueError,
+         dict(k_cache=dev.asarray(kc0, storage="texture3d"))),
         ("freqs", TypeError, dict(freqs=cos)),
         ("freqs", ValueError, dict(freqs=tables(rng, 64, 7))),  # rot 14 > D 12
         ("max_pos", ValueError, dict(freqs=tables(rng, 5, 6))),
@@ -193,6 +197,7 @@ def bad_cases(rng, dev):
         ("eps must be a positive", ValueError, dict(q_norm=np.ones(12, np.float32), k_norm=np.ones(12, np.float32),
                                                     eps=10 ** 400)),  # (an int past float64: no numpy message)
         ("interleaved", TypeError, dict(interleaved="yes")),
+        (r"interleaved must be a bool \(or 0 / 1\); got int 2", TypeError, dict(interleaved=2)),  # (ONNX's 0 / 1 only)
         ("out", TypeError, dict(out=np.zeros((2, 4, 3, 12), np.float16))),
         ("q must be 4D", ValueError, dict(q=q[0])),
         ("norm_plus_one=True needs q_norm and k_norm", ValueError, dict(norm_plus_one=True)),

@@ -348,3 +348,48 @@ def test_an_interrupted_wait_returns_only_when_the_device_is_done(host_import):
     out.fill(np.nan)
     dev.apply(x, f, out=out)
     assert np.abs(out - oracle(x, f)).max() < 1e-5
+
+
+def test_a_loop_after_many_fresh_arrays_is_still_kept(host_import, monkeypatch):
+    """Arrays seen once and then gone fill the sightings table (4 * COUNT):
+    a loop that comes after still gets its arrays kept. The oldest sightings
+    (dead) give way; had the newest given way instead, each of the loop's
+    arrays would push out the one seen just before it, and nothing would
+    ever be kept."""
+    dev = host_import
+    monkeypatch.setattr(dev._rt.imports, "COUNT", 3)  # 12 sightings
+    f = tables(256, 256)
+    x, out = x_and_out()
+    # Alive together, so 16 ids (a dead array's id taken again replaces its sighting: the table would not fill).
+    fresh = [x_and_out() for _ in range(8)]
+    for a, b in fresh:
+        dev.apply(a, f, out=b)
+    del fresh, a, b  # gone: their sightings may give way
+    for _ in range(4):
+        x *= -0.5
+        out.fill(np.nan)
+        dev.apply(x, f, out=out)
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+    assert kept(dev) == 2
+
+
+def test_at_the_allocation_count_only_idle_imports_go(host_import):
+    """At maxMemoryAllocationCount the kept imports the current call does not
+    use are released to make room (`release_idle`); those it has found
+    already stay. (Releasing them too left the kernel writing through a
+    destroyed buffer: `out` never written, and validation errors.)"""
+    dev = host_import
+    dev._force_limits(max_memory_allocation_count=3)  # the argument arena and two imports
+    x1, out = x_and_out()
+    x2, _ = x_and_out()
+    f = tables(256, 256)
+    for _ in range(3):
+        dev.apply(x1, f, out=out)
+    assert kept(dev) == 2
+    dev.apply(x2, f, out=out)  # x2 seen once
+    for _ in range(2):  # out found first, then x2's import made at the count: idle x1 goes
+        x2 *= -0.5
+        out.fill(np.nan)
+        dev.apply(x2, f, out=out)
+        assert np.abs(out - oracle(x2, f)).max() < 1e-5
+    assert kept(dev) == 2 and dev._ctx.allocations <= 3
