@@ -27,10 +27,13 @@ def config(name: str) -> dict:
         return json.load(f)
 
 
+KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float64")  # (key, value) adders
+
+
 def write(path, arch: str, kv, tensors=()):
     w = gguf.GGUFWriter(str(path), arch=arch)
     for add, value in kv:
-        getattr(w, add)(*value) if add in ("add_array", "add_uint32", "add_string") else getattr(w, add)(value)
+        getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
     for name, arr in tensors:
         w.add_tensor(name, np.asarray(arr, np.float32))
     w.write_header_to_file()
@@ -398,6 +401,7 @@ ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_stri
     (ARCH, 2**40, 0, "metadata key 1"),
     (ARCH, 1, 2**40, "tensor 0's name"),
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 77), 2, 0, "value type 77"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 77, 1), 2, 0, "metadata 1: an array of value type 77"),
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 9 + struct.pack("<IQ", 0, 0), 2, 0,
      "nested more"),
 ])
@@ -412,17 +416,29 @@ def test_a_header_claiming_more_than_the_file_holds_is_refused_at_once(tmp_path,
         vkrope.from_gguf(str(path))
 
 
+def test_a_file_shorter_than_the_header_is_named(tmp_path):
+    """The magic and half a version: the walk names the header it cannot
+    read (not a bare struct.error from unpacking the version)."""
+    path = tmp_path / "short.gguf"
+    path.write_bytes(b"GGUF\x03\x00")
+    with pytest.raises(ValueError, match=r"\(ValueError: the header needs 8 bytes at offset 0; the file has 6 left\)"):
+        vkrope.from_gguf(str(path))
+
+
 def test_arrays_of_strings_and_of_arrays_and_big_endian_files_still_read(tmp_path):
     """What gguf's writer makes passes the size walk: a vocabulary's string
-    array, nested arrays, a big-endian file."""
+    array, nested arrays, 64-bit values (each 8 bytes: the keys after them
+    are found), a big-endian file."""
     kv = [("add_uint32", ("llama.context_length", 4096)), ("add_uint32", ("llama.embedding_length", 256)),
+          ("add_uint64", ("test.u64", 2**40 + 3)), ("add_int64", ("test.i64", -5)),
+          ("add_float64", ("test.f64", 0.25)),
           ("add_uint32", ("llama.attention.head_count", 4)), ("add_uint32", ("llama.block_count", 2)),
           ("add_array", ("tokenizer.ggml.tokens", ["a", "bb", "ccc"] * 300)),
           ("add_array", ("test.nested", [[1, 2], [3, 4, 5]]))]
     little = vkrope.from_gguf(write(tmp_path / "le.gguf", "llama", kv))
     w = gguf.GGUFWriter(str(tmp_path / "be.gguf"), arch="llama", endianess=gguf.GGUFEndian.BIG)
-    for _, (key, value) in kv:
-        (w.add_array if isinstance(value, list) else w.add_uint32)(key, value)
+    for add, (key, value) in kv:
+        getattr(w, add)(key, value)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
