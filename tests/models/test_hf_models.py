@@ -470,6 +470,43 @@ def test_a_key_the_table_refuses_takes_only_the_class_value(monkeypatch):
         vkrope.from_hf(dict(cfg, rope_scaling={"rope_type": "linear", "factor": 2.0}))
 
 
+def test_gemma4_full_rope_reads_its_factor_and_no_other_types_keys():
+    """Gemma 4's full layers (the table refuses another rope type than the class's proportional, parameters
+    included): a key of another rope type (yarn's beta_fast) is not read, as transformers does not, so it is no
+    other rope type, only listed in `ignored`; a factor is proportional's own key, so it is one (refused). A
+    ModelRope of that type made by hand divides by its factor."""
+    plain = vkrope.from_hf(gemma4_hub(), layer_type="full_attention")
+    for extra, refused in (({"beta_fast": 32.0}, False), ({"factor": 8.0}, True)):
+        cfg = gemma4_hub()
+        cfg["text_config"]["rope_parameters"]["full_attention"].update(extra)
+        if refused:
+            with pytest.raises(ValueError, match=r"rope type 'proportional' \{'factor': 8.0\}: the only rope_type "
+                                                 r"vkrope takes for 'gemma4' is its class's"):
+                vkrope.from_hf(cfg, layer_type="full_attention")
+            continue
+        rope = vkrope.from_hf(cfg, layer_type="full_attention")
+        assert rope.ignored == ("beta_fast",) and rope.params == plain.params
+        assert np.array_equal(rope.inv_freq(), plain.inv_freq())
+    scaled = vkrope.ModelRope("proportional", 512, 512, 1e6, (("factor", 4.0), ("partial_rotary_factor", 0.25)))
+    want = np.zeros(256)
+    want[:64] = 1e6 ** (-np.arange(0, 128, 2) / 512) / 4
+    assert np.allclose(scaled.inv_freq(), want, rtol=1e-6, atol=0)
+
+
+def test_layer_indices_and_counts_at_their_bounds():
+    """A layer index is in [0, num_hidden_layers), -1 too is refused (not read as the last layer); a config of
+    MAX_LAYERS (65536) layers is taken, one more refused; hf_layers of no layers is an error, not ()."""
+    cfg = {"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4}
+    with pytest.raises(ValueError, match=r"layer must be in \[0, 4\) \(the config's num_hidden_layers\); got -1"):
+        vkrope.from_hf(cfg, layer=-1)
+    most = dict(cfg, num_hidden_layers=1 << 16)
+    assert vkrope.from_hf(most, layer=(1 << 16) - 1) == vkrope.from_hf(most)
+    with pytest.raises(ValueError, match="num_hidden_layers must be at most 65536; got 65537"):
+        vkrope.from_hf(dict(cfg, num_hidden_layers=(1 << 16) + 1), layer=0)
+    with pytest.raises(ValueError, match="num_hidden_layers must be a positive integer; got 0"):
+        vkrope.hf_layers(dict(cfg, num_hidden_layers=0))
+
+
 def test_cli_config_says_which_layers_rotate(tmp_path, capsys):
     from vkrope.__main__ import main
 
