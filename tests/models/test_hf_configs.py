@@ -665,6 +665,26 @@ def test_a_huge_head_or_layer_count_is_refused_before_anything_is_made(make, mat
         make()
 
 
+def test_the_widest_head_is_taken_and_one_pair_more_refused():
+    """MAX_HEAD_DIM (65536 channels) is the widest head, not one past it: a spec, a ModelRope, an N-D spec and
+    inv_freq of exactly that width are taken (their frequencies are the formula's); a pair more is refused,
+    naming the argument."""
+    assert vkrope.RopeFreqs(1 << 16).dim == 1 << 16
+    rope = vkrope.ModelRope("default", 1 << 16, 1 << 16, 1e4)
+    inv = rope.inv_freq().astype(np.float64)
+    assert inv.shape == (1 << 15,) and np.allclose(inv, 1e4 ** (-np.arange(0, 1 << 16, 2) / (1 << 16)), rtol=1e-6)
+    assert vkrope.NdFreqs((1 << 15, 1 << 15)).dim == 1 << 16
+    assert vkrope.InvFreqs(inv_freq=np.ones(1 << 15, np.float32)).dim == 1 << 16
+    for make, match in [(lambda: vkrope.RopeFreqs((1 << 16) + 2), "dim must be at most 65536 .*; got 65538"),
+                        (lambda: vkrope.ModelRope("default", (1 << 16) + 2, 64, 1e4), "head_dim must be at most 65536"),
+                        (lambda: vkrope.NdFreqs((1 << 15, (1 << 15) + 2)),
+                         "axes_dim must sum to at most 65536 .*; got 65538"),
+                        (lambda: vkrope.InvFreqs(inv_freq=np.ones((1 << 15) + 1, np.float32)),
+                         "inv_freq must hold at most 32768 values; got 32769")]:
+        with pytest.raises(ValueError, match=match):
+            make()
+
+
 def test_messages_name_the_key_once():
     c = json.loads(json.dumps(config("llama-3.1-8b")))
     c["rope_scaling"]["factor"] = "8"
