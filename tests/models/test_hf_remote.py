@@ -267,6 +267,23 @@ def test_cli_prints_the_pairs_and_ignored_keys(capsys):
     assert "interleaved" in out and "original_rope=True" in out and "ChatGLMModel -> chatglm" in out
 
 
+def test_cli_messages_name_the_flag_not_the_keyword(capsys):
+    """The converter's refusal tells a Python caller like='llama.cpp' (and, in brackets, the command's form);
+    through the command it says --like llama.cpp, once. like='llama.cpp' on a model type transformers knows says
+    to read it without --like (not "without like=")."""
+    from vkrope.__main__ import main
+
+    assert main(["config", remote("chatglm3-6b")]) == 1
+    err = capsys.readouterr().err
+    assert err.endswith("changes its frequencies past seq_length); if so, pass --like llama.cpp\n"), err
+    llama = os.path.join(DATA, "hf_configs", "llama-3.1-8b.json")
+    assert main(["config", llama, "--like", "llama.cpp"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vkrope: error: ValueError: --like llama.cpp reads configs of model types transformers "
+                          "does not know (remote code); 'llama' is one it knows: read it without --like, or its "
+                          "GGUF file with vkrope.from_gguf"), err
+
+
 def test_permuted_rows_under_partial_rotary_are_refused():
     """LlamaModel.permute reorders a whole head: with a rotary dim below the head dim, llama.cpp's adjacent
     pairs are not the checkpoint's rotate-half pairs, so the pairs would be a guess."""

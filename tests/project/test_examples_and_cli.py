@@ -514,14 +514,20 @@ def test_cli_special_output_files(tmp_path, capsys):
                 time.sleep(0.01)
         got.append(b"".join(chunks))
 
+    # 256 KiB of result, more than a pipe holds: the writer waits for the reader (its writes block once the FIFO is
+    # open; left non-blocking, a write past the pipe's capacity failed half way)
+    rng = np.random.default_rng(4)
+    big_x, big_f = str(tmp_path / "big_x.npy"), str(tmp_path / "big_f.npy")
+    np.save(big_x, rng.standard_normal((1, 256, 256)).astype(np.float32))
+    np.save(big_f, rng.standard_normal((256, 256)).astype(np.float32))
     thread = threading.Thread(target=read_all)
     thread.start()
-    assert main(["apply", x, f, "-o", fifo]) == 0
+    assert main(["apply", big_x, big_f, "-o", fifo]) == 0
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(f"wrote {fifo}: shape")
     thread.join(60)
     os.close(reader)
-    assert np.array_equal(np.load(io.BytesIO(got[0])), vkrope.apply(np.load(x), np.load(f)))
+    assert np.array_equal(np.load(io.BytesIO(got[0])), vkrope.apply(np.load(big_x), np.load(big_f)))
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "sock"))
     assert main(["apply", x, f, "-o", str(tmp_path / "sock")]) == 1
@@ -571,6 +577,41 @@ def test_cli_npy_header_checked_before_reading(tmp_path, capsys, which):
         err = capsys.readouterr().err
         assert err == f"vkrope: error: ValueError: {which}: {str(bad)!r} is not a valid .npy file ({tail}\n", err
     assert not (tmp_path / "y.npy").exists()
+
+
+def test_cli_npy_files_read_as_numpy_saves_them(tmp_path, capsys):
+    """What the .npy reader decides, in this process: an empty file and one without the magic string are told
+    apart; a version-2 header's length is its four bytes (65660 read as two is 124, under numpy's limit); a
+    big-endian array is read as the same numbers in this machine's order; a two-byte structured dtype is not
+    bfloat16 (only np.save's unnamed '<V2' is), so it is refused as the dtype it is."""
+    from vkrope.__main__ import main
+
+    x, f = _npy_pair(tmp_path)
+    bad, out = tmp_path / "bad.npy", str(tmp_path / "y.npy")
+    for content, why in [
+        (b"", "the file is empty"),
+        (b"hello", "it does not start with the .npy magic string"),
+        (_npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }" + " " * 65600, 2),
+         "its header is 65660 bytes; numpy reads at most 10000"),
+    ]:
+        bad.write_bytes(content)
+        assert main(["apply", str(bad), f, "-o", out]) == 1
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: X.npy: {str(bad)!r} is not a valid .npy file "
+                                           f"({why})\n")
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    fs = rng.standard_normal((5, 8)).astype(np.float32)
+    np.save(tmp_path / "xb.npy", xs.astype(">f4"))
+    np.save(tmp_path / "fb.npy", fs.astype(">f4"))
+    assert main(["apply", str(tmp_path / "xb.npy"), str(tmp_path / "fb.npy"), "-o", out]) == 0
+    capsys.readouterr()
+    y = np.load(out)
+    check_result(y, xs, fs)
+    assert y.dtype == np.float32 and y.tobytes() == vkrope.apply(xs, fs).tobytes()
+    np.save(bad, np.zeros((1, 3, 4), [("a", "u1"), ("b", "u1")]))
+    assert main(["apply", str(bad), f, "-o", out]) == 1
+    assert capsys.readouterr().err.startswith("vkrope: error: TypeError: x must have dtype float32, float16 or "
+                                              "bfloat16; got [('a', 'u1'), ('b', 'u1')]")
 
 
 def test_cli_output_is_written_atomically(tmp_path, capsys, monkeypatch):
@@ -637,11 +678,12 @@ def test_cli_config_reads_its_file_once(tmp_path, capsys, monkeypatch):
     assert [f for f in opened if os.fspath(f) == path] == [path]
 
 
-@pytest.mark.parametrize("case", ["fifo", "too_big", "nested", "big_int", "latin1", "array"])
+@pytest.mark.parametrize("case", ["fifo", "too_big", "nested", "big_int", "latin1", "utf16", "array"])
 def test_cli_config_bad_files_are_one_line(tmp_path, capsys, case):
     """config PATH of a FIFO blocked, a sparse 1 GB file was read whole (and /dev/zero forever: refused as the FIFO
     is, not tried here); a JSON nested too deeply, an integer of 5001 digits or an array came out of the library
-    without the file's name."""
+    without the file's name. A UTF-16 file is not read (transformers reads UTF-8 only: json.loads of the bytes
+    would guess the encoding and take it)."""
     from vkrope.__main__ import main
 
     path = str(tmp_path / "config.json")
@@ -653,12 +695,16 @@ def test_cli_config_bad_files_are_one_line(tmp_path, capsys, case):
             fh.truncate((64 << 20) + 1)  # (sparse: no disk used)
     else:
         text = {"nested": "[" * 100000 + "]" * 100000, "big_int": '{"rope_theta": ' + "1" * 5001 + "}",
-                "latin1": '{"model_type": "ll\xe4ma"}', "array": "[1, 2]"}[case]
-        (tmp_path / "config.json").write_bytes(text.encode("latin1"))
+                "latin1": '{"model_type": "ll\xe4ma"}', "array": "[1, 2]",
+                "utf16": '{"model_type": "llama", "hidden_size": 1024, "num_attention_heads": 8}'}[case]
+        # (UTF-16 with its byte order mark, as some editors save it: transformers reads config.json as UTF-8)
+        (tmp_path / "config.json").write_bytes(("\ufeff" + text).encode("utf-16-le") if case == "utf16"
+                                               else text.encode("latin1"))
     want = {"fifo": f"{path!r} is a pipe (FIFO), not a config.json or GGUF file (vkrope reads regular files only",
             "too_big": f"{path!r} is over 64 MiB, larger than any JSON file vkrope reads",
             "nested": f"{path!r} nests too deeply to read", "big_int": f"{path!r} is not JSON in UTF-8 (Exceeds the",
             "latin1": f"{path!r} is not JSON in UTF-8 ('utf-8' codec can't decode",
+            "utf16": f"{path!r} is not JSON in UTF-8 ('utf-8' codec can't decode byte 0xff in position 0",
             "array": f"{path!r} holds an array, not a JSON object (as a config.json does)"}[case]
     assert main(["config", str(tmp_path) if case == "nested" else path]) == 1  # (a folder: its config.json)
     err = capsys.readouterr().err
@@ -742,6 +788,31 @@ def test_cli_bench_refuses_empty_shapes(tmp_path, capsys, monkeypatch, shapes):
     assert capsys.readouterr().err == ("vkrope: error: ValueError: --shapes is empty; give comma-separated BxNxC "
                                        "shapes such as 1x256x256,8x4096x256, or leave --shapes out for the default\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_bench_shapes_and_repeats_reach_the_benchmark_as_given(tmp_path, capsys, monkeypatch):
+    """--shapes is BxNxC with C even: an odd C or a shape of two numbers is refused naming the flag, before any
+    work (the kernel would refuse odd C only once the benchmark ran; two numbers were a bare unpacking error);
+    an X reads as x. --repeats takes 1, the least. Both reach the benchmark as given."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    asked = []
+
+    def no_run(**kw):
+        asked.append(kw)
+        raise ValueError("stopped before any work")
+
+    monkeypatch.setattr(kernel, "run", no_run)
+    out = str(tmp_path / "out")
+    for shapes in ("1x16x7", "1x16", "1x16x8,2x8"):
+        assert main(["bench", "--shapes", shapes, "--out", out]) == 1
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --shapes: each shape is BxNxC with C even; got "
+                                           f"{shapes!r}\n")
+    assert asked == [] and not os.path.exists(out)
+    assert main(["bench", "--shapes", "1X16X8,2x4x4", "--repeats", "1", "--out", out]) == 1
+    assert capsys.readouterr().err == "vkrope: error: ValueError: stopped before any work\n"
+    assert asked[0]["shapes"] == [(1, 16, 8), (2, 4, 4)] and asked[0]["repeats"] == 1
 
 
 @pytest.mark.parametrize("command,example", [("config", "freqs.png"), ("bench", "bench.png")])
