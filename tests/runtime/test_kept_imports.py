@@ -393,3 +393,20 @@ def test_at_the_allocation_count_only_idle_imports_go(host_import):
         dev.apply(x2, f, out=out)
         assert np.abs(out - oracle(x2, f)).max() < 1e-5
     assert kept(dev) == 2 and dev._ctx.allocations <= 3
+
+
+def test_a_sighting_under_another_arrays_id_does_not_count():
+    """A sighting is of the array itself, not of its id: an array that takes
+    the id of one seen before (gone, its memory and id reused) is seen for the
+    first time, and imported only when a later call passes it again. (Made
+    here without waiting on the allocator to reuse an id: the earlier
+    sighting is moved under the new array's id.)"""
+    imports = kept_module.KeptImports(None)  # (deciding needs no device)
+    a, b = np.zeros(1 << 16, np.float32), np.zeros(1 << 16, np.float32)
+    imports.begin_call()
+    assert not imports.reused(a)  # seen once
+    imports.seen[id(b)] = imports.seen.pop(id(a))
+    imports.begin_call()
+    assert not imports.reused(b)  # b's first sighting, whatever its id held
+    imports.begin_call()
+    assert imports.reused(b)  # passed again: imported
