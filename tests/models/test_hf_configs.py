@@ -748,6 +748,35 @@ def test_transformers_class_defaults_and_model_classes():
     assert vkrope.from_hf(p1) == vkrope.from_hf(config("llama-3.1-8b"))
 
 
+def test_early_rope_type_names_only_where_the_class_renames_them():
+    """"su" and "yarn" are Phi-3's early names of its longrope, "mrope"
+    Qwen2-VL's of its default: transformers 5.25's Phi3Config,
+    Phi4MultimodalConfig, Qwen2VLTextConfig and Qwen2_5_VLTextConfig rename
+    them; every other class keeps the name, and its rotary module fails on
+    it (ROPE_INIT_FUNCTIONS has neither: KeyError), so vkrope refuses it
+    there rather than guess. Phi-3's "su" takes the top-level original
+    length (5.25 renames before it standardizes)."""
+    phi = json.loads(json.dumps(config("phi-3.5-mini")))
+    phi["rope_scaling"]["type"] = "su"
+    phi["rope_scaling"]["original_max_position_embeddings"] = 2048
+    su = vkrope.from_hf(phi)
+    assert (su.rope_type, su.original_max_position_embeddings) == ("longrope", 4096)
+    assert vkrope.from_hf(dict(phi, model_type="phi4_multimodal")).rope_type == "longrope"
+    vl = config("qwen2-vl-7b")
+    assert vl["rope_scaling"]["type"] == "mrope" and vkrope.from_hf(vl).rope_type == "default"
+    assert vkrope.from_hf({"model_type": "colqwen2", "vlm_config": vl}).rope_type == "default"
+    base = {"hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 8192}
+    longrope = {"short_factor": [1.0] * 64, "long_factor": [2.0] * 64, "original_max_position_embeddings": 2048}
+    for model_type, rope in (("llama", {"type": "su", **longrope}), ("phimoe", {"rope_type": "su", **longrope}),
+                             ("qwen3_vl_text", {"type": "mrope", "mrope_section": [16, 8, 8]}),
+                             ("mistral", {"type": "mrope"}), ("phi3", {"type": "mrope"})):
+        name = rope.get("rope_type", rope.get("type"))
+        with pytest.raises(ValueError, match=f"rope_type '{name}': {model_type}'s config class keeps this name"):
+            vkrope.from_hf({**base, "model_type": model_type, "rope_scaling": rope})
+    both = {**base, "model_type": "llama", "rope_scaling": {"type": "su", "rope_type": "longrope", **longrope}}
+    assert vkrope.from_hf(both).rope_type == "longrope"  # (rope_type wins, as transformers' setdefault)
+
+
 def test_mrope_invfreqs_refused_by_one_axis_ops():
     spec = vkrope.from_hf(config("qwen2-vl-7b")).freqs()
     assert spec.mrope
@@ -928,14 +957,26 @@ def test_more_transformers_rules():
     assert vkrope.from_hf(phi4).rope_type == "longrope"
     # (a flat Hub file's top-level keys reach these classes' language model only inside text_config)
     # (and a text_config naming its own model type: one naming another is read as that type)
+    # (Qwen2-VL's "mrope" is its own class's name: GLM-OCR's rotary module fails on it, Cosmos 3 Edge's class
+    # raises; both take the default rope type with sections)
+    sections = {"rope_type": "default", "mrope_section": [16, 24, 24]}
     vl = {"model_type": "glm_ocr", "text_config": dict(config("qwen2-vl-7b"), model_type="glm_ocr_text")}
+    with pytest.raises(ValueError, match="rope_type 'mrope': glm_ocr's config class keeps this name"):
+        vkrope.from_hf(vl)
+    vl["text_config"]["rope_scaling"] = sections
     with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # (its module's layout:
         vkrope.from_hf(vl)  # neither chunks nor Qwen3-VL's)
     edge = {"model_type": "cosmos3_edge", "text_config": dict(config("qwen2-vl-7b"), model_type="cosmos3_edge_text")}
+    with pytest.raises(ValueError, match="rope_type 'mrope': cosmos3_edge's config class keeps this name"):
+        vkrope.from_hf(edge)
+    edge["text_config"]["rope_scaling"] = sections
     assert vkrope.from_hf(edge).mrope_interleaved  # the table ran it: interleaved
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}
     with pytest.raises(ValueError, match="model_type is missing"):
         vkrope.from_hf(anon)  # no model type: its attention is not guessed
+    with pytest.raises(ValueError, match="rope_type 'mrope': qwen3_vl's config class keeps this name"):
+        vkrope.from_hf(anon, like="qwen3_vl")  # (Qwen3-VL's rotary module fails on Qwen2-VL's "mrope")
+    anon["rope_scaling"] = sections
     assert vkrope.from_hf(anon, like="qwen3_vl").mrope_interleaved is True  # the caller's word: as Qwen3-VL
     gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}  # EleutherAI/gpt-j-6b's keys
     r = vkrope.from_hf(gptj)

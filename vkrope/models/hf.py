@@ -509,6 +509,17 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
+# The early rope type names a config class renames before its model reads them (transformers 5.25's
+# convert_rope_params_to_dict: Phi3Config and Phi4MultimodalConfig "su" and "yarn" -> longrope;
+# Qwen2VLTextConfig and Qwen2_5_VLTextConfig "mrope" -> default, the text configs of qwen2_vl, qwen2_5_vl and
+# colqwen2); every other class keeps them, and its rotary module looks them up in ROPE_INIT_FUNCTIONS, which has
+# neither "su" nor "mrope" (KeyError).
+_PHI3 = {"su": "longrope", "yarn": "longrope"}
+_QWEN2_VL = {"mrope": "default"}
+_RENAMED = {"phi3": _PHI3, "phi4_multimodal": _PHI3, "qwen2_vl": _QWEN2_VL, "qwen2_vl_text": _QWEN2_VL,
+            "qwen2_5_vl": _QWEN2_VL, "qwen2_5_vl_text": _QWEN2_VL, "colqwen2": _QWEN2_VL}
+
+
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     kind = rope.get("rope_type", rope.get("type", "default"))
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
@@ -517,9 +528,11 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
                          "contradict each other")
     if not isinstance(kind, str):
         raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
-    kind = ALIASES.get(kind, kind)
-    if model_type in ("phi3", "phi4_multimodal") and rope.get("rope_type", rope.get("type")) == "yarn":
-        kind = "longrope"  # Phi3Config: "su" and "yarn" are early names of its longrope
+    kind = _RENAMED.get(model_type, {}).get(kind, kind)
+    if kind in ALIASES:  # (another class keeps the name, and its rotary module has no function of that name)
+        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class keeps this name, which only "
+                         f"{', '.join(sorted(t for t, r in _RENAMED.items() if kind in r))} read (as "
+                         f"{ALIASES[kind]!r}); transformers fails on it (ROPE_INIT_FUNCTIONS has no {kind!r})")
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     return kind
