@@ -4,7 +4,7 @@ apply_rotary_pos_emb on the configs of tests/data/hf_configs/*.json.
     python scripts/hf_golden.py [--out tests/data/hf_golden.npz]
 
 Needs torch and transformers (not vkrope's dependencies: run it from a venv
-that has them, e.g. `pip install torch==2.13.0+cpu transformers==5.24.0
+that has them, e.g. `pip install torch==2.13.0+cpu transformers==5.25.0
 --extra-index-url https://download.pytorch.org/whl/cpu`); the tests read
 the committed file. For each config and each case (a set of position ids)
 it builds a fresh rotary module (transformers' dynamic / longrope update
