@@ -48,6 +48,7 @@ MODELS = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
 from vkrope.models import config_rules  # noqa: E402
+from vkrope.models.rope_types import RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
 SCALING = {"rope_type": "linear", "factor": 3.25}
@@ -435,6 +436,14 @@ def vkrope_reads(cfg: dict, lt: str | None) -> Any:
     return r.theta, r.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)
 
 
+def read_factor(rope: dict) -> Any:
+    """The factor of a rope dict the class made, where its rope type reads one: transformers' default rope
+    type reads none (the class may keep a rope_scaling's factor beside it, which from_hf lists in
+    rope.ignored), so none is no difference."""
+    kind = rope.get("rope_type")
+    return None if kind in RULES and "factor" not in read_by(kind) else rope.get("factor")
+
+
 def model_partial(e: dict, lt: str | None, rope: dict) -> float:
     """The partial factor the model applies with a rope dict (the table's rotary rule, as scripts/
     hf_model_table.py found the attention doing it: the default rope type of a "whole_default" model spans
@@ -471,7 +480,7 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
         for lt in lts or [None]:
             got = vkrope_reads(cfg, lt)
             w = None if want is None else want[lt]
-            expect = None if w is None else (w.get("rope_theta"), w.get("rope_type"), w.get("factor"),
+            expect = None if w is None else (w.get("rope_theta"), w.get("rope_type"), read_factor(w),
                                              model_partial(e, lt, w))
             if got is not None:
                 outcomes.setdefault(sig, []).append("same" if got == expect else "raises" if w is None else "differs")
@@ -506,7 +515,7 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
         for lt in lts or [None]:
             w = None if made is None else made[lt]
             gold.append({"config": {**kw, "model_type": t}, "layer_type": lt, "want": None if w is None else
-                         [w.get("rope_theta"), w.get("rope_type"), w.get("factor"), model_partial(e, lt, w)]})
+                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
 
 
 def _inside(path: list[str], kw: dict) -> dict:
