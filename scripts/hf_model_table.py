@@ -865,8 +865,10 @@ def write(models: dict, gold: dict, version: str) -> None:
     np.savez_compressed(GOLDEN, **gold)
     import models_md  # noqa: PLC0415  (the README's table of models follows the table)
 
-    with open(models_md.OUT, "w", encoding="utf-8") as f:
-        f.write(models_md.render(table))
+    with open(models_md.CONVERT, encoding="utf-8") as g, open(models_md.ARCHS, encoding="utf-8") as h:
+        converter = models_md.render_converter(json.load(g), json.load(h)["archs"])
+    with open(models_md.OUT, "w", encoding="utf-8") as f:  # (the whole page, as models_md.py writes it)
+        f.write(models_md.render(table) + converter)
     ok = sum(e.get("status") == "ok" for e in models.values())
     print(f"{len(models)} model types: {ok} ok, {sum(e.get('rope') is False for e in models.values())} without "
           f"RoPE, {len(models) - ok - sum(e.get('rope') is False for e in models.values())} refused")
