@@ -4,7 +4,7 @@ vkrope/models/config_rules.py) from transformers' own config classes.
 
     python scripts/hf_config_rules.py [--only TYPE ...]
 
-Needs transformers 5.24, the release vkrope/data/hf_models.json names
+Needs transformers 5.25, the release vkrope/data/hf_models.json names
 (config classes only: no torch), in a venv of its own; vkrope is imported
 from this checkout. For each model type of the model table:
 

@@ -3,7 +3,7 @@ reads) and tests/data/hf_models_golden.npz from transformers' own code.
 
     python scripts/hf_model_table.py [--probes DIR [--cached-only]] [--only TYPE ...]
 
-Needs torch and transformers 5.24 (not vkrope's dependencies: run it from a
+Needs torch and transformers 5.25 (not vkrope's dependencies: run it from a
 venv that has them, as scripts/hf_golden.py; vkrope itself is imported from
 this checkout). For every model type of transformers' CONFIG_MAPPING it
 probes the framework (scripts/hf_probe.py): the config class's defaults,
@@ -180,9 +180,10 @@ def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool
 
 def install(models: dict) -> None:
     """Make vkrope.models.table read `models` (the table being built), so from_hf is checked with it."""
+    import transformers  # noqa: PLC0415
     from vkrope.models import table as hf_models  # noqa: PLC0415
 
-    hf_models.table = lambda: {"transformers": "5.24.0", "models": models}
+    hf_models.table = lambda: {"transformers": transformers.__version__, "models": models}
 
 
 def halves_of(r: Any, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

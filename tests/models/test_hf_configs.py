@@ -868,7 +868,7 @@ def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
 def test_phimoe_mscale_switches_with_the_factors():
     """Phi-3.5-MoE's short_mscale / long_mscale: the attention factor of the
     side of the switch the call is on (as its original modeling code; see
-    the README on transformers 5.24's module)."""
+    the README on transformers 5.25's module)."""
     cfg = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
            "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64,

@@ -1,7 +1,7 @@
 """Every transformers model type with a text rotary module, read by
 `vkrope.from_hf` as its own code runs it, or refused (the model table,
 vkrope/data/hf_models.json, and tests/data/hf_models_golden.npz, both
-written by scripts/hf_model_table.py from transformers 5.24's own rotary
+written by scripts/hf_model_table.py from transformers 5.25's own rotary
 modules and attentions run on each model type's default config).
 
 Per ok model type and rope layer type, the golden holds the default config,
@@ -65,7 +65,7 @@ def test_table_is_complete_and_consistent():
     """The table lists every model type of the transformers it was made from, each with RoPE and ok
     holding what from_hf reads, each refused one saying why; every ok type has goldens."""
     t = hf_models.table()
-    assert t["generated_by"] == "scripts/hf_model_table.py" and t["transformers"] == "5.24.0"
+    assert t["generated_by"] == "scripts/hf_model_table.py" and t["transformers"] == "5.25.0"
     assert len(TABLE) > 800 and len(OK) > 200
     for name, e in TABLE.items():
         assert e.get("rope") in (True, False, None), name
