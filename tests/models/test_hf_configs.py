@@ -771,10 +771,19 @@ def test_early_rope_type_names_only_where_the_class_renames_them():
                              ("qwen3_vl_text", {"type": "mrope", "mrope_section": [16, 8, 8]}),
                              ("mistral", {"type": "mrope"}), ("phi3", {"type": "mrope"})):
         name = rope.get("rope_type", rope.get("type"))
-        with pytest.raises(ValueError, match=f"rope_type '{name}': {model_type}'s config class keeps this name"):
+        key = "rope_type" if "rope_type" in rope else "type"
+        with pytest.raises(ValueError, match=f"rope_scaling.{key} '{name}': {model_type}'s config class keeps "
+                                             f"this name.*write {key} '(longrope|default)'"):
             vkrope.from_hf({**base, "model_type": model_type, "rope_scaling": rope})
     both = {**base, "model_type": "llama", "rope_scaling": {"type": "su", "rope_type": "longrope", **longrope}}
     assert vkrope.from_hf(both).rope_type == "longrope"  # (rope_type wins, as transformers' setdefault)
+    # Phi-3's class renames both keys ("yarn" beside "longrope" is one type to it), another class does not.
+    for pair in (("yarn", "longrope"), ("longrope", "yarn"), ("su", "yarn")):
+        rope = {**phi["rope_scaling"], "type": pair[0], "rope_type": pair[1]}
+        assert vkrope.from_hf(dict(phi, rope_scaling=rope)).rope_type == "longrope", pair
+    with pytest.raises(ValueError, match="rope_scaling.type \\('yarn'\\) and rope_type \\('longrope'\\) contradict"):
+        vkrope.from_hf({**base, "model_type": "llama", "rope_scaling": {"type": "yarn", "rope_type": "longrope",
+                                                                        **longrope}})
 
 
 def test_mrope_invfreqs_refused_by_one_axis_ops():
@@ -961,20 +970,20 @@ def test_more_transformers_rules():
     # raises; both take the default rope type with sections)
     sections = {"rope_type": "default", "mrope_section": [16, 24, 24]}
     vl = {"model_type": "glm_ocr", "text_config": dict(config("qwen2-vl-7b"), model_type="glm_ocr_text")}
-    with pytest.raises(ValueError, match="rope_type 'mrope': glm_ocr's config class keeps this name"):
+    with pytest.raises(ValueError, match="type 'mrope': glm_ocr's config class keeps this name"):
         vkrope.from_hf(vl)
     vl["text_config"]["rope_scaling"] = sections
     with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # (its module's layout:
         vkrope.from_hf(vl)  # neither chunks nor Qwen3-VL's)
     edge = {"model_type": "cosmos3_edge", "text_config": dict(config("qwen2-vl-7b"), model_type="cosmos3_edge_text")}
-    with pytest.raises(ValueError, match="rope_type 'mrope': cosmos3_edge's config class keeps this name"):
+    with pytest.raises(ValueError, match="type 'mrope': cosmos3_edge's config class keeps this name"):
         vkrope.from_hf(edge)
     edge["text_config"]["rope_scaling"] = sections
     assert vkrope.from_hf(edge).mrope_interleaved  # the table ran it: interleaved
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}
     with pytest.raises(ValueError, match="model_type is missing"):
         vkrope.from_hf(anon)  # no model type: its attention is not guessed
-    with pytest.raises(ValueError, match="rope_type 'mrope': qwen3_vl's config class keeps this name"):
+    with pytest.raises(ValueError, match="type 'mrope': qwen3_vl's config class keeps this name"):
         vkrope.from_hf(anon, like="qwen3_vl")  # (Qwen3-VL's rotary module fails on Qwen2-VL's "mrope")
     anon["rope_scaling"] = sections
     assert vkrope.from_hf(anon, like="qwen3_vl").mrope_interleaved is True  # the caller's word: as Qwen3-VL

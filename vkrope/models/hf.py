@@ -520,19 +520,29 @@ _RENAMED = {"phi3": _PHI3, "phi4_multimodal": _PHI3, "qwen2_vl": _QWEN2_VL, "qwe
             "qwen2_5_vl": _QWEN2_VL, "qwen2_5_vl_text": _QWEN2_VL, "colqwen2": _QWEN2_VL}
 
 
+def _same_type(name: Any, renamed: dict[str, str]) -> Any:
+    """The rope type `name` stands for when a file gives both `type` and
+    `rope_type`: the class's own rename (Phi-3's "yarn" is its longrope),
+    else an early name's type ("su" is longrope), else the name."""
+    return renamed.get(name, ALIASES.get(name, name)) if isinstance(name, str) else name
+
+
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
-    kind = rope.get("rope_type", rope.get("type", "default"))
+    renamed = _RENAMED.get(model_type, {})
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
-            and ALIASES.get(rope["type"], rope["type"]) != ALIASES.get(rope["rope_type"], rope["rope_type"]):
-        raise ValueError(f"{where}type ({rope['type']!r}) and {where}rope_type ({rope['rope_type']!r}) "
-                         "contradict each other")
+            and _same_type(rope["type"], renamed) != _same_type(rope["rope_type"], renamed):
+        raise ValueError(f"{where}type ({rope['type']!r}) and rope_type ({rope['rope_type']!r}) contradict each "
+                         "other: transformers reads rope_type; remove the one the model does not run")
+    key = "rope_type" if "rope_type" in rope else "type"
+    kind = rope.get(key, "default")
     if not isinstance(kind, str):
-        raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
-    kind = _RENAMED.get(model_type, {}).get(kind, kind)
+        raise ValueError(f"{where}{key} must be a string; got {brief(kind)}")
+    kind = renamed.get(kind, kind)
     if kind in ALIASES:  # (another class keeps the name, and its rotary module has no function of that name)
-        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class keeps this name, which only "
-                         f"{', '.join(sorted(t for t, r in _RENAMED.items() if kind in r))} read (as "
-                         f"{ALIASES[kind]!r}); transformers fails on it (ROPE_INIT_FUNCTIONS has no {kind!r})")
+        readers = ", ".join(sorted(t for t, r in _RENAMED.items() if kind in r))
+        raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
+                         f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of {readers} read it, "
+                         f"as {ALIASES[kind]!r}): write {key} {ALIASES[kind]!r} if that is what the model runs")
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     return kind
