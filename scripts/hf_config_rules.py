@@ -170,9 +170,14 @@ def types_refused(cls: Any, lts: list[str] | None) -> list[str]:
             return False
         return True
 
-    if not takes("default", {}):
+    extra: dict = {}
+    if not takes("default", extra) and not lts:
+        # A class that needs more than a type beside it (Cosmos 3 Edge's mrope_section, which its validation
+        # checks before refusing every type but default) is given its own parameters too.
+        extra = {k: v for k, v in rope_of(cls, {}).items() if k not in ("rope_type", "rope_theta")}
+    if not takes("default", extra):
         return []  # (the probe says nothing of types)
-    return [kind for kind, params in TYPE_PROBES.items() if not takes(kind, params)]
+    return [kind for kind, params in TYPE_PROBES.items() if not takes(kind, {**extra, **params})]
 
 
 def measure_per_type(cls: Any, d0: dict) -> dict[str, Any]:

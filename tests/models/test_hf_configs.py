@@ -980,6 +980,15 @@ def test_more_transformers_rules():
         vkrope.from_hf(edge)
     edge["text_config"]["rope_scaling"] = sections
     assert vkrope.from_hf(edge).mrope_interleaved  # the table ran it: interleaved
+    for scaling in ({"type": "linear", "factor": 2.0}, {"rope_type": "dynamic", "factor": 2.0},
+                    {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}):
+        # Cosmos3EdgeTextConfig.validate_architecture takes the default type alone (its rules found so only
+        # given its own mrope_section)
+        for cfg, name in ((dict(edge, text_config=dict(edge["text_config"], rope_scaling=scaling)), "cosmos3_edge"),
+                          (dict(edge["text_config"], rope_scaling=scaling), "cosmos3_edge_text")):
+            with pytest.raises(ValueError, match=f"'{scaling.get('type', scaling.get('rope_type'))}': {name}'s "
+                                                 "config class refuses it"):
+                vkrope.from_hf(cfg)
     anon = {k: v for k, v in config("qwen2-vl-7b").items() if k != "model_type"}
     with pytest.raises(ValueError, match="model_type is missing"):
         vkrope.from_hf(anon)  # no model type: its attention is not guessed
