@@ -16,7 +16,7 @@ import numpy as np
 from ..files import read_json
 from . import config_rules, gguf_convert
 from . import table as hf_models
-from .rope import ALIASES, ROPE_TYPES, ModelRope, key_int, key_number, brief
+from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import PARAMS, RULES, read_by
 
 MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
@@ -518,13 +518,15 @@ _PHI3 = {"su": "longrope", "yarn": "longrope"}
 _QWEN2_VL = {"mrope": "default"}
 _RENAMED = {"phi3": _PHI3, "phi4_multimodal": _PHI3, "qwen2_vl": _QWEN2_VL, "qwen2_vl_text": _QWEN2_VL,
             "qwen2_5_vl": _QWEN2_VL, "qwen2_5_vl_text": _QWEN2_VL, "colqwen2": _QWEN2_VL}
+# The renamed names that are no rope type of their own ("su", "mrope"): the type each stands for.
+_EARLY = {name: kind for renames in _RENAMED.values() for name, kind in renames.items() if name not in ROPE_TYPES}
 
 
 def _same_type(name: Any, renamed: dict[str, str]) -> Any:
     """The rope type `name` stands for when a file gives both `type` and
     `rope_type`: the class's own rename (Phi-3's "yarn" is its longrope),
     else an early name's type ("su" is longrope), else the name."""
-    return renamed.get(name, ALIASES.get(name, name)) if isinstance(name, str) else name
+    return renamed.get(name, _EARLY.get(name, name)) if isinstance(name, str) else name
 
 
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
@@ -538,13 +540,13 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     if not isinstance(kind, str):
         raise ValueError(f"{where}{key} must be a string; got {brief(kind)}")
     kind = renamed.get(kind, kind)
-    if kind in ALIASES:  # (another class keeps the name, and its rotary module has no function of that name)
+    if kind in _EARLY:  # (another class keeps the name, and its rotary module has no function of that name)
         readers = ", ".join(sorted(t for t, r in _RENAMED.items() if kind in r))
         raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
                          f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of {readers} read it, "
-                         f"as {ALIASES[kind]!r}): write {key} {ALIASES[kind]!r} if that is what the model runs")
+                         f"as {_EARLY[kind]!r}): write {key} {_EARLY[kind]!r} if that is what the model runs")
     if kind not in ROPE_TYPES:
-        raise ValueError(f"{where}rope_type {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+        raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     return kind
 
 

@@ -27,10 +27,6 @@ from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_
 from .rope_types import PARAMS, RULES, is_long, read_by
 
 ROPE_TYPES = tuple(RULES)
-# Early Hub names of ROPE_TYPES ("mrope": Qwen2-VL's default with sections; "su": Phi-3's longrope), which only
-# the config classes of those models rename (models/hf.py: elsewhere transformers fails on them); "fope" etc.
-# are not supported.
-ALIASES = {"mrope": "default", "su": "longrope"}
 
 
 def key_number(params: dict, key: str, where: str) -> float:
