@@ -959,7 +959,10 @@ MUTATIONS = [
              "    for key, why in e.get(\"refuses\", {}).items():\n        if changed[key][0]:",
              "    for key, why in e.get(\"refuses\", {}).items():\n        if False:"),
     Mutation("an ignored rope type keeps its parameters", CONFIGS,
-             "            for name in drop:\n                del params[name]", "            for name in ():\n                pass"),
+             "            for name in drop:\n                del params[name]", "            for name in ():\n                pass",
+             "redundant: every table entry whose code ignores rope_type fixes the default type, and _as_model_reads's "
+             "second _unread drops each key the default type does not read; the drop backs that up for a fixed "
+             "type that reads them"),
     Mutation("a head_dim the model cannot run taken as the quotient", CONFIGS,
              "    if key == \"quotient\" and cfg.get(\"head_dim\") not in (None, hidden // heads):",
              "    if False:"),
