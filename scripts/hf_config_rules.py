@@ -29,6 +29,7 @@ its configs' RoPE keys) and says why.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import gzip
 import inspect
@@ -153,31 +154,182 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
             "theta_keys": theta_keys, "partial_keys": partial_keys}
 
 
-TYPE_PROBES = {"linear": {"factor": 2.0}, "dynamic": {"factor": 2.0},
-               "yarn": {"factor": 2.0, "original_max_position_embeddings": 1024},
-               "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                          "original_max_position_embeddings": 1024}}
+def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
+    """Each rope type but default (every one vkrope's RULES knows) with the parameters it needs: longrope's
+    factor lists as long as the class's defaults need, beside PhiMoE's mscales (which other classes ignore)."""
+    n = _half_dim(cls) or 64
+    probes: dict[str, dict[str, Any]] = {
+        "linear": {"factor": 2.0}, "dynamic": {"factor": 2.0}, "proportional": {"factor": 2.0},
+        "yarn": {"factor": 2.0, "original_max_position_embeddings": 1024},
+        "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 1024},
+        "longrope": {"short_factor": [1.0] * n, "long_factor": [1.0] * n, "original_max_position_embeddings": 1024,
+                     "short_mscale": 1.0, "long_mscale": 1.0}}
+    if set(probes) != set(RULES) - {"default"}:
+        sys.exit(f"type_probes gives {sorted(probes)}; vkrope's rope types are {sorted(RULES)}: give each its probe")
+    return probes
+
+
+def _takes(cls: Any, one: dict, lts: list[str] | None, top: dict | None = None) -> bool:
+    """Whether the class builds a file whose rope_parameters is `one` (per layer type where `lts`), with the
+    top-level keys `top`."""
+    try:
+        rope_of(cls, {"rope_parameters": {lt: dict(one) for lt in lts} if lts else dict(one), **(top or {})})
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _own(cls: Any, lts: list[str] | None) -> dict | None:
+    """What a file's rope dict must give beside its type for the class to build it (Cosmos 3 Edge's
+    mrope_section, which its validation checks before it refuses every type but default): {} where the type
+    alone does, the class's own parameters where they do, None where neither (the probe says nothing)."""
+    if _takes(cls, {"rope_type": "default", "rope_theta": 10000.0}, lts):
+        return {}
+    own = {} if lts else {k: v for k, v in rope_of(cls, {}).items() if k not in ("rope_type", "rope_theta")}
+    return own if own and _takes(cls, {"rope_type": "default", "rope_theta": 10000.0, **own}, lts) else None
 
 
 def types_refused(cls: Any, lts: list[str] | None) -> list[str]:
     """The rope types the class's validation refuses (Phi-3 takes only default and longrope), each given with
     the parameters it needs, where the class takes the default type given the same way."""
-    def takes(kind: str, params: dict) -> bool:
-        one = {"rope_type": kind, "rope_theta": 10000.0, **params}
-        try:
-            rope_of(cls, {"rope_parameters": {lt: dict(one) for lt in lts} if lts else one})
-        except Exception:  # noqa: BLE001
-            return False
-        return True
-
-    extra: dict = {}
-    if not takes("default", extra) and not lts:
-        # A class that needs more than a type beside it (Cosmos 3 Edge's mrope_section, which its validation
-        # checks before refusing every type but default) is given its own parameters too.
-        extra = {k: v for k, v in rope_of(cls, {}).items() if k not in ("rope_type", "rope_theta")}
-    if not takes("default", extra):
+    own = _own(cls, lts)
+    if own is None:
         return []  # (the probe says nothing of types)
-    return [kind for kind, params in TYPE_PROBES.items() if not takes(kind, {**extra, **params})]
+    return [kind for kind, params in type_probes(cls).items()
+            if not _takes(cls, {"rope_type": kind, "rope_theta": 10000.0, **own, **params}, lts)
+            and not _takes(cls, {"rope_type": kind, "rope_theta": 10000.0, **own, **params}, lts, _head_dim(cls))]
+
+
+def _head_dim(cls: Any) -> dict[str, int]:
+    """A top-level head_dim of the class's defaults (Mixtral's class validates longrope with its head_dim
+    attribute, None unless the file gives one): {} where it has none to give."""
+    n = _half_dim(cls)
+    return {"head_dim": 2 * n} if n else {}
+
+
+def type_keys(cls: Any) -> dict[str, dict[str, list[str]]]:
+    """{rope type: {"needs": the keys a file's rope dict of that type must give (not at its top level instead:
+    checked), "not_null": those it may not give as null (yarn's factor may be: derived)}},
+    where the one-RoPE class raises otherwise (Cosmos 3 Edge's
+    mrope_section, PhiMoE's short_mscale and long_mscale, Cohere 2 MoE's original length beside yarn; a null
+    original length beside llama3; `config_needs`: the top-level keys it needs, Mixtral's head_dim beside
+    longrope), of each type the class takes; the theta is left out (its keys have their own rules: `one`)."""
+    own = _own(cls, None)
+    if own is None:
+        return {}
+    out = {}
+    for kind, params in {"default": {}, **type_probes(cls)}.items():
+        one = {"rope_type": kind, "rope_theta": 10000.0, **own, **params}
+        top: dict[str, int] = {}
+        if not _takes(cls, one, None):
+            top = _head_dim(cls)
+            if not top or not _takes(cls, one, None, top):
+                continue  # (refused: types_refused)
+        keys = [k for k in one if k not in ("rope_type", "rope_theta")]
+        needs = [k for k in keys if not _takes(cls, {x: v for x, v in one.items() if x != k}, None, top)]
+        not_null = [k for k in keys if not _takes(cls, {**one, k: None}, None, top)]
+        if any(_takes(cls, {x: v for x, v in one.items() if x != k}, None, {**top, k: one[k]}) for k in needs):
+            sys.exit(f"{cls.__name__} takes a key of {needs} at the top level instead: config_rules.check_type "
+                     "reads them from the rope dict only")
+        entry = {"needs": needs, "not_null": not_null, "config_needs": list(top)}
+        if needs or not_null or top:
+            out[kind] = {k: v for k, v in entry.items() if v}
+    return out
+
+
+def original_length(cls: Any) -> dict[str, str] | None:
+    """Which original length a one-RoPE class's model reads (its rope dict's, after the model's
+    standardize_rope_params) where a file gives one at the top level: `both` (the rope dict's as well): "top"
+    or "dict" (PhiMoE's validation copies the dict's over the top level's); `top_only`: "top" or
+    "max_position_embeddings" (PhiMoE's class does not read the top level's). Measured on the first of yarn,
+    longrope, llama3 the class takes; None where it takes none."""
+    own = _own(cls, None)
+    for kind in ("yarn", "longrope", "llama3"):
+        if own is None:
+            break
+        params = {k: v for k, v in type_probes(cls)[kind].items() if k != "original_max_position_embeddings"}
+
+        def made(in_dict: int | None, top: dict) -> Any:
+            one = {"rope_type": kind, "rope_theta": 10000.0, **own, **params}
+            if in_dict is not None:
+                one["original_max_position_embeddings"] = in_dict
+            try:
+                c = cls(rope_parameters=one, max_position_embeddings=131072, **top)
+                c.standardize_rope_params()
+            except Exception:  # noqa: BLE001
+                return None
+            return c.rope_parameters.get("original_max_position_embeddings")
+
+        both, top_only = made(2048, {"original_max_position_embeddings": 4096}), \
+            made(None, {"original_max_position_embeddings": 4096})
+        if both is not None and top_only is not None:
+            return {"both": {4096: "top", 2048: "dict"}.get(both, str(both)),
+                    "top_only": {4096: "top", 131072: "max_position_embeddings"}.get(top_only, str(top_only))}
+    return None
+
+
+def compared_names(classes: list[Any]) -> list[str]:
+    """The strings the classes' config modules compare with a rope type (Phi-3's "su" and "yarn", Qwen2-VL's
+    "mrope", ...): the names a class may rename before its model reads them."""
+    def is_type(node: ast.AST) -> bool:
+        return "rope" in ast.unparse(node) and "type" in ast.unparse(node)
+
+    def strings(node: ast.AST) -> set[str]:  # (a constant, or a list / tuple / set of them)
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
+        return {c.value for c in items if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+    names: set[str] = set()
+    for module in {sys.modules[cls.__module__] for cls in classes}:
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and is_type(node.left):
+                # (`kind == "mrope"`, `kind in ["su", "yarn"]`; not `"type" in rope_parameters`, a key)
+                names |= strings(node.comparators[0])
+            elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
+                    and is_type(node.comparators[0]):
+                names |= strings(node.left)
+    return sorted(names)
+
+
+def _half_dim(cls: Any) -> int | None:
+    """The number of rotated pairs of the class's defaults (the length of a longrope factor list)."""
+    try:
+        c = cls()
+        rope = c.rope_parameters if isinstance(c.rope_parameters, dict) else {}
+        partial = rope.get("partial_rotary_factor", getattr(c, "partial_rotary_factor", None)) or 1.0
+        return int((getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads) * partial) // 2
+    except Exception:  # noqa: BLE001  (then the probe gives no factor lists)
+        return None
+
+
+def every_type_params(cls: Any) -> dict[str, Any]:
+    """The parameters of every rope type at once (longrope's factor lists as long as the class's defaults
+    need), so that a name the class renames meets its new type's validation."""
+    return {k: v for probe in type_probes(cls).values() for k, v in probe.items()}
+
+
+def renames(cls: Any, names: list[str]) -> dict[str, str]:
+    """{name: the rope type the class's conversion makes of it} for each name it changes when a file gives it
+    as `rope_type` or `type` (Phi-3's "su" and "yarn" -> longrope, Qwen2-VL's "mrope" -> default). Each name
+    is given with every type's parameters (a class may validate the type it renames to), else alone."""
+    params = every_type_params(cls)
+    out: dict[str, str] = {}
+    for name in names:
+        got = set()
+        for key in ("rope_type", "type"):
+            for extra in (params, {}):
+                try:
+                    rope = rope_of(cls, {"rope_parameters": {key: name, "rope_theta": 10000.0, **extra}})
+                except Exception:  # noqa: BLE001
+                    continue
+                got.add(rope.get("rope_type"))
+                break
+        got.discard(name)
+        if len(got) > 1:
+            sys.exit(f"{cls.__name__} renames {name!r} to {sorted(map(str, got))} by key: not one rule")
+        if got:
+            out[name] = str(got.pop())
+    return out
 
 
 def measure_per_type(cls: Any, d0: dict) -> dict[str, Any]:
@@ -421,9 +573,17 @@ def compared(text: Any, lts: list[str] | None) -> dict[Any, dict | None]:
     for lt in lts or [None]:
         one = rp.get(lt) if lt and isinstance(rp, dict) else rp
         ok = isinstance(one, dict) and isinstance(one.get("rope_theta"), (int, float)) \
-            and not isinstance(one.get("rope_theta"), bool)
+            and not isinstance(one.get("rope_theta"), bool) and one.get("rope_type", "default") in model_types()
         out[lt] = {k: one.get(k) for k in COMPARED if one.get(k) is not None} if ok else None
     return out
+
+
+def model_types() -> set[str]:
+    """The rope types a model's rotary module runs: its own default, and ROPE_INIT_FUNCTIONS' (a name
+    outside them, "su" in a Llama config, is a KeyError there)."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: PLC0415
+
+    return {"default", *ROPE_INIT_FUNCTIONS}
 
 
 def vkrope_reads(cfg: dict, lt: str | None) -> Any:
@@ -502,6 +662,22 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     return refused
 
 
+def named(t: str, e: dict, cls: Any, names: list[str], gold: list) -> None:
+    """Into `gold`: files of one-RoPE model type `t` giving each name a class compares with a rope type (the
+    early "su", "mrope", ...) as rope_scaling's `type` and as rope_parameters' `rope_type`, with every type's
+    parameters, and what the class made of each (from_hf must read that, or refuse; a name the model's rotary
+    module does not run, refuse)."""
+    if class_reads(t, e, {}, None) is None:
+        return  # (the class fails on a file without RoPE keys: it says nothing of names)
+    params = every_type_params(cls)
+    for name in names:
+        for kw in ({"rope_scaling": {"type": name, **params}},
+                   {"rope_parameters": {"rope_type": name, "rope_theta": 20000.0, **params}}):
+            w = (class_reads(t, e, kw, None) or {None: None})[None]
+            gold.append({"config": file_config(t, e, kw), "layer_type": None, "want": None if w is None else
+                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, None, w)]})
+
+
 def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
     """Into `gold`: files of composite type `t` that stop short of its text config's path (a flat Hub file;
     ColQwen2's vlm_config alone), each RoPE key of MOVED at each depth, with what the classes made of them
@@ -534,6 +710,16 @@ def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
+def check_renames(out: dict[str, dict]) -> None:
+    """Exit where two classes rename one name to different rope types: from_hf's early names take one."""
+    targets: dict[str, set] = {}
+    for rules in out.values():
+        for name, kind in rules.get("renames", {}).items():
+            targets.setdefault(name, set()).add(kind)
+    if any(len(kinds) > 1 for kinds in targets.values()):
+        sys.exit(f"classes rename one name to different types ({targets}): from_hf's early names take one")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
@@ -549,20 +735,26 @@ def main() -> None:
              and (not args.only or t in args.only)]
     out: dict[str, dict] = {t: {} for t in types}
     classes = {}
+    for t in types:
+        try:
+            classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
+        except Exception as exc:  # noqa: BLE001
+            out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+    names = compared_names(list(classes.values()))
     for t in types:  # the rules of each class's conversion
         e, rules = table["models"][t], out[t]
         if e.get("text_config"):
             rules["outer"] = measure_outer(t, e["text_config"])
             if rules["outer"] is None:
                 rules["outer_why"] = "the config class could not be built with a top-level rope_theta"
-        try:
-            classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
-        except Exception as exc:  # noqa: BLE001
-            rules["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+        if t not in classes:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
         rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
         if not _nested(d0):
+            rules["renames"] = renames(classes[t], names)
+            rules["type_keys"] = type_keys(classes[t])
+            rules["original_length"] = original_length(classes[t])
             one = measure_one(classes[t])
             if one is not None:
                 rules["one"] = one
@@ -573,7 +765,9 @@ def main() -> None:
                 rules["per_type"] = per_type
             else:
                 rules["per_type_why"] = f"the measured rules differ from the class: {why}"[:400]
+    check_renames(out)
     config_rules.table.cache_clear()
+    config_rules.early_names.cache_clear()  # (read from `out` from here on)
     config_rules.table = lambda: {"models": out}  # type: ignore[assignment]  (no shapes refused yet)
     gold: list[dict] = []
     for t in types:  # the shapes of keys on which vkrope's reading differs from the class's
@@ -585,6 +779,8 @@ def main() -> None:
         out[t]["keys"] = keys
         out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
         stopped(t, e, sorted(d0) if _nested(d0) else None, gold)
+        if not _nested(d0):
+            named(t, e, classes[t], names, gold)
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)
     if args.only:
         print(json.dumps(out, indent=1)[:3000])

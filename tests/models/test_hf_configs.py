@@ -781,6 +781,9 @@ def test_early_rope_type_names_only_where_the_class_renames_them():
     for pair in (("yarn", "longrope"), ("longrope", "yarn"), ("su", "yarn")):
         rope = {**phi["rope_scaling"], "type": pair[0], "rope_type": pair[1]}
         assert vkrope.from_hf(dict(phi, rope_scaling=rope)).rope_type == "longrope", pair
+    listed = {**base, "model_type": "llama", "rope_scaling": {"type": ["su"], "rope_type": "longrope", **longrope}}
+    with pytest.raises(ValueError, match="contradict"):  # (a ValueError, not a TypeError of hashing a list)
+        vkrope.from_hf(listed)
     with pytest.raises(ValueError, match="rope_scaling.type \\('yarn'\\) and rope_type \\('longrope'\\) contradict"):
         vkrope.from_hf({**base, "model_type": "llama", "rope_scaling": {"type": "yarn", "rope_type": "longrope",
                                                                         **longrope}})
@@ -881,7 +884,7 @@ def test_phimoe_mscale_switches_with_the_factors():
     cfg = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
            "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64,
-                            "short_mscale": 1.1, "long_mscale": 1.25}}
+                            "short_mscale": 1.1, "long_mscale": 1.25, "original_max_position_embeddings": 4096}}
     rope = vkrope.from_hf(cfg)
     assert rope.freqs(np.array([[4095]])).attention_factor == np.float32(1.1)
     assert rope.freqs(np.array([[4096]])).attention_factor == np.float32(1.25)
@@ -889,6 +892,63 @@ def test_phimoe_mscale_switches_with_the_factors():
     assert c[0, 0, 0] == np.float32(1.25)
     other = dict(cfg, model_type="phi3")
     assert "short_mscale" in vkrope.from_hf(other).ignored  # transformers' Phi-3 does not read them
+    # PhiMoE's class reads the rope dict's original length, not the top level's (Phi-3's, Llama's: the top's)
+    assert vkrope.from_hf(dict(cfg, original_max_position_embeddings=2048)).original_max_position_embeddings == 4096
+    top_only = dict(cfg, rope_scaling={k: v for k, v in cfg["rope_scaling"].items()
+                                       if k != "original_max_position_embeddings"})
+    assert vkrope.from_hf(top_only).original_max_position_embeddings == 131072  # (its max_position_embeddings)
+    assert vkrope.from_hf(dict(top_only, model_type="phi3")).original_max_position_embeddings == 4096
+
+
+def test_keys_a_config_class_needs_beside_its_rope_type():
+    """What transformers 5.25's config classes raise on, measured by the rules
+    script: PhiMoE's longrope without short_mscale or long_mscale (or with a
+    null one); Cosmos 3 Edge's rope dict without mrope_section; Cohere 2
+    MoE's yarn without its original length in the rope dict (its top-level
+    max_position_embeddings does not stand in); a null original length
+    beside llama3; Mixtral's longrope without head_dim; longrope for Cosmos 3
+    Edge and proportional for Phi-3. Each is refused, naming the key, and
+    the same config with the key given is read."""
+    lr = {"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64}
+    moe = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+           "original_max_position_embeddings": 4096, "rope_scaling": dict(lr, short_mscale=1.1, long_mscale=1.25)}
+    assert vkrope.from_hf(moe).rope_type == "longrope"
+    for key in ("short_mscale", "long_mscale"):
+        less = {k: v for k, v in moe["rope_scaling"].items() if k != key}
+        with pytest.raises(ValueError, match=f"rope_scaling.{key} is missing: phimoe's config class needs it"):
+            vkrope.from_hf(dict(moe, rope_scaling=less))
+        with pytest.raises(ValueError, match=f"rope_scaling.{key} is null: phimoe's config class needs a value"):
+            vkrope.from_hf(dict(moe, rope_scaling={**moe["rope_scaling"], key: None}))
+    edge = {"model_type": "cosmos3_edge_text", "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
+                                                                   "mrope_section": [24, 20, 20]}}
+    assert vkrope.from_hf(edge).mrope_section == (24, 20, 20)
+    with pytest.raises(ValueError, match="rope_parameters.mrope_section is missing: cosmos3_edge_text's"):
+        vkrope.from_hf(dict(edge, rope_parameters={"rope_type": "default", "rope_theta": 5e5}))
+    with pytest.raises(ValueError, match="reads rope_theta given this way otherwise"):  # (no dict: not "missing")
+        vkrope.from_hf({"model_type": "cosmos3_edge_text", "rope_theta": 1e5})
+    with pytest.raises(ValueError, match="rope_type 'longrope': cosmos3_edge_text's config class refuses it"):
+        vkrope.from_hf(dict(edge, rope_parameters={**edge["rope_parameters"], **lr, "rope_type": "longrope"}))
+    yarn = {"model_type": "cohere2_moe", "hidden_size": 1024, "num_attention_heads": 8, "max_position_embeddings": 8192,
+            "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0,
+                                "original_max_position_embeddings": 2048}}
+    assert vkrope.from_hf(yarn).original_max_position_embeddings == 2048
+    with pytest.raises(ValueError, match="original_max_position_embeddings is missing: cohere2_moe's config class"):
+        vkrope.from_hf(dict(yarn, rope_parameters={k: v for k, v in yarn["rope_parameters"].items()
+                                                   if k != "original_max_position_embeddings"}))
+    llama3 = json.loads(json.dumps(config("llama-3.1-8b")))
+    llama3["rope_scaling"]["original_max_position_embeddings"] = None
+    with pytest.raises(ValueError, match="rope_scaling.original_max_position_embeddings is null: llama's config"):
+        vkrope.from_hf(llama3)
+    mixtral = {"model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+               "rope_scaling": dict(lr, original_max_position_embeddings=4096)}
+    assert vkrope.from_hf(mixtral).rope_type == "longrope"
+    with pytest.raises(ValueError, match="config: head_dim is missing: mixtral's config class needs it beside "
+                                         "rope_type 'longrope'"):
+        vkrope.from_hf(dict(mixtral, head_dim=None))
+    phi = json.loads(json.dumps(config("phi-3.5-mini")))
+    phi["rope_scaling"] = {"rope_type": "proportional", "factor": 2.0}
+    with pytest.raises(ValueError, match="rope_type 'proportional': phi3's config class refuses it"):
+        vkrope.from_hf(phi)
 
 
 @pytest.mark.parametrize("kind, extra", [("linear", {"beta_fast": 3}), ("default", {"factor": 1.5}),
@@ -958,7 +1018,7 @@ def test_more_transformers_rules():
     both = dict(base, model_type="llama", rope_scaling={"rope_type": "linear", "factor": 2.0},
                 rope_parameters={"rope_type": "default"})
     assert vkrope.from_hf(both).rope_type == "linear"
-    with pytest.raises(ValueError, match="factor is needed by rope_type 'yarn'"):
+    with pytest.raises(ValueError, match="factor is missing: llama's config class needs it beside rope_type 'yarn'"):
         vkrope.from_hf(dict(base, model_type="llama", max_position_embeddings=8192,
                             rope_scaling={"rope_type": "yarn", "original_max_position_embeddings": 4096}))
     phi4 = dict(config("phi-3.5-mini"), model_type="phi4_multimodal")

@@ -27,6 +27,19 @@ by building each config class on probe configs; never edited by hand):
   the file leaves out is filled. A shape the class fails on is null.
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
+- `type_keys`: for a class with one RoPE, per rope type it takes, the keys
+  a file's rope dict of that type must give (`needs`: Cosmos 3 Edge's
+  mrope_section, PhiMoE's short_mscale and long_mscale) and those it must
+  not give as null (`not_null`: llama3's original length), and the
+  top-level keys it needs (`config_needs`: Mixtral's head_dim beside
+  longrope), where the class raises otherwise; `original_length`: which
+  original length its model reads where a file gives one at its top level
+  (PhiMoE: the rope dict's);
+- `renames`: for a class with one RoPE, the rope type names its conversion
+  changes before its model reads them (Phi-3's early "su" and "yarn" ->
+  longrope, Qwen2-VL's "mrope" -> default), each probed as `rope_type` and
+  as `type`; the names probed are those transformers' config modules
+  compare with a rope type;
 - `refused`: the shapes of RoPE keys (`signature`: how the file gives
   rope_scaling, rope_parameters, each theta key and the partial factor:
   absent, null, empty, a dict, per layer type, with the legacy `type`, ...)
@@ -35,7 +48,8 @@ by building each config class on probe configs; never edited by hand):
   keys the class's source names. `check_shape` refuses those shapes, and
   any shape not probed.
 
-`one_rope` and `per_type_rope` apply the conversion, `outer_keys`,
+`one_rope` and `per_type_rope` apply the conversion, `renames` and
+`early_names` the renames, `outer_keys`,
 `preset` and `text_model_type` the composite's rules, `check_shape` and
 `check_type` the refusals; where the rules are not known, or a file's keys
 take a shape the class fails on, the config is refused.
@@ -47,6 +61,8 @@ import json
 import os
 from functools import lru_cache
 from typing import Any
+
+from .rope_types import RULES
 
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_config_rules.json")
 
@@ -282,10 +298,53 @@ def text_model_type(model_type: str) -> str | None:
     return outer.get("text_model_type")
 
 
-def check_type(kind: str, model_type: str, where: str) -> str:
-    """`kind`, or a ValueError where the model type's config class refuses that rope type (transformers
-    raises)."""
-    if kind in rules_of(model_type).get("types_refused", []):
-        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class refuses it (transformers raises), "
-                         "so vkrope does too")
+def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) -> str:
+    """`kind`, or a ValueError where the model type's config class refuses that rope type, or the rope dict
+    `rope` (the file's, or the class's preset) lacks a key the class needs beside it, or gives it null, or
+    the text config `cfg` lacks a top-level key the class needs beside it (transformers raises on each)."""
+    rules = rules_of(model_type)
+    if kind in rules.get("types_refused", []):
+        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class refuses it (transformers raised "
+                         "on it, given with its parameters, when vkrope's rules were measured), so vkrope does too")
+    # (an empty dict: the file gave none and the class's preset was not taken, a shape check_shape judges; the
+    # rules script measures those shapes with vkrope's reading, which must not refuse them here first)
+    keys = rules.get("type_keys", {}).get(kind, {}) if rope else {}
+    for key in keys.get("needs", []):
+        if key not in rope:
+            raise ValueError(f"{where}{key} is missing: {model_type}'s config class needs it beside rope_type "
+                             f"{kind!r} (transformers raises without it), so vkrope does too")
+    for key in keys.get("config_needs", []):
+        if cfg.get(key) is None:
+            raise ValueError(f"config: {key} is missing: {model_type}'s config class needs it beside rope_type "
+                             f"{kind!r} (transformers raises without it), so vkrope does too")
+    for key in keys.get("not_null", []):
+        if key in rope and rope[key] is None:
+            raise ValueError(f"{where}{key} is null: {model_type}'s config class needs a value beside rope_type "
+                             f"{kind!r} (transformers raises on null), so vkrope does too")
     return kind
+
+
+def renames(model_type: str) -> dict[str, str]:
+    """{name: rope type} of the names the model type's config class renames (Phi-3's "su" -> longrope)."""
+    return rules_of(model_type).get("renames", {})
+
+
+@lru_cache(maxsize=1)
+def early_names() -> dict[str, dict[str, str]]:
+    """{early name: {model type: the rope type its class renames it to}} of the names some class renames that
+    are no rope type of `rope_types` ("su", "mrope"): every other class keeps such a name, and its model has
+    no function of that name."""
+    early: dict[str, dict[str, str]] = {}
+    for model_type, rules in sorted(table()["models"].items()):
+        for name, kind in rules.get("renames", {}).items():
+            if name not in RULES:
+                early.setdefault(name, {})[model_type] = kind
+    return early
+
+
+def original_length(model_type: str) -> dict[str, str]:
+    """Which original length the model type's model reads where a file gives one at its top level
+    (scripts/hf_config_rules.py `original_length`): `both`, "top" or "dict"; `top_only`, "top" or
+    "max_position_embeddings" (PhiMoE's: its class reads the rope dict's only). Unmeasured: the top level's,
+    as most classes' standardize_rope_params."""
+    return rules_of(model_type).get("original_length") or {"both": "top", "top_only": "top"}

@@ -102,7 +102,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
         if rope is None:
-            _class_rope(merged, defaults)
+            _class_rope(merged, defaults, config_rules.rules_of(_type_of(cfg, like)).get("keys", []))
         else:  # (the class's own conversion, under the key the file gave: messages name it)
             key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
             merged.pop("rope_scaling", None)
@@ -122,18 +122,21 @@ def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
                              "table found running transformers' code")
 
 
-def _class_rope(merged: dict, defaults: dict) -> None:
+def _class_rope(merged: dict, defaults: dict, keys: list[str]) -> None:
     """For a class whose conversion could not be measured (config_rules.one_rope: GPT-J, CodeGen, Cosmos 3
     Edge; the shapes its class fails on or reads otherwise are refused before): the class's RoPE where the
-    file says none, its theta where the file gives none (an explicit null stays, and is refused)."""
+    file says none, its theta where the file gives none (an explicit null stays, and is refused). `keys`: the
+    theta keys the class's source names (a GPT-NeoX rotary_emb_base in a Cosmos 3 Edge file is no theta: the
+    class's RoPE)."""
     dr = defaults.get("rope_parameters")
     given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
-             if merged.get(k) is not None]
+             if merged.get(k) is not None and (k in keys or k in ("rope_scaling", "rope_parameters", "rope_theta"))]
     if not given and isinstance(dr, dict) and dr and "rope_theta" not in merged:
         merged["rope_parameters"] = dict(dr)
         if merged.get("partial_rotary_factor") is not None or merged.get("rotary_pct") is not None:
             merged["rope_parameters"].pop("partial_rotary_factor", None)  # (the file's own factor, not the class's)
-    elif "rope_theta" in defaults and "rope_theta" not in merged and merged.get("rotary_emb_base") is None \
+    elif "rope_theta" in defaults and "rope_theta" not in merged and (merged.get("rotary_emb_base") is None
+                                                                     or "rotary_emb_base" not in keys) \
             and not any(isinstance(merged.get(k), dict) and "rope_theta" in merged[k]
                         for k in ("rope_scaling", "rope_parameters")):
         merged["rope_theta"] = defaults["rope_theta"]
@@ -440,7 +443,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return None  # (every layer of that type applies none)
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type)
-    kind = config_rules.check_type(_rope_kind(rope, where, model_type), model_type, where)
+    kind = config_rules.check_type(_rope_kind(rope, where, model_type), model_type, where, rope, cfg)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
@@ -452,7 +455,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
-    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params), _mrope(rope, where, model_type, e, rotary)
+    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params, model_type), _mrope(rope, where, model_type, e, rotary)
     nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
@@ -509,28 +512,19 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
-# The early rope type names a config class renames before its model reads them (transformers 5.25's
-# convert_rope_params_to_dict: Phi3Config and Phi4MultimodalConfig "su" and "yarn" -> longrope;
-# Qwen2VLTextConfig and Qwen2_5_VLTextConfig "mrope" -> default, the text configs of qwen2_vl, qwen2_5_vl and
-# colqwen2); every other class keeps them, and its rotary module looks them up in ROPE_INIT_FUNCTIONS, which has
-# neither "su" nor "mrope" (KeyError).
-_PHI3 = {"su": "longrope", "yarn": "longrope"}
-_QWEN2_VL = {"mrope": "default"}
-_RENAMED = {"phi3": _PHI3, "phi4_multimodal": _PHI3, "qwen2_vl": _QWEN2_VL, "qwen2_vl_text": _QWEN2_VL,
-            "qwen2_5_vl": _QWEN2_VL, "qwen2_5_vl_text": _QWEN2_VL, "colqwen2": _QWEN2_VL}
-# The renamed names that are no rope type of their own ("su", "mrope"): the type each stands for.
-_EARLY = {name: kind for renames in _RENAMED.values() for name, kind in renames.items() if name not in ROPE_TYPES}
-
-
 def _same_type(name: Any, renamed: dict[str, str]) -> Any:
     """The rope type `name` stands for when a file gives both `type` and
     `rope_type`: the class's own rename (Phi-3's "yarn" is its longrope),
     else an early name's type ("su" is longrope), else the name."""
-    return renamed.get(name, _EARLY.get(name, name)) if isinstance(name, str) else name
+    if not isinstance(name, str):
+        return name
+    if name in renamed:
+        return renamed[name]
+    return next(iter(config_rules.early_names().get(name, {name: name}).values()))
 
 
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
-    renamed = _RENAMED.get(model_type, {})
+    renamed = config_rules.renames(model_type)  # (transformers' early names: Phi-3's "su", Qwen2-VL's "mrope")
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _same_type(rope["type"], renamed) != _same_type(rope["rope_type"], renamed):
         raise ValueError(f"{where}type ({rope['type']!r}) and rope_type ({rope['rope_type']!r}) contradict each "
@@ -540,11 +534,13 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     if not isinstance(kind, str):
         raise ValueError(f"{where}{key} must be a string; got {brief(kind)}")
     kind = renamed.get(kind, kind)
-    if kind in _EARLY:  # (another class keeps the name, and its rotary module has no function of that name)
-        readers = ", ".join(sorted(t for t, r in _RENAMED.items() if kind in r))
+    readers = config_rules.early_names().get(kind)
+    if readers:  # (this class keeps the name, and its rotary module has no function of that name)
+        means = next(iter(readers.values()))  # (one type per early name: the rules script checks)
         raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
-                         f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of {readers} read it, "
-                         f"as {_EARLY[kind]!r}): write {key} {_EARLY[kind]!r} if that is what the model runs")
+                         f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of "
+                         f"{', '.join(readers)} read it, as {means}): write {key} {means!r} if that is what "
+                         "the model runs")
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     return kind
@@ -693,9 +689,16 @@ def _needs_orig(kind: str) -> bool:
     return kind in RULES and RULES[kind].needs_orig
 
 
-def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tuple[int | None, int | None]:
-    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs."""
-    orig_src = cfg if "original_max_position_embeddings" in cfg else rope  # Phi-3 keeps it at the top level
+def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
+             model_type: str) -> tuple[int | None, int | None]:
+    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs;
+    a top-level original length (Phi-3 keeps it there) is read where the model type's model reads it."""
+    rule = config_rules.original_length(model_type)[
+        "both" if "original_max_position_embeddings" in rope else "top_only"]
+    if "original_max_position_embeddings" in cfg and rule not in ("top", "dict", "max_position_embeddings"):
+        raise ValueError(f"config: original_max_position_embeddings: {model_type}'s model reads it in a way vkrope "
+                         f"does not know ({rule!r}, measured by the rules script); refused rather than guessed")
+    orig_src = cfg if "original_max_position_embeddings" in cfg and rule == "top" else rope
     if orig_src is cfg and cfg["original_max_position_embeddings"] is None and _needs_orig(kind):
         # (transformers copies the top level's over the rope dict's for these types, null too, and then fails)
         raise ValueError(f"config: original_max_position_embeddings is null, which rope_type {kind!r} cannot take "
@@ -717,8 +720,6 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict) -> tupl
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
-    if kind == "longrope" and ("short_mscale" in params) != ("long_mscale" in params):
-        raise ValueError(f"{where}short_mscale and long_mscale go together (Phi-3.5-MoE); one is missing")
     return mpe, orig
 
 
