@@ -172,12 +172,32 @@ def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
 
 def _takes(cls: Any, one: dict, lts: list[str] | None, top: dict | None = None) -> bool:
     """Whether the class builds a file whose rope_parameters is `one` (per layer type where `lts`), with the
-    top-level keys `top`."""
+    top-level keys `top`, into what its model can run: a one-RoPE type that reads an original length must
+    still have one after the model's standardize_rope_params (a null one beside Llama's longrope builds,
+    and the model fails on it)."""
     try:
-        rope_of(cls, {"rope_parameters": {lt: dict(one) for lt in lts} if lts else dict(one), **(top or {})})
+        c = cls(**copy.deepcopy({"rope_parameters": {lt: dict(one) for lt in lts} if lts else dict(one),
+                                 **(top or {})}))
+        if lts:
+            return True
+        c.standardize_rope_params()
     except Exception:  # noqa: BLE001
         return False
-    return True
+    rope = c.rope_parameters
+    kind = rope.get("rope_type")
+    return not (kind in RULES and RULES[kind].needs_orig and rope.get("original_max_position_embeddings") is None)
+
+
+def strict_head_dim(kind: str) -> bool:
+    """Whether transformers' rope function of `kind` reads the config's head_dim attribute with no fallback
+    where it is None (`getattr(config, "head_dim", <default>)` without `or`: yarn, dynamic and longrope's),
+    read from its source."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: PLC0415
+
+    if kind not in ROPE_INIT_FUNCTIONS:
+        return False
+    src = inspect.getsource(ROPE_INIT_FUNCTIONS[kind])
+    return bool(re.search(r'getattr\(config, "head_dim", (?!None\) or)', src))
 
 
 def _own(cls: Any, lts: list[str] | None) -> dict | None:
@@ -232,6 +252,8 @@ def type_keys(cls: Any) -> dict[str, dict[str, list[str]]]:
         if any(_takes(cls, {x: v for x, v in one.items() if x != k}, None, {**top, k: one[k]}) for k in needs):
             sys.exit(f"{cls.__name__} takes a key of {needs} at the top level instead: config_rules.check_type "
                      "reads them from the rope dict only")
+        if not top and strict_head_dim(kind) and _head_dim(cls) and getattr(cls(), "head_dim", 0) is None:
+            top = _head_dim(cls)  # (the class's head_dim is None unless the file gives one: Mixtral's)
         entry = {"needs": needs, "not_null": not_null, "config_needs": list(top)}
         if needs or not_null or top:
             out[kind] = {k: v for k, v in entry.items() if v}
@@ -416,7 +438,8 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
         other = "mistral" if own == "llama" else "llama"
         try:
             text = AutoConfig.for_model(model_type, **_inside(path, {"model_type": other}))
-            return text.get_text_config(decoder=True).model_type == other
+            # (the class's type: the instance's model_type is the file's key, whatever class was built)
+            return type(text.get_text_config(decoder=True)).model_type == other
         except Exception:  # noqa: BLE001
             return False
 

@@ -174,6 +174,21 @@ def test_a_composite_config_around_another_text_model_is_read_as_that_model():
     assert vkrope.from_hf({"model_type": "llava", "text_config": llama}).theta == 77.0  # (llava's own text type)
 
 
+def test_a_composite_that_builds_its_own_text_class_ignores_the_text_configs_model_type():
+    """Qwen2VLConfig, Qwen3VLConfig, Cosmos3EdgeConfig, ... build their own text config class whatever
+    text_config's model_type says (llava honours it, above): a Qwen2-VL file whose text_config names qwen2
+    is Qwen2-VL's language model (its theta 1e6 and M-RoPE sections), not Qwen2's (found by an adversarial
+    user: the rules script had compared the built instance's model_type, which is the file's key)."""
+    rules = json.loads(RULES.read_text())["models"]
+    assert rules["qwen2_vl"]["outer"]["text_model_type"] is None
+    assert rules["llava"]["outer"]["text_model_type"] is not None
+    qwen = vkrope.from_hf({"model_type": "qwen2_vl", "text_config": {"model_type": "qwen2", "hidden_size": 3584,
+                                                                      "num_attention_heads": 28}})
+    assert (qwen.theta, qwen.mrope_section) == (1e6, (16, 24, 24))
+    edge = vkrope.from_hf({"model_type": "cosmos3_edge", "text_config": {"model_type": "llama"}})
+    assert edge.mrope_section == (24, 20, 20)
+
+
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
     """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
     class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""

@@ -945,6 +945,19 @@ def test_keys_a_config_class_needs_beside_its_rope_type():
     with pytest.raises(ValueError, match="config: head_dim is missing: mixtral's config class needs it beside "
                                          "rope_type 'longrope'"):
         vkrope.from_hf(dict(mixtral, head_dim=None))
+    for kind, extra in (("yarn", {"factor": 4.0, "original_max_position_embeddings": 4096}),
+                        ("dynamic", {"factor": 2.0})):  # (their rope functions read head_dim with no fallback)
+        with pytest.raises(ValueError, match=f"config: head_dim is missing: mixtral's config class needs it beside "
+                                             f"rope_type '{kind}'"):
+            vkrope.from_hf(dict(mixtral, head_dim=None, rope_scaling={"rope_type": kind, **extra}))
+    # A null original length beside longrope: Llama's model fails on it; Phi-3's class fills its own (4096)
+    llama = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16, "max_position_embeddings": 8192,
+             "rope_scaling": {**lr, "original_max_position_embeddings": None}}
+    with pytest.raises(ValueError, match="rope_scaling.original_max_position_embeddings is null: llama's"):
+        vkrope.from_hf(llama)
+    phi_null = json.loads(json.dumps(config("phi-3.5-mini")))
+    phi_null["rope_scaling"]["original_max_position_embeddings"] = None
+    assert vkrope.from_hf(phi_null).original_max_position_embeddings == 4096
     phi = json.loads(json.dumps(config("phi-3.5-mini")))
     phi["rope_scaling"] = {"rope_type": "proportional", "factor": 2.0}
     with pytest.raises(ValueError, match="rope_type 'proportional': phi3's config class refuses it"):
