@@ -260,13 +260,14 @@ def type_keys(cls: Any) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def original_length(cls: Any) -> dict[str, str] | None:
+def original_length(cls: Any, lts: list[str] | None) -> dict[str, str] | None:
     """Which original length a one-RoPE class's model reads (its rope dict's, after the model's
     standardize_rope_params) where a file gives one at the top level: `both` (the rope dict's as well): "top"
     or "dict" (PhiMoE's validation copies the dict's over the top level's); `top_only`: "top" or
-    "max_position_embeddings" (PhiMoE's class does not read the top level's). Measured on the first of yarn,
-    longrope, llama3 the class takes; None where it takes none."""
-    own = _own(cls, None)
+    "max_position_embeddings" (PhiMoE's class does not read the top level's; nor do the classes with RoPE per
+    layer type, `lts`, Gemma 3's, Olmo 3's). Measured on the first of yarn, longrope, llama3 the class takes;
+    None where it takes none."""
+    own = _own(cls, lts)
     for kind in ("yarn", "longrope", "llama3"):
         if own is None:
             break
@@ -277,11 +278,14 @@ def original_length(cls: Any) -> dict[str, str] | None:
             if in_dict is not None:
                 one["original_max_position_embeddings"] = in_dict
             try:
-                c = cls(rope_parameters=one, max_position_embeddings=131072, **top)
+                c = cls(rope_parameters={lt: dict(one) for lt in lts} if lts else one, max_position_embeddings=131072,
+                        **top)
                 c.standardize_rope_params()
+                made = [c.rope_parameters[lt] for lt in lts] if lts else [c.rope_parameters]
             except Exception:  # noqa: BLE001
                 return None
-            return c.rope_parameters.get("original_max_position_embeddings")
+            values = {m.get("original_max_position_embeddings") for m in made}
+            return values.pop() if len(values) == 1 else None
 
         both, top_only = made(2048, {"original_max_position_embeddings": 4096}), \
             made(None, {"original_max_position_embeddings": 4096})
@@ -774,10 +778,10 @@ def main() -> None:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
         rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
+        rules["original_length"] = original_length(classes[t], sorted(d0) if _nested(d0) else None)
         if not _nested(d0):
             rules["renames"] = renames(classes[t], names)
             rules["type_keys"] = type_keys(classes[t])
-            rules["original_length"] = original_length(classes[t])
             one = measure_one(classes[t])
             if one is not None:
                 rules["one"] = one

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from vkrope.models import config_rules
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 RULES = pathlib.Path(vkrope.__file__).resolve().parent / "data" / "hf_config_rules.json"
@@ -187,6 +188,26 @@ def test_a_composite_that_builds_its_own_text_class_ignores_the_text_configs_mod
     assert (qwen.theta, qwen.mrope_section) == (1e6, (16, 24, 24))
     edge = vkrope.from_hf({"model_type": "cosmos3_edge", "text_config": {"model_type": "llama"}})
     assert edge.mrope_section == (24, 20, 20)
+
+
+def test_a_class_with_rope_per_layer_type_never_reads_a_top_level_original_length(monkeypatch):
+    """Gemma 3's, Olmo 3's model (standardize_rope_params per layer type) reads the rope dict's original
+    length, else max_position_embeddings, never the top level's (Llama's reads the top level's); where the
+    rule was not measured a top-level one beside a type that reads it is refused."""
+    yarn = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}
+    both = {**GEMMA, "max_position_embeddings": 8192, "original_max_position_embeddings": 1024,
+            "rope_scaling": dict(yarn, original_max_position_embeddings=2048)}
+    assert vkrope.from_hf(both, layer_type="full_attention").original_max_position_embeddings == 2048
+    top = dict(both, rope_scaling=yarn)
+    assert vkrope.from_hf(top, layer_type="full_attention").original_max_position_embeddings == 8192
+    llama = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192,
+             "original_max_position_embeddings": 1024, "rope_scaling": dict(yarn, original_max_position_embeddings=2048)}
+    assert vkrope.from_hf(llama).original_max_position_embeddings == 1024
+    unknown = {"both": "unknown", "top_only": "unknown"}  # (a class whose rule was not measured)
+    monkeypatch.setattr(config_rules, "original_length", lambda model_type: unknown)
+    with pytest.raises(ValueError, match="original_max_position_embeddings: llama's model reads it in a way"):
+        vkrope.from_hf(llama)
+    assert vkrope.from_hf(dict(llama, rope_scaling=None)).rope_type == "default"  # (no type that reads it)
 
 
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():

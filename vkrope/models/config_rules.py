@@ -34,7 +34,7 @@ by building each config class on probe configs; never edited by hand):
   top-level keys it needs (`config_needs`: Mixtral's head_dim beside
   longrope), where the class raises otherwise; `original_length`: which
   original length its model reads where a file gives one at its top level
-  (PhiMoE: the rope dict's);
+  (PhiMoE and the classes with RoPE per layer type: the rope dict's);
 - `renames`: for a class with one RoPE, the rope type names its conversion
   changes before its model reads them (Phi-3's early "su" and "yarn" ->
   longrope, Qwen2-VL's "mrope" -> default), each probed as `rope_type` and
@@ -345,6 +345,6 @@ def early_names() -> dict[str, dict[str, str]]:
 def original_length(model_type: str) -> dict[str, str]:
     """Which original length the model type's model reads where a file gives one at its top level
     (scripts/hf_config_rules.py `original_length`): `both`, "top" or "dict"; `top_only`, "top" or
-    "max_position_embeddings" (PhiMoE's: its class reads the rope dict's only). Unmeasured: the top level's,
-    as most classes' standardize_rope_params."""
-    return rules_of(model_type).get("original_length") or {"both": "top", "top_only": "top"}
+    "max_position_embeddings" (PhiMoE's, and every class's with RoPE per layer type: they read the rope
+    dict's only). "unknown" where it was not measured."""
+    return rules_of(model_type).get("original_length") or {"both": "unknown", "top_only": "unknown"}

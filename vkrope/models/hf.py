@@ -695,10 +695,11 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
     a top-level original length (Phi-3 keeps it there) is read where the model type's model reads it."""
     rule = config_rules.original_length(model_type)[
         "both" if "original_max_position_embeddings" in rope else "top_only"]
-    if "original_max_position_embeddings" in cfg and rule not in ("top", "dict", "max_position_embeddings"):
+    if "original_max_position_embeddings" in cfg and _needs_orig(kind) \
+            and rule not in ("top", "dict", "max_position_embeddings"):
         raise ValueError(f"config: original_max_position_embeddings: {model_type}'s model reads it in a way vkrope "
                          f"does not know ({rule!r}, measured by the rules script); refused rather than guessed")
-    orig_src = cfg if "original_max_position_embeddings" in cfg and rule == "top" else rope
+    orig_src = cfg if "original_max_position_embeddings" in cfg and rule in ("top", "unknown") else rope
     if orig_src is cfg and cfg["original_max_position_embeddings"] is None and _needs_orig(kind):
         # (transformers copies the top level's over the rope dict's for these types, null too, and then fails)
         raise ValueError(f"config: original_max_position_embeddings is null, which rope_type {kind!r} cannot take "
