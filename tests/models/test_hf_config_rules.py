@@ -201,7 +201,8 @@ def test_a_class_with_rope_per_layer_type_never_reads_a_top_level_original_lengt
     top = dict(both, rope_scaling=yarn)
     assert vkrope.from_hf(top, layer_type="full_attention").original_max_position_embeddings == 8192
     llama = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192,
-             "original_max_position_embeddings": 1024, "rope_scaling": dict(yarn, original_max_position_embeddings=2048)}
+             "original_max_position_embeddings": 1024,
+             "rope_scaling": dict(yarn, original_max_position_embeddings=2048)}
     assert vkrope.from_hf(llama).original_max_position_embeddings == 1024
     unknown = {"both": "unknown", "top_only": "unknown"}  # (a class whose rule was not measured)
     monkeypatch.setattr(config_rules, "original_length", lambda model_type: unknown)

@@ -455,7 +455,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
-    (mpe, orig), (section, inter) = _lengths(cfg, rope, where, kind, params, model_type), _mrope(rope, where, model_type, e, rotary)
+    mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
+    section, inter = _mrope(rope, where, model_type, e, rotary)
     nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
