@@ -457,13 +457,12 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
     section, inter = _mrope(rope, where, model_type, e, rotary)
-    nope = None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
                          section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
-                         nope_layers=nope)
+                         nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
 
