@@ -212,7 +212,8 @@ def _own(cls: Any, lts: list[str] | None) -> dict | None:
 
 def types_refused(cls: Any, lts: list[str] | None) -> list[str]:
     """The rope types the class's validation refuses (Phi-3 takes only default and longrope), each given with
-    the parameters it needs, where the class takes the default type given the same way."""
+    the parameters it needs (and with a head_dim, where only that makes the class take it: type_keys'
+    config_needs), where the class takes the default type given the same way."""
     own = _own(cls, lts)
     if own is None:
         return []  # (the probe says nothing of types)
@@ -281,10 +282,10 @@ def original_length(cls: Any, lts: list[str] | None) -> dict[str, str] | None:
                 c = cls(rope_parameters={lt: dict(one) for lt in lts} if lts else one, max_position_embeddings=131072,
                         **top)
                 c.standardize_rope_params()
-                made = [c.rope_parameters[lt] for lt in lts] if lts else [c.rope_parameters]
+                dicts = [c.rope_parameters[lt] for lt in lts] if lts else [c.rope_parameters]
             except Exception:  # noqa: BLE001
                 return None
-            values = {m.get("original_max_position_embeddings") for m in made}
+            values = {d.get("original_max_position_embeddings") for d in dicts}
             return values.pop() if len(values) == 1 else None
 
         both, top_only = made(2048, {"original_max_position_embeddings": 4096}), \
