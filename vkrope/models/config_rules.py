@@ -342,6 +342,13 @@ def early_names() -> dict[str, dict[str, str]]:
     return early
 
 
+def early_type(name: str) -> str | None:
+    """The rope type early name `name` stands for where a class renames it ("su": longrope); None for any
+    other name (one type per early name: the rules script checks)."""
+    readers = early_names().get(name)
+    return next(iter(readers.values())) if readers else None
+
+
 def original_length(model_type: str) -> dict[str, str]:
     """Which original length the model type's model reads where a file gives one at its top level
     (scripts/hf_config_rules.py `original_length`): `both`, "top" or "dict"; `top_only`, "top" or

@@ -518,9 +518,7 @@ def _same_type(name: Any, renamed: dict[str, str]) -> Any:
     else an early name's type ("su" is longrope), else the name."""
     if not isinstance(name, str):
         return name
-    if name in renamed:
-        return renamed[name]
-    return next(iter(config_rules.early_names().get(name, {name: name}).values()))
+    return renamed.get(name) or config_rules.early_type(name) or name
 
 
 def _rope_kind(rope: dict, where: str, model_type: str) -> str:
@@ -534,13 +532,12 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     if not isinstance(kind, str):
         raise ValueError(f"{where}{key} must be a string; got {brief(kind)}")
     kind = renamed.get(kind, kind)
-    readers = config_rules.early_names().get(kind)
-    if readers:  # (this class keeps the name, and its rotary module has no function of that name)
-        means = next(iter(readers.values()))  # (one type per early name: the rules script checks)
+    means = config_rules.early_type(kind)
+    if means:  # (this class keeps the name, and its rotary module has no function of that name)
         raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
                          f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of "
-                         f"{', '.join(readers)} read it, as {means}): write {key} {means!r} if that is what "
-                         "the model runs")
+                         f"{', '.join(config_rules.early_names()[kind])} read it, as {means}): write {key} "
+                         f"{means!r} if that is what the model runs")
     if kind not in ROPE_TYPES:
         raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
     return kind
