@@ -125,8 +125,8 @@ def per_type(rope: Any, lts: list[str]) -> bool:
 
 def measure_one(cls: Any) -> dict[str, Any] | None:
     """A one-RoPE class's conversion (config_rules.one_rope): its preset where the file says nothing (less the
-    theta and partial factor a file's keys replace), the theta and partial factor it fills in, and the keys it
-    reads them from."""
+    theta and partial factor a file's keys replace), the theta and partial factor it fills in where the file's
+    rope dict lacks them and where the file gives no rope dict, and the keys it reads them from."""
     def built(kw: dict) -> dict | None:
         try:
             rope = rope_of(cls, kw)
@@ -150,7 +150,9 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
         preset.pop("rope_theta", None)
     if any(sets(k, 0.3125, "partial_rotary_factor", False) for k in partial_keys):
         preset.pop("partial_rotary_factor", None)
+    # (a class may fill in a theta only where the file gives no rope dict: Cohere 2 MoE's 10000)
     return {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
+            "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
             "theta_keys": theta_keys, "partial_keys": partial_keys}
 
 
@@ -690,6 +692,18 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     return refused
 
 
+def bare(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
+    """Into `gold`: the file of model type `t` without a RoPE key, and what the class made of it (its preset
+    and the theta it fills in only there: the probes of `shapes` pick this shape by chance)."""
+    want = class_reads(t, e, {}, lts)
+    if want is None:
+        return  # (the class fails without the keys real files give beside RoPE's: Exaone 4.5's text model_type)
+    for lt in lts or [None]:
+        w = want[lt]
+        gold.append({"config": file_config(t, e, {}), "layer_type": lt, "want": None if w is None else
+                     [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+
+
 def named(t: str, e: dict, cls: Any, names: list[str], gold: list) -> None:
     """Into `gold`: files of one-RoPE model type `t` giving each name a class compares with a rope type (the
     early "su", "mrope", ...) as rope_scaling's `type` and as rope_parameters' `rope_type`, with every type's
@@ -807,6 +821,7 @@ def main() -> None:
         out[t]["keys"] = keys
         out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
         stopped(t, e, sorted(d0) if _nested(d0) else None, gold)
+        bare(t, e, sorted(d0) if _nested(d0) else None, gold)
         if not _nested(d0):
             named(t, e, classes[t], names, gold)
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)

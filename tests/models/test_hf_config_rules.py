@@ -163,6 +163,18 @@ def test_the_classs_partial_factor_stays_when_the_file_gives_its_own_theta():
                            "partial_rotary_factor": 1.0}).rotary_dim == 64
 
 
+def test_a_theta_the_class_fills_in_only_where_the_file_gives_no_rope_dict():
+    """Cohere2MoeConfig gives rope_theta 10000 only where the file has no rope dict: a file without RoPE keys
+    is read with it, a rope dict without its theta is refused (its model cannot run it), naming the key."""
+    base = {"model_type": "cohere2_moe", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2,
+            "max_position_embeddings": 8192}
+    r = vkrope.from_hf(base)
+    assert (r.theta, r.rope_type, r.rotary_dim) == (10000.0, "default", 128)
+    assert vkrope.from_hf({**base, "rope_theta": 5.0}).theta == 5.0
+    with pytest.raises(ValueError, match="no rope_theta given .rope_theta., and cohere2_moe's config class fills"):
+        vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default"}})
+
+
 def test_a_composite_config_around_another_text_model_is_read_as_that_model():
     """LlavaForConditionalGeneration builds its language model from text_config's own model type: a Gemma 3
     text config inside a llava keeps RoPE per layer type, its sliding layers on their own base."""

@@ -17,7 +17,9 @@ by building each config class on probe configs; never edited by hand):
   (PreTrainedConfig.convert_rope_params_to_dict) starts from where the file
   gives neither rope_scaling nor rope_parameters (`preset`: GPT-OSS's yarn,
   Apertus' llama3 with its theta), and the theta and partial factor it
-  fills in where the file's dict lacks them;
+  fills in where the file's dict lacks them (`theta`, `partial`) and where
+  the file gives no dict (`theta_no_dict`, `partial_no_dict`: Cohere 2
+  MoE fills in its 10000 only there);
 - `per_type`: for a class with RoPE per layer type (Gemma 3, ModernBERT,
   Olmo 3, ...), per layer type and per shape of the file's keys (`flat`:
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
@@ -279,11 +281,15 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
         if value is not None and not isinstance(value, dict):
             raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
     rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
+    filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
         source = next((k for k in one["theta_keys"] if k in cfg), None)
-        rope["rope_theta"] = one["theta"] if source is None else cfg[source]
+        rope["rope_theta"] = one["theta" + filled] if source is None else cfg[source]
+        if rope["rope_theta"] is None and source is None:
+            raise ValueError(f"config: no rope_theta given ({', '.join(one['theta_keys'])}), and {model_type}'s "
+                             "config class fills in none here (its model cannot run without one)")
     source = next((k for k in one["partial_keys"] if k in cfg), None)
-    partial = one["partial"] if source is None else cfg[source]
+    partial = one["partial" + filled] if source is None else cfg[source]
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
     for key in PARTIAL_KEYS:
