@@ -15,7 +15,9 @@ into a temporary folder. From the tree it reads:
 - src/llama-hparams.{h,cpp}: the defaults and `set_swa_pattern`'s rule;
 - src/models/*.cpp, models.h: each class's `load_arch_hparams` (the
   statements that decide the sliding layers, their base and scale, and the
-  NoPE step) and its graph (the conditions under which it calls ggml_rope).
+  NoPE step) and its graph (the conditions under which it calls ggml_rope,
+  and each call's n_dims and mode and whether it rotates channels apart
+  from the head's: MLA's q_pe / k_pe).
 
 C++ conditions are written as Python expressions over hparams names (`il`,
 `is_swa(il)`, `n_swa`, `n_layer`, ...) that vkrope/models/gguf_layers.py
@@ -284,14 +286,16 @@ class Sources:
 
 
 def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
-    """Whether `owner`'s graph rotates for `arch`, under which Python condition, and whether it takes the
-    base and scale per layer (llama_model::get_rope_freq_base / _scale)."""
-    guards, per_layer_base, per_layer_scale = [], False, False
+    """Whether `owner`'s graph rotates for `arch`, under which Python condition, whether it takes the
+    base and scale per layer (llama_model::get_rope_freq_base / _scale), and `rope_forms`: how each rope call
+    it makes for `arch` rotates (call_form) and under which condition (`guard`)."""
+    guards, forms, per_layer_base, per_layer_scale = [], [], False, False
     for body in srcs.functions(rf"{owner}::graph(?:<\w+>)?::"):
         local = locals_of(body)
         per_layer_base |= "get_rope_freq_base" in body
         per_layer_scale |= "get_rope_freq_scale" in body
         for call in ROPE_CALL.finditer(body):
+            forms.append(call_form(body, call, local))
             conds = enclosing_conditions(body, call.start())
             if conds is None:
                 guards.append("unknown")
@@ -306,7 +310,93 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
     alternatives = sorted(set(guards))
     either = any(f"not ({g})" in alternatives for g in alternatives)  # (if / else: both branches rotate)
     rotates = "True" if "True" in alternatives or either else constant(" or ".join(f"({g})" for g in alternatives))
-    return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale}
+    live = sorted({json.dumps({**f, "guard": g}, sort_keys=True) for f, g in zip(forms, guards)
+                   if f is not None and g != "False"})
+    return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale,
+            "rope_forms": [json.loads(f) for f in live]}
+
+
+def call_arguments(body: str, start: int) -> list[str]:
+    """The top-level arguments of the call whose "(" ends just before `start`."""
+    args, depth, cur = [], 0, ""
+    for ch in body[start:]:
+        if ch == ")" and depth == 0:
+            break
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return args + [cur.strip()]
+
+
+GETTERS: dict[str, tuple[str, str]] = {}  # llama_model's per-layer base and scale: call -> (its value, the global)
+
+
+DEFAULT_IL: set[str] = set()  # llama_hparams' methods whose layer defaults to 0 (`n_rot()`: layer 0's)
+
+
+def read_getters(model_cpp: str) -> None:
+    """GETTERS from llama_model::get_rope_freq_base / _scale's bodies (`is_swa(il) ? swa : cparams'`), as the
+    graph's names: cparams.rope_freq_base is the graph's freq_base, .rope_freq_scale its freq_scale."""
+    for what in ("base", "scale"):
+        m = re.search(rf"llama_model::get_rope_freq_{what}\s*\([^)]*\)\s*const\s*\{{\s*return\s+([^;]+);\s*}}",
+                      model_cpp)
+        if m is None:
+            sys.exit(f"llama_model::get_rope_freq_{what} not found in llama-model.cpp")
+        value = m.group(1).replace(f"cparams.rope_freq_{what}", f"freq_{what}")
+        GETTERS[f"model.get_rope_freq_{what}(cparams,il)"] = (py_expr(value), f"freq_{what}")
+
+
+ROPE_ARGS = {"ggml_rope_ext": (1, 4, 5), "ggml_rope_multi": (1, 4, 6), "ggml_rope": (1, 3, 4)}  # tensor, dims, mode
+SCALING_ARGS = ("n_ctx_orig", "freq_base", "freq_scale", "ext_factor", "attn_factor", "beta_fast", "beta_slow")
+
+
+def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
+    """How one rope call rotates: `dims` and `mode` (its n_dims and mode arguments as Python over hparams
+    names: "n_rot" and "rope_type" where it follows the model's rope.dimension_count and llama_model_rope_type)
+    and `slice`: whether the rotated channels stand apart from the head's (MLA's q_pe / k_pe): the tensor is a
+    view exactly n_rot wide (its last assignment before the call, rotations aside, is `ggml_view_Nd(ctx, src,
+    n_rot, ...)`), or the call's result gets ggml_rope_set_offset (the trailing n_rot channels). None for a
+    helper of the graph's own (dflash's build_rope lambda: its body's calls are read)."""
+    if call.group(1) not in ROPE_ARGS:
+        return None
+    args = call_arguments(body, call.end())
+    t, d, m = ROPE_ARGS[call.group(1)]
+    def plain(expr: str) -> str:
+        if re.search(rf"GGML_ASSERT\s*\(\s*{re.escape(expr)}\s*==\s*n_rot\s*\)", body):
+            return "n_rot"  # (CogVLM's and PLaMo's head width, asserted to be n_rot)
+        if re.fullmatch(r"\w+", expr):
+            found = re.findall(rf"(\b(?:const\s+)?(?:float|int|int64_t|uint32_t|auto)\s+)?(?<![\w.]){expr}\s*=(?!=)"
+                               r"\s*([^;]+);", body)  # (a declaration's value where later branches set it: dropped)
+            sets = {" ".join(v.split()) for typed, v in found if not typed or len(found) == 1}
+            if len(sets) > 1:  # (a local set per branch: Gemma 3's freq_base_l, the getter or its global value)
+                getter = [v for v in sets if v.replace(" ", "") in GETTERS]
+                expr = getter[0] if len(getter) == 1 and len(sets) == 2 and sets - set(getter) <= \
+                    {GETTERS[getter[0].replace(" ", "")][1]} else "unknown"
+        try:
+            expr = substitute(expr, local)
+            for call, (value, _) in GETTERS.items():
+                expr = expr.replace(" ", "").replace(call, f"({value})") if call in expr.replace(" ", "") else expr
+            expr = re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)", py_expr(expr))
+            return ast.unparse(ast.parse(expr, mode="eval"))
+        except SyntaxError:
+            return "unknown"
+    tensor = args[t] if len(args) > m else ""
+    sources = [a for a in re.finditer(rf"\b{re.escape(tensor)}\s*=\s*(\w+)\s*\(\s*\w+\s*,\s*\w+\s*,"
+                                      r"\s*([^,]+),", body[:call.start()]) if not ROPE_CALL.match(a.group(1) + "(")]
+    view = bool(sources) and bool(re.fullmatch(r"ggml_view_[1-4]d", sources[-1].group(1))) \
+        and plain(sources[-1].group(2)) in ("n_rot", "n_rot(0)")
+    result = re.search(r"(\w+)\s*=\s*$", body[:call.start()])
+    offset = result is not None and re.search(rf"ggml_rope_set_offset\s*\(\s*{result.group(1)}\s*,",
+                                              body[call.end():]) is not None
+    rest = args[m + 1:] if call.group(1) != "ggml_rope" else []
+    return {"dims": plain(args[d]) if len(args) > m else "unknown",
+            "mode": plain(args[m]) if len(args) > m else "unknown", "slice": view or offset,
+            "factors": plain(args[3]) if call.group(1) != "ggml_rope" and len(args) > 3 else "None",
+            "scaling": dict(zip(SCALING_ARGS, map(plain, rest))) if len(rest) == len(SCALING_ARGS)
+            else "plain" if call.group(1) == "ggml_rope" else "unknown"}
 
 
 def constant(expr: str) -> str:
@@ -324,18 +414,25 @@ def arch_condition(expr: str, arch: str) -> str:
     return re.sub(r"\bmodel\.arch\s*!=\s*(LLM_ARCH_\w+)", lambda m: str(m.group(1) != arch), expr)
 
 
-def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str]) -> list:
-    """The statements of `owner`'s load_arch_hparams that decide the sliding layers, their base and scale
-    and the NoPE step, each [condition, kind, ...] in order; kind "unknown" for one the script cannot read."""
+def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: set[str] = frozenset()) -> list:
+    """The statements of `owner`'s load_arch_hparams that decide the sliding layers, their base and scale,
+    the NoPE step and the RoPE fields it sets its own way (Grok's and Mistral 3's YaRN betas, DeepSeek's log
+    multiplier, HunyuanVL's alpha), each [condition, kind, ...] in order; kind "unknown" for one the script
+    cannot read."""
     if owner is None:
         return []
     bodies = srcs.functions(f"{owner}::load_arch_hparams")
     if not bodies:
         return [["True", "unknown", f"{owner}::load_arch_hparams not found"]]
-    body = bodies[0]
+    # (`if (ml.get_key(K, hparams.f, false)) {...}`, DeepSeek's log multiplier: the read as a statement of its own)
+    body = re.sub(r"\bif\s*\(\s*ml\.get_key\((LLM_KV_\w+),\s*hparams\.(\w+),\s*(?:false|0\.0f|0)\s*\)\s*\)",
+                  r"const bool found_\2 = ml.get_key(\1, hparams.\2, false); if (found_\2)", bodies[0])
     relevant = re.compile(r"swa_type|swa_pattern|is_swa_impl|n_no_rope_layer_step|n_swa\b|rope_pattern|"
-                          r"rope_freq_(base|scale)_train_swa|SLIDING_WINDOW|ROPE_FREQ_BASE_SWA|router_layer|"
-                          r"n_layer_kv_from_start|rope_finetuned|ROPE_SCALING_FINETUNED")
+                          r"rope_freq_(base|scale)_train(_swa)?\b|SLIDING_WINDOW|ROPE_FREQ_BASE_SWA|router_layer|"
+                          r"n_layer_kv_from_start|rope_finetuned|ROPE_SCALING_FINETUNED|yarn_|rope_yarn_log_mul|"
+                          r"rope_attn_factor|rope_scaling_alpha|ROPE_SCALING_YARN|ROPE_SCALING_ATTN|ROPE_SCALING_ALPHA"
+                          + "".join(rf"|\bhparams\.{n}\s*[-+*/]?=(?!=)|(?:get_key|get_arr|get_key_or_arr)\(\s*\w+\s*,"
+                                    rf"\s*hparams\.{n}\b|std::fill\(\s*hparams\.{n}\." for n in sorted(read)))
     stmts = [(m.start() + len(m.group()) - len(m.group().lstrip()), " ".join(m.group().split()))
              for m in re.finditer(r"[^;{}]*;", body)]
     stmts = [(at, st) for at, st in stmts if not st.startswith(("LLAMA_LOG", "GGML_ASSERT", "return"))]
@@ -358,6 +455,7 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str]) -> lis
 def statement(stmt: str, kv: dict[str, str]) -> list:
     """One load_arch_hparams statement as [kind, ...]: key (a metadata key read into a field or a local
     name, and the local that says whether it was there), array (an array key read into a per-layer field),
+    key_or_arr (an array of exactly n entries, or one value for all n),
     set, fill (a per-layer field set for every layer), local, pattern (load_swa_pattern / set_swa_pattern),
     unknown."""
     m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key\((LLM_KV_\w+), (?:hparams\.)?(\w+)(, (?:false|true))?\);",
@@ -367,9 +465,15 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
     m = re.fullmatch(r"ml\.get_arr\((LLM_KV_\w+), hparams\.(\w+)(, (?:false|true))?\);", stmt)
     if m and m.group(1) in kv:
         return ["array", m.group(2), kv[m.group(1)], m.group(3) != ", false"]
+    m = re.fullmatch(r"ml\.get_key_or_arr\((LLM_KV_\w+), hparams\.(\w+), ([^,]+)(, (?:false|true))?\);", stmt)
+    if m and m.group(1) in kv:  # (an array of exactly n, or one value n times)
+        return ["key_or_arr", m.group(2), kv[m.group(1)], py_expr(m.group(3)), m.group(4) != ", false"]
     m = re.fullmatch(r"hparams\.(\w+) = ([^;]+);", stmt)
     if m and "[" not in m.group(1):
         return ["set", m.group(1), py_expr(m.group(2))]
+    m = re.fullmatch(r"hparams\.(\w+) ([-+*/])= ([^;]+);", stmt)
+    if m:
+        return ["set", m.group(1), f"{m.group(1)} {m.group(2)} ({py_expr(m.group(3))})"]
     m = re.fullmatch(r"std::fill\(hparams\.(\w+)\.begin\(\), hparams\.\1\.end\(\), ([^;]+)\);", stmt)
     if m:
         return ["fill", m.group(1), py_expr(m.group(2))]
@@ -452,6 +556,10 @@ def build(src: pathlib.Path, origin: str) -> dict:
     model_cpp = strip_comments((src / "llama-model.cpp").read_text())
     names, kv, types, cls_of = arch_names(src), kv_names(src), rope_types(model_cpp), classes(model_cpp)
     srcs = Sources(src)
+    read_getters(model_cpp)
+    DEFAULT_IL.update(re.findall(r"\b(\w+)\s*\(\s*uint32_t\s+il\s*=\s*0\s*\)\s*const",
+                                 strip_comments((src / "llama-hparams.h").read_text())))
+    defaults = hparams_defaults(src, model_cpp)
     archs = {}
     for enum, name in sorted(names.items(), key=lambda x: x[1]):
         if enum not in types and enum not in cls_of:
@@ -462,10 +570,28 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["rotates"] = "unknown"
         else:
             entry.update(graph_facts(srcs, srcs.graph_owner(cls), enum))
-            entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv)
+            entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv,
+                                               fields_read(entry, defaults["methods"]))
             entry["rope_freqs_every_layer"] = rope_freqs_every_layer(srcs, srcs.owner(cls, "load_arch_tensors"))
         archs[name] = entry
-    return {"source": origin, "hparams": hparams_defaults(src, model_cpp), "archs": archs}
+    return {"source": origin, "hparams": defaults, "archs": archs}
+
+
+def fields_read(entry: dict, methods: dict[str, list]) -> set[str]:
+    """The hparams names the graph's conditions and rope arguments read (through the methods they call):
+    the statements setting them belong in the program (GLM-DSA's indexer layers, the hybrids' recurrent
+    ones)."""
+    exprs = [entry.get("rotates", "")] + [v for f in entry.get("rope_forms") or ()
+                                          for v in (f["guard"], f["dims"], *(f["scaling"].values()
+                                                    if isinstance(f["scaling"], dict) else ()))]
+    names: set[str] = set()
+    todo = set(re.findall(r"\b[a-z_]\w*\b", " ".join(exprs)))
+    while todo:
+        n = todo.pop()
+        if n not in names:
+            names.add(n)
+            todo |= set(re.findall(r"\b[a-z_]\w*\b", methods.get(n, [None, ""])[1])) - names
+    return names - {"il", "if", "else", "and", "or", "not", "True", "False", "n_layer_all"}  # (a bound, not a rule)
 
 
 def from_pypi(tmp: pathlib.Path) -> tuple[pathlib.Path, str]:

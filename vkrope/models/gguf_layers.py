@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from .gguf_context import Rotation, base_fields, context_fields, rotation
+
 
 class Unknown(Exception):
     """A name, statement or condition whose value the table cannot give."""
@@ -30,8 +32,16 @@ def table() -> dict:
     return json.loads(resources.files("vkrope").joinpath("data/gguf_archs.json").read_text())
 
 
+def _c_div(a: Any, b: Any) -> Any:
+    """C's `/`: integers truncate toward zero, anything else divides."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
-           ast.FloorDiv: operator.floordiv}
+           ast.FloorDiv: operator.floordiv, ast.Div: _c_div}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 
@@ -142,10 +152,10 @@ class LayerPlan:
     n_layer: int
     rotates: tuple[bool, ...] | None  # per layer whether its graph applies RoPE; None when unknown
     sliding: tuple[bool, ...] | None  # per layer llama.cpp's is_swa; None when unknown
-    sliding_base: float | None  # the sliding layers' base where the graph takes it per layer, else None
-    sliding_scale: float | None  # their frequency scale (1 / linear factor), likewise
     use_mrope: bool
     unknown: str = ""  # why rotates or sliding is unknown
+    rotations: tuple[Rotation | None, ...] | None = None  # per layer its rope call's arguments (None: no rope call)
+    rotations_unknown: str = ""  # why rotations is None
 
 
 def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
@@ -153,9 +163,10 @@ def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
     prefix) and evaluate its rotation condition per layer."""
     if kv.get("block_count") is None:  # (llama.cpp requires it; without, only a uniform model is known)
         uniform = entry["rotates"] == "True" and not entry.get("hparams")
-        return LayerPlan(0, () if uniform else None, () if uniform else None, None, None,
-                         _use_mrope(kv), "" if uniform else "the file has no block_count")
-    hp = _start(kv)
+        rotations, why = _rotations(arch, entry, kv, 1)  # (the RoPE every layer would share)
+        return LayerPlan(0, () if uniform else None, () if uniform else None, _use_mrope(kv),
+                         "" if uniform else "the file has no block_count", rotations, why)
+    hp = _start(kv, _layer_count(kv))
     why = ""
     try:
         for cond, kind, *args in entry.get("hparams", ()):
@@ -171,12 +182,53 @@ def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
             rotates = tuple(bool(hp.evaluate(entry["rotates"], il=i)) for i in range(hp.fields["n_layer"]))
         except Unknown as exc:
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
-    f = hp.fields
-    per_base, per_scale = entry.get("per_layer_base"), entry.get("per_layer_scale")
-    return LayerPlan(f["n_layer"], rotates, sliding,
-                     float(f["rope_freq_base_train_swa"]) if per_base and sliding and any(sliding) else None,
-                     float(f["rope_freq_scale_train_swa"]) if per_scale and sliding and any(sliding) else None,
-                     _use_mrope(kv), why)
+    rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None)
+    return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv), why, rotations, rot_why)
+
+
+_TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
+
+
+def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
+               hp: Hparams | None = None) -> tuple[tuple[Rotation | None, ...] | None, str]:
+    """Per layer the arguments of its rope call (gguf_context.Rotation; None where the graph makes none),
+    from the table's rope_forms over the file's fields; (None, why) where a layer's cannot be known or its
+    calls differ (DeepSeek-V3.2's indexer beside its attention). `hp`: the plan's, its program run."""
+    try:
+        if hp is None:  # (no block_count: one layer, and what llama.cpp would require of the rest is not asked)
+            hp = _start(kv, 1)
+            for cond, kind, *args in entry.get("hparams", ()):
+                try:
+                    if hp.evaluate(cond):
+                        _run(hp, kind, args, kv)
+                except (ValueError, Unknown) as exc:  # (what it would set is unknown, where read)
+                    if kind in _TARGETED:
+                        hp.fields.pop(args[0], None)
+                        hp.unknown[args[0]] = str(exc)
+        hp.fields.update(context_fields(hp.fields, arch))
+        hp.fields["n_rot"] = hp.evaluate("n_rot(0)")  # (the graph's n_rot: llama_hparams::n_rot()'s, layer 0's)
+        out: list[Rotation | None] = []
+        for i in range(n_layer):
+            calls, unsure = set(), None
+            for form in entry.get("rope_forms") or ():
+                try:
+                    if not hp.evaluate(form["guard"], il=i):
+                        continue
+                except Unknown as exc:  # (a guard vkrope cannot decide: DeepSeek's is_mla(); fine if calls agree)
+                    unsure = exc
+                calls.add(rotation(form, lambda e: hp.evaluate(e, il=i)))
+            if unsure is not None and len(calls) > 1:
+                raise unsure
+            if len(calls) > 1:
+                return None, (f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways (another "
+                              "head's RoPE beside the attention's, or another mode): vkrope reads one")
+            out.append(calls.pop() if calls else None)
+        return tuple(out), ""
+    except Unknown as exc:
+        return None, f"llama.cpp's rope arguments for {arch!r}: {exc}"
+    except KeyError as exc:  # (a field the program left unknown: HunyuanVL's alpha-scaled base)
+        reason = hp.unknown.get(str(exc.args[0]), "not known") if hp is not None else "not known"
+        return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
 
 
 def _use_mrope(kv: dict[str, Any]) -> bool:
@@ -189,14 +241,19 @@ def _use_mrope(kv: dict[str, Any]) -> bool:
         return False
 
 
-def _start(kv: dict[str, Any]) -> Hparams:
-    """llama_hparams after llama_model_base::load_hparams read what the plans use."""
-    t = table()["hparams"]
+def _layer_count(kv: dict[str, Any]) -> int:
+    """block_count, checked as llama.cpp's loader does."""
+    limit = table()["hparams"]["max_layers"] or 512
     n_layer_all = kv.get("block_count")
-    limit = t["max_layers"] or 512
     if isinstance(n_layer_all, bool) or not isinstance(n_layer_all, int) or not 1 <= n_layer_all <= limit:
         raise ValueError(f"block_count must be an integer in [1, {limit}] (llama.cpp's LLAMA_MAX_LAYERS); got "
                          f"{n_layer_all!r}")
+    return n_layer_all
+
+
+def _start(kv: dict[str, Any], n_layer_all: int) -> Hparams:
+    """llama_hparams after llama_model_base::load_hparams read what the plans use."""
+    t = table()["hparams"]
     hp = Hparams({"n_layer_all": n_layer_all}, t["methods"])
     for name, value in t["fields"].items():
         try:
@@ -219,6 +276,8 @@ def _start(kv: dict[str, Any]) -> Hparams:
             f[name] = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
     sections = [int(v) for v in kv.get("rope.dimension_sections") or []]
     f["rope_sections"] = sections + [0] * max(0, 4 - len(sections))
+    heads = f.get("n_head_arr") or [0]
+    f.update(base_fields(kv, lambda key, default: _number(kv, key, default), heads[0] if heads else 0))
     return hp
 
 
@@ -257,6 +316,17 @@ def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
             f[target] = _flags(given, key, n) + list(f.get(target, [0] * n))[len(given):]
         elif required:
             raise ValueError(f"{key} must be an array (llama.cpp requires it); got {given!r}")
+    elif kind == "key_or_arr":  # (llama.cpp's get_key_or_arr: exactly n entries, or one value n times)
+        target, key, count, required = args
+        given, n_want = kv.get(key), hp.evaluate(count)
+        if isinstance(given, (list, tuple)):
+            if len(given) != n_want:
+                raise ValueError(f"{key} must hold {n_want} entries (llama.cpp's get_key_or_arr); got {len(given)}")
+            f[target] = [_number({key: v}, key, None) for v in given]
+        elif given is not None:
+            f[target] = [_number(kv, key, None)] * n_want
+        elif required:
+            raise ValueError(f"{key} is missing (llama.cpp requires it)")
     elif kind in ("set", "local", "fill"):
         try:  # (a field set from what is not known is unknown only where a later condition reads it)
             value = hp.evaluate(args[1])

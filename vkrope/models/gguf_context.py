@@ -1,0 +1,142 @@
+"""The numbers llama.cpp's graph rotates a GGUF model's layers with: the
+RoPE fields `llama_model_base::load_hparams` reads from the file
+(llama-model.cpp), the context parameters `llama_context` derives from them
+(llama-context.cpp: the frequency scale, YaRN's extrapolation mix and
+attention factor), and, per layer, the arguments of the graph's rope calls
+(`rope_forms` in vkrope/data/gguf_archs.json, read from each graph by
+scripts/gguf_arch_table.py) evaluated over those.
+
+`Rotation` is what one layer's rope call does; `rope_args` turns it into a
+vkrope rope type and its parameters, or refuses what vkrope's rope types do
+not express. The arithmetic mirrors llama.cpp's generic code line by line
+(which architecture sets what comes from the table, never from here).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# llama_rope_scaling_type_from_string's names (llama.cpp asserts on any other)
+SCALING_TYPES = ("none", "linear", "yarn", "longrope")
+_NULL_FACTORS = ("nullptr", "NULL", "None")
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """One layer's rope call: rotated channels, llama.cpp's mode, whether
+    they stand apart from the head's (MLA), whether the call takes the
+    per-pair factors (rope_freqs / longrope tensors), and ggml_rope_ext's
+    frequency arguments."""
+
+    dims: int
+    mode: str
+    apart: bool
+    factors: bool
+    base: float
+    scale: float
+    ext_factor: float
+    attn_factor: float
+    beta_fast: float
+    beta_slow: float
+    n_ctx_orig: int
+
+
+def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None) -> dict[str, Any]:
+    """llama_model_base::load_hparams' RoPE fields and head widths from the
+    file's keys (before the architecture's own load_arch_hparams)."""
+    f: dict[str, Any] = {"n_ctx_train": number("context_length", None), "n_embd": number("embedding_length", None)}
+    f["n_ctx_orig_yarn"] = number("rope.scaling.original_context_length", f["n_ctx_train"])
+    f["rope_freq_base_train"] = float(number("rope.freq_base", 10000.0))
+    kind = kv.get("rope.scaling.type", "linear")
+    if kind not in SCALING_TYPES:  # (llama.cpp's GGML_ASSERT on LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED)
+        raise ValueError(f"rope.scaling.type must be one of {', '.join(SCALING_TYPES)}; got {kind!r}")
+    f["rope_scaling_type_train"] = kind
+    # (the old key only where the new one is absent: a factor of 0 given means no scaling)
+    scale = number("rope.scaling.factor", None)
+    scale = number("rope.scale_linear", 0.0) if scale is None else scale
+    f["rope_freq_scale_train"] = 1.0 if scale == 0 else 1.0 / scale
+    for field, key in (("rope_attn_factor", "rope.scaling.attn_factor"), ("rope_scaling_alpha", "rope.scaling.alpha")):
+        if number(key, None) is not None:
+            f[field] = float(number(key, None))
+    if n_head:
+        width = f["n_embd"] // n_head if f["n_embd"] is not None else None
+        f["n_embd_head_k_full"] = number("attention.key_length", width)
+        f["n_embd_head_v_full"] = number("attention.value_length", width)
+        f["n_rot_full"] = number("rope.dimension_count", f["n_embd_head_k_full"])
+    else:
+        f["n_embd_head_k_full"] = f["n_embd_head_v_full"] = f["n_rot_full"] = 0
+    f["n_embd_head_k_swa"] = number("attention.key_length_swa", f["n_embd_head_k_full"])
+    f["n_embd_head_v_swa"] = number("attention.value_length_swa", f["n_embd_head_v_full"])
+    f["n_rot_swa"] = number("rope.dimension_count_swa", f["n_rot_full"])
+    return f
+
+
+def _mscale(scale: float, mscale: float) -> float:
+    return 1.0 if scale <= 1.0 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def context_fields(f: dict[str, Any], arch: str) -> dict[str, Any]:
+    """The graph's names for llama_context's cparams (freq_base, freq_scale,
+    ext_factor, attn_factor, beta_fast, beta_slow, n_ctx_orig) from the
+    hparams fields `f`, as llama_context's constructor derives them."""
+    scale = 1.0 if f["rope_scaling_type_train"] == "none" else f["rope_freq_scale_train"]
+    ext = f["yarn_ext_factor"]
+    if ext < 0:  # (negative: not set)
+        ext = 1.0 if f["rope_scaling_type_train"] == "yarn" else 0.0
+    attn = f["yarn_attn_factor"]
+    if ext != 0:
+        factor = 1.0 / scale
+        log_mul = f["rope_yarn_log_mul"]
+        if log_mul != 0:
+            mscale = log_mul if arch == "deepseek2" and log_mul != 1.0 else 1.0  # (llama-context.cpp's DeepSeek-V2 case)
+            attn = _mscale(factor, mscale) / _mscale(factor, log_mul)
+        else:
+            attn = _mscale(factor, 1.0)
+        attn *= 1.0 / (1.0 + 0.1 * math.log(factor))  # (cancels what ggml's rope_yarn multiplies in)
+    attn *= f["rope_attn_factor"]
+    orig = f["n_ctx_orig_yarn"] or f["n_ctx_train"] or 0
+    return {"freq_base": f["rope_freq_base_train"], "freq_scale": scale, "ext_factor": ext, "attn_factor": attn,
+            "beta_fast": f["yarn_beta_fast"], "beta_slow": f["yarn_beta_slow"], "n_ctx_orig": orig}
+
+
+def rotation(form: dict, evaluate: Callable[[str], Any]) -> Rotation:
+    """One rope call of the table (`form`) evaluated for a layer; gguf_layers.Unknown where it names what the
+    file and the table do not give (DeepSeek-V4's compression ratios, a plain ggml_rope's defaults aside)."""
+    s = form["scaling"]
+    if s == "plain":  # (ggml_rope: base 10000, no scaling, no factors)
+        s = {"freq_base": "10000.0", "freq_scale": "1.0", "ext_factor": "0.0", "attn_factor": "1.0",
+             "beta_fast": "0.0", "beta_slow": "0.0", "n_ctx_orig": "0"}
+    elif not isinstance(s, dict):
+        s = {k: "unknown()" for k in ("freq_base", "freq_scale", "ext_factor", "attn_factor", "beta_fast",
+                                      "beta_slow", "n_ctx_orig")}
+    return Rotation(int(evaluate(form["dims"])), form["mode"], bool(form["slice"]),
+                    form["factors"] not in _NULL_FACTORS and form["scaling"] != "plain",
+                    float(evaluate(s["freq_base"])), float(evaluate(s["freq_scale"])),
+                    float(evaluate(s["ext_factor"])), float(evaluate(s["attn_factor"])),
+                    float(evaluate(s["beta_fast"])), float(evaluate(s["beta_slow"])), int(evaluate(s["n_ctx_orig"])))
+
+
+def rope_args(r: Rotation, kind: str, where: str) -> tuple[str, dict[str, Any]]:
+    """(vkrope rope type, its parameters) doing what ggml's rope_yarn does with `r`: the angle is
+    freq_scale * p * theta_i, mixed back towards p * theta_i by YaRN's ramp times ext_factor, and cos / sin
+    are multiplied by attn_factor (times 1 + 0.1 ln(1 / freq_scale) where ext_factor is not 0). `kind`: the
+    file's rope.scaling.type (longrope: the per-pair factors switch by length)."""
+    if r.ext_factor not in (0.0, 1.0):
+        raise ValueError(f"{where}: llama.cpp mixes YaRN's ramp by yarn_ext_factor {r.ext_factor}; vkrope's yarn "
+                         "mixes fully (1) or not at all (0)")
+    factor = 1.0 / r.scale
+    magnitude = r.attn_factor * ((1.0 + 0.1 * math.log(factor)) if r.ext_factor else 1.0)
+    if kind == "longrope" and r.factors:
+        if r.scale != 1.0 or r.ext_factor:
+            raise ValueError(f"{where}: llama.cpp scales longrope's frequencies by {r.scale} here; vkrope's longrope "
+                             "does not")
+        return "longrope", {"attention_factor": magnitude}
+    if r.ext_factor and (factor != 1.0 or magnitude != 1.0):
+        return "yarn", {"factor": factor, "beta_fast": r.beta_fast, "beta_slow": r.beta_slow,
+                        "attention_factor": magnitude}
+    if magnitude != 1.0:
+        raise ValueError(f"{where}: llama.cpp multiplies cos and sin by {magnitude:.9g} here "
+                         "(rope.scaling.attn_factor), which vkrope's rope types other than yarn and longrope do not")
+    return ("linear", {"factor": factor}) if factor != 1.0 else ("default", {})
