@@ -278,10 +278,14 @@ class Sources:
 
     def functions(self, prefix: str) -> list[str]:
         """The bodies of every function defined as `prefix...(...) {` in any source file."""
+        return [body for _, body in self.named_functions(prefix)]
+
+    def named_functions(self, prefix: str) -> list[tuple[str, str]]:
+        """(name after `prefix`, body) of every function defined as `prefix...(...) {` in any source file."""
         out = []
         for text in self.files.values():
-            for m in re.finditer(rf"\b{prefix}\w*\s*\([^;{{]*\)\s*(?:const\s*)?(?::[^{{;]*)?\{{", text):
-                out.append(text[m.end() - 1:matching(text, m.end() - 1) + 1])
+            for m in re.finditer(rf"\b{prefix}(\w*)\s*\([^;{{]*\)\s*(?:const\s*)?(?::[^{{;]*)?\{{", text):
+                out.append((m.group(1), text[m.end() - 1:matching(text, m.end() - 1) + 1]))
         return out
 
 
@@ -290,18 +294,25 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
     base and scale per layer (llama_model::get_rope_freq_base / _scale), and `rope_forms`: how each rope call
     it makes for `arch` rotates (call_form) and under which condition (`guard`)."""
     guards, forms, per_layer_base, per_layer_scale = [], [], False, False
-    for body in srcs.functions(rf"{owner}::graph(?:<\w+>)?::"):
+    funcs = srcs.named_functions(rf"{owner}::graph(?:<\w+>)?::")
+    for name, body in funcs:
         local = locals_of(body)
         per_layer_base |= "get_rope_freq_base" in body
         per_layer_scale |= "get_rope_freq_scale" in body
+        site = call_sites(funcs, name, arch)
         for call in ROPE_CALL.finditer(body):
             forms.append(call_form(body, call, local))
             conds = enclosing_conditions(body, call.start())
-            if conds is None:
+            if conds is None or site == "unknown":
                 guards.append("unknown")
                 continue
             conds = [arch_condition(substitute(c, local), arch) for c in conds]
-            guards.append(" and ".join(conds) or "True")
+            lam = lambda_sites(body, call.start(), local, arch)
+            if lam == "unknown":
+                guards.append("unknown")
+                continue
+            inner = " and ".join(conds + ([lam] if lam != "True" else [])) or "True"
+            guards.append(inner if site == "True" else f"({site}) and ({inner})")
     if not guards:
         return {"rotates": "False"}
     guards = [constant(g) for g in guards]
@@ -314,6 +325,83 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
                    if f is not None and g != "False"})
     return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale,
             "rope_forms": [json.loads(f) for f in live]}
+
+
+def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:
+    """The condition under which the lambdas around `pos` run: the conditions at their calls (LFM2's
+    `cur = is_recr(il) ? build_shortconv_block(...) : build_attn_block(...)`, the else side: not is_recr(il));
+    "True" outside any lambda, "unknown" where a call cannot be read."""
+    out = []
+    stack: list[int] = []
+    for i, ch in enumerate(body[:pos]):
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}":
+            stack.pop()
+    for brace in stack:
+        m = re.search(r"\bauto\s+(\w+)\s*=\s*\[[^\]]*\]\s*\([^()]*\)\s*(?:->[^{;]*)?$", body[:brace])
+        if not re.search(r"\]\s*\([^()]*\)\s*(->[^{;]*)?$", body[:brace].rstrip()):
+            continue
+        if m is None:
+            return "unknown"
+        end = matching(body, brace)
+        sites = []
+        for call in re.finditer(rf"(?<![\w.]){m.group(1)}\s*\(", body[end:]):
+            at = end + call.start()
+            conds = enclosing_conditions(body, at)
+            ternary = ternary_side(body, at)
+            if conds is None or ternary is None:
+                return "unknown"
+            conds = [arch_condition(substitute(c, local), arch) for c in conds + ([ternary] if ternary else [])]
+            sites.append(" and ".join(conds) or "True")
+        if not sites:
+            return "unknown"
+        out.append("True" if "True" in sites else " or ".join(f"({x})" for x in sorted(set(sites))))
+    out = [x for x in out if x != "True"]
+    return " and ".join(f"({x})" for x in out) or "True"
+
+
+def ternary_side(body: str, at: int) -> str | None:
+    """"" where the call at `at` is not in a `c ? a : b` of its statement, the Python condition under which
+    its side runs where it is, None where the statement's ternaries are more than one."""
+    start = max(body.rfind(ch, 0, at) for ch in ";{}") + 1
+    end = body.find(";", at)
+    stmt = body[start:end]
+    if "?" not in stmt:
+        return ""
+    if stmt.count("?") != 1 or stmt.count(":") - stmt.count("::") * 2 != 1:
+        return None
+    q = stmt.index("?")
+    cond = stmt[:q].split("=", 1)[-1] if "=" in stmt[:q] and "==" not in stmt[:q] else stmt[:q]
+    colon = next(i for i in range(q, len(stmt)) if stmt[i] == ":" and stmt[i - 1] != ":" and
+                 (i + 1 >= len(stmt) or stmt[i + 1] != ":"))
+    side = at - start
+    if side < q:
+        return None  # (the call decides the condition itself)
+    return f"({py_expr(cond)})" if side < colon else f"not ({py_expr(cond)})"
+
+
+def call_sites(funcs: list[tuple[str, str]], name: str, arch: str, depth: int = 0) -> str:
+    """The condition under which the graph calls its method `name` (Qwen3-Next's build_layer_attn only where
+    `not is_recr(il)`): the conditions around its calls in the graph's other methods, "True" for the
+    constructor or a method the graph's own code never calls, "unknown" where one cannot be read."""
+    if name == "graph" or depth > 3:
+        return "True" if name == "graph" else "unknown"
+    alternatives = []
+    for caller, body in funcs:
+        if caller == name:
+            continue
+        local = locals_of(body)
+        for m in re.finditer(rf"(?<![\w.>]){name}\s*\(", body):
+            conds = enclosing_conditions(body, m.start())
+            outer = call_sites(funcs, caller, arch, depth + 1)
+            if conds is None or outer == "unknown":
+                return "unknown"
+            inner = " and ".join(arch_condition(substitute(c, local), arch) for c in conds) or "True"
+            alternatives.append(inner if outer == "True" else f"({outer}) and ({inner})")
+    if not alternatives or "True" in alternatives:
+        return "True"
+    return " or ".join(f"({a})" for a in sorted(set(alternatives)))
 
 
 def call_arguments(body: str, start: int) -> list[str]:
@@ -401,7 +489,10 @@ def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
 
 def constant(expr: str) -> str:
     """`expr` decided ("True" / "False") when it names nothing, as `model.arch == ...` leaves bert's."""
-    tree = ast.parse(expr, mode="eval")
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return "unknown"  # (C++ the translation leaves: DeepSeek-V4's inp_dsv4->get_hca())
     if all(isinstance(n, (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Constant))
            for n in ast.walk(tree)):
         return str(bool(eval(compile(tree, "<guard>", "eval"), {"__builtins__": {}})))  # noqa: S307  (constants)

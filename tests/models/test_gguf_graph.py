@@ -176,3 +176,18 @@ def test_mrope_sections_llama_cpp_would_cycle_or_refuse(tmp_path, sections):
     assert vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": [24, 20, 20, 0],
                                                             "rope.dimension_count": 128}, name="ok")
                             ).mrope_section == (24, 20, 20)
+
+
+@pytest.mark.parametrize("arch, extra", [("qwen3next", {"full_attention_interval": 4}),
+                                         ("granitehybrid", {"attention.head_count_kv": [0, 0, 8, 0, 0, 8, 0, 8]}),
+                                         ("lfm2", {"attention.head_count_kv": [0, 0, 8, 0, 0, 8, 0, 8]}),
+                                         ("plamo2", {})])
+def test_hybrid_recurrent_layers_are_never_called_rotating(tmp_path, arch, extra):
+    """The hybrids' graphs build attention (and RoPE) only where `not is_recr(il)`, in a method or lambda the
+    graph calls under that condition; vkrope cannot run the loops that set is_recr, so which layers rotate is
+    unknown (the plain read says so), never "every layer"."""
+    path = gguf_file(tmp_path, arch, {"block_count": 8, "attention.head_count_kv": 2, "attention.key_length": 128,
+                                      "rope.dimension_count": 64, **extra})
+    assert vkrope.from_gguf(path).nope_layers is None
+    with pytest.raises(ValueError, match="which layers rotate is unknown"):
+        vkrope.from_gguf(path, layer=0)
