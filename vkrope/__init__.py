@@ -9,7 +9,8 @@
     rope = vkrope.from_hf("config.json")                        # a model's RoPE from its config
     q, k = vkrope.apply_rotary_pos_emb(q, k, rope, position_ids)  # ... as transformers applies it
 
-See README.md for the full contract, the errors and the measured speed.
+See README.md and docs/ (the guides, docs/errors.md, docs/performance.md)
+for the full contract, the errors and the measured speed.
 """
 
 from .api import (

@@ -4,6 +4,7 @@ and the README names what it must."""
 from __future__ import annotations
 
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,26 @@ def test_type_hints_check_with_mypy(tmp_path):
         capture_output=True, text=True,
     )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_layout_page_names_every_module_and_script():
+    """docs/layout.md lists the package's modules and the scripts; a new one must be named there (the review
+    found ops/shift.py, kernels/shift.py and four scripts missing)."""
+    page = (ROOT / "docs" / "layout.md").read_text()
+    files = [p for p in (ROOT / "vkrope").rglob("*.py") if p.name != "__init__.py" and "bench" not in p.parts]
+    files += [p for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh")]
+    missing = sorted(str(p.relative_to(ROOT)) for p in files if f"`{p.name}`" not in page)
+    assert missing == []
+
+
+def test_the_site_front_page_says_what_the_readme_says():
+    """docs/index.md repeats the README's paragraphs for the site (mkdocs cannot include a file outside
+    docs/): each of its paragraphs, links aside, is one of the README's, so an edit to one reaches both."""
+    def paragraphs(path: Path) -> list[str]:
+        text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", path.read_text())  # (links: their text)
+        return [" ".join(p.split()) for p in text.split("\n\n") if p.strip() and not p.lstrip().startswith("#")]
+    readme = set(paragraphs(ROOT / "README.md"))
+    site = paragraphs(ROOT / "docs" / "index.md")
+    assert len(site) > 10
+    assert [p for p in site[:-1] if p not in readme] == []  # (the last: the site's own "Next:" pointer)
+

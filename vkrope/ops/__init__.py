@@ -5,9 +5,9 @@
 (`rope_and_cache`), shift.py (`shift_cache`): each holds its public operations (signature, hints,
 the one docstring), which check every argument into a kernel's request
 (vkrope/kernels/) and return the call as data (call.py); lowering.py
-turns a frequency spec into what the kernels read. The front ends are
-the only modules that read a `ModelRope`: `resolve` below for the ops that
-take one in place of a table, transformers.py for its own signature."""
+turns a frequency spec into what the kernels read. The ops that read a
+`ModelRope`: `resolve` below for those that take one in place of a table,
+transformers.py for its own signature (repeat.py only keys calls by it)."""
 
 from typing import Any
 
