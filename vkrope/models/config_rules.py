@@ -330,6 +330,12 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
     return kind
 
 
+def needs(model_type: str, kind: str) -> frozenset[str]:
+    """The keys the model type's config class needs in a rope dict of type `kind` (`type_keys`' `needs`:
+    PhiMoE's short_mscale and long_mscale beside longrope, which its model reads and no other does)."""
+    return frozenset(rules_of(model_type).get("type_keys", {}).get(kind, {}).get("needs", ()))
+
+
 def renames(model_type: str) -> dict[str, str]:
     """{name: rope type} of the names the model type's config class renames (Phi-3's "su" -> longrope)."""
     return rules_of(model_type).get("renames", {})

@@ -23,6 +23,8 @@ MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; 
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
+# longrope's per-length attention factors: read where the config class needs them (config_rules.needs: PhiMoE)
+_MSCALES = ("short_mscale", "long_mscale")
 
 
 def _load(config: Any) -> dict:
@@ -129,11 +131,11 @@ def _class_rope(merged: dict, defaults: dict, keys: list[str]) -> None:
     theta keys the class's source names (a GPT-NeoX rotary_emb_base in a Cosmos 3 Edge file is no theta: the
     class's RoPE)."""
     dr = defaults.get("rope_parameters")
-    given = [k for k in ("rope_scaling", "rope_parameters", "rope_theta", "rope_local_base_freq", "rotary_emb_base")
-             if merged.get(k) is not None and (k in keys or k in ("rope_scaling", "rope_parameters", "rope_theta"))]
+    given = [k for k in dict.fromkeys(("rope_scaling", "rope_parameters", "rope_theta", *keys))
+             if merged.get(k) is not None]
     if not given and isinstance(dr, dict) and dr and "rope_theta" not in merged:
         merged["rope_parameters"] = dict(dr)
-        if merged.get("partial_rotary_factor") is not None or merged.get("rotary_pct") is not None:
+        if any(merged.get(k) is not None for k in config_rules.PARTIAL_KEYS):
             merged["rope_parameters"].pop("partial_rotary_factor", None)  # (the file's own factor, not the class's)
     elif "rope_theta" in defaults and "rope_theta" not in merged and (merged.get("rotary_emb_base") is None
                                                                      or "rotary_emb_base" not in keys) \
@@ -626,7 +628,7 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     "partial_unprobed" (the head, and no factor: the model's code did not
     run with one, or ran it otherwise than vkrope reads it), or a key
     holding the rotated channels (GPT-J's rotary_dim)."""
-    partial = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", cfg.get("rotary_pct")))
+    partial = rope.get("partial_rotary_factor", next((cfg[k] for k in config_rules.PARTIAL_KEYS if k in cfg), None))
     if partial is None:
         partial = 1.0
     elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
@@ -660,7 +662,7 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
     for key, value in rope.items():
         if key in _IGNORED:
             continue
-        if key not in PARAMS or (key in ("short_mscale", "long_mscale") and model_type != "phimoe") \
+        if key not in PARAMS or (key in _MSCALES and key not in config_rules.needs(model_type, "longrope")) \
                 or (key == "llama_4_scaling_beta" and not scales_q):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue

@@ -84,7 +84,8 @@ def _yarn(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
     `vkrope.YaRN`'s (the same correction dims, truncation and guard)."""
     p = r.param
     pos = powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim)
-    y = YaRN(r.orig, float(p("beta_fast") or 32), float(p("beta_slow") or 1), truncate=bool(p("truncate", True)))
+    betas = {k: float(p(k)) for k in ("beta_fast", "beta_slow") if p(k) is not None}  # (else YaRN's defaults)
+    y = YaRN(r.orig, **betas, truncate=bool(p("truncate", True)))
     extrap_w = y.mix(r.rotary_dim, r.theta, t)  # (times ext_factor 1: exact)
     extrap = t(1.0) / pos
     interp = t(1.0) / (t(r.factor) * pos)

@@ -12,7 +12,7 @@ from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
 )
 from .lowering import lower
-from ..freqs import RopeFreqs, check_positions
+from ..freqs import FrequencySpec, check_positions
 from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint
 from ..runtime.array import DeviceArray
 
@@ -66,8 +66,9 @@ def swap_hint(name: str, given: tuple[int, ...], swapped: tuple[int, ...]) -> st
     return f" ({name} {is_it} [B, S, H, D]? transpose(0, 2, 1, 3))"
 
 
-def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int, hint: str = "") -> RopeFreqs:
-    """A RopeFreqs spec given in place of both tables (`hint` ends the
+def check_spec(name: str, spec: FrequencySpec, other: Any, other_name: str, rot: int,
+               hint: str = "") -> FrequencySpec:
+    """A frequency spec (RopeFreqs, InvFreqs) given in place of both tables (`hint` ends the
     message of a dim mismatch)."""
     if other is not None:
         raise ValueError(f"{other_name} must be None when {name} is a frequency spec; got {describe(other)}")
@@ -76,7 +77,7 @@ def check_spec(name: str, spec: RopeFreqs, other: Any, other_name: str, rot: int
     return spec
 
 
-def spec_rows(spec: RopeFreqs, positions: np.ndarray, name: str) -> np.ndarray:
+def spec_rows(spec: FrequencySpec, positions: np.ndarray, name: str) -> np.ndarray:
     """row_of for a spec: the words the kernel reads per token (lowering.lower)."""
     return lower(spec).words(check_positions(name, positions))
 
