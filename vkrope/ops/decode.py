@@ -62,11 +62,13 @@ def _scale(name: str, value: Any, cache: Any) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
         raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")
     f = _real(value)
+    with np.errstate(over="ignore"):  # (the bounds hold for the float32 the kernel divides by, rounded first)
+        f = float(np.float32(f)) if math.isfinite(f) else f
     if not (math.isfinite(f) and MIN_SCALE <= f <= MAX_SCALE):
         raise ValueError(f"{name} must be a finite float32 in [2^{int(math.log2(MIN_SCALE))}, "
                          f"2^{int(math.log2(MAX_SCALE))}] (what the cache's values are divided by); got "
                          f"{str(value)[:40]}")
-    return float(np.float32(f))
+    return f
 
 
 def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, position_ids: Any, *,

@@ -107,6 +107,7 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
     v_cache = _v_cache(v_cache, k_cache, not np.array_equal(src, dst), slots is not None)
     gen = lower(spec)
     tokens = np.stack([src, dst, gen.words(old_kept), gen.words(new_kept)], -1)
+    tokens = tokens[(src != dst) | (old_kept != new_kept)]  # (a shift by 0 in place is no shift: its bits stay)
     paged = slots is not None  # heads: [.., Hk, D] rows next to each other; contiguous: S_max rows apart
     return Request(x=k_cache, v_cache=v_cache, freqs=gen, tokens=tokens.astype(np.int32),
                    head_stride=1 if paged else int(k_cache.shape[2]), hk=int(k_cache.shape[2 if paged else 1]),
@@ -126,7 +127,8 @@ def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, f
     k_cache: a buffer DeviceArray, contiguous `[B, Hk, S_max, D]` (token
     (b, s) at row `from_positions[b, s]`; it goes to row `to_positions[b,
     s]`, and `v_cache`'s row with it: pass `v_cache` whenever a row moves;
-    rows not named keep their bits, the rows a move leaves keep theirs),
+    rows not named keep their bits, and rows named with from == to, the
+    rows a move leaves keep theirs),
     or paged `[num_blocks, block_size, Hk, D]` with `slots` (int `[B, S]`,
     -1 = skip; a slot stays, only its key turns: `v_cache` None). freqs:
     the spec the keys were rotated by (`RopeFreqs`, `InvFreqs`, or a
