@@ -629,7 +629,10 @@ def hparams_defaults(src: pathlib.Path, model_cpp: str) -> dict:
     body = body_of(cpp, r"void\s+llama_hparams::set_swa_pattern\s*\(") or ""
     rules = re.findall(r"is_swa_impl\[il\]\s*=\s*([^;]+);", body)
     limit = re.search(r"#define\s+LLAMA_MAX_LAYERS\s+(\d+)", h)
-    return {"fields": out, "max_layers": int(limit.group(1)) if limit else None, "swa_pattern_dense_first": py_expr(rules[0]) if len(rules) > 1 else "unknown",
+    if limit is None:
+        sys.exit("LLAMA_MAX_LAYERS not found in llama-hparams.h: the layer bound would be a guess")
+    return {"fields": out, "max_layers": int(limit.group(1)),
+            "swa_pattern_dense_first": py_expr(rules[0]) if len(rules) > 1 else "unknown",
             "swa_pattern": py_expr(rules[1]) if len(rules) > 1 else "unknown", "methods": hparams_methods(cpp)}
 
 

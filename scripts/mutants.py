@@ -758,6 +758,8 @@ MUTATIONS = [
              "    if typing.get_origin(result) is Call:\n", "    if False:\n"),
     Mutation("a bound method's signature without self", "vkrope/ops/call.py",
              "    if method:\n        params.insert(0,", "    if False:\n        params.insert(0,"),
+    Mutation("a module function opens a default device only to refuse another device's array", "vkrope/api.py",
+             "    _not_elsewhere(call)\n", ""),
     Mutation("a module function no longer runs again on a new default device", "vkrope/api.py",
              "            if attempt or not dev.closed:", "            if True:"),
     # --- the context shift (shift_cache)

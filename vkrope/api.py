@@ -9,7 +9,9 @@ import os
 import threading
 from typing import Any, Callable, ParamSpec, TypeVar, cast
 
+from .arguments import check_on_device
 from .device import Device, kept_key
+from .runtime.array import DeviceArray
 from .errors import DeviceClosedError
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
@@ -78,12 +80,24 @@ rope_and_cache = on_default(decode.rope_and_cache)
 shift_cache = on_default(shift.shift_cache)
 
 
+def _not_elsewhere(call: Call[Any]) -> None:
+    """A DeviceArray argument of another Device than the default one refused before a default device is made
+    for the call (it would be opened only to refuse it)."""
+    dev = _default
+    dev = None if dev is None or dev.closed else dev
+    for req in call.requests:
+        for t in req.tensors():
+            if isinstance(t.value, DeviceArray):
+                check_on_device(t.name, t.value, dev, "the default one the module functions run on")
+
+
 def _on_default(call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
     """A checked call (so a bad argument is a TypeError / ValueError even on
     a machine without Vulkan) run on the default device. When the default
     device is closed while the call waits for it (another thread's
     close_default_device, or its timeout), the call runs once more on a new
     default device."""
+    _not_elsewhere(call)
     for attempt in range(2):
         dev = default_device()
         try:

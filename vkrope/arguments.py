@@ -80,13 +80,15 @@ def check_alive(name: str, a: Any) -> None:
 
 def check_on_device(name: str, a: Any, device: Any, whose: str = "the one running this call") -> None:
     """A DeviceArray argument must be usable and live on `device` (`whose`
-    it is, in the message): a ValueError naming the argument and both devices."""
+    it is, in the message; None: a device not made yet): a ValueError naming
+    the argument and both devices."""
     check_alive(name, a)
     if a.device is not device and a.device.closing:  # (another thread's close() waits for a call in flight)
         raise DeviceClosedError(f"{name} is a DeviceArray of a vkrope.Device being closed (close() was called); "
                                 "its device memory goes with it: upload the data again to an open Device")
     if a.device is not device:
-        raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than {whose} ({device!r}); copy "
+        named = "" if device is None else f" ({device!r})"
+        raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than {whose}{named}; copy "
                          f"it there with that device's asarray({name})")
 
 

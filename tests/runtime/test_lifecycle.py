@@ -97,8 +97,14 @@ def test_arguments_of_another_device_are_refused(device, case, name):
 
 
 def test_the_default_device_refuses_another_devices_freqs():
+    """Refused before a default device is made for the call (one would be opened only to refuse it)."""
     x, f = _xf()
+    vkrope.close_default_device()
     with vkrope.Device() as other:
+        with pytest.raises(ValueError, match=r"^freqs lives on another vkrope.Device .* than the default one"):
+            vkrope.apply(x, other.asarray(f))
+        assert vkrope.api._default is None
+        vkrope.default_device()
         with pytest.raises(ValueError, match=r"^freqs lives on another vkrope.Device"):
             vkrope.apply(x, other.asarray(f))
 

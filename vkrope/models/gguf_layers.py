@@ -243,7 +243,7 @@ def _use_mrope(kv: dict[str, Any]) -> bool:
 
 def _layer_count(kv: dict[str, Any]) -> int:
     """block_count, checked as llama.cpp's loader does."""
-    limit = table()["hparams"]["max_layers"] or 512
+    limit = table()["hparams"]["max_layers"]
     n_layer_all = kv.get("block_count")
     if isinstance(n_layer_all, bool) or not isinstance(n_layer_all, int) or not 1 <= n_layer_all <= limit:
         raise ValueError(f"block_count must be an integer in [1, {limit}] (llama.cpp's LLAMA_MAX_LAYERS); got "
