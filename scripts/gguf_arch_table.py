@@ -91,6 +91,7 @@ def py_expr(cxx: str) -> str:
     """A C++ condition as a Python expression over hparams names."""
     s = " ".join(cxx.split())
     s = re.sub(r"\b(model\.)?hparams\.", "", s)
+    s = re.sub(r"\(\s*float\s*\)\s*(\w+|\([^()]*\))", r"float(\1)", s)  # (a float cast keeps `/` a true division)
     s = re.sub(r"\(\s*(uint32_t|int32_t|int64_t|int|float)\s*\)", "", s)  # casts
     s = re.sub(r"\bstatic_cast<\w+>", "", s)
     s = ternary(s)
@@ -148,8 +149,7 @@ def block_condition(body: str, brace: int) -> str | None:
     """The condition under which the block opening at `brace` runs ("" for loops and plain blocks)."""
     before = body[:brace].rstrip()
     if before.endswith("else"):
-        earlier = previous_condition(body, before[:-4].rstrip())
-        return None if not earlier else f"not ({earlier})"
+        return chain_negation(body, before[:-4].rstrip())
     if re.search(r"\]\s*\([^()]*\)\s*(->[^{;]*)?$", before):  # a lambda's body: where it is called
         return ""
     if not before.endswith(")"):
@@ -168,6 +168,25 @@ def block_condition(body: str, brace: int) -> str | None:
     return cond
 
 
+def chain_negation(body: str, prev: str) -> str | None:
+    """The condition of an `else` whose if / else-if chain ends with `prev`: every branch's own condition
+    negated (`not (B) and not (A)` after `if (A) {} else if (B) {}`); None where the chain cannot be read."""
+    if not prev.endswith("}"):
+        return None
+    head = prev[:opening(prev, len(prev) - 1)].rstrip()
+    if not head.endswith(")"):
+        return None
+    i = opening(head, len(head) - 1, "(", ")")
+    words, inner = head[:i].rstrip(), head[i + 1:-1]
+    if ";" in inner or not re.search(r"\bif$", words):
+        return None
+    own = f"not (({py_expr(inner)}))"
+    if re.search(r"\belse\s+if$", words):
+        rest = chain_negation(body, words[:-2].rstrip()[:-4].rstrip())
+        return None if rest is None else f"{own} and ({rest})"
+    return own
+
+
 def previous_condition(body: str, prev: str) -> str | None:
     """The condition of the if block that `prev` (the text before an else) ends with; None if it ends with none."""
     if not prev.endswith("}"):
@@ -181,7 +200,9 @@ def locals_of(body: str) -> dict[str, str]:
     for m in re.finditer(r"\b(?:const\s+)?(?:bool|auto|int64_t|int32_t|uint32_t|int|float)\s+(\w+)\s*=\s*([^;{}]+);",
                          body):
         if not re.search(r"\bfor\s*\(\s*$", body[:m.start()]):  # (a loop's counter is no constant)
-            out.setdefault(m.group(1), m.group(2))
+            # (declared twice, in two blocks: which one a use reads is not read here, so unknown)
+            out[m.group(1)] = "unknown_local()" if m.group(1) in out and out[m.group(1)] != m.group(2) \
+                else m.group(2)
     return out
 
 
@@ -362,23 +383,27 @@ def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:
 
 
 def ternary_side(body: str, at: int) -> str | None:
-    """"" where the call at `at` is not in a `c ? a : b` of its statement, the Python condition under which
-    its side runs where it is, None where the statement's ternaries are more than one."""
+    """"" where the call at `at` is in no `c ? a : b` of its statement, the Python condition under which its
+    side runs where the statement is `x = c ? a : b;` or `return c ? a : b;` with the call in a or b, and None
+    (unknown) for any other statement with a `?`."""
     start = max(body.rfind(ch, 0, at) for ch in ";{}") + 1
-    end = body.find(";", at)
-    stmt = body[start:end]
+    stmt = body[start:body.find(";", at)]
     if "?" not in stmt:
         return ""
-    if stmt.count("?") != 1 or stmt.count(":") - stmt.count("::") * 2 != 1:
+    m = re.match(r"\s*(?:return\s+|(?:[\w:<>*&]+\s+)*\**\s*\w+\s*=(?!=)\s*)", stmt)
+    if m is None:
         return None
-    q = stmt.index("?")
-    cond = stmt[:q].split("=", 1)[-1] if "=" in stmt[:q] and "==" not in stmt[:q] else stmt[:q]
-    colon = next(i for i in range(q, len(stmt)) if stmt[i] == ":" and stmt[i - 1] != ":" and
-                 (i + 1 >= len(stmt) or stmt[i + 1] != ":"))
-    side = at - start
-    if side < q:
-        return None  # (the call decides the condition itself)
-    return f"({py_expr(cond)})" if side < colon else f"not ({py_expr(cond)})"
+    expr, offset, depth, q, colon = stmt[m.end():], start + m.end(), 0, -1, -1
+    for i, ch in enumerate(expr):
+        depth += (ch in "([") - (ch in ")]")
+        if depth == 0 and ch == "?" and q < 0:
+            q = i
+        elif depth == 0 and ch == ":" and q >= 0 and colon < 0 and expr[i - 1] != ":" and expr[i + 1:i + 2] != ":":
+            colon = i
+    if q < 0 or colon < 0 or "?" in expr[q + 1:] or at - offset <= q:
+        return None  # (nested, or the call in the condition itself)
+    cond = py_expr(expr[:q])
+    return f"({cond})" if at - offset < colon else f"not ({cond})"
 
 
 def call_sites(funcs: list[tuple[str, str]], name: str, arch: str, depth: int = 0) -> str:
@@ -395,8 +420,10 @@ def call_sites(funcs: list[tuple[str, str]], name: str, arch: str, depth: int = 
         for m in re.finditer(rf"(?<![\w.>]){name}\s*\(", body):
             conds = enclosing_conditions(body, m.start())
             outer = call_sites(funcs, caller, arch, depth + 1)
-            if conds is None or outer == "unknown":
+            side = ternary_side(body, m.start())  # (qwen4exp's `qsa ? build_qsa_top_k(...) : nullptr`)
+            if conds is None or outer == "unknown" or side is None:
                 return "unknown"
+            conds += [side] if side else []
             inner = " and ".join(arch_condition(substitute(c, local), arch) for c in conds) or "True"
             alternatives.append(inner if outer == "True" else f"({outer}) and ({inner})")
     if not alternatives or "True" in alternatives:
@@ -477,12 +504,15 @@ def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
     view = bool(sources) and bool(re.fullmatch(r"ggml_view_[1-4]d", sources[-1].group(1))) \
         and plain(sources[-1].group(2)) in ("n_rot", "n_rot(0)")
     result = re.search(r"(\w+)\s*=\s*$", body[:call.start()])
-    offset = result is not None and re.search(rf"ggml_rope_set_offset\s*\(\s*{result.group(1)}\s*,",
-                                              body[call.end():]) is not None
+    # (set_offset on the value this call made: the next assignment to its name, nothing later in the function)
+    after = re.search(rf"(?<![\w.]){result.group(1)}\s*=(?!=)\s*([^;]*)", body[call.end():]) if result else None
+    offset = after is not None and re.match(rf"ggml_rope_set_offset\s*\(\s*{result.group(1)}\s*,", after.group(1)) \
+        is not None
     rest = args[m + 1:] if call.group(1) != "ggml_rope" else []
     return {"dims": plain(args[d]) if len(args) > m else "unknown",
             "mode": plain(args[m]) if len(args) > m else "unknown", "slice": view or offset,
-            "factors": plain(args[3]) if call.group(1) != "ggml_rope" and len(args) > 3 else "None",
+            "factors": factors_taken(body, args[3], local, call.start()) if call.group(1) != "ggml_rope"
+            and len(args) > 3 else "False",
             "scaling": dict(zip(SCALING_ARGS, map(plain, rest))) if len(rest) == len(SCALING_ARGS)
             else "plain" if call.group(1) == "ggml_rope" else "unknown"}
 
@@ -528,11 +558,16 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
              for m in re.finditer(r"[^;{}]*;", body)]
     stmts = [(at, st) for at, st in stmts if not st.startswith(("LLAMA_LOG", "GGML_ASSERT", "return"))]
     chosen = {at for at, st in stmts if relevant.search(st)}
-    used = set(re.findall(r"\b[a-z_]\w*\b", " ".join(st.split("=", 1)[-1] for at, st in stmts if at in chosen)))
-    for at, st in stmts:  # (and what defines a local those statements read)
-        m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (\w+)[,)]", st)
-        if m and (m.group(1) or m.group(2)) in used:
-            chosen.add(at)
+    while True:  # (and what sets a name those statements or their conditions read, to a fixpoint)
+        text = [st.split("=", 1)[-1] + " " + " ".join(enclosing_conditions(body, at) or []) for at, st in stmts
+                if at in chosen]
+        used = set(re.findall(r"\b[a-z_]\w*\b", " ".join(text)))
+        more = {at for at, st in stmts if at not in chosen and (m := re.match(
+            r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
+            r"|hparams\.(\w+)\s*[-+*/]?=(?!=)", st)) and (m.group(1) or m.group(2) or m.group(3)) in used}
+        if not more:
+            break
+        chosen |= more
     program = []
     for at, stmt in stmts:
         if at not in chosen:
@@ -568,9 +603,10 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
     m = re.fullmatch(r"std::fill\(hparams\.(\w+)\.begin\(\), hparams\.\1\.end\(\), ([^;]+)\);", stmt)
     if m:
         return ["fill", m.group(1), py_expr(m.group(2))]
-    m = re.fullmatch(r"(?:const )?(?:bool|uint32_t|int32_t|int|float) (\w+) = ([\w.]+);", stmt)
+    m = re.fullmatch(r"(?:const )?(?:bool|uint32_t|int32_t|int|float) (\w+) = ([^;{}]+);", stmt)
     if m:
-        return ["local", m.group(1), py_expr(m.group(2))]
+        return ["local", m.group(1), re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)",
+                                             py_expr(m.group(2)))]
     m = re.fullmatch(r"(load_swa_pattern\(ml, |hparams\.set_swa_pattern\()(\d+)(, (?:/\*[^*]*\*/)?(true|false))?\);",
                      stmt)
     if m:
@@ -636,13 +672,58 @@ def hparams_defaults(src: pathlib.Path, model_cpp: str) -> dict:
             "swa_pattern": py_expr(rules[1]) if len(rules) > 1 else "unknown", "methods": hparams_methods(cpp)}
 
 
-def rope_freqs_every_layer(srcs: "Sources", owner: str | None) -> bool:
-    """Whether `owner`'s load_arch_tensors gives every layer the rope_freqs tensor (no condition)."""
+FACTOR_TENSORS = {"rope_freqs": "rope_freqs.weight", "rope_long": "rope_factors_long.weight",
+                  "rope_short": "rope_factors_short.weight"}  # (llama_layer's fields and their GGUF names)
+
+
+def factor_tensors(srcs: "Sources", owner: str | None) -> list[str]:
+    """The per-pair factor tensors `owner`'s load_arch_tensors creates (under any condition): a file holding
+    another is one llama.cpp refuses ("wrong number of tensors")."""
+    found: set[str] = set()
     for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
-        m = re.search(r"rope_freqs\s*=\s*create_tensor", body)
-        if m:
-            return enclosing_conditions(body, m.start()) == []
-    return False
+        found |= set(re.findall(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor", body))
+    return sorted(FACTOR_TENSORS[f] for f in found)
+
+
+def factors_taken(body: str, arg: str, local: dict[str, str], at: int) -> str:
+    """A rope call's freq_factors argument as a Python condition over the layer: whether the call takes the
+    per-pair factor tensors ("False" for nullptr; Step 3.5's `is_swa ? nullptr : get_rope_factors(...)`,
+    Gemma 4's `nullptr` set to `rope_freqs` under `if (!is_swa)`), "unknown" where it cannot be read."""
+    def mark(expr: str) -> str:  # (before locals are substituted: a tensor source is True, a null False)
+        expr = re.sub(r"\b(?:nullptr|NULL)\b", "False", " ".join(expr.split()))
+        return re.sub(r"(?:model\.)?(?:layers\[\w+\]|layer)\.rope_freqs|model\.get_rope_factors\s*\([^()]*\)",
+                      "True", expr)
+
+    def taken(expr: str) -> str:
+        try:
+            return ast.unparse(ast.parse(py_expr(expr), mode="eval"))
+        except SyntaxError:
+            return "unknown"
+    if not re.fullmatch(r"\w+", arg) or arg in ("nullptr", "NULL"):
+        return taken(mark(arg))
+    sets = list(re.finditer(rf"(\b(?:ggml_tensor\s*\*\s*))?(?<![\w.]){arg}\s*=(?!=)\s*([^;]+);", body[:at]))
+    if not sets:
+        return taken(substitute(mark(arg), local))
+    if len(sets) == 1:
+        return taken(substitute(mark(sets[0].group(2)), local))
+    if len(sets) == 2 and sets[0].group(1) and not sets[1].group(1):  # (declared, then set under a condition)
+        conds = enclosing_conditions(body, sets[1].start())
+        if conds is None:
+            return "unknown"
+        cond = " and ".join(substitute(c, local) for c in conds) or "True"
+        return f"({taken(substitute(mark(sets[1].group(2)), local))}) if ({cond}) else " \
+               f"({taken(substitute(mark(sets[0].group(2)), local))})"
+    return "unknown"
+
+
+def rot_is_head(model_cpp: str) -> set[str]:
+    """The architectures whose load_hparams throws "invalid n_rot" where rope.dimension_count is not the head
+    width (llama, deci, falcon, llama-embed)."""
+    base = body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or ""
+    m = re.search(r"if\s*\(([^{}]*)\)\s*\{\s*if\s*\(\s*hparams\.n_rot_full\s*!=\s*hparams\.n_embd_head_k_full\s*\)", base)
+    if m is None:
+        sys.exit("llama_model_base::load_hparams' n_rot check not found: which architectures it binds is unknown")
+    return set(re.findall(r"arch\s*==\s*(LLM_ARCH_\w+)", m.group(1)))
 
 
 def build(src: pathlib.Path, origin: str) -> dict:
@@ -654,6 +735,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
     DEFAULT_IL.update(re.findall(r"\b(\w+)\s*\(\s*uint32_t\s+il\s*=\s*0\s*\)\s*const",
                                  strip_comments((src / "llama-hparams.h").read_text())))
     defaults = hparams_defaults(src, model_cpp)
+    head_bound = rot_is_head(model_cpp)
     archs = {}
     for enum, name in sorted(names.items(), key=lambda x: x[1]):
         if enum not in types and enum not in cls_of:
@@ -666,9 +748,21 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry.update(graph_facts(srcs, srcs.graph_owner(cls), enum))
             entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv,
                                                fields_read(entry, defaults["methods"]))
-            entry["rope_freqs_every_layer"] = rope_freqs_every_layer(srcs, srcs.owner(cls, "load_arch_tensors"))
+            entry["factor_tensors"] = factor_tensors(srcs, srcs.owner(cls, "load_arch_tensors"))
+            entry["rot_is_head"] = enum in head_bound
         archs[name] = entry
+    defaults["own_mscale"] = own_mscale(src, names)
     return {"source": origin, "hparams": defaults, "archs": archs}
+
+
+def own_mscale(src: pathlib.Path, names: dict[str, str]) -> list[str]:
+    """The architectures llama_context gives YaRN's log multiplier as their own mscale too (DeepSeek-V2's
+    `model.arch == LLM_ARCH_DEEPSEEK2 && mscale_all_dims != 1.0f`, llama-context.cpp)."""
+    text = strip_comments((src / "llama-context.cpp").read_text())
+    found = re.findall(r"model\.arch\s*==\s*(LLM_ARCH_\w+)\s*&&\s*mscale_all_dims\s*!=\s*1\.0f", text)
+    if not found:
+        sys.exit("llama-context.cpp's DeepSeek-V2 mscale case not found: which architectures it covers is unknown")
+    return sorted(names[e] for e in found)
 
 
 def fields_read(entry: dict, methods: dict[str, list]) -> set[str]:

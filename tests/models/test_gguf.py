@@ -30,8 +30,12 @@ def config(name: str) -> dict:
 KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float64")  # (key, value) adders
 
 
-def write(path, arch: str, kv, tensors=()):
+def write(path, arch: str, kv, tensors=(), block_count=True):
+    """A GGUF file as the converter writes it: with a block_count (llama.cpp requires it) unless kv gives one
+    or `block_count` is False."""
     w = gguf.GGUFWriter(str(path), arch=arch)
+    if block_count and not any(add == "add_block_count" for add, _ in kv):
+        kv = [*kv, ("add_block_count", 2)]
     for add, value in kv:
         getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
     for name, arr in tensors:
@@ -189,8 +193,12 @@ def test_gguf_layer_types_and_bad_tensors(tmp_path):
         vkrope.from_gguf(path)
     path = write(tmp_path / "heads.gguf", "llama", [
         ("add_embedding_length", 256), ("add_head_count", [4, 4, 4]), ("add_key_length", 64),
-        ("add_rope_freq_base", 10000.0)])
+        ("add_rope_freq_base", 10000.0), ("add_block_count", 3)])
     assert vkrope.from_gguf(path).head_dim == 64
+    path = write(tmp_path / "heads2.gguf", "llama", [  # (llama.cpp's get_key_or_arr: exactly block_count)
+        ("add_embedding_length", 256), ("add_head_count", [4, 4, 4]), ("add_rope_freq_base", 10000.0)])
+    with pytest.raises(ValueError, match="head_count must be a count, or 2 counts"):
+        vkrope.from_gguf(path)
     path = write(tmp_path / "neg.gguf", "llama", [
         ("add_embedding_length", 256), ("add_head_count", 4), ("add_rope_freq_base", -5.0)])
     with pytest.raises(ValueError, match="theta"):
@@ -203,12 +211,15 @@ def test_gguf_architectures_and_their_pairs(tmp_path):
     base = [("add_embedding_length", 512), ("add_head_count", 4), ("add_rope_freq_base", 10000.0)]
     for arch, inter in (("llama", True), ("granite", True), ("qwen3", False), ("gpt-oss", False),
                         ("glm4", True), ("glm4moe", False)):
-        assert vkrope.from_gguf(write(tmp_path / f"{arch}.gguf", arch, base)).interleaved is inter, arch
+        extra = [("add_sliding_window", 128)] if arch == "gpt-oss" else []  # (llama.cpp requires it there)
+        assert vkrope.from_gguf(write(tmp_path / f"{arch}.gguf", arch, base + extra)).interleaved is inter, arch
     glm = vkrope.from_gguf(write(tmp_path / "glmv.gguf", "glm4", base + [("add_rope_dimension_sections",
                                                                             [16, 24, 24, 0])]))
     assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
     with pytest.raises(ValueError, match="not in vkrope's table of llama.cpp"):
         vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))
+    with pytest.raises(ValueError, match="llama.block_count is missing .llama.cpp requires it."):
+        vkrope.from_gguf(write(tmp_path / "nb.gguf", "llama", base, block_count=False))
 
 
 def test_gemma4_sliding_layers_from_gguf(tmp_path):
@@ -355,9 +366,10 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
     for kw in ({"layer": 0}, {}):  # (its graph calls RoPE under conditions on its compression state too)
         with pytest.raises(ValueError, match="cannot read where its graph rotates"):
             vkrope.from_gguf(ds4, **kw)
-    hy = _arch_file(tmp_path, "hunyuan_vl", 4, [("add_float64", ("hunyuan_vl.rope.scaling.alpha", 1000.0))])
-    with pytest.raises(ValueError, match="unknown: .*does not run: const int dim"):  # (HunyuanVL's alpha)
-        vkrope.from_gguf(hy, layer=0)
+    from vkrope.models import gguf_layers  # (a statement the table could not read, where its condition holds)
+    entry = {"rotates": "True", "pairs": "norm", "hparams": [["True", "unknown", "hparams.x[il] = 1;"]]}
+    lp = gguf_layers.plan("test", entry, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
+    assert lp.sliding is None and "does not run: hparams.x[il] = 1;" in lp.unknown
     bl3 = _arch_file(tmp_path, "bailingmoe3", 4)
     with pytest.raises(ValueError, match="which layers rotate is unknown"):
         vkrope.from_gguf(bl3, layer=0)

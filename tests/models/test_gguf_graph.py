@@ -69,7 +69,8 @@ def test_a_graph_rotating_in_two_ways_is_refused(tmp_path, arch):
     path = gguf_file(tmp_path, arch, {"attention.key_length": 192, "rope.dimension_count": 64,
                                       "attention.sliding_window": 128, "rope.freq_base_swa": 10000.0,
                                       "attention.sliding_window_pattern": [True, False]})
-    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways|is_indexer_full_impl: .* not known"):
+    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways|is_indexer_full_impl: .* not known|"
+                                         r"with GGML_ROPE_TYPE_NEOX, not its rope type"):
         vkrope.from_gguf(path)
 
 
@@ -140,11 +141,12 @@ def test_yarn_without_original_length_takes_the_context_length(tmp_path):
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", kv)).original_max_position_embeddings == 8192
 
 
-def test_hunyuan_alpha_is_refused_not_ignored(tmp_path):
-    """HunyuanVL's load_arch_hparams scales the base by alpha^(d / (d - 2)), which vkrope does not evaluate."""
-    kv = {"rope.dimension_sections": [16, 16, 16, 16], "rope.scaling.alpha": 1000.0}
-    with pytest.raises(ValueError, match="rope_freq_base_train for 'hunyuan_vl'"):
-        vkrope.from_gguf(gguf_file(tmp_path, "hunyuan_vl", kv))
+def test_hunyuan_alpha_scales_the_base(tmp_path):
+    """HunyuanVL's (and Hunyuan dense's) load_arch_hparams scales the base by alpha^(d / (d - 2)) (float
+    division: the casts are kept); the file's alpha was ignored before."""
+    r = vkrope.from_gguf(gguf_file(tmp_path, "hunyuan-dense", {"rope.scaling.alpha": 1000.0}))
+    assert r.theta == pytest.approx(10000.0 * 1000.0 ** (128 / 126), rel=1e-6)
+    assert vkrope.from_gguf(gguf_file(tmp_path, "hunyuan-dense", {}, name="plain")).theta == 10000.0
 
 
 def test_olmo2_sliding_layers_rotate_unscaled(tmp_path):
@@ -191,3 +193,63 @@ def test_hybrid_recurrent_layers_are_never_called_rotating(tmp_path, arch, extra
     assert vkrope.from_gguf(path).nope_layers is None
     with pytest.raises(ValueError, match="which layers rotate is unknown"):
         vkrope.from_gguf(path, layer=0)
+
+
+def test_factor_tensors_where_each_layers_call_takes_them(tmp_path):
+    """EXAONE 4's graph passes get_rope_factors on every rotating layer, its sliding ones too (the factors
+    were dropped there); Step 3.5's full layers read the first rotary_dim / 2 of its one shared tensor (they
+    were refused); a factor tensor the architecture never loads is refused, as llama.cpp's loader does."""
+    factors = np.linspace(1.0, 8.0, 64)
+    ex = gguf_file(tmp_path, "exaone4", {"block_count": 64, "attention.sliding_window": 512},
+                   [("rope_freqs.weight", factors)])
+    for kw in ({}, {"layer": 0}, {"layer_type": "sliding_attention"}):
+        assert vkrope.from_gguf(ex, **kw).freq_factors == tuple(np.float32(factors)), kw
+    st = gguf_file(tmp_path, "step35", {"block_count": 4, "attention.sliding_window": 512,
+                                        "attention.sliding_window_pattern": [True, False, True, False]},
+                   [("rope_freqs.weight", factors)])
+    assert vkrope.from_gguf(st, layer=1).freq_factors == tuple(np.float32(factors[:32]))
+    assert vkrope.from_gguf(st, layer=0).freq_factors is None  # (its graph: nullptr on sliding layers)
+    with pytest.raises(ValueError, match="cohere2 loads no rope_freqs.weight tensor"):
+        vkrope.from_gguf(gguf_file(tmp_path, "cohere2", {"attention.sliding_window": 512},
+                                   [("rope_freqs.weight", factors)]))
+
+
+def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
+    """Llama's load_hparams throws 'invalid n_rot' where the rotary dim is not the head width; get_key checks
+    each key's GGUF type; get_key_or_arr takes one section for all four; get_arr refuses a float array."""
+    with pytest.raises(ValueError, match="'invalid n_rot'"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64}))
+    with pytest.raises(ValueError, match="rope.dimension_count must be an integer"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.dimension_count": 64.5}, name="f"))
+    with pytest.raises(ValueError, match="rope.freq_base must be a float"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.freq_base": 500000}, name="i"))
+    with pytest.raises(ValueError, match="dimension_sections \\[16, 16, 16, 16\\]"):  # (a scalar: 4 times)
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": 16}))
+    with pytest.raises(ValueError, match="rope.scaling.factor .* must be positive"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.factor": -4.0}, name="neg"))
+    pattern = {"block_count": 8, "attention.sliding_window": 512}
+    with pytest.raises(ValueError, match="sliding_window_pattern must be an array of at most 512 integers"):
+        vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**pattern, "attention.sliding_window_pattern":
+                                                        [1.0, 0.0] * 4}, name="fl"))
+    long = vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**pattern, "attention.sliding_window_pattern":
+                                                            [True, True, True, False] * 3}, name="long"), layer=3)
+    assert long.layer_type == "full_attention"
+
+
+def test_head_widths_per_layer_as_the_graph_uses_them(tmp_path):
+    """Gemma 4's graph takes each layer's own head width: a plain read of a file whose sliding and full heads
+    differ asks for the layer type (it gave the full width to every layer); Gemma 3's graph rotates layer
+    0's n_rot on every layer, so different head widths are refused rather than guessed."""
+    g4 = gguf_file(tmp_path, "gemma4", {"block_count": 6, "attention.sliding_window": 512,
+                                        "attention.sliding_window_pattern": [True] * 5 + [False],
+                                        "attention.key_length": 512, "attention.key_length_swa": 256,
+                                        "rope.dimension_count": 128, "rope.dimension_count_swa": 128,
+                                        "rope.freq_base_swa": 10000.0})
+    with pytest.raises(ValueError, match="pass layer_type"):
+        vkrope.from_gguf(g4)
+    assert vkrope.from_gguf(g4, layer=0).head_dim == 256 and vkrope.from_gguf(g4, layer=5).head_dim == 512
+    g3 = gguf_file(tmp_path, "gemma3", {"block_count": 6, "attention.sliding_window": 512,
+                                        "attention.key_length": 256, "attention.key_length_swa": 128,
+                                        "rope.dimension_count": 128})
+    with pytest.raises(ValueError, match="head widths differ"):
+        vkrope.from_gguf(g3, layer=5)

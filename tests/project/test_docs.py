@@ -86,6 +86,7 @@ def test_the_layout_page_names_every_module_and_script():
     page = (ROOT / "docs" / "layout.md").read_text()
     files = [p for p in (ROOT / "vkrope").rglob("*.py") if p.name != "__init__.py" and "bench" not in p.parts]
     files += [p for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh")]
+    files += list((ROOT / "glsl").glob("*.glsl"))
     missing = sorted(str(p.relative_to(ROOT)) for p in files if f"`{p.name}`" not in page)
     assert missing == []
 

@@ -75,8 +75,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     if not isinstance(arch, str):
         raise ValueError(f"path: {p!r} has no general.architecture")
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
-    tensors = {t.name: np.asarray(t.data, np.float32).reshape(-1) for t in reader.tensors
+    tensors = {t.name: np.asarray(t.data, np.float32) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
+    gguf_context.check_types(kv, f"{p}: {arch}.")  # (the file's own types: a converted config has the writer's)
     return layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle)
 
 
@@ -152,44 +153,35 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
                          f"unknown: {lp.unknown or 'pass layer='}")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
-    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(),
-                         layer_type == "sliding_attention")
+    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop())
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
     return replace(rope, layer_type=layer_type, nope_layers=nope)
 
 
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, entry: dict, use_mrope: bool,
-                  call: gguf_context.Rotation, sliding: bool) -> ModelRope:
+                  call: gguf_context.Rotation) -> ModelRope:
     """One ModelRope from the file's metadata and rope tensors and one layer's rope call."""
     num = _reader(kv, arch, where)
     if call.mode != "rope_type":
         raise ValueError(f"{where}: llama.cpp's graph rotates {arch} with {call.mode}, not its rope type: vkrope "
                          f"does not read that rotation")
     heads = num("attention.head_count")
-    suffix = "_swa" if sliding and num("attention.key_length_swa") else ""
-    head_dim = num("attention.key_length" + suffix) or (
-        num("embedding_length") // heads if heads and num("embedding_length") else None)
-    if call.apart or not head_dim:  # (MLA: the rotated channels are a head of their own, q_pe / k_pe)
-        head_dim = call.dims
+    # (MLA: the rotated channels are a head of their own, q_pe / k_pe)
+    head_dim = call.dims if call.apart or not call.head else call.head
     if not call.dims:
         raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0")
+    width = num("attention.key_length") or (num("embedding_length") // heads if heads and num("embedding_length")
+                                            else None)
+    if entry.get("rot_is_head") and num("rope.dimension_count", width) != width:
+        raise ValueError(f"{where}: {arch}.rope.dimension_count {num('rope.dimension_count')} is not the head width "
+                         f"{width}: llama.cpp refuses it for {arch} ('invalid n_rot')")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
     kind = kv.get("rope.scaling.type") or "linear"
-    longrope = call.factors and ("rope_factors_short.weight" in tensors or "rope_factors_long.weight" in tensors)
+    longrope, factors = _factor_tensors(call, tensors, entry, arch, where)
     rope_type, params = gguf_context.rope_args(call, "longrope" if longrope else kind, where)
-    factors: tuple[float, ...] | None = None
-    if longrope:
-        for name, key in (("short_factor", "rope_factors_short.weight"), ("long_factor", "rope_factors_long.weight")):
-            if key not in tensors:
-                raise ValueError(f"{where}: longrope needs both rope_factors_short.weight and rope_factors_long.weight")
-            params[name] = tuple(float(v) for v in tensors[key])
-    elif kind == "longrope" and call.factors:
-        raise ValueError(f"{where}: {arch}.rope.scaling.type longrope needs the rope_factors_short.weight and "
-                         "rope_factors_long.weight tensors")
-    elif call.factors and "rope_freqs.weight" in tensors and (not sliding or entry.get("rope_freqs_every_layer")):
-        factors = tuple(float(v) for v in tensors["rope_freqs.weight"])
+    params.update(longrope or {})
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
     orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length")
     if rope_type in ("yarn", "longrope") and not orig:
@@ -201,6 +193,37 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def _factor_tensors(call: gguf_context.Rotation, tensors: dict, entry: dict, arch: str,
+                    where: str) -> tuple[dict[str, Any] | None, tuple[float, ...] | None]:
+    """(longrope's short and long factors, or None; rope_freqs' per-pair divisors, or None) as the layer's
+    rope call takes them: llama_model::get_rope_factors gives rope_freqs where the file has it, else the
+    long / short pair; ggml reads the first rotary_dim / 2 of each. A factor tensor the architecture's
+    loader never creates is refused, as llama.cpp refuses the file."""
+    foreign = sorted(set(tensors) - set(entry.get("factor_tensors", ())))
+    if foreign:
+        raise ValueError(f"{where}: llama.cpp's {arch} loads no {', '.join(foreign)} tensor (its loader refuses "
+                         "a file with a tensor it does not create)")
+    if not call.factors:
+        return None, None
+    half = call.dims // 2
+
+    def first(key: str) -> tuple[float, ...]:
+        v = np.asarray(tensors[key])
+        if v.ndim != 1 or v.size < half:
+            raise ValueError(f"{where}: {key} must be 1-D with at least rotary_dim / 2 = {half} values (ggml's "
+                             f"rope reads the first {half}); got shape {list(v.shape)}")
+        return tuple(float(x) for x in v[:half])
+    if "rope_freqs.weight" in tensors:
+        return None, first("rope_freqs.weight")
+    pair = [k for k in ("rope_factors_short.weight", "rope_factors_long.weight") if k in tensors]
+    if len(pair) == 1:
+        raise ValueError(f"{where}: longrope needs both rope_factors_short.weight and rope_factors_long.weight "
+                         f"(the file has only {pair[0]})")
+    if not pair:
+        return None, None
+    return {"short_factor": first(pair[0]), "long_factor": first(pair[1])}, None
 
 
 def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
@@ -228,11 +251,7 @@ def _pairs(entry: dict, use_mrope: bool, kv: dict, arch: str, where: str,
                          "apply")
     if pairs not in ("mrope", "imrope"):
         return pairs, None
-    sections = kv.get("rope.dimension_sections")
-    if not isinstance(sections, list) or len(sections) != 4 or \
-            any(isinstance(v, (bool, float)) or not isinstance(v, (int, np.integer)) for v in sections):
-        raise ValueError(f"{where}: {arch}.rope.dimension_sections must be 4 integers (llama.cpp's M-RoPE "
-                         f"sections); got {brief(sections)}")
+    sections = gguf_layers.sections_of(kv)  # (checked by the plan already)
     if sections[3] or sum(sections) != dims // 2:  # (ggml cycles the sections where they sum to less)
         raise ValueError(f"{where}: {arch}.rope.dimension_sections {list(sections)}: vkrope reads 3 sections "
                          f"(temporal, height, width) that cover the {dims // 2} rotated pairs")

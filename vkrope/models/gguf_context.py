@@ -18,9 +18,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
+
+class Unknown(Exception):
+    """A name, statement or condition whose value the table cannot give."""
+
 # llama_rope_scaling_type_from_string's names (llama.cpp asserts on any other)
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
-_NULL_FACTORS = ("nullptr", "NULL", "None")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,7 @@ class Rotation:
     frequency arguments."""
 
     dims: int
+    head: int  # the layer's head width (llama_hparams::n_embd_head_k(il)), where the rotated channels are
     mode: str
     apart: bool
     factors: bool
@@ -45,7 +51,8 @@ class Rotation:
 
 def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None) -> dict[str, Any]:
     """llama_model_base::load_hparams' RoPE fields and head widths from the
-    file's keys (before the architecture's own load_arch_hparams)."""
+    file's keys (before the architecture's own load_arch_hparams); `number`
+    reads a numeric key (its GGUF type is checked by `check_types`)."""
     f: dict[str, Any] = {"n_ctx_train": number("context_length", None), "n_embd": number("embedding_length", None)}
     f["n_ctx_orig_yarn"] = number("rope.scaling.original_context_length", f["n_ctx_train"])
     f["rope_freq_base_train"] = float(number("rope.freq_base", 10000.0))
@@ -56,6 +63,8 @@ def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: i
     # (the old key only where the new one is absent: a factor of 0 given means no scaling)
     scale = number("rope.scaling.factor", None)
     scale = number("rope.scale_linear", 0.0) if scale is None else scale
+    if scale < 0:
+        raise ValueError(f"rope.scaling.factor (or rope.scale_linear) must be positive, or 0 for none; got {scale}")
     f["rope_freq_scale_train"] = 1.0 if scale == 0 else 1.0 / scale
     for field, key in (("rope_attn_factor", "rope.scaling.attn_factor"), ("rope_scaling_alpha", "rope.scaling.alpha")):
         if number(key, None) is not None:
@@ -73,14 +82,34 @@ def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: i
     return f
 
 
+COUNTS = ("context_length", "embedding_length", "rope.scaling.original_context_length", "attention.key_length",
+          "attention.value_length", "rope.dimension_count", "attention.key_length_swa", "attention.value_length_swa",
+          "rope.dimension_count_swa")
+REALS = ("rope.freq_base", "rope.scaling.factor", "rope.scale_linear", "rope.scaling.attn_factor",
+         "rope.scaling.alpha")
+
+
+def check_types(kv: dict[str, Any], where: str) -> None:
+    """The keys base_fields reads, of the GGUF type llama.cpp's get_key takes (uint32 counts, float32 reals):
+    a count given as a float, or a real as an integer, is refused as llama.cpp refuses it ("wrong type")."""
+    for keys, kind, name in ((COUNTS, int, "an integer (llama.cpp reads it as uint32)"),
+                             (REALS, float, "a float (llama.cpp reads it as float32)")):
+        for key in keys:
+            v = kv.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, kind)):
+                raise ValueError(f"{where}{key} must be {name}; got {v!r}")
+
+
 def _mscale(scale: float, mscale: float) -> float:
     return 1.0 if scale <= 1.0 else 0.1 * mscale * math.log(scale) + 1.0
 
 
-def context_fields(f: dict[str, Any], arch: str) -> dict[str, Any]:
+def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
     """The graph's names for llama_context's cparams (freq_base, freq_scale,
     ext_factor, attn_factor, beta_fast, beta_slow, n_ctx_orig) from the
-    hparams fields `f`, as llama_context's constructor derives them."""
+    hparams fields `f`, as llama_context's constructor derives them;
+    `own_mscale`: the architecture takes the log multiplier as its mscale too
+    (the table's `own_mscale`: DeepSeek-V2)."""
     scale = 1.0 if f["rope_scaling_type_train"] == "none" else f["rope_freq_scale_train"]
     ext = f["yarn_ext_factor"]
     if ext < 0:  # (negative: not set)
@@ -90,18 +119,19 @@ def context_fields(f: dict[str, Any], arch: str) -> dict[str, Any]:
         factor = 1.0 / scale
         log_mul = f["rope_yarn_log_mul"]
         if log_mul != 0:
-            mscale = log_mul if arch == "deepseek2" and log_mul != 1.0 else 1.0  # (llama-context.cpp's DeepSeek-V2 case)
+            mscale = log_mul if own_mscale and log_mul != 1.0 else 1.0
             attn = _mscale(factor, mscale) / _mscale(factor, log_mul)
         else:
             attn = _mscale(factor, 1.0)
         attn *= 1.0 / (1.0 + 0.1 * math.log(factor))  # (cancels what ggml's rope_yarn multiplies in)
     attn *= f["rope_attn_factor"]
     orig = f["n_ctx_orig_yarn"] or f["n_ctx_train"] or 0
-    return {"freq_base": f["rope_freq_base_train"], "freq_scale": scale, "ext_factor": ext, "attn_factor": attn,
+    base = float(np.float32(f["rope_freq_base_train"]))  # (a float field: HunyuanVL's alpha-scaled base)
+    return {"freq_base": base, "freq_scale": scale, "ext_factor": ext, "attn_factor": attn,
             "beta_fast": f["yarn_beta_fast"], "beta_slow": f["yarn_beta_slow"], "n_ctx_orig": orig}
 
 
-def rotation(form: dict, evaluate: Callable[[str], Any]) -> Rotation:
+def rotation(form: dict, evaluate: Callable[[str], Any], head: int) -> Rotation:
     """One rope call of the table (`form`) evaluated for a layer; gguf_layers.Unknown where it names what the
     file and the table do not give (DeepSeek-V4's compression ratios, a plain ggml_rope's defaults aside)."""
     s = form["scaling"]
@@ -111,8 +141,11 @@ def rotation(form: dict, evaluate: Callable[[str], Any]) -> Rotation:
     elif not isinstance(s, dict):
         s = {k: "unknown()" for k in ("freq_base", "freq_scale", "ext_factor", "attn_factor", "beta_fast",
                                       "beta_slow", "n_ctx_orig")}
-    return Rotation(int(evaluate(form["dims"])), form["mode"], bool(form["slice"]),
-                    form["factors"] not in _NULL_FACTORS and form["scaling"] != "plain",
+    if "il" not in form["dims"] and head != evaluate("n_embd_head_k(0)"):  # (Gemma 3's graph: layer 0's width)
+        raise Unknown("the layers' head widths differ and its graph rotates layer 0's n_rot on each: which width "
+                      "a layer's heads have there is not read")
+    return Rotation(int(evaluate(form["dims"])), int(head), form["mode"], bool(form["slice"]),
+                    form["scaling"] != "plain" and bool(evaluate(form["factors"])),
                     float(evaluate(s["freq_base"])), float(evaluate(s["freq_scale"])),
                     float(evaluate(s["ext_factor"])), float(evaluate(s["attn_factor"])),
                     float(evaluate(s["beta_fast"])), float(evaluate(s["beta_slow"])), int(evaluate(s["n_ctx_orig"])))

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import json
 import operator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Callable
 
-from .gguf_context import Rotation, base_fields, context_fields, rotation
-
-
-class Unknown(Exception):
-    """A name, statement or condition whose value the table cannot give."""
+from .gguf_context import Rotation, Unknown, base_fields, context_fields, rotation
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,6 +37,7 @@ def _c_div(a: Any, b: Any) -> Any:
     return a / b
 
 
+_FUNCTIONS: dict[str, Callable[..., float]] = {"float": float, "powf": math.pow}  # (C's cast, HunyuanVL's alpha)
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
            ast.FloorDiv: operator.floordiv, ast.Div: _c_div}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
@@ -137,6 +135,11 @@ class Hparams:
         return self._node(n.body if test else n.orelse, local)
 
     def _call(self, name: str, args: list) -> Any:
+        if name in _FUNCTIONS and not isinstance(self.fields.get(name), list):
+            try:
+                return _FUNCTIONS[name](*args)
+            except (TypeError, ValueError, OverflowError):
+                raise Unknown(f"{name}{tuple(args)} has no value here") from None
         if name not in self.methods:
             raise Unknown(f"{name}() is not known for this file")
         params, expr = self.methods[name]
@@ -161,12 +164,7 @@ class LayerPlan:
 def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
     """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
     prefix) and evaluate its rotation condition per layer."""
-    if kv.get("block_count") is None:  # (llama.cpp requires it; without, only a uniform model is known)
-        uniform = entry["rotates"] == "True" and not entry.get("hparams")
-        rotations, why = _rotations(arch, entry, kv, 1)  # (the RoPE every layer would share)
-        return LayerPlan(0, () if uniform else None, () if uniform else None, _use_mrope(kv),
-                         "" if uniform else "the file has no block_count", rotations, why)
-    hp = _start(kv, _layer_count(kv))
+    hp = _start(kv, _layer_count(kv))  # (llama.cpp requires block_count: a file without is refused)
     why = ""
     try:
         for cond, kind, *args in entry.get("hparams", ()):
@@ -195,8 +193,8 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
     from the table's rope_forms over the file's fields; (None, why) where a layer's cannot be known or its
     calls differ (DeepSeek-V3.2's indexer beside its attention). `hp`: the plan's, its program run."""
     try:
-        if hp is None:  # (no block_count: one layer, and what llama.cpp would require of the rest is not asked)
-            hp = _start(kv, 1)
+        if hp is None:  # (the plan's program stopped at what it cannot run: what it would set is unknown)
+            hp = _start(kv, _layer_count(kv))
             for cond, kind, *args in entry.get("hparams", ()):
                 try:
                     if hp.evaluate(cond):
@@ -205,7 +203,7 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
                     if kind in _TARGETED:
                         hp.fields.pop(args[0], None)
                         hp.unknown[args[0]] = str(exc)
-        hp.fields.update(context_fields(hp.fields, arch))
+        hp.fields.update(context_fields(hp.fields, arch in table()["hparams"]["own_mscale"]))
         hp.fields["n_rot"] = hp.evaluate("n_rot(0)")  # (the graph's n_rot: llama_hparams::n_rot()'s, layer 0's)
         out: list[Rotation | None] = []
         for i in range(n_layer):
@@ -216,7 +214,7 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
                         continue
                 except Unknown as exc:  # (a guard vkrope cannot decide: DeepSeek's is_mla(); fine if calls agree)
                     unsure = exc
-                calls.add(rotation(form, lambda e: hp.evaluate(e, il=i)))
+                calls.add(rotation(form, lambda e: hp.evaluate(e, il=i), hp.evaluate("n_embd_head_k(il)", il=i)))
             if unsure is not None and len(calls) > 1:
                 raise unsure
             if len(calls) > 1:
@@ -231,10 +229,22 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
 
 
+def sections_of(kv: dict[str, Any]) -> list[int]:
+    """rope.dimension_sections as llama.cpp's get_key_or_arr reads it into 4 entries: an array of exactly 4
+    integers, or one integer for all 4 ([0] * 4 without the key); a ValueError naming the key otherwise."""
+    given = kv.get("rope.dimension_sections")
+    if given is None:
+        return [0] * 4
+    values = list(given) if isinstance(given, (list, tuple)) else [given] * 4
+    if len(values) != 4 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
+        raise ValueError(f"rope.dimension_sections must be 4 non-negative integers, or one for all 4 (llama.cpp's "
+                         f"get_key_or_arr); got {repr(given)[:80]}")
+    return values
+
+
 def _use_mrope(kv: dict[str, Any]) -> bool:
     """llama_hparams::use_mrope() on the file's rope.dimension_sections."""
-    sections = [int(v) for v in kv.get("rope.dimension_sections") or []]
-    hp = Hparams({"rope_sections": sections + [0] * max(0, 4 - len(sections))}, table()["hparams"]["methods"])
+    hp = Hparams({"rope_sections": sections_of(kv)}, table()["hparams"]["methods"])
     try:
         return bool(hp.evaluate("use_mrope()"))
     except Unknown:
@@ -245,6 +255,8 @@ def _layer_count(kv: dict[str, Any]) -> int:
     """block_count, checked as llama.cpp's loader does."""
     limit = table()["hparams"]["max_layers"]
     n_layer_all = kv.get("block_count")
+    if n_layer_all is None:
+        raise ValueError("block_count is missing (llama.cpp requires it)")
     if isinstance(n_layer_all, bool) or not isinstance(n_layer_all, int) or not 1 <= n_layer_all <= limit:
         raise ValueError(f"block_count must be an integer in [1, {limit}] (llama.cpp's LLAMA_MAX_LAYERS); got "
                          f"{n_layer_all!r}")
@@ -267,15 +279,14 @@ def _start(kv: dict[str, Any], n_layer_all: int) -> Hparams:
         raise ValueError(f"nextn_predict_layers must be an integer in [0, block_count {n_layer_all}); got {nextn!r}")
     f["n_layer_nextn"] = nextn
     f["n_layer"] = n_layer_all - f["n_layer_nextn"]
-    factor = _number(kv, "rope.scaling.factor", 0.0) or _number(kv, "rope.scale_linear", 0.0)
-    f["rope_freq_base_train"] = float(_number(kv, "rope.freq_base", 10000.0))
-    f["rope_freq_scale_train"] = 1.0 / float(factor) if factor else 1.0
     for name, key in (("n_head_arr", "attention.head_count"), ("n_head_kv_arr", "attention.head_count_kv")):
         v = kv.get(key, kv.get("attention.head_count"))
-        if v is not None:
-            f[name] = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
-    sections = [int(v) for v in kv.get("rope.dimension_sections") or []]
-    f["rope_sections"] = sections + [0] * max(0, 4 - len(sections))
+        if v is not None:  # (get_key_or_arr: one count for every layer, or exactly one per layer)
+            v = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
+            if len(v) != n_layer_all or any(isinstance(h, bool) or not isinstance(h, int) or h < 0 for h in v):
+                raise ValueError(f"{key} must be a count, or {n_layer_all} counts (block_count); got {repr(v)[:80]}")
+            f[name] = v
+    f["rope_sections"] = sections_of(kv)
     heads = f.get("n_head_arr") or [0]
     f.update(base_fields(kv, lambda key, default: _number(kv, key, default), heads[0] if heads else 0))
     return hp
@@ -292,10 +303,13 @@ def _number(kv: dict[str, Any], key: str, default: Any) -> Any:
 
 
 def _flags(given: Any, key: str, n: int) -> list:
-    """A per-layer array of numbers or bools, at most `n` long."""
-    if len(given) > n or not all(isinstance(v, (int, float)) for v in given):
-        raise ValueError(f"{key} must be an array of at most {n} numbers or bools (block_count); got {given!r}")
-    return list(given)
+    """A per-layer array of integers or bools (llama.cpp's get_arr into LLAMA_MAX_LAYERS entries: a longer
+    array or a float one is refused), cut to the file's `n` layers."""
+    limit = table()["hparams"]["max_layers"]
+    if len(given) > limit or not all(isinstance(v, int) for v in given):
+        raise ValueError(f"{key} must be an array of at most {limit} integers or bools (LLAMA_MAX_LAYERS); got "
+                         f"{repr(given)[:80]}")
+    return list(given)[:n]
 
 
 def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
