@@ -1,0 +1,69 @@
+"""scripts/gguf_arch_table.py's readers of llama.cpp's C++ on small
+synthetic sources: each either says what the code does or "unknown" /
+None, never a wrong condition (the table is only as right as these)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("gguf_arch_table", ROOT / "scripts" / "gguf_arch_table.py")
+table = importlib.util.module_from_spec(spec)
+sys.modules["gguf_arch_table"] = table
+spec.loader.exec_module(table)
+
+
+def at(body: str, needle: str) -> int:
+    return body.index(needle)
+
+
+def layers_where(body: str, needle: str) -> list[int]:
+    """The layers 0..5 on which the code at `needle` runs, by the script's condition."""
+    conds = table.enclosing_conditions(body, at(body, needle))
+    return [il for il in range(6) if all(eval(c, {}, {"il": il}) for c in conds)]  # noqa: S307  (the test's own)
+
+
+def test_an_else_after_else_if_negates_every_branch():
+    body = "{ if (il < 2) { a(); } else if (il < 4) { b(); } else { rope(); } }"
+    assert (layers_where(body, "a()"), layers_where(body, "b()"), layers_where(body, "rope")) == \
+        ([0, 1], [2, 3], [4, 5])
+    body = "{ if (il == 1) { a(); } else { rope(); } }"
+    assert layers_where(body, "rope") == [0, 2, 3, 4, 5]
+
+
+def test_a_ternary_side_is_read_only_in_the_plain_shapes():
+    body = "{ cur = is_recr(il) ? conv(cur) : attn(cur); }"
+    assert table.ternary_side(body, at(body, "attn")) == "not (is_recr(il))"
+    assert table.ternary_side(body, at(body, "conv")) == "(is_recr(il))"
+    body = "{ return il >= 3 ? o(x) : attn(x); }"
+    assert table.ternary_side(body, at(body, "attn")) == "not (il >= 3)"
+    for body in ("{ f(c ? a : b, attn(x)); }", "{ x = c ? (d ? attn(x) : y) : z; }", "{ x = attn(y) ? a : b; }"):
+        assert table.ternary_side(body, at(body, "attn")) is None, body
+    assert table.ternary_side("{ x = attn(y); }", 6) == ""
+
+
+def test_set_offset_marks_only_the_calls_own_value():
+    body = ("{ if (ocr) { Qcur = ggml_rope_ext(ctx0, Qcur, pos, nullptr, n_rot, rope_type, n_ctx_orig, freq_base, "
+            "freq_scale, ext_factor, attn_factor, beta_fast, beta_slow); Qcur = other(Qcur); } else { "
+            "Qcur = ggml_rope_ext(ctx0, q, pos, nullptr, n_rot, rope_type, n_ctx_orig, freq_base, freq_scale, "
+            "ext_factor, attn_factor, beta_fast, beta_slow); Qcur = ggml_rope_set_offset(Qcur, nope); } }")
+    calls = list(table.ROPE_CALL.finditer(body))
+    assert [table.call_form(body, c, {})["slice"] for c in calls] == [False, True]
+
+
+def test_a_local_declared_twice_is_unknown():
+    body = "{ if (swa) { const int w = n_rot; f(w); } else { const int w = n_rot / 2; g(w); } }"
+    assert table.locals_of(body)["w"] == "unknown_local()"
+    assert table.locals_of("{ const int w = n_rot; f(w); }")["w"] == "n_rot"
+
+
+def test_factors_as_a_condition_per_layer():
+    body = "{ ggml_tensor * f = nullptr; if (!hparams.is_swa(il)) { f = model.layers[il].rope_freqs; } rope(f); }"
+    got = table.factors_taken(body, "f", {}, at(body, "rope(f)"))
+    assert re.sub(r"\s", "", got) == "(True)if((notis_swa(il)))else(False)"
+    body = "{ ggml_tensor * f = model.get_rope_factors(cparams, il); rope(f); }"
+    assert table.factors_taken(body, "f", {}, at(body, "rope(f)")) == "True"
+    assert table.factors_taken("{ rope(nullptr); }", "nullptr", {}, 2) == "False"
