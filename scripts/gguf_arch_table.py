@@ -344,8 +344,20 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
     rotates = "True" if "True" in alternatives or either else constant(" or ".join(f"({g})" for g in alternatives))
     live = sorted({json.dumps({**f, "guard": g}, sort_keys=True) for f, g in zip(forms, guards)
                    if f is not None and g != "False"})
+    asserted = sorted({width for _, body in funcs for width in rot_asserted(body)})
     return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale,
-            "rope_forms": [json.loads(f) for f in live]}
+            "rope_forms": [json.loads(f) for f in live], "rot_asserted": asserted}
+
+
+def rot_asserted(body: str) -> list[str]:
+    """The widths a graph asserts n_rot equals (`GGML_ASSERT(n_embd_head == n_rot)` in about 60 graphs: a
+    partial rotary there aborts llama.cpp), as Python over hparams names."""
+    local = locals_of(body)
+    out = []
+    for m in re.finditer(r"GGML_ASSERT\s*\(\s*(\w+)\s*==\s*n_rot\s*\)", body):
+        expr = py_expr(substitute(m.group(1), local))
+        out.append(re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)", expr))
+    return out
 
 
 def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:
@@ -676,13 +688,20 @@ FACTOR_TENSORS = {"rope_freqs": "rope_freqs.weight", "rope_long": "rope_factors_
                   "rope_short": "rope_factors_short.weight"}  # (llama_layer's fields and their GGUF names)
 
 
-def factor_tensors(srcs: "Sources", owner: str | None) -> list[str]:
-    """The per-pair factor tensors `owner`'s load_arch_tensors creates (under any condition): a file holding
-    another is one llama.cpp refuses ("wrong number of tensors")."""
-    found: set[str] = set()
+def factor_tensors(srcs: "Sources", owner: str | None) -> dict[str, str]:
+    """The per-pair factor tensors `owner`'s load_arch_tensors creates, each with the condition under which
+    it does (Llama: the longrope pair only where rope.scaling.type is longrope, rope_freqs otherwise;
+    "unknown" where a condition cannot be read): a file holding another is one llama.cpp refuses ("wrong
+    number of tensors")."""
+    found: dict[str, list[str]] = {}
     for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
-        found |= set(re.findall(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor", body))
-    return sorted(FACTOR_TENSORS[f] for f in found)
+        local = locals_of(body)
+        for m in re.finditer(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor", body):
+            conds = enclosing_conditions(body, m.start())
+            cond = "unknown" if conds is None else " and ".join(substitute(c, local) for c in conds) or "True"
+            found.setdefault(FACTOR_TENSORS[m.group(1)], []).append(constant(cond) if cond != "unknown" else cond)
+    return {name: "unknown" if "unknown" in conds else "True" if "True" in conds
+            else " or ".join(f"({c})" for c in sorted(set(conds))) for name, conds in sorted(found.items())}
 
 
 def factors_taken(body: str, arg: str, local: dict[str, str], at: int) -> str:

@@ -217,8 +217,17 @@ def test_factor_tensors_where_each_layers_call_takes_them(tmp_path):
 def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
     """Llama's load_hparams throws 'invalid n_rot' where the rotary dim is not the head width; get_key checks
     each key's GGUF type; get_key_or_arr takes one section for all four; get_arr refuses a float array."""
-    with pytest.raises(ValueError, match="'invalid n_rot'"):
+    with pytest.raises(ValueError, match="'invalid n_rot'|graph asserts they are equal"):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64}))
+    for arch in ("qwen2", "starcoder2", "olmoe"):  # (GGML_ASSERT(n_embd_head == n_rot) in their graphs)
+        with pytest.raises(ValueError, match="rope.dimension_count 64 is not the head width 128: llama.cpp's"):
+            vkrope.from_gguf(gguf_file(tmp_path, arch, {"rope.dimension_count": 64}, name="part"))
+    pair = [("rope_factors_short.weight", np.ones(64)), ("rope_factors_long.weight", np.ones(64))]
+    with pytest.raises(ValueError, match="loads no rope_factors_long.weight, rope_factors_short.weight tensor"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, pair, name="lr"))  # (Llama: only for type longrope)
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.scaling.type": "longrope",
+                                                          "rope.scaling.original_context_length": 1024},
+                                      pair, name="lr2")).rope_type == "longrope"
     with pytest.raises(ValueError, match="rope.dimension_count must be an integer"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.dimension_count": 64.5}, name="f"))
     with pytest.raises(ValueError, match="rope.freq_base must be a float"):

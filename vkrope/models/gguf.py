@@ -118,7 +118,8 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
     has_sliding = bool(lp.sliding and any(lp.sliding))
     if layer is not None:
         if not 0 <= layer < lp.n_layer:
-            raise ValueError(f"layer must be in [0, {lp.n_layer}) ({arch}.block_count); got {layer}")
+            raise ValueError(f"layer must be in [0, {lp.n_layer}) ({arch}.block_count less any nextn_predict_layers, "
+                             f"which llama.cpp keeps out of the main graph); got {layer}")
         if lp.rotates is None or lp.sliding is None:
             raise ValueError(f"layer: {where}: which layers rotate is unknown: {lp.unknown}")
         if not lp.rotates[layer]:
@@ -153,13 +154,13 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
                          f"unknown: {lp.unknown or 'pass layer='}")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
-    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop())
+    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
     return replace(rope, layer_type=layer_type, nope_layers=nope)
 
 
 def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, entry: dict, use_mrope: bool,
-                  call: gguf_context.Rotation) -> ModelRope:
+                  call: gguf_context.Rotation, created: tuple[str, ...]) -> ModelRope:
     """One ModelRope from the file's metadata and rope tensors and one layer's rope call."""
     num = _reader(kv, arch, where)
     if call.mode != "rope_type":
@@ -179,7 +180,7 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
     kind = kv.get("rope.scaling.type") or "linear"
-    longrope, factors = _factor_tensors(call, tensors, entry, arch, where)
+    longrope, factors = _factor_tensors(call, tensors, created, arch, where)
     rope_type, params = gguf_context.rope_args(call, "longrope" if longrope else kind, where)
     params.update(longrope or {})
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
@@ -195,16 +196,17 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _factor_tensors(call: gguf_context.Rotation, tensors: dict, entry: dict, arch: str,
+def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[str, ...], arch: str,
                     where: str) -> tuple[dict[str, Any] | None, tuple[float, ...] | None]:
     """(longrope's short and long factors, or None; rope_freqs' per-pair divisors, or None) as the layer's
     rope call takes them: llama_model::get_rope_factors gives rope_freqs where the file has it, else the
     long / short pair; ggml reads the first rotary_dim / 2 of each. A factor tensor the architecture's
     loader never creates is refused, as llama.cpp refuses the file."""
-    foreign = sorted(set(tensors) - set(entry.get("factor_tensors", ())))
+    foreign = sorted(set(tensors) - set(created))
     if foreign:
-        raise ValueError(f"{where}: llama.cpp's {arch} loads no {', '.join(foreign)} tensor (its loader refuses "
-                         "a file with a tensor it does not create)")
+        raise ValueError(f"{where}: llama.cpp's {arch} loads no {', '.join(foreign)} tensor for this file (its "
+                         "loader refuses a file with a tensor it does not create: the longrope pair only for "
+                         "rope.scaling.type longrope, where the architecture has it)")
     if not call.factors:
         return None, None
     half = call.dims // 2

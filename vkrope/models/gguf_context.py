@@ -26,6 +26,7 @@ class Unknown(Exception):
 
 # llama_rope_scaling_type_from_string's names (llama.cpp asserts on any other)
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
+_TYPE = "LLAMA_ROPE_SCALING_TYPE_"
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: i
     kind = kv.get("rope.scaling.type", "linear")
     if kind not in SCALING_TYPES:  # (llama.cpp's GGML_ASSERT on LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED)
         raise ValueError(f"rope.scaling.type must be one of {', '.join(SCALING_TYPES)}; got {kind!r}")
-    f["rope_scaling_type_train"] = kind
+    f["rope_scaling_type_train"] = _TYPE + kind.upper()  # (the enum's name: the table's conditions compare it)
     # (the old key only where the new one is absent: a factor of 0 given means no scaling)
     scale = number("rope.scaling.factor", None)
     scale = number("rope.scale_linear", 0.0) if scale is None else scale
@@ -110,10 +111,10 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
     hparams fields `f`, as llama_context's constructor derives them;
     `own_mscale`: the architecture takes the log multiplier as its mscale too
     (the table's `own_mscale`: DeepSeek-V2)."""
-    scale = 1.0 if f["rope_scaling_type_train"] == "none" else f["rope_freq_scale_train"]
+    scale = 1.0 if f["rope_scaling_type_train"] == _TYPE + "NONE" else f["rope_freq_scale_train"]
     ext = f["yarn_ext_factor"]
     if ext < 0:  # (negative: not set)
-        ext = 1.0 if f["rope_scaling_type_train"] == "yarn" else 0.0
+        ext = 1.0 if f["rope_scaling_type_train"] == _TYPE + "YARN" else 0.0
     attn = f["yarn_attn_factor"]
     if ext != 0:
         factor = 1.0 / scale

@@ -159,6 +159,7 @@ class LayerPlan:
     unknown: str = ""  # why rotates or sliding is unknown
     rotations: tuple[Rotation | None, ...] | None = None  # per layer its rope call's arguments (None: no rope call)
     rotations_unknown: str = ""  # why rotations is None
+    tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
 
 
 def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
@@ -181,7 +182,21 @@ def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
         except Unknown as exc:
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
     rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None)
-    return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv), why, rotations, rot_why)
+    return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv), why, rotations, rot_why,
+                     _created(entry, hp))
+
+
+def _created(entry: dict, hp: Hparams) -> tuple[str, ...]:
+    """The factor tensors the architecture's loader creates for this file: where the table's condition holds
+    on some layer, or cannot be decided (Llama: the longrope pair only for rope.scaling.type longrope)."""
+    out = []
+    for name, cond in (entry.get("factor_tensors") or {}).items():
+        try:
+            if any(hp.evaluate(cond, i=i, il=i) for i in range(hp.fields["n_layer_all"])):
+                out.append(name)
+        except Unknown:
+            out.append(name)
+    return tuple(out)
 
 
 _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
@@ -205,6 +220,10 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
                         hp.unknown[args[0]] = str(exc)
         hp.fields.update(context_fields(hp.fields, arch in table()["hparams"]["own_mscale"]))
         hp.fields["n_rot"] = hp.evaluate("n_rot(0)")  # (the graph's n_rot: llama_hparams::n_rot()'s, layer 0's)
+        for width in entry.get("rot_asserted") or ():  # (GGML_ASSERT(n_embd_head == n_rot): llama.cpp aborts)
+            if hp.evaluate(width) != hp.fields["n_rot"]:
+                raise ValueError(f"rope.dimension_count {hp.fields['n_rot']} is not the head width "
+                                 f"{hp.evaluate(width)}: llama.cpp's {arch} graph asserts they are equal")
         out: list[Rotation | None] = []
         for i in range(n_layer):
             calls, unsure = set(), None
