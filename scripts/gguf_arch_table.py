@@ -116,17 +116,22 @@ def ternary(s: str) -> str:
     return s
 
 
-def enclosing_conditions(body: str, pos: int) -> list[str] | None:
-    """The Python conditions of the if / else blocks around `pos` in `body`; None where one is not an
-    if / else / loop / plain block the script can read."""
+def open_braces(body: str, pos: int) -> list[int]:
+    """The positions of the `{` still open at `pos` in `body`, outermost first."""
     stack: list[int] = []
     for i, ch in enumerate(body[:pos]):
         if ch == "{":
             stack.append(i)
         elif ch == "}":
             stack.pop()
+    return stack
+
+
+def enclosing_conditions(body: str, pos: int) -> list[str] | None:
+    """The Python conditions of the if / else blocks around `pos` in `body`; None where one is not an
+    if / else / loop / plain block the script can read."""
     conds: list[str] = []
-    for brace in stack[1:]:
+    for brace in open_braces(body, pos)[1:]:
         cond = block_condition(body, brace)
         if cond is None:
             return None
@@ -365,13 +370,7 @@ def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:
     `cur = is_recr(il) ? build_shortconv_block(...) : build_attn_block(...)`, the else side: not is_recr(il));
     "True" outside any lambda, "unknown" where a call cannot be read."""
     out = []
-    stack: list[int] = []
-    for i, ch in enumerate(body[:pos]):
-        if ch == "{":
-            stack.append(i)
-        elif ch == "}":
-            stack.pop()
-    for brace in stack:
+    for brace in open_braces(body, pos):
         m = re.search(r"\bauto\s+(\w+)\s*=\s*\[[^\]]*\]\s*\([^()]*\)\s*(?:->[^{;]*)?$", body[:brace])
         if not re.search(r"\]\s*\([^()]*\)\s*(->[^{;]*)?$", body[:brace].rstrip()):
             continue

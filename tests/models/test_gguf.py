@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from gguf_writer import finish
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "hf_configs")
 
@@ -38,13 +39,7 @@ def write(path, arch: str, kv, tensors=(), block_count=True):
         kv = [*kv, ("add_block_count", 2)]
     for add, value in kv:
         getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
-    for name, arr in tensors:
-        w.add_tensor(name, np.asarray(arr, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return str(path)
+    return finish(w, tensors, path)
 
 
 def ulps(a, b):

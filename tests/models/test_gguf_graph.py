@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from gguf_writer import finish
 
 
 def gguf_file(tmp_path, arch, kv, tensors=(), name="m"):
@@ -33,13 +34,7 @@ def gguf_file(tmp_path, arch, kv, tensors=(), name="m"):
             w.add_uint32(full, value)
         else:
             w.add_float32(full, value)
-    for tname, arr in tensors:
-        w.add_tensor(tname, np.asarray(arr, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return str(path)
+    return finish(w, tensors, path)
 
 
 def yarn_magnitude(factor, attn=1.0):
