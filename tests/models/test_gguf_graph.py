@@ -128,6 +128,9 @@ def test_longrope_without_attn_factor_is_one(tmp_path):
                      [("rope_factors_short.weight", short), ("rope_factors_long.weight", long)])
     r = vkrope.from_gguf(path)
     assert (r.rope_type, r.attention_factor) == ("longrope", 1.0)
+    bare = gguf_file(tmp_path, "phi3", {"rope.scaling.type": "longrope", "embedding_length": 3072,
+                                        "attention.head_count": 32, "rope.dimension_count": 96}, name="bare")
+    assert vkrope.from_gguf(bare).rope_type == "default"  # (no factor tensors: get_rope_factors gives none)
 
 
 def test_yarn_without_original_length_takes_the_context_length(tmp_path):
@@ -214,6 +217,9 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
     each key's GGUF type; get_key_or_arr takes one section for all four; get_arr refuses a float array."""
     with pytest.raises(ValueError, match="'invalid n_rot'|graph asserts they are equal"):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64}))
+    with pytest.raises(ValueError, match="'invalid n_rot'"):  # (the loader's check is on the key width)
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64, "attention.key_length": 128,
+                                                       "attention.value_length": 64}, name="kv"))
     for arch in ("qwen2", "starcoder2", "olmoe"):  # (GGML_ASSERT(n_embd_head == n_rot) in their graphs)
         with pytest.raises(ValueError, match="rope.dimension_count 64 is not the head width 128: llama.cpp's"):
             vkrope.from_gguf(gguf_file(tmp_path, arch, {"rope.dimension_count": 64}, name="part"))

@@ -171,17 +171,11 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
     head_dim = call.dims if call.apart or not call.head else call.head
     if not call.dims:
         raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0")
-    width = num("attention.key_length") or (num("embedding_length") // heads if heads and num("embedding_length")
-                                            else None)
-    if entry.get("rot_is_head") and num("rope.dimension_count", width) != width:
-        raise ValueError(f"{where}: {arch}.rope.dimension_count {num('rope.dimension_count')} is not the head width "
-                         f"{width}: llama.cpp refuses it for {arch} ('invalid n_rot')")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
-    kind = kv.get("rope.scaling.type") or "linear"
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
-    rope_type, params = gguf_context.rope_args(call, "longrope" if longrope else kind, where)
+    rope_type, params = gguf_context.rope_args(call, longrope is not None, where)
     params.update(longrope or {})
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
     orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length")

@@ -24,6 +24,7 @@ import numpy as np
 class Unknown(Exception):
     """A name, statement or condition whose value the table cannot give."""
 
+
 # llama_rope_scaling_type_from_string's names (llama.cpp asserts on any other)
 SCALING_TYPES = ("none", "linear", "yarn", "longrope")
 _TYPE = "LLAMA_ROPE_SCALING_TYPE_"
@@ -152,17 +153,17 @@ def rotation(form: dict, evaluate: Callable[[str], Any], head: int) -> Rotation:
                     float(evaluate(s["beta_fast"])), float(evaluate(s["beta_slow"])), int(evaluate(s["n_ctx_orig"])))
 
 
-def rope_args(r: Rotation, kind: str, where: str) -> tuple[str, dict[str, Any]]:
+def rope_args(r: Rotation, longrope: bool, where: str) -> tuple[str, dict[str, Any]]:
     """(vkrope rope type, its parameters) doing what ggml's rope_yarn does with `r`: the angle is
     freq_scale * p * theta_i, mixed back towards p * theta_i by YaRN's ramp times ext_factor, and cos / sin
-    are multiplied by attn_factor (times 1 + 0.1 ln(1 / freq_scale) where ext_factor is not 0). `kind`: the
-    file's rope.scaling.type (longrope: the per-pair factors switch by length)."""
+    are multiplied by attn_factor (times 1 + 0.1 ln(1 / freq_scale) where ext_factor is not 0). `longrope`:
+    the call takes a long / short factor pair (switched by length), whatever the file's rope.scaling.type."""
     if r.ext_factor not in (0.0, 1.0):
         raise ValueError(f"{where}: llama.cpp mixes YaRN's ramp by yarn_ext_factor {r.ext_factor}; vkrope's yarn "
                          "mixes fully (1) or not at all (0)")
     factor = 1.0 / r.scale
     magnitude = r.attn_factor * ((1.0 + 0.1 * math.log(factor)) if r.ext_factor else 1.0)
-    if kind == "longrope" and r.factors:
+    if longrope:
         if r.scale != 1.0 or r.ext_factor:
             raise ValueError(f"{where}: llama.cpp scales longrope's frequencies by {r.scale} here; vkrope's longrope "
                              "does not")

@@ -220,6 +220,10 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
                         hp.unknown[args[0]] = str(exc)
         hp.fields.update(context_fields(hp.fields, arch in table()["hparams"]["own_mscale"]))
         hp.fields["n_rot"] = hp.evaluate("n_rot(0)")  # (the graph's n_rot: llama_hparams::n_rot()'s, layer 0's)
+        f = hp.fields
+        if entry.get("rot_is_head") and f["n_rot_full"] != f["n_embd_head_k_full"]:  # (load_hparams throws)
+            raise ValueError(f"rope.dimension_count {f['n_rot_full']} is not the head width "
+                             f"{f['n_embd_head_k_full']}: llama.cpp refuses it for {arch} ('invalid n_rot')")
         for width in entry.get("rot_asserted") or ():  # (GGML_ASSERT(n_embd_head == n_rot): llama.cpp aborts)
             if hp.evaluate(width) != hp.fields["n_rot"]:
                 raise ValueError(f"rope.dimension_count {hp.fields['n_rot']} is not the head width "
