@@ -361,7 +361,7 @@ def rot_asserted(body: str) -> list[str]:
     out = []
     for m in re.finditer(r"GGML_ASSERT\s*\(\s*(\w+)\s*==\s*n_rot\s*\)", body):
         expr = py_expr(substitute(m.group(1), local))
-        out.append(re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)", expr))
+        out.append(layer_zero(expr))
     return out
 
 
@@ -463,6 +463,11 @@ GETTERS: dict[str, tuple[str, str]] = {}  # llama_model's per-layer base and sca
 DEFAULT_IL: set[str] = set()  # llama_hparams' methods whose layer defaults to 0 (`n_rot()`: layer 0's)
 
 
+def layer_zero(expr: str) -> str:
+    """`expr` with DEFAULT_IL's methods called without a layer given layer 0, as C++'s default does."""
+    return re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)", expr)
+
+
 def read_getters(model_cpp: str) -> None:
     """GETTERS from llama_model::get_rope_freq_base / _scale's bodies (`is_swa(il) ? swa : cparams'`), as the
     graph's names: cparams.rope_freq_base is the graph's freq_base, .rope_freq_scale its freq_scale."""
@@ -505,7 +510,7 @@ def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
             expr = substitute(expr, local)
             for call, (value, _) in GETTERS.items():
                 expr = expr.replace(" ", "").replace(call, f"({value})") if call in expr.replace(" ", "") else expr
-            expr = re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)", py_expr(expr))
+            expr = layer_zero(py_expr(expr))
             return ast.unparse(ast.parse(expr, mode="eval"))
         except SyntaxError:
             return "unknown"
@@ -616,8 +621,7 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
         return ["fill", m.group(1), py_expr(m.group(2))]
     m = re.fullmatch(r"(?:const )?(?:bool|uint32_t|int32_t|int|float) (\w+) = ([^;{}]+);", stmt)
     if m:
-        return ["local", m.group(1), re.sub(rf"\b({'|'.join(DEFAULT_IL) or '(?!)'})\(\s*\)", r"\1(0)",
-                                             py_expr(m.group(2)))]
+        return ["local", m.group(1), layer_zero(py_expr(m.group(2)))]
     m = re.fullmatch(r"(load_swa_pattern\(ml, |hparams\.set_swa_pattern\()(\d+)(, (?:/\*[^*]*\*/)?(true|false))?\);",
                      stmt)
     if m:

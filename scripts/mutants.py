@@ -581,8 +581,8 @@ MUTATIONS = [
     Mutation("config_rules: a key the class needs beside its rope type may be missing", RULES,
              "        if key not in rope:", "        if False:"),
     Mutation("config_rules: a class's needed keys checked where the file gave no rope dict (Cosmos 3 Edge's "
-             "top-level theta refused as a missing mrope_section)", RULES, ".get(kind, {}) if rope else {}\n",
-             ".get(kind, {})\n", "redundant at run time: check_shape refuses those shapes first; the guard keeps the "
+             "top-level theta refused as a missing mrope_section)", RULES, "type_keys(model_type, kind) if rope else {}\n",
+             "type_keys(model_type, kind)\n", "redundant at run time: check_shape refuses those shapes first; the guard keeps the "
              "rules script's shape measurement (which runs from_hf) from seeing them refused here instead"),
     Mutation("config_rules: a top-level key the class needs beside its type may be missing (Mixtral's head_dim)",
              RULES, "        if cfg.get(key) is None:", "        if False:"),

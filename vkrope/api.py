@@ -83,7 +83,7 @@ shift_cache = on_default(shift.shift_cache)
 def _not_elsewhere(call: Call[Any]) -> None:
     """A DeviceArray argument of another Device than the default one refused before a default device is made
     for the call (it would be opened only to refuse it)."""
-    dev = _default
+    dev = _default  # (read once: another thread may replace it)
     dev = None if dev is None or dev.closed else dev
     for req in call.requests:
         for t in req.tensors():

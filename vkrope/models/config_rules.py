@@ -314,7 +314,7 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
                          "on it, given with its parameters, when vkrope's rules were measured), so vkrope does too")
     # (an empty dict: the file gave none and the class's preset was not taken, a shape check_shape judges; the
     # rules script measures those shapes with vkrope's reading, which must not refuse them here first)
-    keys = rules.get("type_keys", {}).get(kind, {}) if rope else {}
+    keys = type_keys(model_type, kind) if rope else {}
     for key in keys.get("needs", []):
         if key not in rope:
             raise ValueError(f"{where}{key} is missing: {model_type}'s config class needs it beside rope_type "
@@ -330,10 +330,15 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
     return kind
 
 
+def type_keys(model_type: str, kind: str) -> dict[str, list[str]]:
+    """The model type's `type_keys` rule for rope type `kind` ({} where none was measured)."""
+    return rules_of(model_type).get("type_keys", {}).get(kind, {})
+
+
 def needs(model_type: str, kind: str) -> frozenset[str]:
     """The keys the model type's config class needs in a rope dict of type `kind` (`type_keys`' `needs`:
     PhiMoE's short_mscale and long_mscale beside longrope, which its model reads and no other does)."""
-    return frozenset(rules_of(model_type).get("type_keys", {}).get(kind, {}).get("needs", ()))
+    return frozenset(type_keys(model_type, kind).get("needs", ()))
 
 
 def renames(model_type: str) -> dict[str, str]:
