@@ -687,6 +687,72 @@ def hparams_defaults(src: pathlib.Path, model_cpp: str) -> dict:
             "swa_pattern": py_expr(rules[1]) if len(rules) > 1 else "unknown", "methods": hparams_methods(cpp)}
 
 
+GGUF_SCALAR = {"bool": "BOOL", "uint8_t": "UINT8", "uint16_t": "UINT16", "uint32_t": "UINT32", "uint64_t": "UINT64",
+               "int8_t": "INT8", "int16_t": "INT16", "int32_t": "INT32", "int": "INT32", "int64_t": "INT64",
+               "float": "FLOAT32", "double": "FLOAT64", "std::string": "STRING",
+               "llama_pooling_type": "UINT32"}  # (llama_model_loader's GKV<T>::gt; the pooling enum reads a uint32)
+# (get_arr's element types for a std::array of T; a std::vector takes no BOOL)
+GGUF_ELEMENTS = {"int32_t": ("BOOL", "UINT32", "INT32"), "uint32_t": ("BOOL", "UINT32", "INT32"),
+                 "int": ("BOOL", "UINT32", "INT32"), "uint64_t": ("UINT64",), "float": ("FLOAT32",),
+                 "std::string": ("STRING",)}
+C_TYPE = r"(?:enum\s+)?(?:std::array<\s*\w+\s*,\s*\w+\s*>|std::vector<\s*[\w:]+\s*>|std::string|\w+)"
+
+
+def field_types(h: str) -> dict[str, str | None]:
+    """The field names declared in header text `h` -> C type (None for a name two fields share with two
+    types), the array fields as `std::array<T, N>`, llama_token as int32_t."""
+    out: dict[str, str | None] = {}
+    for m in re.finditer(rf"\n\s*({C_TYPE})\s+(\w+)\s*(?:=[^;]*)?;", h):
+        ctype = re.sub(r"\bllama_token\b", "int32_t", " ".join(m.group(1).split()).removeprefix("enum "))
+        out[m.group(2)] = ctype if out.get(m.group(2), ctype) == ctype else None
+    return out
+
+
+def accepted_types(call: str, ctype: str | None) -> list[str] | None:
+    """The GGUF value types llama_model_loader's `call` (get_key, get_key_or_arr, get_arr) takes into a
+    target of C type `ctype` ("key %s has wrong type" otherwise); None where the script cannot say."""
+    if ctype is None:
+        return None
+    m = re.fullmatch(r"std::(array|vector)<\s*([\w:]+)\s*(?:,\s*\w+\s*)?>", ctype)
+    if m:
+        elems = [e for e in GGUF_ELEMENTS.get(m.group(2), ()) if m.group(1) == "array" or e != "BOOL"]
+        arrays = [f"ARRAY[{e}]" for e in elems]
+        if call == "get_arr":
+            return arrays or None
+        scalar = GGUF_SCALAR.get(m.group(2))  # (get_key_or_arr: one value for all, read by get_key<T>)
+        return ([scalar] + arrays) if call == "get_key_or_arr" and scalar and arrays else None
+    if call == "get_arr":
+        return None
+    scalar = GGUF_SCALAR.get(ctype)
+    return [scalar] if scalar else None  # (get_key_or_arr into a scalar refuses an array)
+
+
+def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], members: dict[str, str | None]
+              ) -> dict[str, dict]:
+    """Each architecture key a load_hparams body reads with get_key / get_key_or_arr / get_arr: the GGUF
+    types llama.cpp takes for it ("accept", a list; "unknown" where the target's C type is not read) and
+    whether every file reaches the read ("always": no if / switch around it). `fields`: llama_hparams'
+    types; `members`: the model classes' (a target that is neither `hparams.x` nor a local)."""
+    local_types = {m.group(2): re.sub(r"\bllama_token\b", "int32_t", " ".join(m.group(1).split()))
+                   for m in re.finditer(rf"(?:^|(?<=[;{{}}(]))\s*(?:const\s+)?({C_TYPE})\s+(\w+)\s*(?=[=(;])", body)}
+    out: dict[str, dict] = {}
+    for m in re.finditer(r"\bml\.(get_key_or_arr|get_key|get_arr)\(\s*(LLM_KV_\w+)\s*,\s*([\w.]+)", body):
+        if m.group(2) not in kv:
+            continue  # (general.* and the tokenizer's keys: not an architecture's)
+        target = m.group(3)
+        ctype = fields.get(target.split(".")[-1]) if target.startswith("hparams.") \
+            else local_types.get(target, members.get(target))
+        accept = accepted_types(m.group(1), ctype)
+        always = enclosing_conditions(body, m.start()) == []
+        key = kv[m.group(2)]
+        if key in out:  # (read twice: a file must pass both reads)
+            old = out[key]["accept"]
+            accept = "unknown" if "unknown" in (old, accept) or accept is None else [a for a in old if a in accept]
+            always = always or out[key]["always"]
+        out[key] = {"accept": accept if accept is not None else "unknown", "always": always}
+    return out
+
+
 FACTOR_TENSORS = {"rope_freqs": "rope_freqs.weight", "rope_long": "rope_factors_long.weight",
                   "rope_short": "rope_factors_short.weight"}  # (llama_layer's fields and their GGUF names)
 
@@ -757,6 +823,10 @@ def build(src: pathlib.Path, origin: str) -> dict:
     DEFAULT_IL.update(re.findall(r"\b(\w+)\s*\(\s*uint32_t\s+il\s*=\s*0\s*\)\s*const",
                                  strip_comments((src / "llama-hparams.h").read_text())))
     defaults = hparams_defaults(src, model_cpp)
+    fields = field_types(strip_comments((src / "llama-hparams.h").read_text()))
+    members = field_types(strip_comments((src / "llama-model.h").read_text()))  # (llama_model's)
+    defaults["key_types"] = key_types(body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or "",
+                                      kv, fields, members)
     head_bound = rot_is_head(model_cpp)
     archs = {}
     for enum, name in sorted(names.items(), key=lambda x: x[1]):
@@ -771,6 +841,10 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv,
                                                fields_read(entry, defaults["methods"]))
             entry["factor_tensors"] = factor_tensors(srcs, srcs.owner(cls, "load_arch_tensors"))
+            owner = srcs.owner(cls, "load_arch_hparams")
+            entry["key_types"] = key_types((srcs.functions(f"{owner}::load_arch_hparams") or [""])[0]
+                                           if owner else "", kv, fields,
+                                           {**members, **field_types(srcs.decl(owner)[1])} if owner else members)
             entry["rot_is_head"] = enum in head_bound
         archs[name] = entry
     defaults["own_mscale"] = own_mscale(src, names)

@@ -384,7 +384,7 @@ def test_gguf_metadata_llama_cpp_would_reject(tmp_path):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 10**6))
     with pytest.raises(ValueError, match="sliding_window_pattern must be an array"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma4", 4, [("add_sliding_window", 512)]))
-    with pytest.raises(ValueError, match=r"gemma3\.attention\.sliding_window must be a number"):
+    with pytest.raises(ValueError, match=r"gemma3\.attention\.sliding_window is a GGUF STRING; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma3", 4, [("add_string", ("gemma3.attention.sliding_window", "x"))]))
     with pytest.raises(ValueError, match="nextn_predict_layers must be"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 4, [("add_uint32", ("gemma2.nextn_predict_layers", 9))]))

@@ -10,6 +10,7 @@ cparams, ggml's rope_yarn), sharing no code with vkrope."""
 from __future__ import annotations
 
 import math
+import struct
 
 import gguf
 import numpy as np
@@ -20,13 +21,16 @@ from gguf_writer import finish
 
 
 def gguf_file(tmp_path, arch, kv, tensors=(), name="m"):
-    """A GGUF of `arch` with metadata `kv` (keys without the arch prefix; int -> uint32, float -> float32)."""
+    """A GGUF of `arch` with metadata `kv` (keys without the arch prefix; int -> uint32, float -> float32, a
+    (type, *arguments) -> gguf's add_<type>: ("int32", 16), ("float64", 1e4))."""
     path = tmp_path / f"{name}-{arch}.gguf"
     w = gguf.GGUFWriter(str(path), arch=arch)
     for key, value in {"context_length": 4096, "embedding_length": 2048, "attention.head_count": 16,
                        "block_count": 2, **kv}.items():
         full = f"{arch}.{key}"
-        if isinstance(value, str):
+        if isinstance(value, tuple):
+            getattr(w, f"add_{value[0]}")(full, *value[1:])
+        elif isinstance(value, str):
             w.add_string(full, value)
         elif isinstance(value, list):
             w.add_array(full, value)
@@ -229,12 +233,12 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.scaling.type": "longrope",
                                                           "rope.scaling.original_context_length": 1024},
                                       pair, name="lr2")).rope_type == "longrope"
-    with pytest.raises(ValueError, match="rope.dimension_count must be an integer"):
+    with pytest.raises(ValueError, match="rope.dimension_count is a GGUF FLOAT32; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.dimension_count": 64.5}, name="f"))
-    with pytest.raises(ValueError, match="rope.freq_base must be a float"):
+    with pytest.raises(ValueError, match="rope.freq_base is a GGUF UINT32; llama.cpp reads it as FLOAT32"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.freq_base": 500000}, name="i"))
     with pytest.raises(ValueError, match="dimension_sections \\[16, 16, 16, 16\\]"):  # (a scalar: 4 times)
-        vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": 16}))
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": ("int32", 16)}))
     with pytest.raises(ValueError, match="rope.scaling.factor .* must be positive"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.factor": -4.0}, name="neg"))
     pattern = {"block_count": 8, "attention.sliding_window": 512}
@@ -263,3 +267,57 @@ def test_head_widths_per_layer_as_the_graph_uses_them(tmp_path):
                                         "rope.dimension_count": 128})
     with pytest.raises(ValueError, match="head widths differ"):
         vkrope.from_gguf(g3, layer=5)
+
+
+def test_a_key_of_a_type_llama_cpp_does_not_take_is_refused(tmp_path):
+    """llama.cpp's loader takes each key as exactly the GGUF type its field has (GKV<T>::get_kv: a uint32
+    count, a float32 real, a bool flag; get_key_or_arr's arrays of bool / int32 / uint32 into uint32 fields),
+    read from its source into the table's key_types; another type refuses the file ("wrong type"). A read
+    under a condition is checked only where the condition holds."""
+    def refused(kv, key, given, name):
+        with pytest.raises(ValueError, match=rf"{key} is a GGUF {given}; llama.cpp reads it as "):
+            vkrope.from_gguf(gguf_file(tmp_path, "qwen2", kv, name=name))
+    refused({"context_length": ("uint64", 4096)}, "context_length", "UINT64", "u64")
+    refused({"block_count": ("int32", 2)}, "block_count", "INT32", "i32")
+    refused({"rope.freq_base": ("float64", 1e6)}, "rope.freq_base", "FLOAT64", "f64")
+    refused({"rope.scaling.finetuned": 1}, "rope.scaling.finetuned", "UINT32", "ft")  # (a bool field)
+    refused({"attention.head_count": [16.0, 16.0]}, "attention.head_count", "ARRAY\\[FLOAT32\\]", "hf")
+    refused({"rope.scale_linear": ("float64", 2.0)}, "rope.scale_linear", "FLOAT64", "sl")
+    # (get_key_or_arr takes an int32, uint32 or bool array into uint32 counts)
+    as_uint32 = ("key_value", [16, 16], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.UINT32)
+    for heads, name in (([16, 16], "hi"), (as_uint32, "hu"), (16, "h")):
+        assert vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.head_count": heads}, name=name)) \
+            .head_dim == 128
+    # (rope.scale_linear is read only where rope.scaling.factor is absent; a float32 one is the factor)
+    assert vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.scaling.factor": 2.0, "rope.scaling.type": "linear",
+                                                          "rope.scale_linear": ("float64", 2.0)}, name="both")) \
+        .rope_type == "linear"
+    assert vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.scaling.type": "linear", "rope.scale_linear": 2.0},
+                                      name="old")).rope_type == "linear"
+    # (Gemma 3 reads rope.freq_base_swa only where the file has a sliding window)
+    swa = {"rope.freq_base_swa": ("float64", 1e4), "block_count": 6}
+    assert vkrope.from_gguf(gguf_file(tmp_path, "gemma3", swa, name="noswa")).theta == 10000.0
+    with pytest.raises(ValueError, match="rope.freq_base_swa is a GGUF FLOAT64; llama.cpp reads it as FLOAT32"):
+        vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**swa, "attention.sliding_window": 512}, name="swa"))
+    with pytest.raises(ValueError, match="rope.dimension_sections is a GGUF UINT32; llama.cpp reads it as INT32"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": 16}, name="su"))
+
+
+def test_an_empty_arrays_element_type_is_read_from_its_header(tmp_path):
+    """gguf's reader lists no element type for an empty array; its header holds it (and one of no GGUF type is
+    a broken file, as llama.cpp's reader says)."""
+    path = tmp_path / "e-qwen2.gguf"
+    w = gguf.GGUFWriter(str(path), arch="qwen2")
+    for key, value in {"context_length": 4096, "embedding_length": 2048, "block_count": 2,
+                       "attention.head_count": 16}.items():
+        w.add_uint32(f"qwen2.{key}", value)
+    w.add_array("qwen2.attention.head_count_kv", [7.5])
+    finish(w, (), path)
+    data = path.read_bytes()
+    at = data.index(b"qwen2.attention.head_count_kv") + len(b"qwen2.attention.head_count_kv")
+    assert struct.unpack_from("<IIQ", data, at) == (9, 6, 1)  # (ARRAY of FLOAT32, one element)
+    for itype, match in ((6, r"head_count_kv is a GGUF ARRAY\[FLOAT32\]; llama.cpp reads it as UINT32 or"),
+                         (99, r"is not a GGUF file \(ValueError: metadata 5: an array of value type 99")):
+        path.write_bytes(data[:at + 4] + struct.pack("<IQ", itype, 0) + data[at + 20:])
+        with pytest.raises(ValueError, match=match):
+            vkrope.from_gguf(path)

@@ -26,7 +26,7 @@ import pytest
 
 import oracle_remote
 import vkrope
-from vkrope.models import gguf_convert, pyconv
+from vkrope.models import gguf_convert, gguf_layers, pyconv
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 REMOTE = os.path.join(DATA, "remote_configs")
@@ -60,7 +60,7 @@ def test_interpreter_writes_what_the_converter_writes(entry):
     config, result = entry["config"], entry["result"]
     assert gguf_convert.architecture(config) == (entry["architecture"], "")
     try:
-        arch, kv, tensors, _, _ = gguf_convert.run(config, entry["architecture"])
+        arch, kv, tensors, _, _, types = gguf_convert.run(config, entry["architecture"])
     except pyconv.Raised as exc:
         assert result.get("raises") == exc.kind, f"the converter: {result}; the interpreter raised {exc}"
         return
@@ -73,6 +73,11 @@ def test_interpreter_writes_what_the_converter_writes(entry):
             if not _same(kv.get(k), result["kv"].get(k))}
     assert not diff
     assert sorted(tensors) == sorted(result["tensors"])
+    # (the GGUF types gguf's writer stores: each one llama.cpp's loader takes for its key)
+    llama = gguf_layers.table()
+    reads = {**llama["hparams"]["key_types"], **llama["archs"].get(arch, {}).get("key_types", {})}
+    assert set(types) <= set(kv) and types.get("block_count", "UINT32") == "UINT32"
+    assert not {k: t for k, t in types.items() if k in reads and t not in reads[k]["accept"]}
     for name, values in result["tensors"].items():
         assert np.array_equal(tensors[name], np.asarray(values, np.float32))
 
@@ -289,12 +294,13 @@ def test_permuted_rows_under_partial_rotary_are_refused():
     pairs are not the checkpoint's rotate-half pairs, so the pairs would be a guess."""
     with open(remote("minicpm-2b")) as f:
         cfg = json.load(f)
-    arch, kv, tensors, unused = gguf_convert.convert(cfg, "MiniCPMForCausalLM")
-    assert gguf_convert._read((arch, kv, tensors, unused), "MiniCPMForCausalLM", None, None, "float32").rotary_dim == 64
+    arch, kv, tensors, unused, types = gguf_convert.convert(cfg, "MiniCPMForCausalLM")
+    assert gguf_convert._read((arch, kv, tensors, unused, types), "MiniCPMForCausalLM", None, None,
+                              "float32").rotary_dim == 64
     kv = dict(kv, **{"rope.dimension_count": 32})
     # (MiniCPM's graph also asserts n_embd_head == n_rot: llama.cpp would abort; either refusal is right)
     with pytest.raises(ValueError, match="reorders the Q and K rows|graph asserts they are equal"):
-        gguf_convert._read((arch, kv, tensors, unused), "MiniCPMForCausalLM", None, None, "float32")
+        gguf_convert._read((arch, kv, tensors, unused, types), "MiniCPMForCausalLM", None, None, "float32")
 
 
 def test_the_consent_check_is_bounded_and_nan_proof(tmp_path):

@@ -518,3 +518,27 @@ def test_in_place_on_a_resident_tensor_with_wide_heads(device, storage, layout):
     assert y is xa
     assert_close(xa.get(), onnx_rotary_embedding(x, cos, sin, np.tile(np.arange(64), (2, 1)), interleaved=inter),
                  x, cos, sin)
+
+
+def test_an_empty_call_of_many_tokens_allocates_no_row_table(device):
+    """A call with no values (D = 0, or no heads) runs no kernel, so its B * S may be any size: the per-token
+    row table the front ends build from positions is not built for it (2^26 tokens would be 256 MiB of rows)."""
+    import tracemalloc  # noqa: PLC0415
+    b = s = 2 ** 13
+    x = np.zeros((b, 1, s, 0), np.float32)
+    q, headless = np.zeros((b, s, 1, 0), np.float32), np.zeros((b, s, 0, 2), np.float32)
+    spec = vkrope.RopeFreqs(2)
+    calls = [lambda: device.rotary_embedding(x, np.zeros((b, s, 0), np.float32), np.zeros((b, s, 0), np.float32)),
+             lambda: device.apply_rotary_emb(q, q, np.zeros((s, 0), np.float32), np.zeros((s, 0), np.float32)),
+             lambda: device.apply_rotary_emb(headless, headless, spec, None),
+             lambda: device.apply_rotary_emb_hf(headless, headless, spec, None, start_pos=5),
+             lambda: device.rotary_embedding(np.zeros((b, 0, s, 2), np.float32), spec, None)]
+    for call in calls:
+        tracemalloc.start()
+        try:
+            out = call()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert all(o.size == 0 for o in (out if isinstance(out, tuple) else (out,)))
+        assert peak < 16 << 20, peak

@@ -67,3 +67,24 @@ def test_factors_as_a_condition_per_layer():
     body = "{ ggml_tensor * f = model.get_rope_factors(cparams, il); rope(f); }"
     assert table.factors_taken(body, "f", {}, at(body, "rope(f)")) == "True"
     assert table.factors_taken("{ rope(nullptr); }", "nullptr", {}, 2) == "False"
+
+
+def test_key_types_follow_each_reads_target():
+    """Each key's GGUF types come from its target's C type and the loader call (get_key: exactly that
+    type; get_key_or_arr into a std::array: it or an int array; get_arr into a vector: no bools), and a read
+    inside a block is not one every file reaches; a key read twice must pass both."""
+    kv = {"LLM_KV_A": "a", "LLM_KV_B": "b", "LLM_KV_C": "c", "LLM_KV_D": "d", "LLM_KV_E": "e", "LLM_KV_F": "f"}
+    fields = table.field_types("\n    uint32_t n_a = 0;\n    std::array<uint32_t, LLAMA_MAX_LAYERS> n_arr;\n"
+                               "    float f_x;\n    enum llama_pooling_type pooling;\n")
+    body = ("{ ml.get_key(LLM_KV_A, hparams.n_a); float scale = 0.0f; ml.get_key(LLM_KV_B, scale, false);"
+            " ml.get_key_or_arr(LLM_KV_C, hparams.n_arr, hparams.n_layer, false);"
+            " std::vector<llama_token> ids; if (x) { ml.get_arr(LLM_KV_D, ids); }"
+            " ml.get_key(LLM_KV_E, hparams.pooling); ml.get_key(LLM_KV_F, mystery);"
+            " ml.get_key(LLM_KV_GENERAL_NAME, name); ml.get_key(LLM_KV_A, hparams.f_x, false); }")
+    got = table.key_types(body, kv, fields, {})
+    assert got["a"] == {"accept": [], "always": True}  # (uint32 and float32: no file passes both)
+    assert got["b"] == {"accept": ["FLOAT32"], "always": True}
+    assert got["c"] == {"accept": ["UINT32", "ARRAY[BOOL]", "ARRAY[UINT32]", "ARRAY[INT32]"], "always": True}
+    assert got["d"] == {"accept": ["ARRAY[UINT32]", "ARRAY[INT32]"], "always": False}
+    assert got["e"] == {"accept": ["UINT32"], "always": True}  # (the pooling enum: get_key<uint32_t>)
+    assert got["f"] == {"accept": "unknown", "always": True} and "name" not in got

@@ -75,10 +75,23 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     if not isinstance(arch, str):
         raise ValueError(f"path: {p!r} has no general.architecture")
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
+    types = {k[len(arch) + 1:]: _gguf_type(f) for k, f in reader.fields.items() if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    gguf_context.check_types(kv, f"{p}: {arch}.")  # (the file's own types: a converted config has the writer's)
-    return layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle)
+    return layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle,
+                      types=types)
+
+
+def _gguf_type(field: Any) -> str:
+    """A gguf ReaderField's GGUF value type as the table names them: UINT32, FLOAT32, ..., ARRAY[INT32]."""
+    if field.types[0].name != "ARRAY":
+        return field.types[0].name
+    if len(field.types) > 1:
+        return f"ARRAY[{field.types[1].name}]"
+    import gguf  # noqa: PLC0415  (an optional extra, there when a reader made `field`)
+    # (an empty array: the reader read no element, so its type is only in the header, the value's first part;
+    # check_sizes refused a type GGUF does not have)
+    return f"ARRAY[{gguf.GGUFValueType(int(field.parts[3][0])).name}]"
 
 
 _REMEDY = "read the model's config.json with vkrope.from_hf"
@@ -108,11 +121,12 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
 
 
 def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str | None, layer: int | None,
-               angle: str, remedy: str = _REMEDY) -> ModelRope | None:
-    """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests."""
+               angle: str, remedy: str = _REMEDY, types: dict[str, str] | None = None) -> ModelRope | None:
+    """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests;
+    `types`: each key's GGUF type (None for a converted config: its writer's types)."""
     entry = _arch_entry(arch, where, remedy)
     try:
-        lp = gguf_layers.plan(arch, entry, kv)
+        lp = gguf_layers.plan(arch, entry, kv, types)
     except ValueError as exc:
         raise ValueError(f"{where}: {arch}.{exc}") from None
     has_sliding = bool(lp.sliding and any(lp.sliding))

@@ -54,7 +54,7 @@ class Rotation:
 def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None) -> dict[str, Any]:
     """llama_model_base::load_hparams' RoPE fields and head widths from the
     file's keys (before the architecture's own load_arch_hparams); `number`
-    reads a numeric key (its GGUF type is checked by `check_types`)."""
+    reads a numeric key (and checks its GGUF type: gguf_layers.check_type)."""
     f: dict[str, Any] = {"n_ctx_train": number("context_length", None), "n_embd": number("embedding_length", None)}
     f["n_ctx_orig_yarn"] = number("rope.scaling.original_context_length", f["n_ctx_train"])
     f["rope_freq_base_train"] = float(number("rope.freq_base", 10000.0))
@@ -82,24 +82,6 @@ def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: i
     f["n_embd_head_v_swa"] = number("attention.value_length_swa", f["n_embd_head_v_full"])
     f["n_rot_swa"] = number("rope.dimension_count_swa", f["n_rot_full"])
     return f
-
-
-COUNTS = ("context_length", "embedding_length", "rope.scaling.original_context_length", "attention.key_length",
-          "attention.value_length", "rope.dimension_count", "attention.key_length_swa", "attention.value_length_swa",
-          "rope.dimension_count_swa")
-REALS = ("rope.freq_base", "rope.scaling.factor", "rope.scale_linear", "rope.scaling.attn_factor",
-         "rope.scaling.alpha")
-
-
-def check_types(kv: dict[str, Any], where: str) -> None:
-    """The keys base_fields reads, of the GGUF type llama.cpp's get_key takes (uint32 counts, float32 reals):
-    a count given as a float, or a real as an integer, is refused as llama.cpp refuses it ("wrong type")."""
-    for keys, kind, name in ((COUNTS, int, "an integer (llama.cpp reads it as uint32)"),
-                             (REALS, float, "a float (llama.cpp reads it as float32)")):
-        for key in keys:
-            v = kv.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, kind)):
-                raise ValueError(f"{where}{key} must be {name}; got {v!r}")
 
 
 def _mscale(scale: float, mscale: float) -> float:

@@ -68,6 +68,7 @@ class Writer:
     def __init__(self, arch: str) -> None:
         self.arch = arch
         self.kv: dict[str, Any] = {}
+        self.types: dict[str, str] = {}  # each key's GGUF type as the writer stores it, where it says one
 
 
 class WriterCall:
@@ -201,11 +202,29 @@ def _write(writer: Writer, name: str, spec: dict | None, args: list) -> None:
             raise Unknown(f"writer.{name}")
         value = args[0]
         writer.kv[spec["key"]] = value.value if spec.get("enum") and isinstance(value, EnumValue) else value
+        scalars = [t for t in spec.get("types") or () if t != "array"]
+        _stored(writer, spec["key"], value, scalars[0] if len(scalars) == 1 else None)
     elif name in _GENERIC_ADDS and args and isinstance(args[0], str):
         if args[0].startswith(writer.arch + "."):
-            writer.kv[args[0][len(writer.arch) + 1:]] = args[1]
+            key = args[0][len(writer.arch) + 1:]
+            writer.kv[key] = args[1]
+            _stored(writer, key, args[1], name[len("add_"):] if name != "add_key_value" else None)
     else:
         raise Unknown(f"writer.{name}")
+
+
+def _stored(writer: Writer, key: str, value: Any, scalar: str | None) -> None:
+    """Record the GGUF type gguf's writer stores `value` as: an array's by its first element (GGUFValueType.
+    get_type: a bool, an int as INT32, a float as FLOAT32, a str), a scalar's by the method's one type."""
+    writer.types.pop(key, None)
+    if isinstance(value, (list, tuple)) and value:
+        first = value[0]
+        elem = "BOOL" if isinstance(first, bool) else "INT32" if isinstance(first, int) else \
+            "FLOAT32" if isinstance(first, float) else "STRING" if isinstance(first, str) else None
+        if elem:
+            writer.types[key] = f"ARRAY[{elem}]"
+    elif not isinstance(value, (list, tuple)) and scalar not in (None, "array", "key_value"):
+        writer.types[key] = scalar.upper()
 
 
 def _load_hparams(world: World, obj: Any, dir_model: Any, is_mistral_format: Any = False) -> dict:
@@ -289,10 +308,10 @@ def architecture(config: dict) -> tuple[str | None, str]:
     return arch, ""
 
 
-def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, set, Any]:
+def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, set, Any, dict]:
     """What the converter writes for `config`: (GGUF architecture, its metadata without the prefix, rope
-    tensors, the keys its code looked up, the rope type it understood the config to declare). Unknown or
-    pyconv.Raised where it cannot run or refuses."""
+    tensors, the keys its code looked up, the rope type it understood the config to declare, the GGUF
+    type of each key where the writer says one). Unknown or pyconv.Raised where it cannot run or refuses."""
     world = World(config)
     obj = Instance(table()["architectures"][hf_arch]["class"])
     world.interp.call(world.attr(obj, "__init__"), [world.model_dir, Opaque("ftype"), Opaque("out")], {})
@@ -304,15 +323,15 @@ def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, set, Any]:
     declared = obj.attrs.get("rope_parameters")
     kv = {k: (list(v) if isinstance(v, tuple) else v) for k, v in writer.kv.items()}
     return writer.arch, kv, tensors, world.interp.keys_read, \
-        declared.get("rope_type") if isinstance(declared, dict) else None
+        declared.get("rope_type") if isinstance(declared, dict) else None, dict(writer.types)
 
 
-def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, dict, dict, dict]:
+def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, dict, dict, dict, dict]:
     """run(), refused with a ValueError naming the converter class where it cannot run, where the converter
     refuses the config, where it drops the config's rope type (llama.cpp then runs the model without it, as
     for InternLM 2's "dynamic" NTK scaling), or (unless `unread_ok`, the caller's like="llama.cpp") where the
     config has keys about positions or head sizes that the converter does not use. Returns (GGUF
-    architecture, metadata, rope tensors, those unused keys with their values)."""
+    architecture, metadata, rope tensors, those unused keys with their values, the GGUF types run() says)."""
     info = table()["architectures"][hf_arch]
     where = f"config: {hf_arch} (llama.cpp's converter {info['class']}, {table()['source']})"
     if info["qk_rows"] not in ("none", "llama"):
@@ -321,7 +340,7 @@ def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, d
                          "would be a guess; if the model's attention is a transformers model type's, pass "
                          "like='<that model type>'")
     try:
-        arch, kv, tensors, looked_up, declared = run(config, hf_arch)
+        arch, kv, tensors, looked_up, declared, types = run(config, hf_arch)
         unused = _unused_keys(config, hf_arch, (arch, kv, tensors), looked_up)
     except Unknown as exc:
         raise ValueError(f"{where}: vkrope cannot run the converter's code on this config ({exc}); if the model's "
@@ -343,7 +362,7 @@ def convert(config: dict, hf_arch: str, unread_ok: bool = False) -> tuple[str, d
                          "them out, which is the model's only if its own code does too (Qwen 1's use_dynamic_ntk "
                          "changes its frequencies past seq_length); if so, pass like='llama.cpp' (vkrope config "
                          "--like llama.cpp)")
-    return arch, kv, tensors, unused
+    return arch, kv, tensors, unused, types
 
 
 _ROPE_KEY = re.compile(r"rope|rotary|ntk|position|pos_|logn|theta|head_dim|head_size|channels|partial|seq_len")
@@ -462,12 +481,12 @@ def layer_types(config: dict, hf_arch: str, unread_ok: bool) -> tuple[str, ...]:
 
 def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | None,
           angle: str) -> ModelRope | None:
-    arch, kv, tensors, unused = converted
+    arch, kv, tensors, unused, types = converted
     info = table()["architectures"][hf_arch]
     where = f"config ({hf_arch}, read as llama.cpp's converter {info['class']} writes it)"
     rope = gguf_reading.layer_rope(arch, kv, tensors, where, layer_type, layer, angle,
                                    "if the model's attention is a transformers model type's, pass like='<that model "
-                                   "type>'")
+                                   "type>'", types)
     if rope is None:
         return None
     rows = info["qk_rows"]  # ("none" or "llama": convert() refused the others)

@@ -56,10 +56,13 @@ def _parse(expr: str) -> ast.AST:
 class Hparams:
     """llama_hparams' values for one file: fields by name, and the table's methods."""
 
-    def __init__(self, fields: dict[str, Any], methods: dict[str, list]) -> None:
+    def __init__(self, fields: dict[str, Any], methods: dict[str, list], types: dict[str, str] | None = None,
+                 key_types: dict[str, dict] | None = None) -> None:
         self.fields = fields
         self.methods = methods
         self.unknown: dict[str, str] = {}  # fields a statement set from what is not known: why
+        self.types = types  # the file's GGUF type of each key (None: not a file's, a converted config's)
+        self.key_types = key_types or {}  # the architecture's load_arch_hparams reads: the types it takes
 
     def evaluate(self, expr: str, **local: Any) -> Any:
         """The value of a table expression; Unknown where it depends on what is not known."""
@@ -162,10 +165,12 @@ class LayerPlan:
     tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
 
 
-def plan(arch: str, entry: dict, kv: dict[str, Any]) -> LayerPlan:
+def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None) -> LayerPlan:
     """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
-    prefix) and evaluate its rotation condition per layer."""
-    hp = _start(kv, _layer_count(kv))  # (llama.cpp requires block_count: a file without is refused)
+    prefix; `types`: each one's GGUF type, where a file gave them) and evaluate its rotation condition per
+    layer."""
+    check_types(types, entry)
+    hp = _start(kv, _layer_count(kv), types, entry)  # (llama.cpp requires block_count: a file without is refused)
     why = ""
     try:
         for cond, kind, *args in entry.get("hparams", ()):
@@ -209,7 +214,7 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
     calls differ (DeepSeek-V3.2's indexer beside its attention). `hp`: the plan's, its program run."""
     try:
         if hp is None:  # (the plan's program stopped at what it cannot run: what it would set is unknown)
-            hp = _start(kv, _layer_count(kv))
+            hp = _start(kv, _layer_count(kv), None, entry)  # (the plan checked the types)
             for cond, kind, *args in entry.get("hparams", ()):
                 try:
                     if hp.evaluate(cond):
@@ -286,10 +291,35 @@ def _layer_count(kv: dict[str, Any]) -> int:
     return n_layer_all
 
 
-def _start(kv: dict[str, Any], n_layer_all: int) -> Hparams:
+def check_types(types: dict[str, str] | None, entry: dict) -> None:
+    """The keys every load of the architecture reads (llama_model_base::load_hparams' and its
+    load_arch_hparams' reads outside any condition), each of a GGUF type llama.cpp's loader takes for it:
+    it refuses the file otherwise ("key ... has wrong type")."""
+    for reads in (table()["hparams"]["key_types"], entry.get("key_types") or {}):
+        for key, read in reads.items():
+            if read["always"] and read["accept"] != "unknown":
+                check_type(key, types, reads)
+
+
+def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -> None:
+    """ValueError where the file holds `key` with a GGUF type the read of it in `reads` (the table's
+    key_types of a load_hparams function) does not take."""
+    given = None if types is None else types.get(key)
+    read = reads.get(key)
+    if given is None or read is None:
+        return  # (not in the file; or a read the program does not name, which it then runs as a statement)
+    if read["accept"] == "unknown":
+        raise ValueError(f"{key}: which GGUF types llama.cpp reads it as is not in vkrope's table, so its value "
+                         "would be a guess")
+    if given not in read["accept"]:
+        raise ValueError(f"{key} is a GGUF {given}; llama.cpp reads it as {' or '.join(read['accept'])} and "
+                         "refuses the file otherwise (its loader's 'wrong type')")
+
+
+def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, entry: dict) -> Hparams:
     """llama_hparams after llama_model_base::load_hparams read what the plans use."""
     t = table()["hparams"]
-    hp = Hparams({"n_layer_all": n_layer_all}, t["methods"])
+    hp = Hparams({"n_layer_all": n_layer_all}, t["methods"], types, entry.get("key_types"))
     for name, value in t["fields"].items():
         try:
             hp.fields[name] = [hp.evaluate(value["fill"])] * n_layer_all if isinstance(value, dict) \
@@ -311,7 +341,11 @@ def _start(kv: dict[str, Any], n_layer_all: int) -> Hparams:
             f[name] = v
     f["rope_sections"] = sections_of(kv)
     heads = f.get("n_head_arr") or [0]
-    f.update(base_fields(kv, lambda key, default: _number(kv, key, default), heads[0] if heads else 0))
+
+    def read(key: str, default: Any) -> Any:  # (base_fields' reads, some under a condition: checked as read)
+        check_type(key, types, t["key_types"])
+        return _number(kv, key, default)
+    f.update(base_fields(kv, read, heads[0] if heads else 0))
     return hp
 
 
@@ -338,6 +372,8 @@ def _flags(given: Any, key: str, n: int) -> list:
 def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
     """One load_arch_hparams statement (see scripts/gguf_arch_table.py's `statement`)."""
     f, n = hp.fields, hp.fields["n_layer_all"]
+    if kind in ("key", "array", "key_or_arr"):
+        check_type(args[1], hp.types, hp.key_types)
     if kind == "key":
         target, key, found, required = args
         if key in kv:

@@ -15,7 +15,9 @@ from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
-from .table_args import TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, spec_rows
+from .table_args import (
+    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, spec_rows, token_positions,
+)
 
 
 def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
@@ -37,13 +39,13 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
     if is_position_spec(freqs_cos):
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
-        rows = spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        rows = spec_rows(spec, token_positions(b, s, q.size + k.size), "positions")
         gen = lower(spec)
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
     fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    row_of = np.tile(np.arange(s, dtype=np.int32), b)
+    row_of = token_positions(b, s, q.size + k.size, dtype=np.int32)
     return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
 
@@ -61,7 +63,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
-        rows = spec_rows(spec, np.tile(np.arange(start, start + s), b), "start_pos + s")
+        rows = spec_rows(spec, token_positions(b, s, q.size + k.size, start), "start_pos + s")
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
@@ -77,7 +79,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     start = int_arg("start_pos", start_pos, 0)
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
-    row_of = np.tile(np.arange(start, start + s, dtype=np.int32), b)
+    row_of = token_positions(b, s, q.size + k.size, start, np.int32)
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 

@@ -18,7 +18,7 @@ from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
 from .table_args import (
     TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
-    spec_rows, swap_hint,
+    spec_rows, swap_hint, token_positions,
 )
 
 
@@ -57,7 +57,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
-        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped, d)
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped, d, x.size)
         return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
@@ -76,22 +76,22 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x, swapped3)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
-        row_of = np.arange(b * s, dtype=np.int32)
+        row_of = token_positions(b, s, x.size, dtype=np.int32)  # (row b * S + s of the [B, S] caches)
     return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
                    storage=storage, given=given)
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],
-                    swapped: tuple[int, ...], d: int) -> np.ndarray:
+                    swapped: tuple[int, ...], d: int, values: int) -> np.ndarray:
     """row_of of an ONNX call with a RopeFreqs spec for its caches: the
     position ids (token s at position s without them); `swapped`: [B, S]
-    were x's axes 1 and 2 exchanged, d: the head size."""
+    were x's axes 1 and 2 exchanged, d: the head size, values: x's size."""
     b, s = bs
     hint = f" (pass rotary_embedding_dim={spec.dim} to rotate the first {spec.dim})" if spec.dim < d else ""
     check_spec("cos_cache", spec, other, "sin_cache", rot, hint)
     if position_ids is None:
-        return spec_rows(spec, np.tile(np.arange(s), b), "positions")
+        return spec_rows(spec, token_positions(b, s, values), "positions")
     check_plain_array("position_ids", position_ids)
     if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")

@@ -82,6 +82,13 @@ def spec_rows(spec: FrequencySpec, positions: np.ndarray, name: str) -> np.ndarr
     return lower(spec).words(check_positions(name, positions))
 
 
+def token_positions(b: int, s: int, values: int, start: int = 0, dtype: Any = np.int64) -> np.ndarray:
+    """start + s for each (b, s), b-major: the rows of calls whose tokens read their own position; none where
+    the tensors hold no values (`values`: their count), as such a call runs no kernel and its B * S may be
+    any size (a D of 0)."""
+    return np.tile(np.arange(start, start + s, dtype=dtype), b if values else 0)
+
+
 def check_same_dtype(a: Any, b: Any, names: str) -> None:
     """cos and sin of one dtype where either is resident (numpy tables are converted on upload)."""
     if (not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray)) and a.dtype != b.dtype:
