@@ -17,7 +17,8 @@ import numpy as np
 
 from .files import JSON_LIMIT, not_regular, open_input, parse_json, read_json
 
-from .runtime.dtypes import BFLOAT16
+from .arguments import STORAGE_CHOICES
+from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES
 
 
 def _best_time(fn: Callable[[], object], repeats: int = 5) -> float:
@@ -356,7 +357,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         import importlib
 
         name = "decode" if args.decode else "family" if args.family else "nd" if args.nd else "overhead"
-        result = importlib.import_module(f"vkrope.bench.{name}").run(repeats=args.repeats or (5 if args.nd else 7))
+        mode = importlib.import_module(f"vkrope.bench.{name}")
+        result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
         out_dir = Path(args.out)
         _make_dir(out_dir)
         (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
@@ -597,9 +599,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="decode loops (advancing against fixed position), the fused step, fp8 against float16 caches, "
                         "the context shift, and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
-    p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default 9, quick 5)")
-    p.add_argument("--storage", nargs="+", default=["buffer", "texture3d"], choices=["buffer", "texture3d"])
-    p.add_argument("--dtype", nargs="+", default=["float32", "float16", "bfloat16"], choices=["float32", "float16", "bfloat16"])
+    p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default: 9, or 5 with --quick; "
+                        "--family, --decode, --overhead: 7; --nd: 5)")
+    storages = [c for c in STORAGE_CHOICES if c != "auto"]
+    dtypes = [d.name for d in TENSOR_DTYPES]
+    p.add_argument("--storage", nargs="+", default=storages, choices=storages)
+    p.add_argument("--dtype", nargs="+", default=dtypes, choices=dtypes)
     p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
     p.add_argument("--chart-from", metavar="BENCH.json",

@@ -6,7 +6,6 @@ exhaust memory by a config's values."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 import pytest
 
@@ -116,10 +115,9 @@ def test_except_catches_the_converter_s_errors_not_unknown():
     "return list(range(10 ** 12))",
 ])
 def test_a_config_cannot_make_it_hang_or_exhaust_memory(body):
-    t0 = time.perf_counter()
-    with pytest.raises(pyconv.Unknown):
+    """Each stopped by the interpreter's own bounds (its step count, its value sizes), not by chance."""
+    with pytest.raises(pyconv.Unknown, match="runs too long|too large"):
         run(f"def f():\n    {body}\n")
-    assert time.perf_counter() - t0 < 30
 
 
 def test_arguments_bind_as_python_does():
@@ -200,10 +198,8 @@ def test_work_in_comprehensions_and_membership_is_counted():
     """A config's long list searched per turn of a long comprehension (KimiK3's full_attn_layers) ends
     as Unknown, fast, not after n * L comparisons."""
     src = "def f(n, layers):\n    return [i for i in range(n) if (i + 1) in layers]\n"
-    t0 = time.perf_counter()
-    with pytest.raises(pyconv.Unknown):
+    with pytest.raises(pyconv.Unknown, match="runs too long"):  # (the step count, per comparison)
         run(src, 999_999, [0] * 20_000)
-    assert time.perf_counter() - t0 < 10
     assert run(src, 60, [4, 8, 12])[0] == [3, 7, 11]
 
 
@@ -253,7 +249,5 @@ def test_more_of_python_is_refused(body):
 
 def test_work_in_builtins_is_counted():
     src = "def f(big):\n    for _ in range(100000):\n        max(big)\n"
-    t0 = time.perf_counter()
-    with pytest.raises(pyconv.Unknown):
+    with pytest.raises(pyconv.Unknown, match="runs too long"):  # (max's work counted as steps)
         run(src, list(range(900_000)))
-    assert time.perf_counter() - t0 < 10

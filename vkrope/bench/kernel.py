@@ -96,7 +96,7 @@ class _Torch:
         xt = self.tensor(x)
         fc = torch.view_as_complex(torch.from_numpy(f.astype(np.float32)).to(self.device).reshape(f.shape[0], -1, 2))
 
-        def op(t):
+        def op(t: Any) -> Any:  # (a torch tensor: torch is optional)
             tc = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
             return torch.view_as_real(tc * fc).flatten(-2).to(t.dtype)
 
