@@ -463,7 +463,7 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
 # where a flat file would have it (a sentinel, or twice the class default) and how to find it in what the
 # class made of it (its text config).
 MOVED = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct", "head_dim",
-         "hidden_size", "num_attention_heads", "max_position_embeddings")
+         "hidden_size", "num_attention_heads", "max_position_embeddings", "original_max_position_embeddings")
 
 
 def _moved_value(key: str, text: Any) -> Any:
@@ -485,8 +485,10 @@ def _arrived(key: str, value: Any, text: Any) -> bool:
         return any(d.get("rope_theta") == value for d in dicts) or made.get(key) == value
     if key in ("rope_scaling", "rope_parameters"):
         return any(d.get("factor") == 3.25 for d in dicts)
-    if key in ("partial_rotary_factor", "rotary_pct"):
-        return any(d.get("partial_rotary_factor") == value for d in dicts) or made.get(key) == value
+    if key in ("partial_rotary_factor", "rotary_pct", "original_max_position_embeddings"):
+        # (a class may move these into its rope dicts: standardize_rope_params)
+        field = "partial_rotary_factor" if key == "rotary_pct" else key
+        return any(d.get(field) == value for d in dicts) or made.get(key) == value
     return made.get(key) == value
 
 

@@ -225,12 +225,14 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
                          f"{need} bytes of data; the file holds {have})")
 
 
-def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
+def check_output_path(path: str, what: str, example: str = "out.npy", streams: bool = True) -> None:
     """Refuse an output path that cannot be written as a file, before any work:
     a directory (the message suggests `example` in it), a missing folder, or
     an existing file that is neither a regular file nor a stream (a
     character device such as /dev/null or /dev/stdout, or a FIFO: written
-    as they are, `_save`)."""
+    as they are, `_save`); with `streams` False a stream too (a chart or a
+    benchmark JSON is written as a file: a FIFO would block, or refuse the
+    seeks of the image writer)."""
     if not path:  # (its real path is the working folder: the rename would aim at that)
         raise ValueError(f"{what}: the path is empty; give a file name such as {example!r}")
     if os.path.isdir(path):
@@ -244,9 +246,10 @@ def check_output_path(path: str, what: str, example: str = "out.npy") -> None:
         return
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
-    if kind is not None and kind not in _STREAMS:
-        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced), a "
-                         "character device or a pipe")
+    if kind is not None and (kind not in _STREAMS or not streams):
+        streamed = ", a character device or a pipe" if streams else ""
+        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)"
+                         f"{streamed}")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -277,7 +280,8 @@ def _save(path: str, y: np.ndarray) -> int:
         old_mode = None
     if old_mode is not None and not os.access(target, os.W_OK):
         raise ValueError(f"-o/--output: cannot write {path!r} (Permission denied)")
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    # (a short name: the target's own may be near the file system's 255)
+    tmp = os.path.join(os.path.dirname(target), f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as to open())
         with os.fdopen(fd, "wb") as fh:
@@ -348,7 +352,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from vkrope.bench import kernel as bench
 
     if args.plot:
-        check_output_path(args.plot, "--plot", "bench.png")
+        check_output_path(args.plot, "--plot", "bench.png", streams=False)
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
@@ -358,9 +362,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         name = "decode" if args.decode else "family" if args.family else "nd" if args.nd else "overhead"
         mode = importlib.import_module(f"vkrope.bench.{name}")
-        result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
         out_dir = Path(args.out)
         _make_dir(out_dir)
+        check_output_path(str(out_dir / f"bench_{name}.json"), "--out", f"bench_{name}.json", streams=False)
+        result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
         (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
         print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
@@ -368,6 +373,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
+    check_output_path(str(json_path), "--out", "bench.json", streams=False)  # (before the run, not after)
+    if not args.plot:
+        check_output_path(str(out_dir / "bench.png"), "--out", "bench.png", streams=False)
     result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
                        dtypes=tuple(args.dtype), json_path=str(json_path))
     bench.save_json(result, str(json_path))
@@ -411,7 +419,9 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
         raise ValueError(f"--chart-from: {path!r} is not a `vkrope bench` JSON of this version: {exc}") from None
     from pathlib import Path  # noqa: PLC0415
 
-    _chart(bench, result, plot or str(Path(path).with_suffix(".png")))
+    target = plot or str(Path(path).with_suffix(".png"))
+    check_output_path(target, "--plot" if plot else "--chart-from (its chart, beside it)", "bench.png", streams=False)
+    _chart(bench, result, target)
     return 0
 
 
@@ -453,7 +463,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         raise ValueError(f"PATH: no such file or folder {path!r}"
                          f"{hub_id_hint(path, 'the path of a downloaded config.json')}")
     if args.plot:
-        check_output_path(args.plot, "--plot", "freqs.png")
+        check_output_path(args.plot, "--plot", "freqs.png", streams=False)
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
     file, cfg = read_config(path)

@@ -817,12 +817,16 @@ SYNTHETIC = {
                             "max_position_embeddings": 65536,
                             "rope_scaling": {"rope_type": "yarn", "factor": None,
                                              "original_max_position_embeddings": 4096}},
-    "linear-partial": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
+    "linear-partial": {"model_type": "phi", "hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
                        "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}},
     "llama3-v5-style": {"model_type": "llama", "hidden_size": 3072, "num_attention_heads": 24, "max_position_embeddings": 131072,
                         "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                             "original_max_position_embeddings": 8192}},
+    "yarn-null-truncate": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 16, "rope_theta": 1e4,
+                           "max_position_embeddings": 8192,
+                           "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "truncate": None,
+                                            "original_max_position_embeddings": 2048}},
     "longrope-given-attention": {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 131072,
                                  "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
                                  "rope_scaling": {"type": "longrope", "attention_factor": 1.3,
@@ -1106,3 +1110,44 @@ def test_from_hf_reads_regular_files_only(tmp_path):
     for path, kind in ((str(fifo), "a pipe (FIFO)"), ("/dev/zero", "a character device")):
         with pytest.raises(ValueError, match=rf"^config: '{re.escape(path)}' is {re.escape(kind)}, not a config\.json"):
             vkrope.from_hf(path)
+
+
+def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
+    """Llama's attention rotates whole heads: with a partial factor and a rope type whose library function
+    narrows the frequencies (linear here) transformers' forward fails on the widths; Apertus' own default
+    frequencies span the head, its table rule "partial" was measured with its own type (llama3) only. Both
+    refused, naming the factor; Phi's attention slices, so it reads the factor."""
+    llama = {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "partial_rotary_factor": 0.5,
+             "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}}
+    with pytest.raises(ValueError, match="partial_rotary_factor 0.5 with rope type 'linear': this model type's own"):
+        vkrope.from_hf(llama)
+    assert vkrope.from_hf({**llama, "rope_scaling": None}).rotary_dim == 64  # (its own default: whole heads)
+    apertus = {"model_type": "apertus", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
+    with pytest.raises(ValueError, match="did not run with a partial factor and rope type 'default'"):
+        vkrope.from_hf(apertus)
+    assert vkrope.from_hf({**llama, "model_type": "phi"}).rotary_dim == 32
+
+
+def test_yarn_truncate_of_a_layer_type_is_not_read():
+    """transformers' yarn reads `truncate` from the config's rope_parameters, which a class with RoPE per
+    layer type (Olmo 3, Gemma 3) keys by layer type: a layer type's own truncate is never seen, so it
+    truncates (measured: its frequencies are those of a yarn without the key). An outer truncate beside the
+    layer types is refused (Gemma 3's class reads it, ModernBERT's refuses it)."""
+    yarn = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 8192}
+    olmo3 = {"model_type": "olmo3", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4,
+             "layer_types": ["sliding_attention"] * 3 + ["full_attention"], "max_position_embeddings": 65536,
+             "rope_theta": 500000.0}
+    plain = vkrope.from_hf({**olmo3, "rope_scaling": yarn}, layer_type="full_attention")
+    for given in (False, None, True):
+        rope = vkrope.from_hf({**olmo3, "rope_scaling": {**yarn, "truncate": given}}, layer_type="full_attention")
+        assert np.array_equal(rope.inv_freq(), plain.inv_freq()), given
+        assert "truncate" in rope.ignored
+    llama = {k: v for k, v in olmo3.items() if k not in ("model_type", "layer_types")}
+    assert not np.array_equal(  # (where the dict is the model's own, truncate false is read)
+        vkrope.from_hf({**llama, "model_type": "llama", "rope_scaling": {**yarn, "truncate": False}}).inv_freq(),
+        plain.inv_freq())
+    nested = {"full_attention": {**yarn, "rope_theta": 1e6}, "sliding_attention": {"rope_type": "default",
+                                                                                  "rope_theta": 1e4}}
+    with pytest.raises(ValueError, match="rope_parameters holds 'truncate' beside its layer types"):
+        vkrope.from_hf({**olmo3, "rope_parameters": {**nested, "truncate": False}}, layer_type="full_attention")

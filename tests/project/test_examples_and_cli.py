@@ -852,3 +852,38 @@ def test_cli_apply_help_says_how_freqs_is_read(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] (any shape with that many is read as " \
            "[Nf, C]), or complex [Nf, C/2]" in help_text, help_text
+
+
+def test_cli_charts_and_bench_files_refuse_streams_before_any_work(tmp_path, capsys, monkeypatch):
+    """A chart or a bench JSON is written as a regular file: a FIFO there would block (matplotlib opens it
+    as a file: `config --plot f.svg` waited for a reader forever) or fail on the image writer's seeks, so it
+    is refused naming the flag; a bench output that is a directory is found before the run, not after."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    ran = []
+    monkeypatch.setattr(kernel, "run", lambda **kw: ran.append(kw))
+    for name in ("f.svg", "f.png"):
+        os.mkfifo(tmp_path / name)
+        assert main(["config", str(HF_CONFIGS / "llama-3.1-8b.json"), "--plot", str(tmp_path / name)]) == 1
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --plot: {str(tmp_path / name)!r} is a pipe "
+                                           "(FIFO); give the path of a regular file (new or to be replaced)\n")
+    assert main(["bench", "--shapes", "1x16x8", "--out", str(tmp_path), "--plot", str(tmp_path / "f.png")]) == 1
+    assert "--plot:" in capsys.readouterr().err
+    (tmp_path / "bo" / "bench.json").mkdir(parents=True)
+    assert main(["bench", "--shapes", "1x16x8", "--out", str(tmp_path / "bo")]) == 1
+    assert capsys.readouterr().err.startswith(f"vkrope: error: ValueError: --out: "
+                                              f"{str(tmp_path / 'bo' / 'bench.json')!r} is a directory")
+    os.mkfifo(tmp_path / "bench_nd.json")
+    assert main(["bench", "--nd", "--out", str(tmp_path)]) == 1
+    assert "--out:" in capsys.readouterr().err and ran == []
+
+
+def test_cli_output_near_the_file_name_limit(tmp_path):
+    """-o of a 255-byte name (the file system's limit): written through a temporary of a short name of its
+    own (one named after the output overflowed the limit)."""
+    x, f = _npy_pair(tmp_path)
+    out = tmp_path / ("b" * 251 + ".npy")
+    res = cli("apply", x, f, "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert np.load(out).shape == (1, 3, 4) and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -452,8 +452,13 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
     params, ignored = _params(rope, where, model_type, e)
+    if nested is not None and "truncate" in params:
+        # (transformers' yarn reads truncate from the outer rope_parameters, keyed by layer type, so a layer
+        # type's own is never seen: it truncates)
+        del params["truncate"]
+        ignored.append("truncate")
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
-    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, shape["rotary"])
+    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
@@ -619,12 +624,23 @@ def _fixed_reads(e: dict, model_type: str, layer_type: str | None, kind: str, th
     return kind, theta
 
 
+def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
+    """The table's rotary rule for rope type `kind`: a "partial" measured with the class's own rope type
+    says nothing of "default" where that is another (Apertus', GPT-OSS's own default frequencies, which
+    their modeling files compute over the whole head): unprobed there."""
+    dr = e.get("defaults", {}).get("rope_parameters") or {}
+    own = dr.get(layer_type) if _nested(dr) else dr
+    probed = own.get("rope_type", own.get("type", "default")) if isinstance(own, dict) else "default"
+    return "partial_unprobed" if rule == "partial" and kind == "default" and probed != "default" else rule
+
+
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
     """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
     (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
     class has folded the factor into the head key already, MLA),
     "whole_default" (the head for the default rope type, whose frequencies
-    the model computes itself, Llama's; partial for the others),
+    the model computes itself, Llama's; a factor with another type refused:
+    its attention was measured only on whole heads),
     "partial_unprobed" (the head, and no factor: the model's code did not
     run with one, or ran it otherwise than vkrope reads it), or a key
     holding the rotated channels (GPT-J's rotary_dim)."""
@@ -638,11 +654,17 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     if rule == "whole" or (rule == "whole_default" and kind == "default"):
         return head_dim, 1.0  # ("whole_default": the model's own default frequencies span the head; the library's
         # functions of the other rope types read the factor, as transformers' ROPE_INIT_FUNCTIONS do)
+    if rule == "whole_default" and partial != 1.0:
+        raise ValueError(f"config: partial_rotary_factor {partial} with rope type {kind!r}: this model type's own "
+                         "default frequencies span the whole head, and its attention was not measured taking the "
+                         "narrower cos / sin another rope type makes of the factor (Llama's fails on them), so "
+                         "how it would rotate is unknown")
     if rule == "whole_default":
-        return int(head_dim * partial), partial
+        return head_dim, 1.0
     if rule == "partial_unprobed" and partial != 1.0:  # (whatever the rope type: the attention rotated whole heads)
         raise ValueError(f"config: partial_rotary_factor {partial}: this model type's code did not run with a "
-                         "partial factor when vkrope's model table was made, so how it would read one is unknown")
+                         f"partial factor and rope type {kind!r} when vkrope's model table was made, so how it "
+                         "would read one is unknown")
     if rule == "partial_unprobed":
         return head_dim, 1.0
     if rule != "partial":
@@ -666,7 +688,9 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
                 or (key == "llama_4_scaling_beta" and not scales_q):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
-        if value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
+        if key == "truncate" and value is None:
+            value = False  # (transformers' yarn tests `rope_parameters.get("truncate", True)`: a null is false)
+        elif value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
             continue  # (transformers reads these with `or`: 0 means its default)
         if key in ("short_factor", "long_factor"):
             if not isinstance(value, (list, tuple)) or not all(
