@@ -260,6 +260,13 @@ def test_layers_without_rope_by_index():
         vkrope.from_hf(exa, layer=4)
     bare = {k: v for k, v in exa.items() if k != "layer_types"}
     assert vkrope.from_hf(bare).nope_layers is None  # which layers rotate is unknown there, and said so
+    # (the model builds num_hidden_layers layers: a longer no_rope_layers is cut, a shorter one fails in
+    # transformers, as does a layer_types list of another length: both refused)
+    assert len(vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0] * 3))) == 8
+    with pytest.raises(ValueError, match="no_rope_layers has 4 entries for num_hidden_layers 8"):
+        vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0]))
+    with pytest.raises(ValueError, match="layer_types has 8 entries for num_hidden_layers 4"):
+        vkrope.from_hf(dict(coh, layer_types=coh["layer_types"] * 2))
     with pytest.raises(ValueError, match="layer_types is missing, empty"):
         vkrope.from_hf(bare, layer=3)
     hub = dict(smol, no_rope_layers=[])  # transformers derives the layers then: not guessed here

@@ -86,6 +86,14 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
         raise ValueError(f"config: {key} is missing, empty or not a list; this model type decides by it which "
                          f"layers apply RoPE (its config class derives it from other keys when absent): pass the "
                          f"config as transformers saves it, AutoConfig.from_pretrained(path).to_dict()")
+    n = cfg.get("num_hidden_layers")
+    if isinstance(n, int) and not isinstance(n, bool):
+        # (the model builds num_hidden_layers layers and reads entry i of each: a flags list may run past them;
+        # a layer_types list of another length the config class refuses)
+        if len(values) < n or (rule["kind"] == "types" and len(values) != n):
+            raise ValueError(f"config: {key} has {len(values)} entries for num_hidden_layers {n}: transformers "
+                             f"fails on it ({'a layer past the list' if len(values) < n else 'its config class'})")
+        values = values[:n]
     if rule["kind"] == "flags":
         return [bool(v) for v in values]
     cond = rule.get("if_null")
