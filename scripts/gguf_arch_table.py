@@ -823,6 +823,11 @@ def build(src: pathlib.Path, origin: str) -> dict:
     DEFAULT_IL.update(re.findall(r"\b(\w+)\s*\(\s*uint32_t\s+il\s*=\s*0\s*\)\s*const",
                                  strip_comments((src / "llama-hparams.h").read_text())))
     defaults = hparams_defaults(src, model_cpp)
+    # (llama_rope_scaling_type_from_string's names; any other is UNSPECIFIED, which load_hparams asserts against)
+    scaling = body_of(model_cpp, r"LLAMA_ROPE_SCALING_TYPES\s*=") or ""
+    defaults["scaling_types"] = {n: e for e, n in re.findall(r"\{\s*(LLAMA_ROPE_SCALING_TYPE_\w+)\s*,\s*\"(\w+)\"", scaling)}
+    if not defaults["scaling_types"]:
+        sys.exit("LLAMA_ROPE_SCALING_TYPES not found in llama-model.cpp: the scaling types would be a guess")
     fields = field_types(strip_comments((src / "llama-hparams.h").read_text()))
     members = field_types(strip_comments((src / "llama-model.h").read_text()))  # (llama_model's)
     defaults["key_types"] = key_types(body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or "",

@@ -806,8 +806,8 @@ MUTATIONS = [
     Mutation("GGUF: a 4th M-RoPE section ignored", GGUF,
              "    if sections[3] or sum(sections) != dims // 2:", "    if sum(sections[:3]) != dims // 2:"),
     Mutation("GGUF: YaRN betas read for every architecture", GGUF_LAYERS,
-             "    f.update(base_fields(kv, read, heads[0] if heads else 0))",
-             "    f.update(base_fields(kv, read, heads[0] if heads else 0))\n"
+             "    f.update(base_fields(kv, read, heads[0] if heads else 0, t[\"scaling_types\"]))",
+             "    f.update(base_fields(kv, read, heads[0] if heads else 0, t[\"scaling_types\"]))\n"
              "    f.update({k: float(kv[f\"rope.scaling.{v}\"]) for k, v in ((\"yarn_beta_fast\", \"yarn_beta_fast\"),"
              " (\"yarn_beta_slow\", \"yarn_beta_slow\")) if f\"rope.scaling.{v}\" in kv})"),
     Mutation("M-RoPE pairs all read the temporal axis in the kernel", LOWERING,

@@ -4,6 +4,7 @@ and the README names what it must."""
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -102,3 +103,18 @@ def test_the_site_front_page_says_what_the_readme_says():
     assert len(site) > 10
     assert [p for p in site[:-1] if p not in readme] == []  # (the last: the site's own "Next:" pointer)
 
+
+
+def test_the_model_tables_release_and_size_are_what_the_data_says():
+    """The prose that names the model table's transformers release or its count of model types says what
+    vkrope/data/hf_models.json holds (written by the script; the prose by hand)."""
+    data = json.loads((ROOT / "vkrope" / "data" / "hf_models.json").read_text())
+    release = ".".join(data["transformers"].split(".")[:2])
+    texts = {p: p.read_text() for p in [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
+                                        ROOT / "vkrope" / "models" / "table.py"]}
+    named = {(str(p.relative_to(ROOT)), m) for p, t in texts.items()
+             for m in re.findall(r"\btransformers (5\.\d+)(?:'s own|\b(?! or))", t)}
+    assert named and all(m == release for _, m in named), named
+    counts = {(str(p.relative_to(ROOT)), int(m)) for p, t in texts.items()
+              for m in re.findall(r"every one of its (\d+)\s+model types", t)}
+    assert counts and all(n == len(data["models"]) for _, n in counts), counts

@@ -25,9 +25,7 @@ class Unknown(Exception):
     """A name, statement or condition whose value the table cannot give."""
 
 
-# llama_rope_scaling_type_from_string's names (llama.cpp asserts on any other)
-SCALING_TYPES = ("none", "linear", "yarn", "longrope")
-_TYPE = "LLAMA_ROPE_SCALING_TYPE_"
+_TYPE = "LLAMA_ROPE_SCALING_TYPE_"  # (llama_context's own tests of the type: NONE, YARN)
 
 
 @dataclass(frozen=True)
@@ -51,17 +49,19 @@ class Rotation:
     n_ctx_orig: int
 
 
-def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None) -> dict[str, Any]:
+def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None,
+                scaling_types: dict[str, str]) -> dict[str, Any]:
     """llama_model_base::load_hparams' RoPE fields and head widths from the
     file's keys (before the architecture's own load_arch_hparams); `number`
-    reads a numeric key (and checks its GGUF type: gguf_layers.check_type)."""
+    reads a numeric key (and checks its GGUF type: gguf_layers.check_type);
+    `scaling_types`: llama_rope_scaling_type_from_string's names and enums."""
     f: dict[str, Any] = {"n_ctx_train": number("context_length", None), "n_embd": number("embedding_length", None)}
     f["n_ctx_orig_yarn"] = number("rope.scaling.original_context_length", f["n_ctx_train"])
     f["rope_freq_base_train"] = float(number("rope.freq_base", 10000.0))
     kind = kv.get("rope.scaling.type", "linear")
-    if kind not in SCALING_TYPES:  # (llama.cpp's GGML_ASSERT on LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED)
-        raise ValueError(f"rope.scaling.type must be one of {', '.join(SCALING_TYPES)}; got {kind!r}")
-    f["rope_scaling_type_train"] = _TYPE + kind.upper()  # (the enum's name: the table's conditions compare it)
+    if kind not in scaling_types:  # (llama.cpp's GGML_ASSERT on LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED)
+        raise ValueError(f"rope.scaling.type must be one of {', '.join(scaling_types)}; got {kind!r}")
+    f["rope_scaling_type_train"] = scaling_types[kind]  # (the enum's name: the table's conditions compare it)
     # (the old key only where the new one is absent: a factor of 0 given means no scaling)
     scale = number("rope.scaling.factor", None)
     scale = number("rope.scale_linear", 0.0) if scale is None else scale

@@ -345,7 +345,7 @@ def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, e
     def read(key: str, default: Any) -> Any:  # (base_fields' reads, some under a condition: checked as read)
         check_type(key, types, t["key_types"])
         return _number(kv, key, default)
-    f.update(base_fields(kv, read, heads[0] if heads else 0))
+    f.update(base_fields(kv, read, heads[0] if heads else 0, t["scaling_types"]))
     return hp
 
 
