@@ -66,3 +66,17 @@ def test_every_test_extra_imports():
         except ImportError:
             missing.append(name)
     assert missing == []
+
+
+def test_the_test_extra_holds_the_user_extras_as_they_say():
+    """The `test` extra repeats the user extras the tests need (onnx, gguf, docs, dask: a self-referencing
+    `vkrope[...]` would send an offline install looking for vkrope on an index): each of their lines, pins
+    included, is one of its lines, so the two cannot drift apart."""
+    import configparser  # noqa: PLC0415
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    extras = {k: {line.strip() for line in v.splitlines() if line.strip()}
+              for k, v in cfg["options.extras_require"].items()}
+    for name in ("onnx", "gguf", "docs", "dask"):
+        assert extras[name] <= extras["test"], (name, extras[name] - extras["test"])
