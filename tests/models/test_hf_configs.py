@@ -1151,3 +1151,16 @@ def test_yarn_truncate_of_a_layer_type_is_not_read():
                                                                                   "rope_theta": 1e4}}
     with pytest.raises(ValueError, match="rope_parameters holds 'truncate' beside its layer types"):
         vkrope.from_hf({**olmo3, "rope_parameters": {**nested, "truncate": False}}, layer_type="full_attention")
+
+
+def test_a_flat_composite_files_original_length_is_refused_where_its_classes_drop_it():
+    """Qwen2.5-VL's classes carry a flat Hub file's RoPE keys into the language model's config, but not
+    original_max_position_embeddings (measured by scripts/hf_config_rules.py: transformers then takes
+    max_position_embeddings, or the dict's own): refused, naming it; inside text_config it is read."""
+    text = {"hidden_size": 3584, "num_attention_heads": 28, "max_position_embeddings": 128000, "rope_theta": 1e6,
+            "original_max_position_embeddings": 32768,
+            "rope_scaling": {"type": "yarn", "factor": 4.0, "mrope_section": [16, 24, 24]}}
+    with pytest.raises(ValueError, match="the top level gives original_max_position_embeddings, which qwen2_5_vl's"):
+        vkrope.from_hf({**text, "model_type": "qwen2_5_vl"})
+    rope = vkrope.from_hf({"model_type": "qwen2_5_vl", "text_config": text})
+    assert rope.summary()["original_max_position_embeddings"] == 32768
