@@ -21,7 +21,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 def run(args, **kw):
     env = dict(os.environ)
     env.update(kw.pop("env", {}))
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=600, **kw)
+    kw.setdefault("timeout", 600)
+    return subprocess.run(args, capture_output=True, text=True, env=env, **kw)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -864,17 +865,21 @@ def test_cli_charts_and_bench_files_refuse_streams_before_any_work(tmp_path, cap
     ran = []
     monkeypatch.setattr(kernel, "run", lambda **kw: ran.append(kw))
     for name in ("f.svg", "f.png"):
-        os.mkfifo(tmp_path / name)
-        assert main(["config", str(HF_CONFIGS / "llama-3.1-8b.json"), "--plot", str(tmp_path / name)]) == 1
-        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --plot: {str(tmp_path / name)!r} is a pipe "
-                                           "(FIFO); give the path of a regular file (new or to be replaced)\n")
+        os.mkfifo(tmp_path / name)  # (in a process of its own: a write into the FIFO blocks, so it times out)
+        res = cli("config", str(HF_CONFIGS / "llama-3.1-8b.json"), "--plot", str(tmp_path / name), timeout=60)
+        assert res.returncode == 1 and res.stderr == (f"vkrope: error: ValueError: --plot: {str(tmp_path / name)!r} "
+                                                      "is a pipe (FIFO); give the path of a regular file (new or to "
+                                                      "be replaced)\n"), res.stderr
     assert main(["bench", "--shapes", "1x16x8", "--out", str(tmp_path), "--plot", str(tmp_path / "f.png")]) == 1
     assert "--plot:" in capsys.readouterr().err
     (tmp_path / "bo" / "bench.json").mkdir(parents=True)
     assert main(["bench", "--shapes", "1x16x8", "--out", str(tmp_path / "bo")]) == 1
     assert capsys.readouterr().err.startswith(f"vkrope: error: ValueError: --out: "
                                               f"{str(tmp_path / 'bo' / 'bench.json')!r} is a directory")
-    os.mkfifo(tmp_path / "bench_nd.json")
+    from vkrope.bench import nd  # noqa: PLC0415
+
+    monkeypatch.setattr(nd, "run", lambda **kw: ran.append(kw) or {})
+    (tmp_path / "bench_nd.json").mkdir()
     assert main(["bench", "--nd", "--out", str(tmp_path)]) == 1
     assert "--out:" in capsys.readouterr().err and ran == []
 
