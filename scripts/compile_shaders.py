@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GLSL = ROOT / "glsl"
 sys.path.insert(0, str(ROOT))
 
-from vkrope.runtime.kernels import expand_grid  # noqa: E402
+from vkrope.runtime.manifest import expand_grid  # noqa: E402
 
 COMPILER = ["glslc", "--target-env=vulkan1.1", "-Werror", "-fshader-stage=comp", "-O"]
 

@@ -179,9 +179,9 @@ def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool
 
 
 def install(models: dict) -> None:
-    """Make vkrope.models.table read `models` (the table being built), so from_hf is checked with it."""
+    """Make vkrope.models.model_table read `models` (the table being built), so from_hf is checked with it."""
     import transformers  # noqa: PLC0415
-    from vkrope.models import table as hf_models  # noqa: PLC0415
+    from vkrope.models import model_table as hf_models  # noqa: PLC0415
 
     hf_models.table = lambda: {"transformers": transformers.__version__, "models": models}
 

@@ -30,7 +30,7 @@ import vkrope  # noqa: E402
 import vkrope.runtime.engine as engine  # noqa: E402
 from vkrope.bench.timing import time_request  # noqa: E402
 from vkrope.ops import sam2  # noqa: E402
-from vkrope.runtime import kernels  # noqa: E402
+from vkrope.runtime import manifest as kernels  # noqa: E402
 
 VARIANT = "rope_interleaved_buffer_x32_f32"
 HEADER_END = "void main() {"

@@ -24,7 +24,7 @@ import vkrope
 from vkrope.kernels import TensorRequest
 from vkrope.runtime import fit
 from vkrope.runtime.dtypes import axis
-from vkrope.runtime.kernels import find
+from vkrope.runtime.manifest import find
 from vkrope.runtime.layout import tensor_extent, texels
 from vkrope.runtime.operator import READ, UPDATE, WRITE, Tensor
 from vkrope.runtime.steps import Arg, Launch

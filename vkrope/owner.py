@@ -17,7 +17,7 @@ import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
-from .runtime import arrays
+from .runtime import array_memory as arrays
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes

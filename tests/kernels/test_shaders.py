@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vkrope.runtime.kernels import expand_grid, manifest, spirv_dir
+from vkrope.runtime.manifest import expand_grid, manifest, spirv_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 GRIDS = {p.stem: json.loads(p.read_text()) for p in sorted((ROOT / "glsl").glob("*.json"))}
@@ -107,7 +107,7 @@ def test_flag_bits_come_from_one_place(kernel):
 def test_spec_constants_are_set_by_name():
     """Launches give specialization constants by name; the kernel puts them in
     constant-id order and refuses a missing or unknown one (as push constants)."""
-    from vkrope.runtime.kernels import find
+    from vkrope.runtime.manifest import find
 
     kernel = find("rope_interleaved", storage="buffer", x="32", freqs="32")
     names = kernel.spec_constants
@@ -125,7 +125,7 @@ def test_launches_are_checked_against_their_kernel(device):
     recorded; constants given in another order make the same launch."""
     import numpy as np
 
-    from vkrope.runtime.kernels import find
+    from vkrope.runtime.manifest import find
     from vkrope.runtime.steps import WRITE, Launch, arg
 
     kernel = find("texel_copy", x="32")

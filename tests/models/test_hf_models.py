@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from vkrope.models import table as hf_models
+from vkrope.models import model_table as hf_models
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))

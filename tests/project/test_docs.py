@@ -111,7 +111,7 @@ def test_the_model_tables_release_and_size_are_what_the_data_says():
     data = json.loads((ROOT / "vkrope" / "data" / "hf_models.json").read_text())
     release = ".".join(data["transformers"].split(".")[:2])
     texts = {p: p.read_text() for p in [*(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
-                                        ROOT / "vkrope" / "models" / "table.py"]}
+                                        ROOT / "vkrope" / "models" / "model_table.py"]}
     named = {(str(p.relative_to(ROOT)), m) for p, t in texts.items()
              for m in re.findall(r"\btransformers (5\.\d+)(?:'s own|\b(?! or))", t)}
     assert named and all(m == release for _, m in named), named

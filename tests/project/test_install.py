@@ -28,7 +28,7 @@ def test_non_editable_install_runs_from_another_folder(tmp_path):
         check=True, capture_output=True,
     )
     code = (
-        "import numpy as np, vkrope, vkrope.runtime.kernels as s\n"
+        "import numpy as np, vkrope, vkrope.runtime.manifest as s\n"
         "x = np.random.default_rng(0).standard_normal((2, 8, 16)).astype(np.float32)\n"
         "f = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)\n"
         "y = vkrope.apply(x, f)\n"

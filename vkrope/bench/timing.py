@@ -15,7 +15,7 @@ from typing import Any
 
 from ..runtime import fit
 from ..runtime.engine import GROWTH, Runtime
-from ..runtime.kernels import find
+from ..runtime.manifest import find
 from ..runtime.steps import WRITE, Launch, arg
 
 WORKGROUP = 64

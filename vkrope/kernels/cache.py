@@ -30,7 +30,7 @@ from . import TensorRequest, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime import fit
 from ..runtime.dtypes import axis
-from ..runtime.kernels import find
+from ..runtime.manifest import find
 from ..runtime.layout import padded_bytes, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor

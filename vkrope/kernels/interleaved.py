@@ -23,7 +23,7 @@ from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import axis, table_dtype
-from ..runtime.kernels import find
+from ..runtime.manifest import find
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor

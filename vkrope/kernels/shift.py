@@ -21,7 +21,7 @@ import numpy as np
 from . import TensorRequest
 from ..runtime import fit
 from ..runtime.dtypes import axis
-from ..runtime.kernels import find
+from ..runtime.manifest import find
 from ..runtime.layout import padded_bytes, texels
 from ..runtime.operator import Tensor
 from ..runtime.steps import UPDATE, WRITE, Arg, Launch

@@ -26,7 +26,7 @@ import numpy as np
 from . import TensorRequest, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime.dtypes import axis, table_dtype
-from ..runtime.kernels import find
+from ..runtime.manifest import find
 from ..runtime import fit
 from ..runtime.layout import same_view, tensor_extent, texels
 from ..runtime.array import DeviceArray

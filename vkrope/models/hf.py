@@ -1,6 +1,6 @@
 """A model's RoPE from its Hugging Face config.json (`from_hf`, `layers`,
 `layer_types`): how the model applies it comes from the model table
-(vkrope/models/table.py), the rest as transformers 5 reads it; a model
+(vkrope/models/model_table.py), the rest as transformers 5 reads it; a model
 transformers runs only with remote code, as llama.cpp's converter reads it
 (gguf_convert.py)."""
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..files import read_json
 from . import config_rules, gguf_convert
-from . import table as hf_models
+from . import model_table as hf_models
 from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import PARAMS, RULES, read_by
 
@@ -451,12 +451,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
-    params, ignored = _params(rope, where, model_type, e)
-    if nested is not None and "truncate" in params:
-        # (transformers' yarn reads truncate from the outer rope_parameters, keyed by layer type, so a layer
-        # type's own is never seen: it truncates)
-        del params["truncate"]
-        ignored.append("truncate")
+    params, ignored = _params(rope, where, model_type, e, nested is not None)
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
     params.pop("partial_rotary_factor", None)
@@ -674,10 +669,12 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     return int(head_dim * partial), partial
 
 
-def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str, Any], list[str]]:
+def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) -> tuple[dict[str, Any], list[str]]:
     """The rope type's parameters of a rope dict, checked, and the keys it does not read
     (`llama_4_scaling_beta` is read where the type's class defaults carry it, Ministral 3's and Mistral 4's:
-    their attention scales q by it; elsewhere nothing reads it)."""
+    their attention scales q by it; elsewhere nothing reads it). `per_type`: the dict is one layer type's,
+    whose `truncate` transformers' yarn never sees (it reads the outer rope_parameters, keyed by layer
+    type: it truncates)."""
     params: dict[str, Any] = {}
     ignored: list[str] = []
     scales_q = "llama_4_scaling_beta" in json.dumps(e.get("defaults", {}).get("rope_parameters") or {})
@@ -685,7 +682,7 @@ def _params(rope: dict, where: str, model_type: str, e: dict) -> tuple[dict[str,
         if key in _IGNORED:
             continue
         if key not in PARAMS or (key in _MSCALES and key not in config_rules.needs(model_type, "longrope")) \
-                or (key == "llama_4_scaling_beta" and not scales_q):
+                or (key == "llama_4_scaling_beta" and not scales_q) or (key == "truncate" and per_type):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue
         if key == "truncate" and value is None:

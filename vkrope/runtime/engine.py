@@ -25,7 +25,7 @@ from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Buffer, Image3D
 from .dtypes import BFLOAT16, FLOAT16
 from .imports import KeptImports
-from .kernels import load
+from .manifest import load
 from .steps import Step
 from .layout import MIN_BUFFER
 from .recorder import record

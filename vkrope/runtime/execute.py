@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureError, VkropeError, VulkanError
 from ..vk.resources import Buffer, ImportedBuffer
 from .array import all_usable, weak_refs
-from .arrays import copy_steps, free_resource, new_resource
+from .array_memory import copy_steps, free_resource, new_resource
 from .engine import Runtime
 from .layout import MIN_BUFFER
 from . import imports as kept_imports

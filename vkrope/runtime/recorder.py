@@ -19,7 +19,7 @@ from ..vk import binding as b
 from ..vk.commands import Recording
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Image3D
-from .kernels import STORAGE_IMAGE, load
+from .manifest import STORAGE_IMAGE, load
 from .steps import UPDATE, WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
 
 
