@@ -708,9 +708,14 @@ def field_types(h: str) -> dict[str, str | None]:
     return out
 
 
-def accepted_types(call: str, ctype: str | None) -> list[str] | None:
+SCALARS = ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING", "UINT64", "INT64",
+           "FLOAT64")  # (GGUF's scalar value types)
+
+
+def accepted_types(call: str, ctype: str | None, optional: bool = False) -> list[str] | None:
     """The GGUF value types llama_model_loader's `call` (get_key, get_key_or_arr, get_arr) takes into a
-    target of C type `ctype` ("key %s has wrong type" otherwise); None where the script cannot say."""
+    target of C type `ctype` ("key %s has wrong type" otherwise; an optional get_arr passes over a value
+    that is no array); None where the script cannot say."""
     if ctype is None:
         return None
     m = re.fullmatch(r"std::(array|vector)<\s*([\w:]+)\s*(?:,\s*\w+\s*)?>", ctype)
@@ -718,7 +723,7 @@ def accepted_types(call: str, ctype: str | None) -> list[str] | None:
         elems = [e for e in GGUF_ELEMENTS.get(m.group(2), ()) if m.group(1) == "array" or e != "BOOL"]
         arrays = [f"ARRAY[{e}]" for e in elems]
         if call == "get_arr":
-            return arrays or None
+            return (arrays + list(SCALARS) * optional) or None
         scalar = GGUF_SCALAR.get(m.group(2))  # (get_key_or_arr: one value for all, read by get_key<T>)
         return ([scalar] + arrays) if call == "get_key_or_arr" and scalar and arrays else None
     if call == "get_arr":
@@ -727,29 +732,59 @@ def accepted_types(call: str, ctype: str | None) -> list[str] | None:
     return [scalar] if scalar else None  # (get_key_or_arr into a scalar refuses an array)
 
 
-def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], members: dict[str, str | None]
-              ) -> dict[str, dict]:
+def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], members: dict[str, str | None],
+              arch: str | None = None, params: str = "") -> dict[str, dict]:
     """Each architecture key a load_hparams body reads with get_key / get_key_or_arr / get_arr: the GGUF
-    types llama.cpp takes for it ("accept", a list; "unknown" where the target's C type is not read) and
-    whether every file reaches the read ("always": no if / switch around it). `fields`: llama_hparams'
-    types; `members`: the model classes' (a target that is neither `hparams.x` nor a local)."""
+    types llama.cpp takes for it ("accept", a list; "unknown" where the target's C type is not read),
+    whether every file reaches the read ("always": no if / switch around it), the condition it is read
+    under ("cond": a Python expression over hparams names and the body's locals, None where the script
+    cannot read it) and, for get_key_or_arr, the entries an array must hold ("count"). `fields`:
+    llama_hparams' types; `members`: the model classes' (a target that is neither `hparams.x` nor a
+    local); `arch`: the architecture whose body it is (its `arch == X` tests decided); `params`: the
+    function's parameter list (declarations a read may target)."""
+    decls = f"({params}) {body}"
     local_types = {m.group(2): re.sub(r"\bllama_token\b", "int32_t", " ".join(m.group(1).split()))
-                   for m in re.finditer(rf"(?:^|(?<=[;{{}}(]))\s*(?:const\s+)?({C_TYPE})\s+(\w+)\s*(?=[=(;])", body)}
-    out: dict[str, dict] = {}
+                   for m in re.finditer(rf"(?:^|(?<=[;{{}}(,]))\s*(?:const\s+)?({C_TYPE})\s+(\w+)\s*(?=[=(;,)])",
+                                        decls)}
+    # (a local a loader call fills, DeepSeek-V2's n_vocab, is not its initializer: left as a name, unknown)
+    local = {k: v for k, v in locals_of(body).items() if not re.search(rf"\bml\.\w+\([^;]*\b{k}\b", body)}
+    reads: dict[str, list[dict]] = {}
     for m in re.finditer(r"\bml\.(get_key_or_arr|get_key|get_arr)\(\s*(LLM_KV_\w+)\s*,\s*([\w.]+)", body):
         if m.group(2) not in kv:
             continue  # (general.* and the tokenizer's keys: not an architecture's)
         target = m.group(3)
         ctype = fields.get(target.split(".")[-1]) if target.startswith("hparams.") \
             else local_types.get(target, members.get(target))
-        accept = accepted_types(m.group(1), ctype)
-        always = enclosing_conditions(body, m.start()) == []
-        key = kv[m.group(2)]
-        if key in out:  # (read twice: a file must pass both reads)
-            old = out[key]["accept"]
-            accept = "unknown" if "unknown" in (old, accept) or accept is None else [a for a in old if a in accept]
-            always = always or out[key]["always"]
-        out[key] = {"accept": accept if accept is not None else "unknown", "always": always}
+        args = call_arguments(body, m.start() + len(m.group(0).split("(")[0]) + 1)
+        optional = len(args) > {"get_key_or_arr": 3}.get(m.group(1), 2) and args[-1].strip() in ("false", "0")
+        accept = accepted_types(m.group(1), ctype, optional)
+        conds = enclosing_conditions(body, m.start())
+        cond = None if conds is None else substitute(" and ".join(conds) or "True", local)
+        if cond is not None and arch is not None:
+            cond = re.sub(r"\barch\s*(==|!=)\s*(LLM_ARCH_\w+)",
+                          lambda c: str((c.group(2) == arch) == (c.group(1) == "==")), cond)
+        read = {"accept": accept if accept is not None else "unknown", "always": conds == [], "cond": cond}
+        if m.group(1) == "get_key_or_arr" and len(args) > 3:
+            read["count"] = py_expr(substitute(args[2], local))
+        reads.setdefault(kv[m.group(2)], []).append((m.group(1), optional, read))
+    return {key: combined(rs) for key, rs in reads.items()}
+
+
+def combined(reads: list[tuple[str, bool, dict]]) -> dict:
+    """One key's reads as one: an optional get_arr takes the arrays and leaves any other value to the
+    reads after it (load_swa_pattern: an array, else a uint32 period); other reads a file must pass all."""
+    out = dict(reads[0][2])
+    for call, optional, read in reads[1:]:
+        old, new = out["accept"], read["accept"]
+        if "unknown" in (old, new):
+            out["accept"] = "unknown"
+        elif reads[0][0] == "get_arr" and reads[0][1]:
+            out["accept"] = [a for a in old if a.startswith("ARRAY")] + [a for a in new if not a.startswith("ARRAY")]
+        else:
+            out["accept"] = [a for a in old if a in new]
+        out["always"] = out["always"] or read["always"]
+        out["cond"] = "True" if out["always"] else None if None in (out["cond"], read["cond"]) else \
+            f"({out['cond']}) or ({read['cond']})"
     return out
 
 
@@ -832,6 +867,13 @@ def build(src: pathlib.Path, origin: str) -> dict:
     members = field_types(strip_comments((src / "llama-model.h").read_text()))  # (llama_model's)
     defaults["key_types"] = key_types(body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or "",
                                       kv, fields, members)
+    # (load_swa_pattern, which the architectures' loaders call: its reads, checked where a loader calls it)
+    swa = re.search(r"void\s+llama_model_base::load_swa_pattern\s*\(([^)]*)\)", model_cpp)
+    if swa is None:
+        sys.exit("llama_model_base::load_swa_pattern not found in llama-model.cpp: its key types would be a guess")
+    defaults["swa_pattern_key_types"] = key_types(body_of(model_cpp, r"void\s+llama_model_base::load_swa_pattern"
+                                                                     r"\s*\(") or "", kv, fields, members,
+                                                  params=swa.group(1))
     head_bound = rot_is_head(model_cpp)
     archs = {}
     for enum, name in sorted(names.items(), key=lambda x: x[1]):
@@ -849,7 +891,8 @@ def build(src: pathlib.Path, origin: str) -> dict:
             owner = srcs.owner(cls, "load_arch_hparams")
             entry["key_types"] = key_types((srcs.functions(f"{owner}::load_arch_hparams") or [""])[0]
                                            if owner else "", kv, fields,
-                                           {**members, **field_types(srcs.decl(owner)[1])} if owner else members)
+                                           {**members, **field_types(srcs.decl(owner)[1])} if owner else members,
+                                           enum)
             entry["rot_is_head"] = enum in head_bound
         archs[name] = entry
     defaults["own_mscale"] = own_mscale(src, names)

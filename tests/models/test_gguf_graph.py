@@ -242,9 +242,13 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
     with pytest.raises(ValueError, match="rope.scaling.factor .* must be positive"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.factor": -4.0}, name="neg"))
     pattern = {"block_count": 8, "attention.sliding_window": 512}
-    with pytest.raises(ValueError, match="sliding_window_pattern must be an array of at most 512 integers"):
+    with pytest.raises(ValueError, match="sliding_window_pattern is a GGUF ARRAY\\[FLOAT32\\]; llama.cpp reads it as "
+                                         "ARRAY\\[BOOL\\] or ARRAY\\[UINT32\\] or ARRAY\\[INT32\\] or UINT32"):
         vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**pattern, "attention.sliding_window_pattern":
-                                                        [1.0, 0.0] * 4}, name="fl"))
+                                                        [1.0, 0.0] * 4}, name="fl"))  # (load_swa_pattern's reads)
+    with pytest.raises(ValueError, match="sliding_window_pattern is a GGUF INT32"):
+        vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**pattern, "attention.sliding_window_pattern":
+                                                        ("int32", 2)}, name="i32"))
     long = vkrope.from_gguf(gguf_file(tmp_path, "gemma3", {**pattern, "attention.sliding_window_pattern":
                                                             [True, True, True, False] * 3}, name="long"), layer=3)
     assert long.layer_type == "full_attention"
@@ -321,3 +325,25 @@ def test_an_empty_arrays_element_type_is_read_from_its_header(tmp_path):
         path.write_bytes(data[:at + 4] + struct.pack("<IQ", itype, 0) + data[at + 20:])
         with pytest.raises(ValueError, match=match):
             vkrope.from_gguf(path)
+
+
+def test_what_llama_cpp_reads_only_sometimes_is_checked_where_it_does(tmp_path):
+    """An optional get_arr passes over a value that is no array (classifier.output_labels as a string: llama.cpp
+    loads the file); a read under a condition is checked where the condition holds for the file (Ernie 4.5
+    MoE's interleave step, read for that architecture only); a get_key_or_arr array of another length than
+    llama.cpp takes is refused ("wrong array length"); rope.dimension_sections is read only by architectures
+    whose loader reads it (Llama's ignores it); a bool array of head counts reads as ones and zeros."""
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"classifier.output_labels": "x"}, name="lab")).theta
+    with pytest.raises(ValueError, match="interleave_moe_layer_step is a GGUF FLOAT32; llama.cpp reads it as UINT32"):
+        vkrope.from_gguf(gguf_file(tmp_path, "ernie4_5-moe", {"attention.layer_norm_rms_epsilon": 1e-6,
+                                                              "interleave_moe_layer_step": 1.0}, name="im"))
+    for key in ("feed_forward_length", "expert_used_count"):
+        with pytest.raises(ValueError, match=f"{key} holds 3 entries; llama.cpp's get_key_or_arr takes exactly 2"):
+            vkrope.from_gguf(gguf_file(tmp_path, "llama", {key: [1, 2, 3]}, name="n" + key))
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_sections": [1, 2, 3]}, name="sec")) \
+        .mrope_section is None
+    with pytest.raises(ValueError, match="rope.dimension_sections must be 4"):  # (Qwen2-VL's loader reads them)
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2vl", {"rope.dimension_sections": [1, 2, 3]}, name="sec"))
+    bools = ("key_value", [True, True], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.BOOL)
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"attention.head_count_kv": bools}, name="hb")).head_dim \
+        == 128

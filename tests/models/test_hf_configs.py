@@ -1126,6 +1126,13 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
                "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
     with pytest.raises(ValueError, match="did not run with a partial factor and rope type 'default'"):
         vkrope.from_hf(apertus)
+    # (its own llama3, and GPT-OSS's own yarn: the table's "partial" never ran with a factor; their forward
+    # fails on one, measured with transformers 5.25)
+    own = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+           "original_max_position_embeddings": 8192, "rope_theta": 5e5, "partial_rotary_factor": 0.5}
+    with pytest.raises(ValueError, match="did not run with a partial factor and rope type 'llama3'"):
+        vkrope.from_hf({**apertus, "rope_parameters": own})
+    assert vkrope.from_hf({**apertus, "rope_parameters": {**own, "partial_rotary_factor": 1.0}}).rotary_dim == 64
     assert vkrope.from_hf({**llama, "model_type": "phi"}).rotary_dim == 32
 
 

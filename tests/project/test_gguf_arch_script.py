@@ -82,9 +82,30 @@ def test_key_types_follow_each_reads_target():
             " ml.get_key(LLM_KV_E, hparams.pooling); ml.get_key(LLM_KV_F, mystery);"
             " ml.get_key(LLM_KV_GENERAL_NAME, name); ml.get_key(LLM_KV_A, hparams.f_x, false); }")
     got = table.key_types(body, kv, fields, {})
-    assert got["a"] == {"accept": [], "always": True}  # (uint32 and float32: no file passes both)
-    assert got["b"] == {"accept": ["FLOAT32"], "always": True}
-    assert got["c"] == {"accept": ["UINT32", "ARRAY[BOOL]", "ARRAY[UINT32]", "ARRAY[INT32]"], "always": True}
-    assert got["d"] == {"accept": ["ARRAY[UINT32]", "ARRAY[INT32]"], "always": False}
-    assert got["e"] == {"accept": ["UINT32"], "always": True}  # (the pooling enum: get_key<uint32_t>)
-    assert got["f"] == {"accept": "unknown", "always": True} and "name" not in got
+    assert got["a"] == {"accept": [], "always": True, "cond": "True"}  # (uint32 and float32: no file passes both)
+    assert got["b"] == {"accept": ["FLOAT32"], "always": True, "cond": "True"}
+    assert got["c"] == {"accept": ["UINT32", "ARRAY[BOOL]", "ARRAY[UINT32]", "ARRAY[INT32]"], "always": True,
+                        "cond": "True", "count": "n_layer"}
+    # (a required get_arr of a vector: its arrays, no bools; under a condition, kept to evaluate)
+    assert got["d"] == {"accept": ["ARRAY[UINT32]", "ARRAY[INT32]"], "always": False, "cond": "(x)"}
+    assert got["e"] == {"accept": ["UINT32"], "always": True, "cond": "True"}  # (the pooling enum: get_key<uint32_t>)
+    assert got["f"] == {"accept": "unknown", "always": True, "cond": "True"} and "name" not in got
+
+
+def test_an_optional_array_read_passes_over_a_scalar_and_a_parameter_is_typed():
+    """llama.cpp's get_arr with required false returns false for a value that is no array, unchecked
+    (classifier.output_labels), and load_swa_pattern reads the period into its uint32_t parameter where the
+    file has no array: an array of ints or bools, or a uint32. A local a loader call fills is no constant
+    (DeepSeek-V2's n_vocab in is_lite), and `arch ==` is decided for the body's architecture."""
+    kv = {"LLM_KV_P": "p", "LLM_KV_L": "l", "LLM_KV_Q": "q", "LLM_KV_V": "v"}
+    fields = table.field_types("\n    std::array<uint32_t, LLAMA_MAX_LAYERS> is_swa_impl;\n    uint32_t n_q;\n")
+    swa = ("{ if (ml.get_arr(LLM_KV_P, hparams.is_swa_impl, false)) { return; } "
+           "ml.get_key(LLM_KV_P, n_pattern, false); hparams.set_swa_pattern(n_pattern, dense_first); }")
+    got = table.key_types(swa, kv, fields, {}, params="llama_model_loader & ml, uint32_t n_pattern, bool dense_first")
+    assert got["p"]["accept"] == ["ARRAY[BOOL]", "ARRAY[UINT32]", "ARRAY[INT32]", "UINT32"]
+    labels = table.key_types("{ ml.get_arr(LLM_KV_L, labels, false); }", kv, fields, {"labels": "std::vector<std::string>"})
+    assert labels["l"]["accept"][0] == "ARRAY[STRING]" and "UINT32" in labels["l"]["accept"]
+    body = ("{ uint32_t n_vocab = 0; ml.get_key(LLM_KV_V, n_vocab, false); const bool lite = (n_vocab == 7); "
+            "if (!lite) { ml.get_key(LLM_KV_Q, hparams.n_q); } if (arch == LLM_ARCH_E) { ml.get_key(LLM_KV_L, hparams.n_q); } }")
+    got = table.key_types(body, kv, fields, {}, arch="LLM_ARCH_E")
+    assert "n_vocab" in got["q"]["cond"] and "0 ==" not in got["q"]["cond"] and got["l"]["cond"] == "(True)"

@@ -73,7 +73,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
 
     arch = field_value("general.architecture")
     if not isinstance(arch, str):
-        raise ValueError(f"path: {p!r} has no general.architecture")
+        raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
+                         f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     types = {k[len(arch) + 1:]: _gguf_type(f) for k, f in reader.fields.items() if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32) for t in reader.tensors
@@ -261,7 +262,7 @@ def _pairs(entry: dict, use_mrope: bool, kv: dict, arch: str, where: str,
                          "apply")
     if pairs not in ("mrope", "imrope"):
         return pairs, None
-    sections = gguf_layers.sections_of(kv)  # (checked by the plan already)
+    sections = gguf_layers.sections_of(kv, entry)  # (checked by the plan already)
     if sections[3] or sum(sections) != dims // 2:  # (ggml cycles the sections where they sum to less)
         raise ValueError(f"{where}: {arch}.rope.dimension_sections {list(sections)}: vkrope reads 3 sections "
                          f"(temporal, height, width) that cover the {dims // 2} rotated pairs")

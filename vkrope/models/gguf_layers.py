@@ -178,6 +178,7 @@ def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | Non
                 _run(hp, kind, args, kv)
         sliding: tuple[bool, ...] | None = tuple(bool(hp.evaluate("is_swa(il)", il=i))
                                                  for i in range(hp.fields["n_layer"]))
+        check_reads(hp, kv, entry)
     except Unknown as exc:
         sliding, why = None, f"llama.cpp's load_arch_hparams for {arch!r}: {exc}"
     rotates = None
@@ -187,7 +188,7 @@ def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | Non
         except Unknown as exc:
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
     rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None)
-    return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv), why, rotations, rot_why,
+    return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv, entry), why, rotations, rot_why,
                      _created(entry, hp))
 
 
@@ -257,11 +258,12 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
 
 
-def sections_of(kv: dict[str, Any]) -> list[int]:
+def sections_of(kv: dict[str, Any], entry: dict) -> list[int]:
     """rope.dimension_sections as llama.cpp's get_key_or_arr reads it into 4 entries: an array of exactly 4
-    integers, or one integer for all 4 ([0] * 4 without the key); a ValueError naming the key otherwise."""
+    integers, or one integer for all 4 ([0] * 4 without the key, or where the architecture's loader reads
+    none); a ValueError naming the key otherwise."""
     given = kv.get("rope.dimension_sections")
-    if given is None:
+    if given is None or "rope.dimension_sections" not in (entry.get("key_types") or {}):
         return [0] * 4
     values = list(given) if isinstance(given, (list, tuple)) else [given] * 4
     if len(values) != 4 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
@@ -270,9 +272,9 @@ def sections_of(kv: dict[str, Any]) -> list[int]:
     return values
 
 
-def _use_mrope(kv: dict[str, Any]) -> bool:
+def _use_mrope(kv: dict[str, Any], entry: dict) -> bool:
     """llama_hparams::use_mrope() on the file's rope.dimension_sections."""
-    hp = Hparams({"rope_sections": sections_of(kv)}, table()["hparams"]["methods"])
+    hp = Hparams({"rope_sections": sections_of(kv, entry)}, table()["hparams"]["methods"])
     try:
         return bool(hp.evaluate("use_mrope()"))
     except Unknown:
@@ -299,6 +301,26 @@ def check_types(types: dict[str, str] | None, entry: dict) -> None:
         for key, read in reads.items():
             if read["always"] and read["accept"] != "unknown":
                 check_type(key, types, reads)
+
+
+def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict) -> None:
+    """After the program ran: each read under a condition that holds for this file (DeepSeek-V2's
+    q_lora_rank where it is no lite model; one vkrope cannot decide is left unchecked), of a GGUF type
+    llama.cpp takes, and each get_key_or_arr array of the entries it takes ("wrong array length")."""
+    for reads in (table()["hparams"]["key_types"], entry.get("key_types") or {}):
+        for key, read in reads.items():
+            if key not in kv:
+                continue
+            try:
+                if not read["always"] and (read["cond"] is None or not hp.evaluate(read["cond"])):
+                    continue
+                n = hp.evaluate(read["count"]) if "count" in read else None
+            except Unknown:
+                continue
+            check_type(key, hp.types, reads)
+            if n is not None and isinstance(kv[key], (list, tuple)) and len(kv[key]) != n:
+                raise ValueError(f"{key} holds {len(kv[key])} entries; llama.cpp's get_key_or_arr takes exactly {n} "
+                                 "and refuses the file otherwise ('wrong array length')")
 
 
 def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -> None:
@@ -335,11 +357,13 @@ def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, e
     for name, key in (("n_head_arr", "attention.head_count"), ("n_head_kv_arr", "attention.head_count_kv")):
         v = kv.get(key, kv.get("attention.head_count"))
         if v is not None:  # (get_key_or_arr: one count for every layer, or exactly one per layer)
-            v = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
-            if len(v) != n_layer_all or any(isinstance(h, bool) or not isinstance(h, int) or h < 0 for h in v):
+            # (get_arr reads a bool array's entries as 0 / 1)
+            v = [int(h) if isinstance(h, bool) else h for h in v] if isinstance(v, (list, tuple)) \
+                else [v] * n_layer_all
+            if len(v) != n_layer_all or any(not isinstance(h, int) or h < 0 for h in v):
                 raise ValueError(f"{key} must be a count, or {n_layer_all} counts (block_count); got {repr(v)[:80]}")
             f[name] = v
-    f["rope_sections"] = sections_of(kv)
+    f["rope_sections"] = sections_of(kv, entry)
     heads = f.get("n_head_arr") or [0]
 
     def read(key: str, default: Any) -> Any:  # (base_fields' reads, some under a condition: checked as read)
@@ -412,6 +436,7 @@ def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
         n_pattern, dense_first, from_key = args
         if from_key:  # load_swa_pattern: the file's array, or its period, before the code's
             key = "attention.sliding_window_pattern"
+            check_type(key, hp.types, table()["hparams"]["swa_pattern_key_types"])
             given = kv.get(key)
             if isinstance(given, (list, tuple)):
                 f["is_swa_impl"] = _flags(given, key, n) + [False] * max(0, n - len(given))

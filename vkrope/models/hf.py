@@ -620,13 +620,19 @@ def _fixed_reads(e: dict, model_type: str, layer_type: str | None, kind: str, th
 
 
 def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
-    """The table's rotary rule for rope type `kind`: a "partial" measured with the class's own rope type
-    says nothing of "default" where that is another (Apertus', GPT-OSS's own default frequencies, which
-    their modeling files compute over the whole head): unprobed there."""
+    """The table's rotary rule for rope type `kind`. The model table probes a partial factor only where the
+    class's own rope type is "default" (hf_model_table.reads_partial); where it is another, "partial" was
+    measured only if the class's own factor is one (Gemma 4's proportional 0.25), and then says nothing of
+    "default", whose frequencies the modeling file computes itself: unprobed there. Apertus', GPT-OSS's,
+    Ministral 3's attention fails on a partial factor their "partial" never ran with."""
     dr = e.get("defaults", {}).get("rope_parameters") or {}
     own = dr.get(layer_type) if _nested(dr) else dr
-    probed = own.get("rope_type", own.get("type", "default")) if isinstance(own, dict) else "default"
-    return "partial_unprobed" if rule == "partial" and kind == "default" and probed != "default" else rule
+    own = own if isinstance(own, dict) else {}
+    probed = own.get("rope_type", own.get("type", "default"))
+    factor = own.get("partial_rotary_factor", e.get("defaults", {}).get("partial_rotary_factor", 1.0))
+    if rule == "partial" and probed != "default" and (factor == 1.0 or kind == "default"):
+        return "partial_unprobed"
+    return rule
 
 
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
