@@ -357,9 +357,8 @@ def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, e
     for name, key in (("n_head_arr", "attention.head_count"), ("n_head_kv_arr", "attention.head_count_kv")):
         v = kv.get(key, kv.get("attention.head_count"))
         if v is not None:  # (get_key_or_arr: one count for every layer, or exactly one per layer)
-            # (get_arr reads a bool array's entries as 0 / 1)
-            v = [int(h) if isinstance(h, bool) else h for h in v] if isinstance(v, (list, tuple)) \
-                else [v] * n_layer_all
+            v = list(v) if isinstance(v, (list, tuple)) else [v] * n_layer_all
+            # (a bool is an int: get_arr reads a bool array's entries as 0 / 1)
             if len(v) != n_layer_all or any(not isinstance(h, int) or h < 0 for h in v):
                 raise ValueError(f"{key} must be a count, or {n_layer_all} counts (block_count); got {repr(v)[:80]}")
             f[name] = v
