@@ -830,9 +830,14 @@ def main() -> None:
     if args.only:
         print(json.dumps(out, indent=1)[:3000])
         return
+    from transformers import configuration_utils  # noqa: PLC0415
+
+    # (PreTrainedConfig.__init__ renames these layer types in every config: remap_legacy_layer_types)
+    legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-                   "moved_keys": list(MOVED), "models": out}, f, separators=(",", ":"), sort_keys=True)
+                   "moved_keys": list(MOVED), "legacy_layer_types": legacy, "models": out}, f,
+                  separators=(",", ":"), sort_keys=True)
         f.write("\n")
     with gzip.open(GOLDEN, "wt", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,

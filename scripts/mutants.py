@@ -596,6 +596,8 @@ MUTATIONS = [
     Mutation("CLI: the temporary output named after a long output", "vkrope/__main__.py",
              "f\".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp\")",
              "f\".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp\")"),
+    Mutation("from_hf: legacy layer type names (attention, mamba) not renamed", CONFIGS,
+             "    _rename_layer_types(merged)\n", "\n"),
     Mutation("from_hf: a NoPE list past num_hidden_layers read as more layers", MODEL_TABLE,
              "        values = values[:n]\n", "\n"),
     Mutation("from_hf: yarn's truncate null read as its default (true)", CONFIGS,

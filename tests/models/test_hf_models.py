@@ -549,3 +549,17 @@ def test_models_page_is_the_tables():
     assert res.returncode == 0, res.stdout + res.stderr
     text = open(os.path.join(root, "docs", "MODELS.md"), encoding="utf-8").read()
     assert "| `llama` | yes |" in text and "| `nanochat` | refused | its attention rotates by -theta" in text
+
+
+def test_legacy_layer_type_names_are_renamed_as_every_config_class_does():
+    """transformers' PreTrainedConfig renames legacy layer types on load (remap_legacy_layer_types:
+    "attention" is full_attention, "mamba" linear_attention; the map is in the rules table, from its
+    source): Qwen3-Next's fourth layer of ["mamba"] * 3 + ["attention"] rotates, as with the new names
+    (vkrope read "attention" as no rotating type: no RoPE on any layer)."""
+    base = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256,
+            "num_hidden_layers": 4, "partial_rotary_factor": 0.25, "rope_theta": 1e7}
+    old = dict(base, layer_types=["mamba"] * 3 + ["attention"])
+    new = dict(base, layer_types=["linear_attention"] * 3 + ["full_attention"])
+    assert [r is None for r in vkrope.hf_layers(old)] == [True, True, True, False]
+    assert vkrope.from_hf(old, layer=3) == vkrope.from_hf(new, layer=3)
+    assert vkrope.from_hf(old).nope_layers == (0, 1, 2)

@@ -101,6 +101,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
     _check_switches(merged, e, _type_of(cfg, like))
+    _rename_layer_types(merged)
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
         if rope is None:
@@ -110,6 +111,16 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged.pop("rope_scaling", None)
             merged[key] = rope
     return merged
+
+
+def _rename_layer_types(cfg: dict) -> None:
+    """layer_types with the legacy names every config class renames on load (transformers'
+    remap_legacy_layer_types: "attention" is full_attention, "mamba" linear_attention; the rules table
+    holds its map)."""
+    names = cfg.get("layer_types")
+    if isinstance(names, list):
+        remap = config_rules.table()["legacy_layer_types"]
+        cfg["layer_types"] = [remap.get(t, t) if isinstance(t, str) else t for t in names]
 
 
 def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
