@@ -317,7 +317,8 @@ def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict) -> None:
                 n = hp.evaluate(read["count"]) if "count" in read else None
             except Unknown:
                 continue
-            check_type(key, hp.types, reads)
+            if not read["always"]:  # (check_types took the others before the program)
+                check_type(key, hp.types, reads)
             if n is not None and isinstance(kv[key], (list, tuple)) and len(kv[key]) != n:
                 raise ValueError(f"{key} holds {len(kv[key])} entries; llama.cpp's get_key_or_arr takes exactly {n} "
                                  "and refuses the file otherwise ('wrong array length')")
