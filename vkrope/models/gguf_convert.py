@@ -208,7 +208,7 @@ def _write(writer: Writer, name: str, spec: dict | None, args: list) -> None:
         if args[0].startswith(writer.arch + "."):
             key = args[0][len(writer.arch) + 1:]
             writer.kv[key] = args[1]
-            _stored(writer, key, args[1], name[len("add_"):] if name != "add_key_value" else None)
+            _stored(writer, key, args[1], name[len("add_"):])
     else:
         raise Unknown(f"writer.{name}")
 

@@ -34,18 +34,19 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
     tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
     q, k, b, s, d = q_and_k(xq, xk)
+    values = q.size + k.size
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
     freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
     if is_position_spec(freqs_cos):
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
-        rows = spec_rows(spec, token_positions(b, s, q.size + k.size), "positions")
+        rows = spec_rows(spec, token_positions(b, s, values), "positions")
         gen = lower(spec)
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
     fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    row_of = token_positions(b, s, q.size + k.size, dtype=np.int32)
+    row_of = token_positions(b, s, values, dtype=np.int32)
     return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
 
@@ -55,6 +56,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
     q, k, b, s, d = q_and_k(xq, xk)
+    values = q.size + k.size
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
         first = int_arg("start_pos", start_pos, 0)
         freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
@@ -63,7 +65,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
         start = int_arg("start_pos", start_pos, 0)
-        rows = spec_rows(spec, token_positions(b, s, q.size + k.size, start), "start_pos + s")
+        rows = spec_rows(spec, token_positions(b, s, values, start), "start_pos + s")
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
@@ -79,7 +81,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     start = int_arg("start_pos", start_pos, 0)
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
-    row_of = token_positions(b, s, q.size + k.size, start, np.int32)
+    row_of = token_positions(b, s, values, start, np.int32)
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 
 
