@@ -808,6 +808,37 @@ def factor_tensors(srcs: "Sources", owner: str | None) -> dict[str, str]:
             else " or ".join(f"({c})" for c in sorted(set(conds))) for name, conds in sorted(found.items())}
 
 
+LOAD_LOCALS: dict[str, str] = {}  # LLAMA_LOAD_LOCALS' names (llama-model.h), which load_arch_tensors bodies declare
+
+
+def read_load_locals(header: str) -> None:
+    """LOAD_LOCALS from llama-model.h's LLAMA_LOAD_LOCALS macro (`const int64_t n_rot = hparams.n_rot();`)."""
+    m = re.search(r"#define\s+LLAMA_LOAD_LOCALS((?:[^\n]*\\\n)*[^\n]*)", header)
+    if m is None:
+        sys.exit("LLAMA_LOAD_LOCALS not found in llama-model.h: the factor tensors' sizes would be a guess")
+    LOAD_LOCALS.update(locals_of(m.group(1).replace("\\\n", " ")))
+
+
+def factor_sizes(srcs: "Sources", owner: str | None) -> dict[str, str]:
+    """Each factor tensor's length as `owner`'s load_arch_tensors creates it (`{n_rot/2}`), an expression over
+    the hparams and the layer `i`: llama.cpp's loader refuses a file whose tensor has another shape ("tensor
+    has wrong shape"). "unknown" where it cannot be read (a local set again after its declaration, as Step
+    3.5's n_rot_max, a shape of more than one dimension, or two sites that differ)."""
+    found: dict[str, set[str]] = {}
+    for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
+        local = {**(LOAD_LOCALS if "LLAMA_LOAD_LOCALS" in body else {}), **locals_of(body)}
+        for name in list(local):  # (assigned again after its declaration: its value at a use is not read here)
+            if len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", body)) > 1:
+                local[name] = "unknown_local()"
+        for m in re.finditer(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor\s*\(\s*tn\s*\([^()]*\)"
+                             r"\s*,\s*\{([^{}]*)\}", body):
+            dims = m.group(2).split(",")
+            size = "unknown" if len(dims) != 1 or "unknown_local" in substitute(dims[0], local) \
+                else layer_zero(py_expr(substitute(dims[0], local)))
+            found.setdefault(FACTOR_TENSORS[m.group(1)], set()).add(size)
+    return {name: sizes.pop() if len(sizes) == 1 else "unknown" for name, sizes in sorted(found.items())}
+
+
 def factors_taken(body: str, arg: str, local: dict[str, str], at: int) -> str:
     """A rope call's freq_factors argument as a Python condition over the layer: whether the call takes the
     per-pair factor tensors ("False" for nullptr; Step 3.5's `is_swa ? nullptr : get_rope_factors(...)`,
@@ -857,6 +888,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
     read_getters(model_cpp)
     DEFAULT_IL.update(re.findall(r"\b(\w+)\s*\(\s*uint32_t\s+il\s*=\s*0\s*\)\s*const",
                                  strip_comments((src / "llama-hparams.h").read_text())))
+    read_load_locals(strip_comments((src / "llama-model.h").read_text()))
     defaults = hparams_defaults(src, model_cpp)
     # (llama_rope_scaling_type_from_string's names; any other is UNSPECIFIED, which load_hparams asserts against)
     scaling = body_of(model_cpp, r"LLAMA_ROPE_SCALING_TYPES\s*=") or ""
@@ -888,6 +920,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv,
                                                fields_read(entry, defaults["methods"]))
             entry["factor_tensors"] = factor_tensors(srcs, srcs.owner(cls, "load_arch_tensors"))
+            entry["factor_sizes"] = factor_sizes(srcs, srcs.owner(cls, "load_arch_tensors"))
             owner = srcs.owner(cls, "load_arch_hparams")
             entry["key_types"] = key_types((srcs.functions(f"{owner}::load_arch_hparams") or [""])[0]
                                            if owner else "", kv, fields,

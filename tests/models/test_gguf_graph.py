@@ -347,3 +347,24 @@ def test_what_llama_cpp_reads_only_sometimes_is_checked_where_it_does(tmp_path):
     bools = ("key_value", [True, True], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.BOOL)
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"attention.head_count_kv": bools}, name="hb")).head_dim \
         == 128
+
+
+def test_a_factor_tensor_of_another_shape_is_refused(tmp_path):
+    """llama.cpp's loader creates each factor tensor with its architecture's shape (Llama's {n_rot/2}, PhiMoE's
+    {n_embd/n_head/2}) and refuses a file whose tensor has another ("wrong shape"); vkrope read the first
+    rotary_dim / 2 values of a longer one. Trailing ones are the same shape to ggml (ne [64, 1])."""
+    for n in (63, 65, 128):
+        with pytest.raises(ValueError, match=rf"rope_freqs.weight has shape \[{n}\] \(ggml's ne\); llama.cpp's "
+                                             r"llama loader creates it with \[64\]"):
+            vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", np.ones(n))], name=f"n{n}"))
+    good = np.linspace(1.0, 4.0, 64)
+    flat = vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", good.reshape(1, 64))], name="t"))
+    assert flat.freq_factors == tuple(np.float32(good))
+    with pytest.raises(ValueError, match=r"has shape \[1, 64\] \(ggml's ne\)"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", good.reshape(64, 1))], name="c"))
+    with pytest.raises(ValueError, match=r"rope_factors_long.weight has shape \[32\].*phimoe loader creates it "
+                                         r"with \[64\]"):  # (2048 / 16 / 2, whatever rope.dimension_count says)
+        vkrope.from_gguf(gguf_file(tmp_path, "phimoe", {"rope.dimension_count": 64, "rope.scaling.type": "longrope",
+                                                        "rope.scaling.original_context_length": 1024},
+                                   [("rope_factors_short.weight", np.ones(32)),
+                                    ("rope_factors_long.weight", np.ones(32))], name="p"))

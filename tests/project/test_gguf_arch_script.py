@@ -109,3 +109,45 @@ def test_an_optional_array_read_passes_over_a_scalar_and_a_parameter_is_typed():
             "if (!lite) { ml.get_key(LLM_KV_Q, hparams.n_q); } if (arch == LLM_ARCH_E) { ml.get_key(LLM_KV_L, hparams.n_q); } }")
     got = table.key_types(body, kv, fields, {}, arch="LLM_ARCH_E")
     assert "n_vocab" in got["q"]["cond"] and "0 ==" not in got["q"]["cond"] and got["l"]["cond"] == "(True)"
+
+
+class _Bodies:
+    """Sources' `functions` over given load_arch_tensors bodies."""
+
+    def __init__(self, *bodies: str) -> None:
+        self.bodies = list(bodies)
+
+    def functions(self, prefix: str) -> list[str]:
+        return self.bodies if prefix == "m::load_arch_tensors" else []
+
+
+def test_factor_sizes_read_the_created_shape_or_say_unknown():
+    """A factor tensor's length is its create_tensor's one dimension over LLAMA_LOAD_LOCALS and the body's
+    locals; a local set again after its declaration (Step 3.5's n_rot_max), two shapes, or two sites that
+    differ are unknown, never a guess."""
+    saved = dict(table.LOAD_LOCALS), set(table.DEFAULT_IL)
+    try:
+        _factor_sizes()
+    finally:
+        table.LOAD_LOCALS.clear()
+        table.LOAD_LOCALS.update(saved[0])
+        table.DEFAULT_IL.clear()
+        table.DEFAULT_IL.update(saved[1])
+
+
+def _factor_sizes() -> None:
+    table.LOAD_LOCALS.clear()
+    table.read_load_locals("#define LLAMA_LOAD_LOCALS \\\n    const int64_t n_rot = hparams.n_rot(); \\\n"
+                           "    const int64_t n_embd = hparams.n_embd;\n")
+    table.DEFAULT_IL.add("n_rot")
+    mk = "layer.rope_freqs = create_tensor(tn(LLM_TENSOR_ROPE_FREQS, \"weight\", i), {%s}, 0);"
+    got = table.factor_sizes(_Bodies("{ LLAMA_LOAD_LOCALS; " + mk % "n_rot/2" + " }"), "m")
+    assert got == {"rope_freqs.weight": "(n_rot(0))/2"}
+    body = "{ const int64_t h = n_embd / hparams.n_head(); " + mk % "h/2" + " }"
+    assert table.factor_sizes(_Bodies(body), "m") == {"rope_freqs.weight": "(n_embd / n_head())/2"}
+    body = "{ LLAMA_LOAD_LOCALS; uint32_t m = 0; for (int i = 0; i < 4; ++i) { m = max(m, n_rot); } " + mk % "m/2" + " }"
+    assert table.factor_sizes(_Bodies(body), "m") == {"rope_freqs.weight": "unknown"}
+    assert table.factor_sizes(_Bodies("{ " + mk % "n_rot/2, 2" + " }"), "m") == {"rope_freqs.weight": "unknown"}
+    two = _Bodies("{ LLAMA_LOAD_LOCALS; " + mk % "n_rot/2" + " }", "{ LLAMA_LOAD_LOCALS; " + mk % "n_rot" + " }")
+    assert table.factor_sizes(two, "m") == {"rope_freqs.weight": "unknown"}
+    assert table.factor_sizes(two, None) == {}

@@ -169,6 +169,7 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
                          f"unknown: {lp.unknown or 'pass layer='}")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
+    _check_sizes(tensors, lp.sizes, arch, where)
     rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
     return replace(rope, layer_type=layer_type, nope_layers=nope)
@@ -205,6 +206,20 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
         raise ValueError(f"{where}: {exc}") from None
 
 
+def _check_sizes(tensors: dict, sizes: tuple[tuple[str, tuple[int, ...]], ...], arch: str, where: str) -> None:
+    """Refuse a factor tensor of another shape than the architecture's loader creates it with, as llama.cpp's
+    loader refuses the file ("tensor has wrong shape"): one dimension (trailing ones aside), that length."""
+    for name, lengths in sizes:
+        v = tensors.get(name)
+        if v is None:
+            continue
+        shape = list(np.shape(v))  # (numpy's order: ggml's ne reversed, so ne[0] is the last)
+        if len(lengths) != 1 or np.size(v) != lengths[0] or shape[-1:] != [lengths[0]]:
+            want = " or ".join(str(n) for n in lengths)
+            raise ValueError(f"{where}: {name} has shape {shape[::-1]} (ggml's ne); llama.cpp's {arch} loader "
+                             f"creates it with [{want}] for this file and refuses a tensor of another shape")
+
+
 def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[str, ...], arch: str,
                     where: str) -> tuple[dict[str, Any] | None, tuple[float, ...] | None]:
     """(longrope's short and long factors, or None; rope_freqs' per-pair divisors, or None) as the layer's
@@ -222,9 +237,10 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
 
     def first(key: str) -> tuple[float, ...]:
         v = np.asarray(tensors[key])
-        if v.ndim != 1 or v.size < half:
+        if v.ndim < 1 or v.size != v.shape[-1] or v.size < half:  # (ggml's ne [n, 1]: numpy's (1, n))
             raise ValueError(f"{where}: {key} must be 1-D with at least rotary_dim / 2 = {half} values (ggml's "
                              f"rope reads the first {half}); got shape {list(v.shape)}")
+        v = v.reshape(-1)
         return tuple(float(x) for x in v[:half])
     if "rope_freqs.weight" in tensors:
         return None, first("rope_freqs.weight")

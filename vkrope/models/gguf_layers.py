@@ -163,6 +163,7 @@ class LayerPlan:
     rotations: tuple[Rotation | None, ...] | None = None  # per layer its rope call's arguments (None: no rope call)
     rotations_unknown: str = ""  # why rotations is None
     tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
+    sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # each created tensor's lengths as created, where known
 
 
 def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None) -> LayerPlan:
@@ -189,20 +190,28 @@ def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | Non
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
     rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None)
     return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv, entry), why, rotations, rot_why,
-                     _created(entry, hp))
+                     *_created(entry, hp))
 
 
-def _created(entry: dict, hp: Hparams) -> tuple[str, ...]:
+def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
     """The factor tensors the architecture's loader creates for this file: where the table's condition holds
-    on some layer, or cannot be decided (Llama: the longrope pair only for rope.scaling.type longrope)."""
-    out = []
+    on some layer, or cannot be decided (Llama: the longrope pair only for rope.scaling.type longrope); and
+    the lengths each is created with on those layers, where the table's size and the condition are known."""
+    out, sizes = [], []
     for name, cond in (entry.get("factor_tensors") or {}).items():
         try:
-            if any(hp.evaluate(cond, i=i, il=i) for i in range(hp.fields["n_layer_all"])):
-                out.append(name)
+            layers = [i for i in range(hp.fields["n_layer_all"]) if hp.evaluate(cond, i=i, il=i)]
         except Unknown:
             out.append(name)
-    return tuple(out)
+            continue
+        if layers:
+            out.append(name)
+            try:
+                size = (entry.get("factor_sizes") or {}).get(name, "unknown")
+                sizes.append((name, tuple(sorted({int(hp.evaluate(size, i=i, il=i)) for i in layers}))))
+            except (Unknown, TypeError, ValueError):
+                pass  # (a size the table cannot say, or an expression without a value here: left unchecked)
+    return tuple(out), tuple(sizes)
 
 
 _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
