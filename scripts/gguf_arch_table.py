@@ -763,11 +763,21 @@ def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], memb
         if cond is not None and arch is not None:
             cond = re.sub(r"\barch\s*(==|!=)\s*(LLM_ARCH_\w+)",
                           lambda c: str((c.group(2) == arch) == (c.group(1) == "==")), cond)
-        read = {"accept": accept if accept is not None else "unknown", "always": conds == [], "cond": cond}
+        read = {"accept": accept if accept is not None else "unknown", "always": conds == [], "cond": cond,
+                "required": "False" if optional else "True" if conds == [] else cond}
         if m.group(1) == "get_key_or_arr" and len(args) > 3:
             read["count"] = py_expr(substitute(args[2], local))
         reads.setdefault(kv[m.group(2)], []).append((m.group(1), optional, read))
     return {key: combined(rs) for key, rs in reads.items()}
+
+
+def required_either(a: str | None, b: str | None) -> str | None:
+    """The condition under which one of two reads requires its key (None: cannot be read)."""
+    if "True" in (a, b):
+        return "True"
+    if a == "False" or b == "False":
+        return b if a == "False" else a
+    return None if None in (a, b) else f"({a}) or ({b})"
 
 
 def combined(reads: list[tuple[str, bool, dict]]) -> dict:
@@ -783,6 +793,7 @@ def combined(reads: list[tuple[str, bool, dict]]) -> dict:
         else:
             out["accept"] = [a for a in old if a in new]
         out["always"] = out["always"] or read["always"]
+        out["required"] = required_either(out["required"], read["required"])
         out["cond"] = "True" if out["always"] else None if None in (out["cond"], read["cond"]) else \
             f"({out['cond']}) or ({read['cond']})"
     return out

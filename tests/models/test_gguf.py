@@ -39,7 +39,7 @@ def write(path, arch: str, kv, tensors=(), block_count=True):
         kv = [*kv, ("add_block_count", 2)]
     for add, value in kv:
         getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
-    return finish(w, tensors, path)
+    return finish(w, tensors, path, () if block_count else ("block_count",))
 
 
 def ulps(a, b):
@@ -155,7 +155,8 @@ def test_gguf_errors(tmp_path):
         vkrope.from_gguf(bad)
     path = write(tmp_path / "y.gguf", "qwen2", [
         ("add_embedding_length", 3584), ("add_head_count", 28), ("add_rope_freq_base", 1e6),
-        ("add_rope_scaling_type", gguf.RopeScalingType.YARN), ("add_rope_scaling_factor", 4.0)])
+        ("add_rope_scaling_type", gguf.RopeScalingType.YARN), ("add_rope_scaling_factor", 4.0),
+        ("add_context_length", 0)])  # (llama.cpp requires the key; 0 leaves YaRN no original length)
     with pytest.raises(ValueError, match="original_context_length"):
         vkrope.from_gguf(path)
     with pytest.raises(ValueError, match="layer_type"):
@@ -213,7 +214,7 @@ def test_gguf_architectures_and_their_pairs(tmp_path):
     assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
     with pytest.raises(ValueError, match="not in vkrope's table of llama.cpp"):
         vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))
-    with pytest.raises(ValueError, match="llama.block_count is missing .llama.cpp requires it."):
+    with pytest.raises(ValueError, match="llama.block_count is missing: llama.cpp's loader requires it"):
         vkrope.from_gguf(write(tmp_path / "nb.gguf", "llama", base, block_count=False))
 
 
@@ -234,12 +235,7 @@ def test_gemma4_sliding_layers_from_gguf(tmp_path):
     w.add_rope_freq_base(1e6)
     w.add_float32("gemma4.rope.freq_base_swa", 10000.0)
     divisors = np.where(np.arange(256) < 64, 1.0, 1e30).astype(np.float32)  # pairs past 64 do not turn
-    w.add_tensor("rope_freqs.weight", divisors)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    path = str(tmp_path / "g4.gguf")
+    path = finish(w, [("rope_freqs.weight", divisors)], tmp_path / "g4.gguf")
     sliding = vkrope.from_gguf(path, layer_type="sliding_attention")
     assert (sliding.head_dim, sliding.rotary_dim, sliding.theta, sliding.freq_factors) == (256, 256, 1e4, None)
     full = vkrope.from_gguf(path, layer_type="full_attention")
@@ -382,7 +378,7 @@ def test_gguf_metadata_llama_cpp_would_reject(tmp_path):
     LLAMA_MAX_LAYERS, a required array missing (Gemma 4's sliding pattern), a key of the wrong type."""
     with pytest.raises(ValueError, match=r"gemma2\.block_count must be an integer in \[1, 512\]"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 10**6))
-    with pytest.raises(ValueError, match="sliding_window_pattern must be an array"):
+    with pytest.raises(ValueError, match="sliding_window_pattern is missing: llama.cpp's loader requires it"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma4", 4, [("add_sliding_window", 512)]))
     with pytest.raises(ValueError, match=r"gemma3\.attention\.sliding_window is a GGUF STRING; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma3", 4, [("add_string", ("gemma3.attention.sliding_window", "x"))]))
@@ -450,10 +446,7 @@ def test_arrays_of_strings_and_of_arrays_and_big_endian_files_still_read(tmp_pat
     w = gguf.GGUFWriter(str(tmp_path / "be.gguf"), arch="llama", endianess=gguf.GGUFEndian.BIG)
     for add, (key, value) in kv:
         getattr(w, add)(key, value)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w, (), tmp_path / "be.gguf")
     assert vkrope.from_gguf(str(tmp_path / "be.gguf")) == little and little.head_dim == 64
 
 

@@ -20,9 +20,10 @@ import vkrope
 from gguf_writer import finish
 
 
-def gguf_file(tmp_path, arch, kv, tensors=(), name="m"):
+def gguf_file(tmp_path, arch, kv, tensors=(), name="m", omit=()):
     """A GGUF of `arch` with metadata `kv` (keys without the arch prefix; int -> uint32, float -> float32, a
-    (type, *arguments) -> gguf's add_<type>: ("int32", 16), ("float64", 1e4))."""
+    (type, *arguments) -> gguf's add_<type>: ("int32", 16), ("float64", 1e4)); the keys llama.cpp requires
+    filled in but those in `omit`."""
     path = tmp_path / f"{name}-{arch}.gguf"
     w = gguf.GGUFWriter(str(path), arch=arch)
     for key, value in {"context_length": 4096, "embedding_length": 2048, "attention.head_count": 16,
@@ -38,7 +39,7 @@ def gguf_file(tmp_path, arch, kv, tensors=(), name="m"):
             w.add_uint32(full, value)
         else:
             w.add_float32(full, value)
-    return finish(w, tensors, path)
+    return finish(w, tensors, path, omit)
 
 
 def yarn_magnitude(factor, attn=1.0):
@@ -67,7 +68,8 @@ def test_a_graph_rotating_in_two_ways_is_refused(tmp_path, arch):
     indexer layers follow a rule of its version that vkrope does not evaluate."""
     path = gguf_file(tmp_path, arch, {"attention.key_length": 192, "rope.dimension_count": 64,
                                       "attention.sliding_window": 128, "rope.freq_base_swa": 10000.0,
-                                      "attention.sliding_window_pattern": [True, False]})
+                                      "attention.sliding_window_pattern": [True, False],
+                                      "attention.indexer.types": [True, False]})  # (dots3note requires it)
     with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways|is_indexer_full_impl: .* not known|"
                                          r"with GGML_ROPE_TYPE_NEOX, not its rope type"):
         vkrope.from_gguf(path)
@@ -368,3 +370,26 @@ def test_a_factor_tensor_of_another_shape_is_refused(tmp_path):
                                                         "rope.scaling.original_context_length": 1024},
                                    [("rope_factors_short.weight", np.ones(32)),
                                     ("rope_factors_long.weight", np.ones(32))], name="p"))
+
+
+def test_a_key_llama_cpps_loader_requires_is_required(tmp_path):
+    """llama.cpp's get_key / get_arr without `false` throw "key not found in model": every Llama file needs
+    layer_norm_rms_epsilon (and context_length, base load_hparams'); DeepSeek-V2 needs q_lora_rank except
+    on its lite models (27 layers), where the read is skipped. A converted config (from_hf through
+    llama.cpp's converter) holds only the RoPE keys and is not held to it."""
+    for arch in ("llama", "qwen2"):
+        with pytest.raises(ValueError, match=rf"{arch}\.attention\.layer_norm_rms_epsilon is missing: llama.cpp's "
+                                             r"loader requires it"):
+            vkrope.from_gguf(gguf_file(tmp_path, arch, {}, omit=("attention.layer_norm_rms_epsilon",)))
+    w = gguf.GGUFWriter(str(tmp_path / "noctx.gguf"), arch="llama")
+    for key, value in (("embedding_length", 2048), ("attention.head_count", 16), ("block_count", 2)):
+        w.add_uint32(f"llama.{key}", value)
+    with pytest.raises(ValueError, match=r"llama\.context_length is missing: llama.cpp's loader requires it"):
+        vkrope.from_gguf(finish(w, (), tmp_path / "noctx.gguf", ("context_length",)))
+    mla = {"attention.key_length": 192, "rope.dimension_count": 64}
+    with pytest.raises(ValueError, match=r"deepseek2\.attention\.q_lora_rank is missing: llama.cpp's loader "
+                                         r"requires it for this file"):
+        vkrope.from_gguf(gguf_file(tmp_path, "deepseek2", mla, name="full", omit=("attention.q_lora_rank",)))
+    lite = vkrope.from_gguf(gguf_file(tmp_path, "deepseek2", {**mla, "block_count": 27}, name="lite",
+                                      omit=("attention.q_lora_rank",)))
+    assert (lite.head_dim, lite.rotary_dim) == (64, 64)

@@ -82,14 +82,19 @@ def test_key_types_follow_each_reads_target():
             " ml.get_key(LLM_KV_E, hparams.pooling); ml.get_key(LLM_KV_F, mystery);"
             " ml.get_key(LLM_KV_GENERAL_NAME, name); ml.get_key(LLM_KV_A, hparams.f_x, false); }")
     got = table.key_types(body, kv, fields, {})
-    assert got["a"] == {"accept": [], "always": True, "cond": "True"}  # (uint32 and float32: no file passes both)
-    assert got["b"] == {"accept": ["FLOAT32"], "always": True, "cond": "True"}
+    # (uint32 and float32: no file passes both; one of the two reads requires it)
+    assert got["a"] == {"accept": [], "always": True, "cond": "True", "required": "True"}
+    assert got["b"] == {"accept": ["FLOAT32"], "always": True, "cond": "True", "required": "False"}
     assert got["c"] == {"accept": ["UINT32", "ARRAY[BOOL]", "ARRAY[UINT32]", "ARRAY[INT32]"], "always": True,
-                        "cond": "True", "count": "n_layer"}
-    # (a required get_arr of a vector: its arrays, no bools; under a condition, kept to evaluate)
-    assert got["d"] == {"accept": ["ARRAY[UINT32]", "ARRAY[INT32]"], "always": False, "cond": "(x)"}
-    assert got["e"] == {"accept": ["UINT32"], "always": True, "cond": "True"}  # (the pooling enum: get_key<uint32_t>)
-    assert got["f"] == {"accept": "unknown", "always": True, "cond": "True"} and "name" not in got
+                        "cond": "True", "count": "n_layer", "required": "False"}
+    # (a required get_arr of a vector: its arrays, no bools; under a condition, kept to evaluate, required there)
+    assert got["d"] == {"accept": ["ARRAY[UINT32]", "ARRAY[INT32]"], "always": False, "cond": "(x)", "required": "(x)"}
+    # (the pooling enum: get_key<uint32_t>)
+    assert got["e"] == {"accept": ["UINT32"], "always": True, "cond": "True", "required": "True"}
+    assert got["f"] == {"accept": "unknown", "always": True, "cond": "True", "required": "True"} and "name" not in got
+    assert [table.required_either(a, b) for a, b in (("False", "(x)"), ("(x)", "(y)"), ("(x)", None),
+                                                      ("False", "False"), (None, "True"))] == \
+        ["(x)", "((x)) or ((y))", None, "False", "True"]
 
 
 def test_an_optional_array_read_passes_over_a_scalar_and_a_parameter_is_typed():

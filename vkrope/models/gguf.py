@@ -122,12 +122,14 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
 
 
 def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str | None, layer: int | None,
-               angle: str, remedy: str = _REMEDY, types: dict[str, str] | None = None) -> ModelRope | None:
+               angle: str, remedy: str = _REMEDY, types: dict[str, str] | None = None,
+               complete: bool = True) -> ModelRope | None:
     """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests;
-    `types`: each key's GGUF type (None for a converted config: its writer's types)."""
+    `types`: each key's GGUF type (a converted config's: its writer's); `complete`: a file, which must
+    hold every key llama.cpp's loader requires (a converted config holds only the RoPE keys)."""
     entry = _arch_entry(arch, where, remedy)
     try:
-        lp = gguf_layers.plan(arch, entry, kv, types)
+        lp = gguf_layers.plan(arch, entry, kv, types, complete)
     except ValueError as exc:
         raise ValueError(f"{where}: {arch}.{exc}") from None
     has_sliding = bool(lp.sliding and any(lp.sliding))

@@ -486,7 +486,7 @@ def _read(converted: tuple, hf_arch: str, layer_type: str | None, layer: int | N
     where = f"config ({hf_arch}, read as llama.cpp's converter {info['class']} writes it)"
     rope = gguf_reading.layer_rope(arch, kv, tensors, where, layer_type, layer, angle,
                                    "if the model's attention is a transformers model type's, pass like='<that model "
-                                   "type>'", types)
+                                   "type>'", types, complete=False)
     if rope is None:
         return None
     rows = info["qk_rows"]  # ("none" or "llama": convert() refused the others)

@@ -166,11 +166,12 @@ class LayerPlan:
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # each created tensor's lengths as created, where known
 
 
-def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None) -> LayerPlan:
+def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None,
+         complete: bool = True) -> LayerPlan:
     """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
     prefix; `types`: each one's GGUF type, where a file gave them) and evaluate its rotation condition per
     layer."""
-    check_types(types, entry)
+    check_types(types, entry, complete)
     hp = _start(kv, _layer_count(kv), types, entry)  # (llama.cpp requires block_count: a file without is refused)
     why = ""
     try:
@@ -179,7 +180,7 @@ def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | Non
                 _run(hp, kind, args, kv)
         sliding: tuple[bool, ...] | None = tuple(bool(hp.evaluate("is_swa(il)", il=i))
                                                  for i in range(hp.fields["n_layer"]))
-        check_reads(hp, kv, entry)
+        check_reads(hp, kv, entry, complete)
     except Unknown as exc:
         sliding, why = None, f"llama.cpp's load_arch_hparams for {arch!r}: {exc}"
     rotates = None
@@ -302,23 +303,30 @@ def _layer_count(kv: dict[str, Any]) -> int:
     return n_layer_all
 
 
-def check_types(types: dict[str, str] | None, entry: dict) -> None:
+def check_types(types: dict[str, str] | None, entry: dict, complete: bool = True) -> None:
     """The keys every load of the architecture reads (llama_model_base::load_hparams' and its
     load_arch_hparams' reads outside any condition), each of a GGUF type llama.cpp's loader takes for it:
-    it refuses the file otherwise ("key ... has wrong type")."""
+    it refuses the file otherwise ("key ... has wrong type"); and, in a `complete` file (not a converted
+    config, which holds only the keys vkrope's converter table writes), each key such a read requires."""
     for reads in (table()["hparams"]["key_types"], entry.get("key_types") or {}):
         for key, read in reads.items():
+            if complete and types is not None and read.get("required") == "True" and key not in types:
+                raise ValueError(f"{key} is missing: llama.cpp's loader requires it and refuses the file without it "
+                                 "('key not found in model')")
             if read["always"] and read["accept"] != "unknown":
                 check_type(key, types, reads)
 
 
-def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict) -> None:
+def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict, complete: bool = True) -> None:
     """After the program ran: each read under a condition that holds for this file (DeepSeek-V2's
     q_lora_rank where it is no lite model; one vkrope cannot decide is left unchecked), of a GGUF type
-    llama.cpp takes, and each get_key_or_arr array of the entries it takes ("wrong array length")."""
+    llama.cpp takes, each get_key_or_arr array of the entries it takes ("wrong array length"), and, in a
+    `complete` file, present where the read requires it."""
     for reads in (table()["hparams"]["key_types"], entry.get("key_types") or {}):
         for key, read in reads.items():
             if key not in kv:
+                if complete:
+                    _check_present(hp, key, read)
                 continue
             try:
                 if not read["always"] and (read["cond"] is None or not hp.evaluate(read["cond"])):
@@ -331,6 +339,18 @@ def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict) -> None:
             if n is not None and isinstance(kv[key], (list, tuple)) and len(kv[key]) != n:
                 raise ValueError(f"{key} holds {len(kv[key])} entries; llama.cpp's get_key_or_arr takes exactly {n} "
                                  "and refuses the file otherwise ('wrong array length')")
+
+
+def _check_present(hp: Hparams, key: str, read: dict) -> None:
+    """ValueError where a file lacks `key` and llama.cpp's loader reads it as required under a condition that
+    holds for the file (one vkrope cannot decide is left unchecked)."""
+    try:
+        if hp.types is None or read.get("required") in (None, "False") or not hp.evaluate(read["required"]):
+            return
+    except Unknown:
+        return
+    raise ValueError(f"{key} is missing: llama.cpp's loader requires it for this file and refuses the file "
+                     "without it ('key not found in model')")
 
 
 def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -> None:
