@@ -34,7 +34,8 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     try:
         import matplotlib  # noqa: PLC0415  (the bench extra)
     except ImportError:
-        raise ImportError("--plot needs matplotlib: pip install 'vkrope[bench]' (or matplotlib)") from None
+        raise ImportError("--plot needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
+                          "'.[bench]' in its clone)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
