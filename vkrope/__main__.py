@@ -351,16 +351,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from vkrope.bench import kernel as bench
 
+    name = "decode" if args.decode else "family" if args.family else "nd" if args.nd else \
+        "overhead" if args.overhead else None
+    given = [flag for flag, v in (("--quick", args.quick), ("--shapes", args.shapes), ("--storage", args.storage),
+                                  ("--dtype", args.dtype), ("--plot", args.plot), ("--chart-from", args.chart_from))
+             if v]
+    if name and given:  # (the modes run their own shapes and draw no chart: these would be ignored)
+        raise ValueError(f"{', '.join(given)}: the kernel benchmark's options; --{name} takes only --repeats and "
+                         "--out")
     if args.plot:
         check_output_path(args.plot, "--plot", "bench.png", streams=False)
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
-    if args.decode or args.family or args.nd or args.overhead:
+    if name:
         import importlib
 
-        name = "decode" if args.decode else "family" if args.family else "nd" if args.nd else "overhead"
         mode = importlib.import_module(f"vkrope.bench.{name}")
         out_dir = Path(args.out)
         _make_dir(out_dir)
@@ -376,8 +383,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     check_output_path(str(json_path), "--out", "bench.json", streams=False)  # (before the run, not after)
     if not args.plot:
         check_output_path(str(out_dir / "bench.png"), "--out", "bench.png", streams=False)
-    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(args.storage),
-                       dtypes=tuple(args.dtype), json_path=str(json_path))
+    storages = args.storage or [c for c in STORAGE_CHOICES if c != "auto"]
+    dtypes = args.dtype or [d.name for d in TENSOR_DTYPES]
+    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
+                       dtypes=tuple(dtypes), json_path=str(json_path))
     bench.save_json(result, str(json_path))
     print(f"wrote {json_path}")
     plot_path = args.plot or str(out_dir / "bench.png")
@@ -386,8 +395,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ImportError:
         if args.plot:
             raise
-        print(f"no chart: matplotlib is not installed. pip install 'vkrope[bench]' (or matplotlib), then "
-              f"python -m vkrope bench --chart-from {json_path}")
+        print("no chart: matplotlib is not installed. pip install matplotlib (vkrope's bench extra: pip install "
+              f"'.[bench]' in its clone), then python -m vkrope bench --chart-from {json_path}")
     return 0
 
 
@@ -430,7 +439,8 @@ def _chart(bench: Any, result: dict, path: str) -> None:
     try:
         import matplotlib  # noqa: F401, PLC0415  (the bench extra)
     except ImportError:
-        raise ImportError("the chart needs matplotlib: pip install 'vkrope[bench]' (or matplotlib)") from None
+        raise ImportError("the chart needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
+                          "'.[bench]' in its clone)") from None
     bench.plot(result, path)
     print(f"wrote {path}")
 
@@ -598,14 +608,15 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")
     p.add_argument("--quick", action="store_true", help="small sizes, fewer repeats (under a minute on 2 cores)")
-    p.add_argument("--family", action="store_true",
+    modes = p.add_mutually_exclusive_group()  # (one benchmark a run: the kernel's, or one of these)
+    modes.add_argument("--family", action="store_true",
                    help="the table operators on Llama-like shapes, with onnxruntime's CPU op as the peer")
-    p.add_argument("--nd", action="store_true",
+    modes.add_argument("--nd", action="store_true",
                    help="N-D axial RoPE: Flux- and Wan-sized calls, in-shader frequencies against the table path")
-    p.add_argument("--overhead", action="store_true",
+    modes.add_argument("--overhead", action="store_true",
                    help="host overhead: an empty submission (the floor) beside a tiny call of every operator, "
                         "the decode step at batch 1 and the numpy path, as ratios")
-    p.add_argument("--decode", action="store_true",
+    modes.add_argument("--decode", action="store_true",
                    help="decode loops (advancing against fixed position), the fused step, fp8 against float16 caches, "
                         "the context shift, and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
@@ -613,8 +624,9 @@ def main(argv: list[str] | None = None) -> int:
                         "--family, --decode, --overhead: 7; --nd: 5)")
     storages = [c for c in STORAGE_CHOICES if c != "auto"]
     dtypes = [d.name for d in TENSOR_DTYPES]
-    p.add_argument("--storage", nargs="+", default=storages, choices=storages)
-    p.add_argument("--dtype", nargs="+", default=dtypes, choices=dtypes)
+    p.add_argument("--storage", nargs="+", choices=storages,
+                   help=f"the kernel benchmark's storages (default: {' '.join(storages)})")
+    p.add_argument("--dtype", nargs="+", choices=dtypes, help=f"the kernel benchmark's dtypes (default: {' '.join(dtypes)})")
     p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
     p.add_argument("--chart-from", metavar="BENCH.json",

@@ -395,7 +395,7 @@ def test_cli_bench_without_matplotlib(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert (tmp_path / "bench.json").exists() and not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.svg"))
-    assert "pip install 'vkrope[bench]'" in res.stdout and "--chart-from" in res.stdout
+    assert "pip install matplotlib (vkrope's bench extra" in res.stdout and "--chart-from" in res.stdout
 
 
 def test_cli_demo():
@@ -892,3 +892,19 @@ def test_cli_output_near_the_file_name_limit(tmp_path):
     res = cli("apply", x, f, "-o", str(out))
     assert res.returncode == 0, res.stderr
     assert np.load(out).shape == (1, 3, 4) and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_bench_modes_refuse_the_kernel_benchmarks_options(tmp_path, capsys):
+    """`bench --decode --family --shapes ... --plot ...` ran the decode benchmark alone and ignored the rest
+    (the --shapes check and the chart skipped) with no word: one mode a run, and a mode refuses the options
+    it would ignore, before any run."""
+    from vkrope.__main__ import main
+    with pytest.raises(SystemExit):
+        main(["bench", "--decode", "--family"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    for extra in (["--shapes", "1x2x4"], ["--quick"], ["--plot", str(tmp_path / "c.png")], ["--dtype", "float16"],
+                  ["--storage", "buffer"], ["--chart-from", str(tmp_path / "b.json")]):
+        assert main(["bench", "--nd", *extra, "--out", str(tmp_path / "o")]) == 1
+        assert f"{extra[0]}: the kernel benchmark's options; --nd takes only --repeats and --out" in \
+            capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

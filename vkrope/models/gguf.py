@@ -17,7 +17,7 @@ from .rope import ModelRope, brief
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32") -> ModelRope | None:
     """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it, read
-    with the `gguf` package (`pip install vkrope[gguf]`): `{arch}.rope.freq_base`,
+    with the `gguf` package (`pip install gguf`, vkrope's `gguf` extra): `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
     (none, linear, yarn, longrope), `.factor`, `.original_context_length`
     (else `context_length`), `.attn_factor`, the keys the architecture's own
@@ -43,8 +43,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     try:
         import gguf  # noqa: PLC0415  (an optional extra)
     except ImportError:
-        raise ImportError("vkrope.from_gguf needs the gguf package: pip install 'vkrope[gguf]' (or pip install gguf)"
-                          ) from None
+        raise ImportError("vkrope.from_gguf needs the gguf package: pip install gguf (vkrope's gguf extra: pip "
+                          "install '.[gguf]' in its clone)") from None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
     if layer_type is not None and not isinstance(layer_type, str):
