@@ -807,7 +807,9 @@ class AxialFreqs(FrequencySpec):
         channels (x, then y), the grid's (x, y) per table row
         (`apply(x, spec)` and `apply(x, nd, positions=ids)` agree to float32
         rounding; for `repeat` frames tile the ids, and excluded tokens
-        take ids 0, which rotate by nothing)."""
+        take ids 0, which rotate by nothing: finite values unchanged, an inf
+        in a pair NaN as the formula makes it, where `exclude_last` keeps
+        it)."""
         nd = NdFreqs((self.dim // 2, self.dim // 2), self.theta, angle=self.angle)
         r = np.arange(self.rows)
         return nd, np.stack([r % self.end_x, r // self.end_x], -1).astype(np.float64)
@@ -871,6 +873,8 @@ class NdFreqs(FrequencySpec):
         object.__setattr__(self, "theta", tuple(float(t) for t in thetas))
         if not isinstance(self.interleaved, (bool, np.bool_)):
             raise TypeError(f"interleaved must be a bool; got {type(self.interleaved).__name__} {self.interleaved!r}")
+        if not isinstance(self.angle, str):
+            raise TypeError(f"angle must be a str, one of {ND_ANGLES}; got {type(self.angle).__name__} {self.angle!r}")
         if self.angle not in ND_ANGLES:
             raise ValueError(f"angle must be one of {ND_ANGLES}; got {self.angle!r}")
         object.__setattr__(self, "dim", sum(self.axes_dim))

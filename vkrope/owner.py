@@ -20,7 +20,7 @@ from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, Vkro
 from .runtime import array_memory as arrays
 from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
-from .runtime.layout import padded_bytes
+from .runtime.layout import padded_bytes, tensor_extent
 from .vk.context import Context
 from .vk.instance import Instance
 
@@ -280,6 +280,8 @@ class DeviceMemory(DeviceOwner):
             a = a.get()
         with self._lock:
             self._context()
+            if storage == "texture3d":  # (an image this device cannot make, named before any allocation)
+                tensor_extent(a.shape, self._rt.limits.max_image_dimension_3d, "a")
             arr = self._new_array(storage, a.shape, a.dtype)
             if a.size:
                 self._guarded(arrays.transfer, self._rt, arr._resource, a, True)

@@ -97,3 +97,15 @@ def test_unknown_storage():
     x, f = make((1, 2, 4), np.float32, 0)
     with pytest.raises(ValueError, match="storage"):
         vkrope.apply(x, f, storage="image")
+
+
+def test_an_image_too_large_names_its_argument(make_device):
+    """A texture3d array past maxImageDimension3D^2 rows is refused naming `a` (asarray) or `x` (an op),
+    before any allocation; the device stays usable."""
+    dev = make_device(max_image_dimension_3d=4)
+    big = np.zeros((1, 17, 2), np.float32)
+    with pytest.raises(ValueError, match=r"^a: 1 x 17 rows of 1 texels .* use storage='buffer'$"):
+        dev.asarray(big, storage="texture3d")
+    with pytest.raises(ValueError, match=r"^x: 1 x 17 rows"):
+        dev.apply_nd(big, vkrope.NdFreqs((2,)), np.zeros((17, 1)), storage="texture3d")
+    assert dev.apply_nd(big[:, :16], vkrope.NdFreqs((2,)), np.zeros((16, 1)), storage="texture3d").shape == (1, 16, 2)

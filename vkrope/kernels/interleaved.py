@@ -198,7 +198,7 @@ def plan(req: Request, limits: Any) -> Plan:
     table_budget = fit.table_budget(limits, f_row_bytes, budget)
     resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
     chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment)
-    extent = tensor_extent(req.shape, limits.max_image_dimension_3d) if storage == "texture3d" else None
+    extent = tensor_extent(req.shape, limits.max_image_dimension_3d, "x") if storage == "texture3d" else None
     x_budget = budget if storage == "buffer" else 1 << 62
 
     def fitted(flat: bool) -> tuple[list[Chunk], dict[tuple, int]]:

@@ -221,7 +221,7 @@ def plan(req: Request, limits: Any) -> Plan:
         raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
     extent = None
     if storage == "texture3d":
-        extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d)  # as DeviceArrays lie
+        extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d, "x")  # as DeviceArrays lie
     resident_tables = _resident(req.cos) or _resident(req.sin)
     chunk_budget = fit.window_budget(table_budget, t_row_bytes, resident_tables,
                                      limits.min_storage_buffer_offset_alignment)

@@ -28,8 +28,9 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
         raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
     x = check_tensor("x", x)
     storage = check_storage_of("x", x, storage)
-    if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)) \
-            or token_axis not in (-2, -3):
+    if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)):
+        raise TypeError(f"token_axis must be an int, -2 or -3; got {describe(token_axis)}")
+    if token_axis not in (-2, -3):
         raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")
     if not isinstance(inverse, (bool, np.bool_)):
         raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
@@ -118,7 +119,7 @@ def apply_nd(
     2^30) shared by every leading item, or `[B, N, n_axes]`, one set per
     item of x's first axis (`vkrope.grid_ids` builds grids). The bytes moved
     are x, the result and the ids. `inverse=True` rotates by -angle. `out`
-    receives the result (may be x itself for interleaved specs). `storage`:
+    receives the result (may be x itself, or overlap it). `storage`:
     "auto", "buffer" or "texture3d".
 
     Returns a new array of x's shape and dtype (or `out`; a `DeviceArray`

@@ -51,10 +51,11 @@ def padded_bytes(values: int, itemsize: int) -> int:
     return texels(values) * 4 * itemsize
 
 
-def image_extent(width: int, n_tokens: int, batches: int, max_dim: int) -> tuple[int, int, int]:
+def image_extent(width: int, n_tokens: int, batches: int, max_dim: int, what: str = "a tensor") -> tuple[int, int, int]:
     """The 3D image for `batches` x `n_tokens` rows of `width` texels:
     (width, N, B) when it fits; else rows wider than `max_dim` continue on
-    the next image row(s) and the image rows fold over height and depth."""
+    the next image row(s) and the image rows fold over height and depth.
+    `what`: the tensor a refusal names (the caller's argument)."""
     if width <= max_dim and n_tokens <= max_dim and batches <= max_dim:
         return (max(1, width), max(1, n_tokens), max(1, batches))
     image_width = min(width, max_dim)
@@ -64,16 +65,16 @@ def image_extent(width: int, n_tokens: int, batches: int, max_dim: int) -> tuple
     depth = -(-rows // height)
     if depth > max_dim:
         raise ValueError(
-            f"a tensor of {batches} x {n_tokens} rows of {width} texels needs {rows} image rows of {image_width} "
+            f"{what}: {batches} x {n_tokens} rows of {width} texels needs {rows} image rows of {image_width} "
             f"texels: more than maxImageDimension3D^2 = {max_dim}^2 rows do not fit one 3D image; use "
             "storage='buffer'"
         )
     return (image_width, height, depth)
 
 
-def tensor_extent(shape: tuple[int, ...], max_dim: int) -> tuple[int, int, int]:
-    """The image extent of a tensor of `shape` [..., N, C]."""
-    return image_extent(texels(shape[-1]), shape[-2], math.prod(shape[:-2]), max_dim)
+def tensor_extent(shape: tuple[int, ...], max_dim: int, what: str = "a tensor") -> tuple[int, int, int]:
+    """The image extent of a tensor of `shape` [..., N, C] (`what`: its name, for a refusal)."""
+    return image_extent(texels(shape[-1]), shape[-2], math.prod(shape[:-2]), max_dim, what)
 
 
 def image_bytes(extent: tuple[int, int, int], itemsize: int) -> int:
