@@ -9,6 +9,7 @@ message names the argument, what was given and what was expected.
 from __future__ import annotations
 
 import operator
+import reprlib
 from typing import Any
 
 import numpy as np
@@ -25,11 +26,21 @@ X_DTYPES = TENSOR_DTYPES
 MAX_PAIRS = 2**32 - 2
 
 
+# (a few items of a long sequence and a cut number: repr of a 5-million-item list took over a second)
+_SHORT = reprlib.Repr()  # (its keyword arguments are Python 3.12's)
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 3, 120, 40, 160
+
+
 def describe(a: Any) -> str:
     """A short description of an argument for error messages."""
     if isinstance(a, np.ndarray):
         return f"an array of shape {a.shape} and dtype {a.dtype}"
-    return f"{type(a).__name__} {a!r}"[:200]
+    try:
+        text = _SHORT.repr(a)
+    except ValueError:  # (an int past Python's digit limit for repr, alone or inside a sequence)
+        text = f"of {a.bit_length()} bits" if isinstance(a, int) else "(too large to print)"
+    return f"{type(a).__name__} {text}"[:200]
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:

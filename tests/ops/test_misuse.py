@@ -1045,3 +1045,23 @@ def test_a_handle_made_by_an_interrupted_create_is_not_lost(monkeypatch):
     dev.close()
     gc.collect()
     assert live_handles() == before
+
+
+def test_huge_values_are_named_briefly(device):
+    """An int past Python's 4300-digit str() limit raised Python's own ValueError naming no argument (a
+    TypeError was due for q, freqs, interleaved), k_scale=10**400 printed a different number cut at 40
+    digits, and a 5-million-item list was repr'd whole (over a second) before its TypeError."""
+    d = 16
+    x = np.ones((1, 1, 1, d), np.float32)
+    kc, vc = (device.asarray(np.zeros((1, 1, 4, d), vkrope.float8_e4m3fn)) for _ in range(2))
+    base = dict(q=x, k=x, v=x, k_cache=kc, v_cache=vc, freqs=vkrope.RopeFreqs(d), position_ids=np.array([[1]]))
+    for kw, exc, msg in ((dict(k_scale=10**5000), ValueError, r"k_scale must be .*got an int of 16610 bits"),
+                         (dict(k_scale=10**400), ValueError, r"got 100000000000\.\.\. \(401 characters\)"),
+                         (dict(eps=10**5000), ValueError, r"eps must be .*got an int of 16610 bits"),
+                         (dict(interleaved=10**5000), TypeError, r"interleaved must be a bool .*int of 16610 bits"),
+                         (dict(q=10**5000), TypeError, r"q must be a numpy array.*int of 16610 bits"),
+                         (dict(position_ids=list(range(2_000_000))), TypeError,
+                          r"position_ids must be .*got list \[0, 1, 2, 3, 4, 5, 6, 7, \.\.\.\]$")):
+        with pytest.raises(exc, match=msg):
+            device.rope_and_cache(**{**base, **kw})
+    device.rope_and_cache(**base)  # (usable afterwards)

@@ -233,3 +233,21 @@ def test_a_decode_loop_over_resident_images_records_once(make_device, storage):
         _close(y, oracle(x, f, positions=np.array([p])), 4 * np.abs(x).max())  # two outputs take turns)
         counts.append(dev.stats()["recordings"])
     assert counts[-1] == counts[1], counts
+
+
+def test_a_decode_loop_over_a_deep_models_layers_records_each_layer_once(make_device):
+    """Each layer's caches need a recording of their own: with 32 kept, a loop over 33 or more layers
+    (Llama 3 70B has 80) evicted on every call the recording the next call needed and recorded every
+    call anew, about 2x slower. 130 layers now record once each."""
+    dev = make_device()
+    layers, d = 130, 8
+    spec = vkrope.RopeFreqs(d)
+    caches = [(dev.asarray(np.zeros((1, 1, 4, d), np.float32)), dev.asarray(np.zeros((1, 1, 4, d), np.float32)))
+              for _ in range(layers)]
+    q = RNG.standard_normal((1, 2, 1, d)).astype(np.float32)
+    counts = []
+    for step in range(3):
+        for kc, vc in caches:
+            dev.rope_and_cache(q, q[:, :1], q[:, :1], kc, vc, spec, np.array([[step]]))
+        counts.append(dev.stats()["recordings"])
+    assert counts[1] == counts[2] == counts[0] <= layers, counts

@@ -12,7 +12,7 @@ import numpy as np
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
-from ..freqs import InvFreqs, check_positions, is_position_spec
+from ..freqs import InvFreqs, brief, check_positions, is_position_spec
 from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPES, is_fp8
 from ..kernels.cache import Request
 from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
@@ -67,7 +67,7 @@ def _scale(name: str, value: Any, cache: Any) -> float:
     if not (math.isfinite(f) and MIN_SCALE <= f <= MAX_SCALE):
         raise ValueError(f"{name} must be a finite float32 in [2^{int(math.log2(MIN_SCALE))}, "
                          f"2^{int(math.log2(MAX_SCALE))}] (what the cache's values are divided by); got "
-                         f"{str(value)[:40]}")
+                         f"{brief(value)}")
     return f
 
 
@@ -142,7 +142,7 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
     if not (0 < _real(eps) < 1) or np.float32(eps) == 0:  # (NaN, inf and ints past float64 fail too)
-        raise ValueError(f"eps must be a positive float32 below 1; got {str(eps)[:40]}")
+        raise ValueError(f"eps must be a positive float32 below 1; got {brief(eps)}")
     if not isinstance(norm_plus_one, (bool, np.bool_)):
         raise TypeError(f"norm_plus_one must be a bool; got {describe(norm_plus_one)}")
     if norm_plus_one and weights is None:

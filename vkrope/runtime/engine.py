@@ -41,8 +41,10 @@ class Runtime:
     # maxMemoryAllocationCount allocations; a quarter of them at most).
     POOL_BYTES = 512 << 20
     POOL_COUNT = 64
-    # Recorded command buffers kept, least recently used out first.
-    MAX_RECORDINGS = 32
+    # Recorded command buffers kept, least recently used out first: enough for a decode loop's calls
+    # over every layer of a deep model (a recording per layer's caches: 126 layers for Llama 3.1 405B,
+    # two or three ops each), where fewer made every call evict the one the next call needs.
+    MAX_RECORDINGS = 512
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

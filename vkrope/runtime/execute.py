@@ -144,7 +144,7 @@ def _staged_sizes(rt: Runtime, numpy: list[Tensor], outs: dict[str, Any]) -> lis
     """The bytes each numpy tensor of a call (`numpy`: its moved tensors
     whose values are numpy arrays) takes in the arena (an image's packed
     texels for texture3d: more than the values when rows fold)."""
-    return [image_bytes(tensor_extent(t.shape, rt.limits.max_image_dimension_3d), v.itemsize)
+    return [image_bytes(tensor_extent(t.shape, rt.limits.max_image_dimension_3d, t.name), v.itemsize)
             if t.storage == "texture3d" else padded_bytes(v.size, v.itemsize)
             for t in numpy for v in [_value(t, outs)]]
 
@@ -312,8 +312,9 @@ def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
     return host.view(dtype, size, offset).reshape(shape)
 
 
-# Prepared submissions kept per runtime (the hot path), least recently used out first.
-MAX_PREPARED = 64
+# Prepared submissions kept per runtime (the hot path), least recently used out first: one per
+# recording kept, so a loop over many layers' caches replays.
+MAX_PREPARED = Runtime.MAX_RECORDINGS
 
 
 def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> float | None:
@@ -376,8 +377,8 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
 
 
 # --- whole calls kept: a call that repeats its very arguments -----------------------
-# Calls kept per runtime; past that the memo starts again.
-MAX_KEPT_CALLS = 256
+# Calls kept per runtime; past that the memo starts again (more than the recordings kept).
+MAX_KEPT_CALLS = 1024
 
 
 @dataclass(frozen=True)
@@ -563,7 +564,7 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
     when `starts_full`)."""
     nbytes = padded_bytes(v.size, v.itemsize)
     if t.storage == "texture3d":
-        extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d)
+        extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d, t.name)
         size = image_bytes(extent, v.itemsize)
         image = rt.work_image(f"{slot}:{t.name}", extent, v.dtype)
         handle = arena.add(size, ("tensor", i, t.name, extent) if starts_full else None, written=t.writes)
