@@ -87,6 +87,10 @@ def main() -> None:
         return x * cos + half * sin
 
     ref = attend(rot(q[0]), rot(k[0]), v[0].astype(np.float64), 0)
+    # transformers' float32 angle (its float32 inverse frequencies, as the model computes them: vkrope's
+    # rope.inv_freq, proven against transformers' own in the tests), the product rounded, against float64
+    f32 = pos[0][:, None].astype(np.float32) * rope.inv_freq(START + n)[None]
+    print(f"float32 angles at positions {START}-{START + n - 1}: up to {np.abs(f32 - ang).max():.2g} rad off")
     err = float(np.abs(prefill - ref).max())
     print(f"against float64 numpy with the published Llama 3.1 formula: max |error| {err:.2e} "
           f"(positions up to {START + n - 1}: the float32 angle, as transformers forms it, drifts there)")

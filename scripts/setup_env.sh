@@ -12,6 +12,8 @@ setup_env() {
   cd "$root" || exit 1
 
   local pkgs=(libvulkan1 mesa-vulkan-drivers)
+  # (Debian's own python3 makes no venv without python3-venv; a python with ensurepip needs nothing)
+  "${PYTHON:-python3}" -c "import ensurepip" 2>/dev/null || pkgs+=(python3-venv)
   [ "$mode" = test ] && pkgs+=(vulkan-validationlayers glslc spirv-tools chromium)  # (chromium: the site's browser test)
   local missing=()
   for p in "${pkgs[@]}"; do

@@ -433,7 +433,8 @@ class PositionFreqs(FrequencySpec):
 class RopeFreqs(PositionFreqs):
     """1-D RoPE frequencies (Llama, Hugging Face) in place of a cos / sin
     table, for `rotary_embedding`, `apply_rotary_emb`, `apply_rotary_emb_hf`,
-    `apply_rotary_pos_emb`, `rope_and_cache` and `shift_cache`: the position
+    `apply_rotary_pos_emb`, `rope_and_cache`, `shift_cache` and
+    `apply(..., positions=)`: the position
     of a token is its cache row (position_ids, or s for ExecuTorch's ops).
 
     dim: the rotated width (even); base: the RoPE base (> 0); scale: positions

@@ -205,8 +205,9 @@ def apply(
     x: float32, float16 or bfloat16 array `[..., N, C]` (C even), (real, imag) pairs
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
     real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
-    with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` spec
-    (cos / sin computed in the shader; RopeFreqs needs `positions`), or a
+    with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` /
+    `vkrope.InvFreqs` spec (cos / sin computed in the shader; RopeFreqs and
+    InvFreqs, a ModelRope's `rope.freqs(positions)`, need `positions`), or a
     `vkrope.NdFreqs` spec with `positions` the ids `[N, n_axes]` (as
     `apply_nd`);
     broadcast over every leading axis of x. Token `n`
