@@ -174,6 +174,11 @@ def test_bad_input_is_named_and_leaves_the_caches(device, make_device):
     other = make_device()
     with pytest.raises(ValueError, match="device"):
         device.shift_cache(other.asarray(kc0), spec, old, new, v_cache=vc)
+    small = make_device(max_compute_work_group_count=(65535, 1, 65535))  # (one workgroup row: fewer rows fit)
+    skc = small.asarray(np.zeros((1, 2, 512, 12), np.float32))
+    with pytest.raises(ValueError, match=r"^from_positions: 511 tokens of 2 heads are more rows than one dispatch"):
+        small.shift_cache(skc, spec, np.arange(1, 512)[None], np.arange(511)[None],
+                          v_cache=small.asarray(np.zeros((1, 2, 512, 12), np.float32)))
     assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))
     assert np.array_equal(vc.get().view(np.uint8), kc0.view(np.uint8))
     device.shift_cache(kc, spec, old, new, v_cache=vc)  # still usable

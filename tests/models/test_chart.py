@@ -73,7 +73,7 @@ def test_bad_plot_paths_are_refused_first(target, message, tmp_path, capsys):
 
 def test_without_matplotlib_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match="pip install 'vkrope\\[bench\\]'"):
+    with pytest.raises(ImportError, match="pip install matplotlib \\(vkrope's bench extra"):
         chart.plot([vkrope.from_hf(cfg("llama-3.1-8b"))], str(tmp_path / "x.png"), "t")
     assert not os.path.exists(tmp_path / "x.png")
 

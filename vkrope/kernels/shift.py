@@ -131,8 +131,8 @@ def plan(req: Request, limits: Any) -> Plan:
     wx, wy = fit.workgroup(texels(req.head_dim), limits, f"k_cache has D = {req.head_dim}")
     _, max_gy, _ = limits.max_compute_work_group_count
     if math.ceil(rows / wy) > max_gy:
-        raise ValueError(f"{len(req.tokens)} tokens of {req.hk} heads are more rows than one dispatch of this "
-                         f"device takes ({max_gy * wy}); shift them in parts")
+        raise ValueError(f"from_positions: {len(req.tokens)} tokens of {req.hk} heads are more rows than one "
+                         f"dispatch of this device takes ({max_gy * wy}); shift them in parts")
     item = np.dtype(req.x.dtype).itemsize
     budget = fit.binding_budget(limits, 4)
     if max(padded_bytes(rows * req.head_dim, 4), 16 * len(req.tokens)) > budget:
