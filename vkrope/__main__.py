@@ -225,9 +225,10 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
                          f"{need} bytes of data; the file holds {have})")
 
 
-def check_output_path(path: str, what: str, example: str = "out.npy", streams: bool = True) -> None:
+def check_output_path(path: str, what: str, example: str | None = "out.npy", streams: bool = True) -> None:
     """Refuse an output path that cannot be written as a file, before any work:
-    a directory (the message suggests `example` in it), a missing folder, or
+    a directory (the message suggests `example` in it; None: the file's name
+    is fixed, as a benchmark's in its --out folder), a missing folder, or
     an existing file that is neither a regular file nor a stream (a
     character device such as /dev/null or /dev/stdout, or a FIFO: written
     as they are, `_save`); with `streams` False a stream too (a chart or a
@@ -235,8 +236,11 @@ def check_output_path(path: str, what: str, example: str = "out.npy", streams: b
     seeks of the image writer)."""
     if not path:  # (its real path is the working folder: the rename would aim at that)
         raise ValueError(f"{what}: the path is empty; give a file name such as {example!r}")
+    if os.path.isdir(path) and example is None:
+        raise ValueError(f"{what}: {path!r}, the file this run writes, is a directory; remove it or choose another "
+                         f"{what}")
     if os.path.isdir(path):
-        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example)!r}")
+        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example or '')!r}")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
@@ -371,7 +375,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         mode = importlib.import_module(f"vkrope.bench.{name}")
         out_dir = Path(args.out)
         _make_dir(out_dir)
-        check_output_path(str(out_dir / f"bench_{name}.json"), "--out", f"bench_{name}.json", streams=False)
+        check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
         result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
         (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
         print(f"wrote {out_dir / f'bench_{name}.json'}")
@@ -380,9 +384,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
-    check_output_path(str(json_path), "--out", "bench.json", streams=False)  # (before the run, not after)
+    check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)
     if not args.plot:
-        check_output_path(str(out_dir / "bench.png"), "--out", "bench.png", streams=False)
+        check_output_path(str(out_dir / "bench.png"), "--out", None, streams=False)
     storages = args.storage or [c for c in STORAGE_CHOICES if c != "auto"]
     dtypes = args.dtype or [d.name for d in TENSOR_DTYPES]
     result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),

@@ -874,8 +874,8 @@ def test_cli_charts_and_bench_files_refuse_streams_before_any_work(tmp_path, cap
     assert "--plot:" in capsys.readouterr().err
     (tmp_path / "bo" / "bench.json").mkdir(parents=True)
     assert main(["bench", "--shapes", "1x16x8", "--out", str(tmp_path / "bo")]) == 1
-    assert capsys.readouterr().err.startswith(f"vkrope: error: ValueError: --out: "
-                                              f"{str(tmp_path / 'bo' / 'bench.json')!r} is a directory")
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --out: {str(tmp_path / 'bo' / 'bench.json')!r}, "
+                                       "the file this run writes, is a directory; remove it or choose another --out\n")
     from vkrope.bench import nd  # noqa: PLC0415
 
     monkeypatch.setattr(nd, "run", lambda **kw: ran.append(kw) or {})
