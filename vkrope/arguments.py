@@ -82,7 +82,8 @@ def check_alive(name: str, a: Any) -> None:
     if state == "live":
         return
     if state == "released":
-        raise ValueError(f"{name} is a released DeviceArray")
+        raise ValueError(f"{name} is a released DeviceArray (release() gave its memory back); pass a live one, "
+                         "e.g. the data uploaded again with Device.asarray")
     if state == "closed":
         raise DeviceClosedError(
             f"{name} is a DeviceArray of a vkrope.Device that was closed ({a.device.closed_why}); its device memory "
