@@ -5,7 +5,9 @@ vkrope/models/config_rules.py) from transformers' own config classes.
     python scripts/hf_config_rules.py [--only TYPE ...]
 
 Needs transformers 5.25, the release vkrope/data/hf_models.json names
-(config classes only: no torch), in a venv of its own; vkrope is imported
+(config classes; torch only to run the text rotary module of the few
+models whose attention rotates a key of its own, `measure_width`), in a
+venv of its own; vkrope is imported
 from this checkout. For each model type of the model table:
 
 - a composite config (the table's `text_config` path is not empty) is
@@ -754,6 +756,180 @@ def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
+def _built(t: str, e: dict, kw: dict) -> Any:
+    """The language model's config the classes build of text config keys `kw` (placed where files keep them)."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    return AutoConfig.for_model(t, **copy.deepcopy(_inside(e.get("text_config") or [], kw))).get_text_config(
+        decoder=True)
+
+
+def _raises(t: str, e: dict, kw: dict) -> bool:
+    try:
+        _built(t, e, kw)
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
+def null_refused(t: str, e: dict) -> list[str]:
+    """The keys from_hf reads (DEFAULT_KEYS and the table's head keys) on which the classes raise when the file
+    gives them as null (a strict int field: Qwen3's head_dim, every class's hidden_size), where they build the
+    file without them, alone and beside every other such key as the class saves them (EXAONE 4's class fails
+    on a null sliding_window only where it derives layer_types from it)."""
+    if _raises(t, e, {}):
+        return []
+    keys = dict.fromkeys([*DEFAULT_KEYS, *(s["head_dim"] for s in e["by_layer_type"].values()
+                                           if s["head_dim"] not in (None, "quotient"))])
+    saved = {k: v for k, v in _built(t, e, {}).to_dict().items() if k in keys and v is not None}
+    return [k for k in keys if _raises(t, e, {k: None}) and _raises(t, e, {**saved, k: None})]
+
+
+def nope_longer(t: str, e: dict) -> dict[str, bool] | None:
+    """For a model type whose layers say by a flags list whether they rotate (no_rope_layers): whether the
+    classes raise on a list longer than num_hidden_layers, where the file gives no layer_types (Llama 4's class
+    derives layer_types from the list, one per flag, and validates their count) and where it gives them."""
+    rule = e.get("nope") or {}
+    if rule.get("kind") != "flags":
+        return None
+    n = 4
+    try:
+        base = _built(t, e, {"num_hidden_layers": n})
+        flags, types = list(getattr(base, rule["key"])), getattr(base, "layer_types", None)
+    except Exception:  # noqa: BLE001
+        return None
+    longer = {"num_hidden_layers": n, rule["key"]: flags + flags[:1]}
+    with_types = dict(longer, layer_types=list(types)) if isinstance(types, list) else None
+    return {"without_layer_types": _raises(t, e, longer),
+            "with_layer_types": with_types is not None and _raises(t, e, with_types)}
+
+
+def attention_reads(cls: Any) -> list[str]:
+    """The rope dict keys the model's code reads outside its rotary module (`config.rope_parameters.get("K")`
+    or `["K"]`: Ministral 3's and Mistral 4's attention scale q by llama_4_scaling_beta over the original
+    length, whatever the rope type), read from the modeling module's source; rope_type, rope_theta, the partial
+    factor and M-RoPE's keys (read by the rotary module) left out."""
+    import importlib  # noqa: PLC0415
+
+    try:
+        module = importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
+    except Exception:  # noqa: BLE001  (no modeling module of its own: nothing read here)
+        return []
+    tree = ast.parse(inspect.getsource(module))
+    rotary = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name.endswith("RotaryEmbedding")
+              for n in ast.walk(c)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in rotary:
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and ast.unparse(node.func.value).endswith("rope_parameters") and node.args \
+                and isinstance(node.args[0], ast.Constant) and len(node.args) == 1:
+            found.add(str(node.args[0].value))
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("rope_parameters") \
+                and isinstance(node.slice, ast.Constant):
+            found.add(str(node.slice.value))
+    return sorted(found - {"rope_type", "type", "rope_theta", "partial_rotary_factor", "mrope_section",
+                           "mrope_interleaved"})
+
+
+WIDTH_KEYS = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "kv_channels")
+
+
+def measure_width(t: str, e: dict) -> dict[str, Any] | None:
+    """For a model type whose attention rotates a width of its own key (the table's head key `key`: DeepSeek's
+    qk_rope_head_dim) while transformers' rotary module makes cos / sin of head_dim's width (times the partial
+    factor): how the class builds that head_dim (the file's, `head_dim_file`; else the sum of `head_sum`,
+    with the class defaults `defaults`) and the factor (`ratio`: Mistral 4's key / head_dim where the file's
+    rope_parameters has none), and whether the model's own default rope function reads the factor
+    (`default_partial`, run); `alias`: head_dim names the key itself (the class's attribute_map: JetMoe's
+    kv_channels). None for another model type, or where the class cannot be measured."""
+    keys = {s["head_dim"] for s in e["by_layer_type"].values()}
+    if len(keys) != 1 or next(iter(keys)) in (None, "head_dim", "quotient"):
+        return None
+    key = next(iter(keys))
+    try:
+        base = _built(t, e, {})
+        ints = {k: getattr(base, k) for k in dict.fromkeys((key, *WIDTH_KEYS))
+                if isinstance(getattr(base, k, None), int) and not isinstance(getattr(base, k), bool)}
+        head = base.head_dim
+        head_file = _built(t, e, {"head_dim": head + 8}).head_dim == head + 8
+        moved = [{k: v + 8 * 2 ** i for i, (k, v) in enumerate(ints.items())},  # (no two sums alike)
+                 {k: v + 8 * 3 ** i for i, (k, v) in enumerate(ints.items())}]
+        sums = [s for n in range(1, len(ints) + 1) for s in itertools.combinations(ints, n)
+                if sum(ints[k] for k in s) == head and all(
+                    _built(t, e, kw).head_dim == sum(kw[k] for k in s) for kw in moved)]
+        rp = _built(t, e, {**moved[0], "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}})
+        ratio = rp.rope_parameters.get("partial_rotary_factor") == rp.to_dict()[key] / rp.head_dim
+        half = _rotary_width(t, e, {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                        "partial_rotary_factor": 0.5}})
+    except Exception:  # noqa: BLE001
+        return None
+    if len(sums) != 1 or half is None:
+        return None
+    rule = {"key": key, "head_dim_file": head_file, "head_sum": list(sums[0]),
+            "alias": getattr(type(base), "attribute_map", {}).get("head_dim") == key,
+            "defaults": {k: ints[k] for k in dict.fromkeys((key, *sums[0]))}, "ratio": ratio,
+            "default_partial": half[0] != half[1].head_dim}
+    why = check_width(t, e, rule)
+    return rule if why is None else {"key": key, "why": why}
+
+
+def _rotary_width(t: str, e: dict, kw: dict) -> tuple[int, Any] | None:
+    """(the width of the cos / sin transformers' text rotary module makes of text config keys `kw`, the built
+    text config); None where the class or the module raises."""
+    sys.path.insert(0, HERE)
+    from hf_model_table import text_rotary  # noqa: PLC0415
+
+    try:
+        text = _built(t, e, kw)
+        inv = text_rotary(t)[1](text).inv_freq
+    except Exception:  # noqa: BLE001
+        return None
+    return 2 * int(inv.numel()), text
+
+
+def width_probes(rule: dict) -> list[dict]:
+    """Text config keys mixing head_dim (absent, null, the key's, another), the key and the summed keys
+    (the class's, another), the rope dict (none, rope_parameters default or yarn, rope_scaling yarn) with a
+    factor in it or not, and a top-level factor."""
+    key, d = rule["key"], rule["defaults"]
+    heads = [{}, {"head_dim": None}, {"head_dim": d[key]}, {"head_dim": 2 * d[key] + 8}]
+    dims = [{}, {key: d[key] // 2}] + [{k: 2 * d[k]} for k in rule["head_sum"] if k != key]
+    yarn = {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1e4, "original_max_position_embeddings": 1024}
+    dicts = [{}] + [{where: dict(one, **extra)} for where, one in (("rope_parameters", {"rope_type": "default",
+                                                                                          "rope_theta": 1e4}),
+                                                                   ("rope_parameters", yarn), ("rope_scaling", yarn))
+                    for extra in ({}, {"partial_rotary_factor": 1.0}, {"partial_rotary_factor": 0.5})]
+    tops = [{}, {"partial_rotary_factor": 0.5}]
+    return [{**h, **k, **r, **p} for h, k, r, p in itertools.product(heads, dims, dicts, tops)]
+
+
+def check_width(t: str, e: dict, rule: dict) -> str | None:
+    """None where config_rules.rotary_width, with `rule`, never takes a probe on which transformers' rotary
+    module makes cos / sin of another width than the attention rotates (or raises); else the first such."""
+    preset = _built(t, e, {}).rope_parameters.get("rope_type", "default")  # (from_hf: the class's preset)
+    for kw in width_probes(rule):
+        made = _rotary_width(t, e, kw)
+        width = None if made is None else made[0]
+        rotated = None if made is None else made[1].to_dict().get(rule["key"])
+        kind = (kw.get("rope_scaling") or kw.get("rope_parameters") or {"rope_type": preset}).get("rope_type")
+        got = config_rules.rotary_width(copy.deepcopy(kw), rule, kind)
+        if got is not None and (width is None or got != (width, rotated) or width != rotated):
+            return f"{kw}: the rules read {got}, transformers {(width, rotated)}"
+    return None
+
+
+def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
+    """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
+    `attention_reads`, and where measured `nope_longer` and `width`."""
+    out: dict[str, Any] = {"null_refused": null_refused(t, e), "attention_reads": attention_reads(cls)}
+    for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e))):
+        if measured is not None:
+            out[name] = measured
+    return out
+
+
 def check_renames(out: dict[str, dict]) -> None:
     """Exit where two classes rename one name to different rope types: from_hf's early names take one."""
     targets: dict[str, set] = {}
@@ -794,6 +970,7 @@ def main() -> None:
         if t not in classes:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
+        rules.update(model_rules(t, e, classes[t]))
         rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
         rules["original_length"] = original_length(classes[t], sorted(d0) if _nested(d0) else None)
         if not _nested(d0):

@@ -42,6 +42,21 @@ by building each config class on probe configs; never edited by hand):
   longrope, Qwen2-VL's "mrope" -> default), each probed as `rope_type` and
   as `type`; the names probed are those transformers' config modules
   compare with a rope type;
+- `null_refused`: the keys from_hf reads on which the class raises when the
+  file gives them as null (strict int fields: Qwen3's head_dim, every
+  class's hidden_size), `check_nulls`;
+- `attention_reads`: the rope dict keys the model's code reads outside its
+  rotary module whatever the rope type (Ministral 3's and Mistral 4's
+  llama_4_scaling_beta and original length, read from the modeling
+  source): a rope dict without them is refused;
+- `nope_longer`: for a model whose layers say by a flags list whether they
+  rotate, whether the class raises on a list longer than num_hidden_layers
+  (Llama 4's, where the file gives no layer_types), `check_flags_length`;
+- `width`: for a model whose attention rotates a key of its own (DeepSeek's
+  qk_rope_head_dim) while transformers' rotary module makes cos / sin of
+  head_dim times the partial factor: how the class builds those
+  (`rotary_width`; checked by the rules script against the rotary module
+  run on probe configs; `why` where the rule failed that check);
 - `refused`: the shapes of RoPE keys (`signature`: how the file gives
   rope_scaling, rope_parameters, each theta key and the partial factor:
   absent, null, empty, a dict, per layer type, with the legacy `type`, ...)
@@ -60,6 +75,7 @@ take a shape the class fails on, the config is refused.
 from __future__ import annotations
 
 import json
+import math
 import os
 from functools import lru_cache
 from typing import Any
@@ -378,3 +394,68 @@ def original_length(model_type: str) -> dict[str, str]:
     "max_position_embeddings" (PhiMoE's, and every class's with RoPE per layer type: they read the rope
     dict's only). "unknown" where it was not measured."""
     return rules_of(model_type).get("original_length") or {"both": "unknown", "top_only": "unknown"}
+
+
+def check_nulls(cfg: dict, model_type: str) -> None:
+    """A ValueError where the text config `cfg` (the file's keys, before the class defaults) gives as null a
+    key on which the model type's config class raises when it is null (`null_refused`: a strict int field,
+    Qwen3's head_dim, every class's hidden_size; transformers raises on loading the config)."""
+    for key in rules_of(model_type).get("null_refused", []):
+        if key in cfg and cfg[key] is None:
+            raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key} "
+                             "(transformers raises on loading the config), so vkrope does too")
+
+
+def check_flags_length(cfg: dict, model_type: str, key: str) -> None:
+    """A ValueError where `cfg[key]`, a list of per-layer flags (no_rope_layers), is longer than
+    num_hidden_layers and the model type's config class raises on that (`nope_longer`: Llama 4's derives
+    layer_types from it where the file gives none, and validates their count); transformers' model reads the
+    first num_hidden_layers flags of a list its class takes."""
+    rule = rules_of(model_type).get("nope_longer")
+    flags, n = cfg.get(key), cfg.get("num_hidden_layers")
+    if not isinstance(flags, list) or isinstance(n, bool) or not isinstance(n, int) or len(flags) <= n:
+        return
+    given = isinstance(cfg.get("layer_types"), list)
+    if rule is None or rule["with_layer_types" if given else "without_layer_types"]:
+        raise ValueError(f"config: {key} has {len(flags)} entries for num_hidden_layers {n}: {model_type}'s "
+                         f"config class {'raises on it' if rule else 'was not measured on it'}"
+                         f"{'' if given else ' where the file gives no layer_types (it derives them from it)'}, "
+                         "so vkrope refuses it")
+
+
+def attention_reads(model_type: str) -> list[str]:
+    """The rope dict keys the model type's code reads outside its rotary module, whatever the rope type
+    (`attention_reads`, from the modeling source: Ministral 3's and Mistral 4's llama_4_scaling_beta and
+    original length, by which their attention scales q)."""
+    return list(rules_of(model_type).get("attention_reads", []))
+
+
+def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
+    """(the width of transformers' cos / sin, the width the attention rotates) of a text config `cfg` (the
+    file's keys) of a model type whose attention rotates a key of its own (`width`: DeepSeek's
+    qk_rope_head_dim) with rope type `kind`, where the two agree; None where they do not, or the rule cannot
+    tell (a null, a rotary_pct): transformers' model fails on a cos / sin of another width."""
+    d, key = rule["defaults"], rule["key"]
+    if "rotary_pct" in cfg or ("head_dim" in cfg and cfg["head_dim"] is None):
+        return None  # (a null head_dim: the class raises, or the rotary module reads the quotient)
+    if rule.get("alias") and "head_dim" in cfg:  # (head_dim names the key: JetMoe's kv_channels)
+        if cfg.get(key, cfg["head_dim"]) != cfg["head_dim"]:
+            return None
+        cfg = {**cfg, key: cfg["head_dim"]}
+    rotated = cfg.get(key, d[key])
+    summed = sum(cfg.get(k, d[k]) if isinstance(cfg.get(k, d[k]), int) else math.nan for k in rule["head_sum"])
+    head = cfg["head_dim"] if rule["head_dim_file"] and "head_dim" in cfg else summed
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (rotated, head, summed)):
+        return None
+    scaling = isinstance(cfg.get("rope_scaling"), dict) and bool(cfg["rope_scaling"])
+    rope = cfg["rope_scaling"] if scaling else cfg.get("rope_parameters")
+    if isinstance(rope, dict) and "partial_rotary_factor" in rope:
+        partial = rope["partial_rotary_factor"]
+    elif rule["ratio"] and not scaling:
+        partial = rotated / summed  # (the class's own factor, of the head it derives before a file's head_dim)
+    else:
+        partial = cfg.get("partial_rotary_factor", 1.0)
+    if isinstance(partial, bool) or not isinstance(partial, (int, float)):
+        return None
+    width = head if kind == "default" and not rule["default_partial"] else int(head * partial)
+    return (int(width), int(rotated)) if width == rotated else None
