@@ -251,3 +251,76 @@ def test_a_rope_type_the_class_refuses_is_refused():
     assert dict(vkrope.from_hf({**base, "model_type": "llama", "rope_scaling": scaling}).params)["factor"] == 2.0
     with pytest.raises(ValueError, match="rope_type 'linear': phi3's config class refuses it"):
         vkrope.from_hf({**base, "model_type": "phi3", "rope_scaling": scaling})
+
+
+def test_a_null_the_config_class_refuses_is_refused():
+    """Qwen3's head_dim is a strict int field (transformers raises on a null one, as every class does on a null
+    hidden_size); Llama's class reads a null head_dim as hidden_size // num_attention_heads."""
+    base = {"hidden_size": 256, "num_attention_heads": 4, "head_dim": None}
+    assert "head_dim" in config_rules.rules_of("qwen3")["null_refused"]
+    with pytest.raises(ValueError, match="head_dim is null: qwen3's config class refuses"):
+        vkrope.from_hf({**base, "model_type": "qwen3"})
+    assert vkrope.from_hf({**base, "model_type": "llama"}).head_dim == 64
+    with pytest.raises(ValueError, match="hidden_size is null"):
+        vkrope.from_hf({"model_type": "llama", "hidden_size": None, "num_attention_heads": 4, "head_dim": 16})
+
+
+def test_the_llama4_scaling_keys_the_attention_reads_must_be_given():
+    """Ministral 3's and Mistral 4's attention scale q by rope_parameters' llama_4_scaling_beta over its
+    original length whatever the rope type (read from their modeling source): without either, transformers'
+    model fails on None."""
+    assert config_rules.attention_reads("ministral3") == ["llama_4_scaling_beta", "original_max_position_embeddings"]
+    assert config_rules.attention_reads("llama") == []
+    m3 = {"model_type": "ministral3", "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16}
+    yarn = {"rope_type": "yarn", "rope_theta": 1e6, "factor": 2.0, "original_max_position_embeddings": 1024}
+    with pytest.raises(ValueError, match="llama_4_scaling_beta is missing: ministral3's attention reads it"):
+        vkrope.from_hf({**m3, "rope_parameters": yarn})
+    default = {"rope_type": "default", "rope_theta": 1e6, "llama_4_scaling_beta": 0.1}
+    with pytest.raises(ValueError, match="original_max_position_embeddings is missing"):
+        vkrope.from_hf({**m3, "rope_parameters": default})
+    r = vkrope.from_hf({**m3, "rope_parameters": {**default, "original_max_position_embeddings": 1024}})
+    assert r.q_scale(np.array([[0, 1024]])).tolist() == [[1.0, np.float32(1 + 0.1 * np.log(2.0))]]
+    assert vkrope.from_hf({**m3, "rope_parameters": {**yarn, "llama_4_scaling_beta": 0.1}}).rope_type == "yarn"
+
+
+def test_a_rotary_width_other_than_the_attentions_is_refused():
+    """DeepSeek-V3's attention rotates qk_rope_head_dim channels, its rotary module head_dim's (the file's
+    where given); Mistral 4's rotary module head_dim times the factor its class puts into rope_parameters
+    (none into a rope_scaling); transformers' model fails where the two differ."""
+    ds = {"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "qk_rope_head_dim": 8}
+    assert vkrope.from_hf({**ds, "head_dim": 8}).rotary_dim == 8
+    for head in (16, None):
+        with pytest.raises(ValueError, match="qk_rope_head_dim, head_dim and the partial factor"):
+            vkrope.from_hf({**ds, "head_dim": head})
+    assert vkrope.from_hf({**ds, "model_type": "deepseek_v2", "head_dim": 16}).rotary_dim == 8  # (ignored)
+    m4 = {"model_type": "mistral4", "hidden_size": 64, "num_attention_heads": 4, "qk_rope_head_dim": 8,
+          "qk_nope_head_dim": 8}
+    yarn = {"rope_type": "yarn", "rope_theta": 1e4, "factor": 2.0, "original_max_position_embeddings": 64,
+            "llama_4_scaling_beta": 0.1}
+    assert vkrope.from_hf({**m4, "rope_parameters": yarn}).rotary_dim == 8
+    for bad in ({"rope_scaling": yarn}, {"rope_parameters": {**yarn, "partial_rotary_factor": 1.0}},
+                {"rope_parameters": {**yarn, "rope_type": "default"}}, {"rope_parameters": yarn, "head_dim": 8}):
+        with pytest.raises(ValueError, match="qk_rope_head_dim, head_dim and the partial factor"):
+            vkrope.from_hf({**m4, **bad})
+
+
+def test_a_head_dim_alias_sets_the_key_it_names():
+    """JetMoe's head_dim is its kv_channels (the class's attribute_map): a file's head_dim is the width."""
+    jet = {"model_type": "jetmoe", "hidden_size": 64, "num_attention_heads": 4}
+    assert vkrope.from_hf({**jet, "head_dim": 40}).rotary_dim == 40
+    with pytest.raises(ValueError, match="head_dim .40. and kv_channels .8. contradict"):
+        vkrope.from_hf({**jet, "head_dim": 40, "kv_channels": 8})
+
+
+def test_a_no_rope_layers_list_longer_than_the_layers():
+    """Llama 4's class derives layer_types from no_rope_layers where the file gives none, and validates their
+    count (transformers raises); with layer_types, or SmolLM3's class, the model reads the first flags."""
+    assert config_rules.rules_of("llama4_text")["nope_longer"] == {"without_layer_types": True,
+                                                                  "with_layer_types": False}
+    l4 = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16,
+          "num_hidden_layers": 2, "no_rope_layers": [1, 0, 1]}
+    with pytest.raises(ValueError, match="no_rope_layers has 3 entries for num_hidden_layers 2"):
+        vkrope.hf_layers(l4)
+    layers = vkrope.hf_layers({**l4, "layer_types": ["chunked_attention", "full_attention"]})
+    assert [r is None for r in layers] == [False, True]
+    assert len(vkrope.hf_layers({**l4, "model_type": "smollm3"})) == 2

@@ -287,7 +287,8 @@ def test_head_dim_keys_pairs_and_text_configs():
     jet = {"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 16, "kv_channels": 64}
     assert vkrope.from_hf(jet).head_dim == 64
     m4 = {"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "qk_rope_head_dim": 64,
-          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}}
+          "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 2.0, "llama_4_scaling_beta": 0.1,
+                              "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.5}}
     r = vkrope.from_hf(m4)
     assert (r.head_dim, r.rotary_dim, r.interleaved) == (64, 64, True)  # the factor is folded in already
     assert vkrope.from_hf({"model_type": "youtu", "hidden_size": 1024, "num_attention_heads": 8,
@@ -342,7 +343,7 @@ def test_readings_away_from_the_class_defaults():
     neox = {"model_type": "gpt_neox", "hidden_size": 2816, "num_attention_heads": 22, "num_hidden_layers": 36,
             "rotary_pct": 1.0, "rotary_emb_base": 10000, "max_position_embeddings": 2048}
     assert vkrope.from_hf(neox).rotary_dim == 128
-    with pytest.raises(ValueError, match="qk_rope_head_dim is missing"):
+    with pytest.raises(ValueError, match="qk_rope_head_dim is null: deepseek_v3.s config class refuses"):
         vkrope.from_hf({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
                         "qk_rope_head_dim": None})
     oss = vkrope.from_hf({"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64})

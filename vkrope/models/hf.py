@@ -91,9 +91,16 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     defaults = e.get("defaults", {})
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
+    config_rules.check_nulls(merged, _type_of(cfg, like))
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
+        if key in merged and stored not in merged:  # (the class sets `stored` through the alias: JetMoe's head_dim)
+            merged[stored] = merged[key]
+        elif key in merged and merged[key] != merged[stored] and merged[key] is not None:
+            raise ValueError(f"config: {key} ({brief(merged[key])}) and {stored} ({brief(merged[stored])}) "
+                             f"contradict each other: {key} is {stored} in {_type_of(cfg, like)}'s config class")
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
+    _check_width(merged, e, _type_of(cfg, like))
     if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
         merged.pop("rope_scaling", None)
@@ -101,6 +108,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
     _check_switches(merged, e, _type_of(cfg, like))
+    if (e.get("nope") or {}).get("kind") == "flags":
+        config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
     _rename_layer_types(merged)
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
@@ -111,6 +120,31 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged.pop("rope_scaling", None)
             merged[key] = rope
     return merged
+
+
+def _check_width(cfg: dict, e: dict, model_type: str) -> None:
+    """A ValueError where the model type's attention rotates a width of its own key (config_rules.rotary_width:
+    DeepSeek's qk_rope_head_dim) and transformers' rotary module makes cos / sin of another width of the file's
+    keys (its head_dim times the partial factor: a head_dim of another width, Mistral 4's rope_scaling that
+    drops its class's factor), on which transformers' model fails."""
+    rule = config_rules.rules_of(model_type).get("width")
+    if rule is None:
+        return
+    if "why" in rule:
+        raise ValueError(f"config: how {model_type}'s rotary module and attention agree on the rotated width is "
+                         f"not in vkrope's rules table ({rule['why'][:200]}); refused rather than guessed")
+    scaling = cfg.get("rope_scaling") if isinstance(cfg.get("rope_scaling"), dict) else None
+    rope = scaling or cfg.get("rope_parameters")
+    if not isinstance(rope, dict):
+        rope = (config_rules.rules_of(model_type).get("one") or {}).get("preset") or e["defaults"].get(
+            "rope_parameters") or {}
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    kind = config_rules.renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
+    if config_rules.rotary_width(cfg, rule, kind) is None:
+        raise ValueError(f"config: {rule['key']}, head_dim and the partial factor: {model_type}'s attention "
+                         f"rotates {rule['key']} channels, and transformers' rotary module makes cos / sin of "
+                         "another width of these keys (its head_dim times the partial factor, as its config class "
+                         "builds them), on which its model fails; refused")
 
 
 def _rename_layer_types(cfg: dict) -> None:
@@ -688,13 +722,13 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
 
 def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) -> tuple[dict[str, Any], list[str]]:
     """The rope type's parameters of a rope dict, checked, and the keys it does not read
-    (`llama_4_scaling_beta` is read where the type's class defaults carry it, Ministral 3's and Mistral 4's:
-    their attention scales q by it; elsewhere nothing reads it). `per_type`: the dict is one layer type's,
+    (`llama_4_scaling_beta` is read where the model's code reads it, config_rules.attention_reads: Ministral
+    3's and Mistral 4's attention scales q by it; elsewhere nothing reads it). `per_type`: the dict is one layer type's,
     whose `truncate` transformers' yarn never sees (it reads the outer rope_parameters, keyed by layer
     type: it truncates)."""
     params: dict[str, Any] = {}
     ignored: list[str] = []
-    scales_q = "llama_4_scaling_beta" in json.dumps(e.get("defaults", {}).get("rope_parameters") or {})
+    scales_q = "llama_4_scaling_beta" in config_rules.attention_reads(model_type)
     for key, value in rope.items():
         if key in _IGNORED:
             continue
@@ -721,6 +755,17 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) ->
     return params, ignored
 
 
+def _check_attention_reads(rope: dict, where: str, model_type: str, orig: int | None) -> None:
+    """A ValueError where the model type's code reads a rope dict key outside its rotary module whatever the
+    rope type (config_rules.attention_reads: Ministral 3's attention scales q by llama_4_scaling_beta over the
+    original length) and the rope dict, as its class makes it, lacks it (transformers' model fails on None)."""
+    for key in config_rules.attention_reads(model_type):
+        value = orig if key == "original_max_position_embeddings" else rope.get(key)
+        if value is None:
+            raise ValueError(f"{where}{key} is missing: {model_type}'s attention reads it from the rope dict "
+                             "whatever the rope type (transformers' model fails without it), so vkrope refuses it")
+
+
 def _needs_orig(kind: str) -> bool:
     """Whether rope type `kind` reads original_max_position_embeddings."""
     return kind in RULES and RULES[kind].needs_orig
@@ -728,8 +773,9 @@ def _needs_orig(kind: str) -> bool:
 
 def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
              model_type: str) -> tuple[int | None, int | None]:
-    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs;
-    a top-level original length (Phi-3 keeps it there) is read where the model type's model reads it."""
+    """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs
+    and the model's code reads (_check_attention_reads); a top-level original length (Phi-3 keeps it there)
+    is read where the model type's model reads it."""
     rule = config_rules.original_length(model_type)[
         "both" if "original_max_position_embeddings" in rope else "top_only"]
     if "original_max_position_embeddings" in cfg and _needs_orig(kind) \
@@ -758,6 +804,7 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
+    _check_attention_reads(rope, where, model_type, orig)
     return mpe, orig
 
 
