@@ -756,7 +756,8 @@ def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], memb
         ctype = fields.get(target.split(".")[-1]) if target.startswith("hparams.") \
             else local_types.get(target, members.get(target))
         args = call_arguments(body, m.start() + len(m.group(0).split("(")[0]) + 1)
-        optional = len(args) > {"get_key_or_arr": 3}.get(m.group(1), 2) and args[-1].strip() in ("false", "0")
+        flag = required_flag(m.group(1), args)
+        optional = flag is False
         accept = accepted_types(m.group(1), ctype, optional)
         conds = enclosing_conditions(body, m.start())
         cond = None if conds is None else substitute(" and ".join(conds) or "True", local)
@@ -764,11 +765,26 @@ def key_types(body: str, kv: dict[str, str], fields: dict[str, str | None], memb
             cond = re.sub(r"\barch\s*(==|!=)\s*(LLM_ARCH_\w+)",
                           lambda c: str((c.group(2) == arch) == (c.group(1) == "==")), cond)
         read = {"accept": accept if accept is not None else "unknown", "always": conds == [], "cond": cond,
-                "required": "False" if optional else "True" if conds == [] else cond}
+                "required": "False" if optional else None if flag is None else "True" if conds == [] else cond}
         if m.group(1) == "get_key_or_arr" and len(args) > 3:
             read["count"] = py_expr(substitute(args[2], local))
         reads.setdefault(kv[m.group(2)], []).append((m.group(1), optional, read))
     return {key: combined(rs) for key, rs in reads.items()}
+
+
+def required_flag(call: str, args: list[str]) -> bool | None:
+    """A loader read's `required` argument (get_key(kid, result, required = true), get_arr alike,
+    get_key_or_arr(kid, result, n, required = true)): a C literal's truth (DeepSeek-V3.2's `0.0f` is false),
+    None where it is no literal."""
+    at = {"get_key_or_arr": 3}.get(call, 2)
+    if len(args) <= at:
+        return True
+    arg = args[at].strip()
+    if arg in ("true", "false"):
+        return arg == "true"
+    if re.fullmatch(r"\d+(?:\.\d*)?f?|\.\d+f?", arg):
+        return float(arg.rstrip("f")) != 0
+    return None
 
 
 def required_either(a: str | None, b: str | None) -> str | None:
@@ -848,6 +864,24 @@ def factor_sizes(srcs: "Sources", owner: str | None) -> dict[str, str]:
                 else layer_zero(py_expr(substitute(dims[0], local)))
             found.setdefault(FACTOR_TENSORS[m.group(1)], set()).add(size)
     return {name: sizes.pop() if len(sizes) == 1 else "unknown" for name, sizes in sorted(found.items())}
+
+
+def factor_required(srcs: "Sources", owner: str | None) -> dict[str, str]:
+    """Whether `owner`'s load_arch_tensors requires each factor tensor it creates ("True": a create_tensor
+    whose flags never hold TENSOR_NOT_REQUIRED, as Gemma 4's rope_freqs: llama.cpp refuses a file without it,
+    "tensor not found"; "False"; "unknown" where the flags are a variable set otherwise)."""
+    found: dict[str, set[str]] = {}
+    for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
+        for m in re.finditer(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor\s*\(", body):
+            args = call_arguments(body, m.end())
+            flags = args[2] if len(args) > 2 else "0"
+            values = [flags]
+            if re.fullmatch(r"\s*[a-z_]\w*\s*", flags):  # (a local: Gemma 4's rope_freqs_flag, 0 then DUPLICATED)
+                values = re.findall(rf"\b{flags.strip()}\s*=(?!=)\s*([^;]+);", body) or ["?"]
+            kinds = {"False" if "TENSOR_NOT_REQUIRED" in v
+                     else "True" if re.fullmatch(r"(?:[\s|()]|0|TENSOR_DUPLICATED)*", v) else "unknown" for v in values}
+            found.setdefault(FACTOR_TENSORS[m.group(1)], set()).add(kinds.pop() if len(kinds) == 1 else "unknown")
+    return {name: kinds.pop() if len(kinds) == 1 else "unknown" for name, kinds in sorted(found.items())}
 
 
 def factors_taken(body: str, arg: str, local: dict[str, str], at: int) -> str:
@@ -932,6 +966,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
                                                fields_read(entry, defaults["methods"]))
             entry["factor_tensors"] = factor_tensors(srcs, srcs.owner(cls, "load_arch_tensors"))
             entry["factor_sizes"] = factor_sizes(srcs, srcs.owner(cls, "load_arch_tensors"))
+            entry["factor_required"] = factor_required(srcs, srcs.owner(cls, "load_arch_tensors"))
             owner = srcs.owner(cls, "load_arch_hparams")
             entry["key_types"] = key_types((srcs.functions(f"{owner}::load_arch_hparams") or [""])[0]
                                            if owner else "", kv, fields,

@@ -14,16 +14,21 @@ FILLERS = {"UINT32": "add_uint32", "INT32": "add_int32", "FLOAT32": "add_float32
 
 
 def required_keys(arch: str) -> dict[str, str]:
-    """The keys llama.cpp's loader requires of every `arch` file, or under some condition (the committed
-    table's `required`), each with the first scalar GGUF type it takes (array-only keys left out: a test
-    that needs one writes it)."""
+    """The keys llama.cpp's loader requires of every `arch` file (the committed table's `required` "True")
+    that bear on no RoPE: none its hparams program reads (a sliding window, sections, a YaRN multiplier),
+    nor the base's context_length, embedding_length or block_count, each with the first scalar GGUF type it
+    takes. A test writes the others itself, and conditional ones are left to the tests that cross them, so
+    the table's conditions are tested, not filled in; tests/models/test_gguf_converter_files.py checks the
+    table's required flags against the converter's own files."""
     t = json.loads(TABLE.read_text())
-    reads = {**{k: v for k, v in t["hparams"]["key_types"].items() if v["required"] == "True"},
-             **(t["archs"].get(arch, {}).get("key_types") or {})}
+    entry = t["archs"].get(arch, {})
+    read_by_program = {s[3] for s in entry.get("hparams") or () if len(s) > 3 and isinstance(s[3], str)}
+    reads = {**t["hparams"]["key_types"], **(entry.get("key_types") or {})}
     out = {}
     for key, read in reads.items():
         scalar = [a for a in read["accept"] if a in FILLERS] if read["accept"] != "unknown" else []
-        if read["required"] != "False" and scalar:
+        if read["required"] == "True" and scalar and key not in read_by_program \
+                and key not in ("context_length", "embedding_length", "block_count"):
             out[key] = scalar[0]
     return out
 

@@ -32,11 +32,13 @@ KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "ad
 
 
 def write(path, arch: str, kv, tensors=(), block_count=True):
-    """A GGUF file as the converter writes it: with a block_count (llama.cpp requires it) unless kv gives one
-    or `block_count` is False."""
+    """A GGUF file as the converter writes it: with a block_count and a context_length (llama.cpp requires
+    them) unless kv gives them, or `block_count` is False."""
     w = gguf.GGUFWriter(str(path), arch=arch)
     if block_count and not any(add == "add_block_count" for add, _ in kv):
         kv = [*kv, ("add_block_count", 2)]
+    if not any(add == "add_context_length" for add, _ in kv):
+        kv = [*kv, ("add_context_length", 4096)]
     for add, value in kv:
         getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
     return finish(w, tensors, path, () if block_count else ("block_count",))
@@ -96,7 +98,7 @@ def test_deepseek_yarn_log_multiplier(tmp_path):
     rs = cfg["rope_scaling"]
     path = write(tmp_path / "ds.gguf", "deepseek2", [
         ("add_context_length", 163840), ("add_embedding_length", 7168), ("add_head_count", 128),
-        ("add_rope_dimension_count", 64), ("add_rope_freq_base", 10000.0),
+        ("add_uint32", ("deepseek2.attention.q_lora_rank", 1536)), ("add_rope_dimension_count", 64), ("add_rope_freq_base", 10000.0),
         ("add_rope_scaling_type", gguf.RopeScalingType.YARN), ("add_rope_scaling_factor", float(rs["factor"])),
         ("add_rope_scaling_orig_ctx_len", rs["original_max_position_embeddings"]),
         ("add_rope_scaling_yarn_log_mul", 0.1 * rs["mscale_all_dim"])])

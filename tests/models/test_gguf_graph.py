@@ -56,7 +56,7 @@ def test_mla_rotates_a_head_of_rope_dimension_count(tmp_path, arch):
     """MLA graphs rotate q_pe / k_pe (a view rope.dimension_count wide, or the head's trailing channels by
     ggml_rope_set_offset): the RoPE's head is those 64 channels, never the first 64 of the 192-wide head."""
     path = gguf_file(tmp_path, arch, {"attention.key_length": 192, "attention.value_length": 128,
-                                      "rope.dimension_count": 64})
+                                      "rope.dimension_count": 64, "attention.q_lora_rank": 1536})
     r = vkrope.from_gguf(path)
     assert (r.head_dim, r.rotary_dim) == (64, 64)
 
@@ -115,7 +115,8 @@ def test_yarn_log_multiplier_as_each_architecture_reads_it(tmp_path):
     takes it raw, giving g(s, 1) / g(s, m) before rope_yarn's own factor; llama ignores the key."""
     log = {**YARN, "rope.scaling.yarn_log_multiplier": 0.5}
     ds = vkrope.from_gguf(gguf_file(tmp_path, "deepseek2", {**log, "rope.scaling.attn_factor": 0.5,
-                                                             "rope.dimension_count": 64}))
+                                                             "rope.dimension_count": 64,
+                                                             "attention.q_lora_rank": 1536}))
     assert ds.attention_factor == pytest.approx(0.5, rel=1e-6)
     s = 4.0
     m3 = vkrope.from_gguf(gguf_file(tmp_path, "mistral3", log))
@@ -264,7 +265,8 @@ def test_head_widths_per_layer_as_the_graph_uses_them(tmp_path):
                                         "attention.sliding_window_pattern": [True] * 5 + [False],
                                         "attention.key_length": 512, "attention.key_length_swa": 256,
                                         "rope.dimension_count": 128, "rope.dimension_count_swa": 128,
-                                        "rope.freq_base_swa": 10000.0})
+                                        "rope.freq_base_swa": 10000.0},
+                  [("rope_freqs.weight", np.ones(256))])  # (its loader requires it: the full head 512 / 2)
     with pytest.raises(ValueError, match="pass layer_type"):
         vkrope.from_gguf(g4)
     assert vkrope.from_gguf(g4, layer=0).head_dim == 256 and vkrope.from_gguf(g4, layer=5).head_dim == 512
@@ -338,7 +340,8 @@ def test_what_llama_cpp_reads_only_sometimes_is_checked_where_it_does(tmp_path):
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"classifier.output_labels": "x"}, name="lab")).theta
     with pytest.raises(ValueError, match="interleave_moe_layer_step is a GGUF FLOAT32; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(gguf_file(tmp_path, "ernie4_5-moe", {"attention.layer_norm_rms_epsilon": 1e-6,
-                                                              "interleave_moe_layer_step": 1.0}, name="im"))
+                                                              "interleave_moe_layer_step": 1.0,
+                                                              "expert_feed_forward_length": 1024}, name="im"))
     for key in ("feed_forward_length", "expert_used_count"):
         with pytest.raises(ValueError, match=f"{key} holds 3 entries; llama.cpp's get_key_or_arr takes exactly 2"):
             vkrope.from_gguf(gguf_file(tmp_path, "llama", {key: [1, 2, 3]}, name="n" + key))
@@ -359,6 +362,10 @@ def test_a_factor_tensor_of_another_shape_is_refused(tmp_path):
         with pytest.raises(ValueError, match=rf"rope_freqs.weight has shape \[{n}\] \(ggml's ne\); llama.cpp's "
                                              r"llama loader creates it with \[64\]"):
             vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", np.ones(n))], name=f"n{n}"))
+    nope = gguf_file(tmp_path, "llama4", {"block_count": 4}, [("rope_freqs.weight", np.ones(100))], name="l4")
+    for kw in ({}, {"layer": 3}):  # (layer 3: a NoPE layer, whose RoPE is None; the file is refused all the same)
+        with pytest.raises(ValueError, match=r"rope_freqs.weight has shape \[100\]"):
+            vkrope.from_gguf(nope, **kw)
     good = np.linspace(1.0, 4.0, 64)
     flat = vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", good.reshape(1, 64))], name="t"))
     assert flat.freq_factors == tuple(np.float32(good))
@@ -393,3 +400,21 @@ def test_a_key_llama_cpps_loader_requires_is_required(tmp_path):
     lite = vkrope.from_gguf(gguf_file(tmp_path, "deepseek2", {**mla, "block_count": 27}, name="lite",
                                       omit=("attention.q_lora_rank",)))
     assert (lite.head_dim, lite.rotary_dim) == (64, 64)
+
+
+def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
+    """Gemma 4's loader creates rope_freqs on its first full-attention layer without TENSOR_NOT_REQUIRED:
+    llama.cpp refuses a file without it ('tensor not found'), where vkrope rotated all 256 pairs of a head
+    whose proportional RoPE turns 64. Llama's is optional (no scaling)."""
+    kv = {"block_count": 2, "attention.sliding_window": 512, "attention.sliding_window_pattern": [True, False],
+          "attention.key_length": 512, "rope.dimension_count": 512, "attention.key_length_swa": 256,
+          "rope.dimension_count_swa": 256}
+    with pytest.raises(ValueError, match=r"gemma4 loader requires rope_freqs.weight for this file and refuses it"):
+        vkrope.from_gguf(gguf_file(tmp_path, "gemma4", kv), layer_type="full_attention")
+    with pytest.raises(ValueError, match=r"requires rope_freqs.weight"):  # (the file's, whichever layer is asked)
+        vkrope.from_gguf(gguf_file(tmp_path, "gemma4", kv, name="s"), layer_type="sliding_attention")
+    divisors = np.where(np.arange(256) < 64, 1.0, 1e30)
+    full = vkrope.from_gguf(gguf_file(tmp_path, "gemma4", kv, [("rope_freqs.weight", divisors)], name="f"),
+                            layer_type="full_attention")
+    assert full.freq_factors == tuple(np.float32(divisors))
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, name="plain")).freq_factors is None

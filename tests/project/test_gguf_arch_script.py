@@ -92,6 +92,11 @@ def test_key_types_follow_each_reads_target():
     # (the pooling enum: get_key<uint32_t>)
     assert got["e"] == {"accept": ["UINT32"], "always": True, "cond": "True", "required": "True"}
     assert got["f"] == {"accept": "unknown", "always": True, "cond": "True", "required": "True"} and "name" not in got
+    # (the required argument as C: DeepSeek-V3.2 passes 0.0f; a variable is unknown, never a guess)
+    assert [table.required_flag("get_key", ["K", "x", *rest]) for rest in ([], ["0.0f"], ["1"], ["false"], ["req"])] \
+        == [True, False, True, False, None]
+    assert table.required_flag("get_key_or_arr", ["K", "x", "n", "0"]) is False
+    assert table.required_flag("get_key_or_arr", ["K", "x", "n"]) is True
     assert [table.required_either(a, b) for a, b in (("False", "(x)"), ("(x)", "(y)"), ("(x)", None),
                                                       ("False", "False"), (None, "True"))] == \
         ["(x)", "((x)) or ((y))", None, "False", "True"]
@@ -156,3 +161,16 @@ def _factor_sizes() -> None:
     two = _Bodies("{ LLAMA_LOAD_LOCALS; " + mk % "n_rot/2" + " }", "{ LLAMA_LOAD_LOCALS; " + mk % "n_rot" + " }")
     assert table.factor_sizes(two, "m") == {"rope_freqs.weight": "unknown"}
     assert table.factor_sizes(two, None) == {}
+
+
+def test_factor_required_reads_the_flags_or_says_unknown():
+    """A factor tensor is required where its create_tensor's flags never hold TENSOR_NOT_REQUIRED (Gemma 4's
+    rope_freqs_flag: 0, then TENSOR_DUPLICATED); a flag set otherwise is unknown."""
+    mk = "layer.rope_freqs = create_tensor(tn(LLM_TENSOR_ROPE_FREQS, \"weight\", i), {n_rot/2}, %s);"
+    assert table.factor_required(_Bodies("{ " + mk % "TENSOR_NOT_REQUIRED | (i != 0 ? TENSOR_DUPLICATED : 0)"
+                                         + " }"), "m") == {"rope_freqs.weight": "False"}
+    g4 = "{ int f = 0; for (int i = 0; i < n; ++i) { " + mk % "f" + " f = TENSOR_DUPLICATED; } }"
+    assert table.factor_required(_Bodies(g4), "m") == {"rope_freqs.weight": "True"}
+    odd = "{ int f = pick(); " + mk % "f" + " }"
+    assert table.factor_required(_Bodies(odd), "m") == {"rope_freqs.weight": "unknown"}
+    assert table.factor_required(_Bodies("{ " + mk % "0" + " }"), "m") == {"rope_freqs.weight": "True"}

@@ -132,6 +132,11 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
         lp = gguf_layers.plan(arch, entry, kv, types, complete)
     except ValueError as exc:
         raise ValueError(f"{where}: {arch}.{exc}") from None
+    _check_sizes(tensors, lp.sizes, arch, where)  # (the file's, whichever layer is asked for)
+    missing = [name for name in lp.required if name not in tensors]
+    if complete and missing:  # (a converted config holds the tensors its converter table writes only)
+        raise ValueError(f"{where}: llama.cpp's {arch} loader requires {', '.join(missing)} for this file and "
+                         "refuses it without ('tensor not found')")
     has_sliding = bool(lp.sliding and any(lp.sliding))
     if layer is not None:
         if not 0 <= layer < lp.n_layer:
@@ -171,7 +176,6 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
                          f"unknown: {lp.unknown or 'pass layer='}")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
-    _check_sizes(tensors, lp.sizes, arch, where)
     rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
     return replace(rope, layer_type=layer_type, nope_layers=nope)

@@ -164,6 +164,7 @@ class LayerPlan:
     rotations_unknown: str = ""  # why rotations is None
     tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # each created tensor's lengths as created, where known
+    required: tuple[str, ...] = ()  # the created tensors the loader requires (Gemma 4's rope_freqs), where known
 
 
 def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None,
@@ -194,11 +195,13 @@ def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | Non
                      *_created(entry, hp))
 
 
-def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...]]:
+def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...],
+                                                tuple[str, ...]]:
     """The factor tensors the architecture's loader creates for this file: where the table's condition holds
-    on some layer, or cannot be decided (Llama: the longrope pair only for rope.scaling.type longrope); and
-    the lengths each is created with on those layers, where the table's size and the condition are known."""
-    out, sizes = [], []
+    on some layer, or cannot be decided (Llama: the longrope pair only for rope.scaling.type longrope); the
+    lengths each is created with on those layers, where the table's size and the condition are known; and
+    those it creates as required (the table's factor_required), on a layer the condition decides."""
+    out, sizes, required = [], [], []
     for name, cond in (entry.get("factor_tensors") or {}).items():
         try:
             layers = [i for i in range(hp.fields["n_layer_all"]) if hp.evaluate(cond, i=i, il=i)]
@@ -207,12 +210,14 @@ def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str
             continue
         if layers:
             out.append(name)
+            if (entry.get("factor_required") or {}).get(name) == "True":
+                required.append(name)
             try:
                 size = (entry.get("factor_sizes") or {}).get(name, "unknown")
                 sizes.append((name, tuple(sorted({int(hp.evaluate(size, i=i, il=i)) for i in layers}))))
             except (Unknown, TypeError, ValueError):
                 pass  # (a size the table cannot say, or an expression without a value here: left unchecked)
-    return tuple(out), tuple(sizes)
+    return tuple(out), tuple(sizes), tuple(required)
 
 
 _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
