@@ -235,7 +235,7 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
     benchmark JSON is written as a file: a FIFO would block, or refuse the
     seeks of the image writer)."""
     if not path:  # (its real path is the working folder: the rename would aim at that)
-        raise ValueError(f"{what}: the path is empty; give a file name such as {example!r}")
+        raise ValueError(f"{what}: the path is empty; give a file name" + (f" such as {example!r}" if example else ""))
     if os.path.isdir(path) and example is None:
         raise ValueError(f"{what}: {path!r}, the file this run writes, is a directory; remove it or choose another "
                          f"{what}")
