@@ -33,15 +33,35 @@ def required_keys(arch: str) -> dict[str, str]:
     return out
 
 
-def finish(w: Any, tensors: Any, path: Any, omit: tuple[str, ...] = ()) -> str:
+def add_values(w: Any, kv: dict) -> None:
+    """Add `kv` (keys without the arch prefix) to writer `w`: a (type, *arguments) tuple through gguf's
+    add_<type> (("int32", 16), ("float64", 1e4)), else by the value's kind (a bool, a str, a list, an int as
+    uint32 or a negative one as int32, a float as float32); a None is left out (no file holds one)."""
+    for key, value in kv.items():
+        full = f"{w.arch}.{key}"
+        if isinstance(value, tuple):
+            getattr(w, f"add_{value[0]}")(full, *value[1:])
+        elif isinstance(value, bool):
+            w.add_bool(full, value)
+        elif isinstance(value, str):
+            w.add_string(full, value)
+        elif isinstance(value, list):
+            w.add_array(full, value)
+        elif isinstance(value, int):
+            w.add_uint32(full, value) if value >= 0 else w.add_int32(full, value)
+        elif value is not None:
+            w.add_float32(full, value)
+
+
+def finish(w: Any, tensors: Any, path: Any, omit: tuple[str, ...] = (), fill: bool = True) -> str:
     """Add the keys llama.cpp requires that the test left out (1 or 1.0: the files stand for real models,
-    which hold them; `omit`: keys to leave out all the same), the rope tensors (float32) to writer `w`,
-    write the file and close it; its path."""
-    for key, kind in required_keys(w.arch).items():
+    which hold them; `omit`: keys to leave out all the same; none where `fill` is False), the rope tensors
+    (float32) to writer `w`, write the file and close it; its path."""
+    for key, kind in required_keys(w.arch).items() if fill else ():
         full = f"{w.arch}.{key}"
         if full not in w.kv_data[0] and key not in omit:
             getattr(w, FILLERS[kind])(full, 1.0 if kind == "FLOAT32" else True if kind == "BOOL" else 1)
-    for name, arr in tensors:
+    for name, arr in tensors.items() if isinstance(tensors, dict) else tensors:
         w.add_tensor(name, np.asarray(arr, np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import gguf
-import numpy as np
 
 import vkrope
+from gguf_writer import add_values, finish
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "gguf_convert_golden.json.gz"
 
@@ -35,28 +35,10 @@ LOADER_REFUSES = {
 
 
 def _write(path: Path, arch: str, kv: dict, tensors: dict) -> str:
+    """The converter's file as it wrote it: its keys and tensors, none added."""
     w = gguf.GGUFWriter(str(path), arch=arch)
-    for key, v in kv.items():
-        full = f"{arch}.{key}"
-        if v is None:
-            continue  # (the golden's None: the converter passed no value, which no file holds)
-        if isinstance(v, bool):
-            w.add_bool(full, v)
-        elif isinstance(v, int):
-            w.add_uint32(full, v) if v >= 0 else w.add_int32(full, v)
-        elif isinstance(v, float):
-            w.add_float32(full, v)
-        elif isinstance(v, str):
-            w.add_string(full, v)
-        else:
-            w.add_array(full, v)
-    for name, values in tensors.items():
-        w.add_tensor(name, np.asarray(values, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return str(path)
+    add_values(w, kv)
+    return finish(w, tensors, path, fill=False)
 
 
 def test_the_converters_files_are_refused_only_where_the_loader_refuses_them(tmp_path):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from gguf_writer import finish
+from gguf_writer import add_values, finish
 
 
 def gguf_file(tmp_path, arch, kv, tensors=(), name="m", omit=()):
@@ -26,19 +26,8 @@ def gguf_file(tmp_path, arch, kv, tensors=(), name="m", omit=()):
     filled in but those in `omit`."""
     path = tmp_path / f"{name}-{arch}.gguf"
     w = gguf.GGUFWriter(str(path), arch=arch)
-    for key, value in {"context_length": 4096, "embedding_length": 2048, "attention.head_count": 16,
-                       "block_count": 2, **kv}.items():
-        full = f"{arch}.{key}"
-        if isinstance(value, tuple):
-            getattr(w, f"add_{value[0]}")(full, *value[1:])
-        elif isinstance(value, str):
-            w.add_string(full, value)
-        elif isinstance(value, list):
-            w.add_array(full, value)
-        elif isinstance(value, int):
-            w.add_uint32(full, value)
-        else:
-            w.add_float32(full, value)
+    add_values(w, {"context_length": 4096, "embedding_length": 2048, "attention.head_count": 16, "block_count": 2,
+                   **kv})
     return finish(w, tensors, path, omit)
 
 

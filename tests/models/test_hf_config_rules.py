@@ -276,8 +276,9 @@ def test_the_llama4_scaling_keys_the_attention_reads_must_be_given():
     with pytest.raises(ValueError, match="llama_4_scaling_beta is missing: ministral3's attention reads it"):
         vkrope.from_hf({**m3, "rope_parameters": yarn})
     default = {"rope_type": "default", "rope_theta": 1e6, "llama_4_scaling_beta": 0.1}
-    with pytest.raises(ValueError, match="original_max_position_embeddings is missing"):
-        vkrope.from_hf({**m3, "rope_parameters": default})
+    for top in ({}, {"original_max_position_embeddings": 1024}):  # (the class keeps a top-level one out of the dict)
+        with pytest.raises(ValueError, match="original_max_position_embeddings is missing"):
+            vkrope.from_hf({**m3, **top, "rope_parameters": default})
     r = vkrope.from_hf({**m3, "rope_parameters": {**default, "original_max_position_embeddings": 1024}})
     assert r.q_scale(np.array([[0, 1024]])).tolist() == [[1.0, np.float32(1 + 0.1 * np.log(2.0))]]
     assert vkrope.from_hf({**m3, "rope_parameters": {**yarn, "llama_4_scaling_beta": 0.1}}).rope_type == "yarn"
@@ -305,11 +306,15 @@ def test_a_rotary_width_other_than_the_attentions_is_refused():
 
 
 def test_a_head_dim_alias_sets_the_key_it_names():
-    """JetMoe's head_dim is its kv_channels (the class's attribute_map): a file's head_dim is the width."""
+    """JetMoe's head_dim is its kv_channels (the class's attribute_map): a file's head_dim is the width, and
+    wins over a kv_channels beside it, in either order, as transformers' class sets it (kv_channels 40); a null
+    head_dim nulls kv_channels there, on which its model fails: refused."""
     jet = {"model_type": "jetmoe", "hidden_size": 64, "num_attention_heads": 4}
     assert vkrope.from_hf({**jet, "head_dim": 40}).rotary_dim == 40
-    with pytest.raises(ValueError, match="head_dim .40. and kv_channels .8. contradict"):
-        vkrope.from_hf({**jet, "head_dim": 40, "kv_channels": 8})
+    assert vkrope.from_hf({**jet, "head_dim": 40, "kv_channels": 8}).rotary_dim == 40
+    assert vkrope.from_hf({**jet, "kv_channels": 8, "head_dim": 40}).rotary_dim == 40
+    with pytest.raises(ValueError, match="config: kv_channels, head_dim and the partial factor"):
+        vkrope.from_hf({**jet, "head_dim": None, "kv_channels": 128})
 
 
 def test_a_no_rope_layers_list_longer_than_the_layers():
