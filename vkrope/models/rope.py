@@ -313,7 +313,8 @@ class ModelRope:
         GLM's interleaved pairs, whose modules return the same and re-order
         in the attention; Cohere's module repeats each value twice,
         adjacent, and so does this for its models), times the attention
-        factor: the call's `InvFreqs.table`."""
+        factor: the call's `InvFreqs.table` (the operators compute cos / sin
+        in the shader instead, each within 2 float32 ulps of these)."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
         b, s = p.shape[-2:]
