@@ -780,9 +780,16 @@ def null_refused(t: str, e: dict) -> list[str]:
     if _raises(t, e, {}):
         return []
     keys = dict.fromkeys([*DEFAULT_KEYS, *(s["head_dim"] for s in e["by_layer_type"].values()
-                                           if s["head_dim"] not in (None, "quotient"))])
-    saved = {k: v for k, v in _built(t, e, {}).to_dict().items() if k in keys and v is not None}
-    return [k for k in keys if _raises(t, e, {k: None}) and _raises(t, e, {**saved, k: None})]
+                                           if s["head_dim"] not in (None, "quotient")),
+                          *(["rope_interleave"] if "rope_interleave" in e.get("defaults", {}) else [])])
+    built = _built(t, e, {}).to_dict()
+    saved = {k: v for k, v in built.items() if k in keys and v is not None}
+    heads = built.get("num_attention_heads")
+    # (and beside a hidden size of 64 per head: Seed-OSS's defaults derive an odd head_dim 51 from a null, which
+    # fails for its oddness, where a Hub file's derive 64 and run)
+    even = {"hidden_size": 64 * heads} if isinstance(heads, int) and heads > 0 else {}
+    return [k for k in keys if _raises(t, e, {k: None}) and _raises(t, e, {**saved, k: None})
+            and _raises(t, e, {**{n: v for n, v in even.items() if n != k}, k: None})]
 
 
 def nope_longer(t: str, e: dict) -> dict[str, bool] | None:
@@ -867,10 +874,12 @@ def measure_width(t: str, e: dict) -> dict[str, Any] | None:
         return None
     if len(sums) != 1 or half is None:
         return None
+    null = _rotary_width(t, e, {"head_dim": None})  # (MiniCPM 3's class ignores a file's head_dim, null too)
     rule = {"key": key, "head_dim_file": head_file, "head_sum": list(sums[0]),
             "alias": getattr(type(base), "attribute_map", {}).get("head_dim") == key,
             "defaults": {k: ints[k] for k in dict.fromkeys((key, *sums[0]))}, "ratio": ratio,
-            "default_partial": half[0] != half[1].head_dim}
+            "default_partial": half[0] != half[1].head_dim,
+            "null_head_dim_runs": null is not None and null[0] == null[1].to_dict().get(key)}
     why = check_width(t, e, rule)
     return rule if why is None else {"key": key, "why": why}
 
@@ -901,7 +910,7 @@ def width_probes(rule: dict) -> list[dict]:
                                                                                           "rope_theta": 1e4}),
                                                                    ("rope_parameters", yarn), ("rope_scaling", yarn))
                     for extra in ({}, {"partial_rotary_factor": 1.0}, {"partial_rotary_factor": 0.5})]
-    tops = [{}, {"partial_rotary_factor": 0.5}]
+    tops = [{}, {"partial_rotary_factor": 0.5}, {"partial_rotary_factor": None}, {"rotary_pct": 0.5}]
     return [{**h, **k, **r, **p} for h, k, r, p in itertools.product(heads, dims, dicts, tops)]
 
 
@@ -917,7 +926,12 @@ def check_width(t: str, e: dict, rule: dict) -> str | None:
         got = config_rules.rotary_width(copy.deepcopy(kw), rule, kind)
         if got is not None and (width is None or got != (width, rotated) or width != rotated):
             return f"{kw}: the rules read {got}, transformers {(width, rotated)}"
+        if got is None and width is not None and width == rotated:  # (a false refusal: counted, not hidden)
+            FALSE_WIDTH_REFUSALS[t] = FALSE_WIDTH_REFUSALS.get(t, 0) + 1
     return None
+
+
+FALSE_WIDTH_REFUSALS: dict[str, int] = {}  # per model type, the probes rotary_width refuses that transformers runs
 
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
@@ -940,11 +954,22 @@ def check_renames(out: dict[str, dict]) -> None:
         sys.exit(f"classes rename one name to different types ({targets}): from_hf's early names take one")
 
 
+def need_torch() -> None:
+    """Exit without torch: the width rules run rotary modules, and without it they would be dropped, not
+    measured (measure_width catches what the classes raise)."""
+    try:
+        import torch  # noqa: F401, PLC0415
+    except ImportError:
+        sys.exit("scripts/hf_config_rules.py needs torch (CPU is enough) beside transformers: the rotary widths "
+                 "are measured by running rotary modules")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    need_torch()
     import transformers  # noqa: PLC0415
     from transformers import AutoConfig  # noqa: PLC0415
     with open(MODELS, encoding="utf-8") as f:
@@ -1006,7 +1031,14 @@ def main() -> None:
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)
     if args.only:
         print(json.dumps(out, indent=1)[:3000])
+        print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
         return
+    write_outputs(out, gold)
+
+
+def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:
+    """The rules table and the golden sample, and what the run counted."""
+    import transformers  # noqa: PLC0415
     from transformers import configuration_utils  # noqa: PLC0415
 
     # (PreTrainedConfig.__init__ renames these layer types in every config: remap_legacy_layer_types)
@@ -1020,6 +1052,7 @@ def main() -> None:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
                    "cases": gold}, f, separators=(",", ":"), sort_keys=True)
     print(f"{len(out)} model types; {len(gold)} golden cases")
+    print(f"width probes the rules refuse where transformers runs (false refusals): {FALSE_WIDTH_REFUSALS or 'none'}")
 
 
 if __name__ == "__main__":

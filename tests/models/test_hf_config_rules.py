@@ -329,3 +329,21 @@ def test_a_no_rope_layers_list_longer_than_the_layers():
     layers = vkrope.hf_layers({**l4, "layer_types": ["chunked_attention", "full_attention"]})
     assert [r is None for r in layers] == [False, True]
     assert len(vkrope.hf_layers({**l4, "model_type": "smollm3"})) == 2
+
+
+def test_nulls_the_classes_take_are_read_as_they_take_them():
+    """A false-refusal hunt against transformers 5.25: a null rope_interleave is false to DeepSeek-V3's
+    attention (tested for truth; GLM-4-MoE-Lite's class refuses it); a null partial_rotary_factor is none to
+    the MLA classes (their rotary module spans the rotated head, 8 wide here, as without the key); MiniCPM 3's
+    class ignores a file's head_dim, null too; Seed-OSS's takes a null head_dim as hidden // heads (64 for a
+    5120 / 80 file: the rules measured it beside the class defaults' odd 51, which fails for its oddness)."""
+    ds = {"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "qk_rope_head_dim": 8}
+    assert vkrope.from_hf({**ds, "rope_interleave": None}) == vkrope.from_hf({**ds, "rope_interleave": False})
+    with pytest.raises(ValueError, match="rope_interleave is null: glm4_moe_lite's config class refuses"):
+        vkrope.from_hf({**ds, "model_type": "glm4_moe_lite", "rope_interleave": None})
+    plain = vkrope.from_hf(ds)
+    assert vkrope.from_hf({**ds, "partial_rotary_factor": None}) == plain and plain.rotary_dim == 8
+    mc = {**ds, "model_type": "minicpm3"}
+    assert vkrope.from_hf({**mc, "head_dim": None}) == vkrope.from_hf(mc)
+    seed = vkrope.from_hf({"model_type": "seed_oss", "hidden_size": 5120, "num_attention_heads": 80, "head_dim": None})
+    assert (seed.head_dim, seed.rotary_dim) == (64, 64)

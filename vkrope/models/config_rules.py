@@ -434,13 +434,11 @@ def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
     """(the width of transformers' cos / sin, the width the attention rotates) of a text config `cfg` (the
     file's keys) of a model type whose attention rotates a key of its own (`width`: DeepSeek's
     qk_rope_head_dim) with rope type `kind`, where the two agree; None where they do not, or the rule cannot
-    tell (a null, a rotary_pct): transformers' model fails on a cos / sin of another width."""
+    tell: transformers' model fails on a cos / sin of another width."""
     d, key = rule["defaults"], rule["key"]
-    if "rotary_pct" in cfg or ("head_dim" in cfg and cfg["head_dim"] is None):
-        return None  # (a null head_dim: the class raises, or the rotary module reads the quotient)
-    if rule.get("alias") and "head_dim" in cfg:  # (head_dim names the key: JetMoe's kv_channels)
-        if cfg.get(key, cfg["head_dim"]) != cfg["head_dim"]:
-            return None
+    if "head_dim" in cfg and cfg["head_dim"] is None and not rule.get("null_head_dim_runs"):
+        return None  # (a null head_dim the class keeps: it raises, or the rotary module reads the quotient)
+    if rule.get("alias") and "head_dim" in cfg:  # (head_dim names the key, and wins: JetMoe's kv_channels)
         cfg = {**cfg, key: cfg["head_dim"]}
     rotated = cfg.get(key, d[key])
     summed = sum(cfg.get(k, d[k]) if isinstance(cfg.get(k, d[k]), int) else math.nan for k in rule["head_sum"])
@@ -453,8 +451,8 @@ def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
         partial = rope["partial_rotary_factor"]
     elif rule["ratio"] and not scaling:
         partial = rotated / summed  # (the class's own factor, of the head it derives before a file's head_dim)
-    else:
-        partial = cfg.get("partial_rotary_factor", 1.0)
+    else:  # (a null factor is the class's none: its rotary module spans the head, as without the key)
+        partial = 1.0 if cfg.get("partial_rotary_factor") is None else cfg["partial_rotary_factor"]
     if isinstance(partial, bool) or not isinstance(partial, (int, float)):
         return None
     width = head if kind == "default" and not rule["default_partial"] else int(head * partial)

@@ -93,11 +93,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
     config_rules.check_nulls(merged, _type_of(cfg, like))
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
-        if key in merged and stored not in merged:  # (the class sets `stored` through the alias: JetMoe's head_dim)
+        if key in merged:  # (the class sets `stored` through the alias, which wins, null too: JetMoe's head_dim)
             merged[stored] = merged[key]
-        elif key in merged and merged[key] != merged[stored] and merged[key] is not None:
-            raise ValueError(f"config: {key} ({brief(merged[key])}) and {stored} ({brief(merged[stored])}) "
-                             f"contradict each other: {key} is {stored} in {_type_of(cfg, like)}'s config class")
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
     _check_width(merged, e, _type_of(cfg, like))
@@ -755,13 +752,12 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) ->
     return params, ignored
 
 
-def _check_attention_reads(rope: dict, where: str, model_type: str, orig: int | None) -> None:
+def _check_attention_reads(rope: dict, where: str, model_type: str) -> None:
     """A ValueError where the model type's code reads a rope dict key outside its rotary module whatever the
     rope type (config_rules.attention_reads: Ministral 3's attention scales q by llama_4_scaling_beta over the
     original length) and the rope dict, as its class makes it, lacks it (transformers' model fails on None)."""
     for key in config_rules.attention_reads(model_type):
-        value = orig if key == "original_max_position_embeddings" else rope.get(key)
-        if value is None:
+        if rope.get(key) is None:  # (from the rope dict as the class builds it: a top-level length stays out)
             raise ValueError(f"{where}{key} is missing: {model_type}'s attention reads it from the rope dict "
                              "whatever the rope type (transformers' model fails without it), so vkrope refuses it")
 
@@ -804,7 +800,7 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
-    _check_attention_reads(rope, where, model_type, orig)
+    _check_attention_reads(rope, where, model_type)
     return mpe, orig
 
 
@@ -849,6 +845,7 @@ def _interleaved(cfg: dict, e: dict) -> bool:
     (MLA models: DeepSeek-V3, Kimi-K2, Youtu, ... default it to true)."""
     if "rope_interleave" in e.get("defaults", {}):
         pairs = cfg.get("rope_interleave")
+        pairs = False if pairs is None else pairs  # (a null the class keeps: the attention tests it for truth)
         if not isinstance(pairs, bool):
             raise ValueError(f"config: rope_interleave must be true or false; got {brief(pairs)}")
         return pairs

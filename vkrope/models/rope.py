@@ -309,12 +309,11 @@ class ModelRope:
     def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
         module returns for these position ids ([B, S]; M-RoPE [3, B, S]):
-        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and
-        GLM's interleaved pairs, whose modules return the same and re-order
-        in the attention; Cohere's module repeats each value twice,
-        adjacent, and so does this for its models), times the attention
-        factor: the call's `InvFreqs.table` (the operators compute cos / sin
-        in the shader instead, each within 2 float32 ulps of these)."""
+        the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and GLM's
+        interleaved pairs, whose modules return the same and re-order in the
+        attention; Cohere's repeats each value twice, adjacent, as this does for
+        its models), times the attention factor: the call's `InvFreqs.table` (the
+        operators compute cos / sin in the shader, within 2 float32 ulps of it)."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
         b, s = p.shape[-2:]
