@@ -282,6 +282,13 @@ def test_the_llama4_scaling_keys_the_attention_reads_must_be_given():
     r = vkrope.from_hf({**m3, "rope_parameters": {**default, "original_max_position_embeddings": 1024}})
     assert r.q_scale(np.array([[0, 1024]])).tolist() == [[1.0, np.float32(1 + 0.1 * np.log(2.0))]]
     assert vkrope.from_hf({**m3, "rope_parameters": {**yarn, "llama_4_scaling_beta": 0.1}}).rope_type == "yarn"
+    # (yarn, llama3 and longrope: transformers' standardization fills the dict's original length, the top
+    # level's else max_position_embeddings, so the attention gets one; a regression refused these)
+    bare = {k: v for k, v in yarn.items() if k != "original_max_position_embeddings"}
+    for top in ({"max_position_embeddings": 4096}, {"max_position_embeddings": 4096,
+                                                    "original_max_position_embeddings": 1024}):
+        r = vkrope.from_hf({**m3, **top, "rope_parameters": {**bare, "llama_4_scaling_beta": 0.1}})
+        assert r.rope_type == "yarn"
 
 
 def test_a_rotary_width_other_than_the_attentions_is_refused():

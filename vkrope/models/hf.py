@@ -752,12 +752,17 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) ->
     return params, ignored
 
 
-def _check_attention_reads(rope: dict, where: str, model_type: str) -> None:
+def _check_attention_reads(rope: dict, where: str, model_type: str, filled: int | None) -> None:
     """A ValueError where the model type's code reads a rope dict key outside its rotary module whatever the
     rope type (config_rules.attention_reads: Ministral 3's attention scales q by llama_4_scaling_beta over the
-    original length) and the rope dict, as its class makes it, lacks it (transformers' model fails on None)."""
+    original length) and the rope dict, as its class makes it, lacks it (transformers' model fails on None).
+    `filled`: the original length transformers' standardization puts into the dict for the rope types that
+    read one (llama3, yarn, longrope: the top level's, else max_position_embeddings), None for the others."""
     for key in config_rules.attention_reads(model_type):
-        if rope.get(key) is None:  # (from the rope dict as the class builds it: a top-level length stays out)
+        value = rope.get(key)
+        if value is None and key == "original_max_position_embeddings":
+            value = filled  # (default, linear, dynamic: a top-level length stays out of the dict)
+        if value is None:
             raise ValueError(f"{where}{key} is missing: {model_type}'s attention reads it from the rope dict "
                              "whatever the rope type (transformers' model fails without it), so vkrope refuses it")
 
@@ -800,7 +805,7 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
-    _check_attention_reads(rope, where, model_type)
+    _check_attention_reads(rope, where, model_type, orig if _needs_orig(kind) else None)
     return mpe, orig
 
 
