@@ -27,7 +27,14 @@ MAX_PAIRS = 2**32 - 2
 
 
 # (a few items of a long sequence and a cut number: repr of a 5-million-item list took over a second)
-_SHORT = reprlib.Repr()  # (its keyword arguments are Python 3.12's)
+class _Short(reprlib.Repr):
+    """reprlib's cut repr, with an array inside a sequence or dict shown by its shape and dtype (not its data)."""
+
+    def repr_ndarray(self, x: np.ndarray, level: int) -> str:  # (reprlib dispatches on the type's name)
+        return f"<array of shape {x.shape} and dtype {x.dtype}>"
+
+
+_SHORT = _Short()  # (its keyword arguments are Python 3.12's)
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 3, 120, 40, 160
 

@@ -14,6 +14,7 @@ import zlib
 from fractions import Fraction
 
 import numpy as np
+import ml_dtypes
 import pytest
 
 import vkrope
@@ -461,5 +462,10 @@ def test_fp8_arguments_are_checked_before_any_work(device):
     assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))
     device.rope_and_cache(q, k, k, kc, vc, spec, pos, k_scale=np.float32(0.5), v_scale=np.array(2.0))
     assert kc.get().view(np.uint8)[0, 0, 1].any()  # still usable, and written
+    # (a scale in the cache's own fp8 dtype, scalar or 0-d, is a number as a float16 or bfloat16 one is)
+    kc0 = kc.get()
+    e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
+    device.rope_and_cache(q, k, k, kc, vc, spec, pos, k_scale=e4m3.type(0.5), v_scale=np.array(2.0, e4m3))
+    assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))  # (the same scales as above: the same bytes)
     # (the bounds hold for the float32 the kernel divides by: values that round onto them are taken)
     device.rope_and_cache(q, k, k, kc, vc, spec, pos, k_scale=2.0**40 * (1 + 2**-30), v_scale=2.0**-40 * (1 - 2**-30))

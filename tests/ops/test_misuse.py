@@ -877,6 +877,17 @@ def test_lists_and_other_libraries_arrays_are_told_to_convert(device, name, wrap
         vkrope.rotary_embedding(rand((1, 1, 2, 4)), vkrope.RopeFreqs(4), None, wrap(np.zeros((1, 2), np.int64)))
     with pytest.raises(TypeError, match=r"^x must be a numpy array of .*; got str 'x'$"):
         vkrope.apply("x", freqs_table(6, 8))
+    with pytest.raises(TypeError, match=r"^a must be a numpy array; got float32 np.float32\(3.0\)$"):
+        device.asarray(np.float32(3.0))  # (no hint: np.asarray of a scalar is a 0-d array, refused as well)
+
+
+def test_arrays_inside_a_sequence_are_described_not_printed():
+    """A tuple of arrays where one array is needed: the message shows each by its shape and dtype (their
+    data printed, cut mid-array, said nothing)."""
+    big = np.ones((64, 64))
+    with pytest.raises(TypeError, match=r"got tuple \(<array of shape \(64, 64\) and dtype float64>, <array of shape "
+                                        r"\(64, 64\) and dtype float64>\)"):
+        vkrope.apply(rand((1, 4, 2, 16)), (big, big))
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")

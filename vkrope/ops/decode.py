@@ -13,7 +13,7 @@ from ..arguments import check_alive, check_out, check_plain_array, check_x, desc
 from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, brief, check_positions, is_position_spec
-from ..runtime.dtypes import REAL_SCALARS, TENSOR_DTYPES, is_fp8
+from ..runtime.dtypes import CACHE_DTYPES, REAL_SCALARS, TENSOR_DTYPES, is_fp8
 from ..kernels.cache import Request
 from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
@@ -57,7 +57,7 @@ def _scale(name: str, value: Any, cache: Any) -> float:
     if not is_fp8(cache.dtype):
         raise ValueError(f"{name} scales an fp8 cache; this cache is {cache.dtype} (pass {name}=None)")
     if isinstance(value, np.ndarray) and value.ndim == 0 and (value.dtype.kind in "fiu" or
-                                                              value.dtype in TENSOR_DTYPES):
+                                                              value.dtype in CACHE_DTYPES):
         value = value[()]  # (vLLM keeps its scales as 0-d tensors)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
         raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")

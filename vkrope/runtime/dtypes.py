@@ -38,8 +38,8 @@ CACHE_DTYPE_NAMES = names(CACHE_DTYPES)
 FREQS_DTYPES = TENSOR_DTYPES + (np.dtype(np.float64),)
 
 # Python and numpy real scalars an argument such as a base or eps may be
-# (ml_dtypes' bfloat16 scalar is no np.floating).
-REAL_SCALARS = (int, float, np.integer, np.floating, BFLOAT16.type)
+# (ml_dtypes' bfloat16 and float8 scalars are no np.floating; each is exact as a float).
+REAL_SCALARS = (int, float, np.integer, np.floating, BFLOAT16.type, *(d.type for d in FP8_DTYPES))
 
 # The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
 _AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16", FLOAT8_E4M3FN: "e4m3", FLOAT8_E5M2: "e5m2"}
@@ -68,8 +68,8 @@ def asarray_hint(name: str, value: Any) -> str:
     """How to pass `value` where a numpy array is needed: a list or tuple,
     or an array of another library (torch, JAX: `__array__` or `.numpy`),
     converts with np.asarray; anything else gets no hint."""
-    if isinstance(value, np.ndarray):
-        return ""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return ""  # (a numpy scalar: np.asarray makes a 0-d array, which no argument taking arrays takes)
     if isinstance(value, (list, tuple)) or hasattr(type(value), "__array__") or hasattr(type(value), "numpy"):
         return f" (convert it with np.asarray({name}))"
     return ""
