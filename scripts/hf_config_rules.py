@@ -54,6 +54,7 @@ from vkrope.models import config_rules  # noqa: E402
 from vkrope.models.rope_types import RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
+import hf_key_probes as kp  # noqa: E402
 SCALING = {"rope_type": "linear", "factor": 3.25}
 COMPARED = ("rope_type", "rope_theta", "factor", "partial_rotary_factor")
 
@@ -147,6 +148,10 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
                   if sets(k, sentinel(70 + i), "rope_theta", True) or sets(k, sentinel(70 + i), "rope_theta", False)]
     partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)
                     or sets(k, 0.3125, "partial_rotary_factor", False)]
+    head = getattr(cls(), "head_dim", None)  # (MiniMax-M2's rotary_dim: the factor is it over head_dim)
+    partial_dims = [k for k in kp.candidates(cls) if k not in PARTIAL_KEYS and isinstance(head, int) and head >= 8
+                    and all((built({k: head // n}) or {}).get("partial_rotary_factor") == (head // n) / head
+                            for n in (4, 8))]  # (two values: a class's own factor may be one of them, Qwen3-Next's)
     preset = dict(bare)  # (less what a file's key replaces: a theta or factor the class only defaults)
     if any(sets(k, sentinel(80 + i), "rope_theta", False) for i, k in enumerate(theta_keys)):
         preset.pop("rope_theta", None)
@@ -155,7 +160,7 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
     # (a class may fill in a theta only where the file gives no rope dict: Cohere 2 MoE's 10000)
     return {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
             "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
-            "theta_keys": theta_keys, "partial_keys": partial_keys}
+            "theta_keys": theta_keys, "partial_keys": partial_keys, "partial_dims": partial_dims}
 
 
 def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
@@ -931,13 +936,136 @@ def check_width(t: str, e: dict, rule: dict) -> str | None:
     return None
 
 
+PROBES_FAILED: list[str] = []  # the model types whose key probes raised (listed at the end of the run)
+MISREAD: dict[str, str] = {}  # "type.key": a key vkrope reads that, given alone, it read otherwise than transformers
+# (refused given so, or dropped where the class ignores it)
 FALSE_WIDTH_REFUSALS: dict[str, int] = {}  # per model type, the probes rotary_width refuses that transformers runs
+
+
+def read_keys(e: dict, rules: dict) -> set[str]:
+    """The keys from_hf reads of a model type's text config (those its model table and rules name)."""
+    nope = (e.get("nope") or {}).get("key")
+    return {*DEFAULT_KEYS, *rules.get("keys", []), *MOVED, *WIDTH_KEYS, *rules.get("attention_reads", []),
+            "rope_parameters", "rope_scaling", "layer_types", "per_layer_config", "rope_interleave", "mrope_section",
+            "mrope_interleaved", *e.get("aliases", {}), *e.get("aliases", {}).values(), *e.get("layer_keys", []),
+            *(r["key"] for r in e.get("per_layer_keys", [])), *e.get("switches", {}), *([nope] if nope else [])}
+
+
+def _steers(text: Any) -> str:
+    """What of a built text config says its RoPE: the rope dict and the head widths (a cheap first look)."""
+    d = text.to_dict()
+    return json.dumps({k: d.get(k) for k in ("rope_parameters", "head_dim", "hidden_size", "num_attention_heads",
+                                             *WIDTH_KEYS)}, sort_keys=True, default=str)
+
+
+def probe_keys(t: str, e: dict, cls: Any, lts: list[str] | None, read: set[str], gold: list) -> dict[str, Any]:
+    """The rules of model type `t`'s other keys (config_rules.check_unread, drop_ignored): each key its class
+    names, given alone (hf_key_probes), where vkrope's reading stops agreeing with transformers': `unread`
+    {key: {default, moved, and for a key vkrope reads elsewhere the kinds of value read otherwise}},
+    `ignored` (keys vkrope reads that the class ignores for every value probed: UnlimitedOCR's head_dim);
+    `probe_why` where the type could not be probed. The probes where transformers runs go into `gold`, with
+    the cos / sin width where vkrope's agreed without the key."""
+    sys.path.insert(0, HERE)
+    from hf_model_table import text_rotary  # noqa: PLC0415
+
+    try:
+        rotary_cls, base = text_rotary(t)[1], _built(t, e, {})
+    except Exception as exc:  # noqa: BLE001
+        return {"probe_why": f"its text config or rotary class could not be built ({type(exc).__name__})"}
+    def view(kw: dict) -> Any:
+        """transformers' reading of text config keys `kw` (hf_key_probes.class_view)."""
+        return kp.class_view(lambda k: _built(t, e, k), kw, lts, e, rotary_cls, compared, read_factor, model_partial)
+    t0, v0 = (view({}), kp.vkrope_view(file_config(t, e, {}), lts)) if rotary_cls else (None, {})
+    if t0 is None or all(v is None for v in v0.values()):
+        return {"probe_why": "transformers' rotary module or vkrope does not read its bare config"}
+    out: dict[str, Any] = {"unread": {}, "ignored": []}
+    layers = kp.attr(base, "num_hidden_layers")
+    for key in kp.candidates(cls):
+        default = kp.attr(base, key)
+        moved: set[str] = set()
+        kinds: set[str] = set()
+        ignores = []
+        for value in kp.probe_values(default, layers if isinstance(layers, int) and 0 < layers <= 512 else 4):
+            seen = _probe(t, e, key, value, base, view, (t0, v0), lts, gold)
+            if seen is None:
+                continue
+            bad, unchanged = seen
+            ignores.append(unchanged and bool(bad))
+            if bad:
+                moved |= {b.split(".")[-1] for b in bad}
+                kinds.add("list" if isinstance(value, list) else "number")
+        if key in read and ignores and all(ignores):
+            out["ignored"].append(key)
+        elif moved:
+            out["unread"][key] = {"default": kp._jsonable(default), "moved": ", ".join(sorted(moved)),
+                                  **({"kinds": sorted(kinds)} if key in read else {})}
+    return out
+
+
+def _probe(t: str, e: dict, key: str, value: Any, base: Any, view: Any, start: tuple, lts: list[str] | None,
+           gold: list) -> tuple[list[str], bool] | None:
+    """(the fields vkrope reads otherwise than transformers with `key` given as `value`, whether transformers'
+    reading is the bare file's), or None where the key changes neither or transformers fails on it."""
+    t0, v0 = start
+    try:
+        made = _built(t, e, {key: value})
+    except Exception:  # noqa: BLE001
+        return None
+    cfg = file_config(t, e, {key: value})
+    v1 = kp.vkrope_view(cfg, lts)
+    if _steers(made) == _steers(base) and v1 == v0:
+        return None
+    t1 = view({key: value})
+    if t1 is None:
+        return None
+    for lt in lts or [None]:
+        if t1[lt] is not None:
+            width = t1[lt][4] if v0[lt] is not None and t0[lt] is not None and v0[lt][4] == t0[lt][4] else None
+            gold.append({"config": cfg, "layer_type": lt, "want": list(t1[lt][:4]), "width": width})
+    return kp.disagreement(t0, v0, t1, v1), t1 == t0
+
+
+def other_keys(t: str, e: dict, cls: Any, rules: dict, lts: list[str] | None, gold: list) -> None:
+    """Into `rules`: model type `t`'s rules of the keys beyond RoPE's shapes (probe_keys, and the modeling
+    module's reads: hf_key_probes.modeling_reads); into `gold`, their probes and the fill's."""
+    read = read_keys(e, rules)
+    try:
+        probed = probe_keys(t, e, cls, lts, read, gold)
+    except Exception as exc:  # noqa: BLE001  (said, and the run goes on: a class the probes cannot drive)
+        probed = {"probe_why": f"the key probes failed ({type(exc).__name__}: {str(exc)[:200]})"}
+    rules.update(probed)
+    if "probe_why" in probed:
+        PROBES_FAILED.append(t)
+    MISREAD.update({f"{t}.{k}": r["moved"] for k, r in probed.get("unread", {}).items() if "kinds" in r})
+    MISREAD.update({f"{t}.{k}": "ignored by the class" for k in probed.get("ignored", [])})
+    try:
+        rules["modeling_reads"] = kp.modeling_reads(cls, read | set(rules.get("unread", {})), _built(t, e, {}))
+    except Exception:  # noqa: BLE001  (the class cannot be built bare: its files' keys decide alone)
+        rules["modeling_reads"] = {}
+    if (rules.get("outer") or {}).get("fill"):  # (the text_configs the fill was checked on, with the answer)
+        for kw in kp.FILL_PROBES:
+            made = class_reads(t, e, kw, lts) or {}
+            gold += [{"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
+                      [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]}
+                     for lt, w in made.items()]
+
+
+def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
+    """Into `outer`: the keys composite type `t`'s class fills into a file's text_config (hf_key_probes.text_fill)."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    d0 = e.get("defaults", {}).get("rope_parameters")
+    fill = kp.text_fill(type(AutoConfig.for_model(t)), text_cls, {*DEFAULT_KEYS, *MOVED},
+                        lambda kw: _built(t, e, kw), compared, sorted(d0) if _nested(d0) else None)
+    if fill:
+        outer["fill"] = fill
 
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `attention_reads`, and where measured `nope_longer` and `width`."""
-    out: dict[str, Any] = {"null_refused": null_refused(t, e), "attention_reads": attention_reads(cls)}
+    `attention_reads`, `last_layer_type`, and where measured `nope_longer` and `width`."""
+    out: dict[str, Any] = {"null_refused": null_refused(t, e), "attention_reads": attention_reads(cls),
+                           "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e))):
         if measured is not None:
             out[name] = measured
@@ -965,6 +1093,7 @@ def need_torch() -> None:
 
 
 def main() -> None:
+    """Measure every model type's rules, check them, and write the rules table and golden (--only: print)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
     args = ap.parse_args()
@@ -992,6 +1121,8 @@ def main() -> None:
             rules["outer"] = measure_outer(t, e["text_config"])
             if rules["outer"] is None:
                 rules["outer_why"] = "the config class could not be built with a top-level rope_theta"
+            elif len(e["text_config"]) == 1 and t in classes:
+                _fill(t, e, classes[t], rules["outer"])
         if t not in classes:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
@@ -1024,6 +1155,7 @@ def main() -> None:
         keys = theta_candidates(classes[t])
         out[t]["keys"] = keys
         out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
+        other_keys(t, e, classes[t], out[t], sorted(d0) if _nested(d0) else None, gold)
         stopped(t, e, sorted(d0) if _nested(d0) else None, gold)
         bare(t, e, sorted(d0) if _nested(d0) else None, gold)
         if not _nested(d0):
@@ -1031,7 +1163,13 @@ def main() -> None:
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)
     if args.only:
         print(json.dumps(out, indent=1)[:3000])
+        for t in types:
+            print(t, {k: out[t].get(k) for k in ("unread", "ignored", "modeling_reads", "probe_why",
+                                                  "last_layer_type")},
+                  "fill", (out[t].get("outer") or {}).get("fill"), "partial_dims", (out[t].get("one") or {}).get(
+                      "partial_dims"))
         print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
+        print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
         return
     write_outputs(out, gold)
 
@@ -1053,6 +1191,8 @@ def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:
                    "cases": gold}, f, separators=(",", ":"), sort_keys=True)
     print(f"{len(out)} model types; {len(gold)} golden cases")
     print(f"width probes the rules refuse where transformers runs (false refusals): {FALSE_WIDTH_REFUSALS or 'none'}")
+    print(f"keys vkrope reads that it read otherwise than transformers (misread): {MISREAD or 'none'}")
+    print(f"model types whose keys could not be probed (probe_why): {PROBES_FAILED or 'none'}")
 
 
 if __name__ == "__main__":

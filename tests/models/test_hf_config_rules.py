@@ -58,8 +58,9 @@ def test_never_a_different_answer_than_transformers_config_classes():
         params = dict(got.params)
         if want[1] == "default":  # (the class may keep a factor; transformers' default rope type reads none)
             want = [*want[:2], None, want[3]]
-        if [got.theta, got.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)] != want:
-            wrong.append((case, (got.theta, got.rope_type, dict(got.params))))
+        if [got.theta, got.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)] != want \
+                or case.get("width") not in (None, got.rotary_dim):  # (the module's cos / sin width, where probed)
+            wrong.append((case, (got.theta, got.rope_type, dict(got.params), got.rotary_dim)))
             continue
         read[t] += 1
     assert wrong == []
@@ -138,8 +139,10 @@ def test_outer_keys_reach_the_text_config_only_where_the_class_moves_them():
 
 
 def test_presets_of_the_outer_class_are_not_guessed():
-    with pytest.raises(ValueError, match="lacks .*rope_parameters.*presets"):
-        vkrope.from_hf({"model_type": "voxtral", "text_config": {"hidden_size": 64}})
+    """PE Audio's class presets hidden_size and num_attention_heads otherwise than its ModernBERT text class, in a
+    way its fill does not explain (measured: no `fill`): a file that leaves them out is refused."""
+    with pytest.raises(ValueError, match="lacks hidden_size, num_attention_heads, which pe_audio's .*presets"):
+        vkrope.from_hf({"model_type": "pe_audio", "text_config": {"max_position_embeddings": 1024}})
 
 
 def test_nulls_transformers_fails_on_are_refused():
@@ -354,3 +357,100 @@ def test_nulls_the_classes_take_are_read_as_they_take_them():
     assert vkrope.from_hf({**mc, "head_dim": None}) == vkrope.from_hf(mc)
     seed = vkrope.from_hf({"model_type": "seed_oss", "hidden_size": 5120, "num_attention_heads": 80, "head_dim": None})
     assert (seed.head_dim, seed.rotary_dim) == (64, 64)
+
+
+# The cases below: an adversarial comparison of from_hf with transformers 5.25's own classes (a fuzz of about
+# 34,000 configs) found each read silently wrong; each expected value is what transformers' class made of it.
+
+def test_minimax_m2s_legacy_rotary_dim_is_its_partial_factor():
+    """MiniMax-M2's released configs give rotary_dim 64 of head_dim 128 (no partial_rotary_factor): the class
+    makes the factor rotary_dim / head_dim (measured: the rules' `partial_dims`); vkrope rotated whole heads."""
+    cfg = {"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 64, "rope_theta": 5e6}
+    r = vkrope.from_hf(cfg)
+    assert (r.head_dim, r.rotary_dim, dict(r.params)["partial_rotary_factor"]) == (128, 64, 0.5)
+    assert vkrope.from_hf({**cfg, "partial_rotary_factor": 0.25}).rotary_dim == 32  # (the file's factor wins)
+    assert vkrope.from_hf({**cfg, "rotary_dim": 64.0}).rotary_dim == 64  # (the class divides whatever number)
+    with pytest.raises(ValueError, match="rotary_dim must be a positive number"):
+        vkrope.from_hf({**cfg, "rotary_dim": "64"})
+    with pytest.raises(ValueError, match="rotary_dim 256: .* at most head_dim"):
+        vkrope.from_hf({**cfg, "rotary_dim": 256})
+
+
+def test_a_composite_fills_its_text_config_as_its_class_does():
+    """Voxtral's class fills rope_theta 1e8 and head_dim 128 into a text_config lacking them (its Hub files give
+    the legacy rope_theta, which vkrope refused for lacking rope_parameters); GLM-ASR's fills rope_parameters,
+    whose theta then wins over a legacy rope_theta beside it."""
+    hub = {"model_type": "voxtral", "text_config": {"model_type": "llama", "hidden_size": 3072, "head_dim": 128,
+                                                    "rope_theta": 1e8, "num_attention_heads": 32,
+                                                    "max_position_embeddings": 131072}}
+    r = vkrope.from_hf(hub)
+    assert (r.theta, r.head_dim) == (1e8, 128)
+    r = vkrope.from_hf({"model_type": "voxtral", "text_config": {"hidden_size": 3072, "num_attention_heads": 32}})
+    assert (r.theta, r.head_dim) == (1e8, 128)  # (Llama's own defaults: 1e4 and 3072 / 32 = 96)
+    assert vkrope.from_hf({"model_type": "glmasr", "text_config": {"rope_theta": 1e6}}).theta == 1e4
+    # (around another text model type, the class fills the text_config before building it as that type)
+    r = vkrope.from_hf({"model_type": "voxtral", "text_config": {"model_type": "mistral", "hidden_size": 2048,
+                                                                 "num_attention_heads": 32}})
+    assert (r.model, r.theta, r.head_dim) == ("mistral", 1e8, 128)
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"model_type": "falcon", "n_embed": 2048, "num_attention_heads": 32}, "n_embed"),  # (hidden_size 2048)
+    ({"model_type": "step3p5", "num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2,
+      "rope_theta": 5e6, "partial_rotary_factors": [1.0, 0.5, 1.0, 0.5]}, "partial_rotary_factors"),
+    ({"model_type": "molmo2", "text_config": {"num_hidden_layers": 4, "rope_scaling_layers": [0, 1],
+                                              "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                                                  "rope_theta": 1e6,
+                                                                  "original_max_position_embeddings": 8192}}},
+     "rope_scaling_layers"),  # (layers 2 and 3 unscaled)
+])
+def test_keys_transformers_reads_for_rope_and_vkrope_does_not_are_refused(cfg, key):
+    with pytest.raises(ValueError, match=rf"config: {key} .*reads it for RoPE otherwise than vkrope"):
+        vkrope.from_hf(cfg)
+
+
+def test_a_key_the_class_ignores_is_not_read():
+    """UnlimitedOCR's class makes head_dim hidden_size // num_attention_heads whatever the file says."""
+    cfg = {"model_type": "unlimited_ocr", "text_config": {"hidden_size": 2048, "num_attention_heads": 32,
+                                                          "head_dim": 128}}
+    assert vkrope.from_hf(cfg).head_dim == 64
+
+
+def test_their_class_defaults_are_read():
+    """The same keys as the class saves them by default: read (Molmo2's every-layer list, the 4B's null)."""
+    text = {"num_hidden_layers": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}
+    for scaled in (None, [0, 1, 2, 3]):
+        assert vkrope.from_hf({"model_type": "molmo2", "text_config": {**text, "rope_scaling_layers": scaled}})
+    del text["num_hidden_layers"]  # (the class's 36 layers)
+    assert vkrope.from_hf({"model_type": "molmo2", "text_config": {**text, "rope_scaling_layers": list(range(36))}})
+
+
+def test_gemma4s_last_layer_is_full_attention_whatever_the_file_says():
+    types = vkrope.hf_layer_types({"model_type": "gemma4_text", "num_hidden_layers": 3})
+    layers = vkrope.hf_layers({"model_type": "gemma4_text", "num_hidden_layers": 3,
+                               "layer_types": ["sliding_attention"] * 3})
+    assert "full_attention" in types and [r.layer_type for r in layers] == ["sliding_attention"] * 2 + [
+        "full_attention"]
+
+
+def test_a_rope_dict_per_layer_type_for_a_model_with_one_rope_is_refused():
+    """Llama's class reads {"full_attention": {...}} as one flat dict (default type and theta); vkrope read the
+    inner dict's."""
+    with pytest.raises(ValueError, match="keyed by layer type .*one RoPE for every layer"):
+        vkrope.from_hf({"model_type": "llama", "rope_parameters": {"full_attention": {"rope_type": "default",
+                                                                                       "rope_theta": 5e5}}})
+
+
+def test_a_nested_rope_dict_missing_a_layer_type_the_class_has_no_defaults_for_is_refused():
+    """Step 3.5's class keeps a file's nested rope_parameters only where it has a dict for every type of
+    layer_types; else it builds its own from rope_theta (a partial factor of 0.75 for full_attention then
+    dropped). Such a file is refused (with a dict for every type too: the rules were measured on the class's
+    own full_attention only)."""
+    text = {"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4,
+                                                   "partial_rotary_factor": 0.75}}}
+    with pytest.raises(ValueError, match="layer_types names sliding_attention, which rope_parameters gives no dict"):
+        vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")
+    text["rope_parameters"]["sliding_attention"] = {"rope_type": "default", "rope_theta": 1e4}
+    with pytest.raises(ValueError, match="holds 'sliding_attention' beside its layer types"):
+        vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")

@@ -57,6 +57,18 @@ by building each config class on probe configs; never edited by hand):
   head_dim times the partial factor: how the class builds those
   (`rotary_width`; checked by the rules script against the rotary module
   run on probe configs; `why` where the rule failed that check);
+- `unread`: the keys the class reads for RoPE that vkrope does not follow,
+  each found by giving it alone on a file both read alike (MiniMax-M2's
+  rotary_dim before `partial_dims`, Falcon's n_embed, Step 3.5's
+  partial_rotary_factors; scripts/hf_key_probes.py), with the class's
+  default; `modeling_reads`: the config attributes named for RoPE that the
+  model's code reads and vkrope does not (Molmo2's rope_scaling_layers):
+  `check_unread` refuses either given otherwise than the default;
+- `one.partial_dims`: the keys a class turns into the partial factor over
+  its head_dim (MiniMax-M2's rotary_dim); `outer.fill`: the keys a
+  composite class fills into a file's text_config where it lacks them
+  (Voxtral's rope_theta and head_dim), checked against its text class;
+  `last_layer_type`: the type a class forces on the last layer (Gemma 4);
 - `refused`: the shapes of RoPE keys (`signature`: how the file gives
   rope_scaling, rope_parameters, each theta key and the partial factor:
   absent, null, empty, a dict, per layer type, with the legacy `type`, ...)
@@ -140,6 +152,13 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
         raise ValueError(f"config: rope_parameters is one dict ({_short(given)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
+    named = {t for t in cfg.get("layer_types") or () if isinstance(t, str) and t.endswith("attention")} \
+        if isinstance(cfg.get("layer_types"), list) else set()
+    if given and named - set(given) - set(default):  # (Step 3.5's class then drops the file's dicts: unmeasured)
+        raise ValueError(f"config: layer_types names {', '.join(sorted(named - set(given) - set(default)))}, which "
+                         f"rope_parameters gives no dict for and {model_type}'s class has no RoPE defaults for; how "
+                         "its config class reads that was not measured (Step 3.5's drops the file's dicts); refused "
+                         "rather than guessed: give a dict for every layer type")
     shape = "nested" if given else "flat"
     return {lt: _one_type(cfg, lt, d0, rules.get(lt, {}).get(shape), shape, model_type)
             for lt, d0 in default.items()}
@@ -312,6 +331,17 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
                              "config class fills in none here (its model cannot run without one)")
     source = next((k for k in one["partial_keys"] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
+    dims = next((k for k in one.get("partial_dims", []) if cfg.get(k) is not None), None)
+    if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)
+        head = cfg.get("head_dim")
+        for key, value in ((dims, cfg[dims]), ("head_dim", head)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"config: {key} must be a positive number ({model_type} reads the partial factor "
+                                 f"as {dims} / head_dim); got {_short(value)}")
+        if cfg[dims] > head:
+            raise ValueError(f"config: {dims} {_short(cfg[dims])}: {model_type} rotates {dims} of head_dim "
+                             f"{_short(head)} channels, so it must be at most head_dim")
+        partial = cfg[dims] / head
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
     for key in PARTIAL_KEYS:
@@ -394,6 +424,43 @@ def original_length(model_type: str) -> dict[str, str]:
     "max_position_embeddings" (PhiMoE's, and every class's with RoPE per layer type: they read the rope
     dict's only). "unknown" where it was not measured."""
     return rules_of(model_type).get("original_length") or {"both": "unknown", "top_only": "unknown"}
+
+
+def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
+    """A ValueError where the text config gives a key otherwise than its class's default that transformers
+    reads for RoPE where vkrope does not follow (`unread`: Step 3.5's partial_rotary_factors, Falcon's n_embed;
+    `modeling_reads`: Molmo2's rope_scaling_layers, read by its model's code; a list of every layer, where the
+    class makes that its default, is the default; `layers`: the class's layer count where the file gives
+    none). A key vkrope reads for other models (`kinds` given) is refused only given as a list or a number
+    where a probe of that kind was read otherwise (Gemma 3's list rope_theta; its number is read)."""
+    rules = rules_of(model_type)
+    for key, rule in {**rules.get("unread", {}), **rules.get("modeling_reads", {})}.items():
+        value = cfg.get(key)
+        n = cfg.get("num_hidden_layers", layers)
+        kind = "list" if isinstance(value, list) else "number" if isinstance(value, (int, float)) \
+            and not isinstance(value, bool) else None
+        if key not in cfg or value == rule.get("default") or ("kinds" in rule and kind not in rule["kinds"]) or (
+                rule.get("all_layers") and isinstance(n, int) and value == list(range(n))):
+            continue
+        how = f"a probe giving {key} alone moved its {rule['moved']}" if rule.get("moved") else \
+            "its model's code reads it, in its modeling module"
+        raise ValueError(f"config: {key} {_short(value)}: transformers' {model_type} reads it for RoPE otherwise "
+                         f"than vkrope ({how}); only its default {_short(rule.get('default'))}"
+                         f"{' or a list of every layer' if rule.get('all_layers') else ''} is taken (or no {key}): "
+                         "refused rather than guessed")
+
+
+def drop_ignored(cfg: dict, model_type: str) -> None:
+    """The keys the class ignores where vkrope would read them (`ignored`: UnlimitedOCR's head_dim, which its
+    class makes hidden_size // num_attention_heads whatever the file says), dropped from the text config."""
+    for key in rules_of(model_type).get("ignored", []):
+        cfg.pop(key, None)
+
+
+def text_fill(model_type: str) -> dict:
+    """The RoPE keys a composite class fills into a file's text_config where it lacks them (Voxtral's rope_theta
+    and head_dim, GLM-ASR's rope_parameters): measured as its sub-config defaults, merged under the file's."""
+    return json.loads(json.dumps((rules_of(model_type).get("outer") or {}).get("fill") or {}))
 
 
 def check_nulls(cfg: dict, model_type: str) -> None:

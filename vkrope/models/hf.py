@@ -73,7 +73,9 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             break  # (like: the caller's keys, at the top)
         inner = part
     if found and inner is not cfg:
-        missing = [k for k in config_rules.preset(_type_of(cfg, like), True) if k not in inner]
+        fill = config_rules.text_fill(_type_of(cfg, like))  # (Voxtral's class fills these in, as measured)
+        inner = {**fill, **inner}
+        missing = [] if fill else [k for k in config_rules.preset(_type_of(cfg, like), True) if k not in inner]
         if missing:
             raise ValueError(f"config: {'.'.join(e['text_config'])} lacks {', '.join(missing)}, which "
                              f"{_type_of(cfg, like)}'s config class presets otherwise than its text class: give "
@@ -92,6 +94,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
     config_rules.check_nulls(merged, _type_of(cfg, like))
+    config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
+    config_rules.drop_ignored(merged, _type_of(cfg, like))
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
         if key in merged:  # (the class sets `stored` through the alias, which wins, null too: JetMoe's head_dim)
             merged[stored] = merged[key]
@@ -107,7 +111,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     _check_switches(merged, e, _type_of(cfg, like))
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
-    _rename_layer_types(merged)
+    _rename_layer_types(merged, _type_of(cfg, like))
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
         if rope is None:
@@ -144,14 +148,17 @@ def _check_width(cfg: dict, e: dict, model_type: str) -> None:
                          "builds them), on which its model fails; refused")
 
 
-def _rename_layer_types(cfg: dict) -> None:
+def _rename_layer_types(cfg: dict, model_type: str) -> None:
     """layer_types with the legacy names every config class renames on load (transformers'
     remap_legacy_layer_types: "attention" is full_attention, "mamba" linear_attention; the rules table
-    holds its map)."""
+    holds its map), and the last layer's type where the class forces it (Gemma 4's full_attention)."""
     names = cfg.get("layer_types")
     if isinstance(names, list):
         remap = config_rules.table()["legacy_layer_types"]
         cfg["layer_types"] = [remap.get(t, t) if isinstance(t, str) else t for t in names]
+        last = config_rules.rules_of(model_type).get("last_layer_type")
+        if last is not None and cfg["layer_types"]:
+            cfg["layer_types"][-1] = last
 
 
 def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
@@ -301,6 +308,8 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     if isinstance(inner, dict) and own is not None and isinstance(inner.get("model_type"), str) \
             and inner["model_type"] != own:
         text_e = hf_models.entry(inner["model_type"])
+        inner = {**config_rules.text_fill(str(outer.get("model_type"))), **inner}  # (the outer class fills the
+        # file's text_config before building it as the type it names: Voxtral around Mistral)
         return inner, text_e, _text_config(inner, text_e)
     return outer, e, _text_config(outer, e, like)
 
@@ -313,14 +322,24 @@ def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     remote = _remote(config, like)
     if remote is not None:
         return gguf_convert.layer_types(*remote)
-    _, _, cfg = _entry_of(config, like)
-    return tuple(sorted(_per_layer(cfg) or ()))
+    _, e, cfg = _entry_of(config, like)
+    return tuple(sorted(_per_layer(cfg, e) or ()))
 
 
-def _per_layer(cfg: dict) -> dict[str, dict] | None:
-    """{layer type: its rope dict} for per-layer configs, else None."""
+def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
+    """{layer type: its rope dict} for per-layer configs, else None; a ValueError where a model type with one
+    RoPE is given a rope dict keyed by layer type (its class reads that as one flat dict: its rope type and
+    theta then the defaults)."""
     params = cfg.get("rope_parameters")
     types = set(cfg.get("layer_types") or ()) | {"sliding_attention", "full_attention"}
+    if isinstance(params, dict) and params and any(k in types for k in params) \
+            and not _nested(e.get("defaults", {}).get("rope_parameters")):
+        keyed = ", ".join(sorted(k for k in params if k in types))
+        raise ValueError(f"config: rope_parameters keyed by layer type ({keyed}), but "
+                         f"{cfg.get('model_type', 'this model type')!r} has one RoPE for every layer: its config "
+                         "class and rotary module do not read such a dict per layer type (they take it as one flat "
+                         "dict of defaults, or fail on it); refused rather than guessed (give one flat "
+                         "rope_parameters)")
     if isinstance(params, dict) and params and any(k in types for k in params):
         nested = {k: v for k, v in params.items() if k in types}
         for k, v in nested.items():
@@ -469,7 +488,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
-    nested = _per_layer(cfg)
+    nested = _per_layer(cfg, e)
     types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else None
     if layer is not None:
         if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
