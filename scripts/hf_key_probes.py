@@ -211,3 +211,11 @@ def last_layer_type(built: Callable[[dict], Any]) -> str | None:
         if list(attr(made, "layer_types") or []) != [*lts[:-1], last]:
             return None
     return last
+
+
+if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description="The key probes of scripts/hf_config_rules.py (a module of it: run that "
+                                        "script; this one does nothing alone).").parse_args()
+    sys.exit("scripts/hf_key_probes.py is a module of scripts/hf_config_rules.py: run that script")
