@@ -328,8 +328,8 @@ def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
 
 def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
     """{layer type: its rope dict} for per-layer configs, else None; a ValueError where a model type with one
-    RoPE is given a rope dict keyed by layer type (its class reads that as one flat dict: its rope type and
-    theta then the defaults)."""
+    RoPE is given a rope dict keyed by layer type (its class takes that as one flat dict of defaults, Llama's,
+    or keeps it and its rotary module fails on it, Qwen3-Next's)."""
     params = cfg.get("rope_parameters")
     types = set(cfg.get("layer_types") or ()) | {"sliding_attention", "full_attention"}
     if isinstance(params, dict) and params and any(k in types for k in params) \
