@@ -1059,6 +1059,7 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
                         lambda kw: _built(t, e, kw), compared, sorted(d0) if _nested(d0) else None)
     if fill:
         outer["fill"] = fill
+        outer["fill_any_type"] = kp.fill_any_type(lambda kw: _built(t, e, kw), outer.get("text_model_type"), fill)
 
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:

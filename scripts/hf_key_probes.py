@@ -141,7 +141,9 @@ def disagreement(t0: dict, v0: dict, t1: dict, v1: dict) -> list[str]:
 
 FILL_PROBES = [{}, {"hidden_size": 1536}, {"rope_theta": 123456.0}, {"head_dim": 64, "hidden_size": 2048},
                {"rope_parameters": {"rope_type": "default"}},
-               {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 4321.0}}]
+               {"rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 4321.0}},
+               {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}},
+               {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, {"max_position_embeddings": 5000}]
 
 
 def text_fill(outer_cls: Any, text_cls: Any, keys: set[str], built_outer: Callable[[dict], Any],
@@ -163,9 +165,22 @@ def text_fill(outer_cls: Any, text_cls: Any, keys: set[str], built_outer: Callab
             own = text_cls(**{**copy.deepcopy(fill), **copy.deepcopy(kw)})
         except Exception:  # noqa: BLE001
             return None
-        if compared(made, lts) != compared(own, lts) or any(attr(made, k) != attr(own, k) for k in HEAD_KEYS):
-            return None  # (FastVLM's class presets a text config only where the file gives none: no fill)
+        if compared(made, lts) != compared(own, lts) or any(attr(made, k) != attr(own, k)
+                                                            for k in (*HEAD_KEYS, *fill, "rope_parameters")):
+            return None  # (FastVLM's and idefics2's classes preset a text config only where the file gives none)
     return _jsonable(fill)
+
+
+def fill_any_type(built_outer: Callable[[dict], Any], own_type: str | None, fill: dict) -> bool:
+    """Whether a composite class fills its keys into a file's text_config that names another model type than its
+    own too (Voxtral's merges the dict whatever the type; Fuyu's does not)."""
+    other = "mistral" if own_type == "llama" else "llama"
+    try:
+        made = built_outer({"model_type": other})
+    except Exception:  # noqa: BLE001
+        return False
+    rp = attr(made, "rope_parameters") or {}
+    return all((rp.get("rope_theta") if k == "rope_theta" else attr(made, k)) == v for k, v in fill.items())
 
 
 def modeling_reads(cls: Any, read: set[str], built_bare: Any) -> dict[str, Any]:

@@ -409,6 +409,22 @@ def test_keys_transformers_reads_for_rope_and_vkrope_does_not_are_refused(cfg, k
         vkrope.from_hf(cfg)
 
 
+def test_a_fill_the_class_applies_only_without_a_text_config_is_not_applied():
+    """idefics2's and Fuyu's classes fill their presets only where the file gives no text_config (idefics2's
+    max_position_embeddings 32768 made a yarn dict's original length 32768, transformers' Mistral 131072), and
+    Fuyu's not into a text_config of another model type (Llama's 32 heads, not Fuyu's 64): read as
+    transformers builds them, or refused, never with the preset."""
+    for cfg, check in (({"model_type": "idefics2", "text_config": {"rope_parameters": {
+            "rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6}}},
+                        lambda r: r.original_max_position_embeddings == 131072),
+                       ({"model_type": "fuyu", "text_config": {"model_type": "llama"}}, lambda r: r.head_dim == 128)):
+        try:
+            r = vkrope.from_hf(cfg)
+        except ValueError:
+            continue
+        assert check(r), (cfg, r)
+
+
 def test_a_key_the_class_ignores_is_not_read():
     """UnlimitedOCR's class makes head_dim hidden_size // num_attention_heads whatever the file says."""
     cfg = {"model_type": "unlimited_ocr", "text_config": {"hidden_size": 2048, "num_attention_heads": 32,

@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from functools import lru_cache
 from typing import Any
@@ -157,8 +158,8 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
     if given and named - set(given) - set(default):  # (Step 3.5's class then drops the file's dicts: unmeasured)
         raise ValueError(f"config: layer_types names {', '.join(sorted(named - set(given) - set(default)))}, which "
                          f"rope_parameters gives no dict for and {model_type}'s class has no RoPE defaults for; how "
-                         "its config class reads that was not measured (Step 3.5's drops the file's dicts); refused "
-                         "rather than guessed: give a dict for every layer type")
+                         "its config class reads that was not measured (Step 3.5's drops the file's dicts): refused "
+                         "rather than guessed")
     shape = "nested" if given else "flat"
     return {lt: _one_type(cfg, lt, d0, rules.get(lt, {}).get(shape), shape, model_type)
             for lt, d0 in default.items()}
@@ -335,7 +336,7 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)
         head = cfg.get("head_dim")
         for key, value in ((dims, cfg[dims]), ("head_dim", head)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
                 raise ValueError(f"config: {key} must be a positive number ({model_type} reads the partial factor "
                                  f"as {dims} / head_dim); got {_short(value)}")
         if cfg[dims] > head:
@@ -426,6 +427,11 @@ def original_length(model_type: str) -> dict[str, str]:
     return rules_of(model_type).get("original_length") or {"both": "unknown", "top_only": "unknown"}
 
 
+# The fields the key probes compare (scripts/hf_key_probes.py FIELDS), as a message names them.
+_FIELDS = {"theta": "theta", "rope_type": "rope type", "factor": "scaling factor", "partial": "partial rotary factor",
+           "width": "rotated width"}
+
+
 def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
     """A ValueError where the text config gives a key otherwise than its class's default that transformers
     reads for RoPE where vkrope does not follow (`unread`: Step 3.5's partial_rotary_factors, Falcon's n_embed;
@@ -442,12 +448,17 @@ def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
         if key not in cfg or value == rule.get("default") or ("kinds" in rule and kind not in rule["kinds"]) or (
                 rule.get("all_layers") and isinstance(n, int) and value == list(range(n))):
             continue
-        how = f"a probe giving {key} alone moved its {rule['moved']}" if rule.get("moved") else \
+        moved = ", ".join(_FIELDS.get(f.strip(), f.strip()) for f in rule.get("moved", "").split(",") if f.strip())
+        how = f"given alone it changes the {moved} transformers applies" if moved else \
             "its model's code reads it, in its modeling module"
+        if "kinds" in rule:
+            taken = f"given as a {' or a '.join(rule['kinds'])} it is not read; give it as transformers saves it"
+        else:
+            every = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
+            taken = f"only its default {_short(rule.get('default'))}{every} is read (or no {key})" + (
+                "; AutoConfig.from_pretrained(path).to_dict() saves what the class makes of it" if moved else "")
         raise ValueError(f"config: {key} {_short(value)}: transformers' {model_type} reads it for RoPE otherwise "
-                         f"than vkrope ({how}); only its default {_short(rule.get('default'))}"
-                         f"{' or a list of every layer' if rule.get('all_layers') else ''} is taken (or no {key}): "
-                         "refused rather than guessed")
+                         f"than vkrope ({how}); {taken}: refused rather than guessed")
 
 
 def drop_ignored(cfg: dict, model_type: str) -> None:
@@ -457,10 +468,15 @@ def drop_ignored(cfg: dict, model_type: str) -> None:
         cfg.pop(key, None)
 
 
-def text_fill(model_type: str) -> dict:
+def text_fill(model_type: str, other_type: bool = False) -> dict:
     """The RoPE keys a composite class fills into a file's text_config where it lacks them (Voxtral's rope_theta
-    and head_dim, GLM-ASR's rope_parameters): measured as its sub-config defaults, merged under the file's."""
-    return json.loads(json.dumps((rules_of(model_type).get("outer") or {}).get("fill") or {}))
+    and head_dim, GLM-ASR's rope_parameters): measured as its sub-config defaults, merged under the file's;
+    `other_type`: into a text_config naming another model type than the class's own, where the class fills that
+    too (`fill_any_type`: Voxtral's does, Fuyu's does not)."""
+    outer = rules_of(model_type).get("outer") or {}
+    if other_type and not outer.get("fill_any_type"):
+        return {}
+    return json.loads(json.dumps(outer.get("fill") or {}))
 
 
 def check_nulls(cfg: dict, model_type: str) -> None:

@@ -308,8 +308,8 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     if isinstance(inner, dict) and own is not None and isinstance(inner.get("model_type"), str) \
             and inner["model_type"] != own:
         text_e = hf_models.entry(inner["model_type"])
-        inner = {**config_rules.text_fill(str(outer.get("model_type"))), **inner}  # (the outer class fills the
-        # file's text_config before building it as the type it names: Voxtral around Mistral)
+        inner = {**config_rules.text_fill(str(outer.get("model_type")), True), **inner}  # (where the outer class
+        # fills the file's text_config before building it as the type it names: Voxtral around Mistral)
         return inner, text_e, _text_config(inner, text_e)
     return outer, e, _text_config(outer, e, like)
 
