@@ -369,9 +369,10 @@ def test_minimax_m2s_legacy_rotary_dim_is_its_partial_factor():
     r = vkrope.from_hf(cfg)
     assert (r.head_dim, r.rotary_dim, dict(r.params)["partial_rotary_factor"]) == (128, 64, 0.5)
     assert vkrope.from_hf({**cfg, "partial_rotary_factor": 0.25}).rotary_dim == 32  # (the file's factor wins)
-    assert vkrope.from_hf({**cfg, "rotary_dim": 64.0}).rotary_dim == 64  # (the class divides whatever number)
-    with pytest.raises(ValueError, match="rotary_dim must be a positive number"):
-        vkrope.from_hf({**cfg, "rotary_dim": "64"})
+    assert vkrope.from_hf({**cfg, "rotary_dim": 64.0}).rotary_dim == 64  # (the class divides a float too)
+    for bad in ("64", 10**400, float("nan"), 0):
+        with pytest.raises(ValueError, match="rotary_dim must be a (positive finite )?number"):
+            vkrope.from_hf({**cfg, "rotary_dim": bad})
     with pytest.raises(ValueError, match="rotary_dim 256: .* at most head_dim"):
         vkrope.from_hf({**cfg, "rotary_dim": 256})
 

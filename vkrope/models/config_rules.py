@@ -88,11 +88,11 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 from functools import lru_cache
 from typing import Any
 
+from .rope import key_number
 from .rope_types import RULES
 
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_config_rules.json")
@@ -334,11 +334,9 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     partial = one["partial" + filled] if source is None else cfg[source]
     dims = next((k for k in one.get("partial_dims", []) if cfg.get(k) is not None), None)
     if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)
-        head = cfg.get("head_dim")
-        for key, value in ((dims, cfg[dims]), ("head_dim", head)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
-                raise ValueError(f"config: {key} must be a positive number ({model_type} reads the partial factor "
-                                 f"as {dims} / head_dim); got {_short(value)}")
+        for key in (dims, "head_dim"):  # (a positive finite number each: the class reads their quotient)
+            key_number(cfg, key, "config: ")
+        head = cfg["head_dim"]
         if cfg[dims] > head:
             raise ValueError(f"config: {dims} {_short(cfg[dims])}: {model_type} rotates {dims} of head_dim "
                              f"{_short(head)} channels, so it must be at most head_dim")
