@@ -471,3 +471,26 @@ def test_a_nested_rope_dict_missing_a_layer_type_the_class_has_no_defaults_for_i
     text["rope_parameters"]["sliding_attention"] = {"rope_type": "default", "rope_theta": 1e4}
     with pytest.raises(ValueError, match="holds 'sliding_attention' beside its layer types"):
         vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")
+
+
+def test_odd_values_beside_the_new_rules_are_errors_not_readings():
+    """A reviewer's cases: a non-integer head_dim the class would refuse (it ignores only integers); a huge
+    num_hidden_layers beside Molmo2's list (no list of that length is built); legacy layer type names read as
+    the classes rename them before the nested-dict check; a list among layer_types; MiniMax-M2's rotary_dim under
+    two channels."""
+    ocr = {"model_type": "unlimited_ocr_text", "hidden_size": 2048, "num_attention_heads": 32}
+    for bad in ("x", 1.5, True, [1]):
+        with pytest.raises(ValueError, match="head_dim must be an integer or null"):
+            vkrope.from_hf({**ocr, "head_dim": bad})
+    with pytest.raises(ValueError, match="rope_scaling_layers"):
+        vkrope.from_hf({"model_type": "molmo2", "text_config": {"num_hidden_layers": 10**12,
+                                                                "rope_scaling_layers": [0, 1]}})
+    gemma = dict(GEMMA, layer_types=["sliding_attention", "attention"],
+                 rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                  "full_attention": {"rope_type": "default", "rope_theta": 1e6}})
+    assert vkrope.from_hf(gemma, layer_type="full_attention").theta == 1e6
+    with pytest.raises(ValueError):
+        vkrope.from_hf({"model_type": "llama", "layer_types": [["full_attention"]],
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}})
+    with pytest.raises(ValueError, match="rotary_dim 0.5: .* at least 2"):
+        vkrope.from_hf({"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 0.5})

@@ -153,8 +153,10 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
         raise ValueError(f"config: rope_parameters is one dict ({_short(given)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
-    named = {t for t in cfg.get("layer_types") or () if isinstance(t, str) and t.endswith("attention")} \
+    legacy = table()["legacy_layer_types"]  # (the names every class renames first: "attention" is full_attention)
+    named = {legacy.get(t, t) for t in cfg["layer_types"] if isinstance(t, str)} \
         if isinstance(cfg.get("layer_types"), list) else set()
+    named = {t for t in named if t.endswith("attention")}
     if given and named - set(given) - set(default):  # (Step 3.5's class then drops the file's dicts: unmeasured)
         raise ValueError(f"config: layer_types names {', '.join(sorted(named - set(given) - set(default)))}, which "
                          f"rope_parameters gives no dict for and {model_type}'s class has no RoPE defaults for; how "
@@ -312,8 +314,9 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     class's preset; then the file's theta (from the keys the class reads
     it from: rope_theta, GPT-NeoX's rotary_emb_base) or the class's, and the
     file's partial factor (partial_rotary_factor, GPT-NeoX's rotary_pct,
-    where the class reads them; `cfg` loses those keys) or the class's,
-    where the dict has none. None where the class's rules were not
+    where the class reads them; `cfg` loses those keys), else a key the
+    class divides by head_dim (`partial_dims`: MiniMax-M2's rotary_dim), or
+    the class's, where the dict has none. None where the class's rules were not
     measured."""
     one = rules_of(model_type).get("one")
     if one is None:
@@ -337,9 +340,9 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
         for key in (dims, "head_dim"):  # (a positive finite number each: the class reads their quotient)
             key_number(cfg, key, "config: ")
         head = cfg["head_dim"]
-        if cfg[dims] > head:
+        if not 2 <= cfg[dims] <= head:
             raise ValueError(f"config: {dims} {_short(cfg[dims])}: {model_type} rotates {dims} of head_dim "
-                             f"{_short(head)} channels, so it must be at most head_dim")
+                             f"{_short(head)} channels, so it must be at least 2 and at most head_dim")
         partial = cfg[dims] / head
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
@@ -443,17 +446,19 @@ def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
         n = cfg.get("num_hidden_layers", layers)
         kind = "list" if isinstance(value, list) else "number" if isinstance(value, (int, float)) \
             and not isinstance(value, bool) else None
-        if key not in cfg or value == rule.get("default") or ("kinds" in rule and kind not in rule["kinds"]) or (
-                rule.get("all_layers") and isinstance(n, int) and value == list(range(n))):
+        every = rule.get("all_layers") and isinstance(value, list) and isinstance(n, int) and not isinstance(n, bool) \
+            and len(value) == n and all(v == i for i, v in enumerate(value))
+        if key not in cfg or value == rule.get("default") or ("kinds" in rule and kind not in rule["kinds"]) or every:
             continue
         moved = ", ".join(_FIELDS.get(f.strip(), f.strip()) for f in rule.get("moved", "").split(",") if f.strip())
         how = f"given alone it changes the {moved} transformers applies" if moved else \
             "its model's code reads it, in its modeling module"
         if "kinds" in rule:
-            taken = f"given as a {' or a '.join(rule['kinds'])} it is not read; give it as transformers saves it"
+            kinds = " or a ".join(rule["kinds"])
+            taken = f"vkrope does not read it given as a {kinds}; give it as transformers saves it"
         else:
-            every = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
-            taken = f"only its default {_short(rule.get('default'))}{every} is read (or no {key})" + (
+            layers = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
+            taken = f"only its default {_short(rule.get('default'))}{layers} is read (or no {key})" + (
                 "; AutoConfig.from_pretrained(path).to_dict() saves what the class makes of it" if moved else "")
         raise ValueError(f"config: {key} {_short(value)}: transformers' {model_type} reads it for RoPE otherwise "
                          f"than vkrope ({how}); {taken}: refused rather than guessed")
@@ -463,7 +468,10 @@ def drop_ignored(cfg: dict, model_type: str) -> None:
     """The keys the class ignores where vkrope would read them (`ignored`: UnlimitedOCR's head_dim, which its
     class makes hidden_size // num_attention_heads whatever the file says), dropped from the text config."""
     for key in rules_of(model_type).get("ignored", []):
-        cfg.pop(key, None)
+        value = cfg.pop(key, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):  # (its strict field)
+            raise ValueError(f"config: {key} must be an integer or null ({model_type}'s class then ignores it); "
+                             f"got {_short(value)}")
 
 
 def text_fill(model_type: str, other_type: bool = False) -> dict:

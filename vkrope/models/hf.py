@@ -60,8 +60,11 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     such part is its own), with the outer config's keys where its class
     moves them there (config_rules.outer_keys: Qwen2-VL's flat Hub files),
     the config class's attribute aliases (GPT-J's n_embd) and its defaults
-    where the file is silent (the table's, from transformers); RoPE per
-    layer type as the class converts the file's keys (config_rules)."""
+    where the file is silent (the table's, from transformers), the keys a
+    composite class fills into its text_config (config_rules.text_fill:
+    Voxtral's); RoPE per layer type as the class converts the file's keys
+    (config_rules); the keys transformers reads and vkrope does not refused
+    (check_unread), those the class ignores dropped (drop_ignored)."""
     inner: dict = cfg
     found = True  # (the file has the language model's part where the table says)
     for depth, key in enumerate(e.get("text_config", [])):
@@ -154,6 +157,9 @@ def _rename_layer_types(cfg: dict, model_type: str) -> None:
     holds its map), and the last layer's type where the class forces it (Gemma 4's full_attention)."""
     names = cfg.get("layer_types")
     if isinstance(names, list):
+        odd = next((t for t in names if not isinstance(t, str)), None)
+        if odd is not None:  # (the classes' strict field: a list of names)
+            raise ValueError(f"config: layer_types must be a list of layer type names; it holds {brief(odd)}")
         remap = config_rules.table()["legacy_layer_types"]
         cfg["layer_types"] = [remap.get(t, t) if isinstance(t, str) else t for t in names]
         last = config_rules.rules_of(model_type).get("last_layer_type")
@@ -331,7 +337,8 @@ def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
     RoPE is given a rope dict keyed by layer type (its class takes that as one flat dict of defaults, Llama's,
     or keeps it and its rotary module fails on it, Qwen3-Next's)."""
     params = cfg.get("rope_parameters")
-    types = set(cfg.get("layer_types") or ()) | {"sliding_attention", "full_attention"}
+    listed = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
+    types = {t for t in listed if isinstance(t, str)} | {"sliding_attention", "full_attention"}
     if isinstance(params, dict) and params and any(k in types for k in params) \
             and not _nested(e.get("defaults", {}).get("rope_parameters")):
         keyed = ", ".join(sorted(k for k in params if k in types))
