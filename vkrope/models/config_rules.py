@@ -153,10 +153,8 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
         raise ValueError(f"config: rope_parameters is one dict ({_short(given)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
-    legacy = table()["legacy_layer_types"]  # (the names every class renames first: "attention" is full_attention)
-    named = {legacy.get(t, t) for t in cfg["layer_types"] if isinstance(t, str)} \
-        if isinstance(cfg.get("layer_types"), list) else set()
-    named = {t for t in named if t.endswith("attention")}
+    named = {t for t in cfg["layer_types"] if isinstance(t, str) and t.endswith("attention")} \
+        if isinstance(cfg.get("layer_types"), list) else set()  # (renamed as the classes do: hf._rename_layer_types)
     if given and named - set(given) - set(default):  # (Step 3.5's class then drops the file's dicts: unmeasured)
         raise ValueError(f"config: layer_types names {', '.join(sorted(named - set(given) - set(default)))}, which "
                          f"rope_parameters gives no dict for and {model_type}'s class has no RoPE defaults for; how "
@@ -457,8 +455,8 @@ def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
             kinds = " or a ".join(rule["kinds"])
             taken = f"vkrope does not read it given as a {kinds}; give it as transformers saves it"
         else:
-            layers = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
-            taken = f"only its default {_short(rule.get('default'))}{layers} is read (or no {key})" + (
+            listed = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
+            taken = f"only its default {_short(rule.get('default'))}{listed} is read (or no {key})" + (
                 "; AutoConfig.from_pretrained(path).to_dict() saves what the class makes of it" if moved else "")
         raise ValueError(f"config: {key} {_short(value)}: transformers' {model_type} reads it for RoPE otherwise "
                          f"than vkrope ({how}); {taken}: refused rather than guessed")

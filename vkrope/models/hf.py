@@ -104,6 +104,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged[stored] = merged[key]
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
+    _rename_layer_types(merged, _type_of(cfg, like))  # (first, as every class does on load: the rules below read
+    # the types the class sees)
     _check_width(merged, e, _type_of(cfg, like))
     if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
@@ -114,7 +116,6 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     _check_switches(merged, e, _type_of(cfg, like))
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
-    _rename_layer_types(merged, _type_of(cfg, like))
     if not _nested(dr):
         rope = config_rules.one_rope(merged, _type_of(cfg, like))
         if rope is None:
@@ -161,7 +162,7 @@ def _rename_layer_types(cfg: dict, model_type: str) -> None:
         if odd is not None:  # (the classes' strict field: a list of names)
             raise ValueError(f"config: layer_types must be a list of layer type names; it holds {brief(odd)}")
         remap = config_rules.table()["legacy_layer_types"]
-        cfg["layer_types"] = [remap.get(t, t) if isinstance(t, str) else t for t in names]
+        cfg["layer_types"] = [remap.get(t, t) for t in names]
         last = config_rules.rules_of(model_type).get("last_layer_type")
         if last is not None and cfg["layer_types"]:
             cfg["layer_types"][-1] = last
@@ -339,21 +340,20 @@ def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
     params = cfg.get("rope_parameters")
     listed = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     types = {t for t in listed if isinstance(t, str)} | {"sliding_attention", "full_attention"}
-    if isinstance(params, dict) and params and any(k in types for k in params) \
-            and not _nested(e.get("defaults", {}).get("rope_parameters")):
+    if not (isinstance(params, dict) and params and any(k in types for k in params)):
+        return None
+    if not _nested(e.get("defaults", {}).get("rope_parameters")):
         keyed = ", ".join(sorted(k for k in params if k in types))
         raise ValueError(f"config: rope_parameters keyed by layer type ({keyed}), but "
                          f"{cfg.get('model_type', 'this model type')!r} has one RoPE for every layer: its config "
                          "class and rotary module do not read such a dict per layer type (they take it as one flat "
                          "dict of defaults, or fail on it); refused rather than guessed (give one flat "
                          "rope_parameters)")
-    if isinstance(params, dict) and params and any(k in types for k in params):
-        nested = {k: v for k, v in params.items() if k in types}
-        for k, v in nested.items():
-            if v is not None and not isinstance(v, dict):
-                raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {brief(v)}")
-        return {k: dict(v) for k, v in nested.items() if v is not None}
-    return None
+    nested = {k: v for k, v in params.items() if k in types}
+    for k, v in nested.items():
+        if v is not None and not isinstance(v, dict):
+            raise ValueError(f"config: rope_parameters[{k!r}] must be a dict; got {brief(v)}")
+    return {k: dict(v) for k, v in nested.items() if v is not None}
 
 
 def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
