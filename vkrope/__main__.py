@@ -154,6 +154,8 @@ def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) ->
         print(f"     maxStorageBufferRange {d['max_storage_buffer_range']}, maxImageDimension3D "
               f"{d['max_image_dimension_3d']}, 16-bit storage {d['storage_buffer_16bit']}, "
               f"external host memory {d['external_memory_host']}, timestamps {d['timestamp_valid_bits'] > 0}")
+        print("     float32 subnormals: " + ("kept (shaders ask for DenormPreserve)" if d["denorm_preserve_float32"]
+                                              else "the device's default (it cannot be asked to keep them)"))
         if d["problems"]:
             print(f"     not usable: {'; '.join(d['problems'])}")
     if chosen is None:  # (why: the error that follows)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Protocol
 
 from ..errors import DeviceClosedError, OutOfDeviceMemoryError, UnsupportedFeatureError
 from . import binding as b
-from .instance import EXTERNAL_MEMORY_HOST, Instance, select_device
+from .instance import EXTERNAL_MEMORY_HOST, FLOAT_CONTROLS, Instance, select_device
 
 
 class Child(Protocol):
@@ -56,6 +56,8 @@ class Context:
         if info.storage_buffer_16bit:
             f16 = vk.VkPhysicalDevice16BitStorageFeatures(storageBuffer16BitAccess=vk.VK_TRUE)
         extensions = [EXTERNAL_MEMORY_HOST] if info.external_memory_host else []
+        if info.denorm_preserve_float32:
+            extensions.append(FLOAT_CONTROLS)
         self.external_memory_host = info.external_memory_host
         create = vk.VkDeviceCreateInfo(
             pNext=f16,

@@ -22,6 +22,7 @@ DEVICE_TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "vir
 DEVICE_TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
 
 EXTERNAL_MEMORY_HOST = "VK_EXT_external_memory_host"
+FLOAT_CONTROLS = "VK_KHR_shader_float_controls"  # (core in 1.2; vkrope asks for 1.1, so an extension)
 # What vkCreateInstance returns when there is no usable driver: reported as
 # VulkanUnavailableError saying so; any other failure is itself ...
 NO_DRIVER_RESULTS = ("VK_ERROR_INCOMPATIBLE_DRIVER", "VK_ERROR_INITIALIZATION_FAILED")
@@ -108,6 +109,8 @@ class PhysicalDeviceInfo:
     storage_buffer_16bit: bool
     external_memory_host: bool
     min_imported_host_pointer_alignment: int
+    # whether shaders may ask to keep float32 subnormals (vk/spirv.py); else the device's default
+    denorm_preserve_float32: bool
     problems: list[str]
 
     def facts(self) -> dict[str, Any]:
@@ -264,9 +267,10 @@ def _props2(vk: Any, pd: Any, inner: str, inner_stype: int) -> Any:
                     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, inner, inner_stype)
 
 
-def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int, bool, int, str]:
+def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int, bool, int, str, bool]:
     """(16-bit storage, maxMemoryAllocationSize, external host memory, its
-    alignment, driver name): the facts behind the *2 queries (core in 1.1)."""
+    alignment, driver name, float32 DenormPreserve): the facts behind the *2
+    queries (core in 1.1)."""
     storage16, max_alloc, host_align = False, 0, 0
     if usable:
         f16 = _chained(vk, pd, vk.lib.vkGetPhysicalDeviceFeatures2, "VkPhysicalDeviceFeatures2",
@@ -286,7 +290,12 @@ def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int
     if api >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
         dp = _props2(vk, pd, "VkPhysicalDeviceDriverProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
         driver = f"{vk.ffi.string(dp.driverName).decode()} {vk.ffi.string(dp.driverInfo).decode()}".strip()
-    return storage16, max_alloc, ext_host, host_align, driver
+    preserve = False
+    if FLOAT_CONTROLS in exts and usable:
+        fc = _props2(vk, pd, "VkPhysicalDeviceFloatControlsProperties",
+                     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES)
+        preserve = bool(fc.shaderDenormPreserveFloat32)
+    return storage16, max_alloc, ext_host, host_align, driver, preserve
 
 
 def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
@@ -301,7 +310,8 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     compute_family, timestamp_bits = _compute_family(vk, pd)
     if compute_family is None:
         problems.append("has no queue family with compute support")
-    storage16, max_alloc, ext_host, host_align, driver = _extended_facts(vk, pd, props.apiVersion, not problems)
+    storage16, max_alloc, ext_host, host_align, driver, preserve = _extended_facts(vk, pd, props.apiVersion,
+                                                                                  not problems)
     driver = driver or f"driver version {props.driverVersion:#x}"
     return PhysicalDeviceInfo(
         index=index,
@@ -325,6 +335,7 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
         storage_buffer_16bit=storage16,
         external_memory_host=ext_host,
         min_imported_host_pointer_alignment=host_align,
+        denorm_preserve_float32=preserve,
         problems=problems,
     )
 

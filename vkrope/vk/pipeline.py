@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from . import binding as b
 from .context import Context
 from .resources import Buffer, Image3D
+from .spirv import with_denorm_preserve
 
 STORAGE_BUFFER = "storage_buffer"
 STORAGE_IMAGE = "storage_image"
@@ -45,6 +46,8 @@ class ComputePipeline:
         self.handle: Any = None
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
+            if ctx.info.denorm_preserve_float32:  # (else the device's default: NVIDIA's flushes them)
+                spirv = with_denorm_preserve(spirv)
             module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
             b.create(self, "module", "VkShaderModule", "vkCreateShaderModule", ctx.handle, module_info, None)
 

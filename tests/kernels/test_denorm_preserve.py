@@ -1,0 +1,84 @@
+"""Float32 subnormals on a device that flushes them by default (#35: on the
+H200, NVIDIA's driver flushed them in shaders; tiny float32 and bfloat16
+inputs came out 0). vkrope adds SPV_KHR_float_controls' DenormPreserve to
+every module it creates where the device reports shaderDenormPreserveFloat32.
+lavapipe reports neither keeping nor flushing (it keeps them), so here the
+edit is checked as SPIR-V (spirv-val, spirv-dis) and the choice as plumbing;
+the subnormal tests (test_bfloat16.py, test_exactness.py) check the effect
+on a device that flushes."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import vkrope
+import vkrope.vk.pipeline as pipeline
+from vkrope.runtime.manifest import manifest, spirv_dir
+from vkrope.vk.spirv import with_denorm_preserve
+
+NAMES = sorted(manifest()["variants"])
+
+
+def _disassembled(path) -> str:
+    assert shutil.which("spirv-dis"), "spirv-dis is required by the test suite (scripts/test.sh installs it)"
+    return subprocess.run(["spirv-dis", "--raw-id", str(path)], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("name", NAMES[::7] + NAMES[-1:])
+def test_the_edited_module_is_valid_and_asks_once_per_entry_point(name, tmp_path):
+    assert shutil.which("spirv-val"), "spirv-val is required by the test suite (scripts/test.sh installs it)"
+    original = (spirv_dir() / f"{name}.spv").read_bytes()
+    edited = tmp_path / "edited.spv"
+    edited.write_bytes(with_denorm_preserve(original))
+    subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(edited)], check=True)
+    text = _disassembled(edited)
+    entries = [line.split()[2] for line in text.splitlines() if "OpEntryPoint" in line]
+    assert entries and text.count("OpCapability DenormPreserve") == 1
+    assert text.count('OpExtension "SPV_KHR_float_controls"') == 1
+    for entry in entries:
+        assert text.count(f"OpExecutionMode {entry} DenormPreserve 32") == 1
+    # and nothing else changed: the rest, line for line
+    before = _disassembled(spirv_dir() / f"{name}.spv").splitlines()
+    added = [line for line in text.splitlines() if "DenormPreserve" in line or "SPV_KHR_float_controls" in line]
+    assert [line for line in text.splitlines() if line not in added] == before
+
+
+def test_a_module_is_edited_once_and_only_spirv_is_edited():
+    spv = (spirv_dir() / f"{NAMES[0]}.spv").read_bytes()
+    with pytest.raises(ValueError, match="already declares DenormPreserve"):
+        with_denorm_preserve(with_denorm_preserve(spv))
+    with pytest.raises(ValueError, match="magic number"):
+        with_denorm_preserve(struct.pack(">I", 0x07230203) + spv[4:])  # (big-endian: not as glslc writes)
+    with pytest.raises(ValueError, match="not a SPIR-V module"):
+        with_denorm_preserve(spv[:-2])
+    with pytest.raises(ValueError, match="malformed instruction"):
+        with_denorm_preserve(spv + struct.pack("<I", 5 << 16 | 1))  # (an instruction past the end)
+    with pytest.raises(ValueError, match="malformed instruction"):
+        with_denorm_preserve(spv + struct.pack("<I", 0))  # (a zero word count would loop)
+
+
+@pytest.mark.parametrize("preserve", [False, True])
+def test_modules_ask_for_it_exactly_where_the_device_can(make_device, monkeypatch, preserve):
+    """Every module a Device creates is edited when its facts say the device
+    can keep subnormals, none otherwise (lavapipe cannot be asked: the
+    edit itself is stubbed to record, so the driver sees the plain module)."""
+    dev = make_device()
+    ctx = dev._context()
+    monkeypatch.setattr(ctx, "info", dataclasses.replace(ctx.info, denorm_preserve_float32=preserve))
+    edited: list[int] = []
+    monkeypatch.setattr(pipeline, "with_denorm_preserve", lambda spv: edited.append(len(spv)) or spv)
+    x = np.ones((1, 4, 8), np.float32)
+    f = np.tile(np.array([1.0, 0.0], np.float32), (4, 4))
+    np.testing.assert_array_equal(dev.apply(x, f), x)
+    assert dev.info["denorm_preserve_float32"] is preserve
+    assert (len(edited) > 0) is preserve, edited
+
+
+def test_info_says_whether_subnormals_are_kept():
+    assert isinstance(vkrope.default_device().info["denorm_preserve_float32"], bool)

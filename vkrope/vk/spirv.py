@@ -1,0 +1,68 @@
+"""One edit of a compiled shader module: asking the device to keep float32
+subnormals (SPV_KHR_float_controls' DenormPreserve execution mode).
+
+Without it the device's default applies, and NVIDIA's flushes float32
+subnormals to zero in shaders (measured on an H200: tiny inputs and
+bfloat16's smallest values came out 0). The mode may only be used where
+the device reports `shaderDenormPreserveFloat32`, which lavapipe does not
+(it keeps subnormals anyway), so the committed modules leave it out and the
+Vulkan layer adds it, on such devices only, as it creates each module.
+"""
+
+from __future__ import annotations
+
+import struct
+
+MAGIC = 0x07230203
+OP_EXTENSION, OP_CAPABILITY, OP_ENTRY_POINT, OP_EXECUTION_MODE = 10, 17, 15, 16
+CAPABILITY_DENORM_PRESERVE = 4464
+EXECUTION_MODE_DENORM_PRESERVE = 4459
+FLOAT_CONTROLS = "SPV_KHR_float_controls"
+
+
+def _string_words(text: str) -> list[int]:
+    """A SPIR-V literal string: UTF-8, NUL-terminated, zero-padded to whole words."""
+    raw = text.encode() + b"\0"
+    raw += b"\0" * (-len(raw) % 4)
+    return list(struct.unpack(f"<{len(raw) // 4}I", raw))
+
+
+def _instruction(opcode: int, operands: list[int]) -> list[int]:
+    return [(len(operands) + 1) << 16 | opcode, *operands]
+
+
+def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
+    """`spirv` (a little-endian module, as glslc writes) with the capability,
+    extension and per-entry-point execution mode that keep subnormals of
+    `width` bits. ValueError for a module that is not SPIR-V or already has
+    the capability (editing twice would declare it twice)."""
+    if len(spirv) % 4 or len(spirv) < 20:
+        raise ValueError(f"spirv: {len(spirv)} bytes is not a SPIR-V module (whole 32-bit words, a 5-word header)")
+    words = list(struct.unpack(f"<{len(spirv) // 4}I", spirv))
+    if words[0] != MAGIC:
+        raise ValueError(f"spirv: magic number {words[0]:#010x}, expected {MAGIC:#010x} (a little-endian module)")
+    out = words[:5]
+    entries, at = [], 5
+    capability_end = entry_end = None
+    while at < len(words):
+        count, opcode = words[at] >> 16, words[at] & 0xFFFF
+        if count == 0 or at + count > len(words):
+            raise ValueError(f"spirv: a malformed instruction at word {at}")
+        if opcode == OP_CAPABILITY and words[at + 1] == CAPABILITY_DENORM_PRESERVE:
+            raise ValueError("spirv: the module already declares DenormPreserve")
+        if opcode == OP_CAPABILITY:
+            capability_end = len(out) + count
+        if opcode == OP_ENTRY_POINT:
+            entries.append(words[at + 2])
+            entry_end = len(out) + count
+        out.extend(words[at:at + count])
+        at += count
+    if capability_end is None or entry_end is None:
+        raise ValueError("spirv: the module has no capability or no entry point")
+    modes = [w for e in entries for w in _instruction(OP_EXECUTION_MODE, [e, EXECUTION_MODE_DENORM_PRESERVE, width])]
+    # (last first, so the earlier position stays right: the logical layout is
+    # capabilities, extensions, ..., entry points, execution modes)
+    out[entry_end:entry_end] = modes
+    out[capability_end:capability_end] = (_instruction(OP_CAPABILITY, [CAPABILITY_DENORM_PRESERVE])
+                                          + _instruction(OP_EXTENSION, _string_words(FLOAT_CONTROLS)))
+    return struct.pack(f"<{len(out)}I", *out)
