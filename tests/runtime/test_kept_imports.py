@@ -379,7 +379,9 @@ def test_at_the_allocation_count_only_idle_imports_go(host_import):
     already stay. (Releasing them too left the kernel writing through a
     destroyed buffer: `out` never written, and validation errors.)"""
     dev = host_import
-    dev._force_limits(max_memory_allocation_count=3)  # the argument arena and two imports
+    # the argument arena and two imports, bound by the kernel: the unified layout (on a discrete GPU too;
+    # its own layout, below)
+    dev._force_limits(unified=True, max_memory_allocation_count=3)
     x1, out = x_and_out()
     x2, _ = x_and_out()
     f = tables(256, 256)
@@ -393,6 +395,30 @@ def test_at_the_allocation_count_only_idle_imports_go(host_import):
         dev.apply(x2, f, out=out)
         assert np.abs(out - oracle(x2, f)).max() < 1e-5
     assert kept(dev) == 2 and dev._ctx.allocations <= 3
+
+
+@pytest.mark.parametrize("count", [3, 4, 5])
+def test_at_the_allocation_count_a_discrete_gpu_lays_the_call_out_through_the_arena(host_import, count):
+    """On a discrete GPU an import needs a device-local buffer beside it; at
+    maxMemoryAllocationCount the call is laid out again with no imports
+    (#35: on the H200 this raised OutOfDeviceMemoryError at a count of 3,
+    where the unified path serves)."""
+    dev = host_import
+    dev._force_limits(unified=False, max_memory_allocation_count=count)
+    x1, out = x_and_out()
+    x2, _ = x_and_out()
+    f = tables(256, 256)
+    for x in (x1, x1, x1, x2, x2, x2):
+        x *= -0.5
+        out.fill(np.nan)
+        assert dev.apply(x, f, out=out) is out
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+        assert dev._ctx.allocations <= count
+    big = np.random.default_rng(2).standard_normal((1, 8192, 256)).astype(np.float32)
+    assert big.nbytes >= vkrope.runtime.execute.IMPORT_MIN_BYTES
+    fb = tables(8192, 256)
+    np.testing.assert_allclose(dev.apply(big, fb), oracle(big, fb), rtol=0, atol=1e-5)
+    assert dev._ctx.allocations <= count
 
 
 def test_a_sighting_under_another_arrays_id_does_not_count():

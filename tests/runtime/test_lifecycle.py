@@ -588,12 +588,14 @@ def test_an_interrupted_release_neither_loses_nor_shares_memory(make_device):
         assert dev._ctx.allocations <= base + 1, f"interrupted at {k} of {events}: memory lost"
 
 
-@pytest.mark.parametrize("count", [2, 3])
-def test_big_numpy_calls_fall_back_to_staging_at_the_allocation_count(make_device, count):
+@pytest.mark.parametrize("unified", [True, False])
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_big_numpy_calls_fall_back_to_staging_at_the_allocation_count(make_device, count, unified):
     """At maxMemoryAllocationCount the zero-copy import of a big numpy call
     failed hard; it now takes the staging path (#18 review: a device
-    allowing 3, holding its argument arena, then a 4 MiB call)."""
-    dev = make_device()
+    allowing 3, holding its argument arena, then a 4 MiB call; #35: on a
+    discrete GPU, whose import needs a device-local buffer beside it, too)."""
+    dev = make_device(unified=unified)
     x, f = _xf()
     dev._force_limits(max_memory_allocation_count=count)
     dev.apply(x, f)  # the argument arena exists

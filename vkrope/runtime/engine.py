@@ -49,6 +49,8 @@ class Runtime:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.unified = unified_memory(ctx)
+        # set while a call is laid out again at maxMemoryAllocationCount (execute.run): no imports
+        self.arena_only = False
         self.stream = CommandStream(ctx)
         self.scratch = Recording(self.stream)  # re-recorded for one-off submissions
         self.recordings: OrderedDict[tuple, Recording] = OrderedDict()

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DeviceLostError, DeviceTimeoutError, UnsupportedFeatureError, VkropeError, VulkanError
+from ..errors import (DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, UnsupportedFeatureError,
+                      VkropeError, VulkanError)
 from ..vk.resources import Buffer, ImportedBuffer
 from .array import all_usable, weak_refs
 from .array_memory import copy_steps, free_resource, new_resource
@@ -330,7 +331,12 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         prepared = rt.prepared.get(key) if key is not None else None
         if key is not None and prepared is not None:
             return _submit_kept(rt, key, prepared, jobs, tables, want_time)
-        prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
+        try:
+            prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
+        except OutOfDeviceMemoryError as exc:
+            if exc.result != "VK_ERROR_TOO_MANY_OBJECTS" or rt.arena_only:
+                raise
+            prepared = _prepare_through_the_arena(rt, op, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
         # back, so a recording over them never replays, nor does the layout.
         cache = not imports and not temporaries
@@ -341,6 +347,23 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
         _release(rt, imports, temporaries)
+
+
+def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
+                               imports: list[ImportedBuffer], temporaries: list[Any]) -> Prepared:
+    """The call laid out again at maxMemoryAllocationCount, with no imports:
+    on a discrete GPU an import needs a device-local buffer beside it, one
+    allocation more than the arena, which grows in place of its buffers
+    (#35: the H200 path refused a big numpy call at a count of 3 that the
+    unified path served). The first attempt's imports go first; a new call
+    number makes the kept imports it found idle, so reclaim may release them."""
+    _release(rt, imports, temporaries)
+    rt.imports.begin_call()
+    rt.arena_only = True
+    try:
+        return _prepare(rt, op, jobs, tables, imports, temporaries)
+    finally:
+        rt.arena_only = False
 
 
 def _submit_kept(rt: Runtime, key: tuple, prepared: Prepared, jobs: list[Job], tables: list[list[list[Any]]],
@@ -609,7 +632,8 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
     (an import kept for later calls, runtime/imports.py, which decides).
     None too when the driver refuses this memory, and for a kept import
     when it fails for any reason but a lost device (the arena serves)."""
-    if not (t.storage == "buffer" and rt.ctx.external_memory_host and a.flags.c_contiguous and a.flags.writeable):
+    if rt.arena_only or not (t.storage == "buffer" and rt.ctx.external_memory_host and a.flags.c_contiguous
+                             and a.flags.writeable):
         return None
     kept = a.nbytes < IMPORT_MIN_BYTES
     if kept and a.nbytes < kept_imports.MIN_BYTES:
