@@ -352,9 +352,28 @@ def _close_all() -> None:
         dev._close("the interpreter exited")
 
 
+# The devices whose locks a fork holds (`_hold_every_lock`).
+_held: list["DeviceOwner"] = []
+
+
+def _hold_every_lock() -> None:
+    # A fork waits for the calls in flight: no vkrope call is inside the driver at the fork, holding
+    # the driver's own locks in the child (#35: a child forked while another thread was inside a
+    # call hung at exit on NVIDIA's driver). One order (by id), so two forking threads cannot deadlock.
+    for dev in sorted(_live, key=id):
+        dev._lock.acquire()
+        _held.append(dev)
+
+
+def _release_every_lock() -> None:
+    while _held:
+        _held.pop()._lock.release()
+
+
 def _abandon_all_in_child() -> None:
     # Another thread of the parent may have held a device's lock at the
     # fork: the child gets fresh locks, and devices it can never use.
+    _held.clear()
     for dev in list(_live):
         dev._lock = threading.RLock()
         dev._ctx = None
@@ -363,7 +382,8 @@ def _abandon_all_in_child() -> None:
 
 
 atexit.register(_close_all)
-os.register_at_fork(after_in_child=_abandon_all_in_child)
+os.register_at_fork(before=_hold_every_lock, after_in_parent=_release_every_lock,
+                    after_in_child=_abandon_all_in_child)
 
 
 def _shutting_down() -> bool:

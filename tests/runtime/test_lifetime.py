@@ -91,7 +91,9 @@ def test_interpreter_exit_is_clean_with_validation():
 
 def test_forked_child_gets_its_own_default_device():
     """A child forked after the parent used vkrope makes its own device and
-    leaves the parent's alone; both get correct results."""
+    leaves the parent's alone; both get correct results. Where the driver
+    cannot start Vulkan again in a forked child (NVIDIA's: #35), the child
+    gets an error that says so and names the way out."""
     import multiprocessing as mp
 
     x = RNG.standard_normal((2, 5, 12)).astype(np.float32)
@@ -100,12 +102,89 @@ def test_forked_child_gets_its_own_default_device():
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
         y = pool.apply_async(_child_apply, (x, F)).get(timeout=120)  # a hang fails, not stalls
-    np.testing.assert_array_equal(y, vkrope.apply(x, F))
+    if isinstance(y, str):
+        assert y.startswith("VulkanError: vkCreate") and "forked" in y and "'spawn'" in y, y
+    else:
+        np.testing.assert_array_equal(y, vkrope.apply(x, F))
     assert vkrope.default_device() is parent and not parent.closed
 
 
 def _child_apply(x, f):
-    return vkrope.apply(x, f)
+    try:
+        return vkrope.apply(x, f)
+    except vkrope.VulkanError as exc:  # (the driver's refusal, as text: it must say why)
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _child_refused(x, f):
+    import vkrope.vk.binding as b
+
+    b.inject_fault("vkCreateDevice", lambda: b.vk().VkErrorInitializationFailed())
+    try:
+        vkrope.apply(x, f)
+    except vkrope.VulkanError as exc:
+        return type(exc).__name__, exc.result, str(exc), b.live_handles()
+    return "no error"
+
+
+def test_a_driver_that_cannot_start_again_in_a_forked_child_is_named():
+    """NVIDIA's driver refuses vkCreateDevice (VK_ERROR_INITIALIZATION_FAILED) in a
+    child forked after the parent opened Vulkan (#35, the H200): forced here by a
+    fault, the child's error says it was forked and what to use instead, and
+    nothing leaks; the same refusal in a process that was not forked says only
+    what failed."""
+    import multiprocessing as mp
+    import vkrope.vk.binding as b
+
+    x = RNG.standard_normal((2, 5, 12)).astype(np.float32)
+    vkrope.apply(x, F)
+    at_fork = live_handles()
+    with mp.get_context("fork").Pool(1) as pool:
+        kind, result, message, live = pool.apply_async(_child_refused, (x, F)).get(timeout=120)
+    assert (kind, result) == ("VulkanError", "VK_ERROR_INITIALIZATION_FAILED")
+    assert message.startswith("vkCreateDevice failed with VK_ERROR_INITIALIZATION_FAILED: this process was forked")
+    assert "multiprocessing.get_context('spawn')" in message
+    assert live == at_fork, (live, at_fork)  # the child's own instance was closed (the parent's: abandoned)
+    b.inject_fault("vkCreateDevice", lambda: b.vk().VkErrorInitializationFailed())
+    with pytest.raises(vkrope.VulkanError) as info:
+        vkrope.Device()
+    assert str(info.value) == "vkCreateDevice failed with VK_ERROR_INITIALIZATION_FAILED"
+    np.testing.assert_array_equal(vkrope.apply(x, F), check_apply(vkrope.apply, x, F))
+
+
+def test_a_fork_waits_for_the_call_in_flight():
+    """No vkrope call is inside the driver at a fork (#35: a child forked
+    while another thread was inside a call hung at exit on NVIDIA's driver):
+    os.fork waits until the device's lock is free; the child gets a fresh one."""
+    import threading
+    import time
+
+    dev = vkrope.Device()
+    try:
+        inside, leave = threading.Event(), threading.Event()
+
+        def call_in_flight():
+            with dev._lock:
+                inside.set()
+                leave.wait(10)
+
+        t = threading.Thread(target=call_in_flight)
+        t.start()
+        inside.wait(10)
+        threading.Timer(0.3, leave.set).start()
+        t0 = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if dev._lock.acquire(timeout=1) else 3)
+        waited = time.monotonic() - t0
+        _, status = os.waitpid(pid, 0)
+        t.join()
+        assert os.WEXITSTATUS(status) == 0
+        assert waited >= 0.25, waited
+        assert dev._lock.acquire(timeout=1)  # the parent's lock was given back
+        dev._lock.release()
+    finally:
+        dev.close()
 
 
 def test_unclosed_devices_close_at_exit():

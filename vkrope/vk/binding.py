@@ -52,10 +52,30 @@ _lock = threading.Lock()
 LIVE: defaultdict[str, int] = defaultdict(int)
 
 
+# Whether this process was forked from one holding a Vulkan instance: some
+# drivers cannot make a device in such a child (NVIDIA's: #35), which then
+# deserves a message that says so (`explain_fork`).
+FORKED_FROM_VULKAN = False
+
+
 def _fresh_locks_in_child() -> None:
     # A thread of the parent may have held one at the fork.
-    global _lock
+    global _lock, FORKED_FROM_VULKAN
     _lock = threading.Lock()
+    FORKED_FROM_VULKAN = FORKED_FROM_VULKAN or LIVE["VkInstance"] > 0
+
+
+def explain_fork(exc: VulkanError) -> VulkanError:
+    """`exc`, or, in a child forked from a process holding a Vulkan
+    instance, the same error (same class, call and result) saying why and
+    what to do instead."""
+    if not FORKED_FROM_VULKAN:
+        return exc
+    return type(exc)(
+        f"{exc}: this process was forked (os.fork, or multiprocessing's 'fork' start method) from one that had "
+        "Vulkan open, and this driver cannot start Vulkan again in such a child (NVIDIA's cannot); start "
+        "workers with multiprocessing.get_context('spawn') or 'forkserver', or use vkrope only in the children",
+        exc.call, exc.result)
 
 
 os.register_at_fork(after_in_child=_fresh_locks_in_child)

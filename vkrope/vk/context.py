@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Protocol
 
-from ..errors import DeviceClosedError, OutOfDeviceMemoryError, UnsupportedFeatureError
+from ..errors import DeviceClosedError, OutOfDeviceMemoryError, UnsupportedFeatureError, VulkanError
 from . import binding as b
 from .instance import EXTERNAL_MEMORY_HOST, FLOAT_CONTROLS, Instance, select_device
 
@@ -66,7 +66,10 @@ class Context:
             enabledExtensionCount=len(extensions),
             ppEnabledExtensionNames=extensions,
         )
-        self.handle = b.call("vkCreateDevice", info.handle, create, None)
+        try:
+            self.handle = b.call("vkCreateDevice", info.handle, create, None)
+        except VulkanError as exc:
+            raise b.explain_fork(exc) from exc
         b.LIVE["VkDevice"] += 1
         self.queue = vk.vkGetDeviceQueue(self.handle, info.compute_queue_family, 0)
         self.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(info.handle)

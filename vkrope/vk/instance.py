@@ -159,6 +159,7 @@ class Instance:
         try:
             self.handle = b.call("vkCreateInstance", info, None)
         except VulkanError as exc:
+            exc = b.explain_fork(exc)
             if exc.result in NO_DRIVER_RESULTS:
                 raise VulkanUnavailableError(
                     f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from exc
