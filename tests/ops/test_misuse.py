@@ -939,9 +939,10 @@ def _nan_x(dtype, n=8, c=8):
 def test_pass_through_tokens_keep_their_bits(device, dtype, storage, how):
     """#11.17: pass-through tokens (exclude_last, or positions -1) come back
     bit for bit, NaN payloads included; NaNs in rotated tokens stay NaN.
-    The one documented exception (README, Storage): a float16 image widens
-    texels to float32 on load, which makes signalling NaNs quiet (the quiet
-    bit set, the rest of the payload kept)."""
+    The one documented exception (docs/storage.md): a float16 image widens
+    texels to float32 on load, which may make signalling NaNs quiet (the
+    quiet bit set, the rest of the payload kept: lavapipe does; NVIDIA's
+    H200 kept every bit, #35)."""
     x = _nan_x(dtype)
     n = x.shape[1]
     f = freqs_table(n - 3, x.shape[2], dtype)
@@ -950,11 +951,13 @@ def test_pass_through_tokens_keep_their_bits(device, dtype, storage, how):
     y = device.apply(x, f, out=out, storage=storage, **kw)
     u = np.uint16 if dtype == np.float16 else np.uint32
     want = x[:, -3:].view(u).copy()
+    got = y[:, -3:].view(u)
     if dtype == np.float16 and storage == "texture3d":
         signalling = ((want & 0x7C00) == 0x7C00) & ((want & 0x03FF) != 0) & ((want & 0x0200) == 0)
         assert signalling.any()  # the data holds some: the exception is exercised
-        want[signalling] |= 0x0200
-    np.testing.assert_array_equal(y[:, -3:].view(u), want, err_msg="pass-through bits changed", verbose=True)
+        quieted = signalling & (got == want | 0x0200)  # (the only change allowed, element by element)
+        want[quieted] |= 0x0200
+    np.testing.assert_array_equal(got, want, err_msg="pass-through bits changed", verbose=True)
     assert_rope(y, x, f, **kw)  # NaN where the float64 result is NaN, the rest within tolerance
 
 
