@@ -161,7 +161,9 @@ class Runtime:
             del self.work[role]
             self.forget_recordings()
             self.ctx.release(buf)
-        buf = Buffer(self.ctx, -(-size // GROWTH) * GROWTH, host_visible=host_visible)
+        # (on a discrete GPU a host-visible work buffer is a staging one: only copies reach it)
+        buf = Buffer(self.ctx, -(-size // GROWTH) * GROWTH, host_visible=host_visible,
+                     staging=host_visible and not self.unified)
         self.work[role] = buf
         return buf
 
