@@ -114,7 +114,7 @@ def build_ties():
     return x, f.astype(np.float32), want
 
 
-def test_ties_and_overflow_round_to_nearest_even(device):
+def test_ties_and_overflow_round_to_nearest_even(device, subnormals_kept):
     x, f, want = build_ties()
     n = x.shape[0]
     ref = oracle(x.reshape(1, n, 2), f.reshape(n, 2), positions=np.arange(n)).reshape(-1)
@@ -142,7 +142,7 @@ SPECIALS = words(0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7FA5, 0x7F81, 0x0000, 0x8000,
 
 
 @pytest.mark.parametrize("storage", STORAGES)
-def test_special_values(device, storage):
+def test_special_values(device, storage, subnormals_kept):
     """inf, NaN (quiet and signalling payloads), signed zeros, subnormals and
     the largest finite values, rotated (against the oracle: NaN for NaN,
     exact infinities, subnormals rounded on their grid) and passed through
@@ -320,7 +320,7 @@ def test_cancelling_products_are_rounded_once(device, storage):
 
 
 @pytest.mark.parametrize("storage", STORAGES)
-def test_ties_through_the_table_kernel(device, storage):
+def test_ties_through_the_table_kernel(device, storage, subnormals_kept):
     """The same ties through the table kernel (rotate-half heads of D = 2:
     out0 = x0 c - x1 s, out1 = x1 c + x0 s, as the interleaved pairs)."""
     x, f, want = build_ties()
@@ -437,7 +437,7 @@ def test_nan_cos_sin_with_full_payloads_stay_nan(device, storage):
 
 
 @pytest.mark.parametrize("tables", ["float32", "bfloat16"])
-def test_tiny_inputs_are_rounded_once_too(device, tables):
+def test_tiny_inputs_are_rounded_once_too(device, tables, subnormals_kept):
     """Subnormal and tiny x (below 2^-119), whose products would be float32
     subnormals, exact only to 2^-149: scaled by 2^64 in the shader, every
     result (bfloat16 subnormals among them) is the exact value rounded

@@ -629,10 +629,16 @@ def test_argument_errors_before_the_default_device_exists():
 
 # --- 11. fork while another thread is inside a call ---------------------------
 @pytest.mark.parametrize("child", ["release", "garbage_collect", "normal_exit"])
-def test_fork_while_another_thread_is_inside_a_call(child):
+def test_fork_while_another_thread_is_inside_a_call(child, request):
     """#11.11: a thread loops dev.apply while the main thread forks; the
     child drops a DeviceArray (or keeps it and exits normally) and must exit
-    promptly instead of deadlocking on the inherited device lock."""
+    promptly instead of deadlocking on the inherited device lock. On NVIDIA's
+    driver a child that exits normally (C exit handlers run) hung in the
+    driver even with no vkrope call in flight at the fork (#35, the H200;
+    docs/errors.md, Forks): an expected failure there, strict."""
+    if child == "normal_exit" and "NVIDIA" in vkrope.default_device().info["driver"]:
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason="NVIDIA's driver hangs a forked child's "
+                                                  "normal exit (measured on the H200, driver 580)"))
     code = """
         import gc, os, sys, threading, time
         import numpy as np, vkrope
