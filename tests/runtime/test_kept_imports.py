@@ -421,6 +421,24 @@ def test_at_the_allocation_count_a_discrete_gpu_lays_the_call_out_through_the_ar
     assert dev._ctx.allocations <= count
 
 
+@pytest.mark.parametrize("count", [3, 4])
+def test_a_discrete_gpus_first_call_at_the_allocation_count(make_device, count):
+    """The first call of a fresh discrete device is big (x and out imported,
+    no arena yet): at the count its device-local buffers do not fit beside
+    the imports, and the arena-only layout needs the imports released first
+    (kept through it, the arena's two buffers would not fit either)."""
+    dev = make_device(unified=False)
+    if not dev.info["external_memory_host"]:
+        pytest.skip("the device has no VK_EXT_external_memory_host: nothing is imported, the arena serves")
+    dev._force_limits(max_memory_allocation_count=count)
+    x = aligned_copy(np.random.default_rng(3).standard_normal((1, 8192, 256)).astype(np.float32))
+    out = aligned_copy(poisoned_like(x))
+    f = tables(8192, 256)
+    assert dev.apply(x, f, out=out) is out
+    assert np.abs(out - oracle(x, f)).max() < 1e-5
+    assert dev._ctx.allocations <= count
+
+
 def test_a_sighting_under_another_arrays_id_does_not_count():
     """A sighting is of the array itself, not of its id: an array that takes
     the id of one seen before (gone, its memory and id reused) is seen for the

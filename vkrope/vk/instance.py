@@ -158,17 +158,19 @@ class Instance:
         )
         try:
             self.handle = b.call("vkCreateInstance", info, None)
-        except VulkanError as exc:
-            exc = b.explain_fork(exc)
+        except VulkanError as raw:
+            exc = b.explain_fork(raw)
             if exc.result in NO_DRIVER_RESULTS:
                 raise VulkanUnavailableError(
-                    f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from exc
+                    f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from raw
             if exc.result in MISSING_RESULTS:
                 raise VulkanUnavailableError(
                     f"vkCreateInstance failed ({exc}): the loader lacks a layer or extension vkrope asked for "
                     f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
-                    "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from exc
-            raise  # out of memory and the like: itself
+                    "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
+            if exc is raw:
+                raise  # out of memory and the like: itself
+            raise exc from raw
         b.LIVE["VkInstance"] += 1
         if validation:
             try:
