@@ -10,6 +10,7 @@ import itertools
 import math
 import os
 import threading
+import time
 import weakref
 from typing import Any, Callable, TypeVar
 
@@ -352,22 +353,41 @@ def _close_all() -> None:
         dev._close("the interpreter exited")
 
 
-# The devices whose locks a fork holds (`_hold_every_lock`).
-_held: list["DeviceOwner"] = []
+# The devices whose locks a fork holds, per forking thread (`_hold_every_lock`).
+_held: dict[int, list["DeviceOwner"]] = {}
+# How long a fork waits for the calls in flight before it goes ahead without them.
+FORK_WAIT_S = 10.0
 
 
 def _hold_every_lock() -> None:
-    # A fork waits for the calls in flight: no vkrope call is inside the driver at the fork, holding
-    # the driver's own locks in the child (#35: a child forked while another thread was inside a
-    # call hung at exit on NVIDIA's driver). One order (by id), so two forking threads cannot deadlock.
-    for dev in sorted(_live, key=id):
-        dev._lock.acquire()
-        _held.append(dev)
+    # A fork waits for the calls in flight, so that no child starts inside one (with the driver's
+    # own locks held). All or nothing: a thread inside a call on one device may wait for another's
+    # lock (a DeviceArray released by the garbage collector), so a lock not free soon lets the
+    # others go and the fork tries again, and after FORK_WAIT_S it goes ahead holding none (#35).
+    devs = sorted(_live, key=id)
+    deadline = time.monotonic() + FORK_WAIT_S
+    got = _every_lock(devs)
+    while got is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+        got = _every_lock(devs)
+    _held[threading.get_ident()] = got or []
+
+
+def _every_lock(devs: list["DeviceOwner"]) -> list["DeviceOwner"] | None:
+    """Every device's lock, taken; or None, having taken none, where one is not free within 10 ms."""
+    got: list["DeviceOwner"] = []
+    for dev in devs:
+        if not dev._lock.acquire(timeout=0.01):
+            for held in reversed(got):
+                held._lock.release()
+            return None
+        got.append(dev)
+    return got
 
 
 def _release_every_lock() -> None:
-    while _held:
-        _held.pop()._lock.release()
+    for dev in reversed(_held.pop(threading.get_ident(), [])):
+        dev._lock.release()
 
 
 def _abandon_all_in_child() -> None:

@@ -63,6 +63,42 @@ def test_a_module_is_edited_once_and_only_spirv_is_edited():
         with_denorm_preserve(spv + struct.pack("<I", 0))  # (a zero word count would loop)
 
 
+def _words(spv: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(spv) // 4}I", spv))
+
+
+def _pack(words: list[int]) -> bytes:
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def _without(words: list[int], instruction: list[int]) -> list[int]:
+    at = next(i for i in range(len(words)) if words[i:i + len(instruction)] == instruction)
+    return words[:at] + words[at + len(instruction):]
+
+
+CAPABILITY = [2 << 16 | 17, 4464]  # OpCapability DenormPreserve
+
+
+def test_a_module_that_has_the_extension_gets_it_once():
+    spv = (spirv_dir() / f"{NAMES[0]}.spv").read_bytes()
+    with_extension = _without(_words(with_denorm_preserve(spv)), CAPABILITY)  # (the extension, no capability)
+    again = _words(with_denorm_preserve(_pack(with_extension)))
+    extension = _words(with_denorm_preserve(spv))[5:]
+    ext = next(extension[i:i + (extension[i] >> 16)] for i in range(len(extension)) if extension[i] & 0xFFFF == 10)
+    count = sum(again[i:i + len(ext)] == ext for i in range(len(again)))
+    assert count == 1 and sum(again[i:i + 2] == CAPABILITY for i in range(len(again))) == 1
+
+
+def test_a_module_asking_to_flush_is_refused():
+    edited = _without(_words(with_denorm_preserve((spirv_dir() / f"{NAMES[0]}.spv").read_bytes())), CAPABILITY)
+    mode = next(i for i in range(len(edited)) if edited[i] & 0xFFFF == 16 and edited[i + 2] == 4459)
+    edited[mode + 2] = 4460  # DenormPreserve 32 -> DenormFlushToZero 32
+    with pytest.raises(ValueError, match="asks for DenormFlushToZero 32"):
+        with_denorm_preserve(_pack(edited))
+    edited[mode + 3] = 16  # of 16-bit values: no conflict with keeping 32-bit ones
+    assert with_denorm_preserve(_pack(edited))
+
+
 @pytest.mark.parametrize("preserve", [False, True])
 def test_modules_ask_for_it_exactly_where_the_device_can(make_device, monkeypatch, preserve):
     """Every module a Device creates is edited when its facts say the device
@@ -76,8 +112,37 @@ def test_modules_ask_for_it_exactly_where_the_device_can(make_device, monkeypatc
     x = np.ones((1, 4, 8), np.float32)
     f = np.tile(np.array([1.0, 0.0], np.float32), (4, 4))
     np.testing.assert_array_equal(dev.apply(x, f), x)
-    assert dev.info["denorm_preserve_float32"] is preserve
     assert (len(edited) > 0) is preserve, edited
+
+
+def test_a_device_that_can_keep_them_is_created_with_float_controls(monkeypatch):
+    """The execution mode needs VK_KHR_shader_float_controls enabled (vkrope asks
+    for Vulkan 1.1): a device whose facts say it can keep subnormals is created
+    with it (lavapipe offers the extension; the edit is stubbed, it cannot be asked)."""
+    import vkrope.vk.binding as b
+    import vkrope.vk.context as context
+
+    real_select, real_call, enabled = context.select_device, b.call, []
+
+    def select(devices, wanted):
+        info, why = real_select(devices, wanted)
+        return dataclasses.replace(info, denorm_preserve_float32=True), why
+
+    def call(name, *args):
+        if name == "vkCreateDevice":
+            create = args[1]
+            enabled.extend(b.vk().ffi.string(create.ppEnabledExtensionNames[i]).decode()
+                           for i in range(create.enabledExtensionCount))
+        return real_call(name, *args)
+
+    monkeypatch.setattr(context, "select_device", select)
+    monkeypatch.setattr(b, "call", call)
+    monkeypatch.setattr(pipeline, "with_denorm_preserve", lambda spv: spv)
+    with vkrope.Device() as dev:
+        assert dev.info["denorm_preserve_float32"] is True
+        x = np.ones((1, 4, 8), np.float32)
+        np.testing.assert_array_equal(dev.apply(x, np.tile(np.array([1.0, 0.0], np.float32), (4, 4))), x)
+    assert "VK_KHR_shader_float_controls" in enabled, enabled
 
 
 def test_info_says_whether_subnormals_are_kept():

@@ -102,8 +102,8 @@ def test_forked_child_gets_its_own_default_device():
     ctx = mp.get_context("fork")
     with ctx.Pool(1) as pool:
         y = pool.apply_async(_child_apply, (x, F)).get(timeout=120)  # a hang fails, not stalls
-    if isinstance(y, str):
-        assert y.startswith("VulkanError: vkCreate") and "forked" in y and "'spawn'" in y, y
+    if "NVIDIA" in parent.info["driver"]:  # (measured on the H200: it cannot; docs/errors.md)
+        assert isinstance(y, str) and y.startswith("VulkanError: vkCreate") and "forked" in y and "'spawn'" in y, y
     else:
         np.testing.assert_array_equal(y, vkrope.apply(x, F))
     assert vkrope.default_device() is parent and not parent.closed
@@ -150,6 +150,33 @@ def test_a_driver_that_cannot_start_again_in_a_forked_child_is_named():
         vkrope.Device()
     assert str(info.value) == "vkCreateDevice failed with VK_ERROR_INITIALIZATION_FAILED"
     np.testing.assert_array_equal(vkrope.apply(x, F), check_apply(vkrope.apply, x, F))
+
+
+def _child_out_of_memory(x, f):
+    import vkrope.vk.binding as b
+
+    b.inject_fault("vkCreateDevice", lambda: b.vk().VkErrorOutOfDeviceMemory())
+    try:
+        vkrope.apply(x, f)
+    except vkrope.VulkanError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_a_forked_child_is_told_only_what_the_fork_may_explain():
+    """Out of memory in a forked child is itself, not the fork's doing; and a
+    parent that opened Vulkan and closed it again still has its children told
+    (the driver stays loaded)."""
+    import multiprocessing as mp
+
+    x = RNG.standard_normal((2, 5, 12)).astype(np.float32)
+    vkrope.apply(x, F)
+    vkrope.close_default_device()  # (none open at the fork)
+    with mp.get_context("fork").Pool(1) as pool:
+        oom = pool.apply_async(_child_out_of_memory, (x, F)).get(timeout=120)
+        refused = pool.apply_async(_child_refused, (x, F)).get(timeout=120)
+    assert oom == "vkCreateDevice failed with VK_ERROR_OUT_OF_DEVICE_MEMORY", oom
+    assert refused[2].startswith("vkCreateDevice failed with VK_ERROR_INITIALIZATION_FAILED: this process was forked")
 
 
 def test_a_fork_waits_for_the_call_in_flight():
@@ -200,3 +227,67 @@ def test_unclosed_devices_close_at_exit():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "LIVE {}" in res.stdout, res.stdout
+
+
+def test_a_fork_does_not_deadlock_with_a_call_that_waits_for_another_devices_lock():
+    """A thread inside a call on device B releases an array of device A (what
+    a garbage collection inside the call does): it holds B's lock and waits for
+    A's. A fork then must not take A's and wait for B's forever (the review of
+    #35): it takes every lock or none, and tries again."""
+    code = """
+import os, threading, time, numpy as np, vkrope
+A, B = vkrope.Device(), vkrope.Device()
+if id(A) > id(B):
+    A, B = B, A  # (the fork takes the locks in id order: A first)
+arr = A.asarray(np.ones((4, 8), np.float32))
+inside = threading.Event()
+def call_on_b():
+    with B._lock:
+        inside.set()
+        time.sleep(0.5)
+        arr.release()
+t = threading.Thread(target=call_on_b)
+t.start()
+inside.wait()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+t.join()
+print("forked", arr.state)
+"""
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "forked released" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_forks_locks_are_given_back_by_its_own_thread_only():
+    """The locks a fork holds are its thread's: with two threads forking at
+    once, one's after-fork hook must not give back the other's (the review of
+    #35: one list for both let it, a RuntimeError and a lock held forever)."""
+    import threading
+    from vkrope import owner
+
+    dev = vkrope.Device()
+    try:
+        owner._hold_every_lock()  # this thread's fork, before
+        errors = []
+
+        def other_thread_after_its_fork():
+            try:
+                owner._release_every_lock()  # (it held nothing)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        t = threading.Thread(target=other_thread_after_its_fork)
+        t.start()
+        t.join()
+        still_held = []
+        probe = threading.Thread(target=lambda: still_held.append(not dev._lock.acquire(timeout=0.2)))
+        probe.start()
+        probe.join()
+        assert errors == [] and still_held == [True]
+        owner._release_every_lock()
+        assert dev._lock.acquire(timeout=1)
+        dev._lock.release()
+    finally:
+        dev.close()

@@ -158,14 +158,20 @@ class Runtime:
         if buf is not None and buf.size >= size:
             return buf
         if buf is not None:
-            del self.work[role]
-            self.forget_recordings()
-            self.ctx.release(buf)
+            self.release_work(role)
         # (on a discrete GPU a host-visible work buffer is a staging one: only copies reach it)
         buf = Buffer(self.ctx, -(-size // GROWTH) * GROWTH, host_visible=host_visible,
                      staging=host_visible and not self.unified)
         self.work[role] = buf
         return buf
+
+    def release_work(self, role: str) -> None:
+        """Release the work buffer of `role` (after the submission in flight; its recordings go)."""
+        self.drain()
+        buf = self.work.pop(role, None)
+        if buf is not None:
+            self.forget_recordings()
+            self.ctx.release(buf)
 
     def staged(self, role: str, nbytes: int) -> tuple[Buffer, Buffer]:
         """(host-visible buffer to fill or read, buffer to bind). The same

@@ -52,33 +52,40 @@ _lock = threading.Lock()
 LIVE: defaultdict[str, int] = defaultdict(int)
 
 
-# Whether this process was forked from one holding a Vulkan instance: some
-# drivers cannot make a device in such a child (NVIDIA's: #35), which then
+# Whether this process opened a Vulkan instance (`opened_vulkan`), and whether it was forked from
+# one that had: some drivers cannot start Vulkan again in such a child (NVIDIA's: #35), which then
 # deserves a message that says so (`explain_fork`).
+OPENED_VULKAN = False
 FORKED_FROM_VULKAN = False
+
+
+def opened_vulkan() -> None:
+    """Note that this process opened a Vulkan instance (its forked children are told, `explain_fork`)."""
+    global OPENED_VULKAN
+    OPENED_VULKAN = True
 
 
 def _fresh_locks_in_child() -> None:
     # A thread of the parent may have held one at the fork.
     global _lock, FORKED_FROM_VULKAN
     _lock = threading.Lock()
-    FORKED_FROM_VULKAN = FORKED_FROM_VULKAN or LIVE["VkInstance"] > 0
-
-
-def explain_fork(exc: VulkanError) -> VulkanError:
-    """`exc`, or, in a child forked from a process holding a Vulkan
-    instance, the same error (same class, call and result) saying why and
-    what to do instead."""
-    if not FORKED_FROM_VULKAN:
-        return exc
-    return type(exc)(
-        f"{exc}: this process was forked (os.fork, or multiprocessing's 'fork' start method) from one that had "
-        "Vulkan open, and this driver cannot start Vulkan again in such a child (NVIDIA's cannot); start "
-        "workers with multiprocessing.get_context('spawn') or 'forkserver', or use vkrope only in the children",
-        exc.call, exc.result)
+    FORKED_FROM_VULKAN = FORKED_FROM_VULKAN or OPENED_VULKAN
 
 
 os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
+
+def explain_fork(exc: VulkanError) -> VulkanError:
+    """`exc`, or, for VK_ERROR_INITIALIZATION_FAILED in a child forked from
+    a process that had opened Vulkan, the same error (same class, call and
+    result) saying why that may be and what to do instead."""
+    if not FORKED_FROM_VULKAN or exc.result != "VK_ERROR_INITIALIZATION_FAILED":
+        return exc
+    return type(exc)(
+        f"{exc}: this process was forked (os.fork, or multiprocessing's 'fork' start method) from one that had "
+        "opened Vulkan, and some drivers cannot start Vulkan again in such a child (NVIDIA's cannot); start "
+        "workers with multiprocessing.get_context('spawn') or 'forkserver', or use vkrope only in the children",
+        exc.call, exc.result)
 
 
 def load() -> ModuleType:

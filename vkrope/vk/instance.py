@@ -160,6 +160,8 @@ class Instance:
             self.handle = b.call("vkCreateInstance", info, None)
         except VulkanError as raw:
             exc = b.explain_fork(raw)
+            if exc is not raw:  # (a forked child: not a missing driver)
+                raise exc from raw
             if exc.result in NO_DRIVER_RESULTS:
                 raise VulkanUnavailableError(
                     f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from raw
@@ -168,10 +170,9 @@ class Instance:
                     f"vkCreateInstance failed ({exc}): the loader lacks a layer or extension vkrope asked for "
                     f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
                     "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
-            if exc is raw:
-                raise  # out of memory and the like: itself
-            raise exc from raw
+            raise  # out of memory and the like: itself
         b.LIVE["VkInstance"] += 1
+        b.opened_vulkan()
         if validation:
             try:
                 create = b.call("vkGetInstanceProcAddr", self.handle, "vkCreateDebugUtilsMessengerEXT")

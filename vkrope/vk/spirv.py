@@ -16,8 +16,8 @@ import struct
 MAGIC = 0x07230203
 OP_EXTENSION, OP_CAPABILITY, OP_ENTRY_POINT, OP_EXECUTION_MODE = 10, 17, 15, 16
 CAPABILITY_DENORM_PRESERVE = 4464
-EXECUTION_MODE_DENORM_PRESERVE = 4459
-FLOAT_CONTROLS = "SPV_KHR_float_controls"
+EXECUTION_MODE_DENORM_PRESERVE, EXECUTION_MODE_DENORM_FLUSH_TO_ZERO = 4459, 4460
+SPV_FLOAT_CONTROLS = "SPV_KHR_float_controls"
 
 
 def _string_words(text: str) -> list[int]:
@@ -35,7 +35,8 @@ def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
     """`spirv` (a little-endian module, as glslc writes) with the capability,
     extension and per-entry-point execution mode that keep subnormals of
     `width` bits. ValueError for a module that is not SPIR-V or already has
-    the capability (editing twice would declare it twice)."""
+    the capability (editing twice would declare it twice) or asks for the
+    opposite (DenormFlushToZero of that width)."""
     if len(spirv) % 4 or len(spirv) < 20:
         raise ValueError(f"spirv: {len(spirv)} bytes is not a SPIR-V module (whole 32-bit words, a 5-word header)")
     words = list(struct.unpack(f"<{len(spirv) // 4}I", spirv))
@@ -44,12 +45,16 @@ def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
     out = words[:5]
     entries, at = [], 5
     capability_end = entry_end = None
+    extension, has_extension = _string_words(SPV_FLOAT_CONTROLS), False
     while at < len(words):
         count, opcode = words[at] >> 16, words[at] & 0xFFFF
         if count == 0 or at + count > len(words):
             raise ValueError(f"spirv: a malformed instruction at word {at}")
         if opcode == OP_CAPABILITY and words[at + 1] == CAPABILITY_DENORM_PRESERVE:
             raise ValueError("spirv: the module already declares DenormPreserve")
+        if opcode == OP_EXECUTION_MODE and words[at + 2:at + 4] == [EXECUTION_MODE_DENORM_FLUSH_TO_ZERO, width]:
+            raise ValueError(f"spirv: the module asks for DenormFlushToZero {width}")
+        has_extension = has_extension or (opcode == OP_EXTENSION and words[at + 1:at + count] == extension)
         if opcode == OP_CAPABILITY:
             capability_end = len(out) + count
         if opcode == OP_ENTRY_POINT:
@@ -64,5 +69,5 @@ def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
     # capabilities, extensions, ..., entry points, execution modes)
     out[entry_end:entry_end] = modes
     out[capability_end:capability_end] = (_instruction(OP_CAPABILITY, [CAPABILITY_DENORM_PRESERVE])
-                                          + _instruction(OP_EXTENSION, _string_words(FLOAT_CONTROLS)))
+                                          + ([] if has_extension else _instruction(OP_EXTENSION, extension)))
     return struct.pack(f"<{len(out)}I", *out)
