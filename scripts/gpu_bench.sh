@@ -3,7 +3,7 @@
 # then every benchmark, on an offline x86-64 machine with an NVIDIA GPU,
 # NVIDIA's Vulkan driver and Python 3.12 with numpy, pytest, hypothesis and
 # CUDA torch. Run from the project root after
-#   source .offline/activate.sh        (see ../shared/gpu/prepare-offline-bundle.sh;
+#   source .offline/activate.sh        (made by scripts/gpu_bundle.sh: the shared bundle, the glvnd libraries;
 #                                        .offline/whl also carries the test extras that
 #                                        machine lacks: gguf, dask, mypy and their needs)
 # Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{log.txt, tests.txt, bench.json, bench_family.json,
