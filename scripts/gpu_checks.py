@@ -10,6 +10,7 @@ of a process using Vulkan exits. JSON on stdout.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -123,11 +124,15 @@ def forks() -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forks", action="store_true", help="also fork children of a process using Vulkan "
+                                                                  "(each bounded by 30 s; some drivers hang there)")
+    args = parser.parse_args()
     with vkrope.Device() as dev:
         facts = {"device": dev.info["name"], "driver": dev.info["driver"], **device_facts(dev),
                  "subnormals": subnormals(dev), "end_to_end": end_to_end(dev)}
     print(json.dumps(facts, indent=1), flush=True)  # (first: the fork checks may hang on some drivers)
-    if "--forks" in sys.argv[1:]:
+    if args.forks:
         print(json.dumps({"forks": forks()}, indent=1))
 
 

@@ -47,14 +47,15 @@ class DeviceOwner:
         self._closed_why = ""
         self._close_asked = ""  # why close() was called, set before it waits for a call in flight
         self.number = next(_numbers)
-        ctx = Context(device, validation)
-        try:
-            self._rt = Runtime(ctx)
-        except BaseException:
-            ctx.close()
-            raise
-        self._ctx = ctx
-        _live.add(self)
+        with _opening:  # (a fork waits for it, as for a call in flight)
+            ctx = Context(device, validation)
+            try:
+                self._rt = Runtime(ctx)
+            except BaseException:
+                ctx.close()
+                raise
+            self._ctx = ctx
+            _live.add(self)
 
     # --- facts ------------------------------------------------------------
     @property
@@ -353,8 +354,10 @@ def _close_all() -> None:
         dev._close("the interpreter exited")
 
 
-# The devices whose locks a fork holds, per forking thread (`_hold_every_lock`).
-_held: dict[int, list["DeviceOwner"]] = {}
+# Held while a Device is being opened (inside the driver, not yet in _live): a fork waits for it too.
+_opening = threading.RLock()
+# The locks a fork holds, per forking thread (`_hold_every_lock`).
+_held: dict[int, list[Any]] = {}
 # How long a fork waits for the calls in flight before it goes ahead without them.
 FORK_WAIT_S = 10.0
 
@@ -364,36 +367,38 @@ def _hold_every_lock() -> None:
     # own locks held). All or nothing: a thread inside a call on one device may wait for another's
     # lock (a DeviceArray released by the garbage collector), so a lock not free soon lets the
     # others go and the fork tries again, and after FORK_WAIT_S it goes ahead holding none (#35).
-    devs = sorted(_live, key=id)
+    locks = [_opening] + [dev._lock for dev in sorted(_live, key=id)]
     deadline = time.monotonic() + FORK_WAIT_S
-    got = _every_lock(devs)
+    got = _every_lock(locks)
     while got is None and time.monotonic() < deadline:
         time.sleep(0.001)
-        got = _every_lock(devs)
+        got = _every_lock(locks)
     _held[threading.get_ident()] = got or []
 
 
-def _every_lock(devs: list["DeviceOwner"]) -> list["DeviceOwner"] | None:
-    """Every device's lock, taken; or None, having taken none, where one is not free within 10 ms."""
-    got: list["DeviceOwner"] = []
-    for dev in devs:
-        if not dev._lock.acquire(timeout=0.01):
+def _every_lock(locks: list[Any]) -> list[Any] | None:
+    """Every lock, taken; or None, having taken none, where one is not free within 10 ms."""
+    got: list[Any] = []
+    for lock in locks:
+        if not lock.acquire(timeout=0.01):
             for held in reversed(got):
-                held._lock.release()
+                held.release()
             return None
-        got.append(dev)
+        got.append(lock)
     return got
 
 
 def _release_every_lock() -> None:
-    for dev in reversed(_held.pop(threading.get_ident(), [])):
-        dev._lock.release()
+    for lock in reversed(_held.pop(threading.get_ident(), [])):
+        lock.release()
 
 
 def _abandon_all_in_child() -> None:
     # Another thread of the parent may have held a device's lock at the
     # fork: the child gets fresh locks, and devices it can never use.
+    global _opening
     _held.clear()
+    _opening = threading.RLock()
     for dev in list(_live):
         dev._lock = threading.RLock()
         dev._ctx = None

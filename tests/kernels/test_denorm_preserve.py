@@ -61,6 +61,13 @@ def test_a_module_is_edited_once_and_only_spirv_is_edited():
         with_denorm_preserve(spv + struct.pack("<I", 5 << 16 | 1))  # (an instruction past the end)
     with pytest.raises(ValueError, match="malformed instruction"):
         with_denorm_preserve(spv + struct.pack("<I", 0))  # (a zero word count would loop)
+    words = _words(spv)
+    entry = next(i for i in range(5, len(words)) if words[i] & 0xFFFF == 15)
+    short = words[:entry] + [2 << 16 | 15, 5] + words[entry + (words[entry] >> 16):]  # an OpEntryPoint of 2 words
+    with pytest.raises(ValueError, match="malformed instruction"):
+        with_denorm_preserve(_pack(short))
+    with pytest.raises(TypeError, match="spirv must be bytes"):
+        with_denorm_preserve(np.frombuffer(spv, np.uint32))
 
 
 def _words(spv: bytes) -> list[int]:
@@ -147,3 +154,31 @@ def test_a_device_that_can_keep_them_is_created_with_float_controls(monkeypatch)
 
 def test_info_says_whether_subnormals_are_kept():
     assert isinstance(vkrope.default_device().info["denorm_preserve_float32"], bool)
+
+
+@pytest.mark.parametrize("independence,preserve32,asked", [(0, 1, True), (1, 1, True), (2, 1, False), (1, 0, False)])
+def test_asked_only_where_the_device_keeps_them_and_32_bit_may_differ(monkeypatch, independence, preserve32, asked):
+    """DenormPreserve 32 alone is valid only where 32-bit floats may have their
+    own denormals mode (denormBehaviorIndependence not NONE: with NONE every width
+    of a module must share one; the adversary of #35)."""
+    from types import SimpleNamespace
+
+    import vkrope.vk.binding as b
+    import vkrope.vk.instance as instance
+
+    real = instance._props2
+
+    def props2(vk, pd, inner, stype):
+        if inner == "VkPhysicalDeviceFloatControlsProperties":
+            return SimpleNamespace(shaderDenormPreserveFloat32=preserve32, denormBehaviorIndependence=independence)
+        return real(vk, pd, inner, stype)
+
+    monkeypatch.setattr(instance, "_props2", props2)
+    vk = b.vk()
+    info = vkrope.default_device().info
+    pd = vkrope.default_device()._context().info.handle
+    exts = {e.extensionName for e in vk.vkEnumerateDeviceExtensionProperties(pd, None)}
+    if instance.FLOAT_CONTROLS not in exts:
+        pytest.skip("the device does not offer VK_KHR_shader_float_controls: its facts are never read")
+    version = int(info["api_version"].split(".")[0]) << 22 | int(info["api_version"].split(".")[1]) << 12
+    assert instance._extended_facts(vk, pd, version, True)[-1] is asked

@@ -291,3 +291,34 @@ def test_a_forks_locks_are_given_back_by_its_own_thread_only():
         dev._lock.release()
     finally:
         dev.close()
+
+
+def test_a_fork_waits_for_a_device_being_opened():
+    """A Device being opened is inside the driver (vkCreateDevice) before it
+    is a live device: a fork waits for it too (the adversary of #35: the
+    fork returned at once, the other thread still inside vkCreateDevice)."""
+    code = """
+import os, threading, time
+import vulkan, vkrope
+real = vulkan.vkCreateDevice
+inside = threading.Event()
+def slow_create(*a):
+    inside.set()
+    time.sleep(0.5)
+    try:
+        return real(*a)
+    finally:
+        inside.clear()
+vulkan.vkCreateDevice = slow_create
+t = threading.Thread(target=vkrope.Device)
+t.start()
+inside.wait()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print("inside at the fork:", inside.is_set())
+os.waitpid(pid, 0)
+t.join()
+"""
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "inside at the fork: False" in res.stdout, res.stdout + res.stderr

@@ -298,7 +298,9 @@ def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int
     if FLOAT_CONTROLS in exts and usable:
         fc = _props2(vk, pd, "VkPhysicalDeviceFloatControlsProperties",
                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES)
-        preserve = bool(fc.shaderDenormPreserveFloat32)
+        # (with no independence, every float width of a module must share one denormals mode)
+        preserve = bool(fc.shaderDenormPreserveFloat32) and (
+            fc.denormBehaviorIndependence != vk.VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE)
     return storage16, max_alloc, ext_host, host_align, driver, preserve
 
 

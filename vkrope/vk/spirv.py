@@ -37,6 +37,8 @@ def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
     `width` bits. ValueError for a module that is not SPIR-V or already has
     the capability (editing twice would declare it twice) or asks for the
     opposite (DenormFlushToZero of that width)."""
+    if not isinstance(spirv, bytes):
+        raise TypeError(f"spirv must be bytes (a module as glslc writes it); got {type(spirv).__name__}")
     if len(spirv) % 4 or len(spirv) < 20:
         raise ValueError(f"spirv: {len(spirv)} bytes is not a SPIR-V module (whole 32-bit words, a 5-word header)")
     words = list(struct.unpack(f"<{len(spirv) // 4}I", spirv))
@@ -48,7 +50,8 @@ def with_denorm_preserve(spirv: bytes, width: int = 32) -> bytes:
     extension, has_extension = _string_words(SPV_FLOAT_CONTROLS), False
     while at < len(words):
         count, opcode = words[at] >> 16, words[at] & 0xFFFF
-        if count == 0 or at + count > len(words):
+        shortest = {OP_CAPABILITY: 2, OP_ENTRY_POINT: 4, OP_EXECUTION_MODE: 3, OP_EXTENSION: 2}.get(opcode, 1)
+        if count < shortest or at + count > len(words):
             raise ValueError(f"spirv: a malformed instruction at word {at}")
         if opcode == OP_CAPABILITY and words[at + 1] == CAPABILITY_DENORM_PRESERVE:
             raise ValueError("spirv: the module already declares DenormPreserve")
