@@ -282,7 +282,14 @@ def test_a_forks_locks_are_given_back_by_its_own_thread_only():
         t.start()
         t.join()
         still_held = []
-        probe = threading.Thread(target=lambda: still_held.append(not dev._lock.acquire(timeout=0.2)))
+
+        def probe_lock():
+            free = dev._lock.acquire(timeout=0.2)
+            if free:
+                dev._lock.release()  # (a lock left held by an ended thread would hang close())
+            still_held.append(not free)
+
+        probe = threading.Thread(target=probe_lock)
         probe.start()
         probe.join()
         assert errors == [] and still_held == [True]
