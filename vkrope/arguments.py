@@ -13,6 +13,7 @@ import reprlib
 from typing import Any
 
 import numpy as np
+import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
 from .runtime.dtypes import (

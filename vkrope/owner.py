@@ -23,6 +23,7 @@ from .runtime.array import DeviceArray
 from .runtime.engine import Runtime
 from .runtime.layout import padded_bytes, tensor_extent
 from .vk.context import Context
+from .vk import instance as vk_instance
 from .vk.instance import Instance
 
 
@@ -47,7 +48,7 @@ class DeviceOwner:
         self._closed_why = ""
         self._close_asked = ""  # why close() was called, set before it waits for a call in flight
         self.number = next(_numbers)
-        with _opening:  # (a fork waits for it, as for a call in flight)
+        with vk_instance.OPENING:  # (a fork waits for it, as for a call in flight)
             ctx = Context(device, validation)
             try:
                 self._rt = Runtime(ctx)
@@ -354,8 +355,6 @@ def _close_all() -> None:
         dev._close("the interpreter exited")
 
 
-# Held while a Device is being opened (inside the driver, not yet in _live): a fork waits for it too.
-_opening = threading.RLock()
 # The locks a fork holds, per forking thread (`_hold_every_lock`).
 _held: dict[int, list[Any]] = {}
 # How long a fork waits for the calls in flight before it goes ahead without them.
@@ -363,23 +362,27 @@ FORK_WAIT_S = 10.0
 
 
 def _hold_every_lock() -> None:
-    # A fork waits for the calls in flight, so that no child starts inside one (with the driver's
-    # own locks held). All or nothing: a thread inside a call on one device may wait for another's
-    # lock (a DeviceArray released by the garbage collector), so a lock not free soon lets the
-    # others go and the fork tries again, and after FORK_WAIT_S it goes ahead holding none (#35).
-    locks = [_opening] + [dev._lock for dev in sorted(_live, key=id)]
+    # A fork waits for the calls in flight and for devices being opened or listed, so that no child
+    # starts inside one (with the driver's own locks held). All or nothing: a thread inside a call
+    # on one device may wait for another's lock (a DeviceArray released by the garbage collector),
+    # so a lock not free soon lets the others go and the fork tries again, and after FORK_WAIT_S it
+    # goes ahead holding none (#35).
     deadline = time.monotonic() + FORK_WAIT_S
-    got = _every_lock(locks)
+    got = _every_lock()
     while got is None and time.monotonic() < deadline:
         time.sleep(0.001)
-        got = _every_lock(locks)
+        got = _every_lock()
     _held[threading.get_ident()] = got or []
 
 
-def _every_lock(locks: list[Any]) -> list[Any] | None:
-    """Every lock, taken; or None, having taken none, where one is not free within 10 ms."""
-    got: list[Any] = []
-    for lock in locks:
+def _every_lock() -> list[Any] | None:
+    """vk/instance.py's OPENING, then every live device's lock (listed under OPENING: no device is
+    added meanwhile), taken; or None, having taken none, where one is not free within 10 ms."""
+    opening = vk_instance.OPENING
+    if not opening.acquire(timeout=0.01):
+        return None
+    got: list[Any] = [opening]
+    for lock in [dev._lock for dev in sorted(list(_live), key=id)]:
         if not lock.acquire(timeout=0.01):
             for held in reversed(got):
                 held.release()
@@ -396,9 +399,7 @@ def _release_every_lock() -> None:
 def _abandon_all_in_child() -> None:
     # Another thread of the parent may have held a device's lock at the
     # fork: the child gets fresh locks, and devices it can never use.
-    global _opening
     _held.clear()
-    _opening = threading.RLock()
     for dev in list(_live):
         dev._lock = threading.RLock()
         dev._ctx = None
@@ -420,11 +421,12 @@ def _shutting_down() -> bool:
 def devices() -> list[dict[str, Any]]:
     """Every Vulkan device seen: index, name, type, API version, the limits
     vkrope depends on, and why a device cannot be used (empty when it can)."""
-    inst = Instance(validation=False)
-    try:
-        return [d.facts() for d in inst.physical_devices()]
-    finally:
-        inst.close()
+    with vk_instance.OPENING:  # (a fork waits for it: the loader is busy until the instance is gone)
+        inst = Instance(validation=False)
+        try:
+            return [d.facts() for d in inst.physical_devices()]
+        finally:
+            inst.close()
 
 
 __all__ = ["DeviceOwner", "DeviceMemory", "devices"]

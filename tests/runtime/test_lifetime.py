@@ -329,3 +329,77 @@ t.join()
 """
     res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "inside at the fork: False" in res.stdout, res.stdout + res.stderr
+
+
+def test_numpy_ma_is_imported_with_vkrope():
+    """numpy imports numpy.ma lazily; vkrope's argument checks touch it, so a first
+    call in one thread while another forks left the child numpy's import lock held
+    (the second adversary of #35: 39 of 40 children hung)."""
+    res = subprocess.run([sys.executable, "-c", "import sys, vkrope; print('numpy.ma' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip() == "True", res.stdout + res.stderr
+
+
+def test_a_fork_waits_for_a_call_on_a_device_opened_while_it_waited():
+    """The fork lists the devices again on each try, under OPENING: a device opened
+    while the fork waited for another's call, and busy in a call of its own, is
+    waited for too (the second adversary of #35: the fork went ahead mid-call)."""
+    code = """
+import os, threading, time
+import numpy as np, vkrope
+a = vkrope.Device()
+in_d = threading.Event()
+def call_on_a():
+    with a._lock:
+        time.sleep(0.4)
+def open_d_and_call():
+    time.sleep(0.1)
+    d = vkrope.Device()
+    with d._lock:
+        in_d.set()
+        time.sleep(0.6)
+        in_d.clear()
+ts = [threading.Thread(target=call_on_a), threading.Thread(target=open_d_and_call)]
+for t in ts:
+    t.start()
+time.sleep(0.05)
+pid = os.fork()
+if pid == 0:
+    os._exit(3 if in_d.is_set() else 0)
+_, status = os.waitpid(pid, 0)
+for t in ts:
+    t.join()
+print("child", os.WEXITSTATUS(status))
+"""
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "child 0" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_fork_waits_for_devices_being_listed():
+    """vkrope.devices() opens and closes an instance: a fork waits for it (a child
+    forked inside it could hang in vkCreateInstance on the loader's lock)."""
+    code = """
+import os, threading, time
+import vulkan, vkrope
+real = vulkan.vkEnumeratePhysicalDevices
+inside = threading.Event()
+def slow(*a):
+    inside.set()
+    time.sleep(0.5)
+    try:
+        return real(*a)
+    finally:
+        inside.clear()
+vulkan.vkEnumeratePhysicalDevices = slow
+t = threading.Thread(target=vkrope.devices)
+t.start()
+inside.wait()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print("inside at the fork:", inside.is_set())
+os.waitpid(pid, 0)
+t.join()
+"""
+    res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "inside at the fork: False" in res.stdout, res.stdout + res.stderr

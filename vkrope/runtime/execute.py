@@ -331,13 +331,12 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         prepared = rt.prepared.get(key) if key is not None else None
         if key is not None and prepared is not None:
             return _submit_kept(rt, key, prepared, jobs, tables, want_time)
-        roles = set(rt.work)
         try:
             prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
         except OutOfDeviceMemoryError as exc:
             if exc.result != "VK_ERROR_TOO_MANY_OBJECTS" or rt.arena_only:
                 raise
-            prepared = _prepare_through_the_arena(rt, op, jobs, tables, imports, temporaries, roles)
+            prepared = _prepare_through_the_arena(rt, op, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
         # back, so a recording over them never replays, nor does the layout.
         cache = not imports and not temporaries
@@ -351,19 +350,18 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
 
 
 def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
-                               imports: list[ImportedBuffer], temporaries: list[Any], roles: set[str]) -> Prepared:
+                               imports: list[ImportedBuffer], temporaries: list[Any]) -> Prepared:
     """The call laid out again at maxMemoryAllocationCount, with no imports:
     on a discrete GPU an import needs a device-local buffer beside it, one
     allocation more than the arena, which grows in place of its buffers
     (#35: the H200 path refused a big numpy call at a count of 3 that the
-    unified path served). The first attempt's imports go first, and the
-    device-local buffers it made beside them (work roles not in `roles`); a
-    new call number makes the kept imports it found idle, so reclaim may
-    release them."""
+    unified path served). The first attempt's imports go first, and every
+    device-local buffer kept beside an import (this attempt's, or an
+    interrupted call's: the arena-only layout uses none); a new call number
+    makes the kept imports it found idle, so reclaim may release them."""
     _release(rt, imports, temporaries)
-    for role in set(rt.work) - roles:
-        if role.startswith("dev:"):
-            rt.release_work(role)
+    for role in [role for role in rt.work if role.startswith("dev:")]:
+        rt.release_work(role)
     rt.imports.begin_call()
     rt.arena_only = True
     try:

@@ -43,9 +43,16 @@ _messages: list[str] = []
 _messages_lock = threading.Lock()
 
 
+# Held while an instance is created or destroyed (and, by owner.py, while a Device is opened and
+# while devices are listed): a fork waits for it, so that no child starts inside the loader or the
+# driver with their locks held (#35: such a child hung in vkCreateInstance).
+OPENING = threading.RLock()
+
+
 def _fresh_lock_in_child() -> None:
-    global _messages_lock
+    global _messages_lock, OPENING
     _messages_lock = threading.Lock()  # a thread of the parent may have held it at the fork
+    OPENING = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_fresh_lock_in_child)
@@ -127,6 +134,10 @@ class Instance:
     """Owns a VkInstance (and its debug messenger when validation is on)."""
 
     def __init__(self, validation: bool | None = None) -> None:
+        with OPENING:
+            self._open(validation)
+
+    def _open(self, validation: bool | None) -> None:
         vk = b.load()
         self.handle: Any = None
         self._messenger: Any = None
@@ -198,6 +209,10 @@ class Instance:
         """Destroy the messenger and the instance (idempotent; an
         interruption loses neither: each handle is cleared right before the
         C call that destroys it, with no Python call between)."""
+        with OPENING:
+            self._destroy()
+
+    def _destroy(self) -> None:
         lib, null = b.vk().lib, b.vk().ffi.NULL
         destroy_messenger, destroy_instance = self._destroy_messenger, lib.vkDestroyInstance
         messenger = self._messenger
