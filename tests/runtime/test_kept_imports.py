@@ -473,6 +473,29 @@ def test_a_call_interrupted_at_the_allocation_count_leaves_the_device_able_to_re
     assert np.abs(x - oracle(x0, f)).max() < 1e-5
 
 
+def test_device_local_buffers_kept_beside_imports_give_way_to_a_new_array(make_device):
+    """After a big numpy call on a discrete GPU, its device-local buffers stay
+    cached beside the arena; at the allocation count a new DeviceArray takes
+    their place (the adversaries of #35: a 64-byte asarray was refused with 4
+    idle allocations held), while a call's own stay in use during it."""
+    dev = make_device(unified=False)
+    if not dev.info["external_memory_host"]:
+        pytest.skip("the device has no VK_EXT_external_memory_host: nothing is imported, the arena serves")
+    dev._force_limits(max_memory_allocation_count=6)  # (the arena's two, two imports, two device-local)
+    x = aligned_copy(np.random.default_rng(5).standard_normal((1, 8192, 256)).astype(np.float32))
+    out = aligned_copy(poisoned_like(x))
+    f = tables(8192, 256)
+    assert dev.apply(x, f, out=out) is out
+    assert [role for role in dev._rt.work if role.startswith("dev:")], "the import path did not run"
+    small = dev.asarray(np.arange(16, dtype=np.float32))
+    other = dev.asarray(np.ones(16, np.float32))
+    assert small.get().tolist() == list(range(16)) and other.get().tolist() == [1.0] * 16
+    assert not [role for role in dev._rt.work if role.startswith("dev:")], sorted(dev._rt.work)
+    out.fill(np.nan)
+    assert dev.apply(x, f, out=out) is out  # (and the next call still runs, through the arena or imports)
+    assert np.abs(out - oracle(x, f)).max() < 1e-5
+
+
 def test_a_sighting_under_another_arrays_id_does_not_count():
     """A sighting is of the array itself, not of its id: an array that takes
     the id of one seen before (gone, its memory and id reused) is seen for the

@@ -51,6 +51,8 @@ class Runtime:
         self.unified = unified_memory(ctx)
         # set while a call is laid out again at maxMemoryAllocationCount (execute.run): no imports
         self.arena_only = False
+        # set while execute runs a call (run, replay): its device-local buffers are in use, not idle
+        self.in_call = False
         self.stream = CommandStream(ctx)
         self.scratch = Recording(self.stream)  # re-recorded for one-off submissions
         self.recordings: OrderedDict[tuple, Recording] = OrderedDict()
@@ -250,9 +252,14 @@ class Runtime:
 
     def reclaim(self) -> None:
         """Give allocations back at the device's allocation count: the pooled
-        buffers, and the kept imports the current call does not use."""
+        buffers, the kept imports the current call does not use, and, outside
+        a call, the device-local buffers kept beside imports (on a
+        discrete GPU they held the count: a later asarray was refused, #35)."""
         self.free_pool()
         self.imports.release_idle()
+        if not self.in_call:
+            for role in [role for role in self.work if role.startswith("dev:")]:
+                self.release_work(role)
 
     def trim(self) -> None:
         """Free cached recordings, work buffers and images, pooled buffers,

@@ -325,6 +325,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
     rt.imports.begin_call()
+    rt.in_call = True
     try:
         tables = [op.tables(job.req, job.plan) for job in jobs]
         key = hot_key(rt, op, jobs, tables)
@@ -346,6 +347,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
                 rt.prepared.popitem(last=False)
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
+        rt.in_call = False
         _release(rt, imports, temporaries)
 
 
@@ -464,9 +466,11 @@ def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
     if prepared is None:
         return False, None
     rt.imports.begin_call()
+    rt.in_call = True
     try:
         _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
     finally:
+        rt.in_call = False
         _release(rt, [], [])
     rt.counts["replayed_calls"] += 1
     return True, objects[kept.result]
