@@ -33,6 +33,9 @@ from .recorder import record
 # Buffers grow in steps of this many bytes so that nearby sizes reuse them.
 GROWTH = 1 << 16
 
+# The work roles of the device-local buffers kept beside imports on a discrete GPU (`import_companion`).
+IMPORT_COMPANION = "dev:"
+
 class Runtime:
     """The operator-independent runtime of one `Context`."""
 
@@ -175,6 +178,15 @@ class Runtime:
             self.forget_recordings()
             self.ctx.release(buf)
 
+    def import_companion(self, job: int, name: str, size: int) -> Buffer:
+        """The device-local buffer a discrete GPU copies an import of tensor `name` of job `job` through."""
+        return self.work_buffer(f"{IMPORT_COMPANION}{job}:{name}", size, host_visible=False)
+
+    def release_import_companions(self) -> None:
+        """Release every cached `import_companion` (none may be in use: no call is laid out with them)."""
+        for role in [role for role in self.work if role.startswith(IMPORT_COMPANION)]:
+            self.release_work(role)
+
     def staged(self, role: str, nbytes: int) -> tuple[Buffer, Buffer]:
         """(host-visible buffer to fill or read, buffer to bind). The same
         buffer on unified-memory devices: no staging copy there."""
@@ -258,8 +270,7 @@ class Runtime:
         self.free_pool()
         self.imports.release_idle()
         if not self.in_call:
-            for role in [role for role in self.work if role.startswith("dev:")]:
-                self.release_work(role)
+            self.release_import_companions()
 
     def trim(self) -> None:
         """Free cached recordings, work buffers and images, pooled buffers,

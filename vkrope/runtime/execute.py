@@ -362,8 +362,7 @@ def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], table
     interrupted call's: the arena-only layout uses none); a new call number
     makes the kept imports it found idle, so reclaim may release them."""
     _release(rt, imports, temporaries)
-    for role in [role for role in rt.work if role.startswith("dev:")]:
-        rt.release_work(role)
+    rt.release_import_companions()
     rt.imports.begin_call()
     rt.arena_only = True
     try:
@@ -611,7 +610,7 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
             if not starts_full and v.nbytes >= IMPORT_MIN_BYTES:
                 _prefault(v)  # the device writes it directly (a kept import's pages were, when it was made)
             return ("at", (buf, buf.offset))
-        dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
+        dev = rt.import_companion(i, t.name, nbytes)
         if starts_full:
             before.append(Copy(arg(buf, buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
         after.append(Copy(arg(dev, 0, v.nbytes), arg(buf, buf.offset, v.nbytes, WRITE)))
@@ -621,7 +620,7 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
         if x_buf is not None:
             if rt.unified:
                 return ("at", (x_buf, x_buf.offset))
-            dev = rt.work_buffer(f"dev:{i}:{t.name}", nbytes, host_visible=False)
+            dev = rt.import_companion(i, t.name, nbytes)
             before.append(Copy(arg(x_buf, x_buf.offset, v.nbytes), arg(dev, 0, v.nbytes, WRITE)))
             return ("at", (dev, 0))
     handle = arena.add(nbytes, ("tensor", i, t.name, None) if starts_full else None, written=t.writes)
