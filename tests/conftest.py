@@ -58,6 +58,28 @@ def no_validation_messages():
     assert not msgs, "Vulkan validation messages:\n" + "\n".join(msgs)
 
 
+@pytest.fixture(autouse=True)
+def injected_faults_fire():
+    """Fail the test if a fault it injected (binding.inject_fault) was never raised: its call was not
+    made, so the test proved nothing, and the fault would land in a later test (#35: on a GPU a fence poll
+    saw the work done and never called vkWaitForFences)."""
+    from vkrope.vk import binding  # noqa: PLC0415
+
+    yield
+    left = sorted(binding._faults)  # noqa: SLF001  (the tests' own hook)
+    binding._faults.clear()  # noqa: SLF001
+    assert not left, f"injected faults never raised: {left}"
+
+
+@pytest.fixture
+def blocking_waits(monkeypatch) -> None:
+    """Fence waits block in vkWaitForFences at once, with no poll first (vk/commands.py's SPIN_S): for
+    tests that inject a fault or a hang into that call, which a poll that saw the work done would skip."""
+    from vkrope.vk import commands  # noqa: PLC0415
+
+    monkeypatch.setattr(commands, "SPIN_S", {})
+
+
 @pytest.fixture
 def device() -> vkrope.Device:
     """The default device (re-created by vkrope if a fault test closed it)."""
@@ -66,8 +88,9 @@ def device() -> vkrope.Device:
 
 # Drivers measured to flush float32 subnormals in shaders and to offer no way to keep them (no
 # shaderDenormPreserveFloat32): NVIDIA's (580, the H200, #35). The suite's flushing-device test names
-# itself one through VKROPE_TEST_FLUSHING_DRIVER.
-FLUSHING_DRIVERS = ("NVIDIA", os.environ.get("VKROPE_TEST_FLUSHING_DRIVER") or "NVIDIA")
+# its own in their place through VKROPE_TEST_FLUSHING_DRIVER (lavapipe as one that flushes; on NVIDIA, a
+# made-up name: the same flushing must then fail the tests).
+FLUSHING_DRIVERS = (os.environ.get("VKROPE_TEST_FLUSHING_DRIVER") or "NVIDIA",)
 
 
 @pytest.fixture

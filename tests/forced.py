@@ -30,8 +30,11 @@ SMALL_LIMITS = dict(max_storage_buffer_range=1 << 20, max_image_dimension_3d=64,
 
 def hang_waits(monkeypatch, times: int = 2) -> None:
     """The next `times` fence waits time out (as on a hung device: two make vkrope abandon the device), the ones
-    after wait as usual."""
+    after wait as usual. Waits block at once (no fence poll first: it could see the work done)."""
     import vkrope.vk.binding as b  # noqa: PLC0415
+    from vkrope.vk import commands  # noqa: PLC0415
+
+    monkeypatch.setattr(commands, "SPIN_S", {})
 
     real, left = b.wait_fence, [times]
 

@@ -27,7 +27,7 @@ def big():
     ("vkWaitForFences", lambda: b.vk().VkTimeout(), vkrope.DeviceTimeoutError),
     ("vkAllocateMemory", lambda: b.vk().VkErrorDeviceLost(), vkrope.DeviceLostError),
 ])
-def test_faults_on_the_zero_copy_path_raise(imports, call, fault, error):
+def test_faults_on_the_zero_copy_path_raise(imports, call, fault, error, blocking_waits):
     x, f = big()
     first = vkrope.default_device()
     vkrope.apply(x, f)  # warm: work buffers and pipelines exist, so the fault hits the call itself

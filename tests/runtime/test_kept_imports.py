@@ -331,7 +331,7 @@ def test_a_view_of_a_huge_array_is_not_pinned(host_import):
     assert kept(dev) == 1  # x only
 
 
-def test_an_interrupted_wait_returns_only_when_the_device_is_done(host_import):
+def test_an_interrupted_wait_returns_only_when_the_device_is_done(host_import, blocking_waits):
     """The device writes a kept `out` in place: a call interrupted in its fence
     wait may raise, but only once nothing is in flight."""
     from vkrope.vk import binding as b

@@ -133,7 +133,7 @@ def test_a_forked_child_refuses_the_parents_arrays(device):
 
 # --- 7. a timeout closes the device, and says so ---------------------------------
 @pytest.mark.parametrize("case", OPS, ids=repr)
-def test_a_timeout_names_the_variable_and_closes_the_default_device(case):
+def test_a_timeout_names_the_variable_and_closes_the_default_device(case, blocking_waits):
     """#18.7 and #18.1's second form: one call times out, the default device
     is closed and re-created; its old arrays are refused by name, saying why."""
     args = case.make(RNG)

@@ -77,7 +77,7 @@ def test_bounded_wait_raises_timeout(monkeypatch, storage):
     works()
 
 
-def test_injected_timeout_on_default_device():
+def test_injected_timeout_on_default_device(blocking_waits):
     works()
     b.inject_fault("vkWaitForFences", lambda: b.vk().VkTimeout())
     with pytest.raises(vkrope.DeviceTimeoutError):

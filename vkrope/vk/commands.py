@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Any
 
 from . import binding as b
@@ -25,6 +26,13 @@ DEFAULT_TIMEOUT_S: float | None = None
 MAYBE = "maybe"
 # Descriptor sets per descriptor pool of a recording (more pools are added as needed).
 SETS_PER_POOL = 64
+# How long a wait polls the fence (vkGetFenceStatus) before it blocks in
+# vkWaitForFences, per device type code (VkPhysicalDeviceType; absent: 0).
+# A blocking wait on a GPU wakes tens of microseconds after the work ends,
+# more than a decode-sized kernel takes (issue #35); polling ends the wait
+# as the work does. Not on a CPU device: there the work runs on the cores a
+# poll would take.
+SPIN_S: dict[int, float] = {1: 200e-6, 2: 200e-6, 3: 200e-6}
 
 
 def environment_timeout() -> float:
@@ -133,12 +141,14 @@ class CommandStream:
         if not self.in_flight:
             return
         deadline = self.timeout_s() if timeout is None else timeout
+        # (once: an interrupted poll does not start again)
+        spin_until = time.perf_counter() + min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))
         interrupted: BaseException | None = None
         while self.in_flight:
             try:
                 if self.in_flight is MAYBE:
                     b.call("vkQueueWaitIdle", self.ctx.queue)  # returns at once when nothing was queued
-                else:
+                elif not self._signalled_by(spin_until):
                     b.wait_fence(self.ctx.handle, self.fences(), int(deadline * 1e9))
                 self.in_flight = False
             except DeviceTimeoutError as exc:
@@ -150,6 +160,14 @@ class CommandStream:
                 interrupted = interrupted or exc
         if interrupted is not None:
             raise interrupted
+
+    def _signalled_by(self, until: float) -> bool:
+        """Poll the fence until it is signalled (True) or `until` (perf_counter seconds) passes (False)."""
+        device, fence = self.ctx.handle, self.fence
+        while time.perf_counter() < until:
+            if b.call_direct("vkGetFenceStatus", device, fence) == b.vk().VK_SUCCESS:
+                return True
+        return False
 
     def destroy(self) -> None:
         """Destroy the query pool, the fence and the command pool (with every

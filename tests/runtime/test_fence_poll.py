@@ -1,0 +1,126 @@
+"""How a call waits for the device (#35): on a GPU it polls the fence
+(vkGetFenceStatus) for a short window before it blocks in vkWaitForFences,
+whose wake-up took longer than a decode-sized kernel on the H200. lavapipe
+does not poll by default (vk/commands.py's SPIN_S); these tests force the
+poll on it, so the path every GPU call takes runs here too."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import vkrope
+from oracle import oracle
+from vkrope.vk import binding as b
+from vkrope.vk import commands
+
+RNG = np.random.default_rng(35)
+X = RNG.standard_normal((4, 64, 32)).astype(np.float32)
+theta = RNG.uniform(-3, 3, (64, 16))
+F = np.stack([np.cos(theta), np.sin(theta)], -1).reshape(64, 32).astype(np.float32)
+DEVICE_TYPES = range(5)  # VkPhysicalDeviceType: other, integrated, discrete, virtual, CPU
+
+
+@pytest.fixture
+def calls(monkeypatch) -> dict[str, int]:
+    """Count the fence calls made through the binding."""
+    made: dict[str, int] = {}
+    real = b.call_direct
+
+    def counting(name, *args):
+        made[name] = made.get(name, 0) + 1
+        return real(name, *args)
+
+    monkeypatch.setattr(b, "call_direct", counting)
+    return made
+
+
+def _poll_for(monkeypatch, seconds: float) -> None:
+    monkeypatch.setattr(commands, "SPIN_S", {t: seconds for t in DEVICE_TYPES})
+
+
+def _poisoned_call(dev: vkrope.Device) -> np.ndarray:
+    out = np.full_like(X, np.nan)
+    dev.apply(X, F, out=out)
+    return out
+
+
+def test_a_polled_wait_gives_the_result_without_blocking(device, monkeypatch, calls):
+    _poll_for(monkeypatch, 10.0)  # (longer than any call: the poll sees every one end)
+    for _ in range(3):
+        assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
+    assert calls.get("vkGetFenceStatus", 0) >= 3
+    assert "vkWaitForFences" not in calls
+
+
+def test_no_window_blocks_at_once(device, monkeypatch, calls):
+    _poll_for(monkeypatch, 0.0)
+    assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
+    assert "vkGetFenceStatus" not in calls
+    assert calls["vkWaitForFences"] >= 1
+
+
+def test_a_poll_that_runs_out_blocks(device, monkeypatch, calls):
+    """The work not done within the window (here the poll is told so): the wait blocks, and the result is
+    only read after it."""
+    _poll_for(monkeypatch, 1e-3)
+    real = b.call_direct
+
+    def never_ready(name, *args):
+        if name == "vkGetFenceStatus":
+            real(name, *args)  # (counted)
+            return b.vk().VK_NOT_READY
+        return real(name, *args)
+
+    monkeypatch.setattr(b, "call_direct", never_ready)
+    assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
+    assert calls["vkGetFenceStatus"] >= 1 and calls["vkWaitForFences"] >= 1
+
+
+def test_the_window_is_bounded_by_the_timeout(device, monkeypatch, calls):
+    """A wait bounded below the poll window polls no longer than the bound, then blocks in
+    vkWaitForFences as a wait with no poll would (here the poll is told the work never ends: a window of
+    10 s would hold the call that long)."""
+    _poll_for(monkeypatch, 10.0)
+    monkeypatch.setattr(commands, "DEFAULT_TIMEOUT_S", 0.5)
+    real = b.call_direct
+
+    def never_ready(name, *args):
+        result = real(name, *args)  # (counted)
+        return b.vk().VK_NOT_READY if name == "vkGetFenceStatus" else result
+
+    monkeypatch.setattr(b, "call_direct", never_ready)
+    t0 = time.perf_counter()
+    assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
+    assert time.perf_counter() - t0 < 5.0
+    assert calls["vkGetFenceStatus"] >= 1 and calls["vkWaitForFences"] >= 1
+
+
+def test_a_device_lost_while_polling_closes_the_device(monkeypatch):
+    _poll_for(monkeypatch, 10.0)
+    first = vkrope.default_device()
+    vkrope.apply(X, F)
+    b.inject_fault("vkGetFenceStatus", lambda: b.vk().VkErrorDeviceLost())
+    with pytest.raises(vkrope.DeviceLostError, match="vkGetFenceStatus"):
+        vkrope.apply(X, F)
+    assert first.closed
+    assert np.abs(vkrope.apply(X, F, out=np.full_like(X, np.nan)) - oracle(X, F)).max() < 1e-5
+    assert vkrope.default_device() is not first
+
+
+def test_an_interrupted_poll_returns_only_when_the_device_is_done(device, monkeypatch):
+    """A KeyboardInterrupt in the poll is raised once nothing is in flight; the caller's `out` is not
+    written after, and the device goes on."""
+    _poll_for(monkeypatch, 10.0)
+    out = np.full_like(X, np.nan)
+    device.apply(X, F, out=out)
+    b.inject_fault("vkGetFenceStatus", lambda: KeyboardInterrupt())
+    out.fill(np.nan)
+    with pytest.raises(KeyboardInterrupt):
+        device.apply(X, F, out=out)
+    assert not device._rt.stream.in_flight  # noqa: SLF001
+    # (interrupted after the submission ended: the copy back was skipped, or it ran whole)
+    assert np.isnan(out).all() or np.abs(out - oracle(X, F)).max() < 1e-5
+    assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
