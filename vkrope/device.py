@@ -115,17 +115,22 @@ class Device(DeviceMemory):
             return False, None
         with self._lock:
             # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
-            return self._guarded(execute.replay, self._rt, key, objects)  # type: ignore[no-any-return]
+            return self._guarded(execute.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
+
+    def _made(self, res: Any, made: execute.Made) -> DeviceArray:
+        """The output a replayed call made (execute.replay), on the memory `res` the pool gave it."""
+        return DeviceArray(self, res, made.shape, made.dtype, made.storage)
 
     def _call(self, call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
         """A checked public call (ops/call.py) run on this device; kept under
         `key` (`kept_key`, its arguments kept by identity in `objects`) when it
         can be (execute.keep_call)."""
-        result = call.result(self._run(call.kernel, [BatchJob(r) for r in call.requests]))
+        outs = self._run(call.kernel, [BatchJob(r) for r in call.requests])
+        result = call.result(outs)
         if key is not None and objects is not None and len(call.requests) == 1:
             with self._lock:
                 if not self.closed:
-                    execute.keep_call(self._rt, key, objects, call.kernel, call.requests[0], result)
+                    execute.keep_call(self._rt, key, objects, call.kernel, call.requests[0], outs[0], result)
         return result
 
     def _run(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ def close(y, want) -> None:
 
 def poison(dev, out: vkrope.DeviceArray) -> None:
     """NaN over a resident output, through a call of its own (not the path under test)."""
-    nan = dev.asarray(np.full(out.shape, np.nan, out.dtype))
+    nan = dev.asarray(np.full(out.shape, np.nan, out.dtype), storage=out.storage)
     dev.apply(nan, vkrope.RopeFreqs(out.shape[-1]), positions=np.zeros(out.shape[-2], np.int64), out=out)
 
 
@@ -370,14 +370,74 @@ def test_a_repeated_resident_call_is_replayed_and_reads_the_arrays_data(make_dev
     assert y is dx and dev.apply(dx, dt, out=dx) is dx and replayed(dev) - before == 7
 
 
-def test_a_call_that_makes_its_result_is_never_replayed(make_device):
-    """out=None: each call returns a new array (a kept call would return the old one)."""
+def test_a_call_that_makes_its_result_never_writes_a_live_array(make_device):
+    """out=None, each result kept: every call returns a new array on memory of its own (a replay onto the
+    kept layout would write the last result again), each right for the data x held then."""
     dev = make_device()
-    dx, dt, want = _tiny(dev, np.random.default_rng(12))
-    ys = [dev.apply(dx, dt) for _ in range(3)]
+    rng = np.random.default_rng(12)
+    dx, dt, _ = _tiny(dev, rng)
+    ys, wants = [], []
+    for _ in range(3):
+        x = rng.standard_normal(dx.shape).astype(np.float32)
+        dev.apply(dev.asarray(x), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)  # x's new data
+        ys.append(dev.apply(dx, dt))
+        wants.append(_rotated_by_table(x, dt.get()))
     assert ys[0] is not ys[1] and ys[1] is not ys[2] and replayed(dev) == 0
-    for y in ys:
+    for y, want in zip(ys, wants):
         close(y, want)
+
+
+def _rotated_by_table(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """float64 rotation of interleaved x by a [N, D] (cos, sin) table."""
+    ang = np.arctan2(table[:, 1::2], table[:, 0::2]).astype(np.float64)
+    re, im = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
+    return np.stack([re * np.cos(ang) - im * np.sin(ang), re * np.sin(ang) + im * np.cos(ang)], -1).reshape(x.shape)
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_a_call_whose_last_result_was_dropped_is_replayed_into_a_new_array(make_device, storage):
+    """out=None, each result dropped before the next call (a model's loop): the pool gives the dropped
+    memory back, and the call is replayed onto it, as a new DeviceArray computed from what x holds now; a
+    poison left in that memory (by the step before) is overwritten each time."""
+    dev = make_device()
+    rng = np.random.default_rng(14)
+    x0 = rng.standard_normal((2, 3, D)).astype(np.float32)
+    dx, (dt, _) = dev.asarray(x0, storage=storage), _tiny(dev, rng)[1:]
+    table = dt.get()
+    y = dev.apply(dx, dt)
+    close(y, _rotated_by_table(x0, table))
+    before = replayed(dev)
+    for _ in range(5):
+        y.release()  # (its memory back to the pool; the next call takes it again)
+        x = rng.standard_normal(x0.shape).astype(np.float32)
+        dev.apply(dev.asarray(x, storage=storage), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)
+        old, y = y, dev.apply(dx, dt)
+        assert y is not old and old.released and not y.released
+        assert (y.shape, y.dtype, y.storage) == (x0.shape, np.float32, storage)
+        close(y, _rotated_by_table(x, table))
+        poison(dev, y)
+        assert np.isnan(y.get()).all()
+    assert replayed(dev) - before == 5
+
+
+def test_an_interrupted_replay_gives_its_memory_back(make_device):
+    """A replay that made its output and then failed (an interrupt at the submit) returns that memory to
+    the pool: the next call gets it and is replayed again, and is right."""
+    from vkrope.vk import binding as b
+
+    dev = make_device()
+    rng = np.random.default_rng(15)
+    dx, dt, want = _tiny(dev, rng)
+    dev.apply(dx, dt).release()
+    dev.apply(dx, dt).release()
+    before = replayed(dev)
+    b.inject_fault("vkQueueSubmit", lambda: KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        dev.apply(dx, dt)
+    assert replayed(dev) == before
+    y = dev.apply(dx, dt)
+    assert replayed(dev) == before + 1
+    close(y, want)
 
 
 def test_numpy_arguments_are_never_replayed(make_device):

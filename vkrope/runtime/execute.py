@@ -30,14 +30,14 @@ import ctypes
 import math
 import weakref  # (KeptCall's references)
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, cast
 
 import numpy as np
 
 from ..errors import (DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, UnsupportedFeatureError,
                       VkropeError, VulkanError)
 from ..vk.resources import Buffer, ImportedBuffer
-from .array import all_usable, weak_refs
+from .array import DeviceArray, all_usable, weak_refs
 from .array_memory import copy_steps, free_resource, new_resource
 from .engine import Runtime
 from .layout import MIN_BUFFER
@@ -410,40 +410,60 @@ MAX_KEPT_CALLS = 1024
 
 
 @dataclass(frozen=True)
+class Made:
+    """The one output a kept call made for itself (it returned it): where a
+    replay takes its memory from, and which resource the kept layout binds."""
+
+    storage: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    serial: int
+
+
+@dataclass(frozen=True)
 class KeptCall:
-    """A call whose every tensor was a DeviceArray it was given, kept to be
-    submitted again as it is: the objects its arguments were keyed by
-    (weakly: a kept call keeps nothing alive), its kept layout (`hot_key`),
-    its tables (they follow from the arguments alone), and which of those
-    objects it returned."""
+    """A call whose every tensor was a DeviceArray it was given, or the one
+    output it made and returned, kept to be submitted again as it is: the
+    objects its arguments were keyed by (weakly: a kept call keeps nothing
+    alive), its kept layout (`hot_key`), its tables (they follow from the
+    arguments alone), and which of those objects it returned (an index), or
+    the output it made (`Made`)."""
 
     refs: tuple[weakref.ref, ...]
     hot: tuple
     tables: list[list[Any]]
-    result: int
+    result: int | Made
 
 
-def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: Any, result: Any) -> None:
+def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: Any, outs: dict[str, Any],
+              result: Any) -> None:
     """After a call of one request ran (under the device's lock, as every
     use of the runtime): keep it under `key` (what identifies
     its arguments, `objects` those kept by identity, ops/repeat.py) when
-    every tensor it moves was a DeviceArray given to it, it returned one of
-    them, and its layout is kept; else nothing."""
-    which = next((i for i, o in enumerate(objects) if o is result), None)
-    if which is None or req.empty:
+    every tensor it moves was a DeviceArray given to it, or one output
+    made for it (in `outs`, by name) that it returned, it returned one of
+    those, and its layout is kept; else nothing."""
+    which: int | Made | None = next((i for i, o in enumerate(objects) if o is result), None)
+    if req.empty:
         return
     refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
     if not all_usable(refs):
         return  # (another thread may have released an argument once the call was done)
-    outs = {}
+    res = result.resource if isinstance(result, DeviceArray) else None
+    written = {}
     for t in moved(req):
-        if t.value is None or isinstance(t.value, np.ndarray):
-            return  # (an output made for the call, or numpy data: every call has its own)
+        v = t.value
+        if v is None and t.writes and which is None and res is not None and outs.get(t.name) is result:
+            which, v = Made(t.storage, tuple(t.shape), np.dtype(t.dtype), res.serial), result
+        if v is None or isinstance(v, np.ndarray):
+            return  # (an output made for the call and not returned alone, or numpy data: every call has its own)
         if t.writes:
-            outs[t.name] = t.value
+            written[t.name] = v
+    if which is None:
+        return
     plan = plan_for(rt, op, req)
     tables = [op.tables(req, plan)]
-    hot = hot_key(rt, op, [Job(req, plan, outs)], tables)
+    hot = hot_key(rt, op, [Job(req, plan, written)], tables)
     if hot is None or hot not in rt.prepared:
         return
     if len(rt.kept_calls) >= MAX_KEPT_CALLS:
@@ -451,12 +471,15 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
     rt.kept_calls[key] = KeptCall(refs, hot, tables, which)
 
 
-def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
+def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Any, Made], Any]) -> tuple[bool, Any]:
     """Submit again the call kept under `key`, when there is one, every
     object it was made from is alive (so `objects`, of the same ids, are
     they), every DeviceArray among them usable (they are this runtime's: the
-    call that was kept checked it, and an array never changes device), and
-    its layout still kept: (True, its result). Else (False, None): the call
+    call that was kept checked it, and an array never changes device), its
+    layout still kept, and (a call that made its output) the pool gives back
+    the very memory that layout binds, as it does to a loop that drops each
+    result before the next call: (True, its result: one of `objects`, or
+    that memory as `wrap(resource, made)` makes it an array). Else (False, None): the call
     is checked and run as any other (and fails as any other would)."""
     kept = rt.kept_calls.get(key)
     if kept is None or not all_usable(kept.refs):
@@ -464,15 +487,26 @@ def replay(rt: Runtime, key: tuple, objects: list[Any]) -> tuple[bool, Any]:
     prepared = rt.prepared.get(kept.hot)
     if prepared is None:
         return False, None
+    made = kept.result if isinstance(kept.result, Made) else None
+    res = None
+    if made is not None:
+        res = new_resource(rt, made.storage, made.shape, made.dtype)
+        if res.serial != made.serial:
+            free_resource(rt, res)  # (back to the pool, for the call checked and run anew)
+            return False, None
     rt.imports.begin_call()
     rt.in_call = True
     try:
         _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
+    except BaseException:
+        if res is not None:
+            free_resource(rt, res)
+        raise
     finally:
         rt.in_call = False
         _release(rt, [], [])
     rt.counts["replayed_calls"] += 1
-    return True, objects[kept.result]
+    return True, wrap(res, made) if made is not None else objects[cast(int, kept.result)]
 
 
 def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
