@@ -8,15 +8,17 @@
 #                                        machine lacks: gguf, dask, mypy and their needs)
 # Usage: scripts/gpu_bench.sh OUTDIR    -> OUTDIR/{log.txt, tests.txt, bench.json, bench_family.json,
 #                                           bench_nd.json, bench_decode.json, bench_overhead.json,
-#                                           big/bench.json}   (8 files: what the device tool returns)
+#                                           wait_probe.json, big/bench.json}   (9 files: what the device tool
+#                                           returns)
 # Charts are drawn back here: python -m vkrope bench --chart-from OUTDIR/bench.json
 # SUITE_ONLY=1 stops after the suite (a rerun after fixes).
-# Every step has a time limit, so the run ends within BUDGET seconds (450):
+# Every step has a time limit, so the run ends within BUDGET seconds (470):
 #   vkrope info (validation on)     30 s
 #   the whole suite, validation on  180 s  (pytest-xdist when installed, JOBS workers, default 16;
 #                                          pytest-timeout 150 s a test when installed)
 #   bench --family / --nd           40 s each
 #   bench --decode / --overhead     50 s / 40 s
+#   scripts/wait_probe.py           20 s (call latency per fence poll window)
 #   bench --quick                   at most 90 s, kernel rows up to 32 MiB, every dtype and storage
 #   bench --shapes (big)            what is left: 128 MiB to 1 GiB float32 / float16, buffer storage
 # The suite leaves out what needs this project's host tools (glslc, spirv-val, mkdocs, a browser,
@@ -30,7 +32,7 @@ out=${1:?usage: scripts/gpu_bench.sh OUTDIR}
 mkdir -p "$out/big"
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-budget=${BUDGET:-450}
+budget=${BUDGET:-470}
 SECONDS=0
 step() {  # [STEP_LOG=FILE] step SECONDS LABEL COMMAND...: run with a time limit, say how it ended
   local limit=$1 label=$2 rc; shift 2
@@ -60,6 +62,7 @@ step() {  # [STEP_LOG=FILE] step SECONDS LABEL COMMAND...: run with a time limit
   step 40 "bench --nd (Flux / Wan)" $py -m vkrope bench --nd --out "$out"
   step 50 "bench --decode (loops, fused step, fp8, context shift)" $py -m vkrope bench --decode --out "$out"
   step 40 "bench --overhead (empty submission, tiny calls)" $py -m vkrope bench --overhead --out "$out"
+  step 20 "wait probe (latency per fence poll window)" $py scripts/wait_probe.py --rounds 5 --out "$out/wait_probe.json"
   left=$((budget - 60 - SECONDS)); ((left > 90)) && left=90
   ((left > 0)) && step "$left" "bench --quick (up to 32 MiB, every dtype and storage)" \
     $py -m vkrope bench --quick --out "$out" --plot /tmp/vkrope-quick.png

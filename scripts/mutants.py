@@ -1578,6 +1578,22 @@ MUTATIONS = [
              "    FORKED_FROM_VULKAN = FORKED_FROM_VULKAN or OPENED_VULKAN", "    FORKED_FROM_VULKAN = False"),
     Mutation("any failure in a forked child blamed on the fork", "vkrope/vk/binding.py",
              " or exc.result != \"VK_ERROR_INITIALIZATION_FAILED\":", ":"),
+    Mutation("a fence poll that runs out reads the result unwaited", "vkrope/vk/commands.py",
+             "                elif not self._signalled_by(spin_until):\n                    b.wait_fence(",
+             "                elif not self._signalled_by(spin_until) and False:\n                    b.wait_fence("),
+    Mutation("fences never polled", "vkrope/vk/commands.py",
+             "            if b.call_direct(\"vkGetFenceStatus\", device, fence) == b.vk().VK_SUCCESS:",
+             "            if False:"),
+    Mutation("the fence poll window not bounded by the timeout", "vkrope/vk/commands.py",
+             "min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))", "SPIN_S.get(self.ctx.info.type_code, 0.0)"),
+    Mutation("a replay of a call that made its output takes any memory", "vkrope/runtime/execute.py",
+             "        if res.serial != made.serial:", "        if False:"),
+    Mutation("a replay that failed keeps the memory it made", "vkrope/runtime/execute.py",
+             "    except BaseException:\n        if res is not None:\n            free_resource(rt, res)",
+             "    except BaseException:\n        if False:\n            free_resource(rt, res)"),
+    Mutation("a call that made its output never kept", "vkrope/runtime/execute.py",
+             "        if v is None and t.writes and which is None and res is not None",
+             "        if False and v is None and t.writes and which is None and res is not None"),
 ]
 
 
