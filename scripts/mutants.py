@@ -1594,6 +1594,10 @@ MUTATIONS = [
     Mutation("a call that made its output never kept", "vkrope/runtime/execute.py",
              "        if v is None and t.writes and which is None and res is not None",
              "        if False and v is None and t.writes and which is None and res is not None"),
+    Mutation("small numpy arrays kept as imports on a discrete GPU", "vkrope/runtime/execute.py",
+             "kept_imports.MIN_BYTES if rt.unified else IMPORT_MIN_BYTES", "kept_imports.MIN_BYTES"),
+    Mutation("a layout that may import made hot", "vkrope/runtime/execute.py",
+             "(t.storage != \"buffer\" or may_import(rt, v.nbytes))", "(t.storage != \"buffer\")"),
 ]
 
 

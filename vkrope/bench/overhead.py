@@ -92,7 +92,7 @@ def run(repeats: int = 7, calls: int = 100, log: Callable[[str], None] = print) 
         f = statistics.median(floor)
         log(f"floor (empty submission + wait, same stream): {f * 1e6:.1f} us")
         log(f"{'call':<40} {'us':>8} {'x floor':>8}")
-        rows = []
+        rows: list[dict[str, Any]] = []
         for name in names:
             t = statistics.median(times[name])
             rows.append({"call": name, "seconds": t, "over_floor": t / f})

@@ -9,9 +9,10 @@ Every call of every operator comes through `run_jobs`: one or more jobs
 - a numpy array of 4 MiB or more on a device with VK_EXT_external_memory_host,
   C-contiguous and aligned: imported, so the kernel reads or writes the
   caller's memory (on a discrete GPU the import is the source or
-  destination of a copy into device-local memory); a smaller one that the
-  caller passes again (64 KiB or more: a decode loop's `out`) is imported
-  once and the import kept for later calls (runtime/imports.py);
+  destination of a copy into device-local memory); on unified memory a
+  smaller one that the caller passes again (64 KiB or more: a decode loop's
+  `out`) is imported once and the import kept for later calls
+  (runtime/imports.py; `may_import` says which);
 - any other numpy array: a region of the submission's argument arena, one
   reused host-visible buffer that also holds the operators' small tables.
   Regions are laid out from the shapes alone, so a call that differs from
@@ -393,8 +394,7 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
         for t in job.req.tensors():
             v = _value(t, job.outs)
             if isinstance(v, np.ndarray):
-                if not t.table and (t.storage != "buffer" or (
-                        rt.ctx.external_memory_host and v.nbytes >= kept_imports.MIN_BYTES)):
+                if not t.table and (t.storage != "buffer" or may_import(rt, v.nbytes)):
                     return None
                 tensors.append((t.name, v.shape, v.dtype.str) if not t.table else None)
             elif v is not None:
@@ -663,6 +663,19 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
     return ("arena", handle)
 
 
+def may_import(rt: Runtime, nbytes: int) -> bool:
+    """Whether a numpy buffer tensor of `nbytes` may be imported rather than
+    staged in the arena: from IMPORT_MIN_BYTES on (an import for the call),
+    and on unified memory from kept_imports.MIN_BYTES on (kept for later
+    calls). Not kept on a discrete GPU: there the kernel reads a device-local
+    copy either way, so a kept import saves one host copy (~10 us at 256 KiB)
+    but makes the call's layout anew each time (`hot_key`), which cost the
+    H200 ~250 us of host time a call against the arena's hot path (#35)."""
+    if rt.arena_only or not rt.ctx.external_memory_host:
+        return False
+    return nbytes >= (kept_imports.MIN_BYTES if rt.unified else IMPORT_MIN_BYTES)
+
+
 def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]) -> ImportedBuffer | None:
     """`a`'s memory as a buffer, or None where it goes through the arena.
 
@@ -673,12 +686,9 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
     (an import kept for later calls, runtime/imports.py, which decides).
     None too when the driver refuses this memory, and for a kept import
     when it fails for any reason but a lost device (the arena serves)."""
-    if rt.arena_only or not (t.storage == "buffer" and rt.ctx.external_memory_host and a.flags.c_contiguous
-                             and a.flags.writeable):
-        return None
-    kept = a.nbytes < IMPORT_MIN_BYTES
-    if kept and a.nbytes < kept_imports.MIN_BYTES:
+    if not (t.storage == "buffer" and may_import(rt, a.nbytes) and a.flags.c_contiguous and a.flags.writeable):
         return None  # (before reading the address: that costs microseconds)
+    kept = a.nbytes < IMPORT_MIN_BYTES
     address = a.ctypes.data
     if kept:
         buf = rt.imports.find(a, address)  # the common case of a decode loop: nothing else to check

@@ -10,6 +10,9 @@ caller's memory in place.
 
 The rules that keep it safe:
 
+- Only on unified memory (execute.may_import): on a discrete GPU the kernel
+  reads a device-local copy either way, and the arena's hot path costs
+  less host time than a layout made anew for each call (#35).
 - An array (C-contiguous, writeable, aligned, 64 KiB or more, its memory
   owned by numpy: not a mmap's, `frombuffer`'s or another library's) is
   imported when a call passes it as the same object a previous call did (a
