@@ -1598,6 +1598,11 @@ MUTATIONS = [
              "kept_imports.MIN_BYTES if rt.unified else IMPORT_MIN_BYTES", "kept_imports.MIN_BYTES"),
     Mutation("a layout that may import made hot", "vkrope/runtime/execute.py",
              "(t.storage != \"buffer\" or may_import(rt, v.nbytes))", "(t.storage != \"buffer\")"),
+    Mutation("plans with positions memoised whatever the table", "vkrope/kernels/interleaved.py",
+             "    if req.positions is not None and not req.generated and _rows_matter(req, limits):\n        return None",
+             "    if False:\n        return None"),
+    Mutation("a resident table bound whole however many rows it has", "vkrope/runtime/fit.py",
+             "        return resident_rows * row_bytes > budget", "        return False"),
 ]
 
 

@@ -222,7 +222,11 @@ def _apply_requests(dev) -> list:
             sam2.check(x.astype(np.float16), table[:3].astype(np.float16)),  # (16-bit tables read as they are)
             sam2.check(x.astype(np.float16), table[:3]),
             sam2.check(x4, axial),
-            sam2.check(x4, axial, positions=np.arange(4))]
+            sam2.check(x4, axial, positions=np.arange(4)),
+            # positions into tables: a decode loop's plan holds for any positions (fit.rows_matter)
+            sam2.check(x, table, positions=np.array([7, 0, 5])),
+            sam2.check(x, dev.asarray(table), positions=pos),
+            sam2.check(x, dev.asarray(table), positions=np.array([7, 6, 0]))]
 
 
 def _cache_requests(dev) -> list:
@@ -280,6 +284,27 @@ def test_equal_plan_keys_mean_equal_plans(device, op, requests):
                 assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"
     if op is cache_kernel:
         assert keys[0] == keys[1]  # a new position is not a new plan
+    else:  # (numpy and resident tables, each at two sets of positions)
+        assert keys[13] is not None and keys[13] == keys[-3] and keys[-2] is not None and keys[-2] == keys[-1]
+
+
+def test_positions_that_shape_the_table_segments_are_not_memoised(make_device):
+    """Positions into a table past what one binding holds (a 4 KiB binding): the rows a chunk reads shape
+    its window (resident) or what it gathers (numpy, past 256 tokens a chunk): no plan key, and the plans
+    do differ with the positions."""
+    dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=64)
+    limits = dev._context().info
+    rng = np.random.default_rng(10)
+    rows = 64  # 64 rows of D 16 float32: 4 KiB, more than a table's share of the binding
+    table = rng.standard_normal((rows, D)).astype(np.float32)
+    x = rng.standard_normal((1, 2, D)).astype(np.float32)
+    near, far = np.array([0, 1]), np.array([60, 61])
+    resident = dev.asarray(table)
+    a, b = (sam2.check(x, resident, positions=p) for p in (near, far))
+    assert interleaved.plan_key(a, limits) is None
+    assert interleaved.plan(a, limits) != interleaved.plan(b, limits)
+    x_long = rng.standard_normal((1, 300, D)).astype(np.float32)  # past fit.PER_TOKEN_ROWS in one chunk
+    assert interleaved.plan_key(sam2.check(x_long, table, positions=np.arange(300) % rows), limits) is None
 
 
 def test_equal_plan_keys_mean_equal_plans_past_small_bindings(make_device):

@@ -270,15 +270,27 @@ def _chunks(req: Request, spans: list, flat: bool, ppr: int, f_row_bytes: int, t
 def plan_key(req: Request, limits: Any) -> tuple | None:
     """What a plan depends on, when that excludes the data: shapes, dtypes,
     storage, the (repeat, exclude_last) mapping, the spec, and whether
-    positions are given. None with positions into a table (their values
-    shape the table segments); a spec's columns are whole whatever they are."""
-    if req.positions is not None and not req.generated:
+    positions are given. None with positions into a table whose segments
+    they shape (`fit.rows_matter`: not a resident table bound whole, nor a
+    numpy one gathered per token, the decode loop's cases); a spec's
+    columns are whole whatever they are."""
+    if req.positions is not None and not req.generated and _rows_matter(req, limits):
         return None
     # Resident freqs are bound in place, their windows aligned: another plan.
     resident = not isinstance(req.freqs_pairs, np.ndarray)
     spec = req.freqs_pairs if req.generated else None  # compares by its spec: picks the kernel's angle mode
     return (KERNEL, req.storage, req.shape, req.dtype, f_dtype_of(req), req.n_rot, req.n_freq_rows, req.inverse,
             resident, spec, req.positions is not None)
+
+
+def _rows_matter(req: Request, limits: Any) -> bool:
+    """Whether the plan of a request with positions into a table depends on
+    their values: `fit.rows_matter` for a chunk of all its tokens (every
+    chunk has at most those), with the budgets `plan` gives `_segment`."""
+    f_row_bytes = req.channels // 2 * 2 * np.dtype(f_dtype_of(req)).itemsize
+    budget = fit.table_budget(limits, f_row_bytes, fit.binding_budget(limits, np.dtype(req.dtype).itemsize))
+    resident = not isinstance(req.freqs_pairs, np.ndarray)
+    return fit.rows_matter(req.n_tokens, f_row_bytes, budget, resident_rows=req.n_freq_rows if resident else None)
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:

@@ -91,6 +91,18 @@ class Segment:
     r1: int = 0
 
 
+def rows_matter(tokens: int, row_bytes: int, budget: int, *, resident_rows: int | None,
+                rows_from_data: bool = True) -> bool:
+    """Whether `table_segment` of a chunk of `tokens` tokens (or fewer)
+    depends on which table rows they read. Not for a resident table bound
+    whole, nor for a decode-sized chunk whose rows come from the caller's
+    data and are gathered per token: a plan over such segments holds for
+    any positions (one memoised plan serves every step of a decode loop)."""
+    if resident_rows is not None:
+        return resident_rows * row_bytes > budget
+    return not (rows_from_data and tokens <= PER_TOKEN_ROWS and tokens * row_bytes <= budget)
+
+
 def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *, resident_rows: int | None,
                   row_align: int = 1, offset_align: int = 1, rows_from_data: bool = True) -> Segment:
     """The segment of a chunk of `tokens` tokens that read table rows `used`
@@ -106,8 +118,9 @@ def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *,
     distinct rows gathered when they are few and far apart or the window is
     too wide."""
     used = used[used >= 0]
+    matter = rows_matter(tokens, row_bytes, budget, resident_rows=resident_rows, rows_from_data=rows_from_data)
     if resident_rows is not None:
-        if resident_rows * row_bytes <= budget:
+        if not matter:
             return Segment("whole")
         if not used.size:
             return Segment("window", 0, 0)
@@ -119,7 +132,7 @@ def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *,
                 "can span, and a device-resident table cannot be gathered; pass it as a numpy array, or call with "
                 "fewer tokens at a time")
         return Segment("window", r0, r1)
-    if rows_from_data and tokens <= PER_TOKEN_ROWS and tokens * row_bytes <= budget:
+    if not matter:
         return Segment("tokens")
     if not used.size:
         return Segment("window", 0, 0)
@@ -169,6 +182,7 @@ def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
     return arg(resource, offset, min(resource.size - offset, max(MIN_BUFFER, (r1 - r0) * row_bytes)))
 
 
-__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "table_budget", "window_budget",
+__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "rows_matter", "table_budget",
+           "window_budget",
            "workgroup",
            "table_segment", "fit_spans", "aligned_slices", "window"]
