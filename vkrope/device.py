@@ -117,9 +117,10 @@ class Device(DeviceMemory):
             # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
             return self._guarded(execute.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
 
-    def _made(self, res: Any, made: execute.Made) -> DeviceArray:
-        """The output a replayed call made (execute.replay), on the memory `res` the pool gave it."""
-        return DeviceArray(self, res, made.shape, made.dtype, made.storage)
+    def _made(self, made: execute.Made) -> DeviceArray:
+        """The output of a replayed call that makes it (execute.replay), with no memory yet: the replay hands
+        it the pool's in one statement."""
+        return DeviceArray(self, None, made.shape, made.dtype, made.storage)
 
     def _call(self, call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
         """A checked public call (ops/call.py) run on this device; kept under

@@ -257,9 +257,14 @@ class DeviceMemory(DeviceOwner):
     (base of `vkrope.Device`, which adds the operators)."""
 
     def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
-        """A new, uninitialised DeviceArray on this device."""
-        res = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype) if math.prod(shape) else None
-        return DeviceArray(self, res, shape, dtype, storage)
+        """A new, uninitialised DeviceArray on this device. The array exists
+        before its memory does and takes it in one statement: an
+        interruption leaves the memory in the pool or in the array, never in
+        neither (#35's adversary leaked a pool buffer a call in 300)."""
+        arr = DeviceArray(self, None, shape, dtype, storage)
+        if math.prod(shape):
+            arr._resource = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype)  # noqa: SLF001
+        return arr
 
     def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:
         """Upload a float32 / float16 / bfloat16 numpy array and return it as a

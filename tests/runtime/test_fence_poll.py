@@ -98,6 +98,28 @@ def test_the_window_is_bounded_by_the_timeout(device, monkeypatch, calls):
     assert calls["vkGetFenceStatus"] >= 1 and calls["vkWaitForFences"] >= 1
 
 
+def test_the_blocking_wait_gets_what_the_poll_left_of_the_bound(device, monkeypatch):
+    """A poll that ran out of the window (here it is told the work never ends) has used that much of the
+    bound: the blocking wait after it gets what is left, so the whole wait stays within VKROPE_TIMEOUT_S
+    (it was given the whole bound again: twice the timeout, the adversaries of #35)."""
+    _poll_for(monkeypatch, 10.0)
+    monkeypatch.setattr(commands, "DEFAULT_TIMEOUT_S", 0.3)
+    real_call, real_wait, given = b.call_direct, b.wait_fence, []
+
+    def never_ready(name, *args):
+        result = real_call(name, *args)
+        return b.vk().VK_NOT_READY if name == "vkGetFenceStatus" else result
+
+    def wait(device_, fences, timeout_ns):
+        given.append(timeout_ns)
+        return real_wait(device_, fences, timeout_ns)
+
+    monkeypatch.setattr(b, "call_direct", never_ready)
+    monkeypatch.setattr(b, "wait_fence", wait)
+    assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5
+    assert given and max(given) < 0.1e9, given  # (the poll took the 0.3 s window: little or nothing is left)
+
+
 def test_a_device_lost_while_polling_closes_the_device(monkeypatch):
     _poll_for(monkeypatch, 10.0)
     first = vkrope.default_device()

@@ -445,9 +445,26 @@ def test_a_call_whose_last_result_was_dropped_is_replayed_into_a_new_array(make_
     assert replayed(dev) - before == 5
 
 
-def test_an_interrupted_replay_gives_its_memory_back(make_device):
-    """A replay that made its output and then failed (an interrupt at the submit) returns that memory to
-    the pool: the next call gets it and is replayed again, and is right."""
+def _interrupt_once_after_the_submission(monkeypatch):
+    """The next call's `execute._release` (after its submission, before it returns) raises KeyboardInterrupt, as
+    a signal landing there would."""
+    from vkrope.runtime import execute
+
+    real = execute._release
+
+    def release(*args):
+        monkeypatch.setattr(execute, "_release", real)
+        real(*args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(execute, "_release", release)
+
+
+@pytest.mark.parametrize("where", ["at the submit", "after the submission"])
+def test_an_interrupted_replay_gives_its_memory_back(make_device, monkeypatch, where):
+    """A replay that made its output and was interrupted (at the submit, or once the device was done and
+    before the array took the memory) returns that memory to the pool: the next call gets it and is
+    replayed again, and is right."""
     from vkrope.vk import binding as b
 
     dev = make_device()
@@ -456,13 +473,39 @@ def test_an_interrupted_replay_gives_its_memory_back(make_device):
     dev.apply(dx, dt).release()
     dev.apply(dx, dt).release()
     before = replayed(dev)
-    b.inject_fault("vkQueueSubmit", lambda: KeyboardInterrupt())
+    if where == "at the submit":
+        b.inject_fault("vkQueueSubmit", lambda: KeyboardInterrupt())
+    else:
+        _interrupt_once_after_the_submission(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         dev.apply(dx, dt)
-    assert replayed(dev) == before
     y = dev.apply(dx, dt)
-    assert replayed(dev) == before + 1
+    assert replayed(dev) == before + 1  # (the interrupted one is not counted: it raised before)
     close(y, want)
+
+
+def test_an_array_interrupted_as_it_is_made_takes_no_memory(make_device, monkeypatch):
+    """A call's output array interrupted as it is made (a signal in its constructor) has not taken memory
+    from the pool yet: none is lost (the memory came first, and leaked, before #35's adversary)."""
+    from vkrope.runtime import array
+
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(16))
+    table = dt.get()  # (a numpy table: the call is never replayed, its output made by Device._new_array)
+    dev.apply(dx, table).release()  # (its buffer now waits in the pool)
+    pooled = {r.serial for r in dev._rt.pool}
+    assert pooled
+    real = array.DeviceArray.__init__
+
+    def interrupted(self, *args):
+        monkeypatch.setattr(array.DeviceArray, "__init__", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(array.DeviceArray, "__init__", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dev.apply(dx, table)
+    assert pooled <= {r.serial for r in dev._rt.pool}
+    close(dev.apply(dx, dt), want)
 
 
 def test_numpy_arguments_are_never_replayed(make_device):

@@ -471,16 +471,19 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
     rt.kept_calls[key] = KeptCall(refs, hot, tables, which)
 
 
-def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Any, Made], Any]) -> tuple[bool, Any]:
+def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], DeviceArray]) -> tuple[bool, Any]:
     """Submit again the call kept under `key`, when there is one, every
     object it was made from is alive (so `objects`, of the same ids, are
     they), every DeviceArray among them usable (they are this runtime's: the
     call that was kept checked it, and an array never changes device), its
     layout still kept, and (a call that made its output) the pool gives back
     the very memory that layout binds, as it does to a loop that drops each
-    result before the next call: (True, its result: one of `objects`, or
-    that memory as `wrap(resource, made)` makes it an array). Else (False, None): the call
-    is checked and run as any other (and fails as any other would)."""
+    result before the next call: (True, its result: one of `objects`, or an
+    array `wrap(made)` makes empty, which then takes that memory). Else
+    (False, None): the call is checked and run as any other (and fails as
+    any other would). Whatever interrupts it, the memory taken from the
+    pool is held by the pool, by this call or by the array, never by two
+    (a double hand-back would give one buffer to two arrays) nor by none."""
     kept = rt.kept_calls.get(key)
     if kept is None or not all_usable(kept.refs):
         return False, None
@@ -488,25 +491,26 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Any, Mad
     if prepared is None:
         return False, None
     made = kept.result if isinstance(kept.result, Made) else None
-    res = None
-    if made is not None:
-        res = new_resource(rt, made.storage, made.shape, made.dtype)
-        if res.serial != made.serial:
-            free_resource(rt, res)  # (back to the pool, for the call checked and run anew)
-            return False, None
-    rt.imports.begin_call()
-    rt.in_call = True
+    out = wrap(made) if made is not None else objects[cast(int, kept.result)]
+    res = new_resource(rt, made.storage, made.shape, made.dtype) if made is not None else None
     try:
-        _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
-    except BaseException:
+        if made is not None and res is not None and res.serial != made.serial:
+            return False, None  # (its memory back to the pool below, for the call checked and run anew)
+        rt.imports.begin_call()
+        rt.in_call = True
+        try:
+            _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
+        finally:
+            rt.in_call = False
+            _release(rt, [], [])
+        rt.counts["replayed_calls"] += 1
+        if res is not None:
+            # (one statement, no call in it: an interruption lands before the array holds the memory, or after)
+            out._resource, res = res, None  # noqa: SLF001  (the runtime's own array)
+        return True, out
+    finally:
         if res is not None:
             free_resource(rt, res)
-        raise
-    finally:
-        rt.in_call = False
-        _release(rt, [], [])
-    rt.counts["replayed_calls"] += 1
-    return True, wrap(res, made) if made is not None else objects[cast(int, kept.result)]
 
 
 def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],

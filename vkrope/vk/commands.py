@@ -141,15 +141,18 @@ class CommandStream:
         if not self.in_flight:
             return
         deadline = self.timeout_s() if timeout is None else timeout
+        start = time.perf_counter()
         # (once: an interrupted poll does not start again)
-        spin_until = time.perf_counter() + min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))
+        spin_until = start + min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))
         interrupted: BaseException | None = None
         while self.in_flight:
             try:
                 if self.in_flight is MAYBE:
                     b.call("vkQueueWaitIdle", self.ctx.queue)  # returns at once when nothing was queued
                 elif not self._signalled_by(spin_until):
-                    b.wait_fence(self.ctx.handle, self.fences(), int(deadline * 1e9))
+                    # (what is left of the bound: the poll's time, or an interrupted wait's, counts)
+                    left = max(0.0, deadline - (time.perf_counter() - start))
+                    b.wait_fence(self.ctx.handle, self.fences(), int(left * 1e9))
                 self.in_flight = False
             except DeviceTimeoutError as exc:
                 exc.seconds = deadline
