@@ -9,8 +9,11 @@ Usage: python scripts/wait_probe.py [--out OUT.json] [--rounds N]"""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import statistics
+import subprocess
 import time
 from typing import Any, Callable
 
@@ -33,7 +36,18 @@ def _median_call(step: Callable[[], Any], calls: int) -> float:
     return statistics.median(out)
 
 
+def _commit() -> str:
+    """The checkout's commit, or "" where git or the history is not there (the offline GPU machine's copy)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=os.path.dirname(os.path.abspath(__file__)))
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
 def main() -> None:
+    """Time every call at every window, alternating, and print (and write) the medians."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="also write the medians here as JSON")
@@ -59,21 +73,25 @@ def main() -> None:
         times: dict[tuple[float, str], list[float]] = {}
         for name, call in calls.items():
             _median_call(call, 20)  # warm up
-        for _ in range(args.rounds):
-            for w in WINDOWS_S:
-                commands.SPIN_S[kind] = w
-                for name, call in calls.items():
-                    times.setdefault((w, name), []).append(_median_call(call, 100))
+        try:
+            for _ in range(args.rounds):
+                for w in WINDOWS_S:
+                    commands.SPIN_S[kind] = w
+                    for name, call in calls.items():
+                        times.setdefault((w, name), []).append(_median_call(call, 100))
+        finally:
+            commands.SPIN_S.clear()
+            commands.SPIN_S.update(saved)
         rows = [{"spin_s": w, "call": n, "seconds": statistics.median(v)} for (w, n), v in times.items()]
         print(f"{dev.name}: median host us per call, by fence poll window")
         print(f"{'call':<36}" + "".join(f"{w * 1e6:>10.0f}" for w in WINDOWS_S))
         for name in calls:
             print(f"{name:<36}" + "".join(f"{statistics.median(times[(w, name)]) * 1e6:>10.1f}" for w in WINDOWS_S))
-        commands.SPIN_S.clear()
-        commands.SPIN_S.update(saved)
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"device": dev.name, "rows": rows}, f, indent=1)
+                json.dump({"device": dev.name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                           "commit": _commit(), "rounds": args.rounds, "calls_per_round": 100, "rows": rows},
+                          f, indent=1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
 from .ops.repeat import key_of
 from .owner import DeviceMemory, devices
-from .runtime import execute
+from .runtime import execute, kept_calls
 from .runtime.operator import Operator
 from .vk.instance import PhysicalDeviceInfo
 
@@ -99,7 +99,7 @@ class Device(DeviceMemory):
         """A public operation called on this device. A call that repeats a
         kept call's very arguments (the same DeviceArrays and specs, equal
         values: ops/repeat.py) and bound only resident arrays is submitted
-        again as it is, its arrays checked alive (execute.replay);
+        again as it is, its arrays checked alive (runtime/kept_calls.py);
         any other is checked by its front end and run, and kept for next
         time when it can be."""
         objects: list[Any] = []
@@ -115,23 +115,23 @@ class Device(DeviceMemory):
             return False, None
         with self._lock:
             # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
-            return self._guarded(execute.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
+            return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
 
-    def _made(self, made: execute.Made) -> DeviceArray:
-        """The output of a replayed call that makes it (execute.replay), with no memory yet: the replay hands
+    def _made(self, made: kept_calls.Made) -> DeviceArray:
+        """The output of a replayed call that makes it (kept_calls.replay), with no memory yet: the replay hands
         it the pool's in one statement."""
         return DeviceArray(self, None, made.shape, made.dtype, made.storage)
 
     def _call(self, call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
         """A checked public call (ops/call.py) run on this device; kept under
         `key` (`kept_key`, its arguments kept by identity in `objects`) when it
-        can be (execute.keep_call)."""
+        can be (kept_calls.keep_call)."""
         outs = self._run(call.kernel, [BatchJob(r) for r in call.requests])
         result = call.result(outs)
         if key is not None and objects is not None and len(call.requests) == 1:
             with self._lock:
                 if not self.closed:
-                    execute.keep_call(self._rt, key, objects, call.kernel, call.requests[0], outs[0], result)
+                    kept_calls.keep_call(self._rt, key, objects, call.kernel, call.requests[0], outs[0], result)
         return result
 
     def _run(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:

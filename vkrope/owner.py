@@ -142,9 +142,12 @@ class DeviceOwner:
 
     def _force_limits(self, *, unified: bool | None = None, **limits: Any) -> None:
         """Testing hook: make this device report smaller limits (fields of
-        `PhysicalDeviceInfo`, e.g. `max_storage_buffer_range=1 << 20`) or
-        act as a discrete GPU (`unified=False`), so that the suite crosses
-        the same thresholds on every device. Drops every cached plan,
+        `PhysicalDeviceInfo`, e.g. `max_storage_buffer_range=1 << 20`), act
+        as a discrete GPU (`unified=False`: staging copies) or as unified
+        memory (`unified=True`: buffers host-visible, imports bound by the
+        kernel; on a discrete GPU that reads across PCIe, slowly but
+        right), so that the suite crosses the same thresholds and paths on
+        every device. Drops every cached plan,
         buffer and recording made under the old limits."""
         import dataclasses
 

@@ -6,6 +6,7 @@ poll on it, so the path every GPU call takes runs here too."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -45,6 +46,19 @@ def _poisoned_call(dev: vkrope.Device) -> np.ndarray:
     out = np.full_like(X, np.nan)
     dev.apply(X, F, out=out)
     return out
+
+
+@pytest.mark.parametrize("kind,polls", [(1, True), (2, True), (3, True), (4, False), (0, False)],
+                         ids=["integrated", "discrete", "virtual", "CPU", "other"])
+def test_gpus_poll_and_cpus_block(make_device, monkeypatch, calls, kind, polls):
+    """The shipped windows (SPIN_S as it is): a device reporting a GPU type polls first; a CPU device, whose
+    driver runs the work on the cores a poll would take, blocks at once (its type stood in for, here)."""
+    dev = make_device()
+    ctx = dev._context()  # noqa: SLF001
+    monkeypatch.setattr(ctx, "info", dataclasses.replace(ctx.info, type_code=kind))
+    assert np.abs(_poisoned_call(dev) - oracle(X, F)).max() < 1e-5
+    assert ("vkGetFenceStatus" in calls) == polls
+    assert polls or calls["vkWaitForFences"] >= 1
 
 
 def test_a_polled_wait_gives_the_result_without_blocking(device, monkeypatch, calls):
@@ -142,7 +156,9 @@ def test_an_interrupted_poll_returns_only_when_the_device_is_done(device, monkey
     out.fill(np.nan)
     with pytest.raises(KeyboardInterrupt):
         device.apply(X, F, out=out)
-    assert not device._rt.stream.in_flight  # noqa: SLF001
+    stream = device._rt.stream  # noqa: SLF001
+    assert not stream.in_flight
+    assert b.call_direct("vkGetFenceStatus", stream.ctx.handle, stream.fence) == b.vk().VK_SUCCESS  # (done)
     # (interrupted after the submission ended: the copy back was skipped, or it ran whole)
     assert np.isnan(out).all() or np.abs(out - oracle(X, F)).max() < 1e-5
     assert np.abs(_poisoned_call(device) - oracle(X, F)).max() < 1e-5

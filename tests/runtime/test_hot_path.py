@@ -9,6 +9,7 @@ before every call."""
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import numpy as np
@@ -19,6 +20,7 @@ from vkrope.kernels import cache as cache_kernel, interleaved
 from vkrope.ops import decode, sam2
 
 from forced import hang_waits
+from oracle import oracle
 
 D = 16
 
@@ -406,17 +408,10 @@ def test_a_call_that_makes_its_result_never_writes_a_live_array(make_device):
         x = rng.standard_normal(dx.shape).astype(np.float32)
         dev.apply(dev.asarray(x), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)  # x's new data
         ys.append(dev.apply(dx, dt))
-        wants.append(_rotated_by_table(x, dt.get()))
+        wants.append(oracle(x, dt.get()))
     assert ys[0] is not ys[1] and ys[1] is not ys[2] and replayed(dev) == 0
     for y, want in zip(ys, wants):
         close(y, want)
-
-
-def _rotated_by_table(x: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """float64 rotation of interleaved x by a [N, D] (cos, sin) table."""
-    ang = np.arctan2(table[:, 1::2], table[:, 0::2]).astype(np.float64)
-    re, im = x[..., 0::2].astype(np.float64), x[..., 1::2].astype(np.float64)
-    return np.stack([re * np.cos(ang) - im * np.sin(ang), re * np.sin(ang) + im * np.cos(ang)], -1).reshape(x.shape)
 
 
 @pytest.mark.parametrize("storage", ["buffer", "texture3d"])
@@ -430,7 +425,7 @@ def test_a_call_whose_last_result_was_dropped_is_replayed_into_a_new_array(make_
     dx, (dt, _) = dev.asarray(x0, storage=storage), _tiny(dev, rng)[1:]
     table = dt.get()
     y = dev.apply(dx, dt)
-    close(y, _rotated_by_table(x0, table))
+    close(y, oracle(x0, table))
     before = replayed(dev)
     for _ in range(5):
         y.release()  # (its memory back to the pool; the next call takes it again)
@@ -439,25 +434,70 @@ def test_a_call_whose_last_result_was_dropped_is_replayed_into_a_new_array(make_
         old, y = y, dev.apply(dx, dt)
         assert y is not old and old.released and not y.released
         assert (y.shape, y.dtype, y.storage) == (x0.shape, np.float32, storage)
-        close(y, _rotated_by_table(x, table))
+        close(y, oracle(x, table))
         poison(dev, y)
         assert np.isnan(y.get()).all()
     assert replayed(dev) - before == 5
 
 
-def _interrupt_once_after_the_submission(monkeypatch):
-    """The next call's `execute._release` (after its submission, before it returns) raises KeyboardInterrupt, as
-    a signal landing there would."""
-    from vkrope.runtime import execute
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+def test_a_loop_that_rebinds_its_result_replays_on_two_memories(make_device, storage):
+    """`y = dev.apply(dx, dt)`: the last result is alive during each call, so the pool holds the one before
+    it; the kept call remembers both memories and replays on them in turn, never on the live one, and
+    allocates nothing more."""
+    from vkrope.vk.binding import live_handles
 
-    real = execute._release
+    dev = make_device()
+    rng = np.random.default_rng(17)
+    x0 = rng.standard_normal((2, 3, D)).astype(np.float32)
+    dx, (dt, _) = dev.asarray(x0, storage=storage), _tiny(dev, rng)[1:]
+    table = dt.get()
+    y = dev.apply(dx, dt)
+    y = dev.apply(dx, dt)
+    before, memories = replayed(dev), live_handles().get("VkDeviceMemory", 0)
+    for _ in range(8):
+        x = rng.standard_normal(x0.shape).astype(np.float32)
+        dev.apply(dev.asarray(x, storage=storage), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)
+        last, last_data = y, y.get()
+        y = dev.apply(dx, dt)
+        close(y, oracle(x, table))
+        np.testing.assert_array_equal(last.get(), last_data)  # (the live result was not written)
+        del last
+    assert replayed(dev) - before >= 7
+    assert live_handles().get("VkDeviceMemory", 0) <= memories + 1
+
+
+def test_a_replay_takes_its_own_memory_among_others_in_the_pool(make_device):
+    """Released arrays of the same size crowd the pool before the memory the kept layout binds: the replay
+    takes that memory by its serial (the first that fits would never be it), and keeps doing so."""
+    dev = make_device()
+    rng = np.random.default_rng(18)
+    dx, dt, want = _tiny(dev, rng)
+    dev.apply(dx, dt).release()
+    dev.apply(dx, dt).release()
+    for a in [dev.asarray(np.zeros(dx.shape, np.float32)) for _ in range(3)]:
+        a.release()  # (three more buffers of the size, in the pool)
+    before = replayed(dev)
+    for _ in range(5):
+        y = dev.apply(dx, dt)
+        close(y, want)
+        y.release()
+    assert replayed(dev) - before == 5
+
+
+def _interrupt_once_after_the_submission(monkeypatch):
+    """The next replay's `release_call` (after its submission, before it returns) raises KeyboardInterrupt, as
+    a signal landing there would."""
+    from vkrope.runtime import kept_calls
+
+    real = kept_calls.release_call
 
     def release(*args):
-        monkeypatch.setattr(execute, "_release", real)
+        monkeypatch.setattr(kept_calls, "release_call", real)
         real(*args)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(execute, "_release", release)
+    monkeypatch.setattr(kept_calls, "release_call", release)
 
 
 @pytest.mark.parametrize("where", ["at the submit", "after the submission"])
@@ -479,9 +519,15 @@ def test_an_interrupted_replay_gives_its_memory_back(make_device, monkeypatch, w
         _interrupt_once_after_the_submission(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         dev.apply(dx, dt)
+    gc.collect()
     y = dev.apply(dx, dt)
     assert replayed(dev) == before + 1  # (the interrupted one is not counted: it raised before)
     close(y, want)
+    # ... and given back once: arrays alive together never share it (twice in the pool, two would)
+    held = [y] + [dev.apply(dx, dt) for _ in range(3)]
+    assert len({a.resource.serial for a in held}) == len(held)
+    for a in held:
+        close(a, want)
 
 
 def test_an_array_interrupted_as_it_is_made_takes_no_memory(make_device, monkeypatch):

@@ -68,7 +68,7 @@ class Runtime:
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
         self.memo: dict[tuple, Any] = {}  # operators' plans, by their own keys
         self.prepared: OrderedDict[tuple, Any] = OrderedDict()  # laid-out submissions, by execute.hot_key
-        self.kept_calls: dict[tuple, Any] = {}  # whole calls over resident arrays, by their arguments (execute.replay)
+        self.kept_calls: dict[tuple, Any] = {}  # whole calls over resident arrays, by their arguments (kept_calls.replay)
         self.imports = KeptImports(ctx)  # imports of numpy arrays that calls pass again
         # What Device.stats() reports: work done since the runtime was made.
         self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,

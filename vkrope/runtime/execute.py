@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import ctypes
 import math
-import weakref  # (KeptCall's references)
 from dataclasses import dataclass, field
-from typing import Any, Callable, cast
+from typing import Any
 
 import numpy as np
 
 from ..errors import (DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, UnsupportedFeatureError,
                       VkropeError, VulkanError)
 from ..vk.resources import Buffer, ImportedBuffer
-from .array import DeviceArray, all_usable, weak_refs
 from .array_memory import copy_steps, free_resource, new_resource
 from .engine import Runtime
 from .layout import MIN_BUFFER
@@ -332,7 +330,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         key = hot_key(rt, op, jobs, tables)
         prepared = rt.prepared.get(key) if key is not None else None
         if key is not None and prepared is not None:
-            return _submit_kept(rt, key, prepared, jobs, tables, want_time)
+            return submit_kept(rt, key, prepared, jobs, tables, want_time)
         try:
             prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
         except OutOfDeviceMemoryError as exc:
@@ -349,7 +347,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> 
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
         rt.in_call = False
-        _release(rt, imports, temporaries)
+        release_call(rt, imports, temporaries)
 
 
 def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
@@ -362,7 +360,7 @@ def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], table
     device-local buffer kept beside an import (this attempt's, or an
     interrupted call's: the arena-only layout uses none); a new call number
     makes the kept imports it found idle, so reclaim may release them."""
-    _release(rt, imports, temporaries)
+    release_call(rt, imports, temporaries)
     rt.release_import_companions()
     rt.imports.begin_call()
     rt.arena_only = True
@@ -372,7 +370,7 @@ def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], table
         rt.arena_only = False
 
 
-def _submit_kept(rt: Runtime, key: tuple, prepared: Prepared, jobs: list[Job], tables: list[list[list[Any]]],
+def submit_kept(rt: Runtime, key: tuple, prepared: Prepared, jobs: list[Job], tables: list[list[list[Any]]],
                  want_time: bool) -> float | None:
     """The hot path: a kept layout (under `key`) filled with this call's data and submitted again."""
     rt.prepared.move_to_end(key)
@@ -402,115 +400,6 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
         segs = tuple(tuple(a if isinstance(a, Arg) else a.nbytes for a in seg) for seg in job_tables)
         parts.append((job.plan, tuple(tensors), segs))
     return tuple(parts)
-
-
-# --- whole calls kept: a call that repeats its very arguments -----------------------
-# Calls kept per runtime; past that the memo starts again (more than the recordings kept).
-MAX_KEPT_CALLS = 1024
-
-
-@dataclass(frozen=True)
-class Made:
-    """The one output a kept call made for itself (it returned it): where a
-    replay takes its memory from, and which resource the kept layout binds."""
-
-    storage: str
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    serial: int
-
-
-@dataclass(frozen=True)
-class KeptCall:
-    """A call whose every tensor was a DeviceArray it was given, or the one
-    output it made and returned, kept to be submitted again as it is: the
-    objects its arguments were keyed by (weakly: a kept call keeps nothing
-    alive), its kept layout (`hot_key`), its tables (they follow from the
-    arguments alone), and which of those objects it returned (an index), or
-    the output it made (`Made`)."""
-
-    refs: tuple[weakref.ref, ...]
-    hot: tuple
-    tables: list[list[Any]]
-    result: int | Made
-
-
-def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: Any, outs: dict[str, Any],
-              result: Any) -> None:
-    """After a call of one request ran (under the device's lock, as every
-    use of the runtime): keep it under `key` (what identifies
-    its arguments, `objects` those kept by identity, ops/repeat.py) when
-    every tensor it moves was a DeviceArray given to it, or one output
-    made for it (in `outs`, by name) that it returned, it returned one of
-    those, and its layout is kept; else nothing."""
-    which: int | Made | None = next((i for i, o in enumerate(objects) if o is result), None)
-    if req.empty:
-        return
-    refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
-    if not all_usable(refs):
-        return  # (another thread may have released an argument once the call was done)
-    res = result.resource if isinstance(result, DeviceArray) else None
-    written = {}
-    for t in moved(req):
-        v = t.value
-        if v is None and t.writes and which is None and res is not None and outs.get(t.name) is result:
-            which, v = Made(t.storage, tuple(t.shape), np.dtype(t.dtype), res.serial), result
-        if v is None or isinstance(v, np.ndarray):
-            return  # (an output made for the call and not returned alone, or numpy data: every call has its own)
-        if t.writes:
-            written[t.name] = v
-    if which is None:
-        return
-    plan = plan_for(rt, op, req)
-    tables = [op.tables(req, plan)]
-    hot = hot_key(rt, op, [Job(req, plan, written)], tables)
-    if hot is None or hot not in rt.prepared:
-        return
-    if len(rt.kept_calls) >= MAX_KEPT_CALLS:
-        rt.kept_calls.clear()
-    rt.kept_calls[key] = KeptCall(refs, hot, tables, which)
-
-
-def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], DeviceArray]) -> tuple[bool, Any]:
-    """Submit again the call kept under `key`, when there is one, every
-    object it was made from is alive (so `objects`, of the same ids, are
-    they), every DeviceArray among them usable (they are this runtime's: the
-    call that was kept checked it, and an array never changes device), its
-    layout still kept, and (a call that made its output) the pool gives back
-    the very memory that layout binds, as it does to a loop that drops each
-    result before the next call: (True, its result: one of `objects`, or an
-    array `wrap(made)` makes empty, which then takes that memory). Else
-    (False, None): the call is checked and run as any other (and fails as
-    any other would). Whatever interrupts it, the memory taken from the
-    pool is held by the pool, by this call or by the array, never by two
-    (a double hand-back would give one buffer to two arrays) nor by none."""
-    kept = rt.kept_calls.get(key)
-    if kept is None or not all_usable(kept.refs):
-        return False, None
-    prepared = rt.prepared.get(kept.hot)
-    if prepared is None:
-        return False, None
-    made = kept.result if isinstance(kept.result, Made) else None
-    out = wrap(made) if made is not None else objects[cast(int, kept.result)]
-    res = new_resource(rt, made.storage, made.shape, made.dtype) if made is not None else None
-    try:
-        if made is not None and res is not None and res.serial != made.serial:
-            return False, None  # (its memory back to the pool below, for the call checked and run anew)
-        rt.imports.begin_call()
-        rt.in_call = True
-        try:
-            _submit_kept(rt, kept.hot, prepared, [], kept.tables, False)  # (no numpy tensor: nothing of a job is read)
-        finally:
-            rt.in_call = False
-            _release(rt, [], [])
-        rt.counts["replayed_calls"] += 1
-        if res is not None:
-            # (one statement, no call in it: an interruption lands before the array holds the memory, or after)
-            out._resource, res = res, None  # noqa: SLF001  (the runtime's own array)
-        return True, out
-    finally:
-        if res is not None:
-            free_resource(rt, res)
 
 
 def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
@@ -673,8 +562,9 @@ def may_import(rt: Runtime, nbytes: int) -> bool:
     and on unified memory from kept_imports.MIN_BYTES on (kept for later
     calls). Not kept on a discrete GPU: there the kernel reads a device-local
     copy either way, so a kept import saves one host copy (~10 us at 256 KiB)
-    but makes the call's layout anew each time (`hot_key`), which cost the
-    H200 ~250 us of host time a call against the arena's hot path (#35)."""
+    but makes the call's layout anew each time (`hot_key`): on the H200
+    the numpy (1, 256, 256) call cost 22.7x an empty submission so, 16.8x
+    through the arena's replayed layout (#35)."""
     if rt.arena_only or not rt.ctx.external_memory_host:
         return False
     return nbytes >= (kept_imports.MIN_BYTES if rt.unified else IMPORT_MIN_BYTES)
@@ -707,8 +597,8 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return None
     try:
         if kept:
-            buf = rt.imports.make(a, address)
-            if rt.unified and t.writes:
+            buf = rt.imports.make(a, address)  # (on unified memory only: may_import)
+            if t.writes:
                 _prefault(a)  # once: later calls find its pages mapped (a prefault of 256 KiB costs ~35 us)
         else:
             buf = ImportedBuffer(rt.ctx, address, a.nbytes, holder=imports)
@@ -732,7 +622,7 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return None
 
 
-def _release(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any]) -> None:
+def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any]) -> None:
     """The device reads and writes the caller's memory: it must be done with
     it before the imports go and the call returns or raises. drain()
     re-raises an interruption only after the device is done; after a failed
@@ -783,5 +673,5 @@ def _prefault(a: np.ndarray) -> None:
         _madvise(start, a.ctypes.data + a.nbytes - start, _MADV_POPULATE_WRITE)
 
 
-__all__ = ["IMPORT_MIN_BYTES", "Job", "run", "run_jobs", "plan_for", "allocation_limit", "moved", "keep_call",
-           "replay", "KeptCall"]
+__all__ = ["IMPORT_MIN_BYTES", "Job", "run", "run_jobs", "plan_for", "allocation_limit", "moved", "hot_key",
+           "may_import", "submit_kept", "release_call"]

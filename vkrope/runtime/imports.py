@@ -1,5 +1,8 @@
 """Imports of numpy arrays that calls use again and again, kept between calls.
 
+On unified memory only (execute.may_import: on a discrete GPU the kernel
+reads a device-local copy either way, and the argument arena's replayed
+layout costs less host time than a layout made anew each call, #35).
 A decode loop passes the same numpy arrays on every step (its `out`, an
 input it refills in place). Copying them through the argument arena costs
 two copies a call; importing them (VK_EXT_external_memory_host) costs one
@@ -10,9 +13,6 @@ caller's memory in place.
 
 The rules that keep it safe:
 
-- Only on unified memory (execute.may_import): on a discrete GPU the kernel
-  reads a device-local copy either way, and the arena's hot path costs
-  less host time than a layout made anew for each call (#35).
 - An array (C-contiguous, writeable, aligned, 64 KiB or more, its memory
   owned by numpy: not a mmap's, `frombuffer`'s or another library's) is
   imported when a call passes it as the same object a previous call did (a
@@ -37,7 +37,7 @@ The rules that keep it safe:
   over an evicted import can never replay.
 - `Device.trim()` and `close()` drop them all; at the device's allocation
   count the idle ones go first (`release_idle`).
-- fork: a driver that pins the imported pages (a discrete GPU) keeps the
+- fork: a driver that pins the imported pages keeps the
   parent's pages on Linux 5.9 and later (pinned pages are copied for the
   child, not shared copy-on-write); on older kernels call `Device.trim()`
   before forking a process whose parent goes on writing kept arrays.

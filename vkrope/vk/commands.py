@@ -15,6 +15,7 @@ from typing import Any
 
 from . import binding as b
 from .context import Context
+from .instance import DEVICE_TYPE_NAMES
 from .pipeline import ComputePipeline
 from .resources import Buffer, Image3D
 from ..errors import DeviceTimeoutError, VkropeError
@@ -32,7 +33,7 @@ SETS_PER_POOL = 64
 # more than a decode-sized kernel takes (issue #35); polling ends the wait
 # as the work does. Not on a CPU device: there the work runs on the cores a
 # poll would take.
-SPIN_S: dict[int, float] = {1: 200e-6, 2: 200e-6, 3: 200e-6}
+SPIN_S: dict[int, float] = {code: 200e-6 for code, name in DEVICE_TYPE_NAMES.items() if name.endswith("GPU")}
 
 
 def environment_timeout() -> float:
@@ -142,14 +143,14 @@ class CommandStream:
             return
         deadline = self.timeout_s() if timeout is None else timeout
         start = time.perf_counter()
-        # (once: an interrupted poll does not start again)
-        spin_until = start + min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))
+        window = min(deadline, SPIN_S.get(self.ctx.info.type_code, 0.0))
+        spin_until = start + window  # (once: an interrupted poll does not start again)
         interrupted: BaseException | None = None
         while self.in_flight:
             try:
                 if self.in_flight is MAYBE:
                     b.call("vkQueueWaitIdle", self.ctx.queue)  # returns at once when nothing was queued
-                elif not self._signalled_by(spin_until):
+                elif not (window > 0 and self._signalled_by(spin_until)):
                     # (what is left of the bound: the poll's time, or an interrupted wait's, counts)
                     left = max(0.0, deadline - (time.perf_counter() - start))
                     b.wait_fence(self.ctx.handle, self.fences(), int(left * 1e9))
@@ -165,12 +166,14 @@ class CommandStream:
             raise interrupted
 
     def _signalled_by(self, until: float) -> bool:
-        """Poll the fence until it is signalled (True) or `until` (perf_counter seconds) passes (False)."""
+        """Poll the fence until it is signalled (True) or `until` (perf_counter seconds) passes (False); at
+        least once (a thread descheduled past `until` before its first look still looks)."""
         device, fence = self.ctx.handle, self.fence
-        while time.perf_counter() < until:
+        while True:
             if b.call_direct("vkGetFenceStatus", device, fence) == b.vk().VK_SUCCESS:
                 return True
-        return False
+            if time.perf_counter() >= until:
+                return False
 
     def destroy(self) -> None:
         """Destroy the query pool, the fence and the command pool (with every
