@@ -14,26 +14,17 @@ import json
 import os
 import statistics
 import subprocess
-import time
 from typing import Any, Callable
 
 import numpy as np
 
 import vkrope
 from vkrope.vk import commands
+from vkrope.bench.kernel import median_time
 from vkrope.bench.step import fused_and_unfused
 from vkrope.bench.timing import empty_submission_seconds
 
 WINDOWS_S = (0.0, 50e-6, 200e-6, 1e-3)
-
-
-def _median_call(step: Callable[[], Any], calls: int) -> float:
-    out = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        step()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def _commit() -> str:
@@ -72,13 +63,13 @@ def main() -> None:
         saved = dict(commands.SPIN_S)
         times: dict[tuple[float, str], list[float]] = {}
         for name, call in calls.items():
-            _median_call(call, 20)  # warm up
+            median_time(call, 20, warmup=0)  # warm up
         try:
             for _ in range(args.rounds):
                 for w in WINDOWS_S:
                     commands.SPIN_S[kind] = w
                     for name, call in calls.items():
-                        times.setdefault((w, name), []).append(_median_call(call, 100))
+                        times.setdefault((w, name), []).append(median_time(call, 100, warmup=0))
         finally:
             commands.SPIN_S.clear()
             commands.SPIN_S.update(saved)

@@ -397,6 +397,22 @@ def test_a_repeated_resident_call_is_replayed_and_reads_the_arrays_data(make_dev
     assert y is dx and dev.apply(dx, dt, out=dx) is dx and replayed(dev) - before == 7
 
 
+def _x_of_storage(dev, rng, storage: str):
+    """x (2, 3, D) resident in `storage`, a resident table of random angles: (x, its DeviceArray, the table's
+    DeviceArray, the table)."""
+    x0 = rng.standard_normal((2, 3, D)).astype(np.float32)
+    dt = _tiny(dev, rng)[1]
+    return x0, dev.asarray(x0, storage=storage), dt, dt.get()
+
+
+def _refill(dev, dx, seed: int) -> np.ndarray:
+    """New data written into the resident `dx` by another call (the identity rotation); returns it."""
+    x = np.random.default_rng(seed).standard_normal(dx.shape).astype(np.float32)
+    dev.apply(dev.asarray(x, storage=dx.storage), vkrope.RopeFreqs(D), positions=np.zeros(dx.shape[-2], np.int64),
+              out=dx)
+    return x
+
+
 def test_a_call_that_makes_its_result_never_writes_a_live_array(make_device):
     """out=None, each result kept: every call returns a new array on memory of its own (a replay onto the
     kept layout would write the last result again), each right for the data x held then."""
@@ -404,9 +420,8 @@ def test_a_call_that_makes_its_result_never_writes_a_live_array(make_device):
     rng = np.random.default_rng(12)
     dx, dt, _ = _tiny(dev, rng)
     ys, wants = [], []
-    for _ in range(3):
-        x = rng.standard_normal(dx.shape).astype(np.float32)
-        dev.apply(dev.asarray(x), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)  # x's new data
+    for step in range(3):
+        x = _refill(dev, dx, 300 + step)
         ys.append(dev.apply(dx, dt))
         wants.append(oracle(x, dt.get()))
     assert ys[0] is not ys[1] and ys[1] is not ys[2] and replayed(dev) == 0
@@ -420,17 +435,13 @@ def test_a_call_whose_last_result_was_dropped_is_replayed_into_a_new_array(make_
     memory back, and the call is replayed onto it, as a new DeviceArray computed from what x holds now; a
     poison left in that memory (by the step before) is overwritten each time."""
     dev = make_device()
-    rng = np.random.default_rng(14)
-    x0 = rng.standard_normal((2, 3, D)).astype(np.float32)
-    dx, (dt, _) = dev.asarray(x0, storage=storage), _tiny(dev, rng)[1:]
-    table = dt.get()
+    x0, dx, dt, table = _x_of_storage(dev, np.random.default_rng(14), storage)
     y = dev.apply(dx, dt)
     close(y, oracle(x0, table))
     before = replayed(dev)
-    for _ in range(5):
+    for step in range(5):
         y.release()  # (its memory back to the pool; the next call takes it again)
-        x = rng.standard_normal(x0.shape).astype(np.float32)
-        dev.apply(dev.asarray(x, storage=storage), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)
+        x = _refill(dev, dx, 100 + step)
         old, y = y, dev.apply(dx, dt)
         assert y is not old and old.released and not y.released
         assert (y.shape, y.dtype, y.storage) == (x0.shape, np.float32, storage)
@@ -448,16 +459,12 @@ def test_a_loop_that_rebinds_its_result_replays_on_two_memories(make_device, sto
     from vkrope.vk.binding import live_handles
 
     dev = make_device()
-    rng = np.random.default_rng(17)
-    x0 = rng.standard_normal((2, 3, D)).astype(np.float32)
-    dx, (dt, _) = dev.asarray(x0, storage=storage), _tiny(dev, rng)[1:]
-    table = dt.get()
+    x0, dx, dt, table = _x_of_storage(dev, np.random.default_rng(17), storage)
     y = dev.apply(dx, dt)
     y = dev.apply(dx, dt)
     before, memories = replayed(dev), live_handles().get("VkDeviceMemory", 0)
-    for _ in range(8):
-        x = rng.standard_normal(x0.shape).astype(np.float32)
-        dev.apply(dev.asarray(x, storage=storage), vkrope.RopeFreqs(D), positions=np.zeros(3, np.int64), out=dx)
+    for step in range(8):
+        x = _refill(dev, dx, 200 + step)
         last, last_data = y, y.get()
         y = dev.apply(dx, dt)
         close(y, oracle(x, table))
