@@ -261,12 +261,12 @@ class DeviceMemory(DeviceOwner):
 
     def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
         """A new, uninitialised DeviceArray on this device. The array exists
-        before its memory does and takes it in one statement: an
-        interruption leaves the memory in the pool or in the array, never in
-        neither (#35's adversary leaked a pool buffer a call in 300)."""
+        before its memory does, and `new_resource` hands it the memory: an
+        interruption leaves pool memory in the pool or in the array, never in
+        neither (#35's adversaries leaked a pool buffer a call in 300)."""
         arr = DeviceArray(self, None, shape, dtype, storage)
         if math.prod(shape):
-            arr._resource = self._guarded(arrays.new_resource, self._rt, storage, shape, dtype)  # noqa: SLF001
+            self._guarded(arrays.new_resource, self._rt, storage, shape, dtype, arr)  # (it hands arr the memory)
         return arr
 
     def asarray(self, a: np.ndarray | DeviceArray, storage: str = "auto") -> DeviceArray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -754,3 +755,49 @@ def test_the_module_functions_replay_on_the_default_device():
         assert vkrope.apply(dx, dt, out=out) is out
         close(out, want)
     assert replayed(dev) - before == 2
+
+
+def test_replays_under_a_storm_of_handlers_that_release_and_take_memory(make_device):
+    """Signal handlers that let results go and take pool memory (asarray) land anywhere inside replayed
+    calls that make their result, with the pool kept full: no live array is ever written by another call,
+    no memory is held twice, and every result is right (a replay that found its memory's index before a
+    call and took the index after once gave it another array's memory, or destroyed memory, #35)."""
+    import signal
+
+    dev = make_device()
+    rng = np.random.default_rng(19)
+    dx, dt, want = _tiny(dev, rng)
+    dev._rt.POOL_COUNT = 6  # noqa: SLF001  (a full pool: what falls out of it is destroyed)
+    held: list = []
+    marks: list = []  # (array, the value it holds everywhere)
+
+    def handler(signum, frame):
+        if held:
+            held.pop(int(RNG_STORM.integers(len(held)))).release()
+        marks.append((a := dev.asarray(np.full(dx.shape, float(len(marks)), np.float32)), float(len(marks))))
+        if len(marks) > 6:
+            marks.pop(0)
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            signal.setitimer(signal.ITIMER_REAL, float(RNG_STORM.uniform(1e-5, 3e-4)))
+            y = dev.apply(dx, dt)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            close(y, want)
+            held.append(y)
+            if len(held) > 4:
+                held.pop(0)
+            for a, v in list(marks):
+                assert (a.get() == v).all(), "an array was written by another call"
+            live = [a.resource.serial for a in held + [m[0] for m in marks] if a.resource is not None]
+            pooled = [r.serial for r in dev._rt.pool]  # noqa: SLF001
+            assert len(set(live)) == len(live) and not set(live) & set(pooled) and len(set(pooled)) == len(pooled)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert replayed(dev) > 0
+
+
+RNG_STORM = np.random.default_rng(20)

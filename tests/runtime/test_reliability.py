@@ -167,8 +167,9 @@ print((rss() - r0) / 2**20, live_handles() == h0)
 def test_zero_size_returns_empty_without_device_work(shape, monkeypatch):
     x = np.zeros(shape, np.float32)
     f = np.zeros((shape[1], shape[2]), np.float32)
+    dev = vkrope.default_device()  # (opened first: an earlier test in this worker may have closed the default)
     monkeypatch.setattr(b, "call", lambda *a: pytest.fail(f"Vulkan call {a[0]} for a zero-size tensor"))
-    y = vkrope.default_device().apply(x, f)
+    y = dev.apply(x, f)
     assert y.shape == shape and y.dtype == np.float32
 
 

@@ -4,6 +4,7 @@ reuse pool, or 3D images), release, uploads and downloads, device copies."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -14,24 +15,46 @@ from .layout import image_bytes, packed_view, padded_bytes, tensor_extent
 from .steps import WRITE, Copy, ImageCopy, Step, arg
 
 
-def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> Buffer | Image3D:
+class _Held:
+    """Where `new_resource` puts memory for a caller that passes no array."""
+
+    _resource: Any = None
+
+
+def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dtype,
+                 into: Any = None) -> Buffer | Image3D:
     """Device memory for an array of `shape` / `dtype`: a buffer of whole
-    texels (from the pool when one fits) or a width-packed 3D image."""
+    texels (from the pool when one fits) or a width-packed 3D image; with
+    `into` (a DeviceArray) also handed to it. Memory from the pool is
+    found, moved out and handed over with no call and no allocation in
+    between: Python runs a signal handler or a garbage collection (either
+    may change the pool, through the reentrant lock) only at those, so the
+    index found is still the memory's, and the memory is in the pool or in
+    the array, never in both or neither. (New memory can be lost to an
+    interruption as the allocation returns: it is then released with the
+    device.)"""
     dtype = np.dtype(dtype)
     if rt.returned:
         take_back(rt)
+    into = _Held() if into is None else into
+    pool: list[Any] = rt.pool  # (Buffer or Image3D, told apart by is_image: isinstance is a call)
     if storage == "buffer":
         size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
-        for i, buf in enumerate(rt.pool):
-            if isinstance(buf, Buffer) and size <= buf.size <= 2 * size:
-                return rt.pool.pop(i)
-        return Buffer(rt.ctx, size, host_visible=rt.unified)
+        for i, buf in enumerate(pool):
+            if not buf.is_image and size <= buf.size <= 2 * size:
+                del pool[i]
+                into._resource = buf
+                return buf
+        into._resource = Buffer(rt.ctx, size, host_visible=rt.unified)
+        return into._resource  # type: ignore[no-any-return]
     extent, fmt = tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)
-    for i, image in enumerate(rt.pool):
-        # (the same image again: a decode loop over resident images replays its recording)
-        if isinstance(image, Image3D) and image.extent == extent and image.format == fmt:
-            return rt.pool.pop(i)
-    return rt.new_image(extent, fmt)
+    for i, im in enumerate(pool):  # (the same image again: a decode loop over resident images replays)
+        if im.is_image and im.extent == extent and im.format == fmt:
+            del pool[i]
+            into._resource = im
+            return im
+    into._resource = rt.new_image(extent, fmt)
+    return into._resource  # type: ignore[no-any-return]
 
 def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
     """Take back the memory of a temporary (see `take_back`)."""
@@ -43,22 +66,24 @@ def take_back(rt: Runtime) -> None:
     """Move the memory of released arrays (`rt.returned`) on: to the reuse
     pool (buffers and images alike, bounded in bytes and in count), what
     falls out of it to the graveyard (destroyed once no submission can use
-    it). Each move is two statements with no call between them, so an
-    interruption leaves every resource in exactly one list (in two, it could
-    be handed out twice)."""
-    while rt.returned:
-        res = rt.returned[-1]
-        if res.handle is not None:
-            rt.pool += [res]
-            del rt.returned[-1]
-        else:
-            rt.graveyard += [res]
-            del rt.returned[-1]
-    while len(rt.pool) > rt.pool_count or sum(p.size for p in rt.pool) > rt.POOL_BYTES:
-        rt.graveyard += [rt.pool[0]]
-        del rt.pool[0]
+    it). Each move looks, takes out and puts in with no allocation before
+    the put (a call's own work comes before Python runs a signal handler or
+    a collection, which may release arrays and so take back memory here
+    again, through the reentrant lock): every resource is in exactly one
+    list, whatever interrupts (in two, it could be handed out twice; a list
+    built for `+=` let a collection's finaliser move one memory twice, #35)."""
+    returned, pool, graveyard = rt.returned, rt.pool, rt.graveyard
+    while returned:
+        res = returned[-1]
+        del returned[-1]
+        (pool if res.handle is not None else graveyard).append(res)
+    while len(pool) > rt.pool_count or sum(p.size for p in pool) > rt.POOL_BYTES:
+        res = pool[0]
+        del pool[0]
+        graveyard.append(res)
     if not rt.stream.in_flight:
         rt.drain()
+
 
 def transfer(rt: Runtime, res: Buffer | Image3D, data: np.ndarray, upload: bool) -> None:
     """Copy numpy `data` into `res` (upload) or `res` into `data`."""

@@ -127,19 +127,36 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], D
     out = wrap(kept.result)
     if rt.returned:
         take_back(rt)  # (memory of arrays released since: into the pool, where it is looked for)
-    found = next(((i, hot) for serial, hot in kept.layouts if hot in rt.prepared
-                  for i, r in enumerate(rt.pool) if r.serial == serial), None)
-    if found is None:
-        return False, None
-    res: Any = rt.pool.pop(found[0])
+    taken: list[Any] = [None]  # (the memory between the pool and the array: held here, handed back if not on)
     try:
-        _submit(rt, found[1], kept.tables)
+        hot = _take_from_pool(rt, kept, taken)
+        if hot is None:
+            return False, None
+        _submit(rt, hot, kept.tables)
         # (one statement, no call in it: an interruption lands before the array holds the memory, or after)
-        out._resource, res = res, None  # noqa: SLF001  (the runtime's own array)
+        out._resource, taken[0] = taken[0], None  # noqa: SLF001  (the runtime's own array)
         return True, out
     finally:
-        if res is not None:
-            free_resource(rt, res)
+        if taken[0] is not None:
+            free_resource(rt, taken[0])
+
+
+def _take_from_pool(rt: Runtime, kept: KeptCall, taken: list[Any]) -> tuple | None:
+    """A layout of `kept` still kept whose memory is in the pool: that memory moved into `taken[0]`, the
+    layout returned; else None. Python runs a signal handler or a garbage collection (either may release
+    arrays or take pool memory, through the reentrant lock) only at a call: the memory is found and moved
+    with none in between, so the index is still its own and the memory is in the pool or in `taken`, never
+    in both or neither (an index found before a call once gave a replay another array's memory, #35)."""
+    pool = rt.pool
+    for serial, hot in kept.layouts:
+        if hot not in rt.prepared:
+            continue
+        for i, r in enumerate(pool):
+            if r.serial == serial:
+                del pool[i]
+                taken[0] = r
+                return hot
+    return None
 
 
 def _submit(rt: Runtime, hot: tuple, tables: list[list[Any]]) -> None:

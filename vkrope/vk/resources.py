@@ -49,6 +49,9 @@ class Buffer:
     the memory is DEVICE_LOCAL and reached through copies.
     """
 
+    # (a class attribute, not isinstance: the runtime's pool search makes no call, runtime/array_memory.py)
+    is_image = False
+
     handle: Any
     memory: Any
     _mapped: Any
@@ -112,6 +115,8 @@ class Buffer:
 
 class Image3D:
     """A 3D storage image (optimal tiling, device-local) with its view."""
+
+    is_image = True  # (see Buffer.is_image)
 
     def __init__(self, ctx: Context, extent: tuple[int, int, int], vk_format: int) -> None:
         vk = b.vk()
