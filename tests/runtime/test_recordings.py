@@ -254,3 +254,27 @@ def test_a_decode_loop_over_a_deep_models_layers_records_each_layer_once(make_de
             dev.rope_and_cache(q, q[:, :1], q[:, :1], kc, vc, spec, np.array([[step]]))
         counts.append(dev.stats()["recordings"] - made)
     assert counts[1] == counts[2] == counts[0] <= layers, counts
+
+
+def test_a_drain_right_after_a_recording_is_built_keeps_it(make_device):
+    """A signal handler (or a finaliser) that drains the runtime as soon as a recording is built, before
+    the call goes on: the recording is already cached and out of the unfinished list, so the drain neither
+    destroys it nor finds it twice (it was released, then cached and submitted, or the call raised
+    ValueError from list.remove, #35's adversaries)."""
+    dev = make_device()
+    rt = dev._rt  # noqa: SLF001
+
+    class Counts(dict):
+        def __setitem__(self, name, value):
+            super().__setitem__(name, value)
+            if name == "recordings":
+                rt.drain()  # (as a handler landing right after the build would)
+
+    rt.counts = Counts(rt.counts)
+    x = np.random.default_rng(3).standard_normal((2, 8, 16)).astype(np.float32)
+    f = np.tile(np.array([0.6, 0.8], np.float32), (8, 8))
+    for _ in range(3):
+        out = np.full_like(x, np.nan)
+        dev.apply(x, f, out=out)
+        assert np.abs(out - oracle(x, f)).max() < 1e-5
+    assert not rt.unfinished and all(r.cmd is not None for r in rt.recordings.values())

@@ -85,14 +85,16 @@ class Runtime:
         """Wait for the submission in flight (if any), then destroy what was
         released while it ran."""
         self.stream.drain()
+        # (released before forgotten, by identity: a signal handler may add to these lists during a release)
         while self.graveyard:
-            self.ctx.release(self.graveyard[-1])  # released before forgotten
-            self.graveyard.pop()
+            res = self.graveyard[-1]
+            self.ctx.release(res)
+            self.graveyard.remove(res)
         while self.unfinished and not self.building:  # (not under a recording in progress: GC can get here)
             rec = self.unfinished[-1]
             if not rec.cached:  # orphaned by an interruption: never submitted
                 self.ctx.release(rec)
-            self.unfinished.pop()
+            self.unfinished.remove(rec)
 
     def submit(self, steps: tuple[Step, ...], timed: bool = False, cache: bool = True) -> float | None:
         """Record `steps` (cached on the tuple itself unless `cache` is False,
@@ -121,12 +123,14 @@ class Runtime:
             except BaseException:
                 self.ctx.release(rec)
                 raise
+            # (cached before it leaves `unfinished`, still building: a signal handler's drain released
+            # one that was then cached, and this remove raised ValueError, #35's adversaries)
+            rec.cached = True
+            self.recordings[key] = rec
+            self.unfinished.remove(rec)
         finally:
             self.building -= 1
-        rec.cached = True  # before it enters the cache: drain() never releases a cached one
         self.counts["recordings"] += 1
-        self.recordings[key] = rec
-        self.unfinished.remove(rec)
         if len(self.recordings) > self.MAX_RECORDINGS:
             self.ctx.release(self.recordings.popitem(last=False)[1])
         return rec
