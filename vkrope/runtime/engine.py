@@ -12,6 +12,8 @@ or destroyed, so an interrupted call cannot corrupt the next one.
 
 from __future__ import annotations
 
+import contextlib
+
 from collections import OrderedDict
 from typing import Any
 
@@ -35,6 +37,14 @@ GROWTH = 1 << 16
 
 # The work roles of the device-local buffers kept beside imports on a discrete GPU (`import_companion`).
 IMPORT_COMPANION = "dev:"
+
+
+def _forget(items: list, item: Any) -> None:
+    """`item` out of `items` by identity, if still there: a signal handler or a finaliser that uses the
+    device during a release (through the reentrant lock) may add to the list, or drain it, meanwhile
+    (destroying twice does nothing)."""
+    with contextlib.suppress(ValueError):
+        items.remove(item)
 
 class Runtime:
     """The operator-independent runtime of one `Context`."""
@@ -85,16 +95,15 @@ class Runtime:
         """Wait for the submission in flight (if any), then destroy what was
         released while it ran."""
         self.stream.drain()
-        # (released before forgotten, by identity: a signal handler may add to these lists during a release)
-        while self.graveyard:
+        while self.graveyard:  # (released before forgotten: `_forget`)
             res = self.graveyard[-1]
             self.ctx.release(res)
-            self.graveyard.remove(res)
+            _forget(self.graveyard, res)
         while self.unfinished and not self.building:  # (not under a recording in progress: GC can get here)
             rec = self.unfinished[-1]
             if not rec.cached:  # orphaned by an interruption: never submitted
                 self.ctx.release(rec)
-            self.unfinished.remove(rec)
+            _forget(self.unfinished, rec)
 
     def submit(self, steps: tuple[Step, ...], timed: bool = False, cache: bool = True) -> float | None:
         """Record `steps` (cached on the tuple itself unless `cache` is False,
