@@ -270,10 +270,11 @@ class Runtime:
     def free_pool(self) -> None:
         """Destroy the pooled buffers and everything released (after the
         submission in flight)."""
+        while self.pool:  # (to the graveyard, one move with no call: pooled memory is never destroyed in place)
+            res = self.pool[-1]
+            del self.pool[-1]
+            self.graveyard.append(res)
         self.drain()
-        while self.pool:
-            self.ctx.release(self.pool[-1])  # released before forgotten
-            self.pool.pop()
 
     def reclaim(self) -> None:
         """Give allocations back at the device's allocation count: the pooled
