@@ -72,9 +72,6 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
     which: int | Made | None = next((i for i, o in enumerate(objects) if o is result), None)
     if req.empty:
         return
-    refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
-    if not all_usable(refs):
-        return  # (another thread may have released an argument once the call was done)
     res = result.resource if isinstance(result, DeviceArray) else None
     written = {}
     for t in moved(req):
@@ -87,6 +84,10 @@ def keep_call(rt: Runtime, key: tuple, objects: list[Any], op: Operator, req: An
             written[t.name] = v
     if which is None:
         return
+    # (references made only for a call that can be kept: each has a callback)
+    refs = weak_refs(objects, lambda: rt.kept_calls.pop(key, None))
+    if not all_usable(refs):
+        return  # (another thread may have released an argument once the call was done)
     plan = plan_for(rt, op, req)
     tables = [op.tables(req, plan)]
     hot = hot_key(rt, op, [Job(req, plan, written)], tables)
