@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 import vkrope
-from vkrope.kernels import cache as cache_kernel, interleaved
-from vkrope.ops import decode, sam2
+from vkrope.kernels import cache as cache_kernel, interleaved, table as table_kernel
+from vkrope.ops import decode, executorch, nd as nd_ops, onnx, sam2
 
 from forced import hang_waits
 from oracle import oracle
+from oracle_family import onnx_rotary_embedding
 
 D = 16
 
@@ -197,6 +198,27 @@ def test_a_decode_loop_past_one_binding_follows_its_positions(make_device):
         close(vc.get()[0, :, p], v[0, :, 0])
 
 
+@pytest.mark.parametrize("tables", ["resident", "numpy", "spec"])
+def test_a_table_kernel_decode_loop_follows_its_positions(make_device, tables):
+    """ONNX RotaryEmbedding one token at a time, positions jumping, on a 4
+    KiB binding: a resident (cos, sin) table past it binds a window over
+    each step's row (a plan per step), a numpy one gathers the step's row
+    and a spec computes it (one memoised plan for every step); each step
+    right against the float64 oracle, its output poisoned first."""
+    dev = make_device(max_storage_buffer_range=4096, min_storage_buffer_offset_alignment=64)
+    rng = np.random.default_rng(12)
+    s_max = 200
+    a = np.arange(s_max)[:, None] * (1.0 / 10000.0 ** (np.arange(0, D, 2) / D))
+    cos, sin = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)  # 6.4 KiB each
+    args = {"resident": (dev.asarray(cos), dev.asarray(sin)), "numpy": (cos, sin),
+            "spec": (vkrope.RopeFreqs(D), None)}[tables]
+    for p in (3, 190, 77, 120, 5, 6):
+        x = rng.standard_normal((1, 2, 1, D)).astype(np.float32)
+        out = dev.asarray(np.full((1, 2, 1, D), np.nan, np.float32))
+        y = dev.rotary_embedding(dev.asarray(x), *args, np.array([[p]]), out=out)
+        np.testing.assert_allclose(y.get(), onnx_rotary_embedding(x, cos, sin, np.array([[p]])), rtol=0, atol=2e-6)
+
+
 def _apply_requests(dev) -> list:
     """Checked `apply` requests, each differing from another in one thing."""
     rng = np.random.default_rng(6)
@@ -271,8 +293,44 @@ def _cache_requests(dev) -> list:
             decode.check(q, k, k, kc, vc, (dev.asarray(cos), dev.asarray(sin)), pos)]
 
 
-@pytest.mark.parametrize("op,requests", [(interleaved, _apply_requests), (cache_kernel, _cache_requests)],
-                         ids=["apply", "rope_and_cache"])
+def _table_requests(dev) -> list:
+    """Checked requests of the table kernel (ONNX, ExecuTorch, transformers, N-D), each differing from another
+    in one thing; the last six are pairs at other positions (a decode loop's: one plan)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 2, 3, D)).astype(np.float32)  # ONNX [B, H, S, D]
+    q, k = rng.standard_normal((1, 3, 2, D)).astype(np.float32), rng.standard_normal((1, 3, 1, D)).astype(np.float32)
+    a = np.arange(9)[:, None] * np.ones(D // 2)
+    cos, sin = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    full_c, full_s = np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1)
+    dcos, dsin = dev.asarray(cos), dev.asarray(sin)
+    pos, spec = np.array([[1, 2, 3]]), vkrope.RopeFreqs(D)
+    nd = vkrope.NdFreqs(axes_dim=(D // 2, D // 2))
+    return [onnx.check_onnx(x, cos, sin, pos),
+            onnx.check_onnx(x, cos, sin, pos, interleaved=1),
+            onnx.check_onnx(x, cos[:, :D // 4], sin[:, :D // 4], pos, rotary_embedding_dim=D // 2),
+            onnx.check_onnx(x.astype(np.float16), cos, sin, pos),
+            onnx.check_onnx(x.astype(np.float16), cos.astype(np.float16), sin.astype(np.float16), pos),
+            onnx.check_onnx(x, cos, sin, pos, storage="texture3d"),
+            onnx.check_onnx(x[:, :1], cos, sin, pos),
+            onnx.check_onnx(x.transpose(0, 2, 1, 3).reshape(1, 3, 2 * D), cos, sin, pos, num_heads=2),
+            onnx.check_onnx(x, dcos, dsin, pos),
+            onnx.check_onnx(x, spec, None, pos),
+            onnx.check_onnx(x, vkrope.RopeFreqs(D, base=100.0), None, pos),
+            onnx.check_onnx(dev.asarray(x), dcos, dsin, pos),
+            *executorch.check_hf(q, k, full_c, full_s, 2),
+            *executorch.check_llm(q, k, cos[:3], sin[:3]),
+            nd_ops.check_nd(rng.standard_normal((1, 3, D)).astype(np.float32), nd, np.array([[0, 1], [1, 0], [2, 2]])),
+            onnx.check_onnx(x, cos, sin, np.array([[8, 0, 4]])),  # numpy rows gathered per token
+            onnx.check_onnx(x, cos, sin, np.array([[2, 7, 1]])),
+            onnx.check_onnx(x, dcos, dsin, np.array([[8, 0, 4]])),  # a resident table bound whole
+            onnx.check_onnx(x, dcos, dsin, np.array([[2, 7, 1]])),
+            onnx.check_onnx(x, spec, None, np.array([[8, 0, 4]])),  # the spec's columns whole
+            onnx.check_onnx(x, spec, None, np.array([[2, 7, 1]]))]
+
+
+@pytest.mark.parametrize("op,requests", [(interleaved, _apply_requests), (cache_kernel, _cache_requests),
+                                         (table_kernel, _table_requests)],
+                         ids=["apply", "rope_and_cache", "table"])
 def test_equal_plan_keys_mean_equal_plans(device, op, requests):
     """Across requests that each change one thing, two with one plan key
     have one plan; and the decode-shaped ones are memoised at all."""
@@ -287,6 +345,8 @@ def test_equal_plan_keys_mean_equal_plans(device, op, requests):
                 assert plans[i] == plans[j], f"requests {j} and {i} share a plan key but not a plan"
     if op is cache_kernel:
         assert keys[0] == keys[1]  # a new position is not a new plan
+    elif op is table_kernel:  # (numpy and resident tables and a spec, each at two sets of positions)
+        assert all(keys[i] is not None and keys[i] == keys[i + 1] for i in (-6, -4, -2))
     else:  # (numpy and resident tables, each at two sets of positions)
         assert keys[13] is not None and keys[13] == keys[-3] and keys[-2] is not None and keys[-2] == keys[-1]
 
@@ -308,6 +368,14 @@ def test_positions_that_shape_the_table_segments_are_not_memoised(make_device):
     assert interleaved.plan(a, limits) != interleaved.plan(b, limits)
     x_long = rng.standard_normal((1, 300, D)).astype(np.float32)  # past fit.PER_TOKEN_ROWS in one chunk
     assert interleaved.plan_key(sam2.check(x_long, table, positions=np.arange(300) % rows), limits) is None
+    # the table kernel's: cos and sin of 200 rows of D / 2 float32, 6.4 KiB each
+    x4 = rng.standard_normal((1, 1, 2, D)).astype(np.float32)
+    cos, sin = (rng.standard_normal((200, D // 2)).astype(np.float32) for _ in range(2))
+    a, b = (onnx.check_onnx(x4, dev.asarray(cos), dev.asarray(sin), p[None]) for p in (near, near + 190))
+    assert table_kernel.plan_key(a, limits) is None
+    assert table_kernel.plan(a, limits) != table_kernel.plan(b, limits)
+    x4_long = rng.standard_normal((1, 1, 300, D)).astype(np.float32)
+    assert table_kernel.plan_key(onnx.check_onnx(x4_long, cos, sin, np.arange(300)[None] % 200), limits) is None
 
 
 def test_equal_plan_keys_mean_equal_plans_past_small_bindings(make_device):

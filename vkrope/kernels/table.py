@@ -18,7 +18,7 @@ contracts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -323,9 +323,36 @@ def _segment(req: Request, bs0: int, bs1: int, t_row_bytes: int, budget: int, li
 
 
 def plan_key(req: Request, limits: Any) -> tuple | None:
-    """Never memoised: a plan's table segments depend on the rows each token
-    reads (position ids, start_pos)."""
-    return None
+    """What a plan depends on, when that excludes the rows each token reads
+    (position ids, start_pos): every field of the request but those rows and
+    the caller's arguments as passed, an array by its kind, shape and dtype
+    (a resident table: its rows decide whether it is bound whole). None where
+    those rows shape the table segments (`_rows_matter`)."""
+    if _rows_matter(req, limits):
+        return None
+    parts: list[Any] = [KERNEL, req.row_of.shape]
+    for name in _KEY_FIELDS:
+        v = getattr(req, name)
+        parts.append((type(v), v.shape, v.dtype) if isinstance(v, (np.ndarray, DeviceArray)) else v)
+    return tuple(parts)
+
+
+# The request's fields a plan may read: all but the tokens' rows and the caller's arguments as passed.
+_KEY_FIELDS = tuple(f.name for f in fields(Request) if f.name not in ("row_of", "given"))
+
+
+def _rows_matter(req: Request, limits: Any) -> bool:
+    """Whether the table segments of `plan` depend on the rows the tokens
+    read: `fit.rows_matter` for a chunk of all the call's tokens (every chunk
+    has at most those), with the budgets `plan` gives `_segment`; never for
+    frequencies computed in the shader (their columns are whole)."""
+    if req.generated:
+        return False
+    t_row_bytes = req.table_width * np.dtype(f_dtype_of(req)).itemsize
+    budget = fit.table_budget(limits, t_row_bytes, fit.binding_budget(limits, req.dtype.itemsize))
+    resident = _resident(req.cos) or _resident(req.sin)
+    return fit.rows_matter(len(req.row_of), t_row_bytes, budget,
+                           resident_rows=_table_rows(req.cos, req.table_width) if resident else None)
 
 
 def tables(req: Request, pl: Plan) -> list[list[Any]]:
