@@ -12,7 +12,8 @@ is module state; a fresh module is the stateless per-call answer) and
 stores, under "<config>/<case>/":
   pos          int64 position ids ([1, S], M-RoPE [3, 1, S])
   inv_freq     float32, the module's inverse frequencies after the call
-  scaling      float64 [1], its attention_scaling
+  scaling      float64 [1], its attention_scaling (the factor its cos / sin carry where that differs:
+               PhiMoE's mscale)
   cos, sin     float32 [1, S, rot], the module's output for float32 x
   q, k         float32 [1, 2, S, D] / [1, 1, S, D] inputs (seeded)
   q_out, k_out float32: the model's apply_rotary_pos_emb on them (partial
@@ -83,6 +84,7 @@ def _rotary_modules(transformers) -> dict:
     return {
         "llama": (mods.llama.modeling_llama, "LlamaRotaryEmbedding"),
         "phi3": (mods.phi3.modeling_phi3, "Phi3RotaryEmbedding"),
+        "phimoe": (mods.phimoe.modeling_phimoe, "PhimoeRotaryEmbedding"),
         "phi": (mods.phi.modeling_phi, "PhiRotaryEmbedding"),
         "qwen2": (mods.qwen2.modeling_qwen2, "Qwen2RotaryEmbedding"),
         "deepseek_v3": (mods.deepseek_v3.modeling_deepseek_v3, "DeepseekV3RotaryEmbedding"),
@@ -132,7 +134,14 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
     with torch.no_grad():
         cos, sin = rot(torch.zeros(1, dtype=torch.float32), pos_t, **extra)
         inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
+        if cfg["model_type"] == "phimoe":  # (its forward recomputes them without the length: not the buffer
+            inv = rot.rope_init_fn(rot.config)[0]  # the longrope update wrote past the original length)
         scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
+        at_zero = (pos_t.reshape(-1, pos_t.shape[-1])[0] == 0).nonzero()
+        if pos_t.dim() == 2 and len(at_zero) and float(cos[0, at_zero[0, 0], 0]) != float(torch.tensor(scaling)):
+            # the module scales cos / sin by another factor than its attention_scaling (PhiMoE's forward
+            # multiplies by short_mscale / long_mscale): the factor it applied, its cos at position 0
+            scaling = float(cos[0, at_zero[0, 0], 0])
         s, head, rdim = pos_t.shape[-1], _head(cfg, text), cos.shape[-1]
         if cfg["model_type"] == "glm4":  # (its module returns cos / sin of the rotary part)
             assert rdim == head // 2, rdim

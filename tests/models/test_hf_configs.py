@@ -85,7 +85,8 @@ def test_goldens_cover_the_issue():
                  "gemma-3-4b@sliding_attention/max", "gemma-3-4b@full_attention/max", "llama-2-7b-dynamic/at_length",
                  "llama-2-7b-dynamic/beyond", "phi-2/max", "qwen2-vl-7b/grid", "qwen3-vl-8b/grid",
                  "llama-4-scout-rope/max", "yarn-mscale-ratio/max", "glm-4-9b/max", "cohere-command-r/max",
-                 "gemma-3-4b-minimal@sliding_attention/max", "gemma-3-4b-minimal@full_attention/max"):
+                 "gemma-3-4b-minimal@sliding_attention/max", "gemma-3-4b-minimal@full_attention/max",
+                 "phi-3.5-moe-shape/above_switch"):
         assert need in cases, need
 
 
@@ -97,7 +98,8 @@ def test_frequencies_and_factor_match_transformers(case):
     ulp = ulps32(np.array(spec.inv_freq, np.float32), GOLD[case + "/inv_freq"])
     assert ulp.max() <= 1, (case, ulp.max())
     assert np.float32(spec.attention_factor) == np.float32(GOLD[case + "/scaling"][0])
-    assert np.float32(rope.attention_factor) == np.float32(GOLD[case + "/scaling"][0])
+    # (PhiMoE's factor follows the length: long_mscale past the original one)
+    assert np.float32(rope.attention_factor_for(int(pos.max()) + 1)) == np.float32(GOLD[case + "/scaling"][0])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -883,8 +885,9 @@ def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
 
 def test_phimoe_mscale_switches_with_the_factors():
     """Phi-3.5-MoE's short_mscale / long_mscale: the attention factor of the
-    side of the switch the call is on (as its original modeling code; see
-    the README on transformers 5.25's module)."""
+    side of the switch the call is on, its frequencies the short factors on
+    both (as transformers 5.25's PhimoeRotaryEmbedding; the golden
+    phi-3.5-moe-shape proves it on its module's output)."""
     cfg = {"model_type": "phimoe", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
            "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 64, "long_factor": [2.0] * 64,
@@ -894,6 +897,9 @@ def test_phimoe_mscale_switches_with_the_factors():
     assert rope.freqs(np.array([[4096]])).attention_factor == np.float32(1.25)
     c, _ = rope.cos_sin(np.array([[0, 4096]]))
     assert c[0, 0, 0] == np.float32(1.25)
+    short = 1.0 / 10000.0 ** (np.arange(0, 128, 2) / 128)
+    for n in (100, 4097, 131072):
+        np.testing.assert_allclose(rope.inv_freq(n), short, rtol=2e-7)  # (the short factors, 1.0, at any length)
     other = dict(cfg, model_type="phi3")
     assert "short_mscale" in vkrope.from_hf(other).ignored  # transformers' Phi-3 does not read them
     # PhiMoE's class reads the rope dict's original length, not the top level's (Phi-3's, Llama's: the top's)

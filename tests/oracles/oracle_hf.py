@@ -47,7 +47,7 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
     theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))
     head = cfg.get("qk_rope_head_dim") or cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     partial = r.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
-    out = dict(r, type=kind, theta=float(theta), head_dim=head, partial=partial,
+    out = dict(r, type=kind, theta=float(theta), head_dim=head, partial=partial, model=cfg.get("model_type"),
                dim=head if kind == "proportional" else int(head * partial),
                mpe=cfg.get("max_position_embeddings"),
                orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings",
@@ -80,7 +80,9 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
         inv = F(1) / pw
         return inv / F(rope["factor"]) if kind == "linear" else inv
     if kind == "longrope":
-        ext = rope["long_factor"] if seq_len and seq_len > rope["orig"] else rope["short_factor"]
+        # (PhiMoE's rotary module recomputes its frequencies without the length: the short factors always)
+        long = seq_len and seq_len > rope["orig"] and rope["model"] != "phimoe"
+        ext = rope["long_factor"] if long else rope["short_factor"]
         return F(1) / (np.asarray(ext, np.float32) * pw)
     if kind == "llama3":
         inv = F(1) / pw
@@ -132,6 +134,8 @@ def attention_factor(rope: dict) -> float:
             return g(f, rope["mscale"]) / g(f, rope["mscale_all_dim"])
         return g(f)
     if kind == "longrope":
+        if rope["model"] == "phimoe":  # (its forward's mscale, short within the original length)
+            return rope["short_mscale"]
         if rope.get("attention_factor") is not None:
             return rope["attention_factor"]
         f = rope.get("factor") or rope["mpe"] / rope["orig"]

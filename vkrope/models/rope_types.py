@@ -75,7 +75,11 @@ def is_long(r: ModelRope, seq_len: int | None) -> bool:
 
 
 def _longrope(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
-    ext = np.asarray(r.param("long_factor") if is_long(r, seq_len) else r.param("short_factor"), t)
+    """longrope's frequencies: the short or long factors by `is_long`; always the short ones with PhiMoE's
+    `short_mscale` / `long_mscale` (transformers' PhimoeRotaryEmbedding recomputes its frequencies without the
+    length and switches only the mscale: the golden phi-3.5-moe-shape/above_switch)."""
+    long = is_long(r, seq_len) and r.param("short_mscale") is None
+    ext = np.asarray(r.param("long_factor") if long else r.param("short_factor"), t)
     return t(1.0) / (ext * powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim))
 
 
@@ -129,7 +133,10 @@ def _yarn_factor(r: ModelRope) -> float:
 
 
 def _longrope_factor(r: ModelRope) -> float:
-    """longrope's `attention_factor`, else sqrt(1 + ln(factor) / ln(original_max_position_embeddings))."""
+    """longrope's `attention_factor`, else sqrt(1 + ln(factor) / ln(original_max_position_embeddings)); PhiMoE's
+    `short_mscale` (what a call within the original length is scaled by: `ModelRope.attention_factor_for`)."""
+    if r.param("short_mscale") is not None:
+        return float(r.param("short_mscale"))
     given = r.param("attention_factor")
     if given is not None:
         return float(given)
