@@ -233,10 +233,8 @@ class ModelRope:
 
     def attention_factor_for(self, seq_len: int | None) -> float:
         """The attention factor of a call whose max(position_ids) + 1 is
-        `seq_len`: `attention_factor`, except for longrope with
-        `short_mscale` / `long_mscale` (Phi-3.5-MoE): long_mscale past
-        original_max_position_embeddings (its factors stay the short ones,
-        as transformers' PhimoeRotaryEmbedding runs)."""
+        `seq_len`: `attention_factor`, except for longrope with `short_mscale`
+        / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
         if self.rope_type == "longrope" and self.param("short_mscale") is not None:
             return float(self.param("long_mscale" if is_long(self, seq_len) else "short_mscale"))
         return self.attention_factor
