@@ -1611,6 +1611,8 @@ MUTATIONS = [
     Mutation("plans with positions memoised whatever the table", "vkrope/kernels/interleaved.py",
              "    if req.positions is not None and not req.generated and _rows_matter(req, limits):\n        return None",
              "    if False:\n        return None"),
+    Mutation("RMSNorm weights past float32 read as infinite", "vkrope/ops/decode.py",
+             "        if past.any():\n", "        if False:\n"),
     Mutation("PhiMoE's long factors past the original length", "vkrope/models/rope_types.py",
              'long = is_long(r, seq_len) and r.param("short_mscale") is None', "long = is_long(r, seq_len)"),
     Mutation("PhiMoE's factor without its length", "vkrope/models/rope_types.py",

@@ -301,7 +301,13 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
             raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
         if tuple(w.shape) != (d,):
             raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
-        ws.append(np.asarray(w, np.float32))
+        with np.errstate(over="ignore"):
+            w32 = np.asarray(w, np.float32)
+        past = np.isinf(w32) & np.isfinite(w)  # (finite weights the float32 kernel would read as infinite)
+        if past.any():
+            raise ValueError(f"{name} must hold float32 values (the kernel reads float32 weights); got "
+                             f"{float(np.asarray(w)[past][0])!r}, past float32's largest, {float(np.finfo(np.float32).max)!r}")
+        ws.append(w32)
     return np.stack(ws)
 
 
