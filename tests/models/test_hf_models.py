@@ -564,3 +564,33 @@ def test_legacy_layer_type_names_are_renamed_as_every_config_class_does():
     assert [r is None for r in vkrope.hf_layers(old)] == [True, True, True, False]
     assert vkrope.from_hf(old, layer=3) == vkrope.from_hf(new, layer=3)
     assert vkrope.from_hf(old).nope_layers == (0, 1, 2)
+
+
+def test_positions_past_a_models_fixed_table_are_refused():
+    """GPT-J and CodeGen index a sin / cos table of max_position_embeddings
+    rows (scripts/hf_position_limits.py found them by running each ok type's
+    rotary module at the limit): their last row rotates, the limit is a
+    ValueError before any GPU work (transformers raises IndexError there), by
+    every front end that takes the ModelRope; a model computing its angles
+    has no such limit, nor does a hand-made or GGUF spec."""
+    limits = hf_models.position_limited()
+    assert limits == {"gptj", "codegen"} and all(TABLE[t]["status"] == "ok" for t in limits)
+    q = np.random.default_rng(3).standard_normal((1, 8, 1, 64)).astype(np.float32)
+    for cfg in ({"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": 2048},
+                {"model_type": "codegen", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": 2048}):
+        rope = vkrope.from_hf(cfg)
+        y, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.array([[2047]]))
+        assert np.isfinite(y).all()
+        for call in (lambda p: vkrope.apply_rotary_pos_emb(q, q, rope, p),
+                     lambda p: vkrope.rotary_embedding(q, rope, None, p, interleaved=1),
+                     lambda p: rope.freqs(p), lambda p: rope.cos_sin(p)):
+            with pytest.raises(ValueError, match=r"max_position_embeddings = 2048 rows and has no rotation for "
+                                                 r"position 2048 \(it raises IndexError there\)"):
+                call(np.array([[0, 2048]]))
+    llama = vkrope.from_hf({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8,
+                            "max_position_embeddings": 2048})
+    assert np.isfinite(llama.cos_sin(np.array([[5000]]))[0]).all()  # (computed: no table to run past)
+    import dataclasses  # noqa: PLC0415
+    own = dataclasses.replace(vkrope.from_hf({"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32,
+                                              "n_positions": 2048}), source="")
+    assert np.isfinite(own.cos_sin(np.array([[5000]]))[0]).all()  # (a spec not read from a config)

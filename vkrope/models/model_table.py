@@ -19,7 +19,35 @@ import os
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_models.json")
+
+
+# The model types whose rotary module indexes a table of max_position_embeddings rows (scripts/hf_position_limits.py)
+LIMITS_PATH = os.path.join(os.path.dirname(PATH), "hf_position_limits.json")
+
+
+@lru_cache(maxsize=1)
+def position_limited() -> frozenset[str]:
+    """The model types whose rotary module in transformers has no rotation at or past max_position_embeddings."""
+    with open(LIMITS_PATH, encoding="utf-8") as f:
+        return frozenset(json.load(f)["models"])
+
+
+def within_limit(rope: Any, position_ids: Any) -> None:
+    """A ValueError where a ModelRope read from a config (`rope.source` "config") is of a model type whose
+    rotary module reads a fixed table of max_position_embeddings rows (GPT-J, CodeGen) and a position reaches
+    it: the model's own code has no answer there (it raises IndexError), so none is made up. Positions that
+    are not integers are left to the caller's checks."""
+    mpe = rope.max_position_embeddings
+    if rope.source != "config" or rope.model not in position_limited() or not mpe or position_ids is None:
+        return
+    p = np.asarray(position_ids)
+    if p.dtype.kind in "iu" and p.size and int(p.max()) >= mpe:
+        raise ValueError(f"position_ids: {rope.model}'s rotary module (transformers {table()['transformers']}) reads "
+                         f"a table of max_position_embeddings = {mpe} rows and has no rotation for position "
+                         f"{int(p.max())} (it raises IndexError there); pass positions below {mpe}")
 
 
 @lru_cache(maxsize=1)

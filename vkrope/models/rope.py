@@ -25,6 +25,7 @@ import numpy as np
 
 from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, read_by
+from .model_table import within_limit
 
 ROPE_TYPES = tuple(RULES)
 
@@ -283,8 +284,8 @@ class ModelRope:
     def freqs(self, position_ids: Any = None) -> InvFreqs:
         """The `InvFreqs` the kernels read for a call with these position ids
         (dynamic and longrope decide by their max + 1; the others ignore them)."""
-        n = self.seq_len(position_ids) if self.uses_seq_len() else None
-        return self._freqs(n)
+        within_limit(self, position_ids)
+        return self._freqs(self.seq_len(position_ids) if self.uses_seq_len() else None)
 
     def _freqs(self, seq_len: int | None) -> InvFreqs:
         call_key = RULES[self.rope_type].call_key
