@@ -487,11 +487,14 @@ def cmd_config(args: argparse.Namespace) -> int:
     if is_gguf and args.like is not None:  # (it was ignored)
         raise ValueError(f"--like: applies to config.json files; {file!r} is a GGUF file, read as its "
                          "general.architecture says (leave --like out)")
+    if not is_gguf and args.context_length is not None:
+        raise ValueError(f"--context-length: applies to GGUF files (llama.cpp's context); {file!r} is a config.json")
     if is_gguf:
+        n_ctx = args.context_length
         try:  # (imports gguf, or says how to get it)
-            ropes = [from_gguf(file)]
+            ropes = [from_gguf(file, context_length=n_ctx)]
         except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
-            ropes = [from_gguf(file, layer_type=lt) for lt in ("full_attention", "sliding_attention")]
+            ropes = [from_gguf(file, layer_type=lt, context_length=n_ctx) for lt in ("full_attention", "sliding_attention")]
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
         types = layer_types(cfg, like=args.like)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
@@ -610,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
                         "not GGUF)")
     p.add_argument("--plot", metavar="FILE", help="also draw the inverse frequencies per pair column against "
                                                  "the unscaled ones (.png, .svg or .pdf; needs matplotlib)")
+    p.add_argument("--context-length", type=positive_int, metavar="N", help="GGUF: llama.cpp's n_ctx per sequence")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

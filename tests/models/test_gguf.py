@@ -119,11 +119,26 @@ def test_phi35_longrope_from_gguf(tmp_path):
         ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 96),
         ("add_rope_scaling_orig_ctx_len", 4096), ("add_rope_scaling_attn_factors", attn)],
         [("rope_factors_long.weight", rs["long_factor"]), ("rope_factors_short.weight", rs["short_factor"])])
-    g, h = vkrope.from_gguf(path), vkrope.from_hf(cfg)
-    assert g.rope_type == "longrope"
-    for n in (10, 4096, 4097, 100000):  # the switch by position, on both sides
-        assert np.array_equal(g.inv_freq(n), h.inv_freq(n)), n
-    assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
+    h = vkrope.from_hf(cfg)
+    # llama.cpp picks the factors by the context it allocates per sequence (build_rope_factors: long past
+    # n_ctx_orig_yarn), for every position: a file alone does not say which, so no context is an error
+    with pytest.raises(ValueError, match=r"context_length: .* has longrope factors, which llama.cpp picks by the "
+                                         r"context it allocates per sequence \(the long ones past "
+                                         r"rope.scaling.original_context_length = 4096\)"):
+        vkrope.from_gguf(path)
+    for context, picks in ((4096, 10), (512, 10), (4097, 100000), (131072, 100000)):  # (picks: h's length)
+        g = vkrope.from_gguf(path, context_length=context)
+        assert g.rope_type == "longrope"
+        for n in (10, 4096, 4097, 100000):  # (every position of the run: the context's factors)
+            assert np.array_equal(g.inv_freq(n), h.inv_freq(picks)), (context, n)
+        assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
+    for bad, error in ((0, ValueError), (True, TypeError), (4096.0, TypeError)):
+        with pytest.raises(error, match="context_length must be"):
+            vkrope.from_gguf(path, context_length=bad)
+    plain = write(tmp_path / "plain.gguf", "llama", [
+        ("add_context_length", 4096), ("add_embedding_length", 4096), ("add_head_count", 32),
+        ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 128)])
+    assert vkrope.from_gguf(plain, context_length=7) == vkrope.from_gguf(plain)  # (no longrope: not read)
 
 
 def test_qwen2vl_sections_from_gguf(tmp_path):
@@ -175,6 +190,30 @@ def test_cli_config_reads_gguf(tmp_path, capsys):
     assert main(["config", path]) == 0
     text = capsys.readouterr().out
     assert "(GGUF), layer type full_attention" in text and "layer type sliding_attention" in text
+
+
+def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):
+    from vkrope.__main__ import main
+
+    rs = config("phi-3.5-mini")["rope_scaling"]
+    path = write(tmp_path / "phi.gguf", "phi3", [
+        ("add_context_length", 131072), ("add_embedding_length", 3072), ("add_head_count", 32),
+        ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 96), ("add_rope_scaling_orig_ctx_len", 4096)],
+        [("rope_factors_long.weight", rs["long_factor"]), ("rope_factors_short.weight", rs["short_factor"])])
+    assert main(["config", path]) == 1
+    assert "pass context_length=" in capsys.readouterr().err
+    assert main(["config", path, "--context-length", "8192", "--json"]) == 0
+    import json  # noqa: PLC0415
+    read = json.loads(capsys.readouterr().out)
+    read = read[0] if isinstance(read, list) else read
+    assert read["rope_type"] == "longrope"
+    with pytest.raises(SystemExit):  # (argparse's own usage error)
+        main(["config", path, "--context-length", "0"])
+    assert "must be a positive integer; got '0'" in capsys.readouterr().err
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(config("phi-3.5-mini")))
+    assert main(["config", str(cfg), "--context-length", "8192"]) == 1
+    assert "--context-length: applies to GGUF files" in capsys.readouterr().err
 
 
 def test_gguf_layer_types_and_bad_tensors(tmp_path):

@@ -122,7 +122,7 @@ def test_longrope_without_attn_factor_is_one(tmp_path):
                                         "rope.dimension_count": 96, "context_length": 131072,
                                         "rope.scaling.original_context_length": 4096},
                      [("rope_factors_short.weight", short), ("rope_factors_long.weight", long)])
-    r = vkrope.from_gguf(path)
+    r = vkrope.from_gguf(path, context_length=4096)
     assert (r.rope_type, r.attention_factor) == ("longrope", 1.0)
     bare = gguf_file(tmp_path, "phi3", {"rope.scaling.type": "longrope", "embedding_length": 3072,
                                         "attention.head_count": 32, "rope.dimension_count": 96}, name="bare")
@@ -224,7 +224,7 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, pair, name="lr"))  # (Llama: only for type longrope)
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.scaling.type": "longrope",
                                                           "rope.scaling.original_context_length": 1024},
-                                      pair, name="lr2")).rope_type == "longrope"
+                                      pair, name="lr2"), context_length=1024).rope_type == "longrope"
     with pytest.raises(ValueError, match="rope.dimension_count is a GGUF FLOAT32; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.dimension_count": 64.5}, name="f"))
     with pytest.raises(ValueError, match="rope.freq_base is a GGUF UINT32; llama.cpp reads it as FLOAT32"):

@@ -15,7 +15,7 @@ from .gguf_sizes import check_sizes
 from .rope import ModelRope, brief
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
-              angle: str = "float32") -> ModelRope | None:
+              angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
     """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it, read
     with the `gguf` package (`pip install gguf`, vkrope's `gguf` extra): `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
@@ -39,7 +39,13 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     there. `layer_type`: "sliding_attention" or "full_attention", for files
     whose sliding layers rotate differently (Gemma 2 / 3 / 4, ...). Without
     either: the RoPE every rotating layer shares (`nope_layers` lists the
-    others), or a ValueError when sliding and full layers differ."""
+    others), or a ValueError when sliding and full layers differ.
+
+    `context_length`: llama.cpp's context per sequence (`n_ctx / n_seq_max`),
+    which picks a longrope file's factors (Phi-3's) for every position: the
+    long ones when it exceeds `rope.scaling.original_context_length`, else
+    the short ones. A longrope file without it is a ValueError (the choice is
+    the run's, not the file's); other files do not read it."""
     try:
         import gguf  # noqa: PLC0415  (an optional extra)
     except ImportError:
@@ -53,6 +59,10 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
     if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
+    if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, (int, np.integer))):
+        raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
+    if context_length is not None and context_length < 1:
+        raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
@@ -79,8 +89,25 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     types = {k[len(arch) + 1:]: _gguf_type(f) for k, f in reader.fields.items() if k.startswith(arch + ".")}
     tensors = {t.name: np.asarray(t.data, np.float32) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
-    return layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle,
-                      types=types)
+    rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
+    return at_context(rope, None if context_length is None else int(context_length), p)
+
+
+def at_context(rope: ModelRope | None, context_length: int | None, where: str) -> ModelRope | None:
+    """A GGUF's longrope with the factors llama.cpp's context picks (llm_graph_context's build_rope_factors:
+    long when n_ctx per sequence exceeds n_ctx_orig_yarn) as both its short and long factors, so that every
+    position takes them; ValueError without `context_length`. Any other RoPE as it is."""
+    if rope is None or rope.rope_type != "longrope":
+        return rope
+    if context_length is None:
+        raise ValueError(f"context_length: {where!r} ({rope.model}) has longrope factors, which llama.cpp picks "
+                         f"by the context it allocates per sequence (the long ones past "
+                         f"rope.scaling.original_context_length = {rope.orig}), not by position: pass "
+                         "context_length= (llama.cpp's n_ctx per sequence)")
+    params = dict(rope.params)
+    params["short_factor"] = params["long_factor"] = params["long_factor" if context_length > rope.orig
+                                                            else "short_factor"]
+    return replace(rope, params=tuple(sorted(params.items())))
 
 
 def _gguf_type(field: Any) -> str:
