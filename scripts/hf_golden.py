@@ -134,8 +134,9 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
     with torch.no_grad():
         cos, sin = rot(torch.zeros(1, dtype=torch.float32), pos_t, **extra)
         inv = getattr(rot, "inv_freq" if layer_type is None else f"{layer_type}_inv_freq")
-        if cfg["model_type"] == "phimoe":  # (its forward recomputes them without the length: not the buffer
-            inv = rot.rope_init_fn(rot.config)[0]  # the longrope update wrote past the original length)
+        # PhiMoE's forward recomputes its frequencies without the length: not the buffer the longrope update wrote
+        if cfg["model_type"] == "phimoe":
+            inv = rot.rope_init_fn(rot.config)[0]
         scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
         at_zero = (pos_t.reshape(-1, pos_t.shape[-1])[0] == 0).nonzero()
         if pos_t.dim() == 2 and len(at_zero) and float(cos[0, at_zero[0, 0], 0]) != float(torch.tensor(scaling)):

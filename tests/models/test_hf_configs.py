@@ -221,7 +221,7 @@ DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "phi-4-mini-shape", "qwen2.5-7b-yarn", "qwen3-vl-8b",
-                                  "qwen2-vl-7b", "deepseek-v3", "phi-2"])
+                                  "qwen2-vl-7b", "deepseek-v3", "phi-2", "phi-3.5-moe-shape"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_kernel_against_oracle(name, dtype):
     cfg = config(name)
@@ -883,7 +883,7 @@ def test_float32_steps_match_transformers_given_its_power(case, monkeypatch):
     assert np.array_equal(inv, GOLD[case + "/inv_freq"]), (case, ulps32(inv, GOLD[case + "/inv_freq"]).max())
 
 
-def test_phimoe_mscale_switches_with_the_factors():
+def test_phimoe_mscale_switches_at_the_original_length():
     """Phi-3.5-MoE's short_mscale / long_mscale: the attention factor of the
     side of the switch the call is on, its frequencies the short factors on
     both (as transformers 5.25's PhimoeRotaryEmbedding; the golden

@@ -120,7 +120,8 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
     raise ValueError(kind)
 
 
-def attention_factor(rope: dict) -> float:
+def attention_factor(rope: dict, seq_len=None) -> float:
+    """transformers' factor of cos / sin for a call whose max(position_ids) + 1 is `seq_len`."""
     kind = rope["type"]
     if kind == "yarn":
         if rope.get("attention_factor") is not None:
@@ -134,8 +135,8 @@ def attention_factor(rope: dict) -> float:
             return g(f, rope["mscale"]) / g(f, rope["mscale_all_dim"])
         return g(f)
     if kind == "longrope":
-        if rope["model"] == "phimoe":  # (its forward's mscale, short within the original length)
-            return rope["short_mscale"]
+        if rope["model"] == "phimoe":  # (its forward's mscale: long past the original length)
+            return rope["long_mscale"] if seq_len and seq_len > rope["orig"] else rope["short_mscale"]
         if rope.get("attention_factor") is not None:
             return rope["attention_factor"]
         f = rope.get("factor") or rope["mpe"] / rope["orig"]
@@ -173,7 +174,7 @@ def angles(rope: dict, pos: np.ndarray) -> np.ndarray:
 def cos_sin(rope: dict, pos) -> tuple[np.ndarray, np.ndarray]:
     """float64 cos / sin [B, S, dim] (halves duplicated) times the attention factor."""
     a = angles(rope, pos).astype(np.float64)
-    m = float(F(attention_factor(rope)))
+    m = float(F(attention_factor(rope, int(np.max(pos)) + 1)))
     c, s = m * np.cos(a), m * np.sin(a)
     return np.concatenate([c, c], -1), np.concatenate([s, s], -1)
 

@@ -217,6 +217,8 @@ def test_a_table_kernel_decode_loop_follows_its_positions(make_device, tables):
         out = dev.asarray(np.full((1, 2, 1, D), np.nan, np.float32))
         y = dev.rotary_embedding(dev.asarray(x), *args, np.array([[p]]), out=out)
         np.testing.assert_allclose(y.get(), onnx_rotary_embedding(x, cos, sin, np.array([[p]])), rtol=0, atol=2e-6)
+    plans = [k for k in dev._rt.memo if k[0] == table_kernel.__name__]
+    assert len(plans) == (0 if tables == "resident" else 1), plans  # (the window's plans are never memoised)
 
 
 def _apply_requests(dev) -> list:

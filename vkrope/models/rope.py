@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
-from .rope_types import PARAMS, RULES, is_long, read_by
+from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
 
 ROPE_TYPES = tuple(RULES)
@@ -227,8 +227,8 @@ class ModelRope:
         """What cos and sin are multiplied by (transformers' attention_scaling):
         yarn's `attention_factor`, else 0.1 m ln(factor) + 1 with
         m = mscale / mscale_all_dim's ratio (DeepSeek) or 1; longrope's,
-        else sqrt(1 + ln(factor) / ln(original_max_position_embeddings));
-        1 for the other types. (DeepSeek also scales its softmax by
+        else sqrt(1 + ln(factor) / ln(original_max_position_embeddings)),
+        PhiMoE's short_mscale; 1 for the others. (DeepSeek also scales its softmax by
         (0.1 mscale_all_dim ln(factor) + 1)^2: the attention's business.)"""
         return RULES[self.rope_type].attention_factor(self)
 
@@ -236,9 +236,8 @@ class ModelRope:
         """The attention factor of a call whose max(position_ids) + 1 is
         `seq_len`: `attention_factor`, except for longrope with `short_mscale`
         / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
-        if self.rope_type == "longrope" and self.param("short_mscale") is not None:
-            return float(self.param("long_mscale" if is_long(self, seq_len) else "short_mscale"))
-        return self.attention_factor
+        pair = mscales(self)
+        return self.attention_factor if pair is None else pair[is_long(self, seq_len)]
 
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and
@@ -249,7 +248,7 @@ class ModelRope:
         return int(p.max()) + 1 if p.size else 0
 
     def uses_seq_len(self) -> bool:
-        """Whether the frequencies depend on the call's positions (dynamic, longrope)."""
+        """Whether the frequencies (PhiMoE: the factor) depend on the call's positions (dynamic, longrope)."""
         return RULES[self.rope_type].call_key is not None
 
     def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
@@ -401,5 +400,7 @@ def summary(r: ModelRope) -> dict[str, Any]:
         d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
                                   f"{r.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
     if r.uses_seq_len():
-        d["decided_per_call"] = RULES[r.rope_type].per_call.format(orig=r.original_max_position_embeddings)
+        d["decided_per_call"] = RULES[r.rope_type].per_call.format(orig=r.original_max_position_embeddings) \
+            if mscales(r) is None else f"short / long mscale, by max(position_ids) + 1 > " \
+                                       f"{r.original_max_position_embeddings} (the short factors always)"
     return d

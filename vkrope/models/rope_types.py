@@ -74,11 +74,19 @@ def is_long(r: ModelRope, seq_len: int | None) -> bool:
     return bool(seq_len and seq_len > r.orig)
 
 
+def mscales(r: ModelRope) -> tuple[float, float] | None:
+    """PhiMoE's longrope (`short_mscale`, `long_mscale`), or None: transformers' PhimoeRotaryEmbedding
+    recomputes its frequencies without the length (the short factors at every length) and scales cos / sin
+    by long_mscale past the original length, short_mscale within it (the golden phi-3.5-moe-shape). from_hf
+    keeps the mscales only where the config class reads them (PhiMoE's)."""
+    short, long = r.param("short_mscale"), r.param("long_mscale")
+    return None if r.rope_type != "longrope" or short is None else (float(short), float(long))
+
+
 def _longrope(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
-    """longrope's frequencies: the short or long factors by `is_long`; always the short ones with PhiMoE's
-    `short_mscale` / `long_mscale` (transformers' PhimoeRotaryEmbedding recomputes its frequencies without the
-    length and switches only the mscale: the golden phi-3.5-moe-shape/above_switch)."""
-    long = is_long(r, seq_len) and r.param("short_mscale") is None
+    """longrope's frequencies: the short or long factors by `is_long`; always the short ones for PhiMoE
+    (`mscales`)."""
+    long = is_long(r, seq_len) and mscales(r) is None
     ext = np.asarray(r.param("long_factor") if long else r.param("short_factor"), t)
     return t(1.0) / (ext * powers(t, r.theta, r.rotary_dim // 2, r.rotary_dim))
 
@@ -135,8 +143,8 @@ def _yarn_factor(r: ModelRope) -> float:
 def _longrope_factor(r: ModelRope) -> float:
     """longrope's `attention_factor`, else sqrt(1 + ln(factor) / ln(original_max_position_embeddings)); PhiMoE's
     `short_mscale` (what a call within the original length is scaled by: `ModelRope.attention_factor_for`)."""
-    if r.param("short_mscale") is not None:
-        return float(r.param("short_mscale"))
+    if mscales(r) is not None:
+        return mscales(r)[0]  # type: ignore[index]
     given = r.param("attention_factor")
     if given is not None:
         return float(given)
@@ -172,6 +180,8 @@ def _check_yarn(r: ModelRope) -> None:
 
 
 def _check_longrope(r: ModelRope) -> None:
+    if (r.param("short_mscale") is None) != (r.param("long_mscale") is None):
+        raise ValueError("longrope: short_mscale and long_mscale go together (PhiMoE's): give both or neither")
     if r.factor > 1 and r.orig < 2:
         raise ValueError(f"longrope's attention factor divides by ln(original_max_position_embeddings): it must be "
                          f">= 2; got {r.orig}")

@@ -306,7 +306,7 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
         past = np.isinf(w32) & np.isfinite(w)  # (finite weights the float32 kernel would read as infinite)
         if past.any():
             raise ValueError(f"{name} must hold float32 values (the kernel reads float32 weights); got "
-                             f"{float(np.asarray(w)[past][0])!r}, past float32's largest, {float(np.finfo(np.float32).max)!r}")
+                             f"{w[past][0]}, past float32's largest, {np.finfo(np.float32).max}")
         ws.append(w32)
     return np.stack(ws)
 
