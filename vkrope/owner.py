@@ -197,9 +197,12 @@ class DeviceOwner:
     def trim(self) -> None:
         """Free cached work buffers, recordings and the imports kept for
         numpy arrays passed again (re-made on demand); kept imports pin
-        their arrays' memory until then."""
+        their arrays' memory until then. The memory of arrays that died
+        holding it (an exception in their `__del__`) is freed too."""
         with self._lock:
             self._context()
+            self._guarded(arrays.reclaim_dead, self._rt)
+            self._guarded(arrays.take_back, self._rt)  # (and what an interruption left on its way to the pool)
             self._guarded(self._rt.trim)
 
     # --- lifetime ---------------------------------------------------------
@@ -341,6 +344,8 @@ class DeviceMemory(DeviceOwner):
                 # array or by the runtime, never by both or neither. (What an
                 # interruption leaves in rt.returned is taken back by the
                 # next release or allocation.)
+                if res.serial in rt.held:  # (no longer the array's: arrays.reclaim_dead must not take it)
+                    del rt.held[res.serial]
                 rt.returned += [res]
                 arr._resource = None
             self._guarded(arrays.take_back, rt)

@@ -871,3 +871,31 @@ def test_replays_under_a_storm_of_handlers_that_release_and_take_memory(make_dev
 
 
 RNG_STORM = np.random.default_rng(20)
+
+
+def test_a_replayed_result_whose_del_fails_gives_its_memory_back(make_device, monkeypatch):
+    """A replayed call's new result (memory taken from the pool) whose
+    `__del__` does not get to give it back (a signal handler's exception
+    there; here its release raising): the memory was noted with the array,
+    so it comes back, and the next call neither loses it nor allocates."""
+    from vkrope.runtime import array_memory
+
+    dev = make_device()
+    dx, dt, want = _tiny(dev, np.random.default_rng(21))
+    for _ in range(3):
+        y = dev.apply(dx, dt)
+    before = replayed(dev)
+    y = dev.apply(dx, dt)
+    assert replayed(dev) == before + 1  # (y's memory came from the pool, through the replay)
+    made = dev._ctx.allocations
+
+    def fails(self):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(vkrope.DeviceArray, "release", fails)
+    del y
+    gc.collect()
+    monkeypatch.undo()
+    assert array_memory.reclaim_dead(dev._rt)  # (its memory, noted with it)
+    close(dev.apply(dx, dt), want)
+    assert dev._ctx.allocations == made

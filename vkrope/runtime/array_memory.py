@@ -4,6 +4,7 @@ reuse pool, or 3D images), release, uploads and downloads, device copies."""
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -25,36 +26,55 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
                  into: Any = None) -> Buffer | Image3D:
     """Device memory for an array of `shape` / `dtype`: a buffer of whole
     texels (from the pool when one fits) or a width-packed 3D image; with
-    `into` (a DeviceArray) also handed to it. Memory from the pool is
-    found, moved out and handed over with no call and no allocation in
-    between: Python runs a signal handler or a garbage collection (either
-    may change the pool, through the reentrant lock) only at those, so the
-    index found is still the memory's, and the memory is in the pool or in
-    the array, never in both or neither. (New memory can be lost to an
+    `into` (a DeviceArray) also handed to it, and noted in `rt.held` with
+    the array (weakly). Memory from the pool is found, moved out and handed
+    over with no call and no allocation in between: Python runs a signal
+    handler or a garbage collection (either may change the pool, through
+    the reentrant lock) only at those, so the index found is still the
+    memory's, and the memory is in the pool or in the array, never in both
+    or neither. Before new memory is made, that of arrays that died holding
+    theirs is taken back (`reclaim_dead`). (New memory can be lost to an
     interruption as the allocation returns: it is then released with the
     device.)"""
     dtype = np.dtype(dtype)
     if rt.returned:
         take_back(rt)
+    ref = None if into is None else weakref.ref(into)
     into = _Held() if into is None else into
+    held = rt.held if ref is not None else {}  # (a caller's temporary is its own to give back)
     pool: list[Any] = rt.pool  # (Buffer or Image3D, told apart by is_image: isinstance is a call)
-    if storage == "buffer":
-        size = max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
-        for i, buf in enumerate(pool):
-            if not buf.is_image and size <= buf.size <= 2 * size:
+    image = storage != "buffer"
+    size = 0 if image else max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
+    extent, fmt = (tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)) if image else ((0, 0, 0), 0)
+    for again in (False, True):
+        for i, res in enumerate(pool):  # (the same image again: a decode loop over resident images replays)
+            if res.is_image == image and (res.extent == extent and res.format == fmt if image
+                                          else size <= res.size <= 2 * size):
                 del pool[i]
-                into._resource = buf
-                return buf
-        into._resource = Buffer(rt.ctx, size, host_visible=rt.unified)
-        return into._resource  # type: ignore[no-any-return]
-    extent, fmt = tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)
-    for i, im in enumerate(pool):  # (the same image again: a decode loop over resident images replays)
-        if im.is_image and im.extent == extent and im.format == fmt:
-            del pool[i]
-            into._resource = im
-            return im
-    into._resource = rt.new_image(extent, fmt)
-    return into._resource  # type: ignore[no-any-return]
+                into._resource = res
+                held[res.serial] = (res, ref)
+                return res  # type: ignore[no-any-return]
+        if again or not (rt.held and reclaim_dead(rt)):
+            break
+        take_back(rt)
+    res = rt.new_image(extent, fmt) if image else Buffer(rt.ctx, size, host_visible=rt.unified)
+    into._resource = res
+    held[res.serial] = (res, ref)
+    return res
+
+
+def reclaim_dead(rt: Runtime) -> bool:
+    """Take back the memory of arrays that died holding it (a signal handler's exception in `__del__` before
+    it gave the memory back: the array is gone, the memory was noted in `rt.held` with it); whether any was.
+    An entry leaves `rt.held` with no call between that and the memory's move to `rt.returned`."""
+    found = False
+    for serial, (res, ref) in list(rt.held.items()):
+        if ref() is None and serial in rt.held and rt.held[serial][0] is res:
+            del rt.held[serial]
+            rt.returned += [res]
+            found = True
+    return found
+
 
 def free_resource(rt: Runtime, res: Buffer | Image3D) -> None:
     """Take back the memory of a temporary (see `take_back`)."""

@@ -73,6 +73,7 @@ class Runtime:
         self.work: dict[str, Any] = {}
         self.pool: list[Buffer | Image3D] = []
         self.returned: list[Any] = []  # memory of released arrays, on its way to the pool or the graveyard
+        self.held: dict[int, tuple[Any, Any]] = {}  # arrays' memory by serial, with the array (weakly): reclaim_dead
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)
@@ -277,10 +278,9 @@ class Runtime:
         self.drain()
 
     def reclaim(self) -> None:
-        """Give allocations back at the device's allocation count: the pooled
-        buffers, the kept imports the current call does not use, and, outside
-        a call, the device-local buffers kept beside imports (on a
-        discrete GPU they held the count: a later asarray was refused, #35)."""
+        """Give allocations back at the device's allocation count: the pooled buffers, the kept imports
+        the current call does not use, and, outside a call, the device-local buffers kept beside imports
+        (on a discrete GPU they held the count: a later asarray was refused, #35)."""
         self.free_pool()
         self.imports.release_idle()
         if not self.in_call:
