@@ -333,11 +333,11 @@ class DeviceMemory(DeviceOwner):
         if arr._resource is None and (self._ctx is None or not self._rt.returned):
             return  # (nothing to give back: an empty array, or a second release)
         with self._lock:
-            res = arr._resource
             if self.closed:  # the close destroyed it with the rest
                 arr._resource = None
                 return
             rt = self._rt
+            res = arr._resource  # (read after the last call: a handler's reclaim_dead may have taken it)
             if res is not None:
                 # The memory changes owner in two statements with no call
                 # between them: whatever interrupts this, it is held by the

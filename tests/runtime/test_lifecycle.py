@@ -621,9 +621,42 @@ def test_an_array_whose_del_is_interrupted_gives_its_memory_back(make_device, mo
         assert (again.get() == data).all()
         again.release()
     gc.collect()
+    assert not dev._rt.held  # (a released array's memory is no longer noted with it)
     dev.trim()
     kinds = ("VkBuffer", "VkImage", "VkDeviceMemory")
     assert {n: live_handles().get(n, 0) for n in kinds} == {n: base.get(n, 0) for n in kinds}
+
+
+def test_an_array_in_a_garbage_cycle_keeps_its_memory_until_it_gives_it_back(make_device):
+    """The cycle collector clears the weak references of all its garbage
+    before it runs any `__del__`: an array in a garbage cycle looks dead
+    while it still holds its memory. Another finalizer of that collection
+    allocating (a pool miss takes back the memory of dead arrays) took the
+    array's memory, then the array's `__del__` gave it back a second time:
+    two arrays on one buffer (the third session's adversary). The memory is
+    taken out of the array too, so it is handed out once."""
+    dev = make_device()
+    data = np.arange(64, dtype=np.float32).reshape(1, 4, 16)
+    made = []
+
+    class Allocates:
+        def __del__(self):
+            made.append(dev.asarray(data * 2))
+
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        cycle: list = []
+        cycle += [Allocates(), dev.asarray(data), cycle]  # (finalised in list order: the allocation first)
+        del cycle
+        gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    c, d = made[0], dev.asarray(data * 3)
+    assert c.resource is not d.resource and c.resource.serial not in [r.serial for r in dev._rt.pool]
+    assert (c.get() == data * 2).all() and (d.get() == data * 3).all()
 
 
 @pytest.mark.parametrize("unified", [True, False])

@@ -41,6 +41,7 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
         take_back(rt)
     ref = None if into is None else weakref.ref(into)
     into = _Held() if into is None else into
+    state = into.__dict__  # (the array's attributes: reclaim_dead takes the memory out of them)
     held = rt.held if ref is not None else {}  # (a caller's temporary is its own to give back)
     pool: list[Any] = rt.pool  # (Buffer or Image3D, told apart by is_image: isinstance is a call)
     image = storage != "buffer"
@@ -52,24 +53,35 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
                                           else size <= res.size <= 2 * size):
                 del pool[i]
                 into._resource = res
-                held[res.serial] = (res, ref)
+                held[res.serial] = (res, ref, state)
                 return res  # type: ignore[no-any-return]
         if again or not (rt.held and reclaim_dead(rt)):
             break
         take_back(rt)
     res = rt.new_image(extent, fmt) if image else Buffer(rt.ctx, size, host_visible=rt.unified)
     into._resource = res
-    held[res.serial] = (res, ref)
+    held[res.serial] = (res, ref, state)
     return res
 
 
 def reclaim_dead(rt: Runtime) -> bool:
-    """Take back the memory of arrays that died holding it (a signal handler's exception in `__del__` before
-    it gave the memory back: the array is gone, the memory was noted in `rt.held` with it); whether any was.
-    An entry leaves `rt.held` with no call between that and the memory's move to `rt.returned`."""
+    """Take back the memory of arrays that died holding it (a signal
+    handler's exception in `__del__` before it gave the memory back: the
+    array is gone, the memory was noted in `rt.held` with it); whether any
+    was. An array whose weak reference is dead may not be finalised yet (the
+    cycle collector clears every weak reference of its garbage before it
+    runs any `__del__`), or may be revived by a traceback that holds its
+    frame: the memory is taken out of its attributes too, so its `__del__`
+    finds none to give back and a revived array is released. From the check
+    to the move there is no call, so the array's own release cannot run in
+    between."""
     found = False
-    for serial, (res, ref) in list(rt.held.items()):
-        if ref() is None and serial in rt.held and rt.held[serial][0] is res:
+    for serial, (res, ref, state) in list(rt.held.items()):
+        if ref() is not None:
+            continue
+        if serial in rt.held and rt.held[serial][0] is res and "_resource" in state and state["_resource"] is res:
+            state["_resource"] = None
+            state["_released"] = True
             del rt.held[serial]
             rt.returned += [res]
             found = True

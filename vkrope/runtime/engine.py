@@ -73,7 +73,7 @@ class Runtime:
         self.work: dict[str, Any] = {}
         self.pool: list[Buffer | Image3D] = []
         self.returned: list[Any] = []  # memory of released arrays, on its way to the pool or the graveyard
-        self.held: dict[int, tuple[Any, Any]] = {}  # arrays' memory by serial, with the array (weakly): reclaim_dead
+        self.held: dict[int, tuple[Any, Any, Any]] = {}  # arrays' memory by serial, with the array: reclaim_dead
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)

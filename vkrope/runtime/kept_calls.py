@@ -126,7 +126,7 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], D
         _submit(rt, hot, kept.tables)
         return True, objects[kept.result]
     out = wrap(kept.result)
-    ref = weakref.ref(out)
+    ref, state = weakref.ref(out), out.__dict__  # (noted with the memory it takes: array_memory.reclaim_dead)
     if rt.returned:
         take_back(rt)  # (memory of arrays released since: into the pool, where it is looked for)
     taken: list[Any] = [None]  # (the memory between the pool and the array: held here, handed back if not on)
@@ -137,7 +137,7 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], D
         _submit(rt, hot, kept.tables)
         # (one statement, no call in it: an interruption lands before the array holds the memory, or after)
         out._resource, taken[0] = taken[0], None  # noqa: SLF001  (the runtime's own array)
-        rt.held[out._resource.serial] = (out._resource, ref)  # noqa: SLF001  (noted with it: reclaim_dead)
+        rt.held[out._resource.serial] = (out._resource, ref, state)  # noqa: SLF001
         return True, out
     finally:
         if taken[0] is not None:
