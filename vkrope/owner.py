@@ -198,7 +198,13 @@ class DeviceOwner:
         """Free cached work buffers, recordings and the imports kept for
         numpy arrays passed again (re-made on demand); kept imports pin
         their arrays' memory until then. The memory of arrays that died
-        holding it (an exception in their `__del__`) is freed too."""
+        holding it (an exception in their `__del__`) is freed too. Called
+        from inside a call on this device in this thread (a signal handler or
+        a finalizer), it raises RuntimeError: it would free what the call uses."""
+        # (the lock is reentrant: owned by this thread here means inside one of its calls)
+        if self._lock._is_owned():  # type: ignore[attr-defined]
+            raise RuntimeError("trim() was called inside a call on this device in this thread (from a signal "
+                               "handler or a finalizer): it would free memory the call is using; trim after it")
         with self._lock:
             self._context()
             self._guarded(arrays.reclaim_dead, self._rt)

@@ -771,3 +771,28 @@ def test_few_tokens_of_many_sequences_over_a_resident_table_wider_than_a_binding
     pos = np.array([0, 99, 50, 1, 98, 3, 60])
     y = dev.apply(x, dev.asarray(f), positions=pos)
     np.testing.assert_allclose(y, oracle(x, f, positions=pos), rtol=0, atol=1e-5 * (2 * np.abs(x).max() * 2 + 1))
+
+
+def test_trim_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch):
+    """trim() from a signal handler or a finalizer that runs inside a call
+    on the same device (the lock is reentrant) freed the work buffer the call
+    was using: a segfault (the third session's memory adversary). It is a
+    RuntimeError saying so; the device stays right, and trim() after works."""
+    import vkrope.owner as owner
+
+    dev = make_device()
+    data = np.arange(64, dtype=np.float32).reshape(1, 4, 16)
+    real = owner.arrays.transfer
+
+    def trims_first(*args, **kwargs):
+        dev.trim()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner.arrays, "transfer", trims_first)
+    with pytest.raises(RuntimeError, match=r"trim\(\) was called inside a call on this device in this thread"):
+        dev.asarray(data)
+    monkeypatch.undo()
+    a = dev.asarray(data)
+    assert (a.get() == data).all()
+    dev.trim()
+    assert (dev.asarray(data).get() == data).all()
