@@ -1610,6 +1610,8 @@ MUTATIONS = [
              "    if False:\n        return None"),
     Mutation("an array that died holding its memory never reclaimed", "vkrope/runtime/array_memory.py",
              "        if ref() is not None:\n            continue", "        if True:\n            continue"),
+    Mutation("an array dying with its memory never marks the runtime", "vkrope/runtime/array_memory.py",
+             "            held.dead = True", "            pass"),
     Mutation("trim inside a call of this thread", "vkrope/owner.py",
              "        if self._lock._is_owned():", "        if False:"),
     Mutation("a dead-looking array's memory taken without taking it out of the array", "vkrope/runtime/array_memory.py",

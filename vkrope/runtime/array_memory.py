@@ -39,9 +39,9 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     dtype = np.dtype(dtype)
     if rt.returned:
         take_back(rt)
-    ref = None if into is None else weakref.ref(into)
     into = _Held() if into is None else into
     state = into.__dict__  # (the array's attributes: reclaim_dead takes the memory out of them)
+    ref = None if isinstance(into, _Held) else noting_ref(rt, into, state)
     held = rt.held if ref is not None else {}  # (a caller's temporary is its own to give back)
     pool: list[Any] = rt.pool  # (Buffer or Image3D, told apart by is_image: isinstance is a call)
     image = storage != "buffer"
@@ -55,13 +55,26 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
                 into._resource = res
                 held[res.serial] = (res, ref, state)
                 return res  # type: ignore[no-any-return]
-        if again or not (rt.held and reclaim_dead(rt)):
+        if again or not (rt.held.dead and reclaim_dead(rt)):
             break
         take_back(rt)
     res = rt.new_image(extent, fmt) if image else Buffer(rt.ctx, size, host_visible=rt.unified)
     into._resource = res
     held[res.serial] = (res, ref, state)
     return res
+
+
+def noting_ref(rt: Runtime, arr: Any, state: dict) -> weakref.ref:
+    """A weak reference to `arr` whose callback marks `rt.held` when the array dies still holding its memory
+    (`state`, its attributes: its `__del__` did not give it back), so that allocations look for such memory
+    only then (`reclaim_dead` walks every array)."""
+    held = rt.held
+
+    def died(_: Any) -> None:
+        if state.get("_resource") is not None:
+            held.dead = True
+
+    return weakref.ref(arr, died)
 
 
 def reclaim_dead(rt: Runtime) -> bool:
@@ -75,7 +88,7 @@ def reclaim_dead(rt: Runtime) -> bool:
     finds none to give back and a revived array is released. From the check
     to the move there is no call, so the array's own release cannot run in
     between."""
-    found = False
+    found = rt.held.dead = False  # (an array that dies during the walk marks it again)
     for serial, (res, ref, state) in list(rt.held.items()):
         if ref() is not None:
             continue

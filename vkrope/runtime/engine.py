@@ -46,6 +46,15 @@ def _forget(items: list, item: Any) -> None:
     with contextlib.suppress(ValueError):
         items.remove(item)
 
+class HeldMemory(dict):
+    """Arrays' memory by serial: (memory, a weak reference to the array, the array's attributes), noted as
+    each array gets it and dropped as it gives it back (runtime/array_memory.py `reclaim_dead`); `dead`: an
+    array may have died holding its memory (its weak reference's callback found it there) since the last
+    look."""
+
+    dead = False
+
+
 class Runtime:
     """The operator-independent runtime of one `Context`."""
 
@@ -73,7 +82,7 @@ class Runtime:
         self.work: dict[str, Any] = {}
         self.pool: list[Buffer | Image3D] = []
         self.returned: list[Any] = []  # memory of released arrays, on its way to the pool or the graveyard
-        self.held: dict[int, tuple[Any, Any, Any]] = {}  # arrays' memory by serial, with the array: reclaim_dead
+        self.held = HeldMemory()  # arrays' memory by serial, with the array: array_memory.reclaim_dead
         self.graveyard: list[Any] = []  # released while work may be in flight: destroyed at the next drain
         self.unfinished: list[Recording] = []  # recordings being made (an interruption may orphan one)
         self.building = 0  # recordings in progress (a garbage collection may drain in the middle of one)

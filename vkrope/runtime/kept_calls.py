@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .array import DeviceArray, all_usable, weak_refs
-from .array_memory import free_resource, take_back
+from .array_memory import free_resource, noting_ref, take_back
 from .engine import Runtime
 from .execute import Job, hot_key, moved, plan_for, release_call, submit_kept
 from .operator import Operator
@@ -126,7 +126,8 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], D
         _submit(rt, hot, kept.tables)
         return True, objects[kept.result]
     out = wrap(kept.result)
-    ref, state = weakref.ref(out), out.__dict__  # (noted with the memory it takes: array_memory.reclaim_dead)
+    state = out.__dict__  # (noted with the memory it takes: array_memory.reclaim_dead)
+    ref = noting_ref(rt, out, state)
     if rt.returned:
         take_back(rt)  # (memory of arrays released since: into the pool, where it is looked for)
     taken: list[Any] = [None]  # (the memory between the pool and the array: held here, handed back if not on)
