@@ -1635,7 +1635,7 @@ MUTATIONS = [
     Mutation("PhiMoE's long factors past the original length", "vkrope/models/rope_types.py",
              "long = is_long(r, seq_len) and mscales(r) is None", "long = is_long(r, seq_len)"),
     Mutation("PhiMoE's factor longrope's default", "vkrope/models/rope_types.py",
-             "    if mscales(r) is not None:\n        return mscales(r)[0]  # type: ignore[index]\n", ""),
+             "    if pair is not None:\n        return pair[0]\n", ""),
     Mutation("PhiMoE's factor without its length", "vkrope/models/rope.py",
              "pair[is_long(self, seq_len)]", "pair[0]"),
     Mutation("table plans memoised whatever the positions shape", "vkrope/kernels/table.py",

@@ -345,7 +345,7 @@ class DeviceMemory(DeviceOwner):
             rt = self._rt
             res = arr._resource  # (read after the last call: a handler's reclaim_dead may have taken it)
             if res is not None:
-                # The memory changes owner in two statements with no call
+                # The memory changes owner in statements with no call
                 # between them: whatever interrupts this, it is held by the
                 # array or by the runtime, never by both or neither. (What an
                 # interruption leaves in rt.returned is taken back by the

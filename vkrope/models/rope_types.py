@@ -143,8 +143,9 @@ def _yarn_factor(r: ModelRope) -> float:
 def _longrope_factor(r: ModelRope) -> float:
     """longrope's `attention_factor`, else sqrt(1 + ln(factor) / ln(original_max_position_embeddings)); PhiMoE's
     `short_mscale` (what a call within the original length is scaled by: `ModelRope.attention_factor_for`)."""
-    if mscales(r) is not None:
-        return mscales(r)[0]  # type: ignore[index]
+    pair = mscales(r)
+    if pair is not None:
+        return pair[0]
     given = r.param("attention_factor")
     if given is not None:
         return float(given)
