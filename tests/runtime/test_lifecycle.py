@@ -796,3 +796,34 @@ def test_trim_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch):
     assert (a.get() == data).all()
     dev.trim()
     assert (dev.asarray(data).get() == data).all()
+
+
+def test_an_interrupted_walk_of_dead_arrays_is_taken_up_again(make_device, monkeypatch):
+    """A signal handler's exception in the middle of reclaim_dead's walk (it
+    cleared the runtime's mark first): the mark is set again, so the next
+    allocation still takes back the memory of the arrays it did not reach
+    (else only trim() or close would)."""
+    from vkrope.runtime import array_memory
+
+    class Interrupt(Exception):
+        pass
+
+    def interrupts():
+        raise Interrupt
+
+    dev = make_device()
+    data = np.arange(64, dtype=np.float32).reshape(1, 4, 16)
+    dev._rt.held[-1] = (object(), interrupts, {})  # (walked first: the interruption)
+    a = dev.asarray(data)
+    monkeypatch.setattr(vkrope.DeviceArray, "release", lambda self: interrupts())
+    del a  # (its __del__ fails: it dies holding its memory)
+    gc.collect()
+    monkeypatch.undo()
+    assert dev._rt.held.dead
+    with pytest.raises(Interrupt):
+        array_memory.reclaim_dead(dev._rt)
+    assert dev._rt.held.dead  # (set again)
+    del dev._rt.held[-1]
+    made = dev._ctx.allocations
+    assert (dev.asarray(data * 2).get() == data * 2).all()
+    assert dev._ctx.allocations == made  # (the dead array's memory, taken back)

@@ -89,15 +89,19 @@ def reclaim_dead(rt: Runtime) -> bool:
     to the move there is no call, so the array's own release cannot run in
     between."""
     found = rt.held.dead = False  # (an array that dies during the walk marks it again)
-    for serial, (res, ref, state) in list(rt.held.items()):
-        if ref() is not None:
-            continue
-        if serial in rt.held and rt.held[serial][0] is res and "_resource" in state and state["_resource"] is res:
-            state["_resource"] = None
-            state["_released"] = True
-            del rt.held[serial]
-            rt.returned += [res]
-            found = True
+    try:
+        for serial, (res, ref, state) in list(rt.held.items()):
+            if ref() is not None:
+                continue
+            if serial in rt.held and rt.held[serial][0] is res and "_resource" in state and state["_resource"] is res:
+                state["_resource"] = None
+                state["_released"] = True
+                del rt.held[serial]
+                rt.returned += [res]
+                found = True
+    except BaseException:
+        rt.held.dead = True  # (an interrupted walk: the arrays it did not reach are looked at next time)
+        raise
     return found
 
 
