@@ -27,13 +27,13 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     """Device memory for an array of `shape` / `dtype`: a buffer of whole
     texels (from the pool when one fits) or a width-packed 3D image; with
     `into` (a DeviceArray) also handed to it, and noted in `rt.held` with
-    the array (weakly). Memory from the pool is found, moved out and handed
+    the array (weakly) and its attributes. Memory from the pool is found, moved out and handed
     over with no call and no allocation in between: Python runs a signal
     handler or a garbage collection (either may change the pool, through
     the reentrant lock) only at those, so the index found is still the
     memory's, and the memory is in the pool or in the array, never in both
     or neither. Before new memory is made, that of arrays that died holding
-    theirs is taken back (`reclaim_dead`). (New memory can be lost to an
+    theirs is taken back when one is marked so (`noting_ref`, `reclaim_dead`). (New memory can be lost to an
     interruption as the allocation returns: it is then released with the
     device.)"""
     dtype = np.dtype(dtype)
@@ -46,7 +46,8 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
     pool: list[Any] = rt.pool  # (Buffer or Image3D, told apart by is_image: isinstance is a call)
     image = storage != "buffer"
     size = 0 if image else max(MIN_BUFFER, padded_bytes(math.prod(shape), dtype.itemsize))
-    extent, fmt = (tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)) if image else ((0, 0, 0), 0)
+    extent, fmt = ((tensor_extent(shape, rt.limits.max_image_dimension_3d), rt.image_format(dtype)) if image
+                   else ((0, 0, 0), 0))
     for again in (False, True):
         for i, res in enumerate(pool):  # (the same image again: a decode loop over resident images replays)
             if res.is_image == image and (res.extent == extent and res.format == fmt if image
