@@ -13,6 +13,8 @@ See README.md and docs/ (the guides, docs/errors.md, docs/performance.md)
 for the full contract, the errors and the measured speed.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .api import (
     apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, apply_rotary_pos_emb, close_default_device,
     default_device, rope_and_cache, rotary_embedding, shift_cache,
@@ -34,14 +36,33 @@ from .errors import (
     VulkanUnavailableError,
 )
 from .reference import apply_reference, axial_freqs
-from .runtime.dtypes import BFLOAT16, FLOAT8_E4M3FN, FLOAT8_E5M2
+from .runtime.dtypes import ML_NAMES, ml_dtype
 
-# The bfloat16 scalar type (ml_dtypes', which numpy, JAX and ONNX share):
-# x.astype(vkrope.bfloat16).
-bfloat16 = BFLOAT16.type
-# The fp8 scalar types of KV caches (ml_dtypes'): np.zeros(shape, vkrope.float8_e4m3fn).
-float8_e4m3fn = FLOAT8_E4M3FN.type
-float8_e5m2 = FLOAT8_E5M2.type
+if TYPE_CHECKING:
+    import ml_dtypes
+
+# (declared, not assigned: the module's __getattr__ gives each on first use)
+bfloat16: "type[ml_dtypes.bfloat16]"
+"""The bfloat16 scalar type (ml_dtypes', which numpy, JAX and ONNX share): `x.astype(vkrope.bfloat16)`.
+ml_dtypes is imported when it is first asked for."""
+float8_e4m3fn: "type[ml_dtypes.float8_e4m3fn]"
+"""A KV cache's fp8 scalar type (ml_dtypes'): `np.zeros(shape, vkrope.float8_e4m3fn)`."""
+float8_e5m2: "type[ml_dtypes.float8_e5m2]"
+"""A KV cache's other fp8 scalar type (ml_dtypes')."""
+
+
+def __getattr__(name: str) -> Any:
+    """`vkrope.bfloat16`, `vkrope.float8_e4m3fn`, `vkrope.float8_e5m2`: ml_dtypes' scalar types, imported on
+    first use (runtime/dtypes.py: ML_NAMES)."""
+    if name in ML_NAMES:
+        globals()[name] = value = ml_dtype(name).type
+        return value
+    raise AttributeError(f"module 'vkrope' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazy ones included (tab completion, the docs' inspection)."""
+    return sorted({*globals(), *ML_NAMES})
 
 __version__ = "0.1.0"
 

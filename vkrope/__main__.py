@@ -18,7 +18,7 @@ import numpy as np
 from .files import JSON_LIMIT, not_regular, open_input, parse_json, read_json
 
 from .arguments import STORAGE_CHOICES
-from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES
+from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
 
 
 def _best_time(fn: Callable[[], object], repeats: int = 5) -> float:
@@ -39,7 +39,7 @@ def _max_error(y: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     err = float(diff.max())
     if y.dtype != np.float32:
         r = np.abs(ref.astype(y.dtype)).astype(np.float64)
-        if y.dtype == BFLOAT16:  # 8 significant bits; 2^-133 apart below 2^-126
+        if y.dtype in BFLOAT16:  # 8 significant bits; 2^-133 apart below 2^-126
             _, e = np.frexp(np.where(r > 0, r, 1.0))
             ulp = np.exp2(np.maximum(e - 8, -133).astype(np.float64))
         else:
@@ -64,7 +64,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     q_freqs = vkrope.axial_freqs(256, 64, 64)  # [4096, 256]: EdgeTAM queries, 64x64 grid
     k_freqs = vkrope.axial_freqs(256, 16, 16)  # [256, 256]: one memory frame, 16x16 grid
     print(f"{'tensor':<40} {'dtype':<8} {'max |err|':>10} {'rel/ulps':>9} {'vkrope ms':>10} {'numpy ms':>9}")
-    for dtype in (np.float32, np.float16, BFLOAT16):
+    for dtype in (np.float32, np.float16, ml_dtype("bfloat16")):
         q = rng.standard_normal((1, 4096, 256)).astype(dtype)
         fq = q_freqs.astype(dtype)
         y = vkrope.apply(q, fq)
@@ -195,7 +195,7 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
     # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
     # two-byte void ('<V2'), which is read back as bfloat16 here.
     if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
-        return a.view(BFLOAT16)
+        return a.view(ml_dtype("bfloat16"))
     # A file written on a big-endian machine (or with dtype '>f4'):
     # the same numbers in this machine's byte order, which vkrope reads.
     return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
@@ -390,7 +390,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not args.plot:
         check_output_path(str(out_dir / "bench.png"), "--out", None, streams=False)
     storages = args.storage or [c for c in STORAGE_CHOICES if c != "auto"]
-    dtypes = args.dtype or [d.name for d in TENSOR_DTYPES]
+    dtypes = args.dtype or list(TENSOR_DTYPES.names)
     result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
                        dtypes=tuple(dtypes), json_path=str(json_path))
     bench.save_json(result, str(json_path))
@@ -633,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default: 9, or 5 with --quick; "
                         "--family, --decode, --overhead: 7; --nd: 5)")
     storages = [c for c in STORAGE_CHOICES if c != "auto"]
-    dtypes = [d.name for d in TENSOR_DTYPES]
+    dtypes = list(TENSOR_DTYPES.names)
     p.add_argument("--storage", nargs="+", choices=storages,
                    help=f"the kernel benchmark's storages (default: {' '.join(storages)})")
     p.add_argument("--dtype", nargs="+", choices=dtypes, help=f"the kernel benchmark's dtypes (default: {' '.join(dtypes)})")

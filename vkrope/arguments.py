@@ -17,7 +17,7 @@ import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call:
 
 from .errors import DeviceClosedError
 from .runtime.dtypes import (
-    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, asarray_hint, convert_hint, is_16bit, is_fp8, swapped_of,
+    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, swapped_of,
 )
 from .runtime.array import DeviceArray
 
@@ -218,7 +218,7 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
     return out
 
 
-def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
+def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:
     """A table: a plain numpy array, or a buffer DeviceArray, of `dtypes`."""
     if isinstance(t, DeviceArray):
         check_alive(name, t)
@@ -227,6 +227,6 @@ def check_table_array(name: str, t: Any, dtypes: tuple[np.dtype, ...]) -> Any:
     else:
         check_plain_array(name, t)
     if np.dtype(t.dtype) not in dtypes:
-        raise TypeError(f"{name} must have dtype {' or '.join(d.name for d in dtypes)}; got {t.dtype} "
+        raise TypeError(f"{name} must have dtype {' or '.join(dtypes.names)}; got {t.dtype} "
                         f"({convert_hint(name, t.dtype, dtypes)})")
     return t

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import BFLOAT16, REAL_SCALARS, asarray_hint
+from .runtime.dtypes import TENSOR_DTYPES, asarray_hint, is_real_scalar
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -149,7 +149,7 @@ def _f32_normal(value: Any) -> Any:
 
 
 def _check_real(name: str, value: Any) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
+    if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
 
 
@@ -937,7 +937,7 @@ class NdFreqs(FrequencySpec):
         if not isinstance(ids, np.ndarray) or isinstance(ids, np.ma.MaskedArray):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
                             f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
-        if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype != np.dtype(BFLOAT16):
+        if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype not in TENSOR_DTYPES:
             raise TypeError(f"{name} must hold real numbers (integers or floats); got dtype {ids.dtype}")
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:
             raise ValueError(f"{name} must have shape [N, {self.n_axes}] (or [B, N, {self.n_axes}]): one position per "

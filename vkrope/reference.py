@@ -13,7 +13,7 @@ import numpy as np
 from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64
 from .kernels import interleaved, table
 from .ops import nd, sam2
-from .runtime.dtypes import FREQS_DTYPES, REAL_SCALARS
+from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_real_scalar
 
 
 def apply_reference(
@@ -74,7 +74,7 @@ def axial_freqs(
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")
     if end_x * end_y > MAX_POSITION:  # (as AxialFreqs: a table past it is no grid vkrope rotates)
         raise ValueError(f"end_x * end_y must be <= 2^24 (AxialFreqs' float32 coordinates); got {end_x * end_y}")
-    if not isinstance(theta, REAL_SCALARS) or isinstance(theta, bool):
+    if not is_real_scalar(theta) or isinstance(theta, bool):
         raise TypeError(f"theta must be a number; got {type(theta).__name__} {theta!r}")
     try:
         finite = bool(np.isfinite(float(theta)))
@@ -82,7 +82,7 @@ def axial_freqs(
         finite = False
     if not finite or theta <= 0:
         raise ValueError(f"theta must be a positive finite float64; got {brief(theta)}")
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     if dtype not in FREQS_DTYPES:
         raise TypeError(f"dtype must be float32, float16, bfloat16 or float64; got {dtype}")
     q = dim // 4

@@ -15,6 +15,9 @@ ties-away or a truncating rounding would give in many of the cases.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -274,6 +277,69 @@ def test_out_must_match_x(device):
 
 def test_ml_dtypes_is_the_bfloat16():
     assert vkrope.bfloat16 is ml_dtypes.bfloat16
+    assert (vkrope.float8_e4m3fn, vkrope.float8_e5m2) == (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+    names = {}
+    exec("from vkrope import *", names)  # noqa: S102  (every name in __all__ resolves, the lazy ones too)
+    assert names["bfloat16"] is ml_dtypes.bfloat16
+    with pytest.raises(AttributeError, match="no attribute 'bfloat32'"):
+        vkrope.bfloat32  # noqa: B018
+
+
+LAZY = """
+import sys
+import numpy as np
+import vkrope
+from vkrope.runtime import dtypes
+x = np.arange(32, dtype=np.float32).reshape(1, 4, 8)
+y = vkrope.apply(x, np.ones((4, 8), np.float32))
+c = vkrope.rotary_embedding(x, np.ones((4, 4), np.float32), np.zeros((4, 4), np.float32), np.arange(4)[None],
+                            num_heads=1)
+assert np.array_equal(c, x) and y.dtype == np.float32
+assert np.dtype(np.float16) in dtypes.TENSOR_DTYPES and np.dtype('V2') not in dtypes.TENSOR_DTYPES
+assert dtypes.is_real_scalar(np.float16(1)) and not dtypes.is_real_scalar("1")
+print("loaded:", "ml_dtypes" in sys.modules)
+if sys.argv[1] == "in":  # (a name: imports it)
+    print("by name:", "bfloat16" in dtypes.TENSOR_DTYPES, "ml_dtypes" in sys.modules)
+else:
+    f = vkrope.axial_freqs(8, 2, 2, dtype="bfloat16")
+    print("by name:", f.dtype == np.dtype("bfloat16"), "ml_dtypes" in sys.modules)
+import ml_dtypes
+assert vkrope.bfloat16 is ml_dtypes.bfloat16
+"""
+
+
+@pytest.mark.parametrize("first", ["in", "axial_freqs"])
+def test_ml_dtypes_is_imported_only_when_its_types_are_used(first):
+    """`import vkrope` and float32 / float16 work do not import ml_dtypes (1.5 s at ml_dtypes 0.7 on a slow
+    machine, more than vkrope): an array or scalar of its types exists only once its caller has imported it,
+    and a dtype named "bfloat16" imports it then."""
+    out = subprocess.run([sys.executable, "-c", LAZY, first], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "VKROPE_VALIDATION": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["loaded: False", "by name: True True"]
+
+
+@pytest.mark.parametrize("value", [np.float32, np.dtype("<f4"), np.dtype(">f4"), "float32", "bfloat16", BF16,
+                                   np.dtype(BF16), ml_dtypes.float8_e4m3fn, np.float64, "V2", np.dtype("V2"),
+                                   np.complex64, "f2", np.int16])
+def test_dtype_sets_compare_as_tuples_of_dtypes(value):
+    """`in` one of vkrope's dtype sets answers as the tuple of its dtypes would."""
+    from vkrope.runtime import dtypes
+
+    for dts in (dtypes.TENSOR_DTYPES, dtypes.CACHE_DTYPES, dtypes.FREQS_DTYPES, dtypes.FP8_DTYPES, dtypes.BFLOAT16,
+                dtypes.TENSOR_DTYPES + (np.complex64,)):
+        assert (value in dts) == (value in tuple(dts)), (value, dts)
+    assert [d.name for d in dtypes.CACHE_DTYPES] == list(dtypes.CACHE_DTYPES.names)
+    assert dtypes.TENSOR_DTYPE_NAMES == "float32, float16 or bfloat16"
+
+
+def test_ml_scalars_are_real_scalars():
+    from vkrope.runtime.dtypes import is_real_scalar
+
+    for v in (1, 2.5, np.int8(3), np.float16(1), ml_dtypes.bfloat16(1.5), ml_dtypes.float8_e5m2(2), True):
+        assert is_real_scalar(v), v
+    for v in ("1", None, 1j, np.complex64(1), np.array(1.0), [1.0]):
+        assert not is_real_scalar(v), v
 
 
 # --- cancellation: float32 cos / sin, products that nearly cancel --------------------------------

@@ -32,7 +32,7 @@ from .baselines import numpy_rope
 from .timing import time_copy, time_request, time_texel_copy
 from ..device import Device
 from ..freqs import MAX_POSITION, AxialFreqs
-from ..runtime.dtypes import BFLOAT16
+from ..runtime.dtypes import BFLOAT16, as_dtype
 
 # What the chart reads from each row (rows of older runs lack the last two).
 ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps",
@@ -87,7 +87,7 @@ class _Torch:
 
     def tensor(self, x: np.ndarray) -> Any:
         """x on torch's device (torch reads no ml_dtypes array: bfloat16 goes as its 16-bit words)."""
-        if x.dtype == BFLOAT16:
+        if x.dtype in BFLOAT16:
             return self.torch.from_numpy(x.view(np.int16)).view(self.torch.bfloat16).to(self.device)
         return self.torch.from_numpy(x).to(self.device)
 
@@ -106,7 +106,7 @@ class _Torch:
 
         def e2e() -> None:
             y = op(self.tensor(x)).cpu()
-            (y.view(torch.int16).numpy().view(x.dtype) if x.dtype == BFLOAT16 else y.numpy())
+            (y.view(torch.int16).numpy().view(x.dtype) if x.dtype in BFLOAT16 else y.numpy())
 
         return {"op_s": median_time(kernel, repeats), "end_to_end_s": median_time(e2e, repeats)}
 
@@ -221,7 +221,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
         log(HEADER)
         for shape in shapes:
             for dtype_name in dtypes:
-                x, f = _inputs(rng, shape, np.dtype(dtype_name))
+                x, f = _inputs(rng, shape, as_dtype(dtype_name))
                 r = max(3, reps if x.nbytes < (256 << 20) else 3)
                 shape_rows = _measure(dev, x, f, storages, r)
                 # Competitors after vkrope: torch's CPU threads keep spinning for a

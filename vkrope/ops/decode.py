@@ -13,7 +13,7 @@ from ..arguments import check_alive, check_out, check_plain_array, check_x, desc
 from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, brief, check_positions, is_position_spec
-from ..runtime.dtypes import CACHE_DTYPES, REAL_SCALARS, TENSOR_DTYPES, is_fp8
+from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar
 from ..kernels.cache import Request
 from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
@@ -59,7 +59,7 @@ def _scale(name: str, value: Any, cache: Any) -> float:
     if isinstance(value, np.ndarray) and value.ndim == 0 and (value.dtype.kind in "fiu" or
                                                               value.dtype in CACHE_DTYPES):
         value = value[()]  # (vLLM keeps its scales as 0-d tensors)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, REAL_SCALARS):
+    if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
         raise TypeError(f"{name} must be a number (one scale for the whole cache); got {describe(value)}")
     f = _real(value)
     with np.errstate(over="ignore"):  # (the bounds hold for the float32 the kernel divides by, rounded first)
@@ -139,7 +139,7 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
     kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, interleaved, d)
     weights = _norm_weights(q_norm, k_norm, d)
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, REAL_SCALARS):
+    if isinstance(eps, (bool, np.bool_)) or not is_real_scalar(eps):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
     if not (0 < _real(eps) < 1) or np.float32(eps) == 0:  # (NaN, inf and ints past float64 fail too)
         raise ValueError(f"eps must be a positive float32 below 1; got {brief(eps)}")

@@ -7,29 +7,85 @@ reference evaluator and TensorFlow use this one). On the device it is
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from typing import Any
 
-import ml_dtypes
 import numpy as np
+
+# ml_dtypes' dtypes vkrope takes, by name. ml_dtypes is imported only when
+# one of them is asked for by name, or once the caller has imported it: an
+# array or scalar can only be of one of its types after that. (Importing it
+# costs 1.5 s at ml_dtypes 0.7 on a slow machine, more than the rest of
+# vkrope, so a program that never uses them does not pay it.)
+ML_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+def ml_loaded() -> bool:
+    """Whether ml_dtypes is imported (by anyone): until then no value can be of its types."""
+    return "ml_dtypes" in sys.modules
+
+
+def ml_dtype(name: str) -> np.dtype:
+    """ml_dtypes' dtype `name` (one of ML_NAMES), importing ml_dtypes now if it is not yet."""
+    import ml_dtypes  # noqa: PLC0415  (see ML_NAMES)
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def as_dtype(value: Any) -> np.dtype:
+    """np.dtype(value), where value may also name one of ml_dtypes' dtypes ("bfloat16") before
+    ml_dtypes is imported."""
+    if isinstance(value, str) and value in ML_NAMES:
+        return ml_dtype(value)
+    return np.dtype(value)
+
+
+class Dtypes:
+    """A fixed set of dtypes by name, some of them ml_dtypes': `dtype in the_set` compares as a tuple of
+    dtypes would, without importing ml_dtypes unless the caller has or the value is a name; iterating
+    it gives every dtype (and imports ml_dtypes)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        self.numpy = tuple(np.dtype(n) for n in names if n not in ML_NAMES)
+        self.ml = tuple(n for n in names if n in ML_NAMES)
+
+    def __contains__(self, value: Any) -> bool:
+        if any(d == value for d in self.numpy):
+            return True
+        if not self.ml or not (ml_loaded() or isinstance(value, str)):
+            return False
+        return any(ml_dtype(n) == value for n in self.ml)
+
+    def __iter__(self) -> Iterator[np.dtype]:
+        return (as_dtype(n) for n in self.names)
+
+    def __add__(self, other: Any) -> Dtypes:
+        more = other.names if isinstance(other, Dtypes) else tuple(np.dtype(d).name for d in other)
+        return Dtypes(*self.names, *more)
+
+    def __repr__(self) -> str:
+        return f"Dtypes{self.names}"
+
 
 FLOAT32 = np.dtype(np.float32)
 FLOAT16 = np.dtype(np.float16)
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 # fp8 KV caches (vLLM's kv_cache_dtype "fp8_e4m3" / "fp8_e5m2"): one byte a
 # value, four to a 32-bit word on the device (no 8-bit storage extension).
-FLOAT8_E4M3FN = np.dtype(ml_dtypes.float8_e4m3fn)
-FLOAT8_E5M2 = np.dtype(ml_dtypes.float8_e5m2)
-FP8_DTYPES = (FLOAT8_E4M3FN, FLOAT8_E5M2)
+FP8_DTYPES = Dtypes("float8_e4m3fn", "float8_e5m2")
+SIXTEEN_BIT = Dtypes("float16", "bfloat16")
+BFLOAT16 = Dtypes("bfloat16")  # (`dtype in BFLOAT16`: no dtype object until ml_dtypes is imported)
 
 
-
-def names(dtypes: tuple[np.dtype, ...]) -> str:
+def names(dtypes: Dtypes) -> str:
     """Dtypes in words for an error: "float32, float16 or bfloat16"."""
-    return " or ".join(filter(None, (", ".join(d.name for d in dtypes[:-1]), dtypes[-1].name)))
+    n = dtypes.names
+    return " or ".join(filter(None, (", ".join(n[:-1]), n[-1])))
 
 
 # What x, q, k, out and resident tensors may hold.
-TENSOR_DTYPES = (FLOAT32, FLOAT16, BFLOAT16)
+TENSOR_DTYPES = Dtypes("float32", "float16", "bfloat16")
 TENSOR_DTYPE_NAMES = names(TENSOR_DTYPES)
 # What a KV cache (and a DeviceArray) may hold besides: the fp8 formats.
 CACHE_DTYPES = TENSOR_DTYPES + FP8_DTYPES
@@ -37,17 +93,22 @@ CACHE_DTYPE_NAMES = names(CACHE_DTYPES)
 # What a table of frequencies, cos or sin may hold besides: float64 (rounded to float32 once, on the host).
 FREQS_DTYPES = TENSOR_DTYPES + (np.dtype(np.float64),)
 
-# Python and numpy real scalars an argument such as a base or eps may be
-# (ml_dtypes' bfloat16 and float8 scalars are no np.floating; each is exact as a float).
-REAL_SCALARS = (int, float, np.integer, np.floating, BFLOAT16.type, *(d.type for d in FP8_DTYPES))
+
+def is_real_scalar(value: Any) -> bool:
+    """A Python or numpy real scalar, as an argument such as a base or eps may be (ml_dtypes' bfloat16 and
+    float8 scalars are no np.floating; each is exact as a float). A bool is one: callers refuse it."""
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    return ml_loaded() and isinstance(value, tuple(ml_dtype(n).type for n in ML_NAMES))
+
 
 # The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
-_AXIS = {FLOAT32: "32", FLOAT16: "16", BFLOAT16: "b16", FLOAT8_E4M3FN: "e4m3", FLOAT8_E5M2: "e5m2"}
+_AXIS = {"float32": "32", "float16": "16", "bfloat16": "b16", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 
 
 def axis(dtype: Any) -> str:
     """The variant-grid axis value ("32", "16", "b16"; caches also "e4m3", "e5m2") of a dtype."""
-    return _AXIS[np.dtype(dtype)]
+    return _AXIS[np.dtype(dtype).name]  # (of a dtype the call's checks took: its name says which)
 
 
 def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
@@ -78,7 +139,7 @@ def asarray_hint(name: str, value: Any) -> str:
 def swapped_of(dtype: Any, accepted: Any) -> bool:
     """Whether `dtype` is one of `accepted` in the other byte order."""
     dt = np.dtype(dtype)
-    return not dt.isnative and dt.newbyteorder("=") in tuple(np.dtype(a) for a in accepted)
+    return not dt.isnative and dt.newbyteorder("=") in accepted
 
 
 def table_dtype(x_dtype: Any, *table_dtypes: Any) -> str:
@@ -99,10 +160,10 @@ def is_fp8(dtype: Any) -> bool:
 def is_16bit(dtype: Any) -> bool:
     """float16 or bfloat16: stored as 16-bit values (16-bit storage)."""
     d = np.dtype(dtype)
-    return d.itemsize == 2 and d in (FLOAT16, BFLOAT16)
+    return d.itemsize == 2 and d in SIXTEEN_BIT
 
 
-__all__ = ["FLOAT32", "FLOAT16", "BFLOAT16", "FLOAT8_E4M3FN", "FLOAT8_E5M2", "FP8_DTYPES", "TENSOR_DTYPES",
-           "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES", "names", "REAL_SCALARS", "axis", "convert_hint", "asarray_hint",
-           "swapped_of",
-           "is_16bit", "is_fp8", "table_dtype"]
+__all__ = ["ML_NAMES", "ml_loaded", "ml_dtype", "as_dtype", "Dtypes", "FLOAT32", "FLOAT16", "FP8_DTYPES",
+           "SIXTEEN_BIT", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES",
+           "names", "is_real_scalar", "axis", "convert_hint", "asarray_hint", "swapped_of", "is_16bit", "is_fp8",
+           "table_dtype"]

@@ -237,10 +237,10 @@ class Runtime:
         """The rgba format of a tensor dtype, checked usable as a storage image."""
         vk = b.vk()
         # bfloat16 texels are its 16-bit words (the kernels widen them).
-        fmt, name = {
-            FLOAT16: (vk.VK_FORMAT_R16G16B16A16_SFLOAT, "rgba16f"),
-            BFLOAT16: (vk.VK_FORMAT_R16G16B16A16_UINT, "rgba16ui (bfloat16 texels)"),
-        }.get(np.dtype(dtype), (vk.VK_FORMAT_R32G32B32A32_SFLOAT, "rgba32f"))
+        dt = np.dtype(dtype)
+        fmt, name = ((vk.VK_FORMAT_R16G16B16A16_SFLOAT, "rgba16f") if dt == FLOAT16 else
+                     (vk.VK_FORMAT_R16G16B16A16_UINT, "rgba16ui (bfloat16 texels)") if dt in BFLOAT16 else
+                     (vk.VK_FORMAT_R32G32B32A32_SFLOAT, "rgba32f"))
         self.ctx.require_storage_image_format(fmt, name)
         return fmt
 
