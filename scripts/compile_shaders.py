@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +40,15 @@ def grids() -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(GLSL.glob("*.json"))]
 
 
+def _compile(src: Path, v: dict, out_dir: Path) -> dict:
+    """Compile and validate one variant into out_dir; the variant with its file's name and hash."""
+    spv = out_dir / f"{v['name']}.spv"
+    cmd = COMPILER + [f"-I{GLSL}"] + [f"-D{d}" for d in v["defines"]] + [str(src), "-o", str(spv)]
+    subprocess.run(cmd, check=True)
+    subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(spv)], check=True)
+    return {**v, "file": spv.name, "spirv_sha256": sha256(spv.read_bytes())}
+
+
 def compile_all(out_dir: Path) -> dict:
     """Compile every variant into out_dir and return the manifest."""
     for tool in ("glslc", "spirv-val"):
@@ -46,17 +57,10 @@ def compile_all(out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("*.spv"):
         old.unlink()
-    variants = {}
-    for grid in grids():
-        src = GLSL / grid["source"]
-        for v in expand_grid(grid):
-            spv = out_dir / f"{v['name']}.spv"
-            cmd = COMPILER + [f"-I{GLSL}"] + [f"-D{d}" for d in v["defines"]] + [str(src), "-o", str(spv)]
-            subprocess.run(cmd, check=True)
-            subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(spv)], check=True)
-            v["file"] = spv.name
-            v["spirv_sha256"] = sha256(spv.read_bytes())
-            variants[v["name"]] = v
+    jobs = [(GLSL / grid["source"], v) for grid in grids() for v in expand_grid(grid)]
+    # (one compiler per core: each variant is its own process and file, the manifest keeps the grids' order)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        variants = {v["name"]: v for v in pool.map(lambda job: _compile(*job, out_dir), jobs)}
     manifest = {
         "sources": {f"glsl/{p.name}": sha256(p.read_bytes()) for p in sorted(GLSL.iterdir()) if p.is_file()},
         "compiler": " ".join(COMPILER),

@@ -48,6 +48,7 @@ def dev(request):
 
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("shape", list(SMALL.values()), ids=list(SMALL))
+@pytest.mark.usefixtures("frozen_gc")
 def test_resident_sequence(dev, shape, storage):
     x, f, steps = problem(shape)
     a = dev.asarray(x, storage=storage)
@@ -84,6 +85,7 @@ def test_numpy_sequence(dev, shape, storage):
 
 
 @pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.usefixtures("frozen_gc")
 def test_resident_sequence_float16(dev, storage):
     x, f, steps = problem((2, 24, 14), np.float16)
     a = dev.asarray(x, storage=storage)

@@ -353,6 +353,7 @@ def _points_in(fn) -> int:
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
 @pytest.mark.parametrize("how", ["close", "with"])
+@pytest.mark.usefixtures("frozen_gc")
 def test_an_interrupted_close_is_completed_by_the_next(how):
     """#18.5: Ctrl-C inside close() dropped the context first, so the next
     close did nothing and the whole device leaked. Interrupted at every
