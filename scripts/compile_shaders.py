@@ -59,7 +59,7 @@ def compile_all(out_dir: Path) -> dict:
         old.unlink()
     jobs = [(GLSL / grid["source"], v) for grid in grids() for v in expand_grid(grid)]
     # (one compiler per core: each variant is its own process and file, the manifest keeps the grids' order)
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
         variants = {v["name"]: v for v in pool.map(lambda job: _compile(*job, out_dir), jobs)}
     manifest = {
         "sources": {f"glsl/{p.name}": sha256(p.read_bytes()) for p in sorted(GLSL.iterdir()) if p.is_file()},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterator
 
 os.environ.setdefault("VKROPE_VALIDATION", "1")
 # The suite's folders by subject (runtime, kernels, ops, specs, models, project) import the shared helpers
@@ -49,9 +50,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def frozen_gc() -> None:
+def frozen_gc() -> Iterator[None]:
     """For a test that collects garbage at every step: what exists before it is frozen too (the objects of
-    the tests before it), so each collection walks only the test's own."""
+    the tests before it), so each collection walks only the test's own. After it, everything is looked at
+    once (cycles among frozen objects that died are freed) and frozen again."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
 

@@ -13,7 +13,9 @@ See README.md and docs/ (the guides, docs/errors.md, docs/performance.md)
 for the full contract, the errors and the measured speed.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
+
+import numpy as _np
 
 from .api import (
     apply, apply_nd, apply_rotary_emb, apply_rotary_emb_hf, apply_rotary_pos_emb, close_default_device,
@@ -36,33 +38,33 @@ from .errors import (
     VulkanUnavailableError,
 )
 from .reference import apply_reference, axial_freqs
-from .runtime.dtypes import ML_NAMES, ml_dtype
-
-if TYPE_CHECKING:
-    import ml_dtypes
+from .runtime.dtypes import ML_NAMES as _ML_NAMES
+from .runtime.dtypes import ml_dtype as _ml_dtype
 
 # (declared, not assigned: the module's __getattr__ gives each on first use)
-bfloat16: "type[ml_dtypes.bfloat16]"
+bfloat16: "type[_np.generic]"
 """The bfloat16 scalar type (ml_dtypes', which numpy, JAX and ONNX share): `x.astype(vkrope.bfloat16)`.
 ml_dtypes is imported when it is first asked for."""
-float8_e4m3fn: "type[ml_dtypes.float8_e4m3fn]"
+float8_e4m3fn: "type[_np.generic]"
 """A KV cache's fp8 scalar type (ml_dtypes'): `np.zeros(shape, vkrope.float8_e4m3fn)`."""
-float8_e5m2: "type[ml_dtypes.float8_e5m2]"
+float8_e5m2: "type[_np.generic]"
 """A KV cache's other fp8 scalar type (ml_dtypes')."""
 
 
-def __getattr__(name: str) -> Any:
-    """`vkrope.bfloat16`, `vkrope.float8_e4m3fn`, `vkrope.float8_e5m2`: ml_dtypes' scalar types, imported on
-    first use (runtime/dtypes.py: ML_NAMES)."""
-    if name in ML_NAMES:
-        globals()[name] = value = ml_dtype(name).type
-        return value
-    raise AttributeError(f"module 'vkrope' has no attribute {name!r}")
+if not _typing.TYPE_CHECKING:  # (type checkers see the declarations above, and flag any other name as missing)
+    def __getattr__(name: str) -> _typing.Any:
+        """`vkrope.bfloat16`, `vkrope.float8_e4m3fn`, `vkrope.float8_e5m2`: ml_dtypes' scalar types, imported
+        on first use (runtime/dtypes.py: ML_NAMES)."""
+        if name in _ML_NAMES:
+            globals()[name] = value = _ml_dtype(name).type
+            return value
+        raise AttributeError(f"module 'vkrope' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
     """The module's names, the lazy ones included (tab completion, the docs' inspection)."""
-    return sorted({*globals(), *ML_NAMES})
+    return sorted({*globals(), *_ML_NAMES})
+
 
 __version__ = "0.1.0"
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import TENSOR_DTYPES, asarray_hint, is_real_scalar
+from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_real_scalar
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -306,7 +306,7 @@ class YaRN:
         low, high = self.ramp_ends(dim, base)
         if low == high:
             high += 0.001  # HF's guard (llama.cpp's max(0.001, high - low) is the same for high >= low)
-        t = np.dtype(dtype).type
+        t = as_dtype(dtype).type
         ramp = np.clip((np.arange(dim // 2, dtype=t) - t(low)) / t(high - low), t(0), t(1))
         return (t(1) - ramp) * t(self.ext_factor)
 

@@ -13,7 +13,7 @@ import numpy as np
 from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64
 from .kernels import interleaved, table
 from .ops import nd, sam2
-from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_real_scalar
+from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_real_scalar, names
 
 
 def apply_reference(
@@ -82,9 +82,12 @@ def axial_freqs(
         finite = False
     if not finite or theta <= 0:
         raise ValueError(f"theta must be a positive finite float64; got {brief(theta)}")
-    dtype = as_dtype(dtype)
-    if dtype not in FREQS_DTYPES:
-        raise TypeError(f"dtype must be float32, float16, bfloat16 or float64; got {dtype}")
+    try:
+        dt = as_dtype(dtype)
+    except TypeError:  # (no dtype numpy knows: "int4" before ml_dtypes is imported, "foo")
+        dt = None
+    if dt is None or dt not in FREQS_DTYPES:
+        raise TypeError(f"dtype must be {names(FREQS_DTYPES)}; got {repr(dtype) if dt is None else dt}")
     q = dim // 4
     freqs = 1.0 / pow64(theta, np.arange(0, dim, 4, dtype=np.float64)[:q] / dim)
     t = np.arange(end_x * end_y, dtype=np.float64)

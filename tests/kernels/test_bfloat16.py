@@ -298,8 +298,10 @@ assert np.array_equal(c, x) and y.dtype == np.float32
 assert np.dtype(np.float16) in dtypes.TENSOR_DTYPES and np.dtype('V2') not in dtypes.TENSOR_DTYPES
 assert dtypes.is_real_scalar(np.float16(1)) and not dtypes.is_real_scalar("1")
 print("loaded:", "ml_dtypes" in sys.modules)
-if sys.argv[1] == "in":  # (a name: imports it)
-    print("by name:", "bfloat16" in dtypes.TENSOR_DTYPES, "ml_dtypes" in sys.modules)
+if sys.argv[1] in ("in", "bytes"):  # (a name: imports it)
+    name = "bfloat16" if sys.argv[1] == "in" else b"bfloat16"
+    print("by name:", "float64" not in dtypes.TENSOR_DTYPES and name in dtypes.TENSOR_DTYPES,
+          "ml_dtypes" in sys.modules)
 else:
     f = vkrope.axial_freqs(8, 2, 2, dtype="bfloat16")
     print("by name:", f.dtype == np.dtype("bfloat16"), "ml_dtypes" in sys.modules)
@@ -308,15 +310,72 @@ assert vkrope.bfloat16 is ml_dtypes.bfloat16
 """
 
 
-@pytest.mark.parametrize("first", ["in", "axial_freqs"])
+@pytest.mark.parametrize("first", ["in", "bytes", "axial_freqs"])
 def test_ml_dtypes_is_imported_only_when_its_types_are_used(first):
-    """`import vkrope` and float32 / float16 work do not import ml_dtypes (1.5 s at ml_dtypes 0.7 on a slow
-    machine, more than vkrope): an array or scalar of its types exists only once its caller has imported it,
-    and a dtype named "bfloat16" imports it then."""
+    """`import vkrope` and float32 / float16 work do not import ml_dtypes (docs/PERFORMANCE.md, "Import
+    time"): an array or scalar of its types exists only once its caller has imported it, and a dtype named
+    "bfloat16" imports it then."""
     out = subprocess.run([sys.executable, "-c", LAZY, first], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "VKROPE_VALIDATION": "0"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["loaded: False", "by name: True True"]
+
+
+FORK_MID_IMPORT = """
+import importlib.machinery, os, sys, threading, time
+class Slow:  # (ml_dtypes' import made to last a second, so the fork lands inside it)
+    def find_spec(self, name, path, target=None):
+        if name != "ml_dtypes":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+        spec.loader.exec_module = lambda module: (time.sleep(1.0), run(module))
+        return spec
+sys.meta_path.insert(0, Slow())
+import numpy as np, vkrope
+by_vkrope = sys.argv[1] == "vkrope"
+t = threading.Thread(target=(lambda: vkrope.bfloat16) if by_vkrope else (lambda: __import__("ml_dtypes")))
+t.start()
+time.sleep(0.3)
+pid = os.fork()
+if pid == 0:
+    try:
+        vkrope.apply(np.ones((1, 4, 8)), np.ones((4, 8), np.float32))
+    except TypeError as e:
+        print("child:", str(e).split(";")[0], flush=True)
+    if by_vkrope:
+        print("child:", vkrope.bfloat16.__name__, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+t.join()
+print("parent:", vkrope.bfloat16.__name__)
+"""
+
+
+@pytest.mark.parametrize("importer", ["vkrope", "the caller"])
+def test_a_fork_during_the_import_of_ml_dtypes_leaves_a_working_child(importer):
+    """A fork while a thread imports ml_dtypes: through vkrope, the fork waits for the import; by the caller
+    itself, the child's dtype checks take the half-made module for none (importing it there would wait for
+    a thread the child does not have, for ever)."""
+    out = subprocess.run([sys.executable, "-c", FORK_MID_IMPORT, importer.split()[-1]], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "VKROPE_VALIDATION": "0"})
+    assert out.returncode == 0, out.stderr
+    want = ["child: x must have dtype float32, float16 or bfloat16"] + ["child: bfloat16"] * (importer == "vkrope")
+    assert out.stdout.splitlines() == want + ["parent: bfloat16"]
+
+
+def test_a_blocked_ml_dtypes_leaves_the_other_dtypes_working():
+    """With ml_dtypes' import blocked (sys.modules entry None), float32 work runs and a float64 x gets the
+    usual TypeError naming x (the dtype checks do not try to import it)."""
+    code = ("import sys\nsys.modules['ml_dtypes'] = None\nimport numpy as np, vkrope\n"
+            "x = np.ones((1, 4, 8))\n"
+            "print(vkrope.apply(x.astype(np.float32), np.ones((4, 8), np.float32)).dtype)\n"
+            "try:\n    vkrope.apply(x, np.ones((4, 8), np.float32))\n"
+            "except TypeError as e:\n    print(str(e).split(';')[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "VKROPE_VALIDATION": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["float32", "x must have dtype float32, float16 or bfloat16"]
 
 
 @pytest.mark.parametrize("value", [np.float32, np.dtype("<f4"), np.dtype(">f4"), "float32", "bfloat16", BF16,

@@ -158,3 +158,8 @@ def test_axial_freqs_errors():
         vkrope.axial_freqs(8, 4.0, 4)
     with pytest.raises(ValueError, match="theta"):
         vkrope.axial_freqs(8, 4, 4, theta=-1.0)
+    # (int4: ml_dtypes' dtype once it is imported, which numpy cannot name before)
+    for dtype, got in (("int4", "'?int4'?"), ("foo", "'foo'"), (np.int8, "int8"), (np.complex64, "complex64")):
+        with pytest.raises(TypeError, match=f"^dtype must be float32, float16, bfloat16 or float64; got {got}$"):
+            vkrope.axial_freqs(8, 4, 4, dtype=dtype)
+    assert vkrope.axial_freqs(8, 4, 4, dtype=b"float16").dtype == np.float16

@@ -69,7 +69,8 @@ def test_the_module_function_checks_before_any_device(monkeypatch):
 def test_type_checkers_see_the_result_of_x_kind(tmp_path):
     """Through ParamSpec the bound functions keep the front end's hints: a
     numpy x gives a numpy result, a DeviceArray a DeviceArray, and an unknown
-    keyword is an error, for the module function and the method alike."""
+    keyword is an error, for the module function and the method alike; a misspelt name of the module is
+    one too (its lazy names come from a __getattr__ type checkers do not see)."""
     src = tmp_path / "use.py"
     src.write_text(
         "import numpy as np\nimport vkrope\n"
@@ -78,15 +79,19 @@ def test_type_checkers_see_the_result_of_x_kind(tmp_path):
         "dev = vkrope.Device()\n"
         "reveal_type(dev.apply(dev.asarray(x), x[0]))\n"
         "reveal_type(dev.apply_rotary_emb(x, x, x, x))\n"
-        "vkrope.rotary_embedding(x, x, x, bogus=1)\n")
+        "vkrope.rotary_embedding(x, x, x, bogus=1)\n"
+        "reveal_type(vkrope.bfloat16)\n"
+        "vkrope.aply(x, x[0])\n")
     res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
                           str(tmp_path / "cache"), str(src)], capture_output=True, text=True)
     revealed = [line.split("Revealed type is ")[1] for line in res.stdout.splitlines() if "Revealed type" in line]
-    assert len(revealed) == 3, res.stdout
+    assert len(revealed) == 4, res.stdout
     assert revealed[0].startswith('"numpy.ndarray') and "DeviceArray" not in revealed[0]
     assert revealed[1] == '"vkrope.runtime.array.DeviceArray"'
     assert revealed[2].startswith('"tuple[numpy.ndarray'), revealed[2]
     assert 'Unexpected keyword argument "bogus"' in res.stdout
+    assert revealed[3].startswith('"type['), revealed[3]  # (the lazy names are declared, any other is missing)
+    assert 'Module has no attribute "aply"' in res.stdout, res.stdout
 
 
 def test_every_bound_operation_is_listed():

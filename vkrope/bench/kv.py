@@ -27,7 +27,7 @@ from ..freqs import RopeFreqs
 from ..runtime.dtypes import FLOAT16, FLOAT32, ml_dtype
 
 # (the benchmark times every dtype: ml_dtypes is imported with it)
-BFLOAT16, FLOAT8_E4M3FN, FLOAT8_E5M2 = (ml_dtype(n) for n in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
+BF16, E4M3FN, E5M2 = (ml_dtype(n) for n in ("bfloat16", "float8_e4m3fn", "float8_e5m2"))
 
 HQ, HK, D, S_MAX = 32, 8, 128, 4096
 SINKS, DROPPED = 4, 1024
@@ -55,8 +55,8 @@ def fp8_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[str],
         q, k, v = (dev.asarray(rng.standard_normal((batch, h, 1, D)).astype(np.float16)) for h in (HQ, HK, HK))
         q_out = dev.asarray(np.zeros((batch, HQ, 1, D), np.float16))
         caches = {dt: [dev.asarray(np.zeros((batch, HK, S_MAX, D), dt)) for _ in range(2)]
-                  for dt in (FLOAT16, FLOAT8_E4M3FN)}
-        scales = {FLOAT16: (None, None), FLOAT8_E4M3FN: (0.05, 0.02)}
+                  for dt in (FLOAT16, E4M3FN)}
+        scales = {FLOAT16: (None, None), E4M3FN: (0.05, 0.02)}
 
         def step(dt: np.dtype) -> Callable[[int], None]:
             kc, vc = caches[dt]
@@ -74,17 +74,17 @@ def fp8_rows(dev: Device, steps: int = 64, rounds: int = 7, log: Callable[[str],
         for _ in range(rounds):
             for dt, s in steps_of.items():
                 times[dt] += _round_means(s, steps, 1)
-        t16, t8 = statistics.median(times[FLOAT16]), statistics.median(times[FLOAT8_E4M3FN])
+        t16, t8 = statistics.median(times[FLOAT16]), statistics.median(times[E4M3FN])
         written = {dt: 2 * batch * HK * D * dt.itemsize for dt in caches}  # one k and one v row per head
         size = {dt: 2 * batch * HK * S_MAX * D * dt.itemsize for dt in caches}
         rows.append({"batch": batch, "heads": [HQ, HK], "head_dim": D, "s_max": S_MAX, "steps": steps,
                      "rounds": rounds, "float16_step_s": t16, "fp8_e4m3fn_step_s": t8, "fp8_over_float16": t8 / t16,
-                     "float16_bytes_written": written[FLOAT16], "fp8_bytes_written": written[FLOAT8_E4M3FN],
-                     "float16_cache_bytes": size[FLOAT16], "fp8_cache_bytes": size[FLOAT8_E4M3FN]})
+                     "float16_bytes_written": written[FLOAT16], "fp8_bytes_written": written[E4M3FN],
+                     "float16_cache_bytes": size[FLOAT16], "fp8_cache_bytes": size[E4M3FN]})
         log(f"{'batch ' + str(batch):<40} {t16 * 1e6:>8.1f} {t8 * 1e6:>8.1f} {t8 / t16:>8.2f} "
-            f"{written[FLOAT16] / 1024:>9.0f} {written[FLOAT8_E4M3FN] / 1024:>8.0f} "
-            f"{size[FLOAT16] / 2**20:>12.0f} / {size[FLOAT8_E4M3FN] / 2**20:.0f}")
-        for a in (q, k, v, q_out, *caches[FLOAT16], *caches[FLOAT8_E4M3FN]):
+            f"{written[FLOAT16] / 1024:>9.0f} {written[E4M3FN] / 1024:>8.0f} "
+            f"{size[FLOAT16] / 2**20:>12.0f} / {size[E4M3FN] / 2**20:.0f}")
+        for a in (q, k, v, q_out, *caches[FLOAT16], *caches[E4M3FN]):
             a.release()
     return rows
 
@@ -97,7 +97,7 @@ def shift_rows(dev: Device, rounds: int = 5, log: Callable[[str], None] = print)
     moved = old.size
     rows = []
     log(f"{'context shift (Hk 8, D 128, 3068 tokens)':<42} {'ms':>8} {'MiB moved':>10} {'GB/s':>7}")
-    for dt in (FLOAT32, FLOAT16, BFLOAT16, FLOAT8_E4M3FN, FLOAT8_E5M2):
+    for dt in (FLOAT32, FLOAT16, BF16, E4M3FN, E5M2):
         rng = np.random.default_rng(0)
         data = (rng.standard_normal((1, HK, S_MAX, D)) * 4).astype(np.float32).astype(dt)
         kc, vc = dev.asarray(data), dev.asarray(data)

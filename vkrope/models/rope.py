@@ -26,6 +26,7 @@ import numpy as np
 from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
+from ..runtime.dtypes import as_dtype
 
 ROPE_TYPES = tuple(RULES)
 
@@ -257,7 +258,7 @@ class ModelRope:
         transformers' module starts), as transformers computes them
         (float32: step by step in float32; float64: the same formulas in
         float64, the exact angle's)."""
-        t = np.dtype(dtype).type
+        t = as_dtype(dtype).type
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             inv = RULES[self.rope_type].inv_freq(self, seq_len, t)
             if self.freq_factors is not None:

@@ -7,37 +7,56 @@ reference evaluator and TensorFlow use this one). On the device it is
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-# ml_dtypes' dtypes vkrope takes, by name. ml_dtypes is imported only when
-# one of them is asked for by name, or once the caller has imported it: an
-# array or scalar can only be of one of its types after that. (Importing it
-# costs 1.5 s at ml_dtypes 0.7 on a slow machine, more than the rest of
-# vkrope, so a program that never uses them does not pay it.)
+# ml_dtypes' dtypes vkrope takes, by name. This module is the only one that
+# imports ml_dtypes, and only when one of them is asked for by name or once
+# the caller has imported it (its import is slow: docs/PERFORMANCE.md,
+# "Import time").
 ML_NAMES = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
 
 
 def ml_loaded() -> bool:
-    """Whether ml_dtypes is imported (by anyone): until then no value can be of its types."""
-    return "ml_dtypes" in sys.modules
+    """Whether ml_dtypes is imported (by anyone): until then no array or scalar can be of its types."""
+    module = sys.modules.get("ml_dtypes")  # (None there: an import someone blocked)
+    # (a module still initialising is not: a child forked while a thread of its parent imported it holds
+    # it half made, and importing it there would wait for that thread for ever)
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
+# Held while ml_dtypes is imported here; a fork waits for it, so no child is left with the import half done.
+_IMPORTING = threading.Lock()
+os.register_at_fork(before=_IMPORTING.acquire, after_in_parent=_IMPORTING.release,
+                    after_in_child=_IMPORTING.release)
+
+
+@functools.cache
 def ml_dtype(name: str) -> np.dtype:
     """ml_dtypes' dtype `name` (one of ML_NAMES), importing ml_dtypes now if it is not yet."""
-    import ml_dtypes  # noqa: PLC0415  (see ML_NAMES)
+    with _IMPORTING:
+        import ml_dtypes  # noqa: PLC0415  (see ML_NAMES)
 
     return np.dtype(getattr(ml_dtypes, name))
+
+
+def _text(value: Any) -> Any:
+    """A bytes name as text (numpy reads both); anything else as it is."""
+    return value.decode("latin-1") if isinstance(value, bytes) else value
 
 
 def as_dtype(value: Any) -> np.dtype:
     """np.dtype(value), where value may also name one of ml_dtypes' dtypes ("bfloat16") before
     ml_dtypes is imported."""
-    if isinstance(value, str) and value in ML_NAMES:
-        return ml_dtype(value)
+    text = _text(value)
+    if isinstance(text, str) and text in ML_NAMES:
+        return ml_dtype(text)
     return np.dtype(value)
 
 
@@ -50,13 +69,18 @@ class Dtypes:
         self.names = names
         self.numpy = tuple(np.dtype(n) for n in names if n not in ML_NAMES)
         self.ml = tuple(n for n in names if n in ML_NAMES)
+        self._ml_dtypes: tuple[np.dtype, ...] | None = None
 
     def __contains__(self, value: Any) -> bool:
-        if any(d == value for d in self.numpy):
+        if value in self.numpy:  # (the tuple's own `in`: float32, the usual case, costs what it did)
             return True
-        if not self.ml or not (ml_loaded() or isinstance(value, str)):
+        if not self.ml:
             return False
-        return any(ml_dtype(n) == value for n in self.ml)
+        if not ml_loaded() and _text(value) not in self.ml:  # (no value of its types exists yet; a name imports it)
+            return False
+        if self._ml_dtypes is None:
+            self._ml_dtypes = tuple(ml_dtype(n) for n in self.ml)
+        return value in self._ml_dtypes
 
     def __iter__(self) -> Iterator[np.dtype]:
         return (as_dtype(n) for n in self.names)
@@ -99,7 +123,7 @@ def is_real_scalar(value: Any) -> bool:
     float8 scalars are no np.floating; each is exact as a float). A bool is one: callers refuse it."""
     if isinstance(value, (int, float, np.integer, np.floating)):
         return True
-    return ml_loaded() and isinstance(value, tuple(ml_dtype(n).type for n in ML_NAMES))
+    return ml_loaded() and isinstance(value, tuple(ml_dtype(n).type for n in ML_NAMES))  # (ml_dtype: cached)
 
 
 # The value of a kernel grid's dtype axis ("x", "freqs") for each dtype.
