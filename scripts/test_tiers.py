@@ -56,7 +56,7 @@ def choose(times: dict[str, float], total: float, budget: float, threshold: floa
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log", help="a log of `pytest --durations=0` over the whole suite")
-    ap.add_argument("--budget", type=float, default=75.0, help="seconds of test time the fast tier may take")
+    ap.add_argument("--budget", type=float, default=100.0, help="seconds of test time the fast tier may take")
     ap.add_argument("--threshold", type=float, default=0.4, help="the shortest function worth moving")
     args = ap.parse_args()
     if args.log:
