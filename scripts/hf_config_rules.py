@@ -2,7 +2,7 @@
 class turns a config.json's RoPE keys into what its model reads; see
 vkrope/models/config_rules.py) from transformers' own config classes.
 
-    python scripts/hf_config_rules.py [--only TYPE ...]
+    python scripts/hf_config_rules.py [--only TYPE ... | --update TYPE ...]
 
 Needs transformers 5.25, the release vkrope/data/hf_models.json names
 (config classes; torch only to run the text rotary module of the few
@@ -57,6 +57,8 @@ from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
 import hf_key_probes as kp  # noqa: E402
 SCALING = {"rope_type": "linear", "factor": 3.25}
 COMPARED = ("rope_type", "rope_theta", "factor", "partial_rotary_factor")
+# the rope types check_rules gives without the original length they read (type_needs), with what else they need
+NEEDS_PROBES = {"yarn": {"factor": 2.0}, "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}}
 
 
 def sentinel(i: int) -> float:
@@ -108,6 +110,9 @@ def measure_shape(cls: Any, lts: list[str], d0: dict, nested: bool, keys: list[s
                 "raises_on": raises_on}
         if len(thetas) > 1:
             rule["theta"] = "ambiguous: " + ", ".join(thetas)
+        needs = type_needs(cls, lts, lt, nested)
+        if needs:
+            rule["needs"] = needs
         if nested:
             rule["fill"] = sorted(k for k, v in d0[lt].items()
                                   if k not in ("rope_type", "rope_theta") and (plain.get(lt) or {}).get(k) == v)
@@ -118,6 +123,34 @@ def measure_shape(cls: Any, lts: list[str], d0: dict, nested: bool, keys: list[s
             except Exception:  # noqa: BLE001
                 rule["fill_missing"] = False
         out[lt] = rule
+    return out
+
+
+def type_needs(cls: Any, lts: list[str], lt: str, nested: bool) -> dict[str, list[str]]:
+    """{rope type: the keys layer type `lt`'s rope dict must give for the class to build it} in one shape of
+    the file's keys (`nested`: rope_parameters per layer type, `lt`'s of that type, the others default; flat:
+    rope_scaling), each type with the parameters it needs (type_probes); types the class takes in neither
+    form say nothing. Step 3.5's class raises on a flat yarn without its original length, where its nested
+    dict is filled from max_position_embeddings."""
+    def takes(params: dict) -> bool:
+        if nested:
+            kw: dict = {"rope_parameters": {o: ({"rope_type": kind, "rope_theta": 10000.0, **params} if o == lt
+                                                else {"rope_type": "default", "rope_theta": 10000.0})
+                                            for o in lts}}
+        else:
+            kw = {"rope_scaling": {"rope_type": kind, **params}}
+        try:
+            return per_type(rope_of(cls, kw), lts)
+        except Exception:  # noqa: BLE001
+            return False
+
+    out = {}
+    for kind, params in type_probes(cls).items():
+        if not takes(params):
+            continue  # (refused given whole, or not merged into this layer type: the shape's other rules)
+        needs = [k for k in params if not takes({x: v for x, v in params.items() if x != k})]
+        if needs:
+            out[kind] = needs
     return out
 
 
@@ -395,6 +428,12 @@ def scenarios(lts: list[str], keys: list[str]) -> list[dict]:
         for rp in nested_sets:
             out.append({**kw, "rope_parameters": copy.deepcopy(rp)})
     out.append({"rope_parameters": dict(SCALING)})
+    for kind, params in NEEDS_PROBES.items():  # (type_needs: given without the original length, and with it)
+        for orig in (None, 2048):
+            one = {"rope_type": kind, **params, **({} if orig is None else {"original_max_position_embeddings": orig})}
+            out.append({"rope_scaling": dict(one)})
+            out.append({"rope_parameters": {lts[0]: {**one, "rope_theta": 3000.0},
+                                            **{lt: {"rope_type": "default"} for lt in lts[1:]}}})
     return out
 
 
@@ -1097,7 +1136,11 @@ def main() -> None:
     """Measure every model type's rules, check them, and write the rules table and golden (--only: print)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
+    ap.add_argument("--update", nargs="*", help="these model types measured again, their rules and golden cases "
+                                                "replaced in the tables (the others' kept as written)")
     args = ap.parse_args()
+    if args.update:
+        args.only = args.update
     warnings.filterwarnings("ignore")
     need_torch()
     import transformers  # noqa: PLC0415
@@ -1162,17 +1205,36 @@ def main() -> None:
         if not _nested(d0):
             named(t, e, classes[t], names, gold)
         print(t, len(out[t]["refused"]), "shapes refused", flush=True)
+    if args.update:
+        write_outputs(*merged(out, gold))
+        return
     if args.only:
-        print(json.dumps(out, indent=1)[:3000])
-        for t in types:
-            print(t, {k: out[t].get(k) for k in ("unread", "ignored", "modeling_reads", "probe_why",
-                                                  "last_layer_type")},
-                  "fill", (out[t].get("outer") or {}).get("fill"), "partial_dims", (out[t].get("one") or {}).get(
-                      "partial_dims"))
-        print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
-        print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
+        print_only(out, types)
         return
     write_outputs(out, gold)
+
+
+def print_only(out: dict[str, dict], types: list[str]) -> None:
+    """What --only measured, printed (nothing written)."""
+    print(json.dumps(out, indent=1)[:3000])
+    for t in types:
+        print(t, {k: out[t].get(k) for k in ("unread", "ignored", "modeling_reads", "probe_why", "last_layer_type")},
+              "fill", (out[t].get("outer") or {}).get("fill"), "partial_dims", (out[t].get("one") or {}).get(
+                  "partial_dims"))
+    print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
+    print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
+
+
+def merged(out: dict[str, dict], gold: list[dict]) -> tuple[dict[str, dict], list[dict]]:
+    """The written tables with the model types of `out` measured again: their rules and golden cases replaced
+    (a golden case is its config's model type's); the other types' kept as the last whole run wrote them."""
+    with open(OUT, encoding="utf-8") as f:
+        models = json.load(f)["models"]
+    with gzip.open(GOLDEN, "rt", encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    models.update(out)
+    kept = [c for c in cases if c["config"].get("model_type") not in out]
+    return models, kept + gold
 
 
 def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:

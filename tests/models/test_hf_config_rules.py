@@ -226,6 +226,62 @@ def test_a_class_with_rope_per_layer_type_never_reads_a_top_level_original_lengt
     assert vkrope.from_hf(dict(llama, rope_scaling=None)).rope_type == "default"  # (no type that reads it)
 
 
+def test_a_key_a_class_with_rope_per_layer_type_needs_beside_its_rope_type_is_required():
+    """Step 3.5's class raises (transformers' _check_received_keys, a KeyError) on a flat rope_scaling yarn or
+    llama3 without its original length, even with one at the top level; nested per layer type it fills the
+    dict's from max_position_embeddings (measured: hf_config_rules.json per_type needs). Laguna's raises
+    nested as well; Gemma 3's fills it either way."""
+    step = {"model_type": "step3p5", "max_position_embeddings": 8192}
+    yarn = {"rope_type": "yarn", "factor": 4.0}
+    for top in ({}, {"original_max_position_embeddings": 512}):
+        with pytest.raises(ValueError, match=r"rope_scaling: original_max_position_embeddings is missing: "
+                                             r"step3p5's config class needs it beside rope_type 'yarn'"):
+            vkrope.from_hf({**step, **top, "rope_scaling": yarn}, layer_type="full_attention")
+    read = vkrope.from_hf({**step, "rope_scaling": dict(yarn, original_max_position_embeddings=2048)},
+                          layer_type="full_attention")
+    assert read.original_max_position_embeddings == 2048
+    nested = {"full_attention": dict(yarn, rope_theta=1e4)}
+    read = vkrope.from_hf({**step, "rope_parameters": nested}, layer_type="full_attention")
+    assert read.rope_type == "yarn" and read.original_max_position_embeddings == 8192
+    with pytest.raises(ValueError, match=r"rope_parameters\['full_attention'\]: original_max_position_embeddings "
+                                         "is missing: laguna's"):
+        vkrope.from_hf({"model_type": "laguna", "rope_parameters": nested}, layer_type="full_attention")
+    gemma = vkrope.from_hf({**GEMMA, "max_position_embeddings": 8192, "rope_scaling": dict(yarn, rope_theta=1e4)},
+                           layer_type="full_attention")
+    assert gemma.original_max_position_embeddings == 8192
+
+
+def test_a_flat_rope_dict_the_class_refuses_is_refused_for_every_layer_type(monkeypatch):
+    """The class validates a flat rope_scaling whole, whichever layer types it merges it into (Gemma 3: its
+    full layers; forced here: none): were Gemma 3's flat yarn to need its original length, every layer
+    type's reading of such a file is refused (transformers fails on the config)."""
+    cfg = {**GEMMA, "max_position_embeddings": 8192, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    assert vkrope.from_hf(cfg, layer_type="sliding_attention").rope_type == "default"
+    rules = json.loads(json.dumps(config_rules.rules_of("gemma3_text")))
+    for per in rules["per_type"].values():
+        per["flat"]["needs"] = {"yarn": ["factor", "original_max_position_embeddings"]}
+        per["flat"]["scaling"] = False
+    real = config_rules.rules_of
+    monkeypatch.setattr(config_rules, "rules_of", lambda t: rules if t == "gemma3_text" else real(t))
+    with pytest.raises(ValueError, match="rope_scaling: original_max_position_embeddings is missing"):
+        vkrope.from_hf(cfg, layer_type="sliding_attention")
+
+
+def test_a_partial_factor_the_rope_functions_move_in_late_is_refused():
+    """Qwen2VLTextConfig keeps a file's partial_rotary_factor as an attribute beside its rope dict; transformers'
+    yarn (linear, dynamic, ...) function moves it in (standardize_rope_params) when the model is built, so the
+    module rotates half the head and its M-RoPE split fails: refused. The default type's frequencies span the
+    head whatever the attribute (read), and so does a factor of 1."""
+    base = {"model_type": "qwen2_vl_text", "partial_rotary_factor": 0.5}
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+    for key in ("rope_parameters", "rope_scaling"):
+        with pytest.raises(ValueError, match="partial_rotary_factor 0.5: qwen2_vl_text's config class keeps it "
+                                             "beside its rope dict, and transformers' 'yarn' function moves it in"):
+            vkrope.from_hf({**base, key: yarn})
+    assert vkrope.from_hf(base).rotary_dim == vkrope.from_hf(base).head_dim
+    assert vkrope.from_hf({**base, "partial_rotary_factor": 1.0, "rope_scaling": yarn}).rope_type == "yarn"
+
+
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
     """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
     class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""

@@ -25,8 +25,11 @@ by building each config class on probe configs; never edited by hand):
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
   which key gives the layer type its theta, whether the class default does
   where that key is absent, whether `rope_scaling` is merged in, which
-  class defaults fill a given layer type's dict, and whether a layer type
-  the file leaves out is filled. A shape the class fails on is null.
+  class defaults fill a given layer type's dict, whether a layer type
+  the file leaves out is filled, and (`needs`) per rope type the keys its
+  dict must give (Step 3.5's flat yarn its original length, which the
+  class fills in only where the file nests its dicts). A shape the class
+  fails on is null.
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
 - `type_keys`: for a class with one RoPE, per rope type it takes, the keys
@@ -196,6 +199,15 @@ def _one_type(cfg: dict, lt: str, d0: dict, rule: dict | None, shape: str, model
                              "(transformers raises)")
         if rule["scaling"]:
             d.update(cfg["rope_scaling"])
+    # (flat: the class checks the file's rope_scaling whichever layer types it merges into; the rules script
+    # measured each layer type's needs on a whole config, which the class refuses as a whole)
+    given = d if shape == "nested" else cfg.get("rope_scaling") or {}
+    kind = given.get("rope_type", given.get("type"))
+    for need in rule.get("needs", {}).get(kind, []) if isinstance(kind, str) else []:
+        if need not in given:
+            raise ValueError(f"{where if shape == 'nested' else 'config: rope_scaling'}: {need} is missing: "
+                             f"{model_type}'s config class needs it beside rope_type "
+                             f"{kind!r} given this way ({shape}; transformers raises without it), so vkrope does too")
     key = rule["theta"]
     if "rope_theta" not in d:
         if key is not None and key in cfg:
@@ -344,9 +356,27 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
         partial = cfg[dims] / head
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
+    _check_late_partial(cfg, rope, source, model_type)
     for key in PARTIAL_KEYS:
         cfg.pop(key, None)  # (read above where the class reads it; a key it does not read is not read below)
     return rope
+
+
+def _check_late_partial(cfg: dict, rope: dict, source: str | None, model_type: str) -> None:
+    """Refuse a file's partial_rotary_factor that the class keeps as an attribute only (not folded into its
+    rope dict: Qwen2-VL's) beside a rope type other than default: transformers' functions of those types call
+    standardize_rope_params, which moves that attribute into the dict when the model is built (Qwen2-VL's yarn
+    then rotates half the head, and its M-RoPE split fails), a step the rules did not measure per class."""
+    value = cfg.get("partial_rotary_factor")
+    if source is not None or value is None or value == 1.0 or "partial_rotary_factor" in rope:
+        return
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    kind = renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
+    if kind != "default":
+        raise ValueError(f"config: partial_rotary_factor {_short(value)}: {model_type}'s config class keeps it "
+                         f"beside its rope dict, and transformers' {kind!r} function moves it in when the model is "
+                         "built, a step vkrope's rules did not measure for this class: refused rather than guessed "
+                         "(give it inside the rope dict)")
 
 
 def text_model_type(model_type: str) -> str | None:
