@@ -199,9 +199,10 @@ def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
 def live_handles() -> dict[str, int]:
     """Live Vulkan handles per type created by vkrope (non-zero entries):
     exact whatever interrupts a destroy, or a create through `create` (the
-    instance, the device and the debug messenger are created without it: an
-    interruption right after one of those calls returns leaves that handle
-    uncounted, and unreleased)."""
+    instance and the device are made into an output their owner holds
+    before the call, and destroyed by it when opening is interrupted; the
+    debug messenger is created without: an interruption right after that
+    call returns leaves it uncounted, and unreleased)."""
     return {k: v for k, v in list(LIVE.items()) if v}
 
 

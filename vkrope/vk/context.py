@@ -38,10 +38,13 @@ class Context:
         self.allocations = 0
         self.reclaim: Callable[[], None] | None = None
         self._lock = threading.RLock()
+        # (the binding writes the device here, held before the call: see _create_device)
+        self._made: Any = b.vk().ffi.new("VkDevice*")
         try:
             self.info, self.why = select_device(self.instance.physical_devices(), device)
             self._create_device()
-        except BaseException:
+        except BaseException:  # (an interruption too, after vkCreateDevice returned: the device goes first)
+            self._destroy_device()
             self.instance.close()
             raise
 
@@ -67,10 +70,15 @@ class Context:
             ppEnabledExtensionNames=extensions,
         )
         try:
-            self.handle = b.call("vkCreateDevice", info.handle, create, None)
+            b.call("vkCreateDevice", info.handle, create, None, self._made)
         except VulkanError as exc:
+            self._made[0] = vk.ffi.NULL  # (a failed call leaves its output undefined: nothing to destroy)
             raise b.explain_fork(exc) from exc
+        # (no call from here to the count: stored, counted and taken from _made together, so an exception that
+        # lands after vkCreateDevice returned leaves the device where _destroy_device finds it)
+        self.handle = self._made[0]
         b.LIVE["VkDevice"] += 1
+        self._made[0] = vk.ffi.NULL
         self.queue = vk.vkGetDeviceQueue(self.handle, info.compute_queue_family, 0)
         self.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(info.handle)
         self.timestamps = info.timestamp_valid_bits > 0
@@ -120,11 +128,19 @@ class Context:
             while self._children:
                 self._children[-1].destroy()  # destroyed before forgotten (interruptions)
                 self._children.pop()
-            destroy, null = b.vk().lib.vkDestroyDevice, b.vk().ffi.NULL
+            self._destroy_device()
+            self.instance.close()
+
+    def _destroy_device(self) -> None:
+        """Destroy the device, stored (and counted) or made by an interrupted creation (idempotent)."""
+        destroy, null = b.vk().lib.vkDestroyDevice, b.vk().ffi.NULL
+        if self.handle is not None:
             handle, self.handle = self.handle, None
             b.LIVE["VkDevice"] -= 1
             destroy(handle, null)  # (no Python call since the handle was cleared: see binding.destroy_handles)
-            self.instance.close()
+        elif self._made[0] != null:
+            handle, self._made[0] = self._made[0], null
+            destroy(handle, null)
 
     # --- memory ---------------------------------------------------------
     def allocate_memory(self, owner: Any, info: Any) -> None:

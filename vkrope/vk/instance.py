@@ -135,13 +135,20 @@ class Instance:
 
     def __init__(self, validation: bool | None = None) -> None:
         with OPENING:
-            self._open(validation)
+            try:
+                self._open(validation)
+            except BaseException:  # (an interruption after vkCreateInstance returned: nobody else holds it)
+                self._destroy()
+                raise
 
     def _open(self, validation: bool | None) -> None:
         vk = b.load()
         self.handle: Any = None
         self._messenger: Any = None
         self._destroy_messenger: Any = None
+        # (the binding writes the instance here, held before the call: an exception that lands after the call
+        # returns, in its wrapper or before the handle is stored, leaves it where _destroy finds it)
+        self._made: Any = vk.ffi.new("VkInstance*")
         if validation is None:
             validation = validation_requested()
         self.validation = validation
@@ -168,8 +175,9 @@ class Instance:
             ppEnabledExtensionNames=extensions,
         )
         try:
-            self.handle = b.call("vkCreateInstance", info, None)
+            b.call("vkCreateInstance", info, None, self._made)
         except VulkanError as raw:
+            self._made[0] = vk.ffi.NULL  # (a failed call leaves its output undefined: nothing to destroy)
             exc = b.explain_fork(raw)
             if exc is not raw:  # (a forked child: not a missing driver)
                 raise exc from raw
@@ -182,7 +190,10 @@ class Instance:
                     f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
                     "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
             raise  # out of memory and the like: itself
+        # (no call from here to the count: the handle is stored, counted and taken from _made together)
+        self.handle = self._made[0]
         b.LIVE["VkInstance"] += 1
+        self._made[0] = vk.ffi.NULL
         b.opened_vulkan()
         if validation:
             try:
@@ -224,6 +235,11 @@ class Instance:
         if handle is not None:
             self.handle = None
             b.LIVE["VkInstance"] -= 1
+            destroy_instance(handle, null)
+            return
+        made = getattr(self, "_made", None)
+        if made is not None and made[0] != null:  # (made, never stored: interrupted; never counted)
+            handle, made[0] = made[0], null
             destroy_instance(handle, null)
 
 
