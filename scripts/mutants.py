@@ -892,6 +892,8 @@ MUTATIONS = [
     Mutation("from_hf: a null rope_interleave refused where the attention tests it for truth", "vkrope/models/hf.py",
              "        pairs = False if pairs is None else pairs  # (a null the class keeps: the attention tests it for truth)\n",
              ""),
+    Mutation("InvFreqs: the exact angle's default frequencies rounded to float32 first", "vkrope/freqs.py",
+             "            exact = given  #", "            exact = inv.astype(np.float64)  #"),
     Mutation("an interrupted Device() leaves its device alive under a destroyed instance", "vkrope/vk/context.py",
              "            self._destroy_device()\n            self.instance.close()\n            raise",
              "            self.instance.close()\n            raise"),

@@ -614,11 +614,12 @@ class InvFreqs(PositionFreqs):
                 raise ValueError(f"{name} must hold finite numbers >= 0 (float32's range); got {a[bad][0]}")
             return a
 
-        inv = values("inv_freq", self.inv_freq).astype(np.float32)
+        given = values("inv_freq", self.inv_freq)
+        inv = given.astype(np.float32)
         object.__setattr__(self, "inv_freq", tuple(float(v) for v in inv))
         n = inv.size
         if self.inv_freq_exact is None:
-            exact = inv.astype(np.float64)
+            exact = given  # (as given: float64 frequencies keep their digits for the exact angle)
         else:
             exact = values("inv_freq_exact", self.inv_freq_exact)
             if exact.size != n:

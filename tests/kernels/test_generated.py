@@ -428,6 +428,26 @@ def test_the_reference_reduces_an_exact_inv_freqs_as_the_shader_does(device):
     assert np.abs(y - want).max() < 4e-7 * (np.abs(x).max() + 1)
 
 
+def test_an_exact_inv_freqs_angle_uses_the_float64_frequencies_as_given(device):
+    """InvFreqs(float64 frequencies, angle="exact") takes them as given for its exact angle (the docstring's
+    default), not rounded to float32 first: at position 2^24 - 1 a float32-rounded Llama frequency is off by
+    up to ~0.5 rad (an adversary's finding)."""
+    inv = 1.0 / 500000.0 ** (np.arange(0, 128, 2) / 128)  # float64, mostly not float32 values
+    assert not np.array_equal(inv, inv.astype(np.float32))
+    spec = vkrope.InvFreqs(inv, angle="exact")
+    assert spec.inv_freq_exact == tuple(inv) and spec.inv_freq == tuple(inv.astype(np.float32).astype(float))
+    pos = np.array([16777215, 1000003, 7])
+    two_pi = 2 * decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        a = np.array([[float((decimal.Decimal(int(p)) * decimal.Decimal(f)) % two_pi) for f in inv] for p in pos])
+    x = np.random.default_rng(6).standard_normal((3, 128)).astype(np.float32)
+    y = device.apply(x, spec, positions=pos)
+    c, s = np.cos(a), np.sin(a)
+    want = np.stack([x[:, 0::2] * c - x[:, 1::2] * s, x[:, 0::2] * s + x[:, 1::2] * c], -1).reshape(3, 128)
+    assert np.abs(y - want).max() < 4e-7 * (np.abs(x).max() + 1)
+
+
 def test_a_rope_freqs_table_reduces_its_exact_angles():
     """RopeFreqs(angle="exact").table is cos / sin of the exact angle (as the
     shader's and InvFreqs'): at position 13785859 base 500000's column 1
