@@ -42,6 +42,10 @@ class DeviceOwner:
     def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
         if device is not None and (isinstance(device, bool) or not isinstance(device, (int, str))):
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
+        if validation is not None and not isinstance(validation, (bool, np.bool_)):  # ("no" is truthy: refused)
+            raise TypeError(f"validation must be True, False or None (VKROPE_VALIDATION decides); got "
+                            f"{type(validation).__name__} {validation!r}")
+        validation = None if validation is None else bool(validation)
         self._lock = threading.RLock()
         self._ctx: Context | None = None
         self._closing = False  # close() began: the device refuses work, and close() completes what is left

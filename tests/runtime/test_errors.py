@@ -118,6 +118,16 @@ def test_device_argument_type():
         vkrope.Device(1.5)
 
 
+@pytest.mark.parametrize("value", ["no", "0", 0, 0.0, [], object()])
+def test_validation_argument_type(value):
+    """validation= takes True, False or None: "no" (truthy) turned the layer on, and [] was kept as the
+    device's `info['validation']`."""
+    with pytest.raises(TypeError, match=r"validation must be True, False or None .*got "):
+        vkrope.Device(validation=value)
+    with vkrope.Device(validation=np.bool_(False)) as dev:
+        assert dev.info["validation"] is False
+
+
 ASARRAY_BAD = [
     ([1.0, 2.0], {}, TypeError, ["a must be", "list"]),
     (np.ones((2, 4), np.float64), {}, TypeError, ["float64"]),
