@@ -892,6 +892,8 @@ MUTATIONS = [
     Mutation("from_hf: a null rope_interleave refused where the attention tests it for truth", "vkrope/models/hf.py",
              "        pairs = False if pairs is None else pairs  # (a null the class keeps: the attention tests it for truth)\n",
              ""),
+    Mutation("from_hf: an unknown M-RoPE layout read at any width", "vkrope/models/hf.py",
+             "            and rotary != _bare_width(model_type):", "            and False:"),
     Mutation("Device(validation=...) takes any object for its truth", "vkrope/owner.py",
              "        if validation is not None and not isinstance(validation, (bool, np.bool_)):",
              "        if False:"),

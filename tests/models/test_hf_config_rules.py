@@ -282,6 +282,18 @@ def test_a_partial_factor_the_rope_functions_move_in_late_is_refused():
     assert vkrope.from_hf({**base, "partial_rotary_factor": 1.0, "rope_scaling": yarn}).rope_type == "yarn"
 
 
+def test_a_width_the_unknown_m_rope_sections_may_not_span_is_refused():
+    """GLM-OCR's rotary module splits its pairs by M-RoPE sections of its own ([8, 12, 12], a layout the model
+    table could not run with three axes: "unknown"), read as one axis at the width the table ran it with
+    (its bare config's 32 pairs); transformers fails on a narrower head (split_with_sizes), so vkrope refuses."""
+    base = {"model_type": "glm_ocr_text"}
+    assert vkrope.from_hf(base).rotary_dim == 64 == vkrope.from_hf({**base, "partial_rotary_factor": 1.0}).rotary_dim
+    for changed in ({"partial_rotary_factor": 0.5}, {"head_dim": 48}):
+        with pytest.raises(ValueError, match=r"the rotary module of 'glm_ocr_text' splits its 32 pairs into M-RoPE "
+                                             r"sections of its own, which vkrope does not know"):
+            vkrope.from_hf({**base, **changed})
+
+
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
     """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
     class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""

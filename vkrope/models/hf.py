@@ -6,6 +6,8 @@ transformers runs only with remote code, as llama.cpp's converter reads it
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import json
 import math
 import os
@@ -849,6 +851,12 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
         raise ValueError(f"{where}mrope_section is missing, and the sections the rotary module of {model_type!r} "
                          f"takes then, {section}, do not span this head's {rotary // 2} pairs (transformers fails "
                          "on them): give the sections")
+    if layout == "unknown" and "mrope_section" not in rope and not _BARE.get() \
+            and rotary != _bare_width(model_type):
+        raise ValueError(f"config: the rotary module of {model_type!r} splits its {_bare_width(model_type) // 2} "
+                         f"pairs into M-RoPE sections of its own, which vkrope does not know, so this head's "
+                         f"{rotary // 2} pairs are not read (transformers fails on them where the sections do not "
+                         "span the pairs): give the config's head size and partial factor as the class's")
     inter = rope.get("mrope_interleaved")
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
@@ -868,6 +876,21 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {brief(inter)}")
     return section, inter
+
+
+# (set while _bare_width reads a bare config, whose width is the one it compares with)
+_BARE: contextvars.ContextVar[bool] = contextvars.ContextVar("bare", default=False)
+
+
+@functools.cache
+def _bare_width(model_type: str) -> int:
+    """The rotated width of the model type's bare config: the one the model table ran its rotary module on."""
+    token = _BARE.set(True)
+    try:
+        rope = from_hf({"model_type": model_type})
+    finally:
+        _BARE.reset(token)
+    return 0 if rope is None else rope.rotary_dim
 
 
 def _interleaved(cfg: dict, e: dict) -> bool:
