@@ -249,6 +249,10 @@ def test_a_key_a_class_with_rope_per_layer_type_needs_beside_its_rope_type_is_re
     gemma = vkrope.from_hf({**GEMMA, "max_position_embeddings": 8192, "rope_scaling": dict(yarn, rope_theta=1e4)},
                            layer_type="full_attention")
     assert gemma.original_max_position_embeddings == 8192
+    # a flat dict's legacy "type" names no type (merged into dicts that have a rope_type, it is not read):
+    # transformers builds and runs these, their layers' own default, so no key of a "linear" is needed
+    for model, legacy in (({**GEMMA}, {"type": "linear"}), ({"model_type": "olmo3"}, {"type": "llama3", "factor": 8.0})):
+        assert vkrope.from_hf({**model, "rope_scaling": legacy}, layer_type="sliding_attention").rope_type == "default"
 
 
 def test_a_flat_rope_dict_the_class_refuses_is_refused_for_every_layer_type(monkeypatch):

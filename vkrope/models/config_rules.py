@@ -200,9 +200,10 @@ def _one_type(cfg: dict, lt: str, d0: dict, rule: dict | None, shape: str, model
         if rule["scaling"]:
             d.update(cfg["rope_scaling"])
     # (flat: the class checks the file's rope_scaling whichever layer types it merges into; the rules script
-    # measured each layer type's needs on a whole config, which the class refuses as a whole)
+    # measured each layer type's needs on a whole config, which the class refuses as a whole. Its legacy
+    # "type" names no type there: merged into a dict that has a rope_type, it stays unread)
     given = d if shape == "nested" else cfg.get("rope_scaling") or {}
-    kind = given.get("rope_type", given.get("type"))
+    kind = given.get("rope_type", given.get("type")) if shape == "nested" else given.get("rope_type")
     for need in rule.get("needs", {}).get(kind, []) if isinstance(kind, str) else []:
         if need not in given:
             raise ValueError(f"{where if shape == 'nested' else 'config: rope_scaling'}: {need} is missing: "

@@ -853,10 +853,12 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
                          "on them): give the sections")
     if layout == "unknown" and "mrope_section" not in rope and not _BARE.get() \
             and rotary != _bare_width(model_type):
-        raise ValueError(f"config: the rotary module of {model_type!r} splits its {_bare_width(model_type) // 2} "
-                         f"pairs into M-RoPE sections of its own, which vkrope does not know, so this head's "
-                         f"{rotary // 2} pairs are not read (transformers fails on them where the sections do not "
-                         "span the pairs): give the config's head size and partial factor as the class's")
+        bare = _bare_width(model_type)
+        raise ValueError(f"config: the rotary module of {model_type!r} splits "
+                         f"{f'its {bare // 2} pairs' if bare else 'its pairs'} into M-RoPE sections of its own, which "
+                         f"vkrope does not know, so this head's {rotary // 2} pairs are not read (transformers fails "
+                         "on them where the sections do not span the pairs): give the config's head size and partial "
+                         "factor as the class's")
     inter = rope.get("mrope_interleaved")
     if section is not None:
         if not isinstance(section, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool)
@@ -884,10 +886,13 @@ _BARE: contextvars.ContextVar[bool] = contextvars.ContextVar("bare", default=Fal
 
 @functools.cache
 def _bare_width(model_type: str) -> int:
-    """The rotated width of the model type's bare config: the one the model table ran its rotary module on."""
+    """The rotated width of the model type's bare config: the one the model table ran its rotary module on (0
+    where that config gives none: every other width is refused then)."""
     token = _BARE.set(True)
     try:
         rope = from_hf({"model_type": model_type})
+    except ValueError:
+        return 0
     finally:
         _BARE.reset(token)
     return 0 if rope is None else rope.rotary_dim

@@ -138,7 +138,8 @@ class Instance:
             try:
                 self._open(validation)
             except BaseException:  # (an interruption after vkCreateInstance returned: nobody else holds it)
-                self._destroy()
+                if getattr(self, "_made", None) is not None:  # (else nothing was made: the error as it came)
+                    self._destroy()
                 raise
 
     def _open(self, validation: bool | None) -> None:
