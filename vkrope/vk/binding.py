@@ -199,10 +199,9 @@ def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
 def live_handles() -> dict[str, int]:
     """Live Vulkan handles per type created by vkrope (non-zero entries):
     exact whatever interrupts a destroy, or a create through `create` (the
-    instance and the device are made into an output their owner holds
-    before the call, and destroyed by it when opening is interrupted; the
-    debug messenger is created without: an interruption right after that
-    call returns leaves it uncounted, and unreleased)."""
+    instance and the device too, destroyed by their owners when opening is
+    interrupted; the debug messenger is created without it: an interruption
+    right after that call returns leaves it uncounted, and unreleased)."""
     return {k: v for k, v in list(LIVE.items()) if v}
 
 
@@ -240,7 +239,8 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
     """Release `owner`'s handles in the order given, each idempotently: the
     attribute is swapped to None, the live count of `kind` drops (and, for
     memory, the `allocations` of `memory_of`, the Context), then `vk<destroy>(device,
-    handle, NULL)` runs. `handles` holds `(attribute, destroy function name,
+    handle, NULL)` runs (`vk<destroy>(handle, NULL)` where `device` is None: the
+    instance's and the device's own). `handles` holds `(attribute, destroy function name,
     kind)` triples. A handle that `create` made but could not store yet is
     destroyed too (it was not counted).
 
@@ -273,7 +273,10 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
             LIVE[kind] -= 1
             if kind == "VkDeviceMemory" and memory_of is not None:
                 memory_of.allocations -= 1
-        fn(device, handle, null)
+        if device is None:
+            fn(handle, null)
+        else:
+            fn(device, handle, null)
 
 
 def instance_function(instance: Any, name: str) -> Any:

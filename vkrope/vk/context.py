@@ -38,8 +38,6 @@ class Context:
         self.allocations = 0
         self.reclaim: Callable[[], None] | None = None
         self._lock = threading.RLock()
-        # (the binding writes the device here, held before the call: see _create_device)
-        self._made: Any = b.vk().ffi.new("VkDevice*")
         try:
             self.info, self.why = select_device(self.instance.physical_devices(), device)
             self._create_device()
@@ -69,16 +67,10 @@ class Context:
             enabledExtensionCount=len(extensions),
             ppEnabledExtensionNames=extensions,
         )
-        try:
-            b.call("vkCreateDevice", info.handle, create, None, self._made)
+        try:  # (made as every handle is, where an exception that lands after the call returns finds it)
+            b.create(self, "handle", "VkDevice", "vkCreateDevice", info.handle, create, None)
         except VulkanError as exc:
-            self._made[0] = vk.ffi.NULL  # (a failed call leaves its output undefined: nothing to destroy)
             raise b.explain_fork(exc) from exc
-        # (no call from here to the count: stored, counted and taken from _made together, so an exception that
-        # lands after vkCreateDevice returned leaves the device where _destroy_device finds it)
-        self.handle = self._made[0]
-        b.LIVE["VkDevice"] += 1
-        self._made[0] = vk.ffi.NULL
         self.queue = vk.vkGetDeviceQueue(self.handle, info.compute_queue_family, 0)
         self.memory_properties = vk.vkGetPhysicalDeviceMemoryProperties(info.handle)
         self.timestamps = info.timestamp_valid_bits > 0
@@ -133,14 +125,7 @@ class Context:
 
     def _destroy_device(self) -> None:
         """Destroy the device, stored (and counted) or made by an interrupted creation (idempotent)."""
-        destroy, null = b.vk().lib.vkDestroyDevice, b.vk().ffi.NULL
-        if self.handle is not None:
-            handle, self.handle = self.handle, None
-            b.LIVE["VkDevice"] -= 1
-            destroy(handle, null)  # (no Python call since the handle was cleared: see binding.destroy_handles)
-        elif self._made[0] != null:
-            handle, self._made[0] = self._made[0], null
-            destroy(handle, null)
+        b.destroy_handles(self, None, (("handle", "vkDestroyDevice", "VkDevice"),))
 
     # --- memory ---------------------------------------------------------
     def allocate_memory(self, owner: Any, info: Any) -> None:

@@ -138,7 +138,7 @@ class Instance:
             try:
                 self._open(validation)
             except BaseException:  # (an interruption after vkCreateInstance returned: nobody else holds it)
-                if getattr(self, "_made", None) is not None:  # (else nothing was made: the error as it came)
+                if "_pending" in self.__dict__:  # (else nothing was made: the error as it came)
                     self._destroy()
                 raise
 
@@ -147,9 +147,6 @@ class Instance:
         self.handle: Any = None
         self._messenger: Any = None
         self._destroy_messenger: Any = None
-        # (the binding writes the instance here, held before the call: an exception that lands after the call
-        # returns, in its wrapper or before the handle is stored, leaves it where _destroy finds it)
-        self._made: Any = vk.ffi.new("VkInstance*")
         if validation is None:
             validation = validation_requested()
         self.validation = validation
@@ -175,10 +172,9 @@ class Instance:
             enabledExtensionCount=len(extensions),
             ppEnabledExtensionNames=extensions,
         )
-        try:
-            b.call("vkCreateInstance", info, None, self._made)
+        try:  # (made as every handle is, where an exception that lands after the call returns finds it)
+            b.create(self, "handle", "VkInstance", "vkCreateInstance", info, None)
         except VulkanError as raw:
-            self._made[0] = vk.ffi.NULL  # (a failed call leaves its output undefined: nothing to destroy)
             exc = b.explain_fork(raw)
             if exc is not raw:  # (a forked child: not a missing driver)
                 raise exc from raw
@@ -191,10 +187,6 @@ class Instance:
                     f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
                     "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
             raise  # out of memory and the like: itself
-        # (no call from here to the count: the handle is stored, counted and taken from _made together)
-        self.handle = self._made[0]
-        b.LIVE["VkInstance"] += 1
-        self._made[0] = vk.ffi.NULL
         b.opened_vulkan()
         if validation:
             try:
@@ -225,23 +217,14 @@ class Instance:
             self._destroy()
 
     def _destroy(self) -> None:
-        lib, null = b.vk().lib, b.vk().ffi.NULL
-        destroy_messenger, destroy_instance = self._destroy_messenger, lib.vkDestroyInstance
+        null = b.vk().ffi.NULL
+        destroy_messenger = self._destroy_messenger
         messenger = self._messenger
         if messenger is not None:
             self._messenger = None
             b.LIVE["VkDebugUtilsMessengerEXT"] -= 1
             destroy_messenger(self.handle, messenger, null)
-        handle = self.handle
-        if handle is not None:
-            self.handle = None
-            b.LIVE["VkInstance"] -= 1
-            destroy_instance(handle, null)
-            return
-        made = getattr(self, "_made", None)
-        if made is not None and made[0] != null:  # (made, never stored: interrupted; never counted)
-            handle, made[0] = made[0], null
-            destroy_instance(handle, null)
+        b.destroy_handles(self, None, (("handle", "vkDestroyInstance", "VkInstance"),))
 
 
 def _validation_setup(vk: Any) -> tuple[list[str], list[str], Any, Any]:
