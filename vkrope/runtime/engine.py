@@ -46,6 +46,7 @@ def _forget(items: list, item: Any) -> None:
     with contextlib.suppress(ValueError):
         items.remove(item)
 
+
 class HeldMemory(dict):
     """Arrays' memory by serial: (memory, a weak reference to the array, the array's attributes), noted as
     each array gets it and dropped as it gives it back (runtime/array_memory.py `reclaim_dead`); `dead`: an
