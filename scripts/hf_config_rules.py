@@ -789,6 +789,35 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
                          [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
 
 
+def sections(t: str, e: dict, gold: list) -> None:
+    """Into `gold`: files of M-RoPE model type `t` giving mrope_section as the class's (or its rotary
+    module's) sections, one pair more or less, four or two sections, or none, in rope_parameters and in
+    rope_scaling, with the class's head width and one 16 wider; with what the class made of each and the
+    sections its model splits by (the file's, else its rotary module's): from_hf must read that, or refuse."""
+    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+        return
+    built = _built(t, e, {})
+    rope = built.rope_parameters if isinstance(built.rope_parameters, dict) else {}
+    sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
+    bare = {k: v for k, v in rope.items() if k != "mrope_section"}
+    key = e["by_layer_type"].get("*", {}).get("head_dim")
+    head = getattr(built, key, None) if isinstance(key, str) else None
+    heads = [{}] + ([{key: head + 16}] if isinstance(head, int) and not isinstance(head, bool) else [])
+    given = [sec, sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1],
+             [sec[0], sum(sec[1:])], None]
+    for where, wide, one in itertools.product(("rope_parameters", "rope_scaling"), heads, given):
+        kw = {**wide, where: {**bare, **({} if one is None else {"mrope_section": one})}}
+        made = class_reads(t, e, kw, None)
+        w = None if made is None else made[None]
+        case = {"config": file_config(t, e, kw), "layer_type": None, "want": None if w is None else
+                [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, None, w)]}
+        if w is not None:
+            kept = _built(t, e, kw).rope_parameters.get("mrope_section") or e.get("mrope_section")
+            if kept is not None:
+                case["sections"] = list(kept)
+        gold.append(case)
+
+
 def _inside(path: list[str], kw: dict) -> dict:
     """`kw` placed at `path` (the language model's config inside the outer one)."""
     for key in reversed(path):
@@ -853,6 +882,37 @@ def nope_longer(t: str, e: dict) -> dict[str, bool] | None:
     with_types = dict(longer, layer_types=list(types)) if isinstance(types, list) else None
     return {"without_layer_types": _raises(t, e, longer),
             "with_layer_types": with_types is not None and _raises(t, e, with_types)}
+
+
+def mrope_sections(t: str, e: dict) -> dict[str, Any] | None:
+    """For an M-RoPE model type whose config class validates mrope_section (Cosmos 3 Edge's: three sections
+    summing to half its head_dim): `key`, the head width they must span half of (a rope dict without them is
+    the rope type's `needs`, measured by type_keys). Measured on the class's sections (or
+    its rotary module's, the table's) changed: one pair more or less, four or two sections, and on a head 16
+    wider with and without sections 8 pairs wider. None where the class takes them all; the run stops on a
+    class that refuses some of those only (a rule vkrope does not know)."""
+    keys = {s["head_dim"] for s in e.get("by_layer_type", {}).values()}
+    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+        return None
+    rope = _built(t, e, {}).rope_parameters
+    rope = rope if isinstance(rope, dict) else {}
+    sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
+    bare = {k: v for k, v in rope.items() if k != "mrope_section"}
+
+    def refused(sections: list[int], **kw: Any) -> bool:
+        return _raises(t, e, {**kw, "rope_parameters": {**bare, "mrope_section": sections}})
+
+    wrong = [sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1], [sec[0], sum(sec[1:])]]
+    if not any(refused(s) for s in wrong):
+        return None
+    key = next(iter(keys)) if len(keys) == 1 else None
+    head = getattr(_built(t, e, {}), key, None) if isinstance(key, str) else None
+    wider = {key: head + 16} if isinstance(head, int) else {}
+    if refused(sec) or not all(refused(s) for s in wrong) or not wider \
+            or refused(sec[:-1] + [sec[-1] + 8], **wider) or not refused(sec, **wider):
+        sys.exit(f"{t}: its config class refuses some mrope_section values and not others in a way "
+                 "mrope_sections does not measure: measure it before vkrope reads its sections")
+    return {"key": key}
 
 
 def attention_reads(cls: Any) -> list[str]:
@@ -1103,10 +1163,11 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `attention_reads`, `last_layer_type`, and where measured `nope_longer` and `width`."""
+    `attention_reads`, `last_layer_type`, and where measured `nope_longer`, `width` and `mrope_sections`."""
     out: dict[str, Any] = {"null_refused": null_refused(t, e), "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
-    for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e))):
+    for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
+                           ("mrope_sections", mrope_sections(t, e))):
         if measured is not None:
             out[name] = measured
     return out
@@ -1189,22 +1250,13 @@ def main() -> None:
     check_renames(out)
     config_rules.table.cache_clear()
     config_rules.early_names.cache_clear()  # (read from `out` from here on)
-    config_rules.table = lambda: {"models": out}  # type: ignore[assignment]  (no shapes refused yet)
+    # (no shapes refused yet; with --update, the other types as written: a composite reads its text type's)
+    known = {"models": {**(written_rules() if args.update else {}), **out}}
+    config_rules.table = lambda: known  # type: ignore[assignment]
     gold: list[dict] = []
     for t in types:  # the shapes of keys on which vkrope's reading differs from the class's
-        if t not in classes:
-            continue
-        e = table["models"][t]
-        d0 = e.get("defaults", {}).get("rope_parameters")
-        keys = theta_candidates(classes[t])
-        out[t]["keys"] = keys
-        out[t]["refused"] = shapes(t, e, keys, sorted(d0) if _nested(d0) else None, gold)
-        other_keys(t, e, classes[t], out[t], sorted(d0) if _nested(d0) else None, gold)
-        stopped(t, e, sorted(d0) if _nested(d0) else None, gold)
-        bare(t, e, sorted(d0) if _nested(d0) else None, gold)
-        if not _nested(d0):
-            named(t, e, classes[t], names, gold)
-        print(t, len(out[t]["refused"]), "shapes refused", flush=True)
+        if t in classes:
+            measure_reading(t, table["models"][t], classes[t], names, out[t], gold)
     if args.update:
         write_outputs(*merged(out, gold))
         return
@@ -1212,6 +1264,22 @@ def main() -> None:
         print_only(out, types)
         return
     write_outputs(out, gold)
+
+
+def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, gold: list) -> None:
+    """Into `rules` (model type `t`'s, with its class `cls`): the theta keys and the shapes of keys on which
+    vkrope's reading differs from the class's; into `gold`: the probes' cases."""
+    d0 = e.get("defaults", {}).get("rope_parameters")
+    lts = sorted(d0) if _nested(d0) else None
+    rules["keys"] = theta_candidates(cls)
+    rules["refused"] = shapes(t, e, rules["keys"], lts, gold)
+    other_keys(t, e, cls, rules, lts, gold)
+    stopped(t, e, lts, gold)
+    bare(t, e, lts, gold)
+    sections(t, e, gold)
+    if lts is None:
+        named(t, e, cls, names, gold)
+    print(t, len(rules["refused"]), "shapes refused", flush=True)
 
 
 def print_only(out: dict[str, dict], types: list[str]) -> None:
@@ -1225,11 +1293,16 @@ def print_only(out: dict[str, dict], types: list[str]) -> None:
     print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
 
 
+def written_rules() -> dict[str, dict]:
+    """The rules of every model type as the rules table holds them."""
+    with open(OUT, encoding="utf-8") as f:
+        return json.load(f)["models"]
+
+
 def merged(out: dict[str, dict], gold: list[dict]) -> tuple[dict[str, dict], list[dict]]:
     """The written tables with the model types of `out` measured again: their rules and golden cases replaced
     (a golden case is its config's model type's); the other types' kept as the last whole run wrote them."""
-    with open(OUT, encoding="utf-8") as f:
-        models = json.load(f)["models"]
+    models = written_rules()
     with gzip.open(GOLDEN, "rt", encoding="utf-8") as f:
         cases = json.load(f)["cases"]
     models.update(out)

@@ -893,6 +893,8 @@ MUTATIONS = [
              ""),
     Mutation("from_hf: an unknown M-RoPE layout read at any width", "vkrope/models/hf.py",
              "            and rotary != _bare_width(model_type):", "            and False:"),
+    Mutation("from_hf: Cosmos 3 Edge's sections read though they do not span half its head_dim", RULES,
+             "sum(section) != head_dim // 2:", "sum(section) != sum(section):"),
     Mutation("Device(validation=...) takes any object for its truth", "vkrope/owner.py",
              "        if validation is not None and not isinstance(validation, (bool, np.bool_)):",
              "        if False:"),

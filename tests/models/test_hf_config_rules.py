@@ -10,6 +10,7 @@ import collections
 import gzip
 import json
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -59,7 +60,8 @@ def test_never_a_different_answer_than_transformers_config_classes():
         if want[1] == "default":  # (the class may keep a factor; transformers' default rope type reads none)
             want = [*want[:2], None, want[3]]
         if [got.theta, got.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)] != want \
-                or case.get("width") not in (None, got.rotary_dim):  # (the module's cos / sin width, where probed)
+                or case.get("width") not in (None, got.rotary_dim) \
+                or case.get("sections") not in (None, list(got.mrope_section or ())):  # (M-RoPE's split, where probed)
             wrong.append((case, (got.theta, got.rope_type, dict(got.params), got.rotary_dim)))
             continue
         read[t] += 1
@@ -566,3 +568,18 @@ def test_odd_values_beside_the_new_rules_are_errors_not_readings():
                         "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}})
     with pytest.raises(ValueError, match="rotary_dim 0.5: .* at least 2"):
         vkrope.from_hf({"model_type": "minimax_m2", "head_dim": 128, "rotary_dim": 0.5})
+
+
+@pytest.mark.parametrize("given, why", [
+    ({"head_dim": 48}, "half its head_dim 48"),  # (the class's [24, 20, 20] span 64 pairs)
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e8, "mrope_section": [24, 20, 10]}}, "[24, 20, 10]"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e8, "mrope_section": [24, 20, 19, 1]}}, ""),
+])
+def test_cosmos3_edge_sections_its_class_refuses_are_refused(given, why):
+    """Cosmos3EdgeTextConfig.validate_architecture: three sections summing to half of head_dim, else it raises
+    (transformers 5.25); the sections and head sizes it takes are read."""
+    with pytest.raises(ValueError, match=r"mrope_section.*" + re.escape(why)):
+        vkrope.from_hf({"model_type": "cosmos3_edge_text", **given})
+    ok = vkrope.from_hf({"model_type": "cosmos3_edge_text", "head_dim": 96,
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 16, 16]}})
+    assert (ok.head_dim, ok.rotary_dim, ok.mrope_section, ok.theta) == (96, 96, (16, 16, 16), 1e6)

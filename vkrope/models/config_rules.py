@@ -55,6 +55,9 @@ by building each config class on probe configs; never edited by hand):
 - `nope_longer`: for a model whose layers say by a flags list whether they
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
+- `mrope_sections`: for an M-RoPE model whose class validates mrope_section
+  (Cosmos 3 Edge's: three sections summing to half its `key`, head_dim),
+  `check_mrope_sections`;
 - `width`: for a model whose attention rotates a key of its own (DeepSeek's
   qk_rope_head_dim) while transformers' rotary module makes cos / sin of
   head_dim times the partial factor: how the class builds those
@@ -539,6 +542,19 @@ def check_flags_length(cfg: dict, model_type: str, key: str) -> None:
                          f"config class {'raises on it' if rule else 'was not measured on it'}"
                          f"{'' if given else ' where the file gives no layer_types (it derives them from it)'}, "
                          "so vkrope refuses it")
+
+
+def check_mrope_sections(section: tuple[int, ...] | None, head_dim: int, model_type: str, where: str) -> None:
+    """A ValueError where the model type's config class validates mrope_section (`mrope_sections`: Cosmos 3
+    Edge's wants three sections summing to half its head_dim) and the config's `section` (`head_dim`, the
+    width of the class's key) fails that; transformers raises on loading the config. (A rope dict without
+    sections, on which the class raises too, is the rope type's `needs`.)"""
+    rule = rules_of(model_type).get("mrope_sections")
+    # (not three sections: ModelRope refuses those for every model)
+    if rule is not None and section is not None and sum(section) != head_dim // 2:
+        raise ValueError(f"{where}mrope_section {list(section)}: {model_type}'s config class refuses "
+                         f"sections that are not three summing to half its {rule['key']} {head_dim} "
+                         "(transformers raises on loading the config), so vkrope does too")
 
 
 def attention_reads(model_type: str) -> list[str]:

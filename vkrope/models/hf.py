@@ -528,7 +528,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
-    section, inter = _mrope(rope, where, model_type, e, rotary)
+    section, inter = _mrope(rope, where, model_type, e, rotary, head_dim)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
                          section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
@@ -837,11 +837,13 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
     return mpe, orig
 
 
-def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tuple[tuple[int, ...] | None, bool | None]:
+def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int,
+           head_dim: int) -> tuple[tuple[int, ...] | None, bool | None]:
     """(mrope_section, interleaved sections) of a rope dict; the layout is
     the model table's (what the type's rotary module does with three axes),
     and so are the sections its module takes where the dict has none
-    (Qwen2-VL's [16, 24, 24]: text positions read the same either way)."""
+    (Qwen2-VL's [16, 24, 24]: text positions read the same either way);
+    sections the config class refuses (Cosmos 3 Edge's), refused."""
     layout = e.get("mrope")
     section = rope.get("mrope_section") if "mrope_section" in rope else e.get("mrope_section")
     if "mrope_section" in rope and section is None and layout in ("chunked", "interleaved"):
@@ -877,6 +879,7 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int) -> tup
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {brief(inter)}")
+    config_rules.check_mrope_sections(section, head_dim, model_type, where)
     return section, inter
 
 
