@@ -91,3 +91,64 @@ def test_an_interruption_after_any_call_of_opening_leaks_nothing(counted_vulkan:
         assert b.live_handles() == live, name
     with vkrope.Device() as dev:  # (and the runtime opens again)
         assert dev.name
+
+
+def test_an_interruption_right_after_the_debug_messenger_is_made_leaks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messenger (validation on) is made by the C function itself, as every handle: a KeyboardInterrupt
+    after it returns, before vkrope stores the handle, still destroys it (before its instance)."""
+    from vkrope.vk.instance import validation_requested
+    if not validation_requested():
+        pytest.skip("the debug messenger is made only with the validation layer on (VKROPE_VALIDATION=1)")
+    counts: collections.Counter = collections.Counter()
+    real = b.instance_function
+    interrupt = ["vkCreateDebugUtilsMessengerEXT"]
+
+    def traced(instance: Any, name: str) -> Any:
+        fn = real(instance, name)
+        if name not in ("vkCreateDebugUtilsMessengerEXT", "vkDestroyDebugUtilsMessengerEXT"):
+            return fn
+
+        def counted(*args: Any) -> Any:
+            result = fn(*args)
+            counts[name] += 1
+            if name in interrupt:
+                interrupt.clear()
+                raise KeyboardInterrupt(name)
+            return result
+        return counted
+
+    monkeypatch.setattr(b, "instance_function", traced)
+    live = b.live_handles()
+    with pytest.raises(KeyboardInterrupt):
+        vkrope.Device()
+    assert counts == {"vkCreateDebugUtilsMessengerEXT": 1, "vkDestroyDebugUtilsMessengerEXT": 1}
+    assert b.live_handles() == live
+    with vkrope.Device() as dev:  # (and the runtime opens again, its messenger made and destroyed once)
+        assert dev.name
+    assert counts == {"vkCreateDebugUtilsMessengerEXT": 2, "vkDestroyDebugUtilsMessengerEXT": 2}
+    assert b.live_handles() == live
+
+
+def test_a_failed_debug_messenger_fails_opening_and_leaks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vkCreateDebugUtilsMessengerEXT returning an error (out of host memory): Device() raises it as vkrope's
+    error naming the call, makes no messenger, releases its instance, and the next Device opens."""
+    from vkrope.vk.instance import validation_requested
+    if not validation_requested():
+        pytest.skip("the debug messenger is made only with the validation layer on (VKROPE_VALIDATION=1)")
+    real = b.instance_function
+    failing = ["vkCreateDebugUtilsMessengerEXT"]
+
+    def traced(instance: Any, name: str) -> Any:
+        fn = real(instance, name)
+        if name in failing:
+            failing.clear()
+            return lambda *args: b.vk().VK_ERROR_OUT_OF_HOST_MEMORY
+        return fn
+
+    monkeypatch.setattr(b, "instance_function", traced)
+    live = b.live_handles()
+    with pytest.raises(vkrope.OutOfDeviceMemoryError, match="vkCreateDebugUtilsMessengerEXT"):
+        vkrope.Device()
+    assert b.live_handles() == live
+    with vkrope.Device() as dev:
+        assert dev.name

@@ -198,16 +198,17 @@ def call_fn(name: str, fn: Callable[..., Any], *args: Any) -> Any:
 
 def live_handles() -> dict[str, int]:
     """Live Vulkan handles per type created by vkrope (non-zero entries):
-    exact whatever interrupts a destroy, or a create through `create` (the
-    instance and the device too, destroyed by their owners when opening is
-    interrupted; the debug messenger is created without it: an interruption
-    right after that call returns leaves it uncounted, and unreleased)."""
+    exact whatever interrupts a destroy or a create: every handle is made
+    through `create` (the instance, the device and the debug messenger too,
+    destroyed by their owners when opening is interrupted)."""
     return {k: v for k, v in list(LIVE.items()) if v}
 
 
-def create(owner: Any, attr: str, kind: str, fn: str, *args: Any, memory_of: Any = None) -> Any:
+def create(owner: Any, attr: str, kind: str, fn: str | tuple[str, Any], *args: Any, memory_of: Any = None) -> Any:
     """Create one handle of type `kind` with `vk<fn>(*args, out)`, store it
-    as `owner.<attr>` and count it. The binding writes the handle into `out`,
+    as `owner.<attr>` and count it (`fn` a pair (name, C function): an
+    extension's function from `instance_function`, called itself, its
+    failure raised as `call`'s). The binding writes the handle into `out`,
     which `owner` holds before the call: an exception that lands right after
     the call returns (a signal handler's, KeyboardInterrupt) cannot lose the
     handle, `destroy_handles` finds it there. The owner must already be
@@ -218,7 +219,7 @@ def create(owner: Any, attr: str, kind: str, fn: str, *args: Any, memory_of: Any
     if out is None or out[0] == vk().ffi.NULL:  # else: made by an interrupted call, take it
         out = pending[attr] = vk().ffi.new(f"{kind}*")
         try:
-            call(fn, *args, out)
+            _call_into(fn, *args, out)
         except VkropeError:
             out[0] = vk().ffi.NULL  # a failed call leaves its output undefined: nothing to destroy
             del pending[attr]
@@ -234,14 +235,29 @@ def create(owner: Any, attr: str, kind: str, fn: str, *args: Any, memory_of: Any
     return handle
 
 
-def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str], ...],
+def _call_into(fn: str | tuple[str, Any], *args: Any) -> None:
+    """`call(fn, *args)`, or where `fn` is (name, C function) that function called and its failure raised as
+    `call` raises it."""
+    if isinstance(fn, str):
+        call(fn, *args)
+        return
+    name, c_function = fn
+    _injected(name)
+    result = c_function(*args)
+    if result < 0:
+        mod = vk()
+        raise translate(name, mod.exception_codes[result]())
+
+
+def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, Any, str], ...],
                     memory_of: Any = None) -> None:
     """Release `owner`'s handles in the order given, each idempotently: the
     attribute is swapped to None, the live count of `kind` drops (and, for
     memory, the `allocations` of `memory_of`, the Context), then `vk<destroy>(device,
     handle, NULL)` runs (`vk<destroy>(handle, NULL)` where `device` is None: the
     instance's and the device's own). `handles` holds `(attribute, destroy function name,
-    kind)` triples. A handle that `create` made but could not store yet is
+    kind)` triples (or the C function itself, an extension's from `instance_function`:
+    the debug messenger's, whose parent, `device` here, is the instance). A handle that `create` made but could not store yet is
     destroyed too (it was not counted).
 
     Why it is written this way: a signal handler's exception can surface
@@ -258,7 +274,7 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, str, str]
     state = owner.__dict__
     pending = state.get("_pending") or {}
     for attr, destroy, kind in handles:
-        fn = getattr(lib, destroy)
+        fn = getattr(lib, destroy) if isinstance(destroy, str) else destroy
         out = pending.get(attr)
         handle = state[attr]
         counted = handle is not None

@@ -190,13 +190,13 @@ class Instance:
         b.opened_vulkan()
         if validation:
             try:
-                create = b.call("vkGetInstanceProcAddr", self.handle, "vkCreateDebugUtilsMessengerEXT")
-                # The raw C function (not the binding's Python wrapper): close()
-                # calls it right after clearing the handle (see binding.destroy_handles).
+                # The raw C functions (not the binding's Python wrappers), so the
+                # messenger is made and destroyed as every handle is (binding.create,
+                # binding.destroy_handles): an interruption loses it in neither.
                 self._destroy_messenger = b.instance_function(self.handle, "vkDestroyDebugUtilsMessengerEXT")
-                self._messenger = b.call_fn("vkCreateDebugUtilsMessengerEXT", create, self.handle, messenger_info,
-                                            None)
-                b.LIVE["VkDebugUtilsMessengerEXT"] += 1
+                create = b.instance_function(self.handle, "vkCreateDebugUtilsMessengerEXT")
+                b.create(self, "_messenger", "VkDebugUtilsMessengerEXT", ("vkCreateDebugUtilsMessengerEXT", create),
+                         self.handle, b.vk().ffi.addressof(messenger_info), b.vk().ffi.NULL)
             except BaseException:
                 self.close()
                 raise
@@ -217,13 +217,9 @@ class Instance:
             self._destroy()
 
     def _destroy(self) -> None:
-        null = b.vk().ffi.NULL
-        destroy_messenger = self._destroy_messenger
-        messenger = self._messenger
-        if messenger is not None:
-            self._messenger = None
-            b.LIVE["VkDebugUtilsMessengerEXT"] -= 1
-            destroy_messenger(self.handle, messenger, null)
+        if self._destroy_messenger is not None:  # (set before the messenger is made)
+            b.destroy_handles(self, self.handle, (("_messenger", self._destroy_messenger,
+                                                   "VkDebugUtilsMessengerEXT"),))
         b.destroy_handles(self, None, (("handle", "vkDestroyInstance", "VkInstance"),))
 
 
