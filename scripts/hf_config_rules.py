@@ -1213,13 +1213,14 @@ def main() -> None:
     types = [t for t, e in sorted(table["models"].items()) if e.get("status") == "ok"
              and (not args.only or t in args.only)]
     out: dict[str, dict] = {t: {} for t in types}
-    classes = {}
-    for t in types:
+    classes: dict[str, Any] = {}
+    for t in [t for t, e in sorted(table["models"].items()) if e.get("status") == "ok"]:
         try:
             classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
         except Exception as exc:  # noqa: BLE001
-            out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
-    names = compared_names(list(classes.values()))
+            if t in out:
+                out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+    names = compared_names(list(classes.values()))  # (of every class: --update probes the names a whole run does)
     for t in types:  # the rules of each class's conversion
         e, rules = table["models"][t], out[t]
         if e.get("text_config"):
@@ -1317,6 +1318,7 @@ def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:
 
     # (PreTrainedConfig.__init__ renames these layer types in every config: remap_legacy_layer_types)
     legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+    gold = list({json.dumps(c, sort_keys=True): c for c in gold}.values())  # (two probes may make one case)
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
                    "moved_keys": list(MOVED), "legacy_layer_types": legacy, "models": out}, f,
