@@ -518,7 +518,8 @@ def cmd_config(args: argparse.Namespace) -> int:
         for key, value in r.items():
             if key != "layer_type" and value != "":
                 if isinstance(value, list) and len(value) > 4:  # factor lists: their ends
-                    value = f"[{value[0]:.6g}, {value[1]:.6g}, ..., {value[-1]:.6g}] ({len(value)} values)"
+                    ends = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in (value[0], value[1], value[-1])]
+                    value = f"[{ends[0]}, {ends[1]}, ..., {ends[2]}] ({len(value)} values)"
                 print(f"  {key:34s} {value}")
     return 0
 

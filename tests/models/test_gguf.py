@@ -222,12 +222,18 @@ def test_gguf_layer_types_and_bad_tensors(tmp_path):
     with pytest.raises(ValueError, match="one RoPE for every layer"):
         vkrope.from_gguf(path, layer_type="sliding_attention")
     bad = llama3_factors(config("llama-3.1-8b"))
-    bad[3] = np.inf
+    bad[3] = np.nan
+    path = write(tmp_path / "nan.gguf", "llama", [
+        ("add_embedding_length", 4096), ("add_head_count", 32), ("add_rope_freq_base", 500000.0)],
+        [("rope_freqs.weight", bad)])
+    with pytest.raises(ValueError, match="freq_factors must be positive numbers; got nan"):
+        vkrope.from_gguf(path)
+    bad[3] = np.inf  # (ggml divides the pair's frequency by it: 0, a pair that does not turn)
     path = write(tmp_path / "inf.gguf", "llama", [
         ("add_embedding_length", 4096), ("add_head_count", 32), ("add_rope_freq_base", 500000.0)],
         [("rope_freqs.weight", bad)])
-    with pytest.raises(ValueError, match="freq_factors must be positive finite"):
-        vkrope.from_gguf(path)
+    cos, sin = vkrope.from_gguf(path).cos_sin(np.array([[12345]]))
+    assert (cos[0, 0, 3], sin[0, 0, 3]) == (1.0, 0.0) and sin[0, 0, 2] != 0
     path = write(tmp_path / "heads.gguf", "llama", [
         ("add_embedding_length", 256), ("add_head_count", [4, 4, 4]), ("add_key_length", 64),
         ("add_rope_freq_base", 10000.0), ("add_block_count", 3)])

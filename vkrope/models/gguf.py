@@ -4,6 +4,7 @@ reads it."""
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from dataclasses import replace
 from typing import Any, Callable
@@ -11,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import gguf_context, gguf_layers
-from .gguf_sizes import check_sizes
+from .gguf_sizes import check_layout, check_sizes
 from .rope import ModelRope, brief
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
@@ -44,7 +45,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     `context_length`: llama.cpp's context per sequence (`n_ctx / n_seq_max`),
     which picks a longrope file's factors (Phi-3's) for every position: the
     long ones when it exceeds `rope.scaling.original_context_length`, else
-    the short ones. A longrope file without it is a ValueError (the choice is
+    the short ones (rounded up to a multiple of 256 first, as llama.cpp's
+    context rounds it). A longrope file without it is a ValueError (the choice is
     the run's, not the file's); other files do not read it."""
     try:
         import gguf  # noqa: PLC0415  (an optional extra)
@@ -69,6 +71,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     try:
         check_sizes(p)  # (gguf's reader trusts the header's counts)
         reader = gguf.GGUFReader(p)
+        check_layout(reader.tensors, reader.data_offset, reader.alignment)  # (its reader does not check them)
     except Exception as exc:  # noqa: BLE001  (gguf raises ValueError, struct.error, ...)
         raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
 
@@ -87,10 +90,19 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
                          f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
     kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
     types = {k[len(arch) + 1:]: _gguf_type(f) for k, f in reader.fields.items() if k.startswith(arch + ".")}
-    tensors = {t.name: np.asarray(t.data, np.float32) for t in reader.tensors
+    tensors = {t.name: _float32(t, p) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     return at_context(rope, None if context_length is None else int(context_length), p)
+
+
+def _float32(tensor: Any, where: str) -> np.ndarray:
+    """A frequency factor tensor's values; a ValueError where it is not F32: ggml_rope takes F32 factors only
+    (GGML_ASSERT in ggml_rope_impl, which llama.cpp's loader reaches on loading the file)."""
+    if tensor.tensor_type.name != "F32":
+        raise ValueError(f"{where}: {tensor.name} is {tensor.tensor_type.name}; llama.cpp's rope takes F32 frequency "
+                         "factors only (it aborts loading another type)")
+    return np.asarray(tensor.data, np.float32)
 
 
 def at_context(rope: ModelRope | None, context_length: int | None, where: str) -> ModelRope | None:
@@ -105,7 +117,8 @@ def at_context(rope: ModelRope | None, context_length: int | None, where: str) -
                          f"rope.scaling.original_context_length = {rope.orig}), not by position: pass "
                          "context_length= (llama.cpp's n_ctx per sequence)")
     params = dict(rope.params)
-    params["short_factor"] = params["long_factor"] = params["long_factor" if context_length > rope.orig
+    padded = -(-context_length // 256) * 256  # (llama_context pads n_ctx_seq to a multiple of 256: GGML_PAD)
+    params["short_factor"] = params["long_factor"] = params["long_factor" if padded > rope.orig
                                                             else "short_factor"]
     return replace(rope, params=tuple(sorted(params.items())))
 
@@ -227,6 +240,8 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
     rope_type, params = gguf_context.rope_args(call, longrope is not None, where)
     params.update(longrope or {})
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
+    if pairs == "imrope" and section is not None:
+        factors = _fourth_axis_still(section, call.dims, factors)
     orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length")
     if rope_type in ("yarn", "longrope") and not orig:
         raise ValueError(f"{where}: {rope_type} needs {arch}.rope.scaling.original_context_length (or "
@@ -237,6 +252,21 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
+
+
+def _fourth_axis_still(section: tuple[int, ...], dims: int,
+                       factors: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    """The per-pair divisors with inf (no rotation) at the pairs llama.cpp's interleaved M-RoPE (Qwen3-VL's
+    imrope) turns by its fourth position, e, where no section claims them (ggml_mrope_cache_init: height on
+    j % 3 == 1 below 3 s1, width on j % 3 == 2 below 3 s2, time on j % 3 == 0 below 3 s0; e else), which
+    llama.cpp sets to 0 for every token (text, and mtmd's images); transformers turns them by time."""
+    s0, s1, s2 = section
+    still = [not ((j % 3 == 1 and j < 3 * s1) or (j % 3 == 2 and j < 3 * s2) or (j % 3 == 0 and j < 3 * s0))
+             for j in range(dims // 2)]
+    if not any(still):
+        return factors
+    base = factors if factors is not None else (1.0,) * (dims // 2)
+    return tuple(math.inf if e else f for e, f in zip(still, base))
 
 
 def _check_sizes(tensors: dict, sizes: tuple[tuple[str, tuple[int, ...]], ...], arch: str, where: str) -> None:

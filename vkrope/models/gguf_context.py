@@ -151,9 +151,38 @@ def rope_args(r: Rotation, longrope: bool, where: str) -> tuple[str, dict[str, A
                              "does not")
         return "longrope", {"attention_factor": magnitude}
     if r.ext_factor and (factor != 1.0 or magnitude != 1.0):
+        check_ramp(r, where)
         return "yarn", {"factor": factor, "beta_fast": r.beta_fast, "beta_slow": r.beta_slow,
                         "attention_factor": magnitude}
     if magnitude != 1.0:
         raise ValueError(f"{where}: llama.cpp multiplies cos and sin by {magnitude:.9g} here "
                          "(rope.scaling.attn_factor), which vkrope's rope types other than yarn and longrope do not")
     return ("linear", {"factor": factor}) if factor != 1.0 else ("default", {})
+
+
+def check_ramp(r: Rotation, where: str) -> None:
+    """A ValueError where vkrope's yarn (transformers', its ramp ends in float64) would blend YaRN's ramp
+    otherwise than ggml: ggml_rope_yarn_corr_dims computes the ends in float32 (`logf`), so an end within
+    float32 rounding of an integer may floor / ceil to the other side; and where the ramp is empty (its low
+    end above its high end, after both clamp them to [0, dims - 1]: an original length of a few tokens or a
+    base near 1), ggml's rope_yarn_ramp divides by max(0.001, high - low) and blends as a step, transformers
+    the opposite way."""
+    def corr_dim(rotations: float) -> float:  # (ggml's formula, in float64)
+        return r.dims * math.log(r.n_ctx_orig / (rotations * 2 * math.pi)) / (2 * math.log(r.base))
+
+    try:
+        ends = corr_dim(r.beta_fast), corr_dim(r.beta_slow)
+    except (ValueError, ZeroDivisionError):
+        return  # (no original length, a base <= 1 or a beta <= 0: ModelRope's checks refuse them, by name)
+    for name, end in zip(("beta_fast", "beta_slow"), ends):
+        # (float32's error here is a few ulps of the end: 64 of them is the margin)
+        if 0 < end < r.dims - 1 and abs(end - round(end)) <= 64 * 2.0 ** -23 * abs(end):
+            raise ValueError(f"{where}: YaRN's ramp end for {name} {r.beta_fast if name == 'beta_fast' else r.beta_slow:g} "
+                             f"is {end!r}, within float32 rounding of an integer: llama.cpp computes it in float32 "
+                             "and may round it to the other side than vkrope's yarn, which computes it as "
+                             "transformers does; vkrope refuses this file")
+    low, high = max(math.floor(ends[0]), 0), min(math.ceil(ends[1]), r.dims - 1)
+    if high < low:
+        raise ValueError(f"{where}: YaRN's ramp is empty here (its low end {low} above its high end {high}, from "
+                         f"original_context_length {r.n_ctx_orig} and base {r.base:g}): llama.cpp blends it as a "
+                         "step, vkrope's yarn (transformers') the opposite way; vkrope refuses this file")

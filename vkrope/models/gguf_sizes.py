@@ -74,5 +74,23 @@ def check_sizes(path: str) -> None:
                 walk.value(walk.uint(4, f"metadata {i}'s type"), f"metadata {i}")
             for i in range(tensors):
                 walk.string(f"tensor {i}'s name")
-                walk.take(8 * walk.uint(4, f"tensor {i}'s dimension count"), f"tensor {i}'s dimensions")
+                dims = walk.uint(4, f"tensor {i}'s dimension count")
+                if dims > 4:  # (GGML_MAX_DIMS: llama.cpp's gguf_init refuses the file)
+                    raise ValueError(f"tensor {i} has {dims} dimensions; GGUF tensors have at most 4 (llama.cpp "
+                                     "refuses the file)")
+                walk.take(8 * dims, f"tensor {i}'s dimensions")
                 walk.take(12, f"tensor {i}'s type and offset")
+
+
+def check_layout(tensors: list, data_offset: int, alignment: int) -> None:
+    """ValueError where the tensors' data do not lie as llama.cpp's gguf_init requires (else it refuses the
+    file, "tensor has offset X, expected Y"): each at the end of the one before it, padded to `alignment`,
+    the first at the data section's start. `tensors`: the gguf reader's, in the file's order (their
+    absolute `data_offset` and `n_bytes`)."""
+    expected = 0
+    for t in tensors:
+        offset = int(t.data_offset) - data_offset
+        if offset != expected:
+            raise ValueError(f"tensor {t.name!r} has its data at offset {offset} of the data section, expected "
+                             f"{expected} (llama.cpp refuses the file)")
+        expected += -(-int(t.n_bytes) // alignment) * alignment

@@ -113,7 +113,7 @@ class ModelRope:
     chunked (Qwen2-VL); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
     rope and DeepSeek's `rope_interleave`), else rotate-half (i, i +
     rotary_dim / 2); freq_factors: llama.cpp's per-pair divisors of the
-    frequencies (a GGUF's `rope_freqs.weight`), None without; layer_type:
+    frequencies (a GGUF's `rope_freqs.weight`; inf: a still pair), None without; layer_type:
     the layer type read (Gemma 3: "sliding_attention", "full_attention");
     angle: "float32" (transformers' float32 product) or "exact" (the exact
     product, for long contexts; see `vkrope.RopeFreqs`).
@@ -304,7 +304,9 @@ class ModelRope:
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
         """int64 [B, S] positions ([3, B, S] with M-RoPE; see
         `freqs.check_position_ids`), or a TypeError / ValueError naming `name`."""
-        return check_position_ids(position_ids, self.mrope_section is not None, name)
+        p = check_position_ids(position_ids, self.mrope_section is not None, name)
+        _check_fourth_position(self.freq_factors, position_ids, name)
+        return p
 
     def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
@@ -359,8 +361,20 @@ def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int
     return tuple(int(v) for v in sec)
 
 
+def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids: np.ndarray, name: str) -> None:
+    """A ValueError where llama.cpp's [4 * S] layout (checked already) gives a fourth position, e, other than
+    0 while some pairs do not turn (inf divisors: llama.cpp turns them by e, and sets it to 0 for every
+    token; vkrope reads them as still)."""
+    if freq_factors is not None and math.inf in freq_factors and position_ids.ndim == 1 \
+            and np.any(position_ids.reshape(4, -1)[3]):
+        raise ValueError(f"{name}: the fourth position (e) of llama.cpp's [4 * S] layout must be 0 for this RoPE: "
+                         "llama.cpp turns some of its pairs by it, and sets it to 0 for every token; vkrope reads "
+                         "those pairs as still")
+
+
 def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
-    """llama.cpp's per-pair divisors: rotary_dim / 2 positive finite numbers."""
+    """llama.cpp's per-pair divisors: rotary_dim / 2 positive numbers (inf: a pair that does not turn, the
+    pairs Qwen3-VL's llama.cpp M-RoPE turns by a position it keeps 0)."""
     try:
         ff = np.asarray(freq_factors, np.float64)
     except (TypeError, ValueError):
@@ -368,8 +382,8 @@ def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
     if ff.shape != (rotary_dim // 2,):
         raise ValueError(f"freq_factors must hold rotary_dim / 2 = {rotary_dim // 2} values; got shape "
                          f"{list(ff.shape)}")
-    if not (np.isfinite(ff) & (ff > 0)).all():
-        raise ValueError(f"freq_factors must be positive finite numbers; got {ff[~(np.isfinite(ff) & (ff > 0))][0]}")
+    if not (ff > 0).all():  # (NaN fails it too)
+        raise ValueError(f"freq_factors must be positive numbers; got {ff[~(ff > 0)][0]}")
     return tuple(float(v) for v in ff)
 
 
@@ -389,8 +403,8 @@ def summary(r: ModelRope) -> dict[str, Any]:
         d["mrope"] = "interleaved" if r.mrope_interleaved else "chunked"
     for k, v in r.params:
         d[k] = list(v) if isinstance(v, tuple) else v
-    if r.freq_factors is not None:
-        d["freq_factors"] = list(r.freq_factors)
+    if r.freq_factors is not None:  # ("inf": a pair that does not turn; JSON has no infinity)
+        d["freq_factors"] = [v if math.isfinite(v) else "inf" for v in r.freq_factors]
     if r.ignored:
         d["ignored_keys"] = list(r.ignored)
     if r.nope_layers is None:

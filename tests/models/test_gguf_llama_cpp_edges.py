@@ -1,0 +1,129 @@
+"""Where llama.cpp runs a GGUF otherwise than transformers runs the same model (an adversarial helper's
+findings against llama.cpp's own source): from_gguf reads the file as llama.cpp runs it (against
+tests/oracles/oracle_ggml.py, ggml's rope restated in float64), or refuses it."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import gguf
+import numpy as np
+import pytest
+
+import oracle_ggml
+import vkrope
+from gguf_writer import add_values, finish
+from test_gguf import write
+
+QWEN3VL = [("add_context_length", 262144), ("add_embedding_length", 4096), ("add_head_count", 32),
+           ("add_rope_freq_base", 5000000.0), ("add_rope_dimension_count", 128),
+           ("add_rope_dimension_sections", [24, 20, 20, 0])]
+
+
+def test_qwen3vl_pairs_of_the_fourth_position_do_not_turn(tmp_path):
+    """Qwen3-VL's GGUF ([24, 20, 20, 0] over 64 pairs): ggml_mrope_cache_init turns pairs 61 and 62 by the
+    fourth position, e, which llama.cpp sets to 0 for every token (transformers turns them by time). With
+    time, height and width apart (an image token) and as text; the [4 * S] layout with e = 0 alike, a
+    non-zero e refused."""
+    rope = vkrope.from_gguf(write(tmp_path / "q3vl.gguf", "qwen3vl", QWEN3VL), angle="exact")
+    t, h, w = np.array([0, 5, 900, 100000]), np.array([0, 3, 17, 99999]), np.array([0, 7, 4, 12345])
+    for rows in ((t, h, w), (t, t, t)):
+        cos, sin = rope.cos_sin(np.stack(rows)[:, None, :])
+        want_cos, want_sin = oracle_ggml.cos_sin(np.stack([*rows, 0 * t]), 128, 5e6, sections=(24, 20, 20, 0),
+                                                 imrope=True)
+        assert np.abs(cos[0, :, :64] - want_cos).max() < 2e-6 and np.abs(sin[0, :, :64] - want_sin).max() < 2e-6
+    assert (sin[0, -1, 61:63] == 0).all() and (cos[0, -1, 61:63] == 1).all() and (sin[0, -1, [60, 63]] != 0).all()
+    flat = np.concatenate([t, h, w, 0 * t])
+    assert np.array_equal(rope.cos_sin(flat)[1], rope.cos_sin(np.stack([t, h, w])[:, None, :])[1])
+    with pytest.raises(ValueError, match=r"position_ids: the fourth position \(e\) .* must be 0"):
+        rope.cos_sin(np.concatenate([t, h, w, 0 * t + 1]))
+    qwen2vl = vkrope.from_gguf(write(tmp_path / "q2vl.gguf", "qwen2vl", [
+        *QWEN3VL[:-1], ("add_rope_dimension_sections", [16, 24, 24, 0])]))
+    assert qwen2vl.freq_factors is None  # (chunked sections that span every pair: none turns by e)
+    qwen2vl.cos_sin(np.concatenate([t, h, w, 0 * t + 1]))  # (so e is not read, nor refused)
+
+
+def test_yarn_ramp_ends_as_ggml_computes_them(tmp_path):
+    """ggml_rope_yarn_corr_dims computes the ramp's ends in float32: a file whose end lies within float32
+    rounding of an integer (Qwen2's 128 dims, base 1e4, original length 17206: 55.0000008 in float64, 55
+    in float32) is refused; an ordinary one is read as ggml computes it."""
+    def yarn(name, base, orig):
+        return write(tmp_path / name, "qwen2", [
+            ("add_context_length", 131072), ("add_embedding_length", 256), ("add_head_count", 2),
+            ("add_rope_freq_base", base), ("add_rope_scaling_type", gguf.RopeScalingType.YARN),
+            ("add_rope_scaling_factor", 4.0), ("add_rope_scaling_orig_ctx_len", orig)])
+    with pytest.raises(ValueError, match="within float32 rounding of an integer"):
+        vkrope.from_gguf(yarn("near.gguf", 10000.0, 17206))
+    rope = vkrope.from_gguf(yarn("plain.gguf", 10000.0, 4096), angle="exact")
+    p = np.array([0, 1, 4096, 50000, 131000])
+    cos, sin = rope.cos_sin(p[None])
+    want_cos, want_sin = oracle_ggml.cos_sin(p, 128, 10000.0, freq_scale=0.25, ext_factor=1.0, n_ctx_orig=4096)
+    assert np.abs(cos[0, :, :64] - want_cos).max() < 4e-6 and np.abs(sin[0, :, :64] - want_sin).max() < 4e-6
+    for base, orig in ((10000.0, 2), (2.0, 4096)):  # (ramps whose low end lies above their high end)
+        with pytest.raises(ValueError, match="YaRN's ramp is empty here"):
+            vkrope.from_gguf(yarn(f"empty{orig}.gguf", base, orig))
+
+
+def test_frequency_factors_other_than_f32_are_refused(tmp_path):
+    """ggml_rope asserts F32 frequency factors (llama.cpp aborts loading the file)."""
+    for dtype, name in ((np.float16, "F16"), (np.float32, None)):
+        path = str(tmp_path / f"{dtype.__name__}.gguf")
+        w = gguf.GGUFWriter(path, arch="llama")
+        add_values(w, {"block_count": 2, "context_length": 4096, "embedding_length": 256, "attention.head_count": 2,
+                       "rope.freq_base": 5e5})
+        w.add_tensor("rope_freqs.weight", np.linspace(1, 8, 64).astype(dtype))  # (finish would make it F32)
+        finish(w, (), path)
+        if name is None:
+            assert vkrope.from_gguf(path).freq_factors[1] == pytest.approx(1 + 7 / 63, rel=1e-7)
+            continue
+        with pytest.raises(ValueError, match=f"rope_freqs.weight is {name}; llama.cpp's rope takes F32"):
+            vkrope.from_gguf(path)
+
+
+def test_longrope_context_rounded_up_as_llama_cpp_pads_it(tmp_path):
+    """llama_context pads the context per sequence to a multiple of 256 before get_rope_factors compares it
+    with the original length: with 4000, a context of 3841 runs the long factors, 3840 the short ones."""
+    short, long = np.linspace(1, 2, 64, dtype=np.float32), np.linspace(1, 40, 64, dtype=np.float32)
+    path = write(tmp_path / "phi3.gguf", "phi3", [
+        ("add_context_length", 131072), ("add_embedding_length", 256), ("add_head_count", 2),
+        ("add_rope_freq_base", 10000.0), ("add_rope_scaling_type", gguf.RopeScalingType.LONGROPE),
+        ("add_rope_scaling_orig_ctx_len", 4000)],
+        [("rope_factors_short.weight", short), ("rope_factors_long.weight", long)])
+    for context, factors in ((3840, short), (3841, long), (4000, long), (256, short)):
+        got = dict(vkrope.from_gguf(path, context_length=context).params)["short_factor"]
+        assert np.array_equal(np.float32(got), factors), context
+
+
+def _file(tensors: list[tuple[list[int], int]], data: bytes) -> bytes:
+    """A GGUF v3 file: a llama header, F32 tensors `rope_freqs.weight`, `t1`, ... with (dims, offset)."""
+    def s(b: bytes) -> bytes:
+        return struct.pack("<Q", len(b)) + b
+    kvs = [s(b"general.architecture") + struct.pack("<I", 8) + s(b"llama")]
+    for key, value in ((b"llama.block_count", 2), (b"llama.context_length", 4096), (b"llama.embedding_length", 256),
+                       (b"llama.attention.head_count", 2)):
+        kvs.append(s(key) + struct.pack("<II", 4, value))
+    kvs.append(s(b"llama.attention.layer_norm_rms_epsilon") + struct.pack("<If", 6, 1e-5))
+    infos = [s(b"rope_freqs.weight" if i == 0 else b"t%d" % i) + struct.pack("<I", len(dims))
+             + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, offset)
+             for i, (dims, offset) in enumerate(tensors)]
+    body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos)
+    return body + b"\0" * (-len(body) % 32) + data
+
+
+@pytest.mark.parametrize("tensors, match", [
+    ([([64], 0), ([1, 1, 1, 1, 1], 256)], "tensor 1 has 5 dimensions"),
+    ([([64], 32)], "'rope_freqs.weight' has its data at offset 32 of the data section, expected 0"),
+    ([([64], 0), ([8], 0)], "'t1' has its data at offset 0 of the data section, expected 256"),
+    ([([64], 0), ([8], 288)], "'t1' has its data at offset 288 of the data section, expected 256"),
+])
+def test_tensor_tables_llama_cpp_refuses_are_refused(tmp_path, tensors, match):
+    """gguf_init's checks, which gguf's reader does not make: at most 4 dimensions, and each tensor's data
+    right after the one before (padded to the alignment), the first at the data section's start."""
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(_file(tensors, np.ones(64 + 64, np.float32).tobytes()))
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_gguf(str(path))
+    path.write_bytes(_file([([64], 0), ([8], 256)], np.linspace(1, 2, 64 + 64, dtype=np.float32).tobytes()))
+    assert vkrope.from_gguf(str(path)).freq_factors[63] == pytest.approx(2 - 64 / 127, rel=1e-6)
+    assert math.isfinite(vkrope.from_gguf(str(path)).freq_factors[0])
