@@ -16,6 +16,7 @@ import numpy as np
 import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
+from .freqs import MAX_PAIRS
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, swapped_of,
 )
@@ -23,8 +24,6 @@ from .runtime.array import DeviceArray
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
-# The shader indexes pairs with 32-bit unsigned integers.
-MAX_PAIRS = 2**32 - 2
 
 
 # (a few items of a long sequence and a cut number: repr of a 5-million-item list took over a second)
@@ -48,7 +47,10 @@ def describe(a: Any) -> str:
         text = _SHORT.repr(a)
     except ValueError:  # (an int past Python's digit limit for repr, alone or inside a sequence)
         text = f"of {a.bit_length()} bits" if isinstance(a, int) else "(too large to print)"
-    return f"{type(a).__name__} {text}"[:200]
+    if len(text) > 160:  # (cut where it says so, not mid-value)
+        size = f"{len(a)} items" if isinstance(a, (list, tuple)) else f"{len(text)} characters"
+        text = f"{text[:120]}... ({size})"
+    return f"{type(a).__name__} {text}"
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:

@@ -39,6 +39,7 @@ MAX_POSITION = 1 << 24  # float32 positions are exact below this
 # The widest head a spec may rotate (64 Ki channels: past any model's; its frequencies are made on the host, so a
 # config's head_dim of 2^28 would otherwise allocate gigabytes before a check could name it).
 MAX_HEAD_DIM = 1 << 16
+MAX_PAIRS = 2**32 - 2  # pairs one call rotates: the kernels index values with 32-bit integers
 
 
 def _two_over_pi_bits(bits: int) -> int:
@@ -1001,7 +1002,7 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     `offset=(1, 0, 0)`; Qwen-Image's centred rows and columns:
     `offset=(0, -(h - h // 2), -(w - w // 2))`; CogVideoX's linspace grid
     over a crop region [start, stop): `offset=start`, `step=(stop * (n - 1) /
-    n - start) / (n - 1)` per axis (torch's float32 linspace rounds a few
+    n - start) / (n - 1)` per axis of n > 1 cells (torch's float32 linspace rounds a few
     of those ids 1 ulp otherwise: docs/guide/nd.md). Flux's text tokens (ids 0) are
     `np.zeros((n, 3))`, concatenated."""
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
@@ -1010,6 +1011,9 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
         raise ValueError("shape must name at least one axis")
     for a, n in enumerate(shape):
         _check_int(f"shape[{a}]", n, 0)
+    if math.prod(int(n) for n in shape) > MAX_PAIRS:
+        raise ValueError(f"shape {tuple(int(n) for n in shape)} has {math.prod(int(n) for n in shape)} cells; a "
+                         f"grid has at most {MAX_PAIRS}, the tokens one call rotates (a pair each)")
     n_axes = len(shape)
     per: dict[str, tuple[float, ...]] = {}
     for name, value in (("offset", offset), ("step", step)):

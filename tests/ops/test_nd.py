@@ -255,6 +255,20 @@ def test_grid_ids():
     with pytest.raises(ValueError, match=r"step must be one number or a flat sequence .* shape \(1, 2\)"):
         vkrope.grid_ids((2, 2), step=np.array([[1.0, 2.0]]))
     assert vkrope.NdFreqs((4, 4), np.array(100.0)).thetas == (100.0, 100.0)
+    with pytest.raises(ValueError, match=r"shape \(100000, 100000, 1000\) has 10000000000000 cells; a grid has at "
+                                         "most 4294967294"):  # (before numpy tries 73 TiB)
+        vkrope.grid_ids((100000, 100000, 1000))
+    with pytest.raises(ValueError, match="4294967295 cells"):
+        vkrope.grid_ids((65537, 65535))
+
+
+def test_a_long_list_given_for_x_is_described_in_short():
+    """A nested list passed as x: the message names x and its kind, cut where it says it is cut (not mid-way
+    through the list's text)."""
+    spec, ids = vkrope.NdFreqs((4, 4)), vkrope.grid_ids((2, 2))
+    with pytest.raises(TypeError, match=r"x must be a numpy array; got list \[\[\[.*\.\.\. \(2 items\) \(convert it "
+                                        r"with np.asarray\(x\)\)$"):
+        vkrope.apply_nd(np.zeros((2, 3, 10, 8), np.float32).tolist(), spec, ids)
 
 
 def test_wan_and_cogvideox_widths():
