@@ -50,7 +50,7 @@ sys.path.insert(0, ROOT)
 MODELS = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
-from vkrope.models import config_rules  # noqa: E402
+from vkrope.models import config_rules, hf  # noqa: E402
 from vkrope.models.rope_types import RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
@@ -1251,8 +1251,9 @@ def main() -> None:
     check_renames(out)
     config_rules.table.cache_clear()
     config_rules.early_names.cache_clear()  # (read from `out` from here on)
+    hf._bare_width.cache_clear()
     # (no shapes refused yet; with --update, the other types as written: a composite reads its text type's)
-    known = {"models": {**(written_rules() if args.update else {}), **out}}
+    known = rules_table({**(written_rules() if args.update else {}), **out})
     config_rules.table = lambda: known  # type: ignore[assignment]
     gold: list[dict] = []
     for t in types:  # the shapes of keys on which vkrope's reading differs from the class's
@@ -1311,18 +1312,24 @@ def merged(out: dict[str, dict], gold: list[dict]) -> tuple[dict[str, dict], lis
     return models, kept + gold
 
 
-def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:
-    """The rules table and the golden sample, and what the run counted."""
+def rules_table(models: dict[str, dict]) -> dict[str, Any]:
+    """The rules table of `models` (what config_rules reads, and the file holds)."""
     import transformers  # noqa: PLC0415
     from transformers import configuration_utils  # noqa: PLC0415
 
     # (PreTrainedConfig.__init__ renames these layer types in every config: remap_legacy_layer_types)
     legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+    return {"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
+            "moved_keys": list(MOVED), "legacy_layer_types": legacy, "models": models}
+
+
+def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:
+    """The rules table and the golden sample, and what the run counted."""
+    import transformers  # noqa: PLC0415
+
     gold = list({json.dumps(c, sort_keys=True): c for c in gold}.values())  # (two probes may make one case)
     with open(OUT, "w", encoding="utf-8") as f:
-        json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-                   "moved_keys": list(MOVED), "legacy_layer_types": legacy, "models": out}, f,
-                  separators=(",", ":"), sort_keys=True)
+        json.dump(rules_table(out), f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
     with gzip.open(GOLDEN, "wt", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
