@@ -34,6 +34,7 @@ def test_qwen3vl_pairs_of_the_fourth_position_do_not_turn(tmp_path):
                                                  imrope=True)
         assert np.abs(cos[0, :, :64] - want_cos).max() < 2e-6 and np.abs(sin[0, :, :64] - want_sin).max() < 2e-6
     assert (sin[0, -1, 61:63] == 0).all() and (cos[0, -1, 61:63] == 1).all() and (sin[0, -1, [60, 63]] != 0).all()
+    assert rope.summary()["still_pairs"] == [61, 62] and rope.summary()["freq_factors"][61] == "inf"
     flat = np.concatenate([t, h, w, 0 * t])
     assert np.array_equal(rope.cos_sin(flat)[1], rope.cos_sin(np.stack([t, h, w])[:, None, :])[1])
     with pytest.raises(ValueError, match=r"position_ids: the fourth position \(e\) .* must be 0"):

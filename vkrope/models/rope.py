@@ -405,6 +405,9 @@ def summary(r: ModelRope) -> dict[str, Any]:
         d[k] = list(v) if isinstance(v, tuple) else v
     if r.freq_factors is not None:  # ("inf": a pair that does not turn; JSON has no infinity)
         d["freq_factors"] = [v if math.isfinite(v) else "inf" for v in r.freq_factors]
+        still = [i for i, v in enumerate(r.freq_factors) if v == math.inf]
+        if still:
+            d["still_pairs"] = still
     if r.ignored:
         d["ignored_keys"] = list(r.ignored)
     if r.nope_layers is None:
