@@ -789,6 +789,13 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
                          [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
 
 
+def head_key(e: dict) -> str | None:
+    """The model table's one key of the rotated head's width (head_dim, qk_rope_head_dim, ...), None where
+    its layer types name several."""
+    keys = {s["head_dim"] for s in e.get("by_layer_type", {}).values()}
+    return next(iter(keys)) if len(keys) == 1 else None
+
+
 def sections(t: str, e: dict, gold: list) -> None:
     """Into `gold`: files of M-RoPE model type `t` giving mrope_section as the class's (or its rotary
     module's) sections, one pair more or less, four or two sections, or none, in rope_parameters and in
@@ -800,7 +807,7 @@ def sections(t: str, e: dict, gold: list) -> None:
     rope = built.rope_parameters if isinstance(built.rope_parameters, dict) else {}
     sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
     bare = {k: v for k, v in rope.items() if k != "mrope_section"}
-    key = e["by_layer_type"].get("*", {}).get("head_dim")
+    key = head_key(e)
     head = getattr(built, key, None) if isinstance(key, str) else None
     heads = [{}] + ([{key: head + 16}] if isinstance(head, int) and not isinstance(head, bool) else [])
     given = [sec, sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1],
@@ -891,7 +898,6 @@ def mrope_sections(t: str, e: dict) -> dict[str, Any] | None:
     its rotary module's, the table's) changed: one pair more or less, four or two sections, and on a head 16
     wider with and without sections 8 pairs wider. None where the class takes them all; the run stops on a
     class that refuses some of those only (a rule vkrope does not know)."""
-    keys = {s["head_dim"] for s in e.get("by_layer_type", {}).values()}
     if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
         return None
     rope = _built(t, e, {}).rope_parameters
@@ -905,7 +911,7 @@ def mrope_sections(t: str, e: dict) -> dict[str, Any] | None:
     wrong = [sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1], [sec[0], sum(sec[1:])]]
     if not any(refused(s) for s in wrong):
         return None
-    key = next(iter(keys)) if len(keys) == 1 else None
+    key = head_key(e)
     head = getattr(_built(t, e, {}), key, None) if isinstance(key, str) else None
     wider = {key: head + 16} if isinstance(head, int) else {}
     if refused(sec) or not all(refused(s) for s in wrong) or not wider \
@@ -955,10 +961,9 @@ def measure_width(t: str, e: dict) -> dict[str, Any] | None:
     rope_parameters has none), and whether the model's own default rope function reads the factor
     (`default_partial`, run); `alias`: head_dim names the key itself (the class's attribute_map: JetMoe's
     kv_channels). None for another model type, or where the class cannot be measured."""
-    keys = {s["head_dim"] for s in e["by_layer_type"].values()}
-    if len(keys) != 1 or next(iter(keys)) in (None, "head_dim", "quotient"):
+    key = head_key(e)
+    if key in (None, "head_dim", "quotient"):
         return None
-    key = next(iter(keys))
     try:
         base = _built(t, e, {})
         ints = {k: getattr(base, k) for k in dict.fromkeys((key, *WIDTH_KEYS))

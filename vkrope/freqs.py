@@ -1011,10 +1011,13 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
         raise ValueError("shape must name at least one axis")
     for a, n in enumerate(shape):
         _check_int(f"shape[{a}]", n, 0)
-    if math.prod(int(n) for n in shape) > MAX_PAIRS:
-        raise ValueError(f"shape {tuple(int(n) for n in shape)} has {math.prod(int(n) for n in shape)} cells; a "
-                         f"grid has at most {MAX_PAIRS}, the tokens one call rotates (a pair each)")
+    cells = math.prod(int(n) for n in shape)
+    if cells > MAX_PAIRS or max(int(n) for n in shape) > MAX_PAIRS:  # (a bound on absurd shapes: not on memory)
+        raise ValueError(f"shape {tuple(int(n) for n in shape)} has {cells} cells; a grid has at most {MAX_PAIRS} "
+                         "cells on any axis and in all, the tokens one call rotates (a pair each)")
     n_axes = len(shape)
+    if cells == 0:
+        return np.zeros((0, n_axes))  # (no axis built: another axis may be long)
     per: dict[str, tuple[float, ...]] = {}
     for name, value in (("offset", offset), ("step", step)):
         vals = _per_axis(name, value, n_axes)

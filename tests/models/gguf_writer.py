@@ -68,3 +68,22 @@ def finish(w: Any, tensors: Any, path: Any, omit: tuple[str, ...] = (), fill: bo
     w.write_tensors_to_file()
     w.close()
     return str(path)
+
+
+KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float64")  # (key, value) adders
+
+
+def write(path: Any, arch: str, kv: Any, tensors: Any = (), block_count: bool = True) -> str:
+    """A GGUF file as the converter writes it, from gguf.GGUFWriter's adders (("add_head_count", 32), or
+    ("add_uint32", (key, value))): with a block_count and a context_length (llama.cpp requires them) unless
+    kv gives them, or `block_count` is False; its path."""
+    import gguf  # noqa: PLC0415
+
+    w = gguf.GGUFWriter(str(path), arch=arch)
+    if block_count and not any(add == "add_block_count" for add, _ in kv):
+        kv = [*kv, ("add_block_count", 2)]
+    if not any(add == "add_context_length" for add, _ in kv):
+        kv = [*kv, ("add_context_length", 4096)]
+    for add, value in kv:
+        getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
+    return finish(w, tensors, path, () if block_count else ("block_count",))

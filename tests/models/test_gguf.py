@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from gguf_writer import finish
+from gguf_writer import finish, write
 
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "hf_configs")
 
@@ -26,22 +26,6 @@ CONFIGS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "hf_c
 def config(name: str) -> dict:
     with open(os.path.join(CONFIGS, name + ".json")) as f:
         return json.load(f)
-
-
-KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float64")  # (key, value) adders
-
-
-def write(path, arch: str, kv, tensors=(), block_count=True):
-    """A GGUF file as the converter writes it: with a block_count and a context_length (llama.cpp requires
-    them) unless kv gives them, or `block_count` is False."""
-    w = gguf.GGUFWriter(str(path), arch=arch)
-    if block_count and not any(add == "add_block_count" for add, _ in kv):
-        kv = [*kv, ("add_block_count", 2)]
-    if not any(add == "add_context_length" for add, _ in kv):
-        kv = [*kv, ("add_context_length", 4096)]
-    for add, value in kv:
-        getattr(w, add)(*value) if add in KEYED else getattr(w, add)(value)
-    return finish(w, tensors, path, () if block_count else ("block_count",))
 
 
 def ulps(a, b):

@@ -4,7 +4,6 @@ tests/oracles/oracle_ggml.py, ggml's rope restated in float64), or refuses it.""
 
 from __future__ import annotations
 
-import math
 import struct
 
 import gguf
@@ -13,8 +12,7 @@ import pytest
 
 import oracle_ggml
 import vkrope
-from gguf_writer import add_values, finish
-from test_gguf import write
+from gguf_writer import add_values, finish, write
 
 QWEN3VL = [("add_context_length", 262144), ("add_embedding_length", 4096), ("add_head_count", 32),
            ("add_rope_freq_base", 5000000.0), ("add_rope_dimension_count", 128),
@@ -96,8 +94,9 @@ def test_longrope_context_rounded_up_as_llama_cpp_pads_it(tmp_path):
         assert np.array_equal(np.float32(got), factors), context
 
 
-def _file(tensors: list[tuple[list[int], int]], data: bytes) -> bytes:
-    """A GGUF v3 file: a llama header, F32 tensors `rope_freqs.weight`, `t1`, ... with (dims, offset)."""
+def _file(tensors: list[tuple[list[int], int]], data: bytes, kind: int = 0) -> bytes:
+    """A GGUF v3 file: a llama header, tensors `rope_freqs.weight` (F32), `t1`, ... (GGML type `kind`) with
+    (dims, offset)."""
     def s(b: bytes) -> bytes:
         return struct.pack("<Q", len(b)) + b
     kvs = [s(b"general.architecture") + struct.pack("<I", 8) + s(b"llama")]
@@ -106,25 +105,28 @@ def _file(tensors: list[tuple[list[int], int]], data: bytes) -> bytes:
         kvs.append(s(key) + struct.pack("<II", 4, value))
     kvs.append(s(b"llama.attention.layer_norm_rms_epsilon") + struct.pack("<If", 6, 1e-5))
     infos = [s(b"rope_freqs.weight" if i == 0 else b"t%d" % i) + struct.pack("<I", len(dims))
-             + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", 0, offset)
+             + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<IQ", kind if i else 0, offset)
              for i, (dims, offset) in enumerate(tensors)]
     body = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + b"".join(infos)
     return body + b"\0" * (-len(body) % 32) + data
 
 
-@pytest.mark.parametrize("tensors, match", [
-    ([([64], 0), ([1, 1, 1, 1, 1], 256)], "tensor 1 has 5 dimensions"),
-    ([([64], 32)], "'rope_freqs.weight' has its data at offset 32 of the data section, expected 0"),
-    ([([64], 0), ([8], 0)], "'t1' has its data at offset 0 of the data section, expected 256"),
-    ([([64], 0), ([8], 288)], "'t1' has its data at offset 288 of the data section, expected 256"),
+@pytest.mark.parametrize("tensors, kind, match", [
+    ([([64], 0), ([1, 1, 1, 1, 1], 256)], 0, "tensor 1 has 5 dimensions"),
+    ([([64], 32)], 0, "'rope_freqs.weight' has its data at offset 32 of the data section, expected 0"),
+    ([([64], 0), ([8], 0)], 0, "'t1' has its data at offset 0 of the data section, expected 256"),
+    ([([64], 0), ([8], 288)], 0, "'t1' has its data at offset 288 of the data section, expected 256"),
+    ([([64], 0), ([7], 256), ([8], 284)], 0, "'t2' has its data at offset 284 of the data section, expected 288"),
+    ([([64], 0), ([20], 256)], 8, "row size \\(20\\) is not a multiple of Q8_0 block size"),  # (gguf's reader)
 ])
-def test_tensor_tables_llama_cpp_refuses_are_refused(tmp_path, tensors, match):
-    """gguf_init's checks, which gguf's reader does not make: at most 4 dimensions, and each tensor's data
-    right after the one before (padded to the alignment), the first at the data section's start."""
+def test_tensor_tables_llama_cpp_refuses_are_refused(tmp_path, tensors, kind, match):
+    """gguf_init's checks: at most 4 dimensions, a first dimension of whole blocks (gguf's reader makes this
+    one), and each tensor's data right after the one before (padded to the alignment: a 28-byte tensor takes
+    32), the first at the data section's start; the same tables laid right are read."""
     path = tmp_path / "bad.gguf"
-    path.write_bytes(_file(tensors, np.ones(64 + 64, np.float32).tobytes()))
+    path.write_bytes(_file(tensors, np.ones(64 + 64, np.float32).tobytes(), kind))
     with pytest.raises(ValueError, match=match):
         vkrope.from_gguf(str(path))
-    path.write_bytes(_file([([64], 0), ([8], 256)], np.linspace(1, 2, 64 + 64, dtype=np.float32).tobytes()))
-    assert vkrope.from_gguf(str(path)).freq_factors[63] == pytest.approx(2 - 64 / 127, rel=1e-6)
-    assert math.isfinite(vkrope.from_gguf(str(path)).freq_factors[0])
+    for right in ([([64], 0), ([8], 256)], [([64], 0), ([7], 256), ([8], 288)]):
+        path.write_bytes(_file(right, np.linspace(1, 2, 64 + 64, dtype=np.float32).tobytes()))
+        assert vkrope.from_gguf(str(path)).freq_factors[63] == pytest.approx(2 - 64 / 127, rel=1e-6)

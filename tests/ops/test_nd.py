@@ -260,6 +260,11 @@ def test_grid_ids():
         vkrope.grid_ids((100000, 100000, 1000))
     with pytest.raises(ValueError, match="4294967295 cells"):
         vkrope.grid_ids((65537, 65535))
+    with pytest.raises(ValueError, match=r"shape \(0, 4294967295\) has 0 cells; a grid has at most 4294967294 cells on "
+                                         "any axis"):
+        vkrope.grid_ids((0, 2**32 - 1))
+    # (a grid with an empty axis builds none: no cell overflows, and a long axis takes no memory)
+    assert vkrope.grid_ids((0, 2), offset=1e308, step=1e308).shape == (0, 2)
 
 
 def test_a_long_list_given_for_x_is_described_in_short():

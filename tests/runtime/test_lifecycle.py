@@ -13,6 +13,7 @@ import gc
 import os
 import re
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -828,3 +829,40 @@ def test_an_interrupted_walk_of_dead_arrays_is_taken_up_again(make_device, monke
     made = dev._ctx.allocations
     assert (dev.asarray(data * 2).get() == data * 2).all()
     assert dev._ctx.allocations == made  # (the dead array's memory, taken back)
+
+
+def test_a_collection_during_the_walk_of_dead_arrays_is_no_error(make_device):
+    """reclaim_dead walks the noted arrays while a cycle collection may run any array's __del__, which
+    deletes its own entry (an interrupt-storm test found `list(held.items())` raising "dictionary changed
+    size during iteration"): a collection at every allocation, each deleting a noted entry, is no error,
+    and the dead array's memory is still taken back."""
+    from vkrope.runtime import array_memory
+
+    dev = make_device()
+    held = dev._rt.held
+    dead = weakref.ref(type("Gone", (), {})())  # (a reference already dead: walked as an array that died)
+    # (alive arrays, deleted by the collections: more than the 2000 tuples CPython keeps for reuse, so that
+    # copying them item by item allocates, and collects)
+    for serial in range(-5000, 0):
+        held[serial] = (object(), lambda: object(), {})
+    res = object()
+    held[-100] = (res, dead, {"_resource": res})
+
+    def collected(phase, info):
+        if phase == "start":
+            doomed = next((k for k in held if -5000 <= k < 0), None)
+            if doomed is not None:
+                del held[doomed]  # (as an array's __del__ in the collection would)
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(collected)
+    gc.set_threshold(1)
+    try:
+        assert array_memory.reclaim_dead(dev._rt)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(collected)
+    assert -100 not in held and dev._rt.returned[-1] is res
+    dev._rt.returned.remove(res)
+    for serial in [k for k in held if k < 0]:
+        del held[serial]

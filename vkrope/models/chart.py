@@ -51,9 +51,10 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
             with np.errstate(divide="ignore"):
                 bottom.plot(cols, base / inv, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
         axes = rope.pair_axis
-        if axes is not None:  # (M-RoPE: which position axis each pair reads)
+        if axes is not None:  # (M-RoPE: which position axis each pair reads; a still pair none)
+            still = np.isinf(rope.freq_factors) if rope.freq_factors is not None else np.zeros(len(cols), bool)
             for a, colour in zip(range(3), ("C3", "C4", "C5")):
-                sel = np.asarray(axes) == a
+                sel = (np.asarray(axes) == a) & ~still
                 top.scatter(cols[sel], base[sel], s=8, color=colour, label=f"{name}{('t', 'h', 'w')[a]} pairs")
     top.set_yscale("log")
     top.set_ylabel("inverse frequency")

@@ -550,7 +550,8 @@ def check_mrope_sections(section: tuple[int, ...] | None, head_dim: int, model_t
     width of the class's key) fails that; transformers raises on loading the config. (A rope dict without
     sections, on which the class raises too, is the rope type's `needs`.)"""
     rule = rules_of(model_type).get("mrope_sections")
-    # (not three sections: ModelRope refuses those for every model)
+    # (rule["key"] is the model table's one head key, whose width `head_dim` is: the script measured the class
+    # by widening that key; not three sections: ModelRope refuses those for every model)
     if rule is not None and section is not None and sum(section) != head_dim // 2:
         raise ValueError(f"{where}mrope_section {list(section)}: {model_type}'s config class refuses "
                          f"sections that are not three summing to half its {rule['key']} {head_dim} "

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import gguf_context, gguf_layers
 from .gguf_sizes import check_layout, check_sizes
-from .rope import ModelRope, brief
+from .rope import ModelRope, brief, interleaved_axes
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
@@ -42,11 +42,12 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     either: the RoPE every rotating layer shares (`nope_layers` lists the
     others), or a ValueError when sliding and full layers differ.
 
-    `context_length`: llama.cpp's context per sequence (`n_ctx / n_seq_max`),
-    which picks a longrope file's factors (Phi-3's) for every position: the
-    long ones when it exceeds `rope.scaling.original_context_length`, else
-    the short ones (rounded up to a multiple of 256 first, as llama.cpp's
-    context rounds it). A longrope file without it is a ValueError (the choice is
+    `context_length`: llama.cpp's context per sequence (the `n_ctx_seq` it
+    logs: `n_ctx / n_seq_max`, or `n_ctx` with a unified KV cache), which
+    picks a longrope file's factors (Phi-3's) for every position: the long
+    ones when it exceeds `rope.scaling.original_context_length`, else the
+    short ones (rounded up to a multiple of 256 first, as llama.cpp rounds
+    it). A longrope file without it is a ValueError (the choice is
     the run's, not the file's); other files do not read it."""
     try:
         import gguf  # noqa: PLC0415  (an optional extra)
@@ -98,7 +99,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
 
 def _float32(tensor: Any, where: str) -> np.ndarray:
     """A frequency factor tensor's values; a ValueError where it is not F32: ggml_rope takes F32 factors only
-    (GGML_ASSERT in ggml_rope_impl, which llama.cpp's loader reaches on loading the file)."""
+    (GGML_ASSERT in ggml_rope_impl), and llama.cpp's loader tries every factor tensor it creates in a rope op
+    when it picks its buffer (weight_buft_supported), whether a layer's call reads it or not."""
     if tensor.tensor_type.name != "F32":
         raise ValueError(f"{where}: {tensor.name} is {tensor.tensor_type.name}; llama.cpp's rope takes F32 frequency "
                          "factors only (it aborts loading another type)")
@@ -257,12 +259,9 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
 def _fourth_axis_still(section: tuple[int, ...], dims: int,
                        factors: tuple[float, ...] | None) -> tuple[float, ...] | None:
     """The per-pair divisors with inf (no rotation) at the pairs llama.cpp's interleaved M-RoPE (Qwen3-VL's
-    imrope) turns by its fourth position, e, where no section claims them (ggml_mrope_cache_init: height on
-    j % 3 == 1 below 3 s1, width on j % 3 == 2 below 3 s2, time on j % 3 == 0 below 3 s0; e else), which
+    imrope) turns by its fourth position, e, where no section claims them (ggml_mrope_cache_init), which
     llama.cpp sets to 0 for every token (text, and mtmd's images); transformers turns them by time."""
-    s0, s1, s2 = section
-    still = [not ((j % 3 == 1 and j < 3 * s1) or (j % 3 == 2 and j < 3 * s2) or (j % 3 == 0 and j < 3 * s0))
-             for j in range(dims // 2)]
+    still = [a == 3 for a in interleaved_axes(section, dims // 2)]
     if not any(still):
         return factors
     base = factors if factors is not None else (1.0,) * (dims // 2)

@@ -86,7 +86,7 @@ def check_layout(tensors: list, data_offset: int, alignment: int) -> None:
     """ValueError where the tensors' data do not lie as llama.cpp's gguf_init requires (else it refuses the
     file, "tensor has offset X, expected Y"): each at the end of the one before it, padded to `alignment`,
     the first at the data section's start. `tensors`: the gguf reader's, in the file's order (their
-    absolute `data_offset` and `n_bytes`)."""
+    absolute `data_offset` and `n_bytes`; the reader refuses a row of partial blocks itself)."""
     expected = 0
     for t in tensors:
         offset = int(t.data_offset) - data_offset

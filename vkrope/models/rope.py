@@ -276,9 +276,8 @@ class ModelRope:
             return None
         s = self.mrope_section
         half = self.rotary_dim // 2
-        if self.mrope_interleaved:  # Qwen3-VL: h on j % 3 == 1 below 3 s1, w on j % 3 == 2 below 3 s2
-            return tuple(1 if j % 3 == 1 and j < 3 * s[1] else 2 if j % 3 == 2 and j < 3 * s[2] else 0
-                         for j in range(half))
+        if self.mrope_interleaved:  # (a pair no section claims turns by time, as transformers turns it)
+            return tuple(a % 3 for a in interleaved_axes(s, half))
         return tuple(int(a) for a in np.repeat(np.arange(3), s))  # Qwen2-VL: chunks of s0, s1, s2 pairs
 
     def freqs(self, position_ids: Any = None) -> InvFreqs:
@@ -359,6 +358,15 @@ def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int
     if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:
         raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {rotary_dim // 2}")
     return tuple(int(v) for v in sec)
+
+
+def interleaved_axes(section: tuple[int, ...], pairs: int) -> tuple[int, ...]:
+    """Qwen3-VL's interleaved M-RoPE: each pair's position axis, h on j % 3 == 1 below 3 s1, w on j % 3 == 2
+    below 3 s2, t on j % 3 == 0 below 3 s0; 3 where no section claims the pair (transformers turns it by
+    time; llama.cpp by a fourth position, e, that it keeps 0)."""
+    s0, s1, s2 = section[:3]
+    return tuple(1 if j % 3 == 1 and j < 3 * s1 else 2 if j % 3 == 2 and j < 3 * s2
+                 else 0 if j % 3 == 0 and j < 3 * s0 else 3 for j in range(pairs))
 
 
 def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids: np.ndarray, name: str) -> None:

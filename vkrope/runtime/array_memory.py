@@ -91,7 +91,14 @@ def reclaim_dead(rt: Runtime) -> bool:
     between."""
     found = rt.held.dead = False  # (an array that dies during the walk marks it again)
     try:
-        for serial, (res, ref, state) in list(rt.held.items()):
+        # (the keys, copied with no allocation a cycle collection could start in between: list(items())
+        # makes a tuple per item, and a collection may run an array's __del__, which deletes its entry
+        # mid-copy; CPython 3.11's dict.copy then even makes a broken copy. An entry gone since: skipped)
+        for serial in list(rt.held):
+            entry = rt.held.get(serial)
+            if entry is None:
+                continue
+            res, ref, state = entry
             if ref() is not None:
                 continue
             if serial in rt.held and rt.held[serial][0] is res and "_resource" in state and state["_resource"] is res:
