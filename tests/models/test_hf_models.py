@@ -104,10 +104,14 @@ def test_changed_configs_read_as_the_model_runs_them(case):
     partial factor of 0.5, head_dim doubled), as its rotary module computed it: read alike, or, where the
     module ignores the key (GPT-J's fixed base), read with the key ignored and listed in `ignored`."""
     model_type, change = case.split("/")[0].split("@")
-    if change == "rope_type" and "linear" in CONFIG_RULES.get(model_type, {}).get("types_refused", []):
-        # The module ran the changed parameters (the probe sets them past the class), but the config class
-        # refuses a file with that type (Cosmos 3 Edge's validate_architecture): no model runs it.
-        with pytest.raises(ValueError, match="'linear': .*config class refuses it"):
+    rules = CONFIG_RULES.get(model_type, {})
+    # The module ran the changed parameters (the probe sets them past the class), but the config class
+    # refuses a file with that type, or with the sections the probe scaled to half the head (Cosmos 3 Edge's
+    # validate_architecture): no model runs it.
+    refused = {"rope_type": ("linear" in rules.get("types_refused", []), "'linear': .*config class refuses it"),
+               "partial_rotary_factor": ("mrope_sections" in rules, "mrope_section .*config class refuses")}
+    if refused.get(change, (False,))[0]:
+        with pytest.raises(ValueError, match=refused[change][1]):
             vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]))
         return
     rope = vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]))
