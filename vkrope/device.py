@@ -113,9 +113,14 @@ class Device(DeviceMemory):
         """(True, its result) when the call kept under `key` was submitted again; else (False, None)."""
         if key is None:
             return False, None
-        with self._lock:
-            # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
-            return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
+        begun = _begun(self)
+        try:
+            with self._lock:
+                # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
+                return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
+        except BaseException as exc:
+            _note_submitted(exc, self, begun)
+            raise
 
     def _made(self, made: kept_calls.Made) -> DeviceArray:
         """The output of a replayed call that makes it (kept_calls.replay), with no memory yet: the replay hands
@@ -135,6 +140,15 @@ class Device(DeviceMemory):
         return result
 
     def _run(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:
+        """`_run_jobs`, an exception that interrupts it after it submitted work noted so (`_note_submitted`)."""
+        begun = _begun(self)
+        try:
+            return self._run_jobs(op, jobs)
+        except BaseException as exc:
+            _note_submitted(exc, self, begun)
+            raise
+
+    def _run_jobs(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
         their numpy memory allows, and return each one's outputs by tensor
         name. Every public operator comes through here.
@@ -248,6 +262,28 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
     collecting those kept by identity into `objects`); None when it cannot be kept."""
     key = key_of((args, tuple(kwargs.items())), objects)
     return None if key is None else (front_end, key)
+
+
+def _begun(dev: Device) -> int:
+    """The submissions `dev`'s stream has begun (0 without a runtime: a closed device submits none)."""
+    rt = getattr(dev, "_rt", None)
+    return rt.stream.begun if rt is not None else 0
+
+
+def _note_submitted(exc: BaseException, dev: Device, begun: int) -> None:
+    """Note on an exception that ends a call (a signal handler's: Ctrl-C) whether the call had submitted work,
+    where it had (Python 3.11+'s `add_note`): submitted work runs to its end on the device whatever the
+    exception, so its writes to device arrays happen (a resident cache is updated; a numpy output may not be
+    filled), and a call that is not idempotent (`shift_cache`) must not simply be repeated. Without the note,
+    nothing of the call reached the device."""
+    rt = getattr(dev, "_rt", None)
+    if rt is None or rt.stream.begun == begun or not hasattr(exc, "add_note"):
+        return
+    unsure = " (the last may not have been: the exception came during the submit)" if rt.stream.in_flight == "maybe" \
+        else ""
+    exc.add_note(f"vkrope: this call had submitted its work ({rt.stream.begun - begun} submission(s){unsure}): "
+                 "what it writes to device arrays is written, a numpy output may not be; do not repeat a call "
+                 "that cannot run twice (shift_cache)")
 
 
 @dataclass

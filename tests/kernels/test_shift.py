@@ -262,3 +262,44 @@ def test_what_a_shift_refuses(device, tmp_path):
     with pytest.raises(ValueError, match="slots holds 18446744073709551615"):
         device.shift_cache(paged, vkrope.RopeFreqs(128), np.array([[4]]), np.array([[2]]),
                            slots=np.array([[2**64 - 1]], np.uint64))
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+@pytest.mark.parametrize("when", ["before", "on", "after"])
+def test_an_interrupted_shift_says_whether_it_was_submitted(device, monkeypatch, when):
+    """A signal handler's KeyboardInterrupt around the shift's submission: before it (at the fence reset),
+    the cache is untouched and the exception carries no note; after it (at the wait), the work runs to its
+    end (the cache is shifted once, as an uninterrupted call shifts it) and the exception's note says so, so
+    that a caller does not shift it again; on the submit itself, whether it was queued is unknown, and the
+    note says that."""
+    from vkrope.vk import binding
+
+    rng = np.random.default_rng(7)
+    spec = vkrope.RopeFreqs(12, base=10000.0, angle="exact")
+    kc0, vc0 = cached(rng, (1, 2, 16, 12), np.float32), cached(rng, (1, 2, 16, 12), np.float32)
+    old, new = np.arange(6, 16)[None], np.arange(2, 12)[None]
+    want_k, want_v = device.asarray(kc0), device.asarray(vc0)
+    device.shift_cache(want_k, spec, old, new, v_cache=want_v)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    real, seen = binding.call_direct, []
+
+    def interrupted(name: str, *args):
+        if when == "before" and name == "vkResetFences":
+            raise KeyboardInterrupt
+        result = real(name, *args)
+        seen.append(name)
+        if (when == "on" and name == "vkQueueSubmit") or (when == "after" and seen[-2:-1] == ["vkQueueSubmit"]):
+            raise KeyboardInterrupt
+        return result
+
+    monkeypatch.setattr(binding, "call_direct", interrupted)
+    with pytest.raises(KeyboardInterrupt) as raised:
+        device.shift_cache(kc, spec, old, new, v_cache=vc)
+    monkeypatch.undo()
+    notes = getattr(raised.value, "__notes__", [])
+    if when == "before":
+        assert notes == [] and np.array_equal(kc.get(), kc0) and np.array_equal(vc.get(), vc0)
+        return
+    assert len(notes) == 1 and "had submitted its work (1 submission(s)" in notes[0] and "shift_cache" in notes[0]
+    assert ("may not have been" in notes[0]) == (when == "on")
+    assert np.array_equal(kc.get(), want_k.get()) and np.array_equal(vc.get(), want_v.get())

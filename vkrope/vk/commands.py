@@ -66,6 +66,7 @@ class CommandStream:
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
         self.queries: Any = None
         self.in_flight: bool | str = False
+        self.begun = 0  # submissions begun: what an interrupted call's exception says (interrupts.note)
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
@@ -105,6 +106,7 @@ class CommandStream:
         # wait has no bound (a fence wait would hang for the whole timeout if
         # nothing was queued), so VKROPE_TIMEOUT_S does not cover the one
         # case of an interruption landing on the submit of a hung device.
+        self.begun += 1  # (no call between it and the mark: an interruption finds both or neither)
         self.in_flight = MAYBE
         try:
             b.call_direct("vkQueueSubmit", ctx.queue, 1, submit, self.fence)
