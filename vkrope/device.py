@@ -279,8 +279,8 @@ def _note_submitted(exc: BaseException, dev: Device, begun: int) -> None:
     rt = getattr(dev, "_rt", None)
     if rt is None or rt.stream.begun == begun or not hasattr(exc, "add_note"):
         return
-    unsure = " (the last may not have been: the exception came during the submit)" if rt.stream.in_flight == "maybe" \
-        else ""
+    unsure = " (the last may not have been: the exception came during the submit)" \
+        if rt.stream.queued != rt.stream.begun else ""
     exc.add_note(f"vkrope: this call had submitted its work ({rt.stream.begun - begun} submission(s){unsure}): "
                  "what it writes to device arrays is written, a numpy output may not be; do not repeat a call "
                  "that cannot run twice (shift_cache)")

@@ -66,7 +66,9 @@ class CommandStream:
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
         self.queries: Any = None
         self.in_flight: bool | str = False
-        self.begun = 0  # submissions begun: what an interrupted call's exception says (interrupts.note)
+        # submissions begun, and the count at the last one known queued: what an interrupted call's exception
+        # says (device._note_submitted; a MAYBE that drain settles stays unknown)
+        self.begun = self.queued = 0
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
@@ -114,6 +116,7 @@ class CommandStream:
             self.in_flight = False  # the driver refused it: nothing was queued
             raise
         self.in_flight = True
+        self.queued = self.begun
         self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
