@@ -15,10 +15,12 @@ not express. The arithmetic mirrors llama.cpp's generic code line by line
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
+
+from ..freqs import YaRN
 
 
 class Unknown(Exception):
@@ -167,21 +169,18 @@ def check_ramp(r: Rotation, where: str) -> None:
     end above its high end, after both clamp them to [0, dims - 1]: an original length of a few tokens or a
     base near 1), ggml's rope_yarn_ramp divides by max(0.001, high - low) and blends as a step, transformers
     the opposite way."""
-    def corr_dim(rotations: float) -> float:  # (ggml's formula, in float64)
-        return r.dims * math.log(r.n_ctx_orig / (rotations * 2 * math.pi)) / (2 * math.log(r.base))
-
     try:
-        ends = corr_dim(r.beta_fast), corr_dim(r.beta_slow)
+        yarn = YaRN(r.n_ctx_orig, r.beta_fast, r.beta_slow, truncate=False)
+        ends = yarn.ramp_ends(r.dims, r.base)
+        low, high = replace(yarn, truncate=True).ramp_ends(r.dims, r.base)
     except (ValueError, ZeroDivisionError):
-        return  # (no original length, a base <= 1 or a beta <= 0: ModelRope's checks refuse them, by name)
-    for name, end in zip(("beta_fast", "beta_slow"), ends):
-        # (float32's error here is a few ulps of the end: 64 of them is the margin)
+        return  # (no original length, a base <= 1, bad betas: ModelRope's checks refuse them, by name)
+    for name, beta, end in zip(("beta_fast", "beta_slow"), (r.beta_fast, r.beta_slow), ends):
+        # (float32's error here is a few ulps of the end: 64 of them is the margin; a clamped end is exact)
         if 0 < end < r.dims - 1 and abs(end - round(end)) <= 64 * 2.0 ** -23 * abs(end):
-            raise ValueError(f"{where}: YaRN's ramp end for {name} {r.beta_fast if name == 'beta_fast' else r.beta_slow:g} "
-                             f"is {end!r}, within float32 rounding of an integer: llama.cpp computes it in float32 "
-                             "and may round it to the other side than vkrope's yarn, which computes it as "
-                             "transformers does; vkrope refuses this file")
-    low, high = max(math.floor(ends[0]), 0), min(math.ceil(ends[1]), r.dims - 1)
+            raise ValueError(f"{where}: YaRN's ramp end for {name} {beta:g} is {end!r}, within float32 rounding of "
+                             "an integer: llama.cpp computes it in float32 and may round it to the other side than "
+                             "vkrope's yarn, which computes it as transformers does; vkrope refuses this file")
     if high < low:
         raise ValueError(f"{where}: YaRN's ramp is empty here (its low end {low} above its high end {high}, from "
                          f"original_context_length {r.n_ctx_orig} and base {r.base:g}): llama.cpp blends it as a "
