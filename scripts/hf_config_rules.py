@@ -801,17 +801,13 @@ def sections(t: str, e: dict, gold: list) -> None:
     module's) sections, one pair more or less, four or two sections, or none, in rope_parameters and in
     rope_scaling, with the class's head width and one 16 wider; with what the class made of each and the
     sections its model splits by (the file's, else its rotary module's): from_hf must read that, or refuse."""
-    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+    known = class_sections(t, e)
+    if known is None:
         return
-    built = _built(t, e, {})
-    rope = built.rope_parameters if isinstance(built.rope_parameters, dict) else {}
-    sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
-    bare = {k: v for k, v in rope.items() if k != "mrope_section"}
+    sec, bare, wrong, head = known
     key = head_key(e)
-    head = getattr(built, key, None) if isinstance(key, str) else None
-    heads = [{}] + ([{key: head + 16}] if isinstance(head, int) and not isinstance(head, bool) else [])
-    given = [sec, sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1],
-             [sec[0], sum(sec[1:])], None]
+    heads = [{}] + ([{key: head + 16}] if head is not None else [])
+    given = [sec, *wrong, None]
     for where, wide, one in itertools.product(("rope_parameters", "rope_scaling"), heads, given):
         kw = {**wide, where: {**bare, **({} if one is None else {"mrope_section": one})}}
         made = class_reads(t, e, kw, None)
@@ -891,6 +887,22 @@ def nope_longer(t: str, e: dict) -> dict[str, bool] | None:
             "with_layer_types": with_types is not None and _raises(t, e, with_types)}
 
 
+def class_sections(t: str, e: dict) -> tuple[list[int], dict, list[list[int]], int | None] | None:
+    """For an M-RoPE model type whose class builds bare: (its sections, or its rotary module's, the table's;
+    its rope dict without them; those sections changed: one pair more, one less, four, two; the width of the
+    table's head key, None where that is not an int). None for another model type."""
+    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+        return None
+    built = _built(t, e, {})
+    rope = built.rope_parameters if isinstance(built.rope_parameters, dict) else {}
+    sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
+    bare = {k: v for k, v in rope.items() if k != "mrope_section"}
+    wrong = [sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1], [sec[0], sum(sec[1:])]]
+    key = head_key(e)
+    head = getattr(built, key, None) if isinstance(key, str) else None
+    return sec, bare, wrong, head if isinstance(head, int) and not isinstance(head, bool) else None
+
+
 def mrope_sections(t: str, e: dict) -> dict[str, Any] | None:
     """For an M-RoPE model type whose config class validates mrope_section (Cosmos 3 Edge's: three sections
     summing to half its head_dim): `key`, the head width they must span half of (a rope dict without them is
@@ -898,22 +910,18 @@ def mrope_sections(t: str, e: dict) -> dict[str, Any] | None:
     its rotary module's, the table's) changed: one pair more or less, four or two sections, and on a head 16
     wider with and without sections 8 pairs wider. None where the class takes them all; the run stops on a
     class that refuses some of those only (a rule vkrope does not know)."""
-    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+    known = class_sections(t, e)
+    if known is None:
         return None
-    rope = _built(t, e, {}).rope_parameters
-    rope = rope if isinstance(rope, dict) else {}
-    sec = list(rope.get("mrope_section") or e.get("mrope_section") or [])
-    bare = {k: v for k, v in rope.items() if k != "mrope_section"}
+    sec, bare, wrong, head = known
 
     def refused(sections: list[int], **kw: Any) -> bool:
         return _raises(t, e, {**kw, "rope_parameters": {**bare, "mrope_section": sections}})
 
-    wrong = [sec[:-1] + [sec[-1] + 1], sec[:-1] + [sec[-1] - 1], sec[:-1] + [sec[-1] - 1, 1], [sec[0], sum(sec[1:])]]
     if not any(refused(s) for s in wrong):
         return None
     key = head_key(e)
-    head = getattr(_built(t, e, {}), key, None) if isinstance(key, str) else None
-    wider = {key: head + 16} if isinstance(head, int) else {}
+    wider = {key: head + 16} if head is not None else {}
     if refused(sec) or not all(refused(s) for s in wrong) or not wider \
             or refused(sec[:-1] + [sec[-1] + 8], **wider) or not refused(sec, **wider):
         sys.exit(f"{t}: its config class refuses some mrope_section values and not others in a way "
