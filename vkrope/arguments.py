@@ -24,6 +24,7 @@ from .runtime.array import DeviceArray
 
 STORAGE_CHOICES = ("auto", "buffer", "texture3d")
 X_DTYPES = TENSOR_DTYPES
+MAX_ROWS = 2**31  # rows of a cos / sin table or freqs: the kernels read a row by an int32 index
 
 
 # (a few items of a long sequence and a cut number: repr of a 5-million-item list took over a second)
@@ -50,13 +51,14 @@ def describe(a: Any) -> str:
     if len(text) > 160:  # (cut where it says so, not mid-value)
         size = f"{len(a)} items" if isinstance(a, (list, tuple)) else f"{len(text)} characters"
         text = f"{text[:120]}... ({size})"
-    return f"{type(a).__name__} {text}"
+    kind = type(a).__name__
+    return text if text.startswith(f"{kind}(") else f"{kind} {text}"  # (a dataclass's repr names its class)
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:
     """An int (not a bool) >= minimum, named `name` in the errors."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")
+    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")  # (timedelta64: an np.integer)
     value = operator.index(value)
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_real_scalar
+from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_integer_dtype, is_real_scalar
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -183,7 +183,7 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     """int64 [n]: integer positions (or rows) in [0, 2^24), or a TypeError /
     ValueError naming `name`."""
     p = np.asarray(positions)
-    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+    if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
     if p.dtype.kind == "u" and p.size and p.max() >= MAX_POSITION:  # (before a cast to int64 wraps it)
         raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
@@ -205,7 +205,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
         raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] for M-RoPE)' if mrope else ''}; "
                         f"got {type(position_ids).__name__}{asarray_hint(name, position_ids)}")
     p = position_ids
-    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+    if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
     if mrope:
         if p.ndim == 1:  # llama.cpp's ggml_rope_multi layout [4 * S]: t | h | w | e (e unused here)

@@ -45,6 +45,7 @@ BAD = [
     ("exclude past N", (X, F), {"exclude_last": 4}, ValueError, ["exclude_last", "N = 3", "4"]),
     ("positions float", (X, F), {"positions": np.zeros(3)}, TypeError, ["positions", "float64", "integer"]),
     ("positions list", (X, F), {"positions": [0, 1, 2]}, TypeError, ["positions", "list"]),
+    ("positions timedelta", (X, F), {"positions": np.zeros(3, "m8[s]")}, TypeError, ["positions", "timedelta64"]),
     ("positions length", (X, F), {"positions": np.zeros(4, int)}, ValueError, ["positions", "(3,)", "(4,)"]),
     ("positions range", (X, F), {"positions": np.array([0, 1, 3])}, ValueError, ["positions", "[-1, 3)", "3"]),
     ("positions below -1", (X, F), {"positions": np.array([0, -2, 1])}, ValueError, ["positions", "-2"]),
@@ -216,3 +217,68 @@ def test_byte_order_hints_only_where_the_order_is_what_differs(device):
         device.apply(x, f, out=np.zeros((1, 4, 8), ">f2"))
     with pytest.raises(TypeError, match=r"got >f8 \(its bytes are swapped; convert with freqs\.astype\(np\.float64\)"):
         device.apply(x, f.astype(">f8"))
+
+
+INTEGER_ARGUMENTS = {"position_ids", "old", "new"}  # (shift_cache's from_positions / to_positions: old, new)
+
+
+@pytest.mark.parametrize("case", OPS, ids=lambda c: c.name)
+def test_a_timedelta_array_is_no_integer_array(case, device):
+    """numpy files timedelta64 under np.integer; positions of that dtype are refused, naming the argument, as any
+    other non-integer dtype (each op that takes integer arrays)."""
+    args = case.make(np.random.default_rng(0))
+    for name in sorted(INTEGER_ARGUMENTS & set(args)):
+        bad = {**args, name: args[name].astype("m8[s]")}
+        with pytest.raises(TypeError, match=r"(positions|position_ids) must be .*timedelta64"):
+            case.call(device, bad)
+    check_results(case, args, case.call(device, args))  # (the device serves the next call)
+
+
+def test_a_timedelta_scalar_is_no_int(device):
+    """An int argument (start_pos here) given as np.timedelta64, an np.integer to numpy, is refused too."""
+    x = np.ones((1, 2, 1, 4), np.float32)
+    t = np.ones((4, 4), np.float32)
+    with pytest.raises(TypeError, match=r"start_pos must be an int >= 0; got .*timedelta64"):
+        device.apply_rotary_emb_hf(x, x, t, t, np.timedelta64(1))
+
+
+BROADCAST_ROWS = 2**31 + 1  # (a zero-stride numpy table: any row count, no memory)
+
+
+def _tall(width: int) -> np.ndarray:
+    return np.broadcast_to(np.float32(1.0), (BROADCAST_ROWS, width))
+
+
+@pytest.mark.parametrize("op", ["rotary_embedding", "apply_rotary_emb_hf", "apply"])
+def test_a_table_past_int32_rows_is_refused(device, op):
+    """A kernel reads a table's row by an int32 index: a numpy table of more than 2**31 rows (memory-mapped or
+    broadcast) is refused, naming it, rather than its rows past 2**31 wrapping onto others."""
+    x = np.ones((1, 1, 1, 4), np.float32)
+    with pytest.raises(ValueError) as info:
+        if op == "rotary_embedding":
+            device.rotary_embedding(x, _tall(2), _tall(2), np.array([[2**31]]))
+        elif op == "apply_rotary_emb_hf":
+            device.apply_rotary_emb_hf(x, x, _tall(4), _tall(4), 2**31 - 1)
+        else:
+            device.apply(x[0], np.broadcast_to(np.float32(1.0), (BROADCAST_ROWS, 4)), positions=np.array([2**31]))
+    assert re.search(r"(cos_cache|freqs_cos) has 2147483649 rows|positions entries must be < 2\*\*31",
+                     str(info.value)), info.value
+    args = OPS[0].make(np.random.default_rng(1))
+    check_results(OPS[0], args, OPS[0].call(device, args))
+
+
+def test_a_row_past_the_binding_names_the_callers_argument():
+    """The table kernel's row-size refusal names the caller's argument (ExecuTorch's xq), not its own x."""
+    with vkrope.Device() as dev:
+        dev._force_limits(max_storage_buffer_range=1 << 12)
+        q, fc = np.ones((1, 1, 1, 2048), np.float32), np.ones((1, 1024), np.float32)
+        with pytest.raises(ValueError, match=r"^one row of xq \(2048 values\) does not fit"):
+            dev.apply_rotary_emb(q, q, fc, fc)
+
+
+def test_a_spec_in_a_message_is_named_once(device):
+    """A dataclass argument's repr names its class already: the message does not say it twice."""
+    x = np.ones((1, 1, 3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"got RopeFreqs\(dim=8, ") as info:
+        device.rotary_embedding(x, vkrope.RopeFreqs(8), vkrope.RopeFreqs(8))
+    assert "RopeFreqs RopeFreqs" not in str(info.value)

@@ -209,7 +209,7 @@ def plan(req: Request, limits: Any) -> Plan:
         req.cos.check_fits(KERNEL, req.rot_half, several=True)
     c = req.row_values
     width = texels(c)
-    wx, wy = fit.workgroup(width, limits, f"x has {c} values per row")
+    wx, wy = fit.workgroup(width, limits, f"{req.x_name} has {c} values per row")
     _, max_gy, _ = limits.max_compute_work_group_count
     align = max(limits.min_storage_buffer_offset_alignment, 4 * x_dtype.itemsize)
     budget = fit.binding_budget(limits, x_dtype.itemsize)
@@ -218,10 +218,11 @@ def plan(req: Request, limits: Any) -> Plan:
     t_row_bytes = 4 * req.id_words if req.generated else req.table_width * np.dtype(f_name).itemsize
     table_budget = fit.table_budget(limits, t_row_bytes, budget)
     if max(row_bytes, t_row_bytes) > budget:
-        raise ValueError(f"one row of x ({c} values) does not fit the device's maxStorageBufferRange")
+        what = f"{req.x_name} ({c} values)" if row_bytes >= t_row_bytes else f"the cos / sin tables ({t_row_bytes} bytes)"
+        raise ValueError(f"one row of {what} does not fit the device's maxStorageBufferRange")
     extent = None
     if storage == "texture3d":
-        extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d, "x")  # as DeviceArrays lie
+        extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d, req.x_name)  # as DeviceArrays lie
     resident_tables = _resident(req.cos) or _resident(req.sin)
     chunk_budget = fit.window_budget(table_budget, t_row_bytes, resident_tables,
                                      limits.min_storage_buffer_offset_alignment)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import check_alive, check_plain_array, describe
 from ..runtime.array import DeviceArray
-from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, is_fp8
+from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, is_fp8, is_integer_dtype
 
 
 def cache(name: str, c: Any) -> Any:
@@ -60,7 +60,7 @@ def ints(name: str, a: Any, shape: tuple[int, ...] | None) -> np.ndarray:
     if not isinstance(a, np.ndarray):
         raise TypeError(f"{name} must be an integer numpy array of shape {want}; got {describe(a)}")
     check_plain_array(name, a)
-    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+    if not is_integer_dtype(a.dtype):
         raise TypeError(f"{name} must be an integer array; got dtype {a.dtype}")
     if a.dtype.kind == "u" and a.size and int(a.max()) > 2**62:
         raise ValueError(f"{name} holds {int(a.max())}, past any cache")

@@ -16,6 +16,7 @@ from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
+from ..runtime.dtypes import is_integer_dtype
 from .table_args import (
     TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
     spec_rows, swap_hint, token_positions,
@@ -93,7 +94,7 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
     if position_ids is None:
         return spec_rows(spec, token_positions(b, s, values), "positions")
     check_plain_array("position_ids", position_ids)
-    if position_ids.dtype == np.bool_ or not np.issubdtype(position_ids.dtype, np.integer):
+    if not is_integer_dtype(position_ids.dtype):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
     if position_ids.shape != (b, s):
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
@@ -105,7 +106,7 @@ def _spec_positions(position_ids: Any, s: int) -> Any:
     """The positions a ModelRope decides by (dynamic, longrope): position_ids
     when they are a proper integer array, else the tokens' own (a bad
     position_ids is reported by the checks that follow)."""
-    if isinstance(position_ids, np.ndarray) and position_ids.dtype.kind in "iu" and position_ids.size:
+    if isinstance(position_ids, np.ndarray) and is_integer_dtype(position_ids.dtype) and position_ids.size:
         return position_ids
     return np.arange(s) if position_ids is None else None
 

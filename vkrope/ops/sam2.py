@@ -10,12 +10,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import (
-    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
+    MAX_ROWS, X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
     describe, int_arg,
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint
+from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, is_integer_dtype
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -176,7 +176,7 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}"
                         f"{asarray_hint('positions', positions)}")
     check_plain_array("positions", positions)
-    if positions.dtype == np.bool_ or not np.issubdtype(positions.dtype, np.integer):
+    if not is_integer_dtype(positions.dtype):
         raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
     if positions.shape != (n_tokens,):
         raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
@@ -186,6 +186,9 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise ValueError(
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form()}); "
             f"got {int(bad[0])}")
+    if n_freq_rows > MAX_ROWS and positions.size and int(positions.max()) >= MAX_ROWS:  # (a broadcast freqs can)
+        raise ValueError(f"positions entries must be < 2**31 (a kernel reads a row of freqs by an int32 index); "
+                         f"got {int(positions.max())}")
     return np.ascontiguousarray(positions, dtype=np.int32)
 
 

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
+    MAX_PAIRS, MAX_ROWS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
 )
 from .lowering import lower
 from ..freqs import FrequencySpec, check_positions
-from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint
+from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_integer_dtype
 from ..runtime.array import DeviceArray
 
 
@@ -52,6 +52,9 @@ def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, sw
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
                          f"{swap_hint('x', tuple(t.shape), swapped)}")
+    rows = math.prod(shape[:-1])
+    if rows > MAX_ROWS:  # (a memory-mapped or broadcast numpy table can have more)
+        raise ValueError(f"{name} has {rows} rows {shape[:-1]}; at most 2**31 (a kernel reads a row by an int32 index)")
     return t
 
 
@@ -99,7 +102,7 @@ def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, swapped:
     """Integer positions of `shape`, each in [0, rows), as int32 (a copy);
     `swapped` as check_table's."""
     check_plain_array(name, p)
-    if p.dtype == np.bool_ or not np.issubdtype(p.dtype, np.integer):
+    if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
     if p.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {p.shape}{swap_hint('x', p.shape, swapped)}")

@@ -118,6 +118,12 @@ CACHE_DTYPE_NAMES = names(CACHE_DTYPES)
 FREQS_DTYPES = TENSOR_DTYPES + (np.dtype(np.float64),)
 
 
+def is_integer_dtype(dtype: Any) -> bool:
+    """A signed or unsigned integer dtype, as positions and rows are: not bool, and not timedelta64, which numpy
+    files under np.integer."""
+    return np.dtype(dtype).kind in "iu"
+
+
 def is_real_scalar(value: Any) -> bool:
     """A Python or numpy real scalar, as an argument such as a base or eps may be (ml_dtypes' bfloat16 and
     float8 scalars are no np.floating; each is exact as a float). A bool is one: callers refuse it."""
