@@ -10,7 +10,7 @@ import threading
 from typing import Any, Callable, ParamSpec, TypeVar, cast
 
 from .arguments import check_on_device
-from .device import Device, kept_key
+from .device import Device, begun_submissions, kept_key, note_submitted
 from .runtime.array import DeviceArray
 from .errors import DeviceClosedError
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
@@ -57,14 +57,20 @@ def on_default(front_end: Callable[P, Call[R]]) -> Callable[P, R]:
     """A front end's public operation as a module function on the default
     device. Its signature and docstring are the front end's."""
     def function(*args: P.args, **kwargs: P.kwargs) -> R:
-        objects: list[Any] = []
-        key = kept_key(front_end, args, kwargs, objects)
-        dev = _default  # (none is made before the arguments are checked)
-        if dev is not None:
-            done, kept = dev._replay(key, objects)
-            if done:
-                return cast(R, kept)  # (the result of the call that was kept: of its kind)
-        return _on_default(front_end(*args, **kwargs), key, objects)
+        first = _default
+        begun = begun_submissions(first)
+        try:
+            objects: list[Any] = []
+            key = kept_key(front_end, args, kwargs, objects)
+            if first is not None:  # (none is made before the arguments are checked)
+                done, kept = first._replay(key, objects)
+                if done:
+                    return cast(R, kept)  # (the result of the call that was kept: of its kind)
+            return _on_default(front_end(*args, **kwargs), key, objects)
+        except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
+            dev = _default  # (a device made or made again during the call had submitted nothing before it)
+            note_submitted(exc, dev, begun if dev is first else 0)
+            raise
 
     bind(function, front_end, __name__, front_end.__name__)
     return function

@@ -34,7 +34,12 @@ def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device",
     (its arguments named in any error, before any GPU work), then run here.
     Its signature and docstring are the front end's."""
     def method(self: "Device", *args: P.args, **kwargs: P.kwargs) -> R:
-        return self._operate(front_end, args, kwargs)
+        begun = begun_submissions(self)
+        try:
+            return self._operate(front_end, args, kwargs)
+        except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
+            note_submitted(exc, self, begun)
+            raise
 
     bind(method, front_end, __name__, f"Device.{front_end.__name__}", method=True)
     return method
@@ -92,7 +97,12 @@ class Device(DeviceMemory):
                                 f"({', '.join(_APPLY_KEYWORDS)})")
             check = functools.partial(_numbered, i, sam2.check, x, freqs, **kw)
             jobs.append(BatchJob(check(), check, f"calls[{i}]: "))
-        return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
+        begun = begun_submissions(self)
+        try:
+            return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
+        except BaseException as exc:
+            note_submitted(exc, self, begun)
+            raise
 
     # --- the one path to the runtime ----------------------------------------------
     def _operate(self, front_end: Callable[..., Call[R]], args: tuple, kwargs: dict[str, Any]) -> R:
@@ -113,14 +123,9 @@ class Device(DeviceMemory):
         """(True, its result) when the call kept under `key` was submitted again; else (False, None)."""
         if key is None:
             return False, None
-        begun = _begun(self)
-        try:
-            with self._lock:
-                # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
-                return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
-        except BaseException as exc:
-            _note_submitted(exc, self, begun)
-            raise
+        with self._lock:
+            # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
+            return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
 
     def _made(self, made: kept_calls.Made) -> DeviceArray:
         """The output of a replayed call that makes it (kept_calls.replay), with no memory yet: the replay hands
@@ -140,15 +145,6 @@ class Device(DeviceMemory):
         return result
 
     def _run(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:
-        """`_run_jobs`, an exception that interrupts it after it submitted work noted so (`_note_submitted`)."""
-        begun = _begun(self)
-        try:
-            return self._run_jobs(op, jobs)
-        except BaseException as exc:
-            _note_submitted(exc, self, begun)
-            raise
-
-    def _run_jobs(self, op: Operator, jobs: list["BatchJob"]) -> list[dict[str, Any]]:
         """Run checked requests of `op` in order, in as few submissions as
         their numpy memory allows, and return each one's outputs by tensor
         name. Every public operator comes through here.
@@ -264,15 +260,17 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
     return None if key is None else (front_end, key)
 
 
-def _begun(dev: Device) -> int:
+def begun_submissions(dev: Device | None) -> int:
     """The submissions `dev`'s stream has begun (0 without a runtime: a closed device submits none)."""
     rt = getattr(dev, "_rt", None)
     return rt.stream.begun if rt is not None else 0
 
 
-def _note_submitted(exc: BaseException, dev: Device, begun: int) -> None:
-    """Note on an exception that ends a call (a signal handler's: Ctrl-C) whether the call had submitted work,
-    where it had (Python 3.11+'s `add_note`): submitted work runs to its end on the device whatever the
+def note_submitted(exc: BaseException, dev: Device | None, begun: int) -> None:
+    """Note on an exception that ends a public call (a signal handler's: Ctrl-C) whether the call had submitted
+    work, where it had (Python 3.11+'s `add_note`; `begun`: begun_submissions before the call, noted by the
+    public call's outermost frame, so that an exception after the submit, in the result's reading or the
+    keeping of the call, is noted too): submitted work runs to its end on the device whatever the
     exception, so its writes to device arrays happen (a resident cache is updated; a numpy output may not be
     filled), and a call that is not idempotent (`shift_cache`) must not simply be repeated. Without the note,
     nothing of the call reached the device."""

@@ -303,3 +303,62 @@ def test_an_interrupted_shift_says_whether_it_was_submitted(device, monkeypatch,
     assert len(notes) == 1 and "had submitted its work (1 submission(s)" in notes[0] and "shift_cache" in notes[0]
     assert ("may not have been" in notes[0]) == (when == "on")
     assert np.array_equal(kc.get(), want_k.get()) and np.array_equal(vc.get(), want_v.get())
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+@pytest.mark.parametrize("target", ["device", "module"])
+@pytest.mark.parametrize("path", ["run", "replay", "many"])
+def test_an_interruption_after_the_submitting_step_is_noted(target, path):
+    """A signal handler's exception may come at any bytecode, also after the step that submitted returned (in
+    reading the call's result, keeping it, or returning a replay's): the public call's outermost frame notes it
+    all the same, so an unnoted exception still means untouched device arrays. Simulated with sys.settrace: the
+    first Python call after Device._run (a shift run; apply_many's jobs) or Device._replay (an in-place apply
+    on resident arrays, kept by its first call and submitted again) returned raises, as a handler would there."""
+    import sys
+
+    rng = np.random.default_rng(11)
+    owner = vkrope.Device() if target == "device" else vkrope.default_device()
+    runner = owner if target == "device" else vkrope
+    kc = owner.asarray(cached(rng, (1, 1, 32, 8), np.float32))
+    if path == "run":
+        spec, old, new = vkrope.RopeFreqs(8, base=10000.0, angle="exact"), np.arange(10, 20)[None], np.arange(10)[None]
+
+        vc = owner.asarray(cached(rng, (1, 1, 32, 8), np.float32))
+
+        def call() -> None:
+            runner.shift_cache(kc, spec, old, new, v_cache=vc)
+    elif path == "many":
+        freqs = owner.asarray(cached(rng, (32, 8), np.float32))
+
+        def call() -> None:
+            owner.apply_many([(kc, freqs, {"out": kc})])
+    else:
+        freqs = owner.asarray(cached(rng, (32, 8), np.float32))
+
+        def call() -> None:
+            runner.apply(kc, freqs, out=kc)
+    if path == "replay":
+        call()  # (kept: the interrupted call is the second, submitted again as it is)
+    before = kc.get()
+    armed = []
+
+    def tracer(frame, event, arg):
+        if armed:
+            sys.settrace(None)
+            raise KeyboardInterrupt
+        if frame.f_code.co_name == {"run": "_run", "many": "_run", "replay": "_replay"}[path] and \
+                frame.f_code.co_filename.endswith("device.py"):
+            return lambda f, e, a: armed.append(1) if e == "return" else None
+        return None
+
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            call()
+    finally:
+        sys.settrace(None)
+    assert armed and not np.array_equal(kc.get(), before)  # (the work was done ...)
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1 and "had submitted its work" in notes[0]  # (... and the exception says so)
+    if target == "device":
+        owner.close()

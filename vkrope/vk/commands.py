@@ -67,7 +67,7 @@ class CommandStream:
         self.queries: Any = None
         self.in_flight: bool | str = False
         # submissions begun, and the count at the last one known queued: what an interrupted call's exception
-        # says (device._note_submitted; a MAYBE that drain settles stays unknown)
+        # says (device.note_submitted; a MAYBE that drain settles stays unknown)
         self.begun = self.queued = 0
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
