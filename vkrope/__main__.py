@@ -365,6 +365,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if name and given:  # (the modes run their own shapes and draw no chart: these would be ignored)
         raise ValueError(f"{', '.join(given)}: the kernel benchmark's options; --{name} takes only --repeats and "
                          "--out")
+    run_flags = [flag for flag, v in (("--quick", args.quick), ("--shapes", args.shapes), ("--storage", args.storage),
+                                      ("--dtype", args.dtype), ("--repeats", args.repeats), ("--out", args.out))
+                 if v is not None and v is not False]
+    if args.chart_from and run_flags:  # (it runs nothing: these would be ignored)
+        raise ValueError(f"{', '.join(run_flags)}: options of a run; --chart-from draws an earlier run's chart and "
+                         "takes only --plot")
     if args.plot:
         check_output_path(args.plot, "--plot", "bench.png", streams=False)
         if not args.plot.lower().endswith(".png"):
@@ -375,7 +381,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         import importlib
 
         mode = importlib.import_module(f"vkrope.bench.{name}")
-        out_dir = Path(args.out)
+        out_dir = Path(args.out or "bench-out")
         _make_dir(out_dir)
         check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
         result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
@@ -383,7 +389,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
     shapes = None if args.shapes is None else parse_shapes(args.shapes)
-    out_dir = Path(args.out)
+    out_dir = Path(args.out or "bench-out")
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
     check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)
@@ -530,12 +536,18 @@ def cmd_config(args: argparse.Namespace) -> int:
 _FLAG_WORDS = {"config": ("like",), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
 _FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads")
+# The positional files of each command, as the API's messages name their arrays.
+_FILE_WORDS = {"apply": {"x": "X.npy", "freqs": "FREQS.npy"},
+               "rotary-embedding": {"x": "X.npy", "cos_cache": "COS.npy", "sin_cache": "SIN.npy"}}
 
 
 def cli_spelling(message: str, command: str) -> str:
     """A message of the Python API in the flags of `command`: like='llama'
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
+    message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
+    for name, file in _FILE_WORDS.get(command, {}).items():
+        message = re.sub(rf"^{name}(?=[\s:,)])", file, message)
     for name in _FLAG_WORDS.get(command, ()):
         flag = "--" + name.replace("_", "-")
         message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama
@@ -638,15 +650,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--storage", nargs="+", choices=storages,
                    help=f"the kernel benchmark's storages (default: {' '.join(storages)})")
     p.add_argument("--dtype", nargs="+", choices=dtypes, help=f"the kernel benchmark's dtypes (default: {' '.join(dtypes)})")
-    p.add_argument("--out", default="bench-out", help="folder for bench.json and bench.png (default bench-out)")
+    p.add_argument("--out", help="folder for bench.json and bench.png (default bench-out)")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
     p.add_argument("--chart-from", metavar="BENCH.json",
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
-    args = parser.parse_args(argv)
+    return _command(parser.parse_args(argv))
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on its write end); a broken
+    pipe elsewhere (a FIFO given as -o) is an error like any other."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # (no poll, or a stdout without a descriptor)
+        return False
+
+
+def _command(args: argparse.Namespace) -> int:
+    """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
+    (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141)."""
     try:
         return int(args.func(args))
-    except Exception as exc:  # one clear line unless --debug
+    except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_gone():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (else the exit's flush fails again)
+            return 128 + 13
         if args.debug:
             raise
         print(f"vkrope: error: {type(exc).__name__}: {cli_spelling(str(exc), args.command)}", file=sys.stderr)

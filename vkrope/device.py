@@ -61,6 +61,9 @@ class Device(DeviceMemory):
     `validation=True` enables the Khronos validation layer (default: the
     `VKROPE_VALIDATION` environment variable).
     """
+    def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
+        super().__init__(device, validation=validation)  # (declared here: a wrong keyword's error names Device)
+
     # --- the public operations: each its front end's, bound in one line (ops/call.py) -----------
     apply = operation(sam2.apply)
     apply_nd = operation(nd.apply_nd)

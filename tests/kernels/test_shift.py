@@ -362,3 +362,19 @@ def test_an_interruption_after_the_submitting_step_is_noted(target, path):
     assert len(notes) == 1 and "had submitted its work" in notes[0]  # (... and the exception says so)
     if target == "device":
         owner.close()
+
+
+def test_a_shift_past_one_binding_is_refused_naming_its_positions():
+    """The rotated keys of one shift must fit one binding: past it, a ValueError naming from_positions and how
+    many tokens it moves over the batch, and the caches as they were."""
+    rng = np.random.default_rng(5)
+    with vkrope.Device() as dev:
+        dev._force_limits(max_storage_buffer_range=64 << 10)
+        k0, v0 = cached(rng, (2, 2, 512, 64), np.float32), cached(rng, (2, 2, 512, 64), np.float32)
+        kc, vc = dev.asarray(k0), dev.asarray(v0)
+        old = np.tile(np.arange(100, 300), (2, 1))
+        with pytest.raises(ValueError, match=r"^from_positions: the rotated keys of the 400 tokens it moves "
+                                             r"\(every sequence's, 2 heads each\).* shift them in parts"):
+            dev.shift_cache(kc, vkrope.RopeFreqs(64), old, old - 90, v_cache=vc)
+        assert np.array_equal(kc.get(), k0) and np.array_equal(vc.get(), v0)
+        dev.shift_cache(kc, vkrope.RopeFreqs(64), old[:, :20], old[:, :20] - 90, v_cache=vc)  # (a part fits)

@@ -158,7 +158,7 @@ def test_cli_apply_positions(tmp_path):
 
 @pytest.mark.parametrize("case,words", [
     ("missing_file", ["X", "no such file"]),
-    ("bad_dtype", ["TypeError", "float64"]),
+    ("bad_dtype", ["TypeError: X.npy must have dtype", "float64 (save it as float32)"]),  # (its file, no Python)
     ("odd_c", ["ValueError", "even"]),
     ("bad_storage", ["ValueError", "storage"]),
     ("bad_repeat", ["ValueError", "repeat"]),
@@ -227,7 +227,7 @@ def test_cli_errors_name_the_flags(tmp_path, capsys):
         (["apply", x, f, "-o", out, "--positions", str(tmp_path / "p.npy"), "--repeat", "2"],
          "ValueError: --positions cannot be combined with repeat or exclude_last (got --repeat 2, --exclude-last 0);"),
         (["apply", x, f, "-o", out, "--storage", "texture2d"], "ValueError: --storage must be one of "),
-        (["rotary-embedding", x, c, c, "-o", out], "ValueError: x is 3D [B, S, H*D] = (1, 3, 4): --num-heads must be "
+        (["rotary-embedding", x, c, c, "-o", out], "ValueError: X.npy is 3D [B, S, H*D] = (1, 3, 4): --num-heads must be "
                                                   "given (> 0)"),
         (["rotary-embedding", x4, c, c, "-o", out, "--position-ids", str(tmp_path / "pid.npy")],
          "ValueError: --position-ids must have shape (2, 4); got (2, 8) (x is read as [B, H, S, D]: "),
@@ -245,7 +245,7 @@ def test_cli_bench_chart_from_a_missing_file(tmp_path, capsys):
     version), before any work and without writing anything."""
     from vkrope.__main__ import main
 
-    assert main(["bench", "--chart-from", str(tmp_path / "nope.json"), "--out", str(tmp_path / "out")]) == 1
+    assert main(["bench", "--chart-from", str(tmp_path / "nope.json")]) == 1
     err = capsys.readouterr().err
     assert err == f"vkrope: error: ValueError: --chart-from: no such file {str(tmp_path / 'nope.json')!r}\n", err
     assert list(tmp_path.iterdir()) == []
@@ -611,7 +611,7 @@ def test_cli_npy_files_read_as_numpy_saves_them(tmp_path, capsys):
     assert y.dtype == np.float32 and y.tobytes() == vkrope.apply(xs, fs).tobytes()
     np.save(bad, np.zeros((1, 3, 4), [("a", "u1"), ("b", "u1")]))
     assert main(["apply", str(bad), f, "-o", out]) == 1
-    assert capsys.readouterr().err.startswith("vkrope: error: TypeError: x must have dtype float32, float16 or "
+    assert capsys.readouterr().err.startswith("vkrope: error: TypeError: X.npy must have dtype float32, float16 or "
                                               "bfloat16; got [('a', 'u1'), ('b', 'u1')]")
 
 
@@ -908,3 +908,26 @@ def test_bench_modes_refuse_the_kernel_benchmarks_options(tmp_path, capsys):
         assert f"{extra[0]}: the kernel benchmark's options; --nd takes only --repeats and --out" in \
             capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_chart_from_refuses_the_options_of_a_run(tmp_path, capsys):
+    """`bench --chart-from B.json --shapes ... --out DIR` redrew B.png and ignored the rest with no word (DIR never
+    made): --chart-from runs nothing, so it refuses a run's options, before any work."""
+    from vkrope.__main__ import main
+    for extra in (["--shapes", "1x2x4"], ["--quick"], ["--dtype", "float16"], ["--storage", "buffer"],
+                  ["--repeats", "3"], ["--out", str(tmp_path / "o")]):
+        assert main(["bench", "--chart-from", str(tmp_path / "b.json"), *extra]) == 1
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: {extra[0]}: options of a run; --chart-from "
+                                           "draws an earlier run's chart and takes only --plot\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`vkrope demo | head -1` ended in "vkrope: error: BrokenPipeError" and status 1: a closed stdout ends the
+    command as SIGPIPE ends others (status 141, nothing on stderr); a broken pipe elsewhere stays an error."""
+    proc = subprocess.Popen([sys.executable, "-m", "vkrope", "demo"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)  # (it prints line by line, for seconds)
+    assert proc.stdout is not None and proc.stdout.read(1)  # (the first byte, then the reader is gone)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 141 and b"error" not in err, (proc.returncode, err)

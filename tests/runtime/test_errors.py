@@ -117,6 +117,8 @@ def test_no_matching_device_lists_what_was_seen():
 def test_device_argument_type():
     with pytest.raises(TypeError, match="device"):
         vkrope.Device(1.5)
+    with pytest.raises(TypeError, match=r"^Device\.__init__\(\) got an unexpected keyword argument 'foo'"):
+        vkrope.Device(foo=1)  # (named as the user called it, not by an internal base class)
 
 
 @pytest.mark.parametrize("value", ["no", "0", 0, 0.0, [], object()])

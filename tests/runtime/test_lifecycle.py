@@ -92,8 +92,9 @@ def test_arguments_of_another_device_are_refused(device, case, name):
         x = case.label(dict(case.outs).get(name, "x")).split(": ")[-1]  # (an out is named against its x)
         want = rf"^{case.label(name)} lives on another vkrope.Device \(.*#{other.number} .*\) than " \
                rf"({x}|the one running this call) \(.*#{device.number} .*\)"
-        with pytest.raises(ValueError, match=want):
+        with pytest.raises(ValueError, match=want) as info:
             case.call(device, case.with_out(args, name, a, device))
+        assert "asarray(calls[" not in str(info.value)  # (the hint is code: apply_many's job prefix is not in it)
         check_results(case, args, case.call(other, case.with_out(args, name, a, other)))  # where it lives, it works
 
 

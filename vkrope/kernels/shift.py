@@ -136,8 +136,9 @@ def plan(req: Request, limits: Any) -> Plan:
     item = np.dtype(req.x.dtype).itemsize
     budget = fit.binding_budget(limits, 4)
     if max(padded_bytes(rows * req.head_dim, 4), 16 * len(req.tokens)) > budget:
-        raise ValueError(f"{len(req.tokens)} tokens' rotated keys (or their table) are larger than one binding of "
-                         "this device; shift them in parts (moving down: in order of their old positions; up: in "
+        raise ValueError(f"from_positions: the rotated keys of the {len(req.tokens)} tokens it moves (every "
+                         f"sequence's, {req.hk} heads each), or their table, are larger than one binding of this "
+                         "device; shift them in parts (moving down: in order of their old positions; up: in "
                          "reverse order)")
     cache_rows = int(req.x.size) // req.head_dim
     slices = [(0, cache_rows)]
