@@ -789,6 +789,28 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
                          [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
 
 
+def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> None:
+    """Into `gold`: the files of float_refused's and layer_types_checked's probes (each key of the first as a
+    whole float and as the int; layer_types of the class's length, one shorter, one longer and with an
+    unknown name), with what the classes made of them (from_hf must read that, or refuse)."""
+    if _raises(t, e, {}):
+        return
+    built = _built(t, e, {})
+    saved = built.to_dict()  # (a heterogeneous class refuses getattr of a per-layer key: DeciLM's head_dim)
+    probes = [kw for k in rules.get("float_refused", []) for kw in ({k: saved[k]}, {k: float(saved[k])})]
+    if "layer_types" in rules:
+        n, own = built.num_hidden_layers, getattr(built, "layer_types", None)
+        own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
+        probes += [{"num_hidden_layers": n, "layer_types": lt}
+                   for lt in (own, own[:-1], own + own[-1:], own[:-1] + ["no_such_attention"])]
+    for kw in probes:
+        made = class_reads(t, e, kw, lts)
+        for lt in lts or [None]:
+            w = None if made is None else made[lt]
+            gold.append({"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
+                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+
+
 def head_key(e: dict) -> str | None:
     """The model table's one key of the rotated head's width (head_dim, qk_rope_head_dim, ...), None where
     its layer types name several."""
@@ -848,6 +870,44 @@ def _raises(t: str, e: dict, kw: dict) -> bool:
     return False
 
 
+def _read_keys(e: dict) -> dict[str, None]:
+    """The keys from_hf reads of a model type's files: DEFAULT_KEYS and the table's head keys."""
+    return dict.fromkeys([*DEFAULT_KEYS, *(s["head_dim"] for s in e["by_layer_type"].values()
+                                           if s["head_dim"] not in (None, "quotient")),
+                          *(["rope_interleave"] if "rope_interleave" in e.get("defaults", {}) else [])])
+
+
+def float_refused(t: str, e: dict) -> list[str]:
+    """The keys from_hf reads whose value the classes keep as an int, on which they raise when the file gives
+    it as a whole float (a strict int field: transformers 5's classes fail on loading `head_dim: 96.0`), where
+    they build the file giving it as that int."""
+    if _raises(t, e, {}):
+        return []
+    built = _built(t, e, {}).to_dict()
+    ints = {k: v for k in _read_keys(e) if type(v := built.get(k)) is int}
+    return [k for k, v in ints.items() if not _raises(t, e, {k: v}) and _raises(t, e, {k: float(v)})]
+
+
+def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
+    """Whether the classes raise on a file's layer_types one shorter ("shorter") or one longer ("longer")
+    than num_hidden_layers, and on a name outside transformers' layer types ("names"): PreTrainedConfig's
+    validate_layer_type, which checks any class's list (one its model reads or not); None where the class
+    does not build the list of its own length."""
+    if _raises(t, e, {}):
+        return None
+    built = _built(t, e, {})
+    n, own = getattr(built, "num_hidden_layers", None), getattr(built, "layer_types", None)
+    if type(n) is not int or n < 2:
+        return None
+    own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
+    kw = {"num_hidden_layers": n}
+    if _raises(t, e, {**kw, "layer_types": own}):
+        return None
+    return {"shorter": _raises(t, e, {**kw, "layer_types": own[:-1]}),
+            "longer": _raises(t, e, {**kw, "layer_types": own + own[-1:]}),
+            "names": _raises(t, e, {**kw, "layer_types": own[:-1] + ["no_such_attention"]})}
+
+
 def null_refused(t: str, e: dict) -> list[str]:
     """The keys from_hf reads (DEFAULT_KEYS and the table's head keys) on which the classes raise when the file
     gives them as null (a strict int field: Qwen3's head_dim, every class's hidden_size), where they build the
@@ -855,9 +915,7 @@ def null_refused(t: str, e: dict) -> list[str]:
     on a null sliding_window only where it derives layer_types from it)."""
     if _raises(t, e, {}):
         return []
-    keys = dict.fromkeys([*DEFAULT_KEYS, *(s["head_dim"] for s in e["by_layer_type"].values()
-                                           if s["head_dim"] not in (None, "quotient")),
-                          *(["rope_interleave"] if "rope_interleave" in e.get("defaults", {}) else [])])
+    keys = _read_keys(e)
     built = _built(t, e, {}).to_dict()
     saved = {k: v for k, v in built.items() if k in keys and v is not None}
     heads = built.get("num_attention_heads")
@@ -1176,11 +1234,13 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `attention_reads`, `last_layer_type`, and where measured `nope_longer`, `width` and `mrope_sections`."""
-    out: dict[str, Any] = {"null_refused": null_refused(t, e), "attention_reads": attention_reads(cls),
+    `float_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`, `width`,
+    `mrope_sections` and `layer_types`."""
+    out: dict[str, Any] = {"null_refused": null_refused(t, e), "float_refused": float_refused(t, e),
+                           "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
-                           ("mrope_sections", mrope_sections(t, e))):
+                           ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):
         if measured is not None:
             out[name] = measured
     return out
@@ -1292,6 +1352,7 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     stopped(t, e, lts, gold)
     bare(t, e, lts, gold)
     sections(t, e, gold)
+    strict(t, e, lts, rules, gold)
     if lts is None:
         named(t, e, cls, names, gold)
     print(t, len(rules["refused"]), "shapes refused", flush=True)
@@ -1332,8 +1393,10 @@ def rules_table(models: dict[str, dict]) -> dict[str, Any]:
 
     # (PreTrainedConfig.__init__ renames these layer types in every config: remap_legacy_layer_types)
     legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+    # (and validate_layer_type refuses a name outside these, in a class whose `layer_types` rule says "names")
+    names = sorted(configuration_utils.ALLOWED_ATTN_LAYER_TYPES)
     return {"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-            "moved_keys": list(MOVED), "legacy_layer_types": legacy, "models": models}
+            "moved_keys": list(MOVED), "legacy_layer_types": legacy, "layer_type_names": names, "models": models}
 
 
 def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:

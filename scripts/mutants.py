@@ -62,6 +62,9 @@ TESTS = [
     "tests/project/test_examples_and_cli.py::test_cli_bench_refuses_empty_shapes",
     "tests/project/test_examples_and_cli.py::test_cli_plot_directory_suggests_a_chart_file",
     "tests/project/test_examples_and_cli.py::test_cli_config_refuses_like_for_gguf",
+    "tests/project/test_examples_and_cli.py::test_cli_errors_are_one_line",
+    "tests/project/test_examples_and_cli.py::test_chart_from_refuses_the_options_of_a_run",
+    "tests/project/test_examples_and_cli.py::test_a_reader_that_stops_early_ends_the_command_quietly",
 ]
 
 
@@ -1745,6 +1748,57 @@ MUTATIONS = [
              "    if req.generated:\n        return False\n    t_row_bytes", "    if True:\n        return False\n    t_row_bytes"),
     Mutation("a resident table bound whole however many rows it has", "vkrope/runtime/fit.py",
              "        return resident_rows * row_bytes > budget", "        return False"),
+    Mutation("timedelta64 positions read as integers (numpy files them under np.integer)",
+             "vkrope/runtime/dtypes.py", '    return np.dtype(dtype).kind in "iu"',
+             '    return np.issubdtype(np.dtype(dtype), np.integer) and np.dtype(dtype) != np.bool_'),
+    Mutation("a timedelta64 scalar taken as an int", "vkrope/arguments.py",
+             "    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, (int, np.integer)):",
+             "    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):"),
+    Mutation("a table of more than 2**31 rows read by a wrapping int32 row index", "vkrope/ops/table_args.py",
+             "    if rows > MAX_ROWS:", "    if False:"),
+    Mutation("sam2 positions past 2**31 into a broadcast freqs wrap", "vkrope/ops/sam2.py",
+             "    if n_freq_rows > MAX_ROWS and positions.size and int(positions.max()) >= MAX_ROWS:", "    if False:"),
+    Mutation("the table kernel's row refusal names its own x, not the caller's", "vkrope/kernels/table.py",
+             '        what = f"{req.x_name} ({c} values)"', '        what = f"x ({c} values)"'),
+    Mutation("a dataclass argument named twice in a message", "vkrope/arguments.py",
+             '    return text if text.startswith(f"{kind}(") else f"{kind} {text}"', '    return f"{kind} {text}"'),
+    Mutation("a Device method's exception after its submit not noted", "vkrope/device.py",
+             "        try:\n            return self._operate(front_end, args, kwargs)\n        except BaseException as exc:  "
+             "# (the outermost frame: whatever runs after the submit is covered)\n            note_submitted(exc, self, begun)",
+             "        try:\n            return self._operate(front_end, args, kwargs)\n        except BaseException as exc:  "
+             "# (the outermost frame: whatever runs after the submit is covered)\n            pass"),
+    Mutation("apply_many's exception after its submit not noted", "vkrope/device.py",
+             '            return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]\n        except BaseException as exc:\n'
+             "            note_submitted(exc, self, begun)",
+             '            return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]\n        except BaseException as exc:\n'
+             "            pass"),
+    Mutation("a module function's exception after its submit not noted", "vkrope/api.py",
+             "            note_submitted(exc, dev, begun if dev is first else 0)", "            pass"),
+    Mutation("a default device made during the call counted from the old one's submissions", "vkrope/api.py",
+             "            note_submitted(exc, dev, begun if dev is first else 0)",
+             "            note_submitted(exc, dev, begun)"),
+    Mutation("a closed stdout is an error line and status 1", "vkrope/__main__.py",
+             "        if isinstance(exc, BrokenPipeError) and _stdout_gone():", "        if False:"),
+    Mutation("--chart-from ignores a run's options", "vkrope/__main__.py",
+             "    if args.chart_from and run_flags:", "    if False:"),
+    Mutation("a CLI file named by the API's argument", "vkrope/__main__.py",
+             '        message = re.sub(rf"^{name}(?=[\\s:,)])", file, message)', "        pass"),
+    Mutation("the CLI says Python's astype", "vkrope/__main__.py",
+             '    message = re.sub(r"convert with \\w+\\.astype\\(np\\.(\\w+)\\)", r"save it as \\1", message)', "    pass"),
+    Mutation("Device's wrong keyword named by its base class", "vkrope/device.py",
+             "    def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:\n"
+             "        super().__init__(device, validation=validation)",
+             "    def _unused_init(self, device: int | str | None = None, *, validation: bool | None = None) -> None:\n"
+             "        super().__init__(device, validation=validation)"),
+    Mutation("the other-device hint keeps apply_many's job prefix", "vkrope/arguments.py",
+             '        code = name.rsplit(": ", 1)[-1]', "        code = name"),
+    Mutation("a whole float taken for a strict int key", RULES,
+             "        if isinstance(cfg.get(key), float):", "        if False:"),
+    Mutation("layer_types of another count than the layers read", RULES,
+             '    if isinstance(n, int) and len(types) != n and rule["shorter" if len(types) < n else "longer"]:',
+             "    if False:"),
+    Mutation("a layer type name transformers does not know read", RULES,
+             '    if odd and rule["names"]:', "    if False:"),
 ]
 
 

@@ -378,3 +378,38 @@ def test_a_shift_past_one_binding_is_refused_naming_its_positions():
             dev.shift_cache(kc, vkrope.RopeFreqs(64), old, old - 90, v_cache=vc)
         assert np.array_equal(kc.get(), k0) and np.array_equal(vc.get(), v0)
         dev.shift_cache(kc, vkrope.RopeFreqs(64), old[:, :20], old[:, :20] - 90, v_cache=vc)  # (a part fits)
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+def test_a_default_device_made_during_the_call_counts_its_own_submissions():
+    """A module function whose default device is closed as it starts (another thread's close_default_device)
+    runs on a new default device: an exception after its submit notes that device's submissions, not a count
+    taken against the closed one's (which had begun several)."""
+    import sys
+
+    x, f = np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32)
+    for _ in range(3):
+        vkrope.apply(x, f)  # (the default device has begun submissions before the call)
+    stage = []
+
+    def tracer(frame, event, arg):
+        if stage == ["closed", "ran"]:
+            sys.settrace(None)
+            raise KeyboardInterrupt
+        if frame.f_code.co_name == "_on_default" and not stage:
+            stage.append("closed")
+            vkrope.close_default_device()
+        if frame.f_code.co_name == "_run" and frame.f_code.co_filename.endswith("device.py") and stage:
+            return lambda f, e, a: stage.append("ran") if e == "return" else None
+        return None
+
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            vkrope.apply(x, f)
+    finally:
+        sys.settrace(None)
+    made = vkrope.default_device()._rt.stream.begun  # (the new device's: this call's and its upload's)
+    assert stage == ["closed", "ran"] and made > 0
+    assert getattr(raised.value, "__notes__", []) and f"had submitted its work ({made} submission(s)" in \
+        raised.value.__notes__[0]

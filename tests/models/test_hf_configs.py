@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -1177,3 +1178,44 @@ def test_a_flat_composite_files_original_length_is_refused_where_its_classes_dro
         vkrope.from_hf({**text, "model_type": "qwen2_5_vl"})
     rope = vkrope.from_hf({"model_type": "qwen2_5_vl", "text_config": text})
     assert rope.summary()["original_max_position_embeddings"] == 32768
+
+
+@pytest.mark.parametrize("key", ["head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings"])
+def test_a_whole_float_for_an_int_key_is_refused(key):
+    """transformers 5's config classes keep these keys as strict ints and refuse `head_dim: 128.0` on loading:
+    vkrope refuses it too (the rules' float_refused), where it read the int; the int itself reads as before."""
+    c = json.loads(json.dumps(config("llama-3.1-8b")))
+    c.setdefault("head_dim", 128)
+    want = vkrope.from_hf(c)
+    with pytest.raises(ValueError, match=rf"^config: {key} is {float(c[key])!r}: llama's config class takes an "
+                                         r"integer there \(transformers raises on loading the config\)"):
+        vkrope.from_hf({**c, key: float(c[key])})
+    assert vkrope.from_hf(dict(c)) == want
+
+
+def test_layer_types_of_another_count_than_the_layers_are_refused():
+    """Gemma 3 with 8 layers and 6 layer types (or 10): transformers' validate_layer_type refuses the config on
+    loading; vkrope read a layer's RoPE, or said the config had no layer_types. Now each reading refuses it,
+    as it refuses a type name transformers does not know; the list of the layers' count reads as before."""
+    c = json.loads(json.dumps(config("gemma-3-4b")))
+    n = 8
+    types = (["sliding_attention"] * 5 + ["full_attention"]) * 2
+
+    def text(**keys: Any) -> dict:
+        return {**c, "text_config": {**c["text_config"], "num_hidden_layers": n, **keys}}
+
+    good = text(layer_types=types[:n])
+    assert len(vkrope.hf_layers(good)) == n
+    for count in (6, 10):
+        bad = text(layer_types=types[:count])
+        for read in (lambda: vkrope.from_hf(bad, layer_type="full_attention"), lambda: vkrope.from_hf(bad, layer=2),
+                     lambda: vkrope.hf_layers(bad), lambda: vkrope.hf_layer_types(bad)):
+            with pytest.raises(ValueError, match=rf"^config: layer_types has {count} entries for num_hidden_layers "
+                                                 rf"= {n}: gemma3's config class refuses that"):
+                read()
+    odd = text(layer_types=types[:n - 1] + ["global_attention"])
+    with pytest.raises(ValueError, match=r"^config: layer_types names 'global_attention', which is none of "
+                                         r"transformers' layer types"):
+        vkrope.from_hf(odd, layer_type="full_attention")
+    legacy = text(layer_types=types[:n - 1] + ["attention"])  # (renamed full_attention on loading)
+    assert len(vkrope.hf_layers(legacy)) == n

@@ -269,7 +269,8 @@ def test_layers_without_rope_by_index():
     assert len(vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0] * 3))) == 8
     with pytest.raises(ValueError, match="no_rope_layers has 4 entries for num_hidden_layers 8"):
         vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0]))
-    with pytest.raises(ValueError, match="layer_types has 8 entries for num_hidden_layers 4"):
+    with pytest.raises(ValueError, match="layer_types has 8 entries for num_hidden_layers = 4: cohere2's config class "
+                                         "refuses that"):
         vkrope.from_hf(dict(coh, layer_types=coh["layer_types"] * 2))
     with pytest.raises(ValueError, match="layer_types is missing, empty"):
         vkrope.from_hf(bare, layer=3)

@@ -55,6 +55,12 @@ by building each config class on probe configs; never edited by hand):
 - `nope_longer`: for a model whose layers say by a flags list whether they
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
+- `float_refused`: the keys from_hf reads that the class keeps as an int
+  and raises on when the file gives a whole float (strict int fields:
+  `head_dim: 96.0`), `check_floats`;
+- `layer_types`: whether the class raises on a file's layer_types shorter
+  or longer than num_hidden_layers, or naming a type outside the table's
+  `layer_type_names` (transformers' validate_layer_type), `check_layer_types`;
 - `mrope_sections`: for an M-RoPE model whose class validates mrope_section
   (Cosmos 3 Edge's: three sections summing to half its `key`, head_dim),
   `check_mrope_sections`;
@@ -525,6 +531,35 @@ def check_nulls(cfg: dict, model_type: str) -> None:
         if key in cfg and cfg[key] is None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key} "
                              "(transformers raises on loading the config), so vkrope does too")
+
+
+def check_floats(cfg: dict, model_type: str) -> None:
+    """A ValueError where the text config `cfg` (the file's keys) gives as a float a key the model type's config
+    class keeps as an int and raises on as a whole float (`float_refused`: a strict int field, `head_dim: 96.0`;
+    transformers raises on loading the config)."""
+    for key in rules_of(model_type).get("float_refused", []):
+        if isinstance(cfg.get(key), float):
+            raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer there "
+                             "(transformers raises on loading the config), so vkrope refuses it too")
+
+
+def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
+    """A ValueError where the file's layer_types (legacy names renamed) has another length than
+    num_hidden_layers (the file's, else the class's `default_layers`), or names a type outside transformers'
+    layer types, where the model type's config class raises on that on loading (`layer_types`: its
+    validate_layer_type, measured)."""
+    rule, types = rules_of(model_type).get("layer_types"), cfg.get("layer_types")
+    if rule is None or not isinstance(types, list):
+        return
+    n = cfg.get("num_hidden_layers", default_layers)
+    if isinstance(n, int) and len(types) != n and rule["shorter" if len(types) < n else "longer"]:
+        raise ValueError(f"config: layer_types has {len(types)} entries for num_hidden_layers = {n}: "
+                         f"{model_type}'s config class refuses that (transformers raises on loading the config), "
+                         "so vkrope does too")
+    odd = [name for name in types if name not in table()["layer_type_names"]]
+    if odd and rule["names"]:
+        raise ValueError(f"config: layer_types names {odd[0]!r}, which is none of transformers' layer types "
+                         f"({model_type}'s config class raises on loading it), so vkrope refuses it")
 
 
 def check_flags_length(cfg: dict, model_type: str, key: str) -> None:

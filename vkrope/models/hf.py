@@ -99,6 +99,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
     config_rules.check_nulls(merged, _type_of(cfg, like))
+    config_rules.check_floats(merged, _type_of(cfg, like))
     config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, _type_of(cfg, like))
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
@@ -108,6 +109,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged[key] = merged[stored]
     _rename_layer_types(merged, _type_of(cfg, like))  # (first, as every class does on load: the rules below read
     # the types the class sees)
+    config_rules.check_layer_types(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
     _check_width(merged, e, _type_of(cfg, like))
     if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
