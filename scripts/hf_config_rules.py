@@ -790,14 +790,15 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
 
 
 def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> None:
-    """Into `gold`: the files of float_refused's and layer_types_checked's probes (each key of the first as a
+    """Into `gold`: the files of int_refused's and layer_types_checked's probes (each key of the first as a
     whole float and as the int; layer_types of the class's length, one shorter, one longer and with an
     unknown name), with what the classes made of them (from_hf must read that, or refuse)."""
     if _raises(t, e, {}):
         return
     built = _built(t, e, {})
-    saved = built.to_dict()  # (a heterogeneous class refuses getattr of a per-layer key: DeciLM's head_dim)
-    probes = [kw for k in rules.get("float_refused", []) for kw in ({k: saved[k]}, {k: float(saved[k])})]
+    ints = _int_keys(e, built.to_dict())  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
+    probes = [kw for k in rules.get("float_refused") or [] for kw in ({k: ints[k]}, {k: float(ints[k])})]
+    probes += [{k: True} for k in rules.get("bool_refused") or []]
     if "layer_types" in rules:
         n, own = built.num_hidden_layers, getattr(built, "layer_types", None)
         own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
@@ -877,20 +878,39 @@ def _read_keys(e: dict) -> dict[str, None]:
                           *(["rope_interleave"] if "rope_interleave" in e.get("defaults", {}) else [])])
 
 
-def float_refused(t: str, e: dict) -> list[str]:
-    """The keys from_hf reads whose value the classes keep as an int, on which they raise when the file gives
-    it as a whole float (a strict int field: transformers 5's classes fail on loading `head_dim: 96.0`), where
-    they build the file giving it as that int."""
+def _int_keys(e: dict, saved: dict) -> dict[str, int]:
+    """The keys from_hf reads whose value a built config (`saved`: its to_dict) holds as an int or None (a
+    field a file may fill: Mixtral's head_dim, Qwen2's sliding_window), with the int a probe gives (the
+    class's own, else 64), each under its own name and the name the class stores it by (its attribute_map:
+    GPT-J's n_embd for hidden_size): a file may give either."""
+    aliases = e.get("aliases", {})
+    out: dict[str, int] = {}
+    for k in _read_keys(e):
+        stored = aliases.get(k, k)
+        v = saved[stored] if stored in saved else 0.5
+        v = 64 if v is None else v
+        if type(v) is int:
+            out.update(dict.fromkeys((k, stored), v))
+    return out
+
+
+def int_refused(t: str, e: dict) -> tuple[list[str], list[str]] | tuple[None, None]:
+    """The keys from_hf reads that the classes take as an int (the file giving one builds) and on which they
+    raise when the file gives a whole float, and a bool (strict int fields: transformers 5's classes fail on
+    loading `head_dim: 96.0` or `sliding_window: true`); (None, None) where the classes are not built of a
+    file without RoPE keys (not measured: from_hf refuses a float or bool for any key the class defaults as an
+    int)."""
     if _raises(t, e, {}):
-        return []
-    built = _built(t, e, {}).to_dict()
-    ints = {k: v for k in _read_keys(e) if type(v := built.get(k)) is int}
-    return [k for k, v in ints.items() if not _raises(t, e, {k: v}) and _raises(t, e, {k: float(v)})]
+        return None, None
+    ints = {k: v for k, v in _int_keys(e, _built(t, e, {}).to_dict()).items() if not _raises(t, e, {k: v})}
+    return ([k for k, v in ints.items() if _raises(t, e, {k: float(v)})],
+            [k for k in ints if _raises(t, e, {k: True})])
 
 
 def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
     """Whether the classes raise on a file's layer_types one shorter ("shorter") or one longer ("longer")
-    than num_hidden_layers, and on a name outside transformers' layer types ("names"): PreTrainedConfig's
+    than num_hidden_layers, on a name outside transformers' layer types ("names") and on a tuple of the
+    names in place of a list ("not_list", its strict list field): PreTrainedConfig's
     validate_layer_type, which checks any class's list (one its model reads or not); None where the class
     does not build the list of its own length."""
     if _raises(t, e, {}):
@@ -905,7 +925,8 @@ def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
         return None
     return {"shorter": _raises(t, e, {**kw, "layer_types": own[:-1]}),
             "longer": _raises(t, e, {**kw, "layer_types": own + own[-1:]}),
-            "names": _raises(t, e, {**kw, "layer_types": own[:-1] + ["no_such_attention"]})}
+            "names": _raises(t, e, {**kw, "layer_types": own[:-1] + ["no_such_attention"]}),
+            "not_list": _raises(t, e, {**kw, "layer_types": tuple(own)})}
 
 
 def null_refused(t: str, e: dict) -> list[str]:
@@ -1234,9 +1255,10 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `float_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`, `width`,
-    `mrope_sections` and `layer_types`."""
-    out: dict[str, Any] = {"null_refused": null_refused(t, e), "float_refused": float_refused(t, e),
+    `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`,
+    `width`, `mrope_sections` and `layer_types`."""
+    floats, bools = int_refused(t, e)
+    out: dict[str, Any] = {"null_refused": null_refused(t, e), "float_refused": floats, "bool_refused": bools,
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),

@@ -381,7 +381,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         import importlib
 
         mode = importlib.import_module(f"vkrope.bench.{name}")
-        out_dir = Path(args.out or "bench-out")
+        out_dir = Path(args.out or BENCH_OUT)
         _make_dir(out_dir)
         check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
         result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
@@ -389,7 +389,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
     shapes = None if args.shapes is None else parse_shapes(args.shapes)
-    out_dir = Path(args.out or "bench-out")
+    out_dir = Path(args.out or BENCH_OUT)
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
     check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)
@@ -536,6 +536,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 _FLAG_WORDS = {"config": ("like",), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
 _FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads")
+BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)
 # The positional files of each command, as the API's messages name their arrays.
 _FILE_WORDS = {"apply": {"x": "X.npy", "freqs": "FREQS.npy"},
                "rotary-embedding": {"x": "X.npy", "cos_cache": "COS.npy", "sin_cache": "SIN.npy"}}
@@ -546,8 +547,8 @@ def cli_spelling(message: str, command: str) -> str:
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
-    for name, file in _FILE_WORDS.get(command, {}).items():
-        message = re.sub(rf"^{name}(?=[\s:,)])", file, message)
+    for name, file in _FILE_WORDS.get(command, {}).items():  # (the name as a word, not in x.shape or x[0])
+        message = re.sub(rf"(?<![\w.'\[-]){name}(?![\w.\[(])", file, message)
     for name in _FLAG_WORDS.get(command, ()):
         flag = "--" + name.replace("_", "-")
         message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama
@@ -650,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--storage", nargs="+", choices=storages,
                    help=f"the kernel benchmark's storages (default: {' '.join(storages)})")
     p.add_argument("--dtype", nargs="+", choices=dtypes, help=f"the kernel benchmark's dtypes (default: {' '.join(dtypes)})")
-    p.add_argument("--out", help="folder for bench.json and bench.png (default bench-out)")
+    p.add_argument("--out", help=f"folder for bench.json and bench.png (default {BENCH_OUT})")
     p.add_argument("--plot", metavar="FILE.png", help="chart path (default OUT/bench.png; needs matplotlib)")
     p.add_argument("--chart-from", metavar="BENCH.json",
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")

@@ -18,7 +18,8 @@ import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call:
 from .errors import DeviceClosedError
 from .freqs import MAX_PAIRS
 from .runtime.dtypes import (
-    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, swapped_of,
+    CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,
+    swapped_of,
 )
 from .runtime.array import DeviceArray
 
@@ -52,13 +53,21 @@ def describe(a: Any) -> str:
         size = f"{len(a)} items" if isinstance(a, (list, tuple)) else f"{len(text)} characters"
         text = f"{text[:120]}... ({size})"
     kind = type(a).__name__
-    return text if text.startswith(f"{kind}(") else f"{kind} {text}"  # (a dataclass's repr names its class)
+    named = text.startswith((f"{kind}(", f"np.{kind}("))  # (a dataclass's repr, numpy's scalars' name their type)
+    return text if named else f"{kind} {text}"
+
+
+def check_row_index(name: str, highest: int) -> None:
+    """A ValueError naming `name` where the highest table row a call reads is past an int32 index, as the
+    kernels read rows (a memory-mapped or broadcast numpy table may have more rows: those wrapped)."""
+    if highest >= MAX_ROWS:
+        raise ValueError(f"{name}: row {highest} is past 2**31 - 1, the last a kernel reads (by an int32 index)")
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:
     """An int (not a bool) >= minimum, named `name` in the errors."""
-    if isinstance(value, (bool, np.bool_, np.timedelta64)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")  # (timedelta64: an np.integer)
+    if not is_int(value):
+        raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")
     value = operator.index(value)
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")

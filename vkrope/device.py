@@ -264,7 +264,8 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
 
 
 def begun_submissions(dev: Device | None) -> int:
-    """The submissions `dev`'s stream has begun (0 without a runtime: a closed device submits none)."""
+    """The submissions the calling thread has begun on `dev`'s stream (0 without a runtime: a closed device
+    submits none); another thread's are not the call's."""
     rt = getattr(dev, "_rt", None)
     return rt.stream.begun if rt is not None else 0
 

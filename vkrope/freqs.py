@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_integer_dtype, is_real_scalar
+from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_int, is_integer_dtype, is_real_scalar
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -119,7 +119,7 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")

@@ -13,7 +13,7 @@ import numpy as np
 from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64
 from .kernels import interleaved, table
 from .ops import nd, sam2
-from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_real_scalar, names
+from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_int, is_real_scalar, names
 
 
 def apply_reference(
@@ -29,8 +29,13 @@ def apply_reference(
 ) -> np.ndarray:
     """The operator in float64 numpy, with `vkrope.apply`'s signature.
 
-    Returns the exact float64 result (cast it with `.astype(x.dtype)` to get
-    what a correctly rounded device would store). With `out=`, the result is
+    Returns the result in float64 arithmetic: each product and the pair's
+    sum rounded to float64 (exact unless the two products differ by more
+    than 2^53), of the float64 freqs given (a device rounds a float64 table
+    to float32 first, as `vkrope.apply` says). `.astype(x.dtype)` of it is
+    then within one ulp of what a correctly rounded device stores, equal to
+    it for float32 and float16 x and float32 freqs of usual magnitudes;
+    compare within an ulp, not bit for bit. With `out=`, the result is
     rounded into `out` (x's dtype) and `out` is returned. `storage` is
     accepted for signature compatibility and ignored.
     """
@@ -65,7 +70,7 @@ def axial_freqs(
     them); use this table for the exact rotation.
     """
     for name, value in (("dim", dim), ("end_x", end_x), ("end_y", end_y)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if not is_int(value):
             raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
         if value < (1 if name == "dim" else 0):
             raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {value}")

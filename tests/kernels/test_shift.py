@@ -413,3 +413,32 @@ def test_a_default_device_made_during_the_call_counts_its_own_submissions():
     assert stage == ["closed", "ran"] and made > 0
     assert getattr(raised.value, "__notes__", []) and f"had submitted its work ({made} submission(s)" in \
         raised.value.__notes__[0]
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+def test_another_threads_submissions_are_not_the_calls():
+    """A call refused by its argument checks submitted nothing, even where another thread submits on the same
+    device while it checks them: its exception carries no note (the note counts the calling thread's
+    submissions). The other thread's call is made to land inside the checks (sys.settrace)."""
+    import sys
+    import threading
+
+    x, f = np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32)
+    with vkrope.Device() as dev:
+        dev.apply(x, f)  # (the pipeline made before)
+
+        def tracer(frame, event, arg):
+            if event == "call" and frame.f_code.co_name == "_check_positions":
+                sys.settrace(None)
+                other = threading.Thread(target=dev.apply, args=(x, f))
+                other.start()
+                other.join()  # (its call submitted while this one checks)
+            return None
+
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(ValueError, match="positions entries must lie") as raised:
+                dev.apply(x, f, positions=np.array([0, 1, 2, 9]))
+        finally:
+            sys.settrace(None)
+        assert getattr(raised.value, "__notes__", []) == []

@@ -1193,6 +1193,37 @@ def test_a_whole_float_for_an_int_key_is_refused(key):
     assert vkrope.from_hf(dict(c)) == want
 
 
+QWEN3 = {"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4}
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"model_type": "gptj", "n_embd": 4096.0, "n_head": 16, "rotary_dim": 64}, "n_embd"),  # (its stored name)
+    ({"model_type": "gptj", "n_embd": 4096, "n_head": 16.0, "rotary_dim": 64}, "n_head"),
+    ({"model_type": "qwen2", "hidden_size": 512, "num_attention_heads": 8, "sliding_window": 4096.0}, "sliding_window"),
+    ({"model_type": "qwen2", "hidden_size": 512, "num_attention_heads": 8, "sliding_window": True}, "sliding_window"),
+    ({"model_type": "mixtral", "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64.0}, "head_dim"),
+    ({**QWEN3, "num_hidden_layers": True}, "num_hidden_layers"),
+    # (a class the rules could not build bare: any key its defaults hold as an int, refused rather than guessed)
+    ({"model_type": "fun_asr_nano", "text_config": {"hidden_size": 1024.0}}, "hidden_size"),
+])
+def test_a_float_or_bool_for_an_int_key_is_refused(cfg, key):
+    """Found by an adversary against transformers 5.25, whose classes refuse each on loading: keys stored under
+    another name (GPT-J's n_embd), keys whose class default is None (sliding_window, Mixtral's head_dim), bools,
+    and a class whose keys the rules could not measure."""
+    with pytest.raises(ValueError, match=rf"^config: {key} is .*: {cfg['model_type']}'s config class takes an "
+                                         r"integer there"):
+        vkrope.from_hf(cfg)
+
+
+@pytest.mark.parametrize("types", [("full_attention",) * 4, "full_attention"], ids=["tuple", "str"])
+def test_layer_types_that_are_no_list_are_refused(types):
+    """A Python dict's layer_types tuple (or a string) skipped the layer_types checks; the classes refuse it
+    (a strict list field)."""
+    with pytest.raises(ValueError, match=r"^config: layer_types must be a list of layer type names; got "):
+        vkrope.hf_layers({**QWEN3, "layer_types": types})
+    assert len(vkrope.hf_layers({**QWEN3, "layer_types": list(types) if isinstance(types, tuple) else [types] * 4})) == 4
+
+
 def test_layer_types_of_another_count_than_the_layers_are_refused():
     """Gemma 3 with 8 layers and 6 layer types (or 10): transformers' validate_layer_type refuses the config on
     loading; vkrope read a layer's RoPE, or said the config had no layer_types. Now each reading refuses it,

@@ -235,7 +235,7 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(base)
     with pytest.raises(ValueError, match="rope_scaling must be a dict or null; got \\[\\]"):
         vkrope.from_hf(dict(base, model_type="llama", rope_scaling=[]))
-    with pytest.raises(ValueError, match="num_hidden_layers must be an integer; got True"):
+    with pytest.raises(ValueError, match="num_hidden_layers is True: llama.s config class takes an integer"):
         vkrope.from_hf(dict(base, model_type="llama", num_hidden_layers=True), layer=0)
     with pytest.raises(TypeError, match="layer must be an int"):
         vkrope.from_hf(dict(base, model_type="llama"), layer="0")

@@ -230,7 +230,7 @@ def test_cli_errors_name_the_flags(tmp_path, capsys):
         (["rotary-embedding", x, c, c, "-o", out], "ValueError: X.npy is 3D [B, S, H*D] = (1, 3, 4): --num-heads must be "
                                                   "given (> 0)"),
         (["rotary-embedding", x4, c, c, "-o", out, "--position-ids", str(tmp_path / "pid.npy")],
-         "ValueError: --position-ids must have shape (2, 4); got (2, 8) (x is read as [B, H, S, D]: "),
+         "ValueError: --position-ids must have shape (2, 4); got (2, 8) (X.npy is read as [B, H, S, D]: "),
         (["rotary-embedding", x, c, c, "-o", out, "--num-heads", "1", "--rotary-embedding-dim", "6"],
          "ValueError: --rotary-embedding-dim must be <= the head size 4; got 6"),
     ]:
@@ -931,3 +931,32 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 141 and b"error" not in err, (proc.returncode, err)
+
+
+def test_cli_names_every_array_by_its_file(tmp_path, capsys):
+    """A message naming several arrays names each by its file ("SIN.npy ... (like COS.npy)"), not only the
+    first word; a name inside code (x.shape) is left as it is."""
+    from vkrope.__main__ import cli_spelling, main
+    np.save(tmp_path / "x.npy", np.ones((1, 1, 2, 4), np.float32))
+    np.save(tmp_path / "c.npy", np.ones((4, 2), np.float32))
+    np.save(tmp_path / "p.npy", np.zeros((1, 2), np.int64))
+    assert main(["rotary-embedding", str(tmp_path / "x.npy"), str(tmp_path / "c.npy"), str(tmp_path / "x.npy"),
+                 "--position-ids", str(tmp_path / "p.npy"), "-o", str(tmp_path / "o.npy")]) == 1
+    err = capsys.readouterr().err
+    assert "SIN.npy must have shape [max_pos, rot/2] (like COS.npy)" in err and "_cache" not in err, err
+    assert cli_spelling("freqs has 3 rows for x of shape (1, 2, 4); see x.shape and x[0]", "apply") == \
+        "FREQS.npy has 3 rows for X.npy of shape (1, 2, 4); see x.shape and x[0]"
+
+
+def test_a_broken_pipe_elsewhere_stays_an_error(capsys):
+    """Only a closed stdout ends a command quietly: a BrokenPipeError from anything else (a FIFO given as -o
+    whose reader left) is the usual one-line error and status 1."""
+    import argparse
+
+    from vkrope.__main__ import _command
+
+    def broken(args: argparse.Namespace) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert _command(argparse.Namespace(func=broken, debug=False, command="apply")) == 1
+    assert capsys.readouterr().err == "vkrope: error: BrokenPipeError: [Errno 32] Broken pipe\n"

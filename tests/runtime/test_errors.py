@@ -4,6 +4,7 @@ gives VulkanUnavailableError on first use, not on import."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -119,6 +120,8 @@ def test_device_argument_type():
         vkrope.Device(1.5)
     with pytest.raises(TypeError, match=r"^Device\.__init__\(\) got an unexpected keyword argument 'foo'"):
         vkrope.Device(foo=1)  # (named as the user called it, not by an internal base class)
+    from vkrope.owner import DeviceOwner  # (Device states its base's signature for that: the two must agree)
+    assert inspect.signature(vkrope.Device.__init__) == inspect.signature(DeviceOwner.__init__)
 
 
 @pytest.mark.parametrize("value", ["no", "0", 0, 0.0, [], object()])
@@ -236,37 +239,75 @@ def test_a_timedelta_array_is_no_integer_array(case, device):
     check_results(case, args, case.call(device, args))  # (the device serves the next call)
 
 
-def test_a_timedelta_scalar_is_no_int(device):
-    """An int argument (start_pos here) given as np.timedelta64, an np.integer to numpy, is refused too."""
-    x = np.ones((1, 2, 1, 4), np.float32)
-    t = np.ones((4, 4), np.float32)
-    with pytest.raises(TypeError, match=r"start_pos must be an int >= 0; got .*timedelta64"):
-        device.apply_rotary_emb_hf(x, x, t, t, np.timedelta64(1))
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2}
+TD = np.timedelta64(1)
 
 
-BROADCAST_ROWS = 2**31 + 1  # (a zero-stride numpy table: any row count, no memory)
+@pytest.mark.parametrize("case", [
+    ("start_pos", lambda x, t: vkrope.apply_rotary_emb_hf(x, x, t, t, TD)),
+    ("dim", lambda x, t: vkrope.RopeFreqs(TD * 8)),
+    ("end_x", lambda x, t: vkrope.axial_freqs(8, TD * 4, 4)),
+    ("token_axis", lambda x, t: vkrope.apply_nd(x, vkrope.NdFreqs((4,)), np.zeros((2, 1)), token_axis=TD * -2)),
+    ("interleaved", lambda x, t: vkrope.rotary_embedding(x, t, t, np.zeros((1, 2), np.int64), interleaved=TD)),
+    ("layer", lambda x, t: vkrope.from_hf(LLAMA, layer=TD * 0)),
+    ("position_ids", lambda x, t: vkrope.from_hf(LLAMA).seq_len(np.zeros((1, 2), "m8[s]"))),
+], ids=lambda c: c[0])
+def test_a_timedelta_is_no_int(case):
+    """An int argument given as np.timedelta64 (an np.integer to numpy) is refused, naming the argument, as any
+    other non-int: it was taken as an int, or failed deep inside with a message naming nothing."""
+    name, call = case
+    x, t = np.ones((1, 2, 1, 4), np.float32), np.ones((4, 4), np.float32)
+    with pytest.raises(TypeError, match=rf"^{name}\b.*(int|integer|0 or 1)"):
+        call(x, t)
 
 
-def _tall(width: int) -> np.ndarray:
-    return np.broadcast_to(np.float32(1.0), (BROADCAST_ROWS, width))
+LAST_ROW = 2**31 - 1  # (the last row an int32 index reads)
+
+
+def _tall(rows: int, width: int, value: float) -> np.ndarray:
+    return np.broadcast_to(np.float32(value), (rows, width))  # (a zero-stride table: any row count, no memory)
 
 
 @pytest.mark.parametrize("op", ["rotary_embedding", "apply_rotary_emb_hf", "apply"])
-def test_a_table_past_int32_rows_is_refused(device, op):
+def test_rows_past_an_int32_index_are_refused_and_the_last_one_is_read(device, op):
     """A kernel reads a table's row by an int32 index: a numpy table of more than 2**31 rows (memory-mapped or
-    broadcast) is refused, naming it, rather than its rows past 2**31 wrapping onto others."""
-    x = np.ones((1, 1, 1, 4), np.float32)
-    with pytest.raises(ValueError) as info:
-        if op == "rotary_embedding":
-            device.rotary_embedding(x, _tall(2), _tall(2), np.array([[2**31]]))
-        elif op == "apply_rotary_emb_hf":
-            device.apply_rotary_emb_hf(x, x, _tall(4), _tall(4), 2**31 - 1)
-        else:
-            device.apply(x[0], np.broadcast_to(np.float32(1.0), (BROADCAST_ROWS, 4)), positions=np.array([2**31]))
-    assert re.search(r"(cos_cache|freqs_cos) has 2147483649 rows|positions entries must be < 2\*\*31",
-                     str(info.value)), info.value
-    args = OPS[0].make(np.random.default_rng(1))
-    check_results(OPS[0], args, OPS[0].call(device, args))
+    broadcast) read row p - 2**32 for a position p past it (or raised a bare OverflowError); now such a
+    position is refused, naming its argument, and the last row an index reaches, 2**31 - 1, is read."""
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 1, 4)
+    c, s = np.float32(0.6), np.float32(0.8)  # (every row: one rotation, cos 0.6 and sin 0.8)
+    if op == "rotary_embedding":
+        def call(p: int) -> np.ndarray:
+            rows = max(p + 1, 2)
+            return device.rotary_embedding(x, _tall(rows, 2, c), _tall(rows, 2, s), np.array([[p]]))
+        name = "position_ids"
+    elif op == "apply_rotary_emb_hf":
+        def call(p: int) -> np.ndarray:
+            return device.apply_rotary_emb_hf(x, x, _tall(p + 1, 4, c), _tall(p + 1, 4, s), p)[0]
+        name = r"start_pos \+ S - 1"
+    else:
+        def call(p: int) -> np.ndarray:
+            pairs = np.broadcast_to(np.array([c, s, c, s], np.float32), (p + 1, 4))  # ((cos, sin) per pair)
+            return device.apply(x[0], pairs, positions=np.array([p]))[None]
+        name = "positions"
+    with pytest.raises(ValueError, match=rf"^{name}: row 2147483648 is past 2\*\*31 - 1, the last a kernel reads"):
+        call(LAST_ROW + 1)
+    a, b = (x[..., :2], x[..., 2:]) if op != "apply" else (x[..., 0::2], x[..., 1::2])
+    want = np.concatenate([a * c - b * s, b * c + a * s], -1) if op != "apply" else \
+        np.stack([a * c - b * s, b * c + a * s], -1).reshape(x.shape)
+    np.testing.assert_allclose(call(LAST_ROW), want, rtol=1e-6)
+
+
+def test_tokens_past_an_int32_row_are_refused(device):
+    """The calls whose token s reads table row s (ExecuTorch's LLM op; ONNX's without position_ids, row
+    b * S + s) refuse more tokens than an int32 row index reaches, before any copy (x broadcast: no memory)."""
+    n = LAST_ROW + 2
+    x = np.broadcast_to(np.float32(1.0), (1, n, 1, 2))
+    with pytest.raises(ValueError, match=r"^xq \(its token s reads row s of freqs_cos\): row 2147483648 is past"):
+        device.apply_rotary_emb(x, x, _tall(n, 1, 1.0), _tall(n, 1, 0.0))
+    x = np.broadcast_to(np.float32(1.0), (1, 1, n, 2))
+    table = np.broadcast_to(np.float32(1.0), (1, n, 1))
+    with pytest.raises(ValueError, match=r"^cos_cache \(row b \* S \+ s of its \[B, S\] tokens\): row 2147483648"):
+        device.rotary_embedding(x, table, table)
 
 
 def test_a_row_past_the_binding_names_the_callers_argument():
@@ -284,3 +325,17 @@ def test_a_spec_in_a_message_is_named_once(device):
     with pytest.raises(ValueError, match=r"got RopeFreqs\(dim=8, ") as info:
         device.rotary_embedding(x, vkrope.RopeFreqs(8), vkrope.RopeFreqs(8))
     assert "RopeFreqs RopeFreqs" not in str(info.value)
+
+
+@pytest.mark.parametrize("spec, fix", [
+    (vkrope.InvFreqs(np.full(4, 0.5, np.float32), attention_factor=1.3), r"pass a spec of attention_factor 1"),
+    (vkrope.RopeFreqs(8, scale=4.0, yarn=vkrope.YaRN(original_context=64)),
+     r"pass yarn an attn_factor of 1 / \(0\.1 ln\(scale\) \+ 1\) for a factor of 1"),
+])
+def test_inverse_with_a_scaled_spec_says_how_for_that_spec(device, spec, fix):
+    """inverse=True with cos / sin scaled by a factor is refused; the advice fits the spec given (an InvFreqs has
+    no yarn to pass a factor to)."""
+    x = np.ones((1, 2, 8), np.float32)
+    with pytest.raises(ValueError, match=rf"^inverse=True with an? {type(spec).__name__} spec whose cos / sin factor "
+                                         rf"is .*; {fix} and scale x yourself$"):
+        device.apply(x, spec, positions=np.arange(2), inverse=True)

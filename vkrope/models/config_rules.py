@@ -55,12 +55,14 @@ by building each config class on probe configs; never edited by hand):
 - `nope_longer`: for a model whose layers say by a flags list whether they
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
-- `float_refused`: the keys from_hf reads that the class keeps as an int
-  and raises on when the file gives a whole float (strict int fields:
-  `head_dim: 96.0`), `check_floats`;
+- `float_refused`, `bool_refused`: the keys from_hf reads that the class
+  takes as an int and raises on when the file gives a whole float, or a
+  bool (strict int fields: `head_dim: 96.0`, `sliding_window: true`),
+  `check_ints`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
-  or longer than num_hidden_layers, or naming a type outside the table's
-  `layer_type_names` (transformers' validate_layer_type), `check_layer_types`;
+  or longer than num_hidden_layers, naming a type outside the table's
+  `layer_type_names` (transformers' validate_layer_type), or not a list,
+  `check_layer_types`;
 - `mrope_sections`: for an M-RoPE model whose class validates mrope_section
   (Cosmos 3 Edge's: three sections summing to half its `key`, head_dim),
   `check_mrope_sections`;
@@ -533,14 +535,20 @@ def check_nulls(cfg: dict, model_type: str) -> None:
                              "(transformers raises on loading the config), so vkrope does too")
 
 
-def check_floats(cfg: dict, model_type: str) -> None:
-    """A ValueError where the text config `cfg` (the file's keys) gives as a float a key the model type's config
-    class keeps as an int and raises on as a whole float (`float_refused`: a strict int field, `head_dim: 96.0`;
-    transformers raises on loading the config)."""
-    for key in rules_of(model_type).get("float_refused", []):
-        if isinstance(cfg.get(key), float):
-            raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer there "
-                             "(transformers raises on loading the config), so vkrope refuses it too")
+def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
+    """A ValueError where the text config `cfg` (the file's keys) gives a float or a bool for a key the model
+    type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`: strict int
+    fields, `head_dim: 96.0`, `sliding_window: true`; transformers raises on loading the config). Where that
+    was not measured (a class not built of a file without RoPE keys), any key the class defaults (`defaults`)
+    as an int: refused rather than guessed."""
+    rules = rules_of(model_type)
+    ints = [k for k, v in defaults.items() if type(v) is int]
+    for kind, rule in ((float, "float_refused"), (bool, "bool_refused")):
+        keys = rules.get(rule)
+        for key in ints if keys is None else keys:
+            if isinstance(cfg.get(key), kind):
+                raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer "
+                                 "there (transformers raises on loading the config), so vkrope refuses it too")
 
 
 def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
@@ -548,8 +556,13 @@ def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
     num_hidden_layers (the file's, else the class's `default_layers`), or names a type outside transformers'
     layer types, where the model type's config class raises on that on loading (`layer_types`: its
     validate_layer_type, measured)."""
-    rule, types = rules_of(model_type).get("layer_types"), cfg.get("layer_types")
-    if rule is None or not isinstance(types, list):
+    # (not measured, the class not built of a file without RoPE keys: refused rather than guessed)
+    rule = rules_of(model_type).get("layer_types", dict.fromkeys(("shorter", "longer", "names", "not_list"), True))
+    types = cfg.get("layer_types")
+    if types is not None and not isinstance(types, list) and rule["not_list"]:
+        raise ValueError(f"config: layer_types must be a list of layer type names; got {_short(types)} "
+                         f"({model_type}'s config class raises on loading it)")
+    if not isinstance(types, list):
         return
     n = cfg.get("num_hidden_layers", default_layers)
     if isinstance(n, int) and len(types) != n and rule["shorter" if len(types) < n else "longer"]:

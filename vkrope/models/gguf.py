@@ -14,6 +14,7 @@ import numpy as np
 from . import gguf_context, gguf_layers
 from .gguf_sizes import check_layout, check_sizes
 from .rope import ModelRope, brief, interleaved_axes
+from ..runtime.dtypes import is_int
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
@@ -60,9 +61,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
         raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     if layer_type not in (None, "full_attention", "sliding_attention"):
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
-    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
+    if layer is not None and not is_int(layer):
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
-    if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, (int, np.integer))):
+    if context_length is not None and not is_int(context_length):
         raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
     if context_length is not None and context_length < 1:
         raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")

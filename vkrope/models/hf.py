@@ -13,13 +13,12 @@ import math
 import os
 from typing import Any
 
-import numpy as np
-
 from ..files import read_json
 from . import config_rules, gguf_convert
 from . import model_table as hf_models
 from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import PARAMS, RULES, read_by
+from ..runtime.dtypes import is_int
 
 MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
 # keys a rope dict may hold that say nothing about the frequencies here
@@ -99,7 +98,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
     config_rules.check_nulls(merged, _type_of(cfg, like))
-    config_rules.check_floats(merged, _type_of(cfg, like))
+    config_rules.check_ints(merged, _type_of(cfg, like), defaults)
     config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, _type_of(cfg, like))
     for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
@@ -412,7 +411,7 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
     rotates = hf_models.rope_layers(cfg, e)
     if layer is None:
         return rotates, None
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+    if not is_int(layer):
         raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
     n = _layer_count(cfg, rotates)
     if not 0 <= layer < n:
@@ -546,7 +545,7 @@ def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, laye
     if layer_type not in (None, "full_attention", "sliding_attention"):
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention' for {remote[1]} (read "
                          f"as llama.cpp's converter writes it); got {layer_type!r}")
-    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer))):
+    if layer is not None and not is_int(layer):
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
     return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)

@@ -116,11 +116,18 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
                          f"config as transformers saves it, AutoConfig.from_pretrained(path).to_dict()")
     n = cfg.get("num_hidden_layers")
     if isinstance(n, int) and not isinstance(n, bool):
-        # (the model builds num_hidden_layers layers and reads entry i of each: a flags list may run past them;
-        # a layer_types list of another length the config class refuses)
-        if len(values) < n or (rule["kind"] == "types" and len(values) != n):
+        # (the model builds num_hidden_layers layers and reads entry i of each: a flags list may run past them.
+        # A file's layer_types of another length was refused by its class's rule (config_rules.check_layer_types):
+        # one of another length here is the class's default list, which the class derives anew for the file's
+        # layers by keys vkrope does not read)
+        if len(values) < n and rule["kind"] == "flags":
             raise ValueError(f"config: {key} has {len(values)} entries for num_hidden_layers {n}: transformers "
-                             f"fails on it ({'a layer past the list' if len(values) < n else 'its config class'})")
+                             "fails on it (a layer past the list)")
+        if rule["kind"] == "types" and len(values) != n:
+            raise ValueError(f"config: {key} has {len(values)} entries for num_hidden_layers {n} (the class's "
+                             "default list, where the file gives none): the class derives the list for these layers "
+                             "by keys vkrope does not read; pass the config as transformers saves it, "
+                             "AutoConfig.from_pretrained(path).to_dict()")
         values = values[:n]
     if rule["kind"] == "flags":
         return [bool(v) for v in values]

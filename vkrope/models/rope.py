@@ -26,7 +26,7 @@ import numpy as np
 from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
-from ..runtime.dtypes import as_dtype
+from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype
 
 ROPE_TYPES = tuple(RULES)
 
@@ -51,8 +51,18 @@ def key_int(params: dict, key: str, where: str) -> int:
     return int(value)
 
 
+def seq_len_of(position_ids: Any) -> int | None:
+    """max(position_ids) + 1, None without positions (`ModelRope.seq_len`)."""
+    if position_ids is None:
+        return None
+    p = np.asarray(position_ids)
+    if p.size and not is_integer_dtype(p.dtype):  # (the call's own checks say so too, after this)
+        raise TypeError(f"position_ids must be integers; got dtype {p.dtype}")
+    return int(p.max()) + 1 if p.size else 0
+
+
 def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int; got {brief(value)}")
     if value < 1:
         raise ValueError(f"{name} must be >= 1; got {value}")
@@ -243,10 +253,7 @@ class ModelRope:
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and
         longrope decide by."""
-        if position_ids is None:
-            return None
-        p = np.asarray(position_ids)
-        return int(p.max()) + 1 if p.size else 0
+        return seq_len_of(position_ids)
 
     def uses_seq_len(self) -> bool:
         """Whether the frequencies (PhiMoE: the factor) depend on the call's positions (dynamic, longrope)."""
@@ -352,7 +359,7 @@ def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int
     every third pair below 3 s1 and 3 s2, temporal the rest, as transformers'
     `recomposition_frequencies` does whatever the sum)."""
     if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
-            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in sec):
+            not is_int(v) or v < 0 for v in sec):
         raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
                          f"{brief(sec)}")
     if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:

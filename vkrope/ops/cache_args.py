@@ -11,7 +11,7 @@ import numpy as np
 
 from ..arguments import check_alive, check_plain_array, describe
 from ..runtime.array import DeviceArray
-from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, is_fp8, is_integer_dtype
+from ..runtime.dtypes import CACHE_DTYPE_NAMES, CACHE_DTYPES, is_fp8, is_int, is_integer_dtype
 
 
 def cache(name: str, c: Any) -> Any:
@@ -48,7 +48,7 @@ def value_cache(k_cache: Any, v_cache: Any) -> Any:
 
 def pairing(interleaved: Any) -> bool:
     """`interleaved` of the KV-cache ops: a bool, or 0 / 1 (ONNX's attribute)."""
-    if not isinstance(interleaved, (bool, np.bool_, int, np.integer)) or int(interleaved) not in (0, 1):
+    if not (isinstance(interleaved, (bool, np.bool_)) or is_int(interleaved)) or int(interleaved) not in (0, 1):
         raise TypeError(f"interleaved must be a bool (or 0 / 1); got {describe(interleaved)}")
     return bool(interleaved)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_storage_of, check_table_array, describe, int_arg
+from ..arguments import check_row_index, check_storage_of, check_table_array, describe, int_arg
 from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, is_position_spec
@@ -37,7 +37,9 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     values = q.size + k.size
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
-    freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s), True, d)
+    if isinstance(freqs_cos, (ModelRope, InvFreqs)):  # (a ModelRope's may follow the call's tokens 0 .. S - 1)
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(s) if isinstance(freqs_cos, ModelRope) else None, True,
+                            d)
     if is_position_spec(freqs_cos):
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", d)
         rows = spec_rows(spec, token_positions(b, s, values), "positions")
@@ -46,6 +48,7 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
+    check_row_index("xq (its token s reads row s of freqs_cos)", s - 1)
     row_of = token_positions(b, s, values, dtype=np.int32)
     return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
@@ -81,6 +84,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     start = int_arg("start_pos", start_pos, 0)
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
+    check_row_index("start_pos + S - 1", start + s - 1)
     row_of = token_positions(b, s, values, start, np.int32)
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 

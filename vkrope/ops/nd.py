@@ -15,6 +15,7 @@ from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from .table_args import check_tensor
+from ..runtime.dtypes import is_int
 
 
 def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any = False, out: Any = None,
@@ -28,7 +29,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
         raise TypeError(f"spec must be a vkrope.NdFreqs; got {describe(spec)}")
     x = check_tensor("x", x)
     storage = check_storage_of("x", x, storage)
-    if not isinstance(token_axis, (int, np.integer)) or isinstance(token_axis, (bool, np.bool_)):
+    if not is_int(token_axis):
         raise TypeError(f"token_axis must be an int, -2 or -3; got {describe(token_axis)}")
     if token_axis not in (-2, -3):
         raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_out, check_plain_array, check_storage_of, check_table_array, describe, int_arg
+from ..arguments import (
+    check_out, check_plain_array, check_row_index, check_storage_of, check_table_array, describe, int_arg,
+)
 from . import resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
@@ -77,6 +79,8 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)", x, swapped3)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
+        if x.size:
+            check_row_index("cos_cache (row b * S + s of its [B, S] tokens)", b * s - 1)
         row_of = np.arange(b * s if x.size else 0, dtype=np.int32)  # (row b * S + s; none for no values)
     return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
                    batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,

@@ -10,8 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import (
-    MAX_ROWS, X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
-    describe, int_arg,
+    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
+    check_row_index, describe, int_arg,
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
@@ -73,14 +73,16 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
         raise ValueError(f"exclude_last must be <= N = {n_tokens} (x shape {x.shape}); got {exclude_last}")
     pairs, n_freq_rows, form = _check_freqs(freqs, x)
     if isinstance(pairs, FrequencySpec) and pairs.needs_positions and no_positions:
-        raise ValueError(f"freqs is a {type(pairs).__name__} spec: pass positions (each token's position, -1 = pass "
+        raise ValueError(f"freqs is {_a(pairs)} spec: pass positions (each token's position, -1 = pass "
                          "through)")
     if inverse and isinstance(pairs, FrequencySpec) and pairs.magnitude != 1:
         # m R(theta) has inverse R(-theta) / m but gradient m R(-theta): with
         # m != 1 no single meaning of `inverse` is both, so neither is guessed.
-        raise ValueError(f"inverse=True with a YaRN spec whose cos / sin factor is {float(pairs.magnitude)} (not 1): "
-                         f"its inverse (divides by it) and its gradient (multiplies) differ; pass yarn an attn_factor of "
-                         f"1 / (0.1 ln(scale) + 1) for a factor of 1 and scale x yourself")
+        fix = ("pass yarn an attn_factor of 1 / (0.1 ln(scale) + 1) for a factor of 1" if getattr(pairs, "yarn", None)
+               else "pass a spec of attention_factor 1")
+        raise ValueError(f"inverse=True with {_a(pairs)} spec whose cos / sin factor is "
+                         f"{float(pairs.magnitude)} (not 1): its inverse (divides by it) and its gradient (multiplies) "
+                         f"differ; {fix} and scale x yourself")
     n_rot = n_tokens - exclude_last
     row_of: np.ndarray | None = None
     if not no_positions:
@@ -170,6 +172,12 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 
+def _a(spec: Any) -> str:
+    """'a RopeFreqs', 'an InvFreqs', 'an AxialFreqs', 'an NdFreqs': the spec's class with its article."""
+    name = type(spec).__name__
+    return f"{'an' if name[0] in 'AEINO' else 'a'} {name}"
+
+
 def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int,
                      form: Callable[[], str]) -> np.ndarray:
     if not isinstance(positions, np.ndarray):
@@ -186,9 +194,8 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise ValueError(
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form()}); "
             f"got {int(bad[0])}")
-    if n_freq_rows > MAX_ROWS and positions.size and int(positions.max()) >= MAX_ROWS:  # (a broadcast freqs can)
-        raise ValueError(f"positions entries must be < 2**31 (a kernel reads a row of freqs by an int32 index); "
-                         f"got {int(positions.max())}")
+    if positions.size:
+        check_row_index("positions", int(positions.max()))
     return np.ascontiguousarray(positions, dtype=np.int32)
 
 

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    MAX_PAIRS, MAX_ROWS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_table_array, describe,
+    MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_row_index, check_table_array,
+    describe,
 )
 from .lowering import lower
 from ..freqs import FrequencySpec, check_positions
-from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_integer_dtype
+from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype
 from ..runtime.array import DeviceArray
 
 
@@ -24,9 +25,9 @@ def check_flag(name: str, value: Any) -> bool:
     """ONNX passes attributes as ints: 0 / 1 (and bools) are accepted."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if isinstance(value, (int, np.integer)) and int(value) in (0, 1):
+    if is_int(value) and int(value) in (0, 1):
         return bool(value)
-    raise (ValueError if isinstance(value, (int, np.integer)) else TypeError)(
+    raise (ValueError if is_int(value) else TypeError)(
         f"{name} must be 0 or 1 (or a bool); got {describe(value)}")
 
 
@@ -52,9 +53,6 @@ def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, sw
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
                          f"{swap_hint('x', tuple(t.shape), swapped)}")
-    rows = math.prod(shape[:-1])
-    if rows > MAX_ROWS:  # (a memory-mapped or broadcast numpy table can have more)
-        raise ValueError(f"{name} has {rows} rows {shape[:-1]}; at most 2**31 (a kernel reads a row by an int32 index)")
     return t
 
 
@@ -109,6 +107,8 @@ def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, swapped:
     bad = p[(p < 0) | (p >= rows)]
     if bad.size:
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
+    if p.size:
+        check_row_index(name, int(p.max()))
     return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
 
 

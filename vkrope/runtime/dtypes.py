@@ -124,11 +124,17 @@ def is_integer_dtype(dtype: Any) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
+def is_int(value: Any) -> bool:
+    """A Python or numpy integer, as a count, an index or a flag's 0 / 1 is: not a bool, and not a timedelta64,
+    which numpy files under np.integer."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
+
+
 def is_real_scalar(value: Any) -> bool:
     """A Python or numpy real scalar, as an argument such as a base or eps may be (ml_dtypes' bfloat16 and
     float8 scalars are no np.floating; each is exact as a float). A bool is one: callers refuse it."""
     if isinstance(value, (int, float, np.integer, np.floating)):
-        return True
+        return not isinstance(value, np.timedelta64)  # (an np.integer to numpy)
     return ml_loaded() and isinstance(value, tuple(ml_dtype(n).type for n in ML_NAMES))  # (ml_dtype: cached)
 
 

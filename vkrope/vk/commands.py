@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from typing import Any
 
@@ -66,9 +67,10 @@ class CommandStream:
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
         self.queries: Any = None
         self.in_flight: bool | str = False
-        # submissions begun, and the count at the last one known queued: what an interrupted call's exception
-        # says (device.note_submitted; a MAYBE that drain settles stays unknown)
-        self.begun = self.queued = 0
+        # per thread: the submissions it began, and its count at the last one known queued: what an interrupted
+        # call's exception says (device.note_submitted; a MAYBE that drain settles stays unknown); per thread, so
+        # that another thread's submissions during a call are not counted as the call's
+        self._mine = threading.local()
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
@@ -83,6 +85,16 @@ class CommandStream:
         except BaseException:
             ctx.release(self)
             raise
+
+    @property
+    def begun(self) -> int:
+        """The submissions the calling thread has begun on this stream."""
+        return getattr(self._mine, "begun", 0)  # type: ignore[no-any-return]
+
+    @property
+    def queued(self) -> int:
+        """The calling thread's `begun` at its last submission known queued."""
+        return getattr(self._mine, "queued", 0)  # type: ignore[no-any-return]
 
     def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None,
                         want_time: bool = False) -> float | None:
@@ -108,15 +120,16 @@ class CommandStream:
         # wait has no bound (a fence wait would hang for the whole timeout if
         # nothing was queued), so VKROPE_TIMEOUT_S does not cover the one
         # case of an interruption landing on the submit of a hung device.
-        self.begun += 1  # (no call between it and the mark: an interruption finds both or neither)
-        self.in_flight = MAYBE
+        mine = self._mine
+        mine.begun = getattr(mine, "begun", 0) + 1  # (no call between it and the mark: an interruption finds both
+        self.in_flight = MAYBE  # or neither)
         try:
             b.call_direct("vkQueueSubmit", ctx.queue, 1, submit, self.fence)
         except VkropeError:
             self.in_flight = False  # the driver refused it: nothing was queued
             raise
         self.in_flight = True
-        self.queued = self.begun
+        mine.queued = mine.begun
         self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
