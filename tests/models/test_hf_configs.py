@@ -1250,3 +1250,14 @@ def test_layer_types_of_another_count_than_the_layers_are_refused():
         vkrope.from_hf(odd, layer_type="full_attention")
     legacy = text(layer_types=types[:n - 1] + ["attention"])  # (renamed full_attention on loading)
     assert len(vkrope.hf_layers(legacy)) == n
+
+
+def test_layer_types_of_a_class_the_rules_could_not_build_are_checked_all_the_same():
+    """FunASR-Nano's class is not built of a file without RoPE keys, so its layer_types rule was not measured:
+    a list of another length, as every measured class refuses, is refused rather than read."""
+    cfg = {"model_type": "fun_asr_nano", "text_config": {"num_hidden_layers": 4}}
+    assert "layer_types" not in vkrope.models.config_rules.rules_of("fun_asr_nano")
+    with pytest.raises(ValueError, match=r"^config: layer_types has 3 entries for num_hidden_layers = 4: "
+                                         r"fun_asr_nano's config class refuses that"):
+        vkrope.from_hf({**cfg, "text_config": {**cfg["text_config"], "layer_types": ["full_attention"] * 3}})
+    vkrope.from_hf({**cfg, "text_config": {**cfg["text_config"], "layer_types": ["full_attention"] * 4}})
