@@ -547,8 +547,10 @@ def cli_spelling(message: str, command: str) -> str:
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
-    for name, file in _FILE_WORDS.get(command, {}).items():  # (the name as a word, not in x.shape or x[0])
-        message = re.sub(rf"(?<![\w.'\[-]){name}(?![\w.\[(])", file, message)
+    for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote)
+        parts = re.split(r"""('[^']*'|"[^"]*")""", message)
+        message = "".join(part if i % 2 else re.sub(rf"(?<![\w.'\[/-]){name}(?![\w.\[(/])", file, part)
+                          for i, part in enumerate(parts))
     for name in _FLAG_WORDS.get(command, ()):
         flag = "--" + name.replace("_", "-")
         message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama

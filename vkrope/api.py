@@ -57,19 +57,18 @@ def on_default(front_end: Callable[P, Call[R]]) -> Callable[P, R]:
     """A front end's public operation as a module function on the default
     device. Its signature and docstring are the front end's."""
     def function(*args: P.args, **kwargs: P.kwargs) -> R:
-        first = _default
-        begun = begun_submissions(first)
+        begun = begun_submissions()
         try:
             objects: list[Any] = []
             key = kept_key(front_end, args, kwargs, objects)
-            if first is not None:  # (none is made before the arguments are checked)
-                done, kept = first._replay(key, objects)
+            dev = _default  # (none is made before the arguments are checked)
+            if dev is not None:
+                done, kept = dev._replay(key, objects)
                 if done:
                     return cast(R, kept)  # (the result of the call that was kept: of its kind)
             return _on_default(front_end(*args, **kwargs), key, objects)
         except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
-            dev = _default  # (a device made or made again during the call had submitted nothing before it)
-            note_submitted(exc, dev, begun if dev is first else 0)
+            note_submitted(exc, begun)
             raise
 
     bind(function, front_end, __name__, front_end.__name__)

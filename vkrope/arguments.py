@@ -61,7 +61,7 @@ def check_row_index(name: str, highest: int) -> None:
     """A ValueError naming `name` where the highest table row a call reads is past an int32 index, as the
     kernels read rows (a memory-mapped or broadcast numpy table may have more rows: those wrapped)."""
     if highest >= MAX_ROWS:
-        raise ValueError(f"{name}: row {highest} is past 2**31 - 1, the last a kernel reads (by an int32 index)")
+        raise ValueError(f"{name}: row {highest} is past {MAX_ROWS - 1}, the last a kernel reads (by an int32 index)")
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:

@@ -20,6 +20,7 @@ from .owner import DeviceMemory, devices
 from .runtime import execute, kept_calls
 from .runtime.operator import Operator
 from .vk.instance import PhysicalDeviceInfo
+from .vk.commands import submissions
 
 
 P = ParamSpec("P")
@@ -34,11 +35,11 @@ def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device",
     (its arguments named in any error, before any GPU work), then run here.
     Its signature and docstring are the front end's."""
     def method(self: "Device", *args: P.args, **kwargs: P.kwargs) -> R:
-        begun = begun_submissions(self)
+        begun = begun_submissions()
         try:
             return self._operate(front_end, args, kwargs)
         except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
-            note_submitted(exc, self, begun)
+            note_submitted(exc, begun)
             raise
 
     bind(method, front_end, __name__, f"Device.{front_end.__name__}", method=True)
@@ -100,11 +101,11 @@ class Device(DeviceMemory):
                                 f"({', '.join(_APPLY_KEYWORDS)})")
             check = functools.partial(_numbered, i, sam2.check, x, freqs, **kw)
             jobs.append(BatchJob(check(), check, f"calls[{i}]: "))
-        begun = begun_submissions(self)
+        begun = begun_submissions()
         try:
             return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
         except BaseException as exc:
-            note_submitted(exc, self, begun)
+            note_submitted(exc, begun)
             raise
 
     # --- the one path to the runtime ----------------------------------------------
@@ -263,14 +264,12 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
     return None if key is None else (front_end, key)
 
 
-def begun_submissions(dev: Device | None) -> int:
-    """The submissions the calling thread has begun on `dev`'s stream (0 without a runtime: a closed device
-    submits none); another thread's are not the call's."""
-    rt = getattr(dev, "_rt", None)
-    return rt.stream.begun if rt is not None else 0
+def begun_submissions() -> int:
+    """The submissions the calling thread has begun, on any device (another thread's are not its call's)."""
+    return submissions()[0]
 
 
-def note_submitted(exc: BaseException, dev: Device | None, begun: int) -> None:
+def note_submitted(exc: BaseException, begun: int) -> None:
     """Note on an exception that ends a public call (a signal handler's: Ctrl-C) whether the call had submitted
     work, where it had (Python 3.11+'s `add_note`; `begun`: begun_submissions before the call, noted by the
     public call's outermost frame, so that an exception after the submit, in the result's reading or the
@@ -278,12 +277,11 @@ def note_submitted(exc: BaseException, dev: Device | None, begun: int) -> None:
     exception, so its writes to device arrays happen (a resident cache is updated; a numpy output may not be
     filled), and a call that is not idempotent (`shift_cache`) must not simply be repeated. Without the note,
     nothing of the call reached the device."""
-    rt = getattr(dev, "_rt", None)
-    if rt is None or rt.stream.begun == begun or not hasattr(exc, "add_note"):
+    now, queued = submissions()
+    if now == begun or not hasattr(exc, "add_note"):
         return
-    unsure = " (the last may not have been: the exception came during the submit)" \
-        if rt.stream.queued != rt.stream.begun else ""
-    exc.add_note(f"vkrope: this call had submitted its work ({rt.stream.begun - begun} submission(s){unsure}): "
+    unsure = " (the last may not have been: the exception came during the submit)" if queued != now else ""
+    exc.add_note(f"vkrope: this call had submitted its work ({now - begun} submission(s){unsure}): "
                  "what it writes to device arrays is written, a numpy output may not be; do not repeat a call "
                  "that cannot run twice (shift_cache)")
 

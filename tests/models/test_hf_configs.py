@@ -1205,6 +1205,8 @@ QWEN3 = {"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 8, "n
     ({**QWEN3, "num_hidden_layers": True}, "num_hidden_layers"),
     # (a class the rules could not build bare: any key its defaults hold as an int, refused rather than guessed)
     ({"model_type": "fun_asr_nano", "text_config": {"hidden_size": 1024.0}}, "hidden_size"),
+    # (... and where its text config names its model type, that type's rules: Qwen3's sliding_window)
+    ({"model_type": "fun_asr_nano", "text_config": {"model_type": "qwen3", "sliding_window": 64.0}}, "sliding_window"),
 ])
 def test_a_float_or_bool_for_an_int_key_is_refused(cfg, key):
     """Found by an adversary against transformers 5.25, whose classes refuse each on loading: keys stored under
@@ -1221,6 +1223,9 @@ def test_layer_types_that_are_no_list_are_refused(types):
     (a strict list field)."""
     with pytest.raises(ValueError, match=r"^config: layer_types must be a list of layer type names; got "):
         vkrope.hf_layers({**QWEN3, "layer_types": types})
+    if isinstance(types, str):  # (Llama's class takes a tuple, but validates a string's letters as names)
+        with pytest.raises(ValueError, match=r"^config: layer_types must be a list of layer type names; got "):
+            vkrope.hf_layers({**QWEN3, "model_type": "llama", "layer_types": types})
     assert len(vkrope.hf_layers({**QWEN3, "layer_types": list(types) if isinstance(types, tuple) else [types] * 4})) == 4
 
 

@@ -946,6 +946,9 @@ def test_cli_names_every_array_by_its_file(tmp_path, capsys):
     assert "SIN.npy must have shape [max_pos, rot/2] (like COS.npy)" in err and "_cache" not in err, err
     assert cli_spelling("freqs has 3 rows for x of shape (1, 2, 4); see x.shape and x[0]", "apply") == \
         "FREQS.npy has 3 rows for X.npy of shape (1, 2, 4); see x.shape and x[0]"
+    # (a path or a quoted value holding the word is the user's: kept as given)
+    assert cli_spelling("""x: no such file '/data/x/freqs.npy'; got "x" at x/y""", "apply") == \
+        """X.npy: no such file '/data/x/freqs.npy'; got "x" at x/y"""
 
 
 def test_a_broken_pipe_elsewhere_stays_an_error(capsys):

@@ -289,7 +289,7 @@ def test_rows_past_an_int32_index_are_refused_and_the_last_one_is_read(device, o
             pairs = np.broadcast_to(np.array([c, s, c, s], np.float32), (p + 1, 4))  # ((cos, sin) per pair)
             return device.apply(x[0], pairs, positions=np.array([p]))[None]
         name = "positions"
-    with pytest.raises(ValueError, match=rf"^{name}: row 2147483648 is past 2\*\*31 - 1, the last a kernel reads"):
+    with pytest.raises(ValueError, match=rf"^{name}: row 2147483648 is past 2147483647, the last a kernel reads"):
         call(LAST_ROW + 1)
     a, b = (x[..., :2], x[..., 2:]) if op != "apply" else (x[..., 0::2], x[..., 1::2])
     want = np.concatenate([a * c - b * s, b * c + a * s], -1) if op != "apply" else \
@@ -297,17 +297,22 @@ def test_rows_past_an_int32_index_are_refused_and_the_last_one_is_read(device, o
     np.testing.assert_allclose(call(LAST_ROW), want, rtol=1e-6)
 
 
-def test_tokens_past_an_int32_row_are_refused(device):
+def test_tokens_past_an_int32_row_are_refused(device, monkeypatch):
     """The calls whose token s reads table row s (ExecuTorch's LLM op; ONNX's without position_ids, row
-    b * S + s) refuse more tokens than an int32 row index reaches, before any copy (x broadcast: no memory)."""
-    n = LAST_ROW + 2
-    x = np.broadcast_to(np.float32(1.0), (1, n, 1, 2))
-    with pytest.raises(ValueError, match=r"^xq \(its token s reads row s of freqs_cos\): row 2147483648 is past"):
-        device.apply_rotary_emb(x, x, _tall(n, 1, 1.0), _tall(n, 1, 0.0))
-    x = np.broadcast_to(np.float32(1.0), (1, 1, n, 2))
-    table = np.broadcast_to(np.float32(1.0), (1, n, 1))
-    with pytest.raises(ValueError, match=r"^cos_cache \(row b \* S \+ s of its \[B, S\] tokens\): row 2147483648"):
+    b * S + s) refuse more tokens than a row index reaches, before any copy (the limit forced down to 16 rows
+    so that the arrays are small: without the check, these calls would run)."""
+    import vkrope.arguments
+
+    monkeypatch.setattr(vkrope.arguments, "MAX_ROWS", 16)
+    x = np.ones((1, 17, 1, 2), np.float32)
+    with pytest.raises(ValueError, match=r"^xq \(its token s reads row s of freqs_cos\): row 16 is past 15"):
+        device.apply_rotary_emb(x, x, np.ones((17, 1), np.float32), np.zeros((17, 1), np.float32))
+    x = np.ones((1, 1, 17, 2), np.float32)
+    table = np.ones((1, 17, 1), np.float32)
+    with pytest.raises(ValueError, match=r"^cos_cache \(row b \* S \+ s of its \[B, S\] tokens\): row 16 is past"):
         device.rotary_embedding(x, table, table)
+    monkeypatch.undo()
+    device.rotary_embedding(x, table, table)  # (the same call, under the real limit)
 
 
 def test_a_row_past_the_binding_names_the_callers_argument():
@@ -339,3 +344,15 @@ def test_inverse_with_a_scaled_spec_says_how_for_that_spec(device, spec, fix):
     with pytest.raises(ValueError, match=rf"^inverse=True with an? {type(spec).__name__} spec whose cos / sin factor "
                                          rf"is .*; {fix} and scale x yourself$"):
         device.apply(x, spec, positions=np.arange(2), inverse=True)
+
+
+def test_a_timedelta_is_no_number_of_a_model():
+    """A ModelRope's theta and rope parameters refuse np.timedelta64 (an np.integer to numpy), as any
+    non-number: they were read as 10000.0 and 2.0."""
+    import dataclasses
+
+    rope = vkrope.from_hf({**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 2.0}})
+    with pytest.raises(ValueError, match=r"^theta \(rope_theta\) must be a positive finite number"):
+        dataclasses.replace(rope, theta=np.timedelta64(10000))
+    with pytest.raises(ValueError, match=r"^factor must be a positive finite number"):
+        dataclasses.replace(rope, params=(("factor", np.timedelta64(2)),))

@@ -539,9 +539,13 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
     """A ValueError where the text config `cfg` (the file's keys) gives a float or a bool for a key the model
     type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`: strict int
     fields, `head_dim: 96.0`, `sliding_window: true`; transformers raises on loading the config). Where that
-    was not measured (a class not built of a file without RoPE keys), any key the class defaults (`defaults`)
-    as an int: refused rather than guessed."""
+    was not measured (a class not built of a file without RoPE keys), the rules of the text config's own
+    model type where it names a measured one, else any key the class defaults (`defaults`) as an int:
+    refused rather than guessed."""
     rules = rules_of(model_type)
+    inner = cfg.get("model_type")
+    if rules.get("float_refused", []) is None and isinstance(inner, str) and "float_refused" in rules_of(inner):
+        rules = rules_of(inner)  # (a composite the script could not build: its text model type's, where measured)
     ints = [k for k, v in defaults.items() if type(v) is int]
     for kind, rule in ((float, "float_refused"), (bool, "bool_refused")):
         keys = rules.get(rule)
@@ -556,10 +560,16 @@ def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
     num_hidden_layers (the file's, else the class's `default_layers`), or names a type outside transformers'
     layer types, where the model type's config class raises on that on loading (`layer_types`: its
     validate_layer_type, measured)."""
-    # (not measured, the class not built of a file without RoPE keys: refused rather than guessed)
-    rule = rules_of(model_type).get("layer_types", dict.fromkeys(("shorter", "longer", "names", "not_list"), True))
+    rules = rules_of(model_type)
+    rule = rules.get("layer_types")
+    if rule is None and rules.get("float_refused", []) is None:  # (not measured, the class not built of a file
+        rule = dict.fromkeys(("shorter", "longer", "names", "not_list"), True)  # without RoPE keys: refused)
     types = cfg.get("layer_types")
-    if types is not None and not isinstance(types, list) and rule["not_list"]:
+    if rule is None or types is None:
+        return
+    # (validate_layer_type iterates what it is given, a string's letters, a dict's keys: refused where the class
+    # runs it, "names"; a tuple, which only Python gives, where the class refuses one)
+    if not isinstance(types, list) and rule["not_list" if isinstance(types, tuple) else "names"]:
         raise ValueError(f"config: layer_types must be a list of layer type names; got {_short(types)} "
                          f"({model_type}'s config class raises on loading it)")
     if not isinstance(types, list):

@@ -26,7 +26,7 @@ import numpy as np
 from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
-from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype
+from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar
 
 ROPE_TYPES = tuple(RULES)
 
@@ -91,12 +91,10 @@ def _check_params(params: Any) -> tuple:
             value = bool(value)
         elif isinstance(value, (list, tuple, np.ndarray)):
             vals = list(value)
-            if not all(not isinstance(v, bool) and isinstance(v, (int, float, np.floating, np.integer))
-                       and math.isfinite(v) and v > 0 for v in vals):
+            if not all(not isinstance(v, bool) and is_real_scalar(v) and math.isfinite(v) and v > 0 for v in vals):
                 raise ValueError(f"{key} must hold positive finite numbers; got {brief(value)}")
             value = tuple(float(v) for v in vals)
-        elif isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(value) or value <= 0:
+        elif isinstance(value, bool) or not is_real_scalar(value) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"{key} must be a positive finite number; got {brief(value)}")
         else:
             value = float(value)
@@ -164,8 +162,8 @@ class ModelRope:
         for name in ("max_position_embeddings", "original_max_position_embeddings"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
-        if isinstance(self.theta, bool) or not isinstance(self.theta, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(self.theta) or self.theta <= 0:
+        if isinstance(self.theta, bool) or not is_real_scalar(self.theta) or not math.isfinite(self.theta) \
+                or self.theta <= 0:
             raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(self.theta)}")
         object.__setattr__(self, "theta", float(self.theta))
         for name in ("mrope_interleaved", "interleaved"):

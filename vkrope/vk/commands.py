@@ -52,6 +52,19 @@ def environment_timeout() -> float:
     return value
 
 
+# Per thread, over every stream: the submissions it began, and its count at the last one known queued: what an
+# interrupted call's exception says (device.note_submitted; a MAYBE that drain settles stays unknown). Per
+# thread, so that another thread's submissions are not counted as the call's; over every stream, so that a
+# call whose default device another thread replaced is counted on both.
+_MINE = threading.local()
+
+
+def submissions() -> tuple[int, int]:
+    """(begun, queued): the submissions the calling thread has begun, on any device, and that count at its last
+    one known queued."""
+    return getattr(_MINE, "begun", 0), getattr(_MINE, "queued", 0)
+
+
 class CommandStream:
     """The command pool, one fence and a two-entry timestamp query pool.
     Not thread-safe: its owner serialises use."""
@@ -67,10 +80,6 @@ class CommandStream:
         self._fences: Any = None  # the fence in a cffi array, for the direct calls
         self.queries: Any = None
         self.in_flight: bool | str = False
-        # per thread: the submissions it began, and its count at the last one known queued: what an interrupted
-        # call's exception says (device.note_submitted; a MAYBE that drain settles stays unknown); per thread, so
-        # that another thread's submissions during a call are not counted as the call's
-        self._mine = threading.local()
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
             pool_info = vk.VkCommandPoolCreateInfo(
@@ -85,16 +94,6 @@ class CommandStream:
         except BaseException:
             ctx.release(self)
             raise
-
-    @property
-    def begun(self) -> int:
-        """The submissions the calling thread has begun on this stream."""
-        return getattr(self._mine, "begun", 0)  # type: ignore[no-any-return]
-
-    @property
-    def queued(self) -> int:
-        """The calling thread's `begun` at its last submission known queued."""
-        return getattr(self._mine, "queued", 0)  # type: ignore[no-any-return]
 
     def submit_and_wait(self, recordings: list["Recording"], timeout_s: float | None = None,
                         want_time: bool = False) -> float | None:
@@ -120,16 +119,15 @@ class CommandStream:
         # wait has no bound (a fence wait would hang for the whole timeout if
         # nothing was queued), so VKROPE_TIMEOUT_S does not cover the one
         # case of an interruption landing on the submit of a hung device.
-        mine = self._mine
-        mine.begun = getattr(mine, "begun", 0) + 1  # (no call between it and the mark: an interruption finds both
-        self.in_flight = MAYBE  # or neither)
+        _MINE.begun = getattr(_MINE, "begun", 0) + 1  # (no call between it and the mark: an interruption finds
+        self.in_flight = MAYBE  # both or neither)
         try:
             b.call_direct("vkQueueSubmit", ctx.queue, 1, submit, self.fence)
         except VkropeError:
             self.in_flight = False  # the driver refused it: nothing was queued
             raise
         self.in_flight = True
-        mine.queued = mine.begun
+        _MINE.queued = _MINE.begun
         self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
