@@ -9,8 +9,10 @@ not write must keep its bits."""
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -30,6 +32,30 @@ CONFIG = {"model_type": "llama", "hidden_size": 96, "num_attention_heads": 8, "r
 def cached(rng, shape, dtype) -> np.ndarray:
     """A cache of keys (any values: a shift is a rotation of what is stored)."""
     return (rng.standard_normal(shape) * 2).astype(np.float32).astype(dtype)
+
+
+def interrupted_after(returned: str, call: Callable[[], Any], then: Callable[[], Any] = lambda: None) -> BaseException:
+    """`call()` with a KeyboardInterrupt raised, as a signal handler's would be, at the first Python call after
+    Device.`returned` (device.py) returned, `then()` run just before it: the exception (sys.settrace)."""
+    armed = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if armed:
+            sys.settrace(None)
+            then()
+            raise KeyboardInterrupt
+        if frame.f_code.co_name == returned and frame.f_code.co_filename.endswith("device.py"):
+            return lambda f, e, a: armed.append(1) if e == "return" else None
+        return None
+
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            call()
+    finally:
+        sys.settrace(None)
+    assert armed
+    return raised.value
 
 
 def angle_delta(spec_kind: str, rot: int, old: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -314,8 +340,6 @@ def test_an_interruption_after_the_submitting_step_is_noted(target, path):
     all the same, so an unnoted exception still means untouched device arrays. Simulated with sys.settrace: the
     first Python call after Device._run (a shift run; apply_many's jobs) or Device._replay (an in-place apply
     on resident arrays, kept by its first call and submitted again) returned raises, as a handler would there."""
-    import sys
-
     rng = np.random.default_rng(11)
     owner = vkrope.Device() if target == "device" else vkrope.default_device()
     runner = owner if target == "device" else vkrope
@@ -340,25 +364,9 @@ def test_an_interruption_after_the_submitting_step_is_noted(target, path):
     if path == "replay":
         call()  # (kept: the interrupted call is the second, submitted again as it is)
     before = kc.get()
-    armed = []
-
-    def tracer(frame, event, arg):
-        if armed:
-            sys.settrace(None)
-            raise KeyboardInterrupt
-        if frame.f_code.co_name == {"run": "_run", "many": "_run", "replay": "_replay"}[path] and \
-                frame.f_code.co_filename.endswith("device.py"):
-            return lambda f, e, a: armed.append(1) if e == "return" else None
-        return None
-
-    sys.settrace(tracer)
-    try:
-        with pytest.raises(KeyboardInterrupt) as raised:
-            call()
-    finally:
-        sys.settrace(None)
-    assert armed and not np.array_equal(kc.get(), before)  # (the work was done ...)
-    notes = getattr(raised.value, "__notes__", [])
+    exc = interrupted_after({"run": "_run", "many": "_run", "replay": "_replay"}[path], call)
+    assert not np.array_equal(kc.get(), before)  # (the work was done ...)
+    notes = getattr(exc, "__notes__", [])
     assert len(notes) == 1 and "had submitted its work" in notes[0]  # (... and the exception says so)
     if target == "device":
         owner.close()
@@ -381,37 +389,22 @@ def test_a_shift_past_one_binding_is_refused_naming_its_positions():
 
 
 @pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
-def test_a_default_device_made_during_the_call_counts_its_own_submissions():
+def test_a_default_device_made_during_the_call_counts_its_own_submissions(monkeypatch):
     """A module function whose default device is closed as it starts (another thread's close_default_device)
-    runs on a new default device: an exception after its submit notes that device's submissions, not a count
+    runs on a new default device: an exception after its submit notes that call's submission, not a count
     taken against the closed one's (which had begun several)."""
-    import sys
-
     x, f = np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32)
     for _ in range(3):
         vkrope.apply(x, f)  # (the default device has begun submissions before the call)
-    stage = []
+    run_on_default = vkrope.api._on_default
 
-    def tracer(frame, event, arg):
-        if stage == ["closed", "ran"]:
-            sys.settrace(None)
-            raise KeyboardInterrupt
-        if frame.f_code.co_name == "_on_default" and not stage:
-            stage.append("closed")
-            vkrope.close_default_device()
-        if frame.f_code.co_name == "_run" and frame.f_code.co_filename.endswith("device.py") and stage:
-            return lambda f, e, a: stage.append("ran") if e == "return" else None
-        return None
+    def closed_first(*args: Any) -> Any:
+        vkrope.close_default_device()  # (as another thread may, as the call starts)
+        return run_on_default(*args)
 
-    sys.settrace(tracer)
-    try:
-        with pytest.raises(KeyboardInterrupt) as raised:
-            vkrope.apply(x, f)
-    finally:
-        sys.settrace(None)
-    assert stage == ["closed", "ran"]
-    assert getattr(raised.value, "__notes__", []) and "had submitted its work (1 submission(s))" in \
-        raised.value.__notes__[0]  # (the call's one, on the new device: none counted of the closed one's)
+    monkeypatch.setattr(vkrope.api, "_on_default", closed_first)
+    exc = interrupted_after("_run", lambda: vkrope.apply(x, f))
+    assert "had submitted its work (1 submission(s))" in getattr(exc, "__notes__", [""])[0]
 
 
 @pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
@@ -419,7 +412,6 @@ def test_another_threads_submissions_are_not_the_calls():
     """A call refused by its argument checks submitted nothing, even where another thread submits on the same
     device while it checks them: its exception carries no note (the note counts the calling thread's
     submissions). The other thread's call is made to land inside the checks (sys.settrace)."""
-    import sys
     import threading
 
     x, f = np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32)
@@ -448,26 +440,8 @@ def test_a_call_whose_default_device_was_replaced_after_its_submit_is_noted():
     """A module function submits on the default device; before it returns, another thread closes that device
     and makes a new default one; an exception then still carries the note (submissions are counted per thread
     over every device, not on whichever device is the default when the exception comes)."""
-    import sys
-
     x, f = np.ones((1, 4, 8), np.float32), np.ones((4, 8), np.float32)
     vkrope.apply(x, f)
-    armed = []
-
-    def tracer(frame, event, arg):
-        if armed:
-            sys.settrace(None)
-            vkrope.close_default_device()  # (as another thread may, between the submit and the return)
-            vkrope.default_device()
-            raise KeyboardInterrupt
-        if frame.f_code.co_name == "_run" and frame.f_code.co_filename.endswith("device.py"):
-            return lambda f, e, a: armed.append(1) if e == "return" else None
-        return None
-
-    sys.settrace(tracer)
-    try:
-        with pytest.raises(KeyboardInterrupt) as raised:
-            vkrope.apply(x, f)
-    finally:
-        sys.settrace(None)
-    assert armed and "had submitted its work (1 submission(s))" in getattr(raised.value, "__notes__", [""])[0]
+    exc = interrupted_after("_run", lambda: vkrope.apply(x, f),
+                            then=lambda: (vkrope.close_default_device(), vkrope.default_device()))
+    assert "had submitted its work (1 submission(s))" in getattr(exc, "__notes__", [""])[0]
