@@ -544,7 +544,7 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
     refused rather than guessed."""
     rules = rules_of(model_type)
     inner = cfg.get("model_type")
-    if rules.get("float_refused", []) is None and isinstance(inner, str) and "float_refused" in rules_of(inner):
+    if _unmeasured(rules) and isinstance(inner, str) and "float_refused" in rules_of(inner):
         rules = rules_of(inner)  # (a composite the script could not build: its text model type's, where measured)
     ints = [k for k, v in defaults.items() if type(v) is int]
     for kind, rule in ((float, "float_refused"), (bool, "bool_refused")):
@@ -555,15 +555,21 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
                                  "there (transformers raises on loading the config), so vkrope refuses it too")
 
 
+def _unmeasured(rules: dict) -> bool:
+    """Whether the script could not build the model type's class of a file without RoPE keys, so measured none
+    of the rules that need it (its `float_refused` is null, not a list)."""
+    return "float_refused" in rules and rules["float_refused"] is None
+
+
 def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
-    """A ValueError where the file's layer_types (legacy names renamed) has another length than
+    """A ValueError where the file's layer_types (legacy names renamed) is not a list, has another length than
     num_hidden_layers (the file's, else the class's `default_layers`), or names a type outside transformers'
     layer types, where the model type's config class raises on that on loading (`layer_types`: its
-    validate_layer_type, measured)."""
+    validate_layer_type, measured; a class the script could not build refuses each)."""
     rules = rules_of(model_type)
     rule = rules.get("layer_types")
-    if rule is None and rules.get("float_refused", []) is None:  # (not measured, the class not built of a file
-        rule = dict.fromkeys(("shorter", "longer", "names", "not_list"), True)  # without RoPE keys: refused)
+    if rule is None and _unmeasured(rules):  # (refused rather than guessed)
+        rule = dict.fromkeys(("shorter", "longer", "names", "not_list"), True)
     types = cfg.get("layer_types")
     if rule is None or types is None:
         return

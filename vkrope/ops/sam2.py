@@ -188,14 +188,15 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
     if positions.shape != (n_tokens,):
         raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
-    # With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
-    bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
-    if bad.size:
+    # (the bounds once, as Python ints: the entry named is looked for only when they fail.) With C = 0 the
+    # freqs are empty whatever Nf is: only -1 is out of reach then.
+    lo, hi = (int(positions.min()), int(positions.max())) if positions.size else (0, -1)
+    if lo < -1 or (channels and hi >= n_freq_rows):
+        bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
         raise ValueError(
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form()}); "
             f"got {int(bad[0])}")
-    if positions.size:
-        check_row_index("positions", int(positions.max()))
+    check_row_index("positions", hi)
     return np.ascontiguousarray(positions, dtype=np.int32)
 
 

@@ -104,11 +104,11 @@ def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, swapped:
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
     if p.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {p.shape}{swap_hint('x', p.shape, swapped)}")
-    bad = p[(p < 0) | (p >= rows)]
-    if bad.size:
+    lo, hi = (int(p.min()), int(p.max())) if p.size else (0, -1)  # (the entry named looked for only on failure)
+    if lo < 0 or hi >= rows:
+        bad = p[(p < 0) | (p >= rows)]
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
-    if p.size:
-        check_row_index(name, int(p.max()))
+    check_row_index(name, hi)
     return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
 
 
