@@ -137,6 +137,7 @@ uvec2 vec2_to_raw(vec2 v) { return floatBitsToUint(v); }
 // Not a finite float, by its bits: without SignedZeroInfNanPreserve a
 // driver may fold isnan / isinf to false.
 bool nonfinite(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) >= 0x7F800000u; }
+bool nan_bits(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) > 0x7F800000u; }
 
 // x + y == s + err exactly (Knuth's TwoSum: no fma, either order of size).
 void two_sum(float x, float y, out float s, out float err) {
@@ -226,7 +227,7 @@ float round_scaled_bf16(float r, float rest) {
 // be float32 subnormals (exact only to 2^-149), are scaled by 2^64 first
 // and the result rounded on bfloat16's grid there (round_scaled_bf16).
 // Where a product overflows the sum is not finite, and the plain formula is
-// returned.
+// returned; so is an exact zero, whose sign the sums may not keep.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
   bool tiny = max(abs(a), abs(c)) < uintBitsToFloat(0x21800000u);  // 2^-60
@@ -234,16 +235,19 @@ float diff_of_products(float a, float b, float c, float d) {
   float r, rest;
   exact_diff(a * k, b, c * k, d, r, rest);
   precise float plain = a * b - c * d;
-  if (nonfinite(r)) {
-    return plain;
+  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
+    return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
   }
   return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);
   precise float f = fma(a, b, -w);
-  precise float r = f + e;
-  return isnan(r) ? f : r;
+  // e == 0: w is c*d exactly and f the one rounding of a*b - c*d, its sign
+  // of zero included (f + e would turn -0 into +0: a -0 input times any
+  // cos, as torch keeps it)
+  precise float r = e == 0.0 ? f : f + e;
+  return nan_bits(r) ? f : r;
 #endif
 }
 

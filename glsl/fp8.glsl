@@ -169,7 +169,7 @@ float fp8_quantize(float a, float b, float c, float d, float s) {
   precise float r = ab - cd;
   bool finite_inputs = !(nonfinite(a) || nonfinite(b) || nonfinite(c) || nonfinite(d));
   if (nonfinite(r) && !finite_inputs) {  // an infinite or NaN input: NaN, or an infinity saturating
-    return (floatBitsToUint(r) & 0x7FFFFFFFu) > 0x7F800000u ? r : (r > 0.0 ? FP8_MAX : -FP8_MAX);
+    return nan_bits(r) ? r : (r > 0.0 ? FP8_MAX : -FP8_MAX);
   }
   // |r - (a*b - c*d)| is below err: three roundings of at most 2^-23 each
   // (2^-24 to nearest; 2^-21 leaves room for a driver's round-toward-zero,
