@@ -329,6 +329,14 @@ class FrequencySpec:
     dim: int
     angle: str
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle or a deepcopy keeps: the spec's fields, not the
+        arrays computed from them, which would come back writable (a copy
+        computes its own, read-only; an edit of a writable one would reach
+        every equal spec through the cached lowering)."""
+        cached = {k for c in type(self).__mro__ for k, v in vars(c).items() if isinstance(v, cached_property)}
+        return {k: v for k, v in self.__dict__.items() if k not in cached}
+
     def inv_freq_float32(self) -> np.ndarray:  # pragma: no cover - each spec defines it
         """The inverse frequencies in float32, as the frameworks compute them (a new array)."""
         raise NotImplementedError

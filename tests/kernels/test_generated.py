@@ -7,8 +7,10 @@ frameworks' way) or in extended precision (exact mode)."""
 
 from __future__ import annotations
 
+import copy
 import decimal
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -461,3 +463,21 @@ def test_a_rope_freqs_table_reduces_its_exact_angles():
         two_pi = 2 * decimal.Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
         a = float((decimal.Decimal(13785859) * decimal.Decimal(float(spec.inv_freq64[1]))) % two_pi)
     assert spec.table(p)[0][0, 1] == np.float32(math.cos(a))
+
+
+@pytest.mark.parametrize("copier", [lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy, copy.copy],
+                         ids=["pickle", "deepcopy", "copy"])
+def test_a_copied_spec_keeps_its_arrays_read_only(copier):
+    """A spec's computed arrays are read-only; a pickled or deep-copied one computes its own rather than bringing
+    back writable ones, whose edit would reach every equal spec through the cached lowering."""
+    specs = [vkrope.RopeFreqs(16, base=500.0, yarn=vkrope.YaRN(4096)), vkrope.AxialFreqs(16, 4, 4),
+             vkrope.NdFreqs((8, 8), 700.0), vkrope.InvFreqs(inv_freq=(1.0, 0.5, 0.25, 0.125), angle="exact")]
+    for spec in specs:
+        arrays = [spec.inv_freq32, spec.inv_freq64, spec.quarter_turns]
+        clone = copier(spec)
+        assert clone == spec
+        for name, original in zip(("inv_freq32", "inv_freq64", "quarter_turns"), arrays):
+            a = getattr(clone, name)
+            np.testing.assert_array_equal(a, original)
+            with pytest.raises(ValueError, match="read-only"):
+                a[...] = 0

@@ -378,6 +378,18 @@ def test_executorch_ops_bad_input(call, name):
     assert name in str(info.value)
 
 
+@pytest.mark.parametrize("spec", [vkrope.NdFreqs((4, 4)), vkrope.AxialFreqs(8, 2, 2)], ids=repr)
+@pytest.mark.parametrize("op,name", [("rotary_embedding", "cos_cache"), ("apply_rotary_emb", "freqs_cos"),
+                                     ("apply_rotary_emb_hf", "freqs_cos")])
+def test_a_grid_spec_for_a_table_is_named_with_the_ops_that_take_it(spec, op, name):
+    """An op of one position per token given a grid's spec: what its argument takes, and where the spec goes."""
+    x = np.zeros((1, 2, 5, 8), np.float32)
+    args = (x, spec, None) if op == "rotary_embedding" else (x, x[:, :, :1], spec, None)
+    with pytest.raises(TypeError, match=rf"^{name} must be a cos table \(numpy or DeviceArray\) or a vkrope\.RopeFreqs, "
+                                        rf"InvFreqs or ModelRope; got {type(spec).__name__}\(.*vkrope\.apply takes"):
+        getattr(vkrope, op)(*args)
+
+
 # --- vkrope.apply with device-resident freqs ------------------------------------------------
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("c", [16, 14])

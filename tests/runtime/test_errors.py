@@ -324,6 +324,17 @@ def test_a_row_past_the_binding_names_the_callers_argument():
             dev.apply_rotary_emb(q, q, fc, fc)
 
 
+def test_a_row_of_position_words_past_the_binding_is_named_as_such():
+    """An N-D call has no cos / sin tables: a token's row of ids words too wide for a binding is named as that."""
+    with vkrope.Device() as dev:
+        dev._force_limits(max_storage_buffer_range=1 << 12)
+        with pytest.raises(ValueError, match=r"^one token's row of position words \(4800 bytes\) does not fit"):
+            dev.apply_nd(np.ones((2, 1200), np.float16), vkrope.NdFreqs((2,) * 600), np.zeros((2, 600)))
+        with pytest.raises(ValueError, match=r"^one row of the cos / sin tables \(8192 bytes\) does not fit"):
+            q = np.ones((1, 1, 1, 2048), np.float16)
+            dev.apply_rotary_emb_hf(q, q, np.ones((1, 2048), np.float32), np.ones((1, 2048), np.float32))
+
+
 def test_a_spec_in_a_message_is_named_once(device):
     """A dataclass argument's repr names its class already: the message does not say it twice."""
     x = np.ones((1, 1, 3, 8), np.float32)

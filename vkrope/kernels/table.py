@@ -218,8 +218,10 @@ def plan(req: Request, limits: Any) -> Plan:
     t_row_bytes = 4 * req.id_words if req.generated else req.table_width * np.dtype(f_name).itemsize
     table_budget = fit.table_budget(limits, t_row_bytes, budget)
     if max(row_bytes, t_row_bytes) > budget:
-        what = f"{req.x_name} ({c} values)" if row_bytes >= t_row_bytes else f"the cos / sin tables ({t_row_bytes} bytes)"
-        raise ValueError(f"one row of {what} does not fit the device's maxStorageBufferRange")
+        tables = f"one token's row of position words ({t_row_bytes} bytes)" if req.generated else \
+            f"one row of the cos / sin tables ({t_row_bytes} bytes)"
+        what = f"one row of {req.x_name} ({c} values)" if row_bytes >= t_row_bytes else tables
+        raise ValueError(f"{what} does not fit the device's maxStorageBufferRange")
     extent = None
     if storage == "texture3d":
         extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d, req.x_name)  # as DeviceArrays lie

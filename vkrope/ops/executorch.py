@@ -16,7 +16,8 @@ from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import (
-    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, spec_rows, token_positions,
+    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, spec_rows,
+    token_positions,
 )
 
 
@@ -45,6 +46,7 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
         rows = spec_rows(spec, token_positions(b, s, values), "positions")
         gen = lower(spec)
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
+    refuse_grid_spec("freqs_cos", freqs_cos)
     fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
     fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
@@ -72,6 +74,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
+    refuse_grid_spec("freqs_cos", freqs_cos)
     check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")

@@ -21,7 +21,7 @@ from ..runtime.array import DeviceArray
 from ..runtime.dtypes import is_integer_dtype
 from .table_args import (
     TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
-    spec_rows, swap_hint, token_positions,
+    refuse_grid_spec, spec_rows, swap_hint, token_positions,
 )
 
 
@@ -64,6 +64,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
+    refuse_grid_spec("cos_cache", cos_cache)
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:

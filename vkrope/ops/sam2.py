@@ -213,7 +213,8 @@ def apply(
 ) -> Call[ArrayT]:
     """Interleaved rotary position embedding of `x` by `freqs`.
 
-    x: float32, float16 or bfloat16 array `[..., N, C]` (C even), (real, imag) pairs
+    x: float32, float16 or bfloat16 array `[..., N, C]` (C even; with an
+    NdFreqs, channels past its pairs pass through), (real, imag) pairs
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
     real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
     with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` /

@@ -78,6 +78,15 @@ def check_spec(name: str, spec: FrequencySpec, other: Any, other_name: str, rot:
     return spec
 
 
+def refuse_grid_spec(name: str, value: Any) -> None:
+    """A table argument given a grid's frequency spec (AxialFreqs, NdFreqs: positions per axis, which this op's
+    one position per token cannot give) refused, naming what it takes and the ops that take that spec."""
+    if isinstance(value, FrequencySpec):
+        raise TypeError(f"{name} must be a cos table (numpy or DeviceArray) or a vkrope.RopeFreqs, InvFreqs or "
+                        f"ModelRope; got {describe(value)}: a grid's frequencies, which vkrope.apply takes "
+                        f"(an NdFreqs: vkrope.apply_nd too)")
+
+
 def spec_rows(spec: FrequencySpec, positions: np.ndarray, name: str) -> np.ndarray:
     """row_of for a spec: the words the kernel reads per token (lowering.lower)."""
     return lower(spec).words(check_positions(name, positions))
