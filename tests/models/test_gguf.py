@@ -274,6 +274,17 @@ def test_gemma4_sliding_layers_from_gguf(tmp_path):
     assert full.freq_factors is not None and np.count_nonzero(full.inv_freq() > 1e-20) == 64
     with pytest.raises(ValueError, match="pass layer_type='sliding_attention' or 'full_attention'"):
         vkrope.from_gguf(path)
+    # the exact angle: the 1e30 divisors leave frequencies below the 2^-64 it holds; those pairs are still
+    exact = vkrope.from_gguf(path, layer_type="full_attention", angle="exact")
+    inv = exact.freqs().inv_freq64
+    assert np.count_nonzero(inv) == 64 and np.allclose(inv[:64], 1e6 ** -(np.arange(64) / 256), rtol=1e-14, atol=0)
+    q = np.random.default_rng(3).standard_normal((1, 1, 5, 512)).astype(np.float32)
+    pos = np.array([[0, 1, 1000, 65535, 16777215]])
+    y, _ = vkrope.apply_rotary_pos_emb(q, q, exact, pos)
+    assert np.array_equal(y[..., 64:256], q[..., 64:256]) and np.array_equal(y[..., 320:], q[..., 320:])
+    ang = pos[0, :, None] * inv[None, :64]
+    want = q[0, 0, :, :64] * np.cos(ang) - q[0, 0, :, 256:320] * np.sin(ang)
+    assert np.abs(y[0, 0, :, :64] - want).max() < 1e-5 * np.abs(q).max()
 
 
 def test_bert_gguf_has_no_rope(tmp_path):

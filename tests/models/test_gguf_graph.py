@@ -140,6 +140,10 @@ def test_hunyuan_alpha_scales_the_base(tmp_path):
     division: the casts are kept); the file's alpha was ignored before."""
     r = vkrope.from_gguf(gguf_file(tmp_path, "hunyuan-dense", {"rope.scaling.alpha": 1000.0}))
     assert r.theta == pytest.approx(10000.0 * 1000.0 ** (128 / 126), rel=1e-6)
+    # as C computes it, in float32: the exponent float(128) / float(126) rounded, powf's result, then the product
+    exponent = np.float32(128) / np.float32(126)
+    power = np.float32(math.pow(1000.0, float(exponent)))
+    assert r.theta == float(np.float32(10000.0) * power) == 11158844.0  # (float64 arithmetic: 11158840)
     assert vkrope.from_gguf(gguf_file(tmp_path, "hunyuan-dense", {}, name="plain")).theta == 10000.0
 
 

@@ -92,6 +92,16 @@ def test_longrope_context_rounded_up_as_llama_cpp_pads_it(tmp_path):
     for context, factors in ((3840, short), (3841, long), (4000, long), (256, short)):
         got = dict(vkrope.from_gguf(path, context_length=context).params)["short_factor"]
         assert np.array_equal(np.float32(got), factors), context
+    # an original length stated as 0 is hparams' n_ctx_orig_yarn all the same (only cparams' falls back to
+    # n_ctx_train): every context exceeds it, and runs the long factors
+    path = write(tmp_path / "phi3-0.gguf", "phi3", [
+        ("add_context_length", 131072), ("add_embedding_length", 256), ("add_head_count", 2),
+        ("add_rope_freq_base", 10000.0), ("add_rope_scaling_type", gguf.RopeScalingType.LONGROPE),
+        ("add_rope_scaling_orig_ctx_len", 0)],
+        [("rope_factors_short.weight", short), ("rope_factors_long.weight", long)])
+    for context in (1, 256, 4096):
+        assert np.array_equal(np.float32(dict(vkrope.from_gguf(path, context_length=context).params)["short_factor"]),
+                              long), context
 
 
 def _file(tensors: list[tuple[list[int], int]], data: bytes, kind: int = 0) -> bytes:
@@ -130,3 +140,16 @@ def test_tensor_tables_llama_cpp_refuses_are_refused(tmp_path, tensors, kind, ma
     for right in ([([64], 0), ([8], 256)], [([64], 0), ([7], 256), ([8], 288)]):
         path.write_bytes(_file(right, np.linspace(1, 2, 64 + 64, dtype=np.float32).tobytes()))
         assert vkrope.from_gguf(str(path)).freq_factors[63] == pytest.approx(2 - 64 / 127, rel=1e-6)
+
+
+@pytest.mark.parametrize("alignment", [8, 64])
+def test_a_stated_alignment_is_read(tmp_path, alignment):
+    """A file stating general.alignment (gguf's add_custom_alignment; gguf_init takes any power of two) is read:
+    the reader gives it as a numpy uint32, whose arithmetic with the tensors' sizes had overflowed."""
+    path = str(tmp_path / f"aligned{alignment}.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    w.add_custom_alignment(alignment)
+    add_values(w, {"context_length": 4096, "embedding_length": 256, "attention.head_count": 4, "block_count": 2})
+    factors = np.linspace(1, 8, 32, dtype=np.float32)
+    finish(w, {"rope_freqs.weight": factors, "t1": np.ones(3, np.float32), "t2": np.ones(5, np.float32)}, path)
+    np.testing.assert_array_equal(vkrope.from_gguf(path).freq_factors, factors)

@@ -95,7 +95,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     tensors = {t.name: _float32(t, p) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
-    return at_context(rope, None if context_length is None else int(context_length), p)
+    # (llama.cpp picks longrope factors by hparams' n_ctx_orig_yarn: the key as stated, 0 too, else n_ctx_train)
+    orig = kv.get("rope.scaling.original_context_length", kv.get("context_length"))
+    return at_context(rope, None if context_length is None else int(context_length), p, orig)
 
 
 def _float32(tensor: Any, where: str) -> np.ndarray:
@@ -108,20 +110,21 @@ def _float32(tensor: Any, where: str) -> np.ndarray:
     return np.asarray(tensor.data, np.float32)
 
 
-def at_context(rope: ModelRope | None, context_length: int | None, where: str) -> ModelRope | None:
-    """A GGUF's longrope with the factors llama.cpp's context picks (llm_graph_context's build_rope_factors:
-    long when n_ctx per sequence exceeds n_ctx_orig_yarn) as both its short and long factors, so that every
-    position takes them; ValueError without `context_length`. Any other RoPE as it is."""
+def at_context(rope: ModelRope | None, context_length: int | None, where: str, orig: Any) -> ModelRope | None:
+    """A GGUF's longrope with the factors llama.cpp's context picks (llama_model::get_rope_factors: long when
+    n_ctx per sequence exceeds hparams' n_ctx_orig_yarn, `orig`: the file's original context length as stated,
+    0 included, else its context_length) as both its short and long factors, so that every position takes
+    them; ValueError without `context_length`. Any other RoPE as it is."""
     if rope is None or rope.rope_type != "longrope":
         return rope
     if context_length is None:
         raise ValueError(f"context_length: {where!r} ({rope.model}) has longrope factors, which llama.cpp picks "
                          f"by the context it allocates per sequence (the long ones past "
-                         f"rope.scaling.original_context_length = {rope.orig}), not by position: pass "
+                         f"rope.scaling.original_context_length = {int(orig)}), not by position: pass "
                          "context_length= (llama.cpp's n_ctx per sequence)")
     params = dict(rope.params)
     padded = -(-context_length // 256) * 256  # (llama_context pads n_ctx_seq to a multiple of 256: GGML_PAD)
-    params["short_factor"] = params["long_factor"] = params["long_factor" if padded > rope.orig
+    params["short_factor"] = params["long_factor"] = params["long_factor" if padded > int(orig)
                                                             else "short_factor"]
     return replace(rope, params=tuple(sorted(params.items())))
 

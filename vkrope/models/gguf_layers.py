@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable
 
+import numpy as np
+
 from .gguf_context import Rotation, Unknown, base_fields, context_fields, rotation
 
 
@@ -37,7 +39,14 @@ def _c_div(a: Any, b: Any) -> Any:
     return a / b
 
 
-_FUNCTIONS: dict[str, Callable[..., float]] = {"float": float, "powf": math.pow}  # (C's cast, HunyuanVL's alpha)
+def _powf(a: Any, b: Any) -> np.float32:
+    """C's powf: float32 operands, the power rounded to float32 (libm's float64 power, rounded once)."""
+    return np.float32(math.pow(float(np.float32(a)), float(np.float32(b))))
+
+
+# C's float cast and powf (HunyuanVL's alpha): float32 values, so that the expression they start (`base * powf(alpha,
+# float(d) / float(d - 2))`) is float32 arithmetic too, as C's is (numpy keeps a float32 times a Python float float32)
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"float": np.float32, "powf": _powf}
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Mod: operator.mod,
            ast.FloorDiv: operator.floordiv, ast.Div: _c_div}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,

@@ -93,4 +93,4 @@ def check_layout(tensors: list, data_offset: int, alignment: int) -> None:
         if offset != expected:
             raise ValueError(f"tensor {t.name!r} has its data at offset {offset} of the data section, expected "
                              f"{expected} (llama.cpp refuses the file)")
-        expected += -(-int(t.n_bytes) // alignment) * alignment
+        expected += -(-int(t.n_bytes) // int(alignment)) * int(alignment)  # (a stated general.alignment is np.uint32)

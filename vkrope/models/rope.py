@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
+from ..freqs import EXACT_MIN_FREQ, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar
@@ -300,7 +300,7 @@ class ModelRope:
             if len(cache) >= 64:
                 cache.clear()
             n = seq_len if key is not None else None
-            spec = cache[key] = InvFreqs(self.inv_freq(n), self.inv_freq(n, np.float64),
+            spec = cache[key] = InvFreqs(self.inv_freq(n), _exact_still(self, self.inv_freq(n, np.float64)),
                                          attention_factor=self.attention_factor_for(n), pair_axis=self.pair_axis,
                                          angle=self.angle)
         return spec
@@ -372,6 +372,17 @@ def interleaved_axes(section: tuple[int, ...], pairs: int) -> tuple[int, ...]:
     s0, s1, s2 = section[:3]
     return tuple(1 if j % 3 == 1 and j < 3 * s1 else 2 if j % 3 == 2 and j < 3 * s2
                  else 0 if j % 3 == 0 and j < 3 * s0 else 3 for j in range(pairs))
+
+
+def _exact_still(rope: ModelRope, exact: np.ndarray) -> np.ndarray:
+    """The exact angle's float64 inverse frequencies, where a divisor leaves one below the 2^-64 that angle
+    holds (Gemma 4's converter writes 1e30 for a pair that does not turn) 0: a still pair, as an inf divisor
+    makes it (llama.cpp turns it by under 2^-40 rad at any position below 2^24)."""
+    if rope.angle != "exact" or rope.freq_factors is None:
+        return exact
+    with np.errstate(invalid="ignore"):  # (an inf divisor's 0 times inf: already still)
+        divided_away = (exact < EXACT_MIN_FREQ) & (exact * np.asarray(rope.freq_factors) >= EXACT_MIN_FREQ)
+    return np.where(divided_away, 0.0, exact)
 
 
 def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids: np.ndarray, name: str) -> None:
