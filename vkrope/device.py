@@ -282,8 +282,9 @@ def note_submitted(exc: BaseException, begun: int) -> None:
         return
     unsure = " (the last may not have been: the exception came during the submit)" if queued != now else ""
     exc.add_note(f"vkrope: this call had submitted its work ({now - begun} submission(s){unsure}): "
-                 "what it writes to device arrays is written, a numpy output may not be; do not repeat a call "
-                 "that cannot run twice (shift_cache)")
+                 "what those write to device arrays is written (a call in several submissions may have stopped "
+                 "between them), a numpy output may not be; do not repeat a call that cannot run twice "
+                 "(shift_cache, or one whose out is one of its inputs: it would rotate again)")
 
 
 @dataclass

@@ -457,7 +457,7 @@ def test_fp8_arguments_are_checked_before_any_work(device):
         device.rope_and_cache(q[..., :6], k[..., :6], k[..., :6], odd, odd, vkrope.RopeFreqs(6), pos)
     with pytest.raises(ValueError, match="D .its last axis. a multiple of 4"):
         device.shift_cache(odd, vkrope.RopeFreqs(6), pos, pos)
-    with pytest.raises(ValueError, match="one shape and dtype"):
+    with pytest.raises(TypeError, match="one dtype; got float8_e4m3fn and float8_e5m2"):
         device.rope_and_cache(q, k, k, kc, e5, spec, pos)
     assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))
     device.rope_and_cache(q, k, k, kc, vc, spec, pos, k_scale=np.float32(0.5), v_scale=np.array(2.0))

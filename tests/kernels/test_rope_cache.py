@@ -183,8 +183,9 @@ def bad_cases(rng, dev):
         ("k must have the dtype of q", TypeError, dict(k=k.astype(np.float16))),
         ("k_cache must be a DeviceArray", TypeError, dict(k_cache=kc0)),
         ("same DeviceArray", ValueError, dict(v_cache=kc)),
-        ("one shape and dtype", ValueError, dict(v_cache=dev.asarray(vc0.astype(np.float16)))),
-        (r"one shape and dtype; got \[2, 2, 9, 12\] float32 and \[2, 2, 8, 12\] float32", ValueError,
+        ("k_cache and v_cache must have one dtype; got float32 and float16", TypeError,
+         dict(v_cache=dev.asarray(vc0.astype(np.float16)))),
+        (r"k_cache and v_cache must have one shape; got \[2, 2, 9, 12\] and \[2, 2, 8, 12\]", ValueError,
          dict(v_cache=dev.asarray(vc0[:, :, :8]))),  # (one token short: v's rows would land past its end)
         ("k_cache must be a buffer DeviceArray; got storage 'texture3d'", ValueError,
          dict(k_cache=dev.asarray(kc0, storage="texture3d"))),
@@ -377,6 +378,30 @@ def test_row_blocks_of_several_batch_items(make_device):
     y = dev.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos)
     assert dev.stats()["submissions"] - before > 1  # row blocks
     check_step(dev, q, k, v, kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
+
+
+@pytest.mark.parametrize("overlaps", ["q", "k", "v"])
+@pytest.mark.parametrize("shift", [1, -1])
+def test_row_blocks_with_out_overlapping_an_input(make_device, overlaps, shift):
+    """A numpy step in row blocks whose `out` overlaps q, k or v one head row apart: each block reads its
+    inputs as given, not as earlier blocks wrote them (k had gone into the cache half overwritten)."""
+    dev = make_device(max_memory_allocation_size=256 << 10, external_memory_host=False)
+    rng = np.random.default_rng(23)
+    b, hq, hk, s, d = 2, 4, 4, 60, 32  # (q, k and v of one shape: any may share out's buffer)
+    shape = (b, hq, s, d)
+    buf = rng.standard_normal(b * hq * s * d + d).astype(np.float32)
+    shared, out = (buf[d:], buf[:-d]) if shift > 0 else (buf[:-d], buf[d:])
+    args = {n: rng.standard_normal(shape).astype(np.float32) for n in ("q", "k", "v")}
+    args[overlaps] = shared.reshape(shape)
+    given = {n: a.copy() for n, a in args.items()}
+    kc0 = poisoned((b, hk, 64, d), np.float32)
+    kc, vc = dev.asarray(kc0), dev.asarray(kc0)
+    cos, sin = tables(rng, 64, 16)
+    pos = np.stack([rng.permutation(64)[:s] for _ in range(b)])
+    before = dev.stats()["submissions"]
+    y = dev.rope_and_cache(args["q"], args["k"], args["v"], kc, vc, (cos, sin), pos, out=out.reshape(shape))
+    assert dev.stats()["submissions"] - before > 1  # row blocks
+    check_step(dev, given["q"], given["k"], given["v"], kc0, kc0, cos, sin, pos, y, kc.get(), vc.get())
 
 
 # llama3's bands; YaRN's attention factor (the magnitude); partial rotary 32 of

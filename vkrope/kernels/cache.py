@@ -31,7 +31,7 @@ from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.manifest import find
-from ..runtime.layout import padded_bytes, texels
+from ..runtime.layout import padded_bytes, same_view, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, UPDATE, WRITE, Arg, Launch
@@ -353,6 +353,15 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
     if per == 0:
         raise ValueError(f"one token's heads of q, k and v ({per_token} bytes with the result) are more than one "
                          f"allocation of this device ({max_bytes} bytes)")
+    o = outs["q_out"]
+
+    def as_given(a: Any) -> Any:
+        """An input q's result overlaps other than as itself, read from a copy: blocks written early would
+        change what later blocks read (q's result as q itself, or k, is read and written by one block)."""
+        return a.copy() if isinstance(a, np.ndarray) and np.shares_memory(a, o) and not same_view(a, o) else a
+
+    req = replace(req, x=as_given(req.x), k=as_given(req.k), v=as_given(req.v), cos=as_given(req.cos),
+                  sin=as_given(req.sin))
     blocks = []
     for bi in range(b):
         for s0 in range(0, s, per):

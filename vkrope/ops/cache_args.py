@@ -40,9 +40,11 @@ def value_cache(k_cache: Any, v_cache: Any) -> Any:
     v_cache = cache("v_cache", v_cache)
     if k_cache is v_cache:
         raise ValueError("k_cache and v_cache are the same DeviceArray: pass two caches")
-    if tuple(k_cache.shape) != tuple(v_cache.shape) or k_cache.dtype != v_cache.dtype:
-        raise ValueError(f"k_cache and v_cache must have one shape and dtype; got {list(k_cache.shape)} "
-                         f"{k_cache.dtype} and {list(v_cache.shape)} {v_cache.dtype}")
+    if k_cache.dtype != v_cache.dtype:  # (a wrong dtype is a TypeError, as everywhere)
+        raise TypeError(f"k_cache and v_cache must have one dtype; got {k_cache.dtype} and {v_cache.dtype}")
+    if tuple(k_cache.shape) != tuple(v_cache.shape):
+        raise ValueError(f"k_cache and v_cache must have one shape; got {list(k_cache.shape)} and "
+                         f"{list(v_cache.shape)}")
     return v_cache
 
 
