@@ -411,3 +411,23 @@ def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
                             layer_type="full_attention")
     assert full.freq_factors == tuple(np.float32(divisors))
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, name="plain")).freq_factors is None
+
+
+@pytest.mark.parametrize("arch, kv, tensors, match", [
+    ("llama", {"rope.freq_base": 0.0}, (), r"theta .* got 0\.0 \(from llama\.rope\.freq_base = 0\.0\)$"),
+    ("llama", {"context_length": 0}, (), r"max_position_embeddings .* \(from llama\.context_length = 0\)$"),
+    ("llama", {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.attn_factor": -1.0}, (),
+     r"attention_factor .* \(from llama\.rope\.scaling\.attn_factor = -1\.0 and the scaling it multiplies in\)$"),
+    ("mistral3", {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.yarn_beta_fast": 0.0}, (),
+     r"beta_fast .* \(from mistral3\.rope\.scaling\.yarn_beta_fast = 0\.0\)$"),
+    ("grok", {"expert_count": 8, "expert_used_count": 2, "rope.scaling.yarn_attn_factor": 0.5}, (),
+     r"by 0\.5 here \(grok\.rope\.scaling\.yarn_attn_factor = 0\.5\), which"),
+    ("qwen2", {"attention.head_count": None, "rope.dimension_count": 64}, (),
+     r"qwen2\.attention\.head_count is missing or 0"),
+    ("llama", {}, [("rope_freqs.weight", np.r_[0.0, np.ones(63)])],
+     r"freq_factors must be positive numbers; got 0\.0 \(from the tensor rope_freqs\.weight"),
+])
+def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, tensors, match):
+    """A value ModelRope refuses (by its from_hf name) is named as the file holds it: its key and value."""
+    with pytest.raises(ValueError, match=match):
+        vkrope.from_gguf(gguf_file(tmp_path, arch, kv, tensors))

@@ -238,12 +238,17 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
     # (MLA: the rotated channels are a head of their own, q_pe / k_pe)
     head_dim = call.dims if call.apart or not call.head else call.head
     if not call.dims:
+        if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
+            raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0 (llama.cpp's loader requires "
+                             "it)")
         raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
-    rope_type, params = gguf_context.rope_args(call, longrope is not None, where)
+    attn_keys = ", ".join(f"{arch}.{k} = {v!r}" for k, v in kv.items() if "attn_factor" in k) or \
+        f"{arch}'s own attention factor (no attn_factor key in the file)"
+    rope_type, params = gguf_context.rope_args(call, longrope is not None, where, attn_keys)
     params.update(longrope or {})
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
     if pairs == "imrope" and section is not None:
@@ -257,7 +262,7 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
                          num("context_length"), orig, section, pairs == "imrope", pairs == "norm",
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+        raise ValueError(f"{where}: {exc}{_read_from(str(exc), arch, kv)}") from None
 
 
 def _fourth_axis_still(section: tuple[int, ...], dims: int,
@@ -317,6 +322,26 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
     if not pair:
         return None, None
     return {"short_factor": first(pair[0]), "long_factor": first(pair[1])}, None
+
+
+# The GGUF metadata a ModelRope argument is read from, named where its check refuses the value (its message
+# names the argument as from_hf's users know it)
+_GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_length",
+                 "beta_fast": "rope.scaling.yarn_beta_fast", "beta_slow": "rope.scaling.yarn_beta_slow",
+                 "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor",
+                 "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)"}
+
+
+def _read_from(message: str, arch: str, kv: dict) -> str:
+    """Where a refused ModelRope argument came from in the file: ' (from KEY = value)', or ''."""
+    source = _GGUF_SOURCES.get(message.split(" ", 1)[0].rstrip(":"))
+    if source is None:
+        return ""
+    if source.startswith("the tensor"):
+        return f" (from {source})"
+    given = f" = {kv[source]!r}" if source in kv else " (not in the file: llama.cpp's default, or derived)"
+    derived = " and the scaling it multiplies in" if source == "rope.scaling.attn_factor" else ""
+    return f" (from {arch}.{source}{given}{derived})"
 
 
 def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
