@@ -161,6 +161,8 @@ MUTATIONS = [
              "        if not heads:  # (the head dim", "        if False:  # (the head dim"),
     Mutation("GGUF: an attention factor outside yarn blamed on rope.scaling.attn_factor", GGUF,
              "rope_args(call, longrope is not None, where, attn_keys)", "rope_args(call, longrope is not None, where)"),
+    Mutation("shift: a longrope of one set of factors refused as position-dependent", "vkrope/ops/shift.py",
+             '    if rope.rope_type != "longrope":\n        return False', '    if True:\n        return False'),
     Mutation("float32 / float16: -0 turned +0 (the remainder added to an exact product)", COMMON,
              "precise float r = e == 0.0 ? f : f + e;", "precise float r = f + e;"),
     Mutation("bfloat16: -0 turned +0 (an exact zero from the sums, not the formula)", COMMON,

@@ -290,6 +290,23 @@ def test_what_a_shift_refuses(device, tmp_path):
                            slots=np.array([[2**64 - 1]], np.uint64))
 
 
+def test_a_longrope_of_one_set_of_factors_shifts(device):
+    """A longrope whose short and long factors are one set (from_gguf's, fixed by the context llama.cpp
+    allocates) rotated every key by it, whatever call wrote it: shifted as its frequencies are."""
+    cfg = json.loads((HF_CONFIGS / "phi-3.5-mini.json").read_text())
+    cfg["rope_scaling"]["long_factor"] = cfg["rope_scaling"]["short_factor"]
+    rope = vkrope.from_hf(cfg)
+    assert rope.uses_seq_len()
+    rng = np.random.default_rng(5)
+    kc0 = rng.standard_normal((1, 2, 16, rope.head_dim)).astype(np.float32)
+    done = []
+    for spec in (rope, rope.freqs(np.array([[0]]))):
+        kc, vc = device.asarray(kc0), device.asarray(kc0)
+        device.shift_cache(kc, spec, np.array([[9, 10]]), np.array([[2, 3]]), v_cache=vc)
+        done.append(kc.get())
+    assert np.array_equal(done[0], done[1]) and not np.array_equal(done[0], kc0)
+
+
 @pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
 @pytest.mark.parametrize("when", ["before", "on", "after"])
 def test_an_interrupted_shift_says_whether_it_was_submitted(device, monkeypatch, when):
