@@ -12,6 +12,12 @@ computes them in float32). Then:
 
   vkrope        the table kernel: q widened to float32, rotated in float32,
                 rounded once to bfloat16 (`vkrope.rotary_embedding`);
+  vkrope spec   `vkrope.from_hf` of the same config and
+                `vkrope.apply_rotary_pos_emb`: cos / sin computed in the
+                shader (within 2 float32 ulps), the rest as above; against
+                the float64 rotation by the float64 cos / sin of the same
+                float32 angle (its own inverse frequencies times the
+                position, rounded once to float32);
   transformers  its bfloat16 path, `(q * cos) + (rotate_half(q) * sin)` with
                 cos / sin cast to bfloat16 (`cos.to(x.dtype)`) and each
                 product and the sum rounded to bfloat16 (torch's bfloat16
@@ -91,21 +97,32 @@ def main() -> None:
     pos_ids = np.arange(s)[None]
     got = vkrope.rotary_embedding(q, cos32, sin32, pos_ids).astype(np.float64)
 
+    rope = vkrope.from_hf({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+                           "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
+    own = positions[:, None].astype(np.float32) * rope.freqs(positions[None]).inv_freq32[None, :]
+    c_own = np.concatenate([np.cos(own.astype(np.float64))] * 2, -1)
+    s_own = np.concatenate([np.sin(own.astype(np.float64))] * 2, -1)
+    exact_spec = q64 * c_own + rotate_half(q64) * s_own
+    spec_got = vkrope.apply_rotary_pos_emb(q, q[:, :1], rope, positions[None])[0].astype(np.float64)
+
     cb, sb = bf16(np.concatenate([cos32, cos32], -1)), bf16(np.concatenate([sin32, sin32], -1))
     hf = bf16(bf16(q.astype(np.float32) * cb.astype(np.float32)).astype(np.float32)
               + bf16(rotate_half(q).astype(np.float32) * sb.astype(np.float32)).astype(np.float32))
     hf = hf.astype(np.float64)
 
-    ulp = ulp_of(exact)
     print(f"Llama 3.1 8B RoPE (head_dim 128, theta 500000, llama3 x8), q bfloat16 [1, {h}, {s}, 128], "
           f"{s} positions in [0, 131072); device: {vkrope.default_device().name}")
     print(f"{'positions':<18} {'path':<13} {'max ulp':>8} {'mean ulp':>9} {'past half an ulp':>20}")
     bands = [(0, 8192), (8192, 32768), (32768, 131072), (0, 131072)]
     for lo, hi in bands:
         sel = (positions >= lo) & (positions < hi)
-        for name, y in (("vkrope", got), ("transformers", hf)):
-            e = np.abs(y[:, :, sel] - exact[:, :, sel]) / ulp[:, :, sel]
-            off = int(np.sum(np.abs(y[:, :, sel] - exact[:, :, sel]) > 0.5 * ulp[:, :, sel]))
+        for name, y, ref in (("vkrope", got, exact), ("vkrope spec", spec_got, exact_spec),
+                             ("transformers", hf, exact)):
+            ulp = ulp_of(ref)
+            e = np.abs(y[:, :, sel] - ref[:, :, sel]) / ulp[:, :, sel]
+            off = int(np.sum(np.abs(y[:, :, sel] - ref[:, :, sel]) > 0.5 * ulp[:, :, sel]))
             total = e.size
             print(f"[{lo}, {hi}){'':<{16 - len(f'[{lo}, {hi})')}} {name:<13} {e.max():>8.2f} {e.mean():>9.3f} "
                   f"{off:>8} of {total}")

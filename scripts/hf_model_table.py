@@ -1,7 +1,7 @@
 """Regenerate vkrope/data/hf_models.json (the model table `vkrope.from_hf`
 reads) and tests/data/hf_models_golden.npz from transformers' own code.
 
-    python scripts/hf_model_table.py [--probes DIR [--cached-only]] [--only TYPE ...]
+    python scripts/hf_model_table.py [--probes DIR [--cached-only]] [--only TYPE ... | --update TYPE ...]
 
 Needs torch and transformers 5.25 (not vkrope's dependencies: run it from a
 venv that has them, as scripts/hf_golden.py; vkrope itself is imported from
@@ -434,9 +434,7 @@ def text_rotary(model_type: str) -> tuple[Any, Any]:
 
     text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
     module = hf_probe.modeling_module(text)
-    classes = hf_probe.rotary_classes(module) if module else []
-    return text, next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)  # (Qwen3-Omni:
-    # the thinker's text one)
+    return text, hf_probe.text_rotary_class(module, text) if module else None
 
 
 def section_of(model_type: str, rope: Any) -> Any:
@@ -779,6 +777,9 @@ def main() -> None:
                                      "them; the probes are most of the run)")
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
     ap.add_argument("--cached-only", action="store_true", help="only the model types --probes has")
+    ap.add_argument("--update", nargs="+", metavar="TYPE", help="probe these model types again and write them into "
+                                                                "the committed table and golden (the same "
+                                                                "transformers version)")
     ap.add_argument("--shard", metavar="I/N", help="every N-th model type from the I-th (0-based), written beside "
                                                    "the outputs as .I; --merge N joins them")
     ap.add_argument("--merge", type=int, metavar="N", help="join the N shards' outputs into the table and golden")
@@ -795,7 +796,7 @@ def main() -> None:
 
     models: dict[str, dict] = {}
     gold: dict[str, np.ndarray] = {}
-    types = args.only or sorted(CONFIG_MAPPING_NAMES)
+    types = args.only or args.update or sorted(CONFIG_MAPPING_NAMES)
     if args.shard:
         i, n = (int(v) for v in args.shard.split("/"))
         types = types[i::n]
@@ -830,12 +831,26 @@ def main() -> None:
             print(t, e.get("status", "no rope"), flush=True)
     if args.only:
         return
+    if args.update:
+        return update(models, gold, transformers.__version__)
     if args.shard:
         with open(f"{TABLE}.{i}", "w", encoding="utf-8") as f:
             json.dump({"transformers": transformers.__version__, "models": models}, f)
         np.savez_compressed(f"{GOLDEN}.{i}.npz", **gold)
         return
     write(models, gold, transformers.__version__)
+
+
+def update(models: dict, gold: dict, version: str) -> None:
+    """The committed table and golden with these model types' entries and arrays replaced (those of a run of
+    the same transformers version: a full run gives the other types' as they are)."""
+    with open(TABLE, encoding="utf-8") as f:
+        table = json.load(f)
+    if table["transformers"] != version:
+        raise SystemExit(f"the table is transformers {table['transformers']}'s, this is {version}: run it whole")
+    with np.load(GOLDEN) as z:
+        kept = {k: z[k] for k in z.files if not any(k.startswith((t + "/", t + "@")) for t in models)}
+    write({**table["models"], **models}, {**kept, **gold}, version)
 
 
 def merge(n: int) -> None:

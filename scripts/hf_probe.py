@@ -69,14 +69,43 @@ def modeling_module(cfg: Any) -> Any:
         return None
 
 
+ENCODER_ROTARY = r"Vision|Audio|Speech|Visual|Image|Patch|Encoder|Vit|Depth|Talker|Code2Wav|Mimi|DiT"
+
+
+def is_text_rotary(name: str) -> bool:
+    """Whether a rotary class's name is a text decoder's: not named for an encoder of another modality, or
+    named Text (GLM-Image's GlmImageTextRotaryEmbedding, Granite 4 Vision's text one)."""
+    return "Text" in name or not re.search(ENCODER_ROTARY, name)
+
+
 def rotary_classes(module: Any) -> list[type]:
     """The rotary classes of a modeling file that are not a vision / audio encoder's."""
-    out = []
-    for name, obj in vars(module).items():
-        if isinstance(obj, type) and name.endswith("RotaryEmbedding") and obj.__module__ == module.__name__:
-            if not re.search(r"Vision|Audio|Speech|Visual|Image|Patch|Encoder|Vit|Depth|Talker|Code2Wav|Mimi|DiT", name):
-                out.append(obj)
-    return out
+    return [obj for name, obj in vars(module).items() if isinstance(obj, type) and name.endswith("RotaryEmbedding")
+            and obj.__module__ == module.__name__ and is_text_rotary(name)]
+
+
+def held_rotaries(model: Any) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(the text rotary modules `model` holds, by path; the class names of every rotary module it holds): what
+    its own code runs, where a modeling file's classes may be another model's (Qwen3-Omni's code predictor
+    holds the plain one, not the thinker's M-RoPE)."""
+    held = rotary_instances(model)
+    return [(p, m) for p, m in held if is_text_rotary(type(m).__name__)], sorted({type(m).__name__ for _, m in held})
+
+
+def text_rotary_class(module: Any, text: Any) -> Any:
+    """The class of the rotary module the text model for `text` holds (built on the meta device), where it
+    holds one text rotary class; else the modeling file's first text rotary class (a Text one first), or None."""
+    cls = text_model(module, text)
+    if cls is not None:
+        try:
+            with torch.device("meta"):
+                held = {type(m) for _, m in held_rotaries(cls(text))[0]}
+            if len(held) == 1:
+                return held.pop()
+        except Exception:  # noqa: BLE001  (a model its default config does not build: the file's classes)
+            pass
+    classes = rotary_classes(module)
+    return next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)
 
 
 def text_model(module: Any, text: Any) -> Any:
@@ -391,18 +420,24 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
     if module is None:
         return {**facts, "rope": None, "why": "no modeling file"}
     classes = rotary_classes(module)
-    if not classes:
-        return {**facts, "rope": False}
-    facts["rope"] = True
     model_cls = text_model(module, text)
     if model_cls is None:
-        return {**facts, "why": f"no text model class for {type(text).__name__}"}
-    facts["text"] = text.to_dict()
-    with torch.device("meta"):
-        model = model_cls(text)
-    rots = [(p, m) for p, m in rotary_instances(model) if type(m) in classes]
+        if not classes:
+            return {**facts, "rope": False}
+        return {**facts, "rope": True, "why": f"no text model class for {type(text).__name__}"}
+    try:
+        with torch.device("meta"):
+            model = model_cls(text)
+    except Exception:  # noqa: BLE001  (a model its default config does not build: as its file's classes say)
+        if classes:
+            raise
+        return {**facts, "rope": False}
+    rots, held = held_rotaries(model)
+    if not held and not classes:
+        return {**facts, "rope": False}
+    facts.update(rope=True, text=text.to_dict())
     if not rots:
-        return {**facts, "why": "the text model holds no text rotary module"}
+        return {**facts, "why": f"the text model holds no text rotary module (it holds {held or 'none'})"}
     if len({type(m) for _, m in rots}) > 1:
         return {**facts, "why": f"several text rotary classes: {sorted({type(m).__name__ for _, m in rots})}"}
     rot = type(rots[0][1])(text)

@@ -163,6 +163,8 @@ MUTATIONS = [
              "rope_args(call, longrope is not None, where, attn_keys)", "rope_args(call, longrope is not None, where)"),
     Mutation("shift: a longrope of one set of factors refused as position-dependent", "vkrope/ops/shift.py",
              '    if rope.rope_type != "longrope":\n        return False', '    if True:\n        return False'),
+    Mutation("Qwen3-VL's [4, B, S] position ids refused without their layout", FREQS,
+             "            four = p.ndim == 3 and p.shape[0] == MROPE_AXES + 1", "            four = False"),
     Mutation("float32 / float16: -0 turned +0 (the remainder added to an exact product)", COMMON,
              "precise float r = e == 0.0 ? f : f + e;", "precise float r = f + e;"),
     Mutation("bfloat16: -0 turned +0 (an exact zero from the sums, not the formula)", COMMON,
@@ -1155,7 +1157,7 @@ MUTATIONS = [
              "vkrope/arguments.py", "    if a.device is not device and a.device.closing:",
              "    if a.device is not device and a.device.closed:"),
     Mutation("shift: a ModelRope whose calls decide their frequencies taken", "vkrope/ops/shift.py",
-             "    if isinstance(freqs, ModelRope) and freqs.uses_seq_len():",
+             "    if isinstance(freqs, ModelRope) and freqs.uses_seq_len() and not _one_set(freqs):",
              "    if isinstance(freqs, ModelRope) and freqs.uses_seq_len() and False:"),
     # --- the hot path (#32): laid-out submissions and plans kept by hand-written keys
     Mutation("hot path: a DeviceArray's resource not in the layout key", "vkrope/runtime/execute.py",

@@ -796,11 +796,14 @@ def test_mrope_invfreqs_refused_by_one_axis_ops():
     spec = vkrope.from_hf(config("qwen2-vl-7b")).freqs()
     assert spec.mrope
     x = np.zeros((1, 1, 2, 128), np.float32)
-    with pytest.raises(ValueError, match="M-RoPE"):
+    one_axis = "M-RoPE .* turns each pair by one of three position axes; .* one position per token: use "
+    with pytest.raises(ValueError, match=one_axis):
         vkrope.apply(x, spec, positions=np.arange(2))
-    with pytest.raises(ValueError, match="M-RoPE"):
+    with pytest.raises(ValueError, match=one_axis):
         vkrope.rotary_embedding(x, spec, None, np.zeros((1, 2), np.int64))
-    with pytest.raises(ValueError, match="M-RoPE"):
+    with pytest.raises(ValueError, match=one_axis):
+        vkrope.rotary_embedding(x, vkrope.from_hf(config("qwen2-vl-7b")), None, np.zeros((3, 1, 2), np.int64))
+    with pytest.raises(ValueError, match=one_axis):
         vkrope.apply_rotary_emb_hf(x.transpose(0, 2, 1, 3).copy(), x.transpose(0, 2, 1, 3).copy(), spec, None)
     dev = vkrope.default_device()
     kc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
@@ -1266,3 +1269,14 @@ def test_layer_types_of_a_class_the_rules_could_not_build_are_checked_all_the_sa
                                          r"fun_asr_nano's config class refuses that"):
         vkrope.from_hf({**cfg, "text_config": {**cfg["text_config"], "layer_types": ["full_attention"] * 3}})
     vkrope.from_hf({**cfg, "text_config": {**cfg["text_config"], "layer_types": ["full_attention"] * 4}})
+
+
+def test_position_ids_of_another_layout_are_named_with_theirs():
+    """Qwen3-VL's [4, B, S] of transformers 5 (text, then the three axes: its rotary module gets [1:]) and
+    positions per axis for a one-axis RoPE are refused with what they are."""
+    q = np.zeros((1, 2, 3, 128), np.float32)
+    with pytest.raises(ValueError, match=r"got \[4, 1, 3\] \(transformers 5's Qwen3-VL .* position_ids\[1:\]"):
+        vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("qwen2-vl-7b")), np.zeros((4, 1, 3), np.int64))
+    with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[3, 1, 3\] \(positions per axis are M-RoPE's; "
+                                         r"this RoPE takes one position axis"):
+        vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("llama-3.1-8b")), np.zeros((3, 1, 3), np.int64))

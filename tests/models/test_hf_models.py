@@ -231,6 +231,12 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(dict(base, model_type="bert"))
     with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
         vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
+    # the rotary module a text model holds, whatever its class is named (GLM-Image's text one, Higgs Audio's):
+    # refused, never "no RoPE"; Qwen3-Omni's code predictor holds the plain one, not the thinker's M-RoPE
+    for t in ("glm_image", "glm_image_text", "granite4_vision", "higgs_audio_v2", "kyutai_speech_to_text",
+              "qwen3_omni_moe_talker_code_predictor"):
+        with pytest.raises(ValueError, match=f"'{t}' is refused: "):
+            vkrope.from_hf(dict(base, model_type=t))
     with pytest.raises(ValueError, match="model_type is missing.*like="):
         vkrope.from_hf(base)
     with pytest.raises(ValueError, match="rope_scaling must be a dict or null; got \\[\\]"):
@@ -391,8 +397,8 @@ def test_keys_a_models_code_reads_otherwise():
     with pytest.raises(ValueError, match="partial_rotary_factor 0.5: .* did not run with a partial factor"):
         vkrope.from_hf(solar)  # (its code ran with no other factor when the table was made: not guessed)
     assert vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "default", "rope_theta": 1e4})).rotary_dim == 128
-    with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[2, 1, 3\] \(positions per axis are M-RoPE's, "
-                                         "and this RoPE has no mrope_section"):
+    with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[2, 1, 3\] \(positions per axis are M-RoPE's; "
+                                         "this RoPE takes one position axis"):
         vkrope.from_hf({"model_type": "neomme", "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64},
                        layer_type="full_attention").cos_sin(np.zeros((2, 1, 3), np.int64))  # (its 2 axes: not read)
     small = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 8}

@@ -57,16 +57,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
                           "install '.[gguf]' in its clone)") from None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
-    if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
-    if layer_type not in (None, "full_attention", "sliding_attention"):
-        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
-    if layer is not None and not is_int(layer):
-        raise TypeError(f"layer must be an int or None; got {brief(layer)}")
-    if context_length is not None and not is_int(context_length):
-        raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
-    if context_length is not None and context_length < 1:
-        raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")
+    _check_choices(layer_type, layer, context_length)
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
@@ -95,9 +86,22 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     tensors = {t.name: _float32(t, p) for t in reader.tensors
                if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
-    # (llama.cpp picks longrope factors by hparams' n_ctx_orig_yarn: the key as stated, 0 too, else n_ctx_train)
-    orig = kv.get("rope.scaling.original_context_length", kv.get("context_length"))
-    return at_context(rope, None if context_length is None else int(context_length), p, orig)
+    return at_context(rope, None if context_length is None else int(context_length), p,
+                      kv.get("rope.scaling.original_context_length", kv.get("context_length")))
+
+
+def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
+    """from_gguf's keyword arguments, each a TypeError / ValueError naming it."""
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
+    if layer_type not in (None, "full_attention", "sliding_attention"):
+        raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention'; got {layer_type!r}")
+    if layer is not None and not is_int(layer):
+        raise TypeError(f"layer must be an int or None; got {brief(layer)}")
+    if context_length is not None and not is_int(context_length):
+        raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
+    if context_length is not None and context_length < 1:
+        raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")
 
 
 def _float32(tensor: Any, where: str) -> np.ndarray:

@@ -313,7 +313,8 @@ class ModelRope:
         return p
 
     def cos_sin(self, position_ids: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(cos, sin) float32 [B, S, rotary_dim]: what the model's rotary
+        """(cos, sin) float32 [B, S, rotary_dim] ([B, S, rotary_dim / 2] where
+        the module returns one value per pair, as GPT-OSS's): what the model's rotary
         module returns for these position ids ([B, S]; M-RoPE [3, B, S]):
         the halves duplicated (`cat(freqs, freqs)`, also for DeepSeek's and GLM's
         interleaved pairs, whose modules return the same and re-order in the

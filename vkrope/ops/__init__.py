@@ -40,8 +40,8 @@ def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head
         check_model(name, spec, interleaved, head_dim)
         spec = spec.freqs(None if positions is None else np.asarray(positions))
     if isinstance(spec, InvFreqs) and spec.mrope:
-        raise ValueError(f"{name}: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
-                         "vkrope.apply_rotary_pos_emb")
+        raise ValueError(f"{name}: an M-RoPE InvFreqs spec turns each pair by one of three position axes; this "
+                         "op takes one position per token: use vkrope.apply_rotary_pos_emb")
     return spec
 
 
@@ -56,5 +56,6 @@ def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -
                              f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
                              "spec's own)")
     if spec.mrope_section is not None:
-        raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) needs position ids "
-                         "[3, B, S]: use vkrope.apply_rotary_pos_emb")
+        raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) turns each pair by one "
+                         "of three position axes; this op takes one position per token: use "
+                         "vkrope.apply_rotary_pos_emb")

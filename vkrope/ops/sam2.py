@@ -123,8 +123,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         raise TypeError("freqs: a vkrope.ModelRope decides its frequencies per call: pass rope.freqs(positions) "
                         "(an InvFreqs) with positions, or use vkrope.apply_rotary_pos_emb")
     if isinstance(freqs, InvFreqs) and freqs.mrope:
-        raise ValueError("freqs: an M-RoPE InvFreqs spec needs position ids [3, B, S]: use "
-                         "vkrope.apply_rotary_pos_emb")
+        raise ValueError("freqs: an M-RoPE InvFreqs spec turns each pair by one of three position axes; apply "
+                         "takes one position per token: use vkrope.apply_rotary_pos_emb")
     if isinstance(freqs, FrequencySpec):
         if freqs.dim != channels:
             raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
