@@ -437,7 +437,7 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
         return {**facts, "rope": False}
     facts.update(rope=True, text=text.to_dict())
     if not rots:
-        return {**facts, "why": f"the text model holds no text rotary module (it holds {held or 'none'})"}
+        return {**facts, "why": "the text model holds no text rotary module" + (f" (it holds {held})" if held else "")}
     if len({type(m) for _, m in rots}) > 1:
         return {**facts, "why": f"several text rotary classes: {sorted({type(m).__name__ for _, m in rots})}"}
     rot = type(rots[0][1])(text)
