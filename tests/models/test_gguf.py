@@ -452,13 +452,13 @@ ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_stri
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 77), 2, 0, "value type 77"),
     (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 77, 1), 2, 0, "metadata 1: an array of value type 77"),
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 9 + struct.pack("<IQ", 0, 0), 2, 0,
-     "nested more"),
+     "an array of arrays, which llama.cpp's gguf_init refuses"),
 ])
 def test_a_header_claiming_more_than_the_file_holds_is_refused_at_once(tmp_path, kvs, n_kv, n_tensors, match):
     """gguf's reader trusts the header: a 100-byte file whose array claimed
     2^40 elements made it loop, its memory growing, for ever (an adversarial
     helper's file). Every count and length is now held to the file's bytes
-    first (vkrope/models/gguf_sizes.py): a ValueError naming the field."""
+    first (vkrope/models/gguf_file.py): a ValueError naming the field."""
     path = tmp_path / "lying.gguf"
     path.write_bytes(_header(kvs, n_kv, n_tensors))
     with pytest.raises(ValueError, match=match):
@@ -474,22 +474,26 @@ def test_a_file_shorter_than_the_header_is_named(tmp_path):
         vkrope.from_gguf(str(path))
 
 
-def test_arrays_of_strings_and_of_arrays_and_big_endian_files_still_read(tmp_path):
-    """What gguf's writer makes passes the size walk: a vocabulary's string
-    array, nested arrays, 64-bit values (each 8 bytes: the keys after them
-    are found), a big-endian file."""
+def test_arrays_of_strings_and_big_endian_files_still_read(tmp_path):
+    """What gguf's writer makes passes the walk: a vocabulary's string
+    array, 64-bit values (each 8 bytes: the keys after them are found), a
+    big-endian file; an array of arrays, which gguf writes and llama.cpp's
+    gguf_init refuses, is refused."""
     kv = [("add_uint32", ("llama.context_length", 4096)), ("add_uint32", ("llama.embedding_length", 256)),
           ("add_uint64", ("test.u64", 2**40 + 3)), ("add_int64", ("test.i64", -5)),
           ("add_float64", ("test.f64", 0.25)),
           ("add_uint32", ("llama.attention.head_count", 4)), ("add_uint32", ("llama.block_count", 2)),
-          ("add_array", ("tokenizer.ggml.tokens", ["a", "bb", "ccc"] * 300)),
-          ("add_array", ("test.nested", [[1, 2], [3, 4, 5]]))]
+          ("add_array", ("tokenizer.ggml.tokens", ["a", "bb", "ccc"] * 300))]
     little = vkrope.from_gguf(write(tmp_path / "le.gguf", "llama", kv))
     w = gguf.GGUFWriter(str(tmp_path / "be.gguf"), arch="llama", endianess=gguf.GGUFEndian.BIG)
     for add, (key, value) in kv:
         getattr(w, add)(key, value)
     finish(w, (), tmp_path / "be.gguf")
     assert vkrope.from_gguf(str(tmp_path / "be.gguf")) == little and little.head_dim == 64
+    nested = write(tmp_path / "nested.gguf", "llama", kv + [("add_array", ("test.nested", [[1, 2], [3, 4, 5]]))])
+    with pytest.raises(ValueError, match=r"is not a GGUF file \(ValueError: metadata 9: an array of arrays, which "
+                                         r"llama.cpp's gguf_init refuses\)"):
+        vkrope.from_gguf(nested)
 
 
 def test_a_key_that_is_not_utf8_is_named(tmp_path):

@@ -4,22 +4,24 @@ reads it."""
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import math
 import os
+import struct
 from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
 
-from . import gguf_context, gguf_layers
-from .gguf_sizes import check_layout, check_sizes
+from . import gguf_context, gguf_file, gguf_layers
 from .rope import ModelRope, brief, interleaved_axes
 from ..runtime.dtypes import is_int
 
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
-    """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it, read
-    with the `gguf` package (`pip install gguf`, vkrope's `gguf` extra): `{arch}.rope.freq_base`,
+    """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it
+    (models/gguf_file.py reads the header as llama.cpp's gguf_init does; the
+    `gguf` package, vkrope's `gguf` extra, gives GGML's type sizes): `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
     (none, linear, yarn, longrope), `.factor`, `.original_context_length`
     (else `context_length`), `.attn_factor`, the keys the architecture's own
@@ -50,9 +52,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     short ones (rounded up to a multiple of 256 first, as llama.cpp rounds
     it). A longrope file without it is a ValueError (the choice is
     the run's, not the file's); other files do not read it."""
-    try:
-        import gguf  # noqa: PLC0415  (an optional extra)
-    except ImportError:
+    if importlib.util.find_spec("gguf") is None:  # (an optional extra: GGML's type sizes)
         raise ImportError("vkrope.from_gguf needs the gguf package: pip install gguf (vkrope's gguf extra: pip "
                           "install '.[gguf]' in its clone)") from None
     if not isinstance(path, (str, os.PathLike)):
@@ -61,30 +61,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
-    try:
-        check_sizes(p)  # (gguf's reader trusts the header's counts)
-        reader = gguf.GGUFReader(p)
-        check_layout(reader.tensors, reader.data_offset, reader.alignment)  # (its reader does not check them)
-    except Exception as exc:  # noqa: BLE001  (gguf raises ValueError, struct.error, ...)
-        raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
-
-    def field_value(key: str) -> Any:
-        f = reader.fields.get(key)
-        if f is None:
-            return None
-        try:
-            return f.contents()
-        except UnicodeDecodeError:
-            raise ValueError(f"path: {p!r}: {key} is not UTF-8 text") from None
-
-    arch = field_value("general.architecture")
-    if not isinstance(arch, str):
-        raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
-                         f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
-    kv = {k[len(arch) + 1:]: field_value(k) for k in reader.fields if k.startswith(arch + ".")}
-    types = {k[len(arch) + 1:]: _gguf_type(f) for k, f in reader.fields.items() if k.startswith(arch + ".")}
-    tensors = {t.name: _float32(t, p) for t in reader.tensors
-               if t.name in ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")}
+    arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     return at_context(rope, None if context_length is None else int(context_length), p,
                       kv.get("rope.scaling.original_context_length", kv.get("context_length")))
@@ -104,14 +81,42 @@ def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
         raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")
 
 
-def _float32(tensor: Any, where: str) -> np.ndarray:
+def _read(p: str) -> tuple[str, dict[str, Any], dict[str, str], dict[str, np.ndarray]]:
+    """The file's architecture, its `{arch}.` keys' values and GGUF types (without the prefix), and its rope
+    factor tensors; a ValueError where llama.cpp's gguf_init refuses the file, or a key read is not UTF-8."""
+    try:
+        with gguf_file.opened(p) as g:
+            def value(key: str) -> Any:
+                try:
+                    return g.value(key)
+                except UnicodeDecodeError:
+                    raise ValueError(f"path: {p!r}: {key} is not UTF-8 text") from None
+
+            arch = value("general.architecture")
+            if not isinstance(arch, str):
+                raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
+                                 f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
+            keys = [k for k in g.fields if k.startswith(arch + ".")]
+            return (arch, {k[len(arch) + 1:]: value(k) for k in keys},
+                    {k[len(arch) + 1:]: g.type_name(k) for k in keys},
+                    {t.name: _float32(g, t, p) for t in g.tensors if t.name in _FACTOR_TENSORS})
+    except (OSError, ValueError, struct.error) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
+            raise
+        raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
+
+
+_FACTOR_TENSORS = ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")
+
+
+def _float32(g: gguf_file.GgufFile, tensor: gguf_file.Tensor, where: str) -> np.ndarray:
     """A frequency factor tensor's values; a ValueError where it is not F32: ggml_rope takes F32 factors only
     (GGML_ASSERT in ggml_rope_impl), and llama.cpp's loader tries every factor tensor it creates in a rope op
     when it picks its buffer (weight_buft_supported), whether a layer's call reads it or not."""
-    if tensor.tensor_type.name != "F32":
-        raise ValueError(f"{where}: {tensor.name} is {tensor.tensor_type.name}; llama.cpp's rope takes F32 frequency "
-                         "factors only (it aborts loading another type)")
-    return np.asarray(tensor.data, np.float32)
+    if tensor.type_name != "F32":
+        raise ValueError(f"path: {where!r}: {tensor.name} is {tensor.type_name}; llama.cpp's rope takes F32 "
+                         "frequency factors only (it aborts loading another type)")
+    return g.float32(tensor)
 
 
 def at_context(rope: ModelRope | None, context_length: int | None, where: str, orig: Any) -> ModelRope | None:
@@ -131,18 +136,6 @@ def at_context(rope: ModelRope | None, context_length: int | None, where: str, o
     params["short_factor"] = params["long_factor"] = params["long_factor" if padded > int(orig)
                                                             else "short_factor"]
     return replace(rope, params=tuple(sorted(params.items())))
-
-
-def _gguf_type(field: Any) -> str:
-    """A gguf ReaderField's GGUF value type as the table names them: UINT32, FLOAT32, ..., ARRAY[INT32]."""
-    if field.types[0].name != "ARRAY":
-        return field.types[0].name
-    if len(field.types) > 1:
-        return f"ARRAY[{field.types[1].name}]"
-    import gguf  # noqa: PLC0415  (an optional extra, there when a reader made `field`)
-    # (an empty array: the reader read no element, so its type is only in the header, the value's first part;
-    # check_sizes refused a type GGUF does not have)
-    return f"ARRAY[{gguf.GGUFValueType(int(field.parts[3][0])).name}]"
 
 
 _REMEDY = "read the model's config.json with vkrope.from_hf"

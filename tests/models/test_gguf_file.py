@@ -1,0 +1,118 @@
+"""vkrope's GGUF header reader (vkrope/models/gguf_file.py) against gguf's
+own reader (gguf.GGUFReader, the package's, which decodes every value): the
+same values, GGUF types, tensor types, sizes, offsets and data, for files
+gguf's writer makes in both byte orders; and what llama.cpp's gguf_init
+refuses (ggml/src/gguf.cpp), refused by name."""
+
+from __future__ import annotations
+
+import struct
+
+import gguf
+import numpy as np
+import pytest
+
+import vkrope
+from vkrope.models import gguf_file
+
+SCALARS = [("add_uint8", 200), ("add_int8", -100), ("add_uint16", 60000), ("add_int16", -30000),
+           ("add_uint32", 4_000_000_000), ("add_int32", -2_000_000_000), ("add_float32", 0.1),
+           ("add_bool", True), ("add_uint64", 2**63 + 5), ("add_int64", -(2**62)), ("add_float64", 0.1),
+           ("add_string", "grüße, 世界")]
+ARRAYS = [[1, 2, 3], [-1.5, 2.25], [True, False], ["a", "ünï", ""], []]
+
+
+def _write(path, endian: gguf.GGUFEndian, alignment: int | None) -> str:
+    w = gguf.GGUFWriter(str(path), arch="llama", endianess=endian)
+    if alignment is not None:
+        w.add_custom_alignment(alignment)
+    for i, (add, value) in enumerate(SCALARS):
+        getattr(w, add)(f"llama.s{i}", value)
+    for i, value in enumerate(ARRAYS):
+        w.add_array(f"llama.a{i}", value)
+    w.add_array("tokenizer.ggml.tokens", [f"t{i}" for i in range(1000)])
+    rng = np.random.default_rng(1)
+    w.add_tensor("rope_freqs.weight", rng.standard_normal(64).astype(np.float32))
+    w.add_tensor("m.f16", rng.standard_normal((3, 5)).astype(np.float16))
+    w.add_tensor("m.q8", rng.integers(0, 255, (2, 34), dtype=np.uint8), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("m.f32", rng.standard_normal((2, 3, 4)).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+def _their_type(field) -> str:
+    if field.types[0].name != "ARRAY":
+        return field.types[0].name
+    if len(field.types) > 1:
+        return f"ARRAY[{field.types[1].name}]"
+    return f"ARRAY[{gguf.GGUFValueType(int(field.parts[3][0])).name}]"  # (an empty array: the header's type)
+
+
+@pytest.mark.parametrize("endian", [gguf.GGUFEndian.LITTLE, gguf.GGUFEndian.BIG], ids=["little", "big"])
+@pytest.mark.parametrize("alignment", [None, 64])
+def test_the_header_reads_as_ggufs_reader_reads_it(tmp_path, endian, alignment):
+    path = _write(tmp_path / "m.gguf", endian, alignment)
+    theirs = gguf.GGUFReader(path)
+    fields = {k: f for k, f in theirs.fields.items() if not k.startswith("GGUF.")}  # (its header as fields too)
+    with gguf_file.opened(path) as ours:
+        assert list(ours.fields) == list(fields)
+        for key, field in fields.items():
+            assert ours.type_name(key) == _their_type(field), key
+            mine, want = ours.value(key), field.contents()
+            assert type(mine) is type(want) and mine == want, key
+            if isinstance(want, list):
+                assert [type(v) for v in mine] == [type(v) for v in want], key
+        assert [t.name for t in ours.tensors] == [t.name for t in theirs.tensors]
+        for mine_t, t in zip(ours.tensors, theirs.tensors):
+            assert (mine_t.type_name, mine_t.n_bytes, mine_t.start) == (t.tensor_type.name, t.n_bytes, t.data_offset)
+            assert mine_t.dims == tuple(int(d) for d in t.shape)
+            if mine_t.type_name == "F32":
+                np.testing.assert_array_equal(ours.float32(mine_t), np.asarray(t.data, np.float32))
+    assert ours.data == b""  # (the memory map is not held past the block)
+
+
+def _s(b: bytes) -> bytes:
+    return struct.pack("<Q", len(b)) + b
+
+
+def _file(kvs: list[bytes], tensors: list[bytes] = (), version: int = 3, pad: bytes = b"") -> bytes:
+    arch = _s(b"general.architecture") + struct.pack("<I", 8) + _s(b"llama")
+    body = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs) + 1) + arch + b"".join(kvs) + b"".join(tensors)
+    return body + b"\0" * (-len(body) % 32) + pad
+
+
+def _u32(key: bytes, v: int) -> bytes:
+    return _s(key) + struct.pack("<II", 4, v)
+
+
+def _tensor(name: bytes, dims: tuple[int, ...], kind: int = 0, offset: int = 0) -> bytes:
+    return _s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + \
+        struct.pack("<IQ", kind, offset)
+
+
+@pytest.mark.parametrize("content, match", [
+    (_file([], version=1), r"GGUF version 1; llama.cpp reads versions 2 and 3"),
+    (_file([], version=4), r"GGUF version 4"),
+    (_file([_u32(b"a", 1), _u32(b"a", 2)]), r"metadata key 2 is 'a' again"),
+    (_file([_u32(b"", 1)]), r"metadata key 1 is empty"),
+    (_file([_s(b"general.alignment") + struct.pack("<IQ", 10, 64)]), r"general.alignment is UINT64; llama.cpp takes"),
+    (_file([_u32(b"general.alignment", 48)]), r"general.alignment 48 is not a power of 2"),
+    (_file([], [_tensor(b"t", (4,)), _tensor(b"t", (4,), offset=32)], pad=b"\0" * 64), r"a tensor name is given twice"),
+    (_file([], [_tensor(b"x" * 64, (4,))], pad=b"\0" * 16), r"tensor 0's name is 64 bytes"),
+    (_file([], [_tensor(b"t", (4,), kind=4)], pad=b"\0" * 16), r"tensor 't' has GGML type 4, which llama.cpp"),
+    (_file([], [_tensor(b"t", (20,), kind=8)], pad=b"\0" * 64), r"tensor .t.: row size \(20\) is not a multiple of Q8_0"),
+    (_file([], [_tensor(b"t", (2**62, 4))]), r"tensor 't' has shape .*: past int64"),
+    (_file([], [_tensor(b"t", (64,))], pad=b"\0" * 16), r"tensor 't''s data run past the end of the file"),
+    (b"GGML" + bytes(28), r"it does not start with GGUF's magic"),
+])
+def test_what_llama_cpp_refuses_is_refused_by_name(tmp_path, content, match):
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=match):
+        with gguf_file.opened(str(path)):
+            pass
+    with pytest.raises(ValueError, match=r"is not a GGUF file \(ValueError: " + match):
+        vkrope.from_gguf(str(path))
