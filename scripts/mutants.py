@@ -873,10 +873,16 @@ MUTATIONS = [
     Mutation("GGUF: one head width for every layer", GGUF_LAYERS,
              "hp.evaluate(\"n_embd_head_k(il)\", il=i)", "hp.evaluate(\"n_embd_head_k(0)\")"),
     Mutation("GGUF: a file without block_count read as one layer", GGUF_LAYERS,
-             "        raise ValueError(\"block_count is missing (llama.cpp requires it)\")", "        n_layer_all = 1"),
+             "        raise ValueError(\"block_count is missing (llama.cpp requires it)\")", "        n_layer_all = 1",
+             why_survives="a file without block_count is refused first by the required-keys check "
+                          "(tests/models/test_gguf.py, 'llama.cpp's loader requires it'), and llama.cpp's converter "
+                          "writes it for every converted config: this check guards a table whose flags change"),
     Mutation("GGUF: a negative scaling factor read", GGUF_CONTEXT, "    if scale < 0:\n", "    if False:\n"),
     Mutation("GGUF: a float sliding_window_pattern read", GGUF_LAYERS,
-             "not all(isinstance(v, int) for v in given)", "not all(isinstance(v, (int, float)) for v in given)"),
+             "not all(isinstance(v, int) for v in given)", "not all(isinstance(v, (int, float)) for v in given)",
+             why_survives="a file's float array is refused first by its GGUF type (ARRAY[FLOAT32], where llama.cpp "
+                          "reads bools or integers), and no converter writes one: this check guards converted "
+                          "configs, which carry no GGUF types"),
     Mutation("GGUF: a sliding_window_pattern longer than block_count refused", GGUF_LAYERS,
              "    if len(given) > limit or", "    if len(given) > n or"),
     Mutation("GGUF: a partial rotary read where the graph asserts the whole head rotates", GGUF_LAYERS,
