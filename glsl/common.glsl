@@ -217,8 +217,8 @@ float round_scaled_bf16(float r, float rest) {
 //
 // float32 and float16 x: Kahan's fma form, one rounding error at most about
 // 1.5 ulp of the result where the device fuses fma. When c*d is infinite
-// the error term e is inf - inf = NaN; then f alone is what the plain
-// formula gives (+-inf, or NaN where that formula has NaN).
+// the error term e is inf - inf = NaN; then the plain formula is returned
+// (+-inf, or NaN where it has NaN: both products past float32's range).
 //
 // bfloat16 x, for one rounding to bfloat16 with no fma (lavapipe does not
 // fuse it): the exact result as a float32 sum and its remainder
@@ -247,7 +247,8 @@ float diff_of_products(float a, float b, float c, float d) {
   // of zero included (f + e would turn -0 into +0: a -0 input times any
   // cos, as torch keeps it)
   precise float r = e == 0.0 ? f : f + e;
-  return nan_bits(r) ? f : r;
+  precise float plain = a * b - c * d;
+  return nan_bits(r) ? plain : r;
 #endif
 }
 

@@ -75,7 +75,7 @@ ENCODER_ROTARY = r"Vision|Audio|Speech|Visual|Image|Patch|Encoder|Vit|Depth|Talk
 def is_text_rotary(name: str) -> bool:
     """Whether a rotary class's name is a text decoder's: not named for an encoder of another modality, or
     named Text (GLM-Image's GlmImageTextRotaryEmbedding, Granite 4 Vision's text one)."""
-    return "Text" in name or not re.search(ENCODER_ROTARY, name)
+    return "Text" in name or not re.search(ENCODER_ROTARY, name, re.IGNORECASE)  # (SAM 3's ViT too)
 
 
 def rotary_classes(module: Any) -> list[type]:
@@ -94,18 +94,17 @@ def held_rotaries(model: Any) -> tuple[list[tuple[str, Any]], list[str]]:
 
 def text_rotary_class(module: Any, text: Any) -> Any:
     """The class of the rotary module the text model for `text` holds (built on the meta device), where it
-    holds one text rotary class; else the modeling file's first text rotary class (a Text one first), or None."""
+    holds one text rotary class; else None (the probe refuses such a type: no text model class, one that does
+    not build, none held or several)."""
     cls = text_model(module, text)
-    if cls is not None:
-        try:
-            with torch.device("meta"):
-                held = {type(m) for _, m in held_rotaries(cls(text))[0]}
-            if len(held) == 1:
-                return held.pop()
-        except Exception:  # noqa: BLE001  (a model its default config does not build: the file's classes)
-            pass
-    classes = rotary_classes(module)
-    return next((c for c in classes if "Text" in c.__name__), classes[0] if classes else None)
+    if cls is None:
+        return None
+    try:
+        with torch.device("meta"):
+            held = {type(m) for _, m in held_rotaries(cls(text))[0]}
+    except Exception:  # noqa: BLE001  (a model its default config does not build)
+        return None
+    return held.pop() if len(held) == 1 else None
 
 
 def text_model(module: Any, text: Any) -> Any:

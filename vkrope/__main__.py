@@ -156,6 +156,9 @@ def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) ->
               f"external host memory {d['external_memory_host']}, timestamps {d['timestamp_valid_bits'] > 0}")
         print("     float32 subnormals: " + ("kept (shaders ask for DenormPreserve)" if d["denorm_preserve_float32"]
                                               else "the device's default (it cannot be asked to keep them)"))
+        print("     signed zeros, inf, NaN: " + ("kept (shaders ask for SignedZeroInfNanPreserve)"
+                                                  if d["signed_zero_inf_nan_preserve_float32"] else
+                                                  "the device's default (it cannot be asked to keep them)"))
         if d["problems"]:
             print(f"     not usable: {'; '.join(d['problems'])}")
     if chosen is None:  # (why: the error that follows)

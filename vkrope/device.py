@@ -284,7 +284,7 @@ def note_submitted(exc: BaseException, begun: int) -> None:
     exc.add_note(f"vkrope: this call had submitted its work ({now - begun} submission(s){unsure}): "
                  "what those write to device arrays is written (a call in several submissions may have stopped "
                  "between them), a numpy output may not be; do not repeat a call that cannot run twice "
-                 "(shift_cache, or one whose out is one of its inputs: it would rotate again)")
+                 "(shift_cache, or one whose out overlaps one of its inputs: it would rotate again)")
 
 
 @dataclass

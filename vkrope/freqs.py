@@ -219,14 +219,13 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
             four = p.ndim == 3 and p.shape[0] == MROPE_AXES + 1
             raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
                              f"{list(position_ids.shape)}" + (
-                                 " (transformers 5's Qwen3-VL text model takes [4, B, S], text then temporal, "
-                                 "height, width, and gives its rotary module position_ids[1:]: pass that)"
-                                 if four else ""))
+                                 " (transformers 5's M-RoPE text models, Qwen2-VL's to Qwen3.5's, take [4, B, S], "
+                                 "text then temporal, height, width, and give their rotary module "
+                                 "position_ids[1:]: pass that)" if four else ""))
     elif p.ndim != 2:
         raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}"
-                         + (" (positions per axis are M-RoPE's; this RoPE takes one position axis: its config has "
-                            "no mrope_section, or its model's M-RoPE layout is one vkrope does not read, "
-                            "docs/MODELS.md)" if p.ndim == 3 else ""))
+                         + (" (positions per axis are M-RoPE's; this RoPE takes one position axis)"
+                            if p.ndim == 3 else ""))
     check_positions(name, p)
     return np.asarray(p, np.int64)
 

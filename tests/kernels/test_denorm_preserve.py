@@ -20,7 +20,7 @@ import pytest
 import vkrope
 import vkrope.vk.pipeline as pipeline
 from vkrope.runtime.manifest import manifest, spirv_dir
-from vkrope.vk.spirv import with_denorm_preserve
+from vkrope.vk.spirv import with_denorm_preserve, with_float_controls
 
 NAMES = sorted(manifest()["variants"])
 
@@ -107,19 +107,22 @@ def test_a_module_asking_to_flush_is_refused():
 
 
 @pytest.mark.parametrize("preserve", [False, True])
-def test_modules_ask_for_it_exactly_where_the_device_can(make_device, monkeypatch, preserve):
-    """Every module a Device creates is edited when its facts say the device
-    can keep subnormals, none otherwise (lavapipe cannot be asked: the
+@pytest.mark.parametrize("signed_zero", [False, True])
+def test_modules_ask_for_it_exactly_where_the_device_can(make_device, monkeypatch, preserve, signed_zero):
+    """Every module a Device creates asks for each mode its facts say the device
+    takes, none otherwise (lavapipe cannot be asked for DenormPreserve: the
     edit itself is stubbed to record, so the driver sees the plain module)."""
     dev = make_device()
     ctx = dev._context()
-    monkeypatch.setattr(ctx, "info", dataclasses.replace(ctx.info, denorm_preserve_float32=preserve))
-    edited: list[int] = []
-    monkeypatch.setattr(pipeline, "with_denorm_preserve", lambda spv: edited.append(len(spv)) or spv)
+    monkeypatch.setattr(ctx, "info", dataclasses.replace(ctx.info, denorm_preserve_float32=preserve,
+                                                         signed_zero_inf_nan_preserve_float32=signed_zero))
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr(pipeline, "with_float_controls", lambda spv, modes: asked.append(modes) or spv)
     x = np.ones((1, 4, 8), np.float32)
     f = np.tile(np.array([1.0, 0.0], np.float32), (4, 4))
     np.testing.assert_array_equal(dev.apply(x, f), x)
-    assert (len(edited) > 0) is preserve, edited
+    want = tuple(m for m, on in (("DenormPreserve", preserve), ("SignedZeroInfNanPreserve", signed_zero)) if on)
+    assert set(asked) == ({want} if want else set()), asked
 
 
 def test_a_device_that_can_keep_them_is_created_with_float_controls(monkeypatch):
@@ -144,7 +147,7 @@ def test_a_device_that_can_keep_them_is_created_with_float_controls(monkeypatch)
 
     monkeypatch.setattr(context, "select_device", select)
     monkeypatch.setattr(b, "call", call)
-    monkeypatch.setattr(pipeline, "with_denorm_preserve", lambda spv: spv)
+    monkeypatch.setattr(pipeline, "with_float_controls", lambda spv, modes: spv)
     with vkrope.Device() as dev:
         assert dev.info["denorm_preserve_float32"] is True
         x = np.ones((1, 4, 8), np.float32)
@@ -170,7 +173,8 @@ def test_asked_only_where_the_device_keeps_them_and_32_bit_may_differ(monkeypatc
 
     def props2(vk, pd, inner, stype):
         if inner == "VkPhysicalDeviceFloatControlsProperties":
-            return SimpleNamespace(shaderDenormPreserveFloat32=preserve32, denormBehaviorIndependence=independence)
+            return SimpleNamespace(shaderDenormPreserveFloat32=preserve32, denormBehaviorIndependence=independence,
+                                   shaderSignedZeroInfNanPreserveFloat32=preserve32)
         return real(vk, pd, inner, stype)
 
     monkeypatch.setattr(instance, "_props2", props2)
@@ -181,4 +185,27 @@ def test_asked_only_where_the_device_keeps_them_and_32_bit_may_differ(monkeypatc
     if instance.FLOAT_CONTROLS not in exts:
         pytest.skip("the device does not offer VK_KHR_shader_float_controls: its facts are never read")
     version = int(info["api_version"].split(".")[0]) << 22 | int(info["api_version"].split(".")[1]) << 12
-    assert instance._extended_facts(vk, pd, version, True)[-1] is asked
+    facts = instance._extended_facts(vk, pd, version, True)
+    assert facts[-2] is asked and facts[-1] is bool(preserve32)  # (signed zeros: whatever the independence)
+
+
+@pytest.mark.parametrize("name", NAMES[::11])
+def test_both_modes_make_a_valid_module(name, tmp_path):
+    """DenormPreserve and SignedZeroInfNanPreserve together: one capability each, one extension, one execution
+    mode of each per entry point, spirv-val content; asking for a mode twice is refused."""
+    spv = (spirv_dir() / f"{name}.spv").read_bytes()
+    edited = tmp_path / "edited.spv"
+    edited.write_bytes(with_float_controls(spv, ("DenormPreserve", "SignedZeroInfNanPreserve")))
+    subprocess.run(["spirv-val", "--target-env", "vulkan1.1", str(edited)], check=True)
+    text = _disassembled(edited)
+    entries = [line.split()[2] for line in text.splitlines() if "OpEntryPoint" in line]
+    assert text.count("OpCapability SignedZeroInfNanPreserve") == 1 and text.count("OpCapability DenormPreserve") == 1
+    assert text.count('OpExtension "SPV_KHR_float_controls"') == 1
+    for entry in entries:
+        assert text.count(f"OpExecutionMode {entry} SignedZeroInfNanPreserve 32") == 1
+    with pytest.raises(ValueError, match="already declares SignedZeroInfNanPreserve"):
+        with_float_controls(edited.read_bytes(), ("SignedZeroInfNanPreserve",))
+
+
+def test_info_says_whether_signed_zeros_are_kept():
+    assert isinstance(vkrope.default_device().info["signed_zero_inf_nan_preserve_float32"], bool)

@@ -444,9 +444,12 @@ ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_stri
 
 
 @pytest.mark.parametrize("kvs, n_kv, n_tensors, match", [
-    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 0, 2**40), 2, 0, r"metadata 1 \(1099511627776 values\)"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 0, 2**30), 2, 0, r"metadata 1 \(1073741824 values\)"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 0, 2**40), 2, 0,
+     r"metadata 1's length is 1099511627776, past llama.cpp's limit of 2\^30"),
     (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 8, 2**40), 2, 0, "metadata 1"),  # strings
-    (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**62), 2, 0, "metadata 1 needs 4611686018427387904 bytes"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**30), 2, 0, "metadata 1 needs 1073741824 bytes"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**62), 2, 0, "metadata 1's length is 4611686018427387904, past"),
     (ARCH, 2**40, 0, "metadata key 1"),
     (ARCH, 1, 2**40, "tensor 0's name"),
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 77), 2, 0, "value type 77"),
@@ -455,7 +458,7 @@ ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_stri
      "an array of arrays, which llama.cpp's gguf_init refuses"),
 ])
 def test_a_header_claiming_more_than_the_file_holds_is_refused_at_once(tmp_path, kvs, n_kv, n_tensors, match):
-    """gguf's reader trusts the header: a 100-byte file whose array claimed
+    """gguf's reader trusted the header: a 100-byte file whose array claimed
     2^40 elements made it loop, its memory growing, for ever (an adversarial
     helper's file). Every count and length is now held to the file's bytes
     first (vkrope/models/gguf_file.py): a ValueError naming the field."""
@@ -497,8 +500,8 @@ def test_arrays_of_strings_and_big_endian_files_still_read(tmp_path):
 
 
 def test_a_key_that_is_not_utf8_is_named(tmp_path):
-    """gguf's reader decodes strings when asked: a bare UnicodeDecodeError
-    was all a non-UTF-8 architecture gave."""
+    """Strings are decoded when asked for: a value that is not UTF-8 is
+    named (a bare UnicodeDecodeError was all a non-UTF-8 architecture gave)."""
     arch = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_string(b"\xffllama")
     path = tmp_path / "nonutf8.gguf"
     path.write_bytes(_header(arch, 1))

@@ -102,11 +102,14 @@ def _tensor(name: bytes, dims: tuple[int, ...], kind: int = 0, offset: int = 0) 
     (_file([_u32(b"general.alignment", 48)]), r"general.alignment 48 is not a power of 2"),
     (_file([], [_tensor(b"t", (4,)), _tensor(b"t", (4,), offset=32)], pad=b"\0" * 64), r"a tensor name is given twice"),
     (_file([], [_tensor(b"x" * 64, (4,))], pad=b"\0" * 16), r"tensor 0's name is 64 bytes"),
-    (_file([], [_tensor(b"t", (4,), kind=4)], pad=b"\0" * 16), r"tensor 't' has GGML type 4, which llama.cpp"),
+    (_file([], [_tensor(b"t", (4,), kind=4)], pad=b"\0" * 16), r"tensor 't' has GGML type 4, which the gguf package installed \(.*\) does not know"),
     (_file([], [_tensor(b"t", (20,), kind=8)], pad=b"\0" * 64), r"tensor .t.: row size \(20\) is not a multiple of Q8_0"),
     (_file([], [_tensor(b"t", (2**62, 4))]), r"tensor 't' has shape .*: past int64"),
     (_file([], [_tensor(b"t", (64,))], pad=b"\0" * 16), r"tensor 't''s data run past the end of the file"),
     (b"GGML" + bytes(28), r"it does not start with GGUF's magic"),
+    (_file([], [_tensor(b"t", (), kind=8)], pad=b"\0" * 64), r"tensor 't': row size \(1\) is not a multiple of Q8_0"),
+    (_file([_s(b"a\xff") + struct.pack("<II", 4, 1), _s(b"a\xff") + struct.pack("<II", 4, 2)]),
+     r"metadata key 2 is 'a\ufffd' again"),
 ])
 def test_what_llama_cpp_refuses_is_refused_by_name(tmp_path, content, match):
     path = tmp_path / "bad.gguf"
@@ -116,3 +119,11 @@ def test_what_llama_cpp_refuses_is_refused_by_name(tmp_path, content, match):
             pass
     with pytest.raises(ValueError, match=r"is not a GGUF file \(ValueError: " + match):
         vkrope.from_gguf(str(path))
+
+
+def test_keys_apart_as_bytes_are_two_keys(tmp_path):
+    """llama.cpp compares keys as bytes: two that are not UTF-8 and decode alike are two keys, not a repeat."""
+    path = tmp_path / "two.gguf"
+    path.write_bytes(_file([_s(b"a\xff") + struct.pack("<II", 4, 1), _s(b"a\xfe") + struct.pack("<II", 4, 2)]))
+    with gguf_file.opened(str(path)) as g:
+        assert len(g.fields) == 3

@@ -305,8 +305,8 @@ def test_a_key_of_a_type_llama_cpp_does_not_take_is_refused(tmp_path):
 
 
 def test_an_empty_arrays_element_type_is_read_from_its_header(tmp_path):
-    """gguf's reader lists no element type for an empty array; its header holds it (and one of no GGUF type is
-    a broken file, as llama.cpp's reader says)."""
+    """An empty array's element type is its header's (gguf's reader listed none; one of no GGUF type is a
+    broken file, as llama.cpp's reader says)."""
     path = tmp_path / "e-qwen2.gguf"
     w = gguf.GGUFWriter(str(path), arch="qwen2")
     for key, value in {"context_length": 4096, "embedding_length": 2048, "block_count": 2,

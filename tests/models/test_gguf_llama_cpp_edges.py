@@ -127,11 +127,11 @@ def _file(tensors: list[tuple[list[int], int]], data: bytes, kind: int = 0) -> b
     ([([64], 0), ([8], 0)], 0, "'t1' has its data at offset 0 of the data section, expected 256"),
     ([([64], 0), ([8], 288)], 0, "'t1' has its data at offset 288 of the data section, expected 256"),
     ([([64], 0), ([7], 256), ([8], 284)], 0, "'t2' has its data at offset 284 of the data section, expected 288"),
-    ([([64], 0), ([20], 256)], 8, "row size \\(20\\) is not a multiple of Q8_0 block size"),  # (gguf's reader)
+    ([([64], 0), ([20], 256)], 8, "row size \\(20\\) is not a multiple of Q8_0 block size"),
 ])
 def test_tensor_tables_llama_cpp_refuses_are_refused(tmp_path, tensors, kind, match):
-    """gguf_init's checks: at most 4 dimensions, a first dimension of whole blocks (gguf's reader makes this
-    one), and each tensor's data right after the one before (padded to the alignment: a 28-byte tensor takes
+    """gguf_init's checks: at most 4 dimensions, a first dimension of whole blocks, and each tensor's data
+    right after the one before (padded to the alignment: a 28-byte tensor takes
     32), the first at the data section's start; the same tables laid right are read."""
     path = tmp_path / "bad.gguf"
     path.write_bytes(_file(tensors, np.ones(64 + 64, np.float32).tobytes(), kind))

@@ -1275,7 +1275,7 @@ def test_position_ids_of_another_layout_are_named_with_theirs():
     """Qwen3-VL's [4, B, S] of transformers 5 (text, then the three axes: its rotary module gets [1:]) and
     positions per axis for a one-axis RoPE are refused with what they are."""
     q = np.zeros((1, 2, 3, 128), np.float32)
-    with pytest.raises(ValueError, match=r"got \[4, 1, 3\] \(transformers 5's Qwen3-VL .* position_ids\[1:\]"):
+    with pytest.raises(ValueError, match=r"got \[4, 1, 3\] \(transformers 5's M-RoPE text models, .* position_ids\[1:\]"):
         vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("qwen2-vl-7b")), np.zeros((4, 1, 3), np.int64))
     with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[3, 1, 3\] \(positions per axis are M-RoPE's; "
                                          r"this RoPE takes one position axis"):

@@ -356,8 +356,8 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
     o = outs["q_out"]
 
     def as_given(a: Any) -> Any:
-        """An input q's result overlaps other than as itself, read from a copy: blocks written early would
-        change what later blocks read (q's result as q itself, or k, is read and written by one block)."""
+        """An input that `out` overlaps other than as the same view, read from a copy: blocks written early
+        would change what later blocks read (`out` as the same view of q or k is read and written by one block)."""
         return a.copy() if isinstance(a, np.ndarray) and np.shares_memory(a, o) and not same_view(a, o) else a
 
     req = replace(req, x=as_given(req.x), k=as_given(req.k), v=as_given(req.v), cos=as_given(req.cos),

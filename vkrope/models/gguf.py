@@ -236,8 +236,8 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
     head_dim = call.dims if call.apart or not call.head else call.head
     if not call.dims:
         if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
-            raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0 (llama.cpp's loader requires "
-                             "it)")
+            raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
+                             "dim and rotates nothing (n_rot 0); vkrope refuses the file")
         raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
@@ -325,7 +325,7 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
 # names the argument as from_hf's users know it)
 _GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_length",
                  "beta_fast": "rope.scaling.yarn_beta_fast", "beta_slow": "rope.scaling.yarn_beta_slow",
-                 "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor",
+                 "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor|rope.scale_linear",
                  "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)"}
 
 
@@ -336,6 +336,8 @@ def _read_from(message: str, arch: str, kv: dict) -> str:
         return ""
     if source.startswith("the tensor"):
         return f" (from {source})"
+    keys = source.split("|")  # (the key, then the older one llama.cpp falls back to)
+    source = next((k for k in keys if k in kv), keys[0])
     given = f" = {kv[source]!r}" if source in kv else " (not in the file: llama.cpp's default, or derived)"
     derived = " and the scaling it multiplies in" if source == "rope.scaling.attn_factor" else ""
     return f" (from {arch}.{source}{given}{derived})"

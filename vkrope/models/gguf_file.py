@@ -24,6 +24,7 @@ alignment) from the data section's start.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import mmap
 import struct
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _TYPES: dict[int, tuple[str, str | None]] = {
     10: ("UINT64", "Q"), 11: ("INT64", "q"), 12: ("FLOAT64", "d")}
 _STRING, _ARRAY = 8, 9
 _MAX_NAME = 64  # GGML_MAX_NAME: a tensor name is shorter
+_MAX_LENGTH = 1 << 30  # GGUF_MAX_STRING_LENGTH and GGUF_MAX_ARRAY_ELEMENTS: gguf_init refuses more
 _DEFAULT_ALIGNMENT = 32
 
 
@@ -58,8 +60,15 @@ class _Walk:
         start = self.take(size, what)
         return int(struct.unpack_from(self.order + {4: "I", 8: "Q"}[size], self.data, start)[0])
 
+    def length(self, what: str) -> int:
+        """A string's length or an array's count, at most llama.cpp's limit of 2^30."""
+        n = self.uint(8, what)
+        if n > _MAX_LENGTH:
+            raise ValueError(f"{what} is {n}, past llama.cpp's limit of 2^30 (it refuses the file)")
+        return n
+
     def string(self, what: str) -> bytes:
-        start = self.take(self.uint(8, what + "'s length"), what)
+        start = self.take(self.length(what + "'s length"), what)
         return bytes(self.data[start:self.at])
 
     def value(self, kind: int, what: str) -> None:
@@ -68,9 +77,9 @@ class _Walk:
         if code is not None:
             self.take(struct.calcsize(code), what)
         elif kind == _STRING:
-            self.take(self.uint(8, what + "'s length"), what)
+            self.take(self.length(what + "'s length"), what)
         elif kind == _ARRAY:
-            element, count = self.uint(4, what + "'s element type"), self.uint(8, what + "'s length")
+            element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length")
             element_code = _TYPES.get(element, ("", None))[1]
             if element_code is not None:
                 self.take(count * struct.calcsize(element_code), f"{what} ({count} values)")
@@ -153,18 +162,23 @@ class GgufFile:
 def opened(path: str) -> Iterator[GgufFile]:
     """The header of the GGUF file at `path`, read (a ValueError naming what llama.cpp refuses), for the block's
     length: its values are decoded from the file's memory map."""
+    try:
+        gguf = importlib.import_module("gguf")  # (an optional extra: GGML's types and block sizes)
+    except ImportError as exc:
+        raise ImportError(f"vkrope.from_gguf needs the gguf package: pip install gguf (vkrope's gguf extra); "
+                          f"importing it failed: {exc}") from None
     with open(path, "rb") as f:
         if f.read(4) != b"GGUF":
             raise ValueError("it does not start with GGUF's magic")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            header = _read(data)
+            header = _read(data, gguf)
             try:
                 yield header
             finally:
                 header.data = b""  # (nothing keeps a view of the map past the block)
 
 
-def _read(data: mmap.mmap) -> GgufFile:
+def _read(data: mmap.mmap, gguf: Any) -> GgufFile:
     version = struct.unpack_from("<I", data, 4)[0] if len(data) >= 8 else 0
     order = "<" if version & 0xFFFF else ">"  # (a big-endian file's version reads as v << 24)
     walk = _Walk(data, order)
@@ -174,22 +188,26 @@ def _read(data: mmap.mmap) -> GgufFile:
         raise ValueError(f"GGUF version {version}; llama.cpp reads versions 2 and 3")
     n_tensors, n_keys = walk.uint(8, "the tensor count"), walk.uint(8, "the metadata count")
     fields: dict[str, tuple[int, int]] = {}
+    seen: set[bytes] = set()  # (llama.cpp compares keys as bytes; a key that is not UTF-8 is named as it decodes)
     for i in range(n_keys):
-        key = walk.string(f"metadata key {i}").decode("utf-8", "replace")
-        if not key or key in fields:
-            raise ValueError(f"metadata key {i} is {'empty' if not key else f'{key!r} again'} (llama.cpp refuses "
+        raw = walk.string(f"metadata key {i}")
+        key = raw.decode("utf-8", "replace")
+        if not raw or raw in seen:
+            raise ValueError(f"metadata key {i} is {'empty' if not raw else f'{key!r} again'} (llama.cpp refuses "
                              "the file)")
+        seen.add(raw)
         kind = walk.uint(4, f"metadata {i}'s type")
-        fields[key] = (kind, walk.at)
+        fields[key if key not in fields else f"{key}@{i}"] = (kind, walk.at)  # (two keys decoding alike)
         walk.value(kind, f"metadata {i}")
     header = GgufFile(data, order, fields, [])
     alignment = _alignment(header)
-    infos = [_tensor_info(walk, i) for i in range(n_tensors)]
-    if len({name for name, *_ in infos}) < len(infos):
+    infos = [_tensor_info(walk, i, gguf) for i in range(n_tensors)]
+    if len({raw for raw, *_ in infos}) < len(infos):
         raise ValueError("a tensor name is given twice (llama.cpp refuses the file)")
     start = -(-walk.at // alignment) * alignment if infos else walk.at  # (the data section)
     expected = 0
-    for name, type_name, dims, n_bytes, offset in infos:
+    for raw, type_name, dims, n_bytes, offset in infos:
+        name = raw.decode("utf-8", "replace")
         if offset != expected:
             raise ValueError(f"tensor {name!r} has its data at offset {offset} of the data section, expected "
                              f"{expected} (llama.cpp refuses the file)")
@@ -212,10 +230,9 @@ def _alignment(header: GgufFile) -> int:
     return value
 
 
-def _tensor_info(walk: _Walk, i: int) -> tuple[str, str, tuple[int, ...], int, int]:
-    """Tensor i's (name, GGML type name, dimensions, bytes, data offset), as gguf_init checks them."""
-    import gguf  # noqa: PLC0415  (an optional extra, there when from_gguf reads a file: GGML's block sizes)
-
+def _tensor_info(walk: _Walk, i: int, gguf: Any) -> tuple[bytes, str, tuple[int, ...], int, int]:
+    """Tensor i's (name as bytes, GGML type name, dimensions, bytes, data offset), as gguf_init checks them
+    (`gguf`: the package, for GGML's types and block sizes)."""
     raw = walk.string(f"tensor {i}'s name")
     name = raw.decode("utf-8", "replace")
     if len(raw) >= _MAX_NAME:
@@ -231,11 +248,23 @@ def _tensor_info(walk: _Walk, i: int) -> tuple[str, str, tuple[int, ...], int, i
         ggml_type = gguf.GGMLQuantizationType(kind)
         block, type_size = gguf.GGML_QUANT_SIZES[ggml_type]
     except (ValueError, KeyError):
-        raise ValueError(f"tensor {name!r} has GGML type {kind}, which llama.cpp does not load") from None
+        raise ValueError(f"tensor {name!r} has GGML type {kind}, which the gguf package installed "
+                         f"({_gguf_version()}) does not know") from None
     n = int(np.prod(dims, dtype=object)) if dims else 1
     if any(d >= 2**63 for d in dims) or n >= 2**63:
         raise ValueError(f"tensor {name!r} has shape {dims}: past int64 (llama.cpp refuses the file)")
-    if (dims[0] if dims else 1) % block:
-        raise ValueError(f"tensor {name!r}: row size ({dims[0]}) is not a multiple of {ggml_type.name} block size "
+    row = dims[0] if dims else 1  # (ggml's ne[0]; 1 without dimensions)
+    if row % block:
+        raise ValueError(f"tensor {name!r}: row size ({row}) is not a multiple of {ggml_type.name} block size "
                          f"({block})")
-    return name, ggml_type.name, dims, n // block * type_size, offset
+    return raw, ggml_type.name, dims, n // block * type_size, offset
+
+
+def _gguf_version() -> str:
+    """The installed gguf package's version, for a message."""
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        return metadata.version("gguf")
+    except metadata.PackageNotFoundError:
+        return "version unknown"

@@ -83,7 +83,6 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
     return v_cache if moves else None
 
 
-
 def _one_set(rope: ModelRope) -> bool:
     """Whether a longrope gives one set of frequencies on both sides of its switch (from_gguf's: the set
     llama.cpp's context picks, as both its short and long factors): any call rotated the keys by it."""
@@ -91,8 +90,9 @@ def _one_set(rope: ModelRope) -> bool:
         return False
     try:
         return rope.freqs(np.zeros((1, 1), np.int64)) == rope.freqs(np.full((1, 1), rope.orig, np.int64))
-    except ValueError:  # (its original length past the positions it takes: the long set is never reached)
-        return False
+    except ValueError:  # (its original length past the positions it takes: no call reached the long set)
+        return True
+
 
 def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
           slots: Any = None, interleaved: Any = False) -> Request:

@@ -57,7 +57,7 @@ class Context:
         if info.storage_buffer_16bit:
             f16 = vk.VkPhysicalDevice16BitStorageFeatures(storageBuffer16BitAccess=vk.VK_TRUE)
         extensions = [EXTERNAL_MEMORY_HOST] if info.external_memory_host else []
-        if info.denorm_preserve_float32:
+        if info.denorm_preserve_float32 or info.signed_zero_inf_nan_preserve_float32:
             extensions.append(FLOAT_CONTROLS)
         self.external_memory_host = info.external_memory_host
         create = vk.VkDeviceCreateInfo(

@@ -116,8 +116,10 @@ class PhysicalDeviceInfo:
     storage_buffer_16bit: bool
     external_memory_host: bool
     min_imported_host_pointer_alignment: int
-    # whether shaders may ask to keep float32 subnormals (vk/spirv.py); else the device's default
+    # whether shaders may ask to keep float32 subnormals, and signed zeros, infinities and NaNs
+    # (vk/spirv.py); else the device's default
     denorm_preserve_float32: bool
+    signed_zero_inf_nan_preserve_float32: bool
     problems: list[str]
 
     def facts(self) -> dict[str, Any]:
@@ -282,10 +284,10 @@ def _props2(vk: Any, pd: Any, inner: str, inner_stype: int) -> Any:
                     vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, inner, inner_stype)
 
 
-def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int, bool, int, str, bool]:
+def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int, bool, int, str, bool, bool]:
     """(16-bit storage, maxMemoryAllocationSize, external host memory, its
-    alignment, driver name, float32 DenormPreserve): the facts behind the *2
-    queries (core in 1.1)."""
+    alignment, driver name, float32 DenormPreserve, float32
+    SignedZeroInfNanPreserve): the facts behind the *2 queries (core in 1.1)."""
     storage16, max_alloc, host_align = False, 0, 0
     if usable:
         f16 = _chained(vk, pd, vk.lib.vkGetPhysicalDeviceFeatures2, "VkPhysicalDeviceFeatures2",
@@ -305,14 +307,15 @@ def _extended_facts(vk: Any, pd: Any, api: int, usable: bool) -> tuple[bool, int
     if api >= (1 << 22) | (2 << 12):  # VkPhysicalDeviceDriverProperties is core in 1.2
         dp = _props2(vk, pd, "VkPhysicalDeviceDriverProperties", vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
         driver = f"{vk.ffi.string(dp.driverName).decode()} {vk.ffi.string(dp.driverInfo).decode()}".strip()
-    preserve = False
+    preserve = signed_zero = False
     if FLOAT_CONTROLS in exts and usable:
         fc = _props2(vk, pd, "VkPhysicalDeviceFloatControlsProperties",
                      vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES)
         # (with no independence, every float width of a module must share one denormals mode)
         preserve = bool(fc.shaderDenormPreserveFloat32) and (
             fc.denormBehaviorIndependence != vk.VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_NONE)
-    return storage16, max_alloc, ext_host, host_align, driver, preserve
+        signed_zero = bool(fc.shaderSignedZeroInfNanPreserveFloat32)
+    return storage16, max_alloc, ext_host, host_align, driver, preserve, signed_zero
 
 
 def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
@@ -327,8 +330,8 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
     compute_family, timestamp_bits = _compute_family(vk, pd)
     if compute_family is None:
         problems.append("has no queue family with compute support")
-    storage16, max_alloc, ext_host, host_align, driver, preserve = _extended_facts(vk, pd, props.apiVersion,
-                                                                                  not problems)
+    storage16, max_alloc, ext_host, host_align, driver, preserve, signed_zero = _extended_facts(
+        vk, pd, props.apiVersion, not problems)
     driver = driver or f"driver version {props.driverVersion:#x}"
     return PhysicalDeviceInfo(
         index=index,
@@ -353,6 +356,7 @@ def _describe(vk: Any, index: int, pd: Any) -> PhysicalDeviceInfo:
         external_memory_host=ext_host,
         min_imported_host_pointer_alignment=host_align,
         denorm_preserve_float32=preserve,
+        signed_zero_inf_nan_preserve_float32=signed_zero,
         problems=problems,
     )
 

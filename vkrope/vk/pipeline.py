@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from . import binding as b
 from .context import Context
 from .resources import Buffer, Image3D
-from .spirv import with_denorm_preserve
+from .spirv import with_float_controls
 
 STORAGE_BUFFER = "storage_buffer"
 STORAGE_IMAGE = "storage_image"
@@ -46,8 +46,12 @@ class ComputePipeline:
         self.handle: Any = None
         ctx.adopt(self)  # first: whatever is created below has an owner
         try:
-            if ctx.info.denorm_preserve_float32:  # (else the device's default: NVIDIA's flushes them)
-                spirv = with_denorm_preserve(spirv)
+            # (where the device takes them; else its default: NVIDIA's flushes subnormals)
+            modes = tuple(m for m, asked in (("DenormPreserve", ctx.info.denorm_preserve_float32),
+                                             ("SignedZeroInfNanPreserve",
+                                              ctx.info.signed_zero_inf_nan_preserve_float32)) if asked)
+            if modes:
+                spirv = with_float_controls(spirv, modes)
             module_info = vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv)
             b.create(self, "module", "VkShaderModule", "vkCreateShaderModule", ctx.handle, module_info, None)
 
