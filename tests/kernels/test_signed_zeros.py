@@ -39,3 +39,14 @@ def test_zero_inputs_keep_the_sign_the_formula_gives(case: OpCase, dtype: type) 
         assert y.dtype == np.dtype(dtype) and not np.any(y.astype(np.float64))
         wrong = np.signbit(y) != np.signbit(ref)
         assert not wrong.any(), f"{case.name}: {int(wrong.sum())} of {y.size} zeros with the other sign"
+
+
+@pytest.mark.parametrize("storage", ["buffer", "texture3d"])
+@pytest.mark.parametrize("dtype", [np.float32, vkrope.bfloat16], ids=lambda d: np.dtype(d).name)
+def test_both_products_past_float32_give_nan(storage, dtype):
+    """x*c - y*s where both products overflow float32 (cos / sin tables of 2): the plain formula's NaN (inf -
+    inf), not the infinity of one product, though the exact difference is 0; the sum is +inf."""
+    x = np.full((1, 1, 1, 2), 3e38, np.float32).astype(dtype)
+    table = np.full((1, 1), 2.0, np.float32)
+    y = vkrope.rotary_embedding(x, table, table, np.zeros((1, 1), np.int64), interleaved=True, storage=storage)
+    assert np.isnan(y[..., 0]).all() and (y[..., 1] == np.inf).all(), y
