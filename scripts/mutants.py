@@ -1705,7 +1705,8 @@ MUTATIONS = [
              "\"are read as [B, H, S, D]: are they\" if \" and \" in name else", "\"are read as [B, H, S, D]: are they\" if False else"),
     # The H200 run (#35): subnormals, the allocation count on a discrete GPU, staging memory, forks
     Mutation("DenormPreserve never asked for where the device can keep subnormals", "vkrope/vk/pipeline.py",
-             "            if ctx.info.denorm_preserve_float32:", "            if False:"),
+             '            modes = tuple(m for m, asked in (("DenormPreserve", ctx.info.denorm_preserve_float32),',
+             '            modes = tuple(m for m, asked in (("DenormPreserve", False),'),
     Mutation("DenormPreserve asked for on every device (lavapipe cannot be asked)", "vkrope/vk/instance.py",
              "        preserve = bool(fc.shaderDenormPreserveFloat32)", "        preserve = True"),
     Mutation("DenormPreserve 32 asked for where every width must share one denormals mode", "vkrope/vk/instance.py",
@@ -1715,9 +1716,8 @@ MUTATIONS = [
     Mutation("VK_KHR_shader_float_controls not enabled where the modules ask for DenormPreserve",
              "vkrope/vk/context.py", "            extensions.append(FLOAT_CONTROLS)", "            pass"),
     Mutation("the DenormPreserve capability left out of the edited module", "vkrope/vk/spirv.py",
-             "    out[capability_end:capability_end] = (_instruction(OP_CAPABILITY, [CAPABILITY_DENORM_PRESERVE])\n"
-             "                                          + (",
-             "    out[capability_end:capability_end] = (\n                                          ("),
+             "    out[capability_end:capability_end] = ([w for m in modes for w in _instruction(OP_CAPABILITY, [MODES[m][0]])]",
+             "    out[capability_end:capability_end] = ([]"),
     Mutation("the float-controls extension declared twice", "vkrope/vk/spirv.py",
              "([] if has_extension else _instruction(OP_EXTENSION, extension))", "_instruction(OP_EXTENSION, extension)"),
     Mutation("the execution mode keeps 16-bit subnormals, not 32-bit", "vkrope/vk/spirv.py",
