@@ -148,8 +148,12 @@ def test_gemma3_layers_from_gguf(tmp_path):
 
 
 def test_gguf_errors(tmp_path):
-    with pytest.raises(ValueError, match="no such file"):
+    with pytest.raises(ValueError, match="^path: no such file: "):
         vkrope.from_gguf(tmp_path / "none.gguf")
+    with pytest.raises(ValueError, match="^path: a directory, not a file: "):
+        vkrope.from_gguf(tmp_path)
+    with pytest.raises(ValueError, match="^path: not a regular file: '/dev/null'"):
+        vkrope.from_gguf("/dev/null")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file at all")
     with pytest.raises(ValueError, match="not a GGUF file"):

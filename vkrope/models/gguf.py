@@ -4,7 +4,6 @@ reads it."""
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import math
 import os
 import struct
@@ -20,8 +19,7 @@ from ..runtime.dtypes import is_int
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
     """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it
-    (models/gguf_file.py reads the header as llama.cpp's gguf_init does; the
-    `gguf` package, vkrope's `gguf` extra, gives GGML's type sizes): `{arch}.rope.freq_base`,
+    (models/gguf_file.py reads the header as llama.cpp's gguf_init does): `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
     (none, linear, yarn, longrope), `.factor`, `.original_context_length`
     (else `context_length`), `.attn_factor`, the keys the architecture's own
@@ -52,15 +50,14 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     short ones (rounded up to a multiple of 256 first, as llama.cpp rounds
     it). A longrope file without it is a ValueError (the choice is
     the run's, not the file's); other files do not read it."""
-    if importlib.util.find_spec("gguf") is None:  # (an optional extra: GGML's type sizes)
-        raise ImportError("vkrope.from_gguf needs the gguf package: pip install gguf (vkrope's gguf extra: pip "
-                          "install '.[gguf]' in its clone)") from None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
     _check_choices(layer_type, layer, context_length)
     p = os.fspath(path)
     if not os.path.isfile(p):
-        raise ValueError(f"path: no such file {p!r}")
+        what = "no such file" if not os.path.exists(p) else "a directory, not a file" if os.path.isdir(p) else \
+            "not a regular file"
+        raise ValueError(f"path: {what}: {p!r}")
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     return at_context(rope, None if context_length is None else int(context_length), p,

@@ -2,11 +2,13 @@
 (ggml/src/gguf.cpp), with only the values asked for decoded.
 
 Every count and length is held to the bytes the file has (a 100-byte file
-whose array claims 2^40 elements is refused at once), and the file is read
-through a memory map. gguf's own reader made a Python object of every
-element of every array, so a Llama 3 file's vocabulary (128,256 tokens and
-280,147 merges) took 8 s before any RoPE key was read; here an array is
-walked over, and decoded only when asked for. Layout (GGUF v2 / v3, either
+whose array claims 2^40 elements is refused at once). The header is read
+into memory (a file cut or rewritten while it is read gives a ValueError,
+not a fault of a memory map), a few MiB at a time until the walk ends, so
+a model's weights are never read. gguf's own reader made a Python object of
+every element of every array, so a Llama 3 file's vocabulary (128,256
+tokens and 280,147 merges) took 8 s before any RoPE key was read; here an
+array is walked over, and decoded only when asked for. Layout (GGUF v2 / v3, either
 byte order): magic, version u32, tensor count u64, metadata count u64, then
 each key (a string: u64 length, bytes), its type u32 and value (a scalar, a
 string, or an array: element type u32, count u64, elements); then each
@@ -14,21 +16,27 @@ tensor's name, dimension count u32, dimensions u64, type u32 and offset
 u64; then the data section, at the next multiple of the alignment.
 
 What llama.cpp's gguf_init refuses is refused: a version other than 2 or 3,
-an empty or repeated key, an array of arrays, a general.alignment that is
-not a UINT32 power of two, a tensor name of 64 bytes or more or given
-twice, more than 4 dimensions, a type llama.cpp does not load or a row of
-partial blocks, and tensor data not laid end to end (each padded to the
-alignment) from the data section's start.
+an empty or repeated key, a string or array of more than 2^30, an array of
+arrays, a general.alignment that is not a UINT32 power of two, a tensor
+name of 64 bytes or more or given twice, more than 4 dimensions or a shape
+past int64, a type llama.cpp does not have (vkrope/data/ggml_types.json)
+or a row of partial blocks, and tensor data not laid end to end (each
+padded to the alignment) from the data section's start; and what its model
+loader refuses: two tensors of one name. Names are C strings to llama.cpp:
+a key or tensor is found by its bytes up to a NUL (the first of a name
+wins, as gguf_find_key's loop finds it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import mmap
+import functools
+import json
+import os
 import struct
 from dataclasses import dataclass
-from typing import Any, Iterator
+from importlib import resources
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 
@@ -41,18 +49,25 @@ _STRING, _ARRAY = 8, 9
 _MAX_NAME = 64  # GGML_MAX_NAME: a tensor name is shorter
 _MAX_LENGTH = 1 << 30  # GGUF_MAX_STRING_LENGTH and GGUF_MAX_ARRAY_ELEMENTS: gguf_init refuses more
 _DEFAULT_ALIGNMENT = 32
+_FIRST_READ = 1 << 22  # bytes of the header read at first (4 MiB; four times more each time the walk needs more)
+
+
+class _More(Exception):
+    """The walk needs bytes the file has past those read so far."""
 
 
 class _Walk:
-    """A cursor over the file's bytes that refuses to step past their end."""
+    """A cursor over the header's bytes read so far (`data`, of a file of `size` bytes) that refuses to step
+    past the file's end, and asks for more of it (_More) past theirs."""
 
-    def __init__(self, data: bytes | mmap.mmap, order: str) -> None:
-        self.data, self.order, self.at = data, order, 0
+    def __init__(self, data: bytes, size: int, order: str) -> None:
+        self.data, self.size, self.order, self.at = data, size, order, 0
 
     def take(self, n: int, what: str) -> int:
-        if n < 0 or n > len(self.data) - self.at:
-            raise ValueError(f"{what} needs {n} bytes at offset {self.at}; the file has {len(self.data) - self.at} "
-                             "left")
+        if n < 0 or n > self.size - self.at:
+            raise ValueError(f"{what} needs {n} bytes at offset {self.at}; the file has {self.size - self.at} left")
+        if n > len(self.data) - self.at:
+            raise _More
         self.at += n
         return self.at - n
 
@@ -69,10 +84,11 @@ class _Walk:
 
     def string(self, what: str) -> bytes:
         start = self.take(self.length(what + "'s length"), what)
-        return bytes(self.data[start:self.at])
+        return self.data[start:self.at]
 
-    def value(self, kind: int, what: str) -> None:
-        """Step over a value of GGUF type `kind` (an array: of scalars or strings, as llama.cpp takes)."""
+    def value(self, kind: int, what: str) -> int:
+        """Step over a value of GGUF type `kind` (an array: of scalars or strings, as llama.cpp takes); its
+        element type (an array's; else -1)."""
         code = _TYPES.get(kind, ("", None))[1]
         if code is not None:
             self.take(struct.calcsize(code), what)
@@ -84,14 +100,34 @@ class _Walk:
             if element_code is not None:
                 self.take(count * struct.calcsize(element_code), f"{what} ({count} values)")
             elif element == _STRING:
-                for _ in range(count):  # (each at least 8 bytes of length: a lying count runs out of bytes)
-                    self.value(_STRING, what)
+                self.strings(count, what)
             elif element == _ARRAY:
                 raise ValueError(f"{what}: an array of arrays, which llama.cpp's gguf_init refuses")
             else:
                 raise ValueError(f"{what}: an array of value type {element}, which GGUF does not have")
+            return element
         else:
             raise ValueError(f"{what}: value type {kind}, which GGUF does not have")
+        return -1
+
+    def strings(self, count: int, what: str) -> None:
+        """Step over `count` strings (a vocabulary's hundreds of thousands: one loop, no call per string)."""
+        length = struct.Struct(self.order + "Q")
+        data, at, have = self.data, self.at, len(self.data)
+        for _ in range(count):  # (each at least 8 bytes of length: a lying count runs out of bytes)
+            if at + 8 > have:
+                self.at = at
+                self.take(8, what + "'s length")
+            n = length.unpack_from(data, at)[0]
+            if n > _MAX_LENGTH:
+                self.at = at
+                raise ValueError(f"{what}'s length is {n}, past llama.cpp's limit of 2^30 (it refuses the file)")
+            at += 8
+            if n > have - at:
+                self.at = at
+                self.take(n, what)
+            at += n
+        self.at = at
 
 
 @dataclass(frozen=True)
@@ -106,38 +142,37 @@ class Tensor:
 
 
 class GgufFile:
-    """A read header over the file's bytes (valid while the `opened` block lasts): its keys' types and
-    values, decoded when asked for, and its tensors."""
+    """A read header: its keys' types and values (decoded when asked for, from the header's bytes), its
+    tensors, and their data read from the file while the `opened` block lasts."""
 
-    def __init__(self, data: bytes | mmap.mmap, order: str, fields: dict[str, tuple[int, int]],
-                 tensors: list[Tensor]) -> None:
-        self.data, self.order, self.fields, self.tensors = data, order, fields, tensors
+    def __init__(self, data: bytes, order: str, fields: dict[str, tuple[int, int, int]], file: BinaryIO) -> None:
+        self.data, self.order, self.fields, self.file = data, order, fields, file
+        self.tensors: list[Tensor] = []
 
     def type_name(self, key: str) -> str:
         """A key's GGUF type as gguf names them: UINT32, FLOAT32, ..., ARRAY[INT32]."""
-        kind, at = self.fields[key]
-        if kind != _ARRAY:
-            return _TYPES[kind][0]
-        return f"ARRAY[{_TYPES[self._uint(4, at)][0]}]"
+        kind, _, element = self.fields[key]
+        return _TYPES[kind][0] if kind != _ARRAY else f"ARRAY[{_TYPES[element][0]}]"
 
     def value(self, key: str) -> Any:
         """A key's value (None where the file has none) as gguf's `contents()` gives it: a Python int, float,
         bool or str, or a list of them; a UnicodeDecodeError for a string that is not UTF-8."""
         if key not in self.fields:
             return None
-        kind, at = self.fields[key]
+        kind, at, element = self.fields[key]
         if kind == _ARRAY:
-            element, count = self._uint(4, at), self._uint(8, at + 4)
-            return self._array(element, count, at + 12)
+            return self._array(element, self._uint(8, at + 4), at + 12)
         if kind == _STRING:
             return self._string(at)[0]
         return struct.unpack_from(self.order + str(_TYPES[kind][1]), self.data, at)[0]
 
     def float32(self, tensor: Tensor) -> np.ndarray:
         """An F32 tensor's values in numpy's order of its dimensions (ggml's ne reversed), as gguf's reader
-        shapes them; a copy, which outlives the file's memory map."""
-        flat = np.frombuffer(self.data, np.dtype(self.order + "f4"), tensor.n_bytes // 4,
-                             tensor.start).astype(np.float32)
+        shapes them, read from the file; a ValueError where it ends before them (cut since the header was read)."""
+        raw = os.pread(self.file.fileno(), tensor.n_bytes, tensor.start)
+        if len(raw) != tensor.n_bytes:
+            raise ValueError(f"tensor {tensor.name!r}'s data: the file ends before them (it was cut while read)")
+        flat = np.frombuffer(raw, np.dtype(self.order + "f4")).astype(np.float32)
         return flat.reshape(tensor.dims[::-1]) if tensor.dims else flat
 
     def _uint(self, size: int, at: int) -> int:
@@ -145,7 +180,7 @@ class GgufFile:
 
     def _string(self, at: int) -> tuple[str, int]:
         n = self._uint(8, at)
-        return bytes(self.data[at + 8:at + 8 + n]).decode("utf-8"), at + 8 + n
+        return self.data[at + 8:at + 8 + n].decode("utf-8"), at + 8 + n
 
     def _array(self, element: int, count: int, at: int) -> list:
         if element == _STRING:
@@ -154,64 +189,66 @@ class GgufFile:
                 s, at = self._string(at)
                 out.append(s)
             return out
-        code = str(_TYPES[element][1])
-        return np.frombuffer(self.data, np.dtype(self.order + code), count, at).tolist()
+        return np.frombuffer(self.data, np.dtype(self.order + str(_TYPES[element][1])), count, at).tolist()
 
 
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[GgufFile]:
-    """The header of the GGUF file at `path`, read (a ValueError naming what llama.cpp refuses), for the block's
-    length: its values are decoded from the file's memory map."""
-    try:
-        gguf = importlib.import_module("gguf")  # (an optional extra: GGML's types and block sizes)
-    except ImportError as exc:
-        raise ImportError(f"vkrope.from_gguf needs the gguf package: pip install gguf (vkrope's gguf extra); "
-                          f"importing it failed: {exc}") from None
+    """The header of the GGUF file at `path`, read (a ValueError naming what llama.cpp refuses), and the file
+    open for its tensors' data for the block's length."""
     with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
         if f.read(4) != b"GGUF":
             raise ValueError("it does not start with GGUF's magic")
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            header = _read(data, gguf)
+        want = min(size, _FIRST_READ)
+        while True:
+            data = os.pread(f.fileno(), want, 0)
+            if len(data) < want:  # (the file was cut while read: what is there is all of it)
+                size = len(data)
             try:
-                yield header
-            finally:
-                header.data = b""  # (nothing keeps a view of the map past the block)
+                header = _read(data, size, f)
+                break
+            except _More:
+                want = min(size, want * 4)
+        yield header
 
 
-def _read(data: mmap.mmap, gguf: Any) -> GgufFile:
+def _read(data: bytes, size: int, file: BinaryIO) -> GgufFile:
+    """The header in `data`, the first bytes of a file of `size` (_More where the walk needs more of them)."""
     version = struct.unpack_from("<I", data, 4)[0] if len(data) >= 8 else 0
     order = "<" if version & 0xFFFF else ">"  # (a big-endian file's version reads as v << 24)
-    walk = _Walk(data, order)
+    walk = _Walk(data, size, order)
     walk.take(8, "the header")
     version = struct.unpack_from(order + "I", data, 4)[0]
     if version not in (2, 3):
         raise ValueError(f"GGUF version {version}; llama.cpp reads versions 2 and 3")
     n_tensors, n_keys = walk.uint(8, "the tensor count"), walk.uint(8, "the metadata count")
-    fields: dict[str, tuple[int, int]] = {}
-    seen: set[bytes] = set()  # (llama.cpp compares keys as bytes; a key that is not UTF-8 is named as it decodes)
+    fields: dict[str, tuple[int, int, int]] = {}
+    seen: set[bytes] = set()  # (gguf_init compares keys as whole strings; lookups stop at a NUL)
     for i in range(n_keys):
         raw = walk.string(f"metadata key {i}")
-        key = raw.decode("utf-8", "replace")
+        key = raw.split(b"\0")[0].decode("utf-8", "surrogateescape")  # (apart as bytes: apart as str)
         if not raw or raw in seen:
             raise ValueError(f"metadata key {i} is {'empty' if not raw else f'{key!r} again'} (llama.cpp refuses "
                              "the file)")
         seen.add(raw)
         kind = walk.uint(4, f"metadata {i}'s type")
-        fields[key if key not in fields else f"{key}@{i}"] = (kind, walk.at)  # (two keys decoding alike)
-        walk.value(kind, f"metadata {i}")
-    header = GgufFile(data, order, fields, [])
+        at = walk.at
+        fields.setdefault(key, (kind, at, walk.value(kind, f"metadata {i}")))  # (the first of a name is found)
+    header = GgufFile(data, order, fields, file)
     alignment = _alignment(header)
-    infos = [_tensor_info(walk, i, gguf) for i in range(n_tensors)]
-    if len({raw for raw, *_ in infos}) < len(infos):
+    infos = [_tensor_info(walk, i) for i in range(n_tensors)]
+    names = [raw.split(b"\0")[0] for raw, *_ in infos]
+    if len(set(names)) < len(names):  # (gguf_init compares whole names, its model loader the C strings)
         raise ValueError("a tensor name is given twice (llama.cpp refuses the file)")
     start = -(-walk.at // alignment) * alignment if infos else walk.at  # (the data section)
     expected = 0
-    for raw, type_name, dims, n_bytes, offset in infos:
-        name = raw.decode("utf-8", "replace")
+    for name_bytes, (_, type_name, dims, n_bytes, offset) in zip(names, infos):
+        name = name_bytes.decode("utf-8", "surrogateescape")
         if offset != expected:
             raise ValueError(f"tensor {name!r} has its data at offset {offset} of the data section, expected "
                              f"{expected} (llama.cpp refuses the file)")
-        if start + offset + n_bytes > len(data):
+        if start + offset + n_bytes > size:
             raise ValueError(f"tensor {name!r}'s data run past the end of the file")
         header.tensors.append(Tensor(name, type_name, dims, n_bytes, start + offset))
         expected += -(-n_bytes // alignment) * alignment
@@ -230,11 +267,18 @@ def _alignment(header: GgufFile) -> int:
     return value
 
 
-def _tensor_info(walk: _Walk, i: int, gguf: Any) -> tuple[bytes, str, tuple[int, ...], int, int]:
-    """Tensor i's (name as bytes, GGML type name, dimensions, bytes, data offset), as gguf_init checks them
-    (`gguf`: the package, for GGML's types and block sizes)."""
+@functools.lru_cache(maxsize=1)
+def ggml_types() -> dict[int, tuple[str, int, int]]:
+    """GGML's tensor types: number -> (name, values per block, bytes per block), vkrope/data/ggml_types.json
+    (scripts/ggml_types.py, from llama.cpp's tree)."""
+    text = resources.files("vkrope").joinpath("data/ggml_types.json").read_text()
+    return {int(k): (v[0], int(v[1]), int(v[2])) for k, v in json.loads(text)["types"].items()}
+
+
+def _tensor_info(walk: _Walk, i: int) -> tuple[bytes, str, tuple[int, ...], int, int]:
+    """Tensor i's (name as bytes, GGML type name, dimensions, bytes, data offset), as gguf_init checks them."""
     raw = walk.string(f"tensor {i}'s name")
-    name = raw.decode("utf-8", "replace")
+    name = raw.split(b"\0")[0].decode("utf-8", "surrogateescape")
     if len(raw) >= _MAX_NAME:
         raise ValueError(f"tensor {i}'s name is {len(raw)} bytes; llama.cpp takes names under {_MAX_NAME}")
     n_dims = walk.uint(4, f"tensor {i}'s dimension count")
@@ -244,27 +288,19 @@ def _tensor_info(walk: _Walk, i: int, gguf: Any) -> tuple[bytes, str, tuple[int,
     dims = tuple(walk.uint(8, f"tensor {i}'s dimensions") for _ in range(n_dims))
     kind = walk.uint(4, f"tensor {i}'s type")
     offset = walk.uint(8, f"tensor {i}'s offset")
-    try:
-        ggml_type = gguf.GGMLQuantizationType(kind)
-        block, type_size = gguf.GGML_QUANT_SIZES[ggml_type]
-    except (ValueError, KeyError):
-        raise ValueError(f"tensor {name!r} has GGML type {kind}, which the gguf package installed "
-                         f"({_gguf_version()}) does not know") from None
-    n = int(np.prod(dims, dtype=object)) if dims else 1
-    if any(d >= 2**63 for d in dims) or n >= 2**63:
-        raise ValueError(f"tensor {name!r} has shape {dims}: past int64 (llama.cpp refuses the file)")
-    row = dims[0] if dims else 1  # (ggml's ne[0]; 1 without dimensions)
+    if kind not in ggml_types():
+        raise ValueError(f"tensor {name!r} has GGML type {kind}, which llama.cpp does not have (its types: "
+                         "vkrope/data/ggml_types.json)")
+    type_name, block, type_size = ggml_types()[kind]
+    ne = list(dims) + [1] * (4 - n_dims)
+    elements = ne[0]
+    for d in ne[1:]:  # (gguf_init's running product, in its order: a later 0 does not undo an overflow)
+        if elements >= 2**63 or d >= 2**63 or (d > 1 and (2**63 - 1) // d < elements):
+            raise ValueError(f"tensor {name!r} has shape {dims}: past int64 (llama.cpp refuses the file)")
+        elements *= d
+    row = ne[0]
     if row % block:
-        raise ValueError(f"tensor {name!r}: row size ({row}) is not a multiple of {ggml_type.name} block size "
+        raise ValueError(f"tensor {name!r}: row size ({row}) is not a multiple of {type_name} block size "
                          f"({block})")
-    return raw, ggml_type.name, dims, n // block * type_size, offset
-
-
-def _gguf_version() -> str:
-    """The installed gguf package's version, for a message."""
-    from importlib import metadata  # noqa: PLC0415
-
-    try:
-        return metadata.version("gguf")
-    except metadata.PackageNotFoundError:
-        return "version unknown"
+    n = int(np.prod(ne, dtype=object))
+    return raw, type_name, dims, n // block * type_size, offset
