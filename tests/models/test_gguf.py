@@ -454,8 +454,11 @@ ARCH = _gguf_string(b"general.architecture") + struct.pack("<I", 8) + _gguf_stri
     (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 8, 2**40), 2, 0, "metadata 1"),  # strings
     (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**30), 2, 0, "metadata 1 needs 1073741824 bytes"),
     (ARCH + _gguf_string(b"x") + struct.pack("<IQ", 8, 2**62), 2, 0, "metadata 1's length is 4611686018427387904, past"),
-    (ARCH, 2**40, 0, "metadata key 1"),
-    (ARCH, 1, 2**40, "tensor 0's name"),
+    (ARCH + _gguf_string(b"x") + struct.pack("<IIQQ", 9, 8, 1, 2**31), 2, 0, "metadata 1's length is 2147483648, past"),
+    (ARCH, 2**40, 0, r"the header counts 1099511627776 metadata entries and 0 tensors, more than the file's \d+ "
+                     "bytes left can hold"),
+    (ARCH, 1, 2**40, r"counts 1 metadata entries and 1099511627776 tensors"),
+    (ARCH, 2, 0, "metadata key 1"),  # (within what the bytes could hold: the walk finds the key missing)
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 77), 2, 0, "value type 77"),
     (ARCH + _gguf_string(b"x") + struct.pack("<IIQ", 9, 77, 1), 2, 0, "metadata 1: an array of value type 77"),
     (ARCH + _gguf_string(b"x") + struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 9 + struct.pack("<IQ", 0, 0), 2, 0,

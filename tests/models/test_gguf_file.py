@@ -6,6 +6,7 @@ refuses (ggml/src/gguf.cpp), refused by name."""
 
 from __future__ import annotations
 
+import os
 import struct
 
 import gguf
@@ -218,3 +219,89 @@ def test_a_shape_past_int64_before_a_zero_is_refused(tmp_path, dims):
     with pytest.raises(ValueError, match="past int64"):
         with gguf_file.opened(str(path)):
             pass
+
+
+
+def _split(tmp_path, name: str, tensors_count: int, count: int = 3) -> list[str]:
+    """A llama model in `count` files (gguf-split's names), rope_freqs.weight in the last, the first file's
+    split.tensors.count `tensors_count` (count + 1 is right: a tensor a file, and the factors)."""
+    paths = [str(tmp_path / f"{name}-{i + 1:05d}-of-{count:05d}.gguf") for i in range(count)]
+    for i, path in enumerate(paths):
+        w = gguf.GGUFWriter(path, arch="llama")
+        w.add_uint16("split.no", i)
+        w.add_uint16("split.count", count)
+        tensors = {f"t{i}": np.ones(4, np.float32)}
+        if i == count - 1:
+            tensors["rope_freqs.weight"] = np.linspace(1, 8, 32, dtype=np.float32)
+        if i == 0:
+            w.add_int32("split.tensors.count", tensors_count)
+            add_values(w, {"context_length": 4096, "embedding_length": 256, "attention.head_count": 4,
+                           "block_count": 2})
+        finish(w, tensors, path, fill=i == 0)
+    return paths
+
+
+def test_a_split_model_is_read_from_its_first_file(tmp_path):
+    """llama.cpp loads a split model from its first file and takes every file's tensors: a rope_freqs.weight in
+    the last file is read (it had been missed, and the model read as plain RoPE); what its loader refuses is
+    refused."""
+    paths = _split(tmp_path, "m", 4)
+    assert vkrope.from_gguf(paths[0]).freq_factors == tuple(np.linspace(1, 8, 32, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"is file 2 of a split model \(split.no 1\); llama.cpp loads a split "
+                                         r"model from its first file"):
+        vkrope.from_gguf(paths[1])
+    with pytest.raises(ValueError, match=r"split.tensors.count is 3, and its 3 files hold 4 tensors"):
+        vkrope.from_gguf(_split(tmp_path, "n", 3)[0])
+    os.remove(paths[2])
+    with pytest.raises(ValueError, match=r"its split file '.*m-00003-of-00003.gguf' is missing"):
+        vkrope.from_gguf(paths[0])
+    renamed = str(tmp_path / "whole.gguf")
+    os.rename(paths[0], renamed)
+    with pytest.raises(ValueError, match=r"finds the others by its name, which must end in '-00001-of-00003.gguf'"):
+        vkrope.from_gguf(renamed)
+
+
+def test_strings_are_c_strings_and_unread_keys_are_not_decoded(tmp_path):
+    """llama.cpp reads a string value through c_str(): 'yarn' and a NUL read as yarn. A key it never reads may
+    hold a string that is not UTF-8: the file is read (only the keys read are decoded)."""
+    path = str(tmp_path / "c.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    add_values(w, {"context_length": 4096, "embedding_length": 256, "attention.head_count": 4, "block_count": 2,
+                   "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 1024})
+    w.add_string("llama.rope.scaling.type", "yarn\0ignored")
+    finish(w, (), path)
+    content = open(path, "rb").read()
+    path2 = str(tmp_path / "u.gguf")
+    marker = b"llama.rope.scaling.type"
+    at = content.index(marker)
+    bad = content[:at] + b"llama.note.scaling.typ" + content[at + len(marker) - 1:]  # (same length: a new key)
+    bad = bad.replace(b"yarn\0ignored", b"\xff\xfern\0ignored")  # (as long: not UTF-8 before the NUL)
+    with open(path2, "wb") as f:
+        f.write(bad)
+    assert vkrope.from_gguf(path).rope_type == "yarn"
+    assert vkrope.from_gguf(path2).rope_type == "linear"  # (no scaling type: linear; llama.note.*: not decoded)
+
+
+def test_a_factor_tensor_too_large_is_refused_before_its_data_are_read(tmp_path, monkeypatch):
+    """A rope_freqs.weight of more values than a head has pairs: refused by its shape, its data not read."""
+    path = tmp_path / "big.gguf"
+    path.write_bytes(_file([], [_tensor(b"rope_freqs.weight", (1 << 16,))], pad=b"\0" * (1 << 18)))
+    read = []
+    monkeypatch.setattr(gguf_file.GgufFile, "float32", lambda self, t: read.append(t) or np.zeros(1))
+    with pytest.raises(ValueError, match=r"rope_freqs.weight has shape \[65536\] .*at most 32768"):
+        vkrope.from_gguf(str(path))
+    assert read == []
+
+
+def test_reads_that_return_less_are_read_on(tmp_path, monkeypatch):
+    """One pread returns at most 2 GiB on Linux (and a FUSE file system less): a short read is not taken for
+    a cut file; the header and the factors read whole."""
+    path = str(tmp_path / "m.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    add_values(w, {"context_length": 4096, "embedding_length": 256, "attention.head_count": 4, "block_count": 2})
+    w.add_array("tokenizer.ggml.tokens", [f"t{i}" for i in range(5000)])
+    finish(w, {"rope_freqs.weight": np.linspace(1, 8, 32, dtype=np.float32)}, path)
+    want = vkrope.from_gguf(path)
+    real = os.pread
+    monkeypatch.setattr(gguf_file.os, "pread", lambda fd, n, at: real(fd, min(n, 1000), at))
+    assert vkrope.from_gguf(path) == want

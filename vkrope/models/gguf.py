@@ -4,15 +4,17 @@ reads it."""
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 import struct
 from dataclasses import replace
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
-from . import gguf_context, gguf_file, gguf_layers
+from . import gguf_context, gguf_file, gguf_layers, gguf_split
 from .rope import ModelRope, brief, interleaved_axes
 from ..runtime.dtypes import is_int
 
@@ -78,32 +80,62 @@ def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
         raise ValueError(f"context_length must be positive (llama.cpp's n_ctx per sequence); got {context_length}")
 
 
-def _read(p: str) -> tuple[str, dict[str, Any], dict[str, str], dict[str, np.ndarray]]:
-    """The file's architecture, its `{arch}.` keys' values and GGUF types (without the prefix), and its rope
-    factor tensors; a ValueError where llama.cpp's gguf_init refuses the file, or a key read is not UTF-8."""
+def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.ndarray]]:
+    """The file's architecture, its `{arch}.` keys' values (each decoded when read) and GGUF types (without
+    the prefix), and its rope factor tensors (those of every file of a split model); a ValueError where
+    llama.cpp refuses the file, or a key read is not UTF-8."""
     try:
         with gguf_file.opened(p) as g:
-            def value(key: str) -> Any:
-                try:
-                    return g.value(key)
-                except UnicodeDecodeError:
-                    raise ValueError(f"path: {p!r}: {key} is not UTF-8 text") from None
-
-            arch = value("general.architecture")
+            values = _Values(g, "", p)
+            arch = values["general.architecture"] if "general.architecture" in values else None
             if not isinstance(arch, str):
                 raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
                                  f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
-            keys = [k for k in g.fields if k.startswith(arch + ".")]
-            return (arch, {k[len(arch) + 1:]: value(k) for k in keys},
-                    {k[len(arch) + 1:]: g.type_name(k) for k in keys},
-                    {t.name: _float32(g, t, p) for t in g.tensors if t.name in _FACTOR_TENSORS})
+            kv = _Values(g, arch + ".", p)
+            tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in _FACTOR_TENSORS}
+            names = {t.name for t in g.tensors}
+            for no, q in enumerate(gguf_split.other_files(p, g), 1):
+                gguf_split.add_tensors(p, q, no, names, _FACTOR_TENSORS, functools.partial(_float32, where=q),
+                                       tensors)
+            gguf_split.check_count(p, g, len(names))
+            return arch, kv, {k: g.type_name(arch + "." + k) for k in kv}, tensors
     except (OSError, ValueError, struct.error) as exc:
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
         raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
 
 
+class _Values(Mapping):
+    """A file's keys under `prefix` (without it) -> values, each decoded when first read: a key llama.cpp never
+    reads may hold anything (a string that is not UTF-8, an array of a billion values), as llama.cpp lets it."""
+
+    def __init__(self, g: gguf_file.GgufFile, prefix: str, where: str) -> None:
+        self._g, self._prefix, self._where = g, prefix, where
+        self._got: dict[str, Any] = {}
+        self._keys = [k[len(prefix):] for k in g.fields if k.startswith(prefix)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._got:
+            full = self._prefix + key
+            if full not in self._g.fields:
+                raise KeyError(key)
+            try:
+                self._got[key] = self._g.value(full)
+            except UnicodeDecodeError:
+                raise ValueError(f"path: {self._where!r}: {full} is not UTF-8 text") from None
+        return self._got[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 _FACTOR_TENSORS = ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")
+# a factor tensor holds one value per rotated pair (at most a head's 2^15 pairs): a larger one's shape is
+# refused before its data are read
+_MAX_FACTORS = 1 << 15
 
 
 def _float32(g: gguf_file.GgufFile, tensor: gguf_file.Tensor, where: str) -> np.ndarray:
@@ -113,6 +145,10 @@ def _float32(g: gguf_file.GgufFile, tensor: gguf_file.Tensor, where: str) -> np.
     if tensor.type_name != "F32":
         raise ValueError(f"path: {where!r}: {tensor.name} is {tensor.type_name}; llama.cpp's rope takes F32 "
                          "frequency factors only (it aborts loading another type)")
+    if tensor.n_bytes > 4 * _MAX_FACTORS:
+        raise ValueError(f"path: {where!r}: {tensor.name} has shape {list(tensor.dims)} (ggml's ne); a rope factor "
+                         f"tensor holds one value per rotated pair, at most {_MAX_FACTORS}, and llama.cpp's loader "
+                         "refuses a tensor of another shape")
     return g.float32(tensor)
 
 
@@ -161,7 +197,7 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     return entry
 
 
-def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str | None, layer: int | None,
+def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, layer_type: str | None, layer: int | None,
                angle: str, remedy: str = _REMEDY, types: dict[str, str] | None = None,
                complete: bool = True) -> ModelRope | None:
     """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests;
@@ -221,7 +257,7 @@ def layer_rope(arch: str, kv: dict, tensors: dict, where: str, layer_type: str |
     return replace(rope, layer_type=layer_type, nope_layers=nope)
 
 
-def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, entry: dict, use_mrope: bool,
+def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, where: str, entry: dict, use_mrope: bool,
                   call: gguf_context.Rotation, created: tuple[str, ...]) -> ModelRope:
     """One ModelRope from the file's metadata and rope tensors and one layer's rope call."""
     num = _reader(kv, arch, where)
@@ -240,7 +276,7 @@ def _from_gguf_kv(arch: str, kv: dict, tensors: dict, angle: str, where: str, en
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
-    attn_keys = ", ".join(f"{arch}.{k} = {v!r}" for k, v in kv.items() if "attn_factor" in k) or \
+    attn_keys = ", ".join(f"{arch}.{k} = {kv[k]!r}" for k in kv if "attn_factor" in k) or \
         f"{arch}'s own attention factor (no attn_factor key in the file)"
     rope_type, params = gguf_context.rope_args(call, longrope is not None, where, attn_keys)
     params.update(longrope or {})
@@ -326,7 +362,7 @@ _GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_
                  "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)"}
 
 
-def _read_from(message: str, arch: str, kv: dict) -> str:
+def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
     """Where a refused ModelRope argument came from in the file: ' (from KEY = value)', or ''."""
     source = _GGUF_SOURCES.get(message.split(" ", 1)[0].rstrip(":"))
     if source is None:
@@ -340,7 +376,7 @@ def _read_from(message: str, arch: str, kv: dict) -> str:
     return f" (from {arch}.{source}{given}{derived})"
 
 
-def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
+def _reader(kv: Mapping[str, Any], arch: str, where: str) -> Callable[..., Any]:
     """num(key, default): a numeric key (a per-layer head count: the first attention layer's)."""
     def num(key: str, default: Any = None) -> Any:
         v = kv.get(key, default)
@@ -354,7 +390,7 @@ def _reader(kv: dict, arch: str, where: str) -> Callable[..., Any]:
     return num
 
 
-def _pairs(entry: dict, use_mrope: bool, kv: dict, arch: str, where: str,
+def _pairs(entry: dict, use_mrope: bool, kv: Mapping[str, Any], arch: str, where: str,
            dims: int) -> tuple[str, tuple[int, ...] | None]:
     """(llama.cpp's rope type for this file, the M-RoPE sections or None)."""
     pairs = entry["pairs"]

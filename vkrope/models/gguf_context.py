@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -51,7 +52,7 @@ class Rotation:
     n_ctx_orig: int
 
 
-def base_fields(kv: dict[str, Any], number: Callable[[str, Any], Any], n_head: int | None,
+def base_fields(kv: Mapping[str, Any], number: Callable[[str, Any], Any], n_head: int | None,
                 scaling_types: dict[str, str]) -> dict[str, Any]:
     """llama_model_base::load_hparams' RoPE fields and head widths from the
     file's keys (before the architecture's own load_arch_hparams); `number`

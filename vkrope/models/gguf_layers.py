@@ -18,6 +18,7 @@ import json
 import operator
 from dataclasses import dataclass
 from importlib import resources
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -176,7 +177,7 @@ class LayerPlan:
     required: tuple[str, ...] = ()  # the created tensors the loader requires (Gemma 4's rope_freqs), where known
 
 
-def plan(arch: str, entry: dict, kv: dict[str, Any], types: dict[str, str] | None = None,
+def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | None = None,
          complete: bool = True) -> LayerPlan:
     """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
     prefix; `types`: each one's GGUF type, where a file gave them) and evaluate its rotation condition per
@@ -232,7 +233,7 @@ def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str
 _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
 
 
-def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
+def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                hp: Hparams | None = None) -> tuple[tuple[Rotation | None, ...] | None, str]:
     """Per layer the arguments of its rope call (gguf_context.Rotation; None where the graph makes none),
     from the table's rope_forms over the file's fields; (None, why) where a layer's cannot be known or its
@@ -282,7 +283,7 @@ def _rotations(arch: str, entry: dict, kv: dict[str, Any], n_layer: int,
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
 
 
-def sections_of(kv: dict[str, Any], entry: dict) -> list[int]:
+def sections_of(kv: Mapping[str, Any], entry: dict) -> list[int]:
     """rope.dimension_sections as llama.cpp's get_key_or_arr reads it into 4 entries: an array of exactly 4
     integers, or one integer for all 4 ([0] * 4 without the key, or where the architecture's loader reads
     none); a ValueError naming the key otherwise."""
@@ -296,7 +297,7 @@ def sections_of(kv: dict[str, Any], entry: dict) -> list[int]:
     return values
 
 
-def _use_mrope(kv: dict[str, Any], entry: dict) -> bool:
+def _use_mrope(kv: Mapping[str, Any], entry: dict) -> bool:
     """llama_hparams::use_mrope() on the file's rope.dimension_sections."""
     hp = Hparams({"rope_sections": sections_of(kv, entry)}, table()["hparams"]["methods"])
     try:
@@ -305,7 +306,7 @@ def _use_mrope(kv: dict[str, Any], entry: dict) -> bool:
         return False
 
 
-def _layer_count(kv: dict[str, Any]) -> int:
+def _layer_count(kv: Mapping[str, Any]) -> int:
     """block_count, checked as llama.cpp's loader does."""
     limit = table()["hparams"]["max_layers"]
     n_layer_all = kv.get("block_count")
@@ -331,7 +332,7 @@ def check_types(types: dict[str, str] | None, entry: dict, complete: bool = True
                 check_type(key, types, reads)
 
 
-def check_reads(hp: Hparams, kv: dict[str, Any], entry: dict, complete: bool = True) -> None:
+def check_reads(hp: Hparams, kv: Mapping[str, Any], entry: dict, complete: bool = True) -> None:
     """After the program ran: each read under a condition that holds for this file (DeepSeek-V2's
     q_lora_rank where it is no lite model; one vkrope cannot decide is left unchecked), of a GGUF type
     llama.cpp takes, each get_key_or_arr array of the entries it takes ("wrong array length"), and, in a
@@ -382,7 +383,7 @@ def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -
                          "refuses the file otherwise (its loader's 'wrong type')")
 
 
-def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, entry: dict) -> Hparams:
+def _start(kv: Mapping[str, Any], n_layer_all: int, types: dict[str, str] | None, entry: dict) -> Hparams:
     """llama_hparams after llama_model_base::load_hparams read what the plans use."""
     t = table()["hparams"]
     hp = Hparams({"n_layer_all": n_layer_all}, t["methods"], types, entry.get("key_types"))
@@ -416,7 +417,7 @@ def _start(kv: dict[str, Any], n_layer_all: int, types: dict[str, str] | None, e
     return hp
 
 
-def _number(kv: dict[str, Any], key: str, default: Any) -> Any:
+def _number(kv: Mapping[str, Any], key: str, default: Any) -> Any:
     """A scalar key as llama.cpp's get_key takes it (a number or a bool); ValueError for another type."""
     v = kv.get(key, default)
     if v is not None and not isinstance(v, (int, float)):
@@ -436,7 +437,7 @@ def _flags(given: Any, key: str, n: int) -> list:
     return list(given)[:n]
 
 
-def _run(hp: Hparams, kind: str, args: list, kv: dict[str, Any]) -> None:
+def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
     """One load_arch_hparams statement (see scripts/gguf_arch_table.py's `statement`)."""
     f, n = hp.fields, hp.fields["n_layer_all"]
     if kind in ("key", "array", "key_or_arr"):
