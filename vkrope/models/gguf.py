@@ -8,8 +8,8 @@ import functools
 import math
 import os
 import struct
-from dataclasses import replace
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -86,8 +86,7 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
     llama.cpp refuses the file, or a key read is not UTF-8."""
     try:
         with gguf_file.opened(p) as g:
-            values = _Values(g, "", p)
-            arch = values["general.architecture"] if "general.architecture" in values else None
+            arch = _Values(g, "", p).get("general.architecture")
             if not isinstance(arch, str):
                 raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
                                  f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")

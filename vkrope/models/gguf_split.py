@@ -65,10 +65,11 @@ def add_tensors(p: str, q: str, no: int, names: set[str], wanted: tuple[str, ...
                 names.add(t.name)
                 if t.name in wanted:
                     into[t.name] = read(h, t)
-    except ValueError as exc:
-        if str(exc).startswith(f"path: {p!r}"):
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
-        raise ValueError(f"path: {p!r}: its split file {q!r} is not a GGUF file llama.cpp reads ({exc})") from None
+        raise ValueError(f"path: {p!r}: its split file {q!r} is not a GGUF file llama.cpp reads "
+                         f"({type(exc).__name__}: {exc})") from None
 
 
 def check_count(p: str, g: gguf_file.GgufFile, n: int) -> None:
