@@ -255,6 +255,13 @@ def test_a_split_model_is_read_from_its_first_file(tmp_path):
     os.remove(paths[2])
     with pytest.raises(ValueError, match=r"its split file '.*m-00003-of-00003.gguf' is missing"):
         vkrope.from_gguf(paths[0])
+    twice = _split(tmp_path, "d", 4)
+    w = gguf.GGUFWriter(twice[1], arch="llama")  # (file 2 again, its tensor named as file 1's)
+    w.add_uint16("split.no", 1)
+    w.add_uint16("split.count", 3)
+    finish(w, {"t0": np.ones(4, np.float32)}, twice[1], fill=False)
+    with pytest.raises(ValueError, match=r"tensor 't0' is in two of its split files"):
+        vkrope.from_gguf(twice[0])
     renamed = str(tmp_path / "whole.gguf")
     os.rename(paths[0], renamed)
     with pytest.raises(ValueError, match=r"finds the others by its name, which must end in '-00001-of-00003.gguf'"):
