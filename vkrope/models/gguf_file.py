@@ -157,9 +157,8 @@ class Tensor:
 
 
 class _Info(NamedTuple):
-    """A tensor entry as the walk reads it: its whole name, its C string, its type, dims, bytes, offset."""
+    """A tensor entry as the walk reads it: its name's C string, its type, dims, bytes, offset."""
 
-    raw: bytes
     name: bytes
     type_name: str
     dims: tuple[int, ...]
@@ -347,4 +346,4 @@ def _tensor_info(walk: _Walk, i: int) -> _Info:
         raise ValueError(f"tensor {name!r}: row size ({ne[0]}) is not a multiple of {type_name} block size "
                          f"({block})")
     # (exact bytes: where ggml's size_t arithmetic would wrap, the file's data cannot be there, and is refused)
-    return _Info(raw, c_name, type_name, dims, elements // block * type_size, offset)
+    return _Info(c_name, type_name, dims, elements // block * type_size, offset)
