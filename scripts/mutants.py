@@ -1957,6 +1957,17 @@ MUTATIONS = [
              "    if False:"),
     Mutation("a layer type name transformers does not know read", RULES,
              '    if odd and rule["names"]:', "    if False:"),
+    Mutation("an out whose elements share memory accepted", "vkrope/arguments.py",
+             "    if isinstance(out, np.ndarray) and overlaps_itself(out):", "    if False:"),
+    Mutation("an out's self-overlap decided by the nesting strides alone", "vkrope/arguments.py",
+             "    return bool(np.any(np.diff(ordered) < a.itemsize))", "    return True"),
+    Mutation("an out's self-overlap missed where strides do not nest", "vkrope/arguments.py",
+             "    return bool(np.any(np.diff(ordered) < a.itemsize))", "    return False"),
+    Mutation("a hand-made DeviceArray with no memory taken as live", "vkrope/arguments.py",
+             "        if a.resource is None and a.size:", "        if False:"),
+    Mutation("a numpy integer device index refused", "vkrope/owner.py",
+             "                                   or not isinstance(device, (int, np.integer, str))):",
+             "                                   or not isinstance(device, (int, str))):"),
 ]
 
 

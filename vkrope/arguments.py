@@ -101,6 +101,9 @@ def check_alive(name: str, a: Any) -> None:
     One message per case, from every entry point."""
     state = a.state
     if state == "live":
+        if a.resource is None and a.size:
+            raise ValueError(f"{name} is a DeviceArray that holds no device memory (made by hand?); DeviceArrays "
+                             "come from a Device: Device.asarray, or an operation's result")
         return
     if state == "released":
         raise ValueError(f"{name} is a released DeviceArray (release() gave its memory back); pass a live one, "
@@ -229,7 +232,31 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
         raise ValueError(f"{name} must have shape {tuple(x.shape)} (the shape of {x_name}); got {tuple(out.shape)}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError(f"{name} must be writeable; got a read-only array")
+    if isinstance(out, np.ndarray) and overlaps_itself(out):
+        raise ValueError(f"{name} has elements that share memory (strides {out.strides} over shape {out.shape}: "
+                         "a broadcast or as_strided view); which result would be kept is not defined: pass an "
+                         "array whose elements are apart")
     return out
+
+
+def overlaps_itself(a: np.ndarray) -> bool:
+    """Whether two elements of `a` share a byte. Strides that nest (each axis's stride at least the span of
+    the axes with smaller strides) cannot overlap: the usual case, decided at once; any other (a zero stride,
+    a view made with as_strided) by every element's offset."""
+    if a.size <= 1:
+        return False
+    span = a.itemsize
+    for stride, n in sorted((abs(st), n) for st, n in zip(a.strides, a.shape) if n > 1):
+        if stride < span:
+            break
+        span += stride * (n - 1)
+    else:
+        return False
+    offsets = np.zeros((), np.int64)
+    for st, n in zip(a.strides, a.shape):
+        offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * st)
+    ordered = np.sort(offsets, axis=None)
+    return bool(np.any(np.diff(ordered) < a.itemsize))
 
 
 def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:

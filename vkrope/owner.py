@@ -40,8 +40,10 @@ class DeviceOwner:
     """Owns a `Context` (and its `Runtime`) behind a lock; base of `vkrope.Device`."""
 
     def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
-        if device is not None and (isinstance(device, bool) or not isinstance(device, (int, str))):
+        if device is not None and (isinstance(device, (bool, np.bool_))
+                                   or not isinstance(device, (int, np.integer, str))):
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
+        device = int(device) if isinstance(device, np.integer) else device
         if validation is not None and not isinstance(validation, (bool, np.bool_)):  # ("no" is truthy: refused)
             raise TypeError(f"validation must be True, False or None (VKROPE_VALIDATION decides); got "
                             f"{type(validation).__name__} {validation!r}")

@@ -55,6 +55,9 @@ BAD = [
     ("out shape", (X, F), {"out": np.empty((2, 3, 4), np.float32)}, ValueError, ["out", "(2, 3, 4)", "(2, 3, 8)"]),
     ("out read-only", (X, F), {"out": np.broadcast_to(np.float32(0), (2, 3, 8))}, ValueError, ["out", "read-only"]),
     ("out list", (X, F), {"out": []}, TypeError, ["out", "list"]),
+    ("out overlapping itself", (X, F), {"out": np.lib.stride_tricks.as_strided(np.zeros(8, np.float32), (2, 3, 8),
+                                                                                (0, 0, 4))},
+     ValueError, ["out", "share memory", "(0, 0, 4)"]),
 ]
 
 
@@ -122,6 +125,21 @@ def test_device_argument_type():
         vkrope.Device(foo=1)  # (named as the user called it, not by an internal base class)
     from vkrope.owner import DeviceOwner  # (Device states its base's signature for that: the two must agree)
     assert inspect.signature(vkrope.Device.__init__) == inspect.signature(DeviceOwner.__init__)
+    with pytest.raises(TypeError, match=r"device must be an index .* got bool "):
+        vkrope.Device(np.bool_(False))
+    with vkrope.Device(np.int64(0)) as dev:  # (a numpy integer, as every index vkrope takes)
+        assert dev.info["index"] == 0
+
+
+def test_a_device_array_made_by_hand_is_named(device):
+    """A DeviceArray built with its constructor holds no device memory: each use names it, and says where
+    DeviceArrays come from, instead of failing inside the runtime; the device serves the next call."""
+    fake = vkrope.DeviceArray(device, None, (1, 3, 8), np.dtype(np.float32), "buffer")
+    with pytest.raises(ValueError, match=r"^x is a DeviceArray that holds no device memory .*Device\.asarray"):
+        device.apply(fake, F)
+    with pytest.raises(ValueError, match=r"^the array is a DeviceArray that holds no device memory"):
+        fake.get()
+    check_apply(device.apply, np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32), F)
 
 
 @pytest.mark.parametrize("value", ["no", "0", 0, 0.0, [], object()])
@@ -225,6 +243,41 @@ def test_byte_order_hints_only_where_the_order_is_what_differs(device):
 
 
 INTEGER_ARGUMENTS = {"position_ids", "old", "new"}  # (shift_cache's from_positions / to_positions: old, new)
+
+
+@pytest.mark.parametrize("case", [c for c in OPS if c.outs], ids=repr)
+@pytest.mark.parametrize("overlap", ["zero stride", "rows half over each other"])
+def test_an_out_whose_elements_share_memory_is_refused(device, case, overlap):
+    """A numpy `out` whose elements overlap (a view made with as_strided) has no defined result, as two outputs on
+    one memory have none: each op's out is refused with a ValueError naming it, before any GPU work; an out that
+    only looks odd (its strides interleaved, its elements apart) is written right."""
+    args = case.make(np.random.default_rng(7))
+    for name, x_name in case.outs:
+        shape, strides = args[x_name].shape, list(args[x_name].strides)
+        axis = next(i for i, n in enumerate(shape) if n > 1)  # (the outermost axis that has two elements)
+        strides[axis] = 0 if overlap == "zero stride" else strides[axis] // 2
+        base = np.zeros(args[x_name].size * 2, args[x_name].dtype)
+        bad = np.lib.stride_tricks.as_strided(base, shape, strides)
+        with pytest.raises(ValueError, match=rf"^{case.label(name)} has elements that share memory"):
+            case.call(device, {**args, name: bad})
+        assert not base.any()
+    apart = {name: np.full(args[x].shape[::-1], np.nan, args[x].dtype).T for name, x in case.outs}  # (Fortran order)
+    check_results(case, args, case.call(device, {**args, **apart}))
+    check_results(case, args, case.call(device, args))
+
+
+def test_an_out_whose_strides_interleave_with_its_elements_apart_is_written(device):
+    """Strides that do not nest (no axis's stride spans the axes inside it) with every element apart: taken, and
+    written right; the same strides one element closer overlap and are refused."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    f = np.random.default_rng(4).standard_normal((3, 4)).astype(np.float32)
+    base = np.full(28, np.nan, np.float32)
+    out = np.lib.stride_tricks.as_strided(base, (2, 3, 4), (4, 16, 24))
+    assert device.apply(x, f, out=out) is out
+    check_results(OPS[0], {"x": x, "freqs": f}, (out,))
+    assert np.isnan(base).sum() == 28 - 24  # (the 4 floats no element of out holds)
+    with pytest.raises(ValueError, match="^out has elements that share memory"):
+        device.apply(x, f, out=np.lib.stride_tricks.as_strided(base, (2, 3, 4), (4, 16, 20)))
 
 
 @pytest.mark.parametrize("case", OPS, ids=lambda c: c.name)
@@ -367,3 +420,30 @@ def test_a_timedelta_is_no_number_of_a_model():
         dataclasses.replace(rope, theta=np.timedelta64(10000))
     with pytest.raises(ValueError, match=r"^factor must be a positive finite number"):
         dataclasses.replace(rope, params=(("factor", np.timedelta64(2)),))
+
+
+@pytest.mark.parametrize("op", ["apply", "rotary_embedding"])
+def test_a_resident_table_row_past_a_tiny_binding_is_named(op):
+    """A resident table's window starts at a binding offset, so a device whose binding range holds fewer bytes
+    than that offset's step and a row refuses it (forced small: no real device comes near): the ValueError names
+    the table and says a numpy one is taken; the same table as numpy runs, right."""
+    with vkrope.Device() as dev:
+        _resident_table_row_past(dev, op)
+
+
+def _resident_table_row_past(dev, op):
+    dev._force_limits(max_storage_buffer_range=512, min_storage_buffer_offset_alignment=256)
+    rng = np.random.default_rng(5)
+    if op == "apply":
+        x, f = rng.standard_normal((1, 2, 34)).astype(np.float32), rng.standard_normal((2, 34)).astype(np.float32)
+        with pytest.raises(ValueError, match=r"^one row of freqs \(136 bytes\) does not fit .* pass it as a numpy"):
+            dev.apply(x, dev.asarray(f, "buffer"))
+        check_results(OPS[0], {"x": x, "freqs": f}, (dev.apply(x, f),))
+    else:
+        x = rng.standard_normal((1, 1, 2, 34)).astype(np.float32)
+        cos, sin = (rng.standard_normal((4, 17)).astype(np.float32) for _ in range(2))
+        pos = np.array([[0, 3]])
+        with pytest.raises(ValueError, match=r"^one row of the cos / sin tables \(68 bytes\) does not fit"):
+            dev.rotary_embedding(x, dev.asarray(cos, "buffer"), dev.asarray(sin, "buffer"), pos)
+        args = {"x": x, "cos_cache": cos, "sin_cache": sin, "position_ids": pos}
+        check_results(OPS[1], args, (dev.rotary_embedding(x, cos, sin, pos),))

@@ -197,7 +197,8 @@ def plan(req: Request, limits: Any) -> Plan:
         raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
     table_budget = fit.table_budget(limits, f_row_bytes, budget)
     resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
-    chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment)
+    chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment,
+                                    "freqs")
     extent = tensor_extent(req.shape, limits.max_image_dimension_3d, "x") if storage == "texture3d" else None
     x_budget = budget if storage == "buffer" else 1 << 62
 

@@ -227,7 +227,7 @@ def plan(req: Request, limits: Any) -> Plan:
         extent = tensor_extent(tuple(req.x.shape), limits.max_image_dimension_3d, req.x_name)  # as DeviceArrays lie
     resident_tables = _resident(req.cos) or _resident(req.sin)
     chunk_budget = fit.window_budget(table_budget, t_row_bytes, resident_tables,
-                                     limits.min_storage_buffer_offset_alignment)
+                                     limits.min_storage_buffer_offset_alignment, "the cos / sin tables")
     rows_per = min(max_gy * wy, chunk_budget // t_row_bytes)
     if storage == "buffer":
         rows_per = min(rows_per, max(1, budget // row_bytes))

@@ -52,16 +52,18 @@ def table_budget(limits: Any, row_bytes: int, binding: int) -> int:
     return max(row_bytes, min(binding, allocation_limit(limits) // 4))
 
 
-def window_budget(table_budget: int, row_bytes: int, resident: bool, offset_align: int) -> int:
+def window_budget(table_budget: int, row_bytes: int, resident: bool, offset_align: int, what: str) -> int:
     """Bytes of table rows one chunk may read: a resident table's window
     starts rounded down to a binding offset (a multiple of both the
     alignment and a row), so it needs that much room, and a row more;
-    ValueError when not one row is left."""
+    ValueError naming `what` (the resident table) when not one row is left."""
     if not resident:
         return table_budget
     left = table_budget - math.lcm(offset_align, row_bytes) - row_bytes
     if left < row_bytes:
-        raise ValueError(f"one table row ({row_bytes} bytes) does not fit the device's binding limits")
+        raise ValueError(f"one row of {what} ({row_bytes} bytes) does not fit the device's binding limits when the "
+                         f"table is a DeviceArray (its window starts at a binding offset, a multiple of "
+                         f"{offset_align} bytes and a row); pass it as a numpy array")
     return left
 
 
