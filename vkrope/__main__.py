@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
 
-from .files import JSON_LIMIT, not_regular, open_input, parse_json, read_json
+from .files import not_regular, open_input, parse_json, read_json, read_json_bytes
 
 from .arguments import STORAGE_CHOICES
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
@@ -61,6 +61,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"device: {dev.name} ({dev.info['type']}, Vulkan {dev.info['api_version']})")
     rng = np.random.default_rng(0)
     ok = True
+    times: list[tuple[float, float]] = []  # (vkrope, numpy) seconds of each row numpy also ran
     q_freqs = vkrope.axial_freqs(256, 64, 64)  # [4096, 256]: EdgeTAM queries, 64x64 grid
     k_freqs = vkrope.axial_freqs(256, 16, 16)  # [256, 256]: one memory frame, 16x16 grid
     print(f"{'tensor':<40} {'dtype':<8} {'max |err|':>10} {'rel/ulps':>9} {'vkrope ms':>10} {'numpy ms':>9}")
@@ -71,6 +72,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         err, rel = _max_error(y, vkrope.apply_reference(q, fq))
         t_vk = _best_time(lambda: vkrope.apply(q, fq))
         t_np = _best_time(lambda: numpy_rope(q, fq))
+        times.append((t_vk, t_np))
         ok &= rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5)  # bfloat16: rounded once
         print(f"{'queries [1, 4096, 256], 64x64 axial':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
               f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
@@ -83,6 +85,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         t_vk = _best_time(lambda: vkrope.apply(k, fk, repeat=7, exclude_last=4))
         fk_full = np.concatenate([np.tile(fk, (7, 1)), np.tile(np.array([1, 0], dtype), (4, 128))])
         t_np = _best_time(lambda: numpy_rope(k, fk_full))
+        times.append((t_vk, t_np))
         ok &= same_tail and (rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5))
         print(f"{'keys 7x256 + 4 ptr (repeat=7, excl=4)':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
               f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
@@ -97,14 +100,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("rel/ulps: float32 max error over max |ref|; float16 / bfloat16 max error in ulps of that dtype")
     print("times: best of 5, end to end from numpy to numpy; numpy = complex64 multiply "
           "(16-bit types widened to float32), with freqs materialised for repeat/exclusion")
-    _demo_ceiling(dev, q, q_freqs)
+    _demo_ceiling(dev, q, q_freqs, times)
     print("result: " + ("correct (matches the float64 reference)" if ok else "WRONG"))
     return 0 if ok else 1
 
 
-def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
-    """Where the kernel stands against the driver's own ceiling, and why
-    numpy wins on a CPU driver."""
+def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray, times: list[tuple[float, float]]) -> None:
+    """Where the kernel stands against the driver's own ceiling, and, from
+    the rows' `times` (vkrope, numpy), which of the two was faster here (on
+    a CPU driver, numpy mostly: why)."""
     from vkrope.bench.timing import time_request, time_texel_copy
     from vkrope.ops import sam2
 
@@ -117,22 +121,26 @@ def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray) -> None:
     if kernel and floor:
         print(f"kernel alone (queries, float32): {kernel * 1e3:.3f} ms; this driver's texel-copy shader over the "
               f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
-    if str(dev.info["type"]).lower() == "cpu":
-        print("numpy wins here: this Vulkan device is the CPU itself (a software driver), so vkrope adds a copy "
-              "in and out and runs each texel as a shader invocation on the same cores that numpy uses directly")
+    faster = sum(t_vk < t_np for t_vk, t_np in times)
+    print(f"vkrope was faster than numpy on {faster} of the {len(times)} rows numpy ran")
+    if str(dev.info["type"]).lower() == "cpu" and 2 * faster < len(times):
+        print("numpy wins most rows here: this Vulkan device is the CPU itself (a software driver), so vkrope adds "
+              "a copy in and out and runs each texel as a shader invocation on the same cores that numpy uses "
+              "directly")
     print("GPU measurements, where there are any: docs/PERFORMANCE.md")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     """Each Vulkan device and the facts vkrope depends on. Where none can be
     chosen (VKROPE_DEVICE matches none, or none is usable) the devices are
-    listed all the same, then the error says why (exit 1)."""
+    listed all the same, then the error says why (exit 1): a bad VKROPE_*
+    value too."""
     import vkrope
 
     devs = vkrope.devices()
     try:
         chosen = vkrope.default_device().info
-    except vkrope.VulkanUnavailableError as exc:
+    except (vkrope.VulkanUnavailableError, ValueError) as exc:
         if not devs:
             raise
         chosen, unusable = None, exc
@@ -252,13 +260,34 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
     try:
         kind = not_regular(os.stat(path).st_mode)
     except FileNotFoundError:
-        return
+        kind = None
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
     if kind is not None and (kind not in _STREAMS or not streams):
         streamed = ", a character device or a pipe" if streams else ""
         raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)"
                          f"{streamed}")
+    if kind is None:
+        _check_writable(path, what)
+
+
+def _check_writable(path: str, what: str) -> None:
+    """A file `path` (new or regular) can be written as `_save` writes it: the folder of what it names (a
+    symlink's target) takes a new file, probed by making and removing one, and an existing file is writable;
+    else a ValueError naming `what`, before any work (a read-only file system, /proc, a symlink into a
+    missing folder)."""
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
+    probe = os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
+    os.unlink(probe)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -378,6 +407,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         check_output_path(args.plot, "--plot", "bench.png", streams=False)
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
+    if args.plot or args.chart_from:
+        _need_matplotlib()  # (before the run: a chart asked for is not found missing after it)
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
     if name:
@@ -398,8 +429,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)
     if not args.plot:
         check_output_path(str(out_dir / "bench.png"), "--out", None, streams=False)
-    storages = args.storage or [c for c in STORAGE_CHOICES if c != "auto"]
-    dtypes = args.dtype or list(TENSOR_DTYPES.names)
+    storages = list(dict.fromkeys(args.storage or [c for c in STORAGE_CHOICES if c != "auto"]))  # (once each)
+    dtypes = list(dict.fromkeys(args.dtype or TENSOR_DTYPES.names))
     result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
                        dtypes=tuple(dtypes), json_path=str(json_path))
     bench.save_json(result, str(json_path))
@@ -435,7 +466,7 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
     regular file of at most JSON_LIMIT bytes and checked value by value
     before anything is drawn."""
     with open_input(path, "--chart-from", "a `vkrope bench` JSON file") as fh:
-        data = fh.read(JSON_LIMIT + 1)
+        data = read_json_bytes(fh, path, "--chart-from")
     result = parse_json(data, path, "--chart-from")
     try:
         bench.check_result(result)
@@ -449,13 +480,18 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
     return 0
 
 
-def _chart(bench: Any, result: dict, path: str) -> None:
-    """Draw the chart with matplotlib; ImportError with the way to get it."""
+def _need_matplotlib() -> None:
+    """ImportError with the way to get matplotlib, where it is missing."""
     try:
         import matplotlib  # noqa: F401, PLC0415  (the bench extra)
     except ImportError:
         raise ImportError("the chart needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
                           "'.[bench]' in its clone)") from None
+
+
+def _chart(bench: Any, result: dict, path: str) -> None:
+    """Draw the chart with matplotlib; ImportError with the way to get it."""
+    _need_matplotlib()
     bench.plot(result, path)
     print(f"wrote {path}")
 
@@ -538,7 +574,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 # uses (num_heads) anywhere.
 _FLAG_WORDS = {"config": ("like",), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
-_FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads")
+_FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads", "repeat", "exclude_last")
 BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)
 # The positional files of each command, as the API's messages name their arrays.
 _FILE_WORDS = {"apply": {"x": "X.npy", "freqs": "FREQS.npy"},
@@ -550,6 +586,8 @@ def cli_spelling(message: str, command: str) -> str:
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
+    if command == "config":  # (from_gguf's argument is `path`; the command's, PATH)
+        message = re.sub(r"^path: ", "PATH: ", message)
     for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote)
         parts = re.split(r"""('[^']*'|"[^"]*")""", message)
         message = "".join(part if i % 2 else re.sub(rf"(?<![\w.'\[/-]){name}(?![\w.\[(/])", file, part)
@@ -679,9 +717,15 @@ def _stdout_gone() -> bool:
 
 def _command(args: argparse.Namespace) -> int:
     """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
-    (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141)."""
+    (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141); Ctrl-C one line
+    too, status 130 (a shell's for SIGINT)."""
     try:
         return int(args.func(args))
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("vkrope: interrupted", file=sys.stderr)
+        return 128 + 2
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_gone():
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (else the exit's flush fails again)

@@ -58,8 +58,16 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
         head = fh.read(4)
         if head == b"GGUF":
             return head, None
-        data = head + fh.read(JSON_LIMIT + 1 - len(head))
+        data = head + read_json_bytes(fh, path, what, len(head))
     return head, parse_json(data, path, what)
+
+
+def read_json_bytes(fh: BinaryIO, path: str, what: str, done: int = 0) -> bytes:
+    """The rest of an open JSON file (`done` bytes of it read already): one over JSON_LIMIT by its size is refused
+    unread; one that grew past it while read is refused by parse_json."""
+    if os.fstat(fh.fileno()).st_size > JSON_LIMIT:
+        raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")
+    return fh.read(JSON_LIMIT + 1 - done)
 
 
 def parse_json(data: bytes, path: str, what: str) -> Any:
@@ -75,4 +83,4 @@ def parse_json(data: bytes, path: str, what: str) -> Any:
         raise ValueError(f"{what}: {path!r} is not JSON in UTF-8 ({exc})") from None
 
 
-__all__ = ["JSON_LIMIT", "not_regular", "open_input", "parse_json", "read_json"]
+__all__ = ["JSON_LIMIT", "not_regular", "open_input", "parse_json", "read_json", "read_json_bytes"]

@@ -116,7 +116,8 @@ def test_phi35_longrope_from_gguf(tmp_path):
         for n in (10, 4096, 4097, 100000):  # (every position of the run: the context's factors)
             assert np.array_equal(g.inv_freq(n), h.inv_freq(picks)), (context, n)
         assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
-    for bad, error in ((0, ValueError), (True, TypeError), (4096.0, TypeError)):
+    assert vkrope.from_gguf(path, context_length=2**32 - 1) == vkrope.from_gguf(path, context_length=131072)
+    for bad, error in ((0, ValueError), (2**32, ValueError), (True, TypeError), (4096.0, TypeError)):
         with pytest.raises(error, match="context_length must be"):
             vkrope.from_gguf(path, context_length=bad)
     plain = write(tmp_path / "plain.gguf", "llama", [
@@ -480,7 +481,7 @@ def test_a_file_shorter_than_the_header_is_named(tmp_path):
     read (not a bare struct.error from unpacking the version)."""
     path = tmp_path / "short.gguf"
     path.write_bytes(b"GGUF\x03\x00")
-    with pytest.raises(ValueError, match=r"\(ValueError: the header needs 8 bytes at offset 0; the file has 6 left\)"):
+    with pytest.raises(ValueError, match=r"\(ValueError: the start \(magic and version\) needs 8 bytes at offset 0; the file has 6 left\)"):
         vkrope.from_gguf(str(path))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,10 @@ def test_help_and_info():
     facts = json.loads(res.stdout)
     assert facts["chosen"]["name"] == facts["devices"][facts["chosen"]["index"]]["name"]
     assert facts["chosen"]["name"] == vkrope.default_device().name
+    res = cli("info", env={"VKROPE_TIMEOUT_S": "abc"})  # (the diagnostic command lists the devices all the same)
+    assert res.returncode == 1 and vkrope.default_device().name in res.stdout and "uses none" in res.stdout
+    assert res.stderr == ("vkrope: error: ValueError: VKROPE_TIMEOUT_S must be a number of seconds in (0, 1e6]; got "
+                          "'abc'\n"), res.stderr
 
 
 @pytest.mark.parametrize("extra", [[], ["--inverse"], ["--repeat", "2", "--exclude-last", "1"], ["--storage", "texture3d"]])
@@ -225,7 +230,7 @@ def test_cli_errors_name_the_flags(tmp_path, capsys):
     c, x4 = str(tmp_path / "c.npy"), str(tmp_path / "x4.npy")
     for args, line in [
         (["apply", x, f, "-o", out, "--positions", str(tmp_path / "p.npy"), "--repeat", "2"],
-         "ValueError: --positions cannot be combined with repeat or exclude_last (got --repeat 2, --exclude-last 0);"),
+         "ValueError: --positions cannot be combined with --repeat or --exclude-last (got --repeat 2, --exclude-last 0);"),
         (["apply", x, f, "-o", out, "--storage", "texture2d"], "ValueError: --storage must be one of "),
         (["rotary-embedding", x, c, c, "-o", out], "ValueError: X.npy is 3D [B, S, H*D] = (1, 3, 4): --num-heads must be "
                                                   "given (> 0)"),
@@ -403,8 +408,12 @@ def test_cli_demo():
     assert res.returncode == 0, res.stdout + res.stderr
     assert "correct" in res.stdout and "float16" in res.stdout and "bfloat16" in res.stdout and "AxialFreqs" in res.stdout
     assert "texel-copy shader" in res.stdout and "of its ceiling" in res.stdout
-    if str(vkrope.default_device().info["type"]).lower() == "cpu":
-        assert "numpy wins here" in res.stdout
+    rows = [line.split() for line in res.stdout.splitlines() if re.match(r"(queries \[|keys )", line)]
+    timed = [(float(r[-2]), float(r[-1])) for r in rows]
+    faster = sum(vk < np_ for vk, np_ in timed)
+    assert len(timed) == 6 and f"vkrope was faster than numpy on {faster} of the 6 rows numpy ran" in res.stdout
+    cpu = str(vkrope.default_device().info["type"]).lower() == "cpu"
+    assert ("numpy wins most rows here" in res.stdout) == (cpu and 2 * faster < 6), res.stdout
 
 
 def test_cli_rotary_embedding(tmp_path):
@@ -734,8 +743,11 @@ def _bench_result(**row):
     (json.dumps(_bench_result()).replace('"x_bytes": 512', '"x_bytes": 1' + "0" * 400), "row 0: x_bytes must be a "
                                                                                       "finite number > 0; got 1000"),
     (json.dumps(dict(_bench_result(), device={"name": {"x": 1}})), "it needs a date and a device name (strings)"),
+    (json.dumps({"floor_us": 12.5, "rows_of": []}), "it has no rows: only the kernel benchmark's bench.json has a "
+                                                    "chart (the JSON of bench --family, --nd, --overhead or --decode "
+                                                    "has none)"),
 ], ids=["shape_int", "shape_bool", "dtype_list", "rate_text", "rate_negative", "time_zero", "size_null", "size_inf",
-        "size_400_digits", "device_name_dict"])
+        "size_400_digits", "device_name_dict", "a_mode_run"])
 def test_cli_bench_chart_from_checks_each_value(tmp_path, capsys, text, why):
     """--chart-from of a JSON with values of the wrong type (5 for a shape, a list for a dtype, "fast" or an
     infinite number for a rate) was drawn anyway or failed with a bare TypeError: one line naming the file, the
@@ -963,3 +975,108 @@ def test_a_broken_pipe_elsewhere_stays_an_error(capsys):
 
     assert _command(argparse.Namespace(func=broken, debug=False, command="apply")) == 1
     assert capsys.readouterr().err == "vkrope: error: BrokenPipeError: [Errno 32] Broken pipe\n"
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    """A folder that takes no new file (a read-only file system, /proc), or a symlink into a missing folder: the
+    output's flag named, before the inputs are read or any device work (a benchmark ran to its end, then failed);
+    the probe leaves nothing behind."""
+    import errno
+
+    import vkrope.__main__ as cli_main
+
+    x, f = _npy_pair(tmp_path)
+    loaded = []
+    monkeypatch.setattr(cli_main, "load_npy", lambda *a: loaded.append(a))
+    os.symlink(str(tmp_path / "missing" / "y.npy"), tmp_path / "dangling.npy")
+    assert cli_main.main(["apply", x, f, "-o", str(tmp_path / "dangling.npy")]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: -o/--output: {str(tmp_path / 'dangling.npy')!r} "
+                                       f"links into the directory {str(tmp_path / 'missing')!r}, which does not "
+                                       "exist\n")
+    real_open = os.open
+
+    def read_only(path, flags, *a):
+        if flags & os.O_CREAT:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(cli_main.os, "open", read_only)
+    out = str(tmp_path / "y.npy")
+    assert cli_main.main(["apply", x, f, "-o", out]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: -o/--output: cannot write {out!r} (Read-only file "
+                                       "system)\n")
+    ran = []
+    monkeypatch.setattr("vkrope.bench.overhead.run", lambda **kw: ran.append(kw) or {})
+    assert cli_main.main(["bench", "--overhead", "--out", str(tmp_path / "b")]) == 1
+    json_path = str(tmp_path / "b" / "bench_overhead.json")
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --out: cannot write {json_path!r} (Read-only file "
+                                       "system)\n")
+    assert ran == [] and loaded == []
+    monkeypatch.setattr(cli_main.os, "open", real_open)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "dangling.npy", "f.npy", "x.npy"]
+
+
+def test_a_chart_asked_for_without_matplotlib_is_refused_before_the_run(tmp_path):
+    """bench --plot with no matplotlib: the ImportError before anything is measured (it came after a whole run)."""
+    code = ("import sys; sys.modules['matplotlib'] = None; from vkrope.__main__ import main; "
+            f"sys.exit(main(['bench', '--shapes', '1x16x8', '--repeats', '1', '--dtype', 'float32', "
+            f"'--storage', 'buffer', '--out', {str(tmp_path)!r}, '--plot', {str(tmp_path / 'c.png')!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 1 and res.stdout == "", res.stdout + res.stderr
+    assert res.stderr.startswith("vkrope: error: ImportError: the chart needs matplotlib") and not list(tmp_path.iterdir())
+
+
+def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
+    """SIGINT during a run: one line on stderr and status 130, no traceback (--debug keeps it)."""
+    import signal
+    import time
+
+    for debug in ([], ["--debug"]):
+        out_dir = tmp_path / ("debug" if debug else "plain")
+        proc = subprocess.Popen([sys.executable, "-m", "vkrope", *debug, "bench", "--out", str(out_dir)], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 120
+        while not (out_dir / "bench.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # (the run's first row written: well inside it)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        if debug:
+            assert "Traceback" in err and "KeyboardInterrupt" in err, err
+        else:
+            assert proc.returncode == 130 and err == "vkrope: interrupted\n", (proc.returncode, err)
+
+
+def test_a_json_file_over_the_limit_is_refused_by_its_size(tmp_path, monkeypatch):
+    """cli.md: "over 64 MiB is refused unread": by its size, before its bytes are read and parsed."""
+    import vkrope.files as files
+
+    with open(tmp_path / "big.json", "wb") as fh:
+        fh.truncate((64 << 20) + 1)
+    monkeypatch.setattr(files, "parse_json", lambda *a: pytest.fail("the file was read"))
+    with pytest.raises(ValueError, match=r"^PATH: .* is over 64 MiB, larger than any JSON file vkrope reads$"):
+        files.read_json(str(tmp_path / "big.json"), "PATH", "a config.json")
+
+
+def test_cli_bench_measures_a_storage_or_dtype_given_twice_once(tmp_path, monkeypatch):
+    """--storage buffer buffer measured (and printed) every row twice: each is measured once, in the order given."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    asked = []
+    monkeypatch.setattr(kernel, "run", lambda **kw: asked.append(kw) or pytest.skip("not run"))
+    with pytest.raises(pytest.skip.Exception):
+        main(["bench", "--storage", "texture3d", "buffer", "texture3d", "--dtype", "float16", "float16",
+              "--shapes", "1x4x4", "--out", str(tmp_path)])
+    assert asked[0]["storages"] == ("texture3d", "buffer") and asked[0]["dtypes"] == ("float16",)
+
+
+def test_cli_config_names_its_path_argument_for_a_bad_gguf_file(tmp_path, capsys):
+    """from_gguf's `path:` is the command's PATH, as its other messages say."""
+    from vkrope.__main__ import main
+
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert main(["config", str(tmp_path / "m.gguf")]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {str(tmp_path / 'm.gguf')!r} is not a GGUF "
+                                       "file (ValueError: the start (magic and version) needs 8 bytes at offset 0; "
+                                       "the file has 4 left)\n")

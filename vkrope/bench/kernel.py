@@ -362,6 +362,9 @@ def check_result(result: Any) -> None:
     """Raise ValueError unless `result` is a `run` result the chart can draw:
     a device name, a date and at least one row with every key it reads,
     each of the type the chart reads (a JSON from elsewhere: --chart-from)."""
+    if isinstance(result, dict) and "rows" not in result:
+        raise ValueError("it has no rows: only the kernel benchmark's bench.json has a chart (the JSON of bench "
+                         "--family, --nd, --overhead or --decode has none)")
     if not isinstance(result, dict) or not isinstance(result.get("date"), str) \
             or not isinstance(result.get("device"), dict) or not isinstance(result["device"].get("name"), str):
         raise ValueError("it needs a date and a device name (strings)")

@@ -256,7 +256,7 @@ def _read(data: bytes, size: int, file: BinaryIO) -> GgufFile:
     version = struct.unpack_from("<I", data, 4)[0] if len(data) >= 8 else 0
     order = "<" if version & 0xFFFF else ">"  # (a big-endian file's version reads as v << 24)
     walk = _Walk(data, size, order)
-    walk.take(8, "the header")
+    walk.take(8, "the start (magic and version)")
     version = struct.unpack_from(order + "I", data, 4)[0]
     if version not in (2, 3):
         raise ValueError(f"GGUF version {version}; llama.cpp reads versions 2 and 3")
