@@ -1089,3 +1089,20 @@ def test_huge_values_are_named_briefly(device):
         with pytest.raises(exc, match=msg):
             device.rope_and_cache(**{**base, **kw})
     device.rope_and_cache(**base)  # (usable afterwards)
+
+
+_HUGE = 2 ** 40  # (tokens no memory holds a row of per token)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: (vkrope.rotary_embedding(np.empty((0, 1, _HUGE, 8), np.float32), vkrope.RopeFreqs(8), None),),
+    lambda: vkrope.apply_rotary_emb(*[np.empty((0, _HUGE, 1, 8), np.float32)] * 2, vkrope.RopeFreqs(8), None),
+    lambda: vkrope.apply_rotary_emb_hf(*[np.empty((0, _HUGE, 1, 8), np.float32)] * 2, vkrope.RopeFreqs(8), None),
+    lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32),
+                          np.broadcast_to(np.ones((1, 8), np.float32), (_HUGE, 8))),),
+], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply"])
+def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
+    """No values (B = 0) over 2^40 tokens: the empty result, not a MemoryError from a row per token built first
+    (the table path answered at once; the spec paths and apply's rows did not)."""
+    results = call()
+    assert all(r.size == 0 and _HUGE in r.shape for r in results)

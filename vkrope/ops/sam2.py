@@ -97,8 +97,9 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
                 f"freqs has {n_freq_rows} rows ({form()}); expected (N - exclude_last) / repeat = "
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
             )
-        row_of = np.full(n_tokens, -1, dtype=np.int64)
-        if n_freq_rows:
+        # (an x of no values runs no kernel, and its N may be any size: no row per token then)
+        row_of = np.full(n_tokens if x.size else 0, -1, dtype=np.int64)
+        if n_freq_rows and x.size:
             row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
         row_of.flags.writeable = False  # (kept: one array for every call of this structure)
     if isinstance(pairs, FrequencySpec):

@@ -96,7 +96,7 @@ def token_positions(b: int, s: int, values: int, start: int = 0, dtype: Any = np
     """start + s for each (b, s), b-major: the rows of calls whose tokens read their own position; none where
     the tensors hold no values (`values`: their count), as such a call runs no kernel and its B * S may be
     any size (a D of 0)."""
-    return np.tile(np.arange(start, start + s, dtype=dtype), b if values else 0)
+    return np.tile(np.arange(start, start + s, dtype=dtype), b) if values else np.zeros(0, dtype)
 
 
 def check_same_dtype(a: Any, b: Any, names: str) -> None:
