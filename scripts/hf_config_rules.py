@@ -790,15 +790,19 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
 
 
 def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> None:
-    """Into `gold`: the files of int_refused's and layer_types_checked's probes (each key of the first as a
-    whole float and as the int; layer_types of the class's length, one shorter, one longer and with an
-    unknown name), with what the classes made of them (from_hf must read that, or refuse)."""
+    """Into `gold`: the files of int_refused's, layer_types_checked's and heads_divide's probes (each key of
+    the first as a whole float and as the int; layer_types of the class's length, one shorter, one longer and
+    with an unknown name; hidden sizes the heads divide or not), with what the classes made of them (from_hf
+    must read that, or refuse)."""
     if _raises(t, e, {}):
         return
     built = _built(t, e, {})
     ints = _int_keys(e, built.to_dict())  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
     probes = [kw for k in rules.get("float_refused") or [] for kw in ({k: ints[k]}, {k: float(ints[k])})]
     probes += [{k: True} for k in rules.get("bool_refused") or []]
+    heads = heads_probes(t, e) if "heads_divide" in rules else None
+    if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
+        probes += list(heads.values())  # (where the class makes a rope dict its model reads: GPT-J's has none)
     if "layer_types" in rules:
         n, own = built.num_hidden_layers, getattr(built, "layer_types", None)
         own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
@@ -945,6 +949,38 @@ def null_refused(t: str, e: dict) -> list[str]:
     even = {"hidden_size": 64 * heads} if isinstance(heads, int) and heads > 0 else {}
     return [k for k in keys if _raises(t, e, {k: None}) and _raises(t, e, {**saved, k: None})
             and _raises(t, e, {**{n: v for n, v in even.items() if n != k}, k: None})]
+
+
+def heads_probes(t: str, e: dict) -> dict[str, dict] | None:
+    """Files of the class's own head count and a hidden size it divides ("multiple": the class's own) or not
+    ("off_by_one", "off_by_two": one and two past), each bare and beside an explicit head_dim (the quotient):
+    the probes of `heads_divide`; None where the class does not build bare or has fewer than three heads."""
+    if _raises(t, e, {}):
+        return None
+    built = _built(t, e, {}).to_dict()
+    aliases = e.get("aliases", {})
+    hidden, heads = (built.get(aliases.get(k, k)) for k in ("hidden_size", "num_attention_heads"))
+    if type(hidden) is not int or type(heads) is not int or heads < 3 or hidden % heads:
+        return None
+    d = hidden // heads
+    out = {}
+    for name, size in (("multiple", hidden), ("off_by_one", hidden + 1), ("off_by_two", hidden + 2)):
+        out[name] = {"hidden_size": size, "num_attention_heads": heads}
+        out[name + "_head_dim"] = {**out[name], "head_dim": d}
+    return out
+
+
+def heads_divide(t: str, e: dict) -> dict[str, bool] | None:
+    """Whether the classes raise on a hidden_size that num_attention_heads does not divide (the
+    validate_architecture of Llama's and ~45 other classes; Mistral's takes one, its head dim the floor),
+    without ("bare") and beside ("head_dim") an explicit head_dim; a class that raises on one size past a
+    multiple and not on another is not taken as raising for the division. None where not measured
+    (heads_probes), or the class raises on its own sizes."""
+    probes = heads_probes(t, e)
+    if probes is None or _raises(t, e, probes["multiple"]) or _raises(t, e, probes["multiple_head_dim"]):
+        return None
+    return {kind: _raises(t, e, probes["off_by_one" + tail]) and _raises(t, e, probes["off_by_two" + tail])
+            for kind, tail in (("bare", ""), ("head_dim", "_head_dim"))}
 
 
 def nope_longer(t: str, e: dict) -> dict[str, bool] | None:
@@ -1256,12 +1292,13 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
     `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`,
-    `width`, `mrope_sections` and `layer_types`."""
+    `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
     floats, bools = int_refused(t, e)
     out: dict[str, Any] = {"null_refused": null_refused(t, e), "float_refused": floats, "bool_refused": bools,
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
+                           ("heads_divide", heads_divide(t, e)),
                            ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):
         if measured is not None:
             out[name] = measured

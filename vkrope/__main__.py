@@ -121,13 +121,21 @@ def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray, times: list[tuple[
     if kernel and floor:
         print(f"kernel alone (queries, float32): {kernel * 1e3:.3f} ms; this driver's texel-copy shader over the "
               f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
-    faster = sum(t_vk < t_np for t_vk, t_np in times)
-    print(f"vkrope was faster than numpy on {faster} of the {len(times)} rows numpy ran")
-    if str(dev.info["type"]).lower() == "cpu" and 2 * faster < len(times):
-        print("numpy wins most rows here: this Vulkan device is the CPU itself (a software driver), so vkrope adds "
-              "a copy in and out and runs each texel as a shader invocation on the same cores that numpy uses "
-              "directly")
+    for line in demo_verdict(times, str(dev.info["type"]).lower() == "cpu"):
+        print(line)
     print("GPU measurements, where there are any: docs/PERFORMANCE.md")
+
+
+def demo_verdict(times: list[tuple[float, float]], cpu: bool) -> list[str]:
+    """The demo's lines on which was faster, from its rows' (vkrope, numpy) seconds; on a CPU driver where
+    numpy wins most rows, why."""
+    faster = sum(t_vk < t_np for t_vk, t_np in times)
+    lines = [f"vkrope was faster than numpy on {faster} of the {len(times)} rows numpy ran"]
+    if cpu and 2 * faster < len(times):
+        lines.append("numpy wins most rows here: this Vulkan device is the CPU itself (a software driver), so vkrope "
+                     "adds a copy in and out and runs each texel as a shader invocation on the same cores that numpy "
+                     "uses directly")
+    return lines
 
 
 def cmd_info(args: argparse.Namespace) -> int:

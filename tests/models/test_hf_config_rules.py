@@ -584,3 +584,16 @@ def test_cosmos3_edge_sections_its_class_refuses_are_refused(given, why):
     ok = vkrope.from_hf({"model_type": "cosmos3_edge_text", "head_dim": 96,
                          "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 16, 16]}})
     assert (ok.head_dim, ok.rotary_dim, ok.mrope_section, ok.theta) == (96, 96, (16, 16, 16), 1e6)
+
+
+def test_a_hidden_size_the_heads_do_not_divide_as_each_class_takes_it():
+    """Llama's config class refuses hidden_size 513 over 4 heads (its validate_architecture), head_dim beside it
+    or not; Mistral's takes it, its head dim the quotient's floor (q_proj has heads * 128 outputs): read so."""
+    for extra in ({}, {"head_dim": 128}):
+        with pytest.raises(ValueError, match=r"^config: hidden_size 513 is not a multiple of num_attention_heads 4: "
+                                             r"llama's config class refuses that"):
+            vkrope.from_hf({"model_type": "llama", "hidden_size": 513, "num_attention_heads": 4, **extra})
+    assert config_rules.rules_of("llama")["heads_divide"] == {"bare": True, "head_dim": True}
+    assert config_rules.rules_of("mistral")["heads_divide"] == {"bare": False, "head_dim": False}
+    rope = vkrope.from_hf({"model_type": "mistral", "hidden_size": 513, "num_attention_heads": 4})
+    assert rope.head_dim == 128 and rope.rotary_dim == 128

@@ -1080,3 +1080,15 @@ def test_cli_config_names_its_path_argument_for_a_bad_gguf_file(tmp_path, capsys
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {str(tmp_path / 'm.gguf')!r} is not a GGUF "
                                        "file (ValueError: the start (magic and version) needs 8 bytes at offset 0; "
                                        "the file has 4 left)\n")
+
+
+def test_demo_verdict_follows_its_rows():
+    """demo said "numpy wins here" on any CPU driver, beside rows where vkrope was faster: the verdict counts them."""
+    from vkrope.__main__ import demo_verdict
+
+    assert demo_verdict([(1.0, 2.0), (3.0, 2.0), (1.0, 1.5)], cpu=True) == [
+        "vkrope was faster than numpy on 2 of the 3 rows numpy ran"]
+    slow = demo_verdict([(3.0, 2.0), (3.0, 2.0), (1.0, 1.5)], cpu=True)
+    assert slow[0] == "vkrope was faster than numpy on 1 of the 3 rows numpy ran" and slow[1].startswith(
+        "numpy wins most rows here: this Vulkan device is the CPU itself")
+    assert demo_verdict([(3.0, 2.0)], cpu=False) == ["vkrope was faster than numpy on 0 of the 1 rows numpy ran"]

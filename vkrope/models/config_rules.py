@@ -63,6 +63,10 @@ by building each config class on probe configs; never edited by hand):
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list,
   `check_layer_types`;
+- `heads_divide`: whether the class raises on a hidden_size that
+  num_attention_heads does not divide (Llama's validate_architecture;
+  Mistral's takes one), without (`bare`) and beside (`head_dim`) an
+  explicit head_dim, `check_heads_divide`;
 - `mrope_sections`: for an M-RoPE model whose class validates mrope_section
   (Cosmos 3 Edge's: three sections summing to half its `key`, head_dim),
   `check_mrope_sections`;
@@ -106,6 +110,7 @@ import os
 from functools import lru_cache
 from typing import Any
 
+from ..runtime.dtypes import is_int
 from .rope import key_number
 from .rope_types import RULES
 
@@ -226,6 +231,7 @@ def _one_type(cfg: dict, lt: str, d0: dict, rule: dict | None, shape: str, model
             if cfg[key] is None:
                 raise ValueError(f"config: {key} is null; {model_type}'s config class takes it as the theta of "
                                  f"its {lt} layers, where transformers then fails")
+            key_number(cfg, key, "config: ")  # (named as the file gives it, not as the dict it moves into)
             d["rope_theta"] = cfg[key]
         elif rule["theta_default"] and "rope_theta" in d0:
             d["rope_theta"] = d0["rope_theta"]
@@ -351,6 +357,8 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
         source = next((k for k in one["theta_keys"] if k in cfg), None)
+        if source is not None and cfg[source] is not None:
+            key_number(cfg, source, "config: ")  # (named as the file gives it, not as the dict it moves into)
         rope["rope_theta"] = one["theta" + filled] if source is None else cfg[source]
         if rope["rope_theta"] is None and source is None:
             raise ValueError(f"config: no rope_theta given ({', '.join(one['theta_keys'])}), and {model_type}'s "
@@ -553,6 +561,22 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
             if isinstance(cfg.get(key), kind):
                 raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer "
                                  "there (transformers raises on loading the config), so vkrope refuses it too")
+
+
+def check_heads_divide(cfg: dict, model_type: str) -> None:
+    """A ValueError where num_attention_heads does not divide hidden_size in the text config `cfg` (the file's
+    keys and the class's defaults) and the model type's config class raises on that (`heads_divide`, bare or
+    beside the head_dim the file gives: transformers raises on loading the config); a class that takes it
+    (Mistral's) has the head dim the quotient's floor, as from_hf reads it."""
+    rule = rules_of(model_type).get("heads_divide")
+    hidden: Any = cfg.get("hidden_size")
+    heads: Any = cfg.get("num_attention_heads")
+    if not rule or not is_int(hidden) or not is_int(heads) or heads <= 0 or hidden % heads == 0:
+        return
+    if rule["bare" if cfg.get("head_dim") is None else "head_dim"]:
+        raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}: "
+                         f"{model_type}'s config class refuses that (transformers raises on loading the config), "
+                         "so vkrope does too")
 
 
 def _unmeasured(rules: dict) -> bool:

@@ -116,6 +116,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
+    config_rules.check_heads_divide(merged, _type_of(cfg, like))
     _check_switches(merged, e, _type_of(cfg, like))
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
