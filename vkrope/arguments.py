@@ -232,17 +232,23 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
         raise ValueError(f"{name} must have shape {tuple(x.shape)} (the shape of {x_name}); got {tuple(out.shape)}")
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         raise ValueError(f"{name} must be writeable; got a read-only array")
-    if isinstance(out, np.ndarray) and overlaps_itself(out):
+    overlap = overlaps_itself(out) if isinstance(out, np.ndarray) else False
+    if overlap:
         raise ValueError(f"{name} has elements that share memory (strides {out.strides} over shape {out.shape}: "
                          "a broadcast or as_strided view); which result would be kept is not defined: pass an "
                          "array whose elements are apart")
+    if overlap is None:
+        raise ValueError(f"{name} has strides {out.strides} over shape {out.shape} that do not nest (an as_strided "
+                         f"view), too many elements ({out.size}) to check one by one that none shares memory with "
+                         "another: pass an array whose strides nest (np.empty_like(x), or a transpose of one)")
     return out
 
 
-def overlaps_itself(a: np.ndarray) -> bool:
+def overlaps_itself(a: np.ndarray) -> bool | None:
     """Whether two elements of `a` share a byte. Strides that nest (each axis's stride at least the span of
-    the axes with smaller strides) cannot overlap: the usual case, decided at once; any other (a zero stride,
-    a view made with as_strided) by every element's offset."""
+    the axes with smaller strides) cannot overlap: the usual case, decided at once, as is a zero stride; any
+    other (a view made with as_strided) by every element's offset, up to EXACT_OVERLAP_LIMIT elements (their
+    offsets take 8 bytes each); None past it (not decided)."""
     if a.size <= 1:
         return False
     span = a.itemsize
@@ -252,11 +258,18 @@ def overlaps_itself(a: np.ndarray) -> bool:
         span += stride * (n - 1)
     else:
         return False
+    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
+        return True
+    if a.size > EXACT_OVERLAP_LIMIT:
+        return None
     offsets = np.zeros((), np.int64)
     for st, n in zip(a.strides, a.shape):
         offsets = np.add.outer(offsets, np.arange(n, dtype=np.int64) * st)
     ordered = np.sort(offsets, axis=None)
     return bool(np.any(np.diff(ordered) < a.itemsize))
+
+
+EXACT_OVERLAP_LIMIT = 1 << 22  # elements whose offsets overlaps_itself compares one by one (32 MiB of them)
 
 
 def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:

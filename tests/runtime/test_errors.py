@@ -280,6 +280,20 @@ def test_an_out_whose_strides_interleave_with_its_elements_apart_is_written(devi
         device.apply(x, f, out=np.lib.stride_tricks.as_strided(base, (2, 3, 4), (4, 16, 20)))
 
 
+
+def test_an_out_too_big_to_check_element_by_element_is_refused_clearly(device, monkeypatch):
+    """Strides that do not nest over more elements than the exact check compares (their offsets would take
+    gigabytes): a ValueError saying so and what to pass, not a guess either way (forced small here)."""
+    import vkrope.arguments
+
+    monkeypatch.setattr(vkrope.arguments, "EXACT_OVERLAP_LIMIT", 8)
+    x = np.ones((2, 3, 4), np.float32)
+    out = np.lib.stride_tricks.as_strided(np.zeros(28, np.float32), (2, 3, 4), (4, 16, 24))  # (apart, not nested)
+    with pytest.raises(ValueError, match=r"^out has strides \(4, 16, 24\) over shape \(2, 3, 4\) that do not nest "
+                                         r".*too many elements \(24\).*np\.empty_like\(x\)"):
+        device.apply(x, np.ones((3, 4), np.float32), out=out)
+
+
 @pytest.mark.parametrize("case", OPS, ids=lambda c: c.name)
 def test_a_timedelta_array_is_no_integer_array(case, device):
     """numpy files timedelta64 under np.integer; positions of that dtype are refused, naming the argument, as any
