@@ -8,14 +8,14 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 import time
 from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
 
-from .files import not_regular, open_input, parse_json, read_json, read_json_bytes
+from .charts import pyplot
+from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
 
 from .arguments import STORAGE_CHOICES
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
@@ -276,26 +276,7 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
         raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)"
                          f"{streamed}")
     if kind is None:
-        _check_writable(path, what)
-
-
-def _check_writable(path: str, what: str) -> None:
-    """A file `path` (new or regular) can be written as `_save` writes it: the folder of what it names (a
-    symlink's target) takes a new file, probed by making and removing one, and an existing file is writable;
-    else a ValueError naming `what`, before any work (a read-only file system, /proc, a symlink into a
-    missing folder)."""
-    target = os.path.realpath(path)
-    folder = os.path.dirname(target)
-    if not os.path.isdir(folder):
-        raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
-    if os.path.exists(target) and not os.access(target, os.W_OK):
-        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
-    probe = os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
-    os.unlink(probe)
+        check_writable(path, what)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -312,35 +293,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _save(path: str, y: np.ndarray) -> int:
-    """Write `y` to exactly `path` (np.save(path) would append .npy), atomically:
-    into a new file in the same folder, then renamed over `path`, so a failed
-    write (a full disk) leaves an existing file (X itself, with -o X) as it
-    was. A symlink keeps pointing at its file; an existing file keeps its mode.
-    A stream (/dev/null, /dev/stdout, a FIFO) is written as it is."""
+    """Write `y` to exactly `path` (np.save(path) would append .npy), whole or not at all (files.write_whole: a
+    failed write leaves an existing file, X itself with -o X, as it was). A stream (/dev/null, /dev/stdout, a
+    FIFO) is written as it is."""
     if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
         return _save_stream(path, y)
-    target = os.path.realpath(path)
-    try:
-        old_mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        old_mode = None
-    if old_mode is not None and not os.access(target, os.W_OK):
-        raise ValueError(f"-o/--output: cannot write {path!r} (Permission denied)")
-    # (a short name: the target's own may be near the file system's 255)
-    tmp = os.path.join(os.path.dirname(target), f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as to open())
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, y, allow_pickle=False)
-        if old_mode is not None:
-            os.chmod(tmp, old_mode)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise ValueError(f"-o/--output: cannot write {path!r} ({exc.strerror or exc})") from None
-        raise
+    write_whole(path, lambda fh: np.save(fh, y, allow_pickle=False), "-o/--output")
     print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
     return 0
 
@@ -416,7 +374,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.plot or args.chart_from:
-        _need_matplotlib()  # (before the run: a chart asked for is not found missing after it)
+        pyplot()  # (matplotlib before the run: a chart asked for is not found missing after it)
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
     if name:
@@ -427,7 +385,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _make_dir(out_dir)
         check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
         result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
-        (out_dir / f"bench_{name}.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+        text = (json.dumps(result, indent=1, default=str) + "\n").encode()
+        write_whole(str(out_dir / f"bench_{name}.json"), lambda fh: fh.write(text), "--out")
         print(f"wrote {out_dir / f'bench_{name}.json'}")
         return 0
     shapes = None if args.shapes is None else parse_shapes(args.shapes)
@@ -488,18 +447,8 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
     return 0
 
 
-def _need_matplotlib() -> None:
-    """ImportError with the way to get matplotlib, where it is missing."""
-    try:
-        import matplotlib  # noqa: F401, PLC0415  (the bench extra)
-    except ImportError:
-        raise ImportError("the chart needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
-                          "'.[bench]' in its clone)") from None
-
-
 def _chart(bench: Any, result: dict, path: str) -> None:
     """Draw the chart with matplotlib; ImportError with the way to get it."""
-    _need_matplotlib()
     bench.plot(result, path)
     print(f"wrote {path}")
 
@@ -535,6 +484,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         check_output_path(args.plot, "--plot", "freqs.png", streams=False)
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
+        pyplot()  # (matplotlib before the file is read)
     file, cfg = read_config(path)
     is_gguf = cfg is None
     if is_gguf and args.like is not None:  # (it was ignored)
@@ -723,17 +673,24 @@ def _stdout_gone() -> bool:
         return False
 
 
+def _quiet_interrupt(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """sys.excepthook once Ctrl-C was said in one line: nothing more for it; any other exception as Python
+    prints it."""
+    if not issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, tb)
+
+
 def _command(args: argparse.Namespace) -> int:
     """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
     (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141); Ctrl-C one line
-    too, status 130 (a shell's for SIGINT)."""
+    too, the process then ended by SIGINT as Python ends it (a shell's status 130)."""
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        if args.debug:
-            raise
-        print("vkrope: interrupted", file=sys.stderr)
-        return 128 + 2
+        if not args.debug:
+            print("vkrope: interrupted", file=sys.stderr)
+            sys.excepthook = _quiet_interrupt
+        raise  # (uncaught, Python ends the process by SIGINT after its cleanup: a shell loop running it stops)
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_gone():
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (else the exit's flush fails again)

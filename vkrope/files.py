@@ -1,15 +1,17 @@
-"""Reading the files a user names (the command line's inputs, a
-config.json): regular files only, opened without blocking and refused by
-type before a byte is read (a FIFO would block, /dev/zero would be read for
-ever), and JSON of bounded size parsed once, every failure a ValueError
-naming the argument."""
+"""Reading and writing the files a user names (the command line's inputs, a
+config.json; its results, charts and benchmark JSON): regular files only
+read, opened without blocking and refused by type before a byte is read (a
+FIFO would block, /dev/zero would be read for ever), JSON of bounded size
+parsed once; files written whole or not at all (`write_whole`); every
+failure a ValueError naming the argument."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -83,4 +85,57 @@ def parse_json(data: bytes, path: str, what: str) -> Any:
         raise ValueError(f"{what}: {path!r} is not JSON in UTF-8 ({exc})") from None
 
 
-__all__ = ["JSON_LIMIT", "not_regular", "open_input", "parse_json", "read_json", "read_json_bytes"]
+def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> None:
+    """Write the regular file `path` (new or replaced) whole or not at all: `write` fills a new file in the folder
+    of what `path` names (a symlink keeps pointing at its file), which is then renamed over it, so an
+    interruption (Ctrl-C mid-benchmark) or a failed write (a full disk) leaves the old file as it was and no
+    temporary one; an existing file keeps its mode. An OSError is a ValueError naming `what`."""
+    target = os.path.realpath(path)
+    try:
+        old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        old_mode = None
+    if old_mode is not None and not os.access(target, os.W_OK):
+        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
+    # (a short name: the target's own may be near the file system's 255)
+    tmp = os.path.join(os.path.dirname(target), f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as to open())
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        if old_mode is not None:
+            os.chmod(tmp, old_mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
+        raise
+
+
+def check_writable(path: str, what: str) -> None:
+    """`write_whole` can write `path` (new or regular): the folder of what it names takes a new file, probed by
+    making and removing one, and an existing file is writable; else a ValueError naming `what`, before any
+    work (a read-only file system, /proc, a symlink into a missing folder)."""
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
+    probe = os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as exc:
+        why = "its folder takes no new file" if exc.errno == errno.ENOENT else exc.strerror or exc
+        raise ValueError(f"{what}: cannot write {path!r} ({why})") from None
+    try:
+        os.unlink(probe)
+    except OSError as exc:  # (an append-only folder: the probe stays, and so would a write's temporary file)
+        raise ValueError(f"{what}: cannot write {path!r} (a new file in its folder cannot be removed: "
+                         f"{exc.strerror or exc}; {probe!r} is left there)") from None
+
+
+__all__ = ["JSON_LIMIT", "check_writable", "not_regular", "open_input", "parse_json", "read_json", "read_json_bytes",
+           "write_whole"]

@@ -410,10 +410,12 @@ def test_cli_demo():
     assert "texel-copy shader" in res.stdout and "of its ceiling" in res.stdout
     rows = [line.split() for line in res.stdout.splitlines() if re.match(r"(queries \[|keys )", line)]
     timed = [(float(r[-2]), float(r[-1])) for r in rows]
-    faster = sum(vk < np_ for vk, np_ in timed)
-    assert len(timed) == 6 and f"vkrope was faster than numpy on {faster} of the 6 rows numpy ran" in res.stdout
+    # (the verdict compares the times unrounded: a row whose printed times tie may count either way)
+    least, most = sum(vk < np_ for vk, np_ in timed), sum(vk <= np_ for vk, np_ in timed)
+    said = re.search(r"vkrope was faster than numpy on (\d) of the 6 rows numpy ran", res.stdout)
+    assert len(timed) == 6 and said and least <= int(said[1]) <= most, res.stdout
     cpu = str(vkrope.default_device().info["type"]).lower() == "cpu"
-    assert ("numpy wins most rows here" in res.stdout) == (cpu and 2 * faster < 6), res.stdout
+    assert ("numpy wins most rows here" in res.stdout) == (cpu and 2 * int(said[1]) < 6), res.stdout
 
 
 def test_cli_rotary_embedding(tmp_path):
@@ -1014,6 +1016,9 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, c
     assert ran == [] and loaded == []
     monkeypatch.setattr(cli_main.os, "open", real_open)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "dangling.npy", "f.npy", "x.npy"]
+    (tmp_path / "empty").mkdir()
+    cli_main.check_output_path(str(tmp_path / "empty" / "y.npy"), "-o/--output")  # (a folder that takes it)
+    assert list((tmp_path / "empty").iterdir()) == []
 
 
 def test_a_chart_asked_for_without_matplotlib_is_refused_before_the_run(tmp_path):
@@ -1027,7 +1032,8 @@ def test_a_chart_asked_for_without_matplotlib_is_refused_before_the_run(tmp_path
 
 
 def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
-    """SIGINT during a run: one line on stderr and status 130, no traceback (--debug keeps it)."""
+    """SIGINT during a run: one line on stderr, no traceback (--debug keeps it), and the process ended by SIGINT
+    as Python ends it (a shell's status 130: a loop running the command stops), its JSON whole."""
     import signal
     import time
 
@@ -1044,7 +1050,9 @@ def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
         if debug:
             assert "Traceback" in err and "KeyboardInterrupt" in err, err
         else:
-            assert proc.returncode == 130 and err == "vkrope: interrupted\n", (proc.returncode, err)
+            assert proc.returncode == -signal.SIGINT and err == "vkrope: interrupted\n", (proc.returncode, err)
+        assert json.loads((out_dir / "bench.json").read_text())["complete"] is False
+        assert [p.name for p in out_dir.iterdir()] == ["bench.json"]  # (no temporary file left)
 
 
 def test_a_json_file_over_the_limit_is_refused_by_its_size(tmp_path, monkeypatch):

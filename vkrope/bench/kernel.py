@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..charts import pyplot, save_figure
+from ..files import write_whole
 from ..ops import sam2
 from ..ops.lowering import lower
 from .baselines import numpy_rope
@@ -419,11 +421,7 @@ def plot(result: dict[str, Any], path: str) -> None:
     under the texel-copy roofline of each dtype, with vkCmdCopyBuffer,
     end-to-end calls and numpy's memcpy for scale. The legend sits outside
     the axes, so it covers no line."""
-    import matplotlib  # noqa: PLC0415  (optional)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    plt = pyplot()
     check_result(result)
     rows = result["rows"]
     fig, ax = plt.subplots(figsize=(11, 6))
@@ -459,11 +457,11 @@ def plot(result: dict[str, Any], path: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save_figure(fig, path, "--plot", dpi=110, bbox_inches="tight")
 
 
 def save_json(result: dict[str, Any], path: str) -> None:
-    """Write the results as JSON."""
-    with open(path, "w") as fh:
-        json.dump(result, fh, indent=1, default=str)
+    """Write the results as JSON, whole or not at all (a Ctrl-C mid-run leaves the last whole one, marked
+    incomplete)."""
+    text = json.dumps(result, indent=1, default=str).encode()
+    write_whole(path, lambda fh: fh.write(text), "--out")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..charts import pyplot, save_figure
 from .rope import ModelRope
 
 
@@ -31,13 +32,7 @@ def unscaled(rope: ModelRope) -> np.ndarray:
 
 def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     """Draw `ropes` (one per layer type) to `path` (PNG, SVG or PDF, by its extension)."""
-    try:
-        import matplotlib  # noqa: PLC0415  (the bench extra)
-    except ImportError:
-        raise ImportError("--plot needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
-                          "'.[bench]' in its clone)") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    plt = pyplot()
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     for i, rope in enumerate(ropes):
@@ -65,8 +60,7 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     bottom.legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path, "--plot")
 
 
 __all__: list[Any] = ["plot", "curves", "unscaled"]
