@@ -11,7 +11,7 @@ from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast
 import numpy as np
 
 from .errors import DeviceClosedError
-from .runtime.array import DeviceArray
+from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from . import kernels
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
@@ -134,7 +134,7 @@ class Device(DeviceMemory):
     def _made(self, made: kept_calls.Made) -> DeviceArray:
         """The output of a replayed call that makes it (kept_calls.replay), with no memory yet: the replay hands
         it the pool's in one statement."""
-        return DeviceArray(self, None, made.shape, made.dtype, made.storage)
+        return DeviceArray(self, None, made.shape, made.dtype, made.storage, made=MADE_BY_DEVICE)
 
     def _call(self, call: Call[R], key: tuple | None = None, objects: list[Any] | None = None) -> R:
         """A checked public call (ops/call.py) run on this device; kept under

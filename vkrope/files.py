@@ -95,8 +95,8 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> No
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         old_mode = None
-    if old_mode is not None and not os.access(target, os.W_OK):
-        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
+    if old_mode is not None:
+        _check_open_for_writing(target, path, what)
     # (a short name: the target's own may be near the file system's 255)
     tmp = os.path.join(os.path.dirname(target), f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
@@ -114,6 +114,16 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> No
         raise
 
 
+def _check_open_for_writing(target: str, path: str, what: str) -> None:
+    """An existing regular file `target` (what `path` names) opens for writing (not truncated: os.access would
+    hide a read-only file system's EROFS behind "Permission denied", and root's bypass); else a ValueError
+    naming `what` with the system's reason."""
+    try:
+        os.close(os.open(target, os.O_WRONLY))
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
+
+
 def check_writable(path: str, what: str) -> None:
     """`write_whole` can write `path` (new or regular): the folder of what it names takes a new file, probed by
     making and removing one, and an existing file is writable; else a ValueError naming `what`, before any
@@ -122,8 +132,8 @@ def check_writable(path: str, what: str) -> None:
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
-    if os.path.exists(target) and not os.access(target, os.W_OK):
-        raise ValueError(f"{what}: cannot write {path!r} (Permission denied)")
+    if os.path.exists(target):
+        _check_open_for_writing(target, path, what)
     probe = os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

@@ -19,8 +19,9 @@ import numpy as np
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
 from .runtime import array_memory as arrays
-from .runtime.array import DeviceArray
+from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
+from .runtime.dtypes import is_int
 from .runtime.layout import padded_bytes, tensor_extent
 from .vk.context import Context
 from .vk import instance as vk_instance
@@ -40,8 +41,7 @@ class DeviceOwner:
     """Owns a `Context` (and its `Runtime`) behind a lock; base of `vkrope.Device`."""
 
     def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
-        if device is not None and (isinstance(device, (bool, np.bool_))
-                                   or not isinstance(device, (int, np.integer, str))):
+        if device is not None and not is_int(device) and not isinstance(device, str):
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
         device = int(device) if isinstance(device, np.integer) else device
         if validation is not None and not isinstance(validation, (bool, np.bool_)):  # ("no" is truthy: refused)
@@ -279,7 +279,7 @@ class DeviceMemory(DeviceOwner):
         before its memory does, and `new_resource` hands it the memory: an
         interruption leaves pool memory in the pool or in the array, never in
         neither (#35's adversaries leaked a pool buffer a call in 300)."""
-        arr = DeviceArray(self, None, shape, dtype, storage)
+        arr = DeviceArray(self, None, shape, dtype, storage, made=MADE_BY_DEVICE)
         if math.prod(shape):
             self._guarded(arrays.new_resource, self._rt, storage, shape, dtype, arr)  # (it hands arr the memory)
         return arr

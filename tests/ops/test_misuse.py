@@ -1100,7 +1100,14 @@ _HUGE = 2 ** 40  # (tokens no memory holds a row of per token)
     lambda: vkrope.apply_rotary_emb_hf(*[np.empty((0, _HUGE, 1, 8), np.float32)] * 2, vkrope.RopeFreqs(8), None),
     lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32),
                           np.broadcast_to(np.ones((1, 8), np.float32), (_HUGE, 8))),),
-], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply"])
+    lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32), np.ones((1, 8), np.float32),
+                          positions=np.broadcast_to(np.int64(0), (_HUGE,))),),
+    lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 8), np.float32), np.ones((1, 4), np.float32),
+                                     np.zeros((1, 4), np.float32), np.broadcast_to(np.int64(0), (1, _HUGE))),),
+    lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 2), np.float32), vkrope.RopeFreqs(2), None,
+                                     np.broadcast_to(np.int64(0), (1, _HUGE))),),
+], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply", "apply_positions",
+        "rotary_embedding_position_ids", "rotary_embedding_spec_position_ids"])
 def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
     """No values (B = 0) over 2^40 tokens: the empty result, not a MemoryError from a row per token built first
     (the table path answered at once; the spec paths and apply's rows did not)."""

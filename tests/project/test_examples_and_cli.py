@@ -659,9 +659,17 @@ def test_cli_output_is_written_atomically(tmp_path, capsys, monkeypatch):
     finally:
         os.umask(umask)
     assert stat_mode(tmp_path / "new.npy") == 0o644  # (as open() makes it)
-    monkeypatch.setattr(cli_main.os, "access", lambda *a, **kw: False)  # (root may write any file)
-    assert cli_main.main(["apply", x, f, "-o", x]) == 1
-    assert capsys.readouterr().err.endswith(f"-o/--output: cannot write {x!r} (Permission denied)\n")
+    real_open = os.open
+    for code in (errno.EACCES, errno.EROFS):  # (root may write any file; a read-only mount says so, not EACCES)
+        def refused(path, flags, *a, code=code):
+            if path == os.path.realpath(x) and flags == os.O_WRONLY:
+                raise OSError(code, os.strerror(code))
+            return real_open(path, flags, *a)
+
+        monkeypatch.setattr(cli_main.os, "open", refused)
+        assert cli_main.main(["apply", x, f, "-o", x]) == 1
+        assert capsys.readouterr().err.endswith(f"-o/--output: cannot write {x!r} ({os.strerror(code)})\n")
+    monkeypatch.setattr(cli_main.os, "open", real_open)
 
 
 def stat_mode(path):

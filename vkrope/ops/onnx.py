@@ -73,7 +73,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         cos_cache = check_table("cos_cache", cos_cache, shape, "[max_pos, rot/2]", x)
         sin_cache = check_table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)", x)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
-        row_of = position_rows("position_ids", position_ids, (b, s), shape[0], swapped)
+        row_of = position_rows("position_ids", position_ids, (b, s), shape[0], x.size, swapped)
     else:
         shape3, swapped3 = (b, s, rot // 2), swapped and swapped + (rot // 2,)
         cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)", x, swapped3)
@@ -104,6 +104,8 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
     if position_ids.shape != (b, s):
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
                          f"{swap_hint('x', position_ids.shape, swapped)}")
+    if not values:  # (no kernel runs: a broadcast array of any size is not read)
+        return spec_rows(spec, np.zeros(0, np.int64), "position_ids")
     return spec_rows(spec, position_ids, "position_ids")
 
 

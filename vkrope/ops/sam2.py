@@ -37,7 +37,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     pos32: np.ndarray | None = None
     row_of: Any = st.row_of  # (None only with positions)
     if positions is not None:
-        pos32 = _check_positions(positions, st.n_tokens, st.n_freq_rows, st.channels, st.form)
+        pos32 = _check_positions(positions, st.n_tokens, st.n_freq_rows, st.channels, st.form, x.size)
         row_of = pos32.astype(np.int64)
     return Request(x=x, freqs_pairs=freqs if st.pairs is None else st.pairs, n_tokens=st.n_tokens,
                    channels=st.channels, n_freq_rows=st.n_freq_rows, row_of=row_of, positions=pos32, n_rot=st.n_rot,
@@ -180,7 +180,9 @@ def _a(spec: Any) -> str:
 
 
 def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int,
-                     form: Callable[[], str]) -> np.ndarray:
+                     form: Callable[[], str], values: int) -> np.ndarray:
+    """positions as int32, each in [-1, Nf); none where x holds no `values` (no kernel runs, and N may be any
+    size: a broadcast array of 2^40 entries is not read)."""
     if not isinstance(positions, np.ndarray):
         raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}"
                         f"{asarray_hint('positions', positions)}")
@@ -189,6 +191,8 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
     if positions.shape != (n_tokens,):
         raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
+    if not values:
+        return np.zeros(0, np.int32)
     # (the bounds once, as Python ints: the entry named is looked for only when they fail.) With C = 0 the
     # freqs are empty whatever Nf is: only -1 is out of reach then.
     lo, hi = (int(positions.min()), int(positions.max())) if positions.size else (0, -1)

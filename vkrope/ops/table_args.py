@@ -105,14 +105,18 @@ def check_same_dtype(a: Any, b: Any, names: str) -> None:
         raise TypeError(f"{names} must have one dtype when either is a DeviceArray; got {a.dtype} and {b.dtype}")
 
 
-def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, swapped: tuple[int, ...] = ()) -> np.ndarray:
-    """Integer positions of `shape`, each in [0, rows), as int32 (a copy);
-    `swapped` as check_table's."""
+def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, values: int,
+                  swapped: tuple[int, ...] = ()) -> np.ndarray:
+    """Integer positions of `shape`, each in [0, rows), as int32 (a copy); none where the tensors hold no
+    `values` (no kernel runs, and B * S may be any size: a broadcast array is not read); `swapped` as
+    check_table's."""
     check_plain_array(name, p)
     if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
     if p.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {p.shape}{swap_hint('x', p.shape, swapped)}")
+    if not values:
+        return np.zeros(0, np.int32)
     lo, hi = (int(p.min()), int(p.max())) if p.size else (0, -1)  # (the entry named looked for only on failure)
     if lo < 0 or hi >= rows:
         bad = p[(p < 0) | (p >= rows)]

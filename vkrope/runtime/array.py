@@ -13,6 +13,9 @@ from typing import Any, Callable
 import numpy as np
 
 
+MADE_BY_DEVICE = object()  # what a Device passes DeviceArray's constructor: no other caller has it
+
+
 class DeviceArray:
     """An array resident on a `vkrope.Device` (CuPy-style).
 
@@ -26,7 +29,11 @@ class DeviceArray:
 
     __array_priority__ = 100
 
-    def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str) -> None:
+    def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str, *,
+                 made: object = None) -> None:
+        if made is not MADE_BY_DEVICE:  # (one made by hand would hold no memory, or another array's: a double free)
+            raise TypeError("DeviceArrays come from a Device: Device.asarray, or an operation's result; the "
+                            "constructor is the device's own")
         self._owner = owner  # the vkrope.Device
         self._resource = resource  # runtime resource (buffer or image) holding the data; None when empty
         self._released = False
