@@ -802,7 +802,13 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
     probes += [{k: True} for k in rules.get("bool_refused") or []]
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
-        probes += list(heads.values())  # (where the class makes a rope dict its model reads: GPT-J's has none)
+        # (where the class makes a rope dict its model reads: GPT-J's has none; of a class that takes a head
+        # count that does not divide, the probes it takes: Granite Docling's fails another hidden size for its
+        # vision tower's out_hidden_size, a key vkrope does not read)
+        for kind, tail in HEADS_KINDS:
+            rule = rules["heads_divide"][kind]
+            probes += [] if rule is None else [heads[name + tail] for name in ("multiple", *BREAKS)
+                                               if rule or not _raises(t, e, heads[name + tail])]
     if "layer_types" in rules:
         n, own = built.num_hidden_layers, getattr(built, "layer_types", None)
         own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
@@ -953,8 +959,10 @@ def null_refused(t: str, e: dict) -> list[str]:
 
 def heads_probes(t: str, e: dict) -> dict[str, dict] | None:
     """Files of the class's own head count and a hidden size it divides ("multiple": the class's own) or not
-    ("off_by_one", "off_by_two": one and two past), each bare and beside an explicit head_dim (the quotient):
-    the probes of `heads_divide`; None where the class does not build bare or has fewer than three heads."""
+    ("off_by_one", "off_by_two": one and two past), and of its own hidden size over a head count that does not
+    divide it ("other_heads", as many key / value heads: no grouping to fail on), each bare and beside an
+    explicit head_dim (the quotient): the probes of `heads_divide`; None where the class does not build bare
+    or has fewer than three heads."""
     if _raises(t, e, {}):
         return None
     built = _built(t, e, {}).to_dict()
@@ -963,24 +971,50 @@ def heads_probes(t: str, e: dict) -> dict[str, dict] | None:
     if type(hidden) is not int or type(heads) is not int or heads < 3 or hidden % heads:
         return None
     d = hidden // heads
+    other = next(n for n in range(heads + 1, 2 * hidden) if hidden % n)  # (its own hidden size, not a multiple)
     out = {}
-    for name, size in (("multiple", hidden), ("off_by_one", hidden + 1), ("off_by_two", hidden + 2)):
-        out[name] = {"hidden_size": size, "num_attention_heads": heads}
+    for name, size, n in (("multiple", hidden, heads), ("off_by_one", hidden + 1, heads),
+                          ("off_by_two", hidden + 2, heads), ("other_heads", hidden, other)):
+        out[name] = {"hidden_size": size, "num_attention_heads": n, **({"num_key_value_heads": n} if n != heads
+                                                                         else {})}
         out[name + "_head_dim"] = {**out[name], "head_dim": d}
     return out
 
 
 def heads_divide(t: str, e: dict) -> dict[str, bool] | None:
-    """Whether the classes raise on a hidden_size that num_attention_heads does not divide (the
-    validate_architecture of Llama's and ~45 other classes; Mistral's takes one, its head dim the floor),
-    without ("bare") and beside ("head_dim") an explicit head_dim; a class that raises on one size past a
-    multiple and not on another is not taken as raising for the division. None where not measured
-    (heads_probes), or the class raises on its own sizes."""
+    """Whether transformers' code fails on a hidden_size that num_attention_heads does not divide, without
+    ("bare") and beside ("head_dim") an explicit head_dim: where the config class raises on every probe that
+    breaks the division, the hidden size's or the head count's (the validate_architecture of Llama's and many
+    other classes; a composite whose vision tower must match the hidden size raises on any other hidden size,
+    not on another head count: not taken as raising for the division); where the class takes them, where its
+    text model runs on its own sizes (built on the meta device and run forward) and on none of those probes
+    (GPT-J's attention raises at build; Mistral's runs, its head dim the floor). A kind is None where the
+    class raises on its own sizes so; the whole None where not measured (heads_probes)."""
     probes = heads_probes(t, e)
-    if probes is None or _raises(t, e, probes["multiple"]) or _raises(t, e, probes["multiple_head_dim"]):
+    if probes is None:
         return None
-    return {kind: _raises(t, e, probes["off_by_one" + tail]) and _raises(t, e, probes["off_by_two" + tail])
-            for kind, tail in (("bare", ""), ("head_dim", "_head_dim"))}
+    out: dict[str, bool | None] = {}
+    for kind, tail in HEADS_KINDS:
+        if _raises(t, e, probes["multiple" + tail]):  # (Falcon's head_dim is a property: no file gives one)
+            out[kind] = None
+            continue
+        out[kind] = all(_raises(t, e, probes[name + tail]) for name in BREAKS) or (
+            _model_runs(t, probes["multiple" + tail]) and not any(_model_runs(t, probes[name + tail])
+                                                                   for name in BREAKS))
+    return out if any(v is not None for v in out.values()) else None
+
+
+BREAKS = ("off_by_one", "off_by_two", "other_heads")  # the probes of heads_probes that break the division
+HEADS_KINDS = (("bare", ""), ("head_dim", "_head_dim"))  # heads_divide's kinds, and their probes' names' tails
+
+
+def _model_runs(t: str, kw: dict) -> bool:
+    """Whether the text model of model type `t`'s default config with `kw` set on it builds on the meta
+    device and runs forward (hf_probe's meta_model and meta_forward, as the model table runs it)."""
+    import hf_probe  # noqa: PLC0415  (torch)
+
+    built = hf_probe.meta_model(t, kw)
+    return built is not None and hf_probe.meta_forward(built[0], lambda: None)
 
 
 def nope_longer(t: str, e: dict) -> dict[str, bool] | None:

@@ -118,3 +118,16 @@ def test_the_model_tables_release_and_size_are_what_the_data_says():
     counts = {(str(p.relative_to(ROOT)), int(m)) for p, t in texts.items()
               for m in re.findall(r"every one of its (\d+)\s+model types", t)}
     assert counts and all(n == len(data["models"]) for _, n in counts), counts
+
+
+def test_the_config_rules_counts_are_what_the_data_says():
+    """The counts model-rules.md gives of the measured config rules (strict nulls, a hidden size the heads do not
+    divide) are vkrope/data/hf_config_rules.json's (written by the script; the prose by hand)."""
+    rules = json.loads((ROOT / "vkrope" / "data" / "hf_config_rules.json").read_text())["models"]
+    text = " ".join((ROOT / "docs" / "guide" / "model-rules.md").read_text().split())
+    head_dim = sum("head_dim" in r.get("null_refused", []) for r in rules.values())
+    hidden = sum("hidden_size" in r.get("null_refused", []) for r in rules.values())
+    measured = [r["heads_divide"] for r in rules.values() if "heads_divide" in r]
+    refuse = sum(bool(h["bare"]) for h in measured)
+    assert f"{head_dim} types' `head_dim`" in text and f"{hidden} of {len(rules)} classes' `hidden_size`" in text
+    assert f"{refuse} of the {len(measured)} model types measured refuse one" in text

@@ -63,10 +63,10 @@ by building each config class on probe configs; never edited by hand):
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list,
   `check_layer_types`;
-- `heads_divide`: whether the class raises on a hidden_size that
-  num_attention_heads does not divide (Llama's validate_architecture;
-  Mistral's takes one), without (`bare`) and beside (`head_dim`) an
-  explicit head_dim, `check_heads_divide`;
+- `heads_divide`: whether transformers' code fails on a hidden_size that
+  num_attention_heads does not divide (Llama's config class, GPT-J's
+  attention; Mistral's takes one), without (`bare`) and beside
+  (`head_dim`) an explicit head_dim, `check_heads_divide`;
 - `mrope_sections`: for an M-RoPE model whose class validates mrope_section
   (Cosmos 3 Edge's: three sections summing to half its `key`, head_dim),
   `check_mrope_sections`;
@@ -563,20 +563,20 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
                                  "there (transformers raises on loading the config), so vkrope refuses it too")
 
 
-def check_heads_divide(cfg: dict, model_type: str) -> None:
+def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None:
     """A ValueError where num_attention_heads does not divide hidden_size in the text config `cfg` (the file's
-    keys and the class's defaults) and the model type's config class raises on that (`heads_divide`, bare or
-    beside the head_dim the file gives: transformers raises on loading the config); a class that takes it
+    keys and the class's defaults) and the model type's code fails on that (`heads_divide`, bare or beside a
+    head_dim the file gives, `head_dim_given`: its config class or its model raises); a model that takes it
     (Mistral's) has the head dim the quotient's floor, as from_hf reads it."""
     rule = rules_of(model_type).get("heads_divide")
     hidden: Any = cfg.get("hidden_size")
     heads: Any = cfg.get("num_attention_heads")
-    if not rule or not is_int(hidden) or not is_int(heads) or heads <= 0 or hidden % heads == 0:
-        return
-    if rule["bare" if cfg.get("head_dim") is None else "head_dim"]:
+    if not rule or not is_int(hidden) or not is_int(heads) or (heads != 0 and hidden % heads == 0):
+        return  # (Python's %, as the class's: 4096 over -4 heads divides, over 0 or -3 does not)
+    if rule["head_dim" if head_dim_given else "bare"]:
         raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}: "
-                         f"{model_type}'s config class refuses that (transformers raises on loading the config), "
-                         "so vkrope does too")
+                         f"{model_type}'s code refuses that (transformers raises on loading the config or running "
+                         "the model), so vkrope does too")
 
 
 def _unmeasured(rules: dict) -> bool:

@@ -113,10 +113,11 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
         merged.pop("rope_scaling", None)
+    head_dim_given = merged.get("head_dim") is not None  # (the file's, not the class's default)
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
-    config_rules.check_heads_divide(merged, _type_of(cfg, like))
+    config_rules.check_heads_divide(merged, _type_of(cfg, like), head_dim_given)
     _check_switches(merged, e, _type_of(cfg, like))
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
