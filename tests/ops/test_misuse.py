@@ -1113,3 +1113,17 @@ def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
     (the table path answered at once; the spec paths and apply's rows did not)."""
     results = call()
     assert all(r.size == 0 and _HUGE in r.shape for r in results)
+
+
+def test_an_empty_x_still_has_its_positions_checked():
+    """No values to rotate does not make positions past the table right: the ValueError names them, found in a
+    broadcast array of 2^40 entries without reading each (its repeats are one value)."""
+    x = np.empty((0, _HUGE, 8), np.float32)
+    with pytest.raises(ValueError, match=r"^positions entries must lie in \[-1, Nf\) = \[-1, 1\)"):
+        vkrope.apply(x, np.ones((1, 8), np.float32), positions=np.broadcast_to(np.int64(5), (_HUGE,)))
+    with pytest.raises(ValueError, match=r"^position_ids entries must lie in \[0, 1\)"):
+        vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 8), np.float32), np.ones((1, 4), np.float32),
+                                np.zeros((1, 4), np.float32), np.broadcast_to(np.int64(7), (1, _HUGE)))
+    with pytest.raises(ValueError, match=r"^position_ids must lie in \[0, 2\^24\)"):
+        vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 2), np.float32), vkrope.RopeFreqs(2), None,
+                                np.broadcast_to(np.int64(-1), (1, _HUGE)))

@@ -621,7 +621,7 @@ def test_an_array_interrupted_as_it_is_made_takes_no_memory(make_device, monkeyp
     assert pooled
     real = array.DeviceArray.__init__
 
-    def interrupted(self, *args):
+    def interrupted(self, *args, **kw):
         monkeypatch.setattr(array.DeviceArray, "__init__", real)
         raise KeyboardInterrupt
 

@@ -18,7 +18,7 @@ from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
-from ..runtime.dtypes import is_integer_dtype
+from ..runtime.dtypes import is_integer_dtype, without_repeats
 from .table_args import (
     TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
     refuse_grid_spec, spec_rows, swap_hint, token_positions,
@@ -104,7 +104,8 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
     if position_ids.shape != (b, s):
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
                          f"{swap_hint('x', position_ids.shape, swapped)}")
-    if not values:  # (no kernel runs: a broadcast array of any size is not read)
+    if not values:  # (no kernel runs: a broadcast array of any size is checked, not copied)
+        spec_rows(spec, without_repeats(position_ids), "position_ids")
         return spec_rows(spec, np.zeros(0, np.int64), "position_ids")
     return spec_rows(spec, position_ids, "position_ids")
 

@@ -15,7 +15,7 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, is_integer_dtype
+from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, is_integer_dtype, without_repeats
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -182,7 +182,7 @@ def _a(spec: Any) -> str:
 def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: int,
                      form: Callable[[], str], values: int) -> np.ndarray:
     """positions as int32, each in [-1, Nf); none where x holds no `values` (no kernel runs, and N may be any
-    size: a broadcast array of 2^40 entries is not read)."""
+    size: a broadcast array of 2^40 entries is checked, not copied)."""
     if not isinstance(positions, np.ndarray):
         raise TypeError(f"positions must be an integer numpy array of shape [N] = [{n_tokens}]; got {describe(positions)}"
                         f"{asarray_hint('positions', positions)}")
@@ -191,10 +191,9 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
         raise TypeError(f"positions must be an integer array of shape [N] = [{n_tokens}]; got dtype {positions.dtype}")
     if positions.shape != (n_tokens,):
         raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
-    if not values:
-        return np.zeros(0, np.int32)
-    # (the bounds once, as Python ints: the entry named is looked for only when they fail.) With C = 0 the
-    # freqs are empty whatever Nf is: only -1 is out of reach then.
+    # (the bounds once, as Python ints: the entry named is looked for only when they fail; a broadcast array's
+    # repeats are not read.) With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
+    positions = positions if values else without_repeats(positions)
     lo, hi = (int(positions.min()), int(positions.max())) if positions.size else (0, -1)
     if lo < -1 or (channels and hi >= n_freq_rows):
         bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
@@ -202,7 +201,7 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
             f"positions entries must lie in [-1, Nf) = [-1, {n_freq_rows}) (Nf: the rows of freqs, {form()}); "
             f"got {int(bad[0])}")
     check_row_index("positions", hi)
-    return np.ascontiguousarray(positions, dtype=np.int32)
+    return np.ascontiguousarray(positions, dtype=np.int32) if values else np.zeros(0, np.int32)
 
 
 def apply(

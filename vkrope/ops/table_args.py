@@ -14,7 +14,8 @@ from ..arguments import (
 )
 from .lowering import lower
 from ..freqs import FrequencySpec, check_positions
-from ..runtime.dtypes import FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype
+from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype,
+                              without_repeats)
 from ..runtime.array import DeviceArray
 
 
@@ -108,21 +109,20 @@ def check_same_dtype(a: Any, b: Any, names: str) -> None:
 def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, values: int,
                   swapped: tuple[int, ...] = ()) -> np.ndarray:
     """Integer positions of `shape`, each in [0, rows), as int32 (a copy); none where the tensors hold no
-    `values` (no kernel runs, and B * S may be any size: a broadcast array is not read); `swapped` as
-    check_table's."""
+    `values` (no kernel runs, and B * S may be any size: a broadcast array is checked, not copied); `swapped`
+    as check_table's."""
     check_plain_array(name, p)
     if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be an integer array of shape {shape}; got dtype {p.dtype}")
     if p.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got {p.shape}{swap_hint('x', p.shape, swapped)}")
-    if not values:
-        return np.zeros(0, np.int32)
+    p = p if values else without_repeats(p)  # (a broadcast array's repeats are not read)
     lo, hi = (int(p.min()), int(p.max())) if p.size else (0, -1)  # (the entry named looked for only on failure)
     if lo < 0 or hi >= rows:
         bad = p[(p < 0) | (p >= rows)]
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")
     check_row_index(name, hi)
-    return np.array(p, dtype=np.int32).reshape(-1)  # a copy: out may alias position_ids
+    return np.array(p, dtype=np.int32).reshape(-1) if values else np.zeros(0, np.int32)  # (a copy: out may alias it)
 
 
 def rows2d(t: Any, rows: int, width: int) -> Any:

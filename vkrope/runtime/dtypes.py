@@ -130,6 +130,12 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
 
 
+def without_repeats(a: np.ndarray) -> np.ndarray:
+    """A view of `a` with each zero-stride axis (a broadcast one: every entry along it the same) cut to one
+    entry: the same values, so their range is found without reading a broadcast array's every entry."""
+    return a[tuple(slice(0, 1) if st == 0 and n > 1 else slice(None) for st, n in zip(a.strides, a.shape))]
+
+
 def is_real_scalar(value: Any) -> bool:
     """A Python or numpy real scalar, as an argument such as a base or eps may be (ml_dtypes' bfloat16 and
     float8 scalars are no np.floating; each is exact as a float). A bool is one: callers refuse it."""
