@@ -711,7 +711,7 @@ MUTATIONS = [
              "    check_output_path(str(json_path), \"--out\", None, streams=False)  # (before the run, not after)\n",
              "\n"),
     Mutation("CLI: the temporary output named after a long output", "vkrope/files.py",
-             "    tmp = os.path.join(os.path.dirname(target), f\".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp\")",
+             "    tmp = _new_name(os.path.dirname(target))",
              "    tmp = os.path.join(os.path.dirname(target), "
              "f\".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp\")"),
     Mutation("from_hf: legacy layer type names (attention, mamba) not renamed", CONFIGS,

@@ -243,9 +243,9 @@ def check_out(out: Any, x: Any, name: str = "out", x_name: str = "x") -> Any:
 
 def overlaps_itself(a: np.ndarray) -> bool | None:
     """Whether two elements of `a` share a byte. Strides that nest (each axis's stride at least the span of
-    the axes with smaller strides) cannot overlap: the usual case, decided at once, as is a zero stride; any
-    other (a view made with as_strided) by every element's offset, up to EXACT_OVERLAP_LIMIT elements (their
-    offsets take 8 bytes each); None past it (not decided)."""
+    the axes with smaller strides) cannot overlap: the usual case, decided at once, as are a zero stride and
+    elements more than their bytes can hold apart; any other (a view made with as_strided) by every element's
+    offset, up to EXACT_OVERLAP_LIMIT elements (their offsets take 8 bytes each); None past it (not decided)."""
     if a.size <= 1:
         return False
     span = a.itemsize
@@ -255,8 +255,9 @@ def overlaps_itself(a: np.ndarray) -> bool | None:
         span += stride * (n - 1)
     else:
         return False
-    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)):
-        return True
+    extent = a.itemsize + sum(abs(st) * (n - 1) for st, n in zip(a.strides, a.shape))
+    if any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)) or extent < a.size * a.itemsize:
+        return True  # (a repeated element, or fewer bytes from the first to the last than the elements take)
     if a.size > EXACT_OVERLAP_LIMIT:
         return None
     offsets = np.zeros((), np.int64)

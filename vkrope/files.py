@@ -97,8 +97,7 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> No
         old_mode = None
     if old_mode is not None:
         _check_open_for_writing(target, path, what)
-    # (a short name: the target's own may be near the file system's 255)
-    tmp = os.path.join(os.path.dirname(target), f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    tmp = _new_name(os.path.dirname(target))
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # (the umask applies, as to open())
         with os.fdopen(fd, "wb") as fh:
@@ -112,6 +111,12 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> No
         if isinstance(exc, OSError):
             raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
         raise
+
+
+def _new_name(folder: str) -> str:
+    """A temporary file's path in `folder` that no other process picks (a short name: the target's own may be
+    near the file system's 255)."""
+    return os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def _check_open_for_writing(target: str, path: str, what: str) -> None:
@@ -134,7 +139,7 @@ def check_writable(path: str, what: str) -> None:
         raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
     if os.path.exists(target):
         _check_open_for_writing(target, path, what)
-    probe = os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    probe = _new_name(folder)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError as exc:

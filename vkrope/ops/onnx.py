@@ -12,7 +12,7 @@ from ..arguments import (
 )
 from . import resolve
 from ..models import ModelRope
-from ..freqs import InvFreqs, RopeFreqs, is_position_spec
+from ..freqs import InvFreqs, RopeFreqs, check_positions, is_position_spec
 from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -105,7 +105,7 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
                          f"{swap_hint('x', position_ids.shape, swapped)}")
     if not values:  # (no kernel runs: a broadcast array of any size is checked, not copied)
-        spec_rows(spec, without_repeats(position_ids), "position_ids")
+        check_positions("position_ids", without_repeats(position_ids))
         return spec_rows(spec, np.zeros(0, np.int64), "position_ids")
     return spec_rows(spec, position_ids, "position_ids")
 
