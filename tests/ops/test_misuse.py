@@ -477,6 +477,25 @@ def test_overlapping_out_and_x_in_row_blocks(fresh_device, storage, layout):
     assert_rope(out, x0, f, **kw)
 
 
+@pytest.mark.parametrize("shift", ["up", "down"])
+def test_overlapping_out_and_x_of_the_table_op_in_row_blocks(fresh_device, shift):
+    """The table operator's row blocks with x = buf[:-1], out = buf[1:] (and the reverse) past the row-block
+    limit (maxMemoryAllocationSize forced to 1 MiB): x is read as given, not as earlier blocks wrote it."""
+    from oracle_family import onnx_rotary_embedding
+
+    dev = fresh_device
+    dev._force_limits(max_memory_allocation_size=1 << 20)
+    buf = rand((9, 4, 64, 128))  # [B + 1, H, S, D]: 8 items of 128 KiB
+    rng = np.random.default_rng(6)
+    ang = rng.uniform(-3, 3, (64, 64))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    pos = np.tile(np.arange(64), (8, 1))
+    x, out = (buf[:-1], buf[1:]) if shift == "up" else (buf[1:], buf[:-1])
+    want = onnx_rotary_embedding(x.copy(), cos, sin, pos)
+    assert dev.rotary_embedding(x, cos, sin, pos, out=out) is out
+    assert np.abs(out - want).max() <= 1e-5 * max(1.0, np.abs(want).max())
+
+
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("size", ["small", "zero_copy"])
 @pytest.mark.parametrize("shift", ["up", "down"])

@@ -31,7 +31,7 @@ from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime import fit
 from ..runtime.dtypes import axis
 from ..runtime.manifest import find
-from ..runtime.layout import padded_bytes, same_view, texels
+from ..runtime.layout import padded_bytes, read_apart, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, UPDATE, WRITE, Arg, Launch
@@ -354,14 +354,8 @@ def row_blocks(req: Request, outs: dict[str, Any], max_bytes: int) -> list[tuple
         raise ValueError(f"one token's heads of q, k and v ({per_token} bytes with the result) are more than one "
                          f"allocation of this device ({max_bytes} bytes)")
     o = outs["q_out"]
-
-    def as_given(a: Any) -> Any:
-        """An input that `out` overlaps other than as the same view, read from a copy: blocks written early
-        would change what later blocks read (`out` as the same view of q or k is read and written by one block)."""
-        return a.copy() if isinstance(a, np.ndarray) and np.shares_memory(a, o) and not same_view(a, o) else a
-
-    req = replace(req, x=as_given(req.x), k=as_given(req.k), v=as_given(req.v), cos=as_given(req.cos),
-                  sin=as_given(req.sin))
+    req = replace(req, x=read_apart(req.x, o), k=read_apart(req.k, o), v=read_apart(req.v, o),
+                  cos=read_apart(req.cos, o), sin=read_apart(req.sin, o))
     blocks = []
     for bi in range(b):
         for s0 in range(0, s, per):

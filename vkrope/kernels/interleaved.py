@@ -24,7 +24,7 @@ from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
 from ..runtime.dtypes import axis, table_dtype
 from ..runtime.manifest import find
-from ..runtime.layout import same_view, tensor_extent, texels
+from ..runtime.layout import read_apart, tensor_extent, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
@@ -365,14 +365,10 @@ def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> lis
     from a copy."""
     out = outs["out"]
     n, c = req.n_tokens, req.channels
-    x = req.x
-    if np.shares_memory(x, out) and not same_view(x, out):
-        x = x.copy()  # blocks written early would change what later blocks read
-    # Likewise tables that `out` overlaps: later blocks must read them as given.
-    if isinstance(req.freqs_pairs, np.ndarray) and np.shares_memory(out, req.freqs_pairs):
-        req = replace(req, freqs_pairs=req.freqs_pairs.copy())
-    if req.positions is not None and np.shares_memory(out, req.positions):
-        req = replace(req, positions=req.positions.copy())
+    x = read_apart(req.x, out)
+    # (tables `out` overlaps are read from copies too, as the same view or not)
+    req = replace(req, freqs_pairs=read_apart(req.freqs_pairs, out, False),
+                  positions=read_apart(req.positions, out, False))
     x3 = x.reshape(-1, n, c)
     o3 = out.reshape(-1, n, c)  # out is C-contiguous here (execute._run_blocks)
     blocks = []

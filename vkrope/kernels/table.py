@@ -28,7 +28,7 @@ from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime.dtypes import axis, table_dtype
 from ..runtime.manifest import find
 from ..runtime import fit
-from ..runtime.layout import same_view, tensor_extent, texels
+from ..runtime.layout import read_apart, tensor_extent, texels
 from ..runtime.array import DeviceArray
 from ..runtime.operator import Tensor
 from ..runtime.steps import READ, WRITE, Arg, Launch
@@ -403,12 +403,8 @@ def row_blocks(req: Request, outs: dict[str, np.ndarray], max_bytes: int) -> lis
     out = outs["out"]
     x = req.x.reshape(req.rows, req.row_values)
     o = out.reshape(req.rows, req.row_values)
-    if np.shares_memory(x, o) and not (same_view(x, o) and req.in_place):
-        x = x.copy()
-    if isinstance(req.cos, np.ndarray) and np.shares_memory(req.cos, o):
-        req = replace(req, cos=req.cos.copy())
-    if isinstance(req.sin, np.ndarray) and np.shares_memory(req.sin, o):
-        req = replace(req, sin=req.sin.copy())
+    x = read_apart(x, o, req.in_place)
+    req = replace(req, cos=read_apart(req.cos, o, False), sin=read_apart(req.sin, o, False))
     per = max(1, max_bytes // max(1, req.row_values * req.dtype.itemsize))
     # (row_offset is global: a block of a block, which the runtime makes
     # when a block's tables do not fit beside it, starts at its parent's)

@@ -41,6 +41,16 @@ def same_view(a: Any, b: Any) -> bool:
                       and np.may_share_memory(a, b) and a.ctypes.data == b.ctypes.data)
 
 
+def read_apart(a: Any, out: np.ndarray, same_view_ok: bool = True) -> Any:
+    """`a` as the row blocks of one call read it while `out` is written block by block: a copy where numpy `a`
+    shares memory with `out` (blocks written early would change what later blocks read), unless it is the
+    very same view and `same_view_ok` (each block then reads and writes its own rows in one go); else `a`
+    itself (a DeviceArray, None, or memory apart)."""
+    if not isinstance(a, np.ndarray) or not np.shares_memory(a, out):
+        return a
+    return a if same_view_ok and same_view(a, out) else a.copy()
+
+
 def texels(values: int) -> int:
     """Texels (4 values) that hold `values` values: the one width function."""
     return -(-values // 4)
