@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import TENSOR_DTYPES, as_dtype, asarray_hint, is_int, is_integer_dtype, is_real_scalar
+from .runtime.dtypes import (TENSOR_DTYPES, as_dtype, asarray_hint, is_int, is_integer_dtype, is_real_scalar,
+                             without_repeats)
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -185,6 +186,12 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     p = np.asarray(positions)
     if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")
+    _check_position_range(name, without_repeats(p))  # (a broadcast array's repeats are not read)
+    return p.astype(np.int64).reshape(-1)
+
+
+def _check_position_range(name: str, p: np.ndarray) -> None:
+    """Integer positions `p` in [0, 2^24), or a ValueError naming `name` and the first one outside."""
     if p.dtype.kind == "u" and p.size and p.max() >= MAX_POSITION:  # (before a cast to int64 wraps it)
         raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
                          f"got {int(p.max())}")
@@ -193,14 +200,14 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     if bad.size:
         raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
                          f"got {int(bad[0])}")
-    return p
 
 
 def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids") -> np.ndarray:
     """int64 [B, S] positions, or with `mrope` [3, B, S] (temporal, height,
     width; [B, S] is text, all three axes equal, as transformers expands
     it; a 1-D [4 * S] is llama.cpp's t | h | w | e layout for one item);
-    each in [0, 2^24). Else a TypeError / ValueError naming `name`."""
+    each in [0, 2^24), read-only (a broadcast axis stays one). Else a
+    TypeError / ValueError naming `name`."""
     if not isinstance(position_ids, np.ndarray):
         raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] for M-RoPE)' if mrope else ''}; "
                         f"got {type(position_ids).__name__}{asarray_hint(name, position_ids)}")
@@ -226,8 +233,9 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
         raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}"
                          + (" (positions per axis are M-RoPE's; this RoPE takes one position axis)"
                             if p.ndim == 3 else ""))
-    check_positions(name, p)
-    return np.asarray(p, np.int64)
+    small = without_repeats(p)  # (a broadcast array's repeats are neither read nor copied)
+    _check_position_range(name, small)
+    return np.broadcast_to(np.asarray(small, np.int64), p.shape)
 
 
 def brief(value: Any) -> str:
@@ -947,7 +955,8 @@ class NdFreqs(FrequencySpec):
 
     def check_ids(self, ids: Any, name: str = "ids") -> np.ndarray:
         """float64 [N, n_axes] ids (or [B, N, n_axes]), finite and within
-        +-2^30, or a TypeError / ValueError naming `name`."""
+        +-2^30 (read-only; a broadcast axis stays one), or a TypeError /
+        ValueError naming `name`."""
         if not isinstance(ids, np.ndarray) or isinstance(ids, np.ma.MaskedArray):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
                             f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
@@ -956,12 +965,12 @@ class NdFreqs(FrequencySpec):
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:
             raise ValueError(f"{name} must have shape [N, {self.n_axes}] (or [B, N, {self.n_axes}]): one position per "
                              f"axis of the spec; got {list(ids.shape)}")
-        with np.errstate(over="ignore", invalid="ignore"):
-            v = ids.astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):  # (a broadcast array's repeats are not read)
+            v = without_repeats(ids).astype(np.float64)
         bad = ~(np.abs(v) < MAX_ID)
         if bad.any():
             raise ValueError(f"{name} must be finite and within +-2^30; got {v[bad].flat[0]}")
-        return v
+        return np.broadcast_to(v, ids.shape)
 
     def angles(self, ids: Any) -> np.ndarray:
         """float64 [N, dim/2] (ids [B, N, n_axes]: [B * N, dim/2]): each

@@ -1111,6 +1111,11 @@ def test_huge_values_are_named_briefly(device):
 
 
 _HUGE = 2 ** 40  # (tokens no memory holds a row of per token)
+_LLAMA = vkrope.from_hf({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4,
+                         "max_position_embeddings": 64, "rope_theta": 10000.0})
+_MROPE = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 48, "num_attention_heads": 4,
+                         "max_position_embeddings": 64, "rope_theta": 10000.0,
+                         "rope_scaling": {"type": "mrope", "mrope_section": [2, 2, 2]}})
 
 
 @pytest.mark.parametrize("call", [
@@ -1125,13 +1130,48 @@ _HUGE = 2 ** 40  # (tokens no memory holds a row of per token)
                                      np.zeros((1, 4), np.float32), np.broadcast_to(np.int64(0), (1, _HUGE))),),
     lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 2), np.float32), vkrope.RopeFreqs(2), None,
                                      np.broadcast_to(np.int64(0), (1, _HUGE))),),
+    lambda: (vkrope.apply_nd(np.empty((0, _HUGE, 8), np.float32), vkrope.NdFreqs((4, 4)),
+                             np.broadcast_to(np.int64(3), (_HUGE, 2)), inverse=True),),
+    lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32), vkrope.NdFreqs((4, 4)),
+                          positions=np.broadcast_to(np.int64(3), (_HUGE, 2))),),
+    lambda: vkrope.apply_rotary_pos_emb(*[np.empty((0, 1, _HUGE, 8), np.float32)] * 2, _LLAMA,
+                                        np.broadcast_to(np.int64(3), (1, _HUGE))),
+    lambda: vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, 8), np.float32)] * 2, _LLAMA,
+                                        np.broadcast_to(np.int64(3), (1, _HUGE))),
+    lambda: vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, 8), np.float32)] * 2, vkrope.RopeFreqs(8),
+                                        np.broadcast_to(np.int64(3), (1, _HUGE))),
+    lambda: vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, 12), np.float32)] * 2, _MROPE,
+                                        np.broadcast_to(np.int64(3), (3, 1, _HUGE))),
 ], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply", "apply_positions",
-        "rotary_embedding_position_ids", "rotary_embedding_spec_position_ids"])
+        "rotary_embedding_position_ids", "rotary_embedding_spec_position_ids", "apply_nd", "apply_nd_spec",
+        "apply_rotary_pos_emb_b0", "apply_rotary_pos_emb", "apply_rotary_pos_emb_spec", "apply_rotary_pos_emb_mrope"])
 def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
     """No values (B = 0) over 2^40 tokens: the empty result, not a MemoryError from a row per token built first
     (the table path answered at once; the spec paths and apply's rows did not)."""
     results = call()
     assert all(r.size == 0 and _HUGE in r.shape for r in results)
+
+
+def test_an_empty_q_of_a_model_deciding_by_its_positions_is_answered_at_once():
+    """A dynamic RoPE reads max(position_ids) + 1, and GPT-J's table size limits them: over a broadcast
+    array's 2^40 repeats each read for minutes (a subprocess with a hard timeout: a hang fails the test)."""
+    res = run_py(f"""
+        import numpy as np, vkrope
+        base = {{"hidden_size": 32, "num_attention_heads": 4, "max_position_embeddings": 64}}
+        dynamic = vkrope.from_hf({{"model_type": "llama", **base,
+                                   "rope_scaling": {{"rope_type": "dynamic", "factor": 2.0}}}})
+        gptj = vkrope.from_hf({{"model_type": "gptj", "n_embd": 32, "n_head": 4, "rotary_dim": 8, "n_positions": 64}})
+        for rope, p in ((dynamic, 3), (gptj, 3), (gptj, 64)):
+            try:
+                q, k = vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, {_HUGE}, rope.head_dim), np.float32)] * 2,
+                                                   rope, np.broadcast_to(np.int64(p), (1, {_HUGE})))
+                print(q.shape)
+            except ValueError as exc:
+                print(str(exc)[:60])
+    """, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [f"(1, 0, {_HUGE}, 8)"] * 2 + [
+        "position_ids: gptj's rotary module (transformers 5.25.0) rea"], res.stdout
 
 
 def test_an_empty_x_still_has_its_positions_checked():
@@ -1146,3 +1186,10 @@ def test_an_empty_x_still_has_its_positions_checked():
     with pytest.raises(ValueError, match=r"^position_ids must lie in \[0, 2\^24\)"):
         vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 2), np.float32), vkrope.RopeFreqs(2), None,
                                 np.broadcast_to(np.int64(-1), (1, _HUGE)))
+    with pytest.raises(ValueError, match=r"^ids must be finite and within \+-2\^30; got 1073741824\.0"):
+        vkrope.apply_nd(np.empty((0, _HUGE, 8), np.float32), vkrope.NdFreqs((4, 4)),
+                        np.broadcast_to(np.array([0, 2**30]), (_HUGE, 2)))
+    for spec, ids in ((_LLAMA, np.broadcast_to(np.int64(2**24), (1, _HUGE))),
+                      (_MROPE, np.broadcast_to(np.array([[[0]], [[0]], [[-1]]]), (3, 1, _HUGE)))):
+        with pytest.raises(ValueError, match=r"^position_ids must lie in \[0, 2\^24\)"):
+            vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, spec.head_dim), np.float32)] * 2, spec, ids)

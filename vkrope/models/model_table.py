@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.dtypes import without_repeats
+
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_models.json")
 
 
@@ -43,7 +45,7 @@ def within_limit(rope: Any, position_ids: Any) -> None:
     mpe = rope.max_position_embeddings
     if rope.source != "config" or rope.model not in position_limited() or not mpe or position_ids is None:
         return
-    p = np.asarray(position_ids)
+    p = without_repeats(np.asarray(position_ids))  # (a broadcast array's repeats are not read)
     if p.dtype.kind in "iu" and p.size and int(p.max()) >= mpe:
         raise ValueError(f"position_ids: {rope.model}'s rotary module (transformers {table()['transformers']}) reads "
                          f"a table of max_position_embeddings = {mpe} rows and has no rotation for position "

@@ -26,7 +26,7 @@ import numpy as np
 from ..freqs import EXACT_MIN_FREQ, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, read_by
 from .model_table import within_limit
-from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar
+from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
 
 ROPE_TYPES = tuple(RULES)
 
@@ -55,7 +55,7 @@ def seq_len_of(position_ids: Any) -> int | None:
     """max(position_ids) + 1, None without positions (`ModelRope.seq_len`)."""
     if position_ids is None:
         return None
-    p = np.asarray(position_ids)
+    p = without_repeats(np.asarray(position_ids))  # (a broadcast array's repeats are not read)
     if p.size and not is_integer_dtype(p.dtype):  # (the call's own checks say so too, after this)
         raise TypeError(f"position_ids must be integers; got dtype {p.dtype}")
     return int(p.max()) + 1 if p.size else 0

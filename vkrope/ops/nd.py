@@ -48,11 +48,13 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     if v.shape[-2] != n:
         raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
                          f"{list(v.shape)}{_token_axis_hint(x, int(v.shape[-2]), int(token_axis), ids_name)}")
-    if inverse:
-        v = -v  # the rotation by -angle
     if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
         raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
                          f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
+    if not x.size:  # no kernel runs, and N may be any size (broadcast ids): no words
+        v = v[..., :0, :]
+    if inverse:
+        v = -v  # the rotation by -angle
     words = lower(spec).words(v)  # [N, w], or [B, N, w]
     rows = math.prod(x.shape[:-1])
     if token_axis == -2:

@@ -48,7 +48,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     else:
         raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
                         f"{describe(spec)}")
-    if p.shape[-2:-1] == (1,) and b > 1 and p.shape[-1] == s:  # one row for every item, as transformers broadcasts
+    if p.shape[-2:-1] == (1,) and b != 1 and p.shape[-1] == s:  # one row serves every item (B = 0 too)
         p = np.broadcast_to(p, p.shape[:-2] + (b, s))
     if tuple(p.shape[-2:]) != (b, s):
         got = (b, int(p.shape[-1])) if p.ndim >= 2 and int(p.shape[-2]) in (1, b) else ()  # ([1, S] serves all B)
@@ -58,8 +58,10 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     if freqs.dim > d:
         raise ValueError(f"spec: its rotary dim {freqs.dim} is more than the head dim D = {d} of q and k")
     gen = lower(freqs)
+    if not (qx.size or kx.size):  # no kernel runs, and B * S may be any size (broadcast ids): no words
+        p = p[..., :0]
     if several_axes(freqs):
-        row_of = gen.words(np.moveaxis(p, 0, -1).reshape(b * s, MROPE_AXES).astype(np.float64))
+        row_of = gen.words(np.moveaxis(p, 0, -1).reshape(-1, MROPE_AXES).astype(np.float64))
     else:
         row_of = gen.words(p.reshape(-1))
     row_of = np.ascontiguousarray(row_of, np.int32)
