@@ -1,7 +1,9 @@
-"""Charts: matplotlib (an optional dependency: the bench extra) loaded with
-its file-only backend or an ImportError saying how to get it, and figures
-written whole or not at all (files.write_whole), for the benchmark's chart
-and `vkrope config --plot`."""
+"""Charts: matplotlib (an optional dependency: the bench extra) or an
+ImportError saying how to get it, and figures written whole or not at all
+(files.write_whole), for the benchmark's chart and `vkrope config --plot`.
+Figures are made without pyplot: no backend is chosen or switched (a
+caller's own plots keep theirs), and a backend named in the environment
+(MPLBACKEND), which a file needs none of, cannot fail a chart."""
 
 from __future__ import annotations
 
@@ -11,24 +13,30 @@ from typing import Any
 from .files import write_whole
 
 
-def pyplot() -> Any:
-    """matplotlib.pyplot with the Agg backend (no display needed); ImportError with the way to get it."""
+def matplotlib() -> Any:
+    """The matplotlib package; ImportError with the way to get it."""
+    # matplotlib checks MPLBACKEND on import and raises on a name it does not know; files need no backend,
+    # so a bad name is hidden for the import (and put back).
+    backend = os.environ.pop("MPLBACKEND", None)
     try:
         import matplotlib  # noqa: PLC0415  (the bench extra)
+        import matplotlib.figure  # noqa: PLC0415,F401  (Figure, below)
     except ImportError:
         raise ImportError("the chart needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
                           "'.[bench]' in its clone)") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    finally:
+        if backend is not None:
+            os.environ["MPLBACKEND"] = backend
+    return matplotlib
 
-    return plt
+
+def figure(**kw: Any) -> Any:
+    """A new matplotlib Figure (`figsize=...`), drawn to a file by `save_figure`."""
+    return matplotlib().figure.Figure(**kw)
 
 
 def save_figure(fig: Any, path: str, what: str, **kw: Any) -> None:
     """Write `fig` to `path` in the format its extension names, whole or not at all (an interrupted chart
-    leaves the old file); an OSError is a ValueError naming `what`. The figure is closed after."""
+    leaves the old file); an OSError is a ValueError naming `what`."""
     fmt = os.path.splitext(path)[1][1:].lower() or "png"
-    try:
-        write_whole(path, lambda fh: fig.savefig(fh, format=fmt, **kw), what)
-    finally:
-        pyplot().close(fig)
+    write_whole(path, lambda fh: fig.savefig(fh, format=fmt, **kw), what)

@@ -1039,6 +1039,23 @@ def test_a_chart_asked_for_without_matplotlib_is_refused_before_the_run(tmp_path
     assert res.stderr.startswith("vkrope: error: ImportError: the chart needs matplotlib") and not list(tmp_path.iterdir())
 
 
+def test_charts_ignore_the_environments_matplotlib_backend(tmp_path):
+    """A chart is a file and needs no backend: MPLBACKEND naming one matplotlib does not know failed its import,
+    after a whole benchmark run; and a caller's backend is not switched by a chart (figures without pyplot)."""
+    bogus = {"MPLBACKEND": "no-such-backend"}
+    res = cli("bench", "--shapes", "1x16x8", "--repeats", "1", "--dtype", "float32", "--storage", "buffer",
+              "--out", str(tmp_path / "b"), env=bogus, timeout=300)
+    assert res.returncode == 0 and (tmp_path / "b" / "bench.png").stat().st_size > 0, res.stdout + res.stderr
+    res = cli("config", str(HF_CONFIGS / "llama-3.1-8b.json"), "--plot", str(tmp_path / "c.svg"), env=bogus, timeout=60)
+    assert res.returncode == 0 and (tmp_path / "c.svg").read_bytes().startswith(b"<?xml"), res.stdout + res.stderr
+    code = (f"import matplotlib; matplotlib.use('svg'); from vkrope.__main__ import main; "
+            f"main(['config', {str(HF_CONFIGS / 'llama-3.1-8b.json')!r}, '--plot', {str(tmp_path / 'd.png')!r}]); "
+            "print(matplotlib.get_backend())")
+    res = run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT)}, timeout=60)
+    assert res.returncode == 0 and res.stdout.splitlines()[-1] == "svg", res.stdout + res.stderr
+    assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
     """SIGINT during a run: one line on stderr, no traceback (--debug keeps it), and the process ended by SIGINT
     as Python ends it (a shell's status 130: a loop running the command stops), its JSON whole."""

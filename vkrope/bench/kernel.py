@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..charts import pyplot, save_figure
+from ..charts import figure, matplotlib, save_figure
 from ..files import write_whole
 from ..ops import sam2
 from ..ops.lowering import lower
@@ -421,11 +421,12 @@ def plot(result: dict[str, Any], path: str) -> None:
     under the texel-copy roofline of each dtype, with vkCmdCopyBuffer,
     end-to-end calls and numpy's memcpy for scale. The legend sits outside
     the axes, so it covers no line."""
-    plt = pyplot()
     check_result(result)
     rows = result["rows"]
-    fig, ax = plt.subplots(figsize=(11, 6))
-    ax.set_prop_cycle(color=[plt.get_cmap("tab20")(i) for i in range(20)])  # ten kernel and end-to-end lines: no colour twice
+    fig = figure(figsize=(11, 6))
+    ax = fig.subplots()
+    tab20 = matplotlib().colormaps["tab20"]
+    ax.set_prop_cycle(color=[tab20(i) for i in range(20)])  # ten kernel and end-to-end lines: no colour twice  # ten kernel and end-to-end lines: no colour twice
 
     def line(sel: list[dict[str, Any]], key: str, style: str, label: str, **kw: Any) -> None:
         pts = [(r["x_bytes"] / 2**20, r[key]) for r in sel if r.get(key)]

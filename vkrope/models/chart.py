@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..charts import pyplot, save_figure
+from ..charts import figure, save_figure
 from .rope import ModelRope
 
 
@@ -32,9 +32,8 @@ def unscaled(rope: ModelRope) -> np.ndarray:
 
 def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     """Draw `ropes` (one per layer type) to `path` (PNG, SVG or PDF, by its extension)."""
-    plt = pyplot()
-
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig = figure(figsize=(8, 7))
+    top, bottom = fig.subplots(2, 1, sharex=True)
     for i, rope in enumerate(ropes):
         name = f"{rope.layer_type}: " if rope.layer_type else ""
         base = unscaled(rope)
