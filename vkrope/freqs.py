@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .runtime.dtypes import (TENSOR_DTYPES, as_dtype, asarray_hint, is_int, is_integer_dtype, is_real_scalar,
-                             without_repeats)
+                             frozen, without_repeats)
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -360,24 +360,18 @@ class FrequencySpec:
     @cached_property
     def inv_freq32(self) -> np.ndarray:
         """`inv_freq_float32()`, computed once (read-only)."""
-        a = self.inv_freq_float32()
-        a.flags.writeable = False
-        return a
+        return frozen(self.inv_freq_float32())
 
     @cached_property
     def inv_freq64(self) -> np.ndarray:
         """`inv_freq_float64()`, computed once (read-only)."""
-        a = self.inv_freq_float64()
-        a.flags.writeable = False
-        return a
+        return frozen(self.inv_freq_float64())
 
     @cached_property
     def quarter_turns(self) -> np.ndarray:
         """uint32 [n, 4]: each float64 inverse frequency in quarter turns
         (`quarter_turns`), for the exact angle; big-integer work, done once."""
-        q = quarter_turns(self.inv_freq64)
-        q.flags.writeable = False
-        return q
+        return frozen(quarter_turns(self.inv_freq64))
 
     @property
     def magnitude(self) -> np.float32:  # pragma: no cover - each spec defines it
@@ -609,6 +603,9 @@ class InvFreqs(PositionFreqs):
     pair_axis: Any = None  # stored as a tuple of ints, or None
     angle: str = "float32"
     dim: int = field(init=False, default=0)  # 2 * len(inv_freq)
+    # The pairs whose inverse frequency is -0.0 (in inv_freq, then inv_freq_exact): -0.0 == 0.0, but the signs
+    # of zero a spec gives differ, so equal specs (and the kernels' inputs cached by spec) must tell them apart.
+    negative_zeros: tuple = field(init=False, default=(), repr=False)
 
     def __repr__(self) -> str:
         inv = self.inv_freq
@@ -646,6 +643,8 @@ class InvFreqs(PositionFreqs):
             if exact.size != n:
                 raise ValueError(f"inv_freq_exact must hold as many values as inv_freq ({n}); got {exact.size}")
         object.__setattr__(self, "inv_freq_exact", tuple(float(v) for v in exact))
+        object.__setattr__(self, "negative_zeros", tuple(tuple(int(i) for i in np.flatnonzero(np.signbit(a)))
+                                                         for a in (inv, exact)))
         object.__setattr__(self, "dim", 2 * n)
         if n > MAX_HEAD_DIM // 2:
             raise ValueError(f"inv_freq must hold at most {MAX_HEAD_DIM // 2} values; got {n}")
@@ -701,9 +700,7 @@ class InvFreqs(PositionFreqs):
     @cached_property
     def pair_axis_array(self) -> np.ndarray:
         """int32 [dim/2]: each pair's position axis (zeros without M-RoPE)."""
-        a = np.asarray(self.pair_axis if self.mrope else np.zeros(self.dim // 2), np.int32)
-        a.flags.writeable = False
-        return a
+        return frozen(np.asarray(self.pair_axis if self.mrope else np.zeros(self.dim // 2), np.int32))
 
     def inv_freq_float32(self) -> np.ndarray:
         """inv_freq as float32 [dim/2]."""
@@ -938,9 +935,7 @@ class NdFreqs(FrequencySpec):
     @cached_property
     def pair_axis(self) -> np.ndarray:
         """int32 [dim/2]: the axis of each pair of the concatenated list."""
-        a = np.repeat(np.arange(self.n_axes, dtype=np.int32), [d // 2 for d in self.axes_dim])
-        a.flags.writeable = False
-        return a
+        return frozen(np.repeat(np.arange(self.n_axes, dtype=np.int32), [d // 2 for d in self.axes_dim]))
 
     def inv_freq_float64(self) -> np.ndarray:
         """[dim/2]: 1 / theta_a ** (arange(0, d_a, 2) / d_a) in float64 per axis, concatenated."""

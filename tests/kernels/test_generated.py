@@ -481,3 +481,33 @@ def test_a_copied_spec_keeps_its_arrays_read_only(copier):
             np.testing.assert_array_equal(a, original)
             with pytest.raises(ValueError, match="read-only"):
                 a[...] = 0
+
+
+def test_a_specs_kept_arrays_cannot_be_made_writeable_again():
+    """The read-only flag of an array that owns its memory can be set back; an edit through it reached every
+    equal spec made later, through the lowering cached by spec (a fresh InvFreqs rotated by the frequencies
+    another caller zeroed). The kept arrays are views of immutable bytes, and the lowering's own columns too."""
+    from vkrope.ops.lowering import lower
+
+    nd = vkrope.NdFreqs((8, 8), 700.0)
+    mrope = vkrope.InvFreqs(inv_freq=(1.0, 0.5, 0.25, 0.125), pair_axis=(0, 1, 2, 2))
+    kept = [mrope.inv_freq32, mrope.inv_freq64, mrope.quarter_turns, mrope.pair_axis_array, nd.pair_axis,
+            lower(mrope).columns, lower(nd).columns]
+    for a in kept:
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            a.flags.writeable = True
+        assert a.base is None or not a.base.flags.writeable
+
+
+def test_specs_equal_but_for_the_sign_of_a_zero_frequency_lower_apart():
+    """-0.0 == 0.0, so two InvFreqs differing only there were one spec to the lowering's cache: which was lowered
+    first decided the signs of zero the other's results had. They compare unequal now, each with its own."""
+    x = np.array([[[-0.0, -0.0, 1.0, 2.0, -0.0, 5.0, 3.0, -0.0]]], np.float32)
+    pos = np.array([3])
+    plus, minus = vkrope.InvFreqs([0.0, 0.5, 0.0, 0.25]), vkrope.InvFreqs([-0.0, 0.5, -0.0, 0.25])
+    assert plus != minus and minus == vkrope.InvFreqs(np.array([-0.0, 0.5, -0.0, 0.25]))
+    first = {id(s): vkrope.apply(x, s, positions=pos).view(np.uint32) for s in (plus, minus)}
+    again = {id(s): vkrope.apply(x, s, positions=pos).view(np.uint32) for s in (minus, plus)}
+    assert not np.array_equal(first[id(plus)], first[id(minus)])  # (the signs of some zeros differ)
+    for s in (plus, minus):
+        np.testing.assert_array_equal(again[id(s)], first[id(s)])

@@ -9,6 +9,7 @@ import pytest
 import vkrope
 from forced import SMALL_LIMITS
 from oracle import check_result, poisoned_like
+from oracle_family import et_apply_rotary_emb
 
 RNG = np.random.default_rng(7)
 STORAGES = ["buffer", "texture3d"]
@@ -163,3 +164,25 @@ def test_resident_arrays_past_small_limits(make_device, storage, c):
     assert dev.apply(xd, f, out=od) is od
     check_result(od, x, f)
     check_result(dev.apply(xd, f[:40], repeat=5, inverse=True), x, f[:40], repeat=5, inverse=True)
+
+
+def test_jobs_whose_tables_fit_alone_but_not_together_run_in_several_submissions(make_device):
+    """apply_many's grouping counted the numpy tensors only: two resident jobs with a 4 MiB numpy table each,
+    under an 8 MiB allocation, raised "split the call" where each alone ran (so did ExecuTorch's op, q and k in
+    one call). The group runs in halves, in order (the second job reads the first's result)."""
+    dev = make_device(max_memory_allocation_size=8 << 20, max_storage_buffer_range=1 << 20)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 4096, 256)).astype(np.float32)
+    f, g = (rng.standard_normal((4096, 256)).astype(np.float32) for _ in range(2))
+    dx, mid = dev.asarray(x), dev.asarray(np.full(x.shape, np.nan, np.float32))
+    before = dev.stats()["submissions"]
+    first, second = dev.apply_many([(dx, f, {"out": mid}), (mid, g)])
+    assert dev.stats()["submissions"] - before == 2
+    y = check_result(first, x, f)
+    check_result(second, y, g)
+    q = rng.standard_normal((1, 8192, 1, 128)).astype(np.float32)
+    cos, sin = (rng.standard_normal((8192, 64)).astype(np.float32) for _ in range(2))
+    qo, ko = dev.apply_rotary_emb(dev.asarray(q), dev.asarray(q), cos, sin)
+    want, _ = et_apply_rotary_emb(q, q, cos, sin)
+    for got in (qo.get(), ko.get()):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -17,10 +17,11 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from ..runtime.dtypes import frozen
+
 ANGLE_FLOAT32, ANGLE_SHORT, ANGLE_EXACT = range(3)  # glsl/freqs.glsl's ANGLE_*
 ONE_BITS = 0x3F800000  # float32 1.0: the kernels' `magnitude` when no factor applies
-STAND_IN = np.zeros(1, np.uint32)  # bound where a variant reads nothing (a computing kernel's cos / sin table)
-STAND_IN.flags.writeable = False
+STAND_IN = frozen(np.zeros(1, np.uint32))  # bound where a variant reads nothing (a computing kernel's cos / sin)
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,7 @@ class Generated:
         per_column = out[head:].reshape(n, 4)
         per_column[:, :3] = self.quarters
         per_column[:, 3] = self.axis
-        out.flags.writeable = False
-        return out
+        return frozen(out)
 
     def check_fits(self, kernel: str, columns: int, *, several: bool = False, grid: bool = False) -> None:
         """That `kernel` can read these frequencies: `columns` cos / sin

@@ -22,7 +22,7 @@ from . import TensorRequest, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
-from ..runtime.dtypes import axis, table_dtype
+from ..runtime.dtypes import axis, frozen, table_dtype
 from ..runtime.manifest import find
 from ..runtime.layout import read_apart, tensor_extent, texels
 from ..runtime.array import DeviceArray
@@ -31,8 +31,7 @@ from ..runtime.steps import READ, WRITE, Arg, Launch
 
 KERNEL = "rope_interleaved"
 # The positions table of a call without positions (the kernel reads none: one word to bind).
-NO_POSITIONS = np.zeros(1, np.int32)
-NO_POSITIONS.flags.writeable = False
+NO_POSITIONS = frozen(np.zeros(1, np.int32))
 
 
 @dataclass

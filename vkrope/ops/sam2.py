@@ -15,7 +15,7 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, is_integer_dtype, without_repeats
+from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, frozen, is_integer_dtype, without_repeats
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -101,7 +101,7 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
         row_of = np.full(n_tokens if x.size else 0, -1, dtype=np.int64)
         if n_freq_rows and x.size:
             row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
-        row_of.flags.writeable = False  # (kept: one array for every call of this structure)
+        row_of = frozen(row_of)  # (kept: one array for every call of this structure)
     if isinstance(pairs, FrequencySpec):
         pairs = lower(pairs)
     check_out(out, x)

@@ -130,6 +130,13 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
 
 
+def frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only copy of `a` that cannot be made writeable again (its memory is an immutable bytes object):
+    an array kept and shared across calls (a spec's frequencies, a cached structure), which a caller's
+    `flags.writeable = True` would otherwise let them change under every equal spec."""
+    return np.frombuffer(np.ascontiguousarray(a).tobytes(), a.dtype).reshape(a.shape)
+
+
 def without_repeats(a: np.ndarray) -> np.ndarray:
     """A view of `a` with each zero-stride axis (a broadcast one: every entry along it the same) cut to one
     entry: the same values, so their range is found without reading a broadcast array's every entry."""
