@@ -354,6 +354,83 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
             "rope_forms": [json.loads(f) for f in live], "rot_asserted": asserted}
 
 
+Q_SCALE = re.compile(r"\bggml_mul\s*\(\s*ctx0\s*,\s*(\w+)\s*,\s*inp_attn_scale\s*\)")
+Q_SCALE_BUILT = re.compile(r"\binp_attn_scale\s*=\s*build_inp_attn_scale\s*\(\s*\)")
+# llm_graph_input_attn_temp::set_input's factor per token (llama-graph.cpp), as vkrope computes it
+# (ModelRope.q_scale: the float32 quotient's floor, the rest in double, rounded to float32 once).
+Q_SCALE_FORMULA = ("attn_scale_data[i] = std::log( std::floor((pos + f_attn_temp_offset) / n_attn_temp_floor_scale) "
+                   "+ 1.0 ) * f_attn_temp_scale + 1.0;")
+Q_SCALE_FIELDS = ("f_attn_temp_scale", "n_attn_temp_floor_scale", "f_attn_temp_offset")
+
+
+def q_scale_guard(srcs: Sources, owner: str, arch: str) -> str:
+    """The condition (Python, per layer `il`) under which `owner`'s graph multiplies Q by llama.cpp's attention
+    temperature (llm_graph_input_attn_temp: Mistral 3's and DeepSeek-V2's / Mistral 4's, after their RoPE;
+    Llama 4's on its NoPE layers): "False" where it never does, "unknown" where a site cannot be read. The
+    tensor's own name stands for the condition under which the graph builds it."""
+    funcs = srcs.named_functions(rf"{owner}::graph(?:<\w+>)?::")
+    guards: list = []  # per site its conditions, all of which hold there ("unknown": a site not read)
+    for name, body in funcs:
+        sites = list(Q_SCALE.finditer(body))
+        if not sites:
+            continue
+        if any(m.group(1) != "Qcur" for m in sites):
+            sys.exit(f"{owner}: the attention temperature multiplies {sites[0].group(1)}, not Qcur: unread")
+        built = [enclosing_conditions(body, m.start()) for m in Q_SCALE_BUILT.finditer(body)]
+        local = locals_of(body)
+        site = call_sites(funcs, name, arch)
+        if not built or any(c is None for c in built) or site == "unknown":
+            guards.append("unknown")
+            continue
+        made = " or ".join(f"({' and '.join(arch_condition(substitute(c, local), arch) for c in conds) or 'True'})"
+                           for conds in built)
+        for m in sites:
+            conds = enclosing_conditions(body, m.start())
+            lam = lambda_sites(body, m.start(), local, arch)
+            if conds is None or lam == "unknown":
+                guards.append("unknown")
+                continue
+            conds = [arch_condition(substitute(c, local), arch) for c in conds] + ([lam] if lam != "True" else [])
+            conds = [constant(re.sub(r"\binp_attn_scale\b", f"({made})", c)) for c in conds]
+            conds += [site] if site != "True" else []
+            guards.append(frozenset(c for c in conds if c != "True"))
+    if not guards:
+        return "False"
+    if "unknown" in guards:
+        return "unknown"
+    alternatives = merged(set(guards))
+    if not alternatives:
+        return "False"
+    return constant(" or ".join(f"({' and '.join(sorted(g)) or 'True'})" for g in sorted(alternatives, key=sorted)))
+
+
+def merged(alternatives: set[frozenset]) -> set[frozenset]:
+    """Alternatives (each the set of conditions that hold together) with every pair that differs in one
+    condition and its negation made one (`a and c` or `a and not (c)`: a), so that a condition the
+    evaluator cannot decide (DeepSeek's is_mla(), where both branches scale Q) drops out."""
+    alternatives = {g for g in alternatives if "False" not in g}
+    while True:
+        pair = next(((a, b) for a in alternatives for b in alternatives
+                     if len(a ^ b) == 2 and any(f"not ({x})" in a ^ b for x in a ^ b)), None)
+        if pair is None:
+            return alternatives
+        a, b = pair
+        alternatives = (alternatives - {a, b}) | {a & b}
+
+
+def q_scale_rule(src: pathlib.Path) -> dict:
+    """llama-graph.cpp's attention temperature per token, checked to be the formula vkrope computes, and the
+    asserts before it (a scale without a floor length aborts llama.cpp at its first batch)."""
+    text = strip_comments((src / "llama-graph.cpp").read_text())
+    body = body_of(text, r"void\s+llm_graph_input_attn_temp::set_input\s*\(") or ""
+    flat = " ".join(body.replace("(", "( ").replace(")", " )").split()).replace("( ", "(").replace(" )", ")")
+    want = " ".join(Q_SCALE_FORMULA.replace("(", "( ").replace(")", " )").split()).replace("( ", "(").replace(" )", ")")
+    if want not in flat:
+        sys.exit("llm_graph_input_attn_temp::set_input's formula is not the one vkrope computes: read it again")
+    asserts = [py_expr(a) for a in re.findall(r"GGML_ASSERT\s*\(([^;]*)\)\s*;", body)]
+    return {"formula": Q_SCALE_FORMULA, "fields": list(Q_SCALE_FIELDS), "asserts": asserts}
+
+
 def rot_asserted(body: str) -> list[str]:
     """The widths a graph asserts n_rot equals (`GGML_ASSERT(n_embd_head == n_rot)` in about 60 graphs: a
     partial rotary there aborts llama.cpp), as Python over hparams names."""
@@ -584,6 +661,7 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
         if not more:
             break
         chosen |= more
+    chosen |= refusals(body, stmts, chosen, read)
     program = []
     for at, stmt in stmts:
         if at not in chosen:
@@ -594,12 +672,32 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
     return program
 
 
+def refusals(body: str, stmts: list[tuple[int, str]], chosen: set[int], read: set[str]) -> set[int]:
+    """The `throw`s of a load_arch_hparams whose conditions read only what the program knows (the fields the
+    graph reads, and what the chosen statements set) and at least one field the graph reads: llama.cpp's
+    refusals of a file over those fields (Mistral 3's attention temperature without n_ctx_orig_yarn)."""
+    known = set(read)
+    for at, st in stmts:
+        m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?"
+                     r"(\w+)[,)]|hparams\.(\w+)\s*[-+*/]?=(?!=)", st)
+        if at in chosen and m:
+            known.add(m.group(1) or m.group(2) or m.group(3))
+    out = set()
+    for at, st in stmts:
+        conds = enclosing_conditions(body, at) if st.startswith("throw ") else None
+        names = set(re.findall(r"\b[a-z_]\w*\b", re.sub(r'"[^"]*"', "", " ".join(conds or ())))) - \
+            {"and", "or", "not", "True", "False"}
+        if conds and names <= known and names & set(read):
+            out.add(at)
+    return out
+
+
 def statement(stmt: str, kv: dict[str, str]) -> list:
     """One load_arch_hparams statement as [kind, ...]: key (a metadata key read into a field or a local
     name, and the local that says whether it was there), array (an array key read into a per-layer field),
     key_or_arr (an array of exactly n entries, or one value for all n),
     set, fill (a per-layer field set for every layer), local, pattern (load_swa_pattern / set_swa_pattern),
-    unknown."""
+    throw (llama.cpp refuses the file, with its message), unknown."""
     m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key\((LLM_KV_\w+), (?:hparams\.)?(\w+)(, (?:false|true))?\);",
                      stmt)
     if m and m.group(2) in kv:  # (get_key's `required` defaults to true)
@@ -626,6 +724,9 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
                      stmt)
     if m:
         return ["pattern", int(m.group(2)), m.group(4) == "true", m.group(1).startswith("load")]
+    m = re.fullmatch(r'throw std::runtime_error\("([^"\\]*)"\);', stmt)
+    if m:
+        return ["throw", m.group(1)]
     return ["unknown", stmt]
 
 
@@ -962,6 +1063,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["rotates"] = "unknown"
         else:
             entry.update(graph_facts(srcs, srcs.graph_owner(cls), enum))
+            entry["q_scale"] = q_scale_guard(srcs, srcs.graph_owner(cls), enum)
             entry["hparams"] = hparams_program(srcs, srcs.owner(cls, "load_arch_hparams"), kv,
                                                fields_read(entry, defaults["methods"]))
             entry["factor_tensors"] = factor_tensors(srcs, srcs.owner(cls, "load_arch_tensors"))
@@ -975,6 +1077,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
             entry["rot_is_head"] = enum in head_bound
         archs[name] = entry
     defaults["own_mscale"] = own_mscale(src, names)
+    defaults["q_scale"] = q_scale_rule(src)
     return {"source": origin, "hparams": defaults, "archs": archs}
 
 
@@ -992,9 +1095,10 @@ def fields_read(entry: dict, methods: dict[str, list]) -> set[str]:
     """The hparams names the graph's conditions and rope arguments read (through the methods they call):
     the statements setting them belong in the program (GLM-DSA's indexer layers, the hybrids' recurrent
     ones)."""
-    exprs = [entry.get("rotates", "")] + [v for f in entry.get("rope_forms") or ()
-                                          for v in (f["guard"], f["dims"], *(f["scaling"].values()
-                                                    if isinstance(f["scaling"], dict) else ()))]
+    scaled = entry.get("q_scale", "False") not in ("False", "unknown")  # (its guard, and the factor's fields)
+    exprs = [entry.get("rotates", ""), entry.get("q_scale", ""), " ".join(Q_SCALE_FIELDS) if scaled else ""]
+    exprs += [v for f in entry.get("rope_forms") or ()
+              for v in (f["guard"], f["dims"], *(f["scaling"].values() if isinstance(f["scaling"], dict) else ()))]
     names: set[str] = set()
     todo = set(re.findall(r"\b[a-z_]\w*\b", " ".join(exprs)))
     while todo:

@@ -70,7 +70,7 @@ def finish(w: Any, tensors: Any, path: Any, omit: tuple[str, ...] = (), fill: bo
     return str(path)
 
 
-KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float64")  # (key, value) adders
+KEYED = ("add_array", "add_string", "add_uint32", "add_uint64", "add_int64", "add_float32", "add_float64")  # (key, value) adders
 
 
 def write(path: Any, arch: str, kv: Any, tensors: Any = (), block_count: bool = True) -> str:

@@ -312,3 +312,50 @@ def test_reads_that_return_less_are_read_on(tmp_path, monkeypatch):
     real = os.pread
     monkeypatch.setattr(gguf_file.os, "pread", lambda fd, n, at: real(fd, min(n, 1000), at))
     assert vkrope.from_gguf(path) == want
+
+
+def test_a_later_split_file_without_an_architecture_is_named_as_such(tmp_path):
+    """gguf-split writes the split keys alone after the first file: passing file 2 said 'has no
+    general.architecture', as the architecture was looked for before the split keys."""
+    paths = _split(tmp_path, "m", 4, count=2)
+    w = gguf.GGUFWriter(paths[1], arch="llama")
+    del w.kv_data[0]["general.architecture"]
+    w.add_uint16("split.no", 1)
+    w.add_uint16("split.count", 2)
+    finish(w, {"t1": np.ones(4, np.float32)}, paths[1], fill=False)
+    with pytest.raises(ValueError, match=r"is file 2 of a split model \(split.no 1\)"):
+        vkrope.from_gguf(paths[1])
+
+
+def test_a_read_key_of_a_billion_values_is_refused_before_it_is_decoded(tmp_path):
+    """An array of 2^27 bools as attention.head_count (a 128 MiB file) took 14 s and 3 GiB, decoded whole into
+    a Python list before its length was checked; an architecture name of 16 MB went through difflib. Each is
+    refused from its length alone (llama.cpp refuses both: an array past LLAMA_MAX_LAYERS, an unknown name)."""
+    path = str(tmp_path / "a.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    add_values(w, {"context_length": 4096, "embedding_length": 256, "block_count": 2,
+                   "attention.head_count": [True] * (1 << 17)})
+    finish(w, {}, path)
+    with pytest.raises(ValueError, match=r"llama: llama.attention.head_count is an array of 131072 values "
+                                         r"\(ARRAY\[BOOL\]\); the keys vkrope reads hold at most 65536"):
+        vkrope.from_gguf(path)
+    path = str(tmp_path / "s.gguf")
+    w = gguf.GGUFWriter(path, arch="x" * 5000)
+    finish(w, {}, path, fill=False)
+    with pytest.raises(ValueError, match=r"^path: '.*s.gguf': general.architecture is a string of 5000 bytes"):
+        vkrope.from_gguf(path)
+
+
+def test_an_original_length_of_0_is_read_where_the_rope_type_reads_none(tmp_path):
+    """rope.scaling.original_context_length = 0 on an unscaled or linear file: llama.cpp stores the 0 and runs
+    the file (only YaRN and longrope read it); vkrope refused it as 'original_max_position_embeddings must be
+    >= 1', naming a transformers field."""
+    for scaling in ({}, {"rope.scaling.type": "linear", "rope.scaling.factor": 2.0}):
+        path = str(tmp_path / f"o{len(scaling)}.gguf")
+        w = gguf.GGUFWriter(path, arch="llama")
+        add_values(w, {"context_length": 4096, "embedding_length": 256, "block_count": 2, "attention.head_count": 4,
+                       "rope.scaling.original_context_length": 0, **scaling})
+        finish(w, {}, path)
+        rope = vkrope.from_gguf(path)
+        assert rope.original_max_position_embeddings is None
+        assert rope.rope_type == ("linear" if scaling else "default")

@@ -4,6 +4,7 @@ tests/oracles/oracle_ggml.py, ggml's rope restated in float64), or refuses it.""
 
 from __future__ import annotations
 
+import math
 import struct
 
 import gguf
@@ -153,3 +154,78 @@ def test_a_stated_alignment_is_read(tmp_path, alignment):
     factors = np.linspace(1, 8, 32, dtype=np.float32)
     finish(w, {"rope_freqs.weight": factors, "t1": np.ones(3, np.float32), "t2": np.ones(5, np.float32)}, path)
     np.testing.assert_array_equal(vkrope.from_gguf(path).freq_factors, factors)
+
+
+def _temperature(pos, scale, length):
+    """llm_graph_input_attn_temp::set_input restated: log(floor(pos / length) + 1) * scale + 1 (the quotient of
+    two floats in float32, then double), as float32."""
+    steps = np.floor(np.float32(pos) / np.float32(length))
+    return np.float32(math.log(float(steps) + 1.0) * float(np.float32(scale)) + 1.0)
+
+
+MISTRAL3 = [("add_embedding_length", 512), ("add_head_count", 4), ("add_rope_freq_base", 1e6)]
+DEEPSEEK2 = [("add_context_length", 163840), ("add_embedding_length", 7168), ("add_head_count", 128),
+             ("add_uint32", ("deepseek2.attention.q_lora_rank", 1536)), ("add_rope_dimension_count", 64)]
+
+
+@pytest.mark.parametrize("arch, kv, length", [
+    ("mistral3", [*MISTRAL3, ("add_rope_scaling_orig_ctx_len", 16384)], 16384),
+    ("mistral3", MISTRAL3, 4096),  # (n_ctx_orig_yarn defaults to context_length)
+    ("deepseek2", [*DEEPSEEK2, ("add_uint32", ("deepseek2.attention.temperature_length", 8192))], 8192),
+    ("mistral4", [(add, (v[0].replace("deepseek2", "mistral4"), v[1]) if add == "add_uint32" else v) for add, v in
+                  [*DEEPSEEK2, ("add_uint32", ("deepseek2.attention.temperature_length", 64))]], 64),
+])
+def test_the_attention_temperature_is_read_as_llama_cpp_scales_q(tmp_path, arch, kv, length):
+    """Mistral 3's, DeepSeek-V2's and Mistral 4's graphs multiply Q after RoPE by llama.cpp's attention
+    temperature (`attention.temperature_scale`, over n_ctx_orig_yarn or `attention.temperature_length`
+    positions): from_gguf read none of it, so q_scale was None and a model read from its GGUF was scaled
+    otherwise than llama.cpp runs it. Without the key, no scale."""
+    scale = 0.1
+    path = write(tmp_path / f"{arch}.gguf", arch,
+                 [*kv, ("add_float32", (f"{arch}.attention.temperature_scale", scale))])
+    rope = vkrope.from_gguf(path)
+    p = np.array([0, 1, length - 1, length, 3 * length + 5, 1 << 20, (1 << 24) - 1])
+    want = [_temperature(v, scale, length) for v in p]
+    assert np.array_equal(rope.q_scale(p[None])[0], np.array(want, np.float32))
+    assert rope.q_scale(p[None]).dtype == np.float32 and "attention temperature" in rope.summary()["q_scale_after_rope"]
+    plain = vkrope.from_gguf(write(tmp_path / f"{arch}-plain.gguf", arch, kv))
+    assert plain.q_scale(p[None]) is None and "q_scale_after_rope" not in plain.summary()
+
+
+def test_an_attention_temperature_llama_cpp_refuses_is_refused(tmp_path):
+    """Mistral 3 with a temperature and an original length of 0: llama.cpp's loader throws; DeepSeek-V2 with a
+    temperature and no length: its first batch fails GGML_ASSERT (an abort). Both refused, naming why."""
+    path = write(tmp_path / "m3.gguf", "mistral3", [*MISTRAL3, ("add_rope_scaling_orig_ctx_len", 0),
+                                                   ("add_float32", ("mistral3.attention.temperature_scale", 0.1))])
+    with pytest.raises(ValueError, match=r"mistral3: llama.cpp refuses this file: 'invalid n_ctx_orig_yarn"):
+        vkrope.from_gguf(path)
+    path = write(tmp_path / "ds.gguf", "deepseek2", [*DEEPSEEK2,
+                                                     ("add_float32", ("deepseek2.attention.temperature_scale", 0.1))])
+    with pytest.raises(ValueError, match=r"assert n_attn_temp_floor_scale != 0 .*aborts"):
+        vkrope.from_gguf(path)
+    path = write(tmp_path / "neg.gguf", "mistral3", [*MISTRAL3,
+                                                    ("add_float32", ("mistral3.attention.temperature_scale", -0.1))])
+    with pytest.raises(ValueError, match=r"vkrope reads a scale > 0 with no offset; got scale -0\.1"):
+        vkrope.from_gguf(path)
+
+
+def test_a_config_rope_dict_never_gives_the_gguf_temperature():
+    """attn_temperature_scale is llama.cpp's, read from a GGUF: a config.json's rope dict naming it is not read
+    (transformers never reads it), so from_hf keeps it among the ignored keys and scales nothing."""
+    rope = vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                           "rope_scaling": {"rope_type": "default", "attn_temperature_scale": 0.1,
+                                            "attn_temperature_length": 8}})
+    assert rope.q_scale(np.array([[100]])) is None and "attn_temperature_scale" in rope.ignored
+
+
+def test_a_table_of_another_temperature_formula_is_refused(tmp_path, monkeypatch):
+    """The table's script checks llama.cpp's set_input is the formula q_scale computes; a table regenerated from
+    a llama.cpp whose formula changed says so, and the file is refused rather than scaled by the old one."""
+    from vkrope.models import gguf_layers
+
+    rule = gguf_layers.table()["hparams"]["q_scale"]
+    monkeypatch.setitem(rule, "formula", rule["formula"].replace("+ 1.0 )", "+ 2.0 )"))
+    path = write(tmp_path / "m3.gguf", "mistral3", [*MISTRAL3,
+                                                   ("add_float32", ("mistral3.attention.temperature_scale", 0.1))])
+    with pytest.raises(ValueError, match=r"attention temperature in this table is not the formula vkrope computes"):
+        vkrope.from_gguf(path)

@@ -174,3 +174,56 @@ def test_factor_required_reads_the_flags_or_says_unknown():
     odd = "{ int f = pick(); " + mk % "f" + " }"
     assert table.factor_required(_Bodies(odd), "m") == {"rope_freqs.weight": "unknown"}
     assert table.factor_required(_Bodies("{ " + mk % "0" + " }"), "m") == {"rope_freqs.weight": "True"}
+
+
+def test_branches_that_both_scale_q_merge_and_others_do_not():
+    """DeepSeek-V2's graph scales Q in both its MLA and its other branch: the condition it cannot decide
+    (is_mla()) drops out; a condition without its negation beside it stays."""
+    a, b, c = "(scale != 0)", "((is_mla()))", "not (((is_mla())))"
+    assert table.merged({frozenset({a, b}), frozenset({a, c})}) == {frozenset({a})}
+    assert table.merged({frozenset({a, b})}) == {frozenset({a, b})}
+    assert table.merged({frozenset({a, b}), frozenset({"(other)", c})}) == {frozenset({a, b}),
+                                                                             frozenset({"(other)", c})}
+    assert table.merged({frozenset({"False", a})}) == set()  # (a site that never runs)
+
+
+def test_a_throw_is_kept_only_over_fields_the_program_knows():
+    """Mistral 3's refusal of a temperature without an original length is kept; a throw over a field the
+    program never reads (the experts') is not, as its value would be a guess."""
+    body = ("{ ml.get_key(LLM_KV_T, hparams.f_attn_temp_scale, false); if (hparams.f_attn_temp_scale != 0.0f) { "
+            "hparams.n_attn_temp_floor_scale = hparams.n_ctx_orig_yarn; if (hparams.n_attn_temp_floor_scale == 0) "
+            "{ throw std::runtime_error(\"invalid n_ctx_orig_yarn\"); } } if (hparams.n_expert == 0) { "
+            "throw std::runtime_error(\"n_expert must be > 0\"); } if (hparams.f_attn_temp_scale != 0.0f && "
+            "hparams.n_expert > 2) { throw std::runtime_error(\"mixed\"); } }")
+    stmts = [(m.start() + len(m.group()) - len(m.group().lstrip()), " ".join(m.group().split()))
+             for m in re.finditer(r"[^;{}]*;", body)]
+    chosen = {at for at, st in stmts if "attn_temp" in st and not st.startswith("throw")}
+    kept = table.refusals(body, stmts, chosen, {"f_attn_temp_scale", "n_attn_temp_floor_scale"})
+    assert [st for at, st in stmts if at in kept] == ['throw std::runtime_error("invalid n_ctx_orig_yarn");']
+    assert table.statement('throw std::runtime_error("invalid n_ctx_orig_yarn");', {}) == \
+        ["throw", "invalid n_ctx_orig_yarn"]
+    assert table.statement('throw std::runtime_error(arch_name() + " needs");', {})[0] == "unknown"
+
+
+def test_q_scale_guard_reads_where_the_tensor_is_built_and_used(tmp_path):
+    """The temperature's condition: where the graph multiplies Qcur by it, with the tensor's name read as the
+    condition it is built under; a use on another tensor stops the script rather than be misread."""
+    class Srcs:
+        def __init__(self, body):
+            self.body = body
+
+        def named_functions(self, _pattern):
+            return [("graph", self.body)]
+
+    body = ("{ ggml_tensor * inp_attn_scale = nullptr; if (hparams.f_attn_temp_scale != 0.0f) { inp_attn_scale = "
+            "build_inp_attn_scale(); } for (int il = 0; il < n_layer; ++il) { Qcur = ggml_rope_ext(ctx0, Qcur); "
+            "if (inp_attn_scale) { Qcur = ggml_mul(ctx0, Qcur, inp_attn_scale); } } }")
+    guard = table.q_scale_guard(Srcs(body), "m", "LLM_ARCH_M")
+    assert eval(guard, {}, {"f_attn_temp_scale": 0.1}) and not eval(guard, {}, {"f_attn_temp_scale": 0.0})  # noqa: S307
+    assert table.q_scale_guard(Srcs("{ Qcur = ggml_rope_ext(ctx0, Qcur); }"), "m", "LLM_ARCH_M") == "False"
+    try:
+        table.q_scale_guard(Srcs(body.replace("ggml_mul(ctx0, Qcur,", "ggml_mul(ctx0, Kcur,")), "m", "LLM_ARCH_M")
+    except SystemExit as exc:
+        assert "Kcur" in str(exc)
+    else:
+        raise AssertionError("a temperature on another tensor was read")

@@ -87,6 +87,7 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
     llama.cpp refuses the file, or a key read is not UTF-8."""
     try:
         with gguf_file.opened(p) as g:
+            others = gguf_split.other_files(p, g)  # (first: a split model's later files hold no architecture)
             arch = _Values(g, "", p).get("general.architecture")
             if not isinstance(arch, str):
                 raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
@@ -94,20 +95,30 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
             kv = _Values(g, arch + ".", p)
             tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in _FACTOR_TENSORS}
             names = {t.name for t in g.tensors}
-            for no, q in enumerate(gguf_split.other_files(p, g), 1):
+            for no, q in enumerate(others, 1):
                 gguf_split.add_tensors(p, q, no, names, _FACTOR_TENSORS, functools.partial(_float32, where=q),
                                        tensors)
             gguf_split.check_count(p, g, len(names))
             return arch, kv, {k: g.type_name(arch + "." + k) for k in kv}, tensors
     except (OSError, ValueError, struct.error) as exc:
+        if isinstance(exc, gguf_layers.Refused):
+            raise ValueError(f"path: {p!r}: {exc}") from None
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
         raise ValueError(f"path: {p!r} is not a GGUF file ({type(exc).__name__}: {exc})") from None
 
 
+# The most values an array key vkrope reads may hold (one per layer at most: llama.cpp's LLAMA_MAX_LAYERS is 512),
+# and the most bytes of a string key (an architecture's or a scaling type's name): llama.cpp refuses a longer one
+# ("array length exceeds max", an unknown name), and decoding a billion of them first took minutes and gigabytes.
+_MAX_READ_VALUES = 1 << 16
+_MAX_READ_BYTES = 1 << 12
+
+
 class _Values(Mapping):
     """A file's keys under `prefix` (without it) -> values, each decoded when first read: a key llama.cpp never
-    reads may hold anything (a string that is not UTF-8, an array of a billion values), as llama.cpp lets it."""
+    reads may hold anything (a string that is not UTF-8, an array of a billion values), as llama.cpp lets it;
+    one vkrope reads is refused past _MAX_READ_VALUES values or _MAX_READ_BYTES bytes before it is decoded."""
 
     def __init__(self, g: gguf_file.GgufFile, prefix: str, where: str) -> None:
         self._g, self._prefix, self._where = g, prefix, where
@@ -119,6 +130,12 @@ class _Values(Mapping):
             full = self._prefix + key
             if full not in self._g.fields:
                 raise KeyError(key)
+            n, kind = self._g.length(full), self._g.type_name(full)
+            if n > (_MAX_READ_BYTES if kind == "STRING" else _MAX_READ_VALUES):
+                what = f"a string of {n} bytes" if kind == "STRING" else f"an array of {n} values ({kind})"
+                raise gguf_layers.Refused(f"{full} is {what}; the keys vkrope reads hold at most {_MAX_READ_VALUES} "
+                                          f"values (one per layer) or {_MAX_READ_BYTES} bytes (a name), as llama.cpp "
+                                          "takes them")
             try:
                 self._got[key] = self._g.value(full)
             except UnicodeDecodeError:
@@ -206,6 +223,8 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
     entry = _arch_entry(arch, where, remedy)
     try:
         lp = gguf_layers.plan(arch, entry, kv, types, complete)
+    except gguf_layers.Refused as exc:
+        raise ValueError(f"{where}: {arch}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"{where}: {arch}.{exc}") from None
     _check_sizes(tensors, lp.sizes, arch, where)  # (the file's, whichever layer is asked for)
@@ -280,10 +299,13 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         f"{arch}'s own attention factor (no attn_factor key in the file)"
     rope_type, params = gguf_context.rope_args(call, longrope is not None, where, attn_keys)
     params.update(longrope or {})
+    if call.q_scale is not None:  # (the graph's Q times the attention temperature after RoPE: ModelRope.q_scale)
+        params["attn_temperature_scale"], params["attn_temperature_length"] = call.q_scale
     pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
     if pairs == "imrope" and section is not None:
         factors = _fourth_axis_still(section, call.dims, factors)
-    orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length")
+    # (another rope type reads no original length: llama.cpp takes a 0 there, and so does vkrope, as none)
+    orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length") or None
     if rope_type in ("yarn", "longrope") and not orig:
         raise ValueError(f"{where}: {rope_type} needs {arch}.rope.scaling.original_context_length (or "
                          "context_length, llama.cpp's default for it)")

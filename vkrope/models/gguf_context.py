@@ -35,8 +35,9 @@ _TYPE = "LLAMA_ROPE_SCALING_TYPE_"  # (llama_context's own tests of the type: NO
 class Rotation:
     """One layer's rope call: rotated channels, llama.cpp's mode, whether
     they stand apart from the head's (MLA), whether the call takes the
-    per-pair factors (rope_freqs / longrope tensors), and ggml_rope_ext's
-    frequency arguments."""
+    per-pair factors (rope_freqs / longrope tensors), ggml_rope_ext's
+    frequency arguments, and the factor the graph multiplies Q by after it
+    (llm_graph_input_attn_temp; None where it does not)."""
 
     dims: int
     head: int  # the layer's head width (llama_hparams::n_embd_head_k(il)), where the rotated channels are
@@ -50,6 +51,7 @@ class Rotation:
     beta_fast: float
     beta_slow: float
     n_ctx_orig: int
+    q_scale: tuple[float, int] | None = None  # the attention temperature's (scale, positions per step) after RoPE
 
 
 def base_fields(kv: Mapping[str, Any], number: Callable[[str, Any], Any], n_head: int | None,

@@ -193,6 +193,14 @@ class GgufFile:
             return self._string(at)[0]
         return struct.unpack_from(self.order + str(_TYPES[kind][1]), self.data, at)[0]
 
+    def length(self, key: str) -> int:
+        """How many values a key's array holds, or bytes its string (1 for any other), read without decoding
+        them."""
+        kind, at, element = self.fields[key]
+        if element is not None:
+            return _unpack_uint(self.data, self.order, 8, at + 4)
+        return _unpack_uint(self.data, self.order, 8, at) if kind == _STRING else 1
+
     def float32(self, tensor: Tensor) -> np.ndarray:
         """An F32 tensor's values in numpy's order of its dimensions (ggml's ne reversed), as gguf's reader
         shapes them, read from the file; a ValueError where it ends before them (cut since the header was read)."""

@@ -16,7 +16,7 @@ import functools
 import math
 import json
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -274,13 +274,48 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
             if len(calls) > 1:
                 return None, (f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways (another "
                               "head's RoPE beside the attention's, or another mode): vkrope reads one")
-            out.append(calls.pop() if calls else None)
+            call = calls.pop() if calls else None
+            out.append(call if call is None else replace(call, q_scale=_q_scale(entry, hp, i)))
         return tuple(out), ""
     except Unknown as exc:
         return None, f"llama.cpp's rope arguments for {arch!r}: {exc}"
     except KeyError as exc:  # (a field the program left unknown: HunyuanVL's alpha-scaled base)
         reason = hp.unknown.get(str(exc.args[0]), "not known") if hp is not None else "not known"
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
+
+
+class Refused(ValueError):
+    """llama.cpp refuses the file, or aborts on it, for a reason its message says whole (not one key's)."""
+
+
+# llm_graph_input_attn_temp::set_input's factor, as ModelRope.q_scale computes it (the table's script checks that
+# llama.cpp's code is this formula; a table of another says so, and vkrope refuses what it would scale).
+Q_SCALE_FORMULA = ("attn_scale_data[i] = std::log( std::floor((pos + f_attn_temp_offset) / n_attn_temp_floor_scale) "
+                   "+ 1.0 ) * f_attn_temp_scale + 1.0;")
+
+
+def _q_scale(entry: dict, hp: Hparams, il: int) -> tuple[float, int] | None:
+    """The (scale, positions per step) of the attention temperature by which layer `il`'s graph multiplies Q
+    after RoPE (Mistral 3, DeepSeek-V2, Mistral 4), None where it does not; a ValueError where llama.cpp
+    refuses or aborts on it, or the factor is not one vkrope computes; Unknown where the table cannot say."""
+    guard = entry.get("q_scale", "False")
+    if guard == "unknown":
+        raise Unknown("whether its graph scales Q by the attention temperature")
+    if not hp.evaluate(guard, il=il):
+        return None
+    rule = table()["hparams"]["q_scale"]
+    if rule["formula"] != Q_SCALE_FORMULA:
+        raise Refused("llama.cpp's attention temperature in this table is not the formula vkrope computes "
+                         f"({rule['formula']!r}); regenerate vkrope's table or read the config with from_hf")
+    for expr in rule["asserts"]:  # (GGML_ASSERT in set_input: llama.cpp aborts at the first batch)
+        if not hp.evaluate(expr):
+            raise Refused(f"the attention temperature fails llama.cpp's assert {expr} (it aborts at the first "
+                             "batch): attention.temperature_scale without attention.temperature_length")
+    scale, length, offset = (hp.fields[n] for n in rule["fields"])
+    if offset != 0 or scale < 0:  # (Llama 4's NoPE layers take an offset; a negative temperature: no model's)
+        raise Refused(f"attention temperature: vkrope reads a scale > 0 with no offset; got scale {scale}, "
+                         f"offset {offset}")
+    return float(np.float32(scale)), int(length)
 
 
 def sections_of(kv: Mapping[str, Any], entry: dict) -> list[int]:
@@ -491,5 +526,7 @@ def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
                 n_pattern = given
         rule = table()["hparams"]["swa_pattern_dense_first" if dense_first else "swa_pattern"]
         f["is_swa_impl"] = [bool(hp.evaluate(rule, n_pattern=n_pattern, il=i)) for i in range(n)]
+    elif kind == "throw":  # (load_arch_hparams refuses the file)
+        raise Refused(f"llama.cpp refuses this file: {args[0]!r} (its load_arch_hparams)")
     else:
         raise Unknown(f"a statement vkrope does not run: {args[0] if args else kind}")

@@ -17,7 +17,7 @@ from ..files import read_json
 from . import config_rules, gguf_convert
 from . import model_table as hf_models
 from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
-from .rope_types import PARAMS, RULES, read_by
+from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
 MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
@@ -760,7 +760,8 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) ->
     for key, value in rope.items():
         if key in _IGNORED:
             continue
-        if key not in PARAMS or (key in _MSCALES and key not in config_rules.needs(model_type, "longrope")) \
+        if key not in PARAMS or key in GGUF_PARAMS \
+                or (key in _MSCALES and key not in config_rules.needs(model_type, "longrope")) \
                 or (key == "llama_4_scaling_beta" and not scales_q) or (key == "truncate" and per_type):
             ignored.append(key)  # as transformers: a key its rope type does not read is not an error
             continue

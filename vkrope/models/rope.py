@@ -333,19 +333,20 @@ class ModelRope:
         return np.concatenate([c, c], -1), np.concatenate([sn, sn], -1)
 
     def q_scale(self, position_ids: Any) -> np.ndarray | None:
-        """Ministral 3's and Mistral 4's `llama_4_scaling_beta`: what their
-        attention multiplies q by after RoPE, float32 [B, S] (transformers'
-        `1 + beta * log(1 + floor(position_ids / original_max_position_
-        embeddings))`, in float32); None for a model without it. The kernels
-        do not fuse it: scale q by it before the attention product, as the
-        model's attention does."""
-        beta = self.param("llama_4_scaling_beta")
-        if beta is None:
+        """What the model's attention multiplies q by after RoPE, float32
+        [B, S]; None for a model without it. Ministral 3's and Mistral 4's
+        `llama_4_scaling_beta` (a config's): transformers' `1 + beta *
+        log(1 + floor(position_ids / original_max_position_embeddings))`,
+        in float32. A GGUF's attention temperature (Mistral 3's, DeepSeek-V2's,
+        Mistral 4's `attention.temperature_scale` s, over
+        `attn_temperature_length` L positions): llama.cpp's `log(floor(pos /
+        L) + 1) * s + 1`, the quotient in float32, the rest in double,
+        rounded to float32 once. The kernels do not fuse it: scale q by it
+        before the attention product, as the model's attention does."""
+        if self.param("llama_4_scaling_beta") is None and self.param("attn_temperature_scale") is None:
             return None
         p = self.check_position_ids(position_ids)
-        p = p[0] if self.mrope_section is not None else p
-        ratio = np.floor(p.astype(np.float32) / np.float32(self.orig))
-        return (np.float32(1) + np.float32(beta) * np.log(np.float32(1) + ratio)).astype(np.float32)
+        return _q_factors(self, p[0] if self.mrope_section is not None else p)
 
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
@@ -384,6 +385,17 @@ def _exact_still(rope: ModelRope, exact: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # (an inf divisor's 0 times inf: already still)
         divided_away = (exact < EXACT_MIN_FREQ) & (exact * np.asarray(rope.freq_factors) >= EXACT_MIN_FREQ)
     return np.where(divided_away, 0.0, exact)
+
+
+def _q_factors(r: ModelRope, p: np.ndarray) -> np.ndarray:
+    """ModelRope.q_scale's factors for checked positions `p` [B, S]."""
+    temp = r.param("attn_temperature_scale")
+    if temp is not None:  # (llm_graph_input_attn_temp::set_input; its offset is 0 where vkrope reads one)
+        steps = np.floor(p.astype(np.float32) / np.float32(r.param("attn_temperature_length")))
+        return (np.log(steps.astype(np.float64) + 1.0) * float(np.float32(temp)) + 1.0).astype(np.float32)
+    ratio = np.floor(p.astype(np.float32) / np.float32(r.orig))
+    return (np.float32(1) + np.float32(r.param("llama_4_scaling_beta")) * np.log(np.float32(1) + ratio)).astype(
+        np.float32)
 
 
 def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids: np.ndarray, name: str) -> None:
@@ -442,6 +454,10 @@ def summary(r: ModelRope) -> dict[str, Any]:
     if r.param("llama_4_scaling_beta") is not None:
         d["q_scale_after_rope"] = "1 + llama_4_scaling_beta * ln(1 + floor(position / " \
                                   f"{r.original_max_position_embeddings})) (the attention's; ModelRope.q_scale)"
+    if r.param("attn_temperature_scale") is not None:
+        d["q_scale_after_rope"] = "1 + attn_temperature_scale * ln(1 + floor(position / " \
+                                  f"{int(r.param('attn_temperature_length'))})) (llama.cpp's attention " \
+                                  "temperature; ModelRope.q_scale)"
     if r.uses_seq_len():
         d["decided_per_call"] = RULES[r.rope_type].per_call.format(orig=r.original_max_position_embeddings) \
             if mscales(r) is None else f"short / long mscale, by max(position_ids) + 1 > " \

@@ -20,9 +20,12 @@ if TYPE_CHECKING:
     from .rope import ModelRope
 
 
-# Rope-dict keys read whatever the rope type: the rotated width (from_hf's rotary_dim; proportional's pairs), and
-# Ministral 3's and Mistral 4's q scale.
-COMMON_PARAMS = frozenset({"partial_rotary_factor", "llama_4_scaling_beta"})
+# llama.cpp's q scale (a GGUF's attention temperature: its scale and the positions per step, ModelRope.q_scale):
+# read from a GGUF file only (from_hf ignores such keys in a config's rope dict: transformers never reads them).
+GGUF_PARAMS = frozenset({"attn_temperature_scale", "attn_temperature_length"})
+# Keys read whatever the rope type: the rotated width (from_hf's rotary_dim; proportional's pairs), Ministral 3's
+# and Mistral 4's q scale (transformers' llama_4_scaling_beta), and llama.cpp's.
+COMMON_PARAMS = frozenset({"partial_rotary_factor", "llama_4_scaling_beta"}) | GGUF_PARAMS
 
 
 def powers(t: Any, base: Any, n_pairs: int, denom: int) -> np.ndarray:
