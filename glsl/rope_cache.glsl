@@ -185,12 +185,12 @@ vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   uint w0 = role == ROLE_Q ? 0u : p.head_dim >> 2;
   vec4 add = vec4(uintBitsToFloat(p.weight_add));
   if (NORM) {
-    float sum = 0.0;
+    float sum = 0.0, err = 0.0;
     for (uint t = 0u; t < p.head_dim >> 2; ++t) {
       vec4 xt = load_x4(base + t);
-      sum += dot(xt, xt);
+      add_compensated(sum, err, dot(xt, xt));
     }
-    scale = inversesqrt(sum / float(p.head_dim) + uintBitsToFloat(p.eps));
+    scale = inversesqrt((sum + err) / float(p.head_dim) + uintBitsToFloat(p.eps));
     x *= scale * (weights4[w0 + (v0 >> 2)] + add);
   }
   uint rot = 2u * p.rot_half;
@@ -281,13 +281,19 @@ void main() {
     float scale = 1.0;
     uint w0 = 0u;
     if (NORM) {
-      // mean of squares over the head, in float32
-      float sum = 0.0;
-      for (uint j = 0u; j < p.head_dim; ++j) {
-        float xj = load_x(r, j);
-        sum += xj * xj;
+      // mean of squares over the head, in float32, compensated; four squares a step (lavapipe's llvmpipe
+      // stops a shader's loops silently past 65535 iterations in all: a head of 2^16 took 2^16 here)
+      float sum = 0.0, err = 0.0;
+      uint j = 0u;
+      for (; j + 4u <= p.head_dim; j += 4u) {
+        vec4 xs = vec4(load_x(r, j), load_x(r, j + 1u), load_x(r, j + 2u), load_x(r, j + 3u));
+        add_compensated(sum, err, dot(xs, xs));
       }
-      scale = inversesqrt(sum / float(p.head_dim) + uintBitsToFloat(p.eps));
+      for (; j < p.head_dim; ++j) {
+        float xj = load_x(r, j);
+        add_compensated(sum, err, xj * xj);
+      }
+      scale = inversesqrt((sum + err) / float(p.head_dim) + uintBitsToFloat(p.eps));
       w0 = role == ROLE_Q ? 0u : p.head_dim;
     }
     uint rot = 2u * p.rot_half;

@@ -465,3 +465,32 @@ def test_the_exact_angle_in_the_shader(device, d, rot, interleaved):
     y = device.rope_and_cache(q, k, v, kc, vc, spec, pos, slots=slots, interleaved=interleaved)
     check_step(device, q, k, v, kc0, vc0, np.cos(a), np.sin(a), np.arange(6).reshape(2, 3), y, kc.get(), vc.get(),
                slots=slots, interleaved=interleaved)
+
+
+@pytest.mark.parametrize("d, rot_half, spike", [(65532, 1, False), (32770, 1, False), (16384, 8192, False),
+                                                 (4098, 1, True), (4096, 1024, True)],
+                         ids=["lanes-64k", "lanes-32k", "texels-16k", "lanes-spike", "texels-spike"])
+def test_rms_norm_of_a_wide_head(device, d, rot_half, spike):
+    """Heads up to 2^16: the sum of squares ran one value a step, and lavapipe's llvmpipe stops a shader's loops
+    silently past 65535 iterations in all (D 65524 up lost lanes of q and k: stale memory, no error); summed
+    plainly in float32 it was off by 1.6x the documented bound from D 16386. Now four squares a step,
+    compensated: within the bound at every width, and where a plain sum loses every small term to the first."""
+    rng = np.random.default_rng(d)
+    q, k, v = (rng.uniform(0.5, 1.5, (1, 1, 1, d)).astype(np.float32) for _ in range(3))  # (sums that only grow)
+    if spike:  # one square of 2^26 and then ones: each plain step's +4 is half an ulp of the sum, lost to the tie
+        q[...] = k[...] = 1.0
+        q[..., rot_half * 2] = k[..., rot_half * 2] = 8192.0
+    kc0, vc0 = poisoned((1, 1, 2, d), np.float32), poisoned((1, 1, 2, d), np.float32)
+    cos, sin = tables(rng, 4, rot_half)
+    wq, wk = rng.uniform(0.5, 1.5, d).astype(np.float32), rng.uniform(-1, 1, d).astype(np.float32)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    pos = np.array([[1]])
+    y = device.rope_and_cache(q, k, v, kc, vc, (cos, sin), pos, q_norm=wq, k_norm=wk)
+    check_step(device, q, k, v, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get(), q_norm=wq, k_norm=wk)
+    # the channels past the rotary width, normalised only: each within an ulp plus 2^-20 of itself
+    rot = 2 * rot_half
+    for got, x, w in ((y[..., rot:], q, wq), (kc.get()[:, :, 1, rot:], k[:, :, 0], wk)):
+        x64 = x.astype(np.float64)
+        ref = (x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * w)[..., rot:]
+        bound = np.spacing(np.abs(ref).astype(np.float32)) + 2.0 ** -20 * np.abs(ref)
+        assert (np.abs(got - ref) <= bound).all(), float((np.abs(got - ref) / bound).max())

@@ -14,6 +14,7 @@ import gc
 import itertools
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -1193,3 +1194,39 @@ def test_an_empty_x_still_has_its_positions_checked():
                       (_MROPE, np.broadcast_to(np.array([[[0]], [[0]], [[-1]]]), (3, 1, _HUGE)))):
         with pytest.raises(ValueError, match=r"^position_ids must lie in \[0, 2\^24\)"):
             vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, spec.head_dim), np.float32)] * 2, spec, ids)
+
+
+def test_a_float64_table_past_float32s_range_is_refused_by_every_op(device):
+    """A finite float64 table value past float32's largest became inf on its rounding for the kernel (numpy's
+    overflow warning leaking out, the result inf); RMSNorm weights were refused so. Every op taking float64
+    tables refuses it, naming the table; inf and NaN stay data, and the runtime goes on."""
+    d = 8
+    big = np.ones((4, d // 2))
+    big[1, 0] = 1e300
+    zeros = np.zeros((4, d // 2))
+    x4 = np.ones((1, 1, 4, d), np.float32)
+    kc, vc = (device.asarray(np.zeros((1, 1, 4, d), np.float32)) for _ in range(2))
+    freqs = np.ones((4, d))
+    freqs[2, 3] = -1e39
+    calls = [
+        ("freqs[0] (cos)", lambda: device.rope_and_cache(x4[:, :, :1], x4[:, :, :1], x4[:, :, :1], kc, vc,
+                                                         (big, zeros), np.array([[1]]))),
+        ("freqs[1] (sin)", lambda: device.rope_and_cache(x4[:, :, :1], x4[:, :, :1], x4[:, :, :1], kc, vc,
+                                                         (device.asarray(np.ones((4, d // 2), np.float32)), big),
+                                                         np.array([[0]]))),
+        ("cos_cache", lambda: device.rotary_embedding(x4, big, zeros, np.array([[0, 1, 2, 3]]))),
+        ("freqs_cos", lambda: device.apply_rotary_emb(x4.reshape(1, 4, 1, d), x4.reshape(1, 4, 1, d), big, zeros)),
+        ("freqs", lambda: device.apply(np.ones((1, 4, d), np.float32), freqs)),
+        ("freqs", lambda: device.apply(np.ones((1, 4, d), np.float32),
+                                       (freqs[:, 0::2] + 1j * freqs[:, 1::2]).astype(np.complex128))),
+    ]
+    for name, call in calls:
+        with pytest.raises(ValueError, match=rf"^{re.escape(name)} must hold values within float32's range .*"
+                                             r"got -?1e\+(300|39)"):
+            call()
+    assert np.all(kc.get() == 0) and np.all(vc.get() == 0)  # (the caches unchanged)
+    edges = np.ones((4, d // 2))
+    edges[1, 0], edges[2, 0] = np.inf, np.nan
+    with np.errstate(all="raise"):  # (no warning leaks from the conversion)
+        y = device.rotary_embedding(x4, edges, zeros, np.array([[0, 1, 2, 3]]))
+    assert np.isinf(y[0, 0, 1, 0]) and np.isnan(y[0, 0, 2, 0])

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
+from ..arguments import check_alive, check_float32_range, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, brief, check_positions, is_position_spec
@@ -272,10 +272,15 @@ def _frequency_rows(st: _Structure, freqs: Any, pos: np.ndarray, hi: int) -> tup
         cos, sin = freqs
         if not st.gathered:
             # bound where it lives, read at each position (a numpy partner goes whole)
+            for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
+                check_float32_range(name, t)
             cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
                         for t in (cos, sin))
             return cos, sin, p, st.rot
-        return (np.ascontiguousarray(cos[p], dtype=np.float32), np.ascontiguousarray(sin[p], dtype=np.float32),
+        rows = cos[p], sin[p]
+        for name, t in zip(("freqs[0] (cos)", "freqs[1] (sin)"), rows):
+            check_float32_range(name, t)  # (the rows read: a value no token reads is not refused)
+        return (np.ascontiguousarray(rows[0], dtype=np.float32), np.ascontiguousarray(rows[1], dtype=np.float32),
                 np.arange(b * s), st.rot)
     check_positions("position_ids", p)
     return gen, None, gen.words(p), rot
