@@ -159,6 +159,12 @@ class DeviceOwner:
 
         with self._lock:
             ctx = self._context()
+            dim = limits.get("max_image_dimension_3d", ctx.info.max_image_dimension_3d)
+            if dim != ctx.info.max_image_dimension_3d and any(
+                    res.is_image and (ref is None or ref() is not None) for res, ref, _ in self._rt.held.values()):
+                raise ValueError("max_image_dimension_3d: this device has live texture3d DeviceArrays, whose "
+                                 "images were laid out under the old limit (an op would read them by the new "
+                                 "one): release them first")
             self._guarded(self._rt.trim)
             if limits:
                 ctx.info = dataclasses.replace(ctx.info, **limits)

@@ -109,3 +109,41 @@ def test_an_image_too_large_names_its_argument(make_device):
     with pytest.raises(ValueError, match=r"^x: 1 x 17 rows"):
         dev.apply_nd(big, vkrope.NdFreqs((2,)), np.zeros((17, 1)), storage="texture3d")
     assert dev.apply_nd(big[:, :16], vkrope.NdFreqs((2,)), np.zeros((16, 1)), storage="texture3d").shape == (1, 16, 2)
+
+
+def test_numpy_texture_calls_of_two_alternating_shapes_replay(make_device):
+    """One work image per role made calls alternating two shapes (SAM2's queries, then its memory keys) re-make
+    it every call, and every recording went with it (an unrelated buffer call's too). Two are kept per role: the
+    loop records once per shape and replays; a third shape gives the oldest back, the results right throughout."""
+    dev = make_device()
+    shapes = [(1, 16, 32), (1, 32, 32)]
+    calls = [make(sh, np.float32, i) for i, sh in enumerate(shapes)]
+    xs, fs = make((1, 8, 32), np.float32, 9)
+    for x, f in calls:
+        check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
+    check_apply(dev.apply, xs, fs)
+    made = dev.stats()["recordings"]
+    for _ in range(4):
+        for x, f in calls:
+            check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
+        check_apply(dev.apply, xs, fs)
+    assert dev.stats()["recordings"] == made
+    third = make((1, 48, 32), np.float32, 5)
+    for x, f in [third, *calls, third]:
+        check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
+
+
+def test_forcing_the_image_limit_under_live_texture_arrays_is_refused(make_device):
+    """A texture3d DeviceArray's image is laid out under the limit of its making; after _force_limits changed
+    max_image_dimension_3d, ops read it by the new one (wrong values, a bare AssertionError on a copy). The hook
+    refuses while such arrays live, and takes the change once they are released."""
+    dev = make_device()
+    x, f = make((1, 300, 64), np.float32, 3)
+    dx = dev.asarray(x, storage="texture3d")
+    with pytest.raises(ValueError, match="max_image_dimension_3d: this device has live texture3d DeviceArrays"):
+        force_limits(dev, max_image_dimension_3d=MAX_DIM)
+    check_result(dev.apply(dx, f), x, f)  # (unchanged, and usable)
+    force_limits(dev, max_storage_buffer_range=1 << 20)  # (another limit: taken)
+    dx.release()
+    force_limits(dev, max_image_dimension_3d=MAX_DIM)
+    check_result(dev.apply(dev.asarray(x, storage="texture3d"), f), x, f)

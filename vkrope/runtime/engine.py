@@ -38,6 +38,9 @@ GROWTH = 1 << 16
 # The work roles of the device-local buffers kept beside imports on a discrete GPU (`import_companion`).
 IMPORT_COMPANION = "dev:"
 
+# Work images kept per role (`work_image`): a loop over two shapes replays its recordings.
+WORK_IMAGES = 2
+
 
 def _forget(items: list, item: Any) -> None:
     """`item` out of `items` by identity, if still there: a signal handler or a finaliser that uses the
@@ -220,18 +223,20 @@ class Runtime:
         return host, self.work_buffer(role, nbytes, host_visible=False)
 
     def work_image(self, role: str, extent: tuple[int, int, int], dtype: np.dtype) -> Image3D:
-        """The 3D image for `role`, re-made when its extent or format changes."""
+        """The 3D image for `role` of this extent and format: the WORK_IMAGES most recently used of each role
+        are kept (one per role made calls of two alternating shapes, SAM2's queries and memory keys, re-make
+        it each time, and every recording went with it)."""
         self.drain()
         fmt = self.image_format(dtype)
-        image = self.work.get(role)
-        if image is not None and image.extent == extent and image.format == fmt:
-            return image
-        if image is not None:
-            del self.work[role]
-            self.forget_recordings()
-            self.ctx.release(image)
-        image = self.new_image(extent, fmt)
-        self.work[role] = image
+        key = f"{role}|{extent}|{fmt}"
+        image = self.work.pop(key, None)  # (put back last: the dict's order is the use order)
+        if image is None:
+            mine = [k for k in self.work if k.startswith(role + "|")]
+            if len(mine) >= WORK_IMAGES:
+                self.forget_recordings()  # (any may bind the image given back)
+                self.ctx.release(self.work.pop(mine[0]))
+            image = self.new_image(extent, fmt)
+        self.work[key] = image
         return image
 
     def image_format(self, dtype: np.dtype) -> int:
