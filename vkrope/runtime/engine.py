@@ -62,9 +62,8 @@ class HeldMemory(dict):
 class Runtime:
     """The operator-independent runtime of one `Context`."""
 
-    # Device-array buffers kept for reuse after their arrays die: at most
-    # this many bytes, and this many buffers (each is one of the device's
-    # maxMemoryAllocationCount allocations; a quarter of them at most).
+    # Device-array buffers kept for reuse after their arrays die: at most this many bytes, and this many
+    # buffers (each is one of the device's maxMemoryAllocationCount allocations; a quarter of them at most).
     POOL_BYTES = 512 << 20
     POOL_COUNT = 64
     # Recorded command buffers kept, least recently used out first: enough for a decode loop's calls
@@ -223,9 +222,8 @@ class Runtime:
         return host, self.work_buffer(role, nbytes, host_visible=False)
 
     def work_image(self, role: str, extent: tuple[int, int, int], dtype: np.dtype) -> Image3D:
-        """The 3D image for `role` of this extent and format: the WORK_IMAGES most recently used of each role
-        are kept (one per role made calls of two alternating shapes, SAM2's queries and memory keys, re-make
-        it each time, and every recording went with it)."""
+        """The 3D image for `role` of this extent and format, the role's WORK_IMAGES most recently used kept
+        (with one, calls alternating two shapes, SAM2's queries and keys, re-made it and lost every recording)."""
         self.drain()
         fmt = self.image_format(dtype)
         key = f"{role}|{extent}|{fmt}"
