@@ -154,7 +154,8 @@ void add_compensated(inout float sum, inout float err, float term) {
   float s, e;
   two_sum(sum, term, s, e);
   sum = s;
-  precise float gathered = err + e;
+  // (a sum past float32's range is infinite and TwoSum's error NaN: then the sum alone, as a plain sum gives)
+  precise float gathered = nonfinite(s) ? err : err + e;
   err = gathered;
 }
 

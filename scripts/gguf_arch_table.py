@@ -372,6 +372,10 @@ def q_scale_guard(srcs: Sources, owner: str, arch: str) -> str:
     guards: list = []  # per site its conditions, all of which hold there ("unknown": a site not read)
     for name, body in funcs:
         sites = list(Q_SCALE.finditer(body))
+        uses = re.findall(r"\bggml_\w+\s*\([^;]*\binp_attn_scale\b", body)
+        if len(uses) != len(sites) or (not sites and Q_SCALE_BUILT.search(body)):
+            guards.append("unknown")  # (built, or used, in a form the script does not read)
+            continue
         if not sites:
             continue
         if any(m.group(1) != "Qcur" for m in sites):

@@ -68,7 +68,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
-from vkrope.models.rope_types import PARAMS  # noqa: E402
+from vkrope.models.rope_types import COMMON_PARAMS, PARAMS  # noqa: E402
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_models_golden.npz")
 INV_ULPS = 4  # how far torch's float32 inverse frequencies may be from vkrope's (its power is not correctly
@@ -508,7 +508,7 @@ def _other_theta(rope: dict) -> dict | None:
 # The keys of a rope dict that are its rope type's parameters (the rest: theta, lengths, M-RoPE sections,
 # Ministral 3's llama_4_scaling_beta stay when a probe changes the type)
 # A rope type's own keys: every key a rope type reads, less those read for any type.
-TYPE_PARAMS = ("rope_type", "type", *sorted(PARAMS - {"partial_rotary_factor", "llama_4_scaling_beta"}))
+TYPE_PARAMS = ("rope_type", "type", *sorted(PARAMS - COMMON_PARAMS))
 
 
 def _linear(rope: dict) -> dict:

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
 
-from .charts import matplotlib
+from .charts import import_matplotlib
 from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
 
 from .arguments import STORAGE_CHOICES
@@ -374,7 +374,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.plot or args.chart_from:
-        matplotlib()  # (matplotlib before the run: a chart asked for is not found missing after it)
+        import_matplotlib()  # (matplotlib before the run: a chart asked for is not found missing after it)
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
     if name:
@@ -484,7 +484,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         check_output_path(args.plot, "--plot", "freqs.png", streams=False)
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
-        matplotlib()  # (matplotlib before the file is read)
+        import_matplotlib()  # (matplotlib before the file is read)
     file, cfg = read_config(path)
     is_gguf = cfg is None
     if is_gguf and args.like is not None:  # (it was ignored)

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
-from .freqs import F32_MAX, MAX_PAIRS
+from .freqs import MAX_PAIRS
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,
     swapped_of,
@@ -271,8 +271,7 @@ EXACT_OVERLAP_LIMIT = 1 << 22  # elements whose offsets overlaps_itself compares
 
 
 def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:
-    """A table: a plain numpy array, or a buffer DeviceArray, of `dtypes` (a float64 one within float32's
-    range: check_float32_range)."""
+    """A table: a plain numpy array, or a buffer DeviceArray, of `dtypes`."""
     if isinstance(t, DeviceArray):
         check_alive(name, t)
         if t.storage != "buffer":
@@ -282,20 +281,4 @@ def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:
     if np.dtype(t.dtype) not in dtypes:
         raise TypeError(f"{name} must have dtype {' or '.join(dtypes.names)}; got {t.dtype} "
                         f"({convert_hint(name, t.dtype, dtypes)})")
-    check_float32_range(name, t)
     return t
-
-
-def check_float32_range(name: str, t: Any) -> None:
-    """A ValueError where a numpy float64 (or complex128) table holds a finite value past float32's largest,
-    which its rounding to float32 for the kernel would make infinite (inf and NaN are data, kept as they are);
-    two passes without temporaries where every value is in range."""
-    if not isinstance(t, np.ndarray) or t.dtype.itemsize // (2 if t.dtype.kind == "c" else 1) <= 4 or not t.size:
-        return
-    v = t.real if t.dtype.kind != "c" else t.view(np.dtype(f"f{t.dtype.itemsize // 2}"))
-    if v.max() <= F32_MAX and v.min() >= -F32_MAX:  # (a NaN or an inf goes on to the exact look)
-        return
-    past = np.isfinite(v) & (np.abs(v) > F32_MAX)
-    if past.any():
-        raise ValueError(f"{name} must hold values within float32's range (the kernel reads float32; rounding "
-                         f"would make them infinite); got {float(v[past].flat[0])!r}, past {F32_MAX:.7g}")

@@ -3,36 +3,49 @@ ImportError saying how to get it, and figures written whole or not at all
 (files.write_whole), for the benchmark's chart and `vkrope config --plot`.
 Figures are made without pyplot: no backend is chosen or switched (a
 caller's own plots keep theirs), and a backend named in the environment
-(MPLBACKEND), which a file needs none of, cannot fail a chart."""
+(MPLBACKEND) that matplotlib does not know, which a file needs none of,
+cannot fail a chart."""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from .files import write_whole
 
 
-def matplotlib() -> Any:
+def import_matplotlib() -> Any:
     """The matplotlib package; ImportError with the way to get it."""
-    # matplotlib checks MPLBACKEND on import and raises on a name it does not know; files need no backend,
-    # so a bad name is hidden for the import (and put back).
-    backend = os.environ.pop("MPLBACKEND", None)
+    try:
+        return _imported()
+    except ValueError:
+        # matplotlib checks MPLBACKEND on its import and raises on a name it does not know; a file needs no
+        # backend, so then the name is hidden for the import (and put back; a valid one is left alone).
+        if "MPLBACKEND" not in os.environ:
+            raise
+        for name in [n for n in sys.modules if n == "matplotlib" or n.startswith("matplotlib.")]:
+            del sys.modules[name]  # (the failed import's submodules hold its half-made package)
+        backend = os.environ.pop("MPLBACKEND")
+        try:
+            return _imported()
+        finally:
+            os.environ["MPLBACKEND"] = backend
+
+
+def _imported() -> Any:
     try:
         import matplotlib  # noqa: PLC0415  (the bench extra)
         import matplotlib.figure  # noqa: PLC0415,F401  (Figure, below)
     except ImportError:
         raise ImportError("the chart needs matplotlib: pip install matplotlib (vkrope's bench extra: pip install "
                           "'.[bench]' in its clone)") from None
-    finally:
-        if backend is not None:
-            os.environ["MPLBACKEND"] = backend
     return matplotlib
 
 
 def figure(**kw: Any) -> Any:
     """A new matplotlib Figure (`figsize=...`), drawn to a file by `save_figure`."""
-    return matplotlib().figure.Figure(**kw)
+    return import_matplotlib().figure.Figure(**kw)
 
 
 def save_figure(fig: Any, path: str, what: str, **kw: Any) -> None:

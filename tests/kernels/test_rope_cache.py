@@ -494,3 +494,22 @@ def test_rms_norm_of_a_wide_head(device, d, rot_half, spike):
         ref = (x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * w)[..., rot:]
         bound = np.spacing(np.abs(ref).astype(np.float32)) + 2.0 ** -20 * np.abs(ref)
         assert (np.abs(got - ref) <= bound).all(), float((np.abs(got - ref) / bound).max())
+
+
+@pytest.mark.parametrize("d", [12, 16], ids=["lanes", "texels"])
+def test_rms_norm_whose_squares_pass_float32s_range(device, d):
+    """A head whose sum of squares overflows float32 (1e20 each) is normalised to 0, and one inf value makes its
+    own channel (and what it rotates with) NaN, the others 0: float32 arithmetic's x * rsqrt(inf), as torch
+    gives in float32. The compensated sum turned every channel NaN (TwoSum's error of an infinite sum)."""
+    x = np.full((1, 1, 1, d), 1e20, np.float32)
+    one_inf = np.ones((1, 1, 1, d), np.float32)
+    one_inf[..., 1] = np.inf
+    w = np.ones(d, np.float32)
+    kc, vc = (device.asarray(np.zeros((1, 1, 2, d), np.float32)) for _ in range(2))
+    spec = vkrope.RopeFreqs(d)
+    y = device.rope_and_cache(x, x, x, kc, vc, spec, np.array([[0]]), q_norm=w, k_norm=w)
+    assert (y == 0).all() and (kc.get()[0, 0, 0] == 0).all()
+    y = device.rope_and_cache(one_inf, one_inf, one_inf, kc, vc, spec, np.array([[1]]), q_norm=w, k_norm=w)
+    partner = 1 + d // 2  # (rotate-half: channel 1 turns with channel 1 + D/2)
+    nan = np.isnan(y[0, 0, 0])
+    assert nan[1] and nan[partner] and nan.sum() == 2 and (y[0, 0, 0][~nan] == 0).all()

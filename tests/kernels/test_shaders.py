@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from vkrope.runtime.manifest import expand_grid, manifest, spirv_dir
+from vkrope.runtime.work_images import work_image
 
 ROOT = Path(__file__).resolve().parents[2]
 GRIDS = {p.stem: json.loads(p.read_text()) for p in sorted((ROOT / "glsl").glob("*.json"))}
@@ -138,7 +139,7 @@ def test_launches_are_checked_against_their_kernel(device):
         Launch(**{**good, "push": (("texels", 4), ("texels", 4), ("row_stride", 64))})
     with pytest.raises(AssertionError, match="2 bindings, the launch gives 1"):
         rt.submit((Launch(**{**good, "args": good["args"][:1]}),), cache=False)
-    image = rt.work_image("probe_test_image", (1, 1, 1), np.dtype(np.float32))
+    image = work_image(rt, "probe_test_image", (1, 1, 1), np.dtype(np.float32))
     bad = find("rope_interleaved", storage="texture3d", x="32", freqs="32")
     with pytest.raises(AssertionError, match="is a storage_image, the launch binds Buffer"):
         rt.submit((Launch(bad.name, (), (), (arg(buf, access=WRITE), arg(image), arg(buf), arg(buf)), (1, 1, 1)),),

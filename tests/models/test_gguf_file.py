@@ -359,3 +359,23 @@ def test_an_original_length_of_0_is_read_where_the_rope_type_reads_none(tmp_path
         rope = vkrope.from_gguf(path)
         assert rope.original_max_position_embeddings is None
         assert rope.rope_type == ("linear" if scaling else "default")
+
+
+def test_a_huge_key_llama_cpp_never_reads_is_not_decoded(tmp_path):
+    """The size guard is for keys vkrope reads: a llama file's rope.dimension_sections (llama reads none) of 70000
+    values, or a huge attn_factor-like key, was decoded and refused though llama.cpp ignores them; `key in kv`
+    decoded the key to find it."""
+    path = str(tmp_path / "u.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    add_values(w, {"context_length": 4096, "embedding_length": 256, "block_count": 2, "attention.head_count": 4,
+                   "rope.dimension_sections": [1] * 70000, "rope.scaling.not_an_attn_factor": [0.5] * 70000})
+    finish(w, {}, path)
+    assert vkrope.from_gguf(path).rope_type == "default"
+    from vkrope.models import gguf as gguf_reader
+    from vkrope.models import gguf_file
+
+    with gguf_file.opened(path) as g:
+        kv = gguf_reader._Values(g, "llama.", path)
+        assert "rope.dimension_sections" in kv and "rope.nothing" not in kv  # (found, not decoded)
+        with pytest.raises(ValueError, match="an array of 70000 values"):
+            kv["rope.dimension_sections"]

@@ -229,3 +229,33 @@ def test_a_table_of_another_temperature_formula_is_refused(tmp_path, monkeypatch
                                                    ("add_float32", ("mistral3.attention.temperature_scale", 0.1))])
     with pytest.raises(ValueError, match=r"attention temperature in this table is not the formula vkrope computes"):
         vkrope.from_gguf(path)
+
+
+def test_a_modelrope_made_by_hand_takes_the_temperature_whole():
+    """A ModelRope made by hand with the temperature's scale alone gave q_scale NaN (np.float32(None)) and a
+    summary that raised; a length of 2.5 was divided by but printed as 2. Each is refused, naming the keys."""
+    def rope(**params):
+        return vkrope.ModelRope("default", 8, 8, 1e4, params=tuple(params.items()))
+    for params, msg in ((dict(attn_temperature_scale=0.1), "go together"),
+                        (dict(attn_temperature_length=8), "go together"),
+                        (dict(attn_temperature_scale=0.1, attn_temperature_length=2.5), "a whole number of positions"),
+                        (dict(attn_temperature_scale=0.1, attn_temperature_length=8, llama_4_scaling_beta=0.1),
+                         "give one"),
+                        (dict(attn_temperature_scale=-0.1, attn_temperature_length=8), "positive finite number")):
+        with pytest.raises(ValueError, match=msg):
+            rope(**params)
+    r = rope(attn_temperature_scale=0.1, attn_temperature_length=8)
+    assert r.q_scale(np.array([[0, 8, 24]]))[0].tolist() == [_temperature(p, 0.1, 8) for p in (0, 8, 24)]
+    assert "floor(position / 8)" in r.summary()["q_scale_after_rope"]
+
+
+def test_a_load_arch_hparams_throw_over_read_fields_is_refused(tmp_path):
+    """The table keeps each architecture's throws whose conditions read only what it reads: HunyuanV4 with an
+    indexer top-k and no indexer on layer 0 (attention.indexer.types absent: llama.cpp fills it with 0) is
+    refused as llama.cpp's loader refuses it; with layer 0's indexer, read."""
+    base = [("add_embedding_length", 256), ("add_head_count", 4), ("add_rope_dimension_count", 32),
+            ("add_uint32", ("hy_v4.attention.indexer.top_k", 8))]
+    with pytest.raises(ValueError, match=r"hy_v4: llama.cpp refuses this file: 'hy_v4: layer 0 must own an indexer"):
+        vkrope.from_gguf(write(tmp_path / "none.gguf", "hy_v4", base))
+    ok = write(tmp_path / "l0.gguf", "hy_v4", [*base, ("add_array", ("hy_v4.attention.indexer.types", [1, 0]))])
+    assert vkrope.from_gguf(ok).rotary_dim == 32

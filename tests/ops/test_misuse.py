@@ -1124,7 +1124,7 @@ _MROPE = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 48, "num_atten
     lambda: vkrope.apply_rotary_emb(*[np.empty((0, _HUGE, 1, 8), np.float32)] * 2, vkrope.RopeFreqs(8), None),
     lambda: vkrope.apply_rotary_emb_hf(*[np.empty((0, _HUGE, 1, 8), np.float32)] * 2, vkrope.RopeFreqs(8), None),
     lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32),
-                          np.broadcast_to(np.ones((1, 8), np.float32), (_HUGE, 8))),),
+                          np.broadcast_to(np.ones((1, 8), np.float64), (_HUGE, 8))),),
     lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32), np.ones((1, 8), np.float32),
                           positions=np.broadcast_to(np.int64(0), (_HUGE,))),),
     lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 8), np.float32), np.ones((1, 4), np.float32),
@@ -1154,25 +1154,29 @@ def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
 
 
 def test_an_empty_q_of_a_model_deciding_by_its_positions_is_answered_at_once():
-    """A dynamic RoPE reads max(position_ids) + 1, and GPT-J's table size limits them: over a broadcast
-    array's 2^40 repeats each read for minutes (a subprocess with a hard timeout: a hang fails the test)."""
+    """A dynamic RoPE reads max(position_ids) + 1, GPT-J's table size limits them, and a GGUF M-RoPE with a
+    still pair reads llama.cpp's fourth position row: over a broadcast array's 2^40 repeats each read for
+    minutes (a subprocess with a hard timeout: a hang fails the test)."""
     res = run_py(f"""
         import numpy as np, vkrope
         base = {{"hidden_size": 32, "num_attention_heads": 4, "max_position_embeddings": 64}}
         dynamic = vkrope.from_hf({{"model_type": "llama", **base,
                                    "rope_scaling": {{"rope_type": "dynamic", "factor": 2.0}}}})
         gptj = vkrope.from_hf({{"model_type": "gptj", "n_embd": 32, "n_head": 4, "rotary_dim": 8, "n_positions": 64}})
-        for rope, p in ((dynamic, 3), (gptj, 3), (gptj, 64)):
+        # (Qwen3-VL's GGUF: a pair turned by llama.cpp's fourth position e, which must be 0, in its [4 * S] layout)
+        still = vkrope.ModelRope("default", 8, 8, 1e4, mrope_section=(1, 1, 2), freq_factors=(1.0,) * 3 + (np.inf,))
+        for rope, p in ((dynamic, [[3]]), (gptj, [[3]]), (gptj, [[64]]), (still, [0])):
             try:
                 q, k = vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, {_HUGE}, rope.head_dim), np.float32)] * 2,
-                                                   rope, np.broadcast_to(np.int64(p), (1, {_HUGE})))
+                                                   rope, np.broadcast_to(np.int64(p), np.shape(p)[:-1] + (
+                                                       {_HUGE} * (4 if len(np.shape(p)) == 1 else 1),)))
                 print(q.shape)
             except ValueError as exc:
-                print(str(exc)[:60])
+                print(str(exc)[:40])
     """, timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [f"(1, 0, {_HUGE}, 8)"] * 2 + [
-        "position_ids: gptj's rotary module (transformers 5.25.0) rea"], res.stdout
+        "position_ids: gptj's rotary module (tran", f"(1, 0, {_HUGE}, 8)"], res.stdout
 
 
 def test_an_empty_x_still_has_its_positions_checked():
@@ -1219,6 +1223,10 @@ def test_a_float64_table_past_float32s_range_is_refused_by_every_op(device):
         ("freqs", lambda: device.apply(np.ones((1, 4, d), np.float32), freqs)),
         ("freqs", lambda: device.apply(np.ones((1, 4, d), np.float32),
                                        (freqs[:, 0::2] + 1j * freqs[:, 1::2]).astype(np.complex128))),
+        ("freqs", lambda: device.apply(np.ones((1, 4, d), np.float32),  # (strided complex: checked, not viewed)
+                                       np.repeat((freqs[:, 0::2] + 1j * freqs[:, 1::2]), 2, axis=1)[:, ::2])),
+        ("freqs_sin", lambda: device.apply_rotary_emb_hf(x4.reshape(1, 4, 1, d), x4.reshape(1, 4, 1, d),
+                                                         np.ones((4, d)), np.concatenate([big, big], 1))),
     ]
     for name, call in calls:
         with pytest.raises(ValueError, match=rf"^{re.escape(name)} must hold values within float32's range .*"
@@ -1230,3 +1238,16 @@ def test_a_float64_table_past_float32s_range_is_refused_by_every_op(device):
     with np.errstate(all="raise"):  # (no warning leaks from the conversion)
         y = device.rotary_embedding(x4, edges, zeros, np.array([[0, 1, 2, 3]]))
     assert np.isinf(y[0, 0, 1, 0]) and np.isnan(y[0, 0, 2, 0])
+
+
+def test_a_broadcast_table_past_2_32_rows_read_at_its_positions():
+    """SAM2's freqs broadcast to 2^33 rows, read at four positions: the kernel's row count went into a 32-bit
+    push constant whole (a bare struct.error); it is read only where rows repeat, which such a table never
+    does, so the call gives the oracle's result."""
+    from oracle import check_result
+
+    rows = np.random.default_rng(3).standard_normal((1, 8)).astype(np.float32)
+    f = np.broadcast_to(rows, (2**33, 8))
+    x = np.arange(32, dtype=np.float32).reshape(1, 4, 8)
+    pos = np.array([0, 1, 2, 5])
+    check_result(vkrope.apply(x, f, positions=pos), x, f[:6], positions=pos)

@@ -1054,6 +1054,10 @@ def test_charts_ignore_the_environments_matplotlib_backend(tmp_path):
     res = run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT)}, timeout=60)
     assert res.returncode == 0 and res.stdout.splitlines()[-1] == "svg", res.stdout + res.stderr
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+    # a valid MPLBACKEND is the caller's: vkrope importing matplotlib first leaves it to their plots
+    code = "import vkrope.charts; vkrope.charts.import_matplotlib(); import matplotlib; print(matplotlib.get_backend())"
+    res = run([sys.executable, "-c", code], env={"PYTHONPATH": str(ROOT), "MPLBACKEND": "svg"}, timeout=60)
+    assert res.returncode == 0 and res.stdout.split() == ["svg"], res.stdout + res.stderr
 
 
 def test_ctrl_c_ends_a_command_with_one_line(tmp_path):

@@ -186,3 +186,20 @@ def test_jobs_whose_tables_fit_alone_but_not_together_run_in_several_submissions
     want, _ = et_apply_rotary_emb(q, q, cos, sin)
     for got in (qo.get(), ko.get()):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_group_with_a_job_too_big_alone_is_refused_before_any_of_it_runs(make_device):
+    """Halving a group whose tables pass the arena together ran its first half, then refused the second, a job
+    whose own tables pass one allocation: the first job's output was written though the call failed. Such a
+    group is refused whole, nothing run, as a call that does not fit always was."""
+    dev = make_device(max_memory_allocation_size=8 << 20, max_storage_buffer_range=1 << 20)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 4096, 256)).astype(np.float32)
+    f = rng.standard_normal((4096, 256)).astype(np.float32)
+    y = rng.standard_normal((1, 12288, 256)).astype(np.float16)
+    g = rng.standard_normal((12288, 256)).astype(np.float32)  # (12 MiB of float32 table: past the 8 MiB alone)
+    dx, dy, mid = dev.asarray(x), dev.asarray(y), dev.asarray(np.full(x.shape, np.nan, np.float32))
+    with pytest.raises(ValueError, match="more than the device's maxMemoryAllocationSize"):
+        dev.apply_many([(dx, f, {"out": mid}), (dy, g)])
+    assert np.isnan(mid.get()).all()
+    check_result(dev.apply(dx, f), x, f)  # (usable afterwards)

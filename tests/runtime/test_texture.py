@@ -147,3 +147,15 @@ def test_forcing_the_image_limit_under_live_texture_arrays_is_refused(make_devic
     dx.release()
     force_limits(dev, max_image_dimension_3d=MAX_DIM)
     check_result(dev.apply(dev.asarray(x, storage="texture3d"), f), x, f)
+
+
+def test_spare_work_images_give_way_at_the_allocation_count(make_device):
+    """Two work images kept per role held allocations the device's count needed: three alternating texture
+    shapes ran at a count of 5 with one image per role and needed 7 with two. At the count the spare images go
+    first, each role's in use staying (a call's x image given back under it: validation errors, a crash), and
+    the calls run at 4, each right."""
+    dev = make_device(max_memory_allocation_count=4)
+    calls = [make(sh, np.float32, i) for i, sh in enumerate([(1, 16, 32), (1, 32, 32), (1, 48, 32)])]
+    for _ in range(3):
+        for x, f in calls:
+            check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)

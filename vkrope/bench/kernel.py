@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..charts import figure, matplotlib, save_figure
+from ..charts import figure, import_matplotlib, save_figure
 from ..files import write_whole
 from ..ops import sam2
 from ..ops.lowering import lower
@@ -425,8 +425,8 @@ def plot(result: dict[str, Any], path: str) -> None:
     rows = result["rows"]
     fig = figure(figsize=(11, 6))
     ax = fig.subplots()
-    tab20 = matplotlib().colormaps["tab20"]
-    ax.set_prop_cycle(color=[tab20(i) for i in range(20)])  # ten kernel and end-to-end lines: no colour twice  # ten kernel and end-to-end lines: no colour twice
+    tab20 = import_matplotlib().colormaps["tab20"]
+    ax.set_prop_cycle(color=[tab20(i) for i in range(20)])  # ten kernel and end-to-end lines: no colour twice
 
     def line(sel: list[dict[str, Any]], key: str, style: str, label: str, **kw: Any) -> None:
         pts = [(r["x_bytes"] / 2**20, r[key]) for r in sel if r.get(key)]

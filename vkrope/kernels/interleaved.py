@@ -22,7 +22,7 @@ from . import TensorRequest, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, is_generated
 from ..runtime import fit
 from ..runtime.blocks import row_blocks as split_rows
-from ..runtime.dtypes import axis, frozen, table_dtype
+from ..runtime.dtypes import axis, frozen, table_dtype, table_values
 from ..runtime.manifest import find
 from ..runtime.layout import read_apart, tensor_extent, texels
 from ..runtime.array import DeviceArray
@@ -151,7 +151,8 @@ class Plan:
             push = dict(
                 n_tokens=self.n_tokens, pairs_per_row=self.pairs_per_row, token_begin=ch.n0, token_end=ch.n1,
                 batch_begin=ch.b0, batch_end=ch.b1, x_base=ch.x_base, f_base=ch.f_base, n_rot=self.n_rot,
-                n_freq_rows=self.n_freq_rows, flags=flags, image_height=height, image_width=width,
+                # (read only where rows repeat, Nf < n_rot: a table past 2^32 rows, broadcast, never does)
+                n_freq_rows=min(self.n_freq_rows, 0xFFFFFFFF), flags=flags, image_height=height, image_width=width,
                 pos_base=0 if self.flat else ch.n0, axial_end_x=self.axial_end_x, magnitude=self.magnitude_bits,
             )
             grid = (math.ceil(texels(2 * self.pairs_per_row) / wx), math.ceil((ch.n1 - ch.n0) / wy), ch.b1 - ch.b0)
@@ -345,7 +346,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
                 keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
                 f = freqs[keep]
                 pos[rows >= 0] = inverse
-        out.append((np.ascontiguousarray(f, dtype=pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
+        out.append((table_values(f, pl.f_dtype, "freqs").reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
 
 

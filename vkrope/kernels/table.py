@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from . import TensorRequest, given_tables
+from . import TensorRequest, given_name, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
-from ..runtime.dtypes import axis, table_dtype
+from ..runtime.dtypes import axis, table_dtype, table_values
 from ..runtime.manifest import find
 from ..runtime import fit
 from ..runtime.layout import read_apart, tensor_extent, texels
@@ -373,7 +373,8 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
             _, t0, t1, bs0, bs1 = seg
             if kind == "whole":
                 t1 = _table_rows(req.cos, width)
-            cos, sin = (_window(t, t0, t1, width, pl.f_dtype) for t in (req.cos, req.sin))
+            cos, sin = (_window(t, t0, t1, width, pl.f_dtype, given_name(req.given, t, n))
+                        for t, n in ((req.cos, "cos"), (req.sin, "sin")))
             row_of = req.row_of[bs0:bs1]
         else:
             _, bs0, bs1 = seg
@@ -381,15 +382,15 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
                 keep, row_of = req.row_of[bs0:bs1], np.arange(bs1 - bs0)
             else:  # the distinct rows, renumbered
                 keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
-            cos = np.ascontiguousarray(req.cos[keep], dtype=pl.f_dtype).reshape(-1)
-            sin = np.ascontiguousarray(req.sin[keep], dtype=pl.f_dtype).reshape(-1)
+            cos = table_values(req.cos[keep], pl.f_dtype, given_name(req.given, req.cos, "cos")).reshape(-1)
+            sin = table_values(req.sin[keep], pl.f_dtype, given_name(req.given, req.sin, "sin")).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
     return out
 
 
-def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
+def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str, name: str) -> Any:
     if isinstance(t, np.ndarray):
-        return np.ascontiguousarray(t[t0:t1], dtype=f_dtype).reshape(-1)
+        return table_values(t[t0:t1], f_dtype, name).reshape(-1)
     if np.dtype(t.dtype) != np.dtype(f_dtype):
         raise TypeError(f"a device-resident table must have dtype {f_dtype} here (the dtype the kernel reads); "
                         f"got {t.dtype}")

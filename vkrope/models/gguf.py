@@ -142,6 +142,9 @@ class _Values(Mapping):
                 raise ValueError(f"path: {self._where!r}: {full} is not UTF-8 text") from None
         return self._got[key]
 
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._prefix + key in self._g.fields  # (not decoded to be found)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
@@ -295,9 +298,8 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
-    attn_keys = ", ".join(f"{arch}.{k} = {kv[k]!r}" for k in kv if "attn_factor" in k) or \
-        f"{arch}'s own attention factor (no attn_factor key in the file)"
-    rope_type, params = gguf_context.rope_args(call, longrope is not None, where, attn_keys)
+    rope_type, params = gguf_context.rope_args(call, longrope is not None, where,
+                                               lambda: _attn_keys(kv, arch))
     params.update(longrope or {})
     if call.q_scale is not None:  # (the graph's Q times the attention temperature after RoPE: ModelRope.q_scale)
         params["attn_temperature_scale"], params["attn_temperature_length"] = call.q_scale
@@ -315,6 +317,17 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}{_read_from(str(exc), arch, kv)}") from None
+
+
+def _attn_keys(kv: Mapping[str, Any], arch: str) -> str:
+    """The file's keys an attention factor comes from, with their values, for a refusal (read only then)."""
+    def shown(k: str) -> str:
+        try:
+            return f"{arch}.{k} = {kv[k]!r}"
+        except ValueError:  # (a value not to be decoded: its name alone)
+            return f"{arch}.{k}"
+    return ", ".join(shown(k) for k in kv if "attn_factor" in k) or \
+        f"{arch}'s own attention factor (no attn_factor key in the file)"
 
 
 def _fourth_axis_still(section: tuple[int, ...], dims: int,

@@ -141,12 +141,12 @@ def rotation(form: dict, evaluate: Callable[[str], Any], head: int) -> Rotation:
 
 
 def rope_args(r: Rotation, longrope: bool, where: str,
-              attn_keys: str = "rope.scaling.attn_factor") -> tuple[str, dict[str, Any]]:
+              attn_keys: Callable[[], str] = lambda: "rope.scaling.attn_factor") -> tuple[str, dict[str, Any]]:
     """(vkrope rope type, its parameters) doing what ggml's rope_yarn does with `r`: the angle is
     freq_scale * p * theta_i, mixed back towards p * theta_i by YaRN's ramp times ext_factor, and cos / sin
     are multiplied by attn_factor (times 1 + 0.1 ln(1 / freq_scale) where ext_factor is not 0). `longrope`:
     the call takes a long / short factor pair (switched by length), whatever the file's rope.scaling.type;
-    `attn_keys`: the file's keys attn_factor comes from, for a refusal to name."""
+    `attn_keys`: the file's keys attn_factor comes from, for a refusal to name (asked for only then)."""
     if r.ext_factor not in (0.0, 1.0):
         raise ValueError(f"{where}: llama.cpp mixes YaRN's ramp by yarn_ext_factor {r.ext_factor}; vkrope's yarn "
                          "mixes fully (1) or not at all (0)")
@@ -162,7 +162,7 @@ def rope_args(r: Rotation, longrope: bool, where: str,
         return "yarn", {"factor": factor, "beta_fast": r.beta_fast, "beta_slow": r.beta_slow,
                         "attention_factor": magnitude}
     if magnitude != 1.0:
-        raise ValueError(f"{where}: llama.cpp multiplies cos and sin by {magnitude:.9g} here ({attn_keys}), "
+        raise ValueError(f"{where}: llama.cpp multiplies cos and sin by {magnitude:.9g} here ({attn_keys()}), "
                          "which vkrope's rope types other than yarn and longrope do not")
     return ("linear", {"factor": factor}) if factor != 1.0 else ("default", {})
 

@@ -306,15 +306,16 @@ def _q_scale(entry: dict, hp: Hparams, il: int) -> tuple[float, int] | None:
     rule = table()["hparams"]["q_scale"]
     if rule["formula"] != Q_SCALE_FORMULA:
         raise Refused("llama.cpp's attention temperature in this table is not the formula vkrope computes "
-                         f"({rule['formula']!r}); regenerate vkrope's table or read the config with from_hf")
+                      f"({rule['formula']!r}); regenerate vkrope's table or read the config with from_hf")
     for expr in rule["asserts"]:  # (GGML_ASSERT in set_input: llama.cpp aborts at the first batch)
         if not hp.evaluate(expr):
             raise Refused(f"the attention temperature fails llama.cpp's assert {expr} (it aborts at the first "
-                             "batch): attention.temperature_scale without attention.temperature_length")
+                          "batch; the scale needs its positions per step, attention.temperature_length or the "
+                          "original context length, as the architecture reads it)")
     scale, length, offset = (hp.fields[n] for n in rule["fields"])
     if offset != 0 or scale < 0:  # (Llama 4's NoPE layers take an offset; a negative temperature: no model's)
         raise Refused(f"attention temperature: vkrope reads a scale > 0 with no offset; got scale {scale}, "
-                         f"offset {offset}")
+                      f"offset {offset}")
     return float(np.float32(scale)), int(length)
 
 
@@ -322,8 +323,10 @@ def sections_of(kv: Mapping[str, Any], entry: dict) -> list[int]:
     """rope.dimension_sections as llama.cpp's get_key_or_arr reads it into 4 entries: an array of exactly 4
     integers, or one integer for all 4 ([0] * 4 without the key, or where the architecture's loader reads
     none); a ValueError naming the key otherwise."""
+    if "rope.dimension_sections" not in (entry.get("key_types") or {}):
+        return [0] * 4  # (not read: not decoded either, whatever it holds)
     given = kv.get("rope.dimension_sections")
-    if given is None or "rope.dimension_sections" not in (entry.get("key_types") or {}):
+    if given is None:
         return [0] * 4
     values = list(given) if isinstance(given, (list, tuple)) else [given] * 4
     if len(values) != 4 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):

@@ -177,6 +177,7 @@ class ModelRope:
         if self.mrope_interleaved and self.mrope_section is None:
             raise ValueError("mrope_interleaved needs mrope_section")
         object.__setattr__(self, "params", _check_params(self.params))
+        _check_temperature(dict(self.params))
         unread = [k for k, _ in self.params if k not in read_by(self.rope_type)]
         if unread:
             raise ValueError(f"params: rope_type {self.rope_type!r} does not read {unread} (it reads "
@@ -307,7 +308,8 @@ class ModelRope:
 
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
         """int64 [B, S] positions ([3, B, S] with M-RoPE; see
-        `freqs.check_position_ids`), or a TypeError / ValueError naming `name`."""
+        `freqs.check_position_ids`), read-only (a broadcast axis stays one:
+        copy it to write), or a TypeError / ValueError naming `name`."""
         p = check_position_ids(position_ids, self.mrope_section is not None, name)
         _check_fourth_position(self.freq_factors, position_ids, name)
         return p
@@ -387,6 +389,20 @@ def _exact_still(rope: ModelRope, exact: np.ndarray) -> np.ndarray:
     return np.where(divided_away, 0.0, exact)
 
 
+def _check_temperature(params: dict[str, Any]) -> None:
+    """llama.cpp's attention temperature in a ModelRope's params: its scale and length together, the length a
+    whole count of positions, and not beside transformers' llama_4_scaling_beta (each a model's one q scale)."""
+    scale, length = params.get("attn_temperature_scale"), params.get("attn_temperature_length")
+    if (scale is None) != (length is None):
+        raise ValueError("params: attn_temperature_scale and attn_temperature_length go together (llama.cpp's "
+                         "attention temperature: its scale, and the positions per step)")
+    if length is not None and not float(length).is_integer():
+        raise ValueError(f"params: attn_temperature_length must be a whole number of positions; got {length}")
+    if scale is not None and "llama_4_scaling_beta" in params:
+        raise ValueError("params: llama_4_scaling_beta (transformers') and attn_temperature_scale (llama.cpp's) "
+                         "are two forms of one q scale: give one")
+
+
 def _q_factors(r: ModelRope, p: np.ndarray) -> np.ndarray:
     """ModelRope.q_scale's factors for checked positions `p` [B, S]."""
     temp = r.param("attn_temperature_scale")
@@ -403,7 +419,7 @@ def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids:
     0 while some pairs do not turn (inf divisors: llama.cpp turns them by e, and sets it to 0 for every
     token; vkrope reads them as still)."""
     if freq_factors is not None and math.inf in freq_factors and position_ids.ndim == 1 \
-            and np.any(position_ids.reshape(4, -1)[3]):
+            and np.any(without_repeats(position_ids.reshape(4, -1)[3])):  # (a broadcast row: its one value)
         raise ValueError(f"{name}: the fourth position (e) of llama.cpp's [4 * S] layout must be 0 for this RoPE: "
                          "llama.cpp turns some of its pairs by it, and sets it to 0 for every token; vkrope reads "
                          "those pairs as still")

@@ -224,8 +224,8 @@ class RopeType:
     at initialisation); `attention_factor(rope)` what cos and sin are multiplied by; `needs_orig` whether it reads
     original_max_position_embeddings; `call_key(rope, seq_len)` what of the call's positions decides its
     frequencies (None for every call alike); `per_call` that, in words ("" when nothing); `params` the rope-dict
-    keys its functions read (with COMMON_PARAMS: what from_hf keeps of a rope dict and a ModelRope takes, the
-    rest listed in `ignored`, as transformers reads no other)."""
+    keys its functions read (with COMMON_PARAMS: what a ModelRope takes; from_hf keeps those of a rope dict but
+    GGUF_PARAMS, listing the rest in `ignored`, as transformers reads no other)."""
 
     check: Callable[[ModelRope], None]
     inv_freq: Callable[[ModelRope, int | None, Any], np.ndarray]

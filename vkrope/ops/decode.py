@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_alive, check_float32_range, check_out, check_plain_array, check_x, describe
+from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, brief, check_positions, is_position_spec
-from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar
+from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar, table_values
 from ..kernels.cache import Request
 from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
@@ -272,15 +272,10 @@ def _frequency_rows(st: _Structure, freqs: Any, pos: np.ndarray, hi: int) -> tup
         cos, sin = freqs
         if not st.gathered:
             # bound where it lives, read at each position (a numpy partner goes whole)
-            for name, t in (("freqs[0] (cos)", cos), ("freqs[1] (sin)", sin)):
-                check_float32_range(name, t)
-            cos, sin = (t if isinstance(t, DeviceArray) else np.ascontiguousarray(t, dtype=np.float32)
-                        for t in (cos, sin))
+            cos, sin = (t if isinstance(t, DeviceArray) else table_values(t, np.float32, name)
+                        for t, name in ((cos, "freqs[0] (cos)"), (sin, "freqs[1] (sin)")))
             return cos, sin, p, st.rot
-        rows = cos[p], sin[p]
-        for name, t in zip(("freqs[0] (cos)", "freqs[1] (sin)"), rows):
-            check_float32_range(name, t)  # (the rows read: a value no token reads is not refused)
-        return (np.ascontiguousarray(rows[0], dtype=np.float32), np.ascontiguousarray(rows[1], dtype=np.float32),
+        return (table_values(cos[p], np.float32, "freqs[0] (cos)"), table_values(sin[p], np.float32, "freqs[1] (sin)"),
                 np.arange(b * s), st.rot)
     check_positions("position_ids", p)
     return gen, None, gen.words(p), rot
@@ -306,13 +301,7 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
             raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
         if tuple(w.shape) != (d,):
             raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")
-        with np.errstate(over="ignore"):
-            w32 = np.asarray(w, np.float32)
-        past = np.isinf(w32) & np.isfinite(w)  # (finite weights the float32 kernel would read as infinite)
-        if past.any():
-            raise ValueError(f"{name} must hold float32 values (the kernel reads float32 weights); got "
-                             f"{w[past][0]}, past float32's largest, {np.finfo(np.float32).max}")
-        ws.append(w32)
+        ws.append(table_values(w, np.float32, name))
     return np.stack(ws)
 
 

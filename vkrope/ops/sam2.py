@@ -10,8 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import (
-    X_DTYPES, check_float32_range, check_out, check_plain_array, check_resident_table_dtype, check_storage_of,
-    check_table_array, check_x,
+    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
     check_row_index, describe, int_arg,
 )
 from ..models import ModelRope
@@ -35,7 +34,6 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     once for arguments that repeat, ops/repeat.py), then its positions (so with several bad arguments, the
     error names one of the structure's first)."""
     st = _structures(x, freqs, out, inverse, repeat, exclude_last, positions is None, storage)
-    check_float32_range("freqs", freqs)  # (the values: each call's, as a structure holds none)
     pos32: np.ndarray | None = None
     row_of: Any = st.row_of  # (None only with positions)
     if positions is not None:

@@ -31,15 +31,13 @@ from .manifest import load
 from .steps import Step
 from .layout import MIN_BUFFER
 from .recorder import record
+from . import work_images
 
 # Buffers grow in steps of this many bytes so that nearby sizes reuse them.
 GROWTH = 1 << 16
 
 # The work roles of the device-local buffers kept beside imports on a discrete GPU (`import_companion`).
 IMPORT_COMPANION = "dev:"
-
-# Work images kept per role (`work_image`): a loop over two shapes replays its recordings.
-WORK_IMAGES = 2
 
 
 def _forget(items: list, item: Any) -> None:
@@ -221,22 +219,6 @@ class Runtime:
             return host, host
         return host, self.work_buffer(role, nbytes, host_visible=False)
 
-    def work_image(self, role: str, extent: tuple[int, int, int], dtype: np.dtype) -> Image3D:
-        """The 3D image for `role` of this extent and format, the role's WORK_IMAGES most recently used kept
-        (with one, calls alternating two shapes, SAM2's queries and keys, re-made it and lost every recording)."""
-        self.drain()
-        fmt = self.image_format(dtype)
-        key = f"{role}|{extent}|{fmt}"
-        image = self.work.pop(key, None)  # (put back last: the dict's order is the use order)
-        if image is None:
-            mine = [k for k in self.work if k.startswith(role + "|")]
-            if len(mine) >= WORK_IMAGES:
-                self.forget_recordings()  # (any may bind the image given back)
-                self.ctx.release(self.work.pop(mine[0]))
-            image = self.new_image(extent, fmt)
-        self.work[key] = image
-        return image
-
     def image_format(self, dtype: np.dtype) -> int:
         """The rgba format of a tensor dtype, checked usable as a storage image."""
         vk = b.vk()
@@ -292,10 +274,11 @@ class Runtime:
 
     def reclaim(self) -> None:
         """Give allocations back at the device's allocation count: the pooled buffers, the kept imports
-        the current call does not use, and, outside a call, the device-local buffers kept beside imports
-        (on a discrete GPU they held the count: a later asarray was refused, #35)."""
+        the current call does not use, the spare work images, and, outside a call, the device-local buffers
+        kept beside imports (on a discrete GPU they held the count: a later asarray was refused, #35)."""
         self.free_pool()
         self.imports.release_idle()
+        work_images.release_spare(self)
         if not self.in_call:
             self.release_import_companions()
 

@@ -45,6 +45,7 @@ from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_ex
 from . import fit
 from .operator import Operator, Request, Tensor
 from .steps import WRITE, Arg, Copy, ImageCopy, Step, arg
+from .work_images import work_image
 
 # Import numpy memory into the device (no copies) from this size on; smaller
 # tensors are cheaper through the argument arena and a cached recording.
@@ -129,18 +130,32 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     return seconds
 
 
-def _run_group(rt: Runtime, op: Operator, group: list[Job], want_time: bool) -> float | None:
+def _run_group(rt: Runtime, op: Operator, group: list[Job], want_time: bool,
+               tables: list[list[list[Any]]] | None = None) -> float | None:
     """One submission of `group`, or, where the tables its jobs copy into the arena pass one allocation
-    together (each job's fit alone: the budget counts the numpy tensors only), its halves in order.
-    StagingTooLarge comes before any GPU work, so a retry repeats nothing."""
+    together (the budget counts the numpy tensors only), its halves in order, each job's tables made once.
+    StagingTooLarge comes before any GPU work; it is raised for the whole group, nothing run, unless every
+    job fits alone with all its numpy data in the arena (so that no half can fail after another ran)."""
+    tables = [op.tables(job.req, job.plan) for job in group] if tables is None else tables
     try:
-        return run(rt, op, group, want_time)
+        return run(rt, op, group, want_time, tables)
     except StagingTooLarge:
-        if len(group) == 1:
+        limit = allocation_limit(rt)
+        if len(group) == 1 or any(_arena_bound(rt, job, t) > limit for job, t in zip(group, tables)):
             raise
     half = len(group) // 2
-    first, second = _run_group(rt, op, group[:half], want_time), _run_group(rt, op, group[half:], want_time)
+    first = _run_group(rt, op, group[:half], want_time, tables[:half])
+    second = _run_group(rt, op, group[half:], want_time, tables[half:])
     return None if first is None and second is None else (first or 0.0) + (second or 0.0)
+
+
+def _arena_bound(rt: Runtime, job: Job, tables: list[list[Any]]) -> int:
+    """The most arena bytes one job's layout takes: its numpy tables and every numpy tensor staged (an
+    import takes none), each region rounded as _Arena lays them out."""
+    align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
+    sizes = [a.nbytes for seg in tables for a in seg if not isinstance(a, Arg)]
+    sizes += _staged_sizes(rt, _numpy_tensors(job.req, job.outs), job.outs)
+    return sum(-(-max(MIN_BUFFER, n) // align) * align for n in sizes)
 
 
 def _numpy_tensors(req: Any, outs: dict[str, Any]) -> list[Tensor]:
@@ -331,16 +346,17 @@ def _view(host: Buffer, offset: int, shape: tuple[int, ...], dtype: np.dtype,
 MAX_PREPARED = Runtime.MAX_RECORDINGS
 
 
-def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False) -> float | None:
-    """One submission for `jobs` (each within one allocation); returns the
-    kernel seconds when asked. A call whose layout repeats a kept one's
+def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
+        tables: list[list[list[Any]]] | None = None) -> float | None:
+    """One submission for `jobs` (each within one allocation; `tables`: their op.tables, made here if not
+    given); returns the kernel seconds when asked. A call whose layout repeats a kept one's
     (`hot_key`) fills and submits that one; any other is laid out anew."""
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
     rt.imports.begin_call()
     rt.in_call = True
     try:
-        tables = [op.tables(job.req, job.plan) for job in jobs]
+        tables = [op.tables(job.req, job.plan) for job in jobs] if tables is None else tables
         key = hot_key(rt, op, jobs, tables)
         prepared = rt.prepared.get(key) if key is not None else None
         if key is not None and prepared is not None:
@@ -537,7 +553,7 @@ def _place_numpy(rt: Runtime, i: int, slot: int, t: Tensor, v: np.ndarray, start
     if t.storage == "texture3d":
         extent = tensor_extent(t.shape, rt.limits.max_image_dimension_3d, t.name)
         size = image_bytes(extent, v.itemsize)
-        image = rt.work_image(f"{slot}:{t.name}", extent, v.dtype)
+        image = work_image(rt, f"{slot}:{t.name}", extent, v.dtype)
         handle = arena.add(size, ("tensor", i, t.name, extent) if starts_full else None, written=t.writes)
         if starts_full:
             before.append(("image", handle, size, image, True))
