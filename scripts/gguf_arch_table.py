@@ -357,9 +357,10 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
 Q_SCALE = re.compile(r"\bggml_mul\s*\(\s*ctx0\s*,\s*(\w+)\s*,\s*inp_attn_scale\s*\)")
 Q_SCALE_BUILT = re.compile(r"\binp_attn_scale\s*=\s*build_inp_attn_scale\s*\(\s*\)")
 # llm_graph_input_attn_temp::set_input's factor per token (llama-graph.cpp), as vkrope computes it
-# (ModelRope.q_scale: the float32 quotient's floor, the rest in double, rounded to float32 once).
-Q_SCALE_FORMULA = ("attn_scale_data[i] = std::log( std::floor((pos + f_attn_temp_offset) / n_attn_temp_floor_scale) "
-                   "+ 1.0 ) * f_attn_temp_scale + 1.0;")
+# (ModelRope.q_scale: the float32 quotient's floor, the rest in double, rounded to float32 once): vkrope's
+# statement of it, which this script checks llama.cpp's code against.
+sys.path.insert(0, str(ROOT))
+from vkrope.models.gguf_layers import Q_SCALE_FORMULA  # noqa: E402
 Q_SCALE_FIELDS = ("f_attn_temp_scale", "n_attn_temp_floor_scale", "f_attn_temp_offset")
 
 
