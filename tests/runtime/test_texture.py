@@ -149,13 +149,19 @@ def test_forcing_the_image_limit_under_live_texture_arrays_is_refused(make_devic
     check_result(dev.apply(dev.asarray(x, storage="texture3d"), f), x, f)
 
 
-def test_spare_work_images_give_way_at_the_allocation_count(make_device):
+def test_idle_work_images_give_way_at_the_allocation_count(make_device):
     """Two work images kept per role held allocations the device's count needed: three alternating texture
-    shapes ran at a count of 5 with one image per role and needed 7 with two. At the count the spare images go
-    first, each role's in use staying (a call's x image given back under it: validation errors, a crash), and
-    the calls run at 4, each right."""
-    dev = make_device(max_memory_allocation_count=4)
+    shapes ran at a count of 5 with one image per role and needed 7 with two. At the count every work image the
+    call in progress does not bind goes first (a role's image it replaces, another slot's): alternating shapes
+    run at 3 (the arena and one image each for x and out), an apply_many's second slot gives way to a later
+    call, and a call's own images stay (one given back under it: validation errors, a crash)."""
     calls = [make(sh, np.float32, i) for i, sh in enumerate([(1, 16, 32), (1, 32, 32), (1, 48, 32)])]
-    for _ in range(3):
+    dev = make_device(max_memory_allocation_count=3)
+    for _ in range(2):
         for x, f in calls:
             check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
+    dev = make_device(max_memory_allocation_count=5)
+    ys = dev.apply_many([(x, f, {"storage": "texture3d"}) for x, f in calls[:2]])
+    for y, (x, f) in zip(ys, calls):
+        check_result(y, x, f)
+    check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), *calls[2])

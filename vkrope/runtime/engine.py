@@ -76,6 +76,7 @@ class Runtime:
         self.arena_only = False
         # set while execute runs a call (run, replay): its device-local buffers are in use, not idle
         self.in_call = False
+        self.images_in_call: set[str] = set()  # the work images the call in progress binds (work_images.py)
         self.stream = CommandStream(ctx)
         self.scratch = Recording(self.stream)  # re-recorded for one-off submissions
         self.recordings: OrderedDict[tuple, Recording] = OrderedDict()
@@ -273,12 +274,12 @@ class Runtime:
         self.drain()
 
     def reclaim(self) -> None:
-        """Give allocations back at the device's allocation count: the pooled buffers, the kept imports
-        the current call does not use, the spare work images, and, outside a call, the device-local buffers
-        kept beside imports (on a discrete GPU they held the count: a later asarray was refused, #35)."""
+        """Give allocations back at the device's allocation count: the pooled buffers, the kept imports and
+        work images the current call does not use, and, outside a call, the device-local buffers kept beside
+        imports (on a discrete GPU they held the count: a later asarray was refused, #35)."""
         self.free_pool()
         self.imports.release_idle()
-        work_images.release_spare(self)
+        work_images.release_idle(self)
         if not self.in_call:
             self.release_import_companions()
 

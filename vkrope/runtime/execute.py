@@ -355,6 +355,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
     temporaries: list[Any] = []
     rt.imports.begin_call()
     rt.in_call = True
+    rt.images_in_call.clear()
     try:
         tables = [op.tables(job.req, job.plan) for job in jobs] if tables is None else tables
         key = hot_key(rt, op, jobs, tables)

@@ -1,8 +1,8 @@
 """The 3D images numpy texture3d tensors are staged through (`work_image`):
 kept per role (a job slot and a tensor name), the WORK_IMAGES most recently
 used of each, so that a loop over two shapes (SAM2's queries and memory
-keys) replays its recordings; the older ones are given back at the device's
-allocation count (`release_spare`)."""
+keys) replays its recordings; those the call in progress does not bind are
+given back at the device's allocation count (`release_idle`)."""
 
 from __future__ import annotations
 
@@ -29,19 +29,15 @@ def work_image(rt: Any, role: str, extent: tuple[int, int, int], dtype: np.dtype
             _give_back(rt, mine[0])
         image = rt.new_image(extent, fmt)
     rt.work[key] = image
+    rt.images_in_call.add(key)
     return image
 
 
-def release_spare(rt: Any) -> None:
-    """Give back every work image but each role's most recently used (the one a call in progress may be
-    using: a call takes each role once): at the device's allocation count, a cache gives way first."""
-    roles: dict[str, list[str]] = {}
-    for key in rt.work:
-        if "|" in key:
-            roles.setdefault(key.split("|", 1)[0], []).append(key)
-    for keys in roles.values():
-        for key in keys[:-1]:
-            _give_back(rt, key)
+def release_idle(rt: Any) -> None:
+    """Give back every work image the call in progress does not bind (every one outside a call): at the
+    device's allocation count a cache gives way first, a role's image the call replaces included."""
+    for key in [k for k in rt.work if "|" in k and not (rt.in_call and k in rt.images_in_call)]:
+        _give_back(rt, key)
 
 
 def _give_back(rt: Any, key: str) -> None:
