@@ -241,7 +241,10 @@ def test_a_modelrope_made_by_hand_takes_the_temperature_whole():
                         (dict(attn_temperature_scale=0.1, attn_temperature_length=2.5), "a whole number of positions"),
                         (dict(attn_temperature_scale=0.1, attn_temperature_length=8, llama_4_scaling_beta=0.1),
                          "give one"),
-                        (dict(attn_temperature_scale=-0.1, attn_temperature_length=8), "positive finite number")):
+                        (dict(attn_temperature_scale=-0.1, attn_temperature_length=8), "positive finite number"),
+                        (dict(attn_temperature_scale=1e39, attn_temperature_length=8), "a positive float32"),
+                        (dict(attn_temperature_scale=1e-50, attn_temperature_length=8), "a positive float32"),
+                        (dict(attn_temperature_scale=0.1, attn_temperature_length=2**32), "below 2\\^32")):
         with pytest.raises(ValueError, match=msg):
             rope(**params)
     r = rope(attn_temperature_scale=0.1, attn_temperature_length=8)

@@ -1127,6 +1127,8 @@ _MROPE = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 48, "num_atten
                           np.broadcast_to(np.ones((1, 8), np.float64), (_HUGE, 8))),),
     lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32), np.ones((1, 8), np.float32),
                           positions=np.broadcast_to(np.int64(0), (_HUGE,))),),
+    lambda: (vkrope.apply(np.empty((0, _HUGE, 8), np.float32),  # (complex pairs viewed, not copied whole)
+                          np.broadcast_to(np.ones((1, 4), np.complex128), (_HUGE, 4))),),
     lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 8), np.float32), np.ones((1, 4), np.float32),
                                      np.zeros((1, 4), np.float32), np.broadcast_to(np.int64(0), (1, _HUGE))),),
     lambda: (vkrope.rotary_embedding(np.empty((1, 0, _HUGE, 2), np.float32), vkrope.RopeFreqs(2), None,
@@ -1143,7 +1145,7 @@ _MROPE = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 48, "num_atten
                                         np.broadcast_to(np.int64(3), (1, _HUGE))),
     lambda: vkrope.apply_rotary_pos_emb(*[np.empty((1, 0, _HUGE, 12), np.float32)] * 2, _MROPE,
                                         np.broadcast_to(np.int64(3), (3, 1, _HUGE))),
-], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply", "apply_positions",
+], ids=["rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply", "apply_positions", "apply_complex",
         "rotary_embedding_position_ids", "rotary_embedding_spec_position_ids", "apply_nd", "apply_nd_spec",
         "apply_rotary_pos_emb_b0", "apply_rotary_pos_emb", "apply_rotary_pos_emb_spec", "apply_rotary_pos_emb_mrope"])
 def test_an_empty_x_of_a_huge_token_axis_is_answered_at_once(call):
@@ -1234,10 +1236,14 @@ def test_a_float64_table_past_float32s_range_is_refused_by_every_op(device):
             call()
     assert np.all(kc.get() == 0) and np.all(vc.get() == 0)  # (the caches unchanged)
     edges = np.ones((4, d // 2))
-    edges[1, 0], edges[2, 0] = np.inf, np.nan
-    with np.errstate(all="raise"):  # (no warning leaks from the conversion)
+    edges[1, 0], edges[2, 0], edges[3, 0] = np.inf, np.nan, 1e-300
+    with np.errstate(all="raise"):  # (no warning leaks from the conversion: overflow, underflow)
         y = device.rotary_embedding(x4, edges, zeros, np.array([[0, 1, 2, 3]]))
     assert np.isinf(y[0, 0, 1, 0]) and np.isnan(y[0, 0, 2, 0])
+    # a value in a row no token reads is not refused (a broadcast or memory-mapped table's others are not read)
+    unread = np.ones((6, d // 2))
+    unread[5, 0] = 1e300
+    device.rotary_embedding(x4, unread, np.zeros((6, d // 2)), np.array([[0, 1, 2, 3]]))
 
 
 def test_a_broadcast_table_past_2_32_rows_read_at_its_positions():
@@ -1251,3 +1257,22 @@ def test_a_broadcast_table_past_2_32_rows_read_at_its_positions():
     x = np.arange(32, dtype=np.float32).reshape(1, 4, 8)
     pos = np.array([0, 1, 2, 5])
     check_result(vkrope.apply(x, f, positions=pos), x, f[:6], positions=pos)
+
+
+def test_a_float64_table_refused_in_a_row_blocked_call_writes_nothing():
+    """The float64 range check ran as each row block's tables were made: an in-place call past one allocation
+    had rotated 3840 of its 4096 rows before the last block's refusal. The rows the call reads are checked
+    before any of it runs: x untouched."""
+    from forced import force_limits
+
+    dev = force_limits(vkrope.Device(), max_memory_allocation_size=1 << 20, max_storage_buffer_range=1 << 18)
+    try:
+        x = np.random.default_rng(4).standard_normal((1, 4096, 128)).astype(np.float32)
+        f = np.ones((4096, 128))
+        f[4090, 7] = 1e39
+        before = x.copy()
+        with pytest.raises(ValueError, match="^freqs must hold values within float32's range"):
+            dev.apply(x, f, out=x)
+        assert np.array_equal(x, before)
+    finally:
+        dev.close()

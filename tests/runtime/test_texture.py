@@ -156,10 +156,11 @@ def test_idle_work_images_give_way_at_the_allocation_count(make_device):
     run at 3 (the arena and one image each for x and out), an apply_many's second slot gives way to a later
     call, and a call's own images stay (one given back under it: validation errors, a crash)."""
     calls = [make(sh, np.float32, i) for i, sh in enumerate([(1, 16, 32), (1, 32, 32), (1, 48, 32)])]
-    dev = make_device(max_memory_allocation_count=3)
-    for _ in range(2):
-        for x, f in calls:
-            check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
+    for count in (3, 4):
+        dev = make_device(max_memory_allocation_count=count)
+        for _ in range(2):
+            for x, f in calls:
+                check_apply(lambda *a, **k: dev.apply(*a, storage="texture3d", **k), x, f)
     dev = make_device(max_memory_allocation_count=5)
     ys = dev.apply_many([(x, f, {"storage": "texture3d"}) for x, f in calls[:2]])
     for y, (x, f) in zip(ys, calls):

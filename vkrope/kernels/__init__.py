@@ -43,15 +43,6 @@ class TensorRequest:
         raise NotImplementedError
 
 
-def given_name(given: tuple[tuple[str, Any], ...], t: Any, default: str) -> str:
-    """The caller's name of a table the kernel reads (`t`: one of `given`'s numpy arrays or a view of it, for
-    an error message), else `default`."""
-    for name, a in given:
-        if isinstance(a, np.ndarray) and isinstance(t, np.ndarray) and np.may_share_memory(a, t):
-            return name
-    return default
-
-
 def given_tables(given: tuple[tuple[str, Any], ...]) -> list[Any]:
     """The caller's own table arguments (numpy arrays or DeviceArrays), as
     read-only table tensors: what a batch orders its jobs by (a check may

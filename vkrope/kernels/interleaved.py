@@ -313,6 +313,15 @@ def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget:
     return (seg.kind, t0, t1)
 
 
+def check_values(req: Request) -> Request:
+    """`req`, its numpy float64 freqs' rows the call reads checked within float32's range (table_values: a
+    ValueError naming freqs), before any of the call runs; the front end's last check."""
+    f, rows = req.freqs_pairs, req.row_of
+    if isinstance(f, np.ndarray) and f.dtype.itemsize > 4 and rows is not None and rows.size:
+        table_values(f[np.unique(rows[rows >= 0])], np.float32, "freqs")
+    return req
+
+
 def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
     """The (freqs, positions) of each table segment of a plan: numpy arrays
     to pack, or an `Arg` over a device-resident freqs table."""
@@ -346,7 +355,7 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
                 keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
                 f = freqs[keep]
                 pos[rows >= 0] = inverse
-        out.append((table_values(f, pl.f_dtype, "freqs").reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
+        out.append((table_values(f, pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import TensorRequest, given_name, given_tables
+from . import TensorRequest, given_tables
 from .generated import ANGLE_FLOAT32, ONE_BITS, STAND_IN, is_generated
 from ..runtime.dtypes import axis, table_dtype, table_values
 from ..runtime.manifest import find
@@ -358,6 +358,15 @@ def _rows_matter(req: Request, limits: Any) -> bool:
                            resident_rows=_table_rows(req.cos, req.table_width) if resident else None)
 
 
+def check_values(req: Request, names: tuple[str, str] = ("cos", "sin")) -> Request:
+    """`req`, its numpy float64 tables' rows the call reads checked within float32's range (table_values: a
+    ValueError naming the table, `names`), before any of the call runs; a front end's last check."""
+    for t, name in zip((req.cos, req.sin), names):
+        if isinstance(t, np.ndarray) and t.dtype.itemsize > 4 and req.row_of.size:
+            table_values(t[np.unique(req.row_of)], np.float32, name)
+    return req
+
+
 def tables(req: Request, pl: Plan) -> list[list[Any]]:
     """Each segment's (cos, sin, row_of): numpy arrays to pack, or `Arg`s
     over resident tables."""
@@ -373,8 +382,7 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
             _, t0, t1, bs0, bs1 = seg
             if kind == "whole":
                 t1 = _table_rows(req.cos, width)
-            cos, sin = (_window(t, t0, t1, width, pl.f_dtype, given_name(req.given, t, n))
-                        for t, n in ((req.cos, "cos"), (req.sin, "sin")))
+            cos, sin = (_window(t, t0, t1, width, pl.f_dtype) for t in (req.cos, req.sin))
             row_of = req.row_of[bs0:bs1]
         else:
             _, bs0, bs1 = seg
@@ -382,15 +390,15 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
                 keep, row_of = req.row_of[bs0:bs1], np.arange(bs1 - bs0)
             else:  # the distinct rows, renumbered
                 keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
-            cos = table_values(req.cos[keep], pl.f_dtype, given_name(req.given, req.cos, "cos")).reshape(-1)
-            sin = table_values(req.sin[keep], pl.f_dtype, given_name(req.given, req.sin, "sin")).reshape(-1)
+            cos = table_values(req.cos[keep], pl.f_dtype).reshape(-1)
+            sin = table_values(req.sin[keep], pl.f_dtype).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])
     return out
 
 
-def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str, name: str) -> Any:
+def _window(t: Any, t0: int, t1: int, width: int, f_dtype: str) -> Any:
     if isinstance(t, np.ndarray):
-        return table_values(t[t0:t1], f_dtype, name).reshape(-1)
+        return table_values(t[t0:t1], f_dtype).reshape(-1)
     if np.dtype(t.dtype) != np.dtype(f_dtype):
         raise TypeError(f"a device-resident table must have dtype {f_dtype} here (the dtype the kernel reads); "
                         f"got {t.dtype}")

@@ -396,8 +396,14 @@ def _check_temperature(params: dict[str, Any]) -> None:
     if (scale is None) != (length is None):
         raise ValueError("params: attn_temperature_scale and attn_temperature_length go together (llama.cpp's "
                          "attention temperature: its scale, and the positions per step)")
-    if length is not None and not float(length).is_integer():
-        raise ValueError(f"params: attn_temperature_length must be a whole number of positions; got {length}")
+    if length is not None and not (float(length).is_integer() and length <= 0xFFFFFFFF):
+        raise ValueError(f"params: attn_temperature_length must be a whole number of positions below 2^32 (llama.cpp's "
+                         f"uint32_t); got {length}")
+    with np.errstate(over="ignore", under="ignore"):
+        scale32 = None if scale is None else np.float32(scale)
+    if scale32 is not None and not 0 < scale32 < np.inf:
+        raise ValueError(f"params: attn_temperature_scale must be a positive float32 (llama.cpp's float, which "
+                         f"asserts it is not 0); got {scale}")
     if scale is not None and "llama_4_scaling_beta" in params:
         raise ValueError("params: llama_4_scaling_beta (transformers') and attn_temperature_scale (llama.cpp's) "
                          "are two forms of one q scale: give one")

@@ -25,10 +25,10 @@ def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: i
           inter: bool) -> Request:
     """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
     _, s, h, d = (int(v) for v in x.shape)
-    return Request(x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h,
-                   head_dim=d, rot_half=rot_half, full_table=full, interleaved=inter,
-                   storage=check_storage_of(name, x, "auto"), x_name=name,
-                   given=(("freqs_cos", cos), ("freqs_sin", sin)))
+    return table_kernel.check_values(Request(
+        x=x, out=None, cos=cos, sin=sin, row_of=row_of, n_tokens=s, batch_rows=s * h, token_rows=h, head_dim=d,
+        rot_half=rot_half, full_table=full, interleaved=inter, storage=check_storage_of(name, x, "auto"), x_name=name,
+        given=(("freqs_cos", cos), ("freqs_sin", sin))), ("freqs_cos", "freqs_sin"))
 
 
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:

@@ -83,9 +83,10 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         if x.size:
             check_row_index("cos_cache (row b * S + s of its [B, S] tokens)", b * s - 1)
         row_of = np.arange(b * s if x.size else 0, dtype=np.int32)  # (row b * S + s; none for no values)
-    return Request(x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s,
-                   batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter,
-                   storage=storage, given=given)
+    return table_kernel.check_values(Request(
+        x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s, batch_rows=batch_rows,
+        token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter, storage=storage,
+        given=given), ("cos_cache", "sin_cache"))
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],

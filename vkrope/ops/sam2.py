@@ -39,9 +39,10 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     if positions is not None:
         pos32 = _check_positions(positions, st.n_tokens, st.n_freq_rows, st.channels, st.form, x.size)
         row_of = pos32.astype(np.int64)
-    return Request(x=x, freqs_pairs=freqs if st.pairs is None else st.pairs, n_tokens=st.n_tokens,
-                   channels=st.channels, n_freq_rows=st.n_freq_rows, row_of=row_of, positions=pos32, n_rot=st.n_rot,
-                   inverse=st.inverse, storage=st.storage, out=out, given=(("freqs", freqs), ("positions", positions)))
+    return interleaved_kernel.check_values(Request(
+        x=x, freqs_pairs=freqs if st.pairs is None else st.pairs, n_tokens=st.n_tokens, channels=st.channels,
+        n_freq_rows=st.n_freq_rows, row_of=row_of, positions=pos32, n_rot=st.n_rot, inverse=st.inverse,
+        storage=st.storage, out=out, given=(("freqs", freqs), ("positions", positions))))
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,10 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     if freqs.dtype in COMPLEX_FREQS_DTYPES:
         c = freqs.reshape(rows, half) if per_row else freqs.reshape(0, 0)
         pairs_dtype = np.float64 if freqs.dtype == np.complex128 else np.float32
-        return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
+        try:  # (its (real, imag) pairs as a view: a broadcast table of 2^40 rows is not copied whole)
+            return c.view(pairs_dtype).reshape(rows, c.shape[1], 2), rows, form
+        except ValueError:  # (a last axis numpy cannot view so: strided, Fortran order)
+            return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 

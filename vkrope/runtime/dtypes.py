@@ -130,14 +130,16 @@ def is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
 
 
-def table_values(a: np.ndarray, dtype: Any, name: str) -> np.ndarray:
-    """`a` (a table's rows a kernel reads) as a C-contiguous array of `dtype`; a ValueError naming `name`
-    where a finite value of a wider `a` (float64) rounds to an infinity, as no float32 holds it (inf and NaN
-    are data). The one rule for every float64 table: checked as converted, so rows no kernel reads (of a
-    broadcast or memory-mapped table, or an empty call's) are not read for it."""
-    with np.errstate(over="ignore"):
+def table_values(a: np.ndarray, dtype: Any, name: str | None = None) -> np.ndarray:
+    """`a` (table rows) as a C-contiguous array of `dtype`, no numpy warning leaking; with `name`, a
+    ValueError naming it where a finite value of a wider `a` (float64) rounds to an infinity, as no float32
+    holds it (inf and NaN are data). The one rule for every float64 table, applied by each front end to the
+    rows its call reads (a broadcast or memory-mapped table's others, an empty call's, are not read for it);
+    the kernels convert the rows they bind without it."""
+    with np.errstate(over="ignore", under="ignore"):
         out = np.ascontiguousarray(a, dtype=dtype)
-    if a.dtype.itemsize > out.dtype.itemsize and a.dtype.kind == "f" and not np.isfinite(out).all():
+    if name is not None and a.dtype.itemsize > out.dtype.itemsize and a.dtype.kind == "f" \
+            and not np.isfinite(out).all():
         past = np.isinf(out) & np.isfinite(a)
         if past.any():
             raise ValueError(f"{name} must hold values within {out.dtype}'s range (the kernel reads {out.dtype}; "
