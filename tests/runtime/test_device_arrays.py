@@ -203,3 +203,21 @@ def test_a_group_with_a_job_too_big_alone_is_refused_before_any_of_it_runs(make_
         dev.apply_many([(dx, f, {"out": mid}), (dy, g)])
     assert np.isnan(mid.get()).all()
     check_result(dev.apply(dx, f), x, f)  # (usable afterwards)
+
+
+@pytest.mark.parametrize("n", [4096, 1536], ids=["row-blocked-first", "own-group-first"])
+def test_a_call_too_big_after_others_is_refused_before_any_runs(make_device, n):
+    """apply_many ran its earlier jobs (a row-blocked one, or a group of their own) and then refused a later one
+    whose numpy table alone passes one allocation: their outputs were written though the call failed. Every
+    job's tables are made first; such a job refuses the call before any of it runs."""
+    dev = make_device(max_memory_allocation_size=8 << 20, max_storage_buffer_range=1 << 20)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, n, 256)).astype(np.float32)
+    f = rng.standard_normal((n, 256)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    y = dev.asarray(rng.standard_normal((1, 12288, 256)).astype(np.float16))
+    g = rng.standard_normal((12288, 256)).astype(np.float32)  # (12 MiB of float32 table)
+    with pytest.raises(ValueError, match="this call's tables need 12583120 bytes of staging"):
+        dev.apply_many([(x, f, {"out": out}), (x[:, :512], f[:512]), (y, g)])
+    assert np.isnan(out).all()
+    check_result(dev.apply(x, f), x, f)

@@ -97,37 +97,62 @@ def run_jobs(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]],
     staging allows: calls with nothing to compute are skipped, numpy
     tensors of one submission take at most half of one allocation (the
     rest is the tables' room), and a call past that alone runs in row
-    blocks. Returns the kernel seconds when asked (None without timestamps)."""
+    blocks. Each call's tables are made first, and a call whose numpy
+    tables alone pass one allocation is refused before any call runs.
+    Returns the kernel seconds when asked (None without timestamps)."""
     budget = allocation_limit(rt) // 2
     seconds: float | None = None
     group: list[Job] = []
+    group_tables: list[list[list[Any]]] = []
     used = images = 0
 
     def flush() -> None:
-        nonlocal seconds, group, used, images
+        nonlocal seconds, group, group_tables, used, images
         if group:
-            t = _run_group(rt, op, group, want_time)
+            t = _run_group(rt, op, group, want_time, group_tables)
             seconds = t if seconds is None else seconds + (t or 0.0)
-        group, used, images = [], 0, 0
+        group, group_tables, used, images = [], [], 0, 0
 
+    for step in _steps(rt, op, calls, budget):
+        if step[0] == "blocks":
+            flush()
+            _, req, outs, limit = step
+            t = _run_blocks(rt, op, req, outs, limit, want_time)
+            seconds = t if seconds is None else seconds + (t or 0.0)
+            continue
+        _, job, tables, size, imaged = step
+        if used + size > budget or images + imaged > IMAGE_JOBS:
+            flush()
+        group.append(job)
+        group_tables.append(tables)
+        used += size
+        images += imaged
+    flush()
+    return seconds
+
+
+def _steps(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]], budget: int) -> list[tuple]:
+    """Each call with something to compute: ("blocks", req, outs, block bytes) for one past the budget, else
+    ("job", its Job, its tables, its numpy tensors' staged bytes, its image slots); a StagingTooLarge before
+    any call runs where a job's numpy tables alone pass one allocation (it could run in no submission)."""
+    out: list[tuple] = []
+    limit = allocation_limit(rt)
     for req, outs in calls:
         if req.empty:
             continue
         numpy = _numpy_tensors(req, outs)
         sizes = _staged_sizes(rt, numpy, outs) if numpy else []
         if sum(sizes) > budget:
-            flush()
-            t = _run_blocks(rt, op, req, outs, budget // len(sizes), want_time)
-            seconds = t if seconds is None else seconds + (t or 0.0)
+            out.append(("blocks", req, outs, budget // len(sizes)))
             continue
-        imaged = _numpy_images(numpy)
-        if used + sum(sizes) > budget or images + imaged > IMAGE_JOBS:
-            flush()
-        group.append(Job(req, plan_for(rt, op, req), outs))
-        used += sum(sizes)
-        images += imaged
-    flush()
-    return seconds
+        job = Job(req, plan_for(rt, op, req), outs)
+        tables = op.tables(req, job.plan)
+        need = _arena_bytes(rt, [a.nbytes for seg in tables for a in seg if not isinstance(a, Arg)])
+        if need > limit:
+            raise StagingTooLarge(f"this call's tables need {need} bytes of staging, more than the device's "
+                                  f"maxMemoryAllocationSize ({limit}); split the call")
+        out.append(("job", job, tables, sum(sizes), _numpy_images(numpy)))
+    return out
 
 
 def _run_group(rt: Runtime, op: Operator, group: list[Job], want_time: bool,
@@ -151,10 +176,14 @@ def _run_group(rt: Runtime, op: Operator, group: list[Job], want_time: bool,
 
 def _arena_bound(rt: Runtime, job: Job, tables: list[list[Any]]) -> int:
     """The most arena bytes one job's layout takes: its numpy tables and every numpy tensor staged (an
-    import takes none), each region rounded as _Arena lays them out."""
-    align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
+    import takes none)."""
     sizes = [a.nbytes for seg in tables for a in seg if not isinstance(a, Arg)]
-    sizes += _staged_sizes(rt, _numpy_tensors(job.req, job.outs), job.outs)
+    return _arena_bytes(rt, sizes + _staged_sizes(rt, _numpy_tensors(job.req, job.outs), job.outs))
+
+
+def _arena_bytes(rt: Runtime, sizes: list[int]) -> int:
+    """The arena bytes of regions of these sizes, each rounded as _Arena lays them out."""
+    align = max(MIN_BUFFER, rt.limits.min_storage_buffer_offset_alignment)
     return sum(-(-max(MIN_BUFFER, n) // align) * align for n in sizes)
 
 
