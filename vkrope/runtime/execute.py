@@ -156,12 +156,11 @@ def _steps(rt: Runtime, op: Operator, calls: list[tuple[Any, dict[str, Any]]], b
 
 
 def _run_group(rt: Runtime, op: Operator, group: list[Job], want_time: bool,
-               tables: list[list[list[Any]]] | None = None) -> float | None:
+               tables: list[list[list[Any]]]) -> float | None:
     """One submission of `group`, or, where the tables its jobs copy into the arena pass one allocation
-    together (the budget counts the numpy tensors only), its halves in order, each job's tables made once.
-    StagingTooLarge comes before any GPU work; it is raised for the whole group, nothing run, unless every
-    job fits alone with all its numpy data in the arena (so that no half can fail after another ran)."""
-    tables = [op.tables(job.req, job.plan) for job in group] if tables is None else tables
+    together (the budget counts the numpy tensors only), its halves in order; `tables`: each job's, made
+    once (run_jobs). StagingTooLarge comes before any GPU work; it is raised for the whole group, nothing run,
+    unless every job fits alone with all its numpy data in the arena (so no half can fail after another ran)."""
     try:
         return run(rt, op, group, want_time, tables)
     except StagingTooLarge:
