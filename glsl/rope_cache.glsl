@@ -164,6 +164,46 @@ vec4 passed4(vec4 x, uint r) {
   return vec4(passed(x.x, r), passed(x.y, r), passed(x.z, r), passed(x.w, r));
 }
 
+// NORM: the sum of the squares of x * k over row r (its first texel at base: WHOLE_TEXELS), compensated, four
+// squares a step (lavapipe's llvmpipe stops a shader's loops silently past 65535 iterations in all: a head of
+// 2^16 took 2^16 here).
+float sum_of_squares(uint r, uint base, float k) {
+  float sum = 0.0, err = 0.0;
+  if (WHOLE_TEXELS) {
+    for (uint t = 0u; t < p.head_dim >> 2; ++t) {
+      vec4 xt = load_x4(base + t) * k;
+      add_compensated(sum, err, dot(xt, xt));
+    }
+    return sum + err;
+  }
+  uint j = 0u;
+  for (; j + 4u <= p.head_dim; j += 4u) {
+    vec4 xs = vec4(load_x(r, j), load_x(r, j + 1u), load_x(r, j + 2u), load_x(r, j + 3u)) * k;
+    add_compensated(sum, err, dot(xs, xs));
+  }
+  for (; j < p.head_dim; ++j) {
+    float xj = load_x(r, j) * k;
+    add_compensated(sum, err, xj * xj);
+  }
+  return sum + err;
+}
+
+// NORM: (k, n) with x * k * n row r's x over sqrt(mean(x^2) + eps). k is 1 but where the sum of the squares
+// passes float32's range while the float64 one may not: then 2^-80 (the largest float32 times it, squared,
+// 2^16 times, stays below float32's maximum), its squares summed again, as float64 arithmetic keeps such a row
+// (a sum of 1e20 squared was infinite and the row 0). An inf in x is infinite again: x * rsqrt(inf).
+vec2 norm_factors(uint r, uint base) {
+  float k = 1.0;
+  float eps = uintBitsToFloat(p.eps);
+  float sum = sum_of_squares(r, base, k);
+  if (nonfinite(sum) && !nan_bits(sum)) {
+    k = uintBitsToFloat(0x17800000u);  // 2^-80
+    eps = eps * k * k;  // (k * k is below float32's range: two steps)
+    sum = sum_of_squares(r, base, k);
+  }
+  return vec2(k, inversesqrt(sum / float(p.head_dim) + eps));
+}
+
 vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
   return vec4(rotated(x.x, c.x, partner.x, s.x), rotated(x.y, c.y, partner.y, s.y),
               rotated(x.z, c.z, partner.z, s.z), rotated(x.w, c.w, partner.w, s.w));
@@ -181,17 +221,12 @@ vec2 generated_cs(int w, uint col, float inv) {
 vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   uint base = (r * p.head_dim - p.x_base) >> 2;  // the row's first texel
   vec4 x = load_x4(base + (v0 >> 2));
-  float scale = 1.0;
+  vec2 norm = vec2(1.0);
   uint w0 = role == ROLE_Q ? 0u : p.head_dim >> 2;
   vec4 add = vec4(uintBitsToFloat(p.weight_add));
   if (NORM) {
-    float sum = 0.0, err = 0.0;
-    for (uint t = 0u; t < p.head_dim >> 2; ++t) {
-      vec4 xt = load_x4(base + t);
-      add_compensated(sum, err, dot(xt, xt));
-    }
-    scale = inversesqrt((sum + err) / float(p.head_dim) + uintBitsToFloat(p.eps));
-    x *= scale * (weights4[w0 + (v0 >> 2)] + add);
+    norm = norm_factors(r, base);
+    x = (x * norm.x) * (norm.y * (weights4[w0 + (v0 >> 2)] + add));
   }
   uint rot = 2u * p.rot_half;
   if (v0 >= rot) {
@@ -212,7 +247,7 @@ vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   uint pv = first ? v0 + p.rot_half : v0 - p.rot_half;
   vec4 partner = load_x4(base + (pv >> 2));
   if (NORM) {
-    partner *= scale * (weights4[w0 + (pv >> 2)] + add);
+    partner = (partner * norm.x) * (norm.y * (weights4[w0 + (pv >> 2)] + add));
   }
 #ifdef GENERATED
   uint col = first ? v0 : pv;  // a multiple of 4
@@ -278,22 +313,10 @@ void main() {
       y[l] = passed(load_x(r, v0 + l), ROLE_V);
     }
   } else {
-    float scale = 1.0;
+    vec2 norm = vec2(1.0);
     uint w0 = 0u;
     if (NORM) {
-      // mean of squares over the head, in float32, compensated; four squares a step (lavapipe's llvmpipe
-      // stops a shader's loops silently past 65535 iterations in all: a head of 2^16 took 2^16 here)
-      float sum = 0.0, err = 0.0;
-      uint j = 0u;
-      for (; j + 4u <= p.head_dim; j += 4u) {
-        vec4 xs = vec4(load_x(r, j), load_x(r, j + 1u), load_x(r, j + 2u), load_x(r, j + 3u));
-        add_compensated(sum, err, dot(xs, xs));
-      }
-      for (; j < p.head_dim; ++j) {
-        float xj = load_x(r, j);
-        add_compensated(sum, err, xj * xj);
-      }
-      scale = inversesqrt((sum + err) / float(p.head_dim) + uintBitsToFloat(p.eps));
+      norm = norm_factors(r, 0u);
       w0 = role == ROLE_Q ? 0u : p.head_dim;
     }
     uint rot = 2u * p.rot_half;
@@ -301,7 +324,7 @@ void main() {
       uint j = v0 + l;
       float xj = load_x(r, j);
       if (NORM) {
-        xj *= scale * (weights[w0 + j] + uintBitsToFloat(p.weight_add));
+        xj = (xj * norm.x) * (norm.y * (weights[w0 + j] + uintBitsToFloat(p.weight_add)));
       }
       if (j >= rot) {
         y[l] = role == ROLE_K ? passed(xj, ROLE_K) : xj;
@@ -312,7 +335,7 @@ void main() {
       rope_pair(j, p.rot_half, INTERLEAVED, first, i, pj);
       float partner = load_x(r, pj);
       if (NORM) {
-        partner *= scale * (weights[w0 + pj] + uintBitsToFloat(p.weight_add));
+        partner = (partner * norm.x) * (norm.y * (weights[w0 + pj] + uintBitsToFloat(p.weight_add)));
       }
 #ifdef GENERATED
       vec2 cs = generated_cs(tok.x, i, ANGLE == ANGLE_EXACT ? 0.0 : freq_inv[i]);

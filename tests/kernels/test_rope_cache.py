@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from oracle import BF16, bf16_round, bf16_values
+from oracle import BF16, BF16_MAX, bf16_round, bf16_values
 from oracle_cache import assert_close, decode_step, poisoned, values
 import oracle_hf
 
@@ -496,20 +496,32 @@ def test_rms_norm_of_a_wide_head(device, d, rot_half, spike):
         assert (np.abs(got - ref) <= bound).all(), float((np.abs(got - ref) / bound).max())
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("d", [12, 16], ids=["lanes", "texels"])
-def test_rms_norm_whose_squares_pass_float32s_range(device, d):
-    """A head whose sum of squares overflows float32 (1e20 each) is normalised to 0, and one inf value makes its
-    own channel (and what it rotates with) NaN, the others 0: float32 arithmetic's x * rsqrt(inf), as torch
-    gives in float32. The compensated sum turned every channel NaN (TwoSum's error of an infinite sum)."""
-    x = np.full((1, 1, 1, d), 1e20, np.float32)
+def test_rms_norm_whose_squares_pass_float32s_range(device, d, dtype):
+    """A head whose sum of squares passes float32's range while its mean square need not (1e20 each, 2^63 each,
+    float32's largest, or a few huge values among ordinary ones) is normalised as float64 arithmetic does it:
+    the sum is taken again of x * 2^-80 (it gave 0, float32's x * rsqrt(inf), before). One inf value makes its
+    own channel (and what it rotates with) NaN, the others 0: x * rsqrt(inf), in float64 as in float32."""
+    rng = np.random.default_rng(d)
+    big = float(np.finfo(np.float32).max) if dtype != BF16 else BF16_MAX
+    rows = [np.full(d, 1e20), np.full(d, 2.0 ** 63), np.full(d, big), rng.uniform(-2, 2, d) * 1e19,
+            np.where(np.arange(d) % 5 == 0, -big, rng.uniform(-1, 1, d))]
+    for row in rows:
+        x = np.asarray(bf16_round(row) if dtype == BF16 else row, np.float32).astype(dtype).reshape(1, 1, 1, d)
+        wq, wk = rng.uniform(0.5, 1.5, d).astype(np.float32), rng.uniform(-1, 1, d).astype(np.float32)
+        kc0, vc0 = poisoned((1, 1, 2, d), np.float32), poisoned((1, 1, 2, d), np.float32)
+        kc, vc = device.asarray(kc0), device.asarray(vc0)
+        cos, sin = tables(rng, 4, d // 2)
+        pos = np.array([[1]])
+        y = device.rope_and_cache(x, x, x, kc, vc, (cos, sin), pos, q_norm=wq, k_norm=wk)
+        check_step(device, x, x, x, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get(), q_norm=wq, k_norm=wk)
     one_inf = np.ones((1, 1, 1, d), np.float32)
     one_inf[..., 1] = np.inf
     w = np.ones(d, np.float32)
     kc, vc = (device.asarray(np.zeros((1, 1, 2, d), np.float32)) for _ in range(2))
-    spec = vkrope.RopeFreqs(d)
-    y = device.rope_and_cache(x, x, x, kc, vc, spec, np.array([[0]]), q_norm=w, k_norm=w)
-    assert (y == 0).all() and (kc.get()[0, 0, 0] == 0).all()
-    y = device.rope_and_cache(one_inf, one_inf, one_inf, kc, vc, spec, np.array([[1]]), q_norm=w, k_norm=w)
+    y = device.rope_and_cache(one_inf, one_inf, one_inf, kc, vc, vkrope.RopeFreqs(d), np.array([[1]]),
+                              q_norm=w, k_norm=w)
     partner = 1 + d // 2  # (rotate-half: channel 1 turns with channel 1 + D/2)
     nan = np.isnan(y[0, 0, 0])
     assert nan[1] and nan[partner] and nan.sum() == 2 and (y[0, 0, 0][~nan] == 0).all()
