@@ -129,6 +129,28 @@ def test_longrope_without_attn_factor_is_one(tmp_path):
     assert vkrope.from_gguf(bare).rope_type == "default"  # (no factor tensors: get_rope_factors gives none)
 
 
+def test_longrope_factors_picked_by_the_context_are_every_positions(tmp_path):
+    """llama.cpp picks a longrope file's factors once, by its context: the ModelRope's short and long factors are
+    that one list, no call switches them, and its summary (`vkrope config`) says so (it printed the short factors
+    as `long_factor` and a per-call switch that never happens)."""
+    short, long = np.linspace(1, 2, 48), np.linspace(3, 4, 48)
+    path = gguf_file(tmp_path, "phi3", {"embedding_length": 3072, "attention.head_count": 32,
+                                        "rope.dimension_count": 96, "context_length": 131072,
+                                        "rope.scaling.original_context_length": 4096},
+                     [("rope_factors_short.weight", short), ("rope_factors_long.weight", long)])
+    for n_ctx, want in ((4096, short), (4097, long)):
+        r = vkrope.from_gguf(path, context_length=n_ctx)
+        d = r.summary()
+        assert not r.uses_seq_len() and "decided_per_call" not in d and "long_factor" not in d
+        np.testing.assert_allclose(d["factors"], want.astype(np.float32), rtol=0)
+        assert np.array_equal(r.inv_freq(10), r.inv_freq(100000))
+    phi = vkrope.ModelRope(rope_type="longrope", head_dim=96, rotary_dim=96, theta=10000.0,
+                           max_position_embeddings=131072,
+                           original_max_position_embeddings=4096, params={"short_factor": tuple(short),
+                                                                          "long_factor": tuple(long)})
+    assert phi.uses_seq_len() and "short_factor" in phi.summary() and "decided_per_call" in phi.summary()
+
+
 def test_yarn_without_original_length_takes_the_context_length(tmp_path):
     """load_hparams: n_ctx_orig_yarn defaults to n_ctx_train (MiniCPM 4's converter writes no original)."""
     kv = {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "context_length": 8192}

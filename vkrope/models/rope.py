@@ -255,8 +255,10 @@ class ModelRope:
         return seq_len_of(position_ids)
 
     def uses_seq_len(self) -> bool:
-        """Whether the frequencies (PhiMoE: the factor) depend on the call's positions (dynamic, longrope)."""
-        return RULES[self.rope_type].call_key is not None
+        """Whether the frequencies (PhiMoE: the factor) depend on the call's positions (dynamic, longrope; not a
+        longrope whose short and long factors are the same, as a GGUF's at its context)."""
+        rule = RULES[self.rope_type]
+        return rule.call_key is not None and rule.varies(self)
 
     def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
         """The inverse frequencies [rotary_dim / 2] for a call whose
@@ -460,7 +462,10 @@ def summary(r: ModelRope) -> dict[str, Any]:
     if r.mrope_section is not None:
         d["mrope_section"] = list(r.mrope_section)
         d["mrope"] = "interleaved" if r.mrope_interleaved else "chunked"
+    one_list = r.rope_type == "longrope" and r.param("short_factor") == r.param("long_factor")
     for k, v in r.params:
+        if one_list and k in ("short_factor", "long_factor"):
+            k = "factors"  # (one list: every position takes it)
         d[k] = list(v) if isinstance(v, tuple) else v
     if r.freq_factors is not None:  # ("inf": a pair that does not turn; JSON has no infinity)
         d["freq_factors"] = [v if math.isfinite(v) else "inf" for v in r.freq_factors]

@@ -77,6 +77,12 @@ def is_long(r: ModelRope, seq_len: int | None) -> bool:
     return bool(seq_len and seq_len > r.orig)
 
 
+def _longrope_varies(r: ModelRope) -> bool:
+    """Whether a longrope's call can change its frequencies or factor: not where its short and long factors are
+    one list (a GGUF's, which llama.cpp picks by its context: models.gguf.at_context) and no mscales switch."""
+    return r.param("short_factor") != r.param("long_factor") or mscales(r) is not None
+
+
 def mscales(r: ModelRope) -> tuple[float, float] | None:
     """PhiMoE's longrope (`short_mscale`, `long_mscale`), or None: transformers' PhimoeRotaryEmbedding
     recomputes its frequencies without the length (the short factors at every length) and scales cos / sin
@@ -124,6 +130,10 @@ def _llama3(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
 
 def _one(r: ModelRope) -> float:
     return 1.0
+
+
+def _yes(r: ModelRope) -> bool:
+    return True
 
 
 def _yarn_factor(r: ModelRope) -> float:
@@ -223,7 +233,8 @@ class RopeType:
     its inverse frequencies [rotary_dim / 2] in dtype t for a call whose max(position_ids) + 1 is seq_len (None:
     at initialisation); `attention_factor(rope)` what cos and sin are multiplied by; `needs_orig` whether it reads
     original_max_position_embeddings; `call_key(rope, seq_len)` what of the call's positions decides its
-    frequencies (None for every call alike); `per_call` that, in words ("" when nothing); `params` the rope-dict
+    frequencies (None for every call alike) and `varies(rope)` whether it can change them for this rope;
+    `per_call` that, in words ("" when nothing); `params` the rope-dict
     keys its functions read (with COMMON_PARAMS: what a ModelRope takes; from_hf keeps those of a rope dict but
     GGUF_PARAMS, listing the rest in `ignored`, as transformers reads no other)."""
 
@@ -232,6 +243,7 @@ class RopeType:
     attention_factor: Callable[[ModelRope], float] = _one
     needs_orig: bool = False
     call_key: Callable[[ModelRope, int | None], Any] | None = None
+    varies: Callable[[ModelRope], bool] = _yes
     per_call: str = ""
     params: frozenset[str] = frozenset()
 
@@ -245,7 +257,7 @@ RULES: dict[str, RopeType] = {
                      params=frozenset({"factor", "beta_fast", "beta_slow", "truncate", "attention_factor", "mscale",
                                        "mscale_all_dim"})),
     "longrope": RopeType(_check_longrope, _longrope, _longrope_factor, needs_orig=True, call_key=is_long,
-                         per_call="short / long factors, by max(position_ids) + 1 > {orig}",
+                         varies=_longrope_varies, per_call="short / long factors, by max(position_ids) + 1 > {orig}",
                          params=frozenset({"factor", "short_factor", "long_factor", "attention_factor",
                                            "short_mscale", "long_mscale"})),  # (the mscales: PhiMoE's)
     "llama3": RopeType(_check_llama3, _llama3, needs_orig=True,
