@@ -296,11 +296,25 @@ def _save(path: str, y: np.ndarray) -> int:
     """Write `y` to exactly `path` (np.save(path) would append .npy), whole or not at all (files.write_whole: a
     failed write leaves an existing file, X itself with -o X, as it was). A stream (/dev/null, /dev/stdout, a
     FIFO) is written as it is."""
+    if _is_stdout(path):  # (-o /dev/stdout into `>> log`: a rename would replace the file stdout appends to)
+        np.save(_Writes(sys.stdout.buffer), y, allow_pickle=False)
+        sys.stdout.buffer.flush()  # (a reader gone: BrokenPipeError, which _command ends quietly)
+        print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
+        return 0
     if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
         return _save_stream(path, y)
-    write_whole(path, lambda fh: np.save(fh, y, allow_pickle=False), "-o/--output")
+    # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
+    write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output")
     print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    """Whether `path` is this process's stdout (/dev/stdout, or the file stdout is redirected to)."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # (no such file, or a stdout without a descriptor)
+        return False
 
 
 class _Writes:
@@ -398,9 +412,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         check_output_path(str(out_dir / "bench.png"), "--out", None, streams=False)
     storages = list(dict.fromkeys(args.storage or [c for c in STORAGE_CHOICES if c != "auto"]))  # (once each)
     dtypes = list(dict.fromkeys(args.dtype or TENSOR_DTYPES.names))
-    result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
-                       dtypes=tuple(dtypes), json_path=str(json_path))
+    partial = out_dir / "bench.partial.json"  # (the rows so far, after each: bench.json is a complete run's only)
+    check_output_path(str(partial), "--out", None, streams=False)
+    partial.unlink(missing_ok=True)  # (an earlier cut run's)
+    try:
+        result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
+                           dtypes=tuple(dtypes), json_path=str(partial))
+    except BaseException as exc:
+        if partial.exists():
+            print(f"the rows measured so far are in {partial} (\"complete\": false); {json_path} is as it was",
+                  file=sys.stderr)
+        if isinstance(exc, MemoryError):  # (numpy's "Unable to allocate 9.31 TiB" named no flag)
+            raise ValueError(f"{'--shapes' if args.shapes else 'the default shapes (--quick is smaller)'}: a "
+                             f"shape's arrays do not fit in this machine's memory ({exc})") from None
+        raise
     bench.save_json(result, str(json_path))
+    partial.unlink(missing_ok=True)
     print(f"wrote {json_path}")
     plot_path = args.plot or str(out_dir / "bench.png")
     try:
@@ -442,7 +469,10 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
     from pathlib import Path  # noqa: PLC0415
 
     target = plot or str(Path(path).with_suffix(".png"))
-    check_output_path(target, "--plot" if plot else "--chart-from (its chart, beside it)", "bench.png", streams=False)
+    what = "--plot" if plot else "--chart-from (its chart, beside it)"
+    if os.path.exists(target) and os.path.samefile(target, path):
+        raise ValueError(f"{what}: the chart's path {target!r} is the JSON read; give --plot another file")
+    check_output_path(target, what, "bench.png", streams=False)
     _chart(bench, result, target)
     return 0
 
@@ -453,13 +483,13 @@ def _chart(bench: Any, result: dict, path: str) -> None:
     print(f"wrote {path}")
 
 
-def read_config(path: str) -> tuple[str, Any]:
+def read_config(path: str) -> tuple[str, dict | None]:
     """(the file, its JSON) of `vkrope config PATH` (a config.json or its
     folder), read once; (the file, None) for a GGUF file (magic b"GGUF"),
     which from_gguf reads by its path (memory-mapped: not read here)."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
-    _, cfg = read_json(file, "PATH", "a config.json or GGUF file")
-    if cfg is None:
+    head, cfg = read_json(file, "PATH", "a config.json or GGUF file")
+    if head == b"GGUF":  # (by its magic: a JSON file holding null is None too)
         return file, None
     if not isinstance(cfg, dict):
         kind = {"list": "an array", "str": "a string", "NoneType": "null", "bool": "a boolean"}.get(type(cfg).__name__,
@@ -510,7 +540,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         from .models.chart import plot  # noqa: PLC0415
 
         plot([r for r in ropes if r is not None], args.plot, f"{path}: {result[0].get('model', '')}")
-        print(f"wrote {args.plot}")
+        print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)  # (--json: stdout is JSON)
     if args.json:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
         return 0
@@ -530,7 +560,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 # The Python keywords each command's flags pass on, as its messages spell them: a name read as a word
 # ("storage", "positions") only where it names the argument (message start, name=value); one no prose
 # uses (num_heads) anywhere.
-_FLAG_WORDS = {"config": ("like",), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
+_FLAG_WORDS = {"config": ("like", "context_length"), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
 _FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads", "repeat", "exclude_last")
 BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)
@@ -680,11 +710,28 @@ def _quiet_interrupt(kind: type[BaseException], value: BaseException, tb: Any) -
         sys.__excepthook__(kind, value, tb)
 
 
+# The flags that name a file or folder, by their argparse names: an empty value (an unset shell variable) is
+# refused, not read as absent (`bench --chart-from ""` ran the whole benchmark); -o has its own check, which
+# suggests a name (check_output_path).
+_PATH_FLAGS = {"x": "X.npy", "freqs": "FREQS.npy", "cos": "COS.npy", "sin": "SIN.npy", "positions": "--positions",
+               "position_ids": "--position-ids", "plot": "--plot", "chart_from": "--chart-from", "out": "--out",
+               "path": "PATH"}
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """A ValueError naming the first path flag given as an empty string."""
+    for dest, flag in _PATH_FLAGS.items():
+        if getattr(args, dest, None) == "":
+            raise ValueError(f"{flag}: the path is empty; give a file name (or leave {flag} out)"
+                             if flag.startswith("-") else f"{flag}: the path is empty; give a file name")
+
+
 def _command(args: argparse.Namespace) -> int:
     """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
     (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141); Ctrl-C one line
     too, the process then ended by SIGINT as Python ends it (a shell's status 130)."""
     try:
+        _refuse_empty_paths(args)
         return int(args.func(args))
     except KeyboardInterrupt:
         if not args.debug:

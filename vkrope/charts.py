@@ -48,8 +48,22 @@ def figure(**kw: Any) -> Any:
     return import_matplotlib().figure.Figure(**kw)
 
 
+def _as_written(fig: Any) -> None:
+    """Titles, axis labels and legends drawn as written: a path, model or device name holding `$` is text, not
+    TeX (mathtext refused `a_$2^{$.json` with a parser's traceback); tick labels keep their math (10^2)."""
+    texts = list(fig.texts)  # (suptitle's among them)
+    for ax in fig.axes:
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        legend = ax.get_legend()
+        texts += legend.get_texts() if legend is not None else []
+    for text in texts:
+        text.set_parse_math(False)
+
+
 def save_figure(fig: Any, path: str, what: str, **kw: Any) -> None:
-    """Write `fig` to `path` in the format its extension names, whole or not at all (an interrupted chart
-    leaves the old file); an OSError is a ValueError naming `what`."""
+    """Write `fig` to `path` in the format its extension names, laid out tight (its texts as written), whole or
+    not at all (an interrupted chart leaves the old file); an OSError is a ValueError naming `what`."""
     fmt = os.path.splitext(path)[1][1:].lower() or "png"
+    _as_written(fig)
+    fig.tight_layout()
     write_whole(path, lambda fh: fig.savefig(fh, format=fmt, **kw), what)

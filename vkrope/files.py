@@ -35,6 +35,12 @@ def open_input(path: str, what: str, expected: str) -> BinaryIO:
     except FileNotFoundError:
         raise ValueError(f"{what}: no such file {path!r}") from None
     except OSError as exc:
+        try:  # (a socket does not open: "No such device or address" hid what it is)
+            kind = not_regular(os.stat(path).st_mode)
+        except OSError:
+            kind = None
+        if kind is not None:
+            raise ValueError(f"{what}: {path!r} is {kind}, not {expected}") from None
         raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
     try:
         kind = not_regular(os.fstat(fd).st_mode)

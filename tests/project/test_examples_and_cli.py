@@ -1062,7 +1062,8 @@ def test_charts_ignore_the_environments_matplotlib_backend(tmp_path):
 
 def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
     """SIGINT during a run: one line on stderr, no traceback (--debug keeps it), and the process ended by SIGINT
-    as Python ends it (a shell's status 130: a loop running the command stops), its JSON whole."""
+    as Python ends it (a shell's status 130: a loop running the command stops) after the line naming its rows so
+    far (bench.partial.json, whole)."""
     import signal
     import time
 
@@ -1072,16 +1073,19 @@ def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
-        while not (out_dir / "bench.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+        partial = out_dir / "bench.partial.json"
+        while not partial.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)  # (the run's first row written: well inside it)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         if debug:
             assert "Traceback" in err and "KeyboardInterrupt" in err, err
         else:
-            assert proc.returncode == -signal.SIGINT and err == "vkrope: interrupted\n", (proc.returncode, err)
-        assert json.loads((out_dir / "bench.json").read_text())["complete"] is False
-        assert [p.name for p in out_dir.iterdir()] == ["bench.json"]  # (no temporary file left)
+            assert proc.returncode == -signal.SIGINT and err == (
+                f"the rows measured so far are in {partial} (\"complete\": false); {out_dir / 'bench.json'} is as "
+                "it was\nvkrope: interrupted\n"), (proc.returncode, err)
+        assert json.loads(partial.read_text())["complete"] is False
+        assert [p.name for p in out_dir.iterdir()] == ["bench.partial.json"]  # (no temporary file left)
 
 
 def test_a_json_file_over_the_limit_is_refused_by_its_size(tmp_path, monkeypatch):

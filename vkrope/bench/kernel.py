@@ -364,7 +364,7 @@ def check_result(result: Any) -> None:
     """Raise ValueError unless `result` is a `run` result the chart can draw:
     a device name, a date and at least one row with every key it reads,
     each of the type the chart reads (a JSON from elsewhere: --chart-from)."""
-    if isinstance(result, dict) and "rows" not in result:
+    if not isinstance(result, dict) or "rows" not in result:  # (the modes' JSON: a list, or no rows)
         raise ValueError("it has no rows: only the kernel benchmark's bench.json has a chart (the JSON of bench "
                          "--family, --nd, --overhead or --decode has none)")
     if not isinstance(result, dict) or not isinstance(result.get("date"), str) \
@@ -453,11 +453,11 @@ def plot(result: dict[str, Any], path: str) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("size of x (MiB)")
     ax.set_ylabel("throughput (GB/s = 1e9 bytes moved per second)")
-    ax.set_title(f"vkrope on {result['device']['name']} ({result['date'][:10]}): bytes moved per second\n"
+    cut = ", a run cut short" if result.get("complete") is False else ""
+    ax.set_title(f"vkrope on {result['device']['name']} ({result['date'][:10]}{cut}): bytes moved per second\n"
                  "kernel bytes = read x + write out + read the table (or the generated columns)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
     save_figure(fig, path, "--plot", dpi=110, bbox_inches="tight")
 
 

@@ -58,7 +58,6 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     bottom.set_xlabel("pair column i (wavelength 2 pi / inverse frequency)")
     bottom.legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
     save_figure(fig, path, "--plot")
 
 

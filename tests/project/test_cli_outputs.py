@@ -1,0 +1,192 @@
+"""The command line's outputs keep the user's data: stdout as a target, a benchmark cut short, a chart path that
+is its input, empty path flags, charts of paths holding `$`, and the messages of inputs it cannot read."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+
+
+def _vkrope(*args: str, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, VKROPE_VALIDATION="1", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "vkrope", *args], env=env, timeout=300, **kw)
+
+
+def _inputs(tmp_path: Path, n: int = 16) -> tuple[str, str]:
+    rng = np.random.default_rng(0)
+    x, f = tmp_path / "x.npy", tmp_path / "f.npy"
+    np.save(x, rng.standard_normal((1, n, 8)).astype(np.float32))
+    np.save(f, rng.standard_normal((n, 8)).astype(np.float32))
+    return str(x), str(f)
+
+
+def test_output_to_stdout_appends_where_stdout_appends(tmp_path):
+    """`-o /dev/stdout >> log`: /dev/stdout resolves to the log itself, a regular file, which the atomic rename
+    replaced (the log's earlier lines gone, the "wrote" line written to the unlinked file). Written through
+    stdout now, after what the log held, the "wrote" line on stderr."""
+    x, f = _inputs(tmp_path)
+    log = tmp_path / "all.log"
+    log.write_bytes(b"keep\n")
+    with open(log, "ab") as out:
+        res = _vkrope("apply", x, f, "-o", "/dev/stdout", stdout=out, stderr=subprocess.PIPE, text=False)
+    assert res.returncode == 0 and b"wrote /dev/stdout" in res.stderr, res.stderr
+    data = log.read_bytes()
+    assert data.startswith(b"keep\n\x93NUMPY")
+    with open(log, "rb") as fh:
+        fh.seek(5)
+        y = np.load(fh)
+    assert y.shape == (1, 16, 8) and np.isfinite(y).all()
+
+
+def test_a_reader_of_stdout_gone_ends_the_command_quietly(tmp_path):
+    """`-o /dev/stdout | head -c 10` said "cannot write '/dev/stdout' (Broken pipe)" and exited 1: a reader
+    gone (here before the write: a pipe whose read end is closed) is SIGPIPE's status 141, quietly, as for every
+    other command."""
+    x, f = _inputs(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = _vkrope("apply", x, f, "-o", "/dev/stdout", stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert res.returncode == 141 and b"error" not in res.stderr, (res.returncode, res.stderr)
+
+
+def test_a_benchmark_cut_short_leaves_the_last_complete_json(tmp_path, capsys, monkeypatch):
+    """A run saves its rows after each shape: into bench.json, which a run that then failed (or Ctrl-C) left
+    partial over a complete one. Now into bench.partial.json, named when the run ends early, and bench.json
+    only when it completes; a shape that does not fit in memory names --shapes."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bench.json").write_text('{"complete": true}')
+
+    def cut(**kw):
+        Path(kw["json_path"]).write_text('{"complete": false}')
+        raise MemoryError("Unable to allocate 9.31 TiB")
+
+    monkeypatch.setattr(kernel, "run", cut)
+    assert main(["bench", "--shapes", "1x64x64", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"the rows measured so far are in {out / 'bench.partial.json'}" in err
+    assert "vkrope: error: ValueError: --shapes: a shape's arrays do not fit in this machine's memory" in err
+    assert (out / "bench.json").read_text() == '{"complete": true}'
+    assert json.loads((out / "bench.partial.json").read_text()) == {"complete": False}
+
+    def done(**kw):
+        Path(kw["json_path"]).write_text("{}")
+        return {"complete": True, "rows": []}
+
+    monkeypatch.setattr(kernel, "run", done)
+    monkeypatch.setattr(kernel, "plot", lambda result, path: None)
+    assert main(["bench", "--shapes", "1x64x64", "--out", str(out)]) == 0
+    assert json.loads((out / "bench.json").read_text()) == {"complete": True, "rows": []}
+    assert not (out / "bench.partial.json").exists()
+
+
+def test_chart_from_never_draws_over_its_input(tmp_path, capsys):
+    """`--chart-from r.png`: the chart's default path (the input's, .png) was the input, which the chart
+    replaced. Refused, the JSON kept."""
+    from vkrope.__main__ import main
+
+    src = tmp_path / "r.png"
+    src.write_bytes((ROOT / "docs" / "data" / "h200" / "bench-quick.json").read_bytes())
+    before = src.read_bytes()
+    assert main(["bench", "--chart-from", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert "is the JSON read; give --plot another file" in err, err
+    assert src.read_bytes() == before
+    assert main(["bench", "--chart-from", str(src), "--plot", str(src)]) == 1
+    assert "--plot: the chart's path" in capsys.readouterr().err and src.read_bytes() == before
+
+
+@pytest.mark.parametrize("args, flag", [(["bench", "--chart-from", ""], "--chart-from"),
+                                        (["bench", "--out", ""], "--out"), (["bench", "--plot", ""], "--plot"),
+                                        (["config", str(CONFIGS / "llama-3.1-8b.json"), "--plot", ""], "--plot"),
+                                        (["config", ""], "PATH"),
+                                        (["apply", "", "f.npy", "-o", "o.npy"], "X.npy")])
+def test_an_empty_path_is_refused_not_read_as_left_out(tmp_path, capsys, monkeypatch, args, flag):
+    """`bench --chart-from ""` (an unset shell variable) ran the whole default benchmark, `config --plot ""`
+    drew nothing and said nothing, `--out ""` wrote into bench-out."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(kernel, "run", lambda **kw: pytest.fail("the benchmark ran"))
+    assert main(args) == 1
+    assert capsys.readouterr().err.startswith(f"vkrope: error: ValueError: {flag}: the path is empty")
+    assert os.listdir(tmp_path) == []
+
+
+def test_config_json_with_a_chart_keeps_stdout_json(tmp_path):
+    """`config --json --plot p.png | python -m json.tool` failed: "wrote p.png" came first on stdout."""
+    pytest.importorskip("matplotlib")
+    res = _vkrope("config", str(CONFIGS / "llama-3.1-8b.json"), "--json", "--plot", str(tmp_path / "p.png"),
+                  capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["rope_type"] == "llama3" and "wrote" in res.stderr
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_a_chart_of_a_path_holding_dollars_draws_it_as_written(tmp_path):
+    """A `$` in a path (or a bench JSON's device name) was TeX to matplotlib: `a_$2^{$.json` ended in a
+    parser's traceback and a balanced pair drew math."""
+    pytest.importorskip("matplotlib")
+    cfg = tmp_path / "a_$2^{$.json"
+    cfg.write_text((CONFIGS / "llama-3.1-8b.json").read_text())
+    res = _vkrope("config", str(cfg), "--plot", str(tmp_path / "c.png"), capture_output=True, text=True)
+    assert res.returncode == 0 and "wrote" in res.stdout, res.stderr
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_config_messages_name_the_file_and_the_flags(tmp_path, capsys):
+    """A config.json holding null was "not a GGUF file" (None was the GGUF sign); a GGUF's longrope asked for
+    `context_length=`, the Python keyword, not --context-length."""
+    from vkrope.__main__ import main
+
+    null = tmp_path / "null.json"
+    null.write_text("null")
+    assert main(["config", str(null)]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {str(null)!r} holds null, not a JSON "
+                                       "object (as a config.json does)\n")
+    from vkrope.__main__ import cli_spelling
+
+    said = cli_spelling("context_length: 'p.gguf' has longrope factors ...: pass context_length= (llama.cpp's)",
+                        "config")
+    assert said == "--context-length: 'p.gguf' has longrope factors ...: pass --context-length (llama.cpp's)"
+
+
+def test_an_input_that_is_a_socket_is_named_as_one(tmp_path, capsys):
+    """A socket does not open ("No such device or address"): the message says what it is."""
+    from vkrope.__main__ import main
+
+    path = tmp_path / "s"
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(path))
+        assert main(["apply", str(path), "f.npy", "-o", str(tmp_path / "o.npy")]) == 1
+        assert f"X.npy: {str(path)!r} is a socket, not" in capsys.readouterr().err
+    finally:
+        sock.close()
+
+
+def test_chart_from_a_modes_json_says_only_the_kernel_benchmark_has_a_chart(tmp_path, capsys):
+    """`bench --nd` writes a list: "it needs a date and a device name" said nothing of why."""
+    from vkrope.__main__ import main
+
+    src = tmp_path / "bench_nd.json"
+    src.write_text("[]")
+    assert main(["bench", "--chart-from", str(src)]) == 1
+    assert "only the kernel benchmark's bench.json has a chart" in capsys.readouterr().err
