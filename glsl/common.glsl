@@ -176,6 +176,12 @@ float keep_sticky(float r, float rest) {
 #endif
 
 #ifdef X_BF16
+// The sign of x * y where x and y are not zero and their float32 product is (below 2^-150): it can still decide
+// a rounding at a midpoint (diff_of_products); 0.0 otherwise.
+float flushed_sign(float x, float y) {
+  return (x * y == 0.0 && x != 0.0 && y != 0.0) ? sign(x) * sign(y) : 0.0;
+}
+
 // r + rest == a*b - c*d exactly: a and c bfloat16 values; b and d bfloat16
 // values too (F_BF16: every product exact as it is), else float32 split
 // into their top 16 bits and the other 8 (each product exact); the
@@ -234,20 +240,27 @@ float round_scaled_bf16(float r, float rest) {
 // bfloat16 x, for one rounding to bfloat16 with no fma (lavapipe does not
 // fuse it): the exact result as a float32 sum and its remainder
 // (exact_diff), the remainder deciding the rounding where the sum sits on a
-// bfloat16 midpoint (keep_sticky). Inputs below 2^-60, whose products could
-// be float32 subnormals (exact only to 2^-149), are scaled by 2^64 first
-// and the result rounded on bfloat16's grid there (round_scaled_bf16).
+// bfloat16 midpoint (keep_sticky). Where both products are below 2^-60, and
+// so could be float32 subnormals (exact only to 2^-149), x is scaled by 2^64
+// first and the result rounded on bfloat16's grid there (round_scaled_bf16);
+// a product still below 2^-118 there sits 2^32 times below the other (or
+// the result is below bfloat16's smallest step), so only its sign can move
+// the rounding: kept where it underflows to zero (flushed_sign).
 // Where a product overflows the sum is not finite, and the plain formula is
 // returned; so is an exact zero, whose sign the sums may not keep.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
-  bool tiny = max(abs(a), abs(c)) < uintBitsToFloat(0x21800000u);  // 2^-60
+  // (the products' sizes, not x's: x from 2^-60 times a cos of 2^-80 is a float32 subnormal too)
+  bool tiny = max(abs(a * b), abs(c * d)) < uintBitsToFloat(0x21800000u);  // 2^-60
   float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
   float r, rest;
   exact_diff(a * k, b, c * k, d, r, rest);
   precise float plain = a * b - c * d;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
     return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
+  }
+  if (rest == 0.0) {
+    rest = flushed_sign(a * k, b) - flushed_sign(c * k, d);  // (1 and -1 stand for the lost products' signs)
   }
   return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 #else

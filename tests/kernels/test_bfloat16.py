@@ -574,6 +574,22 @@ def test_tiny_inputs_are_rounded_once_too(device, tables, subnormals_kept):
                                 flushed) == 0
 
 
+@pytest.mark.parametrize("tables", ["float32", "bfloat16"])
+def test_tiny_products_of_larger_inputs_are_rounded_once(device, tables, subnormals_kept):
+    """x from 2^-60 up, which the shader scaled by 2^64 only below 2^-60, times tiny cos / sin: products that
+    are float32 subnormals (exact only to 2^-149) or below them, beside a product as small or far larger (whose
+    rounding then takes the tiny one's sign only). (-3.9e-18, 2.1e-18) by (-6.2e-23, 1.3e-24) gave
+    -2 2^-133 where the exact -1.499992 2^-133 rounds to -1 2^-133."""
+    flushed = device.apply(np.float32([[[1e-40, 0.0]]]), np.float32([[1.0, 0.0]]))[0, 0, 0] == 0
+    for seed, cs_bits in ((26, (0x0D800000, 0x21800000)), (27, (0x03800000, 0x3F800000))):  # 2^-100.., 2^-120..1
+        assert exact_rotation_check(device.apply, 1000, seed + (tables == "bfloat16"), tables, (0x2180, 0x2B80),
+                                    flushed, cs_bits) == 0
+    x = np.array([[[-3.876022766635678e-18, 2.1412992906588713e-18]]]).astype(BF16)
+    f = np.array([[-6.203854594147708e-23, 1.2666203129718236e-24]], np.float32)
+    if not flushed:
+        assert bits(device.apply(x, f))[0, 0, 1] == 0x8001  # (-1 2^-133)
+
+
 def test_a_subnormal_result_rounds_by_the_exact_value(device):
     """(2^-133, 0) by cos 0.5 + 127 2^-24: the exact 0.50000757 2^-133 is
     just past the midpoint of bfloat16's smallest step: 2^-133, not 0."""

@@ -70,12 +70,13 @@ def bf16_round_exact(value) -> float:
 
 
 def exact_rotation_check(apply, n: int, seed: int, tables: str, x_bits: tuple[int, int] = (0x3000, 0x5000),
-                         flushed: bool = False) -> int:
+                         flushed: bool = False, cs_bits: tuple[int, int] = (0x39800000, 0x3F800000)) -> int:
     """How many of 2n results of `apply(x, freqs, positions=...)` differ from
     the exact rational result rounded once: x random bfloat16 bit patterns
     in `x_bits` (magnitude bits; the default: 2^-31 .. 2^32; (0, 0x0400):
     subnormals and the smallest normals), (cos, sin) random float32 (or
-    bfloat16) bit patterns in [2^-12, 1), both signs. `flushed`: a device
+    bfloat16) bit patterns in `cs_bits` (float32 magnitude bits; the default
+    [2^-12, 1)), both signs. `flushed`: a device
     that flushes float32 subnormals in shaders may give 0 where an input or
     the exact result is below 2^-126 (the README's Accuracy section)."""
     from fractions import Fraction
@@ -87,7 +88,7 @@ def exact_rotation_check(apply, n: int, seed: int, tables: str, x_bits: tuple[in
         return (e | (rng.integers(0, 2, k).astype(np.uint16) << 15)).view(BF16)
 
     x = np.stack([bf_bits(n), bf_bits(n)], -1).reshape(1, n, 2)
-    cs = [(rng.integers(0x39800000, 0x3F800000, n).astype(np.uint32).view(np.float32)
+    cs = [(rng.integers(*cs_bits, n).astype(np.uint32).view(np.float32)
            * rng.choice(np.float32([-1, 1]), n)) for _ in range(2)]
     f = np.stack(cs, -1)
     if tables == "bfloat16":
