@@ -292,11 +292,12 @@ def test_what_a_shift_refuses(device, tmp_path):
 
 def test_a_longrope_of_one_set_of_factors_shifts(device):
     """A longrope whose short and long factors are one set (from_gguf's, fixed by the context llama.cpp
-    allocates) rotated every key by it, whatever call wrote it: shifted as its frequencies are."""
+    allocates) rotated every key by it, whatever call wrote it: its frequencies do not depend on the positions,
+    and it is shifted as they are."""
     cfg = json.loads((HF_CONFIGS / "phi-3.5-mini.json").read_text())
     cfg["rope_scaling"]["long_factor"] = cfg["rope_scaling"]["short_factor"]
     rope = vkrope.from_hf(cfg)
-    assert rope.uses_seq_len()
+    assert not rope.uses_seq_len()
     rng = np.random.default_rng(5)
     kc0 = rng.standard_normal((1, 2, 16, rope.head_dim)).astype(np.float32)
     done = []

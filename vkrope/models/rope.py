@@ -243,22 +243,19 @@ class ModelRope:
         return RULES[self.rope_type].attention_factor(self)
 
     def attention_factor_for(self, seq_len: int | None) -> float:
-        """The attention factor of a call whose max(position_ids) + 1 is
-        `seq_len`: `attention_factor`, except for longrope with `short_mscale`
-        / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
+        """The attention factor of a call whose max(position_ids) + 1 is `seq_len`: `attention_factor`, except
+        for longrope with `short_mscale` / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
         pair = mscales(self)
         return self.attention_factor if pair is None else pair[is_long(self, seq_len)]
 
     def seq_len(self, position_ids: Any) -> int | None:
-        """max(position_ids) + 1 (None without positions): what dynamic and
-        longrope decide by."""
+        """max(position_ids) + 1 (None without positions): what dynamic and longrope decide by."""
         return seq_len_of(position_ids)
 
     def uses_seq_len(self) -> bool:
         """Whether the frequencies (PhiMoE: the factor) depend on the call's positions (dynamic, longrope; not a
         longrope whose short and long factors are the same, as a GGUF's at its context)."""
-        rule = RULES[self.rope_type]
-        return rule.call_key is not None and rule.varies(self)
+        return RULES[self.rope_type].call_key is not None and RULES[self.rope_type].varies(self)
 
     def inv_freq(self, seq_len: int | None = None, dtype: Any = np.float32) -> np.ndarray:
         """The inverse frequencies [rotary_dim / 2] for a call whose

@@ -35,7 +35,8 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
             isinstance(freqs, InvFreqs) and freqs.mrope):
         raise ValueError("freqs: an M-RoPE spec rotates each key by several positions; shift_cache takes one "
                          "position per token (a text-only cache: pass the spec of its one axis)")
-    if isinstance(freqs, ModelRope) and freqs.uses_seq_len() and not _one_set(freqs):
+    # (a longrope whose short and long factors are one set, from_gguf's, does not: any call rotated by it)
+    if isinstance(freqs, ModelRope) and freqs.uses_seq_len():
         raise ValueError(f"freqs: this ModelRope's frequencies depend on the positions ({freqs.rope_type}: each call "
                          "decides them by its longest position), so which ones rotated each cached key depends on the "
                          "call that wrote it; pass the spec the keys were rotated by (rope.freqs(position_ids) of "
@@ -81,17 +82,6 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
     if paged:
         raise ValueError("v_cache: a paged cache's rows stay where they are (only keys turn): pass v_cache=None")
     return v_cache if moves else None
-
-
-def _one_set(rope: ModelRope) -> bool:
-    """Whether a longrope gives one set of frequencies on both sides of its switch (from_gguf's: the set
-    llama.cpp's context picks, as both its short and long factors): any call rotated the keys by it."""
-    if rope.rope_type != "longrope":
-        return False
-    try:
-        return rope.freqs(np.zeros((1, 1), np.int64)) == rope.freqs(np.full((1, 1), rope.orig, np.int64))
-    except ValueError:  # (its original length past the positions it takes: no call reached the long set)
-        return True
 
 
 def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
