@@ -356,10 +356,14 @@ def cmd_rotary_embedding(args: argparse.Namespace) -> int:
 
 
 def _make_dir(path: Any) -> None:
+    """`bench --out`'s folder, made where missing; a ValueError naming --out otherwise."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({exc.strerror or exc})") from None
+        why = exc.strerror or exc
+        if isinstance(exc, FileExistsError):  # ("File exists" said nothing of what is there)
+            why = "a dangling symlink" if os.path.islink(path) else "a file, not a folder"
+        raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({why})") from None
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -502,9 +506,9 @@ def read_config(path: str) -> tuple[str, dict | None]:
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
-    from .models import from_gguf, from_hf, layer_types  # noqa: PLC0415
+    from .models import ModelRope, from_gguf, from_hf, layer_types  # noqa: PLC0415
     from .models.gguf import NeedsLayerType  # noqa: PLC0415
-    from .models.hf import hub_id_hint  # noqa: PLC0415
+    from .models.hf import NoRopeLayers, hub_id_hint  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):
@@ -522,19 +526,28 @@ def cmd_config(args: argparse.Namespace) -> int:
                          "general.architecture says (leave --like out)")
     if not is_gguf and args.context_length is not None:
         raise ValueError(f"--context-length: applies to GGUF files (llama.cpp's context); {file!r} is a config.json")
+    ropes: list[ModelRope | None]  # (None: a layer type whose layers apply no RoPE)
     if is_gguf:
         n_ctx = args.context_length
         try:  # (imports gguf, or says how to get it)
             ropes = [from_gguf(file, context_length=n_ctx)]
         except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
             ropes = [from_gguf(file, layer_type=lt, context_length=n_ctx) for lt in ("full_attention", "sliding_attention")]
+        except NoRopeLayers:  # (llama.cpp's graph rotates no layer: said below)
+            ropes = []
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
         types = layer_types(cfg, like=args.like)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
-        ropes = [from_hf(cfg, layer_type=lt, like=args.like) for lt in (types or (None,))]
+        try:
+            ropes = [from_hf(cfg, layer_type=lt, like=args.like) for lt in (types or (None,))]
+        except NoRopeLayers:  # (no layer of the config rotates: said below)
+            ropes = []
     result = [r.summary() for r in ropes if r is not None]
     if not result:
-        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE")
+        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE",
+              file=sys.stderr if args.json else sys.stdout)
+        if args.json:
+            print("[]")  # (stdout stays JSON: no RoPE to list)
         return 0
     if args.plot:
         from .models.chart import plot  # noqa: PLC0415

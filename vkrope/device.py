@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 
@@ -75,7 +75,17 @@ class Device(DeviceMemory):
     rope_and_cache = operation(decode.rope_and_cache)
     shift_cache = operation(shift.shift_cache)
 
-    def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]:
+    # (each result is of its job's x's kind, as apply's (its out too): typed so where every x is one kind,
+    # so that `q_rot, k_rot = dev.apply_many([(q, f), (k, f)])` of DeviceArrays checks as DeviceArrays)
+    @overload
+    def apply_many(self, calls: list[tuple[DeviceArray, Any] | tuple[DeviceArray, Any, dict[str, Any]]]
+                   ) -> list[DeviceArray]: ...
+    @overload
+    def apply_many(self, calls: list[tuple[np.ndarray, Any] | tuple[np.ndarray, Any, dict[str, Any]]]
+                   ) -> list[np.ndarray]: ...
+    @overload
+    def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]: ...
+    def apply_many(self, calls: list[tuple]) -> list[Any]:  # (each as an overload above says)
         """Rotate several tensors, in one queue submission where they do not
         depend on each other through numpy memory.
 

@@ -190,7 +190,7 @@ def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):
         ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 96), ("add_rope_scaling_orig_ctx_len", 4096)],
         [("rope_factors_long.weight", rs["long_factor"]), ("rope_factors_short.weight", rs["short_factor"])])
     assert main(["config", path]) == 1
-    assert "pass context_length=" in capsys.readouterr().err
+    assert "pass --context-length (llama.cpp" in capsys.readouterr().err  # (the flag, not the keyword)
     assert main(["config", path, "--context-length", "8192", "--json"]) == 0
     import json  # noqa: PLC0415
     read = json.loads(capsys.readouterr().out)
@@ -367,13 +367,19 @@ def test_gguf_sliding_base_and_scale_as_llama_cpp(tmp_path):
 
 def test_gguf_refusals_read_from_llama_cpp(tmp_path):
     """starcoder (listed as "normal" RoPE; its graph adds learned positions) and baichuan (RoPE or ALiBi by
-    model size) are refused; Granite with rope.scaling.finetuned false rotates no layer."""
+    model size) are refused; Granite with rope.scaling.finetuned false rotates no layer (NoRopeLayers where no
+    layer is named: from_gguf then gives a RoPE or raises)."""
+    from vkrope.models.hf import NoRopeLayers
+
     with pytest.raises(ValueError, match="'starcoder' applies no RoPE in llama.cpp's graph"):
         vkrope.from_gguf(_arch_file(tmp_path, "starcoder", 2))
     with pytest.raises(ValueError, match="'baichuan': vkrope cannot read where its graph rotates"):
         vkrope.from_gguf(_arch_file(tmp_path, "baichuan", 2))
     path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
-    assert vkrope.from_gguf(path) is None and vkrope.from_gguf(path, layer=0) is None
+    with pytest.raises(NoRopeLayers, match=r"^path: .* \(granite\): llama\.cpp's graph applies RoPE on none of "
+                                           r"its layers \(it rotates where .*has_rope"):
+        vkrope.from_gguf(path)
+    assert vkrope.from_gguf(path, layer=0) is None
     assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
 
 
@@ -505,6 +511,19 @@ def test_arrays_of_strings_and_big_endian_files_still_read(tmp_path):
     with pytest.raises(ValueError, match=r"is not a GGUF file \(ValueError: metadata 9: an array of arrays, which "
                                          r"llama.cpp's gguf_init refuses\)"):
         vkrope.from_gguf(nested)
+
+
+def test_a_rope_key_that_is_not_utf8_is_named_once(tmp_path):
+    """A key the rope rules read, not UTF-8: named once, after the file and the architecture (its place was said
+    twice: "p: qwen2.path: 'p': qwen2.rope.scaling.type ...")."""
+    path = write(tmp_path / "u.gguf", "qwen2", [("add_embedding_length", 1024), ("add_head_count", 8),
+                                                ("add_rope_scaling_type", gguf.RopeScalingType.YARN)])
+    data = open(path, "rb").read()
+    assert data.count(b"yarn") == 1
+    open(path, "wb").write(data.replace(b"yarn", b"\xffarn"))
+    with pytest.raises(ValueError) as info:
+        vkrope.from_gguf(path)
+    assert str(info.value) == f"{path}: qwen2: qwen2.rope.scaling.type is not UTF-8 text"
 
 
 def test_a_key_that_is_not_utf8_is_named(tmp_path):

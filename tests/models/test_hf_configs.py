@@ -468,8 +468,10 @@ def test_layer_type_errors_and_inputs(tmp_path):
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, -np.ones((1, 2), np.int64)), ValueError, "position_ids"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, [[0, 1]]), TypeError,
      r"^position_ids must be a numpy integer array \[B, S\]; got list \(convert it with np\.asarray\(position_ids\)\)$"),
-    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k[:, :, :1], r, np.zeros((1, 2), np.int64)), ValueError,
      "share B, S and D"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k[..., :64], r, np.zeros((1, 2), np.int64)), ValueError,
+     "^k: the ModelRope's head dim is 128 .of which 128 rotate.; this call.s heads have D = 64: pass the heads"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k.astype(np.float16), r, np.zeros((1, 2), np.int64)), TypeError,
      "one dtype"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[0], k, r, np.zeros((1, 2), np.int64)), ValueError, "4D"),
@@ -490,6 +492,24 @@ def test_bad_calls_are_refused_before_gpu_work(call, exc, match):
         call(q, k, rope)
     y, _ = vkrope.apply_rotary_pos_emb(q + 1, k, rope, np.zeros((1, 2), np.int64))  # still usable
     assert np.array_equal(y, q + 1)
+
+
+def test_deepseek_full_q_beside_its_rotary_k_pe_gets_the_head_dim_hint():
+    """The likeliest DeepSeek mistake, the whole q (192 = qk_nope_head_dim + qk_rope_head_dim) beside k_pe (its
+    64 rotary channels only): the ModelRope's head dim is checked first, q's then k's, so the message says which
+    heads to pass, not only that q and k differ in D (which an InvFreqs spec, having no head dim, still gets)."""
+    rope = vkrope.from_hf(config("deepseek-v3"))
+    q, k_pe, pos = np.zeros((1, 128, 4, 192), np.float32), np.zeros((1, 1, 4, 64), np.float32), np.zeros((1, 4), int)
+    hint = r"this call's heads have D = 192: pass the heads the model rotates " \
+        r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"
+    with pytest.raises(ValueError, match=r"^q: the ModelRope's head dim is 64 \(of which 64 rotate\); " + hint):
+        vkrope.apply_rotary_pos_emb(q, k_pe, rope, pos)
+    with pytest.raises(ValueError, match=r"^k: the ModelRope's head dim is 64 \(of which 64 rotate\); " + hint):
+        vkrope.apply_rotary_pos_emb(k_pe, q[:, :1], rope, pos)
+    with pytest.raises(ValueError, match=r"^k \(1, 1, 4, 64\) must share B, S and D with q \(1, 128, 4, 192\)"):
+        vkrope.apply_rotary_pos_emb(q, k_pe, vkrope.InvFreqs(rope.inv_freq()), pos)
+    q_rot, k_rot = vkrope.apply_rotary_pos_emb(q[..., 128:], k_pe, rope, pos)  # the rotary part: as documented
+    assert q_rot.shape == (1, 128, 4, 64) and k_rot.shape == (1, 1, 4, 64)
 
 
 def test_q_and_k_given_tokens_first_get_a_layout_hint():

@@ -292,6 +292,32 @@ def test_layers_without_rope_by_index():
     assert vkrope.from_hf(g3, layer_type="full_attention").params == (("factor", 8.0),)
 
 
+def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch):
+    """from_hf naming no layer never returns None, nor a RoPE no layer uses: a config whose layers all apply
+    none (Llama 4's no_rope_layers all 0; Cohere 2 without a sliding window; a remote config llama.cpp's graph
+    rotates nowhere) is NoRopeLayers, naming the key that says so; layer= still gives None."""
+    from vkrope.models import gguf_convert
+    from vkrope.models.hf import NoRopeLayers
+
+    l4 = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
+          "no_rope_layers": [0, 0, 0, 0]}
+    with pytest.raises(NoRopeLayers, match=r"^config: its layers all apply no RoPE \(by no_rope_layers "
+                                           r"\[0, 0, 0, 0\]\): it has no RoPE to give$"):
+        vkrope.from_hf(l4)
+    assert issubclass(NoRopeLayers, ValueError) and vkrope.from_hf(l4, layer=0) is None
+    assert vkrope.hf_layers(l4) == (None,) * 4
+    assert vkrope.from_hf(dict(l4, no_rope_layers=[0, 0, 1, 0])).nope_layers == (0, 1, 3)
+    coh = {"model_type": "cohere2", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
+           "sliding_window": None, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    with pytest.raises(NoRopeLayers, match=r"by layer_types .*, with sliding_window null\)"):
+        vkrope.from_hf(coh)
+    monkeypatch.setattr(gguf_convert, "from_config", lambda *a, **k: None)  # (a graph rotating no layer)
+    minicpm = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "remote_configs", "minicpm-2b.json")
+    with pytest.raises(NoRopeLayers, match=r"^config \(MiniCPMForCausalLM\): its layers all apply no RoPE"):
+        vkrope.from_hf(minicpm)
+    assert vkrope.from_hf(minicpm, layer=0) is None
+
+
 def test_head_dim_keys_pairs_and_text_configs():
     """The head-dim keys (JetMoE kv_channels, MLA qk_rope_head_dim with a partial factor saved beside it),
     the pairs (Youtu, OpenAI's privacy filter), the Omni models' thinker text config, Kimi-K2's betas."""

@@ -94,6 +94,51 @@ def test_type_checkers_see_the_result_of_x_kind(tmp_path):
     assert 'Module has no attribute "aply"' in res.stdout, res.stdout
 
 
+def _revealed(tmp_path, source: str) -> tuple[list[str], str]:
+    """mypy's revealed types of `source` (a module using vkrope), in order, and its whole report."""
+    src = tmp_path / "use.py"
+    src.write_text("import numpy as np\nimport vkrope\n" + source)
+    res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
+                          str(tmp_path / "cache"), str(src)], capture_output=True, text=True)
+    return [line.split("Revealed type is ")[1] for line in res.stdout.splitlines() if "Revealed type" in line], \
+        res.stdout
+
+
+def test_type_checkers_see_a_model_rope_where_no_layer_is_named(tmp_path):
+    """from_hf / from_gguf naming no layer give a ModelRope (or raise NoRopeLayers), so the documented
+    `vkrope.from_hf(path).cos_sin(...)` checks; naming a layer or a layer type may give None."""
+    revealed, out = _revealed(tmp_path,
+        "reveal_type(vkrope.from_hf({'model_type': 'llama'}))\n"
+        "reveal_type(vkrope.from_hf('config.json', like='llama', angle='exact'))\n"
+        "reveal_type(vkrope.from_hf({'model_type': 'llama'}, layer=0))\n"
+        "reveal_type(vkrope.from_hf({'model_type': 'gemma3'}, layer_type='sliding_attention'))\n"
+        "reveal_type(vkrope.from_gguf('model.gguf', context_length=4096))\n"
+        "reveal_type(vkrope.from_gguf('model.gguf', layer=3))\n"
+        "vkrope.from_hf('config.json').cos_sin(np.arange(4))\n")
+    rope = '"vkrope.models.rope.ModelRope"'
+    assert revealed == [rope, rope, '"vkrope.models.rope.ModelRope | None"', '"vkrope.models.rope.ModelRope | None"',
+                        rope, '"vkrope.models.rope.ModelRope | None"'], out
+    assert "error" not in out, out
+
+
+def test_type_checkers_see_apply_many_results_of_x_kind(tmp_path):
+    """Device.apply_many's results are of each job's x's kind, as apply's: DeviceArrays for DeviceArray x
+    (docs/storage.md's `q_rot, k_rot = dev.apply_many(...)`, then `q_rot.get()`), numpy for numpy x, either
+    for a mix."""
+    revealed, out = _revealed(tmp_path,
+        "x = np.ones((1, 4, 8), np.float32)\nf = np.ones((4, 8), np.float32)\n"
+        "dev = vkrope.Device()\nq = dev.asarray(x)\n"
+        "q_rot, k_rot = dev.apply_many([(q, f), (q, f, {'repeat': 1, 'exclude_last': 4})])\n"
+        "reveal_type(k_rot)\nq_rot.get()\n"
+        "reveal_type(dev.apply_many([(x, f), (x, f, {'inverse': True})]))\n"
+        "reveal_type(dev.apply_many([(x, f), (q, f)]))\n")
+    assert revealed[0] == '"vkrope.runtime.array.DeviceArray"', out
+    assert revealed[1].startswith('"list[numpy.ndarray'), out
+    assert "DeviceArray" not in revealed[1], out
+    assert "numpy.ndarray" in revealed[2] and "DeviceArray" in revealed[2], out
+    assert len(revealed) == 3 and "error" not in out, out
+
+
 def test_every_bound_operation_is_listed():
     """Device binds exactly the front ends' operations (and the module exports them, checked above): none
     is left unbound, and none bound is missing from the front ends found above."""

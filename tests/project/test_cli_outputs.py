@@ -190,3 +190,30 @@ def test_chart_from_a_modes_json_says_only_the_kernel_benchmark_has_a_chart(tmp_
     src.write_text("[]")
     assert main(["bench", "--chart-from", str(src)]) == 1
     assert "only the kernel benchmark's bench.json has a chart" in capsys.readouterr().err
+
+
+def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys):
+    """`bench --out FILE` said "(File exists)"."""
+    from vkrope.__main__ import main
+
+    (tmp_path / "f").write_text("")
+    os.symlink(tmp_path / "missing", tmp_path / "dangling")
+    for name, why in (("f", "a file, not a folder"), ("dangling", "a dangling symlink")):
+        assert main(["bench", "--decode", "--out", str(tmp_path / name)]) == 1
+        assert capsys.readouterr().err.endswith(f"as the output folder ({why})\n")
+
+
+def test_config_of_a_model_whose_layers_all_apply_no_rope_says_so(tmp_path, capsys):
+    """A llama4_text config with every layer NoPE printed a full RoPE summary under "the layers with RoPE:"
+    (and drew it): from_hf raises NoRopeLayers there now, and the command says no layer applies RoPE."""
+    from vkrope.__main__ import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
+                               "num_hidden_layers": 4, "head_dim": 128, "rope_theta": 500000.0,
+                               "no_rope_layers": [0, 0, 0, 0], "max_position_embeddings": 8192}))
+    assert main(["config", str(cfg)]) == 0
+    assert capsys.readouterr().out == f"{cfg} (config.json): no layer applies RoPE\n"
+    assert main(["config", str(cfg), "--json"]) == 0  # (stdout stays JSON: an empty list)
+    said = capsys.readouterr()
+    assert json.loads(said.out) == [] and said.err == f"{cfg} (config.json): no layer applies RoPE\n"

@@ -10,7 +10,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -18,6 +18,14 @@ from . import gguf_context, gguf_file, gguf_layers, gguf_split
 from .rope import ModelRope, brief, interleaved_axes
 from ..runtime.dtypes import is_int
 
+# (a call naming no layer and no layer type gives a RoPE or raises, as from_hf's: typed so; naming one may
+# get None, a layer without RoPE)
+@overload
+def from_gguf(path: Any, *, layer_type: None = None, layer: None = None, angle: str = "float32",
+              context_length: int | None = None) -> ModelRope: ...
+@overload
+def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None, angle: str = "float32",
+              context_length: int | None = None) -> ModelRope | None: ...
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
     """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it
@@ -43,7 +51,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     there. `layer_type`: "sliding_attention" or "full_attention", for files
     whose sliding layers rotate differently (Gemma 2 / 3 / 4, ...). Without
     either: the RoPE every rotating layer shares (`nope_layers` lists the
-    others), or a ValueError when sliding and full layers differ.
+    others), or a ValueError when sliding and full layers differ; never
+    None: `vkrope.models.hf.NoRopeLayers` (a ValueError) where llama.cpp's
+    graph rotates no layer of the file (Granite with `rope.scaling.finetuned` false).
 
     `context_length`: llama.cpp's context per sequence (the `n_ctx_seq` it
     logs: `n_ctx / n_seq_max`, or `n_ctx` with a unified KV cache), which
@@ -62,6 +72,11 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"path: {what}: {p!r}")
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
+    if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
+        from .hf import NoRopeLayers  # noqa: PLC0415 (hf imports this module, through gguf_convert)
+
+        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph applies RoPE on none of its layers (it "
+                           f"rotates where {gguf_layers.table()['archs'][arch]['rotates']}): it has no RoPE to give")
     return at_context(rope, None if context_length is None else int(context_length), p,
                       kv.get("rope.scaling.original_context_length", kv.get("context_length")))
 
@@ -138,8 +153,8 @@ class _Values(Mapping):
                                           "takes them")
             try:
                 self._got[key] = self._g.value(full)
-            except UnicodeDecodeError:
-                raise ValueError(f"path: {self._where!r}: {full} is not UTF-8 text") from None
+            except UnicodeDecodeError:  # (Refused: said whole; a ValueError was prefixed with the key's place again)
+                raise gguf_layers.Refused(f"{full} is not UTF-8 text") from None
         return self._got[key]
 
     def __contains__(self, key: object) -> bool:

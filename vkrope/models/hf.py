@@ -11,7 +11,7 @@ import functools
 import json
 import math
 import os
-from typing import Any
+from typing import Any, overload
 
 from ..files import read_json
 from . import config_rules, gguf_convert
@@ -460,6 +460,19 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     return tuple(out)
 
 
+class NoRopeLayers(ValueError):
+    """`from_hf(config)` (no `layer=`, no `layer_type=`) of a config whose
+    layers all apply no RoPE: it has no RoPE every rotating layer shares."""
+
+
+# (a call naming no layer and no layer type gives a RoPE or raises: typed so, the documented
+# `vkrope.from_hf(path).cos_sin(...)` checks; naming one may get None, a layer without RoPE)
+@overload
+def from_hf(config: Any, *, layer_type: None = None, layer: None = None, like: str | None = None,
+            angle: str = "float32") -> ModelRope: ...
+@overload
+def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
+            angle: str = "float32") -> ModelRope | None: ...
 def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
             angle: str = "float32") -> ModelRope | None:
     """A model's RoPE from its Hugging Face config (a config.json's dict, its
@@ -487,7 +500,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
     (its layer type read from the config). Returns None when that layer
     (or every layer of that type) applies no RoPE. Without either, the
-    RoPE every rotating layer shares (`summary()` lists the layers without);
+    RoPE every rotating layer shares (`summary()` lists the layers without),
+    never None: `NoRopeLayers` (a ValueError) where the config's layers all apply none;
     an unknown rope type, missing or contradictory field: a ValueError naming the key."""
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
@@ -501,7 +515,6 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     model_type = like or str(outer.get("model_type"))
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
     nested = _per_layer(cfg, e)
-    types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else None
     if layer is not None:
         if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
             raise ValueError(f"layer_type {layer_type!r} is not layer {layer}'s ({type_of_layer!r})")
@@ -513,8 +526,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                                  "config class derives it); pass layer_type=, or the config as transformers saves "
                                  "it, AutoConfig.from_pretrained(path).to_dict()")
             layer_type = type_of_layer
-    elif layer_type is not None and rotates is not None and types is not None and layer_type in types \
-            and not any(r for r, t in zip(rotates, types) if t == layer_type):
+    elif layer_type is not None and _type_without_rope(cfg, rotates, layer_type):
         return None  # (every layer of that type applies none)
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type)
@@ -549,20 +561,39 @@ def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, laye
                          f"as llama.cpp's converter writes it); got {layer_type!r}")
     if layer is not None and not is_int(layer):
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
-    return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
+    rope = gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)
+    if rope is None and layer is None and layer_type is None:  # (from_hf naming no layer gives a RoPE or raises)
+        raise NoRopeLayers(f"config ({remote[1]}): its layers all apply no RoPE in llama.cpp's graph (read as its "
+                           "converter writes it): it has no RoPE to give")
+    return rope
+
+
+def _type_without_rope(cfg: dict, rotates: list[bool] | None, layer_type: str) -> bool:
+    """Whether the config lists layers of `layer_type` and none of them rotates."""
+    types = cfg.get("layer_types")
+    return rotates is not None and isinstance(types, list) and layer_type in types \
+        and not any(r for r, t in zip(rotates, types) if t == layer_type)
 
 
 def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[bool] | None, str | None, str | None]:
     """(per layer whether it rotates, or None; layer `layer`'s type; why the pattern is unknown): a plain
     read (no layer, no layer type) of a config lacking the key that says still gives the rotating layers'
-    RoPE, with its layers without RoPE unknown."""
+    RoPE, with its layers without RoPE unknown; one of a config whose layers all apply none: NoRopeLayers."""
     try:
         rotates, type_of_layer = _layer_of(cfg, e, layer)
     except ValueError as exc:
         if layer is not None or layer_type is not None or "is missing, empty" not in str(exc):
             raise
         return None, None, str(exc)
+    if layer is None and layer_type is None and rotates and not any(rotates):
+        # (a plain read gives the RoPE every rotating layer shares: with none, there is none to give, and
+        # None would break its callers, typed to get a RoPE)
+        rule = e["nope"]
+        cond = rule.get("if_null")
+        why = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""
+        raise NoRopeLayers(f"config: its layers all apply no RoPE (by {rule['key']} {brief(cfg[rule['key']])}{why}): "
+                           "it has no RoPE to give")
     return rotates, type_of_layer, None
 
 
