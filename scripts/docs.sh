@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # Build the documentation site into site/ (or OUTDIR), strict: a broken link,
 # a page missing from mkdocs.yml's navigation or a docstring that does not
-# render fails the build. Installs the `docs` extra into .venv when missing.
+# render fails the build.
 #
-# Usage: scripts/docs.sh [OUTDIR]
+# The Python it builds with: the project's .venv when there is one (made by
+# scripts/test.sh or scripts/demo.sh; the `docs` extra is installed into it
+# when missing). Without a .venv: $PYTHON, or else python3, as it is (nothing
+# is installed into it); it must import mkdocs, mkdocstrings and vkrope with
+# its dependencies, as `pip install '.[docs]'` gives it.
+#
+# Usage: scripts/docs.sh [OUTDIR]      (PYTHON=... scripts/docs.sh [OUTDIR])
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  echo "Usage: scripts/docs.sh [OUTDIR]"
+  echo "Usage: scripts/docs.sh [OUTDIR]   (Python: .venv, else \$PYTHON or python3 with mkdocs, mkdocstrings and vkrope)"
   exit 0
 fi
 out="${1:-site}"
-if [[ ! -x .venv/bin/python ]]; then
-  echo "scripts/docs.sh: no .venv; run scripts/test.sh (or scripts/demo.sh) first" >&2
-  exit 1
+needs="import mkdocs, mkdocstrings, mkdocstrings_handlers.python, vkrope"
+if [[ -x .venv/bin/python ]]; then
+  py=.venv/bin/python
+  "$py" -c "$needs" 2>/dev/null || "$py" -m pip install -q --no-build-isolation -e ".[docs]"
+else
+  py="${PYTHON:-python3}"
+  if ! err=$("$py" -c "$needs" 2>&1); then
+    echo "scripts/docs.sh: no .venv here, and $py cannot import mkdocs, mkdocstrings and vkrope" >&2
+    echo "  ($(tail -n 1 <<<"$err"));" >&2
+    echo "  pip install '.[docs]' into it (or set PYTHON to a Python that has them)," >&2
+    echo "  or run scripts/test.sh (or scripts/demo.sh) to make .venv" >&2
+    exit 1
+  fi
 fi
-.venv/bin/python -c "import mkdocs, mkdocstrings" 2>/dev/null || .venv/bin/python -m pip install -q --no-build-isolation -e ".[docs]"
-.venv/bin/python -m mkdocs build --strict -d "$out"
+"$py" -m mkdocs build --strict -d "$out"
 echo "site: $out/index.html"

@@ -131,3 +131,25 @@ def test_the_config_rules_counts_are_what_the_data_says():
     refuse = sum(bool(h["bare"]) for h in measured)
     assert f"{head_dim} types' `head_dim`" in text and f"{hidden} of {len(rules)} classes' `hidden_size`" in text
     assert f"{refuse} of the {len(measured)} model types measured refuse one" in text
+
+
+def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):
+    """scripts/docs.sh builds with .venv when there is one; without it ($PYTHON or python3, after
+    `pip install '.[docs]'`), with that Python when it imports mkdocs, mkdocstrings and vkrope, and otherwise
+    says what it needs and exits 1 (it refused outright before)."""
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "docs.sh"
+    script.write_text((ROOT / "scripts" / "docs.sh").read_text())
+    log = tmp_path / "calls"
+    for name, rc in (("good", 0), ("bare", 1)):  # (a stand-in Python: logs its arguments, exits rc)
+        fake = tmp_path / name
+        fake.write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\nexit {rc}\n')
+        fake.chmod(0o755)
+    run = lambda py: subprocess.run(["bash", str(script), "out"], capture_output=True, text=True,  # noqa: E731
+                                    env={"PATH": "/usr/bin:/bin", "PYTHON": str(tmp_path / py)})
+    res = run("good")
+    assert res.returncode == 0, res.stderr
+    assert log.read_text().splitlines()[-1] == "good -m mkdocs build --strict -d out"
+    res = run("bare")
+    assert res.returncode == 1 and "pip install '.[docs]'" in res.stderr
+    assert not any(line.startswith("bare -m") for line in log.read_text().splitlines())
