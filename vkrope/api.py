@@ -11,6 +11,7 @@ from typing import Any, Callable, ParamSpec, TypeVar, cast
 
 from .arguments import check_on_device
 from .device import Device, begun_submissions, kept_key, note_submitted
+from .owner import refuse_inside_a_call
 from .runtime.array import DeviceArray
 from .errors import DeviceClosedError
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
@@ -20,12 +21,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _default: Device | None = None
-_default_lock = threading.Lock()
+# (reentrant, so that a signal handler calling in while this thread opens or closes the default device is
+# refused, not deadlocked: refuse_inside_a_call)
+_default_lock = threading.RLock()
 
 
 def _fresh_lock_in_child() -> None:
     global _default_lock
-    _default_lock = threading.Lock()  # a thread of the parent may have held it at the fork
+    _default_lock = threading.RLock()  # a thread of the parent may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_fresh_lock_in_child)
@@ -35,6 +38,8 @@ def default_device() -> Device:
     """The device `vkrope.apply` uses, created on first use (and re-created
     after it was closed, for example by a device loss)."""
     global _default
+    refuse_inside_a_call(_default_lock, "vkrope's default device", "it is not there yet or going",
+                         inside="the opening or closing of the default device")
     with _default_lock:
         if _default is None or _default.closed:
             _default = Device()
@@ -44,6 +49,8 @@ def default_device() -> Device:
 def close_default_device() -> None:
     """Close the default device (it is re-created on the next `apply`)."""
     global _default
+    refuse_inside_a_call(_default_lock, "close_default_device()", "it is not there yet or going",
+                         inside="the opening or closing of the default device")
     with _default_lock:
         dev, _default = _default, None
     if dev is not None:

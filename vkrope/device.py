@@ -16,7 +16,7 @@ from . import kernels
 from .ops import decode, executorch, nd, onnx, sam2, shift, transformers
 from .ops.call import Call, bind
 from .ops.repeat import key_of
-from .owner import DeviceMemory, devices
+from .owner import DeviceMemory, devices, refuse_inside_a_call
 from .runtime import execute, kept_calls
 from .runtime.operator import Operator
 from .vk.instance import PhysicalDeviceInfo
@@ -135,6 +135,7 @@ class Device(DeviceMemory):
 
     def _replay(self, key: tuple | None, objects: list[Any]) -> tuple[bool, Any]:
         """(True, its result) when the call kept under `key` was submitted again; else (False, None)."""
+        refuse_inside_a_call(self._lock, "a vkrope operation", "the call is using the device's buffers and fence")
         if key is None:
             return False, None
         with self._lock:
@@ -172,6 +173,7 @@ class Device(DeviceMemory):
         one job on one memory); and a job that reads numpy memory an
         earlier job writes starts a new submission, after that job's result
         was copied back, checked again (its arguments' data changed)."""
+        refuse_inside_a_call(self._lock, "a vkrope operation", "the call is using the device's buffers and fence")
         if len(jobs) == 1:
             # One job (every call but apply_many): nothing to order, and its
             # checks made under the lock come before any GPU work all the same.

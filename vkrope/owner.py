@@ -37,6 +37,17 @@ _Owner = TypeVar("_Owner", bound="DeviceOwner")
 _numbers = itertools.count(1)  # Device #n in reprs and messages: two devices of one GPU told apart
 
 
+def refuse_inside_a_call(lock: Any, what: str, why: str, inside: str = "a call on this device") -> None:
+    """RuntimeError where this thread holds a device's `lock` already: it is inside a call on that device (a
+    signal handler or a finalizer running in the middle of it), whose buffers, fence and recordings are that
+    call's until it ends (an operator run there overwrote the call's arguments, or submitted its fence twice:
+    a driver abort; a close left it spinning)."""
+    # (the lock is reentrant: owned by this thread here means inside one of its calls)
+    if lock._is_owned():
+        raise RuntimeError(f"{what} was called inside {inside} in this thread (from a signal handler or a "
+                           f"finalizer): {why}; call it after that returns")
+
+
 class DeviceOwner:
     """Owns a `Context` (and its `Runtime`) behind a lock; base of `vkrope.Device`."""
 
@@ -213,10 +224,7 @@ class DeviceOwner:
         holding it (an exception in their `__del__`) is freed too. Called
         from inside a call on this device in this thread (a signal handler or
         a finalizer), it raises RuntimeError: it would free what the call uses."""
-        # (the lock is reentrant: owned by this thread here means inside one of its calls)
-        if self._lock._is_owned():  # type: ignore[attr-defined]
-            raise RuntimeError("trim() was called inside a call on this device in this thread (from a signal "
-                               "handler or a finalizer): it would free memory the call is using; trim after it")
+        refuse_inside_a_call(self._lock, "trim()", "it would free memory the call is using")
         with self._lock:
             self._context()
             self._guarded(arrays.reclaim_dead, self._rt)
@@ -227,7 +235,10 @@ class DeviceOwner:
     def close(self) -> None:
         """Release every Vulkan object of this device (idempotent). An
         interrupted close (KeyboardInterrupt) leaves the device closed to
-        new work; calling close() again, or the interpreter's exit, completes it."""
+        new work; calling close() again, or the interpreter's exit, completes it. Called from inside a call on
+        this device in this thread (a signal handler), it raises RuntimeError: the call is using what it would
+        destroy."""
+        refuse_inside_a_call(self._lock, "close()", "it would destroy what the call is using")
         self._close("close() was called")
 
     def _close(self, why: str) -> None:

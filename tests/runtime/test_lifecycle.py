@@ -801,6 +801,72 @@ def test_trim_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch):
     assert (dev.asarray(data).get() == data).all()
 
 
+@pytest.mark.parametrize("reenter", ["apply", "apply_many", "close", "numpy call"])
+def test_a_call_or_close_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch, reenter):
+    """An operator or close() from a signal handler running inside a call on the same device (the lock is
+    reentrant) used the call's argument buffer (a third of the outer results wrong, silently), submitted its
+    fence twice (lavapipe aborted the process) or destroyed it (the outer call spun for ever): each is a
+    RuntimeError saying so, raised into the outer call as a handler's exception is; the device stays right."""
+    import vkrope.owner as owner
+
+    dev = make_device()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 64, 16)).astype(np.float32)
+    f = rng.standard_normal((64, 16)).astype(np.float32)
+    small = x[:1, :4]
+    real = owner.arrays.transfer
+    inner = {"apply": lambda: dev.apply(small, f[:4]), "apply_many": lambda: dev.apply_many([(small, f[:4])]),
+             "close": dev.close, "numpy call": lambda: dev.rotary_embedding(
+                 x[:, None], f[:, :8], f[:, 8:], np.zeros((2, 64), np.int64), interleaved=True)}[reenter]
+
+    def reenters(*args, **kwargs):
+        inner()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner.arrays, "transfer", reenters)
+    with pytest.raises(RuntimeError, match="was called inside a call on this device in this thread"):
+        dev.asarray(x)  # (the outer call: an upload)
+    monkeypatch.undo()
+    assert not dev.closed
+    np.testing.assert_allclose(dev.apply(x, f), oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() * 2 + 1))
+    assert (dev.asarray(x).get() == x).all()
+
+
+_DEFAULT_REENTERED = """
+import numpy as np, vkrope, vkrope.api as api
+real = api.Device
+for reenter in (api.close_default_device,
+                lambda: vkrope.apply(np.zeros((1, 2, 2), np.float32), np.zeros((2, 2), np.float32))):
+    api.close_default_device()
+    def opening(*args, reenter=reenter, **kwargs):
+        reenter()
+        return real(*args, **kwargs)
+    api.Device = opening
+    try:
+        api.default_device()
+    except RuntimeError as exc:
+        assert "inside the opening or closing of the default device" in str(exc), exc
+    else:
+        raise AssertionError("not refused")
+    api.Device = real
+assert not api.default_device().closed
+print("ok")
+"""
+
+
+def test_the_default_device_inside_its_own_opening_is_refused():
+    """A signal handler calling vkrope.apply or close_default_device() while this thread opens the default
+    device deadlocked on a plain lock: a RuntimeError saying so, and the device opens after. (In a process of
+    its own, with a timeout: a deadlock fails it, not the suite.)"""
+    from pathlib import Path
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", _DEFAULT_REENTERED], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(root)))
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr[-2000:]
+
+
 def test_an_interrupted_walk_of_dead_arrays_is_taken_up_again(make_device, monkeypatch):
     """A signal handler's exception in the middle of reclaim_dead's walk (it
     cleared the runtime's mark first): the mark is set again, so the next
