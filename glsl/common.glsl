@@ -176,22 +176,24 @@ float keep_sticky(float r, float rest) {
 #endif
 
 #ifdef X_BF16
-// The sign of x * y where x and y are not zero and their float32 product is (below 2^-150): it can still decide
-// a rounding at a midpoint (diff_of_products); 0.0 otherwise.
-float flushed_sign(float x, float y) {
-  return (x * y == 0.0 && x != 0.0 && y != 0.0) ? sign(x) * sign(y) : 0.0;
+// The sign of x * y where x and y are not zero but each part of their product as exact_diff forms it (`hi`,
+// `lo`) underflowed to zero (below 2^-150): it can still decide a rounding at a midpoint; else 0.0.
+float lost_sign(float x, float y, float hi, float lo) {
+  return (hi == 0.0 && lo == 0.0 && x != 0.0 && y != 0.0) ? sign(x) * sign(y) : 0.0;
 }
 
 // r + rest == a*b - c*d exactly: a and c bfloat16 values; b and d bfloat16
 // values too (F_BF16: every product exact as it is), else float32 split
 // into their top 16 bits and the other 8 (each product exact); the
 // products summed with TwoSums. Exact while no product is a float32
-// subnormal (diff_of_products scales tiny inputs first).
-void exact_diff(float a, float b, float c, float d, out float r, out float rest) {
+// subnormal (diff_of_products scales tiny inputs first); `lost`: the sign of
+// a*b - c*d's products that underflowed whole (lost_sign), 0 where none did.
+void exact_diff(float a, float b, float c, float d, out float r, out float rest, out float lost) {
 #ifdef F_BF16
   precise float p = a * b;
   precise float q = c * d;
   two_sum(p, -q, r, rest);
+  lost = lost_sign(a, b, p, p) - lost_sign(c, d, q, q);
 #else
   precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
   precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
@@ -208,6 +210,7 @@ void exact_diff(float a, float b, float c, float d, out float r, out float rest)
   two_sum(s, u, r, e_r);
   precise float left = e_r + (e_u + e_lo);
   rest = left;
+  lost = lost_sign(a, b, p_hi, p_lo) - lost_sign(c, d, q_hi, q_lo);
 #endif
 }
 
@@ -227,6 +230,34 @@ float round_scaled_bf16(float r, float rest) {
   precise float units = whole + (up ? 1.0 : 0.0);  // at most 128: 2^-126, the smallest normal
   precise float v = units * uintBitsToFloat(0x1D000000u) * uintBitsToFloat(0x1F800000u);  // x 2^-69 x 2^-64
   return r < 0.0 ? -v : v;
+}
+#endif
+
+#ifdef X_BF16
+// Whether a*b - c*d (ab, cd: its float32 products) is computed of x scaled by 2^64: where both products are
+// below 2^-60, so that they could be float32 subnormals (the products' sizes, not x's: x from 2^-60 times a
+// cos of 2^-80 is one too); not x from 2^64, which the scaling would overflow (no product of it is below
+// 2^-85: exact as it is).
+bool tiny_products(float a, float c, float ab, float cd) {
+  return max(abs(ab), abs(cd)) < uintBitsToFloat(0x21800000u)  // 2^-60
+         && max(abs(a), abs(c)) < uintBitsToFloat(0x5F800000u);  // 2^64
+}
+
+// a*b - c*d of bfloat16 a and c for a destination wider than bfloat16 (a float32 or float16 KV cache): the
+// exact value's float32 sum (within a float32 ulp of it; a subnormal one of a scaled tiny value at most
+// 2^-149 more), not rounded on bfloat16's grid as diff_of_products rounds it.
+float diff_of_products_wide(float a, float b, float c, float d) {
+  precise float ab = a * b;
+  precise float cd = c * d;
+  bool tiny = tiny_products(a, c, ab, cd);
+  float r, rest, lost;
+  exact_diff(tiny ? a * uintBitsToFloat(0x5F800000u) : a, b, tiny ? c * uintBitsToFloat(0x5F800000u) : c, d, r,
+             rest, lost);
+  precise float plain = ab - cd;
+  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
+    return plain;  // (as diff_of_products)
+  }
+  return tiny ? r * uintBitsToFloat(0x1F800000u) : r;  // (x 2^-64)
 }
 #endif
 
@@ -250,17 +281,18 @@ float round_scaled_bf16(float r, float rest) {
 // returned; so is an exact zero, whose sign the sums may not keep.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
-  // (the products' sizes, not x's: x from 2^-60 times a cos of 2^-80 is a float32 subnormal too)
-  bool tiny = max(abs(a * b), abs(c * d)) < uintBitsToFloat(0x21800000u);  // 2^-60
+  precise float ab = a * b;
+  precise float cd = c * d;
+  bool tiny = tiny_products(a, c, ab, cd);
   float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
-  float r, rest;
-  exact_diff(a * k, b, c * k, d, r, rest);
-  precise float plain = a * b - c * d;
+  float r, rest, lost;
+  exact_diff(a * k, b, c * k, d, r, rest, lost);
+  precise float plain = ab - cd;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
     return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
   }
   if (rest == 0.0) {
-    rest = flushed_sign(a * k, b) - flushed_sign(c * k, d);  // (1 and -1 stand for the lost products' signs)
+    rest = lost;  // (1 and -1 stand for the underflowed products' signs)
   }
   return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 #else

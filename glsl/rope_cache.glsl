@@ -146,6 +146,10 @@ float rotated(float x, float c, float partner, float s) {
   if (role == ROLE_K) {
     return fp8_quantize(x, c, partner, s, uintBitsToFloat(p.k_scale));
   }
+#elif defined(X_BF16) && !defined(C_BF16)
+  if (role == ROLE_K) {  // (a float32 or float16 cache of bfloat16 k: its value, not bfloat16's rounding of it)
+    return diff_of_products_wide(x, c, partner, s);
+  }
 #endif
   return diff_of_products(x, c, partner, s);
 }
@@ -188,7 +192,9 @@ float sum_of_squares(uint r, uint base, float k) {
   return sum + err;
 }
 
-// NORM: (k, n) with x * k * n row r's x over sqrt(mean(x^2) + eps). k is 1 but where the sum of the squares
+// NORM: (k, n) with (x * n) * k row r's x over sqrt(mean(x^2) + eps), then times its weight as torch orders it
+// (x * k first made the small values of a huge row float32 subnormals, which kept fewer bits; n * w first
+// overflowed for a large weight where x * n * w does not). k is 1 but where the sum of the squares
 // passes float32's range while the float64 one may not: then 2^-80 (the largest float32 times it, squared,
 // 2^16 times, stays below float32's maximum), its squares summed again, as float64 arithmetic keeps such a row
 // (a sum of 1e20 squared was infinite and the row 0). An inf in x is infinite again: x * rsqrt(inf).
@@ -226,7 +232,7 @@ vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   vec4 add = vec4(uintBitsToFloat(p.weight_add));
   if (NORM) {
     norm = norm_factors(r, base);
-    x = (x * norm.x) * (norm.y * (weights4[w0 + (v0 >> 2)] + add));
+    x = ((x * norm.y) * norm.x) * (weights4[w0 + (v0 >> 2)] + add);
   }
   uint rot = 2u * p.rot_half;
   if (v0 >= rot) {
@@ -247,7 +253,7 @@ vec4 rotated_texel(uint r, uint v0, uint t0, int w) {
   uint pv = first ? v0 + p.rot_half : v0 - p.rot_half;
   vec4 partner = load_x4(base + (pv >> 2));
   if (NORM) {
-    partner = (partner * norm.x) * (norm.y * (weights4[w0 + (pv >> 2)] + add));
+    partner = ((partner * norm.y) * norm.x) * (weights4[w0 + (pv >> 2)] + add);
   }
 #ifdef GENERATED
   uint col = first ? v0 : pv;  // a multiple of 4
@@ -324,7 +330,7 @@ void main() {
       uint j = v0 + l;
       float xj = load_x(r, j);
       if (NORM) {
-        xj = (xj * norm.x) * (norm.y * (weights[w0 + j] + uintBitsToFloat(p.weight_add)));
+        xj = ((xj * norm.y) * norm.x) * (weights[w0 + j] + uintBitsToFloat(p.weight_add));
       }
       if (j >= rot) {
         y[l] = role == ROLE_K ? passed(xj, ROLE_K) : xj;
@@ -335,7 +341,7 @@ void main() {
       rope_pair(j, p.rot_half, INTERLEAVED, first, i, pj);
       float partner = load_x(r, pj);
       if (NORM) {
-        partner = (partner * norm.x) * (norm.y * (weights[w0 + pj] + uintBitsToFloat(p.weight_add)));
+        partner = ((partner * norm.y) * norm.x) * (weights[w0 + pj] + uintBitsToFloat(p.weight_add));
       }
 #ifdef GENERATED
       vec2 cs = generated_cs(tok.x, i, ANGLE == ANGLE_EXACT ? 0.0 : freq_inv[i]);

@@ -18,6 +18,7 @@ import copy
 import os
 import subprocess
 import sys
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -25,7 +26,8 @@ import pytest
 
 import vkrope
 from oracle import (
-    BF16, BF16_MAX, bf16_round, bf16_ulp, bf16_values, check_result, exact_rotation_check, oracle, poisoned_like,
+    BF16, BF16_MAX, bf16_round, bf16_round_exact, bf16_ulp, bf16_values, check_result, exact_rotation_check, oracle,
+    poisoned_like,
     to_bf16,
 )
 
@@ -582,13 +584,24 @@ def test_tiny_products_of_larger_inputs_are_rounded_once(device, tables):
     -2 2^-133 where the exact -1.499992 2^-133 rounds to -1 2^-133. No input is subnormal: a device that
     flushes float32 subnormals passes it too, a result below 2^-126 excused as 0 there."""
     flushed = device.apply(np.float32([[[1e-40, 0.0]]]), np.float32([[1.0, 0.0]]))[0, 0, 0] == 0
-    for seed, cs_bits in ((26, (0x0D800000, 0x21800000)), (27, (0x03800000, 0x3F800000))):  # 2^-100.., 2^-120..1
-        assert exact_rotation_check(device.apply, 1000, seed + (tables == "bfloat16"), tables, (0x2180, 0x2B80),
-                                    flushed, cs_bits) == 0
-    x = np.array([[[-3.876022766635678e-18, 2.1412992906588713e-18]]]).astype(BF16)
-    f = np.array([[-6.203854594147708e-23, 1.2666203129718236e-24]], np.float32)
+    # x 2^-60..2^-40 by 2^-100..2^-60 and by 2^-120..1; x 2^64..2^100 (which the scaling would overflow) by
+    # 2^-126..2^-100
+    for seed, x_bits, cs_bits in ((26, (0x2180, 0x2B80), (0x0D800000, 0x21800000)),
+                                  (28, (0x2180, 0x2B80), (0x03800000, 0x3F800000)),
+                                  (30, (0x5F80, 0x7180), (0x00800000, 0x0D800000))):
+        assert exact_rotation_check(device.apply, 1000, seed + (tables == "bfloat16"), tables, x_bits, flushed,
+                                    cs_bits) == 0
     if not flushed:
+        x = np.array([[[-3.876022766635678e-18, 2.1412992906588713e-18]]]).astype(BF16)
+        f = np.array([[-6.203854594147708e-23, 1.2666203129718236e-24]], np.float32)
         assert bits(device.apply(x, f))[0, 0, 1] == 0x8001  # (-1 2^-133)
+        # the second product's top part exactly 2^-150 (it rounds to 0; the whole product to 2^-149): its sign
+        # still decides the first result's midpoint
+        x = np.array([[[2.0 ** -30, 2.0 ** -100]]]).astype(BF16)
+        f = np.array([[2.0 ** -29 * (1 + 3 * 2.0 ** -8), 2.0 ** -50 * (1 + 2.0 ** -20)]], np.float32)
+        want = bf16_round_exact(Fraction(2.0 ** -30) * Fraction(float(f[0, 0]))
+                                - Fraction(2.0 ** -100) * Fraction(float(f[0, 1])))
+        assert float(bf16_values(device.apply(x, f))[0, 0, 0]) == want
 
 
 def test_a_subnormal_result_rounds_by_the_exact_value(device):

@@ -496,6 +496,28 @@ def test_rms_norm_of_a_wide_head(device, d, rot_half, spike):
         assert (np.abs(got - ref) <= bound).all(), float((np.abs(got - ref) / bound).max())
 
 
+@pytest.mark.parametrize("d", [12, 16], ids=["lanes", "texels"])
+def test_rms_norm_keeps_every_channel_of_its_row(device, d):
+    """Each normalised channel within a float32 ulp plus 2^-20 of itself (identity rotation: q out is the
+    normalised q): a huge row's small values (they went through float32 subnormals when scaled by 2^-80
+    before the norm: 3.3e-4 off) and a large weight beside zeros and small values (the norm times the weight
+    first overflowed to inf, and 0 * inf gave NaN; torch multiplies x by the norm, then by the weight)."""
+    rows = [(np.r_[1.9e19, np.full(d - 1, 1.2345678e-18)], np.ones(d)),
+            (np.r_[2.0 ** 64, 1.2345678 * 2.0 ** -60, np.ones(d - 2)], np.ones(d)),
+            (np.r_[0.0, 1e-30, np.zeros(d - 2)], np.full(d, 1e36)), (np.zeros(d), np.full(d, 1e36))]
+    cos, sin = np.ones((2, d // 2), np.float32), np.zeros((2, d // 2), np.float32)
+    for row, w in rows:
+        x = row.astype(np.float32).reshape(1, 1, 1, d)
+        kc, vc = (device.asarray(np.zeros((1, 1, 2, d), np.float32)) for _ in range(2))
+        y = device.rope_and_cache(x, x, x, kc, vc, (cos, sin), np.array([[1]]), q_norm=w.astype(np.float32),
+                                  k_norm=w.astype(np.float32))
+        x64 = x.astype(np.float64)[0, 0, 0]
+        ref = x64 / np.sqrt((x64 ** 2).mean() + 1e-6) * w
+        bound = np.spacing(np.abs(ref).astype(np.float32)) + 2.0 ** -20 * np.abs(ref)
+        for got in (y[0, 0, 0], kc.get()[0, 0, 1]):
+            assert np.isfinite(got).all() and (np.abs(got - ref) <= bound).all(), (got, ref)
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), BF16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("d", [12, 16], ids=["lanes", "texels"])
 def test_rms_norm_whose_squares_pass_float32s_range(device, d, dtype):
@@ -525,3 +547,21 @@ def test_rms_norm_whose_squares_pass_float32s_range(device, d, dtype):
     partner = 1 + d // 2  # (rotate-half: channel 1 turns with channel 1 + D/2)
     nan = np.isnan(y[0, 0, 0])
     assert nan[1] and nan[partner] and nan.sum() == 2 and (y[0, 0, 0][~nan] == 0).all()
+
+
+@pytest.mark.parametrize("d", [12, 16], ids=["lanes", "texels"])
+def test_bfloat16_keys_into_a_float32_cache_keep_float32s_precision(device, d):
+    """bfloat16 k rotated by tiny cos / sin (both products below 2^-60: computed scaled by 2^64) into a
+    float32 cache: within a float32 ulp of the exact value (it was rounded on bfloat16's grid, 8 bits)."""
+    rng = np.random.default_rng(d)
+    k = rng.uniform(0.5, 2, (1, 1, 1, d)).astype(BF16)
+    a = rng.uniform(-3, 3, (2, d // 2))
+    cos, sin = (np.cos(a) * 2.0 ** -70).astype(np.float32), (np.sin(a) * 2.0 ** -70).astype(np.float32)
+    kc, vc = (device.asarray(np.zeros((1, 1, 2, d), np.float32)) for _ in range(2))
+    device.rope_and_cache(k, k, k, kc, vc, (cos, sin), np.array([[1]]))
+    x = bf16_values(k)[0, 0, 0]
+    c, s = cos[1].astype(np.float64), sin[1].astype(np.float64)
+    h = d // 2
+    want = np.r_[x[:h] * c - x[h:] * s, x[h:] * c + x[:h] * s]
+    got = kc.get()[0, 0, 1]
+    assert (np.abs(got - want) <= np.spacing(np.abs(want).astype(np.float32))).all(), (got - want) / want
