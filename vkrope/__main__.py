@@ -297,9 +297,7 @@ def _save(path: str, y: np.ndarray) -> int:
     failed write leaves an existing file, X itself with -o X, as it was). A stream (/dev/null, /dev/stdout, a
     FIFO) is written as it is."""
     if _is_stdout(path):  # (-o /dev/stdout into `>> log`: a rename would replace the file stdout appends to)
-        np.save(_Writes(sys.stdout.buffer), y, allow_pickle=False)
-        sys.stdout.buffer.flush()  # (a reader gone: BrokenPipeError, which _command ends quietly)
-        print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
+        _write_stream(sys.stdout.buffer, path, y)  # (a reader gone: BrokenPipeError, which _command ends quietly)
         return 0
     if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
         return _save_stream(path, y)
@@ -332,12 +330,19 @@ def _save_stream(path: str, y: np.ndarray) -> int:
         fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0))
         os.set_blocking(fd, True)
         with os.fdopen(fd, "wb") as fh:
-            np.save(_Writes(fh), y, allow_pickle=False)
+            _write_stream(fh, path, y)
     except OSError as exc:
         why = "no process reads the pipe" if exc.errno == errno.ENXIO else exc.strerror or exc
         raise ValueError(f"-o/--output: cannot write {path!r} ({why})") from None
-    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
     return 0
+
+
+def _write_stream(fh: Any, path: str, y: np.ndarray) -> None:
+    """`y` as .npy into the stream `fh` (through write() alone), flushed; the line saying so on stderr (stdout
+    may be the stream)."""
+    np.save(_Writes(fh), y, allow_pickle=False)
+    fh.flush()
+    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
 
 
 def cmd_rotary_embedding(args: argparse.Namespace) -> int:
@@ -419,13 +424,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     partial = out_dir / "bench.partial.json"  # (the rows so far, after each: bench.json is a complete run's only)
     check_output_path(str(partial), "--out", None, streams=False)
     partial.unlink(missing_ok=True)  # (an earlier cut run's)
+    kept = f"{json_path} is as it was" if json_path.exists() else f"no {json_path} was written"
     try:
         result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
                            dtypes=tuple(dtypes), json_path=str(partial))
     except BaseException as exc:
         if partial.exists():
-            print(f"the rows measured so far are in {partial} (\"complete\": false); {json_path} is as it was",
-                  file=sys.stderr)
+            print(f"the rows measured so far are in {partial} (\"complete\": false); {kept}", file=sys.stderr)
         if isinstance(exc, MemoryError):  # (numpy's "Unable to allocate 9.31 TiB" named no flag)
             raise ValueError(f"{'--shapes' if args.shapes else 'the default shapes (--quick is smaller)'}: a "
                              f"shape's arrays do not fit in this machine's memory ({exc})") from None
@@ -508,7 +513,8 @@ def cmd_config(args: argparse.Namespace) -> int:
     per layer type where the model has several."""
     from .models import ModelRope, from_gguf, from_hf, layer_types  # noqa: PLC0415
     from .models.gguf import NeedsLayerType  # noqa: PLC0415
-    from .models.hf import NoRopeLayers, hub_id_hint  # noqa: PLC0415
+    from .errors import NoRopeLayers  # noqa: PLC0415
+    from .models.hf import hub_id_hint  # noqa: PLC0415
 
     path = args.path
     if not os.path.exists(path):
@@ -520,6 +526,8 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
         import_matplotlib()  # (matplotlib before the file is read)
     file, cfg = read_config(path)
+    if args.plot and os.path.exists(args.plot) and os.path.samefile(args.plot, file):  # (a link to it: replaced)
+        raise ValueError(f"--plot: {args.plot!r} is the file read ({file!r}); give the chart another path")
     is_gguf = cfg is None
     if is_gguf and args.like is not None:  # (it was ignored)
         raise ValueError(f"--like: applies to config.json files; {file!r} is a GGUF file, read as its "
@@ -544,7 +552,8 @@ def cmd_config(args: argparse.Namespace) -> int:
             ropes = []
     result = [r.summary() for r in ropes if r is not None]
     if not result:
-        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE",
+        print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE"
+              + (f" (--plot: no chart written to {args.plot})" if args.plot else ""),
               file=sys.stderr if args.json else sys.stdout)
         if args.json:
             print("[]")  # (stdout stays JSON: no RoPE to list)
@@ -735,8 +744,9 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
     """A ValueError naming the first path flag given as an empty string."""
     for dest, flag in _PATH_FLAGS.items():
         if getattr(args, dest, None) == "":
-            raise ValueError(f"{flag}: the path is empty; give a file name (or leave {flag} out)"
-                             if flag.startswith("-") else f"{flag}: the path is empty; give a file name")
+            name = "folder" if dest == "out" else "file"
+            raise ValueError(f"{flag}: the path is empty; give a {name} name (or leave {flag} out)"
+                             if flag.startswith("-") else f"{flag}: the path is empty; give a {name} name")
 
 
 def _command(args: argparse.Namespace) -> int:

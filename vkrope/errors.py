@@ -56,6 +56,12 @@ class DeviceClosedError(VkropeError, RuntimeError):
     """A `Device` (or an array on it) was used after `close()`."""
 
 
+class NoRopeLayers(ValueError):
+    """`from_hf(config)` or `from_gguf(path)`, naming no layer and no layer
+    type, of a model whose layers all apply no RoPE: it has no RoPE every
+    rotating layer shares (with `layer=`, such a layer gives None)."""
+
+
 class UnsupportedFeatureError(VkropeError, RuntimeError):
     """The chosen device lacks a feature the request needs (for example
     16-bit storage for float16 and bfloat16 buffers); the message names it."""

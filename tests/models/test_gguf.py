@@ -369,7 +369,7 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
     """starcoder (listed as "normal" RoPE; its graph adds learned positions) and baichuan (RoPE or ALiBi by
     model size) are refused; Granite with rope.scaling.finetuned false rotates no layer (NoRopeLayers where no
     layer is named: from_gguf then gives a RoPE or raises)."""
-    from vkrope.models.hf import NoRopeLayers
+    from vkrope import NoRopeLayers
 
     with pytest.raises(ValueError, match="'starcoder' applies no RoPE in llama.cpp's graph"):
         vkrope.from_gguf(_arch_file(tmp_path, "starcoder", 2))

@@ -510,6 +510,11 @@ def test_deepseek_full_q_beside_its_rotary_k_pe_gets_the_head_dim_hint():
         vkrope.apply_rotary_pos_emb(q, k_pe, vkrope.InvFreqs(rope.inv_freq()), pos)
     q_rot, k_rot = vkrope.apply_rotary_pos_emb(q[..., 128:], k_pe, rope, pos)  # the rotary part: as documented
     assert q_rot.shape == (1, 128, 4, 64) and k_rot.shape == (1, 1, 4, 64)
+    # ExecuTorch's two ops ([B, S, H, D]) taking the ModelRope give the same hint
+    xq, xk = np.zeros((1, 4, 2, 192), np.float32), np.zeros((1, 4, 1, 64), np.float32)
+    for op in (vkrope.apply_rotary_emb, vkrope.apply_rotary_emb_hf):
+        with pytest.raises(ValueError, match=r"^xq: the ModelRope's head dim is 64 \(of which 64 rotate\); " + hint):
+            op(xq, xk, rope, None)
 
 
 def test_q_and_k_given_tokens_first_get_a_layout_hint():

@@ -297,7 +297,7 @@ def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch
     none (Llama 4's no_rope_layers all 0; Cohere 2 without a sliding window; a remote config llama.cpp's graph
     rotates nowhere) is NoRopeLayers, naming the key that says so; layer= still gives None."""
     from vkrope.models import gguf_convert
-    from vkrope.models.hf import NoRopeLayers
+    from vkrope import NoRopeLayers
 
     l4 = {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 4,
           "no_rope_layers": [0, 0, 0, 0]}

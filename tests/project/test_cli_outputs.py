@@ -217,3 +217,18 @@ def test_config_of_a_model_whose_layers_all_apply_no_rope_says_so(tmp_path, caps
     assert main(["config", str(cfg), "--json"]) == 0  # (stdout stays JSON: an empty list)
     said = capsys.readouterr()
     assert json.loads(said.out) == [] and said.err == f"{cfg} (config.json): no layer applies RoPE\n"
+
+
+def test_a_chart_path_that_is_the_config_read_is_refused(tmp_path, capsys):
+    """`config CFG --plot LINK.png`, LINK.png a symlink to CFG: the chart replaced the config (write_whole
+    writes what a link names). Refused, the config kept; a config of no RoPE says no chart was written."""
+    from vkrope.__main__ import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text((CONFIGS / "llama-3.1-8b.json").read_text())
+    before = cfg.read_bytes()
+    link = tmp_path / "c.png"
+    os.symlink(cfg, link)
+    assert main(["config", str(cfg), "--plot", str(link)]) == 1
+    assert f"--plot: {str(link)!r} is the file read" in capsys.readouterr().err
+    assert cfg.read_bytes() == before

@@ -1082,8 +1082,8 @@ def test_ctrl_c_ends_a_command_with_one_line(tmp_path):
             assert "Traceback" in err and "KeyboardInterrupt" in err, err
         else:
             assert proc.returncode == -signal.SIGINT and err == (
-                f"the rows measured so far are in {partial} (\"complete\": false); {out_dir / 'bench.json'} is as "
-                "it was\nvkrope: interrupted\n"), (proc.returncode, err)
+                f"the rows measured so far are in {partial} (\"complete\": false); no {out_dir / 'bench.json'} was "
+                "written\nvkrope: interrupted\n"), (proc.returncode, err)
         assert json.loads(partial.read_text())["complete"] is False
         assert [p.name for p in out_dir.iterdir()] == ["bench.partial.json"]  # (no temporary file left)
 

@@ -367,8 +367,9 @@ def check_result(result: Any) -> None:
     if not isinstance(result, dict) or "rows" not in result:  # (the modes' JSON: a list, or no rows)
         raise ValueError("it has no rows: only the kernel benchmark's bench.json has a chart (the JSON of bench "
                          "--family, --nd, --overhead or --decode has none)")
-    if not isinstance(result, dict) or not isinstance(result.get("date"), str) \
-            or not isinstance(result.get("device"), dict) or not isinstance(result["device"].get("name"), str):
+    device = result.get("device")
+    if not isinstance(result.get("date"), str) or not isinstance(device, dict) or not isinstance(device.get("name"),
+                                                                                                 str):
         raise ValueError("it needs a date and a device name (strings)")
     rows = result.get("rows")
     if not isinstance(rows, list) or not rows:

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import gguf_context, gguf_file, gguf_layers, gguf_split
 from .rope import ModelRope, brief, interleaved_axes
+from ..errors import NoRopeLayers
 from ..runtime.dtypes import is_int
 
 # (a call naming no layer and no layer type gives a RoPE or raises, as from_hf's: typed so; naming one may
@@ -52,7 +53,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     whose sliding layers rotate differently (Gemma 2 / 3 / 4, ...). Without
     either: the RoPE every rotating layer shares (`nope_layers` lists the
     others), or a ValueError when sliding and full layers differ; never
-    None: `vkrope.models.hf.NoRopeLayers` (a ValueError) where llama.cpp's
+    None: `vkrope.NoRopeLayers` (a ValueError) where llama.cpp's
     graph rotates no layer of the file (Granite with `rope.scaling.finetuned` false).
 
     `context_length`: llama.cpp's context per sequence (the `n_ctx_seq` it
@@ -73,8 +74,6 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
-        from .hf import NoRopeLayers  # noqa: PLC0415 (hf imports this module, through gguf_convert)
-
         raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph applies RoPE on none of its layers (it "
                            f"rotates where {gguf_layers.table()['archs'][arch]['rotates']}): it has no RoPE to give")
     return at_context(rope, None if context_length is None else int(context_length), p,

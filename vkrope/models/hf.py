@@ -13,6 +13,7 @@ import math
 import os
 from typing import Any, overload
 
+from ..errors import NoRopeLayers
 from ..files import read_json
 from . import config_rules, gguf_convert
 from . import model_table as hf_models
@@ -458,11 +459,6 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
             memo[key] = from_hf(config, layer=i, like=like, angle=angle)
         out.append(memo[key])
     return tuple(out)
-
-
-class NoRopeLayers(ValueError):
-    """`from_hf(config)` (no `layer=`, no `layer_type=`) of a config whose
-    layers all apply no RoPE: it has no RoPE every rotating layer shares."""
 
 
 # (a call naming no layer and no layer type gives a RoPE or raises: typed so, the documented

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..freqs import EXACT_MIN_FREQ, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
-from .rope_types import PARAMS, RULES, is_long, mscales, read_by
+from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
 
@@ -459,7 +459,7 @@ def summary(r: ModelRope) -> dict[str, Any]:
     if r.mrope_section is not None:
         d["mrope_section"] = list(r.mrope_section)
         d["mrope"] = "interleaved" if r.mrope_interleaved else "chunked"
-    one_list = r.rope_type == "longrope" and r.param("short_factor") == r.param("long_factor")
+    one_list = one_factor_list(r)
     for k, v in r.params:
         if one_list and k in ("short_factor", "long_factor"):
             k = "factors"  # (one list: every position takes it)

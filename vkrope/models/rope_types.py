@@ -77,10 +77,16 @@ def is_long(r: ModelRope, seq_len: int | None) -> bool:
     return bool(seq_len and seq_len > r.orig)
 
 
+def one_factor_list(r: ModelRope) -> bool:
+    """Whether a longrope's short and long factors are one list (a GGUF's, which llama.cpp picks by its
+    context: models.gguf.at_context)."""
+    return r.rope_type == "longrope" and r.param("short_factor") == r.param("long_factor")
+
+
 def _longrope_varies(r: ModelRope) -> bool:
-    """Whether a longrope's call can change its frequencies or factor: not where its short and long factors are
-    one list (a GGUF's, which llama.cpp picks by its context: models.gguf.at_context) and no mscales switch."""
-    return r.param("short_factor") != r.param("long_factor") or mscales(r) is not None
+    """Whether a longrope's call can change its frequencies or factor: not with one factor list and no
+    mscales switch."""
+    return not one_factor_list(r) or mscales(r) is not None
 
 
 def mscales(r: ModelRope) -> tuple[float, float] | None:

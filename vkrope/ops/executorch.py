@@ -34,7 +34,7 @@ def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: i
 def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request, Request]:
     """ExecuTorch `apply_rotary_emb(xq, xk, freqs_cos, freqs_sin)`: [B, S, H, D]
     tensors, [S, D/2] tables, interleaved pairs; one `Request` per tensor."""
-    q, k, b, s, d = q_and_k(xq, xk)
+    q, k, b, s, d = q_and_k(xq, xk, spec=freqs_cos)
     values = q.size + k.size
     if d % 2:
         raise ValueError(f"the head size D must be even; got {d} (xq shape {tuple(q.shape)})")
@@ -60,7 +60,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     [B, S, H, D] tensors, [max_seq, rot] full-width tables (Hugging Face's
     cat(freqs, freqs)), rotate-half pairs, token s reads row start_pos + s,
     channels past rot pass through."""
-    q, k, b, s, d = q_and_k(xq, xk)
+    q, k, b, s, d = q_and_k(xq, xk, spec=freqs_cos)
     values = q.size + k.size
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
         first = int_arg("start_pos", start_pos, 0)

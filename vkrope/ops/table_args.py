@@ -4,7 +4,7 @@ x, tables, specs, positions and the q / k pair, each a TypeError / ValueError na
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +12,9 @@ from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_row_index, check_table_array,
     describe,
 )
+from . import check_model_head
 from .lowering import lower
+from ..models import ModelRope
 from ..freqs import FrequencySpec, check_positions
 from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype,
                               without_repeats)
@@ -133,21 +135,21 @@ def rows2d(t: Any, rows: int, width: int) -> Any:
 
 
 def q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"), token_axis: int = 1,
-            head: Callable[[str, int], None] | None = None) -> tuple[Any, Any, int, int, int]:
+            spec: Any = None) -> tuple[Any, Any, int, int, int]:
     """q and k of one dtype, 4D with their tokens on `token_axis` ([B, S, H,
     D]: 1, ExecuTorch's; [B, H, S, D]: 2, transformers'), sharing B, S and
-    D: (q, k, B, S, D). `head(name, D)`, if given, checks q's D and then k's
-    before they are compared (a spec's own head dim: its message says more
-    of a wrong D than that q and k differ)."""
+    D: (q, k, B, S, D). A ModelRope `spec`'s head dim is checked against q's
+    D and then k's before they are compared (its message says more of a wrong
+    D than that q and k differ: DeepSeek's full q beside its rotary k_pe)."""
     qn, kn = names
     layout = "[B, S, H, D]" if token_axis == 1 else "[B, H, S, D]"
     q, k = check_tensor(qn, xq), check_tensor(kn, xk)
     for name, x in ((qn, q), (kn, k)):
         if x.ndim != 4:
             raise ValueError(f"{name} must be 4D {layout}; got shape {tuple(x.shape)}")
-    if head is not None:
-        head(qn, int(q.shape[3]))
-        head(kn, int(k.shape[3]))
+    if isinstance(spec, ModelRope):
+        check_model_head(spec, int(q.shape[3]), qn)
+        check_model_head(spec, int(k.shape[3]), kn)
     b, s, d = (int(q.shape[a]) for a in (0, token_axis, 3))
     if tuple(int(k.shape[a]) for a in (0, token_axis, 3)) != (b, s, d):
         raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout})")

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe
-from . import check_model_head
 from ..models import ModelRope
 from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
 from ..kernels.table import Request
@@ -36,10 +35,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     an `InvFreqs` / `RopeFreqs` (rotate-half); position_ids [B, S] (M-RoPE:
     [3, B, S], or [B, S] for text); channels past the rotary dim pass
     through. One `Request` per tensor."""
-    # (a ModelRope's head dim first, q's then k's: the full DeepSeek q beside its rotary-only k_pe gets its
-    # hint, not only that q and k differ in D)
-    head = (lambda name, dim: check_model_head(spec, dim, name)) if isinstance(spec, ModelRope) else None
-    qx, kx, b, s, d = q_and_k(q, k, ("q", "k"), token_axis=2, head=head)
+    qx, kx, b, s, d = q_and_k(q, k, ("q", "k"), token_axis=2, spec=spec)
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
         p = spec.check_position_ids(position_ids)
