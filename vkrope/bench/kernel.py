@@ -368,8 +368,8 @@ def check_result(result: Any) -> None:
         raise ValueError("it has no rows: only the kernel benchmark's bench.json has a chart (the JSON of bench "
                          "--family, --nd, --overhead or --decode has none)")
     device = result.get("device")
-    if not isinstance(result.get("date"), str) or not isinstance(device, dict) or not isinstance(device.get("name"),
-                                                                                                 str):
+    named = isinstance(device, dict) and isinstance(device.get("name"), str)
+    if not isinstance(result.get("date"), str) or not named:
         raise ValueError("it needs a date and a device name (strings)")
     rows = result.get("rows")
     if not isinstance(rows, list) or not rows:
