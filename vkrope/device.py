@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast, overload
 
@@ -76,16 +77,17 @@ class Device(DeviceMemory):
     shift_cache = operation(shift.shift_cache)
 
     # (each result is of its job's x's kind, as apply's (its out too): typed so where every x is one kind,
-    # so that `q_rot, k_rot = dev.apply_many([(q, f), (k, f)])` of DeviceArrays checks as DeviceArrays)
+    # so that `q_rot, k_rot = dev.apply_many([(q, f), (k, f)])` of DeviceArrays checks as DeviceArrays;
+    # Sequence, not list: a list of jobs built before the call is of one tuple type, which list would refuse)
     @overload
-    def apply_many(self, calls: list[tuple[DeviceArray, Any] | tuple[DeviceArray, Any, dict[str, Any]]]
+    def apply_many(self, calls: Sequence[tuple[DeviceArray, Any] | tuple[DeviceArray, Any, dict[str, Any]]]
                    ) -> list[DeviceArray]: ...
     @overload
-    def apply_many(self, calls: list[tuple[np.ndarray, Any] | tuple[np.ndarray, Any, dict[str, Any]]]
+    def apply_many(self, calls: Sequence[tuple[np.ndarray, Any] | tuple[np.ndarray, Any, dict[str, Any]]]
                    ) -> list[np.ndarray]: ...
     @overload
-    def apply_many(self, calls: list[tuple]) -> list[np.ndarray | DeviceArray]: ...
-    def apply_many(self, calls: list[tuple]) -> list[Any]:  # (each as an overload above says)
+    def apply_many(self, calls: Sequence[tuple]) -> list[np.ndarray | DeviceArray]: ...
+    def apply_many(self, calls: Sequence[tuple]) -> list[Any]:  # (each as an overload above says)
         """Rotate several tensors, in one queue submission where they do not
         depend on each other through numpy memory.
 

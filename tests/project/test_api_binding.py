@@ -131,12 +131,14 @@ def test_type_checkers_see_apply_many_results_of_x_kind(tmp_path):
         "q_rot, k_rot = dev.apply_many([(q, f), (q, f, {'repeat': 1, 'exclude_last': 4})])\n"
         "reveal_type(k_rot)\nq_rot.get()\n"
         "reveal_type(dev.apply_many([(x, f), (x, f, {'inverse': True})]))\n"
-        "reveal_type(dev.apply_many([(x, f), (q, f)]))\n")
+        "reveal_type(dev.apply_many([(x, f), (q, f)]))\n"
+        "jobs = [(q, f), (q, f)]\nreveal_type(dev.apply_many(jobs))\n")  # (a list built first: list is invariant)
     assert revealed[0] == '"vkrope.runtime.array.DeviceArray"', out
     assert revealed[1].startswith('"list[numpy.ndarray'), out
     assert "DeviceArray" not in revealed[1], out
     assert "numpy.ndarray" in revealed[2] and "DeviceArray" in revealed[2], out
-    assert len(revealed) == 3 and "error" not in out, out
+    assert revealed[3] == '"list[vkrope.runtime.array.DeviceArray]"', out
+    assert len(revealed) == 4 and "error" not in out, out
 
 
 def test_every_bound_operation_is_listed():
