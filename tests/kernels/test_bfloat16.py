@@ -602,6 +602,18 @@ def test_tiny_products_of_larger_inputs_are_rounded_once(device, tables):
         want = bf16_round_exact(Fraction(2.0 ** -30) * Fraction(float(f[0, 0]))
                                 - Fraction(2.0 ** -100) * Fraction(float(f[0, 1])))
         assert float(bf16_values(device.apply(x, f))[0, 0, 0]) == want
+    # x from 2^64 by cos / sin below 2^-124 (both products below 2^-60): scaled by 2^64, x overflowed and the
+    # float32 formula rounded twice (the reviewer's 4.554e19 by 1.29e-38: 5.8953e-19, not 5.8615e-19)
+    for xv, fv in (((4.554e19, 1.546e-11), (1.2908e-38, 2.0417e-21)),
+                   ((1.357680363825023e22, -7683964928.0), (-8 * 2.0 ** -149, 60 * 2.0 ** -149))):
+        if flushed and min(abs(v) for v in fv) < 2.0 ** -126:
+            continue
+        x = np.array([[xv]]).astype(BF16)
+        f = np.array([fv], np.float32) if tables == "float32" else to_bf16(bf16_round(np.array([fv])))
+        a0, a1 = (Fraction(float(v)) for v in bf16_values(x)[0, 0])
+        c, s = (Fraction(float(v)) for v in (bf16_values(f)[0] if tables == "bfloat16" else f[0]))
+        y = bf16_values(device.apply(x, f))[0, 0]
+        assert [float(v) for v in y] == [bf16_round_exact(a0 * c - a1 * s), bf16_round_exact(a0 * s + a1 * c)]
 
 
 def test_a_subnormal_result_rounds_by_the_exact_value(device):
