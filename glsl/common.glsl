@@ -243,21 +243,27 @@ bool tiny_products(float a, float c, float ab, float cd) {
          && max(abs(a), abs(c)) < uintBitsToFloat(0x5F800000u);  // 2^64
 }
 
-// a*b - c*d of bfloat16 a and c for a destination wider than bfloat16 (a float32 or float16 KV cache): the
-// exact value's float32 sum (within a float32 ulp of it; a subnormal one of a scaled tiny value at most
-// 2^-149 more), not rounded on bfloat16's grid as diff_of_products rounds it.
-float diff_of_products_wide(float a, float b, float c, float d) {
+// a*b - c*d of bfloat16 a and c, as diff_of_products says; `wide`: for a destination wider than bfloat16 (a
+// float32 or float16 KV cache), the exact value's float32 sum (within a float32 ulp of it; a subnormal one of a
+// scaled tiny value at most 2^-149 more), not rounded on bfloat16's grid.
+float bf16_diff(float a, float b, float c, float d, bool wide) {
   precise float ab = a * b;
   precise float cd = c * d;
   bool tiny = tiny_products(a, c, ab, cd);
+  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
   float r, rest, lost;
-  exact_diff(tiny ? a * uintBitsToFloat(0x5F800000u) : a, b, tiny ? c * uintBitsToFloat(0x5F800000u) : c, d, r,
-             rest, lost);
+  exact_diff(a * k, b, c * k, d, r, rest, lost);
   precise float plain = ab - cd;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
-    return plain;  // (as diff_of_products)
+    return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
   }
-  return tiny ? r * uintBitsToFloat(0x1F800000u) : r;  // (x 2^-64)
+  if (wide) {
+    return tiny ? r * uintBitsToFloat(0x1F800000u) : r;  // (x 2^-64)
+  }
+  if (rest == 0.0) {
+    rest = lost;  // (1 and -1 stand for the underflowed products' signs)
+  }
+  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 }
 #endif
 
@@ -276,25 +282,12 @@ float diff_of_products_wide(float a, float b, float c, float d) {
 // first and the result rounded on bfloat16's grid there (round_scaled_bf16);
 // a product still below 2^-118 there sits 2^32 times below the other (or
 // the result is below bfloat16's smallest step), so only its sign can move
-// the rounding: kept where it underflows to zero (flushed_sign).
+// the rounding: kept where it underflows to zero (lost_sign).
 // Where a product overflows the sum is not finite, and the plain formula is
 // returned; so is an exact zero, whose sign the sums may not keep.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
-  precise float ab = a * b;
-  precise float cd = c * d;
-  bool tiny = tiny_products(a, c, ab, cd);
-  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
-  float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, r, rest, lost);
-  precise float plain = ab - cd;
-  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
-    return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
-  }
-  if (rest == 0.0) {
-    rest = lost;  // (1 and -1 stand for the underflowed products' signs)
-  }
-  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
+  return bf16_diff(a, b, c, d, false);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);

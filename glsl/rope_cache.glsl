@@ -148,7 +148,7 @@ float rotated(float x, float c, float partner, float s) {
   }
 #elif defined(X_BF16) && !defined(C_BF16)
   if (role == ROLE_K) {  // (a float32 or float16 cache of bfloat16 k: its value, not bfloat16's rounding of it)
-    return diff_of_products_wide(x, c, partner, s);
+    return bf16_diff(x, c, partner, s, true);
   }
 #endif
   return diff_of_products(x, c, partner, s);

@@ -2148,7 +2148,7 @@ MUTATIONS = [
              "        xj = ((xj * norm.y) * norm.x) * (weights[w0 + j] + uintBitsToFloat(p.weight_add));",
              "        xj = (xj * norm.x) * (norm.y * (weights[w0 + j] + uintBitsToFloat(p.weight_add)));"),
     Mutation("decode step: bfloat16 k into a float32 cache rounded on bfloat16's grid where tiny", "glsl/rope_cache.glsl",
-             "    return diff_of_products_wide(x, c, partner, s);", "    return diff_of_products(x, c, partner, s);"),
+             "    return bf16_diff(x, c, partner, s, true);", "    return bf16_diff(x, c, partner, s, false);"),
     Mutation("the decode step's RMSNorm summed plainly (its error grows with D)", "glsl/common.glsl",
              "  precise float gathered = nonfinite(s) ? err : err + e;\n  err = gathered;",
              "  precise float gathered = nonfinite(s) ? err : err + e;"),
