@@ -511,19 +511,9 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     model_type = like or str(outer.get("model_type"))
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
     nested = _per_layer(cfg, e)
-    if layer is not None:
-        if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
-            raise ValueError(f"layer_type {layer_type!r} is not layer {layer}'s ({type_of_layer!r})")
-        if rotates is not None and not rotates[layer]:
-            return None
-        if nested is not None:
-            if type_of_layer is None:
-                raise ValueError(f"layer: the config has no layer_types, so layer {layer}'s type is unknown (the "
-                                 "config class derives it); pass layer_type=, or the config as transformers saves "
-                                 "it, AutoConfig.from_pretrained(path).to_dict()")
-            layer_type = type_of_layer
-    elif layer_type is not None and _type_without_rope(cfg, rotates, layer_type):
-        return None  # (every layer of that type applies none)
+    rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
+    if not rotating:
+        return None
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type)
     kind = config_rules.check_type(_rope_kind(rope, where, model_type), model_type, where, rope, cfg)
@@ -548,6 +538,25 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
+
+
+def _asked_layer(cfg: dict, layer: int | None, layer_type: str | None, rotates: list[bool] | None,
+                 type_of_layer: str | None, per_type: bool) -> tuple[bool, str | None]:
+    """Whether the layer (or every layer of the type) asked for applies RoPE, and the layer type to read
+    for it: a layer's own where the config keeps RoPE per layer type."""
+    if layer is None:
+        return layer_type is None or not _type_without_rope(cfg, rotates, layer_type), layer_type
+    if layer_type is not None and type_of_layer is not None and layer_type != type_of_layer:
+        raise ValueError(f"layer_type {layer_type!r} is not layer {layer}'s ({type_of_layer!r})")
+    if rotates is not None and not rotates[layer]:
+        return False, layer_type
+    if per_type:
+        if type_of_layer is None:
+            raise ValueError(f"layer: the config has no layer_types, so layer {layer}'s type is unknown (the "
+                             "config class derives it); pass layer_type=, or the config as transformers saves "
+                             "it, AutoConfig.from_pretrained(path).to_dict()")
+        layer_type = type_of_layer
+    return True, layer_type
 
 
 def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, layer: Any, angle: str) -> ModelRope | None:

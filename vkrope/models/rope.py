@@ -153,55 +153,7 @@ class ModelRope:
     nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        if self.rope_type not in ROPE_TYPES:
-            raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {self.rope_type!r}")
-        if self.angle not in ("float32", "exact"):
-            raise ValueError(f"angle must be 'float32' or 'exact'; got {self.angle!r}")
-        for name in ("head_dim", "rotary_dim"):
-            _width(name, getattr(self, name))
-        for name in ("max_position_embeddings", "original_max_position_embeddings"):
-            if getattr(self, name) is not None:
-                _positive_int(name, getattr(self, name))
-        if isinstance(self.theta, bool) or not is_real_scalar(self.theta) or not math.isfinite(self.theta) \
-                or self.theta <= 0:
-            raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(self.theta)}")
-        object.__setattr__(self, "theta", float(self.theta))
-        for name in ("mrope_interleaved", "interleaved"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool; got {brief(getattr(self, name))}")
-        if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
-            raise ValueError(f"the rotary dim ({self.rotary_dim}, from head_dim {self.head_dim} and "
-                             "partial_rotary_factor) must be even and <= head_dim")
-        if self.layer_type is not None and not isinstance(self.layer_type, str):
-            raise TypeError(f"layer_type must be a str or None; got {brief(self.layer_type)}")
-        if self.mrope_interleaved and self.mrope_section is None:
-            raise ValueError("mrope_interleaved needs mrope_section")
-        object.__setattr__(self, "params", _check_params(self.params))
-        _check_temperature(dict(self.params))
-        unread = [k for k, _ in self.params if k not in read_by(self.rope_type)]
-        if unread:
-            raise ValueError(f"params: rope_type {self.rope_type!r} does not read {unread} (it reads "
-                             f"{sorted(read_by(self.rope_type))})")
-        rule = RULES[self.rope_type]
-        if rule.needs_orig and self.original_max_position_embeddings is None:
-            raise ValueError(f"rope_type {self.rope_type!r} needs original_max_position_embeddings")
-        rule.check(self)
-        if self.mrope_section is not None:
-            object.__setattr__(self, "mrope_section", _checked_sections(self.mrope_section, self.rotary_dim,
-                                                                        self.mrope_interleaved))
-        if self.freq_factors is not None:
-            object.__setattr__(self, "freq_factors", _checked_divisors(self.freq_factors, self.rotary_dim))
-        # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
-        lengths: list[int | None] = [None]
-        if self.uses_seq_len():
-            lengths.append(max(self.max_position_embeddings or 0, self.original_max_position_embeddings or 0) + 1)
-        try:
-            self.attention_factor  # noqa: B018  (computed for its errors)
-            for n in lengths:
-                self._freqs(n)
-        except (ZeroDivisionError, OverflowError, ArithmeticError) as exc:
-            raise ValueError(f"{self.rope_type}: these parameters give no usable frequencies ({exc}): theta "
-                             f"{self.theta}, {dict(self.params)}") from None
+        _check_fields(self)
 
     @property
     def orig(self) -> int:
@@ -352,6 +304,61 @@ class ModelRope:
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
         return summary(self)
+
+
+def _check_fields(rope: ModelRope) -> None:
+    """A ModelRope's fields checked (and theta, params, sections, divisors
+    normalised in place), each parameter tried at every length its rope type
+    uses, so that a bad one is a ValueError here, not in a later call."""
+    if rope.rope_type not in ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {rope.rope_type!r}")
+    if rope.angle not in ("float32", "exact"):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {rope.angle!r}")
+    for name in ("head_dim", "rotary_dim"):
+        _width(name, getattr(rope, name))
+    for name in ("max_position_embeddings", "original_max_position_embeddings"):
+        if getattr(rope, name) is not None:
+            _positive_int(name, getattr(rope, name))
+    if isinstance(rope.theta, bool) or not is_real_scalar(rope.theta) or not math.isfinite(rope.theta) \
+            or rope.theta <= 0:
+        raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(rope.theta)}")
+    object.__setattr__(rope, "theta", float(rope.theta))
+    for name in ("mrope_interleaved", "interleaved"):
+        if not isinstance(getattr(rope, name), bool):
+            raise TypeError(f"{name} must be a bool; got {brief(getattr(rope, name))}")
+    if rope.rotary_dim % 2 or rope.rotary_dim > rope.head_dim:
+        raise ValueError(f"the rotary dim ({rope.rotary_dim}, from head_dim {rope.head_dim} and "
+                         "partial_rotary_factor) must be even and <= head_dim")
+    if rope.layer_type is not None and not isinstance(rope.layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {brief(rope.layer_type)}")
+    if rope.mrope_interleaved and rope.mrope_section is None:
+        raise ValueError("mrope_interleaved needs mrope_section")
+    object.__setattr__(rope, "params", _check_params(rope.params))
+    _check_temperature(dict(rope.params))
+    unread = [k for k, _ in rope.params if k not in read_by(rope.rope_type)]
+    if unread:
+        raise ValueError(f"params: rope_type {rope.rope_type!r} does not read {unread} (it reads "
+                         f"{sorted(read_by(rope.rope_type))})")
+    rule = RULES[rope.rope_type]
+    if rule.needs_orig and rope.original_max_position_embeddings is None:
+        raise ValueError(f"rope_type {rope.rope_type!r} needs original_max_position_embeddings")
+    rule.check(rope)
+    if rope.mrope_section is not None:
+        object.__setattr__(rope, "mrope_section", _checked_sections(rope.mrope_section, rope.rotary_dim,
+                                                                    rope.mrope_interleaved))
+    if rope.freq_factors is not None:
+        object.__setattr__(rope, "freq_factors", _checked_divisors(rope.freq_factors, rope.rotary_dim))
+    # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
+    lengths: list[int | None] = [None]
+    if rope.uses_seq_len():
+        lengths.append(max(rope.max_position_embeddings or 0, rope.original_max_position_embeddings or 0) + 1)
+    try:
+        rope.attention_factor  # noqa: B018  (computed for its errors)
+        for n in lengths:
+            rope._freqs(n)
+    except (ZeroDivisionError, OverflowError, ArithmeticError) as exc:
+        raise ValueError(f"{rope.rope_type}: these parameters give no usable frequencies ({exc}): theta "
+                         f"{rope.theta}, {dict(rope.params)}") from None
 
 
 def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int, ...]:
