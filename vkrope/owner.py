@@ -186,6 +186,7 @@ class DeviceOwner:
 
     def _check_arrays(self, req: Any, where: str = "") -> None:
         """Every DeviceArray argument of the request is usable and lives here."""
+        self._context()  # (a closed device says so first: the arrays' copy asked for below could not be made here)
         for t in req.tensors():
             v = t.value
             if isinstance(v, DeviceArray) and (v.device is not self or v.state != "live"):

@@ -98,6 +98,20 @@ def test_arguments_of_another_device_are_refused(device, case, name):
         check_results(case, args, case.call(other, case.with_out(args, name, a, other)))  # where it lives, it works
 
 
+@pytest.mark.parametrize("case,name", RESIDENT, ids=[f"{c.name}-{n}" for c, n in RESIDENT])
+def test_a_closed_device_given_another_devices_array_says_it_is_closed(case, name):
+    """A closed Device given an open one's array said the array "lives on another Device" and to copy it with
+    asarray, which the closed device refuses: the closed device is the error, as it is for numpy arguments."""
+    args = case.make(RNG)
+    closed = vkrope.Device()
+    closed.close()
+    with vkrope.Device() as other:
+        a = other.asarray(_data(case, args, name))
+        with pytest.raises(vkrope.DeviceClosedError, match=r"^this vkrope.Device was closed \(close\(\) was called"):
+            case.call(closed, case.with_out(args, name, a, closed))
+        check_results(case, args, case.call(other, case.with_out(args, name, a, other)))
+
+
 def test_the_default_device_refuses_another_devices_freqs():
     """Refused before a default device is made for the call (one would be opened only to refuse it)."""
     x, f = _xf()
