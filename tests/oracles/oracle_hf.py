@@ -87,7 +87,7 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
     if kind == "llama3":
         inv = F(1) / pw
         f, lo, hi, old = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"], rope["orig"]
-        wl = F(2 * math.pi) / inv
+        wl = (F(1) / inv) * F(2 * math.pi)  # (torch's number / tensor: the reciprocal times the number)
         out = np.empty_like(inv)
         for i in range(inv.size):
             if wl[i] < F(old / hi):
@@ -95,7 +95,7 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
             elif wl[i] > F(old / lo):
                 out[i] = inv[i] / F(f)
             else:
-                s = (F(old) / wl[i] - F(lo)) / F(hi - lo)
+                s = ((F(1) / wl[i]) * F(old) - F(lo)) / F(hi - lo)
                 out[i] = (F(1) - s) * inv[i] / F(f) + s * inv[i]
         return out
     if kind == "yarn":

@@ -126,9 +126,11 @@ def _llama3(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
     factor, lff, hff = p("factor"), p("low_freq_factor"), p("high_freq_factor")
     old = r.orig
     low_wl, high_wl = old / lff, old / hff
-    wavelen = t(2 * math.pi) / inv
+    # (a Python number over a tensor is torch's `reciprocal() * number`, not a division: 26% of float32
+    # quotients differ by an ulp, which the smoothing below magnifies to several)
+    wavelen = (t(1) / inv) * t(2 * math.pi)
     llama = np.where(wavelen > t(low_wl), inv / t(factor), inv)
-    smooth = (t(old) / wavelen - t(lff)) / t(hff - lff)
+    smooth = ((t(1) / wavelen) * t(old) - t(lff)) / t(hff - lff)
     smoothed = (t(1) - smooth) * llama / t(factor) + smooth * llama
     medium = ~(wavelen < t(high_wl)) & ~(wavelen > t(low_wl))
     return np.where(medium, smoothed, llama)
