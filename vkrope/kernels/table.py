@@ -176,7 +176,10 @@ class Plan:
                 row_begin=ch.r0, row_end=ch.r1,
                 row_values=self.row_values, head_dim=self.head_dim, rot_half=self.rot_half,
                 table_width=self.table_width, n_tokens=self.n_tokens, batch_rows=self.batch_rows,
-                token_rows=self.token_rows, x_base=ch.x_base if self.storage == "buffer" else self.row_offset, t_base=ch.t_base, idx_base=ch.idx_base, flags=flags,
+                # (x_base modulo 2^32: a call holds up to 2^33 - 4 values, and the shader's uint r * C + v -
+                # x_base, the value's place in a binding of less than 2^32, wraps to the same difference)
+                token_rows=self.token_rows, x_base=ch.x_base % 2**32 if self.storage == "buffer" else self.row_offset,
+                t_base=ch.t_base, idx_base=ch.idx_base, flags=flags,
                 image_height=height, image_width=width, magnitude=self.magnitude_bits, id_words=self.id_words,
             )
             grid = (math.ceil(texels(self.row_values) / wx), math.ceil((ch.r1 - ch.r0) / wy), 1)
