@@ -873,6 +873,8 @@ class NdFreqs(FrequencySpec):
 
     def __post_init__(self) -> None:
         axes = self.axes_dim
+        if isinstance(axes, np.ndarray) and axes.ndim == 1:  # (as theta takes one: numpy's widths are ints too)
+            axes = tuple(axes.tolist())
         if isinstance(axes, (int, np.integer)) or not isinstance(axes, (tuple, list)):
             raise TypeError(f"axes_dim must be a tuple of channel widths, one per axis; got {type(axes).__name__} "
                             f"{axes!r}")
@@ -1021,10 +1023,12 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     n - start) / (n - 1)` per axis of n > 1 cells (torch's float32 linspace rounds a few
     of those ids 1 ulp otherwise: docs/guide/nd.md). Flux's text tokens (ids 0) are
     `np.zeros((n, 3))`, concatenated."""
+    if isinstance(shape, np.ndarray) and shape.ndim == 1:
+        shape = tuple(shape.tolist())
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape must be a tuple of grid sizes; got {type(shape).__name__} {shape!r}")
-    if not shape:
-        raise ValueError("shape must name at least one axis")
+    if not shape or len(shape) > 32:  # (numpy's meshgrid takes at most 32 axes)
+        raise ValueError(f"shape must name 1 to 32 axes; got {len(shape)}")
     for a, n in enumerate(shape):
         _check_int(f"shape[{a}]", n, 0)
     cells = math.prod(int(n) for n in shape)

@@ -260,6 +260,10 @@ def test_grid_ids():
         vkrope.grid_ids((100000, 100000, 1000))
     with pytest.raises(ValueError, match="4294967295 cells"):
         vkrope.grid_ids((65537, 65535))
+    with pytest.raises(ValueError, match="shape must name 1 to 32 axes; got 40"):  # (numpy's RuntimeError)
+        vkrope.grid_ids((1,) * 40)
+    np.testing.assert_array_equal(vkrope.grid_ids(np.array([1, 2])), [[0, 0], [0, 1]])  # (numpy sizes too)
+    assert vkrope.NdFreqs(np.array([4, 6])).axes_dim == (4, 6)  # (as its theta takes numpy)
     with pytest.raises(ValueError, match=r"shape \(0, 4294967295\) has 0 cells; a grid has at most 4294967294 cells on "
                                          "any axis"):
         vkrope.grid_ids((0, 2**32 - 1))
@@ -286,6 +290,7 @@ def test_wan_and_cogvideox_widths():
 @pytest.mark.parametrize("kwargs,error,match", [
     (dict(axes_dim=(16, 7)), ValueError, r"axes_dim\[1\] must be even"),
     (dict(axes_dim=()), ValueError, "at least one axis"),
+    (dict(axes_dim=np.array([[4, 4]])), TypeError, "axes_dim must be a tuple"),
     (dict(axes_dim=16), TypeError, "axes_dim must be a tuple"),
     (dict(axes_dim=(16, 0)), ValueError, r"axes_dim\[1\] must be >= 2"),
     (dict(axes_dim=(16, 16), theta=(1e4,)), ValueError, "one per axis"),
