@@ -41,7 +41,11 @@ modeling file recorded. From what the code did it writes, per model type:
                 with each changed; fixed: the values it uses per rope layer
                 type on the default config
   nope          the rule for layers without RoPE, checked against every
-                layer of the default config (and of a changed one)
+                layer of the default config (and of a changed one), and for
+                a layer_types rule, every layer type of transformers'
+                (ALLOWED_LAYER_TYPES) probed on a layer: the types that rotate,
+                those that do not ("still"), and none of the two where the
+                model fails on it (the golden keeps the answers)
   status        "ok", or why vkrope refuses the model type
 
 (and docs/MODELS.md, through scripts/models_md.py; the golden also keeps
@@ -303,22 +307,92 @@ def rotating_pattern(facts: dict) -> list[bool]:
     return [rotates.get(i, False) for i in range(n)]
 
 
+TYPE_ANSWERS: dict[tuple, dict[str, bool | None]] = {}  # type_answers' per text model, layer and overrides
+
+
+def type_answers(model_type: str, facts: dict, overrides: dict | None = None) -> tuple[int, dict[str, bool | None]]:
+    """(the layer probed, per layer type of transformers' (ALLOWED_LAYER_TYPES) whether a layer of that type
+    rotates in the model's code): the default config's first rotating layer given that type (a rotating one
+    after it, and none later), probed; None where the model does not build or run with it. A default config's
+    types say only what its own layers do (LFM2's lists every layer as attention; a file's "conv" layers rotate
+    nothing)."""
+    from transformers.configuration_utils import ALLOWED_LAYER_TYPES  # noqa: PLC0415
+
+    types, pattern = facts["text"]["layer_types"], rotating_pattern(facts)
+    first = next((i for i, p in enumerate(pattern) if p), None)
+    if first is None or first >= len(types):
+        return 0, {}
+    # (the answers are the text model's code's: a wrapper of the same text model, Qwen2's thirteen, asks it;
+    # the probes run on the text model type where transformers names one, so that their files are shared)
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
+
+    text_type = facts.get("text_model_type")
+    who = text_type if text_type in CONFIG_MAPPING_NAMES else model_type
+    memo = (who, first, tuple(types[:first + 1]), json.dumps(overrides or {}, sort_keys=True))
+    if memo in TYPE_ANSWERS:
+        return first, dict(TYPE_ANSWERS[memo])
+    def asked(names: tuple[str, ...]) -> list[bool | None]:
+        """Each type's answer from one probe of the layers [*types[:first], n0, types[first], n1, ...]."""
+        over = {**(overrides or {}), "num_hidden_layers": first + 2 * len(names),
+                "layer_types": [*types[:first], *(t for n in names for t in (n, types[first]))]}
+        rope = facts["text"].get("rope_parameters")
+        if isinstance(rope, dict) and isinstance(rope.get(types[first]), dict):  # RoPE per layer type: a type
+            # the default config has none for takes the rotating type's (a file naming it gives its own)
+            over["rope_parameters"] = {**{n: rope[types[first]] for n in names}, **rope}
+        try:
+            got = probe(who, over)
+        except Exception:  # noqa: BLE001  (the model does not build with one of them)
+            got = {}
+        answer = rotating_pattern(got)[first:] if got.get("layers") and "why" not in got else []
+        if len(answer) < 2 * len(names):
+            return [None] * len(names)
+        return [answer[2 * i] if answer[2 * i + 1] else None for i in range(len(names))]
+
+    # (all types in one model first, each followed by a layer of the rotating type; a type the model fails on
+    # spoils that probe, so then one probe each)
+    together = asked(tuple(ALLOWED_LAYER_TYPES))
+    out = dict(zip(ALLOWED_LAYER_TYPES, together))
+    if None in together:
+        out = {name: asked((name,))[0] for name in ALLOWED_LAYER_TYPES}
+    TYPE_ANSWERS[memo] = out
+    return first, dict(out)
+
+
+def types_rule(model_type: str, facts: dict, pattern: list[bool], overrides: dict | None = None) -> dict[str, Any] | None:
+    """The layer_types rule: the types that rotate and those that do not, from the default config's layers and
+    every other layer type probed (type_answers); a type in neither (the model fails on it) is refused. None
+    where the types disagree with the default config's layers."""
+    seen: dict[str, bool | None] = {}
+    for t, p in zip(facts["text"]["layer_types"], pattern):
+        if seen.setdefault(t, p) != p:
+            return None
+    first, probed = type_answers(model_type, facts, overrides)
+    answers = {**probed, **seen}
+    facts.setdefault("type_answers", {})["null" if overrides else "default"] = {"layer": first, "types": answers}
+    return {"kind": "types", "key": "layer_types", "rotate": sorted(t for t, a in answers.items() if a is True),
+            "still": sorted(t for t, a in answers.items() if a is False)}
+
+
 def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
-    """(the rule that gives the layers without RoPE, or None when all rotate; why none fits)."""
+    """(the rule that gives the layers without RoPE, or None when all rotate, whatever their types; why none
+    fits)."""
     text = facts["text"]
     pattern = rotating_pattern(facts)
-    if all(pattern):
+    types = text.get("layer_types")
+    if all(pattern) and not isinstance(types, list):
         return None, None
     flags = text.get("no_rope_layers")
-    if isinstance(flags, list) and [bool(v) for v in flags[: len(pattern)]] == pattern:
+    if not all(pattern) and isinstance(flags, list) and [bool(v) for v in flags[: len(pattern)]] == pattern:
         return {"kind": "flags", "key": "no_rope_layers"}, None
-    types = text.get("layer_types")
     if not isinstance(types, list):
         return None, "its layers without RoPE follow no config key vkrope knows"
-    rotate = sorted({t for t, p in zip(types, pattern) if p})
-    if any((t in rotate) != p for t, p in zip(types, pattern)):
+    rule = types_rule(model_type, facts, pattern)
+    if rule is None:
         return None, "its layers without RoPE follow no config key vkrope knows"
-    rule: dict[str, Any] = {"kind": "types", "key": "layer_types", "rotate": rotate}
+    from transformers.configuration_utils import ALLOWED_LAYER_TYPES  # noqa: PLC0415
+
+    if all(pattern) and not rule["still"] and all(t in rule["rotate"] for t in ALLOWED_LAYER_TYPES):
+        return None, None  # (every layer rotates, whatever its type)
     if text.get("sliding_window") is not None:  # does the attention test the window? probe without one
         try:
             again_facts = probe(model_type, {"sliding_window": None})
@@ -326,13 +400,13 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
             again_facts = {}
         again = rotating_pattern(again_facts) if again_facts.get("layers") else []  # (every layer: LFM3's
         # convolution layers rotate nothing either way)
-        null = sorted({t for t, p in zip(types, again) if p})
-        if not again or again == pattern:
-            pass
-        elif all((t in null) == p for t, p in zip(types, again)):
-            rule["if_null"] = {"key": "sliding_window", "rotate": null}
-        else:
-            return None, "its layers without RoPE change with sliding_window in a way vkrope does not read"
+        if again and again != pattern:
+            null_facts = {**again_facts, "text": text}
+            null = types_rule(model_type, null_facts, again, {"sliding_window": None})
+            if null is None:
+                return None, "its layers without RoPE change with sliding_window in a way vkrope does not read"
+            facts.setdefault("type_answers", {})["null"] = null_facts["type_answers"]["null"]
+            rule["if_null"] = {"key": "sliding_window", "rotate": null["rotate"], "still": null["still"]}
     return rule, None
 
 
@@ -743,6 +817,8 @@ def golden(model_type: str, facts: dict, out: dict, change: str | None = None, b
     layers = sorted(facts["layers"], key=lambda l: l["index"])
     if change is None:
         out[f"{name}/rotates"] = np.array(rotating_pattern(facts))
+        if facts.get("type_answers"):  # per layer type, whether a layer of it rotated (None: the model failed)
+            out[f"{name}/layer_types"] = np.array(json.dumps(facts["type_answers"], sort_keys=True))
     for key, pt in facts["per_type"].items():
         ex = pt.get("example")
         if ex is None:
@@ -812,6 +888,9 @@ def main() -> None:
                 facts = hf_probe.probe(t)
             except Exception as exc:  # noqa: BLE001  (the table says why)
                 facts = {"model_type": t, "error": f"{type(exc).__name__}: {exc}"}
+            if path:  # (kept for the next run, as hf_probe.py DIR keeps them)
+                with open(path, "wb") as f:
+                    pickle.dump(facts, f)
         text = facts.get("text") or {}
         hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
         if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:

@@ -139,13 +139,22 @@ def attention_modules(model: Any) -> list[tuple[int, str, Any]]:
     return out
 
 
+def _own_function(fn: Any, module: Any) -> bool:
+    """Whether `fn` is a function `module` defines: a plain one, or one that `kernels` (a dependency of
+    transformers 5.25) turned into a module by @use_kernel_forward_from_hub ("rotary_pos_emb": 118 modeling
+    files' apply_rotary_pos_emb), which still runs the function where no kernel was loaded."""
+    if getattr(fn, "__module__", None) != module.__name__:
+        return False
+    return inspect.isfunction(fn) or (isinstance(fn, torch.nn.Module) and type(fn).__name__ == "Func")
+
+
 @contextlib.contextmanager
 def recording(module: Any):
     """Wrap every module-level function of `module` whose name says rotary / rope; yield the list of calls."""
     calls: list[dict] = []
     saved = {}
     for name, fn in list(vars(module).items()):
-        if inspect.isfunction(fn) and fn.__module__ == module.__name__ and re.search(r"rotary|rope", name, re.I) \
+        if _own_function(fn, module) and re.search(r"rotary|rope", name, re.I) \
                 and "mrope" not in name.lower() and not name.startswith("get_"):
             def wrapped(*args, __fn=fn, __name=name, **kwargs):
                 out = __fn(*args, **kwargs)

@@ -26,6 +26,25 @@ ARCHS = os.path.join(ROOT, "vkrope", "data", "gguf_archs.json")
 OUT = os.path.join(ROOT, "docs", "MODELS.md")
 
 
+def _types_text(rule: dict) -> str:
+    """A layer_types rule's types in words, the shorter list: those that rotate or those that do not (a type the
+    model fails on is in neither, and refused: docs/guide/model-rules.md)."""
+    if rule.get("still") == []:
+        return f"every type it runs rotates: {', '.join(rule['rotate'])}"
+    if "still" in rule and len(rule["still"]) < len(rule["rotate"]):
+        return f"not rotating: {', '.join(rule['still']) or 'none'}"
+    return f"rotating: {', '.join(rule['rotate']) or 'none'}"
+
+
+def _nope_text(rule: dict) -> str:
+    """Which layers apply no RoPE, from the table's rule."""
+    if rule["kind"] == "flags":
+        return f"no RoPE by {rule['key']}"
+    cond = rule.get("if_null")
+    return f"no RoPE by {rule['key']} ({_types_text(rule)}" + (
+        f"; when {cond['key']} is null, {_types_text(cond)})" if cond else ")")
+
+
 def _how(e: dict) -> str:
     """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE."""
     parts = [e["pairs"].replace("_", " ")]
@@ -40,10 +59,7 @@ def _how(e: dict) -> str:
             shape["rotary"], f"rotary dim {shape['rotary']}")
         parts.append(f"{where}{head}, {rot}")
     if e.get("nope"):
-        rule = e["nope"]
-        cond = rule.get("if_null")
-        parts.append(f"no RoPE by {rule['key']}" + (f" ({', '.join(cond['rotate']) or 'none'} rotate when "
-                                                      f"{cond['key']} is null)" if cond else ""))
+        parts.append(_nope_text(e["nope"]))
     if e.get("mrope"):
         parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {e['mrope_section']} where the config has none)"
                                                  if e.get("mrope_section") else "")

@@ -38,7 +38,8 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))
 TABLE = hf_models.table()["models"]
 with open(os.path.join(os.path.dirname(hf_models.PATH), "hf_config_rules.json"), encoding="utf-8") as _f:
-    CONFIG_RULES = json.load(_f)["models"]  # (what each config class refuses, found by scripts/hf_config_rules.py)
+    CONFIG_RULES_ALL = json.load(_f)
+CONFIG_RULES = CONFIG_RULES_ALL["models"]  # (what each config class refuses, found by scripts/hf_config_rules.py)
 OK = sorted(t for t, e in TABLE.items() if e.get("status") == "ok")
 ALL_CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})
 CASES = [c for c in ALL_CASES if "@" not in c]  # the default configs
@@ -189,6 +190,56 @@ def test_layers_without_rope(model_type):
     rope_layers = [r for r in layers if r is not None]
     nope = tuple(i for i, w in enumerate(want) if not w)
     assert all(r.nope_layers == nope for r in rope_layers), model_type
+
+
+TYPED = [t for t in OK if f"{t}/layer_types" in GOLD.files]
+
+
+@pytest.mark.parametrize("model_type", TYPED)
+def test_every_layer_type_as_the_model_ran_it(model_type):
+    """LFM2's default config lists every layer as attention, so a file's "conv" layers were read as rotating.
+    The golden keeps, per layer type of transformers', whether the model's attention rotated a layer of it
+    (None: the model failed on it), with the sliding window as given and, where the window decides, null: each
+    type on the layer the probe gave it reads so, or is refused."""
+    base = golden_config(model_type)
+    inner, path = base, TABLE[model_type]["text_config"]
+    for key in path:
+        inner = inner[key]
+    kinds = json.loads(str(GOLD[f"{model_type}/layer_types"]))
+    legacy, names = CONFIG_RULES_ALL["legacy_layer_types"], CONFIG_RULES_ALL["layer_type_names"]
+    named = CONFIG_RULES.get(model_type, {}).get("layer_types") or {}
+    types = list(inner["layer_types"])
+    for window, probed in kinds.items():
+        i = probed["layer"]  # (the layer the probe gave the type, a rotating one after it)
+        for name, rotates in probed["types"].items():
+            if name in legacy or (name not in names and named.get("names")):
+                continue  # (the config class renames it, or refuses it on loading: not the layer's question)
+            inner.update(num_hidden_layers=i + 2, layer_types=[*types[:i], name, types[i]])
+            if window == "null":
+                inner["sliding_window"] = None
+            cfg = json.loads(json.dumps(base))
+            if rotates is None:
+                with pytest.raises(ValueError, match=f"layer_types names '?{name}\\b"):  # (or an earlier refusal of it)
+                    vkrope.hf_layers(cfg)
+                continue
+            try:
+                got = vkrope.hf_layers(cfg)[i] is not None
+            except ValueError as exc:  # (a refusal: of the file by its config class, or of a rotating type
+                # whose RoPE vkrope cannot read)
+                assert "config class r" in str(exc) or (rotates and "layer_type" in str(exc)), (
+                    model_type, window, name, exc)
+                continue
+            assert got == rotates, (model_type, window, name)
+
+
+def test_lfm2s_convolution_layers_apply_no_rope():
+    """An LFM2 file's "conv" layers were given a RoPE (its default config lists every layer as attention, so the
+    table had seen none): now None, and listed without RoPE."""
+    cfg = {"model_type": "lfm2", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 4,
+           "layer_types": ["conv", "full_attention", "conv", "full_attention"]}
+    assert vkrope.from_hf(cfg, layer=0) is None and vkrope.from_hf(cfg, layer=1) is not None
+    assert [r is None for r in vkrope.hf_layers(cfg)] == [True, False, True, False]
+    assert vkrope.from_hf(cfg).nope_layers == (0, 2)
 
 
 # --- the silently wrong readings of issue #30, each pinned -------------------------------------------------

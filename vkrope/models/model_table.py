@@ -103,15 +103,19 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
 
     Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
     true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
-    layer i rotates iff cfg[K][i] is one of those layer types, with
-    "if_null": {"key": N, "rotate": [...]}: when cfg[N] is null, those
-    layer types instead (EXAONE 4: all its attention layers; Cohere 2:
-    none; their attention tests the sliding window)."""
+    layer i rotates iff cfg[K][i] is one of those layer types, and where
+    the rule lists "still" (the types seen not rotating), a type in neither
+    list (one the model's code fails on, or was not probed with) is a
+    ValueError; with "if_null": {"key": N, "rotate": [...], "still": [...]}:
+    when cfg[N] is null, those lists instead (EXAONE 4: all its attention
+    layers; Cohere 2: none; their attention tests the sliding window)."""
     rule = e.get("nope")
     if not rule:
         return None
     key = rule["key"]
     values = cfg.get(key)
+    if values is None and rule.get("still") == [] and not rule.get("if_null"):
+        return None  # (no layer type the model runs leaves RoPE out: the types its class derives all rotate)
     if not isinstance(values, list) or not values:
         raise ValueError(f"config: {key} is missing, empty or not a list; this model type decides by it which "
                          f"layers apply RoPE (its config class derives it from other keys when absent): pass the "
@@ -135,5 +139,11 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
         return [bool(v) for v in values]
     cond = rule.get("if_null")
     if cond and cfg.get(cond["key"]) is None:
-        return [v in cond["rotate"] for v in values]
+        rule = cond
+    if "still" in rule:
+        unknown = sorted({str(v) for v in values if v not in rule["rotate"] and v not in rule["still"]})
+        if unknown:
+            raise ValueError(f"config: {key} names {unknown[0]!r}, a layer type the model's code did not run "
+                             f"(the model table ran each of transformers' layer types on one of its layers: "
+                             f"{rule['rotate']} rotate, {rule['still']} do not): refused rather than guessed")
     return [v in rule["rotate"] for v in values]
