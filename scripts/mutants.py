@@ -833,6 +833,8 @@ MUTATIONS = [
     Mutation("llama_4_scaling_beta's floor dropped", ROPE,
              "    ratio = np.floor(p.astype(np.float32) / np.float32(r.orig))",
              "    ratio = p.astype(np.float32) / np.float32(r.orig)"),
+    Mutation("a GGUF YaRN original length past int32 read as given", GGUF_CONTEXT,
+             "    if ext != 0 and orig > 2**31 - 1:", "    if False:"),
     Mutation("GGUF's sliding layers keep the full layers' rotary dim", GGUF_CONTEXT,
              "    f[\"n_rot_swa\"] = number(\"rope.dimension_count_swa\", f[\"n_rot_full\"])",
              "    f[\"n_rot_swa\"] = f[\"n_rot_full\"]"),

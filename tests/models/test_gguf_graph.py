@@ -243,7 +243,8 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64, "attention.key_length": 128,
                                                        "attention.value_length": 64}, name="kv"))
     for arch in ("qwen2", "starcoder2", "olmoe"):  # (GGML_ASSERT(n_embd_head == n_rot) in their graphs)
-        with pytest.raises(ValueError, match="rope.dimension_count 64 is not the head width 128: llama.cpp's"):
+        with pytest.raises(ValueError, match=r"rotated width 64 \(llama.cpp's n_rot: layer 0's rope.dimension_count, "
+                                             r".*\) is not the head width 128 \(.*\): llama.cpp's"):
             vkrope.from_gguf(gguf_file(tmp_path, arch, {"rope.dimension_count": 64}, name="part"))
     pair = [("rope_factors_short.weight", np.ones(64)), ("rope_factors_long.weight", np.ones(64))]
     with pytest.raises(ValueError, match="loads no rope_factors_long.weight, rope_factors_short.weight tensor"):
@@ -453,3 +454,25 @@ def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, ten
     """A value ModelRope refuses (by its from_hf name) is named as the file holds it: its key and value."""
     with pytest.raises(ValueError, match=match):
         vkrope.from_gguf(gguf_file(tmp_path, arch, kv, tensors))
+
+
+def test_what_llama_cpp_computes_as_nan_or_reads_elsewhere_is_refused_by_name(tmp_path):
+    """An adversary's GGUF files: a YaRN original length past 2^31 - 1 gave finite frequencies where llama.cpp's
+    int32 n_ctx_orig makes them NaN; a key width unlike the head width blamed a rope.dimension_count the file
+    lacks; a zero head count of layer 0 said the dimension count was missing; a bad longrope factor was not
+    located."""
+    yarn = {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0}
+    with pytest.raises(ValueError, match=r"original_context_length \(else context_length\) 3000000000 is past "
+                                         r"2\^31 - 1: llama.cpp's graph holds it as an int32"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {**yarn, "rope.scaling.original_context_length": 3_000_000_000}))
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {**yarn, "rope.scaling.original_context_length": 2**31 - 1},
+                                      name="edge")).rope_type == "yarn"
+    with pytest.raises(ValueError, match=r"rotated width 32 \(llama.cpp's n_rot: .* else its attention.key_length\) "
+                                         r"is not the head width"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.key_length": 32}, name="key"))
+    with pytest.raises(ValueError, match="or layer 0's attention.head_count is 0"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.head_count": [0, 4], "attention.key_length": 64,
+                                                       "rope.dimension_count": 64}, name="heads"))
+    with pytest.raises(ValueError, match=r"short_factor must hold positive finite numbers; got 0.0 at \[3\] of 32"):
+        vkrope.ModelRope("longrope", 64, 64, 1e4, (("long_factor", (1.0,) * 32),
+                                                   ("short_factor", (1.0,) * 3 + (0.0,) + (1.0,) * 28)), 8192, 4096)

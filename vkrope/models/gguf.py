@@ -307,7 +307,8 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
             raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
                              "dim and rotates nothing (n_rot 0); vkrope refuses the file")
-        raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0")
+        raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0, or layer 0's "
+                         "attention.head_count is 0 (llama.cpp then reads no head dim and rotates nothing)")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")

@@ -115,6 +115,9 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
         attn *= 1.0 / (1.0 + 0.1 * math.log(factor))  # (cancels what ggml's rope_yarn multiplies in)
     attn *= f["rope_attn_factor"]
     orig = f["n_ctx_orig_yarn"] or f["n_ctx_train"] or 0
+    if ext != 0 and orig > 2**31 - 1:  # (the graph's n_ctx_orig is an int32: negative, YaRN's ramp NaN)
+        raise ValueError(f"rope.scaling.original_context_length (else context_length) {orig} is past 2^31 - 1: "
+                         "llama.cpp's graph holds it as an int32, so its YaRN frequencies are NaN")
     base = float(np.float32(f["rope_freq_base_train"]))  # (a float field: HunyuanVL's alpha-scaled base)
     return {"freq_base": base, "freq_scale": scale, "ext_factor": ext, "attn_factor": attn,
             "beta_fast": f["yarn_beta_fast"], "beta_slow": f["yarn_beta_slow"], "n_ctx_orig": orig}

@@ -91,8 +91,11 @@ def _check_params(params: Any) -> tuple:
             value = bool(value)
         elif isinstance(value, (list, tuple, np.ndarray)):
             vals = list(value)
-            if not all(not isinstance(v, bool) and is_real_scalar(v) and math.isfinite(v) and v > 0 for v in vals):
-                raise ValueError(f"{key} must hold positive finite numbers; got {brief(value)}")
+            bad = next((i for i, v in enumerate(vals)
+                        if isinstance(v, bool) or not is_real_scalar(v) or not math.isfinite(v) or v <= 0), None)
+            if bad is not None:
+                raise ValueError(f"{key} must hold positive finite numbers; got {brief(vals[bad])} at [{bad}] "
+                                 f"of {len(vals)}")
             value = tuple(float(v) for v in vals)
         elif isinstance(value, bool) or not is_real_scalar(value) or not math.isfinite(value) or value <= 0:
             raise ValueError(f"{key} must be a positive finite number; got {brief(value)}")
