@@ -43,9 +43,9 @@ modeling file recorded. From what the code did it writes, per model type:
   nope          the rule for layers without RoPE, checked against every
                 layer of the default config (and of a changed one), and for
                 a layer_types rule, every layer type of transformers'
-                (ALLOWED_LAYER_TYPES) probed on a layer: the types that rotate,
-                those that do not ("still"), and none of the two where the
-                model fails on it (the golden keeps the answers)
+                (ALLOWED_ATTN_LAYER_TYPES) run on a layer of its whole model:
+                the types that rotate, those that do not ("still"), and those
+                it fails on ("failed", refused; the golden keeps the answers)
   status        "ok", or why vkrope refuses the model type
 
 (and docs/MODELS.md, through scripts/models_md.py; the golden also keeps
@@ -310,67 +310,91 @@ def rotating_pattern(facts: dict) -> list[bool]:
 TYPE_ANSWERS: dict[tuple, dict[str, bool | None]] = {}  # type_answers' per text model, layer and overrides
 
 
+# The text config keys a layer's attention reads beside its type: a wrapper's values go with each probe of its
+# text model type (the wrapper's own config may differ from the text model type's default in them)
+ATTN_KEYS = ("sliding_window", "attention_chunk_size", "rope_parameters", "head_dim", "hidden_size",
+             "num_attention_heads", "num_key_value_heads", "partial_rotary_factor")
+WINDOWS = {"sliding_window": 4096, "attention_chunk_size": 8192}  # the windows a probe sets where null
+
+
 def type_answers(model_type: str, facts: dict, overrides: dict | None = None) -> tuple[int, dict[str, bool | None]]:
-    """(the layer probed, per layer type of transformers' (ALLOWED_LAYER_TYPES) whether a layer of that type
-    rotates in the model's code): the default config's first rotating layer given that type (a rotating one
-    after it, and none later), probed; None where the model does not build or run with it. A default config's
-    types say only what its own layers do (LFM2's lists every layer as attention; a file's "conv" layers rotate
-    nothing)."""
-    from transformers.configuration_utils import ALLOWED_LAYER_TYPES  # noqa: PLC0415
+    """(the layer probed, per attention layer type of transformers' (ALLOWED_ATTN_LAYER_TYPES) whether a layer of
+    that type rotates in the model's code): the default config's first rotating layer given that type (the
+    layers after it dropped), its attention probed and the whole model run on the meta device
+    (hf_probe.passed_rope: the model must run with it, and pass that layer its position embeddings); None where
+    the model does not build or run with it. A default config's types say only what its own layers do (LFM2's
+    lists every layer as attention; a file's "conv" layers rotate nothing)."""
+    from transformers.configuration_utils import ALLOWED_ATTN_LAYER_TYPES  # noqa: PLC0415
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
 
     types, pattern = facts["text"]["layer_types"], rotating_pattern(facts)
     first = next((i for i, p in enumerate(pattern) if p), None)
     if first is None or first >= len(types):
         return 0, {}
-    # (the answers are the text model's code's: a wrapper of the same text model, Qwen2's thirteen, asks it;
-    # the probes run on the text model type where transformers names one, so that their files are shared)
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
-
+    # (the answers are the text model's code's: a wrapper of the same text model, Qwen2's thirteen, asks it,
+    # with the wrapper's values of the keys its attention reads; so the probes' files are shared)
     text_type = facts.get("text_model_type")
     who = text_type if text_type in CONFIG_MAPPING_NAMES else model_type
-    memo = (who, first, tuple(types[:first + 1]), json.dumps(overrides or {}, sort_keys=True))
+    base = {**{k: facts["text"][k] for k in ATTN_KEYS if k in facts["text"]}, **facts.get("overrides", {})}
+    for key, value in WINDOWS.items():  # (a file with sliding or chunked layers sets their window: Qwen2's
+        if key in base and base[key] is None:  # class nulls it unless use_sliding_window)
+            base[key] = value
+    base.update(overrides or {})
+    memo = (who, tuple(types[:first]), json.dumps(base, sort_keys=True, default=str))
     if memo in TYPE_ANSWERS:
         return first, dict(TYPE_ANSWERS[memo])
-    def asked(names: tuple[str, ...]) -> list[bool | None]:
-        """Each type's answer from one probe of the layers [*types[:first], n0, types[first], n1, ...]."""
-        over = {**(overrides or {}), "num_hidden_layers": first + 2 * len(names),
-                "layer_types": [*types[:first], *(t for n in names for t in (n, types[first]))]}
-        rope = facts["text"].get("rope_parameters")
+
+    def asked(names: tuple[str, ...], anchor: tuple[str, ...] = ()) -> list[bool | None]:
+        """Each type's answer from one model of the layers [*types[:first], *names, *anchor] (an anchor: a
+        layer of the rotating type after them, where a model of convolutions alone does not run: LFM2's)."""
+        layers = [*types[:first], *names, *anchor]
+        over = {**base, "num_hidden_layers": len(layers), "layer_types": layers}
+        rope = base.get("rope_parameters")
         if isinstance(rope, dict) and isinstance(rope.get(types[first]), dict):  # RoPE per layer type: a type
             # the default config has none for takes the rotating type's (a file naming it gives its own)
             over["rope_parameters"] = {**{n: rope[types[first]] for n in names}, **rope}
         try:
             got = probe(who, over)
+            passed = rotary_passed(who, over)
         except Exception:  # noqa: BLE001  (the model does not build with one of them)
-            got = {}
-        answer = rotating_pattern(got)[first:] if got.get("layers") and "why" not in got else []
-        if len(answer) < 2 * len(names):
+            got, passed = {}, None
+        if passed is None:  # (the whole model does not run with them)
             return [None] * len(names)
-        return [answer[2 * i] if answer[2 * i + 1] else None for i in range(len(names))]
+        if got.get("why") == "no decoder attention modules found":  # (it ran, with no attention: LFM2's conv)
+            return [False] * len(names)
+        if not got.get("layers") or "why" in got:
+            return [None] * len(names)
+        answer = rotating_pattern(got)[first:]
+        answer += [False] * (len(names) - len(answer))  # (layers past the last attention have none)
+        return [bool(answer[i] and passed.get(first + i, True)) for i in range(len(names))]
 
-    # (all types in one model first, each followed by a layer of the rotating type; a type the model fails on
-    # spoils that probe, so then one probe each)
-    together = asked(tuple(ALLOWED_LAYER_TYPES))
-    out = dict(zip(ALLOWED_LAYER_TYPES, together))
+    # (all types in one model first; a type the model fails on spoils that run, so then one run each)
+    names = tuple(sorted(ALLOWED_ATTN_LAYER_TYPES))
+    together = asked(names)
+    out = dict(zip(names, together))
     if None in together:
-        out = {name: asked((name,))[0] for name in ALLOWED_LAYER_TYPES}
+        out = {name: asked((name,), (types[first],))[0] for name in names}
+        out.update({name: asked((name,))[0] for name, a in out.items() if a is None})  # (the anchor's type
+        # may be what fails: EXAONE 4's sliding layers without a window)
     TYPE_ANSWERS[memo] = out
     return first, dict(out)
 
 
 def types_rule(model_type: str, facts: dict, pattern: list[bool], overrides: dict | None = None) -> dict[str, Any] | None:
-    """The layer_types rule: the types that rotate and those that do not, from the default config's layers and
-    every other layer type probed (type_answers); a type in neither (the model fails on it) is refused. None
-    where the types disagree with the default config's layers."""
+    """The layer_types rule: the types that rotate, those that do not ("still"), and those the model fails on
+    ("failed", refused), from every attention layer type probed (type_answers) and, without `overrides`, the
+    default config's own layers (overriding: the null sliding window's, which its whole model may not run).
+    None where the default config's layers disagree with their types."""
     seen: dict[str, bool | None] = {}
     for t, p in zip(facts["text"]["layer_types"], pattern):
         if seen.setdefault(t, p) != p:
             return None
     first, probed = type_answers(model_type, facts, overrides)
-    answers = {**probed, **seen}
+    answers = probed if overrides else {**probed, **seen}
     facts.setdefault("type_answers", {})["null" if overrides else "default"] = {"layer": first, "types": answers}
     return {"kind": "types", "key": "layer_types", "rotate": sorted(t for t, a in answers.items() if a is True),
-            "still": sorted(t for t, a in answers.items() if a is False)}
+            "still": sorted(t for t, a in answers.items() if a is False),
+            "failed": sorted(t for t, a in answers.items() if a is None)}
 
 
 def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
@@ -389,9 +413,7 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
     rule = types_rule(model_type, facts, pattern)
     if rule is None:
         return None, "its layers without RoPE follow no config key vkrope knows"
-    from transformers.configuration_utils import ALLOWED_LAYER_TYPES  # noqa: PLC0415
-
-    if all(pattern) and not rule["still"] and all(t in rule["rotate"] for t in ALLOWED_LAYER_TYPES):
+    if all(pattern) and not rule["still"] and not rule["failed"]:
         return None, None  # (every layer rotates, whatever its type)
     if text.get("sliding_window") is not None:  # does the attention test the window? probe without one
         try:
@@ -401,12 +423,10 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
         again = rotating_pattern(again_facts) if again_facts.get("layers") else []  # (every layer: LFM3's
         # convolution layers rotate nothing either way)
         if again and again != pattern:
-            null_facts = {**again_facts, "text": text}
-            null = types_rule(model_type, null_facts, again, {"sliding_window": None})
+            null = types_rule(model_type, facts, again, {"sliding_window": None})
             if null is None:
                 return None, "its layers without RoPE change with sliding_window in a way vkrope does not read"
-            facts.setdefault("type_answers", {})["null"] = null_facts["type_answers"]["null"]
-            rule["if_null"] = {"key": "sliding_window", "rotate": null["rotate"], "still": null["still"]}
+            rule["if_null"] = {"key": "sliding_window", **{k: null[k] for k in ("rotate", "still", "failed")}}
     return rule, None
 
 
@@ -888,7 +908,8 @@ def main() -> None:
                 facts = hf_probe.probe(t)
             except Exception as exc:  # noqa: BLE001  (the table says why)
                 facts = {"model_type": t, "error": f"{type(exc).__name__}: {exc}"}
-            if path:  # (kept for the next run, as hf_probe.py DIR keeps them)
+            if path and "error" not in facts:  # (kept for the next run, as hf_probe.py DIR keeps them; not a
+                # failure, which may be passing: kernels' wrapping once failed every probe)
                 with open(path, "wb") as f:
                     pickle.dump(facts, f)
         text = facts.get("text") or {}

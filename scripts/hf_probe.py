@@ -142,7 +142,8 @@ def attention_modules(model: Any) -> list[tuple[int, str, Any]]:
 def _own_function(fn: Any, module: Any) -> bool:
     """Whether `fn` is a function `module` defines: a plain one, or one that `kernels` (a dependency of
     transformers 5.25) turned into a module by @use_kernel_forward_from_hub ("rotary_pos_emb": 118 modeling
-    files' apply_rotary_pos_emb), which still runs the function where no kernel was loaded."""
+    files' apply_rotary_pos_emb), which still runs the function where no kernel was loaded (its class is named
+    Func in kernels 0.19.1, the version checked)."""
     if getattr(fn, "__module__", None) != module.__name__:
         return False
     return inspect.isfunction(fn) or (isinstance(fn, torch.nn.Module) and type(fn).__name__ == "Func")

@@ -27,13 +27,12 @@ OUT = os.path.join(ROOT, "docs", "MODELS.md")
 
 
 def _types_text(rule: dict) -> str:
-    """A layer_types rule's types in words, the shorter list: those that rotate or those that do not (a type the
-    model fails on is in neither, and refused: docs/guide/model-rules.md)."""
-    if rule.get("still") == []:
-        return f"every type it runs rotates: {', '.join(rule['rotate'])}"
-    if "still" in rule and len(rule["still"]) < len(rule["rotate"]):
-        return f"not rotating: {', '.join(rule['still']) or 'none'}"
-    return f"rotating: {', '.join(rule['rotate']) or 'none'}"
+    """A layer_types rule's types in words: those that rotate, those that do not, and whether the model fails
+    on others (refused: docs/guide/model-rules.md)."""
+    text = f"rotating: {', '.join(rule['rotate']) or 'none'}"
+    if rule.get("still"):
+        text += f"; not: {', '.join(rule['still'])}"
+    return text + ("; other types refused" if rule.get("failed") else "")
 
 
 def _nope_text(rule: dict) -> str:

@@ -876,8 +876,8 @@ class NdFreqs(FrequencySpec):
         if isinstance(axes, np.ndarray) and axes.ndim == 1:  # (as theta takes one: numpy's widths are ints too)
             axes = tuple(axes.tolist())
         if isinstance(axes, (int, np.integer)) or not isinstance(axes, (tuple, list)):
-            raise TypeError(f"axes_dim must be a tuple of channel widths, one per axis; got {type(axes).__name__} "
-                            f"{axes!r}")
+            raise TypeError(f"axes_dim must be a tuple (or 1-D array) of channel widths, one per axis; got "
+                            f"{type(axes).__name__} {axes!r}")
         if not axes:
             raise ValueError("axes_dim must name at least one axis")
         for a, d in enumerate(axes):
@@ -1026,7 +1026,7 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     if isinstance(shape, np.ndarray) and shape.ndim == 1:
         shape = tuple(shape.tolist())
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
-        raise TypeError(f"shape must be a tuple of grid sizes; got {type(shape).__name__} {shape!r}")
+        raise TypeError(f"shape must be a tuple (or 1-D array) of grid sizes; got {type(shape).__name__} {shape!r}")
     if not shape or len(shape) > 32:  # (numpy's meshgrid takes at most 32 axes)
         raise ValueError(f"shape must name 1 to 32 axes; got {len(shape)}")
     for a, n in enumerate(shape):

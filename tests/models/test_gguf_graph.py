@@ -243,8 +243,8 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.dimension_count": 64, "attention.key_length": 128,
                                                        "attention.value_length": 64}, name="kv"))
     for arch in ("qwen2", "starcoder2", "olmoe"):  # (GGML_ASSERT(n_embd_head == n_rot) in their graphs)
-        with pytest.raises(ValueError, match=r"rotated width 64 \(llama.cpp's n_rot: layer 0's rope.dimension_count, "
-                                             r".*\) is not the head width 128 \(.*\): llama.cpp's"):
+        with pytest.raises(ValueError, match=r": the rotated width 64 \(llama.cpp's n_rot: layer 0's "
+                                             r"rope.dimension_count, .*\) is not the head width 128 \(.*\): its"):
             vkrope.from_gguf(gguf_file(tmp_path, arch, {"rope.dimension_count": 64}, name="part"))
     pair = [("rope_factors_short.weight", np.ones(64)), ("rope_factors_long.weight", np.ones(64))]
     with pytest.raises(ValueError, match="loads no rope_factors_long.weight, rope_factors_short.weight tensor"):
@@ -467,8 +467,9 @@ def test_what_llama_cpp_computes_as_nan_or_reads_elsewhere_is_refused_by_name(tm
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {**yarn, "rope.scaling.original_context_length": 3_000_000_000}))
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {**yarn, "rope.scaling.original_context_length": 2**31 - 1},
                                       name="edge")).rope_type == "yarn"
-    with pytest.raises(ValueError, match=r"rotated width 32 \(llama.cpp's n_rot: .* else its attention.key_length\) "
-                                         r"is not the head width"):
+    with pytest.raises(ValueError, match=r"qwen2: the rotated width 32 \(llama.cpp's n_rot: .* else its "
+                                         r"attention.key_length, else embedding_length / head_count\) is not the "
+                                         r"head width 128 \(llama.cpp's n_embd_head_v\(0\)\)"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.key_length": 32}, name="key"))
     with pytest.raises(ValueError, match="or layer 0's attention.head_count is 0"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.head_count": [0, 4], "attention.key_length": 64,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -208,26 +209,30 @@ def test_every_layer_type_as_the_model_ran_it(model_type):
     kinds = json.loads(str(GOLD[f"{model_type}/layer_types"]))
     legacy, names = CONFIG_RULES_ALL["legacy_layer_types"], CONFIG_RULES_ALL["layer_type_names"]
     named = CONFIG_RULES.get(model_type, {}).get("layer_types") or {}
+    named_last = CONFIG_RULES.get(model_type, {}).get("last_layer_type") is not None
     types = list(inner["layer_types"])
     for window, probed in kinds.items():
-        i = probed["layer"]  # (the layer the probe gave the type, a rotating one after it)
+        i = probed["layer"]  # (the layer the probe gave the type, after the default config's layers before it)
         for name, rotates in probed["types"].items():
             if name in legacy or (name not in names and named.get("names")):
                 continue  # (the config class renames it, or refuses it on loading: not the layer's question)
-            inner.update(num_hidden_layers=i + 2, layer_types=[*types[:i], name, types[i]])
+            after = [types[i]] if named_last else []  # (Gemma 4's class forces the last layer's type)
+            inner.update(num_hidden_layers=i + 1 + len(after), layer_types=[*types[:i], name, *after])
             if window == "null":
                 inner["sliding_window"] = None
             cfg = json.loads(json.dumps(base))
-            if rotates is None:
-                with pytest.raises(ValueError, match=f"layer_types names '?{name}\\b"):  # (or an earlier refusal of it)
+            if rotates is None:  # (refused: the type by name, or the file by its config class)
+                with pytest.raises(ValueError) as info:
                     vkrope.hf_layers(cfg)
+                assert re.search(f"layer_types names '?{name}\\b", str(info.value)) or "config class r" in str(
+                    info.value), (model_type, window, name, info.value)
                 continue
             try:
                 got = vkrope.hf_layers(cfg)[i] is not None
             except ValueError as exc:  # (a refusal: of the file by its config class, or of a rotating type
                 # whose RoPE vkrope cannot read)
-                assert "config class r" in str(exc) or (rotates and "layer_type" in str(exc)), (
-                    model_type, window, name, exc)
+                assert "config class r" in str(exc) or (rotates and "layer_type" in str(exc) and "did not run"
+                                                        not in str(exc)), (model_type, window, name, exc)
                 continue
             assert got == rotates, (model_type, window, name)
 
@@ -240,6 +245,9 @@ def test_lfm2s_convolution_layers_apply_no_rope():
     assert vkrope.from_hf(cfg, layer=0) is None and vkrope.from_hf(cfg, layer=1) is not None
     assert [r is None for r in vkrope.hf_layers(cfg)] == [True, False, True, False]
     assert vkrope.from_hf(cfg).nope_layers == (0, 2)
+    with pytest.raises(ValueError, match="layer_types names 'sliding_attention', a layer type the model's code did "
+                                         "not run"):  # (its model fails on it: no mask for that type)
+        vkrope.hf_layers(dict(cfg, layer_types=["conv", "full_attention", "conv", "sliding_attention"]))
 
 
 # --- the silently wrong readings of issue #30, each pinned -------------------------------------------------
@@ -313,10 +321,18 @@ def test_layers_without_rope_by_index():
            "sliding_window": 4096, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
     assert [r is None for r in vkrope.hf_layers(exa)] == [False, False, False, True]
     assert vkrope.from_hf(exa, layer_type="full_attention") is None
-    assert all(r is not None for r in vkrope.hf_layers(dict(exa, sliding_window=None)))  # no window: all rotate
+    # (no window: EXAONE-4.0-1.2B's full layers all rotate; a sliding layer, or any Cohere 2 layer, makes
+    # transformers raise, "Could not find a `sliding_window` argument": refused)
+    glob = dict(exa, sliding_window=None, layer_types=["full_attention"] * 4)
+    assert all(r is not None for r in vkrope.hf_layers(glob))
+    with pytest.raises(ValueError, match="layer_types names 'sliding_attention', a layer type the model's code did "
+                                         "not run"):
+        vkrope.hf_layers(dict(exa, sliding_window=None))
     coh = dict(exa, model_type="cohere2")
     assert [r is None for r in vkrope.hf_layers(coh)] == [False, False, False, True]
-    assert all(r is None for r in vkrope.hf_layers(dict(coh, sliding_window=None)))  # no window: none rotates
+    with pytest.raises(ValueError, match="layer_types names 'full_attention', a layer type the model's code did "
+                                         "not run"):
+        vkrope.hf_layers(dict(glob, model_type="cohere2"))
     with pytest.raises(ValueError, match="layer must be in \\[0, 4\\)"):
         vkrope.from_hf(exa, layer=4)
     bare = {k: v for k, v in exa.items() if k != "layer_types"}
@@ -345,8 +361,8 @@ def test_layers_without_rope_by_index():
 
 def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch):
     """from_hf naming no layer never returns None, nor a RoPE no layer uses: a config whose layers all apply
-    none (Llama 4's no_rope_layers all 0; Cohere 2 without a sliding window; a remote config llama.cpp's graph
-    rotates nowhere) is NoRopeLayers, naming the key that says so; layer= still gives None."""
+    none (Llama 4's no_rope_layers all 0; AFMoE of global layers only; a remote config llama.cpp's graph rotates
+    nowhere) is NoRopeLayers, naming the key that says so; layer= still gives None."""
     from vkrope.models import gguf_convert
     from vkrope import NoRopeLayers
 
@@ -358,10 +374,10 @@ def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch
     assert issubclass(NoRopeLayers, ValueError) and vkrope.from_hf(l4, layer=0) is None
     assert vkrope.hf_layers(l4) == (None,) * 4
     assert vkrope.from_hf(dict(l4, no_rope_layers=[0, 0, 1, 0])).nope_layers == (0, 1, 3)
-    coh = {"model_type": "cohere2", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
-           "sliding_window": None, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
-    with pytest.raises(NoRopeLayers, match=r"by layer_types .*, with sliding_window null\)"):
-        vkrope.from_hf(coh)
+    afmoe = {"model_type": "afmoe", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
+             "layer_types": ["full_attention"] * 4}  # (its global layers apply none)
+    with pytest.raises(NoRopeLayers, match=r"by layer_types \['full_atten"):
+        vkrope.from_hf(afmoe)
     monkeypatch.setattr(gguf_convert, "from_config", lambda *a, **k: None)  # (a graph rotating no layer)
     minicpm = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "remote_configs", "minicpm-2b.json")
     with pytest.raises(NoRopeLayers, match=r"^config \(MiniCPMForCausalLM\): its layers all apply no RoPE"):

@@ -351,7 +351,6 @@ def _check_fields(rope: ModelRope) -> None:
                                                                     rope.mrope_interleaved))
     if rope.freq_factors is not None:
         object.__setattr__(rope, "freq_factors", _checked_divisors(rope.freq_factors, rope.rotary_dim))
-    # Every parameter usable at every length: a bad one is a ValueError here, not in a later call.
     lengths: list[int | None] = [None]
     if rope.uses_seq_len():
         lengths.append(max(rope.max_position_embeddings or 0, rope.original_max_position_embeddings or 0) + 1)
