@@ -380,7 +380,8 @@ def type_answers(model_type: str, facts: dict, overrides: dict | None = None) ->
     return first, dict(out)
 
 
-def types_rule(model_type: str, facts: dict, pattern: list[bool], overrides: dict | None = None) -> dict[str, Any] | None:
+def types_rule(model_type: str, facts: dict, pattern: list[bool],
+               overrides: dict | None = None) -> dict[str, Any] | None:
     """The layer_types rule: the types that rotate, those that do not ("still"), and those the model fails on
     ("failed", refused), from every attention layer type probed (type_answers) and, without `overrides`, the
     default config's own layers (overriding: the null sliding window's, which its whole model may not run).

@@ -257,11 +257,11 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                              f"{f['n_embd_head_k_full']}: llama.cpp refuses it for {arch} ('invalid n_rot')")
         for width in entry.get("rot_asserted") or ():  # (GGML_ASSERT(n_embd_head == n_rot): llama.cpp aborts)
             if hp.evaluate(width) != hp.fields["n_rot"]:
+                named = width[1:-1] if width[:1] == "(" else width  # (the table's expression, unwrapped)
                 raise Refused(f"the rotated width {hp.fields['n_rot']} (llama.cpp's n_rot: layer 0's "
                               "rope.dimension_count, or rope.dimension_count_swa on a sliding layer, else its "
                               "attention.key_length, else embedding_length / head_count) is not the head width "
-                              f"{hp.evaluate(width)} (llama.cpp's {width[1:-1] if width[:1] == '(' else width}): its {arch} graph asserts "
-                              "they are equal")
+                              f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
         out: list[Rotation | None] = []
         for i in range(n_layer):
             calls, unsure = set(), None

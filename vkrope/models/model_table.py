@@ -105,7 +105,7 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
     layer i rotates iff cfg[K][i] is one of those layer types, and where
     the rule lists "still" (the types seen not rotating), a type in neither
-    list (one the model's code fails on, or was not probed with) is a
+    list ("failed": one the model's code fails on, or one never probed) is a
     ValueError; with "if_null": {"key": N, "rotate": [...], "still": [...]}:
     when cfg[N] is null, those lists instead (EXAONE 4: all its attention
     layers; Cohere 2: none; their attention tests the sliding window)."""
