@@ -398,6 +398,25 @@ def types_rule(model_type: str, facts: dict, pattern: list[bool],
             "failed": sorted(t for t, a in answers.items() if a is None)}
 
 
+def covering_types(facts: dict) -> dict | None:
+    """Overrides whose layer_types name every layer type the default config's rope_parameters has a RoPE for,
+    in turn, where its own layer_types do not (Laguna's and Mellum's default layers are all full attention,
+    their rope_parameters also hold the sliding layers'): a probe of the default layers would read only those
+    it names, and a file's other layers would be refused. None where they name them all."""
+    from transformers.configuration_utils import ALLOWED_ATTN_LAYER_TYPES  # noqa: PLC0415
+
+    text = facts.get("text") or {}
+    types, rope = text.get("layer_types"), text.get("rope_parameters")
+    if not isinstance(types, list) or not types or not _nested(rope):
+        return None
+    missing = [k for k in rope if k not in types and k in ALLOWED_ATTN_LAYER_TYPES]  # (DeepSeek-V4's keys
+    # are its attention's two RoPEs, main and compress: no layer types)
+    if not missing:
+        return None
+    cycle = [*dict.fromkeys(types), *missing]
+    return {"layer_types": [cycle[i % len(cycle)] for i in range(len(types))]}
+
+
 def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
     """(the rule that gives the layers without RoPE, or None when all rotate, whatever their types; why none
     fits)."""
@@ -918,6 +937,10 @@ def main() -> None:
         if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:
             # the class's default config is degenerate (GLM-4-MoE: 4096 / 96 heads): probe a sane one
             facts = {**probe(t, {"head_dim": 128}), "overrides": {"head_dim": 128}}  # (kept in the probes below)
+        cover = covering_types(facts)
+        if cover:  # (a RoPE per layer type its default layers do not all use: probed on layers that do)
+            over = {**facts.get("overrides", {}), **cover}
+            facts = {**probe(t, over), "overrides": over}
         try:
             text_cls = type(AutoConfig.for_model(t).get_text_config(decoder=True))
         except Exception:  # noqa: BLE001
