@@ -697,10 +697,16 @@ def _nested(rope: Any) -> bool:
 def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]:
     """{key: {"value", "then"}} of the default config's true / false keys whose other value stops the model
     rotating ("then": "none", Falcon's alibi) or makes it rotate otherwise than from_hf reads ("refused"),
-    found by probing each flipped (a flip the code does not run with is passed over: it says nothing of RoPE)."""
+    found by probing each flipped (a flip the code does not run with is passed over: it says nothing of RoPE);
+    and rope_theta null where the model then rotates nothing (OLMo hybrid's)."""
     out = {}
     base = facts.get("overrides", {})
     rotating = meta_probe("calls", model_type, base)
+    rope = facts["text"].get("rope_parameters")
+    if rotating and isinstance(rope, dict) and not _nested(rope) and "rope_theta" in rope \
+            and meta_probe("calls", model_type, {**base, "rope_parameters": {**rope, "rope_theta": None}}) == 0:
+        out["rope_theta"] = {"value": None, "then": "none"}  # (a null theta switches RoPE off: OLMo hybrid's
+        # released files; the other models' code fails on one)
     for key, value in sorted(facts["text"].items()):
         if not isinstance(value, bool):
             continue

@@ -70,8 +70,9 @@ def _how(e: dict) -> str:
     if e.get("refuses"):
         parts.append("only the class's " + ", ".join(sorted(e["refuses"])))
     for key, switch in sorted(e.get("switches", {}).items()):
-        parts.append(f"{key} {str(switch['value']).lower()}: " + ("no RoPE (refused)" if switch["then"] == "none"
-                                                                  else "refused"))
+        value = "null" if switch["value"] is None else str(switch["value"]).lower()
+        parts.append(f"{key} {value}: " + ("no layer rotates (NoRopeLayers)" if switch["then"] == "none"
+                                           else "refused"))
     return "; ".join(parts)
 
 

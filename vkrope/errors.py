@@ -56,10 +56,11 @@ class DeviceClosedError(VkropeError, RuntimeError):
     """A `Device` (or an array on it) was used after `close()`."""
 
 
-class NoRopeLayers(ValueError):
+class NoRopeLayers(VkropeError, ValueError):
     """`from_hf(config)` or `from_gguf(path)`, naming no layer and no layer
     type, of a model whose layers all apply no RoPE: it has no RoPE every
-    rotating layer shares (with `layer=`, such a layer gives None)."""
+    rotating layer shares (with `layer=`, such a layer gives None). Also a
+    ValueError, as the config's reading is one."""
 
 
 class UnsupportedFeatureError(VkropeError, RuntimeError):

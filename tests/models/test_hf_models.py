@@ -371,7 +371,8 @@ def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch
     with pytest.raises(NoRopeLayers, match=r"^config: its layers all apply no RoPE \(by no_rope_layers "
                                            r"\[0, 0, 0, 0\]\): it has no RoPE to give$"):
         vkrope.from_hf(l4)
-    assert issubclass(NoRopeLayers, ValueError) and vkrope.from_hf(l4, layer=0) is None
+    assert issubclass(NoRopeLayers, ValueError) and issubclass(NoRopeLayers, vkrope.VkropeError)
+    assert vkrope.from_hf(l4, layer=0) is None
     assert vkrope.hf_layers(l4) == (None,) * 4
     assert vkrope.from_hf(dict(l4, no_rope_layers=[0, 0, 1, 0])).nope_layers == (0, 1, 3)
     afmoe = {"model_type": "afmoe", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 4,
@@ -527,8 +528,11 @@ def test_what_a_second_review_found_read_otherwise():
     falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71}
     assert vkrope.from_hf(falcon).theta == 10000.0
     for alibi in (True, 1):  # (Falcon's code tests `if config.alibi`)
-        with pytest.raises(ValueError, match="alibi true: 'falcon' applies no rotary embedding then"):
+        with pytest.raises(vkrope.NoRopeLayers, match=r"^config: its layers all apply no RoPE \(alibi true: falcon's "
+                                                      "model switches RoPE off then"):
             vkrope.from_hf(dict(falcon, alibi=alibi))
+        assert vkrope.from_hf(dict(falcon, alibi=alibi), layer=0) is None
+        assert vkrope.hf_layers(dict(falcon, alibi=alibi)) == (None,) * 32
     assert vkrope.from_hf(dict(falcon, alibi=0)).theta == 10000.0
     neox = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25}
     with pytest.raises(ValueError, match="head_dim 192: the code of 'gpt_neox' did not run"):
@@ -556,6 +560,28 @@ def test_what_a_second_review_found_read_otherwise():
     for window in (256, None):
         layers = vkrope.hf_layers(dict(lfm, sliding_window=window))
         assert [r is not None for r in layers] == [False, True, False, True], window
+
+
+def test_a_null_theta_switches_olmo_hybrids_rope_off():
+    """OLMo hybrid's released files set rope_theta null, and its model then builds no rotary module (the model
+    table's switch, found by running its code with the theta null): its layers all apply no RoPE, given flat or
+    in the rope dict; absent, the class's 10000 stands. Other models' code fails on a null theta: refused."""
+    olmo = {"model_type": "olmo_hybrid", "hidden_size": 3840, "num_attention_heads": 30, "num_hidden_layers": 8,
+            "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3
+            + ["full_attention"]}
+    assert TABLE["olmo_hybrid"]["switches"] == {"rope_theta": {"value": None, "then": "none"}}
+    for null in ({"rope_theta": None}, {"rope_parameters": {"rope_type": "default", "rope_theta": None}}):
+        with pytest.raises(vkrope.NoRopeLayers, match=r"^config: its layers all apply no RoPE \(rope_theta null: "
+                                                      "olmo_hybrid's model switches RoPE off then"):
+            vkrope.from_hf(dict(olmo, **null))
+        assert vkrope.hf_layers(dict(olmo, **null)) == (None,) * 8
+        assert vkrope.from_hf(dict(olmo, **null), layer=3) is None
+        assert vkrope.from_hf(dict(olmo, **null), layer_type="full_attention") is None
+    for given, theta in (({}, 10000.0), ({"rope_parameters": None}, 10000.0), ({"rope_theta": 5e5}, 5e5)):
+        rope = vkrope.from_hf(dict(olmo, **given))
+        assert (rope.theta, rope.nope_layers) == (theta, (0, 1, 2, 4, 5, 6)), given
+    with pytest.raises(ValueError, match="rope_theta must be a number; got None"):
+        vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "rope_theta": None})
 
 
 def test_rope_the_whole_model_decides_per_layer():

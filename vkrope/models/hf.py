@@ -176,14 +176,13 @@ def _rename_layer_types(cfg: dict, model_type: str) -> None:
 
 def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
     """A ValueError where the config sets a true / false key the model table
-    found switching RoPE off at the model level (Falcon's alibi: no rotary
-    embedding then) or making it rotate otherwise than vkrope reads."""
+    found making the model rotate otherwise than vkrope reads (one that
+    switches RoPE off, Falcon's alibi, is model_table.switched_off's: no
+    layer rotates then)."""
     for key, switch in e.get("switches", {}).items():
-        if cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:  # (as the code tests it: `if config.alibi`)
-            what = "applies no rotary embedding then (its model switches RoPE off)" if switch["then"] == "none" \
-                else "rotates otherwise then than vkrope reads it"
-            raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} {what}, as the model "
-                             "table found running transformers' code")
+        if switch["then"] == "refused" and cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:
+            raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} rotates otherwise then "
+                             "than vkrope reads it, as the model table found running transformers' code")
 
 
 def _class_rope(merged: dict, defaults: dict, keys: list[str]) -> None:
@@ -509,7 +508,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return _from_converter(remote, layer_type, layer, angle)
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
-    rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type)
+    rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type, model_type)
     nested = _per_layer(cfg, e)
     rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
     if not rotating:
@@ -581,7 +580,8 @@ def _type_without_rope(cfg: dict, rotates: list[bool] | None, layer_type: str) -
         and not any(r for r, t in zip(rotates, types) if t == layer_type)
 
 
-def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[bool] | None, str | None, str | None]:
+def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
+              model_type: str) -> tuple[list[bool] | None, str | None, str | None]:
     """(per layer whether it rotates, or None; layer `layer`'s type; why the pattern is unknown): a plain
     read (no layer, no layer type) of a config lacking the key that says still gives the rotating layers'
     RoPE, with its layers without RoPE unknown; one of a config whose layers all apply none: NoRopeLayers."""
@@ -594,6 +594,11 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any) -> tuple[list[boo
     if layer is None and layer_type is None and rotates and not any(rotates):
         # (a plain read gives the RoPE every rotating layer shares: with none, there is none to give, and
         # None would break its callers, typed to get a RoPE)
+        off = hf_models.switched_off(cfg, e)
+        if off:
+            raise NoRopeLayers(f"config: its layers all apply no RoPE ({off}: {model_type}'s model switches "
+                               "RoPE off then, as the model table found running transformers' code): it has no RoPE "
+                               "to give")
         rule = e["nope"]
         cond = rule.get("if_null")
         why = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""

@@ -97,6 +97,24 @@ def _near(name: str, models: dict) -> str:
     return f"; close: {', '.join(close)}" if close else ""
 
 
+def switched_off(cfg: dict, e: dict) -> str | None:
+    """The config value that switches the model's RoPE off (the table's `switches` whose "then" is "none":
+    Falcon's alibi true, OLMo hybrid's rope_theta null, as its class keeps it in the rope dict), as
+    "key value"; None where none is set."""
+    for key, switch in e.get("switches", {}).items():
+        if switch["then"] != "none":
+            continue
+        if switch["value"] is None:  # (a null the config gives: absent, the class's default stands)
+            where = next((cfg[k] for k in ("rope_scaling", "rope_parameters")
+                          if isinstance(cfg.get(k), dict) and key in cfg[k]), cfg)
+            if key in where and where[key] is None:
+                return f"{key} null"
+        elif cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:  # (as the code tests it: `if
+            # config.alibi`)
+            return f"{key} {str(switch['value']).lower()}"
+    return None
+
+
 def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     """Per decoder layer, whether it applies RoPE, by the table's rule
     `nope` over the (text) config `cfg`; None where every layer does.
@@ -108,7 +126,13 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     list ("failed": one the model's code fails on, or one never probed) is a
     ValueError; with "if_null": {"key": N, "rotate": [...], "still": [...]}:
     when cfg[N] is null, those lists instead (EXAONE 4: all its attention
-    layers; Cohere 2: none; their attention tests the sliding window)."""
+    layers; Cohere 2: none; their attention tests the sliding window).
+    A config that switches RoPE off (`switched_off`): no layer rotates."""
+    if switched_off(cfg, e):  # (whatever the layers' types: the model passes none of them a RoPE)
+        n = cfg.get("num_hidden_layers")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"config: num_hidden_layers must be a positive integer; got {n!r}")
+        return [False] * n
     rule = e.get("nope")
     if not rule:
         return None
