@@ -52,7 +52,11 @@ def close_default_device() -> None:
     refuse_inside_a_call(_default_lock, "close_default_device()", "it is not there yet or going",
                          inside="the opening or closing of the default device")
     with _default_lock:
-        dev, _default = _default, None
+        dev = _default
+        if dev is not None:  # (close()'s own refusal, said before anything changes: a refused call leaves the
+            # default device as it was, not open and detached)
+            refuse_inside_a_call(dev._lock, "close_default_device()", "it would destroy what the call is using")
+        _default = None
     if dev is not None:
         dev.close()
 

@@ -846,6 +846,30 @@ def test_a_call_or_close_inside_a_call_of_this_thread_is_refused(make_device, mo
     assert (dev.asarray(x).get() == x).all()
 
 
+def test_a_refused_close_default_device_leaves_the_default_as_it_was(monkeypatch):
+    """close_default_device() from a signal handler inside a call on the default device is refused, as close()
+    is; it had already detached the device (open, no longer the default: its arrays then "lived on another
+    Device", and each later refusal opened one more). Now nothing changes."""
+    import vkrope.owner as owner
+
+    dev = vkrope.default_device()
+    x = np.random.default_rng(3).standard_normal((1, 8, 16)).astype(np.float32)
+    f = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
+    kept = dev.asarray(x)
+    real = owner.arrays.transfer
+
+    def reenters(*args, **kwargs):
+        vkrope.close_default_device()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner.arrays, "transfer", reenters)
+    with pytest.raises(RuntimeError, match=r"^close_default_device\(\) was called inside a call on this device"):
+        dev.asarray(x)
+    monkeypatch.undo()
+    assert vkrope.default_device() is dev and not dev.closed
+    np.testing.assert_allclose(vkrope.apply(kept, f).get(), oracle(x, f), rtol=0, atol=1e-5 * (4 * np.abs(x).max() + 1))
+
+
 _DEFAULT_REENTERED = """
 import numpy as np, vkrope, vkrope.api as api
 real = api.Device
