@@ -200,6 +200,11 @@ def load_npy(path: str, what: str) -> np.ndarray:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
     except (OSError, EOFError) as exc:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
+    except MemoryError as exc:  # (a big-endian or bfloat16 file's copy: a file mapped below is not read whole)
+        raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
+
+
+_MAP_FROM = 1 << 24  # bytes of data from which an input is memory-mapped, not read (the page cache holds it)
 
 
 def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
@@ -208,9 +213,13 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
         why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
     fh.seek(0)
-    _check_npy_header(fh, path, what)
-    fh.seek(0)
-    a = np.lib.format.read_array(fh, allow_pickle=False)
+    header = _check_npy_header(fh, path, what)
+    if header is not None and header[2].itemsize and math.prod(header[0]) * header[2].itemsize >= _MAP_FROM:
+        shape, fortran, dtype, offset = header  # (a file of 8 GiB X and 8 GiB FREQS no longer needs 16 in memory)
+        a = np.asarray(np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"))
+    else:
+        fh.seek(0)
+        a = np.lib.format.read_array(fh, allow_pickle=False)
     # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
     # two-byte void ('<V2'), which is read back as bfloat16 here.
     if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
@@ -223,27 +232,33 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
 _NPY_HEADER_LIMIT = 10000  # numpy's max_header_size for a file not trusted with pickles
 
 
-def _check_npy_header(fh: BinaryIO, path: str, what: str) -> None:
-    """Refuse, in one line, a header longer than numpy reads (its message
-    is three lines advising allow_pickle=True), and one whose shape needs
-    more bytes than the file holds (numpy would allocate them first:
-    a 100-byte file claiming 64 TiB)."""
+def _check_npy_header(fh: BinaryIO, path: str, what: str) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    """Refuse, in one line, a format version numpy does not know, a header
+    longer than numpy reads (its message is three lines advising
+    allow_pickle=True), and one whose shape needs more bytes than the file
+    holds (numpy would allocate them first: a 100-byte file claiming 64
+    TiB). (shape, Fortran order, dtype, offset of the data); None for an
+    object array (refused by read_array: never a pickle)."""
     fmt = np.lib.format
-    major, _ = fmt.read_magic(fh)
+    major, minor = fmt.read_magic(fh)
+    if major not in (1, 2, 3):
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file (format version {major}.{minor}; numpy "
+                         "writes 1.0, 2.0 and 3.0)")
     length = int.from_bytes(fh.read(2 if major == 1 else 4), "little")
     if length > _NPY_HEADER_LIMIT:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header is {length} bytes; numpy reads "
                          f"at most {_NPY_HEADER_LIMIT})")
     fh.seek(0)
     fmt.read_magic(fh)
-    shape, _, dtype = fmt.read_array_header_1_0(fh) if major == 1 else fmt.read_array_header_2_0(fh)
+    shape, fortran, dtype = fmt.read_array_header_1_0(fh) if major == 1 else fmt.read_array_header_2_0(fh)
     if dtype.hasobject:
-        return  # (refused by read_array: never a pickle)
+        return None
     need = math.prod(shape) * dtype.itemsize
     have = os.fstat(fh.fileno()).st_size - fh.tell()
     if need > have:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape} of {dtype}, "
                          f"{need} bytes of data; the file holds {have})")
+    return shape, fortran, dtype, fh.tell()
 
 
 def check_output_path(path: str, what: str, example: str | None = "out.npy", streams: bool = True) -> None:
@@ -264,6 +279,8 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
         raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example or '')!r}")
     parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
+        if os.path.exists(parent):  # (-o x.npy/, x.npy a file)
+            raise ValueError(f"{what}: {path!r} names a file inside {parent!r}, which is not a directory")
         raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
     try:
         kind = not_regular(os.stat(path).st_mode)
@@ -302,8 +319,8 @@ def _save(path: str, y: np.ndarray) -> int:
     if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
         return _save_stream(path, y)
     # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
-    write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output")
-    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}")
+    write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
+                then=lambda: print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
     return 0
 
 
@@ -392,8 +409,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.chart_from and run_flags:  # (it runs nothing: these would be ignored)
         raise ValueError(f"{', '.join(run_flags)}: options of a run; --chart-from draws an earlier run's chart and "
                          "takes only --plot")
+    in_out = not args.chart_from and bool(args.plot) and Path(args.plot).parent.resolve() == Path(
+        args.out or BENCH_OUT).resolve()  # (a chart in the --out folder this run makes: checked once it is made)
     if args.plot:
-        check_output_path(args.plot, "--plot", "bench.png", streams=False)
+        if not in_out:
+            check_output_path(args.plot, "--plot", "bench.png", streams=False)
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot: the chart is a PNG; give a file name ending in .png, not {args.plot!r}")
     if args.plot or args.chart_from:
@@ -417,8 +437,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
     check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)
-    if not args.plot:
-        check_output_path(str(out_dir / "bench.png"), "--out", None, streams=False)
+    if not args.plot or in_out:
+        check_output_path(args.plot or str(out_dir / "bench.png"), "--plot" if args.plot else "--out",
+                          "bench.png" if args.plot else None, streams=False)
     storages = list(dict.fromkeys(args.storage or [c for c in STORAGE_CHOICES if c != "auto"]))  # (once each)
     dtypes = list(dict.fromkeys(args.dtype or TENSOR_DTYPES.names))
     partial = out_dir / "bench.partial.json"  # (the rows so far, after each: bench.json is a complete run's only)
@@ -591,6 +612,14 @@ _FILE_WORDS = {"apply": {"x": "X.npy", "freqs": "FREQS.npy"},
                "rotary-embedding": {"x": "X.npy", "cos_cache": "COS.npy", "sin_cache": "SIN.npy"}}
 
 
+def _word(match: re.Match, file: str) -> str:
+    """`file` for an argument's name matched in a message; the match itself where it stands between two
+    numbers (the sign of a product)."""
+    text, start, end = match.string, match.start(), match.end()
+    product = re.search(r"\d $", text[:start]) is not None and re.match(r" \d", text[end:]) is not None
+    return match.group(0) if product else file
+
+
 def cli_spelling(message: str, command: str) -> str:
     """A message of the Python API in the flags of `command`: like='llama'
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
@@ -598,10 +627,11 @@ def cli_spelling(message: str, command: str) -> str:
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
     if command == "config":  # (from_gguf's argument is `path`; the command's, PATH)
         message = re.sub(r"^path: ", "PATH: ", message)
-    for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote)
+    for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote,
+        # nor the x of a product, "1 x 16777218 rows")
         parts = re.split(r"""('[^']*'|"[^"]*")""", message)
-        message = "".join(part if i % 2 else re.sub(rf"(?<![\w.'\[/-]){name}(?![\w.\[(/])", file, part)
-                          for i, part in enumerate(parts))
+        message = "".join(part if i % 2 else re.sub(rf"(?<![\w.'\[/-]){name}(?![\w.\[(/])", lambda m: _word(m, file),
+                                                    part) for i, part in enumerate(parts))
     for name in _FLAG_WORDS.get(command, ()):
         flag = "--" + name.replace("_", "-")
         message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama
@@ -637,10 +667,16 @@ positive_int = int_at_least(1)
 nonnegative_int = int_at_least(0)
 
 
+def _version() -> str:
+    from . import __version__  # (the package's, stated once)
+    return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `vkrope` command."""
     parser = _Parser(prog="vkrope", description="Rotary position embedding (RoPE) on a Vulkan device.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"vkrope {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="EdgeTAM memory attention walk-through with errors and timings")
     p.set_defaults(func=cmd_demo)
@@ -709,7 +745,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chart-from", metavar="BENCH.json",
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
-    return _command(parser.parse_args(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # (said by the command's parser: its --help is the one that lists what it takes)
+        hint = "; --debug goes before the command, vkrope --debug " + args.command if "--debug" in extra else ""
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return _command(args)
 
 
 def _stdout_gone() -> bool:

@@ -7,11 +7,14 @@ failure a ValueError naming the argument."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import signal
 import stat
-from typing import Any, BinaryIO, Callable
+import threading
+from typing import Any, BinaryIO, Callable, Iterator
 
 _NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                 (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -91,11 +94,15 @@ def parse_json(data: bytes, path: str, what: str) -> Any:
         raise ValueError(f"{what}: {path!r} is not JSON in UTF-8 ({exc})") from None
 
 
-def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> None:
+def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
+                then: Callable[[], object] | None = None) -> None:
     """Write the regular file `path` (new or replaced) whole or not at all: `write` fills a new file in the folder
     of what `path` names (a symlink keeps pointing at its file), which is then renamed over it, so an
     interruption (Ctrl-C mid-benchmark) or a failed write (a full disk) leaves the old file as it was and no
-    temporary one; an existing file keeps its mode. An OSError is a ValueError naming `what`."""
+    temporary one; an existing file keeps its mode. An OSError is a ValueError naming `what`. `then` (saying it
+    was written) runs right after the rename; a Ctrl-C during the rename and `then` is dropped (the file is
+    written), so a caller never reports an interruption with the file replaced; one before interrupts the
+    write and leaves the old file."""
     target = os.path.realpath(path)
     try:
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
@@ -110,13 +117,31 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str) -> No
             write(fh)
         if old_mode is not None:
             os.chmod(tmp, old_mode)
-        os.replace(tmp, target)
+        with _ctrl_c_held():
+            os.replace(tmp, target)
+            if then is not None:
+                then()
     except BaseException as exc:
         if os.path.lexists(tmp):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
         raise
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """A Ctrl-C (SIGINT) within: ignored. Only where Python's own handler is set, in the main thread (a caller's
+    own handler, or another thread, is left as it is)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _new_name(folder: str) -> str:

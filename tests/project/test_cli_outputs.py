@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import vkrope
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 
@@ -232,3 +234,119 @@ def test_a_chart_path_that_is_the_config_read_is_refused(tmp_path, capsys):
     assert main(["config", str(cfg), "--plot", str(link)]) == 1
     assert f"--plot: {str(link)!r} is the file read" in capsys.readouterr().err
     assert cfg.read_bytes() == before
+
+
+def test_ctrl_c_at_the_rename_is_dropped_and_before_it_keeps_the_old_file(tmp_path, capsys, monkeypatch):
+    """-o OUT.npy replaced and said, or kept and the run interrupted, never "interrupted" with OUT.npy new (an
+    adversary's Ctrl-C near the end of a 128 MiB apply): a Ctrl-C during the rename and the line saying so is
+    dropped; one during the write interrupts it, leaving the old file and no temporary one."""
+    import signal
+
+    from vkrope import files
+    from vkrope.__main__ import main
+
+    x = np.random.default_rng(0).standard_normal((1, 3, 4)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "f.npy", np.tile(np.array([1.0, 0.0], np.float32), (3, 2)))  # (the identity)
+    out = tmp_path / "out.npy"
+    out.write_bytes(b"old")
+    real = os.replace
+
+    def replace_amid_ctrl_c(src: str, dst: str) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real(src, dst)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(files.os, "replace", replace_amid_ctrl_c)
+    assert main(["apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out and np.array_equal(np.load(out), x)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    monkeypatch.setattr(files.os, "replace", real)
+    out.write_bytes(b"old")
+
+    def write_amid_ctrl_c(fh) -> None:
+        fh.write(b"new")
+        os.kill(os.getpid(), signal.SIGINT)
+        fh.write(b"er")
+
+    with pytest.raises(KeyboardInterrupt):
+        files.write_whole(str(out), write_amid_ctrl_c, "-o")
+    assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["f.npy", "out.npy", "x.npy"]
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "big-endian", "bfloat16", "format 2.0"])
+def test_large_inputs_are_mapped_not_read_whole(tmp_path, monkeypatch, layout):
+    """An input from _MAP_FROM bytes is memory-mapped (the page cache holds it: an 8 GiB X and an 8 GiB FREQS
+    were killed for memory on a 23 GB machine), read as the file says in every layout; forced small here."""
+    import mmap
+
+    import ml_dtypes
+
+    from vkrope import __main__ as cli
+
+    monkeypatch.setattr(cli, "_MAP_FROM", 64)
+    a = np.arange(6 * 10, dtype=np.float32).reshape(6, 10) - 7.5
+    a = {"C": a, "F": np.asfortranarray(a), "big-endian": a.astype(">f4"), "bfloat16": a.astype(ml_dtypes.bfloat16),
+         "format 2.0": a}[layout]
+    path = tmp_path / "x.npy"
+    with open(path, "wb") as fh:
+        np.lib.format.write_array(fh, a, version=(2, 0) if layout == "format 2.0" else None)
+    got = cli.load_npy(str(path), "X.npy")
+    assert got.dtype.isnative and got.shape == a.shape and np.array_equal(got.astype(np.float64), a.astype(np.float64))
+    base = got
+    while not isinstance(base, mmap.mmap) and getattr(base, "base", None) is not None:
+        base = base.base
+    assert isinstance(base, mmap.mmap) or layout == "big-endian", type(base)  # (swapped: a copy in memory)
+    assert not got.flags.writeable or layout == "big-endian"
+    assert cli.load_npy(str(tmp_path / "x.npy"), "X.npy").flags.f_contiguous == (layout == "F")
+
+
+def test_an_unknown_npy_version_is_named(tmp_path):
+    """A .npy of a format version numpy never wrote: named as such (it was read as a header of 662372471
+    bytes)."""
+    from vkrope.__main__ import load_npy
+
+    (tmp_path / "v9.npy").write_bytes(b"\x93NUMPY\x09\x00" + b"\x00" * 100)
+    with pytest.raises(ValueError, match=r"^X.npy: '.*v9.npy' is not a valid .npy file \(format version 9.0; "
+                                         r"numpy writes 1.0, 2.0 and 3.0\)$"):
+        load_npy(str(tmp_path / "v9.npy"), "X.npy")
+
+
+def test_a_chart_in_the_out_folder_the_run_makes(tmp_path, capsys, monkeypatch):
+    """`bench --out NEW --plot NEW/x.png`: the run makes NEW, so the chart's folder is checked once it is
+    there (it was refused as missing); a chart path that is a folder in it is still refused, before the run."""
+    pytest.importorskip("matplotlib")
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    drawn, ran = [], []
+    monkeypatch.setattr(kernel, "run", lambda **kw: ran.append(1) or {"complete": True, "rows": []})
+    monkeypatch.setattr(kernel, "plot", lambda result, path: drawn.append(path))
+    new = tmp_path / "new"
+    assert main(["bench", "--shapes", "1x8x8", "--out", str(new), "--plot", str(new / "x.png")]) == 0, \
+        capsys.readouterr().err
+    assert drawn == [str(new / "x.png")] and (new / "bench.json").exists()
+    (new / "d.png").mkdir()
+    assert main(["bench", "--shapes", "1x8x8", "--out", str(new), "--plot", str(new / "d.png")]) == 1
+    assert "--plot" in capsys.readouterr().err and len(ran) == 1
+
+
+def test_usage_mistakes_point_at_the_command(tmp_path, capsys):
+    """An unknown argument is said with the command's --help (--debug after the command says where it goes);
+    --version answers; -o inside a file is named as such, not as a missing directory."""
+    from vkrope.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["apply", "x.npy", "f.npy", "-o", "o.npy", "--debug"])
+    assert stop.value.code == 1
+    assert capsys.readouterr().err == ("vkrope: error: unrecognized arguments: --debug; --debug goes before the "
+                                       "command, vkrope --debug apply (see vkrope apply --help)\n")
+    with pytest.raises(SystemExit):
+        main(["rotary-embedding", "x", "c", "s", "-o", "o", "--interleaved", "1"])
+    assert "unrecognized arguments: 1 (see vkrope rotary-embedding --help)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"vkrope {vkrope.__version__}\n"
+    np.save(tmp_path / "x.npy", np.ones((1, 2, 4), np.float32))
+    assert main(["apply", str(tmp_path / "x.npy"), str(tmp_path / "x.npy"), "-o", str(tmp_path / "x.npy") + "/"]) == 1
+    assert "names a file inside" in capsys.readouterr().err

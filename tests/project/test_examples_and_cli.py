@@ -971,6 +971,9 @@ def test_cli_names_every_array_by_its_file(tmp_path, capsys):
     # (a path or a quoted value holding the word is the user's: kept as given)
     assert cli_spelling("""x: no such file '/data/x/freqs.npy'; got "x" at x/y""", "apply") == \
         """X.npy: no such file '/data/x/freqs.npy'; got "x" at x/y"""
+    # (nor the sign of a product: the texture3d message's "1 x 16777218 rows")
+    assert cli_spelling("x: 1 x 16777218 rows of 1 texels needs 2 image rows", "apply") == \
+        "X.npy: 1 x 16777218 rows of 1 texels needs 2 image rows"
 
 
 def test_a_broken_pipe_elsewhere_stays_an_error(capsys):
