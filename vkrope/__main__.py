@@ -388,9 +388,29 @@ def _make_dir(path: Any) -> None:
         raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({why})") from None
 
 
+def _bench_mode(name: str, args: argparse.Namespace) -> int:
+    """`bench --family` / `--nd` / `--decode` / `--overhead`: its rows into OUT/bench_<name>.json, with when and
+    where it ran."""
+    import importlib
+    import json
+    from pathlib import Path
+
+    from vkrope.bench import kernel as bench
+
+    mode = importlib.import_module(f"vkrope.bench.{name}")
+    out_dir = Path(args.out or BENCH_OUT)
+    _make_dir(out_dir)
+    check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
+    result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
+    result = {"mode": name, "run": bench.run_header(), **(result if isinstance(result, dict) else {"rows": result})}
+    text = (json.dumps(result, indent=1, default=str) + "\n").encode()
+    write_whole(str(out_dir / f"bench_{name}.json"), lambda fh: fh.write(text), "--out")
+    print(f"wrote {out_dir / f'bench_{name}.json'}")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Benchmark table, JSON and (with matplotlib) a chart."""
-    import json
     from pathlib import Path
 
     from vkrope.bench import kernel as bench
@@ -421,17 +441,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
     if name:
-        import importlib
-
-        mode = importlib.import_module(f"vkrope.bench.{name}")
-        out_dir = Path(args.out or BENCH_OUT)
-        _make_dir(out_dir)
-        check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
-        result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
-        text = (json.dumps(result, indent=1, default=str) + "\n").encode()
-        write_whole(str(out_dir / f"bench_{name}.json"), lambda fh: fh.write(text), "--out")
-        print(f"wrote {out_dir / f'bench_{name}.json'}")
-        return 0
+        return _bench_mode(name, args)
     shapes = None if args.shapes is None else parse_shapes(args.shapes)
     out_dir = Path(args.out or BENCH_OUT)
     _make_dir(out_dir)

@@ -15,6 +15,7 @@ def test_every_operator_and_the_floor_are_measured(tmp_path, capsys):
     out = capsys.readouterr().out
     result = json.loads((tmp_path / "bench_overhead.json").read_text())
     assert result["floor_seconds"] > 0 and "floor (empty submission" in out
+    assert result["mode"] == "overhead" and result["run"]["device"]["name"] and result["run"]["date"].startswith("20")
     names = {r["call"] for r in result["rows"]}
     for op in ("apply", "rotary_embedding", "apply_rotary_emb", "apply_rotary_emb_hf", "apply_many",
                "rope_and_cache"):

@@ -189,9 +189,10 @@ def test_chart_from_a_modes_json_says_only_the_kernel_benchmark_has_a_chart(tmp_
     from vkrope.__main__ import main
 
     src = tmp_path / "bench_nd.json"
-    src.write_text("[]")
-    assert main(["bench", "--chart-from", str(src)]) == 1
-    assert "only the kernel benchmark's bench.json has a chart" in capsys.readouterr().err
+    for written in ("[]", '{"mode": "nd", "run": {"date": "2026-12-05", "device": {"name": "x"}}, "rows": [{}]}'):
+        src.write_text(written)  # (an older run's list, and a mode's JSON with its run said)
+        assert main(["bench", "--chart-from", str(src)]) == 1
+        assert "only the kernel benchmark's bench.json has a chart" in capsys.readouterr().err
 
 
 def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys):

@@ -43,6 +43,11 @@ def test_the_site_builds_strict(tmp_path):
     assert "str(object=" not in api  # (a string's own docstring shown for a field or __version__)
     index = (tmp_path / "site" / "index.html").read_text()
     assert "Getting started" in index and "rope_and_cache" in index
+    # code highlighted at build time (a site read offline is too: no CDN script), classes shown with their
+    # constructor's signature
+    assert '<span class="kn">import</span>' in index and "highlight.min.js" not in index
+    assert (tmp_path / "site" / "css" / "pygments.css").exists()
+    assert re.search(r"vkrope\.RopeFreqs\(.*dim.*base", re.sub(r"<[^>]+>", "", api)), "no constructor signature"
 
 
 def _members_without_an_entry(api: str) -> list[str]:

@@ -360,11 +360,22 @@ def _num(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def run_header() -> dict[str, Any]:
+    """When and where a benchmark mode ran (--family, --nd, --decode, --overhead: their JSON's "run"), as the
+    kernel benchmark's own JSON says it: date, host, Python, numpy and the device vkrope picks."""
+    with Device() as dev:
+        info = dev.info
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
+            "machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
+            "device": info}
+
+
 def check_result(result: Any) -> None:
     """Raise ValueError unless `result` is a `run` result the chart can draw:
     a device name, a date and at least one row with every key it reads,
     each of the type the chart reads (a JSON from elsewhere: --chart-from)."""
-    if not isinstance(result, dict) or "rows" not in result:  # (the modes' JSON: a list, or no rows)
+    if not isinstance(result, dict) or "rows" not in result or "mode" in result:  # (the modes' JSON: "mode", a
+        # list before they said their run)
         raise ValueError("it has no rows: only the kernel benchmark's bench.json has a chart (the JSON of bench "
                          "--family, --nd, --overhead or --decode has none)")
     device = result.get("device")
