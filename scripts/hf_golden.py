@@ -92,6 +92,8 @@ def _rotary_modules(transformers) -> dict:
         "qwen2_vl": (mods.qwen2_vl.modeling_qwen2_vl, "Qwen2VLRotaryEmbedding"),
         "qwen3_vl": (mods.qwen3_vl.modeling_qwen3_vl, "Qwen3VLTextRotaryEmbedding"),
         "glm4": (mods.glm4.modeling_glm4, "Glm4RotaryEmbedding"),
+        "glm_ocr": (mods.glm_ocr.modeling_glm_ocr, "GlmOcrTextRotaryEmbedding"),
+        "glm4v": (mods.glm4v.modeling_glm4v, "Glm4vTextRotaryEmbedding"),
         "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
     }
 
@@ -154,7 +156,7 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         apply = apply or module.apply_rotary_pos_emb
 
         def run(qq, kk, cc, ss):
-            if cfg["model_type"] == "glm4":  # its apply_rotary_pos_emb splits the rotary part itself
+            if cfg["model_type"] in ("glm4", "glm_ocr", "glm4v"):  # its apply_rotary_pos_emb splits the rotary part
                 return apply(qq, kk, cc, ss)
             qr, qp = qq[..., :rdim], qq[..., rdim:]
             kr, kp = kk[..., :rdim], kk[..., rdim:]

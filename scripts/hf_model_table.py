@@ -551,6 +551,27 @@ def text_rotary(model_type: str) -> tuple[Any, Any]:
     return text, hf_probe.text_rotary_class(module, text) if module else None
 
 
+def spanning_partial(model_type: str) -> dict | None:
+    """Overrides whose partial_rotary_factor makes the M-RoPE sections the text rotary module takes span the
+    rotated pairs, where the default config's head is wider (GLM-4V's default rotates its whole 128-wide head,
+    64 pairs, over sections [8, 12, 12]: transformers' split fails, and its released files rotate half); None
+    where no factor below 1 does."""
+    text, _ = text_rotary(model_type)
+    rope = getattr(text, "rope_parameters", None)
+    if not isinstance(rope, dict) or _nested(rope):
+        return None
+    section = section_of(model_type, {k: v for k, v in rope.items() if k != "mrope_section"}).get("mrope_section")
+    over: dict[str, Any] = {}
+    head = getattr(text, "head_dim", None)
+    if head is None and text.hidden_size % text.num_attention_heads:  # (a degenerate default, GLM-4.5V's
+        head = over["head_dim"] = 128  # 4096 / 96 heads: the sane head main() probes too)
+    head = head or text.hidden_size // text.num_attention_heads
+    if not section or not head:
+        return None
+    partial = 2 * sum(section) / head
+    return {**over, "rope_parameters": {**rope, "partial_rotary_factor": partial}} if 0 < partial < 1 else None
+
+
 def section_of(model_type: str, rope: Any) -> Any:
     """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
     (Qwen2-VL's module defaults them; found with the default config's own sections taken out): what a
@@ -810,7 +831,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
         return {**entry, "status": "its attention rotates by -theta (rotate_half as cat(x2, -x1)); vkrope's "
                                    "kernels rotate by +theta"}
     facts["aliases"] = entry["aliases"]
-    entry["mrope"] = mrope_layout(model_type)
+    entry["mrope"] = mrope_layout(model_type, entry["cos_layout"], facts.get("overrides"))
     if entry["mrope"] in ("chunked", "interleaved"):  # (the sections its module takes where a config has none)
         entry["mrope_section"] = section_of(model_type, {}).get("mrope_section")
     rule, why = nope_rule(model_type, facts)
@@ -891,6 +912,28 @@ def golden(model_type: str, facts: dict, out: dict, change: str | None = None, b
         out[g + "/token_axis"] = np.array(ex["token_axis"])
 
 
+def first_probe(model_type: str, path: str) -> dict:
+    """hf_probe.probe of the default config (its error where it fails), kept at `path` when it ran."""
+    import hf_probe  # noqa: PLC0415
+
+    try:
+        facts = hf_probe.probe(model_type)
+    except Exception as exc:  # noqa: BLE001  (the table says why)
+        facts = {"model_type": model_type, "error": f"{type(exc).__name__}: {exc}"}
+        over = spanning_partial(model_type) if "split_with_sizes" in str(exc) else None
+        if over:  # (its default M-RoPE sections do not span the default head: GLM-4V's [8, 12, 12] span the half
+            # its released files rotate)
+            try:
+                facts = {**hf_probe.probe(model_type, over), "overrides": over}
+            except Exception:  # noqa: BLE001  (the first failure is the one the table says)
+                pass
+    if path and "error" not in facts:  # (kept for the next run, as hf_probe.py DIR keeps them; not a failure,
+        # which may be passing: kernels' wrapping once failed every probe)
+        with open(path, "wb") as f:
+            pickle.dump(facts, f)
+    return facts
+
+
 def main() -> None:
     import warnings  # noqa: PLC0415
 
@@ -911,7 +954,6 @@ def main() -> None:
     if args.merge:
         return merge(args.merge)
     warnings.filterwarnings("ignore")
-    import hf_probe  # noqa: PLC0415
     import transformers  # noqa: PLC0415
     from transformers import AutoConfig  # noqa: PLC0415
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
@@ -930,14 +972,7 @@ def main() -> None:
         elif args.cached_only:
             continue
         else:
-            try:
-                facts = hf_probe.probe(t)
-            except Exception as exc:  # noqa: BLE001  (the table says why)
-                facts = {"model_type": t, "error": f"{type(exc).__name__}: {exc}"}
-            if path and "error" not in facts:  # (kept for the next run, as hf_probe.py DIR keeps them; not a
-                # failure, which may be passing: kernels' wrapping once failed every probe)
-                with open(path, "wb") as f:
-                    pickle.dump(facts, f)
+            facts = first_probe(t, path)
         text = facts.get("text") or {}
         hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
         if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:
@@ -1021,16 +1056,20 @@ def write(models: dict, gold: dict, version: str) -> None:
 
 
 
-def mrope_layout(model_type: str) -> str | None:
+def mrope_layout(model_type: str, cos_layout: str = "halves", overrides: dict | None = None) -> str | None:
     """How the text rotary module spreads M-RoPE's three position axes over the pairs, by running it at
     positions whose axes differ: "chunked" (Qwen2-VL), "interleaved" (Qwen3-VL), None where it takes one axis,
-    "unknown" where neither fits (from_hf then refuses M-RoPE for the type)."""
+    "unknown" where neither fits (from_hf then refuses M-RoPE for the type). `cos_layout`: where its cos holds
+    each pair's value (GLM's "repeated" twice in a row, read at the even columns); `overrides`: the probe's, set
+    on the default text config first (GLM-4V's partial factor)."""
     import hf_probe  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
     text, cls = text_rotary(model_type)
     if cls is None:
         return None
+    for key, value in (overrides or {}).items():
+        setattr(text, key, value)
     pos = hf_probe.POS
     pos3 = torch.stack([pos, pos * 2 + 5, pos * 3 + 7])  # [3, 1, S]
     try:
@@ -1047,7 +1086,8 @@ def mrope_layout(model_type: str) -> str | None:
         return None if torch.equal(cos3, cos1) else "unknown"
     inv = rot.inv_freq.double().numpy()
     half = inv.size
-    got = cos3[0].double().numpy()[:, :half]
+    got = cos3[0].double().numpy()
+    got = (got[:, 0::2] if cos_layout == "repeated" else got)[:, :half]
     axes = {"chunked": np.repeat(np.arange(3), section)[:half],
             "interleaved": np.array([1 if j % 3 == 1 and j < 3 * section[1] else 2 if j % 3 == 2 and j < 3 * section[2]
                                      else 0 for j in range(half)])}

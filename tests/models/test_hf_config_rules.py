@@ -288,15 +288,16 @@ def test_a_partial_factor_the_rope_functions_move_in_late_is_refused():
     assert vkrope.from_hf({**base, "partial_rotary_factor": 1.0, "rope_scaling": yarn}).rope_type == "yarn"
 
 
-def test_a_width_the_unknown_m_rope_sections_may_not_span_is_refused():
-    """GLM-OCR's rotary module splits its pairs by M-RoPE sections of its own ([8, 12, 12], a layout the model
-    table could not run with three axes: "unknown"), read as one axis at the width the table ran it with
-    (its bare config's 32 pairs); transformers fails on a narrower head (split_with_sizes), so vkrope refuses."""
+def test_m_rope_sections_a_width_does_not_span_are_refused():
+    """GLM-OCR's rotary module splits its pairs by M-RoPE sections of its own where a config gives none ([8, 12,
+    12], Qwen2-VL's chunks over GLM's adjacent pairs, each pair's cos repeated); transformers fails on a head
+    whose pairs they do not span (split_with_sizes), so vkrope refuses it, naming the sections."""
     base = {"model_type": "glm_ocr_text"}
     assert vkrope.from_hf(base).rotary_dim == 64 == vkrope.from_hf({**base, "partial_rotary_factor": 1.0}).rotary_dim
-    for changed in ({"partial_rotary_factor": 0.5}, {"head_dim": 48}):
-        with pytest.raises(ValueError, match=r"the rotary module of 'glm_ocr_text' splits its 32 pairs into M-RoPE "
-                                             r"sections of its own, which vkrope does not know"):
+    assert vkrope.from_hf(base).mrope_section == (8, 12, 12)
+    for changed, pairs in (({"partial_rotary_factor": 0.5}, 16), ({"head_dim": 48}, 24)):
+        with pytest.raises(ValueError, match=rf"the sections the rotary module of 'glm_ocr_text' takes then, \[8, 12, "
+                                             rf"12\], do not span this head's {pairs} pairs \(transformers fails"):
             vkrope.from_hf({**base, **changed})
 
 

@@ -47,8 +47,9 @@ def rope_of_case(case: str):
 
 
 def as_halves(rope, cos, sin):
-    """cos / sin as cat(freqs, freqs) for the oracle (Cohere's module repeats each pair's value, adjacent)."""
-    if rope.model == "cohere":
+    """cos / sin as cat(freqs, freqs) for the oracle (Cohere's and GLM-OCR's modules repeat each pair's value,
+    adjacent)."""
+    if rope.cos_layout == "repeated":
         return tuple(np.concatenate([t[..., 0::2]] * 2, -1) for t in (cos, sin))
     return cos, sin
 
@@ -1085,8 +1086,8 @@ def test_more_transformers_rules():
     with pytest.raises(ValueError, match="type 'mrope': glm_ocr's config class keeps this name"):
         vkrope.from_hf(vl)
     vl["text_config"]["rope_scaling"] = sections
-    with pytest.raises(ValueError, match="M-RoPE layout of model_type 'glm_ocr'"):  # (its module's layout:
-        vkrope.from_hf(vl)  # neither chunks nor Qwen3-VL's)
+    glm = vkrope.from_hf(vl)  # (its module's layout: Qwen2-VL's chunks over GLM's adjacent pairs, each pair's cos
+    assert glm.mrope_section == (16, 24, 24) and not glm.mrope_interleaved and glm.interleaved  # repeated)
     edge = {"model_type": "cosmos3_edge", "text_config": dict(config("qwen2-vl-7b"), model_type="cosmos3_edge_text")}
     with pytest.raises(ValueError, match="type 'mrope': cosmos3_edge's config class keeps this name"):
         vkrope.from_hf(edge)

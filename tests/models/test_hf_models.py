@@ -290,12 +290,19 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(dict(base, model_type="bert"))
     with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
         vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
-    # the rotary module a text model holds, whatever its class is named (GLM-Image's text one, Higgs Audio's):
-    # refused, never "no RoPE"; Qwen3-Omni's code predictor holds the plain one, not the thinker's M-RoPE
-    for t in ("glm_image", "glm_image_text", "granite4_vision", "higgs_audio_v2", "kyutai_speech_to_text",
-              "qwen3_omni_moe_talker_code_predictor"):
+    # the rotary module a text model holds, whatever its class is named (Higgs Audio's): refused, never "no
+    # RoPE"; Qwen3-Omni's code predictor holds the plain one, not the thinker's M-RoPE
+    for t in ("granite4_vision", "higgs_audio_v2", "kyutai_speech_to_text", "qwen3_omni_moe_talker_code_predictor"):
         with pytest.raises(ValueError, match=f"'{t}' is refused: "):
             vkrope.from_hf(dict(base, model_type=t))
+    # GLM-Image's text model (probed at the partial factor its M-RoPE sections span): a head they do not span is
+    # refused as transformers fails on it, one they span is read
+    with pytest.raises(ValueError, match=r"sections the rotary module of 'glm_image_text' takes then, \[8, 12, 12\], "
+                                         r"do not span this head's 64 pairs"):
+        vkrope.from_hf(dict(base, model_type="glm_image_text"))
+    glm = vkrope.from_hf(dict(base, model_type="glm_image_text", rope_parameters={
+        "rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5, "mrope_section": [8, 12, 12]}))
+    assert (glm.rotary_dim, glm.mrope_section) == (64, (8, 12, 12))
     with pytest.raises(ValueError, match="model_type is missing.*like="):
         vkrope.from_hf(base)
     with pytest.raises(ValueError, match="rope_scaling must be a dict or null; got \\[\\]"):
