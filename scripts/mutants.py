@@ -1588,6 +1588,8 @@ MUTATIONS = [
              "    need = math.prod(shape) * dtype.itemsize", "    need = math.prod(shape)"),
     Mutation("CLI: a Ctrl-C at the rename reported as an interruption with -o replaced", "vkrope/files.py",
              "        with _ctrl_c_held():", "        with contextlib.nullcontext():"),
+    Mutation("M-RoPE positions of one axis refused, not expanded", "vkrope/freqs.py",
+             "        if p.ndim == 3 and p.shape[0] == 1:  #", "        if False:  #"),
     Mutation("CLI: a large input read whole, not mapped", "vkrope/__main__.py",
              "    if header is not None and header[2].itemsize and", "    if False and"),
     Mutation("CLI: an unknown .npy version read as a header length", "vkrope/__main__.py",

@@ -204,8 +204,8 @@ def _check_position_range(name: str, p: np.ndarray) -> None:
 
 def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids") -> np.ndarray:
     """int64 [B, S] positions, or with `mrope` [3, B, S] (temporal, height,
-    width; [B, S] is text, all three axes equal, as transformers expands
-    it; a 1-D [4 * S] is llama.cpp's t | h | w | e layout for one item);
+    width; [B, S] or [1, B, S] is text, all three axes equal, as transformers
+    expands it; a 1-D [4 * S] is llama.cpp's t | h | w | e layout for one item);
     each in [0, 2^24), read-only (a broadcast axis stays one). Else a
     TypeError / ValueError naming `name`."""
     if not isinstance(position_ids, np.ndarray):
@@ -222,6 +222,8 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
             p = p.reshape(4, 1, p.size // 4)[:MROPE_AXES]
         if p.ndim == 2:
             p = np.broadcast_to(p, (MROPE_AXES,) + p.shape)
+        if p.ndim == 3 and p.shape[0] == 1:  # (one axis for all three: the modules' position_ids.expand(3, -1, -1))
+            p = np.broadcast_to(p, (MROPE_AXES,) + p.shape[1:])
         if p.ndim != 3 or p.shape[0] != MROPE_AXES:
             four = p.ndim == 3 and p.shape[0] == MROPE_AXES + 1
             raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "

@@ -1306,3 +1306,18 @@ def test_position_ids_of_another_layout_are_named_with_theirs():
     with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[3, 1, 3\] \(positions per axis are M-RoPE's; "
                                          r"this RoPE takes one position axis"):
         vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("llama-3.1-8b")), np.zeros((3, 1, 3), np.int64))
+
+
+def test_one_axis_of_m_rope_positions_is_expanded_as_the_modules_do():
+    """[1, B, S] for an M-RoPE model: its rotary module's position_ids.expand(3, -1, -1) gives every axis the
+    same positions (an adversary found it refused); read as [B, S] text positions are."""
+    rope = vkrope.from_hf(config("qwen2-vl-7b"))
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 2, 5, 128)).astype(np.float32)
+    pos = rng.integers(0, 5000, (2, 5))
+    want = vkrope.apply_rotary_pos_emb(q, q, rope, pos)[0]
+    got = vkrope.apply_rotary_pos_emb(q, q, rope, pos[None])[0]
+    assert np.array_equal(got, want) and np.array_equal(rope.cos_sin(pos[None])[0], rope.cos_sin(pos)[0])
+    with pytest.raises(ValueError, match=r"must be \[3, B, S\] \(temporal, height, width\) or \[B, S\] for M-RoPE; "
+                                         r"got \[2, 2, 5\]"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.stack([pos, pos]))
