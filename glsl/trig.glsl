@@ -17,7 +17,9 @@
  *       words, most significant first; tests/trig_probe.py:freq_quarter_turns
  *       computes it on the host). The angle is off by at most position *
  *       2^-95 quarter turns, so the result is within 2 ulp of cos / sin of
- *       the exact product position * f (tested for positions up to 2^24).
+ *       the exact product position * f (tested for positions up to 2^24)
+ *       where cos / sin are above about 2^-45; nearer their zeros the error
+ *       is that absolute one (under 2^-70 rad below position 2^24).
  *   vec2 cos_sin_exact_fixed(int whole, uint frac, uvec3 freq_q)
  *       the same for the position whole + frac / 2^32 (whole of either sign,
  *       |whole| < 2^31): N-D ids, fractional and negative. The fraction's

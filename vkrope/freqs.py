@@ -13,9 +13,13 @@ table built by torch or Hugging Face holds the same numbers to its own
 rounding, where torch's float32 power agrees with the correctly rounded
 one vkrope takes (`pow32`; on a few pairs it is 1 ulp off, which moves
 that column's angle by position x 1 ulp). angle="exact" forms position * inverse frequency from the integer
-position and the float64 inverse frequency, reduced exactly: within 2 ulp
-of float64 truth at every position up to 2^24 (long contexts, where the
-float32 angle itself drifts by up to ~0.01 rad).
+position and the float64 inverse frequency, reduced exactly: the angle off
+by at most position x 2^-95 quarter turns (the frequency kept to 2^-94 of
+one; under 2^-70 rad below position 2^24), so cos / sin are within 2 ulp of
+float64 truth wherever they are above about 2^-45 (near a zero, an angle
+within ~2^-45 of a multiple of pi/2, which takes a frequency crafted for
+it, the error is that absolute one); for long contexts, where the float32
+angle itself drifts by up to ~0.01 rad.
 
 `vkrope.YaRN` extends a RopeFreqs spec's context as Hugging Face's "yarn"
 rope type and llama.cpp's rope_yarn do: each pair's inverse frequency is a
@@ -460,7 +464,8 @@ class RopeFreqs(PositionFreqs):
     3.1 / llama.cpp); angle: "float32" (what the frameworks compute: the
     float32 product of position and inverse frequency) or "exact" (the
     integer position times the float64 inverse frequency, reduced exactly:
-    within 2 ulp at every position up to 2^24); yarn: a `vkrope.YaRN`, or
+    within 2 ulp up to 2^24 but within 2^-70 rad of cos / sin's zeros, see
+    the module docstring); yarn: a `vkrope.YaRN`, or
     None.
     """
 
@@ -752,7 +757,8 @@ class AxialFreqs(FrequencySpec):
     in float32. The table it stands for has end_x * end_y rows (`table()`);
     `repeat`, `exclude_last` and `positions` index them like a table's rows.
     angle: "float32" (SAM2's float32 product) or "exact" (x or y times the
-    float64 frequency, reduced exactly: within 2 ulp at any grid size).
+    float64 frequency, reduced exactly: within 2 ulp at any grid size, but
+    within 2^-70 rad of cos / sin's zeros, see the module docstring).
     """
 
     dim: int
