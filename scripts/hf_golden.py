@@ -156,8 +156,11 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         apply = apply or module.apply_rotary_pos_emb
 
         def run(qq, kk, cc, ss):
-            if cfg["model_type"] in ("glm4", "glm_ocr", "glm4v"):  # its apply_rotary_pos_emb splits the rotary part
-                return apply(qq, kk, cc, ss)
+            if rdim < head:  # (GLM's apply_rotary_pos_emb splits the rotary part itself, its cos / sin's width;
+                try:  # the others fail on the whole head)
+                    return apply(qq, kk, cc, ss)
+                except RuntimeError:
+                    pass
             qr, qp = qq[..., :rdim], qq[..., rdim:]
             kr, kp = kk[..., :rdim], kk[..., rdim:]
             qo, ko = apply(qr, kr, cc, ss)

@@ -129,6 +129,7 @@ def defaults_of(text_cls: Any, text: dict) -> dict:
 
 
 CACHE: str | None = None  # the --probes folder: probes with overrides are kept there too
+SANE_HEAD = 128  # the head a degenerate default config (hidden_size not a multiple of its heads) is probed with
 CHANGED: dict[str, dict[str, dict]] = {}  # model type -> {change: its probe}: the golden's changed configs
 
 
@@ -414,7 +415,9 @@ def covering_types(facts: dict) -> dict | None:
     if not missing:
         return None
     cycle = [*dict.fromkeys(types), *missing]
-    return {"layer_types": [cycle[i % len(cycle)] for i in range(len(types))]}
+    n = max(len(types), len(cycle))  # (layers enough for each type: the count follows the list)
+    return {"layer_types": [cycle[i % len(cycle)] for i in range(n)],
+            **({"num_hidden_layers": n} if n > len(types) else {})}
 
 
 def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
@@ -564,7 +567,7 @@ def spanning_partial(model_type: str) -> dict | None:
     over: dict[str, Any] = {}
     head = getattr(text, "head_dim", None)
     if head is None and text.hidden_size % text.num_attention_heads:  # (a degenerate default, GLM-4.5V's
-        head = over["head_dim"] = 128  # 4096 / 96 heads: the sane head main() probes too)
+        head = over["head_dim"] = SANE_HEAD  # 4096 / 96 heads: the head main() probes too)
     head = head or text.hidden_size // text.num_attention_heads
     if not section or not head:
         return None
@@ -920,9 +923,9 @@ def first_probe(model_type: str, path: str) -> dict:
         facts = hf_probe.probe(model_type)
     except Exception as exc:  # noqa: BLE001  (the table says why)
         facts = {"model_type": model_type, "error": f"{type(exc).__name__}: {exc}"}
-        over = spanning_partial(model_type) if "split_with_sizes" in str(exc) else None
-        if over:  # (its default M-RoPE sections do not span the default head: GLM-4V's [8, 12, 12] span the half
-            # its released files rotate)
+        over = spanning_partial(model_type)
+        if over:  # (its default M-RoPE sections do not span the default head, and its code fails on them:
+            # GLM-4V's [8, 12, 12] span the half its released files rotate)
             try:
                 facts = {**hf_probe.probe(model_type, over), "overrides": over}
             except Exception:  # noqa: BLE001  (the first failure is the one the table says)
@@ -977,7 +980,7 @@ def main() -> None:
         hid, nh = text.get("hidden_size"), text.get("num_attention_heads")
         if text.get("head_dim") is None and isinstance(hid, int) and isinstance(nh, int) and nh and hid % nh:
             # the class's default config is degenerate (GLM-4-MoE: 4096 / 96 heads): probe a sane one
-            facts = {**probe(t, {"head_dim": 128}), "overrides": {"head_dim": 128}}  # (kept in the probes below)
+            facts = {**probe(t, {"head_dim": SANE_HEAD}), "overrides": {"head_dim": SANE_HEAD}}  # (kept in the probes)
         cover = covering_types(facts)
         if cover:  # (a RoPE per layer type its default layers do not all use: probed on layers that do)
             over = {**facts.get("overrides", {}), **cover}

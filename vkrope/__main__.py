@@ -241,7 +241,7 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> tuple[tuple[int, ..
     object array (refused by read_array: never a pickle)."""
     fmt = np.lib.format
     major, minor = fmt.read_magic(fh)
-    if major not in (1, 2, 3):
+    if (major, minor) not in ((1, 0), (2, 0), (3, 0)):  # (numpy's read_array refuses others: so, mapped or not)
         raise ValueError(f"{what}: {path!r} is not a valid .npy file (format version {major}.{minor}; numpy "
                          "writes 1.0, 2.0 and 3.0)")
     length = int.from_bytes(fh.read(2 if major == 1 else 4), "little")
@@ -401,8 +401,9 @@ def _bench_mode(name: str, args: argparse.Namespace) -> int:
     out_dir = Path(args.out or BENCH_OUT)
     _make_dir(out_dir)
     check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
+    header = bench.run_header()  # (its start, as the kernel benchmark's date is)
     result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
-    result = {"mode": name, "run": bench.run_header(), **(result if isinstance(result, dict) else {"rows": result})}
+    result = {"mode": name, "run": header, **(result if isinstance(result, dict) else {"rows": result})}
     text = (json.dumps(result, indent=1, default=str) + "\n").encode()
     write_whole(str(out_dir / f"bench_{name}.json"), lambda fh: fh.write(text), "--out")
     print(f"wrote {out_dir / f'bench_{name}.json'}")

@@ -99,10 +99,10 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
     """Write the regular file `path` (new or replaced) whole or not at all: `write` fills a new file in the folder
     of what `path` names (a symlink keeps pointing at its file), which is then renamed over it, so an
     interruption (Ctrl-C mid-benchmark) or a failed write (a full disk) leaves the old file as it was and no
-    temporary one; an existing file keeps its mode. An OSError is a ValueError naming `what`. `then` (saying it
-    was written) runs right after the rename; a Ctrl-C during the rename and `then` is dropped (the file is
-    written), so a caller never reports an interruption with the file replaced; one before interrupts the
-    write and leaves the old file."""
+    temporary one; an existing file keeps its mode. An OSError of the write is a ValueError naming `what`.
+    `then` (the caller's last word, saying it was written) runs right after the rename, its errors its own; with
+    it, a Ctrl-C during the rename and `then` is dropped (the file is written), so a caller never reports an
+    interruption with the file replaced; one before interrupts the write and leaves the old file."""
     target = os.path.realpath(path)
     try:
         old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
@@ -117,11 +117,14 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
             write(fh)
         if old_mode is not None:
             os.chmod(tmp, old_mode)
-        with _ctrl_c_held():
+        with _ctrl_c_held() if then is not None else contextlib.nullcontext():
             os.replace(tmp, target)
+            tmp = ""  # (written: what follows is the caller's, its errors its own)
             if then is not None:
                 then()
     except BaseException as exc:
+        if not tmp:
+            raise
         if os.path.lexists(tmp):
             os.unlink(tmp)
         if isinstance(exc, OSError):

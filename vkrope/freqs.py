@@ -213,7 +213,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     each in [0, 2^24), read-only (a broadcast axis stays one). Else a
     TypeError / ValueError naming `name`."""
     if not isinstance(position_ids, np.ndarray):
-        raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] for M-RoPE)' if mrope else ''}; "
+        raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] or [1, B, S] for M-RoPE)' if mrope else ''}; "
                         f"got {type(position_ids).__name__}{asarray_hint(name, position_ids)}")
     p = position_ids
     if not is_integer_dtype(p.dtype):
@@ -230,7 +230,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
             p = np.broadcast_to(p, (MROPE_AXES,) + p.shape[1:])
         if p.ndim != 3 or p.shape[0] != MROPE_AXES:
             four = p.ndim == 3 and p.shape[0] == MROPE_AXES + 1
-            raise ValueError(f"{name} must be [3, B, S] (temporal, height, width) or [B, S] for M-RoPE; got "
+            raise ValueError(f"{name} must be [3, B, S] (temporal, height, width), [1, B, S] or [B, S] for M-RoPE; got "
                              f"{list(position_ids.shape)}" + (
                                  " (transformers 5's M-RoPE text models, Qwen2-VL's to Qwen3.5's, take [4, B, S], "
                                  "text then temporal, height, width, and give their rotary module "
@@ -464,8 +464,8 @@ class RopeFreqs(PositionFreqs):
     3.1 / llama.cpp); angle: "float32" (what the frameworks compute: the
     float32 product of position and inverse frequency) or "exact" (the
     integer position times the float64 inverse frequency, reduced exactly:
-    within 2 ulp up to 2^24 but within 2^-70 rad of cos / sin's zeros, see
-    the module docstring); yarn: a `vkrope.YaRN`, or
+    within 2 ulp up to 2^24; near cos / sin's zeros the error is instead
+    absolute, under 2^-70, see the module docstring); yarn: a `vkrope.YaRN`, or
     None.
     """
 
@@ -757,8 +757,9 @@ class AxialFreqs(FrequencySpec):
     in float32. The table it stands for has end_x * end_y rows (`table()`);
     `repeat`, `exclude_last` and `positions` index them like a table's rows.
     angle: "float32" (SAM2's float32 product) or "exact" (x or y times the
-    float64 frequency, reduced exactly: within 2 ulp at any grid size, but
-    within 2^-70 rad of cos / sin's zeros, see the module docstring).
+    float64 frequency, reduced exactly: within 2 ulp at any grid size; near
+    cos / sin's zeros the error is instead absolute, under 2^-70, see the
+    module docstring).
     """
 
     dim: int

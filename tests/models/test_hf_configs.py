@@ -1318,6 +1318,6 @@ def test_one_axis_of_m_rope_positions_is_expanded_as_the_modules_do():
     want = vkrope.apply_rotary_pos_emb(q, q, rope, pos)[0]
     got = vkrope.apply_rotary_pos_emb(q, q, rope, pos[None])[0]
     assert np.array_equal(got, want) and np.array_equal(rope.cos_sin(pos[None])[0], rope.cos_sin(pos)[0])
-    with pytest.raises(ValueError, match=r"must be \[3, B, S\] \(temporal, height, width\) or \[B, S\] for M-RoPE; "
+    with pytest.raises(ValueError, match=r"must be \[3, B, S\] \(temporal, height, width\), \[1, B, S\] or \[B, S\] for M-RoPE; "
                                          r"got \[2, 2, 5\]"):
         vkrope.apply_rotary_pos_emb(q, q, rope, np.stack([pos, pos]))

@@ -133,6 +133,20 @@ def test_the_config_rules_counts_are_what_the_data_says():
     assert f"{refuse} of the {len(measured)} model types measured refuse one" in text
 
 
+def test_the_model_table_counts_are_what_the_data_says():
+    """model-rules.md's counts of the model table's statuses (hand-written prose) are hf_models.json's: ok, no
+    RoPE, not probed, no modeling file, and the rest refused."""
+    models = json.loads((ROOT / "vkrope" / "data" / "hf_models.json").read_text())["models"]
+    text = " ".join((ROOT / "docs" / "guide" / "model-rules.md").read_text().split())
+    status = [str(e.get("status")) if e.get("rope") is not False else "no rope" for e in models.values()]
+    ok, none = status.count("ok"), status.count("no rope")
+    no_file = sum(s.endswith("could not be probed (no modeling file)") for s in status)
+    probe = sum("could not be probed" in s for s in status) - no_file
+    rest = len(status) - ok - none - probe - no_file
+    assert f"{ok} of transformers 5.25's {len(status)} types. {none} apply no RoPE" in text
+    assert f"{probe} could not be probed and {no_file} have no modeling file; the other {rest} are refused" in text
+
+
 def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):
     """scripts/docs.sh builds with .venv when there is one; without it ($PYTHON or python3, after
     `pip install '.[docs]'`), with that Python when it imports mkdocs, mkdocstrings and vkrope, and otherwise

@@ -205,9 +205,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
     with Device() as dev:
         info = dev.info
         result = {
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "host": platform.node(), "machine": platform.machine(), "python": platform.python_version(),
-            "numpy": np.__version__, "device": info,
+            **run_header(info),
             "torch": extras["torch"] if isinstance(extras["torch"], str) else extras["torch"].name,
             "wgpu": extras["wgpu"] if isinstance(extras["wgpu"], str) else extras["wgpu"].name,
             "quick": quick, "repeats": reps, "rows": rows, "complete": False,
@@ -360,11 +358,13 @@ def _num(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def run_header() -> dict[str, Any]:
-    """When and where a benchmark mode ran (--family, --nd, --decode, --overhead: their JSON's "run"), as the
-    kernel benchmark's own JSON says it: date, host, Python, numpy and the device vkrope picks."""
-    with Device() as dev:
-        info = dev.info
+def run_header(info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """When and where a benchmark ran: date (now: call it at the start), host, Python, numpy and the device
+    (`info`, a Device's; else the one vkrope picks, opened for it). The kernel benchmark's JSON holds it, a
+    mode's (--family, --nd, --decode, --overhead) under "run"."""
+    if info is None:
+        with Device() as dev:
+            info = dev.info
     return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
             "machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
             "device": info}
