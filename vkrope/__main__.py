@@ -8,8 +8,10 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 import time
+import tokenize
 from typing import Any, BinaryIO, Callable, NoReturn
 
 import numpy as np
@@ -198,7 +200,8 @@ def load_npy(path: str, what: str) -> np.ndarray:
         if str(exc).startswith(f"{what}: "):
             raise
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:  # (numpy's header parser on
+        # a header that lies: an unclosed bracket, a bool among the shape's ints)
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
     except MemoryError as exc:  # (a big-endian or bfloat16 file's copy: a file mapped below is not read whole)
         raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
@@ -320,8 +323,20 @@ def _save(path: str, y: np.ndarray) -> int:
         return _save_stream(path, y)
     # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
     write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
-                then=lambda: print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
+                then=lambda: _written(f"wrote {path}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
+    if _OWNS_PROCESS:  # (the command is done: a Ctrl-C from here to the process's end, its teardown included,
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # would report an interruption with -o replaced)
     return 0
+
+
+_OWNS_PROCESS = False  # entry() runs the command as its own process (not a caller's main(), a test's)
+_WRITTEN: list[str] = []  # what the command wrote: after it, an interruption is no failure (_command)
+
+
+def _written(line: str) -> None:
+    """Say that the output was written, and remember it."""
+    _WRITTEN.append(line)
+    print(line)
 
 
 def _is_stdout(path: str) -> bool:
@@ -503,6 +518,9 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
     with open_input(path, "--chart-from", "a `vkrope bench` JSON file") as fh:
         data = read_json_bytes(fh, path, "--chart-from")
     result = parse_json(data, path, "--chart-from")
+    if isinstance(result, dict) and isinstance(result.get("mode"), str):
+        raise ValueError(f"--chart-from: {path!r} is `vkrope bench --{result['mode']}`'s JSON, which has no chart: "
+                         "only the kernel benchmark's bench.json has one")
     try:
         bench.check_result(result)
     except ValueError as exc:
@@ -757,10 +775,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
     args, extra = parser.parse_known_args(argv)
-    if extra:  # (said by the command's parser: its --help is the one that lists what it takes)
-        hint = "; --debug goes before the command, vkrope --debug " + args.command if "--debug" in extra else ""
-        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    if extra:
+        _refuse_extra(parser, sub.choices[args.command], args.command, extra, sys.argv[1:] if argv is None else argv)
     return _command(args)
+
+
+def _refuse_extra(parser: argparse.ArgumentParser, command_parser: argparse.ArgumentParser, command: str,
+                  extra: list[str], given: list[str]) -> NoReturn:
+    """Arguments no parser took: said by the one whose --help lists what it takes (the command's, for one after
+    it), with where --debug and --version go."""
+    before = extra[0] in given and given.index(extra[0]) < given.index(command)
+    where = {"--debug": f"vkrope --debug {command} ...", "--version": "vkrope --version"}
+    hint = "".join(f"; {flag} goes before the command: {use}" for flag, use in where.items() if flag in extra)
+    (parser if before else command_parser).error(f"unrecognized arguments: {' '.join(extra)}{hint}")
 
 
 def _stdout_gone() -> bool:
@@ -804,10 +831,13 @@ def _command(args: argparse.Namespace) -> int:
     """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
     (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141); Ctrl-C one line
     too, the process then ended by SIGINT as Python ends it (a shell's status 130)."""
+    _WRITTEN.clear()
     try:
         _refuse_empty_paths(args)
         return int(args.func(args))
     except KeyboardInterrupt:
+        if _WRITTEN:  # (after -o was written and said: the command is done, its status 0)
+            return 0
         if not args.debug:
             print("vkrope: interrupted", file=sys.stderr)
             sys.excepthook = _quiet_interrupt
@@ -822,5 +852,13 @@ def _command(args: argparse.Namespace) -> int:
         return 1
 
 
-if __name__ == "__main__":
+def entry() -> NoReturn:
+    """The `vkrope` command's process (console script and `python -m vkrope`): main()'s status as its exit
+    status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing."""
+    global _OWNS_PROCESS
+    _OWNS_PROCESS = True
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()
