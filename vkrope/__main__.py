@@ -203,7 +203,7 @@ def load_npy(path: str, what: str) -> np.ndarray:
     except (OSError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:  # (numpy's header parser on
         # a header that lies: an unclosed bracket, a bool among the shape's ints)
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
-    except MemoryError as exc:  # (a big-endian or bfloat16 file's copy: a file mapped below is not read whole)
+    except MemoryError as exc:  # (a file read whole, or a big-endian one's byte-swapped copy: a mapped one is not)
         raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
 
 
@@ -218,7 +218,7 @@ def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
     fh.seek(0)
     header = _check_npy_header(fh, path, what)
     if header is not None and header[2].itemsize and math.prod(header[0]) * header[2].itemsize >= _MAP_FROM:
-        shape, fortran, dtype, offset = header  # (a file of 8 GiB X and 8 GiB FREQS no longer needs 16 in memory)
+        shape, fortran, dtype, offset = header  # (in the page cache, which the system can reclaim: no private copy)
         a = np.asarray(np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"))
     else:
         fh.seek(0)
