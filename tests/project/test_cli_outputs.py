@@ -437,3 +437,26 @@ def test_a_header_that_lies_is_named_as_not_a_npy_file(tmp_path):
         (tmp_path / f"{name}.npy").write_bytes(data[:10] + raw + data[10 + size:])
         with pytest.raises(ValueError, match=rf"^X.npy: '.*{name}.npy' is not a valid .npy file \((TokenError|TypeE)"):
             load_npy(str(tmp_path / f"{name}.npy"), "X.npy")
+
+
+def test_write_whole_refuses_a_file_it_may_not_write(tmp_path, monkeypatch):
+    """write_whole itself (a chart, a benchmark JSON, -o: the command checked it before, the file may change
+    since) refuses an existing file that does not open for writing, rather than renaming over it (root may write
+    any file: the refusal is the file system's, as a read-only mount gives it)."""
+    import errno
+
+    from vkrope import files
+
+    target = tmp_path / "kept.json"
+    target.write_text("old")
+    real_open = os.open
+
+    def refused(path, flags, *a):
+        if path == os.path.realpath(target) and flags == os.O_WRONLY:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(files.os, "open", refused)
+    with pytest.raises(ValueError, match=rf"^--out: cannot write .*kept.json' \({os.strerror(errno.EROFS)}\)$"):
+        files.write_whole(str(target), lambda fh: fh.write(b"new"), "--out")
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["kept.json"]
