@@ -460,3 +460,14 @@ def test_write_whole_refuses_a_file_it_may_not_write(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=rf"^--out: cannot write .*kept.json' \({os.strerror(errno.EROFS)}\)$"):
         files.write_whole(str(target), lambda fh: fh.write(b"new"), "--out")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["kept.json"]
+
+
+def test_json_bytes_past_the_cap_are_refused_whatever_the_file_said(tmp_path):
+    """parse_json refuses more than JSON_LIMIT bytes itself: a file whose size said less (one that grew after
+    its fstat, a /proc-like file of size 0) is read up to one byte past the cap, and that byte refuses it."""
+    from vkrope import files
+
+    with pytest.raises(ValueError, match=r"^PATH: 'grown.json' is over 64 MiB, larger than any JSON file vkrope "
+                                         r"reads$"):
+        files.parse_json(b" " * (files.JSON_LIMIT + 1), "grown.json", "PATH")
+    assert files.parse_json(b" " * (files.JSON_LIMIT - 2) + b"{}", "ok.json", "PATH") == {}
