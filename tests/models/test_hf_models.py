@@ -584,6 +584,11 @@ def test_a_null_theta_switches_olmo_hybrids_rope_off():
         assert vkrope.hf_layers(dict(olmo, **null)) == (None,) * 8
         assert vkrope.from_hf(dict(olmo, **null), layer=3) is None
         assert vkrope.from_hf(dict(olmo, **null), layer_type="full_attention") is None
+    for layers in (10**12, 0):  # (a flag a layer is made of the count: bounded first, as hf_layers' list is;
+        # it ran out of memory)
+        with pytest.raises(ValueError, match="num_hidden_layers must be (at most 65536|an integer|a positive)"):
+            vkrope.from_hf({**{k: v for k, v in olmo.items() if k != "layer_types"}, "rope_theta": None,
+                            "num_hidden_layers": layers}, layer=0)
     for given, theta in (({}, 10000.0), ({"rope_parameters": None}, 10000.0), ({"rope_theta": 5e5}, 5e5)):
         rope = vkrope.from_hf(dict(olmo, **given))
         assert (rope.theta, rope.nope_layers) == (theta, (0, 1, 2, 4, 5, 6)), given

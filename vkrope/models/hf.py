@@ -21,7 +21,6 @@ from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
-MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
 # keys a rope dict may hold that say nothing about the frequencies here
 _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings", "mrope_section",
             "mrope_interleaved", "max_position_embeddings"}
@@ -424,12 +423,7 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
 
 def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
     """The decoder layers: those the NoPE rule lists, else num_hidden_layers (an integer)."""
-    n = len(rotates) if rotates is not None else cfg.get("num_hidden_layers")
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise ValueError(f"config: num_hidden_layers must be an integer; got {brief(n)}")
-    if n > MAX_LAYERS:  # (hf_layers makes one entry a layer)
-        raise ValueError(f"config: num_hidden_layers must be at most {MAX_LAYERS}; got {n}")
-    return n
+    return hf_models.layer_count(len(rotates) if rotates is not None else cfg.get("num_hidden_layers"))
 
 
 def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> tuple[ModelRope | None, ...]:

@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..freqs import brief
 from ..runtime.dtypes import without_repeats
+
+MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
 
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_models.json")
 
@@ -97,6 +100,16 @@ def _near(name: str, models: dict) -> str:
     return f"; close: {', '.join(close)}" if close else ""
 
 
+def layer_count(n: Any) -> int:
+    """A config's count of decoder layers (num_hidden_layers, or the length of the list that says which rotate),
+    checked: an integer of at most MAX_LAYERS (a list of one entry a layer is made of it), else a ValueError."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"config: num_hidden_layers must be an integer; got {brief(n)}")
+    if n > MAX_LAYERS:
+        raise ValueError(f"config: num_hidden_layers must be at most {MAX_LAYERS}; got {n}")
+    return n
+
+
 def switched_off(cfg: dict, e: dict) -> str | None:
     """The config value that switches the model's RoPE off (the table's `switches` whose "then" is "none":
     Falcon's alibi true, OLMo hybrid's rope_theta null, as its class keeps it in the rope dict), as
@@ -129,10 +142,10 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     layers; Cohere 2: none; their attention tests the sliding window).
     A config that switches RoPE off (`switched_off`): no layer rotates."""
     if switched_off(cfg, e):  # (whatever the layers' types: the model passes none of them a RoPE)
-        n = cfg.get("num_hidden_layers")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"config: num_hidden_layers must be a positive integer; got {n!r}")
-        return [False] * n
+        count = layer_count(cfg.get("num_hidden_layers"))
+        if count < 1:
+            raise ValueError(f"config: num_hidden_layers must be a positive integer; got {count}")
+        return [False] * count
     rule = e.get("nope")
     if not rule:
         return None
