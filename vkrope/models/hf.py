@@ -179,7 +179,7 @@ def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
     switches RoPE off, Falcon's alibi, is model_table.switched_off's: no
     layer rotates then)."""
     for key, switch in e.get("switches", {}).items():
-        if switch["then"] == "refused" and cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:
+        if switch["then"] == "refused" and hf_models.switch_set(cfg, key, switch):
             raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} rotates otherwise then "
                              "than vkrope reads it, as the model table found running transformers' code")
 

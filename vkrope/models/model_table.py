@@ -110,21 +110,23 @@ def layer_count(n: Any) -> int:
     return n
 
 
+def switch_set(cfg: dict, key: str, switch: dict) -> bool:
+    """Whether the config sets a switch of the table's (`switches`: a true / false key at the value the model
+    table flipped it to, as the code tests it, `if config.alibi`; a null, as OLMo hybrid's rope_theta, where the
+    config gives it, in the rope dict its class keeps it in or at the top: absent, the class's default stands)."""
+    if switch["value"] is None:
+        where = next((cfg[k] for k in ("rope_scaling", "rope_parameters")
+                      if isinstance(cfg.get(k), dict) and key in cfg[k]), cfg)
+        return key in where and where[key] is None
+    return cfg.get(key) is not None and bool(cfg[key]) == switch["value"]
+
+
 def switched_off(cfg: dict, e: dict) -> str | None:
     """The config value that switches the model's RoPE off (the table's `switches` whose "then" is "none":
-    Falcon's alibi true, OLMo hybrid's rope_theta null, as its class keeps it in the rope dict), as
-    "key value"; None where none is set."""
+    Falcon's alibi true, OLMo hybrid's rope_theta null), as "key value"; None where none is set."""
     for key, switch in e.get("switches", {}).items():
-        if switch["then"] != "none":
-            continue
-        if switch["value"] is None:  # (a null the config gives: absent, the class's default stands)
-            where = next((cfg[k] for k in ("rope_scaling", "rope_parameters")
-                          if isinstance(cfg.get(k), dict) and key in cfg[k]), cfg)
-            if key in where and where[key] is None:
-                return f"{key} null"
-        elif cfg.get(key) is not None and bool(cfg[key]) == switch["value"]:  # (as the code tests it: `if
-            # config.alibi`)
-            return f"{key} {str(switch['value']).lower()}"
+        if switch["then"] == "none" and switch_set(cfg, key, switch):
+            return f"{key} {'null' if switch['value'] is None else str(switch['value']).lower()}"
     return None
 
 
