@@ -585,24 +585,26 @@ def cmd_config(args: argparse.Namespace) -> int:
     if not is_gguf and args.context_length is not None:
         raise ValueError(f"--context-length: applies to GGUF files (llama.cpp's context); {file!r} is a config.json")
     ropes: list[ModelRope | None]  # (None: a layer type whose layers apply no RoPE)
+    why = ""  # (the reading's own reason when no layer rotates)
     if is_gguf:
         n_ctx = args.context_length
         try:  # (imports gguf, or says how to get it)
             ropes = [from_gguf(file, context_length=n_ctx)]
         except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
             ropes = [from_gguf(file, layer_type=lt, context_length=n_ctx) for lt in ("full_attention", "sliding_attention")]
-        except NoRopeLayers:  # (llama.cpp's graph rotates no layer: said below)
-            ropes = []
+        except NoRopeLayers as e:  # (llama.cpp's graph rotates no layer: said below, with its reason)
+            ropes, why = [], e.reason
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
         types = layer_types(cfg, like=args.like)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
         try:
             ropes = [from_hf(cfg, layer_type=lt, like=args.like) for lt in (types or (None,))]
-        except NoRopeLayers:  # (no layer of the config rotates: said below)
-            ropes = []
+        except NoRopeLayers as e:  # (no layer of the config rotates: said below, with its reason)
+            ropes, why = [], e.reason
     result = [r.summary() for r in ropes if r is not None]
     if not result:
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}): no layer applies RoPE"
+              + (f" ({why})" if why else "")
               + (f" (--plot: no chart written to {args.plot})" if args.plot else ""),
               file=sys.stderr if args.json else sys.stdout)
         if args.json:

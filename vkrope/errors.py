@@ -60,7 +60,12 @@ class NoRopeLayers(VkropeError, ValueError):
     """`from_hf(config)` or `from_gguf(path)`, naming no layer and no layer
     type, of a model whose layers all apply no RoPE: it has no RoPE every
     rotating layer shares (with `layer=`, such a layer gives None). Also a
-    ValueError, as the config's reading is one."""
+    ValueError, as the config's reading is one. `reason` says why in a few
+    words (the key and value, or the switch, that turns RoPE off)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class UnsupportedFeatureError(VkropeError, RuntimeError):

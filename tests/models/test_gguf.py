@@ -377,14 +377,22 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
         vkrope.from_gguf(_arch_file(tmp_path, "baichuan", 2))
     path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
     with pytest.raises(NoRopeLayers, match=r"^path: .* \(granite\): llama\.cpp's graph applies RoPE on none of "
-                                           r"its layers \(it rotates where .*has_rope"):
+                                           r"its layers \(llama\.cpp's graph rotates where .*has_rope") as said:
         vkrope.from_gguf(path)
+    assert said.value.reason.startswith("llama.cpp's graph rotates where") and "has_rope" in said.value.reason
     assert vkrope.from_gguf(path, layer=0) is None
     assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
 
 
 def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):
+    """A GGUF file's layers without RoPE are listed; a file none of whose layers rotates says so, and why."""
     from vkrope.__main__ import main
+
+    path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
+    assert main(["config", path]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"{path} (GGUF): no layer applies RoPE (llama.cpp's graph rotates where ") \
+        and "has_rope" in said
 
     assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])]) == 0
     assert "layers_without_rope" in capsys.readouterr().out

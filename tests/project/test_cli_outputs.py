@@ -217,11 +217,16 @@ def test_config_of_a_model_whose_layers_all_apply_no_rope_says_so(tmp_path, caps
     cfg.write_text(json.dumps({"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
                                "num_hidden_layers": 4, "head_dim": 128, "rope_theta": 500000.0,
                                "no_rope_layers": [0, 0, 0, 0], "max_position_embeddings": 8192}))
+    why = "(by no_rope_layers [0, 0, 0, 0])"  # (the reason, which said nothing before)
     assert main(["config", str(cfg)]) == 0
-    assert capsys.readouterr().out == f"{cfg} (config.json): no layer applies RoPE\n"
+    assert capsys.readouterr().out == f"{cfg} (config.json): no layer applies RoPE {why}\n"
     assert main(["config", str(cfg), "--json"]) == 0  # (stdout stays JSON: an empty list)
     said = capsys.readouterr()
-    assert json.loads(said.out) == [] and said.err == f"{cfg} (config.json): no layer applies RoPE\n"
+    assert json.loads(said.out) == [] and said.err == f"{cfg} (config.json): no layer applies RoPE {why}\n"
+    cfg.write_text(json.dumps({"model_type": "falcon", "hidden_size": 512, "num_attention_heads": 4,
+                               "num_hidden_layers": 2, "alibi": True}))
+    assert main(["config", str(cfg)]) == 0
+    assert capsys.readouterr().out.startswith(f"{cfg} (config.json): no layer applies RoPE (alibi true: falcon's ")
 
 
 def test_a_chart_path_that_is_the_config_read_is_refused(tmp_path, capsys):

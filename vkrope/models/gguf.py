@@ -74,8 +74,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
-        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph applies RoPE on none of its layers (it "
-                           f"rotates where {gguf_layers.table()['archs'][arch]['rotates']}): it has no RoPE to give")
+        why = f"llama.cpp's graph rotates where {gguf_layers.table()['archs'][arch]['rotates']}"
+        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph applies RoPE on none of its layers ({why}): it "
+                           "has no RoPE to give", why)
     return at_context(rope, None if context_length is None else int(context_length), p,
                       kv.get("rope.scaling.original_context_length", kv.get("context_length")))
 

@@ -562,8 +562,8 @@ def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, laye
     rope = gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)
     if rope is None and layer is None and layer_type is None:  # (from_hf naming no layer gives a RoPE or raises)
-        raise NoRopeLayers(f"config ({remote[1]}): its layers all apply no RoPE in llama.cpp's graph (read as its "
-                           "converter writes it): it has no RoPE to give")
+        why = "in llama.cpp's graph, read as its converter writes it"
+        raise NoRopeLayers(f"config ({remote[1]}): its layers all apply no RoPE ({why}): it has no RoPE to give", why)
     return rope
 
 
@@ -590,14 +590,14 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
         # None would break its callers, typed to get a RoPE)
         off = hf_models.switched_off(cfg, e)
         if off:
-            raise NoRopeLayers(f"config: its layers all apply no RoPE ({off}: {model_type}'s model switches "
-                               "RoPE off then, as the model table found running transformers' code): it has no RoPE "
-                               "to give")
-        rule = e["nope"]
-        cond = rule.get("if_null")
-        why = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""
-        raise NoRopeLayers(f"config: its layers all apply no RoPE (by {rule['key']} {brief(cfg[rule['key']])}{why}): "
-                           "it has no RoPE to give")
+            why = f"{off}: {model_type}'s model switches RoPE off then, as the model table found running " \
+                  "transformers' code"
+        else:
+            rule = e["nope"]
+            cond = rule.get("if_null")
+            null = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""
+            why = f"by {rule['key']} {brief(cfg[rule['key']])}{null}"
+        raise NoRopeLayers(f"config: its layers all apply no RoPE ({why}): it has no RoPE to give", why)
     return rotates, type_of_layer, None
 
 
