@@ -146,6 +146,20 @@ def test_executorch_ops_with_a_spec(device):
         assert np.abs(y - r).max() < 1e-5
 
 
+def test_a_start_pos_past_int64_is_refused_by_name(device):
+    """apply_rotary_emb_hf with a spec and start_pos >= 2^63 raised numpy's OverflowError (its np.arange) that
+    named nothing; every start_pos whose positions pass 2^24 is a ValueError naming it, the last that fits runs."""
+    xq, xk = np.zeros((1, 4, 2, 16), np.float32), np.zeros((1, 4, 1, 16), np.float32)
+    plain = vkrope.from_hf({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4})
+    for spec in (vkrope.RopeFreqs(16), plain):
+        for start in (2**63, np.uint64(2**64 - 1), 2**24 - 3):
+            with pytest.raises(ValueError, match=r"^start_pos \+ s must lie in \[0, 2\^24\) .* got start_pos "
+                                                 rf"{int(start)} with S = 4$"):
+                device.apply_rotary_emb_hf(xq, xk, spec, None, start_pos=start)
+        yq, _ = device.apply_rotary_emb_hf(xq + 1, xk, spec, None, start_pos=2**24 - 4)
+        assert np.isfinite(yq).all() and not np.array_equal(yq, xq + 1)
+
+
 def test_table_is_what_the_spec_stands_for():
     spec = vkrope.RopeFreqs(8, base=10000.0, scale=2.0)
     cos, sin = spec.table(np.arange(5))

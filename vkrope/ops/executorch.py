@@ -16,7 +16,7 @@ from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import (
-    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, spec_rows,
+    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, spec_rows, spec_start,
     token_positions,
 )
 
@@ -63,14 +63,13 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     q, k, b, s, d = q_and_k(xq, xk, spec=freqs_cos)
     values = q.size + k.size
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
-        first = int_arg("start_pos", start_pos, 0)
+        first = spec_start(start_pos, s)
         freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + s), False, d)
     if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
-        start = int_arg("start_pos", start_pos, 0)
-        rows = spec_rows(spec, token_positions(b, s, values, start), "start_pos + s")
+        rows = spec_rows(spec, token_positions(b, s, values, spec_start(start_pos, s)), "start_pos + s")
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))

@@ -10,12 +10,12 @@ import numpy as np
 
 from ..arguments import (
     MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_row_index, check_table_array,
-    describe,
+    describe, int_arg,
 )
 from . import check_model_head
 from .lowering import lower
 from ..models import ModelRope
-from ..freqs import FrequencySpec, check_positions
+from ..freqs import MAX_POSITION, FrequencySpec, check_positions
 from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype,
                               without_repeats)
 from ..runtime.array import DeviceArray
@@ -93,6 +93,17 @@ def refuse_grid_spec(name: str, value: Any) -> None:
 def spec_rows(spec: FrequencySpec, positions: np.ndarray, name: str) -> np.ndarray:
     """row_of for a spec: the words the kernel reads per token (lowering.lower)."""
     return lower(spec).words(check_positions(name, positions))
+
+
+def spec_start(start_pos: Any, s: int) -> int:
+    """start_pos of a call whose frequencies a spec computes at start_pos + s: an int with every position in
+    [0, 2^24), or a TypeError / ValueError naming it (before any range of positions is built from it: one past
+    int64 overflowed numpy)."""
+    start = int_arg("start_pos", start_pos, 0)
+    if start + s > MAX_POSITION:
+        raise ValueError(f"start_pos + s must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
+                         f"got start_pos {start} with S = {s}")
+    return start
 
 
 def token_positions(b: int, s: int, values: int, start: int = 0, dtype: Any = np.int64) -> np.ndarray:
