@@ -51,6 +51,7 @@ MODELS = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
 from vkrope.models import config_rules, hf  # noqa: E402
+from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
 from vkrope.models.rope_types import RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
@@ -1040,7 +1041,7 @@ def class_sections(t: str, e: dict) -> tuple[list[int], dict, list[list[int]], i
     """For an M-RoPE model type whose class builds bare: (its sections, or its rotary module's, the table's;
     its rope dict without them; those sections changed: one pair more, one less, four, two; the width of the
     table's head key, None where that is not an int). None for another model type."""
-    if e.get("mrope") not in ("chunked", "interleaved") or _raises(t, e, {}):
+    if e.get("mrope") not in MROPE_LAYOUTS or _raises(t, e, {}):
         return None
     built = _built(t, e, {})
     rope = built.rope_parameters if isinstance(built.rope_parameters, dict) else {}

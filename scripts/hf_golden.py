@@ -95,6 +95,7 @@ def _rotary_modules(transformers) -> dict:
         "glm_ocr": (mods.glm_ocr.modeling_glm_ocr, "GlmOcrTextRotaryEmbedding"),
         "glm4v": (mods.glm4v.modeling_glm4v, "Glm4vTextRotaryEmbedding"),
         "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
+        "ernie4_5_vl_moe": (mods.ernie4_5_vl_moe.modeling_ernie4_5_vl_moe, "Ernie4_5_VLMoeTextRotaryEmbedding"),
     }
 
 
@@ -139,6 +140,11 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         # PhiMoE's forward recomputes its frequencies without the length: not the buffer the longrope update wrote
         if cfg["model_type"] == "phimoe":
             inv = rot.rope_init_fn(rot.config)[0]
+        if cfg["model_type"] == "ernie4_5_vl_moe":  # (its buffer is pre-rotated: stored in pair order, as it turns)
+            sys.path.insert(0, HERE)
+            from hf_model_table import pair_order_inv  # noqa: PLC0415
+
+            inv = torch.from_numpy(pair_order_inv("alternating", inv.numpy(), rot.mrope_section))
         scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
         at_zero = (pos_t.reshape(-1, pos_t.shape[-1])[0] == 0).nonzero()
         if pos_t.dim() == 2 and len(at_zero) and float(cos[0, at_zero[0, 0], 0]) != float(torch.tensor(scaling)):

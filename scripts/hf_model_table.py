@@ -277,6 +277,7 @@ def check(model_type: str, facts: dict, entry: dict) -> str | None:
         if r is None:
             continue
         pt = facts["per_type"][info["rope_key"]]
+        pt = {**pt, "inv_freq": module_inv(pt, facts, entry)}
         if r.head_dim != head_width(info, facts):
             return f"layer {info['index']}: head dim {r.head_dim}, the model's {head_width(info, facts)}"
         if inv_freq_ulps(r, pt, pos) > INV_ULPS:  # torch's float32 power and reciprocal vs the correctly rounded
@@ -835,7 +836,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                                    "kernels rotate by +theta"}
     facts["aliases"] = entry["aliases"]
     entry["mrope"] = mrope_layout(model_type, entry["cos_layout"], facts.get("overrides"))
-    if entry["mrope"] in ("chunked", "interleaved"):  # (the sections its module takes where a config has none)
+    if entry["mrope"] in mrope_axes([0, 0, 0], 0):  # (the sections its module takes where a config has none)
         entry["mrope_section"] = section_of(model_type, {}).get("mrope_section")
     rule, why = nope_rule(model_type, facts)
     if why:
@@ -874,10 +875,11 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     return entry
 
 
-def golden(model_type: str, facts: dict, out: dict, change: str | None = None, base: dict | None = None) -> None:
-    """The arrays the suite checks an ok model type against (tests/models/test_hf_models.py); `change`: of a
-    probe with one RoPE key changed, under "type@change/" (its config as the keys that differ from `base`'s,
-    the default probe's; its angles only: the attention's pairs are the default config's)."""
+def golden(model_type: str, facts: dict, out: dict, entry: dict, change: str | None = None,
+           base: dict | None = None) -> None:
+    """The arrays the suite checks an ok model type against (tests/models/test_hf_models.py), `entry` its table
+    entry; `change`: of a probe with one RoPE key changed, under "type@change/" (its config as the keys that
+    differ from `base`'s, the default probe's; its angles only: the attention's pairs are the default config's)."""
     name = model_type if change is None else f"{model_type}@{change}"
     if change is None:
         out[f"{name}/config"] = np.array(json.dumps(facts["text"], default=str))  # (its own model_type)
@@ -903,7 +905,7 @@ def golden(model_type: str, facts: dict, out: dict, change: str | None = None, b
         out[g + "/cos"], out[g + "/sin"] = pt["pv"][1].astype(np.float32), pt["pv"][2].astype(np.float32)
         out[g + "/scaling"] = np.array(pt["scaling"])
         if pt["inv_freq"] is not None:
-            out[g + "/inv_freq"] = np.asarray(pt["inv_freq"], np.float32)
+            out[g + "/inv_freq"] = np.asarray(module_inv(pt, facts, entry), np.float32)
         if change is not None:
             continue
         q_in, q_out = ex["q_in"][tuple(keep)], ex["q_out"][tuple(keep)]
@@ -992,9 +994,9 @@ def main() -> None:
         e = build(t, facts, text_cls)
         models[t] = e
         if e.get("status") == "ok":
-            golden(t, facts, gold)
+            golden(t, facts, gold, e)
             for change, again in CHANGED.get(t, {}).items():
-                golden(t, again, gold, change, facts)
+                golden(t, again, gold, e, change, facts)
         if args.only or e.get("rope") is not False:
             print(t, e.get("status", "no rope"), flush=True)
     if args.only:
@@ -1059,12 +1061,42 @@ def write(models: dict, gold: dict, version: str) -> None:
 
 
 
+def mrope_axes(section: list, half: int) -> dict[str, np.ndarray]:
+    """Each M-RoPE layout's position axis per pair, for the sections as the rotary module holds them: "chunked"
+    (Qwen2-VL: runs of s0, s1, s2 pairs), "interleaved" (Qwen3-VL: height every third pair from 1 below 3 s1,
+    width from 2 below 3 s2, time the rest), "alternating" (ERNIE 4.5 VL, sections [height, width, time]:
+    height and width on alternate pairs below s0 + s1, time the rest)."""
+    return {"chunked": np.repeat(np.arange(3), section)[:half],
+            "interleaved": np.array([1 if j % 3 == 1 and j < 3 * section[1] else 2 if j % 3 == 2 and j < 3 * section[2]
+                                     else 0 for j in range(half)]),
+            "alternating": np.array([1 + j % 2 if j < section[0] + section[1] else 0 for j in range(half)])}
+
+
+def pair_order_inv(layout: str | None, inv: np.ndarray, section: list | None) -> np.ndarray:
+    """The rotary module's inverse frequencies in pair order: ERNIE 4.5 VL's module keeps them pre-rotated (the
+    height pairs' below s0, then the width pairs', then time's), and recomposes its cos / sin into pair order."""
+    if layout != "alternating" or inv is None or section is None:
+        return inv
+    hw = section[0] + section[1]
+    out = np.array(inv, copy=True)
+    out[0:hw:2], out[1:hw:2] = inv[:section[0]], inv[section[0]:hw]
+    return out
+
+
+def module_inv(pt: dict, facts: dict, entry: dict) -> np.ndarray | None:
+    """A probe's rotary module's inverse frequencies in pair order (as its pairs turn), under the probed
+    config's sections or, where it gives none, the module's own (the table's)."""
+    rp = facts["text"].get("rope_parameters")
+    section = (rp.get("mrope_section") if isinstance(rp, dict) else None) or entry.get("mrope_section")
+    return pair_order_inv(entry.get("mrope"), pt["inv_freq"], section)
+
+
 def mrope_layout(model_type: str, cos_layout: str = "halves", overrides: dict | None = None) -> str | None:
     """How the text rotary module spreads M-RoPE's three position axes over the pairs, by running it at
-    positions whose axes differ: "chunked" (Qwen2-VL), "interleaved" (Qwen3-VL), None where it takes one axis,
-    "unknown" where neither fits (from_hf then refuses M-RoPE for the type). `cos_layout`: where its cos holds
-    each pair's value (GLM's "repeated" twice in a row, read at the even columns); `overrides`: the probe's, set
-    on the default text config first (GLM-4V's partial factor)."""
+    positions whose axes differ (and at each axis's positions alone): one of `mrope_axes`' layouts, None where
+    it takes one axis, "unknown" where none fits (from_hf then refuses M-RoPE for the type). `cos_layout`: where
+    its cos holds each pair's value (GLM's "repeated" twice in a row, read at the even columns); `overrides`:
+    the probe's, set on the default text config first (GLM-4V's partial factor)."""
     import hf_probe  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
@@ -1079,6 +1111,7 @@ def mrope_layout(model_type: str, cos_layout: str = "halves", overrides: dict | 
         rot = cls(text)
         cos3, _ = hf_probe.as_pair(rot(torch.zeros(1, 1), pos3))
         cos1, _ = hf_probe.as_pair(rot(torch.zeros(1, 1), pos))
+        each = [hf_probe.as_pair(rot(torch.zeros(1, 1), row))[0] for row in pos3]  # (one axis's positions)
     except Exception:  # noqa: BLE001  (a module that takes one axis only, or a default config it cannot run)
         return "unknown" if "mrope" in json.dumps(text.to_dict(), default=str) else None
     if cos3.shape != cos1.shape:  # (one axis: the three rows read as a batch)
@@ -1087,17 +1120,17 @@ def mrope_layout(model_type: str, cos_layout: str = "halves", overrides: dict | 
     section = (rp.get("mrope_section") if isinstance(rp, dict) else None) or getattr(rot, "mrope_section", None)
     if torch.equal(cos3, cos1) or not section:
         return None if torch.equal(cos3, cos1) else "unknown"
-    inv = rot.inv_freq.double().numpy()
-    half = inv.size
-    got = cos3[0].double().numpy()
-    got = (got[:, 0::2] if cos_layout == "repeated" else got)[:, :half]
-    axes = {"chunked": np.repeat(np.arange(3), section)[:half],
-            "interleaved": np.array([1 if j % 3 == 1 and j < 3 * section[1] else 2 if j % 3 == 2 and j < 3 * section[2]
-                                     else 0 for j in range(half)])}
-    p = pos3[:, 0].numpy()  # [3, S]
-    for name, ax in axes.items():
-        ang = (p[ax].T.astype(np.float32) * inv.astype(np.float32)).astype(np.float64)  # [S, half]
-        if ax.size == half and np.abs(np.cos(ang) * rot.attention_scaling - got).max() < 1e-5:
+    half = rot.inv_freq.numel()
+
+    def pairs(c: Any) -> np.ndarray:  # (each pair's cos, [S, half])
+        c = c[0].double().numpy()
+        return (c[:, 0::2] if cos_layout == "repeated" else c)[:, :half]
+
+    got, alone = pairs(cos3), np.stack([pairs(c) for c in each])  # alone: [3, S, half]
+    for name, ax in mrope_axes(list(section), half).items():
+        # (each pair turns as its axis's positions alone turn it: whatever order the module keeps its
+        # frequencies in, ERNIE's pre-rotated ones too)
+        if ax.size == half and np.abs(got - alone[ax, :, np.arange(half)].T).max() < 1e-6:
             return name
     return "unknown"
 

@@ -57,11 +57,13 @@ def test_never_a_different_answer_than_transformers_config_classes():
             wrong.append((case, "read where transformers fails" if want is None else "None"))
             continue
         params = dict(got.params)
+        held = list(got.mrope_section or ())  # (time, height, width; ERNIE 4.5 VL's configs list height, width, time)
+        sections = [*held[1:], held[0]] if got.mrope_layout == "alternating" else held
         if want[1] == "default":  # (the class may keep a factor; transformers' default rope type reads none)
             want = [*want[:2], None, want[3]]
         if [got.theta, got.rope_type, params.get("factor"), params.get("partial_rotary_factor", 1.0)] != want \
                 or case.get("width") not in (None, got.rotary_dim) \
-                or case.get("sections") not in (None, list(got.mrope_section or ())):  # (M-RoPE's split, where probed)
+                or case.get("sections") not in (None, sections):  # (M-RoPE's split, where probed)
             wrong.append((case, (got.theta, got.rope_type, dict(got.params), got.rotary_dim)))
             continue
         read[t] += 1

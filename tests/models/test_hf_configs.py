@@ -114,7 +114,7 @@ def test_cos_sin_match_transformers(case):
     p3 = rope.check_position_ids(pos)
     ids = np.moveaxis(p3, 0, -1).reshape(-1, 3) if rope.mrope_section else p3.reshape(-1)
     per_pair = pair_tol(case, rope, ids)
-    tol = (np.repeat(per_pair, 2, -1) if rope.model == "cohere" else np.tile(per_pair, 2)).reshape(gc.shape)
+    tol = (np.repeat(per_pair, 2, -1) if rope.cos_layout == "repeated" else np.tile(per_pair, 2)).reshape(gc.shape)
     assert (np.abs(c.astype(np.float64) - gc) <= tol).all(), case
     assert (np.abs(s.astype(np.float64) - gs) <= tol).all(), case
 
@@ -264,11 +264,12 @@ def test_mrope_text_positions_equal_one_axis():
 
 
 def test_mrope_sections_take_their_axis():
-    """Chunked vs interleaved: each pair reads its own axis (a pair given a
-    wrong axis would rotate by another position)."""
-    for name, inter in (("qwen2-vl-7b", False), ("qwen3-vl-8b", True)):
+    """Chunked vs interleaved vs alternating: each pair reads its own axis (a
+    pair given a wrong axis would rotate by another position)."""
+    for name, layout in (("qwen2-vl-7b", "chunked"), ("qwen3-vl-8b", "interleaved"),
+                         ("ernie-4.5-vl-28b-a3b", "alternating")):
         rope = vkrope.from_hf(config(name))
-        assert rope.mrope_interleaved is inter
+        assert rope.mrope_layout == layout
         ax = np.array(rope.pair_axis)
         assert np.array_equal(ax, oracle_hf.pair_axes(oracle_hf.rope_of(config(name))))
         pos = np.zeros((3, 1, 1), np.int64)
@@ -276,8 +277,10 @@ def test_mrope_sections_take_their_axis():
             p = pos.copy()
             p[axis] = 1000
             _, sn = rope.cos_sin(p)
-            moved = sn[0, 0, :64] != 0
+            moved = (sn[0, 0, 0::2] if rope.cos_layout == "repeated" else sn[0, 0, :64]) != 0
             assert np.array_equal(moved, ax == axis), (name, axis)
+    ernie = vkrope.from_hf(config("ernie-4.5-vl-28b-a3b"))  # (its config's [h, w, t], held as (t, h, w))
+    assert ernie.mrope_section == (20, 22, 22) and ernie.interleaved and ernie.summary()["mrope"] == "alternating"
 
 
 def test_exact_angle_at_long_context():
@@ -764,10 +767,10 @@ def test_transformers_class_defaults_and_model_classes():
     assert vkrope.from_hf(phi).rope_type == "longrope"
     vl = json.loads(json.dumps(config("qwen2-vl-7b")))
     vl["rope_scaling"]["mrope_interleaved"] = True
-    assert vkrope.from_hf(vl).mrope_interleaved is False  # Qwen2-VL's module chunks whatever the flag says
+    assert vkrope.from_hf(vl).mrope_layout == "chunked"  # Qwen2-VL's module chunks whatever the flag says
     q3 = json.loads(json.dumps(config("qwen3-vl-8b")))
     q3["text_config"]["rope_scaling"]["mrope_interleaved"] = False
-    assert vkrope.from_hf(q3).mrope_interleaved is True
+    assert vkrope.from_hf(q3).mrope_layout == "interleaved"
     ds = json.loads(json.dumps(config("deepseek-v3")))
     ds["rope_scaling"].update(beta_fast=0, beta_slow=0, mscale=0)
     a, b = vkrope.from_hf(ds), vkrope.from_hf(config("deepseek-v3"))
@@ -1087,12 +1090,12 @@ def test_more_transformers_rules():
         vkrope.from_hf(vl)
     vl["text_config"]["rope_scaling"] = sections
     glm = vkrope.from_hf(vl)  # (its module's layout: Qwen2-VL's chunks over GLM's adjacent pairs, each pair's cos
-    assert glm.mrope_section == (16, 24, 24) and not glm.mrope_interleaved and glm.interleaved  # repeated)
+    assert glm.mrope_section == (16, 24, 24) and glm.mrope_layout == "chunked" and glm.interleaved  # repeated)
     edge = {"model_type": "cosmos3_edge", "text_config": dict(config("qwen2-vl-7b"), model_type="cosmos3_edge_text")}
     with pytest.raises(ValueError, match="type 'mrope': cosmos3_edge's config class keeps this name"):
         vkrope.from_hf(edge)
     edge["text_config"]["rope_scaling"] = sections
-    assert vkrope.from_hf(edge).mrope_interleaved  # the table ran it: interleaved
+    assert vkrope.from_hf(edge).mrope_layout == "interleaved"  # the table ran it: interleaved
     for scaling in ({"type": "linear", "factor": 2.0}, {"rope_type": "dynamic", "factor": 2.0},
                     {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}):
         # Cosmos3EdgeTextConfig.validate_architecture takes the default type alone (its rules found so only
@@ -1108,7 +1111,7 @@ def test_more_transformers_rules():
     with pytest.raises(ValueError, match="type 'mrope': qwen3_vl's config class keeps this name"):
         vkrope.from_hf(anon, like="qwen3_vl")  # (Qwen3-VL's rotary module fails on Qwen2-VL's "mrope")
     anon["rope_scaling"] = sections
-    assert vkrope.from_hf(anon, like="qwen3_vl").mrope_interleaved is True  # the caller's word: as Qwen3-VL
+    assert vkrope.from_hf(anon, like="qwen3_vl").mrope_layout == "interleaved"  # the caller's word: as Qwen3-VL
     gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64}  # EleutherAI/gpt-j-6b's keys
     r = vkrope.from_hf(gptj)
     assert (r.head_dim, r.rotary_dim, r.interleaved) == (256, 64, True)
@@ -1321,3 +1324,25 @@ def test_one_axis_of_m_rope_positions_is_expanded_as_the_modules_do():
     with pytest.raises(ValueError, match=r"must be \[3, B, S\] \(temporal, height, width\), \[1, B, S\] or \[B, S\] for M-RoPE; "
                                          r"got \[2, 2, 5\]"):
         vkrope.apply_rotary_pos_emb(q, q, rope, np.stack([pos, pos]))
+
+
+def test_ernie_sections_its_module_fails_on_are_refused():
+    """ERNIE 4.5 VL's module stacks its height and width pairs (equal counts) and fills its time pairs from the
+    end of the head's frequencies (at least one, all sections spanning the pairs): transformers fails on other
+    sections, so from_hf refuses them, naming the key; a ModelRope of the layout checks its own."""
+    for sec in ([24, 20, 20], [32, 32, 0], [20, 20, 20], [22, 22, 20, 0]):
+        cfg = config("ernie-4.5-vl-28b-a3b")
+        cfg["text_config"]["rope_parameters"]["mrope_section"] = sec
+        with pytest.raises(ValueError, match=r"mrope_section"):
+            vkrope.from_hf(cfg)
+    cfg = config("ernie-4.5-vl-28b-a3b")
+    cfg["text_config"]["rope_parameters"]["mrope_section"] = [21, 21, 22]  # (transformers runs it)
+    assert vkrope.from_hf(cfg).pair_axis == (1, 2) * 21 + (0,) * 22
+    del cfg["text_config"]["rope_parameters"]["mrope_section"]  # (the module's own [22, 22, 20])
+    assert vkrope.from_hf(cfg).mrope_section == (20, 22, 22)
+    with pytest.raises(ValueError, match="as many height pairs as width pairs"):
+        vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(2, 4, 2), mrope_layout="alternating")
+    with pytest.raises(ValueError, match=r"mrope_layout must be one of \['chunked', 'interleaved', 'alternating'\]"):
+        vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(2, 3, 3), mrope_layout="spiral")
+    with pytest.raises(ValueError, match="mrope_layout 'alternating' needs mrope_section"):
+        vkrope.ModelRope("default", 16, 16, 1e4, mrope_layout="alternating")

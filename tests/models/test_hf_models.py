@@ -344,6 +344,8 @@ def test_layers_without_rope_by_index():
         vkrope.from_hf(exa, layer=4)
     bare = {k: v for k, v in exa.items() if k != "layer_types"}
     assert vkrope.from_hf(bare).nope_layers is None  # which layers rotate is unknown there, and said so
+    assert vkrope.from_hf(bare).summary()["layers_without_rope"].startswith(
+        "unknown: the config lacks the key that says (pass it as transformers saves it)")
     # (the model builds num_hidden_layers layers: a longer no_rope_layers is cut, a shorter one fails in
     # transformers, as does a layer_types list of another length: both refused)
     assert len(vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0] * 3))) == 8
@@ -512,7 +514,7 @@ def test_keys_a_models_code_reads_otherwise():
         vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "linear", "factor": 2.0,
                                                     "partial_rotary_factor": 0.5}))
     vl = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 1536, "num_attention_heads": 12})
-    assert vl.mrope_section == (16, 24, 24) and not vl.mrope_interleaved
+    assert vl.mrope_section == (16, 24, 24) and vl.mrope_layout == "chunked"
     three = np.stack([np.arange(4), np.arange(4) * 2, np.arange(4) * 3])[:, None]  # [3, 1, S]
     c3, _ = vl.cos_sin(three)
     c1, _ = vl.cos_sin(np.arange(4)[None])
@@ -522,7 +524,7 @@ def test_keys_a_models_code_reads_otherwise():
                                                               "mrope_section": [24, 20, 24]}})
     axis = np.zeros(64, int)  # transformers' recomposition_frequencies: freqs[..., 1:3 s1:3] from h, 2:3 s2:3 w
     axis[1:60:3], axis[2:72:3] = 1, 2
-    assert q3.mrope_interleaved and q3.pair_axis == tuple(axis)
+    assert q3.mrope_layout == "interleaved" and q3.pair_axis == tuple(axis)
 
 
 def test_what_a_second_review_found_read_otherwise():
@@ -736,3 +738,13 @@ def test_positions_past_a_models_fixed_table_are_refused():
     own = dataclasses.replace(vkrope.from_hf({"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32,
                                               "n_positions": 2048}), source="")
     assert np.isfinite(own.cos_sin(np.array([[5000]]))[0]).all()  # (a spec not read from a config)
+
+
+def test_every_mrope_layout_the_table_found_is_one_vkrope_reads():
+    """The model table names each type's M-RoPE layout as scripts/hf_model_table.py found it running the
+    module; from_hf reads those of MROPE_LAYOUTS and refuses the rest ("unknown"): a layout the generator
+    learns must come with its pair axes in ModelRope.pair_axis, not pass as chunked."""
+    from vkrope.models.rope import MROPE_LAYOUTS
+
+    found = {e["mrope"] for e in TABLE.values() if e.get("mrope") is not None}
+    assert found - {"unknown"} <= set(MROPE_LAYOUTS) and "alternating" in found, found

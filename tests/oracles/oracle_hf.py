@@ -53,10 +53,13 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
                orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings",
                                                                        cfg.get("max_position_embeddings"))))
     if "mrope_section" in r:
-        # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family interleaves
+        # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family interleaves, ERNIE 4.5
+        # VL alternates height and width (its recomposition_frequencies)
         model = str(cfg.get("model_type", ""))
-        out["mrope_interleaved"] = (model.startswith("qwen3") if model.startswith(("qwen2", "qwen3"))
-                                    else bool(r.get("mrope_interleaved", False)))
+        out["mrope_layout"] = ("alternating" if model.startswith("ernie4_5_vl") else
+                               ("interleaved" if model.startswith("qwen3") else "chunked")
+                               if model.startswith(("qwen2", "qwen3"))
+                               else "interleaved" if r.get("mrope_interleaved") else "chunked")
     return out
 
 
@@ -150,10 +153,15 @@ def pair_axes(rope: dict):
     if sec is None:
         return None
     half = rope["dim"] // 2
-    if rope.get("mrope_interleaved"):
+    if rope.get("mrope_layout") == "interleaved":
         ax = np.zeros(half, int)
         ax[1:3 * sec[1]:3] = 1
         ax[2:3 * sec[2]:3] = 2
+        return ax
+    if rope.get("mrope_layout") == "alternating":  # sections [h, w, t]: h, w, h, w, ... then t
+        ax = np.zeros(half, int)
+        ax[0:sec[0] + sec[1]:2] = 1
+        ax[1:sec[0] + sec[1]:2] = 2
         return ax
     return np.concatenate([np.full(n, a) for a, n in enumerate(sec)])
 

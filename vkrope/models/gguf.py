@@ -329,7 +329,8 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
                          "context_length, llama.cpp's default for it)")
     try:
         return ModelRope(rope_type, int(head_dim), int(call.dims), call.base, tuple(sorted(params.items())),
-                         num("context_length"), orig, section, pairs == "imrope", pairs == "norm",
+                         num("context_length"), orig, section, "interleaved" if pairs == "imrope" else "chunked",
+                             pairs == "norm",
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}{_read_from(str(exc), arch, kv)}") from None

@@ -17,7 +17,7 @@ from ..errors import NoRopeLayers
 from ..files import read_json
 from . import config_rules, gguf_convert
 from . import model_table as hf_models
-from .rope import ROPE_TYPES, ModelRope, key_int, key_number, brief
+from .rope import MROPE_LAYOUTS, ROPE_TYPES, ModelRope, key_int, key_number, brief
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
@@ -522,10 +522,10 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
-    section, inter = _mrope(rope, where, model_type, e, rotary, head_dim)
+    section, mrope_layout = _mrope(rope, where, model_type, e, rotary, head_dim)
     try:
         return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
-                         section, bool(inter), _interleaved(cfg, e), None, layer_type, angle, source="config",
+                         section, mrope_layout, _interleaved(cfg, e), None, layer_type, angle, source="config",
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r))
@@ -877,18 +877,19 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
 
 
 def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int,
-           head_dim: int) -> tuple[tuple[int, ...] | None, bool | None]:
-    """(mrope_section, interleaved sections) of a rope dict; the layout is
-    the model table's (what the type's rotary module does with three axes),
-    and so are the sections its module takes where the dict has none
-    (Qwen2-VL's [16, 24, 24]: text positions read the same either way);
-    sections the config class refuses (Cosmos 3 Edge's), refused."""
+           head_dim: int) -> tuple[tuple[int, ...] | None, str]:
+    """(mrope_section as (temporal, height, width), its layout) of a rope
+    dict; the layout is the model table's (what the type's rotary module does
+    with three axes), and so are the sections its module takes where the dict
+    has none (Qwen2-VL's [16, 24, 24]: text positions read the same either
+    way); sections the config class refuses (Cosmos 3 Edge's), refused."""
     layout = e.get("mrope")
     section = rope.get("mrope_section") if "mrope_section" in rope else e.get("mrope_section")
-    if "mrope_section" in rope and section is None and layout in ("chunked", "interleaved"):
+    if "mrope_section" in rope and section is None and layout in MROPE_LAYOUTS:
         raise ValueError(f"{where}mrope_section is null; the rotary module of {model_type!r} splits by it "
                          "(transformers fails on null): give the sections, or leave the key out for the module's own")
-    if "mrope_section" not in rope and section is not None and layout == "chunked" and sum(section) != rotary // 2:
+    if "mrope_section" not in rope and section is not None and layout in ("chunked", "alternating") \
+            and sum(section) != rotary // 2:
         raise ValueError(f"{where}mrope_section is missing, and the sections the rotary module of {model_type!r} "
                          f"takes then, {section}, do not span this head's {rotary // 2} pairs (transformers fails "
                          "on them): give the sections")
@@ -908,18 +909,35 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int,
         section = tuple(section)
         # transformers' rotary module decides by model class, whatever the flag says; another layout (or a
         # module the table could not run with three axes) is not guessed
-        if layout not in ("chunked", "interleaved"):
+        if layout not in MROPE_LAYOUTS:
             raise ValueError(f"{where}mrope_section: the M-RoPE layout of model_type {model_type!r} is not one "
                              "vkrope knows (the model table has it as "
-                             f"{'one axis' if layout is None else repr(layout)}; chunked as Qwen2-VL's or "
-                             "interleaved as Qwen3-VL's are)")
-        inter = layout == "interleaved"
+                             f"{'one axis' if layout is None else repr(layout)}; chunked as Qwen2-VL's, "
+                             "interleaved as Qwen3-VL's and alternating as ERNIE 4.5 VL's are)")
+        if layout == "alternating":
+            section = _alternating(section, rotary, model_type, where)
     elif inter:
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {brief(inter)}")
     config_rules.check_mrope_sections(section, head_dim, model_type, where)
-    return section, inter
+    if section is None:
+        return None, "chunked"
+    return tuple(section), str(layout)
+
+
+def _alternating(section: tuple[int, ...], rotary: int, model_type: str, where: str) -> tuple[int, ...]:
+    """ERNIE 4.5 VL's mrope_section, [height, width, time] in its config, as (time, height, width); the
+    sections its rotary module fails on (it stacks the height and width pairs, and fills the time pairs
+    from the end of the head's frequencies), refused."""
+    if len(section) != 3:
+        raise ValueError(f"{where}mrope_section must be a list of 3 integers; got {list(section)}")
+    h, w, t = section
+    if h != w or t < 1 or h < 0 or h + w + t != rotary // 2:
+        raise ValueError(f"{where}mrope_section {list(section)}: the rotary module of {model_type!r} reads it as "
+                         f"[height, width, time] pairs and runs only where height equals width, time is at least 1 "
+                         f"and they sum to this head's {rotary // 2} pairs (transformers fails on others)")
+    return (t, h, w)
 
 
 # (set while _bare_width reads a bare config, whose width is the one it compares with)

@@ -29,6 +29,9 @@ from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
 
 ROPE_TYPES = tuple(RULES)
+# how M-RoPE's three position axes spread over the pairs (`ModelRope.pair_axis` says each pair's axis): the
+# layouts the model table finds running each type's rotary module (scripts/hf_model_table.py mrope_layout)
+MROPE_LAYOUTS = ("chunked", "interleaved", "alternating")
 
 
 def key_number(params: dict, key: str, where: str) -> float:
@@ -120,8 +123,10 @@ class ModelRope:
     as sorted (key, value) pairs; max_position_embeddings and
     original_max_position_embeddings: the config's (None when absent);
     mrope_section: M-RoPE's pairs per axis (temporal, height, width), None
-    without; mrope_interleaved: Qwen3-VL's interleaved sections, else
-    chunked (Qwen2-VL); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
+    without; mrope_layout: how the axes spread over the pairs, one of
+    `MROPE_LAYOUTS` ("chunked": Qwen2-VL's runs of s0, s1, s2 pairs;
+    "interleaved": Qwen3-VL's every third pair; "alternating": ERNIE 4.5
+    VL's height and width on alternate pairs, then time); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
     rope and DeepSeek's `rope_interleave`), else rotate-half (i, i +
     rotary_dim / 2); freq_factors: llama.cpp's per-pair divisors of the
     frequencies (a GGUF's `rope_freqs.weight`; inf: a still pair), None without; layer_type:
@@ -144,7 +149,7 @@ class ModelRope:
     max_position_embeddings: int | None = None
     original_max_position_embeddings: int | None = None
     mrope_section: tuple[int, ...] | None = None
-    mrope_interleaved: bool = False
+    mrope_layout: str = "chunked"
     interleaved: bool = False
     freq_factors: tuple[float, ...] | None = None
     layer_type: str | None = None
@@ -236,8 +241,10 @@ class ModelRope:
             return None
         s = self.mrope_section
         half = self.rotary_dim // 2
-        if self.mrope_interleaved:  # (a pair no section claims turns by time, as transformers turns it)
+        if self.mrope_layout == "interleaved":  # (a pair no section claims turns by time, as transformers turns it)
             return tuple(a % 3 for a in interleaved_axes(s, half))
+        if self.mrope_layout == "alternating":  # ERNIE 4.5 VL: h, w, h, w, ... over 2 s1 pairs, then t
+            return tuple(1 + j % 2 if j < 2 * s[1] else 0 for j in range(half))
         return tuple(int(a) for a in np.repeat(np.arange(3), s))  # Qwen2-VL: chunks of s0, s1, s2 pairs
 
     def freqs(self, position_ids: Any = None) -> InvFreqs:
@@ -326,16 +333,17 @@ def _check_fields(rope: ModelRope) -> None:
             or rope.theta <= 0:
         raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(rope.theta)}")
     object.__setattr__(rope, "theta", float(rope.theta))
-    for name in ("mrope_interleaved", "interleaved"):
-        if not isinstance(getattr(rope, name), bool):
-            raise TypeError(f"{name} must be a bool; got {brief(getattr(rope, name))}")
+    if not isinstance(rope.interleaved, bool):
+        raise TypeError(f"interleaved must be a bool; got {brief(rope.interleaved)}")
+    if not isinstance(rope.mrope_layout, str) or rope.mrope_layout not in MROPE_LAYOUTS:
+        raise ValueError(f"mrope_layout must be one of {list(MROPE_LAYOUTS)}; got {brief(rope.mrope_layout)}")
     if rope.rotary_dim % 2 or rope.rotary_dim > rope.head_dim:
         raise ValueError(f"the rotary dim ({rope.rotary_dim}, from head_dim {rope.head_dim} and "
                          "partial_rotary_factor) must be even and <= head_dim")
     if rope.layer_type is not None and not isinstance(rope.layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {brief(rope.layer_type)}")
-    if rope.mrope_interleaved and rope.mrope_section is None:
-        raise ValueError("mrope_interleaved needs mrope_section")
+    if rope.mrope_layout != "chunked" and rope.mrope_section is None:
+        raise ValueError(f"mrope_layout {rope.mrope_layout!r} needs mrope_section")
     object.__setattr__(rope, "params", _check_params(rope.params))
     _check_temperature(dict(rope.params))
     unread = [k for k, _ in rope.params if k not in read_by(rope.rope_type)]
@@ -348,7 +356,7 @@ def _check_fields(rope: ModelRope) -> None:
     rule.check(rope)
     if rope.mrope_section is not None:
         object.__setattr__(rope, "mrope_section", _checked_sections(rope.mrope_section, rope.rotary_dim,
-                                                                    rope.mrope_interleaved))
+                                                                    rope.mrope_layout))
     if rope.freq_factors is not None:
         object.__setattr__(rope, "freq_factors", _checked_divisors(rope.freq_factors, rope.rotary_dim))
     lengths: list[int | None] = [None]
@@ -363,17 +371,22 @@ def _check_fields(rope: ModelRope) -> None:
                          f"{rope.theta}, {dict(rope.params)}") from None
 
 
-def _checked_sections(sec: Any, rotary_dim: int, interleaved: bool) -> tuple[int, ...]:
+def _checked_sections(sec: Any, rotary_dim: int, layout: str) -> tuple[int, ...]:
     """M-RoPE's pair counts per axis: chunked, summing to rotary_dim / 2 (the
     chunks are the pairs); interleaved, any (Qwen3-VL's height and width take
     every third pair below 3 s1 and 3 s2, temporal the rest, as transformers'
-    `recomposition_frequencies` does whatever the sum)."""
+    `recomposition_frequencies` does whatever the sum); alternating, summing
+    to rotary_dim / 2 with as many height pairs as width pairs (they
+    alternate)."""
     if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
             not is_int(v) or v < 0 for v in sec):
         raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
                          f"{brief(sec)}")
-    if not interleaved and sum(int(v) for v in sec) != rotary_dim // 2:
+    if layout != "interleaved" and sum(int(v) for v in sec) != rotary_dim // 2:
         raise ValueError(f"mrope_section {list(sec)} must sum to rotary_dim / 2 = {rotary_dim // 2}")
+    if layout == "alternating" and sec[1] != sec[2]:
+        raise ValueError(f"mrope_section {list(sec)}: the alternating layout needs as many height pairs as width "
+                         "pairs (they alternate)")
     return tuple(int(v) for v in sec)
 
 
@@ -467,7 +480,7 @@ def summary(r: ModelRope) -> dict[str, Any]:
             d[key] = getattr(r, key)
     if r.mrope_section is not None:
         d["mrope_section"] = list(r.mrope_section)
-        d["mrope"] = "interleaved" if r.mrope_interleaved else "chunked"
+        d["mrope"] = r.mrope_layout
     one_list = one_factor_list(r)
     for k, v in r.params:
         if one_list and k in ("short_factor", "long_factor"):
