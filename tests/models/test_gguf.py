@@ -325,8 +325,14 @@ def test_gguf_layers_without_rope(tmp_path):
     assert big.nope_layers == tuple(range(3, 64, 4)) and not big.interleaved
     assert vkrope.from_gguf(_arch_file(tmp_path, "exaone4", 30)).nope_layers == ()
     # a Llama 4 file whose sliding window is 0: llama.cpp sets the NoPE step to the layer count ("always use
-    # rope", says its comment), and its graph's (il + 1) % step != 0 then skips the last layer: read as it runs
-    assert vkrope.from_gguf(_arch_file(tmp_path, "llama4", 8, [("add_sliding_window", 0)])).nope_layers == (7,)
+    # rope", says its comment), its graph's (il + 1) % step != 0 then skips the last layer, which scales Q by the
+    # attention temperature, left 0 on that path: set_input's GGML_ASSERT aborts at the first batch. Refused
+    # (it was read, nope_layers (7,)), whichever layer is asked for
+    zero = _arch_file(tmp_path, "llama4", 8, [("add_sliding_window", 0)])
+    for layer in (None, 0, 7):
+        with pytest.raises(ValueError, match=r"llama4: the attention temperature fails llama\.cpp's assert "
+                                             r"f_attn_temp_scale != 0.* scales Q by it on layer 7"):
+            vkrope.from_gguf(zero, layer=layer)
 
 
 def test_gguf_per_layer_matches_hf(tmp_path):
@@ -382,6 +388,18 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
     assert said.value.reason.startswith("llama.cpp's graph rotates where") and "has_rope" in said.value.reason
     assert vkrope.from_gguf(path, layer=0) is None
     assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
+
+
+def test_a_gguf_layer_pattern_vkrope_cannot_read_is_said_as_llama_cpp_s(tmp_path):
+    """Qwen3.5's loader fills its recurrent layers in a loop the table does not run: which layers rotate is
+    unknown, and the summary said "the config lacks the key that says (pass it as transformers saves it)", a
+    config.json's remedy that a GGUF file has none of; it says llama.cpp's rule is what vkrope cannot read."""
+    path = _arch_file(tmp_path, "qwen35", 8, [("add_rope_dimension_sections", [24, 20, 20, 0])])
+    rope = vkrope.from_gguf(path)
+    assert rope.nope_layers is None and rope.summary()["layers_without_rope"] == (
+        "unknown: llama.cpp's rule for which qwen35 layers rotate is one vkrope cannot read (layer= is refused)")
+    with pytest.raises(ValueError, match="which layers rotate is unknown"):
+        vkrope.from_gguf(path, layer=0)
 
 
 def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):

@@ -279,6 +279,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                               "head's RoPE beside the attention's, or another mode): vkrope reads one")
             call = calls.pop() if calls else None
             out.append(call if call is None else replace(call, q_scale=_q_scale(entry, hp, i)))
+        _q_scale_asserts(entry, hp, n_layer)
         return tuple(out), ""
     except Unknown as exc:
         return None, f"llama.cpp's rope arguments for {arch!r}: {exc}"
@@ -310,16 +311,34 @@ def _q_scale(entry: dict, hp: Hparams, il: int) -> tuple[float, int] | None:
     if rule["formula"] != Q_SCALE_FORMULA:
         raise Refused("llama.cpp's attention temperature in this table is not the formula vkrope computes "
                       f"({rule['formula']!r}); regenerate vkrope's table or read the config with from_hf")
-    for expr in rule["asserts"]:  # (GGML_ASSERT in set_input: llama.cpp aborts at the first batch)
-        if not hp.evaluate(expr):
-            raise Refused(f"the attention temperature fails llama.cpp's assert {expr} (it aborts at the first "
-                          "batch; the scale needs its positions per step, attention.temperature_length or the "
-                          "original context length, as the architecture reads it)")
+    _check_asserts(rule, hp)
     scale, length, offset = (hp.fields[n] for n in rule["fields"])
     if offset != 0 or scale < 0:  # (Llama 4's NoPE layers take an offset; a negative temperature: no model's)
         raise Refused(f"attention temperature: vkrope reads a scale > 0 with no offset; got scale {scale}, "
                       f"offset {offset}")
     return float(np.float32(scale)), int(length)
+
+
+def _check_asserts(rule: dict, hp: Hparams, why: str = "") -> None:
+    """Refused where the attention temperature's input fails llama.cpp's GGML_ASSERTs in its set_input (`why`:
+    what the message says besides; by default what the scale needs)."""
+    why = why or ("the scale needs its positions per step, attention.temperature_length or the original context "
+                  "length, as the architecture reads it")
+    for expr in rule["asserts"]:  # (GGML_ASSERT in set_input: llama.cpp aborts at the first batch)
+        if not hp.evaluate(expr):
+            raise Refused(f"the attention temperature fails llama.cpp's assert {expr} (it aborts at the first "
+                          f"batch; {why})")
+
+
+def _q_scale_asserts(entry: dict, hp: Hparams, n_layer: int) -> None:
+    """Refused where some layer, rotating or not, multiplies Q by the attention temperature and its input fails
+    llama.cpp's asserts: the file aborts at the first batch whichever layer is asked for (a Llama 4 file whose
+    sliding window is 0 leaves the temperature 0, and its last layer, without RoPE, scales Q by it)."""
+    guard = entry.get("q_scale", "False")
+    scaled = [] if guard in ("False", "unknown") else [i for i in range(n_layer) if hp.evaluate(guard, il=i)]
+    if scaled:
+        _check_asserts(table()["hparams"]["q_scale"], hp, f"its graph scales Q by it on layer {scaled[0]}, which "
+                                                         "this file's keys leave it unset for")
 
 
 def sections_of(kv: Mapping[str, Any], entry: dict) -> list[int]:

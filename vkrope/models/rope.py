@@ -493,8 +493,10 @@ def summary(r: ModelRope) -> dict[str, Any]:
             d["still_pairs"] = still
     if r.ignored:
         d["ignored_keys"] = list(r.ignored)
-    if r.nope_layers is None:
-        d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)"
+    if r.nope_layers is None:  # (a config.json: a key it could hold; a GGUF file: llama.cpp's rule)
+        d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)" \
+            if r.source == "config" else f"unknown: llama.cpp's rule for which {r.model or 'model'} layers rotate " \
+            "is one vkrope cannot read (layer= is refused)"
     elif r.nope_layers:
         d["layers_without_rope"] = list(r.nope_layers)
     if r.param("llama_4_scaling_beta") is not None:
