@@ -646,12 +646,14 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
     # (`if (ml.get_key(K, hparams.f, false)) {...}`, DeepSeek's log multiplier: the read as a statement of its own)
     body = re.sub(r"\bif\s*\(\s*ml\.get_key\((LLM_KV_\w+),\s*hparams\.(\w+),\s*(?:false|0\.0f|0)\s*\)\s*\)",
                   r"const bool found_\2 = ml.get_key(\1, hparams.\2, false); if (found_\2)", bodies[0])
+    body = per_layer_loops(body)
     relevant = re.compile(r"swa_type|swa_pattern|is_swa_impl|n_no_rope_layer_step|n_swa\b|rope_pattern|"
                           r"rope_freq_(base|scale)_train(_swa)?\b|SLIDING_WINDOW|ROPE_FREQ_BASE_SWA|router_layer|"
                           r"n_layer_kv_from_start|rope_finetuned|ROPE_SCALING_FINETUNED|yarn_|rope_yarn_log_mul|"
                           r"rope_attn_factor|rope_scaling_alpha|ROPE_SCALING_YARN|ROPE_SCALING_ATTN|ROPE_SCALING_ALPHA"
                           + "".join(rf"|\bhparams\.{n}\s*[-+*/]?=(?!=)|(?:get_key|get_arr|get_key_or_arr)\(\s*\w+\s*,"
-                                    rf"\s*hparams\.{n}\b|std::fill\(\s*hparams\.{n}\." for n in sorted(read)))
+                                    rf"\s*hparams\.{n}\b|std::fill\(\s*hparams\.{n}\.|\bPER_LAYER\({n}\)"
+                                    for n in sorted(read)))
     stmts = [(m.start() + len(m.group()) - len(m.group().lstrip()), " ".join(m.group().split()))
              for m in re.finditer(r"[^;{}]*;", body)]
     stmts = [(at, st) for at, st in stmts if not st.startswith(("LLAMA_LOG", "GGML_ASSERT", "return"))]
@@ -660,9 +662,7 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
         text = [st.split("=", 1)[-1] + " " + " ".join(enclosing_conditions(body, at) or []) for at, st in stmts
                 if at in chosen]
         used = set(re.findall(r"\b[a-z_]\w*\b", " ".join(text)))
-        more = {at for at, st in stmts if at not in chosen and (m := re.match(
-            r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
-            r"|hparams\.(\w+)\s*[-+*/]?=(?!=)", st)) and (m.group(1) or m.group(2) or m.group(3)) in used}
+        more = {at for at, st in stmts if at not in chosen and set_name(st) in used}
         if not more:
             break
         chosen |= more
@@ -677,16 +677,39 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
     return program
 
 
+def set_name(stmt: str) -> str | None:
+    """The name a load_arch_hparams statement sets (a local, a field, a key's target, a per-layer loop's
+    field), None for another statement."""
+    m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
+                 r"|hparams\.(\w+)\s*[-+*/]?=(?!=)|PER_LAYER\((\w+)\)", stmt)
+    return (m.group(1) or m.group(2) or m.group(3) or m.group(4)) if m else None
+
+
+def per_layer_loops(body: str) -> str:
+    """A load_arch_hparams body with its per-layer loops made statements the program reads: `for (uint32_t i =
+    0; i < N; ++i) { hparams.f[i] = e; }` (the hybrids' recurrent layers: Qwen3-Next's and Qwen3.5's every
+    interval-th layer, Granite hybrid's and LFM2's where n_head_kv(i) is 0; `for (i = A; i < N; ...)`) as
+    `PER_LAYER(f) = [i | A | N | e];`
+    (the bound and the expression read like an assignment's right side); `if (!ml.get_key_or_arr(K, hparams.f,
+    ...))`, the loop's fallback, as the read into `found_f` and `if (!found_f)`; and C++17's `if (const auto x =
+    ml.get_key(...); c)` (LFM2's sliding window) as the read, then `if (c)`."""
+    body = re.sub(r"\bif\s*\(\s*!\s*ml\.get_key_or_arr\((LLM_KV_\w+),\s*hparams\.(\w+),\s*([^,()]+(?:\(\))?),\s*false\s*\)\s*\)",
+                  r"const bool found_\2 = ml.get_key_or_arr(\1, hparams.\2, \3, false); if (!found_\2)", body)
+    body = re.sub(r"\bif\s*\(\s*const\s+(?:auto|bool)\s+(\w+)\s*=\s*(ml\.get_key\([^;{}]*\))\s*;\s*([^;{}]*)\)\s*\{",
+                  r"const bool \1 = \2; if (\3) {", body)
+    return re.sub(r"\bfor\s*\(\s*(?:uint32_t|int32_t|int|size_t)\s+(\w+)\s*=\s*([^;{}]+?)\s*;\s*\1\s*<\s*([^;{}]+?)\s*;"
+                  r"\s*(?:\+\+\1|\1\+\+)\s*\)\s*\{\s*hparams\.(\w+)\s*\[\s*\1\s*\]\s*=\s*([^;{}]+);\s*\}",
+                  r"PER_LAYER(\4) = [\1 | \2 | \3 | \5];", body)
+
+
 def refusals(body: str, stmts: list[tuple[int, str]], chosen: set[int], read: set[str]) -> set[int]:
     """The `throw`s of a load_arch_hparams whose conditions read only what the program knows (the fields the
     graph reads, and what the chosen statements set) and at least one field the graph reads: llama.cpp's
     refusals of a file over those fields (Mistral 3's attention temperature without n_ctx_orig_yarn)."""
     known = set(read)
     for at, st in stmts:
-        m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?"
-                     r"(\w+)[,)]|hparams\.(\w+)\s*[-+*/]?=(?!=)", st)
-        if at in chosen and m:
-            known.add(m.group(1) or m.group(2) or m.group(3))
+        if at in chosen and set_name(st):
+            known.add(set_name(st))
     out = set()
     for at, st in stmts:
         conds = enclosing_conditions(body, at) if st.startswith("throw ") else None
@@ -700,7 +723,8 @@ def refusals(body: str, stmts: list[tuple[int, str]], chosen: set[int], read: se
 def statement(stmt: str, kv: dict[str, str]) -> list:
     """One load_arch_hparams statement as [kind, ...]: key (a metadata key read into a field or a local
     name, and the local that says whether it was there), array (an array key read into a per-layer field),
-    key_or_arr (an array of exactly n entries, or one value for all n),
+    key_or_arr (an array of exactly n entries, or one value for all n; and the local that says whether it was
+    there), per_layer (a loop setting a run of a per-layer field's entries, one expression of the layer each),
     set, fill (a per-layer field set for every layer), local, pattern (load_swa_pattern / set_swa_pattern),
     throw (llama.cpp refuses the file, with its message), unknown."""
     m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key\((LLM_KV_\w+), (?:hparams\.)?(\w+)(, (?:false|true))?\);",
@@ -710,9 +734,13 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
     m = re.fullmatch(r"ml\.get_arr\((LLM_KV_\w+), hparams\.(\w+)(, (?:false|true))?\);", stmt)
     if m and m.group(1) in kv:
         return ["array", m.group(2), kv[m.group(1)], m.group(3) != ", false"]
-    m = re.fullmatch(r"ml\.get_key_or_arr\((LLM_KV_\w+), hparams\.(\w+), ([^,]+)(, (?:false|true))?\);", stmt)
-    if m and m.group(1) in kv:  # (an array of exactly n, or one value n times)
-        return ["key_or_arr", m.group(2), kv[m.group(1)], py_expr(m.group(3)), m.group(4) != ", false"]
+    m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key_or_arr\((LLM_KV_\w+), hparams\.(\w+), ([^,]+)"
+                     r"(, (?:false|true))?\);", stmt)
+    if m and m.group(2) in kv:  # (an array of exactly n, or one value n times; `found`: whether the key was there)
+        return ["key_or_arr", m.group(3), kv[m.group(2)], py_expr(m.group(4)), m.group(5) != ", false", m.group(1)]
+    m = re.fullmatch(r"PER_LAYER\((\w+)\) = \[(\w+) \| ([^|]+) \| ([^|]+) \| ([^;]+)\];", stmt)
+    if m:  # (per_layer_loops' form: entries start .. bound - 1 of a per-layer field, each its expression)
+        return ["per_layer", m.group(1), m.group(2), py_expr(m.group(3)), py_expr(m.group(4)), py_expr(m.group(5))]
     m = re.fullmatch(r"hparams\.(\w+) = ([^;]+);", stmt)
     if m and "[" not in m.group(1):
         return ["set", m.group(1), py_expr(m.group(2))]

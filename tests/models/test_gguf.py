@@ -391,10 +391,13 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
 
 
 def test_a_gguf_layer_pattern_vkrope_cannot_read_is_said_as_llama_cpp_s(tmp_path):
-    """Qwen3.5's loader fills its recurrent layers in a loop the table does not run: which layers rotate is
-    unknown, and the summary said "the config lacks the key that says (pass it as transformers saves it)", a
-    config.json's remedy that a GGUF file has none of; it says llama.cpp's rule is what vkrope cannot read."""
-    path = _arch_file(tmp_path, "qwen35", 8, [("add_rope_dimension_sections", [24, 20, 20, 0])])
+    """Where which layers rotate is unknown (Qwen3.5's loop at a full_attention_interval of 0, on which llama.cpp
+    divides by zero) the summary said "the config lacks the key that says (pass it as transformers saves it)",
+    a config.json's remedy a GGUF file has none of; it says llama.cpp's rule is what vkrope cannot read. With
+    the interval the loop runs (its default 4 here), Qwen3.5's attention layers are read."""
+    sections = ("add_rope_dimension_sections", [24, 20, 20, 0])
+    assert vkrope.from_gguf(_arch_file(tmp_path, "qwen35", 8, [sections])).nope_layers == (0, 1, 2, 4, 5, 6)
+    path = _arch_file(tmp_path, "qwen35", 9, [sections, ("add_full_attention_interval", 0)])
     rope = vkrope.from_gguf(path)
     assert rope.nope_layers is None and rope.summary()["layers_without_rope"] == (
         "unknown: llama.cpp's rule for which qwen35 layers rotate is one vkrope cannot read (layer= is refused)")
@@ -430,8 +433,9 @@ def test_gguf_sliding_pattern_from_the_file(tmp_path):
 
 
 def test_gguf_unknown_per_layer_is_refused(tmp_path):
-    """Where llama.cpp decides per layer by what vkrope cannot evaluate (DeepSeek-V4's loop over is_swa_impl,
-    Bailing-MoE 3's recurrent layers), a layer index is refused; the plain read says the rest is unknown."""
+    """Where llama.cpp decides per layer by what vkrope cannot evaluate (DeepSeek-V4's graph), a layer index is
+    refused; the plain read says the rest is unknown. Bailing-MoE 3's recurrent layers, a loop the table could
+    not run, are read now."""
     ds4 = _arch_file(tmp_path, "deepseek4", 4, [("add_sliding_window", 128)])
     for kw in ({"layer": 0}, {}):  # (its graph calls RoPE under conditions on its compression state too)
         with pytest.raises(ValueError, match="cannot read where its graph rotates"):
@@ -440,10 +444,14 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
     entry = {"rotates": "True", "pairs": "norm", "hparams": [["True", "unknown", "hparams.x[il] = 1;"]]}
     lp = gguf_layers.plan("test", entry, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
     assert lp.sliding is None and "does not run: hparams.x[il] = 1;" in lp.unknown
-    bl3 = _arch_file(tmp_path, "bailingmoe3", 4)
-    with pytest.raises(ValueError, match="which layers rotate is unknown"):
-        vkrope.from_gguf(bl3, layer=0)
-    assert vkrope.from_gguf(bl3).nope_layers is None
+    # (a loop that sets some layers of a field whose default is unknown: the others stay unknown, not None read
+    # as false)
+    loop = {"rotates": "not is_recr(il)", "pairs": "norm",
+            "hparams": [["True", "per_layer", "is_recr_impl", "i", "0", "1", "i == 0"]]}
+    lp = gguf_layers.plan("test", loop, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
+    assert lp.rotates is None and "is_recr_impl[il] has no value here" in lp.unknown
+    bl3 = _arch_file(tmp_path, "bailingmoe3", 4, [("add_head_count_kv", [0, 4, 0, 4])])  # (its loop, now run)
+    assert vkrope.from_gguf(bl3).nope_layers == (0, 2) and vkrope.from_gguf(bl3, layer=0) is None
 
 
 def test_gguf_mrope_needs_two_sections(tmp_path):

@@ -200,18 +200,42 @@ def test_mrope_sections_llama_cpp_would_cycle_or_refuse(tmp_path, sections):
                             ).mrope_section == (24, 20, 20)
 
 
-@pytest.mark.parametrize("arch, extra", [("qwen3next", {"full_attention_interval": 4}),
-                                         ("granitehybrid", {"attention.head_count_kv": [0, 0, 8, 0, 0, 8, 0, 8]}),
-                                         ("lfm2", {"attention.head_count_kv": [0, 0, 8, 0, 0, 8, 0, 8]}),
-                                         ("plamo2", {})])
-def test_hybrid_recurrent_layers_are_never_called_rotating(tmp_path, arch, extra):
-    """The hybrids' graphs build attention (and RoPE) only where `not is_recr(il)`, in a method or lambda the
-    graph calls under that condition; vkrope cannot run the loops that set is_recr, so which layers rotate is
-    unknown (the plain read says so), never "every layer"."""
+KV_PATTERN = [0, 0, 8, 0, 0, 8, 0, 8]  # (attention where a layer has kv heads: 2, 5 and 7)
+
+
+@pytest.mark.parametrize("arch, extra, nope", [
+    ("qwen3next", {"full_attention_interval": 4}, (0, 1, 2, 4, 5, 6)),  # (every 4th layer attends)
+    ("qwen3next", {}, (0, 1, 2, 4, 5, 6)),  # (the loader's default interval, 4)
+    ("qwen3next", {"full_attention_interval": 2}, (0, 2, 4, 6)),
+    ("qwen3next", {"attention.recurrent_layers": [True, False] * 4}, (0, 2, 4, 6)),  # (the array wins)
+    ("granitehybrid", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
+    ("lfm2", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
+    ("plamo2", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
+    ("plamo2", {}, ())])  # (kv heads on every layer: none recurrent)
+def test_hybrid_recurrent_layers_are_read_as_llama_cpp_s_loader_sets_them(tmp_path, arch, extra, nope):
+    """The hybrids' graphs build attention (and RoPE) only where `not is_recr(il)`; their loaders set is_recr
+    in a loop (Qwen3-Next / Qwen3.5: every full_attention_interval-th layer attends, unless
+    attention.recurrent_layers lists them; Granite hybrid, LFM2, PLaMo 2: where n_head_kv(i) is 0), which
+    the table now runs: which layers rotate was "unknown" and layer= refused."""
     path = gguf_file(tmp_path, arch, {"block_count": 8, "attention.head_count_kv": 2, "attention.key_length": 128,
                                       "rope.dimension_count": 64, **extra})
+    rope = vkrope.from_gguf(path)
+    assert rope.nope_layers == nope
+    for layer in range(8):
+        got = vkrope.from_gguf(path, layer=layer)
+        assert (got is None) == (layer in nope), layer
+        assert got is None or got == rope
+
+
+def test_a_loader_loop_vkrope_cannot_run_leaves_the_layers_unknown(tmp_path):
+    """Qwen3-Next's loop takes (i + 1) % full_attention_interval: an interval of 0 has no value (llama.cpp
+    divides by zero); which layers rotate is then unknown and said so, never "every layer", and layer= is
+    refused."""
+    path = gguf_file(tmp_path, "qwen3next", {"block_count": 8, "attention.head_count_kv": 2,
+                                             "attention.key_length": 128, "rope.dimension_count": 64,
+                                             "full_attention_interval": 0})
     assert vkrope.from_gguf(path).nope_layers is None
-    with pytest.raises(ValueError, match="which layers rotate is unknown"):
+    with pytest.raises(ValueError, match=r"which layers rotate is unknown: .*full_attn_interval has no value here"):
         vkrope.from_gguf(path, layer=0)
 
 

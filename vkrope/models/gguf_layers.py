@@ -105,7 +105,8 @@ class Hparams:
             return self._if(n, local)
         if isinstance(n, ast.Subscript):
             seq, index = self._node(n.value, local), self._node(n.slice, local)
-            if not isinstance(seq, (list, tuple)) or not isinstance(index, int) or not 0 <= index < len(seq):
+            if not isinstance(seq, (list, tuple)) or not isinstance(index, int) or not 0 <= index < len(seq) \
+                    or seq[index] is None:  # (None: an entry a loader's loop left at an unknown default)
                 raise Unknown(f"{ast.unparse(n)} has no value here")
             return seq[index]
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
@@ -477,6 +478,27 @@ def _start(kv: Mapping[str, Any], n_layer_all: int, types: dict[str, str] | None
     return hp
 
 
+def _per_layer(hp: Hparams, target: str, var: str, start: str, bound: str, expr: str) -> None:
+    """A loader's loop setting entries start .. bound - 1 of a per-layer field, each `expr` at its layer `var`
+    (Qwen3.5's recurrent layers, every interval-th one attention; Granite hybrid's where n_head_kv is 0). Outside
+    them an entry keeps its default, None where that is unknown (the evaluator refuses to read it); the whole
+    field is unknown where an entry the loop sets is."""
+    f, n = hp.fields, hp.fields["n_layer_all"]
+    try:
+        first, upto = hp.evaluate(start), hp.evaluate(bound)
+        if not isinstance(first, int) or not isinstance(upto, int) or not 0 <= first <= n or upto > n:
+            raise Unknown(f"{target}'s loop runs over [{first!r}, {upto!r}), outside its {n} layers")
+        old = f.get(target)
+        values = list(old) if isinstance(old, list) and len(old) == n else [None] * n
+        for i in range(first, upto):
+            values[i] = hp.evaluate(expr, **{var: i})
+        f[target] = values
+        hp.unknown.pop(target, None)
+    except Unknown as exc:
+        f.pop(target, None)
+        hp.unknown[target] = str(exc)
+
+
 def _number(kv: Mapping[str, Any], key: str, default: Any) -> Any:
     """A scalar key as llama.cpp's get_key takes it (a number or a bool); ValueError for another type."""
     v = kv.get(key, default)
@@ -518,8 +540,10 @@ def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
         elif required:
             raise ValueError(f"{key} must be an array (llama.cpp requires it); got {given!r}")
     elif kind == "key_or_arr":  # (llama.cpp's get_key_or_arr: exactly n entries, or one value n times)
-        target, key, count, required = args
+        target, key, count, required, *found = args
         given, n_want = kv.get(key), hp.evaluate(count)
+        if found and found[0]:  # (its bool result: whether the key was there, when the loader keeps it)
+            f[found[0]] = given is not None
         if isinstance(given, (list, tuple)):
             if len(given) != n_want:
                 raise ValueError(f"{key} must hold {n_want} entries (llama.cpp's get_key_or_arr); got {len(given)}")
@@ -528,6 +552,8 @@ def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
             f[target] = [_number(kv, key, None)] * n_want
         elif required:
             raise ValueError(f"{key} is missing (llama.cpp requires it)")
+    elif kind == "per_layer":
+        _per_layer(hp, *args)
     elif kind in ("set", "local", "fill"):
         try:  # (a field set from what is not known is unknown only where a later condition reads it)
             value = hp.evaluate(args[1])
