@@ -231,7 +231,10 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple) -> Any:
     except TypeError as exc:
         if "NoneType" not in str(exc):
             raise
-        out = attn(**{k: ({} if v is None and k.endswith("states") else v) for k, v in kw.items()})
+        kw = {k: ({} if v is None and k.endswith("states") else v) for k, v in kw.items()}
+        if "attention_mask" in kw:  # (DeepSeek-V3.2's sparse indexer reads the mask: a causal one, additive)
+            kw["attention_mask"] = torch.full((1, 1, SEQ, SEQ), float("-inf")).triu(1)
+        out = attn(**kw)
     return out[0] if isinstance(out, tuple) else out
 
 
