@@ -390,17 +390,25 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
     assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
 
 
-def test_a_gguf_layer_pattern_vkrope_cannot_read_is_said_as_llama_cpp_s(tmp_path):
-    """Where which layers rotate is unknown (Qwen3.5's loop at a full_attention_interval of 0, on which llama.cpp
-    divides by zero) the summary said "the config lacks the key that says (pass it as transformers saves it)",
-    a config.json's remedy a GGUF file has none of; it says llama.cpp's rule is what vkrope cannot read. With
-    the interval the loop runs (its default 4 here), Qwen3.5's attention layers are read."""
+def test_a_gguf_layer_pattern_vkrope_cannot_read_is_said_as_llama_cpp_s(tmp_path, monkeypatch):
+    """Where which layers rotate is unknown the summary said "the config lacks the key that says (pass it as
+    transformers saves it)", a config.json's remedy a GGUF file has none of; it gives the plan's own reason
+    (ModelRope.nope_why), and layer= is refused. Qwen3.5's pattern, a loop once unknown, is read; at a
+    full_attention_interval of 0 llama.cpp divides by zero loading the file, and vkrope refuses it."""
     sections = ("add_rope_dimension_sections", [24, 20, 20, 0])
     assert vkrope.from_gguf(_arch_file(tmp_path, "qwen35", 8, [sections])).nope_layers == (0, 1, 2, 4, 5, 6)
-    path = _arch_file(tmp_path, "qwen35", 9, [sections, ("add_full_attention_interval", 0)])
+    with pytest.raises(ValueError, match=r"qwen35: llama\.cpp divides an integer by zero in \(i \+ 1\) % "
+                                         r"full_attn_interval on this file \(it crashes there\)"):
+        vkrope.from_gguf(_arch_file(tmp_path, "qwen35", 9, [sections, ("add_full_attention_interval", 0)]))
+    from vkrope.models import gguf_layers  # (a rule the table could not translate, as a newer llama.cpp may hold)
+
+    monkeypatch.setitem(gguf_layers.table()["archs"], "llama", {**gguf_layers.table()["archs"]["llama"],
+                                                                "rotates": "mystery(il)"})
+    path = _arch_file(tmp_path, "llama", 4)
     rope = vkrope.from_gguf(path)
     assert rope.nope_layers is None and rope.summary()["layers_without_rope"] == (
-        "unknown: llama.cpp's rule for which qwen35 layers rotate is one vkrope cannot read (layer= is refused)")
+        "unknown: llama.cpp's graph for 'llama' rotates where mystery(il) (mystery() is not known for this file) "
+        "(layer= is refused)")
     with pytest.raises(ValueError, match="which layers rotate is unknown"):
         vkrope.from_gguf(path, layer=0)
 

@@ -227,16 +227,18 @@ def test_hybrid_recurrent_layers_are_read_as_llama_cpp_s_loader_sets_them(tmp_pa
         assert got is None or got == rope
 
 
-def test_a_loader_loop_vkrope_cannot_run_leaves_the_layers_unknown(tmp_path):
-    """Qwen3-Next's loop takes (i + 1) % full_attention_interval: an interval of 0 has no value (llama.cpp
-    divides by zero); which layers rotate is then unknown and said so, never "every layer", and layer= is
-    refused."""
-    path = gguf_file(tmp_path, "qwen3next", {"block_count": 8, "attention.head_count_kv": 2,
-                                             "attention.key_length": 128, "rope.dimension_count": 64,
-                                             "full_attention_interval": 0})
-    assert vkrope.from_gguf(path).nope_layers is None
-    with pytest.raises(ValueError, match=r"which layers rotate is unknown: .*full_attn_interval has no value here"):
-        vkrope.from_gguf(path, layer=0)
+def test_a_loader_dividing_by_zero_is_refused(tmp_path):
+    """Qwen3-Next's loop takes (i + 1) % full_attention_interval: at an interval of 0 llama.cpp divides an
+    integer by zero loading the file (SIGFPE), so vkrope refuses it whichever layer is asked for (it read the
+    rotating layers' RoPE with the layers unknown); with attention.recurrent_layers the loop does not run."""
+    keys = {"block_count": 8, "attention.head_count_kv": 2, "attention.key_length": 128,
+            "rope.dimension_count": 64, "full_attention_interval": 0}
+    path = gguf_file(tmp_path, "qwen3next", keys)
+    for kw in ({}, {"layer": 0}):
+        with pytest.raises(ValueError, match="divides an integer by zero in \\(i \\+ 1\\) % full_attn_interval"):
+            vkrope.from_gguf(path, **kw)
+    listed = gguf_file(tmp_path, "qwen3next", {**keys, "attention.recurrent_layers": [True] * 7 + [False]}, name="l")
+    assert vkrope.from_gguf(listed).nope_layers == tuple(range(7))
 
 
 def test_factor_tensors_where_each_layers_call_takes_them(tmp_path):

@@ -291,7 +291,8 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
     rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
-    return replace(rope, layer_type=layer_type, nope_layers=nope)
+    return replace(rope, layer_type=layer_type, nope_layers=nope,
+                   nope_why=f"{lp.unknown} (layer= is refused)" if nope is None else "")
 
 
 def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, where: str, entry: dict, use_mrope: bool,

@@ -89,9 +89,15 @@ class Hparams:
             v = self._node(n.operand, local)
             return (not v) if isinstance(n.op, ast.Not) else -v
         if isinstance(n, ast.BinOp) and type(n.op) in _BINARY:
+            left, right = self._node(n.left, local), self._node(n.right, local)
             try:
-                return _BINARY[type(n.op)](self._node(n.left, local), self._node(n.right, local))
-            except (ZeroDivisionError, TypeError):
+                return _BINARY[type(n.op)](left, right)
+            except ZeroDivisionError:
+                if isinstance(left, int) and isinstance(right, int):  # (C's integer division by zero: SIGFPE)
+                    raise Refused(f"llama.cpp divides an integer by zero in {ast.unparse(n)} on this file (it "
+                                  "crashes there)") from None
+                raise Unknown(f"{ast.unparse(n)} has no value here") from None
+            except TypeError:
                 raise Unknown(f"{ast.unparse(n)} has no value here") from None
         if isinstance(n, ast.Compare) and all(type(op) in _COMPARE for op in n.ops):
             left = self._node(n.left, local)

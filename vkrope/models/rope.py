@@ -138,7 +138,9 @@ class ModelRope:
     model_type or GGUF architecture), ignored (the config's RoPE keys the
     model's code does not read), cos_layout (the model's cos / sin: "halves"
     cat(f, f), "repeated" each twice, adjacent, "single" one per pair),
-    nope_layers (the layers that apply no RoPE; None: the config does not say).
+    nope_layers (the layers that apply no RoPE; None: unknown, and nope_why
+    says why: a config lacking the key that says, a GGUF file's llama.cpp
+    rule vkrope cannot run).
     """
 
     rope_type: str
@@ -159,6 +161,7 @@ class ModelRope:
     model: str = field(default="", compare=False)
     cos_layout: str = field(default="halves", compare=False)
     nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
+    nope_why: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         _check_fields(self)
@@ -493,10 +496,8 @@ def summary(r: ModelRope) -> dict[str, Any]:
             d["still_pairs"] = still
     if r.ignored:
         d["ignored_keys"] = list(r.ignored)
-    if r.nope_layers is None:  # (a config.json: a key it could hold; a GGUF file: llama.cpp's rule)
-        d["layers_without_rope"] = "unknown: the config lacks the key that says (pass it as transformers saves it)" \
-            if r.source == "config" else f"unknown: llama.cpp's rule for which {r.model or 'model'} layers rotate " \
-            "is one vkrope cannot read (layer= is refused)"
+    if r.nope_layers is None:
+        d["layers_without_rope"] = "unknown" + (f": {r.nope_why}" if r.nope_why else "")
     elif r.nope_layers:
         d["layers_without_rope"] = list(r.nope_layers)
     if r.param("llama_4_scaling_beta") is not None:
