@@ -643,9 +643,11 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
     bodies = srcs.functions(f"{owner}::load_arch_hparams")
     if not bodies:
         return [["True", "unknown", f"{owner}::load_arch_hparams not found"]]
-    # (`if (ml.get_key(K, hparams.f, false)) {...}`, DeepSeek's log multiplier: the read as a statement of its own)
-    body = re.sub(r"\bif\s*\(\s*ml\.get_key\((LLM_KV_\w+),\s*hparams\.(\w+),\s*(?:false|0\.0f|0)\s*\)\s*\)",
-                  r"const bool found_\2 = ml.get_key(\1, hparams.\2, false); if (found_\2)", bodies[0])
+    # (`if (ml.get_key(K, hparams.f, false)) {...}`, DeepSeek's log multiplier, and `if (ml.get_key(K, hparams.f,
+    # false) && c)`, DFlash's window: the read as a statement of its own)
+    body = re.sub(r"\bif\s*\(\s*ml\.get_key\((LLM_KV_\w+),\s*hparams\.(\w+),\s*(?:false|0\.0f|0)\s*\)\s*"
+                  r"(&&[^(){};]*)?\)",
+                  r"const bool found_\2 = ml.get_key(\1, hparams.\2, false); if (found_\2 \3)", bodies[0])
     body = per_layer_loops(body)
     relevant = re.compile(r"swa_type|swa_pattern|is_swa_impl|n_no_rope_layer_step|n_swa\b|rope_pattern|"
                           r"rope_freq_(base|scale)_train(_swa)?\b|SLIDING_WINDOW|ROPE_FREQ_BASE_SWA|router_layer|"
@@ -697,7 +699,7 @@ def per_layer_loops(body: str) -> str:
                   r"const bool found_\2 = ml.get_key_or_arr(\1, hparams.\2, \3, false); if (!found_\2)", body)
     body = re.sub(r"\bif\s*\(\s*const\s+(?:auto|bool)\s+(\w+)\s*=\s*(ml\.get_key\([^;{}]*\))\s*;\s*([^;{}]*)\)\s*\{",
                   r"const bool \1 = \2; if (\3) {", body)
-    return re.sub(r"\bfor\s*\(\s*(?:uint32_t|int32_t|int|size_t)\s+(\w+)\s*=\s*([^;{}]+?)\s*;\s*\1\s*<\s*([^;{}]+?)\s*;"
+    return re.sub(r"\bfor\s*\(\s*(?:uint32_t|int32_t|int|size_t)\s+(\w+)\s*=\s*([^;{}]+?)\s*;\s*\1\s*<(?!=)\s*([^;{}]+?)\s*;"
                   r"\s*(?:\+\+\1|\1\+\+)\s*\)\s*\{\s*hparams\.(\w+)\s*\[\s*\1\s*\]\s*=\s*([^;{}]+);\s*\}",
                   r"PER_LAYER(\4) = [\1 | \2 | \3 | \5];", body)
 

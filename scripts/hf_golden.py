@@ -140,11 +140,15 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         # PhiMoE's forward recomputes its frequencies without the length: not the buffer the longrope update wrote
         if cfg["model_type"] == "phimoe":
             inv = rot.rope_init_fn(rot.config)[0]
-        if cfg["model_type"] == "ernie4_5_vl_moe":  # (its buffer is pre-rotated: stored in pair order, as it turns)
+        # (a module that keeps its frequencies in another order than its pairs turn, ERNIE 4.5 VL's pre-rotated
+        # ones: stored in pair order, by the layout the model table found)
+        if HERE not in sys.path:
             sys.path.insert(0, HERE)
-            from hf_model_table import pair_order_inv  # noqa: PLC0415
+        from hf_model_table import TABLE, pair_order_inv  # noqa: PLC0415
 
-            inv = torch.from_numpy(pair_order_inv("alternating", inv.numpy(), rot.mrope_section))
+        with open(TABLE, encoding="utf-8") as f:
+            layout = json.load(f)["models"].get(cfg["model_type"], {}).get("mrope")
+        inv = torch.from_numpy(pair_order_inv(layout, inv.numpy(), getattr(rot, "mrope_section", None)))
         scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
         at_zero = (pos_t.reshape(-1, pos_t.shape[-1])[0] == 0).nonzero()
         if pos_t.dim() == 2 and len(at_zero) and float(cos[0, at_zero[0, 0], 0]) != float(torch.tensor(scaling)):

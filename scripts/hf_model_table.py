@@ -72,6 +72,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
 from vkrope.models.rope_types import COMMON_PARAMS, PARAMS  # noqa: E402
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_models_golden.npz")
@@ -836,7 +837,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                                    "kernels rotate by +theta"}
     facts["aliases"] = entry["aliases"]
     entry["mrope"] = mrope_layout(model_type, entry["cos_layout"], facts.get("overrides"))
-    if entry["mrope"] in mrope_axes([0, 0, 0], 0):  # (the sections its module takes where a config has none)
+    if entry["mrope"] in MROPE_LAYOUTS:  # (the sections its module takes where a config has none)
         entry["mrope_section"] = section_of(model_type, {}).get("mrope_section")
     rule, why = nope_rule(model_type, facts)
     if why:
@@ -1065,11 +1066,14 @@ def mrope_axes(section: list, half: int) -> dict[str, np.ndarray]:
     """Each M-RoPE layout's position axis per pair, for the sections as the rotary module holds them: "chunked"
     (Qwen2-VL: runs of s0, s1, s2 pairs), "interleaved" (Qwen3-VL: height every third pair from 1 below 3 s1,
     width from 2 below 3 s2, time the rest), "alternating" (ERNIE 4.5 VL, sections [height, width, time]:
-    height and width on alternate pairs below s0 + s1, time the rest)."""
-    return {"chunked": np.repeat(np.arange(3), section)[:half],
+    height and width on alternate pairs below s0 + s1, time the rest): vkrope's MROPE_LAYOUTS, each (a layout
+    the table finds is one from_hf reads; the sections in the module's order, not ModelRope's)."""
+    axes = {"chunked": np.repeat(np.arange(3), section)[:half],
             "interleaved": np.array([1 if j % 3 == 1 and j < 3 * section[1] else 2 if j % 3 == 2 and j < 3 * section[2]
                                      else 0 for j in range(half)]),
             "alternating": np.array([1 + j % 2 if j < section[0] + section[1] else 0 for j in range(half)])}
+    assert tuple(axes) == MROPE_LAYOUTS, (tuple(axes), MROPE_LAYOUTS)
+    return axes
 
 
 def pair_order_inv(layout: str | None, inv: np.ndarray, section: list | None) -> np.ndarray:

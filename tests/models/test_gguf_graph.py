@@ -211,7 +211,10 @@ KV_PATTERN = [0, 0, 8, 0, 0, 8, 0, 8]  # (attention where a layer has kv heads: 
     ("granitehybrid", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
     ("lfm2", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
     ("plamo2", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
-    ("plamo2", {}, ())])  # (kv heads on every layer: none recurrent)
+    ("plamo2", {}, ()),  # (kv heads on every layer: none recurrent)
+    ("lfm2moe", {"attention.head_count_kv": KV_PATTERN}, (0, 1, 3, 4, 6)),
+    ("minimax-01", {}, (0, 1, 2, 3, 4, 5, 6)),  # (its loader's default interval, 8)
+    ("qwen3next", {"nextn_predict_layers": 1}, (0, 1, 2, 4, 5, 6))])  # (7 main layers: the MTP one apart)
 def test_hybrid_recurrent_layers_are_read_as_llama_cpp_s_loader_sets_them(tmp_path, arch, extra, nope):
     """The hybrids' graphs build attention (and RoPE) only where `not is_recr(il)`; their loaders set is_recr
     in a loop (Qwen3-Next / Qwen3.5: every full_attention_interval-th layer attends, unless
@@ -221,7 +224,7 @@ def test_hybrid_recurrent_layers_are_read_as_llama_cpp_s_loader_sets_them(tmp_pa
                                       "rope.dimension_count": 64, **extra})
     rope = vkrope.from_gguf(path)
     assert rope.nope_layers == nope
-    for layer in range(8):
+    for layer in range(8 - extra.get("nextn_predict_layers", 0)):
         got = vkrope.from_gguf(path, layer=layer)
         assert (got is None) == (layer in nope), layer
         assert got is None or got == rope

@@ -229,3 +229,57 @@ def test_q_scale_guard_reads_where_the_tensor_is_built_and_used(tmp_path):
     for other in (body.replace("ggml_mul(ctx0, Qcur, inp_attn_scale)", "ggml_mul(ctx0, inp_attn_scale, Qcur)"),
                   body.replace("Qcur = ggml_mul(ctx0, Qcur, inp_attn_scale);", "")):
         assert table.q_scale_guard(Srcs(other), "m", "LLM_ARCH_M") == "unknown"
+
+
+class _Srcs:
+    """A stand-in for the script's Sources: one load_arch_hparams body."""
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    def functions(self, name: str) -> list[str]:
+        return [self.body]
+
+
+def test_per_layer_loops_read_only_the_plain_shape():
+    """A loop setting one per-layer field entry by entry (the hybrids' is_recr) becomes a statement; a loop of
+    another shape is left as C++, whose statements the program then keeps as unknown, never a guess."""
+    read = table.per_layer_loops
+    assert read("{ for (uint32_t i = 0; i < hparams.n_layer(); ++i) { hparams.is_recr_impl[i] = "
+                "hparams.n_head_kv(i) == 0; } }") == \
+        "{ PER_LAYER(is_recr_impl) = [i | 0 | hparams.n_layer() | hparams.n_head_kv(i) == 0]; }"
+    assert read("for (uint32_t il = hparams.n_layer(); il < hparams.n_layer_all; il++) { hparams.is_swa_impl[il] = "
+                "true; }") == "PER_LAYER(is_swa_impl) = [il | hparams.n_layer() | hparams.n_layer_all | true];"
+    for other in ("for (uint32_t i = 0; i < n; ++i) hparams.is_recr_impl[i] = true;",  # (no braces)
+                  "for (uint32_t i = 0; i < n; ++i) { hparams.a[i] = 1; hparams.b[i] = 2; }",  # (two statements)
+                  "for (uint32_t i = 0; i <= n; ++i) { hparams.a[i] = 1; }",  # (another bound)
+                  "for (uint32_t i = 0; i < n; ++i) { hparams.a[dst] = 1; }",  # (another entry)
+                  "for (uint32_t i = 0; i < n; i += 2) { hparams.a[i] = 1; }"):  # (another step)
+        assert read(other) == other, other
+    assert read("if (const auto is_swa = ml.get_key(LLM_KV_W, hparams.n_swa, false); is_swa && hparams.n_swa > 0) {") \
+        == "const bool is_swa = ml.get_key(LLM_KV_W, hparams.n_swa, false); if (is_swa && hparams.n_swa > 0) {"
+    assert read("if (!ml.get_key_or_arr(LLM_KV_R, hparams.is_recr_impl, hparams.n_layer_all, false)) {") == \
+        ("const bool found_is_recr_impl = ml.get_key_or_arr(LLM_KV_R, hparams.is_recr_impl, hparams.n_layer_all, "
+         "false); if (!found_is_recr_impl) {")
+
+
+def test_a_hybrid_loader_is_read_as_a_program():
+    """Qwen3-Next's loader: the recurrent layers' array if the file has it, else every interval-th layer
+    attends; DFlash's `if (ml.get_key(...) && c)`: the read, then the condition on whether it was there."""
+    kv = {"LLM_KV_R": "attention.recurrent_layers", "LLM_KV_I": "full_attention_interval",
+          "LLM_KV_W": "attention.sliding_window"}
+    body = ("{ if (!ml.get_key_or_arr(LLM_KV_R, hparams.is_recr_impl, hparams.n_layer_all, false)) { "
+            "uint32_t full_attn_interval = 4; ml.get_key(LLM_KV_I, full_attn_interval, false); "
+            "for (uint32_t i = 0; i < hparams.n_layer_all; ++i) { hparams.is_recr_impl[i] = (i < hparams.n_layer()) "
+            "&& ((i + 1) % full_attn_interval != 0); } } }")
+    assert table.hparams_program(_Srcs(body), "q", kv, {"is_recr_impl"}) == [
+        ["True", "key_or_arr", "is_recr_impl", "attention.recurrent_layers", "n_layer_all", False,
+         "found_is_recr_impl"],
+        ["(not found_is_recr_impl)", "local", "full_attn_interval", "4"],
+        ["(not found_is_recr_impl)", "key", "full_attn_interval", "full_attention_interval", None, False],
+        ["(not found_is_recr_impl)", "per_layer", "is_recr_impl", "i", "0", "n_layer_all",
+         "(i < n_layer) and ((i + 1) % full_attn_interval != 0)"]]
+    body = "{ if (ml.get_key(LLM_KV_W, hparams.n_swa, false) && hparams.n_swa > 0) { hparams.swa_type = 1; } }"
+    assert table.hparams_program(_Srcs(body), "d", kv, {"swa_type"}) == [
+        ["True", "key", "n_swa", "attention.sliding_window", "found_n_swa", False],
+        ["(found_n_swa and n_swa > 0)", "set", "swa_type", "1"]]
