@@ -383,9 +383,11 @@ def test_gguf_refusals_read_from_llama_cpp(tmp_path):
         vkrope.from_gguf(_arch_file(tmp_path, "baichuan", 2))
     path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
     with pytest.raises(NoRopeLayers, match=r"^path: .* \(granite\): llama\.cpp's graph applies RoPE on none of "
-                                           r"its layers \(llama\.cpp's graph rotates where .*has_rope") as said:
+                                           r"its layers \(its graph rotates where .*has_rope.*; this file's "
+                                           r"rope\.scaling\.finetuned False\)") as said:
         vkrope.from_gguf(path)
-    assert said.value.reason.startswith("llama.cpp's graph rotates where") and "has_rope" in said.value.reason
+    assert said.value.reason == "llama.cpp: its graph rotates where ((has_rope(il))); this file's " \
+                                "rope.scaling.finetuned False"  # (the key that turns it off, named)
     assert vkrope.from_gguf(path, layer=0) is None
     assert vkrope.from_gguf(_arch_file(tmp_path, "granite", 3)).nope_layers == ()
 
@@ -420,8 +422,11 @@ def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):
     path = _arch_file(tmp_path, "granite", 4, [("add_rope_scaling_finetuned", False)])
     assert main(["config", path]) == 0
     said = capsys.readouterr().out
-    assert said.startswith(f"{path} (GGUF): no layer applies RoPE (llama.cpp's graph rotates where ") \
-        and "has_rope" in said
+    assert said == f"{path} (GGUF): no layer applies RoPE (llama.cpp: its graph rotates where ((has_rope(il))); this " \
+                   "file's rope.scaling.finetuned False)\n"
+    hybrid = _arch_file(tmp_path, "lfm2", 4, [("add_head_count_kv", [0, 0, 0, 0])])  # (every layer recurrent)
+    assert main(["config", hybrid]) == 0
+    assert "this file's attention.head_count_kv [0, 0, 0, 0])" in capsys.readouterr().out
 
     assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])]) == 0
     assert "layers_without_rope" in capsys.readouterr().out

@@ -281,6 +281,9 @@ def test_mrope_sections_take_their_axis():
             assert np.array_equal(moved, ax == axis), (name, axis)
     ernie = vkrope.from_hf(config("ernie-4.5-vl-28b-a3b"))  # (its config's [h, w, t], held as (t, h, w))
     assert ernie.mrope_section == (20, 22, 22) and ernie.interleaved and ernie.summary()["mrope"] == "alternating"
+    assert ernie.summary()["mrope_section"] == [20, 22, 22]  # (time, height, width, as every layout's)
+    assert ernie.summary()["mrope_section_as_config_lists"] == [22, 22, 20]  # (height, width, time)
+    assert "mrope_section_as_config_lists" not in vkrope.from_hf(config("qwen2-vl-7b")).summary()
 
 
 def test_exact_angle_at_long_context():
@@ -1344,5 +1347,10 @@ def test_ernie_sections_its_module_fails_on_are_refused():
         vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(2, 4, 2), mrope_layout="alternating")
     with pytest.raises(ValueError, match=r"mrope_layout must be one of \['chunked', 'interleaved', 'alternating'\]"):
         vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(2, 3, 3), mrope_layout="spiral")
+    for wrong in (True, ["chunked"], None):  # (a type, not a value: TypeError, as interleaved's)
+        with pytest.raises(TypeError, match="mrope_layout must be a str"):
+            vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(2, 3, 3), mrope_layout=wrong)
+    two_axis = vkrope.ModelRope("default", 16, 16, 1e4, mrope_section=(0, 4, 4), mrope_layout=np.str_("alternating"))
+    assert type(two_axis.mrope_layout) is str and two_axis.pair_axis == (1, 2) * 4  # (no time pair: two axes)
     with pytest.raises(ValueError, match="mrope_layout 'alternating' needs mrope_section"):
         vkrope.ModelRope("default", 16, 16, 1e4, mrope_layout="alternating")

@@ -388,10 +388,12 @@ def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch
              "layer_types": ["full_attention"] * 4}  # (its global layers apply none)
     with pytest.raises(NoRopeLayers, match=r"by layer_types \['full_atten"):
         vkrope.from_hf(afmoe)
-    monkeypatch.setattr(gguf_convert, "from_config", lambda *a, **k: None)  # (a graph rotating no layer)
+    monkeypatch.setattr(gguf_convert, "_read", lambda *a, **k: None)  # (a graph rotating no layer)
     minicpm = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "remote_configs", "minicpm-2b.json")
-    with pytest.raises(NoRopeLayers, match=r"^config \(MiniCPMForCausalLM\): its layers all apply no RoPE"):
+    with pytest.raises(NoRopeLayers, match=r"^config \(MiniCPMForCausalLM, read as llama\.cpp's converter writes "
+                                           r"it\): llama\.cpp's graph applies RoPE on none of its layers") as said:
         vkrope.from_hf(minicpm)
+    assert said.value.reason.startswith("llama.cpp: its graph rotates where ")  # (its rule, not a bare phrase)
     assert vkrope.from_hf(minicpm, layer=0) is None
 
 

@@ -74,9 +74,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
-        why = f"llama.cpp's graph rotates where {gguf_layers.table()['archs'][arch]['rotates']}"
-        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph applies RoPE on none of its layers ({why}): it "
-                           "has no RoPE to give", why)
+        raise no_rope_layers(f"path: {p!r} ({arch})", arch, kv)
     return at_context(rope, None if context_length is None else int(context_length), p,
                       kv.get("rope.scaling.original_context_length", kv.get("context_length")))
 
@@ -230,6 +228,21 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
         raise ValueError(f"{where}: architecture {arch!r}: vkrope cannot read {what} from llama.cpp's code (it "
                          f"decides by model size or another runtime value); {remedy}")
     return entry
+
+
+def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers:
+    """The error of a file (or a converted config) none of whose layers llama.cpp's graph rotates, its reason
+    the graph's condition and the file's keys its loader decides that by (Granite's rope.scaling.finetuned,
+    a hybrid's attention.head_count_kv or full_attention_interval)."""
+    entry = gguf_layers.table()["archs"][arch]
+    program = entry.get("hparams") or []
+    keys = [s[3] for s in program if s[1] in ("key", "key_or_arr", "array") and s[3] in kv]
+    if "n_head_kv" in f"{program} {entry['rotates']}" and "attention.head_count_kv" in kv:
+        keys.append("attention.head_count_kv")  # (the hybrids' recurrent layers: those without kv heads)
+    given = ", ".join(f"{k} {brief(kv[k])}" for k in dict.fromkeys(keys))
+    why = f"its graph rotates where {entry['rotates']}" + (f"; this file's {given}" if given else "")
+    return NoRopeLayers(f"{where}: llama.cpp's graph applies RoPE on none of its layers ({why}): it has no RoPE to "
+                        "give", f"llama.cpp: {why}")
 
 
 def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, layer_type: str | None, layer: int | None,

@@ -456,8 +456,14 @@ def _alike(a: Any, b: Any) -> bool:
 
 def from_config(config: dict, hf_arch: str, unread_ok: bool, *, layer_type: str | None, layer: int | None,
                 angle: str) -> ModelRope | None:
-    """from_hf for a config the converter reads: the RoPE of a layer, a layer type, or every rotating layer."""
-    return _read(convert(config, hf_arch, unread_ok), hf_arch, layer_type, layer, angle)
+    """from_hf for a config the converter reads: the RoPE of a layer, a layer type, or every rotating layer
+    (naming neither: NoRopeLayers where llama.cpp's graph rotates none)."""
+    converted = convert(config, hf_arch, unread_ok)
+    rope = _read(converted, hf_arch, layer_type, layer, angle)
+    if rope is None and layer is None and layer_type is None:
+        raise gguf_reading.no_rope_layers(f"config ({hf_arch}, read as llama.cpp's converter writes it)",
+                                          converted[0], converted[1])
+    return rope
 
 
 def layers(config: dict, hf_arch: str, unread_ok: bool, angle: str) -> tuple[ModelRope | None, ...]:

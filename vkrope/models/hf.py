@@ -560,12 +560,8 @@ def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, laye
                          f"as llama.cpp's converter writes it); got {layer_type!r}")
     if layer is not None and not is_int(layer):
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
-    rope = gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
+    return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)
-    if rope is None and layer is None and layer_type is None:  # (from_hf naming no layer gives a RoPE or raises)
-        why = "in llama.cpp's graph, read as its converter writes it"
-        raise NoRopeLayers(f"config ({remote[1]}): its layers all apply no RoPE ({why}): it has no RoPE to give", why)
-    return rope
 
 
 def _type_without_rope(cfg: dict, rotates: list[bool] | None, layer_type: str) -> bool:

@@ -126,7 +126,9 @@ class ModelRope:
     without; mrope_layout: how the axes spread over the pairs, one of
     `MROPE_LAYOUTS` ("chunked": Qwen2-VL's runs of s0, s1, s2 pairs;
     "interleaved": Qwen3-VL's every third pair; "alternating": ERNIE 4.5
-    VL's height and width on alternate pairs, then time); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
+    VL's height and width on alternate pairs, then time, which may have
+    none, as two-axis rotations do; ERNIE's module needs one, and from_hf
+    refuses its configs without); interleaved: pairs (2i, 2i + 1) (GGUF's llama-style
     rope and DeepSeek's `rope_interleave`), else rotate-half (i, i +
     rotary_dim / 2); freq_factors: llama.cpp's per-pair divisors of the
     frequencies (a GGUF's `rope_freqs.weight`; inf: a still pair), None without; layer_type:
@@ -338,8 +340,11 @@ def _check_fields(rope: ModelRope) -> None:
     object.__setattr__(rope, "theta", float(rope.theta))
     if not isinstance(rope.interleaved, bool):
         raise TypeError(f"interleaved must be a bool; got {brief(rope.interleaved)}")
-    if not isinstance(rope.mrope_layout, str) or rope.mrope_layout not in MROPE_LAYOUTS:
+    if not isinstance(rope.mrope_layout, str):
+        raise TypeError(f"mrope_layout must be a str, one of {list(MROPE_LAYOUTS)}; got {brief(rope.mrope_layout)}")
+    if rope.mrope_layout not in MROPE_LAYOUTS:
         raise ValueError(f"mrope_layout must be one of {list(MROPE_LAYOUTS)}; got {brief(rope.mrope_layout)}")
+    object.__setattr__(rope, "mrope_layout", str(rope.mrope_layout))  # (a numpy str_ held as the str it equals)
     if rope.rotary_dim % 2 or rope.rotary_dim > rope.head_dim:
         raise ValueError(f"the rotary dim ({rope.rotary_dim}, from head_dim {rope.head_dim} and "
                          "partial_rotary_factor) must be even and <= head_dim")
@@ -484,6 +489,9 @@ def summary(r: ModelRope) -> dict[str, Any]:
     if r.mrope_section is not None:
         d["mrope_section"] = list(r.mrope_section)
         d["mrope"] = r.mrope_layout
+        if r.mrope_layout == "alternating":  # (held as time, height, width; ERNIE 4.5 VL's config lists them
+            # as height, width, time: both said, so neither is copied into the other's place)
+            d["mrope_section_as_config_lists"] = [*r.mrope_section[1:], r.mrope_section[0]]
     one_list = one_factor_list(r)
     for k, v in r.params:
         if one_list and k in ("short_factor", "long_factor"):
