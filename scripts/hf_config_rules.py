@@ -799,7 +799,8 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
         return
     built = _built(t, e, {})
     ints = _int_keys(e, built.to_dict())  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
-    probes = [kw for k in rules.get("float_refused") or [] for kw in ({k: ints[k]}, {k: float(ints[k])})]
+    probes = [kw for k in rules.get("float_refused") or [] if k in ints  # (a head key the model refuses as a
+              for kw in ({k: ints[k]}, {k: float(ints[k])})]  # float, a class without the field: model_refused's)
     probes += [{k: True} for k in rules.get("bool_refused") or []]
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
@@ -958,6 +959,32 @@ def null_refused(t: str, e: dict) -> list[str]:
             and _raises(t, e, {**{n: v for n, v in even.items() if n != k}, k: None})]
 
 
+def model_refused(t: str, e: dict) -> dict[str, list[str]]:
+    """The head keys from_hf reads (the table's: head_dim, qk_rope_head_dim, kv_channels) that the classes
+    take as null, or as a whole float, but on which the text model fails while it runs without the key and with
+    its integer (Qwen2's and ERNIE 4.5 VL's attention takes getattr(config, "head_dim", quotient): None, whose
+    ** -0.5 raises, or a float nn.Linear refuses): {"null": keys, "float": keys}, built on the meta device and
+    run forward as the model table runs it."""
+    out: dict[str, list[str]] = {"null": [], "float": []}
+    if _raises(t, e, {}):
+        return out
+    built = _built(t, e, {}).to_dict()
+    aliases = e.get("aliases", {})
+    hidden, heads = (built.get(aliases.get(k, k)) for k in ("hidden_size", "num_attention_heads"))
+    keys = dict.fromkeys(s["head_dim"] for s in e["by_layer_type"].values() if s["head_dim"] not in (None, "quotient"))
+    for k in keys:
+        own = built.get(k)
+        width = own if type(own) is int else hidden // heads if type(hidden) is int and type(heads) is int and \
+            heads > 0 and hidden % heads == 0 else None
+        if width is None or not _model_runs(t, {}, e) or not _model_runs(t, {k: width}, e):
+            continue  # (not measured where the model does not run on its own width)
+        if not _raises(t, e, {k: None}) and not _model_runs(t, {k: None}, e):
+            out["null"].append(k)
+        if not _raises(t, e, {k: float(width)}) and not _model_runs(t, {k: float(width)}, e):
+            out["float"].append(k)
+    return out
+
+
 def heads_probes(t: str, e: dict) -> dict[str, dict] | None:
     """Files of the class's own head count and a hidden size it divides ("multiple": the class's own) or not
     ("off_by_one", "off_by_two": one and two past), and of its own hidden size over a head count that does not
@@ -1009,12 +1036,13 @@ BREAKS = ("off_by_one", "off_by_two", "other_heads")  # the probes of heads_prob
 HEADS_KINDS = (("bare", ""), ("head_dim", "_head_dim"))  # heads_divide's kinds, and their probes' names' tails
 
 
-def _model_runs(t: str, kw: dict) -> bool:
-    """Whether the text model of model type `t`'s default config with `kw` set on it builds on the meta
-    device and runs forward (hf_probe's meta_model and meta_forward, as the model table runs it)."""
+def _model_runs(t: str, kw: dict, e: dict | None = None) -> bool:
+    """Whether the text model of model type `t`'s default config with `kw` set on it (with table entry `e`:
+    of a file of `kw`, as the classes build it, their defaults filled in) builds on the meta device and runs
+    forward (hf_probe's meta_model and meta_forward, as the model table runs it)."""
     import hf_probe  # noqa: PLC0415  (torch)
 
-    built = hf_probe.meta_model(t, kw)
+    built = hf_probe.meta_model(t, kw) if e is None else hf_probe.meta_model(t, {}, _built(t, e, kw))
     return built is not None and hf_probe.meta_forward(built[0], lambda: None)
 
 
@@ -1329,7 +1357,11 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`,
     `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
     floats, bools = int_refused(t, e)
-    out: dict[str, Any] = {"null_refused": null_refused(t, e), "float_refused": floats, "bool_refused": bools,
+    nulls, failing = null_refused(t, e), model_refused(t, e)
+    nulls += [k for k in failing["null"] if k not in nulls]
+    if floats is not None:
+        floats += [k for k in failing["float"] if k not in floats]
+    out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools,
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),

@@ -368,13 +368,14 @@ def passed_rope(model_type: str, overrides: dict) -> dict[int, bool] | None:
     return passed if meta_forward(model, passed.clear) else None
 
 
-def meta_model(model_type: str, overrides: dict) -> tuple[Any, Any] | None:
-    """(the text model built on the meta device with `overrides` on its text config, its modeling module), or
-    None where it has none or its code does not build it so (Gemma 4's enable_moe_block flipped on without
-    num_experts: a flip the code does not run with)."""
+def meta_model(model_type: str, overrides: dict, text: Any = None) -> tuple[Any, Any] | None:
+    """(the text model built on the meta device with `overrides` on its text config, or of the text config
+    `text` as a file's keys built it, its modeling module), or None where it has none or its code does not
+    build it so (Gemma 4's enable_moe_block flipped on without num_experts: a flip the code does not run with)."""
     from transformers import AutoConfig  # noqa: PLC0415
 
-    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
+    if text is None:
+        text = AutoConfig.for_model(model_type).get_text_config(decoder=True)
     for k, v in overrides.items():
         setattr(text, k, v)
     module = modeling_module(text)

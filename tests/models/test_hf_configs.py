@@ -1223,9 +1223,28 @@ def test_a_whole_float_for_an_int_key_is_refused(key):
     c.setdefault("head_dim", 128)
     want = vkrope.from_hf(c)
     with pytest.raises(ValueError, match=rf"^config: {key} is {float(c[key])!r}: llama's config class takes an "
-                                         r"integer there \(transformers raises on loading the config\)"):
+                                         r"integer there, or its model does \(transformers raises on loading the "
+                                         r"config, or building the model\)"):
         vkrope.from_hf({**c, key: float(c[key])})
     assert vkrope.from_hf(dict(c)) == want
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "ernie4_5_vl_moe_text"])
+def test_a_head_dim_the_model_cannot_build_with_is_refused(model_type):
+    """Qwen2's and ERNIE 4.5 VL's config classes have no head_dim field and take a file's null or 64.0, but
+    their attention takes getattr(config, "head_dim", quotient): None, whose ** -0.5 raises, or a float
+    nn.Linear refuses, so transformers cannot build the model; vkrope read the quotient, 64. The config rules
+    measure the model now (hf_config_rules.model_refused), and vkrope refuses both; the int reads as before."""
+    cfg = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 8}
+    if model_type.startswith("ernie"):
+        cfg["rope_parameters"] = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [12, 12, 8]}
+    assert vkrope.from_hf({**cfg, "head_dim": 64}).head_dim == 64
+    with pytest.raises(ValueError, match=rf"^config: head_dim is null: {model_type}'s config class refuses a null "
+                                         r"head_dim, or its model fails on one"):
+        vkrope.from_hf({**cfg, "head_dim": None})
+    with pytest.raises(ValueError, match=rf"^config: head_dim is 64\.0: {model_type}'s config class takes an "
+                                         r"integer there, or its model does"):
+        vkrope.from_hf({**cfg, "head_dim": 64.0})
 
 
 QWEN3 = {"model_type": "qwen3", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4}

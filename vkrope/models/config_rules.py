@@ -47,7 +47,9 @@ by building each config class on probe configs; never edited by hand):
   compare with a rope type;
 - `null_refused`: the keys from_hf reads on which the class raises when the
   file gives them as null (strict int fields: Qwen3's head_dim, every
-  class's hidden_size), `check_nulls`;
+  class's hidden_size), or the text model fails to build (Qwen2's head_dim,
+  a class without the field: its attention's getattr gives None),
+  `check_nulls`;
 - `attention_reads`: the rope dict keys the model's code reads outside its
   rotary module whatever the rope type (Ministral 3's and Mistral 4's
   llama_4_scaling_beta and original length, read from the modeling
@@ -57,8 +59,8 @@ by building each config class on probe configs; never edited by hand):
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
 - `float_refused`, `bool_refused`: the keys from_hf reads that the class
   takes as an int and raises on when the file gives a whole float, or a
-  bool (strict int fields: `head_dim: 96.0`, `sliding_window: true`),
-  `check_ints`;
+  bool (strict int fields: `head_dim: 96.0`, `sliding_window: true`; a float
+  head key on which the text model fails to build, too), `check_ints`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list,
@@ -539,8 +541,9 @@ def check_nulls(cfg: dict, model_type: str) -> None:
     Qwen3's head_dim, every class's hidden_size; transformers raises on loading the config)."""
     for key in rules_of(model_type).get("null_refused", []):
         if key in cfg and cfg[key] is None:
-            raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key} "
-                             "(transformers raises on loading the config), so vkrope does too")
+            raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
+                             "model fails on one (transformers raises on loading the config, or building the "
+                             "model), so vkrope does too")
 
 
 def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
@@ -560,7 +563,8 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
         for key in ints if keys is None else keys:
             if isinstance(cfg.get(key), kind):
                 raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer "
-                                 "there (transformers raises on loading the config), so vkrope refuses it too")
+                                 "there, or its model does (transformers raises on loading the config, or building "
+                                 "the model), so vkrope refuses it too")
 
 
 def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None:
