@@ -212,6 +212,10 @@ def materialize(m: Any) -> None:
 
 
 def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple) -> Any:
+    """One attention module's output on `hidden` with position embeddings `pe`: every input it requires that
+    the probe has no value for is None, and where that fails on a None, an empty dict for its "...states" and a
+    causal additive mask (DeepSeek-V3.2's and GLM-5's sparse indexers read the mask; sdpa runs causally on
+    None, so the output is the same where both run)."""
     params = inspect.signature(attn.forward).parameters
     kw: dict[str, Any] = {"hidden_states": hidden}
     if "position_embeddings" in params:

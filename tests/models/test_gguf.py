@@ -463,6 +463,16 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
             "hparams": [["True", "per_layer", "is_recr_impl", "i", "0", "1", "i == 0"]]}
     lp = gguf_layers.plan("test", loop, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
     assert lp.rotates is None and "is_recr_impl[il] has no value here" in lp.unknown
+    # (an integer division by zero is llama.cpp's crash only where C evaluates it: after an unknown operand of
+    # and / or, or on a side of a ternary whose test is unknown, it is unknown; decided before it, a refusal)
+    hp = gguf_layers.Hparams({"k": 3, "n": 0, "f": False}, {})
+    for unknown in ("x and k % n == 0", "x or k % n == 0", "(k % n) if x else 1", "1 if x else (k % n)"):
+        with pytest.raises(gguf_layers.Unknown, match="divides an integer by zero"):
+            hp.evaluate(unknown)
+    assert hp.evaluate("f and k % n == 0") is False
+    for crash in ("k % n == 0 and x", "(k % n) if True else 1"):
+        with pytest.raises(gguf_layers.Refused, match="divides an integer by zero"):
+            hp.evaluate(crash)
     bl3 = _arch_file(tmp_path, "bailingmoe3", 4, [("add_head_count_kv", [0, 4, 0, 4])])  # (its loop, now run)
     assert vkrope.from_gguf(bl3).nope_layers == (0, 2) and vkrope.from_gguf(bl3, layer=0) is None
 

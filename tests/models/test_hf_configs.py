@@ -1229,6 +1229,20 @@ def test_a_whole_float_for_an_int_key_is_refused(key):
     assert vkrope.from_hf(dict(c)) == want
 
 
+def test_a_head_dim_of_a_composite_not_measured_is_refused():
+    """EXAONE 4.5's class is not built of a file without RoPE keys, so its rules are not measured: a null or
+    float head_dim was read (64) where transformers cannot build EXAONE 4's attention. The text config's own
+    model type's rules apply where it names a measured one, else a null or float head_dim is refused."""
+    base = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 4}
+    for inner in ("exaone4", "exaone4_5_text"):  # (the measured text type, and the early name its class renames)
+        for value, said in ((None, "is null"), (64.0, "is 64.0")):
+            with pytest.raises(ValueError, match=f"^config: head_dim {said}: exaone4_5's config class"):
+                vkrope.from_hf({"model_type": "exaone4_5", "text_config": {"model_type": inner, **base,
+                                                                            "head_dim": value}})
+        assert vkrope.from_hf({"model_type": "exaone4_5", "text_config": {"model_type": inner, **base,
+                                                                           "head_dim": 64}}).head_dim == 64
+
+
 @pytest.mark.parametrize("model_type", ["qwen2", "ernie4_5_vl_moe_text"])
 def test_a_head_dim_the_model_cannot_build_with_is_refused(model_type):
     """Qwen2's and ERNIE 4.5 VL's config classes have no head_dim field and take a file's null or 64.0, but

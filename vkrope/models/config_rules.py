@@ -535,11 +535,27 @@ def text_fill(model_type: str, other_type: bool = False) -> dict:
     return json.loads(json.dumps(outer.get("fill") or {}))
 
 
-def check_nulls(cfg: dict, model_type: str) -> None:
+def _value_rules(cfg: dict, model_type: str) -> dict:
+    """The rules check_nulls and check_ints apply to the text config `cfg`: the model type's; of a composite the
+    script could not build (not measured: its float_refused null), its text config's own model type's where
+    that names a measured one (EXAONE 4.5's text config, EXAONE 4's)."""
+    rules = rules_of(model_type)
+    inner = cfg.get("model_type")
+    if _unmeasured(rules) and isinstance(inner, str) and "float_refused" in rules_of(inner):
+        return rules_of(inner)
+    return rules
+
+
+def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
     """A ValueError where the text config `cfg` (the file's keys, before the class defaults) gives as null a
-    key on which the model type's config class raises when it is null (`null_refused`: a strict int field,
-    Qwen3's head_dim, every class's hidden_size; transformers raises on loading the config)."""
-    for key in rules_of(model_type).get("null_refused", []):
+    key on which the model type's config class raises when it is null, or its model fails (`null_refused`: a
+    strict int field, Qwen3's head_dim, every class's hidden_size; Qwen2's head_dim, which its attention takes
+    as given). Where that was not measured, as check_ints: the text config's own model type's rules, else a
+    null head_dim or any key the class defaults (`defaults`) as an int, refused rather than guessed."""
+    rules = _value_rules(cfg, model_type)
+    keys = rules.get("null_refused", []) if not _unmeasured(rules) else \
+        ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]
+    for key in keys:
         if key in cfg and cfg[key] is None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
                              "model fails on one (transformers raises on loading the config, or building the "
@@ -551,13 +567,10 @@ def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
     type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`: strict int
     fields, `head_dim: 96.0`, `sliding_window: true`; transformers raises on loading the config). Where that
     was not measured (a class not built of a file without RoPE keys), the rules of the text config's own
-    model type where it names a measured one, else any key the class defaults (`defaults`) as an int:
-    refused rather than guessed."""
-    rules = rules_of(model_type)
-    inner = cfg.get("model_type")
-    if _unmeasured(rules) and isinstance(inner, str) and "float_refused" in rules_of(inner):
-        rules = rules_of(inner)  # (a composite the script could not build: its text model type's, where measured)
-    ints = [k for k, v in defaults.items() if type(v) is int]
+    model type where it names a measured one, else head_dim and any key the class defaults (`defaults`) as an
+    int: refused rather than guessed."""
+    rules = _value_rules(cfg, model_type)
+    ints = ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]  # (not measured: a head key too)
     for kind, rule in ((float, "float_refused"), (bool, "bool_refused")):
         keys = rules.get(rule)
         for key in ints if keys is None else keys:

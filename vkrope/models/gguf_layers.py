@@ -131,15 +131,20 @@ class Hparams:
         raise Unknown(f"{name} is not known for this file")
 
     def _bool(self, n: ast.BoolOp, local: dict) -> bool:
-        """and / or over three values: a decided operand decides, else Unknown."""
+        """and / or over three values: a decided operand decides, else Unknown (a crash of an operand after an
+        unknown one, which C may never evaluate, too)."""
         decisive = isinstance(n.op, ast.Or)
-        why = None
+        why: Unknown | None = None
         for v in n.values:
             try:
                 if bool(self._node(v, local)) == decisive:
                     return decisive
             except Unknown as exc:
                 why = exc
+            except Refused as exc:
+                if why is None:  # (every operand before it decided: C evaluates this one)
+                    raise
+                why = Unknown(f"{exc}, where llama.cpp reaches it")
         if why is not None:
             raise why
         return not decisive
@@ -148,7 +153,10 @@ class Hparams:
         try:
             test = self._node(n.test, local)
         except Unknown:
-            a, b = self._node(n.body, local), self._node(n.orelse, local)
+            try:  # (both sides, each where C may take it: a crash on one is unknown, as the side taken is)
+                a, b = self._node(n.body, local), self._node(n.orelse, local)
+            except Refused as exc:
+                raise Unknown(f"{exc}, where llama.cpp takes that side") from None
             if a == b:
                 return a
             raise

@@ -97,7 +97,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     defaults = e.get("defaults", {})
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
-    config_rules.check_nulls(merged, _type_of(cfg, like))
+    config_rules.check_nulls(merged, _type_of(cfg, like), defaults)
     config_rules.check_ints(merged, _type_of(cfg, like), defaults)
     config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, _type_of(cfg, like))
