@@ -2210,6 +2210,8 @@ MUTATIONS = [
     Mutation("an unmeasured composite's nulls not checked by its text type's rules", RULES,
              "    keys = rules.get(\"null_refused\", []) if not _unmeasured(rules) else \\\n        [\"head_dim\", ",
              "    keys = rules.get(\"null_refused\", []) if True else \\\n        [\"head_dim\", "),
+    Mutation("a config's unknown layer pattern said without the key", CONFIGS,
+             'nope_why=(unknown or "").removeprefix("config: "))', 'nope_why="")'),
     Mutation("CLI: config of no RoPE drops the reason", "vkrope/__main__.py",
              "rotates: said below, with its reason)\n            ropes, why = [], e.reason",
              'rotates: said below, with its reason)\n            ropes, why = [], ""'),

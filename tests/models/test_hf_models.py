@@ -345,7 +345,7 @@ def test_layers_without_rope_by_index():
     bare = {k: v for k, v in exa.items() if k != "layer_types"}
     assert vkrope.from_hf(bare).nope_layers is None  # which layers rotate is unknown there, and said so
     assert vkrope.from_hf(bare).summary()["layers_without_rope"].startswith(
-        "unknown: the config lacks the key that says (pass it as transformers saves it)")
+        "unknown: layer_types is missing, empty or not a list")  # (the key named, as the reading said it)
     # (the model builds num_hidden_layers layers: a longer no_rope_layers is cut, a shorter one fails in
     # transformers, as does a layer_types list of another length: both refused)
     assert len(vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0] * 3))) == 8

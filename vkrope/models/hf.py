@@ -529,7 +529,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r),
-                         nope_why=_NOPE_WHY if unknown else "")
+                         nope_why=(unknown or "").removeprefix("config: "))  # (the reading's words: the key)
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
 
@@ -569,10 +569,6 @@ def _type_without_rope(cfg: dict, rotates: list[bool] | None, layer_type: str) -
     types = cfg.get("layer_types")
     return rotates is not None and isinstance(types, list) and layer_type in types \
         and not any(r for r, t in zip(rotates, types) if t == layer_type)
-
-
-# (why a plain read's nope_layers is None: the config lacks the key its model reads the pattern from)
-_NOPE_WHY = "the config lacks the key that says (pass it as transformers saves it)"
 
 
 def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
