@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import check_row_index, check_storage_of, check_table_array, describe, int_arg
 from . import resolve
 from ..models import ModelRope
-from ..freqs import InvFreqs, is_position_spec
+from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, two
@@ -63,14 +63,14 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
     q, k, b, s, d = q_and_k(xq, xk, spec=freqs_cos)
     values = q.size + k.size
     read = s if values else 0  # (no values: no position is read, however many tokens; B = 0 over 2^40)
+    start = spec_start(start_pos, read) if isinstance(freqs_cos, (ModelRope, InvFreqs, RopeFreqs)) else 0
     if isinstance(freqs_cos, (ModelRope, InvFreqs)):
-        first = spec_start(start_pos, read)
-        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(first, first + read), False, d)
+        freqs_cos = resolve("freqs_cos", freqs_cos, np.arange(start, start + read), False, d)
     if is_position_spec(freqs_cos):
         if freqs_cos.dim > d:
             raise ValueError(f"freqs_cos: the frequency spec has dim = {freqs_cos.dim} > D = {d}")
         spec = check_spec("freqs_cos", freqs_cos, freqs_sin, "freqs_sin", freqs_cos.dim)
-        rows = spec_rows(spec, token_positions(b, s, values, spec_start(start_pos, read)), "start_pos + s")
+        rows = spec_rows(spec, token_positions(b, s, values, start), "start_pos + s")
         gen = lower(spec)
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
