@@ -31,6 +31,7 @@ plus "<config>/layer_type" where the module takes one (Gemma 3) and
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -125,6 +126,17 @@ def _pow_base(text, layer_type: str | None, pos_t, rdim: int):
     return base, base ** (torch.arange(0, rdim, 2, dtype=torch.int64).float() / rdim)
 
 
+@functools.cache
+def _mrope_layouts() -> dict:
+    """{model_type: its M-RoPE layout} from the committed model table (read once a run)."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from hf_model_table import TABLE  # noqa: PLC0415
+
+    with open(TABLE, encoding="utf-8") as f:
+        return {t: e.get("mrope") for t, e in json.load(f)["models"].items()}
+
+
 def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, case: str, pos) -> dict:
     """The arrays of one config, layer type and case, under "<key>/<case>/"."""
     import numpy as np  # noqa: PLC0415
@@ -142,13 +154,10 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
             inv = rot.rope_init_fn(rot.config)[0]
         # (a module that keeps its frequencies in another order than its pairs turn, ERNIE 4.5 VL's pre-rotated
         # ones: stored in pair order, by the layout the model table found)
-        if HERE not in sys.path:
-            sys.path.insert(0, HERE)
-        from hf_model_table import TABLE, pair_order_inv  # noqa: PLC0415
+        from hf_model_table import pair_order_inv  # noqa: PLC0415
 
-        with open(TABLE, encoding="utf-8") as f:
-            layout = json.load(f)["models"].get(cfg["model_type"], {}).get("mrope")
-        inv = torch.from_numpy(pair_order_inv(layout, inv.numpy(), getattr(rot, "mrope_section", None)))
+        inv = torch.from_numpy(pair_order_inv(_mrope_layouts().get(cfg["model_type"]), inv.numpy(),
+                                              getattr(rot, "mrope_section", None)))
         scaling = rot.attention_scaling if layer_type is None else getattr(rot, f"{layer_type}_attention_scaling")
         at_zero = (pos_t.reshape(-1, pos_t.shape[-1])[0] == 0).nonzero()
         if pos_t.dim() == 2 and len(at_zero) and float(cos[0, at_zero[0, 0], 0]) != float(torch.tensor(scaling)):
