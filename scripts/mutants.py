@@ -2207,6 +2207,8 @@ MUTATIONS = [
     Mutation("a division by zero on a ternary's untaken side taken as llama.cpp's crash", GGUF_LAYERS,
              "                raise Unknown(f\"{exc}, where llama.cpp takes that side\") from None",
              "                raise exc from None"),
+    Mutation("a GGUF no-RoPE reason names keys of a branch the loader does not take", GGUF_LAYERS,
+             "            ran.append(f\"{kind} {args}\")\n            if kind in", "            ran.append(f\"{kind} {args}\")\n        if True:\n            if kind in"),
     Mutation("an unmeasured composite's nulls not checked by its text type's rules", RULES,
              "    keys = rules.get(\"null_refused\", []) if not _unmeasured(rules) else \\\n        [\"head_dim\", ",
              "    keys = rules.get(\"null_refused\", []) if True else \\\n        [\"head_dim\", "),

@@ -427,6 +427,11 @@ def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):
     hybrid = _arch_file(tmp_path, "lfm2", 4, [("add_head_count_kv", [0, 0, 0, 0])])  # (every layer recurrent)
     assert main(["config", hybrid]) == 0
     assert "this file's attention.head_count_kv [0, 0, 0, 0])" in capsys.readouterr().out
+    every = ("add_array", ("qwen35.attention.recurrent_layers", [True] * 4))  # (so the interval is not read)
+    hybrid = _arch_file(tmp_path, "qwen35", 4, [("add_rope_dimension_sections", [24, 20, 20, 0]), every,
+                                                 ("add_full_attention_interval", 2)])
+    assert main(["config", hybrid]) == 0
+    assert capsys.readouterr().out.endswith("this file's attention.recurrent_layers [True, True, True, True])\n")
 
     assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])]) == 0
     assert "layers_without_rope" in capsys.readouterr().out

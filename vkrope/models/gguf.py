@@ -234,13 +234,9 @@ def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers
     """The error of a file (or a converted config) none of whose layers llama.cpp's graph rotates, its reason
     the graph's condition and the file's keys its loader decides that by (Granite's rope.scaling.finetuned,
     a hybrid's attention.head_count_kv or full_attention_interval)."""
-    entry = gguf_layers.table()["archs"][arch]
-    program = entry.get("hparams") or []
-    keys = [s[3] for s in program if s[1] in ("key", "key_or_arr", "array") and s[3] in kv]
-    if "n_head_kv" in f"{program} {entry['rotates']}" and "attention.head_count_kv" in kv:
-        keys.append("attention.head_count_kv")  # (the hybrids' recurrent layers: those without kv heads)
-    given = ", ".join(f"{k} {brief(kv[k])}" for k in dict.fromkeys(keys))
-    why = f"its graph rotates where {entry['rotates']}" + (f"; this file's {given}" if given else "")
+    keys = gguf_layers.keys_read(arch, kv)  # (of the statements its loader runs on this file)
+    given = ", ".join(f"{k} {brief(kv[k])}" for k in keys)
+    why = f"its graph rotates where {gguf_layers.table()['archs'][arch]['rotates']}" + (f"; this file's {given}" if given else "")
     return NoRopeLayers(f"{where}: llama.cpp's graph applies RoPE on none of its layers ({why}): it has no RoPE to "
                         "give", f"llama.cpp: {why}")
 

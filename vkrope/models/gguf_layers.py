@@ -458,6 +458,25 @@ def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -
                          "refuses the file otherwise (its loader's 'wrong type')")
 
 
+def keys_read(arch: str, kv: Mapping[str, Any]) -> list[str]:
+    """The file's keys llama.cpp's loader reads for `arch`: those of the statements whose condition holds on
+    this file (not a branch it does not take), and attention.head_count_kv where a statement that runs or the
+    rotation condition reads n_head_kv (the hybrids' recurrent layers: those without kv heads). For a file
+    whose plan ran (the program is run again, as plan ran it)."""
+    entry = table()["archs"][arch]
+    hp = _start(kv, _layer_count(kv), None, entry)
+    keys, ran = [], [entry["rotates"]]
+    for cond, kind, *args in entry.get("hparams", ()):
+        if hp.evaluate(cond):
+            ran.append(f"{kind} {args}")
+            if kind in ("key", "key_or_arr", "array") and args[1] in kv:
+                keys.append(args[1])
+            _run(hp, kind, args, kv)
+    if "n_head_kv" in " ".join(ran) and "attention.head_count_kv" in kv:
+        keys.append("attention.head_count_kv")
+    return list(dict.fromkeys(keys))
+
+
 def _start(kv: Mapping[str, Any], n_layer_all: int, types: dict[str, str] | None, entry: dict) -> Hparams:
     """llama_hparams after llama_model_base::load_hparams read what the plans use."""
     t = table()["hparams"]
