@@ -307,6 +307,13 @@ BAD = [
     ("position_ids", TypeError, dict(position_ids=np.zeros((1, 3), np.float32))),
     ("position_ids", ValueError, dict(position_ids=np.array([[0, 5, 1]]))),
     ("position_ids", ValueError, dict(position_ids=np.array([[0, -1, 1]]))),
+    ("caches have no rows", ValueError, dict(cos_cache=np.zeros((0, 4), np.float32),
+                                             sin_cache=np.zeros((0, 4), np.float32))),
+    ("sin_cache must be a numpy array", TypeError, dict(sin_cache=None)),  # (None: a spec's form only)
+    ("x: its head size D = 1 has no pair", ValueError, dict(x=np.zeros((1, 2, 3, 1), np.float32),
+                                                            cos_cache=np.zeros((6, 0), np.float32),
+                                                            sin_cache=np.zeros((6, 0), np.float32))),
+    ("x: its head size D = 3 is odd", ValueError, dict(x=np.zeros((1, 2, 3, 3), np.float32))),
     ("out", ValueError, dict(out=np.zeros((1, 2, 3, 6), np.float32))),
     ("out", TypeError, dict(out=np.zeros((1, 2, 3, 8), np.float16))),
     ("storage", ValueError, dict(storage="image")),

@@ -248,6 +248,28 @@ def test_byte_order_hints_only_where_the_order_is_what_differs(device):
         device.apply(x, f.astype(">f8"))
 
 
+def test_a_hint_that_astype_cannot_follow_is_not_given(device):
+    """A record of two floats (astype raises), raw bytes (astype raises) and a complex x (astype drops the
+    imaginary part, silently) are each told what to pass instead of 'convert with x.astype(np.float32)'."""
+    x, f = np.ones((1, 4, 8), np.float32), np.tile(np.float32([1, 0]), (4, 4))
+    record = np.zeros((1, 4, 8), [("re", "<f4"), ("im", "<f4")])
+    with pytest.raises(TypeError, match=r"\(a structured array \(fields 're', 'im'\): pass one field, as a float "
+                                        r"array\)$"):
+        device.apply(record, f)
+    with pytest.raises(TypeError, match=r"got \|V4 \(raw bytes \(numpy void\): pass a float32, float16 or "):
+        device.apply(x.view("V4"), f)
+    with pytest.raises(TypeError, match=r"got complex64 \(a complex array: its \(re, im\) pairs as float32 .* "
+                                        r"would drop the imaginary part\)\)$"):
+        device.apply(x.astype(np.complex64), f)
+    assert "convert with x.astype(np.float32)" in _refusal(device, x.astype(np.int16), f)  # (astype works)
+
+
+def _refusal(device, x, f) -> str:
+    with pytest.raises(TypeError) as said:
+        device.apply(x, f)
+    return str(said.value)
+
+
 INTEGER_ARGUMENTS = {"position_ids", "old", "new"}  # (shift_cache's from_positions / to_positions: old, new)
 
 

@@ -51,8 +51,10 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
     rot_given = rot
     rot = rot or d
+    if d == 1 and not rot_given:  # (no even rotary_embedding_dim fits: the advice below could not be taken)
+        raise ValueError(f"x: its head size D = 1 has no pair of channels to rotate (x of shape {tuple(x.shape)})")
     if rot % 2 and not rot_given:
-        raise ValueError(f"the head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
+        raise ValueError(f"x: its head size D = {d} is odd: pass an even rotary_embedding_dim < D (0 means D)")
     if rot > d:
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
@@ -65,6 +67,9 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
     refuse_grid_spec("cos_cache", cos_cache)
+    if sin_cache is None:  # (the spec form's; said here, where the table form is known)
+        raise TypeError("sin_cache must be a numpy array (or a vkrope.DeviceArray) as cos_cache is a table; it is "
+                        "None only where cos_cache is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:
