@@ -53,7 +53,8 @@ class DeviceTimeoutError(VulkanError, builtins.TimeoutError):
 
 
 class DeviceClosedError(VkropeError, RuntimeError):
-    """A `Device` (or an array on it) was used after `close()`."""
+    """A closed `Device` (or an array on it) was used: closed by `close()`, a timeout, a device loss,
+    interpreter exit or a fork (in the child); the message says which, as `Device.closed_why` holds it."""
 
 
 class NoRopeLayers(VkropeError, ValueError):

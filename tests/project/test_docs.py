@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import vkrope
@@ -131,6 +132,22 @@ def test_the_config_rules_counts_are_what_the_data_says():
     refuse = sum(bool(h["bare"]) for h in measured)
     assert f"{head_dim} types' `head_dim`" in text and f"{hidden} of {len(rules)} classes' `hidden_size`" in text
     assert f"{refuse} of the {len(measured)} model types measured refuse one" in text
+
+
+def test_the_proof_counts_are_what_the_data_says():
+    """model-rules.md's counts of what its proofs cover: the types whose attention rotates a width of its own, the
+    types probed key by key, the golden configs and the golden cases (hand-written prose, stale once before)."""
+    rules = json.loads((ROOT / "vkrope" / "data" / "hf_config_rules.json").read_text())["models"]
+    text = " ".join((ROOT / "docs" / "guide" / "model-rules.md").read_text().split())
+    width, probed = sum("width" in r for r in rules.values()), sum("unread" in r for r in rules.values())
+    configs = len(list((ROOT / "tests" / "data" / "hf_configs").glob("*.json")))
+    with np.load(ROOT / "tests" / "data" / "hf_golden.npz") as gold:
+        cases = len({k.rsplit("/", 1)[0] for k in gold.files if k.count("/") == 2})
+    assert f"{width} types whose attention rotates a key of its own" in text
+    assert f"({probed} of {len(rules)}; not GPT-J" in text
+    assert f"on {configs} configs kept under tests/data/hf_configs" in text
+    assert f"rotary modules on {configs} configs" in " ".join((ROOT / "docs" / "FAMILY.md").read_text().split())
+    assert f"bit for bit on all {cases} cases" in text
 
 
 def test_the_model_table_counts_are_what_the_data_says():
