@@ -2207,6 +2207,8 @@ MUTATIONS = [
     Mutation("a division by zero on a ternary's untaken side taken as llama.cpp's crash", GGUF_LAYERS,
              "                raise Unknown(f\"{exc}, where llama.cpp takes that side\") from None",
              "                raise exc from None"),
+    Mutation("a complex x told to astype to float32 (which drops its imaginary part)", "vkrope/runtime/dtypes.py",
+             '    if dt.kind == "c":  # (astype', '    if False:  # (astype'),
     Mutation("a GGUF no-RoPE reason names keys of a branch the loader does not take", GGUF_LAYERS,
              "            ran.append(f\"{kind} {args}\")\n            if kind in", "            ran.append(f\"{kind} {args}\")\n        if True:\n            if kind in"),
     Mutation("an unmeasured composite's nulls not checked by its text type's rules", RULES,
