@@ -456,10 +456,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         import_matplotlib()  # (matplotlib before the run: a chart asked for is not found missing after it)
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
-    if name:
-        return _bench_mode(name, args)
-    shapes = None if args.shapes is None else parse_shapes(args.shapes)
     out_dir = Path(args.out or BENCH_OUT)
+    made = not os.path.lexists(out_dir)
+    try:
+        return _bench_mode(name, args) if name else _bench_kernel(args, bench, out_dir, in_out)
+    except BaseException:
+        if made and out_dir.is_dir() and not any(out_dir.iterdir()):  # (a failed run leaves no empty folder it
+            out_dir.rmdir()                                            # made; one that wrote rows keeps them)
+        raise
+
+
+def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bool) -> int:
+    """The kernel benchmark: its table, OUT/bench.json and (with matplotlib) a chart."""
+    shapes = None if args.shapes is None else parse_shapes(args.shapes)
     _make_dir(out_dir)
     json_path = out_dir / "bench.json"
     check_output_path(str(json_path), "--out", None, streams=False)  # (before the run, not after)

@@ -58,8 +58,9 @@ class Device(DeviceMemory):
         with vkrope.Device() as dev:
             y = dev.apply(x, freqs)
 
-    `device` picks the physical device: an index or a name substring (default:
-    the `VKROPE_DEVICE` environment variable, else the most capable type).
+    `device` picks the physical device: an index or a (non-empty) name substring
+    (default: the `VKROPE_DEVICE` environment variable, read the same way,
+    else the most capable type). A closed Device refuses `with` too.
     `validation=True` enables the Khronos validation layer (default: the
     `VKROPE_VALIDATION` environment variable).
     """

@@ -55,6 +55,9 @@ class DeviceOwner:
         if device is not None and not is_int(device) and not isinstance(device, str):
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
         device = int(device) if isinstance(device, np.integer) else device
+        if isinstance(device, str) and not device.strip():  # (every name contains it: a choice nobody made)
+            raise ValueError(f"device must be an index or a part of a device's name; got {device!r} (None: "
+                             "VKROPE_DEVICE, else the most capable device)")
         if validation is not None and not isinstance(validation, (bool, np.bool_)):  # ("no" is truthy: refused)
             raise TypeError(f"validation must be True, False or None (VKROPE_VALIDATION decides); got "
                             f"{type(validation).__name__} {validation!r}")
@@ -257,6 +260,7 @@ class DeviceOwner:
             self._ctx = None         # forgotten: an interrupted close() called again completes this too)
 
     def __enter__(self: _Owner) -> _Owner:
+        self._context()  # (a closed device says so at the `with`, not at its first call inside)
         return self
 
     def __exit__(self, *exc: object) -> None:

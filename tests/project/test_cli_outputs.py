@@ -97,6 +97,17 @@ def test_a_benchmark_cut_short_leaves_the_last_complete_json(tmp_path, capsys, m
     assert json.loads((out / "bench.json").read_text()) == {"complete": True, "rows": []}
     assert not (out / "bench.partial.json").exists()
 
+    def nothing(**kw):  # (fails before any row: the folder this run made is left out, not left empty)
+        raise MemoryError("Unable to allocate 93.1 TiB")
+
+    monkeypatch.setattr(kernel, "run", nothing)
+    fresh = tmp_path / "fresh" / "out"
+    assert main(["bench", "--shapes", "1x64x64", "--out", str(fresh)]) == 1
+    assert not fresh.exists() and (tmp_path / "fresh").is_dir()  # (its parent, made too, is the user's to keep)
+    monkeypatch.setattr(kernel, "run", cut)
+    assert main(["bench", "--shapes", "1x64x64", "--out", str(fresh)]) == 1
+    assert (fresh / "bench.partial.json").exists()  # (rows written: the folder stays)
+
 
 def test_chart_from_never_draws_over_its_input(tmp_path, capsys):
     """`--chart-from r.png`: the chart's default path (the input's, .png) was the input, which the chart

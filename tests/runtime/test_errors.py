@@ -206,6 +206,21 @@ def test_vkrope_device_env_without_match(monkeypatch):
     assert f"index {len(seen)}" in msg and "VKROPE_DEVICE" in msg
     for d in seen:
         assert d["name"] in msg
+    monkeypatch.setenv("VKROPE_DEVICE", "-1")  # (an index, as Device(-1)'s: no name is a bare number)
+    with pytest.raises(vkrope.VulkanUnavailableError, match=r"VKROPE_DEVICE asks for index -1\."):
+        vkrope.Device()
+
+
+def test_an_empty_device_name_and_a_with_on_a_closed_device_are_refused():
+    """'' is in every name (it opened the first device); a closed Device's `with` raises at the `with`."""
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match=r"^device must be an index or a part of a device's name; got '"):
+            vkrope.Device(empty)
+    dev = vkrope.Device()
+    dev.close()
+    with pytest.raises(vkrope.DeviceClosedError, match=r"close\(\) was called"):
+        with dev:
+            raise AssertionError("entered")
 
 
 def _tensors(case, args):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -371,8 +372,8 @@ def select_device(devices: list[PhysicalDeviceInfo], wanted: int | str | None = 
         env = os.environ.get("VKROPE_DEVICE", "").strip()
         if env:
             wanted, source = env, "VKROPE_DEVICE"
-    if wanted is not None and isinstance(wanted, str) and wanted.strip().isdigit():
-        wanted = int(wanted)
+    if wanted is not None and isinstance(wanted, str) and re.fullmatch(r"[+-]?\d+", wanted.strip()):
+        wanted = int(wanted)  # (an index, signed as Device(-1) is: no device name is a bare number)
 
     reasons: dict[int, str] = {}
     candidates = []
