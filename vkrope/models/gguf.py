@@ -236,7 +236,8 @@ def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers
     a hybrid's attention.head_count_kv or full_attention_interval)."""
     keys = gguf_layers.keys_read(arch, kv)  # (of the statements its loader runs on this file)
     given = ", ".join(f"{k} {brief(kv[k])}" for k in keys)
-    why = f"its graph rotates where {gguf_layers.table()['archs'][arch]['rotates']}" + (f"; this file's {given}" if given else "")
+    rotates = gguf_layers.table()["archs"][arch]["rotates"]
+    why = f"its graph rotates where {rotates}" + (f"; this file's {given}" if given else "")
     return NoRopeLayers(f"{where}: llama.cpp's graph applies RoPE on none of its layers ({why}): it has no RoPE to "
                         "give", f"llama.cpp: {why}")
 
