@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import math
@@ -462,7 +463,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_mode(name, args) if name else _bench_kernel(args, bench, out_dir, in_out)
     except BaseException:
         if made and out_dir.is_dir() and not any(out_dir.iterdir()):  # (a failed run leaves no empty folder it
-            out_dir.rmdir()                                            # made; one that wrote rows keeps them)
+            with contextlib.suppress(OSError):                         # made; one that wrote rows keeps them;
+                out_dir.rmdir()                                        # the run's own error is what is said)
         raise
 
 

@@ -432,6 +432,13 @@ def test_cli_config_gguf_layers_without_rope(tmp_path, capsys):
                                                  ("add_full_attention_interval", 2)])
     assert main(["config", hybrid]) == 0
     assert capsys.readouterr().out.endswith("this file's attention.recurrent_layers [True, True, True, True])\n")
+    heads = write(tmp_path / "lfm2-heads.gguf", "lfm2", [("add_embedding_length", 512), ("add_rope_freq_base", 5e4),
+                                                          ("add_block_count", 4), ("add_head_count", [0] * 4)])
+    assert main(["config", heads]) == 0  # (no head_count_kv: llama.cpp's n_head_kv is n_head, so that decides)
+    assert capsys.readouterr().out.endswith("this file's attention.head_count [0, 0, 0, 0])\n")
+    period = ("add_uint32", ("cohere2.attention.sliding_window_pattern", 1))  # (every layer full: none rotates)
+    assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096), period])]) == 0
+    assert "this file's attention.sliding_window_pattern 1" in capsys.readouterr().out
 
     assert main(["config", _arch_file(tmp_path, "cohere2", 8, [("add_sliding_window", 4096)])]) == 0
     assert "layers_without_rope" in capsys.readouterr().out

@@ -310,6 +310,7 @@ BAD = [
     ("caches have no rows", ValueError, dict(cos_cache=np.zeros((0, 4), np.float32),
                                              sin_cache=np.zeros((0, 4), np.float32))),
     ("sin_cache must be a numpy array", TypeError, dict(sin_cache=None)),  # (None: a spec's form only)
+    ("cos_cache must be a numpy array", TypeError, dict(cos_cache=None, sin_cache=None)),  # (cos_cache's fault)
     ("x: its head size D = 1 has no pair", ValueError, dict(x=np.zeros((1, 2, 3, 1), np.float32),
                                                             cos_cache=np.zeros((6, 0), np.float32),
                                                             sin_cache=np.zeros((6, 0), np.float32))),

@@ -466,14 +466,22 @@ def keys_read(arch: str, kv: Mapping[str, Any]) -> list[str]:
     entry = table()["archs"][arch]
     hp = _start(kv, _layer_count(kv), None, entry)
     keys, ran = [], [entry["rotates"]]
-    for cond, kind, *args in entry.get("hparams", ()):
-        if hp.evaluate(cond):
-            ran.append(f"{kind} {args}")
-            if kind in ("key", "key_or_arr", "array") and args[1] in kv:
-                keys.append(args[1])
-            _run(hp, kind, args, kv)
-    if "n_head_kv" in " ".join(ran) and "attention.head_count_kv" in kv:
-        keys.append("attention.head_count_kv")
+    try:
+        for cond, kind, *args in entry.get("hparams", ()):
+            if hp.evaluate(cond):
+                ran.append(f"{kind} {args}")
+                if kind in ("key", "key_or_arr", "array") and args[1] in kv:
+                    keys.append(args[1])
+                if kind == "pattern" and args[2] and "attention.sliding_window_pattern" in kv:
+                    keys.append("attention.sliding_window_pattern")  # (load_swa_pattern's)
+                _run(hp, kind, args, kv)
+    except Unknown:
+        pass  # (plan stopped there too: the keys read before it are what can be named)
+    said = " ".join(ran)
+    kv_heads = "attention.head_count_kv" if "attention.head_count_kv" in kv else "attention.head_count"
+    for field, key in (("n_head_kv", kv_heads), ("n_head(", "attention.head_count")):  # (n_head_kv defaults
+        if field in said and key in kv:  # to n_head; load_hparams reads both: no statement of the table does)
+            keys.append(key)
     return list(dict.fromkeys(keys))
 
 

@@ -67,7 +67,8 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
     refuse_grid_spec("cos_cache", cos_cache)
-    if sin_cache is None:  # (the spec form's; said here, where the table form is known)
+    if sin_cache is None and isinstance(cos_cache, (np.ndarray, DeviceArray)):  # (the spec form's None; a bad
+        # cos_cache is named by its own check below)
         raise TypeError("sin_cache must be a numpy array (or a vkrope.DeviceArray) as cos_cache is a table; it is "
                         "None only where cos_cache is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
     if position_ids is not None:

@@ -133,7 +133,7 @@ def position_rows(name: str, p: Any, shape: tuple[int, ...], rows: int, values: 
     lo, hi = (int(p.min()), int(p.max())) if p.size else (0, -1)  # (the entry named looked for only on failure)
     if lo < 0 or hi >= rows:
         bad = p[(p < 0) | (p >= rows)]
-        if not rows:  # (no row to read: the caches, not the positions, are what is wrong)
+        if not rows and lo >= 0:  # (no row to read: the caches, not the positions, are what is wrong)
             raise ValueError(f"{name}: the cos / sin caches have no rows (0 positions), so no position can be read "
                              f"(position {int(bad.flat[0])} asked for)")
         raise ValueError(f"{name} entries must lie in [0, {rows}) (rows of the cos / sin caches); got {int(bad.flat[0])}")

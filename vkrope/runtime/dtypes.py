@@ -188,13 +188,15 @@ def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
                 f"{name}.view(vkrope.bfloat16)")
     if swapped_of(dt, accepted):  # its name reads like a dtype vkrope takes: say what differs
         return f"its bytes are swapped; convert with {name}.astype(np.{dt.newbyteorder('=').name})"
-    if dt.names is not None and len(dt.names) > 1:  # (astype refuses it: a record has no one float value)
-        return f"a structured array (fields {', '.join(map(repr, dt.names))}): pass one field, as a float array"
-    if dt.kind == "V" and dt.names is None:  # (raw bytes: astype fails, a view is a guess of their meaning)
-        return "raw bytes (numpy void): pass a float32, float16 or bfloat16 array"
-    if dt.kind == "c":  # (astype would drop the imaginary part, without an error)
-        return ("a complex array: its (re, im) pairs as float32 are what the interleaved layout rotates (a cast "
-                "to float32 would drop the imaginary part)")
+    if dt.names is not None:  # (astype refuses a record of several values, and keeps a subarray's first only)
+        return f"a structured array (fields {', '.join(map(repr, dt.names)) or 'none'}): pass one field, as a " \
+               "float array"
+    if dt.kind == "V":  # (raw bytes: astype fails, a view is a guess of their meaning)
+        return "raw bytes (numpy void): pass a float array"
+    if dt.kind in "SU":  # (astype parses numbers only)
+        return "a string array: pass a float array"
+    if dt.kind == "c":  # (astype would drop the imaginary part, without an error; what the parts mean is the
+        return "a complex array: pass real values (a cast to float32 would drop the imaginary part)"  # caller's)
     return f"convert with {name}.astype(np.float32)"
 
 
