@@ -208,7 +208,8 @@ def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
                    "original_max_position_embeddings": 1024},
         "longrope": {"short_factor": [1.0] * n, "long_factor": [1.0] * n, "original_max_position_embeddings": 1024,
                      "short_mscale": 1.0, "long_mscale": 1.0}}
-    if set(probes) != set(RULES) - {"default"}:
+    if set(probes) != {t for t, rule in RULES.items() if rule.in_files} - {"default"}:  # (a type no file names
+        # is no class's to refuse: from_hf refuses it by name, hf.FILE_ROPE_TYPES)
         sys.exit(f"type_probes gives {sorted(probes)}; vkrope's rope types are {sorted(RULES)}: give each its probe")
     return probes
 
@@ -632,9 +633,10 @@ def probes(keys: list[str], lts: list[str] | None, own: Any = None) -> list[tupl
 def class_reads(t: str, e: dict, kw: dict, lts: list[str] | None) -> dict[Any, dict | None] | None:
     """What the model type's config class makes of the text config keys `kw` (placed where its files keep
     them): per layer type (None: one RoPE) the compared keys of its rope dict, None where its model cannot
-    read it; None where the class raises."""
+    read it; None where the class raises. Over the type's FILL, as file_config gives vkrope the file."""
     from transformers import AutoConfig  # noqa: PLC0415
 
+    kw = {**FILL.get(t, {}), **kw}
     for key in reversed(e.get("text_config") or []):
         kw = {key: kw}
     try:
@@ -700,8 +702,9 @@ def model_partial(e: dict, lt: str | None, rope: dict) -> float:
 
 
 def file_config(t: str, e: dict, kw: dict) -> dict:
-    """A config.json of model type `t` with the text config keys `kw` where its files keep them."""
-    cfg: dict = dict(kw)
+    """A config.json of model type `t` with the text config keys `kw` where its files keep them (over the type's
+    FILL, as _built builds them)."""
+    cfg: dict = {**FILL.get(t, {}), **kw}
     for key in reversed(e.get("text_config") or []):
         cfg = {key: cfg}
     cfg["model_type"] = t
@@ -867,10 +870,53 @@ def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
+FILL: dict[str, dict] = {}  # model type -> the head sizes its bare config lacks and its model needs (see fills)
+
+
+def fills(types: list[str], models: dict[str, dict]) -> dict[str, dict]:
+    """{model type: hf_model_table.filled_heads'} for the types whose bare config's model does not run and does
+    with them (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads: the model table probed them
+    so): every probe of those types is made over them (a key probed, null included, replaces its fill), both
+    the class's and the file vkrope reads, so that what is measured is what a Hub file (which gives them) does."""
+    sys.path.insert(0, HERE)
+    from hf_model_table import filled_heads  # noqa: PLC0415
+
+    out = {}
+    for t in types:
+        try:
+            fill = filled_heads(t)
+        except Exception:  # noqa: BLE001  (a class that does not build bare: nothing to fill)
+            continue
+        if fill and not _model_runs(t, {}, models[t]) and _model_runs(t, fill, models[t]):
+            out[t] = fill
+    return out
+
+
+ROTARY: dict[str, Any] = {}  # model type -> its text rotary module's class (_rotary_class)
+
+
+def _rotary_class(t: str, e: dict) -> Any:
+    """The class of model type `t`'s text rotary module (or None), found on its config as built over its FILL
+    (HunYuan's model does not build bare, so the bare config names none)."""
+    import hf_probe  # noqa: PLC0415  (torch)
+
+    sys.path.insert(0, HERE)
+    from hf_model_table import text_rotary  # noqa: PLC0415
+
+    if t not in ROTARY:
+        base = _built(t, e, {}) if t in FILL else None  # (the others as the model table found theirs)
+        module = hf_probe.modeling_module(base) if base is not None else None
+        ROTARY[t] = text_rotary(t)[1] if base is None else \
+            hf_probe.text_rotary_class(module, base) if module else None
+    return ROTARY[t]
+
+
 def _built(t: str, e: dict, kw: dict) -> Any:
-    """The language model's config the classes build of text config keys `kw` (placed where files keep them)."""
+    """The language model's config the classes build of text config keys `kw` (placed where files keep them),
+    over the type's FILL."""
     from transformers import AutoConfig  # noqa: PLC0415
 
+    kw = {**FILL.get(t, {}), **kw}
     return AutoConfig.for_model(t, **copy.deepcopy(_inside(e.get("text_config") or [], kw))).get_text_config(
         decoder=True)
 
@@ -1042,7 +1088,8 @@ def _model_runs(t: str, kw: dict, e: dict | None = None) -> bool:
     forward (hf_probe's meta_model and meta_forward, as the model table runs it)."""
     import hf_probe  # noqa: PLC0415  (torch)
 
-    built = hf_probe.meta_model(t, kw) if e is None else hf_probe.meta_model(t, {}, _built(t, e, kw))
+    built = hf_probe.meta_model(t, {**FILL.get(t, {}), **kw}) if e is None else \
+        hf_probe.meta_model(t, {}, _built(t, e, kw))
     return built is not None and hf_probe.meta_forward(built[0], lambda: None)
 
 
@@ -1182,12 +1229,9 @@ def measure_width(t: str, e: dict) -> dict[str, Any] | None:
 def _rotary_width(t: str, e: dict, kw: dict) -> tuple[int, Any] | None:
     """(the width of the cos / sin transformers' text rotary module makes of text config keys `kw`, the built
     text config); None where the class or the module raises."""
-    sys.path.insert(0, HERE)
-    from hf_model_table import text_rotary  # noqa: PLC0415
-
     try:
         text = _built(t, e, kw)
-        inv = text_rotary(t)[1](text).inv_freq
+        inv = _rotary_class(t, e)(text).inv_freq
     except Exception:  # noqa: BLE001
         return None
     return 2 * int(inv.numel()), text
@@ -1255,11 +1299,8 @@ def probe_keys(t: str, e: dict, cls: Any, lts: list[str] | None, read: set[str],
     `ignored` (keys vkrope reads that the class ignores for every value probed: UnlimitedOCR's head_dim);
     `probe_why` where the type could not be probed. The probes where transformers runs go into `gold`, with
     the cos / sin width where vkrope's agreed without the key."""
-    sys.path.insert(0, HERE)
-    from hf_model_table import text_rotary  # noqa: PLC0415
-
     try:
-        rotary_cls, base = text_rotary(t)[1], _built(t, e, {})
+        rotary_cls, base = _rotary_class(t, e), _built(t, e, {})
     except Exception as exc:  # noqa: BLE001
         return {"probe_why": f"its text config or rotary class could not be built ({type(exc).__name__})"}
     def view(kw: dict) -> Any:
@@ -1412,6 +1453,7 @@ def main() -> None:
     types = [t for t, e in sorted(table["models"].items()) if e.get("status") == "ok"
              and (not args.only or t in args.only)]
     out: dict[str, dict] = {t: {} for t in types}
+    FILL.update(fills(types, table["models"]))
     classes: dict[str, Any] = {}
     for t in [t for t, e in sorted(table["models"].items()) if e.get("status") == "ok"]:
         try:
@@ -1432,6 +1474,8 @@ def main() -> None:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
         rules.update(model_rules(t, e, classes[t]))
+        if t in FILL:  # (the keys its model cannot be built without: a file must give them, as Hub files do)
+            rules["absent_refused"] = sorted(FILL[t])
         rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
         rules["original_length"] = original_length(classes[t], sorted(d0) if _nested(d0) else None)
         if not _nested(d0):

@@ -97,6 +97,7 @@ def _rotary_modules(transformers) -> dict:
         "glm4v": (mods.glm4v.modeling_glm4v, "Glm4vTextRotaryEmbedding"),
         "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
         "ernie4_5_vl_moe": (mods.ernie4_5_vl_moe.modeling_ernie4_5_vl_moe, "Ernie4_5_VLMoeTextRotaryEmbedding"),
+        "hunyuan_v1_dense": (mods.hunyuan_v1_dense.modeling_hunyuan_v1_dense, "HunYuanDenseV1RotaryEmbedding"),
     }
 
 
@@ -118,7 +119,9 @@ def _pow_base(text, layer_type: str | None, pos_t, rdim: int):
     if layer_type is not None:
         params = params[layer_type]
     base = params["rope_theta"]
-    if params.get("rope_type") == "dynamic":
+    if params.get("rope_type") == "dynamic" and params.get("alpha"):  # (HunYuan's fixed ntk_alpha base)
+        base = base * params["alpha"] ** (rdim / (rdim - 2))
+    elif params.get("rope_type") == "dynamic":
         seq = torch.maximum(torch.max(pos_t) + 1, torch.tensor(text.max_position_embeddings))
         if int(seq) > text.max_position_embeddings:
             f = params["factor"]

@@ -73,7 +73,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
-from vkrope.models.rope_types import COMMON_PARAMS, PARAMS  # noqa: E402
+from vkrope.models.rope_types import COMMON_PARAMS, PARAMS, RULES  # noqa: E402
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_models_golden.npz")
 INV_ULPS = 4  # how far torch's float32 inverse frequencies may be from vkrope's (its power is not correctly
@@ -577,6 +577,69 @@ def spanning_partial(model_type: str) -> dict | None:
     return {**over, "rope_parameters": {**rope, "partial_rotary_factor": partial}} if 0 < partial < 1 else None
 
 
+def own_rope_reads(model_type: str) -> list[str]:
+    """The rope dict keys the text model's modeling file reads (`rope_parameters["K"]`, `.get("K")`, or
+    rope_scaling's) that from_hf does not know (HunYuan's `alpha`, which turns its "dynamic" into a fixed NTK
+    base): from_hf refuses a file that gives one, where it would otherwise list it as ignored."""
+    import inspect  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    import hf_probe  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
+    from vkrope.models.hf import _IGNORED, _MSCALES  # noqa: PLC0415
+
+    module = hf_probe.modeling_module(AutoConfig.for_model(model_type).get_text_config(decoder=True))
+    if module is None:
+        return []
+    src = inspect.getsource(module)
+    keys = set(re.findall(r"rope_(?:parameters|scaling)(?:\.get\(|\[)[\"'](\w+)[\"']", src))
+    known = COMMON_PARAMS.union(*(rule.params for rule in RULES.values() if rule.in_files))  # (a key only a
+    return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
+
+
+TURNED_FROM = ("default", "linear", "dynamic")  # the rope types a rope_reads key is probed beside (type_by_key)
+
+
+def type_by_key(model_type: str, facts: dict, entry: dict) -> dict[str, dict[str, str]]:
+    """{key: {a file's rope type: the vkrope rope type the model's code makes of it}} for each of the entry's
+    rope_reads keys (read by the modeling file, not by from_hf) that a rope type only code makes reads
+    (RopeType.in_files false: HunYuan's "dynamic" with alpha becomes its fixed-base ntk_alpha): probed with the
+    key beside each of TURNED_FROM, kept where from_hf, told so, computes what the model did (those probes go
+    into the golden). from_hf still refuses the key beside any other rope type."""
+    out: dict[str, dict[str, str]] = {}
+    rp = facts["text"].get("rope_parameters") or {}
+    if not isinstance(rp, dict) or _nested(rp):
+        return out
+    for key in entry.get("rope_reads", []):
+        for to in (name for name, rule in RULES.items() if key in rule.params and not rule.in_files):
+            for frm in TURNED_FROM:
+                parts = {**rp, "rope_type": frm, key: 1000.0, **({"factor": 2.0} if frm != "default" else {})}
+                again = ran(model_type, facts, [{"rope_parameters": parts}], True)
+                if again is not None and check(model_type, again, {**entry, "type_by_key": {key: {frm: to}}}) is None:
+                    out.setdefault(key, {})[frm] = to
+                    CHANGED.setdefault(model_type, {})[f"{key}_{frm}"] = again
+    return out
+
+
+def filled_heads(model_type: str) -> dict | None:
+    """Overrides giving the default config the head sizes its class leaves None and its model reads without a
+    fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads: their code fails on the bare
+    config, and their released files give them): head_dim hidden_size // num_attention_heads (SANE_HEAD where
+    that does not divide), num_key_value_heads num_attention_heads; None where neither is None. Whether a file
+    may leave them out is measured by scripts/hf_config_rules.py (model_refused: a null the model cannot build
+    with), which probes over the same fill."""
+    text, _ = text_rotary(model_type)
+    heads, hidden = getattr(text, "num_attention_heads", None), getattr(text, "hidden_size", None)
+    if not isinstance(heads, int) or not isinstance(hidden, int) or heads <= 0:
+        return None
+    over: dict[str, Any] = {}
+    if getattr(text, "head_dim", 0) is None:
+        over["head_dim"] = hidden // heads if hidden % heads == 0 else SANE_HEAD
+    if getattr(text, "num_key_value_heads", 0) is None:
+        over["num_key_value_heads"] = heads
+    return over or None
+
+
 def section_of(model_type: str, rope: Any) -> Any:
     """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
     (Qwen2-VL's module defaults them; found with the default config's own sections taken out): what a
@@ -836,6 +899,9 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
         return {**entry, "status": "its attention rotates by -theta (rotate_half as cat(x2, -x1)); vkrope's "
                                    "kernels rotate by +theta"}
     facts["aliases"] = entry["aliases"]
+    own = own_rope_reads(model_type)
+    if own:
+        entry["rope_reads"] = own
     entry["mrope"] = mrope_layout(model_type, entry["cos_layout"], facts.get("overrides"))
     if entry["mrope"] in MROPE_LAYOUTS:  # (the sections its module takes where a config has none)
         entry["mrope_section"] = section_of(model_type, {}).get("mrope_section")
@@ -871,6 +937,9 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
             for name in list(changed):
                 if check(model_type, changed[name], entry) is not None:
                     del changed[name]  # (now refused by from_hf: kept out of the golden)
+            turns = type_by_key(model_type, facts, entry)
+            if turns:
+                entry["type_by_key"] = turns
             return entry
     entry["status"] = f"vkrope's reading differs from the model's: {reason}"
     return entry
@@ -926,9 +995,9 @@ def first_probe(model_type: str, path: str) -> dict:
         facts = hf_probe.probe(model_type)
     except Exception as exc:  # noqa: BLE001  (the table says why)
         facts = {"model_type": model_type, "error": f"{type(exc).__name__}: {exc}"}
-        over = spanning_partial(model_type)
+        over = spanning_partial(model_type) or filled_heads(model_type)
         if over:  # (its default M-RoPE sections do not span the default head, and its code fails on them:
-            # GLM-4V's [8, 12, 12] span the half its released files rotate)
+            # GLM-4V's [8, 12, 12] span the half its released files rotate; or its head sizes are None)
             try:
                 facts = {**hf_probe.probe(model_type, over), "overrides": over}
             except Exception:  # noqa: BLE001  (the first failure is the one the table says)

@@ -726,7 +726,9 @@ MUTATIONS = [
              "type_keys(model_type, kind)\n", "redundant at run time: check_shape refuses those shapes first; the guard keeps the "
              "rules script's shape measurement (which runs from_hf) from seeing them refused here instead"),
     Mutation("config_rules: a top-level key the class needs beside its type may be missing (Mixtral's head_dim)",
-             RULES, "        if cfg.get(key) is None:", "        if False:"),
+             RULES, "        if cfg.get(key) is None:\n            raise ValueError(f\"config: {key} is missing: "
+                    "{model_type}'s config class needs", "        if False:\n            raise ValueError(f\"config: {key} "
+                    "is missing: {model_type}'s config class needs"),
     Mutation("CLI: a chart written into a FIFO (matplotlib blocks on it)", "vkrope/__main__.py",
              "    if kind is not None and (kind not in _STREAMS or not streams):",
              "    if kind is not None and (kind not in _STREAMS or False):"),
@@ -2217,6 +2219,17 @@ MUTATIONS = [
              'r"[+-]?\\d+"', 'r"\\d+"'),
     Mutation("bench leaves the empty --out folder it made on a failure", "vkrope/__main__.py",
              "        if made and out_dir.is_dir()", "        if False and out_dir.is_dir()"),
+    Mutation("a rope-dict key the model's code reads (HunYuan's alpha) listed as ignored", CONFIGS,
+             "        if key in own and value is not None:", "        if False:"),
+    Mutation("HunYuan's dynamic with alpha read as dynamic NTK", CONFIGS,
+             "        if params.get(key) and kind in turns:", "        if False:"),
+    Mutation("ntk_alpha's base without alpha's power", ROPE_TYPES,
+             'r.theta * r.param("alpha") ** (dim / (dim - 2))', 'r.theta * r.param("alpha")'),
+    Mutation("a head_dim Ministral's model cannot be built without read as hidden / heads", RULES,
+             "        if cfg.get(key) is None:\n            raise ValueError(f\"config: {key} is {'null'",
+             "        if False:\n            raise ValueError(f\"config: {key} is {'null'"),
+    Mutation("a file naming rope_type ntk_alpha read (no class's file names it)", CONFIGS,
+             "RULES.items() if rule.in_files)  # (the types a file may name)", "RULES.items())"),
     Mutation("a GGUF no-RoPE reason without head_count where n_head_kv defaults to it", GGUF_LAYERS,
              '    kv_heads = "attention.head_count_kv" if "attention.head_count_kv" in kv else "attention.head_count"',
              '    kv_heads = "attention.head_count_kv"'),

@@ -440,6 +440,54 @@ def test_llama4_scaling_beta_is_read_not_ignored():
     assert other.q_scale(pos) is None and "llama_4_scaling_beta" in other.ignored
 
 
+HUNYUAN = {"model_type": "hunyuan_v1_dense", "hidden_size": 4096, "head_dim": 128, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "max_position_embeddings": 32768, "rope_theta": 10000.0,
+           "rope_scaling": {"alpha": 1000.0, "factor": 1.0, "type": "dynamic"}}
+
+
+def test_hunyuans_alpha_is_its_fixed_base_and_read_nowhere_else():
+    """HunYuan's code turns "dynamic" with alpha into its fixed-base ntk_alpha (the table's type_by_key, measured:
+    its golden tests/data/hf_configs/hunyuan-7b-alpha.json); beside another rope type its code reads alpha
+    otherwise (ignores it) than from_hf would without a measurement: refused, as a rope type no file names."""
+    r = vkrope.from_hf(HUNYUAN)
+    assert (r.rope_type, r.param("alpha"), r.theta) == ("ntk_alpha", 1000.0, 10000.0) and "factor" in r.ignored
+    base = 10000.0 * 1000.0 ** (128 / 126)  # (Python's float64, as the module computes it; torch rounds it)
+    want = np.float32(1) / (np.float32(base) ** (np.arange(0, 128, 2) / 128)).astype(np.float32)
+    assert np.abs(r.inv_freq(40000).astype(np.float64) / want - 1).max() < 3e-7  # (fixed: past its length too)
+    assert np.array_equal(r.inv_freq(1), r.inv_freq(1 << 20))
+    for kind in ("default", "linear"):
+        cfg = dict(HUNYUAN, rope_scaling={"alpha": 1000.0, "factor": 2.0, "type": kind})
+        with pytest.raises(ValueError, match=r"alpha 1000\.0: the code of 'hunyuan_v1_dense' reads "
+                                             r"rope_parameters\['alpha'\] and vkrope does not read it"):
+            vkrope.from_hf(cfg)
+    no_alpha = vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": None, "factor": 2.0, "type": "dynamic"}))
+    assert no_alpha.rope_type == "dynamic"  # (its code tests alpha's truth: a null is dynamic NTK)
+    with pytest.raises(ValueError, match=r"rope_type 'ntk_alpha' is not supported; vkrope reads \['default'"):
+        vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": 1000.0, "rope_type": "ntk_alpha"}))
+    llama = vkrope.from_hf(dict(HUNYUAN, model_type="llama"))  # (Llama's code reads no alpha: dynamic, listed)
+    assert llama.rope_type == "dynamic" and "alpha" in llama.ignored
+
+
+def test_a_head_size_a_model_cannot_be_built_without_is_required():
+    """Ministral's and HunYuan's classes leave head_dim None and Nemotron's num_key_value_heads, and their
+    models read them as given (None ** -0.5, a division by None): the table and the rules were probed over
+    them (Hub files give them), and a file without is refused; with them it is read."""
+    ministral = {"model_type": "ministral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "head_dim": 128, "rope_theta": 1e8, "max_position_embeddings": 32768}
+    assert vkrope.from_hf(ministral).theta == 1e8
+    nemotron = {"model_type": "nemotron", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "head_dim": 128, "partial_rotary_factor": 0.5, "rope_theta": 10000.0}
+    assert vkrope.from_hf(nemotron).rotary_dim == 64
+    for cfg, key in ((ministral, "head_dim"), (HUNYUAN, "head_dim"), (nemotron, "num_key_value_heads")):
+        for how, given in (("missing", {k: v for k, v in cfg.items() if k != key}), ("null", {**cfg, key: None})):
+            with pytest.raises(ValueError, match=rf"^config: {key} is {how}: {cfg['model_type']}'s "):
+                vkrope.from_hf(given)  # (a null: the null rule's words, or these; missing: these)
+        missing = {k: v for k, v in cfg.items() if k != key}
+        with pytest.raises(ValueError, match=rf"^config: {key} is missing: {cfg['model_type']}'s model cannot be "
+                                             "built without it"):
+            vkrope.from_hf(missing)
+
+
 def test_readings_away_from_the_class_defaults():
     """What the table decided by running the code at other values than the defaults: Llama's default rope
     ignores partial_rotary_factor (its own compute_default_rope_parameters), Phi's reads it; like= on a nested

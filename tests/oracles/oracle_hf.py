@@ -44,6 +44,8 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
         r = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
     kind = r.get("rope_type", r.get("type", "default"))
     kind = {"mrope": "default", "su": "longrope"}.get(kind, kind)
+    if kind == "dynamic" and r.get("alpha") and str(cfg.get("model_type", "")).startswith("hunyuan"):
+        kind = "ntk_alpha"  # (HunYuan's rotary module: a fixed base, theta * alpha ** (d / (d - 2)))
     theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))
     head = cfg.get("qk_rope_head_dim") or cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     partial = r.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
@@ -72,6 +74,8 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
         inv = np.zeros(rope["head_dim"] // 2, np.float32)
         inv[:n] = F(1) / _pow32(theta, np.arange(0, 2 * n, 2).astype(np.float32) / F(rope["head_dim"]))
         return inv / F(rope.get("factor", 1.0))
+    if kind == "ntk_alpha":
+        return F(1) / _pow32(theta * rope["alpha"] ** (d / (d - 2)), exps)
     if kind == "dynamic":
         mpe, f = rope["mpe"], rope["factor"]
         if seq_len is not None and seq_len > mpe:

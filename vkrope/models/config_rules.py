@@ -50,6 +50,11 @@ by building each config class on probe configs; never edited by hand):
   class's hidden_size), or the text model fails to build (Qwen2's head_dim,
   a class without the field: its attention's getattr gives None),
   `check_nulls`;
+- `absent_refused`: the keys a file must give because the class leaves
+  them None and the model reads them as given (Ministral's and HunYuan's
+  head_dim, Nemotron's num_key_value_heads: the model table and these
+  rules probe such a type over them, scripts/hf_model_table.py's
+  filled_heads), `check_nulls`;
 - `attention_reads`: the rope dict keys the model's code reads outside its
   rotary module whatever the rope type (Ministral 3's and Mistral 4's
   llama_4_scaling_beta and original length, read from the modeling
@@ -560,6 +565,11 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
                              "model fails on one (transformers raises on loading the config, or building the "
                              "model), so vkrope does too")
+    for key in rules.get("absent_refused", []):  # (measured: the class leaves it None, the model reads it as given)
+        if cfg.get(key) is None:
+            raise ValueError(f"config: {key} is {'null' if key in cfg else 'missing'}: {model_type}'s model cannot "
+                             f"be built without it (its config class leaves {key} None and its code reads it as "
+                             "given; released files give it), so vkrope refuses it too")
 
 
 def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:

@@ -17,7 +17,7 @@ from ..errors import NoRopeLayers
 from ..files import read_json
 from . import config_rules, gguf_convert
 from . import model_table as hf_models
-from .rope import MROPE_LAYOUTS, ROPE_TYPES, ModelRope, key_int, key_number, brief
+from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
@@ -26,6 +26,7 @@ _IGNORED = {"rope_type", "type", "rope_theta", "original_max_position_embeddings
             "mrope_interleaved", "max_position_embeddings"}
 # longrope's per-length attention factors: read where the config class needs them (config_rules.needs: PhiMoE)
 _MSCALES = ("short_mscale", "long_mscale")
+FILE_ROPE_TYPES = tuple(t for t, rule in RULES.items() if rule.in_files)  # (the types a file may name)
 
 
 def _load(config: Any) -> dict:
@@ -515,7 +516,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
                          f"(it has {sorted(e['by_layer_type'])})")
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
-    params, ignored = _params(rope, where, model_type, e, nested is not None)
+    params, ignored = _params(rope, where, model_type, e, nested is not None, kind)
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
     params.pop("partial_rotary_factor", None)
@@ -645,8 +646,8 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
                          f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of "
                          f"{', '.join(config_rules.early_names()[kind])} read it, as {means}): write {key} "
                          f"{means!r} if that is what the model runs")
-    if kind not in ROPE_TYPES:
-        raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(ROPE_TYPES)}")
+    if kind not in FILE_ROPE_TYPES:
+        raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(FILE_ROPE_TYPES)}")
     return kind
 
 
@@ -679,7 +680,13 @@ def _as_model_reads(e: dict, model_type: str, layer_type: str | None, kind: str,
     """(rope type, theta) as the model's code uses them (`_fixed_reads`), and
     `params` less the keys that rope type does not read (another type's key:
     as transformers' rope functions, unread), moved to `ignored` (before the
-    table's fixed values are compared, as its script read them, and after)."""
+    table's fixed values are compared, as its script read them, and after).
+    The table's `type_by_key` first: a rope type the model's code turns into
+    another where a rope-dict key is given and not zero (HunYuan's "dynamic"
+    with `alpha`: its fixed-base "ntk_alpha")."""
+    for key, turns in e.get("type_by_key", {}).items():
+        if params.get(key) and kind in turns:
+            kind = turns[kind]
     _unread(kind, params, ignored)
     kind, theta = _fixed_reads(e, model_type, layer_type, kind, theta, params, ignored)
     _unread(kind, params, ignored)
@@ -780,7 +787,8 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
     return int(head_dim * partial), partial
 
 
-def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) -> tuple[dict[str, Any], list[str]]:
+def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool,
+            kind: str) -> tuple[dict[str, Any], list[str]]:
     """The rope type's parameters of a rope dict, checked, and the keys it does not read
     (`llama_4_scaling_beta` is read where the model's code reads it, config_rules.attention_reads: Ministral
     3's and Mistral 4's attention scales q by it; elsewhere nothing reads it). `per_type`: the dict is one layer type's,
@@ -789,9 +797,15 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool) ->
     params: dict[str, Any] = {}
     ignored: list[str] = []
     scales_q = "llama_4_scaling_beta" in config_rules.attention_reads(model_type)
+    # (keys the model's code reads that vkrope does not: ignoring one is a guess; but beside a rope type the
+    # table measured the code turning into one that reads it: HunYuan's dynamic with alpha, ntk_alpha)
+    own = [k for k in e.get("rope_reads", ()) if kind not in e.get("type_by_key", {}).get(k, {})]
     for key, value in rope.items():
         if key in _IGNORED:
             continue
+        if key in own and value is not None:  # (a null: .get gives None, no code reads a value)
+            raise ValueError(f"{where}{key} {brief(value)}: the code of {model_type!r} reads rope_parameters[{key!r}] "
+                             "and vkrope does not read it; refused rather than read without it")
         if key not in PARAMS or key in GGUF_PARAMS \
                 or (key in _MSCALES and key not in config_rules.needs(model_type, "longrope")) \
                 or (key == "llama_4_scaling_beta" and not scales_q) or (key == "truncate" and per_type):

@@ -55,6 +55,13 @@ def _dynamic(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
     return t(1.0) / powers(t, dynamic_base(r, seq_len, t), r.rotary_dim // 2, r.rotary_dim)
 
 
+def _ntk_alpha(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
+    """HunYuan's (transformers' compute_ntk_alpha_rope_parameters): the base stretched once by
+    alpha ** (dim / (dim - 2)), in float64 as Python computes it, then the default frequencies."""
+    dim = r.rotary_dim
+    return t(1.0) / powers(t, r.theta * r.param("alpha") ** (dim / (dim - 2)), dim // 2, dim)
+
+
 def dynamic_base(r: ModelRope, seq_len: int | None, t: Any) -> Any:
     """dynamic NTK's base for `seq_len`: transformers computes it from a
     tensor (max(position_ids) + 1), so in float32, once past
@@ -194,6 +201,15 @@ def _check_dynamic(r: ModelRope) -> None:
                          f"dim / (dim - 2)); got {r.rotary_dim}")
 
 
+def _check_ntk_alpha(r: ModelRope) -> None:
+    alpha = r.param("alpha")
+    if alpha is None or not alpha > 0:
+        raise ValueError(f"rope_type 'ntk_alpha' needs alpha > 0; got {alpha!r}")
+    if r.rotary_dim != r.head_dim or r.rotary_dim < 4:
+        raise ValueError("rope_type 'ntk_alpha' rotates the whole head (its base grows by the power dim / (dim - 2) "
+                         f"of head_dim), of 4 or more; got rotary_dim {r.rotary_dim} of head_dim {r.head_dim}")
+
+
 def _check_yarn(r: ModelRope) -> None:
     if not r.theta > 1:
         raise ValueError(f"yarn needs rope_theta > 1 (its ramp divides by ln(rope_theta)); got {r.theta}")
@@ -244,7 +260,9 @@ class RopeType:
     frequencies (None for every call alike) and `varies(rope)` whether it can change them for this rope;
     `per_call` that, in words ("" when nothing); `params` the rope-dict
     keys its functions read (with COMMON_PARAMS: what a ModelRope takes; from_hf keeps those of a rope dict but
-    GGUF_PARAMS, listing the rest in `ignored`, as transformers reads no other)."""
+    GGUF_PARAMS, listing the rest in `ignored`, as transformers reads no other); `in_files` whether a config
+    file may name it (not a type only a model's code makes of another: HunYuan's ntk_alpha, of "dynamic" with
+    alpha, the model table's type_by_key)."""
 
     check: Callable[[ModelRope], None]
     inv_freq: Callable[[ModelRope, int | None, Any], np.ndarray]
@@ -254,6 +272,7 @@ class RopeType:
     varies: Callable[[ModelRope], bool] = _yes
     per_call: str = ""
     params: frozenset[str] = frozenset()
+    in_files: bool = True
 
 
 RULES: dict[str, RopeType] = {
@@ -271,6 +290,7 @@ RULES: dict[str, RopeType] = {
     "llama3": RopeType(_check_llama3, _llama3, needs_orig=True,
                        params=frozenset({"factor", "low_freq_factor", "high_freq_factor"})),
     "proportional": RopeType(_check_proportional, _proportional, params=frozenset({"factor"})),
+    "ntk_alpha": RopeType(_check_ntk_alpha, _ntk_alpha, params=frozenset({"alpha"}), in_files=False),
 }
 # Every key some rope type reads: `ModelRope.param` refuses any other, so a rope function reading a new key fails
 # until its row names it.
