@@ -874,17 +874,17 @@ FILL: dict[str, dict] = {}  # model type -> the head sizes its bare config lacks
 
 
 def fills(types: list[str], models: dict[str, dict]) -> dict[str, dict]:
-    """{model type: hf_model_table.filled_heads'} for the types whose bare config's model does not run and does
-    with them (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads: the model table probed them
-    so): every probe of those types is made over them (a key probed, null included, replaces its fill), both
+    """{model type: hf_model_table.filled_sizes'} for the types whose bare config's model does not run and does
+    with them (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts: the
+    model table probed them so): every probe of those types is made over them (a key probed, null included, replaces its fill), both
     the class's and the file vkrope reads, so that what is measured is what a Hub file (which gives them) does."""
     sys.path.insert(0, HERE)
-    from hf_model_table import filled_heads  # noqa: PLC0415
+    from hf_model_table import filled_sizes  # noqa: PLC0415
 
     out = {}
     for t in types:
         try:
-            fill = filled_heads(t)
+            fill = filled_sizes(t)
         except Exception:  # noqa: BLE001  (a class that does not build bare: nothing to fill)
             continue
         if fill and not _model_runs(t, {}, models[t]) and _model_runs(t, fill, models[t]):
@@ -1029,6 +1029,22 @@ def model_refused(t: str, e: dict) -> dict[str, list[str]]:
         if not _raises(t, e, {k: float(width)}) and not _model_runs(t, {k: float(width)}, e):
             out["float"].append(k)
     return out
+
+
+def model_refused_null(t: str, e: dict) -> list[str]:
+    """The other keys from_hf reads (DEFAULT_KEYS) that the class holds as a value, takes as null, and on whose
+    null the text model fails while it runs bare (Ministral's sliding_window: its model always builds the
+    sliding mask, which needs one; Mistral's runs with none), built on the meta device and run forward."""
+    if _raises(t, e, {}):
+        return []
+    built = _built(t, e, {}).to_dict()
+    aliases = e.get("aliases", {})
+    heads = {s["head_dim"] for s in e["by_layer_type"].values()}
+    keys = [k for k in _read_keys(e) if k not in heads and built.get(aliases.get(k, k)) is not None
+            and not _raises(t, e, {k: None})]  # (a class default of None: the bare run is its null)
+    if not keys or not _model_runs(t, {}, e):
+        return []
+    return [k for k in keys if not _model_runs(t, {k: None}, e)]
 
 
 def heads_probes(t: str, e: dict) -> dict[str, dict] | None:
@@ -1399,7 +1415,7 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
     floats, bools = int_refused(t, e)
     nulls, failing = null_refused(t, e), model_refused(t, e)
-    nulls += [k for k in failing["null"] if k not in nulls]
+    nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
     if floats is not None:
         floats += [k for k in failing["float"] if k not in floats]
     out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools,

@@ -621,13 +621,14 @@ def type_by_key(model_type: str, facts: dict, entry: dict) -> dict[str, dict[str
     return out
 
 
-def filled_heads(model_type: str) -> dict | None:
-    """Overrides giving the default config the head sizes its class leaves None and its model reads without a
-    fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads: their code fails on the bare
-    config, and their released files give them): head_dim hidden_size // num_attention_heads (SANE_HEAD where
-    that does not divide), num_key_value_heads num_attention_heads; None where neither is None. Whether a file
-    may leave them out is measured by scripts/hf_config_rules.py (model_refused: a null the model cannot build
-    with), which probes over the same fill."""
+def filled_sizes(model_type: str) -> dict | None:
+    """Overrides giving the default config the sizes its class leaves None and its model reads without a
+    fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts:
+    their code fails on the bare config, and their released files give them): head_dim hidden_size //
+    num_attention_heads (SANE_HEAD where that does not divide), num_key_value_heads num_attention_heads, and 2
+    for a None key naming experts (routed, shared, per token: a router's top-2 needs two; no RoPE reads them); None where
+    none is None. scripts/hf_config_rules.py probes such a type over the same fill (only where the bare model
+    fails and the filled one runs), and from_hf refuses a file without those keys (absent_refused)."""
     text, _ = text_rotary(model_type)
     heads, hidden = getattr(text, "num_attention_heads", None), getattr(text, "hidden_size", None)
     if not isinstance(heads, int) or not isinstance(hidden, int) or heads <= 0:
@@ -637,6 +638,7 @@ def filled_heads(model_type: str) -> dict | None:
         over["head_dim"] = hidden // heads if hidden % heads == 0 else SANE_HEAD
     if getattr(text, "num_key_value_heads", 0) is None:
         over["num_key_value_heads"] = heads
+    over.update({k: 2 for k, v in text.to_dict().items() if v is None and "expert" in k})
     return over or None
 
 
@@ -657,13 +659,29 @@ def section_of(model_type: str, rope: Any) -> Any:
     return {**(rope or {}), "mrope_section": list(section)} if isinstance(section, (list, tuple)) else rope
 
 
+def quotient_only(model_type: str, facts: dict, options: list, given: Any) -> list:
+    """Where the default config gives head_dim as hidden_size // heads, ask the code whether it runs with
+    another (2 D, M-RoPE sections doubled): Helium's o_proj and ESM-C's norms follow hidden_size, so it does not,
+    and "quotient" replaces "head_dim" among the options (from_hf refuses another head_dim); else as they are."""
+    hidden, heads = facts["text"].get("hidden_size"), facts["text"].get("num_attention_heads")
+    if not (isinstance(hidden, int) and isinstance(heads, int) and heads > 0 and given == hidden // heads):
+        return options
+    rope = facts["text"].get("rope_parameters") or {}
+    if ran(model_type, facts, with_sections({"head_dim": 2 * given}, section_of(model_type, rope), 2), True):
+        return options
+    return [("quotient" if h == "head_dim" else h, r) for h, r in options]
+
+
 def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
     """Where the default config leaves head_dim null (the attention then takes hidden_size // heads), ask the
     code whether it reads head_dim when one is given: probe with head_dim = 2 D (M-RoPE sections doubled). If
     it does, "head_dim" (falling back to hidden // heads as transformers does) replaces the bare quotient among
     the options; if its code runs with no such head_dim (OLMoE's q_norm spans hidden_size), "quotient": from_hf
     refuses a head_dim other than the quotient."""
-    if facts["text"].get("head_dim") is not None or not any(h is None for h, _ in options):
+    given = facts["text"].get("head_dim")
+    if given is not None:
+        return quotient_only(model_type, facts, options, given)
+    if not any(h is None for h, _ in options):
         return options
     d = next(head_width(l, facts) for l in facts["layers"] if l["rotates"])
     rope = facts["text"].get("rope_parameters") or {}
@@ -995,7 +1013,7 @@ def first_probe(model_type: str, path: str) -> dict:
         facts = hf_probe.probe(model_type)
     except Exception as exc:  # noqa: BLE001  (the table says why)
         facts = {"model_type": model_type, "error": f"{type(exc).__name__}: {exc}"}
-        over = spanning_partial(model_type) or filled_heads(model_type)
+        over = spanning_partial(model_type) or filled_sizes(model_type)
         if over:  # (its default M-RoPE sections do not span the default head, and its code fails on them:
             # GLM-4V's [8, 12, 12] span the half its released files rotate; or its head sizes are None)
             try:

@@ -337,8 +337,8 @@ def test_layers_without_rope_by_index():
         vkrope.hf_layers(dict(exa, sliding_window=None))
     coh = dict(exa, model_type="cohere2")
     assert [r is None for r in vkrope.hf_layers(coh)] == [False, False, False, True]
-    with pytest.raises(ValueError, match="layer_types names 'full_attention', a layer type the model's code did "
-                                         "not run"):
+    with pytest.raises(ValueError, match="^config: sliding_window is null: cohere2's config class refuses a null "
+                                         "sliding_window, or its model fails on one"):  # (its mask needs one)
         vkrope.hf_layers(dict(glob, model_type="cohere2"))
     with pytest.raises(ValueError, match="layer must be in \\[0, 4\\)"):
         vkrope.from_hf(exa, layer=4)
@@ -460,12 +460,26 @@ def test_hunyuans_alpha_is_its_fixed_base_and_read_nowhere_else():
         with pytest.raises(ValueError, match=r"alpha 1000\.0: the code of 'hunyuan_v1_dense' reads "
                                              r"rope_parameters\['alpha'\] and vkrope does not read it"):
             vkrope.from_hf(cfg)
-    no_alpha = vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": None, "factor": 2.0, "type": "dynamic"}))
-    assert no_alpha.rope_type == "dynamic"  # (its code tests alpha's truth: a null is dynamic NTK)
+    for falsy in (None, 0, 0.0, False):  # (its code tests alpha's truth: dynamic NTK, growing past its length)
+        no_alpha = vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": falsy, "factor": 2.0, "type": "dynamic"}))
+        assert no_alpha.rope_type == "dynamic" and no_alpha.param("factor") == 2.0, falsy
     with pytest.raises(ValueError, match=r"rope_type 'ntk_alpha' is not supported; vkrope reads \['default'"):
         vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": 1000.0, "rope_type": "ntk_alpha"}))
     llama = vkrope.from_hf(dict(HUNYUAN, model_type="llama"))  # (Llama's code reads no alpha: dynamic, listed)
     assert llama.rope_type == "dynamic" and "alpha" in llama.ignored
+
+
+def test_a_default_head_dim_the_model_runs_with_only_as_the_quotient():
+    """Helium's and ESM-C's default configs give head_dim as hidden_size / heads, and their models run with no
+    other (Helium's o_proj is hidden x hidden; ESM-C's norms span hidden_size): another head_dim is refused, as
+    a config whose model cannot run (the table asks the code with 2 D, hf_model_table.quotient_only)."""
+    helium = {"model_type": "helium", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+              "max_position_embeddings": 128}
+    assert vkrope.from_hf(dict(helium, head_dim=16)).head_dim == 16
+    for given, head in ((24, 24), (None, 128)):  # (none given: the class's 128, which its model fails on too)
+        with pytest.raises(ValueError, match=rf"^config: head_dim {head}: the code of 'helium' did not run with a "
+                                             r"head_dim other than hidden_size // num_attention_heads \(16\)"):
+            vkrope.from_hf(helium if given is None else dict(helium, head_dim=given))
 
 
 def test_a_head_size_a_model_cannot_be_built_without_is_required():
@@ -583,7 +597,8 @@ def test_what_a_second_review_found_read_otherwise():
     rotates a partial slice the table's default probe could not tell (refused); a flat Fuyu file's
     partial_rotary_factor, which its class does not carry into the language model (refused; its rope_theta,
     carried, is read); ColQwen2 with a flat vlm_config, which Qwen2VLConfig reads (read so, not as the class
-    defaults); LFM3 without a sliding window: its convolution layers still rotate nothing."""
+    defaults); LFM3's convolution layers rotate nothing (a null sliding window is refused: its model's sliding
+    mask fails on one, measured)."""
     falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71}
     assert vkrope.from_hf(falcon).theta == 10000.0
     for alibi in (True, 1):  # (Falcon's code tests `if config.alibi`)
@@ -616,9 +631,10 @@ def test_what_a_second_review_found_read_otherwise():
                         "qk_rope_head_dim": 64, "rope_interleave": 1})
     lfm = {"model_type": "lfm3", "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 128,
            "num_hidden_layers": 4, "layer_types": ["conv", "sliding_attention", "conv", "full_attention"]}
-    for window in (256, None):
-        layers = vkrope.hf_layers(dict(lfm, sliding_window=window))
-        assert [r is not None for r in layers] == [False, True, False, True], window
+    for given in (dict(lfm, sliding_window=256), lfm):  # (given, or the class's)
+        assert [r is not None for r in vkrope.hf_layers(given)] == [False, True, False, True], given
+    with pytest.raises(ValueError, match="^config: sliding_window is null: lfm3's "):  # (its model's mask needs one)
+        vkrope.hf_layers(dict(lfm, sliding_window=None))
 
 
 def test_a_null_theta_switches_olmo_hybrids_rope_off():

@@ -48,13 +48,14 @@ by building each config class on probe configs; never edited by hand):
 - `null_refused`: the keys from_hf reads on which the class raises when the
   file gives them as null (strict int fields: Qwen3's head_dim, every
   class's hidden_size), or the text model fails to build (Qwen2's head_dim,
-  a class without the field: its attention's getattr gives None),
+  a class without the field: its attention's getattr gives None) or to run
+  (Ministral's sliding_window: its model always builds the sliding mask),
   `check_nulls`;
 - `absent_refused`: the keys a file must give because the class leaves
   them None and the model reads them as given (Ministral's and HunYuan's
   head_dim, Nemotron's num_key_value_heads: the model table and these
   rules probe such a type over them, scripts/hf_model_table.py's
-  filled_heads), `check_nulls`;
+  filled_sizes), `check_nulls`;
 - `attention_reads`: the rope dict keys the model's code reads outside its
   rotary module whatever the rope type (Ministral 3's and Mistral 4's
   llama_4_scaling_beta and original length, read from the modeling

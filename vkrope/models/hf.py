@@ -800,9 +800,10 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool,
     # (keys the model's code reads that vkrope does not: ignoring one is a guess; but beside a rope type the
     # table measured the code turning into one that reads it: HunYuan's dynamic with alpha, ntk_alpha)
     own = [k for k in e.get("rope_reads", ()) if kind not in e.get("type_by_key", {}).get(k, {})]
+    turning = [k for k in e.get("type_by_key", {}) if k not in own]
     for key, value in rope.items():
-        if key in _IGNORED:
-            continue
+        if key in _IGNORED or (key in turning and isinstance(value, (int, float)) and not value):
+            continue  # (a key that turns the type, given 0 or false: the code tests its truth, as absent)
         if key in own and value is not None:  # (a null: .get gives None, no code reads a value)
             raise ValueError(f"{where}{key} {brief(value)}: the code of {model_type!r} reads rope_parameters[{key!r}] "
                              "and vkrope does not read it; refused rather than read without it")
