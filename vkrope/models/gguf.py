@@ -232,8 +232,8 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
 
 def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers:
     """The error of a file (or a converted config) none of whose layers llama.cpp's graph rotates, its reason
-    the graph's condition and the file's keys its loader decides that by (Granite's rope.scaling.finetuned,
-    a hybrid's attention.head_count_kv or full_attention_interval)."""
+    the graph's condition and the file's keys its loader reads on the way (gguf_layers.keys_read: Granite's
+    rope.scaling.finetuned, a hybrid's attention.head_count_kv or full_attention_interval)."""
     keys = gguf_layers.keys_read(arch, kv)  # (of the statements its loader runs on this file)
     given = ", ".join(f"{k} {brief(kv[k])}" for k in keys)
     rotates = gguf_layers.table()["archs"][arch]["rotates"]

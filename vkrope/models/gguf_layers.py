@@ -460,9 +460,11 @@ def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -
 
 def keys_read(arch: str, kv: Mapping[str, Any]) -> list[str]:
     """The file's keys llama.cpp's loader reads for `arch`: those of the statements whose condition holds on
-    this file (not a branch it does not take), and attention.head_count_kv where a statement that runs or the
-    rotation condition reads n_head_kv (the hybrids' recurrent layers: those without kv heads). For a file
-    whose plan ran (the program is run again, as plan ran it)."""
+    this file (not a branch it does not take; load_swa_pattern's array or period where it reads the file's),
+    attention.head_count_kv (else attention.head_count, n_head_kv's default) where a statement that runs or
+    the rotation condition reads n_head_kv (the hybrids' recurrent layers: those without kv heads), and
+    attention.head_count where they read n_head. For a file whose plan ran (the program is run again, as plan
+    ran it, stopping where it stopped)."""
     entry = table()["archs"][arch]
     hp = _start(kv, _layer_count(kv), None, entry)
     keys, ran = [], [entry["rotates"]]
