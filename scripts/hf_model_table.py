@@ -629,7 +629,9 @@ def filled_sizes(model_type: str) -> dict | None:
     for a None key naming experts (routed, shared, per token: a router's top-2 needs two; no RoPE reads them); None where
     none is None. scripts/hf_config_rules.py probes such a type over the same fill (only where the bare model
     fails and the filled one runs), and from_hf refuses a file without those keys (absent_refused)."""
-    text, _ = text_rotary(model_type)
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    text = AutoConfig.for_model(model_type).get_text_config(decoder=True)  # (text_rotary would build a model)
     heads, hidden = getattr(text, "num_attention_heads", None), getattr(text, "hidden_size", None)
     if not isinstance(heads, int) or not isinstance(hidden, int) or heads <= 0:
         return None
