@@ -870,7 +870,7 @@ def _nested(rope: Any) -> bool:
     return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
-FILL: dict[str, dict] = {}  # model type -> the head sizes its bare config lacks and its model needs (see fills)
+FILL: dict[str, dict] = {}  # model type -> the sizes its bare config lacks and its model needs (see fills)
 
 
 def fills(types: list[str], models: dict[str, dict]) -> dict[str, dict]:
@@ -1032,7 +1032,7 @@ def model_refused(t: str, e: dict) -> dict[str, list[str]]:
 
 
 def model_refused_null(t: str, e: dict) -> list[str]:
-    """The other keys from_hf reads (DEFAULT_KEYS) that the class holds as a value, takes as null, and on whose
+    """The other keys from_hf reads (_read_keys) that the class holds as a value, takes as null, and on whose
     null the text model fails while it runs bare (Ministral's sliding_window: its model always builds the
     sliding mask, which needs one; Mistral's runs with none), built on the meta device and run forward."""
     if _raises(t, e, {}):

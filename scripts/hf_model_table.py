@@ -592,7 +592,8 @@ def own_rope_reads(model_type: str) -> list[str]:
     if module is None:
         return []
     src = inspect.getsource(module)
-    keys = set(re.findall(r"rope_(?:parameters|scaling)(?:\.get\(|\[)[\"'](\w+)[\"']", src))
+    keys = set(re.findall(r"rope_(?:parameters|scaling)(?:\[[^\]]*\])?(?:\.get\(|\[)[\"'](\w+)[\"']", src))  # (a
+    # layer type's dict too: rope_parameters[layer_type]["K"])
     known = COMMON_PARAMS.union(*(rule.params for rule in RULES.values() if rule.in_files))  # (a key only a
     return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
 

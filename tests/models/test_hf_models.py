@@ -463,6 +463,7 @@ def test_hunyuans_alpha_is_its_fixed_base_and_read_nowhere_else():
     for falsy in (None, 0, 0.0, False):  # (its code tests alpha's truth: dynamic NTK, growing past its length)
         no_alpha = vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": falsy, "factor": 2.0, "type": "dynamic"}))
         assert no_alpha.rope_type == "dynamic" and no_alpha.param("factor") == 2.0, falsy
+        assert ("alpha" in no_alpha.ignored) == (falsy is not None), falsy  # (given, and read by no code)
     with pytest.raises(ValueError, match=r"rope_type 'ntk_alpha' is not supported; vkrope reads \['default'"):
         vkrope.from_hf(dict(HUNYUAN, rope_scaling={"alpha": 1000.0, "rope_type": "ntk_alpha"}))
     llama = vkrope.from_hf(dict(HUNYUAN, model_type="llama"))  # (Llama's code reads no alpha: dynamic, listed)
@@ -497,9 +498,16 @@ def test_a_head_size_a_model_cannot_be_built_without_is_required():
             with pytest.raises(ValueError, match=rf"^config: {key} is {how}: {cfg['model_type']}'s "):
                 vkrope.from_hf(given)  # (a null: the null rule's words, or these; missing: these)
         missing = {k: v for k, v in cfg.items() if k != key}
-        with pytest.raises(ValueError, match=rf"^config: {key} is missing: {cfg['model_type']}'s model cannot be "
-                                             "built without it"):
+        with pytest.raises(ValueError, match=rf"^config: {key} is missing: {cfg['model_type']}'s config class leaves "
+                                             rf"{key} None and its model reads it as given"):
             vkrope.from_hf(missing)
+    dots = {"model_type": "dots1", "hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+            "rope_theta": 1e7, "n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6}
+    assert vkrope.from_hf(dots).theta == 1e7
+    aliased = {("num_local_experts" if k == "n_routed_experts" else k): v for k, v in dots.items()}
+    assert vkrope.from_hf(aliased).theta == 1e7  # (the class's alias sets it, as transformers' attribute_map)
+    with pytest.raises(ValueError, match=r"^config: n_shared_experts is missing: dots1's config class leaves"):
+        vkrope.from_hf({k: v for k, v in dots.items() if k != "n_shared_experts"})
 
 
 def test_readings_away_from_the_class_defaults():

@@ -53,9 +53,9 @@ by building each config class on probe configs; never edited by hand):
   `check_nulls`;
 - `absent_refused`: the keys a file must give because the class leaves
   them None and the model reads them as given (Ministral's and HunYuan's
-  head_dim, Nemotron's num_key_value_heads: the model table and these
-  rules probe such a type over them, scripts/hf_model_table.py's
-  filled_sizes), `check_nulls`;
+  head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts: the
+  model table and these rules probe such a type over them,
+  scripts/hf_model_table.py's filled_sizes), `check_absent`;
 - `attention_reads`: the rope dict keys the model's code reads outside its
   rotary module whatever the rope type (Ministral 3's and Mistral 4's
   llama_4_scaling_beta and original length, read from the modeling
@@ -566,11 +566,17 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
                              "model fails on one (transformers raises on loading the config, or building the "
                              "model), so vkrope does too")
-    for key in rules.get("absent_refused", []):  # (measured: the class leaves it None, the model reads it as given)
+
+
+def check_absent(cfg: dict, model_type: str) -> None:
+    """A ValueError where the text config `cfg` (the file's keys, its aliases applied: dots.llm1's
+    num_local_experts sets n_routed_experts) lacks a key the model type's class leaves None and its model reads
+    as given (`absent_refused`: Ministral's head_dim, Nemotron's num_key_value_heads)."""
+    for key in _value_rules(cfg, model_type).get("absent_refused", []):
         if cfg.get(key) is None:
-            raise ValueError(f"config: {key} is {'null' if key in cfg else 'missing'}: {model_type}'s model cannot "
-                             f"be built without it (its config class leaves {key} None and its code reads it as "
-                             "given; released files give it), so vkrope refuses it too")
+            raise ValueError(f"config: {key} is {'null' if key in cfg else 'missing'}: {model_type}'s config class "
+                             f"leaves {key} None and its model reads it as given (the model was not built without "
+                             "it at the class's sizes; released files give it), so vkrope refuses a file without it")
 
 
 def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:

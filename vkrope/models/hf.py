@@ -107,6 +107,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged[stored] = merged[key]
         if merged.get(key) is None and merged.get(stored) is not None:
             merged[key] = merged[stored]
+    config_rules.check_absent(merged, _type_of(cfg, like))
     _rename_layer_types(merged, _type_of(cfg, like))  # (first, as every class does on load: the rules below read
     # the types the class sees)
     config_rules.check_layer_types(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
@@ -802,8 +803,11 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool,
     own = [k for k in e.get("rope_reads", ()) if kind not in e.get("type_by_key", {}).get(k, {})]
     turning = [k for k in e.get("type_by_key", {}) if k not in own]
     for key, value in rope.items():
-        if key in _IGNORED or (key in turning and isinstance(value, (int, float)) and not value):
-            continue  # (a key that turns the type, given 0 or false: the code tests its truth, as absent)
+        if key in _IGNORED:
+            continue
+        if key in turning and isinstance(value, (int, float)) and not value:
+            ignored.append(key)  # (a key that turns the type, given 0 or false: the code tests its truth)
+            continue
         if key in own and value is not None:  # (a null: .get gives None, no code reads a value)
             raise ValueError(f"{where}{key} {brief(value)}: the code of {model_type!r} reads rope_parameters[{key!r}] "
                              "and vkrope does not read it; refused rather than read without it")
