@@ -2229,7 +2229,11 @@ MUTATIONS = [
              "        if cfg.get(key) is None:\n            raise ValueError(f\"config: {key} is {'null'",
              "        if False:\n            raise ValueError(f\"config: {key} is {'null'"),
     Mutation("HunYuan's alpha 0 beside dynamic refused (its code tests alpha's truth)", CONFIGS,
-             "isinstance(value, (int, float)) and not value):", "isinstance(value, (int, float)) and False):"),
+             "isinstance(value, (int, float)) and not value:", "isinstance(value, (int, float)) and False:"),
+    Mutation("a dots.llm1 file's alias of a required key not seen (the check before the aliases)", CONFIGS,
+             "    config_rules.check_nulls(merged, _type_of(cfg, like), defaults)\n",
+             "    config_rules.check_nulls(merged, _type_of(cfg, like), defaults)\n"
+             "    config_rules.check_absent(merged, _type_of(cfg, like))\n"),
     Mutation("a file naming rope_type ntk_alpha read (no class's file names it)", CONFIGS,
              "RULES.items() if rule.in_files)  # (the types a file may name)", "RULES.items())"),
     Mutation("a GGUF no-RoPE reason without head_count where n_head_kv defaults to it", GGUF_LAYERS,
