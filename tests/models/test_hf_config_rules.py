@@ -303,6 +303,28 @@ def test_m_rope_sections_a_width_does_not_span_are_refused():
             vkrope.from_hf({**base, **changed})
 
 
+def test_a_width_unknown_m_rope_sections_may_not_span_is_refused(monkeypatch):
+    """A rotary module splitting its pairs by M-RoPE sections of its own that the model table could not place
+    (layout "unknown": GLM-OCR's once, known since; a newer transformers may hold another) is read as one axis at
+    the width the table ran it with only (its bare config's); transformers' split fails on another, so vkrope
+    refuses it. The table is changed here, as a newer one could be (no type is "unknown" today)."""
+    from vkrope.models import hf, model_table
+
+    models = model_table.table()["models"]
+    entry = {k: v for k, v in models["glm_ocr_text"].items() if k != "mrope_section"}
+    monkeypatch.setitem(models, "glm_ocr_text", {**entry, "mrope": "unknown"})
+    hf._bare_width.cache_clear()
+    base = {"model_type": "glm_ocr_text"}
+    try:
+        assert vkrope.from_hf(base).rotary_dim == 64
+        for changed in ({"partial_rotary_factor": 0.25}, {"head_dim": 48}):
+            with pytest.raises(ValueError, match=r"the rotary module of 'glm_ocr_text' splits its 32 pairs into "
+                                                 r"M-RoPE sections of its own, which vkrope does not know"):
+                vkrope.from_hf({**base, **changed})
+    finally:
+        hf._bare_width.cache_clear()  # (the table's own again)
+
+
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
     """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
     class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""
