@@ -325,6 +325,22 @@ def test_a_width_unknown_m_rope_sections_may_not_span_is_refused(monkeypatch):
         hf._bare_width.cache_clear()  # (the table's own again)
 
 
+def test_a_misread_key_of_one_kind_refuses_that_kind_only(monkeypatch):
+    """A key vkrope reads for other models that a class reads otherwise given as one kind (`unread` with
+    `kinds`: Gemma 3's list rope_theta once; no type's rules hold one today, a newer run may) is refused given so
+    and read given as another (its number)."""
+    from vkrope.models import config_rules
+
+    models = config_rules.table()["models"]
+    rule = {"default": 500000.0, "moved": "theta", "kinds": ["list"]}
+    monkeypatch.setitem(models, "llama", {**models["llama"], "unread": {"rope_theta": rule}})
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2}
+    assert vkrope.from_hf({**cfg, "rope_theta": 20000.0}).theta == 20000.0
+    with pytest.raises(ValueError, match=r"^config: rope_theta \[20000\.0, 20000\.0\]: transformers' llama reads it "
+                                         r"for RoPE otherwise than vkrope .*does not read it given as a list"):
+        vkrope.from_hf({**cfg, "rope_theta": [20000.0, 20000.0]})
+
+
 def test_a_class_fills_its_own_defaults_into_a_layer_type_the_file_gives():
     """NeoMMEConfig.convert_rope_params_to_dict: a layer type's dict without partial_rotary_factor gets the
     class's per-type default (its full layers rotate a quarter of the head), whatever rope type it names."""
