@@ -404,17 +404,13 @@ def _make_dir(path: Any) -> None:
         raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({why})") from None
 
 
-def _bench_mode(name: str, args: argparse.Namespace) -> int:
-    """`bench --family` / `--nd` / `--decode` / `--overhead`: its rows into OUT/bench_<name>.json, with when and
-    where it ran."""
+def _bench_mode(name: str, args: argparse.Namespace, bench: Any, out_dir: Any) -> int:
+    """`bench --family` / `--nd` / `--decode` / `--overhead`: its rows into OUT/bench_<name>.json (`out_dir`),
+    with when and where it ran."""
     import importlib
     import json
-    from pathlib import Path
-
-    from vkrope.bench import kernel as bench
 
     mode = importlib.import_module(f"vkrope.bench.{name}")
-    out_dir = Path(args.out or BENCH_OUT)
     _make_dir(out_dir)
     check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
     header = bench.run_header()  # (its start, as the kernel benchmark's date is)
@@ -460,7 +456,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out_dir = Path(args.out or BENCH_OUT)
     made = not os.path.lexists(out_dir)
     try:
-        return _bench_mode(name, args) if name else _bench_kernel(args, bench, out_dir, in_out)
+        return _bench_mode(name, args, bench, out_dir) if name else _bench_kernel(args, bench, out_dir, in_out)
     except BaseException:
         if made and out_dir.is_dir() and not any(out_dir.iterdir()):  # (a failed run leaves no empty folder it
             with contextlib.suppress(OSError):                         # made; one that wrote rows keeps them;
