@@ -18,7 +18,7 @@ import json
 import operator
 from dataclasses import dataclass, replace
 from importlib import resources
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -201,9 +201,8 @@ def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | 
     hp = _start(kv, _layer_count(kv), types, entry)  # (llama.cpp requires block_count: a file without is refused)
     why = ""
     try:
-        for cond, kind, *args in entry.get("hparams", ()):
-            if hp.evaluate(cond):  # ("unknown": an unknown name, so Unknown)
-                _run(hp, kind, args, kv)
+        for _ in _program(hp, entry, kv):
+            pass
         sliding: tuple[bool, ...] | None = tuple(bool(hp.evaluate("is_swa(il)", il=i))
                                                  for i in range(hp.fields["n_layer"]))
         check_reads(hp, kv, entry, complete)
@@ -458,6 +457,15 @@ def check_type(key: str, types: dict[str, str] | None, reads: dict[str, dict]) -
                          "refuses the file otherwise (its loader's 'wrong type')")
 
 
+def _program(hp: Hparams, entry: dict, kv: Mapping[str, Any]) -> Iterator[tuple[str, list]]:
+    """Run the table's load_arch_hparams statements of `entry` whose condition holds (an unknown name in one:
+    Unknown), yielding each (kind, arguments) before it runs."""
+    for cond, kind, *args in entry.get("hparams", ()):
+        if hp.evaluate(cond):
+            yield kind, args
+            _run(hp, kind, args, kv)
+
+
 def keys_read(arch: str, kv: Mapping[str, Any]) -> list[str]:
     """The file's keys llama.cpp's loader reads for `arch`: those of the statements whose condition holds on
     this file (not a branch it does not take; load_swa_pattern's array or period where it reads the file's),
@@ -469,14 +477,12 @@ def keys_read(arch: str, kv: Mapping[str, Any]) -> list[str]:
     hp = _start(kv, _layer_count(kv), None, entry)
     keys, ran = [], [entry["rotates"]]
     try:
-        for cond, kind, *args in entry.get("hparams", ()):
-            if hp.evaluate(cond):
-                ran.append(f"{kind} {args}")
-                if kind in ("key", "key_or_arr", "array") and args[1] in kv:
-                    keys.append(args[1])
-                if kind == "pattern" and args[2] and "attention.sliding_window_pattern" in kv:
-                    keys.append("attention.sliding_window_pattern")  # (load_swa_pattern's)
-                _run(hp, kind, args, kv)
+        for kind, args in _program(hp, entry, kv):
+            ran.append(f"{kind} {args}")
+            if kind in ("key", "key_or_arr", "array") and args[1] in kv:
+                keys.append(args[1])
+            if kind == "pattern" and args[2] and "attention.sliding_window_pattern" in kv:
+                keys.append("attention.sliding_window_pattern")  # (load_swa_pattern's)
     except Unknown:
         pass  # (plan stopped there too: the keys read before it are what can be named)
     said = " ".join(ran)
