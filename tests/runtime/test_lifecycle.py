@@ -94,7 +94,9 @@ def test_arguments_of_another_device_are_refused(device, case, name):
                rf"({x}|the one running this call) \(.*#{device.number} .*\)"
         with pytest.raises(ValueError, match=want) as info:
             case.call(device, case.with_out(args, name, a, device))
-        assert "asarray(calls[" not in str(info.value)  # (the hint is code: apply_many's job prefix is not in it)
+        assert "asarray(calls[" not in str(info.value)  # (the hint is code: apply_many's job prefix is not in it,
+        code = case.label(name).split(": ")[-1].split(r" \(")[0]  # nor a table's "(cos)"; labels are regexes)
+        assert re.search(rf"asarray\({code}\), which copies it through the host$", str(info.value))
         check_results(case, args, case.call(other, case.with_out(args, name, a, other)))  # where it lives, it works
 
 

@@ -326,7 +326,9 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     `block * block_size + offset`. freqs: a frequency spec (`vkrope.RopeFreqs`,
     `InvFreqs` or a `ModelRope`: cos / sin of each position computed in the
     shader) or `(cos, sin)` caches `[max_pos, rot/2]` (numpy, or float32
-    buffer DeviceArrays); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
+    buffer DeviceArrays; one value per pair: of Hugging Face's full-width
+    `cat(f, f)` caches pass `cos[:, :rot//2]`, as a whole one is read as a
+    rot twice its width); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
     Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
     (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
     `x / rms * (1 + w)`), `eps` inside the root. fp8 caches
