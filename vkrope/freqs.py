@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from .runtime.dtypes import (TENSOR_DTYPES, as_dtype, asarray_hint, is_int, is_integer_dtype, is_real_scalar,
-                             frozen, without_repeats)
+from .runtime.dtypes import (TENSOR_DTYPES, as_dtype, asarray_hint, convert_hint, frozen, is_int, is_integer_dtype,
+                             is_real_scalar, without_repeats)
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -967,7 +967,8 @@ class NdFreqs(FrequencySpec):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
                             f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
         if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype not in TENSOR_DTYPES:
-            raise TypeError(f"{name} must hold real numbers (integers or floats); got dtype {ids.dtype}")
+            raise TypeError(f"{name} must hold real numbers (integers, or floats: numpy's or bfloat16); got dtype "
+                            f"{ids.dtype} ({convert_hint(name, ids.dtype)})")
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:
             raise ValueError(f"{name} must have shape [N, {self.n_axes}] (or [B, N, {self.n_axes}]): one position per "
                              f"axis of the spec; got {list(ids.shape)}")
@@ -993,7 +994,8 @@ class NdFreqs(FrequencySpec):
         """(cos, sin) float32 [N, dim] (per-item ids: [B * N, dim]): what diffusers' rotary modules return
         for these ids (each pair's value twice: interleaved, as
         `repeat_interleave_real`; rotate-half, the halves concatenated).
-        For a table path, a plot, or a check."""
+        For a plot, a check, or a table path: `vkrope.apply(x, np.stack([cos[:, ::2],
+        sin[:, ::2]], -1))` for interleaved pairs (`apply_nd` itself needs no table)."""
         a = self.angles(ids)
         c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
         if self.interleaved:

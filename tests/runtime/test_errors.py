@@ -283,6 +283,26 @@ def test_a_hint_that_astype_cannot_follow_is_not_given(device):
     assert _refusal(device, x.astype("S4"), f).endswith("(a string array: pass a float array)")  # (it may not)
 
 
+def test_ml_dtypes_numbers_are_told_to_convert_and_a_cos_sin_pair_how_to_stack(device):
+    """An ml_dtypes float8 / int4 x is numbers astype converts (numpy files them as kind 'V', as raw bytes); a
+    (cos, sin) pair given to apply is told how apply reads pairs, and that way gives the pair's rotation."""
+    import ml_dtypes
+
+    x, f = np.ones((1, 4, 8), np.float32), np.tile(np.float32([1, 0]), (4, 4))
+    for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.int4):
+        assert _refusal(device, x.astype(dt), f).endswith("(convert with x.astype(np.float32))")
+    with pytest.raises(TypeError, match=r"ids must hold real numbers .* got dtype float8_e4m3fn \(convert with "
+                                        r"ids\.astype\(np\.float32\)\)$"):
+        device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), ml_dtypes.float8_e4m3fn))
+    spec, ids = vkrope.NdFreqs((4, 4)), np.arange(8.0).reshape(4, 2)
+    cos, sin = spec.cos_sin(ids)
+    with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: apply reads each pair's cos and sin side by side, "
+                                        r"np\.stack\(\[cos, sin\], -1\) .* cos\[:, ::2\]"):
+        device.apply(x, (cos, sin))
+    np.testing.assert_array_equal(device.apply(x, np.stack([cos[:, ::2], sin[:, ::2]], -1)),
+                                  device.apply_nd(x, spec, ids))
+
+
 def _refusal(device, x, f) -> str:
     with pytest.raises(TypeError) as said:
         device.apply(x, f)

@@ -139,8 +139,13 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
+            pair = isinstance(freqs, tuple) and len(freqs) == 2  # (diffusers' and transformers' (cos, sin))
             raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
-                            f"got {describe(freqs)}{asarray_hint('freqs', freqs)}")
+                            f"got {describe(freqs)}" + (
+                                " (a (cos, sin) pair: apply reads each pair's cos and sin side by side, "
+                                "np.stack([cos, sin], -1) of one value per pair: of diffusers' repeated [N, D] "
+                                "ones cos[:, ::2], of transformers' cat(f, f) ones cos[:, :D // 2])" if pair
+                                else asarray_hint('freqs', freqs)))
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"

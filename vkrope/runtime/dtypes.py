@@ -191,7 +191,8 @@ def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
     if dt.names is not None:  # (astype refuses a record of several values, and keeps a subarray's first only)
         return f"a structured array (fields {', '.join(map(repr, dt.names)) or 'none'}): pass one field, as a " \
                "float array"
-    if dt.kind == "V":  # (raw bytes: astype fails, a view is a guess of their meaning)
+    if dt.kind == "V" and dt.type is np.void:  # (raw bytes: astype fails, a view is a guess of their meaning;
+        # ml_dtypes' float8, int4, ... are numbers astype converts)
         return "raw bytes (numpy void): pass a float array"
     if dt.kind in "SU":  # (astype parses numbers only)
         return "a string array: pass a float array"
