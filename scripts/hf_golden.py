@@ -24,7 +24,7 @@ stores, under "<config>/<case>/":
   torch_pow    float32 powers base ** (arange(0, rot, 2) / rot): with these
                in place of vkrope's correctly rounded power, its float32 steps
                must give inv_freq bit for bit (the step order, proven)
-plus "<config>/layer_type" where the module takes one (Gemma 3) and
+plus "<config>/layer_type" where the module takes one (Gemma 3, 3n) and
 "proportional/inv_freq" from _compute_proportional_rope_parameters.
 """
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import os
 import sys
@@ -90,6 +91,7 @@ def _rotary_modules(transformers) -> dict:
         "qwen2": (mods.qwen2.modeling_qwen2, "Qwen2RotaryEmbedding"),
         "deepseek_v3": (mods.deepseek_v3.modeling_deepseek_v3, "DeepseekV3RotaryEmbedding"),
         "gemma3": (mods.gemma3.modeling_gemma3, "Gemma3RotaryEmbedding"),
+        "gemma3n": (mods.gemma3n.modeling_gemma3n, "Gemma3nRotaryEmbedding"),
         "qwen2_vl": (mods.qwen2_vl.modeling_qwen2_vl, "Qwen2VLRotaryEmbedding"),
         "qwen3_vl": (mods.qwen3_vl.modeling_qwen3_vl, "Qwen3VLTextRotaryEmbedding"),
         "glm4": (mods.glm4.modeling_glm4, "Glm4RotaryEmbedding"),
@@ -176,6 +178,11 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         apply = getattr(module, "apply_rotary_pos_emb_interleave", None) \
             if cfg["model_type"] == "deepseek_v3" else None
         apply = apply or module.apply_rotary_pos_emb
+        if list(inspect.signature(apply).parameters)[:2] == ["x", "cos"]:  # (Gemma 3n's rotates one tensor)
+            one = apply
+
+            def apply(qq, kk, cc, ss):
+                return one(qq, cc, ss), one(kk, cc, ss)
 
         def run(qq, kk, cc, ss):
             if rdim < head:  # (GLM's apply_rotary_pos_emb splits the rotary part itself, its cos / sin's width;
@@ -237,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = json.load(f)
         conf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if not k.startswith("_")})
         text = conf.get_text_config() if hasattr(conf, "get_text_config") else conf
-        layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] == "gemma3" else [None]
+        layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] in ("gemma3", "gemma3n") else [None]
         for layer_type in layer_types:
             key = name if layer_type is None else f"{name}@{layer_type}"
             if layer_type is not None:

@@ -211,11 +211,13 @@ def materialize(m: Any) -> None:
                 t.copy_((vals * scale).view_as(t))
 
 
-def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple) -> Any:
+def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple, states: dict | None = None) -> Any:
     """One attention module's output on `hidden` with position embeddings `pe`: every input it requires that
-    the probe has no value for is None, and where that fails on a None, an empty dict for its "...states" and a
-    causal additive mask (DeepSeek-V3.2's and GLM-5's sparse indexers read the mask; sdpa runs causally on
-    None, so the output is the same where both run)."""
+    the probe has no value for is None, and where that fails on a None, the dict `states` (one per probe, an
+    empty one where none is given) for each of its "...states" inputs and a causal additive mask
+    (DeepSeek-V3.2's and GLM-5's sparse indexers read the mask; sdpa runs causally on None, so the output is
+    the same where both run). One dict for the whole probe: Gemma 3n's last layers reuse the keys an earlier
+    layer of their type stored in it (their attention rotates only the queries)."""
     params = inspect.signature(attn.forward).parameters
     kw: dict[str, Any] = {"hidden_states": hidden}
     if "position_embeddings" in params:
@@ -235,7 +237,10 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple) -> Any:
     except TypeError as exc:
         if "NoneType" not in str(exc):
             raise
-        kw = {k: ({} if v is None and k.endswith("states") else v) for k, v in kw.items()}
+        shared = {} if states is None else states
+        kw = {k: (shared if v is None and k.endswith("states") else v) for k, v in kw.items()}
+        kw.update({name: shared for name, p in params.items() if name.endswith("states") and name not in kw
+                   and p.default is None})  # (Gemma 3n's shared_kv_states: optional, yet its layers need it)
         if "attention_mask" in kw:  # (DeepSeek-V3.2's sparse indexer reads the mask: a causal one, additive)
             kw["attention_mask"] = torch.full((1, 1, SEQ, SEQ), float("-inf")).triu(1)
         out = attn(**kw)
@@ -438,10 +443,9 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
         return {**facts, "rope": None, "why": "no modeling file"}
     classes = rotary_classes(module)
     model_cls = text_model(module, text)
-    if model_cls is None:
-        if not classes:
-            return {**facts, "rope": False}
-        return {**facts, "rope": True, "why": f"no text model class for {type(text).__name__}"}
+    if model_cls is None:  # (a rotary class in its file, no text model: refused)
+        return {**facts, "rope": True, "why": f"no text model class for {type(text).__name__}"} if classes else \
+            {**facts, "rope": False}
     try:
         with torch.device("meta"):
             model = model_cls(text)
@@ -466,6 +470,7 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
     layers: list[dict] = []
     per_type: dict[Any, dict] = {}
     donors: dict[Any, dict] = {}
+    states: dict = {}  # (what a layer stores for a later one: see call_attention)
     for index, path, attn in attns:
         lt = types[index] if types is not None and index < len(types) else None
         key = lt if "layer_type" in inspect.signature(rot.forward).parameters else None
@@ -481,11 +486,11 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
         h = torch.from_numpy(np.random.default_rng(index).standard_normal((1, SEQ, hidden_size))).float()
         with torch.no_grad(), recording(module) as calls:
             try:
-                out1 = call_attention(attn, h, entry["pe"])
+                out1 = call_attention(attn, h, entry["pe"], states)
             except Exception as exc:  # noqa: BLE001  (recorded: the model type is then refused)
                 return {**facts, "why": f"attention of layer {index} did not run: {type(exc).__name__}: {exc}"[:300]}
             first = list(calls)
-            out2 = call_attention(attn, h, entry["pe2"])
+            out2 = call_attention(attn, h, entry["pe2"], states)
         moved = not torch.equal(out1, out2)
         info: dict[str, Any] = {"index": index, "layer_type": lt, "rope_key": key, "rotates": moved,
                                 "attn_head_dim": getattr(attn, "head_dim", None)}
