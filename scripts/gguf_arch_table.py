@@ -985,14 +985,15 @@ def read_load_locals(header: str) -> None:
 def factor_sizes(srcs: "Sources", owner: str | None) -> dict[str, str]:
     """Each factor tensor's length as `owner`'s load_arch_tensors creates it (`{n_rot/2}`), an expression over
     the hparams and the layer `i`: llama.cpp's loader refuses a file whose tensor has another shape ("tensor
-    has wrong shape"). "unknown" where it cannot be read (a local set again after its declaration, as Step
-    3.5's n_rot_max, a shape of more than one dimension, or two sites that differ)."""
+    has wrong shape"). "unknown" where it cannot be read (a local set again after its declaration, but for
+    Step 3.5's maximum over the layers, `layers_max_local`; a shape of more than one dimension, or two sites
+    that differ)."""
     found: dict[str, set[str]] = {}
     for body in srcs.functions(f"{owner}::load_arch_tensors") if owner else []:
         local = {**(LOAD_LOCALS if "LLAMA_LOAD_LOCALS" in body else {}), **locals_of(body)}
-        for name in list(local):  # (assigned again after its declaration: its value at a use is not read here)
-            if len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", body)) > 1:
-                local[name] = "unknown_local()"
+        for name in list(local):  # (assigned again after its declaration: its value at a use is not read here,
+            if len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", body)) > 1:  # but for a maximum over the layers)
+                local[name] = layers_max_local(body, name, local[name]) or "unknown_local()"
         for m in re.finditer(r"\b(rope_freqs|rope_long|rope_short)\s*=\s*create_tensor\s*\(\s*tn\s*\([^()]*\)"
                              r"\s*,\s*\{([^{}]*)\}", body):
             dims = m.group(2).split(",")
@@ -1000,6 +1001,25 @@ def factor_sizes(srcs: "Sources", owner: str | None) -> dict[str, str]:
                 else layer_zero(py_expr(substitute(dims[0], local)))
             found.setdefault(FACTOR_TENSORS[m.group(1)], set()).add(size)
     return {name: sizes.pop() if len(sizes) == 1 else "unknown" for name, sizes in sorted(found.items())}
+
+
+def layers_max_local(body: str, name: str, declared: str) -> str | None:
+    """A local declared 0 whose only other assignments are a maximum over the layers and a fallback where that
+    is 0, as C++ (Step 3.5's n_rot_max: `for (int i = 0; i < n_layer; ++i) n_rot_max = std::max(n_rot_max,
+    hparams.n_rot(i)); if (n_rot_max == 0) n_rot_max = n_rot;`), as `layers_max(expr over i, count)`, which
+    gguf_layers evaluates; None for any other shape."""
+    if declared.strip() != "0":
+        return None
+    loop = re.search(rf"\bfor\s*\(\s*(?:int|uint32_t|int64_t|size_t)\s+i\s*=\s*0\s*;\s*i\s*<\s*(\w+)\s*;\s*"
+                     rf"(?:\+\+i|i\+\+)\s*\)\s*\{{\s*{name}\s*=\s*std::max\(\s*{name}\s*,\s*([^;{{}}]+)\)\s*;\s*\}}",
+                     body)
+    if loop is None:
+        return None
+    fallback = re.search(rf"\bif\s*\(\s*{name}\s*==\s*0\s*\)\s*\{{?\s*{name}\s*=\s*([^;{{}}]+);\s*\}}?", body)
+    if len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", body)) != 2 + (fallback is not None):
+        return None
+    most = f"layers_max({loop.group(2).strip()}, {loop.group(1)})"
+    return most if fallback is None else f"{most} == 0 ? {fallback.group(1).strip()} : {most}"
 
 
 def factor_required(srcs: "Sources", owner: str | None) -> dict[str, str]:

@@ -552,7 +552,7 @@ def _chart(bench: Any, result: dict, path: str) -> None:
 def read_config(path: str) -> tuple[str, dict | None]:
     """(the file, its JSON) of `vkrope config PATH` (a config.json or its
     folder), read once; (the file, None) for a GGUF file (magic b"GGUF"),
-    which from_gguf reads by its path (memory-mapped: not read here)."""
+    which from_gguf reads by its path (its header and the rope tensors only: not read here)."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
     head, cfg = read_json(file, "PATH", "a config.json or GGUF file")
     if head == b"GGUF":  # (by its magic: a JSON file holding null is None too)

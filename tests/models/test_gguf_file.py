@@ -222,17 +222,18 @@ def test_a_shape_past_int64_before_a_zero_is_refused(tmp_path, dims):
 
 
 
-def _split(tmp_path, name: str, tensors_count: int, count: int = 3) -> list[str]:
-    """A llama model in `count` files (gguf-split's names), rope_freqs.weight in the last, the first file's
-    split.tensors.count `tensors_count` (count + 1 is right: a tensor a file, and the factors)."""
+def _split(tmp_path, name: str, tensors_count: int, count: int = 3, factors: type = np.float32) -> list[str]:
+    """A llama model in `count` files (gguf-split's names), rope_freqs.weight in the last (of dtype `factors`),
+    the first file's split.tensors.count `tensors_count` (count + 1 is right: a tensor a file, and the
+    factors)."""
     paths = [str(tmp_path / f"{name}-{i + 1:05d}-of-{count:05d}.gguf") for i in range(count)]
     for i, path in enumerate(paths):
         w = gguf.GGUFWriter(path, arch="llama")
         w.add_uint16("split.no", i)
         w.add_uint16("split.count", count)
         tensors = {f"t{i}": np.ones(4, np.float32)}
-        if i == count - 1:
-            tensors["rope_freqs.weight"] = np.linspace(1, 8, 32, dtype=np.float32)
+        if i == count - 1:  # (added here: finish makes its tensors F32)
+            w.add_tensor("rope_freqs.weight", np.linspace(1, 8, 32, dtype=factors))
         if i == 0:
             w.add_int32("split.tensors.count", tensors_count)
             add_values(w, {"context_length": 4096, "embedding_length": 256, "attention.head_count": 4,
@@ -252,6 +253,10 @@ def test_a_split_model_is_read_from_its_first_file(tmp_path):
         vkrope.from_gguf(paths[1])
     with pytest.raises(ValueError, match=r"split.tensors.count is 3, and its 3 files hold 4 tensors"):
         vkrope.from_gguf(_split(tmp_path, "n", 3)[0])
+    with pytest.raises(ValueError, match=r"^path: '.*h-00001-of-00003.gguf': in its split file "
+                                         r"'.*h-00003-of-00003.gguf': rope_freqs.weight is F16; llama.cpp's rope "
+                                         r"takes F32"):  # (a GGUF file llama.cpp reads: its tensor is what is refused)
+        vkrope.from_gguf(_split(tmp_path, "h", 4, factors=np.float16)[0])
     os.remove(paths[2])
     with pytest.raises(ValueError, match=r"its split file '.*m-00003-of-00003.gguf' is missing"):
         vkrope.from_gguf(paths[0])

@@ -397,6 +397,9 @@ def test_what_llama_cpp_reads_only_sometimes_is_checked_where_it_does(tmp_path):
     bools = ("key_value", [True, True], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.BOOL)
     assert vkrope.from_gguf(gguf_file(tmp_path, "llama", {"attention.head_count_kv": bools}, name="hb")).head_dim \
         == 128
+    one = vkrope.from_gguf(gguf_file(tmp_path, "llama", {"attention.head_count": bools, "embedding_length": 512,
+                                                         "attention.head_count_kv": 1}, name="hq"))
+    assert one.head_dim == one.rotary_dim == 512  # (get_arr's 0 / 1: one head of the whole width; was refused)
 
 
 def test_a_factor_tensor_of_another_shape_is_refused(tmp_path):
@@ -416,6 +419,17 @@ def test_a_factor_tensor_of_another_shape_is_refused(tmp_path):
     assert flat.freq_factors == tuple(np.float32(good))
     with pytest.raises(ValueError, match=r"has shape \[1, 64\] \(ggml's ne\)"):
         vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", good.reshape(64, 1))], name="c"))
+    step = {"block_count": 4, "rope.dimension_count": 64, "attention.key_length": 128, "attention.value_length": 128,
+            "rope.freq_base_swa": 1e4, "attention.sliding_window": 512, "expert_feed_forward_length": 1,
+            "attention.sliding_window_pattern": [0, 1, 1, 1]}  # (full layers rotate 32 channels, sliding ones 64)
+    for n in (8, 16, 100):  # (Step 3.5's one tensor: the widest layer's n_rot / 2, whichever layer is asked for)
+        for layer in (0, 1):
+            with pytest.raises(ValueError, match=rf"rope_freqs.weight has shape \[{n}\].*step35 loader creates it "
+                                                 r"with \[32\]"):
+                vkrope.from_gguf(gguf_file(tmp_path, "step35", step, [("rope_freqs.weight", np.ones(n))],
+                                           name=f"s{n}"), layer=layer)
+    full = vkrope.from_gguf(gguf_file(tmp_path, "step35", step, [("rope_freqs.weight", good[:32])], name="s"), layer=0)
+    assert full.rotary_dim == 32 and full.freq_factors == tuple(np.float32(good[:16]))  # (the first n_rot(0) / 2)
     with pytest.raises(ValueError, match=r"rope_factors_long.weight has shape \[32\].*phimoe loader creates it "
                                          r"with \[64\]"):  # (2048 / 16 / 2, whatever rope.dimension_count says)
         vkrope.from_gguf(gguf_file(tmp_path, "phimoe", {"rope.dimension_count": 64, "rope.scaling.type": "longrope",
@@ -478,6 +492,8 @@ def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
      r"qwen2\.attention\.head_count is missing or 0"),
     ("llama", {}, [("rope_freqs.weight", np.r_[0.0, np.ones(63)])],
      r"freq_factors must be positive numbers; got 0\.0 \(from the tensor rope_freqs\.weight"),
+    ("stablelm", {"rope.dimension_count": 31}, (),  # (an HF partial_rotary_factor was blamed)
+     r"rotary_dim must be even and <= head_dim \(128\); got 31 \(from stablelm\.rope\.dimension_count = 31\)$"),
 ])
 def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, tensors, match):
     """A value ModelRope refuses (by its from_hf name) is named as the file holds it: its key and value."""

@@ -1176,6 +1176,9 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
         vkrope.from_hf({**apertus, "rope_parameters": own})
     assert vkrope.from_hf({**apertus, "rope_parameters": {**own, "partial_rotary_factor": 1.0}}).rotary_dim == 64
     assert vkrope.from_hf({**llama, "model_type": "phi"}).rotary_dim == 32
+    with pytest.raises(ValueError, match=r"^config: the rotary dim int\(head_dim 64 x partial_rotary_factor 0\.33\) "
+                                         r"= 21 must be even$"):  # (the factor named, not only the width)
+        vkrope.from_hf({**llama, "model_type": "phi", "partial_rotary_factor": 0.33, "rope_scaling": None})
 
 
 def test_yarn_truncate_of_a_layer_type_is_not_read():

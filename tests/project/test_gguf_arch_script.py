@@ -135,8 +135,8 @@ class _Bodies:
 
 def test_factor_sizes_read_the_created_shape_or_say_unknown():
     """A factor tensor's length is its create_tensor's one dimension over LLAMA_LOAD_LOCALS and the body's
-    locals; a local set again after its declaration (Step 3.5's n_rot_max), two shapes, or two sites that
-    differ are unknown, never a guess."""
+    locals, and Step 3.5's n_rot_max, a maximum over the layers; a local set again after its declaration
+    otherwise, two shapes, or two sites that differ are unknown, never a guess."""
     saved = dict(table.LOAD_LOCALS), set(table.DEFAULT_IL)
     try:
         _factor_sizes()
@@ -159,6 +159,14 @@ def _factor_sizes() -> None:
     assert table.factor_sizes(_Bodies(body), "m") == {"rope_freqs.weight": "(n_embd / n_head())/2"}
     body = "{ LLAMA_LOAD_LOCALS; uint32_t m = 0; for (int i = 0; i < 4; ++i) { m = max(m, n_rot); } " + mk % "m/2" + " }"
     assert table.factor_sizes(_Bodies(body), "m") == {"rope_freqs.weight": "unknown"}
+    loop = "uint32_t m = 0; for (int i = 0; i < n_layer; ++i) { m = std::max(m, hparams.n_rot(i)); } "
+    most = "layers_max(n_rot(i), n_layer)"
+    assert table.factor_sizes(_Bodies("{ " + loop + mk % "m/2" + " }"), "m") == {"rope_freqs.weight": f"({most})/2"}
+    fallback = loop + "if (m == 0) { m = n_rot; } "  # (Step 3.5's: a maximum over the layers, or n_rot)
+    assert table.factor_sizes(_Bodies("{ LLAMA_LOAD_LOCALS; " + fallback + mk % "m/2" + " }"), "m") == \
+        {"rope_freqs.weight": f"(((n_rot(0))) if ({most} == 0) else ({most}))/2"}
+    for other in (loop.replace("= 0;", "= 1;"), fallback + "m = 2; ", loop.replace("std::max", "std::min")):
+        assert table.factor_sizes(_Bodies("{ " + other + mk % "m/2" + " }"), "m") == {"rope_freqs.weight": "unknown"}
     assert table.factor_sizes(_Bodies("{ " + mk % "n_rot/2, 2" + " }"), "m") == {"rope_freqs.weight": "unknown"}
     two = _Bodies("{ LLAMA_LOAD_LOCALS; " + mk % "n_rot/2" + " }", "{ LLAMA_LOAD_LOCALS; " + mk % "n_rot" + " }")
     assert table.factor_sizes(two, "m") == {"rope_freqs.weight": "unknown"}

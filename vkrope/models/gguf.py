@@ -422,7 +422,8 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
 _GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_length",
                  "beta_fast": "rope.scaling.yarn_beta_fast", "beta_slow": "rope.scaling.yarn_beta_slow",
                  "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor|rope.scale_linear",
-                 "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)"}
+                 "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)",
+                 "rotary_dim": "rope.dimension_count"}
 
 
 def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
@@ -443,8 +444,8 @@ def _reader(kv: Mapping[str, Any], arch: str, where: str) -> Callable[..., Any]:
     """num(key, default): a numeric key (a per-layer head count: the first attention layer's)."""
     def num(key: str, default: Any = None) -> Any:
         v = kv.get(key, default)
-        if isinstance(v, list) and key == "attention.head_count":
-            v = next((h for h in v if h), None)
+        if isinstance(v, list) and key == "attention.head_count":  # (get_arr reads an ARRAY[BOOL] as 0 / 1)
+            v = next((int(h) if isinstance(h, bool) else h for h in v if h), None)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ValueError(f"{where}: {arch}.{key} must be a number; got {brief(v)}")
         if v is not None and not (abs(v) < 2.0 ** 63):  # (inf, nan, or an int past any field's range)

@@ -115,9 +115,19 @@ class Hparams:
                     or seq[index] is None:  # (None: an entry a loader's loop left at an unknown default)
                 raise Unknown(f"{ast.unparse(n)} has no value here")
             return seq[index]
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "layers_max" and len(n.args) == 2:
+            return self._layers_max(n.args[0], n.args[1], local)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and not n.keywords:
             return self._call(n.func.id, [self._node(a, local) for a in n.args])
         raise Unknown(f"{ast.unparse(n)} is outside what vkrope evaluates")
+
+    def _layers_max(self, expr: ast.AST, count: ast.AST, local: dict) -> Any:
+        """`layers_max(expr, count)`: the largest value of expr over the layers i < count, as a loader's loop
+        takes it (Step 3.5's n_rot_max, the length of its one factor tensor)."""
+        n = self._node(count, local)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise Unknown(f"layers_max over {n!r} layers has no value here")
+        return max(self._node(expr, {**local, "i": i, "il": i}) for i in range(n))
 
     def _name(self, name: str, local: dict) -> Any:
         if name in local:

@@ -64,7 +64,10 @@ def add_tensors(p: str, q: str, no: int, names: set[str], wanted: tuple[str, ...
                                      "refuses the model)")
                 names.add(t.name)
                 if t.name in wanted:
-                    into[t.name] = read(h, t)
+                    try:
+                        into[t.name] = read(h, t)
+                    except ValueError as exc:  # (a tensor llama.cpp's rope does not take, in a file it reads)
+                        raise ValueError(f"path: {p!r}: in its split file {str(exc).removeprefix('path: ')}") from None
     except (OSError, ValueError) as exc:
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise

@@ -785,6 +785,9 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
         if cfg.get(rule) is None:
             raise ValueError(f"config: {rule} (the rotated channels) is missing")
         return key_int(cfg, rule, "config: "), 1.0
+    if int(head_dim * partial) % 2:  # (ModelRope would refuse it too, without naming the factor it came from)
+        raise ValueError(f"config: the rotary dim int(head_dim {head_dim} x partial_rotary_factor {partial}) = "
+                         f"{int(head_dim * partial)} must be even")
     return int(head_dim * partial), partial
 
 

@@ -346,8 +346,7 @@ def _check_fields(rope: ModelRope) -> None:
         raise ValueError(f"mrope_layout must be one of {list(MROPE_LAYOUTS)}; got {brief(rope.mrope_layout)}")
     object.__setattr__(rope, "mrope_layout", str(rope.mrope_layout))  # (a numpy str_ held as the str it equals)
     if rope.rotary_dim % 2 or rope.rotary_dim > rope.head_dim:
-        raise ValueError(f"the rotary dim ({rope.rotary_dim}, from head_dim {rope.head_dim} and "
-                         "partial_rotary_factor) must be even and <= head_dim")
+        raise ValueError(f"rotary_dim must be even and <= head_dim ({rope.head_dim}); got {rope.rotary_dim}")
     if rope.layer_type is not None and not isinstance(rope.layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {brief(rope.layer_type)}")
     if rope.mrope_layout != "chunked" and rope.mrope_section is None:
