@@ -422,6 +422,25 @@ def covering_types(facts: dict) -> dict | None:
             **({"num_hidden_layers": n} if n > len(types) else {})}
 
 
+def indices_rule(model_type: str, text: dict, pattern: list[bool]) -> dict | None:
+    """{"kind": "indices", "key": K} where the layers without RoPE are those a list of the text config names by
+    index (Mllama's cross_attention_layers: its cross-attention layers take no RoPE), found on the default
+    config and checked by a probe with each index moved one layer on; None where no key lists them so."""
+    still = [i for i, r in enumerate(pattern) if not r]
+    for key, value in text.items():
+        if not isinstance(value, list) or not value or any(isinstance(v, bool) or not isinstance(v, int)
+                                                           for v in value) or sorted(set(value)) != still:
+            continue
+        moved = sorted({(v + 1) % len(pattern) for v in value})
+        try:
+            again = probe(model_type, {key: moved})
+        except Exception:  # noqa: BLE001  (the class or model does not take another list: not this key's rule)
+            continue
+        if again.get("layers") and [i for i, r in enumerate(rotating_pattern(again)) if not r] == moved:
+            return {"kind": "indices", "key": key}
+    return None
+
+
 def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
     """(the rule that gives the layers without RoPE, or None when all rotate, whatever their types; why none
     fits)."""
@@ -433,6 +452,9 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
     flags = text.get("no_rope_layers")
     if not all(pattern) and isinstance(flags, list) and [bool(v) for v in flags[: len(pattern)]] == pattern:
         return {"kind": "flags", "key": "no_rope_layers"}, None
+    listed = indices_rule(model_type, text, pattern)
+    if listed is not None:
+        return listed, None
     if not isinstance(types, list):
         return None, "its layers without RoPE follow no config key vkrope knows"
     rule = types_rule(model_type, facts, pattern)

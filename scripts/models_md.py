@@ -39,6 +39,8 @@ def _nope_text(rule: dict) -> str:
     """Which layers apply no RoPE, from the table's rule."""
     if rule["kind"] == "flags":
         return f"no RoPE by {rule['key']}"
+    if rule["kind"] == "indices":
+        return f"no RoPE on the layers {rule['key']} lists"
     cond = rule.get("if_null")
     return f"no RoPE by {rule['key']} ({_types_text(rule)}" + (
         f"; when {cond['key']} is null, {_types_text(cond)})" if cond else ")")

@@ -368,6 +368,30 @@ def test_layers_without_rope_by_index():
     assert vkrope.from_hf(g3, layer_type="full_attention").params == (("factor", 8.0),)
 
 
+def test_layers_a_config_lists_by_index_apply_no_rope():
+    """Mllama (Llama 3.2 Vision) builds a cross-attention layer, which rotates nothing, where `layer_idx in
+    config.cross_attention_layers` (it was refused whole): an index past the layers names none, an empty list
+    none at all; a file without the list (its class fills in its own) reads with those layers unknown, and a
+    layer, or a list of anything but integers, is refused."""
+    text = {"model_type": "mllama_text_model", "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "num_hidden_layers": 8, "rope_theta": 500000.0,
+            "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 8192}, "max_position_embeddings": 131072,
+            "cross_attention_layers": [3, 7, 9]}
+    assert [r is None for r in vkrope.hf_layers(text)] == [False, False, False, True] + [False] * 3 + [True]
+    assert vkrope.from_hf(text, layer=3) is None and vkrope.from_hf(text, layer=2).rope_type == "llama3"
+    assert vkrope.from_hf({"model_type": "mllama", "text_config": text}).nope_layers == (3, 7)
+    assert vkrope.from_hf(dict(text, cross_attention_layers=[])).nope_layers == ()
+    bare = {k: v for k, v in text.items() if k != "cross_attention_layers"}
+    assert vkrope.from_hf(bare).nope_layers is None
+    assert vkrope.from_hf(bare).summary()["layers_without_rope"].startswith(
+        "unknown: cross_attention_layers is missing or not a list of layer indices")
+    for cfg in (bare, dict(text, cross_attention_layers=[3.0]), dict(text, cross_attention_layers=[True])):
+        with pytest.raises(ValueError, match=r"^config: cross_attention_layers is missing or not a list of layer "
+                                             r"indices \(integers\); got .*AutoConfig"):
+            vkrope.from_hf(cfg, layer=1)
+
+
 def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch):
     """from_hf naming no layer never returns None, nor a RoPE no layer uses: a config whose layers all apply
     none (Llama 4's no_rope_layers all 0; AFMoE of global layers only; a remote config llama.cpp's graph rotates

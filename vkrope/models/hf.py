@@ -581,7 +581,8 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
     try:
         rotates, type_of_layer = _layer_of(cfg, e, layer)
     except ValueError as exc:
-        if layer is not None or layer_type is not None or "is missing, empty" not in str(exc):
+        key = (e.get("nope") or {}).get("key")  # (the key that says which layers rotate, absent from cfg)
+        if layer is not None or layer_type is not None or key is None or f"config: {key} is missing" not in str(exc):
             raise
         return None, None, str(exc)
     if layer is None and layer_type is None and rotates and not any(rotates):

@@ -130,13 +130,31 @@ def switched_off(cfg: dict, e: dict) -> str | None:
     return None
 
 
+def listed_layers(cfg: dict, key: str, values: Any) -> list[bool]:
+    """Per decoder layer whether it applies RoPE where `cfg[key]` lists by index the layers that do not (the
+    rule {"kind": "indices"}: Mllama builds a cross-attention layer, which takes no RoPE, where `layer_idx in
+    config.cross_attention_layers`; an index past the layers names none). Anything but a list of integers is
+    a ValueError: its class fills in its own list where the key is absent or null."""
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise ValueError(f"config: {key} is missing or not a list of layer indices (integers); got "
+                         f"{brief(values)}: this model type's layers it lists apply no RoPE (its config class fills "
+                         "in a list of its own where the key is absent or null): pass the config as transformers "
+                         "saves it, AutoConfig.from_pretrained(path).to_dict()")
+    count = layer_count(cfg.get("num_hidden_layers"))
+    if count < 1:
+        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {count}")
+    listed = set(values)
+    return [i not in listed for i in range(count)]
+
+
 def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     """Per decoder layer, whether it applies RoPE, by the table's rule
     `nope` over the (text) config `cfg`; None where every layer does.
 
     Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
     true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
-    layer i rotates iff cfg[K][i] is one of those layer types, and where
+    layer i rotates iff cfg[K][i] is one of those layer types ({"kind": "indices",
+    "key": K}: iff i is not in the list cfg[K], `listed_layers`), and where
     the rule lists "still" (the types seen not rotating), a type in neither
     list ("failed": one the model's code fails on, or one never probed) is a
     ValueError; with "if_null": {"key": N, "rotate": [...], "still": [...]}:
@@ -153,6 +171,8 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
         return None
     key = rule["key"]
     values = cfg.get(key)
+    if rule["kind"] == "indices":
+        return listed_layers(cfg, key, values)
     if values is None and rule.get("still") == [] and not rule.get("if_null"):
         return None  # (no layer type the model runs leaves RoPE out: the types its class derives all rotate)
     if not isinstance(values, list) or not values:
