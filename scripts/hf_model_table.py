@@ -646,12 +646,13 @@ def type_by_key(model_type: str, facts: dict, entry: dict) -> dict[str, dict[str
 
 def filled_sizes(model_type: str) -> dict | None:
     """Overrides giving the default config the sizes its class leaves None and its model reads without a
-    fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts:
-    their code fails on the bare config, and their released files give them): head_dim hidden_size //
-    num_attention_heads (SANE_HEAD where that does not divide), num_key_value_heads num_attention_heads, and 2
-    for a None key naming experts (routed, shared, per token: a router's top-2 needs two; no RoPE reads them); None where
-    none is None. scripts/hf_config_rules.py probes such a type over the same fill (only where the bare model
-    fails and the filled one runs), and from_hf refuses a file without those keys (absent_refused)."""
+    fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts,
+    LFM2-MoE's layer_types: their code fails on the bare config, and their released files give them):
+    head_dim hidden_size // num_attention_heads (SANE_HEAD where that does not divide), num_key_value_heads
+    num_attention_heads, 2 for a None key naming experts (routed, shared, per token: a router's top-2 needs two;
+    no RoPE reads them), layer_types all full attention; None where none is None. scripts/hf_config_rules.py
+    probes such a type over the same fill (only where the bare model fails and the filled one runs), and
+    from_hf refuses a file without those keys (absent_refused)."""
     from transformers import AutoConfig  # noqa: PLC0415
 
     text = AutoConfig.for_model(model_type).get_text_config(decoder=True)  # (text_rotary would build a model)
@@ -664,6 +665,10 @@ def filled_sizes(model_type: str) -> dict | None:
     if getattr(text, "num_key_value_heads", 0) is None:
         over["num_key_value_heads"] = heads
     over.update({k: 2 for k, v in text.to_dict().items() if v is None and "expert" in k})
+    layers = getattr(text, "num_hidden_layers", None)
+    if getattr(text, "layer_types", 0) is None and isinstance(layers, int) and 0 < layers <= 512:
+        over["layer_types"] = ["full_attention"] * layers  # (LFM2-MoE's model indexes it; the table's probe of
+        # each layer type, type_answers, then finds which rotate)
     return over or None
 
 
