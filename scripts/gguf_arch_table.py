@@ -1004,20 +1004,25 @@ def factor_sizes(srcs: "Sources", owner: str | None) -> dict[str, str]:
 
 
 def layers_max_local(body: str, name: str, declared: str) -> str | None:
-    """A local declared 0 whose only other assignments are a maximum over the layers and a fallback where that
-    is 0, as C++ (Step 3.5's n_rot_max: `for (int i = 0; i < n_layer; ++i) n_rot_max = std::max(n_rot_max,
-    hparams.n_rot(i)); if (n_rot_max == 0) n_rot_max = n_rot;`), as `layers_max(expr over i, count)`, which
-    gguf_layers evaluates; None for any other shape."""
-    if declared.strip() != "0":
-        return None
+    """A local declared 0, then set only by a maximum over the layers and, after it, a fallback where that is
+    0, and otherwise only read in a factor tensor's shape after both, as C++ (Step 3.5's n_rot_max: `for (int
+    i = 0; i < n_layer; ++i) n_rot_max = std::max(n_rot_max, hparams.n_rot(i)); if (n_rot_max == 0) n_rot_max =
+    n_rot;`), as `layers_max(expr over i, count)`, which gguf_layers evaluates; None for any other shape (a
+    compound assignment, ++, a call taking it, a fallback before the loop: read as unknown, never guessed)."""
+    decl = re.search(rf"\b(?:const\s+)?(?:uint32_t|int64_t|int32_t|int|auto)\s+{name}\s*=\s*0\s*;", body)
     loop = re.search(rf"\bfor\s*\(\s*(?:int|uint32_t|int64_t|size_t)\s+i\s*=\s*0\s*;\s*i\s*<\s*(\w+)\s*;\s*"
                      rf"(?:\+\+i|i\+\+)\s*\)\s*\{{\s*{name}\s*=\s*std::max\(\s*{name}\s*,\s*([^;{{}}]+)\)\s*;\s*\}}",
                      body)
-    if loop is None:
+    if declared.strip() != "0" or decl is None or loop is None or loop.start() < decl.end():
         return None
-    fallback = re.search(rf"\bif\s*\(\s*{name}\s*==\s*0\s*\)\s*\{{?\s*{name}\s*=\s*([^;{{}}]+);\s*\}}?", body)
-    if len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", body)) != 2 + (fallback is not None):
-        return None
+    fallback = re.search(rf"\bif\s*\(\s*{name}\s*==\s*0\s*\)\s*\{{?\s*{name}\s*=\s*([^;{{}}]+);\s*\}}?",
+                         body[loop.end():])
+    spans = [decl.span(), loop.span()] + ([(loop.end() + fallback.start(), loop.end() + fallback.end())]
+                                          if fallback else [])
+    for m in re.finditer(rf"(?<![\w.]){name}\b", body):  # (any other mention: a read in a factor's shape)
+        if not any(a <= m.start() < b for a, b in spans) and (m.start() < spans[-1][1] or not re.search(
+                r"create_tensor\s*\(\s*tn\s*\([^()]*\)\s*,\s*\{[^{};=]*$", body[:m.start()])):
+            return None
     most = f"layers_max({loop.group(2).strip()}, {loop.group(1)})"
     return most if fallback is None else f"{most} == 0 ? {fallback.group(1).strip()} : {most}"
 

@@ -1454,7 +1454,7 @@ def measured(entry: dict) -> bool:
     only refusal is that its class is not measured yet (a type newly probed that keeps RoPE per layer type,
     Gemma 3n: its rules come first, and the model table's next run checks the reading with them)."""
     status = entry.get("status") or ""
-    return status == "ok" or status.endswith("is not in vkrope's rules table; refused rather than guessed")
+    return status == "ok" or status.endswith(config_rules.UNMEASURED)
 
 
 def main() -> None:

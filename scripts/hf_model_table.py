@@ -437,6 +437,7 @@ def indices_rule(model_type: str, text: dict, pattern: list[bool]) -> dict | Non
         except Exception:  # noqa: BLE001  (the class or model does not take another list: not this key's rule)
             continue
         if again.get("layers") and [i for i, r in enumerate(rotating_pattern(again)) if not r] == moved:
+            CHANGED.setdefault(model_type, {})[key] = again  # (its pattern kept in the golden)
             return {"kind": "indices", "key": key}
     return None
 
@@ -644,6 +645,9 @@ def type_by_key(model_type: str, facts: dict, entry: dict) -> dict[str, dict[str
     return out
 
 
+FILL_LAYERS = 512  # the most layers filled_sizes gives a layer_types list (llama.cpp's limit; defaults have fewer)
+
+
 def filled_sizes(model_type: str) -> dict | None:
     """Overrides giving the default config the sizes its class leaves None and its model reads without a
     fallback (Ministral's and HunYuan's head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts,
@@ -666,7 +670,7 @@ def filled_sizes(model_type: str) -> dict | None:
         over["num_key_value_heads"] = heads
     over.update({k: 2 for k, v in text.to_dict().items() if v is None and "expert" in k})
     layers = getattr(text, "num_hidden_layers", None)
-    if getattr(text, "layer_types", 0) is None and isinstance(layers, int) and 0 < layers <= 512:
+    if getattr(text, "layer_types", 0) is None and isinstance(layers, int) and 0 < layers <= FILL_LAYERS:
         over["layer_types"] = ["full_attention"] * layers  # (LFM2-MoE's model indexes it; the table's probe of
         # each layer type, type_answers, then finds which rotate)
     return over or None
@@ -1005,8 +1009,9 @@ def golden(model_type: str, facts: dict, out: dict, entry: dict, change: str | N
         text, was = facts["text"], (base or {})["text"]
         out[f"{name}/changes"] = np.array(json.dumps({k: v for k, v in text.items() if was.get(k) != v}, default=str))
     layers = sorted(facts["layers"], key=lambda l: l["index"])
+    if change is None or change == (entry.get("nope") or {}).get("key"):  # (a probe of the rule's own key: Mllama's
+        out[f"{name}/rotates"] = np.array(rotating_pattern(facts))  # cross_attention_layers moved, indices_rule)
     if change is None:
-        out[f"{name}/rotates"] = np.array(rotating_pattern(facts))
         if facts.get("type_answers"):  # per layer type, whether a layer of it rotated (None: the model failed)
             out[f"{name}/layer_types"] = np.array(json.dumps(facts["type_answers"], sort_keys=True))
     for key, pt in facts["per_type"].items():

@@ -240,7 +240,8 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple, states: dict | No
         shared = {} if states is None else states
         kw = {k: (shared if v is None and k.endswith("states") else v) for k, v in kw.items()}
         kw.update({name: shared for name, p in params.items() if name.endswith("states") and name not in kw
-                   and p.default is None})  # (Gemma 3n's shared_kv_states: optional, yet its layers need it)
+                   and p.default is None and "dict" in str(p.annotation).lower()})  # (Gemma 3n's shared_kv_states,
+        # a KVSharingDict: optional, yet its layers need it; encoder_hidden_states and the like are tensors)
         if "attention_mask" in kw:  # (DeepSeek-V3.2's sparse indexer reads the mask: a causal one, additive)
             kw["attention_mask"] = torch.full((1, 1, SEQ, SEQ), float("-inf")).triu(1)
         out = attn(**kw)

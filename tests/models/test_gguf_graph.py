@@ -493,7 +493,8 @@ def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
     ("llama", {}, [("rope_freqs.weight", np.r_[0.0, np.ones(63)])],
      r"freq_factors must be positive numbers; got 0\.0 \(from the tensor rope_freqs\.weight"),
     ("stablelm", {"rope.dimension_count": 31}, (),  # (an HF partial_rotary_factor was blamed)
-     r"rotary_dim must be even and <= head_dim \(128\); got 31 \(from stablelm\.rope\.dimension_count = 31\)$"),
+     r"rotary_dim must be even and <= head_dim \(128\); got 31 \(from the layer's n_rot: rope\.dimension_count, "
+     r"or rope\.dimension_count_swa on a sliding layer, else attention\.key_length, as its graph takes it\)$"),
 ])
 def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, tensors, match):
     """A value ModelRope refuses (by its from_hf name) is named as the file holds it: its key and value."""

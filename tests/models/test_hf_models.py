@@ -182,9 +182,10 @@ def test_model_type_matches_its_attention(case):
     assert (np.abs(out - q_out) <= tol).all(), case  # and the model's own float32 output
 
 
-@pytest.mark.parametrize("model_type", OK)
+@pytest.mark.parametrize("model_type", OK + [c.split("/")[0] for c in CHANGED if f"{c.split('/')[0]}/rotates" in GOLD])
 def test_layers_without_rope(model_type):
-    """Which layers rotate, as the model's attention did on the default config."""
+    """Which layers rotate, as the model's attention did on the default config (and on one with the key that
+    says so changed: Mllama's cross_attention_layers moved)."""
     layers = vkrope.hf_layers(golden_config(model_type))
     want = GOLD[f"{model_type}/rotates"]
     assert [r is not None for r in layers][: len(want)] == list(want), model_type
@@ -361,6 +362,8 @@ def test_layers_without_rope_by_index():
     for call in (lambda: vkrope.from_hf(hub, layer=3), lambda: vkrope.hf_layers(hub)):
         with pytest.raises(ValueError, match="no_rope_layers is missing, empty.*AutoConfig"):
             call()
+    with pytest.raises(ValueError, match="no_rope_layers is missing, empty or not a list"):
+        vkrope.from_hf(dict(smol, no_rope_layers=5))  # (its class refuses it: not read as unknown, a plain read too)
     g3 = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
           "num_attention_heads": 32, "num_hidden_layers": 62, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}}
     with pytest.raises(ValueError, match="no layer_types, so layer 5's type is unknown"):
@@ -370,9 +373,9 @@ def test_layers_without_rope_by_index():
 
 def test_layers_a_config_lists_by_index_apply_no_rope():
     """Mllama (Llama 3.2 Vision) builds a cross-attention layer, which rotates nothing, where `layer_idx in
-    config.cross_attention_layers` (it was refused whole): an index past the layers names none, an empty list
-    none at all; a file without the list (its class fills in its own) reads with those layers unknown, and a
-    layer, or a list of anything but integers, is refused."""
+    config.cross_attention_layers` (it was refused whole): an index past the layers or negative names none, an
+    empty list none at all; a file without the list (its class fills in its own) reads with those layers
+    unknown and refuses a layer; a list of anything but integers, which its class refuses, is refused."""
     text = {"model_type": "mllama_text_model", "hidden_size": 4096, "num_attention_heads": 32,
             "num_key_value_heads": 8, "num_hidden_layers": 8, "rope_theta": 500000.0,
             "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -385,11 +388,15 @@ def test_layers_a_config_lists_by_index_apply_no_rope():
     bare = {k: v for k, v in text.items() if k != "cross_attention_layers"}
     assert vkrope.from_hf(bare).nope_layers is None
     assert vkrope.from_hf(bare).summary()["layers_without_rope"].startswith(
-        "unknown: cross_attention_layers is missing or not a list of layer indices")
-    for cfg in (bare, dict(text, cross_attention_layers=[3.0]), dict(text, cross_attention_layers=[True])):
-        with pytest.raises(ValueError, match=r"^config: cross_attention_layers is missing or not a list of layer "
-                                             r"indices \(integers\); got .*AutoConfig"):
-            vkrope.from_hf(cfg, layer=1)
+        "unknown: cross_attention_layers is missing: the layers it lists apply no RoPE")
+    with pytest.raises(ValueError, match=r"^config: cross_attention_layers is missing: .*AutoConfig"):
+        vkrope.from_hf(bare, layer=1)
+    assert vkrope.from_hf(dict(text, cross_attention_layers=[-1, 3])).nope_layers == (3,)  # (`in`, not indexing)
+    for bad in ([3.0], [True], "3"):  # (its class's strict list[int] refuses them: a plain read too)
+        for kw in ({}, {"layer": 1}):
+            with pytest.raises(ValueError, match=r"^config: cross_attention_layers must be a list of layer "
+                                                 r"indices \(integers\), as its config class requires; got"):
+                vkrope.from_hf(dict(text, cross_attention_layers=bad), **kw)
 
 
 def test_a_config_whose_layers_all_apply_no_rope_has_no_rope_to_give(monkeypatch):

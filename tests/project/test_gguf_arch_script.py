@@ -165,7 +165,10 @@ def _factor_sizes() -> None:
     fallback = loop + "if (m == 0) { m = n_rot; } "  # (Step 3.5's: a maximum over the layers, or n_rot)
     assert table.factor_sizes(_Bodies("{ LLAMA_LOAD_LOCALS; " + fallback + mk % "m/2" + " }"), "m") == \
         {"rope_freqs.weight": f"(((n_rot(0))) if ({most} == 0) else ({most}))/2"}
-    for other in (loop.replace("= 0;", "= 1;"), fallback + "m = 2; ", loop.replace("std::max", "std::min")):
+    after = ("m = 2; ", "m += 2; ", "m *= 2; ", "++m; ", "m--; ", "m <<= 1; ", "tweak(m); ")
+    early = "uint32_t m = 0; if (m == 0) { m = n_rot; } " + loop[len("uint32_t m = 0; "):]  # (C: max(n_rot, ...))
+    for other in (loop.replace("= 0;", "= 1;"), loop.replace("std::max", "std::min"), early,
+                  *(fallback + a for a in after)):
         assert table.factor_sizes(_Bodies("{ " + other + mk % "m/2" + " }"), "m") == {"rope_freqs.weight": "unknown"}
     assert table.factor_sizes(_Bodies("{ " + mk % "n_rot/2, 2" + " }"), "m") == {"rope_freqs.weight": "unknown"}
     two = _Bodies("{ LLAMA_LOAD_LOCALS; " + mk % "n_rot/2" + " }", "{ LLAMA_LOAD_LOCALS; " + mk % "n_rot" + " }")

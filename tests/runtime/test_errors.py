@@ -292,13 +292,17 @@ def test_ml_dtypes_numbers_are_told_to_convert_and_a_cos_sin_pair_how_to_stack(d
     for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.int4):
         assert _refusal(device, x.astype(dt), f).endswith("(convert with x.astype(np.float32))")
     with pytest.raises(TypeError, match=r"ids must hold real numbers .* got dtype float8_e4m3fn \(convert with "
-                                        r"ids\.astype\(np\.float32\)\)$"):
+                                        r"ids\.astype\(np\.float64\)\)$"):
         device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), ml_dtypes.float8_e4m3fn))
+    with pytest.raises(TypeError, match=r"ids must hold real numbers .* got dtype bool$"):  # (a mask is no ids)
+        device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), bool))
     spec, ids = vkrope.NdFreqs((4, 4)), np.arange(8.0).reshape(4, 2)
     cos, sin = spec.cos_sin(ids)
-    with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: apply reads each pair's cos and sin side by side, "
-                                        r"np\.stack\(\[cos, sin\], -1\) .* cos\[:, ::2\]"):
-        device.apply(x, (cos, sin))
+    for pair in ((cos, sin), [cos, sin]):  # (a list too: np.asarray of it reads as twice the rows)
+        with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: apply turns interleaved pairs .* np\.stack\("
+                                            r"\[cos\[:, ::2\], sin\[:, ::2\]\], -1\) of diffusers' .* "
+                                            r"vkrope\.apply_rotary_emb_hf's\)$"):
+            device.apply(x, pair)
     np.testing.assert_array_equal(device.apply(x, np.stack([cos[:, ::2], sin[:, ::2]], -1)),
                                   device.apply_nd(x, spec, ids))
 

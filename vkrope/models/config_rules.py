@@ -132,6 +132,12 @@ def table() -> dict[str, Any]:
         return json.load(f)
 
 
+# The end of the refusal of a class with RoPE per layer type that the rules table does not hold
+# (scripts/hf_config_rules.py measures the types the model table refuses for this reason only).
+UNMEASURED = ("how its config class reads the file's RoPE keys is not in vkrope's rules table; refused rather than "
+              "guessed")
+
+
 def rules_of(model_type: str) -> dict[str, Any]:
     """The rules of a model type ({} where none were measured)."""
     return dict(table()["models"].get(model_type, {}))
@@ -167,8 +173,7 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
     said = bool(given) or bool(scaling) or any(k in cfg for k in theta_keys({"per_type": rules or {}}))
     if not rules:
         if said:
-            raise ValueError(f"config: {model_type} keeps RoPE per layer type, and how its config class reads the "
-                             "file's RoPE keys is not in vkrope's rules table; refused rather than guessed")
+            raise ValueError(f"config: {model_type} keeps RoPE per layer type, and {UNMEASURED}")
         return json.loads(json.dumps(default))
     extra = sorted(k for k in given or () if k not in default) if isinstance(given, dict) else []
     if given and extra and set(given) & set(default):

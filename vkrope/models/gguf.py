@@ -423,7 +423,8 @@ _GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_
                  "beta_fast": "rope.scaling.yarn_beta_fast", "beta_slow": "rope.scaling.yarn_beta_slow",
                  "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor|rope.scale_linear",
                  "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)",
-                 "rotary_dim": "rope.dimension_count"}
+                 "rotary_dim": "the layer's n_rot: rope.dimension_count, or rope.dimension_count_swa on a sliding "
+                               "layer, else attention.key_length, as its graph takes it"}
 
 
 def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
@@ -431,7 +432,7 @@ def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
     source = _GGUF_SOURCES.get(message.split(" ", 1)[0].rstrip(":"))
     if source is None:
         return ""
-    if source.startswith("the tensor"):
+    if source.startswith("the "):  # (a tensor, or what llama.cpp derives from several keys)
         return f" (from {source})"
     keys = source.split("|")  # (the key, then the older one llama.cpp falls back to)
     source = next((k for k in keys if k in kv), keys[0])

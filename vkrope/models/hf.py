@@ -581,8 +581,10 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
     try:
         rotates, type_of_layer = _layer_of(cfg, e, layer)
     except ValueError as exc:
-        key = (e.get("nope") or {}).get("key")  # (the key that says which layers rotate, absent from cfg)
-        if layer is not None or layer_type is not None or key is None or f"config: {key} is missing" not in str(exc):
+        key = (e.get("nope") or {}).get("key")  # (the key that says which layers rotate: absent, null or [])
+        given = cfg.get(key) if key is not None else True
+        absent = given is None or isinstance(given, list) and not given
+        if layer is not None or layer_type is not None or not absent or f"config: {key} is missing" not in str(exc):
             raise
         return None, None, str(exc)
     if layer is None and layer_type is None and rotates and not any(rotates):
@@ -750,6 +752,16 @@ def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
 
 
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
+    """_rotated's (rotary dim, partial_rotary_factor); an odd whole head refused naming the head width (ModelRope
+    would name rotary_dim, which such a config does not hold)."""
+    rotary, partial = _rotated(cfg, rope, kind, head_dim, rule)
+    if rotary == head_dim and head_dim % 2:
+        raise ValueError(f"config: the head width {head_dim} (head_dim, else hidden_size // num_attention_heads) "
+                         "must be even: this model rotates the whole head, in pairs")
+    return rotary, partial
+
+
+def _rotated(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
     """(rotary dim, partial_rotary_factor) by the table's rule: "partial"
     (int(head_dim * partial_rotary_factor)), "whole" (the head: the config
     class has folded the factor into the head key already, MLA),

@@ -133,18 +133,25 @@ def switched_off(cfg: dict, e: dict) -> str | None:
 def listed_layers(cfg: dict, key: str, values: Any) -> list[bool]:
     """Per decoder layer whether it applies RoPE where `cfg[key]` lists by index the layers that do not (the
     rule {"kind": "indices"}: Mllama builds a cross-attention layer, which takes no RoPE, where `layer_idx in
-    config.cross_attention_layers`; an index past the layers names none). Anything but a list of integers is
-    a ValueError: its class fills in its own list where the key is absent or null."""
+    config.cross_attention_layers`; an index past the layers, or negative, names none). A ValueError where
+    the list is absent or null (the class fills in its own) or not a list of integers (the class refuses it)."""
+    if values is None:
+        raise ValueError(f"config: {key} is missing: the layers it lists apply no RoPE, and this model type's "
+                         "config class fills in a list of its own where the key is absent or null: pass the "
+                         "config as transformers saves it, AutoConfig.from_pretrained(path).to_dict()")
     if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
-        raise ValueError(f"config: {key} is missing or not a list of layer indices (integers); got "
-                         f"{brief(values)}: this model type's layers it lists apply no RoPE (its config class fills "
-                         "in a list of its own where the key is absent or null): pass the config as transformers "
-                         "saves it, AutoConfig.from_pretrained(path).to_dict()")
+        raise ValueError(f"config: {key} must be a list of layer indices (integers), as its config class "
+                         f"requires; got {brief(values)}")
+    listed = set(values)
+    return [i not in listed for i in range(positive_layer_count(cfg))]
+
+
+def positive_layer_count(cfg: dict) -> int:
+    """The config's num_hidden_layers (layer_count), which must be at least 1 where it says which layers rotate."""
     count = layer_count(cfg.get("num_hidden_layers"))
     if count < 1:
         raise ValueError(f"config: num_hidden_layers must be a positive integer; got {count}")
-    listed = set(values)
-    return [i not in listed for i in range(count)]
+    return count
 
 
 def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
@@ -152,9 +159,9 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     `nope` over the (text) config `cfg`; None where every layer does.
 
     Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
-    true (no_rope_layers); {"kind": "types", "key": K, "rotate": [...]}:
-    layer i rotates iff cfg[K][i] is one of those layer types ({"kind": "indices",
-    "key": K}: iff i is not in the list cfg[K], `listed_layers`), and where
+    true (no_rope_layers); {"kind": "indices", "key": K}: iff i is not in
+    the list cfg[K] (`listed_layers`); {"kind": "types", "key": K, "rotate":
+    [...]}: iff cfg[K][i] is one of those layer types, and where
     the rule lists "still" (the types seen not rotating), a type in neither
     list ("failed": one the model's code fails on, or one never probed) is a
     ValueError; with "if_null": {"key": N, "rotate": [...], "still": [...]}:
@@ -162,10 +169,7 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     layers; Cohere 2: none; their attention tests the sliding window).
     A config that switches RoPE off (`switched_off`): no layer rotates."""
     if switched_off(cfg, e):  # (whatever the layers' types: the model passes none of them a RoPE)
-        count = layer_count(cfg.get("num_hidden_layers"))
-        if count < 1:
-            raise ValueError(f"config: num_hidden_layers must be a positive integer; got {count}")
-        return [False] * count
+        return [False] * positive_layer_count(cfg)
     rule = e.get("nope")
     if not rule:
         return None

@@ -139,13 +139,15 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C]"
     else:
         if not isinstance(freqs, np.ndarray):
-            pair = isinstance(freqs, tuple) and len(freqs) == 2  # (diffusers' and transformers' (cos, sin))
+            # (diffusers' and transformers' (cos, sin): np.asarray of one stacks it into rows it is not)
+            pair = isinstance(freqs, (tuple, list)) and len(freqs) == 2 and all(
+                isinstance(f, (np.ndarray, DeviceArray)) for f in freqs)
             raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
                             f"got {describe(freqs)}" + (
-                                " (a (cos, sin) pair: apply reads each pair's cos and sin side by side, "
-                                "np.stack([cos, sin], -1) of one value per pair: of diffusers' repeated [N, D] "
-                                "ones cos[:, ::2], of transformers' cat(f, f) ones cos[:, :D // 2])" if pair
-                                else asarray_hint('freqs', freqs)))
+                                " (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's "
+                                "cos and sin side by side: np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' "
+                                "repeated [N, D] tables; rotate-half tables, transformers' cat(f, f), are "
+                                "vkrope.apply_rotary_emb_hf's)" if pair else asarray_hint('freqs', freqs)))
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"
