@@ -1179,6 +1179,11 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
     with pytest.raises(ValueError, match=r"^config: the rotary dim int\(head_dim 64 x partial_rotary_factor 0\.33\) "
                                          r"= 21 must be even$"):  # (the factor named, not only the width)
         vkrope.from_hf({**llama, "model_type": "phi", "partial_rotary_factor": 0.33, "rope_scaling": None})
+    for rope in ({}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}):  # (named as the file holds it, not
+        with pytest.raises(ValueError, match=r"^config: rope_theta must be a number; got None$"):  # where its class
+            vkrope.from_hf({**llama, "rope_theta": None, **rope})  # moves it, rope_scaling.rope_theta)
+    with pytest.raises(ValueError, match=r"^config: rope_parameters\.rope_theta must be a number; got 'x'$"):
+        vkrope.from_hf({**llama, "rope_scaling": None, "rope_parameters": {"rope_type": "default", "rope_theta": "x"}})
     with pytest.raises(ValueError, match=r"^config: the head width 63 \(head_dim, else hidden_size // "
                                          r"num_attention_heads\) must be even"):  # (not "rotary_dim", a key it lacks)
         vkrope.from_hf({"model_type": "llama", "hidden_size": 126, "num_attention_heads": 2, "head_dim": 63})

@@ -656,8 +656,11 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
 
 
 def _theta(cfg: dict, rope: dict, where: str) -> float:
+    """The rope dict's theta (the class moves a top-level rope_theta into it: a bad one is named as the file
+    holds it), else the config's, else GPT-NeoX's rotary_emb_base, else 10000."""
     if "rope_theta" in rope:
-        return key_number(rope, "rope_theta", where)
+        moved = "rope_theta" in cfg and cfg["rope_theta"] is rope["rope_theta"]
+        return key_number(rope, "rope_theta", "config: " if moved else where)
     if "rope_theta" in cfg:
         return key_number(cfg, "rope_theta", "config: ")
     if "rotary_emb_base" in cfg:  # GPT-NeoX
