@@ -96,14 +96,12 @@ def inv_freq(rope: dict, seq_len=None) -> np.ndarray:
         f, lo, hi, old = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"], rope["orig"]
         wl = (F(1) / inv) * F(2 * math.pi)  # (torch's number / tensor: the reciprocal times the number)
         out = np.empty_like(inv)
-        for i in range(inv.size):
-            if wl[i] < F(old / hi):
-                out[i] = inv[i]
-            elif wl[i] > F(old / lo):
-                out[i] = inv[i] / F(f)
-            else:
+        for i in range(inv.size):  # (long wavelengths divided by the factor, then those between the two
+            # bounds smoothed: none where high_freq_factor < low_freq_factor puts the bounds the other way)
+            out[i] = inv[i] / F(f) if wl[i] > F(old / lo) else inv[i]
+            if F(old / hi) <= wl[i] <= F(old / lo):
                 s = ((F(1) / wl[i]) * F(old) - F(lo)) / F(hi - lo)
-                out[i] = (F(1) - s) * inv[i] / F(f) + s * inv[i]
+                out[i] = (F(1) - s) * out[i] / F(f) + s * out[i]
         return out
     if kind == "yarn":
         f = rope.get("factor") or rope["mpe"] / rope["orig"]

@@ -235,9 +235,8 @@ def _check_llama3(r: ModelRope) -> None:
     for key in ("low_freq_factor", "high_freq_factor"):
         if r.param(key) is None:
             raise ValueError(f"rope_type 'llama3' needs {key}")
-    if r.param("high_freq_factor") < r.param("low_freq_factor"):
-        raise ValueError(f"llama3: high_freq_factor ({r.param('high_freq_factor')}) must be >= low_freq_factor "
-                         f"({r.param('low_freq_factor')})")
+    # (a high_freq_factor below the low one is read as transformers computes it, which only warns: no column is
+    # smoothed, those past old / low_freq_factor divided by the factor)
 
 
 def _check_proportional(r: ModelRope) -> None:
