@@ -1399,3 +1399,17 @@ def test_ernie_sections_its_module_fails_on_are_refused():
     assert type(two_axis.mrope_layout) is str and two_axis.pair_axis == (1, 2) * 4  # (no time pair: two axes)
     with pytest.raises(ValueError, match="mrope_layout 'alternating' needs mrope_section"):
         vkrope.ModelRope("default", 16, 16, 1e4, mrope_layout="alternating")
+
+
+def test_a_type_a_per_layer_type_class_merged_into_its_dicts_is_named_so():
+    """Gemma 3n's class puts a file's rope_scaling {"type": "linear"} into each layer type's dict beside that
+    type's own rope_type "default" (transformers then runs the default, the factor unread): refused, saying
+    where the keys came from, as the file holds neither there."""
+    text = {"model_type": "gemma3n_text", "hidden_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 2,
+            "head_dim": 256, "num_hidden_layers": 5, "layer_types": ["sliding_attention"] * 4 + ["full_attention"],
+            "rope_theta": 1e6, "rope_local_base_freq": 1e4, "sliding_window": 512,
+            "rope_scaling": {"type": "linear", "factor": 2.0}}
+    with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.type \('linear'\) and "
+                                         r"rope_type \('default'\) contradict each other \(its config class puts a "
+                                         r"file's rope_scaling into each layer type's dict"):
+        vkrope.from_hf(text, layer=4)

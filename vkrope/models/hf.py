@@ -637,8 +637,10 @@ def _rope_kind(rope: dict, where: str, model_type: str) -> str:
     renamed = config_rules.renames(model_type)  # (transformers' early names: Phi-3's "su", Qwen2-VL's "mrope")
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _same_type(rope["type"], renamed) != _same_type(rope["rope_type"], renamed):
+        merged = " (its config class puts a file's rope_scaling into each layer type's dict, beside the layer " \
+            "type's own rope_type)" if "['" in where else ""  # (Gemma 3n's: the file has neither key there)
         raise ValueError(f"{where}type ({rope['type']!r}) and rope_type ({rope['rope_type']!r}) contradict each "
-                         "other: transformers reads rope_type; remove the one the model does not run")
+                         f"other{merged}: transformers reads rope_type; remove the one the model does not run")
     key = "rope_type" if "rope_type" in rope else "type"
     kind = rope.get(key, "default")
     if not isinstance(kind, str):
