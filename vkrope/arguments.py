@@ -124,7 +124,7 @@ def check_on_device(name: str, a: Any, device: Any, whose: str = "the one runnin
         # (the argument itself: apply_many's names say `calls[i]: ` first, a table's end in "(cos)")
         code = name.rsplit(": ", 1)[-1].split(" (", 1)[0]
         raise ValueError(f"{name} lives on another vkrope.Device ({a.device!r}) than {whose}{named}; copy "
-                         f"it there with that Device's asarray({code}), which copies it through the host")
+                         f"it there with that device's asarray({code}), which copies it through the host")
 
 
 def check_array(a: Any, name: str, storage: str) -> Any:
