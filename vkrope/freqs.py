@@ -967,8 +967,7 @@ class NdFreqs(FrequencySpec):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
                             f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
         if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype not in TENSOR_DTYPES:
-            hint = convert_hint(name, ids.dtype).replace("astype(np.float32)", "astype(np.float64)")  # (float32
-            # rounds ids past 2^24)
+            hint = convert_hint(name, ids.dtype, to="float64")  # (float32 rounds ids past 2^24)
             raise TypeError(f"{name} must hold real numbers (integers, or floats: numpy's or bfloat16); got dtype "
                             f"{ids.dtype}" + ("" if ids.dtype == np.bool_ else f" ({hint})"))  # (a mask: no cast)
         if ids.ndim not in (2, 3) or ids.shape[-1] != self.n_axes:

@@ -757,12 +757,16 @@ def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
 
 
 def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
-    """_rotated's (rotary dim, partial_rotary_factor); an odd whole head refused naming the head width (ModelRope
-    would name rotary_dim, which such a config does not hold)."""
+    """_rotated's (rotary dim, partial_rotary_factor); an odd one refused naming what it came from, the head width
+    or the partial factor (ModelRope would name rotary_dim, which such a config does not hold; a key of the
+    rotated channels, GPT-J's rotary_dim, it names)."""
     rotary, partial = _rotated(cfg, rope, kind, head_dim, rule)
-    if rotary == head_dim and head_dim % 2:
+    if rotary % 2 and rotary == head_dim:
         raise ValueError(f"config: the head width {head_dim} (head_dim, else hidden_size // num_attention_heads) "
                          "must be even: this model rotates the whole head, in pairs")
+    if rotary % 2 and rule == "partial":
+        raise ValueError(f"config: the rotary dim int(head_dim {head_dim} x partial_rotary_factor {partial}) = "
+                         f"{rotary} must be even")
     return rotary, partial
 
 
@@ -803,9 +807,6 @@ def _rotated(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tupl
         if cfg.get(rule) is None:
             raise ValueError(f"config: {rule} (the rotated channels) is missing")
         return key_int(cfg, rule, "config: "), 1.0
-    if int(head_dim * partial) % 2:  # (ModelRope would refuse it too, without naming the factor it came from)
-        raise ValueError(f"config: the rotary dim int(head_dim {head_dim} x partial_rotary_factor {partial}) = "
-                         f"{int(head_dim * partial)} must be even")
     return int(head_dim * partial), partial
 
 

@@ -177,11 +177,12 @@ def axis(dtype: Any) -> str:
     return _AXIS[np.dtype(dtype).name]  # (of a dtype the call's checks took: its name says which)
 
 
-def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
+def convert_hint(name: str, dtype: Any, accepted: Any = (), to: str = "float32") -> str:
     """How to turn an array of `dtype` into one vkrope takes (one of
-    `accepted`): a two-byte void array is how np.load reads a saved
-    bfloat16 array; a byte-swapped one of an accepted dtype ('>f4', from a
-    big-endian machine) needs only its bytes in the machine's order."""
+    `accepted`; else a cast to `to`): a two-byte void array is how np.load
+    reads a saved bfloat16 array; a byte-swapped one of an accepted dtype
+    ('>f4', from a big-endian machine) needs only its bytes in the machine's
+    order."""
     dt = np.dtype(dtype)
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
@@ -198,7 +199,7 @@ def convert_hint(name: str, dtype: Any, accepted: Any = ()) -> str:
         return "a string array: pass a float array"
     if dt.kind == "c":  # (astype would drop the imaginary part, without an error; what the parts mean is the
         return "a complex array: pass real values (a cast to float32 would drop the imaginary part)"  # caller's)
-    return f"convert with {name}.astype(np.float32)"
+    return f"convert with {name}.astype(np.{to})"
 
 
 def asarray_hint(name: str, value: Any) -> str:
