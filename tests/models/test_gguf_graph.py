@@ -481,7 +481,8 @@ def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
 
 @pytest.mark.parametrize("arch, kv, tensors, match", [
     ("llama", {"rope.freq_base": 0.0}, (), r"theta .* got 0\.0 \(from llama\.rope\.freq_base = 0\.0\)$"),
-    ("llama", {"context_length": 0}, (), r"max_position_embeddings .* \(from llama\.context_length = 0\)$"),
+    ("llama", {"context_length": 0, "rope.scaling.type": "yarn", "rope.scaling.factor": 4.0}, (),  # (its default
+     r"yarn needs llama\.rope\.scaling\.original_context_length \(or context_length"),  # original length: 0)
     ("llama", {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.attn_factor": -1.0}, (),
      r"attention_factor .* \(from llama\.rope\.scaling\.attn_factor = -1\.0 and the scaling it multiplies in\)$"),
     ("mistral3", {"rope.scaling.type": "yarn", "rope.scaling.factor": 4.0, "rope.scaling.yarn_beta_fast": 0.0}, (),
@@ -500,6 +501,19 @@ def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, ten
     """A value ModelRope refuses (by its from_hf name) is named as the file holds it: its key and value."""
     with pytest.raises(ValueError, match=match):
         vkrope.from_gguf(gguf_file(tmp_path, arch, kv, tensors))
+
+
+def test_a_context_length_of_zero_is_read_as_llama_cpp_loads_it(tmp_path):
+    """llama.cpp loads a file whose context_length is 0 (its n_ctx_train; no rope call reads it): the RoPE,
+    without a length (it was refused); YaRN's original length defaults to it, and is refused at 0 (above)."""
+    rope = vkrope.from_gguf(gguf_file(tmp_path, "llama", {"context_length": 0}))
+    other = vkrope.from_gguf(gguf_file(tmp_path, "llama", {}, name="n"))  # (the same rotation, with a length)
+    pos = np.array([[0, 5, 4095, 100000]])
+    assert rope.max_position_embeddings is None and other.max_position_embeddings
+    np.testing.assert_array_equal(np.asarray(rope.cos_sin(pos)), np.asarray(other.cos_sin(pos)))
+    yarn = {"context_length": 0, "rope.scaling.type": "yarn", "rope.scaling.factor": 4.0,
+            "rope.scaling.original_context_length": 4096}
+    assert vkrope.from_gguf(gguf_file(tmp_path, "llama", yarn, name="y")).original_max_position_embeddings == 4096
 
 
 def test_what_llama_cpp_computes_as_nan_or_reads_elsewhere_is_refused_by_name(tmp_path):

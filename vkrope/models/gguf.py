@@ -338,9 +338,9 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     if rope_type in ("yarn", "longrope") and not orig:
         raise ValueError(f"{where}: {rope_type} needs {arch}.rope.scaling.original_context_length (or "
                          "context_length, llama.cpp's default for it)")
-    try:
+    try:  # (a context_length of 0: llama.cpp loads the file, its n_ctx_train 0, which no rope call reads)
         return ModelRope(rope_type, int(head_dim), int(call.dims), call.base, tuple(sorted(params.items())),
-                         num("context_length"), orig, section, "interleaved" if pairs == "imrope" else "chunked",
+                         num("context_length") or None, orig, section, "interleaved" if pairs == "imrope" else "chunked",
                              pairs == "norm",
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
@@ -419,7 +419,7 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
 
 # The GGUF metadata a ModelRope argument is read from, named where its check refuses the value (its message
 # names the argument as from_hf's users know it)
-_GGUF_SOURCES = {"theta": "rope.freq_base", "max_position_embeddings": "context_length",
+_GGUF_SOURCES = {"theta": "rope.freq_base",
                  "beta_fast": "rope.scaling.yarn_beta_fast", "beta_slow": "rope.scaling.yarn_beta_slow",
                  "attention_factor": "rope.scaling.attn_factor", "factor": "rope.scaling.factor|rope.scale_linear",
                  "freq_factors": "the tensor rope_freqs.weight (or rope_factors_long / short)",
