@@ -439,10 +439,8 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
     if remote is not None:
         return gguf_convert.layers(*remote, angle)
     _, e, cfg = _entry_of(config, like)
-    rotates = hf_models.rope_layers(cfg, e)
-    n = _layer_count(cfg, rotates)
-    if n < 1:
-        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {n}")
+    rotates = hf_models.rope_layers(cfg, e)  # (a list of one entry a layer or more: its rules refuse an empty one)
+    n = _layer_count(cfg, rotates) if rotates is not None else hf_models.positive_layer_count(cfg)
     over = _overrides(cfg, e)
     memo: dict[Any, ModelRope | None] = {}
     out = []
@@ -511,7 +509,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return None
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type)
-    kind = config_rules.check_type(_rope_kind(rope, where, model_type), model_type, where, rope, cfg)
+    kind = config_rules.check_type(_rope_kind(rope, where, model_type, nested is not None), model_type, where, rope,
+                                   cfg)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
@@ -633,12 +632,12 @@ def _same_type(name: Any, renamed: dict[str, str]) -> Any:
     return renamed.get(name) or config_rules.early_type(name) or name
 
 
-def _rope_kind(rope: dict, where: str, model_type: str) -> str:
+def _rope_kind(rope: dict, where: str, model_type: str, per_type: bool) -> str:
     renamed = config_rules.renames(model_type)  # (transformers' early names: Phi-3's "su", Qwen2-VL's "mrope")
     if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
             and _same_type(rope["type"], renamed) != _same_type(rope["rope_type"], renamed):
         merged = " (its config class puts a file's rope_scaling into each layer type's dict, beside the layer " \
-            "type's own rope_type)" if "['" in where else ""  # (Gemma 3n's: the file has neither key there)
+            "type's own rope_type)" if per_type else ""  # (Gemma 3n's: the file has neither key there)
         raise ValueError(f"{where}type ({rope['type']!r}) and rope_type ({rope['rope_type']!r}) contradict each "
                          f"other{merged}: transformers reads rope_type; remove the one the model does not run")
     key = "rope_type" if "rope_type" in rope else "type"
