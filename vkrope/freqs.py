@@ -283,7 +283,8 @@ class YaRN:
     HF does (the float32 power correctly rounded); freq_factors, if
     any, then divide it (llama.cpp divides both terms first, the same in
     exact arithmetic). RopeFreqs refuses a spec whose ramp is empty (low
-    above high: an original_context of a few tokens or ~10^10; HF and
+    above high: an original_context of a few tokens, or of tens of billions and
+    more (by the base and head width); HF and
     llama.cpp blend oppositely there), a scale below 1 (HF's validator
     does too) and a base of 1 or less (the ramp divides by ln(base)). cos and sin are multiplied by `magnitude`: attn_factor *
     (0.1 ln(scale) + 1) when scale > 1 and ext_factor != 0, else
