@@ -669,11 +669,11 @@ def model_types() -> set[str]:
 
 def vkrope_reads(cfg: dict, lt: str | None) -> Any:
     """vkrope.from_hf's reading of a config: (theta, rope type, factor, partial factor), or None where it
-    refuses it."""
+    refuses it (of a model type whose layers rotate two ways over the same angles, its attention's part)."""
     import vkrope  # noqa: PLC0415
 
     try:
-        r = vkrope.from_hf(copy.deepcopy(cfg), layer_type=lt)
+        r = vkrope.from_hf(copy.deepcopy(cfg), layer_type=lt, part=kp.angles_part(cfg))
     except ValueError:
         return None
     if r is None:

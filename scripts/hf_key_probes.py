@@ -109,6 +109,15 @@ def class_view(built: Callable[[dict], Any], kw: dict, lts: list[str] | None, e:
         return None
 
 
+def angles_part(cfg: dict) -> str | None:
+    """The part from_hf reads where only the angles and widths matter: "attention" of a model type whose layers
+    rotate two ways over the same angles (the model table's `parts`: DeepSeek-V3.2), else None."""
+    from vkrope.models import model_table  # noqa: PLC0415
+
+    e = model_table.table()["models"].get(cfg.get("model_type"))
+    return "attention" if isinstance(e, dict) and e.get("parts") else None
+
+
 def vkrope_view(cfg: dict, lts: list[str] | None) -> dict[Any, tuple | None]:
     """Per layer type, vkrope.from_hf's reading of a config file (FIELDS); None where it refuses."""
     import vkrope  # noqa: PLC0415
@@ -116,7 +125,7 @@ def vkrope_view(cfg: dict, lts: list[str] | None) -> dict[Any, tuple | None]:
     out: dict[Any, tuple | None] = {}
     for lt in lts or [None]:
         try:
-            r = vkrope.from_hf(copy.deepcopy(cfg), layer_type=lt)
+            r = vkrope.from_hf(copy.deepcopy(cfg), layer_type=lt, part=angles_part(cfg))
         except ValueError:
             out[lt] = None
             continue

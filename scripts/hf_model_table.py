@@ -18,6 +18,11 @@ modeling file recorded. From what the code did it writes, per model type:
                 (2i, 2i+1), interleaved_to_halves (MLA's apply_rotary_pos_
                 emb_interleave: read interleaved, written cat(even, odd));
                 sign -1 for a rotation by -theta
+  parts         where each layer rotates two ways over the same angles
+                (DeepSeek-V3.2's sparse indexer rotate-half beside its
+                attention's interleaved pairs, told apart by the module
+                that made the call): each part's pairs; from_hf(part=)
+                reads one and refuses a config without it
   cos_layout    halves (cat(f, f)), repeated (each value twice), single
                 (one per pair) or complex (Llama 4's freqs_cis)
   mrope         how M-RoPE's axes spread over the pairs (chunked,
@@ -178,10 +183,16 @@ def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool
     cfg = config_of(model_type, {**facts, "text": {**facts["text"], "rope_parameters": rope}}, entry)
     try:
         for key in entry["by_layer_type"]:
-            vkrope.from_hf(cfg, layer_type=None if key == "*" else key)
+            vkrope.from_hf(cfg, layer_type=None if key == "*" else key, part=angles_part(entry))
     except ValueError:
         return True
     return False
+
+
+def angles_part(entry: dict) -> str | None:
+    """The part from_hf reads where only the angles, layers and keys matter: "attention" of a model type whose
+    layers rotate two ways over the same angles (the table's `parts`), else None."""
+    return "attention" if entry.get("parts") else None
 
 
 def install(models: dict) -> None:
@@ -260,14 +271,24 @@ def config_of(model_type: str, facts: dict, entry: dict) -> dict:
 
 
 def check(model_type: str, facts: dict, entry: dict) -> str | None:
-    """None when vkrope.from_hf, with `entry`, computes what the model did on its default config; else why not."""
+    """None when vkrope.from_hf, with `entry`, computes what the model did on its default config; else why not
+    (of each part, where its layers rotate two ways)."""
+    for part in sorted(entry.get("parts") or [None], key=str):
+        why = check_part(model_type, facts, entry, part)
+        if why is not None:
+            return why if part is None else f"part {part!r}: {why}"
+    return None
+
+
+def check_part(model_type: str, facts: dict, entry: dict, part: str | None) -> str | None:
+    """check() of one part (None: a model type whose layers rotate one way)."""
     import vkrope  # noqa: PLC0415
 
     install({model_type: entry})
     cfg = config_of(model_type, facts, entry)
     pos = facts.get("pos", OLD_POS)
     try:
-        per_layer = vkrope.hf_layers(cfg)
+        per_layer = vkrope.hf_layers(cfg, part=part)
     except ValueError as exc:
         return f"from_hf: {exc}"
     for info in facts["layers"]:
@@ -290,7 +311,7 @@ def check(model_type: str, facts: dict, entry: dict) -> str | None:
         tol = angle_tol(r, pt, pos)
         if (np.abs(c - mc) > tol).any() or (np.abs(s - ms) > tol).any():
             return f"layer {info['index']}: cos / sin differ by {max(np.abs(c - mc).max(), np.abs(s - ms).max()):.3g}"
-        ex = pt.get("example")
+        ex = pt.get("example") if part is None else pt["part_examples"][part]
         if ex is not None:  # the pairs and their order, with the model's own cos / sin
             want = expected_out(ex["q_in"], mc, ms, r.interleaved, ex["token_axis"])
             if ex["pairs"] == "interleaved_to_halves":
@@ -792,7 +813,8 @@ def read_default(model_type: str, facts: dict, entry: dict) -> dict:
     install({model_type: entry})
     out = {}
     for key in entry["by_layer_type"]:
-        r = vkrope.from_hf(config_of(model_type, facts, entry), layer_type=None if key == "*" else key)
+        r = vkrope.from_hf(config_of(model_type, facts, entry), layer_type=None if key == "*" else key,
+                           part=angles_part(entry))
         out[key] = {"rope_theta": r.theta, "rope_type": r.rope_type,
                     "params": {k: list(v) if isinstance(v, tuple) else v for k, v in r.params
                                if k != "partial_rotary_factor"}}  # (as JSON keeps them)
@@ -881,7 +903,7 @@ def model_level(model_type: str, facts: dict, entry: dict) -> tuple[str | None, 
     if not passed:
         return None, []
     install({model_type: entry})
-    layers = vkrope.hf_layers(config_of(model_type, facts, entry))
+    layers = vkrope.hf_layers(config_of(model_type, facts, entry), part=angles_part(entry))
     unread = [i for i, p in sorted(passed.items()) if not p and i < len(layers) and layers[i] is not None]
     if unread:
         return (f"its model passes no RoPE to layers {unread[:6]} where their attention would rotate (a per-layer "
@@ -921,6 +943,22 @@ def refuse_unread(model_type: str, entry: dict) -> None:
         print(f"  {model_type}: a changed {name} read otherwise ({why}): refused", flush=True)
 
 
+def parts_refused(rotating: list[dict]) -> str | None:
+    """Why a model type whose layers rotate two ways is refused, or None (also where they rotate one way): vkrope
+    reads parts alike on every layer that differ in their pairs only (the same angles, width and sign:
+    DeepSeek-V3.2's indexer and attention)."""
+    kinds = {json.dumps(l.get("parts"), sort_keys=True) for l in rotating}
+    if len(kinds) > 1:
+        return f"its layers' parts rotate in {len(kinds)} ways ({sorted(kinds)})"
+    parts = rotating[0].get("parts") if rotating else None
+    if not parts:
+        return None
+    if len({(v["sign"], v["head_dim"]) for v in parts.values()}) != 1 or parts["attention"]["sign"] != 1:
+        return f"its layers' parts rotate different widths or signs ({parts}): vkrope reads parts that differ " \
+               "in their pairs only"
+    return None
+
+
 def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     """The table entry of one model type from its probe (see the module docstring)."""
     if "error" in facts:
@@ -940,6 +978,11 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if len(kinds) != 1:
         return {**entry, "status": f"its layers rotate in {len(kinds)} ways ({sorted(kinds)})"}
     (pairs, sign), = kinds
+    why = parts_refused(rotating)
+    if why:
+        return {**entry, "status": why}
+    if rotating and rotating[0].get("parts"):  # (DeepSeek-V3.2's indexer rotate-half beside its attention: part=)
+        entry["parts"] = {p: {"pairs": v["pairs"]} for p, v in sorted(rotating[0]["parts"].items())}
     layouts = {facts["per_type"][l["rope_key"]]["pv"][0] for l in rotating}
     entry.update(pairs=pairs, sign=sign, cos_layout=sorted(layouts)[0],
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
@@ -1018,26 +1061,35 @@ def golden(model_type: str, facts: dict, out: dict, entry: dict, change: str | N
         ex = pt.get("example")
         if ex is None:
             continue
-        first = next(l["index"] for l in layers if l["rotates"] and l["rope_key"] == key)
-        g = f"{name}/{'*' if key is None else key}"
-        head_axis = 3 - ex["token_axis"]
-        keep = [slice(None)] * 4
-        keep[head_axis] = slice(0, 2)
-        out[g + "/layer"] = np.array(first)
-        out[g + "/pos"] = facts.get("pos", OLD_POS)
-        out[g + "/cos"], out[g + "/sin"] = pt["pv"][1].astype(np.float32), pt["pv"][2].astype(np.float32)
-        out[g + "/scaling"] = np.array(pt["scaling"])
-        if pt["inv_freq"] is not None:
-            out[g + "/inv_freq"] = np.asarray(module_inv(pt, facts, entry), np.float32)
-        if change is not None:
-            continue
-        q_in, q_out = ex["q_in"][tuple(keep)], ex["q_out"][tuple(keep)]
-        width = head_width(next(l for l in layers if l["index"] == first), facts)
-        if q_in.shape[-1] < width:  # the attention rotated a slice: the rest of the head passes through
-            rest = np.random.default_rng(width).standard_normal(q_in.shape[:-1] + (width - q_in.shape[-1],))
-            q_in, q_out = np.concatenate([q_in, rest], -1), np.concatenate([q_out, rest], -1)
-        out[g + "/q_in"], out[g + "/q_out"] = q_in.astype(np.float32), q_out.astype(np.float32)
-        out[g + "/token_axis"] = np.array(ex["token_axis"])
+        examples = pt["part_examples"] if entry.get("parts") and change is None else {"": ex}
+        for part, ex in examples.items():  # (each part under "type/key#part/": its own rotation, the same angles)
+            golden_case(out, f"{name}/{'*' if key is None else key}" + (f"#{part}" if part else ""), key, pt, ex,
+                        facts, entry, change)
+
+
+def golden_case(out: dict, g: str, key: Any, pt: dict, ex: dict, facts: dict, entry: dict,
+                change: str | None) -> None:
+    """golden()'s arrays of one rope layer type (and part) into `out`, under `g`."""
+    layers = sorted(facts["layers"], key=lambda l: l["index"])
+    first = next(l["index"] for l in layers if l["rotates"] and l["rope_key"] == key)
+    head_axis = 3 - ex["token_axis"]
+    keep = [slice(None)] * 4
+    keep[head_axis] = slice(0, 2)
+    out[g + "/layer"] = np.array(first)
+    out[g + "/pos"] = facts.get("pos", OLD_POS)
+    out[g + "/cos"], out[g + "/sin"] = pt["pv"][1].astype(np.float32), pt["pv"][2].astype(np.float32)
+    out[g + "/scaling"] = np.array(pt["scaling"])
+    if pt["inv_freq"] is not None:
+        out[g + "/inv_freq"] = np.asarray(module_inv(pt, facts, entry), np.float32)
+    if change is not None:
+        return
+    q_in, q_out = ex["q_in"][tuple(keep)], ex["q_out"][tuple(keep)]
+    width = head_width(next(l for l in layers if l["index"] == first), facts)
+    if q_in.shape[-1] < width:  # the attention rotated a slice: the rest of the head passes through
+        rest = np.random.default_rng(width).standard_normal(q_in.shape[:-1] + (width - q_in.shape[-1],))
+        q_in, q_out = np.concatenate([q_in, rest], -1), np.concatenate([q_out, rest], -1)
+    out[g + "/q_in"], out[g + "/q_out"] = q_in.astype(np.float32), q_out.astype(np.float32)
+    out[g + "/token_axis"] = np.array(ex["token_axis"])
 
 
 def first_probe(model_type: str, path: str) -> dict:

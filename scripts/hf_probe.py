@@ -149,6 +149,26 @@ def _own_function(fn: Any, module: Any) -> bool:
     return inspect.isfunction(fn) or (isinstance(fn, torch.nn.Module) and type(fn).__name__ == "Func")
 
 
+def calling_module(frame: Any) -> Any:
+    """The torch module whose method made the call (the first frame up whose `self` is one): which part of an
+    attention rotated (DeepSeek-V3.2's indexer beside its attention); None where no module did."""
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, torch.nn.Module):
+            return owner
+        frame = frame.f_back
+    return None
+
+
+def part_names(calls: list[dict], attn: Any) -> None:
+    """Name each recorded call's part in place: "attention" for the attention module's own calls, else the path
+    of the submodule that made it ("indexer"), the name its attention gives it."""
+    paths = {id(m): path for path, m in attn.named_modules()}
+    for call in calls:
+        path = paths.get(id(call.pop("caller", None)), "")
+        call["part"] = path or "attention"
+
+
 @contextlib.contextmanager
 def recording(module: Any):
     """Wrap every module-level function of `module` whose name says rotary / rope; yield the list of calls."""
@@ -159,7 +179,8 @@ def recording(module: Any):
                 and "mrope" not in name.lower() and not name.startswith("get_"):
             def wrapped(*args, __fn=fn, __name=name, **kwargs):
                 out = __fn(*args, **kwargs)
-                calls.append({"fn": __name, "args": args, "kwargs": kwargs, "out": out})
+                calls.append({"fn": __name, "args": args, "kwargs": kwargs, "out": out,
+                              "caller": calling_module(sys._getframe(1))})
                 return out
             saved[name] = fn
             setattr(module, name, wrapped)
@@ -317,7 +338,7 @@ def classify(call: dict, pv: tuple) -> dict | None:
     for (pairs, sign), cand in rotation_candidates(x, c, s, axes[0]).items():
         if np.abs(cand - y).max() <= scale:
             return {"pairs": pairs, "sign": sign, "head_dim": int(x.shape[-1]), "token_axis": axes[0],
-                    "q_in": x, "q_out": y}
+                    "q_in": x, "q_out": y, "part": call.get("part", "attention")}
     return None
 
 
@@ -353,8 +374,17 @@ def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
     if not got:
         return f"layer {index}: the attention's rotation is none vkrope knows (calls: {[c['fn'] for c in calls]})"
     kinds = {(g["pairs"], g["sign"], g["head_dim"]) for g in got}
-    if len(kinds) > 1:
+    by_part: dict[str, set] = {}
+    for g in got:
+        by_part.setdefault(g["part"], set()).add((g["pairs"], g["sign"], g["head_dim"]))
+    if len(kinds) > 1 and (len(by_part) == 1 or "attention" not in by_part or
+                           any(len(k) > 1 for k in by_part.values())):
         return f"layer {index}: q and k rotated differently: {sorted(kinds)}"
+    if len(kinds) > 1:  # (each part one way: DeepSeek-V3.2's indexer rotate-half, its attention interleaved)
+        info["parts"] = {p: dict(zip(("pairs", "sign", "head_dim"), next(iter(k)))) for p, k in by_part.items()}
+        for g in got:
+            entry.setdefault("part_examples", {}).setdefault(g["part"], g)
+        got = [g for g in got if g["part"] == "attention"]
     info.update({k: got[0][k] for k in ("pairs", "sign", "head_dim")})
     entry.setdefault("example", got[0])
     return None
@@ -427,6 +457,17 @@ def rotary_calls(model_type: str, overrides: dict) -> int | None:
     return len(calls) if ran else None
 
 
+def run_twice(module: Any, attn: Any, h: torch.Tensor, entry: dict, states: dict) -> tuple[list[dict], bool]:
+    """(the rotary calls of the attention's run on `h` at the probe's positions, each its part named; whether its
+    output moved when run at the second positions)."""
+    with torch.no_grad(), recording(module) as calls:
+        out1 = call_attention(attn, h, entry["pe"], states)
+        first = list(calls)
+        out2 = call_attention(attn, h, entry["pe2"], states)
+    part_names(calls, attn)
+    return first, not torch.equal(out1, out2)
+
+
 def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:
     """Everything transformers' code says about `model_type`'s text RoPE (see the module docstring), with
     `overrides` set on its text config first; `first_only`: stop after one rotating layer."""
@@ -485,14 +526,10 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
             materialize(attn)
             donors[shapes] = attn.state_dict()
         h = torch.from_numpy(np.random.default_rng(index).standard_normal((1, SEQ, hidden_size))).float()
-        with torch.no_grad(), recording(module) as calls:
-            try:
-                out1 = call_attention(attn, h, entry["pe"], states)
-            except Exception as exc:  # noqa: BLE001  (recorded: the model type is then refused)
-                return {**facts, "why": f"attention of layer {index} did not run: {type(exc).__name__}: {exc}"[:300]}
-            first = list(calls)
-            out2 = call_attention(attn, h, entry["pe2"], states)
-        moved = not torch.equal(out1, out2)
+        try:
+            first, moved = run_twice(module, attn, h, entry, states)
+        except Exception as exc:  # noqa: BLE001  (recorded: the model type is then refused)
+            return {**facts, "why": f"attention of layer {index} did not run: {type(exc).__name__}: {exc}"[:300]}
         info: dict[str, Any] = {"index": index, "layer_type": lt, "rope_key": key, "rotates": moved,
                                 "attn_head_dim": getattr(attn, "head_dim", None)}
         if moved:

@@ -49,6 +49,8 @@ def _nope_text(rule: dict) -> str:
 def _how(e: dict) -> str:
     """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE."""
     parts = [e["pairs"].replace("_", " ")]
+    if e.get("parts"):  # (two ways in each layer: from_hf(part=) names one)
+        parts = [", ".join(f"part={p!r}: {v['pairs'].replace('_', ' ')}" for p, v in sorted(e["parts"].items()))]
     for lt, shape in sorted(e["by_layer_type"].items()):
         where = "" if lt == "*" else f"{lt}: "
         head = {None: "hidden_size // num_attention_heads",

@@ -569,6 +569,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
     from .models import ModelRope, from_gguf, from_hf, layer_types  # noqa: PLC0415
+    from .models.hf import parts  # noqa: PLC0415
     from .models.gguf import NeedsLayerType  # noqa: PLC0415
     from .errors import NoRopeLayers  # noqa: PLC0415
     from .models.hf import hub_id_hint  # noqa: PLC0415
@@ -589,6 +590,8 @@ def cmd_config(args: argparse.Namespace) -> int:
     if is_gguf and args.like is not None:  # (it was ignored)
         raise ValueError(f"--like: applies to config.json files; {file!r} is a GGUF file, read as its "
                          "general.architecture says (leave --like out)")
+    if is_gguf and args.part is not None:
+        raise ValueError(f"--part: applies to config.json files; {file!r} is a GGUF file (leave --part out)")
     if not is_gguf and args.context_length is not None:
         raise ValueError(f"--context-length: applies to GGUF files (llama.cpp's context); {file!r} is a config.json")
     ropes: list[ModelRope | None]  # (None: a layer type whose layers apply no RoPE)
@@ -603,9 +606,11 @@ def cmd_config(args: argparse.Namespace) -> int:
             ropes, why = [], e.reason
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
         types = layer_types(cfg, like=args.like)
+        asked = (args.part,) if args.part is not None else parts(cfg, like=args.like) or (None,)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
         try:
-            ropes = [from_hf(cfg, layer_type=lt, like=args.like) for lt in (types or (None,))]
+            ropes = [from_hf(cfg, layer_type=lt, like=args.like, part=part) for part in asked
+                     for lt in (types or (None,))]
         except NoRopeLayers as e:  # (no layer of the config rotates: said below, with its reason)
             ropes, why = [], e.reason
     result = [r.summary() for r in ropes if r is not None]
@@ -628,9 +633,10 @@ def cmd_config(args: argparse.Namespace) -> int:
     for r in result:
         title = f"layer type {r['layer_type']}" if "layer_type" in r else \
             "the layers with RoPE" if r.get("layers_without_rope") else "every layer"
+        title = f"part {r['part']}, {title}" if "part" in r else title
         print(f"{path} ({'GGUF' if is_gguf else 'config.json'}), {title}:")
         for key, value in r.items():
-            if key != "layer_type" and value != "":
+            if key not in ("layer_type", "part") and value != "":
                 if isinstance(value, list) and len(value) > 4:  # factor lists: their ends
                     ends = [f"{v:.6g}" if isinstance(v, float) else str(v) for v in (value[0], value[1], value[-1])]
                     value = f"[{ends[0]}, {ends[1]}, ..., {ends[2]}] ({len(value)} values)"
@@ -641,7 +647,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 # The Python keywords each command's flags pass on, as its messages spell them: a name read as a word
 # ("storage", "positions") only where it names the argument (message start, name=value); one no prose
 # uses (num_heads) anywhere.
-_FLAG_WORDS = {"config": ("like", "context_length"), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
+_FLAG_WORDS = {"config": ("like", "context_length", "part"), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
 _FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads", "repeat", "exclude_last")
 BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)
@@ -755,6 +761,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", metavar="FILE", help="also draw the inverse frequencies per pair column against "
                                                  "the unscaled ones (.png, .svg or .pdf; needs matplotlib)")
     p.add_argument("--context-length", type=positive_int, metavar="N", help="GGUF: llama.cpp's n_ctx per sequence")
+    p.add_argument("--part", metavar="PART", help="config.json of a model whose layers rotate two ways "
+                                                  "(DeepSeek-V3.2: attention or indexer): that one (default: each)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

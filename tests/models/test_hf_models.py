@@ -65,6 +65,14 @@ def golden_config(model_type: str) -> dict:
     return dict(inner, model_type=model_type)
 
 
+def part_of(case: str) -> str | None:
+    """The part a golden case reads: its own where it names one ("type/key#part"); for a model type whose layers
+    rotate two ways over the same angles (DeepSeek-V3.2), "attention" where only the angles and layers matter."""
+    if "#" in case:
+        return case.split("#", 1)[1].split("/")[0]
+    return "attention" if TABLE[case.split("/")[0].split("@")[0]].get("parts") else None
+
+
 def test_table_is_complete_and_consistent():
     """The table lists every model type of the transformers it was made from, each with RoPE and ok
     holding what from_hf reads, each refused one saying why; every ok type has goldens."""
@@ -114,9 +122,9 @@ def test_changed_configs_read_as_the_model_runs_them(case):
                "partial_rotary_factor": ("mrope_sections" in rules, "mrope_section .*config class refuses")}
     if refused.get(change, (False,))[0]:
         with pytest.raises(ValueError, match=refused[change][1]):
-            vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]))
+            vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]), part=part_of(case))
         return
-    rope = vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]))
+    rope = vkrope.from_hf(golden_config(case.split("/")[0]), layer=int(GOLD[case + "/layer"]), part=part_of(case))
     check_angles(rope, case)
     if change in TABLE[model_type].get("ignores", []):
         assert change in rope.ignored, case
@@ -160,7 +168,7 @@ def test_model_type_matches_its_attention(case):
     """from_hf on the model type's default config: cos / sin as its rotary module's, and the kernel's q as
     its attention's own rotary function returned it."""
     model_type = case.split("/")[0]
-    rope = vkrope.from_hf(golden_config(model_type), layer=int(GOLD[case + "/layer"]))
+    rope = vkrope.from_hf(golden_config(model_type), layer=int(GOLD[case + "/layer"]), part=part_of(case))
     gc, gs, bound, pos = check_angles(rope, case)
     q_in, q_out = GOLD[case + "/q_in"], GOLD[case + "/q_out"].astype(np.float64)
     if int(GOLD[case + "/token_axis"]) == 1:  # [B, S, H, D] -> [B, H, S, D]
@@ -169,7 +177,7 @@ def test_model_type_matches_its_attention(case):
     out = np.full_like(q, np.nan)
     vkrope.apply_rotary_pos_emb(q, q.copy(), rope, pos, out_q=out)
     rot = 2 * gc.shape[-1]
-    pairs = TABLE[model_type]["pairs"]
+    pairs = TABLE[model_type]["parts"][part_of(case)]["pairs"] if "#" in case else TABLE[model_type]["pairs"]
     ref = rotate64(q, gc, gs, rope.interleaved)
     if pairs == "interleaved_to_halves":  # the model writes cat(even, odd); vkrope keeps the pairs in place
         out = out.copy()
@@ -186,7 +194,7 @@ def test_model_type_matches_its_attention(case):
 def test_layers_without_rope(model_type):
     """Which layers rotate, as the model's attention did on the default config (and on one with the key that
     says so changed: Mllama's cross_attention_layers moved)."""
-    layers = vkrope.hf_layers(golden_config(model_type))
+    layers = vkrope.hf_layers(golden_config(model_type), part=part_of(model_type))
     want = GOLD[f"{model_type}/rotates"]
     assert [r is not None for r in layers][: len(want)] == list(want), model_type
     rope_layers = [r for r in layers if r is not None]
@@ -224,12 +232,12 @@ def test_every_layer_type_as_the_model_ran_it(model_type):
             cfg = json.loads(json.dumps(base))
             if rotates is None:  # (refused: the type by name, or the file by its config class)
                 with pytest.raises(ValueError) as info:
-                    vkrope.hf_layers(cfg)
+                    vkrope.hf_layers(cfg, part=part_of(model_type))
                 assert re.search(f"layer_types names '?{name}\\b", str(info.value)) or "config class r" in str(
                     info.value), (model_type, window, name, info.value)
                 continue
             try:
-                got = vkrope.hf_layers(cfg)[i] is not None
+                got = vkrope.hf_layers(cfg, part=part_of(model_type))[i] is not None
             except ValueError as exc:  # (a refusal: of the file by its config class, or of a rotating type
                 # whose RoPE vkrope cannot read)
                 assert "config class r" in str(exc) or (rotates and "layer_type" in str(exc) and "did not run"
@@ -853,3 +861,57 @@ def test_every_mrope_layout_the_table_found_is_one_vkrope_reads():
 
     found = {e["mrope"] for e in TABLE.values() if e.get("mrope") is not None}
     assert found - {"unknown"} <= set(MROPE_LAYOUTS) and "alternating" in found, found
+
+
+PARTED = sorted(t for t in OK if TABLE[t].get("parts"))
+
+
+def test_a_model_rotating_two_ways_has_a_golden_per_part():
+    """DeepSeek-V3.2 and A.X K2 rotate each layer two ways (the indexer rotate-half, the attention
+    interleaved): the table says so and keeps each part's rotation as the model ran it, each checked by
+    test_model_type_matches_its_attention."""
+    assert PARTED == ["axk2", "deepseek_v32"]
+    for t in PARTED:
+        assert {p: v["pairs"] for p, v in TABLE[t]["parts"].items()} == {
+            "attention": "interleaved_to_halves", "indexer": "rotate_half"}, t
+        assert {c for c in CASES if c.startswith(f"{t}/")} == {f"{t}/*#attention", f"{t}/*#indexer"}, t
+    assert not [c for c in CASES if "#" in c and c.split("/")[0] not in PARTED]
+
+
+def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
+    """from_hf and hf_layers refuse such a config without `part` (a RoPE of one part is wrong for the other),
+    read each part named, and check `part` before reading anything; any other model rotates one way."""
+    from vkrope.__main__ import main
+
+    cfg = golden_config("deepseek_v32")
+    for read in (vkrope.from_hf, vkrope.hf_layers):
+        with pytest.raises(ValueError, match=r"'deepseek_v32' rotates 2 ways in each layer \(part='attention': "
+                                             r"interleaved .*; part='indexer': rotate-half .*pass part="):
+            read(cfg)
+        with pytest.raises(ValueError, match=r"part must be one of \['attention', 'indexer'\] for 'deepseek_v32'; "
+                                             r"got 'Indexer'"):
+            read(cfg, part="Indexer")
+        with pytest.raises(TypeError, match=r"part must be a str .* or None; got 1$"):
+            read(str(tmp_path / "missing.json"), part=1)  # (before the path is read)
+    att, idx = (vkrope.from_hf(cfg, part=p) for p in ("attention", "indexer"))
+    assert (att.interleaved, idx.interleaved, att.part, idx.part) == (True, False, "attention", "indexer")
+    assert np.array_equal(att.freqs(np.arange(8)).inv_freq, idx.freqs(np.arange(8)).inv_freq)
+    assert idx.summary()["part"] == "indexer" and idx.summary()["pairs"] == "rotate-half"
+    assert all(r.interleaved is False for r in vkrope.hf_layers(cfg, part="indexer") if r is not None)
+    llama = {"model_type": "llama"}
+    assert vkrope.from_hf(llama, part="attention") == vkrope.from_hf(llama) and vkrope.from_hf(llama).part == ""
+    with pytest.raises(ValueError, match="part: 'llama' rotates one way in its layers, its attention's"):
+        vkrope.from_hf(llama, part="indexer")
+    remote = os.path.join(os.path.dirname(DATA), "data", "remote_configs", "minicpm-2b.json")
+    with pytest.raises(ValueError, match="part: 'minicpm' rotates one way"):
+        vkrope.from_hf(remote, part="indexer")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["config", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "part attention, every layer:" in text and "part indexer, every layer:" in text
+    assert text.count("rotate-half") == 1 and text.count("interleaved") == 1
+    assert main(["config", str(path), "--part", "indexer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == "rotate-half"
+    assert main(["config", str(path), "--part", "x"]) == 1
+    assert "--part must be one of ['attention', 'indexer']" in capsys.readouterr().err

@@ -327,6 +327,46 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     return outer, e, _text_config(outer, e, like)
 
 
+_PAIRS_WORDS = {"rotate_half": "rotate-half pairs (i, i + rotary_dim / 2)",
+                "interleaved": "interleaved pairs (2i, 2i + 1)",
+                "interleaved_to_halves": "interleaved pairs (2i, 2i + 1), written cat(even, odd)"}
+
+
+def _check_part(part: Any) -> None:
+    """A `part` argument's type, checked before anything is read."""
+    if part is not None and not isinstance(part, str):
+        raise TypeError(f"part must be a str ('attention', 'indexer') or None; got {brief(part)}")
+
+
+def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
+    """The table entry as the part asked for rotates: a model type whose layers rotate two ways (DeepSeek-V3.2's
+    attention interleaved, its sparse indexer rotate-half: the table's `parts`, found by running them) is read
+    for the part named, and refused without one; any other rotates one way, its attention's."""
+    parts = e.get("parts")
+    if not parts:
+        if part not in (None, "attention"):
+            raise ValueError(f"part: {model_type!r} rotates one way in its layers, its attention's "
+                             f"(part='attention' or None); got {part!r}")
+        return e
+    if part is None:
+        ways = "; ".join(f"part={p!r}: {_PAIRS_WORDS.get(v['pairs'], v['pairs'])}" for p, v in sorted(parts.items()))
+        raise ValueError(f"config: {model_type!r} rotates {len(parts)} ways in each layer ({ways}), over the same "
+                         "angles: pass part= to say which the RoPE is for")
+    if part not in parts:
+        raise ValueError(f"part must be one of {sorted(parts)} for {model_type!r}; got {part!r}")
+    return {**e, **parts[part]}
+
+
+def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
+    """The parts a config's layers rotate, each its own way (DeepSeek-V3.2: ("attention", "indexer"), each
+    `from_hf(part=)`); () where they rotate one way."""
+    config = _load(config)
+    if _remote(config, like) is not None:
+        return ()
+    _, e, _ = _entry_of(config, like)
+    return tuple(sorted(e.get("parts") or ()))
+
+
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
@@ -428,17 +468,22 @@ def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
     return hf_models.layer_count(len(rotates) if rotates is not None else cfg.get("num_hidden_layers"))
 
 
-def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> tuple[ModelRope | None, ...]:
+def layers(config: Any, *, like: str | None = None, angle: str = "float32",
+           part: str | None = None) -> tuple[ModelRope | None, ...]:
     """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
-    NoPE layers, the global layers of EXAONE 4 and Cohere 2)."""
+    NoPE layers, the global layers of EXAONE 4 and Cohere 2). `part`: as
+    from_hf's (DeepSeek-V3.2: "attention" or "indexer")."""
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    _check_part(part)
     config = _load(config)  # (read once: every layer's from_hf below takes the dict)
     remote = _remote(config, like)
     if remote is not None:
+        _part_entry({}, str(config.get("model_type")), part)
         return gguf_convert.layers(*remote, angle)
-    _, e, cfg = _entry_of(config, like)
+    outer, e, cfg = _entry_of(config, like)
+    _part_entry(e, like or str(outer.get("model_type")), part)  # (refused before the first layer is read)
     rotates = hf_models.rope_layers(cfg, e)  # (a list of one entry a layer or more: its rules refuse an empty one)
     n = _layer_count(cfg, rotates) if rotates is not None else hf_models.positive_layer_count(cfg)
     over = _overrides(cfg, e)
@@ -449,7 +494,7 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
         key = (rotates[i] if rotates else True, types[i] if isinstance(types, list) and i < len(types) else None,
                json.dumps(over.get(i, {}), sort_keys=True, default=str))
         if key not in memo:
-            memo[key] = from_hf(config, layer=i, like=like, angle=angle)
+            memo[key] = from_hf(config, layer=i, like=like, angle=angle, part=part)
         out.append(memo[key])
     return tuple(out)
 
@@ -458,12 +503,12 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32") -> t
 # `vkrope.from_hf(path).cos_sin(...)` checks; naming one may get None, a layer without RoPE)
 @overload
 def from_hf(config: Any, *, layer_type: None = None, layer: None = None, like: str | None = None,
-            angle: str = "float32") -> ModelRope: ...
+            angle: str = "float32", part: str | None = None) -> ModelRope: ...
 @overload
 def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
-            angle: str = "float32") -> ModelRope | None: ...
+            angle: str = "float32", part: str | None = None) -> ModelRope | None: ...
 def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
-            angle: str = "float32") -> ModelRope | None:
+            angle: str = "float32", part: str | None = None) -> ModelRope | None:
     """A model's RoPE from its Hugging Face config (a config.json's dict, its
     path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
 
@@ -491,17 +536,25 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     (or every layer of that type) applies no RoPE. Without either, the
     RoPE every rotating layer shares (`summary()` lists the layers without),
     never None: `NoRopeLayers` (a ValueError) where the config's layers all apply none;
-    an unknown rope type, missing or contradictory field: a ValueError naming the key."""
+    an unknown rope type, missing or contradictory field: a ValueError naming the key.
+
+    `part`: for a model whose layers rotate two ways over the same angles
+    (DeepSeek-V3.2 and A.X K2: "attention", interleaved pairs; "indexer",
+    its sparse indexer's rotate-half), which one; such a config is refused
+    without it. Any other model rotates one way ("attention" or None)."""
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
+    _check_part(part)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
+        _part_entry({}, str(config.get("model_type")), part)
         return _from_converter(remote, layer_type, layer, angle)
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
+    e = _part_entry(e, model_type, part)
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type, model_type)
     nested = _per_layer(cfg, e)
     rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
@@ -530,7 +583,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r),
-                         nope_why=(unknown or "").removeprefix("config: "))  # (the reading's words: the key)
+                         nope_why=(unknown or "").removeprefix("config: "),  # (the reading's words: the key)
+                         part=(part or "") if e.get("parts") else "")
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
 
@@ -986,8 +1040,8 @@ def _bare_width(model_type: str) -> int:
     """The rotated width of the model type's bare config: the one the model table ran its rotary module on (0
     where that config gives none: every other width is refused then)."""
     token = _BARE.set(True)
-    try:
-        rope = from_hf({"model_type": model_type})
+    try:  # (a model type whose layers rotate two ways: one width, the same for either part)
+        rope = from_hf({"model_type": model_type}, part=(parts({"model_type": model_type}) or (None,))[0])
     except ValueError:
         return 0
     finally:

@@ -142,7 +142,8 @@ class ModelRope:
     cat(f, f), "repeated" each twice, adjacent, "single" one per pair),
     nope_layers (the layers that apply no RoPE; None: unknown, and nope_why
     says why: a config lacking the key that says, a GGUF file's llama.cpp
-    rule vkrope cannot run).
+    rule vkrope cannot run), part (of a model whose layers rotate two ways:
+    the one read, DeepSeek-V3.2's "attention" or "indexer"; "" otherwise).
     """
 
     rope_type: str
@@ -164,6 +165,7 @@ class ModelRope:
     cos_layout: str = field(default="halves", compare=False)
     nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
     nope_why: str = field(default="", compare=False)
+    part: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         _check_fields(self)
@@ -482,6 +484,8 @@ def summary(r: ModelRope) -> dict[str, Any]:
                              pairs="interleaved" if r.interleaved else "rotate-half")
     if r.layer_type:
         d["layer_type"] = r.layer_type
+    if r.part:
+        d["part"] = r.part
     for key in ("max_position_embeddings", "original_max_position_embeddings"):
         if getattr(r, key) is not None:
             d[key] = getattr(r, key)
