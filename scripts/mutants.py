@@ -744,6 +744,10 @@ MUTATIONS = [
              "    tmp = _new_name(os.path.dirname(target))",
              "    tmp = os.path.join(os.path.dirname(target), "
              "f\".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp\")"),
+    Mutation("arguments: an int past 2^64 - 1 taken (its message then fails past 4300 digits)", "vkrope/arguments.py",
+             "    if value < minimum or value > INT_ARG_MAX:", "    if value < minimum:"),
+    Mutation("rope_and_cache: out on a cache named by the kernel's q_out", "vkrope/ops/decode.py",
+             "        if out is c:  # (named as", "        if False:  # (named as"),
     Mutation("from_hf: a part named read as the attention's (DeepSeek-V3.2's indexer interleaved)", CONFIGS,
              "    return {**e, **parts[part]}", "    return e"),
     Mutation("from_hf: a config whose layers rotate two ways read without a part", CONFIGS,

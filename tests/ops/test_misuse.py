@@ -1276,3 +1276,40 @@ def test_a_float64_table_refused_in_a_row_blocked_call_writes_nothing():
         assert np.array_equal(x, before)
     finally:
         dev.close()
+
+
+@pytest.mark.parametrize("name, call", [
+    ("repeat", lambda v: vkrope.apply(np.zeros((1, 8, 16), np.float32), np.zeros((8, 16), np.float32), repeat=v)),
+    ("exclude_last", lambda v: vkrope.apply(np.zeros((1, 8, 16), np.float32), np.zeros((8, 16), np.float32),
+                                            exclude_last=v)),
+    ("rotary_embedding_dim", lambda v: vkrope.rotary_embedding(
+        np.zeros((1, 1, 8, 16), np.float32), np.zeros((8, 8), np.float32), np.zeros((8, 8), np.float32),
+        np.zeros((1, 8), np.int64), rotary_embedding_dim=v)),
+    ("num_heads", lambda v: vkrope.rotary_embedding(
+        np.zeros((1, 8, 16), np.float32), np.zeros((8, 8), np.float32), np.zeros((8, 8), np.float32),
+        np.zeros((1, 8), np.int64), num_heads=v)),
+    ("start_pos", lambda v: vkrope.apply_rotary_emb_hf(np.zeros((1, 4, 2, 16), np.float32),
+                                                       np.zeros((1, 4, 2, 16), np.float32),
+                                                       vkrope.RopeFreqs(16), None, start_pos=v)),
+])
+@pytest.mark.parametrize("value", [10**5000, -10**5000, 2**64], ids=["5001_digits", "minus_5001_digits", "2^64"])
+def test_an_int_past_any_size_is_a_clear_error_naming_it(name, call, value):
+    """An int argument of thousands of digits (Python refuses to print one of more than 4300) or past 2^64 - 1: a
+    ValueError naming the argument, not Python's digit limit; the runtime usable afterwards."""
+    with pytest.raises(ValueError, match=rf"^{name} must be >= \d+(; got an int of \d+ bits| and at most "
+                                         rf"2\^64 - 1; got (an int of \d+ bits|18446744073709551616))$"):
+        call(value)
+    x = np.ones((1, 2, 4), np.float32)
+    assert np.array_equal(vkrope.apply(x, np.array([[1.0, 0.0, 1.0, 0.0]] * 2, np.float32)), x)
+
+
+def test_rope_and_cache_out_on_a_cache_names_out(device):
+    """out given one of the caches (same shape when S_max = S and Hq = Hk): a ValueError naming `out` as the caller
+    passed it, the caches unchanged."""
+    q = np.ones((1, 2, 4, 8), np.float32)
+    kc, vc = device.asarray(np.full_like(q, 5.0)), device.asarray(np.full_like(q, 7.0))
+    for name, c in (("k_cache", kc), ("v_cache", vc)):
+        with pytest.raises(ValueError, match=rf"^out and {name} are the same memory, and both are written"):
+            device.rope_and_cache(device.asarray(q), q, q, kc, vc, vkrope.RopeFreqs(8), np.array([[0, 1, 2, 3]]),
+                                  out=c)
+    assert (kc.get() == 5.0).all() and (vc.get() == 7.0).all()

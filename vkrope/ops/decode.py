@@ -149,6 +149,9 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
         raise ValueError("norm_plus_one=True needs q_norm and k_norm (the weights it adds 1 to)")
     ks, vs = _scale("k_scale", k_scale, k_cache), _scale("v_scale", v_scale, v_cache)
     check_out(out, q, "out", "q")
+    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if out is c:  # (named as the caller passed it: the kernel's own name for out is q_out)
+            raise ValueError(f"out and {name} are the same memory, and both are written: pass separate arrays")
     return _Structure(b=b, s=s, hk=hk, d=d, interleaved=bool(interleaved), paged=not contiguous,
                       rows_per_head=rows_per_head, head_stride=head_stride, freqs=kind, generated=generated,
                       max_pos=max_pos, rot=rot, gathered=gathered, weights=weights, eps=float(eps),
