@@ -2411,7 +2411,7 @@ def apply_mutation(tree: Path, m: Mutation) -> bool:
 
 
 def run_one(m: Mutation, tests: list[str], python: str) -> tuple[str, float, str]:
-    """('killed' | 'survived' | 'stale', seconds, first failing test)."""
+    """('killed' | 'survived' | 'stale' | 'hung', seconds, first failing test)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vkrope-mutant-") as tmp:
         tree = Path(tmp) / "repo"
@@ -2426,7 +2426,10 @@ def run_one(m: Mutation, tests: list[str], python: str) -> tuple[str, float, str
         env = dict(os.environ, VKROPE_VALIDATION="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
         tests = [t for t in tests if (tree / t.split("::")[0]).exists()]
         cmd = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *tests]
-        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+        try:
+            res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:  # (a defect the suite hangs on: CI would wait, not fail)
+            return "hung", time.perf_counter() - t0, ""
         first = next((line.split(" ")[1] for line in res.stdout.splitlines() if line.startswith("FAILED ")), "")
         if not first and res.returncode:
             first = (res.stdout.strip().splitlines() or ["?"])[-1]
@@ -2455,8 +2458,9 @@ def main() -> int:
         if verdict == "survived":
             note = f"expected: {m.why_survives}" if m.why_survives else "UNEXPLAINED"
             bad += not m.why_survives
-        elif verdict == "stale":
-            note = "snippet not found: update the mutation list"
+        elif verdict in ("stale", "hung"):
+            note = "snippet not found: update the mutation list" if verdict == "stale" else \
+                "the tests hung on it (30 min): make them fail instead"
             bad += 1
         elif m.why_survives:
             note = "killed although listed as a survivor: drop its reason"

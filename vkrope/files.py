@@ -105,9 +105,12 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
     interruption with the file replaced; one before interrupts the write and leaves the old file."""
     target = os.path.realpath(path)
     try:
-        old_mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+        st_mode = os.stat(target).st_mode
     except FileNotFoundError:
-        old_mode = None
+        st_mode = None
+    if st_mode is not None and not stat.S_ISREG(st_mode):  # (a FIFO, a device: renaming over it is no write to it)
+        raise ValueError(f"{what}: {path!r} is not a regular file (the whole-file write replaces regular files only)")
+    old_mode = None if st_mode is None else stat.S_IMODE(st_mode)
     if old_mode is not None:
         _check_open_for_writing(target, path, what)
     tmp = _new_name(os.path.dirname(target))
@@ -157,8 +160,8 @@ def _check_open_for_writing(target: str, path: str, what: str) -> None:
     """An existing regular file `target` (what `path` names) opens for writing (not truncated: os.access would
     hide a read-only file system's EROFS behind "Permission denied", and root's bypass); else a ValueError
     naming `what` with the system's reason."""
-    try:
-        os.close(os.open(target, os.O_WRONLY))
+    try:  # (non-blocking: a FIFO nobody reads fails at once, ENXIO, where a plain open waits for a reader)
+        os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
     except OSError as exc:
         raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
 

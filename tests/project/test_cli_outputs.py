@@ -468,7 +468,7 @@ def test_write_whole_refuses_a_file_it_may_not_write(tmp_path, monkeypatch):
     real_open = os.open
 
     def refused(path, flags, *a):
-        if path == os.path.realpath(target) and flags == os.O_WRONLY:
+        if path == os.path.realpath(target) and flags & (os.O_ACCMODE | os.O_CREAT) == os.O_WRONLY:
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
         return real_open(path, flags, *a)
 
@@ -476,6 +476,39 @@ def test_write_whole_refuses_a_file_it_may_not_write(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=rf"^--out: cannot write .*kept.json' \({os.strerror(errno.EROFS)}\)$"):
         files.write_whole(str(target), lambda fh: fh.write(b"new"), "--out")
     assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["kept.json"]
+
+
+def test_write_whole_and_its_check_never_wait_on_a_fifo(tmp_path):
+    """write_whole given a FIFO (the command sends streams elsewhere; a caller that does not) refuses it at once,
+    read or not, rather than blocking on its open (nobody reads) or renaming a regular file over it; the
+    writability check fails at once on one nobody reads. An alarm turns a hang into a failure."""
+    import signal
+
+    from vkrope import files
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def hung(signum, frame):
+        raise TimeoutError("blocked on the FIFO")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(ValueError, match=r"^-o/--output: '.*fifo' is not a regular file \(the whole-file write"):
+            files.write_whole(str(fifo), lambda fh: fh.write(b"x"), "-o/--output")
+        with pytest.raises(ValueError, match=r"^-o/--output: cannot write '.*fifo' \(No such device or address\)$"):
+            files.check_writable(str(fifo), "-o/--output")
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            with pytest.raises(ValueError, match="is not a regular file"):
+                files.write_whole(str(fifo), lambda fh: fh.write(b"x"), "-o/--output")
+        finally:
+            os.close(reader)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
 
 
 def test_json_bytes_past_the_cap_are_refused_whatever_the_file_said(tmp_path):
