@@ -898,6 +898,15 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     assert np.array_equal(att.freqs(np.arange(8)).inv_freq, idx.freqs(np.arange(8)).inv_freq)
     assert idx.summary()["part"] == "indexer" and idx.summary()["pairs"] == "rotate-half"
     assert all(r.interleaved is False for r in vkrope.hf_layers(cfg, part="indexer") if r is not None)
+    heads = np.zeros((1, 2, 3, 128), np.float32)  # (the indexer's whole heads: its first 64 channels rotate)
+    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(DeepSeek-V3.2's indexer: "
+                                         r"q\[\.\.\., :qk_rope_head_dim\]\)$"):
+        vkrope.apply_rotary_pos_emb(heads, heads, idx, np.arange(3)[None])
+    with pytest.raises(ValueError, match=r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"):
+        vkrope.apply_rotary_pos_emb(heads, heads, att, np.arange(3)[None])
+    import dataclasses
+    with pytest.raises(TypeError, match=r'^part must be a str \("attention", "indexer", or "" for none\); got 5$'):
+        dataclasses.replace(idx, part=5)
     llama = {"model_type": "llama"}
     assert vkrope.from_hf(llama, part="attention") == vkrope.from_hf(llama) and vkrope.from_hf(llama).part == ""
     with pytest.raises(ValueError, match="part: 'llama' rotates one way in its layers, its attention's"):

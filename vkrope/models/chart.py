@@ -35,7 +35,8 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     fig = figure(figsize=(8, 7))
     top, bottom = fig.subplots(2, 1, sharex=True)
     for i, rope in enumerate(ropes):
-        name = f"{rope.layer_type}: " if rope.layer_type else ""
+        said = ", ".join(n for n in (rope.part, rope.layer_type) if n)  # (DeepSeek-V3.2's parts: the same curves)
+        name = f"{said}: " if said else ""
         base = unscaled(rope)
         cols = np.arange(len(base))
         top.plot(cols, base, color="0.6", linestyle=":", label=f"{name}unscaled (theta {rope.theta:g})")

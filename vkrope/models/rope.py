@@ -331,6 +331,8 @@ def _check_fields(rope: ModelRope) -> None:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {rope.rope_type!r}")
     if rope.angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {rope.angle!r}")
+    if not isinstance(rope.part, str):  # (a label: the part of a model rotating two ways it was read for)
+        raise TypeError(f"part must be a str (\"attention\", \"indexer\", or \"\" for none); got {brief(rope.part)}")
     for name in ("head_dim", "rotary_dim"):
         _width(name, getattr(rope, name))
     for name in ("max_position_embeddings", "original_max_position_embeddings"):
