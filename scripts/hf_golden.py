@@ -9,7 +9,8 @@ that has them, e.g. `pip install torch==2.13.0+cpu transformers==5.25.0
 the committed file. For each config and each case (a set of position ids)
 it builds a fresh rotary module (transformers' dynamic / longrope update
 is module state; a fresh module is the stateless per-call answer) and
-stores, under "<config>/<case>/":
+stores, under "<config>/<case>/" ("<config>#<part>/<case>/" for each part of a
+model whose layers rotate two ways, DeepSeek-V3.2's attention and indexer):
   pos          int64 position ids ([1, S], M-RoPE [3, 1, S])
   inv_freq     float32, the module's inverse frequencies after the call
   scaling      float64 [1], its attention_scaling (the factor its cos / sin carry where that differs:
@@ -18,7 +19,8 @@ stores, under "<config>/<case>/":
   q, k         float32 [1, 2, S, D] / [1, 1, S, D] inputs (seeded)
   q_out, k_out float32: the model's apply_rotary_pos_emb on them (partial
                rotary: on the first rot channels, the rest concatenated;
-               DeepSeek: apply_rotary_pos_emb_interleave)
+               where the model table found the pairs interleaved_to_halves,
+               DeepSeek's: apply_rotary_pos_emb_interleave)
   q_bf16_out   the same with bfloat16 q, k and cos / sin (as uint16 bits)
   pow_base,    the base the module raised (dynamic: the grown one) and torch's
   torch_pow    float32 powers base ** (arange(0, rot, 2) / rot): with these
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import inspect
 import json
 import os
@@ -39,6 +42,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)  # (vkrope's model table, from this checkout: which pairs each model rotates)
 CONFIGS = os.path.join(ROOT, "tests", "data", "hf_configs")
 
 
@@ -90,6 +94,7 @@ def _rotary_modules(transformers) -> dict:
         "phi": (mods.phi.modeling_phi, "PhiRotaryEmbedding"),
         "qwen2": (mods.qwen2.modeling_qwen2, "Qwen2RotaryEmbedding"),
         "deepseek_v3": (mods.deepseek_v3.modeling_deepseek_v3, "DeepseekV3RotaryEmbedding"),
+        "deepseek_v32": (mods.deepseek_v32.modeling_deepseek_v32, "DeepseekV32RotaryEmbedding"),
         "gemma3": (mods.gemma3.modeling_gemma3, "Gemma3RotaryEmbedding"),
         "gemma3n": (mods.gemma3n.modeling_gemma3n, "Gemma3nRotaryEmbedding"),
         "qwen2_vl": (mods.qwen2_vl.modeling_qwen2_vl, "Qwen2VLRotaryEmbedding"),
@@ -105,7 +110,7 @@ def _rotary_modules(transformers) -> dict:
 
 def _head(cfg: dict, text) -> int:
     """The head width the model's attention uses."""
-    if cfg["model_type"] == "deepseek_v3":
+    if cfg["model_type"] in ("deepseek_v3", "deepseek_v32"):
         return text.qk_rope_head_dim
     if getattr(text, "head_dim", None):
         return text.head_dim
@@ -142,8 +147,21 @@ def _mrope_layouts() -> dict:
         return {t: e.get("mrope") for t, e in json.load(f)["models"].items()}
 
 
-def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, case: str, pos) -> dict:
-    """The arrays of one config, layer type and case, under "<key>/<case>/"."""
+def _apply_of(module, cfg: dict, part: str | None):
+    """The modeling file's function that rotates q and k as the model's attention (or its `part`, by the pairs the
+    model table found it rotating) does: MLA's apply_rotary_pos_emb_interleave, else apply_rotary_pos_emb."""
+    from vkrope.models import model_table  # noqa: PLC0415
+
+    e = model_table.table()["models"][cfg["model_type"]]
+    pairs = e["parts"][part]["pairs"] if part else e["pairs"]
+    return getattr(module, "apply_rotary_pos_emb_interleave") if pairs == "interleaved_to_halves" \
+        else module.apply_rotary_pos_emb
+
+
+def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, case: str, pos,
+              part: str | None = None) -> dict:
+    """The arrays of one config, layer type (and part, of a model whose layers rotate two ways) and case, under
+    "<key>/<case>/"."""
     import numpy as np  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
@@ -175,9 +193,7 @@ def _one_case(cfg: dict, text, rotary: tuple, layer_type: str | None, key: str, 
         g = torch.Generator().manual_seed(len(key) * 1000 + len(case))
         q = torch.randn(1, 2, s, head, generator=g)
         k = torch.randn(1, 1, s, head, generator=g)
-        apply = getattr(module, "apply_rotary_pos_emb_interleave", None) \
-            if cfg["model_type"] == "deepseek_v3" else None
-        apply = apply or module.apply_rotary_pos_emb
+        apply = _apply_of(module, cfg, part)
         if list(inspect.signature(apply).parameters)[:2] == ["x", "cos"]:  # (Gemma 3n's rotates one tensor)
             one = apply
 
@@ -245,12 +261,15 @@ def main(argv: list[str] | None = None) -> int:
         conf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if not k.startswith("_")})
         text = conf.get_text_config() if hasattr(conf, "get_text_config") else conf
         layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] in ("gemma3", "gemma3n") else [None]
-        for layer_type in layer_types:
-            key = name if layer_type is None else f"{name}@{layer_type}"
+        from vkrope.models import model_table  # noqa: PLC0415
+
+        parts = sorted(model_table.table()["models"][cfg["model_type"]].get("parts") or [None], key=str)
+        for layer_type, part in itertools.product(layer_types, parts):
+            key = (name if layer_type is None else f"{name}@{layer_type}") + (f"#{part}" if part else "")
             if layer_type is not None:
                 out[f"{key}/layer_type"] = np.array(layer_type)
             for case, pos in _cases(name, cfg).items():
-                out.update(_one_case(cfg, text, rotary[cfg["model_type"]], layer_type, key, case, pos))
+                out.update(_one_case(cfg, text, rotary[cfg["model_type"]], layer_type, key, case, pos, part))
     out.update(_proportional(transformers))
     out["versions"] = np.array(f"torch {torch.__version__}, transformers {transformers.__version__}")
     np.savez_compressed(args.out, **out)

@@ -27,6 +27,7 @@ import pytest
 
 import oracle_hf
 import vkrope
+from vkrope.models import model_table as hf_models
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 CONFIGS = os.path.join(DATA, "hf_configs")
@@ -41,9 +42,24 @@ def config(name: str) -> dict:
 
 
 def rope_of_case(case: str):
-    cfg_name, _, layer = case.split("/")[0].partition("@")
+    """(config name, layer type, the ModelRope) of a golden case "<config>[@<layer type>][#<part>]/<case>"."""
+    named, _, part = case.split("/")[0].partition("#")
+    cfg_name, _, layer = named.partition("@")
     return cfg_name, (layer or None), vkrope.from_hf(os.path.join(CONFIGS, cfg_name + ".json"),
-                                                       layer_type=layer or None)
+                                                       layer_type=layer or None, part=part or None)
+
+
+def one_part(cfg: dict) -> str | None:
+    """The part to read a config whose model rotates two ways by (DeepSeek-V3.2's: the same angles either way),
+    as its table entry says; None for any other."""
+    return "attention" if hf_models.table()["models"][cfg["model_type"]].get("parts") else None
+
+
+def halves_written(rope) -> bool:
+    """Whether the model writes its interleaved pairs cat(even, odd) (MLA's apply_rotary_pos_emb_interleave, as
+    the model table found the attention, or the part read, rotating)."""
+    e = hf_models.table()["models"][rope.model]
+    return (e["parts"][rope.part] if rope.part else e)["pairs"] == "interleaved_to_halves" and rope.interleaved
 
 
 def as_halves(rope, cos, sin):
@@ -88,7 +104,8 @@ def test_goldens_cover_the_issue():
                  "llama-2-7b-dynamic/beyond", "phi-2/max", "qwen2-vl-7b/grid", "qwen3-vl-8b/grid",
                  "llama-4-scout-rope/max", "yarn-mscale-ratio/max", "glm-4-9b/max", "cohere-command-r/max",
                  "gemma-3-4b-minimal@sliding_attention/max", "gemma-3-4b-minimal@full_attention/max",
-                 "phi-3.5-moe-shape/above_switch"):
+                 "phi-3.5-moe-shape/above_switch", "deepseek-v3.2-exp#attention/max",
+                 "deepseek-v3.2-exp#indexer/max"):
         assert need in cases, need
 
 
@@ -135,7 +152,7 @@ def test_apply_rotary_pos_emb_matches_transformers(case):
     gc, gs = GOLD[case + "/cos"], GOLD[case + "/sin"]
     rot = gc.shape[-1]
     gc, gs = as_halves(rope, gc, gs)
-    permuted = rope.model == "deepseek_v3"  # transformers returns DeepSeek's pairs as cat(even, odd)
+    permuted = halves_written(rope)  # transformers returns DeepSeek's pairs as cat(even, odd)
     out_q, out_k = np.full_like(q, np.nan), np.full_like(k, np.nan)
     yq, yk = vkrope.apply_rotary_pos_emb(q, k, rope, pos, out_q=out_q, out_k=out_k)
     assert yq is out_q and yk is out_k
@@ -193,7 +210,7 @@ def test_oracle_agrees_bit_for_bit(name):
     if "rope_local_base_freq" in json.dumps(cfg):
         layers = ["sliding_attention", "full_attention"]
     for layer in layers:
-        rope = vkrope.from_hf(cfg, layer_type=layer)
+        rope = vkrope.from_hf(cfg, layer_type=layer, part=one_part(cfg))
         ref = oracle_hf.rope_of(cfg, layer)
         for n in (1, 100, 4096, 4097, 8193, 32769, 131072, 1 << 20):
             assert np.array_equal(rope.inv_freq(n), oracle_hf.inv_freq(ref, n)), (name, layer, n)
