@@ -110,12 +110,13 @@ def class_view(built: Callable[[dict], Any], kw: dict, lts: list[str] | None, e:
 
 
 def angles_part(cfg: dict) -> str | None:
-    """The part from_hf reads where only the angles and widths matter: "attention" of a model type whose layers
-    rotate two ways over the same angles (the model table's `parts`: DeepSeek-V3.2), else None."""
+    """The part from_hf reads of a config where only the angles and widths matter (vkrope.models.hf.angles_part
+    of its model type's table entry)."""
     from vkrope.models import model_table  # noqa: PLC0415
+    from vkrope.models.hf import angles_part as of_entry  # noqa: PLC0415
 
     e = model_table.table()["models"].get(cfg.get("model_type"))
-    return "attention" if isinstance(e, dict) and e.get("parts") else None
+    return of_entry(e) if isinstance(e, dict) else None
 
 
 def vkrope_view(cfg: dict, lts: list[str] | None) -> dict[Any, tuple | None]:

@@ -18,11 +18,14 @@ modeling file recorded. From what the code did it writes, per model type:
                 (2i, 2i+1), interleaved_to_halves (MLA's apply_rotary_pos_
                 emb_interleave: read interleaved, written cat(even, odd));
                 sign -1 for a rotation by -theta
-  parts         where each layer rotates two ways over the same angles
-                (DeepSeek-V3.2's sparse indexer rotate-half beside its
-                attention's interleaved pairs, told apart by the module
-                that made the call): each part's pairs; from_hf(part=)
-                reads one and refuses a config without it
+  parts         where each layer's attention and a module in it both
+                rotate, over the same angles (DeepSeek-V3.2's sparse
+                indexer rotate-half beside the attention's interleaved
+                pairs; GLM-5's interleaved as its attention's), told apart
+                by the module that made the call: each part's pairs, and
+                the key of a part's own head width (index_head_dim);
+                from_hf(part=) reads one, and refuses a config whose parts'
+                pairs differ without it
   cos_layout    halves (cat(f, f)), repeated (each value twice), single
                 (one per pair) or complex (Llama 4's freqs_cis)
   mrope         how M-RoPE's axes spread over the pairs (chunked,
@@ -77,6 +80,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+from vkrope.models.hf import angles_part  # noqa: E402
 from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
 from vkrope.models.rope_types import COMMON_PARAMS, PARAMS, RULES  # noqa: E402
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
@@ -187,12 +191,6 @@ def vkrope_refuses(model_type: str, facts: dict, entry: dict, rope: Any) -> bool
     except ValueError:
         return True
     return False
-
-
-def angles_part(entry: dict) -> str | None:
-    """The part from_hf reads where only the angles, layers and keys matter: "attention" of a model type whose
-    layers rotate two ways over the same angles (the table's `parts`), else None."""
-    return "attention" if entry.get("parts") else None
 
 
 def install(models: dict) -> None:
@@ -953,10 +951,47 @@ def parts_refused(rotating: list[dict]) -> str | None:
     parts = rotating[0].get("parts") if rotating else None
     if not parts:
         return None
+    parts = {p: v for p, v in parts.items() if v["pairs"] != "unknown"}  # (from_hf refuses those by name)
     if len({(v["sign"], v["head_dim"]) for v in parts.values()}) != 1 or parts["attention"]["sign"] != 1:
         return f"its layers' parts rotate different widths or signs ({parts}): vkrope reads parts that differ " \
                "in their pairs only"
     return None
+
+
+def part_entries(model_type: str, facts: dict, layer: dict) -> dict:
+    """The table's `parts` of a layer that rotates in parts: each one's pairs, and for a part whose module has
+    heads of its own (the indexer's index_head_dim, its first channels rotating), the config key holding their
+    width and its class default (from_hf refuses a rotated width past it, which the part cannot split)."""
+    out = {}
+    for part, v in sorted(layer["parts"].items()):
+        out[part] = {"pairs": v["pairs"]}
+        key = part_head_key(model_type, facts, layer["index"], part, v["width"]) \
+            if part != "attention" and v["pairs"] != "unknown" else None
+        if key is not None:
+            out[part].update(head_key=key, head_default=facts["text"][key])
+    return out
+
+
+def part_head_key(model_type: str, facts: dict, index: int, part: str, width: Any) -> str | None:
+    """The text config key that sets a part module's head_dim (DeepSeek-V3.2's indexer: index_head_dim): of the
+    keys holding that width, the one whose change alone moves it, the model built on the meta device with each
+    changed; None where no key or several do."""
+    import hf_probe  # noqa: PLC0415
+
+    if not isinstance(width, int) or isinstance(width, bool):
+        return None
+    found = []
+    for key, value in sorted(facts["text"].items()):
+        if value != width or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        built = hf_probe.meta_model(model_type, {**facts.get("overrides", {}), key: width + 2})
+        if built is None:
+            continue
+        attns = {i: a for i, _, a in hf_probe.attention_modules(built[0])}
+        module = attns[index].get_submodule(part) if index in attns else None
+        if getattr(module, "head_dim", None) == width + 2:
+            found.append(key)
+    return found[0] if len(found) == 1 else None
 
 
 def build(model_type: str, facts: dict, text_cls: Any) -> dict:
@@ -982,7 +1017,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if why:
         return {**entry, "status": why}
     if rotating and rotating[0].get("parts"):  # (DeepSeek-V3.2's indexer rotate-half beside its attention: part=)
-        entry["parts"] = {p: {"pairs": v["pairs"]} for p, v in sorted(rotating[0]["parts"].items())}
+        entry["parts"] = part_entries(model_type, facts, rotating[0])
     layouts = {facts["per_type"][l["rope_key"]]["pv"][0] for l in rotating}
     entry.update(pairs=pairs, sign=sign, cos_layout=sorted(layouts)[0],
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},

@@ -9,9 +9,10 @@ a model type: its config class's defaults, the text config inside it, the
 text rotary module (instantiated on the CPU from that config), and every
 decoder layer's attention module run on random weights with the
 module-level rotary functions of its modeling file wrapped, so that what
-the attention really does is recorded: which function it calls, the q it
-passes (its head dim and layout), the cos / sin it passes and what comes
-back. Nothing here reads a model's source text for meaning; the answers
+the attention really does is recorded: which function it calls, from which
+module in the attention (a part: DeepSeek-V3.2's indexer), the q (and, for
+a part, the k) it passes (head dim and layout), the cos / sin it passes and
+what comes back. Nothing here reads a model's source text for meaning; the answers
 are what the code computes.
 """
 
@@ -163,10 +164,11 @@ def calling_module(frame: Any) -> Any:
 def part_names(calls: list[dict], attn: Any) -> None:
     """Name each recorded call's part in place: "attention" for the attention module's own calls, else the path
     of the submodule that made it ("indexer"), the name its attention gives it."""
-    paths = {id(m): path for path, m in attn.named_modules()}
+    paths = {id(m): (path, m) for path, m in attn.named_modules()}
     for call in calls:
-        path = paths.get(id(call.pop("caller", None)), "")
+        path, module = paths.get(id(call.pop("caller", None)), ("", attn))
         call["part"] = path or "attention"
+        call["part_width"] = getattr(module, "head_dim", None)  # (the part's own heads: the indexer's 128)
 
 
 @contextlib.contextmanager
@@ -335,11 +337,21 @@ def classify(call: dict, pv: tuple) -> dict | None:
     if 2 * c.shape[-1] > x.shape[-1]:
         return None
     scale = np.abs(x).max() * 1e-5 + 1e-30
+    part = call.get("part", "attention")
     for (pairs, sign), cand in rotation_candidates(x, c, s, axes[0]).items():
-        if np.abs(cand - y).max() <= scale:
+        if np.abs(cand - y).max() <= scale and (part == "attention" or k_alike(ins, outs, c, s, axes[0], pairs, sign)):
             return {"pairs": pairs, "sign": sign, "head_dim": int(x.shape[-1]), "token_axis": axes[0],
-                    "q_in": x, "q_out": y, "part": call.get("part", "attention")}
+                    "q_in": x, "q_out": y, "part": part, "part_width": call.get("part_width")}
     return None
+
+
+def k_alike(ins: list, outs: list, c: np.ndarray, s: np.ndarray, axis: int, pairs: str, sign: int) -> bool:
+    """Whether a part's call rotated its second tensor (k) as its first (q): a part (a module in the attention)
+    counts only where it rotates both, alike, in one call."""
+    if len(ins) < 2 or len(outs) < 2 or ins[1].shape != outs[1].shape or ins[1].shape[axis] != SEQ:
+        return False
+    x, y = np64(ins[1]), np64(outs[1])
+    return bool(np.abs(rotation_candidates(x, c, s, axis)[(pairs, sign)] - y).max() <= np.abs(x).max() * 1e-5 + 1e-30)
 
 
 def rotary_entry(rot: Any, key: str | None) -> dict:
@@ -380,8 +392,14 @@ def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
     if len(kinds) > 1 and (len(by_part) == 1 or "attention" not in by_part or
                            any(len(k) > 1 for k in by_part.values())):
         return f"layer {index}: q and k rotated differently: {sorted(kinds)}"
-    if len(kinds) > 1:  # (each part one way: DeepSeek-V3.2's indexer rotate-half, its attention interleaved)
-        info["parts"] = {p: dict(zip(("pairs", "sign", "head_dim"), next(iter(k)))) for p, k in by_part.items()}
+    unknown = sorted({c["part"] for c in calls} - set(by_part))  # (a module whose rotation fits none: MiniMax-M3's
+    # indexer, which cuts the cat(f, f) cos / sin to its own narrower heads)
+    if (len(by_part) > 1 or unknown) and "attention" in by_part:  # (each part one way: DeepSeek-V3.2's indexer
+        # rotate-half beside its attention's interleaved pairs, GLM-5's interleaved as its attention's)
+        widths = {c["part"]: c.get("part_width") for c in calls}
+        info["parts"] = {p: {**dict(zip(("pairs", "sign", "head_dim"), next(iter(k)))), "width": widths[p]}
+                         for p, k in by_part.items()}
+        info["parts"].update({p: {"pairs": "unknown", "width": widths[p]} for p in unknown})
         for g in got:
             entry.setdefault("part_examples", {}).setdefault(g["part"], g)
         got = [g for g in got if g["part"] == "attention"]

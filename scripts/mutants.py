@@ -20,12 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+HANG_S = 1800  # a mutant's test run past this is reported as hung (the suite must fail on a defect, not wait)
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = [
@@ -748,12 +751,21 @@ MUTATIONS = [
              "    if value < minimum or value > INT_ARG_MAX:", "    if value < minimum:"),
     Mutation("rope_and_cache: out on a cache named by the kernel's q_out", "vkrope/ops/decode.py",
              "        if out is c:  # (named as", "        if False:  # (named as"),
+    Mutation("from_hf: an indexer rotating as its attention needs part= (GLM-5)", CONFIGS,
+             "        if len({v[\"pairs\"] for v in parts.values()}) == 1:", "        if False:"),
+    Mutation("from_hf: an indexer's heads narrower than its rotated width taken", CONFIGS,
+             "    if width < rotary:\n", "    if False:\n"),
+    Mutation("model table: a huge num_hidden_layers printed raw (Python's digit limit)", MODEL_TABLE,
+             "must be at most {MAX_LAYERS}; got {brief(n)}\")", "must be at most {MAX_LAYERS}; got {n}\")"),
+    Mutation("files: write_whole renames over a FIFO", "vkrope/files.py",
+             "    kind = None if st_mode is None else not_regular(st_mode)\n", "    kind = None\n"),
     Mutation("from_hf: a part named read as the attention's (DeepSeek-V3.2's indexer interleaved)", CONFIGS,
              "    return {**e, **parts[part]}", "    return e"),
     Mutation("from_hf: a config whose layers rotate two ways read without a part", CONFIGS,
              "    if part is None:\n        ways = ", "    if part is None and False:\n        ways = "),
     Mutation("from_hf: part's type checked after the config is read", CONFIGS,
-             "    _check_part(part)\n    config = _load(config)  # (read once: a path", "    config = _load(config)  # (read once: a path"),
+             "    _check_args(angle, part, layer_type)\n    config = _load(config)  # (read once: a path",
+             "    _check_args(angle, None, layer_type)\n    config = _load(config)  # (read once: a path"),
     Mutation("hf_layers: the part not passed to each layer", CONFIGS,
              "            memo[key] = from_hf(config, layer=i, like=like, angle=angle, part=part)",
              "            memo[key] = from_hf(config, layer=i, like=like, angle=angle, part=\"attention\")"),
@@ -2426,10 +2438,15 @@ def run_one(m: Mutation, tests: list[str], python: str) -> tuple[str, float, str
         env = dict(os.environ, VKROPE_VALIDATION="1", PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
         tests = [t for t in tests if (tree / t.split("::")[0]).exists()]
         cmd = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *tests]
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # (its own group: a hung run's children go with it)
         try:
-            res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
+            stdout, _ = proc.communicate(timeout=HANG_S)
         except subprocess.TimeoutExpired:  # (a defect the suite hangs on: CI would wait, not fail)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             return "hung", time.perf_counter() - t0, ""
+        res = subprocess.CompletedProcess(cmd, proc.returncode, stdout, "")
         first = next((line.split(" ")[1] for line in res.stdout.splitlines() if line.startswith("FAILED ")), "")
         if not first and res.returncode:
             first = (res.stdout.strip().splitlines() or ["?"])[-1]
@@ -2460,7 +2477,7 @@ def main() -> int:
             bad += not m.why_survives
         elif verdict in ("stale", "hung"):
             note = "snippet not found: update the mutation list" if verdict == "stale" else \
-                "the tests hung on it (30 min): make them fail instead"
+                f"the tests hung on it ({HANG_S} s): make them fail instead"
             bad += 1
         elif m.why_survives:
             note = "killed although listed as a survivor: drop its reason"

@@ -74,7 +74,8 @@ def int_arg(name: str, value: Any, minimum: int) -> int:
         raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")
     value = operator.index(value)
     if value < minimum or value > INT_ARG_MAX:
-        got = value if value.bit_length() <= 256 else f"an int of {value.bit_length()} bits"
+        got = value if value.bit_length() <= 256 else \
+            f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
         raise ValueError(f"{name} must be >= {minimum} and at most 2^64 - 1; got {got}" if value > INT_ARG_MAX
                          else f"{name} must be >= {minimum}; got {got}")
     return value

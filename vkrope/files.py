@@ -108,8 +108,10 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
         st_mode = os.stat(target).st_mode
     except FileNotFoundError:
         st_mode = None
-    if st_mode is not None and not stat.S_ISREG(st_mode):  # (a FIFO, a device: renaming over it is no write to it)
-        raise ValueError(f"{what}: {path!r} is not a regular file (the whole-file write replaces regular files only)")
+    kind = None if st_mode is None else not_regular(st_mode)
+    if kind is not None:  # (a FIFO, a device: renaming over it is no write to it)
+        raise ValueError(f"{what}: {path!r} is {kind}, not a regular file (the whole-file write replaces regular "
+                         "files only)")
     old_mode = None if st_mode is None else stat.S_IMODE(st_mode)
     if old_mode is not None:
         _check_open_for_writing(target, path, what)
@@ -175,6 +177,10 @@ def check_writable(path: str, what: str) -> None:
     if not os.path.isdir(folder):
         raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
     if os.path.exists(target):
+        kind = not_regular(os.stat(target).st_mode)
+        if kind is not None:
+            raise ValueError(f"{what}: {path!r} is {kind}, not a regular file (the whole-file write replaces regular "
+                             "files only)")
         _check_open_for_writing(target, path, what)
     probe = _new_name(folder)
     try:

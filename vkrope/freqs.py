@@ -127,13 +127,13 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
     if not is_int(value):
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+        raise ValueError(f"{name} must be >= {minimum}; got {brief(value)}")
 
 
 def check_head_dim(name: str, value: int) -> None:
     """A head's width (an int already) of at most MAX_HEAD_DIM channels."""
     if value > MAX_HEAD_DIM:
-        raise ValueError(f"{name} must be at most {MAX_HEAD_DIM} (a head's channels); got {value}")
+        raise ValueError(f"{name} must be at most {MAX_HEAD_DIM} (a head's channels); got {brief(value)}")
 
 
 def _check_dim(name: str, value: Any, minimum: int) -> None:
@@ -249,7 +249,7 @@ def brief(value: Any) -> str:
     try:
         text = repr(value) if isinstance(value, str) else str(value)
     except ValueError:  # (an int past Python's digit limit for str())
-        return f"an int of {value.bit_length()} bits"
+        return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
     n = len(value) if isinstance(value, str) else len(text)
     return text if len(text) <= 24 else f"{text[:12]}... ({n} characters)"
 

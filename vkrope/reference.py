@@ -73,7 +73,7 @@ def axial_freqs(
         if not is_int(value):
             raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
         if value < (1 if name == "dim" else 0):
-            raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {value}")
+            raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {brief(value)}")
     check_head_dim("dim", dim)
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")

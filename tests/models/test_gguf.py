@@ -181,6 +181,19 @@ def test_cli_config_reads_gguf(tmp_path, capsys):
     assert "(GGUF), layer type full_attention" in text and "layer type sliding_attention" in text
 
 
+def test_cli_config_part_is_for_config_json_only(tmp_path, capsys):
+    """--part (a config.json's model rotating in parts) on a GGUF file: refused, naming the flag, not ignored."""
+    from vkrope.__main__ import main
+
+    path = write(tmp_path / "l.gguf", "llama", [
+        ("add_context_length", 4096), ("add_embedding_length", 256), ("add_head_count", 4),
+        ("add_rope_freq_base", 10000.0)])
+    assert main(["config", path, "--part", "indexer"]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --part: applies to config.json files; {path!r} "
+                                       "is a GGUF file (leave --part out)\n")
+    assert main(["config", path]) == 0
+
+
 def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):
     from vkrope.__main__ import main
 

@@ -866,16 +866,41 @@ def test_every_mrope_layout_the_table_found_is_one_vkrope_reads():
 PARTED = sorted(t for t in OK if TABLE[t].get("parts"))
 
 
-def test_a_model_rotating_two_ways_has_a_golden_per_part():
+def test_a_model_rotating_in_parts_has_a_golden_per_part():
     """DeepSeek-V3.2 and A.X K2 rotate each layer two ways (the indexer rotate-half, the attention
-    interleaved): the table says so and keeps each part's rotation as the model ran it, each checked by
+    interleaved); GLM-5's and Mistral Large 3's indexers rotate as their attention: the table says so, with the
+    key of the indexer's own head width, and keeps each part's rotation as the model ran it, each checked by
     test_model_type_matches_its_attention."""
-    assert PARTED == ["axk2", "deepseek_v32"]
+    two_ways = ["axk2", "deepseek_v32"]
+    assert set(two_ways) | {"glm_moe_dsa", "mistral_large4"} <= set(PARTED)
     for t in PARTED:
+        want = "rotate_half" if t in two_ways else "interleaved_to_halves"
         assert {p: v["pairs"] for p, v in TABLE[t]["parts"].items()} == {
-            "attention": "interleaved_to_halves", "indexer": "rotate_half"}, t
+            "attention": "interleaved_to_halves", "indexer": want}, t
+        assert TABLE[t]["parts"]["indexer"]["head_key"] == "index_head_dim", t
         assert {c for c in CASES if c.startswith(f"{t}/")} == {f"{t}/*#attention", f"{t}/*#indexer"}, t
     assert not [c for c in CASES if "#" in c and c.split("/")[0] not in PARTED]
+
+
+def test_an_indexer_rotating_as_its_attention_reads_either_way(tmp_path):
+    """GLM-5 (glm_moe_dsa): its indexer rotates as its attention, so a config reads without part= (the
+    attention's, the indexer's alike) and with either part; an indexer's heads narrower than the rotated width
+    (its model cannot split them) are refused by the key that holds them."""
+    cfg = golden_config("glm_moe_dsa")
+    plain, att, idx = vkrope.from_hf(cfg), vkrope.from_hf(cfg, part="attention"), vkrope.from_hf(cfg, part="indexer")
+    assert plain == att == idx and (plain.part, att.part, idx.part) == ("", "attention", "indexer")
+    rot = plain.rotary_dim
+    assert vkrope.from_hf(dict(cfg, index_head_dim=rot), part="indexer") == idx  # (no channel passes through)
+    with pytest.raises(ValueError, match=rf"^config: index_head_dim {rot - 2} is narrower than the {rot} channels "
+                                         "'?glm_moe_dsa'?'s indexer rotates at the start of each of its heads"):
+        vkrope.from_hf(dict(cfg, index_head_dim=rot - 2), part="indexer")
+    for bad in (None, "128", 0, 1.5, True):
+        with pytest.raises(ValueError, match=r"^config: index_head_dim must be a positive integer"):
+            vkrope.from_hf(dict(cfg, index_head_dim=bad), part="indexer")
+    assert vkrope.from_hf(dict(cfg, index_head_dim=rot - 2), part="attention") == att  # (the attention's own)
+    ds = golden_config("deepseek_v32")
+    with pytest.raises(ValueError, match=r"^config: index_head_dim 48 is narrower than the 64 channels"):
+        vkrope.from_hf(dict(ds, index_head_dim=48), part="indexer")
 
 
 def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
@@ -899,13 +924,13 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     assert idx.summary()["part"] == "indexer" and idx.summary()["pairs"] == "rotate-half"
     assert all(r.interleaved is False for r in vkrope.hf_layers(cfg, part="indexer") if r is not None)
     heads = np.zeros((1, 2, 3, 128), np.float32)  # (the indexer's whole heads: its first 64 channels rotate)
-    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(DeepSeek-V3.2's indexer: "
+    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(deepseek_v32's indexer: "
                                          r"q\[\.\.\., :qk_rope_head_dim\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, idx, np.arange(3)[None])
     with pytest.raises(ValueError, match=r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, att, np.arange(3)[None])
     import dataclasses
-    with pytest.raises(TypeError, match=r'^part must be a str \("attention", "indexer", or "" for none\); got 5$'):
+    with pytest.raises(TypeError, match=r"^part must be a str \('attention', 'indexer', or '' for none\); got 5$"):
         dataclasses.replace(idx, part=5)
     llama = {"model_type": "llama"}
     assert vkrope.from_hf(llama, part="attention") == vkrope.from_hf(llama) and vkrope.from_hf(llama).part == ""
@@ -914,6 +939,16 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     remote = os.path.join(os.path.dirname(DATA), "data", "remote_configs", "minicpm-2b.json")
     with pytest.raises(ValueError, match="part: 'minicpm' rotates one way"):
         vkrope.from_hf(remote, part="indexer")
+    assert vkrope.from_hf(remote, part="attention") == vkrope.from_hf(remote) == vkrope.from_hf(remote, part="")
+    assert vkrope.from_hf(llama, part=vkrope.from_hf(llama).part) == vkrope.from_hf(llama)  # ("" read back)
+    like = dict(cfg, model_type="my_v32")  # (the caller's word that its attention is DeepSeek-V3.2's)
+    with pytest.raises(ValueError, match=r"^config: 'deepseek_v32' rotates 2 ways in each layer"):
+        vkrope.from_hf(like, like="deepseek_v32")
+    assert vkrope.from_hf(like, like="deepseek_v32", part="indexer") == idx
+    wrapped = {"model_type": "llava", "text_config": cfg, "vision_config": {"model_type": "clip_vision_model"}}
+    with pytest.raises(ValueError, match=r"^config: 'deepseek_v32' rotates 2 ways in each layer"):
+        vkrope.from_hf(wrapped)  # (a composite config read as the text config it names)
+    assert vkrope.from_hf(wrapped, part="indexer") == idx
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     assert main(["config", str(path)]) == 0

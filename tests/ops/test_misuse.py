@@ -1296,7 +1296,7 @@ def test_a_float64_table_refused_in_a_row_blocked_call_writes_nothing():
 def test_an_int_past_any_size_is_a_clear_error_naming_it(name, call, value):
     """An int argument of thousands of digits (Python refuses to print one of more than 4300) or past 2^64 - 1: a
     ValueError naming the argument, not Python's digit limit; the runtime usable afterwards."""
-    with pytest.raises(ValueError, match=rf"^{name} must be >= \d+(; got an int of \d+ bits| and at most "
+    with pytest.raises(ValueError, match=rf"^{name} must be >= \d+(; got (a negative|an) int of \d+ bits| and at most "
                                          rf"2\^64 - 1; got (an int of \d+ bits|18446744073709551616))$"):
         call(value)
     x = np.ones((1, 2, 4), np.float32)
@@ -1313,3 +1313,25 @@ def test_rope_and_cache_out_on_a_cache_names_out(device):
             device.rope_and_cache(device.asarray(q), q, q, kc, vc, vkrope.RopeFreqs(8), np.array([[0, 1, 2, 3]]),
                                   out=c)
     assert (kc.get() == 5.0).all() and (vc.get() == 7.0).all()
+
+
+_LLAMA_CFG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda v: vkrope.from_hf(_LLAMA_CFG, layer=v), r"^layer must be in \[0, 32\) .*; got (a negative|an) int of"),
+    (lambda v: vkrope.RopeFreqs(v), r"^dim must be (>= 2|at most 65536 .*); got (a negative|an) int of"),
+    (lambda v: vkrope.hf_layers(dict(_LLAMA_CFG, num_hidden_layers=v)), r"^config: num_hidden_layers must be"),
+    (lambda v: vkrope.from_hf(dict(_LLAMA_CFG, head_dim=v)), r"^config: head_dim must be"),
+    (lambda v: repr(vkrope.from_hf(dict(_LLAMA_CFG, max_position_embeddings=v))),
+     r"^config: max_position_embeddings must be"),
+    (lambda v: vkrope.from_gguf("model.gguf", context_length=v), r"^context_length must be in \[1, 2\^32 - 1\]"),
+], ids=["layer", "RopeFreqs", "num_hidden_layers", "head_dim", "max_position_embeddings", "context_length"])
+@pytest.mark.parametrize("value", [10**5000, -10**5000], ids=["5001_digits", "minus_5001_digits"])
+def test_a_config_or_spec_int_past_printing_is_named(call, match, value):
+    """An int of more than 4300 digits (which Python refuses to print) in a spec's, a config's or a reader's
+    argument: a ValueError naming it, not Python's digit limit (a max_position_embeddings of one was taken, and
+    the spec's repr then failed)."""
+    with pytest.raises(ValueError, match=match) as info:
+        call(value)
+    assert "4300" not in str(info.value) and "bits" in str(info.value)

@@ -479,9 +479,9 @@ def test_write_whole_refuses_a_file_it_may_not_write(tmp_path, monkeypatch):
 
 
 def test_write_whole_and_its_check_never_wait_on_a_fifo(tmp_path):
-    """write_whole given a FIFO (the command sends streams elsewhere; a caller that does not) refuses it at once,
-    read or not, rather than blocking on its open (nobody reads) or renaming a regular file over it; the
-    writability check fails at once on one nobody reads. An alarm turns a hang into a failure."""
+    """write_whole and its writability check given a FIFO (the command sends streams elsewhere; a caller that
+    does not) refuse it at once, read or not, naming what it is, rather than blocking on its open (nobody reads)
+    or renaming a regular file over it. An alarm turns a hang into a failure."""
     import signal
 
     from vkrope import files
@@ -495,14 +495,15 @@ def test_write_whole_and_its_check_never_wait_on_a_fifo(tmp_path):
     old = signal.signal(signal.SIGALRM, hung)
     signal.alarm(10)
     try:
-        with pytest.raises(ValueError, match=r"^-o/--output: '.*fifo' is not a regular file \(the whole-file write"):
-            files.write_whole(str(fifo), lambda fh: fh.write(b"x"), "-o/--output")
-        with pytest.raises(ValueError, match=r"^-o/--output: cannot write '.*fifo' \(No such device or address\)$"):
-            files.check_writable(str(fifo), "-o/--output")
+        refused = r"^-o/--output: '.*fifo' is a pipe \(FIFO\), not a regular file \(the whole-file write"
+        for check in (files.check_writable, lambda p, w: files.write_whole(p, lambda fh: fh.write(b"x"), w)):
+            with pytest.raises(ValueError, match=refused):
+                check(str(fifo), "-o/--output")
         reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         try:
-            with pytest.raises(ValueError, match="is not a regular file"):
-                files.write_whole(str(fifo), lambda fh: fh.write(b"x"), "-o/--output")
+            for check in (files.check_writable, lambda p, w: files.write_whole(p, lambda fh: fh.write(b"x"), w)):
+                with pytest.raises(ValueError, match=refused):
+                    check(str(fifo), "-o/--output")
         finally:
             os.close(reader)
     finally:

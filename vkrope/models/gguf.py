@@ -91,7 +91,7 @@ def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
         raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
     if context_length is not None and not 1 <= context_length <= 0xFFFFFFFF:
         raise ValueError(f"context_length must be in [1, 2^32 - 1] (llama.cpp's n_ctx per sequence, a uint32_t); "
-                         f"got {context_length}")
+                         f"got {brief(context_length)}")
 
 
 def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.ndarray]]:
@@ -264,7 +264,7 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
     if layer is not None:
         if not 0 <= layer < lp.n_layer:
             raise ValueError(f"layer must be in [0, {lp.n_layer}) ({arch}.block_count less any nextn_predict_layers, "
-                             f"which llama.cpp keeps out of the main graph); got {layer}")
+                             f"which llama.cpp keeps out of the main graph); got {brief(layer)}")
         if lp.rotates is None or lp.sliding is None:
             raise ValueError(f"layer: {where}: which layers rotate is unknown: {lp.unknown}")
         if not lp.rotates[layer]:

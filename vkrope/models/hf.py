@@ -329,42 +329,75 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
 
 _PAIRS_WORDS = {"rotate_half": "rotate-half pairs (i, i + rotary_dim / 2)",
                 "interleaved": "interleaved pairs (2i, 2i + 1)",
-                "interleaved_to_halves": "interleaved pairs (2i, 2i + 1), written cat(even, odd)"}
+                "interleaved_to_halves": "interleaved pairs (2i, 2i + 1), written cat(even, odd)",
+                "unknown": "a rotation vkrope does not compute"}
 
 
-def _check_part(part: Any) -> None:
-    """A `part` argument's type, checked before anything is read."""
+def _check_args(angle: Any, part: Any, layer_type: Any = None) -> None:
+    """from_hf's and layers' arguments besides the config, checked before anything is read."""
+    if angle not in ("float32", "exact"):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     if part is not None and not isinstance(part, str):
-        raise TypeError(f"part must be a str ('attention', 'indexer') or None; got {brief(part)}")
+        raise TypeError(f"part must be a str ('attention', 'indexer', or '' for none) or None; got {brief(part)}")
+
+
+def angles_part(e: dict) -> str | None:
+    """The part to read where only a model's angles, layers and keys matter (the same for every part): its
+    attention's, for a table entry `e` with `parts`; None for any other."""
+    return "attention" if e.get("parts") else None
 
 
 def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
-    """The table entry as the part asked for rotates: a model type whose layers rotate two ways (DeepSeek-V3.2's
-    attention interleaved, its sparse indexer rotate-half: the table's `parts`, found by running them) is read
-    for the part named, and refused without one; any other rotates one way, its attention's."""
+    """The table entry as the part asked for rotates: a model type whose layers rotate in parts (the table's
+    `parts`, found by running them: DeepSeek-V3.2's attention interleaved, its sparse indexer rotate-half) is
+    read for the part named, and refused without one where the parts' pairs differ; any other rotates one way,
+    its attention's."""
     parts = e.get("parts")
+    part = part or None  # ("": a one-way ModelRope's own part, read back)
     if not parts:
         if part not in (None, "attention"):
             raise ValueError(f"part: {model_type!r} rotates one way in its layers, its attention's "
-                             f"(part='attention' or None); got {part!r}")
+                             f"(part='attention', or no part given); got {part!r}")
         return e
     if part is None:
+        if len({v["pairs"] for v in parts.values()}) == 1:  # (GLM-5's indexer rotates as its attention does)
+            return e
         ways = "; ".join(f"part={p!r}: {_PAIRS_WORDS.get(v['pairs'], v['pairs'])}" for p, v in sorted(parts.items()))
         raise ValueError(f"config: {model_type!r} rotates {len(parts)} ways in each layer ({ways}), over the same "
                          "angles: pass part= to say which the RoPE is for")
     if part not in parts:
         raise ValueError(f"part must be one of {sorted(parts)} for {model_type!r}; got {part!r}")
+    if parts[part]["pairs"] == "unknown":
+        raise ValueError(f"part: {model_type!r}'s {part} rotates in a way vkrope does not compute (the model table "
+                         "found none of its rotations among those vkrope knows); refused rather than guessed")
     return {**e, **parts[part]}
 
 
 def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
-    """The parts a config's layers rotate, each its own way (DeepSeek-V3.2: ("attention", "indexer"), each
-    `from_hf(part=)`); () where they rotate one way."""
+    """The parts of a config's layers that rotate, each its own way, that vkrope reads (DeepSeek-V3.2:
+    ("attention", "indexer"), each `from_hf(part=)`); () where the attention alone rotates."""
     config = _load(config)
     if _remote(config, like) is not None:
         return ()
     _, e, _ = _entry_of(config, like)
-    return tuple(sorted(e.get("parts") or ()))
+    return tuple(sorted(p for p, v in (e.get("parts") or {}).items() if v["pairs"] != "unknown"))
+
+
+def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str, part: str | None) -> None:
+    """A part with heads of its own (DeepSeek-V3.2's indexer: `index_head_dim`, the table's head_key) rotates
+    their first `rotary` channels: heads narrower than that are refused, as its model cannot split them."""
+    key = e.get("head_key")
+    if part is None or key is None:
+        return
+    width = cfg.get(key, e["head_default"])
+    if not is_int(width) or width < 1:
+        raise ValueError(f"config: {key} must be a positive integer (the width of {model_type}'s {part} heads); "
+                         f"got {brief(width)}")
+    if width < rotary:
+        raise ValueError(f"config: {key} {width} is narrower than the {rotary} channels {model_type}'s {part} "
+                         "rotates at the start of each of its heads: its model cannot split them; refused")
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -458,7 +491,7 @@ def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | 
         raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
     n = _layer_count(cfg, rotates)
     if not 0 <= layer < n:
-        raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {layer}")
+        raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {brief(layer)}")
     types = cfg.get("layer_types")
     return rotates, (types[layer] if isinstance(types, list) and layer < len(types) else None)
 
@@ -474,9 +507,7 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32",
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
     NoPE layers, the global layers of EXAONE 4 and Cohere 2). `part`: as
     from_hf's (DeepSeek-V3.2: "attention" or "indexer")."""
-    if angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
-    _check_part(part)
+    _check_args(angle, part)
     config = _load(config)  # (read once: every layer's from_hf below takes the dict)
     remote = _remote(config, like)
     if remote is not None:
@@ -542,11 +573,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     (DeepSeek-V3.2 and A.X K2: "attention", interleaved pairs; "indexer",
     its sparse indexer's rotate-half), which one; such a config is refused
     without it. Any other model rotates one way ("attention" or None)."""
-    if angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
-    if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
-    _check_part(part)
+    _check_args(angle, part, layer_type)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
@@ -572,6 +599,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     params, ignored = _params(rope, where, model_type, e, nested is not None, kind)
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
+    _check_part_heads(cfg, e, rotary, model_type, part)
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
@@ -584,7 +612,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r),
                          nope_why=(unknown or "").removeprefix("config: "),  # (the reading's words: the key)
-                         part=(part or "") if e.get("parts") else "")
+                         part=(part or "") if e.get("parts") else "")  # (a model rotating in one part: "")
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
 
@@ -1040,8 +1068,8 @@ def _bare_width(model_type: str) -> int:
     """The rotated width of the model type's bare config: the one the model table ran its rotary module on (0
     where that config gives none: every other width is refused then)."""
     token = _BARE.set(True)
-    try:  # (a model type whose layers rotate two ways: one width, the same for either part)
-        rope = from_hf({"model_type": model_type}, part=(parts({"model_type": model_type}) or (None,))[0])
+    try:  # (a model type whose layers rotate in parts: one width, the same for either)
+        rope = from_hf({"model_type": model_type}, part=angles_part(hf_models.entry(model_type)))
     except ValueError:
         return 0
     finally:

@@ -6,7 +6,9 @@ type's rotary module and attention; never edited by hand).
 Per model type: whether it has a text rotary module, where its text config
 sits, its config class's defaults of the keys `from_hf` reads, how its
 attention pairs and turns the channels, which key holds the rotated
-head's width per layer type, which layers apply no RoPE, and whether
+head's width per layer type, which layers apply no RoPE, the parts of a
+layer that rotate each its own way (`parts`: DeepSeek-V3.2's indexer
+beside its attention, with the key of the part's own head width), and whether
 vkrope computes what the model does ("status": "ok", else the reason it
 is refused). `from_hf` reads nothing else about a model.
 """
@@ -106,7 +108,7 @@ def layer_count(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int):
         raise ValueError(f"config: num_hidden_layers must be an integer; got {brief(n)}")
     if n > MAX_LAYERS:
-        raise ValueError(f"config: num_hidden_layers must be at most {MAX_LAYERS}; got {n}")
+        raise ValueError(f"config: num_hidden_layers must be at most {MAX_LAYERS}; got {brief(n)}")
     return n
 
 
@@ -150,7 +152,7 @@ def positive_layer_count(cfg: dict) -> int:
     """The config's num_hidden_layers (layer_count), which must be at least 1 where it says which layers rotate."""
     count = layer_count(cfg.get("num_hidden_layers"))
     if count < 1:
-        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {count}")
+        raise ValueError(f"config: num_hidden_layers must be a positive integer; got {brief(count)}")
     return count
 
 

@@ -50,7 +50,7 @@ def key_int(params: dict, key: str, where: str) -> int:
     if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
         raise ValueError(f"{where}{key} must be an integer; got {brief(value)}")
     if value < 1:
-        raise ValueError(f"{where}{key} must be >= 1; got {value}")
+        raise ValueError(f"{where}{key} must be >= 1; got {brief(value)}")
     return int(value)
 
 
@@ -64,11 +64,15 @@ def seq_len_of(position_ids: Any) -> int | None:
     return int(p.max()) + 1 if p.size else 0
 
 
+MAX_INT = 2**64 - 1  # (no length a config holds reaches it: bounded, every message and repr can print it)
+
+
 def _positive_int(name: str, value: Any) -> None:
     if not is_int(value):
         raise TypeError(f"{name} must be an int; got {brief(value)}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
+    if value < 1 or value > MAX_INT:
+        raise ValueError(f"{name} must be in [1, 2^64 - 1]; got {brief(value)}" if value > MAX_INT else
+                         f"{name} must be >= 1; got {brief(value)}")
 
 
 def _width(name: str, value: Any) -> None:
@@ -332,7 +336,7 @@ def _check_fields(rope: ModelRope) -> None:
     if rope.angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {rope.angle!r}")
     if not isinstance(rope.part, str):  # (a label: the part of a model rotating two ways it was read for)
-        raise TypeError(f"part must be a str (\"attention\", \"indexer\", or \"\" for none); got {brief(rope.part)}")
+        raise TypeError(f"part must be a str ('attention', 'indexer', or '' for none); got {brief(rope.part)}")
     for name in ("head_dim", "rotary_dim"):
         _width(name, getattr(rope, name))
     for name in ("max_position_embeddings", "original_max_position_embeddings"):
