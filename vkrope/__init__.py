@@ -24,6 +24,7 @@ from .api import (
 from .models import ModelRope, from_gguf, from_hf
 from .models import layer_types as hf_layer_types
 from .models import layers as hf_layers
+from .models import parts as hf_parts
 from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices
@@ -82,6 +83,7 @@ __all__ = [
     "from_gguf",
     "hf_layer_types",
     "hf_layers",
+    "hf_parts",
     "ModelRope",
     "InvFreqs",
     "RopeFreqs",

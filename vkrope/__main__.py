@@ -568,8 +568,7 @@ def read_config(path: str) -> tuple[str, dict | None]:
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
-    from .models import ModelRope, from_gguf, from_hf, layer_types  # noqa: PLC0415
-    from .models.hf import parts  # noqa: PLC0415
+    from .models import ModelRope, from_gguf, from_hf, layer_types, parts  # noqa: PLC0415
     from .models.gguf import NeedsLayerType  # noqa: PLC0415
     from .errors import NoRopeLayers  # noqa: PLC0415
     from .models.hf import hub_id_hint  # noqa: PLC0415

@@ -918,6 +918,7 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
             read(cfg, part="Indexer")
         with pytest.raises(TypeError, match=r"part must be a str .* or None; got 1$"):
             read(str(tmp_path / "missing.json"), part=1)  # (before the path is read)
+    assert vkrope.hf_parts(cfg) == ("attention", "indexer") and vkrope.hf_parts({"model_type": "llama"}) == ()
     att, idx = (vkrope.from_hf(cfg, part=p) for p in ("attention", "indexer"))
     assert (att.interleaved, idx.interleaved, att.part, idx.part) == (True, False, "attention", "indexer")
     assert np.array_equal(att.freqs(np.arange(8)).inv_freq, idx.freqs(np.arange(8)).inv_freq)

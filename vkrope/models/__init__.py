@@ -16,7 +16,7 @@ runtime module.
 """
 
 from .gguf import from_gguf
-from .hf import from_hf, layer_types, layers
+from .hf import from_hf, layer_types, layers, parts
 from .rope import ROPE_TYPES, ModelRope
 
-__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "layers", "ROPE_TYPES"]
+__all__ = ["ModelRope", "from_hf", "from_gguf", "layer_types", "layers", "parts", "ROPE_TYPES"]

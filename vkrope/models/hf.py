@@ -1,5 +1,5 @@
 """A model's RoPE from its Hugging Face config.json (`from_hf`, `layers`,
-`layer_types`): how the model applies it comes from the model table
+`layer_types`, `parts`): how the model applies it comes from the model table
 (vkrope/models/model_table.py), the rest as transformers 5 reads it; a model
 transformers runs only with remote code, as llama.cpp's converter reads it
 (gguf_convert.py)."""
@@ -377,7 +377,8 @@ def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
 
 def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The parts of a config's layers that rotate, each its own way, that vkrope reads (DeepSeek-V3.2:
-    ("attention", "indexer"), each `from_hf(part=)`); () where the attention alone rotates."""
+    ("attention", "indexer"), each `from_hf(part=)`; GLM-5's indexer rotates as its attention); () where the
+    attention alone rotates."""
     config = _load(config)
     if _remote(config, like) is not None:
         return ()
