@@ -133,7 +133,10 @@ def _pow_base(text, layer_type: str | None, pos_t, rdim: int):
         if int(seq) > text.max_position_embeddings:
             f = params["factor"]
             base = base * ((f * seq / text.max_position_embeddings) - (f - 1)) ** (rdim / (rdim - 2))
-    return base, base ** (torch.arange(0, rdim, 2, dtype=torch.int64).float() / rdim)
+    turning = rdim
+    if params.get("rope_type") == "proportional":  # (only the pairs the factor turns are powers; the rest are 0)
+        turning = 2 * int(params.get("partial_rotary_factor", 1.0) * rdim // 2)
+    return base, base ** (torch.arange(0, turning, 2, dtype=torch.int64).float() / rdim)
 
 
 @functools.cache

@@ -717,5 +717,6 @@ def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
         partial = 1.0 if cfg.get("partial_rotary_factor") is None else cfg["partial_rotary_factor"]
     if isinstance(partial, bool) or not isinstance(partial, (int, float)):
         return None
-    width = head if kind == "default" and not rule["default_partial"] else int(head * partial)
+    whole = (kind == "default" and not rule["default_partial"]) or (kind in RULES and RULES[kind].whole_head)
+    width = head if whole else int(head * partial)  # (proportional's cos / sin span the head)
     return (int(width), int(rotated)) if width == rotated else None

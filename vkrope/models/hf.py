@@ -867,7 +867,7 @@ def _rotated(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tupl
         partial = 1.0
     elif isinstance(partial, bool) or not isinstance(partial, (int, float)) or not 0 < partial <= 1:
         raise ValueError(f"config: partial_rotary_factor must be a number in (0, 1]; got {brief(partial)}")
-    if kind == "proportional":
+    if RULES[kind].whole_head:  # (proportional: the factor says how many of the head's pairs turn)
         return head_dim, partial
     if rule == "whole" or (rule == "whole_default" and kind == "default"):
         return head_dim, 1.0  # ("whole_default": the model's own default frequencies span the head; the library's

@@ -272,6 +272,8 @@ class RopeType:
     per_call: str = ""
     params: frozenset[str] = frozenset()
     in_files: bool = True
+    whole_head: bool = False  # its cos / sin span the head whatever the partial factor (proportional: the factor
+    # says how many pairs turn)
 
 
 RULES: dict[str, RopeType] = {
@@ -288,7 +290,7 @@ RULES: dict[str, RopeType] = {
                                            "short_mscale", "long_mscale"})),  # (the mscales: PhiMoE's)
     "llama3": RopeType(_check_llama3, _llama3, needs_orig=True,
                        params=frozenset({"factor", "low_freq_factor", "high_freq_factor"})),
-    "proportional": RopeType(_check_proportional, _proportional, params=frozenset({"factor"})),
+    "proportional": RopeType(_check_proportional, _proportional, params=frozenset({"factor"}), whole_head=True),
     "ntk_alpha": RopeType(_check_ntk_alpha, _ntk_alpha, params=frozenset({"alpha"}), in_files=False),
 }
 # Every key some rope type reads: `ModelRope.param` refuses any other, so a rope function reading a new key fails
