@@ -1255,15 +1255,17 @@ def _rotary_width(t: str, e: dict, kw: dict) -> tuple[int, Any] | None:
 
 def width_probes(rule: dict) -> list[dict]:
     """Text config keys mixing head_dim (absent, null, the key's, another), the key and the summed keys
-    (the class's, another), the rope dict (none, rope_parameters default or yarn, rope_scaling yarn) with a
-    factor in it or not, and a top-level factor."""
+    (the class's, another), the rope dict (none, rope_parameters default, yarn or proportional, rope_scaling
+    yarn) with a factor in it or not, and a top-level factor."""
     key, d = rule["key"], rule["defaults"]
     heads = [{}, {"head_dim": None}, {"head_dim": d[key]}, {"head_dim": 2 * d[key] + 8}]
     dims = [{}, {key: d[key] // 2}] + [{k: 2 * d[k]} for k in rule["head_sum"] if k != key]
     yarn = {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1e4, "original_max_position_embeddings": 1024}
+    proportional = {"rope_type": "proportional", "rope_theta": 1e4}  # (its cos / sin span the head: whole_head)
     dicts = [{}] + [{where: dict(one, **extra)} for where, one in (("rope_parameters", {"rope_type": "default",
                                                                                           "rope_theta": 1e4}),
-                                                                   ("rope_parameters", yarn), ("rope_scaling", yarn))
+                                                                   ("rope_parameters", yarn), ("rope_scaling", yarn),
+                                                                   ("rope_parameters", proportional))
                     for extra in ({}, {"partial_rotary_factor": 1.0}, {"partial_rotary_factor": 0.5})]
     tops = [{}, {"partial_rotary_factor": 0.5}, {"partial_rotary_factor": None}, {"rotary_pct": 0.5}]
     return [{**h, **k, **r, **p} for h, k, r, p in itertools.product(heads, dims, dicts, tops)]
