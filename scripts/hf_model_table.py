@@ -994,6 +994,20 @@ def part_head_key(model_type: str, facts: dict, index: int, part: str, width: An
     return found[0] if len(found) == 1 else None
 
 
+def probe_refusal(facts: dict) -> str | None:
+    """Why a probe's facts alone refuse its model type (what it could not verify, a rotary module whose weights
+    decide its frequencies, several attention stacks), or None."""
+    if "why" in facts:
+        return f"not verified: {facts['why']}"
+    if facts.get("learned"):  # (a module whose frequencies its weights scale: Mistral Large 3's LeRoPE alpha)
+        return f"its rotary module holds learned parameters ({', '.join(facts['learned'])}), loaded with the " \
+               "model's weights: its frequencies depend on them, which a config does not hold"
+    if len({l["index"] for l in facts["layers"]}) != len(facts["layers"]):
+        return "several attention stacks (an encoder and a decoder): which one a config's RoPE serves is not one " \
+               "question"
+    return None
+
+
 def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     """The table entry of one model type from its probe (see the module docstring)."""
     if "error" in facts:
@@ -1003,11 +1017,9 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if facts.get("rope") is None:
         return {"rope": None, "status": f"transformers' code could not be probed ({facts.get('why')})"}
     entry: dict[str, Any] = {"rope": True, "text_config": facts["text_config"]}
-    if "why" in facts:
-        return {**entry, "status": f"not verified: {facts['why']}"}
-    if len({l["index"] for l in facts["layers"]}) != len(facts["layers"]):
-        return {**entry, "status": "several attention stacks (an encoder and a decoder): which one a config's RoPE "
-                                   "serves is not one question"}
+    why = probe_refusal(facts)
+    if why:
+        return {**entry, "status": why}
     rotating = [l for l in facts["layers"] if l["rotates"]]
     kinds = {(l["pairs"], l["sign"]) for l in rotating}
     if len(kinds) != 1:

@@ -522,6 +522,7 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
     if len({type(m) for _, m in rots}) > 1:
         return {**facts, "why": f"several text rotary classes: {sorted({type(m).__name__ for _, m in rots})}"}
     rot = type(rots[0][1])(text)
+    facts["learned"] = sorted(n for n, _ in rots[0][1].named_parameters())  # (Mistral Large 3's alpha: weights')
     attns = attention_modules(model)
     if not attns:
         return {**facts, "why": "no decoder attention modules found"}

@@ -248,8 +248,10 @@ def brief(value: Any) -> str:
     """A value for an error message: a string quoted, a long one cut (its length said)."""
     try:
         text = repr(value) if isinstance(value, str) else str(value)
-    except ValueError:  # (an int past Python's digit limit for str())
-        return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
+    except ValueError:  # (an int past Python's digit limit for str(), alone or inside a container)
+        if isinstance(value, int):
+            return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
+        return f"a {type(value).__name__} holding an int too large to print"
     n = len(value) if isinstance(value, str) else len(text)
     return text if len(text) <= 24 else f"{text[:12]}... ({n} characters)"
 

@@ -868,11 +868,14 @@ PARTED = sorted(t for t in OK if TABLE[t].get("parts"))
 
 def test_a_model_rotating_in_parts_has_a_golden_per_part():
     """DeepSeek-V3.2 and A.X K2 rotate each layer two ways (the indexer rotate-half, the attention
-    interleaved); GLM-5's and Mistral Large 3's indexers rotate as their attention: the table says so, with the
+    interleaved); GLM-5's indexer rotates as its attention: the table says so, with the
     key of the indexer's own head width, and keeps each part's rotation as the model ran it, each checked by
     test_model_type_matches_its_attention."""
     two_ways = ["axk2", "deepseek_v32"]
-    assert set(two_ways) | {"glm_moe_dsa", "mistral_large4"} <= set(PARTED)
+    assert set(two_ways) | {"glm_moe_dsa"} <= set(PARTED)
+    for t in ("mistral_large4", "mistral_large4_text"):  # (LeRoPE: frequencies scaled by its weights' alpha)
+        assert TABLE[t]["status"].startswith("its rotary module holds learned parameters (alpha), loaded with "
+                                             "the model's weights"), t
     for t in PARTED:
         want = "rotate_half" if t in two_ways else "interleaved_to_halves"
         assert {p: v["pairs"] for p, v in TABLE[t]["parts"].items()} == {
@@ -960,3 +963,20 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["pairs"] == "rotate-half"
     assert main(["config", str(path), "--part", "x"]) == 1
     assert "--part must be one of ['attention', 'indexer']" in capsys.readouterr().err
+
+
+def test_proportional_where_the_class_derives_the_partial_factor_needs_it_given():
+    """Mistral 4's config class derives its partial factor from qk_rope_head_dim over the head it sums; the rules
+    table holds the factor measured on its defaults, which proportional's turning pairs would take silently
+    (an adversary measured errors of 7 at nope 0): refused without partial_rotary_factor in the rope dict, read
+    with it."""
+    cfg = {"model_type": "mistral4", "qk_rope_head_dim": 64, "qk_nope_head_dim": 0, "num_hidden_layers": 2,
+           "rope_parameters": {"rope_type": "proportional", "rope_theta": 1e4, "llama_4_scaling_beta": 0.1,
+                               "original_max_position_embeddings": 1024}}
+    with pytest.raises(ValueError, match=r"^config: rope type 'proportional' on mistral4: which of the head's pairs "
+                                         r"turn is its partial factor, .* give partial_rotary_factor in the rope dict$"):
+        vkrope.from_hf(cfg)
+    cfg["rope_parameters"]["partial_rotary_factor"] = 0.5
+    rope = vkrope.from_hf(cfg)
+    inv = rope.freqs(np.arange(4)).inv_freq
+    assert rope.rotary_dim == 64 and np.count_nonzero(np.asarray(inv)) == 16

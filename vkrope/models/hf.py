@@ -152,6 +152,12 @@ def _check_width(cfg: dict, e: dict, model_type: str) -> None:
             "rope_parameters") or {}
     kind = rope.get("rope_type", rope.get("type", "default"))
     kind = config_rules.renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
+    if isinstance(kind, str) and kind in RULES and RULES[kind].whole_head and rule["ratio"] \
+            and "partial_rotary_factor" not in rope:  # (Mistral 4: its class derives it from the widths)
+        raise ValueError(f"config: rope type {kind!r} on {model_type}: which of the head's pairs turn is its partial "
+                         f"factor, which {model_type}'s config class derives from {rule['key']} and the head it "
+                         "sums (vkrope reads the class's factor as measured on its defaults only); give "
+                         "partial_rotary_factor in the rope dict")
     if config_rules.rotary_width(cfg, rule, kind) is None:
         raise ValueError(f"config: {rule['key']}, head_dim and the partial factor: {model_type}'s attention "
                          f"rotates {rule['key']} channels, and transformers' rotary module makes cos / sin of "
@@ -397,8 +403,8 @@ def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str, part: st
         raise ValueError(f"config: {key} must be a positive integer (the width of {model_type}'s {part} heads); "
                          f"got {brief(width)}")
     if width < rotary:
-        raise ValueError(f"config: {key} {width} is narrower than the {rotary} channels {model_type}'s {part} "
-                         "rotates at the start of each of its heads: its model cannot split them; refused")
+        raise ValueError(f"config: {key} {brief(width)} is narrower than the {brief(rotary)} channels {model_type}'s "
+                         f"{part} rotates at the start of each of its heads: its model cannot split them; refused")
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -600,14 +606,13 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     params, ignored = _params(rope, where, model_type, e, nested is not None, kind)
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
-    _check_part_heads(cfg, e, rotary, model_type, part)
     params.pop("partial_rotary_factor", None)
     if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
         params["partial_rotary_factor"] = float(partial)
     mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
     section, mrope_layout = _mrope(rope, where, model_type, e, rotary, head_dim)
     try:
-        return ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
+        spec = ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
                          section, mrope_layout, _interleaved(cfg, e), None, layer_type, angle, source="config",
                          ignored=tuple(ignored), model=model_type,
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
@@ -616,6 +621,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          part=(part or "") if e.get("parts") else "")  # (a model rotating in one part: "")
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
+    _check_part_heads(cfg, e, spec.rotary_dim, model_type, part)  # (after the spec's own checks of its widths)
+    return spec
 
 
 def _asked_layer(cfg: dict, layer: int | None, layer_type: str | None, rotates: list[bool] | None,
