@@ -748,7 +748,8 @@ MUTATIONS = [
              "    tmp = os.path.join(os.path.dirname(target), "
              "f\".{os.path.basename(target)}.{os.getpid()}.{os.urandom(4).hex()}.tmp\")"),
     Mutation("arguments: an int past 2^64 - 1 taken (its message then fails past 4300 digits)", "vkrope/arguments.py",
-             "    if value < minimum or value > INT_ARG_MAX:", "    if value < minimum:"),
+             "    if value < minimum or value > MAX_INT:\n        raise ValueError(f\"{name} must be >= {minimum} and",
+             "    if value < minimum:\n        raise ValueError(f\"{name} must be >= {minimum} and"),
     Mutation("rope_and_cache: out on a cache named by the kernel's q_out", "vkrope/ops/decode.py",
              "        if out is c:  # (named as", "        if False:  # (named as"),
     Mutation("config rules: proportional's cos / sin taken as head x partial wide (DeepSeek refused)", RULES,
@@ -761,7 +762,7 @@ MUTATIONS = [
     Mutation("model table: a huge num_hidden_layers printed raw (Python's digit limit)", MODEL_TABLE,
              "must be at most {MAX_LAYERS}; got {brief(n)}\")", "must be at most {MAX_LAYERS}; got {n}\")"),
     Mutation("files: write_whole renames over a FIFO", "vkrope/files.py",
-             "    kind = None if st_mode is None else not_regular(st_mode)\n", "    kind = None\n"),
+             "    if st_mode is not None:\n        _refuse_not_regular(st_mode, path, what)\n", "\n"),
     Mutation("from_hf: a part named read as the attention's (DeepSeek-V3.2's indexer interleaved)", CONFIGS,
              "    return {**e, **parts[part]}", "    return e"),
     Mutation("from_hf: a config whose layers rotate two ways read without a part", CONFIGS,

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
-from .freqs import MAX_PAIRS
+from .freqs import MAX_INT, MAX_PAIRS, brief
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,
     swapped_of,
@@ -64,20 +64,15 @@ def check_row_index(name: str, highest: int) -> None:
         raise ValueError(f"{name}: row {highest} is past {MAX_ROWS - 1}, the last a kernel reads (by an int32 index)")
 
 
-INT_ARG_MAX = 2**64 - 1  # (numpy's widest int; no count, width or position of an array reaches it)
-
-
 def int_arg(name: str, value: Any, minimum: int) -> int:
     """An int (not a bool) in [minimum, 2^64 - 1], named `name` in the errors (the bound keeps every later
     message that prints it short: Python refuses to print an int of more than 4300 digits)."""
     if not is_int(value):
         raise TypeError(f"{name} must be an int >= {minimum}; got {describe(value)}")
     value = operator.index(value)
-    if value < minimum or value > INT_ARG_MAX:
-        got = value if value.bit_length() <= 256 else \
-            f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
-        raise ValueError(f"{name} must be >= {minimum} and at most 2^64 - 1; got {got}" if value > INT_ARG_MAX
-                         else f"{name} must be >= {minimum}; got {got}")
+    if value < minimum or value > MAX_INT:
+        raise ValueError(f"{name} must be >= {minimum} and at most 2^64 - 1; got {brief(value)}" if value > MAX_INT
+                         else f"{name} must be >= {minimum}; got {brief(value)}")
     return value
 
 

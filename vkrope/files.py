@@ -108,10 +108,8 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
         st_mode = os.stat(target).st_mode
     except FileNotFoundError:
         st_mode = None
-    kind = None if st_mode is None else not_regular(st_mode)
-    if kind is not None:  # (a FIFO, a device: renaming over it is no write to it)
-        raise ValueError(f"{what}: {path!r} is {kind}, not a regular file (the whole-file write replaces regular "
-                         "files only)")
+    if st_mode is not None:
+        _refuse_not_regular(st_mode, path, what)
     old_mode = None if st_mode is None else stat.S_IMODE(st_mode)
     if old_mode is not None:
         _check_open_for_writing(target, path, what)
@@ -158,6 +156,15 @@ def _new_name(folder: str) -> str:
     return os.path.join(folder, f".vkrope.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
+def _refuse_not_regular(mode: int, path: str, what: str) -> None:
+    """A ValueError naming `what` where `path` (of `mode`) is not a regular file: a FIFO, a device (renaming a new
+    file over one is no write to it)."""
+    kind = not_regular(mode)
+    if kind is not None:
+        raise ValueError(f"{what}: {path!r} is {kind}, not a regular file (the whole-file write replaces regular "
+                         "files only)")
+
+
 def _check_open_for_writing(target: str, path: str, what: str) -> None:
     """An existing regular file `target` (what `path` names) opens for writing (not truncated: os.access would
     hide a read-only file system's EROFS behind "Permission denied", and root's bypass); else a ValueError
@@ -177,10 +184,7 @@ def check_writable(path: str, what: str) -> None:
     if not os.path.isdir(folder):
         raise ValueError(f"{what}: {path!r} links into the directory {folder!r}, which does not exist")
     if os.path.exists(target):
-        kind = not_regular(os.stat(target).st_mode)
-        if kind is not None:
-            raise ValueError(f"{what}: {path!r} is {kind}, not a regular file (the whole-file write replaces regular "
-                             "files only)")
+        _refuse_not_regular(os.stat(target).st_mode, path, what)
         _check_open_for_writing(target, path, what)
     probe = _new_name(folder)
     try:

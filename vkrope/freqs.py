@@ -244,6 +244,10 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)
 
 
+MAX_INT = 2**64 - 1  # (numpy's widest int: no count, width, length or position reaches it; ints bounded by it
+# print in every message and repr, where Python refuses one of more than 4300 digits)
+
+
 def brief(value: Any) -> str:
     """A value for an error message: a string quoted, a long one cut (its length said)."""
     try:

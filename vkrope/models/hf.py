@@ -576,10 +576,12 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     never None: `NoRopeLayers` (a ValueError) where the config's layers all apply none;
     an unknown rope type, missing or contradictory field: a ValueError naming the key.
 
-    `part`: for a model whose layers rotate two ways over the same angles
-    (DeepSeek-V3.2 and A.X K2: "attention", interleaved pairs; "indexer",
-    its sparse indexer's rotate-half), which one; such a config is refused
-    without it. Any other model rotates one way ("attention" or None)."""
+    `part`: for a model whose layers rotate in parts over the same angles
+    (`vkrope.hf_parts` lists them: DeepSeek-V3.2 and A.X K2's "attention",
+    interleaved pairs, and "indexer", their sparse indexer's rotate-half),
+    which one; refused without it where the parts' pairs differ (GLM-5's
+    indexer rotates as its attention). Any other model rotates one way
+    ("attention", or None / "")."""
     _check_args(angle, part, layer_type)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)

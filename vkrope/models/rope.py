@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import EXACT_MIN_FREQ, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
+from ..freqs import EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -62,9 +62,6 @@ def seq_len_of(position_ids: Any) -> int | None:
     if p.size and not is_integer_dtype(p.dtype):  # (the call's own checks say so too, after this)
         raise TypeError(f"position_ids must be integers; got dtype {p.dtype}")
     return int(p.max()) + 1 if p.size else 0
-
-
-MAX_INT = 2**64 - 1  # (no length a config holds reaches it: bounded, every message and repr can print it)
 
 
 def _positive_int(name: str, value: Any) -> None:
