@@ -124,8 +124,9 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
+    """An int >= minimum, named `name` in the errors."""
     if not is_int(value):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an int; got {type(value).__name__} {brief(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {brief(value)}")
 
@@ -170,7 +171,7 @@ def _check_positive(name: str, value: Any) -> None:
 
 def _check_angle(angle: Any) -> None:
     if angle not in ANGLES:
-        raise ValueError(f"angle must be one of {ANGLES}; got {angle!r}")
+        raise ValueError(f"angle must be one of {ANGLES}; got {brief(angle)}")
 
 
 EXACT_MIN_FREQ = 2.0**-64  # the exact angle's quarter turns keep 94 fractional bits: 30 and more for f >= 2^-64
@@ -782,7 +783,8 @@ class AxialFreqs(FrequencySpec):
         if self.dim % 4:
             raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")
         if self.end_x * self.end_y > MAX_POSITION:
-            raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got {self.end_x * self.end_y}")
+            raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got "
+                             f"{brief(self.end_x * self.end_y)}")
         _check_positive("theta", self.theta)
         _check_angle(self.angle)
         if self.angle == "exact":
@@ -902,7 +904,7 @@ class NdFreqs(FrequencySpec):
                 raise ValueError(f"axes_dim[{a}] must be even (pairs of channels); got {d}")
         if sum(int(d) for d in axes) > MAX_HEAD_DIM:
             raise ValueError(f"axes_dim must sum to at most {MAX_HEAD_DIM} channels (a head); got "
-                             f"{sum(int(d) for d in axes)}")
+                             f"{brief(sum(int(d) for d in axes))}")
         object.__setattr__(self, "axes_dim", tuple(int(d) for d in axes))
         thetas = _per_axis("theta", self.theta, len(axes))
         per_axis = isinstance(self.theta, (tuple, list)) or (isinstance(self.theta, np.ndarray) and self.theta.ndim)
@@ -1052,7 +1054,8 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
         _check_int(f"shape[{a}]", n, 0)
     cells = math.prod(int(n) for n in shape)
     if cells > MAX_PAIRS or max(int(n) for n in shape) > MAX_PAIRS:  # (a bound on absurd shapes: not on memory)
-        raise ValueError(f"shape {tuple(int(n) for n in shape)} has {cells} cells; a grid has at most {MAX_PAIRS} "
+        raise ValueError(f"shape {brief(tuple(int(n) for n in shape))} has {brief(cells)} cells; a grid has at most "
+                         f"{MAX_PAIRS} "
                          "cells on any axis and in all, the tokens one call rotates (a pair each)")
     n_axes = len(shape)
     if cells == 0:
@@ -1062,8 +1065,8 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
         vals = _per_axis(name, value, n_axes)
         for a, v in enumerate(vals):
             _check_real(f"{name}[{a}]", v)
-            if not math.isfinite(float(v)):
-                raise ValueError(f"{name}[{a}] must be finite; got {v}")
+            if (is_int(v) and abs(v) >= 2**1024) or not math.isfinite(float(v)):  # (an int past float64)
+                raise ValueError(f"{name}[{a}] must be finite; got {brief(v)}")
         per[name] = tuple(float(v) for v in vals)
     axes = []
     for a, n in enumerate(shape):

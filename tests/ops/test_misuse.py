@@ -1335,3 +1335,27 @@ def test_a_config_or_spec_int_past_printing_is_named(call, match, value):
     with pytest.raises(ValueError, match=match) as info:
         call(value)
     assert "4300" not in str(info.value) and "bits" in str(info.value)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("axes_dim must sum", lambda: vkrope.NdFreqs((10**5000, 8))),
+    ("end_x * end_y", lambda: vkrope.AxialFreqs(8, 10**5000, 4)),
+    ("shape ", lambda: vkrope.grid_ids((10**5000, 2))),
+    ("offset[0]", lambda: vkrope.grid_ids((2, 2), offset=10**5000)),
+    ("yarn: original_context", lambda: vkrope.RopeFreqs(128, yarn=vkrope.YaRN(10**5000))),
+    ("angle", lambda: vkrope.from_hf(_LLAMA_CFG, angle=10**5000)),
+    ("config: model_type", lambda: vkrope.from_hf({"model_type": 10**5000})),
+    ("config: hidden_size", lambda: vkrope.from_hf(dict(_LLAMA_CFG, num_attention_heads=10**5000))),
+    ("config: mrope_section", lambda: vkrope.from_hf({
+        "model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 4,
+        "rope_scaling": {"type": "mrope", "mrope_section": [10**5000, 4, 4]}})),
+    ("theta", lambda: vkrope.ModelRope("default", 64, 64, 2**1024)),
+], ids=["NdFreqs", "AxialFreqs", "grid_ids", "grid_offset", "YaRN", "angle", "model_type", "heads", "mrope_section",
+        "theta_past_float64"])
+def test_more_ints_past_printing_or_float64_are_named(name, call):
+    """Spec constructors and config keys given an int Python cannot print (or float64 cannot hold): a ValueError
+    that starts with the argument's name, never Python's digit limit or an OverflowError."""
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value).startswith(name) and "4300" not in str(info.value), str(info.value)
+    assert vkrope.ModelRope("default", 64, 64, 1e30).theta == 1e30  # (a float theta past 2^64 stays one)

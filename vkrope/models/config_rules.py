@@ -119,7 +119,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..runtime.dtypes import is_int
-from .rope import key_number
+from .rope import brief, key_number
 from .rope_types import RULES
 
 PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_config_rules.json")
@@ -613,7 +613,8 @@ def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None
     if not rule or not is_int(hidden) or not is_int(heads) or (heads != 0 and hidden % heads == 0):
         return  # (Python's %, as the class's: 4096 over -4 heads divides, over 0 or -3 does not)
     if rule["head_dim" if head_dim_given else "bare"]:
-        raise ValueError(f"config: hidden_size {hidden} is not a multiple of num_attention_heads {heads}: "
+        raise ValueError(f"config: hidden_size {brief(hidden)} is not a multiple of num_attention_heads "
+                         f"{brief(heads)}: "
                          f"{model_type}'s code refuses that (transformers raises on loading the config or running "
                          "the model), so vkrope does too")
 

@@ -342,7 +342,7 @@ _PAIRS_WORDS = {"rotate_half": "rotate-half pairs (i, i + rotary_dim / 2)",
 def _check_args(angle: Any, part: Any, layer_type: Any = None) -> None:
     """from_hf's and layers' arguments besides the config, checked before anything is read."""
     if angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {angle!r}")
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     if part is not None and not isinstance(part, str):

@@ -79,7 +79,7 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
         model_type = like
     elif model_type is not None and not isinstance(model_type, str):
         raise ValueError(f"config: model_type must be a string (a model type such as 'llama'); got "
-                         f"{type(model_type).__name__} {model_type!r:.40}")
+                         f"{type(model_type).__name__} {brief(model_type)}")
     elif not model_type:
         raise ValueError("config: model_type is missing, so how the model applies RoPE is unknown; pass "
                          "like='<model type>' (for example like='llama') to read it as that model does")

@@ -331,7 +331,7 @@ def _check_fields(rope: ModelRope) -> None:
     if rope.rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {rope.rope_type!r}")
     if rope.angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {rope.angle!r}")
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(rope.angle)}")
     if not isinstance(rope.part, str):  # (a label: the part of a model rotating two ways it was read for)
         raise TypeError(f"part must be a str ('attention', 'indexer', or '' for none); got {brief(rope.part)}")
     for name in ("head_dim", "rotary_dim"):
@@ -339,8 +339,9 @@ def _check_fields(rope: ModelRope) -> None:
     for name in ("max_position_embeddings", "original_max_position_embeddings"):
         if getattr(rope, name) is not None:
             _positive_int(name, getattr(rope, name))
-    if isinstance(rope.theta, bool) or not is_real_scalar(rope.theta) or not math.isfinite(rope.theta) \
-            or rope.theta <= 0:
+    if isinstance(rope.theta, bool) or not is_real_scalar(rope.theta) or (is_int(rope.theta) and abs(rope.theta)
+                                                                          >= 2**1024) \
+            or not math.isfinite(rope.theta) or rope.theta <= 0:  # (an int past float64 would raise OverflowError)
         raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(rope.theta)}")
     object.__setattr__(rope, "theta", float(rope.theta))
     if not isinstance(rope.interleaved, bool):
@@ -391,7 +392,7 @@ def _checked_sections(sec: Any, rotary_dim: int, layout: str) -> tuple[int, ...]
     to rotary_dim / 2 with as many height pairs as width pairs (they
     alternate)."""
     if isinstance(sec, (str, bytes)) or not hasattr(sec, "__len__") or len(sec) != MROPE_AXES or any(
-            not is_int(v) or v < 0 for v in sec):
+            not is_int(v) or not 0 <= v <= MAX_INT for v in sec):
         raise ValueError(f"mrope_section must hold 3 pair counts >= 0 (temporal, height, width); got "
                          f"{brief(sec)}")
     if layout != "interleaved" and sum(int(v) for v in sec) != rotary_dim // 2:
