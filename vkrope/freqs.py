@@ -155,6 +155,14 @@ def _f32_normal(value: Any) -> Any:
     return (v >= F32_TINY) & (v <= F32_MAX)
 
 
+def finite(value: Any) -> bool:
+    """Whether a real scalar is finite in float64 (an int past float64's range is not: float() raises on it)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _check_real(name: str, value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
         raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
@@ -1055,8 +1063,7 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     cells = math.prod(int(n) for n in shape)
     if cells > MAX_PAIRS or max(int(n) for n in shape) > MAX_PAIRS:  # (a bound on absurd shapes: not on memory)
         raise ValueError(f"shape {brief(tuple(int(n) for n in shape))} has {brief(cells)} cells; a grid has at most "
-                         f"{MAX_PAIRS} "
-                         "cells on any axis and in all, the tokens one call rotates (a pair each)")
+                         f"{MAX_PAIRS} cells on any axis and in all, the tokens one call rotates (a pair each)")
     n_axes = len(shape)
     if cells == 0:
         return np.zeros((0, n_axes))  # (no axis built: another axis may be long)
@@ -1065,7 +1072,7 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
         vals = _per_axis(name, value, n_axes)
         for a, v in enumerate(vals):
             _check_real(f"{name}[{a}]", v)
-            if (is_int(v) and abs(v) >= 2**1024) or not math.isfinite(float(v)):  # (an int past float64)
+            if not finite(v):
                 raise ValueError(f"{name}[{a}] must be finite; got {brief(v)}")
         per[name] = tuple(float(v) for v in vals)
     axes = []

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids
+from ..freqs import EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids, finite
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -339,9 +339,7 @@ def _check_fields(rope: ModelRope) -> None:
     for name in ("max_position_embeddings", "original_max_position_embeddings"):
         if getattr(rope, name) is not None:
             _positive_int(name, getattr(rope, name))
-    if isinstance(rope.theta, bool) or not is_real_scalar(rope.theta) or (is_int(rope.theta) and abs(rope.theta)
-                                                                          >= 2**1024) \
-            or not math.isfinite(rope.theta) or rope.theta <= 0:  # (an int past float64 would raise OverflowError)
+    if isinstance(rope.theta, bool) or not is_real_scalar(rope.theta) or not finite(rope.theta) or rope.theta <= 0:
         raise ValueError(f"theta (rope_theta) must be a positive finite number; got {brief(rope.theta)}")
     object.__setattr__(rope, "theta", float(rope.theta))
     if not isinstance(rope.interleaved, bool):
