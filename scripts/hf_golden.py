@@ -105,12 +105,13 @@ def _rotary_modules(transformers) -> dict:
         "cohere": (mods.cohere.modeling_cohere, "CohereRotaryEmbedding"),
         "ernie4_5_vl_moe": (mods.ernie4_5_vl_moe.modeling_ernie4_5_vl_moe, "Ernie4_5_VLMoeTextRotaryEmbedding"),
         "hunyuan_v1_dense": (mods.hunyuan_v1_dense.modeling_hunyuan_v1_dense, "HunYuanDenseV1RotaryEmbedding"),
+        "bailing_hybrid": (mods.bailing_hybrid.modeling_bailing_hybrid, "BailingHybridRotaryEmbedding"),
     }
 
 
 def _head(cfg: dict, text) -> int:
     """The head width the model's attention uses."""
-    if cfg["model_type"] in ("deepseek_v3", "deepseek_v32"):
+    if cfg["model_type"] in ("deepseek_v3", "deepseek_v32", "bailing_hybrid"):
         return text.qk_rope_head_dim
     if getattr(text, "head_dim", None):
         return text.head_dim

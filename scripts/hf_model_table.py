@@ -118,6 +118,18 @@ def derived(text_cls: Any, base: dict) -> set[str]:
     return out
 
 
+def alias_fields(text_cls: Any) -> list[str]:
+    """The names of the class's attribute_map that are its own dataclass fields (Bailing hybrid's
+    max_position_embeddings, stored as model_max_length): transformers sets the fields first, runs its RoPE
+    standardization, then sets the other keys a file gives, so a file's stored name wins over the field and
+    the standardization saw the field's value (the file's, else the class default)."""
+    import dataclasses  # noqa: PLC0415
+
+    fields = {f.name for f in dataclasses.fields(text_cls)} if dataclasses.is_dataclass(text_cls) else set()
+    return sorted(k for k, stored in getattr(text_cls, "attribute_map", {}).items()
+                  if k in fields and stored not in fields)
+
+
 def defaults_of(text_cls: Any, text: dict) -> dict:
     """The class defaults from_hf fills in where a config.json is silent (see hf_models): the text config
     class's own (an outer class may preset its text config otherwise; a text_config a user gives is built
@@ -128,6 +140,10 @@ def defaults_of(text_cls: Any, text: dict) -> dict:
         pass
     skip = derived(text_cls, text)
     out = {k: text[k] for k in DEFAULT_KEYS if k in text and text[k] is not None and k not in skip}
+    for key in alias_fields(text_cls):  # (a field its attribute_map stores under another name: Bailing's
+        stored = text_cls.attribute_map[key]  # max_position_embeddings, saved as model_max_length)
+        if key in DEFAULT_KEYS and key not in skip and text.get(stored) is not None:
+            out[key] = text[stored]
     rp = text.get("rope_parameters")
     if isinstance(rp, dict) and rp:
         out["rope_parameters"] = rp  # (whole: GPT-OSS's class default is yarn)
@@ -1035,6 +1051,8 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
                  defaults=defaults_of(text_cls, facts["text"]), by_layer_type={},
                  per_layer_keys=per_layer_keys(text_cls, facts["text"]))
+    if alias_fields(text_cls):
+        entry["alias_fields"] = alias_fields(text_cls)
     if len(layouts) != 1:
         return {**entry, "status": f"its rotary module returns cos / sin in {len(layouts)} layouts"}
     if sign != 1:

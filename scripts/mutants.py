@@ -2307,6 +2307,12 @@ MUTATIONS = [
     Mutation("a converted config none of whose layers rotates given None", CONVERT,
              "    if rope is None and layer is None and layer_type is None:\n        raise gguf_reading",
              "    if False:\n        raise gguf_reading"),
+    Mutation("an attribute_map pair whose first name is the class's field read with that name winning (Bailing "
+             "hybrid's model_max_length lost)", "vkrope/models/hf.py",
+             "        late, early = (stored, key) if key in fields else (key, stored)",
+             "        late, early = (key, stored)"),
+    Mutation("the original length transformers' standardization saw before model_max_length not filled in",
+             "vkrope/models/hf.py", "    _fill_original(merged, seen_length)\n", ""),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",
              "    if layer is None and layer_type is None and rotates and not any(rotates):",
              "    if False:"),

@@ -49,11 +49,14 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
     theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))
     head = cfg.get("qk_rope_head_dim") or cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     partial = r.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
+    mpe = orig = cfg.get("max_position_embeddings")
+    if cfg.get("model_type") == "bailing_hybrid" and "model_max_length" in cfg:
+        # (its class keeps max_position_embeddings as model_max_length, which a file's key sets after the
+        # RoPE standardization filled the original length from max_position_embeddings: the file's, else 262144)
+        mpe, orig = cfg["model_max_length"], cfg.get("max_position_embeddings", 262144)
     out = dict(r, type=kind, theta=float(theta), head_dim=head, partial=partial, model=cfg.get("model_type"),
                dim=head if kind == "proportional" else int(head * partial),
-               mpe=cfg.get("max_position_embeddings"),
-               orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings",
-                                                                       cfg.get("max_position_embeddings"))))
+               mpe=mpe, orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings", orig)))
     if "mrope_section" in r:
         # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family interleaves, ERNIE 4.5
         # VL alternates height and width (its recomposition_frequencies)

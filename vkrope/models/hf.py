@@ -102,11 +102,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_ints(merged, _type_of(cfg, like), defaults)
     config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, _type_of(cfg, like))
-    for key, stored in e.get("aliases", {}).items():  # the class's attribute_map: GPT-J's n_embd is hidden_size
-        if key in merged:  # (the class sets `stored` through the alias, which wins, null too: JetMoe's head_dim)
-            merged[stored] = merged[key]
-        if merged.get(key) is None and merged.get(stored) is not None:
-            merged[key] = merged[stored]
+    seen_length = _aliases(merged, e)
     config_rules.check_absent(merged, _type_of(cfg, like))
     _rename_layer_types(merged, _type_of(cfg, like))  # (first, as every class does on load: the rules below read
     # the types the class sees)
@@ -131,7 +127,41 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
             merged.pop("rope_scaling", None)
             merged[key] = rope
+    _fill_original(merged, seen_length)
     return merged
+
+
+def _aliases(merged: dict, e: dict) -> int | None:
+    """Both names of each pair of the config class's attribute_map given the file's value (GPT-J's n_embd is
+    hidden_size): the one transformers sets last wins, null too (a file's key that is no field of the class,
+    set after the fields: GPT-J's hidden_size, JetMoe's head_dim, Bailing hybrid's model_max_length; the
+    table's `alias_fields` names the fields). Returns the max_position_embeddings transformers' RoPE
+    standardization saw where a file's later name overrides it (Bailing hybrid's model_max_length: the
+    field's value, the file's or the class default), else None."""
+    fields = e.get("alias_fields", [])
+    seen = None
+    for key, stored in e.get("aliases", {}).items():
+        late, early = (stored, key) if key in fields else (key, stored)
+        if key == "max_position_embeddings" and late == stored and stored in merged:
+            seen = merged[key] if key in merged else e.get("defaults", {}).get(key)
+        if late in merged:
+            merged[early] = merged[late]
+        if merged.get(late) is None and merged.get(early) is not None:
+            merged[late] = merged[early]
+    return seen
+
+
+def _fill_original(merged: dict, seen_length: int | None) -> None:
+    """The original length transformers' RoPE standardization puts into a rope dict without one where its rope
+    type reads one (llama3, yarn, longrope), taken where the class's max_position_embeddings then differed
+    from the file's final one (_aliases: Bailing hybrid's model_max_length; elsewhere _lengths fills the
+    same max_position_embeddings)."""
+    key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
+    rope = merged.get(key)
+    if seen_length is None or not isinstance(rope, dict) or _nested(rope):
+        return
+    if _needs_orig(str(rope.get("rope_type", rope.get("type", "default")))):
+        merged[key] = {"original_max_position_embeddings": seen_length, **rope}
 
 
 def _check_width(cfg: dict, e: dict, model_type: str) -> None:
