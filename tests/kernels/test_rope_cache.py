@@ -123,6 +123,24 @@ def test_rms_norm_forms(device, plus_one, d):
                plus_one=plus_one, eps=1e-5)
 
 
+@pytest.mark.parametrize("resident", [False, True], ids=["numpy", "resident"])
+def test_a_q_of_no_heads_still_writes_the_caches(device, resident):
+    """A q of no heads (an encoder step that only fills the caches): k and v
+    rotated and written, an empty q returned, numpy or resident (an empty
+    DeviceArray holds no memory to bind beside k's)."""
+    rng = np.random.default_rng(13)
+    q, k, v, kc0, vc0, pos, _ = setup(rng, np.float32, np.float32, False, hq=0)
+    cos, sin = tables(rng, 64, 6)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    args = [device.asarray(a) for a in (q, k, v)] if resident else [q, k, v]
+    y = device.rope_and_cache(*args, kc, vc, (cos, sin), pos)
+    assert isinstance(y, vkrope.DeviceArray) == resident and y.shape == q.shape
+    check_step(device, q, k, v, kc0, vc0, cos, sin, pos, y.get() if resident else y, kc.get(), vc.get())
+    if resident:
+        out = device.asarray(np.zeros_like(q))
+        assert device.rope_and_cache(*args, kc, vc, (cos, sin), pos, out=out) is out
+
+
 def test_out_and_in_place(device):
     """out= receives the rotated q; out=q (numpy or resident) is right too
     (the step reads a whole head of q: the runtime stages it)."""

@@ -548,6 +548,10 @@ def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports:
             starts_full = t.reads or t.name in shared.values()
             where[t.name] = _place_numpy(rt, i, slot, t, v, starts_full, values, imported, arena, imports, before,
                                          after, copies_out)
+        elif v.resource is None and t.storage == "buffer":
+            # (an empty DeviceArray holds no memory: a stand-in region the kernel reads and writes none of,
+            # bound beside the tensors that hold work: the decode step's q of no heads beside its k)
+            where[t.name] = ("arena", arena.add(0, None, written=t.writes))
         else:
             where[t.name] = ("at", (v.resource, 0))
     for name, into in shared.items():
