@@ -220,10 +220,12 @@ def substitute(expr: str, local: dict[str, str]) -> str:
 
 
 def arch_names(src: pathlib.Path) -> dict[str, str]:
-    """LLM_ARCH_X -> its GGUF name."""
+    """LLM_ARCH_X -> its GGUF name (not LLM_ARCH_UNKNOWN's "(unknown)": llama_model_create refuses it as an
+    unknown architecture, so a file naming it is one vkrope's table does not hold)."""
     text = strip_comments((src / "llama-arch.cpp").read_text())
     block = body_of(text, r"LLM_ARCH_NAMES\s*=") or ""
-    return dict(re.findall(r"\{\s*(LLM_ARCH_\w+)\s*,\s*\"([^\"]+)\"\s*\}", block))
+    return {a: n for a, n in re.findall(r"\{\s*(LLM_ARCH_\w+)\s*,\s*\"([^\"]+)\"\s*\}", block)
+            if a != "LLM_ARCH_UNKNOWN"}
 
 
 def kv_names(src: pathlib.Path) -> dict[str, str]:

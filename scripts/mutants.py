@@ -2316,6 +2316,8 @@ MUTATIONS = [
     Mutation("an empty DeviceArray bound where it is (it holds no memory) beside tensors that hold work",
              "vkrope/runtime/execute.py", '        elif v.resource is None and t.storage == "buffer":',
              "        elif False:"),
+    Mutation("a GGUF context_length that llama.cpp's uint32 padding wraps to 0 taken", "vkrope/models/gguf.py",
+             "not 1 <= context_length <= 0xFFFFFF00:", "not 1 <= context_length <= 0xFFFFFFFF:"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",
              "    if layer is None and layer_type is None and rotates and not any(rotates):",
              "    if False:"),

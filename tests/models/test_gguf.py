@@ -116,8 +116,10 @@ def test_phi35_longrope_from_gguf(tmp_path):
         for n in (10, 4096, 4097, 100000):  # (every position of the run: the context's factors)
             assert np.array_equal(g.inv_freq(n), h.inv_freq(picks)), (context, n)
         assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
-    assert vkrope.from_gguf(path, context_length=2**32 - 1) == vkrope.from_gguf(path, context_length=131072)
-    for bad, error in ((0, ValueError), (2**32, ValueError), (True, TypeError), (4096.0, TypeError)):
+    assert vkrope.from_gguf(path, context_length=2**32 - 256) == vkrope.from_gguf(path, context_length=131072)
+    # (past 2^32 - 256 llama.cpp's uint32_t GGML_PAD wraps the context to 0: "n_ctx_seq == 0")
+    for bad, error in ((0, ValueError), (2**32 - 255, ValueError), (2**32, ValueError), (True, TypeError),
+                       (4096.0, TypeError)):
         with pytest.raises(error, match="context_length must be"):
             vkrope.from_gguf(path, context_length=bad)
     plain = write(tmp_path / "plain.gguf", "llama", [
@@ -263,6 +265,8 @@ def test_gguf_architectures_and_their_pairs(tmp_path):
     assert glm.mrope_section == (16, 24, 24) and not glm.interleaved
     with pytest.raises(ValueError, match="not in vkrope's table of llama.cpp"):
         vkrope.from_gguf(write(tmp_path / "new.gguf", "brand-new-arch", base))
+    with pytest.raises(ValueError, match="not in vkrope's table of llama.cpp"):  # (LLM_ARCH_UNKNOWN's name:
+        vkrope.from_gguf(write(tmp_path / "unknown.gguf", "(unknown)", base))  # llama.cpp's "unknown model architecture")
     with pytest.raises(ValueError, match="llama.block_count is missing: llama.cpp's loader requires it"):
         vkrope.from_gguf(write(tmp_path / "nb.gguf", "llama", base, block_count=False))
 

@@ -89,9 +89,9 @@ def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
         raise TypeError(f"layer must be an int or None; got {brief(layer)}")
     if context_length is not None and not is_int(context_length):
         raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
-    if context_length is not None and not 1 <= context_length <= 0xFFFFFFFF:
-        raise ValueError(f"context_length must be in [1, 2^32 - 1] (llama.cpp's n_ctx per sequence, a uint32_t); "
-                         f"got {brief(context_length)}")
+    if context_length is not None and not 1 <= context_length <= 0xFFFFFF00:
+        raise ValueError(f"context_length must be in [1, 2^32 - 256] (llama.cpp's n_ctx per sequence, a uint32_t it "
+                         f"rounds up to a multiple of 256, which wraps to 0 past that); got {brief(context_length)}")
 
 
 def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.ndarray]]:
