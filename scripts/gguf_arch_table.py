@@ -609,7 +609,12 @@ def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
     offset = after is not None and re.match(rf"ggml_rope_set_offset\s*\(\s*{result.group(1)}\s*,", after.group(1)) \
         is not None
     rest = args[m + 1:] if call.group(1) != "ggml_rope" else []
-    return {"dims": plain(args[d]) if len(args) > m else "unknown",
+    part = {}
+    if tensor.startswith("indexer_"):  # (DeepSeek-V3.2's lightning indexer: heads of its own, [rope | nope],
+        # their width the last reshape's before the call; vkrope reads it as the model's part "indexer")
+        shaped = [a for a in sources if re.fullmatch(r"ggml_reshape_[2-4]d", a.group(1))]
+        part = {"part": "indexer", "head": plain(shaped[-1].group(2).strip()) if shaped else "unknown"}
+    return {**part, "dims": plain(args[d]) if len(args) > m else "unknown",
             "mode": plain(args[m]) if len(args) > m else "unknown", "slice": view or offset,
             "factors": factors_taken(body, args[3], local, call.start()) if call.group(1) != "ggml_rope"
             and len(args) > 3 else "False",
@@ -1160,7 +1165,8 @@ def fields_read(entry: dict, methods: dict[str, list]) -> set[str]:
     scaled = entry.get("q_scale", "False") not in ("False", "unknown")  # (its guard, and the factor's fields)
     exprs = [entry.get("rotates", ""), entry.get("q_scale", ""), " ".join(Q_SCALE_FIELDS) if scaled else ""]
     exprs += [v for f in entry.get("rope_forms") or ()
-              for v in (f["guard"], f["dims"], *(f["scaling"].values() if isinstance(f["scaling"], dict) else ()))]
+              for v in (f["guard"], f["dims"], f.get("head", ""),
+                        *(f["scaling"].values() if isinstance(f["scaling"], dict) else ()))]
     names: set[str] = set()
     todo = set(re.findall(r"\b[a-z_]\w*\b", " ".join(exprs)))
     while todo:

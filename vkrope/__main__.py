@@ -565,11 +565,23 @@ def read_config(path: str) -> tuple[str, dict | None]:
 
 
 
+def _gguf_types(file: str, n_ctx: int | None, part: str | None) -> list:
+    """A GGUF file's RoPE of one part (None: its only one): one, or each layer type's where its sliding layers
+    rotate otherwise."""
+    from .models.gguf import NeedsLayerType, from_gguf  # noqa: PLC0415
+
+    try:
+        return [from_gguf(file, context_length=n_ctx, part=part)]
+    except NeedsLayerType:
+        return [from_gguf(file, layer_type=lt, context_length=n_ctx, part=part)
+                for lt in ("full_attention", "sliding_attention")]
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
     from .models import ModelRope, from_gguf, from_hf, layer_types, parts  # noqa: PLC0415
-    from .models.gguf import NeedsLayerType  # noqa: PLC0415
+    from .models.gguf import NeedsLayerType, NeedsPart  # noqa: PLC0415
     from .errors import NoRopeLayers  # noqa: PLC0415
     from .models.hf import hub_id_hint  # noqa: PLC0415
 
@@ -589,8 +601,6 @@ def cmd_config(args: argparse.Namespace) -> int:
     if is_gguf and args.like is not None:  # (it was ignored)
         raise ValueError(f"--like: applies to config.json files; {file!r} is a GGUF file, read as its "
                          "general.architecture says (leave --like out)")
-    if is_gguf and args.part is not None:
-        raise ValueError(f"--part: applies to config.json files; {file!r} is a GGUF file (leave --part out)")
     if not is_gguf and args.context_length is not None:
         raise ValueError(f"--context-length: applies to GGUF files (llama.cpp's context); {file!r} is a config.json")
     ropes: list[ModelRope | None]  # (None: a layer type whose layers apply no RoPE)
@@ -598,9 +608,11 @@ def cmd_config(args: argparse.Namespace) -> int:
     if is_gguf:
         n_ctx = args.context_length
         try:  # (imports gguf, or says how to get it)
-            ropes = [from_gguf(file, context_length=n_ctx)]
+            ropes = [from_gguf(file, context_length=n_ctx, part=args.part)]
+        except NeedsPart as e:  # (layers that rotate two ways, one per part: each part, as config.json's)
+            ropes = [r for p in e.parts for r in _gguf_types(file, n_ctx, p)]
         except NeedsLayerType:  # (sliding layers with another RoPE: each layer type)
-            ropes = [from_gguf(file, layer_type=lt, context_length=n_ctx) for lt in ("full_attention", "sliding_attention")]
+            ropes = _gguf_types(file, n_ctx, args.part)
         except NoRopeLayers as e:  # (llama.cpp's graph rotates no layer: said below, with its reason)
             ropes, why = [], e.reason
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
@@ -760,8 +772,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", metavar="FILE", help="also draw the inverse frequencies per pair column against "
                                                  "the unscaled ones (.png, .svg or .pdf; needs matplotlib)")
     p.add_argument("--context-length", type=positive_int, metavar="N", help="GGUF: llama.cpp's n_ctx per sequence")
-    p.add_argument("--part", metavar="PART", help="config.json of a model whose layers rotate two ways "
-                                                  "(DeepSeek-V3.2: attention or indexer): that one (default: each)")
+    p.add_argument("--part", metavar="PART", help="a model whose layers rotate two ways (DeepSeek-V3.2: attention "
+                                                  "or indexer): that one (default: each)")
     p.set_defaults(func=cmd_config)
 
     p = sub.add_parser("bench", help="benchmark against the device copy, numpy, torch and wgpu-py")

@@ -183,17 +183,29 @@ def test_cli_config_reads_gguf(tmp_path, capsys):
     assert "(GGUF), layer type full_attention" in text and "layer type sliding_attention" in text
 
 
-def test_cli_config_part_is_for_config_json_only(tmp_path, capsys):
-    """--part (a config.json's model rotating in parts) on a GGUF file: refused, naming the flag, not ignored."""
+def test_cli_config_part_of_a_gguf(tmp_path, capsys):
+    """--part on a GGUF file: the part named (DeepSeek-V3.2's indexer), each part without it; a part the file's
+    graph does not have refused, naming the flag (a Llama file rotates its attention alone)."""
     from vkrope.__main__ import main
 
     path = write(tmp_path / "l.gguf", "llama", [
         ("add_context_length", 4096), ("add_embedding_length", 256), ("add_head_count", 4),
         ("add_rope_freq_base", 10000.0)])
     assert main(["config", path, "--part", "indexer"]) == 1
-    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --part: applies to config.json files; {path!r} "
-                                       "is a GGUF file (leave --part out)\n")
+    assert "vkrope: error: ValueError: --part: llama.cpp's graph for 'llama' rotates its attention alone " \
+        "(--part attention, or none); got 'indexer'" in capsys.readouterr().err
     assert main(["config", path]) == 0
+    capsys.readouterr()
+    ds = write(tmp_path / "ds.gguf", "deepseek32", [
+        ("add_embedding_length", 2048), ("add_head_count", 16), ("add_rope_freq_base", 10000.0),
+        ("add_rope_dimension_count", 64), ("add_uint32", ("deepseek32.attention.key_length", 192)),
+        ("add_uint32", ("deepseek32.attention.indexer.key_length", 128))])
+    assert main(["config", ds, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["part"], r["pairs"], r["head_dim"]) for r in got] == [("attention", "interleaved", 64),
+                                                                     ("indexer", "rotate-half", 128)]
+    assert main(["config", ds, "--part", "indexer", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["part"] == "indexer"  # (one RoPE: one object)
 
 
 def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):

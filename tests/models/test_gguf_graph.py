@@ -16,6 +16,7 @@ import gguf
 import numpy as np
 import pytest
 
+import oracle_ggml
 import vkrope
 from gguf_writer import add_values, finish
 
@@ -50,18 +51,67 @@ def test_mla_rotates_a_head_of_rope_dimension_count(tmp_path, arch):
     assert (r.head_dim, r.rotary_dim) == (64, 64)
 
 
-@pytest.mark.parametrize("arch", ["deepseek32", "dots3note", "deepseek2-ocr", "glm-dsa"])
-def test_a_graph_rotating_in_two_ways_is_refused(tmp_path, arch):
-    """DeepSeek-V3.2's (and dots.ocr's) indexer rotates its own head with NeoX pairs beside the attention's
-    adjacent pairs; DeepSeek-OCR rotates whole heads with NeoX pairs, base 10000 and no scaling; GLM-DSA's
-    indexer layers follow a rule of its version that vkrope does not evaluate."""
-    path = gguf_file(tmp_path, arch, {"attention.key_length": 192, "rope.dimension_count": 64,
-                                      "attention.sliding_window": 128, "rope.freq_base_swa": 10000.0,
-                                      "attention.sliding_window_pattern": [True, False],
-                                      "attention.indexer.types": [True, False]})  # (dots3note requires it)
-    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways|is_indexer_full_impl: .* not known|"
-                                         r"with GGML_ROPE_TYPE_NEOX, not its rope type"):
+DSA = {"attention.key_length": 192, "rope.dimension_count": 64, "attention.indexer.key_length": 128,
+       "attention.sliding_window": 128, "rope.freq_base_swa": 10000.0, "attention.sliding_window_pattern": [True, False],
+       "attention.indexer.types": [True, False]}  # (dots3note requires its sliding keys and indexer types)
+
+
+@pytest.mark.parametrize("arch", ["deepseek32", "dots3note"])
+def test_a_graph_rotating_two_parts_is_read_per_part(tmp_path, arch):
+    """DeepSeek-V3.2's (and dots.ocr's) lightning indexer rotates the first n_rot channels of its own heads
+    (attention.indexer.key_length wide, [rope | nope]) with NeoX pairs, beside the attention's adjacent pairs on
+    q_pe / k_pe, by the same frequency arguments (deepseek32.cpp's two ggml_rope_ext calls): part= picks one;
+    without it the file is refused, naming both; a part the graph does not have is refused."""
+    path = gguf_file(tmp_path, arch, {**DSA, "rope.scaling.type": "yarn", "rope.scaling.factor": 4.0,
+                                      "rope.scaling.original_context_length": 1024})
+    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways, one per part \(part='attention': norm pairs, 64 "
+                                         r"channels apart; part='indexer': neox pairs, 64 of 128 channels\): pass part="):
         vkrope.from_gguf(path)
+    full = "full_attention" if arch == "dots3note" else None  # (its indexer runs on the full layers only)
+    att = vkrope.from_gguf(path, part="attention", layer_type=full, angle="exact")
+    ind = vkrope.from_gguf(path, part="indexer", layer_type=full, angle="exact")
+    assert (att.head_dim, att.rotary_dim, att.interleaved, att.part) == (64, 64, True, "attention")
+    assert (ind.head_dim, ind.rotary_dim, ind.interleaved, ind.part) == (128, 64, False, "indexer")
+    p = np.array([[0, 1, 100, 1000, 4000]])
+    assert all(np.array_equal(a, b) for a, b in zip(att.cos_sin(p), ind.cos_sin(p)))  # (one call's arguments)
+    cos, sin = ind.cos_sin(p)
+    want_cos, want_sin = oracle_ggml.cos_sin(p[0], 64, 10000.0, freq_scale=0.25, ext_factor=1.0, n_ctx_orig=1024)
+    mag, want_mag = np.hypot(cos, sin), np.hypot(want_cos, want_sin)  # (the angles; the magnitude: tested above)
+    assert np.abs(cos[0, :, :32] / mag[0, :, :32] - want_cos / want_mag).max() < 4e-6
+    assert np.abs(sin[0, :, :32] / mag[0, :, :32] - want_sin / want_mag).max() < 4e-6
+    with pytest.raises(ValueError, match=r"part must be one of \['attention', 'indexer'\]"):
+        vkrope.from_gguf(path, part="mla")
+    with pytest.raises(TypeError, match="part must be a str"):
+        vkrope.from_gguf(path, part=1)
+
+
+def test_an_indexer_narrower_than_its_rotation_is_refused(tmp_path):
+    """deepseek32.cpp: GGML_ASSERT(hparams.n_rot() <= n_embd_indexer_head), whichever part is asked for."""
+    path = gguf_file(tmp_path, "deepseek32", {**DSA, "attention.indexer.key_length": 32})
+    for part in ("attention", "indexer"):
+        with pytest.raises(ValueError, match=r"the indexer's heads are 32 channels wide \(deepseek32\.attention\."
+                                             r"indexer\.key_length\), fewer than the 64 it rotates"):
+            vkrope.from_gguf(path, part=part)
+
+
+def test_parts_turning_the_same_pairs_read_as_the_attention(tmp_path):
+    """GLM-DSA's indexer turns adjacent pairs as its MLA attention does, by the same angles: read without
+    part= as the attention (as from_hf reads GLM-5), or per part, each with its own heads."""
+    path = gguf_file(tmp_path, "glm-dsa", DSA)
+    assert vkrope.from_gguf(path) == vkrope.from_gguf(path, part="attention")
+    ind = vkrope.from_gguf(path, part="indexer")
+    assert (ind.head_dim, ind.rotary_dim, ind.interleaved) == (128, 64, True)
+
+
+def test_a_graph_rotating_in_another_mode_is_refused(tmp_path):
+    """DeepSeek-OCR rotates whole heads with NeoX pairs, base 10000 and no scaling, in a branch whose asserts
+    (its widths, its base) the table does not hold: refused, with or without part=."""
+    path = gguf_file(tmp_path, "deepseek2-ocr", DSA)
+    for part in (None, "attention"):
+        with pytest.raises(ValueError, match=r"with GGML_ROPE_TYPE_NEOX, not its rope type"):
+            vkrope.from_gguf(path, part=part)
+    with pytest.raises(ValueError, match="rotates its attention alone"):
+        vkrope.from_gguf(path, part="indexer")
 
 
 def test_scaling_type_none_never_scales(tmp_path):

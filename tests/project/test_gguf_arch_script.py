@@ -56,6 +56,20 @@ def test_set_offset_marks_only_the_calls_own_value():
     assert [table.call_form(body, c, {})["slice"] for c in calls] == [False, True]
 
 
+def test_an_indexer_call_is_its_own_part_with_the_reshaped_width():
+    """A rope call on `indexer_*` (DeepSeek-V3.2's lightning indexer) is part "indexer", its heads the width of
+    the tensor's last reshape before it (hparams.indexer_head_size, through its local); any other call has no
+    part (the attention); an indexer never reshaped has an unknown width."""
+    rope = ("ggml_rope_ext(ctx0, {t}, inp_pos, nullptr, n_rot, LLAMA_ROPE_TYPE_NEOX, n_ctx_orig, freq_base, "
+            "freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);")
+    body = ("{ const int64_t n_embd_indexer_head = hparams.indexer_head_size; indexer_q = ggml_reshape_3d(ctx0, "
+            "indexer_q, n_embd_indexer_head, n_indexer_head, n_tokens); indexer_q = " + rope.format(t="indexer_q")
+            + " q_pe = " + rope.format(t="q_pe") + " indexer_k = " + rope.format(t="indexer_k") + " }")
+    forms = [table.call_form(body, c, table.locals_of(body)) for c in table.ROPE_CALL.finditer(body)]
+    assert [(f.get("part"), f.get("head")) for f in forms] == [("indexer", "indexer_head_size"), (None, None),
+                                                               ("indexer", "unknown")]
+
+
 def test_a_local_declared_twice_is_unknown():
     body = "{ if (swa) { const int w = n_rot; f(w); } else { const int w = n_rot / 2; g(w); } }"
     assert table.locals_of(body)["w"] == "unknown_local()"

@@ -23,12 +23,12 @@ from ..runtime.dtypes import is_int
 # get None, a layer without RoPE)
 @overload
 def from_gguf(path: Any, *, layer_type: None = None, layer: None = None, angle: str = "float32",
-              context_length: int | None = None) -> ModelRope: ...
+              context_length: int | None = None, part: str | None = None) -> ModelRope: ...
 @overload
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None, angle: str = "float32",
-              context_length: int | None = None) -> ModelRope | None: ...
+              context_length: int | None = None, part: str | None = None) -> ModelRope | None: ...
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
-              angle: str = "float32", context_length: int | None = None) -> ModelRope | None:
+              angle: str = "float32", context_length: int | None = None, part: str | None = None) -> ModelRope | None:
     """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it
     (models/gguf_file.py reads the header as llama.cpp's gguf_init does): `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
@@ -62,17 +62,28 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     ones when it exceeds `rope.scaling.original_context_length`, else the
     short ones (rounded up to a multiple of 256 first, as llama.cpp rounds
     it). A longrope file without it is a ValueError (the choice is
-    the run's, not the file's); other files do not read it."""
+    the run's, not the file's); other files do not read it.
+
+    `part`: of an architecture whose layers rotate two ways over the same
+    angles (DeepSeek-V3.2's `deepseek32`: "attention", its MLA heads,
+    interleaved; "indexer", its lightning indexer's heads of
+    `attention.indexer.key_length` channels, rotate-half on the first
+    rotated ones), the part the RoPE is for; without one such a file is a
+    ValueError naming the parts where they turn different pairs (read as
+    its attention where they turn the same: GLM-DSA's)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
     _check_choices(layer_type, layer, context_length)
+    if part is not None and not isinstance(part, str):
+        raise TypeError(f"part must be a str ('attention', 'indexer') or None; got {brief(part)}")
     p = os.fspath(path)
     if not os.path.isfile(p):
         what = "no such file" if not os.path.exists(p) else "a directory, not a file" if os.path.isdir(p) else \
             "not a regular file"
         raise ValueError(f"path: {what}: {p!r}")
     arch, kv, types, tensors = _read(p)
-    rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types)
+    rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types,
+                      part=part or None)
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
         raise no_rope_layers(f"path: {p!r} ({arch})", arch, kv)
     return at_context(rope, None if context_length is None else int(context_length), p,
@@ -211,6 +222,15 @@ class NeedsLayerType(ValueError):
     """The file's sliding layers have another RoPE than its full ones: pass layer_type= or layer=."""
 
 
+class NeedsPart(ValueError):
+    """The file's layers rotate two ways, one per part of the model (DeepSeek-V3.2's attention and its
+    indexer), turning different pairs: pass part= (one of `parts`)."""
+
+    def __init__(self, message: str, parts: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.parts = parts
+
+
 def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     """The table's entry for an architecture whose graph rotates; ValueError for any other."""
     archs = gguf_layers.table()["archs"]
@@ -244,13 +264,19 @@ def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers
 
 def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, layer_type: str | None, layer: int | None,
                angle: str, remedy: str = _REMEDY, types: dict[str, str] | None = None,
-               complete: bool = True) -> ModelRope | None:
-    """The RoPE of one layer, one layer type, or every rotating layer; `remedy`: what a refusal suggests;
-    `types`: each key's GGUF type (a converted config's: its writer's); `complete`: a file, which must
-    hold every key llama.cpp's loader requires (a converted config holds only the RoPE keys)."""
+               complete: bool = True, part: str | None = None) -> ModelRope | None:
+    """The RoPE of one layer, one layer type, or every rotating layer (of `part`, where the graph rotates in
+    parts); `remedy`: what a refusal suggests; `types`: each key's GGUF type (a converted config's: its
+    writer's); `complete`: a file, which must hold every key llama.cpp's loader requires (a converted config
+    holds only the RoPE keys)."""
     entry = _arch_entry(arch, where, remedy)
+    named = gguf_layers.parts_of(entry)
+    if part is not None and part not in (named or ("attention",)):
+        raise ValueError(f"part must be one of {list(named)} for {arch!r}; got {part!r}" if named else
+                         f"part: llama.cpp's graph for {arch!r} rotates its attention alone (part='attention', or "
+                         f"none); got {part!r}")
     try:
-        lp = gguf_layers.plan(arch, entry, kv, types, complete)
+        lp = gguf_layers.plan(arch, entry, kv, types, complete, part)
     except gguf_layers.Refused as exc:
         raise ValueError(f"{where}: {arch}: {exc}") from None
     except ValueError as exc:
@@ -287,6 +313,8 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
         return None  # (llama.cpp rotates no layer of this file: Granite with rope.scaling.finetuned false)
     else:
         chosen = [i for i in range(len(lp.rotations or ())) if not lp.rotates or lp.rotates[i]]
+    if lp.rotations is None and lp.parts:
+        raise NeedsPart(f"part: {where}: {lp.rotations_unknown}", lp.parts)
     if lp.rotations is None:
         raise ValueError(f"{where}: {lp.rotations_unknown}; {remedy}")
     calls = {r for r in (lp.rotations[i] for i in chosen) if r is not None}
@@ -301,7 +329,7 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
     rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
-    return replace(rope, layer_type=layer_type, nope_layers=nope,
+    return replace(rope, layer_type=layer_type, nope_layers=nope, part=(part or "") if named else "",
                    nope_why=f"{lp.unknown} (layer= is refused)" if nope is None else "")
 
 
@@ -309,7 +337,10 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
                   call: gguf_context.Rotation, created: tuple[str, ...]) -> ModelRope:
     """One ModelRope from the file's metadata and rope tensors and one layer's rope call."""
     num = _reader(kv, arch, where)
-    if call.mode != "rope_type":
+    # (its rope type, or the mode constant a part's call names: DeepSeek-V3.2's indexer, NeoX; the attention's
+    # own constant, DeepSeek-OCR's, stays refused: its graph asserts widths and a base the table does not hold)
+    pairs_of = gguf_layers.pairs_of(call, entry)
+    if call.mode != "rope_type" and (pairs_of == call.mode or call.part == "attention"):
         raise ValueError(f"{where}: llama.cpp's graph rotates {arch} with {call.mode}, not its rope type: vkrope "
                          f"does not read that rotation")
     heads = num("attention.head_count")
@@ -330,7 +361,7 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     params.update(longrope or {})
     if call.q_scale is not None:  # (the graph's Q times the attention temperature after RoPE: ModelRope.q_scale)
         params["attn_temperature_scale"], params["attn_temperature_length"] = call.q_scale
-    pairs, section = _pairs(entry, use_mrope, kv, arch, where, call.dims)
+    pairs, section = _pairs({**entry, "pairs": pairs_of}, use_mrope, kv, arch, where, call.dims)
     if pairs == "imrope" and section is not None:
         factors = _fourth_axis_still(section, call.dims, factors)
     # (another rope type reads no original length: llama.cpp takes a 0 there, and so does vkrope, as none)

@@ -52,6 +52,7 @@ class Rotation:
     beta_slow: float
     n_ctx_orig: int
     q_scale: tuple[float, int] | None = None  # the attention temperature's (scale, positions per step) after RoPE
+    part: str = "attention"  # the model's part the call rotates (the table's: DeepSeek-V3.2's "indexer" heads)
 
 
 def base_fields(kv: Mapping[str, Any], number: Callable[[str, Any], Any], n_head: int | None,
@@ -133,14 +134,17 @@ def rotation(form: dict, evaluate: Callable[[str], Any], head: int) -> Rotation:
     elif not isinstance(s, dict):
         s = {k: "unknown()" for k in ("freq_base", "freq_scale", "ext_factor", "attn_factor", "beta_fast",
                                       "beta_slow", "n_ctx_orig")}
-    if "il" not in form["dims"] and head != evaluate("n_embd_head_k(0)"):  # (Gemma 3's graph: layer 0's width)
+    if "head" in form:  # (a part with heads of its own, [rope | nope]: DeepSeek-V3.2's indexer_head_size)
+        head = evaluate(form["head"])
+    elif "il" not in form["dims"] and head != evaluate("n_embd_head_k(0)"):  # (Gemma 3's graph: layer 0's width)
         raise Unknown("the layers' head widths differ and its graph rotates layer 0's n_rot on each: which width "
                       "a layer's heads have there is not read")
     return Rotation(int(evaluate(form["dims"])), int(head), form["mode"], bool(form["slice"]),
                     form["scaling"] != "plain" and bool(evaluate(form["factors"])),
                     float(evaluate(s["freq_base"])), float(evaluate(s["freq_scale"])),
                     float(evaluate(s["ext_factor"])), float(evaluate(s["attn_factor"])),
-                    float(evaluate(s["beta_fast"])), float(evaluate(s["beta_slow"])), int(evaluate(s["n_ctx_orig"])))
+                    float(evaluate(s["beta_fast"])), float(evaluate(s["beta_slow"])), int(evaluate(s["n_ctx_orig"])),
+                    part=form.get("part", "attention"))
 
 
 def rope_args(r: Rotation, longrope: bool, where: str,

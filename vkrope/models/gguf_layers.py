@@ -200,13 +200,30 @@ class LayerPlan:
     tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # each created tensor's lengths as created, where known
     required: tuple[str, ...] = ()  # the created tensors the loader requires (Gemma 4's rope_freqs), where known
+    parts: tuple[str, ...] = ()  # the parts whose rope calls differ on some layer, where no part was named
+
+
+def parts_of(entry: dict) -> tuple[str, ...]:
+    """The parts an architecture's graph rotates, each with calls of its own (DeepSeek-V3.2's "attention" and
+    "indexer", the table's part of each rope form); () where it rotates its attention alone."""
+    named = {f.get("part", "attention") for f in entry.get("rope_forms") or ()}
+    return tuple(sorted(named)) if len(named) > 1 else ()
+
+
+_MODE_PAIRS = {"LLAMA_ROPE_TYPE_NEOX": "neox", "GGML_ROPE_TYPE_NEOX": "neox", "LLAMA_ROPE_TYPE_NORM": "norm",
+               "GGML_ROPE_TYPE_NORM": "norm"}  # (a call's mode given as a constant, not the model's rope type)
+
+
+def pairs_of(call: Rotation, entry: dict) -> Any:
+    """The pairs a rope call turns: the model's rope type (the table's `pairs`) or the constant the call names."""
+    return entry["pairs"] if call.mode == "rope_type" else _MODE_PAIRS.get(call.mode, call.mode)
 
 
 def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | None = None,
-         complete: bool = True) -> LayerPlan:
+         complete: bool = True, part: str | None = None) -> LayerPlan:
     """Run the table's statements for `arch` over the file's metadata `kv` (keys without the arch
     prefix; `types`: each one's GGUF type, where a file gave them) and evaluate its rotation condition per
-    layer."""
+    layer; the rope calls of `part` (parts_of; None: every part's, one way, or refused)."""
     check_types(types, entry, complete)
     hp = _start(kv, _layer_count(kv), types, entry)  # (llama.cpp requires block_count: a file without is refused)
     why = ""
@@ -224,9 +241,14 @@ def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | 
             rotates = tuple(bool(hp.evaluate(entry["rotates"], il=i)) for i in range(hp.fields["n_layer"]))
         except Unknown as exc:
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
-    rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None)
+    parts: tuple[str, ...] = ()
+    try:
+        rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None,
+                                        part)
+    except PartsDiffer as exc:
+        rotations, rot_why, parts = None, str(exc), parts_of(entry)
     return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv, entry), why, rotations, rot_why,
-                     *_created(entry, hp))
+                     *_created(entry, hp), parts=parts)
 
 
 def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...],
@@ -258,10 +280,12 @@ _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement
 
 
 def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
-               hp: Hparams | None = None) -> tuple[tuple[Rotation | None, ...] | None, str]:
+               hp: Hparams | None = None, part: str | None = None) -> tuple[tuple[Rotation | None, ...] | None, str]:
     """Per layer the arguments of its rope call (gguf_context.Rotation; None where the graph makes none),
-    from the table's rope_forms over the file's fields; (None, why) where a layer's cannot be known or its
-    calls differ (DeepSeek-V3.2's indexer beside its attention). `hp`: the plan's, its program run."""
+    from the table's rope_forms (of `part`, where named) over the file's fields; (None, why) where a layer's
+    cannot be known or its calls differ (DeepSeek-V3.2's indexer beside its attention, no part named: parts
+    that turn the same pairs by the same angles, GLM-DSA's, read as the attention). `hp`: the plan's, its
+    program run."""
     try:
         if hp is None:  # (the plan's program stopped at what it cannot run: what it would set is unknown)
             hp = _start(kv, _layer_count(kv), None, entry)  # (the plan checked the types)
@@ -288,16 +312,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                               f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
         out: list[Rotation | None] = []
         for i in range(n_layer):
-            calls, unsure = set(), None
-            for form in entry.get("rope_forms") or ():
-                try:
-                    if not hp.evaluate(form["guard"], il=i):
-                        continue
-                except Unknown as exc:  # (a guard vkrope cannot decide: DeepSeek's is_mla(); fine if calls agree)
-                    unsure = exc
-                calls.add(rotation(form, lambda e: hp.evaluate(e, il=i), hp.evaluate("n_embd_head_k(il)", il=i)))
-            if unsure is not None and len(calls) > 1:
-                raise unsure
+            calls = _layer_calls(arch, entry, hp, i, part)
             if len(calls) > 1:
                 return None, (f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways (another "
                               "head's RoPE beside the attention's, or another mode): vkrope reads one")
@@ -310,6 +325,56 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
     except KeyError as exc:  # (a field the program left unknown: HunyuanVL's alpha-scaled base)
         reason = hp.unknown.get(str(exc.args[0]), "not known") if hp is not None else "not known"
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
+
+
+def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:
+    """Layer `i`'s rope calls (of `part`, where named; one, where the parts turn alike: _one_way); PartsDiffer
+    where no part is named and the parts' calls differ, Refused where a part's heads are narrower than its
+    rotation (llama.cpp's graph asserts, whichever part is read), Unknown where a guard cannot be decided and
+    the calls differ."""
+    calls: set[Rotation] = set()
+    unsure = None
+    for form in entry.get("rope_forms") or ():
+        mine = part is None or form.get("part", "attention") == part  # (every part's checked: see below)
+        try:
+            if not hp.evaluate(form["guard"], il=i):
+                continue
+        except Unknown as exc:  # (a guard vkrope cannot decide: DeepSeek's is_mla(); fine if calls agree)
+            if not mine:
+                continue
+            unsure = exc
+        call = rotation(form, lambda e: hp.evaluate(e, il=i), hp.evaluate("n_embd_head_k(il)", il=i))
+        if call.head < call.dims and "head" in form:
+            key = next((f"{arch}.{st[3]}" for st in entry.get("hparams") or () if st[1:3] == ["key", form["head"]]),
+                       f"llama.cpp's {form['head']}")
+            raise Refused(f"the {call.part}'s heads are {call.head} channels wide ({key}), fewer than the "
+                          f"{call.dims} it rotates (n_rot): its {arch} graph asserts n_rot <= their width")
+        if mine:
+            calls.add(call)
+    if unsure is not None and len(calls) > 1:
+        raise unsure
+    calls = _one_way(calls, entry)
+    if len(calls) > 1 and len({c.part for c in calls}) == len(calls):
+        ways = "; ".join(f"part={c.part!r}: {pairs_of(c, entry)} pairs, "
+                         + (f"{c.dims} channels apart" if c.apart else f"{c.dims} of {c.head} channels")
+                         for c in sorted(calls, key=lambda c: c.part))
+        raise PartsDiffer(f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways, one per part "
+                          f"({ways}): pass part= to say which the RoPE is for")
+    return calls
+
+
+class PartsDiffer(Exception):
+    """A layer's parts (no part named) rotate in different ways: its message says how."""
+
+
+def _one_way(calls: set[Rotation], entry: dict) -> set[Rotation]:
+    """A layer's calls, the attention's alone where every part's turns the same pairs by the same angles (GLM-DSA's
+    indexer: its own heads, the attention's pairs and frequencies)."""
+    if len(calls) < 2 or len({c.part for c in calls}) != len(calls):
+        return calls
+    ways = {(pairs_of(c, entry), replace(c, head=0, mode="", apart=False, part="")) for c in calls}
+    attention = {c for c in calls if c.part == "attention"}
+    return attention if len(ways) == 1 and attention else calls
 
 
 class Refused(ValueError):
