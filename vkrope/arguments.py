@@ -146,7 +146,7 @@ def check_array(a: Any, name: str, storage: str) -> Any:
         raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {a.dtype} "
                         f"({convert_hint(name, a.dtype, X_DTYPES)})")
     if a.ndim < (2 if storage == "texture3d" else 1):
-        raise ValueError(f"{name} must have at least {2 if storage == 'texture3d' else 1} axes for storage "
+        raise ValueError(f"{name} must have at least {'2 axes' if storage == 'texture3d' else '1 axis'} for storage "
                          f"{storage!r}; got shape {a.shape}")
     return a
 

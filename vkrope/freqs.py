@@ -1010,7 +1010,8 @@ class NdFreqs(FrequencySpec):
 
     def cos_sin(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [N, dim] (per-item ids: [B * N, dim]): what diffusers' rotary modules return
-        for these ids (each pair's value twice: interleaved, as
+        for these ids, to the angle's rounding (`angles`: an "exact" id is kept to 2^-32, so the sine of an
+        id of 2^-33 is 0, not diffusers' 1e-13) (each pair's value twice: interleaved, as
         `repeat_interleave_real`; rotate-half, the halves concatenated).
         For a plot, a check, or a table path: `vkrope.apply(x, np.stack([cos[:, ::2],
         sin[:, ::2]], -1))` for interleaved pairs (`apply_nd` itself needs no table)."""

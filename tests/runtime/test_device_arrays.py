@@ -221,3 +221,16 @@ def test_a_call_too_big_after_others_is_refused_before_any_runs(make_device, n):
         dev.apply_many([(x, f, {"out": out}), (x[:, :512], f[:512]), (y, g)])
     assert np.isnan(out).all()
     check_result(dev.apply(x, f), x, f)
+
+
+def test_a_texture_array_past_one_allocation_is_refused_before_it_is_allocated(make_device, vk_spy):
+    """A texture3d array whose image needs more than maxMemoryAllocationSize (forced to 256 KiB) is refused
+    before vkAllocateMemory sees it, as a buffer is, naming the image; smaller ones work after."""
+    dev = make_device(max_memory_allocation_size=1 << 18, max_storage_buffer_range=1 << 16)
+    with pytest.raises(vkrope.OutOfDeviceMemoryError, match=r"a 3D image of \d+ x \d+ x \d+ texels needs \d+ "
+                                                             r"bytes, more than the device's maxMemoryAllocationSize "
+                                                             r"of 262144 bytes"):
+        dev.asarray(np.zeros((2, 4, 300, 40), np.float32), storage="texture3d")
+    assert all(size <= 1 << 18 for size in vk_spy["allocations"])
+    x = np.random.default_rng(3).standard_normal((2, 4, 30, 40)).astype(np.float32)
+    assert np.array_equal(dev.asarray(x, storage="texture3d").get(), x)

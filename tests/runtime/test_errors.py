@@ -163,7 +163,7 @@ ASARRAY_BAD = [
     (np.ones((2, 4), np.float64), {}, TypeError, ["float64"]),
     (np.ones(4, np.float32), {"storage": "texture3d"}, ValueError, ["at least 2 axes"]),
     (np.float32(1.0), {}, TypeError, ["a must be", "float32"]),
-    (np.ones((), np.float32), {}, ValueError, ["at least 1 axes"]),
+    (np.ones((), np.float32), {}, ValueError, ["at least 1 axis"]),
     (np.ones((2, 4), np.float32), {"storage": "image"}, ValueError, ["storage", "image"]),
     (np.ones((2, 4), np.float32), {"storage": None}, TypeError, ["storage", "None"]),  # as every op says it
 ]
@@ -216,6 +216,10 @@ def test_an_empty_device_name_and_a_with_on_a_closed_device_are_refused():
     for empty in ("", "  "):
         with pytest.raises(ValueError, match=r"^device must be an index or a part of a device's name; got '"):
             vkrope.Device(empty)
+    for negative in (-1, np.int64(-3)):  # (no device has one: refused as the argument it is)
+        with pytest.raises(ValueError, match=r"^device must be an index >= 0 \(vkrope.devices\(\) lists them\) or a "
+                                             r"part of a device's name; got -"):
+            vkrope.Device(negative)
     dev = vkrope.Device()
     dev.close()
     with pytest.raises(vkrope.DeviceClosedError, match=r"close\(\) was called"):

@@ -147,6 +147,11 @@ class Image3D:
         try:
             b.create(self, "handle", "VkImage", "vkCreateImage", ctx.handle, info, None)
             req = vk.vkGetImageMemoryRequirements(ctx.handle, self.handle)
+            limit = ctx.info.max_memory_allocation_size
+            if limit and req.size > limit:  # (as Buffer: refused before the driver is asked)
+                raise OutOfDeviceMemoryError(
+                    f"a 3D image of {w} x {h} x {d} texels needs {req.size} bytes, more than the device's "
+                    f"maxMemoryAllocationSize of {limit} bytes", "vkAllocateMemory", "VK_ERROR_OUT_OF_DEVICE_MEMORY")
             type_index = ctx.memory_type(req.memoryTypeBits, vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
             alloc = vk.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=type_index)
             ctx.allocate_memory(self, alloc)
