@@ -44,6 +44,8 @@ MAX_POSITION = 1 << 24  # float32 positions are exact below this
 # The widest head a spec may rotate (64 Ki channels: past any model's; its frequencies are made on the host, so a
 # config's head_dim of 2^28 would otherwise allocate gigabytes before a check could name it).
 MAX_HEAD_DIM = 1 << 16
+MAX_INT = 2**64 - 1  # (numpy's widest int: no count, width, length or position reaches it; ints bounded by it
+# print in every message and repr, where Python refuses one of more than 4300 digits)
 MAX_PAIRS = 2**32 - 2  # pairs one call rotates: the kernels index values with 32-bit integers
 
 
@@ -123,12 +125,15 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     return pow64(float(np.float32(base)), np.asarray(exps, np.float32)).astype(np.float32)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    """An int >= minimum, named `name` in the errors."""
+def _check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most: str = "2^64 - 1") -> None:
+    """An int in [minimum, maximum] (`most`: the bound as the message says it; by default MAX_INT, past which a
+    spec holding it could not print its repr), named `name` in the errors."""
     if not is_int(value):
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {brief(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {brief(value)}")
+    if value > maximum:
+        raise ValueError(f"{name} must be at most {most}; got {brief(value)}")
 
 
 def check_head_dim(name: str, value: int) -> None:
@@ -138,8 +143,7 @@ def check_head_dim(name: str, value: int) -> None:
 
 
 def _check_dim(name: str, value: Any, minimum: int) -> None:
-    _check_int(name, value, minimum)
-    check_head_dim(name, value)
+    _check_int(name, value, minimum, MAX_HEAD_DIM, f"{MAX_HEAD_DIM} (a head's channels)")
 
 
 F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
@@ -253,8 +257,6 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)
 
 
-MAX_INT = 2**64 - 1  # (numpy's widest int: no count, width, length or position reaches it; ints bounded by it
-# print in every message and repr, where Python refuses one of more than 4300 digits)
 
 
 def brief(value: Any) -> str:
@@ -527,16 +529,14 @@ class RopeFreqs(PositionFreqs):
             _check_exact_range(self, "base, scale and freq_factors")
 
     def _check_ramp(self, y: YaRN) -> None:
-        # Where the correction dims overflow, or beta_fast's lies above
-        # beta_slow's after clamping to [0, dim - 1], there is no ramp:
+        # Where beta_fast's correction dim lies above beta_slow's after
+        # clamping to [0, dim - 1], there is no ramp:
         # Hugging Face then divides by a negative span and llama.cpp by
         # 0.001, giving opposite blends. Neither is YaRN; refuse it.
         what = (f"original_context = {brief(y.original_context)}, beta_fast = {y.beta_fast}, beta_slow = {y.beta_slow} "
                 f"with dim = {self.dim}, base = {self.base}")
-        try:
-            low, high = y.ramp_ends(self.dim, float(self.base))
-        except (OverflowError, ValueError) as exc:
-            raise ValueError(f"yarn: {what} give no finite correction dims ({exc})") from None
+        low, high = y.ramp_ends(self.dim, float(self.base))  # (finite: an original_context below 2^64, float32
+        # betas, a base above 1)
         if high < low:
             raise ValueError(f"yarn: {what} leave no ramp (beta_fast's correction dim {low} lies above beta_slow's "
                              f"{high}); check original_context (the trained context, in tokens) and base")

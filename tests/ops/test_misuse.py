@@ -1338,11 +1338,11 @@ def test_a_config_or_spec_int_past_printing_is_named(call, match, value):
 
 
 @pytest.mark.parametrize("name, call", [
-    ("axes_dim must sum", lambda: vkrope.NdFreqs((10**5000, 8))),
-    ("end_x * end_y", lambda: vkrope.AxialFreqs(8, 10**5000, 4)),
-    ("shape ", lambda: vkrope.grid_ids((10**5000, 2))),
+    ("axes_dim[0] must be at most 2^64 - 1", lambda: vkrope.NdFreqs((10**5000, 8))),
+    ("end_x must be at most 2^64 - 1", lambda: vkrope.AxialFreqs(8, 10**5000, 4)),
+    ("shape[0] must be at most 2^64 - 1", lambda: vkrope.grid_ids((10**5000, 2))),
     ("offset[0]", lambda: vkrope.grid_ids((2, 2), offset=10**5000)),
-    ("yarn: original_context", lambda: vkrope.RopeFreqs(128, yarn=vkrope.YaRN(10**5000))),
+    ("original_context must be at most 2^64 - 1", lambda: vkrope.RopeFreqs(128, yarn=vkrope.YaRN(10**5000))),
     ("angle", lambda: vkrope.from_hf(_LLAMA_CFG, angle=10**5000)),
     ("config: model_type", lambda: vkrope.from_hf({"model_type": 10**5000})),
     ("config: hidden_size", lambda: vkrope.from_hf(dict(_LLAMA_CFG, num_attention_heads=10**5000))),
@@ -1350,8 +1350,15 @@ def test_a_config_or_spec_int_past_printing_is_named(call, match, value):
         "model_type": "qwen2_vl", "hidden_size": 64, "num_attention_heads": 4,
         "rope_scaling": {"type": "mrope", "mrope_section": [10**5000, 4, 4]}})),
     ("theta", lambda: vkrope.ModelRope("default", 64, 64, 2**1024)),
+    ("freq_factors must be finite", lambda: vkrope.ModelRope("default", 64, 64, 1e4, freq_factors=(10**5000,) * 32)),
+    ("factor must be a positive finite number", lambda: vkrope.ModelRope("linear", 64, 64, 1e4,
+                                                                         params=(("factor", 10**5000),))),
+    ("short_factor must hold positive finite numbers", lambda: vkrope.ModelRope(
+        "longrope", 64, 64, 1e4, params=(("short_factor", (10**5000,) * 32), ("long_factor", (1.0,) * 32)),
+        original_max_position_embeddings=4096)),
+    ("nope_layers must hold layer indices", lambda: vkrope.ModelRope("default", 64, 64, 1e4, nope_layers=(-1,))),
 ], ids=["NdFreqs", "AxialFreqs", "grid_ids", "grid_offset", "YaRN", "angle", "model_type", "heads", "mrope_section",
-        "theta_past_float64"])
+        "theta_past_float64", "freq_factors", "params", "params_list", "nope_layers"])
 def test_more_ints_past_printing_or_float64_are_named(name, call):
     """Spec constructors and config keys given an int Python cannot print (or float64 cannot hold): a ValueError
     that starts with the argument's name, never Python's digit limit or an OverflowError."""

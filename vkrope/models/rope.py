@@ -96,12 +96,12 @@ def _check_params(params: Any) -> tuple:
         elif isinstance(value, (list, tuple, np.ndarray)):
             vals = list(value)
             bad = next((i for i, v in enumerate(vals)
-                        if isinstance(v, bool) or not is_real_scalar(v) or not math.isfinite(v) or v <= 0), None)
+                        if isinstance(v, bool) or not is_real_scalar(v) or not finite(v) or v <= 0), None)
             if bad is not None:
                 raise ValueError(f"{key} must hold positive finite numbers; got {brief(vals[bad])} at [{bad}] "
                                  f"of {len(vals)}")
             value = tuple(float(v) for v in vals)
-        elif isinstance(value, bool) or not is_real_scalar(value) or not math.isfinite(value) or value <= 0:
+        elif isinstance(value, bool) or not is_real_scalar(value) or not finite(value) or value <= 0:
             raise ValueError(f"{key} must be a positive finite number; got {brief(value)}")
         else:
             value = float(value)
@@ -370,6 +370,8 @@ def _check_fields(rope: ModelRope) -> None:
                                                                     rope.mrope_layout))
     if rope.freq_factors is not None:
         object.__setattr__(rope, "freq_factors", _checked_divisors(rope.freq_factors, rope.rotary_dim))
+    if rope.nope_layers is not None:
+        object.__setattr__(rope, "nope_layers", _checked_layers(rope.nope_layers))
     lengths: list[int | None] = [None]
     if rope.uses_seq_len():
         lengths.append(max(rope.max_position_embeddings or 0, rope.original_max_position_embeddings or 0) + 1)
@@ -463,6 +465,17 @@ def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids:
                          "those pairs as still")
 
 
+def _checked_layers(nope_layers: Any) -> tuple[int, ...]:
+    """The layers that apply no RoPE: layer indices (ints >= 0), as a tuple."""
+    if isinstance(nope_layers, (str, bytes)) or not hasattr(nope_layers, "__iter__"):
+        raise TypeError(f"nope_layers must be a sequence of layer indices (or None: unknown); got {brief(nope_layers)}")
+    layers = tuple(nope_layers)
+    bad = next((v for v in layers if not is_int(v) or not 0 <= v <= MAX_INT), None)
+    if bad is not None or any(v is None for v in layers):
+        raise ValueError(f"nope_layers must hold layer indices (ints >= 0); got {brief(bad)} in {brief(layers)}")
+    return tuple(int(v) for v in layers)
+
+
 def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
     """llama.cpp's per-pair divisors: rotary_dim / 2 positive numbers (inf: a pair that does not turn, the
     pairs Qwen3-VL's llama.cpp M-RoPE turns by a position it keeps 0)."""
@@ -470,6 +483,8 @@ def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
         ff = np.asarray(freq_factors, np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"freq_factors must be numbers; got {brief(freq_factors)}") from None
+    except OverflowError:  # (an int past float64)
+        raise ValueError(f"freq_factors must be finite numbers (float64's); got {brief(freq_factors)}") from None
     if ff.shape != (rotary_dim // 2,):
         raise ValueError(f"freq_factors must hold rotary_dim / 2 = {rotary_dim // 2} values; got shape "
                          f"{list(ff.shape)}")
