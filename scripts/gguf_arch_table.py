@@ -611,9 +611,9 @@ def call_form(body: str, call: re.Match, local: dict[str, str]) -> dict | None:
     rest = args[m + 1:] if call.group(1) != "ggml_rope" else []
     part = {}
     if tensor.startswith("indexer_"):  # (DeepSeek-V3.2's lightning indexer: heads of its own, [rope | nope],
-        # their width the last reshape's before the call; vkrope reads it as the model's part "indexer")
-        shaped = [a for a in sources if re.fullmatch(r"ggml_reshape_[2-4]d", a.group(1))]
-        part = {"part": "indexer", "head": plain(shaped[-1].group(2).strip()) if shaped else "unknown"}
+        # their width that of the reshape that last made the tensor; vkrope reads it as the model's part "indexer")
+        shaped = bool(sources) and re.fullmatch(r"ggml_reshape_[2-4]d", sources[-1].group(1)) is not None
+        part = {"part": "indexer", "head": plain(sources[-1].group(2).strip()) if shaped else "unknown"}
     return {**part, "dims": plain(args[d]) if len(args) > m else "unknown",
             "mode": plain(args[m]) if len(args) > m else "unknown", "slice": view or offset,
             "factors": factors_taken(body, args[3], local, call.start()) if call.group(1) != "ggml_rope"

@@ -39,6 +39,7 @@ import inspect
 import json
 import os
 import sys
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -46,16 +47,21 @@ sys.path.insert(0, ROOT)  # (vkrope's model table, from this checkout: which pai
 CONFIGS = os.path.join(ROOT, "tests", "data", "hf_configs")
 
 
-def _cases(name: str, cfg: dict) -> dict:
+def _cases(name: str, cfg: dict, built: Any = None) -> dict:
     """{case: position ids as nested lists} per config: small and large
-    positions, both sides of longrope's switch and dynamic's length."""
+    positions, both sides of longrope's switch and dynamic's length (`built`:
+    the class's text config, whose rope dict holds the original length its
+    standardization filled in where the file gives none: Bailing hybrid's
+    class default 262144 beside a file's model_max_length)."""
     import numpy as np  # noqa: PLC0415
 
     rng = np.random.default_rng(sum(map(ord, name)))
     text = cfg.get("text_config", cfg)
     mpe = int(text.get("max_position_embeddings", 4096))
+    filled = (getattr(built, "rope_parameters", None) or {}).get("original_max_position_embeddings") \
+        if "model_max_length" in text else None  # (elsewhere the file's lengths, as the cases always read them)
     orig = int(text.get("original_max_position_embeddings",
-                        (text.get("rope_scaling") or {}).get("original_max_position_embeddings", mpe)))
+                        (text.get("rope_scaling") or {}).get("original_max_position_embeddings", filled or mpe)))
 
     def spread(top: int, n: int = 12) -> list:
         p = np.concatenate([np.arange(4), rng.integers(4, top, n - 5), [top - 1]])
@@ -272,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             key = (name if layer_type is None else f"{name}@{layer_type}") + (f"#{part}" if part else "")
             if layer_type is not None:
                 out[f"{key}/layer_type"] = np.array(layer_type)
-            for case, pos in _cases(name, cfg).items():
+            for case, pos in _cases(name, cfg, text).items():
                 out.update(_one_case(cfg, text, rotary[cfg["model_type"]], layer_type, key, case, pos, part))
     out.update(_proportional(transformers))
     out["versions"] = np.array(f"torch {torch.__version__}, transformers {transformers.__version__}")

@@ -9,6 +9,7 @@ import atexit
 import itertools
 import math
 import os
+import re
 import threading
 import time
 import weakref
@@ -55,9 +56,10 @@ class DeviceOwner:
         if device is not None and not is_int(device) and not isinstance(device, str):
             raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
         device = int(device) if isinstance(device, np.integer) else device
-        if isinstance(device, int) and device < 0:  # (no device has a negative index: an argument's mistake, not a machine's)
+        if isinstance(device, int) and device < 0 or isinstance(device, str) and re.fullmatch(r"\s*-\d+\s*", device):
+            # (no device has a negative index, "-1" as the index it reads as: an argument's mistake, not a machine's)
             raise ValueError(f"device must be an index >= 0 (vkrope.devices() lists them) or a part of a device's "
-                             f"name; got {device}")
+                             f"name; got {device!r}")
         if isinstance(device, str) and not device.strip():  # (every name contains it: a choice nobody made)
             raise ValueError(f"device must be an index or a part of a device's name; got {device!r} (None: "
                              "VKROPE_DEVICE, else the most capable device)")

@@ -139,6 +139,10 @@ def test_a_q_of_no_heads_still_writes_the_caches(device, resident):
     if resident:
         out = device.asarray(np.zeros_like(q))
         assert device.rope_and_cache(*args, kc, vc, (cos, sin), pos, out=out) is out
+        assert device.rope_and_cache(*args, kc, vc, (cos, sin), pos, out=args[0]) is args[0]  # (out=q, in place)
+        assert device.rope_and_cache(args[0], k, v, kc, vc, (cos, sin), pos, out=args[0]) is args[0]  # (numpy k)
+    else:
+        assert device.rope_and_cache(*args, kc, vc, (cos, sin), pos, out=args[0]) is args[0]
 
 
 def test_out_and_in_place(device):

@@ -195,6 +195,7 @@ def test_cli_config_part_of_a_gguf(tmp_path, capsys):
     assert "vkrope: error: ValueError: --part: llama.cpp's graph for 'llama' rotates its attention alone " \
         "(--part attention, or none); got 'indexer'" in capsys.readouterr().err
     assert main(["config", path]) == 0
+    assert vkrope.from_gguf(path, part="attention").part == ""  # (one way: no part to label, as from_hf's)
     capsys.readouterr()
     ds = write(tmp_path / "ds.gguf", "deepseek32", [
         ("add_embedding_length", 2048), ("add_head_count", 16), ("add_rope_freq_base", 10000.0),
@@ -203,7 +204,7 @@ def test_cli_config_part_of_a_gguf(tmp_path, capsys):
     assert main(["config", ds, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [(r["part"], r["pairs"], r["head_dim"]) for r in got] == [("attention", "interleaved", 64),
-                                                                     ("indexer", "rotate-half", 128)]
+                                                                     ("indexer", "rotate-half", 64)]
     assert main(["config", ds, "--part", "indexer", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["part"] == "indexer"  # (one RoPE: one object)
 

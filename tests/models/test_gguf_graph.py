@@ -64,14 +64,17 @@ def test_a_graph_rotating_two_parts_is_read_per_part(tmp_path, arch):
     without it the file is refused, naming both; a part the graph does not have is refused."""
     path = gguf_file(tmp_path, arch, {**DSA, "rope.scaling.type": "yarn", "rope.scaling.factor": 4.0,
                                       "rope.scaling.original_context_length": 1024})
-    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways, one per part \(part='attention': norm pairs, 64 "
-                                         r"channels apart; part='indexer': neox pairs, 64 of 128 channels\): pass part="):
+    with pytest.raises(ValueError, match=r"rotates layer \d in 2 ways, one per part \(part='attention': adjacent pairs "
+                                         r"\(2i, 2i \+ 1\) on heads of their own, 64 channels; part='indexer': "
+                                         r"rotate-half pairs \(i, i \+ n / 2\) on the first 64 of 128-channel heads\): "
+                                         r"pass part="):
         vkrope.from_gguf(path)
     full = "full_attention" if arch == "dots3note" else None  # (its indexer runs on the full layers only)
     att = vkrope.from_gguf(path, part="attention", layer_type=full, angle="exact")
     ind = vkrope.from_gguf(path, part="indexer", layer_type=full, angle="exact")
     assert (att.head_dim, att.rotary_dim, att.interleaved, att.part) == (64, 64, True, "attention")
-    assert (ind.head_dim, ind.rotary_dim, ind.interleaved, ind.part) == (128, 64, False, "indexer")
+    assert (ind.head_dim, ind.rotary_dim, ind.interleaved, ind.part) == (64, 64, False, "indexer")  # (its heads'
+    # rotated channels, q[..., :64], as from_hf's indexer)
     p = np.array([[0, 1, 100, 1000, 4000]])
     assert all(np.array_equal(a, b) for a, b in zip(att.cos_sin(p), ind.cos_sin(p)))  # (one call's arguments)
     cos, sin = ind.cos_sin(p)
@@ -86,12 +89,16 @@ def test_a_graph_rotating_two_parts_is_read_per_part(tmp_path, arch):
 
 
 def test_an_indexer_narrower_than_its_rotation_is_refused(tmp_path):
-    """deepseek32.cpp: GGML_ASSERT(hparams.n_rot() <= n_embd_indexer_head), whichever part is asked for."""
-    path = gguf_file(tmp_path, "deepseek32", {**DSA, "attention.indexer.key_length": 32})
-    for part in ("attention", "indexer"):
-        with pytest.raises(ValueError, match=r"the indexer's heads are 32 channels wide \(deepseek32\.attention\."
-                                             r"indexer\.key_length\), fewer than the 64 it rotates"):
-            vkrope.from_gguf(path, part=part)
+    """deepseek32.cpp (and glm-dsa.cpp): GGML_ASSERT(hparams.n_rot() <= n_embd_indexer_head), whichever part is
+    asked for, and whether any layer runs the indexer."""
+    narrow = {**DSA, "attention.indexer.key_length": 32}
+    files = [gguf_file(tmp_path, "deepseek32", narrow),  # (and where no layer runs the indexer: asserted before)
+             gguf_file(tmp_path, "glm-dsa", {**narrow, "attention.indexer.types": [False, False]})]
+    for path, arch in zip(files, ("deepseek32", "glm-dsa")):
+        for part in ("attention", "indexer"):
+            with pytest.raises(ValueError, match=rf"the indexer's heads are 32 channels wide \({arch}\.attention\."
+                                                 r"indexer\.key_length\), fewer than the 64 it rotates"):
+                vkrope.from_gguf(path, part=part)
 
 
 def test_parts_turning_the_same_pairs_read_as_the_attention(tmp_path):
@@ -100,7 +107,25 @@ def test_parts_turning_the_same_pairs_read_as_the_attention(tmp_path):
     path = gguf_file(tmp_path, "glm-dsa", DSA)
     assert vkrope.from_gguf(path) == vkrope.from_gguf(path, part="attention")
     ind = vkrope.from_gguf(path, part="indexer")
-    assert (ind.head_dim, ind.rotary_dim, ind.interleaved) == (128, 64, True)
+    assert (ind.head_dim, ind.rotary_dim, ind.interleaved) == (64, 64, True)
+
+
+def test_a_part_reads_the_layers_that_run_it(tmp_path):
+    """dots.ocr's indexer runs on its full layers only: part='indexer' on a sliding layer (or layer type) has no
+    RoPE (None, as a layer without one), and the part's nope_layers are the sliding ones; where which layers run
+    it cannot be decided (GLM-5.2's default indexer types), they are unknown (None, layer= refused), while
+    the parts, turning alike there, read without part= as the attention."""
+    path = gguf_file(tmp_path, "dots3note", DSA)
+    assert vkrope.from_gguf(path, part="indexer", layer=0) is None
+    assert vkrope.from_gguf(path, part="indexer", layer_type="sliding_attention") is None
+    assert vkrope.from_gguf(path, part="indexer").nope_layers == (0,)
+    assert vkrope.from_gguf(path, part="indexer", layer=1).rotary_dim == 64
+    glm52 = gguf_file(tmp_path, "glm-dsa", {**{k: v for k, v in DSA.items() if k != "attention.indexer.types"},
+                                            "context_length": 1048576}, name="52")
+    assert vkrope.from_gguf(glm52) == vkrope.from_gguf(glm52, part="attention")
+    assert vkrope.from_gguf(glm52, part="indexer").nope_layers is None
+    with pytest.raises(ValueError, match="which layers run its indexer is unknown"):
+        vkrope.from_gguf(glm52, part="indexer", layer=0)
 
 
 def test_a_graph_rotating_in_another_mode_is_refused(tmp_path):

@@ -68,6 +68,21 @@ def test_an_indexer_call_is_its_own_part_with_the_reshaped_width():
     forms = [table.call_form(body, c, table.locals_of(body)) for c in table.ROPE_CALL.finditer(body)]
     assert [(f.get("part"), f.get("head")) for f in forms] == [("indexer", "indexer_head_size"), (None, None),
                                                                ("indexer", "unknown")]
+    later = body.replace(" indexer_q = ggml_rope", " indexer_q = ggml_view_3d(ctx0, indexer_q, n_rot, a, b); "
+                                                   "indexer_q = ggml_rope", 1)  # (made last by another op)
+    first = next(table.ROPE_CALL.finditer(later))
+    assert table.call_form(later, first, table.locals_of(later))["head"] == "unknown"
+    # (the head's width is a field the program must set: its key read kept)
+    assert "indexer_head_size" in table.fields_read({"rope_forms": [{**f, "guard": "True"} for f in forms]}, {})
+
+
+def test_the_unknown_architecture_is_no_architecture_of_the_table(tmp_path):
+    """LLM_ARCH_UNKNOWN's name "(unknown)" is what llama_model_create refuses as an unknown architecture: not
+    an entry of the table (which would say it applies no RoPE)."""
+    (tmp_path / "llama-arch.cpp").write_text('static const std::map<llm_arch, const char *> LLM_ARCH_NAMES = {\n'
+                                             '    { LLM_ARCH_LLAMA, "llama" },\n'
+                                             '    { LLM_ARCH_UNKNOWN, "(unknown)" },\n};\n')
+    assert table.arch_names(tmp_path) == {"LLM_ARCH_LLAMA": "llama"}
 
 
 def test_a_local_declared_twice_is_unknown():

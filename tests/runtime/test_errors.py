@@ -206,7 +206,7 @@ def test_vkrope_device_env_without_match(monkeypatch):
     assert f"index {len(seen)}" in msg and "VKROPE_DEVICE" in msg
     for d in seen:
         assert d["name"] in msg
-    monkeypatch.setenv("VKROPE_DEVICE", "-1")  # (an index, as Device(-1)'s: no name is a bare number)
+    monkeypatch.setenv("VKROPE_DEVICE", "-1")  # (an index: no name is a bare number; the environment's, no argument)
     with pytest.raises(vkrope.VulkanUnavailableError, match=r"VKROPE_DEVICE asks for index -1\."):
         vkrope.Device()
 
@@ -216,9 +216,9 @@ def test_an_empty_device_name_and_a_with_on_a_closed_device_are_refused():
     for empty in ("", "  "):
         with pytest.raises(ValueError, match=r"^device must be an index or a part of a device's name; got '"):
             vkrope.Device(empty)
-    for negative in (-1, np.int64(-3)):  # (no device has one: refused as the argument it is)
+    for negative in (-1, np.int64(-3), " -1"):  # (no device has one: refused as the argument it is)
         with pytest.raises(ValueError, match=r"^device must be an index >= 0 \(vkrope.devices\(\) lists them\) or a "
-                                             r"part of a device's name; got -"):
+                                             r"part of a device's name; got '? ?-"):
             vkrope.Device(negative)
     dev = vkrope.Device()
     dev.close()

@@ -344,8 +344,9 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         raise ValueError(f"{where}: llama.cpp's graph rotates {arch} with {call.mode}, not its rope type: vkrope "
                          f"does not read that rotation")
     heads = num("attention.head_count")
-    # (MLA: the rotated channels are a head of their own, q_pe / k_pe)
-    head_dim = call.dims if call.apart or not call.head else call.head
+    # (MLA: the rotated channels are a head of their own, q_pe / k_pe; a part's heads, [rope | nope], are passed
+    # as their rotated channels, q[..., :rope.dimension_count], as from_hf reads DeepSeek-V3.2's indexer)
+    head_dim = call.dims if call.apart or not call.head or call.part != "attention" else call.head
     if not call.dims:
         if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
             raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "

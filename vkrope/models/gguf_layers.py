@@ -247,6 +247,13 @@ def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | 
                                         part)
     except PartsDiffer as exc:
         rotations, rot_why, parts = None, str(exc), parts_of(entry)
+    if part is not None and parts_of(entry) and rotates is not None:  # (a part may run on some layers only:
+        # dots.ocr's indexer on its full ones)
+        try:
+            rotates = tuple(r and any(hp.evaluate(f["guard"], il=i) for f in entry.get("rope_forms") or ()
+                                      if f.get("part", "attention") == part) for i, r in enumerate(rotates))
+        except Unknown as exc:
+            rotates, why = None, why or f"which layers run its {part} is unknown for {arch!r}: {exc}"
     return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv, entry), why, rotations, rot_why,
                      *_created(entry, hp), parts=parts)
 
@@ -310,6 +317,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                               "rope.dimension_count, or rope.dimension_count_swa on a sliding layer, else its "
                               "attention.key_length, else embedding_length / head_count) is not the head width "
                               f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
+        _check_part_heads(arch, entry, hp)
         out: list[Rotation | None] = []
         for i in range(n_layer):
             calls = _layer_calls(arch, entry, hp, i, part)
@@ -329,13 +337,12 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
 
 def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:
     """Layer `i`'s rope calls (of `part`, where named; one, where the parts turn alike: _one_way); PartsDiffer
-    where no part is named and the parts' calls differ, Refused where a part's heads are narrower than its
-    rotation (llama.cpp's graph asserts, whichever part is read), Unknown where a guard cannot be decided and
-    the calls differ."""
+    where no part is named and the parts' calls differ, Unknown where a guard cannot be decided and the calls
+    differ."""
     calls: set[Rotation] = set()
     unsure = None
     for form in entry.get("rope_forms") or ():
-        mine = part is None or form.get("part", "attention") == part  # (every part's checked: see below)
+        mine = part is None or form.get("part", "attention") == part
         try:
             if not hp.evaluate(form["guard"], il=i):
                 continue
@@ -343,24 +350,33 @@ def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) 
             if not mine:
                 continue
             unsure = exc
-        call = rotation(form, lambda e: hp.evaluate(e, il=i), hp.evaluate("n_embd_head_k(il)", il=i))
-        if call.head < call.dims and "head" in form:
-            key = next((f"{arch}.{st[3]}" for st in entry.get("hparams") or () if st[1:3] == ["key", form["head"]]),
-                       f"llama.cpp's {form['head']}")
-            raise Refused(f"the {call.part}'s heads are {call.head} channels wide ({key}), fewer than the "
-                          f"{call.dims} it rotates (n_rot): its {arch} graph asserts n_rot <= their width")
         if mine:
-            calls.add(call)
+            calls.add(rotation(form, lambda e: hp.evaluate(e, il=i), hp.evaluate("n_embd_head_k(il)", il=i)))
+    calls = _one_way(calls, entry)  # (first: parts turning alike are one way, whether a guard is known or not)
     if unsure is not None and len(calls) > 1:
         raise unsure
-    calls = _one_way(calls, entry)
     if len(calls) > 1 and len({c.part for c in calls}) == len(calls):
-        ways = "; ".join(f"part={c.part!r}: {pairs_of(c, entry)} pairs, "
-                         + (f"{c.dims} channels apart" if c.apart else f"{c.dims} of {c.head} channels")
+        words = {"norm": "adjacent pairs (2i, 2i + 1)", "neox": "rotate-half pairs (i, i + n / 2)"}
+        ways = "; ".join(f"part={c.part!r}: {words.get(pairs_of(c, entry), pairs_of(c, entry))} on "
+                         + (f"heads of their own, {c.dims} channels" if c.apart else
+                            f"the first {c.dims} of {c.head}-channel heads")
                          for c in sorted(calls, key=lambda c: c.part))
         raise PartsDiffer(f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways, one per part "
                           f"({ways}): pass part= to say which the RoPE is for")
     return calls
+
+
+def _check_part_heads(arch: str, entry: dict, hp: Hparams) -> None:
+    """Refused where a part with heads of its own (the table's `head`: DeepSeek-V3.2's indexer) has fewer channels
+    than it rotates: its graph asserts n_rot <= their width before any layer, whichever part is read and
+    whether or not a layer runs that part."""
+    for form in entry.get("rope_forms") or ():
+        if "head" in form and hp.evaluate(form["head"], il=0) < hp.evaluate(form["dims"], il=0):
+            key = next((f"{arch}.{st[3]}" for st in entry.get("hparams") or () if st[1:3] == ["key", form["head"]]),
+                       f"llama.cpp's {form['head']}")
+            raise Refused(f"the {form['part']}'s heads are {hp.evaluate(form['head'], il=0)} channels wide ({key}), "
+                          f"fewer than the {hp.evaluate(form['dims'], il=0)} it rotates (n_rot): its {arch} graph "
+                          "asserts n_rot <= their width")
 
 
 class PartsDiffer(Exception):

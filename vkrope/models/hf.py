@@ -1018,6 +1018,12 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
         if orig_src.get("original_max_position_embeddings") is not None else None
     mpe = key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
         else None
+    if mpe is None and kind in ("yarn", "llama3") and "max_position_embeddings" in cfg:
+        # (null through the key its class stores it by, Bailing hybrid's model_max_length: the class's own null
+        # check passed it)
+        raise ValueError(f"config: max_position_embeddings (or the key {model_type}'s class stores it by) is null, "
+                         f"which transformers' validation of rope_type {kind!r} compares with the original length "
+                         "and fails on; refused")
     if orig is None and _needs_orig(kind):
         orig = mpe  # transformers' default
         if orig is None:

@@ -218,6 +218,8 @@ def _check_yarn(r: ModelRope) -> None:
 
 
 def _check_longrope(r: ModelRope) -> None:
+    if r.param("factor") is None and r.max_position_embeddings is None:  # (transformers: None / orig, a TypeError)
+        raise ValueError("longrope needs factor (or max_position_embeddings to derive it)")
     if (r.param("short_mscale") is None) != (r.param("long_mscale") is None):
         raise ValueError("longrope: short_mscale and long_mscale go together (PhiMoE's): give both or neither")
     if r.factor > 1 and r.orig < 2:

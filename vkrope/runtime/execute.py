@@ -561,7 +561,7 @@ def _place_job(rt: Runtime, i: int, slot: int, job: Job, arena: _Arena, imports:
     tables = [t.value for t in job.req.tensors() if t.table]
     for t in tensors:
         v = values[t.name]
-        if not t.writes or isinstance(v, np.ndarray):
+        if not t.writes or isinstance(v, np.ndarray) or v.resource is None:  # (empty: its stand-in, above)
             continue
         clash = any(v is u for u in tables) or any(
             u is not t and u.reads and values[u.name] is v and not job.plan.may_alias(t.name, u.name) for u in tensors)

@@ -373,7 +373,7 @@ def select_device(devices: list[PhysicalDeviceInfo], wanted: int | str | None = 
         if env:
             wanted, source = env, "VKROPE_DEVICE"
     if wanted is not None and isinstance(wanted, str) and re.fullmatch(r"[+-]?\d+", wanted.strip()):
-        wanted = int(wanted)  # (an index, signed as Device(-1) is: no device name is a bare number)
+        wanted = int(wanted)  # (an index: no device name is a bare number; VKROPE_DEVICE's -1 too, never matched)
 
     reasons: dict[int, str] = {}
     candidates = []
