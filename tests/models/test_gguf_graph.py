@@ -120,6 +120,12 @@ def test_a_part_reads_the_layers_that_run_it(tmp_path):
     assert vkrope.from_gguf(path, part="indexer", layer_type="sliding_attention") is None
     assert vkrope.from_gguf(path, part="indexer").nope_layers == (0,)
     assert vkrope.from_gguf(path, part="indexer", layer=1).rotary_dim == 64
+    # (no part named: a layer that rotates one way is read, one whose parts differ refused)
+    assert vkrope.from_gguf(path, layer_type="sliding_attention") == \
+        vkrope.from_gguf(path, part="attention", layer_type="sliding_attention")
+    assert vkrope.from_gguf(path, layer=0) == vkrope.from_gguf(path, part="attention", layer=0)
+    with pytest.raises(ValueError, match="rotates layer 1 in 2 ways, one per part"):
+        vkrope.from_gguf(path, layer=1)
     glm52 = gguf_file(tmp_path, "glm-dsa", {**{k: v for k, v in DSA.items() if k != "attention.indexer.types"},
                                             "context_length": 1048576}, name="52")
     assert vkrope.from_gguf(glm52) == vkrope.from_gguf(glm52, part="attention")

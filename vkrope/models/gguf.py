@@ -313,8 +313,9 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
         return None  # (llama.cpp rotates no layer of this file: Granite with rope.scaling.finetuned false)
     else:
         chosen = [i for i in range(len(lp.rotations or ())) if not lp.rotates or lp.rotates[i]]
-    if lp.rotations is None and lp.parts:
-        raise NeedsPart(f"part: {where}: {lp.rotations_unknown}", lp.parts)
+    split = [how for i, how in lp.split if i in chosen]  # (a layer asked for whose parts rotate each its own way)
+    if split:
+        raise NeedsPart(f"part: {where}: {split[0]}", gguf_layers.parts_of(entry))
     if lp.rotations is None:
         raise ValueError(f"{where}: {lp.rotations_unknown}; {remedy}")
     calls = {r for r in (lp.rotations[i] for i in chosen) if r is not None}

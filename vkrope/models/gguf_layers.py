@@ -200,7 +200,7 @@ class LayerPlan:
     tensors: tuple[str, ...] = ()  # the factor tensors the loader creates for this file (on some layer, or unknown)
     sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()  # each created tensor's lengths as created, where known
     required: tuple[str, ...] = ()  # the created tensors the loader requires (Gemma 4's rope_freqs), where known
-    parts: tuple[str, ...] = ()  # the parts whose rope calls differ on some layer, where no part was named
+    split: tuple[tuple[int, str], ...] = ()  # (layer, how) where its parts' calls differ and no part was named
 
 
 def parts_of(entry: dict) -> tuple[str, ...]:
@@ -241,12 +241,8 @@ def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | 
             rotates = tuple(bool(hp.evaluate(entry["rotates"], il=i)) for i in range(hp.fields["n_layer"]))
         except Unknown as exc:
             why = why or f"llama.cpp's graph for {arch!r} rotates where {entry['rotates']} ({exc})"
-    parts: tuple[str, ...] = ()
-    try:
-        rotations, rot_why = _rotations(arch, entry, kv, hp.fields["n_layer"], hp if sliding is not None else None,
-                                        part)
-    except PartsDiffer as exc:
-        rotations, rot_why, parts = None, str(exc), parts_of(entry)
+    rotations, rot_why, split = _rotations(arch, entry, kv, hp.fields["n_layer"],
+                                           hp if sliding is not None else None, part)
     if part is not None and parts_of(entry) and rotates is not None:  # (a part may run on some layers only:
         # dots.ocr's indexer on its full ones)
         try:
@@ -255,7 +251,7 @@ def plan(arch: str, entry: dict, kv: Mapping[str, Any], types: dict[str, str] | 
         except Unknown as exc:
             rotates, why = None, why or f"which layers run its {part} is unknown for {arch!r}: {exc}"
     return LayerPlan(hp.fields["n_layer"], rotates, sliding, _use_mrope(kv, entry), why, rotations, rot_why,
-                     *_created(entry, hp), parts=parts)
+                     *_created(entry, hp), split=split)
 
 
 def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[int, ...]], ...],
@@ -286,13 +282,13 @@ def _created(entry: dict, hp: Hparams) -> tuple[tuple[str, ...], tuple[tuple[str
 _TARGETED = ("key", "array", "key_or_arr", "set", "local", "fill")  # (statement kinds whose first argument is set)
 
 
-def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
-               hp: Hparams | None = None, part: str | None = None) -> tuple[tuple[Rotation | None, ...] | None, str]:
+def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: Hparams | None = None,
+               part: str | None = None) -> tuple[tuple[Rotation | None, ...] | None, str, tuple[tuple[int, str], ...]]:
     """Per layer the arguments of its rope call (gguf_context.Rotation; None where the graph makes none),
     from the table's rope_forms (of `part`, where named) over the file's fields; (None, why) where a layer's
     cannot be known or its calls differ (DeepSeek-V3.2's indexer beside its attention, no part named: parts
-    that turn the same pairs by the same angles, GLM-DSA's, read as the attention). `hp`: the plan's, its
-    program run."""
+    that turn the same pairs by the same angles, GLM-DSA's, read as the attention); and (layer, how) where its
+    parts' calls differ, no part named (that layer's rotation None). `hp`: the plan's, its program run."""
     try:
         if hp is None:  # (the plan's program stopped at what it cannot run: what it would set is unknown)
             hp = _start(kv, _layer_count(kv), None, entry)  # (the plan checked the types)
@@ -319,26 +315,30 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int,
                               f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
         _check_part_heads(arch, entry, hp)
         out: list[Rotation | None] = []
+        split: list[tuple[int, str]] = []
         for i in range(n_layer):
             calls = _layer_calls(arch, entry, hp, i, part)
+            if len(calls) > 1 and len({c.part for c in calls}) == len(calls):  # (each part its own way)
+                split.append((i, _parts_ways(arch, entry, i, calls)))
+                out.append(None)
+                continue
             if len(calls) > 1:
                 return None, (f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways (another "
-                              "head's RoPE beside the attention's, or another mode): vkrope reads one")
+                              "head's RoPE beside the attention's, or another mode): vkrope reads one"), ()
             call = calls.pop() if calls else None
             out.append(call if call is None else replace(call, q_scale=_q_scale(entry, hp, i)))
         _q_scale_asserts(entry, hp, n_layer)
-        return tuple(out), ""
+        return tuple(out), "", tuple(split)
     except Unknown as exc:
-        return None, f"llama.cpp's rope arguments for {arch!r}: {exc}"
+        return None, f"llama.cpp's rope arguments for {arch!r}: {exc}", ()
     except KeyError as exc:  # (a field the program left unknown: HunyuanVL's alpha-scaled base)
         reason = hp.unknown.get(str(exc.args[0]), "not known") if hp is not None else "not known"
-        return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}"
+        return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}", ()
 
 
 def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:
-    """Layer `i`'s rope calls (of `part`, where named; one, where the parts turn alike: _one_way); PartsDiffer
-    where no part is named and the parts' calls differ, Unknown where a guard cannot be decided and the calls
-    differ."""
+    """Layer `i`'s rope calls (of `part`, where named; one, where the parts turn alike: _one_way; one per part
+    where they differ, no part named); Unknown where a guard cannot be decided and the calls differ."""
     calls: set[Rotation] = set()
     unsure = None
     for form in entry.get("rope_forms") or ():
@@ -355,15 +355,18 @@ def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) 
     calls = _one_way(calls, entry)  # (first: parts turning alike are one way, whether a guard is known or not)
     if unsure is not None and len(calls) > 1:
         raise unsure
-    if len(calls) > 1 and len({c.part for c in calls}) == len(calls):
-        words = {"norm": "adjacent pairs (2i, 2i + 1)", "neox": "rotate-half pairs (i, i + n / 2)"}
-        ways = "; ".join(f"part={c.part!r}: {words.get(pairs_of(c, entry), pairs_of(c, entry))} on "
-                         + (f"heads of their own, {c.dims} channels" if c.apart else
-                            f"the first {c.dims} of {c.head}-channel heads")
-                         for c in sorted(calls, key=lambda c: c.part))
-        raise PartsDiffer(f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways, one per part "
-                          f"({ways}): pass part= to say which the RoPE is for")
     return calls
+
+
+def _parts_ways(arch: str, entry: dict, i: int, calls: set[Rotation]) -> str:
+    """Why layer `i`, whose parts rotate each its own way, needs part=: the ways, said."""
+    words = {"norm": "adjacent pairs (2i, 2i + 1)", "neox": "rotate-half pairs (i, i + n / 2)"}
+    ways = "; ".join(f"part={c.part!r}: {words.get(pairs_of(c, entry), pairs_of(c, entry))} on "
+                     + (f"heads of their own, {c.dims} channels" if c.apart else
+                        f"the first {c.dims} of {c.head}-channel heads")
+                     for c in sorted(calls, key=lambda c: c.part))
+    return (f"llama.cpp's graph for {arch!r} rotates layer {i} in {len(calls)} ways, one per part ({ways}): pass "
+            "part= to say which the RoPE is for")
 
 
 def _check_part_heads(arch: str, entry: dict, hp: Hparams) -> None:
@@ -377,10 +380,6 @@ def _check_part_heads(arch: str, entry: dict, hp: Hparams) -> None:
             raise Refused(f"the {form['part']}'s heads are {hp.evaluate(form['head'], il=0)} channels wide ({key}), "
                           f"fewer than the {hp.evaluate(form['dims'], il=0)} it rotates (n_rot): its {arch} graph "
                           "asserts n_rot <= their width")
-
-
-class PartsDiffer(Exception):
-    """A layer's parts (no part named) rotate in different ways: its message says how."""
 
 
 def _one_way(calls: set[Rotation], entry: dict) -> set[Rotation]:
