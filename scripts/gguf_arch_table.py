@@ -690,8 +690,8 @@ def set_name(stmt: str) -> str | None:
     """The name a load_arch_hparams statement sets (a local, a field, a key's target, a per-layer loop's
     field), None for another statement."""
     m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
-                 r"|hparams\.(\w+)\s*[-+*/]?=(?!=)|PER_LAYER\((\w+)\)", stmt)
-    return (m.group(1) or m.group(2) or m.group(3) or m.group(4)) if m else None
+                 r"|hparams\.(\w+)\s*[-+*/]?=(?!=)|PER_LAYER\((\w+)\)|(\w+)\s*=(?!=)", stmt)
+    return next((g for g in m.groups() if g), None) if m else None
 
 
 def per_layer_loops(body: str) -> str:
@@ -761,6 +761,9 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
         return ["fill", m.group(1), py_expr(m.group(2))]
     m = re.fullmatch(r"(?:const )?(?:bool|uint32_t|int32_t|int|float) (\w+) = ([^;{}]+);", stmt)
     if m:
+        return ["local", m.group(1), layer_zero(py_expr(m.group(2)))]
+    m = re.fullmatch(r"([a-z_]\w*) = ([^;{}]+);", stmt)
+    if m:  # (a member of the model's class the loader sets, NanBeige's n_loops: read as a local)
         return ["local", m.group(1), layer_zero(py_expr(m.group(2)))]
     m = re.fullmatch(r"(load_swa_pattern\(ml, |hparams\.set_swa_pattern\()(\d+)(, (?:/\*[^*]*\*/)?(true|false))?\);",
                      stmt)

@@ -134,6 +134,19 @@ def test_a_part_reads_the_layers_that_run_it(tmp_path):
         vkrope.from_gguf(glm52, part="indexer", layer=0)
 
 
+def test_nanbeige_layers_read_where_its_loops_are_known(tmp_path):
+    """NanBeige's loader reads num_loops (default 1) into a member of its class, n_loops, and copies its layers'
+    settings for each further loop: a file of one loop (the key absent or 1) is read per layer; one of more
+    loops, whose copied layers the table does not run, refuses layer= and names the statement."""
+    base = {"embedding_length": 256, "attention.head_count": 4, "block_count": 3}
+    for kv in ({}, {"num_loops": 1}):
+        path = gguf_file(tmp_path, "nanbeige", {**base, **kv}, name=f"n{len(kv)}")
+        assert vkrope.from_gguf(path, layer=2) == vkrope.from_gguf(path)
+    path = gguf_file(tmp_path, "nanbeige", {**base, "num_loops": 3}, name="n3")
+    with pytest.raises(ValueError, match=r"which layers rotate is unknown: .* a statement vkrope does not run"):
+        vkrope.from_gguf(path, layer=0)
+
+
 def test_a_graph_rotating_in_another_mode_is_refused(tmp_path):
     """DeepSeek-OCR rotates whole heads with NeoX pairs, base 10000 and no scaling, in a branch whose asserts
     (its widths, its base) the table does not hold: refused, with or without part=."""

@@ -76,6 +76,14 @@ def test_an_indexer_call_is_its_own_part_with_the_reshaped_width():
     assert "indexer_head_size" in table.fields_read({"rope_forms": [{**f, "guard": "True"} for f in forms]}, {})
 
 
+def test_a_class_member_set_by_the_loader_is_a_local_of_the_program():
+    """NanBeige's `n_loops = (int) n_loops_u;` (a member of its model class, no hparams. prefix) sets n_loops, which
+    a condition of the program reads: the statement and the key read it depends on are kept."""
+    assert table.set_name("n_loops = (int) n_loops_u;") == "n_loops"
+    assert table.statement("n_loops = (int) n_loops_u;", {}) == ["local", "n_loops", "n_loops_u"]
+    assert table.set_name("if (n_loops == 1) { x(); }") is None
+
+
 def test_the_unknown_architecture_is_no_architecture_of_the_table(tmp_path):
     """LLM_ARCH_UNKNOWN's name "(unknown)" is what llama_model_create refuses as an unknown architecture: not
     an entry of the table (which would say it applies no RoPE)."""
