@@ -821,6 +821,10 @@ def test_legacy_layer_type_names_are_renamed_as_every_config_class_does():
     assert [r is None for r in vkrope.hf_layers(old)] == [True, True, True, False]
     assert vkrope.from_hf(old, layer=3) == vkrope.from_hf(new, layer=3)
     assert vkrope.from_hf(old).nope_layers == (0, 1, 2)
+    lfm2 = {"model_type": "lfm2_moe", "num_hidden_layers": 2, "layer_types": ["mamba", "attention"]}
+    with pytest.raises(ValueError, match=r"layer_types names 'linear_attention' \(or a legacy name transformers "
+                                         r"reads so: 'mamba'\), a layer type the model's code did not run"):
+        vkrope.hf_layers(lfm2)  # (the refusal names the file's word too: LFM2-MoE runs no linear attention)
 
 
 def test_positions_past_a_models_fixed_table_are_refused():

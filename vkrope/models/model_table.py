@@ -208,7 +208,12 @@ def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
     if "still" in rule:
         unknown = sorted({str(v) for v in values if v not in rule["rotate"] and v not in rule["still"]})
         if unknown:
-            raise ValueError(f"config: {key} names {unknown[0]!r}, a layer type the model's code did not run "
+            from . import config_rules  # noqa: PLC0415  (it reads this module's table: imported when refusing)
+
+            legacy = [old for old, new in config_rules.table()["legacy_layer_types"].items() if new == unknown[0]]
+            named = f"{unknown[0]!r} (or a legacy name transformers reads so: {', '.join(map(repr, legacy))})" \
+                if legacy else repr(unknown[0])
+            raise ValueError(f"config: {key} names {named}, a layer type the model's code did not run "
                              f"(the model table ran each of transformers' layer types on one of its layers: "
                              f"{rule['rotate']} rotate, {rule['still']} do not): refused rather than guessed")
     return [v in rule["rotate"] for v in values]
