@@ -136,14 +136,17 @@ def _check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most
         raise ValueError(f"{name} must be at most {most}; got {brief(value)}")
 
 
+_HEAD_BOUND = f"{MAX_HEAD_DIM} (a head's channels)"
+
+
 def check_head_dim(name: str, value: int) -> None:
     """A head's width (an int already) of at most MAX_HEAD_DIM channels."""
     if value > MAX_HEAD_DIM:
-        raise ValueError(f"{name} must be at most {MAX_HEAD_DIM} (a head's channels); got {brief(value)}")
+        raise ValueError(f"{name} must be at most {_HEAD_BOUND}; got {brief(value)}")
 
 
 def _check_dim(name: str, value: Any, minimum: int) -> None:
-    _check_int(name, value, minimum, MAX_HEAD_DIM, f"{MAX_HEAD_DIM} (a head's channels)")
+    _check_int(name, value, minimum, MAX_HEAD_DIM, _HEAD_BOUND)
 
 
 F32_TINY, F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
@@ -255,8 +258,6 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     small = without_repeats(p)  # (a broadcast array's repeats are neither read nor copied)
     _check_position_range(name, small)
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)
-
-
 
 
 def brief(value: Any) -> str:

@@ -340,8 +340,8 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     num = _reader(kv, arch, where)
     # (its rope type, or the mode constant a part's call names: DeepSeek-V3.2's indexer, NeoX; the attention's
     # own constant, DeepSeek-OCR's, stays refused: its graph asserts widths and a base the table does not hold)
-    pairs_of = gguf_layers.pairs_of(call, entry)
-    if call.mode != "rope_type" and (pairs_of == call.mode or call.part == "attention"):
+    turned = gguf_layers.pairs_of(call, entry)
+    if call.mode != "rope_type" and (turned == call.mode or call.part == "attention"):
         raise ValueError(f"{where}: llama.cpp's graph rotates {arch} with {call.mode}, not its rope type: vkrope "
                          f"does not read that rotation")
     heads = num("attention.head_count")
@@ -363,7 +363,7 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     params.update(longrope or {})
     if call.q_scale is not None:  # (the graph's Q times the attention temperature after RoPE: ModelRope.q_scale)
         params["attn_temperature_scale"], params["attn_temperature_length"] = call.q_scale
-    pairs, section = _pairs({**entry, "pairs": pairs_of}, use_mrope, kv, arch, where, call.dims)
+    pairs, section = _pairs({**entry, "pairs": turned}, use_mrope, kv, arch, where, call.dims)
     if pairs == "imrope" and section is not None:
         factors = _fourth_axis_still(section, call.dims, factors)
     # (another rope type reads no original length: llama.cpp takes a 0 there, and so does vkrope, as none)

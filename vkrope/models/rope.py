@@ -470,9 +470,10 @@ def _checked_layers(nope_layers: Any) -> tuple[int, ...]:
     if isinstance(nope_layers, (str, bytes)) or not hasattr(nope_layers, "__iter__"):
         raise TypeError(f"nope_layers must be a sequence of layer indices (or None: unknown); got {brief(nope_layers)}")
     layers = tuple(nope_layers)
-    bad = next((v for v in layers if not is_int(v) or not 0 <= v <= MAX_INT), None)
-    if bad is not None or any(v is None for v in layers):
-        raise ValueError(f"nope_layers must hold layer indices (ints >= 0); got {brief(bad)} in {brief(layers)}")
+    bad = next((i for i, v in enumerate(layers) if not is_int(v) or not 0 <= v <= MAX_INT), None)
+    if bad is not None:
+        raise ValueError(f"nope_layers must hold layer indices (ints >= 0); got {brief(layers[bad])} at [{bad}] of "
+                         f"{len(layers)}")
     return tuple(int(v) for v in layers)
 
 
