@@ -21,6 +21,7 @@ from .charts import import_matplotlib
 from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
 
 from .arguments import STORAGE_CHOICES
+from .freqs import brief
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
 
 
@@ -713,7 +714,7 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
             value = minimum - 1
         if value < minimum:
             what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-            raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be {what}; got {brief(text)}")  # (cut: 5000 digits stay out)
         return value
     return parse
 

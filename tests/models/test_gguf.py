@@ -227,6 +227,10 @@ def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):
     with pytest.raises(SystemExit):  # (argparse's own usage error)
         main(["config", path, "--context-length", "0"])
     assert "must be a positive integer; got '0'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # (5000 digits, past Python's int parsing: named, cut, not echoed whole)
+        main(["config", path, "--context-length", "9" * 5000])
+    err = capsys.readouterr().err
+    assert "must be a positive integer; got '99999999999... (5000 characters)" in err and len(err) < 300
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(config("phi-3.5-mini")))
     assert main(["config", str(cfg), "--context-length", "8192"]) == 1
