@@ -126,6 +126,11 @@ def test_a_part_reads_the_layers_that_run_it(tmp_path):
     assert vkrope.from_gguf(path, layer=0) == vkrope.from_gguf(path, part="attention", layer=0)
     with pytest.raises(ValueError, match="rotates layer 1 in 2 ways, one per part"):
         vkrope.from_gguf(path, layer=1)
+    none = gguf_file(tmp_path, "glm-dsa", {**DSA, "attention.indexer.types": [False, False]}, name="none")
+    with pytest.raises(vkrope.NoRopeLayers, match="llama.cpp's graph runs its indexer on none of this file's layers: "
+                                                  "it has no indexer RoPE to give"):
+        vkrope.from_gguf(none, part="indexer")  # (not "applies RoPE on none of its layers": its attention does)
+    assert vkrope.from_gguf(none, part="indexer", layer=0) is None
     glm52 = gguf_file(tmp_path, "glm-dsa", {**{k: v for k, v in DSA.items() if k != "attention.indexer.types"},
                                             "context_length": 1048576}, name="52")
     assert vkrope.from_gguf(glm52) == vkrope.from_gguf(glm52, part="attention")

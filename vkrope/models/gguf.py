@@ -84,6 +84,9 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types,
                       part=part or None)
+    if rope is None and layer is None and layer_type is None and part not in (None, "", "attention"):
+        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph runs its {part} on none of this file's layers: "
+                           f"it has no {part} RoPE to give", f"llama.cpp: no layer runs its {part}")
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
         raise no_rope_layers(f"path: {p!r} ({arch})", arch, kv)
     return at_context(rope, None if context_length is None else int(context_length), p,
