@@ -84,11 +84,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     arch, kv, types, tensors = _read(p)
     rope = layer_rope(arch, kv, tensors, p, layer_type, None if layer is None else int(layer), angle, types=types,
                       part=part or None)
-    if rope is None and layer is None and layer_type is None and part not in (None, "", "attention"):
-        raise NoRopeLayers(f"path: {p!r} ({arch}): llama.cpp's graph runs its {part} on none of this file's layers: "
-                           f"it has no {part} RoPE to give", f"llama.cpp: no layer runs its {part}")
     if rope is None and layer is None and layer_type is None:  # (naming no layer gives a RoPE or raises)
-        raise no_rope_layers(f"path: {p!r} ({arch})", arch, kv)
+        raise no_rope_layers(f"path: {p!r} ({arch})", arch, kv, part or None)
     return at_context(rope, None if context_length is None else int(context_length), p,
                       kv.get("rope.scaling.original_context_length", kv.get("context_length")))
 
@@ -253,10 +250,14 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     return entry
 
 
-def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any]) -> NoRopeLayers:
+def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any], part: str | None = None) -> NoRopeLayers:
     """The error of a file (or a converted config) none of whose layers llama.cpp's graph rotates, its reason
     the graph's condition and the file's keys its loader reads on the way (gguf_layers.keys_read: Granite's
-    rope.scaling.finetuned, a hybrid's attention.head_count_kv or full_attention_interval)."""
+    rope.scaling.finetuned, a hybrid's attention.head_count_kv or full_attention_interval); of a `part` other
+    than the attention (GLM-DSA's indexer, its indexer types all false), that no layer runs it."""
+    if part not in (None, "attention"):
+        return NoRopeLayers(f"{where}: llama.cpp's graph runs its {part} on none of this file's layers: it has no "
+                            f"{part} RoPE to give", f"llama.cpp: no layer runs its {part}")
     keys = gguf_layers.keys_read(arch, kv)  # (of the statements its loader runs on this file)
     given = ", ".join(f"{k} {brief(kv[k])}" for k in keys)
     rotates = gguf_layers.table()["archs"][arch]["rotates"]
