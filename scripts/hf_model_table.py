@@ -307,8 +307,9 @@ def check_part(model_type: str, facts: dict, entry: dict, part: str | None) -> s
         return f"from_hf: {exc}"
     for info in facts["layers"]:
         r = per_layer[info["index"]] if info["index"] < len(per_layer) else "missing"
-        if (r is None) != (not info["rotates"]):
-            return f"layer {info['index']}: the model {'rotates' if info['rotates'] else 'does not rotate'}, " \
+        rotates = info["rotates"] and (part in (None, "attention") or part in (info.get("parts") or {}))
+        if (r is None) != (not rotates):  # (a part its layer does not run rotates nothing there)
+            return f"layer {info['index']}: the model {'rotates' if rotates else 'does not rotate'}, " \
                    f"vkrope says {'none' if r is None else 'a RoPE'}"
         if r is None:
             continue
@@ -961,10 +962,12 @@ def parts_refused(rotating: list[dict]) -> str | None:
     """Why a model type whose layers rotate two ways is refused, or None (also where they rotate one way): vkrope
     reads parts alike on every layer that differ in their pairs only (the same angles, width and sign:
     DeepSeek-V3.2's indexer and attention)."""
-    kinds = {json.dumps(l.get("parts"), sort_keys=True) for l in rotating}
+    parted = [l for l in rotating if l.get("parts")]  # (a layer running only its attention: GLM-5's shared
+    # indexer layers, which the part's `runs` rule must then say, or check() refuses the model type)
+    kinds = {json.dumps(l["parts"], sort_keys=True) for l in parted}
     if len(kinds) > 1:
         return f"its layers' parts rotate in {len(kinds)} ways ({sorted(kinds)})"
-    parts = rotating[0].get("parts") if rotating else None
+    parts = parted[0]["parts"] if parted else None
     if not parts:
         return None
     parts = {p: v for p, v in parts.items() if v["pairs"] != "unknown"}  # (from_hf refuses those by name)
@@ -974,17 +977,27 @@ def parts_refused(rotating: list[dict]) -> str | None:
     return None
 
 
-def part_entries(model_type: str, facts: dict, layer: dict) -> dict:
+def part_entries(model_type: str, facts: dict, layer: dict, text_cls: Any) -> dict:
     """The table's `parts` of a layer that rotates in parts: each one's pairs, and for a part whose module has
     heads of its own (the indexer's index_head_dim, its first channels rotating), the config key holding their
-    width and its class default (from_hf refuses a rotated width past it, which the part cannot split)."""
+    width and its class default (from_hf refuses a rotated width past it, which the part cannot split); for
+    a part some layers do not run, the rule saying which (`runs`: hf_part_layers.py; its probe kept in the
+    golden under the rule's key)."""
+    import hf_part_layers  # noqa: PLC0415
+
     out = {}
     for part, v in sorted(layer["parts"].items()):
         out[part] = {"pairs": v["pairs"]}
-        key = part_head_key(model_type, facts, layer["index"], part, v["width"]) \
-            if part != "attention" and v["pairs"] != "unknown" else None
+        if part == "attention" or v["pairs"] == "unknown":
+            continue
+        key = part_head_key(model_type, facts, layer["index"], part, v["width"])
         if key is not None:
             out[part].update(head_key=key, head_default=facts["text"][key])
+        runs = hf_part_layers.runs_rule(model_type, facts, part, text_cls, probe)
+        if runs is not None:
+            out[part]["runs"] = runs[0]
+            if runs[1] is not facts:
+                CHANGED.setdefault(model_type, {})[runs[0]["key"]] = runs[1]
     return out
 
 
@@ -1044,8 +1057,9 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     why = parts_refused(rotating)
     if why:
         return {**entry, "status": why}
-    if rotating and rotating[0].get("parts"):  # (DeepSeek-V3.2's indexer rotate-half beside its attention: part=)
-        entry["parts"] = part_entries(model_type, facts, rotating[0])
+    parted = next((l for l in rotating if l.get("parts")), None)
+    if parted:  # (DeepSeek-V3.2's indexer rotate-half beside its attention: part=)
+        entry["parts"] = part_entries(model_type, facts, parted, text_cls)
     layouts = {facts["per_type"][l["rope_key"]]["pv"][0] for l in rotating}
     entry.update(pairs=pairs, sign=sign, cos_layout=sorted(layouts)[0],
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
@@ -1119,6 +1133,9 @@ def golden(model_type: str, facts: dict, out: dict, entry: dict, change: str | N
     layers = sorted(facts["layers"], key=lambda l: l["index"])
     if change is None or change == (entry.get("nope") or {}).get("key"):  # (a probe of the rule's own key: Mllama's
         out[f"{name}/rotates"] = np.array(rotating_pattern(facts))  # cross_attention_layers moved, indices_rule)
+    for part, v in (entry.get("parts") or {}).items():  # (which layers ran a part its `runs` rule says: GLM-5's
+        if v.get("runs") and change in (None, v["runs"]["key"]):  # indexer, on its full layers only)
+            out[f"{name}/runs#{part}"] = np.array([l["rotates"] and part in (l.get("parts") or {}) for l in layers])
     if change is None:
         if facts.get("type_answers"):  # per layer type, whether a layer of it rotated (None: the model failed)
             out[f"{name}/layer_types"] = np.array(json.dumps(facts["type_answers"], sort_keys=True))

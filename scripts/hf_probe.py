@@ -251,13 +251,16 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple, states: dict | No
         kw["position_ids"] = POS
     if "cache_position" in params:
         kw["cache_position"] = torch.arange(SEQ)
+    carry = [n for n, p in params.items() if n.startswith("prev_") and p.default is None]
+    if carry and states is not None and "carried" in states:  # (GLM-5's shared indexer layer reuses the top-k
+        kw[carry[0]] = states["carried"]  # selection the layer before it returned, as its decoder layer passes it)
     for name, p in params.items():  # other required inputs (Gemma 4's shared_kv_states, ...): None
         if name not in kw and p.default is inspect.Parameter.empty and p.kind in (
                 inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
             kw[name] = None
     try:
         out = attn(**kw)
-    except TypeError as exc:
+    except (TypeError, AttributeError) as exc:  # (GLM-5's shared indexer layer reads the mask's dtype)
         if "NoneType" not in str(exc):
             raise
         shared = {} if states is None else states
@@ -268,6 +271,8 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple, states: dict | No
         if "attention_mask" in kw:  # (DeepSeek-V3.2's sparse indexer reads the mask: a causal one, additive)
             kw["attention_mask"] = torch.full((1, 1, SEQ, SEQ), float("-inf")).triu(1)
         out = attn(**kw)
+    if carry and states is not None and isinstance(out, tuple) and len(out) > 2 and isinstance(out[2], torch.Tensor):
+        states["carried"] = out[2]  # (what the next layer takes as its prev_ input)
     return out[0] if isinstance(out, tuple) else out
 
 

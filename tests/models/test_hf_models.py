@@ -910,6 +910,57 @@ def test_an_indexer_rotating_as_its_attention_reads_either_way(tmp_path):
         vkrope.from_hf(dict(ds, index_head_dim=48), part="indexer")
 
 
+RUNS = sorted(k for k in GOLD.files if "/runs#" in k)  # type[@key]/runs#part: the layers that ran the part
+
+
+@pytest.mark.parametrize("key", RUNS)
+def test_a_part_rotates_on_the_layers_that_run_it(key):
+    """GLM-5's and HY-V4's attention builds its sparse indexer only where the layer's indexer_types entry
+    is "full" (a "shared" layer reuses the selection of the full one before it): the indexer's RoPE is on
+    the layers where the model ran the indexer (the golden's, of the default config and of one with the key
+    changed), none elsewhere; the attention's on every layer."""
+    case, part = key.split("/runs#")
+    cfg, want = golden_config(case), [bool(w) for w in GOLD[key]]
+    assert [r is not None for r in vkrope.hf_layers(cfg, part=part)] == want, key
+    assert [vkrope.from_hf(cfg, part=part, layer=i) is not None for i in range(len(want))] == want, key
+    assert vkrope.from_hf(cfg, part=part).nope_layers == tuple(i for i, w in enumerate(want) if not w), key
+    assert all(r is not None for r in vkrope.hf_layers(cfg, part="attention")), key
+    assert all(r is not None for r in vkrope.hf_layers(cfg)), key  # (GLM-5's parts alike: the attention's)
+    assert any(not w for w in want) or "@" not in case, key  # (a changed config's probe has layers skipping)
+
+
+def test_which_layers_run_a_part_is_read_as_the_config_class_reads_it():
+    """Where a file has no indexer_types, GLM-5's config class derives it: from index_topk_freq /
+    index_skip_topk_offset / index_topk_pattern where given (the class's code: refused for a layer, read for
+    the rotating layers with the skipping ones unknown), else every layer "full"; HY-V4's by defaults of its
+    own (refused for a layer). A first layer that skips, a value the model table did not run, a list shorter
+    than the layers (the model fails on each): refused by the key."""
+    cfg = golden_config("glm_moe_dsa@indexer_types")
+    assert vkrope.from_hf(cfg, part="indexer", layer=1) is None
+    bare = {k: v for k, v in cfg.items() if k != "indexer_types"}
+    assert all(r is not None for r in vkrope.hf_layers(bare, part="indexer"))
+    for key, value in (("index_topk_freq", 2), ("index_topk_pattern", "FSFS"), ("index_skip_topk_offset", 1)):
+        with pytest.raises(ValueError, match=rf"^config: indexer_types is missing, and its config class derives it "
+                                             rf"\(which layers run the indexer\) from {key}, which the file gives: "
+                                             r"pass the config as transformers saves it"):
+            vkrope.from_hf(dict(bare, **{key: value}), part="indexer", layer=1)
+        plain = vkrope.from_hf(dict(bare, **{key: value}), part="indexer")
+        assert plain.nope_layers is None and plain == vkrope.from_hf(cfg, part="indexer")
+        assert vkrope.from_hf(dict(bare, **{key: value}), part="attention", layer=1) is not None
+    for bad, why in ((["shared", "full", "full", "full"], r"starts with 'shared': the model's code fails where its "
+                                                          r"first layer is one of \['shared'\]"),
+                     (["full", "Shared", "full", "full"], r"names 'Shared', a value the model table did not run"),
+                     (["full", "shared"], r"must be a list of one entry per layer \(4; "),
+                     ("full", r"must be a list of one entry per layer")):
+        with pytest.raises(ValueError, match=rf"^config: indexer_types {why}"):
+            vkrope.from_hf(dict(cfg, indexer_types=bad), part="indexer", layer=2)
+        assert vkrope.from_hf(dict(cfg, indexer_types=bad), part="attention", layer=2) is not None
+    hy = {k: v for k, v in golden_config("hy_v4").items() if k != "indexer_types"}
+    with pytest.raises(ValueError, match=r"^config: indexer_types is missing, and its config class derives it "
+                                         r"\(which layers run the indexer\) by its own defaults"):
+        vkrope.hf_layers(hy, part="indexer")
+
+
 def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     """from_hf and hf_layers refuse such a config without `part` (a RoPE of one part is wrong for the other),
     read each part named, and check `part` before reading anything; any other model rotates one way."""

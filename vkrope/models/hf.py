@@ -408,7 +408,7 @@ def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
     if parts[part]["pairs"] == "unknown":
         raise ValueError(f"part: {model_type!r}'s {part} rotates in a way vkrope does not compute (the model table "
                          "found none of its rotations among those vkrope knows); refused rather than guessed")
-    return {**e, **parts[part]}
+    return {**e, **parts[part], "part_name": part}
 
 
 def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -551,7 +551,7 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32",
         _part_entry({}, str(config.get("model_type")), part)
         return gguf_convert.layers(*remote, angle)
     outer, e, cfg = _entry_of(config, like)
-    _part_entry(e, like or str(outer.get("model_type")), part)  # (refused before the first layer is read)
+    e = _part_entry(e, like or str(outer.get("model_type")), part)  # (refused before the first layer is read)
     rotates = hf_models.rope_layers(cfg, e)  # (a list of one entry a layer or more: its rules refuse an empty one)
     n = _layer_count(cfg, rotates) if rotates is not None else hf_models.positive_layer_count(cfg)
     over = _overrides(cfg, e)
@@ -702,10 +702,12 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
     try:
         rotates, type_of_layer = _layer_of(cfg, e, layer)
     except ValueError as exc:
-        key = (e.get("nope") or {}).get("key")  # (the key that says which layers rotate: absent, null or [])
+        # (the key that says which layers rotate, the attention's or the part's: absent, null or [])
+        key = next((r["key"] for r in (e.get("nope"), e.get("runs")) if r and f"config: {r['key']} is missing"
+                    in str(exc)), None)
         given = cfg.get(key) if key is not None else True
         absent = given is None or isinstance(given, list) and not given
-        if layer is not None or layer_type is not None or not absent or f"config: {key} is missing" not in str(exc):
+        if layer is not None or layer_type is not None or not absent:
             raise
         return None, None, str(exc)
     if layer is None and layer_type is None and rotates and not any(rotates):
@@ -715,11 +717,13 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
         if off:
             why = f"{off}: {model_type}'s model switches RoPE off then, as the model table found running " \
                   "transformers' code"
-        else:
+        elif not any(hf_models.attention_layers(cfg, e) or [True]):
             rule = e["nope"]
             cond = rule.get("if_null")
             null = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""
             why = f"by {rule['key']} {brief(cfg[rule['key']])}{null}"
+        else:  # (the attention rotates; the part read runs on none of its layers)
+            why = f"by {e['runs']['key']} {brief(cfg[e['runs']['key']])}: none runs the {e['part_name']}"
         raise NoRopeLayers(f"config: its layers all apply no RoPE ({why}): it has no RoPE to give", why)
     return rotates, type_of_layer, None
 

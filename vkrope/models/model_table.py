@@ -157,7 +157,51 @@ def positive_layer_count(cfg: dict) -> int:
 
 
 def rope_layers(cfg: dict, e: dict) -> list[bool] | None:
-    """Per decoder layer, whether it applies RoPE, by the table's rule
+    """Per decoder layer, whether the attention (or the part read: `e` a
+    part's entry, with its `runs` rule) applies RoPE there; None where
+    every layer does. The attention's by `attention_layers`, a part's where
+    its layer runs it too (`part_layers`)."""
+    attention, part = attention_layers(cfg, e), part_layers(cfg, e)
+    if part is None or attention is None:
+        return part if attention is None else attention
+    return [a and p for a, p in zip(attention, part)]
+
+
+def part_layers(cfg: dict, e: dict) -> list[bool] | None:
+    """Per decoder layer whether it runs the part `e` reads, by the part's `runs` rule (GLM-5's and HY-V4's
+    attention builds its sparse indexer only where `config.indexer_types[layer_idx]` is not "shared": such a
+    layer reuses the selection of the full one before it and rotates no indexer); None where every layer
+    runs it. The list absent: the class's own, every layer running the part where the table found so and
+    the file gives no key the class derives the list from; else a ValueError asking for the saved config."""
+    rule = e.get("runs")
+    if not rule:
+        return None
+    key, values = rule["key"], cfg.get(rule["key"])
+    if values is None:
+        given = [k for k in rule["derived_from"] if k in cfg]
+        if not given and rule["absent_runs"]:
+            return None
+        how = f"from {given[0]}, which the file gives" if given else "by its own defaults"
+        raise ValueError(f"config: {key} is missing, and its config class derives it (which layers run the "
+                         f"{e['part_name']}) {how}: pass the config as transformers saves it, "
+                         "AutoConfig.from_pretrained(path).to_dict()")
+    n = positive_layer_count(cfg)
+    if not isinstance(values, list) or len(values) < n:
+        raise ValueError(f"config: {key} must be a list of one entry per layer ({n}; the model reads entry i "
+                         f"on layer i, and fails past its end); got {brief(values)}")
+    unknown = sorted({str(v) for v in values[:n] if v not in rule["run"] and v not in rule["skip"]})
+    if unknown:
+        raise ValueError(f"config: {key} names {unknown[0]!r}, a value the model table did not run (layers of "
+                         f"{rule['run']} run the {e['part_name']}, of {rule['skip']} do not): "
+                         "refused rather than guessed")
+    if rule.get("first_runs") and values[0] in rule["skip"]:
+        raise ValueError(f"config: {key} starts with {values[0]!r}: the model's code fails where its first layer "
+                         f"is one of {rule['skip']} (the model table ran it so)")
+    return [v in rule["run"] for v in values[:n]]
+
+
+def attention_layers(cfg: dict, e: dict) -> list[bool] | None:
+    """Per decoder layer, whether its attention applies RoPE, by the table's rule
     `nope` over the (text) config `cfg`; None where every layer does.
 
     Rules: {"kind": "flags", "key": K}: layer i rotates iff cfg[K][i] is
