@@ -770,7 +770,7 @@ MUTATIONS = [
     Mutation("files: write_whole renames over a FIFO", "vkrope/files.py",
              "    if st_mode is not None:\n        _refuse_not_regular(st_mode, path, what)\n", "\n"),
     Mutation("from_hf: a part named read as the attention's (DeepSeek-V3.2's indexer interleaved)", CONFIGS,
-             "    return {**e, **parts[part]}", "    return e"),
+             "    return {**e, **parts[part], \"part_name\": part}", "    return e"),
     Mutation("from_hf: a config whose layers rotate two ways read without a part", CONFIGS,
              "    if part is None:\n        if len({v", "    if part is None and False:\n        if len({v"),
     Mutation("from_hf: part's type checked after the config is read", CONFIGS,
