@@ -260,8 +260,8 @@ def call_attention(attn: Any, hidden: torch.Tensor, pe: tuple, states: dict | No
             kw[name] = None
     try:
         out = attn(**kw)
-    except (TypeError, AttributeError) as exc:  # (GLM-5's shared indexer layer reads the mask's dtype)
-        if "NoneType" not in str(exc):
+    except (TypeError, AttributeError, ValueError) as exc:  # (GLM-5's shared indexer layer reads the mask's
+        if "NoneType" not in str(exc) and "mask" not in str(exc):  # dtype; Kolibri's asks for one by name)
             raise
         shared = {} if states is None else states
         kw = {k: (shared if v is None and k.endswith("states") else v) for k, v in kw.items()}
