@@ -192,9 +192,13 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
     if any(sets(k, 0.3125, "partial_rotary_factor", False) for k in partial_keys):
         preset.pop("partial_rotary_factor", None)
     # (a class may fill in a theta only where the file gives no rope dict: Cohere 2 MoE's 10000)
-    return {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
-            "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
-            "theta_keys": theta_keys, "partial_keys": partial_keys, "partial_dims": partial_dims}
+    out = {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
+           "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
+           "theta_keys": theta_keys, "partial_keys": partial_keys, "partial_dims": partial_dims}
+    fills = {k: v for k, v in given.items() if k not in ("rope_type", "rope_theta", "partial_rotary_factor")}
+    if fills:  # (other keys it fills into a file's dict lacking them: HY-V4-VL's mrope_section [12, 10, 10])
+        out["fills"] = fills
+    return out
 
 
 def type_probes(cls: Any) -> dict[str, dict[str, Any]]:

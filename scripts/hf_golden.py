@@ -67,7 +67,8 @@ def _cases(name: str, cfg: dict, built: Any = None) -> dict:
         p = np.concatenate([np.arange(4), rng.integers(4, top, n - 5), [top - 1]])
         return [sorted(int(v) for v in p)]
 
-    if "mrope_section" in json.dumps(cfg):
+    if "mrope_section" in json.dumps(cfg) or _mrope_layouts().get(cfg.get("model_type")) not in (None, "unknown"):
+        # (an M-RoPE model's file without sections: its class's or module's, HY-V4-VL's)
         # text, an image of t=1 x h=4 x w=6 patches, text: Qwen-VL's get_rope_index layout
         t_ids, h_ids, w_ids = [], [], []
         for i in range(3):
@@ -112,6 +113,7 @@ def _rotary_modules(transformers) -> dict:
         "ernie4_5_vl_moe": (mods.ernie4_5_vl_moe.modeling_ernie4_5_vl_moe, "Ernie4_5_VLMoeTextRotaryEmbedding"),
         "hunyuan_v1_dense": (mods.hunyuan_v1_dense.modeling_hunyuan_v1_dense, "HunYuanDenseV1RotaryEmbedding"),
         "bailing_hybrid": (mods.bailing_hybrid.modeling_bailing_hybrid, "BailingHybridRotaryEmbedding"),
+        "hy_v4_vl_text": (mods.hy_v4_vl.modeling_hy_v4_vl, "HYV4VLRotaryEmbedding"),
     }
 
 

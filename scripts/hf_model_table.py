@@ -993,6 +993,9 @@ def part_entries(model_type: str, facts: dict, layer: dict, text_cls: Any) -> di
         key = part_head_key(model_type, facts, layer["index"], part, v["width"])
         if key is not None:
             out[part].update(head_key=key, head_default=facts["text"][key])
+        # (where in its heads it rotates: the offset its q was found at in the part's projection, hf_probe.rotated_at)
+        out[part]["at"] = {0: "start", v["width"] - v["head_dim"]: "end"}.get(v.get("at"), "unknown") \
+            if isinstance(v["width"], int) and v.get("at") is not None else "unknown"
         runs = hf_part_layers.runs_rule(model_type, facts, part, text_cls, probe)
         if runs is not None:
             out[part]["runs"] = runs[0]
@@ -1172,6 +1175,10 @@ def golden_case(out: dict, g: str, key: Any, pt: dict, ex: dict, facts: dict, en
         q_in, q_out = np.concatenate([q_in, rest], -1), np.concatenate([q_out, rest], -1)
     out[g + "/q_in"], out[g + "/q_out"] = q_in.astype(np.float32), q_out.astype(np.float32)
     out[g + "/token_axis"] = np.array(ex["token_axis"])
+    parted = next((l["parts"][ex["part"]] for l in layers if (l.get("parts") or {}).get(ex["part"], {}).get("at")
+                   is not None), None) if ex.get("part", "attention") != "attention" else None
+    if parted is not None:  # (a part's own heads: the channel its q started at in them, and their width)
+        out[g + "/at"], out[g + "/part_width"] = np.array(parted["at"]), np.array(parted["width"])
 
 
 def first_probe(model_type: str, path: str) -> dict:

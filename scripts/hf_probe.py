@@ -402,8 +402,9 @@ def rotation(calls: list[dict], entry: dict, info: dict) -> str | None:
     if (len(by_part) > 1 or unknown) and "attention" in by_part:  # (each part one way: DeepSeek-V3.2's indexer
         # rotate-half beside its attention's interleaved pairs, GLM-5's interleaved as its attention's)
         widths = {c["part"]: c.get("part_width") for c in calls}
-        info["parts"] = {p: {**dict(zip(("pairs", "sign", "head_dim"), next(iter(k)))), "width": widths[p]}
-                         for p, k in by_part.items()}
+        ats = {c["part"]: c.get("part_at") for c in calls}  # (None for the attention's own)
+        info["parts"] = {p: {**dict(zip(("pairs", "sign", "head_dim"), next(iter(k)))), "width": widths[p],
+                             "at": ats[p]} for p, k in by_part.items()}
         info["parts"].update({p: {"pairs": "unknown", "width": widths[p]} for p in unknown})
         for g in got:
             entry.setdefault("part_examples", {}).setdefault(g["part"], g)
@@ -480,14 +481,56 @@ def rotary_calls(model_type: str, overrides: dict) -> int | None:
     return len(calls) if ran else None
 
 
+@contextlib.contextmanager
+def linear_outputs(attn: Any):
+    """Yield {path: output} of each linear layer in `attn`, on its first run (rotated_at looks in them)."""
+    outs: dict[str, torch.Tensor] = {}
+
+    def keep(path: str, out: Any) -> None:  # (a forward hook returning a value would replace the output)
+        if path not in outs and isinstance(out, torch.Tensor):
+            outs[path] = out.detach().clone()
+
+    handles = [m.register_forward_hook(lambda mod, inp, out, path=path: keep(path, out))
+               for path, m in attn.named_modules() if isinstance(m, torch.nn.Linear)]
+    try:
+        yield outs
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def rotated_at(call: dict, outs: dict, path: str, width: Any) -> int | None:
+    """Where a part's rotated channels sit in its heads of `width`: the offset at which the call's q (its first
+    argument) is found in the output of one of the part's linear layers viewed as heads of `width`
+    (DeepSeek-V3.2's indexer splits [rope, rest]: 0; HY-V4's [rest, rope]: width - rope); None where none
+    holds it as it is (a norm or a scale between them)."""
+    q = call["args"][0] if call["args"] else None
+    if not isinstance(q, torch.Tensor) or q.dim() != 4 or not isinstance(width, int) or q.shape[-1] > width:
+        return None
+    rope = q.shape[-1]
+    for name, out in outs.items():
+        if not name.startswith(path + ".") or out.shape[-1] % width:
+            continue
+        heads = out.reshape(*out.shape[:-1], -1, width)
+        for off in range(width - rope + 1):
+            cand = heads[..., off:off + rope]
+            if any(v.shape == cand.shape and torch.equal(v, cand) for v in (q, q.transpose(1, 2))):
+                return off
+    return None
+
+
 def run_twice(module: Any, attn: Any, h: torch.Tensor, entry: dict, states: dict) -> tuple[list[dict], bool]:
-    """(the rotary calls of the attention's run on `h` at the probe's positions, each its part named; whether its
-    output moved when run at the second positions)."""
-    with torch.no_grad(), recording(module) as calls:
+    """(the rotary calls of the attention's run on `h` at the probe's positions, each its part named, and for a
+    part with heads of its own where its rotated channels sit; whether its output moved when run at the second
+    positions)."""
+    with torch.no_grad(), recording(module) as calls, linear_outputs(attn) as outs:
         out1 = call_attention(attn, h, entry["pe"], states)
         first = list(calls)
         out2 = call_attention(attn, h, entry["pe2"], states)
     part_names(calls, attn)
+    for call in first:
+        if call["part"] != "attention":
+            call["part_at"] = rotated_at(call, outs, call["part"], call["part_width"])
     return first, not torch.equal(out1, out2)
 
 

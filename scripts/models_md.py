@@ -35,6 +35,11 @@ def _types_text(rule: dict) -> str:
     return text + ("; other types refused" if rule.get("failed") else "")
 
 
+def _at_text(at: str | None) -> str:
+    """Which channels of a part's own heads rotate (DeepSeek-V3.2's indexer the first, HY-V4's the last)."""
+    return {"start": " (first channels of its heads)", "end": " (last channels of its heads)"}.get(at or "", "")
+
+
 def _runs_text(runs: dict | None) -> str:
     """Which layers run a part, where not every layer does (GLM-5's indexer: by indexer_types)."""
     if not runs:
@@ -57,8 +62,8 @@ def _how(e: dict) -> str:
     """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE."""
     parts = [e["pairs"].replace("_", " ")]
     if e.get("parts"):  # (two ways in each layer: from_hf(part=) names one)
-        parts = [", ".join(f"part={p!r}: {v['pairs'].replace('_', ' ')}" + _runs_text(v.get("runs"))
-                           for p, v in sorted(e["parts"].items()))]
+        parts = [", ".join(f"part={p!r}: {v['pairs'].replace('_', ' ')}" + _at_text(v.get("at"))
+                           + _runs_text(v.get("runs")) for p, v in sorted(e["parts"].items()))]
     for lt, shape in sorted(e["by_layer_type"].items()):
         where = "" if lt == "*" else f"{lt}: "
         head = {None: "hidden_size // num_attention_heads",

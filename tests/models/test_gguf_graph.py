@@ -75,6 +75,7 @@ def test_a_graph_rotating_two_parts_is_read_per_part(tmp_path, arch):
     assert (att.head_dim, att.rotary_dim, att.interleaved, att.part) == (64, 64, True, "attention")
     assert (ind.head_dim, ind.rotary_dim, ind.interleaved, ind.part) == (64, 64, False, "indexer")  # (its heads'
     # rotated channels, q[..., :64], as from_hf's indexer)
+    assert (ind.part_channels, att.part_channels) == ("first", "")
     p = np.array([[0, 1, 100, 1000, 4000]])
     assert all(np.array_equal(a, b) for a, b in zip(att.cos_sin(p), ind.cos_sin(p)))  # (one call's arguments)
     cos, sin = ind.cos_sin(p)

@@ -910,6 +910,44 @@ def test_an_indexer_rotating_as_its_attention_reads_either_way(tmp_path):
         vkrope.from_hf(dict(ds, index_head_dim=48), part="indexer")
 
 
+AT = sorted(k.rsplit("/", 1)[0] for k in GOLD.files if k.endswith("/at"))  # type/key#part: its heads' own offset
+
+
+@pytest.mark.parametrize("case", AT)
+def test_a_part_with_heads_of_its_own_says_which_channels_rotate(case):
+    """DeepSeek-V3.2's indexer splits its heads [rope, rest], HY-V4's [rest, rope] ("Flipped RoPE position"):
+    the golden keeps where the model's q of the rotation sat in the part's projection, viewed as its heads. The
+    ModelRope says which channels its head_dim covers (part_channels, its summary), and a call given the whole
+    heads is refused naming that slice, not another model's."""
+    model_type, part = case.split("/")[0], case.split("#")[1]
+    at, width = int(GOLD[case + "/at"]), int(GOLD[case + "/part_width"])
+    rope = vkrope.from_hf(golden_config(model_type), part=part)
+    want = {0: "first", width - rope.head_dim: "last"}[at]
+    assert rope.part_channels == want, case
+    cut = f"q[..., :{rope.head_dim}]" if want == "first" else f"q[..., -{rope.head_dim}:]"
+    assert rope.summary()["part_channels"] == f"the {want} {rope.head_dim} of each {part} head ({cut})", case
+    assert vkrope.from_hf(golden_config(model_type), part="attention").part_channels == "", case
+    heads = np.zeros((1, 2, 3, width), np.float32)
+    with pytest.raises(ValueError, match=re.escape(f"pass the heads the model rotates ({model_type}'s {part}: {cut})")):
+        vkrope.apply_rotary_pos_emb(heads, heads[:, :1], rope, np.arange(3)[None])
+    cfg = golden_config(model_type)
+    inner = cfg
+    for key in TABLE[model_type]["text_config"]:  # (HY-V4-VL's text_config holds the part's head width)
+        inner = inner[key]
+    inner[TABLE[model_type]["parts"][part]["head_key"]] = rope.head_dim - 2
+    with pytest.raises(ValueError, match=f"rotates at the {'start' if want == 'first' else 'end'} of each of its heads"):
+        vkrope.from_hf(cfg, part=part)
+
+
+def test_a_part_whose_channels_the_table_did_not_find_is_refused(monkeypatch):
+    """Where the model table found the part's rotated channels in none of its projections ("at": "unknown"),
+    which channels of its heads rotate is unknown: refused by name, never read as another model's."""
+    monkeypatch.setitem(TABLE["deepseek_v32"]["parts"]["indexer"], "at", "unknown")
+    with pytest.raises(ValueError, match=r"^part: where 'deepseek_v32''s indexer rotates within its heads is unknown"):
+        vkrope.from_hf(golden_config("deepseek_v32"), part="indexer")
+    assert vkrope.from_hf(golden_config("deepseek_v32"), part="attention").part == "attention"
+
+
 RUNS = sorted(k for k in GOLD.files if "/runs#" in k)  # type[@key]/runs#part: the layers that ran the part
 
 
@@ -984,7 +1022,7 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     assert all(r.interleaved is False for r in vkrope.hf_layers(cfg, part="indexer") if r is not None)
     heads = np.zeros((1, 2, 3, 128), np.float32)  # (the indexer's whole heads: its first 64 channels rotate)
     with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(deepseek_v32's indexer: "
-                                         r"q\[\.\.\., :qk_rope_head_dim\]\)$"):
+                                         r"q\[\.\.\., :64\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, idx, np.arange(3)[None])
     with pytest.raises(ValueError, match=r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, att, np.arange(3)[None])

@@ -42,6 +42,8 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
             r = dict(cfg["rope_parameters"][layer_type])
     else:
         r = dict(cfg.get("rope_parameters") or cfg.get("rope_scaling") or {})
+    if str(cfg.get("model_type", "")).startswith("hy_v4_vl"):  # (its config class sets these sections into any
+        r.setdefault("mrope_section", [12, 10, 10])  # rope dict lacking them: convert_rope_params_to_dict)
     kind = r.get("rope_type", r.get("type", "default"))
     kind = {"mrope": "default", "su": "longrope"}.get(kind, kind)
     if kind == "dynamic" and r.get("alpha") and str(cfg.get("model_type", "")).startswith("hunyuan"):
@@ -58,13 +60,13 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
                dim=head if kind == "proportional" else int(head * partial),
                mpe=mpe, orig=cfg.get("original_max_position_embeddings", r.get("original_max_position_embeddings", orig)))
     if "mrope_section" in r:
-        # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family interleaves, ERNIE 4.5
+        # as the models' rotary modules: Qwen2-VL and Qwen2.5-VL chunk, the Qwen3 family and HY-V4-VL interleave, ERNIE 4.5
         # VL alternates height and width (its recomposition_frequencies)
         model = str(cfg.get("model_type", ""))
         out["mrope_layout"] = ("alternating" if model.startswith("ernie4_5_vl") else
-                               ("interleaved" if model.startswith("qwen3") else "chunked")
-                               if model.startswith(("qwen2", "qwen3"))
-                               else "interleaved" if r.get("mrope_interleaved") else "chunked")
+                               "interleaved" if model.startswith(("qwen3", "hy_v4_vl")) else
+                               "chunked" if model.startswith("qwen2") else
+                               "interleaved" if r.get("mrope_interleaved") else "chunked")
     return out
 
 

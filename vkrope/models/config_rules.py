@@ -19,7 +19,8 @@ by building each config class on probe configs; never edited by hand):
   Apertus' llama3 with its theta), and the theta and partial factor it
   fills in where the file's dict lacks them (`theta`, `partial`) and where
   the file gives no dict (`theta_no_dict`, `partial_no_dict`: Cohere 2
-  MoE fills in its 10000 only there);
+  MoE fills in its 10000 only there), and any other key it fills into a
+  dict lacking it (`fills`: HY-V4-VL's mrope_section);
 - `per_type`: for a class with RoPE per layer type (Gemma 3, ModernBERT,
   Olmo 3, ...), per layer type and per shape of the file's keys (`flat`:
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
@@ -389,6 +390,8 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
         partial = cfg[dims] / head
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
+    for key, value in one.get("fills", {}).items():  # (HY-V4-VL's mrope_section, set into any dict lacking it)
+        rope.setdefault(key, json.loads(json.dumps(value)))
     _check_late_partial(cfg, rope, source, model_type)
     for key in PARTIAL_KEYS:
         cfg.pop(key, None)  # (read above where the class reads it; a key it does not read is not read below)

@@ -332,9 +332,12 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
                          f"unknown: {lp.unknown or 'pass layer='}")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
-    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, calls.pop(), lp.tensors)
+    call = calls.pop()
+    rope = _from_gguf_kv(arch, kv, tensors, angle, where, entry, lp.use_mrope, call, lp.tensors)
     nope = None if lp.rotates is None else tuple(i for i, r in enumerate(lp.rotates) if not r)
-    return replace(rope, layer_type=layer_type, nope_layers=nope, part=(part or "") if named else "",
+    own_heads = bool(call.head) and call.part != "attention"  # (a part's own heads, [rope | nope]: their first
+    return replace(rope, layer_type=layer_type, nope_layers=nope, part=(part or "") if named else "",  # channels)
+                   part_channels="first" if own_heads and named else "",
                    nope_why=f"{lp.unknown} (layer= is refused)" if nope is None else "")
 
 

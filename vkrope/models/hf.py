@@ -408,6 +408,9 @@ def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
     if parts[part]["pairs"] == "unknown":
         raise ValueError(f"part: {model_type!r}'s {part} rotates in a way vkrope does not compute (the model table "
                          "found none of its rotations among those vkrope knows); refused rather than guessed")
+    if parts[part].get("at") == "unknown":
+        raise ValueError(f"part: where {model_type!r}'s {part} rotates within its heads is unknown (the model table "
+                         "found its rotated channels in no projection of the part's); refused rather than guessed")
     return {**e, **parts[part], "part_name": part}
 
 
@@ -422,6 +425,18 @@ def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     return tuple(sorted(p for p, v in (e.get("parts") or {}).items() if v["pairs"] != "unknown"))
 
 
+# Where a part with heads of its own rotates in them (the table's `at`, found by running the model) as ModelRope
+# says it: DeepSeek-V3.2's indexer q[..., :qk_rope_head_dim], HY-V4's q[..., -qk_rope_head_dim:]
+_AT_CHANNELS = {"start": "first", "end": "last"}
+
+
+def _part_fields(e: dict, part: str | None) -> dict[str, str]:
+    """A ModelRope's part (the one read, of a model rotating in parts; "" for one rotating in one) and which
+    channels of the part's own heads it covers."""
+    return {"part": (part or "") if e.get("parts") else "",
+            "part_channels": _AT_CHANNELS.get(str(e.get("at")), "") if part else ""}
+
+
 def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str, part: str | None) -> None:
     """A part with heads of its own (DeepSeek-V3.2's indexer: `index_head_dim`, the table's head_key) rotates
     their first `rotary` channels: heads narrower than that are refused, as its model cannot split them."""
@@ -434,7 +449,8 @@ def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str, part: st
                          f"got {brief(width)}")
     if width < rotary:
         raise ValueError(f"config: {key} {brief(width)} is narrower than the {brief(rotary)} channels {model_type}'s "
-                         f"{part} rotates at the start of each of its heads: its model cannot split them; refused")
+                         f"{part} rotates at the {e.get('at', 'start')} of each of its heads: its model cannot split "
+                         "them; refused")
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -650,7 +666,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          cos_layout=e["cos_layout"] if e["cos_layout"] in ("repeated", "single") else "halves",
                          nope_layers=None if unknown else tuple(i for i, r in enumerate(rotates or ()) if not r),
                          nope_why=(unknown or "").removeprefix("config: "),  # (the reading's words: the key)
-                         part=(part or "") if e.get("parts") else "")  # (a model rotating in one part: "")
+                         **_part_fields(e, part))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
     _check_part_heads(cfg, e, spec.rotary_dim, model_type, part)  # (after the spec's own checks of its widths)

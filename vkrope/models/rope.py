@@ -144,7 +144,11 @@ class ModelRope:
     nope_layers (the layers that apply no RoPE; None: unknown, and nope_why
     says why: a config lacking the key that says, a GGUF file's llama.cpp
     rule vkrope cannot run), part (of a model whose layers rotate two ways:
-    the one read, DeepSeek-V3.2's "attention" or "indexer"; "" otherwise).
+    the one read, DeepSeek-V3.2's "attention" or "indexer"; "" otherwise),
+    part_channels (for a part with heads of its own, an indexer's: which of
+    each head's channels head_dim covers, "first" (DeepSeek-V3.2's
+    q[..., :qk_rope_head_dim]) or "last" (HY-V4's q[..., -qk_rope_head_dim:]);
+    "" otherwise).
     """
 
     rope_type: str
@@ -167,6 +171,7 @@ class ModelRope:
     nope_layers: tuple[int, ...] | None = field(default=(), compare=False)
     nope_why: str = field(default="", compare=False)
     part: str = field(default="", compare=False)
+    part_channels: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         _check_fields(self)
@@ -334,6 +339,8 @@ def _check_fields(rope: ModelRope) -> None:
         raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(rope.angle)}")
     if not isinstance(rope.part, str):  # (a label: the part of a model rotating two ways it was read for)
         raise TypeError(f"part must be a str ('attention', 'indexer', or '' for none); got {brief(rope.part)}")
+    if rope.part_channels not in ("", "first", "last"):
+        raise ValueError(f"part_channels must be 'first', 'last' or ''; got {brief(rope.part_channels)}")
     for name in ("head_dim", "rotary_dim"):
         _width(name, getattr(rope, name))
     for name in ("max_position_embeddings", "original_max_position_embeddings"):
@@ -494,6 +501,14 @@ def _checked_divisors(freq_factors: Any, rotary_dim: int) -> tuple[float, ...]:
     return tuple(float(v) for v in ff)
 
 
+def part_slice(r: ModelRope) -> str:
+    """The channels of a part's own heads a ModelRope read for it rotates, as a slice of q (`part_channels`:
+    DeepSeek-V3.2's indexer "q[..., :64]", HY-V4's "q[..., -64:]"); "" for any other."""
+    if not r.part_channels:
+        return ""
+    return f"q[..., :{r.head_dim}]" if r.part_channels == "first" else f"q[..., -{r.head_dim}:]"
+
+
 def summary(r: ModelRope) -> dict[str, Any]:
     """What the CLI prints of a ModelRope: the resolved RoPE as plain values."""
     d: dict[str, Any] = dict(model=r.model, rope_type=r.rope_type, head_dim=r.head_dim,
@@ -504,6 +519,8 @@ def summary(r: ModelRope) -> dict[str, Any]:
         d["layer_type"] = r.layer_type
     if r.part:
         d["part"] = r.part
+    if r.part_channels:  # (where in each of the part's own heads the RoPE's head_dim sits)
+        d["part_channels"] = f"the {r.part_channels} {r.head_dim} of each {r.part} head ({part_slice(r)})"
     for key in ("max_position_embeddings", "original_max_position_embeddings"):
         if getattr(r, key) is not None:
             d[key] = getattr(r, key)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..models import ModelRope
+from ..models.rope import part_slice
 from ..freqs import InvFreqs
 
 
@@ -25,8 +26,8 @@ def check_model_head(spec: Any, head_dim: int, name: str) -> None:
     the wrong channels (DeepSeek's full 192-wide heads, whose last 64
     rotate)."""
     if head_dim != spec.head_dim:
-        where = f"{spec.model}'s indexer: q[..., :qk_rope_head_dim]" if spec.part == "indexer" else \
-            "DeepSeek: q[..., qk_nope_head_dim:]"  # (an indexer's heads rotate their first channels)
+        where = f"{spec.model}'s {spec.part}: {part_slice(spec)}" if spec.part_channels else \
+            "DeepSeek: q[..., qk_nope_head_dim:]"  # (a part's own heads: the channels the model table found)
         raise ValueError(f"{name}: the ModelRope's head dim is {spec.head_dim} (of which {spec.rotary_dim} rotate); "
                          f"this call's heads have D = {head_dim}: pass the heads the model rotates ({where})")
 
