@@ -114,6 +114,7 @@ def _rotary_modules(transformers) -> dict:
         "hunyuan_v1_dense": (mods.hunyuan_v1_dense.modeling_hunyuan_v1_dense, "HunYuanDenseV1RotaryEmbedding"),
         "bailing_hybrid": (mods.bailing_hybrid.modeling_bailing_hybrid, "BailingHybridRotaryEmbedding"),
         "hy_v4_vl_text": (mods.hy_v4_vl.modeling_hy_v4_vl, "HYV4VLRotaryEmbedding"),
+        "mimo_v2_flash": (mods.mimo_v2_flash.modeling_mimo_v2_flash, "MiMoV2FlashRotaryEmbedding"),
     }
 
 
@@ -272,7 +273,10 @@ def main(argv: list[str] | None = None) -> int:
             cfg = json.load(f)
         conf = AutoConfig.for_model(**{k: v for k, v in cfg.items() if not k.startswith("_")})
         text = conf.get_text_config() if hasattr(conf, "get_text_config") else conf
-        layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] in ("gemma3", "gemma3n") else [None]
+        nested = (cfg.get("text_config", cfg).get("rope_parameters") or {})
+        nested = sorted(nested) if nested and all(isinstance(v, dict) for v in nested.values()) else []
+        layer_types = ["sliding_attention", "full_attention"] if cfg["model_type"] in ("gemma3", "gemma3n") else \
+            nested or [None]  # (RoPE per layer type: MiMo-V2-Flash's rope_parameters by type)
         from vkrope.models import model_table  # noqa: PLC0415
 
         parts = sorted(model_table.table()["models"][cfg["model_type"]].get("parts") or [None], key=str)

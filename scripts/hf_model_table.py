@@ -657,6 +657,42 @@ def own_rope_reads(model_type: str) -> list[str]:
     return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
 
 
+def partial_absent(model_type: str, facts: dict) -> float | None:
+    """For a model with RoPE per layer type whose rotary module reads a layer type's partial factor from that
+    type's dict with a fallback of its own (`rope_parameters[layer_type].get("partial_rotary_factor", X)` in its
+    modeling file: MiMo-V2-Flash's 0.334, ZAYA's 1.0), X, checked by building the module with every type's dict
+    lacking the key (each type's width int(head_dim * X)); None for any other. from_hf reads X where a type's
+    dict lacks it and refuses a top-level factor there (the module takes one only where transformers'
+    standardization has run for another layer type first)."""
+    import inspect  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    import hf_probe  # noqa: PLC0415
+
+    rp = facts["text"].get("rope_parameters")
+    text, rot_cls = text_rotary(model_type)
+    module = hf_probe.modeling_module(text)
+    if not _nested(rp) or module is None or rot_cls is None:
+        return None
+    found = set(re.findall(r"rope_parameters\[layer_type\]\.get\(\s*[\"']partial_rotary_factor[\"']\s*,\s*([0-9.]+)\s*\)",
+                           inspect.getsource(module)))
+    if len(found) != 1:
+        return None
+    fallback = float(found.pop())
+    text.rope_parameters = {t: {k: v for k, v in d.items() if k != "partial_rotary_factor"} for t, d in rp.items()}
+    for key in ("partial_rotary_factor", "rotary_pct"):
+        if hasattr(text, key):
+            setattr(text, key, None)
+    rot = rot_cls(text)
+    head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    for t in set(getattr(text, "layer_types", None) or rp) & set(rp):  # (the module sets up the types its layers
+        inv = getattr(rot, f"{t}_inv_freq", None)  # name: ZAYA's)
+        if inv is None or inv.numel() != len(range(0, int(head * fallback), 2)):
+            raise SystemExit(f"{model_type}: layer type {t} without a partial factor: "
+                             f"{None if inv is None else inv.numel()} frequencies, not int({head} x {fallback}) / 2")
+    return fallback
+
+
 TURNED_FROM = ("default", "linear", "dynamic")  # the rope types a rope_reads key is probed beside (type_by_key)
 
 
@@ -977,15 +1013,19 @@ def parts_refused(rotating: list[dict]) -> str | None:
     return None
 
 
-def part_entries(model_type: str, facts: dict, layer: dict, text_cls: Any) -> dict:
-    """The table's `parts` of a layer that rotates in parts: each one's pairs, and for a part whose module has
+def part_entries(model_type: str, facts: dict, rotating: list[dict], text_cls: Any) -> dict:
+    """{"parts": ...} where the first rotating layer with parts rotates in them ({} where none does): each
+    one's pairs, and for a part whose module has
     heads of its own (the indexer's index_head_dim, its first channels rotating), the config key holding their
     width and its class default (from_hf refuses a rotated width past it, which the part cannot split); for
     a part some layers do not run, the rule saying which (`runs`: hf_part_layers.py; its probe kept in the
     golden under the rule's key)."""
     import hf_part_layers  # noqa: PLC0415
 
-    out = {}
+    layer = next((l for l in rotating if l.get("parts")), None)
+    if layer is None:
+        return {}
+    out: dict[str, dict] = {}
     for part, v in sorted(layer["parts"].items()):
         out[part] = {"pairs": v["pairs"]}
         if part == "attention" or v["pairs"] == "unknown":
@@ -1001,7 +1041,7 @@ def part_entries(model_type: str, facts: dict, layer: dict, text_cls: Any) -> di
             out[part]["runs"] = runs[0]
             if runs[1] is not facts:
                 CHANGED.setdefault(model_type, {})[runs[0]["key"]] = runs[1]
-    return out
+    return {"parts": out}
 
 
 def part_head_key(model_type: str, facts: dict, index: int, part: str, width: Any) -> str | None:
@@ -1060,9 +1100,8 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     why = parts_refused(rotating)
     if why:
         return {**entry, "status": why}
-    parted = next((l for l in rotating if l.get("parts")), None)
-    if parted:  # (DeepSeek-V3.2's indexer rotate-half beside its attention: part=)
-        entry["parts"] = part_entries(model_type, facts, parted, text_cls)
+    entry.update(part_entries(model_type, facts, rotating, text_cls))  # (DeepSeek-V3.2's indexer rotate-half
+    # beside its attention: part=)
     layouts = {facts["per_type"][l["rope_key"]]["pv"][0] for l in rotating}
     entry.update(pairs=pairs, sign=sign, cos_layout=sorted(layouts)[0],
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
@@ -1086,6 +1125,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if why:
         return {**entry, "status": why}
     entry["nope"] = rule
+    entry.update({"partial_absent": absent} if (absent := partial_absent(model_type, facts)) is not None else {})
     keys = sorted({l["rope_key"] for l in rotating}, key=str)
     options = [candidates(facts, k) for k in keys]
     reason = "no head-dim key holds the width its attention rotates"

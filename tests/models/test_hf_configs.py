@@ -222,8 +222,11 @@ def test_oracle_agrees_bit_for_bit(name):
     (dynamic and longrope decide by them); the attention factor too."""
     cfg = config(name)
     layers = [None]
+    nested = cfg.get("text_config", cfg).get("rope_parameters") or {}
     if "rope_local_base_freq" in json.dumps(cfg):
         layers = ["sliding_attention", "full_attention"]
+    elif nested and all(isinstance(v, dict) for v in nested.values()):  # (RoPE per layer type: MiMo-V2-Flash)
+        layers = sorted(nested)
     for layer in layers:
         rope = vkrope.from_hf(cfg, layer_type=layer, part=one_part(cfg))
         ref = oracle_hf.rope_of(cfg, layer)
@@ -1487,3 +1490,27 @@ def test_a_type_a_per_layer_type_class_merged_into_its_dicts_is_named_so():
                                          r"rope_type \('default'\) contradict each other \(its config class puts a "
                                          r"file's rope_scaling into each layer type's dict"):
         vkrope.from_hf(text, layer=4)
+
+
+def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
+    """MiMo-V2-Flash's and ZAYA's rotary modules read a layer type's partial factor from that type's dict, else a
+    fallback of their own (the model table's partial_absent, found in their code and checked by building the
+    module: 0.334, 1.0; the golden config mimo-v2-flash-no-partial holds MiMo's module output). A top-level factor
+    beside such dicts is refused: ZAYA's module takes it for a layer type only where transformers'
+    standardization ran for another type first (its hybrid layers rotate whole heads, its sliding ones half)."""
+    mimo = config("mimo-v2-flash-no-partial")
+    assert [vkrope.from_hf(mimo, layer_type=t).rotary_dim for t in ("full_attention", "sliding_attention")] == [64, 64]
+    assert vkrope.from_hf(mimo, layer=1).rotary_dim == 64
+    zaya = {"model_type": "zaya", "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid_sliding"],
+            "sliding_window": 128, "rope_parameters": {"hybrid": {"rope_type": "default", "rope_theta": 5e6},
+                                                       "hybrid_sliding": {"rope_type": "linear", "factor": 2.0,
+                                                                          "rope_theta": 1e4}}}
+    head = vkrope.from_hf(zaya, layer_type="hybrid").head_dim
+    assert vkrope.from_hf(zaya, layer_type="hybrid").rotary_dim == head  # (its fallback 1.0)
+    for key in ("partial_rotary_factor", "rotary_pct"):
+        with pytest.raises(ValueError, match=rf"^config: {key} at the top level, and rope_parameters\['hybrid'\]\."
+                                             r"partial_rotary_factor is missing: this model's rotary module reads"):
+            vkrope.from_hf(dict(zaya, **{key: 0.5}), layer_type="hybrid")
+    both = {t: dict(d, partial_rotary_factor=0.5) for t, d in zaya["rope_parameters"].items()}
+    assert vkrope.from_hf(dict(zaya, partial_rotary_factor=0.5, rope_parameters=both),
+                          layer_type="hybrid").rotary_dim == head // 2

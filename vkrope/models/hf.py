@@ -643,7 +643,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     if not rotating:
         return None
     cfg = _for_layer(cfg, e, layer, layer_type)
-    rope, where = _rope_dict(cfg, nested, layer_type)
+    rope, where = _rope_dict(cfg, nested, layer_type, e)
     kind = config_rules.check_type(_rope_kind(rope, where, model_type, nested is not None), model_type, where, rope,
                                    cfg)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
@@ -744,7 +744,7 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
     return rotates, type_of_layer, None
 
 
-def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[dict, str]:
+def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) -> tuple[dict, str]:
     """(the rope dict to read, where it is, for messages)."""
     if nested is not None:
         if layer_type is None:
@@ -752,7 +752,8 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
                              "layer index, layer=)")
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
-        return dict(nested[layer_type]), f"config: rope_parameters[{layer_type!r}]."
+        where = f"config: rope_parameters[{layer_type!r}]."
+        return _absent_partial(cfg, dict(nested[layer_type]), e, where), where
     if layer_type is not None and layer_type not in (cfg.get("layer_types") or ()):
         raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
                          "(pass None)")
@@ -763,6 +764,23 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None) -> tuple[
     if not isinstance(rope, dict):
         raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {brief(rope)}")
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
+
+
+def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
+    """A layer type's dict lacking partial_rotary_factor, where the model's rotary module reads the type's factor
+    from it with a fallback of its own (the table's `partial_absent`: MiMo-V2-Flash's 0.334, ZAYA's 1.0): that
+    fallback; a top-level factor beside it refused (the module takes one only where transformers'
+    standardization has run for another layer type first: an order of its own code)."""
+    if "partial_absent" not in e or "partial_rotary_factor" in rope:
+        return rope
+    top = next((k for k in config_rules.PARTIAL_KEYS if k in cfg), None)
+    if top is not None:
+        raise ValueError(f"config: {top} at the top level, and {where.removeprefix('config: ')}partial_rotary_factor "
+                         "is missing: this model's "
+                         f"rotary module reads a layer type's factor from its dict (else {e['partial_absent']}), and "
+                         "a top-level one only where another layer type's RoPE was set up first; give it in the "
+                         "layer type's dict")
+    return {**rope, "partial_rotary_factor": e["partial_absent"]}
 
 
 def _same_type(name: Any, renamed: dict[str, str]) -> Any:
