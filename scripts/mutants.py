@@ -892,6 +892,8 @@ MUTATIONS = [
              "vkrope/models/hf.py",
              "    top = next((k for k in config_rules.PARTIAL_KEYS if k in cfg), None)\n    if top is not None:",
              "    top = next((k for k in config_rules.PARTIAL_KEYS if k in cfg), None)\n    if False:"),
+    Mutation("a class's own layer types (ZAYA's hybrid) not taken as RoPE per layer type", "vkrope/models/hf.py",
+             "        (set(own) if _nested(own) else set())", "        set()"),
     Mutation("a part's layers (GLM-5's shared indexer layers) read as the attention's", "vkrope/models/model_table.py",
              "    rule = e.get(\"runs\")\n    if not rule:", "    rule = e.get(\"runs\")\n    if True:"),
     Mutation("a part's skip values read as running it", "vkrope/models/model_table.py",

@@ -1511,6 +1511,10 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
         with pytest.raises(ValueError, match=rf"^config: {key} at the top level, and rope_parameters\['hybrid'\]\."
                                              r"partial_rotary_factor is missing: this model's rotary module reads"):
             vkrope.from_hf(dict(zaya, **{key: 0.5}), layer_type="hybrid")
+    bare = {"model_type": "zaya"}  # (its class's own layer types, hybrid and hybrid_sliding, half of each head)
+    with pytest.raises(ValueError, match=r"pass one of \['hybrid', 'hybrid_sliding'\]"):
+        vkrope.from_hf(bare)
+    assert vkrope.from_hf(bare, layer_type="hybrid_sliding").rotary_dim == 64
     both = {t: dict(d, partial_rotary_factor=0.5) for t, d in zaya["rope_parameters"].items()}
     assert vkrope.from_hf(dict(zaya, partial_rotary_factor=0.5, rope_parameters=both),
                           layer_type="hybrid").rotary_dim == head // 2

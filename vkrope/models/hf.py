@@ -471,7 +471,9 @@ def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
     or keeps it and its rotary module fails on it, Qwen3-Next's)."""
     params = cfg.get("rope_parameters")
     listed = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
-    types = {t for t in listed if isinstance(t, str)} | {"sliding_attention", "full_attention"}
+    own = e.get("defaults", {}).get("rope_parameters")  # (the class's own types: ZAYA's hybrid, hybrid_sliding)
+    types = {t for t in listed if isinstance(t, str)} | {"sliding_attention", "full_attention"} | \
+        (set(own) if _nested(own) else set())
     if not (isinstance(params, dict) and params and any(k in types for k in params)):
         return None
     if not _nested(e.get("defaults", {}).get("rope_parameters")):
