@@ -10,7 +10,8 @@ venv that has them, as scripts/hf_model_table.py). For every model type the
 model table (vkrope/data/hf_models.json) reads ("ok"), it builds the text
 rotary module of the default config and runs it at position
 max_position_embeddings - 1 and at max_position_embeddings: a type whose
-module runs the first and raises on the second is written, and
+module runs the first and raises on the second is written, with that
+default count of rows (the limit of a file that gives none), and
 `vkrope.from_hf` refuses its positions past the limit (where the model's
 own code has no answer) instead of rotating them."""
 
@@ -45,19 +46,21 @@ def failure_at(module, text, position: int) -> Exception | None:
     return None
 
 
-def limited(model_type: str) -> bool:
-    """Whether the type's text rotary module runs below max_position_embeddings and not at it."""
+def limited(model_type: str) -> int | None:
+    """The default config's max_position_embeddings where the type's text rotary module runs below it and not
+    at it; None for any other type."""
     import hf_model_table  # noqa: PLC0415
 
     text, cls = hf_model_table.text_rotary(model_type)
     mpe = getattr(text, "max_position_embeddings", None)
     if cls is None or not isinstance(mpe, int) or mpe < 1:
-        return False
+        return None
     try:
         module = cls(text)
     except Exception:  # noqa: BLE001  (a module the default config cannot build: the model table says why)
-        return False
-    return failure_at(module, text, mpe - 1) is None and isinstance(failure_at(module, text, mpe), IndexError)
+        return None
+    fails = failure_at(module, text, mpe - 1) is None and isinstance(failure_at(module, text, mpe), IndexError)
+    return mpe if fails else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with open(TABLE, encoding="utf-8") as f:
         models = json.load(f)["models"]
-    found = [t for t in sorted(models) if models[t].get("status") == "ok" and limited(t)]
+    found = {t: rows for t in sorted(models) if models[t].get("status") == "ok" and (rows := limited(t))}
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/hf_position_limits.py", "transformers": transformers.__version__,
                    "limit": "max_position_embeddings", "models": found}, f, indent=1)

@@ -589,7 +589,7 @@ def test_keys_a_models_code_reads_otherwise():
     config has none; Qwen3-VL's interleaved sections need not sum to D / 2. (Every such reading is also held
     to the module's own output by test_changed_configs_read_as_the_model_runs_them.)"""
     gptj = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "rotary_dim": 64, "rope_theta": 50000.0,
-            "rope_scaling": {"rope_type": "linear", "factor": 4.0}}
+            "rope_scaling": {"rope_type": "linear", "factor": 4.0}, "n_positions": 16384}  # (9000 rows and more)
     r = vkrope.from_hf(gptj)
     assert (r.theta, r.rope_type, r.params) == (10000.0, "default", ())
     assert {"rope_theta", "rope_type", "factor"} <= set(r.ignored)
@@ -835,10 +835,11 @@ def test_positions_past_a_models_fixed_table_are_refused():
     every front end that takes the ModelRope; a model computing its angles
     has no such limit, nor does a hand-made or GGUF spec."""
     limits = hf_models.position_limited()
-    assert limits == {"gptj", "codegen"} and all(TABLE[t]["status"] == "ok" for t in limits)
+    assert limits == {"gptj": 2048, "codegen": 2048} and all(TABLE[t]["status"] == "ok" for t in limits)
     q = np.random.default_rng(3).standard_normal((1, 8, 1, 64)).astype(np.float32)
     for cfg in ({"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": 2048},
-                {"model_type": "codegen", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": 2048}):
+                {"model_type": "codegen", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": 2048},
+                {"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32}):  # (the class's 2048 rows)
         rope = vkrope.from_hf(cfg)
         y, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.array([[2047]]))
         assert np.isfinite(y).all()

@@ -36,20 +36,22 @@ LIMITS_PATH = os.path.join(os.path.dirname(PATH), "hf_position_limits.json")
 
 
 @lru_cache(maxsize=1)
-def position_limited() -> frozenset[str]:
-    """The model types whose rotary module in transformers has no rotation at or past max_position_embeddings."""
+def position_limited() -> dict[str, int]:
+    """The model types whose rotary module in transformers has no rotation at or past max_position_embeddings,
+    each with its class's default count of rows (the limit where a file gives none)."""
     with open(LIMITS_PATH, encoding="utf-8") as f:
-        return frozenset(json.load(f)["models"])
+        return dict(json.load(f)["models"])
 
 
 def within_limit(rope: Any, position_ids: Any) -> None:
     """A ValueError where a ModelRope read from a config (`rope.source` "config") is of a model type whose
     rotary module reads a fixed table of max_position_embeddings rows (GPT-J, CodeGen) and a position reaches
-    it: the model's own code has no answer there (it raises IndexError), so none is made up. Positions that
-    are not integers are left to the caller's checks."""
-    mpe = rope.max_position_embeddings
-    if rope.source != "config" or rope.model not in position_limited() or not mpe or position_ids is None:
+    it (the class's default rows where the file gives none: GPT-J's n_positions 2048): the model's own code
+    has no answer there (it raises IndexError), so none is made up. Positions that are not integers are left
+    to the caller's checks."""
+    if rope.source != "config" or rope.model not in position_limited() or position_ids is None:
         return
+    mpe = rope.max_position_embeddings or position_limited()[rope.model]
     p = without_repeats(np.asarray(position_ids))  # (a broadcast array's repeats are not read)
     if p.dtype.kind in "iu" and p.size and int(p.max()) >= mpe:
         raise ValueError(f"position_ids: {rope.model}'s rotary module (transformers {table()['transformers']}) reads "
