@@ -897,6 +897,8 @@ MUTATIONS = [
     Mutation("GPT-J without n_positions: positions past its class's 2048 rows rotated", "vkrope/models/model_table.py",
              "    mpe = rope.max_position_embeddings or position_limited()[rope.model]",
              "    mpe = rope.max_position_embeddings or 1 << 62"),
+    Mutation("config --plot's wavelength panel fitted to float rounding", "vkrope/models/chart.py",
+             "    bottom.set_ylim(min(ratios) / 1.5, max(ratios) * 1.5)", "    pass"),
     Mutation("a part's layers (GLM-5's shared indexer layers) read as the attention's", "vkrope/models/model_table.py",
              "    rule = e.get(\"runs\")\n    if not rule:", "    rule = e.get(\"runs\")\n    if True:"),
     Mutation("a part's skip values read as running it", "vkrope/models/model_table.py",

@@ -85,3 +85,17 @@ def test_unscaled_spans_the_rotary_dim():
     rot = int(c["hidden_size"] // c["num_attention_heads"] * c["partial_rotary_factor"])
     assert np.allclose(chart.unscaled(rope), c.get("rope_theta", 10000.0) ** -(np.arange(0, rot, 2) / rot))
     assert np.allclose(chart.curves(rope)[0][1], chart.unscaled(rope), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, scaled", [("qwen3-vl-8b", False), ("llama-3.1-8b", True)])
+def test_the_wavelength_panel_is_not_float_rounding(name, scaled, monkeypatch, tmp_path):
+    """An unscaled model's wavelength ratios are 1 within float64 rounding (1 +- 2e-16): an axis fitted to them
+    drew that rounding as a jagged curve. The panel spans at least a factor 1.5 either side of 1 and every
+    ratio drawn (Llama 3.1's 8)."""
+    pytest.importorskip("matplotlib")
+    seen = {}
+    monkeypatch.setattr(chart, "save_figure", lambda fig, path, flag: seen.update(fig=fig))
+    chart.plot([vkrope.from_hf(cfg(name))], str(tmp_path / "x.png"), name)
+    lo, hi = seen["fig"].axes[1].get_ylim()
+    assert lo <= 1 / 1.5 + 1e-12 and hi >= 1.5 - 1e-12
+    assert (hi >= 8 * 1.5 - 1e-9) == scaled

@@ -34,6 +34,7 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     """Draw `ropes` (one per layer type) to `path` (PNG, SVG or PDF, by its extension)."""
     fig = figure(figsize=(8, 7))
     top, bottom = fig.subplots(2, 1, sharex=True)
+    ratios = [1.0]
     for i, rope in enumerate(ropes):
         said = ", ".join(n for n in (rope.part, rope.layer_type) if n)  # (DeepSeek-V3.2's parts: the same curves)
         name = f"{said}: " if said else ""
@@ -44,7 +45,9 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
             style = "--" if label else "-"
             top.plot(cols, inv, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
             with np.errstate(divide="ignore"):
-                bottom.plot(cols, base / inv, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
+                ratio = base / inv
+                bottom.plot(cols, ratio, linestyle=style, color=f"C{i}", label=f"{name}{rope.rope_type}{label}")
+            ratios += [float(v) for v in ratio if np.isfinite(v) and v > 0]
         axes = rope.pair_axis
         if axes is not None:  # (M-RoPE: which position axis each pair reads; a still pair none)
             still = np.isinf(rope.freq_factors) if rope.freq_factors is not None else np.zeros(len(cols), bool)
@@ -55,6 +58,9 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     top.set_ylabel("inverse frequency")
     top.legend(fontsize=7)
     bottom.set_yscale("log")
+    # (at least a factor 1.5 either side of 1: an unscaled model's ratios are 1 within float64 rounding, which
+    # an axis fitted to them would draw as a jagged curve)
+    bottom.set_ylim(min(ratios) / 1.5, max(ratios) * 1.5)
     bottom.set_ylabel("wavelength / unscaled")
     bottom.set_xlabel("pair column i (wavelength 2 pi / inverse frequency)")
     bottom.legend(fontsize=7)
