@@ -764,7 +764,11 @@ MUTATIONS = [
     Mutation("from_hf: an indexer rotating as its attention needs part= (GLM-5)", CONFIGS,
              "        if len({v[\"pairs\"] for v in parts.values()}) == 1:", "        if False:"),
     Mutation("from_hf: an indexer's heads narrower than its rotated width taken", CONFIGS,
-             "    if width < rotary:\n", "    if False:\n"),
+             "        if width < rotary:\n", "        if False:\n"),
+    Mutation("from_hf: narrow indexer heads checked only where the indexer is read", CONFIGS,
+             "    for part, v in sorted((e.get(\"parts\") or {}).items()):\n        key = v.get(\"head_key\")",
+             "    for part, v in sorted((e.get(\"parts\") or {}).items()):\n        key = v.get(\"head_key\") "
+             "if e.get(\"head_key\") else None"),
     Mutation("model table: a huge num_hidden_layers printed raw (Python's digit limit)", MODEL_TABLE,
              "must be at most {MAX_LAYERS}; got {brief(n)}\")", "must be at most {MAX_LAYERS}; got {n}\")"),
     Mutation("files: write_whole renames over a FIFO", "vkrope/files.py",

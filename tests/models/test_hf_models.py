@@ -905,7 +905,9 @@ def test_an_indexer_rotating_as_its_attention_reads_either_way(tmp_path):
     for bad in (None, "128", 0, 1.5, True):
         with pytest.raises(ValueError, match=r"^config: index_head_dim must be a positive integer"):
             vkrope.from_hf(dict(cfg, index_head_dim=bad), part="indexer")
-    assert vkrope.from_hf(dict(cfg, index_head_dim=rot - 2), part="attention") == att  # (the attention's own)
+    for part in ("attention", None):  # (the model fails on its first layer running the indexer, whatever is read)
+        with pytest.raises(ValueError, match=rf"^config: index_head_dim {rot - 2} is narrower than the {rot} channels"):
+            vkrope.from_hf(dict(cfg, index_head_dim=rot - 2), part=part)
     ds = golden_config("deepseek_v32")
     with pytest.raises(ValueError, match=r"^config: index_head_dim 48 is narrower than the 64 channels"):
         vkrope.from_hf(dict(ds, index_head_dim=48), part="indexer")

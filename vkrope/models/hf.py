@@ -437,20 +437,22 @@ def _part_fields(e: dict, part: str | None) -> dict[str, str]:
             "part_channels": _AT_CHANNELS.get(str(e.get("at")), "") if part else ""}
 
 
-def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str, part: str | None) -> None:
+def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
     """A part with heads of its own (DeepSeek-V3.2's indexer: `index_head_dim`, the table's head_key) rotates
-    their first `rotary` channels: heads narrower than that are refused, as its model cannot split them."""
-    key = e.get("head_key")
-    if part is None or key is None:
-        return
-    width = cfg.get(key, e["head_default"])
-    if not is_int(width) or width < 1:
-        raise ValueError(f"config: {key} must be a positive integer (the width of {model_type}'s {part} heads); "
-                         f"got {brief(width)}")
-    if width < rotary:
-        raise ValueError(f"config: {key} {brief(width)} is narrower than the {brief(rotary)} channels {model_type}'s "
-                         f"{part} rotates at the {e.get('at', 'start')} of each of its heads: its model cannot split "
-                         "them; refused")
+    `rotary` of their channels: heads narrower than that are refused, whichever part is read, as the model
+    cannot split them (its first layer running the part fails; llama.cpp's graph asserts it too)."""
+    for part, v in sorted((e.get("parts") or {}).items()):
+        key = v.get("head_key")
+        if key is None:
+            continue
+        width = cfg.get(key, v["head_default"])
+        if not is_int(width) or width < 1:
+            raise ValueError(f"config: {key} must be a positive integer (the width of {model_type}'s {part} heads); "
+                             f"got {brief(width)}")
+        if width < rotary:
+            raise ValueError(f"config: {key} {brief(width)} is narrower than the {brief(rotary)} channels "
+                             f"{model_type}'s {part} rotates at the {v.get('at', 'start')} of each of its heads: "
+                             "its model cannot split them; refused")
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -671,7 +673,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          **_part_fields(e, part))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
-    _check_part_heads(cfg, e, spec.rotary_dim, model_type, part)  # (after the spec's own checks of its widths)
+    _check_part_heads(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
     return spec
 
 
