@@ -683,13 +683,18 @@ def partial_absent(model_type: str, facts: dict) -> float | None:
     for key in ("partial_rotary_factor", "rotary_pct"):
         if hasattr(text, key):
             setattr(text, key, None)
-    rot = rot_cls(text)
     head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    for t in set(getattr(text, "layer_types", None) or rp) & set(rp):  # (the module sets up the types its layers
-        inv = getattr(rot, f"{t}_inv_freq", None)  # name: ZAYA's)
-        if inv is None or inv.numel() != len(range(0, int(head * fallback), 2)):
-            raise SystemExit(f"{model_type}: layer type {t} without a partial factor: "
-                             f"{None if inv is None else inv.numel()} frequencies, not int({head} x {fallback}) / 2")
+    stripped = text.rope_parameters
+    for kind, factor in (("default", fallback), ("linear", 1.0)):  # (the library's functions of the other
+        # types read 1.0 where the dict has none: from_hf reads the fallback for the module's own default only)
+        text.rope_parameters = {t: {**d, "rope_type": kind, **({"factor": 2.0} if kind == "linear" else {})}
+                                for t, d in stripped.items()}
+        rot = rot_cls(text)
+        for t in set(getattr(text, "layer_types", None) or rp) & set(rp):  # (the module sets up the types its
+            inv = getattr(rot, f"{t}_inv_freq", None)  # layers name: ZAYA's)
+            if inv is None or inv.numel() != len(range(0, int(head * factor), 2)):
+                raise SystemExit(f"{model_type}: a {kind} layer type {t} without a partial factor: "
+                                 f"{None if inv is None else inv.numel()} frequencies, not int({head} x {factor}) / 2")
     return fallback
 
 
@@ -1034,7 +1039,7 @@ def part_entries(model_type: str, facts: dict, rotating: list[dict], text_cls: A
         if key is not None:
             out[part].update(head_key=key, head_default=facts["text"][key])
         # (where in its heads it rotates: the offset its q was found at in the part's projection, hf_probe.rotated_at)
-        out[part]["at"] = {0: "start", v["width"] - v["head_dim"]: "end"}.get(v.get("at"), "unknown") \
+        out[part]["at"] = {v["width"] - v["head_dim"]: "end", 0: "start"}.get(v.get("at"), "unknown") \
             if isinstance(v["width"], int) and v.get("at") is not None else "unknown"
         runs = hf_part_layers.runs_rule(model_type, facts, part, text_cls, probe)
         if runs is not None:

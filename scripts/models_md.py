@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 CONVERT = os.path.join(ROOT, "vkrope", "data", "gguf_convert.json")
 ARCHS = os.path.join(ROOT, "vkrope", "data", "gguf_archs.json")
+RULES = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")  # (keys a config class fills in: its sections)
 OUT = os.path.join(ROOT, "docs", "MODELS.md")
 
 
@@ -58,8 +59,9 @@ def _nope_text(rule: dict) -> str:
         f"; when {cond['key']} is null, {_types_text(cond)})" if cond else ")")
 
 
-def _how(e: dict) -> str:
-    """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE."""
+def _how(e: dict, fills: dict | None = None) -> str:
+    """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE (`fills`:
+    the keys its config class fills into a file's rope dict, HY-V4-VL's sections, ahead of its module's)."""
     parts = [e["pairs"].replace("_", " ")]
     if e.get("parts"):  # (two ways in each layer: from_hf(part=) names one)
         parts = [", ".join(f"part={p!r}: {v['pairs'].replace('_', ' ')}" + _at_text(v.get("at"))
@@ -77,8 +79,8 @@ def _how(e: dict) -> str:
     if e.get("nope"):
         parts.append(_nope_text(e["nope"]))
     if e.get("mrope"):
-        parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {e['mrope_section']} where the config has none)"
-                                                 if e.get("mrope_section") else "")
+        section = (fills or {}).get("mrope_section") or e.get("mrope_section")
+        parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {section} where the config has none)" if section else "")
                      if e["mrope"] != "unknown" else "M-RoPE refused (neither layout)")
     if e.get("text_config"):
         parts.append("text config at " + ".".join(e["text_config"]))
@@ -98,6 +100,8 @@ def render(table: dict) -> str:
     models = table["models"]
     rope = {t: e for t, e in sorted(models.items()) if e.get("rope") is not False}
     ok = [t for t, e in rope.items() if e.get("status") == "ok"]
+    with open(RULES, encoding="utf-8") as f:
+        rules = json.load(f)["models"]
     lines = [
         "# Models: what `vkrope.from_hf` reads, and what it refuses",
         "",
@@ -112,7 +116,7 @@ def render(table: dict) -> str:
     ]
     for t, e in rope.items():
         if e.get("status") == "ok":
-            lines.append(f"| `{t}` | yes | {_how(e)} |")
+            lines.append(f"| `{t}` | yes | {_how(e, (rules.get(t, {}).get('one') or {}).get('fills'))} |")
         else:
             why = str(e.get("status")).replace("|", "/").replace("\n", " ")
             lines.append(f"| `{t}` | refused | {why[:220]} |")

@@ -1498,9 +1498,10 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     module: 0.334, 1.0; the golden config mimo-v2-flash-no-partial holds MiMo's module output). A top-level factor
     beside such dicts is refused: ZAYA's module takes it for a layer type only where transformers'
     standardization ran for another type first (its hybrid layers rotate whole heads, its sliding ones half)."""
-    mimo = config("mimo-v2-flash-no-partial")
-    assert [vkrope.from_hf(mimo, layer_type=t).rotary_dim for t in ("full_attention", "sliding_attention")] == [64, 64]
+    mimo = config("mimo-v2-flash-no-partial")  # (its sliding layers linear: the library's function, 1.0)
+    assert [vkrope.from_hf(mimo, layer_type=t).rotary_dim for t in ("full_attention", "sliding_attention")] == [64, 192]
     assert vkrope.from_hf(mimo, layer=1).rotary_dim == 64
+    assert vkrope.from_hf(dict(mimo, partial_rotary_factor=None), layer=1).rotary_dim == 64  # (null: none given)
     zaya = {"model_type": "zaya", "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid_sliding"],
             "sliding_window": 128, "rope_parameters": {"hybrid": {"rope_type": "default", "rope_theta": 5e6},
                                                        "hybrid_sliding": {"rope_type": "linear", "factor": 2.0,

@@ -51,8 +51,9 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
     theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))
     head = cfg.get("qk_rope_head_dim") or cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     partial = r.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0))
-    if layer_type is not None and cfg.get("model_type") == "mimo_v2_flash" and "partial_rotary_factor" not in r:
-        partial = 0.334  # (its rotary module: rope_parameters[layer_type].get("partial_rotary_factor", 0.334))
+    if layer_type is not None and cfg.get("model_type") == "mimo_v2_flash" and "partial_rotary_factor" not in r \
+            and kind == "default":  # (its rotary module's own default frequencies:
+        partial = 0.334  # rope_parameters[layer_type].get("partial_rotary_factor", 0.334); other types: 1.0)
     mpe = orig = cfg.get("max_position_embeddings")
     if cfg.get("model_type") == "bailing_hybrid" and "model_max_length" in cfg:
         # (its class keeps max_position_embeddings as model_max_length, which a file's key sets after the

@@ -422,12 +422,14 @@ def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     if _remote(config, like) is not None:
         return ()
     _, e, _ = _entry_of(config, like)
-    return tuple(sorted(p for p, v in (e.get("parts") or {}).items() if v["pairs"] != "unknown"))
+    return tuple(sorted(p for p, v in (e.get("parts") or {}).items()
+                        if v["pairs"] != "unknown" and v.get("at") != "unknown"))
 
 
 # Where a part with heads of its own rotates in them (the table's `at`, found by running the model) as ModelRope
 # says it: DeepSeek-V3.2's indexer q[..., :qk_rope_head_dim], HY-V4's q[..., -qk_rope_head_dim:]
 _AT_CHANNELS = {"start": "first", "end": "last"}
+_AT_WORDS = {"start": "at the start of", "end": "at the end of", None: "at the start of"}
 
 
 def _part_fields(e: dict, part: str | None) -> dict[str, str]:
@@ -451,8 +453,8 @@ def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
                              f"got {brief(width)}")
         if width < rotary:
             raise ValueError(f"config: {key} {brief(width)} is narrower than the {brief(rotary)} channels "
-                             f"{model_type}'s {part} rotates at the {v.get('at', 'start')} of each of its heads: "
-                             "its model cannot split them; refused")
+                             f"{model_type}'s {part} rotates {_AT_WORDS.get(v.get('at'), 'in')} each of its "
+                             "heads: its model cannot split them; refused")
 
 
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
@@ -773,18 +775,21 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
 def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     """A layer type's dict lacking partial_rotary_factor, where the model's rotary module reads the type's factor
     from it with a fallback of its own (the table's `partial_absent`: MiMo-V2-Flash's 0.334, ZAYA's 1.0): that
-    fallback; a top-level factor beside it refused (the module takes one only where transformers'
-    standardization has run for another layer type first: an order of its own code)."""
-    if "partial_absent" not in e or "partial_rotary_factor" in rope:
+    fallback for the default rope type, whose frequencies the module computes itself (the library's functions
+    of the other types fall back to 1.0, as vkrope reads them); a top-level factor beside it refused (the module
+    takes one only where transformers' standardization has run for another layer type first: an order of its
+    own code). A null factor is none (transformers' standardization skips it)."""
+    if "partial_absent" not in e or rope.get("partial_rotary_factor") is not None:
         return rope
-    top = next((k for k in config_rules.PARTIAL_KEYS if k in cfg), None)
+    top = next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
     if top is not None:
         raise ValueError(f"config: {top} at the top level, and {where.removeprefix('config: ')}partial_rotary_factor "
                          "is missing: this model's "
                          f"rotary module reads a layer type's factor from its dict (else {e['partial_absent']}), and "
                          "a top-level one only where another layer type's RoPE was set up first; give it in the "
                          "layer type's dict")
-    return {**rope, "partial_rotary_factor": e["partial_absent"]}
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    return {**rope, "partial_rotary_factor": e["partial_absent"]} if kind == "default" else rope
 
 
 def _same_type(name: Any, renamed: dict[str, str]) -> Any:
