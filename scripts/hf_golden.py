@@ -115,6 +115,7 @@ def _rotary_modules(transformers) -> dict:
         "bailing_hybrid": (mods.bailing_hybrid.modeling_bailing_hybrid, "BailingHybridRotaryEmbedding"),
         "hy_v4_vl_text": (mods.hy_v4_vl.modeling_hy_v4_vl, "HYV4VLRotaryEmbedding"),
         "mimo_v2_flash": (mods.mimo_v2_flash.modeling_mimo_v2_flash, "MiMoV2FlashRotaryEmbedding"),
+        "step3p5": (mods.step3p7.modeling_step3p7, "Step3p7RotaryEmbedding"),  # (step3p5 lives in step3p7)
     }
 
 

@@ -657,13 +657,15 @@ def own_rope_reads(model_type: str) -> list[str]:
     return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
 
 
-def partial_absent(model_type: str, facts: dict) -> float | None:
+def partial_absent(model_type: str, facts: dict) -> dict:
     """For a model with RoPE per layer type whose rotary module reads a layer type's partial factor from that
     type's dict with a fallback of its own (`rope_parameters[layer_type].get("partial_rotary_factor", X)` in its
-    modeling file: MiMo-V2-Flash's 0.334, ZAYA's 1.0), X, checked by building the module with every type's dict
-    lacking the key (each type's width int(head_dim * X)); None for any other. from_hf reads X where a type's
-    dict lacks it and refuses a top-level factor there (the module takes one only where transformers'
-    standardization has run for another layer type first)."""
+    modeling file: MiMo-V2-Flash's 0.334, ZAYA's 1.0), {"partial_absent": X}, checked by building the module
+    with every type's dict lacking the key (each default type's width int(head_dim * X), each linear one's the
+    head), and "partial_top": "merged" where the config class, given a top-level factor, merges it into every
+    type's dict (Step 3.5's); {} for any other. from_hf reads X where a type's dict lacks it, and a top-level
+    factor only where merged (elsewhere the module takes it only where transformers' standardization has run
+    for another layer type first: refused)."""
     import inspect  # noqa: PLC0415
     import re  # noqa: PLC0415
 
@@ -673,12 +675,13 @@ def partial_absent(model_type: str, facts: dict) -> float | None:
     text, rot_cls = text_rotary(model_type)
     module = hf_probe.modeling_module(text)
     if not _nested(rp) or module is None or rot_cls is None:
-        return None
+        return {}
     found = set(re.findall(r"rope_parameters\[layer_type\]\.get\(\s*[\"']partial_rotary_factor[\"']\s*,\s*([0-9.]+)\s*\)",
                            inspect.getsource(module)))
     if len(found) != 1:
-        return None
+        return {}
     fallback = float(found.pop())
+    merged = top_merged(text, rp)
     text.rope_parameters = {t: {k: v for k, v in d.items() if k != "partial_rotary_factor"} for t, d in rp.items()}
     for key in ("partial_rotary_factor", "rotary_pct"):
         if hasattr(text, key):
@@ -695,7 +698,16 @@ def partial_absent(model_type: str, facts: dict) -> float | None:
             if inv is None or inv.numel() != len(range(0, int(head * factor), 2)):
                 raise SystemExit(f"{model_type}: a {kind} layer type {t} without a partial factor: "
                                  f"{None if inv is None else inv.numel()} frequencies, not int({head} x {factor}) / 2")
-    return fallback
+    return {"partial_absent": fallback, **({"partial_top": "merged"} if merged else {})}
+
+
+def top_merged(text: Any, rp: dict) -> bool:
+    """Whether the text config class, built with a top-level partial_rotary_factor beside per-type dicts that
+    lack one, puts it in every type's dict (Step 3.5's; ZAYA's and MiMo-V2-Flash's keep theirs without)."""
+    d = {k: v for k, v in text.to_dict().items() if k != "model_type"}
+    stripped = {t: {k: v for k, v in r.items() if k != "partial_rotary_factor"} for t, r in rp.items()}
+    built = type(text)(**{**d, "rope_parameters": stripped, "partial_rotary_factor": 0.3125})
+    return all(isinstance(r, dict) and r.get("partial_rotary_factor") == 0.3125 for r in built.rope_parameters.values())
 
 
 TURNED_FROM = ("default", "linear", "dynamic")  # the rope types a rope_reads key is probed beside (type_by_key)
@@ -1130,7 +1142,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if why:
         return {**entry, "status": why}
     entry["nope"] = rule
-    entry.update({"partial_absent": absent} if (absent := partial_absent(model_type, facts)) is not None else {})
+    entry.update(partial_absent(model_type, facts))
     keys = sorted({l["rope_key"] for l in rotating}, key=str)
     options = [candidates(facts, k) for k in keys]
     reason = "no head-dim key holds the width its attention rotates"

@@ -776,12 +776,15 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     """A layer type's dict lacking partial_rotary_factor, where the model's rotary module reads the type's factor
     from it with a fallback of its own (the table's `partial_absent`: MiMo-V2-Flash's 0.334, ZAYA's 1.0): that
     fallback for the default rope type, whose frequencies the module computes itself (the library's functions
-    of the other types fall back to 1.0, as vkrope reads them); a top-level factor beside it refused (the module
-    takes one only where transformers' standardization has run for another layer type first: an order of its
-    own code). A null factor is none (transformers' standardization skips it)."""
+    of the other types fall back to 1.0, as vkrope reads them). A top-level factor beside it: read where the
+    config class merges it into every type's dict (the table's `partial_top`, Step 3.5's), else refused (the
+    module takes one only where transformers' standardization has run for another layer type first: an order
+    of its own code). A null factor is none (transformers' standardization skips it)."""
     if "partial_absent" not in e or rope.get("partial_rotary_factor") is not None:
         return rope
     top = next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
+    if top == "partial_rotary_factor" and e.get("partial_top") == "merged":  # (Step 3.5's class merges it)
+        return {**rope, "partial_rotary_factor": cfg[top]}
     if top is not None:
         raise ValueError(f"config: {top} at the top level, and {where.removeprefix('config: ')}partial_rotary_factor "
                          "is missing: this model's "
