@@ -415,6 +415,7 @@ def _bench_mode(name: str, args: argparse.Namespace, bench: Any, out_dir: Any) -
     _make_dir(out_dir)
     check_output_path(str(out_dir / f"bench_{name}.json"), "--out", None, streams=False)
     header = bench.run_header()  # (its start, as the kernel benchmark's date is)
+    bench.warn_if_validating(header["device"])
     result = mode.run(**({} if args.repeats is None else {"repeats": args.repeats}))  # (else run()'s default)
     result = {"mode": name, "run": header, **(result if isinstance(result, dict) else {"rows": result})}
     text = (json.dumps(result, indent=1, default=str) + "\n").encode()
@@ -455,14 +456,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.chart_from:  # a chart from an earlier run's JSON (e.g. one from a machine without matplotlib)
         return _chart_from(bench, args.chart_from, args.plot)
     out_dir = Path(args.out or BENCH_OUT)
-    made = not os.path.lexists(out_dir)
+    made = _missing_folders(out_dir)
     try:
         return _bench_mode(name, args, bench, out_dir) if name else _bench_kernel(args, bench, out_dir, in_out)
     except BaseException:
-        if made and out_dir.is_dir() and not any(out_dir.iterdir()):  # (a failed run leaves no empty folder it
-            with contextlib.suppress(OSError):                         # made; one that wrote rows keeps them;
-                out_dir.rmdir()                                        # the run's own error is what is said)
+        for folder in made:  # (a failed run leaves no empty folder it made, --out's parents included; one that
+            with contextlib.suppress(OSError):  # wrote rows keeps them; rmdir removes only an empty folder, and
+                os.rmdir(folder)  # the run's own error is what is said)
         raise
+
+
+def _missing_folders(path: Any) -> list[Any]:
+    """`path` and each of its parents that is not there (what `bench --out`'s mkdir makes), deepest first."""
+    missing = []
+    while not os.path.lexists(path) and path.parent != path:  # (lexists: False where the name cannot be looked up)
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bool) -> int:
@@ -490,12 +500,15 @@ def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bo
             raise ValueError(f"{'--shapes' if args.shapes else 'the default shapes (--quick is smaller)'}: a "
                              f"shape's arrays do not fit in this machine's memory ({exc})") from None
         raise
-    bench.save_json(result, str(json_path))
+    try:
+        bench.save_json(result, str(json_path))
+    except ValueError as exc:  # (a full disk: the rows are in the partial JSON, saved after the last shape)
+        raise ValueError(f"{exc}; the run's rows are in {partial} (\"complete\": false there), {kept}") from None
     partial.unlink(missing_ok=True)
     print(f"wrote {json_path}")
     plot_path = args.plot or str(out_dir / "bench.png")
     try:
-        _chart(bench, result, plot_path)
+        _chart(bench, result, plot_path, "--plot" if args.plot else "--out (its chart, bench.png)")
     except ImportError:
         if args.plot:
             raise
@@ -516,6 +529,10 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
         raise ValueError(f"--shapes must look like 1x256x256,8x4096x256; got {text!r}") from None
     if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
         raise ValueError(f"--shapes: each shape is BxNxC with C even; got {text!r}")
+    for sh in shapes:  # (numpy's own "Maximum allowed dimension exceeded" came after the table's header)
+        if math.prod(sh) * 4 > np.iinfo(np.intp).max:
+            raise ValueError(f"--shapes: {'x'.join(map(str, sh))} is larger than any numpy array (a float32 x of "
+                             f"B*N*C*4 bytes must be under 2^63); got {text!r}")
     return [(b, n, c) for b, n, c in shapes]
 
 
@@ -535,18 +552,29 @@ def _chart_from(bench: Any, path: str, plot: str | None) -> int:
         raise ValueError(f"--chart-from: {path!r} is not a `vkrope bench` JSON of this version: {exc}") from None
     from pathlib import Path  # noqa: PLC0415
 
+    if plot is None and _descriptor_path(path):  # (`--chart-from /dev/stdin < run.json` wrote /dev/stdin.png)
+        raise ValueError(f"--chart-from: {path!r} is no file in a folder to put the chart beside (a descriptor or "
+                         "device path); give the chart's path with --plot FILE.png")
     target = plot or str(Path(path).with_suffix(".png"))
     what = "--plot" if plot else "--chart-from (its chart, beside it)"
     if os.path.exists(target) and os.path.samefile(target, path):
         raise ValueError(f"{what}: the chart's path {target!r} is the JSON read; give --plot another file")
     check_output_path(target, what, "bench.png", streams=False)
-    _chart(bench, result, target)
+    _chart(bench, result, target, what)
     return 0
 
 
-def _chart(bench: Any, result: dict, path: str) -> None:
-    """Draw the chart with matplotlib; ImportError with the way to get it."""
-    bench.plot(result, path)
+def _descriptor_path(path: str) -> bool:
+    """Whether `path` is in /dev or /proc (/dev/stdin, /dev/fd/3, /proc/self/fd/0): a name for an open file, not
+    the file's place, so no other file's path is made from it."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    return any(folder == top or folder.startswith(top + os.sep) for top in ("/dev", "/proc"))
+
+
+def _chart(bench: Any, result: dict, path: str, what: str) -> None:
+    """Draw the chart with matplotlib; ImportError with the way to get it; a failed write a ValueError naming
+    `what` (the flag that chose `path`)."""
+    bench.plot(result, path, what)
     print(f"wrote {path}")
 
 
@@ -578,6 +606,21 @@ def _gguf_types(file: str, n_ctx: int | None, part: str | None) -> list:
                 for lt in ("full_attention", "sliding_attention")]
 
 
+def _check_config_path(path: str, hub_id_hint: Callable[[str, str], str]) -> None:
+    """A ValueError naming PATH where `path` leads to nothing: a symlink loop or a dangling symlink said as such,
+    not as a missing file."""
+    try:
+        os.stat(path)
+        return
+    except OSError as exc:
+        why = exc
+    if why.errno == errno.ELOOP:
+        raise ValueError(f"PATH: {path!r} is a symlink loop (its links lead back to themselves: {why.strerror})")
+    if os.path.islink(path):
+        raise ValueError(f"PATH: {path!r} is a symlink to {os.readlink(path)!r}, which does not exist")
+    raise ValueError(f"PATH: no such file or folder {path!r}{hub_id_hint(path, 'the path of a downloaded config.json')}")
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     """Print the resolved RoPE of a config.json (or its folder) or a GGUF file:
     per layer type where the model has several."""
@@ -587,9 +630,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from .models.hf import hub_id_hint  # noqa: PLC0415
 
     path = args.path
-    if not os.path.exists(path):
-        raise ValueError(f"PATH: no such file or folder {path!r}"
-                         f"{hub_id_hint(path, 'the path of a downloaded config.json')}")
+    _check_config_path(path, hub_id_hint)
     if args.plot:
         check_output_path(args.plot, "--plot", "freqs.png", streams=False)
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
@@ -705,21 +746,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"vkrope: error: {message} (see {self.prog} --help)\n")
 
 
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an int >= `minimum`."""
+def int_at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an int >= `minimum` (and <= `maximum`, where given)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = minimum - 1
-        if value < minimum:
+        if value < minimum or (maximum is not None and value > maximum):
             what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-            raise argparse.ArgumentTypeError(f"must be {what}; got {brief(text)}")  # (cut: 5000 digits stay out)
+            most = "" if maximum is None else f" of at most {maximum}"
+            raise argparse.ArgumentTypeError(f"must be {what}{most}; got {brief(text)}")  # (cut: 5000 digits stay out)
         return value
     return parse
 
 
 positive_int = int_at_least(1)
+MAX_REPEATS = 1000  # bench --repeats: a median of 1000 timings moves no further, and more ran for days
 nonnegative_int = int_at_least(0)
 
 
@@ -791,7 +834,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="decode loops (advancing against fixed position), the fused step, fp8 against float16 caches, "
                         "the context shift, and the numpy path's cost over resident")
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
-    p.add_argument("--repeats", type=positive_int, help="timed repeats per measurement (default: 9, or 5 with --quick; "
+    p.add_argument("--repeats", type=int_at_least(1, MAX_REPEATS),
+                   help=f"timed repeats per measurement, at most {MAX_REPEATS} (default: 9, or 5 with --quick; "
                         "--family, --decode, --overhead: 7; --nd: 5)")
     storages = [c for c in STORAGE_CHOICES if c != "auto"]
     dtypes = list(TENSOR_DTYPES.names)

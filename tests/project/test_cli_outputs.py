@@ -3,8 +3,10 @@ is its input, empty path flags, charts of paths holding `$`, and the messages of
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -92,7 +94,7 @@ def test_a_benchmark_cut_short_leaves_the_last_complete_json(tmp_path, capsys, m
         return {"complete": True, "rows": []}
 
     monkeypatch.setattr(kernel, "run", done)
-    monkeypatch.setattr(kernel, "plot", lambda result, path: None)
+    monkeypatch.setattr(kernel, "plot", lambda result, path, what: None)
     assert main(["bench", "--shapes", "1x64x64", "--out", str(out)]) == 0
     assert json.loads((out / "bench.json").read_text()) == {"complete": True, "rows": []}
     assert not (out / "bench.partial.json").exists()
@@ -103,7 +105,7 @@ def test_a_benchmark_cut_short_leaves_the_last_complete_json(tmp_path, capsys, m
     monkeypatch.setattr(kernel, "run", nothing)
     fresh = tmp_path / "fresh" / "out"
     assert main(["bench", "--shapes", "1x64x64", "--out", str(fresh)]) == 1
-    assert not fresh.exists() and (tmp_path / "fresh").is_dir()  # (its parent, made too, is the user's to keep)
+    assert not (tmp_path / "fresh").exists()  # (its parent, made too and empty, goes with it)
     monkeypatch.setattr(kernel, "run", cut)
     assert main(["bench", "--shapes", "1x64x64", "--out", str(fresh)]) == 1
     assert (fresh / "bench.partial.json").exists()  # (rows written: the folder stays)
@@ -362,7 +364,7 @@ def test_a_chart_in_the_out_folder_the_run_makes(tmp_path, capsys, monkeypatch):
 
     drawn, ran = [], []
     monkeypatch.setattr(kernel, "run", lambda **kw: ran.append(1) or {"complete": True, "rows": []})
-    monkeypatch.setattr(kernel, "plot", lambda result, path: drawn.append(path))
+    monkeypatch.setattr(kernel, "plot", lambda result, path, what: drawn.append(path))
     new = tmp_path / "new"
     assert main(["bench", "--shapes", "1x8x8", "--out", str(new), "--plot", str(new / "x.png")]) == 0, \
         capsys.readouterr().err
@@ -521,3 +523,239 @@ def test_json_bytes_past_the_cap_are_refused_whatever_the_file_said(tmp_path):
                                          r"reads$"):
         files.parse_json(b" " * (files.JSON_LIMIT + 1), "grown.json", "PATH")
     assert files.parse_json(b" " * (files.JSON_LIMIT - 2) + b"{}", "ok.json", "PATH") == {}
+
+
+def test_a_scaled_ceiling_is_said_to_be_scaled(monkeypatch):
+    """Past one binding (maxStorageBufferRange) or a quarter of maxMemoryAllocationSize a ceiling is timed on
+    fewer bytes and scaled linearly; the table, the JSON and the chart presented it as measured at x's size.
+    Each says it now: the row counts the bytes timed, its values are marked * with a line saying from what
+    size, and the chart draws the point hollow, its legend naming the size (a row of an older run, without the
+    counts, from its device's limits)."""
+    pytest.importorskip("matplotlib")
+    from forced import force_limits
+
+    from vkrope.bench import kernel
+
+    monkeypatch.setattr(kernel, "Device", lambda: force_limits(vkrope.Device(), max_memory_allocation_size=256 << 10,
+                                                               max_storage_buffer_range=32 << 10))
+    lines: list[str] = []
+    result = kernel.run(shapes=[(1, 128, 256)], storages=("buffer",), dtypes=("float32",), repeats=1,
+                        log=lines.append)
+    table = result["rows"][0]  # x 128 KiB; its copy moves x + half the 128 KiB table
+    assert (table["texel_copy_timed_bytes"], table["copy_timed_bytes"]) == (32 << 10, 64 << 10)
+    row_line = next(line for line in lines if line.startswith("(1, 128, 256)"))
+    assert row_line.split()[9:12] == [f"{table['texel_copy_gbps']:.1f}*", f"{table['texel_copy_over_kernel']:.2f}*",
+                                       f"{table['copy_gbps']:.1f}*"], row_line
+    assert lines[-1].startswith("  * scaled, not measured at this size: tcopy timed on 0.03125 of 0.125 MiB; copy "
+                                "(table) timed on 0.0625 of 0.1875 MiB"), lines
+    assert "scaled linearly" in result["notes"] and "copy_timed_bytes" in result["notes"]
+    drawn = []
+    monkeypatch.setattr(kernel, "save_figure", lambda fig, path, what, **kw: drawn.append(fig))
+    for row in result["rows"]:  # (an older run's rows: the counts from the device's limits)
+        del row["texel_copy_timed_bytes"], row["copy_timed_bytes"]
+    kernel.plot(json.loads(json.dumps(result, default=str)), "c.png")
+    labels = [t.get_text() for t in drawn[0].axes[0].get_legend().get_texts()]
+    assert "texel-copy shader, float32 (roofline); hollow: timed on 0.03125 MiB, scaled linearly" in labels, labels
+    assert "vkCmdCopyBuffer, same bytes as the float32 table kernel; hollow: timed on 0.0625 MiB, scaled " \
+           "linearly" in labels, labels
+    hollow = [ln for ln in drawn[0].axes[0].lines if ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 2
+
+
+def test_a_one_shape_chart_marks_every_series(monkeypatch):
+    """`bench --shapes 1x64x32` drew its ceilings as lines without markers: one point each, nothing shown."""
+    pytest.importorskip("matplotlib")
+    from vkrope.bench import kernel
+
+    result = json.loads((ROOT / "docs" / "data" / "h200" / "bench-quick.json").read_text())
+    result["rows"] = [r for r in result["rows"] if r["shape"] == [1, 256, 256] and r["dtype"] == "float16"]
+    drawn = []
+    monkeypatch.setattr(kernel, "save_figure", lambda fig, path, what, **kw: drawn.append(fig))
+    kernel.plot(result, "c.png")
+    lines = drawn[0].axes[0].lines
+    assert len(lines) >= 5 and all(len(ln.get_xdata()) == 1 for ln in lines)
+    unmarked = [ln.get_label() for ln in lines if ln.get_marker() in ("None", "", " ", None)]
+    assert unmarked == [], unmarked
+
+
+@pytest.mark.parametrize("path", ["/dev/fd/0", "/proc/self/fd/0"])
+def test_chart_from_a_descriptor_path_asks_for_plot(tmp_path, path):
+    """`bench --chart-from /dev/stdin < run.json` wrote /dev/stdin.png: a descriptor's path is no place for a
+    chart beside it. Refused without --plot, asking for it; drawn with it."""
+    pytest.importorskip("matplotlib")
+    src = ROOT / "docs" / "data" / "h200" / "bench-quick.json"
+    with open(src, "rb") as stdin:
+        res = _vkrope("bench", "--chart-from", path, stdin=stdin, capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 1 and res.stderr == (
+        f"vkrope: error: ValueError: --chart-from: {path!r} is no file in a folder to put the chart beside (a "
+        "descriptor or device path); give the chart's path with --plot FILE.png\n"), res.stderr
+    with open(src, "rb") as stdin:
+        res = _vkrope("bench", "--chart-from", path, "--plot", "c.png", stdin=stdin, capture_output=True, text=True,
+                      cwd=tmp_path)
+    assert res.returncode == 0 and (tmp_path / "c.png").stat().st_size > 1000, res.stderr
+
+
+def test_a_failed_bench_removes_every_empty_folder_it_made(tmp_path, capsys, monkeypatch):
+    """`bench --out n1/n2/n3` failing (a shape too large, a Ctrl-C) removed n3 and left n1/n2/; a name too long
+    was an OSError from that clean-up, naming no flag. Every folder the run made and left empty goes; the
+    user's own folders stay."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    def stop(**kw):
+        raise kw.pop("error")
+
+    (tmp_path / "mine").mkdir()
+    for error, made in ((MemoryError("Unable to allocate 9 TiB"), "n1/n2/n3"), (KeyboardInterrupt(), "mine/a/b")):
+        monkeypatch.setattr(kernel, "run", lambda **kw: stop(error=error, **kw))
+        monkeypatch.chdir(tmp_path)
+        if isinstance(error, KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt):
+                main(["bench", "--shapes", "1x16x8", "--out", made])
+        else:
+            assert main(["bench", "--shapes", "1x16x8", "--out", made]) == 1
+        assert sorted(os.listdir(tmp_path)) == ["mine"] and os.listdir(tmp_path / "mine") == []
+    capsys.readouterr()
+    long = "a" * 300
+    for out in (long, f"p1/{long}"):
+        assert main(["bench", "--shapes", "1x16x8", "--out", out]) == 1
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --out: cannot use {out!r} as the output "
+                                           "folder (File name too long)\n")
+        assert sorted(os.listdir(tmp_path)) == ["mine"]
+
+
+def test_bench_shapes_and_repeats_past_any_sane_size_are_refused_first(tmp_path, capsys, monkeypatch):
+    """`--shapes 99999999999999999999x64x32` printed the table's header, then numpy's "Maximum allowed
+    dimension exceeded" naming no flag; `--repeats 99999999999999999999` was taken and ran for ever. Both are
+    refused before any work, naming the flag; --repeats takes up to 1000."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    asked = []
+    monkeypatch.setattr(kernel, "run", lambda **kw: asked.append(kw) or pytest.fail("ran"))
+    out = str(tmp_path / "p1" / "p2")
+    assert main(["bench", "--out", out, "--shapes", "99999999999999999999x64x32"]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == (
+        "vkrope: error: ValueError: --shapes: 99999999999999999999x64x32 is larger than any numpy array (a float32 "
+        "x of B*N*C*4 bytes must be under 2^63); got '99999999999999999999x64x32'\n")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(SystemExit) as exit_:  # (a usage error: argparse's exit)
+        main(["bench", "--out", out, "--repeats", "99999999999999999999"])
+    assert exit_.value.code == 1 and capsys.readouterr().err == ("vkrope: error: argument --repeats: must be a positive integer of at most "
+                                       "1000; got '99999999999999999999' (see vkrope bench --help)\n")
+    monkeypatch.setattr(kernel, "run", lambda **kw: asked.append(kw) or sys.exit(3))
+    with pytest.raises(SystemExit):
+        main(["bench", "--out", out, "--shapes", "1x16x8", "--repeats", "1000"])
+    assert asked[0]["repeats"] == 1000
+
+
+def _full_disk_for(name: str, real):
+    """write_whole, whose write of a file called `name` fails as on a full disk."""
+    def write_whole(path, write, what, then=None):
+        def full(fh):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, full if os.path.basename(path) == name else write, what, then)
+    return write_whole
+
+
+def test_a_full_disk_says_where_the_rows_are_and_what_was_written(tmp_path, capsys, monkeypatch):
+    """A full disk at bench.json named only bench.json (the rows were in bench.partial.json, unsaid); a chart
+    that could not be written was "--plot: cannot write" without --plot: the flag that chose the file."""
+    pytest.importorskip("matplotlib")
+    from vkrope import charts
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    result = json.loads((ROOT / "docs" / "data" / "h200" / "bench-quick.json").read_text())
+
+    def run(**kw):
+        kernel.save_json(result, kw["json_path"])
+        return result
+
+    monkeypatch.setattr(kernel, "run", run)
+    monkeypatch.setattr(kernel, "write_whole", _full_disk_for("bench.json", kernel.write_whole))
+    out = tmp_path / "out"
+    assert main(["bench", "--shapes", "1x16x8", "--out", str(out)]) == 1
+    partial = out / "bench.partial.json"
+    assert capsys.readouterr().err == (
+        f"vkrope: error: ValueError: --out: cannot write {str(out / 'bench.json')!r} (No space left on device); the "
+        f"run's rows are in {partial} (\"complete\": false there), no {out / 'bench.json'} was written\n")
+    assert json.loads(partial.read_text())["rows"] == result["rows"]
+    monkeypatch.undo()
+    monkeypatch.setattr(kernel, "run", run)
+    monkeypatch.setattr(charts, "write_whole", _full_disk_for("bench.png", charts.write_whole))
+    assert main(["bench", "--shapes", "1x16x8", "--out", str(out)]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --out (its chart, bench.png): cannot write "
+                                       f"{str(out / 'bench.png')!r} (No space left on device)\n")
+    assert main(["bench", "--chart-from", str(out / "bench.json")]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: --chart-from (its chart, beside it): cannot write "
+                                       f"{str(out / 'bench.png')!r} (No space left on device)\n")
+
+
+def test_bench_under_the_validation_layer_warns(tmp_path, capsys, monkeypatch):
+    """`VKROPE_VALIDATION=1 vkrope bench` printed its (slower) timings without a word: one line on stderr now,
+    for the kernel benchmark and a mode alike, and the JSON says so as before; none without the layer."""
+    pytest.importorskip("matplotlib")
+    from vkrope.__main__ import main
+    from vkrope.bench import nd
+    from vkrope.bench.kernel import VALIDATION_WARNING
+
+    warning = VALIDATION_WARNING + "\n"
+    assert "validation layer is on" in warning and "slower" in warning
+    monkeypatch.setattr(nd, "run", lambda **kw: {"rows": []})
+    for on in ("1", "0"):
+        monkeypatch.setenv("VKROPE_VALIDATION", on)
+        out = tmp_path / on
+        assert main(["bench", "--shapes", "1x16x8", "--storage", "buffer", "--dtype", "float32", "--repeats", "1",
+                     "--out", str(out)]) == 0
+        assert capsys.readouterr().err == (warning if on == "1" else "")
+        assert json.loads((out / "bench.json").read_text())["device"]["validation"] is (on == "1")
+        assert main(["bench", "--nd", "--out", str(out)]) == 0
+        assert capsys.readouterr().err == (warning if on == "1" else "")
+
+
+def test_cli_md_names_every_flag_of_every_command(capsys):
+    """docs/cli.md's synopsis lacked `config --part`, which --help lists: every flag a command's --help lists is in
+    that command's synopsis lines (its `vkrope COMMAND ...` lines and their continuations, comments left out)."""
+    from vkrope.__main__ import main
+
+    synopsis: dict[str, str] = {}
+    command = None
+    text = (ROOT / "docs" / "cli.md").read_text()
+    block = next(part for part in text.split("\n\n") if part.startswith("    vkrope "))  # (the first code block)
+    for line in block.splitlines():
+        code = line.split("#")[0]
+        if code.strip().startswith("vkrope "):
+            command = code.split()[1]
+        synopsis[command] = synopsis.get(command, "") + " " + code
+    for command in ("info", "apply", "rotary-embedding", "config", "demo", "bench"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        said = capsys.readouterr().out
+        short = dict((long, s) for s, long in re.findall(r"(?<![\w-])(-\w) \S+, (--[\w-]+)", said))  # (-o, --output)
+        flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", said)) - {"--help"}
+        missing = [flag for flag in sorted(flags)
+                   if not re.search(rf"{short.get(flag, flag)}(?![\w-])", synopsis.get(command, ""))]
+        assert missing == [], (command, missing)
+
+
+def test_apply_and_config_say_what_is_wrong(tmp_path, capsys):
+    """`apply` with a FREQS.npy of shape (64, 30) for C = 32 said it "has 60 rows", not that its width differs;
+    `config` on a symlink loop said "no such file or folder"."""
+    from vkrope.__main__ import main
+
+    np.save(tmp_path / "x.npy", np.zeros((1, 64, 32), np.float32))
+    np.save(tmp_path / "f.npy", np.zeros((64, 30), np.float32))
+    assert main(["apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(tmp_path / "o.npy")]) == 1
+    assert "FREQS.npy has 60 rows (1920 values in shape (64, 30), real [Nf, C] = [Nf, 32] (or [1, Nf, C/2, 2]); its " \
+           "last axis is 30 wide, not C = 32)" in capsys.readouterr().err
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    os.symlink(tmp_path / "nothing", tmp_path / "dangling")
+    for path, said in ((tmp_path / "a", "is a symlink loop (its links lead back to themselves: Too many levels of "
+                                        "symbolic links)"),
+                       (tmp_path / "a" / "config.json", "is a symlink loop"),
+                       (tmp_path / "dangling", f"is a symlink to {str(tmp_path / 'nothing')!r}, which does not exist")):
+        assert main(["config", str(path)]) == 1
+        assert capsys.readouterr().err.startswith(f"vkrope: error: ValueError: PATH: {str(path)!r} {said}")

@@ -10,7 +10,10 @@ Bytes moved are what the kernel reads and writes in device memory: x, out
 and the table (2 * x + table), or the generated frequencies' per-column
 words instead of the table. Kernel GB/s are counted on those bytes; the
 texel copy's on its own (2 * x). All ratios are measured in one run, on
-one machine, side by side."""
+one machine, side by side. A ceiling over more bytes than the device
+copies at once (bench/timing.py) is timed on fewer and scaled: each row
+says on how many (`texel_copy_timed_bytes`, `copy_timed_bytes`), and the
+table, the notes and the chart say which values are scaled."""
 
 from __future__ import annotations
 
@@ -20,8 +23,10 @@ import math
 import platform
 import reprlib
 import statistics
+import sys
 import time
 from datetime import datetime, timezone
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
@@ -31,7 +36,7 @@ from ..files import write_whole
 from ..ops import sam2
 from ..ops.lowering import lower
 from .baselines import numpy_rope
-from .timing import time_copy, time_request, time_texel_copy
+from .timing import copy_timed_bytes, texel_copy_timed_bytes, time_copy, time_request, time_texel_copy, timed_bytes
 from ..device import Device
 from ..freqs import MAX_POSITION, AxialFreqs
 from ..runtime.dtypes import BFLOAT16, as_dtype
@@ -213,9 +218,14 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                      "'table') or 2 * x + the generated columns ('generated', vkrope.AxialFreqs); texel_copy = "
                      "glsl/texel_copy.glsl over x (2 * x moved, the roofline of a one-texel kernel); copy = "
                      "vkCmdCopyBuffer moving bytes_moved; apply = end to end from numpy to numpy; resident = "
-                     "Device.apply on a DeviceArray; memcpy = numpy copyto of x",
+                     "Device.apply on a DeviceArray; memcpy = numpy copyto of x (all of it); a texel_copy over more "
+                     "than one binding holds (maxStorageBufferRange) or a copy over more than a quarter of "
+                     "maxMemoryAllocationSize is timed on that many bytes (texel_copy_timed_bytes, "
+                     "copy_timed_bytes, else the row's own) and scaled linearly: an extrapolation, marked * in "
+                     "the table",
         }
         log(f"device: {info['name']} ({info['type']}), Vulkan {info['api_version']}")
+        warn_if_validating(info)
         for name in ("torch", "wgpu"):
             log(f"{name}: {result[name]}")
         log(HEADER)
@@ -231,10 +241,25 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
                     row.update(competitor)
                     rows.append(row)
                     log(_row_line(row))
+                note = scaled_note(shape_rows, info)
+                if note:
+                    log(note)
                 if json_path:
                     save_json(result, json_path)
         result["complete"] = True
     return result
+
+
+VALIDATION_WARNING = ("vkrope: warning: the validation layer is on (VKROPE_VALIDATION): it checks every call, so "
+                      "these timings are slower than this device's; unset VKROPE_VALIDATION to benchmark")
+
+
+def warn_if_validating(info: dict[str, Any]) -> None:
+    """VALIDATION_WARNING on stderr where the device `info` runs under the validation layer (VKROPE_VALIDATION):
+    it checks every call, so the timings that follow are slower than the device's (the JSON's device facts
+    say so too)."""
+    if info.get("validation"):
+        print(VALIDATION_WARNING, file=sys.stderr)
 
 
 def _competitors() -> dict[str, Any]:
@@ -300,6 +325,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
     for storage, kind, freqs in cases:
         moved = 2 * x.nbytes + (freqs.nbytes if kind != "generated" else lower(freqs).columns.nbytes)
         copy_s = median_of(lambda: time_copy(dev, moved // 2), r)  # reads and writes moved / 2
+        texel_timed, copy_timed = timed_bytes(dev, x.nbytes, moved // 2, half)  # (fewer than asked: scaled)
         req = sam2.check(x, freqs, storage=storage)
         y = np.empty_like(x)
         kernel = median_of(lambda: time_request(dev, req, y), r)
@@ -314,6 +340,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
             "kernel_s": kernel, "kernel_gbps": moved / kernel / 1e9 if kernel else None,
             "texel_copy_s": texel_s, "texel_copy_gbps": 2 * x.nbytes / texel_s / 1e9 if texel_s else None,
             "texel_copy_over_kernel": (texel_s / kernel) if (kernel and texel_s) else None,
+            "texel_copy_timed_bytes": texel_timed, "copy_timed_bytes": copy_timed,
             "copy_s": copy_s, "copy_gbps": moved / copy_s / 1e9 if copy_s else None,
             "copy_over_kernel": (copy_s / kernel) if (kernel and copy_s) else None,
             "apply_s": t_apply, "resident_apply_s": t_resident,
@@ -337,12 +364,47 @@ def _competitor_times(extras: dict[str, Any], x: np.ndarray, f: np.ndarray, r: i
     return out
 
 
+def ceiling_scaling(row: dict[str, Any], device: Any) -> dict[str, tuple[int, int]]:
+    """The ceilings of `row` that were timed on fewer bytes and scaled: "texel_copy" and / or "copy", each
+    (bytes timed, bytes of the row's ceiling). From the row's own counts; a row of an older run, without them,
+    from the `device` facts it ran on (the same rule, bench/timing.py), where they hold the limits."""
+    full = {"texel_copy": row["x_bytes"], "copy": row["bytes_moved"] // 2}
+    limits = SimpleNamespace(**device) if isinstance(device, dict) else None
+    derive = limits is not None and all(_is_number(getattr(limits, k, None), int) and getattr(limits, k) > 0
+                                        for k in ("max_storage_buffer_range", "max_memory_allocation_size"))
+    scaled = {}
+    for kind, nbytes in full.items():
+        timed = row.get(f"{kind}_timed_bytes")
+        if timed is None and derive:
+            timed = texel_copy_timed_bytes(limits, nbytes, row["dtype"] != "float32") if kind == "texel_copy" \
+                else copy_timed_bytes(limits, nbytes)
+        if timed is not None and timed < nbytes:
+            scaled[kind] = (timed, nbytes)
+    return scaled
+
+
+def scaled_note(rows: list[dict[str, Any]], device: Any) -> str | None:
+    """The table's line under `rows` (one shape and dtype) naming each ceiling timed on fewer bytes and scaled
+    (its values marked *); None where none was."""
+    parts: dict[str, None] = {}
+    for row in rows:
+        for kind, (timed, nbytes) in ceiling_scaling(row, device).items():
+            name = "tcopy" if kind == "texel_copy" else f"copy ({row['freqs']})"
+            parts[f"{name} timed on {timed / 2**20:.5g} of {nbytes / 2**20:.5g} MiB"] = None
+    if not parts:
+        return None
+    return (f"  * scaled, not measured at this size: {'; '.join(parts)} (past one binding's range or a quarter of "
+            "maxMemoryAllocationSize), each time scaled linearly to the whole")
+
+
 def _row_line(row: dict[str, Any]) -> str:
     tt, wg = row["torch"], row["wgpu"]
+    scaled = ceiling_scaling(row, None)
+    tc, cp = ("*" if kind in scaled else "" for kind in ("texel_copy", "copy"))
     return (f"{str(tuple(row['shape'])):<16} {row['dtype']:<8} {row['storage']:<9} {row['freqs']:<9} "
             f"{row['bytes_moved'] / 2**20:>7.1f} {_ms(row['kernel_s']):>9} {_num(row['kernel_gbps']):>6} "
-            f"{_num(row['texel_copy_gbps']):>10} {_num(row['texel_copy_over_kernel'], 2):>7} "
-            f"{_num(row['copy_gbps']):>9} {_ms(row['apply_s']):>9} "
+            f"{_num(row['texel_copy_gbps']) + tc:>10} {_num(row['texel_copy_over_kernel'], 2) + tc:>7} "
+            f"{_num(row['copy_gbps']) + cp:>9} {_ms(row['apply_s']):>9} "
             f"{_ms(row['resident_apply_s']):>8} {_ms(row['numpy_s']):>9} "
             f"{_num(row['numpy_over_apply'], 2):>8} {_num(row['memcpy_gbps']):>11} "
             f"{_ms(tt['op_s']) if isinstance(tt, dict) else '-':>8} "
@@ -395,6 +457,7 @@ def check_result(result: Any) -> None:
 _TEXT_KEYS = ("dtype", "storage", "freqs")
 _SIZE_KEYS = ("x_bytes", "bytes_moved", "apply_s")  # on a log axis, or divided by: > 0
 _RATE_KEYS = ("kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps")  # null where the run had no timestamps
+_TIMED_KEYS = ("texel_copy_timed_bytes", "copy_timed_bytes")  # absent from older runs' rows; compared with sizes
 
 
 def _check_row(row: dict[str, Any], i: int) -> None:
@@ -414,6 +477,10 @@ def _check_row(row: dict[str, Any], i: int) -> None:
         if not _is_number(value, (int, float)) or not _finite(value) or value < 0 or (size and value == 0):
             want = "a finite number > 0" if size else "a finite number >= 0, or null"
             raise ValueError(f"row {i}: {key} must be {want}; got {reprlib.repr(value)}")
+    for key in _TIMED_KEYS:
+        value = row.get(key)
+        if value is not None and not (_is_number(value, int) and value > 0):
+            raise ValueError(f"row {i}: {key} must be a positive integer, or null; got {reprlib.repr(value)}")
 
 
 def _is_number(value: Any, types: Any) -> bool:
@@ -427,12 +494,15 @@ def _finite(value: float) -> bool:
         return False
 
 
-def plot(result: dict[str, Any], path: str) -> None:
+def plot(result: dict[str, Any], path: str, what: str = "--plot") -> None:
     """The chart of a run (needs matplotlib, the `bench` extra): kernel GB/s
     against the size of x, one line per dtype, storage and frequency source,
     under the texel-copy roofline of each dtype, with vkCmdCopyBuffer,
-    end-to-end calls and numpy's memcpy for scale. The legend sits outside
-    the axes, so it covers no line."""
+    end-to-end calls and numpy's memcpy for scale; every series marks its
+    points (a run of one shape draws no line), and a ceiling timed on fewer
+    bytes and scaled is drawn hollow there, its legend saying from what size.
+    The legend sits outside the axes, so it covers no line. A failed write
+    is a ValueError naming `what` (the flag that chose `path`)."""
     check_result(result)
     rows = result["rows"]
     fig = figure(figsize=(11, 6))
@@ -442,15 +512,25 @@ def plot(result: dict[str, Any], path: str) -> None:
 
     def line(sel: list[dict[str, Any]], key: str, style: str, label: str, **kw: Any) -> None:
         pts = [(r["x_bytes"] / 2**20, r[key]) for r in sel if r.get(key)]
-        if pts:
-            ax.plot(*zip(*sorted(pts)), style, label=label, **kw)
+        if not pts:
+            return
+        kind = key[:-len("_gbps")]  # (texel_copy, copy: a ceiling that may be scaled)
+        scaled = {r["x_bytes"] / 2**20: got for r in sel
+                  if r.get(key) and (got := ceiling_scaling(r, result.get("device")).get(kind))}
+        if scaled:  # (an extrapolation, said as one: hollow points, and from what size)
+            label += f"; hollow: timed on {min(t for t, _ in scaled.values()) / 2**20:.5g} MiB, scaled linearly"
+        (drawn,) = ax.plot(*zip(*sorted(pts)), style, label=label, **kw)
+        if scaled:
+            ax.plot(*zip(*sorted((x, v) for x, v in pts if x in scaled)), linestyle="none", marker=drawn.get_marker(),
+                    markersize=drawn.get_markersize() + 3, markerfacecolor="white", color=drawn.get_color(),
+                    alpha=kw.get("alpha"))
 
     for dtype in sorted({r["dtype"] for r in rows}):
         of_dtype = [r for r in rows if r["dtype"] == dtype]
         shade = 1.0 if dtype == "float32" else 0.55  # the ceilings of each dtype, told apart
         per_shape = list({tuple(r["shape"]): r for r in of_dtype}.values())  # one row per shape for the ceilings
         table_rows = list({tuple(r["shape"]): r for r in of_dtype if r["freqs"] == "table"}.values())
-        line(per_shape, "texel_copy_gbps", "--", f"texel-copy shader, {dtype} (roofline)", color="black", lw=2.2,
+        line(per_shape, "texel_copy_gbps", "s--", f"texel-copy shader, {dtype} (roofline)", color="black", lw=2.2,
              alpha=shade)
         for storage, kind in sorted({(r["storage"], r["freqs"]) for r in of_dtype}):
             sel = [r for r in of_dtype if r["storage"] == storage and r["freqs"] == kind]
@@ -458,9 +538,9 @@ def plot(result: dict[str, Any], path: str) -> None:
             if kind == "table":
                 e2e = [dict(r, e2e_gbps=r["bytes_moved"] / r["apply_s"] / 1e9) for r in sel]
                 line(e2e, "e2e_gbps", "x:", f"vkrope.apply numpy to numpy, {dtype} {storage}")
-        line(table_rows, "copy_gbps", "-.", f"vkCmdCopyBuffer, same bytes as the {dtype} table kernel", color="grey",
+        line(table_rows, "copy_gbps", "^-.", f"vkCmdCopyBuffer, same bytes as the {dtype} table kernel", color="grey",
              alpha=shade)
-        line(per_shape, "memcpy_gbps", ":", f"numpy memcpy of x, {dtype} (host)", color="grey", alpha=shade)
+        line(per_shape, "memcpy_gbps", "v:", f"numpy memcpy of x, {dtype} (host)", color="grey", alpha=shade)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("size of x (MiB)")
@@ -470,7 +550,7 @@ def plot(result: dict[str, Any], path: str) -> None:
                  "kernel bytes = read x + write out + read the table (or the generated columns)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    save_figure(fig, path, "--plot", dpi=110, bbox_inches="tight")
+    save_figure(fig, path, what, dpi=110, bbox_inches="tight")
 
 
 def save_json(result: dict[str, Any], path: str) -> None:

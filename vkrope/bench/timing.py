@@ -5,7 +5,10 @@ over device-local work buffers that the runtime keeps for the purpose.
 
 Past a quarter of maxMemoryAllocationSize (or one binding's range, for the
 shader) a ceiling is timed on that many bytes and scaled linearly: copies
-that large already run at full bandwidth."""
+that large already run at full bandwidth. `copy_timed_bytes` and
+`texel_copy_timed_bytes` say how many bytes a ceiling was timed on, so that
+a scaled one is reported as scaled, not as a measurement of the whole
+tensor."""
 
 from __future__ import annotations
 
@@ -21,17 +24,33 @@ from ..runtime.steps import WRITE, Launch, arg
 WORKGROUP = 64
 
 
-def _cap(rt: Runtime) -> int:
-    return max(GROWTH, fit.allocation_limit(rt.limits) // 4)
+def _cap(limits: Any) -> int:
+    return max(GROWTH, fit.allocation_limit(limits) // 4)
+
+
+def copy_timed_bytes(limits: Any, nbytes: int) -> int:
+    """The bytes a vkCmdCopyBuffer ceiling of `nbytes` is timed on, on a device of `limits` (its
+    VkPhysicalDeviceLimits as read, or a benchmark JSON's device facts of the same names): `nbytes`, or a quarter
+    of maxMemoryAllocationSize where `nbytes` is more (its time then scaled linearly)."""
+    return min(nbytes, _cap(limits))
+
+
+def texel_copy_timed_bytes(limits: Any, nbytes: int, half: bool) -> int:
+    """The bytes the texel-copy ceiling of `nbytes` (16-bit texels where `half`) is timed on: `nbytes`, or what
+    one binding holds (maxStorageBufferRange, at most a quarter of maxMemoryAllocationSize, in whole texels)
+    where `nbytes` is more (its time then scaled linearly)."""
+    texel = 8 if half else 16
+    cap = min(_cap(limits), limits.max_storage_buffer_range) // texel * texel
+    return nbytes if nbytes <= cap else cap
 
 
 def _copy_seconds(rt: Runtime, nbytes: int) -> float | None:
     """GPU seconds of one vkCmdCopyBuffer of `nbytes` (it reads and writes
     them: 2 * nbytes moved) between two device buffers."""
-    cap = _cap(rt)
-    if nbytes > cap:
-        seconds = _copy_seconds(rt, cap)
-        return None if seconds is None else seconds * nbytes / cap
+    timed = copy_timed_bytes(rt.limits, nbytes)
+    if timed < nbytes:
+        seconds = _copy_seconds(rt, timed)
+        return None if seconds is None else seconds * nbytes / timed
     src = rt.work_buffer("bench_src", nbytes, host_visible=False)
     dst = rt.work_buffer("bench_dst", nbytes, host_visible=False)
     rt.drain()
@@ -50,10 +69,10 @@ def _texel_copy_seconds(rt: Runtime, nbytes: int, half: bool) -> float | None:
     invocation per texel, 2 * nbytes moved. The floor of a one-texel
     kernel over the same tensor."""
     texel = 8 if half else 16
-    cap = min(_cap(rt), rt.limits.max_storage_buffer_range) // texel * texel
-    if nbytes > cap:
-        seconds = _texel_copy_seconds(rt, cap, half)
-        return None if seconds is None else seconds * nbytes / cap
+    timed = texel_copy_timed_bytes(rt.limits, nbytes, half)
+    if timed < nbytes:
+        seconds = _texel_copy_seconds(rt, timed, half)
+        return None if seconds is None else seconds * nbytes / timed
     texels = max(1, -(-nbytes // texel))
     size = texels * texel
     src = rt.work_buffer("bench_src", size, host_visible=False)
@@ -81,6 +100,13 @@ def time_texel_copy(dev: Any, nbytes: int, half: bool) -> float | None:
     """GPU seconds of the texel-copy shader over `nbytes` of 16-bit (`half`) or float32 texels on `dev` (the
     roofline)."""
     return dev._on_runtime(_texel_copy_seconds, nbytes, half)
+
+
+def timed_bytes(dev: Any, nbytes: int, copied: int, half: bool) -> tuple[int, int]:
+    """(texel-copy, copy) bytes that `time_texel_copy(dev, nbytes, half)` and `time_copy(dev, copied)` time: fewer
+    than asked where that ceiling is scaled."""
+    return dev._on_runtime(lambda rt: (texel_copy_timed_bytes(rt.limits, nbytes, half),
+                                       copy_timed_bytes(rt.limits, copied)))
 
 
 def empty_submission_seconds(rt: Runtime, calls: int) -> list[float]:

@@ -169,7 +169,10 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     size, shape = freqs.size, tuple(freqs.shape)
 
     def form() -> str:
-        return f"{size} values in shape {shape}, {what()}"
+        # (a 2-D table of another width is read as rows of x's: its own width, not its row count, is what differs)
+        wide = f"; its last axis is {shape[-1]} wide, not {'C' if per_row == channels else 'C/2'} = {per_row}" \
+            if len(shape) == 2 and shape[-1] != per_row else ""
+        return f"{size} values in shape {shape}, {what()}{wide}"
 
     if isinstance(freqs, DeviceArray):
         # (an empty one has no memory to bind: its rows, none, as an empty numpy table)
