@@ -439,11 +439,17 @@ def _part_fields(e: dict, part: str | None) -> dict[str, str]:
             "part_channels": _AT_CHANNELS.get(str(e.get("at")), "") if part else ""}
 
 
-def _check_part_heads(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
+def _check_parts(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
     """A part with heads of its own (DeepSeek-V3.2's indexer: `index_head_dim`, the table's head_key) rotates
     `rotary` of their channels: heads narrower than that are refused, whichever part is read, as the model
-    cannot split them (its first layer running the part fails; llama.cpp's graph asserts it too)."""
+    cannot split them (its first layer running the part fails; llama.cpp's graph asserts it too); a first
+    layer that skips a part the model fails without (GLM-5's "shared" indexer layer: `runs.first_runs`)
+    likewise."""
     for part, v in sorted((e.get("parts") or {}).items()):
+        runs, first = v.get("runs") or {}, cfg.get((v.get("runs") or {}).get("key", ""))
+        if runs.get("first_runs") and isinstance(first, list) and first and first[0] in runs["skip"]:
+            raise ValueError(f"config: {runs['key']} starts with {first[0]!r}: the model's code fails where its "
+                             f"first layer is one of {runs['skip']} (the model table ran it so), whatever is read")
         key = v.get("head_key")
         if key is None:
             continue
@@ -675,7 +681,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
                          **_part_fields(e, part))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
-    _check_part_heads(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
+    _check_parts(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
     return spec
 
 

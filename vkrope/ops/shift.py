@@ -42,8 +42,8 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
                          "call that wrote it; pass the spec the keys were rotated by (rope.freqs(position_ids) of "
                          "those calls: engines fix one for the whole context, llama.cpp's longrope by the allocated "
                          "context, vLLM's dynamic NTK by the longest)")
-    if isinstance(freqs, (ModelRope, InvFreqs)):
-        freqs = resolve("freqs", freqs, old, interleaved, d)
+    if isinstance(freqs, (ModelRope, InvFreqs)):  # (both ends: a key moved to a position the model has no
+        freqs = resolve("freqs", freqs, np.concatenate([old, new]), interleaved, d)  # rotation for, GPT-J's, refused)
     if not is_position_spec(freqs):
         raise TypeError(f"freqs must be a vkrope.RopeFreqs, InvFreqs or ModelRope (the spec the keys were rotated "
                         f"by); got {describe(freqs)}")
