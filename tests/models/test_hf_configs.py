@@ -1502,6 +1502,11 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     assert [vkrope.from_hf(mimo, layer_type=t).rotary_dim for t in ("full_attention", "sliding_attention")] == [64, 192]
     assert vkrope.from_hf(mimo, layer=1).rotary_dim == 64
     assert vkrope.from_hf(dict(mimo, partial_rotary_factor=None), layer=1).rotary_dim == 64  # (null: none given)
+    nulled = json.loads(json.dumps(mimo))
+    nulled["rope_parameters"]["full_attention"]["partial_rotary_factor"] = None  # (its module's .get gives None)
+    with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.partial_rotary_factor is "
+                                         r"null: this model's rotary module multiplies"):
+        vkrope.from_hf(nulled, layer_type="full_attention")
     zaya = {"model_type": "zaya", "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid_sliding"],
             "sliding_window": 128, "rope_parameters": {"hybrid": {"rope_type": "default", "rope_theta": 5e6},
                                                        "hybrid_sliding": {"rope_type": "linear", "factor": 2.0,

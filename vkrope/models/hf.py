@@ -786,7 +786,10 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     config class merges it into every type's dict (the table's `partial_top`, Step 3.5's), else refused (the
     module takes one only where transformers' standardization has run for another layer type first: an order
     of its own code). A null factor is none (transformers' standardization skips it)."""
-    if "partial_absent" not in e or rope.get("partial_rotary_factor") is not None:
+    if "partial_absent" in e and "partial_rotary_factor" in rope and rope["partial_rotary_factor"] is None:
+        raise ValueError(f"{where}partial_rotary_factor is null: this model's rotary module multiplies the head by "
+                         "the dict's value (its .get returns the null, and transformers raises)")
+    if "partial_absent" not in e or "partial_rotary_factor" in rope:
         return rope
     top = next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
     if top == "partial_rotary_factor" and e.get("partial_top") == "merged":  # (Step 3.5's class merges it)
