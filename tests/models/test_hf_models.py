@@ -995,9 +995,11 @@ def test_which_layers_run_a_part_is_read_as_the_config_class_reads_it():
                      ("full", r"must be a list of one entry per layer")):
         with pytest.raises(ValueError, match=rf"^config: indexer_types {why}"):
             vkrope.from_hf(dict(cfg, indexer_types=bad), part="indexer", layer=2)
-        if bad[0] == "shared":  # (the model fails on its first layer: no part of it runs)
+        if bad[0] == "shared":  # (the model fails on its first layer: no part of it runs, the skipping one too)
             with pytest.raises(ValueError, match=r"^config: indexer_types starts with 'shared'.*whatever is read"):
                 vkrope.from_hf(dict(cfg, indexer_types=bad), part="attention", layer=2)
+            with pytest.raises(ValueError, match=r"^config: indexer_types starts with 'shared'"):
+                vkrope.from_hf(dict(cfg, indexer_types=bad), part="indexer", layer=0)
             continue
         assert vkrope.from_hf(dict(cfg, indexer_types=bad), part="attention", layer=2) is not None
     hy = {k: v for k, v in golden_config("hy_v4").items() if k != "indexer_types"}
