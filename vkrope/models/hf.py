@@ -429,7 +429,7 @@ def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
 # Where a part with heads of its own rotates in them (the table's `at`, found by running the model) as ModelRope
 # says it: DeepSeek-V3.2's indexer q[..., :qk_rope_head_dim], HY-V4's q[..., -qk_rope_head_dim:]
 _AT_CHANNELS = {"start": "first", "end": "last"}
-_AT_WORDS = {"start": "at the start of", "end": "at the end of", None: "at the start of"}
+_AT_WORDS = {"start": "at the start of", "end": "at the end of"}
 
 
 def _part_fields(e: dict, part: str | None) -> dict[str, str]:
@@ -446,10 +446,7 @@ def _check_parts(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
     layer that skips a part the model fails without (GLM-5's "shared" indexer layer: `runs.first_runs`)
     likewise."""
     for part, v in sorted((e.get("parts") or {}).items()):
-        runs, first = v.get("runs") or {}, cfg.get((v.get("runs") or {}).get("key", ""))
-        if runs.get("first_runs") and isinstance(first, list) and first and first[0] in runs["skip"]:
-            raise ValueError(f"config: {runs['key']} starts with {first[0]!r}: the model's code fails where its "
-                             f"first layer is one of {runs['skip']} (the model table ran it so), whatever is read")
+        hf_models.check_first_runs(cfg, v.get("runs"))
         key = v.get("head_key")
         if key is None:
             continue

@@ -196,10 +196,18 @@ def part_layers(cfg: dict, e: dict) -> list[bool] | None:
         raise ValueError(f"config: {key} names {unknown[0]!r}, a value the model table did not run (layers of "
                          f"{rule['run']} run the {e['part_name']}, of {rule['skip']} do not): "
                          "refused rather than guessed")
-    if rule.get("first_runs") and values[0] in rule["skip"]:
-        raise ValueError(f"config: {key} starts with {values[0]!r}: the model's code fails where its first layer "
-                         f"is one of {rule['skip']} (the model table ran it so)")
+    check_first_runs(cfg, rule)
     return [v in rule["run"] for v in values[:n]]
+
+
+def check_first_runs(cfg: dict, rule: dict | None) -> None:
+    """A ValueError where a part's `runs` rule says the model fails on a first layer that skips the part
+    (`first_runs`: GLM-5's "shared" indexer layer reuses a selection no earlier layer made) and the config's
+    list starts with such a value: no part of the model runs then, whichever is read."""
+    first = cfg.get(rule["key"]) if rule else None
+    if rule and rule.get("first_runs") and isinstance(first, list) and first and first[0] in rule["skip"]:
+        raise ValueError(f"config: {rule['key']} starts with {first[0]!r}: the model's code fails where its first "
+                         f"layer is one of {rule['skip']} (the model table ran it so), whatever is read")
 
 
 def attention_layers(cfg: dict, e: dict) -> list[bool] | None:
