@@ -1366,3 +1366,32 @@ def test_more_ints_past_printing_or_float64_are_named(name, call):
         call()
     assert str(info.value).startswith(name) and "4300" not in str(info.value), str(info.value)
     assert vkrope.ModelRope("default", 64, 64, 1e30).theta == 1e30  # (a float theta past 2^64 stays one)
+
+
+@pytest.mark.parametrize("shape, ok", [
+    ((6, 8), True), ((1, 6, 4, 2), True), ((6, 4, 2), True), ((48,), True), ((24, 2), True), ((1, 1, 48), True),
+    ((2, 6, 4), False),  # (a planar np.stack([cos, sin]): as many values, other angles)
+    ((8, 6), False),  # (a transposed [C, N] table)
+    ((3, 16), False), ((6, 2, 4), False),
+])
+def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
+    """An adversary's finding: any array of N * C values was read as flat [N, C] rows (ExecuTorch's contract),
+    so a planar np.stack([cos, sin]) [2, N, C/2] or a transposed table ran with wrong angles where SAM2's
+    reshape_for_broadcast refuses both. A table's trailing axes must be a row's ([..., C], [..., C/2, 2]) or it
+    is flat; every layout taken is read as the rows it lays out."""
+    x = RNG.standard_normal((1, 6, 8)).astype(np.float32)
+    freqs = RNG.standard_normal(shape).astype(np.float32)
+    if ok:
+        out = np.full_like(x, np.nan)
+        assert_rope(device.apply(x, freqs, out=out), x, freqs.reshape(6, 8))
+        assert_rope(out, x, freqs.reshape(6, 8))
+    else:
+        with pytest.raises(ValueError, match=rf"^freqs has shape \({shape[0]}, .*which lays out no rows of x's "
+                                             r"C = 8: expected real \[Nf, C\] = \[Nf, 8\]"):
+            device.apply(x, freqs)
+        with pytest.raises(ValueError, match="lays out no rows"):
+            device.apply(x, device.asarray(freqs))
+    complex_freqs = (freqs[..., 0::2] + 1j * freqs[..., 1::2]).astype(np.complex64) if shape[-1] % 2 == 0 else None
+    if complex_freqs is not None and complex_freqs.size == 24 and complex_freqs.shape[-1] not in (4, 24):
+        with pytest.raises(ValueError, match="lays out no rows of x's C = 8: expected complex"):
+            device.apply(x, complex_freqs)

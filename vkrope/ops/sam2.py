@@ -167,12 +167,14 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     else:
         rows = freqs.size // per_row
     size, shape = freqs.size, tuple(freqs.shape)
+    if size and not _row_layout(shape, per_row, half):
+        raise ValueError(f"freqs has shape {shape}, which lays out no rows of x's C = {channels}: expected {what()}, "
+                         "any leading axes of 1, or flat; another shape of as many values (a planar "
+                         "np.stack([cos, sin]) [2, Nf, C/2], a transposed table) would be read as wrong angles "
+                         "(stack cos and sin on the last axis: np.stack([cos, sin], -1))")
 
     def form() -> str:
-        # (a 2-D table of another width is read as rows of x's: its own width, not its row count, is what differs)
-        wide = f"; its last axis is {shape[-1]} wide, not {'C' if per_row == channels else 'C/2'} = {per_row}" \
-            if len(shape) == 2 and shape[-1] != per_row else ""
-        return f"{size} values in shape {shape}, {what()}{wide}"
+        return f"{size} values in shape {shape}, {what()}"
 
     if isinstance(freqs, DeviceArray):
         # (an empty one has no memory to bind: its rows, none, as an empty numpy table)
@@ -185,6 +187,18 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         except ValueError:  # (a last axis numpy cannot view so: strided, Fortran order)
             return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
+
+
+def _row_layout(shape: tuple, per_row: int, half: int) -> bool:
+    """Whether a table's axes lay out rows of `per_row` values: flat; [..., per_row] (real [Nf, C], complex
+    [Nf, C/2]); real [..., C/2, 2] or [Nf * C/2, 2] (ExecuTorch's any rank of N * C values, where the trailing
+    axes are a row's: a planar [2, Nf, C/2] holds as many values and is no such layout)."""
+    dims = shape
+    while len(dims) > 1 and dims[0] == 1:
+        dims = dims[1:]
+    if len(dims) <= 1 or dims[-1] == per_row:
+        return True
+    return per_row == 2 * half and dims[-1] == 2 and (len(dims) == 2 or dims[-2] == half)
 
 
 def _a(spec: Any) -> str:
@@ -234,8 +248,9 @@ def apply(
     x: float32, float16 or bfloat16 array `[..., N, C]` (C even; with an
     NdFreqs, channels past its pairs pass through), (real, imag) pairs
     interleaved on the last axis. freqs: `(cos, sin)` pairs for `Nf` rows,
-    real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...) or complex
-    with `Nf * C/2` values, or a `vkrope.AxialFreqs` / `vkrope.RopeFreqs` /
+    real with `Nf * C` values (`[Nf, C]`, `[1, Nf, C/2, 2]`, ...: trailing
+    axes `[C]` or `[C/2, 2]`, or flat) or complex `[..., Nf, C/2]`, or a
+    `vkrope.AxialFreqs` / `vkrope.RopeFreqs` /
     `vkrope.InvFreqs` spec (cos / sin computed in the shader; RopeFreqs and
     InvFreqs, a ModelRope's `rope.freqs(positions)`, need `positions`), or a
     `vkrope.NdFreqs` spec with `positions` the ids `[N, n_axes]` (as
