@@ -1495,6 +1495,8 @@ MUTATIONS = [
     Mutation("kept structures: numpy arrays kept by identity", "vkrope/ops/repeat.py",
              "_OBJECTS = (DeviceArray, FrequencySpec, ModelRope)",
              "_OBJECTS = (DeviceArray, FrequencySpec, ModelRope, np.ndarray)"),
+    Mutation("GGUF longrope: the factor tensor a file lacks read as other than ones", "vkrope/models/gguf.py",
+             "            else (1.0,) * half for k in", "            else (2.0,) * half for k in"),
     Mutation("freqs of any layout of N * C values read as rows (a planar [2, N, C/2])", "vkrope/ops/sam2.py",
              "    if size and not _row_layout(shape, per_row, half):", "    if False:"),
     Mutation("freqs: a real [..., C/2, 2] table refused", "vkrope/ops/sam2.py",

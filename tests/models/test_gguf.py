@@ -209,6 +209,28 @@ def test_cli_config_part_of_a_gguf(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["part"] == "indexer"  # (one RoPE: one object)
 
 
+@pytest.mark.parametrize("kept", ["long", "short"])
+def test_a_longrope_gguf_with_one_factor_tensor_reads_the_other_as_ones(tmp_path, kept):
+    """An adversary against llama.cpp's source: Phi-3's loader creates rope_factors_long / _short each optionally
+    (TENSOR_NOT_REQUIRED), and get_rope_factors hands the rope the one the context picks, a null tensor where the
+    file lacks it, which ggml's rope reads as factors of 1 (theta / 1); vkrope refused such a file."""
+    rs = config("phi-3.5-mini")["rope_scaling"]
+    kv = [("add_context_length", 131072), ("add_embedding_length", 3072), ("add_head_count", 32),
+          ("add_rope_freq_base", 10000.0), ("add_rope_dimension_count", 96), ("add_rope_scaling_orig_ctx_len", 4096),
+          ("add_rope_scaling_attn_factors", 1.25)]
+    one = write(tmp_path / "one.gguf", "phi3", kv, [(f"rope_factors_{kept}.weight", rs[f"{kept}_factor"])])
+    ones = write(tmp_path / "ones.gguf", "phi3", kv, [(f"rope_factors_{kept}.weight", rs[f"{kept}_factor"]),
+                                                      (f"rope_factors_{'short' if kept == 'long' else 'long'}.weight",
+                                                       [1.0] * 48)])
+    plain = 1.0 / 10000.0 ** (np.arange(0, 96, 2) / 96)  # (the float64 angles of no factor)
+    for context, picked in ((4096, "short"), (8192, "long")):
+        g = vkrope.from_gguf(one, context_length=context)
+        assert g == vkrope.from_gguf(ones, context_length=context)
+        want = plain / np.asarray(rs[f"{kept}_factor"]) if picked == kept else plain
+        np.testing.assert_allclose(g.inv_freq(10), want, rtol=3.6e-7)  # (3 float32 ulps: ggml's float32 powf)
+        assert np.float32(g.attention_factor) == np.float32(1.25)
+
+
 def test_cli_config_takes_the_context_a_longrope_gguf_needs(tmp_path, capsys):
     from vkrope.__main__ import main
 

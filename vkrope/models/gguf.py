@@ -449,12 +449,12 @@ def _factor_tensors(call: gguf_context.Rotation, tensors: dict, created: tuple[s
     if "rope_freqs.weight" in tensors:
         return None, first("rope_freqs.weight")
     pair = [k for k in ("rope_factors_short.weight", "rope_factors_long.weight") if k in tensors]
-    if len(pair) == 1:
-        raise ValueError(f"{where}: longrope needs both rope_factors_short.weight and rope_factors_long.weight "
-                         f"(the file has only {pair[0]})")
     if not pair:
         return None, None
-    return {"short_factor": first(pair[0]), "long_factor": first(pair[1])}, None
+    # (llama.cpp's loader creates both optionally: the one a context picks, where the file lacks it, is a null
+    # tensor, which ggml's rope reads as factors of 1)
+    return {f"{k}_factor": first(f"rope_factors_{k}.weight") if f"rope_factors_{k}.weight" in tensors
+            else (1.0,) * half for k in ("short", "long")}, None
 
 
 # The GGUF metadata a ModelRope argument is read from, named where its check refuses the value (its message
