@@ -323,7 +323,9 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
          r"\(not a masked one: fill it first\); got MaskedArray$"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), np.nan)), ValueError, r"finite and within \+-2\^30"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), 2.0**31)), ValueError, r"within \+-2\^30"),
-        (lambda: vkrope.apply_nd(x, spec, np.zeros((3, 5, 2))), ValueError, "first axis to be B = 3"),
+        (lambda: vkrope.apply_nd(x, spec, np.zeros((3, 5, 2))), ValueError, r"first axis to be B = 3 .*\)$"),
+        (lambda: vkrope.apply_nd(x, spec, np.zeros((1, 5, 2))), ValueError,  # (an adversary's: say ids[0])
+         r"first axis to be B = 1 .* \(ids shared by every item are \[N, 2\]: pass ids\[0\]\)$"),
         (lambda: vkrope.apply_nd(x, vkrope.NdFreqs((16, 8)), ids), ValueError, "more than x's last axis"),
         (lambda: vkrope.apply_nd(x, spec, ids, token_axis=-1), ValueError, "token_axis must be -2"),
         (lambda: vkrope.apply_nd(x, spec, ids, token_axis=-2.0), TypeError, "token_axis must be an int, -2 or -3"),

@@ -49,8 +49,9 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
         raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
                          f"{list(v.shape)}{_token_axis_hint(x, int(v.shape[-2]), int(token_axis), ids_name)}")
     if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
+        shared = f" (ids shared by every item are [N, {spec.n_axes}]: pass {ids_name}[0])" if v.shape[0] == 1 else ""
         raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
-                         f"(and N on axis {token_axis}); got x {tuple(x.shape)}")
+                         f"(and N on axis {token_axis}); got x {tuple(x.shape)}{shared}")
     if not x.size:  # no kernel runs, and N may be any size (broadcast ids): no words
         v = v[..., :0, :]
     if inverse:
