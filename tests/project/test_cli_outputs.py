@@ -109,6 +109,11 @@ def test_a_benchmark_cut_short_leaves_the_last_complete_json(tmp_path, capsys, m
     monkeypatch.setattr(kernel, "run", cut)
     assert main(["bench", "--shapes", "1x64x64", "--out", str(fresh)]) == 1
     assert (fresh / "bench.partial.json").exists()  # (rows written: the folder stays)
+    capsys.readouterr()
+    monkeypatch.setattr(kernel, "run", done)  # (a shape the OS refuses outright fails before the run's header)
+    assert main(["bench", "--shapes", "1x64x64,1x100000000000x4096", "--out", str(tmp_path / "huge")]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and "do not fit in this machine's memory (Unable to allocate" in said.err
 
 
 def test_chart_from_never_draws_over_its_input(tmp_path, capsys):
