@@ -1370,6 +1370,7 @@ def test_more_ints_past_printing_or_float64_are_named(name, call):
 
 @pytest.mark.parametrize("shape, ok", [
     ((6, 8), True), ((1, 6, 4, 2), True), ((6, 4, 2), True), ((48,), True), ((24, 2), True), ((1, 1, 48), True),
+    ((6, 8, 1), True), ((1, 6, 4, 2, 1), True), ((6, 1, 4, 2), True),  # (axes of 1 anywhere: ExecuTorch's numel)
     ((2, 6, 4), False),  # (a planar np.stack([cos, sin]): as many values, other angles)
     ((8, 6), False),  # (a transposed [C, N] table)
     ((3, 16), False), ((6, 2, 4), False),
@@ -1378,7 +1379,8 @@ def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
     """An adversary's finding: any array of N * C values was read as flat [N, C] rows (ExecuTorch's contract),
     so a planar np.stack([cos, sin]) [2, N, C/2] or a transposed table ran with wrong angles where SAM2's
     reshape_for_broadcast refuses both. A table's trailing axes must be a row's ([..., C], [..., C/2, 2]) or it
-    is flat; every layout taken is read as the rows it lays out."""
+    is flat (axes of 1 anywhere left out: a reviewer's finding, [N, C, 1] was refused); every layout taken is read
+    as the rows it lays out."""
     x = RNG.standard_normal((1, 6, 8)).astype(np.float32)
     freqs = RNG.standard_normal(shape).astype(np.float32)
     if ok:
@@ -1392,6 +1394,11 @@ def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
         with pytest.raises(ValueError, match="lays out no rows"):
             device.apply(x, device.asarray(freqs))
     complex_freqs = (freqs[..., 0::2] + 1j * freqs[..., 1::2]).astype(np.complex64) if shape[-1] % 2 == 0 else None
-    if complex_freqs is not None and complex_freqs.size == 24 and complex_freqs.shape[-1] not in (4, 24):
-        with pytest.raises(ValueError, match="lays out no rows of x's C = 8: expected complex"):
+    if complex_freqs is not None and complex_freqs.size == 24 and complex_freqs.shape[-1] not in (1, 4, 24):
+        with pytest.raises(ValueError, match=r"lays out no rows of x's C = 8: expected complex .*\(a transposed "
+                                             r"table\) would be read as wrong angles$"):
             device.apply(x, complex_freqs)
+    if ok:  # (complex rows of C/2 values, with an axis of 1 after them)
+        table = freqs.reshape(6, 4, 2)
+        pairs = (table[..., 0] + 1j * table[..., 1]).astype(np.complex64).reshape(6, 4, 1)
+        assert_rope(device.apply(x, pairs), x, freqs.reshape(6, 8))

@@ -136,7 +136,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         check_table_array("freqs", freqs, X_DTYPES)
         check_resident_table_dtype("freqs", freqs, x)
         dtype = freqs.dtype  # (the descriptions hold no DeviceArray: a structure keeps them, ops/repeat.py)
-        per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C]"
+        per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C] (or [Nf, C/2, 2])"
     else:
         if not isinstance(freqs, np.ndarray):
             # (diffusers' and transformers' (cos, sin): np.asarray of one stacks it into rows it is not)
@@ -168,10 +168,12 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         rows = freqs.size // per_row
     size, shape = freqs.size, tuple(freqs.shape)
     if size and not _row_layout(shape, per_row, half):
+        fix = "a transposed table" if per_row == half else \
+            "a planar np.stack([cos, sin]) [2, Nf, C/2], a transposed table"
+        stack = "" if per_row == half else " (stack cos and sin on the last axis: np.stack([cos, sin], -1))"
         raise ValueError(f"freqs has shape {shape}, which lays out no rows of x's C = {channels}: expected {what()}, "
-                         "any leading axes of 1, or flat; another shape of as many values (a planar "
-                         "np.stack([cos, sin]) [2, Nf, C/2], a transposed table) would be read as wrong angles "
-                         "(stack cos and sin on the last axis: np.stack([cos, sin], -1))")
+                         f"any axes of 1 besides, or flat; another shape of as many values ({fix}) would be read as "
+                         f"wrong angles{stack}")
 
     def form() -> str:
         return f"{size} values in shape {shape}, {what()}"
@@ -190,12 +192,10 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
 
 
 def _row_layout(shape: tuple, per_row: int, half: int) -> bool:
-    """Whether a table's axes lay out rows of `per_row` values: flat; [..., per_row] (real [Nf, C], complex
-    [Nf, C/2]); real [..., C/2, 2] or [Nf * C/2, 2] (ExecuTorch's any rank of N * C values, where the trailing
-    axes are a row's: a planar [2, Nf, C/2] holds as many values and is no such layout)."""
-    dims = shape
-    while len(dims) > 1 and dims[0] == 1:
-        dims = dims[1:]
+    """Whether a table's axes, those of 1 left out, lay out rows of `per_row` values: flat; [..., per_row] (real
+    [Nf, C], complex [Nf, C/2]); real [..., C/2, 2] or [Nf * C/2, 2] (ExecuTorch's any rank of N * C values,
+    where the trailing axes are a row's: a planar [2, Nf, C/2] holds as many values and is no such layout)."""
+    dims = tuple(n for n in shape if n != 1)  # (axes of 1 anywhere: EdgeTAM's leading one, a trailing one)
     if len(dims) <= 1 or dims[-1] == per_row:
         return True
     return per_row == 2 * half and dims[-1] == 2 and (len(dims) == 2 or dims[-2] == half)
