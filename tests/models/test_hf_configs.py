@@ -1254,9 +1254,14 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
         vkrope.from_hf({**apertus, "rope_parameters": own})
     assert vkrope.from_hf({**apertus, "rope_parameters": {**own, "partial_rotary_factor": 1.0}}).rotary_dim == 64
     assert vkrope.from_hf({**llama, "model_type": "phi"}).rotary_dim == 32
-    with pytest.raises(ValueError, match=r"^config: the rotary dim int\(head_dim 64 x partial_rotary_factor 0\.33\) "
-                                         r"= 21 must be even$"):  # (the factor named, not only the width)
+    with pytest.raises(ValueError, match=r"^config: the rotary dim int\(head_dim 64 x the partial factor 0\.33: "
+                                         r"partial_rotary_factor, or rotary_pct\) = 21 is odd: transformers' rotary "
+                                         r"module then makes 11 frequencies of exponents 2i / 21 \(cos / sin 22 "
+                                         r"wide\), which vkrope does not compute"):
         vkrope.from_hf({**llama, "model_type": "phi", "partial_rotary_factor": 0.33, "rope_scaling": None})
+    with pytest.raises(ValueError, match=r"^config: the rotary dim int\(head_dim 64 x the partial factor 0\.3: "
+                                         r".*\) = 19 is odd"):  # (an adversary's: GPT-NeoX's rotary_pct)
+        vkrope.from_hf({"model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "rotary_pct": 0.3})
     for rope in ({}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}):  # (named as the file holds it, not
         with pytest.raises(ValueError, match=r"^config: rope_theta must be a number; got None$"):  # where its class
             vkrope.from_hf({**llama, "rope_theta": None, **rope})  # moves it, rope_scaling.rope_theta)

@@ -942,8 +942,11 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
         raise ValueError(f"config: the head width {head_dim} (head_dim, else hidden_size // num_attention_heads) "
                          "must be even: this model rotates the whole head, in pairs")
     if rotary % 2 and rule == "partial":
-        raise ValueError(f"config: the rotary dim int(head_dim {head_dim} x partial_rotary_factor {partial}) = "
-                         f"{rotary} must be even")
+        raise ValueError(f"config: the rotary dim int(head_dim {head_dim} x the partial factor {partial}: "
+                         f"partial_rotary_factor, or rotary_pct) = {rotary} is odd: "
+                         f"transformers' rotary module then makes {(rotary + 1) // 2} frequencies of exponents "
+                         f"2i / {rotary} (cos / sin {rotary + 1} wide), which vkrope does not compute (the widths it "
+                         "rotates are even, each over its own exponents); refused")
     return rotary, partial
 
 
