@@ -2614,8 +2614,6 @@ MUTATIONS = [
              '    if info.get("validation"):\n        print(VALIDATION_WARNING', '    if False:\n        print(VALIDATION_WARNING'),
     Mutation("cli.md: config --part left out", "docs/cli.md",
              " [--context-length N] [--part PART]", " [--context-length N]"),
-    Mutation("apply: a FREQS of another width said to have the wrong row count only", "vkrope/ops/sam2.py",
-             "            if len(shape) == 2 and shape[-1] != per_row else \"\"", "            if False else \"\""),
     Mutation("config: a symlink loop called no such file", "vkrope/__main__.py",
              "    if why.errno == errno.ELOOP:", "    if False:"),
 ]
