@@ -995,10 +995,12 @@ def null_refused(t: str, e: dict) -> list[str]:
     """The keys from_hf reads (DEFAULT_KEYS and the table's head keys) on which the classes raise when the file
     gives them as null (a strict int field: Qwen3's head_dim, every class's hidden_size), where they build the
     file without them, alone and beside every other such key as the class saves them (EXAONE 4's class fails
-    on a null sliding_window only where it derives layer_types from it)."""
+    on a null sliding_window only where it derives layer_types from it); each also under the name the class
+    stores it by (its attribute_map: GPT-J's n_positions for max_position_embeddings), which a file may give."""
     if _raises(t, e, {}):
         return []
-    keys = _read_keys(e)
+    aliases = e.get("aliases", {})
+    keys = dict.fromkeys([n for k in _read_keys(e) for n in (k, aliases.get(k, k))])
     built = _built(t, e, {}).to_dict()
     saved = {k: v for k, v in built.items() if k in keys and v is not None}
     heads = built.get("num_attention_heads")
@@ -1415,10 +1417,43 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
         outer["fill_any_type"] = kp.fill_any_type(lambda kw: _built(t, e, kw), outer.get("text_model_type"), fill)
 
 
+def _rotary_state(t: str, e: dict, rope: dict) -> dict[str, Any]:
+    """What model type `t`'s text rotary module holds (its buffers and number attributes) when built of a text
+    config whose rope_parameters are `rope`."""
+    module = _rotary_class(t, e)(_built(t, e, {"rope_parameters": rope}))
+    state: dict[str, Any] = {k: v.detach().double().numpy().tolist() for k, v in module.named_buffers()}
+    return {**state, **{k: v for k, v in vars(module).items() if isinstance(v, (int, float))}}
+
+
+def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None:
+    """Per layer type ("*": a model of one RoPE), the rope types whose text rotary module makes of a rope dict
+    holding partial_rotary_factor null just what it makes of the dict without the key (Llama's own default
+    frequencies, which read no factor); with the others it raises (the library's functions, and a model's own
+    default that reads the factor, multiply the head by the dict's value) or was not built: from_hf refuses
+    those. None where the module was not found."""
+    if _rotary_class(t, e) is None:
+        return None
+    d0 = e.get("defaults", {}).get("rope_parameters")
+    probes = type_probes(cls)
+    out: dict[str, list[str]] = {}
+    for lt in sorted(d0) if _nested(d0) else ["*"]:
+        out[lt] = []
+        for kind in sorted({"default", *probes}):
+            one = {"rope_type": kind, "rope_theta": 10000.0, **probes.get(kind, {})}
+            try:
+                states = [_rotary_state(t, e, {**d0, lt: d} if lt != "*" else d)
+                          for d in (one, {**one, "partial_rotary_factor": None})]
+            except Exception:  # noqa: BLE001  (either way: not read)
+                continue
+            if states[0] == states[1]:
+                out[lt].append(kind)
+    return out
+
+
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, and where measured `nope_longer`,
-    `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
+    `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
+    measured `nope_longer`, `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
     floats, bools = int_refused(t, e)
     nulls, failing = null_refused(t, e), model_refused(t, e)
     nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
@@ -1426,7 +1461,8 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
         floats += [k for k in failing["float"] if k not in floats]
     out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools,
                            "attention_reads": attention_reads(cls),
-                           "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw))}
+                           "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw)),
+                           "partial_null_reads": partial_null_reads(t, e, cls)}
     for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
                            ("heads_divide", heads_divide(t, e)),
                            ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):

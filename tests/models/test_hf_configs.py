@@ -1379,6 +1379,65 @@ def test_a_float_or_bool_for_an_int_key_is_refused(cfg, key):
         vkrope.from_hf(cfg)
 
 
+@pytest.mark.parametrize("cfg, key", [
+    ({"model_type": "gptj", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": None}, "n_positions"),
+    ({"model_type": "codegen", "n_embd": 512, "n_head": 8, "rotary_dim": 32, "n_positions": None}, "n_positions"),
+    ({"model_type": "gptj", "n_embd": 512, "n_head": None, "rotary_dim": 32}, "n_head"),
+    ({"model_type": "glm4_moe_lite", "qk_rope_head_dim": None}, "qk_rope_head_dim"),
+])
+def test_a_null_under_the_name_the_class_stores_a_key_by_is_refused(cfg, key):
+    """GPT-J's n_positions (max_position_embeddings in its attribute_map) is a strict int field: transformers
+    5.25 refuses a null one on loading, where vkrope read the class's 2048 rows (the rules had measured the null
+    under the key's other name only). The rules now measure both names (hf_config_rules.null_refused)."""
+    assert vkrope.from_hf({**cfg, key: {"n_positions": 2048, "n_head": 8}.get(key, 64)}) is not None
+    with pytest.raises(ValueError, match=rf"^config: {key} is null: {cfg['model_type']}'s config class refuses a "
+                                         rf"null {key}"):
+        vkrope.from_hf(cfg)
+
+
+@pytest.mark.parametrize("model_type, kind, reads", [
+    ("llama", "default", True),  # (its own default frequencies read no factor)
+    ("llama", "linear", False), ("llama", "yarn", False),  # (the library's functions multiply by it)
+    ("stablelm", "default", False), ("gpt_neox", "default", False),  # (their own default reads it)
+])
+def test_a_null_partial_factor_in_the_rope_dict_is_read_only_where_the_model_reads_it_as_none(model_type, kind,
+                                                                                               reads):
+    """Found against transformers 5.25: a rope dict's `partial_rotary_factor: null` reached the rotary module,
+    whose `.get("partial_rotary_factor", 1.0)` returns the null and raises (TypeError) for every library rope
+    type and for the models whose own default reads the factor; vkrope read it as 1.0. The rules measure, per
+    model type and layer type, the rope types that read a null as no factor (`partial_null_reads`)."""
+    params = {"linear": {"factor": 2.0}, "yarn": {"factor": 2.0, "original_max_position_embeddings": 1024}}
+    rope = {"rope_type": kind, "rope_theta": 10000.0, **params.get(kind, {})}
+    cfg = {"model_type": model_type, "hidden_size": 512, "num_attention_heads": 8, "max_position_embeddings": 4096}
+    whole = vkrope.from_hf({**cfg, "rope_parameters": rope})
+    null = {**cfg, "rope_parameters": {**rope, "partial_rotary_factor": None}}
+    if reads:
+        assert vkrope.from_hf(null) == whole
+    else:
+        with pytest.raises(ValueError, match=rf"^config: rope_parameters\.partial_rotary_factor is null: "
+                                             rf"{model_type}'s rotary module \(transformers [\d.]+\) raises on it "
+                                             rf"with rope type '{kind}'"):
+            vkrope.from_hf(null)
+        with pytest.raises(ValueError, match=r"rope_scaling\.partial_rotary_factor is null"):
+            vkrope.from_hf({**cfg, "rope_scaling": {**rope, "partial_rotary_factor": None}})
+
+
+def test_a_null_partial_factor_is_measured_per_layer_type():
+    """Laguna's rotary module raises on a null factor in its full layers' dict and makes of one in its sliding
+    layers' what it makes without the key (partial_null_reads per layer type, transformers 5.25)."""
+    rope = {"full_attention": {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+    cfg = {"model_type": "laguna", "rope_parameters": rope}
+    nulled = {lt: {**d, "partial_rotary_factor": None} for lt, d in rope.items()}
+    sliding = vkrope.from_hf({**cfg, "rope_parameters": {**rope, "sliding_attention": nulled["sliding_attention"]}},
+                             layer_type="sliding_attention")
+    assert sliding == vkrope.from_hf(cfg, layer_type="sliding_attention") and sliding.rotary_dim == 128
+    with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.partial_rotary_factor is "
+                                         r"null: laguna's rotary module"):
+        vkrope.from_hf({**cfg, "rope_parameters": {**rope, "full_attention": nulled["full_attention"]}},
+                       layer_type="full_attention")
+
+
 @pytest.mark.parametrize("types", [("full_attention",) * 4, "full_attention"], ids=["tuple", "str"])
 def test_layer_types_that_are_no_list_are_refused(types):
     """A Python dict's layer_types tuple (or a string) skipped the layer_types checks; the classes refuse it
@@ -1510,7 +1569,8 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     nulled = json.loads(json.dumps(mimo))
     nulled["rope_parameters"]["full_attention"]["partial_rotary_factor"] = None  # (its module's .get gives None)
     with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.partial_rotary_factor is "
-                                         r"null: this model's rotary module multiplies"):
+                                         r"null: mimo_v2_flash's rotary module \(transformers [\d.]+\) raises on "
+                                         r"it with rope type 'default'"):
         vkrope.from_hf(nulled, layer_type="full_attention")
     zaya = {"model_type": "zaya", "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid_sliding"],
             "sliding_window": 128, "rope_parameters": {"hybrid": {"rope_type": "default", "rope_theta": 5e6},

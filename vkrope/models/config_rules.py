@@ -52,6 +52,11 @@ by building each config class on probe configs; never edited by hand):
   a class without the field: its attention's getattr gives None) or to run
   (Ministral's sliding_window: its model always builds the sliding mask),
   `check_nulls`;
+- `partial_null_reads`: per layer type ("*" for one RoPE), the rope types
+  whose rotary module makes of a rope dict holding partial_rotary_factor
+  null what it makes without the key (Llama's own default frequencies read
+  no factor); with any other it raises (the library's functions multiply
+  the head by the dict's value), `check_partial_null`;
 - `absent_refused`: the keys a file must give because the class leaves
   them None and the model reads them as given (Ministral's and HunYuan's
   head_dim, Nemotron's num_key_value_heads, dots.llm1's expert counts: the
@@ -574,6 +579,20 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
                              "model fails on one (transformers raises on loading the config, or building the "
                              "model), so vkrope does too")
+
+
+def check_partial_null(rope: dict, where: str, model_type: str, layer_type: str | None, kind: str) -> None:
+    """A ValueError where the rope dict `rope` of one layer type (`layer_type`, None for a model of one RoPE)
+    holds partial_rotary_factor null and the model's rotary module does not read that as no factor for rope type
+    `kind` (`partial_null_reads`; unmeasured: refused). `where` names the dict in the message."""
+    if "partial_rotary_factor" not in rope or rope["partial_rotary_factor"] is not None:
+        return
+    reads = rules_of(model_type).get("partial_null_reads") or {}
+    if kind in reads.get("*" if layer_type is None else layer_type, []):
+        return
+    raise ValueError(f"{where}partial_rotary_factor is null: {model_type}'s rotary module (transformers "
+                     f"{table()['transformers']}) raises on it with rope type {kind!r} (it multiplies the head by "
+                     "the dict's value), or was not measured taking it; give a number, or leave the key out")
 
 
 def check_absent(cfg: dict, model_type: str) -> None:

@@ -653,8 +653,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return None
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type, e)
-    kind = config_rules.check_type(_rope_kind(rope, where, model_type, nested is not None), model_type, where, rope,
-                                   cfg)
+    kind = _checked_kind(rope, where, model_type, cfg, layer_type if nested is not None else None)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
@@ -775,6 +774,15 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
+def _checked_kind(rope: dict, where: str, model_type: str, cfg: dict, layer_type: str | None) -> str:
+    """The rope type the dict `rope` names (of layer type `layer_type`, None for a model of one RoPE), as the model
+    reads it (config_rules.check_type), its null partial factor checked (config_rules.check_partial_null)."""
+    kind = config_rules.check_type(_rope_kind(rope, where, model_type, layer_type is not None), model_type, where,
+                                   rope, cfg)
+    config_rules.check_partial_null(rope, where, model_type, layer_type, kind)
+    return kind
+
+
 def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     """A layer type's dict lacking partial_rotary_factor, where the model's rotary module reads the type's factor
     from it with a fallback of its own (the table's `partial_absent`: MiMo-V2-Flash's 0.334, ZAYA's 1.0): that
@@ -782,10 +790,8 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     of the other types fall back to 1.0, as vkrope reads them). A top-level factor beside it: read where the
     config class merges it into every type's dict (the table's `partial_top`, Step 3.5's), else refused (the
     module takes one only where transformers' standardization has run for another layer type first: an order
-    of its own code). A null factor is none (transformers' standardization skips it)."""
-    if "partial_absent" in e and "partial_rotary_factor" in rope and rope["partial_rotary_factor"] is None:
-        raise ValueError(f"{where}partial_rotary_factor is null: this model's rotary module multiplies the head by "
-                         "the dict's value (its .get returns the null, and transformers raises)")
+    of its own code). A null top-level factor is none (transformers' standardization skips it); a null in the
+    dict is the module's (config_rules.check_partial_null)."""
     if "partial_absent" not in e or "partial_rotary_factor" in rope:
         return rope
     top = next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
