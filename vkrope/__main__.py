@@ -491,8 +491,9 @@ def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bo
     partial.unlink(missing_ok=True)  # (an earlier cut run's)
     kept = f"{json_path} is as it was" if json_path.exists() else f"no {json_path} was written"
     try:
-        for shape in shapes or []:  # (before the table's header: an x the OS refuses outright, 1.5 TiB, fails here;
-            np.empty(shape, np.float32)  # mapped lazily, so a shape that fits costs nothing)
+        for shape in shapes or []:  # (before the table's header: an x the OS refuses to map at all, past the
+            np.empty(shape, np.float32)  # address space or its overcommit heuristic, fails here; mapped lazily, a
+            # shape that passes costs nothing, and may still run out of memory later, as before)
         result = bench.run(quick=args.quick, shapes=shapes, repeats=args.repeats, storages=tuple(storages),
                            dtypes=tuple(dtypes), json_path=str(partial))
     except BaseException as exc:
@@ -787,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("apply", help="rotate X.npy by FREQS.npy into OUT.npy")
     p.add_argument("x", metavar="X.npy", help="float32/float16/bfloat16 array [..., N, C] (bfloat16: as ml_dtypes saves it, '<V2')")
     p.add_argument("freqs", metavar="FREQS.npy", help="(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] "
-                                                 "(any shape with that many is read as [Nf, C]), or complex [Nf, C/2]")
+                                                 "(any shape ending in [C] or [C/2, 2]), or complex [Nf, C/2]")
     p.add_argument("-o", "--output", required=True, metavar="OUT.npy", help="where to write the result")
     p.add_argument("--inverse", action="store_true", help="rotate by -theta")
     p.add_argument("--repeat", type=int, default=1, help="frames sharing the freqs rows (default 1)")

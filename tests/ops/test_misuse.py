@@ -1374,6 +1374,7 @@ def test_more_ints_past_printing_or_float64_are_named(name, call):
     ((2, 6, 4), False),  # (a planar np.stack([cos, sin]): as many values, other angles)
     ((8, 6), False),  # (a transposed [C, N] table)
     ((3, 16), False), ((6, 2, 4), False),
+    ((4, 6, 2), False),  # (a transposed [C/2, N, 2]: its pairs' axis is no row's)
 ])
 def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
     """An adversary's finding: any array of N * C values was read as flat [N, C] rows (ExecuTorch's contract),
@@ -1388,15 +1389,16 @@ def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
         assert_rope(device.apply(x, freqs, out=out), x, freqs.reshape(6, 8))
         assert_rope(out, x, freqs.reshape(6, 8))
     else:
+        why = r"a planar np\.stack\(\[cos, sin\]\)" if shape[0] == 2 else rf"its last axis is {shape[-1]} wide"
         with pytest.raises(ValueError, match=rf"^freqs has shape \({shape[0]}, .*which lays out no rows of x's "
-                                             r"C = 8: expected real \[Nf, C\] = \[Nf, 8\]"):
+                                             rf"C = 8 \({why}.*\): expected real \[Nf, C\] = \[Nf, 8\]"):
             device.apply(x, freqs)
         with pytest.raises(ValueError, match="lays out no rows"):
             device.apply(x, device.asarray(freqs))
     complex_freqs = (freqs[..., 0::2] + 1j * freqs[..., 1::2]).astype(np.complex64) if shape[-1] % 2 == 0 else None
     if complex_freqs is not None and complex_freqs.size == 24 and complex_freqs.shape[-1] not in (1, 4, 24):
-        with pytest.raises(ValueError, match=r"lays out no rows of x's C = 8: expected complex .*\(a transposed "
-                                             r"table\) would be read as wrong angles$"):
+        with pytest.raises(ValueError, match=r"lays out no rows of x's C = 8 \(its last axis is \d+ wide, not "
+                                             r"C/2 = 4\): expected complex .* would give wrong angles$"):
             device.apply(x, complex_freqs)
     if ok:  # (complex rows of C/2 values, with an axis of 1 after them)
         table = freqs.reshape(6, 4, 2)

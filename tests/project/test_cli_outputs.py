@@ -753,8 +753,8 @@ def test_apply_and_config_say_what_is_wrong(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((1, 64, 32), np.float32))
     np.save(tmp_path / "f.npy", np.zeros((64, 30), np.float32))
     assert main(["apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(tmp_path / "o.npy")]) == 1
-    assert "FREQS.npy has shape (64, 30), which lays out no rows of X.npy's C = 32: expected real [Nf, C] = [Nf, 32] " \
-           "(or [1, Nf, C/2, 2])" in capsys.readouterr().err
+    assert "FREQS.npy has shape (64, 30), which lays out no rows of X.npy's C = 32 (its last axis is 30 wide, not " \
+           "C = 32): expected real [Nf, C] = [Nf, 32] (or [1, Nf, C/2, 2])" in capsys.readouterr().err
     os.symlink(tmp_path / "b", tmp_path / "a")
     os.symlink(tmp_path / "a", tmp_path / "b")
     os.symlink(tmp_path / "nothing", tmp_path / "dangling")

@@ -866,15 +866,16 @@ def test_cli_config_refuses_like_for_gguf(tmp_path, capsys):
 
 
 def test_cli_apply_help_says_how_freqs_is_read(capsys):
-    """The help said FREQS is [Nf, C]; the library reads any shape with Nf*C values (as ExecuTorch's op)."""
+    """The help said FREQS is [Nf, C]; the library reads any shape with Nf*C values that ends in a row's axes
+    (as ExecuTorch's op; a planar [2, Nf, C/2] is refused)."""
     from vkrope.__main__ import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["apply", "--help"])
     assert exit_.value.code == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] (any shape with that many is read as " \
-           "[Nf, C]), or complex [Nf, C/2]" in help_text, help_text
+    assert "(cos, sin) pairs: Nf*C values, as [Nf, C] or [1, Nf, C/2, 2] (any shape ending in [C] or [C/2, 2]), " \
+           "or complex [Nf, C/2]" in help_text, help_text
 
 
 def test_cli_charts_and_bench_files_refuse_streams_before_any_work(tmp_path, capsys, monkeypatch):

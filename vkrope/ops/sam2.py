@@ -168,12 +168,13 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         rows = freqs.size // per_row
     size, shape = freqs.size, tuple(freqs.shape)
     if size and not _row_layout(shape, per_row, half):
-        fix = "a transposed table" if per_row == half else \
-            "a planar np.stack([cos, sin]) [2, Nf, C/2], a transposed table"
-        stack = "" if per_row == half else " (stack cos and sin on the last axis: np.stack([cos, sin], -1))"
-        raise ValueError(f"freqs has shape {shape}, which lays out no rows of x's C = {channels}: expected {what()}, "
-                         f"any axes of 1 besides, or flat; another shape of as many values ({fix}) would be read as "
-                         f"wrong angles{stack}")
+        dims = [n for n in shape if n != 1]
+        why = "a planar np.stack([cos, sin]) [2, Nf, C/2]: stack them on the last axis, np.stack([cos, sin], -1)" \
+            if per_row != half and len(dims) >= 3 and dims[0] == 2 else \
+            f"its last axis is {dims[-1]} wide, not {'C' if per_row != half else 'C/2'} = {per_row}"
+        raise ValueError(f"freqs has shape {shape}, which lays out no rows of x's C = {channels} ({why}): expected "
+                         f"{what()}, any axes of 1 besides, or flat; read as rows, another shape of as many values "
+                         "would give wrong angles")
 
     def form() -> str:
         return f"{size} values in shape {shape}, {what()}"
