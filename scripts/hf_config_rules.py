@@ -1417,35 +1417,45 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
         outer["fill_any_type"] = kp.fill_any_type(lambda kw: _built(t, e, kw), outer.get("text_model_type"), fill)
 
 
-def _rotary_state(t: str, e: dict, rope: dict) -> dict[str, Any]:
+def _rotary_state(t: str, e: dict, rope: dict, lts: list[str] | None) -> dict[str, Any]:
     """What model type `t`'s text rotary module holds (its buffers and number attributes) when built of a text
-    config whose rope_parameters are `rope`."""
-    module = _rotary_class(t, e)(_built(t, e, {"rope_parameters": rope}))
+    config whose rope_parameters are `rope`, with every layer type of `lts` among its layers (Laguna's module
+    makes frequencies only for the types its layer_types name, and its default names no sliding one), twice
+    (Gemma 4's class forces its last layer full)."""
+    kw: dict[str, Any] = {"rope_parameters": rope}
+    if lts:
+        kw.update(num_hidden_layers=2 * len(lts), layer_types=list(lts) * 2)
+    try:
+        config = _built(t, e, {**kw, "sliding_window": 128} if lts else kw)  # (ZAYA's sliding layers need one)
+    except Exception:  # noqa: BLE001
+        config = _built(t, e, kw)
+    module = _rotary_class(t, e)(config)
     state: dict[str, Any] = {k: v.detach().double().numpy().tolist() for k, v in module.named_buffers()}
     return {**state, **{k: v for k, v in vars(module).items() if isinstance(v, (int, float))}}
 
 
 def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None:
     """Per layer type ("*": a model of one RoPE), the rope types whose text rotary module makes of a rope dict
-    holding partial_rotary_factor null just what it makes of the dict without the key (Llama's own default
-    frequencies, which read no factor); with the others it raises (the library's functions, and a model's own
-    default that reads the factor, multiply the head by the dict's value) or was not built: from_hf refuses
-    those. None where the module was not found."""
+    holding partial_rotary_factor null just what it makes of the dict without the key, where another theta in
+    that dict changes what it makes (the module read the dict: Llama's own default frequencies, which read no
+    factor); any other is refused by from_hf (the module raised, read no such dict, or was not built). None
+    where the module was not found."""
     if _rotary_class(t, e) is None:
         return None
     d0 = e.get("defaults", {}).get("rope_parameters")
+    lts = sorted(d0) if _nested(d0) else None
     probes = type_probes(cls)
     out: dict[str, list[str]] = {}
-    for lt in sorted(d0) if _nested(d0) else ["*"]:
+    for lt in lts or ["*"]:
         out[lt] = []
         for kind in sorted({"default", *probes}):
             one = {"rope_type": kind, "rope_theta": 10000.0, **probes.get(kind, {})}
             try:
-                states = [_rotary_state(t, e, {**d0, lt: d} if lt != "*" else d)
-                          for d in (one, {**one, "partial_rotary_factor": None})]
+                states = [_rotary_state(t, e, {**d0, lt: d} if lts else d, lts)
+                          for d in (one, {**one, "partial_rotary_factor": None}, {**one, "rope_theta": 12345.0})]
             except Exception:  # noqa: BLE001  (either way: not read)
                 continue
-            if states[0] == states[1]:
+            if states[0] == states[1] and states[0] != states[2]:
                 out[lt].append(kind)
     return out
 

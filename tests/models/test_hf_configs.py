@@ -15,6 +15,7 @@ bfloat16 / float16 results within one ulp of their dtype.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -1399,7 +1400,8 @@ def test_a_null_under_the_name_the_class_stores_a_key_by_is_refused(cfg, key):
     ("llama", "default", True),  # (its own default frequencies read no factor)
     ("llama", "linear", False), ("llama", "yarn", False),  # (the library's functions multiply by it)
     ("stablelm", "default", False), ("gpt_neox", "default", False),  # (their own default reads it)
-])
+    ("deepseek_v3", "default", True), ("deepseek_v3", "linear", False),  # (a reviewer's: the null is then no
+])  # factor wherever read, its width check too)
 def test_a_null_partial_factor_in_the_rope_dict_is_read_only_where_the_model_reads_it_as_none(model_type, kind,
                                                                                                reads):
     """Found against transformers 5.25: a rope dict's `partial_rotary_factor: null` reached the rotary module,
@@ -1415,27 +1417,44 @@ def test_a_null_partial_factor_in_the_rope_dict_is_read_only_where_the_model_rea
         assert vkrope.from_hf(null) == whole
     else:
         with pytest.raises(ValueError, match=rf"^config: rope_parameters\.partial_rotary_factor is null: "
-                                             rf"{model_type}'s rotary module \(transformers [\d.]+\) raises on it "
-                                             rf"with rope type '{kind}'"):
+                                             rf"transformers [\d.]+ fails on it with {model_type}'s rope type "
+                                             rf"'{kind}'"):
             vkrope.from_hf(null)
         with pytest.raises(ValueError, match=r"rope_scaling\.partial_rotary_factor is null"):
             vkrope.from_hf({**cfg, "rope_scaling": {**rope, "partial_rotary_factor": None}})
 
 
-def test_a_null_partial_factor_is_measured_per_layer_type():
-    """Laguna's rotary module raises on a null factor in its full layers' dict and makes of one in its sliding
-    layers' what it makes without the key (partial_null_reads per layer type, transformers 5.25)."""
-    rope = {"full_attention": {"rope_type": "default", "rope_theta": 5e5, "partial_rotary_factor": 0.5},
-            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
-    cfg = {"model_type": "laguna", "rope_parameters": rope}
-    nulled = {lt: {**d, "partial_rotary_factor": None} for lt, d in rope.items()}
-    sliding = vkrope.from_hf({**cfg, "rope_parameters": {**rope, "sliding_attention": nulled["sliding_attention"]}},
-                             layer_type="sliding_attention")
-    assert sliding == vkrope.from_hf(cfg, layer_type="sliding_attention") and sliding.rotary_dim == 128
-    with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.partial_rotary_factor is "
-                                         r"null: laguna's rotary module"):
-        vkrope.from_hf({**cfg, "rope_parameters": {**rope, "full_attention": nulled["full_attention"]}},
-                       layer_type="full_attention")
+def _default_rope(model_type: str) -> dict:
+    """The class's default per-layer-type rope dicts, as the model table keeps them."""
+    from vkrope.models import model_table
+
+    return model_table.table()["models"][model_type]["defaults"]["rope_parameters"]
+
+
+@pytest.mark.parametrize("model_type, layer_type, reads", [
+    ("gemma3_text", "sliding_attention", True), ("gemma3_text", "full_attention", True),  # (its own default)
+    ("laguna", "sliding_attention", False), ("laguna", "full_attention", False),
+    ("mellum", "sliding_attention", False), ("zaya", "hybrid_sliding", False),
+])
+def test_a_null_partial_factor_is_measured_per_layer_type(model_type, layer_type, reads):
+    """Per layer type, as each module reads that type's dict (transformers 5.25): Gemma 3's own default
+    frequencies read no factor; Laguna's, Mellum's and ZAYA's multiply the head by it on every layer type (a
+    reviewer's finding: the first measure built their classes' default layer_types, which name no sliding layer,
+    so their sliding dicts were never read and a null there was taken for none)."""
+    rope = copy.deepcopy(_default_rope(model_type))
+    layer_types = sorted(rope)
+    cfg = {"model_type": model_type, "num_hidden_layers": len(layer_types), "layer_types": layer_types,
+           "sliding_window": 128, "rope_parameters": rope}
+    nulled = copy.deepcopy(cfg)
+    nulled["rope_parameters"][layer_type]["partial_rotary_factor"] = None
+    if reads:
+        want = copy.deepcopy(cfg)
+        want["rope_parameters"][layer_type].pop("partial_rotary_factor", None)
+        assert vkrope.from_hf(nulled, layer_type=layer_type) == vkrope.from_hf(want, layer_type=layer_type)
+    else:
+        with pytest.raises(ValueError, match=rf"^config: rope_parameters\[{layer_type!r}\]\.partial_rotary_factor "
+                                             rf"is null: transformers [\d.]+ fails on it with {model_type}'s"):
+            vkrope.from_hf(nulled, layer_type=layer_type)
 
 
 @pytest.mark.parametrize("types", [("full_attention",) * 4, "full_attention"], ids=["tuple", "str"])
@@ -1569,8 +1588,8 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     nulled = json.loads(json.dumps(mimo))
     nulled["rope_parameters"]["full_attention"]["partial_rotary_factor"] = None  # (its module's .get gives None)
     with pytest.raises(ValueError, match=r"^config: rope_parameters\['full_attention'\]\.partial_rotary_factor is "
-                                         r"null: mimo_v2_flash's rotary module \(transformers [\d.]+\) raises on "
-                                         r"it with rope type 'default'"):
+                                         r"null: transformers [\d.]+ fails on it with mimo_v2_flash's rope type "
+                                         r"'default'"):
         vkrope.from_hf(nulled, layer_type="full_attention")
     zaya = {"model_type": "zaya", "num_hidden_layers": 2, "layer_types": ["hybrid", "hybrid_sliding"],
             "sliding_window": 128, "rope_parameters": {"hybrid": {"rope_type": "default", "rope_theta": 5e6},

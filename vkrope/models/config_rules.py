@@ -583,16 +583,16 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
 
 def check_partial_null(rope: dict, where: str, model_type: str, layer_type: str | None, kind: str) -> None:
     """A ValueError where the rope dict `rope` of one layer type (`layer_type`, None for a model of one RoPE)
-    holds partial_rotary_factor null and the model's rotary module does not read that as no factor for rope type
-    `kind` (`partial_null_reads`; unmeasured: refused). `where` names the dict in the message."""
+    holds partial_rotary_factor null and rope type `kind` is not among those `partial_null_reads` measured
+    reading it as no factor. `where` names the dict in the message."""
     if "partial_rotary_factor" not in rope or rope["partial_rotary_factor"] is not None:
         return
     reads = rules_of(model_type).get("partial_null_reads") or {}
     if kind in reads.get("*" if layer_type is None else layer_type, []):
         return
-    raise ValueError(f"{where}partial_rotary_factor is null: {model_type}'s rotary module (transformers "
-                     f"{table()['transformers']}) raises on it with rope type {kind!r} (it multiplies the head by "
-                     "the dict's value), or was not measured taking it; give a number, or leave the key out")
+    raise ValueError(f"{where}partial_rotary_factor is null: transformers {table()['transformers']} fails on it "
+                     f"with {model_type}'s rope type {kind!r} (its config class or rotary module raises), or was not "
+                     "measured reading it as no factor; give a number")
 
 
 def check_absent(cfg: dict, model_type: str) -> None:
@@ -732,8 +732,8 @@ def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
         return None
     scaling = isinstance(cfg.get("rope_scaling"), dict) and bool(cfg["rope_scaling"])
     rope = cfg["rope_scaling"] if scaling else cfg.get("rope_parameters")
-    if isinstance(rope, dict) and "partial_rotary_factor" in rope:
-        partial = rope["partial_rotary_factor"]
+    if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:  # (a null, where the module takes
+        partial = rope["partial_rotary_factor"]  # one, is no factor: check_partial_null refuses it elsewhere)
     elif rule["ratio"] and not scaling:
         partial = rotated / summed  # (the class's own factor, of the head it derives before a file's head_dim)
     else:  # (a null factor is the class's none: its rotary module spans the head, as without the key)

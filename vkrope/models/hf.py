@@ -653,7 +653,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
         return None
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type, e)
-    kind = _checked_kind(rope, where, model_type, cfg, layer_type if nested is not None else None)
+    kind, rope = _checked_kind(rope, where, model_type, cfg, layer_type if nested is not None else None, e)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
@@ -774,13 +774,18 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
-def _checked_kind(rope: dict, where: str, model_type: str, cfg: dict, layer_type: str | None) -> str:
+def _checked_kind(rope: dict, where: str, model_type: str, cfg: dict, layer_type: str | None,
+                  e: dict) -> tuple[str, dict]:
     """The rope type the dict `rope` names (of layer type `layer_type`, None for a model of one RoPE), as the model
-    reads it (config_rules.check_type), its null partial factor checked (config_rules.check_partial_null)."""
+    reads it (config_rules.check_type), and the dict as its rotary module reads it: a null partial factor, where
+    the module takes one (config_rules.check_partial_null), is no factor (on a layer type's dict: its fallback)."""
     kind = config_rules.check_type(_rope_kind(rope, where, model_type, layer_type is not None), model_type, where,
                                    rope, cfg)
     config_rules.check_partial_null(rope, where, model_type, layer_type, kind)
-    return kind
+    if "partial_rotary_factor" in rope and rope["partial_rotary_factor"] is None:
+        rope = {k: v for k, v in rope.items() if k != "partial_rotary_factor"}
+        rope = rope if layer_type is None else _absent_partial(cfg, rope, e, where)
+    return kind, rope
 
 
 def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
