@@ -277,28 +277,30 @@ def _head_dim(cls: Any) -> dict[str, int]:
     return {"head_dim": 2 * n} if n else {}
 
 
-def type_keys(cls: Any) -> dict[str, dict[str, list[str]]]:
+def type_keys(cls: Any, lts: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """{rope type: {"needs": the keys a file's rope dict of that type must give (not at its top level instead:
     checked), "not_null": those it may not give as null (yarn's factor may be: derived)}},
     where the one-RoPE class raises otherwise (Cosmos 3 Edge's
     mrope_section, PhiMoE's short_mscale and long_mscale, Cohere 2 MoE's original length beside yarn; a null
     original length beside llama3; `config_needs`: the top-level keys it needs, Mixtral's head_dim beside
-    longrope), of each type the class takes; the theta is left out (its keys have their own rules: `one`)."""
-    own = _own(cls, None)
+    longrope), of each type the class takes; the theta is left out (its keys have their own rules: `one`). Of
+    a class with RoPE per layer type (`lts`), the dict given to every layer type (Gemma 3's validation of a
+    null original length beside yarn)."""
+    own = _own(cls, lts)
     if own is None:
         return {}
     out = {}
     for kind, params in {"default": {}, **type_probes(cls)}.items():
         one = {"rope_type": kind, "rope_theta": 10000.0, **own, **params}
         top: dict[str, int] = {}
-        if not _takes(cls, one, None):
+        if not _takes(cls, one, lts):
             top = _head_dim(cls)
-            if not top or not _takes(cls, one, None, top):
+            if not top or not _takes(cls, one, lts, top):
                 continue  # (refused: types_refused)
         keys = [k for k in one if k not in ("rope_type", "rope_theta")]
-        needs = [k for k in keys if not _takes(cls, {x: v for x, v in one.items() if x != k}, None, top)]
-        not_null = [k for k in keys if not _takes(cls, {**one, k: None}, None, top)]
-        if any(_takes(cls, {x: v for x, v in one.items() if x != k}, None, {**top, k: one[k]}) for k in needs):
+        needs = [k for k in keys if not _takes(cls, {x: v for x, v in one.items() if x != k}, lts, top)]
+        not_null = [k for k in keys if not _takes(cls, {**one, k: None}, lts, top)]
+        if any(_takes(cls, {x: v for x, v in one.items() if x != k}, lts, {**top, k: one[k]}) for k in needs):
             sys.exit(f"{cls.__name__} takes a key of {needs} at the top level instead: config_rules.check_type "
                      "reads them from the rope dict only")
         if not top and strict_head_dim(kind) and _head_dim(cls) and getattr(cls(), "head_dim", 0) is None:
@@ -1560,6 +1562,7 @@ def main() -> None:
             if one is not None:
                 rules["one"] = one
         else:
+            rules["type_keys"] = type_keys(classes[t], sorted(d0))
             per_type = measure_per_type(classes[t], d0)
             why = check_rules(classes[t], t, d0, per_type)
             if why is None:

@@ -1424,6 +1424,31 @@ def test_a_null_partial_factor_in_the_rope_dict_is_read_only_where_the_model_rea
             vkrope.from_hf({**cfg, "rope_scaling": {**rope, "partial_rotary_factor": None}})
 
 
+@pytest.mark.parametrize("sliding, said", [
+    ({"rope_type": None, "rope_theta": 1e4}, r"rope_type must be a string; got None"),
+    ({"rope_type": "default", "rope_theta": None}, r"rope_theta must be a number; got None"),
+    ({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "original_max_position_embeddings": None},
+     r"original_max_position_embeddings is null: gemma3_text's config class needs a value beside rope_type 'yarn'"),
+    ({"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0, "partial_rotary_factor": None},
+     r"partial_rotary_factor is null: transformers [\d.]+ fails on it"),
+    ({"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": None}, None),  # (its own default: none)
+])
+def test_a_layer_type_is_refused_where_another_layer_types_dict_fails_transformers(sliding, said):
+    """An adversary's differential fuzz against transformers 5.25: Gemma 3's config class (validate_rope) and
+    rotary module set up every layer type's RoPE, so a sliding dict they fail on fails the model whichever layer
+    is read; vkrope read the full layers. The other dicts get transformers' own checks (not vkrope's stricter
+    reading: a dict it refuses and transformers runs still leaves the other layer types read)."""
+    full = {"rope_type": "default", "rope_theta": 1e6}
+    cfg = {"model_type": "gemma3_text", "rope_parameters": {"sliding_attention": sliding, "full_attention": full}}
+    if said is None:
+        assert vkrope.from_hf(cfg, layer_type="full_attention").theta == 1e6
+        return
+    with pytest.raises(ValueError, match=rf"^config: rope_parameters\['sliding_attention'\]\.{said}.* \(of layer "
+                                         r"type 'sliding_attention': transformers sets up every layer type's RoPE, "
+                                         r"so the model fails whichever layer is read, 'full_attention' too\)$"):
+        vkrope.from_hf(cfg, layer_type="full_attention")
+
+
 def _default_rope(model_type: str) -> dict:
     """The class's default per-layer-type rope dicts, as the model table keeps them."""
     from vkrope.models import model_table

@@ -33,8 +33,9 @@ by building each config class on probe configs; never edited by hand):
   fails on is null.
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
-- `type_keys`: for a class with one RoPE, per rope type it takes, the keys
-  a file's rope dict of that type must give (`needs`: Cosmos 3 Edge's
+- `type_keys`: per rope type a class takes (with RoPE per layer type: a
+  dict given to every layer type), the keys a file's rope dict of that
+  type must give (`needs`: Cosmos 3 Edge's
   mrope_section, PhiMoE's short_mscale and long_mscale) and those it must
   not give as null (`not_null`: llama3's original length), and the
   top-level keys it needs (`config_needs`: Mixtral's head_dim beside

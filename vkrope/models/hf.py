@@ -678,6 +678,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
     _check_parts(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
+    _check_siblings(cfg, nested, layer_type, model_type, e)
     return spec
 
 
@@ -1173,6 +1174,27 @@ def _alternating(section: tuple[int, ...], rotary: int, model_type: str, where: 
                          f"[height, width, time] pairs and runs only where height equals width, time is at least 1 "
                          f"and they sum to this head's {rotary // 2} pairs (transformers fails on others)")
     return (t, h, w)
+
+
+def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, model_type: str, e: dict) -> None:
+    """A ValueError where another layer type's rope dict of a config with RoPE per layer type is one on which
+    transformers fails (a rope type its class refuses or that lacks a key it needs, a null where it needs a
+    value, a null partial factor its module multiplies by, a theta that is no number): its config class and
+    rotary module set up every layer type's RoPE (Gemma 3's validate_rope, its module's __init__), so the model
+    fails whichever layer is read (an adversary's fuzz: a null rope_type or theta in Gemma 3's sliding dict, its
+    full layers read). vkrope's own refusals of a dict transformers runs are left to that layer's reading."""
+    for other in sorted(k for k in nested or {} if k != layer_type):
+        rope, where = _rope_dict(cfg, nested or {}, other, e)
+        try:
+            kind = rope.get("rope_type", rope.get("type", "default"))
+            if not isinstance(kind, str):
+                raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
+            config_rules.check_partial_null(rope, where, model_type, other,
+                                            config_rules.check_type(kind, model_type, where, rope, cfg))
+            _theta(cfg, rope, where)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (of layer type {other!r}: transformers sets up every layer type's RoPE, so "
+                             f"the model fails whichever layer is read, {layer_type!r} too)") from None
 
 
 # (set while _bare_width reads a bare config, whose width is the one it compares with)
