@@ -167,8 +167,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     else:
         rows = freqs.size // per_row
     size, shape = freqs.size, tuple(freqs.shape)
-    if size and not _row_layout(shape, per_row, half):
-        dims = [n for n in shape if n != 1]
+    dims = tuple(n for n in shape if n != 1)  # (axes of 1 anywhere: EdgeTAM's leading one, a trailing one)
+    if size and not _row_layout(dims, per_row, half):
         why = "a planar np.stack([cos, sin]) [2, Nf, C/2]: stack them on the last axis, np.stack([cos, sin], -1)" \
             if per_row != half and len(dims) >= 3 and dims[0] == 2 else \
             f"its last axis is {dims[-1]} wide, not {'C' if per_row != half else 'C/2'} = {per_row}"
@@ -192,11 +192,11 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 
-def _row_layout(shape: tuple, per_row: int, half: int) -> bool:
-    """Whether a table's axes, those of 1 left out, lay out rows of `per_row` values: flat; [..., per_row] (real
-    [Nf, C], complex [Nf, C/2]); real [..., C/2, 2] or [Nf * C/2, 2] (ExecuTorch's any rank of N * C values,
-    where the trailing axes are a row's: a planar [2, Nf, C/2] holds as many values and is no such layout)."""
-    dims = tuple(n for n in shape if n != 1)  # (axes of 1 anywhere: EdgeTAM's leading one, a trailing one)
+def _row_layout(dims: tuple, per_row: int, half: int) -> bool:
+    """Whether a table's axes, those of 1 left out (`dims`), lay out rows of `per_row` values: flat; [...,
+    per_row] (real [Nf, C], complex [Nf, C/2]); real [..., C/2, 2] or [Nf * C/2, 2] (ExecuTorch's any rank of
+    N * C values, where the trailing axes are a row's: a planar [2, Nf, C/2] holds as many values and is no such
+    layout)."""
     if len(dims) <= 1 or dims[-1] == per_row:
         return True
     return per_row == 2 * half and dims[-1] == 2 and (len(dims) == 2 or dims[-2] == half)
