@@ -1550,19 +1550,19 @@ def main() -> None:
         if t not in classes:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
+        lts = sorted(d0) if _nested(d0) else None
         rules.update(model_rules(t, e, classes[t]))
         if t in FILL:  # (the keys its model cannot be built without: a file must give them, as Hub files do)
             rules["absent_refused"] = sorted(FILL[t])
-        rules["types_refused"] = types_refused(classes[t], sorted(d0) if _nested(d0) else None)
-        rules["original_length"] = original_length(classes[t], sorted(d0) if _nested(d0) else None)
-        if not _nested(d0):
+        rules["types_refused"] = types_refused(classes[t], lts)
+        rules["original_length"] = original_length(classes[t], lts)
+        rules["type_keys"] = type_keys(classes[t], lts)
+        if lts is None:
             rules["renames"] = renames(classes[t], names)
-            rules["type_keys"] = type_keys(classes[t])
             one = measure_one(classes[t])
             if one is not None:
                 rules["one"] = one
         else:
-            rules["type_keys"] = type_keys(classes[t], sorted(d0))
             per_type = measure_per_type(classes[t], d0)
             why = check_rules(classes[t], t, d0, per_type)
             if why is None:
