@@ -162,6 +162,8 @@ def test_the_model_table_counts_are_what_the_data_says():
     rest = len(status) - ok - none - probe - no_file
     assert f"{ok} of transformers 5.25's {len(status)} types. {none} apply no RoPE" in text
     assert f"{probe} could not be probed and {no_file} have no modeling file; the other {rest} are refused" in text
+    archs = json.loads((ROOT / "vkrope" / "data" / "gguf_archs.json").read_text())["archs"]
+    assert f"from llama.cpp's own source ({len(archs)} architectures)" in text  # (154 stood there after 153)
 
 
 def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):

@@ -620,8 +620,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
     (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
     `partial_rotary_factor` (GPT-NeoX's `rotary_pct`); M-RoPE's
-    `mrope_section`, chunked or interleaved as the table found the model
-    type's rotary module doing it.
+    `mrope_section`, chunked, interleaved or alternating (ERNIE 4.5 VL) as
+    the table found the model type's rotary module doing it.
 
     `layer_type`: for configs with RoPE per layer type (Gemma 3, Gemma 4;
     `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
