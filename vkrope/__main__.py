@@ -661,10 +661,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         except NoRopeLayers as e:  # (llama.cpp's graph rotates no layer: said below, with its reason)
             ropes, why = [], e.reason
     else:  # (the dict read once, not the path: from_hf would read the file again per layer type)
-        types = layer_types(cfg, like=args.like)
-        asked = (args.part,) if args.part is not None else parts(cfg, like=args.like) or (None,)
         # (a layer type whose layers rotate nothing is left out: the others' summaries list those layers)
         try:
+            types = layer_types(cfg, like=args.like)
+            asked = (args.part,) if args.part is not None else parts(cfg, like=args.like) or (None,)
             ropes = [from_hf(cfg, layer_type=lt, like=args.like, part=part) for part in asked
                      for lt in (types or (None,))]
         except NoRopeLayers as e:  # (no layer of the config rotates: said below, with its reason)

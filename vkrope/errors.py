@@ -60,9 +60,11 @@ class DeviceClosedError(VkropeError, RuntimeError):
 class NoRopeLayers(VkropeError, ValueError):
     """`from_hf(config)` or `from_gguf(path)`, naming no layer and no layer
     type, of a model whose layers all apply no RoPE: it has no RoPE every
-    rotating layer shares (with `layer=`, such a layer gives None). Also a
-    ValueError, as the config's reading is one. `reason` says why in a few
-    words (the key and value, or the switch, that turns RoPE off)."""
+    rotating layer shares (with `layer=`, such a layer gives None); and,
+    whatever layer is named, of a model type or GGUF architecture that
+    applies no RoPE at all (BERT's). Also a ValueError, as the config's
+    reading is one. `reason` says why in a few words (the key and value, or
+    the switch, that turns RoPE off; the model type or architecture)."""
 
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)

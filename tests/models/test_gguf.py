@@ -352,8 +352,10 @@ def test_bert_gguf_has_no_rope(tmp_path):
     """llama.cpp's rope table lists bert, but its graph adds learned position embeddings and never rotates."""
     for arch in ("bert", "jina-bert-v2"):
         path = write(tmp_path / f"{arch}.gguf", arch, [("add_embedding_length", 768), ("add_head_count", 12)])
-        with pytest.raises(ValueError, match=f"'{arch}' applies no RoPE in llama.cpp's graph"):
-            vkrope.from_gguf(path)
+        for layer in (None, 0):  # (NoRopeLayers, whichever layer is asked for)
+            with pytest.raises(vkrope.NoRopeLayers, match=f"'{arch}' applies no RoPE in llama.cpp's graph") as e:
+                vkrope.from_gguf(path, layer=layer)
+            assert e.value.reason == f"architecture '{arch}' applies no RoPE in llama.cpp's graph"
     path = write(tmp_path / "nomic.gguf", "nomic-bert", [("add_embedding_length", 768), ("add_head_count", 12)])
     assert vkrope.from_gguf(path).head_dim == 64  # nomic-bert does rotate
 

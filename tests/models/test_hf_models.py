@@ -295,8 +295,10 @@ def test_refused_model_types_name_themselves():
         vkrope.from_hf(dict(base, model_type="chatglm", kv_channels=128))  # ChatGLM3: remote code
     with pytest.raises(ValueError, match="'nanochat' is refused.*-theta"):
         vkrope.from_hf(dict(base, model_type="nanochat"))
-    with pytest.raises(ValueError, match="'bert' applies no rotary embedding"):
-        vkrope.from_hf(dict(base, model_type="bert"))
+    for layer in (None, 0):  # (a model of no RoPE at all: NoRopeLayers, whichever layer is asked for)
+        with pytest.raises(vkrope.NoRopeLayers, match="'bert' applies no rotary embedding") as e:
+            vkrope.from_hf(dict(base, model_type="bert"), layer=layer)
+        assert e.value.reason.startswith("model_type 'bert': ")
     with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
         vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
     # the rotary module a text model holds, whatever its class is named (Higgs Audio's): refused, never "no

@@ -245,6 +245,9 @@ def test_config_of_a_model_whose_layers_all_apply_no_rope_says_so(tmp_path, caps
                                "num_hidden_layers": 2, "alibi": True}))
     assert main(["config", str(cfg)]) == 0
     assert capsys.readouterr().out.startswith(f"{cfg} (config.json): no layer applies RoPE (alibi true: falcon's ")
+    cfg.write_text(json.dumps({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12}))
+    assert main(["config", str(cfg)]) == 0  # (a model type of no RoPE at all: said alike, it was an error)
+    assert capsys.readouterr().out.startswith(f"{cfg} (config.json): no layer applies RoPE (model_type 'bert': ")
 
 
 def test_a_chart_path_that_is_the_config_read_is_refused(tmp_path, capsys):

@@ -239,10 +239,11 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
         close = ", ".join(difflib.get_close_matches(arch, list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
                          f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
-    if entry["pairs"] == "none" or entry["rotates"] == "False":
-        raise ValueError(f"{where}: architecture {arch!r} applies no RoPE in llama.cpp's graph"
-                         + (" (learned or relative positions), though its rope table lists it"
-                            if entry["pairs"] != "none" else ""))
+    if entry["pairs"] == "none" or entry["rotates"] == "False":  # (whichever layer is named)
+        raise NoRopeLayers(f"{where}: architecture {arch!r} applies no RoPE in llama.cpp's graph"
+                           + (" (learned or relative positions), though its rope table lists it"
+                              if entry["pairs"] != "none" else ""),
+                           f"architecture {arch!r} applies no RoPE in llama.cpp's graph")
     if entry["rotates"] == "unknown" or entry["pairs"] == "unknown":
         what = "its pairs" if entry["pairs"] == "unknown" else "where its graph rotates"
         raise ValueError(f"{where}: architecture {arch!r}: vkrope cannot read {what} from llama.cpp's code (it "

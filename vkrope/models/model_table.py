@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import NoRopeLayers
 from ..freqs import brief
 from ..runtime.dtypes import without_repeats
 
@@ -91,9 +92,10 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
                          f"dim and layers would be a guess; if it runs its attention as another model type does, "
                          f"pass like='<that model type>'")
     e = models[model_type]
-    if e.get("rope") is False:
-        raise ValueError(f"config: model_type {model_type!r} applies no rotary embedding to its text attention "
-                         f"in transformers ({e.get('why') or 'it has no text rotary module'})")
+    if e.get("rope") is False:  # (a model of no RoPE at all: its layers all apply none, whichever is named)
+        why = e.get("why") or "it has no text rotary module"
+        raise NoRopeLayers(f"config: model_type {model_type!r} applies no rotary embedding to its text attention "
+                           f"in transformers ({why})", f"model_type {model_type!r}: {why}")
     if e.get("status") != "ok":
         raise ValueError(f"config: model_type {model_type!r} is refused: {e.get('status')}")
     return e
