@@ -799,8 +799,10 @@ def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
     """Where the default config leaves head_dim null (the attention then takes hidden_size // heads), ask the
     code whether it reads head_dim when one is given: probe with head_dim = 2 D (M-RoPE sections doubled). If
     it does, "head_dim" (falling back to hidden // heads as transformers does) replaces the bare quotient among
-    the options; if its code runs with no such head_dim (OLMoE's q_norm spans hidden_size), "quotient": from_hf
-    refuses a head_dim other than the quotient."""
+    the options; if its code runs with no such head_dim (OLMoE's q_norm spans hidden_size), or runs with M-RoPE
+    sections of its width while the attention keeps D (GLM-4V's rotary module reads head_dim, its attention
+    does not: the model runs only where the sections fit the module's width), "quotient": from_hf refuses a
+    head_dim other than the quotient."""
     given = facts["text"].get("head_dim")
     if given is not None:
         return quotient_only(model_type, facts, options, given)
@@ -808,13 +810,16 @@ def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
         return options
     d = next(head_width(l, facts) for l in facts["layers"] if l["rotates"])
     rope = facts["text"].get("rope_parameters") or {}
-    again = ran(model_type, facts, with_sections({"head_dim": 2 * d}, section_of(model_type, rope), 2), True)
+    variants = with_sections({"head_dim": 2 * d}, section_of(model_type, rope), 2)
+    again = ran(model_type, facts, variants, True)
     if again is None:
         return [("quotient" if h is None else h, r) for h, r in options]
     got = [head_width(l, again) for l in again.get("layers", []) if l["rotates"]]
     CHANGED.setdefault(model_type, {})["head_dim"] = again
     if got and got[0] == 2 * d:
         return [("head_dim" if h is None else h, r) for h, r in options]
+    if len(variants) == 2 and ran(model_type, facts, variants[:1], True) is not None:
+        return [("quotient" if h is None else h, r) for h, r in options]  # (sections of 2 D's width were read)
     return options
 
 

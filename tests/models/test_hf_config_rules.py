@@ -182,6 +182,19 @@ def test_a_theta_the_class_fills_in_only_where_the_file_gives_no_rope_dict():
         vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default"}})
 
 
+def test_a_head_dim_the_rotary_module_reads_and_the_attention_does_not():
+    """GLM-4V's rotary module takes a file's head_dim, its attention hidden_size // heads: the model runs only
+    where the M-RoPE sections fit the module's width, and rotates heads vkrope's reading would not; another
+    head_dim is refused (the model table's "quotient", measured), the quotient itself read."""
+    glm = {"model_type": "glm4v_text", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [4, 6, 6],
+                               "partial_rotary_factor": 0.5}}
+    assert (vkrope.from_hf(glm).head_dim, vkrope.from_hf({**glm, "head_dim": 64}).rotary_dim) == (64, 32)
+    for head in (32, 128):
+        with pytest.raises(ValueError, match=f"config: head_dim {head}: the code of 'glm4v_text' did not rotate"):
+            vkrope.from_hf({**glm, "head_dim": head})
+
+
 def test_a_composite_config_around_another_text_model_is_read_as_that_model():
     """LlavaForConditionalGeneration builds its language model from text_config's own model type: a Gemma 3
     text config inside a llava keeps RoPE per layer type, its sliding layers on their own base."""

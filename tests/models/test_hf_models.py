@@ -519,8 +519,8 @@ def test_a_default_head_dim_the_model_runs_with_only_as_the_quotient():
               "max_position_embeddings": 128}
     assert vkrope.from_hf(dict(helium, head_dim=16)).head_dim == 16
     for given, head in ((24, 24), (None, 128)):  # (none given: the class's 128, which its model fails on too)
-        with pytest.raises(ValueError, match=rf"^config: head_dim {head}: the code of 'helium' did not run with a "
-                                             r"head_dim other than hidden_size // num_attention_heads \(16\)"):
+        with pytest.raises(ValueError, match=rf"^config: head_dim {head}: the code of 'helium' did not rotate heads "
+                                             r"of a head_dim other than hidden_size // num_attention_heads \(16\)"):
             vkrope.from_hf(helium if given is None else dict(helium, head_dim=given))
 
 
@@ -658,7 +658,7 @@ def test_what_a_second_review_found_read_otherwise():
         assert vkrope.hf_layers(dict(falcon, alibi=alibi)) == (None,) * 32
     assert vkrope.from_hf(dict(falcon, alibi=0)).theta == 10000.0
     neox = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16, "rotary_pct": 0.25}
-    with pytest.raises(ValueError, match="head_dim 192: the code of 'gpt_neox' did not run"):
+    with pytest.raises(ValueError, match="head_dim 192: the code of 'gpt_neox' did not rotate heads"):
         vkrope.from_hf(dict(neox, head_dim=192))
     assert vkrope.from_hf(neox).rotary_dim == 32
     jp = {"model_type": "gpt_neox_japanese", "hidden_size": 2560, "num_attention_heads": 32, "rotary_pct": 0.5}

@@ -299,8 +299,8 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     """The rotated head's width: cfg[key] (the table's key for the model and
     layer type), else hidden_size // num_attention_heads (transformers'
     `getattr(config, key, None) or hidden // heads`). Key "quotient": the
-    quotient only, another head_dim refused (the model's code ran with no
-    other when the table was made: OLMoE's, Qwen2-VL's)."""
+    quotient only, another head_dim refused (the model's code rotated no
+    other when the table was made: OLMoE's, Qwen2-VL's, GLM-4V's)."""
     if key and key != "quotient" and cfg.get(key) is not None:
         return key_int(cfg, key, "config: ")
     if key not in (None, "head_dim", "quotient"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in)
@@ -311,10 +311,11 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
                              f"hidden_size and num_attention_heads; {name} is missing")
     hidden, heads = key_int(cfg, "hidden_size", "config: "), key_int(cfg, "num_attention_heads", "config: ")
     if key == "quotient" and cfg.get("head_dim") not in (None, hidden // heads):
-        raise ValueError(f"config: head_dim {brief(cfg['head_dim'])}: the code of {model!r} did not run with a "
-                         f"head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when vkrope's "
-                         "model table was made (its attention's weights follow hidden_size), so how it would read "
-                         "one is unknown")
+        raise ValueError(f"config: head_dim {brief(cfg['head_dim'])}: the code of {model!r} did not rotate heads "
+                         f"of a head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when "
+                         "vkrope's model table was made (its attention's weights follow hidden_size: it failed, or "
+                         "its rotary module read the head_dim its attention did not), so how it would read one is "
+                         "unknown")
     return hidden // heads  # (transformers' floor: q_proj then has heads * (hidden // heads) outputs)
 
 
