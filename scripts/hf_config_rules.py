@@ -178,23 +178,25 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
         kw = {"rope_parameters": {"rope_type": "default"}, key: value} if with_dict else {key: value}
         return (built(kw) or {}).get(field) == value
 
-    theta_keys = [k for i, k in enumerate(theta_candidates(cls))
-                  if sets(k, sentinel(70 + i), "rope_theta", True) or sets(k, sentinel(70 + i), "rope_theta", False)]
-    partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)
-                    or sets(k, 0.3125, "partial_rotary_factor", False)]
+    # (with the file's dict and without, apart: Cohere 2 MoE's class merges its rope_theta only without one)
+    theta_keys = [k for i, k in enumerate(theta_candidates(cls)) if sets(k, sentinel(70 + i), "rope_theta", True)]
+    theta_keys_bare = [k for i, k in enumerate(theta_candidates(cls)) if sets(k, sentinel(70 + i), "rope_theta", False)]
+    partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)]
+    partial_keys_bare = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", False)]
     head = getattr(cls(), "head_dim", None)  # (MiniMax-M2's rotary_dim: the factor is it over head_dim)
     partial_dims = [k for k in kp.candidates(cls) if k not in PARTIAL_KEYS and isinstance(head, int) and head >= 8
                     and all((built({k: head // n}) or {}).get("partial_rotary_factor") == (head // n) / head
                             for n in (4, 8))]  # (two values: a class's own factor may be one of them, Qwen3-Next's)
     preset = dict(bare)  # (less what a file's key replaces: a theta or factor the class only defaults)
-    if any(sets(k, sentinel(80 + i), "rope_theta", False) for i, k in enumerate(theta_keys)):
+    if any(sets(k, sentinel(80 + i), "rope_theta", False) for i, k in enumerate(theta_keys_bare)):
         preset.pop("rope_theta", None)
-    if any(sets(k, 0.3125, "partial_rotary_factor", False) for k in partial_keys):
+    if partial_keys_bare:
         preset.pop("partial_rotary_factor", None)
     # (a class may fill in a theta only where the file gives no rope dict: Cohere 2 MoE's 10000)
     out = {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
            "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
-           "theta_keys": theta_keys, "partial_keys": partial_keys, "partial_dims": partial_dims}
+           "theta_keys": theta_keys, "theta_keys_no_dict": theta_keys_bare, "partial_keys": partial_keys,
+           "partial_keys_no_dict": partial_keys_bare, "partial_dims": partial_dims}
     fills = {k: v for k, v in given.items() if k not in ("rope_type", "rope_theta", "partial_rotary_factor")}
     if fills:  # (other keys it fills into a file's dict lacking them: HY-V4-VL's mrope_section [12, 10, 10])
         out["fills"] = fills
@@ -958,17 +960,18 @@ def _int_keys(e: dict, saved: dict) -> dict[str, int]:
     return out
 
 
-def int_refused(t: str, e: dict) -> tuple[list[str], list[str]] | tuple[None, None]:
+def int_refused(t: str, e: dict) -> tuple[list[str], list[str], list[str]] | tuple[None, None, None]:
     """The keys from_hf reads that the classes take as an int (the file giving one builds) and on which they
-    raise when the file gives a whole float, and a bool (strict int fields: transformers 5's classes fail on
-    loading `head_dim: 96.0` or `sliding_window: true`); (None, None) where the classes are not built of a
-    file without RoPE keys (not measured: from_hf refuses a float or bool for any key the class defaults as an
-    int)."""
+    raise when the file gives a whole float, a bool, and the number as a string (strict int fields:
+    transformers 5's classes fail on loading `head_dim: 96.0`, `sliding_window: true` or
+    `num_attention_heads: "32"`, also where from_hf does not need the key); (None, None, None) where the
+    classes are not built of a file without RoPE keys (not measured: from_hf refuses a float, bool or string
+    for any key the class defaults as an int)."""
     if _raises(t, e, {}):
-        return None, None
+        return None, None, None
     ints = {k: v for k, v in _int_keys(e, _built(t, e, {}).to_dict()).items() if not _raises(t, e, {k: v})}
     return ([k for k, v in ints.items() if _raises(t, e, {k: float(v)})],
-            [k for k in ints if _raises(t, e, {k: True})])
+            [k for k in ints if _raises(t, e, {k: True})], [k for k, v in ints.items() if _raises(t, e, {k: str(v)})])
 
 
 def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
@@ -1464,14 +1467,14 @@ def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `float_refused`, `bool_refused`, `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
+    `float_refused`, `bool_refused`, `str_refused`, `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
     measured `nope_longer`, `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
-    floats, bools = int_refused(t, e)
+    floats, bools, strs = int_refused(t, e)
     nulls, failing = null_refused(t, e), model_refused(t, e)
     nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
     if floats is not None:
         floats += [k for k in failing["float"] if k not in floats]
-    out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools,
+    out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools, "str_refused": strs,
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw)),
                            "partial_null_reads": partial_null_reads(t, e, cls)}

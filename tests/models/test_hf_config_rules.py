@@ -178,8 +178,34 @@ def test_a_theta_the_class_fills_in_only_where_the_file_gives_no_rope_dict():
     r = vkrope.from_hf(base)
     assert (r.theta, r.rope_type, r.rotary_dim) == (10000.0, "default", 128)
     assert vkrope.from_hf({**base, "rope_theta": 5.0}).theta == 5.0
-    with pytest.raises(ValueError, match="no rope_theta given .rope_theta., and cohere2_moe's config class fills"):
+    with pytest.raises(ValueError, match="no rope_theta given in the rope dict, and cohere2_moe's config class"):
         vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default"}})
+
+
+def test_a_theta_beside_a_rope_dict_the_class_does_not_move_into_it():
+    """Cohere2MoeConfig moves a file's top-level rope_theta (and partial_rotary_factor) into the rope dict it
+    makes where the file gives none, but not into the file's own dict: rope_parameters without a theta
+    beside rope_theta fails its model (KeyError), so it is refused, saying why; the dict's own theta is read."""
+    base = {"model_type": "cohere2_moe", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2,
+            "max_position_embeddings": 8192, "layer_types": ["full_attention", "sliding_attention"]}
+    with pytest.raises(ValueError, match=r"no rope_theta given in the rope dict \(the file's rope_theta beside it "
+                                         "is not moved into a file's rope dict"):
+        vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default"}, "rope_theta": 5e5})
+    assert vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default", "rope_theta": 3.0},
+                           "rope_theta": 5e5}).theta == 3.0
+    assert vkrope.from_hf({**base, "rope_theta": 5e5}).theta == 5e5
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
+    assert vkrope.from_hf({**llama, "rope_parameters": {"rope_type": "default"}, "rope_theta": 5e5}).theta == 5e5
+
+
+def test_a_number_given_as_a_string_where_the_class_takes_an_int():
+    """LlamaConfig's num_attention_heads is a strict int field: `"4"` fails on loading the config, also beside
+    a head_dim (from_hf then needs no head count), so it is refused, naming the key (str_refused)."""
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    assert vkrope.from_hf(llama).head_dim == 64
+    for key in ("num_attention_heads", "num_hidden_layers", "max_position_embeddings"):
+        with pytest.raises(ValueError, match=f"config: {key} is '\\d+': llama's config class takes an integer"):
+            vkrope.from_hf({**llama, key: str(llama.get(key, 2))})
 
 
 def test_a_head_dim_the_rotary_module_reads_and_the_attention_does_not():
@@ -609,8 +635,8 @@ def test_odd_values_beside_the_new_rules_are_errors_not_readings():
     the classes rename them before the nested-dict check; a list among layer_types; MiniMax-M2's rotary_dim under
     two channels."""
     ocr = {"model_type": "unlimited_ocr_text", "hidden_size": 2048, "num_attention_heads": 32}
-    for bad in ("x", 1.5, True, [1]):  # (a float: the class's strict int field, float_refused, says so first)
-        with pytest.raises(ValueError, match="head_dim must be an integer or null|head_dim is (1.5|True): "
+    for bad in ("x", 1.5, True, [1]):  # (a float, bool, str: the class's strict int field, float_refused, ...)
+        with pytest.raises(ValueError, match="head_dim must be an integer or null|head_dim is (1.5|True|'x'): "
                                              "unlimited_ocr_text's config class takes an integer"):
             vkrope.from_hf({**ocr, "head_dim": bad})
     with pytest.raises(ValueError, match="rope_scaling_layers"):

@@ -19,8 +19,10 @@ by building each config class on probe configs; never edited by hand):
   Apertus' llama3 with its theta), and the theta and partial factor it
   fills in where the file's dict lacks them (`theta`, `partial`) and where
   the file gives no dict (`theta_no_dict`, `partial_no_dict`: Cohere 2
-  MoE fills in its 10000 only there), and any other key it fills into a
-  dict lacking it (`fills`: HY-V4-VL's mrope_section);
+  MoE fills in its 10000 only there), the file's keys it takes them from
+  in either case (`theta_keys`, `partial_keys`, and `..._no_dict`: Cohere
+  2 MoE's rope_theta only where the file gives no dict), and any other key
+  it fills into a dict lacking it (`fills`: HY-V4-VL's mrope_section);
 - `per_type`: for a class with RoPE per layer type (Gemma 3, ModernBERT,
   Olmo 3, ...), per layer type and per shape of the file's keys (`flat`:
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
@@ -70,10 +72,11 @@ by building each config class on probe configs; never edited by hand):
 - `nope_longer`: for a model whose layers say by a flags list whether they
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
-- `float_refused`, `bool_refused`: the keys from_hf reads that the class
-  takes as an int and raises on when the file gives a whole float, or a
-  bool (strict int fields: `head_dim: 96.0`, `sliding_window: true`; a float
-  head key on which the text model fails to build, too), `check_ints`;
+- `float_refused`, `bool_refused`, `str_refused`: the keys from_hf reads
+  that the class takes as an int and raises on when the file gives a whole
+  float, a bool, or the number as a string (strict int fields: `head_dim:
+  96.0`, `sliding_window: true`, `num_attention_heads: "32"`; a float head
+  key on which the text model fails to build, too), `check_ints`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list,
@@ -355,6 +358,18 @@ def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
                      ".to_dict())")
 
 
+def _theta_where(one: dict[str, Any], filled: str, unread: list[str]) -> str:
+    """Where a one-RoPE class looks for a theta, for the message that finds none; `unread`: keys the file gives
+    that the class moves into the rope dict only when the file gives none (Cohere 2 MoE's rope_theta)."""
+    keys = one["theta_keys" + filled]
+    if filled:
+        return f" ({', '.join(keys)})" if keys else ""
+    if unread:
+        return (f" in the rope dict (the file's {', '.join(unread)} beside it is not moved into a file's rope dict "
+                "by this config class, only into the one it makes where the file gives none)")
+    return f" in the rope dict (nor {', '.join(keys)} beside it)" if keys else " in the rope dict"
+
+
 def one_rope(cfg: dict, model_type: str) -> dict | None:
     """The rope dict a class with one RoPE makes of a text config's keys
     `cfg` (transformers' PreTrainedConfig.convert_rope_params_to_dict):
@@ -376,14 +391,15 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
     filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
-        source = next((k for k in one["theta_keys"] if k in cfg), None)
+        source = next((k for k in one["theta_keys" + filled] if k in cfg), None)
         if source is not None and cfg[source] is not None:
             key_number(cfg, source, "config: ")  # (named as the file gives it, not as the dict it moves into)
         rope["rope_theta"] = one["theta" + filled] if source is None else cfg[source]
         if rope["rope_theta"] is None and source is None:
-            raise ValueError(f"config: no rope_theta given ({', '.join(one['theta_keys'])}), and {model_type}'s "
+            unread = [k for k in one["theta_keys_no_dict"] if k in cfg and k not in one["theta_keys" + filled]]
+            raise ValueError(f"config: no rope_theta given{_theta_where(one, filled, unread)}, and {model_type}'s "
                              "config class fills in none here (its model cannot run without one)")
-    source = next((k for k in one["partial_keys"] if k in cfg), None)
+    source = next((k for k in one["partial_keys" + filled] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
     dims = next((k for k in one.get("partial_dims", []) if cfg.get(k) is not None), None)
     if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)
@@ -608,15 +624,15 @@ def check_absent(cfg: dict, model_type: str) -> None:
 
 
 def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
-    """A ValueError where the text config `cfg` (the file's keys) gives a float or a bool for a key the model
-    type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`: strict int
-    fields, `head_dim: 96.0`, `sliding_window: true`; transformers raises on loading the config). Where that
-    was not measured (a class not built of a file without RoPE keys), the rules of the text config's own
-    model type where it names a measured one, else head_dim and any key the class defaults (`defaults`) as an
-    int: refused rather than guessed."""
+    """A ValueError where the text config `cfg` (the file's keys) gives a float, a bool or a string for a key
+    the model type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`,
+    `str_refused`: strict int fields, `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads: "32"`;
+    transformers raises on loading the config). Where that was not measured (a class not built of a file
+    without RoPE keys), the rules of the text config's own model type where it names a measured one, else
+    head_dim and any key the class defaults (`defaults`) as an int: refused rather than guessed."""
     rules = _value_rules(cfg, model_type)
     ints = ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]  # (not measured: a head key too)
-    for kind, rule in ((float, "float_refused"), (bool, "bool_refused")):
+    for kind, rule in ((float, "float_refused"), (bool, "bool_refused"), (str, "str_refused")):
         keys = rules.get(rule)
         for key in ints if keys is None else keys:
             if isinstance(cfg.get(key), kind):
