@@ -42,7 +42,7 @@ import random
 import re
 import sys
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -163,7 +163,8 @@ def per_type(rope: Any, lts: list[str]) -> bool:
 def measure_one(cls: Any) -> dict[str, Any] | None:
     """A one-RoPE class's conversion (config_rules.one_rope): its preset where the file says nothing (less the
     theta and partial factor a file's keys replace), the theta and partial factor it fills in where the file's
-    rope dict lacks them and where the file gives no rope dict, and the keys it reads them from."""
+    rope dict lacks them and where the file gives no rope dict, and the keys it reads them from (the theta's
+    with the file's dict and without it, apart)."""
     def built(kw: dict) -> dict | None:
         try:
             rope = rope_of(cls, kw)
@@ -178,11 +179,12 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
         kw = {"rope_parameters": {"rope_type": "default"}, key: value} if with_dict else {key: value}
         return (built(kw) or {}).get(field) == value
 
-    # (with the file's dict and without, apart: Cohere 2 MoE's class merges its rope_theta only without one)
+    # (with the file's dict and without, apart: Cohere 2 MoE's class merges its rope_theta only without one; its
+    # rotary module's library functions do, theta_beside)
     theta_keys = [k for i, k in enumerate(theta_candidates(cls)) if sets(k, sentinel(70 + i), "rope_theta", True)]
     theta_keys_bare = [k for i, k in enumerate(theta_candidates(cls)) if sets(k, sentinel(70 + i), "rope_theta", False)]
-    partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)]
-    partial_keys_bare = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", False)]
+    partial_keys = [k for k in PARTIAL_KEYS if sets(k, 0.3125, "partial_rotary_factor", True)
+                    or sets(k, 0.3125, "partial_rotary_factor", False)]
     head = getattr(cls(), "head_dim", None)  # (MiniMax-M2's rotary_dim: the factor is it over head_dim)
     partial_dims = [k for k in kp.candidates(cls) if k not in PARTIAL_KEYS and isinstance(head, int) and head >= 8
                     and all((built({k: head // n}) or {}).get("partial_rotary_factor") == (head // n) / head
@@ -190,13 +192,13 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
     preset = dict(bare)  # (less what a file's key replaces: a theta or factor the class only defaults)
     if any(sets(k, sentinel(80 + i), "rope_theta", False) for i, k in enumerate(theta_keys_bare)):
         preset.pop("rope_theta", None)
-    if partial_keys_bare:
+    if any(sets(k, 0.3125, "partial_rotary_factor", False) for k in partial_keys):
         preset.pop("partial_rotary_factor", None)
     # (a class may fill in a theta only where the file gives no rope dict: Cohere 2 MoE's 10000)
     out = {"preset": preset, "theta": given.get("rope_theta"), "partial": given.get("partial_rotary_factor"),
            "theta_no_dict": bare.get("rope_theta"), "partial_no_dict": bare.get("partial_rotary_factor"),
            "theta_keys": theta_keys, "theta_keys_no_dict": theta_keys_bare, "partial_keys": partial_keys,
-           "partial_keys_no_dict": partial_keys_bare, "partial_dims": partial_dims}
+           "partial_dims": partial_dims}
     fills = {k: v for k, v in given.items() if k not in ("rope_type", "rope_theta", "partial_rotary_factor")}
     if fills:  # (other keys it fills into a file's dict lacking them: HY-V4-VL's mrope_section [12, 10, 10])
         out["fills"] = fills
@@ -1017,28 +1019,33 @@ def null_refused(t: str, e: dict) -> list[str]:
 
 
 def model_refused(t: str, e: dict) -> dict[str, list[str]]:
-    """The head keys from_hf reads (the table's: head_dim, qk_rope_head_dim, kv_channels) that the classes
+    """The head keys from_hf reads (the table's: head_dim, qk_rope_head_dim, kv_channels; head_dim of a
+    "quotient" type, which from_hf takes only as the quotient or null) that the classes
     take as null, or as a whole float, but on which the text model fails while it runs without the key and with
     its integer (Qwen2's and ERNIE 4.5 VL's attention takes getattr(config, "head_dim", quotient): None, whose
     ** -0.5 raises, or a float nn.Linear refuses): {"null": keys, "float": keys}, built on the meta device and
-    run forward as the model table runs it."""
+    run forward as the model table runs it, or, where the probe cannot run its forward, only built."""
     out: dict[str, list[str]] = {"null": [], "float": []}
     if _raises(t, e, {}):
         return out
     built = _built(t, e, {}).to_dict()
     aliases = e.get("aliases", {})
     hidden, heads = (built.get(aliases.get(k, k)) for k in ("hidden_size", "num_attention_heads"))
-    keys = dict.fromkeys(s["head_dim"] for s in e["by_layer_type"].values() if s["head_dim"] not in (None, "quotient"))
+    keys = dict.fromkeys("head_dim" if s["head_dim"] == "quotient" else s["head_dim"]  # (a quotient type's file
+                         for s in e["by_layer_type"].values() if s["head_dim"] is not None)  # may give it too)
     for k in keys:
         own = built.get(k)
         width = own if type(own) is int else hidden // heads if type(hidden) is int and type(heads) is int and \
             heads > 0 and hidden % heads == 0 else None
-        if width is None or not _model_runs(t, {}, e) or not _model_runs(t, {k: width}, e):
-            continue  # (not measured where the model does not run on its own width)
-        if not _raises(t, e, {k: None}) and not _model_runs(t, {k: None}, e):
-            out["null"].append(k)
-        if not _raises(t, e, {k: float(width)}) and not _model_runs(t, {k: float(width)}, e):
-            out["float"].append(k)
+        if width is None:
+            continue
+        # (run forward where the probe can, else only built: Nemotron 3.5 Transcribe's forward, which the probe
+        # cannot run, still fails to build on a null head_dim's ** -0.5)
+        checks = [fine for fine in (_model_runs, _model_builds)
+                  if _holds(fine, t, {}, e) and _holds(fine, t, {k: width}, e)]
+        for kind, value in (("null", None), ("float", float(width))):
+            if checks and not _raises(t, e, {k: value}) and not _holds(checks[0], t, {k: value}, e):
+                out[kind].append(k)
     return out
 
 
@@ -1107,6 +1114,22 @@ def heads_divide(t: str, e: dict) -> dict[str, bool] | None:
 
 BREAKS = ("off_by_one", "off_by_two", "other_heads")  # the probes of heads_probes that break the division
 HEADS_KINDS = (("bare", ""), ("head_dim", "_head_dim"))  # heads_divide's kinds, and their probes' names' tails
+
+
+def _holds(fine: Callable[[str, dict, dict], bool], t: str, kw: dict, e: dict) -> bool:
+    """`fine(t, kw, e)`, False where the classes raise on `kw` (Falcon's head_dim, a property without setter)."""
+    try:
+        return fine(t, kw, e)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _model_builds(t: str, kw: dict, e: dict) -> bool:
+    """Whether the text model of model type `t`'s default config with `kw` set on it, as the classes build a
+    file of `kw` (table entry `e`), builds on the meta device (hf_probe's meta_model)."""
+    import hf_probe  # noqa: PLC0415  (torch)
+
+    return hf_probe.meta_model(t, {}, _built(t, e, kw)) is not None
 
 
 def _model_runs(t: str, kw: dict, e: dict | None = None) -> bool:
@@ -1422,12 +1445,35 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
         outer["fill_any_type"] = kp.fill_any_type(lambda kw: _built(t, e, kw), outer.get("text_model_type"), fill)
 
 
-def _rotary_state(t: str, e: dict, rope: dict, lts: list[str] | None) -> dict[str, Any]:
+def theta_beside(t: str, e: dict, cls: Any, one: dict) -> list[str]:
+    """The rope types whose text rotary module, built of a file's rope dict of that type without a theta, takes
+    the file's top-level theta beside the dict (its key as the class reads it without a dict) and, where the
+    file gives none, the class's own (`theta_no_dict`): what it makes equals what it makes of the dict holding
+    that theta. Transformers' library functions of every type but default call standardize_rope_params, which
+    moves the class's rope_theta into the dict, where Cohere 2 MoE's class itself does not (its default type
+    fails on such a file: KeyError); from_hf reads a dict of another type as the class alone would."""
+    key = next(iter(one["theta_keys_no_dict"]), None)
+    if key is None or one["theta_no_dict"] is None or _rotary_class(t, e) is None:
+        return []
+    out = []
+    for kind, params in {"default": {}, **type_probes(cls)}.items():
+        d = {"rope_type": kind, **params}
+        try:
+            same = [_rotary_state(t, e, d, None, top) == _rotary_state(t, e, {**d, "rope_theta": theta}, None)
+                    for top, theta in (({key: 12345.0}, 12345.0), ({}, one["theta_no_dict"]))]
+        except Exception:  # noqa: BLE001  (either way: not read so)
+            continue
+        if all(same):
+            out.append(kind)
+    return out
+
+
+def _rotary_state(t: str, e: dict, rope: dict, lts: list[str] | None, top: dict | None = None) -> dict[str, Any]:
     """What model type `t`'s text rotary module holds (its buffers and number attributes) when built of a text
     config whose rope_parameters are `rope`, with every layer type of `lts` among its layers (Laguna's module
     makes frequencies only for the types its layer_types name, and its default names no sliding one), twice
     (Gemma 4's class forces its last layer full)."""
-    kw: dict[str, Any] = {"rope_parameters": rope}
+    kw: dict[str, Any] = {**(top or {}), "rope_parameters": rope}  # (`top`: top-level keys beside it)
     if lts:
         kw.update(num_hidden_layers=2 * len(lts), layer_types=list(lts) * 2)
     try:
@@ -1564,7 +1610,7 @@ def main() -> None:
             rules["renames"] = renames(classes[t], names)
             one = measure_one(classes[t])
             if one is not None:
-                rules["one"] = one
+                rules["one"] = {**one, "theta_beside": theta_beside(t, e, classes[t], one)}
         else:
             per_type = measure_per_type(classes[t], d0)
             why = check_rules(classes[t], t, d0, per_type)

@@ -818,8 +818,9 @@ def reads_head_dim(model_type: str, facts: dict, options: list) -> list:
     CHANGED.setdefault(model_type, {})["head_dim"] = again
     if got and got[0] == 2 * d:
         return [("head_dim" if h is None else h, r) for h, r in options]
-    if len(variants) == 2 and ran(model_type, facts, variants[:1], True) is not None:
-        return [("quotient" if h is None else h, r) for h, r in options]  # (sections of 2 D's width were read)
+    if got and got[0] == d and len(variants) == 2 and ran(model_type, facts, variants[:1], True) is not None:
+        return [("quotient" if h is None else h, r) for h, r in options]  # (sections of 2 D's width were read;
+        # where variants[0] ran, `again` is its probe, read back from --probes)
     return options
 
 

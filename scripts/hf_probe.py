@@ -19,6 +19,7 @@ are what the code computes.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib
 import inspect
@@ -171,14 +172,20 @@ def part_names(calls: list[dict], attn: Any) -> None:
         call["part_width"] = getattr(module, "head_dim", None)  # (the part's own heads: the indexer's 128)
 
 
+def rotary_functions(module: Any) -> list[str]:
+    """The module-level functions of `module` whose name says rotary / rope (what `recording` wraps)."""
+    return [name for name, fn in vars(module).items() if _own_function(fn, module)
+            and re.search(r"rotary|rope", name, re.I) and "mrope" not in name.lower() and not name.startswith("get_")]
+
+
 @contextlib.contextmanager
 def recording(module: Any):
     """Wrap every module-level function of `module` whose name says rotary / rope; yield the list of calls."""
     calls: list[dict] = []
     saved = {}
+    names = rotary_functions(module)
     for name, fn in list(vars(module).items()):
-        if _own_function(fn, module) and re.search(r"rotary|rope", name, re.I) \
-                and "mrope" not in name.lower() and not name.startswith("get_"):
+        if name in names:
             def wrapped(*args, __fn=fn, __name=name, **kwargs):
                 out = __fn(*args, **kwargs)
                 calls.append({"fn": __name, "args": args, "kwargs": kwargs, "out": out,
@@ -534,6 +541,27 @@ def run_twice(module: Any, attn: Any, h: torch.Tensor, entry: dict, states: dict
     return first, not torch.equal(out1, out2)
 
 
+def no_rope(facts: dict, model_type: str, module: Any) -> dict:
+    """`facts` of a model type whose text model holds no rotary module and whose file has no rotary class:
+    "rope" False (no RoPE) where its modeling file has no rotary function or its text model's forward calls
+    none (Jamba's copied apply_rotary_pos_emb); else None, refused (RoFormer's and CLVP's attention call
+    apply_rotary_position_embeddings / apply_rotary_pos_emb on a sinusoidal table of their own: they rotate;
+    a forward the probe cannot run may)."""
+    names = rotary_functions(module)
+    calls = rotary_calls(model_type, {}) if names else 0
+    if calls == 0:  # (its module-level ones uncalled: any other it defines, a method or a class, is unrecorded)
+        tree = ast.parse(inspect.getsource(module))
+        top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        names = sorted({n.name for n in ast.walk(tree)
+                        if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in top
+                        and re.search(r"rotary|rope\b|rotate_half", n.name, re.I)})
+        if not names:
+            return {**facts, "rope": False}
+    return {**facts, "rope": None, "why": f"not verified: its modeling file's {', '.join(names[:4])} "
+            + ("rotate with no rotary module the probe reads" if calls else "may rotate (the probe records no call "
+               "of a method or a class, nor of a function in a text model that does not run on the meta device)")}
+
+
 def probe(model_type: str, overrides: dict | None = None, first_only: bool = False) -> dict:
     """Everything transformers' code says about `model_type`'s text RoPE (see the module docstring), with
     `overrides` set on its text config first; `first_only`: stop after one rotating layer."""
@@ -553,17 +581,17 @@ def probe(model_type: str, overrides: dict | None = None, first_only: bool = Fal
     model_cls = text_model(module, text)
     if model_cls is None:  # (a rotary class in its file, no text model: refused)
         return {**facts, "rope": True, "why": f"no text model class for {type(text).__name__}"} if classes else \
-            {**facts, "rope": False}
+            no_rope(facts, model_type, module)
     try:
         with torch.device("meta"):
             model = model_cls(text)
     except Exception:  # noqa: BLE001  (a model its default config does not build: as its file's classes say)
         if classes:
             raise
-        return {**facts, "rope": False}
+        return no_rope(facts, model_type, module)
     rots, held = held_rotaries(model)
     if not held and not classes:
-        return {**facts, "rope": False}
+        return no_rope(facts, model_type, module)
     facts.update(rope=True, text=text.to_dict())
     if not rots:
         return {**facts, "why": "the text model holds no text rotary module" + (f" (it holds {held})" if held else "")}

@@ -358,6 +358,11 @@ def test_bert_gguf_has_no_rope(tmp_path):
             assert e.value.reason == f"architecture '{arch}' applies no RoPE in llama.cpp's graph"
     path = write(tmp_path / "nomic.gguf", "nomic-bert", [("add_embedding_length", 768), ("add_head_count", 12)])
     assert vkrope.from_gguf(path).head_dim == 64  # nomic-bert does rotate
+    # (GPT-J rotates; llama.cpp's rope table lists it as none and builds no graph for it: refused, not "no RoPE")
+    path = write(tmp_path / "gptj.gguf", "gptj", [("add_embedding_length", 768), ("add_head_count", 12)])
+    with pytest.raises(ValueError, match="'gptj': vkrope cannot read where its graph rotates") as e:
+        vkrope.from_gguf(path)
+    assert not isinstance(e.value, vkrope.NoRopeLayers)
 
 
 def _arch_file(tmp_path, arch, n_layer, extra=(), tensors=()):

@@ -183,17 +183,27 @@ def test_a_theta_the_class_fills_in_only_where_the_file_gives_no_rope_dict():
 
 
 def test_a_theta_beside_a_rope_dict_the_class_does_not_move_into_it():
-    """Cohere2MoeConfig moves a file's top-level rope_theta (and partial_rotary_factor) into the rope dict it
-    makes where the file gives none, but not into the file's own dict: rope_parameters without a theta
-    beside rope_theta fails its model (KeyError), so it is refused, saying why; the dict's own theta is read."""
+    """Cohere2MoeConfig moves a file's top-level rope_theta into the rope dict it makes where the file gives
+    none, but not into the file's own dict: a default-type rope_parameters (or an empty one) without a theta
+    beside rope_theta fails its model (KeyError), so it is refused, saying why; the rotary module's library
+    functions of linear and yarn move the class's theta in themselves (standardize_rope_params), so those are
+    read, on the top-level theta or the class's 10000 (theta_beside, measured per rope type)."""
     base = {"model_type": "cohere2_moe", "hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2,
             "max_position_embeddings": 8192, "layer_types": ["full_attention", "sliding_attention"]}
-    with pytest.raises(ValueError, match=r"no rope_theta given in the rope dict \(the file's rope_theta beside it "
-                                         "is not moved into a file's rope dict"):
-        vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default"}, "rope_theta": 5e5})
+    for rope in ({"rope_type": "default"}, {}):
+        with pytest.raises(ValueError, match=r"no rope_theta given in the rope dict \(the file's rope_theta beside "
+                                             "it is moved into a file's rope dict of type 'default' neither"):
+            vkrope.from_hf({**base, "rope_parameters": rope, "rope_theta": 5e5}, layer_type="sliding_attention")
+    sliding = {"layer_type": "sliding_attention"}
     assert vkrope.from_hf({**base, "rope_parameters": {"rope_type": "default", "rope_theta": 3.0},
-                           "rope_theta": 5e5}).theta == 3.0
-    assert vkrope.from_hf({**base, "rope_theta": 5e5}).theta == 5e5
+                           "rope_theta": 5e5}, **sliding).theta == 3.0
+    assert vkrope.from_hf({**base, "rope_theta": 5e5}, **sliding).theta == 5e5
+    linear = {"rope_type": "linear", "factor": 2.0}
+    yarn = {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096}
+    for rope in (linear, yarn):
+        for top, theta in (({"rope_theta": 5e5}, 5e5), ({}, 10000.0)):
+            r = vkrope.from_hf({**base, "rope_parameters": rope, **top}, **sliding)
+            assert (r.theta, r.rope_type) == (theta, rope["rope_type"])
     llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
     assert vkrope.from_hf({**llama, "rope_parameters": {"rope_type": "default"}, "rope_theta": 5e5}).theta == 5e5
 
@@ -219,6 +229,9 @@ def test_a_head_dim_the_rotary_module_reads_and_the_attention_does_not():
     for head in (32, 128):
         with pytest.raises(ValueError, match=f"config: head_dim {head}: the code of 'glm4v_text' did not rotate"):
             vkrope.from_hf({**glm, "head_dim": head})
+    for bad in ("64", True):  # (a type error, said so, not another width)
+        with pytest.raises(ValueError, match=f"^config: head_dim must be a number or null; got {bad!r}$"):
+            vkrope.from_hf({**glm, "head_dim": bad})
 
 
 def test_a_composite_config_around_another_text_model_is_read_as_that_model():

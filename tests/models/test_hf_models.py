@@ -299,6 +299,11 @@ def test_refused_model_types_name_themselves():
         with pytest.raises(vkrope.NoRopeLayers, match="'bert' applies no rotary embedding") as e:
             vkrope.from_hf(dict(base, model_type="bert"), layer=layer)
         assert e.value.reason.startswith("model_type 'bert': ")
+    with pytest.raises(vkrope.NoRopeLayers, match="^like: 'gpt2' applies no rotary embedding") as e:
+        vkrope.from_hf(dict(base, model_type="llama"), like="gpt2")  # (the caller's like, not the file's type)
+    assert e.value.reason.startswith("like 'gpt2': ")
+    with pytest.raises(TypeError, match="^layer must be an int"):  # (a bad argument first, as from_gguf's)
+        vkrope.from_hf(dict(base, model_type="bert"), layer="x")
     with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
         vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
     # the rotary module a text model holds, whatever its class is named (Higgs Audio's): refused, never "no

@@ -152,7 +152,8 @@ def test_the_proof_counts_are_what_the_data_says():
 
 def test_the_model_table_counts_are_what_the_data_says():
     """model-rules.md's counts of the model table's statuses (hand-written prose) are hf_models.json's: ok, no
-    RoPE, not probed, no modeling file, and the rest refused."""
+    RoPE, not probed, no modeling file, and the rest refused; and its count of GGUF architectures is
+    gguf_archs.json's."""
     models = json.loads((ROOT / "vkrope" / "data" / "hf_models.json").read_text())["models"]
     text = " ".join((ROOT / "docs" / "guide" / "model-rules.md").read_text().split())
     status = [str(e.get("status")) if e.get("rope") is not False else "no rope" for e in models.values()]
@@ -163,7 +164,7 @@ def test_the_model_table_counts_are_what_the_data_says():
     assert f"{ok} of transformers 5.25's {len(status)} types. {none} apply no RoPE" in text
     assert f"{probe} could not be probed and {no_file} have no modeling file; the other {rest} are refused" in text
     archs = json.loads((ROOT / "vkrope" / "data" / "gguf_archs.json").read_text())["archs"]
-    assert f"from llama.cpp's own source ({len(archs)} architectures)" in text  # (154 stood there after 153)
+    assert f"from llama.cpp's own source ({len(archs)} architectures)" in text
 
 
 def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):

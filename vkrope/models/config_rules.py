@@ -20,9 +20,13 @@ by building each config class on probe configs; never edited by hand):
   fills in where the file's dict lacks them (`theta`, `partial`) and where
   the file gives no dict (`theta_no_dict`, `partial_no_dict`: Cohere 2
   MoE fills in its 10000 only there), the file's keys it takes them from
-  in either case (`theta_keys`, `partial_keys`, and `..._no_dict`: Cohere
-  2 MoE's rope_theta only where the file gives no dict), and any other key
-  it fills into a dict lacking it (`fills`: HY-V4-VL's mrope_section);
+  (`partial_keys`; `theta_keys` where the file gives a dict,
+  `theta_keys_no_dict` where it does not: Cohere 2 MoE's rope_theta only
+  there), the rope types whose rotary module takes a dict without a theta
+  as the class does a file without a dict (`theta_beside`: transformers'
+  library functions move the class's theta in, Cohere 2 MoE's default type
+  does not), and any other key it fills into a dict lacking it (`fills`:
+  HY-V4-VL's mrope_section);
 - `per_type`: for a class with RoPE per layer type (Gemma 3, ModernBERT,
   Olmo 3, ...), per layer type and per shape of the file's keys (`flat`:
   `rope_scaling` and theta keys; `nested`: `rope_parameters` by layer type),
@@ -358,16 +362,16 @@ def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
                      ".to_dict())")
 
 
-def _theta_where(one: dict[str, Any], filled: str, unread: list[str]) -> str:
+def _theta_where(one: dict[str, Any], filled: str, unread: list[str], kind: Any) -> str:
     """Where a one-RoPE class looks for a theta, for the message that finds none; `unread`: keys the file gives
-    that the class moves into the rope dict only when the file gives none (Cohere 2 MoE's rope_theta)."""
-    keys = one["theta_keys" + filled]
-    if filled:
-        return f" ({', '.join(keys)})" if keys else ""
+    that neither the class nor the rotary module of the dict's rope type `kind` moves into the file's rope dict
+    (Cohere 2 MoE's rope_theta beside a default one)."""
     if unread:
-        return (f" in the rope dict (the file's {', '.join(unread)} beside it is not moved into a file's rope dict "
-                "by this config class, only into the one it makes where the file gives none)")
-    return f" in the rope dict (nor {', '.join(keys)} beside it)" if keys else " in the rope dict"
+        return (f" in the rope dict (the file's {', '.join(unread)} beside it is moved into a file's rope dict of "
+                f"type {kind!r} neither by this config class nor by its rotary module; give rope_theta inside "
+                "rope_parameters)")
+    keys = one["theta_keys" + filled]  # (no measured class gets here today: each fills a theta of its own)
+    return f" ({', '.join(keys)})" if keys else " in the rope dict"
 
 
 def one_rope(cfg: dict, model_type: str) -> dict | None:
@@ -391,15 +395,18 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
     filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        if filled == "" and isinstance(kind, str) and renames(model_type).get(kind, kind) in one["theta_beside"]:
+            filled = "_no_dict"  # (its rotary module's standardize_rope_params moves the class's theta in)
         source = next((k for k in one["theta_keys" + filled] if k in cfg), None)
         if source is not None and cfg[source] is not None:
             key_number(cfg, source, "config: ")  # (named as the file gives it, not as the dict it moves into)
         rope["rope_theta"] = one["theta" + filled] if source is None else cfg[source]
         if rope["rope_theta"] is None and source is None:
             unread = [k for k in one["theta_keys_no_dict"] if k in cfg and k not in one["theta_keys" + filled]]
-            raise ValueError(f"config: no rope_theta given{_theta_where(one, filled, unread)}, and {model_type}'s "
-                             "config class fills in none here (its model cannot run without one)")
-    source = next((k for k in one["partial_keys" + filled] if k in cfg), None)
+            raise ValueError(f"config: no rope_theta given{_theta_where(one, filled, unread, kind)}, and "
+                             f"{model_type}'s config class fills in none here (its model cannot run without one)")
+    source = next((k for k in one["partial_keys"] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
     dims = next((k for k in one.get("partial_dims", []) if cfg.get(k) is not None), None)
     if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)

@@ -49,7 +49,8 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     table does not know, or one it cannot read, is refused.
 
     `layer`: a layer index; None when llama.cpp's graph applies no RoPE
-    there. `layer_type`: "sliding_attention" or "full_attention", for files
+    there (NoRopeLayers for an architecture whose graph never rotates,
+    BERT's). `layer_type`: "sliding_attention" or "full_attention", for files
     whose sliding layers rotate differently (Gemma 2 / 3 / 4, ...). Without
     either: the RoPE every rotating layer shares (`nope_layers` lists the
     others), or a ValueError when sliding and full layers differ; never
@@ -239,7 +240,9 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
         close = ", ".join(difflib.get_close_matches(arch, list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
                          f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
-    if entry["pairs"] == "none" or entry["rotates"] == "False":  # (whichever layer is named)
+    if entry["rotates"] == "False" or (entry["pairs"] == "none" and entry["rotates"] != "unknown"):  # (whichever
+        # layer is named; not GPT-J, which llama.cpp's rope table lists as none but for which it builds no
+        # graph: GPT-J rotates, refused below)
         raise NoRopeLayers(f"{where}: architecture {arch!r} applies no RoPE in llama.cpp's graph"
                            + (" (learned or relative positions), though its rope table lists it"
                               if entry["pairs"] != "none" else ""),
@@ -247,7 +250,7 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     if entry["rotates"] == "unknown" or entry["pairs"] == "unknown":
         what = "its pairs" if entry["pairs"] == "unknown" else "where its graph rotates"
         raise ValueError(f"{where}: architecture {arch!r}: vkrope cannot read {what} from llama.cpp's code (it "
-                         f"decides by model size or another runtime value); {remedy}")
+                         f"decides by model size or another runtime value, or builds no graph for it); {remedy}")
     return entry
 
 

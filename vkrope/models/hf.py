@@ -310,7 +310,11 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
             raise ValueError(f"config: the head dim of {model!r} needs {'head_dim, or ' if key == 'head_dim' else ''}"
                              f"hidden_size and num_attention_heads; {name} is missing")
     hidden, heads = key_int(cfg, "hidden_size", "config: "), key_int(cfg, "num_attention_heads", "config: ")
-    if key == "quotient" and cfg.get("head_dim") not in (None, hidden // heads):
+    given = cfg.get("head_dim")
+    if key == "quotient" and given is not None and (isinstance(given, bool) or not isinstance(given, (int, float))):
+        raise ValueError(f"config: head_dim must be a number or null; got {brief(given)}")  # (not refused as
+        # another width: the rotary module that reads one computes with it, and fails)
+    if key == "quotient" and given not in (None, hidden // heads):
         raise ValueError(f"config: head_dim {brief(cfg['head_dim'])}: the code of {model!r} did not rotate heads "
                          f"of a head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when "
                          "vkrope's model table was made (its attention's weights follow hidden_size: it failed, or "
@@ -370,8 +374,11 @@ _PAIRS_WORDS = {"rotate_half": "rotate-half pairs (i, i + rotary_dim / 2)",
                 "unknown": "a rotation vkrope does not compute"}
 
 
-def _check_args(angle: Any, part: Any, layer_type: Any = None) -> None:
-    """from_hf's and layers' arguments besides the config, checked before anything is read."""
+def _check_args(angle: Any, part: Any, layer_type: Any = None, layer: Any = None) -> None:
+    """from_hf's and layers' arguments besides the config, checked before anything is read (a model of no
+    RoPE at all, NoRopeLayers whatever is asked, must not hide a bad argument)."""
+    if layer is not None and not is_int(layer):
+        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
     if angle not in ("float32", "exact"):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
     if layer_type is not None and not isinstance(layer_type, str):
@@ -418,7 +425,7 @@ def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
 def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The parts of a config's layers that rotate, each its own way, that vkrope reads (DeepSeek-V3.2:
     ("attention", "indexer"), each `from_hf(part=)`; GLM-5's indexer rotates as its attention); () where the
-    attention alone rotates."""
+    attention alone rotates; NoRopeLayers for a model type of no RoPE at all (BERT's)."""
     config = _load(config)
     if _remote(config, like) is not None:
         return ()
@@ -464,7 +471,7 @@ def _check_parts(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
-    layer."""
+    layer; NoRopeLayers for a model type of no RoPE at all (BERT's)."""
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
@@ -568,8 +575,9 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32",
            part: str | None = None) -> tuple[ModelRope | None, ...]:
     """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
-    NoPE layers, the global layers of EXAONE 4 and Cohere 2). `part`: as
-    from_hf's (DeepSeek-V3.2: "attention" or "indexer")."""
+    NoPE layers, the global layers of EXAONE 4 and Cohere 2); NoRopeLayers
+    for a model type of no RoPE at all (BERT's). `part`: as from_hf's
+    (DeepSeek-V3.2: "attention" or "indexer")."""
     _check_args(angle, part)
     config = _load(config)  # (read once: every layer's from_hf below takes the dict)
     remote = _remote(config, like)
@@ -613,10 +621,10 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     ...), pairs, and which layers apply none. A model type not in the table, or one
     whose RoPE vkrope does not compute as the model does, is refused with
     a ValueError naming it; `like="llama"` reads a config as that model
-    type does (the caller's word that its attention is the same). A model
-    type transformers lacks (remote code: ChatGLM, Qwen 1, MiniCPM) is read
-    as llama.cpp's converter writes it (models/gguf_convert.py); keys it
-    does not use need `like="llama.cpp"`, and are listed in `ignored`.
+    type does (the caller's word that its attention is the same). A type
+    transformers lacks (remote code: ChatGLM, Qwen 1, MiniCPM) is read as
+    llama.cpp's converter writes it (models/gguf_convert.py); keys it does
+    not use need `like="llama.cpp"`, and are listed in `ignored`.
 
     The rest as transformers 5 reads it: `rope_parameters` or `rope_scaling`
     (`type` / `rope_type`) plus `rope_theta`; the rotary dim from
@@ -627,18 +635,17 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     `layer_type`: for configs with RoPE per layer type (Gemma 3, Gemma 4;
     `vkrope.hf_layer_types` lists them); `layer`: a decoder layer index
     (its layer type read from the config). Returns None when that layer
-    (or every layer of that type) applies no RoPE. Without either, the
+    (or every layer of that type) applies no RoPE (NoRopeLayers for a model
+    type of no RoPE at all, BERT's). Without either, the
     RoPE every rotating layer shares (`summary()` lists the layers without),
     never None: `NoRopeLayers` (a ValueError) where the config's layers all apply none;
     an unknown rope type, missing or contradictory field: a ValueError naming the key.
 
-    `part`: for a model whose layers rotate in parts over the same angles
-    (`vkrope.hf_parts` lists them: DeepSeek-V3.2 and A.X K2's "attention",
-    interleaved pairs, and "indexer", their sparse indexer's rotate-half),
-    which one; refused without it where the parts' pairs differ (GLM-5's
-    indexer rotates as its attention). Any other model rotates one way
-    ("attention", or None / "")."""
-    _check_args(angle, part, layer_type)
+    `part`: for a model whose layers rotate in parts over the same angles (`vkrope.hf_parts` lists them:
+    DeepSeek-V3.2 and A.X K2's "attention", interleaved pairs, and "indexer", their sparse indexer's
+    rotate-half), which one; refused without it where the parts' pairs differ (GLM-5's indexer rotates as
+    its attention). Any other model rotates one way ("attention", or None / "")."""
+    _check_args(angle, part, layer_type, layer)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:

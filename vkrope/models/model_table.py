@@ -70,8 +70,9 @@ def table() -> dict[str, Any]:
 def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
     """The table's entry for a config's `model_type` (or for `like`, the
     model type a caller says to read it as), or a ValueError naming it and
-    saying how to proceed: an unknown type, a type with no text RoPE, or a
-    type whose RoPE vkrope does not compute as the model does."""
+    saying how to proceed: an unknown type, a type whose RoPE vkrope does
+    not compute as the model does, or (NoRopeLayers, a ValueError) a type
+    with no text RoPE."""
     models = table()["models"]
     if like is not None:
         if not isinstance(like, str):
@@ -92,12 +93,13 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
                          f"dim and layers would be a guess; if it runs its attention as another model type does, "
                          f"pass like='<that model type>'")
     e = models[model_type]
+    named = f"like: {model_type!r}" if like is not None else f"config: model_type {model_type!r}"  # (the caller's)
     if e.get("rope") is False:  # (a model of no RoPE at all: its layers all apply none, whichever is named)
         why = e.get("why") or "it has no text rotary module"
-        raise NoRopeLayers(f"config: model_type {model_type!r} applies no rotary embedding to its text attention "
-                           f"in transformers ({why})", f"model_type {model_type!r}: {why}")
+        raise NoRopeLayers(f"{named} applies no rotary embedding to its text attention in transformers ({why})",
+                           f"{'like' if like is not None else 'model_type'} {model_type!r}: {why}")
     if e.get("status") != "ok":
-        raise ValueError(f"config: model_type {model_type!r} is refused: {e.get('status')}")
+        raise ValueError(f"{named} is refused: {e.get('status')}")
     return e
 
 
