@@ -396,15 +396,15 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
         kind = rope.get("rope_type", rope.get("type", "default"))
-        if filled == "" and isinstance(kind, str) and renames(model_type).get(kind, kind) in one["theta_beside"]:
-            filled = "_no_dict"  # (its rotary module's standardize_rope_params moves the class's theta in)
-        source = next((k for k in one["theta_keys" + filled] if k in cfg), None)
+        beside = filled == "" and isinstance(kind, str) and renames(model_type).get(kind, kind) in one["theta_beside"]
+        taken = "_no_dict" if beside else filled  # (its rotary module's standardize_rope_params moves the theta in)
+        source = next((k for k in one["theta_keys" + taken] if k in cfg), None)
         if source is not None and cfg[source] is not None:
             key_number(cfg, source, "config: ")  # (named as the file gives it, not as the dict it moves into)
-        rope["rope_theta"] = one["theta" + filled] if source is None else cfg[source]
+        rope["rope_theta"] = one["theta" + taken] if source is None else cfg[source]
         if rope["rope_theta"] is None and source is None:
-            unread = [k for k in one["theta_keys_no_dict"] if k in cfg and k not in one["theta_keys" + filled]]
-            raise ValueError(f"config: no rope_theta given{_theta_where(one, filled, unread, kind)}, and "
+            unread = [k for k in one["theta_keys_no_dict"] if k in cfg and k not in one["theta_keys" + taken]]
+            raise ValueError(f"config: no rope_theta given{_theta_where(one, taken, unread, kind)}, and "
                              f"{model_type}'s config class fills in none here (its model cannot run without one)")
     source = next((k for k in one["partial_keys"] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
