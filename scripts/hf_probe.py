@@ -172,10 +172,15 @@ def part_names(calls: list[dict], attn: Any) -> None:
         call["part_width"] = getattr(module, "head_dim", None)  # (the part's own heads: the indexer's 128)
 
 
+def rotary_name(name: str) -> bool:
+    """Whether a function's or class's name says rotary / rope (not M-RoPE's section helpers)."""
+    return bool(re.search(r"rotary|rope", name, re.I)) and "mrope" not in name.lower()
+
+
 def rotary_functions(module: Any) -> list[str]:
     """The module-level functions of `module` whose name says rotary / rope (what `recording` wraps)."""
-    return [name for name, fn in vars(module).items() if _own_function(fn, module)
-            and re.search(r"rotary|rope", name, re.I) and "mrope" not in name.lower() and not name.startswith("get_")]
+    return [name for name, fn in vars(module).items() if _own_function(fn, module) and rotary_name(name)
+            and not name.startswith("get_")]
 
 
 @contextlib.contextmanager
@@ -554,7 +559,7 @@ def no_rope(facts: dict, model_type: str, module: Any) -> dict:
         top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         names = sorted({n.name for n in ast.walk(tree)
                         if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in top
-                        and re.search(r"rotary|rope\b|rotate_half", n.name, re.I)})
+                        and (rotary_name(n.name) or "rotate_half" in n.name)})
         if not names:
             return {**facts, "rope": False}
     return {**facts, "rope": None, "why": f"not verified: its modeling file's {', '.join(names[:4])} "
