@@ -1050,15 +1050,18 @@ def model_refused(t: str, e: dict) -> dict[str, list[str]]:
 
 
 def model_refused_null(t: str, e: dict) -> list[str]:
-    """The other keys from_hf reads (_read_keys) that the class holds as a value, takes as null, and on whose
-    null the text model fails while it runs bare (Ministral's sliding_window: its model always builds the
-    sliding mask, which needs one; Mistral's runs with none), built on the meta device and run forward."""
+    """The other keys from_hf reads (_read_keys, and the top-level partial factor keys) that the class holds as
+    a value, takes as null, and on whose null the text model fails while it runs bare (Ministral's
+    sliding_window: its model always builds the sliding mask, which needs one; Mistral's runs with none;
+    Phi's partial_rotary_factor, which its attention reads from the rope dict the null left without one),
+    built on the meta device and run forward."""
     if _raises(t, e, {}):
         return []
     built = _built(t, e, {}).to_dict()
     aliases = e.get("aliases", {})
     heads = {s["head_dim"] for s in e["by_layer_type"].values()}
-    keys = [k for k in _read_keys(e) if k not in heads and built.get(aliases.get(k, k)) is not None
+    keys = [k for k in dict.fromkeys([*_read_keys(e), *PARTIAL_KEYS]) if k not in heads
+            and (k in PARTIAL_KEYS or built.get(aliases.get(k, k)) is not None)  # (a factor sits in rope_parameters)
             and not _raises(t, e, {k: None})]  # (a class default of None: the bare run is its null)
     if not keys or not _model_runs(t, {}, e):
         return []

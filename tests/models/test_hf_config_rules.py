@@ -208,6 +208,18 @@ def test_a_theta_beside_a_rope_dict_the_class_does_not_move_into_it():
     assert vkrope.from_hf({**llama, "rope_parameters": {"rope_type": "default"}, "rope_theta": 5e5}).theta == 5e5
 
 
+def test_a_null_partial_factor_at_the_top_where_the_attention_reads_the_dicts():
+    """PhiConfig takes `partial_rotary_factor: null` (its rope dict then holds no factor) and Phi's rotary module
+    runs on it, but its attention reads config.rope_parameters["partial_rotary_factor"] and fails (KeyError):
+    refused (null_refused, measured at the model); Llama, which reads no factor, runs it as none."""
+    phi = {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4}
+    assert vkrope.from_hf(phi).rotary_dim == 32
+    with pytest.raises(ValueError, match="^config: partial_rotary_factor is null: phi's config class refuses a null"):
+        vkrope.from_hf({**phi, "partial_rotary_factor": None})
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}
+    assert vkrope.from_hf({**llama, "partial_rotary_factor": None}).rotary_dim == 64
+
+
 def test_a_number_given_as_a_string_where_the_class_takes_an_int():
     """LlamaConfig's num_attention_heads is a strict int field: `"4"` fails on loading the config, also beside
     a head_dim (from_hf then needs no head count), so it is refused, naming the key (str_refused)."""
