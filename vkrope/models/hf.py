@@ -315,7 +315,7 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
         raise ValueError(f"config: head_dim must be a number or null; got {brief(given)}")  # (not refused as
         # another width: the rotary module that reads one computes with it, and fails)
     if key == "quotient" and given not in (None, hidden // heads):
-        raise ValueError(f"config: head_dim {brief(cfg['head_dim'])}: the code of {model!r} did not rotate heads "
+        raise ValueError(f"config: head_dim {brief(given)}: the code of {model!r} did not rotate heads "
                          f"of a head_dim other than hidden_size // num_attention_heads ({hidden // heads}) when "
                          "vkrope's model table was made (its attention's weights follow hidden_size: it failed, or "
                          "its rotary module read the head_dim its attention did not), so how it would read one is "
