@@ -327,6 +327,7 @@ class DeviceMemory(DeviceOwner):
                 return a
             if storage == "auto":
                 storage = a.storage
+        refuse_inside_a_call(self._lock, "asarray()", _STAGING)
         storage = resolve_storage(storage)
         a = check_array(a, "a", storage)
         if isinstance(a, DeviceArray):
@@ -343,6 +344,7 @@ class DeviceMemory(DeviceOwner):
     def _copy_array(self, src: DeviceArray) -> DeviceArray:
         """A new DeviceArray holding a device-side copy of `src`."""
         check_alive("the DeviceArray to copy", src)
+        refuse_inside_a_call(self._lock, "a copy of a DeviceArray", _STAGING)
         with self._lock:
             self._context()
             check_alive("the DeviceArray to copy", src)
@@ -357,12 +359,18 @@ class DeviceMemory(DeviceOwner):
 
     def _download_into(self, arr: DeviceArray, out: np.ndarray) -> np.ndarray:
         check_alive("the array", arr)
+        refuse_inside_a_call(self._lock, "DeviceArray.get() (or np.asarray of one)", _STAGING)
         with self._lock:
             self._context()
             check_alive("the array", arr)  # (released by another thread meanwhile)
             if arr.size:
                 self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
             return out
+
+    def _check_release(self) -> None:
+        """DeviceArray.release's refusal inside a call in this thread: a handler would free memory the call may
+        use (a collection inside a call releases only arrays no call holds: __del__ goes on)."""
+        refuse_inside_a_call(self._lock, "DeviceArray.release()", "the call may be using its memory")
 
     def _release_array(self, arr: DeviceArray) -> None:
         """Take back a released array's memory. Called from
@@ -389,6 +397,9 @@ class DeviceMemory(DeviceOwner):
                 arr._resource = None
             self._guarded(arrays.take_back, rt)
 
+
+# Why a handler's transfer is refused inside a call (refuse_inside_a_call)
+_STAGING = "it would use the device's fence and staging buffers, which the call is using"
 
 # Every open Device, to close them at interpreter exit and to abandon them in
 # a forked child (the child must not touch, let alone destroy, Vulkan objects

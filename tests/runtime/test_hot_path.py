@@ -892,7 +892,7 @@ def test_a_replayed_result_whose_del_fails_gives_its_memory_back(make_device, mo
     def fails(self):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr(vkrope.DeviceArray, "release", fails)
+    monkeypatch.setattr(vkrope.DeviceArray, "_release", fails)  # (what __del__ calls)
     del y
     gc.collect()
     monkeypatch.undo()

@@ -817,6 +817,65 @@ def test_trim_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch):
     assert (dev.asarray(data).get() == data).all()
 
 
+@pytest.mark.parametrize("reenter", ["get", "np.asarray", "copy", "deepcopy", "release", "asarray", "asarray other storage"])
+@pytest.mark.parametrize("unified", [True, False])
+def test_an_array_transfer_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch, reenter, unified):
+    """get(), np.asarray, copies, asarray and release() from a signal handler or a finalizer running inside a call
+    on the same device (an adversary's): a transfer used the call's fence and staging buffer (the outer get()
+    returned the other array's data; a fence submitted signalled, garbage, a driver abort at exit), a release
+    freed memory the call read (a new array's zeros rotated). Each is a RuntimeError, as an operator's is; the
+    array refused its release stays live, and the device right."""
+    import copy
+
+    import vkrope.owner as owner
+
+    dev = make_device()
+    dev._force_limits(unified=unified)
+    x = np.random.default_rng(8).standard_normal((1, 16, 16)).astype(np.float32)
+    other = dev.asarray(x)
+    inner = {"get": other.get, "np.asarray": lambda: np.asarray(other), "copy": lambda: copy.copy(other),
+             "deepcopy": lambda: copy.deepcopy([other]), "release": other.release,
+             "asarray": lambda: dev.asarray(x), "asarray other storage": lambda: dev.asarray(other, "texture3d")}[reenter]
+    real = owner.arrays.transfer
+
+    def reenters(*args, **kwargs):
+        inner()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner.arrays, "transfer", reenters)
+    with pytest.raises(RuntimeError, match="was called inside a call on this device in this thread"):
+        dev.asarray(x * 2)  # (the outer call: an upload)
+    monkeypatch.undo()
+    assert other.state == "live" and (other.get() == x).all()
+    assert (dev.asarray(x * 2).get() == x * 2).all() and (copy.copy(other).get() == x).all()
+    other.release()
+    assert other.state == "released"
+
+
+def test_a_collection_inside_a_call_still_gives_memory_back(make_device, monkeypatch):
+    """An array collected inside a call (its __del__, from a garbage collection there: no call holds it) gives
+    its memory back as before: only an explicit release() is refused there."""
+    import vkrope.owner as owner
+
+    dev = make_device()
+    x = np.random.default_rng(9).standard_normal((1, 16, 16)).astype(np.float32)
+    doomed = [dev.asarray(x)]
+    real = owner.arrays.transfer
+
+    def collects(*args, **kwargs):
+        if doomed:
+            doomed.clear()
+            gc.collect()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner.arrays, "transfer", collects)
+    y = dev.asarray(x * 3)
+    monkeypatch.undo()
+    assert (y.get() == x * 3).all()
+    assert dev._rt.pool or dev._rt.graveyard or not dev._rt.held  # (its memory moved on, none left held by it)
+    assert len(dev._rt.held) == 1  # (y's only)
+
+
 @pytest.mark.parametrize("reenter", ["apply", "apply_many", "close", "numpy call"])
 def test_a_call_or_close_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch, reenter):
     """An operator or close() from a signal handler running inside a call on the same device (the lock is
@@ -924,7 +983,7 @@ def test_an_interrupted_walk_of_dead_arrays_is_taken_up_again(make_device, monke
     data = np.arange(64, dtype=np.float32).reshape(1, 4, 16)
     dev._rt.held[-1] = (object(), interrupts, {})  # (walked first: the interruption)
     a = dev.asarray(data)
-    monkeypatch.setattr(vkrope.DeviceArray, "release", lambda self: interrupts())
+    monkeypatch.setattr(vkrope.DeviceArray, "_release", lambda self: interrupts())  # (what __del__ calls)
     del a  # (its __del__ fails: it dies holding its memory)
     gc.collect()
     monkeypatch.undo()

@@ -123,14 +123,21 @@ class DeviceArray:
 
     def release(self) -> None:
         """Give the device memory back now (idempotent); the array is unusable
-        after. Waits for a call running on its device (which may use it)."""
+        after. Waits for a call running on its device in another thread
+        (which may use it); a RuntimeError inside a call in this thread (a
+        signal handler or a finalizer), the array left as it was."""
+        if self._owner is not None:
+            self._owner._check_release()
+        self._release()
+
+    def _release(self) -> None:
         self._released = True
         if self._owner is not None:
             self._owner._release_array(self)
 
     def __del__(self) -> None:
         try:
-            self.release()
+            self._release()  # (a collection inside a call releases only arrays no call holds)
         except Exception:
             pass
 
