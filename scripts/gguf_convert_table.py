@@ -200,7 +200,7 @@ def measure(root: pathlib.Path, entries: dict) -> None:
     for name, config in llama_converter.configs(cb, defaults=False):
         arch = config["architectures"][0]
         obj = llama_converter.instance(cb, gguf, config, arch)
-        rows = llama_converter.qk_rows(cb, gguf, obj, llama_converter.metadata(obj)["kv"])
+        rows = llama_converter.qk_rows(gguf, obj, llama_converter.metadata(obj)["kv"])
         before = entries[arch]["qk_rows"]
         if before not in ("unmeasured", rows):
             rows = "other"  # (configs of one architecture disagree)

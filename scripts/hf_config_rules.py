@@ -4,7 +4,7 @@ vkrope/models/config_rules.py) from transformers' own config classes.
 
     python scripts/hf_config_rules.py [--only TYPE ... | --update TYPE ...]
 
-Needs transformers 5.25, the release vkrope/data/hf_models.json names
+Needs the transformers release vkrope/data/hf_models.json names (its `transformers`)
 (config classes; torch only to run the text rotary module of the few
 models whose attention rotates a key of its own, `measure_width`), in a
 venv of its own; vkrope is imported
@@ -520,8 +520,8 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
 # The keys of a language model's config that say its RoPE or head width, each with the value a probe puts
 # where a flat file would have it (a sentinel, or twice the class default) and how to find it in what the
 # class made of it (its text config).
-MOVED = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct", "head_dim",
-         "hidden_size", "num_attention_heads", "max_position_embeddings", "original_max_position_embeddings")
+MOVED = ("rope_theta", "rope_scaling", "rope_parameters", *config_rules.PARTIAL_KEYS, "head_dim", "hidden_size",
+         "num_attention_heads", "max_position_embeddings", "original_max_position_embeddings")
 
 
 def _moved_value(key: str, text: Any) -> Any:
@@ -529,7 +529,7 @@ def _moved_value(key: str, text: Any) -> Any:
         return sentinel(98)
     if key in ("rope_scaling", "rope_parameters"):
         return {"rope_type": "linear", "factor": 3.25, "rope_theta": sentinel(97)}
-    if key in ("partial_rotary_factor", "rotary_pct"):
+    if key in config_rules.PARTIAL_KEYS:
         return 0.3125
     base = text.to_dict().get(key)  # (not getattr: Gemma 4's per-layer head_dim refuses global access)
     return 2 * base if isinstance(base, int) and not isinstance(base, bool) and base > 0 else 64
@@ -543,7 +543,7 @@ def _arrived(key: str, value: Any, text: Any) -> bool:
         return any(d.get("rope_theta") == value for d in dicts) or made.get(key) == value
     if key in ("rope_scaling", "rope_parameters"):
         return any(d.get("factor") == 3.25 for d in dicts)
-    if key in ("partial_rotary_factor", "rotary_pct", "original_max_position_embeddings"):
+    if key in (*config_rules.PARTIAL_KEYS, "original_max_position_embeddings"):
         # (a class may move these into its rope dicts: standardize_rope_params)
         field = "partial_rotary_factor" if key == "rotary_pct" else key
         return any(d.get(field) == value for d in dicts) or made.get(key) == value
@@ -790,7 +790,7 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
 
     path = e.get("text_config") or []
     for depth, key in itertools.product(range(len(path)), MOVED):
-        if key not in ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_pct"):
+        if key not in ("rope_theta", "rope_scaling", "rope_parameters", *config_rules.PARTIAL_KEYS):
             continue  # (the head-width keys: compared by the model table's probes, not by a rope dict)
         kw = _inside(path[:depth], {key: _moved_value(key, None)})
         try:
@@ -874,10 +874,6 @@ def _inside(path: list[str], kw: dict) -> dict:
     for key in reversed(path):
         kw = {key: kw}
     return kw
-
-
-def _nested(rope: Any) -> bool:
-    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
 FILL: dict[str, dict] = {}  # model type -> the sizes its bare config lacks and its model needs (see fills)
@@ -1214,12 +1210,14 @@ def attention_reads(cls: Any) -> list[str]:
     factor and M-RoPE's keys (read by the rotary module) left out."""
     import importlib  # noqa: PLC0415
 
+    from hf_probe import is_rotary_class  # noqa: PLC0415  (torch)
+
     try:
         module = importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
     except Exception:  # noqa: BLE001  (no modeling module of its own: nothing read here)
         return []
     tree = ast.parse(inspect.getsource(module))
-    rotary = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name.endswith("RotaryEmbedding")
+    rotary = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and is_rotary_class(c.name)
               for n in ast.walk(c)}
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -1442,7 +1440,7 @@ def _fill(t: str, e: dict, text_cls: Any, outer: dict) -> None:
 
     d0 = e.get("defaults", {}).get("rope_parameters")
     fill = kp.text_fill(type(AutoConfig.for_model(t)), text_cls, {*DEFAULT_KEYS, *MOVED},
-                        lambda kw: _built(t, e, kw), compared, sorted(d0) if _nested(d0) else None)
+                        lambda kw: _built(t, e, kw), compared, sorted(d0) if config_rules.per_layer_type(d0) else None)
     if fill:
         outer["fill"] = fill
         outer["fill_any_type"] = kp.fill_any_type(lambda kw: _built(t, e, kw), outer.get("text_model_type"), fill)
@@ -1497,7 +1495,7 @@ def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None
     if _rotary_class(t, e) is None:
         return None
     d0 = e.get("defaults", {}).get("rope_parameters")
-    lts = sorted(d0) if _nested(d0) else None
+    lts = sorted(d0) if config_rules.per_layer_type(d0) else None
     probes = type_probes(cls)
     out: dict[str, list[str]] = {}
     for lt in lts or ["*"]:
@@ -1602,7 +1600,7 @@ def main() -> None:
         if t not in classes:
             continue
         d0 = e.get("defaults", {}).get("rope_parameters")
-        lts = sorted(d0) if _nested(d0) else None
+        lts = sorted(d0) if config_rules.per_layer_type(d0) else None
         rules.update(model_rules(t, e, classes[t]))
         if t in FILL:  # (the keys its model cannot be built without: a file must give them, as Hub files do)
             rules["absent_refused"] = sorted(FILL[t])
@@ -1645,7 +1643,7 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     """Into `rules` (model type `t`'s, with its class `cls`): the theta keys and the shapes of keys on which
     vkrope's reading differs from the class's; into `gold`: the probes' cases."""
     d0 = e.get("defaults", {}).get("rope_parameters")
-    lts = sorted(d0) if _nested(d0) else None
+    lts = sorted(d0) if config_rules.per_layer_type(d0) else None
     rules["keys"] = theta_candidates(cls)
     rules["refused"] = shapes(t, e, rules["keys"], lts, gold)
     other_keys(t, e, cls, rules, lts, gold)

@@ -3,7 +3,7 @@ reads) and tests/data/hf_models_golden.npz from transformers' own code.
 
     python scripts/hf_model_table.py [--probes DIR [--cached-only]] [--only TYPE ... | --update TYPE ...]
 
-Needs torch and transformers 5.25 (not vkrope's dependencies: run it from a
+Needs torch and transformers, the release to read (not vkrope's dependencies: run it from a
 venv that has them, as scripts/hf_golden.py; vkrope itself is imported from
 this checkout). For every model type of transformers' CONFIG_MAPPING it
 probes the framework (scripts/hf_probe.py): the config class's defaults,
@@ -80,6 +80,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
+from vkrope.models.config_rules import PARTIAL_KEYS, per_layer_type  # noqa: E402
 from vkrope.models.hf import angles_part  # noqa: E402
 from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
 from vkrope.models.rope_types import COMMON_PARAMS, PARAMS, RULES  # noqa: E402
@@ -147,7 +148,7 @@ def defaults_of(text_cls: Any, text: dict) -> dict:
     rp = text.get("rope_parameters")
     if isinstance(rp, dict) and rp:
         out["rope_parameters"] = rp  # (whole: GPT-OSS's class default is yarn)
-        if not _nested(rp) and isinstance(rp.get("rope_theta"), (int, float)):
+        if not per_layer_type(rp) and isinstance(rp.get("rope_theta"), (int, float)):
             out["rope_theta"] = rp["rope_theta"]
     if "rope_interleave" in text and text["rope_interleave"] is not None:
         out["rope_interleave"] = text["rope_interleave"]
@@ -446,7 +447,7 @@ def covering_types(facts: dict) -> dict | None:
 
     text = facts.get("text") or {}
     types, rope = text.get("layer_types"), text.get("rope_parameters")
-    if not isinstance(types, list) or not types or not _nested(rope):
+    if not isinstance(types, list) or not types or not per_layer_type(rope):
         return None
     missing = [k for k in rope if k not in types and k in ALLOWED_ATTN_LAYER_TYPES]  # (DeepSeek-V4's keys
     # are its attention's two RoPEs, main and compress: no layer types)
@@ -589,7 +590,7 @@ def ran(model_type: str, facts: dict, variants: list[dict], first_only: bool) ->
 def sections_times(rope: Any, factor: float) -> Any:
     """A rope dict (or per-layer-type dicts) with its mrope_section scaled (M-RoPE's sections span the rotated
     pairs: a probe of another width needs them scaled too); None where it holds none."""
-    if _nested(rope):
+    if per_layer_type(rope):
         out = {k: sections_times(v, factor) for k, v in rope.items()}
         return None if all(v is None for v in out.values()) else {k: out[k] or rope[k] for k in rope}
     sec = rope.get("mrope_section") if isinstance(rope, dict) else None
@@ -622,7 +623,7 @@ def spanning_partial(model_type: str) -> dict | None:
     where no factor below 1 does."""
     text, _ = text_rotary(model_type)
     rope = getattr(text, "rope_parameters", None)
-    if not isinstance(rope, dict) or _nested(rope):
+    if not isinstance(rope, dict) or per_layer_type(rope):
         return None
     section = section_of(model_type, {k: v for k, v in rope.items() if k != "mrope_section"}).get("mrope_section")
     over: dict[str, Any] = {}
@@ -674,7 +675,7 @@ def partial_absent(model_type: str, facts: dict) -> dict:
     rp = facts["text"].get("rope_parameters")
     text, rot_cls = text_rotary(model_type)
     module = hf_probe.modeling_module(text)
-    if not _nested(rp) or module is None or rot_cls is None:
+    if not per_layer_type(rp) or module is None or rot_cls is None:
         return {}
     found = set(re.findall(r"rope_parameters\[layer_type\]\.get\(\s*[\"']partial_rotary_factor[\"']\s*,\s*([0-9.]+)\s*\)",
                            inspect.getsource(module)))
@@ -683,7 +684,7 @@ def partial_absent(model_type: str, facts: dict) -> dict:
     fallback = float(found.pop())
     merged = top_merged(text, rp)
     text.rope_parameters = {t: {k: v for k, v in d.items() if k != "partial_rotary_factor"} for t, d in rp.items()}
-    for key in ("partial_rotary_factor", "rotary_pct"):
+    for key in PARTIAL_KEYS:
         if hasattr(text, key):
             setattr(text, key, None)
     head = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
@@ -721,7 +722,7 @@ def type_by_key(model_type: str, facts: dict, entry: dict) -> dict[str, dict[str
     into the golden). from_hf still refuses the key beside any other rope type."""
     out: dict[str, dict[str, str]] = {}
     rp = facts["text"].get("rope_parameters") or {}
-    if not isinstance(rp, dict) or _nested(rp):
+    if not isinstance(rp, dict) or per_layer_type(rp):
         return out
     for key in entry.get("rope_reads", []):
         for to in (name for name, rule in RULES.items() if key in rule.params and not rule.in_files):
@@ -769,11 +770,11 @@ def section_of(model_type: str, rope: Any) -> Any:
     """A flat rope dict with the M-RoPE sections the text rotary module takes where the config gives none
     (Qwen2-VL's module defaults them; found with the default config's own sections taken out): what a
     probe of another width scales, and from_hf's sections where a file has none."""
-    if not isinstance(rope, (dict, type(None))) or _nested(rope) or "mrope_section" in (rope or {}):
+    if not isinstance(rope, (dict, type(None))) or per_layer_type(rope) or "mrope_section" in (rope or {}):
         return rope
     text, cls = text_rotary(model_type)
     own = getattr(text, "rope_parameters", None)
-    if isinstance(own, dict) and not _nested(own):
+    if isinstance(own, dict) and not per_layer_type(own):
         text.rope_parameters = {k: v for k, v in own.items() if k != "mrope_section"}
     try:
         section = getattr(cls(text), "mrope_section", None) if cls else None
@@ -831,7 +832,7 @@ def reads_partial(model_type: str, facts: dict, options: list, key: Any = None) 
     width stays. Where the code runs neither, "partial_unprobed": from_hf refuses another factor (how the model
     would read it is unknown; its attention rotated whole heads)."""
     rp = facts["text"].get("rope_parameters")
-    nested = _nested(rp)
+    nested = per_layer_type(rp)
     mine = rp.get(key) if nested and isinstance(key, str) else rp  # (per layer type: that type's dict)
     if not isinstance(mine, dict) or mine.get("rope_type", "default") != "default" \
             or mine.get("partial_rotary_factor", 1.0) != 1.0 or not any(r == "whole" for _, r in options):
@@ -901,7 +902,7 @@ def reads_rope(model_type: str, facts: dict, entry: dict) -> tuple[list[str], di
     fixed = read_default(model_type, facts, entry)
     rp = facts["text"].get("rope_parameters") or ({"rope_type": fixed["*"]["rope_type"],
                                                     "rope_theta": fixed["*"]["rope_theta"]} if "*" in fixed else {})
-    nested = _nested(rp)
+    nested = per_layer_type(rp)
     ignores, refuses = [], {}
     for key, change in CHANGES.items():
         parts = {k: change(v) for k, v in rp.items()} if nested else change(rp) if rp else None
@@ -927,10 +928,6 @@ def reads_rope(model_type: str, facts: dict, entry: dict) -> tuple[list[str], di
     return ignores, refuses, fixed
 
 
-def _nested(rope: Any) -> bool:
-    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
-
-
 def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]:
     """{key: {"value", "then"}} of the default config's true / false keys whose other value stops the model
     rotating ("then": "none", Falcon's alibi) or makes it rotate otherwise than from_hf reads ("refused"),
@@ -940,7 +937,7 @@ def reads_switches(model_type: str, facts: dict, entry: dict) -> dict[str, dict]
     base = facts.get("overrides", {})
     rotating = meta_probe("calls", model_type, base)
     rope = facts["text"].get("rope_parameters")
-    if rotating and isinstance(rope, dict) and not _nested(rope) and "rope_theta" in rope \
+    if rotating and isinstance(rope, dict) and not per_layer_type(rope) and "rope_theta" in rope \
             and meta_probe("calls", model_type, {**base, "rope_parameters": {**rope, "rope_theta": None}}) == 0:
         out["rope_theta"] = {"value": None, "then": "none"}  # (a null theta switches RoPE off: OLMo hybrid's
         # released files; the other models' code fails on one)

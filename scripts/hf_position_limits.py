@@ -5,7 +5,7 @@ table of that many rows: IndexError on the CPU, a device assert on a GPU).
 
     python scripts/hf_position_limits.py [--out vkrope/data/hf_position_limits.json]
 
-Needs torch and transformers 5.25 (not vkrope's dependencies: run it from a
+Needs torch and the transformers release the model table names (not vkrope's dependencies: run it from a
 venv that has them, as scripts/hf_model_table.py). For every model type the
 model table (vkrope/data/hf_models.json) reads ("ok"), it builds the text
 rotary module of the default config and runs it at position

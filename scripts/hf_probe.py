@@ -12,8 +12,11 @@ module-level rotary functions of its modeling file wrapped, so that what
 the attention really does is recorded: which function it calls, from which
 module in the attention (a part: DeepSeek-V3.2's indexer), the q (and, for
 a part, the k) it passes (head dim and layout), the cos / sin it passes and
-what comes back. Nothing here reads a model's source text for meaning; the answers
-are what the code computes.
+what comes back. The answers are what the code computes; names pick only
+where to look: the rotary module is a class named *RotaryEmbedding (or
+ENCODER_ROTARY's), and a type is "no RoPE" only where its modeling file
+defines no rotary function or class by name (`rotary_name`, read with ast)
+or its text model's forward calls none (`no_rope`).
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ def is_text_rotary(name: str) -> bool:
 
 def rotary_classes(module: Any) -> list[type]:
     """The rotary classes of a modeling file that are not a vision / audio encoder's."""
-    return [obj for name, obj in vars(module).items() if isinstance(obj, type) and name.endswith("RotaryEmbedding")
+    return [obj for name, obj in vars(module).items() if isinstance(obj, type) and is_rotary_class(name)
             and obj.__module__ == module.__name__ and is_text_rotary(name)]
 
 
@@ -122,7 +125,7 @@ def text_model(module: Any, text: Any) -> Any:
 
 
 def rotary_instances(model: Any) -> list[tuple[str, Any]]:
-    return [(n, m) for n, m in model.named_modules() if type(m).__name__.endswith("RotaryEmbedding")]
+    return [(n, m) for n, m in model.named_modules() if is_rotary_class(type(m).__name__)]
 
 
 def layer_index(path: str) -> int | None:
@@ -170,6 +173,11 @@ def part_names(calls: list[dict], attn: Any) -> None:
         path, module = paths.get(id(call.pop("caller", None)), ("", attn))
         call["part"] = path or "attention"
         call["part_width"] = getattr(module, "head_dim", None)  # (the part's own heads: the indexer's 128)
+
+
+def is_rotary_class(name: str) -> bool:
+    """Whether a class's name says it is a model's rotary module, the one the probe runs (*RotaryEmbedding)."""
+    return name.endswith("RotaryEmbedding")
 
 
 def rotary_name(name: str) -> bool:
@@ -559,7 +567,8 @@ def no_rope(facts: dict, model_type: str, module: Any) -> dict:
         top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         names = sorted({n.name for n in ast.walk(tree)
                         if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name not in top
-                        and (rotary_name(n.name) or "rotate_half" in n.name)})
+                        and (rotary_name(n.name) or "rotate_half" in n.name)})  # (rotate_half too: a
+        # rotation whose name says neither, which `recording` does not wrap, rotary_name's use)
         if not names:
             return {**facts, "rope": False}
     return {**facts, "rope": None, "why": f"not verified: its modeling file's {', '.join(names[:4])} "

@@ -6,7 +6,7 @@ torch, transformers and numpy (a separate venv, never vkrope's).
 makes its model object for a config as convert_hf_to_gguf.py does for a
 model with remote code (AutoConfig fails, so load_hparams reads
 config.json itself), without reading tensors; `metadata(obj)` runs
-set_gguf_parameters and generate_extra_tensors; `qk_rows(obj)` feeds
+set_gguf_parameters and generate_extra_tensors; `qk_rows(gguf, obj, kv)` feeds
 index-coded Q and K weights through the class's own modify_tensors and says
 how it reorders each head's rows; `configs(cb)` the configs both scripts
 run: tests/data/remote_configs and transformers' default config of every
@@ -127,7 +127,7 @@ def _own_names(obj: Any) -> set[str]:
     return out
 
 
-def qk_rows(cb: Any, gguf: Any, obj: Any, kv: dict) -> str:
+def qk_rows(gguf: Any, obj: Any, kv: dict) -> str:
     """How the class's modify_tensors reorders each head's Q and K rows, over every Q / K / QKV name of its
     tensor map: "other" if any name comes out reordered otherwise, else "llama" if any comes out as
     LlamaModel.permute leaves it, else "none"; "unmeasured" when no name goes through."""
@@ -226,7 +226,7 @@ def main() -> int:
         config = json.loads(pathlib.Path(path).read_text())
         obj = instance(cb, gguf, config, config["architectures"][0])
         meta = metadata(obj)
-        print(f"{path}: {meta['arch']} {meta['kv']}; Q / K rows {qk_rows(cb, gguf, obj, meta['kv'])}")
+        print(f"{path}: {meta['arch']} {meta['kv']}; Q / K rows {qk_rows(gguf, obj, meta['kv'])}")
     return 0
 
 

@@ -190,7 +190,7 @@ def check_storage(storage: Any) -> str:
     if not isinstance(storage, str):
         raise TypeError(f"storage must be one of {STORAGE_CHOICES}; got {describe(storage)}")
     if storage not in STORAGE_CHOICES:
-        raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {storage!r}")
+        raise ValueError(f"storage must be one of {STORAGE_CHOICES}; got {brief(storage)}")
     return storage
 
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast, overloa
 
 import numpy as np
 
+from .arguments import describe
 from .errors import DeviceClosedError
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from . import kernels
@@ -105,7 +106,7 @@ class Device(DeviceMemory):
         jobs = []
         for i, call in enumerate(calls):
             if not isinstance(call, tuple) or len(call) not in (2, 3) or (len(call) == 3 and not isinstance(call[2], dict)):
-                raise TypeError(f"calls[{i}] must be (x, freqs) or (x, freqs, dict of keywords); got {call!r:.80}")
+                raise TypeError(f"calls[{i}] must be (x, freqs) or (x, freqs, dict of keywords); got {describe(call)}")
             x, freqs = call[0], call[1]
             kw = dict(call[2]) if len(call) == 3 else {}
             unknown = set(kw) - set(_APPLY_KEYWORDS)

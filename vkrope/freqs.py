@@ -129,7 +129,7 @@ def _check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most
     """An int in [minimum, maximum] (`most`: the bound as the message says it; by default MAX_INT, past which a
     spec holding it could not print its repr), named `name` in the errors."""
     if not is_int(value):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {brief(value)}")
+        raise TypeError(f"{name} must be an int; got {typed(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {brief(value)}")
     if value > maximum:
@@ -172,7 +172,7 @@ def finite(value: Any) -> bool:
 
 def _check_real(name: str, value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
-        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a number; got {typed(value)}")
 
 
 def _check_positive(name: str, value: Any) -> None:
@@ -260,8 +260,9 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)
 
 
-def brief(value: Any) -> str:
-    """A value for an error message: a string quoted, a long one cut (its length said)."""
+def brief(value: Any, width: int = 24) -> str:
+    """A value for an error message: a string quoted, one longer than `width` characters cut (its length
+    said); never raises (an int past Python's digit limit is described)."""
     try:
         text = repr(value) if isinstance(value, str) else str(value)
     except ValueError:  # (an int past Python's digit limit for str(), alone or inside a container)
@@ -269,7 +270,14 @@ def brief(value: Any) -> str:
             return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
         return f"a {type(value).__name__} holding an int too large to print"
     n = len(value) if isinstance(value, str) else len(text)
-    return text if len(text) <= 24 else f"{text[:12]}... ({n} characters)"
+    return text if len(text) <= width else f"{text[:width // 2]}... ({n} characters)"
+
+
+def typed(value: Any) -> str:
+    """A value with its type's name, for a TypeError ("int 5", "str 'x'"); brief's words alone where they
+    describe the value instead ("an int of 16610 bits": past Python's digit limit)."""
+    text = brief(value)
+    return text if text.startswith(("a ", "an ")) and not isinstance(value, str) else f"{type(value).__name__} {text}"
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:
@@ -326,7 +334,7 @@ class YaRN:
         _check_number("ext_factor", self.ext_factor, 0.0, 1.0)
         _check_positive("attn_factor", self.attn_factor)
         if not isinstance(self.truncate, (bool, np.bool_)):
-            raise TypeError(f"truncate must be a bool; got {type(self.truncate).__name__} {self.truncate!r}")
+            raise TypeError(f"truncate must be a bool; got {typed(self.truncate)}")
 
     def ramp_ends(self, dim: int, base: float) -> tuple[float, float]:
         """(low, high): the pair indices where the blend starts and ends."""
@@ -516,7 +524,7 @@ class RopeFreqs(PositionFreqs):
             object.__setattr__(self, "freq_factors", tuple(float(v) for v in ff))
         if self.yarn is not None:
             if not isinstance(self.yarn, YaRN):
-                raise TypeError(f"yarn must be a vkrope.YaRN or None; got {type(self.yarn).__name__} {self.yarn!r}")
+                raise TypeError(f"yarn must be a vkrope.YaRN or None; got {typed(self.yarn)}")
             if not self.base > 1:
                 raise ValueError(f"base must be > 1 with yarn (its ramp divides by ln(base)); got {self.base}")
             if not self.scale >= 1:
@@ -642,7 +650,7 @@ class InvFreqs(PositionFreqs):
         def values(name: str, v: Any) -> np.ndarray:
             if isinstance(v, (str, bytes)) or np.ndim(v) != 1:
                 raise TypeError(f"{name} must be a 1-D sequence of numbers (dim/2 of them); got "
-                                f"{type(v).__name__} {brief(v)}")
+                                f"{typed(v)}")
             try:
                 if np.iscomplexobj(np.asarray(v)):  # (a float64 conversion would drop the imaginary parts)
                     raise TypeError
@@ -904,7 +912,7 @@ class NdFreqs(FrequencySpec):
             axes = tuple(axes.tolist())
         if isinstance(axes, (int, np.integer)) or not isinstance(axes, (tuple, list)):
             raise TypeError(f"axes_dim must be a tuple (or 1-D array) of channel widths, one per axis; got "
-                            f"{type(axes).__name__} {axes!r}")
+                            f"{typed(axes)}")
         if not axes:
             raise ValueError("axes_dim must name at least one axis")
         for a, d in enumerate(axes):
@@ -921,11 +929,11 @@ class NdFreqs(FrequencySpec):
             _check_positive(f"theta[{a}]" if per_axis else "theta", t)
         object.__setattr__(self, "theta", tuple(float(t) for t in thetas))
         if not isinstance(self.interleaved, (bool, np.bool_)):
-            raise TypeError(f"interleaved must be a bool; got {type(self.interleaved).__name__} {self.interleaved!r}")
+            raise TypeError(f"interleaved must be a bool; got {typed(self.interleaved)}")
         if not isinstance(self.angle, str):
-            raise TypeError(f"angle must be a str, one of {ND_ANGLES}; got {type(self.angle).__name__} {self.angle!r}")
+            raise TypeError(f"angle must be a str, one of {ND_ANGLES}; got {typed(self.angle)}")
         if self.angle not in ND_ANGLES:
-            raise ValueError(f"angle must be one of {ND_ANGLES}; got {self.angle!r}")
+            raise ValueError(f"angle must be one of {ND_ANGLES}; got {brief(self.angle)}")
         object.__setattr__(self, "dim", sum(self.axes_dim))
         if self.angle == "exact":
             _check_exact_range(self, "theta and axes_dim")
@@ -1057,7 +1065,7 @@ def grid_ids(shape: Any, *, offset: Any = 0.0, step: Any = 1.0) -> np.ndarray:
     if isinstance(shape, np.ndarray) and shape.ndim == 1:
         shape = tuple(shape.tolist())
     if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
-        raise TypeError(f"shape must be a tuple (or 1-D array) of grid sizes; got {type(shape).__name__} {shape!r}")
+        raise TypeError(f"shape must be a tuple (or 1-D array) of grid sizes; got {typed(shape)}")
     if not shape or len(shape) > 32:  # (numpy's meshgrid takes at most 32 axes)
         raise ValueError(f"shape must name 1 to 32 axes; got {len(shape)}")
     for a, n in enumerate(shape):

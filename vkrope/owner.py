@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
+from .freqs import brief, typed
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
@@ -54,18 +55,18 @@ class DeviceOwner:
 
     def __init__(self, device: int | str | None = None, *, validation: bool | None = None) -> None:
         if device is not None and not is_int(device) and not isinstance(device, str):
-            raise TypeError(f"device must be an index (int) or a name substring (str); got {type(device).__name__} {device!r}")
+            raise TypeError(f"device must be an index (int) or a name substring (str); got {typed(device)}")
         device = int(device) if isinstance(device, np.integer) else device
         if isinstance(device, int) and device < 0 or isinstance(device, str) and re.fullmatch(r"\s*-\d+\s*", device):
             # (no device has a negative index, "-1" as the index it reads as: an argument's mistake, not a machine's)
             raise ValueError(f"device must be an index >= 0 (vkrope.devices() lists them) or a part of a device's "
-                             f"name; got {device!r}")
+                             f"name; got {brief(device)}")
         if isinstance(device, str) and not device.strip():  # (every name contains it: a choice nobody made)
-            raise ValueError(f"device must be an index or a part of a device's name; got {device!r} (None: "
+            raise ValueError(f"device must be an index or a part of a device's name; got {brief(device)} (None: "
                              "VKROPE_DEVICE, else the most capable device)")
         if validation is not None and not isinstance(validation, (bool, np.bool_)):  # ("no" is truthy: refused)
             raise TypeError(f"validation must be True, False or None (VKROPE_VALIDATION decides); got "
-                            f"{type(validation).__name__} {validation!r}")
+                            f"{typed(validation)}")
         validation = None if validation is None else bool(validation)
         self._lock = threading.RLock()
         self._ctx: Context | None = None

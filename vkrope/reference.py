@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64
+from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64, typed
 from .kernels import interleaved, table
 from .ops import nd, sam2
 from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_int, is_real_scalar, names
@@ -71,7 +71,7 @@ def axial_freqs(
     """
     for name, value in (("dim", dim), ("end_x", end_x), ("end_y", end_y)):
         if not is_int(value):
-            raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+            raise TypeError(f"{name} must be an int; got {typed(value)}")
         if value < (1 if name == "dim" else 0):
             raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {brief(value)}")
     check_head_dim("dim", dim)
@@ -80,7 +80,7 @@ def axial_freqs(
     if end_x * end_y > MAX_POSITION:  # (as AxialFreqs: a table past it is no grid vkrope rotates)
         raise ValueError(f"end_x * end_y must be <= 2^24 (AxialFreqs' float32 coordinates); got {end_x * end_y}")
     if not is_real_scalar(theta) or isinstance(theta, bool):
-        raise TypeError(f"theta must be a number; got {type(theta).__name__} {theta!r}")
+        raise TypeError(f"theta must be a number; got {typed(theta)}")
     try:
         finite = bool(np.isfinite(float(theta)))
     except OverflowError:  # (an int past float64's range)

@@ -587,7 +587,7 @@ def test_deepseek_full_q_beside_its_rotary_k_pe_gets_the_head_dim_hint():
     rope = vkrope.from_hf(config("deepseek-v3"))
     q, k_pe, pos = np.zeros((1, 128, 4, 192), np.float32), np.zeros((1, 1, 4, 64), np.float32), np.zeros((1, 4), int)
     hint = r"this call's heads have D = 192: pass the heads the model rotates " \
-        r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"
+        r"\(of a wider head with a rotated part, as DeepSeek's: q\[\.\.\., qk_nope_head_dim:\]\)$"
     with pytest.raises(ValueError, match=r"^q: the ModelRope's head dim is 64 \(of which 64 rotate\); " + hint):
         vkrope.apply_rotary_pos_emb(q, k_pe, rope, pos)
     with pytest.raises(ValueError, match=r"^k: the ModelRope's head dim is 64 \(of which 64 rotate\); " + hint):

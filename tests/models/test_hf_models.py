@@ -284,7 +284,8 @@ def test_gemma4_full_layers_are_512_wide():
     assert (bare.head_dim, bare.rotary_dim) == (512, 512)
     sliding = vkrope.from_hf(gemma4_hub(), layer=0)
     assert (sliding.head_dim, sliding.rotary_dim, sliding.theta) == (256, 256, 10000.0)
-    with pytest.raises(ValueError, match="head_dim"):  # a 256-wide slice of a 512 head: refused
+    # (a 256-wide slice of a 512 head: refused, with no hint of a wider head's rotated part)
+    with pytest.raises(ValueError, match="head dim is 512 .*D = 256: pass the heads the model rotates$"):
         vkrope.apply_rotary_pos_emb(np.zeros((1, 1, 2, 256), np.float32), np.zeros((1, 1, 2, 256), np.float32),
                                     full, np.arange(2)[None])
 
@@ -1040,7 +1041,8 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(deepseek_v32's indexer: "
                                          r"q\[\.\.\., :64\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, idx, np.arange(3)[None])
-    with pytest.raises(ValueError, match=r"\(DeepSeek: q\[\.\.\., qk_nope_head_dim:\]\)$"):
+    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(of a wider head with a "
+                                         r"rotated part, as DeepSeek's: q\[\.\.\., qk_nope_head_dim:\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, att, np.arange(3)[None])
     import dataclasses
     with pytest.raises(TypeError, match=r"^part must be a str \('attention', 'indexer', or '' for none\); got 5$"):

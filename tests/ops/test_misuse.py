@@ -1404,3 +1404,46 @@ def test_freqs_laid_out_otherwise_than_rows_are_refused(device, shape, ok):
         table = freqs.reshape(6, 4, 2)
         pairs = (table[..., 0] + 1j * table[..., 1]).astype(np.complex64).reshape(6, 4, 1)
         assert_rope(device.apply(x, pairs), x, freqs.reshape(6, 8))
+
+
+HUGE = 10 ** 5000  # (past Python's 4,300-digit limit for str(): repr() of it raises)
+
+
+@pytest.mark.parametrize("call, error, said", [
+    (lambda: vkrope.from_hf({"model_type": "gemma3_text", "rope_parameters": HUGE}), ValueError,
+     r"^config: rope_parameters must be a dict or null; got an int of 16610 bits$"),
+    (lambda: vkrope.from_hf({"model_type": "llama", "rope_scaling": [HUGE]}), ValueError,
+     r"^config: rope_scaling must be a dict or null; got a list holding an int too large to print$"),
+    (lambda: vkrope.NdFreqs(HUGE, 1e4), TypeError, r"^axes_dim must be a tuple .*; got an int of 16610 bits$"),
+    (lambda: vkrope.NdFreqs((4,), 1e4, angle=HUGE), TypeError, r"^angle must be a str.*; got an int of 16610 bits$"),
+    (lambda: vkrope.Device(-HUGE), ValueError, r"^device must be an index >= 0 .*; got a negative int of 16610 bits$"),
+    (lambda: vkrope.Device(validation=HUGE), TypeError, r"^validation must be .*; got an int of 16610 bits$"),
+    (lambda: vkrope.apply(np.zeros((1, 4, 4), np.float32), np.zeros((4, 4), np.float32), storage=HUGE), TypeError,
+     r"^storage must be one of .*; got int of 16610 bits$"),
+    (lambda: vkrope.apply_nd(np.zeros((1, 4, 4), np.float32), vkrope.NdFreqs((4,), 1e4), np.zeros((4, 1)),
+                             token_axis=HUGE), ValueError, r"^token_axis must be -2 .*; got int of 16610 bits$"),
+    (lambda: vkrope.Device.apply_many(None, [(HUGE,)]), TypeError, r"^calls\[0\] must be .*; got tuple \(too large"),
+])
+def test_an_int_too_large_to_print_is_described_not_a_crash_of_the_message(call, error, said):
+    """repr() of an int past Python's digit limit raises ValueError itself: a message built with it replaced
+    the argument's error with "Exceeds the limit (4300 digits)", naming nothing (a reviewer's). Each names the
+    argument and describes the value."""
+    with pytest.raises(error, match=said):
+        call()
+
+
+@pytest.mark.parametrize("given, said", [(2.0, "must be a number in \\(0, 1\\]; got 2.0"), ("x", "must be a number"),
+                                         (True, "must be a number"), (0, "must be a positive finite number")])
+def test_a_partial_factor_out_of_range_is_named_as_the_file_gives_it(given, said):
+    """GPT-NeoX's rotary_pct is its partial factor: a bad one is named rotary_pct, as the file has it, not
+    partial_rotary_factor or rope_parameters.partial_rotary_factor, keys the file does not hold."""
+    with pytest.raises(ValueError, match=f"^config: rotary_pct {said}"):
+        vkrope.from_hf({"model_type": "gpt_neox", "hidden_size": 256, "num_attention_heads": 4, "rotary_pct": given})
+
+
+def test_a_freqs_dtype_message_names_every_dtype_taken():
+    """apply's freqs of a dtype it does not take: the message lists what it takes, float64 among them."""
+    x = np.zeros((1, 4, 4), np.float32)
+    for freqs, error in ((np.zeros((4, 4), np.int32), TypeError), ([[0.0] * 4] * 4, TypeError)):
+        with pytest.raises(error, match="float32, float16, bfloat16, float64, complex64 or complex128"):
+            vkrope.apply(x, freqs)

@@ -76,6 +76,14 @@ def test_imports_point_one_way(layer, forbidden):
     assert _violations([m for m in MODULES if _under(m, layer)], forbidden) == []
 
 
+def test_the_errors_are_a_leaf_and_the_shared_checks_sit_above_the_runtime():
+    """errors.py, which every layer raises from, imports nothing of vkrope; arguments.py (the front ends' and
+    owner.py's shared checks) imports no op, kernel, device or Vulkan module."""
+    assert imports_of(MODULES["vkrope.errors"]) == set()
+    assert _violations(["vkrope.arguments"], ("vkrope.ops", "vkrope.kernels", "vkrope.device", "vkrope.api",
+                                              "vkrope.owner", "vkrope.vk", "vkrope.models")) == []
+
+
 def test_specs_and_model_readers_are_data():
     """freqs.py and models/ import no op, no Vulkan module, no runtime module but dtypes."""
     data = [m for m in MODULES if _under(m, "vkrope.models", "vkrope.freqs")]

@@ -75,10 +75,7 @@ class Request(TensorRequest):
                        on_device=isinstance(self.x, DeviceArray))]
 
 
-# --- argument checks -----------------------------------------------------------
-
-
-MAX_GRID_Z = 65535
+# --- plan ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -209,7 +206,7 @@ def plan(req: Request, limits: Any) -> Plan:
         else:
             tokens = min(max_gy * wy, chunk_budget // f_row_bytes)  # a gathered table of `tokens` rows fits too
             spans = split_rows(batches, n, row_bytes, x_budget, max_tokens=tokens,
-                               max_batches=min(max_gz, MAX_GRID_Z))
+                               max_batches=max_gz)
         return _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
                        limits.min_storage_buffer_offset_alignment)
 

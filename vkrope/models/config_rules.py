@@ -157,10 +157,18 @@ def rules_of(model_type: str) -> dict[str, Any]:
     return dict(table()["models"].get(model_type, {}))
 
 
-def _short(value: Any) -> str:
-    """A config value for a message (its repr, cut at 60 characters)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def check_rope_dicts(cfg: dict) -> None:
+    """A ValueError where the config `cfg` gives rope_scaling or rope_parameters as neither a dict nor null
+    ([] is not "no scaling")."""
+    for key in ("rope_scaling", "rope_parameters"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):
+            raise ValueError(f"config: {key} must be a dict or null; got {brief(cfg[key], 60)}")
+
+
+def per_layer_type(rope: Any) -> bool:
+    """Whether a rope dict is kept per layer type (Gemma 3's {"sliding_attention": {...}, "full_attention":
+    {...}}): a non-empty dict of dicts, as a config class or the model table keeps one."""
+    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
 def _layer_dicts(given: Any, types: dict) -> bool:
@@ -180,10 +188,8 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
     as the file gives them) for a class whose RoPE is per layer type
     (`default`: the class's own), as the class's conversion makes it."""
     rules = rules_of(model_type).get("per_type")
+    check_rope_dicts(cfg)
     given, scaling = cfg.get("rope_parameters"), cfg.get("rope_scaling")
-    for key, value in (("rope_parameters", given), ("rope_scaling", scaling)):
-        if value is not None and not isinstance(value, dict):
-            raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
     said = bool(given) or bool(scaling) or any(k in cfg for k in theta_keys({"per_type": rules or {}}))
     if not rules:
         if said:
@@ -196,7 +202,7 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
                          "that is not in vkrope's rules table (Gemma 3's reads an outer truncate, ModernBERT's "
                          "refuses it); refused rather than guessed")
     if given and not _layer_dicts(given, default):
-        raise ValueError(f"config: rope_parameters is one dict ({_short(given)}), but {model_type} keeps RoPE per "
+        raise ValueError(f"config: rope_parameters is one dict ({brief(given, 60)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
     named = {t for t in cfg["layer_types"] if isinstance(t, str) and t.endswith("attention")} \
@@ -388,15 +394,13 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
     one = rules_of(model_type).get("one")
     if one is None:
         return None
+    check_rope_dicts(cfg)
     scaling, given = cfg.get("rope_scaling"), cfg.get("rope_parameters")
-    for key, value in (("rope_scaling", scaling), ("rope_parameters", given)):
-        if value is not None and not isinstance(value, dict):
-            raise ValueError(f"config: {key} must be a dict or null; got {_short(value)}")
     rope = dict(scaling) if scaling else dict(given) if given is not None else json.loads(json.dumps(one["preset"]))
     filled = "" if scaling or given is not None else "_no_dict"  # (Cohere 2 MoE fills a theta only without a dict)
     if "rope_theta" not in rope:
-        kind = rope.get("rope_type", rope.get("type", "default"))
-        beside = filled == "" and isinstance(kind, str) and renames(model_type).get(kind, kind) in one["theta_beside"]
+        kind = read_type(rope, model_type)
+        beside = filled == "" and isinstance(kind, str) and kind in one["theta_beside"]
         taken = "_no_dict" if beside else filled  # (its rotary module's standardize_rope_params moves the theta in)
         source = next((k for k in one["theta_keys" + taken] if k in cfg), None)
         if source is not None and cfg[source] is not None:
@@ -408,14 +412,18 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
                              f"{model_type}'s config class fills in none here (its model cannot run without one)")
     source = next((k for k in one["partial_keys"] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
+    if source is not None and partial is not None:  # (named as the file gives it, as the theta is)
+        key_number(cfg, source, "config: ")
+        if not partial <= 1:
+            raise ValueError(f"config: {source} must be a number in (0, 1]; got {brief(partial)}")
     dims = next((k for k in one.get("partial_dims", []) if cfg.get(k) is not None), None)
     if source is None and dims is not None:  # (MiniMax-M2's legacy rotary_dim: the factor is it over head_dim)
         for key in (dims, "head_dim"):  # (a positive finite number each: the class reads their quotient)
             key_number(cfg, key, "config: ")
         head = cfg["head_dim"]
         if not 2 <= cfg[dims] <= head:
-            raise ValueError(f"config: {dims} {_short(cfg[dims])}: {model_type} rotates {dims} of head_dim "
-                             f"{_short(head)} channels, so it must be at least 2 and at most head_dim")
+            raise ValueError(f"config: {dims} {brief(cfg[dims], 60)}: {model_type} rotates {dims} of head_dim "
+                             f"{brief(head, 60)} channels, so it must be at least 2 and at most head_dim")
         partial = cfg[dims] / head
     if partial is not None:
         rope.setdefault("partial_rotary_factor", partial)
@@ -435,10 +443,9 @@ def _check_late_partial(cfg: dict, rope: dict, source: str | None, model_type: s
     value = cfg.get("partial_rotary_factor")
     if source is not None or value is None or value == 1.0 or "partial_rotary_factor" in rope:
         return
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    kind = renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
+    kind = read_type(rope, model_type)
     if kind != "default":
-        raise ValueError(f"config: partial_rotary_factor {_short(value)}: {model_type}'s config class keeps it "
+        raise ValueError(f"config: partial_rotary_factor {brief(value, 60)}: {model_type}'s config class keeps it "
                          f"beside its rope dict, and transformers' {kind!r} function moves it in when the model is "
                          "built, a step vkrope's rules did not measure for this class: refused rather than guessed "
                          "(give it inside the rope dict)")
@@ -486,6 +493,19 @@ def needs(model_type: str, kind: str) -> frozenset[str]:
     """The keys the model type's config class needs in a rope dict of type `kind` (`type_keys`' `needs`:
     PhiMoE's short_mscale and long_mscale beside longrope, which its model reads and no other does)."""
     return frozenset(type_keys(model_type, kind).get("needs", ()))
+
+
+def named_type(rope: dict) -> Any:
+    """The rope type a rope dict names, as transformers reads one: rope_type, else the legacy type, else
+    "default" (any value: the callers check it)."""
+    return rope.get("rope_type", rope.get("type", "default"))
+
+
+def read_type(rope: dict, model_type: str) -> Any:
+    """named_type as the model type's config class reads it: under its early names (renames: Phi-3's "su"
+    is longrope, Qwen2-VL's "mrope" default)."""
+    kind = named_type(rope)
+    return renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
 
 
 def renames(model_type: str) -> dict[str, str]:
@@ -551,9 +571,9 @@ def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
             taken = f"vkrope does not read it given as a {kinds}; give it as transformers saves it"
         else:
             listed = f" or every layer, list(range({n}))" if rule.get("all_layers") and isinstance(n, int) else ""
-            taken = f"only its default {_short(rule.get('default'))}{listed} is read (or no {key})" + (
+            taken = f"only its default {brief(rule.get('default'), 60)}{listed} is read (or no {key})" + (
                 "; AutoConfig.from_pretrained(path).to_dict() saves what the class makes of it" if moved else "")
-        raise ValueError(f"config: {key} {_short(value)}: transformers' {model_type} reads it for RoPE otherwise "
+        raise ValueError(f"config: {key} {brief(value, 60)}: transformers' {model_type} reads it for RoPE otherwise "
                          f"than vkrope ({how}); {taken}: refused rather than guessed")
 
 
@@ -564,7 +584,7 @@ def drop_ignored(cfg: dict, model_type: str) -> None:
         value = cfg.pop(key, None)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):  # (its strict field)
             raise ValueError(f"config: {key} must be an integer or null ({model_type}'s class then ignores it); "
-                             f"got {_short(value)}")
+                             f"got {brief(value, 60)}")
 
 
 def text_fill(model_type: str, other_type: bool = False) -> dict:
@@ -686,7 +706,7 @@ def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
     # (validate_layer_type iterates what it is given, a string's letters, a dict's keys: refused where the class
     # runs it, "names"; a tuple, which only Python gives, where the class refuses one)
     if not isinstance(types, list) and rule["not_list" if isinstance(types, tuple) else "names"]:
-        raise ValueError(f"config: layer_types must be a list of layer type names; got {_short(types)} "
+        raise ValueError(f"config: layer_types must be a list of layer type names; got {brief(types, 60)} "
                          f"({model_type}'s config class raises on loading it)")
     if not isinstance(types, list):
         return

@@ -118,11 +118,11 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
                 raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
                                  f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
             kv = _Values(g, arch + ".", p)
-            tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in _FACTOR_TENSORS}
+            tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in gguf_layers.factor_tensors()}
             names = {t.name for t in g.tensors}
             for no, q in enumerate(others, 1):
-                gguf_split.add_tensors(p, q, no, names, _FACTOR_TENSORS, functools.partial(_float32, where=q),
-                                       tensors)
+                gguf_split.add_tensors(p, q, no, names, gguf_layers.factor_tensors(),
+                                       functools.partial(_float32, where=q), tensors)
             gguf_split.check_count(p, g, len(names))
             return arch, kv, {k: g.type_name(arch + "." + k) for k in kv}, tensors
     except (OSError, ValueError, struct.error) as exc:
@@ -177,7 +177,6 @@ class _Values(Mapping):
         return len(self._keys)
 
 
-_FACTOR_TENSORS = ("rope_freqs.weight", "rope_factors_short.weight", "rope_factors_long.weight")
 # a factor tensor holds one value per rotated pair (at most a head's 2^15 pairs): a larger one's shape is
 # refused before its data are read
 _MAX_FACTORS = 1 << 15

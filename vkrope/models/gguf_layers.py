@@ -32,6 +32,13 @@ def table() -> dict:
     return json.loads(resources.files("vkrope").joinpath("data/gguf_archs.json").read_text())
 
 
+@functools.lru_cache(maxsize=1)
+def factor_tensors() -> tuple[str, ...]:
+    """llama.cpp's RoPE factor tensors' names: those any architecture's `factor_tensors` in the table names
+    (rope_freqs.weight, longrope's rope_factors_short / _long.weight)."""
+    return tuple(sorted({name for arch in table()["archs"].values() for name in arch.get("factor_tensors", {})}))
+
+
 def _c_div(a: Any, b: Any) -> Any:
     """C's `/`: integers truncate toward zero, anything else divides."""
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
@@ -317,7 +324,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: 
         out: list[Rotation | None] = []
         split: list[tuple[int, str]] = []
         for i in range(n_layer):
-            calls = _layer_calls(arch, entry, hp, i, part)
+            calls = _layer_calls(entry, hp, i, part)
             if len(calls) > 1 and len({c.part for c in calls}) == len(calls):  # (each part its own way)
                 split.append((i, _parts_ways(arch, entry, i, calls)))
                 out.append(None)
@@ -336,7 +343,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: 
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}", ()
 
 
-def _layer_calls(arch: str, entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:
+def _layer_calls(entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:
     """Layer `i`'s rope calls (of `part`, where named; one, where the parts turn alike: _one_way; one per part
     where they differ, no part named); Unknown where a guard cannot be decided and the calls differ."""
     calls: set[Rotation] = set()

@@ -67,6 +67,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     Voxtral's); RoPE per layer type as the class converts the file's keys
     (config_rules); the keys transformers reads and vkrope does not refused
     (check_unread), those the class ignores dropped (drop_ignored)."""
+    model_type = _type_of(cfg, like)
     inner: dict = cfg
     found = True  # (the file has the language model's part where the table says)
     for depth, key in enumerate(e.get("text_config", [])):
@@ -78,12 +79,12 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             break  # (like: the caller's keys, at the top)
         inner = part
     if found and inner is not cfg:
-        fill = config_rules.text_fill(_type_of(cfg, like))  # (Voxtral's class fills these in, as measured)
+        fill = config_rules.text_fill(model_type)  # (Voxtral's class fills these in, as measured)
         inner = {**fill, **inner}
-        missing = [] if fill else [k for k in config_rules.preset(_type_of(cfg, like), True) if k not in inner]
+        missing = [] if fill else [k for k in config_rules.preset(model_type, True) if k not in inner]
         if missing:
             raise ValueError(f"config: {'.'.join(e['text_config'])} lacks {', '.join(missing)}, which "
-                             f"{_type_of(cfg, like)}'s config class presets otherwise than its text class: give "
+                             f"{model_type}'s config class presets otherwise than its text class: give "
                              "them in it (as transformers saves the config)")
     if like is not None and inner is cfg and isinstance(cfg.get("text_config"), dict):
         inner = cfg["text_config"]  # (read as another type: the language model's part is still text_config)
@@ -97,37 +98,37 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged["model_type"] = cfg["model_type"]
     defaults = e.get("defaults", {})
     dr = defaults.get("rope_parameters")
-    config_rules.check_shape(merged, _type_of(cfg, like), sorted(dr) if _nested(dr) else None)
-    config_rules.check_nulls(merged, _type_of(cfg, like), defaults)
-    config_rules.check_ints(merged, _type_of(cfg, like), defaults)
-    config_rules.check_unread(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
-    config_rules.drop_ignored(merged, _type_of(cfg, like))
+    config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
+    config_rules.check_nulls(merged, model_type, defaults)
+    config_rules.check_ints(merged, model_type, defaults)
+    config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
+    config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
-    config_rules.check_absent(merged, _type_of(cfg, like))
-    _rename_layer_types(merged, _type_of(cfg, like))  # (first, as every class does on load: the rules below read
+    config_rules.check_absent(merged, model_type)
+    _rename_layer_types(merged, model_type)  # (first, as every class does on load: the rules below read
     # the types the class sees)
-    config_rules.check_layer_types(merged, _type_of(cfg, like), defaults.get("num_hidden_layers"))
-    _check_width(merged, e, _type_of(cfg, like))
-    if _nested(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
-        merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, _type_of(cfg, like))
+    config_rules.check_layer_types(merged, model_type, defaults.get("num_hidden_layers"))
+    _check_width(merged, e, model_type)
+    if config_rules.per_layer_type(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
+        merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, model_type)
         merged.pop("rope_scaling", None)
     head_dim_given = merged.get("head_dim") is not None  # (the file's, not the class's default)
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
-    config_rules.check_heads_divide(merged, _type_of(cfg, like), head_dim_given)
-    _check_switches(merged, e, _type_of(cfg, like))
+    config_rules.check_heads_divide(merged, model_type, head_dim_given)
+    _check_switches(merged, e, model_type)
     if (e.get("nope") or {}).get("kind") == "flags":
-        config_rules.check_flags_length(merged, _type_of(cfg, like), e["nope"]["key"])
-    if not _nested(dr):
-        rope = config_rules.one_rope(merged, _type_of(cfg, like))
+        config_rules.check_flags_length(merged, model_type, e["nope"]["key"])
+    if not config_rules.per_layer_type(dr):
+        rope = config_rules.one_rope(merged, model_type)
         if rope is None:
-            _class_rope(merged, defaults, config_rules.rules_of(_type_of(cfg, like)).get("keys", []))
+            _class_rope(merged, defaults, config_rules.rules_of(model_type).get("keys", []))
         else:  # (the class's own conversion, under the key the file gave: messages name it)
             key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
             merged.pop("rope_scaling", None)
             merged[key] = rope
-    _fill_original(merged, seen_length)
+    _fill_original(merged, seen_length, model_type)
     return merged
 
 
@@ -151,16 +152,16 @@ def _aliases(merged: dict, e: dict) -> int | None:
     return seen
 
 
-def _fill_original(merged: dict, seen_length: int | None) -> None:
+def _fill_original(merged: dict, seen_length: int | None, model_type: str) -> None:
     """The original length transformers' RoPE standardization puts into a rope dict without one where its rope
     type reads one (llama3, yarn, longrope), taken where the class's max_position_embeddings then differed
     from the file's final one (_aliases: Bailing hybrid's model_max_length; elsewhere _lengths fills the
     same max_position_embeddings)."""
     key = "rope_scaling" if merged.get("rope_scaling") else "rope_parameters"
     rope = merged.get(key)
-    if seen_length is None or not isinstance(rope, dict) or _nested(rope):
+    if seen_length is None or not isinstance(rope, dict) or config_rules.per_layer_type(rope):
         return
-    if _needs_orig(str(rope.get("rope_type", rope.get("type", "default")))):
+    if _needs_orig(str(config_rules.read_type(rope, model_type))):
         merged[key] = {"original_max_position_embeddings": seen_length, **rope}
 
 
@@ -180,8 +181,7 @@ def _check_width(cfg: dict, e: dict, model_type: str) -> None:
     if not isinstance(rope, dict):
         rope = (config_rules.rules_of(model_type).get("one") or {}).get("preset") or e["defaults"].get(
             "rope_parameters") or {}
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    kind = config_rules.renames(model_type).get(kind, kind) if isinstance(kind, str) else kind
+    kind = config_rules.read_type(rope, model_type)
     if isinstance(kind, str) and kind in RULES and RULES[kind].whole_head and rule["ratio"] \
             and "partial_rotary_factor" not in rope:  # (Mistral 4: its class derives it from the widths)
         raise ValueError(f"config: rope type {kind!r} on {model_type}: which of the head's pairs turn is its partial "
@@ -289,10 +289,6 @@ def _stopped_at(cfg: dict, part: dict, e: dict, depth: int) -> dict:
 def _type_of(cfg: dict, like: str | None) -> str:
     """The model type whose config class reads `cfg` (for its rules)."""
     return like if like is not None else str(cfg.get("model_type"))
-
-
-def _nested(rope: Any) -> bool:
-    return isinstance(rope, dict) and bool(rope) and all(isinstance(v, dict) for v in rope.values())
 
 
 def _head_dim(cfg: dict, key: str | None, model: str) -> int:
@@ -488,10 +484,10 @@ def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
     listed = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     own = e.get("defaults", {}).get("rope_parameters")  # (the class's own types: ZAYA's hybrid, hybrid_sliding)
     types = {t for t in listed if isinstance(t, str)} | {"sliding_attention", "full_attention"} | \
-        (set(own) if _nested(own) else set())
+        (set(own) if config_rules.per_layer_type(own) else set())
     if not (isinstance(params, dict) and params and any(k in types for k in params)):
         return None
-    if not _nested(e.get("defaults", {}).get("rope_parameters")):
+    if not config_rules.per_layer_type(e.get("defaults", {}).get("rope_parameters")):
         keyed = ", ".join(sorted(k for k in params if k in types))
         raise ValueError(f"config: rope_parameters keyed by layer type ({keyed}), but "
                          f"{cfg.get('model_type', 'this model type')!r} has one RoPE for every layer: its config "
@@ -552,13 +548,12 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     return {**cfg, **over.get(int(layer), {})}
 
 
-def _layer_of(cfg: dict, e: dict, layer: Any) -> tuple[list[bool] | None, str | None]:
-    """(per layer whether it rotates, or None; the layer type of `layer`, if given and the config has types)."""
+def _layer_of(cfg: dict, e: dict, layer: int | None) -> tuple[list[bool] | None, str | None]:
+    """(per layer whether it rotates, or None; the layer type of `layer`, if given and the config has types;
+    `layer` an int, as _check_args made sure)."""
     rotates = hf_models.rope_layers(cfg, e)
     if layer is None:
         return rotates, None
-    if not is_int(layer):
-        raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
     n = _layer_count(cfg, rotates)
     if not 0 <= layer < n:
         raise ValueError(f"layer must be in [0, {n}) (the config's num_hidden_layers); got {brief(layer)}")
@@ -709,13 +704,13 @@ def _asked_layer(cfg: dict, layer: int | None, layer_type: str | None, rotates: 
     return True, layer_type
 
 
-def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, layer: Any, angle: str) -> ModelRope | None:
-    """from_hf for a remote-code config, through llama.cpp's converter: its arguments checked as from_gguf's."""
+def _from_converter(remote: tuple[dict, str, bool], layer_type: str | None, layer: int | None,
+                    angle: str) -> ModelRope | None:
+    """from_hf for a remote-code config, through llama.cpp's converter: its arguments checked as from_gguf's
+    (`layer` an int, as _check_args made sure)."""
     if layer_type not in (None, "full_attention", "sliding_attention"):
         raise ValueError(f"layer_type must be None, 'full_attention' or 'sliding_attention' for {remote[1]} (read "
                          f"as llama.cpp's converter writes it); got {layer_type!r}")
-    if layer is not None and not is_int(layer):
-        raise TypeError(f"layer must be an int or None; got {brief(layer)}")
     return gguf_convert.from_config(*remote, layer_type=layer_type, layer=None if layer is None else int(layer),
                                     angle=angle)
 
@@ -774,12 +769,8 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
     if layer_type is not None and layer_type not in (cfg.get("layer_types") or ()):
         raise ValueError(f"layer_type: this config has one RoPE for every layer; got layer_type={layer_type!r} "
                          "(pass None)")
-    for key in ("rope_scaling", "rope_parameters"):
-        if cfg.get(key) is not None and not isinstance(cfg[key], dict):  # ([] is not "no scaling")
-            raise ValueError(f"config: {key} must be a dict or null; got {brief(cfg[key])}")
+    config_rules.check_rope_dicts(cfg)
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}  # (transformers: rope_scaling first)
-    if not isinstance(rope, dict):
-        raise ValueError(f"config: rope_scaling / rope_parameters must be a dict; got {brief(rope)}")
     return dict(rope), "config: rope_scaling." if cfg.get("rope_scaling") else "config: rope_parameters."
 
 
@@ -817,8 +808,9 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
                          f"rotary module reads a layer type's factor from its dict (else {e['partial_absent']}), and "
                          "a top-level one only where another layer type's RoPE was set up first; give it in the "
                          "layer type's dict")
-    kind = rope.get("rope_type", rope.get("type", "default"))
-    return {**rope, "partial_rotary_factor": e["partial_absent"]} if kind == "default" else rope
+    # (a layer type's dict: no early name there, which only flat files of M-RoPE models give)
+    return {**rope, "partial_rotary_factor": e["partial_absent"]} if config_rules.named_type(rope) == "default" \
+        else rope
 
 
 def _same_type(name: Any, renamed: dict[str, str]) -> Any:
@@ -944,9 +936,9 @@ def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
     "default", whose frequencies the modeling file computes itself: unprobed there. Apertus', GPT-OSS's,
     Ministral 3's attention fails on a partial factor their "partial" never ran with."""
     dr = e.get("defaults", {}).get("rope_parameters") or {}
-    own = dr.get(layer_type) if _nested(dr) else dr
+    own = dr.get(layer_type) if config_rules.per_layer_type(dr) else dr
     own = own if isinstance(own, dict) else {}
-    probed = own.get("rope_type", own.get("type", "default"))
+    probed = config_rules.named_type(own)  # (the class's own dict: its names already its types)
     factor = own.get("partial_rotary_factor", e.get("defaults", {}).get("partial_rotary_factor", 1.0))
     if rule == "partial" and probed != "default" and (factor == 1.0 or kind == "default"):
         return "partial_unprobed"
@@ -1194,7 +1186,7 @@ def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, mode
     for other in sorted(k for k in nested or {} if k != layer_type):
         rope, where = _rope_dict(cfg, nested or {}, other, e)
         try:
-            kind = rope.get("rope_type", rope.get("type", "default"))
+            kind = config_rules.named_type(rope)  # (check_type reads the early names)
             if not isinstance(kind, str):
                 raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
             config_rules.check_partial_null(rope, where, model_type, other,

@@ -1,7 +1,8 @@
 """The model table: how each Hugging Face model type applies RoPE, as
 transformers' own code does it (`vkrope/data/hf_models.json`, written by
-scripts/hf_model_table.py from transformers 5.25 by running each model
-type's rotary module and attention; never edited by hand).
+scripts/hf_model_table.py from the transformers release its `transformers`
+names, by running each model type's rotary module and attention; never
+edited by hand).
 
 Per model type: whether it has a text rotary module, where its text config
 sits, its config class's defaults of the keys `from_hf` reads, how its

@@ -3,9 +3,9 @@ vkrope/models/hf.py; `vkrope.from_gguf`, vkrope/models/gguf.py).
 
 A `ModelRope` computes the inverse frequencies as transformers 5's
 `modeling_rope_utils` does, in float32 step by step (the power correctly
-rounded, `freqs.pow32`), for every rope type: default, linear, dynamic
-(NTK), yarn, longrope, llama3, proportional; with M-RoPE (Qwen2-VL,
-Qwen2.5-VL chunked sections, Qwen3-VL interleaved). What depends on the
+rounded, `freqs.pow32`), for every rope type of `ROPE_TYPES` (rope_types.py
+says each one's rule); with M-RoPE in each of `MROPE_LAYOUTS` (Qwen2-VL's
+chunked sections, Qwen3-VL's interleaved, and alternating). What depends on the
 call (dynamic's base, longrope's short / long factors) is decided from that
 call's `max(position_ids) + 1`, with no state kept between calls
 (transformers keeps dynamic's frequencies as module state that only

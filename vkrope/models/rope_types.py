@@ -204,7 +204,7 @@ def _check_dynamic(r: ModelRope) -> None:
 def _check_ntk_alpha(r: ModelRope) -> None:
     alpha = r.param("alpha")
     if alpha is None or not alpha > 0:
-        raise ValueError(f"rope_type 'ntk_alpha' needs alpha > 0; got {alpha!r}")
+        raise ValueError(f"rope_type 'ntk_alpha' needs alpha > 0; got {brief(alpha)}")
     if r.rotary_dim != r.head_dim or r.rotary_dim < 4:
         raise ValueError("rope_type 'ntk_alpha' rotates the whole head (its base grows by the power dim / (dim - 2) "
                          f"of head_dim), of 4 or more; got rotary_dim {r.rotary_dim} of head_dim {r.head_dim}")

@@ -26,10 +26,13 @@ def check_model_head(spec: Any, head_dim: int, name: str) -> None:
     the wrong channels (DeepSeek's full 192-wide heads, whose last 64
     rotate)."""
     if head_dim != spec.head_dim:
-        where = f"{spec.model}'s {spec.part}: {part_slice(spec)}" if spec.part_channels else \
-            "DeepSeek: q[..., qk_nope_head_dim:]"  # (a part's own heads: the channels the model table found)
+        # (a part's own heads: the channels the model table found; heads wider than the spec's: perhaps the
+        # whole of an MLA head, whose rotated part is its last qk_rope_head_dim channels)
+        where = f" ({spec.model}'s {spec.part}: {part_slice(spec)})" if spec.part_channels else \
+            " (of a wider head with a rotated part, as DeepSeek's: q[..., qk_nope_head_dim:])" \
+            if head_dim > spec.head_dim else ""
         raise ValueError(f"{name}: the ModelRope's head dim is {spec.head_dim} (of which {spec.rotary_dim} rotate); "
-                         f"this call's heads have D = {head_dim}: pass the heads the model rotates ({where})")
+                         f"this call's heads have D = {head_dim}: pass the heads the model rotates{where}")
 
 
 def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head_dim: int) -> Any:

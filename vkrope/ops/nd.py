@@ -32,7 +32,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     if not is_int(token_axis):
         raise TypeError(f"token_axis must be an int, -2 or -3; got {describe(token_axis)}")
     if token_axis not in (-2, -3):
-        raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {token_axis!r}")
+        raise ValueError(f"token_axis must be -2 (x [..., N, C]) or -3 (x [..., N, H, C]); got {describe(token_axis)}")
     if not isinstance(inverse, (bool, np.bool_)):
         raise TypeError(f"inverse must be a bool; got {describe(inverse)}")
     if x.ndim < -token_axis:

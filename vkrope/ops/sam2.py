@@ -15,7 +15,8 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import FREQS_DTYPES, asarray_hint, convert_hint, frozen, is_integer_dtype, without_repeats
+from ..runtime.dtypes import (FREQS_DTYPES, Dtypes, asarray_hint, convert_hint, frozen, is_integer_dtype, names,
+                              without_repeats)
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
@@ -25,7 +26,8 @@ from .nd import check_apply_nd
 from ..runtime.array import DeviceArray
 
 REAL_FREQS_DTYPES = FREQS_DTYPES
-COMPLEX_FREQS_DTYPES = (np.dtype(np.complex64), np.dtype(np.complex128))
+COMPLEX_FREQS_DTYPES = Dtypes("complex64", "complex128")
+FREQS_DTYPE_NAMES = names(REAL_FREQS_DTYPES + COMPLEX_FREQS_DTYPES)
 
 
 def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
@@ -142,7 +144,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
             # (diffusers' and transformers' (cos, sin): np.asarray of one stacks it into rows it is not)
             pair = isinstance(freqs, (tuple, list)) and len(freqs) == 2 and all(
                 isinstance(f, (np.ndarray, DeviceArray)) for f in freqs)
-            raise TypeError(f"freqs must be a numpy array (float32, float16, bfloat16 or complex) or a DeviceArray; "
+            raise TypeError(f"freqs must be a numpy array ({FREQS_DTYPE_NAMES}) or a DeviceArray; "
                             f"got {describe(freqs)}" + (
                                 " (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's "
                                 "cos and sin side by side: np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' "
@@ -155,7 +157,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
             per_row, what = channels, lambda: f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
-                f"freqs must have dtype float32, float16, bfloat16, float64, complex64 or complex128; got "
+                f"freqs must have dtype {FREQS_DTYPE_NAMES}; got "
                 f"{freqs.dtype} ({convert_hint('freqs', freqs.dtype, REAL_FREQS_DTYPES + COMPLEX_FREQS_DTYPES)})")
     if per_row == 0:
         if freqs.size:

@@ -391,11 +391,11 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
         if key is not None and prepared is not None:
             return submit_kept(rt, key, prepared, jobs, tables, want_time)
         try:
-            prepared = _prepare(rt, op, jobs, tables, imports, temporaries)
+            prepared = _prepare(rt, jobs, tables, imports, temporaries)
         except OutOfDeviceMemoryError as exc:
             if exc.result != "VK_ERROR_TOO_MANY_OBJECTS" or rt.arena_only:
                 raise
-            prepared = _prepare_through_the_arena(rt, op, jobs, tables, imports, temporaries)
+            prepared = _prepare_through_the_arena(rt, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
         # back, so a recording over them never replays, nor does the layout.
         cache = not imports and not temporaries
@@ -409,7 +409,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
         release_call(rt, imports, temporaries)
 
 
-def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
+def _prepare_through_the_arena(rt: Runtime, jobs: list[Job], tables: list[list[list[Any]]],
                                imports: list[ImportedBuffer], temporaries: list[Any]) -> Prepared:
     """The call laid out again at maxMemoryAllocationCount, with no imports:
     on a discrete GPU an import needs a device-local buffer beside it, one
@@ -424,7 +424,7 @@ def _prepare_through_the_arena(rt: Runtime, op: Operator, jobs: list[Job], table
     rt.imports.begin_call()
     rt.arena_only = True
     try:
-        return _prepare(rt, op, jobs, tables, imports, temporaries)
+        return _prepare(rt, jobs, tables, imports, temporaries)
     finally:
         rt.arena_only = False
 
@@ -461,7 +461,7 @@ def hot_key(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[A
     return tuple(parts)
 
 
-def _prepare(rt: Runtime, op: Operator, jobs: list[Job], tables: list[list[list[Any]]],
+def _prepare(rt: Runtime, jobs: list[Job], tables: list[list[list[Any]]],
              imports: list[ImportedBuffer], temporaries: list[Any]) -> Prepared:
     """One submission laid out: its steps, the regions its data fills and the numpy results it gives."""
     arena = _Arena(rt)

@@ -1,5 +1,5 @@
-"""The operator interface: what an operator (a module of vkrope/ops) gives
-the runtime, and what each of its requests declares about its arrays.
+"""The operator interface: what an operator (a kernel module of
+vkrope/kernels) gives the runtime, and what each of its requests declares about its arrays.
 
 A request lists its arrays as `Tensor`s: the caller's name for it, its
 value (a numpy array, a DeviceArray, or None for an output the runtime
@@ -96,7 +96,7 @@ class Operator(Protocol):
     stands for it; the plan is a `Plan`, the tables [[numpy array | Arg]],
     the row blocks [(request, outs)])."""
 
-    def plan(self, req: Any, limits: Any) -> Any:
+    def plan(self, req: Any, limits: Any) -> Plan:
         """The dispatches of `req` on a device with `limits`."""
 
     def plan_key(self, req: Any, limits: Any) -> tuple | None:

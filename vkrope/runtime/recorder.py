@@ -32,7 +32,7 @@ def _stage_access(step: Step, a: Arg) -> tuple[int, int]:
     return vk.VK_PIPELINE_STAGE_TRANSFER_BIT, access
 
 
-def _layout_for(step: Step, a: Arg) -> int:
+def _layout_for(step: Step) -> int:
     vk = b.vk()
     if isinstance(step, ImageCopy):
         return vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL if step.to_image else vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
@@ -72,7 +72,7 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
             res = a.resource
             if isinstance(res, Image3D):
                 images[a.serial] = res
-                want = _layout_for(step, a)
+                want = _layout_for(step)
                 now = layouts.get(a.serial, vk.VK_IMAGE_LAYOUT_GENERAL)
                 if now != want:  # one transition covering every use of it in this step
                     access = _union(t[2] for t in touched if t[0].serial == a.serial)
