@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import dataclasses
 import gzip
 import inspect
 import itertools
@@ -804,17 +805,20 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
 
 
 def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> None:
-    """Into `gold`: the files of int_refused's, layer_types_checked's and heads_divide's probes (each key of
-    the first as a whole float and as the int; layer_types of the class's length, one shorter, one longer and
+    """Into `gold`: the files of strict_kinds', layer_types_checked's and heads_divide's probes (each key
+    from_hf reads that the first refuses as a whole float, and as the int, and as a bool; a value of each kind
+    for the first key of each of its groups, other_kinds; layer_types of the class's length, one shorter, one longer and
     with an unknown name; hidden sizes the heads divide or not), with what the classes made of them (from_hf
     must read that, or refuse)."""
     if _raises(t, e, {}):
         return
     built = _built(t, e, {})
     ints = _int_keys(e, built.to_dict())  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
-    probes = [kw for k in rules.get("float_refused") or [] if k in ints  # (a head key the model refuses as a
-              for kw in ({k: ints[k]}, {k: float(ints[k])})]  # float, a class without the field: model_refused's)
-    probes += [{k: True} for k in rules.get("bool_refused") or []]
+    kinds = {k: letters for letters, keys in (rules.get("strict") or {}).items() for k in keys}
+    probes = [kw for k in ints if "f" in kinds.get(k, "")  # (a head key the model refuses as a float, a class
+              for kw in ({k: ints[k]}, {k: float(ints[k])})]  # without the field: model_refused's)
+    probes += [{k: True} for k in ints if "b" in kinds.get(k, "")]
+    probes += other_kinds(built.to_dict(), rules.get("strict") or {})
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
         # (where the class makes a rope dict its model reads: GPT-J's has none; of a class that takes a head
@@ -835,6 +839,25 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
             w = None if made is None else made[lt]
             gold.append({"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
                          [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+
+
+# Values of each kind other than strict_kinds' probes: the golden cases check from_hf's reading of a kind, not
+# of the probe's value
+OTHER_VALUES = {"n": None, "b": False, "i": 3, "f": 3.25, "s": "abc", "l": [5, 6], "m": [1.5], "d": {}}
+
+
+def other_kinds(saved: dict, strict: dict[str, list[str]]) -> list[dict]:
+    """Files giving the first key of each of strict_kinds' groups (`strict`) a value of two kinds it refuses
+    (the group's n-th and next, so that the groups share them out) and of one other kind than its own it
+    takes (OTHER_VALUES: other values than the probes')."""
+    out = []
+    for n, (letters, keys) in enumerate(strict.items()):
+        own = saved.get(keys[0])
+        probes = _kind_probes(64 if own is None else own)  # (_int_keys' probe of a read key the class holds None)
+        taken = [c for c in KINDS if c not in letters and probes and c in probes]
+        kinds = dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]])
+        out += [{keys[0]: OTHER_VALUES[c]} for c in kinds]
+    return out
 
 
 def head_key(e: dict) -> str | None:
@@ -958,18 +981,58 @@ def _int_keys(e: dict, saved: dict) -> dict[str, int]:
     return out
 
 
-def int_refused(t: str, e: dict) -> tuple[list[str], list[str], list[str]] | tuple[None, None, None]:
-    """The keys from_hf reads that the classes take as an int (the file giving one builds) and on which they
-    raise when the file gives a whole float, a bool, and the number as a string (strict int fields:
-    transformers 5's classes fail on loading `head_dim: 96.0`, `sliding_window: true` or
-    `num_attention_heads: "32"`, also where from_hf does not need the key); (None, None, None) where the
-    classes are not built of a file without RoPE keys (not measured: from_hf refuses a float, bool or string
-    for any key the class defaults as an int)."""
+# A value's kind as vkrope/models/config_rules.py's value_kind names it: null, bool, int, float, str, a list of
+# ints, another list, a dict (the kinds a JSON file holds)
+KINDS = "nbifslmd"
+
+
+def _kind_probes(v: Any) -> dict[str, tuple] | None:
+    """The probe values of each kind other than the field's own (`v`: the value the class holds; a
+    fractional float of a float field is its own kind, as is any string of a string field: a Literal takes
+    some); two per kind where values may differ (a float field's 1 and 2: its validator may refuse a range);
+    None where the class holds no scalar there (a list, a dict, None: its own kind not known)."""
+    own = next((k for k, t in (("b", bool), ("i", int), ("f", float), ("s", str)) if isinstance(v, t)), None)
+    if own is None:
+        return None
+    probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (float(v), v + 0.5) if own == "i" else (0.5, 1.0),
+              "s": (str(v), "x"), "l": ([v] if own == "i" else [1],), "m": ([str(v)],), "d": ({"k": v},)}
+    del probes[own]
+    return probes
+
+
+def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str]] | None:
+    """The kinds of value (KINDS) the classes raise on for each scalar field of the text config (the class
+    holding an int, a float, a bool or a string: transformers 5's strict fields, `head_dim: 96.0`,
+    `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`,
+    whether from_hf reads the key or not), and each key from_hf reads under its own name and the class's
+    (_int_keys: an int field the class holds None, probed as 64); a kind is refused where every probe of it
+    raises and the field's own value does not: {refused kinds: keys}. Not null for a key from_hf reads
+    (null_refused measures those beside other keys too). A head key the class takes as a float and its text
+    model fails on (`model_floats`, model_refused's) is refused as a float too. None where the classes are not built of
+    a file without RoPE keys (not measured: from_hf refuses every other kind for any key the class defaults as
+    an int)."""
     if _raises(t, e, {}):
-        return None, None, None
-    ints = {k: v for k, v in _int_keys(e, _built(t, e, {}).to_dict()).items() if not _raises(t, e, {k: v})}
-    return ([k for k, v in ints.items() if _raises(t, e, {k: float(v)})],
-            [k for k in ints if _raises(t, e, {k: True})], [k for k, v in ints.items() if _raises(t, e, {k: str(v)})])
+        return None
+    built = _built(t, e, {})
+    saved = built.to_dict()  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
+    read = _int_keys(e, saved)
+    aliases = e.get("aliases", {})
+    reads = {n for k in _read_keys(e) for n in (k, aliases.get(k, k))} | set(MOVED)
+    fields = {**{f.name: saved.get(f.name) for f in dataclasses.fields(built) if f.name in saved}, **read} \
+        if dataclasses.is_dataclass(built) else read
+    refused: dict[str, str] = {}
+    for key, v in sorted(fields.items()):
+        probes = _kind_probes(v)
+        if probes is not None and not _raises(t, e, {key: v}):
+            refused[key] = "".join(kind for kind, values in probes.items() if (kind != "n" or key not in reads)
+                                   and all(_raises(t, e, {key: x}) for x in values))
+    for key in model_floats:  # (the class takes the float, the model does not)
+        refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + "f")
+    out: dict[str, list[str]] = {}
+    for key, kinds in refused.items():
+        if kinds:
+            out.setdefault(kinds, []).append(key)
+    return out
 
 
 def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
@@ -1513,15 +1576,12 @@ def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None
 
 
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
-    """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`,
-    `float_refused`, `bool_refused`, `str_refused`, `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
+    """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`, `strict`,
+    `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
     measured `nope_longer`, `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
-    floats, bools, strs = int_refused(t, e)
     nulls, failing = null_refused(t, e), model_refused(t, e)
     nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
-    if floats is not None:
-        floats += [k for k in failing["float"] if k not in floats]
-    out: dict[str, Any] = {"null_refused": nulls, "float_refused": floats, "bool_refused": bools, "str_refused": strs,
+    out: dict[str, Any] = {"null_refused": nulls, "strict": strict_kinds(t, e, failing["float"]),
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw)),
                            "partial_null_reads": partial_null_reads(t, e, cls)}

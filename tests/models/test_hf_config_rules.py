@@ -222,12 +222,67 @@ def test_a_null_partial_factor_at_the_top_where_the_attention_reads_the_dicts():
 
 def test_a_number_given_as_a_string_where_the_class_takes_an_int():
     """LlamaConfig's num_attention_heads is a strict int field: `"4"` fails on loading the config, also beside
-    a head_dim (from_hf then needs no head count), so it is refused, naming the key (str_refused)."""
+    a head_dim (from_hf then needs no head count), so it is refused, naming the key (the rules' `strict`)."""
     llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
     assert vkrope.from_hf(llama).head_dim == 64
     for key in ("num_attention_heads", "num_hidden_layers", "max_position_embeddings"):
-        with pytest.raises(ValueError, match=f"config: {key} is '\\d+': llama's config class takes an integer"):
+        with pytest.raises(ValueError, match=f"config: {key} is '\\d+' \\(a string\\): llama's config class takes "
+                                             "an integer there"):
             vkrope.from_hf({**llama, key: str(llama.get(key, 2))})
+
+
+# Values transformers 5.25's LlamaConfig refuses on loading (its strict fields, checked against its class:
+# `LlamaConfig(**{key: value})` raises), for keys vkrope does not read, and the kinds it takes there
+LLAMA_REFUSES = [("vocab_size", "32000", "a string"), ("vocab_size", [32000], "a list of integers"),
+                 ("vocab_size", None, None), ("num_key_value_heads", "8", "a string"),
+                 ("num_key_value_heads", 8.0, "a float"), ("intermediate_size", {"a": 1}, "a dict"),
+                 ("rms_norm_eps", "1e-6", "a string"), ("rms_norm_eps", 1, "an integer"),
+                 ("tie_word_embeddings", "true", "a string"), ("tie_word_embeddings", 1, "an integer"),
+                 ("hidden_act", 5, "an integer"), ("hidden_act", ["silu"], "a list of other items"),
+                 ("eos_token_id", ["2"], "a list of other items"), ("eos_token_id", 2.0, "a float"),
+                 ("num_attention_heads", [4], "a list of integers"), ("head_dim", [64], "a list of integers")]
+LLAMA_TAKES = [("eos_token_id", [1, 2]), ("eos_token_id", None), ("attention_dropout", 0),
+               ("attention_dropout", 0.25), ("num_key_value_heads", None), ("hidden_act", "gelu"),
+               ("tie_word_embeddings", True), ("rms_norm_eps", 1e-6), ("vocab_size", 7)]
+
+
+@pytest.mark.parametrize("key, value, kind", LLAMA_REFUSES)
+def test_a_kind_the_class_refuses_is_refused_where_vkrope_does_not_read_the_key(key, value, kind):
+    """transformers' config classes check every field's type on loading (huggingface_hub's strict dataclasses):
+    a file giving vocab_size as a string, a head count as a list, rms_norm_eps as a string, fails there, though
+    the key does not touch RoPE; the model cannot be built, so vkrope refuses it too, naming the key, what was
+    given and the kinds the class takes."""
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    shown = "null" if value is None else f"{re.escape(repr(value))} \\({kind}\\)"
+    with pytest.raises(ValueError, match=f"^config: {key} is {shown}: llama's config class takes .*there"):
+        vkrope.from_hf({**llama, key: value})
+    assert vkrope.from_hf(llama).head_dim == 64  # (and nothing kept of the refused call)
+
+
+@pytest.mark.parametrize("key, value", LLAMA_TAKES)
+def test_a_kind_the_class_takes_is_read(key, value):
+    """The other kinds LlamaConfig takes there (an eos list, an int dropout where it takes a float or an int,
+    a null kv head count) read as without the key."""
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    assert vkrope.from_hf({**llama, key: value}) == vkrope.from_hf(llama)
+
+
+def test_a_value_no_json_file_holds_is_refused_where_the_class_checks_the_key():
+    """A dict built in Python may hold a numpy integer, which the class's isinstance check refuses as an int
+    (transformers raises): refused, naming its type; a numpy float is a Python float and reads."""
+    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    with pytest.raises(ValueError, match="^config: vocab_size is 7 \\(int64\\): llama.s"):
+        vkrope.from_hf({**llama, "vocab_size": np.int64(7)})
+    assert vkrope.from_hf({**llama, "rms_norm_eps": np.float64(1e-6)}) == vkrope.from_hf(llama)
+
+
+def test_the_kinds_of_value():
+    """value_kind's letters, by Python's types (the classes' checks): a bool is no integer, a list of ints
+    (no bools) is "l", any other list "m"."""
+    cases = [(None, "n"), (True, "b"), (0, "i"), (-3, "i"), (0.0, "f"), (1e300, "f"), ("", "s"), ([], "l"),
+             ([1, 2], "l"), ([1, True], "m"), ([1.0], "m"), (["a"], "m"), ([[1]], "m"), ({}, "d"),
+             (np.int64(1), "?"), ((1,), "?")]
+    assert [config_rules.value_kind(v) for v, _ in cases] == [k for _, k in cases]
 
 
 def test_a_head_dim_the_rotary_module_reads_and_the_attention_does_not():
@@ -661,8 +716,8 @@ def test_odd_values_beside_the_new_rules_are_errors_not_readings():
     two channels."""
     ocr = {"model_type": "unlimited_ocr_text", "hidden_size": 2048, "num_attention_heads": 32}
     for bad in ("x", 1.5, True, [1]):  # (a float, bool, str: the class's strict int field, float_refused, ...)
-        with pytest.raises(ValueError, match="head_dim must be an integer or null|head_dim is (1.5|True|'x'): "
-                                             "unlimited_ocr_text's config class takes an integer"):
+        with pytest.raises(ValueError, match="head_dim must be an integer or null|head_dim is (1.5|True|'x'|\\[1\\]) "
+                                             "\\(.*\\): unlimited_ocr_text's config class takes .*an integer"):
             vkrope.from_hf({**ocr, "head_dim": bad})
     with pytest.raises(ValueError, match="rope_scaling_layers"):
         vkrope.from_hf({"model_type": "molmo2", "text_config": {"num_hidden_layers": 10**12,

@@ -1313,13 +1313,13 @@ def test_a_flat_composite_files_original_length_is_refused_where_its_classes_dro
 @pytest.mark.parametrize("key", ["head_dim", "hidden_size", "num_attention_heads", "max_position_embeddings"])
 def test_a_whole_float_for_an_int_key_is_refused(key):
     """transformers 5's config classes keep these keys as strict ints and refuse `head_dim: 128.0` on loading:
-    vkrope refuses it too (the rules' float_refused), where it read the int; the int itself reads as before."""
+    vkrope refuses it too (the rules' `strict`), where it read the int; the int itself reads as before."""
     c = json.loads(json.dumps(config("llama-3.1-8b")))
     c.setdefault("head_dim", 128)
     want = vkrope.from_hf(c)
-    with pytest.raises(ValueError, match=rf"^config: {key} is {float(c[key])!r}: llama's config class takes an "
-                                         r"integer there, or its model does \(transformers raises on loading the "
-                                         r"config, or building the model\)"):
+    with pytest.raises(ValueError, match=rf"^config: {key} is {float(c[key])!r} \(a float\): llama's config class "
+                                         r"takes (null or )?an integer there, or its model does \(transformers "
+                                         r"raises on loading the config, or building the model\)"):
         vkrope.from_hf({**c, key: float(c[key])})
     assert vkrope.from_hf(dict(c)) == want
 
@@ -1330,7 +1330,7 @@ def test_a_head_dim_of_a_composite_not_measured_is_refused():
     model type's rules apply where it names a measured one, else a null or float head_dim is refused."""
     base = {"hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 4}
     for inner in ("exaone4", "exaone4_5_text"):  # (the measured text type, and the early name its class renames)
-        for value, said in ((None, "is null"), (64.0, "is 64.0")):
+        for value, said in ((None, "is null"), (64.0, "is 64.0 \\(a float\\)")):
             with pytest.raises(ValueError, match=f"^config: head_dim {said}: exaone4_5's config class"):
                 vkrope.from_hf({"model_type": "exaone4_5", "text_config": {"model_type": inner, **base,
                                                                             "head_dim": value}})
@@ -1351,8 +1351,8 @@ def test_a_head_dim_the_model_cannot_build_with_is_refused(model_type):
     with pytest.raises(ValueError, match=rf"^config: head_dim is null: {model_type}'s config class refuses a null "
                                          r"head_dim, or its model fails on one"):
         vkrope.from_hf({**cfg, "head_dim": None})
-    with pytest.raises(ValueError, match=rf"^config: head_dim is 64\.0: {model_type}'s config class takes an "
-                                         r"integer there, or its model does"):
+    with pytest.raises(ValueError, match=rf"^config: head_dim is 64\.0 \(a float\): {model_type}'s config class "
+                                         r"refuses a float there, or its model does"):
         vkrope.from_hf({**cfg, "head_dim": 64.0})
 
 
@@ -1375,8 +1375,8 @@ def test_a_float_or_bool_for_an_int_key_is_refused(cfg, key):
     """Found by an adversary against transformers 5.25, whose classes refuse each on loading: keys stored under
     another name (GPT-J's n_embd), keys whose class default is None (sliding_window, Mixtral's head_dim), bools,
     and a class whose keys the rules could not measure."""
-    with pytest.raises(ValueError, match=rf"^config: {key} is .*: {cfg['model_type']}'s config class takes an "
-                                         r"integer there"):
+    with pytest.raises(ValueError, match=rf"^config: {key} is .*: {cfg['model_type']}'s config class takes (null "
+                                         r"or )?an integer there"):
         vkrope.from_hf(cfg)
 
 

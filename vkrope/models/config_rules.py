@@ -76,11 +76,12 @@ by building each config class on probe configs; never edited by hand):
 - `nope_longer`: for a model whose layers say by a flags list whether they
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
-- `float_refused`, `bool_refused`, `str_refused`: the keys from_hf reads
-  that the class takes as an int and raises on when the file gives a whole
-  float, a bool, or the number as a string (strict int fields: `head_dim:
-  96.0`, `sliding_window: true`, `num_attention_heads: "32"`; a float head
-  key on which the text model fails to build, too), `check_ints`;
+- `strict`: {the kinds of value the class raises on: its keys}, for every
+  scalar field of the text config and every key from_hf reads (strict
+  fields: `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads:
+  "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`; a float head key on
+  which the text model fails to build, too; a null only for keys from_hf
+  does not read, `null_refused` saying the others'), `check_kinds`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list,
@@ -599,12 +600,12 @@ def text_fill(model_type: str, other_type: bool = False) -> dict:
 
 
 def _value_rules(cfg: dict, model_type: str) -> dict:
-    """The rules check_nulls and check_ints apply to the text config `cfg`: the model type's; of a composite the
-    script could not build (not measured: its float_refused null), its text config's own model type's where
+    """The rules check_nulls and check_kinds apply to the text config `cfg`: the model type's; of a composite the
+    script could not build (not measured: its `strict` null), its text config's own model type's where
     that names a measured one (EXAONE 4.5's text config, EXAONE 4's)."""
     rules = rules_of(model_type)
     inner = cfg.get("model_type")
-    if _unmeasured(rules) and isinstance(inner, str) and "float_refused" in rules_of(inner):
+    if _unmeasured(rules) and isinstance(inner, str) and "strict" in rules_of(inner):
         return rules_of(inner)
     return rules
 
@@ -613,7 +614,7 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
     """A ValueError where the text config `cfg` (the file's keys, before the class defaults) gives as null a
     key on which the model type's config class raises when it is null, or its model fails (`null_refused`: a
     strict int field, Qwen3's head_dim, every class's hidden_size; Qwen2's head_dim, which its attention takes
-    as given). Where that was not measured, as check_ints: the text config's own model type's rules, else a
+    as given). Where that was not measured, as check_kinds: the text config's own model type's rules, else a
     null head_dim or any key the class defaults (`defaults`) as an int, refused rather than guessed."""
     rules = _value_rules(cfg, model_type)
     keys = rules.get("null_refused", []) if not _unmeasured(rules) else \
@@ -650,22 +651,52 @@ def check_absent(cfg: dict, model_type: str) -> None:
                              "it at the class's sizes; released files give it), so vkrope refuses a file without it")
 
 
-def check_ints(cfg: dict, model_type: str, defaults: dict) -> None:
-    """A ValueError where the text config `cfg` (the file's keys) gives a float, a bool or a string for a key
-    the model type's config class takes as an int and raises on as such (`float_refused`, `bool_refused`,
-    `str_refused`: strict int fields, `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads: "32"`;
-    transformers raises on loading the config). Where that was not measured (a class not built of a file
-    without RoPE keys), the rules of the text config's own model type where it names a measured one, else
-    head_dim and any key the class defaults (`defaults`) as an int: refused rather than guessed."""
+# The kinds of value a JSON file holds, by the letters the rules' `strict` names them (the script's KINDS)
+KIND_NAMES = {"n": "null", "b": "a bool", "i": "an integer", "f": "a float", "s": "a string",
+              "l": "a list of integers", "m": "a list of other items", "d": "a dict"}
+
+
+def value_kind(value: Any) -> str:
+    """The letter of `value`'s kind (KIND_NAMES), by Python's types as the config classes check them (a numpy
+    integer is no int to them): a list is "l" where every item is an int and no bool, "m" otherwise; "?" for
+    what no JSON file holds."""
+    if isinstance(value, list):
+        return "l" if all(isinstance(v, int) and not isinstance(v, bool) for v in value) else "m"
+    kinds = ((type(None), "n"), (bool, "b"), (int, "i"), (float, "f"), (str, "s"), (dict, "d"))
+    return next((letter for kind, letter in kinds if isinstance(value, kind)), "?")
+
+
+def check_kinds(cfg: dict, model_type: str, defaults: dict) -> None:
+    """A ValueError where the text config `cfg` (the file's keys) gives a key a kind of value (value_kind) on
+    which the model type's config class raises (`strict`: transformers 5's strict fields, `head_dim: 96.0`,
+    `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`,
+    whether vkrope reads the key or not; a head key the class takes as a float and the model does not), or a
+    value no JSON file holds ("?", a numpy integer: the class's isinstance check fails on it). Where that was
+    not measured (a class not built of a file without RoPE keys), the rules of the text config's own model
+    type where it names a measured one, else head_dim and any key the class defaults (`defaults`) as an int
+    given as anything but an integer or null: refused rather than guessed."""
     rules = _value_rules(cfg, model_type)
-    ints = ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]  # (not measured: a head key too)
-    for kind, rule in ((float, "float_refused"), (bool, "bool_refused"), (str, "str_refused")):
-        keys = rules.get(rule)
-        for key in ints if keys is None else keys:
-            if isinstance(cfg.get(key), kind):
-                raise ValueError(f"config: {key} is {cfg[key]!r}: {model_type}'s config class takes an integer "
-                                 "there, or its model does (transformers raises on loading the config, or building "
-                                 "the model), so vkrope refuses it too")
+    strict = rules.get("strict")
+    if strict is None:
+        strict = {"bfslmd": ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]}
+    for refused, keys in strict.items():
+        for key in keys:
+            kind = value_kind(cfg.get(key))
+            if key in cfg and kind in refused + "?":
+                given = KIND_NAMES.get(kind, type(cfg[key]).__name__)
+                shown = "null" if kind == "n" else f"{brief(cfg[key], 60)} ({given})"
+                raise ValueError(f"config: {key} is {shown}: {model_type}'s config class "
+                                 f"{_taken(refused, key in rules.get('null_refused', []), given)} there, or its "
+                                 "model does (transformers raises on loading the config, or building the model), so "
+                                 "vkrope refuses it too")
+
+
+def _taken(refused: str, null_refused: bool, given: str) -> str:
+    """What check_kinds says a strict field takes: the kinds it does not refuse ("takes null or an integer"), null
+    among them only where the key's null is not refused (null_refused, measured apart); where that is most kinds
+    (a key the class has no field for, whose float its model fails on), what it refuses."""
+    taken = [name for c, name in KIND_NAMES.items() if c not in refused and not (c == "n" and null_refused)]
+    return f"takes {' or '.join(taken)}" if len(taken) <= 3 else f"refuses {given}"
 
 
 def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None:
@@ -687,8 +718,8 @@ def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None
 
 def _unmeasured(rules: dict) -> bool:
     """Whether the script could not build the model type's class of a file without RoPE keys, so measured none
-    of the rules that need it (its `float_refused` is null, not a list)."""
-    return "float_refused" in rules and rules["float_refused"] is None
+    of the rules that need it (its `strict` is null, not a dict)."""
+    return "strict" in rules and rules["strict"] is None
 
 
 def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:

@@ -100,7 +100,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
     config_rules.check_nulls(merged, model_type, defaults)
-    config_rules.check_ints(merged, model_type, defaults)
+    config_rules.check_kinds(merged, model_type, defaults)
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
