@@ -143,6 +143,7 @@ class Device(DeviceMemory):
         if key is None:
             return False, None
         with self._lock:
+            self._settle()
             # (on a closed or abandoned device its arrays are not alive: the front end's checks come first)
             return self._guarded(kept_calls.replay, self._rt, key, objects, self._made)  # type: ignore[no-any-return]
 
@@ -182,12 +183,14 @@ class Device(DeviceMemory):
             # One job (every call but apply_many): nothing to order, and its
             # checks made under the lock come before any GPU work all the same.
             with self._lock:
+                self._settle()
                 self._check_request(jobs[0].req, jobs[0].where)
                 self._context()
                 return self._run_group(op, [jobs[0].req])[0]
         for job in jobs:
             self._check_request(job.req, job.where)
         with self._lock:
+            self._settle()
             self._context()
             for job in jobs:
                 self._check_arrays(job.req, job.where)

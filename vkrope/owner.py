@@ -39,13 +39,18 @@ _Owner = TypeVar("_Owner", bound="DeviceOwner")
 _numbers = itertools.count(1)  # Device #n in reprs and messages: two devices of one GPU told apart
 
 
+def inside_a_call(lock: Any) -> bool:
+    """Whether this thread holds a device's `lock` already: it is inside a call on that device (a signal handler or
+    a finalizer running in the middle of it; the lock is reentrant)."""
+    return bool(lock._is_owned())
+
+
 def refuse_inside_a_call(lock: Any, what: str, why: str, inside: str = "a call on this device") -> None:
     """RuntimeError where this thread holds a device's `lock` already: it is inside a call on that device (a
     signal handler or a finalizer running in the middle of it), whose buffers, fence and recordings are that
     call's until it ends (an operator run there overwrote the call's arguments, or submitted its fence twice:
     a driver abort; a close left it spinning)."""
-    # (the lock is reentrant: owned by this thread here means inside one of its calls)
-    if lock._is_owned():
+    if inside_a_call(lock):
         raise RuntimeError(f"{what} was called inside {inside} in this thread (from a signal handler or a "
                            f"finalizer): {why}; call it after that returns")
 
@@ -73,6 +78,7 @@ class DeviceOwner:
         self._closing = False  # close() began: the device refuses work, and close() completes what is left
         self._closed_why = ""
         self._close_asked = ""  # why close() was called, set before it waits for a call in flight
+        self._deferred: list[DeviceArray] = []  # released inside a call of this thread: given back after (_settle)
         self.number = next(_numbers)
         with vk_instance.OPENING:  # (a fork waits for it, as for a call in flight)
             ctx = Context(device, validation)
@@ -227,20 +233,6 @@ class DeviceOwner:
             return {**self._rt.counts, "recordings_cached": len(self._rt.recordings),
                     "imports_kept": len(self._rt.imports.kept)}
 
-    def trim(self) -> None:
-        """Free cached work buffers, recordings and the imports kept for
-        numpy arrays passed again (re-made on demand); kept imports pin
-        their arrays' memory until then. The memory of arrays that died
-        holding it (an exception in their `__del__`) is freed too. Called
-        from inside a call on this device in this thread (a signal handler or
-        a finalizer), it raises RuntimeError: it would free what the call uses."""
-        refuse_inside_a_call(self._lock, "trim()", "it would free memory the call is using")
-        with self._lock:
-            self._context()
-            self._guarded(arrays.reclaim_dead, self._rt)
-            self._guarded(arrays.take_back, self._rt)  # (and what an interruption left on its way to the pool)
-            self._guarded(self._rt.trim)
-
     # --- lifetime ---------------------------------------------------------
     def close(self) -> None:
         """Release every Vulkan object of this device (idempotent). An
@@ -262,6 +254,7 @@ class DeviceOwner:
             # Every step of Context.close is idempotent and the context stays
             # ours until it returns: an interruption anywhere in it loses nothing.
             ctx.close()
+            self._deferred.clear()  # (their memory went with the context)
             self._rt.imports.drop()  # (their memory objects went with the context; before the context is
             self._ctx = None         # forgotten: an interrupted close() called again completes this too)
 
@@ -299,8 +292,30 @@ class DeviceOwner:
 
 
 class DeviceMemory(DeviceOwner):
-    """A device's arrays: `asarray`, downloads, device copies and release
-    (base of `vkrope.Device`, which adds the operators)."""
+    """A device's arrays: `asarray`, downloads, device copies, release and
+    `trim` (base of `vkrope.Device`, which adds the operators)."""
+
+    def _settle(self) -> None:
+        """Give back the memory of arrays released inside a call of this thread (_release_array's `deferrable`),
+        under the lock where no call is in progress: at the next call, transfer or trim. (Taken off the list
+        before its release: an interruption between leaves the memory with its array, whose __del__ gives it.)"""
+        while self._deferred:
+            self._deferred.pop()._release()
+
+    def trim(self) -> None:
+        """Free cached work buffers, recordings and the imports kept for
+        numpy arrays passed again (re-made on demand); kept imports pin
+        their arrays' memory until then. The memory of arrays that died
+        holding it (an exception in their `__del__`) is freed too. Called
+        from inside a call on this device in this thread (a signal handler or
+        a finalizer), it raises RuntimeError: it would free what the call uses."""
+        refuse_inside_a_call(self._lock, "trim()", "it would free memory the call is using")
+        with self._lock:
+            self._context()
+            self._settle()
+            self._guarded(arrays.reclaim_dead, self._rt)
+            self._guarded(arrays.take_back, self._rt)  # (and what an interruption left on its way to the pool)
+            self._guarded(self._rt.trim)
 
     def _new_array(self, storage: str, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
         """A new, uninitialised DeviceArray on this device. The array exists
@@ -335,6 +350,7 @@ class DeviceMemory(DeviceOwner):
             a = a.get()
         with self._lock:
             self._context()
+            self._settle()
             if storage == "texture3d":  # (an image this device cannot make, named before any allocation)
                 tensor_extent(a.shape, self._rt.limits.max_image_dimension_3d, "a")
             arr = self._new_array(storage, a.shape, a.dtype)
@@ -349,6 +365,7 @@ class DeviceMemory(DeviceOwner):
         with self._lock:
             self._context()
             check_alive("the DeviceArray to copy", src)
+            self._settle()
             arr = self._new_array(src.storage, src.shape, src.dtype)
             if src.size:
                 self._guarded(arrays.copy_resource, self._rt, src._resource, arr._resource,
@@ -364,20 +381,22 @@ class DeviceMemory(DeviceOwner):
         with self._lock:
             self._context()
             check_alive("the array", arr)  # (released by another thread meanwhile)
+            self._settle()
             if arr.size:
                 self._guarded(arrays.transfer, self._rt, arr._resource, out, False)
             return out
 
-    def _check_release(self) -> None:
-        """DeviceArray.release's refusal inside a call in this thread: a handler would free memory the call may
-        use (a collection inside a call releases only arrays no call holds: __del__ goes on)."""
-        refuse_inside_a_call(self._lock, "DeviceArray.release()", "the call may be using its memory")
-
-    def _release_array(self, arr: DeviceArray) -> None:
+    def _release_array(self, arr: DeviceArray, deferrable: bool = False) -> None:
         """Take back a released array's memory. Called from
-        DeviceArray.release / __del__ (possibly at shutdown, or from a garbage
-        collection inside a call of this thread: the lock is reentrant); a
-        call running in another thread finishes with the array first."""
+        DeviceArray.release (`deferrable`: inside a call in this thread, from a
+        signal handler or a finalizer, the call may be using that memory, so it
+        stays with the array until the call has ended, _settle) and __del__
+        (possibly at shutdown, or from a garbage collection inside a call of
+        this thread, of an array no call holds: the lock is reentrant); a call
+        running in another thread finishes with the array first."""
+        if deferrable and arr._resource is not None and inside_a_call(self._lock):
+            self._deferred.append(arr)
+            return
         if arr._resource is None and (self._ctx is None or not self._rt.returned):
             return  # (nothing to give back: an empty array, or a second release)
         with self._lock:

@@ -827,11 +827,13 @@ def test_the_module_functions_replay_on_the_default_device():
     assert replayed(dev) - before == 2
 
 
-def test_replays_under_a_storm_of_handlers_that_release_and_take_memory(make_device):
-    """Signal handlers that let results go and take pool memory (asarray) land anywhere inside replayed
-    calls that make their result, with the pool kept full: no live array is ever written by another call,
-    no memory is held twice, and every result is right (a replay that found its memory's index before a
-    call and took the index after once gave it another array's memory, or destroyed memory, #35)."""
+def test_replays_under_a_storm_of_handlers_that_release_memory(make_device):
+    """Signal handlers that let results go land anywhere inside replayed calls that make their result, with the
+    pool kept full and arrays made between the calls: no live array is ever written by another call, no memory
+    is held twice, and every result is right (a replay that found its memory's index before a call and took the
+    index after once gave it another array's memory, or destroyed memory, #35). A handler's release waits for
+    its call (its memory goes back at the next); taking memory there (asarray) is refused, as every transfer
+    inside a call is (test_lifecycle)."""
     import signal
 
     dev = make_device()
@@ -844,9 +846,6 @@ def test_replays_under_a_storm_of_handlers_that_release_and_take_memory(make_dev
     def handler(signum, frame):
         if held:
             held.pop(int(RNG_STORM.integers(len(held)))).release()
-        marks.append((a := dev.asarray(np.full(dx.shape, float(len(marks)), np.float32)), float(len(marks))))
-        if len(marks) > 6:
-            marks.pop(0)
 
     old = signal.signal(signal.SIGALRM, handler)
     try:
@@ -859,6 +858,9 @@ def test_replays_under_a_storm_of_handlers_that_release_and_take_memory(make_dev
             held.append(y)
             if len(held) > 4:
                 held.pop(0)
+            marks.append((dev.asarray(np.full(dx.shape, float(len(marks)), np.float32)), float(len(marks))))
+            if len(marks) > 6:
+                marks.pop(0)
             for a, v in list(marks):
                 assert (a.get() == v).all(), "an array was written by another call"
             live = [a.resource.serial for a in held + [m[0] for m in marks] if a.resource is not None]

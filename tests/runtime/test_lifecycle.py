@@ -817,14 +817,13 @@ def test_trim_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch):
     assert (dev.asarray(data).get() == data).all()
 
 
-@pytest.mark.parametrize("reenter", ["get", "np.asarray", "copy", "deepcopy", "release", "asarray", "asarray other storage"])
+@pytest.mark.parametrize("reenter", ["get", "np.asarray", "copy", "deepcopy", "asarray", "asarray other storage"])
 @pytest.mark.parametrize("unified", [True, False])
 def test_an_array_transfer_inside_a_call_of_this_thread_is_refused(make_device, monkeypatch, reenter, unified):
-    """get(), np.asarray, copies, asarray and release() from a signal handler or a finalizer running inside a call
-    on the same device (an adversary's): a transfer used the call's fence and staging buffer (the outer get()
-    returned the other array's data; a fence submitted signalled, garbage, a driver abort at exit), a release
-    freed memory the call read (a new array's zeros rotated). Each is a RuntimeError, as an operator's is; the
-    array refused its release stays live, and the device right."""
+    """get(), np.asarray, copies and asarray from a signal handler or a finalizer running inside a call on the
+    same device (an adversary's): a transfer used the call's fence and staging buffer (the outer get() returned
+    the other array's data; a fence submitted signalled, garbage, a driver abort at exit). Each is a
+    RuntimeError, as an operator's is; the device stays right."""
     import copy
 
     import vkrope.owner as owner
@@ -834,8 +833,8 @@ def test_an_array_transfer_inside_a_call_of_this_thread_is_refused(make_device, 
     x = np.random.default_rng(8).standard_normal((1, 16, 16)).astype(np.float32)
     other = dev.asarray(x)
     inner = {"get": other.get, "np.asarray": lambda: np.asarray(other), "copy": lambda: copy.copy(other),
-             "deepcopy": lambda: copy.deepcopy([other]), "release": other.release,
-             "asarray": lambda: dev.asarray(x), "asarray other storage": lambda: dev.asarray(other, "texture3d")}[reenter]
+             "deepcopy": lambda: copy.deepcopy([other]), "asarray": lambda: dev.asarray(x),
+             "asarray other storage": lambda: dev.asarray(other, "texture3d")}[reenter]
     real = owner.arrays.transfer
 
     def reenters(*args, **kwargs):
@@ -848,13 +847,48 @@ def test_an_array_transfer_inside_a_call_of_this_thread_is_refused(make_device, 
     monkeypatch.undo()
     assert other.state == "live" and (other.get() == x).all()
     assert (dev.asarray(x * 2).get() == x * 2).all() and (copy.copy(other).get() == x).all()
-    other.release()
-    assert other.state == "released"
+
+
+@pytest.mark.parametrize("unified", [True, False])
+def test_a_release_inside_a_call_waits_for_the_call(make_device, monkeypatch, unified):
+    """A signal handler's release() of the very array the call is rotating (an adversary's: it freed the memory
+    the call read, and the handler's next array, taking it, fed the call its zeros): the array is released at
+    once (unusable), its memory stays bound for the call, whose result is right, and goes back at the device's
+    next call, to be reused there, held by one array only."""
+    from vkrope.vk import binding as b
+
+    dev = make_device()
+    dev._force_limits(unified=unified)
+    x = np.random.default_rng(10).standard_normal((1, 16, 16)).astype(np.float32)
+    f = np.random.default_rng(11).standard_normal((16, 16)).astype(np.float32)
+    xd = dev.asarray(x)
+    serial = xd.resource.serial
+    real, fired = b._injected, []
+
+    def releases(name):
+        if name == "vkQueueSubmit" and not fired:
+            fired.append(1)
+            xd.release()
+            assert xd.state == "released" and xd.resource is not None  # (kept for the call)
+        return real(name)
+
+    monkeypatch.setattr(b, "_injected", releases)
+    y = dev.apply(xd, f)
+    monkeypatch.setattr(b, "_injected", real)
+    assert fired
+    assert serial in dev._rt.held and dev._deferred == [xd]  # (not given back yet: no call since)
+    with pytest.raises(ValueError, match="released"):
+        dev.apply(xd, f)  # (refused by its front end: no call ran)
+    np.testing.assert_allclose(dev.apply(x, f), oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() * 2 + 1))
+    assert xd.resource is None and serial not in dev._rt.held and not dev._deferred  # (given back at that call)
+    np.testing.assert_allclose(y.get(), oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() * 2 + 1))
+    z = dev.asarray(x * 3)
+    assert (z.get() == x * 3).all() and (y.get() != 0).any()
 
 
 def test_a_collection_inside_a_call_still_gives_memory_back(make_device, monkeypatch):
     """An array collected inside a call (its __del__, from a garbage collection there: no call holds it) gives
-    its memory back as before: only an explicit release() is refused there."""
+    its memory back at once, as before: only an explicit release() waits for the call."""
     import vkrope.owner as owner
 
     dev = make_device()
@@ -871,9 +905,8 @@ def test_a_collection_inside_a_call_still_gives_memory_back(make_device, monkeyp
     monkeypatch.setattr(owner.arrays, "transfer", collects)
     y = dev.asarray(x * 3)
     monkeypatch.undo()
+    assert len(dev._rt.held) == 1 and not dev._deferred  # (y's only: the collected array's went back at once)
     assert (y.get() == x * 3).all()
-    assert dev._rt.pool or dev._rt.graveyard or not dev._rt.held  # (its memory moved on, none left held by it)
-    assert len(dev._rt.held) == 1  # (y's only)
 
 
 @pytest.mark.parametrize("reenter", ["apply", "apply_many", "close", "numpy call"])

@@ -124,20 +124,19 @@ class DeviceArray:
     def release(self) -> None:
         """Give the device memory back now (idempotent); the array is unusable
         after. Waits for a call running on its device in another thread
-        (which may use it); a RuntimeError inside a call in this thread (a
-        signal handler or a finalizer), the array left as it was."""
-        if self._owner is not None:
-            self._owner._check_release()
-        self._release()
+        (which may use it); inside a call in this thread (a signal handler or
+        a finalizer), whose call may use the memory, it goes back when that
+        call has ended (at the device's next call, transfer or trim)."""
+        self._release(deferrable=True)
 
-    def _release(self) -> None:
+    def _release(self, deferrable: bool = False) -> None:
         self._released = True
         if self._owner is not None:
-            self._owner._release_array(self)
+            self._owner._release_array(self, deferrable)
 
     def __del__(self) -> None:
         try:
-            self._release()  # (a collection inside a call releases only arrays no call holds)
+            self._release()  # (a collection inside a call: of an array no call holds, given back at once)
         except Exception:
             pass
 
