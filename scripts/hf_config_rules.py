@@ -818,7 +818,7 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
     probes = [kw for k in ints if "f" in kinds.get(k, "")  # (a head key the model refuses as a float, a class
               for kw in ({k: ints[k]}, {k: float(ints[k])})]  # without the field: model_refused's)
     probes += [{k: True} for k in ints if "b" in kinds.get(k, "")]
-    probes += other_kinds(built.to_dict(), rules.get("strict") or {})
+    probes += other_kinds(built, rules.get("strict") or {})
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
         # (where the class makes a rope dict its model reads: GPT-J's has none; of a class that takes a head
@@ -846,15 +846,16 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
 OTHER_VALUES = {"n": None, "b": False, "i": 3, "f": 3.25, "s": "abc", "l": [5, 6], "m": [1.5], "d": {}}
 
 
-def other_kinds(saved: dict, strict: dict[str, list[str]]) -> list[dict]:
+def other_kinds(built: Any, strict: dict[str, list[str]]) -> list[dict]:
     """Files giving the first key of each of strict_kinds' groups (`strict`) a value of two kinds it refuses
     (the group's n-th and next, so that the groups share them out) and of one other kind than its own it
-    takes (OTHER_VALUES: other values than the probes')."""
-    out = []
+    takes (OTHER_VALUES: other values than the probes'; no string where the field takes some, _some_strings)."""
+    out, saved, some_strings = [], built.to_dict(), _some_strings(built)
     for n, (letters, keys) in enumerate(strict.items()):
         own = saved.get(keys[0])
         probes = _kind_probes(64 if own is None else own)  # (_int_keys' probe of a read key the class holds None)
-        taken = [c for c in KINDS if c not in letters and probes and c in probes]
+        taken = [c for c in KINDS if c not in letters and probes and c in probes
+                 and not (c == "s" and keys[0] in some_strings)]
         kinds = dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]])
         out += [{keys[0]: OTHER_VALUES[c]} for c in kinds]
     return out
@@ -983,7 +984,10 @@ def _int_keys(e: dict, saved: dict) -> dict[str, int]:
 
 # A value's kind as vkrope/models/config_rules.py's value_kind names it: null, bool, int, float, str, a list of
 # ints, another list, a dict (the kinds a JSON file holds)
-KINDS = "nbifslmd"
+KINDS = "".join(config_rules.KIND_NAMES)
+# The values tried, in order, as the own value of a field the class holds None (its first the class takes): an
+# int, a float, a bool, a string (a Literal's field takes none of these: its kinds not measured)
+NONE_OWN = (64, 0.5, True, "x")
 
 
 def _kind_probes(v: Any) -> dict[str, tuple] | None:
@@ -995,22 +999,29 @@ def _kind_probes(v: Any) -> dict[str, tuple] | None:
     if own is None:
         return None
     probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (float(v), v + 0.5) if own == "i" else (0.5, 1.0),
-              "s": (str(v), "x"), "l": ([v] if own == "i" else [1],), "m": ([str(v)],), "d": ({"k": v},)}
+              "s": (str(v), "x"), "l": ([v] if own == "i" else [1],), "m": ([str(v)], [0.5]), "d": ({"k": v},)}
     del probes[own]
     return probes
 
 
+def _some_strings(built: Any) -> set[str]:
+    """The fields of a built config typed with str or a Literal: they take some strings, which no probe finds
+    (dtype's "bfloat16", EXAONE 4's sliding_window_pattern "LLLG"), so no string is refused or probed there."""
+    own = dataclasses.fields(built) if dataclasses.is_dataclass(built) else ()
+    return {f.name for f in own if "str" in repr(f.type) or "Literal" in repr(f.type)}
+
+
 def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str]] | None:
     """The kinds of value (KINDS) the classes raise on for each scalar field of the text config (the class
-    holding an int, a float, a bool or a string: transformers 5's strict fields, `head_dim: 96.0`,
-    `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`,
-    whether from_hf reads the key or not), and each key from_hf reads under its own name and the class's
-    (_int_keys: an int field the class holds None, probed as 64); a kind is refused where every probe of it
-    raises and the field's own value does not: {refused kinds: keys}. Not null for a key from_hf reads
-    (null_refused measures those beside other keys too). A head key the class takes as a float and its text
-    model fails on (`model_floats`, model_refused's) is refused as a float too. None where the classes are not built of
-    a file without RoPE keys (not measured: from_hf refuses every other kind for any key the class defaults as
-    an int)."""
+    holding an int, a float, a bool or a string, or None and taking one of NONE_OWN: transformers 5's strict
+    fields, `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`,
+    `rms_norm_eps: "1e-6"`, `pad_token_id: "0"`, whether from_hf reads the key or not), and each key from_hf
+    reads under its own name and the class's (_int_keys: an int field the class holds None, probed as 64); a
+    kind is refused where every probe of it raises and the field's own value does not: {refused kinds: keys}.
+    Not null for a key from_hf reads (null_refused measures those beside other keys too). A head key the class
+    takes as a float and its text model fails on (`model_floats`, model_refused's) is refused as a float too.
+    None where the classes are not built of a file without RoPE keys (not measured: from_hf refuses every
+    other kind for any key the class defaults as an int)."""
     if _raises(t, e, {}):
         return None
     built = _built(t, e, {})
@@ -1018,11 +1029,16 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
     read = _int_keys(e, saved)
     aliases = e.get("aliases", {})
     reads = {n for k in _read_keys(e) for n in (k, aliases.get(k, k))} | set(MOVED)
-    fields = {**{f.name: saved.get(f.name) for f in dataclasses.fields(built) if f.name in saved}, **read} \
-        if dataclasses.is_dataclass(built) else read
+    own_fields = dataclasses.fields(built) if dataclasses.is_dataclass(built) else ()
+    fields = {**{f.name: saved.get(f.name) for f in own_fields if f.name in saved}, **read}
+    some_strings = _some_strings(built)
     refused: dict[str, str] = {}
     for key, v in sorted(fields.items()):
+        if v is None:  # (a field the class holds None, pad_token_id's: its own kind the first value it takes)
+            v = next((own for own in NONE_OWN if not _raises(t, e, {key: own})), None)
         probes = _kind_probes(v)
+        if probes is not None and key in some_strings:
+            probes.pop("s", None)
         if probes is not None and not _raises(t, e, {key: v}):
             refused[key] = "".join(kind for kind, values in probes.items() if (kind != "n" or key not in reads)
                                    and all(_raises(t, e, {key: x}) for x in values))
@@ -1753,8 +1769,14 @@ def rules_table(models: dict[str, dict]) -> dict[str, Any]:
     legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
     # (and validate_layer_type refuses a name outside these, in a class whose `layer_types` rule says "names")
     names = sorted(configuration_utils.ALLOWED_ATTN_LAYER_TYPES)
+    with open(MODELS, encoding="utf-8") as f:
+        entries = json.load(f)["models"]
+    # (the keys from_hf reads of any model type, under the class's names too: all `strict` says of a file read
+    # like= another type, whose class does not load it)
+    read = sorted({n for e in entries.values() if measured(e) for k in _read_keys(e)
+                   for n in (k, e.get("aliases", {}).get(k, k))} | set(MOVED))
     return {"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-            "moved_keys": list(MOVED), "legacy_layer_types": legacy, "layer_type_names": names, "models": models}
+            "moved_keys": list(MOVED), "read_keys": read, "legacy_layer_types": legacy, "layer_type_names": names, "models": models}
 
 
 def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:

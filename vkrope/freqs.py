@@ -260,24 +260,33 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)
 
 
-def brief(value: Any, width: int = 24) -> str:
-    """A value for an error message: a string quoted, one longer than `width` characters cut (its length
-    said); never raises (an int past Python's digit limit is described)."""
+def _unprintable(value: Any) -> str | None:
+    """Words for a value str() cannot print (an int past Python's digit limit, alone or inside a container);
+    None for any other."""
     try:
-        text = repr(value) if isinstance(value, str) else str(value)
-    except ValueError:  # (an int past Python's digit limit for str(), alone or inside a container)
+        str(value)
+    except ValueError:
         if isinstance(value, int):
             return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
         return f"a {type(value).__name__} holding an int too large to print"
+    return None
+
+
+def brief(value: Any, width: int = 24) -> str:
+    """A value for an error message: a string quoted, one longer than `width` characters cut (its length
+    said); never raises (_unprintable's words for a value str() cannot print)."""
+    unprintable = _unprintable(value)
+    if unprintable is not None:
+        return unprintable
+    text = repr(value) if isinstance(value, str) else str(value)
     n = len(value) if isinstance(value, str) else len(text)
     return text if len(text) <= width else f"{text[:width // 2]}... ({n} characters)"
 
 
 def typed(value: Any) -> str:
-    """A value with its type's name, for a TypeError ("int 5", "str 'x'"); brief's words alone where they
-    describe the value instead ("an int of 16610 bits": past Python's digit limit)."""
-    text = brief(value)
-    return text if text.startswith(("a ", "an ")) and not isinstance(value, str) else f"{type(value).__name__} {text}"
+    """A value with its type's name, for a TypeError ("int 5", "str 'x'"); _unprintable's words alone where
+    str() cannot print it ("an int of 16610 bits")."""
+    return _unprintable(value) or f"{type(value).__name__} {brief(value)}"
 
 
 def _check_number(name: str, value: Any, low: float, high: float) -> None:

@@ -37,8 +37,9 @@ def test_rules_and_golden_come_from_the_model_tables_transformers():
 
 def test_never_a_different_answer_than_transformers_config_classes():
     """Every golden config: vkrope reads what the class made (theta, rope type, factor, and the partial
-    factor its model applies), or refuses it with a ValueError; where the class raised (or made what its
-    model cannot read), vkrope refuses."""
+    factor its model applies), or refuses it with a ValueError, but not as a kind of value the class refuses
+    where the class took it (check_kinds: only a float head key's refusal is its model's); where the class
+    raised (or made what its model cannot read), vkrope refuses."""
     table = json.loads((pathlib.Path(vkrope.__file__).parent / "data" / "hf_models.json").read_text())["models"]
     read, refused, wrong = collections.Counter(), collections.Counter(), []
     for case in _golden()["cases"]:
@@ -50,7 +51,10 @@ def test_never_a_different_answer_than_transformers_config_classes():
                     *([fixed["rope_type"], None] if "rope_type" in e["ignores"] else want[1:3]), want[3]]
         try:
             got = vkrope.from_hf(case["config"], layer_type=case["layer_type"])
-        except ValueError:
+        except ValueError as exc:
+            kind = re.match(r"config: \w+ is .* \(([^()]*)\): \S+ config class (takes|refuses) ", str(exc))
+            if want is not None and kind and kind[1] != "a float":  # (a kind the class took refused as the class's:
+                wrong.append((case, f"refused: {exc}"))  # only a float head key's refusal is its model's)
             refused[t] += 1
             continue
         if want is None or got is None:
@@ -240,7 +244,8 @@ LLAMA_REFUSES = [("vocab_size", "32000", "a string"), ("vocab_size", [32000], "a
                  ("tie_word_embeddings", "true", "a string"), ("tie_word_embeddings", 1, "an integer"),
                  ("hidden_act", 5, "an integer"), ("hidden_act", ["silu"], "a list of other items"),
                  ("eos_token_id", ["2"], "a list of other items"), ("eos_token_id", 2.0, "a float"),
-                 ("num_attention_heads", [4], "a list of integers"), ("head_dim", [64], "a list of integers")]
+                 ("num_attention_heads", [4], "a list of integers"), ("head_dim", [64], "a list of integers"),
+                 ("vocab_size", [], "an empty list"), ("pad_token_id", "0", "a string"), ("bos_token_id", 1.5, "a float")]
 LLAMA_TAKES = [("eos_token_id", [1, 2]), ("eos_token_id", None), ("attention_dropout", 0),
                ("attention_dropout", 0.25), ("num_key_value_heads", None), ("hidden_act", "gelu"),
                ("tie_word_embeddings", True), ("rms_norm_eps", 1e-6), ("vocab_size", 7)]
@@ -271,9 +276,36 @@ def test_a_value_no_json_file_holds_is_refused_where_the_class_checks_the_key():
     """A dict built in Python may hold a numpy integer, which the class's isinstance check refuses as an int
     (transformers raises): refused, naming its type; a numpy float is a Python float and reads."""
     llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
-    with pytest.raises(ValueError, match="^config: vocab_size is 7 \\(int64\\): llama.s"):
+    with pytest.raises(ValueError, match="^config: vocab_size is 7 \\(of type int64, which no JSON file holds\\): "
+                                         "llama's config class takes an integer there"):
         vkrope.from_hf({**llama, "vocab_size": np.int64(7)})
     assert vkrope.from_hf({**llama, "rms_norm_eps": np.float64(1e-6)}) == vkrope.from_hf(llama)
+    qwen2 = {"model_type": "qwen2", "hidden_size": 256, "num_attention_heads": 4}  # (its head_dim: no field, its
+    with pytest.raises(ValueError, match="^config: head_dim must be an integer; got int64 64$"):  # model fails on
+        vkrope.from_hf({**qwen2, "head_dim": np.int64(64)})  # a float only: vkrope's own check, naming the type)
+
+
+def test_a_file_read_like_another_type_is_held_to_that_class_only_for_the_keys_vkrope_reads():
+    """like= reads a file as another type's (a remote-code model's config): that type's class never loads it, so
+    its strict fields say nothing of the keys vkrope does not read (a reviewer's: InternLM's tie_word_embeddings
+    1 refused as LlamaConfig would); the keys vkrope reads are held to it, as before."""
+    internlm = {"model_type": "internlm", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "max_position_embeddings": 2048, "rope_theta": 1e4}
+    want = vkrope.from_hf(internlm, like="llama")
+    for key, value in (("tie_word_embeddings", 1), ("initializer_range", 0), ("rms_norm_eps", 1)):
+        assert vkrope.from_hf({**internlm, key: value}, like="llama") == want
+    with pytest.raises(ValueError, match="^config: num_attention_heads is '4' \\(a string\\): llama's config class"):
+        vkrope.from_hf({**internlm, "num_attention_heads": "4", "head_dim": 64}, like="llama")
+    with pytest.raises(ValueError, match="^config: tie_word_embeddings is 1 \\(an integer\\): llama's config class"):
+        vkrope.from_hf({**internlm, "model_type": "llama", "tie_word_embeddings": 1}, like="llama")
+
+
+def test_a_top_level_partial_factor_beside_the_dicts_own_is_not_read():
+    """Phi's class reads the rope dict's partial_rotary_factor where it holds one (its setdefault leaves the
+    top-level one unread), so a top-level factor out of range beside it is not checked (a reviewer's)."""
+    phi = {"model_type": "phi", "hidden_size": 256, "num_attention_heads": 4,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}
+    assert vkrope.from_hf({**phi, "partial_rotary_factor": 1.5}).rotary_dim == 32
 
 
 def test_the_kinds_of_value():

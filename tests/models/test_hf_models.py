@@ -1045,8 +1045,8 @@ def test_a_model_rotating_two_ways_is_read_for_the_part_named(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(deepseek_v32's indexer: "
                                          r"q\[\.\.\., :64\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, idx, np.arange(3)[None])
-    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(of a wider head with a "
-                                         r"rotated part, as DeepSeek's: q\[\.\.\., qk_nope_head_dim:\]\)$"):
+    with pytest.raises(ValueError, match=r"D = 128: pass the heads the model rotates \(the rotated part of each "
+                                         r"head: q\[\.\.\., qk_nope_head_dim:\]\)$"):
         vkrope.apply_rotary_pos_emb(heads, heads, att, np.arange(3)[None])
     import dataclasses
     with pytest.raises(TypeError, match=r"^part must be a str \('attention', 'indexer', or '' for none\); got 5$"):

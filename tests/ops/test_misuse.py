@@ -1447,3 +1447,14 @@ def test_a_freqs_dtype_message_names_every_dtype_taken():
     for freqs, error in ((np.zeros((4, 4), np.int32), TypeError), ([[0.0] * 4] * 4, TypeError)):
         with pytest.raises(error, match="float32, float16, bfloat16, float64, complex64 or complex128"):
             vkrope.apply(x, freqs)
+
+
+def test_the_wider_head_hint_only_where_the_model_rotates_a_part_of_its_heads():
+    """Heads wider than a ModelRope's: DeepSeek's whole q (its rotated width is qk_rope_head_dim) gets the hint
+    of its rotated part; Llama's (a reviewer's: no qk_nope_head_dim there) only the head dims."""
+    for cfg, hint in (({"model_type": "deepseek_v3"}, r" \(the rotated part of each head: q\[\.\.\., qk_nope_head_dim:\]\)$"),
+                      ({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4}, "$")):
+        rope = vkrope.from_hf(cfg)
+        q = np.zeros((1, 2, 3, rope.head_dim + 64), np.float32)
+        with pytest.raises(ValueError, match=f"pass the heads the model rotates{hint}"):
+            vkrope.apply_rotary_pos_emb(q, q, rope, np.arange(3)[None])

@@ -413,7 +413,8 @@ def one_rope(cfg: dict, model_type: str) -> dict | None:
                              f"{model_type}'s config class fills in none here (its model cannot run without one)")
     source = next((k for k in one["partial_keys"] if k in cfg), None)
     partial = one["partial" + filled] if source is None else cfg[source]
-    if source is not None and partial is not None:  # (named as the file gives it, as the theta is)
+    if source is not None and partial is not None and "partial_rotary_factor" not in rope:  # (the one read: named
+        # as the file gives it, as the theta is; beside a dict's own, the class's setdefault leaves it unread)
         key_number(cfg, source, "config: ")
         if not partial <= 1:
             raise ValueError(f"config: {source} must be a number in (0, 1]; got {brief(partial)}")
@@ -666,29 +667,36 @@ def value_kind(value: Any) -> str:
     return next((letter for kind, letter in kinds if isinstance(value, kind)), "?")
 
 
-def check_kinds(cfg: dict, model_type: str, defaults: dict) -> None:
+def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) -> None:
     """A ValueError where the text config `cfg` (the file's keys) gives a key a kind of value (value_kind) on
     which the model type's config class raises (`strict`: transformers 5's strict fields, `head_dim: 96.0`,
     `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`,
     whether vkrope reads the key or not; a head key the class takes as a float and the model does not), or a
-    value no JSON file holds ("?", a numpy integer: the class's isinstance check fails on it). Where that was
-    not measured (a class not built of a file without RoPE keys), the rules of the text config's own model
-    type where it names a measured one, else head_dim and any key the class defaults (`defaults`) as an int
-    given as anything but an integer or null: refused rather than guessed."""
+    value no JSON file holds ("?", a numpy integer: the class's isinstance check fails on it; not where only
+    the model refuses a float). With `like` (a file read as another type's, whose class does not load it),
+    only the keys from_hf reads (the table's `read_keys`). Where that was not measured (a class not built of a
+    file without RoPE keys), the rules of the text config's own model type where it names a measured one,
+    else head_dim and any key the class defaults (`defaults`) as an int given as anything but an integer:
+    refused rather than guessed."""
     rules = _value_rules(cfg, model_type)
-    strict = rules.get("strict")
-    if strict is None:
-        strict = {"bfslmd": ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]}
+    measured: dict[str, list[str]] | None = rules.get("strict")
+    unmeasured = measured is None
+    strict = measured if measured is not None else {"bfslmd": ["head_dim", *(k for k, v in defaults.items()
+                                                                            if type(v) is int)]}
+    read = set(table().get("read_keys", ())) if like else None
     for refused, keys in strict.items():
-        for key in keys:
-            kind = value_kind(cfg.get(key))
-            if key in cfg and kind in refused + "?":
-                given = KIND_NAMES.get(kind, type(cfg[key]).__name__)
+        for key in (k for k in keys if k in cfg and (read is None or k in read)):
+            kind = value_kind(cfg[key])
+            if kind in refused or (kind == "?" and refused != "f"):
+                given = "an empty list" if isinstance(cfg[key], list) and not cfg[key] else KIND_NAMES.get(kind) or \
+                    f"of type {type(cfg[key]).__name__}, which no JSON file holds"
                 shown = "null" if kind == "n" else f"{brief(cfg[key], 60)} ({given})"
-                raise ValueError(f"config: {key} is {shown}: {model_type}'s config class "
-                                 f"{_taken(refused, key in rules.get('null_refused', []), given)} there, or its "
-                                 "model does (transformers raises on loading the config, or building the model), so "
-                                 "vkrope refuses it too")
+                raise ValueError(f"config: {key} is {shown}: {model_type}'s config class " + (
+                    f"was not measured (vkrope's rules script could not build it of a file without RoPE keys) "
+                    f"and defaults {key} as an integer, so vkrope refuses {given} there rather than guess"
+                    if unmeasured else
+                    f"{_taken(refused, key in rules.get('null_refused', []), given)} there, or its model does "
+                    "(transformers raises on loading the config, or building the model), so vkrope refuses it too"))
 
 
 def _taken(refused: str, null_refused: bool, given: str) -> str:

@@ -100,7 +100,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
     config_rules.check_nulls(merged, model_type, defaults)
-    config_rules.check_kinds(merged, model_type, defaults)
+    config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like)
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
@@ -808,7 +808,7 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
                          f"rotary module reads a layer type's factor from its dict (else {e['partial_absent']}), and "
                          "a top-level one only where another layer type's RoPE was set up first; give it in the "
                          "layer type's dict")
-    # (a layer type's dict: no early name there, which only flat files of M-RoPE models give)
+    # (a layer type's dict: the rules measure early names only of classes with one RoPE)
     return {**rope, "partial_rotary_factor": e["partial_absent"]} if config_rules.named_type(rope) == "default" \
         else rope
 
@@ -1186,7 +1186,7 @@ def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, mode
     for other in sorted(k for k in nested or {} if k != layer_type):
         rope, where = _rope_dict(cfg, nested or {}, other, e)
         try:
-            kind = config_rules.named_type(rope)  # (check_type reads the early names)
+            kind = config_rules.named_type(rope)  # (per layer type: no early names measured, as above)
             if not isinstance(kind, str):
                 raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
             config_rules.check_partial_null(rope, where, model_type, other,

@@ -104,6 +104,13 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
     return e
 
 
+def head_keys(model_type: str) -> set[str]:
+    """The keys the table says a model type's rotated head width is read from (head_dim, DeepSeek's
+    qk_rope_head_dim, ...); empty for a type outside the table (a GGUF architecture)."""
+    e = table()["models"].get(model_type)
+    return {s["head_dim"] for s in (e.get("by_layer_type") or {}).values()} - {None} if isinstance(e, dict) else set()
+
+
 def _near(name: str, models: dict) -> str:
     close = difflib.get_close_matches(name, list(models), n=3)
     return f"; close: {', '.join(close)}" if close else ""

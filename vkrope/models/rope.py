@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids, finite
+from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids, finite,
+                     typed)
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -48,7 +49,7 @@ def key_int(params: dict, key: str, where: str) -> int:
     """params[key] as an int >= 1 (an integral float too), else a ValueError naming `where` + key."""
     value = params[key]
     if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
-        raise ValueError(f"{where}{key} must be an integer; got {brief(value)}")
+        raise ValueError(f"{where}{key} must be an integer; got {typed(value)}")  # (a numpy int64: named so)
     if value < 1:
         raise ValueError(f"{where}{key} must be >= 1; got {brief(value)}")
     return int(value)

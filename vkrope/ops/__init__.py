@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..models import ModelRope
+from ..models import model_table
 from ..models.rope import part_slice
 from ..freqs import InvFreqs
 
@@ -26,11 +27,11 @@ def check_model_head(spec: Any, head_dim: int, name: str) -> None:
     the wrong channels (DeepSeek's full 192-wide heads, whose last 64
     rotate)."""
     if head_dim != spec.head_dim:
-        # (a part's own heads: the channels the model table found; heads wider than the spec's: perhaps the
-        # whole of an MLA head, whose rotated part is its last qk_rope_head_dim channels)
+        # (a part's own heads: the channels the model table found; heads wider than the spec's of a model whose
+        # rotated width is qk_rope_head_dim, DeepSeek's MLA: the whole head, whose rotated part is its last)
         where = f" ({spec.model}'s {spec.part}: {part_slice(spec)})" if spec.part_channels else \
-            " (of a wider head with a rotated part, as DeepSeek's: q[..., qk_nope_head_dim:])" \
-            if head_dim > spec.head_dim else ""
+            " (the rotated part of each head: q[..., qk_nope_head_dim:])" \
+            if head_dim > spec.head_dim and "qk_rope_head_dim" in model_table.head_keys(spec.model) else ""
         raise ValueError(f"{name}: the ModelRope's head dim is {spec.head_dim} (of which {spec.rotary_dim} rotate); "
                          f"this call's heads have D = {head_dim}: pass the heads the model rotates{where}")
 
