@@ -109,7 +109,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     # the types the class sees)
     config_rules.check_layer_types(merged, model_type, defaults.get("num_hidden_layers"))
     _check_width(merged, e, model_type)
-    if config_rules.per_layer_type(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion of the file's keys
+    if config_rules.per_layer_type(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion
+        # of the file's keys
         merged["rope_parameters"] = config_rules.per_type_rope(merged, dr, model_type)
         merged.pop("rope_scaling", None)
     head_dim_given = merged.get("head_dim") is not None  # (the file's, not the class's default)
