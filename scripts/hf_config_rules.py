@@ -34,6 +34,7 @@ import argparse
 import ast
 import copy
 import dataclasses
+import functools
 import gzip
 import inspect
 import itertools
@@ -966,6 +967,20 @@ def _read_keys(e: dict) -> dict[str, None]:
                           *(["rope_interleave"] if "rope_interleave" in e.get("defaults", {}) else [])])
 
 
+def _read_names(e: dict) -> list[str]:
+    """_read_keys' keys, each under its own name and the name the class stores it by (its attribute_map:
+    GPT-J's n_positions for max_position_embeddings): a file may give either."""
+    aliases = e.get("aliases", {})
+    return list(dict.fromkeys(n for k in _read_keys(e) for n in (k, aliases.get(k, k))))
+
+
+@functools.lru_cache(maxsize=1)
+def _model_table() -> dict[str, Any]:
+    """vkrope/data/hf_models.json, read once."""
+    with open(MODELS, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _int_keys(e: dict, saved: dict) -> dict[str, int]:
     """The keys from_hf reads whose value a built config (`saved`: its to_dict) holds as an int or None (a
     field a file may fill: Mixtral's head_dim, Qwen2's sliding_window), with the int a probe gives (the
@@ -995,8 +1010,8 @@ def _kind_probes(v: Any) -> dict[str, tuple] | None:
     fractional float of a float field is its own kind, as is any string of a string field: a Literal takes
     some); two per kind where values may differ (a float field's 1 and 2: its validator may refuse a range);
     None where the class holds no scalar there (a list, a dict, None: its own kind not known)."""
-    own = next((k for k, t in (("b", bool), ("i", int), ("f", float), ("s", str)) if isinstance(v, t)), None)
-    if own is None:
+    own = config_rules.value_kind(v)
+    if own not in "bifs":
         return None
     probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (float(v), v + 0.5) if own == "i" else (0.5, 1.0),
               "s": (str(v), "x"), "l": ([v] if own == "i" else [1],), "m": ([str(v)], [0.5]), "d": ({"k": v},)}
@@ -1027,8 +1042,7 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
     built = _built(t, e, {})
     saved = built.to_dict()  # (to_dict: a heterogeneous class refuses getattr of a per-layer key)
     read = _int_keys(e, saved)
-    aliases = e.get("aliases", {})
-    reads = {n for k in _read_keys(e) for n in (k, aliases.get(k, k))} | set(MOVED)
+    reads = set(_read_names(e)) | set(MOVED)
     own_fields = dataclasses.fields(built) if dataclasses.is_dataclass(built) else ()
     fields = {**{f.name: saved.get(f.name) for f in own_fields if f.name in saved}, **read}
     some_strings = _some_strings(built)
@@ -1081,8 +1095,7 @@ def null_refused(t: str, e: dict) -> list[str]:
     stores it by (its attribute_map: GPT-J's n_positions for max_position_embeddings), which a file may give."""
     if _raises(t, e, {}):
         return []
-    aliases = e.get("aliases", {})
-    keys = dict.fromkeys([n for k in _read_keys(e) for n in (k, aliases.get(k, k))])
+    keys = dict.fromkeys(_read_names(e))
     built = _built(t, e, {}).to_dict()
     saved = {k: v for k, v in built.items() if k in keys and v is not None}
     heads = built.get("num_attention_heads")
@@ -1769,14 +1782,12 @@ def rules_table(models: dict[str, dict]) -> dict[str, Any]:
     legacy = dict(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
     # (and validate_layer_type refuses a name outside these, in a class whose `layer_types` rule says "names")
     names = sorted(configuration_utils.ALLOWED_ATTN_LAYER_TYPES)
-    with open(MODELS, encoding="utf-8") as f:
-        entries = json.load(f)["models"]
     # (the keys from_hf reads of any model type, under the class's names too: all `strict` says of a file read
     # like= another type, whose class does not load it)
-    read = sorted({n for e in entries.values() if measured(e) for k in _read_keys(e)
-                   for n in (k, e.get("aliases", {}).get(k, k))} | set(MOVED))
+    read = sorted({n for e in _model_table()["models"].values() if measured(e) for n in _read_names(e)} | set(MOVED))
     return {"generated_by": "scripts/hf_config_rules.py", "transformers": transformers.__version__,
-            "moved_keys": list(MOVED), "read_keys": read, "legacy_layer_types": legacy, "layer_type_names": names, "models": models}
+            "moved_keys": list(MOVED), "read_keys": read, "legacy_layer_types": legacy, "layer_type_names": names,
+            "models": models}
 
 
 def write_outputs(out: dict[str, dict], gold: list[dict]) -> None:

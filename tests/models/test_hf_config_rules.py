@@ -20,6 +20,7 @@ from vkrope.models import config_rules
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 RULES = pathlib.Path(vkrope.__file__).resolve().parent / "data" / "hf_config_rules.json"
+LLAMA = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}  # (a head_dim beside: from_hf needs no head count)
 GEMMA = {"model_type": "gemma3_text", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
          "head_dim": 16, "max_position_embeddings": 128, "num_hidden_layers": 2,
          "layer_types": ["sliding_attention", "full_attention"]}
@@ -227,7 +228,7 @@ def test_a_null_partial_factor_at_the_top_where_the_attention_reads_the_dicts():
 def test_a_number_given_as_a_string_where_the_class_takes_an_int():
     """LlamaConfig's num_attention_heads is a strict int field: `"4"` fails on loading the config, also beside
     a head_dim (from_hf then needs no head count), so it is refused, naming the key (the rules' `strict`)."""
-    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    llama = dict(LLAMA)
     assert vkrope.from_hf(llama).head_dim == 64
     for key in ("num_attention_heads", "num_hidden_layers", "max_position_embeddings"):
         with pytest.raises(ValueError, match=f"config: {key} is '\\d+' \\(a string\\): llama's config class takes "
@@ -257,7 +258,7 @@ def test_a_kind_the_class_refuses_is_refused_where_vkrope_does_not_read_the_key(
     a file giving vocab_size as a string, a head count as a list, rms_norm_eps as a string, fails there, though
     the key does not touch RoPE; the model cannot be built, so vkrope refuses it too, naming the key, what was
     given and the kinds the class takes."""
-    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    llama = dict(LLAMA)
     shown = "null" if value is None else f"{re.escape(repr(value))} \\({kind}\\)"
     with pytest.raises(ValueError, match=f"^config: {key} is {shown}: llama's config class takes .*there"):
         vkrope.from_hf({**llama, key: value})
@@ -268,14 +269,14 @@ def test_a_kind_the_class_refuses_is_refused_where_vkrope_does_not_read_the_key(
 def test_a_kind_the_class_takes_is_read(key, value):
     """The other kinds LlamaConfig takes there (an eos list, an int dropout where it takes a float or an int,
     a null kv head count) read as without the key."""
-    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    llama = dict(LLAMA)
     assert vkrope.from_hf({**llama, key: value}) == vkrope.from_hf(llama)
 
 
 def test_a_value_no_json_file_holds_is_refused_where_the_class_checks_the_key():
     """A dict built in Python may hold a numpy integer, which the class's isinstance check refuses as an int
     (transformers raises): refused, naming its type; a numpy float is a Python float and reads."""
-    llama = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64}
+    llama = dict(LLAMA)
     with pytest.raises(ValueError, match="^config: vocab_size is 7 \\(of type int64, which no JSON file holds\\): "
                                          "llama's config class takes an integer there"):
         vkrope.from_hf({**llama, "vocab_size": np.int64(7)})
