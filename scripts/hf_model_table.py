@@ -141,9 +141,10 @@ def defaults_of(text_cls: Any, text: dict) -> dict:
         pass
     skip = derived(text_cls, text)
     out = {k: text[k] for k in DEFAULT_KEYS if k in text and text[k] is not None and k not in skip}
-    for key in alias_fields(text_cls):  # (a field its attribute_map stores under another name: Bailing's
-        stored = text_cls.attribute_map[key]  # max_position_embeddings, saved as model_max_length)
-        if key in DEFAULT_KEYS and key not in skip and text.get(stored) is not None:
+    for key, stored in getattr(text_cls, "attribute_map", {}).items():  # (a key saved under another name: GPT-J's
+        # hidden_size as n_embd, Bailing's field max_position_embeddings as model_max_length; from_hf reads both;
+        # one saved under a key of its own, JetMoE's head_dim as kv_channels, has its default there)
+        if key in DEFAULT_KEYS and stored not in DEFAULT_KEYS and key not in skip and text.get(stored) is not None:
             out[key] = text[stored]
     rp = text.get("rope_parameters")
     if isinstance(rp, dict) and rp:

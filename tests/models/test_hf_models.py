@@ -557,6 +557,30 @@ def test_a_head_size_a_model_cannot_be_built_without_is_required():
         vkrope.from_hf({k: v for k, v in dots.items() if k != "n_shared_experts"})
 
 
+# Why a config giving only its model type may be refused (each a reading the class derives or leaves to the file).
+BARE_REFUSALS = (r"layer: the config has no layer_types", r"config: (layer_types|no_rope_layers) is missing, empty",
+                 r"config: rope_parameters\.mrope_section is missing, and the sections",
+                 r"config: the rotary dim int\(head_dim 42 x", r"config: the head width 73 ",
+                 r"config: cross_attention_layers is missing", r"config: this \S+ config has no (vlm_config\.)?text_config",
+                 r"config: text_config is missing, and how", r"config: \w+ is missing: \w+'s config class leaves")
+BARE_PROBED_OTHERWISE = {"glm4_moe_lite"}  # (its golden ran a 128-wide qk_rope_head_dim, the class default is 64)
+
+
+@pytest.mark.parametrize("model_type", OK)
+def test_a_config_giving_only_its_model_type_reads_the_class_defaults(model_type):
+    """{"model_type": t} reads as the class's default config (the golden's config, which spells each key as
+    the class saves it: GPT-J's n_embd), or is refused for a reason the class derives; GPT-J's and CodeGen's
+    hidden_size, given under their attribute_map names, were "missing" before the table kept them."""
+    kw = {"layer": 0, "part": part_of(model_type)}
+    try:
+        bare = vkrope.from_hf({"model_type": model_type}, **kw)
+    except ValueError as exc:
+        assert any(re.match(why, str(exc)) for why in BARE_REFUSALS), (model_type, str(exc))
+        return
+    if model_type not in BARE_PROBED_OTHERWISE:
+        assert bare == vkrope.from_hf(golden_config(model_type), **kw), model_type
+
+
 def test_readings_away_from_the_class_defaults():
     """What the table decided by running the code at other values than the defaults: Llama's default rope
     ignores partial_rotary_factor (its own compute_default_rope_parameters), Phi's reads it; like= on a nested
