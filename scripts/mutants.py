@@ -2278,6 +2278,21 @@ MUTATIONS = [
              "    return bool(np.any(np.diff(ordered) < a.itemsize))", "    return False"),
     Mutation("a DeviceArray made by hand (another's memory: a double free)", "vkrope/runtime/array.py",
              "        if made is not MADE_BY_DEVICE:", "        if False:"),
+    Mutation("numpy's arithmetic on a DeviceArray downloads it", "vkrope/runtime/array.py",
+             "        raise TypeError(f\"numpy's {getattr(ufunc", "        return NotImplemented\n        raise TypeError(f\"numpy's {getattr(ufunc"),
+    Mutation("a config giving only GPT-J's type: the table's defaults without the class's attribute_map names",
+             "vkrope/data/hf_models.json",
+             '  "gptj": {\n   "aliases": {\n    "hidden_size": "n_embd",\n'
+             '    "max_position_embeddings": "n_positions",\n    "num_attention_heads": "n_head",\n'
+             '    "num_hidden_layers": "n_layer"\n   },\n   "by_layer_type": {\n    "*": {\n'
+             '     "head_dim": null,\n     "rotary": "rotary_dim"\n    }\n   },\n   "cos_layout": "single",\n'
+             '   "defaults": {\n    "hidden_size": 4096,\n    "max_position_embeddings": 2048,\n'
+             '    "num_attention_heads": 16,\n    "num_hidden_layers": 28,\n    "rotary_dim": 64',
+             '  "gptj": {\n   "aliases": {\n    "hidden_size": "n_embd",\n'
+             '    "max_position_embeddings": "n_positions",\n    "num_attention_heads": "n_head",\n'
+             '    "num_hidden_layers": "n_layer"\n   },\n   "by_layer_type": {\n    "*": {\n'
+             '     "head_dim": null,\n     "rotary": "rotary_dim"\n    }\n   },\n   "cos_layout": "single",\n'
+             '   "defaults": {\n    "rotary_dim": 64'),
     Mutation("an empty x's rows built one per token (2^40 tokens: a MemoryError)", "vkrope/ops/sam2.py",
              "        row_of = np.full(n_tokens if x.size else 0, -1, dtype=np.int64)",
              "        row_of = np.full(n_tokens, -1, dtype=np.int64)"),

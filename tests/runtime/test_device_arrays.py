@@ -138,6 +138,19 @@ def test_device_array_errors(device):
         xd.get()
 
 
+def test_numpy_arithmetic_on_a_device_array_is_refused_not_downloaded(device):
+    """numpy's operators and ufuncs on a DeviceArray raise a TypeError that says to copy it first (arr + x
+    downloaded it silently, x + arr raised numpy's words about sequence concatenation); numpy functions that
+    take array-likes still copy it, as np.asarray does."""
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    xd = device.asarray(x)
+    for op in (lambda: xd + x, lambda: x + xd, lambda: x * xd, lambda: np.float32(2) * xd, lambda: np.sin(xd),
+               lambda: np.add(x, xd, out=np.empty_like(x))):
+        with pytest.raises(TypeError, match=r"^numpy's \w+ got a DeviceArray, which has no arithmetic: copy it"):
+            op()
+    assert np.array_equal(np.asarray(xd), x) and np.allclose(xd, x) and np.asarray(xd).sum() == 28
+
+
 def test_arrays_of_a_closed_device():
     dev = vkrope.Device()
     x, f = data((2, 3, 8), np.float32)

@@ -24,10 +24,10 @@ class DeviceArray:
     device memory returns to the device's pool when the array is garbage
     collected, or at once with `release()`; closing the device invalidates it.
     `copy.copy` / `copy.deepcopy` give a new array with its own device
-    memory; pickling raises TypeError (pickle `arr.get()`).
+    memory; pickling raises TypeError (pickle `arr.get()`), and so do numpy's
+    operators and ufuncs (no arithmetic on the device: `arr.get()` first).
     """
 
-    __array_priority__ = 100
 
     def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str, *,
                  made: object = None) -> None:
@@ -109,6 +109,12 @@ class DeviceArray:
         if self._owner is not None and self._owner.closed:
             return "closed"
         return "released" if self._released else "live"
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # No arithmetic on the device: numpy's operators and ufuncs raise rather than download the array
+        # silently (arr + x, np.sin(arr)) or fail with numpy's words about sequences (x + arr).
+        raise TypeError(f"numpy's {getattr(ufunc, '__name__', ufunc)!s} got a DeviceArray, which has no arithmetic: "
+                        "copy it to numpy first with arr.get() (or np.asarray(arr))")
 
     def __copy__(self) -> "DeviceArray":
         # A new array with its own device memory, copied on the device
