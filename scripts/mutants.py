@@ -977,7 +977,7 @@ MUTATIONS = [
              "        freqs = resolve(\"freqs\", freqs, old, interleaved, d)"),
     Mutation("GLM-5's indexer_types starting with a shared layer read for its attention (the model fails)",
              "vkrope/models/hf.py",
-             "        hf_models.check_first_runs(cfg, v.get(\"runs\"))\n", "\n"),
+             "        model_table.check_first_runs(cfg, v.get(\"runs\"))\n", "\n"),
     Mutation("a null partial factor in a rope dict read where the model's rotary module raises on it",
              "vkrope/models/config_rules.py",
              "    if kind in reads.get(\"*\" if layer_type is None else layer_type, []):\n        return",

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
-from .freqs import MAX_INT, MAX_PAIRS, brief
+from .freqs import MAX_INT, MAX_PAIRS, brief, typed
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,
     swapped_of,
@@ -48,7 +48,7 @@ def describe(a: Any) -> str:
     try:
         text = _SHORT.repr(a)
     except ValueError:  # (an int past Python's digit limit for repr, alone or inside a sequence)
-        text = f"of {a.bit_length()} bits" if isinstance(a, int) else "(too large to print)"
+        return typed(a)  # (freqs' words for it: "an int of 16610 bits")
     if len(text) > 160:  # (cut where it says so, not mid-value)
         size = f"{len(a)} items" if isinstance(a, (list, tuple)) else f"{len(text)} characters"
         text = f"{text[:120]}... ({size})"

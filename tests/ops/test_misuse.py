@@ -1419,10 +1419,11 @@ HUGE = 10 ** 5000  # (past Python's 4,300-digit limit for str(): repr() of it ra
     (lambda: vkrope.Device(-HUGE), ValueError, r"^device must be an index >= 0 .*; got a negative int of 16610 bits$"),
     (lambda: vkrope.Device(validation=HUGE), TypeError, r"^validation must be .*; got an int of 16610 bits$"),
     (lambda: vkrope.apply(np.zeros((1, 4, 4), np.float32), np.zeros((4, 4), np.float32), storage=HUGE), TypeError,
-     r"^storage must be one of .*; got int of 16610 bits$"),
+     r"^storage must be one of .*; got an int of 16610 bits$"),
     (lambda: vkrope.apply_nd(np.zeros((1, 4, 4), np.float32), vkrope.NdFreqs((4,), 1e4), np.zeros((4, 1)),
-                             token_axis=HUGE), ValueError, r"^token_axis must be -2 .*; got int of 16610 bits$"),
-    (lambda: vkrope.Device.apply_many(None, [(HUGE,)]), TypeError, r"^calls\[0\] must be .*; got tuple \(too large"),
+                             token_axis=HUGE), ValueError, r"^token_axis must be -2 .*; got an int of 16610 bits$"),
+    (lambda: vkrope.Device.apply_many(None, [(HUGE,)]), TypeError,
+     r"^calls\[0\] must be .*; got a tuple holding an int too large to print$"),
 ])
 def test_an_int_too_large_to_print_is_described_not_a_crash_of_the_message(call, error, said):
     """repr() of an int past Python's digit limit raises ValueError itself: a message built with it replaced

@@ -15,8 +15,7 @@ from typing import Any, overload
 
 from ..errors import NoRopeLayers
 from ..files import read_json
-from . import config_rules, gguf_convert
-from . import model_table as hf_models
+from . import config_rules, gguf_convert, model_table
 from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
@@ -218,7 +217,7 @@ def _check_switches(cfg: dict, e: dict, model_type: str) -> None:
     switches RoPE off, Falcon's alibi, is model_table.switched_off's: no
     layer rotates then)."""
     for key, switch in e.get("switches", {}).items():
-        if switch["then"] == "refused" and hf_models.switch_set(cfg, key, switch):
+        if switch["then"] == "refused" and model_table.switch_set(cfg, key, switch):
             raise ValueError(f"config: {key} {str(switch['value']).lower()}: {model_type!r} rotates otherwise then "
                              "than vkrope reads it, as the model table found running transformers' code")
 
@@ -327,7 +326,7 @@ def _remote(config: Any, like: str | None) -> tuple[dict, str, bool] | None:
     transformers class is read from transformers' code, by its model type); None for any other."""
     outer = _load(config)
     model_type = outer.get("model_type")
-    known = isinstance(model_type, str) and model_type in hf_models.table()["models"]
+    known = isinstance(model_type, str) and model_type in model_table.table()["models"]
     if like == "llama.cpp" and known:
         raise ValueError(f"like='llama.cpp' reads configs of model types transformers does not know (remote "
                          f"code); {model_type!r} is one it knows: read it without like=, or its GGUF file with "
@@ -351,14 +350,14 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     class's own (a llava around Gemma 3's) is read as that text config, as
     transformers builds the language model from it (AutoModel.from_config)."""
     outer = _load(config)
-    e = hf_models.entry(outer.get("model_type"), like)
+    e = model_table.entry(outer.get("model_type"), like)
     inner: Any = outer
     for key in e.get("text_config", []) if like is None else []:
         inner = inner.get(key) if isinstance(inner, dict) else None
     own = config_rules.text_model_type(str(outer.get("model_type")))
     if isinstance(inner, dict) and own is not None and isinstance(inner.get("model_type"), str) \
             and inner["model_type"] != own:
-        text_e = hf_models.entry(inner["model_type"])
+        text_e = model_table.entry(inner["model_type"])
         inner = {**config_rules.text_fill(str(outer.get("model_type")), True), **inner}  # (where the outer class
         # fills the file's text_config before building it as the type it names: Voxtral around Mistral)
         return inner, text_e, _text_config(inner, text_e)
@@ -451,7 +450,7 @@ def _check_parts(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
     layer that skips a part the model fails without (GLM-5's "shared" indexer layer: `runs.first_runs`)
     likewise."""
     for part, v in sorted((e.get("parts") or {}).items()):
-        hf_models.check_first_runs(cfg, v.get("runs"))
+        model_table.check_first_runs(cfg, v.get("runs"))
         key = v.get("head_key")
         if key is None:
             continue
@@ -552,7 +551,7 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
 def _layer_of(cfg: dict, e: dict, layer: int | None) -> tuple[list[bool] | None, str | None]:
     """(per layer whether it rotates, or None; the layer type of `layer`, if given and the config has types;
     `layer` an int, as _check_args made sure)."""
-    rotates = hf_models.rope_layers(cfg, e)
+    rotates = model_table.rope_layers(cfg, e)
     if layer is None:
         return rotates, None
     n = _layer_count(cfg, rotates)
@@ -564,7 +563,7 @@ def _layer_of(cfg: dict, e: dict, layer: int | None) -> tuple[list[bool] | None,
 
 def _layer_count(cfg: dict, rotates: list[bool] | None) -> int:
     """The decoder layers: those the NoPE rule lists, else num_hidden_layers (an integer)."""
-    return hf_models.layer_count(len(rotates) if rotates is not None else cfg.get("num_hidden_layers"))
+    return model_table.layer_count(len(rotates) if rotates is not None else cfg.get("num_hidden_layers"))
 
 
 def layers(config: Any, *, like: str | None = None, angle: str = "float32",
@@ -582,8 +581,8 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32",
         return gguf_convert.layers(*remote, angle)
     outer, e, cfg = _entry_of(config, like)
     e = _part_entry(e, like or str(outer.get("model_type")), part)  # (refused before the first layer is read)
-    rotates = hf_models.rope_layers(cfg, e)  # (a list of one entry a layer or more: its rules refuse an empty one)
-    n = _layer_count(cfg, rotates) if rotates is not None else hf_models.positive_layer_count(cfg)
+    rotates = model_table.rope_layers(cfg, e)  # (a list of one entry a layer or more: its rules refuse an empty one)
+    n = _layer_count(cfg, rotates) if rotates is not None else model_table.positive_layer_count(cfg)
     over = _overrides(cfg, e)
     memo: dict[Any, ModelRope | None] = {}
     out = []
@@ -742,11 +741,11 @@ def _rotating(cfg: dict, e: dict, layer: Any, layer_type: Any,
     if layer is None and layer_type is None and rotates and not any(rotates):
         # (a plain read gives the RoPE every rotating layer shares: with none, there is none to give, and
         # None would break its callers, typed to get a RoPE)
-        off = hf_models.switched_off(cfg, e)
+        off = model_table.switched_off(cfg, e)
         if off:
             why = f"{off}: {model_type}'s model switches RoPE off then, as the model table found running " \
                   "transformers' code"
-        elif not any(hf_models.attention_layers(cfg, e) or [True]):
+        elif not any(model_table.attention_layers(cfg, e) or [True]):
             rule = e["nope"]
             cond = rule.get("if_null")
             null = f", with {cond['key']} null" if cond and cfg.get(cond["key"]) is None else ""
@@ -1208,7 +1207,7 @@ def _bare_width(model_type: str) -> int:
     where that config gives none: every other width is refused then)."""
     token = _BARE.set(True)
     try:  # (a model type whose layers rotate in parts: one width, the same for either)
-        rope = from_hf({"model_type": model_type}, part=angles_part(hf_models.entry(model_type)))
+        rope = from_hf({"model_type": model_type}, part=angles_part(model_table.entry(model_type)))
     except ValueError:
         return 0
     finally:
