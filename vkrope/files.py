@@ -69,6 +69,8 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
         head = fh.read(4)
         if head == b"GGUF":
             return head, None
+        if path.lower().endswith(".gguf"):  # (named as one: said so, not that it is not JSON)
+            raise ValueError(f"{what}: {path!r} is not a GGUF file (it does not start with GGUF's magic)")
         data = head + read_json_bytes(fh, path, what, len(head))
     return head, parse_json(data, path, what)
 

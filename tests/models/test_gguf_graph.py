@@ -617,6 +617,38 @@ def test_a_refused_value_names_the_gguf_key_it_came_from(tmp_path, arch, kv, ten
         vkrope.from_gguf(gguf_file(tmp_path, arch, kv, tensors))
 
 
+def test_what_a_third_gguf_adversary_found(tmp_path, capsys):
+    """A float32 rope.freq_base of 1e30 (llama.cpp runs it) was refused as past 2**63, a bound for ints; a file
+    named .gguf without GGUF's magic was "not JSON"; a bad angle= was checked after the file was read (and
+    named it); 'LLaMA' had no close architecture; heads outnumbering the embedding's channels (a head dim of
+    0) blamed a missing dimension count only."""
+    rope = vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.freq_base": 1e30}))
+    assert rope.theta == float(np.float32(1e30))
+    d = rope.head_dim
+    inv = np.float32(1e30) ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (float64 oracle; float32 power in torch)
+    ours = np.asarray(rope.freqs(np.array([[0, 1]])).inv_freq, np.float64)
+    assert np.allclose(ours, inv, rtol=4 * 2.0**-23, atol=0)
+    with pytest.raises(ValueError, match=r"llama\.rope\.freq_base must be a finite number; got inf$"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {"rope.freq_base": math.inf}, name="inf"))
+    from vkrope.__main__ import main  # noqa: PLC0415
+
+    (tmp_path / "empty.gguf").write_bytes(b"")
+    (tmp_path / "gg.gguf").write_bytes(b"GG")
+    for name in ("empty.gguf", "gg.gguf"):
+        assert main(["config", str(tmp_path / name)]) == 1
+        assert f"{str(tmp_path / name)!r} is not a GGUF file (it does not start with GGUF's magic)" in \
+            capsys.readouterr().err
+        with pytest.raises(ValueError, match=r"is not a GGUF file \(it does not start with GGUF's magic\)$"):
+            vkrope.from_hf(str(tmp_path / name))
+    with pytest.raises(ValueError, match=r"^angle must be 'float32' or 'exact'; got 'float64'$"):
+        vkrope.from_gguf(tmp_path / "absent.gguf", angle="float64")
+    with pytest.raises(ValueError, match=r"architecture 'LLaMA' is not in .*close: llama, "):
+        vkrope.from_gguf(gguf_file(tmp_path, "LLaMA", {}))
+    with pytest.raises(ValueError, match=r"0 where the heads outnumber the channels"):
+        vkrope.from_gguf(gguf_file(tmp_path, "llama", {"attention.head_count": 2**31, "embedding_length": 64},
+                                   name="heads"))
+
+
 def test_a_context_length_of_zero_is_read_as_llama_cpp_loads_it(tmp_path):
     """llama.cpp loads a file whose context_length is 0 (its n_ctx_train; no rope call reads it): the RoPE,
     without a length (it was refused); YaRN's original length defaults to it, and is refused at 0 (above)."""

@@ -15,7 +15,7 @@ from typing import Any, overload
 import numpy as np
 
 from . import gguf_context, gguf_file, gguf_layers, gguf_split
-from .rope import ModelRope, brief, interleaved_axes
+from .rope import ModelRope, brief, check_angle, interleaved_axes
 from ..errors import NoRopeLayers
 from ..runtime.dtypes import is_int
 
@@ -75,6 +75,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
     _check_choices(layer_type, layer, context_length)
+    check_angle(angle)
     if part is not None and not isinstance(part, str):
         raise TypeError(f"part must be a str ('attention', 'indexer') or None; got {brief(part)}")
     p = os.fspath(path)
@@ -236,7 +237,7 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     archs = gguf_layers.table()["archs"]
     entry = archs.get(arch)
     if entry is None:
-        close = ", ".join(difflib.get_close_matches(arch, list(archs), n=3)) or "none"
+        close = ", ".join(difflib.get_close_matches(arch.lower(), list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
                          f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
     if entry["rotates"] == "False" or (entry["pairs"] == "none" and entry["rotates"] != "unknown"):  # (whichever
@@ -362,8 +363,10 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
             raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
                              "dim and rotates nothing (n_rot 0); vkrope refuses the file")
-        raise ValueError(f"{where}: {arch}.rope.dimension_count (or the head dim) is missing or 0, or layer 0's "
-                         "attention.head_count is 0 (llama.cpp then reads no head dim and rotates nothing)")
+        raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is missing or 0 "
+                         "and so is the head dim it stands in for it (attention.key_length, else embedding_length // "
+                         "attention.head_count: 0 where the heads outnumber the channels), or layer 0's "
+                         "attention.head_count is 0")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")

@@ -650,8 +650,10 @@ def _number(kv: Mapping[str, Any], key: str, default: Any) -> Any:
     v = kv.get(key, default)
     if v is not None and not isinstance(v, (int, float)):
         raise ValueError(f"{key} must be a number; got {repr(v)[:80]}")
-    if v is not None and not abs(v) < 2.0 ** 63:  # (inf, nan, or an int past any field's range)
-        raise ValueError(f"{key} must be a finite number below 2**63; got {repr(v)[:80]}")
+    if v is not None and not (math.isfinite(v) if isinstance(v, float) else abs(v) < 2 ** 63):  # (inf, nan, an int
+        # past any field's range; a float key is FLOAT32, as its type was checked: a base of 1e30 runs in llama.cpp)
+        raise ValueError(f"{key} must be a finite number{'' if isinstance(v, float) else ' below 2**63'}; got "
+                         f"{repr(v)[:80]}")
     return v
 
 

@@ -16,7 +16,7 @@ from typing import Any, overload
 from ..errors import NoRopeLayers
 from ..files import read_json
 from . import config_rules, gguf_convert, model_table
-from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief
+from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief, check_angle
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
@@ -375,8 +375,7 @@ def _check_args(angle: Any, part: Any, layer_type: Any = None, layer: Any = None
     RoPE at all, NoRopeLayers whatever is asked, must not hide a bad argument)."""
     if layer is not None and not is_int(layer):
         raise TypeError(f"layer must be an int (a decoder layer index) or None; got {brief(layer)}")
-    if angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
+    check_angle(angle)
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None; got {brief(layer_type)}")
     if part is not None and not isinstance(part, str):

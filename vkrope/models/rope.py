@@ -330,14 +330,19 @@ class ModelRope:
         return summary(self)
 
 
+def check_angle(angle: Any) -> None:
+    """A ModelRope's `angle` (from_hf's, from_gguf's): "float32" or "exact", else a ValueError naming it."""
+    if not (isinstance(angle, str) and angle in ("float32", "exact")):
+        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
+
+
 def _check_fields(rope: ModelRope) -> None:
     """A ModelRope's fields checked (and theta, params, sections, divisors
     normalised in place), each parameter tried at every length its rope type
     uses, so that a bad one is a ValueError here, not in a later call."""
     if rope.rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {ROPE_TYPES}; got {rope.rope_type!r}")
-    if rope.angle not in ("float32", "exact"):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(rope.angle)}")
+    check_angle(rope.angle)
     if not isinstance(rope.part, str):  # (a label: the part of a model rotating two ways it was read for)
         raise TypeError(f"part must be a str ('attention', 'indexer', or '' for none); got {brief(rope.part)}")
     if rope.part_channels not in ("", "first", "last"):
