@@ -19,7 +19,7 @@ from .errors import DeviceClosedError
 from .freqs import MAX_INT, MAX_PAIRS, brief, typed
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,
-    swapped_of,
+    refuse_subclass, swapped_of,
 )
 from .runtime.array import DeviceArray
 
@@ -74,19 +74,6 @@ def int_arg(name: str, value: Any, minimum: int) -> int:
         raise ValueError(f"{name} must be >= {minimum} and at most 2^64 - 1; got {brief(value)}" if value > MAX_INT
                          else f"{name} must be >= {minimum}; got {brief(value)}")
     return value
-
-
-def refuse_subclass(name: str, a: Any) -> None:
-    """np.matrix and masked arrays are ndarrays whose meaning numpy's plain
-    functions do not keep (matrix reshapes stay 2-D, masks are dropped):
-    refuse them rather than compute something else."""
-    if isinstance(a, np.matrix):
-        raise TypeError(f"{name} must be a plain numpy array, not np.matrix; pass np.asarray({name})")
-    if isinstance(a, np.ma.MaskedArray):
-        raise TypeError(
-            f"{name} must be a plain numpy array, not a masked array (vkrope would ignore the mask); pass "
-            f"{name}.filled(value) with the value masked elements should hold"
-        )
 
 
 def check_plain_array(name: str, a: Any) -> np.ndarray:

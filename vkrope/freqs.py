@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .runtime.dtypes import (TENSOR_DTYPES, as_dtype, asarray_hint, convert_hint, frozen, is_int, is_integer_dtype,
-                             is_real_scalar, without_repeats)
+                             is_real_scalar, refuse_subclass, without_repeats)
 
 ANGLES = ("float32", "exact")
 MAX_POSITION = 1 << 24  # float32 positions are exact below this
@@ -998,9 +998,10 @@ class NdFreqs(FrequencySpec):
         """float64 [N, n_axes] ids (or [B, N, n_axes]), finite and within
         +-2^30 (read-only; a broadcast axis stays one), or a TypeError /
         ValueError naming `name`."""
-        if not isinstance(ids, np.ndarray) or isinstance(ids, np.ma.MaskedArray):
-            raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis (not a masked "
-                            f"one: fill it first); got {type(ids).__name__}{asarray_hint(name, ids)}")
+        if not isinstance(ids, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis; got "
+                            f"{type(ids).__name__}{asarray_hint(name, ids)}")
+        refuse_subclass(name, ids)  # (np.matrix, masked arrays: as every other argument)
         if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype not in TENSOR_DTYPES:
             hint = convert_hint(name, ids.dtype, to="float64")  # (float32 rounds ids past 2^24)
             raise TypeError(f"{name} must hold real numbers (integers, or floats: numpy's or bfloat16); got dtype "

@@ -307,6 +307,7 @@ def test_bad_specs(kwargs, error, match):
         vkrope.NdFreqs(**kwargs)
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
 def test_bad_calls_name_the_argument_before_gpu_work(device):
     spec = vkrope.NdFreqs((8, 8))
     x = RNG.standard_normal((2, 5, 16)).astype(np.float32)
@@ -320,7 +321,11 @@ def test_bad_calls_name_the_argument_before_gpu_work(device):
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 2), bool)), TypeError, "real numbers"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((5, 2), "m8[s]")), TypeError, "real numbers"),
         (lambda: vkrope.apply_nd(x, spec, np.ma.zeros((5, 2))), TypeError,  # (np.asarray would drop the mask)
-         r"\(not a masked one: fill it first\); got MaskedArray$"),
+         r"^ids must be a plain numpy array, not a masked array \(vkrope would ignore the mask\)"),
+        (lambda: vkrope.apply_nd(x, spec, np.asmatrix(np.zeros((5, 2)))), TypeError,  # (as every other argument:
+         r"^ids must be a plain numpy array, not np\.matrix; pass np\.asarray\(ids\)$"),  # an adversary's)
+        (lambda: vkrope.apply(x, spec, positions=np.asmatrix(np.zeros((5, 2)))), TypeError,
+         r"^positions must be a plain numpy array, not np\.matrix"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), np.nan)), ValueError, r"finite and within \+-2\^30"),
         (lambda: vkrope.apply_nd(x, spec, np.full((5, 2), 2.0**31)), ValueError, r"within \+-2\^30"),
         (lambda: vkrope.apply_nd(x, spec, np.zeros((3, 5, 2))), ValueError, r"first axis to be B = 3 .*\)$"),

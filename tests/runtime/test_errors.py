@@ -462,8 +462,23 @@ def test_a_row_past_the_binding_names_the_callers_argument():
     with vkrope.Device() as dev:
         dev._force_limits(max_storage_buffer_range=1 << 12)
         q, fc = np.ones((1, 1, 1, 2048), np.float32), np.ones((1, 1024), np.float32)
-        with pytest.raises(ValueError, match=r"^one row of xq \(2048 values\) does not fit"):
+        with pytest.raises(ValueError, match=r"^one row of xq \(2048 values: 8192 bytes\) does not fit the device's "
+                                             r"maxStorageBufferRange \(4096 bytes: \d+ for one binding"):
             dev.apply_rotary_emb(q, q, fc, fc)
+
+
+def test_a_freqs_row_past_the_binding_is_blamed_not_x():
+    """SAM2's kernel named x's row where the float32 freqs row was the one too wide (an adversary's: x in
+    float16 is half as wide); it names freqs, its bytes and the way out, and freqs in x's dtype run."""
+    with vkrope.Device() as dev:
+        dev._force_limits(max_storage_buffer_range=1 << 12)
+        x = np.ones((2, 1024), np.float16)  # (2048 bytes a row; a float32 freqs row: 4096, the whole range)
+        with pytest.raises(ValueError, match=r"^one row of freqs \(4096 bytes of float32; freqs in x's dtype, "
+                                             r"float16, take less\) does not fit the device's maxStorageBufferRange"):
+            dev.apply(x, np.ones((2, 1024), np.float32), storage="buffer")
+        assert dev.apply(x, np.ones((2, 1024), np.float16), storage="buffer").shape == x.shape
+        with pytest.raises(ValueError, match=r"^one row of x \(C = 2048: 4096 bytes\) does not fit"):
+            dev.apply(np.ones((2, 2048), np.float16), np.ones((2, 2048), np.float16), storage="buffer")
 
 
 def test_a_row_of_position_words_past_the_binding_is_named_as_such():

@@ -191,7 +191,9 @@ def plan(req: Request, limits: Any) -> Plan:
     f_row_bytes = 4 if req.generated else ppr * 2 * np.dtype(f_name).itemsize
     row_bytes = ppr * pair_bytes
     if max(row_bytes, f_row_bytes) > budget:
-        raise ValueError(f"one row of x (C = {req.channels}) does not fit the device's maxStorageBufferRange")
+        what = f"one row of x (C = {req.channels}: {row_bytes} bytes)" if row_bytes >= f_row_bytes else \
+            f"one row of freqs ({f_row_bytes} bytes of {f_name}; freqs in x's dtype, {x_dtype.name}, take less)"
+        raise ValueError(f"{what} does not fit the device's maxStorageBufferRange ({fit.budget_words(limits, budget)})")
     table_budget = fit.table_budget(limits, f_row_bytes, budget)
     resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
     chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment,

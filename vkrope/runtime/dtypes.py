@@ -243,4 +243,17 @@ def is_16bit(dtype: Any) -> bool:
 __all__ = ["ML_NAMES", "ml_loaded", "ml_dtype", "as_dtype", "Dtypes", "FLOAT32", "FLOAT16", "FP8_DTYPES",
            "SIXTEEN_BIT", "BFLOAT16", "TENSOR_DTYPES", "TENSOR_DTYPE_NAMES", "CACHE_DTYPES", "CACHE_DTYPE_NAMES", "FREQS_DTYPES",
            "names", "is_real_scalar", "axis", "convert_hint", "asarray_hint", "swapped_of", "is_16bit", "is_fp8",
-           "table_dtype"]
+           "table_dtype", "refuse_subclass"]
+
+
+def refuse_subclass(name: str, a: Any) -> None:
+    """np.matrix and masked arrays are ndarrays whose meaning numpy's plain
+    functions do not keep (matrix reshapes stay 2-D, masks are dropped):
+    refuse them rather than compute something else."""
+    if isinstance(a, np.matrix):
+        raise TypeError(f"{name} must be a plain numpy array, not np.matrix; pass np.asarray({name})")
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must be a plain numpy array, not a masked array (vkrope would ignore the mask); pass "
+            f"{name}.filled(value) with the value masked elements should hold"
+        )

@@ -46,6 +46,11 @@ def binding_budget(limits: Any, itemsize: int) -> int:
     return int(limits.max_storage_buffer_range - max(limits.min_storage_buffer_offset_alignment, 4 * itemsize))
 
 
+def budget_words(limits: Any, budget: int) -> str:
+    """The words for a binding_budget in an error: the device's range and what a binding may span of it."""
+    return f"{limits.max_storage_buffer_range} bytes: {budget} for one binding, whose start is rounded down"
+
+
 def table_budget(limits: Any, row_bytes: int, binding: int) -> int:
     """Bytes one table segment may take: one binding, and at most a quarter
     of an allocation (the argument arena holds the other tensors too)."""
