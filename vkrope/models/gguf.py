@@ -29,8 +29,10 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
               context_length: int | None = None, part: str | None = None) -> ModelRope | None: ...
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None, part: str | None = None) -> ModelRope | None:
-    """A model's RoPE from a GGUF file's metadata, as llama.cpp reads it
-    (models/gguf_file.py reads the header as llama.cpp's gguf_init does): `{arch}.rope.freq_base`,
+    """A model's RoPE (a `vkrope.ModelRope`) from a GGUF file's metadata, as llama.cpp reads it;
+    `path`: a str or os.PathLike of the .gguf file (a split model's first file, "-00001-of-000NN.gguf":
+    its other files are read beside it). The header is read as llama.cpp's gguf_init reads it
+    (models/gguf_file.py), and only the rope factor tensors' data: `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
     (none, linear, yarn, longrope), `.factor`, `.original_context_length`
     (else `context_length`), `.attn_factor`, the keys the architecture's own

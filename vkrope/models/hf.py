@@ -420,7 +420,7 @@ def _part_entry(e: dict, model_type: str, part: str | None) -> dict:
 def parts(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The parts of a config's layers that rotate, each its own way, that vkrope reads (DeepSeek-V3.2:
     ("attention", "indexer"), each `from_hf(part=)`; GLM-5's indexer rotates as its attention); () where the
-    attention alone rotates; NoRopeLayers for a model type of no RoPE at all (BERT's)."""
+    attention alone rotates; NoRopeLayers for a model type of no RoPE at all (BERT's). `like`: as from_hf's."""
     config = _load(config)
     if _remote(config, like) is not None:
         return ()
@@ -466,7 +466,8 @@ def _check_parts(cfg: dict, e: dict, rotary: int, model_type: str) -> None:
 def layer_types(config: Any, *, like: str | None = None) -> tuple[str, ...]:
     """The layer types of a config with RoPE per layer type (Gemma 3:
     ("full_attention", "sliding_attention")); () when one RoPE serves every
-    layer; NoRopeLayers for a model type of no RoPE at all (BERT's)."""
+    layer; NoRopeLayers for a model type of no RoPE at all (BERT's).
+    `like`: as from_hf's."""
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
     if remote is not None:
@@ -570,8 +571,8 @@ def layers(config: Any, *, like: str | None = None, angle: str = "float32",
     """Every decoder layer's RoPE, by index (`from_hf(config, layer=i)`):
     None for a layer whose attention applies none (Llama 4's and SmolLM3's
     NoPE layers, the global layers of EXAONE 4 and Cohere 2); NoRopeLayers
-    for a model type of no RoPE at all (BERT's). `part`: as from_hf's
-    (DeepSeek-V3.2: "attention" or "indexer")."""
+    for a model type of no RoPE at all (BERT's). `like`, `angle` and `part`:
+    as from_hf's (DeepSeek-V3.2's parts: "attention" or "indexer")."""
     _check_args(angle, part)
     config = _load(config)  # (read once: every layer's from_hf below takes the dict)
     remote = _remote(config, like)
@@ -638,7 +639,10 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     `part`: for a model whose layers rotate in parts over the same angles (`vkrope.hf_parts` lists them:
     DeepSeek-V3.2 and A.X K2's "attention", interleaved pairs, and "indexer", their sparse indexer's
     rotate-half), which one; refused without it where the parts' pairs differ (GLM-5's indexer rotates as
-    its attention). Any other model rotates one way ("attention", or None / "")."""
+    its attention). Any other model rotates one way ("attention", or None / "").
+
+    `angle`: "float32" (the default: the angles as the model's float32 code computes them) or "exact"
+    (float64-exact angles; see the frequencies guide). Returns a `vkrope.ModelRope`."""
     _check_args(angle, part, layer_type, layer)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
