@@ -187,3 +187,46 @@ def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):
     res = run("bare")
     assert res.returncode == 1 and "pip install '.[docs]'" in res.stderr
     assert not any(line.startswith("bare -m") for line in log.read_text().splitlines())
+
+
+_DS3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128,
+        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "kv_lora_rank": 512, "q_lora_rank": 1536,
+        "max_position_embeddings": 163840, "rope_theta": 10000}
+_GEMMA3 = {"model_type": "gemma3_text", "hidden_size": 2560, "num_hidden_layers": 34, "sliding_window": 1024,
+           "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5 + ["sliding_attention"] * 4}
+_QWEN2_VL = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+             "rope_theta": 1e6, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+_LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32}
+# The calls that make the models guide's "Common errors" (a docs check found one quoted as it was once)
+_COMMON_ERRORS = [
+    lambda: vkrope.from_hf({"model_type": "kimi_k2", "hidden_size": 7168, "num_attention_heads": 64}),
+    lambda: vkrope.from_hf({"hidden_size": 64, "num_attention_heads": 4}),
+    lambda: vkrope.from_hf("meta-llama/Llama-3.1-8B"),
+    lambda: vkrope.from_hf(_GEMMA3),
+    lambda: vkrope.from_hf({"model_type": "lfm3", "hidden_size": 1024, "num_attention_heads": 16,
+                            "num_hidden_layers": 2, "layer_types": ["hybrid", "full_attention"]}, layer=0),
+    lambda: vkrope.from_hf({k: v for k, v in _GEMMA3.items() if k != "layer_types"}, layer=0),
+    lambda: vkrope.from_hf({"model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40,
+                            "num_hidden_layers": 4, "no_rope_layers": []}, layer=0),
+    lambda: vkrope.apply_rotary_pos_emb(np.zeros((1, 128, 4, 192), np.float32), np.zeros((1, 1, 4, 64), np.float32),
+                                        vkrope.from_hf(_DS3), np.arange(4)[None]),
+    lambda: vkrope.from_hf({"model_type": "deepseek_v32", "hidden_size": 7168, "num_attention_heads": 128,
+                            "qk_rope_head_dim": 64, "index_head_dim": 128, "index_n_heads": 64,
+                            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}),
+    lambda: vkrope.apply_rotary_pos_emb(np.zeros((1, 28, 5, 128), np.float32), np.zeros((1, 4, 5, 128), np.float32),
+                                        vkrope.from_hf(_QWEN2_VL), np.zeros((2, 1, 5), int)),
+    lambda: vkrope.rotary_embedding(np.zeros((1, 28, 5, 128), np.float32), vkrope.from_hf(_QWEN2_VL), None,
+                                    np.zeros((1, 5), int)),
+    lambda: vkrope.from_hf({**_LLAMA, "rope_scaling": {"rope_type": "yarn"}}),
+    lambda: vkrope.from_hf({**_LLAMA, "rope_scaling": {"rope_type": "foo", "factor": 2.0}}),
+    lambda: vkrope.from_hf({"model_type": "nanochat", "hidden_size": 1024, "num_attention_heads": 8}),
+]
+
+
+@pytest.mark.parametrize("call", _COMMON_ERRORS)
+def test_the_common_errors_the_models_guide_quotes_are_what_vkrope_says(call):
+    """Each message the models guide's "Common errors" quotes is the one its call raises now, word for word."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    text = (ROOT / "docs" / "guide" / "models.md").read_text(encoding="utf-8")
+    assert f"`{info.value}`" in " ".join(text.split()), str(info.value)
