@@ -731,6 +731,8 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     rng = random.Random(t)
     plist = probes(keys, lts, e.get("defaults", {}).get("rope_parameters"))
     keep = 12.0 / len(plist)
+    if no_rope_dict(t, e, lts):
+        return refused
     builds = class_reads(t, e, {}, lts) is not None  # (a class that fails on no keys says nothing of shapes)
     picked: list[tuple[str, dict]] = []
     for sig, kw in plist:
@@ -754,6 +756,14 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     # (a value the class's validation refuses in a shape it reads, Phi-3's linear type, is not mirrored)
     gold += [case for sig, case in picked if case["want"] is not None or sig in refused]
     return refused
+
+
+def no_rope_dict(t: str, e: dict, lts: list[str] | None) -> bool:
+    """Whether the class builds a bare file and makes no rope dict of it: GPT-J's and CodeGen's modules fix their
+    RoPE, which vkrope reads, listing the file's rope keys as ignored; the class's reading of them says nothing
+    (no shapes refused, no golden cases: the model table's changed-config goldens check the fixed RoPE)."""
+    made = class_reads(t, e, {}, lts)
+    return made is not None and all(v is None for v in made.values())
 
 
 def bare(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
@@ -860,6 +870,34 @@ def other_kinds(built: Any, strict: dict[str, list[str]]) -> list[dict]:
         kinds = dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]])
         out += [{keys[0]: OTHER_VALUES[c]} for c in kinds]
     return out
+
+
+def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list) -> None:
+    """Into `gold`: of a composite's other configs (outer_kinds'), files giving the first key of each path's
+    first group a value of two kinds it refuses and of one it takes (as other_kinds), with what the classes
+    made of them (None where they raise: from_hf must refuse those)."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    try:
+        outer = AutoConfig.for_model(t, **_inside(e["text_config"], dict(FILL.get(t, {}))))
+    except Exception:  # noqa: BLE001
+        return
+    for n, (path, measured) in enumerate(sorted((rules.get("outer_strict") or {}).items())):
+        letters, keys = next(iter(measured["kinds"].items()))
+        node = functools.reduce(lambda c, k: vars(c)[k], path.split(".") if path else [], outer)
+        own = config_rules.value_kind(node.to_dict().get(keys[0]))  # (not its own kind: a value its validator
+        taken = [c for c in KINDS if c not in letters and c not in ("s", own)]  # may refuse, not the kind)
+        for c in dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]]):
+            cfg = _merged(file_config(t, e, {}), _inside(path.split(".") if path else [], {keys[0]: OTHER_VALUES[c]}))
+            try:
+                made = compared(AutoConfig.for_model(t, **{k: v for k, v in copy.deepcopy(cfg).items()
+                                                           if k != "model_type"}).get_text_config(decoder=True), lts)
+            except Exception:  # noqa: BLE001
+                made = None
+            for lt in lts or [None]:
+                w = None if made is None else made[lt]
+                gold.append({"config": cfg, "layer_type": lt, "want": None if w is None else
+                             [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
 
 
 def head_key(e: dict) -> str | None:
@@ -1045,23 +1083,113 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
     reads = set(_read_names(e)) | set(MOVED)
     own_fields = dataclasses.fields(built) if dataclasses.is_dataclass(built) else ()
     fields = {**{f.name: saved.get(f.name) for f in own_fields if f.name in saved}, **read}
-    some_strings = _some_strings(built)
+    refused = field_kinds(fields, lambda kw: _raises(t, e, kw), reads, _some_strings(built))
+    for key, kinds in alias_kinds(t, e, saved, reads, _some_strings(built)).items():
+        refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + kinds)
+    for key in model_floats:  # (the class takes the float, the model does not)
+        refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + "f")
+    return _grouped(refused)
+
+
+def field_kinds(fields: dict[str, Any], raises: Callable[[dict], bool], reads: set[str],
+                some_strings: set[str]) -> dict[str, str]:
+    """{key: the kinds (KINDS) of value `raises` is true of for it} of each scalar field of `fields` (key ->
+    the value the class holds), as strict_kinds measures them: a field the class holds None measured at the
+    first of NONE_OWN it takes; no string where the field takes some (`some_strings`); not null for a key
+    from_hf reads (`reads`: null_refused measures those)."""
     refused: dict[str, str] = {}
     for key, v in sorted(fields.items()):
         if v is None:  # (a field the class holds None, pad_token_id's: its own kind the first value it takes)
-            v = next((own for own in NONE_OWN if not _raises(t, e, {key: own})), None)
+            v = next((own for own in NONE_OWN if not raises({key: own})), None)
         probes = _kind_probes(v)
         if probes is not None and key in some_strings:
             probes.pop("s", None)
-        if probes is not None and not _raises(t, e, {key: v}):
+        if probes is not None and not raises({key: v}):
             refused[key] = "".join(kind for kind, values in probes.items() if (kind != "n" or key not in reads)
-                                   and all(_raises(t, e, {key: x}) for x in values))
-    for key in model_floats:  # (the class takes the float, the model does not)
-        refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + "f")
+                                   and all(raises({key: x}) for x in values))
+    return refused
+
+
+def alias_kinds(t: str, e: dict, saved: dict, reads: set[str], some_strings: set[str]) -> dict[str, str]:
+    """{name: the kinds (KINDS) refused under it} of each attribute_map name of the text class whose stored field
+    holds a scalar: the classes validate their fields before they set a file's other keys, so a value given
+    under the alias is stored unchecked (Mixtral's `num_experts: 8.0`, GPT-J's `hidden_size: 512.0`), and its
+    model decides: a kind is refused where the class raises or its text model, built on the meta device and run
+    forward (else only built, where the forward does not run bare), fails on every probe of it; not null for a
+    key from_hf reads (null_refused measures those)."""
+    out: dict[str, str] = {}
+    for alias, stored in e.get("aliases", {}).items():
+        probes = _kind_probes(saved.get(stored))
+        if probes is None:
+            continue
+        if stored in some_strings:
+            probes.pop("s", None)
+        own = {alias: saved[stored]}
+        checks = [fine for fine in (_model_runs, _model_builds) if _holds(fine, t, {}, e) and _holds(fine, t, own, e)]
+        if not checks:
+            continue
+        out[alias] = "".join(kind for kind, values in probes.items() if (kind != "n" or alias not in reads)
+                             and all(not _holds(checks[0], t, {alias: x}, e) for x in values))
+    return out
+
+
+def _grouped(refused: dict[str, str]) -> dict[str, list[str]]:
+    """{refused kinds: keys} of {key: refused kinds} (the keys refusing none left out)."""
     out: dict[str, list[str]] = {}
     for key, kinds in refused.items():
         if kinds:
             out.setdefault(kinds, []).append(key)
+    return out
+
+
+def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
+    """Of a composite model type (the language model's config at the table's `text_config` path): {the dotted
+    path of each other config in the file ("" the outer one, "vision_config", "thinker_config.audio_config"):
+    {"model_type": its class's, "kinds": {refused kinds: keys}}}, strict_kinds' measure of its scalar fields,
+    each given in the file at that path
+    (Qwen2-VL's `vision_config.depth: 2.0`, an outer `tie_word_embeddings: null`: transformers' classes raise
+    on loading the file, so from_hf refuses it too); None where the class is not built of a bare file."""
+    from transformers import AutoConfig, PreTrainedConfig  # noqa: PLC0415
+
+    text_path = e["text_config"]
+    base = _inside(text_path, dict(FILL.get(t, {})))
+
+    def build(kw: dict) -> Any:
+        return AutoConfig.for_model(t, **copy.deepcopy(kw))
+
+    try:
+        outer = build(base)
+    except Exception:  # noqa: BLE001
+        return None
+    out: dict[str, dict[str, list[str]]] = {}
+    nodes = [([], outer)]
+    while nodes:
+        path, node = nodes.pop()
+        subs = {f: v for f, v in vars(node).items() if isinstance(v, PreTrainedConfig)}  # (not getattr: a
+        # heterogeneous class refuses it of a per-layer key)
+        nodes += [([*path, f], sub) for f, sub in subs.items() if [*path, f] != text_path]
+        saved = {k: v for k, v in node.to_dict().items() if k not in subs}
+        fields = dataclasses.fields(node) if dataclasses.is_dataclass(node) else ()
+        own = {f.name: saved.get(f.name) for f in fields if f.name in saved and f.name not in subs}
+
+        def raises(kw: dict, path: list[str] = path) -> bool:
+            try:
+                build(_merged(base, _inside(path, kw)))
+            except Exception:  # noqa: BLE001
+                return True
+            return False
+
+        grouped = _grouped(field_kinds(own, raises, set(), _some_strings(node)))
+        if grouped:  # (with the class's model type: a file's sub-config naming another is built by another class)
+            out[".".join(path)] = {"model_type": getattr(node, "model_type", None), "kinds": grouped}
+    return out
+
+
+def _merged(a: dict, b: dict) -> dict:
+    """`b` over `a`, dicts merged key by key (a sub-config's key beside the FILL in the text config's)."""
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) and v else v
     return out
 
 
@@ -1682,6 +1810,7 @@ def main() -> None:
         e, rules = table["models"][t], out[t]
         if e.get("text_config"):
             rules["outer"] = measure_outer(t, e["text_config"])
+            rules["outer_strict"] = outer_kinds(t, e)
             if rules["outer"] is None:
                 rules["outer_why"] = "the config class could not be built with a top-level rope_theta"
             elif len(e["text_config"]) == 1 and t in classes:
@@ -1733,6 +1862,8 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     vkrope's reading differs from the class's; into `gold`: the probes' cases."""
     d0 = e.get("defaults", {}).get("rope_parameters")
     lts = sorted(d0) if config_rules.per_layer_type(d0) else None
+    if no_rope_dict(t, e, lts):  # (GPT-J's, CodeGen's: their modules fix the RoPE, which the model table's
+        gold = []  # goldens check; what the class makes of a file's keys is none of it)
     rules["keys"] = theta_candidates(cls)
     rules["refused"] = shapes(t, e, rules["keys"], lts, gold)
     other_keys(t, e, cls, rules, lts, gold)
@@ -1740,6 +1871,7 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     bare(t, e, lts, gold)
     sections(t, e, gold)
     strict(t, e, lts, rules, gold)
+    outer_probes(t, e, rules, lts, gold)
     if lts is None:
         named(t, e, cls, names, gold)
     print(t, len(rules["refused"]), "shapes refused", flush=True)

@@ -144,7 +144,7 @@ def test_the_proof_counts_are_what_the_data_says():
     with np.load(ROOT / "tests" / "data" / "hf_golden.npz") as gold:
         cases = len({k.rsplit("/", 1)[0] for k in gold.files if k.count("/") == 2})
     assert f"{width} types whose attention rotates a key of its own" in text
-    assert f"({probed} of {len(rules)}; not GPT-J" in text
+    assert f"({probed} of {len(rules)}; not GLM-4V" in text
     assert f"on {configs} configs kept under tests/data/hf_configs" in text
     assert f"rotary modules on {configs} configs" in " ".join((ROOT / "docs" / "FAMILY.md").read_text().split())
     assert f"bit for bit on all {cases} cases" in text

@@ -687,16 +687,51 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) 
     for refused, keys in strict.items():
         for key in (k for k in keys if k in cfg and (read is None or k in read)):
             kind = value_kind(cfg[key])
-            if kind in refused or (kind == "?" and refused != "f"):
-                given = "an empty list" if isinstance(cfg[key], list) and not cfg[key] else KIND_NAMES.get(kind) or \
-                    f"of type {type(cfg[key]).__name__}, which no JSON file holds"
-                shown = "null" if kind == "n" else f"{brief(cfg[key], 60)} ({given})"
+            if _refused_kind(kind, refused):
+                shown, given = _described(cfg[key], kind)
                 raise ValueError(f"config: {key} is {shown}: {model_type}'s config class " + (
                     f"was not measured (vkrope's rules script could not build it of a file without RoPE keys) "
                     f"and defaults {key} as an integer, so vkrope refuses {given} there rather than guess"
                     if unmeasured else
                     f"{_taken(refused, key in rules.get('null_refused', []), given)} there, or its model does "
                     "(transformers raises on loading the config, or building the model), so vkrope refuses it too"))
+
+
+def check_outer_kinds(cfg: dict, model_type: str) -> None:
+    """A ValueError where a composite model type's file (`cfg`, whole) gives a key of one of its configs other
+    than the language model's (the outer one, vision_config, thinker_config.audio_config, ...) a kind of value
+    its class raises on (`outer_strict`, measured as `strict`: Qwen2-VL's `vision_config.depth: 2.0`, an outer
+    `tie_word_embeddings: null`): transformers fails to load that file. A sub-config naming another model type
+    than the class measured there (a SigLIP vision_config where the class defaults CLIP's) is not checked."""
+    for path, measured in (rules_of(model_type).get("outer_strict") or {}).items():
+        node: Any = cfg
+        for part in path.split(".") if path else ():
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or (path and node.get("model_type", measured["model_type"]) !=
+                                          measured["model_type"]):
+            continue
+        for refused, keys in measured["kinds"].items():
+            for key in (k for k in keys if k in node):
+                kind = value_kind(node[key])
+                if _refused_kind(kind, refused):
+                    shown, given = _described(node[key], kind)
+                    raise ValueError(f"config: {path + '.' if path else ''}{key} is {shown}: {model_type}'s config "
+                                     f"class {_taken(refused, False, given)} there (transformers raises on loading "
+                                     "the config), so vkrope refuses it too")
+
+
+def _refused_kind(kind: str, refused: str) -> bool:
+    """Whether a value of `kind` (value_kind's) is refused where the kinds `refused` are: one no JSON file holds
+    ("?", a numpy integer) too, as the class's isinstance check refuses it, but not where only the model refuses
+    a float (a head key the class has no field for)."""
+    return kind in refused or (kind == "?" and refused != "f")
+
+
+def _described(value: Any, kind: str) -> tuple[str, str]:
+    """(the value as a refusal shows it, its kind's words) of a config value of `kind` (value_kind's)."""
+    given = "an empty list" if isinstance(value, list) and not value else KIND_NAMES.get(kind) or \
+        f"of type {type(value).__name__}, which no JSON file holds"
+    return ("null" if kind == "n" else f"{brief(value, 60)} ({given})"), given
 
 
 def _taken(refused: str, null_refused: bool, given: str) -> str:

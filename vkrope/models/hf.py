@@ -100,6 +100,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
     config_rules.check_nulls(merged, model_type, defaults)
     config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like)
+    if like is None or cfg.get("model_type") == like:  # (read as another type: its class does not load the file)
+        config_rules.check_outer_kinds(cfg, model_type)
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
@@ -606,7 +608,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
             angle: str = "float32", part: str | None = None) -> ModelRope | None: ...
 def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
             angle: str = "float32", part: str | None = None) -> ModelRope | None:
-    """A model's RoPE from its Hugging Face config (a config.json's dict, its
+    """A model's RoPE (a `vkrope.ModelRope`) from its Hugging Face config (a config.json's dict, its
     path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
 
     How the model applies RoPE comes from vkrope's model table (generated
@@ -639,10 +641,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     `part`: for a model whose layers rotate in parts over the same angles (`vkrope.hf_parts` lists them:
     DeepSeek-V3.2 and A.X K2's "attention", interleaved pairs, and "indexer", their sparse indexer's
     rotate-half), which one; refused without it where the parts' pairs differ (GLM-5's indexer rotates as
-    its attention). Any other model rotates one way ("attention", or None / "").
-
-    `angle`: "float32" (the default: the angles as the model's float32 code computes them) or "exact"
-    (float64-exact angles; see the frequencies guide). Returns a `vkrope.ModelRope`."""
+    its attention). Any other model rotates one way ("attention", or None / ""). `angle`: "float32" (the
+    angles as the model's float32 code computes them) or "exact" (float64-exact angles)."""
     _check_args(angle, part, layer_type, layer)
     config = _load(config)  # (read once: a path is parsed here, not again below)
     remote = _remote(config, like)
