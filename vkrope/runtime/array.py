@@ -24,8 +24,8 @@ class DeviceArray:
     device memory returns to the device's pool when the array is garbage
     collected, or at once with `release()`; closing the device invalidates it.
     `copy.copy` / `copy.deepcopy` give a new array with its own device
-    memory; pickling raises TypeError (pickle `arr.get()`), and so do numpy's
-    operators and ufuncs (no arithmetic on the device: `arr.get()` first).
+    memory; pickling raises TypeError (pickle `arr.get()`). numpy's operators
+    and functions work on a host copy (each one copies it back, as `get()`).
     """
 
 
@@ -111,10 +111,12 @@ class DeviceArray:
         return "released" if self._released else "live"
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        # No arithmetic on the device: numpy's operators and ufuncs raise rather than download the array
-        # silently (arr + x, np.sin(arr)) or fail with numpy's words about sequences (x + arr).
-        raise TypeError(f"numpy's {getattr(ufunc, '__name__', ufunc)!s} got a DeviceArray, which has no arithmetic: "
-                        "copy it to numpy first with arr.get() (or np.asarray(arr))")
+        # numpy's operators, ufuncs and reductions run on a host copy, as np.asarray(arr) and np.mean take one:
+        # x + arr failed with numpy's words about sequences while arr + x copied. None writes into one (out=).
+        if any(isinstance(o, DeviceArray) for o in kwargs.get("out", ()) or ()):
+            raise TypeError(f"numpy's {getattr(ufunc, '__name__', ufunc)!s} cannot write into a DeviceArray (out=): "
+                            "it lives on the device; write into a numpy array and upload it with Device.asarray")
+        return getattr(ufunc, method)(*(i.get() if isinstance(i, DeviceArray) else i for i in inputs), **kwargs)
 
     def __copy__(self) -> "DeviceArray":
         # A new array with its own device memory, copied on the device
