@@ -477,8 +477,9 @@ def test_a_freqs_row_past_the_binding_is_blamed_not_x():
                                              r"float16, take less\) does not fit the device's maxStorageBufferRange"):
             dev.apply(x, np.ones((2, 1024), np.float32), storage="buffer")
         assert dev.apply(x, np.ones((2, 1024), np.float16), storage="buffer").shape == x.shape
-        with pytest.raises(ValueError, match=r"^one row of x \(C = 2048: 4096 bytes\) does not fit"):
-            dev.apply(np.ones((2, 2048), np.float16), np.ones((2, 2048), np.float16), storage="buffer")
+        for f in (np.float16, np.float32):  # (x's row past the range: x is named, whatever freqs are: the
+            with pytest.raises(ValueError, match=r"^one row of x \(C = 2048: 4096 bytes\) does not fit"):  # way
+                dev.apply(np.ones((2, 2048), np.float16), np.ones((2, 2048), f), storage="buffer")  # out is x's)
 
 
 def test_a_row_of_position_words_past_the_binding_is_named_as_such():
@@ -487,6 +488,7 @@ def test_a_row_of_position_words_past_the_binding_is_named_as_such():
         dev._force_limits(max_storage_buffer_range=1 << 12)
         with pytest.raises(ValueError, match=r"^one token's row of position words \(4800 bytes\) does not fit"):
             dev.apply_nd(np.ones((2, 1200), np.float16), vkrope.NdFreqs((2,) * 600), np.zeros((2, 600)))
+        dev._force_limits(max_storage_buffer_range=1 << 13)  # (q's 4096-byte row fits; a table row does not)
         with pytest.raises(ValueError, match=r"^one row of the cos / sin tables \(8192 bytes\) does not fit"):
             q = np.ones((1, 1, 1, 2048), np.float16)
             dev.apply_rotary_emb_hf(q, q, np.ones((1, 2048), np.float32), np.ones((1, 2048), np.float32))

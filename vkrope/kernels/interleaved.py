@@ -191,7 +191,7 @@ def plan(req: Request, limits: Any) -> Plan:
     f_row_bytes = 4 if req.generated else ppr * 2 * np.dtype(f_name).itemsize
     row_bytes = ppr * pair_bytes
     if max(row_bytes, f_row_bytes) > budget:
-        what = f"one row of x (C = {req.channels}: {row_bytes} bytes)" if row_bytes >= f_row_bytes else \
+        what = f"one row of x (C = {req.channels}: {row_bytes} bytes)" if row_bytes > budget else \
             f"one row of freqs ({f_row_bytes} bytes of {f_name}; freqs in x's dtype, {x_dtype.name}, take less)"
         raise ValueError(f"{what} does not fit the device's maxStorageBufferRange ({fit.budget_words(limits, budget)})")
     table_budget = fit.table_budget(limits, f_row_bytes, budget)

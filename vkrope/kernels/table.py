@@ -223,7 +223,7 @@ def plan(req: Request, limits: Any) -> Plan:
     if max(row_bytes, t_row_bytes) > budget:
         tables = f"one token's row of position words ({t_row_bytes} bytes)" if req.generated else \
             f"one row of the cos / sin tables ({t_row_bytes} bytes)"
-        what = f"one row of {req.x_name} ({c} values: {row_bytes} bytes)" if row_bytes >= t_row_bytes else tables
+        what = f"one row of {req.x_name} ({c} values: {row_bytes} bytes)" if row_bytes > budget else tables
         raise ValueError(f"{what} does not fit the device's maxStorageBufferRange ({fit.budget_words(limits, budget)})")
     extent = None
     if storage == "texture3d":
