@@ -731,7 +731,7 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) 
     rng = random.Random(t)
     plist = probes(keys, lts, e.get("defaults", {}).get("rope_parameters"))
     keep = 12.0 / len(plist)
-    if no_rope_dict(t, e, lts):
+    if no_rope_dict(t, e, lts):  # (measure_reading drops their cases the class takes)
         return refused
     builds = class_reads(t, e, {}, lts) is not None  # (a class that fails on no keys says nothing of shapes)
     picked: list[tuple[str, dict]] = []
@@ -829,7 +829,7 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
     probes = [kw for k in ints if "f" in kinds.get(k, "")  # (a head key the model refuses as a float, a class
               for kw in ({k: ints[k]}, {k: float(ints[k])})]  # without the field: model_refused's)
     probes += [{k: True} for k in ints if "b" in kinds.get(k, "")]
-    probes += other_kinds(built, rules.get("strict") or {})
+    probes += other_kinds(built, rules.get("strict") or {}, e.get("aliases", {}))
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
         # (where the class makes a rope dict its model reads: GPT-J's has none; of a class that takes a head
@@ -844,12 +844,29 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
         own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
         probes += [{"num_hidden_layers": n, "layer_types": lt}
                    for lt in (own, own[:-1], own + own[-1:], own[:-1] + ["no_such_attention"])]
+    saved = built.to_dict()
     for kw in probes:
         made = class_reads(t, e, kw, lts)
+        if made is not None and _alias_fails(t, e, kw, saved):  # (stored unchecked: its model decides)
+            made = None
         for lt in lts or [None]:
             w = None if made is None else made[lt]
             gold.append({"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
                          [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+
+
+def _alias_fails(t: str, e: dict, kw: dict, saved: dict) -> bool:
+    """Whether a probe `kw` of one key given under an attribute_map name fails at the model where the model runs
+    the key's own value (as alias_kinds measures it): the class stores it unchecked."""
+    if len(kw) != 1:
+        return False
+    key = next(iter(kw))
+    stored = e.get("aliases", {}).get(key)
+    if stored is None or stored not in saved:
+        return False
+    checks = [fine for fine in (_model_runs, _model_builds)
+              if _holds(fine, t, {}, e) and _holds(fine, t, {key: saved[stored]}, e)]
+    return bool(checks) and not _holds(checks[0], t, kw, e)
 
 
 # Values of each kind other than strict_kinds' probes: the golden cases check from_hf's reading of a kind, not
@@ -857,10 +874,12 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
 OTHER_VALUES = {"n": None, "b": False, "i": 3, "f": 3.25, "s": "abc", "l": [5, 6], "m": [1.5], "d": {}}
 
 
-def other_kinds(built: Any, strict: dict[str, list[str]]) -> list[dict]:
+def other_kinds(built: Any, strict: dict[str, list[str]], aliases: dict[str, str]) -> list[dict]:
     """Files giving the first key of each of strict_kinds' groups (`strict`) a value of two kinds it refuses
     (the group's n-th and next, so that the groups share them out) and of one other kind than its own it
-    takes (OTHER_VALUES: other values than the probes'; no string where the field takes some, _some_strings)."""
+    takes (OTHER_VALUES: other values than the probes'; no string where the field takes some, _some_strings);
+    under an attribute_map name (`aliases`), whose model decides, alias_kinds' own first probe of the kind (a
+    model may fail on one value of a kind and run another: False heads, an empty dict)."""
     out, saved, some_strings = [], built.to_dict(), _some_strings(built)
     for n, (letters, keys) in enumerate(strict.items()):
         own = saved.get(keys[0])
@@ -868,7 +887,8 @@ def other_kinds(built: Any, strict: dict[str, list[str]]) -> list[dict]:
         taken = [c for c in KINDS if c not in letters and probes and c in probes
                  and not (c == "s" and keys[0] in some_strings)]
         kinds = dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]])
-        out += [{keys[0]: OTHER_VALUES[c]} for c in kinds]
+        out += [{keys[0]: probes[c][0] if keys[0] in aliases and probes and c in probes else OTHER_VALUES[c]}
+                for c in kinds]
     return out
 
 
@@ -1145,7 +1165,8 @@ def _grouped(refused: dict[str, str]) -> dict[str, list[str]]:
 def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
     """Of a composite model type (the language model's config at the table's `text_config` path): {the dotted
     path of each other config in the file ("" the outer one, "vision_config", "thinker_config.audio_config"):
-    {"model_type": its class's, "kinds": {refused kinds: keys}}}, strict_kinds' measure of its scalar fields,
+    {"chosen": {the path of each config on the way whose class the file's model_type chooses: the one measured},
+    "kinds": {refused kinds: keys}}}, strict_kinds' measure of its scalar fields,
     each given in the file at that path
     (Qwen2-VL's `vision_config.depth: 2.0`, an outer `tie_word_embeddings: null`: transformers' classes raise
     on loading the file, so from_hf refuses it too); None where the class is not built of a bare file."""
@@ -1161,13 +1182,15 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
         outer = build(base)
     except Exception:  # noqa: BLE001
         return None
-    out: dict[str, dict[str, list[str]]] = {}
-    nodes = [([], outer)]
+    out: dict[str, dict[str, Any]] = {}
+    nodes: list[tuple[list[str], Any, dict[str, str]]] = [([], outer, {})]
     while nodes:
-        path, node = nodes.pop()
+        path, node, chosen = nodes.pop()
         subs = {f: v for f, v in vars(node).items() if isinstance(v, PreTrainedConfig)}  # (not getattr: a
         # heterogeneous class refuses it of a per-layer key)
-        nodes += [([*path, f], sub) for f, sub in subs.items() if [*path, f] != text_path]
+        auto = {f for f, cls in getattr(type(node), "sub_configs", {}).items() if cls is AutoConfig}
+        nodes += [([*path, f], sub, {**chosen, **({".".join([*path, f]): sub.model_type} if f in auto else {})})
+                  for f, sub in subs.items() if [*path, f] != text_path]
         saved = {k: v for k, v in node.to_dict().items() if k not in subs}
         fields = dataclasses.fields(node) if dataclasses.is_dataclass(node) else ()
         own = {f.name: saved.get(f.name) for f in fields if f.name in saved and f.name not in subs}
@@ -1180,8 +1203,9 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
             return False
 
         grouped = _grouped(field_kinds(own, raises, set(), _some_strings(node)))
-        if grouped:  # (with the class's model type: a file's sub-config naming another is built by another class)
-            out[".".join(path)] = {"model_type": getattr(node, "model_type", None), "kinds": grouped}
+        if grouped:  # (with the model types of the configs on its path that the file's model_type chooses, by
+            # AutoConfig: one naming another is built by another class; a fixed class, Qwen2-VL's vision, is not)
+            out[".".join(path)] = {"chosen": chosen, "kinds": grouped}
     return out
 
 
@@ -1862,8 +1886,8 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     vkrope's reading differs from the class's; into `gold`: the probes' cases."""
     d0 = e.get("defaults", {}).get("rope_parameters")
     lts = sorted(d0) if config_rules.per_layer_type(d0) else None
-    if no_rope_dict(t, e, lts):  # (GPT-J's, CodeGen's: their modules fix the RoPE, which the model table's
-        gold = []  # goldens check; what the class makes of a file's keys is none of it)
+    fixed = no_rope_dict(t, e, lts)  # (GPT-J's, CodeGen's: their modules fix the RoPE, which the model table's
+    kept, gold = gold, [] if fixed else gold  # goldens check; of the cases, those the class raises on are kept)
     rules["keys"] = theta_candidates(cls)
     rules["refused"] = shapes(t, e, rules["keys"], lts, gold)
     other_keys(t, e, cls, rules, lts, gold)
@@ -1874,6 +1898,9 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     outer_probes(t, e, rules, lts, gold)
     if lts is None:
         named(t, e, cls, names, gold)
+    if fixed:
+        kept += [case for case in gold if class_reads(t, {}, {k: v for k, v in case["config"].items()
+                                                          if k != "model_type"}, lts) is None]
     print(t, len(rules["refused"]), "shapes refused", flush=True)
 
 

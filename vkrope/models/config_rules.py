@@ -667,7 +667,7 @@ def value_kind(value: Any) -> str:
     return next((letter for kind, letter in kinds if isinstance(value, kind)), "?")
 
 
-def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) -> None:
+def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False, aliases: Any = ()) -> None:
     """A ValueError where the text config `cfg` (the file's keys) gives a key a kind of value (value_kind) on
     which the model type's config class raises (`strict`: transformers 5's strict fields, `head_dim: 96.0`,
     `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`,
@@ -677,7 +677,8 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) 
     only the keys from_hf reads (the table's `read_keys`). Where that was not measured (a class not built of a
     file without RoPE keys), the rules of the text config's own model type where it names a measured one,
     else head_dim and any key the class defaults (`defaults`) as an int given as anything but an integer:
-    refused rather than guessed."""
+    refused rather than guessed. A key under an attribute_map name (`aliases`) is stored unchecked: its model,
+    measured, decides, and a numpy integer runs there."""
     rules = _value_rules(cfg, model_type)
     measured: dict[str, list[str]] | None = rules.get("strict")
     unmeasured = measured is None
@@ -687,7 +688,7 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) 
     for refused, keys in strict.items():
         for key in (k for k in keys if k in cfg and (read is None or k in read)):
             kind = value_kind(cfg[key])
-            if _refused_kind(kind, refused):
+            if _refused_kind(kind, refused) and not (kind == "?" and key in aliases):
                 shown, given = _described(cfg[key], kind)
                 raise ValueError(f"config: {key} is {shown}: {model_type}'s config class " + (
                     f"was not measured (vkrope's rules script could not build it of a file without RoPE keys) "
@@ -697,27 +698,48 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False) 
                     "(transformers raises on loading the config, or building the model), so vkrope refuses it too"))
 
 
-def check_outer_kinds(cfg: dict, model_type: str) -> None:
+def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: Any) -> None:
     """A ValueError where a composite model type's file (`cfg`, whole) gives a key of one of its configs other
     than the language model's (the outer one, vision_config, thinker_config.audio_config, ...) a kind of value
     its class raises on (`outer_strict`, measured as `strict`: Qwen2-VL's `vision_config.depth: 2.0`, an outer
-    `tie_word_embeddings: null`): transformers fails to load that file. A sub-config naming another model type
-    than the class measured there (a SigLIP vision_config where the class defaults CLIP's) is not checked."""
-    for path, measured in (rules_of(model_type).get("outer_strict") or {}).items():
-        node: Any = cfg
-        for part in path.split(".") if path else ():
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or (path and node.get("model_type", measured["model_type"]) !=
-                                          measured["model_type"]):
+    `tie_word_embeddings: null`): transformers fails to load that file. Where the file's sub-config, or one
+    around it, names another model type than the class measured and its class is chosen by that name (LLaVA's
+    AutoConfig: a SigLIP vision_config where the class defaults CLIP's), it is another class's: not checked;
+    one naming a type transformers does not have (`known`: the model table's) fails there, and a config at
+    `text_path` or a measured path given as anything but a dict or null (the classes' sub-config fields)."""
+    outer = rules_of(model_type).get("outer_strict") or {}
+    for path in dict.fromkeys([*(".".join(text_path[:n]) for n in range(1, len(text_path) + 1)), *outer]):
+        parts = path.split(".") if path else []
+        given = _node(cfg, ".".join(parts[:-1])).get(parts[-1]) if parts else None
+        if given is not None and not isinstance(given, dict):
+            raise ValueError(f"config: {path} is {_described(given, value_kind(given))[0]}: {model_type}'s config "
+                             "class takes a config (a dict) or null there (transformers raises on loading the "
+                             "config), so vkrope refuses it too")
+    for path, measured in outer.items():
+        for at in measured["chosen"]:
+            name = _node(cfg, at).get("model_type")
+            if name is not None and not (isinstance(name, str) and name in known):
+                raise ValueError(f"config: {at}.model_type is {brief(name)}, not a model type of transformers "
+                                 f"{table()['transformers']} (its config class fails on it), so vkrope refuses it")
+        if any(_node(cfg, at).get("model_type", own) != own for at, own in measured["chosen"].items()):
             continue
+        node = _node(cfg, path)
         for refused, keys in measured["kinds"].items():
             for key in (k for k in keys if k in node):
                 kind = value_kind(node[key])
                 if _refused_kind(kind, refused):
                     shown, given = _described(node[key], kind)
-                    raise ValueError(f"config: {path + '.' if path else ''}{key} is {shown}: {model_type}'s config "
-                                     f"class {_taken(refused, False, given)} there (transformers raises on loading "
-                                     "the config), so vkrope refuses it too")
+                    raise ValueError(f"config: {path + '.' if path else ''}{key} is {shown}: {model_type}'s "
+                                     f"{path or 'config'} class {_taken(refused, False, given)} there (transformers "
+                                     "raises on loading the config), so vkrope refuses it too")
+
+
+def _node(cfg: dict, path: str) -> dict:
+    """The dict at dotted `path` in `cfg` ("" itself); {} where there is none."""
+    node: Any = cfg
+    for part in path.split(".") if path else ():
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
 
 
 def _refused_kind(kind: str, refused: str) -> bool:

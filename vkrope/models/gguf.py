@@ -366,9 +366,9 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
             raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
                              "dim and rotates nothing (n_rot 0); vkrope refuses the file")
         raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is missing or 0 "
-                         "and so is the head dim it stands in for it (attention.key_length, else embedding_length // "
-                         "attention.head_count: 0 where the heads outnumber the channels), or layer 0's "
-                         "attention.head_count is 0")
+                         "and so is the head dim llama.cpp takes in its place (attention.key_length, else "
+                         "embedding_length // attention.head_count: 0 where the heads outnumber the channels), or "
+                         "layer 0's attention.head_count is 0")
     if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
         raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
                          f"attention.head_count {heads} (and no attention.key_length)")

@@ -99,9 +99,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
     config_rules.check_nulls(merged, model_type, defaults)
-    config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like)
-    if like is None or cfg.get("model_type") == like:  # (read as another type: its class does not load the file)
-        config_rules.check_outer_kinds(cfg, model_type)
+    config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
+                             e.get("aliases", {}))
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
@@ -353,6 +352,10 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     transformers builds the language model from it (AutoModel.from_config)."""
     outer = _load(config)
     e = model_table.entry(outer.get("model_type"), like)
+    if like is None or outer.get("model_type") == like:  # (read as another type: its class does not load the file;
+        config_rules.check_outer_kinds(outer, str(outer.get("model_type")), e.get("text_config", []),
+                                       model_table.table()["models"])  # (a text_config of another type: this
+        # class still loads the file around it)
     inner: Any = outer
     for key in e.get("text_config", []) if like is None else []:
         inner = inner.get(key) if isinstance(inner, dict) else None

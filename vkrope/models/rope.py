@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids, finite,
-                     typed)
+from ..freqs import (ANGLES, EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids,
+                     finite, typed)
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -332,7 +332,7 @@ class ModelRope:
 
 def check_angle(angle: Any) -> None:
     """A ModelRope's `angle` (from_hf's, from_gguf's): "float32" or "exact", else a ValueError naming it."""
-    if not (isinstance(angle, str) and angle in ("float32", "exact")):
+    if not (isinstance(angle, str) and angle in ANGLES):
         raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
 
 
