@@ -716,12 +716,12 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
                              "class takes a config (a dict) or null there (transformers raises on loading the "
                              "config), so vkrope refuses it too")
     for path, measured in outer.items():
-        for at in measured["chosen"]:
-            name = _node(cfg, at).get("model_type")
-            if name is not None and not (isinstance(name, str) and name in known):
+        named = {at: _node(cfg, at).get("model_type", own) for at, own in measured["chosen"].items()}
+        for at, name in named.items():
+            if not (isinstance(name, str) and name in known):
                 raise ValueError(f"config: {at}.model_type is {brief(name)}, not a model type of transformers "
                                  f"{table()['transformers']} (its config class fails on it), so vkrope refuses it")
-        if any(_node(cfg, at).get("model_type", own) != own for at, own in measured["chosen"].items()):
+        if any(name != measured["chosen"][at] for at, name in named.items()):
             continue
         node = _node(cfg, path)
         for refused, keys in measured["kinds"].items():
