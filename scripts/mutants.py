@@ -2280,6 +2280,8 @@ MUTATIONS = [
              "        if made is not MADE_BY_DEVICE:", "        if False:"),
     Mutation("a file named .gguf without GGUF's magic read as JSON", "vkrope/files.py",
              '        if path.lower().endswith(".gguf"):', "        if False:"),
+    Mutation("an array angle compared element by element (numpy's ambiguous truth value, naming nothing)",
+             "vkrope/freqs.py", "    if not (isinstance(angle, str) and angle in ANGLES):", "    if angle not in ANGLES:"),
     Mutation("from_gguf's angle checked after the file is read", "vkrope/models/gguf.py",
              "    _check_choices(layer_type, layer, context_length)\n    check_angle(angle)\n",
              "    _check_choices(layer_type, layer, context_length)\n"),

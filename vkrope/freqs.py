@@ -184,8 +184,10 @@ def _check_positive(name: str, value: Any) -> None:
                          f"{F32_MAX:.3g}]; got {brief(value)}")
 
 
-def _check_angle(angle: Any) -> None:
-    if angle not in ANGLES:
+def check_angle(angle: Any) -> None:
+    """A spec's or a model's `angle`: one of ANGLES, else a ValueError naming it (an array too: no truth value of
+    its comparison asked)."""
+    if not (isinstance(angle, str) and angle in ANGLES):
         raise ValueError(f"angle must be one of {ANGLES}; got {brief(angle)}")
 
 
@@ -518,7 +520,7 @@ class RopeFreqs(PositionFreqs):
             raise ValueError(f"dim must be even and >= 2; got {self.dim}")
         _check_positive("base", self.base)
         _check_positive("scale", self.scale)
-        _check_angle(self.angle)
+        check_angle(self.angle)
         if self.freq_factors is not None:
             try:
                 ff = np.asarray(self.freq_factors, dtype=np.float64)
@@ -699,7 +701,7 @@ class InvFreqs(PositionFreqs):
                 raise ValueError(f"pair_axis entries must be 0, 1 or 2 (temporal, height, width); got "
                                  f"{int(ax[(ax < 0) | (ax >= MROPE_AXES)][0])}")
             object.__setattr__(self, "pair_axis", tuple(int(a) for a in ax))
-        _check_angle(self.angle)
+        check_angle(self.angle)
         if self.angle == "exact":
             nonzero = exact[exact > 0]
             if nonzero.size and nonzero.min() < EXACT_MIN_FREQ:
@@ -812,7 +814,7 @@ class AxialFreqs(FrequencySpec):
             raise ValueError(f"end_x * end_y must be <= 2^24 (float32 coordinates); got "
                              f"{brief(self.end_x * self.end_y)}")
         _check_positive("theta", self.theta)
-        _check_angle(self.angle)
+        check_angle(self.angle)
         if self.angle == "exact":
             _check_exact_range(self, "theta and dim")
 

@@ -640,8 +640,11 @@ def test_what_a_third_gguf_adversary_found(tmp_path, capsys):
             capsys.readouterr().err
         with pytest.raises(ValueError, match=r"is not a GGUF file \(it does not start with GGUF's magic\)$"):
             vkrope.from_hf(str(tmp_path / name))
-    with pytest.raises(ValueError, match=r"^angle must be 'float32' or 'exact'; got 'float64'$"):
+    with pytest.raises(ValueError, match=r"^angle must be one of \('float32', 'exact'\); got 'float64'$"):
         vkrope.from_gguf(tmp_path / "absent.gguf", angle="float64")
+    with pytest.raises(ValueError, match=r"^angle must be one of \('float32', 'exact'\); got \['a' 'b'\]$"):
+        vkrope.RopeFreqs(64, angle=np.array(["a", "b"]))  # (one rule for specs and models; an array named, not
+        # numpy's "truth value of an array ... is ambiguous")
     with pytest.raises(ValueError, match=r"architecture 'LLaMA' is not in .*close: llama, "):
         vkrope.from_gguf(gguf_file(tmp_path, "LLaMA", {}))
     with pytest.raises(ValueError, match=r"0 where the heads outnumber the channels"):

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import (ANGLES, EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_head_dim, check_position_ids,
-                     finite, typed)
+from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_angle, check_head_dim,
+                     check_position_ids, finite, typed)
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -328,12 +328,6 @@ class ModelRope:
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
         return summary(self)
-
-
-def check_angle(angle: Any) -> None:
-    """A ModelRope's `angle` (from_hf's, from_gguf's): "float32" or "exact", else a ValueError naming it."""
-    if not (isinstance(angle, str) and angle in ANGLES):
-        raise ValueError(f"angle must be 'float32' or 'exact'; got {brief(angle)}")
 
 
 def _check_fields(rope: ModelRope) -> None:

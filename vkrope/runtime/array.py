@@ -28,7 +28,6 @@ class DeviceArray:
     and functions work on a host copy (each one copies it back, as `get()`).
     """
 
-
     def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str, *,
                  made: object = None) -> None:
         if made is not MADE_BY_DEVICE:  # (one made by hand would hold no memory, or another array's: a double free)
