@@ -723,15 +723,15 @@ def file_config(t: str, e: dict, kw: dict) -> dict:
     return cfg
 
 
-def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list) -> dict[str, str]:
+def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list, fixed: bool) -> dict[str, str]:
     """{signature: why} of the shapes on which vkrope reads model type `t` otherwise than its class (or reads
-    what the class raises on); about a dozen of the probes into `gold`."""
+    what the class raises on); about a dozen of the probes into `gold`; none of a `fixed` type (no_rope_dict)."""
     refused: dict[str, str] = {}
     outcomes: dict[str, list[str]] = {}
     rng = random.Random(t)
     plist = probes(keys, lts, e.get("defaults", {}).get("rope_parameters"))
     keep = 12.0 / len(plist)
-    if no_rope_dict(t, e, lts):  # (measure_reading drops their cases the class takes)
+    if fixed:  # (measure_reading drops their cases the class takes)
         return refused
     builds = class_reads(t, e, {}, lts) is not None  # (a class that fails on no keys says nothing of shapes)
     picked: list[tuple[str, dict]] = []
@@ -1889,7 +1889,7 @@ def measure_reading(t: str, e: dict, cls: Any, names: list[str], rules: dict, go
     fixed = no_rope_dict(t, e, lts)  # (GPT-J's, CodeGen's: their modules fix the RoPE, which the model table's
     kept, gold = gold, [] if fixed else gold  # goldens check; of the cases, those the class raises on are kept)
     rules["keys"] = theta_candidates(cls)
-    rules["refused"] = shapes(t, e, rules["keys"], lts, gold)
+    rules["refused"] = shapes(t, e, rules["keys"], lts, gold, fixed)
     other_keys(t, e, cls, rules, lts, gold)
     stopped(t, e, lts, gold)
     bare(t, e, lts, gold)
