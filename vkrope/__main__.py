@@ -202,8 +202,8 @@ def load_npy(path: str, what: str) -> np.ndarray:
         if str(exc).startswith(f"{what}: "):
             raise
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
-    except (OSError, EOFError, TypeError, SyntaxError, tokenize.TokenError) as exc:  # (numpy's header parser on
-        # a header that lies: an unclosed bracket, a bool among the shape's ints)
+    except (OSError, EOFError, TypeError, SyntaxError, OverflowError, tokenize.TokenError) as exc:  # (numpy's
+        # header parser on a header that lies: an unclosed bracket, a bool among the shape's ints)
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
     except MemoryError as exc:  # (a file read whole, or a big-endian one's byte-swapped copy: a mapped one is not)
         raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
@@ -258,6 +258,9 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> tuple[tuple[int, ..
     shape, fortran, dtype = fmt.read_array_header_1_0(fh) if major == 1 else fmt.read_array_header_2_0(fh)
     if dtype.hasobject:
         return None
+    if any(d > np.iinfo(np.intp).max for d in shape):  # (numpy's reader overflows on it, even of an empty array)
+        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape}, a dimension "
+                         f"past numpy's largest, {np.iinfo(np.intp).max})")
     need = math.prod(shape) * dtype.itemsize
     have = os.fstat(fh.fileno()).st_size - fh.tell()
     if need > have:
@@ -531,7 +534,7 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
     except ValueError:
         raise ValueError(f"--shapes must look like 1x256x256,8x4096x256; got {text!r}") from None
     if any(len(sh) != 3 or min(sh) < 1 or sh[2] % 2 for sh in shapes):
-        raise ValueError(f"--shapes: each shape is BxNxC with C even; got {text!r}")
+        raise ValueError(f"--shapes: each shape is BxNxC of sizes >= 1 with C even; got {text!r}")
     for sh in shapes:  # (numpy's own "Maximum allowed dimension exceeded" came after the table's header)
         if math.prod(sh) * 4 > np.iinfo(np.intp).max:
             raise ValueError(f"--shapes: {'x'.join(map(str, sh))} is larger than any numpy array (a float32 x of "
@@ -639,6 +642,9 @@ def cmd_config(args: argparse.Namespace) -> int:
         if os.path.splitext(args.plot)[1].lower() not in (".png", ".svg", ".pdf"):
             raise ValueError(f"--plot: {args.plot!r} must end in .png, .svg or .pdf")
         import_matplotlib()  # (matplotlib before the file is read)
+    if args.part == "":  # (the library's part="" is a one-way model's own; a flag given empty is a mistake)
+        raise ValueError("--part: the part is empty; leave --part out, or name a part (vkrope config PATH lists a "
+                         "model's parts)")
     file, cfg = read_config(path)
     if args.plot and os.path.exists(args.plot) and os.path.samefile(args.plot, file):  # (a link to it: replaced)
         raise ValueError(f"--plot: {args.plot!r} is the file read ({file!r}); give the chart another path")
@@ -725,8 +731,8 @@ def cli_spelling(message: str, command: str) -> str:
     -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
-    if command == "config":  # (from_gguf's argument is `path`; the command's, PATH)
-        message = re.sub(r"^path: ", "PATH: ", message)
+    if command == "config":  # (from_gguf's argument is `path`, from_hf's `config`; the command's, PATH)
+        message = re.sub(r"^(path|config): ", "PATH: ", message)
     for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote,
         # nor the x of a product, "1 x 16777218 rows")
         parts = re.split(r"""('[^']*'|"[^"]*")""", message)
@@ -850,20 +856,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chart-from", metavar="BENCH.json",
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
+    _refuse_late_flags(parser, set(sub.choices), sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         _refuse_extra(parser, sub.choices[args.command], args.command, extra, sys.argv[1:] if argv is None else argv)
     return _command(args)
 
 
+def _refuse_late_flags(parser: argparse.ArgumentParser, commands: set[str], given: list[str]) -> None:
+    """--debug or --version after the command, said with where it goes, before argparse parses (the command's
+    parser would first say that a positional it needs is missing: `vkrope apply --version`)."""
+    at = next((i for i, a in enumerate(given) if a in commands), None)
+    if at is None:
+        return
+    tail = given[at + 1:]
+    tail = tail[:tail.index("--")] if "--" in tail else tail  # (past "--", a file may be named so)
+    where = {"--debug": f"vkrope --debug {given[at]} ...", "--version": "vkrope --version"}
+    late = [flag for flag in where if flag in tail]
+    if late:
+        parser.error(f"unrecognized arguments: {' '.join(late)}" + "".join(
+            f"; {flag} is given before the command already: drop the one after it" if flag in given[:at]
+            else f"; {flag} goes before the command: {where[flag]}" for flag in late))
+
+
 def _refuse_extra(parser: argparse.ArgumentParser, command_parser: argparse.ArgumentParser, command: str,
                   extra: list[str], given: list[str]) -> NoReturn:
     """Arguments no parser took: said by the one whose --help lists what it takes (the command's, for one after
-    it), with where --debug and --version go."""
+    it)."""
     before = extra[0] in given and given.index(extra[0]) < given.index(command)
-    where = {"--debug": f"vkrope --debug {command} ...", "--version": "vkrope --version"}
-    hint = "".join(f"; {flag} goes before the command: {use}" for flag, use in where.items() if flag in extra)
-    (parser if before else command_parser).error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    (parser if before else command_parser).error(f"unrecognized arguments: {' '.join(extra)}")
 
 
 def _stdout_gone() -> bool:

@@ -181,6 +181,13 @@ def test_config_messages_name_the_file_and_the_flags(tmp_path, capsys):
     assert main(["config", str(null)]) == 1
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {str(null)!r} holds null, not a JSON "
                                        "object (as a config.json does)\n")
+    empty = tmp_path / "empty.json"  # (from_hf's `config:`, the Python argument: the command's PATH)
+    empty.write_text("{}")
+    assert main(["config", str(empty)]) == 1
+    assert capsys.readouterr().err.startswith("vkrope: error: ValueError: PATH: model_type is missing")
+    assert main(["config", str(CONFIGS / "llama-3.1-8b.json"), "--part", ""]) == 1  # (not read as left out)
+    assert capsys.readouterr().err == ("vkrope: error: ValueError: --part: the part is empty; leave --part out, or "
+                                       "name a part (vkrope config PATH lists a model's parts)\n")
     from vkrope.__main__ import cli_spelling
 
     said = cli_spelling("context_length: 'p.gguf' has longrope factors ...: pass context_length= (llama.cpp's)",
@@ -391,7 +398,14 @@ def test_usage_mistakes_point_at_the_command(tmp_path, capsys):
         main(["apply", "x.npy", "f.npy", "-o", "o.npy", "--debug"])
     assert stop.value.code == 1
     assert capsys.readouterr().err == ("vkrope: error: unrecognized arguments: --debug; --debug goes before the "
-                                       "command: vkrope --debug apply ... (see vkrope apply --help)\n")
+                                       "command: vkrope --debug apply ... (see vkrope --help)\n")
+    for argv, said in ((["apply", "--version"], "--version goes before the command: vkrope --version"),
+                       (["--debug", "info", "--debug"], "--debug is given before the command already: drop the one "
+                                                        "after it")):
+        with pytest.raises(SystemExit) as stop:  # (not "the following arguments are required", nor "goes before")
+            main(argv)
+        assert stop.value.code == 1
+        assert capsys.readouterr().err == f"vkrope: error: unrecognized arguments: {argv[-1]}; {said} (see vkrope --help)\n"
     with pytest.raises(SystemExit):
         main(["--bogus", "apply", "x.npy", "f.npy", "-o", "o.npy"])  # (before the command: the top's --help)
     assert "unrecognized arguments: --bogus (see vkrope --help)" in capsys.readouterr().err
@@ -458,10 +472,13 @@ def test_a_header_that_lies_is_named_as_not_a_npy_file(tmp_path):
     size = int.from_bytes(data[8:10], "little")
     header = data[10:10 + size].decode("latin1")
     for name, text in (("unclosed", header.replace("(1, 4, 8), }", "(1, 4, 8   ")),
-                       ("bool", header.replace("(1, 4, 8)", "(True, 4, 8)"))):
+                       ("bool", header.replace("(1, 4, 8)", "(True, 4, 8)")),
+                       ("huge", header.replace("(1, 4, 8)", "(0, 99999999999999999999, 8)"))):
         raw = text.encode("latin1")[: size - 1].ljust(size - 1) + b"\n"
         (tmp_path / f"{name}.npy").write_bytes(data[:10] + raw + data[10 + size:])
-        with pytest.raises(ValueError, match=rf"^X.npy: '.*{name}.npy' is not a valid .npy file \((TokenError|TypeE)"):
+        with pytest.raises(ValueError, match=rf"^X.npy: '.*{name}.npy' is not a valid .npy file \((TokenError|TypeE"
+                                             r"|its header says shape \(0, 99999999999999999999, 8\), a dimension "
+                                             r"past numpy's largest)"):
             load_npy(str(tmp_path / f"{name}.npy"), "X.npy")
 
 

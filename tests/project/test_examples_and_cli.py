@@ -828,10 +828,10 @@ def test_cli_bench_shapes_and_repeats_reach_the_benchmark_as_given(tmp_path, cap
 
     monkeypatch.setattr(kernel, "run", no_run)
     out = str(tmp_path / "out")
-    for shapes in ("1x16x7", "1x16", "1x16x8,2x8"):
+    for shapes in ("1x16x7", "1x16", "1x16x8,2x8", "0x2x2", "1x2x0"):
         assert main(["bench", "--shapes", shapes, "--out", out]) == 1
-        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --shapes: each shape is BxNxC with C even; got "
-                                           f"{shapes!r}\n")
+        assert capsys.readouterr().err == (f"vkrope: error: ValueError: --shapes: each shape is BxNxC of sizes >= 1 "
+                                           f"with C even; got {shapes!r}\n")
     assert asked == [] and not os.path.exists(out)
     assert main(["bench", "--shapes", "1X16X8,2x4x4", "--repeats", "1", "--out", out]) == 1
     assert capsys.readouterr().err == "vkrope: error: ValueError: stopped before any work\n"

@@ -183,10 +183,11 @@ class Instance:
                 raise exc from raw
             if exc.result in NO_DRIVER_RESULTS:
                 raise VulkanUnavailableError(
-                    f"vkCreateInstance failed ({exc}): no working Vulkan driver? {b.INSTALL_HINT}") from raw
+                    f"{exc}: no working Vulkan driver? {b.INSTALL_HINT}") from raw  # ("vkCreateInstance failed with
+                # VK_ERROR_INCOMPATIBLE_DRIVER": the binding's words name the call)
             if exc.result in MISSING_RESULTS:
                 raise VulkanUnavailableError(
-                    f"vkCreateInstance failed ({exc}): the loader lacks a layer or extension vkrope asked for "
+                    f"{exc}: the loader lacks a layer or extension vkrope asked for "
                     f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
                     "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
             raise  # out of memory and the like: itself
