@@ -203,7 +203,8 @@ def load_npy(path: str, what: str) -> np.ndarray:
             raise
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
     except (OSError, EOFError, TypeError, SyntaxError, OverflowError, tokenize.TokenError) as exc:  # (numpy's
-        # header parser on a header that lies: an unclosed bracket, a bool among the shape's ints)
+        # header parser on a header that lies: an unclosed bracket, a bool among the shape's ints; OverflowError
+        # where _check_npy_header's own dimension check does not run, an object array's header)
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
     except MemoryError as exc:  # (a file read whole, or a big-endian one's byte-swapped copy: a mapped one is not)
         raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
@@ -856,10 +857,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chart-from", metavar="BENCH.json",
                    help="draw the chart of an earlier run's JSON (default path BENCH.png) and exit; needs matplotlib")
     p.set_defaults(func=cmd_bench)
-    _refuse_late_flags(parser, set(sub.choices), sys.argv[1:] if argv is None else argv)
+    return _parse_and_run(parser, sub, argv)
+
+
+def _parse_and_run(parser: argparse.ArgumentParser, sub: Any, argv: list[str] | None) -> int:
+    """Parse `argv` (sys.argv's where None) and run its command; --debug or --version after the command, and
+    arguments no parser took, refused by the parser whose --help lists what it takes (`sub`: the commands')."""
+    given = sys.argv[1:] if argv is None else argv
+    _refuse_late_flags(parser, set(sub.choices), given)
     args, extra = parser.parse_known_args(argv)
     if extra:
-        _refuse_extra(parser, sub.choices[args.command], args.command, extra, sys.argv[1:] if argv is None else argv)
+        _refuse_extra(parser, sub.choices[args.command], args.command, extra, given)
     return _command(args)
 
 

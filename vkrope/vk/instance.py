@@ -183,8 +183,8 @@ class Instance:
                 raise exc from raw
             if exc.result in NO_DRIVER_RESULTS:
                 raise VulkanUnavailableError(
-                    f"{exc}: no working Vulkan driver? {b.INSTALL_HINT}") from raw  # ("vkCreateInstance failed with
-                # VK_ERROR_INCOMPATIBLE_DRIVER": the binding's words name the call)
+                    f"{exc}: no working Vulkan driver? {b.INSTALL_HINT}") from raw  # (the binding's words name the
+                # call: not said twice)
             if exc.result in MISSING_RESULTS:
                 raise VulkanUnavailableError(
                     f"{exc}: the loader lacks a layer or extension vkrope asked for "
