@@ -39,6 +39,7 @@ import gzip
 import inspect
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -713,6 +714,14 @@ def model_partial(e: dict, lt: str | None, rope: dict) -> float:
     return float(rope.get("partial_rotary_factor") or 1.0)
 
 
+def want_of(e: dict, lt: str | None, rope: dict | None) -> list | None:
+    """A golden case's `want`: [theta, rope type, factor, partial] of the rope dict the class made for layer
+    type `lt` (None: the classes raise, and from_hf must refuse)."""
+    if rope is None:
+        return None
+    return [rope.get("rope_theta"), rope.get("rope_type"), read_factor(rope), model_partial(e, lt, rope)]
+
+
 def file_config(t: str, e: dict, kw: dict) -> dict:
     """A config.json of model type `t` with the text config keys `kw` where its files keep them (over the type's
     FILL, as _built builds them)."""
@@ -741,13 +750,12 @@ def shapes(t: str, e: dict, keys: list[str], lts: list[str] | None, gold: list, 
         for lt in lts or [None]:
             got = vkrope_reads(cfg, lt)
             w = None if want is None else want[lt]
-            expect = None if w is None else (w.get("rope_theta"), w.get("rope_type"), read_factor(w),
-                                             model_partial(e, lt, w))
+            expect = want_of(e, lt, w)
             if got is not None:
-                outcomes.setdefault(sig, []).append("same" if got == expect else "raises" if w is None else "differs")
+                same = expect is not None and got == tuple(expect)
+                outcomes.setdefault(sig, []).append("same" if same else "raises" if w is None else "differs")
             if rng.random() < keep and (builds or expect is not None):  # (the model's: its rotary rule)
-                picked.append((sig, {"config": cfg, "layer_type": lt, "want": None if expect is None
-                                     else list(expect)}))
+                picked.append((sig, {"config": cfg, "layer_type": lt, "want": expect}))
     for sig, seen in outcomes.items():
         if "differs" in seen:
             refused[sig] = "it reads them otherwise"
@@ -774,8 +782,7 @@ def bare(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
         return  # (the class fails without the keys real files give beside RoPE's: Exaone 4.5's text model_type)
     for lt in lts or [None]:
         w = want[lt]
-        gold.append({"config": file_config(t, e, {}), "layer_type": lt, "want": None if w is None else
-                     [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+        gold.append({"config": file_config(t, e, {}), "layer_type": lt, "want": want_of(e, lt, w)})
 
 
 def named(t: str, e: dict, cls: Any, names: list[str], gold: list) -> None:
@@ -790,8 +797,7 @@ def named(t: str, e: dict, cls: Any, names: list[str], gold: list) -> None:
         for kw in ({"rope_scaling": {"type": name, **params}},
                    {"rope_parameters": {"rope_type": name, "rope_theta": 20000.0, **params}}):
             w = (class_reads(t, e, kw, None) or {None: None})[None]
-            gold.append({"config": file_config(t, e, kw), "layer_type": None, "want": None if w is None else
-                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, None, w)]})
+            gold.append({"config": file_config(t, e, kw), "layer_type": None, "want": want_of(e, None, w)})
 
 
 def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
@@ -811,8 +817,7 @@ def stopped(t: str, e: dict, lts: list[str] | None, gold: list) -> None:
             made = None
         for lt in lts or [None]:
             w = None if made is None else made[lt]
-            gold.append({"config": {**kw, "model_type": t}, "layer_type": lt, "want": None if w is None else
-                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+            gold.append({"config": {**kw, "model_type": t}, "layer_type": lt, "want": want_of(e, lt, w)})
 
 
 def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> None:
@@ -851,8 +856,7 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
             made = None
         for lt in lts or [None]:
             w = None if made is None else made[lt]
-            gold.append({"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
-                         [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+            gold.append({"config": file_config(t, e, kw), "layer_type": lt, "want": want_of(e, lt, w)})
 
 
 def _alias_fails(t: str, e: dict, kw: dict, saved: dict) -> bool:
@@ -864,14 +868,14 @@ def _alias_fails(t: str, e: dict, kw: dict, saved: dict) -> bool:
     stored = e.get("aliases", {}).get(key)
     if stored is None or stored not in saved:
         return False
-    checks = [fine for fine in (_model_runs, _model_builds)
-              if _holds(fine, t, {}, e) and _holds(fine, t, {key: saved[stored]}, e)]
+    own = {key: _alias_own(t, e, key, saved[stored])}
+    checks = [fine for fine in (_model_runs, _model_builds) if _holds(fine, t, {}, e) and _holds(fine, t, own, e)]
     return bool(checks) and not _holds(checks[0], t, kw, e)
 
 
 # Values of each kind other than strict_kinds' probes: the golden cases check from_hf's reading of a kind, not
 # of the probe's value
-OTHER_VALUES = {"n": None, "b": False, "i": 3, "f": 3.25, "s": "abc", "l": [5, 6], "m": [1.5], "d": {}}
+OTHER_VALUES = {"n": None, "b": False, "i": 3, "f": 3.25, "s": "abc", "e": [], "l": [5, 6], "m": [1.5], "d": {}}
 
 
 def other_kinds(built: Any, strict: dict[str, list[str]], aliases: dict[str, str]) -> list[dict]:
@@ -896,19 +900,29 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
     """Into `gold`: of a composite's other configs (outer_kinds'), files giving the first key of each path's
     first group a value of two kinds it refuses and of one it takes (as other_kinds), with what the classes
     made of them (None where they raise: from_hf must refuse those)."""
-    from transformers import AutoConfig  # noqa: PLC0415
+    from transformers import AutoConfig, PreTrainedConfig  # noqa: PLC0415
 
     try:
         outer = AutoConfig.for_model(t, **_inside(e["text_config"], dict(FILL.get(t, {}))))
     except Exception:  # noqa: BLE001
         return
     for n, (path, measured) in enumerate(sorted((rules.get("outer_strict") or {}).items())):
-        letters, keys = next(iter(measured["kinds"].items()))
         node = functools.reduce(lambda c, k: vars(c)[k], path.split(".") if path else [], outer)
+        if measured.get("untyped_fails"):  # (the preset without its model_type: the class raises)
+            bare = {k: v for k, v in node.to_dict().items() if k != "model_type"
+                    and not isinstance(vars(node).get(k), PreTrainedConfig)}
+            gold += [{"config": _merged(file_config(t, e, {}), _inside(path.split("."), bare)), "layer_type": lt,
+                      "want": None} for lt in lts or [None]]
+        if not measured["kinds"]:
+            continue
+        letters, keys = next(iter(measured["kinds"].items()))
         own = config_rules.value_kind(node.to_dict().get(keys[0]))  # (not its own kind: a value its validator
         taken = [c for c in KINDS if c not in letters and c not in ("s", own)]  # may refuse, not the kind)
+        preset = {k: v for k, v in node.to_dict().items() if not isinstance(vars(node).get(k), PreTrainedConfig)
+                  } if path else {}  # (beside the preset's other values, as outer_kinds measured the key)
         for c in dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]]):
-            cfg = _merged(file_config(t, e, {}), _inside(path.split(".") if path else [], {keys[0]: OTHER_VALUES[c]}))
+            cfg = _merged(file_config(t, e, {}), _inside(path.split(".") if path else [],
+                                                         {**preset, keys[0]: OTHER_VALUES[c]}))
             try:
                 made = compared(AutoConfig.for_model(t, **{k: v for k, v in copy.deepcopy(cfg).items()
                                                            if k != "model_type"}).get_text_config(decoder=True), lts)
@@ -916,8 +930,7 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
                 made = None
             for lt in lts or [None]:
                 w = None if made is None else made[lt]
-                gold.append({"config": cfg, "layer_type": lt, "want": None if w is None else
-                             [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]})
+                gold.append({"config": cfg, "layer_type": lt, "want": want_of(e, lt, w)})
 
 
 def head_key(e: dict) -> str | None:
@@ -943,8 +956,7 @@ def sections(t: str, e: dict, gold: list) -> None:
         kw = {**wide, where: {**bare, **({} if one is None else {"mrope_section": one})}}
         made = class_reads(t, e, kw, None)
         w = None if made is None else made[None]
-        case = {"config": file_config(t, e, kw), "layer_type": None, "want": None if w is None else
-                [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, None, w)]}
+        case = {"config": file_config(t, e, kw), "layer_type": None, "want": want_of(e, None, w)}
         if w is not None:
             kept = _built(t, e, kw).rope_parameters.get("mrope_section") or e.get("mrope_section")
             if kept is not None:
@@ -1059,20 +1071,31 @@ def _int_keys(e: dict, saved: dict) -> dict[str, int]:
 # ints, another list, a dict (the kinds a JSON file holds)
 KINDS = "".join(config_rules.KIND_NAMES)
 # The values tried, in order, as the own value of a field the class holds None (its first the class takes): an
-# int, a float, a bool, a string (a Literal's field takes none of these: its kinds not measured)
-NONE_OWN = (64, 0.5, True, "x")
+# int, a float, a bool, a string, and 1 for an int the class caps (_alias_own's example; a Literal's field takes
+# none of these: its kinds not measured)
+NONE_OWN = (64, 0.5, True, "x", 1)
 
 
 def _kind_probes(v: Any) -> dict[str, tuple] | None:
     """The probe values of each kind other than the field's own (`v`: the value the class holds; a
     fractional float of a float field is its own kind, as is any string of a string field: a Literal takes
     some); two per kind where values may differ (a float field's 1 and 2: its validator may refuse a range);
-    None where the class holds no scalar there (a list, a dict, None: its own kind not known)."""
+    a list field's lists of its own length (a validator may check the length: a length refused is no kind
+    refused), its items as integers, floats or strings; None where the class holds no scalar or non-empty list
+    there (a dict, None, []: its own kind not known)."""
     own = config_rules.value_kind(v)
+    if own in "lm":  # (Qwen2.5-VL's vision fullatt_block_indexes: 7 raises; Falcon-H1's float multipliers [1, 1])
+        ints = [int(x) if isinstance(x, (int, float)) and math.isfinite(x) else 1 for x in v]
+        probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (0.5, 1.0), "s": ("x",), "e": ([],),
+                  "l": (ints, list(range(len(v)))), "m": ([float(x) for x in ints], [str(x) for x in ints]),
+                  "d": ({"k": v},)}
+        del probes[own]
+        return probes
     if own not in "bifs":
         return None
     probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (float(v), v + 0.5) if own == "i" else (0.5, 1.0),
-              "s": (str(v), "x"), "l": ([v] if own == "i" else [1],), "m": ([str(v)], [0.5]), "d": ({"k": v},)}
+              "s": (str(v), "x"), "e": ([],), "l": ([v] if own == "i" else [1],), "m": ([str(v)], [0.5]),
+              "d": ({"k": v},)}
     del probes[own]
     return probes
 
@@ -1085,9 +1108,9 @@ def _some_strings(built: Any) -> set[str]:
 
 
 def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str]] | None:
-    """The kinds of value (KINDS) the classes raise on for each scalar field of the text config (the class
-    holding an int, a float, a bool or a string, or None and taking one of NONE_OWN: transformers 5's strict
-    fields, `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`,
+    """The kinds of value (KINDS) the classes raise on for each scalar or list field of the text config (the
+    class holding an int, a float, a bool, a string or a list, or None and taking one of NONE_OWN: transformers
+    5's strict fields, `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads: "32"`, `vocab_size: [32000]`,
     `rms_norm_eps: "1e-6"`, `pad_token_id: "0"`, whether from_hf reads the key or not), and each key from_hf
     reads under its own name and the class's (_int_keys: an int field the class holds None, probed as 64); a
     kind is refused where every probe of it raises and the field's own value does not: {refused kinds: keys}.
@@ -1102,7 +1125,8 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
     read = _int_keys(e, saved)
     reads = set(_read_names(e)) | set(MOVED)
     own_fields = dataclasses.fields(built) if dataclasses.is_dataclass(built) else ()
-    fields = {**{f.name: saved.get(f.name) for f in own_fields if f.name in saved}, **read}
+    fields = {**{f.name: saved.get(f.name) for f in own_fields if f.name in saved and f.name != "layer_types"},
+              **read}  # (layer_types: its own measure, layer_types_checked, a tuple and a length included)
     refused = field_kinds(fields, lambda kw: _raises(t, e, kw), reads, _some_strings(built))
     for key, kinds in alias_kinds(t, e, saved, reads, _some_strings(built)).items():
         refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + kinds)
@@ -1113,7 +1137,7 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
 
 def field_kinds(fields: dict[str, Any], raises: Callable[[dict], bool], reads: set[str],
                 some_strings: set[str]) -> dict[str, str]:
-    """{key: the kinds (KINDS) of value `raises` is true of for it} of each scalar field of `fields` (key ->
+    """{key: the kinds (KINDS) of value `raises` is true of for it} of each scalar or list field of `fields` (key ->
     the value the class holds), as strict_kinds measures them: a field the class holds None measured at the
     first of NONE_OWN it takes; no string where the field takes some (`some_strings`); not null for a key
     from_hf reads (`reads`: null_refused measures those)."""
@@ -1139,18 +1163,27 @@ def alias_kinds(t: str, e: dict, saved: dict, reads: set[str], some_strings: set
     key from_hf reads (null_refused measures those)."""
     out: dict[str, str] = {}
     for alias, stored in e.get("aliases", {}).items():
-        probes = _kind_probes(saved.get(stored))
+        held = _alias_own(t, e, alias, saved.get(stored))
+        probes = _kind_probes(held)
         if probes is None:
             continue
         if stored in some_strings:
             probes.pop("s", None)
-        own = {alias: saved[stored]}
+        own = {alias: held}
         checks = [fine for fine in (_model_runs, _model_builds) if _holds(fine, t, {}, e) and _holds(fine, t, own, e)]
         if not checks:
             continue
         out[alias] = "".join(kind for kind, values in probes.items() if (kind != "n" or alias not in reads)
                              and all(not _holds(checks[0], t, {alias: x}, e) for x in values))
     return out
+
+
+def _alias_own(t: str, e: dict, alias: str, held: Any) -> Any:
+    """The value an attribute_map name is probed beside: the class's own (`held`), or where it holds None, the
+    first of NONE_OWN the class takes under the name (ERNIE 4.5 MoE's num_mtp_layers, as field_kinds)."""
+    if held is not None:
+        return held
+    return next((own for own in NONE_OWN if not _raises(t, e, {alias: own})), None)
 
 
 def _grouped(refused: dict[str, str]) -> dict[str, list[str]]:
@@ -1166,8 +1199,9 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
     """Of a composite model type (the language model's config at the table's `text_config` path): {the dotted
     path of each other config in the file ("" the outer one, "vision_config", "thinker_config.audio_config"):
     {"chosen": {the path of each config on the way whose class the file's model_type chooses: the one measured},
-    "kinds": {refused kinds: keys}}}, strict_kinds' measure of its scalar fields,
-    each given in the file at that path
+    "kinds": {refused kinds: keys}, "untyped_fails": where the class raises on the config given there without its
+    model_type}}, strict_kinds' measure of its scalar and list fields,
+    each given in the file at that path beside the preset's other values
     (Qwen2-VL's `vision_config.depth: 2.0`, an outer `tie_word_embeddings: null`: transformers' classes raise
     on loading the file, so from_hf refuses it too); None where the class is not built of a bare file."""
     from transformers import AutoConfig, PreTrainedConfig  # noqa: PLC0415
@@ -1195,17 +1229,23 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
         fields = dataclasses.fields(node) if dataclasses.is_dataclass(node) else ()
         own = {f.name: saved.get(f.name) for f in fields if f.name in saved and f.name not in subs}
 
-        def raises(kw: dict, path: list[str] = path) -> bool:
+        preset = saved if path else {}  # (a sub-config's key beside the outer preset's other values, as files
+        # give it: CLIP's hidden_size under LLaVA's 16 heads, not its own class's 12 that 1024 does not divide)
+
+        def raises(kw: dict, path: list[str] = path, preset: dict = preset) -> bool:
             try:
-                build(_merged(base, _inside(path, kw)))
+                build(_merged(base, _inside(path, {**preset, **kw})))
             except Exception:  # noqa: BLE001
                 return True
             return False
 
         grouped = _grouped(field_kinds(own, raises, set(), _some_strings(node)))
-        if grouped:  # (with the model types of the configs on its path that the file's model_type chooses, by
-            # AutoConfig: one naming another is built by another class; a fixed class, Qwen2-VL's vision, is not)
-            out[".".join(path)] = {"chosen": chosen, "kinds": grouped}
+        # (Music Flamingo's audio_config without its model_type: AutoConfig's KeyError; LLaVA's fills in CLIP's)
+        untyped = ".".join(path) in chosen and raises({}, preset={k: v for k, v in preset.items() if k != "model_type"})
+        if grouped or untyped:  # (with the model types of the configs on its path that the file's model_type
+            # chooses, by AutoConfig: one naming another is built by another class; a fixed class, Qwen2-VL's
+            # vision, is not)
+            out[".".join(path)] = {"chosen": chosen, "kinds": grouped, **({"untyped_fails": True} if untyped else {})}
     return out
 
 
@@ -1220,9 +1260,10 @@ def _merged(a: dict, b: dict) -> dict:
 def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
     """Whether the classes raise on a file's layer_types one shorter ("shorter") or one longer ("longer")
     than num_hidden_layers, on a name outside transformers' layer types ("names") and on a tuple of the
-    names in place of a list ("not_list", its strict list field): PreTrainedConfig's
-    validate_layer_type, which checks any class's list (one its model reads or not); None where the class
-    does not build the list of its own length."""
+    names in place of a list ("not_list", its strict list field), on an integer ("other": its strict field
+    refuses what is no list, where validate_layer_type does not iterate it, Gemma 4's): PreTrainedConfig's
+    validate_layer_type, which checks any class's list (one its model reads or not); on any list ("any",
+    the others true with it); None where the class does not build the list of its own length."""
     if _raises(t, e, {}):
         return None
     built = _built(t, e, {})
@@ -1231,12 +1272,14 @@ def layer_types_checked(t: str, e: dict) -> dict[str, bool] | None:
         return None
     own = list(own) if isinstance(own, list) and len(own) == n else ["full_attention"] * n
     kw = {"num_hidden_layers": n}
-    if _raises(t, e, {**kw, "layer_types": own}):
-        return None
+    if _raises(t, e, {**kw, "layer_types": own}):  # (Falcon-H1's is a property without a setter: any list raises)
+        every = all(_raises(t, e, {**kw, "layer_types": lt}) for lt in (["full_attention"] * n, own[:-1], []))
+        return dict.fromkeys(("any", "shorter", "longer", "names", "not_list", "other"), True) if every else None
     return {"shorter": _raises(t, e, {**kw, "layer_types": own[:-1]}),
             "longer": _raises(t, e, {**kw, "layer_types": own + own[-1:]}),
             "names": _raises(t, e, {**kw, "layer_types": own[:-1] + ["no_such_attention"]}),
-            "not_list": _raises(t, e, {**kw, "layer_types": tuple(own)})}
+            "not_list": _raises(t, e, {**kw, "layer_types": tuple(own)}),
+            "other": _raises(t, e, {**kw, "layer_types": 5})}
 
 
 def null_refused(t: str, e: dict) -> list[str]:
@@ -1673,8 +1716,7 @@ def other_keys(t: str, e: dict, cls: Any, rules: dict, lts: list[str] | None, go
     if (rules.get("outer") or {}).get("fill"):  # (the text_configs the fill was checked on, with the answer)
         for kw in kp.FILL_PROBES:
             made = class_reads(t, e, kw, lts) or {}
-            gold += [{"config": file_config(t, e, kw), "layer_type": lt, "want": None if w is None else
-                      [w.get("rope_theta"), w.get("rope_type"), read_factor(w), model_partial(e, lt, w)]}
+            gold += [{"config": file_config(t, e, kw), "layer_type": lt, "want": want_of(e, lt, w)}
                      for lt, w in made.items()]
 
 

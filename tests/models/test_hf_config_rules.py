@@ -261,7 +261,9 @@ def test_a_kind_the_class_refuses_is_refused_where_vkrope_does_not_read_the_key(
     given and the kinds the class takes."""
     llama = dict(LLAMA)
     shown = "null" if value is None else f"{re.escape(repr(value))} \\({kind}\\)"
-    with pytest.raises(ValueError, match=f"^config: {key} is {shown}: llama's config class takes .*there"):
+    said = f"refuses {kind}" if key == "eos_token_id" else "takes .*"  # (eos_token_id takes four kinds: those
+    # it refuses are said; null, an integer, an empty list, a list of integers)
+    with pytest.raises(ValueError, match=f"^config: {key} is {shown}: llama's config class {said} there"):
         vkrope.from_hf({**llama, key: value})
     assert vkrope.from_hf(llama).head_dim == 64  # (and nothing kept of the refused call)
 
@@ -371,9 +373,9 @@ def test_a_top_level_partial_factor_beside_the_dicts_own_is_not_read():
 
 
 def test_the_kinds_of_value():
-    """value_kind's letters, by Python's types (the classes' checks): a bool is no integer, a list of ints
-    (no bools) is "l", any other list "m"."""
-    cases = [(None, "n"), (True, "b"), (0, "i"), (-3, "i"), (0.0, "f"), (1e300, "f"), ("", "s"), ([], "l"),
+    """value_kind's letters, by Python's types (the classes' checks): a bool is no integer, an empty list "e",
+    a list of ints (no bools) "l", any other list "m"."""
+    cases = [(None, "n"), (True, "b"), (0, "i"), (-3, "i"), (0.0, "f"), (1e300, "f"), ("", "s"), ([], "e"),
              ([1, 2], "l"), ([1, True], "m"), ([1.0], "m"), (["a"], "m"), ([[1]], "m"), ({}, "d"),
              (np.int64(1), "?"), ((1,), "?")]
     assert [config_rules.value_kind(v) for v, _ in cases] == [k for _, k in cases]

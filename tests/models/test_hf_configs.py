@@ -1533,6 +1533,65 @@ def test_layer_types_of_a_class_the_rules_could_not_build_are_checked_all_the_sa
     vkrope.from_hf({**cfg, "text_config": {**cfg["text_config"], "layer_types": ["full_attention"] * 4}})
 
 
+def test_layer_types_of_a_class_that_raises_on_any_are_refused():
+    """Falcon-H1's class derives its layer types (a property without a setter): transformers fails on loading a
+    file that gives any, of the layers' count included; vkrope read them."""
+    assert vkrope.models.config_rules.rules_of("falcon_h1")["layer_types"]["any"]
+    cfg = {"model_type": "falcon_h1", "num_hidden_layers": 2}
+    for key, types in (("layer_types", ["attention"] * 2), ("layer_types", ["full_attention"] * 2),
+                       ("layer_types", []), ("layers_block_type", ["attention"] * 2)):  # (its attribute_map name)
+        with pytest.raises(ValueError, match=rf"^config: {key} is \[.*\]: falcon_h1's config class derives the "
+                                             rf"layer types itself .* leave {key} out$"):
+            vkrope.from_hf({**cfg, key: types})
+    assert vkrope.from_hf(cfg).theta == 10000.0
+
+
+def test_list_fields_and_sub_config_keys_are_held_to_the_classes_kinds():
+    """A list field given as another kind (Qwen2.5-VL's vision fullatt_block_indexes: 7, Gemma 3's and Gemma 4's
+    layer_types: 5), a key of a vision tower measured beside the outer preset (CLIP's hidden_size under LLaVA's 16 heads,
+    which its own 12 do not divide) and a key under an attribute_map name whose stored field is null (ERNIE
+    4.5 MoE's num_mtp_layers), a sub-config without the model_type its class is chosen by (Music Flamingo's
+    audio_config; LLaVA's fills in CLIP's): transformers raises on loading each; vkrope read them."""
+    qwen = {"model_type": "qwen2_5_vl", "vision_config": {"depth": 4}}
+    for bad in (7, [0.5], None):
+        with pytest.raises(ValueError, match=r"vision_config\.fullatt_block_indexes"):
+            vkrope.from_hf({**qwen, "vision_config": {"depth": 4, "fullatt_block_indexes": bad}})
+    for good in ([], [1, 3], (1, 3)):  # (a tuple, which only Python gives: its class takes one)
+        vkrope.from_hf({**qwen, "vision_config": {"depth": 4, "fullatt_block_indexes": good}})
+    with pytest.raises(ValueError, match=r"^config: hidden_size is \(4096,\) \(of type tuple, which no JSON file "
+                                         r"holds\): llama's config class takes an integer there"):
+        vkrope.from_hf({"model_type": "llama", "hidden_size": (4096,)})  # (a scalar's field refuses any list)
+    gemma = config("gemma-3-4b")
+    for bad in (5, "sliding_attention"):  # (layer_types: check_layer_types', its own rule)
+        with pytest.raises(ValueError, match=r"^config: layer_types must be a list of layer type names; got "):
+            vkrope.from_hf({**gemma, "text_config": {**gemma["text_config"], "layer_types": bad}}, layer=0)
+    # Gemma 4's class does not check the names in a list, but its strict field refuses what is no list
+    assert not vkrope.models.config_rules.rules_of("gemma4_text")["layer_types"]["names"]
+    for bad in (5, ("full_attention",) * 2):  # (a tuple too, which Llama's class takes: read there)
+        with pytest.raises(ValueError, match=r"^config: layer_types must be a list of layer type names; got "):
+            vkrope.from_hf({"model_type": "gemma4_text", "num_hidden_layers": 2, "layer_types": bad}, layer=0)
+    assert not vkrope.models.config_rules.rules_of("llama")["layer_types"]["not_list"]
+    assert len(vkrope.hf_layers({"model_type": "llama", "num_hidden_layers": 2,
+                                 "layer_types": ("full_attention",) * 2})) == 2
+    falcon = {"model_type": "falcon_h1", "mlp_multipliers": [1.0, 1.0]}  # (a float list's field)
+    for good in ([1.0, 1.0], [1.0], []):
+        vkrope.from_hf({**falcon, "mlp_multipliers": good})
+    for bad in ([1, 1], 5):
+        with pytest.raises(ValueError, match=r"^config: mlp_multipliers is "):
+            vkrope.from_hf({**falcon, "mlp_multipliers": bad})
+    with pytest.raises(ValueError, match=r"vision_config\.hidden_size is 1024\.0 \(a float\)"):
+        vkrope.from_hf({"model_type": "llava", "vision_config": {"model_type": "clip_vision_model",
+                                                                 "hidden_size": 1024.0}})
+    with pytest.raises(ValueError, match=r"^config: audio_config has no model_type: musicflamingo's config class "
+                                         r"chooses its audio_config class by it and raises without it"):
+        vkrope.from_hf({"model_type": "musicflamingo", "audio_config": {"activation_dropout": 0.0}})
+    vkrope.from_hf({"model_type": "musicflamingo", "audio_config": {"model_type": "audioflamingo3_encoder"}})
+    vkrope.from_hf({"model_type": "llava", "vision_config": {"hidden_size": 1024, "num_attention_heads": 16}})
+    with pytest.raises(ValueError, match=r"num_mtp_layers is 1\.5 \(a float\)"):
+        vkrope.from_hf({"model_type": "ernie4_5_moe", "num_mtp_layers": 1.5})
+    assert vkrope.from_hf({"model_type": "ernie4_5_moe", "num_mtp_layers": 1}).theta == 500000.0
+
+
 def test_position_ids_of_another_layout_are_named_with_theirs():
     """Qwen3-VL's [4, B, S] of transformers 5 (text, then the three axes: its rotary module gets [1:]) and
     positions per axis for a one-axis RoPE are refused with what they are."""

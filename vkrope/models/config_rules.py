@@ -77,15 +77,18 @@ by building each config class on probe configs; never edited by hand):
   rotate, whether the class raises on a list longer than num_hidden_layers
   (Llama 4's, where the file gives no layer_types), `check_flags_length`;
 - `strict`: {the kinds of value the class raises on: its keys}, for every
-  scalar field of the text config and every key from_hf reads (strict
+  scalar or list field of the text config but layer_types (its own rule,
+  below) and every key from_hf reads (strict
   fields: `head_dim: 96.0`, `sliding_window: true`, `num_attention_heads:
   "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`; a float head key on
   which the text model fails to build, too; a null only for keys from_hf
   does not read, `null_refused` saying the others'), `check_kinds`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
-  `layer_type_names` (transformers' validate_layer_type), or not a list,
-  `check_layer_types`;
+  `layer_type_names` (transformers' validate_layer_type), or not a list
+  (a tuple; "other", an integer, which its strict field refuses), or
+  ("any") any list at all (Falcon-H1's derives them), `check_layer_types`
+  and `check_layer_types_given`;
 - `heads_divide`: whether transformers' code fails on a hidden_size that
   num_attention_heads does not divide (Llama's config class, GPT-J's
   attention; Mistral's takes one), without (`bare`) and beside
@@ -653,15 +656,17 @@ def check_absent(cfg: dict, model_type: str) -> None:
 
 
 # The kinds of value a JSON file holds, by the letters the rules' `strict` names them (the script's KINDS)
-KIND_NAMES = {"n": "null", "b": "a bool", "i": "an integer", "f": "a float", "s": "a string",
+KIND_NAMES = {"n": "null", "b": "a bool", "i": "an integer", "f": "a float", "s": "a string", "e": "an empty list",
               "l": "a list of integers", "m": "a list of other items", "d": "a dict"}
 
 
 def value_kind(value: Any) -> str:
     """The letter of `value`'s kind (KIND_NAMES), by Python's types as the config classes check them (a numpy
-    integer is no int to them): a list is "l" where every item is an int and no bool, "m" otherwise; "?" for
-    what no JSON file holds."""
+    integer is no int to them): a list is "e" where it is empty (a list field of any items may take it), "l"
+    where every item is an int and no bool, "m" otherwise; "?" for what no JSON file holds."""
     if isinstance(value, list):
+        if not value:
+            return "e"
         return "l" if all(isinstance(v, int) and not isinstance(v, bool) for v in value) else "m"
     kinds = ((type(None), "n"), (bool, "b"), (int, "i"), (float, "f"), (str, "s"), (dict, "d"))
     return next((letter for kind, letter in kinds if isinstance(value, kind)), "?")
@@ -682,13 +687,13 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False, 
     rules = _value_rules(cfg, model_type)
     measured: dict[str, list[str]] | None = rules.get("strict")
     unmeasured = measured is None
-    strict = measured if measured is not None else {"bfslmd": ["head_dim", *(k for k, v in defaults.items()
+    strict = measured if measured is not None else {"bfselmd": ["head_dim", *(k for k, v in defaults.items()
                                                                             if type(v) is int)]}
     read = set(table().get("read_keys", ())) if like else None
     for refused, keys in strict.items():
         for key in (k for k in keys if k in cfg and (read is None or k in read)):
             kind = value_kind(cfg[key])
-            if _refused_kind(kind, refused) and not (kind == "?" and key in aliases):
+            if _refused_kind(kind, refused, cfg[key]) and not (kind == "?" and key in aliases):
                 shown, given = _described(cfg[key], kind)
                 raise ValueError(f"config: {key} is {shown}: {model_type}'s config class " + (
                     f"was not measured (vkrope's rules script could not build it of a file without RoPE keys) "
@@ -706,7 +711,9 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
     around it, names another model type than the class measured and its class is chosen by that name (LLaVA's
     AutoConfig: a SigLIP vision_config where the class defaults CLIP's), it is another class's: not checked;
     one naming a type transformers does not have (`known`: the model table's) fails there, and a config at
-    `text_path` or a measured path given as anything but a dict or null (the classes' sub-config fields)."""
+    `text_path` or a measured path given as anything but a dict or null (the classes' sub-config fields), or
+    as a dict without the model_type its class is chosen by where the outer class raises on that
+    (`untyped_fails`: Music Flamingo's audio_config)."""
     outer = rules_of(model_type).get("outer_strict") or {}
     for path in dict.fromkeys([*(".".join(text_path[:n]) for n in range(1, len(text_path) + 1)), *outer]):
         parts = path.split(".") if path else []
@@ -716,6 +723,12 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
                              "class takes a config (a dict) or null there (transformers raises on loading the "
                              "config), so vkrope refuses it too")
     for path, measured in outer.items():
+        parts = path.split(".")
+        given = _node(cfg, ".".join(parts[:-1])).get(parts[-1]) if path else None
+        if measured.get("untyped_fails") and isinstance(given, dict) and "model_type" not in given:
+            raise ValueError(f"config: {path} has no model_type: {model_type}'s config class chooses its {path} "
+                             "class by it and raises without it (transformers fails on loading the config), so "
+                             "vkrope refuses it too")
         named = {at: _node(cfg, at).get("model_type", own) for at, own in measured["chosen"].items()}
         for at, name in named.items():
             if not (isinstance(name, str) and name in known):
@@ -727,7 +740,7 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
         for refused, keys in measured["kinds"].items():
             for key in (k for k in keys if k in node):
                 kind = value_kind(node[key])
-                if _refused_kind(kind, refused):
+                if _refused_kind(kind, refused, node[key]):
                     shown, given = _described(node[key], kind)
                     raise ValueError(f"config: {path + '.' if path else ''}{key} is {shown}: {model_type}'s "
                                      f"{path or 'config'} class {_taken(refused, False, given)} there (transformers "
@@ -742,17 +755,19 @@ def _node(cfg: dict, path: str) -> dict:
     return node if isinstance(node, dict) else {}
 
 
-def _refused_kind(kind: str, refused: str) -> bool:
+def _refused_kind(kind: str, refused: str, value: Any = None) -> bool:
     """Whether a value of `kind` (value_kind's) is refused where the kinds `refused` are: one no JSON file holds
     ("?", a numpy integer) too, as the class's isinstance check refuses it, but not where only the model refuses
-    a float (a head key the class has no field for)."""
+    a float (a head key the class has no field for), nor a tuple (`value`) where the field is a list's (its
+    refused kinds lack one of a list's: a tuple was never probed, and Qwen2.5-VL's vision class takes one)."""
+    if kind == "?" and isinstance(value, tuple) and not ("l" in refused and "m" in refused):
+        return False
     return kind in refused or (kind == "?" and refused != "f")
 
 
 def _described(value: Any, kind: str) -> tuple[str, str]:
     """(the value as a refusal shows it, its kind's words) of a config value of `kind` (value_kind's)."""
-    given = "an empty list" if isinstance(value, list) and not value else KIND_NAMES.get(kind) or \
-        f"of type {type(value).__name__}, which no JSON file holds"
+    given = KIND_NAMES.get(kind) or f"of type {type(value).__name__}, which no JSON file holds"
     return ("null" if kind == "n" else f"{brief(value, 60)} ({given})"), given
 
 
@@ -761,7 +776,8 @@ def _taken(refused: str, null_refused: bool, given: str) -> str:
     among them only where the key's null is not refused (null_refused, measured apart); where that is most kinds
     (a key the class has no field for, whose float its model fails on), what it refuses."""
     taken = [name for c, name in KIND_NAMES.items() if c not in refused and not (c == "n" and null_refused)]
-    return f"takes {' or '.join(taken)}" if len(taken) <= 3 else f"refuses {given}"
+    return f"takes {' or '.join(taken)}" if len(taken) <= 3 else \
+        f"refuses {'a value ' if given.startswith('of type') else ''}{given}"
 
 
 def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None:
@@ -787,21 +803,39 @@ def _unmeasured(rules: dict) -> bool:
     return "strict" in rules and rules["strict"] is None
 
 
+def check_layer_types_given(cfg: dict, model_type: str, aliases: Any) -> None:
+    """A ValueError where the file gives layer_types (or its attribute_map name, `aliases`) at all and the model
+    type's config class raises on any (`layer_types`' "any": Falcon-H1's derives them from its other keys, a
+    property without a setter), said with the key and value as the file gives them."""
+    if not (rules_of(model_type).get("layer_types") or {}).get("any"):
+        return
+    names = {"layer_types"} | {a for a, stored in dict(aliases).items() if stored == "layer_types"} | \
+        {stored for a, stored in dict(aliases).items() if a == "layer_types"}  # (Falcon-H1's layers_block_type)
+    for key in sorted(names):
+        if key in cfg:
+            raise ValueError(f"config: {key} is {brief(cfg[key], 60)}: {model_type}'s config class derives the "
+                             f"layer types itself and raises on loading a file that gives them (even null), so "
+                             f"vkrope refuses it too; leave {key} out")
+
+
 def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
     """A ValueError where the file's layer_types (legacy names renamed) is not a list, has another length than
     num_hidden_layers (the file's, else the class's `default_layers`), or names a type outside transformers'
     layer types, where the model type's config class raises on that on loading (`layer_types`: its
-    validate_layer_type, measured; a class the script could not build refuses each)."""
+    validate_layer_type, measured; a class the script could not build refuses each), or is given at all where
+    the class raises on any list ("any": Falcon-H1's, a property without a setter)."""
     rules = rules_of(model_type)
     rule = rules.get("layer_types")
     if rule is None and _unmeasured(rules):  # (refused rather than guessed)
-        rule = dict.fromkeys(("shorter", "longer", "names", "not_list"), True)
+        rule = dict.fromkeys(("shorter", "longer", "names", "not_list", "other"), True)
     types = cfg.get("layer_types")
     if rule is None or types is None:
         return
-    # (validate_layer_type iterates what it is given, a string's letters, a dict's keys: refused where the class
-    # runs it, "names"; a tuple, which only Python gives, where the class refuses one)
-    if not isinstance(types, list) and rule["not_list" if isinstance(types, tuple) else "names"]:
+    # (a value no list, measured as the integer 5, "other": the classes' strict list field refuses it, or their
+    # validate_layer_type fails iterating it; Gemma 4's and Qwen3's refuse a string, a float, a bool and a dict
+    # alike; Llama's, whose field is not strict, iterates a dict's keys and takes it, which vkrope refuses: no
+    # file holds one. A tuple, which only Python gives, where the class refuses one)
+    if not isinstance(types, list) and (rule["not_list"] if isinstance(types, tuple) else rule.get("other", True)):
         raise ValueError(f"config: layer_types must be a list of layer type names; got {brief(types, 60)} "
                          f"({model_type}'s config class raises on loading it)")
     if not isinstance(types, list):

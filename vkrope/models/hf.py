@@ -102,6 +102,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
                              e.get("aliases", {}))
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
+    config_rules.check_layer_types_given(merged, model_type, e.get("aliases", {}))  # (as the file names it)
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
     config_rules.check_absent(merged, model_type)
