@@ -900,7 +900,7 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
     """Into `gold`: of a composite's other configs (outer_kinds'), files giving the first key of each path's
     first group a value of two kinds it refuses and of one it takes (as other_kinds), with what the classes
     made of them (None where they raise: from_hf must refuse those)."""
-    from transformers import AutoConfig, PreTrainedConfig  # noqa: PLC0415
+    from transformers import AutoConfig  # noqa: PLC0415
 
     try:
         outer = AutoConfig.for_model(t, **_inside(e["text_config"], dict(FILL.get(t, {}))))
@@ -909,8 +909,7 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
     for n, (path, measured) in enumerate(sorted((rules.get("outer_strict") or {}).items())):
         node = functools.reduce(lambda c, k: vars(c)[k], path.split(".") if path else [], outer)
         if measured.get("untyped_fails"):  # (the preset without its model_type: the class raises)
-            bare = {k: v for k, v in node.to_dict().items() if k != "model_type"
-                    and not isinstance(vars(node).get(k), PreTrainedConfig)}
+            bare = {k: v for k, v in _own_values(node).items() if k != "model_type"}
             gold += [{"config": _merged(file_config(t, e, {}), _inside(path.split("."), bare)), "layer_type": lt,
                       "want": None} for lt in lts or [None]]
         if not measured["kinds"]:
@@ -918,8 +917,7 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
         letters, keys = next(iter(measured["kinds"].items()))
         own = config_rules.value_kind(node.to_dict().get(keys[0]))  # (not its own kind: a value its validator
         taken = [c for c in KINDS if c not in letters and c not in ("s", own)]  # may refuse, not the kind)
-        preset = {k: v for k, v in node.to_dict().items() if not isinstance(vars(node).get(k), PreTrainedConfig)
-                  } if path else {}  # (beside the preset's other values, as outer_kinds measured the key)
+        preset = _own_values(node) if path else {}  # (beside the preset's other values, as outer_kinds measured it)
         for c in dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]]):
             cfg = _merged(file_config(t, e, {}), _inside(path.split(".") if path else [],
                                                          {**preset, keys[0]: OTHER_VALUES[c]}))
@@ -1225,7 +1223,7 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
         auto = {f for f, cls in getattr(type(node), "sub_configs", {}).items() if cls is AutoConfig}
         nodes += [([*path, f], sub, {**chosen, **({".".join([*path, f]): sub.model_type} if f in auto else {})})
                   for f, sub in subs.items() if [*path, f] != text_path]
-        saved = {k: v for k, v in node.to_dict().items() if k not in subs}
+        saved = _own_values(node)
         fields = dataclasses.fields(node) if dataclasses.is_dataclass(node) else ()
         own = {f.name: saved.get(f.name) for f in fields if f.name in saved and f.name not in subs}
 
@@ -1247,6 +1245,14 @@ def outer_kinds(t: str, e: dict) -> dict[str, dict[str, Any]] | None:
             # vision, is not)
             out[".".join(path)] = {"chosen": chosen, "kinds": grouped, **({"untyped_fails": True} if untyped else {})}
     return out
+
+
+def _own_values(node: Any) -> dict:
+    """A config's saved values but its sub-configs' (the preset a file gives at its path): vars, not getattr,
+    finds those (a heterogeneous class refuses getattr of a per-layer key)."""
+    from transformers import PreTrainedConfig  # noqa: PLC0415
+
+    return {k: v for k, v in node.to_dict().items() if not isinstance(vars(node).get(k), PreTrainedConfig)}
 
 
 def _merged(a: dict, b: dict) -> dict:

@@ -716,15 +716,13 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
     (`untyped_fails`: Music Flamingo's audio_config)."""
     outer = rules_of(model_type).get("outer_strict") or {}
     for path in dict.fromkeys([*(".".join(text_path[:n]) for n in range(1, len(text_path) + 1)), *outer]):
-        parts = path.split(".") if path else []
-        given = _node(cfg, ".".join(parts[:-1])).get(parts[-1]) if parts else None
+        given = _at(cfg, path)
         if given is not None and not isinstance(given, dict):
             raise ValueError(f"config: {path} is {_described(given, value_kind(given))[0]}: {model_type}'s config "
                              "class takes a config (a dict) or null there (transformers raises on loading the "
                              "config), so vkrope refuses it too")
     for path, measured in outer.items():
-        parts = path.split(".")
-        given = _node(cfg, ".".join(parts[:-1])).get(parts[-1]) if path else None
+        given = _at(cfg, path)
         if measured.get("untyped_fails") and isinstance(given, dict) and "model_type" not in given:
             raise ValueError(f"config: {path} has no model_type: {model_type}'s config class chooses its {path} "
                              "class by it and raises without it (transformers fails on loading the config), so "
@@ -745,6 +743,12 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
                     raise ValueError(f"config: {path + '.' if path else ''}{key} is {shown}: {model_type}'s "
                                      f"{path or 'config'} class {_taken(refused, False, given)} there (transformers "
                                      "raises on loading the config), so vkrope refuses it too")
+
+
+def _at(cfg: dict, path: str) -> Any:
+    """What the file gives at dotted `path` in `cfg` (None where nothing, or "" the outer config)."""
+    parts = path.split(".") if path else []
+    return _node(cfg, ".".join(parts[:-1])).get(parts[-1]) if parts else None
 
 
 def _node(cfg: dict, path: str) -> dict:
