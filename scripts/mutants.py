@@ -2281,8 +2281,8 @@ MUTATIONS = [
              '    if not (rules_of(model_type).get("layer_types") or {}).get("any"):\n        return',
              "    if True:\n        return"),
     Mutation("a sub-config without the model_type its class is chosen by read (Music Flamingo's audio_config)",
-             RULES, '        if measured.get("untyped_fails") and isinstance(given, dict) and "model_type" not in given:',
-             "        if False:"),
+             RULES, '        if (outer.get(path) or {}).get("untyped_fails") and isinstance(given, dict) and "model_type" '
+                    'not in given:', "        if False:"),
     Mutation("a tuple refused for a list's field (never probed: Qwen2.5-VL's vision class takes one)", RULES,
              '    if kind == "?" and isinstance(value, tuple) and not ("l" in refused and "m" in refused):',
              "    if False:"),

@@ -721,12 +721,11 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
             raise ValueError(f"config: {path} is {_described(given, value_kind(given))[0]}: {model_type}'s config "
                              "class takes a config (a dict) or null there (transformers raises on loading the "
                              "config), so vkrope refuses it too")
-    for path, measured in outer.items():
-        given = _at(cfg, path)
-        if measured.get("untyped_fails") and isinstance(given, dict) and "model_type" not in given:
+        if (outer.get(path) or {}).get("untyped_fails") and isinstance(given, dict) and "model_type" not in given:
             raise ValueError(f"config: {path} has no model_type: {model_type}'s config class chooses its {path} "
                              "class by it and raises without it (transformers fails on loading the config), so "
                              "vkrope refuses it too")
+    for path, measured in outer.items():
         named = {at: _node(cfg, at).get("model_type", own) for at, own in measured["chosen"].items()}
         for at, name in named.items():
             if not (isinstance(name, str) and name in known):
