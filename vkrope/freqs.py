@@ -172,7 +172,7 @@ def finite(value: Any) -> bool:
 
 def _check_real(name: str, value: Any) -> None:
     if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
-        raise TypeError(f"{name} must be a number; got {typed(value)}")
+        raise TypeError(f"{name} must be a real number (a Python or numpy int or float); got {typed(value)}")
 
 
 def _check_positive(name: str, value: Any) -> None:
@@ -873,10 +873,16 @@ class AxialFreqs(FrequencySpec):
         channels (x, then y), the grid's (x, y) per table row
         (`apply(x, spec)` and `apply(x, nd, positions=ids)` agree to float32
         rounding; for `repeat` frames tile the ids, and excluded tokens
-        take ids 0, which rotate by nothing: finite values unchanged, an inf
-        in a pair NaN as the formula makes it, where `exclude_last` keeps
-        it)."""
-        nd = NdFreqs((self.dim // 2, self.dim // 2), self.theta, angle=self.angle)
+        take ids 0, which rotate by nothing: finite values equal in value (a
+        -0.0 beside a negative value comes back +0.0), an inf in a pair NaN
+        as the formula makes it, where `exclude_last` keeps it). A
+        ValueError where angle='exact' and theta < 1 gives a frequency of
+        2 pi or more, which the N-D exact kernel does not take."""
+        try:
+            nd = NdFreqs((self.dim // 2, self.dim // 2), self.theta, angle=self.angle)
+        except ValueError as e:  # (theta below 1: the N-D exact kernel keeps frequencies below 2 pi)
+            raise ValueError(f"as_nd(): this AxialFreqs has no exact N-D twin: {e} "
+                             "(AxialFreqs(..., angle='float32').as_nd() has one)") from None
         r = np.arange(self.rows)
         return nd, np.stack([r % self.end_x, r // self.end_x], -1).astype(np.float64)
 
@@ -952,7 +958,8 @@ class NdFreqs(FrequencySpec):
             # integer, not times an id's fraction once the frequency passes 2 pi.
             f = float(np.max(self.inv_freq64))
             if f >= 2 * math.pi:
-                raise ValueError(f"angle='exact' needs every frequency below 2 pi; theta {self.theta} gives {f:.4g} "
+                shown = self.theta[0] if len(self.theta) == 1 else self.theta
+                raise ValueError(f"angle='exact' needs every frequency below 2 pi; theta {shown} gives {f:.4g} "
                                  "(a theta below 1); use angle='float32'")
 
     @property

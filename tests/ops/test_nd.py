@@ -10,6 +10,7 @@ by scripts/diffusers_golden.py; and a float64 oracle from the formulas
 
 from __future__ import annotations
 
+import fractions
 from pathlib import Path
 
 import numpy as np
@@ -299,12 +300,24 @@ def test_wan_and_cogvideox_widths():
     (dict(axes_dim=(16, 16), theta=0.0), ValueError, "theta must be a positive"),
     (dict(axes_dim=(16, 16), angle="float64"), ValueError, "angle must be one of"),
     (dict(axes_dim=(16, 16), interleaved="yes"), TypeError, "interleaved must be a bool"),
-    (dict(axes_dim=(4,), theta=0.01), ValueError, "below 2 pi"),
+    (dict(axes_dim=(4,), theta=0.01), ValueError, r"below 2 pi; theta 0\.01 gives 10 "),  # (one base: no tuple)
+    (dict(axes_dim=(4,), theta=fractions.Fraction(10000)), TypeError,  # (a number, not one vkrope takes)
+     r"^theta must be a real number \(a Python or numpy int or float\); got Fraction"),
     (dict(axes_dim=(1 << 40,)), ValueError, "at most 65536 channels"),
 ])
 def test_bad_specs(kwargs, error, match):
     with pytest.raises(error, match=match):
         vkrope.NdFreqs(**kwargs)
+
+
+def test_as_nd_names_the_axial_spec_it_has_no_twin_of():
+    """An exact AxialFreqs with theta below 1 is taken (its own kernel reduces any frequency); the N-D exact
+    kernel keeps frequencies below 2 pi, so as_nd() says which spec has no twin and which one has (an
+    adversary's: the error named an NdFreqs the user never made)."""
+    with pytest.raises(ValueError, match=r"^as_nd\(\): this AxialFreqs has no exact N-D twin: .*below 2 pi"):
+        vkrope.AxialFreqs(8, 5, 5, theta=1e-3, angle="exact").as_nd()
+    nd, ids = vkrope.AxialFreqs(8, 5, 5, theta=1e-3, angle="float32").as_nd()
+    assert nd.angle == "float32" and ids.shape == (25, 2)
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
