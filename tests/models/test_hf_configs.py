@@ -452,6 +452,25 @@ def test_dynamic_is_decided_per_call_without_state():
     assert not np.array_equal(c[..., 1, :], d[..., 1, :])  # beyond the length the base grows
 
 
+@pytest.mark.parametrize("seq_len, error, match", [
+    (float("inf"), TypeError, r"^seq_len must be an int \(max\(position_ids\) \+ 1\) or None; got float inf$"),
+    (float("nan"), TypeError, "got float nan"), (5000.5, TypeError, "got float 5000.5"),
+    (True, TypeError, "got bool True"), ("8192", TypeError, "got str '8192'"), ([5000], TypeError, "got list"),
+    (-5, ValueError, r"^seq_len must be >= 0 and below 2\^64; got -5$"), (2**64, ValueError, "below 2\\^64"),
+])
+def test_a_call_length_is_checked_before_it_picks_factors(seq_len, error, match):
+    """inv_freq and attention_factor_for decide by a comparison with seq_len: NaN picked longrope's short
+    factors, inf a dynamic base of 1 (an adversary's); each is refused, naming seq_len, and an int of numpy's
+    is taken as Python's."""
+    for name in ("llama-2-7b-dynamic", "phi-3.5-mini"):
+        rope = vkrope.from_hf(config(name))
+        for call in (rope.inv_freq, rope.attention_factor_for):
+            with pytest.raises(error, match=match):
+                call(seq_len)
+        assert np.array_equal(rope.inv_freq(np.int64(9000)), rope.inv_freq(9000))
+        assert rope.attention_factor_for(np.int64(9000)) == rope.attention_factor_for(9000)
+
+
 # --- configs: both styles, errors -------------------------------------------------------
 def test_transformers5_style_equals_hub_style():
     hub = config("llama-3.1-8b")

@@ -65,6 +65,18 @@ def seq_len_of(position_ids: Any) -> int | None:
     return int(p.max()) + 1 if p.size else 0
 
 
+def checked_seq_len(seq_len: Any) -> int | None:
+    """`seq_len` as an int >= 0 (a call's max(position_ids) + 1), None as None; a TypeError / ValueError naming
+    it otherwise (a float, NaN or inf would pick longrope's factors or dynamic's base by a comparison alone)."""
+    if seq_len is None:
+        return None
+    if not is_int(seq_len):
+        raise TypeError(f"seq_len must be an int (max(position_ids) + 1) or None; got {typed(seq_len)}")
+    if not 0 <= seq_len <= MAX_INT:  # (past it: no position, and float() of the dynamic base may overflow)
+        raise ValueError(f"seq_len must be >= 0 and below 2^64; got {brief(seq_len)}")
+    return int(seq_len)
+
+
 def _positive_int(name: str, value: Any) -> None:
     if not is_int(value):
         raise TypeError(f"{name} must be an int; got {brief(value)}")
@@ -219,7 +231,7 @@ class ModelRope:
     def attention_factor_for(self, seq_len: int | None) -> float:
         """The attention factor of a call whose max(position_ids) + 1 is `seq_len`: `attention_factor`, except
         for longrope with `short_mscale` / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
-        pair = mscales(self)
+        seq_len, pair = checked_seq_len(seq_len), mscales(self)
         return self.attention_factor if pair is None else pair[is_long(self, seq_len)]
 
     def seq_len(self, position_ids: Any) -> int | None:
@@ -237,7 +249,7 @@ class ModelRope:
         transformers' module starts), as transformers computes them
         (float32: step by step in float32; float64: the same formulas in
         float64, the exact angle's)."""
-        t = as_dtype(dtype).type
+        seq_len, t = checked_seq_len(seq_len), as_dtype(dtype).type
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             inv = RULES[self.rope_type].inv_freq(self, seq_len, t)
             if self.freq_factors is not None:
