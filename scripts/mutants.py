@@ -1430,7 +1430,7 @@ MUTATIONS = [
     Mutation("as_nd: an exact AxialFreqs without an exact N-D twin raises NdFreqs' own error", FREQS,
              "        except ValueError as e:  # (theta below 1", "        except TypeError as e:  # (theta below 1"),
     Mutation("NdFreqs: one base shown as a tuple in the exact range's error", FREQS,
-             "shown = self.theta[0] if len(self.theta) == 1 else self.theta", "shown = self.theta"),
+             "shown = self.thetas[0] if len(self.thetas) == 1 else self.thetas", "shown = self.thetas"),
     Mutation("grid_ids: a grid with an empty axis builds its other axes", "vkrope/freqs.py",
              "    if cells == 0:\n        return np.zeros((0, n_axes))", "    if False:\n        return np.zeros((0, n_axes))"),
     Mutation("a long argument's description cut mid-way without saying so", "vkrope/arguments.py",

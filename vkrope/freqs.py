@@ -958,7 +958,7 @@ class NdFreqs(FrequencySpec):
             # integer, not times an id's fraction once the frequency passes 2 pi.
             f = float(np.max(self.inv_freq64))
             if f >= 2 * math.pi:
-                shown = self.theta[0] if len(self.theta) == 1 else self.theta
+                shown = self.thetas[0] if len(self.thetas) == 1 else self.thetas
                 raise ValueError(f"angle='exact' needs every frequency below 2 pi; theta {shown} gives {f:.4g} "
                                  "(a theta below 1); use angle='float32'")
 

@@ -116,6 +116,8 @@ def test_phi35_longrope_from_gguf(tmp_path):
         for n in (10, 4096, 4097, 100000):  # (every position of the run: the context's factors)
             assert np.array_equal(g.inv_freq(n), h.inv_freq(picks)), (context, n)
         assert np.float32(g.attention_factor) == np.float32(h.attention_factor)
+        assert g.recompute_at is None  # (llama.cpp keeps its cache: the context's factors throughout)
+    assert h.recompute_at == 4097  # (transformers' generate() rotates every key anew there)
     assert vkrope.from_gguf(path, context_length=2**32 - 256) == vkrope.from_gguf(path, context_length=131072)
     # (past 2^32 - 256 llama.cpp's uint32_t GGML_PAD wraps the context to 0: "n_ctx_seq == 0")
     for bad, error in ((0, ValueError), (2**32 - 255, ValueError), (2**32, ValueError), (True, TypeError),

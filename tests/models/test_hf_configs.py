@@ -452,6 +452,25 @@ def test_dynamic_is_decided_per_call_without_state():
     assert not np.array_equal(c[..., 1, :], d[..., 1, :])  # beyond the length the base grows
 
 
+def test_recompute_at_says_where_generate_rotates_the_cached_keys_anew():
+    """transformers' generate() for Phi-3, Phi-3.5-MoE and Phi-4-multimodal drops its KV cache when the input
+    first holds original_max_position_embeddings + 1 tokens and runs every position again, with the long factors
+    (PhiMoE: long_mscale): a decode loop that rotated each key once differs from the model from that step (an
+    adversary's, tracing generate()). recompute_at names that length where the rotation changes there, and is
+    None where nothing cached would change (no longrope), and for other model types (Llama's longrope keeps
+    its cache; a GGUF's: test_gguf)."""
+    for name in ("phi-3.5-mini", "phi-3.5-moe-shape", "phi-4-mini-shape"):
+        c = config(name)
+        assert vkrope.from_hf(c).recompute_at == 4096 + 1, name
+        assert vkrope.from_hf({**c, "original_max_position_embeddings": 1000,
+                               "rope_scaling": {**c["rope_scaling"], "original_max_position_embeddings": 1000}
+                               }).recompute_at == 1001, name
+    phi3 = config("phi-3.5-mini")
+    assert vkrope.from_hf({**phi3, "rope_scaling": None}).recompute_at is None  # (default: the keys unchanged)
+    assert vkrope.from_hf({**phi3, "model_type": "llama", "architectures": ["LlamaForCausalLM"]}).recompute_at is None
+    assert vkrope.from_hf(config("phi-2")).recompute_at is None and vkrope.from_hf(config("llama-2-7b-dynamic")).recompute_at is None
+
+
 @pytest.mark.parametrize("seq_len, error, match", [
     (float("inf"), TypeError, r"^seq_len must be an int \(max\(position_ids\) \+ 1\) or None; got float inf$"),
     (float("nan"), TypeError, "got float nan"), (5000.5, TypeError, "got float 5000.5"),

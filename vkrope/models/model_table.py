@@ -45,6 +45,32 @@ def position_limited() -> dict[str, int]:
         return dict(json.load(f)["models"])
 
 
+# The model types whose generation drops its KV cache past original_max_position_embeddings (scripts/hf_cache_drops.py)
+DROPS_PATH = os.path.join(os.path.dirname(PATH), "hf_cache_drops.json")
+
+
+@lru_cache(maxsize=1)
+def cache_dropped() -> frozenset[str]:
+    """The model types whose generate() in transformers drops its KV cache when the sequence first grows past
+    original_max_position_embeddings and runs every position again (Phi-3's family)."""
+    with open(DROPS_PATH, encoding="utf-8") as f:
+        return frozenset(json.load(f)["models"])
+
+
+def recompute_at(rope: Any) -> int | None:
+    """`ModelRope.recompute_at`: original_max_position_embeddings + 1 for a config of a type in cache_dropped()
+    whose frequencies or attention factor differ there from the call before (longrope's long factors,
+    PhiMoE's long_mscale); None otherwise (a recomputed key is then the key cached: nothing to rewrite)."""
+    if rope.source != "config" or rope.model not in cache_dropped() or not rope.uses_seq_len():
+        return None
+    n = rope.original_max_position_embeddings
+    if n is None:
+        return None
+    same = (np.array_equal(rope.inv_freq(n), rope.inv_freq(n + 1))
+            and rope.attention_factor_for(n) == rope.attention_factor_for(n + 1))
+    return None if same else n + 1
+
+
 def within_limit(rope: Any, position_ids: Any) -> None:
     """A ValueError where a ModelRope read from a config (`rope.source` "config") is of a model type whose
     rotary module reads a fixed table of max_position_embeddings rows (GPT-J, CodeGen) and a position reaches

@@ -26,7 +26,7 @@ import numpy as np
 from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_angle, check_head_dim,
                      check_position_ids, finite, typed)
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
-from .model_table import within_limit
+from .model_table import recompute_at, within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
 
 ROPE_TYPES = tuple(RULES)
@@ -233,6 +233,15 @@ class ModelRope:
         for longrope with `short_mscale` / `long_mscale` (Phi-3.5-MoE): long_mscale past the original length."""
         seq_len, pair = checked_seq_len(seq_len), mscales(self)
         return self.attention_factor if pair is None else pair[is_long(self, seq_len)]
+
+    @property
+    def recompute_at(self) -> int | None:
+        """The sequence length (input_ids' length, padding included) at which the model's own generate() in
+        transformers drops its KV cache and runs every position again, where that call's frequencies differ
+        from the calls' before (Phi-3, Phi-3.5-MoE, Phi-4-multimodal with longrope: original_max_position_embeddings
+        + 1, the first call with the long factors): a decode loop matching generate() runs its prefill again
+        over the whole sequence then, rewriting every cached key. None for every other model (and a GGUF's)."""
+        return recompute_at(self)
 
     def seq_len(self, position_ids: Any) -> int | None:
         """max(position_ids) + 1 (None without positions): what dynamic and longrope decide by."""
