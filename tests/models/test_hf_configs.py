@@ -467,6 +467,8 @@ def test_recompute_at_says_where_generate_rotates_the_cached_keys_anew():
                                }).recompute_at == 1001, name
     phi3 = config("phi-3.5-mini")
     assert vkrope.from_hf({**phi3, "rope_scaling": None}).recompute_at is None  # (default: the keys unchanged)
+    moe = config("phi-3.5-moe-shape")  # (PhiMoE keeps its short factors: equal mscales change nothing)
+    assert vkrope.from_hf({**moe, "rope_scaling": {**moe["rope_scaling"], "long_mscale": 1.1}}).recompute_at is None
     assert vkrope.from_hf({**phi3, "model_type": "llama", "architectures": ["LlamaForCausalLM"]}).recompute_at is None
     assert vkrope.from_hf(config("phi-2")).recompute_at is None and vkrope.from_hf(config("llama-2-7b-dynamic")).recompute_at is None
 
