@@ -1431,6 +1431,8 @@ MUTATIONS = [
              "    return None if same else n + 1", "    return n + 1"),
     Mutation("recompute_at: the drop table unread (never named)", "vkrope/models/model_table.py",
              "rope.model not in cache_dropped()", "rope.model in ()"),
+    Mutation("pow32: a float64 power on a float32 midpoint rounded twice", FREQS,
+             "    for i in np.flatnonzero(near):", "    for i in np.flatnonzero(near & False):"),
     Mutation("as_nd: an exact AxialFreqs without an exact N-D twin raises NdFreqs' own error", FREQS,
              "        except ValueError as e:  # (theta below 1", "        except TypeError as e:  # (theta below 1"),
     Mutation("NdFreqs: one base shown as a tuple in the exact range's error", FREQS,

@@ -111,18 +111,40 @@ def pow64(base: float, exps: Any) -> np.ndarray:
 
 
 def pow32(base: float, exps: np.ndarray) -> np.ndarray:
-    """float32(base) ** exps (float32 [n]) rounded to float32: libm's
-    float64 power of the float32 operands (math.pow, not numpy's, which
-    picks a SIMD loop by CPU), then rounded to float32. Two roundings, but
-    a float64 power is off by far less than the distance of any float32
-    power here to a rounding midpoint: correctly rounded on every case
-    checked (tests/kernels/test_generated.py, against 60-digit decimal). The
-    frameworks take this power from their own library (torch 2.13 differed
-    from it by 1 ulp on 3 of the 272 powers in tests/torch_golden.py;
-    numpy's float32 power, which differs by CPU, on 46 of them on an
-    AVX-512 host, numpy 2.4): the correctly rounded one gives every host
-    the same bits."""
-    return pow64(float(np.float32(base)), np.asarray(exps, np.float32)).astype(np.float32)
+    """float32(base) ** exps (float32 [n]) correctly rounded to float32:
+    libm's float64 power of the float32 operands (math.pow, not numpy's,
+    which picks a SIMD loop by CPU) rounded to float32, except where that
+    power lies within 2^-40 of it from a float32 rounding midpoint, where
+    rounding twice may take the wrong side (base 699987000, 80 channels,
+    column 7: an adversary's): there the side is taken from the power in
+    60-digit decimal (`_side_of_midpoint`). The frameworks take this power
+    from their own library (torch 2.13 differed from it by 1 ulp on 3 of
+    the 272 powers in tests/torch_golden.py; numpy's float32 power, which
+    differs by CPU, on 46 of them on an AVX-512 host, numpy 2.4): the
+    correctly rounded one gives every host the same bits."""
+    b, e = float(np.float32(base)), np.asarray(exps, np.float32).reshape(-1)
+    wide = pow64(b, e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = wide.astype(np.float32)
+        toward = np.nextafter(out, np.where(wide > out, np.float32(np.inf), np.float32(0)))
+        mid = (out.astype(np.float64) + toward) / 2  # (exact in float64)
+        near = np.isfinite(mid) & (mid > 0) & (toward != out) & (np.abs(wide - mid) <= mid * 2.0**-40)
+    for i in np.flatnonzero(near):
+        out[i] = _side_of_midpoint(b, float(e[i]), float(mid[i]), out[i], toward[i])
+    return out
+
+
+def _side_of_midpoint(base: float, e: float, mid: float, a: np.float32, b: np.float32) -> np.float32:
+    """Of two adjacent float32s `a`, `b` around `mid`, the nearest to base ** e (exact operands) by 60-digit
+    decimal; a tie (no power of these operands is one) to the even one."""
+    import decimal  # noqa: PLC0415  (rarely: a power near a midpoint)
+
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        d = (decimal.Decimal(base).ln() * decimal.Decimal(e)).exp() - decimal.Decimal(mid)
+    if d == 0:
+        return a if int(a.view(np.int32)) % 2 == 0 else b
+    return max(a, b) if d > 0 else min(a, b)
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most: str = "2^64 - 1") -> None:
