@@ -1433,6 +1433,8 @@ MUTATIONS = [
              "rope.model not in cache_dropped()", "rope.model in ()"),
     Mutation("pow32: a float64 power on a float32 midpoint rounded twice", FREQS,
              "    for i in np.flatnonzero(near):", "    for i in np.flatnonzero(near & False):"),
+    Mutation("check_position_ids: a masked array's positions read without their mask", FREQS,
+             "    refuse_subclass(name, position_ids)  # (a mask", "    pass  # (a mask"),
     Mutation("as_nd: an exact AxialFreqs without an exact N-D twin raises NdFreqs' own error", FREQS,
              "        except ValueError as e:  # (theta below 1", "        except TypeError as e:  # (theta below 1"),
     Mutation("NdFreqs: one base shown as a tuple in the exact range's error", FREQS,

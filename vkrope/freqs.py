@@ -255,6 +255,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
     if not isinstance(position_ids, np.ndarray):
         raise TypeError(f"{name} must be a numpy integer array [B, S]{' (or [3, B, S] or [1, B, S] for M-RoPE)' if mrope else ''}; "
                         f"got {type(position_ids).__name__}{asarray_hint(name, position_ids)}")
+    refuse_subclass(name, position_ids)  # (a mask would be ignored: as every op's other position arguments)
     p = position_ids
     if not is_integer_dtype(p.dtype):
         raise TypeError(f"{name} must be integers; got dtype {p.dtype}")

@@ -609,6 +609,13 @@ def test_layer_type_errors_and_inputs(tmp_path):
      "head dim is 128 .of which 128 rotate.; this call.s heads have D = 64"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q[..., :64], k[..., :64], vkrope.InvFreqs(r.inv_freq()),
                                                  np.zeros((1, 2), np.int64)), ValueError, "rotary dim 128"),
+    # (a mask would be ignored, as every other op's positions refuse it: an adversary's)
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.ma.masked_array([[0, 9]], mask=[[0, 1]])), TypeError,
+     r"^position_ids must be a plain numpy array, not a masked array \(vkrope would ignore the mask\)"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, vkrope.InvFreqs(r.inv_freq()), np.ma.masked_array([[0, 9]])),
+     TypeError, "not a masked array"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.asarray([[0, 1]]).view(np.matrix)), TypeError,
+     r"^position_ids must be a plain numpy array, not np\.matrix"),
 ])
 def test_bad_calls_are_refused_before_gpu_work(call, exc, match):
     rope = vkrope.from_hf(config("llama-3.1-8b"))
