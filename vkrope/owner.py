@@ -89,6 +89,8 @@ class DeviceOwner:
                 raise
             self._ctx = ctx
             _live.add(self)
+            _open[id(ctx)] = (weakref.ref(self), ctx, self._rt)
+            _finish_orphans()
 
     # --- facts ------------------------------------------------------------
     @property
@@ -165,6 +167,7 @@ class DeviceOwner:
                 self._closing, self._closed_why = True, why
                 _abandoned.append(self._ctx)
                 _abandoned_arrays.extend(self._rt.imports.pinned())  # the device may still use their memory
+                _open.pop(id(self._ctx), None)  # (never closed: not an orphan to complete either)
                 self._ctx = None
                 return " (it was still running after a second wait, so its memory is left to the driver)"
             except VkropeError:
@@ -254,6 +257,7 @@ class DeviceOwner:
             # Every step of Context.close is idempotent and the context stays
             # ours until it returns: an interruption anywhere in it loses nothing.
             ctx.close()
+            _open.pop(id(ctx), None)
             self._deferred.clear()  # (their memory went with the context)
             self._rt.imports.drop()  # (their memory objects went with the context; before the context is
             self._ctx = None         # forgotten: an interrupted close() called again completes this too)
@@ -433,7 +437,26 @@ _abandoned: list[Context] = []
 _abandoned_arrays: list[np.ndarray] = []
 
 
+# Each open device's context and runtime until its close completes, beside a weak reference to its owner: a
+# close interrupted in a collected Device's finalizer (a Ctrl-C landing anywhere in __del__, its first
+# instruction included) leaves nobody to call close() again and the weak _live set forgets it, so the next
+# Device opened, or the interpreter's exit, completes it (a leaked device keeps its driver threads and memory;
+# the runtime kept here keeps its kept imports' numpy memory meanwhile).
+_open: "dict[int, tuple[weakref.ref[DeviceOwner], Context, Runtime]]" = {}
+
+
+def _finish_orphans() -> None:
+    """Complete the close of every device whose owner was collected before its close completed (under
+    OPENING, or at exit: one thread at a time)."""
+    for key, (owner, ctx, rt) in list(_open.items()):
+        if owner() is None:
+            ctx.close()
+            rt.imports.drop()
+            _open.pop(key, None)
+
+
 def _close_all() -> None:
+    _finish_orphans()
     for dev in list(_live):
         dev._close("the interpreter exited")
 
@@ -488,6 +511,7 @@ def _abandon_all_in_child() -> None:
         dev._ctx = None
         dev._closed_why = "it belongs to the parent process; this is a forked child"
     _live.clear()
+    _open.clear()  # (the parent's contexts: never touched here)
 
 
 atexit.register(_close_all)

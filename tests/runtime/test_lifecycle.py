@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import vkrope
+import vkrope.owner as owner
 import vkrope.runtime.engine
 from vkrope.vk import binding as b
 from vkrope.vk.binding import live_handles
@@ -367,6 +368,46 @@ def _points_in(fn) -> int:
     finally:
         sys.settrace(None)
     return seen[0]
+
+
+def _orphans() -> list:
+    """The open contexts whose Device was collected before its close completed."""
+    return [ctx for ref, ctx, _ in owner._open.values() if ref() is None]
+
+
+@pytest.mark.usefixtures("frozen_gc")
+def test_a_close_interrupted_in_the_finalizer_is_completed_by_the_next_device(monkeypatch):
+    """A Ctrl-C landing in a collected Device's close (its __del__) left the device open with nobody holding
+    it to close it again, and out of the exit's reach (a weak set): its driver threads and memory leaked for
+    the process's life (an adversary's). Interrupted at points across the whole close, its first instruction
+    included, the next Device opened completes the close, and every Vulkan object goes."""
+    reported: list[type] = []  # (CPython's own hook prints the Ctrl-C and drops it; pytest's keeps its traceback,
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(type(u.exc_value)))  # and so the Device)
+    gc.collect()
+    baseline = live_handles()
+    dev, keep = _busy_device()
+    events = _points_in(dev.close)
+    del dev, keep
+    interrupted = 0
+    for k in sorted({1, 2, events // 4, events // 2, 3 * events // 4, events - 1}):
+        dev, keep = _busy_device()
+        del keep  # (its arrays go first: the device is then only the test's)
+        hook, _ = _interrupt_at(int(k))
+        sys.settrace(hook)
+        try:
+            del dev  # (its finalizer closes it; the interrupt lands in that close, reported and ignored)
+        finally:
+            sys.settrace(None)
+        interrupted += len(_orphans())
+        with vkrope.Device():  # (opening one completes the close)
+            assert not _orphans()
+        gc.collect()
+        assert live_handles() == baseline, f"interrupted at event {k} of {events}"
+    assert interrupted >= 4 and set(reported) == {KeyboardInterrupt}
+    dev = vkrope.Device()
+    ctx = dev._ctx
+    dev.close()  # (a close that completes forgets the context: nothing kept for the exit)
+    assert all(c is not ctx for _, c, _ in owner._open.values())
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
@@ -752,6 +793,11 @@ def test_a_device_whose_work_never_finishes_is_abandoned_not_destroyed(monkeypat
     with pytest.raises(vkrope.DeviceTimeoutError, match=r"still running after a second wait, so its memory is left"):
         dev.apply(x, f)
     assert dev.closed and "VKROPE_TIMEOUT_S" in dev.closed_why
+    ctx = owner._abandoned[-1]
+    del dev
+    gc.collect()
+    with vkrope.Device():  # (a collected device's unfinished close is completed here: not an abandoned one's)
+        assert not ctx.closed
     ctx = owner._abandoned.pop()  # kept, not destroyed; here the work did finish: tidy up
     ctx.close()
 
