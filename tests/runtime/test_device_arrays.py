@@ -147,6 +147,15 @@ def test_numpy_operators_and_functions_work_on_a_host_copy(device):
                       (np.sum(xd), 28.0), (np.max(xd), 7.0), (np.mean(xd), 3.5), (x == xd, np.ones((2, 4), bool))):
         assert np.array_equal(got, want)
     assert any(xd is a for a in [x, xd]) and np.allclose(xd, x)
+    # == / != with a number compare values too (they compared identities: `arr == 1.0` was False, silently, an
+    # adversary's); two DeviceArrays, or anything else, compare by identity, so arrays stay hashable and findable
+    assert np.array_equal(xd == 3.0, x == 3.0) and np.array_equal(xd != 3, x != 3)
+    assert np.array_equal(xd == np.float32(3), x == 3) and np.array_equal(3.0 == xd, x == 3)
+    nan = device.asarray(np.full(3, np.nan, np.float32))
+    assert (nan == nan) is True and (nan != nan) is False and (nan == xd) is False and (xd == "x") is False
+    assert {xd: 1}[xd] == 1 and xd in [nan, xd]
+    with pytest.raises(TypeError, match="unsupported operand"):  # (arithmetic with a number: no silent answer)
+        xd + 1
     with pytest.raises(TypeError, match=r"^numpy's add cannot write into a DeviceArray \(out=\)"):
         np.add(x, x, out=xd)
     assert np.array_equal(xd.get(), x)

@@ -117,6 +117,17 @@ class DeviceArray:
                             "it lives on the device; write into a numpy array and upload it with Device.asarray")
         return getattr(ufunc, method)(*(i.get() if isinstance(i, DeviceArray) else i for i in inputs), **kwargs)
 
+    # == and != with a number or a numpy array compare element-wise on a host copy, as numpy's operators do
+    # (object's == compared identities: `arr == 1.0` was False, silently); anything else, another DeviceArray
+    # included, by identity (`a == b` is `a is b`: the runtime keeps arrays in sets; compare a.get() == b.get()).
+    def __eq__(self, other: Any) -> Any:
+        return self.get() == other if _numeric(other) else NotImplemented
+
+    def __ne__(self, other: Any) -> Any:
+        return self.get() != other if _numeric(other) else NotImplemented
+
+    __hash__ = object.__hash__  # (by identity, as before: defining == would drop it)
+
     def __copy__(self) -> "DeviceArray":
         # A new array with its own device memory, copied on the device
         # (sharing the resource would give it back to the pool twice).
@@ -153,6 +164,11 @@ class DeviceArray:
     def __repr__(self) -> str:
         state = {"live": "", "released": ", released", "closed": ", device closed"}[self.state]
         return f"<vkrope.DeviceArray shape={self.shape} dtype={self.dtype} storage={self.storage}{state}>"
+
+
+def _numeric(other: Any) -> bool:
+    """Whether == with `other` compares values (a number, numpy scalar or ndarray), not identities."""
+    return isinstance(other, (int, float, complex, np.generic, np.ndarray))
 
 
 # --- objects a memo keeps by identity (ops/repeat.py's structures, runtime/execute.py's kept calls) ---------
