@@ -1444,6 +1444,8 @@ MUTATIONS = [
              "                _open.pop(id(self._ctx), None)  # (never closed", "                pass  # (never closed"),
     Mutation("DeviceArray: == with a number compares identities", "vkrope/runtime/array.py",
              "        return self.get() == other if _numeric(other) else NotImplemented", "        return NotImplemented"),
+    Mutation("module functions: a default device closed twice under a call raises", "vkrope/api.py",
+             "    while True:\n        dev = default_device()", "    for _ in range(2):\n        dev = default_device()"),
     Mutation("as_nd: an exact AxialFreqs without an exact N-D twin raises NdFreqs' own error", FREQS,
              "        except ValueError as e:  # (theta below 1", "        except TypeError as e:  # (theta below 1"),
     Mutation("NdFreqs: one base shown as a tuple in the exact range's error", FREQS,

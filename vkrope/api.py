@@ -111,14 +111,15 @@ def _on_default(call: Call[R], key: tuple | None = None, objects: list[Any] | No
     """A checked call (so a bad argument is a TypeError / ValueError even on
     a machine without Vulkan) run on the default device. When the default
     device is closed while the call waits for it (another thread's
-    close_default_device, or its timeout), the call runs once more on a new
-    default device."""
+    close_default_device, or its timeout), the call runs again on a new
+    default device, as often as that happens (a close waits for a call in
+    flight, so a call it refuses has done nothing yet; once was not enough
+    against a thread closing it every few milliseconds: an adversary's)."""
     _not_elsewhere(call)
-    for attempt in range(2):
+    while True:
         dev = default_device()
         try:
             return dev._call(call, key, objects)
         except DeviceClosedError:
-            if attempt or not dev.closed:  # (an argument's device was closed, not this one)
+            if not dev.closed:  # (an argument's device was closed, not this one)
                 raise
-    raise AssertionError("unreachable")
