@@ -19,7 +19,7 @@ import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .freqs import brief, typed
-from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, VkropeError
+from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, VkropeError
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
@@ -357,7 +357,10 @@ class DeviceMemory(DeviceOwner):
             self._settle()
             if storage == "texture3d":  # (an image this device cannot make, named before any allocation)
                 tensor_extent(a.shape, self._rt.limits.max_image_dimension_3d, "a")
-            arr = self._new_array(storage, a.shape, a.dtype)
+            try:
+                arr = self._new_array(storage, a.shape, a.dtype)
+            except OutOfDeviceMemoryError as e:  # (named: the one argument whose size decides it)
+                raise OutOfDeviceMemoryError(f"a: {e}", e.call, e.result) from None
             if a.size:
                 self._guarded(arrays.transfer, self._rt, arr._resource, a, True)
             return arr
