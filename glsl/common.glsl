@@ -159,6 +159,67 @@ void add_compensated(inout float sum, inout float err, float term) {
   err = gathered;
 }
 
+#if defined(X_HALF) || defined(C_HALF)
+// a * b == hi + lo exactly (Dekker's TwoProduct with Veltkamp's split, no fma: lavapipe does not fuse it),
+// where nothing overflows and lo is not below float32's normal range.
+void two_prod(float a, float b, out float hi, out float lo) {
+  precise float p = a * b;
+  precise float ta = 4097.0 * a;
+  precise float ah = ta - (ta - a);
+  precise float al = a - ah;
+  precise float tb = 4097.0 * b;
+  precise float bh = tb - (tb - b);
+  precise float bl = b - bh;
+  precise float e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  hi = p;
+  lo = e;
+}
+
+// The sign (-1, 0, 1) of t0 + t1 + t2 + t3 exactly: Shewchuk's Grow-Expansion makes them a nonoverlapping
+// expansion, whose largest nonzero component (the last) has the sign of the whole.
+float sign_of_sum4(float t0, float t1, float t2, float t3) {
+  float e[4] = float[](0.0, 0.0, 0.0, 0.0);
+  float t[4] = float[](t0, t1, t2, t3);
+  for (int k = 0; k < 4; ++k) {
+    float q = t[k];
+    for (int i = 0; i < k; ++i) {
+      float s, err;
+      two_sum(q, e[i], s, err);
+      e[i] = err;
+      q = s;
+    }
+    e[k] = q;
+  }
+  for (int i = 3; i >= 0; --i) {
+    if (e[i] != 0.0) {
+      return sign(e[i]);
+    }
+  }
+  return 0.0;
+}
+
+// r, a float32 a*b - c*d, for a float16 destination: +-65520, the midpoint between float16's largest value
+// (65504) and infinity, rounds to infinity, though the exact a*b - c*d may lie below it (float16 65504 and
+// 65504 by cos 1, sin 2^-12 is 65519.99999...: inf, an adversary's); there the float32 below 65520 is
+// returned, which float16 rounds to 65504. Elsewhere r as it is (rounding it twice, float32 then float16,
+// is at most one float16 ulp off, the accuracy stated; only this midpoint turned a finite value infinite).
+float half_safe(float r, float a, float b, float c, float d) {
+  if (abs(r) != 65520.0) {
+    return r;
+  }
+  float p, pl, q, ql, s, t;
+  two_prod(a, b, p, pl);
+  two_prod(c, -d, q, ql);
+  two_sum(p, q, s, t);
+  precise float u = s - r;  // (exact: s and r within a factor of 2)
+  float side = sign_of_sum4(u, t, pl, ql);  // (the exact value minus r)
+  if (nonfinite(pl) || nonfinite(ql) || nonfinite(t) || side * r >= 0.0) {
+    return r;  // (at or past the midpoint: infinity, as one rounding gives it; ties go to the even infinity)
+  }
+  return uintBitsToFloat(floatBitsToUint(r) - 1u);  // (towards zero: |r| - 2^-8)
+}
+#endif
+
 #ifdef X_BF16
 
 // r (a float32 sum) with the sign of its remainder `rest` (exact value =
@@ -298,6 +359,15 @@ float diff_of_products(float a, float b, float c, float d) {
   precise float r = e == 0.0 ? f : f + e;
   precise float plain = a * b - c * d;
   return nan_bits(r) ? plain : r;
+#endif
+}
+
+// a*b - c*d for an output of x's type: diff_of_products, and for float16 its overflow midpoint (half_safe).
+float x_diff(float a, float b, float c, float d) {
+#ifdef X_HALF
+  return half_safe(diff_of_products(a, b, c, d), a, b, c, d);
+#else
+  return diff_of_products(a, b, c, d);
 #endif
 }
 

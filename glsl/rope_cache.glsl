@@ -146,12 +146,19 @@ float rotated(float x, float c, float partner, float s) {
   if (role == ROLE_K) {
     return fp8_quantize(x, c, partner, s, uintBitsToFloat(p.k_scale));
   }
-#elif defined(X_BF16) && !defined(C_BF16)
-  if (role == ROLE_K) {  // (a float32 or float16 cache of bfloat16 k: its value, not bfloat16's rounding of it)
-    return bf16_diff(x, c, partner, s, true);
-  }
 #endif
-  return diff_of_products(x, c, partner, s);
+  if (role == ROLE_K) {
+#if defined(X_BF16) && !defined(C_BF16)
+    float y = bf16_diff(x, c, partner, s, true);  // (a float32 or float16 cache of bfloat16 k: its value)
+#else
+    float y = diff_of_products(x, c, partner, s);
+#endif
+#ifdef C_HALF
+    y = half_safe(y, x, c, partner, s);  // (float16's overflow midpoint, for the cache's one rounding)
+#endif
+    return y;
+  }
+  return x_diff(x, c, partner, s);
 }
 
 // A value a k row passes through (or a v value) as its cache takes it: as

@@ -173,3 +173,65 @@ def test_a_ties_away_or_truncating_rounding_would_fail():
         away = np.array([t[2] for t in ties], np.float16).view(np.uint16)
         trunc = np.array([t[3] for t in ties], np.float16).view(np.uint16)
         assert (away != even).sum() >= 40 and (trunc != even).sum() >= 40
+
+
+def _midpoint_cases():
+    """(re, im, cos, sin) with float16 re, im near 65504 and float32 cos, sin whose exact re*sin + im*cos lies
+    within 2^-9 of 65520, float16's overflow midpoint, so that its float32 rounding is 65520 exactly: below it
+    the one rounding is 65504, at or above it infinity. The first seven step sin by a float32 ulp around
+    16 / 65504 (one of them 1.9e-9 below the midpoint); the rest have both products inexact."""
+    s0 = np.float32(16 / 65504)
+    steps = [s0]
+    for _ in range(3):
+        steps = [np.nextafter(steps[0], np.float32(0)), *steps, np.nextafter(steps[-1], np.float32(1))]
+    cases = [(65504.0, 65504.0, 1.0, float(s)) for s in steps]
+    rng = np.random.default_rng(7)
+    while len(cases) < 22:
+        re, im = (float(np.float16(v)) for v in rng.uniform(60000, 65504, 2))
+        c = float(np.float32(rng.uniform(0.9, 1.0)))
+        s = np.float32((65520 - im * c) / re)
+        for cand in (s, np.nextafter(s, np.float32(1)), np.nextafter(s, np.float32(0))):
+            if np.float32(re * float(cand) + im * c) == 65520:
+                cases.append((re, im, c, float(cand)))
+    return cases
+
+
+def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device):
+    """A float32 result of exactly 65520 (halfway from float16's largest value to infinity) was rounded again
+    to infinity though the exact value lay below it, and 65504 is its one rounding (an adversary's: 65504 and
+    65504 by (cos, sin) = (1, 2^-12 - ...) gave inf). Every kernel writing float16 (the interleaved one,
+    buffer and texture3d; the table one; the decode step's q and its float16 cache, of float16 and float32
+    k) gives the exact value's one rounding, infinity at and past the midpoint, both signs."""
+    from fractions import Fraction
+
+    cases = _midpoint_cases()
+    signs = np.array([1.0, -1.0] * (len(cases) // 2 + 1))[: len(cases), None]
+    x = (np.array([c[:2] for c in cases]) * signs)  # [N, 2] (re, im), float16 values
+    cos, sin = (np.array([c[k] for c in cases], np.float32) for k in (2, 3))
+    exact = np.stack([x[:, 0] * cos - x[:, 1] * sin, x[:, 0] * sin + x[:, 1] * cos], -1)  # float64: exact here
+    for (re, im), c, s, e in zip(x, cos, sin, exact[:, 1]):
+        assert Fraction(float(e)) == Fraction(re) * Fraction(float(s)) + Fraction(im) * Fraction(float(c))
+    assert (np.abs(exact[:, 1]) < 65520).sum() >= 8 and (np.abs(exact[:, 1]) > 65520).sum() >= 8
+    with np.errstate(over="ignore"):
+        want = exact.astype(np.float16)  # (numpy rounds float64 to float16 once, to nearest even)
+    n = len(cases)
+    x16, table = x.astype(np.float16), np.stack([cos, sin], -1)
+    got = {"apply": device.apply(x16[None], table)[0],
+           "apply texture3d": device.apply(x16[None], table, storage="texture3d")[0],
+           "rotary_embedding": device.rotary_embedding(x16[None], cos[:, None], sin[:, None], np.arange(n)[None],
+                                                       interleaved=True, num_heads=1)[0]}
+    pos = np.arange(n)[None]
+    for k_dtype in (np.float16, np.float32):
+        caches = [device.asarray(poisoned_like(np.zeros((1, 1, n, 2), np.float16))) for _ in range(2)]
+        q = x.astype(k_dtype)[None, None]
+        got[f"rope_and_cache q ({np.dtype(k_dtype).name})"] = device.rope_and_cache(
+            q, q, q, *caches, (cos[:, None], sin[:, None]), pos, interleaved=True)[0, 0]
+        got[f"rope_and_cache k cache ({np.dtype(k_dtype).name} k)"] = caches[0].get()[0, 0]
+    for name, y in got.items():
+        if name == "rope_and_cache q (float32)":
+            continue  # (a float32 q: no float16 rounding)
+        y = np.asarray(y).reshape(n, 2)
+        bad = np.flatnonzero(y[:, 1].view(np.uint16) != want[:, 1].view(np.uint16))
+        assert not bad.size, f"{name}: {len(bad)} off; first {bad[0]}: got {y[bad[0], 1]!r}, exact {exact[bad[0], 1]!r}"
+        # (the other channel, near 65504 but no overflow: within the float16 ulp (32) stated for float32 tables)
+        assert np.all(np.abs(y[:, 0].astype(np.float64) - exact[:, 0]) <= 32), name
