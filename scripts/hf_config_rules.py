@@ -1072,6 +1072,9 @@ KINDS = "".join(config_rules.KIND_NAMES)
 # int, a float, a bool, a string, and 1 for an int the class caps (_alias_own's example; a Literal's field takes
 # none of these: its kinds not measured)
 NONE_OWN = (64, 0.5, True, "x", 1)
+# The same for a field the class holds an empty list (Qwen2-MoE's mlp_only_layers): a list of one integer, float
+# or string, the first the class takes (a per-layer list's length check refuses all three: not measured)
+EMPTY_OWN = ([1], [0.5], ["x"])
 
 
 def _kind_probes(v: Any) -> dict[str, tuple] | None:
@@ -1137,12 +1140,13 @@ def field_kinds(fields: dict[str, Any], raises: Callable[[dict], bool], reads: s
                 some_strings: set[str]) -> dict[str, str]:
     """{key: the kinds (KINDS) of value `raises` is true of for it} of each scalar or list field of `fields` (key ->
     the value the class holds), as strict_kinds measures them: a field the class holds None measured at the
-    first of NONE_OWN it takes; no string where the field takes some (`some_strings`); not null for a key
-    from_hf reads (`reads`: null_refused measures those)."""
+    first of NONE_OWN it takes, one it holds [] at the first of EMPTY_OWN; no string where the field takes some
+    (`some_strings`); not null for a key from_hf reads (`reads`: null_refused measures those)."""
     refused: dict[str, str] = {}
     for key, v in sorted(fields.items()):
-        if v is None:  # (a field the class holds None, pad_token_id's: its own kind the first value it takes)
-            v = next((own for own in NONE_OWN if not raises({key: own})), None)
+        if v is None or v == []:  # (pad_token_id's None, mlp_only_layers' []: its own kind the first value it takes)
+            tried = NONE_OWN if v is None else EMPTY_OWN
+            v = next((own for own in tried if not raises({key: own})), None)
         probes = _kind_probes(v)
         if probes is not None and key in some_strings:
             probes.pop("s", None)
