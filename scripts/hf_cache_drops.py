@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import json
 import os
 import sys
 from typing import Any
@@ -126,15 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=OUT)
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
-    import transformers  # noqa: PLC0415
+    sys.path.insert(0, HERE)
+    import hf_model_table  # noqa: PLC0415
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
 
     found = measure(sorted(CONFIG_MAPPING_NAMES))
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"generated_by": "scripts/hf_cache_drops.py", "transformers": transformers.__version__,
-                   "drops_at": "original_max_position_embeddings + 1", "models": found}, f, indent=1)
-        f.write("\n")
-    print(f"wrote {args.out}: {found}", file=sys.stderr)
+    hf_model_table.write_small_table(args.out, "scripts/hf_cache_drops.py",
+                                     {"drops_at": "original_max_position_embeddings + 1"}, found)
     return 0
 
 

@@ -103,6 +103,18 @@ PERTURB = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_v
            "kv_lora_rank", "qk_nope_head_dim", "max_position_embeddings", "head_dim", "sliding_window")
 
 
+def write_small_table(out: str, script: str, fields: dict, models: Any) -> None:
+    """Write one of the small tables beside the model table (hf_position_limits.json, hf_cache_drops.json):
+    the script that wrote it, the transformers release it measured, its own `fields` and `models`."""
+    import transformers  # noqa: PLC0415
+
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"generated_by": script, "transformers": transformers.__version__, **fields, "models": models},
+                  f, indent=1)
+        f.write("\n")
+    print(f"wrote {out}: {models}", file=sys.stderr)
+
+
 def derived(text_cls: Any, base: dict) -> set[str]:
     """The DEFAULT_KEYS whose class default follows another argument (head_dim = hidden // heads, layer_types
     from num_hidden_layers, ...): changing one PERTURB argument of the class changes them."""

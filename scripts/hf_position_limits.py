@@ -71,16 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     sys.path.insert(0, HERE)
-    import transformers  # noqa: PLC0415
+    import hf_model_table  # noqa: PLC0415
 
     with open(TABLE, encoding="utf-8") as f:
         models = json.load(f)["models"]
     found = {t: rows for t in sorted(models) if models[t].get("status") == "ok" and (rows := limited(t))}
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"generated_by": "scripts/hf_position_limits.py", "transformers": transformers.__version__,
-                   "limit": "max_position_embeddings", "models": found}, f, indent=1)
-        f.write("\n")
-    print(f"wrote {args.out}: {found}", file=sys.stderr)
+    hf_model_table.write_small_table(args.out, "scripts/hf_position_limits.py", {"limit": "max_position_embeddings"},
+                                     found)
     return 0
 
 
