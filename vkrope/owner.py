@@ -23,6 +23,7 @@ from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutO
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
+from .runtime.imports import KeptImports
 from .runtime.dtypes import is_int
 from .runtime.layout import padded_bytes, tensor_extent
 from .vk.context import Context
@@ -89,8 +90,8 @@ class DeviceOwner:
                 raise
             self._ctx = ctx
             _live.add(self)
-            _open[id(ctx)] = (weakref.ref(self), ctx, self._rt)
-            _finish_orphans()
+            _open[id(ctx)] = (weakref.ref(self), ctx, self._rt.imports)
+        _finish_orphans()  # (not under OPENING: a context's close takes its lock, then OPENING)
 
     # --- facts ------------------------------------------------------------
     @property
@@ -444,18 +445,27 @@ _abandoned_arrays: list[np.ndarray] = []
 # close interrupted in a collected Device's finalizer (a Ctrl-C landing anywhere in __del__, its first
 # instruction included) leaves nobody to call close() again and the weak _live set forgets it, so the next
 # Device opened, or the interpreter's exit, completes it (a leaked device keeps its driver threads and memory;
-# the runtime kept here keeps its kept imports' numpy memory meanwhile).
-_open: "dict[int, tuple[weakref.ref[DeviceOwner], Context, Runtime]]" = {}
+# its kept imports, held here, keep the numpy memory they import meanwhile). Nothing here may lead back to
+# the Device (its runtime holds its arrays, which hold it): a Device keeping its own arrays was never freed.
+_open: "dict[int, tuple[weakref.ref[DeviceOwner], Context, KeptImports]]" = {}
 
 
 def _finish_orphans() -> None:
-    """Complete the close of every device whose owner was collected before its close completed (under
-    OPENING, or at exit: one thread at a time)."""
-    for key, (owner, ctx, rt) in list(_open.items()):
-        if owner() is None:
-            ctx.close()
-            rt.imports.drop()
-            _open.pop(key, None)
+    """Complete the close of every device whose owner was collected before its close completed. The lock
+    order is the context's lock, then OPENING (Context.close closes its instance under OPENING), so this runs
+    outside OPENING: the cycle collector clears the weak reference before the finalizer closes the context,
+    and that close may be under way in another thread (this waits for it, then finds the entry gone). The
+    entry goes once the close is done: an interrupted one stays, completed next time (every step of it
+    idempotent)."""
+    for key, entry in list(_open.items()):
+        owner, ctx, imports = entry
+        if owner() is not None:
+            continue
+        with ctx._lock:
+            if _open.get(key) is entry:  # (else closed meanwhile: closing again would only repeat idempotent steps)
+                ctx.close()
+                imports.drop()
+                _open.pop(key, None)
 
 
 def _close_all() -> None:

@@ -13,6 +13,7 @@ import gc
 import os
 import re
 import sys
+import time
 import weakref
 
 import numpy as np
@@ -408,6 +409,64 @@ def test_a_close_interrupted_in_the_finalizer_is_completed_by_the_next_device(mo
     ctx = dev._ctx
     dev.close()  # (a close that completes forgets the context: nothing kept for the exit)
     assert all(c is not ctx for _, c, _ in owner._open.values())
+
+
+def test_a_device_holding_its_own_arrays_is_closed_when_collected():
+    """The list of open contexts (for closes interrupted in a finalizer) held each context, whose runtime held
+    the device's arrays, which hold the Device: a Device keeping one of its own arrays (a cache as an
+    attribute) was never freed, its driver threads and memory kept to the exit (an adversary's)."""
+    gc.collect()
+    baseline = live_handles()
+    for _ in range(3):
+        dev = vkrope.Device()
+        dev.cache = dev.asarray(np.zeros(4, np.float32))
+        ref = weakref.ref(dev)
+        del dev
+        gc.collect()
+        assert ref() is None
+    assert live_handles() == baseline and not _orphans()
+
+
+def test_opening_a_device_while_the_collector_closes_another_does_not_hang():
+    """The cycle collector clears a Device's weak references before its finalizer closes it (the context's
+    lock, then OPENING in the instance's close); a Device opened meanwhile in another thread took OPENING, then
+    finished that same 'orphan' under the context's lock: both waited for ever (a reviewer's). Orphans are
+    finished outside OPENING, leaving a context whose lock is held."""
+    import threading
+
+    gc.collect()
+    baseline = live_handles()
+    gc.disable()
+    try:
+        for rnd in range(6):
+            dev = vkrope.Device()
+            holder = {"dev": dev}
+            holder["self"] = holder  # (a cycle: only the collector frees it)
+            dev._user_data = holder
+            del dev, holder
+            go = threading.Event()
+
+            def collect(rnd=rnd):
+                go.wait()
+                time.sleep(0.002 * rnd)
+                gc.collect()
+
+            def open_new():
+                go.wait()
+                with vkrope.Device():
+                    pass
+
+            threads = [threading.Thread(target=f, daemon=True) for f in (collect, open_new)]
+            for t in threads:
+                t.start()
+            go.set()
+            for t in threads:
+                t.join(20)
+            assert not any(t.is_alive() for t in threads), f"round {rnd}: hung"
+    finally:
+        gc.enable()
+    gc.collect()
+    assert live_handles() == baseline
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks

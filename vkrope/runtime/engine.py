@@ -13,7 +13,7 @@ or destroyed, so an interrupted call cannot corrupt the next one.
 from __future__ import annotations
 
 import contextlib
-
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -95,7 +95,10 @@ class Runtime:
         # What Device.stats() reports: work done since the runtime was made.
         self.counts = {"submissions": 0, "recordings": 0, "pipelines": 0, "bytes_uploaded": 0, "bytes_read_back": 0,
                        "bytes_imported": 0, "hot_calls": 0, "replayed_calls": 0}
-        ctx.reclaim = self.reclaim  # at maxMemoryAllocationCount, pooled buffers and idle imports go first
+        # At maxMemoryAllocationCount, pooled buffers and idle imports go first. Weakly: a context outlives its
+        # owner where a close was interrupted in the owner's finalizer (owner.py's _open), and through this
+        # runtime's arrays it would keep the Device alive (a Device holding its own arrays was never freed).
+        ctx.reclaim = weakref.WeakMethod(self.reclaim)
 
     @property
     def limits(self) -> PhysicalDeviceInfo:

@@ -36,7 +36,7 @@ class Context:
         # (4096 is all Vulkan guarantees). `reclaim`, set by the owner, frees
         # memory it caches when the count is reached.
         self.allocations = 0
-        self.reclaim: Callable[[], None] | None = None
+        self.reclaim: Callable[[], Callable[[], None] | None] | None = None  # (a weak method: None once gone)
         self._lock = threading.RLock()
         try:
             self.info, self.why = select_device(self.instance.physical_devices(), device)
@@ -133,8 +133,9 @@ class Context:
         at the limit, the owner's cached memory is reclaimed first, then the
         allocation is refused with an error naming the limit."""
         limit = self.info.max_memory_allocation_count
-        if limit and self.allocations >= limit and self.reclaim is not None:
-            self.reclaim()
+        reclaim = self.reclaim() if self.reclaim is not None else None
+        if limit and self.allocations >= limit and reclaim is not None:
+            reclaim()
         if limit and self.allocations >= limit:
             raise OutOfDeviceMemoryError(
                 f"device {self.info.name!r} allows {limit} memory allocations at once (maxMemoryAllocationCount) and "
