@@ -175,12 +175,12 @@ void two_prod(float a, float b, out float hi, out float lo) {
   lo = e;
 }
 
-// The sign (-1, 0, 1) of t0 + t1 + t2 + t3 exactly: Shewchuk's Grow-Expansion makes them a nonoverlapping
-// expansion, whose largest nonzero component (the last) has the sign of the whole.
-float sign_of_sum4(float t0, float t1, float t2, float t3) {
-  float e[4] = float[](0.0, 0.0, 0.0, 0.0);
-  float t[4] = float[](t0, t1, t2, t3);
-  for (int k = 0; k < 4; ++k) {
+// The sign (-1, 0, 1) of t0 + t1 + t2 + t3 + t4 exactly: Shewchuk's Grow-Expansion makes them a
+// nonoverlapping expansion, whose largest nonzero component (the last) has the sign of the whole.
+float sign_of_sum5(float t0, float t1, float t2, float t3, float t4) {
+  float e[5] = float[](0.0, 0.0, 0.0, 0.0, 0.0);
+  float t[5] = float[](t0, t1, t2, t3, t4);
+  for (int k = 0; k < 5; ++k) {
     float q = t[k];
     for (int i = 0; i < k; ++i) {
       float s, err;
@@ -190,7 +190,7 @@ float sign_of_sum4(float t0, float t1, float t2, float t3) {
     }
     e[k] = q;
   }
-  for (int i = 3; i >= 0; --i) {
+  for (int i = 4; i >= 0; --i) {
     if (e[i] != 0.0) {
       return sign(e[i]);
     }
@@ -198,25 +198,35 @@ float sign_of_sum4(float t0, float t1, float t2, float t3) {
   return 0.0;
 }
 
-// r, a float32 a*b - c*d, for a float16 destination: +-65520, the midpoint between float16's largest value
-// (65504) and infinity, rounds to infinity, though the exact a*b - c*d may lie below it (float16 65504 and
-// 65504 by cos 1, sin 2^-12 is 65519.99999...: inf, an adversary's); there the float32 below 65520 is
-// returned, which float16 rounds to 65504. Elsewhere r as it is (rounding it twice, float32 then float16,
-// is at most one float16 ulp off, the accuracy stated; only this midpoint turned a finite value infinite).
+// r, the float32 a*b - c*d, for a float16 destination. Rounding it again is at most one float16 ulp off
+// (the accuracy stated), except at float16's overflow midpoint +-65520 (halfway from its largest value
+// 65504 to infinity), where a value on one side came back on the other: finite made infinite, or the
+// reverse (an adversary's: 65504, 65504 by cos 1, sin 2^-12 - ... gave inf for 65519.99999; a reviewer's,
+// scaled tables and float32 k into a float16 cache, r an ulp past the midpoint). Where r lies within its
+// own error (an ulp of each product and of r: lavapipe does not fuse fma) of +-65520, the exact value's
+// side is decided from Dekker's products and an exact expansion sum: +-infinity at or past it, else a
+// value below it (r, or the float32 just below 65520), which float16 rounds to its one rounding. Exact
+// where no operand reaches 2^100 (the split would overflow: r as it is) and no nonzero product lies
+// between 2^-126 and 2^-150, partly underflowed (one wholly below decides a tie by its sign).
 float half_safe(float r, float a, float b, float c, float d) {
-  if (abs(r) != 65520.0) {
+  precise float size = abs(a * b) + abs(c * d);
+  if (!(abs(abs(r) - 65520.0) <= size * uintBitsToFloat(0x34800000u) + 0.0078125)  // (2^-22, 2^-7; NaN: r)
+      || max(max(abs(a), abs(b)), max(abs(c), abs(d))) >= uintBitsToFloat(0x71800000u)) {  // (2^100)
     return r;
   }
-  float p, pl, q, ql, s, t;
+  float p, pl, q, ql;
   two_prod(a, b, p, pl);
   two_prod(c, -d, q, ql);
-  two_sum(p, q, s, t);
-  precise float u = s - r;  // (exact: s and r within a factor of 2)
-  float side = sign_of_sum4(u, t, pl, ql);  // (the exact value minus r)
-  if (nonfinite(pl) || nonfinite(ql) || nonfinite(t) || side * r >= 0.0) {
-    return r;  // (at or past the midpoint: infinity, as one rounding gives it; ties go to the even infinity)
+  float m = r < 0.0 ? -65520.0 : 65520.0;
+  float side = sign_of_sum5(p, pl, q, ql, -m);  // (the exact value minus the midpoint)
+  if (side == 0.0) {  // (the parts kept tie: a product wholly below float32's range decides, by its sign)
+    side = (p == 0.0 && pl == 0.0 && a != 0.0 && b != 0.0 ? sign(a) * sign(b) : 0.0)
+           - (q == 0.0 && ql == 0.0 && c != 0.0 && d != 0.0 ? sign(c) * sign(d) : 0.0);
   }
-  return uintBitsToFloat(floatBitsToUint(r) - 1u);  // (towards zero: |r| - 2^-8)
+  if (side * m >= 0.0) {  // (at or past the midpoint, towards infinity)
+    return uintBitsToFloat(floatBitsToUint(m) & 0x80000000u | 0x7F800000u);
+  }
+  return abs(r) < 65520.0 ? r : uintBitsToFloat(floatBitsToUint(m) - 1u);  // (|m| - 2^-8: 65504 in float16)
 }
 #endif
 
@@ -368,6 +378,16 @@ float x_diff(float a, float b, float c, float d) {
   return half_safe(diff_of_products(a, b, c, d), a, b, c, d);
 #else
   return diff_of_products(a, b, c, d);
+#endif
+}
+
+// y, a rotated key a*b - c*d already formed, for a KV cache's one rounding: for a float16 cache its
+// overflow midpoint decided (half_safe); as it is for the others.
+float c_value(float y, float a, float b, float c, float d) {
+#ifdef C_HALF
+  return half_safe(y, a, b, c, d);
+#else
+  return y;
 #endif
 }
 

@@ -153,10 +153,7 @@ float rotated(float x, float c, float partner, float s) {
 #else
     float y = diff_of_products(x, c, partner, s);
 #endif
-#ifdef C_HALF
-    y = half_safe(y, x, c, partner, s);  // (float16's overflow midpoint, for the cache's one rounding)
-#endif
-    return y;
+    return c_value(y, x, c, partner, s);
   }
   return x_diff(x, c, partner, s);
 }

@@ -142,10 +142,8 @@ void main() {
 #ifdef C_FP8
       y = fp8_quantize(xj, cs.x, first ? partner : -partner, cs.y, 1.0);
 #else
-      y = diff_of_products(xj, cs.x, first ? partner : -partner, cs.y);
-#ifdef C_HALF
-      y = half_safe(y, xj, cs.x, first ? partner : -partner, cs.y);  // (float16's overflow midpoint)
-#endif
+      y = c_value(diff_of_products(xj, cs.x, first ? partner : -partner, cs.y), xj, cs.x,
+                  first ? partner : -partner, cs.y);
 #endif
     }
     k_tmp_values[tmp + j] = y;

@@ -196,42 +196,81 @@ def _midpoint_cases():
     return cases
 
 
-def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device):
-    """A float32 result of exactly 65520 (halfway from float16's largest value to infinity) was rounded again
-    to infinity though the exact value lay below it, and 65504 is its one rounding (an adversary's: 65504 and
-    65504 by (cos, sin) = (1, 2^-12 - ...) gave inf). Every kernel writing float16 (the interleaved one,
-    buffer and texture3d; the table one; the decode step's q and its float16 cache, of float16 and float32
-    k) gives the exact value's one rounding, infinity at and past the midpoint, both signs."""
+def _near_midpoint(rng, count, x_dtype, cos_range):
+    """As _midpoint_cases, the exact re*sin + im*cos within 2^-7 of 65520 (an ulp or two of float32 there),
+    as many on each side: re, im of x_dtype (float32: a float32 k into a float16 cache), cos in cos_range
+    (past 1: tables scaled by an attention factor), sin chosen so that the plain float32 formula (each
+    product rounded, then the sum: lavapipe fuses no fma) lands on the other side of 65520."""
     from fractions import Fraction
 
-    cases = _midpoint_cases()
-    signs = np.array([1.0, -1.0] * (len(cases) // 2 + 1))[: len(cases), None]
-    x = (np.array([c[:2] for c in cases]) * signs)  # [N, 2] (re, im), float16 values
-    cos, sin = (np.array([c[k] for c in cases], np.float32) for k in (2, 3))
-    exact = np.stack([x[:, 0] * cos - x[:, 1] * sin, x[:, 0] * sin + x[:, 1] * cos], -1)  # float64: exact here
-    for (re, im), c, s, e in zip(x, cos, sin, exact[:, 1]):
-        assert Fraction(float(e)) == Fraction(re) * Fraction(float(s)) + Fraction(im) * Fraction(float(c))
-    assert (np.abs(exact[:, 1]) < 65520).sum() >= 8 and (np.abs(exact[:, 1]) > 65520).sum() >= 8
-    with np.errstate(over="ignore"):
-        want = exact.astype(np.float16)  # (numpy rounds float64 to float16 once, to nearest even)
-    n = len(cases)
-    x16, table = x.astype(np.float16), np.stack([cos, sin], -1)
-    got = {"apply": device.apply(x16[None], table)[0],
-           "apply texture3d": device.apply(x16[None], table, storage="texture3d")[0],
-           "rotary_embedding": device.rotary_embedding(x16[None], cos[:, None], sin[:, None], np.arange(n)[None],
-                                                       interleaved=True, num_heads=1)[0]}
-    pos = np.arange(n)[None]
-    for k_dtype in (np.float16, np.float32):
+    f32 = np.float32
+    cases, sides = [], {True: 0, False: 0}
+    while min(sides.values()) < count // 2:
+        hi = 65504.0 if x_dtype == np.float16 else 2e5
+        re, im = (float(x_dtype(v)) for v in rng.uniform(hi / 3, hi, 2))
+        c = float(np.float32(rng.uniform(*cos_range)))
+        s = float(np.float32((65520 + rng.uniform(-2**-8, 2**-8) - im * c) / re))
+        off = Fraction(re) * Fraction(s) + Fraction(im) * Fraction(c) - 65520
+        plain = f32(f32(re * s) + f32(im * c))
+        if abs(off) < Fraction(1, 128) and (plain >= 65520) != (off >= 0) and sides[off > 0] < count // 2:
+            sides[off > 0] += 1
+            cases.append((re, im, c, s))
+    return cases
+
+
+def _rotated_column(device, x, cos, sin, ops):
+    """Column 1 (re*sin + im*cos) of x [N, 2] rotated by each of `ops` into float16."""
+    n = len(x)
+    out, table, pos = {}, np.stack([cos, sin], -1), np.arange(n)[None]
+    if "tables" in ops:
+        x16 = x.astype(np.float16)
+        out["apply"] = device.apply(x16[None], table)[0]
+        out["apply texture3d"] = device.apply(x16[None], table, storage="texture3d")[0]
+        out["rotary_embedding"] = device.rotary_embedding(x16[None], cos[:, None], sin[:, None], pos,
+                                                          interleaved=True, num_heads=1)[0]
+    for k_dtype in ops.get("caches", ()):
         caches = [device.asarray(poisoned_like(np.zeros((1, 1, n, 2), np.float16))) for _ in range(2)]
         q = x.astype(k_dtype)[None, None]
-        got[f"rope_and_cache q ({np.dtype(k_dtype).name})"] = device.rope_and_cache(
-            q, q, q, *caches, (cos[:, None], sin[:, None]), pos, interleaved=True)[0, 0]
-        got[f"rope_and_cache k cache ({np.dtype(k_dtype).name} k)"] = caches[0].get()[0, 0]
-    for name, y in got.items():
-        if name == "rope_and_cache q (float32)":
-            continue  # (a float32 q: no float16 rounding)
-        y = np.asarray(y).reshape(n, 2)
-        bad = np.flatnonzero(y[:, 1].view(np.uint16) != want[:, 1].view(np.uint16))
-        assert not bad.size, f"{name}: {len(bad)} off; first {bad[0]}: got {y[bad[0], 1]!r}, exact {exact[bad[0], 1]!r}"
-        # (the other channel, near 65504 but no overflow: within the float16 ulp (32) stated for float32 tables)
-        assert np.all(np.abs(y[:, 0].astype(np.float64) - exact[:, 0]) <= 32), name
+        y = device.rope_and_cache(q, q, q, *caches, (cos[:, None], sin[:, None]), pos, interleaved=True)[0, 0]
+        if k_dtype == np.float16:
+            out["rope_and_cache q"] = y
+        out[f"rope_and_cache k cache ({np.dtype(k_dtype).name} k)"] = caches[0].get()[0, 0]
+    return {name: np.asarray(y).reshape(n, 2)[:, 1] for name, y in out.items()}
+
+
+def _one_rounding(x, cos, sin):
+    """Column 1's exact value rounded once to float16 (all near 65520: +-inf at or past it, else +-65504)."""
+    from fractions import Fraction
+
+    exact = [Fraction(float(re)) * Fraction(float(s)) + Fraction(float(im)) * Fraction(float(c))
+             for (re, im), c, s in zip(x, cos, sin)]
+    assert all(65488 < abs(e) < 65536 for e in exact)
+    return np.array([np.sign(float(e)) * (np.inf if abs(e) >= 65520 else 65504.0) for e in exact], np.float16)
+
+
+@pytest.mark.parametrize("group", ["float32 on 65520", "scaled tables", "float32 k"])
+def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device, group):
+    """A float32 result at or next to 65520 (halfway from float16's largest value to infinity) was rounded
+    again to the wrong side of it: infinity for a finite value below it, or 65504 for one at or past it (an
+    adversary's: 65504 and 65504 by (cos, sin) = (1, 2^-12 - ...) gave inf; then tables scaled past 1 and
+    float32 k into a float16 cache, whose float32 result lands an ulp across). Every kernel writing float16
+    (the interleaved one, buffer and texture3d; the table one; the decode step's q and its float16 cache)
+    gives the exact value's one rounding, both signs; and a product wholly below float32's range decides a
+    tie of the rest (65520 - 2^-172 is 65504)."""
+    rng = np.random.default_rng(11)
+    if group == "float32 on 65520":
+        cases, ops = _midpoint_cases(), {"tables": True, "caches": (np.float16, np.float32)}
+    elif group == "scaled tables":
+        cases = _near_midpoint(rng, 16, np.float16, (1.05, 1.25)) + [(64512.0, 2.0**-24, -2.0**-148, 65 / 64)]
+        ops = {"tables": True, "caches": (np.float16,)}
+    else:
+        cases, ops = _near_midpoint(rng, 16, np.float32, (-1.0, 1.0)), {"caches": (np.float32,)}
+    signs = np.array([1.0, -1.0] * (len(cases) // 2 + 1))[: len(cases), None]
+    x = np.array([c[:2] for c in cases]) * signs
+    cos, sin = (np.array([c[k] for c in cases], np.float32) for k in (2, 3))
+    want = _one_rounding(x, cos, sin)
+    assert 0 < np.isinf(want).sum() < len(want)  # (both sides of the midpoint)
+    for name, y in _rotated_column(device, x, cos, sin, ops).items():
+        bad = np.flatnonzero(y.view(np.uint16) != want.view(np.uint16))
+        assert not bad.size, f"{name}: {len(bad)} of {len(y)} off; first {bad[0]}: got {y[bad[0]]!r}, " \
+                             f"want {want[bad[0]]!r}"
