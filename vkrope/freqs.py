@@ -114,10 +114,10 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     """float32(base) ** exps (float32 [n]) correctly rounded to float32:
     libm's float64 power of the float32 operands (math.pow, not numpy's,
     which picks a SIMD loop by CPU) rounded to float32, except where that
-    power lies within 2^-40 of it from a float32 rounding midpoint, where
-    rounding twice may take the wrong side (base 699987000, 80 channels,
-    column 7: an adversary's): there the side is taken from the power in
-    60-digit decimal (`_side_of_midpoint`). The frameworks take this power
+    power lies within a relative 2^-40 of a float32 rounding midpoint,
+    where rounding twice may take the wrong side (base 699987000, 80
+    channels, column 7: an adversary's): there the side is taken from the
+    power in 60-digit decimal, an exact tie to even (`_side_of_midpoint`). The frameworks take this power
     from their own library (torch 2.13 differed from it by 1 ulp on 3 of
     the 272 powers in tests/torch_golden.py; numpy's float32 power, which
     differs by CPU, on 46 of them on an AVX-512 host, numpy 2.4): the
@@ -136,14 +136,18 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
 
 def _side_of_midpoint(base: float, e: float, mid: float, a: np.float32, b: np.float32) -> np.float32:
     """Of two adjacent float32s `a`, `b` around `mid`, the nearest to base ** e (exact operands) by 60-digit
-    decimal; a tie (no power of these operands is one) to the even one."""
+    decimal, in a context of its own (a caller's traps or precision do not reach it); where the decimal
+    power lies within 10^-50 of the midpoint, whether it is one is settled exactly (base^p == mid^q for e =
+    p/q: 4097 ** 2 is one, a tie, to the even float32; none is for the exponents of RoPE, below 1)."""
     import decimal  # noqa: PLC0415  (rarely: a power near a midpoint)
+    from fractions import Fraction  # noqa: PLC0415
 
-    with decimal.localcontext() as ctx:
-        ctx.prec = 60
-        d = (decimal.Decimal(base).ln() * decimal.Decimal(e)).exp() - decimal.Decimal(mid)
-    if d == 0:
-        return a if int(a.view(np.int32)) % 2 == 0 else b
+    ctx = decimal.Context(prec=60)
+    d = ctx.subtract(ctx.exp(ctx.multiply(ctx.ln(decimal.Decimal(base)), decimal.Decimal(e))), decimal.Decimal(mid))
+    if ctx.copy_abs(d) <= ctx.multiply(decimal.Decimal(mid), decimal.Decimal("1e-50")):
+        f = Fraction(e)
+        if f.denominator <= 64 and abs(f.numerator) <= 4096 and Fraction(base) ** f.numerator == Fraction(mid) ** f.denominator:
+            return a if int(a.view(np.int32)) % 2 == 0 else b
     return max(a, b) if d > 0 else min(a, b)
 
 

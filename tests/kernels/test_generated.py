@@ -390,7 +390,7 @@ def test_the_float32_power_is_correctly_rounded():
     """vkrope's float32 base ** e (inverse frequencies of RopeFreqs and
     AxialFreqs) against the exact power in 60-digit decimal arithmetic,
     rounded to the nearest float32 by comparing neighbours exactly."""
-    from decimal import Decimal, getcontext
+    from decimal import Decimal, Inexact, getcontext, localcontext
 
     from vkrope.freqs import pow32 as vk_pow32
 
@@ -410,6 +410,13 @@ def test_the_float32_power_is_correctly_rounded():
             want = np.array([nearest32((lnb * Decimal(float(v))).exp()) for v in e], np.float32)
             got = vk_pow32(base, e)
             assert np.array_equal(got.view(np.int32), want.view(np.int32)), (base, dim)
+    # Exact ties go to the even float32 (4097^2 = 16785409 and 66049^1.5 = 257^3 = 16974593 are midpoints; the
+    # decimal power's noise picked a side, an adversary's), whatever decimal context the caller set
+    with localcontext() as caller:
+        caller.prec, caller.traps[Inexact] = 3, True
+        assert vk_pow32(4097.0, np.array([2.0], np.float32))[0] == np.float32(16785408)
+        assert vk_pow32(66049.0, np.array([1.5], np.float32))[0] == np.float32(16974592)
+        assert vkrope.RopeFreqs(80, base=699987000.0).inv_freq32[7] == np.float32(1) / np.float32(35.30942916870117)
 
 
 def test_an_axial_grid_lowers_x_columns_first():

@@ -860,3 +860,18 @@ def test_a_hidden_size_the_heads_do_not_divide_as_each_class_takes_it():
                                              rf"{heads}: llama's code refuses that"):
             vkrope.from_hf({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": heads,
                             "head_dim": 128})
+
+
+@pytest.mark.parametrize("value, refused", [(3, True), ([1.5], True), (["x"], True), ({"k": 1}, True),
+                                            ([1, 2], False), ([], False), (None, False)])
+def test_a_list_field_the_class_holds_empty_is_measured(value, refused):
+    """Qwen2-MoE's class holds mlp_only_layers as [] and raises on anything but null or a list of integers;
+    the rules measured no field the class holds empty (its own kind unknown), so `mlp_only_layers: 3` was read
+    (the last stop's leftover). It is now measured at the first of [1], [0.5], ['x'] the class takes."""
+    config = {"model_type": "qwen2_moe", "hidden_size": 256, "num_attention_heads": 4, "mlp_only_layers": value}
+    if refused:
+        with pytest.raises(ValueError, match=r"^config: mlp_only_layers is .*qwen2_moe's config class takes null "
+                                             r"or an empty list or a list of integers there"):
+            vkrope.from_hf(config)
+    else:
+        assert vkrope.from_hf(config).rope_type == "default"

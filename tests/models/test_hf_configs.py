@@ -453,7 +453,7 @@ def test_dynamic_is_decided_per_call_without_state():
 
 
 def test_recompute_at_says_where_generate_rotates_the_cached_keys_anew():
-    """transformers' generate() for Phi-3, Phi-3.5-MoE and Phi-4-multimodal drops its KV cache when the input
+    """transformers' generate() for Phi-3 and Phi-3.5-MoE drops its KV cache when the input
     first holds original_max_position_embeddings + 1 tokens and runs every position again, with the long factors
     (PhiMoE: long_mscale): a decode loop that rotated each key once differs from the model from that step (an
     adversary's, tracing generate()). recompute_at names that length where the rotation changes there, and is
@@ -467,6 +467,10 @@ def test_recompute_at_says_where_generate_rotates_the_cached_keys_anew():
                                }).recompute_at == 1001, name
     phi3 = config("phi-3.5-mini")
     assert vkrope.from_hf({**phi3, "rope_scaling": None}).recompute_at is None  # (default: the keys unchanged)
+    # Phi-4-multimodal's generate() drops its cache there too but runs the newest token alone (it keeps
+    # generate()'s next_sequence_length): nothing a cached loop can match, so no length is named
+    mm = {**config("phi-4-mini-shape"), "model_type": "phi4_multimodal", "architectures": None}
+    assert vkrope.from_hf(mm).rope_type == "longrope" and vkrope.from_hf(mm).recompute_at is None
     moe = config("phi-3.5-moe-shape")  # (PhiMoE keeps its short factors: equal mscales change nothing)
     assert vkrope.from_hf({**moe, "rope_scaling": {**moe["rope_scaling"], "long_mscale": 1.1}}).recompute_at is None
     assert vkrope.from_hf({**phi3, "model_type": "llama", "architectures": ["LlamaForCausalLM"]}).recompute_at is None
@@ -477,7 +481,7 @@ def test_recompute_at_says_where_generate_rotates_the_cached_keys_anew():
     (float("inf"), TypeError, r"^seq_len must be an int \(max\(position_ids\) \+ 1\) or None; got float inf$"),
     (float("nan"), TypeError, "got float nan"), (5000.5, TypeError, "got float 5000.5"),
     (True, TypeError, "got bool True"), ("8192", TypeError, "got str '8192'"), ([5000], TypeError, "got list"),
-    (-5, ValueError, r"^seq_len must be >= 0 and below 2\^64; got -5$"), (2**64, ValueError, "below 2\\^64"),
+    (-5, ValueError, r"^seq_len must be >= 0 and at most 2\^64; got -5$"), (2**64 + 1, ValueError, "at most 2\\^64"),
 ])
 def test_a_call_length_is_checked_before_it_picks_factors(seq_len, error, match):
     """inv_freq and attention_factor_for decide by a comparison with seq_len: NaN picked longrope's short
@@ -489,6 +493,7 @@ def test_a_call_length_is_checked_before_it_picks_factors(seq_len, error, match)
             with pytest.raises(error, match=match):
                 call(seq_len)
         assert np.array_equal(rope.inv_freq(np.int64(9000)), rope.inv_freq(9000))
+        rope.freqs(np.array([[2**64 - 1]], np.uint64))  # (the largest uint64 position: seq_len 2^64, taken)
         assert rope.attention_factor_for(np.int64(9000)) == rope.attention_factor_for(9000)
 
 

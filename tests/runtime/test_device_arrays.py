@@ -3,6 +3,9 @@ apply_many in one submission, in place, pooling, and their errors."""
 
 from __future__ import annotations
 
+import decimal
+import fractions
+
 import numpy as np
 import pytest
 
@@ -154,6 +157,9 @@ def test_numpy_operators_and_functions_work_on_a_host_copy(device):
     nan = device.asarray(np.full(3, np.nan, np.float32))
     assert (nan == nan) is True and (nan != nan) is False and (nan == xd) is False and (xd == "x") is False
     assert {xd: 1}[xd] == 1 and xd in [nan, xd]
+    row = device.asarray(np.array([1.0, 2.0, 3.0], np.float32))  # (any number, and lists, as numpy compares them)
+    for other in (fractions.Fraction(1), decimal.Decimal(1), [1, 2, 3], (1, 5, 3)):
+        assert np.array_equal(row == other, np.array([1.0, 2.0, 3.0]) == other), other
     with pytest.raises(TypeError, match="unsupported operand"):  # (arithmetic with a number: no silent answer)
         xd + 1
     with pytest.raises(TypeError, match=r"^numpy's add cannot write into a DeviceArray \(out=\)"):

@@ -50,18 +50,20 @@ DROPS_PATH = os.path.join(os.path.dirname(PATH), "hf_cache_drops.json")
 
 
 @lru_cache(maxsize=1)
-def cache_dropped() -> frozenset[str]:
-    """The model types whose generate() in transformers drops its KV cache when the sequence first grows past
-    original_max_position_embeddings and runs every position again (Phi-3's family)."""
+def cache_drops() -> dict[str, str]:
+    """{model type: what its generate() in transformers does when the sequence first grows past
+    original_max_position_embeddings}: "recomputes" (drops its KV cache and runs every position again:
+    Phi-3, PhiMoE) or "drops" (drops it and runs the newest token alone from then on: Phi-4-multimodal)."""
     with open(DROPS_PATH, encoding="utf-8") as f:
-        return frozenset(json.load(f)["models"])
+        return dict(json.load(f)["models"])
 
 
 def recompute_at(rope: Any) -> int | None:
-    """`ModelRope.recompute_at`: original_max_position_embeddings + 1 for a config of a type in cache_dropped()
-    whose frequencies or attention factor differ there from the call before (longrope's long factors,
-    PhiMoE's long_mscale); None otherwise (a recomputed key is then the key cached: nothing to rewrite)."""
-    if rope.source != "config" or rope.model not in cache_dropped() or not rope.uses_seq_len():
+    """`ModelRope.recompute_at`: original_max_position_embeddings + 1 for a config of a type whose generate()
+    recomputes there (cache_drops) and whose frequencies or attention factor differ there from the call
+    before (longrope's long factors, PhiMoE's long_mscale); None otherwise (a recomputed key is then the key
+    cached: nothing to rewrite)."""
+    if rope.source != "config" or cache_drops().get(rope.model) != "recomputes" or not rope.uses_seq_len():
         return None
     n = rope.original_max_position_embeddings
     if n is None:

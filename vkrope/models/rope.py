@@ -72,8 +72,8 @@ def checked_seq_len(seq_len: Any) -> int | None:
         return None
     if not is_int(seq_len):
         raise TypeError(f"seq_len must be an int (max(position_ids) + 1) or None; got {typed(seq_len)}")
-    if not 0 <= seq_len <= MAX_INT:  # (past it: no position, and float() of the dynamic base may overflow)
-        raise ValueError(f"seq_len must be >= 0 and below 2^64; got {brief(seq_len)}")
+    if not 0 <= seq_len <= MAX_INT + 1:  # (max + 1 of uint64 positions; past it float() of a base may overflow)
+        raise ValueError(f"seq_len must be >= 0 and at most 2^64; got {brief(seq_len)}")
     return int(seq_len)
 
 
@@ -238,9 +238,13 @@ class ModelRope:
     def recompute_at(self) -> int | None:
         """The sequence length (input_ids' length, padding included) at which the model's own generate() in
         transformers drops its KV cache and runs every position again, where that call's frequencies differ
-        from the calls' before (Phi-3, Phi-3.5-MoE, Phi-4-multimodal with longrope: original_max_position_embeddings
-        + 1, the first call with the long factors): a decode loop matching generate() runs its prefill again
-        over the whole sequence then, rewriting every cached key. None for every other model (and a GGUF's)."""
+        from the calls' before (Phi-3 / 3.5 / Phi-4-mini and Phi-3.5-MoE with longrope:
+        original_max_position_embeddings + 1, the first call with the long factors): a decode loop matching
+        generate() runs its prefill again over the whole sequence at the first step that brings it to this
+        length or past it while fewer tokens are cached, rewriting every cached key (where left padding keeps
+        that call's positions at or below the original length, the factors and the keys stay as they were).
+        None for every other model (Phi-4-multimodal's generate() drops its cache there and runs the newest
+        token alone, which no cached loop reproduces: docs/guide/decode.md), and a GGUF's."""
         return recompute_at(self)
 
     def seq_len(self, position_ids: Any) -> int | None:

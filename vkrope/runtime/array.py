@@ -7,6 +7,7 @@ release; it imports nothing of vkrope's."""
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 from typing import Any, Callable
 
@@ -167,8 +168,9 @@ class DeviceArray:
 
 
 def _numeric(other: Any) -> bool:
-    """Whether == with `other` compares values (a number, numpy scalar or ndarray), not identities."""
-    return isinstance(other, (int, float, complex, np.generic, np.ndarray))
+    """Whether == with `other` compares values, as numpy's == does (any number, Fraction and Decimal too, a
+    numpy scalar or array, a list or tuple), not identities."""
+    return isinstance(other, (numbers.Number, np.generic, np.ndarray, list, tuple))
 
 
 # --- objects a memo keeps by identity (ops/repeat.py's structures, runtime/execute.py's kept calls) ---------
