@@ -142,9 +142,13 @@ def _side_of_midpoint(base: float, e: float, mid: float, a: np.float32, b: np.fl
     import decimal  # noqa: PLC0415  (rarely: a power near a midpoint)
     from fractions import Fraction  # noqa: PLC0415
 
-    ctx = decimal.Context(prec=60)
-    d = ctx.subtract(ctx.exp(ctx.multiply(ctx.ln(decimal.Decimal(base)), decimal.Decimal(e))), decimal.Decimal(mid))
-    if ctx.copy_abs(d) <= ctx.multiply(decimal.Decimal(mid), decimal.Decimal("1e-50")):
+    def own(prec: int) -> decimal.Context:  # (every field given: Context() copies DefaultContext's, traps too)
+        return decimal.Context(prec=prec, rounding=decimal.ROUND_HALF_EVEN, Emin=decimal.MIN_EMIN,
+                               Emax=decimal.MAX_EMAX, capitals=1, clamp=0, flags=[], traps=[])
+
+    ctx, exact = own(60), own(800).create_decimal_from_float  # (a float's decimal digits: at most 767)
+    d = ctx.subtract(ctx.exp(ctx.multiply(ctx.ln(exact(base)), exact(e))), exact(mid))
+    if ctx.copy_abs(d) <= ctx.multiply(exact(mid), decimal.Decimal("1e-50")):
         f = Fraction(e)
         if f.denominator <= 64 and abs(f.numerator) <= 4096 and Fraction(base) ** f.numerator == Fraction(mid) ** f.denominator:
             return a if int(a.view(np.int32)) % 2 == 0 else b

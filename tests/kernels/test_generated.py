@@ -390,7 +390,7 @@ def test_the_float32_power_is_correctly_rounded():
     """vkrope's float32 base ** e (inverse frequencies of RopeFreqs and
     AxialFreqs) against the exact power in 60-digit decimal arithmetic,
     rounded to the nearest float32 by comparing neighbours exactly."""
-    from decimal import Decimal, Inexact, getcontext, localcontext
+    from decimal import Decimal, FloatOperation, Inexact, getcontext, localcontext
 
     from vkrope.freqs import pow32 as vk_pow32
 
@@ -412,11 +412,19 @@ def test_the_float32_power_is_correctly_rounded():
             assert np.array_equal(got.view(np.int32), want.view(np.int32)), (base, dim)
     # Exact ties go to the even float32 (4097^2 = 16785409 and 66049^1.5 = 257^3 = 16974593 are midpoints; the
     # decimal power's noise picked a side, an adversary's), whatever decimal context the caller set
-    with localcontext() as caller:
-        caller.prec, caller.traps[Inexact] = 3, True
+    with localcontext() as caller:  # (and DefaultContext's, which a new Context copies, a FloatOperation trap)
+        caller.prec, caller.traps[Inexact], caller.traps[FloatOperation] = 3, True, True
         assert vk_pow32(4097.0, np.array([2.0], np.float32))[0] == np.float32(16785408)
         assert vk_pow32(66049.0, np.array([1.5], np.float32))[0] == np.float32(16974592)
         assert vkrope.RopeFreqs(80, base=699987000.0).inv_freq32[7] == np.float32(1) / np.float32(35.30942916870117)
+    import decimal  # noqa: PLC0415
+
+    saved = decimal.DefaultContext.traps[Inexact], decimal.DefaultContext.Emax
+    decimal.DefaultContext.traps[Inexact], decimal.DefaultContext.Emax = True, 5
+    try:
+        assert vk_pow32(4097.0, np.array([2.0], np.float32))[0] == np.float32(16785408)
+    finally:
+        decimal.DefaultContext.traps[Inexact], decimal.DefaultContext.Emax = saved
 
 
 def test_an_axial_grid_lowers_x_columns_first():
