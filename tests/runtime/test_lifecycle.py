@@ -427,46 +427,46 @@ def test_a_device_holding_its_own_arrays_is_closed_when_collected():
     assert live_handles() == baseline and not _orphans()
 
 
+_COLLECTOR_RACE = """
+import gc, threading, time, vkrope
+gc.disable()
+for rnd in range(6):
+    dev = vkrope.Device()
+    holder = {"dev": dev}
+    holder["self"] = holder  # (a cycle: only the collector frees it)
+    dev._user_data = holder
+    del dev, holder
+    go = threading.Event()
+    def collect(rnd=rnd):
+        go.wait(); time.sleep(0.002 * rnd); gc.collect()
+    def open_new():
+        go.wait()
+        with vkrope.Device():
+            pass
+    threads = [threading.Thread(target=f, daemon=True) for f in (collect, open_new)]
+    for t in threads:
+        t.start()
+    go.set()
+    for t in threads:
+        t.join(30)
+    if any(t.is_alive() for t in threads):
+        print("HUNG", rnd, flush=True)
+        import os; os._exit(3)
+gc.enable(); gc.collect()
+from vkrope.vk.binding import live_handles
+print("DONE", not any(live_handles().values()))
+"""
+
+
 def test_opening_a_device_while_the_collector_closes_another_does_not_hang():
     """The cycle collector clears a Device's weak references before its finalizer closes it (the context's
     lock, then OPENING in the instance's close); a Device opened meanwhile in another thread took OPENING, then
     finished that same 'orphan' under the context's lock: both waited for ever (a reviewer's). Orphans are
-    finished outside OPENING, leaving a context whose lock is held."""
-    import threading
+    finished outside OPENING. In a process of its own, so that a hang fails this test and not the suite."""
+    import subprocess
 
-    gc.collect()
-    baseline = live_handles()
-    gc.disable()
-    try:
-        for rnd in range(6):
-            dev = vkrope.Device()
-            holder = {"dev": dev}
-            holder["self"] = holder  # (a cycle: only the collector frees it)
-            dev._user_data = holder
-            del dev, holder
-            go = threading.Event()
-
-            def collect(rnd=rnd):
-                go.wait()
-                time.sleep(0.002 * rnd)
-                gc.collect()
-
-            def open_new():
-                go.wait()
-                with vkrope.Device():
-                    pass
-
-            threads = [threading.Thread(target=f, daemon=True) for f in (collect, open_new)]
-            for t in threads:
-                t.start()
-            go.set()
-            for t in threads:
-                t.join(20)
-            assert not any(t.is_alive() for t in threads), f"round {rnd}: hung"
-    finally:
-        gc.enable()
-    gc.collect()
-    assert live_handles() == baseline
+    res = subprocess.run([sys.executable, "-c", _COLLECTOR_RACE], capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0 and "DONE True" in res.stdout, res.stdout + res.stderr
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
