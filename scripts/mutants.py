@@ -538,7 +538,7 @@ MUTATIONS = [
     Mutation("buffer pool bounded by bytes only", "vkrope/runtime/array_memory.py",
              "while len(pool) > rt.pool_count or sum(", "while sum("),
     Mutation("pooled buffers kept at the allocation limit", "vkrope/vk/context.py",
-             "            reclaim()\n", "            pass\n"),
+             "                reclaim()\n", "                pass\n"),
     Mutation("every instance failure reported as a missing driver", "vkrope/vk/instance.py",
              "            if exc.result in NO_DRIVER_RESULTS:", "            if True:"),
     Mutation("asarray ignores the storage asked for", "vkrope/owner.py",

@@ -117,8 +117,8 @@ def pow32(base: float, exps: np.ndarray) -> np.ndarray:
     power lies within a relative 2^-40 of a float32 rounding midpoint,
     where rounding twice may take the wrong side (base 699987000, 80
     channels, column 7: an adversary's): there the side is taken from the
-    power in 60-digit decimal, an exact tie to even (`_side_of_midpoint`). The frameworks take this power
-    from their own library (torch 2.13 differed from it by 1 ulp on 3 of
+    power in 60-digit decimal, an exact tie to even (`_side_of_midpoint`).
+    The frameworks take this power from their own library (torch 2.13 differed from it by 1 ulp on 3 of
     the 272 powers in tests/torch_golden.py; numpy's float32 power, which
     differs by CPU, on 46 of them on an AVX-512 host, numpy 2.4): the
     correctly rounded one gives every host the same bits."""
@@ -150,7 +150,8 @@ def _side_of_midpoint(base: float, e: float, mid: float, a: np.float32, b: np.fl
     d = ctx.subtract(ctx.exp(ctx.multiply(ctx.ln(exact(base)), exact(e))), exact(mid))
     if ctx.copy_abs(d) <= ctx.multiply(exact(mid), decimal.Decimal("1e-50")):
         f = Fraction(e)
-        if f.denominator <= 64 and abs(f.numerator) <= 4096 and Fraction(base) ** f.numerator == Fraction(mid) ** f.denominator:
+        small = f.denominator <= 64 and abs(f.numerator) <= 4096  # (exact powers of a size worth computing)
+        if small and Fraction(base) ** f.numerator == Fraction(mid) ** f.denominator:
             return a if int(a.view(np.int32)) % 2 == 0 else b
     return max(a, b) if d > 0 else min(a, b)
 

@@ -118,7 +118,7 @@ class DeviceArray:
                             "it lives on the device; write into a numpy array and upload it with Device.asarray")
         return getattr(ufunc, method)(*(i.get() if isinstance(i, DeviceArray) else i for i in inputs), **kwargs)
 
-    # == and != with a number or a numpy array compare element-wise on a host copy, as numpy's operators do
+    # == and != with a number, a numpy array, a list or a tuple compare element-wise on a host copy, as numpy's do
     # (object's == compared identities: `arr == 1.0` was False, silently); anything else, another DeviceArray
     # included, by identity (`a == b` is `a is b`: the runtime keeps arrays in sets; compare a.get() == b.get()).
     def __eq__(self, other: Any) -> Any:

@@ -133,9 +133,10 @@ class Context:
         at the limit, the owner's cached memory is reclaimed first, then the
         allocation is refused with an error naming the limit."""
         limit = self.info.max_memory_allocation_count
-        reclaim = self.reclaim() if self.reclaim is not None else None
-        if limit and self.allocations >= limit and reclaim is not None:
-            reclaim()
+        if limit and self.allocations >= limit and self.reclaim is not None:
+            reclaim = self.reclaim()  # (None once the runtime is gone)
+            if reclaim is not None:
+                reclaim()
         if limit and self.allocations >= limit:
             raise OutOfDeviceMemoryError(
                 f"device {self.info.name!r} allows {limit} memory allocations at once (maxMemoryAllocationCount) and "
