@@ -26,7 +26,6 @@ and do not (most overrides need a built model) are listed as unprobed."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import os
@@ -144,21 +143,16 @@ def measure(model_types: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import warnings  # noqa: PLC0415
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=OUT)
-    args = ap.parse_args(argv)
-    warnings.filterwarnings("ignore")
     sys.path.insert(0, HERE)
     import hf_model_table  # noqa: PLC0415
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
 
-    found = measure(sorted(CONFIG_MAPPING_NAMES))
-    hf_model_table.write_small_table(args.out, "scripts/hf_cache_drops.py",
-                                     {"drops_at": "original_max_position_embeddings + 1", "unprobed": sorted(UNPROBED)},
-                                     found)
-    return 0
+    def run() -> tuple[dict, dict]:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES  # noqa: PLC0415
+
+        found = measure(sorted(CONFIG_MAPPING_NAMES))
+        return found, {"drops_at": "original_max_position_embeddings + 1", "unprobed": sorted(UNPROBED)}
+
+    return hf_model_table.small_table_main(__doc__, OUT, "scripts/hf_cache_drops.py", argv, run)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ import json
 import os
 import pickle
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -101,6 +101,21 @@ DEFAULT_KEYS = ("partial_rotary_factor", "rotary_pct", "rotary_dim", "rope_inter
 HEAD_KEYS = ("global_head_dim", "qk_rope_head_dim", "attention_head_dim", "kv_channels", "head_size", "head_dim")
 PERTURB = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "qk_rope_head_dim",
            "kv_lora_rank", "qk_nope_head_dim", "max_position_embeddings", "head_dim", "sliding_window")
+
+
+def small_table_main(doc: str, out: str, script: str, argv: list[str] | None,
+                     run: Callable[[], tuple[Any, dict]]) -> int:
+    """The main of a script that writes one small table (`--out`, default `out`): warnings off, `run()` gives
+    the table's models and its own fields, written by write_small_table."""
+    import warnings  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=out)
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    models, fields = run()
+    write_small_table(args.out, script, fields, models)
+    return 0
 
 
 def write_small_table(out: str, script: str, fields: dict, models: Any) -> None:

@@ -17,7 +17,6 @@ own code has no answer) instead of rotating them."""
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import os
@@ -64,21 +63,16 @@ def limited(model_type: str) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import warnings  # noqa: PLC0415
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=OUT)
-    args = ap.parse_args(argv)
-    warnings.filterwarnings("ignore")
     sys.path.insert(0, HERE)
     import hf_model_table  # noqa: PLC0415
 
-    with open(TABLE, encoding="utf-8") as f:
-        models = json.load(f)["models"]
-    found = {t: rows for t in sorted(models) if models[t].get("status") == "ok" and (rows := limited(t))}
-    hf_model_table.write_small_table(args.out, "scripts/hf_position_limits.py", {"limit": "max_position_embeddings"},
-                                     found)
-    return 0
+    def run() -> tuple[dict, dict]:
+        with open(TABLE, encoding="utf-8") as f:
+            models = json.load(f)["models"]
+        found = {t: rows for t in sorted(models) if models[t].get("status") == "ok" and (rows := limited(t))}
+        return found, {"limit": "max_position_embeddings"}
+
+    return hf_model_table.small_table_main(__doc__, OUT, "scripts/hf_position_limits.py", argv, run)
 
 
 if __name__ == "__main__":
