@@ -138,12 +138,12 @@ void main() {
       uint i, pj;
       rope_pair(j, p.rot_half, INTERLEAVED, first, i, pj);
       float partner = c_load(k_cache_values, src + pj);
+      partner = first ? partner : -partner;  // (rotate-half's second channel pairs with the negated first)
       vec2 cs = shift_cs(i, tok.z, tok.w);
 #ifdef C_FP8
-      y = fp8_quantize(xj, cs.x, first ? partner : -partner, cs.y, 1.0);
+      y = fp8_quantize(xj, cs.x, partner, cs.y, 1.0);
 #else
-      y = c_value(diff_of_products(xj, cs.x, first ? partner : -partner, cs.y), xj, cs.x,
-                  first ? partner : -partner, cs.y);
+      y = c_value(diff_of_products(xj, cs.x, partner, cs.y), xj, cs.x, partner, cs.y);
 #endif
     }
     k_tmp_values[tmp + j] = y;

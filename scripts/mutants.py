@@ -1370,10 +1370,7 @@ MUTATIONS = [
              "trig_add128(trig_quarter_turns128(hi), trig_quarter_turns128(lo))",
              "trig_add128(trig_quarter_turns128(hi), uvec4(0u))"),
     Mutation("shift: a rotate-half partner's sign swapped", SHIFT_GLSL,
-             "      y = c_value(diff_of_products(xj, cs.x, first ? partner : -partner, cs.y), xj, cs.x,\n"
-             "                  first ? partner : -partner, cs.y);",
-             "      y = c_value(diff_of_products(xj, cs.x, first ? -partner : partner, cs.y), xj, cs.x,\n"
-             "                  first ? -partner : partner, cs.y);"),
+             "      partner = first ? partner : -partner;", "      partner = first ? -partner : partner;"),
     Mutation("shift: keys written back to the rows they came from", SHIFT_GLSL,
              "uint dst = (uint(tok.y) + h * p.head_stride)", "uint dst = (uint(tok.x) + h * p.head_stride)"),
     Mutation("shift: every head read from head 0's row", SHIFT_GLSL,
