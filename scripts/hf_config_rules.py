@@ -208,6 +208,11 @@ def measure_one(cls: Any) -> dict[str, Any] | None:
     return out
 
 
+# PhiMoE's keys: its config class refuses every rope type but default without them (its rotary module scales cos
+# and sin by one of them whatever the type), other classes ignore them
+MSCALES = {"short_mscale": 1.0, "long_mscale": 1.0}
+
+
 def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
     """Each rope type but default (every one vkrope's RULES knows) with the parameters it needs: longrope's
     factor lists as long as the class's defaults need, beside PhiMoE's mscales (which other classes ignore)."""
@@ -218,7 +223,7 @@ def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
         "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                    "original_max_position_embeddings": 1024},
         "longrope": {"short_factor": [1.0] * n, "long_factor": [1.0] * n, "original_max_position_embeddings": 1024,
-                     "short_mscale": 1.0, "long_mscale": 1.0}}
+                     **MSCALES}}
     if set(probes) != {t for t, rule in RULES.items() if rule.in_files} - {"default"}:  # (a type no file names
         # is no class's to refuse: from_hf refuses it by name, hf.FILE_ROPE_TYPES)
         sys.exit(f"type_probes gives {sorted(probes)}; vkrope's rope types are {sorted(RULES)}: give each its probe")
@@ -265,16 +270,22 @@ def _own(cls: Any, lts: list[str] | None) -> dict | None:
     return own if own and _takes(cls, {"rope_type": "default", "rope_theta": 10000.0, **own}, lts) else None
 
 
-def types_refused(cls: Any, lts: list[str] | None) -> list[str]:
+def types_refused(cls: Any, lts: list[str] | None, mscaled: bool = False) -> list[str]:
     """The rope types the class's validation refuses (Phi-3 takes only default and longrope), each given with
     the parameters it needs (and with a head_dim, where only that makes the class take it: type_keys'
-    config_needs), where the class takes the default type given the same way."""
+    config_needs), where the class takes the default type given the same way; given with PhiMoE's `MSCALES`
+    too. `mscaled`: instead, those it refuses given without the mscales and takes given with them (PhiMoE's
+    yarn, llama3, ...: its model scales cos and sin by them in place of the type's own factor)."""
     own = _own(cls, lts)
     if own is None:
         return []  # (the probe says nothing of types)
+
+    def refuses(kind: str, params: dict[str, Any]) -> bool:
+        one = {"rope_type": kind, "rope_theta": 10000.0, **own, **params}
+        return not _takes(cls, one, lts) and not _takes(cls, one, lts, _head_dim(cls))
+
     return [kind for kind, params in type_probes(cls).items()
-            if not _takes(cls, {"rope_type": kind, "rope_theta": 10000.0, **own, **params}, lts)
-            and not _takes(cls, {"rope_type": kind, "rope_theta": 10000.0, **own, **params}, lts, _head_dim(cls))]
+            if refuses(kind, params) and refuses(kind, {**params, **MSCALES}) != mscaled]
 
 
 def _head_dim(cls: Any) -> dict[str, int]:
@@ -1899,6 +1910,7 @@ def main() -> None:
         if t in FILL:  # (the keys its model cannot be built without: a file must give them, as Hub files do)
             rules["absent_refused"] = sorted(FILL[t])
         rules["types_refused"] = types_refused(classes[t], lts)
+        rules["types_mscaled"] = types_refused(classes[t], lts, mscaled=True)
         rules["original_length"] = original_length(classes[t], lts)
         rules["type_keys"] = type_keys(classes[t], lts)
         if lts is None:

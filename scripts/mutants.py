@@ -777,6 +777,8 @@ MUTATIONS = [
              "        if why is None and probed(sig, len(keys), bool(layer_types)):", "        if why is None:"),
     Mutation("a text_config of another model type read as the outer class's", CONFIGS,
              "            and inner[\"model_type\"] != own:", "            and False:"),
+    Mutation("PhiMoE's yarn with mscales read as yarn (its model scales by the mscales instead)", RULES,
+             "    if kind in rules.get(\"types_mscaled\", []):", "    if False:"),
     Mutation("a rope type the class refuses read (Phi-3's linear)", RULES,
              "    if kind in rules.get(\"types_refused\", []):", "    if False:"),
     Mutation("config_rules: a key the class needs beside its rope type may be missing", RULES,

@@ -1077,6 +1077,27 @@ def test_phimoe_mscale_switches_at_the_original_length():
     assert vkrope.from_hf(dict(top_only, model_type="phi3")).original_max_position_embeddings == 4096
 
 
+def test_phimoe_scales_every_rope_type_by_its_mscales_and_is_refused_there():
+    """transformers 5.25's PhimoeRotaryEmbedding multiplies cos and sin by short_mscale or long_mscale (by the
+    length) beside every rope type but default, in place of the type's own factor (yarn's), and its config class
+    refuses those types without the mscales: vkrope computes that beside longrope only, so it refuses the others
+    (given with the mscales or without), naming why; not as a type the class refuses, which it is not."""
+    base = {"model_type": "phimoe", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 4096,
+            "rope_theta": 10000.0}
+    mscales = {"short_mscale": 1.1, "long_mscale": 1.3, "original_max_position_embeddings": 1024}
+    kinds = {"yarn": {"factor": 4.0}, "linear": {"factor": 4.0}, "dynamic": {"factor": 4.0},
+             "llama3": {"factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}}
+    for kind, params in kinds.items():
+        for extra in (mscales, {"original_max_position_embeddings": 1024}):
+            cfg = dict(base, rope_scaling={"rope_type": kind, **params, **extra})
+            with pytest.raises(ValueError, match=rf"rope_scaling.rope_type '{kind}': phimoe's model scales cos and "
+                               "sin by short_mscale or long_mscale in place of"):
+                vkrope.from_hf(cfg)
+    assert vkrope.from_hf(dict(base, rope_scaling={"rope_type": "default", **mscales})).rope_type == "default"
+    with pytest.raises(ValueError, match="rope_type 'llama3': phi3's config class refuses it"):
+        vkrope.from_hf(dict(base, model_type="phi3", rope_scaling={"rope_type": "llama3", **kinds["llama3"], **mscales}))
+
+
 def test_keys_a_config_class_needs_beside_its_rope_type():
     """What transformers 5.25's config classes raise on, measured by the rules
     script: PhiMoE's longrope without short_mscale or long_mscale (or with a

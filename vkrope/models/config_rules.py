@@ -39,6 +39,10 @@ by building each config class on probe configs; never edited by hand):
   fails on is null.
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
+  `types_mscaled`: those it refuses given without PhiMoE's short_mscale and
+  long_mscale and takes given with them (PhiMoE's model then scales cos
+  and sin by them in place of the type's own factor, which vkrope does
+  beside longrope only: it refuses them);
 - `type_keys`: per rope type a class takes (with RoPE per layer type: a
   dict given to every layer type), the keys a file's rope dict of that
   type must give (`needs`: Cosmos 3 Edge's
@@ -468,6 +472,10 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
     `rope` (the file's, or the class's preset) lacks a key the class needs beside it, or gives it null, or
     the text config `cfg` lacks a top-level key the class needs beside it (transformers raises on each)."""
     rules = rules_of(model_type)
+    if kind in rules.get("types_mscaled", []):
+        raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s model scales cos and sin by short_mscale or "
+                         f"long_mscale in place of {kind!r}'s own factor (its config class refuses {kind!r} without "
+                         "them), which vkrope computes beside longrope only: refused, not read otherwise")
     if kind in rules.get("types_refused", []):
         raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s config class refuses it (transformers raised "
                          "on it, given with its parameters, when vkrope's rules were measured), so vkrope does too")
