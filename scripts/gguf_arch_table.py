@@ -1146,9 +1146,23 @@ def build(src: pathlib.Path, origin: str) -> dict:
                                            enum)
             entry["rot_is_head"] = enum in head_bound
         archs[name] = entry
+    for name, message in refused_as_main(src, names).items():
+        archs[name]["refused_as_main"] = message
     defaults["own_mscale"] = own_mscale(src, names)
     defaults["q_scale"] = q_scale_rule(src)
     return {"source": origin, "hparams": defaults, "archs": archs}
+
+
+def refused_as_main(src: pathlib.Path, names: dict[str, str]) -> dict[str, str]:
+    """{architecture: llama.cpp's message} for those llama_model_load refuses as a main model (CLIP's
+    `if (model->arch == LLM_ARCH_CLIP) { throw std::runtime_error("... use it with --mmproj ...") }`, llama.cpp:
+    a vision projector file, whose encoder's RoPE lives in tools/mtmd, not in the graph this table reads)."""
+    text = strip_comments((src / "llama.cpp").read_text())
+    found = re.findall(r"model->arch\s*==\s*(LLM_ARCH_\w+)\s*\)\s*\{\s*throw\s+std::runtime_error\(\s*\"([^\"]*)\"",
+                       text)
+    if not found:
+        sys.exit("llama.cpp's refusal of CLIP as a main model not found: which files are projectors is unknown")
+    return {names[e]: message for e, message in found}
 
 
 def own_mscale(src: pathlib.Path, names: dict[str, str]) -> list[str]:

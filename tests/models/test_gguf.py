@@ -12,6 +12,8 @@ import json
 import math
 import struct
 import os
+import subprocess
+import sys
 
 import gguf
 import numpy as np
@@ -365,6 +367,32 @@ def test_bert_gguf_has_no_rope(tmp_path):
     with pytest.raises(ValueError, match="'gptj': vkrope cannot read where its graph rotates") as e:
         vkrope.from_gguf(path)
     assert not isinstance(e.value, vkrope.NoRopeLayers)
+
+
+def test_a_vision_projector_gguf_is_refused_not_called_ropeless(tmp_path):
+    """An mmproj file (arch clip): llama.cpp refuses it as a main model, and its vision encoders rotate in
+    tools/mtmd (Qwen2-VL's ggml_rope_multi, Pixtral's 2-D RoPE), which vkrope does not read: a ValueError saying
+    so, not NoRopeLayers ("applies no RoPE"), whichever layer is asked for; the CLI exits 1."""
+    path = write(tmp_path / "mmproj.gguf", "clip", [("add_string", ("clip.projector_type", "qwen2.5vl_merger")),
+                                                    ("add_uint32", ("clip.vision.attention.head_count", 16))])
+    for layer in (None, 0):
+        with pytest.raises(ValueError, match="'clip' is not a model llama.cpp runs alone .*CLIP cannot be used as "
+                           r"main model.*vision projector \(mmproj\) file") as e:
+            vkrope.from_gguf(path, layer=layer)
+        assert not isinstance(e.value, vkrope.NoRopeLayers)
+    run = subprocess.run([sys.executable, "-m", "vkrope", "config", str(path)], capture_output=True, text=True)
+    assert run.returncode == 1 and "vision projector" in run.stderr, (run.returncode, run.stdout, run.stderr)
+
+
+def test_a_head_count_not_dividing_the_embedding_reads_llama_cpps_integer_head(tmp_path):
+    """llama.cpp's load_hparams takes the head as embedding_length / head_count in integers (n_embd_head_k_full)
+    and loads a file whose heads do not divide it (Llama's invalid-n_rot check compares two equal numbers):
+    250 channels over 4 heads rotate a head of 62, as its graph does; not refused."""
+    for arch in ("llama", "qwen2"):
+        path = write(tmp_path / f"{arch}.gguf", arch, [("add_embedding_length", 250), ("add_head_count", 4)])
+        rope = vkrope.from_gguf(path)
+        assert (rope.head_dim, rope.rotary_dim) == (62, 62)
+        np.testing.assert_allclose(rope.freqs().inv_freq64, 10000.0 ** -(np.arange(31) * 2 / 62), rtol=1e-15)
 
 
 def _arch_file(tmp_path, arch, n_layer, extra=(), tensors=()):

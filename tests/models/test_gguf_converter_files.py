@@ -37,9 +37,10 @@ LOADER_REFUSES = {
 GOLDEN_GAPS = {"ministral3:Ministral3ForCausalLM": "block_count", "dots1:Dots1ForCausalLM": "expert_shared_count"}
 # What vkrope refuses for another reason, each named: no RoPE in llama.cpp's graph, a rule vkrope cannot read
 # from its code, a layer type to choose, a layer rotated two ways, sections covering no pair (PaddleOCR's
-# default), a head width llama.cpp would divide down (GLM-4-MoE's default 4096 / 96, no key_length).
+# default), an odd rotated width (GLM-4-MoE's default 4096 / 96 heads of 42, no key_length, half of them
+# rotated: 21 channels, no whole pairs).
 OTHER = ("applies no RoPE", "vkrope cannot read", "pass layer_type", "in 2 ways",
-         "paddleocr.rope.dimension_sections [0, 0, 0, 0]", "glm4moe.embedding_length 4096 is not a multiple")
+         "paddleocr.rope.dimension_sections [0, 0, 0, 0]", "rotary_dim must be even and <= head_dim (42); got 21")
 
 
 TABLE = json.loads((Path(__file__).resolve().parents[2] / "vkrope" / "data" / "gguf_archs.json").read_text())

@@ -242,6 +242,11 @@ def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
         close = ", ".join(difflib.get_close_matches(arch.lower(), list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
                          f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
+    if "refused_as_main" in entry:  # (a vision projector, mmproj: its encoder rotates in llama.cpp's tools/mtmd,
+        # whose vision RoPE this table does not read; not a file without RoPE)
+        raise ValueError(f"{where}: architecture {arch!r} is not a model llama.cpp runs alone (it refuses it: "
+                         f"{entry['refused_as_main']!r}): a vision projector (mmproj) file, whose encoder's RoPE "
+                         "(llama.cpp's tools/mtmd) vkrope does not read; pass the language model's GGUF")
     if entry["rotates"] == "False" or (entry["pairs"] == "none" and entry["rotates"] != "unknown"):  # (whichever
         # layer is named; not GPT-J, which llama.cpp's rope table lists as none but for which it builds no
         # graph: GPT-J rotates, refused below)
@@ -369,9 +374,6 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
                          "and so is the head dim llama.cpp takes in its place (attention.key_length, else "
                          "embedding_length // attention.head_count: 0 where the heads outnumber the channels), or "
                          "layer 0's attention.head_count is 0")
-    if heads and num("embedding_length") and not num("attention.key_length") and num("embedding_length") % heads:
-        raise ValueError(f"{where}: {arch}.embedding_length {num('embedding_length')} is not a multiple of "
-                         f"attention.head_count {heads} (and no attention.key_length)")
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
     rope_type, params = gguf_context.rope_args(call, longrope is not None, where,
                                                lambda: _attn_keys(kv, arch))
