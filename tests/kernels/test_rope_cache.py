@@ -251,6 +251,29 @@ def test_bad_input_is_named_and_leaves_the_caches(device):
     assert y.shape == q.shape
 
 
+def test_the_fused_norm_refuses_heads_past_2_16(device):
+    """Each invocation sums its head's squares in one loop (twice where they overflow), which lavapipe stops
+    silently past 65535 iterations: a head of 2^17 gave 1.0000572 for 0.8753. Past 2^16 channels the norm is a
+    ValueError before any GPU work, the cache untouched; 2^16 itself is read (the norm's row against float64)."""
+    for d, ok in ((1 << 16, True), ((1 << 16) + 4, False)):
+        x = np.ones((1, 1, 1, d), np.float32)
+        x[..., -4:] = 1000.0
+        kc, vc = (device.asarray(np.full((1, 1, 1, d), np.nan, np.float32)) for _ in range(2))
+        tabs = (np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32))  # (4 channels turn, by angle 0)
+        w = np.ones(d, np.float32)
+        if not ok:
+            with pytest.raises(ValueError, match=rf"q_norm, k_norm: the fused RMSNorm takes heads of at most 65536 "
+                               rf"channels; got D = {d}"):
+                device.rope_and_cache(x, x, x, kc, vc, tabs, np.array([[0]]), q_norm=w, k_norm=w)
+            assert np.isnan(kc.get()).all()
+            continue
+        y = device.rope_and_cache(x, x, x, kc, vc, tabs, np.array([[0]]), q_norm=w, k_norm=w)
+        x64 = x.astype(np.float64)
+        want = x64 / np.sqrt((x64 * x64).mean() + 1e-6)
+        np.testing.assert_allclose(y, want, rtol=1e-5)
+        np.testing.assert_allclose(kc.get(), want, rtol=1e-5)
+
+
 # --- a decode loop replays one recording --------------------------------------------------
 @pytest.mark.parametrize("resident", [False, True])
 @pytest.mark.parametrize("freqs_form", ["spec", "tables"])

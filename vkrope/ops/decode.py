@@ -12,7 +12,7 @@ import numpy as np
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
-from ..freqs import InvFreqs, brief, check_positions, is_position_spec
+from ..freqs import MAX_HEAD_DIM, InvFreqs, brief, check_positions, is_position_spec
 from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar, table_values
 from ..kernels.cache import Request
 from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
@@ -297,6 +297,10 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
         raise ValueError("q_norm and k_norm go together: give both weights or neither")
     if q_norm is None:
         return None
+    if d > MAX_HEAD_DIM:  # (each invocation sums its row's squares in one loop, twice where they overflow:
+        # lavapipe stops a shader's loops silently past 65535 iterations in all, and 2^17 channels took 2^16)
+        raise ValueError(f"q_norm, k_norm: the fused RMSNorm takes heads of at most {MAX_HEAD_DIM} channels; got "
+                         f"D = {d}: normalise q and k before the call")
     ws = []
     for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
         check_plain_array(name, w)
