@@ -336,7 +336,9 @@ class YaRN:
 
     original_context: the context the model was trained on (HF
     original_max_position_embeddings, llama.cpp n_ctx_orig); beta_fast,
-    beta_slow: the rotation counts bounding the ramp (beta_fast >= beta_slow);
+    beta_slow: the rotation counts bounding the ramp (beta_fast below
+    beta_slow turns it around, which HF computes and only warns about, and
+    from_hf reads so; RopeFreqs refuses the empty ramp that mostly makes);
     ext_factor: in [0, 1], how much of the ramp blends back to the unscaled
     frequencies (llama.cpp's; HF's is 1; 0 is plain linear scaling);
     attn_factor: multiplies the magnitude (llama.cpp's; HF's
@@ -354,8 +356,8 @@ class YaRN:
     exact arithmetic). RopeFreqs refuses a spec whose ramp is empty (low
     above high: an original_context of a few tokens, or of tens of billions and
     more (by the base and head width); HF and
-    llama.cpp blend oppositely there), a scale below 1 (HF's validator
-    does too) and a base of 1 or less (the ramp divides by ln(base)). cos and sin are multiplied by `magnitude`: attn_factor *
+    llama.cpp blend oppositely there), a scale below 1 (HF's validator only
+    warns, and from_hf reads such a factor as HF computes it) and a base of 1 or less (the ramp divides by ln(base)). cos and sin are multiplied by `magnitude`: attn_factor *
     (0.1 ln(scale) + 1) when scale > 1 and ext_factor != 0, else
     attn_factor (HF's get_mscale and llama.cpp's rope_yarn agree on it).
     """
@@ -371,9 +373,6 @@ class YaRN:
         _check_int("original_context", self.original_context, 1)
         _check_positive("beta_fast", self.beta_fast)
         _check_positive("beta_slow", self.beta_slow)
-        if not self.beta_fast >= self.beta_slow:  # (equal: Kimi-K2's 1 and 1; the ramp's guard widens it)
-            raise ValueError(f"beta_fast must be at least beta_slow; got beta_fast = {self.beta_fast}, "
-                             f"beta_slow = {self.beta_slow}")
         _check_number("ext_factor", self.ext_factor, 0.0, 1.0)
         _check_positive("attn_factor", self.attn_factor)
         if not isinstance(self.truncate, (bool, np.bool_)):

@@ -1346,6 +1346,20 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
         vkrope.from_hf({"model_type": "llama", "hidden_size": 126, "num_attention_heads": 2, "head_dim": 63})
 
 
+def test_yarn_truncate_is_read_by_its_truth_and_refused_otherwise():
+    """transformers' yarn tests `truncate` by its truth (the golden yarn-truncate-zero: 0 does not truncate);
+    a number is read so, a str or a list is refused, naming the key, rather than read by a truth nobody meant."""
+    yarn = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}}
+    for given, same in ((0, False), (1, True), (0.0, False), (2.5, True)):
+        rope = vkrope.from_hf({**yarn, "rope_scaling": {**yarn["rope_scaling"], "truncate": given}})
+        want = vkrope.from_hf({**yarn, "rope_scaling": {**yarn["rope_scaling"], "truncate": same}})
+        assert np.array_equal(rope.inv_freq(), want.inv_freq()), given
+    for bad in ("no", [0], {}):
+        with pytest.raises(ValueError, match=r"rope_scaling.truncate must be true or false \(or a number, read by"):
+            vkrope.from_hf({**yarn, "rope_scaling": {**yarn["rope_scaling"], "truncate": bad}})
+
+
 def test_yarn_truncate_of_a_layer_type_is_not_read():
     """transformers' yarn reads `truncate` from the config's rope_parameters, which a class with RoPE per
     layer type (Olmo 3, Gemma 3) keys by layer type: a layer type's own truncate is never seen, so it

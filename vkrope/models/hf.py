@@ -1047,9 +1047,12 @@ def _params(rope: dict, where: str, model_type: str, e: dict, per_type: bool,
                     for v in value):
                 raise ValueError(f"{where}{key} must be a list of positive numbers; got {brief(value)}")
             value = tuple(float(v) for v in value)
-        elif key == "truncate":
-            if not isinstance(value, bool):
-                raise ValueError(f"{where}truncate must be true or false; got {brief(value)}")
+        elif key == "truncate":  # (transformers' yarn tests its truth: 0 does not truncate; a str or a list is
+            # refused rather than read by a truth nobody meant)
+            if not isinstance(value, (bool, int, float)):
+                raise ValueError(f"{where}truncate must be true or false (or a number, read by its truth as "
+                                 f"transformers does); got {brief(value)}")
+            value = bool(value)
         else:
             value = key_number(rope, key, where)
         params[key] = value

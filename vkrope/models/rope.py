@@ -322,7 +322,10 @@ class ModelRope:
         interleaved pairs, whose modules return the same and re-order in the
         attention; Cohere's repeats each value twice, adjacent, as this does for
         its models), times the attention factor: the call's `InvFreqs.table` (the
-        operators compute cos / sin in the shader, within 2 float32 ulps of it)."""
+        operators compute cos / sin in the shader, within 2 float32 ulps of it).
+        A module returning another form holds the same values in it, not this
+        layout: GPT-J's and CodeGen's (sin, cos) of one table, Llama 4's and
+        DeepSeek-V2's complex freqs_cis [..., rotary_dim / 2]."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
         b, s = p.shape[-2:]
