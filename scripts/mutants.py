@@ -2845,6 +2845,21 @@ MUTATIONS = [
              " [--context-length N] [--part PART]", " [--context-length N]"),
     Mutation("config: a symlink loop called no such file", "vkrope/__main__.py",
              "    if why.errno == errno.ELOOP:", "    if False:"),
+    # (the twenty-second session's adversaries)
+    Mutation("GGUF: a vision projector (mmproj) called ropeless", GGUF,
+             '    if "refused_as_main" in entry:', "    if False:"),
+    Mutation("rope_and_cache: the fused norm takes heads past 2^16 (lavapipe's loop limit gave wrong norms)",
+             "vkrope/ops/decode.py", "    if d > MAX_HEAD_DIM:", "    if False:"),
+    Mutation("from_hf: a yarn truncate of another kind read by its truth", CONFIGS,
+             "            if not isinstance(value, (bool, int, float)):", "            if False:"),
+    Mutation("ExecuTorch: an empty call's tables checked for a row no token reads", "vkrope/ops/executorch.py",
+             '    if values:  # (no values: no row is read, however many tokens; as the spec path and the ONNX tables)',
+             '    if True:'),
+    Mutation("ExecuTorch: a resident 16-bit table's error names x, which the op has not", "vkrope/ops/executorch.py",
+             '"[S, D/2]", q, x_name="xq")\n    fs', '"[S, D/2]", q)\n    fs'),
+    Mutation("ExecuTorch: a None freqs_sin beside a table named without why", "vkrope/ops/executorch.py",
+             '    refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)\n    fc',
+             '    fc'),
 ]
 
 

@@ -138,12 +138,12 @@ def check_array(a: Any, name: str, storage: str) -> Any:
     return a
 
 
-def check_resident_table_dtype(name: str, t: Any, x: Any) -> None:
+def check_resident_table_dtype(name: str, t: Any, x: Any, x_name: str = "x") -> None:
     """A resident table is bound where it is, so the kernel reads it in its
-    own dtype: a 16-bit one only beside x of that dtype."""
+    own dtype: a 16-bit one only beside x (named `x_name`) of that dtype."""
     if is_16bit(t.dtype) and t.dtype != x.dtype:
-        raise TypeError(f"{name} is a {t.dtype} DeviceArray but x is {x.dtype}: the kernel reads 16-bit tables only "
-                        "of x's dtype; upload them as float32")
+        raise TypeError(f"{name} is a {t.dtype} DeviceArray but {x_name} is {x.dtype}: the kernel reads 16-bit "
+                        f"tables only of {x_name}'s dtype; upload them as float32")
 
 
 def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary pairs") -> Any:

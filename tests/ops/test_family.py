@@ -379,6 +379,18 @@ def test_a_narrower_spec_suggests_rotary_embedding_dim():
                                         np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32), 3), "start_pos"),
     (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
                                         np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32), -1), "start_pos"),
+    (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                     np.zeros((2, 4), np.float32), None),
+     "freqs_sin must be a numpy array (or a vkrope.DeviceArray) as freqs_cos is a table; it is None only where"),
+    (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                        np.zeros((4, 8), np.float32), None), "as freqs_cos is a table; it is None"),
+    (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                     vkrope.default_device().asarray(np.zeros((2, 4), np.float16)),
+                                     np.zeros((2, 4), np.float32)), "float16 DeviceArray but xq is float32"),
+    (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                        np.zeros((4, 8), np.float32),
+                                        vkrope.default_device().asarray(np.zeros((4, 8), np.float16))),
+     "freqs_sin is a float16 DeviceArray but xq is float32: the kernel reads 16-bit tables only of xq's dtype"),
 ])
 def test_executorch_ops_bad_input(call, name):
     with pytest.raises((TypeError, ValueError)) as info:
@@ -553,6 +565,12 @@ def test_an_empty_call_of_many_tokens_allocates_no_row_table(device):
              lambda: device.apply_rotary_emb(headless, headless, spec, None),
              lambda: device.apply_rotary_emb_hf(headless, headless, spec, None, start_pos=5),
              lambda: device.rotary_embedding(np.zeros((b, 0, s, 2), np.float32), spec, None)]
+    # (no values, and more tokens than a row index holds: tables of as many rows, read by no token)
+    big = np.broadcast_to(np.float32(0), ((1 << 31) + 1, 1))
+    none = np.broadcast_to(np.float32(0), (0, (1 << 31) + 1, 1, 2))
+    calls += [lambda: device.apply_rotary_emb(none, none, big, big),
+              lambda: device.apply_rotary_emb_hf(none, none, np.broadcast_to(np.float32(0), ((1 << 31) + 1, 2)),
+                                                 np.broadcast_to(np.float32(0), ((1 << 31) + 1, 2)))]
     for call in calls:
         tracemalloc.start()
         try:

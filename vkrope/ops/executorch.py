@@ -16,8 +16,8 @@ from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import (
-    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, spec_rows, spec_start,
-    token_positions,
+    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, refuse_missing_partner,
+    spec_rows, spec_start, token_positions,
 )
 
 
@@ -47,10 +47,12 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
         gen = lower(spec)
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
     refuse_grid_spec("freqs_cos", freqs_cos)
-    fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q)
-    fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q)
+    refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)
+    fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q, x_name="xq")
+    fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q, x_name="xq")
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
-    check_row_index("xq (its token s reads row s of freqs_cos)", s - 1)
+    if values:  # (no values: no row is read, however many tokens; as the spec path and the ONNX tables)
+        check_row_index("xq (its token s reads row s of freqs_cos)", s - 1)
     row_of = token_positions(b, s, values, dtype=np.int32)
     return _bshd("xq", q, fc, fs, row_of, d // 2, False, True), _bshd("xk", k, fc, fs, row_of, d // 2, False, True)
 
@@ -75,19 +77,21 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
         return (_bshd("xq", q, gen, None, rows, spec.dim // 2, False, False),
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
     refuse_grid_spec("freqs_cos", freqs_cos)
+    refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)
     check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)
-    fc = check_table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q)
-    fs = check_table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q)
+    fc = check_table("freqs_cos", freqs_cos, (max_seq, rot), "[max_seq, rot]", q, x_name="xq")
+    fs = check_table("freqs_sin", freqs_sin, (max_seq, rot), "[max_seq, rot] (like freqs_cos)", q, x_name="xq")
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
     if rot % 2 or rot > d or rot == 0:
         raise ValueError(f"the rotary width (freqs_cos.shape[1]) must be even, > 0 and <= D = {d}; got {rot}")
     start = int_arg("start_pos", start_pos, 0)
     if start + s > max_seq:
         raise ValueError(f"start_pos + S = {start} + {s} must be <= max_seq = {max_seq} (rows of freqs_cos)")
-    check_row_index("start_pos + S - 1", start + s - 1)
+    if values:
+        check_row_index("start_pos + S - 1", start + s - 1)
     row_of = token_positions(b, s, values, start, np.int32)
     return _bshd("xq", q, fc, fs, row_of, rot // 2, True, False), _bshd("xk", k, fc, fs, row_of, rot // 2, True, False)
 

@@ -21,7 +21,7 @@ from ..runtime.array import DeviceArray
 from ..runtime.dtypes import is_integer_dtype, without_repeats
 from .table_args import (
     TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
-    refuse_grid_spec, spec_rows, swap_hint, token_positions,
+    refuse_grid_spec, refuse_missing_partner, spec_rows, swap_hint, token_positions,
 )
 
 
@@ -67,10 +67,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
     refuse_grid_spec("cos_cache", cos_cache)
-    if sin_cache is None and isinstance(cos_cache, (np.ndarray, DeviceArray)):  # (the spec form's None; a bad
-        # cos_cache is named by its own check below)
-        raise TypeError("sin_cache must be a numpy array (or a vkrope.DeviceArray) as cos_cache is a table; it is "
-                        "None only where cos_cache is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
+    refuse_missing_partner("cos_cache", cos_cache, "sin_cache", sin_cache)
     if position_ids is not None:
         check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
         if cos_cache.ndim != 2:

@@ -132,7 +132,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     if isinstance(freqs, FrequencySpec):
         if freqs.dim != channels:
             raise ValueError(f"freqs: the {type(freqs).__name__} spec has dim = {freqs.dim}; x has C = {channels}")
-        return freqs, freqs.rows, lambda: f"a {type(freqs).__name__} spec of {freqs.rows} rows"
+        return freqs, freqs.rows, lambda: f"{type(freqs).__name__} spec of {freqs.rows} rows"
     # (each description is made only for an error message: formatting costs more than the check)
     if isinstance(freqs, DeviceArray):
         check_table_array("freqs", freqs, X_DTYPES)

@@ -47,12 +47,21 @@ def check_tensor(name: str, x: Any) -> Any:
     return x
 
 
-def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, swapped: tuple[int, ...] = ()) -> Any:
-    """A table of `shape`; `swapped`: the shape it would have were x's axes
+def refuse_missing_partner(name: str, t: Any, partner: str, given: Any) -> None:
+    """A TypeError where the sine table `partner` is None beside a cosine table `name` (None goes only with a
+    frequency spec in its place); a bad `name` is named by its own check."""
+    if given is None and isinstance(t, (np.ndarray, DeviceArray)):
+        raise TypeError(f"{partner} must be a numpy array (or a vkrope.DeviceArray) as {name} is a table; it is "
+                        f"None only where {name} is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
+
+
+def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, swapped: tuple[int, ...] = (),
+                x_name: str = "x") -> Any:
+    """A table of `shape` beside x (named `x_name` in errors); `swapped`: the shape it would have were x's axes
     1 and 2 exchanged (the message then asks about x's layout)."""
     check_table_array(name, t, TABLE_DTYPES)
     if isinstance(t, DeviceArray):
-        check_resident_table_dtype(name, t, x)
+        check_resident_table_dtype(name, t, x, x_name)
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
                          f"{swap_hint('x', tuple(t.shape), swapped)}")
