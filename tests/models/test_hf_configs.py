@@ -1098,6 +1098,23 @@ def test_phimoe_scales_every_rope_type_by_its_mscales_and_is_refused_there():
         vkrope.from_hf(dict(base, model_type="phi3", rope_scaling={"rope_type": "llama3", **kinds["llama3"], **mscales}))
 
 
+def test_a_shape_refused_says_what_to_give():
+    """A file holding both rope_scaling and rope_parameters where the class reads them otherwise than vkrope
+    (Cohere 2 MoE's, which ignores the rope_scaling; transformers' own to_dict() of a config built with both
+    keeps both, so "as transformers saves them" would lead back to the refusal): the message says to give the
+    one the model runs, and what the shape's letters mean; the one given alone is read."""
+    cfg = {"model_type": "cohere2_moe", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "num_hidden_layers": 2, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"],
+           "rope_scaling": {"factor": 3.0, "rope_type": "linear"},
+           "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "rope_theta": 10000.0}
+    with pytest.raises(ValueError, match=r"shape d\|d\|v\|-\|-, of rope_scaling \| rope_parameters \| rope_theta \| .*"
+                                         r"d a dict, v a value, 0 null, - absent\): refused rather than guessed; give "
+                                         r"only the one of rope_scaling and rope_parameters the model runs$"):
+        vkrope.from_hf(cfg)
+    alone = vkrope.from_hf({k: v for k, v in cfg.items() if k != "rope_scaling"}, layer_type="sliding_attention")
+    assert alone.rope_type == "default" and alone.theta == 10000.0
+
+
 def test_keys_a_config_class_needs_beside_its_rope_type():
     """What transformers 5.25's config classes raise on, measured by the rules
     script: PhiMoE's longrope without short_mscale or long_mscale (or with a

@@ -305,8 +305,11 @@ def test_refused_model_types_name_themselves():
     assert e.value.reason.startswith("like 'gpt2': ")
     with pytest.raises(TypeError, match="^layer must be an int"):  # (a bad argument first, as from_gguf's)
         vkrope.from_hf(dict(base, model_type="bert"), layer="x")
-    with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed"):
-        vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE")
+    with pytest.raises(ValueError, match="'dbrx' is refused: transformers' code could not be probed.*; if its "
+                       "attention applies RoPE as another model type's does, pass like='<that model type>'"):
+        vkrope.from_hf(dict(base, model_type="dbrx"))  # (unknown, not "no RoPE"; the caller may know better)
+    with pytest.raises(ValueError, match=r"^like: 'dbrx' is refused: transformers' code could not be probed[^;]*$"):
+        vkrope.from_hf(dict(base, model_type="llama"), like="dbrx")  # (like= given: no hint to give it)
     # the rotary module a text model holds, whatever its class is named (Higgs Audio's): refused, never "no
     # RoPE"; Qwen3-Omni's code predictor holds the plain one, not the thinker's M-RoPE
     for t in ("granite4_vision", "higgs_audio_v2", "kyutai_speech_to_text", "qwen3_omni_moe_talker_code_predictor"):

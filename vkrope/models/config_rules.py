@@ -369,11 +369,16 @@ def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
         why = rules["refused"].get(sig)
         if why is None and probed(sig, len(keys), bool(layer_types)):
             return
-    given = [k for k in ("rope_scaling", "rope_parameters", *rules["keys"], *PARTIAL_KEYS) if k in cfg]
+    named = ("rope_scaling", "rope_parameters", *rules["keys"], *PARTIAL_KEYS)
+    given = [k for k in named if k in cfg]
+    both = isinstance(cfg.get("rope_scaling"), dict) and isinstance(cfg.get("rope_parameters"), dict)
+    # (both dicts: transformers' classes differ on which wins, and its own saved files may hold both, so "as
+    # transformers saves them" would lead back here: the caller knows which one the model was trained with)
+    advice = ("give only the one of rope_scaling and rope_parameters the model runs" if both else
+              "give the RoPE keys as transformers saves them (AutoConfig.from_pretrained(path).to_dict())")
     raise ValueError(f"config: {model_type}'s config class reads {', '.join(given) or 'these keys'} given this way "
-                     f"otherwise than vkrope ({why or 'a shape not probed'}; shape {sig}): refused rather than "
-                     "guessed; give the RoPE keys as transformers saves them (AutoConfig.from_pretrained(path)"
-                     ".to_dict())")
+                     f"otherwise than vkrope ({why or 'a shape not probed'}; shape {sig}, of {' | '.join(named)}: "
+                     f"d a dict, v a value, 0 null, - absent): refused rather than guessed; {advice}")
 
 
 def _theta_where(one: dict[str, Any], filled: str, unread: list[str], kind: Any) -> str:

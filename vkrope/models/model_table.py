@@ -127,8 +127,11 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
         why = e.get("why") or "it has no text rotary module"
         raise NoRopeLayers(f"{named} applies no rotary embedding to its text attention in transformers ({why})",
                            f"{'like' if like is not None else 'model_type'} {model_type!r}: {why}")
-    if e.get("status") != "ok":
-        raise ValueError(f"{named} is refused: {e.get('status')}")
+    if e.get("status") != "ok":  # (the table's reason, which may be its own probe's failure: a caller who knows
+        # the model's attention runs as another type's may say so)
+        hint = "" if like is not None else ("; if its attention applies RoPE as another model type's does, pass "
+                                            "like='<that model type>' to read the config as that one")
+        raise ValueError(f"{named} is refused: {e.get('status')}{hint}")
     return e
 
 
