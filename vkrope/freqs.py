@@ -389,8 +389,10 @@ class YaRN:
         return max(low, 0), min(high, dim - 1)
 
     def mix(self, dim: int, base: float, dtype: Any = np.float32) -> np.ndarray:
-        """[dim/2] the weight of the unscaled frequency, in `dtype` steps
-        (for a ramp that is not empty: RopeFreqs refuses high < low)."""
+        """[dim/2] the weight of the unscaled frequency, in `dtype` steps; for
+        a ramp whose low end lies above its high end (RopeFreqs refuses it),
+        the weights transformers' ramp gives there, turned around (from_hf
+        reads yarn so where beta_fast is below beta_slow)."""
         low, high = self.ramp_ends(dim, base)
         if low == high:
             high += 0.001  # HF's guard (llama.cpp's max(0.001, high - low) is the same for high >= low)
@@ -589,8 +591,10 @@ class RopeFreqs(PositionFreqs):
         low, high = y.ramp_ends(self.dim, float(self.base))  # (finite: an original_context below 2^64, float32
         # betas, a base above 1)
         if high < low:
+            check = ("beta_fast is below beta_slow, which turns the ramp around" if y.beta_fast < y.beta_slow else
+                     "check original_context (the trained context, in tokens) and base")
             raise ValueError(f"yarn: {what} leave no ramp (beta_fast's correction dim {low} lies above beta_slow's "
-                             f"{high}); check original_context (the trained context, in tokens) and base")
+                             f"{high}); {check}")
 
     @property
     def position_scale(self) -> float:

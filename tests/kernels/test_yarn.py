@@ -296,7 +296,8 @@ def test_bad_yarn_use_names_the_argument():
         vkrope.RopeFreqs(16, yarn={"original_context": 4096})
     # (beta_fast below beta_slow: a YaRN, which transformers computes turned around and from_hf reads so, but a
     # ramp whose low end lies above its high end, where HF and llama.cpp blend oppositely: no spec)
-    with pytest.raises(ValueError, match=r"beta_fast = 1.0, beta_slow = 2.0 with dim = 64.* leave no ramp"):
+    with pytest.raises(ValueError, match=r"beta_fast = 1.0, beta_slow = 2.0 with dim = 64.* leave no ramp .*; "
+                                         r"beta_fast is below beta_slow, which turns the ramp around$"):
         vkrope.RopeFreqs(64, scale=4.0, yarn=vkrope.YaRN(4096, beta_fast=1.0, beta_slow=2.0))
     with pytest.raises(ValueError, match="base"):
         vkrope.RopeFreqs(16, base=1.0, yarn=vkrope.YaRN(4096))

@@ -48,11 +48,12 @@ def test_yarn_ramp_ends_as_ggml_computes_them(tmp_path):
     """ggml_rope_yarn_corr_dims computes the ramp's ends in float32: a file whose end lies within float32
     rounding of an integer (Qwen2's 128 dims, base 1e4, original length 17206: 55.0000008 in float64, 55
     in float32) is refused; an ordinary one is read as ggml computes it."""
-    def yarn(name, base, orig):
-        return write(tmp_path / name, "qwen2", [
+    def yarn(name, base, orig, betas=(), arch="qwen2"):
+        return write(tmp_path / name, arch, [
             ("add_context_length", 131072), ("add_embedding_length", 256), ("add_head_count", 2),
             ("add_rope_freq_base", base), ("add_rope_scaling_type", gguf.RopeScalingType.YARN),
-            ("add_rope_scaling_factor", 4.0), ("add_rope_scaling_orig_ctx_len", orig)])
+            ("add_rope_scaling_factor", 4.0), ("add_rope_scaling_orig_ctx_len", orig),
+            *(("add_float32", (f"{arch}.rope.scaling.yarn_beta_{k}", v)) for k, v in betas)])
     with pytest.raises(ValueError, match="within float32 rounding of an integer"):
         vkrope.from_gguf(yarn("near.gguf", 10000.0, 17206))
     rope = vkrope.from_gguf(yarn("plain.gguf", 10000.0, 4096), angle="exact")
@@ -61,8 +62,12 @@ def test_yarn_ramp_ends_as_ggml_computes_them(tmp_path):
     want_cos, want_sin = oracle_ggml.cos_sin(p, 128, 10000.0, freq_scale=0.25, ext_factor=1.0, n_ctx_orig=4096)
     assert np.abs(cos[0, :, :64] - want_cos).max() < 4e-6 and np.abs(sin[0, :, :64] - want_sin).max() < 4e-6
     for base, orig in ((10000.0, 2), (2.0, 4096)):  # (ramps whose low end lies above their high end)
-        with pytest.raises(ValueError, match="YaRN's ramp is empty here"):
+        with pytest.raises(ValueError, match="YaRN's ramp is empty here .*from original_context_length"):
             vkrope.from_gguf(yarn(f"empty{orig}.gguf", base, orig))
+    with pytest.raises(ValueError, match="YaRN's ramp is empty here .*from rope.scaling.yarn_beta_fast 1 below "
+                                         "yarn_beta_slow 32\\)"):  # (the betas named, not the length;
+        # Mistral 3's loader reads them, Qwen2's does not)
+        vkrope.from_gguf(yarn("reversed.gguf", 10000.0, 4096, (("fast", 1.0), ("slow", 32.0)), "mistral3"))
 
 
 def test_frequency_factors_other_than_f32_are_refused(tmp_path):

@@ -1107,10 +1107,13 @@ def test_a_shape_refused_says_what_to_give():
            "num_hidden_layers": 2, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"],
            "rope_scaling": {"factor": 3.0, "rope_type": "linear"},
            "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "rope_theta": 10000.0}
-    with pytest.raises(ValueError, match=r"shape d\|d\|v\|-\|-, of rope_scaling \| rope_parameters \| rope_theta \| .*"
-                                         r"d a dict, v a value, 0 null, - absent\): refused rather than guessed; give "
+    with pytest.raises(ValueError, match=r"shape d\|d\|v\|-\|-, of rope_scaling \| rope_parameters \| rope_theta \| .*: "
+                                         r"d a dict, v another value, - absent\): refused rather than guessed; give "
                                          r"only the one of rope_scaling and rope_parameters the model runs$"):
         vkrope.from_hf(cfg)
+    with pytest.raises(ValueError, match=r"shape t\|e\|v\|-\|-, .*: t a dict with the legacy type, e an empty dict, v "
+                                         r"another value, - absent\)"):  # (every letter of the shape explained)
+        vkrope.from_hf(dict(cfg, rope_scaling={"type": "linear", "factor": 3.0}, rope_parameters={}))
     alone = vkrope.from_hf({k: v for k, v in cfg.items() if k != "rope_scaling"}, layer_type="sliding_attention")
     assert alone.rope_type == "default" and alone.theta == 10000.0
 

@@ -294,8 +294,9 @@ def test_refused_model_types_name_themselves():
     base = {"hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2}
     with pytest.raises(ValueError, match="'chatglm' is not in vkrope's model table.*like="):
         vkrope.from_hf(dict(base, model_type="chatglm", kv_channels=128))  # ChatGLM3: remote code
-    with pytest.raises(ValueError, match="'nanochat' is refused.*-theta"):
+    with pytest.raises(ValueError, match="'nanochat' is refused.*-theta") as e:
         vkrope.from_hf(dict(base, model_type="nanochat"))
+    assert "like=" not in str(e.value)  # (the table knows the difference: like='llama' would read it wrong)
     for layer in (None, 0):  # (a model of no RoPE at all: NoRopeLayers, whichever layer is asked for)
         with pytest.raises(vkrope.NoRopeLayers, match="'bert' applies no rotary embedding") as e:
             vkrope.from_hf(dict(base, model_type="bert"), layer=layer)

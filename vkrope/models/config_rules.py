@@ -321,9 +321,16 @@ THETA_SHAPES = ("-", "0", "v")
 PARTIAL_SHAPES = (("-", "-"), ("v", "-"), ("0", "-"), ("-", "v"))
 
 
+# What each letter of a shape (`signature`) says of how its key is given
+SHAPE_LETTERS = {"-": "absent", "0": "null", "e": "an empty dict", "d": "a dict", "t": "a dict with the legacy type",
+                 "n": "a dict per layer type", "m": "a dict per layer type, some left out",
+                 "z": "a dict per layer type, some null", "nt": "a dict per layer type, with the legacy type",
+                 "mt": "a dict per some layer types, with the legacy type",
+                 "zt": "a dict per layer type, some null, with the legacy type", "v": "another value"}
+
+
 def _value_shape(v: Any, layer_types: Any) -> str:
-    """How one RoPE key is given: '0' null, 'e' empty, 'd' a dict, 't' a dict with the legacy `type`, 'n' a
-    dict per layer type ('m' some left out, 'z' some null, 'nt' with `type`), 'v' anything else."""
+    """How one RoPE key is given: a key of SHAPE_LETTERS."""
     if v is None:
         return "0"
     if not isinstance(v, dict):
@@ -376,9 +383,10 @@ def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
     # transformers saves them" would lead back here: the caller knows which one the model was trained with)
     advice = ("give only the one of rope_scaling and rope_parameters the model runs" if both else
               "give the RoPE keys as transformers saves them (AutoConfig.from_pretrained(path).to_dict())")
+    legend = ", ".join(f"{x} {SHAPE_LETTERS[x]}" for x in dict.fromkeys(sig.split("|")))
     raise ValueError(f"config: {model_type}'s config class reads {', '.join(given) or 'these keys'} given this way "
                      f"otherwise than vkrope ({why or 'a shape not probed'}; shape {sig}, of {' | '.join(named)}: "
-                     f"d a dict, v a value, 0 null, - absent): refused rather than guessed; {advice}")
+                     f"{legend}): refused rather than guessed; {advice}")
 
 
 def _theta_where(one: dict[str, Any], filled: str, unread: list[str], kind: Any) -> str:

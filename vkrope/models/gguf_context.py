@@ -194,6 +194,9 @@ def check_ramp(r: Rotation, where: str) -> None:
                              "an integer: llama.cpp computes it in float32 and may round it to the other side than "
                              "vkrope's yarn, which computes it as transformers does; vkrope refuses this file")
     if high < low:
+        cause = (f"rope.scaling.yarn_beta_fast {r.beta_fast:g} below yarn_beta_slow {r.beta_slow:g}"
+                 if r.beta_fast < r.beta_slow else
+                 f"original_context_length {r.n_ctx_orig} and base {r.base:g}")
         raise ValueError(f"{where}: YaRN's ramp is empty here (its low end {low} above its high end {high}, from "
-                         f"original_context_length {r.n_ctx_orig} and base {r.base:g}): llama.cpp blends it as a "
-                         "step, vkrope's yarn (transformers') the opposite way; vkrope refuses this file")
+                         f"{cause}): llama.cpp blends it as a step, vkrope's yarn (transformers') the opposite "
+                         "way; vkrope refuses this file")

@@ -127,10 +127,12 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
         why = e.get("why") or "it has no text rotary module"
         raise NoRopeLayers(f"{named} applies no rotary embedding to its text attention in transformers ({why})",
                            f"{'like' if like is not None else 'model_type'} {model_type!r}: {why}")
-    if e.get("status") != "ok":  # (the table's reason, which may be its own probe's failure: a caller who knows
-        # the model's attention runs as another type's may say so)
-        hint = "" if like is not None else ("; if its attention applies RoPE as another model type's does, pass "
-                                            "like='<that model type>' to read the config as that one")
+    if e.get("status") != "ok":  # (where the table's probe failed, rope null, nothing is known of the model's
+        # RoPE, and a caller who knows its attention runs as another type's may say so; where the table knows a
+        # difference, a sign, learned weights, another reading, like= would read it wrong)
+        hint = "" if like is not None or e.get("rope") is not None else (
+            "; if its attention applies RoPE as another model type's does, pass like='<that model type>' to read "
+            "the config as that one")
         raise ValueError(f"{named} is refused: {e.get('status')}{hint}")
     return e
 
