@@ -1,6 +1,6 @@
 """A batch larger than one call: dask.array map_blocks over [B, N, C], each
 worker process owning its own vkrope Device (the default device of that
-process). Needs the optional `dask` extra: pip install "vkrope[dask]".
+process). Needs the optional `dask` extra: pip install ".[dask]" (from a clone).
 
     python examples/dask_batch.py            # local process pool
 """

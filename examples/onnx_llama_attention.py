@@ -12,7 +12,7 @@ attention with a causal mask -> output projection. It runs twice:
 
 The outputs must agree; a float64 numpy pipeline checks both.
 
-    pip install "vkrope[onnx]"; python examples/onnx_llama_attention.py
+    pip install ".[onnx]"  (from a clone); python examples/onnx_llama_attention.py
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ if [ $# -ne 0 ]; then  # (before the setup: an argument is a mistake, not someth
     echo "usage: scripts/demo.sh (no arguments; vkrope demo --help for the command itself)" >&2
     exit 1
 fi
-here=$(cd "$(dirname "$0")" && pwd)
+unset CDPATH  # (an exported CDPATH would send cd to another tree)
+here=$(cd -- "$(dirname -- "$0")" && pwd)
 source "$here/setup_env.sh"
 setup_env run
 exec .venv/bin/python -m vkrope demo

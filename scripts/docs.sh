@@ -9,14 +9,26 @@
 # is installed into it); it must import mkdocs, mkdocstrings and vkrope with
 # its dependencies, as `pip install '.[docs]'` gives it.
 #
+# OUTDIR (default: site/ in the repository) is read from the folder you run it
+# in; mkdocs empties it first, so a folder that exists, holds anything and is
+# not a site it built before is refused.
+#
 # Usage: scripts/docs.sh [OUTDIR]      (PYTHON=... scripts/docs.sh [OUTDIR])
 set -euo pipefail
-cd "$(dirname "$0")/.."
+unset CDPATH  # (an exported CDPATH would send cd to another tree)
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   echo "Usage: scripts/docs.sh [OUTDIR]   (Python: .venv, else \$PYTHON or python3 with mkdocs, mkdocstrings and vkrope)"
   exit 0
 fi
-out="${1:-site}"
+root=$(cd -- "$(dirname -- "$0")/.." && pwd)
+out="${1:-$root/site}"
+[[ "$out" == /* ]] || out="$PWD/$out"  # (from where it was run, before the cd below)
+if [[ -d "$out" && -n "$(ls -A -- "$out")" && ! -f "$out/sitemap.xml.gz" ]]; then
+  echo "scripts/docs.sh: $out exists, is not empty and holds no site built before (no sitemap.xml.gz):" >&2
+  echo "  mkdocs would empty it; name a new or empty folder" >&2
+  exit 1
+fi
+cd "$root"
 needs="import mkdocs, mkdocstrings, mkdocstrings_handlers.python, vkrope"
 if [[ -x .venv/bin/python ]]; then
   py=.venv/bin/python

@@ -8,7 +8,7 @@
 setup_env() {
   local mode=${1:-run}
   local root
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  root=$(CDPATH='' cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
   cd "$root" || exit 1
 
   local pkgs=(libvulkan1 mesa-vulkan-drivers)
@@ -22,7 +22,7 @@ setup_env() {
   if ((${#missing[@]})); then
     if [ "$(id -u)" -ne 0 ]; then
       echo "vkrope needs these Debian packages: ${missing[*]}" >&2
-      echo "run: sudo apt-get install -y ${missing[*]}" >&2
+      echo "run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
       exit 1
     fi
     echo "installing ${missing[*]} with apt-get" >&2

@@ -2,9 +2,10 @@
 # The test command: set up everything missing, then run the whole suite (both
 # tiers) on the Vulkan device with the Khronos validation layer on (any
 # message fails).
-#   scripts/test.sh [pytest args]
+#   scripts/test.sh [pytest args]   (run from the repository root: paths in them are read from there)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+unset CDPATH  # (an exported CDPATH would send cd to another tree)
+here=$(cd -- "$(dirname -- "$0")" && pwd)
 source "$here/setup_env.sh"
 setup_env test
 export VKROPE_VALIDATION=1

@@ -179,14 +179,25 @@ def test_docs_sh_without_a_venv_uses_the_python_that_has_mkdocs(tmp_path):
         fake = tmp_path / name
         fake.write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\nexit {rc}\n')
         fake.chmod(0o755)
-    run = lambda py: subprocess.run(["bash", str(script), "out"], capture_output=True, text=True,  # noqa: E731
-                                    env={"PATH": "/usr/bin:/bin", "PYTHON": str(tmp_path / py)})
+    here = tmp_path / "here"  # (OUTDIR is read from the folder the script runs in, not the repository's)
+    here.mkdir()
+    run = lambda py, out="out": subprocess.run(  # noqa: E731
+        ["bash", str(script), out], capture_output=True, text=True, cwd=here,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": str(tmp_path / py), "CDPATH": str(ROOT)})  # (CDPATH ignored)
     res = run("good")
     assert res.returncode == 0, res.stderr
-    assert log.read_text().splitlines()[-1] == "good -m mkdocs build --strict -d out"
+    assert log.read_text().splitlines()[-1] == f"good -m mkdocs build --strict -d {here / 'out'}"
     res = run("bare")
     assert res.returncode == 1 and "pip install '.[docs]'" in res.stderr
     assert not any(line.startswith("bare -m") for line in log.read_text().splitlines())
+    # (mkdocs empties its folder: one that holds anything and no site built before is refused, untouched)
+    (here / "work").mkdir()
+    (here / "work" / "keep.txt").write_text("mine")
+    res = run("good", "work")
+    assert res.returncode == 1 and "exists, is not empty and holds no site built before" in res.stderr
+    assert (here / "work" / "keep.txt").read_text() == "mine"
+    (here / "work" / "sitemap.xml.gz").write_bytes(b"")  # (a site built before is built again)
+    assert run("good", "work").returncode == 0
 
 
 _DS3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128,

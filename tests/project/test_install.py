@@ -4,8 +4,10 @@ another folder, finds its SPIR-V inside the package and runs the operator."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +20,18 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_non_editable_install_runs_from_another_folder(tmp_path):
     wheels, target, elsewhere = tmp_path / "wheels", tmp_path / "site", tmp_path / "elsewhere"
     elsewhere.mkdir()
+    # (built from a copy without the checkout's build/: setuptools reuses build/lib, so a module deleted from the
+    # source but still imported would pass from a stale copy there)
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("build", ".venv", ".git", "site", ".offline",
+                                                             "*.egg-info", "__pycache__", ".mypy_cache"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(src)],
         check=True, capture_output=True,
     )
     (wheel,) = wheels.glob("vkrope-*.whl")
+    modules = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+    assert modules == {p.relative_to(ROOT).as_posix() for p in (ROOT / "vkrope").rglob("*.py")}
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
         check=True, capture_output=True,

@@ -115,4 +115,7 @@ def run(repeats: int = 7, log: Callable[[str], None] = print) -> list[dict[str, 
     log("MiB / KiB: bytes each call moves between host and device (x in and out, the tables it packs, "
         "the per-token cache rows); res.cache: caches resident, x numpy; resident: x and caches resident; "
         "gen: the kernel with cos / sin computed in the shader (vkrope.RopeFreqs, float32 and exact angle)")
+    missing = {r["onnxruntime"] for r in rows if isinstance(r["onnxruntime"], str)}
+    for why in sorted(missing):  # (said on the terminal, not only in the JSON: an empty column is a question)
+        log(f"ort: onnxruntime's op {why} (pip install '.[bench]' gives onnx and onnxruntime)")
     return rows
