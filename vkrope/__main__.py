@@ -127,7 +127,7 @@ def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray, times: list[tuple[
               f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
     for line in demo_verdict(times, str(dev.info["type"]).lower() == "cpu"):
         print(line)
-    print("GPU measurements, where there are any: docs/PERFORMANCE.md")
+    print("GPU measurements, where there are any: docs/PERFORMANCE.md in vkrope's repository")
 
 
 def demo_verdict(times: list[tuple[float, float]], cpu: bool) -> list[str]:
