@@ -425,11 +425,11 @@ def test_other_ops_take_a_model_spec():
     assert np.abs(kc.get()[0, :, pos[0]].transpose(1, 0, 2) - want_k).max() < 1e-6
 
 
-def test_mrope_refused_where_one_position_per_token():
+def test_mrope_decode_refused_on_a_contiguous_cache():
+    """(test_an_mrope_model_in_the_one_position_ops_and_its_decode_step: with slots it is read) The caches are
+    untouched."""
     rope = vkrope.from_hf(config("qwen2-vl-7b"))
     q = np.zeros((1, 1, 2, 128), np.float32)
-    with pytest.raises(ValueError, match="M-RoPE"):
-        vkrope.rotary_embedding(q, rope, None, np.zeros((1, 2), np.int64))
     dev = vkrope.default_device()
     kc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
     vc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
@@ -595,7 +595,9 @@ def test_layer_type_errors_and_inputs(tmp_path):
 
 @pytest.mark.parametrize("call, exc, match", [
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 3), np.int64)), ValueError, r"\[B, S\]"),
-    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 2), np.float32)), TypeError, "integers"),
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.full((1, 2), 0.5, np.float32)), ValueError,
+     "whole positions"),  # (whole float ids are read: Qwen3-Omni's)
+    (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, np.zeros((1, 2), np.complex64)), TypeError, "integers"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, -np.ones((1, 2), np.int64)), ValueError, "position_ids"),
     (lambda q, k, r: vkrope.apply_rotary_pos_emb(q, k, r, [[0, 1]]), TypeError,
      r"^position_ids must be a numpy integer array \[B, S\]; got list \(convert it with np\.asarray\(position_ids\)\)$"),
@@ -965,16 +967,65 @@ def test_mrope_invfreqs_refused_by_one_axis_ops():
     with pytest.raises(ValueError, match=one_axis):
         vkrope.rotary_embedding(x, spec, None, np.zeros((1, 2), np.int64))
     with pytest.raises(ValueError, match=one_axis):
-        vkrope.rotary_embedding(x, vkrope.from_hf(config("qwen2-vl-7b")), None, np.zeros((3, 1, 2), np.int64))
-    with pytest.raises(ValueError, match=one_axis):
         vkrope.apply_rotary_emb_hf(x.transpose(0, 2, 1, 3).copy(), x.transpose(0, 2, 1, 3).copy(), spec, None)
-    dev = vkrope.default_device()
-    kc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
-    with pytest.raises(ValueError, match="M-RoPE"):
-        vkrope.rope_and_cache(x, x, x, kc, dev.asarray(np.zeros((1, 1, 4, 128), np.float32)), spec,
-                              np.array([[0, 1]]))
+    with pytest.raises(ValueError, match=r"position_ids must have shape \(1, 2\); got \(3, 1, 2\)"):  # (per axis: not here)
+        vkrope.rotary_embedding(x, vkrope.from_hf(config("qwen2-vl-7b")), None, np.zeros((3, 1, 2), np.int64))
     with pytest.raises(TypeError, match="ModelRope decides its frequencies per call"):
         vkrope.apply(x, vkrope.from_hf(config("qwen2-vl-7b")), positions=np.arange(2))
+
+
+def test_float_position_ids_are_read_where_whole():
+    """Qwen3-Omni's get_rope_index builds float ids, which its rotary module turns by (`.float()`): float ids
+    whose values are whole are read as those integers (bit for bit the integer call's); a fractional one (its
+    video time axis at some frame rates) is refused, naming it, as is a NaN: rounding would change the
+    rotation."""
+    rope = vkrope.from_hf(config("qwen2-vl-7b"))
+    q = np.random.default_rng(32).standard_normal((1, 2, 3, 128)).astype(np.float32)
+    ids = np.array([[[0, 1, 5]], [[0, 2, 5]], [[0, 3, 5]]])
+    want = vkrope.apply_rotary_pos_emb(q, q, rope, ids)
+    for dtype in (np.float32, np.float64):
+        got = vkrope.apply_rotary_pos_emb(q, q, rope, ids.astype(dtype))
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+        assert np.array_equal(rope.cos_sin(ids.astype(dtype))[0], rope.cos_sin(ids)[0])
+    for bad, shown in ((14.5, "14.5"), (np.nan, "nan")):
+        frac = ids.astype(np.float32)
+        frac[1, 0, 2] = bad
+        with pytest.raises(ValueError, match=rf"^position_ids\[1, 0, 2\] is {shown}: vkrope takes whole positions"):
+            vkrope.apply_rotary_pos_emb(q, q, rope, frac)
+    with pytest.raises(ValueError, match=r"must lie in \[0, 2\^24\)"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.array([[0.0, 1.0, 1e300]]))
+
+
+def test_an_mrope_model_in_the_one_position_ops_and_its_decode_step():
+    """An M-RoPE ModelRope in an op of one position per token (ONNX's, ExecuTorch HF's, the decode step): that
+    position on all three axes, as transformers expands [B, S] ids (text; every decode step's three axes are
+    equal, cache_position + rope_deltas): apply_rotary_pos_emb's result for the same ids. The decode step
+    takes it only with slots: a contiguous cache's rows are the positions, an M-RoPE model's are not its rows
+    (an image's tokens share positions: keys would overwrite keys)."""
+    rope = vkrope.from_hf(config("qwen2-vl-7b"))
+    rng = np.random.default_rng(31)
+    q = rng.standard_normal((2, 4, 3, 128)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 3, 128)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 3, 128)).astype(np.float32)
+    pos = np.array([[40, 41, 42], [7, 8, 9]])
+    want_q, want_k = vkrope.apply_rotary_pos_emb(q, k, rope, pos)
+    assert np.array_equal(vkrope.rotary_embedding(q, rope, None, pos), want_q)
+    start = np.array([[5, 6, 7]])  # (ExecuTorch HF: rows start_pos + s, one batch of positions)
+    hq = vkrope.apply_rotary_emb_hf(q[:1].transpose(0, 2, 1, 3).copy(), k[:1].transpose(0, 2, 1, 3).copy(), rope,
+                                    None, start_pos=5)[0].transpose(0, 2, 1, 3)
+    assert np.array_equal(hq, vkrope.apply_rotary_pos_emb(q[:1], k[:1], rope, start)[0])
+    dev = vkrope.default_device()
+    pages = (np.full((4, 8, 2, 128), np.nan, np.float32) for _ in range(2))
+    kc, vc = (dev.asarray(c) for c in pages)
+    slots = np.array([[20, 21, 22], [3, 4, 5]])  # (the cache rows: not the positions)
+    y = vkrope.rope_and_cache(q, k, v, kc, vc, rope, pos, slots=slots)
+    assert np.array_equal(y, want_q)
+    rows = kc.get().reshape(32, 2, 128)
+    assert np.array_equal(rows[slots].transpose(0, 2, 1, 3), want_k)
+    with pytest.raises(ValueError, match=r"an M-RoPE model's positions \(cache_position \+ rope_deltas\) are not its "
+                                         "cache rows, which a contiguous k_cache takes them as: pass slots"):
+        vkrope.rope_and_cache(q, k, v, dev.asarray(np.zeros((2, 2, 64, 128), np.float32)),
+                              dev.asarray(np.zeros((2, 2, 64, 128), np.float32)), rope, pos)
 
 
 SYNTHETIC = {

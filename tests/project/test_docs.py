@@ -226,8 +226,9 @@ _COMMON_ERRORS = [
                             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}),
     lambda: vkrope.apply_rotary_pos_emb(np.zeros((1, 28, 5, 128), np.float32), np.zeros((1, 4, 5, 128), np.float32),
                                         vkrope.from_hf(_QWEN2_VL), np.zeros((2, 1, 5), int)),
-    lambda: vkrope.rotary_embedding(np.zeros((1, 28, 5, 128), np.float32), vkrope.from_hf(_QWEN2_VL), None,
-                                    np.zeros((1, 5), int)),
+    lambda: vkrope.rope_and_cache(*(np.zeros((1, 4, 1, 128), np.float32),) * 3,
+                                  *(vkrope.default_device().asarray(np.zeros((1, 4, 8, 128), np.float32))
+                                    for _ in range(2)), vkrope.from_hf(_QWEN2_VL), np.zeros((1, 1), int)),
     lambda: vkrope.from_hf({**_LLAMA, "rope_scaling": {"rope_type": "yarn"}}),
     lambda: vkrope.from_hf({**_LLAMA, "rope_scaling": {"rope_type": "foo", "factor": 2.0}}),
     lambda: vkrope.from_hf({"model_type": "nanochat", "hidden_size": 1024, "num_attention_heads": 8}),

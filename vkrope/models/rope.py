@@ -309,8 +309,11 @@ class ModelRope:
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
         """int64 [B, S] positions ([3, B, S] with M-RoPE; see
         `freqs.check_position_ids`), read-only (a broadcast axis stays one:
-        copy it to write), or a TypeError / ValueError naming `name`."""
-        p = check_position_ids(position_ids, self.mrope_section is not None, name)
+        copy it to write), or a TypeError / ValueError naming `name`. Float
+        positions are taken where every one is a whole number (Qwen3-Omni's
+        get_rope_index builds float ids; the rotary module turns by
+        `position_ids.float()`): a fractional one is a ValueError."""
+        p = check_position_ids(_whole(position_ids, name), self.mrope_section is not None, name)
         _check_fourth_position(self.freq_factors, position_ids, name)
         return p
 
@@ -487,6 +490,27 @@ def _q_factors(r: ModelRope, p: np.ndarray) -> np.ndarray:
     ratio = np.floor(p.astype(np.float32) / np.float32(r.orig))
     return (np.float32(1) + np.float32(r.param("llama_4_scaling_beta")) * np.log(np.float32(1) + ratio)).astype(
         np.float32)
+
+
+def _whole(position_ids: Any, name: str) -> Any:
+    """A float position array as int64 where every value is a whole number, else a ValueError naming the first
+    that is not (anything else as given, for check_position_ids to judge). A model that builds fractional
+    positions (Qwen3-Omni's video time axis: frame times of second_per_grids * position_id_per_seconds) turns by
+    them; vkrope's kernels take whole positions, and rounding would change the rotation."""
+    if type(position_ids) is not np.ndarray or position_ids.dtype.kind != "f":
+        return position_ids
+    small = without_repeats(position_ids)  # (a broadcast array's repeats are not read)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(small) | (small != np.floor(small))
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}{list(at)} is {float(small[at])!r}: vkrope takes whole positions (float ids whose "
+                         "values are whole numbers are read as integers); a model that builds fractional positions "
+                         "(Qwen3-Omni's video time axis) turns by them, and rounding would change the rotation")
+    if small.size and np.abs(small).max() >= 2.0 ** 62:  # (past int64: the range check names it)
+        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); got "
+                         f"{float(np.abs(small).max())!r}")
+    return np.broadcast_to(small.astype(np.int64), position_ids.shape)
 
 
 def _check_fourth_position(freq_factors: tuple[float, ...] | None, position_ids: np.ndarray, name: str) -> None:

@@ -9,6 +9,7 @@ turns a frequency spec into what the kernels read. The ops that read a
 `ModelRope`: `resolve` below for those that take one in place of a table,
 transformers.py for its own signature (repeat.py only keys calls by it)."""
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -38,13 +39,18 @@ def check_model_head(spec: Any, head_dim: int, name: str) -> None:
 
 def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head_dim: int) -> Any:
     """A `ModelRope` in place of a table: the `InvFreqs` of this call's
-    positions (one axis only; M-RoPE runs through apply_rotary_pos_emb),
-    its pairs those of the call (`interleaved`; None: the call takes the
-    spec's), its head dim the call's (`head_dim`). Other values come back
-    as they are."""
+    positions, its pairs those of the call (`interleaved`; None: the call
+    takes the spec's), its head dim the call's (`head_dim`). An M-RoPE
+    model's: these ops take one position per token, which is that position
+    on all three axes (text, and every decode step: transformers expands
+    [B, S] ids so), the same angle for every pair whatever its axis, so one
+    axis. Other values come back as they are (an M-RoPE InvFreqs given
+    itself is refused: its positions per axis are apply_rotary_pos_emb's)."""
     if isinstance(spec, ModelRope):
         check_model(name, spec, interleaved, head_dim)
         spec = spec.freqs(None if positions is None else np.asarray(positions))
+        if spec.pair_axis is not None:
+            spec = dataclasses.replace(spec, pair_axis=None)
     if isinstance(spec, InvFreqs) and spec.mrope:
         raise ValueError(f"{name}: an M-RoPE InvFreqs spec turns each pair by one of three position axes; this "
                          "op takes one position per token: use vkrope.apply_rotary_pos_emb")
@@ -53,7 +59,7 @@ def resolve(name: str, spec: Any, positions: Any, interleaved: bool | None, head
 
 def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -> None:
     """What `resolve` checks of a `ModelRope` before any position: its head
-    dim, its pairs (`interleaved`; None: any), one position axis."""
+    dim, its pairs (`interleaved`; None: any)."""
     check_model_head(spec, head_dim, name)
     if interleaved is not None and spec.interleaved != interleaved:
             have = "interleaved (2i, 2i+1)" if spec.interleaved else "rotate-half (i, i + rot/2)"
@@ -61,7 +67,4 @@ def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -
             raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
                              f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
                              "spec's own)")
-    if spec.mrope_section is not None:
-        raise ValueError(f"{name}: an M-RoPE spec (mrope_section {list(spec.mrope_section)}) turns each pair by one "
-                         "of three position axes; this op takes one position per token: use "
-                         "vkrope.apply_rotary_pos_emb")
+

@@ -138,6 +138,11 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     interleaved = pairing(interleaved)
     rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
     kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, interleaved, d)
+    if contiguous and isinstance(freqs, ModelRope) and freqs.mrope_section is not None:
+        # (a contiguous cache's rows are the positions; an M-RoPE model's, cache_position + rope_deltas, are not
+        # its cache rows: an image's tokens share positions, so later keys would overwrite earlier ones)
+        raise ValueError("freqs: an M-RoPE model's positions (cache_position + rope_deltas) are not its cache rows, "
+                         "which a contiguous k_cache takes them as: pass slots (the cache rows) with a paged cache")
     weights = _norm_weights(q_norm, k_norm, d)
     if isinstance(eps, (bool, np.bool_)) or not is_real_scalar(eps):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
