@@ -132,7 +132,8 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
         # difference, a sign, learned weights, another reading, like= would read it wrong)
         hint = "" if like is not None or e.get("rope") is not None else (
             "; if its attention applies RoPE as another model type's does, pass like='<that model type>' to read "
-            "the config as that one")
+            "the config as that type's class does (with that class's defaults for any key the file leaves out: "
+            "give every RoPE key the model's own class sets)")
         raise ValueError(f"{named} is refused: {e.get('status')}{hint}")
     return e
 
