@@ -243,16 +243,19 @@ def check_positions(name: str, positions: Any) -> np.ndarray:
     return p.astype(np.int64).reshape(-1)
 
 
+def position_range_error(name: str, value: Any) -> ValueError:
+    """The error of a position outside [0, 2^24), naming `name` and the value."""
+    return ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); got {value}")
+
+
 def _check_position_range(name: str, p: np.ndarray) -> None:
     """Integer positions `p` in [0, 2^24), or a ValueError naming `name` and the first one outside."""
     if p.dtype.kind == "u" and p.size and p.max() >= MAX_POSITION:  # (before a cast to int64 wraps it)
-        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
-                         f"got {int(p.max())}")
+        raise position_range_error(name, int(p.max()))
     p = p.astype(np.int64).reshape(-1)
     bad = p[(p < 0) | (p >= MAX_POSITION)]
     if bad.size:
-        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); "
-                         f"got {int(bad[0])}")
+        raise position_range_error(name, int(bad[0]))
 
 
 def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids") -> np.ndarray:

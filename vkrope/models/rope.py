@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_angle, check_head_dim,
-                     check_position_ids, finite, typed)
+                     check_position_ids, finite, position_range_error, typed)
 from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import recompute_at, within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
@@ -507,9 +507,8 @@ def _whole(position_ids: Any, name: str) -> Any:
         raise ValueError(f"{name}{list(at)} is {float(small[at])!r}: vkrope takes whole positions (float ids whose "
                          "values are whole numbers are read as integers); a model that builds fractional positions "
                          "(Qwen3-Omni's video time axis) turns by them, and rounding would change the rotation")
-    if small.size and np.abs(small).max() >= 2.0 ** 62:  # (past int64: the range check names it)
-        raise ValueError(f"{name} must lie in [0, 2^24) with a frequency spec (float32 holds them exactly); got "
-                         f"{float(np.abs(small).max())!r}")
+    if small.size and np.abs(small).max() >= 2.0 ** 62:  # (past int64, which the range check's cast would wrap)
+        raise position_range_error(name, float(small.flat[np.argmax(np.abs(small))]))
     return np.broadcast_to(small.astype(np.int64), position_ids.shape)
 
 
