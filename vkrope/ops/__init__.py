@@ -67,4 +67,3 @@ def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -
             raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
                              f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
                              "spec's own)")
-
