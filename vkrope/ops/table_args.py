@@ -64,7 +64,7 @@ def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, sw
         check_resident_table_dtype(name, t, x, x_name)
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
-                         f"{swap_hint('x', tuple(t.shape), swapped)}")
+                         f"{swap_hint(x_name, tuple(t.shape), swapped)}")
     return t
 
 
