@@ -91,10 +91,27 @@ def overriding(model_type: str, base: Any) -> list[type]:
     name = model_type_to_module_name(model_type)
     try:
         mod = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
-    except ImportError:  # (a type with no modeling module of that name: a sub-config's, or tokenizer only)
+    except ImportError:  # (a type with no modeling module of that name: a sub-config's, tokenizer only, or one
+        _refuse_mapped_overrides(model_type, base)  # running another type's code, checked there)
         return []
     return [c for c in vars(mod).values() if isinstance(c, type) and c.__module__ == mod.__name__
             and getattr(c, "prepare_inputs_for_generation", base) is not base]
+
+
+def _refuse_mapped_overrides(model_type: str, base: Any) -> None:
+    """Stop where a model type with no modeling file of its own runs another type's module (Exaone's LlamaModel:
+    hf_probe.mapped_model) whose classes override prepare_inputs_for_generation: `measure` keys a class by its
+    config's model type, which would name the other type."""
+    import hf_probe  # noqa: PLC0415
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING  # noqa: PLC0415
+
+    try:
+        mapped = hf_probe.mapped_model(CONFIG_MAPPING[model_type])
+    except (KeyError, ImportError, ValueError):
+        return
+    if mapped is not None and overriding(mapped.config_class.model_type, base):
+        raise SystemExit(f"{model_type} runs {mapped.__module__}, whose classes override "
+                         f"prepare_inputs_for_generation: extend this probe to key them by {model_type!r}")
 
 
 def _kind_of(t: str, cls: type, config: Any) -> str | None:

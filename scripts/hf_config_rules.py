@@ -1516,13 +1516,10 @@ def attention_reads(cls: Any) -> list[str]:
     or `["K"]`: Ministral 3's and Mistral 4's attention scale q by llama_4_scaling_beta over the original
     length, whatever the rope type), read from the modeling module's source; rope_type, rope_theta, the partial
     factor and M-RoPE's keys (read by the rotary module) left out."""
-    import importlib  # noqa: PLC0415
+    from hf_probe import is_rotary_class, modeling_module  # noqa: PLC0415  (torch)
 
-    from hf_probe import is_rotary_class  # noqa: PLC0415  (torch)
-
-    try:
-        module = importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
-    except Exception:  # noqa: BLE001  (no modeling module of its own: nothing read here)
+    module = modeling_module(cls)  # (its own, or the one of the model class AutoModel builds for it)
+    if module is None:
         return []
     tree = ast.parse(inspect.getsource(module))
     rotary = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and is_rotary_class(c.name)

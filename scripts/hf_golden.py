@@ -119,6 +119,20 @@ def _rotary_modules(transformers) -> dict:
     }
 
 
+def _found_rotary(model_type: str) -> tuple:
+    """(modeling module, rotary class name) of a model type `_rotary_modules` does not list: the text rotary class
+    of the model transformers builds for it, as the model table's probe finds it (Exaone's and InternLM3's
+    LlamaRotaryEmbedding: their configs run LlamaModel, hf_probe.mapped_model)."""
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from hf_model_table import text_rotary  # noqa: PLC0415
+
+    cls = text_rotary(model_type)[1]
+    if cls is None:
+        raise SystemExit(f"{model_type}: the probe finds no text rotary class")
+    return sys.modules[cls.__module__], cls.__name__
+
+
 def _head(cfg: dict, text) -> int:
     """The head width the model's attention uses."""
     if cfg["model_type"] in ("deepseek_v3", "deepseek_v32", "bailing_hybrid"):
@@ -286,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             if layer_type is not None:
                 out[f"{key}/layer_type"] = np.array(layer_type)
             for case, pos in _cases(name, cfg, text).items():
-                out.update(_one_case(cfg, text, rotary[cfg["model_type"]], layer_type, key, case, pos, part))
+                out.update(_one_case(cfg, text, rotary.get(cfg["model_type"]) or _found_rotary(cfg["model_type"]),
+                                     layer_type, key, case, pos, part))
     out.update(_proportional(transformers))
     out["versions"] = np.array(f"torch {torch.__version__}, transformers {transformers.__version__}")
     np.savez_compressed(args.out, **out)

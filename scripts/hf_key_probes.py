@@ -197,11 +197,10 @@ def modeling_reads(cls: Any, read: set[str], built_bare: Any) -> dict[str, Any]:
     """{key: the class's default (as a file would give it), and whether its bare config lists every layer}
     of each config attribute the modeling module reads (`config.K`, `getattr(config, "K"`) whose name says
     RoPE and vkrope does not read (Molmo2's rope_scaling_layers)."""
-    import importlib  # noqa: PLC0415
+    from hf_probe import modeling_module  # noqa: PLC0415  (torch)
 
-    try:
-        module = importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
-    except Exception:  # noqa: BLE001
+    module = modeling_module(cls)  # (its own, or the one of the model class AutoModel builds for it)
+    if module is None:
         return {}
     src = inspect.getsource(module)
     names = set(re.findall(r"config\.([a-z]\w+)", src)) | set(re.findall(r"getattr\(\w*config, [\"'](\w+)", src))

@@ -66,12 +66,31 @@ def text_config_path(cfg: Any, text: Any) -> list[str]:
     return ["?"]
 
 
-def modeling_module(cfg: Any) -> Any:
-    name = type(cfg).__module__.replace(".configuration_", ".modeling_")
+def mapped_model(cfg: Any) -> Any:
+    """The model class transformers' AutoModel builds for config `cfg` (an instance or its class) where that
+    class is not in the config's own modeling file, else None: a config class with no modeling file of its own
+    runs another model type's code (ExaoneConfig and InternLM3Config run LlamaModel, Param2MoeConfig
+    Glm4MoeModel: modeling_auto's MODEL_MAPPING_NAMES)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING  # noqa: PLC0415
+
+    cls = cfg if isinstance(cfg, type) else type(cfg)
     try:
-        return importlib.import_module(name)
-    except ImportError:
+        model = MODEL_MAPPING[cls]
+    except (KeyError, ValueError, AttributeError):  # (a config AutoModel does not map)
         return None
+    own = cls.__module__.replace(".configuration_", ".modeling_")
+    return model if isinstance(model, type) and model.__module__ != own else None
+
+
+def modeling_module(cfg: Any) -> Any:
+    """The modeling module of config `cfg` (an instance or its class): its own file's, else the one holding the
+    model class AutoModel builds for it (`mapped_model`), else None."""
+    cls = cfg if isinstance(cfg, type) else type(cfg)
+    try:
+        return importlib.import_module(cls.__module__.replace(".configuration_", ".modeling_"))
+    except ImportError:
+        mapped = mapped_model(cls)
+        return sys.modules[mapped.__module__] if mapped is not None else None
 
 
 ENCODER_ROTARY = r"Vision|Audio|Speech|Visual|Image|Patch|Encoder|Vit|Depth|Talker|Code2Wav|Mimi|DiT"
@@ -121,7 +140,8 @@ def text_model(module: Any, text: Any) -> Any:
                 and not name.endswith("PreTrainedModel") and "ForCausalLM" not in name:
             if best is None or len(name) < len(best.__name__) or "Text" in name:
                 best = obj
-    return best
+    mapped = mapped_model(text) if best is None else None  # (ExaoneConfig's LlamaModel: its config_class is
+    return mapped if mapped is not None and mapped.__module__ == module.__name__ else best  # LlamaConfig)
 
 
 def rotary_instances(model: Any) -> list[tuple[str, Any]]:
