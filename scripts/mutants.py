@@ -2698,6 +2698,8 @@ MUTATIONS = [
     Mutation("GGUF: a part no layer runs said as a file applying no RoPE", "vkrope/models/gguf.py",
              '    if part not in (None, "attention"):\n        return NoRopeLayers(',
              '    if False:\n        return NoRopeLayers('),
+    Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
+             "vkrope/models/hf.py", "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",
              "    if layer is None and layer_type is None and rotates and not any(rotates):",
              "    if False:"),

@@ -1417,6 +1417,20 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
         vkrope.from_hf({"model_type": "llama", "hidden_size": 126, "num_attention_heads": 2, "head_dim": 63})
 
 
+@pytest.mark.parametrize("where", ["rope dict", "top level"])
+def test_a_partial_factor_the_models_own_default_does_not_read_is_listed_as_ignored(where):
+    """Llama's default frequencies span its head whatever the factor (transformers 5.25's LlamaRotaryEmbedding
+    makes 64 for a 128-wide head with partial_rotary_factor 0.5, in the rope dict or beside it): read whole,
+    and the key named in `ignored` and the summary (it was dropped unsaid), as an unread key is elsewhere."""
+    base = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "rope_theta": 10000.0}
+    cfg = {**base, "rope_scaling": {"rope_type": "default", "partial_rotary_factor": 0.5}} if where == "rope dict" \
+        else {**base, "partial_rotary_factor": 0.5}
+    rope, plain = vkrope.from_hf(cfg), vkrope.from_hf(base)
+    assert (rope.rotary_dim, rope.ignored, rope.summary()["ignored_keys"]) == \
+        (128, ("partial_rotary_factor",), ["partial_rotary_factor"])
+    assert rope == plain and plain.ignored == ()
+
+
 def test_yarn_truncate_is_read_by_its_truth_and_refused_otherwise():
     """transformers' yarn tests `truncate` by its truth (the golden yarn-truncate-zero: 0 does not truncate);
     a number is read so, a str or a list is refused, naming the key, rather than read by a truth nobody meant."""

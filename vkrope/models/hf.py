@@ -671,10 +671,8 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     head_dim = _head_dim(cfg, shape["head_dim"], model_type)
     params, ignored = _params(rope, where, model_type, e, nested is not None, kind)
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
-    rotary, partial = _rotary_dim(cfg, rope, kind, head_dim, _rotary_rule(e, layer_type, kind, shape["rotary"]))
-    params.pop("partial_rotary_factor", None)
-    if partial != 1.0:  # (1.0 is no parameter: specs with one set of frequencies compare equal)
-        params["partial_rotary_factor"] = float(partial)
+    rule = _rotary_rule(e, layer_type, kind, shape["rotary"])
+    rotary = _rotary_dim(cfg, rope, kind, head_dim, rule, params, ignored)
     mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
     section, mrope_layout = _mrope(rope, where, model_type, e, rotary, head_dim)
     try:
@@ -952,11 +950,22 @@ def _rotary_rule(e: dict, layer_type: str | None, kind: str, rule: str) -> str:
     return rule
 
 
-def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
-    """_rotated's (rotary dim, partial_rotary_factor); an odd one refused naming what it came from, the head width
-    or the partial factor (ModelRope would name rotary_dim, which such a config does not hold; a key of the
-    rotated channels, GPT-J's rotary_dim, it names)."""
+def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str, params: dict[str, Any],
+                ignored: list[str]) -> int:
+    """_rotated's rotary dim, its partial factor set in `params` (none where 1.0: specs with one set of
+    frequencies compare equal); an odd one refused naming what it came from, the head width or the partial
+    factor (ModelRope would name rotary_dim, which such a config does not hold; a key of the rotated channels,
+    GPT-J's rotary_dim, it names). A factor the model's code does not read (Llama's default frequencies span
+    the head whatever the factor) is added to `ignored` under the key that gave it."""
     rotary, partial = _rotated(cfg, rope, kind, head_dim, rule)
+    params.pop("partial_rotary_factor", None)
+    if partial != 1.0:
+        params["partial_rotary_factor"] = float(partial)
+    if rule == "whole_default" and kind == "default":
+        given = "partial_rotary_factor" if rope.get("partial_rotary_factor") is not None else \
+            next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
+        if given is not None and given not in ignored:
+            ignored.append(given)
     if rotary % 2 and rotary == head_dim:
         raise ValueError(f"config: the head width {head_dim} (head_dim, else hidden_size // num_attention_heads) "
                          "must be even: this model rotates the whole head, in pairs")
@@ -966,7 +975,7 @@ def _rotary_dim(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> t
                          f"transformers' rotary module then makes {(rotary + 1) // 2} frequencies of exponents "
                          f"2i / {rotary} (cos / sin {rotary + 1} wide), which vkrope does not compute (the widths it "
                          "rotates are even, each over its own exponents); refused")
-    return rotary, partial
+    return rotary
 
 
 def _rotated(cfg: dict, rope: dict, kind: str, head_dim: int, rule: str) -> tuple[int, float]:
