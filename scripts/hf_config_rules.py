@@ -380,9 +380,9 @@ def compared_names(classes: list[Any]) -> list[str]:
             if isinstance(node, ast.Compare) and len(node.ops) == 1 and is_type(node.left):
                 # (`kind == "mrope"`, `kind in ["su", "yarn"]`; not `"type" in rope_parameters`, a key)
                 names |= strings(node.comparators[0])
-            elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
-                    and is_type(node.comparators[0]):
-                names |= strings(node.left)
+            elif isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) \
+                    and is_type(node.comparators[0]):  # (`"mrope" == kind`; Sarvam-MLA's `"deepseek_yarn" in
+                names |= strings(node.left)  # (rope_scaling.get("type"), rope_scaling.get("rope_type"))`)
     return sorted(names)
 
 
@@ -403,10 +403,11 @@ def every_type_params(cls: Any) -> dict[str, Any]:
     return {k: v for probe in type_probes(cls).values() for k, v in probe.items()}
 
 
-def renames(cls: Any, names: list[str]) -> dict[str, str]:
+def renames(cls: Any, names: list[str], where: str = "rope_parameters") -> dict[str, str]:
     """{name: the rope type the class's conversion makes of it} for each name it changes when a file gives it
-    as `rope_type` or `type` (Phi-3's "su" and "yarn" -> longrope, Qwen2-VL's "mrope" -> default). Each name
-    is given with every type's parameters (a class may validate the type it renames to), else alone."""
+    as `rope_type` or `type` in its dict `where` (Phi-3's "su" and "yarn" -> longrope, Qwen2-VL's "mrope" ->
+    default; Sarvam-MLA's "deepseek_yarn" -> yarn in rope_scaling only). Each name is given with every type's
+    parameters (a class may validate the type it renames to), else alone."""
     params = every_type_params(cls)
     out: dict[str, str] = {}
     for name in names:
@@ -414,7 +415,7 @@ def renames(cls: Any, names: list[str]) -> dict[str, str]:
         for key in ("rope_type", "type"):
             for extra in (params, {}):
                 try:
-                    rope = rope_of(cls, {"rope_parameters": {key: name, "rope_theta": 10000.0, **extra}})
+                    rope = rope_of(cls, {where: {key: name, "rope_theta": 10000.0, **extra}})
                 except Exception:  # noqa: BLE001
                     continue
                 got.add(rope.get("rope_type"))
@@ -424,6 +425,18 @@ def renames(cls: Any, names: list[str]) -> dict[str, str]:
             sys.exit(f"{cls.__name__} renames {name!r} to {sorted(map(str, got))} by key: not one rule")
         if got:
             out[name] = str(got.pop())
+    return out
+
+
+def renames_by_dict(cls: Any, names: list[str]) -> dict[str, dict[str, str]]:
+    """{"renames": those of a file's rope_parameters}, and "scaling_renames" where the class renames otherwise in
+    a file's rope_scaling (converting the legacy dict only: Sarvam-MLA's "deepseek_yarn"); not where it turns a
+    rope type there into another (Cohere 2 MoE's class drops rope_scaling, every type read as its default: its
+    shape rules refuse that dict)."""
+    out = {"renames": renames(cls, names)}
+    scaling = renames(cls, names, "rope_scaling")
+    if scaling != out["renames"] and not any(n in RULES for n in set(scaling) - set(out["renames"])):
+        out["scaling_renames"] = scaling
     return out
 
 
@@ -1838,7 +1851,7 @@ def check_renames(out: dict[str, dict]) -> None:
     """Exit where two classes rename one name to different rope types: from_hf's early names take one."""
     targets: dict[str, set] = {}
     for rules in out.values():
-        for name, kind in rules.get("renames", {}).items():
+        for name, kind in [*rules.get("renames", {}).items(), *rules.get("scaling_renames", {}).items()]:
             targets.setdefault(name, set()).add(kind)
     if any(len(kinds) > 1 for kinds in targets.values()):
         sys.exit(f"classes rename one name to different types ({targets}): from_hf's early names take one")
@@ -1911,7 +1924,7 @@ def main() -> None:
         rules["original_length"] = original_length(classes[t], lts)
         rules["type_keys"] = type_keys(classes[t], lts)
         if lts is None:
-            rules["renames"] = renames(classes[t], names)
+            rules.update(renames_by_dict(classes[t], names))
             one = measure_one(classes[t])
             if one is not None:
                 rules["one"] = {**one, "theta_beside": theta_beside(t, e, classes[t], one)}

@@ -2698,6 +2698,8 @@ MUTATIONS = [
     Mutation("GGUF: a part no layer runs said as a file applying no RoPE", "vkrope/models/gguf.py",
              '    if part not in (None, "attention"):\n        return NoRopeLayers(',
              '    if False:\n        return NoRopeLayers('),
+    Mutation("Sarvam-MLA's original rope_scaling 'deepseek_yarn' not converted to yarn as its class does",
+             "vkrope/models/hf.py", "    config_rules.rename_scaling(merged, model_type)", "    pass"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              "vkrope/models/hf.py", "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",

@@ -1377,6 +1377,24 @@ def test_from_hf_reads_regular_files_only(tmp_path):
             vkrope.from_hf(path)
 
 
+@pytest.mark.parametrize("key", ["type", "rope_type"])
+def test_sarvam_mlas_original_deepseek_yarn_is_yarn_in_rope_scaling_only(key):
+    """SarvamMLAConfig converts its original format, `rope_scaling` naming "deepseek_yarn" under either key, into
+    a yarn rope dict (the golden sarvam-mla-deepseek-yarn holds transformers' own numbers); given in
+    `rope_parameters` the name is kept and its model fails (KeyError, transformers 5.25): refused there, saying
+    to write yarn. No other class renames it (the rules' `scaling_renames`)."""
+    cfg = config("sarvam-mla-deepseek-yarn")
+    scaling = {k if k != "type" else key: v for k, v in cfg["rope_scaling"].items()}
+    rope = vkrope.from_hf(dict(cfg, rope_scaling=scaling))
+    assert (rope.rope_type, dict(rope.params)["factor"], rope.ignored) == ("yarn", 40.0, ())
+    given = {k: v for k, v in cfg.items() if k != "rope_scaling"}
+    with pytest.raises(ValueError, match=rf"^config: rope_parameters\.{key} 'deepseek_yarn': sarvam_mla's config "
+                                         rf"class keeps this name.*write {key} 'yarn'"):
+        vkrope.from_hf(dict(given, rope_parameters=scaling))
+    with pytest.raises(ValueError, match=rf"{key} 'deepseek_yarn': deepseek_v3's config class keeps this name"):
+        vkrope.from_hf(dict(cfg, model_type="deepseek_v3", head_dim=64, rope_scaling=scaling))
+
+
 def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
     """Llama's attention rotates whole heads: with a partial factor and a rope type whose library function
     narrows the frequencies (linear here) transformers' forward fails on the widths; Apertus' own default

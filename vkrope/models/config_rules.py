@@ -56,7 +56,9 @@ by building each config class on probe configs; never edited by hand):
   changes before its model reads them (Phi-3's early "su" and "yarn" ->
   longrope, Qwen2-VL's "mrope" -> default), each probed as `rope_type` and
   as `type`; the names probed are those transformers' config modules
-  compare with a rope type;
+  compare with a rope type; `scaling_renames`, where a class renames
+  otherwise in a file's `rope_scaling` (Sarvam-MLA's original format:
+  "deepseek_yarn" -> yarn there only; in `rope_parameters` its model fails);
 - `null_refused`: the keys from_hf reads on which the class raises when the
   file gives them as null (strict int fields: Qwen3's head_dim, every
   class's hidden_size), or the text model fails to build (Qwen2's head_dim,
@@ -539,6 +541,19 @@ def renames(model_type: str) -> dict[str, str]:
     return rules_of(model_type).get("renames", {})
 
 
+def rename_scaling(cfg: dict, model_type: str) -> None:
+    """A file's `rope_scaling` naming a type the class renames there only (`scaling_renames`: Sarvam-MLA's
+    "deepseek_yarn", under `type` or `rope_type`), as the class converts it: the dict without `type`, under
+    `rope_type` the type it runs. Any other config is left as it is."""
+    scaling = cfg.get("rope_scaling")
+    renamed = rules_of(model_type).get("scaling_renames", {})
+    if not renamed or not isinstance(scaling, dict):
+        return
+    name = next((scaling.get(k) for k in ("type", "rope_type") if scaling.get(k) in renamed), None)
+    if name is not None:
+        cfg["rope_scaling"] = {**{k: v for k, v in scaling.items() if k != "type"}, "rope_type": renamed[name]}
+
+
 @lru_cache(maxsize=1)
 def early_names() -> dict[str, dict[str, str]]:
     """{early name: {model type: the rope type its class renames it to}} of the names some class renames that
@@ -549,6 +564,9 @@ def early_names() -> dict[str, dict[str, str]]:
         for name, kind in rules.get("renames", {}).items():
             if name not in RULES:
                 early.setdefault(name, {})[model_type] = kind
+        for name, kind in rules.get("scaling_renames", {}).items():  # (named for the messages: in rope_scaling)
+            if name not in RULES and name not in rules.get("renames", {}):
+                early.setdefault(name, {})[f"{model_type} (in rope_scaling)"] = kind
     return early
 
 

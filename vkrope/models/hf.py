@@ -95,6 +95,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
             merged.update({k: cfg[k] for k in keys})
         if "model_type" in cfg and "model_type" not in merged:
             merged["model_type"] = cfg["model_type"]
+    config_rules.rename_scaling(merged, model_type)  # (first: the class converts it before anything reads it)
     defaults = e.get("defaults", {})
     dr = defaults.get("rope_parameters")
     config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
