@@ -1449,6 +1449,26 @@ def test_a_partial_factor_the_models_own_default_does_not_read_is_listed_as_igno
     assert rope == plain and plain.ignored == ()
 
 
+@pytest.mark.parametrize("kind", ["default", "linear", "dynamic"])
+def test_an_original_length_no_function_of_the_type_reads_is_listed_as_ignored(kind):
+    """transformers' default, linear and dynamic read max_position_embeddings only (dynamic's rotary module keeps
+    config.max_position_embeddings as its original_max_seq_len; its validation warns of the unrecognized key):
+    the dict's original length is listed in `ignored`, the spec's None and equal to the one without it (it was
+    kept and shown in the summary, read by nothing). Ministral 3's attention reads it whatever the type: kept."""
+    cfg = config("internlm3-8b")
+    params = {"factor": 6.0} if kind != "default" else {}
+    plain = vkrope.from_hf(dict(cfg, rope_scaling={"rope_type": kind, **params}))
+    rope = vkrope.from_hf(dict(cfg, rope_scaling={"rope_type": kind, **params, "original_max_position_embeddings": 8192}))
+    assert (rope.ignored, rope.original_max_position_embeddings, rope) == \
+        (("original_max_position_embeddings",), None, plain)
+    assert "original_max_position_embeddings" not in rope.summary()
+    ministral = {"model_type": "ministral3", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "llama_4_scaling_beta": 0.1,
+                                     "original_max_position_embeddings": 8192}}
+    kept = vkrope.from_hf(ministral)
+    assert (kept.original_max_position_embeddings, kept.ignored) == (8192, ())
+
+
 def test_yarn_truncate_is_read_by_its_truth_and_refused_otherwise():
     """transformers' yarn tests `truncate` by its truth (the golden yarn-truncate-zero: 0 does not truncate);
     a number is read so, a str or a list is refused, naming the key, rather than read by a truth nobody meant."""

@@ -674,7 +674,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     kind, theta = _as_model_reads(e, model_type, layer_type, kind, _layer_theta(cfg, rope, where, e), params, ignored)
     rule = _rotary_rule(e, layer_type, kind, shape["rotary"])
     rotary = _rotary_dim(cfg, rope, kind, head_dim, rule, params, ignored)
-    mpe, orig = _lengths(cfg, rope, where, kind, params, model_type)
+    mpe, orig = _lengths(cfg, rope, where, kind, params, model_type, ignored)
     section, mrope_layout = _mrope(rope, where, model_type, e, rotary, head_dim)
     try:
         spec = ModelRope(kind, head_dim, rotary, theta, tuple(sorted(params.items())), mpe, orig,
@@ -1089,11 +1089,13 @@ def _needs_orig(kind: str) -> bool:
     return kind in RULES and RULES[kind].needs_orig
 
 
-def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
-             model_type: str) -> tuple[int | None, int | None]:
+def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict, model_type: str,
+             ignored: list[str]) -> tuple[int | None, int | None]:
     """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs
     and the model's code reads (_check_attention_reads); a top-level original length (Phi-3 keeps it there)
-    is read where the model type's model reads it."""
+    is read where the model type's model reads it. An original length nothing reads (beside default, linear
+    or dynamic, whose functions read max_position_embeddings, and an attention that does not read it) is None,
+    the key added to `ignored`."""
     rule = config_rules.original_length(model_type)[
         "both" if "original_max_position_embeddings" in rope else "top_only"]
     if "original_max_position_embeddings" in cfg and _needs_orig(kind) \
@@ -1129,6 +1131,10 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict,
     elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
     _check_attention_reads(rope, where, model_type, orig if _needs_orig(kind) else None)
+    if orig is not None and not _needs_orig(kind) \
+            and "original_max_position_embeddings" not in config_rules.attention_reads(model_type):
+        ignored.append("original_max_position_embeddings")
+        orig = None
     return mpe, orig
 
 
