@@ -2707,6 +2707,8 @@ MUTATIONS = [
              "vkrope/models/hf.py",
              '            and "original_max_position_embeddings" not in config_rules.attention_reads(model_type):',
              '            and True:'),
+    Mutation("an odd qk_rope_head_dim named as the quotient's head width, not as its own key",
+             "vkrope/models/hf.py", '        if width % 2 and key != "head_dim":', "        if False:"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              "vkrope/models/hf.py", "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",

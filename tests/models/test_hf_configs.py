@@ -1433,6 +1433,9 @@ def test_a_partial_factor_the_models_code_was_not_measured_with_is_refused():
     with pytest.raises(ValueError, match=r"^config: the head width 63 \(head_dim, else hidden_size // "
                                          r"num_attention_heads\) must be even"):  # (not "rotary_dim", a key it lacks)
         vkrope.from_hf({"model_type": "llama", "hidden_size": 126, "num_attention_heads": 2, "head_dim": 63})
+    for mla in ("deepseek_v3", "sarvam_mla"):  # (an adversary's: the width is that key's, never the quotient)
+        with pytest.raises(ValueError, match=rf"^config: qk_rope_head_dim 63 must be even: '{mla}' rotates the whole"):
+            vkrope.from_hf({"model_type": mla, "qk_rope_head_dim": 63})
 
 
 @pytest.mark.parametrize("where", ["rope dict", "top level"])

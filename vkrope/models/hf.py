@@ -301,7 +301,10 @@ def _head_dim(cfg: dict, key: str | None, model: str) -> int:
     quotient only, another head_dim refused (the model's code rotated no
     other when the table was made: OLMoE's, Qwen2-VL's, GLM-4V's)."""
     if key and key != "quotient" and cfg.get(key) is not None:
-        return key_int(cfg, key, "config: ")
+        width = key_int(cfg, key, "config: ")
+        if width % 2 and key != "head_dim":  # (such a key's width turns whole: every rule of the table, measured)
+            raise ValueError(f"config: {key} {width} must be even: {model!r} rotates the whole of it, in pairs")
+        return width
     if key not in (None, "head_dim", "quotient"):  # (qk_rope_head_dim, kv_channels, ...: no quotient stands in)
         raise ValueError(f"config: {key} is missing; {model!r} rotates heads of that width")
     for name in ("hidden_size", "num_attention_heads"):
