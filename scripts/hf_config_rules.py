@@ -537,11 +537,39 @@ def measure_outer(model_type: str, path: list[str]) -> dict[str, Any] | None:
 
     try:
         own = AutoConfig.for_model(model_type).get_text_config(decoder=True).model_type
+        with_text = reached({"rope_theta": sentinel(99), **part})
         return {"text_model_type": own if honours(own) else None, "moves": measure_moves(model_type, path),
-                "with_text_config": reached({"rope_theta": sentinel(99), **part}),
-                "preset_without_text_config": preset({}), "preset_with_text_config": preset(part)}
+                "with_text_config": with_text, "preset_without_text_config": preset({}),
+                "preset_with_text_config": preset(part),
+                **text_aliases(model_type, path, lambda alias: reached({"rope_theta": sentinel(99), alias: {}}))}
     except Exception:  # noqa: BLE001  (the class cannot be built so: unknown)
         return None
+
+
+def text_aliases(model_type: str, path: list[str], reached: Callable[[str], bool]) -> dict[str, Any]:
+    """{"text_aliases": [...]} where the outer config class builds its text config from another key of a file
+    without `path`'s one (Unlimited-OCR's original checkpoints keep it under language_config:
+    `self.text_config = kwargs.pop("language_config", {})`): each keyword its module pops or gets that, holding
+    a dict with a sentinel theta, gives the text config that theta, and beside which an outer rope_theta
+    reaches the text config as it does beside `path` (`reached`; else the alias is not written, and from_hf
+    refuses the file as it did); {} for none."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    if len(path) != 1:
+        return {}
+    cls = type(AutoConfig.for_model(model_type))
+    names = set(re.findall(r"kwargs\.(?:pop|get)\(\s*[\"'](\w+)[\"']", inspect.getsource(sys.modules[cls.__module__])))
+    found = []
+    for name in sorted(names - {path[0]}):
+        try:
+            text = AutoConfig.for_model(model_type, **{name: {"rope_theta": sentinel(98)}}).get_text_config(
+                decoder=True)
+        except Exception:  # noqa: BLE001  (not a dict it takes)
+            continue
+        rp = getattr(text, "rope_parameters", None) or {}
+        if rp.get("rope_theta") == sentinel(98) and reached(name) == reached(path[0]):
+            found.append(name)
+    return {"text_aliases": found} if found else {}
 
 
 # The keys of a language model's config that say its RoPE or head width, each with the value a probe puts

@@ -1510,6 +1510,20 @@ def test_yarn_truncate_of_a_layer_type_is_not_read():
         vkrope.from_hf({**olmo3, "rope_parameters": {**nested, "truncate": False}}, layer_type="full_attention")
 
 
+def test_unlimited_ocrs_original_language_config_is_its_text_config():
+    """UnlimitedOcrConfig builds its text config from `language_config` where a file has no (or a null)
+    text_config (its original checkpoints'; the golden unlimited-ocr-language-config holds transformers' own
+    numbers): read from there, not silently from the text class's defaults (theta 1e4, head 128, as it was);
+    beside a text_config the class reads that one. The rules' `outer.text_aliases`, measured."""
+    cfg = config("unlimited-ocr-language-config")
+    for given in (cfg, {**cfg, "text_config": None}):
+        rope = vkrope.from_hf(given)
+        assert (rope.theta, rope.head_dim, rope.max_position_embeddings) == (500000.0, 96, 8192)
+    assert vkrope.from_hf({**cfg, "text_config": {}}).theta == 10000.0  # (an empty one is the class's defaults)
+    bare = {k: v for k, v in cfg.items() if k != "sliding_window"}  # (beside a null one transformers fails)
+    assert vkrope.from_hf({**bare, "language_config": None}).theta == 10000.0  # (nothing given: its defaults)
+
+
 def test_a_flat_composite_files_original_length_is_refused_where_its_classes_drop_it():
     """Qwen2.5-VL's classes carry a flat Hub file's RoPE keys into the language model's config, but not
     original_max_position_embeddings (measured by scripts/hf_config_rules.py: transformers then takes

@@ -31,6 +31,8 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
     head_dim, dim (rotary), orig, mpe and the type's keys."""
     if isinstance(cfg.get("text_config"), dict):
         cfg = cfg["text_config"]
+    elif cfg.get("model_type") == "unlimited_ocr" and isinstance(cfg.get("language_config"), dict):
+        cfg = cfg["language_config"]  # (UnlimitedOcrConfig: its original checkpoints' text config)
     if layer_type is not None:
         if "rope_local_base_freq" in cfg:
             if layer_type == "sliding_attention":

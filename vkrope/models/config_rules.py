@@ -12,7 +12,9 @@ by building each config class on probe configs; never edited by hand):
   depth of the text config's path at which a file stops (0: a flat Hub
   file; 1: ColQwen2's vlm_config without its text_config), which of the
   table's `moved_keys` the classes carry from there into the language
-  model's config;
+  model's config; `text_aliases`, another key it builds the language model's
+  config from where a file has no text_config (Unlimited-OCR's original
+  language_config);
 - `one`: for a class with one RoPE, what transformers' conversion
   (PreTrainedConfig.convert_rope_params_to_dict) starts from where the file
   gives neither rope_scaling nor rope_parameters (`preset`: GPT-OSS's yarn,
@@ -303,6 +305,16 @@ def moved(model_type: str, depth: int) -> tuple[list[str], list[str]] | None:
     if not moves or str(depth) not in moves:
         return None
     return list(table()["moved_keys"]), list(moves[str(depth)])
+
+
+def text_alias(cfg: dict, model_type: str) -> str | None:
+    """The key of a composite file without a text_config (or with a null one) that the outer class builds its
+    language model's config from instead, where the file holds a dict there (`outer.text_aliases`, measured:
+    Unlimited-OCR's original language_config); None for any other file."""
+    if cfg.get("text_config") is not None:
+        return None
+    aliases = (rules_of(model_type).get("outer") or {}).get("text_aliases", [])
+    return next((a for a in aliases if isinstance(cfg.get(a), dict)), None)
 
 
 def preset(model_type: str, has_text_config: bool) -> list[str]:

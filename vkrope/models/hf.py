@@ -70,7 +70,8 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     inner: dict = cfg
     found = True  # (the file has the language model's part where the table says)
     for depth, key in enumerate(e.get("text_config", [])):
-        part = inner.get(key)
+        alias = config_rules.text_alias(inner, model_type) if depth == 0 else None  # (as the class reads it)
+        part = inner.get(alias or key)
         if not isinstance(part, dict):  # a flat Hub file (or part): the text keys there, if the classes move them
             found = False
             if like is None:
