@@ -545,7 +545,9 @@ def nope_rule(model_type: str, facts: dict) -> tuple[dict | None, str | None]:
 
 def per_layer_keys(text_cls: Any, text: dict) -> list[dict]:
     """Keys the config class turns into per-layer overrides (Gemma 4's global_head_dim -> per_layer_config's
-    head_dim on its full-attention layers), found by giving the class each head-dim key it does not save."""
+    head_dim on its full-attention layers), found by giving the class each head-dim key it does not save; and
+    whether it still does so beside a file's own per_layer_config (`beside_per_layer_config`, given null:
+    Gemma 4's applies global_head_dim only where the file has none, not even a null one)."""
     out = []
     base = text.get("per_layer_config") or {}
     types = text.get("layer_types") or []
@@ -560,8 +562,14 @@ def per_layer_keys(text_cls: Any, text: dict) -> list[dict]:
         fields = {f for v in changed.values() for f, x in v.items() if x == 1000}
         if changed and len(fields) == 1:
             default = {x for i, v in base.items() for f, x in v.items() if f in fields}
-            out.append({"key": key, "field": fields.pop(), "types": sorted({types[i] for i in changed}),
-                        "default": default.pop() if len(default) == 1 else None})
+            field = fields.pop()
+            try:
+                beside = text_cls(**{key: 1000, "per_layer_config": None}).to_dict().get("per_layer_config") or {}
+            except Exception:  # noqa: BLE001  (the class refuses the null: no file gives it so)
+                beside = {}
+            out.append({"key": key, "field": field, "types": sorted({types[i] for i in changed}),
+                        "default": default.pop() if len(default) == 1 else None,
+                        "beside_per_layer_config": any(v.get(field) == 1000 for v in beside.values())})
     return out
 
 
@@ -684,6 +692,18 @@ def own_rope_reads(model_type: str) -> list[str]:
     # layer type's dict too: rope_parameters[layer_type]["K"])
     known = COMMON_PARAMS.union(*(rule.params for rule in RULES.values() if rule.in_files))  # (a key only a
     return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
+
+
+def per_type_view(model_type: str) -> dict:
+    """{"per_type_view": True} where the text rotary module builds each layer type's frequencies from
+    `config.per_layer_config[layer_type]` (Gemma 4's, read from its source): transformers' per-type view of a
+    heterogeneous config, which raises where that type's layers carry different overrides (from_hf refuses
+    those); {} for any other (NeoMME's reads rope_parameters[layer_type] alone)."""
+    import inspect  # noqa: PLC0415
+
+    _, cls = text_rotary(model_type)
+    return {"per_type_view": True} if cls is not None and "per_layer_config[layer_type]" in inspect.getsource(cls) \
+        else {}
 
 
 def partial_absent(model_type: str, facts: dict) -> dict:
@@ -1173,7 +1193,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if why:
         return {**entry, "status": why}
     entry["nope"] = rule
-    entry.update(partial_absent(model_type, facts))
+    entry.update(partial_absent(model_type, facts), **per_type_view(model_type))
     keys = sorted({l["rope_key"] for l in rotating}, key=str)
     options = [candidates(facts, k) for k in keys]
     reason = "no head-dim key holds the width its attention rotates"

@@ -290,6 +290,32 @@ def test_gemma4_full_layers_are_512_wide():
                                     full, np.arange(2)[None])
 
 
+@pytest.mark.parametrize("model_type", ["gemma4_text", "embedding_gemma2_text"])
+def test_gemma4s_own_per_layer_config_wins_over_its_global_head_dim(model_type):
+    """Gemma4TextConfig applies global_head_dim (512 by default) only where a file has no per_layer_config, not
+    even a null one (transformers writes {} where the widths agree): then the full layers are head_dim wide
+    (transformers 5.25: 128 frequencies of a 256 head; it read 512 here). A per_layer_config by layer index
+    without layer_types says no layer's type: refused (the class derives them); one giving a type's layers
+    different widths is refused as transformers' per-type view raises ("not homogeneous across layers")."""
+    cfg = {"model_type": model_type, "hidden_size": 2560, "num_hidden_layers": 6, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512}
+    assert vkrope.from_hf(cfg, layer_type="full_attention").head_dim == 512  # (no per_layer_config: the class's)
+    for given in (None, {}):
+        assert vkrope.from_hf({**cfg, "per_layer_config": given}, layer_type="full_attention").head_dim == 256
+    with pytest.raises(ValueError, match="^layer_type: this config's per_layer_config is by layer index and it has "
+                                         "no layer_types saying which layers are 'full_attention'"):
+        vkrope.from_hf({**cfg, "per_layer_config": {"5": {"head_dim": 384}}}, layer_type="full_attention")
+    types = ["sliding_attention"] * 2 + ["full_attention"] + ["sliding_attention"] * 2 + ["full_attention"]
+    same = {**cfg, "layer_types": types, "per_layer_config": {"2": {"head_dim": 384}, "5": {"head_dim": 384}}}
+    assert vkrope.from_hf(same, layer_type="full_attention").head_dim == 384
+    assert vkrope.from_hf(same, layer=5).head_dim == 384 and vkrope.from_hf(same, layer=0).head_dim == 256
+    differ = {**same, "per_layer_config": {"2": {"head_dim": 384}, "5": {"head_dim": 512}}}
+    for kw in ({"layer_type": "full_attention"}, {"layer": 0}):
+        with pytest.raises(ValueError, match="per_layer_config gives the 'full_attention' layers different "
+                                             "overrides.*not homogeneous across layers"):
+            vkrope.from_hf(differ, **kw)
+
+
 def test_refused_model_types_name_themselves():
     base = {"hidden_size": 1024, "num_attention_heads": 8, "num_hidden_layers": 2}
     with pytest.raises(ValueError, match="'chatglm' is not in vkrope's model table.*like="):
@@ -610,10 +636,13 @@ def test_readings_away_from_the_class_defaults():
     oss = vkrope.from_hf({"model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "head_dim": 64})
     assert (oss.rope_type, oss.factor, oss.theta) == ("yarn", 32.0, 150000.0)  # the class's rope_parameters
     g4 = gemma4_hub(num_hidden_layers=12, layer_types=(["sliding_attention"] * 5 + ["full_attention"]) * 2,
-                    per_layer_config={"5": {"head_dim": 512}, "11": {"head_dim": 1024}})
+                    per_layer_config={"5": {"head_dim": 1024}, "11": {"head_dim": 1024}})
     layers = vkrope.hf_layers(g4)
-    assert (layers[5].head_dim, layers[11].head_dim) == (512, 1024)
+    assert (layers[0].head_dim, layers[5].head_dim, layers[11].head_dim) == (256, 1024, 1024)
     assert layers[11] == vkrope.from_hf(g4, layer=11)
+    with pytest.raises(ValueError, match="not homogeneous across layers"):  # (transformers' per-type view raises
+        vkrope.hf_layers(gemma4_hub(num_hidden_layers=12, layer_types=g4["text_config"]["layer_types"],  # on it)
+                                    per_layer_config={"5": {"head_dim": 512}, "11": {"head_dim": 1024}}))
 
 
 def test_keys_a_models_code_reads_otherwise():

@@ -529,9 +529,12 @@ def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
 
 
 def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
-    """What the config class makes the layers of `layer_type` see (the table's `per_layer_keys`)."""
+    """What the config class makes the layers of `layer_type` see (the table's `per_layer_keys`; not beside
+    a file's own per_layer_config, null or not, where the class then applies none: Gemma 4's global_head_dim)."""
     out = {}
     for rule in e.get("per_layer_keys", []):
+        if "per_layer_config" in cfg and not rule.get("beside_per_layer_config"):
+            continue
         value = cfg.get(rule["key"], rule.get("default"))
         if value is not None and layer_type in rule["types"]:
             out[rule["field"]] = value
@@ -544,10 +547,16 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     layers differ in a head-dim key is refused (which layer is meant?)."""
     types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     if layer is None and layer_type is not None and not types:  # no layer list: the class's rules by type
+        if cfg.get("per_layer_config"):
+            raise ValueError(f"layer_type: this config's per_layer_config is by layer index and it has no "
+                             f"layer_types saying which layers are {layer_type!r} (its config class derives them): "
+                             "pass the config as transformers saves it, with its layer_types "
+                             "(AutoConfig.from_pretrained(path).to_dict())")
         return {**cfg, **_type_overrides(cfg, e, layer_type)}
     over = _overrides(cfg, e)
     if not over:
         return cfg
+    _check_homogeneous(over, types, e)
     if layer is None and layer_type is not None:
         layer = next((i for i, t in enumerate(types) if t == layer_type), None)
     if layer is None:
@@ -557,6 +566,20 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
                              "layer= (an index) or layer_type=")
         return cfg
     return {**cfg, **over.get(int(layer), {})}
+
+
+def _check_homogeneous(over: dict[int, dict], types: list, e: dict) -> None:
+    """A ValueError where a model whose rotary module reads `per_layer_config[layer_type]` (the table's
+    `per_type_view`: Gemma 4's) has layers of one type whose overrides differ: transformers' per-layer-type
+    view of the config raises ("not homogeneous across layers"), and the model with it."""
+    if not e.get("per_type_view"):
+        return
+    for kind in dict.fromkeys(types):
+        seen = {json.dumps(over.get(i, {}), sort_keys=True, default=str) for i, t in enumerate(types) if t == kind}
+        if len(seen) > 1:
+            raise ValueError(f"config: per_layer_config gives the {kind!r} layers different overrides; the model's "
+                             "rotary module reads one config per layer type (transformers raises: not homogeneous "
+                             "across layers)")
 
 
 def _layer_of(cfg: dict, e: dict, layer: int | None) -> tuple[list[bool] | None, str | None]:
