@@ -801,8 +801,14 @@ def test_a_nested_rope_dict_missing_a_layer_type_the_class_has_no_defaults_for_i
     with pytest.raises(ValueError, match="layer_types names sliding_attention, which rope_parameters gives no dict"):
         vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")
     text["rope_parameters"]["sliding_attention"] = {"rope_type": "default", "rope_theta": 1e4}
-    with pytest.raises(ValueError, match="holds 'sliding_attention' beside its layer types"):
+    with pytest.raises(ValueError, match="holds 'sliding_attention' beside the layer types step3p5's config class"):
         vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")
+    del text["rope_parameters"]  # (an adversary's: the layer type is the file's, not unknown; said so)
+    for kw in ({"layer": 0}, {"layer_type": "sliding_attention"}):
+        with pytest.raises(ValueError, match="^layer_type 'sliding_attention': this config's layers of that type "
+                                             "apply RoPE, and vkrope's model table holds step3p5's RoPE for "
+                                             r"\['full_attention'\] only"):
+            vkrope.from_hf({"model_type": "step3p5", **text}, **kw)
 
 
 def test_odd_values_beside_the_new_rules_are_errors_not_readings():

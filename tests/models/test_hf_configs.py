@@ -1506,7 +1506,7 @@ def test_yarn_truncate_of_a_layer_type_is_not_read():
         plain.inv_freq())
     nested = {"full_attention": {**yarn, "rope_theta": 1e6}, "sliding_attention": {"rope_type": "default",
                                                                                   "rope_theta": 1e4}}
-    with pytest.raises(ValueError, match="rope_parameters holds 'truncate' beside its layer types"):
+    with pytest.raises(ValueError, match="rope_parameters holds 'truncate' beside the layer types"):
         vkrope.from_hf({**olmo3, "rope_parameters": {**nested, "truncate": False}}, layer_type="full_attention")
 
 

@@ -209,10 +209,11 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
         return json.loads(json.dumps(default))
     extra = sorted(k for k in given or () if k not in default) if isinstance(given, dict) else []
     if given and extra and set(given) & set(default):
-        raise ValueError(f"config: rope_parameters holds {', '.join(map(repr, extra))} beside its layer types "
-                         f"({', '.join(sorted(default))}): how {model_type}'s config class and rope functions read "
-                         "that is not in vkrope's rules table (Gemma 3's reads an outer truncate, ModernBERT's "
-                         "refuses it); refused rather than guessed")
+        raise ValueError(f"config: rope_parameters holds {', '.join(map(repr, extra))} beside the layer types "
+                         f"{model_type}'s config class keeps a RoPE for by default ({', '.join(sorted(default))}): how "
+                         "its class and rope functions read that is not in vkrope's rules table, measured on its "
+                         "default config (Gemma 3's reads an outer truncate, ModernBERT's refuses it); refused rather "
+                         "than guessed")
     if given and not _layer_dicts(given, default):
         raise ValueError(f"config: rope_parameters is one dict ({brief(given, 60)}), but {model_type} keeps RoPE per "
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "

@@ -795,6 +795,10 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
         if layer_type is None:
             raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)} (or a "
                              "layer index, layer=)")
+        if layer_type not in nested and layer_type in (cfg.get("layer_types") or ()):
+            raise ValueError(f"layer_type {layer_type!r}: this config's layers of that type apply RoPE, and vkrope's "
+                             f"model table holds {cfg.get('model_type')}'s RoPE for {sorted(nested)} only "
+                             "(measured on its default config, which has no such layers); refused rather than guessed")
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
         where = f"config: rope_parameters[{layer_type!r}]."
