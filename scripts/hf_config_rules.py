@@ -567,7 +567,14 @@ def text_aliases(model_type: str, path: list[str], reached: Callable[[str], bool
         except Exception:  # noqa: BLE001  (not a dict it takes)
             continue
         rp = getattr(text, "rope_parameters", None) or {}
-        if rp.get("rope_theta") == sentinel(98) and reached(name) == reached(path[0]):
+        if rp.get("rope_theta") != sentinel(98):
+            continue
+        try:  # (its own: measure_outer's handler would drop the type's whole outer rules unsaid)
+            same = reached(name) == reached(path[0])
+        except Exception as exc:  # noqa: BLE001
+            sys.exit(f"{model_type}: the text alias {name!r} takes a text config, and an outer theta beside it "
+                     f"could not be probed ({exc!r}): read its class and extend text_aliases")
+        if same:
             found.append(name)
     return {"text_aliases": found} if found else {}
 

@@ -563,14 +563,25 @@ def per_layer_keys(text_cls: Any, text: dict) -> list[dict]:
         if changed and len(fields) == 1:
             default = {x for i, v in base.items() for f, x in v.items() if f in fields}
             field = fields.pop()
-            try:
-                beside = text_cls(**{key: 1000, "per_layer_config": None}).to_dict().get("per_layer_config") or {}
-            except Exception:  # noqa: BLE001  (the class refuses the null: no file gives it so)
-                beside = {}
             out.append({"key": key, "field": field, "types": sorted({types[i] for i in changed}),
                         "default": default.pop() if len(default) == 1 else None,
-                        "beside_per_layer_config": any(v.get(field) == 1000 for v in beside.values())})
+                        "beside_per_layer_config": beside_per_layer_config(text_cls, key, field)})
     return out
+
+
+def beside_per_layer_config(text_cls: Any, key: str, field: str) -> bool | None:
+    """Whether the class still turns `key` into per-layer `field` overrides beside a file's own
+    per_layer_config, given null, empty and holding one layer's empty dict (Gemma 4's: never, its code tests
+    the key's presence); None where those differ or the class raises on one (from_hf then refuses such a
+    file)."""
+    seen = set()
+    for given in (None, {}, {"0": {}}):
+        try:
+            made = text_cls(**{key: 1000, "per_layer_config": given}).to_dict().get("per_layer_config") or {}
+        except Exception:  # noqa: BLE001  (unknown: refused)
+            return None
+        seen.add(any(isinstance(v, dict) and v.get(field) == 1000 for v in made.values()))
+    return seen.pop() if len(seen) == 1 else None
 
 
 def layer_text(facts: dict, index: int) -> dict:

@@ -79,11 +79,13 @@ def mapped_model(cfg: Any) -> Any:
     except (KeyError, ValueError, AttributeError):  # (a config AutoModel does not map)
         return None
     own = cls.__module__.replace(".configuration_", ".modeling_")
+    if not isinstance(model, type):  # (several classes for one config: Funnel's)
+        return None
     try:
         model.config_class  # noqa: B018  (a placeholder of a backend not installed raises here: torchaudio's)
     except ImportError:
         return None
-    return model if isinstance(model, type) and model.__module__ != own else None
+    return model if model.__module__ != own else None
 
 
 def modeling_module(cfg: Any) -> Any:

@@ -805,8 +805,8 @@ def test_a_nested_rope_dict_missing_a_layer_type_the_class_has_no_defaults_for_i
         vkrope.from_hf({"model_type": "step3p5", **text}, layer_type="full_attention")
     del text["rope_parameters"]  # (an adversary's: the layer type is the file's, not unknown; said so)
     for kw in ({"layer": 0}, {"layer_type": "sliding_attention"}):
-        with pytest.raises(ValueError, match="^layer_type 'sliding_attention': this config's layers of that type "
-                                             "apply RoPE, and vkrope's model table holds step3p5's RoPE for "
+        with pytest.raises(ValueError, match="^config: layer_types names 'sliding_attention', whose layers apply "
+                                             "RoPE, and vkrope's model table holds step3p5's RoPE for "
                                              r"\['full_attention'\] only"):
             vkrope.from_hf({"model_type": "step3p5", **text}, **kw)
 

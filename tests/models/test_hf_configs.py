@@ -1520,6 +1520,9 @@ def test_unlimited_ocrs_original_language_config_is_its_text_config():
         rope = vkrope.from_hf(given)
         assert (rope.theta, rope.head_dim, rope.max_position_embeddings) == (500000.0, 96, 8192)
     assert vkrope.from_hf({**cfg, "text_config": {}}).theta == 10000.0  # (an empty one is the class's defaults)
+    for bad in ("x", [1]):  # (a reviewer's: the class fails on it)
+        with pytest.raises(ValueError, match=r"^config: language_config must be a dict or null \(unlimited_ocr's "):
+            vkrope.from_hf({**cfg, "language_config": bad})
     bare = {k: v for k, v in cfg.items() if k != "sliding_window"}  # (beside a null one transformers fails)
     assert vkrope.from_hf({**bare, "language_config": None}).theta == 10000.0  # (nothing given: its defaults)
 

@@ -302,18 +302,41 @@ def test_gemma4s_own_per_layer_config_wins_over_its_global_head_dim(model_type):
     assert vkrope.from_hf(cfg, layer_type="full_attention").head_dim == 512  # (no per_layer_config: the class's)
     for given in (None, {}):
         assert vkrope.from_hf({**cfg, "per_layer_config": given}, layer_type="full_attention").head_dim == 256
-    with pytest.raises(ValueError, match="^layer_type: this config's per_layer_config is by layer index and it has "
-                                         "no layer_types saying which layers are 'full_attention'"):
+    with pytest.raises(ValueError, match="^config: per_layer_config is by layer index and the config has no "
+                                         "layer_types saying which layers are 'full_attention'"):
         vkrope.from_hf({**cfg, "per_layer_config": {"5": {"head_dim": 384}}}, layer_type="full_attention")
     types = ["sliding_attention"] * 2 + ["full_attention"] + ["sliding_attention"] * 2 + ["full_attention"]
     same = {**cfg, "layer_types": types, "per_layer_config": {"2": {"head_dim": 384}, "5": {"head_dim": 384}}}
     assert vkrope.from_hf(same, layer_type="full_attention").head_dim == 384
     assert vkrope.from_hf(same, layer=5).head_dim == 384 and vkrope.from_hf(same, layer=0).head_dim == 256
+    # (as transformers compares them: an override equal to the config's own value is dropped first, a reviewer's)
+    assert vkrope.from_hf({**same, "per_layer_config": {"2": {"head_dim": 256}}}, layer_type="full_attention") \
+        .head_dim == 256
+    kv = {**same, "per_layer_config": {"2": {"head_dim": 384}, "5": {"head_dim": 384, "num_key_value_heads": 2}}}
+    assert vkrope.from_hf(kv, layer_type="full_attention").head_dim == 384
+    with pytest.raises(ValueError, match=r"^layer: the config has no layer_types, so layer 5's type is unknown \(the "
+                                         r"config class derives it\); pass the config as transformers saves it"):
+        vkrope.from_hf({**cfg, "per_layer_config": {"5": {"head_dim": 384}}}, layer=5)  # (no circular advice)
     differ = {**same, "per_layer_config": {"2": {"head_dim": 384}, "5": {"head_dim": 512}}}
     for kw in ({"layer_type": "full_attention"}, {"layer": 0}):
         with pytest.raises(ValueError, match="per_layer_config gives the 'full_attention' layers different "
                                              "overrides.*not homogeneous across layers"):
             vkrope.from_hf(differ, **kw)
+
+
+def test_a_per_layer_key_not_measured_beside_a_per_layer_config_is_refused(monkeypatch):
+    """Where the table could not say whether the class turns its key (Gemma 4's global_head_dim) into per-layer
+    overrides beside a file's own per_layer_config (`beside_per_layer_config` None: its probes disagreed or
+    raised), such a file is refused, not read one way."""
+    from vkrope.models import model_table
+    rule = model_table.table()["models"]["gemma4_text"]["per_layer_keys"][0]
+    monkeypatch.setitem(rule, "beside_per_layer_config", None)
+    cfg = {"model_type": "gemma4_text", "hidden_size": 2560, "num_hidden_layers": 6, "num_attention_heads": 8,
+           "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512}
+    assert vkrope.from_hf(cfg, layer_type="full_attention").head_dim == 512
+    with pytest.raises(ValueError, match="^config: per_layer_config beside global_head_dim: how the config class "
+                                         "reads the two together was not measured"):
+        vkrope.from_hf({**cfg, "per_layer_config": {}}, layer_type="full_attention")
 
 
 def test_refused_model_types_name_themselves():

@@ -48,8 +48,9 @@ def rope_of(cfg: dict, layer_type=None) -> dict:
         r.setdefault("mrope_section", [12, 10, 10])  # rope dict lacking them: convert_rope_params_to_dict)
     kind = r.get("rope_type", r.get("type", "default"))
     kind = {"mrope": "default", "su": "longrope"}.get(kind, kind)
-    if kind == "deepseek_yarn" and cfg.get("model_type") == "sarvam_mla" and not cfg.get("rope_parameters"):
-        kind = "yarn"  # (SarvamMLAConfig's __post_init__: its original rope_scaling format is yarn)
+    if kind == "deepseek_yarn" and cfg.get("model_type") == "sarvam_mla" and cfg.get("rope_scaling"):
+        r, kind = dict(cfg["rope_scaling"]), "yarn"  # (SarvamMLAConfig's __post_init__: its original rope_scaling
+        # format is yarn, over any rope_parameters)
     if kind == "dynamic" and r.get("alpha") and str(cfg.get("model_type", "")).startswith("hunyuan"):
         kind = "ntk_alpha"  # (HunYuan's rotary module: a fixed base, theta * alpha ** (d / (d - 2)))
     theta = r.get("rope_theta", cfg.get("rope_theta", 10000.0))

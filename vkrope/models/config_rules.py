@@ -308,13 +308,18 @@ def moved(model_type: str, depth: int) -> tuple[list[str], list[str]] | None:
     return list(table()["moved_keys"]), list(moves[str(depth)])
 
 
-def text_alias(cfg: dict, model_type: str) -> str | None:
-    """The key of a composite file without a text_config (or with a null one) that the outer class builds its
-    language model's config from instead, where the file holds a dict there (`outer.text_aliases`, measured:
-    Unlimited-OCR's original language_config); None for any other file."""
-    if cfg.get("text_config") is not None:
+def text_alias(cfg: dict, model_type: str, key: str) -> str | None:
+    """The key of a composite file without its text config key `key` (or with a null one) that the outer class
+    builds its language model's config from instead, where the file holds a dict there (`outer.text_aliases`,
+    measured: Unlimited-OCR's original language_config); None for any other file; a ValueError where the file
+    gives one as neither a dict nor null (the class fails on it)."""
+    if cfg.get(key) is not None:
         return None
     aliases = (rules_of(model_type).get("outer") or {}).get("text_aliases", [])
+    for alias in aliases:
+        if cfg.get(alias) is not None and not isinstance(cfg[alias], dict):
+            raise ValueError(f"config: {alias} must be a dict or null ({model_type}'s config class builds its "
+                             f"language model's config from it); got {brief(cfg[alias], 60)}")
     return next((a for a in aliases if isinstance(cfg.get(a), dict)), None)
 
 
@@ -577,9 +582,9 @@ def early_names() -> dict[str, dict[str, str]]:
         for name, kind in rules.get("renames", {}).items():
             if name not in RULES:
                 early.setdefault(name, {})[model_type] = kind
-        for name, kind in rules.get("scaling_renames", {}).items():  # (named for the messages: in rope_scaling)
+        for name, kind in rules.get("scaling_renames", {}).items():  # (Sarvam-MLA's, in rope_scaling only)
             if name not in RULES and name not in rules.get("renames", {}):
-                early.setdefault(name, {})[f"{model_type} (in rope_scaling)"] = kind
+                early.setdefault(name, {})[model_type] = kind
     return early
 
 

@@ -70,7 +70,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     inner: dict = cfg
     found = True  # (the file has the language model's part where the table says)
     for depth, key in enumerate(e.get("text_config", [])):
-        alias = config_rules.text_alias(inner, model_type) if depth == 0 else None  # (as the class reads it)
+        alias = config_rules.text_alias(inner, model_type, key) if depth == 0 else None  # (as the class reads it)
         part = inner.get(alias or key)
         if not isinstance(part, dict):  # a flat Hub file (or part): the text keys there, if the classes move them
             found = False
@@ -533,7 +533,10 @@ def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
     a file's own per_layer_config, null or not, where the class then applies none: Gemma 4's global_head_dim)."""
     out = {}
     for rule in e.get("per_layer_keys", []):
-        if "per_layer_config" in cfg and not rule.get("beside_per_layer_config"):
+        if "per_layer_config" in cfg and rule.get("beside_per_layer_config") is None:
+            raise ValueError(f"config: per_layer_config beside {rule['key']}: how the config class reads the two "
+                             "together was not measured (the table's per_layer_keys); refused rather than guessed")
+        if "per_layer_config" in cfg and not rule["beside_per_layer_config"]:
             continue
         value = cfg.get(rule["key"], rule.get("default"))
         if value is not None and layer_type in rule["types"]:
@@ -548,15 +551,14 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     if layer is None and layer_type is not None and not types:  # no layer list: the class's rules by type
         if cfg.get("per_layer_config"):
-            raise ValueError(f"layer_type: this config's per_layer_config is by layer index and it has no "
-                             f"layer_types saying which layers are {layer_type!r} (its config class derives them): "
-                             "pass the config as transformers saves it, with its layer_types "
-                             "(AutoConfig.from_pretrained(path).to_dict())")
+            raise ValueError(f"config: per_layer_config is by layer index and the config has no layer_types saying "
+                             f"which layers are {layer_type!r} (its config class derives them): pass the config as "
+                             "transformers saves it, with its layer_types (AutoConfig.from_pretrained(path).to_dict())")
         return {**cfg, **_type_overrides(cfg, e, layer_type)}
     over = _overrides(cfg, e)
     if not over:
         return cfg
-    _check_homogeneous(over, types, e)
+    _check_homogeneous(cfg, over, types, e)
     if layer is None and layer_type is not None:
         layer = next((i for i, t in enumerate(types) if t == layer_type), None)
     if layer is None:
@@ -568,14 +570,21 @@ def _for_layer(cfg: dict, e: dict, layer: int | None, layer_type: str | None) ->
     return {**cfg, **over.get(int(layer), {})}
 
 
-def _check_homogeneous(over: dict[int, dict], types: list, e: dict) -> None:
+def _check_homogeneous(cfg: dict, over: dict[int, dict], types: list, e: dict) -> None:
     """A ValueError where a model whose rotary module reads `per_layer_config[layer_type]` (the table's
     `per_type_view`: Gemma 4's) has layers of one type whose overrides differ: transformers' per-layer-type
-    view of the config raises ("not homogeneous across layers"), and the model with it."""
+    view of the config raises ("not homogeneous across layers"), and the model with it. Compared as
+    transformers compares them: an override equal to the config's own value dropped first, `skip` sorted."""
     if not e.get("per_type_view"):
         return
+
+    def norm(i: int) -> str:
+        kept = {k: sorted(set(v), key=str) if k == "skip" and isinstance(v, list) else v
+                for k, v in over.get(i, {}).items() if k == "skip" or cfg.get(k) != v}
+        return json.dumps({k: v for k, v in kept.items() if v != []}, sort_keys=True, default=str)
+
     for kind in dict.fromkeys(types):
-        seen = {json.dumps(over.get(i, {}), sort_keys=True, default=str) for i, t in enumerate(types) if t == kind}
+        seen = {norm(i) for i, t in enumerate(types) if t == kind}
         if len(seen) > 1:
             raise ValueError(f"config: per_layer_config gives the {kind!r} layers different overrides; the model's "
                              "rotary module reads one config per layer type (transformers raises: not homogeneous "
@@ -731,8 +740,9 @@ def _asked_layer(cfg: dict, layer: int | None, layer_type: str | None, rotates: 
     if per_type:
         if type_of_layer is None:
             raise ValueError(f"layer: the config has no layer_types, so layer {layer}'s type is unknown (the "
-                             "config class derives it); pass layer_type=, or the config as transformers saves "
-                             "it, AutoConfig.from_pretrained(path).to_dict()")
+                             "config class derives it); pass "
+                             f"{'' if cfg.get('per_layer_config') else 'layer_type=, or '}the config as transformers "
+                             "saves it, AutoConfig.from_pretrained(path).to_dict()")
         layer_type = type_of_layer
     return True, layer_type
 
@@ -796,9 +806,9 @@ def _rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) 
             raise ValueError(f"layer_type: this config has RoPE per layer type; pass one of {sorted(nested)} (or a "
                              "layer index, layer=)")
         if layer_type not in nested and layer_type in (cfg.get("layer_types") or ()):
-            raise ValueError(f"layer_type {layer_type!r}: this config's layers of that type apply RoPE, and vkrope's "
-                             f"model table holds {cfg.get('model_type')}'s RoPE for {sorted(nested)} only "
-                             "(measured on its default config, which has no such layers); refused rather than guessed")
+            raise ValueError(f"config: layer_types names {layer_type!r}, whose layers apply RoPE, and vkrope's model "
+                             f"table holds {cfg.get('model_type')}'s RoPE for {sorted(nested)} only (measured on its "
+                             "default config, which has no such layers); refused rather than guessed")
         if layer_type not in nested:
             raise ValueError(f"layer_type must be one of {sorted(nested)} for this config; got {layer_type!r}")
         where = f"config: rope_parameters[{layer_type!r}]."
@@ -876,11 +886,18 @@ def _rope_kind(rope: dict, where: str, model_type: str, per_type: bool) -> str:
     if means:  # (this class keeps the name, and its rotary module has no function of that name)
         raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
                          f"fails on it (ROPE_INIT_FUNCTIONS has no {kind!r}; only the classes of "
-                         f"{', '.join(config_rules.early_names()[kind])} read it, as {means}): write {key} "
+                         f"{_readers(kind)} read it, as {means}): write {key} "
                          f"{means!r} if that is what the model runs")
     if kind not in FILE_ROPE_TYPES:
         raise ValueError(f"{where}{key} {kind!r} is not supported; vkrope reads {list(FILE_ROPE_TYPES)}")
     return kind
+
+
+def _readers(name: str) -> str:
+    """The model types whose classes rename early name `name`, each said where it does (in rope_scaling only:
+    Sarvam-MLA's deepseek_yarn), for a message."""
+    return ", ".join(t + (" (in rope_scaling)" if name in config_rules.rules_of(t).get("scaling_renames", {}) else "")
+                     for t in config_rules.early_names()[name])
 
 
 def _theta(cfg: dict, rope: dict, where: str) -> float:
@@ -1124,9 +1141,9 @@ def _lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict, model_t
              ignored: list[str]) -> tuple[int | None, int | None]:
     """(max_position_embeddings, original_max_position_embeddings), checked against what the rope type needs
     and the model's code reads (_check_attention_reads); a top-level original length (Phi-3 keeps it there)
-    is read where the model type's model reads it. An original length nothing reads (beside default, linear
-    or dynamic, whose functions read max_position_embeddings, and an attention that does not read it) is None,
-    the key added to `ignored`."""
+    is read where the model type's model reads it. An original length nothing reads (beside a rope type that
+    reads none, `needs_orig` false: default, linear, dynamic, proportional, whose functions read
+    max_position_embeddings; and an attention that does not read it) is None, the key added to `ignored`."""
     rule = config_rules.original_length(model_type)[
         "both" if "original_max_position_embeddings" in rope else "top_only"]
     if "original_max_position_embeddings" in cfg and _needs_orig(kind) \
