@@ -533,10 +533,11 @@ def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
     a file's own per_layer_config, null or not, where the class then applies none: Gemma 4's global_head_dim)."""
     out = {}
     for rule in e.get("per_layer_keys", []):
-        if "per_layer_config" in cfg and rule.get("beside_per_layer_config") is None:
+        beside = rule.get("beside_per_layer_config")
+        if "per_layer_config" in cfg and beside is None:
             raise ValueError(f"config: per_layer_config beside {rule['key']}: how the config class reads the two "
                              "together was not measured (the table's per_layer_keys); refused rather than guessed")
-        if "per_layer_config" in cfg and not rule["beside_per_layer_config"]:
+        if "per_layer_config" in cfg and not beside:
             continue
         value = cfg.get(rule["key"], rule.get("default"))
         if value is not None and layer_type in rule["types"]:
