@@ -55,7 +55,7 @@ OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
 from vkrope.models import config_rules, hf  # noqa: E402
 from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
-from vkrope.models.rope_types import RULES, read_by  # noqa: E402
+from vkrope.models.rope_types import PARAMS, RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
 from hf_model_table import DEFAULT_KEYS  # noqa: E402  (the keys from_hf reads)
 import hf_key_probes as kp  # noqa: E402
@@ -438,6 +438,25 @@ def renames_by_dict(cls: Any, names: list[str]) -> dict[str, dict[str, str]]:
     if scaling != out["renames"] and not any(n in RULES for n in set(scaling) - set(out["renames"])):
         out["scaling_renames"] = scaling
     return out
+
+
+def per_type_drops(cls: Any, d0: dict) -> dict[str, list[str]]:
+    """{"per_type_drops": [...]}: the keys a class with RoPE per layer type drops when a file's rope_parameters
+    gives one beside its layer types' dicts (ZAYA's hub config holds a stray `rope_type` there, which its
+    convert_rope_params_to_dict deletes), each given as a name, another name and a number and the class's dict
+    unchanged by all three; {} for none. from_hf drops them too (any other such key it refuses)."""
+    base = rope_of(cls, {"rope_parameters": copy.deepcopy(d0)})
+    dropped = []
+    for key in ("rope_type", "type", "rope_theta", *sorted(PARAMS)):
+        same = []
+        for value in ("default", "linear", 12345.0):
+            try:
+                same.append(rope_of(cls, {"rope_parameters": {**copy.deepcopy(d0), key: value}}) == base)
+            except Exception:  # noqa: BLE001  (raised: not dropped)
+                same.append(False)
+        if all(same):
+            dropped.append(key)
+    return {"per_type_drops": dropped} if dropped else {}
 
 
 def measure_per_type(cls: Any, d0: dict) -> dict[str, Any]:
@@ -1968,6 +1987,7 @@ def main() -> None:
             why = check_rules(classes[t], t, d0, per_type)
             if why is None:
                 rules["per_type"] = per_type
+                rules.update(per_type_drops(classes[t], d0))
             else:
                 rules["per_type_why"] = f"the measured rules differ from the class: {why}"[:400]
     check_renames(out)

@@ -1922,3 +1922,14 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     both = {t: dict(d, partial_rotary_factor=0.5) for t, d in zaya["rope_parameters"].items()}
     assert vkrope.from_hf(dict(zaya, partial_rotary_factor=0.5, rope_parameters=both),
                           layer_type="hybrid").rotary_dim == head // 2
+    # (ZAYA's hub config keeps a stray rope_type beside its layer types' dicts, which ZayaConfig's
+    # convert_rope_params_to_dict deletes, a null one kept: the rules' per_type_drops, measured)
+    for value in ("default", "yarn"):
+        stray = dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_type": value})
+        for lt in ("hybrid", "hybrid_sliding"):
+            assert vkrope.from_hf(stray, layer_type=lt) == vkrope.from_hf(zaya, layer_type=lt)
+    with pytest.raises(ValueError, match="rope_parameters holds 'rope_type' beside the layer types"):
+        vkrope.from_hf(dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_type": None}), layer_type="hybrid")
+    with pytest.raises(ValueError, match="rope_parameters holds 'rope_theta' beside the layer types"):  # (kept by
+        vkrope.from_hf(dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_theta": 1.0}),  # its class:
+                       layer_type="hybrid")  # not dropped, not measured)

@@ -38,7 +38,9 @@ by building each config class on probe configs; never edited by hand):
   the file leaves out is filled, and (`needs`) per rope type the keys its
   dict must give (Step 3.5's flat yarn its original length, which the
   class fills in only where the file nests its dicts). A shape the class
-  fails on is null.
+  fails on is null. `per_type_drops`: the keys it drops when a file gives
+  one beside its layer types' dicts (ZAYA's hub config has a stray
+  `rope_type` there, which its class deletes; any other such key is refused).
 - `types_refused`: the rope types the class's validation refuses (Phi-3
   takes only default and longrope), given with the parameters they need;
   `types_mscaled`: those it refuses given without PhiMoE's short_mscale and
@@ -207,6 +209,9 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
         if said:
             raise ValueError(f"config: {model_type} keeps RoPE per layer type, and {UNMEASURED}")
         return json.loads(json.dumps(default))
+    if isinstance(given, dict) and set(given) & set(default):  # (the keys its class drops beside the layer
+        drops = rules_of(model_type).get("per_type_drops", [])  # types' dicts, measured: ZAYA's stray rope_type)
+        given = {k: v for k, v in given.items() if k not in drops or v is None}
     extra = sorted(k for k in given or () if k not in default) if isinstance(given, dict) else []
     if given and extra and set(given) & set(default):
         raise ValueError(f"config: rope_parameters holds {', '.join(map(repr, extra))} beside the layer types "
