@@ -1930,6 +1930,15 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
             assert vkrope.from_hf(stray, layer_type=lt) == vkrope.from_hf(zaya, layer_type=lt)
     with pytest.raises(ValueError, match="rope_parameters holds 'rope_type' beside the layer types"):
         vkrope.from_hf(dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_type": None}), layer_type="hybrid")
+    # (a file giving only the dict its layers use: ZayaConfig keeps no other, and transformers' ZayaRotaryEmbedding
+    # builds hybrid_inv_freq alone, 32 frequencies of theta 5e6; a layer of the missing type is refused)
+    only = dict(zaya, layer_types=["hybrid"] * 2, rope_parameters={"hybrid": {**zaya["rope_parameters"]["hybrid"],
+                                                                              "partial_rotary_factor": 0.5}})
+    assert (vkrope.hf_layer_types(only), vkrope.from_hf(only, layer_type="hybrid").rotary_dim) == (("hybrid",), head // 2)
+    with pytest.raises(ValueError, match=r"rope_parameters\['hybrid_sliding'\] is missing, and zaya's config class "
+                                         "does not fill it in"):
+        vkrope.from_hf(dict(only, rope_parameters=only["rope_parameters"], layer_types=zaya["layer_types"]),
+                       layer_type="hybrid")
     with pytest.raises(ValueError, match="rope_parameters holds 'rope_theta' beside the layer types"):  # (kept by
         vkrope.from_hf(dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_theta": 1.0}),  # its class:
                        layer_type="hybrid")  # not dropped, not measured)

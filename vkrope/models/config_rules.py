@@ -232,7 +232,16 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
                          "rather than guessed")
     shape = "nested" if given else "flat"
     return {lt: _one_type(cfg, lt, d0, rules.get(lt, {}).get(shape), shape, model_type)
-            for lt, d0 in default.items()}
+            for lt, d0 in default.items() if not _unused_gap(cfg, lt, rules.get(lt, {}).get(shape), shape)}
+
+
+def _unused_gap(cfg: dict, lt: str, rule: dict | None, shape: str) -> bool:
+    """Whether layer type `lt` has no dict in the file's nested rope_parameters, its class fills none in, and the
+    file's own layer_types name no layer of it: the class then keeps no RoPE for it, and no layer needs one
+    (ZAYA's file giving only its hybrid layers' dict); its missing dict is refused only where a layer needs it."""
+    types = cfg.get("layer_types")
+    return shape == "nested" and rule is not None and not rule["fill_missing"] \
+        and cfg["rope_parameters"].get(lt) is None and isinstance(types, list) and lt not in types
 
 
 def _one_type(cfg: dict, lt: str, d0: dict, rule: dict | None, shape: str, model_type: str) -> dict:
