@@ -815,6 +815,13 @@ def test_rope_the_whole_model_decides_per_layer():
     for per_layer in ([0.0, 1e4, 1e4, 1e4], [1e4, 1e6, 1e4, 1e4]):
         with pytest.raises(ValueError, match=r"layer_rope_theta .*: this model decides RoPE per layer by it"):
             vkrope.from_hf(dict(granite, layer_rope_theta=per_layer), layer=1)
+    # (an adversary's: GraniteSWAModel.forward indexes layer_rope_theta[i] for every layer, IndexError on a shorter
+    # list; a longer one it reads to num_hidden_layers)
+    for layer_type in ("sliding_attention", "full_attention"):
+        with pytest.raises(ValueError, match=r"^config: layer_rope_theta has 3 values for 4 layers \(num_hidden_layers\): "
+                                             "this model reads one per layer"):
+            vkrope.from_hf(dict(granite, layer_rope_theta=[1e4] * 3), layer_type=layer_type)
+    assert vkrope.from_hf(dict(granite, layer_rope_theta=[1e4] * 5), layer=3).theta == 1e4
 
 
 def test_a_key_the_table_refuses_takes_only_the_class_value(monkeypatch):

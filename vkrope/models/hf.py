@@ -917,10 +917,14 @@ def _theta(cfg: dict, rope: dict, where: str) -> float:
 def _layer_theta(cfg: dict, rope: dict, where: str, e: dict) -> float:
     """The theta of a rope dict, where the table's `layer_keys` (lists of one
     value per layer that decide RoPE per layer in the whole model: Granite
-    SWA's layer_rope_theta) agree with it throughout; else a ValueError."""
+    SWA's layer_rope_theta) agree with it throughout and give every layer one (its model indexes them by
+    layer: a shorter list fails there); else a ValueError."""
     theta = _theta(cfg, rope, where)
     for key in e.get("layer_keys", []):
-        values = cfg.get(key)
+        values, layers = cfg.get(key), cfg.get("num_hidden_layers")
+        if isinstance(values, list) and is_int(layers) and len(values) < int(layers or 0):
+            raise ValueError(f"config: {key} has {len(values)} values for {layers} layers (num_hidden_layers): this "
+                             "model reads one per layer, and transformers fails on a shorter list")
         if values is not None and (not isinstance(values, list) or any(v != theta for v in values)):
             raise ValueError(f"config: {key} {brief(values)}: this model decides RoPE per layer by it (a layer's "
                              f"own theta, or none at 0), which vkrope does not read; only {theta:g} throughout "
