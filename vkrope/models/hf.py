@@ -582,7 +582,7 @@ def _check_homogeneous(cfg: dict, over: dict[int, dict], types: list, e: dict) -
     def norm(i: int) -> str:
         kept = {k: sorted(set(v), key=str) if k == "skip" and isinstance(v, list) else v
                 for k, v in over.get(i, {}).items() if k == "skip" or cfg.get(k) != v}
-        return json.dumps({k: v for k, v in kept.items() if v != []}, sort_keys=True, default=str)
+        return json.dumps({k: v for k, v in kept.items() if k != "skip" or v}, sort_keys=True, default=str)
 
     for kind in dict.fromkeys(types):
         seen = {norm(i) for i, t in enumerate(types) if t == kind}
