@@ -717,6 +717,21 @@ def per_type_view(model_type: str) -> dict:
         else {}
 
 
+def per_layer_model(model_type: str) -> dict:
+    """{"per_layer_model": True} where the text model's modeling file reads `config.per_layer_config` (builds
+    its layers, or their RoPE, from it: Gemma 4's, NeoMME's, Step 3.7's); {} where it reads none: transformers'
+    model then builds every layer from one config and raises where it reads a key a file's per_layer_config
+    overrides (from_hf refuses those that change the RoPE, and reads the rest as the global config)."""
+    import inspect  # noqa: PLC0415
+
+    import hf_probe  # noqa: PLC0415
+
+    text, _ = text_rotary(model_type)
+    module = hf_probe.modeling_module(text)
+    return {"per_layer_model": True} if module is not None and "per_layer_config" in inspect.getsource(module) \
+        else {}
+
+
 def partial_absent(model_type: str, facts: dict) -> dict:
     """For a model with RoPE per layer type whose rotary module reads a layer type's partial factor from that
     type's dict with a fallback of its own (`rope_parameters[layer_type].get("partial_rotary_factor", X)` in its
@@ -1204,7 +1219,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
     if why:
         return {**entry, "status": why}
     entry["nope"] = rule
-    entry.update(partial_absent(model_type, facts), **per_type_view(model_type))
+    entry.update(partial_absent(model_type, facts), **per_type_view(model_type), **per_layer_model(model_type))
     keys = sorted({l["rope_key"] for l in rotating}, key=str)
     options = [candidates(facts, k) for k in keys]
     reason = "no head-dim key holds the width its attention rotates"

@@ -220,6 +220,7 @@ def test_every_layer_type_as_the_model_ran_it(model_type):
     named = CONFIG_RULES.get(model_type, {}).get("layer_types") or {}
     named_last = CONFIG_RULES.get(model_type, {}).get("last_layer_type") is not None
     types = list(inner["layer_types"])
+    base_overrides = dict(inner.get("per_layer_config") or {})
     for window, probed in kinds.items():
         i = probed["layer"]  # (the layer the probe gave the type, after the default config's layers before it)
         for name, rotates in probed["types"].items():
@@ -227,6 +228,9 @@ def test_every_layer_type_as_the_model_ran_it(model_type):
                 continue  # (the config class renames it, or refuses it on loading: not the layer's question)
             after = [types[i]] if named_last else []  # (Gemma 4's class forces the last layer's type)
             inner.update(num_hidden_layers=i + 1 + len(after), layer_types=[*types[:i], name, *after])
+            if isinstance(inner.get("per_layer_config"), dict):  # (the fewer layers' overrides only: transformers
+                inner["per_layer_config"] = {k: v for k, v in base_overrides.items()  # refuses an index past them)
+                                             if int(k) < inner["num_hidden_layers"]}
             if window == "null":
                 inner["sliding_window"] = None
             cfg = json.loads(json.dumps(base))

@@ -7,6 +7,7 @@ transformers runs only with remote code, as llama.cpp's converter reads it
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import json
 import math
@@ -513,19 +514,89 @@ def _per_layer(cfg: dict, e: dict) -> dict[str, dict] | None:
 
 
 def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
-    """{layer index: keys it overrides}: transformers 5's `per_layer_config`
+    """{layer index: keys it overrides}, for a model whose code builds its layers from them (the table's
+    `per_layer_model`; any other reads one config for every layer: {}): transformers 5's `per_layer_config`
     (a saved config's), else what the config class makes of a key such as
     Gemma 4's `global_head_dim` (the table's `per_layer_keys`: that key's
     value becomes `field` of the layers of those types)."""
-    given = cfg.get("per_layer_config")
-    if isinstance(given, dict):
-        try:
-            return {int(k): dict(v) for k, v in given.items() if isinstance(v, dict)}
-        except ValueError:
-            raise ValueError(f"config: per_layer_config keys must be layer indices; got {sorted(given)}") from None
+    if not e.get("per_layer_model"):
+        return {}
+    if cfg.get("per_layer_config") is not None:
+        return _given_overrides(cfg)
     types: list = cfg["layer_types"] if isinstance(cfg.get("layer_types"), list) else []
     by_type = {t: _type_overrides(cfg, e, t) for t in set(types)}
     return {i: by_type[t] for i, t in enumerate(types) if by_type[t]}
+
+
+def _given_overrides(cfg: dict) -> dict[int, dict]:
+    """The file's `per_layer_config` as {layer index: overrides}, checked as transformers' config checks it
+    (HeterogeneousConfigMixin: a dict of dicts keyed by indices in [0, num_hidden_layers), `skip` a list of
+    strings), where its class raises: refused, not read in part."""
+    given = cfg.get("per_layer_config")
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ValueError(f"config: per_layer_config must be a dict {{layer index: overrides}} or null; got "
+                         f"{brief(given)}")
+    n = cfg.get("num_hidden_layers")
+    out = {}
+    for k, v in given.items():
+        try:
+            i = int(k)
+        except (TypeError, ValueError):
+            raise ValueError(f"config: per_layer_config keys must be layer indices; got {brief(k)}") from None
+        if isinstance(n, int) and not 0 <= i < n:
+            raise ValueError(f"config: per_layer_config keys must be layer indices in [0, {n}) "
+                             f"(num_hidden_layers); got {brief(k)}")
+        if not isinstance(v, dict):
+            raise ValueError(f"config: per_layer_config[{k!r}] must be a dict of overrides; got {brief(v)}")
+        skip = v.get("skip", [])
+        if isinstance(skip, (str, dict)) or not isinstance(skip, (list, tuple)) \
+                or not all(isinstance(s, str) for s in skip):
+            raise ValueError(f"config: per_layer_config[{k!r}]['skip'] must be a list of strings; got "
+                             f"{brief(skip)}")
+        out[i] = dict(v)
+    return out
+
+
+def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, tuple[str, ...]]:
+    """(the config a model that builds every layer from one config reads, the keys it ignores): where the
+    file has a `per_layer_config` and the model's code reads none (the table's `per_layer_model` unset:
+    Llama's), transformers keeps the overrides on the config (less those equal to its own value) and raises
+    where the model reads an overridden key (AmbiguousGlobalPerLayerAttributeError). So an override of a key
+    a RoPE reads, or one whose layer reads another RoPE (`read(config)`), is refused; the config is read
+    without the rest (an MLP's), listed as the ignored `per_layer_config`."""
+    if e.get("per_layer_model") or cfg.get("per_layer_config") is None:
+        return cfg, ()
+    base = {k: v for k, v in cfg.items() if k != "per_layer_config"}
+    over = {i: {k: v for k, v in d.items() if k != "skip" and not (k in base and base[k] == v)}
+            for i, d in _given_overrides(cfg).items()}
+    if not any(over.values()):
+        return base, ()
+    rope_keys = {*e.get("defaults", {}), *e.get("aliases", {}), *config_rules.PARTIAL_KEYS, "rope_parameters",
+                 "rope_scaling", "rope_theta", *(s["head_dim"] for s in e.get("by_layer_type", {}).values())}
+    want = read(base)
+    for i, d in sorted(over.items()):
+        try:
+            got: Any = read({**base, **d})
+        except (TypeError, ValueError) as exc:
+            got = exc
+        keys = sorted(k for k in d if k in rope_keys) if got == want else sorted(d)
+        if keys:
+            raise ValueError(f"config: per_layer_config[{i}] overrides {', '.join(keys)} "
+                             f"({'a key its RoPE reads' if got == want else _which(got)}), but the {model_type} model builds every layer from one config (its "
+                             "code reads no per_layer_config; transformers raises where it reads a key the file "
+                             "overrides per layer: AmbiguousGlobalPerLayerAttributeError); refused rather than "
+                             "guessed") from None
+    return base, ("per_layer_config",)
+
+
+def _which(got: Any) -> str:
+    """A short word on what a layer's overrides read: the failure, or the RoPE."""
+    if isinstance(got, Exception):
+        return f"that layer's reading fails: {str(got).removeprefix('config: ')[:200]}"
+    return "that layer then applies no RoPE" if got is None else \
+        f"that layer's RoPE then: head_dim {got.head_dim}, rotary_dim {got.rotary_dim}, theta {got.theta:g}"
 
 
 def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
@@ -694,6 +765,15 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
     e = _part_entry(e, model_type, part)
+    cfg, ignored = _one_config(cfg, e, model_type,
+                               lambda c: _read(c, e, model_type, layer_type, layer, angle, part))
+    spec = _read(cfg, e, model_type, layer_type, layer, angle, part)
+    return spec if spec is None or not ignored else dataclasses.replace(spec, ignored=spec.ignored + ignored)
+
+
+def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: int | None, angle: str,
+          part: str | None) -> ModelRope | None:
+    """from_hf of text config `cfg` read as table entry `e` says (its arguments checked)."""
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type, model_type)
     nested = _per_layer(cfg, e)
     rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
