@@ -719,9 +719,10 @@ def per_type_view(model_type: str) -> dict:
 
 def per_layer_model(model_type: str) -> dict:
     """{"per_layer_model": True} where the text model's modeling file reads `config.per_layer_config` (builds
-    its layers, or their RoPE, from it: Gemma 4's, NeoMME's, Step 3.7's); {} where it reads none: transformers'
-    model then builds every layer from one config and raises where it reads a key a file's per_layer_config
-    overrides (from_hf refuses those that change the RoPE, and reads the rest as the global config)."""
+    its attention per layer from it, NeoMME's and Step's, or its RoPE per layer type too, Gemma 4's: the table's
+    per_type_view); {} where it reads none: transformers' model then builds every layer from the global config
+    and raises where it reads a key a file's per_layer_config overrides (from_hf refuses those of a key a RoPE
+    reads, or that change a layer's RoPE, and reads the rest as the global config)."""
     import inspect  # noqa: PLC0415
 
     import hf_probe  # noqa: PLC0415

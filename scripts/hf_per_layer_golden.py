@@ -1,13 +1,16 @@
 """Regenerate tests/data/hf_per_layer_golden.json: what transformers' own
-models make of a config.json's `per_layer_config` where their modeling code
-reads none (Llama's, Qwen's, Mistral's: every layer built from one config).
+models make of a config.json's `per_layer_config`: where their modeling code
+reads none (Llama's, Qwen's, Mistral's: every layer built from one config),
+where it reads some of it (Gemma 4's head widths per layer type, NeoMME's
+attention per layer), and at the top of a composite config.
 
     python scripts/hf_per_layer_golden.py [--out tests/data/hf_per_layer_golden.json]
 
 Needs torch and transformers (run it from a venv that has them; the tests read
 the committed file). For each model type and each per_layer_config below it
 builds a tiny model with AutoModel.from_config and stores either its rotary
-module's inverse frequencies and attention scaling, or the exception its
+module's inverse frequencies and attention scaling (per layer type: each
+`<type>_inv_freq` buffer, "inv_freqs"), or the exception its
 config or model raised (transformers 5's HeterogeneousConfigMixin raises
 where the model reads a key the file overrides per layer:
 AmbiguousGlobalPerLayerAttributeError).
@@ -42,7 +45,47 @@ PER_LAYER: dict[str, Any] = {  # (a name: the file's per_layer_config)
     "partial-factor": {"0": {"partial_rotary_factor": 0.5}},
     "heads": {"0": {"num_attention_heads": 2}},
     "unknown-every-layer": {"0": {"not_a_key": 1}, "1": {"not_a_key": 1}},
+    "unknown-one-layer": {"1": {"not_a_key": 1}},
 }
+
+
+# (model type, a name, the config's other keys): models that read per_layer_config, and composite configs
+LAYERED = {"head_dim": 16, "layer_types": ["sliding_attention", "full_attention"]}
+MORE: list[tuple[str, str, dict]] = [
+    ("gemma4_text", "full-head-dim", {**LAYERED, "global_head_dim": 32, "per_layer_config": {"1": {"head_dim": 32}}}),
+    ("gemma4_text", "full-length", {**LAYERED, "global_head_dim": 32,
+                                    "per_layer_config": {"1": {"max_position_embeddings": 64}}}),
+    ("gemma4_text", "full-rope", {**LAYERED, "global_head_dim": 32, "per_layer_config": {"1": {"rope_parameters": {
+        "sliding_attention": ROPE, "full_attention": ROPE}}}}),
+    ("neomme", "head-dim", {**LAYERED, "per_layer_config": {"0": {"head_dim": 8}}}),
+    ("neomme", "mlp-width", {**LAYERED, "per_layer_config": {"0": {"intermediate_size": 32}}}),
+    ("gemma3_text", "partial-every-layer", {**LAYERED, "per_layer_config": {
+        "0": {"partial_rotary_factor": 0.5}, "1": {"partial_rotary_factor": 0.5}}}),
+]
+COMPOSITE = ("gemma3", "llava", "qwen2_vl")  # (an empty per_layer_config at the top of each)
+
+
+def more_outcome(model_type: str, cfg: dict) -> dict:
+    """{"inv_freqs": {layer type: [...]}} of the model's rotary module, or {"raises": name, "message": ...}."""
+    from transformers import AutoConfig, AutoModel  # noqa: PLC0415
+
+    try:
+        model = AutoModel.from_config(AutoConfig.for_model(model_type, **cfg))
+        return {"inv_freqs": {n.split(".")[-1].removesuffix("_inv_freq"): b.float().tolist()
+                              for n, b in model.named_buffers() if n.endswith("_inv_freq") and "original" not in n}}
+    except Exception as exc:  # noqa: BLE001  (the outcome recorded)
+        return {"raises": type(exc).__name__, "message": str(exc).splitlines()[0][:300]}
+
+
+def composite_outcome(model_type: str) -> dict:
+    """What the composite config class makes of a top-level per_layer_config {}: nothing, or the exception."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    try:
+        AutoConfig.for_model(model_type, per_layer_config={})
+        return {}
+    except Exception as exc:  # noqa: BLE001  (the outcome recorded)
+        return {"raises": type(exc).__name__, "message": str(exc).splitlines()[0][:300]}
 
 
 def outcome(model_type: str, per_layer: Any) -> dict:
@@ -70,6 +113,10 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     cases = [{"config": {"model_type": t, **BASE, "per_layer_config": p}, "name": name, "want": outcome(t, p)}
              for t in TYPES for name, p in PER_LAYER.items()]
+    cases += [{"config": {"model_type": t, **BASE, **cfg}, "name": name, "want": more_outcome(t, {**BASE, **cfg})}
+              for t, name, cfg in MORE]
+    cases += [{"config": {"model_type": t, "per_layer_config": {}}, "name": "top-level", "want": composite_outcome(t)}
+              for t in COMPOSITE]
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"transformers": transformers.__version__, "generated_by": "scripts/hf_per_layer_golden.py",
                    "cases": cases}, f, indent=1)

@@ -1662,6 +1662,10 @@ def test_a_null_partial_factor_in_the_rope_dict_is_read_only_where_the_model_rea
     ({"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0, "partial_rotary_factor": None},
      r"partial_rotary_factor is null: transformers [\d.]+ fails on it"),
     ({"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": None}, None),  # (its own default: none)
+    ({"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1.0] * 128, "long_factor": [2.0] * 128,
+      "original_max_position_embeddings": None},
+     r"original_max_position_embeddings is null, which rope_type 'longrope' cannot take: gemma3_text's config class "
+     "keeps the null in a layer type's dict"),
 ])
 def test_a_layer_type_is_refused_where_another_layer_types_dict_fails_transformers(sliding, said):
     """An adversary's differential fuzz against transformers 5.25: Gemma 3's config class (validate_rope) and
@@ -1677,6 +1681,24 @@ def test_a_layer_type_is_refused_where_another_layer_types_dict_fails_transforme
                                          r"type 'sliding_attention': transformers sets up every layer type's RoPE, "
                                          r"so the model fails whichever layer is read, 'full_attention' too\)$"):
         vkrope.from_hf(cfg, layer_type="full_attention")
+
+
+@pytest.mark.parametrize("model_type", ["gemma3_text", "olmo3", "laguna"])
+def test_a_null_original_length_in_a_layer_types_longrope_dict_is_refused(model_type):
+    """An adversary's differential fuzz against transformers 5.25: a layer type's longrope dict with
+    original_max_position_embeddings null was read as if the key were absent (the model's length); transformers'
+    class keeps the null and _compute_longrope_parameters fails dividing by it. With a number it is read."""
+    rope = copy.deepcopy(_default_rope(model_type))
+    kind = sorted(rope)[-1]
+    head = vkrope.from_hf({"model_type": model_type}, layer_type=kind).rotary_dim // 2
+    longrope = {"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1.0] * head, "long_factor": [2.0] * head}
+    read = vkrope.from_hf({"model_type": model_type, "rope_parameters": {
+        **rope, kind: {**longrope, "original_max_position_embeddings": 1024}}}, layer_type=kind)
+    assert (read.rope_type, read.original_max_position_embeddings) == ("longrope", 1024)
+    rope[kind] = {**longrope, "original_max_position_embeddings": None}
+    with pytest.raises(ValueError, match=rf"^config: rope_parameters\['{kind}'\]\.original_max_position_embeddings "
+                                         rf"is null, which rope_type 'longrope' cannot take: {model_type}'s config"):
+        vkrope.from_hf({"model_type": model_type, "rope_parameters": rope}, layer_type=kind)
 
 
 def _default_rope(model_type: str) -> dict:

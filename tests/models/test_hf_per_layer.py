@@ -1,8 +1,10 @@
 """A config.json's `per_layer_config` (transformers 5's heterogeneous configs)
-read as the model's own code reads it: where that code reads none (Llama's,
-Qwen's: every layer built from one config), against what transformers' own
-models made of the same files (tests/data/hf_per_layer_golden.json, written
-by scripts/hf_per_layer_golden.py)."""
+read as the model's own code reads it, or refused: where that code reads
+none (Llama's, Qwen's: every layer built from one config), where it reads
+some (Gemma 4's head widths per layer type, NeoMME's and Step's attention),
+and at the top of a composite config; against what transformers' own models
+made of the same files (tests/data/hf_per_layer_golden.json, written by
+scripts/hf_per_layer_golden.py)."""
 
 from __future__ import annotations
 
@@ -35,15 +37,22 @@ def _raised_key(message: str) -> str:
 def test_the_golden_comes_from_the_model_tables_transformers():
     table = json.loads((pathlib.Path(vkrope.__file__).parent / "data" / "hf_models.json").read_text())
     assert GOLDEN["transformers"] == table["transformers"]
-    assert len(GOLDEN["cases"]) == 104
+    assert len(GOLDEN["cases"]) == 121
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['name']}")
+ONE_CONFIG = [c for c in GOLDEN["cases"] if "inv_freq" in c["want"] or "per_layer_config" in c["config"]
+              and c["config"]["model_type"] in {"llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2", "granite",
+                                                "exaone"}]
+LAYERED = [c for c in GOLDEN["cases"] if c not in ONE_CONFIG]
+
+
+@pytest.mark.parametrize("case", ONE_CONFIG, ids=lambda c: f"{c['config']['model_type']}-{c['name']}")
 def test_a_per_layer_config_is_read_as_the_model_reads_it_or_refused(case):
     """Where transformers' model runs, vkrope gives its inverse frequencies bit for bit (0 ulps) and its scaling,
     or (REFUSED_THOUGH_RUN only) refuses; where it raises on a key a RoPE reads, vkrope refuses naming the
-    layer and key; where it raises on another key (an MLP's width), the RoPE is the global config's and
-    `per_layer_config` is listed as ignored (vkrope checks RoPE keys only)."""
+    layer and key; where it raises on another key (an MLP's width), vkrope refuses it where transformers' config
+    does (a key it lacks, given on some layers only), else reads the global config's RoPE with `per_layer_config`
+    listed as ignored (vkrope checks RoPE keys only)."""
     want = case["want"]
     try:
         got: vkrope.ModelRope | ValueError = vkrope.from_hf(case["config"])
@@ -61,28 +70,71 @@ def test_a_per_layer_config_is_read_as_the_model_reads_it_or_refused(case):
     key = _raised_key(want["message"])
     if key in ROPE_KEYS:
         assert isinstance(got, ValueError), (key, got)
-        assert re.match(rf"^config: per_layer_config\[\d\] overrides {key} \(.*AmbiguousGlobalPerLayerAttributeError\)"
-                        r"; refused rather than guessed$", str(got)), got
+        assert re.match(rf"^config: per_layer_config\[\d\] overrides {key} \(a key its RoPE reads\), but the \w+ model "
+                        r"builds its layers and rotary module from the global config, and transformers raises where "
+                        r"code reads a key a layer overrides \(.*\): refused rather than guessed$", str(got)), got
+    elif isinstance(got, ValueError) or want["message"].startswith("The following attributes are missing"):
+        assert re.match(rf"^config: per_layer_config\[\d\] overrides {key} \(on some layers only, of a key vkrope "
+                        r"does not know the config class to have: transformers' config raises on it where the class "
+                        r"lacks it\)", str(got)), got  # (where transformers' config lacks it: its "missing")
     else:
-        assert not isinstance(got, ValueError), got
         assert "per_layer_config" in got.ignored and got == vkrope.from_hf(
             {k: v for k, v in case["config"].items() if k != "per_layer_config"})
+
+
+@pytest.mark.parametrize("case", LAYERED, ids=lambda c: f"{c['config']['model_type']}-{c['name']}")
+def test_a_per_layer_config_of_a_layered_or_composite_model_is_read_as_it_reads_it_or_refused(case):
+    """Gemma 4 (its rotary module reads each layer type's head width through transformers' per-type view),
+    NeoMME (its attention per layer, its rotary module global), Gemma 3 (all global), and a per_layer_config at
+    the top of a composite config (Gemma 3's, LLaVA's, Qwen2-VL's: their classes raise, even on {}): where
+    transformers' model runs, each layer type's inverse frequencies bit for bit, or (a RoPE key's override:
+    Gemma 3's partial factor on every layer, which its default frequencies do not read) a refusal; where it
+    raises on a RoPE key or at the top, a refusal; on an MLP's key (NeoMME's), the RoPE read."""
+    want, cfg = case["want"], case["config"]
+    if "inv_freqs" in want:
+        for layer_type, inv in want["inv_freqs"].items():
+            try:
+                got = vkrope.from_hf(cfg, layer_type=layer_type)
+            except ValueError as exc:
+                assert case["name"] == "partial-every-layer" and "overrides partial_rotary_factor (a key its RoPE " \
+                    "reads)" in str(exc), exc
+                continue
+            assert np.array_equal(got.inv_freq(), np.asarray(inv, np.float32)), layer_type
+        return
+    if want.get("raises") and "intermediate_size" in want["message"]:
+        assert vkrope.from_hf(cfg, layer_type="full_attention").head_dim == 16
+        return
+    words = "per_layer_config at the top of a composite" if case["name"] == "top-level" else \
+        rf"per_layer_config\[\d\] overrides {_raised_key(want['message'])} \(a key its RoPE reads\)"
+    for layer_type in ("full_attention", "sliding_attention"):
+        with pytest.raises(ValueError, match=f"^config: {words}"):
+            vkrope.from_hf(cfg, layer_type=layer_type)
 
 
 def test_every_layer_of_a_one_config_model_reads_the_global_rope():
     """hf_layers gives every layer the global config's RoPE (the overrides are the model's MLP's), and a layer
     asked for by index reads the same: not its overrides merged."""
     cfg = {"model_type": "llama", "num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
-           "per_layer_config": {"1": {"intermediate_size": 32, "num_key_value_heads": 1}}}
+           "per_layer_config": {str(i): {"intermediate_size": 32, "num_key_value_heads": 1} for i in range(3)}}
     plain = vkrope.from_hf({k: v for k, v in cfg.items() if k != "per_layer_config"})
     assert vkrope.hf_layers(cfg) == (plain,) * 3 and vkrope.from_hf(cfg, layer=1) == plain
     assert vkrope.from_hf(cfg).ignored == ("per_layer_config",)
-    same = vkrope.from_hf({**cfg, "per_layer_config": {"0": {"num_attention_heads": 4, "skip": []}}})  # (equal to the
-    assert same == plain and same.ignored == ()  # file's own: dropped, as transformers drops it)
+    same = vkrope.from_hf({**cfg, "intermediate_size": 32, "per_layer_config": {"0": {"intermediate_size": 32,
+                                                                                     "skip": []}}})
+    assert same == plain and same.ignored == ()  # (equal to the file's own: dropped, as transformers drops it)
+    for given in ({"head_dim": None}, {"head_dim": 16}):  # (a RoPE key equal to the file's value: transformers
+        with pytest.raises(ValueError, match=r"^config: per_layer_config\[0\] overrides head_dim \(a key its RoPE "
+                                             r"reads\)"):  # compares its class's, 16 where the file gives null)
+            vkrope.from_hf({**cfg, **given, "per_layer_config": {"0": given}})
+    gptj = {"model_type": "gptj", "n_layer": 2, "n_embd": 64, "n_head": 4, "rotary_dim": 8}
+    for key in ("n_positions", "max_position_embeddings"):  # (GPT-J's key and its alias, on every layer: its
+        with pytest.raises(ValueError, match=rf"^config: per_layer_config\[0\] overrides {key} \(a key its RoPE "
+                                             r"reads\)"):  # sinusoidal table reads n_positions, and raises)
+            vkrope.from_hf({**gptj, "per_layer_config": {"0": {key: 64}, "1": {key: 64}}})
     for kw in ({}, {"layer": 2}):  # (another layer's override of a RoPE key refuses the whole config, as the model)
-        with pytest.raises(ValueError, match=r"^config: per_layer_config\[0\] overrides head_dim \(that layer's "
-                                             r"RoPE then: head_dim 32, rotary_dim 32, theta 10000\), but the llama "
-                                             "model builds every layer from one config"):
+        with pytest.raises(ValueError, match=r"^config: per_layer_config\[0\] overrides head_dim \(a key its RoPE "
+                                             r"reads\), but the llama model builds its layers and rotary module from the "
+                                             "global config"):
             vkrope.from_hf({**cfg, "per_layer_config": {"0": {"head_dim": 32}}}, **kw)
 
 
@@ -109,3 +161,25 @@ def test_a_per_layer_config_transformers_config_refuses_is_refused(model_type):
             with pytest.raises(ValueError, match="^config: " + words):
                 vkrope.from_hf({**cfg, "per_layer_config": given}, **kw)
     assert vkrope.from_hf({**cfg, "per_layer_config": {"0": {"skip": ["mlp"]}}}, layer=1) is not None
+
+
+@pytest.mark.parametrize("model_type", ["step3p5", "step3p7"])
+def test_steps_per_layer_rope_keys_are_refused_not_applied(model_type):
+    """Two helpers' finding: Step 3.5 / 3.7 build their attention per layer but their rotary module from the
+    global config (modeling_step3p7.py: Step3p7RotaryEmbedding(config=config) reads
+    rope_parameters[layer_type].get("partial_rotary_factor", 1.0)), so a per-layer partial factor changes no
+    frequency there; vkrope applied it (rotary_dim 64 of a 128 head, transformers 128). A per-layer head_dim
+    makes transformers raise (its rotary module reads config.head_dim). Both are refused now."""
+    cfg = {"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+           "head_dim": 128, "layer_types": ["full_attention"] * 2}
+    if model_type == "step3p7":
+        cfg = {"model_type": "step3p7", "text_config": {**cfg, "model_type": "step3p7_text"}}
+    text = cfg.get("text_config", cfg)
+    assert vkrope.from_hf(cfg, layer=0).rotary_dim == 128
+    for over in ({"partial_rotary_factor": 0.5}, {"head_dim": 64}):
+        text["per_layer_config"] = {"0": over, "1": over}
+        for kw in ({"layer": 0}, {"layer_type": "full_attention"}):
+            with pytest.raises(ValueError, match=rf"^config: per_layer_config\[0\] overrides {next(iter(over))} \(a "
+                                                 r"key its RoPE reads\), but the step3p\d\w* model builds its attention "
+                                                 "per layer and its rotary module from the global config"):
+                vkrope.from_hf(cfg, **kw)

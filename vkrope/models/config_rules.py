@@ -986,8 +986,9 @@ def rotary_width(cfg: dict, rule: dict, kind: str) -> tuple[int, int] | None:
         partial = rotated / summed  # (the class's own factor, of the head it derives before a file's head_dim)
     else:  # (a null factor is the class's none: its rotary module spans the head, as without the key)
         partial = 1.0 if cfg.get("partial_rotary_factor") is None else cfg["partial_rotary_factor"]
-    if isinstance(partial, bool) or not isinstance(partial, (int, float)):
-        return None
-    whole = (kind == "default" and not rule["default_partial"]) or (kind in RULES and RULES[kind].whole_head)
+    if isinstance(partial, bool) or not isinstance(partial, (int, float)) or not math.isfinite(partial):
+        return None  # (no width: refused by the caller, whose words name the partial factor)
+    whole = (kind == "default" and not rule["default_partial"]) or (
+        isinstance(kind, str) and kind in RULES and RULES[kind].whole_head)  # (a file's rope_type may be any JSON)
     width = head if whole else int(head * partial)  # (proportional's cos / sin span the head)
     return (int(width), int(rotated)) if width == rotated else None

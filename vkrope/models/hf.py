@@ -6,6 +6,7 @@ transformers runs only with remote code, as llama.cpp's converter reads it
 
 from __future__ import annotations
 
+import collections.abc
 import contextvars
 import dataclasses
 import functools
@@ -359,6 +360,10 @@ def _entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     transformers builds the language model from it (AutoModel.from_config)."""
     outer = _load(config)
     e = model_table.entry(outer.get("model_type"), like)
+    if like is None and e.get("text_config") and outer.get("per_layer_config") is not None:
+        raise ValueError(f"config: per_layer_config at the top of a composite {outer.get('model_type')} config: its "
+                         "class has no num_hidden_layers to check it against (transformers raises, even on {}); give "
+                         "it in the text config")
     if like is None or outer.get("model_type") == like:  # (read as another type: its class does not load the file;
         config_rules.check_outer_kinds(outer, str(outer.get("model_type")), e.get("text_config", []),
                                        model_table.table()["models"])  # (a text_config of another type: this
@@ -531,10 +536,8 @@ def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
 def _given_overrides(cfg: dict) -> dict[int, dict]:
     """The file's `per_layer_config` as {layer index: overrides}, checked as transformers' config checks it
     (HeterogeneousConfigMixin: a dict of dicts keyed by indices in [0, num_hidden_layers), `skip` a list of
-    strings), where its class raises: refused, not read in part."""
+    strings), where its class raises: refused, not read in part (the callers read a null as none)."""
     given = cfg.get("per_layer_config")
-    if given is None:
-        return {}
     if not isinstance(given, dict):
         raise ValueError(f"config: per_layer_config must be a dict {{layer index: overrides}} or null; got "
                          f"{brief(given)}")
@@ -551,8 +554,8 @@ def _given_overrides(cfg: dict) -> dict[int, dict]:
         if not isinstance(v, dict):
             raise ValueError(f"config: per_layer_config[{k!r}] must be a dict of overrides; got {brief(v)}")
         skip = v.get("skip", [])
-        if isinstance(skip, (str, dict)) or not isinstance(skip, (list, tuple)) \
-                or not all(isinstance(s, str) for s in skip):
+        if isinstance(skip, str) or not isinstance(skip, collections.abc.Iterable) \
+                or not all(isinstance(s, str) for s in skip):  # (any iterable of strings, as transformers)
             raise ValueError(f"config: per_layer_config[{k!r}]['skip'] must be a list of strings; got "
                              f"{brief(skip)}")
         out[i] = dict(v)
@@ -560,35 +563,73 @@ def _given_overrides(cfg: dict) -> dict[int, dict]:
 
 
 def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, tuple[str, ...]]:
-    """(the config a model that builds every layer from one config reads, the keys it ignores): where the
-    file has a `per_layer_config` and the model's code reads none (the table's `per_layer_model` unset:
-    Llama's), transformers keeps the overrides on the config (less those equal to its own value) and raises
-    where the model reads an overridden key (AmbiguousGlobalPerLayerAttributeError). So an override of a key
-    a RoPE reads, or one whose layer reads another RoPE (`read(config)`), is refused; the config is read
-    without the rest (an MLP's), listed as the ignored `per_layer_config`."""
-    if e.get("per_layer_model") or cfg.get("per_layer_config") is None:
+    """(the config to read, the keys it ignores) where the file has a `per_layer_config`. transformers keeps
+    the overrides on the config (less those equal to its class's value) and raises where code reads an
+    overridden key from the global config (AmbiguousGlobalPerLayerAttributeError). Gemma 4's rotary module
+    reads its head widths from a layer type's view of them (the table's `per_type_view`); NeoMME's and Step's
+    models build their attention per layer (`per_layer_model`), their rotary module from the global config;
+    any other model builds its layers and rotary module from the global config (transformers' shared rope
+    functions read a layer type's view, for the types they compute, a path vkrope does not follow). So an
+    override of a key a RoPE reads is refused, equal to the file's value or not (but Gemma 4's head widths),
+    and for a model of one config also one whose layer reads another RoPE (`read(config)`) or one
+    transformers' config refuses (a key it lacks, given on some layers only); the rest is read as the model
+    reads it: per layer for NeoMME's and Step's attention (not RoPE), else the global config, the file's
+    `per_layer_config` listed as ignored."""
+    if cfg.get("per_layer_config") is None:
         return cfg, ()
+    given = _given_overrides(cfg)
+    rope_keys = _rope_keys(e, model_type) - (_head_keys(e) if e.get("per_type_view") else set())
+    for i, d in sorted(given.items()):
+        keys = sorted(k for k in d if k in rope_keys)  # (equal to the file's value too: transformers compares
+        if keys:  # with its class's, which vkrope knows for the RoPE it reads, not for the key: a null head_dim)
+            _refuse_override(i, keys, "a key its RoPE reads", model_type, bool(e.get("per_layer_model")))
     base = {k: v for k, v in cfg.items() if k != "per_layer_config"}
     over = {i: {k: v for k, v in d.items() if k != "skip" and not (k in base and base[k] == v)}
-            for i, d in _given_overrides(cfg).items()}
+            for i, d in given.items()}
+    if e.get("per_layer_model"):
+        return cfg, ()
     if not any(over.values()):
         return base, ()
-    rope_keys = {*e.get("defaults", {}), *e.get("aliases", {}), *config_rules.PARTIAL_KEYS, "rope_parameters",
-                 "rope_scaling", "rope_theta", *(s["head_dim"] for s in e.get("by_layer_type", {}).values())}
-    want = read(base)
+    want, layers = read(base), cfg.get("num_hidden_layers")
     for i, d in sorted(over.items()):
         try:
             got: Any = read({**base, **d})
         except (TypeError, ValueError) as exc:
             got = exc
-        keys = sorted(k for k in d if k in rope_keys) if got == want else sorted(d)
-        if keys:
-            raise ValueError(f"config: per_layer_config[{i}] overrides {', '.join(keys)} "
-                             f"({'a key its RoPE reads' if got == want else _which(got)}), but the {model_type} model builds every layer from one config (its "
-                             "code reads no per_layer_config; transformers raises where it reads a key the file "
-                             "overrides per layer: AmbiguousGlobalPerLayerAttributeError); refused rather than "
-                             "guessed") from None
+        if got != want:
+            _refuse_override(i, sorted(d), _which(got), model_type, False)
+        missing = sorted(k for k in d if k not in base and sum(k in o for o in over.values()) != layers)
+        if missing:
+            _refuse_override(i, missing, "on some layers only, of a key vkrope does not know the config class to "
+                             "have: transformers' config raises on it where the class lacks it", model_type, False)
     return base, ("per_layer_config",)
+
+
+def _rope_keys(e: dict, model_type: str) -> set[str]:
+    """The config keys a model type's RoPE is read from (its head widths, theta keys, lengths, partial factor,
+    rope dicts), by their names and their aliases' (transformers maps an alias to its key before it checks a
+    per-layer override: an override by either name may be the one it reads)."""
+    named = {*_head_keys(e), "hidden_size", "num_attention_heads", "max_position_embeddings",
+             "original_max_position_embeddings", "rope_parameters", "rope_scaling", "rope_theta",
+             *config_rules.PARTIAL_KEYS, *config_rules.rules_of(model_type).get("keys", [])}
+    aliases = e.get("aliases", {})
+    return named | {a for a, k in aliases.items() if k in named} | {k for a, k in aliases.items() if a in named}
+
+
+def _head_keys(e: dict) -> set[str]:
+    """The keys of the rotated head's width (head_dim, and the table's per layer type: qk_rope_head_dim,
+    global_head_dim, ...)."""
+    return {"head_dim", *(s["head_dim"] for s in e.get("by_layer_type", {}).values())}
+
+
+def _refuse_override(i: int, keys: list[str], why: str, model_type: str, attention_only: bool) -> None:
+    """The ValueError of a per_layer_config override vkrope does not read."""
+    builds = "its attention per layer and its rotary module from the global config" if attention_only else \
+        "its layers and rotary module from the global config"
+    raise ValueError(f"config: per_layer_config[{i}] overrides {', '.join(keys)} ({why}), but the {model_type} "
+                     f"model builds {builds}, and transformers raises where code reads a key a layer overrides "
+                     "(AmbiguousGlobalPerLayerAttributeError; 'The following attributes are missing' where its config "
+                     "lacks the key): refused rather than guessed")
 
 
 def _which(got: Any) -> str:
@@ -782,6 +823,8 @@ def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: in
     cfg = _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type, e)
     kind, rope = _checked_kind(rope, where, model_type, cfg, layer_type if nested is not None else None, e)
+    if nested is not None:
+        _check_null_original(rope, where, kind, model_type)
     shape = e["by_layer_type"].get(layer_type if layer_type in e["by_layer_type"] else "*")
     if shape is None:
         raise ValueError(f"layer_type {layer_type!r}: the model table has no RoPE of {model_type!r} for it "
@@ -1335,6 +1378,18 @@ def _alternating(section: tuple[int, ...], rotary: int, model_type: str, where: 
     return (t, h, w)
 
 
+def _check_null_original(rope: dict, where: str, kind: str, model_type: str) -> None:
+    """A ValueError where a layer type's rope dict gives original_max_position_embeddings as null beside a rope
+    type that reads it: the config class keeps the null there, and the rope function fails on it (transformers
+    5.25's _compute_longrope_parameters divides by it; an adversary's differential fuzz). The rules measure
+    a null in a model's one rope dict (config_rules.check_type's `not_null`), not in a layer type's."""
+    if _needs_orig(kind) and "original_max_position_embeddings" in rope \
+            and rope["original_max_position_embeddings"] is None:
+        raise ValueError(f"{where}original_max_position_embeddings is null, which rope_type {kind!r} cannot take: "
+                         f"{model_type}'s config class keeps the null in a layer type's dict, and its rotary "
+                         "function divides by it (transformers raises); remove it or give a number")
+
+
 def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, model_type: str, e: dict) -> None:
     """A ValueError where another layer type's rope dict of a config with RoPE per layer type is one on which
     transformers fails (a rope type its class refuses or that lacks a key it needs, a null where it needs a
@@ -1348,8 +1403,9 @@ def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, mode
             kind = config_rules.named_type(rope)  # (per layer type: no early names measured, as above)
             if not isinstance(kind, str):
                 raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
-            config_rules.check_partial_null(rope, where, model_type, other,
-                                            config_rules.check_type(kind, model_type, where, rope, cfg))
+            kind = config_rules.check_type(kind, model_type, where, rope, cfg)
+            config_rules.check_partial_null(rope, where, model_type, other, kind)
+            _check_null_original(rope, where, kind, model_type)
             _theta(cfg, rope, where)
         except ValueError as exc:
             raise ValueError(f"{exc} (of layer type {other!r}: transformers sets up every layer type's RoPE, so "
