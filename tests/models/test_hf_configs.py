@@ -1964,3 +1964,20 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     with pytest.raises(ValueError, match="rope_parameters holds 'rope_theta' beside the layer types"):  # (kept by
         vkrope.from_hf(dict(zaya, rope_parameters={**zaya["rope_parameters"], "rope_theta": 1.0}),  # its class:
                        layer_type="hybrid")  # not dropped, not measured)
+
+
+@pytest.mark.parametrize("cfg, said", [
+    ({"model_type": "llama", "rope_theta": 2 ** 70}, r"rope_theta is an integer past int64"),
+    ({"model_type": "llama", "rope_parameters": {"rope_type": "linear", "rope_theta": 1e4, "factor": 2 ** 64}},
+     r"factor is an integer past int64"),
+    ({"model_type": "llama", "max_position_embeddings": 2 ** 64}, r"max_position_embeddings is an integer past int64"),
+    ({"model_type": "qwen3", "num_attention_heads": -1, "head_dim": 128}, r"num_attention_heads must be >= 1; got -1"),
+    ({"model_type": "cohere2", "num_attention_heads": 0, "head_dim": 128}, r"num_attention_heads must be >= 1; got 0"),
+    ({"model_type": "mistral", "hidden_size": 2 ** 70, "head_dim": 128}, r"hidden_size is an integer past int64"),
+])
+def test_counts_and_numbers_transformers_cannot_build_are_refused(cfg, said):
+    """An adversary's differential fuzz against transformers 5.25: an integer past int64 (torch's OverflowError),
+    and a head count or hidden size below 1 beside a head_dim (its config class divides by it, or its model
+    cannot be built) were read as numbers."""
+    with pytest.raises(ValueError, match=rf"^config: (rope_parameters\.)?{said}"):
+        vkrope.from_hf(cfg)

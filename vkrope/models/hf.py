@@ -123,6 +123,9 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
     config_rules.check_heads_divide(merged, model_type, head_dim_given)
+    for key in ("hidden_size", "num_attention_heads"):  # (read or not for the head width: every model is built of
+        if is_int(merged.get(key)):  # them, and transformers fails on none or a negative count, or past int64)
+            key_int(merged, key, "config: ")
     _check_switches(merged, e, model_type)
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, model_type, e["nope"]["key"])

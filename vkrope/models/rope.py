@@ -42,7 +42,16 @@ def key_number(params: dict, key: str, where: str) -> float:
         raise ValueError(f"{where}{key} must be a number; got {brief(value)}")
     if not 0 < value <= sys.float_info.max:  # (NaN, inf and an int past float64 fail it; float() would raise)
         raise ValueError(f"{where}{key} must be a positive finite number; got {brief(value)}")
+    _check_int64(value, key, where)
     return float(value)
+
+
+def _check_int64(value: Any, key: str, where: str) -> None:
+    """A ValueError for a Python int past int64, which torch cannot take: transformers' model fails on it (an
+    OverflowError), where vkrope would read it as the nearest float."""
+    if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
+        raise ValueError(f"{where}{key} is an integer past int64, which transformers' torch code cannot take "
+                         f"(OverflowError); got {brief(value)}")
 
 
 def key_int(params: dict, key: str, where: str) -> int:
@@ -52,6 +61,7 @@ def key_int(params: dict, key: str, where: str) -> int:
         raise ValueError(f"{where}{key} must be an integer; got {typed(value)}")  # (a numpy int64: named so)
     if value < 1:
         raise ValueError(f"{where}{key} must be >= 1; got {brief(value)}")
+    _check_int64(value, key, where)
     return int(value)
 
 
