@@ -1981,3 +1981,15 @@ def test_counts_and_numbers_transformers_cannot_build_are_refused(cfg, said):
     cannot be built) were read as numbers."""
     with pytest.raises(ValueError, match=rf"^config: (rope_parameters\.)?{said}"):
         vkrope.from_hf(cfg)
+
+
+@pytest.mark.parametrize("head_dim", [-1, 0])
+def test_a_head_width_below_one_of_another_layer_type_refuses_the_model(head_dim):
+    """The hostile-value adversary: Gemma 4's sliding layers rotate head_dim, its full layers global_head_dim;
+    transformers' rotary module sets up both types, and fails on a head_dim of -1 or 0 (modeling_gemma4.py:
+    torch.arange with an inconsistent bound), so the full layers were read from a model that cannot be built."""
+    cfg = {"model_type": "gemma4_text", "head_dim": head_dim}
+    with pytest.raises(ValueError, match=rf"^config: head_dim must be >= 1; got {head_dim} \(of layer type "
+                                         r"'sliding_attention': transformers sets up every layer type's RoPE"):
+        vkrope.from_hf(cfg, layer_type="full_attention")
+    assert vkrope.from_hf({**cfg, "head_dim": 256}, layer_type="full_attention").head_dim == 512

@@ -823,7 +823,7 @@ def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: in
     rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
     if not rotating:
         return None
-    cfg = _for_layer(cfg, e, layer, layer_type)
+    text, cfg = cfg, _for_layer(cfg, e, layer, layer_type)
     rope, where = _rope_dict(cfg, nested, layer_type, e)
     kind, rope = _checked_kind(rope, where, model_type, cfg, layer_type if nested is not None else None, e)
     if nested is not None:
@@ -850,7 +850,7 @@ def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: in
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
     _check_parts(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
-    _check_siblings(cfg, nested, layer_type, model_type, e)
+    _check_siblings(cfg, nested, layer_type, model_type, e, text)
     return spec
 
 
@@ -1393,13 +1393,16 @@ def _check_null_original(rope: dict, where: str, kind: str, model_type: str) -> 
                          "function divides by it (transformers raises); remove it or give a number")
 
 
-def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, model_type: str, e: dict) -> None:
+def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, model_type: str, e: dict,
+                    text: dict) -> None:
     """A ValueError where another layer type's rope dict of a config with RoPE per layer type is one on which
     transformers fails (a rope type its class refuses or that lacks a key it needs, a null where it needs a
     value, a null partial factor its module multiplies by, a theta that is no number): its config class and
     rotary module set up every layer type's RoPE (Gemma 3's validate_rope, its module's __init__), so the model
     fails whichever layer is read (an adversary's fuzz: a null rope_type or theta in Gemma 3's sliding dict, its
-    full layers read). vkrope's own refusals of a dict transformers runs are left to that layer's reading."""
+    full layers read); so does a head width below 1 of another type's layers (Gemma 4's head_dim -1 beside
+    its full layers' global_head_dim; `text`: the config before the asked layer's overrides). vkrope's own
+    refusals of a dict transformers runs are left to that layer's reading."""
     for other in sorted(k for k in nested or {} if k != layer_type):
         rope, where = _rope_dict(cfg, nested or {}, other, e)
         try:
@@ -1410,6 +1413,9 @@ def _check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, mode
             config_rules.check_partial_null(rope, where, model_type, other, kind)
             _check_null_original(rope, where, kind, model_type)
             _theta(cfg, rope, where)
+            seen, head_key = _for_layer(text, e, None, other), (e["by_layer_type"].get(other) or {}).get("head_dim")
+            if head_key and is_int(seen.get(head_key)):
+                key_int(seen, head_key, "config: ")
         except ValueError as exc:
             raise ValueError(f"{exc} (of layer type {other!r}: transformers sets up every layer type's RoPE, so "
                              f"the model fails whichever layer is read, {layer_type!r} too)") from None
