@@ -717,6 +717,22 @@ def per_type_view(model_type: str) -> dict:
         else {}
 
 
+READ_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings",
+             "original_max_position_embeddings", "partial_rotary_factor", "rotary_pct", "rope_theta", "rope_parameters",
+             "rope_scaling", "layer_types", "qk_rope_head_dim", "kv_channels", "global_head_dim")
+
+
+def readonly_keys(text_cls: Any, aliases: dict) -> dict:
+    """{"readonly_keys": [...]}: the RoPE keys a file may give (READ_KEYS, and their attribute_map names) that
+    the config class holds as a property with no setter (Falcon's head_dim, derived from hidden_size and the
+    heads): its from_dict raises on a file giving one (AttributeError); {} where there are none."""
+    import inspect  # noqa: PLC0415
+
+    found = sorted(k for k in {*READ_KEYS, *aliases} if isinstance(inspect.getattr_static(text_cls, k, None), property)
+                   and inspect.getattr_static(text_cls, k).fset is None)
+    return {"readonly_keys": found} if found else {}
+
+
 def per_layer_model(model_type: str) -> dict:
     """{"per_layer_model": True} where the text model's modeling file reads `config.per_layer_config` (builds
     its attention per layer from it, NeoMME's and Step's, or its RoPE per layer type too, Gemma 4's: the table's
@@ -1204,6 +1220,7 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                  per_layer_keys=per_layer_keys(text_cls, facts["text"]))
     if alias_fields(text_cls):
         entry["alias_fields"] = alias_fields(text_cls)
+    entry.update(readonly_keys(text_cls, entry["aliases"]))
     if len(layouts) != 1:
         return {**entry, "status": f"its rotary module returns cos / sin in {len(layouts)} layouts"}
     if sign != 1:

@@ -1993,3 +1993,18 @@ def test_a_head_width_below_one_of_another_layer_type_refuses_the_model(head_dim
                                          r"'sliding_attention': transformers sets up every layer type's RoPE"):
         vkrope.from_hf(cfg, layer_type="full_attention")
     assert vkrope.from_hf({**cfg, "head_dim": 256}, layer_type="full_attention").head_dim == 512
+
+
+def test_a_key_the_config_class_derives_is_refused_where_a_file_gives_it():
+    """The hostile-value adversary: FalconConfig.head_dim is a property with no setter, so transformers'
+    from_dict raises (AttributeError) on a file giving head_dim, even the width it derives; vkrope read it. The
+    model table measures such keys (`readonly_keys`)."""
+    from vkrope.models import model_table
+
+    assert model_table.table()["models"]["falcon"]["readonly_keys"] == ["head_dim"]
+    for head_dim in (64, 64.0):
+        with pytest.raises(ValueError, match=r"^config: head_dim: falcon's config class derives it \(a property with "
+                                             r"no setter"):
+            vkrope.from_hf({"model_type": "falcon", "head_dim": head_dim})
+    assert vkrope.from_hf({"model_type": "falcon"}).head_dim == 64
+    assert vkrope.from_hf({"model_type": "falcon", "head_dim": 64}, like="llama").head_dim == 64

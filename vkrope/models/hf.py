@@ -106,6 +106,10 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
                              e.get("aliases", {}))
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
+    given = [k for k in e.get("readonly_keys", []) if k in merged]
+    if given and (like is None or cfg.get("model_type") == like):  # (read as another type: its class loads none)
+        raise ValueError(f"config: {', '.join(given)}: {model_type}'s config class derives it (a property with no "
+                         "setter: transformers raises loading a file that gives it, AttributeError); remove it")
     config_rules.check_layer_types_given(merged, model_type, e.get("aliases", {}))  # (as the file names it)
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
