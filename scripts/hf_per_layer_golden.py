@@ -57,6 +57,12 @@ MORE: list[tuple[str, str, dict]] = [
                                     "per_layer_config": {"1": {"max_position_embeddings": 64}}}),
     ("gemma4_text", "full-rope", {**LAYERED, "global_head_dim": 32, "per_layer_config": {"1": {"rope_parameters": {
         "sliding_attention": ROPE, "full_attention": ROPE}}}}),
+    ("gemma4_text", "full-head-dim-float", {**LAYERED, "global_head_dim": 32,
+                                            "per_layer_config": {"1": {"head_dim": 32.0}}}),
+    ("gemma4_text", "global-head-dim-float", {**LAYERED, "global_head_dim": 32.0}),
+    ("gemma4_text", "global-head-dim-one-layer", {**LAYERED, "per_layer_config": {"1": {"global_head_dim": 64}}}),
+    ("gemma4_text", "layer-types-every-layer", {**LAYERED, "global_head_dim": 32, "per_layer_config": {
+        "0": {"layer_types": ["full_attention"] * 2}, "1": {"layer_types": ["full_attention"] * 2}}}),
     ("neomme", "head-dim", {**LAYERED, "per_layer_config": {"0": {"head_dim": 8}}}),
     ("neomme", "mlp-width", {**LAYERED, "per_layer_config": {"0": {"intermediate_size": 32}}}),
     ("gemma3_text", "partial-every-layer", {**LAYERED, "per_layer_config": {

@@ -146,6 +146,20 @@ def test_a_key_looked_up_without_effect_needs_consent():
     assert vkrope.from_hf(cfg, like="llama.cpp").theta == 10000.0
 
 
+def test_a_per_layer_config_needs_consent():
+    """transformers 5's per_layer_config on a remote-code config (an adversary's): the converter reads one config
+    for every layer, and the model's own code is unknown, so it needs like='llama.cpp' and is listed; it was
+    read silently before."""
+    with open(remote("minicpm-2b")) as f:
+        cfg = json.load(f)
+    for given in ({"0": {"rope_theta": 5e5}}, "x"):
+        with pytest.raises(ValueError, match="does not use per_layer_config="):
+            vkrope.from_hf({**cfg, "per_layer_config": given})
+        rope = vkrope.from_hf({**cfg, "per_layer_config": given}, like="llama.cpp")
+        assert rope.theta == 10000.0 and rope.ignored[0].startswith("per_layer_config=")
+    assert vkrope.from_hf({**cfg, "per_layer_config": {}}).ignored == ()
+
+
 def test_chatglm3_rotates_half_of_each_head_in_adjacent_pairs():
     """Item 7 of the issue: 64 of 128 channels, adjacent pairs, base 10000 * rope_ratio."""
     rope = vkrope.from_hf(remote("chatglm3-6b"), like="llama.cpp")

@@ -381,6 +381,8 @@ def _unused_keys(config: dict, hf_arch: str, result: tuple, looked_up: set) -> d
     looks up rope_theta, rotary_emb_base, ... and takes the first it finds). llama.cpp runs the model without
     them, and so would vkrope; listed in the ModelRope's `ignored`."""
     out = {}
+    if _matters(config.get("per_layer_config")):  # (transformers 5's overrides per layer: the converter reads one
+        out["per_layer_config"] = config["per_layer_config"]  # config for every layer)
     paths = _candidate_keys(config)
     if len(paths) > MAX_CANDIDATES:
         raise Unknown(f"{len(paths)} keys about positions or head sizes (vkrope checks at most {MAX_CANDIDATES})")

@@ -18,7 +18,7 @@ from typing import Any, overload
 from ..errors import NoRopeLayers
 from ..files import read_json
 from . import config_rules, gguf_convert, model_table
-from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief, check_angle
+from .rope import MROPE_LAYOUTS, ModelRope, key_int, key_number, brief, check_angle, typed
 from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
 from ..runtime.dtypes import is_int
 
@@ -584,39 +584,64 @@ def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, t
     `per_layer_config` listed as ignored."""
     if cfg.get("per_layer_config") is None:
         return cfg, ()
-    given = _given_overrides(cfg)
-    rope_keys = _rope_keys(e, model_type) - (_head_keys(e) if e.get("per_type_view") else set())
-    for i, d in sorted(given.items()):
-        keys = sorted(k for k in d if k in rope_keys)  # (equal to the file's value too: transformers compares
-        if keys:  # with its class's, which vkrope knows for the RoPE it reads, not for the key: a null head_dim)
-            _refuse_override(i, keys, "a key its RoPE reads", model_type, bool(e.get("per_layer_model")))
     base = {k: v for k, v in cfg.items() if k != "per_layer_config"}
-    over = {i: {k: v for k, v in d.items() if k != "skip" and not (k in base and base[k] == v)}
-            for i, d in given.items()}
+    over = _checked_overrides(cfg, base, e, model_type)
     if e.get("per_layer_model"):
         return cfg, ()
     if not any(over.values()):
         return base, ()
-    want, layers = read(base), cfg.get("num_hidden_layers")
+    want = read(base)
     for i, d in sorted(over.items()):
         try:
             got: Any = read({**base, **d})
         except (TypeError, ValueError) as exc:
             got = exc
         if got != want:
-            _refuse_override(i, sorted(d), _which(got), model_type, False)
+            _refuse_override(i, sorted(d), _which(got), model_type, e)
+    return base, ("per_layer_config",)
+
+
+def _checked_overrides(cfg: dict, base: dict, e: dict, model_type: str) -> dict[int, dict]:
+    """The file's per-layer overrides less `skip` and those equal to the config's own value (`base`), where
+    none overrides a key a RoPE reads (equal to the file's value too: transformers compares with its class's,
+    which vkrope knows for the RoPE it reads, not for the key: a null head_dim), but Gemma 4's head widths,
+    each an integer >= 1 (its class's strict field), nor a key the config lacks on some layers only
+    (transformers' config raises: "The following attributes are missing"); else a ValueError."""
+    given = _given_overrides(cfg)
+    heads = _head_keys(e) if e.get("per_type_view") else set()
+    rope_keys = _rope_keys(e, model_type) - heads
+    for i, d in sorted(given.items()):
+        keys = sorted(k for k in d if k in rope_keys)
+        if keys:
+            _refuse_override(i, keys, "a key its RoPE reads", model_type, e)
+        for k in sorted(heads & set(d)):
+            _strict_width(d[k], f"per_layer_config[{i}].{k}")
+    over = {i: {k: v for k, v in d.items() if k != "skip" and not (k in base and base[k] == v)}
+            for i, d in given.items()}
+    layers = cfg.get("num_hidden_layers")
+    for i, d in sorted(over.items()):
         missing = sorted(k for k in d if k not in base and sum(k in o for o in over.values()) != layers)
         if missing:
             _refuse_override(i, missing, "on some layers only, of a key vkrope does not know the config class to "
-                             "have: transformers' config raises on it where the class lacks it", model_type, False)
-    return base, ("per_layer_config",)
+                             "have: transformers' config raises on it where the class lacks it", model_type, e)
+    return over
+
+
+def _strict_width(value: Any, name: str) -> int:
+    """A per-layer head width as the class's strict field takes it, an integer >= 1 (Gemma 4's head_dim: its
+    class refuses 32.0 or null there, StrictDataclassFieldValidationError, which from_hf reads as a top-level
+    head_dim), else a ValueError naming `name`."""
+    if not is_int(value) or value < 1:
+        raise ValueError(f"config: {name} must be an integer >= 1 (the config class's strict head_dim field, "
+                         f"where it puts it per layer); got {typed(value)}")
+    return int(value)
 
 
 def _rope_keys(e: dict, model_type: str) -> set[str]:
     """The config keys a model type's RoPE is read from (its head widths, theta keys, lengths, partial factor,
     rope dicts), by their names and their aliases' (transformers maps an alias to its key before it checks a
     per-layer override: an override by either name may be the one it reads)."""
-    named = {*_head_keys(e), "hidden_size", "num_attention_heads", "max_position_embeddings",
+    named = {*_head_keys(e), "hidden_size", "num_attention_heads", "max_position_embeddings", "layer_types",
              "original_max_position_embeddings", "rope_parameters", "rope_scaling", "rope_theta",
              *config_rules.PARTIAL_KEYS, *config_rules.rules_of(model_type).get("keys", [])}
     aliases = e.get("aliases", {})
@@ -629,10 +654,11 @@ def _head_keys(e: dict) -> set[str]:
     return {"head_dim", *(s["head_dim"] for s in e.get("by_layer_type", {}).values())}
 
 
-def _refuse_override(i: int, keys: list[str], why: str, model_type: str, attention_only: bool) -> None:
+def _refuse_override(i: int, keys: list[str], why: str, model_type: str, e: dict) -> None:
     """The ValueError of a per_layer_config override vkrope does not read."""
-    builds = "its attention per layer and its rotary module from the global config" if attention_only else \
-        "its layers and rotary module from the global config"
+    builds = "its attention per layer and its rotary module from the global config" + (
+        ", but for each layer type's head width" if e.get("per_type_view") else "") if e.get("per_layer_model") \
+        else "its layers and rotary module from the global config"
     raise ValueError(f"config: per_layer_config[{i}] overrides {', '.join(keys)} ({why}), but the {model_type} "
                      f"model builds {builds}, and transformers raises where code reads a key a layer overrides "
                      "(AmbiguousGlobalPerLayerAttributeError; 'The following attributes are missing' where its config "
@@ -660,7 +686,7 @@ def _type_overrides(cfg: dict, e: dict, layer_type: str) -> dict:
             continue
         value = cfg.get(rule["key"], rule.get("default"))
         if value is not None and layer_type in rule["types"]:
-            out[rule["field"]] = value
+            out[rule["field"]] = _strict_width(value, rule["key"])
     return out
 
 
