@@ -719,7 +719,8 @@ def per_type_view(model_type: str) -> dict:
 
 READ_KEYS = ("head_dim", "hidden_size", "num_attention_heads", "num_hidden_layers", "max_position_embeddings",
              "original_max_position_embeddings", "partial_rotary_factor", "rotary_pct", "rope_theta", "rope_parameters",
-             "rope_scaling", "layer_types", "qk_rope_head_dim", "kv_channels", "global_head_dim")
+             "rope_scaling", "layer_types", "qk_rope_head_dim", "kv_channels", "global_head_dim", "rotary")  # (Falcon's
+# rotary: its RoPE switch, derived from alibi)
 
 
 def readonly_keys(text_cls: Any, aliases: dict) -> dict:
@@ -1218,9 +1219,8 @@ def build(model_type: str, facts: dict, text_cls: Any) -> dict:
                  aliases={a: k for a, k in getattr(text_cls, "attribute_map", {}).items()},
                  defaults=defaults_of(text_cls, facts["text"]), by_layer_type={},
                  per_layer_keys=per_layer_keys(text_cls, facts["text"]))
-    if alias_fields(text_cls):
-        entry["alias_fields"] = alias_fields(text_cls)
-    entry.update(readonly_keys(text_cls, entry["aliases"]))
+    entry.update(readonly_keys(text_cls, entry["aliases"]), **({"alias_fields": alias_fields(text_cls)}
+                                                                if alias_fields(text_cls) else {}))
     if len(layouts) != 1:
         return {**entry, "status": f"its rotary module returns cos / sin in {len(layouts)} layouts"}
     if sign != 1:

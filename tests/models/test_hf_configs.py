@@ -1976,9 +1976,10 @@ def test_a_layer_types_partial_factor_is_read_as_its_rotary_module_reads_it():
     ({"model_type": "mistral", "hidden_size": 2 ** 70, "head_dim": 128}, r"hidden_size is an integer past int64"),
 ])
 def test_counts_and_numbers_transformers_cannot_build_are_refused(cfg, said):
-    """An adversary's differential fuzz against transformers 5.25: an integer past int64 (torch's OverflowError),
-    and a head count or hidden size below 1 beside a head_dim (its config class divides by it, or its model
-    cannot be built) were read as numbers."""
+    """An adversary's differential fuzz against transformers 5.25: an integer past int64 (torch's OverflowError
+    where it computes with it: theta, a linear factor; refused wherever, not read as the nearest float), and a
+    head count or hidden size below 1 beside a head_dim (Cohere 2's class divides by the heads, most models
+    cannot be built on a negative count) were read as numbers."""
     with pytest.raises(ValueError, match=rf"^config: (rope_parameters\.)?{said}"):
         vkrope.from_hf(cfg)
 
@@ -2001,10 +2002,12 @@ def test_a_key_the_config_class_derives_is_refused_where_a_file_gives_it():
     model table measures such keys (`readonly_keys`)."""
     from vkrope.models import model_table
 
-    assert model_table.table()["models"]["falcon"]["readonly_keys"] == ["head_dim"]
+    assert model_table.table()["models"]["falcon"]["readonly_keys"] == ["head_dim", "rotary"]
     for head_dim in (64, 64.0):
         with pytest.raises(ValueError, match=r"^config: head_dim: falcon's config class derives it \(a property with "
                                              r"no setter"):
             vkrope.from_hf({"model_type": "falcon", "head_dim": head_dim})
     assert vkrope.from_hf({"model_type": "falcon"}).head_dim == 64
+    with pytest.raises(ValueError, match=r"^config: rotary: falcon's config class derives it"):  # (from alibi)
+        vkrope.from_hf({"model_type": "falcon", "rotary": True})
     assert vkrope.from_hf({"model_type": "falcon", "head_dim": 64}, like="llama").head_dim == 64

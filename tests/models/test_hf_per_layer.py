@@ -35,6 +35,7 @@ def _raised_key(message: str) -> str:
 
 
 def test_the_golden_comes_from_the_model_tables_transformers():
+    """The golden was made by the transformers the model table was made from, and holds every case."""
     table = json.loads((pathlib.Path(vkrope.__file__).parent / "data" / "hf_models.json").read_text())
     assert GOLDEN["transformers"] == table["transformers"]
     assert len(GOLDEN["cases"]) == 125
@@ -189,3 +190,42 @@ def test_steps_per_layer_rope_keys_are_refused_not_applied(model_type):
                                                  r"key its RoPE reads\), but the step3p\d\w* model builds its attention "
                                                  "per layer and its rotary module from the global config"):
                 vkrope.from_hf(cfg, **kw)
+
+
+def test_an_override_that_changes_another_layers_rope_refuses_every_reading():
+    """A reviewer's finding: SmolLM3's attention reads the global no_rope_layers[layer_idx], and transformers
+    raises on a per-layer override of it; vkrope compared only the layer asked for, so hf_layers read layer 1 as
+    rotating while from_hf(layer=1) refused it. Each overriding layer's own RoPE is compared now."""
+    cfg = {"model_type": "smollm3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "no_rope_layers": [1, 1], "per_layer_config": {"1": {"no_rope_layers": [1, 0]}}}
+    for read in (lambda: vkrope.hf_layers(cfg), lambda: vkrope.from_hf(cfg), lambda: vkrope.from_hf(cfg, layer=0)):
+        with pytest.raises(ValueError, match=r"^config: per_layer_config\[1\] overrides no_rope_layers \(that layer "
+                                             r"then applies no RoPE\)"):
+            read()
+
+
+def test_gemma4s_global_head_dim_per_layer_is_a_key_its_class_lacks():
+    """A reviewer's finding: Gemma4TextConfig pops global_head_dim into per-layer head widths, so it has no such
+    attribute, and a per-layer global_head_dim on some layers makes transformers' config raise ("The following
+    attributes are missing"), the file's top-level global_head_dim beside it or not."""
+    cfg = {"model_type": "gemma4_text", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+           "head_dim": 16, "layer_types": ["sliding_attention", "full_attention"] * 2,
+           "per_layer_config": {"1": {"global_head_dim": 64}, "3": {"global_head_dim": 64}}}
+    for top in ({}, {"global_head_dim": 32}):
+        with pytest.raises(ValueError, match=r"^config: per_layer_config\[1\] overrides global_head_dim \(on some "
+                                             "layers only"):
+            vkrope.from_hf({**cfg, **top}, layer_type="full_attention")
+
+
+def test_steps_per_layer_heads_beside_a_head_dim_are_its_attentions():
+    """A reviewer's finding: Step's class writes its sliding layers' head counts as per_layer_config overrides,
+    its attention reads them per layer, and its rotary module the head_dim given (transformers runs it, and
+    vkrope read it bit for bit before the RoPE-key refusal): read, not refused. Without a head_dim the rotary
+    module reads hidden_size / heads: refused."""
+    cfg = {"model_type": "step3p5", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+           "num_attention_groups": 2, "head_dim": 16, "layer_types": ["full_attention"] * 2,
+           "per_layer_config": {"0": {"num_attention_heads": 8}}}
+    plain = vkrope.from_hf({k: v for k, v in cfg.items() if k != "per_layer_config"}, layer=0)
+    assert vkrope.from_hf(cfg, layer=0) == plain and vkrope.from_hf(cfg, layer=1) == plain
+    with pytest.raises(ValueError, match=r"^config: per_layer_config\[0\] overrides head_dim \(a key its RoPE reads"):
+        vkrope.from_hf({**cfg, "per_layer_config": {"0": {"head_dim": 8}}}, layer=0)

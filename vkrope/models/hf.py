@@ -106,10 +106,7 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
                              e.get("aliases", {}))
     config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
-    given = [k for k in e.get("readonly_keys", []) if k in merged]
-    if given and (like is None or cfg.get("model_type") == like):  # (read as another type: its class loads none)
-        raise ValueError(f"config: {', '.join(given)}: {model_type}'s config class derives it (a property with no "
-                         "setter: transformers raises loading a file that gives it, AttributeError); remove it")
+    _check_file_keys(merged, e, model_type, like is None or cfg.get("model_type") == like)
     config_rules.check_layer_types_given(merged, model_type, e.get("aliases", {}))  # (as the file names it)
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
@@ -127,9 +124,6 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
     config_rules.check_heads_divide(merged, model_type, head_dim_given)
-    for key in ("hidden_size", "num_attention_heads"):  # (read or not for the head width: every model is built of
-        if is_int(merged.get(key)):  # them, and transformers fails on none or a negative count, or past int64)
-            key_int(merged, key, "config: ")
     _check_switches(merged, e, model_type)
     if (e.get("nope") or {}).get("kind") == "flags":
         config_rules.check_flags_length(merged, model_type, e["nope"]["key"])
@@ -176,6 +170,21 @@ def _fill_original(merged: dict, seen_length: int | None, model_type: str) -> No
         return
     if _needs_orig(str(config_rules.read_type(rope, model_type))):
         merged[key] = {"original_max_position_embeddings": seen_length, **rope}
+
+
+def _check_file_keys(cfg: dict, e: dict, model_type: str, own: bool) -> None:
+    """A ValueError where the file's text config `cfg` gives a key its config class derives (`own`: read as its
+    own type, whose class loads it; the table's `readonly_keys`: a property with no setter, Falcon's head_dim
+    and rotary; transformers' from_dict raises on it, AttributeError), or a hidden_size or num_attention_heads
+    that is an integer below 1 or past int64, read or not for the head width (beside a head_dim): a model of no
+    heads, or none wide, is no model (Cohere 2's class divides by the heads; most fail to build on -1)."""
+    given = [k for k in e.get("readonly_keys", []) if k in cfg] if own else []
+    if given:
+        raise ValueError(f"config: {', '.join(given)}: {model_type}'s config class derives it (a property with no "
+                         "setter: transformers raises loading a file that gives it, AttributeError); remove it")
+    for key in ("hidden_size", "num_attention_heads"):
+        if is_int(cfg.get(key)):
+            key_int(cfg, key, "config: ")
 
 
 def _check_width(cfg: dict, e: dict, model_type: str) -> None:
@@ -577,9 +586,10 @@ def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, t
     models build their attention per layer (`per_layer_model`), their rotary module from the global config;
     any other model builds its layers and rotary module from the global config (transformers' shared rope
     functions read a layer type's view, for the types they compute, a path vkrope does not follow). So an
-    override of a key a RoPE reads is refused, equal to the file's value or not (but Gemma 4's head widths),
-    and for a model of one config also one whose layer reads another RoPE (`read(config)`) or one
-    transformers' config refuses (a key it lacks, given on some layers only); the rest is read as the model
+    override of a key a RoPE reads is refused, equal to the file's value or not (but Gemma 4's head widths,
+    and NeoMME's and Step's head counts beside a head width), and one transformers' config refuses (a key it
+    lacks, given on some layers only); for a model of one config also one whose layer reads another RoPE
+    (`read(config, layer)`); the rest is read as the model
     reads it: per layer for NeoMME's and Step's attention (not RoPE), else the global config, the file's
     `per_layer_config` listed as ignored."""
     if cfg.get("per_layer_config") is None:
@@ -590,15 +600,19 @@ def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, t
         return cfg, ()
     if not any(over.values()):
         return base, ()
-    want = read(base)
-    for i, d in sorted(over.items()):
-        try:
-            got: Any = read({**base, **d})
-        except (TypeError, ValueError) as exc:
-            got = exc
-        if got != want:
+    for i, d in sorted(over.items()):  # (layer i's RoPE, as the caller's reading of another layer would not show:
+        got = _outcome(read, {**base, **d}, i)  # SmolLM3's no_rope_layers; transformers raises on any layer's)
+        if got != _outcome(read, base, i):
             _refuse_override(i, sorted(d), _which(got), model_type, e)
     return base, ("per_layer_config",)
+
+
+def _outcome(read: Any, cfg: dict, layer: int) -> Any:
+    """`read(cfg, layer)`, or its refusal as comparable data (its type and words)."""
+    try:
+        return read(cfg, layer)
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__, str(exc)
 
 
 def _checked_overrides(cfg: dict, base: dict, e: dict, model_type: str) -> dict[int, dict]:
@@ -610,6 +624,9 @@ def _checked_overrides(cfg: dict, base: dict, e: dict, model_type: str) -> dict[
     given = _given_overrides(cfg)
     heads = _head_keys(e) if e.get("per_type_view") else set()
     rope_keys = _rope_keys(e, model_type) - heads
+    if e.get("per_layer_model") and not heads and any(is_int(base.get(k)) for k in _head_keys(e)):
+        rope_keys -= {"hidden_size", "num_attention_heads"}  # (NeoMME's and Step's attention reads them per layer,
+        # their rotary module the head width given: Step's class writes its sliding layers' heads so)
     for i, d in sorted(given.items()):
         keys = sorted(k for k in d if k in rope_keys)
         if keys:
@@ -618,9 +635,10 @@ def _checked_overrides(cfg: dict, base: dict, e: dict, model_type: str) -> dict[
             _strict_width(d[k], f"per_layer_config[{i}].{k}")
     over = {i: {k: v for k, v in d.items() if k != "skip" and not (k in base and base[k] == v)}
             for i, d in given.items()}
-    layers = cfg.get("num_hidden_layers")
+    layers, popped = cfg.get("num_hidden_layers"), {r["key"] for r in e.get("per_layer_keys", [])}  # (Gemma 4's
+    # global_head_dim: its class pops it into per-layer overrides, so it has no such attribute)
     for i, d in sorted(over.items()):
-        missing = sorted(k for k in d if k not in base and sum(k in o for o in over.values()) != layers)
+        missing = sorted(k for k in d if (k not in base or k in popped) and sum(k in o for o in over.values()) != layers)
         if missing:
             _refuse_override(i, missing, "on some layers only, of a key vkrope does not know the config class to "
                              "have: transformers' config raises on it where the class lacks it", model_type, e)
@@ -667,8 +685,8 @@ def _refuse_override(i: int, keys: list[str], why: str, model_type: str, e: dict
 
 def _which(got: Any) -> str:
     """A short word on what a layer's overrides read: the failure, or the RoPE."""
-    if isinstance(got, Exception):
-        return f"that layer's reading fails: {str(got).removeprefix('config: ')[:200]}"
+    if isinstance(got, tuple):
+        return f"that layer's reading fails: {got[1].removeprefix('config: ')[:200]}"
     return "that layer then applies no RoPE" if got is None else \
         f"that layer's RoPE then: head_dim {got.head_dim}, rotary_dim {got.rotary_dim}, theta {got.theta:g}"
 
@@ -839,8 +857,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
     outer, e, cfg = _entry_of(config, like)
     model_type = like or str(outer.get("model_type"))
     e = _part_entry(e, model_type, part)
-    cfg, ignored = _one_config(cfg, e, model_type,
-                               lambda c: _read(c, e, model_type, layer_type, layer, angle, part))
+    cfg, ignored = _one_config(cfg, e, model_type, lambda c, i: _read(c, e, model_type, None, i, angle, part))
     spec = _read(cfg, e, model_type, layer_type, layer, angle, part)
     return spec if spec is None or not ignored else dataclasses.replace(spec, ignored=spec.ignored + ignored)
 

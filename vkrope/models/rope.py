@@ -47,11 +47,11 @@ def key_number(params: dict, key: str, where: str) -> float:
 
 
 def _check_int64(value: Any, key: str, where: str) -> None:
-    """A ValueError for a Python int past int64, which torch cannot take: transformers' model fails on it (an
-    OverflowError), where vkrope would read it as the nearest float."""
+    """A ValueError for a Python int past int64: transformers' torch code fails on one where it computes with it
+    (an OverflowError: rope_theta, a linear factor), where vkrope would read it as the nearest float."""
     if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
-        raise ValueError(f"{where}{key} is an integer past int64, which transformers' torch code cannot take "
-                         f"(OverflowError); got {brief(value)}")
+        raise ValueError(f"{where}{key} is an integer past int64, which transformers' torch code cannot take where "
+                         f"it computes with it (OverflowError): refused rather than read as a float; got {brief(value)}")
 
 
 def key_int(params: dict, key: str, where: str) -> int:
