@@ -2011,3 +2011,15 @@ def test_a_key_the_config_class_derives_is_refused_where_a_file_gives_it():
     with pytest.raises(ValueError, match=r"^config: rotary: falcon's config class derives it"):  # (from alibi)
         vkrope.from_hf({"model_type": "falcon", "rotary": True})
     assert vkrope.from_hf({"model_type": "falcon", "head_dim": 64}, like="llama").head_dim == 64
+
+
+def test_a_dynamic_factor_whose_initial_base_is_none_is_refused():
+    """The hostile-value adversary: transformers' dynamic function computes its initial base as theta *
+    (factor * L / L - (factor - 1)) ** (dim / (dim - 2)) in Python floats; past 2^53 factor - 1 rounds to factor,
+    the ratio is 0 and its cos / sin NaN, where vkrope gave the plain frequencies."""
+    cfg = {"model_type": "mistral", "max_position_embeddings": 32768}
+    with pytest.raises(ValueError, match=r"rope_type 'dynamic': factor 1e\+17 makes the ratio of transformers' "
+                                         r"initial base, factor \* L / L - \(factor - 1\) in float64, 0,"):
+        vkrope.from_hf({**cfg, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1e17}})
+    rope = vkrope.from_hf({**cfg, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1e15}})
+    assert np.array_equal(rope.inv_freq(), vkrope.from_hf(cfg).inv_freq())  # (ratio 1: the base itself)
