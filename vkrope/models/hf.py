@@ -551,8 +551,8 @@ def _overrides(cfg: dict, e: dict) -> dict[int, dict]:
 
 def _given_overrides(cfg: dict) -> dict[int, dict]:
     """The file's `per_layer_config` as {layer index: overrides}, checked as transformers' config checks it
-    (HeterogeneousConfigMixin: a dict of dicts keyed by indices in [0, num_hidden_layers), `skip` a list of
-    strings), where its class raises: refused, not read in part (the callers read a null as none)."""
+    (HeterogeneousConfigMixin: a dict of dicts keyed by indices in [0, num_hidden_layers), `skip` an iterable
+    of strings), where its class raises: refused, not read in part (the callers read a null as none)."""
     given = cfg.get("per_layer_config")
     if not isinstance(given, dict):
         raise ValueError(f"config: per_layer_config must be a dict {{layer index: overrides}} or null; got "
@@ -589,9 +589,8 @@ def _one_config(cfg: dict, e: dict, model_type: str, read: Any) -> tuple[dict, t
     override of a key a RoPE reads is refused, equal to the file's value or not (but Gemma 4's head widths,
     and NeoMME's and Step's head counts beside a head width), and one transformers' config refuses (a key it
     lacks, given on some layers only); for a model of one config also one whose layer reads another RoPE
-    (`read(config, layer)`); the rest is read as the model
-    reads it: per layer for NeoMME's and Step's attention (not RoPE), else the global config, the file's
-    `per_layer_config` listed as ignored."""
+    (`read(config, layer)`); the rest is read as the model reads it: per layer for NeoMME's and Step's
+    attention (not RoPE), else the global config, the file's `per_layer_config` listed as ignored."""
     if cfg.get("per_layer_config") is None:
         return cfg, ()
     base = {k: v for k, v in cfg.items() if k != "per_layer_config"}
