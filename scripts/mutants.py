@@ -2804,7 +2804,7 @@ MUTATIONS = [
     Mutation("Step's per-layer head counts beside its head_dim refused (its attention reads them, not its RoPE)",
              "vkrope/models/hf.py", '        rope_keys -= {"hidden_size", "num_attention_heads"}  #', "        pass  #"),
     Mutation("a dynamic factor whose initial ratio rounds to 0 read (transformers' cos / sin NaN)",
-             "vkrope/models/rope_types.py", "    if not _init_ratio(r) > 0:  #", "    if False:  #"),
+             "vkrope/models/rope_types.py", "    if not _ratio64(r, r.mpe) > 0:  #", "    if False:  #"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              "vkrope/models/hf.py", "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", "vkrope/models/hf.py",

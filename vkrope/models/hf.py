@@ -673,9 +673,11 @@ def _head_keys(e: dict) -> set[str]:
 
 def _refuse_override(i: int, keys: list[str], why: str, model_type: str, e: dict) -> None:
     """The ValueError of a per_layer_config override vkrope does not read."""
-    builds = "its attention per layer and its rotary module from the global config" + (
-        ", but for each layer type's head width" if e.get("per_type_view") else "") if e.get("per_layer_model") \
-        else "its layers and rotary module from the global config"
+    builds = "its layers and rotary module from the global config"
+    if e.get("per_layer_model"):
+        builds = "its attention per layer and its rotary module from the global config"
+    if e.get("per_type_view"):
+        builds += ", but for each layer type's head width"
     raise ValueError(f"config: per_layer_config[{i}] overrides {', '.join(keys)} ({why}), but the {model_type} "
                      f"model builds {builds}, and transformers raises where code reads a key a layer overrides "
                      "(AmbiguousGlobalPerLayerAttributeError; 'The following attributes are missing' where its config "

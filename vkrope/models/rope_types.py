@@ -65,24 +65,25 @@ def _ntk_alpha(r: ModelRope, seq_len: int | None, t: Any) -> np.ndarray:
 def dynamic_base(r: ModelRope, seq_len: int | None, t: Any) -> Any:
     """dynamic NTK's base for `seq_len`: transformers computes it from a
     tensor (max(position_ids) + 1), so in float32, once past
-    max_position_embeddings; at initialisation (no positions) it is the
-    base itself."""
+    max_position_embeddings; at initialisation (no positions) as at
+    max_position_embeddings, in Python floats (the base itself, but for a
+    factor whose f - 1 rounds; the exact angles take the base itself)."""
     dim, mpe, f = r.rotary_dim, r.mpe, r.factor
-    if seq_len is None or seq_len <= mpe:  # (transformers' init: at max_position_embeddings, in Python floats,
-        return r.theta if t is np.float64 else r.theta * _init_ratio(r) ** (dim / (dim - 2))  # 1 but for a factor
-        # whose f - 1 rounds, which _check_dynamic refuses where it is no ratio at all)
+    if seq_len is None or seq_len <= mpe:
+        return r.theta if t is np.float64 else r.theta * _ratio64(r, mpe) ** (dim / (dim - 2))
     if t is np.float64:
-        return r.theta * ((f * seq_len / mpe) - (f - 1)) ** (dim / (dim - 2))
+        return r.theta * _ratio64(r, seq_len) ** (dim / (dim - 2))
     s = np.float32(seq_len)
     ratio = (np.float32(f) * s) / np.float32(mpe) - np.float32(f - 1)  # (Python scalars as float32)
     powered = np.float32(math.pow(float(ratio), dim / (dim - 2)))  # (torch: a float32 tensor to a double power)
     return float(np.float32(np.float32(r.theta) * powered))
 
 
-def _init_ratio(r: ModelRope) -> float:
-    """(factor * max_position_embeddings / max_position_embeddings) - (factor - 1), as transformers' dynamic
-    function computes its initial base's ratio in Python floats: 1, but 0 where factor - 1 rounds to factor."""
-    return (r.factor * r.mpe / r.mpe) - (r.factor - 1)
+def _ratio64(r: ModelRope, seq_len: int) -> float:
+    """(factor * seq_len / max_position_embeddings) - (factor - 1), the ratio transformers' dynamic function
+    raises to dim / (dim - 2), in Python floats: at initialisation (seq_len max_position_embeddings) 1, but 0
+    where factor - 1 rounds to factor."""
+    return (r.factor * seq_len / r.mpe) - (r.factor - 1)
 
 
 def is_long(r: ModelRope, seq_len: int | None) -> bool:
@@ -206,9 +207,9 @@ def _check_dynamic(r: ModelRope) -> None:
     if r.rotary_dim < 4:
         raise ValueError(f"rope_type 'dynamic' needs a rotary dim of 4 or more (its base grows by the power "
                          f"dim / (dim - 2)); got {r.rotary_dim}")
-    if not _init_ratio(r) > 0:  # (an adversary's: factor 1e17, whose factor - 1 rounds to itself)
+    if not _ratio64(r, r.mpe) > 0:  # (an adversary's: factor 1e17, whose factor - 1 rounds to itself)
         raise ValueError(f"rope_type 'dynamic': factor {r.factor:g} makes the ratio of transformers' initial base, "
-                         f"factor * L / L - (factor - 1) in float64, {_init_ratio(r):g}, so its base theta * ratio ** "
+                         f"factor * L / L - (factor - 1) in float64, {_ratio64(r, r.mpe):g}, so its base theta * ratio ** "
                          "(dim / (dim - 2)) is none (its cos / sin are NaN): refused")
 
 
