@@ -225,7 +225,7 @@ def type_probes(cls: Any) -> dict[str, dict[str, Any]]:
         "longrope": {"short_factor": [1.0] * n, "long_factor": [1.0] * n, "original_max_position_embeddings": 1024,
                      **MSCALES}}
     if set(probes) != {t for t, rule in RULES.items() if rule.in_files} - {"default"}:  # (a type no file names
-        # is no class's to refuse: from_hf refuses it by name, hf.FILE_ROPE_TYPES)
+        # is no class's to refuse: from_hf refuses it by name, hf_rope_dict.FILE_ROPE_TYPES)
         sys.exit(f"type_probes gives {sorted(probes)}; vkrope's rope types are {sorted(RULES)}: give each its probe")
     return probes
 

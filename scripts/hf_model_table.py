@@ -693,7 +693,7 @@ def own_rope_reads(model_type: str) -> list[str]:
 
     import hf_probe  # noqa: PLC0415
     from transformers import AutoConfig  # noqa: PLC0415
-    from vkrope.models.hf import _IGNORED, _MSCALES  # noqa: PLC0415
+    from vkrope.models.hf_rope_dict import IGNORED, MSCALES  # noqa: PLC0415
 
     module = hf_probe.modeling_module(AutoConfig.for_model(model_type).get_text_config(decoder=True))
     if module is None:
@@ -702,7 +702,7 @@ def own_rope_reads(model_type: str) -> list[str]:
     keys = set(re.findall(r"rope_(?:parameters|scaling)(?:\[[^\]]*\])?(?:\.get\(|\[)[\"'](\w+)[\"']", src))  # (a
     # layer type's dict too: rope_parameters[layer_type]["K"])
     known = COMMON_PARAMS.union(*(rule.params for rule in RULES.values() if rule.in_files))  # (a key only a
-    return sorted(keys - known - _IGNORED - set(_MSCALES))  # type code makes reads is type_by_key's to measure)
+    return sorted(keys - known - IGNORED - set(MSCALES))  # type code makes reads is type_by_key's to measure)
 
 
 def per_type_view(model_type: str) -> dict:

@@ -634,7 +634,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from .models import ModelRope, from_gguf, from_hf, layer_types, parts  # noqa: PLC0415
     from .models.gguf import NeedsLayerType, NeedsPart  # noqa: PLC0415
     from .errors import NoRopeLayers  # noqa: PLC0415
-    from .models.hf import hub_id_hint  # noqa: PLC0415
+    from .models.hf_load import hub_id_hint  # noqa: PLC0415
 
     path = args.path
     _check_config_path(path, hub_id_hint)

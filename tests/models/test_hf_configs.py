@@ -1897,6 +1897,22 @@ def test_ernie_sections_its_module_fails_on_are_refused():
         vkrope.ModelRope("default", 16, 16, 1e4, mrope_layout="alternating")
 
 
+@pytest.mark.parametrize("rope_type, params", [
+    ("linear", {}), ("dynamic", {}), ("llama3", {"low_freq_factor": 1.0, "high_freq_factor": 4.0}),
+])
+def test_a_model_rope_of_a_type_that_scales_by_its_factor_needs_one(rope_type, params):
+    """Linear, dynamic NTK and Llama 3 divide by their factor: a ModelRope without one is refused by name
+    (transformers' config raises "Missing required keys ... {'factor'}"), and with one it is taken; yarn and
+    longrope derive theirs from the lengths instead."""
+    args = (rope_type, 16, 16, 1e4)
+    with pytest.raises(ValueError, match=f"rope_type '{rope_type}' needs factor"):
+        vkrope.ModelRope(*args, tuple(params.items()), 128, 64)
+    assert vkrope.ModelRope(*args, tuple({**params, "factor": 2.0}.items()), 128, 64).factor == 2.0
+    for derives in ("yarn", "longrope"):
+        lists = {"short_factor": (1.0,) * 8, "long_factor": (2.0,) * 8} if derives == "longrope" else {}
+        assert vkrope.ModelRope(derives, 16, 16, 1e4, tuple(lists.items()), 256, 64).factor == 4.0
+
+
 def test_a_type_a_per_layer_type_class_merged_into_its_dicts_is_named_so():
     """Gemma 3n's class puts a file's rope_scaling {"type": "linear"} into each layer type's dict beside that
     type's own rope_type "default" (transformers then runs the default, the factor unread): refused, saying

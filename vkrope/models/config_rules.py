@@ -224,7 +224,7 @@ def per_type_rope(cfg: dict, default: dict, model_type: str) -> dict[str, dict]:
                          f"layer type ({', '.join(sorted(default))}); transformers does not read it as one: give it "
                          "per layer type (as transformers saves it) or as rope_scaling")
     named = {t for t in cfg["layer_types"] if isinstance(t, str) and t.endswith("attention")} \
-        if isinstance(cfg.get("layer_types"), list) else set()  # (renamed as the classes do: hf._rename_layer_types)
+        if isinstance(cfg.get("layer_types"), list) else set()  # (renamed as the classes do: hf_load._rename_layer_types)
     if given and named - set(given) - set(default):  # (Step 3.5's class then drops the file's dicts: unmeasured)
         raise ValueError(f"config: layer_types names {', '.join(sorted(named - set(given) - set(default)))}, which "
                          f"rope_parameters gives no dict for and {model_type}'s class has no RoPE defaults for; how "

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import gguf_context, gguf_file, gguf_layers, gguf_split
 from .rope import ModelRope, brief, check_angle, interleaved_axes
+from .rope_types import RULES
 from ..errors import NoRopeLayers
 from ..runtime.dtypes import is_int
 
@@ -384,8 +385,9 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     if pairs == "imrope" and section is not None:
         factors = _fourth_axis_still(section, call.dims, factors)
     # (another rope type reads no original length: llama.cpp takes a 0 there, and so does vkrope, as none)
-    orig = call.n_ctx_orig if rope_type in ("yarn", "longrope") else num("rope.scaling.original_context_length") or None
-    if rope_type in ("yarn", "longrope") and not orig:
+    reads_orig = RULES[rope_type].needs_orig  # (yarn, longrope: llama.cpp's rope_args makes no llama3)
+    orig = call.n_ctx_orig if reads_orig else num("rope.scaling.original_context_length") or None
+    if reads_orig and not orig:
         raise ValueError(f"{where}: {rope_type} needs {arch}.rope.scaling.original_context_length (or "
                          "context_length, llama.cpp's default for it)")
     try:  # (a context_length of 0: llama.cpp loads the file, its n_ctx_train 0, which no rope call reads)

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import config_rules
 from .rope import key_int, key_number, brief
-from .rope_types import GGUF_PARAMS, PARAMS, RULES, read_by
+from .rope_types import GGUF_PARAMS, LIST_PARAMS, PARAMS, RULES, ZERO_IS_DEFAULT, read_by
 from ..runtime.dtypes import is_int
 from .hf_per_layer import for_layer
 
@@ -323,9 +323,9 @@ def read_params(rope: dict, where: str, model_type: str, e: dict, per_type: bool
             continue
         if key == "truncate" and value is None:
             value = False  # (transformers' yarn tests `rope_parameters.get("truncate", True)`: a null is false)
-        elif value is None or (key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim") and value == 0):
+        elif value is None or (key in ZERO_IS_DEFAULT and value == 0):
             continue  # (transformers reads these with `or`: 0 means its default)
-        if key in ("short_factor", "long_factor"):
+        if key in LIST_PARAMS:
             if not isinstance(value, (list, tuple)) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
                     for v in value):
@@ -385,7 +385,8 @@ def read_lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict, mod
         if orig_src.get("original_max_position_embeddings") is not None else None
     mpe = key_int(cfg, "max_position_embeddings", "config: ") if cfg.get("max_position_embeddings") is not None \
         else None
-    if mpe is None and kind in ("yarn", "llama3") and "max_position_embeddings" in cfg:
+    of_type = RULES[kind]
+    if mpe is None and of_type.compares_lengths and "max_position_embeddings" in cfg:
         # (null through the key its class stores it by, Bailing hybrid's model_max_length: the class's own null
         # check passed it)
         raise ValueError(f"config: max_position_embeddings (or the key {model_type}'s class stores it by) is null, "
@@ -396,13 +397,13 @@ def read_lengths(cfg: dict, rope: dict, where: str, kind: str, params: dict, mod
         if orig is None:
             raise ValueError(f"{where}original_max_position_embeddings (or max_position_embeddings) is "
                              f"needed by rope_type {kind!r}")
-    if kind == "yarn" and "factor" not in rope:
-        raise ValueError(f"{where}factor is needed by rope_type 'yarn' (null derives it from max_position_embeddings "
+    if of_type.factor == "key" and "factor" not in rope:
+        raise ValueError(f"{where}factor is needed by rope_type {kind!r} (null derives it from max_position_embeddings "
                          "/ original_max_position_embeddings, as transformers)")
-    if kind == "yarn" and "factor" not in params:
+    if of_type.factor == "key" and "factor" not in params:
         if mpe is None:
             raise ValueError(f"{where}factor is null and no max_position_embeddings derives it")
-    elif kind in ("linear", "dynamic", "llama3") and "factor" not in params:
+    elif of_type.factor == "needed" and "factor" not in params:
         raise ValueError(f"{where}factor is needed by rope_type {kind!r}")
     _check_attention_reads(rope, where, model_type, orig if needs_orig(kind) else None)
     if orig is not None and not needs_orig(kind) \

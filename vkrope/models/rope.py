@@ -25,7 +25,7 @@ import numpy as np
 
 from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_angle, check_head_dim,
                      check_position_ids, finite, position_range_error, typed)
-from .rope_types import PARAMS, RULES, is_long, mscales, one_factor_list, read_by
+from .rope_types import LIST_PARAMS, PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import recompute_at, within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
 
@@ -224,7 +224,7 @@ class ModelRope:
         """The scaling factor (yarn, longrope: max_position_embeddings /
         original_max_position_embeddings when the config gives none)."""
         f = self.param("factor")
-        if f is None and self.rope_type in ("yarn", "longrope") and self.max_position_embeddings:
+        if f is None and RULES[self.rope_type].factor in ("key", "derived") and self.max_position_embeddings:
             return self.mpe / self.orig
         return 1.0 if f is None else float(f)
 
@@ -412,6 +412,8 @@ def _check_fields(rope: ModelRope) -> None:
     rule = RULES[rope.rope_type]
     if rule.needs_orig and rope.original_max_position_embeddings is None:
         raise ValueError(f"rope_type {rope.rope_type!r} needs original_max_position_embeddings")
+    if rule.factor == "needed" and rope.param("factor") is None:
+        raise ValueError(f"rope_type {rope.rope_type!r} needs factor")
     rule.check(rope)
     if rope.mrope_section is not None:
         object.__setattr__(rope, "mrope_section", _checked_sections(rope.mrope_section, rope.rotary_dim,
@@ -593,7 +595,7 @@ def summary(r: ModelRope) -> dict[str, Any]:
             d["mrope_section_as_config_lists"] = [*r.mrope_section[1:], r.mrope_section[0]]
     one_list = one_factor_list(r)
     for k, v in r.params:
-        if one_list and k in ("short_factor", "long_factor"):
+        if one_list and k in LIST_PARAMS:
             k = "factors"  # (one list: every position takes it)
         d[k] = list(v) if isinstance(v, tuple) else v
     if r.freq_factors is not None:  # ("inf": a pair that does not turn; JSON has no infinity)

@@ -195,13 +195,7 @@ def _no_check(r: ModelRope) -> None:
     pass
 
 
-def _needs_factor(r: ModelRope) -> None:
-    if r.param("factor") is None:
-        raise ValueError(f"rope_type {r.rope_type!r} needs factor")
-
-
 def _check_dynamic(r: ModelRope) -> None:
-    _needs_factor(r)
     if r.max_position_embeddings is None:
         raise ValueError("rope_type 'dynamic' needs max_position_embeddings")
     if r.rotary_dim < 4:
@@ -245,7 +239,6 @@ def _check_longrope(r: ModelRope) -> None:
 
 
 def _check_llama3(r: ModelRope) -> None:
-    _needs_factor(r)
     for key in ("low_freq_factor", "high_freq_factor"):
         if r.param(key) is None:
             raise ValueError(f"rope_type 'llama3' needs {key}")
@@ -275,7 +268,12 @@ class RopeType:
     keys its functions read (with COMMON_PARAMS: what a ModelRope takes; from_hf keeps those of a rope dict but
     GGUF_PARAMS, listing the rest in `ignored`, as transformers reads no other); `in_files` whether a config
     file may name it (not a type only a model's code makes of another: HunYuan's ntk_alpha, of "dynamic" with
-    alpha, the model table's type_by_key)."""
+    alpha, the model table's type_by_key); `factor` how it takes its factor: "needed" (a number, or the
+    ModelRope is refused), "key" (yarn's: transformers indexes rope_parameters["factor"], so a file must give
+    the key; a null is max_position_embeddings / original_max_position_embeddings), "derived" (longrope's:
+    absent or null, that ratio), "" (1 where absent); `compares_lengths` whether transformers' validation
+    compares max_position_embeddings with the original length (so a null one fails); `zero_is_default` the
+    keys its function reads with `or` (0 is the default) and `lists` those holding a number per pair."""
 
     check: Callable[[ModelRope], None]
     inv_freq: Callable[[ModelRope, int | None, Any], np.ndarray]
@@ -288,28 +286,38 @@ class RopeType:
     in_files: bool = True
     whole_head: bool = False  # its cos / sin span the head whatever the partial factor (proportional: the factor
     # says how many pairs turn)
+    factor: str = ""
+    compares_lengths: bool = False
+    zero_is_default: frozenset[str] = frozenset()
+    lists: frozenset[str] = frozenset()
 
 
 RULES: dict[str, RopeType] = {
     "default": RopeType(_no_check, _default),
-    "linear": RopeType(_needs_factor, _linear, params=frozenset({"factor"})),
+    "linear": RopeType(_no_check, _linear, params=frozenset({"factor"}), factor="needed"),
     "dynamic": RopeType(_check_dynamic, _dynamic, call_key=_dynamic_key,
-                        per_call="the base, from max(position_ids) + 1", params=frozenset({"factor"})),
+                        per_call="the base, from max(position_ids) + 1", params=frozenset({"factor"}), factor="needed"),
     "yarn": RopeType(_check_yarn, _yarn, _yarn_factor, needs_orig=True,
                      params=frozenset({"factor", "beta_fast", "beta_slow", "truncate", "attention_factor", "mscale",
-                                       "mscale_all_dim"})),
+                                       "mscale_all_dim"}), factor="key", compares_lengths=True,
+                     zero_is_default=frozenset({"beta_fast", "beta_slow", "mscale", "mscale_all_dim"})),
     "longrope": RopeType(_check_longrope, _longrope, _longrope_factor, needs_orig=True, call_key=is_long,
                          varies=_longrope_varies, per_call="short / long factors, by max(position_ids) + 1 > {orig}",
                          params=frozenset({"factor", "short_factor", "long_factor", "attention_factor",
-                                           "short_mscale", "long_mscale"})),  # (the mscales: PhiMoE's)
+                                           "short_mscale", "long_mscale"}),  # (the mscales: PhiMoE's)
+                         factor="derived", lists=frozenset({"short_factor", "long_factor"})),
     "llama3": RopeType(_check_llama3, _llama3, needs_orig=True,
-                       params=frozenset({"factor", "low_freq_factor", "high_freq_factor"})),
+                       params=frozenset({"factor", "low_freq_factor", "high_freq_factor"}), factor="needed",
+                       compares_lengths=True),
     "proportional": RopeType(_check_proportional, _proportional, params=frozenset({"factor"}), whole_head=True),
     "ntk_alpha": RopeType(_check_ntk_alpha, _ntk_alpha, params=frozenset({"alpha"}), in_files=False),
 }
 # Every key some rope type reads: `ModelRope.param` refuses any other, so a rope function reading a new key fails
 # until its row names it.
 PARAMS = COMMON_PARAMS.union(*(rule.params for rule in RULES.values()))
+# The keys some rope type reads with `or` (0: its default), and those holding a number per pair.
+ZERO_IS_DEFAULT = frozenset().union(*(rule.zero_is_default for rule in RULES.values()))
+LIST_PARAMS = frozenset().union(*(rule.lists for rule in RULES.values()))
 
 
 def read_by(rope_type: str) -> frozenset[str]:
