@@ -2824,6 +2824,8 @@ MUTATIONS = [
              'params=frozenset({"factor", "low_freq_factor", "high_freq_factor"}), factor="needed"),'),
     Mutation("a GGUF's yarn takes no original length (the row's needs_orig)", "vkrope/models/gguf.py",
              "    reads_orig = RULES[rope_type].needs_orig", "    reads_orig = rope_type == 'longrope'"),
+    Mutation("the short reduction picked past the range its sweeps prove", LOWERING,
+             "SHORT_ANGLE_LIMIT = 8192.0", "SHORT_ANGLE_LIMIT = 16384.0"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -46,7 +46,8 @@ MAX_POSITION = 1 << 24  # float32 positions are exact below this
 MAX_HEAD_DIM = 1 << 16
 MAX_INT = 2**64 - 1  # (numpy's widest int: no count, width, length or position reaches it; ints bounded by it
 # print in every message and repr, where Python refuses one of more than 4300 digits)
-MAX_PAIRS = 2**32 - 2  # pairs one call rotates: the kernels index values with 32-bit integers
+MAX_PAIRS = 2**32 - 2  # pairs one call rotates: the interleaved kernel numbers a call's pairs with 32-bit integers
+# (its x_base), and the table kernel's calls take the same bound (values past 2^32 it reaches by binding offsets)
 
 
 def _two_over_pi_bits(bits: int) -> int:

@@ -159,6 +159,15 @@ def test_short_dense_sweep_and_around_pi_over_4(device):
     check_angles(device, np.concatenate([a, -a[::7]]), "short: dense [0, 8192]", tp.SHORT)
 
 
+def test_the_lowering_picks_the_short_reduction_only_within_the_range_proven_here():
+    """vkrope's lowering sends a spec to cos_sin_short when its angles stay within a limit of its own
+    (ops/lowering.py): that limit must not pass the range these sweeps prove (the shader's reduction is wrong
+    beyond it, silently)."""
+    from vkrope.ops import lowering  # noqa: PLC0415
+
+    assert 0 < lowering.SHORT_ANGLE_LIMIT <= tp.SHORT_LIMIT
+
+
 def test_short_random_and_hard_cases(device):
     """Uniform angles over [-8192, 8192], and the 4096 float32 nearest to
     multiples of pi/2 below 8192 (252.898..., 2^-27.8 away, the nearest)

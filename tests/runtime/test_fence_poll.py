@@ -98,7 +98,7 @@ def test_the_window_is_bounded_by_the_timeout(device, monkeypatch, calls):
     vkWaitForFences as a wait with no poll would (here the poll is told the work never ends: a window of
     10 s would hold the call that long)."""
     _poll_for(monkeypatch, 10.0)
-    monkeypatch.setattr(commands, "DEFAULT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(commands, "TIMEOUT_OVERRIDE_S", 0.5)
     real = b.call_direct
 
     def never_ready(name, *args):
@@ -117,7 +117,7 @@ def test_the_blocking_wait_gets_what_the_poll_left_of_the_bound(device, monkeypa
     bound: the blocking wait after it gets what is left, so the whole wait stays within VKROPE_TIMEOUT_S
     (it was given the whole bound again: twice the timeout, the adversaries of #35)."""
     _poll_for(monkeypatch, 10.0)
-    monkeypatch.setattr(commands, "DEFAULT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(commands, "TIMEOUT_OVERRIDE_S", 0.3)
     real_call, real_wait, given = b.call_direct, b.wait_fence, []
 
     def never_ready(name, *args):

@@ -65,7 +65,7 @@ def test_bounded_wait_raises_timeout(monkeypatch, storage):
     dev = vkrope.Device()
     try:
         works(dev.apply)
-        monkeypatch.setattr(commands, "DEFAULT_TIMEOUT_S", 1e-9)
+        monkeypatch.setattr(commands, "TIMEOUT_OVERRIDE_S", 1e-9)
         big = RNG.standard_normal((8, 4096, 64)).astype(np.float32)
         with pytest.raises(vkrope.DeviceTimeoutError) as info:
             dev.apply(big, RNG.standard_normal((4096, 64)).astype(np.float32), storage=storage)

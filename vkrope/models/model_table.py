@@ -308,7 +308,8 @@ def attention_layers(cfg: dict, e: dict) -> list[bool] | None:
     if "still" in rule:
         unknown = sorted({str(v) for v in values if v not in rule["rotate"] and v not in rule["still"]})
         if unknown:
-            from . import config_rules  # noqa: PLC0415  (it reads this module's table: imported when refusing)
+            from . import config_rules  # noqa: PLC0415  (rope.py imports this module, and config_rules rope.py:
+            # imported when refusing, which breaks the cycle)
 
             legacy = [old for old, new in config_rules.table()["legacy_layer_types"].items() if new == unknown[0]]
             named = f"{unknown[0]!r} (or a legacy name transformers reads so: {', '.join(map(repr, legacy))})" \

@@ -42,7 +42,7 @@ def check_tensor(name: str, x: Any) -> Any:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in X_DTYPES:
         raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, X_DTYPES)})")
-    if math.prod(x.shape) > 2 * MAX_PAIRS:  # the kernel indexes values with 32-bit integers
+    if math.prod(x.shape) > 2 * MAX_PAIRS:  # (freqs.MAX_PAIRS: every rotating kernel's bound on a call)
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
 

@@ -19,8 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-STORAGE_BUFFER = "storage_buffer"
-STORAGE_IMAGE = "storage_image"
+from ..vk.pipeline import STORAGE_BUFFER, STORAGE_IMAGE  # (the binding kinds the grids name; one definition)
 
 
 def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -21,9 +21,11 @@ from .pipeline import ComputePipeline
 from .resources import Buffer, Image3D
 from ..errors import DeviceTimeoutError, VkropeError
 
-# Bounded wait for one submission when VKROPE_TIMEOUT_S is unset; raise
-# instead of hanging forever. Tests may set DEFAULT_TIMEOUT_S directly.
-DEFAULT_TIMEOUT_S: float | None = None
+# The bound on one wait for a submission when VKROPE_TIMEOUT_S is unset: a
+# DeviceTimeoutError then, never a hang.
+DEFAULT_TIMEOUT_S = 60.0
+# Set (by tests) to bound every wait, whatever VKROPE_TIMEOUT_S says.
+TIMEOUT_OVERRIDE_S: float | None = None
 # CommandStream.in_flight when an interruption hit the submit itself.
 MAYBE = "maybe"
 # Descriptor sets per descriptor pool of a recording (more pools are added as needed).
@@ -39,10 +41,10 @@ SPIN_S: dict[int, float] = {code: 200e-6 for code, name in DEVICE_TYPE_NAMES.ite
 
 def environment_timeout() -> float:
     """The VKROPE_TIMEOUT_S environment variable (read when a device opens,
-    so a bad value is a clear error at first use, not at import), else 60 s."""
+    so a bad value is a clear error at first use, not at import), else DEFAULT_TIMEOUT_S."""
     raw = os.environ.get("VKROPE_TIMEOUT_S", "").strip()
     if not raw:
-        return 60.0
+        return DEFAULT_TIMEOUT_S
     try:
         value = float(raw)
     except ValueError:
@@ -139,9 +141,9 @@ class CommandStream:
         return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
 
     def timeout_s(self) -> float:
-        """The bound on one wait: DEFAULT_TIMEOUT_S when set, else VKROPE_TIMEOUT_S as read when the stream was
-        made, else 60 s."""
-        return DEFAULT_TIMEOUT_S if DEFAULT_TIMEOUT_S is not None else self._env_timeout_s
+        """The bound on one wait: TIMEOUT_OVERRIDE_S when set, else VKROPE_TIMEOUT_S as read when the stream was
+        made, else DEFAULT_TIMEOUT_S."""
+        return TIMEOUT_OVERRIDE_S if TIMEOUT_OVERRIDE_S is not None else self._env_timeout_s
 
     def fences(self) -> Any:
         """The fence as the `VkFence[1]` the fence calls take (made once)."""
