@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from vkrope.vk import binding as b
 from vkrope.vk.instance import clear_validation_messages, validation_messages
 
@@ -25,3 +29,19 @@ def test_a_deliberate_error_is_reported(device):
     msgs = validation_messages()
     clear_validation_messages()  # keep the autouse check for this test green
     assert any("size" in m for m in msgs), msgs
+
+
+def test_a_missing_layer_is_refused_naming_what_asked_for_it(tmp_path):
+    """Validation asked for where the layer is not found (VK_LAYER_PATH at an empty folder): the refusal names
+    the argument or the environment variable that asked, and how to stop asking."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VKROPE_VALIDATION", "VK_INSTANCE_LAYERS")}
+    env["VK_LAYER_PATH"] = str(tmp_path)
+    code = ("import vkrope\ntry:\n    vkrope.Device({})\nexcept vkrope.VulkanUnavailableError as e:\n    print(e)\n")
+    by_arg = subprocess.run([sys.executable, "-c", code.format("validation=True")], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert "validation was requested (validation=True)" in by_arg.stdout and "pass validation=False" in by_arg.stdout, \
+        by_arg.stdout + by_arg.stderr
+    by_env = subprocess.run([sys.executable, "-c", code.format("")], env={**env, "VKROPE_VALIDATION": "1"},
+                            capture_output=True, text=True, timeout=120)
+    assert "validation was requested (VKROPE_VALIDATION)" in by_env.stdout and "unset VKROPE_VALIDATION" in \
+        by_env.stdout, by_env.stdout + by_env.stderr

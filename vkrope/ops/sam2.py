@@ -144,7 +144,8 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
             # (diffusers' and transformers' (cos, sin): np.asarray of one stacks it into rows it is not)
             pair = isinstance(freqs, (tuple, list)) and len(freqs) == 2 and all(
                 isinstance(f, (np.ndarray, DeviceArray)) for f in freqs)
-            raise TypeError(f"freqs must be a numpy array ({FREQS_DTYPE_NAMES}) or a DeviceArray; "
+            raise TypeError(f"freqs must be a numpy array ({FREQS_DTYPE_NAMES}), a DeviceArray or a frequency "
+                            "spec (AxialFreqs, RopeFreqs, InvFreqs, NdFreqs); "
                             f"got {describe(freqs)}" + (
                                 " (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's "
                                 "cos and sin side by side: np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' "

@@ -150,8 +150,9 @@ class Instance:
         self.handle: Any = None
         self._messenger: Any = None
         self._destroy_messenger: Any = None
+        asked_by = "validation=True"
         if validation is None:
-            validation = validation_requested()
+            validation, asked_by = validation_requested(), "VKROPE_VALIDATION"
         self.validation = validation
 
         layers: list[str] = []
@@ -159,7 +160,7 @@ class Instance:
         next_chain: Any = (None, None)
         messenger_info: Any = None
         if validation:
-            layers, extensions, messenger_info, next_chain = _validation_setup(vk)
+            layers, extensions, messenger_info, next_chain = _validation_setup(vk, asked_by)
         app_info = vk.VkApplicationInfo(
             pApplicationName="vkrope",
             applicationVersion=1,
@@ -227,15 +228,17 @@ class Instance:
         b.destroy_handles(self, None, (("handle", "vkDestroyInstance", "VkInstance"),))
 
 
-def _validation_setup(vk: Any) -> tuple[list[str], list[str], Any, Any]:
+def _validation_setup(vk: Any, asked_by: str) -> tuple[list[str], list[str], Any, Any]:
     """Layers, extensions, messenger create-info and (pNext chain, the
     feature array it points to: keep both alive) of an instance with
-    validation on."""
+    validation on; `asked_by` what asked for it (the argument or the
+    environment variable), for the refusal to name."""
     available_layers = {layer.layerName for layer in b.call("vkEnumerateInstanceLayerProperties")}
     if VALIDATION_LAYER not in available_layers:
+        instead = "unset VKROPE_VALIDATION" if asked_by == "VKROPE_VALIDATION" else "pass validation=False"
         raise VulkanUnavailableError(
-            f"validation was requested (VKROPE_VALIDATION) but {VALIDATION_LAYER} is not installed; "
-            "sudo apt-get install vulkan-validationlayers, or unset VKROPE_VALIDATION"
+            f"validation was requested ({asked_by}) but {VALIDATION_LAYER} is not installed; "
+            f"sudo apt-get install vulkan-validationlayers, or {instead}"
         )
     severity = vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | vk.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
     types = (
