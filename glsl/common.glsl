@@ -175,27 +175,29 @@ void two_prod(float a, float b, out float hi, out float lo) {
   lo = e;
 }
 
+// q + e as two_sum makes them (q the rounded sum, e its error): one step of Grow-Expansion.
+void grow(inout float q, inout float e) {
+  float sum, err;
+  two_sum(q, e, sum, err);
+  q = sum;
+  e = err;
+}
+
 // The sign (-1, 0, 1) of t0 + t1 + t2 + t3 + t4 exactly: Shewchuk's Grow-Expansion makes them a
 // nonoverlapping expansion, whose largest nonzero component (the last) has the sign of the whole.
 float sign_of_sum5(float t0, float t1, float t2, float t3, float t4) {
-  float e[5] = float[](0.0, 0.0, 0.0, 0.0, 0.0);
-  float t[5] = float[](t0, t1, t2, t3, t4);
-  for (int k = 0; k < 5; ++k) {
-    float q = t[k];
-    for (int i = 0; i < k; ++i) {
-      float s, err;
-      two_sum(q, e[i], s, err);
-      e[i] = err;
-      q = s;
-    }
-    e[k] = q;
-  }
-  for (int i = 4; i >= 0; --i) {
-    if (e[i] != 0.0) {
-      return sign(e[i]);
-    }
-  }
-  return 0.0;
+  float e0 = t0, e1 = t1, e2 = t2, e3 = t3, e4 = t4;  // (each term grown into the components below it)
+  grow(e1, e0);
+  grow(e2, e0);
+  grow(e2, e1);
+  grow(e3, e0);
+  grow(e3, e1);
+  grow(e3, e2);
+  grow(e4, e0);
+  grow(e4, e1);
+  grow(e4, e2);
+  grow(e4, e3);
+  return e4 != 0.0 ? sign(e4) : e3 != 0.0 ? sign(e3) : e2 != 0.0 ? sign(e2) : e1 != 0.0 ? sign(e1) : sign(e0);
 }
 
 // r, the float32 a*b - c*d, for a float16 destination. Rounding it again is at most one float16 ulp off
