@@ -82,15 +82,19 @@ class DeviceOwner:
         self._deferred: list[DeviceArray] = []  # released inside a call of this thread: given back after (_settle)
         self.number = next(_numbers)
         with vk_instance.OPENING:  # (a fork waits for it, as for a call in flight)
-            ctx = Context(device, validation)
+            made: list[Context] = []  # (the context joins it first thing: an interruption anywhere finds it)
             try:
+                Context(device, validation, made)
+                ctx = made[0]
                 self._rt = Runtime(ctx)
+                _open[id(ctx)] = (weakref.ref(self), ctx, self._rt.imports)  # (from here the closers hold it)
             except BaseException:
-                ctx.close()
+                for ctx in made:
+                    if id(ctx) not in _open:
+                        ctx.close()
                 raise
             self._ctx = ctx
             _live.add(self)
-            _open[id(ctx)] = (weakref.ref(self), ctx, self._rt.imports)
         _finish_orphans()  # (not under OPENING: a context's close takes its lock, then OPENING)
 
     # --- facts ------------------------------------------------------------
@@ -409,7 +413,7 @@ class DeviceMemory(DeviceOwner):
             return  # (nothing to give back: an empty array, or a second release)
         with self._lock:
             if self.closed:  # the close destroyed it with the rest
-                arr._resource = None
+                arr.__dict__["_resource"] = None  # (no call: DeviceArray.__setattr__ is one)
                 return
             rt = self._rt
             res = arr._resource  # (read after the last call: a handler's reclaim_dead may have taken it)
@@ -422,7 +426,7 @@ class DeviceMemory(DeviceOwner):
                 if res.serial in rt.held:  # (no longer the array's: arrays.reclaim_dead must not take it)
                     del rt.held[res.serial]
                 rt.returned += [res]
-                arr._resource = None
+                arr.__dict__["_resource"] = None  # (no call: DeviceArray.__setattr__ is one)
             self._guarded(arrays.take_back, rt)
 
 

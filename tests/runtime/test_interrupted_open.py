@@ -6,6 +6,8 @@ instance and device that opening made, devices first: nothing leaks, the validat
 from __future__ import annotations
 
 import collections
+import gc
+import sys
 from typing import Any
 
 import pytest
@@ -152,3 +154,62 @@ def test_a_failed_debug_messenger_fails_opening_and_leaks_nothing(monkeypatch: p
     assert b.live_handles() == live
     with vkrope.Device() as dev:
         assert dev.name
+
+
+def _open_path_code() -> set:
+    """The functions of opening whose direct callees an interruption is injected at."""
+    from vkrope import owner  # noqa: PLC0415
+    from vkrope.runtime import engine  # noqa: PLC0415
+    from vkrope.vk import context, instance  # noqa: PLC0415
+
+    return {f.__code__ for f in (owner.DeviceOwner.__init__, owner.DeviceMemory.__init__, context.Context.__init__,
+                                 context.Context._create_device, instance.Instance.__init__, instance.Instance._open,
+                                 engine.Runtime.__init__)}
+
+
+@pytest.mark.slow
+def test_an_interruption_at_any_python_step_of_opening_leaks_nothing() -> None:
+    """A KeyboardInterrupt where a signal handler can run in Python code (a callee's entry, or as it returns,
+    before its caller stores what it made), at every such step of opening in turn: the next Device opened
+    and closed leaves no instance or device alive (an adversary's: one landing as Instance() or Context()
+    returned, or at the lock made between them, leaked the instance, and the device, for good)."""
+    targets, k, fired_at = _open_path_code(), 0, []
+    vkrope.Device().close()
+    gc.collect()
+    live = b.live_handles()
+    while True:
+        k += 1
+        count, fired = [0], [False]
+
+        def tracer(frame: Any, event: str, arg: Any) -> Any:
+            if event != "call" or fired[0] or frame.f_back is None or frame.f_back.f_code not in targets \
+                    or frame.f_code.co_filename.endswith("weakref.py"):  # (a weakref's callback: Python ignores
+                # what it raises, as it would a real signal's)
+                return None
+            count[0] += 1
+            if count[0] == k:
+                fired[0] = True
+                raise KeyboardInterrupt(frame.f_code.co_name)
+
+            def on_return(f: Any, e: str, a: Any) -> Any:
+                if e == "return" and not fired[0]:
+                    count[0] += 1
+                    if count[0] == k:
+                        fired[0] = True
+                        raise KeyboardInterrupt(f.f_code.co_name + " returning")
+                return None
+            return on_return
+
+        sys.settrace(tracer)
+        try:
+            vkrope.Device().close()
+        except KeyboardInterrupt as exc:
+            fired_at.append(str(exc))
+        finally:
+            sys.settrace(None)
+        if not fired[0]:
+            break
+        vkrope.Device().close()  # (completes an orphan's close, as the next Device opened does)
+        gc.collect()
+        assert b.live_handles() == live, f"step {k} ({fired_at[-1]}): {b.live_handles()} != {live}"
+    assert len(fired_at) > 20 and any("Instance" in w or "__init__ returning" in w for w in fired_at), fired_at

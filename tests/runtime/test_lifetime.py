@@ -377,3 +377,24 @@ print("child", os.WEXITSTATUS(status))
 """
     res = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "child 0" in res.stdout, res.stdout + res.stderr
+
+
+def test_an_array_takes_no_attribute_so_no_cycle_through_it_keeps_its_memory(device):
+    """A DeviceArray refuses a user's attribute, as numpy's ndarray (an adversary's: `a.me = a` was taken, and
+    the runtime, holding the array's attributes, held it and its memory until the device closed: 2,000 such
+    arrays kept 2,000 buffers); a cycle through another object is collected and its memory reused."""
+    a = device.asarray(np.ones((4, 8), np.float32))
+    for name, value in (("me", a), ("cache", {"a": a}), ("shape", (8, 4))):
+        with pytest.raises(AttributeError, match=f"a DeviceArray takes no attribute of its user's \\('{name}'\\)"):
+            setattr(a, name, value)
+    assert a.shape == (4, 8) and np.array_equal(a.get(), np.ones((4, 8), np.float32))
+    gc.collect()
+    device.trim()
+    before = live_handles().get("VkBuffer", 0)
+    for _ in range(200):
+        box = {"array": device.asarray(np.ones((64, 32), np.float32))}
+        box["self"] = box  # (a cycle through a dict that names the array)
+    del box
+    gc.collect()
+    device.trim()
+    assert live_handles().get("VkBuffer", 0) <= before

@@ -17,6 +17,10 @@ import numpy as np
 MADE_BY_DEVICE = object()  # what a Device passes DeviceArray's constructor: no other caller has it
 
 
+# A DeviceArray's own attributes (DeviceArray.__setattr__ refuses any other).
+_FIELDS = frozenset({"_owner", "_resource", "_released", "_shape", "_dtype", "_storage", "_size"})
+
+
 class DeviceArray:
     """An array resident on a `vkrope.Device` (CuPy-style).
 
@@ -27,20 +31,38 @@ class DeviceArray:
     `copy.copy` / `copy.deepcopy` give a new array with its own device
     memory; pickling raises TypeError (pickle `arr.get()`). numpy's operators
     and functions work on a host copy (each one copies it back, as `get()`).
+    It takes no attribute of its user's, as numpy's ndarray.
     """
+
+    # (its attributes, declared for type checkers: __init__ writes them, __setattr__ refuses others)
+    _owner: Any
+    _resource: Any
+    _released: bool
+    _shape: tuple[int, ...]
+    _dtype: np.dtype
+    _storage: str
+    _size: int
 
     def __init__(self, owner: Any, resource: Any, shape: tuple[int, ...], dtype: np.dtype, storage: str, *,
                  made: object = None) -> None:
         if made is not MADE_BY_DEVICE:  # (one made by hand would hold no memory, or another array's: a double free)
             raise TypeError("DeviceArrays come from a Device: Device.asarray, or an operation's result; the "
                             "constructor is the device's own")
-        self._owner = owner  # the vkrope.Device
-        self._resource = resource  # runtime resource (buffer or image) holding the data; None when empty
-        self._released = False
-        self._shape = tuple(int(s) for s in shape)
-        self._dtype = np.dtype(dtype)
-        self._storage = storage
-        self._size = math.prod(self._shape)
+        shape = tuple(int(s) for s in shape)
+        self.__dict__.update(  # (written past __setattr__, which refuses a user's attributes)
+            _owner=owner,  # the vkrope.Device
+            _resource=resource,  # runtime resource (buffer or image) holding the data; None when empty
+            _released=False, _shape=shape, _dtype=np.dtype(dtype), _storage=storage, _size=math.prod(shape))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A DeviceArray takes no attribute of its user's (as numpy's ndarray): the runtime holds its
+        attributes (to take its memory back should its __del__ be interrupted), so one naming the array itself
+        would keep it, and its device memory, until the device closes."""
+        if name not in _FIELDS:
+            raise AttributeError(f"a DeviceArray takes no attribute of its user's ({name!r}), as numpy's ndarray; "
+                                 "keep what goes with it beside it (one naming the array would keep it, and its "
+                                 "device memory, until the device closes)")
+        self.__dict__[name] = value
 
     # Read-only: the memory behind the array was sized for them.
     @property

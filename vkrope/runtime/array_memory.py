@@ -53,14 +53,14 @@ def new_resource(rt: Runtime, storage: str, shape: tuple[int, ...], dtype: np.dt
             if res.is_image == image and (res.extent == extent and res.format == fmt if image
                                           else size <= res.size <= 2 * size):
                 del pool[i]
-                into._resource = res
+                state["_resource"] = res  # (a dict's item: no call, as DeviceArray.__setattr__ is)
                 held[res.serial] = (res, ref, state)
                 return res  # type: ignore[no-any-return]
         if again or not (rt.held.dead and reclaim_dead(rt)):
             break
         take_back(rt)
     res = rt.new_image(extent, fmt) if image else Buffer(rt.ctx, size, host_visible=rt.unified)
-    into._resource = res
+    state["_resource"] = res
     held[res.serial] = (res, ref, state)
     return res
 

@@ -137,7 +137,7 @@ def replay(rt: Runtime, key: tuple, objects: list[Any], wrap: Callable[[Made], D
             return False, None
         _submit(rt, hot, kept.tables)
         # (one statement, no call in it: an interruption lands before the array holds the memory, or after)
-        out._resource, taken[0] = taken[0], None  # noqa: SLF001  (the runtime's own array)
+        state["_resource"], taken[0] = taken[0], None  # (the runtime's own array; a dict's item: no call)
         rt.held[out._resource.serial] = (out._resource, ref, state)  # noqa: SLF001
         return True, out
     finally:

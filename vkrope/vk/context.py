@@ -28,8 +28,11 @@ class Child(Protocol):
 class Context:
     """Owns a VkDevice, its compute queue and all children."""
 
-    def __init__(self, device: int | str | None = None, validation: bool | None = None) -> None:
-        self.instance = Instance(validation)
+    def __init__(self, device: int | str | None = None, validation: bool | None = None,
+                 made: list[Context] | None = None) -> None:
+        """`made`: a list this joins before anything is made (an owner opening: an interruption as this returns,
+        before the owner could store it, leaves it where the owner's cleanup finds it)."""
+        self.instance: Instance  # (set by Instance itself, first thing: absent if an interruption came before)
         self.handle: Any = None
         self._children: list[Child] = []
         # VkDeviceMemory objects alive: maxMemoryAllocationCount bounds them
@@ -38,12 +41,16 @@ class Context:
         self.allocations = 0
         self.reclaim: Callable[[], Callable[[], None] | None] | None = None  # (a weak method: None once gone)
         self._lock = threading.RLock()
+        if made is not None:
+            made.append(self)
         try:
+            self.instance = Instance(validation, into=self)
             self.info, self.why = select_device(self.instance.physical_devices(), device)
             self._create_device()
         except BaseException:  # (an interruption too, after vkCreateDevice returned: the device goes first)
             self._destroy_device()
-            self.instance.close()
+            if hasattr(self, "instance"):
+                self.instance.close()
             raise
 
     def _create_device(self) -> None:
@@ -111,7 +118,8 @@ class Context:
         """Destroy every child (reverse order), the device and the instance."""
         with self._lock:
             if self.handle is None:
-                self.instance.close()
+                if hasattr(self, "instance"):  # (absent: an opening interrupted before it made one)
+                    self.instance.close()
                 return
             try:
                 self.wait_idle()

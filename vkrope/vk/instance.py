@@ -136,7 +136,15 @@ class PhysicalDeviceInfo:
 class Instance:
     """Owns a VkInstance (and its debug messenger when validation is on)."""
 
-    def __init__(self, validation: bool | None = None) -> None:
+    def __init__(self, validation: bool | None = None, into: Any = None) -> None:
+        """`into`: an object whose `instance` this becomes before anything is made (a Context opening: an
+        interruption as this returns, before the caller could store it, leaves it where the caller's cleanup
+        finds it)."""
+        self.handle: Any = None  # (what close() reads, set before anything can interrupt: it closes none)
+        self._messenger: Any = None
+        self._destroy_messenger: Any = None
+        if into is not None:
+            into.instance = self
         with OPENING:
             try:
                 self._open(validation)
@@ -147,9 +155,6 @@ class Instance:
 
     def _open(self, validation: bool | None) -> None:
         vk = b.load()
-        self.handle: Any = None
-        self._messenger: Any = None
-        self._destroy_messenger: Any = None
         asked_by = "validation=True"
         if validation is None:
             validation, asked_by = validation_requested(), "VKROPE_VALIDATION"
