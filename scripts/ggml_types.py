@@ -3,7 +3,11 @@
 file stores, the name, the values per block and the bytes per block) as
 llama.cpp's own tree states them, in gguf-py/gguf/constants.py
 (`GGMLQuantizationType` and `GGML_QUANT_SIZES`, kept beside ggml.c's
-type_traits), never a hand list.
+type_traits), never a hand list; and the rest of the file format
+vkrope/models/gguf_file.py reads: the metadata value types (constants.py's
+`GGUFValueType`, each with gguf_writer.py's struct code), the default
+alignment (`GGUF_DEFAULT_ALIGNMENT`), the longest tensor name (ggml.h's
+`GGML_MAX_NAME`) and gguf.cpp's bounds on a string's and an array's length.
 
     python scripts/ggml_types.py --llama-cpp PATH   # a llama.cpp tree
 
@@ -22,6 +26,7 @@ import ast
 import json
 import operator
 import pathlib
+import re
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "vkrope" / "data" / "ggml_types.json"
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
@@ -72,6 +77,54 @@ def read(constants: pathlib.Path) -> dict[str, list]:
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
+def _class_ints(tree: ast.Module, name: str) -> dict[str, int]:
+    """The integer members of the class `name` (an IntEnum) of a parsed module."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return {t.id: _int(n.value, {}) for n in node.body if isinstance(n, ast.Assign)
+                    for t in n.targets if isinstance(t, ast.Name)}
+    raise SystemExit(f"no class {name}")
+
+
+def value_types(gguf_py: pathlib.Path) -> dict[str, list]:
+    """{value type number: [name, struct code or None (a string, an array)]}: constants.py's GGUFValueType,
+    gguf_writer.py's `_simple_value_packing`."""
+    numbers = _class_ints(ast.parse((gguf_py / "constants.py").read_text()), "GGUFValueType")
+    codes: dict[str, str] = {}
+    for node in ast.walk(ast.parse((gguf_py / "gguf_writer.py").read_text())):
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id == "_simple_value_packing" and isinstance(node.value, ast.Dict):
+            codes = {k.attr: v.value for k, v in zip(node.value.keys, node.value.values)
+                     if isinstance(k, ast.Attribute) and isinstance(v, ast.Constant)}
+    if not codes or set(codes) - set(numbers):
+        raise SystemExit(f"{gguf_py}: no _simple_value_packing of GGUFValueType members")
+    return {str(n): [name, codes.get(name)] for name, n in sorted(numbers.items(), key=lambda kv: kv[1])}
+
+
+def c_define(path: pathlib.Path, name: str) -> int:
+    """The integer a C header or source #defines `name` as (literals, + - * //, parentheses)."""
+    match = re.search(rf"^\s*#\s*define\s+{name}\s+(.+?)\s*(//.*)?$", path.read_text(), re.M)
+    if match is None:
+        raise SystemExit(f"{path}: no #define {name}")
+    return _int(ast.parse(match.group(1), mode="eval").body, {})
+
+
+def file_format(tree: pathlib.Path) -> dict[str, object]:
+    """What gguf_file.py reads of the format besides the tensor types, from the tree's own files."""
+    names: dict[str, int] = {}
+    for node in ast.parse((tree / "gguf-py" / "gguf" / "constants.py").read_text()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                names[node.targets[0].id] = _int(node.value, names)
+            except ValueError:
+                pass
+    return {"value_types": value_types(tree / "gguf-py" / "gguf"),
+            "default_alignment": names["GGUF_DEFAULT_ALIGNMENT"],
+            "max_name": c_define(tree / "ggml" / "include" / "ggml.h", "GGML_MAX_NAME"),
+            "max_string_length": c_define(tree / "ggml" / "src" / "gguf.cpp", "GGUF_MAX_STRING_LENGTH"),
+            "max_array_elements": c_define(tree / "ggml" / "src" / "gguf.cpp", "GGUF_MAX_ARRAY_ELEMENTS")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", required=True, type=pathlib.Path, help="a llama.cpp tree")
@@ -80,8 +133,10 @@ def main() -> None:
     args = ap.parse_args()
     types = read(args.llama_cpp / "gguf-py" / "gguf" / "constants.py")
     rows = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in types.items())  # (one type a line)
-    OUT.write_text(f'{{\n "generated_by": "scripts/ggml_types.py",\n "source": {json.dumps(args.source + " gguf-py/gguf/constants.py")},\n'
-                   f' "types": {{\n{rows}\n }}\n}}\n')
+    fmt = file_format(args.llama_cpp)
+    rest = "".join(f' {json.dumps(k)}: {json.dumps(v)},\n' for k, v in fmt.items())
+    OUT.write_text(f'{{\n "generated_by": "scripts/ggml_types.py",\n "source": {json.dumps(args.source + " gguf-py/gguf/constants.py, gguf_writer.py, ggml/include/ggml.h, ggml/src/gguf.cpp")},\n'
+                   f'{rest} "types": {{\n{rows}\n }}\n}}\n')
     json.loads(OUT.read_text())  # (what was written reads back)
     print(f"{len(types)} GGML types -> {OUT}")
 

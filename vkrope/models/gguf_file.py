@@ -42,16 +42,16 @@ from typing import Any, BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
-# GGUF's value types (gguf's GGUFValueType): name, struct code (None: a string or an array).
-_TYPES: dict[int, tuple[str, str | None]] = {
-    0: ("UINT8", "B"), 1: ("INT8", "b"), 2: ("UINT16", "H"), 3: ("INT16", "h"), 4: ("UINT32", "I"),
-    5: ("INT32", "i"), 6: ("FLOAT32", "f"), 7: ("BOOL", "?"), 8: ("STRING", None), 9: ("ARRAY", None),
-    10: ("UINT64", "Q"), 11: ("INT64", "q"), 12: ("FLOAT64", "d")}
-_STRING, _ARRAY = 8, 9
-_MAX_NAME = 64  # GGML_MAX_NAME: a tensor name is shorter
-_MAX_LENGTH = 1 << 30  # GGUF_MAX_STRING_LENGTH and GGUF_MAX_ARRAY_ELEMENTS: gguf_init refuses more
+# The file format as llama.cpp's tree states it (vkrope/data/ggml_types.json, scripts/ggml_types.py).
+_FORMAT = json.loads(resources.files("vkrope").joinpath("data/ggml_types.json").read_text())
+# GGUF's value types (GGUFValueType): name, struct code (None: a string or an array).
+_TYPES: dict[int, tuple[str, str | None]] = {int(k): (v[0], v[1]) for k, v in _FORMAT["value_types"].items()}
+_STRING, _ARRAY = (next(k for k, v in _TYPES.items() if v[0] == name) for name in ("STRING", "ARRAY"))
+_MAX_NAME = int(_FORMAT["max_name"])  # GGML_MAX_NAME: a tensor name is shorter
+# GGUF_MAX_STRING_LENGTH and GGUF_MAX_ARRAY_ELEMENTS: gguf_init refuses more
+_MAX_STRING, _MAX_ARRAY = int(_FORMAT["max_string_length"]), int(_FORMAT["max_array_elements"])
 _INT64_MAX = 2**63 - 1
-_DEFAULT_ALIGNMENT = 32
+_DEFAULT_ALIGNMENT = int(_FORMAT["default_alignment"])
 _FIRST_READ = 1 << 22  # bytes of the header read at first (4 MiB; then what the walk needs, at least twice that)
 # the fewest bytes one metadata entry (key length, type, a 1-byte value) and one tensor entry (name length,
 # dimension count, type, offset) take: a count the rest of the file cannot hold is refused before any walk
@@ -88,11 +88,11 @@ class _Walk:
     def uint(self, size: int, what: str) -> int:
         return _unpack_uint(self.data, self.order, size, self.take(size, what))
 
-    def length(self, what: str) -> int:
-        """A string's length or an array's count, at most llama.cpp's limit of 2^30."""
+    def length(self, what: str, most: int = _MAX_STRING) -> int:
+        """A string's length or (`most`: _MAX_ARRAY) an array's count, at most llama.cpp's limit."""
         n = self.uint(8, what)
-        if n > _MAX_LENGTH:
-            raise ValueError(f"{what} is {n}, past llama.cpp's limit of 2^30 (it refuses the file)")
+        if n > most:
+            raise ValueError(f"{what} is {n}, past llama.cpp's limit of {_limit(most)} (it refuses the file)")
         return n
 
     def string(self, what: str) -> bytes:
@@ -111,7 +111,7 @@ class _Walk:
             return None
         if kind != _ARRAY:
             raise ValueError(f"{what}: value type {kind}, which GGUF does not have")
-        element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length")
+        element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length", _MAX_ARRAY)
         element_code = _TYPES.get(element, ("", None))[1]
         if element_code is not None:
             self.take(count * struct.calcsize(element_code), f"{what} ({count} values)")
@@ -133,9 +133,10 @@ class _Walk:
                 self.at = at
                 self.take(8, what + "'s length")
             n = length.unpack_from(data, at)[0]
-            if n > _MAX_LENGTH:
+            if n > _MAX_STRING:
                 self.at = at
-                raise ValueError(f"{what}'s length is {n}, past llama.cpp's limit of 2^30 (it refuses the file)")
+                raise ValueError(f"{what}'s length is {n}, past llama.cpp's limit of {_limit(_MAX_STRING)} (it "
+                                 "refuses the file)")
             at += 8
             if n > have - at:
                 self.at = at
@@ -316,12 +317,16 @@ def _alignment(header: GgufFile) -> int:
     return value
 
 
+def _limit(n: int) -> str:
+    """A limit as its power of two where it is one (2^30), else as it is."""
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
+
+
 @functools.lru_cache(maxsize=1)
 def ggml_types() -> dict[int, tuple[str, int, int]]:
     """GGML's tensor types: number -> (name, values per block, bytes per block), vkrope/data/ggml_types.json
     (scripts/ggml_types.py, from llama.cpp's tree)."""
-    text = resources.files("vkrope").joinpath("data/ggml_types.json").read_text()
-    return {int(k): (v[0], int(v[1]), int(v[2])) for k, v in json.loads(text)["types"].items()}
+    return {int(k): (v[0], int(v[1]), int(v[2])) for k, v in _FORMAT["types"].items()}
 
 
 def _tensor_info(walk: _Walk, i: int) -> _Info:
