@@ -167,7 +167,6 @@ def _open_path_code() -> set:
                                  engine.Runtime.__init__)}
 
 
-@pytest.mark.slow
 def test_an_interruption_at_any_python_step_of_opening_leaks_nothing() -> None:
     """A KeyboardInterrupt where a signal handler can run in Python code (a callee's entry, or as it returns,
     before its caller stores what it made), at every such step of opening in turn: the next Device opened
