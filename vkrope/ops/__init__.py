@@ -4,8 +4,11 @@
 (`apply_rotary_pos_emb`), nd.py (`apply_nd`), decode.py
 (`rope_and_cache`), shift.py (`shift_cache`): each holds its public operations (signature, hints,
 the one docstring), which check every argument into a kernel's request
-(vkrope/kernels/) and return the call as data (call.py); lowering.py
-turns a frequency spec into what the kernels read. The ops that read a
+(vkrope/kernels/) and return the call as data (call.py), with the shared
+checks of the table kernel's front ends (table_args.py) and of the KV-cache
+ones (cache_args.py), and repeat.py's memo of a call's structure for a
+decode loop; lowering.py turns a frequency spec into what the kernels
+read. docs/layout.md lists every module. The ops that read a
 `ModelRope`: `resolve` below for those that take one in place of a table,
 transformers.py for its own signature (repeat.py only keys calls by it)."""
 
