@@ -98,6 +98,10 @@ def value_types(gguf_py: pathlib.Path) -> dict[str, list]:
                      if isinstance(k, ast.Attribute) and isinstance(v, ast.Constant)}
     if not codes or set(codes) - set(numbers):
         raise SystemExit(f"{gguf_py}: no _simple_value_packing of GGUFValueType members")
+    uncoded = sorted(set(numbers) - set(codes))
+    if uncoded != ["ARRAY", "STRING"]:  # (gguf_file.py reads those two itself; any other needs its code)
+        raise SystemExit(f"{gguf_py}: value types without a struct code: {uncoded}; gguf_file.py reads only ARRAY "
+                         "and STRING so")
     return {str(n): [name, codes.get(name)] for name, n in sorted(numbers.items(), key=lambda kv: kv[1])}
 
 
@@ -106,7 +110,10 @@ def c_define(path: pathlib.Path, name: str) -> int:
     match = re.search(rf"^\s*#\s*define\s+{name}\s+(.+?)\s*(//.*)?$", path.read_text(), re.M)
     if match is None:
         raise SystemExit(f"{path}: no #define {name}")
-    return _int(ast.parse(match.group(1), mode="eval").body, {})
+    try:
+        return _int(ast.parse(match.group(1), mode="eval").body, {})
+    except (SyntaxError, ValueError) as exc:
+        raise SystemExit(f"{path}: #define {name} {match.group(1)!r} is not an expression this script reads ({exc})")
 
 
 def file_format(tree: pathlib.Path) -> dict[str, object]:

@@ -12,6 +12,7 @@ import os
 import re
 import threading
 import time
+import types
 import weakref
 from typing import Any, Callable, TypeVar
 
@@ -91,7 +92,9 @@ class DeviceOwner:
             except BaseException:
                 for ctx in made:
                     if id(ctx) not in _open:
-                        ctx.close()
+                        _open[id(ctx)] = (_nobody, ctx, _NO_IMPORTS)  # (an interrupted close: the orphans'
+                        ctx.close()  # sweep, at the next Device opened or the exit, completes it)
+                        del _open[id(ctx)]
                 raise
             self._ctx = ctx
             _live.add(self)
@@ -451,7 +454,27 @@ _abandoned_arrays: list[np.ndarray] = []
 # Device opened, or the interpreter's exit, completes it (a leaked device keeps its driver threads and memory;
 # its kept imports, held here, keep the numpy memory they import meanwhile). Nothing here may lead back to
 # the Device (its runtime holds its arrays, which hold it): a Device keeping its own arrays was never freed.
-_open: "dict[int, tuple[weakref.ref[DeviceOwner], Context, KeptImports]]" = {}
+_open: "dict[int, tuple[Callable[[], DeviceOwner | None], Context, KeptImports | _NoImports]]" = {}
+
+
+# devices()' instances, each in a namespace (`instance`, once made; `done`, once listed): one whose close an
+# interruption stopped stays here for the orphans' sweep.
+_stray: list[types.SimpleNamespace] = []
+
+
+def _nobody() -> None:
+    """The owner of a context whose opening failed (a dead weak reference's answer)."""
+    return None
+
+
+class _NoImports:
+    """The kept imports of a context whose runtime was never made: none to drop."""
+
+    def drop(self) -> None:
+        """Nothing to drop."""
+
+
+_NO_IMPORTS: Any = _NoImports()
 
 
 def _finish_orphans() -> None:
@@ -460,7 +483,12 @@ def _finish_orphans() -> None:
     outside OPENING: the cycle collector clears the weak reference before the finalizer closes the context,
     and that close may be under way in another thread (this waits for it, then finds the entry gone). The
     entry goes once the close is done: an interrupted one stays, completed next time (every step of it
-    idempotent)."""
+    idempotent); and devices()' instances whose close an interruption stopped."""
+    with vk_instance.OPENING:  # (devices() lists under it: its own entry is done only in its cleanup)
+        for held in [h for h in _stray if h.done]:
+            if hasattr(held, "instance"):
+                held.instance.close()
+            _stray.remove(held)
     for key, entry in list(_open.items()):
         owner, ctx, imports = entry
         if owner() is not None:
@@ -529,6 +557,7 @@ def _abandon_all_in_child() -> None:
         dev._closed_why = "it belongs to the parent process; this is a forked child"
     _live.clear()
     _open.clear()  # (the parent's contexts: never touched here)
+    _stray.clear()  # (and the parent's instances)
 
 
 atexit.register(_close_all)
@@ -546,11 +575,15 @@ def devices() -> list[dict[str, Any]]:
     """Every Vulkan device seen: index, name, type, API version, the limits
     vkrope depends on, and why a device cannot be used (empty when it can)."""
     with vk_instance.OPENING:  # (a fork waits for it: the loader is busy until the instance is gone)
-        inst = Instance(validation=False)
+        held = types.SimpleNamespace(done=False)  # (the instance joins it first thing, and it joins _stray before:
+        _stray.append(held)  # an interruption anywhere, its close's too, leaves it to the orphans' sweep)
         try:
-            return [d.facts() for d in inst.physical_devices()]
+            return [d.facts() for d in Instance(False, into=held).physical_devices()]
         finally:
-            inst.close()
+            held.done = True
+            if hasattr(held, "instance"):
+                held.instance.close()
+            _stray.remove(held)
 
 
 __all__ = ["DeviceOwner", "DeviceMemory", "devices"]

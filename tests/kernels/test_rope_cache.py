@@ -195,6 +195,8 @@ def bad_cases(rng, dev):
         (r"position_ids must have shape \[B, S\] = \[2, 3\]; got \[3, 2, 3\]: the decode step turns every M-RoPE "
          r"axis by one position per token .* pass transformers' \[3, B, S\] or \[1, B, S\] ids as position_ids\[0\]",
          ValueError, dict(position_ids=np.stack([pos] * 3))),
+        (r"position_ids must have shape \[B, S\] = \[2, 3\]; got \[2, 3, 1\]$", ValueError,
+         dict(position_ids=pos[..., None])),  # (3-D, not an M-RoPE model's ids: no hint)
         ("position_ids", TypeError, dict(position_ids=pos.astype(np.float32))),
         ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, 20]]))),
         ("slots names cache slot 4 twice in this step", ValueError, dict(k_cache=pk, v_cache=pv,

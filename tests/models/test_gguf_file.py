@@ -123,6 +123,33 @@ def test_what_llama_cpp_refuses_is_refused_by_name(tmp_path, content, match):
         vkrope.from_gguf(str(path))
 
 
+def test_a_strings_and_an_arrays_bounds_are_their_own(tmp_path, monkeypatch):
+    """gguf.cpp bounds a string's length (GGUF_MAX_STRING_LENGTH) and an array's count (GGUF_MAX_ARRAY_ELEMENTS)
+    apart (both 2^30 today, vkrope/data/ggml_types.json): made small one at a time, each refuses only what it
+    bounds (a string in an array by the string's), and both a step larger refuse nothing."""
+    path = tmp_path / "m.gguf"
+    long = b"x" * 30  # (longer than any key of the file: general.architecture is 20 bytes)
+    string = _s(b"s") + struct.pack("<I", 8) + _s(long)
+    array = _s(b"a") + struct.pack("<IIQ", 9, 4, 30) + struct.pack("<30I", *range(30))
+    path.write_bytes(_file([string, array]))
+    names = tmp_path / "names.gguf"
+    names.write_bytes(_file([_s(b"n") + struct.pack("<IIQ", 9, 8, 2) + _s(long) + _s(b"g")]))
+    cases = ((path, "_MAX_STRING", 29, "metadata 1's length is 30"), (path, "_MAX_ARRAY", 29, "metadata 2's length is 30"),
+             (names, "_MAX_STRING", 29, "metadata 1's length is 30"), (names, "_MAX_ARRAY", 29, None),
+             (path, "_MAX_STRING", 30, None), (path, "_MAX_ARRAY", 30, None))
+    for file, bound, limit, refused in cases:
+        monkeypatch.setattr(gguf_file, bound, limit)
+        if refused is None:
+            with gguf_file.opened(str(file)) as g:
+                assert (g.value("s"), g.value("a")) == ("x" * 30, list(range(30))) if file == path else \
+                    g.value("n") == ["x" * 30, "g"]
+        else:
+            with pytest.raises(ValueError, match=refused + ", past llama.cpp's limit of 29"):
+                with gguf_file.opened(str(file)):
+                    pass
+        monkeypatch.undo()
+
+
 def test_keys_apart_as_bytes_are_two_keys(tmp_path):
     """llama.cpp compares keys as bytes: two that are not UTF-8 and decode alike are two keys, not a repeat."""
     path = tmp_path / "two.gguf"

@@ -35,8 +35,8 @@ def imports_of(path: pathlib.Path) -> set[str]:
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module or ""
-            if mod.startswith("vkrope"):
-                out.add(mod)
+            if mod.startswith("vkrope"):  # (what it names, under the module: `from .. import errors` is
+                # vkrope.errors, not the package vkrope itself)
                 out |= {f"{mod}.{a.name}" for a in node.names}
     return out
 
@@ -56,7 +56,7 @@ def _violations(sources: list[str], forbidden: tuple[str, ...], allowed: tuple[s
 def test_the_walker_sees_imports():
     """The check can fail: device.py does import the ops, the kernels and the runtime."""
     found = imports_of(MODULES["vkrope.device"])
-    assert "vkrope.ops" in found and "vkrope.kernels" in found and any(_under(i, "vkrope.runtime") for i in found)
+    assert all(any(_under(i, layer) for i in found) for layer in ("vkrope.ops", "vkrope.kernels", "vkrope.runtime"))
 
 
 def test_nothing_in_the_core_imports_the_benchmarks():
@@ -88,7 +88,7 @@ def test_imports_point_one_way(layer):
     mods = [m for m in MODULES if _under(m, layer)]
     assert mods, f"no module under {layer}"
     wrong = sorted(f"{m} imports {i}" for m in mods for i in imports_of(MODULES[m])
-                   if not _under(i, layer, *MAY_IMPORT[layer]) and not _under(layer, i))
+                   if not _under(i, layer, *MAY_IMPORT[layer]))
     assert wrong == []
 
 

@@ -88,9 +88,10 @@ class _Walk:
     def uint(self, size: int, what: str) -> int:
         return _unpack_uint(self.data, self.order, size, self.take(size, what))
 
-    def length(self, what: str, most: int = _MAX_STRING) -> int:
-        """A string's length or (`most`: _MAX_ARRAY) an array's count, at most llama.cpp's limit."""
+    def length(self, what: str, array: bool = False) -> int:
+        """A string's length or (`array`) an array's count, at most llama.cpp's limit of each."""
         n = self.uint(8, what)
+        most = _MAX_ARRAY if array else _MAX_STRING
         if n > most:
             raise ValueError(f"{what} is {n}, past llama.cpp's limit of {_limit(most)} (it refuses the file)")
         return n
@@ -111,7 +112,7 @@ class _Walk:
             return None
         if kind != _ARRAY:
             raise ValueError(f"{what}: value type {kind}, which GGUF does not have")
-        element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length", _MAX_ARRAY)
+        element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length", array=True)
         element_code = _TYPES.get(element, ("", None))[1]
         if element_code is not None:
             self.take(count * struct.calcsize(element_code), f"{what} ({count} values)")

@@ -82,8 +82,9 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     of the structure's first)."""
     st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, q_norm, k_norm, norm_plus_one,
                      eps, k_scale, v_scale, out)
-    if isinstance(position_ids, np.ndarray) and position_ids.ndim == 3:  # (an M-RoPE model's ids, as transformers
-        # gives them: say what the step takes instead)
+    if isinstance(position_ids, np.ndarray) and position_ids.ndim == 3 \
+            and tuple(position_ids.shape[1:]) == (st.b, st.s):  # (an M-RoPE model's ids, as transformers gives them:
+        # say what the step takes instead)
         raise ValueError(f"position_ids must have shape [B, S] = {[st.b, st.s]}; got {list(position_ids.shape)}: the "
                          "decode step turns every M-RoPE axis by one position per token (a text token's, its axes "
                          "equal): pass transformers' [3, B, S] or [1, B, S] ids as position_ids[0] where their rows "

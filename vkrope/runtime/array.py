@@ -59,9 +59,12 @@ class DeviceArray:
         attributes (to take its memory back should its __del__ be interrupted), so one naming the array itself
         would keep it, and its device memory, until the device closes."""
         if name not in _FIELDS:
-            raise AttributeError(f"a DeviceArray takes no attribute of its user's ({name!r}), as numpy's ndarray; "
-                                 "keep what goes with it beside it (one naming the array would keep it, and its "
-                                 "device memory, until the device closes)")
+            if isinstance(getattr(type(self), name, None), property):  # (its own, read-only: sized for them)
+                raise AttributeError(f"property {name!r} of 'DeviceArray' object has no setter (the array's memory "
+                                     "was sized for it)")
+            raise AttributeError(f"a DeviceArray takes no attribute of its user's ({name!r}), as numpy's ndarray "
+                                 "takes none; keep what goes with it beside it (one naming the array would keep it, "
+                                 "and its device memory, until the device closes)")
         self.__dict__[name] = value
 
     # Read-only: the memory behind the array was sized for them.

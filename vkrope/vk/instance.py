@@ -194,8 +194,9 @@ class Instance:
             if exc.result in MISSING_RESULTS:
                 raise VulkanUnavailableError(
                     f"{exc}: the loader lacks a layer or extension vkrope asked for "
-                    f"(layers {layers}, extensions {extensions}); with VKROPE_VALIDATION on, install "
-                    "vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) or unset it") from raw
+                    f"(layers {layers}, extensions {extensions}); with validation on (VKROPE_VALIDATION, or "
+                    "validation=True), install vulkan-validationlayers (sudo apt-get install vulkan-validationlayers) "
+                    "or turn it off") from raw
             raise  # out of memory and the like: itself
         b.opened_vulkan()
         if validation:
