@@ -2848,6 +2848,8 @@ MUTATIONS = [
              "            if isinstance(getattr(type(self), name, None), property):", "            if False:"),
     Mutation("the decode step's M-RoPE hint for any 3-D position array", "vkrope/ops/decode.py",
              "            and tuple(position_ids.shape[1:]) == (st.b, st.s):", "            and True:"),
+    Mutation("a per-layer override keyed by a non-str a bare TypeError", HF_PER_LAYER,
+             "        if named:  # (transformers sets each", "        if False:  # (transformers sets each"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -163,7 +163,9 @@ def test_a_per_layer_config_transformers_config_refuses_is_refused(model_type):
                          ({"1": 16}, r"per_layer_config\['1'\] must be a dict of overrides; got 16"),
                          ({"0": {"skip": "mlp"}}, r"per_layer_config\['0'\]\['skip'\] must be a list of strings; "
                                                   "got 'mlp'"),
-                         ({"0": {"skip": [1]}}, r"per_layer_config\['0'\]\['skip'\] must be a list of strings; got \[1\]")):
+                         ({"0": {"skip": [1]}}, r"per_layer_config\['0'\]\['skip'\] must be a list of strings; got \[1\]"),
+                         ({"0": {b"rope_theta": 5.0}}, r"per_layer_config\['0'\]'s keys must be config key names "
+                                                       r"\(str\); got b'rope_theta'")):  # (a Python dict's: an adversary's)
         for kw in ({"layer": 1}, {"layer_type": "full_attention"} if model_type != "llama" else {}):
             with pytest.raises(ValueError, match="^config: " + words):
                 vkrope.from_hf({**cfg, "per_layer_config": given}, **kw)

@@ -73,6 +73,10 @@ def _given_overrides(cfg: dict) -> dict[int, dict]:
                              f"(num_hidden_layers); got {brief(k)}")
         if not isinstance(v, dict):
             raise ValueError(f"config: per_layer_config[{k!r}] must be a dict of overrides; got {brief(v)}")
+        named = [key for key in v if not isinstance(key, str)]  # (a Python dict's: JSON has only str keys)
+        if named:  # (transformers sets each as an attribute of the config, which takes only str names)
+            raise ValueError(f"config: per_layer_config[{k!r}]'s keys must be config key names (str); got "
+                             f"{brief(named[0])}")
         skip = v.get("skip", [])
         if isinstance(skip, str) or not isinstance(skip, collections.abc.Iterable) \
                 or not all(isinstance(s, str) for s in skip):  # (any iterable of strings, as transformers)
