@@ -908,7 +908,12 @@ MUTATIONS = [
     Mutation("a layer type's per-layer key not applied without a layer list (Gemma 4's bare config)", HF_PER_LAYER,
              "        return {**cfg, **_type_overrides(cfg, e, layer_type)}", "        return cfg"),
     Mutation("hf_layers reuses a layer's RoPE across per-layer overrides", CONFIGS,
-             "               json.dumps(over.get(i, {}), sort_keys=True, default=str))", "               '')"),
+             "               json.dumps(over.get(i, {}), sort_keys=True, default=str))", "               '')",
+             "equivalent since per_layer_config is read as transformers' models read it (2026-12-07): an override "
+             "that changes a layer's RoPE refuses the whole config (hf_per_layer.one_config compares every "
+             "overriding layer), and Gemma 4's per-type overrides are one per layer type (refused otherwise), so "
+             "(rotates, layer type) already tells apart the layers whose RoPE differs; the key stays for a model "
+             "whose per-layer reading is added later"),
     Mutation("like= reads the outer dict of a nested config", HF_LOAD,
              "    if like is not None and inner is cfg and isinstance(cfg.get(\"text_config\"), dict):",
              "    if False:"),
