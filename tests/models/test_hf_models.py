@@ -425,6 +425,9 @@ def test_layers_without_rope_by_index():
     assert len(vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0] * 3))) == 8
     with pytest.raises(ValueError, match="no_rope_layers has 4 entries for num_hidden_layers 8"):
         vkrope.hf_layers(dict(smol, no_rope_layers=[1, 1, 1, 0]))
+    with pytest.raises(ValueError, match="no_rope_layers has 4 entries for num_hidden_layers 8"):
+        vkrope.from_hf(dict(smol, no_rope_layers=[1, 1, 1, 0]))  # (a plain read too: present and refused, not
+        # "unknown", as a missing list is)
     with pytest.raises(ValueError, match="layer_types has 8 entries for num_hidden_layers = 4: cohere2's config class "
                                          "refuses that"):
         vkrope.from_hf(dict(coh, layer_types=coh["layer_types"] * 2))
