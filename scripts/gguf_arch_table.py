@@ -11,7 +11,9 @@ into a temporary folder. From the tree it reads:
 - src/llama-arch.cpp: each architecture's GGUF name and each metadata key's;
 - src/llama-model.cpp: `llama_model_rope_type` (the pairs: "norm" adjacent,
   "neox" rotate-half, "mrope" / "imrope" M-RoPE, "none"), the class of each
-  architecture, and `load_swa_pattern`;
+  architecture, `llama_model_base::load_hparams`' statements setting the
+  RoPE fields (the `base` program every architecture runs first) and
+  `load_swa_pattern`;
 - src/llama-hparams.{h,cpp}: the defaults and `set_swa_pattern`'s rule;
 - src/models/*.cpp, models.h: each class's `load_arch_hparams` (the
   statements that decide the sliding layers, their base and scale, and the
@@ -686,10 +688,73 @@ def hparams_program(srcs: Sources, owner: str | None, kv: dict[str, str], read: 
     return program
 
 
+# (the RoPE fields llama_model_base::load_hparams sets for every architecture, before its load_arch_hparams)
+# (not rope_type, llama_model_rope_type's pairs: the table's "pairs")
+BASE_ROPE = re.compile(r"\bhparams\.(rope_(?!type\b)\w+|n_rot_\w+|n_embd_head_\w+|n_ctx_orig_yarn)\s*=(?!=)|"
+                       r"\bget_key\(\s*\w+\s*,\s*hparams\.(rope_\w+|n_rot_\w+|n_embd_head_\w+|n_ctx_orig_yarn)\b")
+# (the fields gguf_layers._start sets before the base program, each with its own checks: not the program's)
+BASE_GIVEN = {"n_layer_all", "n_head_arr", "n_head_kv_arr", "n_layer_nextn"}
+
+
+def base_program(model_cpp: str, kv: dict[str, str]) -> list:
+    """llama_model_base::load_hparams' statements that set the RoPE fields (BASE_ROPE), and those setting what
+    they read, to a fixpoint (the context length, the embedding width, the scale's local), with the asserts over
+    them, each [condition, kind, ...] as hparams_program's; its n_rot check is `rot_is_head`'s."""
+    body = body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(")
+    if body is None:
+        sys.exit("llama_model_base::load_hparams not found in llama-model.cpp: its RoPE fields would be a guess")
+    # (`if (!ml.get_key(K, x, false)) {...}`, the old key's fallback: the read as a statement of its own)
+    body = re.sub(r"\bif\s*\(\s*!\s*ml\.get_key\((LLM_KV_\w+),\s*(?:hparams\.)?(\w+),\s*false\s*\)\s*\)",
+                  r"const bool found_\2 = ml.get_key(\1, \2, false); if (!found_\2)", body)
+    stmts = [(m.start() + len(m.group()) - len(m.group().lstrip()), " ".join(m.group().split()))
+             for m in re.finditer(r"[^;{}]*;", body)]
+    chosen = {at for at, st in stmts if BASE_ROPE.search(st) and not st.startswith("throw")}
+    while True:
+        text = [st.split("=", 1)[-1] + " " + " ".join(enclosing_conditions(body, at) or []) for at, st in stmts
+                if at in chosen]
+        used = set(re.findall(r"\b[a-z_]\w*\b", " ".join(text))) - BASE_GIVEN
+        more = {at for at, st in stmts if at not in chosen and set_name(st) in used
+                and not st.startswith(("GGML_ASSERT", "throw"))}
+        if not more:
+            break
+        chosen |= more
+    known = {set_name(st) for at, st in stmts if at in chosen}
+    for at, st in stmts:  # (an assert over those fields alone: llama.cpp aborts on a file failing it)
+        m = re.fullmatch(r"GGML_ASSERT\((.*)\);", st)
+        if m and set(re.findall(r"\b[a-z_]\w*\b", py_expr(m.group(1)))) - {"and", "or", "not"} <= known:
+            chosen.add(at)
+    program = []
+    for at, stmt in stmts:
+        if at in chosen:
+            conds = enclosing_conditions(body, at)
+            cond = "unknown" if conds is None else layer_zero(" and ".join(conds) or "True")
+            program.append([cond, *statement(stmt, kv)])
+    if any(s[0] == "unknown" or s[1] == "unknown" for s in program):
+        sys.exit(f"load_hparams' RoPE statements not all read: {[s for s in program if 'unknown' in s[:2]]}")
+    return program
+
+
+def lookups(model_cpp: str) -> dict[str, dict]:
+    """llama.cpp's string-to-enum functions of the shape `for (kv : TABLE) if (kv.second == name) return kv.first;
+    return OTHERWISE;` that load_hparams calls: {function: {"table": {name: enum}, "otherwise": enum}}."""
+    out = {}
+    for m in re.finditer(r"static\s+(\w+)\s+(\w+)\s*\(\s*const\s+std::string\s*&\s*\w+\s*\)\s*\{", model_cpp):
+        body = model_cpp[m.end():matching(model_cpp, m.end() - 1)]
+        shape = re.fullmatch(r"\s*for\s*\(\s*const\s+auto\s*&\s*kv\s*:\s*(\w+)\s*\)\s*\{\s*if\s*\(\s*kv\.second\s*==\s*"
+                             r"\w+\s*\)\s*\{\s*return\s*\(\w+\)\s*kv\.first;\s*\}\s*\}\s*return\s+(\w+);\s*", body)
+        if shape is None:
+            continue
+        table = body_of(model_cpp, rf"\b{shape.group(1)}\s*=") or ""
+        names = {n: e for e, n in re.findall(r"\{\s*(\w+)\s*,\s*\"([^\"]*)\"", table)}
+        if names:
+            out[m.group(2)] = {"table": names, "otherwise": shape.group(2)}
+    return out
+
+
 def set_name(stmt: str) -> str | None:
     """The name a load_arch_hparams statement sets (a local, a field, a key's target, a per-layer loop's
     field), None for another statement."""
-    m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
+    m = re.match(r"(?:const\s+)?(?:bool|uint32_t|int32_t|int|float)\s+(\w+)\s*=|std::string (\w+)\(|ml\.get_key\(\w+, (?:hparams\.)?(\w+)[,)]"
                  r"|hparams\.(\w+)\s*[-+*/]?=(?!=)|PER_LAYER\((\w+)\)|(\w+)\s*=(?!=)", stmt)
     return next((g for g in m.groups() if g), None) if m else None
 
@@ -734,8 +799,9 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
     name, and the local that says whether it was there), array (an array key read into a per-layer field),
     key_or_arr (an array of exactly n entries, or one value for all n; and the local that says whether it was
     there), per_layer (a loop setting a run of a per-layer field's entries, one expression of the layer each),
-    set, fill (a per-layer field set for every layer), local, pattern (load_swa_pattern / set_swa_pattern),
-    throw (llama.cpp refuses the file, with its message), unknown."""
+    set, fill (a per-layer field set for every layer), local (a string one too), pattern (load_swa_pattern /
+    set_swa_pattern), assert (llama.cpp aborts where it fails), throw (llama.cpp refuses the file, with its
+    message), unknown."""
     m = re.fullmatch(r"(?:const bool (\w+) = )?ml\.get_key\((LLM_KV_\w+), (?:hparams\.)?(\w+)(, (?:false|true))?\);",
                      stmt)
     if m and m.group(2) in kv:  # (get_key's `required` defaults to true)
@@ -752,7 +818,7 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
         return ["per_layer", m.group(1), m.group(2), py_expr(m.group(3)), py_expr(m.group(4)), py_expr(m.group(5))]
     m = re.fullmatch(r"hparams\.(\w+) = ([^;]+);", stmt)
     if m and "[" not in m.group(1):
-        return ["set", m.group(1), py_expr(m.group(2))]
+        return ["set", m.group(1), layer_zero(py_expr(m.group(2)))]
     m = re.fullmatch(r"hparams\.(\w+) ([-+*/])= ([^;]+);", stmt)
     if m:
         return ["set", m.group(1), f"{m.group(1)} {m.group(2)} ({py_expr(m.group(3))})"]
@@ -769,6 +835,12 @@ def statement(stmt: str, kv: dict[str, str]) -> list:
                      stmt)
     if m:
         return ["pattern", int(m.group(2)), m.group(4) == "true", m.group(1).startswith("load")]
+    m = re.fullmatch(r'std::string (\w+)\("([^"\\]*)"\);', stmt)
+    if m:  # (a string local: rope_scaling's "linear")
+        return ["local", m.group(1), repr(m.group(2))]
+    m = re.fullmatch(r"GGML_ASSERT\((.*)\);", stmt)
+    if m:
+        return ["assert", layer_zero(py_expr(m.group(1)))]
     m = re.fullmatch(r'throw std::runtime_error\("([^"\\]*)"\);', stmt)
     if m:
         return ["throw", m.group(1)]
@@ -1106,11 +1178,11 @@ def build(src: pathlib.Path, origin: str) -> dict:
                                  strip_comments((src / "llama-hparams.h").read_text())))
     read_load_locals(strip_comments((src / "llama-model.h").read_text()))
     defaults = hparams_defaults(src, model_cpp)
-    # (llama_rope_scaling_type_from_string's names; any other is UNSPECIFIED, which load_hparams asserts against)
-    scaling = body_of(model_cpp, r"LLAMA_ROPE_SCALING_TYPES\s*=") or ""
-    defaults["scaling_types"] = {n: e for e, n in re.findall(r"\{\s*(LLAMA_ROPE_SCALING_TYPE_\w+)\s*,\s*\"(\w+)\"", scaling)}
-    if not defaults["scaling_types"]:
-        sys.exit("LLAMA_ROPE_SCALING_TYPES not found in llama-model.cpp: the scaling types would be a guess")
+    defaults["base"] = base_program(model_cpp, kv)
+    defaults["lookups"] = {name: f for name, f in lookups(model_cpp).items()
+                           if re.search(rf"\b{name}\(", json.dumps(defaults["base"]))}
+    if "llama_rope_scaling_type_from_string" not in defaults["lookups"]:
+        sys.exit("llama_rope_scaling_type_from_string not read from llama-model.cpp: the scaling types would be a guess")
     fields = field_types(strip_comments((src / "llama-hparams.h").read_text()))
     members = field_types(strip_comments((src / "llama-model.h").read_text()))  # (llama_model's)
     defaults["key_types"] = key_types(body_of(model_cpp, r"void\s+llama_model_base::load_hparams\s*\(") or "",
@@ -1127,7 +1199,7 @@ def build(src: pathlib.Path, origin: str) -> dict:
     for enum, name in sorted(names.items(), key=lambda x: x[1]):
         if enum not in types and enum not in cls_of:
             continue
-        entry: dict = {"pairs": types.get(enum, "unknown")}
+        entry: dict = {"enum": enum, "pairs": types.get(enum, "unknown")}  # (enum: the base program's `arch`)
         cls = cls_of.get(enum)
         if cls is None:
             entry["rotates"] = "unknown"
@@ -1215,6 +1287,8 @@ def tree_arguments(doc: str, out: pathlib.Path) -> argparse.Namespace:
     g.add_argument("--llama-cpp", help="a llama.cpp source tree")
     g.add_argument("--pypi", action="store_true", help="llama-cpp-python's newest sdist from PyPI")
     ap.add_argument("--out", default=str(out))
+    ap.add_argument("--source", help="where the tree came from, for the table's `source` (default: its path or "
+                                     "git revision)")
     return ap.parse_args()
 
 
@@ -1224,6 +1298,8 @@ def llama_cpp_root(args: argparse.Namespace, tmp: pathlib.Path) -> tuple[pathlib
         src, origin = from_pypi(tmp)
         return src.parent, origin
     tree = pathlib.Path(args.llama_cpp)
+    if getattr(args, "source", None):
+        return tree, args.source
     rev = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
     origin = f"llama.cpp {rev.stdout.strip()}" if rev.returncode == 0 and (tree / ".git").exists() \
         else f"llama.cpp tree {tree.resolve()}"

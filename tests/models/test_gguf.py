@@ -560,13 +560,13 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
             vkrope.from_gguf(ds4, **kw)
     from vkrope.models import gguf_layers  # (a statement the table could not read, where its condition holds)
     entry = {"rotates": "True", "pairs": "norm", "hparams": [["True", "unknown", "hparams.x[il] = 1;"]]}
-    lp = gguf_layers.plan("test", entry, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
+    lp = gguf_layers.plan("test", entry, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64, "context_length": 512})
     assert lp.sliding is None and "does not run: hparams.x[il] = 1;" in lp.unknown
     # (a loop that sets some layers of a field whose default is unknown: the others stay unknown, not None read
     # as false)
     loop = {"rotates": "not is_recr(il)", "pairs": "norm",
             "hparams": [["True", "per_layer", "is_recr_impl", "i", "0", "1", "i == 0"]]}
-    lp = gguf_layers.plan("test", loop, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64})
+    lp = gguf_layers.plan("test", loop, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64, "context_length": 512})
     assert lp.rotates is None and "is_recr_impl[il] has no value here" in lp.unknown
     # (an integer division by zero is llama.cpp's crash only where C evaluates it: after an unknown operand of
     # and / or, or on a side of a ternary whose test is unknown, it is unknown; decided before it, a refusal)

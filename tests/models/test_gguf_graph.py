@@ -403,6 +403,13 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": ("int32", 16)}))
     with pytest.raises(ValueError, match="rope.scaling.factor .* must be positive"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.factor": -4.0}, name="neg"))
+    # (llama_rope_scaling_type_from_string gives UNSPECIFIED for a name it lacks, which load_hparams asserts against)
+    with pytest.raises(ValueError, match=r"llama.cpp aborts on this file: its GGML_ASSERT\(rope_scaling_type_train != "
+                                         r"LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED\) fails; rope.scaling.type = 'YaRN' is "
+                                         r"none of 'linear', 'longrope', 'none', 'yarn'"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.type": "YaRN"}, name="case"))
+    assert vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"rope.scaling.type": "none", "rope.scaling.factor": 4.0},
+                                      name="none")).rope_type == "default"  # (type none: llama_context's scale 1)
     pattern = {"block_count": 8, "attention.sliding_window": 512}
     with pytest.raises(ValueError, match="sliding_window_pattern is a GGUF ARRAY\\[FLOAT32\\]; llama.cpp reads it as "
                                          "ARRAY\\[BOOL\\] or ARRAY\\[UINT32\\] or ARRAY\\[INT32\\] or UINT32"):

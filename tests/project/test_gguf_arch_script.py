@@ -331,3 +331,52 @@ def test_a_hybrid_loader_is_read_as_a_program():
     assert table.hparams_program(_Srcs(body), "d", kv, {"swa_type"}) == [
         ["True", "key", "n_swa", "attention.sliding_window", "found_n_swa", False],
         ["(found_n_swa and n_swa > 0)", "set", "swa_type", "1"]]
+
+
+def test_the_base_program_reads_the_rope_fields_and_what_they_read(monkeypatch):
+    """load_hparams' statements that set the RoPE fields, those setting what they read (the scale's local, its
+    fallback read), its assert over them, in order, with their conditions; the rest (an expert count, the
+    rope_type, the n_rot throw) left out; a shape it cannot read stops the script, never a guess."""
+    cpp = ("void llama_model_base::load_hparams(llama_model_loader & ml) { "
+           "ml.get_key(LLM_KV_EXPERT_COUNT, hparams.n_expert, false); "
+           "ml.get_key(LLM_KV_CONTEXT_LENGTH, hparams.n_ctx_train); "
+           "hparams.n_ctx_orig_yarn = hparams.n_ctx_train; "
+           "std::string rope_scaling(\"linear\"); ml.get_key(LLM_KV_ROPE_SCALING_TYPE, rope_scaling, false); "
+           "hparams.rope_scaling_type_train = llama_rope_scaling_type_from_string(rope_scaling); "
+           "GGML_ASSERT(hparams.rope_scaling_type_train != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED); "
+           "GGML_ASSERT(hparams.n_expert <= 8); "
+           "float ropescale = 0.0f; if (!ml.get_key(LLM_KV_ROPE_SCALING_FACTOR, ropescale, false)) { "
+           "ml.get_key(LLM_KV_ROPE_SCALE_LINEAR, ropescale, false); } "
+           "hparams.rope_freq_scale_train = ropescale == 0.0f ? 1.0f : 1.0f/ropescale; "
+           "if (hparams.n_head() > 0) { hparams.n_rot_full = hparams.n_embd / hparams.n_head(); "
+           "if (arch == LLM_ARCH_LLAMA) { throw std::runtime_error(format(\"invalid n_rot: %u\", 1)); } } "
+           "else { hparams.n_rot_full = 0; } hparams.rope_type = llama_model_rope_type(this); }")
+    kv = {"LLM_KV_EXPERT_COUNT": "expert_count", "LLM_KV_CONTEXT_LENGTH": "context_length",
+          "LLM_KV_ROPE_SCALING_TYPE": "rope.scaling.type", "LLM_KV_ROPE_SCALING_FACTOR": "rope.scaling.factor",
+          "LLM_KV_ROPE_SCALE_LINEAR": "rope.scale_linear"}
+    monkeypatch.setattr(table, "DEFAULT_IL", {"n_head"})  # (`n_head()`: layer 0's, as the header's default)
+    assert table.base_program(cpp, kv) == [
+        ["True", "key", "n_ctx_train", "context_length", None, True],
+        ["True", "set", "n_ctx_orig_yarn", "n_ctx_train"],
+        ["True", "local", "rope_scaling", "'linear'"],
+        ["True", "key", "rope_scaling", "rope.scaling.type", None, False],
+        ["True", "set", "rope_scaling_type_train", "llama_rope_scaling_type_from_string(rope_scaling)"],
+        ["True", "assert", "rope_scaling_type_train != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"],
+        ["True", "local", "ropescale", "0.0"],
+        ["True", "key", "ropescale", "rope.scaling.factor", "found_ropescale", False],
+        ["(not found_ropescale)", "key", "ropescale", "rope.scale_linear", None, False],
+        ["True", "set", "rope_freq_scale_train", "(1.0) if (ropescale == 0.0) else (1.0/ropescale)"],
+        ["(n_head(0) > 0)", "set", "n_rot_full", "n_embd / n_head(0)"],
+        ["not ((n_head(0) > 0))", "set", "n_rot_full", "0"]]
+    with pytest.raises(SystemExit, match="not all read"):
+        table.base_program(cpp.replace("hparams.n_ctx_orig_yarn = hparams.n_ctx_train;",  # (a key not in llama-arch)
+                                       "ml.get_key(LLM_KV_NOT_NAMED, hparams.n_ctx_orig_yarn, false);"), kv)
+    lookup = ("static const std::map<llama_rope_scaling_type, const char *> LLAMA_ROPE_SCALING_TYPES = { "
+              "{ LLAMA_ROPE_SCALING_TYPE_NONE, \"none\" }, { LLAMA_ROPE_SCALING_TYPE_YARN, \"yarn\" }, }; "
+              "static llama_rope_scaling_type llama_rope_scaling_type_from_string(const std::string & name) { "
+              "for (const auto & kv : LLAMA_ROPE_SCALING_TYPES) { if (kv.second == name) { "
+              "return (llama_rope_scaling_type) kv.first; } } return LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED; }")
+    assert table.lookups(lookup) == {"llama_rope_scaling_type_from_string": {
+        "table": {"none": "LLAMA_ROPE_SCALING_TYPE_NONE", "yarn": "LLAMA_ROPE_SCALING_TYPE_YARN"},
+        "otherwise": "LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"}}
+    assert table.lookups(lookup.replace("return LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED;", "abort();")) == {}

@@ -1,6 +1,6 @@
 """The numbers llama.cpp's graph rotates a GGUF model's layers with: the
 RoPE fields `llama_model_base::load_hparams` reads from the file
-(llama-model.cpp), the context parameters `llama_context` derives from them
+(llama-model.cpp; the table's `base` program, which gguf_layers runs), the context parameters `llama_context` derives from them
 (llama-context.cpp: the frequency scale, YaRN's extrapolation mix and
 attention factor), and, per layer, the arguments of the graph's rope calls
 (`rope_forms` in vkrope/data/gguf_archs.json, read from each graph by
@@ -55,41 +55,6 @@ class Rotation:
     part: str = "attention"  # the model's part the call rotates (the table's: DeepSeek-V3.2's "indexer" heads)
 
 
-def base_fields(kv: Mapping[str, Any], number: Callable[[str, Any], Any], n_head: int | None,
-                scaling_types: dict[str, str]) -> dict[str, Any]:
-    """llama_model_base::load_hparams' RoPE fields and head widths from the
-    file's keys (before the architecture's own load_arch_hparams); `number`
-    reads a numeric key (and checks its GGUF type: gguf_layers.check_type);
-    `scaling_types`: llama_rope_scaling_type_from_string's names and enums."""
-    f: dict[str, Any] = {"n_ctx_train": number("context_length", None), "n_embd": number("embedding_length", None)}
-    f["n_ctx_orig_yarn"] = number("rope.scaling.original_context_length", f["n_ctx_train"])
-    f["rope_freq_base_train"] = float(number("rope.freq_base", 10000.0))
-    kind = kv.get("rope.scaling.type", "linear")
-    if kind not in scaling_types:  # (llama.cpp's GGML_ASSERT on LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED)
-        raise ValueError(f"rope.scaling.type must be one of {', '.join(scaling_types)}; got {kind!r}")
-    f["rope_scaling_type_train"] = scaling_types[kind]  # (the enum's name: the table's conditions compare it)
-    # (the old key only where the new one is absent: a factor of 0 given means no scaling)
-    scale = number("rope.scaling.factor", None)
-    scale = number("rope.scale_linear", 0.0) if scale is None else scale
-    if scale < 0:
-        raise ValueError(f"rope.scaling.factor (or rope.scale_linear) must be positive, or 0 for none; got {scale}")
-    f["rope_freq_scale_train"] = 1.0 if scale == 0 else 1.0 / scale
-    for field, key in (("rope_attn_factor", "rope.scaling.attn_factor"), ("rope_scaling_alpha", "rope.scaling.alpha")):
-        if number(key, None) is not None:
-            f[field] = float(number(key, None))
-    if n_head:
-        width = f["n_embd"] // n_head if f["n_embd"] is not None else None
-        f["n_embd_head_k_full"] = number("attention.key_length", width)
-        f["n_embd_head_v_full"] = number("attention.value_length", width)
-        f["n_rot_full"] = number("rope.dimension_count", f["n_embd_head_k_full"])
-    else:
-        f["n_embd_head_k_full"] = f["n_embd_head_v_full"] = f["n_rot_full"] = 0
-    f["n_embd_head_k_swa"] = number("attention.key_length_swa", f["n_embd_head_k_full"])
-    f["n_embd_head_v_swa"] = number("attention.value_length_swa", f["n_embd_head_v_full"])
-    f["n_rot_swa"] = number("rope.dimension_count_swa", f["n_rot_full"])
-    return f
-
-
 def _mscale(scale: float, mscale: float) -> float:
     return 1.0 if scale <= 1.0 else 0.1 * mscale * math.log(scale) + 1.0
 
@@ -101,6 +66,9 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
     `own_mscale`: the architecture takes the log multiplier as its mscale too
     (the table's `own_mscale`: DeepSeek-V2)."""
     scale = 1.0 if f["rope_scaling_type_train"] == _TYPE + "NONE" else f["rope_freq_scale_train"]
+    if scale < 0:  # (llama.cpp's YaRN takes its log: NaN; its linear angles turn backwards, no rope type's factor)
+        raise ValueError(f"rope.scaling.factor (or rope.scale_linear) must be positive, or 0 for none; got "
+                         f"{1 / scale:g}")
     ext = f["yarn_ext_factor"]
     if ext < 0:  # (negative: not set)
         ext = 1.0 if f["rope_scaling_type_train"] == _TYPE + "YARN" else 0.0

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .gguf_context import Rotation, Unknown, base_fields, context_fields, rotation
+from .gguf_context import Rotation, Unknown, context_fields, rotation
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,7 +86,7 @@ class Hparams:
         return self._node(_parse(expr), local)
 
     def _node(self, n: ast.AST, local: dict) -> Any:  # noqa: PLR0911  (one case per node kind)
-        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, bool)):
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float, bool, str)):
             return n.value
         if isinstance(n, ast.Name):
             return self._name(n.id, local)
@@ -143,7 +143,7 @@ class Hparams:
             return self.fields[name]
         if name in self.unknown:
             raise Unknown(f"{name}: {self.unknown[name]}")
-        if name.startswith("LLAMA_") and name.isupper():  # an enum constant: its name is its value
+        if name.startswith(("LLAMA_", "LLM_")) and name.isupper():  # an enum constant: its name is its value
             return name
         raise Unknown(f"{name} is not known for this file")
 
@@ -185,6 +185,10 @@ class Hparams:
                 return _FUNCTIONS[name](*args)
             except (TypeError, ValueError, OverflowError):
                 raise Unknown(f"{name}{tuple(args)} has no value here") from None
+        lookup = table()["hparams"]["lookups"].get(name)
+        if lookup is not None and len(args) == 1:  # (a string's enum, else the function's own fallback)
+            return lookup["table"].get(args[0], lookup["otherwise"]) if isinstance(args[0], str) \
+                else lookup["otherwise"]
         if name not in self.methods:
             raise Unknown(f"{name}() is not known for this file")
         params, expr = self.methods[name]
@@ -615,12 +619,10 @@ def _start(kv: Mapping[str, Any], n_layer_all: int, types: dict[str, str] | None
                 raise ValueError(f"{key} must be a count, or {n_layer_all} counts (block_count); got {repr(v)[:80]}")
             f[name] = v
     f["rope_sections"] = sections_of(kv, entry)
-    heads = f.get("n_head_arr") or [0]
-
-    def read(key: str, default: Any) -> Any:  # (base_fields' reads, some under a condition: checked as read)
-        check_type(key, types, t["key_types"])
-        return _number(kv, key, default)
-    f.update(base_fields(kv, read, heads[0] if heads else 0, t["scaling_types"]))
+    f["arch"] = entry.get("enum")  # (the base program's conditions name it; a test's own entry has none)
+    for cond, kind, *args in t["base"]:  # (llama_model_base::load_hparams' RoPE fields, each read type-checked)
+        if hp.evaluate(cond):
+            _run(hp, kind, args, kv, t["key_types"])
     return hp
 
 
@@ -657,6 +659,29 @@ def _number(kv: Mapping[str, Any], key: str, default: Any) -> Any:
     return v
 
 
+def _text(kv: Mapping[str, Any], key: str) -> str:
+    """A string key (llama.cpp's get_key into a std::string); ValueError for another type."""
+    v = kv[key]
+    if not isinstance(v, str):
+        raise ValueError(f"{key} must be a string; got {repr(v)[:80]}")
+    return v
+
+
+def _why_not(hp: Hparams, cond: str, kv: Mapping[str, Any]) -> list[str]:
+    """For a failed assert: each string-to-enum function of the table whose fallback the asserted field holds,
+    with the names it takes and the file's key it was given (rope.scaling.type's: 'linear', 'yarn', ...)."""
+    notes = []
+    base = table()["hparams"]["base"]
+    for name, lookup in table()["hparams"]["lookups"].items():
+        if lookup["otherwise"] not in cond:
+            continue
+        calls = [s[3] for s in base if s[1] == "set" and s[3].startswith(f"{name}(")]  # (its argument: a local)
+        keys = [s[3] for s in base if s[1] == "key" and any(c == f"{name}({s[2]})" for c in calls)]
+        given = ", ".join(f"{k} = {kv[k]!r}" for k in keys if k in kv)
+        notes.append(f"{given or 'the file'} is none of {', '.join(map(repr, lookup['table']))} ({name})")
+    return notes
+
+
 def _flags(given: Any, key: str, n: int) -> list:
     """A per-layer array of integers or bools (llama.cpp's get_arr into LLAMA_MAX_LAYERS entries: a longer
     array or a float one is refused), cut to the file's `n` layers."""
@@ -667,15 +692,17 @@ def _flags(given: Any, key: str, n: int) -> list:
     return list(given)[:n]
 
 
-def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
-    """One load_arch_hparams statement (see scripts/gguf_arch_table.py's `statement`)."""
+def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any], reads: dict[str, dict] | None = None) -> None:
+    """One statement of load_hparams (`reads`: the table's key_types of the base program) or of a
+    load_arch_hparams (see scripts/gguf_arch_table.py's `statement`)."""
     f, n = hp.fields, hp.fields["n_layer_all"]
+    reads = hp.key_types if reads is None else reads
     if kind in ("key", "array", "key_or_arr"):
-        check_type(args[1], hp.types, hp.key_types)
+        check_type(args[1], hp.types, reads)
     if kind == "key":
         target, key, found, required = args
         if key in kv:
-            f[target] = _number(kv, key, None)
+            f[target] = _text(kv, key) if reads.get(key, {}).get("accept") == ["STRING"] else _number(kv, key, None)
         elif required:
             raise ValueError(f"{key} is missing (llama.cpp requires it)")
         if found:
@@ -725,6 +752,10 @@ def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any]) -> None:
                 n_pattern = given
         rule = table()["hparams"]["swa_pattern_dense_first" if dense_first else "swa_pattern"]
         f["is_swa_impl"] = [bool(hp.evaluate(rule, n_pattern=n_pattern, il=i)) for i in range(n)]
+    elif kind == "assert":  # (llama.cpp aborts on a file failing it)
+        if not hp.evaluate(args[0]):
+            raise Refused(f"llama.cpp aborts on this file: its GGML_ASSERT({args[0]}) fails"
+                          + "".join(f"; {note}" for note in _why_not(hp, args[0], kv)))
     elif kind == "throw":  # (load_arch_hparams refuses the file)
         raise Refused(f"llama.cpp refuses this file: {args[0]!r} (its load_arch_hparams)")
     else:
