@@ -285,12 +285,10 @@ def plan_key(req: Request, limits: Any) -> tuple | None:
 
 def _rows_matter(req: Request, limits: Any) -> bool:
     """Whether the plan of a request with positions into a table depends on
-    their values: `fit.rows_matter` for a chunk of all its tokens (every
-    chunk has at most those), with the budgets `plan` gives `_segment`."""
-    f_row_bytes = req.channels // 2 * 2 * np.dtype(f_dtype_of(req)).itemsize
-    budget = fit.table_budget(limits, f_row_bytes, fit.binding_budget(limits, np.dtype(req.dtype).itemsize))
+    their values (`fit.call_rows_matter`)."""
     resident = not isinstance(req.freqs_pairs, np.ndarray)
-    return fit.rows_matter(req.n_tokens, f_row_bytes, budget, resident_rows=req.n_freq_rows if resident else None)
+    return fit.call_rows_matter(limits, req.n_tokens, req.channels // 2 * 2 * np.dtype(f_dtype_of(req)).itemsize,
+                                np.dtype(req.dtype).itemsize, resident_rows=req.n_freq_rows if resident else None)
 
 
 def _segment(req: Request, t0: int, t1: int, ppr: int, f_row_bytes: int, budget: int, align: int) -> tuple:

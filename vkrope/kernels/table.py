@@ -349,16 +349,14 @@ _KEY_FIELDS = tuple(f.name for f in fields(Request) if f.name not in ("row_of", 
 
 def _rows_matter(req: Request, limits: Any) -> bool:
     """Whether the table segments of `plan` depend on the rows the tokens
-    read: `fit.rows_matter` for a chunk of all the call's tokens (every chunk
-    has at most those), with the budgets `plan` gives `_segment`; never for
-    frequencies computed in the shader (their columns are whole)."""
+    read (`fit.call_rows_matter`); never for frequencies computed in the
+    shader (their columns are whole)."""
     if req.generated:
         return False
-    t_row_bytes = req.table_width * np.dtype(f_dtype_of(req)).itemsize
-    budget = fit.table_budget(limits, t_row_bytes, fit.binding_budget(limits, req.dtype.itemsize))
     resident = _resident(req.cos) or _resident(req.sin)
-    return fit.rows_matter(len(req.row_of), t_row_bytes, budget,
-                           resident_rows=_table_rows(req.cos, req.table_width) if resident else None)
+    return fit.call_rows_matter(limits, len(req.row_of), req.table_width * np.dtype(f_dtype_of(req)).itemsize,
+                                req.dtype.itemsize, resident_rows=_table_rows(req.cos, req.table_width) if resident
+                                else None)
 
 
 def check_values(req: Request, names: tuple[str, str] = ("cos", "sin")) -> Request:
