@@ -103,6 +103,28 @@ def test_onnx_conformance(device, case, storage, dtype, resident):
     assert_close(y, ref, x, cos, sin, tables_half=dtype != np.float32)
 
 
+def test_onnx_reference_runs_every_conformance_case_through_the_examples_adapter():
+    """examples/onnx_llama_attention.py's `new_ops` adapter on onnx's own cases: onnx.reference passes an absent
+    `num_heads` (no default in the schema) as None, which rotary_embedding takes as 0 (a 4D node without it)."""
+    pytest.importorskip("onnx")
+    import importlib.util
+    from pathlib import Path
+
+    from onnx.reference import ReferenceEvaluator
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "onnx_llama_attention.py"
+    spec = importlib.util.spec_from_file_location("onnx_llama_attention", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    before = example.RotaryEmbedding.calls
+    for case in CASES:
+        model, feeds = one_node_model(case.inputs, case.attributes)
+        y = ReferenceEvaluator(model, new_ops=[example.RotaryEmbedding]).run(None, feeds)[0]
+        x, cos, sin = (case.inputs[n] for n in ("X", "cos_cache", "sin_cache"))
+        np.testing.assert_allclose(y, case.expected, rtol=0, atol=4 * EPS32 * bound(x, cos, sin), err_msg=case.name)
+    assert example.RotaryEmbedding.calls - before == len(CASES)  # (vkrope ran each, not onnx's own kernel)
+
+
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("case", ONNX_GRID, ids=[g[0] for g in ONNX_GRID])
 def test_onnx_bfloat16_against_onnx_reference(device, case, storage):
@@ -384,6 +406,9 @@ def test_a_narrower_spec_suggests_rotary_embedding_dim():
      "freqs_sin must be a numpy array (or a vkrope.DeviceArray) as freqs_cos is a table; it is None only where"),
     (lambda: vkrope.apply_rotary_emb_hf(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
                                         np.zeros((4, 8), np.float32), None), "as freqs_cos is a table; it is None"),
+    # (Llama's complex freqs_cis alone: told what a complex table needs, not that freqs_sin is missing)
+    (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
+                                     np.ones((2, 4), np.complex64), None), "got complex64 (a complex array: pass real"),
     (lambda: vkrope.apply_rotary_emb(np.zeros((1, 2, 3, 8), np.float32), np.zeros((1, 2, 1, 8), np.float32),
                                      vkrope.default_device().asarray(np.zeros((2, 4), np.float16)),
                                      np.zeros((2, 4), np.float32)), "float16 DeviceArray but xq is float32"),

@@ -32,7 +32,8 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     x = check_tensor("x", x)
     inter = check_flag("interleaved", interleaved)
     rot = int_arg("rotary_embedding_dim", rotary_embedding_dim, 0)
-    heads = int_arg("num_heads", num_heads, 0)
+    # (None: the attribute absent, which has no default in the schema: onnx.reference passes None)
+    heads = int_arg("num_heads", 0 if num_heads is None else num_heads, 0)
     storage = check_storage_of("x", x, storage)
     if x.ndim == 4:
         b, h, s, d = (int(v) for v in x.shape)
@@ -131,13 +132,14 @@ def rotary_embedding(
     *,
     interleaved: int | bool = 0,
     rotary_embedding_dim: int = 0,
-    num_heads: int = 0,
+    num_heads: int | None = 0,
     out: ArrayT | None = None,
     storage: str = "auto",
 ) -> Call[ArrayT]:
     """ONNX `RotaryEmbedding` (opset 23).
 
-    x: float32 / float16 / bfloat16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
+    x: float32 / float16 / bfloat16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`
+    (None, the attribute absent as onnx.reference passes it, is 0).
     With `position_ids` (int `[B, S]`, each in `[0, max_pos)`), the caches
     are `[max_pos, rot/2]` and token (b, s) reads row `position_ids[b, s]`;
     without, they are `[B, S, rot/2]`. `rotary_embedding_dim` (`rot`, 0 =

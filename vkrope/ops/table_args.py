@@ -49,8 +49,10 @@ def check_tensor(name: str, x: Any) -> Any:
 
 def refuse_missing_partner(name: str, t: Any, partner: str, given: Any) -> None:
     """A TypeError where the sine table `partner` is None beside a cosine table `name` (None goes only with a
-    frequency spec in its place); a bad `name` is named by its own check."""
+    frequency spec in its place); a bad `name` is named by its own check, first (Llama's complex freqs_cis
+    passed alone is told what a complex table needs, not that its partner is missing)."""
     if given is None and isinstance(t, (np.ndarray, DeviceArray)):
+        check_table_array(name, t, TABLE_DTYPES)
         raise TypeError(f"{partner} must be a numpy array (or a vkrope.DeviceArray) as {name} is a table; it is "
                         f"None only where {name} is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
 
