@@ -2867,6 +2867,8 @@ MUTATIONS = [
              "        check_table_array(name, t, TABLE_DTYPES)\n        raise TypeError(", "        raise TypeError("),
     Mutation("a 2-D inv_freq a TypeError", "vkrope/freqs.py",
              "            if np.ndim(v) != 1:  # (a sequence", "            if False:  # (a sequence"),
+    Mutation("a loaded fp8 .npy told it is raw bytes", "vkrope/runtime/dtypes.py",
+             "    if dt.kind == \"V\" and dt.itemsize == 1 and dt.names is None:", "    if False:"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -469,3 +469,12 @@ def test_fp8_arguments_are_checked_before_any_work(device):
     assert np.array_equal(kc.get().view(np.uint8), kc0.view(np.uint8))  # (the same scales as above: the same bytes)
     # (the bounds hold for the float32 the kernel divides by: values that round onto them are taken)
     device.rope_and_cache(q, k, k, kc, vc, spec, pos, k_scale=2.0**40 * (1 + 2**-30), v_scale=2.0**-40 * (1 - 2**-30))
+
+
+def test_a_loaded_fp8_npy_gets_the_right_hint(device, tmp_path):
+    """np.load gives '|V1' for a saved fp8 array: the TypeError says to view it as one of the two fp8 types
+    (which one, only the file's writer knows), not that it is raw bytes."""
+    np.save(tmp_path / "c.npy", np.zeros((1, 1, 4, 8), vkrope.float8_e4m3fn))
+    loaded = np.load(tmp_path / "c.npy")
+    with pytest.raises(TypeError, match=r"a\.view\(vkrope\.float8_e4m3fn\) or a\.view\(vkrope\.float8_e5m2\)"):
+        device.asarray(loaded)

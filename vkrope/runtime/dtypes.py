@@ -187,6 +187,9 @@ def convert_hint(name: str, dtype: Any, accepted: Any = (), to: str = "float32")
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.bfloat16)")
+    if dt.kind == "V" and dt.itemsize == 1 and dt.names is None:  # (which of the two fp8 formats: the file's)
+        return (f"a float8 array saved with np.save loads as {dt.str!r}: view it with "
+                f"{name}.view(vkrope.float8_e4m3fn) or {name}.view(vkrope.float8_e5m2), as it was written")
     if swapped_of(dt, accepted):  # its name reads like a dtype vkrope takes: say what differs
         return f"its bytes are swapped; convert with {name}.astype(np.{dt.newbyteorder('=').name})"
     if dt.names is not None:  # (astype refuses a record of several values, and keeps a subarray's first only)
