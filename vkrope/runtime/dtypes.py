@@ -187,7 +187,8 @@ def convert_hint(name: str, dtype: Any, accepted: Any = (), to: str = "float32")
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.bfloat16)")
-    if dt.kind == "V" and dt.itemsize == 1 and dt.names is None:  # (which of the two fp8 formats: the file's)
+    if dt.type is np.void and dt.itemsize == 1 and dt.names is None:  # (which fp8 format: the file's; ml_dtypes'
+        # own float8 types are kind "V" too, and are numbers astype converts)
         return (f"a float8 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.float8_e4m3fn) or {name}.view(vkrope.float8_e5m2), as it was written")
     if swapped_of(dt, accepted):  # its name reads like a dtype vkrope takes: say what differs
