@@ -159,7 +159,7 @@ void add_compensated(inout float sum, inout float err, float term) {
   err = gathered;
 }
 
-#if defined(X_HALF) || defined(C_HALF)
+#if defined(C_HALF) && !defined(X_HALF)
 // a * b == hi + lo exactly (Dekker's TwoProduct with Veltkamp's split, no fma: lavapipe does not fuse it),
 // where nothing overflows and lo is not below float32's normal range.
 void two_prod(float a, float b, out float hi, out float lo) {
@@ -200,7 +200,8 @@ float sign_of_sum5(float t0, float t1, float t2, float t3, float t4) {
   return e4 != 0.0 ? sign(e4) : e3 != 0.0 ? sign(e3) : e2 != 0.0 ? sign(e2) : e1 != 0.0 ? sign(e1) : sign(e0);
 }
 
-// r, the float32 a*b - c*d, for a float16 destination. Rounding it again is at most one float16 ulp off
+// r, the float32 a*b - c*d, for a float16 KV cache of float32 or bfloat16 k (float16 k's is exact already:
+// half_diff). Rounding it again is at most one float16 ulp off
 // (the accuracy stated), except at float16's overflow midpoint +-65520 (halfway from its largest value
 // 65504 to infinity), where a value on one side came back on the other: finite made infinite, or the
 // reverse (an adversary's: 65504, 65504 by cos 1, sin 2^-12 - ... gave inf for 65519.99999; a reviewer's,
@@ -248,28 +249,36 @@ float keep_sticky(float r, float rest) {
 }
 #endif
 
-#ifdef X_BF16
+#if defined(X_BF16) || defined(X_HALF)
 // The sign of x * y where x and y are not zero but each part of their product as exact_diff forms it (`hi`,
 // `lo`) underflowed to zero (below 2^-150): it can still decide a rounding at a midpoint; else 0.0.
 float lost_sign(float x, float y, float hi, float lo) {
   return (hi == 0.0 && lo == 0.0 && x != 0.0 && y != 0.0) ? sign(x) * sign(y) : 0.0;
 }
 
-// r + rest == a*b - c*d exactly: a and c bfloat16 values; b and d bfloat16
-// values too (F_BF16: every product exact as it is), else float32 split
-// into their top 16 bits and the other 8 (each product exact); the
-// products summed with TwoSums. Exact while no product is a float32
-// subnormal (diff_of_products scales tiny inputs first); `lost`: the sign of
-// a*b - c*d's products that underflowed whole (lost_sign), 0 where none did.
+// r + rest == a*b - c*d exactly: a and c x's values (bfloat16: 8
+// significant bits; float16: 11); b and d tables of x's dtype (F_BF16,
+// F_HALF: every product exact as it is), else float32 split into their top
+// bits and the rest so that each part times x is exact (bfloat16 x: 16 and
+// 8 bits; float16 x: 13 and 11); the products summed with TwoSums. Exact
+// while no product is a float32 subnormal (bfloat16: diff_of_products
+// scales tiny inputs first; float16: its grid stops at 2^-24, so such a
+// product moves only a tie); `lost`: the sign of a*b - c*d's products that
+// underflowed whole (lost_sign), 0 where none did.
 void exact_diff(float a, float b, float c, float d, out float r, out float rest, out float lost) {
-#ifdef F_BF16
+#if defined(F_BF16) || defined(F_HALF)
   precise float p = a * b;
   precise float q = c * d;
   two_sum(p, -q, r, rest);
   lost = lost_sign(a, b, p, p) - lost_sign(c, d, q, q);
 #else
-  precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & 0xFFFFFF00u);
-  precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & 0xFFFFFF00u);
+#ifdef X_HALF
+  const uint HI_BITS = 0xFFFFF800u;  // (13 significant bits of 24)
+#else
+  const uint HI_BITS = 0xFFFFFF00u;  // (16 of 24)
+#endif
+  precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & HI_BITS);
+  precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & HI_BITS);
   precise float b_lo = b - b_hi;
   precise float d_lo = d - d_hi;
   precise float p_hi = a * b_hi;
@@ -286,6 +295,42 @@ void exact_diff(float a, float b, float c, float d, out float r, out float rest,
   lost = lost_sign(a, b, p_hi, p_lo) - lost_sign(c, d, q_hi, q_lo);
 #endif
 }
+#endif
+
+#ifdef X_HALF
+// r (a float32 sum) with the sign of its remainder `rest` kept for the one rounding to float16 that follows,
+// as keep_sticky does for bfloat16: where r is a float16 midpoint (10 fraction bits kept; below 2^-14,
+// odd multiples of 2^-25) and the exact value is not, r moves one float32 ulp towards it. Float16's overflow
+// midpoint 65520 is one: the exact value's side of it decides infinity.
+float keep_half_sticky(float r, float rest) {
+  uint u = floatBitsToUint(r);
+  uint mag = u & 0x7FFFFFFFu;
+  bool mid = mag >= 0x38800000u ? (mag & 0x1FFFu) == 0x1000u : fract(abs(r) * 16777216.0) == 0.5;  // (2^24)
+  if (!mid || rest == 0.0 || nonfinite(rest)) {
+    return r;
+  }
+  return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
+}
+
+// a*b - c*d of float16 a and c (exact_diff) for one rounding to float16 (keep_half_sticky): the exact value's
+// float16 rounding, for any table dtype; `wide`: for a wider destination (a float32 or bfloat16 KV cache), the
+// float32 sum as it is. Where a product overflows the sum is not finite and the plain formula is returned; so
+// is an exact zero, signed as IEEE signs a*b - c*d.
+float half_diff(float a, float b, float c, float d, bool wide) {
+  float r, rest, lost;
+  exact_diff(a, b, c, d, r, rest, lost);
+  precise float plain = a * b - c * d;
+  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
+    return plain;
+  }
+  if (wide) {
+    return r;
+  }
+  return keep_half_sticky(r, rest == 0.0 ? lost : rest);
+}
+#endif
+
+#ifdef X_BF16
 
 // The bfloat16 nearest r + rest (ties to even), for an exact result scaled
 // by 2^64: its normal range starts at 2^-62 here, below which bfloat16's
@@ -342,7 +387,7 @@ float bf16_diff(float a, float b, float c, float d, bool wide) {
 
 // a*b - c*d, a and c tensor values, b and d cos / sin (or the other way).
 //
-// float32 and float16 x: Kahan's fma form, one rounding error at most about
+// float32 x: Kahan's fma form, one rounding error at most about
 // 1.5 ulp of the result where the device fuses fma. When c*d is infinite
 // the error term e is inf - inf = NaN; then the plain formula is returned
 // (+-inf, or NaN where it has NaN: both products past float32's range).
@@ -358,9 +403,14 @@ float bf16_diff(float a, float b, float c, float d, bool wide) {
 // the rounding: kept where it underflows to zero (lost_sign).
 // Where a product overflows the sum is not finite, and the plain formula is
 // returned; so is an exact zero, whose sign the sums may not keep.
+//
+// float16 x: the same exact sum for its one rounding to float16 (half_diff),
+// which decides float16's overflow midpoint 65520 too.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
   return bf16_diff(a, b, c, d, false);
+#elif defined(X_HALF)
+  return half_diff(a, b, c, d, false);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);
@@ -374,19 +424,11 @@ float diff_of_products(float a, float b, float c, float d) {
 #endif
 }
 
-// a*b - c*d for an output of x's type: diff_of_products, and for float16 its overflow midpoint (half_safe).
-float x_diff(float a, float b, float c, float d) {
-#ifdef X_HALF
-  return half_safe(diff_of_products(a, b, c, d), a, b, c, d);
-#else
-  return diff_of_products(a, b, c, d);
-#endif
-}
-
-// y, a rotated key a*b - c*d already formed, for a KV cache's one rounding: for a float16 cache its
-// overflow midpoint decided (half_safe); as it is for the others.
+// y, a rotated key a*b - c*d already formed, for a KV cache's one rounding: for a float16 cache of float32 or
+// bfloat16 k its overflow midpoint decided (half_safe; float16 k's y is the exact value's, half_diff); as it
+// is for the others.
 float c_value(float y, float a, float b, float c, float d) {
-#ifdef C_HALF
+#if defined(C_HALF) && !defined(X_HALF)
   return half_safe(y, a, b, c, d);
 #else
   return y;

@@ -150,12 +150,14 @@ float rotated(float x, float c, float partner, float s) {
   if (role == ROLE_K) {
 #if defined(X_BF16) && !defined(C_BF16)
     float y = bf16_diff(x, c, partner, s, true);  // (a float32 or float16 cache of bfloat16 k: its value)
+#elif defined(X_HALF) && !defined(C_HALF)
+    float y = half_diff(x, c, partner, s, true);  // (a float32 or bfloat16 cache of float16 k: its value)
 #else
     float y = diff_of_products(x, c, partner, s);
 #endif
     return c_value(y, x, c, partner, s);
   }
-  return x_diff(x, c, partner, s);
+  return diff_of_products(x, c, partner, s);
 }
 
 // A value a k row passes through (or a v value) as its cache takes it: as

@@ -150,7 +150,7 @@ int freqs_row(uint n) {
 vec2 rotate_pair(vec2 v, vec2 cs) {
   float s = (p.flags & FLAG_INVERSE) != 0u ? -cs.y : cs.y;
   float c = cs.x;
-  return vec2(x_diff(v.x, c, v.y, s), x_diff(v.x, s, -v.y, c));
+  return vec2(diff_of_products(v.x, c, v.y, s), diff_of_products(v.x, s, -v.y, c));
 }
 
 void main() {

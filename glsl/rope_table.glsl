@@ -144,8 +144,8 @@ float load_value(uint r, uint v) {
 }
 
 vec4 rotate4(vec4 x, vec4 c, vec4 partner, vec4 s) {
-  return vec4(x_diff(x.x, c.x, partner.x, s.x), x_diff(x.y, c.y, partner.y, s.y),
-              x_diff(x.z, c.z, partner.z, s.z), x_diff(x.w, c.w, partner.w, s.w));
+  return vec4(diff_of_products(x.x, c.x, partner.x, s.x), diff_of_products(x.y, c.y, partner.y, s.y),
+              diff_of_products(x.z, c.z, partner.z, s.z), diff_of_products(x.w, c.w, partner.w, s.w));
 }
 
 vec4 load_texel(uint r, uint v0) {
@@ -286,7 +286,7 @@ void main() {
       float s = f_float(sin_table[t0 * p.table_width + col]);
 #endif
       // first: x c - partner s; second: x c + partner s
-      y[l] = x_diff(x[l], c, first ? partner : -partner, s);
+      y[l] = diff_of_products(x[l], c, first ? partner : -partner, s);
     }
   }
   y = round_to_x(y);

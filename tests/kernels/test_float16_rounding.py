@@ -1,5 +1,4 @@
-"""float16 results are rounded to nearest-even, once (README: "float16
-computed in float32, rounded to nearest-even once").
+"""float16 results are the exact value rounded to nearest-even, once (docs/accuracy.md).
 
 Every case below is built so that the float32 result is exact and lies
 exactly halfway between two float16 values (or on the overflow boundary):
@@ -19,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracle import oracle, poisoned_like
+from oracle import half_round_exact, oracle, poisoned_like
 
 RNG = np.random.default_rng(2024)
 
@@ -263,8 +262,9 @@ def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device, group):
     elif group == "scaled tables":
         cases = _near_midpoint(rng, 16, np.float16, (1.05, 1.25)) + [(64512.0, 2.0**-24, -2.0**-148, 65 / 64)]
         ops = {"tables": True, "caches": (np.float16,)}
-    else:
-        cases, ops = _near_midpoint(rng, 16, np.float32, (-1.0, 1.0)), {"caches": (np.float32,)}
+    else:  # (and the tie of a product wholly below float32's range: 65520 - 2^-172 is 65504)
+        cases = _near_midpoint(rng, 16, np.float32, (-1.0, 1.0)) + [(64512.0, 2.0**-24, -2.0**-148, 65 / 64)]
+        ops = {"caches": (np.float32,)}
     signs = np.array([1.0, -1.0] * (len(cases) // 2 + 1))[: len(cases), None]
     x = np.array([c[:2] for c in cases]) * signs
     cos, sin = (np.array([c[k] for c in cases], np.float32) for k in (2, 3))
@@ -274,3 +274,67 @@ def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device, group):
         bad = np.flatnonzero(y.view(np.uint16) != want.view(np.uint16))
         assert not bad.size, f"{name}: {len(bad)} of {len(y)} off; first {bad[0]}: got {y[bad[0]]!r}, " \
                              f"want {want[bad[0]]!r}"
+
+
+def _float32_on_midpoints(rng, n):
+    """(x [n, 2], cos, sin) whose column 1, re*sin (im 0), has a float32 rounding exactly on a float16
+    midpoint while the exact product is not (re of 11 significant bits, sin a float32 near M / re): half below
+    2^-14, float16's subnormal grid (odd multiples of 2^-25), half normal. Rounding that float32 value again
+    takes the tie's even side, the wrong one half the time."""
+    from fractions import Fraction
+
+    out = []
+    while len(out) < n:
+        sub = len(out) < n // 2
+        m = float(rng.integers(0, 1024) * 2 + 1) * (2.0**-25 if sub else 2.0 ** int(rng.integers(-12, 4)) / 2048)
+        re = float(np.float16(1 + int(rng.integers(0, 512)) * 2**-9 + 2**-10))
+        s = np.float32(m / re)
+        exact = Fraction(re) * Fraction(float(s))
+        if float(np.float32(float(exact))) == m and exact != m:
+            out.append((re, 0.0, 1.0, float(s)))
+    x = np.array([c[:2] for c in out]) * np.where(rng.integers(0, 2, n) == 0, 1.0, -1.0)[:, None]
+    return x, np.array([c[2] for c in out], np.float32), np.array([c[3] for c in out], np.float32)
+
+
+def _cancelling_and_wide(rng, n):
+    """(x [n, 2], cos, sin): half of them float16 re, im whose column 1, re*sin + im*cos, nearly cancels (im
+    chosen as float16's nearest to -re*sin/cos: the result a few float16 ulps of the products, or fewer); the
+    rest float16 bit patterns of every exponent (subnormals too) by random float32 (cos, sin)."""
+    h = n // 2
+    theta = rng.uniform(0.05, 1.5, n)
+    cos, sin = np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+    re = (rng.uniform(-1, 1, h) * 2.0 ** rng.integers(-20, 15, h)).astype(np.float16)
+    im = (-re.astype(np.float64) * sin[:h] / cos[:h]).astype(np.float16)
+    bits = rng.integers(0, 0x7C00, (n - h, 2)).astype(np.uint16) | (rng.integers(0, 2, (n - h, 2)) << 15).astype(
+        np.uint16)
+    x = np.concatenate([np.stack([re, im], -1), bits.view(np.float16)])
+    return x.astype(np.float64), cos, sin
+
+
+@pytest.mark.parametrize("tables", [np.float32, np.float16])
+def test_float16_results_are_the_exact_values_one_rounding(device, tables):
+    """Every kernel writing float16 (the interleaved one, buffer and texture3d; the table one; the decode
+    step's q and its float16 cache) gives the exact value's one rounding with float32 or float16 tables: an
+    adversary's float16 q by float32 tables that nearly cancel was 1,589 float16 ulps off (the float32
+    products rounded, then the sum: lavapipe fuses no fma); a float32 sum on a float16 midpoint was rounded
+    twice. Signed zeros are the exact value's sign where it is not zero."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(31)
+    x, cos, sin = _cancelling_and_wide(rng, 600)
+    if tables == np.float32:  # (float16 tables' products are exact in float32: no such ties)
+        on = _float32_on_midpoints(rng, 200)
+        x, cos, sin = (np.concatenate([a, b]) for a, b in zip((x, cos, sin), on))
+    cos, sin = cos.astype(tables), sin.astype(tables)
+    exact = [Fraction(float(re)) * Fraction(float(s)) + Fraction(float(im)) * Fraction(float(c))
+             for (re, im), c, s in zip(x, cos, sin)]
+    want = np.array([half_round_exact(e) for e in exact], np.float16)
+    zero = (want == 0) & np.array([e != 0 for e in exact])
+    want[zero] = np.copysign(np.float16(0), np.array([float(e) for e in exact])[zero])
+    assert sum(abs(e) < 2.0**-10 * abs(Fraction(float(re)) * Fraction(float(s))) for e, ((re, im), s) in
+               zip(exact, zip(x, sin))) >= 200  # (the cancelling half: results far below their products)
+    ops = {"tables": True, "caches": (np.float16,) if tables == np.float32 else ()}
+    for name, y in _rotated_column(device, x, cos, sin, ops).items():
+        bad = np.flatnonzero(y.view(np.uint16) != want.view(np.uint16))
+        assert not bad.size, f"{name}: {len(bad)} of {len(y)} off; first {bad[0]}: got {y[bad[0]]!r}, " \
+                             f"want {want[bad[0]]!r}, exact {float(exact[bad[0]])!r}"

@@ -69,6 +69,30 @@ def bf16_round_exact(value) -> float:
     return -r if value < 0 else r
 
 
+def half_round_exact(value) -> float:
+    """An exact rational (fractions.Fraction) rounded to the nearest float16, ties to even, as a float (11
+    significant bits from 2^-14, multiples of 2^-24 below; infinity at or past 65520, the midpoint above
+    65504); a value rounding to zero keeps its sign."""
+    from fractions import Fraction
+
+    if value == 0:
+        return 0.0
+    a = abs(value)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    q = Fraction(2) ** (max(e, -14) - 10)
+    m = a / q
+    whole = m.numerator // m.denominator
+    rest = m - whole
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2):
+        whole += 1
+    r = float("inf") if a >= 65520 else float(whole * q)
+    return -r if value < 0 else r
+
+
 def exact_rotation_check(apply, n: int, seed: int, tables: str, x_bits: tuple[int, int] = (0x3000, 0x5000),
                          flushed: bool = False, cs_bits: tuple[int, int] = (0x39800000, 0x3F800000)) -> int:
     """How many of 2n results of `apply(x, freqs, positions=...)` differ from
