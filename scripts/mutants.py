@@ -92,6 +92,7 @@ KERNEL = "glsl/rope_interleaved.glsl"
 TABLE_KERNEL = "glsl/rope_table.glsl"
 COMMON = "glsl/common.glsl"
 FREQS = "vkrope/freqs.py"
+EXACT_MATH = "vkrope/exact_math.py"
 FREQS_GLSL = "glsl/freqs.glsl"
 FP8_GLSL = "glsl/fp8.glsl"
 LOWERING = "vkrope/ops/lowering.py"
@@ -374,7 +375,7 @@ MUTATIONS = [
              "if inverse and isinstance(pairs, FrequencySpec) and pairs.magnitude != 1:", "if False:"),
     Mutation("yarn: the references without the factor", "vkrope/kernels/generated.py",
              "        m = np.float64(self.magnitude)\n", "        m = 1.0\n"),
-    Mutation("frequencies: numpy's float32 power, not the correctly rounded one", FREQS,
+    Mutation("frequencies: numpy's float32 power, not the correctly rounded one", EXACT_MATH,
              "    return out\n\n\ndef _side_of_midpoint", "    return np.power(np.float32(b), e)\n\n\ndef _side_of_midpoint"),
     Mutation("yarn: magnitude without the scale's log term", FREQS,
              "return float(self.attn_factor) * (0.1 * math.log(scale) + 1.0)", "return float(self.attn_factor)"),
@@ -1457,7 +1458,7 @@ MUTATIONS = [
     Mutation("recompute_at: named for a type whose generate() runs the newest token alone (Phi-4-multimodal)",
              "vkrope/models/model_table.py", 'cache_drops().get(rope.model) != "recomputes"',
              "cache_drops().get(rope.model) is None"),
-    Mutation("pow32: a float64 power on a float32 midpoint rounded twice", FREQS,
+    Mutation("pow32: a float64 power on a float32 midpoint rounded twice", EXACT_MATH,
              "    for i in np.flatnonzero(near):", "    for i in np.flatnonzero(near & False):"),
     Mutation("check_position_ids: a masked array's positions read without their mask", FREQS,
              "    refuse_subclass(name, position_ids)  # (a mask", "    pass  # (a mask"),
@@ -1491,13 +1492,13 @@ MUTATIONS = [
     Mutation("float16 overflow midpoint: a float16 KV cache's k rounded twice", COMMON,
              "#if defined(C_HALF) && !defined(X_HALF)\n  return half_safe(y, a, b, c, d);",
              "#if defined(C_HALF) && !defined(X_HALF)\n  return y;"),
-    Mutation("pow32: an exact tie on a float32 midpoint sided by the decimal power's noise", FREQS,
+    Mutation("pow32: an exact tie on a float32 midpoint sided by the decimal power's noise", EXACT_MATH,
              "    if ctx.copy_abs(d) <= ctx.multiply(", "    if False and ctx.copy_abs(d) <= ctx.multiply("),
-    Mutation("pow32: the caller's decimal context used (its traps raise)", FREQS,
+    Mutation("pow32: the caller's decimal context used (its traps raise)", EXACT_MATH,
              "    ctx, exact = own(60), own(800)", "    ctx, exact = decimal.getcontext(), own(800)"),
-    Mutation("pow32: floats made Decimals in the caller's context (its FloatOperation trap raises)", FREQS,
+    Mutation("pow32: floats made Decimals in the caller's context (its FloatOperation trap raises)", EXACT_MATH,
              "    ctx, exact = own(60), own(800).create_decimal_from_float", "    ctx, exact = own(60), decimal.Decimal"),
-    Mutation("pow32: its decimal context copies DefaultContext's traps", FREQS,
+    Mutation("pow32: its decimal context copies DefaultContext's traps", EXACT_MATH,
              "Emax=decimal.MAX_EMAX, capitals=1, clamp=0, flags=[], traps=[])", "Emax=decimal.MAX_EMAX)"),
     Mutation("as_nd: an exact AxialFreqs without an exact N-D twin raises NdFreqs' own error", FREQS,
              "        except ValueError as e:  # (theta below 1", "        except TypeError as e:  # (theta below 1"),
@@ -2321,7 +2322,7 @@ MUTATIONS = [
     Mutation("a kind the class refuses taken (a whole float, a string, a list for a strict int key)", RULES,
              '    return kind in refused or (kind == "?" and refused != "f")', "    return False"),
     Mutation("a value's type named beside the words that describe it already (\"int an int of 16610 bits\")",
-             "vkrope/freqs.py", '    return _unprintable(value) or f"{type(value).__name__} {brief(value)}"',
+             "vkrope/words.py", '    return _unprintable(value) or f"{type(value).__name__} {brief(value)}"',
              '    return f"{type(value).__name__} {brief(value)}"'),
     Mutation("rope_scaling / rope_parameters of another kind than dict or null read", RULES,
              "        if cfg.get(key) is not None and not isinstance(cfg[key], dict):", "        if False:"),

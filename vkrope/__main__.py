@@ -21,7 +21,7 @@ from .charts import import_matplotlib
 from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
 
 from .arguments import STORAGE_CHOICES
-from .freqs import brief
+from .words import brief
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
 
 

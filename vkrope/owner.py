@@ -19,7 +19,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
-from .freqs import brief, typed
+from .words import brief, typed
 from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, VkropeError
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray

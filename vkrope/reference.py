@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MAX_POSITION, NdFreqs, brief, check_head_dim, pow64, typed
+from .freqs import MAX_POSITION, NdFreqs, check_head_dim
+from .exact_math import pow64
+from .words import brief, typed
 from .kernels import interleaved, table
 from .ops import nd, sam2
 from .runtime.dtypes import FREQS_DTYPES, as_dtype, is_int, is_real_scalar, names

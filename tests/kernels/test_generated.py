@@ -402,7 +402,7 @@ def test_the_float32_power_is_correctly_rounded():
     rounded to the nearest float32 by comparing neighbours exactly."""
     from decimal import Decimal, FloatOperation, Inexact, getcontext, localcontext
 
-    from vkrope.freqs import pow32 as vk_pow32
+    from vkrope.exact_math import pow32 as vk_pow32
 
     getcontext().prec = 60
 

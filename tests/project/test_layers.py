@@ -70,15 +70,19 @@ def test_nothing_in_the_core_imports_the_benchmarks():
 # ops read (models/chart.py draws through charts.py, matplotlib's one place).
 MAY_IMPORT = {
     "vkrope.errors": (),
+    "vkrope.words": (),
+    "vkrope.exact_math": (),
     "vkrope.files": ("vkrope.errors",),
     "vkrope.vk": ("vkrope.errors",),
     "vkrope.runtime": ("vkrope.vk", "vkrope.errors"),
     "vkrope.kernels": ("vkrope.runtime", "vkrope.errors"),
-    "vkrope.freqs": ("vkrope.runtime.dtypes", "vkrope.errors"),
-    "vkrope.models": ("vkrope.freqs", "vkrope.runtime.dtypes", "vkrope.errors", "vkrope.files", "vkrope.charts"),
-    "vkrope.arguments": ("vkrope.freqs", "vkrope.runtime.array", "vkrope.runtime.dtypes", "vkrope.errors"),
-    "vkrope.ops": ("vkrope.kernels", "vkrope.models", "vkrope.freqs", "vkrope.arguments", "vkrope.runtime.array",
-                   "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.freqs": ("vkrope.exact_math", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.models": ("vkrope.freqs", "vkrope.exact_math", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors",
+                      "vkrope.files", "vkrope.charts"),
+    "vkrope.arguments": ("vkrope.freqs", "vkrope.words", "vkrope.runtime.array", "vkrope.runtime.dtypes",
+                         "vkrope.errors"),
+    "vkrope.ops": ("vkrope.kernels", "vkrope.models", "vkrope.freqs", "vkrope.words", "vkrope.arguments",
+                   "vkrope.runtime.array", "vkrope.runtime.dtypes", "vkrope.errors"),
 }
 
 

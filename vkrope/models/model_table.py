@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NoRopeLayers
-from ..freqs import brief
+from ..words import brief
 from ..runtime.dtypes import without_repeats
 
 MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)

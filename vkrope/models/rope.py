@@ -3,7 +3,7 @@ vkrope/models/hf.py; `vkrope.from_gguf`, vkrope/models/gguf.py).
 
 A `ModelRope` computes the inverse frequencies as transformers 5's
 `modeling_rope_utils` does, in float32 step by step (the power correctly
-rounded, `freqs.pow32`), for every rope type of `ROPE_TYPES` (rope_types.py
+rounded, `exact_math.pow32`), for every rope type of `ROPE_TYPES` (rope_types.py
 says each one's rule); with M-RoPE in each of `MROPE_LAYOUTS` (Qwen2-VL's
 chunked sections, Qwen3-VL's interleaved, and alternating). What depends on the
 call (dynamic's base, longrope's short / long factors) is decided from that
@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, brief, check_angle, check_head_dim,
-                     check_position_ids, finite, position_range_error, typed)
+from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, check_angle, check_head_dim, check_position_ids,
+                     finite, position_range_error)
+from ..words import brief, typed
 from .rope_types import LIST_PARAMS, PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import recompute_at, within_limit
 from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats

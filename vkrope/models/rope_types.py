@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..freqs import YaRN, brief, pow32, pow64
+from ..freqs import YaRN
+from ..exact_math import pow32, pow64
+from ..words import brief
 
 if TYPE_CHECKING:
     from .rope import ModelRope
