@@ -44,10 +44,10 @@ def bf16_ulp(v) -> np.ndarray:
     return np.where(a >= 2.0**-126, np.exp2((e - 8).astype(np.float64)), 2.0**-133)
 
 
-def bf16_round_exact(value) -> float:
-    """An exact rational (fractions.Fraction) rounded to the nearest
-    bfloat16, ties to even, as a float (normal range: 8 significant bits;
-    infinity past the largest finite value)."""
+def round_exact(value, bits: int, min_exp: int, largest: float) -> float:
+    """An exact rational (fractions.Fraction) rounded to the nearest value of a binary format with `bits`
+    significant bits from 2^min_exp (below it, multiples of 2^(min_exp - bits + 1)), ties to even, as a
+    float; infinity past `largest`, its largest finite value; a value rounding to zero keeps no sign."""
     from fractions import Fraction
 
     if value == 0:
@@ -58,39 +58,26 @@ def bf16_round_exact(value) -> float:
         e -= 1
     while Fraction(2) ** (e + 1) <= a:
         e += 1
-    q = Fraction(2) ** (max(e, -126) - 7)
+    q = Fraction(2) ** (max(e, min_exp) - bits + 1)
     m = a / q
     whole = m.numerator // m.denominator
     rest = m - whole
     if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2):
         whole += 1
     r = float(whole * q)
-    r = float("inf") if r > BF16_MAX else r
+    r = float("inf") if r > largest else r
     return -r if value < 0 else r
+
+
+def bf16_round_exact(value) -> float:
+    """An exact rational rounded to the nearest bfloat16 (8 significant bits; infinity past the largest)."""
+    return round_exact(value, 8, -126, BF16_MAX)
 
 
 def half_round_exact(value) -> float:
-    """An exact rational (fractions.Fraction) rounded to the nearest float16, ties to even, as a float (11
-    significant bits from 2^-14, multiples of 2^-24 below; infinity at or past 65520, the midpoint above
-    65504); a value rounding to zero keeps its sign."""
-    from fractions import Fraction
-
-    if value == 0:
-        return 0.0
-    a = abs(value)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    while Fraction(2) ** e > a:
-        e -= 1
-    while Fraction(2) ** (e + 1) <= a:
-        e += 1
-    q = Fraction(2) ** (max(e, -14) - 10)
-    m = a / q
-    whole = m.numerator // m.denominator
-    rest = m - whole
-    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2):
-        whole += 1
-    r = float("inf") if a >= 65520 else float(whole * q)
-    return -r if value < 0 else r
+    """An exact rational rounded to the nearest float16 (11 significant bits from 2^-14, multiples of 2^-24
+    below; infinity from 65520, the midpoint above 65504)."""
+    return round_exact(value, 11, -14, 65504.0)
 
 
 def exact_rotation_check(apply, n: int, seed: int, tables: str, x_bits: tuple[int, int] = (0x3000, 0x5000),
