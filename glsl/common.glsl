@@ -159,7 +159,7 @@ void add_compensated(inout float sum, inout float err, float term) {
   err = gathered;
 }
 
-#if defined(C_HALF) && !defined(X_HALF)
+#if defined(C_HALF) && !defined(X_HALF) && !defined(X_BF16)
 // a * b == hi + lo exactly (Dekker's TwoProduct with Veltkamp's split, no fma: lavapipe does not fuse it),
 // where nothing overflows and lo is not below float32's normal range.
 void two_prod(float a, float b, out float hi, out float lo) {
@@ -200,8 +200,8 @@ float sign_of_sum5(float t0, float t1, float t2, float t3, float t4) {
   return e4 != 0.0 ? sign(e4) : e3 != 0.0 ? sign(e3) : e2 != 0.0 ? sign(e2) : e1 != 0.0 ? sign(e1) : sign(e0);
 }
 
-// r, the float32 a*b - c*d, for a float16 KV cache of float32 or bfloat16 k (float16 k's is exact already:
-// half_diff). Rounding it again is at most one float16 ulp off
+// r, the float32 a*b - c*d, for a float16 KV cache of float32 k (16-bit k's is exact already: half_diff,
+// bf16_to_half). Rounding it again is at most one float16 ulp off
 // (the accuracy stated), except at float16's overflow midpoint +-65520 (halfway from its largest value
 // 65504 to infinity), where a value on one side came back on the other: finite made infinite, or the
 // reverse (an adversary's: 65504, 65504 by cos 1, sin 2^-12 - ... gave inf for 65519.99999; a reviewer's,
@@ -233,7 +233,7 @@ float half_safe(float r, float a, float b, float c, float d) {
 }
 #endif
 
-#ifdef X_BF16
+#if defined(X_BF16) || defined(C_BF16)
 
 // r (a float32 sum) with the sign of its remainder `rest` (exact value =
 // r + rest) kept for the one rounding to bfloat16 that follows: where r is
@@ -249,36 +249,34 @@ float keep_sticky(float r, float rest) {
 }
 #endif
 
-#if defined(X_BF16) || defined(X_HALF)
+#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 // The sign of x * y where x and y are not zero but each part of their product as exact_diff forms it (`hi`,
 // `lo`) underflowed to zero (below 2^-150): it can still decide a rounding at a midpoint; else 0.0.
 float lost_sign(float x, float y, float hi, float lo) {
   return (hi == 0.0 && lo == 0.0 && x != 0.0 && y != 0.0) ? sign(x) * sign(y) : 0.0;
 }
 
-// r + rest == a*b - c*d exactly: a and c x's values (bfloat16: 8
-// significant bits; float16: 11); b and d tables of x's dtype (F_BF16,
-// F_HALF: every product exact as it is), else float32 split into their top
-// bits and the rest so that each part times x is exact (bfloat16 x: 16 and
-// 8 bits; float16 x: 13 and 11); the products summed with TwoSums. Exact
-// while no product is a float32 subnormal (bfloat16: diff_of_products
-// scales tiny inputs first; float16: its grid stops at 2^-24, so such a
-// product moves only a tie); `lost`: the sign of a*b - c*d's products that
-// underflowed whole (lost_sign), 0 where none did.
-void exact_diff(float a, float b, float c, float d, out float r, out float rest, out float lost) {
+// The split of a float32 cos / sin whose parts' products with a 16-bit value are exact (exact_diff): a
+// bfloat16 value's 8 significant bits by 16 and 8; a float16 value's 11 by 13 and 11.
+const uint BF16_HI = 0xFFFFFF00u;  // (16 significant bits of 24)
+const uint HALF_HI = 0xFFFFF800u;  // (13 of 24)
+
+// r + rest == a*b - c*d exactly: a and c 16-bit values (x's, or a cache's
+// in the shift kernel); b and d tables of their dtype (F_BF16, F_HALF: every
+// product exact as it is), else float32 split at `hi_bits` (BF16_HI,
+// HALF_HI); the products summed with TwoSums. Exact while no product is a
+// float32 subnormal (bf16_diff and half_diff scale tiny inputs first);
+// `lost`: the sign of a*b - c*d's products that underflowed whole
+// (lost_sign), 0 where none did.
+void exact_diff(float a, float b, float c, float d, uint hi_bits, out float r, out float rest, out float lost) {
 #if defined(F_BF16) || defined(F_HALF)
   precise float p = a * b;
   precise float q = c * d;
   two_sum(p, -q, r, rest);
   lost = lost_sign(a, b, p, p) - lost_sign(c, d, q, q);
 #else
-#ifdef X_HALF
-  const uint HI_BITS = 0xFFFFF800u;  // (13 significant bits of 24)
-#else
-  const uint HI_BITS = 0xFFFFFF00u;  // (16 of 24)
-#endif
-  precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & HI_BITS);
-  precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & HI_BITS);
+  precise float b_hi = uintBitsToFloat(floatBitsToUint(b) & hi_bits);
+  precise float d_hi = uintBitsToFloat(floatBitsToUint(d) & hi_bits);
   precise float b_lo = b - b_hi;
   precise float d_lo = d - d_hi;
   precise float p_hi = a * b_hi;
@@ -297,7 +295,7 @@ void exact_diff(float a, float b, float c, float d, out float r, out float rest,
 }
 #endif
 
-#ifdef X_HALF
+#if defined(X_HALF) || defined(C_HALF)
 // r (a float32 sum) with the sign of its remainder `rest` kept for the one rounding to float16 that follows,
 // as keep_sticky does for bfloat16: where r is a float16 midpoint (10 fraction bits kept; below 2^-14,
 // odd multiples of 2^-25) and the exact value is not, r moves one float32 ulp towards it. Float16's overflow
@@ -314,23 +312,34 @@ float keep_half_sticky(float r, float rest) {
 
 // a*b - c*d of float16 a and c (exact_diff) for one rounding to float16 (keep_half_sticky): the exact value's
 // float16 rounding, for any table dtype; `wide`: for a wider destination (a float32 or bfloat16 KV cache), the
-// float32 sum as it is. Where a product overflows the sum is not finite and the plain formula is returned; so
-// is an exact zero, signed as IEEE signs a*b - c*d.
+// float32 sum with its remainder added (within a float32 ulp of the exact value). Where both products are below
+// 2^-60 the result is a float16 zero: x is scaled by 2^64 first (exact: float16 values are below 2^16), so that
+// no product underflows and the zero takes the exact value's sign. Where a product overflows the sum is not
+// finite and the plain formula is returned; so is an exact zero, signed as IEEE signs a*b - c*d.
 float half_diff(float a, float b, float c, float d, bool wide) {
+  precise float ab = a * b;
+  precise float cd = c * d;
+  bool tiny = max(abs(ab), abs(cd)) < uintBitsToFloat(0x21800000u);  // (2^-60)
+  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
   float r, rest, lost;
-  exact_diff(a, b, c, d, r, rest, lost);
-  precise float plain = a * b - c * d;
+  exact_diff(a * k, b, c * k, d, HALF_HI, r, rest, lost);
+  precise float plain = ab - cd;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
     return plain;
   }
+  precise float sum = r + rest;
+  if (tiny) {
+    return wide ? sum * uintBitsToFloat(0x1F800000u) : uintBitsToFloat(sum > 0.0 ? 0u : 0x80000000u);  // (x 2^-64)
+  }
   if (wide) {
-    return r;
+    return sum;
   }
   return keep_half_sticky(r, rest == 0.0 ? lost : rest);
 }
 #endif
 
-#ifdef X_BF16
+
+#if defined(X_BF16) || defined(C_BF16)
 
 // The bfloat16 nearest r + rest (ties to even), for an exact result scaled
 // by 2^64: its normal range starts at 2^-62 here, below which bfloat16's
@@ -351,7 +360,7 @@ float round_scaled_bf16(float r, float rest) {
 }
 #endif
 
-#ifdef X_BF16
+#if defined(X_BF16) || defined(C_BF16)
 // Whether a*b - c*d (ab, cd: its float32 products) is computed of x scaled by 2^64: where both products are
 // below 2^-60, so that they could be float32 subnormals (the products' sizes, not x's: x from 2^-60 times a
 // cos of 2^-80 is one too); not x from 2^64, which the scaling would overflow (no product of it is below
@@ -370,7 +379,7 @@ float bf16_diff(float a, float b, float c, float d, bool wide) {
   bool tiny = tiny_products(a, c, ab, cd);
   float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
   float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, r, rest, lost);
+  exact_diff(a * k, b, c * k, d, BF16_HI, r, rest, lost);
   precise float plain = ab - cd;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
     return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
@@ -381,6 +390,49 @@ float bf16_diff(float a, float b, float c, float d, bool wide) {
   if (rest == 0.0) {
     rest = lost;  // (1 and -1 stand for the underflowed products' signs)
   }
+  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
+}
+#endif
+
+#if defined(X_BF16) && defined(C_HALF)
+// a*b - c*d of bfloat16 k for a float16 cache: the exact sum (exact_diff), its remainder kept for the cache's
+// one rounding (keep_half_sticky; 65520 included); where both products are below 2^-60 (tiny_products), a
+// float16 zero, signed as the exact value (of k scaled by 2^64).
+float bf16_to_half(float a, float b, float c, float d) {
+  precise float ab = a * b;
+  precise float cd = c * d;
+  bool tiny = tiny_products(a, c, ab, cd);
+  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
+  float r, rest, lost;
+  exact_diff(a * k, b, c * k, d, BF16_HI, r, rest, lost);
+  precise float plain = ab - cd;
+  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
+    return plain;
+  }
+  if (tiny) {
+    precise float sum = r + rest;
+    return uintBitsToFloat(sum > 0.0 ? 0u : 0x80000000u);
+  }
+  return keep_half_sticky(r, rest == 0.0 ? lost : rest);
+}
+#endif
+
+#if defined(X_HALF) && defined(C_BF16)
+// a*b - c*d of float16 k for a bfloat16 cache: the exact sum (exact_diff), its remainder kept for the cache's
+// one rounding (keep_sticky); where both products are below 2^-60, of k scaled by 2^64 and rounded on
+// bfloat16's grid there (round_scaled_bf16), as bf16_diff does.
+float half_to_bf16(float a, float b, float c, float d) {
+  precise float ab = a * b;
+  precise float cd = c * d;
+  bool tiny = tiny_products(a, c, ab, cd);
+  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
+  float r, rest, lost;
+  exact_diff(a * k, b, c * k, d, HALF_HI, r, rest, lost);
+  precise float plain = ab - cd;
+  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
+    return plain;
+  }
+  rest = rest == 0.0 ? lost : rest;
   return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
 }
 #endif
@@ -424,11 +476,10 @@ float diff_of_products(float a, float b, float c, float d) {
 #endif
 }
 
-// y, a rotated key a*b - c*d already formed, for a KV cache's one rounding: for a float16 cache of float32 or
-// bfloat16 k its overflow midpoint decided (half_safe; float16 k's y is the exact value's, half_diff); as it
-// is for the others.
+// y, a rotated key a*b - c*d already formed, for a KV cache's one rounding: for a float16 cache of float32 k
+// its overflow midpoint decided (half_safe; 16-bit k's y is the exact value's); as it is for the others.
 float c_value(float y, float a, float b, float c, float d) {
-#if defined(C_HALF) && !defined(X_HALF)
+#if defined(C_HALF) && !defined(X_HALF) && !defined(X_BF16)
   return half_safe(y, a, b, c, d);
 #else
   return y;

@@ -148,10 +148,14 @@ float rotated(float x, float c, float partner, float s) {
   }
 #endif
   if (role == ROLE_K) {
-#if defined(X_BF16) && !defined(C_BF16)
-    float y = bf16_diff(x, c, partner, s, true);  // (a float32 or float16 cache of bfloat16 k: its value)
+#if defined(X_BF16) && defined(C_HALF)
+    float y = bf16_to_half(x, c, partner, s);
+#elif defined(X_BF16) && !defined(C_BF16)
+    float y = bf16_diff(x, c, partner, s, true);  // (a float32 cache of bfloat16 k: its value)
+#elif defined(X_HALF) && defined(C_BF16)
+    float y = half_to_bf16(x, c, partner, s);
 #elif defined(X_HALF) && !defined(C_HALF)
-    float y = half_diff(x, c, partner, s, true);  // (a float32 or bfloat16 cache of float16 k: its value)
+    float y = half_diff(x, c, partner, s, true);  // (a float32 cache of float16 k: its value)
 #else
     float y = diff_of_products(x, c, partner, s);
 #endif

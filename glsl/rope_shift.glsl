@@ -142,8 +142,12 @@ void main() {
       vec2 cs = shift_cs(i, tok.z, tok.w);
 #ifdef C_FP8
       y = fp8_quantize(xj, cs.x, partner, cs.y, 1.0);
+#elif defined(C_HALF)
+      y = half_diff(xj, cs.x, partner, cs.y, false);  // (the exact value's one rounding, on the store)
+#elif defined(C_BF16)
+      y = bf16_diff(xj, cs.x, partner, cs.y, false);
 #else
-      y = c_value(diff_of_products(xj, cs.x, partner, cs.y), xj, cs.x, partner, cs.y);
+      y = diff_of_products(xj, cs.x, partner, cs.y);
 #endif
     }
     k_tmp_values[tmp + j] = y;

@@ -354,8 +354,10 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
     live = sorted({json.dumps({**f, "guard": g}, sort_keys=True) for f, g in zip(forms, guards)
                    if f is not None and g != "False"})
     asserted = sorted({width for _, body in funcs for width in rot_asserted(body)})
+    heads = sorted({tuple(pair) for _, body in funcs for pair in heads_asserted(body) if pair[0] != pair[1]})
     return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale,
-            "rope_forms": [json.loads(f) for f in live], "rot_asserted": asserted}
+            "rope_forms": [json.loads(f) for f in live], "rot_asserted": asserted,
+            "heads_asserted": [list(p) for p in heads]}
 
 
 Q_SCALE = re.compile(r"\bggml_mul\s*\(\s*ctx0\s*,\s*(\w+)\s*,\s*inp_attn_scale\s*\)")
@@ -449,6 +451,15 @@ def rot_asserted(body: str) -> list[str]:
         expr = py_expr(substitute(m.group(1), local))
         out.append(layer_zero(expr))
     return out
+
+
+def heads_asserted(body: str) -> list[list[str]]:
+    """The head widths a graph asserts equal (`GGML_ASSERT(n_embd_head == hparams.n_embd_head_k())`, its
+    n_embd_head the value width, in about 100 graphs: key and value widths that differ abort llama.cpp), each
+    [left, right] as Python over hparams names."""
+    local = locals_of(body)
+    return [[layer_zero(py_expr(substitute(m.group(1), local))), layer_zero(py_expr(m.group(2)))]
+            for m in re.finditer(r"GGML_ASSERT\s*\(\s*(\w+)\s*==\s*(hparams\.n_embd_head_[kv]\s*\(\s*\))\s*\)", body)]
 
 
 def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:

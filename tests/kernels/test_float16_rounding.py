@@ -276,18 +276,25 @@ def test_float16_overflow_midpoint_rounds_once_in_every_kernel(device, group):
                              f"want {want[bad[0]]!r}"
 
 
-def _float32_on_midpoints(rng, n):
-    """(x [n, 2], cos, sin) whose column 1, re*sin (im 0), has a float32 rounding exactly on a float16
-    midpoint while the exact product is not (re of 11 significant bits, sin a float32 near M / re): half below
-    2^-14, float16's subnormal grid (odd multiples of 2^-25), half normal. Rounding that float32 value again
-    takes the tie's even side, the wrong one half the time."""
+def _on_midpoints(rng, n, x_dtype=np.float16, dest="float16"):
+    """(x [n, 2], cos, sin) whose column 1, re*sin (im 0), has a float32 rounding exactly on a midpoint of
+    `dest` (float16: half of them below 2^-14, its subnormal grid; bfloat16: 8 significant bits) while the exact
+    product is not (re of x_dtype's full significand, sin a float32 near M / re). Rounding that float32 value
+    again takes the tie's even side, the wrong one half the time."""
+    import ml_dtypes
     from fractions import Fraction
 
     out = []
     while len(out) < n:
-        sub = len(out) < n // 2
-        m = float(rng.integers(0, 1024) * 2 + 1) * (2.0**-25 if sub else 2.0 ** int(rng.integers(-12, 4)) / 2048)
-        re = float(np.float16(1 + int(rng.integers(0, 512)) * 2**-9 + 2**-10))
+        if dest == "float16":
+            sub = len(out) < n // 2
+            m = float(rng.integers(0, 1024) * 2 + 1) * (2.0**-25 if sub else 2.0 ** int(rng.integers(-12, 4)) / 2048)
+        else:
+            m = float(rng.integers(128, 256) * 2 + 1) * 2.0 ** int(rng.integers(-30, 10)) / 512
+        if np.dtype(x_dtype) == np.dtype(ml_dtypes.bfloat16):
+            re = float(ml_dtypes.bfloat16(1 + int(rng.integers(0, 64)) * 2**-6 + 2**-7))
+        else:
+            re = float(np.float16(1 + int(rng.integers(0, 512)) * 2**-9 + 2**-10))
         s = np.float32(m / re)
         exact = Fraction(re) * Fraction(float(s))
         if float(np.float32(float(exact))) == m and exact != m:
@@ -323,8 +330,12 @@ def test_float16_results_are_the_exact_values_one_rounding(device, tables):
     rng = np.random.default_rng(31)
     x, cos, sin = _cancelling_and_wide(rng, 600)
     if tables == np.float32:  # (float16 tables' products are exact in float32: no such ties)
-        on = _float32_on_midpoints(rng, 200)
-        x, cos, sin = (np.concatenate([a, b]) for a, b in zip((x, cos, sin), on))
+        on = _on_midpoints(rng, 200)
+        # (products of 2^-173 and -2^-172, below float32's range: the zero takes the exact value's sign, -0,
+        # where the formula's +0 + -0 is +0)
+        tiny = (np.array([[2.0**-24, -2.0**-23]] * 4), np.full(4, 2.0**-149, np.float32),
+                np.full(4, 2.0**-149, np.float32))
+        x, cos, sin = (np.concatenate([a, b, t]) for a, b, t in zip((x, cos, sin), on, tiny))
     cos, sin = cos.astype(tables), sin.astype(tables)
     exact = [Fraction(float(re)) * Fraction(float(s)) + Fraction(float(im)) * Fraction(float(c))
              for (re, im), c, s in zip(x, cos, sin)]
@@ -338,3 +349,42 @@ def test_float16_results_are_the_exact_values_one_rounding(device, tables):
         bad = np.flatnonzero(y.view(np.uint16) != want.view(np.uint16))
         assert not bad.size, f"{name}: {len(bad)} of {len(y)} off; first {bad[0]}: got {y[bad[0]]!r}, " \
                              f"want {want[bad[0]]!r}, exact {float(exact[bad[0]])!r}"
+
+
+@pytest.mark.parametrize("k_dtype,cache_dtype", [("float16", "bfloat16"), ("bfloat16", "float16")])
+def test_a_16_bit_cache_of_the_other_16_bit_k_is_rounded_once(device, k_dtype, cache_dtype):
+    """A bfloat16 cache of float16 k, and a float16 cache of bfloat16 k, hold the exact rotated value rounded once
+    to the cache's dtype (the float32 sum rounded again was a unit off on 13 in a million of a Llama-shaped
+    decode: an adversary's); zeros of products below float32's range take the exact value's sign."""
+    import ml_dtypes
+    from fractions import Fraction
+
+    from oracle import bf16_round_exact
+
+    dt = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+    rng = np.random.default_rng(17)
+    x, cos, sin = _cancelling_and_wide(rng, 400)
+    if k_dtype == "bfloat16":  # (bfloat16 bit patterns of float16's range and past it)
+        bits = rng.integers(0x2000, 0x4800, (len(x), 2)).astype(np.uint16) | (
+            rng.integers(0, 2, (len(x), 2)) << 15).astype(np.uint16)
+        x = bits.view(dt["bfloat16"]).astype(np.float64)
+    x[:4] = [[2.0**-24, 2.0**-23]] * 4  # (products of 2^-173: a zero signed by the exact value)
+    cos[:4], sin[:4] = np.float32(2.0**-149), np.float32(2.0**-149)
+    on = _on_midpoints(rng, 100, dt[k_dtype], cache_dtype)  # (float32 sums on the cache's midpoints)
+    x, cos, sin = (np.concatenate([a, b]) for a, b in zip((x, cos, sin), on))
+    n = len(x)
+    q = x.astype(dt[k_dtype])[None, None]
+    kc, vc = (device.asarray(np.zeros((1, 1, n, 2), dt[cache_dtype])) for _ in range(2))
+    device.rope_and_cache(q, q, q, kc, vc, (cos[:, None], sin[:, None]), np.arange(n)[None], interleaved=True)
+    got = kc.get()[0, 0].astype(np.float64)
+    rnd = half_round_exact if cache_dtype == "float16" else bf16_round_exact
+    off = []
+    for i, ((re, im), c, s) in enumerate(zip(q[0, 0].astype(np.float64), cos, sin)):
+        for j, exact in enumerate((Fraction(float(re)) * Fraction(float(c)) - Fraction(float(im)) * Fraction(float(s)),
+                                   Fraction(float(re)) * Fraction(float(s)) + Fraction(float(im)) * Fraction(float(c)))):
+            want = rnd(exact) if exact else 0.0
+            if exact and want == 0:
+                want = np.copysign(0.0, float(exact))
+            if want != got[i, j] or np.signbit(want) != np.signbit(got[i, j]):
+                off.append((i, j, float(exact), got[i, j]))
+    assert not off, f"{len(off)} of {2 * n} off; first {off[0]}"

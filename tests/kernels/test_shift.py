@@ -468,3 +468,61 @@ def test_a_call_whose_default_device_was_replaced_after_its_submit_is_noted():
     exc = interrupted_after("_run", lambda: vkrope.apply(x, f),
                             then=lambda: (vkrope.close_default_device(), vkrope.default_device()))
     assert "had submitted its work (1 submission(s))" in getattr(exc, "__notes__", [""])[0]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_16_bit_cache_shift_is_the_exact_values_one_rounding(device, dtype):
+    """The shifted key of a float16 or bfloat16 cache is x c - p s of the shader's own (cos, sin) rounded once to
+    the cache's dtype (the float32 rotation rounded again was a unit off on 27 of 80,000 float16 values: an
+    adversary's). The shader's (cos, sin) are read by shifting (1, 0) pairs in a float32 cache the same way."""
+    from fractions import Fraction
+
+    from oracle import bf16_round_exact, half_round_exact
+
+    rng = np.random.default_rng(5)
+    d, rows = 8, 512
+    spec = vkrope.InvFreqs([0.9, 0.37, 0.013, 1.7])
+    old = rng.integers(0, 60000, (1, rows))
+    new = rng.integers(0, 60000, (1, rows))
+    slots = np.arange(rows)[None]
+    unit = np.zeros((rows, 1, 1, d), np.float32)
+    unit[..., : d // 2] = 1.0  # (rotate-half: channel i pairs with i + d/2)
+    ones = device.asarray(unit)
+    device.shift_cache(ones, spec, old, new, slots=slots)
+    cs = ones.get()[:, 0, 0]
+    cos, sin = cs[:, : d // 2], cs[:, d // 2:]
+    dt = vkrope.bfloat16 if dtype == "bfloat16" else np.float16
+    bits = rng.integers(0x2000, 0x5000, (rows, 1, 1, d)).astype(np.uint16) | (
+        rng.integers(0, 2, (rows, 1, 1, d)) << 15).astype(np.uint16)
+    k = bits.view(np.float16).astype(dt) if dtype == "float16" else (bits.astype(np.uint16)).view(dt)
+    # (the first 32 rows' pair 0 two values whose x c - p s has a float32 rounding on a midpoint of the cache's
+    # dtype while it is not one: that float32 value rounded again takes the tie's even side; values in [1, 2),
+    # p scaled by 2^-6 .. 2^6 for bfloat16's fewer significands: float64 holds each x c - p s exactly)
+    ones_to_two = (np.arange(0x3C00, 0x4000, dtype=np.uint16).view(np.float16) if dtype == "float16" else
+                   np.arange(0x3F80, 0x4000, dtype=np.uint16).view(dt)).astype(np.float64)
+    scales = 2.0 ** np.arange(-6, 7) if dtype == "bfloat16" else np.ones(1)
+    tie, low = (0x1000, 0x1FFF) if dtype == "float16" else (0x8000, 0xFFFF)  # (half the cache's last bit)
+    crafted = 0
+    for r in range(32):
+        c, s = float(cos[r, 0]), float(sin[r, 0])
+        val = ones_to_two[:, None, None] * c - (ones_to_two[None, :, None] * scales) * s
+        f32 = val.astype(np.float32)
+        hit = np.flatnonzero(((f32.view(np.uint32) & low) == tie) & (f32.astype(np.float64) != val))
+        if hit.size:
+            i, j, e = np.unravel_index(hit[0], val.shape)
+            k[r, 0, 0, 0], k[r, 0, 0, d // 2] = ones_to_two[i], ones_to_two[j] * scales[e]
+            crafted += 1
+    assert crafted >= 16
+    kc = device.asarray(k)
+    device.shift_cache(kc, spec, old, new, slots=slots)
+    got = kc.get()[:, 0, 0].astype(np.float64)
+    kv = k[:, 0, 0].astype(np.float64)
+    rnd = half_round_exact if dtype == "float16" else bf16_round_exact
+    off = 0
+    for r in range(rows):
+        for i in range(d // 2):
+            a, p = Fraction(float(kv[r, i])), Fraction(float(kv[r, i + d // 2]))
+            c, s = Fraction(float(cos[r, i])), Fraction(float(sin[r, i]))
+            off += rnd(a * c - p * s) != got[r, i]
+            off += rnd(p * c + a * s) != got[r, i + d // 2]
+    assert off == 0, f"{off} of {rows * d} not the one rounding"

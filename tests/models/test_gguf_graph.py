@@ -403,6 +403,14 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen3vl", {"rope.dimension_sections": ("int32", 16)}))
     with pytest.raises(ValueError, match="rope.scaling.factor .* must be positive"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {**YARN, "rope.scaling.factor": -4.0}, name="neg"))
+    # (refused where a rope call takes the scale, not where the graph's plain ggml_rope never reads it: CogVLM's)
+    assert vkrope.from_gguf(gguf_file(tmp_path, "cogvlm", {"rope.scaling.factor": -2.0}, name="negc")).theta == 10000
+    # (GGML_ASSERT(n_embd_head == hparams.n_embd_head_k()) in about 100 graphs, n_embd_head the value width: an
+    # adversary's Qwen3 of key width 96 and value width 64 was read)
+    with pytest.raises(ValueError, match=r"qwen3: its key width 96 \(attention.key_length, .*\) and value width 64 "
+                                         r"\(.*\) differ: llama.cpp's qwen3 graph asserts .* and aborts"):
+        vkrope.from_gguf(gguf_file(tmp_path, "qwen3", {"attention.key_length": 96, "attention.value_length": 64,
+                                                        "rope.dimension_count": 64}, name="kv3"))
     # (llama_rope_scaling_type_from_string gives UNSPECIFIED for a name it lacks, which load_hparams asserts against)
     with pytest.raises(ValueError, match=r"llama.cpp aborts on this file: its GGML_ASSERT\(rope_scaling_type_train != "
                                          r"LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED\) fails; rope.scaling.type = 'YaRN' is "

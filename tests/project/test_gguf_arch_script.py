@@ -380,3 +380,12 @@ def test_the_base_program_reads_the_rope_fields_and_what_they_read(monkeypatch):
         "table": {"none": "LLAMA_ROPE_SCALING_TYPE_NONE", "yarn": "LLAMA_ROPE_SCALING_TYPE_YARN"},
         "otherwise": "LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"}}
     assert table.lookups(lookup.replace("return LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED;", "abort();")) == {}
+
+
+def test_head_width_asserts_are_read_with_their_locals(monkeypatch):
+    """A graph's GGML_ASSERT(n_embd_head == hparams.n_embd_head_k()), its n_embd_head a local of the value
+    width, as [left, right] at layer 0; an assert of another shape is not taken for one."""
+    monkeypatch.setattr(table, "DEFAULT_IL", {"n_embd_head_k", "n_embd_head_v"})
+    body = ("{ const int64_t n_embd_head = hparams.n_embd_head_v(); GGML_ASSERT(n_embd_head == hparams.n_embd_head_k());"
+            " GGML_ASSERT(n_embd_head == n_rot); GGML_ASSERT(x->ne[0] == n_embd); }")
+    assert table.heads_asserted(body) == [["(n_embd_head_v(0))", "n_embd_head_k(0)"]]

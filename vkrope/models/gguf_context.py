@@ -66,9 +66,6 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
     `own_mscale`: the architecture takes the log multiplier as its mscale too
     (the table's `own_mscale`: DeepSeek-V2)."""
     scale = 1.0 if f["rope_scaling_type_train"] == _TYPE + "NONE" else f["rope_freq_scale_train"]
-    if scale < 0:  # (llama.cpp's YaRN takes its log: NaN; its linear angles turn backwards, no rope type's factor)
-        raise ValueError(f"rope.scaling.factor (or rope.scale_linear) must be positive, or 0 for none; got "
-                         f"{1 / scale:g}")
     ext = f["yarn_ext_factor"]
     if ext < 0:  # (negative: not set)
         ext = 1.0 if f["rope_scaling_type_train"] == _TYPE + "YARN" else 0.0
@@ -81,7 +78,9 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
             attn = _mscale(factor, mscale) / _mscale(factor, log_mul)
         else:
             attn = _mscale(factor, 1.0)
-        attn *= 1.0 / (1.0 + 0.1 * math.log(factor))  # (cancels what ggml's rope_yarn multiplies in)
+        # (cancels what ggml's rope_yarn multiplies in; a negative factor's logf is NaN in C: rope_args refuses
+        # the calls that take it, a plain ggml_rope does not)
+        attn *= 1.0 / (1.0 + 0.1 * (math.log(factor) if factor > 0 else math.nan))
     attn *= f["rope_attn_factor"]
     orig = f["n_ctx_orig_yarn"] or f["n_ctx_train"] or 0
     if ext != 0 and orig > 2**31 - 1:  # (the graph's n_ctx_orig is an int32: negative, YaRN's ramp NaN)
@@ -122,6 +121,9 @@ def rope_args(r: Rotation, longrope: bool, where: str,
     are multiplied by attn_factor (times 1 + 0.1 ln(1 / freq_scale) where ext_factor is not 0). `longrope`:
     the call takes a long / short factor pair (switched by length), whatever the file's rope.scaling.type;
     `attn_keys`: the file's keys attn_factor comes from, for a refusal to name (asked for only then)."""
+    if r.scale < 0:  # (its YaRN's attention factor is NaN; its linear angles turn backwards: no rope type's factor)
+        raise ValueError(f"{where}: rope.scaling.factor (or rope.scale_linear) must be positive, or 0 for none; got "
+                         f"{1 / r.scale:.9g}")
     if r.ext_factor not in (0.0, 1.0):
         raise ValueError(f"{where}: llama.cpp mixes YaRN's ramp by yarn_ext_factor {r.ext_factor}; vkrope's yarn "
                          "mixes fully (1) or not at all (0)")

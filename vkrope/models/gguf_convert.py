@@ -19,6 +19,7 @@ import functools
 import json
 import math
 import re
+import struct
 from dataclasses import replace
 from importlib import resources
 from typing import Any
@@ -253,7 +254,13 @@ def _check_types(kv: dict, where: str) -> None:
 def _fits(value: Any, kind: str) -> bool:
     """Whether gguf's writer can store `value` as a field of `kind` (uint32, float32, string, array, ...)."""
     if kind in ("float32", "float64"):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        try:  # (gguf's writer packs a float32 field with struct: a finite value past its range overflows)
+            struct.pack("<f" if kind == "float32" else "<d", float(value))
+        except OverflowError:
+            return False
+        return True
     if kind == "bool":
         return isinstance(value, bool)
     if kind == "string":

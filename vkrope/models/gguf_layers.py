@@ -324,6 +324,12 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: 
                               "rope.dimension_count, or rope.dimension_count_swa on a sliding layer, else its "
                               "attention.key_length, else embedding_length / head_count) is not the head width "
                               f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
+        for left, right in entry.get("heads_asserted") or ():  # (GGML_ASSERT(n_embd_head == n_embd_head_k()))
+            if hp.evaluate(left) != hp.evaluate(right):
+                raise Refused(f"its key width {hp.evaluate('n_embd_head_k(0)')} (attention.key_length, else "
+                              f"embedding_length / head_count) and value width {hp.evaluate('n_embd_head_v(0)')} "
+                              f"(attention.value_length, likewise) differ: llama.cpp's {arch} graph asserts "
+                              f"{left} == {right} and aborts")
         _check_part_heads(arch, entry, hp)
         out: list[Rotation | None] = []
         split: list[tuple[int, str]] = []
@@ -704,7 +710,8 @@ def _run(hp: Hparams, kind: str, args: list, kv: Mapping[str, Any], reads: dict[
         if key in kv:
             f[target] = _text(kv, key) if reads.get(key, {}).get("accept") == ["STRING"] else _number(kv, key, None)
         elif required:
-            raise ValueError(f"{key} is missing (llama.cpp requires it)")
+            raise ValueError(f"{key} is missing (llama.cpp requires it; read from a config, its converter found "
+                             "no value for it there)")
         if found:
             f[found] = key in kv
     elif kind == "array":  # (llama.cpp's get_arr: an array fills the first entries; anything else is none)
