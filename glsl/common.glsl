@@ -200,8 +200,8 @@ float sign_of_sum5(float t0, float t1, float t2, float t3, float t4) {
   return e4 != 0.0 ? sign(e4) : e3 != 0.0 ? sign(e3) : e2 != 0.0 ? sign(e2) : e1 != 0.0 ? sign(e1) : sign(e0);
 }
 
-// r, the float32 a*b - c*d, for a float16 KV cache of float32 k (16-bit k's is exact already: half_diff,
-// bf16_to_half). Rounding it again is at most one float16 ulp off
+// r, the float32 a*b - c*d, for a float16 KV cache of float32 k (16-bit k's is exact already:
+// exact_rounded). Rounding it again is at most one float16 ulp off
 // (the accuracy stated), except at float16's overflow midpoint +-65520 (halfway from its largest value
 // 65504 to infinity), where a value on one side came back on the other: finite made infinite, or the
 // reverse (an adversary's: 65504, 65504 by cos 1, sin 2^-12 - ... gave inf for 65519.99999; a reviewer's,
@@ -233,7 +233,7 @@ float half_safe(float r, float a, float b, float c, float d) {
 }
 #endif
 
-#if defined(X_BF16) || defined(C_BF16)
+#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 
 // r (a float32 sum) with the sign of its remainder `rest` (exact value =
 // r + rest) kept for the one rounding to bfloat16 that follows: where r is
@@ -262,10 +262,11 @@ const uint BF16_HI = 0xFFFFFF00u;  // (16 significant bits of 24)
 const uint HALF_HI = 0xFFFFF800u;  // (13 of 24)
 
 // r + rest == a*b - c*d exactly: a and c 16-bit values (x's, or a cache's
-// in the shift kernel); b and d tables of their dtype (F_BF16, F_HALF: every
+// in the shift kernel; under the decode step's norm they are its float32
+// results, and the products are rounded as the plain formula's are); b and d tables of their dtype (F_BF16, F_HALF: every
 // product exact as it is), else float32 split at `hi_bits` (BF16_HI,
 // HALF_HI); the products summed with TwoSums. Exact while no product is a
-// float32 subnormal (bf16_diff and half_diff scale tiny inputs first);
+// float32 subnormal (exact_rounded scales tiny inputs first);
 // `lost`: the sign of a*b - c*d's products that underflowed whole
 // (lost_sign), 0 where none did.
 void exact_diff(float a, float b, float c, float d, uint hi_bits, out float r, out float rest, out float lost) {
@@ -289,13 +290,15 @@ void exact_diff(float a, float b, float c, float d, uint hi_bits, out float r, o
   two_sum(e, lo, u, e_u);
   two_sum(s, u, r, e_r);
   precise float left = e_r + (e_u + e_lo);
-  rest = left;
+  // (renormalised: r the float32 nearest the sum. Where the remainders are large beside r, as a float32
+  // subnormal cos / sin makes e_lo, r alone was a bfloat16 unit off: a reviewer's)
+  two_sum(r, left, r, rest);
   lost = lost_sign(a, b, p_hi, p_lo) - lost_sign(c, d, q_hi, q_lo);
 #endif
 }
 #endif
 
-#if defined(X_HALF) || defined(C_HALF)
+#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 // r (a float32 sum) with the sign of its remainder `rest` kept for the one rounding to float16 that follows,
 // as keep_sticky does for bfloat16: where r is a float16 midpoint (10 fraction bits kept; below 2^-14,
 // odd multiples of 2^-25) and the exact value is not, r moves one float32 ulp towards it. Float16's overflow
@@ -310,36 +313,10 @@ float keep_half_sticky(float r, float rest) {
   return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
 }
 
-// a*b - c*d of float16 a and c (exact_diff) for one rounding to float16 (keep_half_sticky): the exact value's
-// float16 rounding, for any table dtype; `wide`: for a wider destination (a float32 or bfloat16 KV cache), the
-// float32 sum with its remainder added (within a float32 ulp of the exact value). Where both products are below
-// 2^-60 the result is a float16 zero: x is scaled by 2^64 first (exact: float16 values are below 2^16), so that
-// no product underflows and the zero takes the exact value's sign. Where a product overflows the sum is not
-// finite and the plain formula is returned; so is an exact zero, signed as IEEE signs a*b - c*d.
-float half_diff(float a, float b, float c, float d, bool wide) {
-  precise float ab = a * b;
-  precise float cd = c * d;
-  bool tiny = max(abs(ab), abs(cd)) < uintBitsToFloat(0x21800000u);  // (2^-60)
-  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
-  float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, HALF_HI, r, rest, lost);
-  precise float plain = ab - cd;
-  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
-    return plain;
-  }
-  precise float sum = r + rest;
-  if (tiny) {
-    return wide ? sum * uintBitsToFloat(0x1F800000u) : uintBitsToFloat(sum > 0.0 ? 0u : 0x80000000u);  // (x 2^-64)
-  }
-  if (wide) {
-    return sum;
-  }
-  return keep_half_sticky(r, rest == 0.0 ? lost : rest);
-}
 #endif
 
 
-#if defined(X_BF16) || defined(C_BF16)
+#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 
 // The bfloat16 nearest r + rest (ties to even), for an exact result scaled
 // by 2^64: its normal range starts at 2^-62 here, below which bfloat16's
@@ -360,80 +337,46 @@ float round_scaled_bf16(float r, float rest) {
 }
 #endif
 
-#if defined(X_BF16) || defined(C_BF16)
-// Whether a*b - c*d (ab, cd: its float32 products) is computed of x scaled by 2^64: where both products are
-// below 2^-60, so that they could be float32 subnormals (the products' sizes, not x's: x from 2^-60 times a
-// cos of 2^-80 is one too); not x from 2^64, which the scaling would overflow (no product of it is below
-// 2^-85: exact as it is).
-bool tiny_products(float a, float c, float ab, float cd) {
-  return max(abs(ab), abs(cd)) < uintBitsToFloat(0x21800000u)  // 2^-60
-         && max(abs(a), abs(c)) < uintBitsToFloat(0x5F800000u);  // 2^64
-}
+#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 
-// a*b - c*d of bfloat16 a and c, as diff_of_products says; `wide`: for a destination wider than bfloat16 (a
-// float32 or float16 KV cache), the exact value's float32 sum (within a float32 ulp of it; a subnormal one of a
-// scaled tiny value at most 2^-149 more), not rounded on bfloat16's grid.
-float bf16_diff(float a, float b, float c, float d, bool wide) {
+// Where exact_rounded's value goes: a float32 (a KV cache of 16-bit k), a float16 or a bfloat16 (x, q, a cache).
+const uint TO_F32 = 0u;
+const uint TO_HALF = 1u;
+const uint TO_BF16 = 2u;
+
+// a*b - c*d of 16-bit a and c (bfloat16: hi_bits BF16_HI; float16: HALF_HI) for one rounding to `to`: the
+// exact sum (exact_diff) with its remainder deciding a midpoint of the destination (keep_half_sticky,
+// keep_sticky; float16's overflow midpoint 65520 is one); TO_F32: the sum with its remainder added, within a
+// float32 ulp of the exact value. Where both products are below 2^-60, and so could be float32 subnormals
+// (exact only to 2^-149; the products' sizes, not a's and c's: 2^-60 times a cos of 2^-80 is one too), a and c
+// are scaled by 2^64 first (not from 2^64, which that would overflow: no product of them is below 2^-85, exact
+// as it is): a bfloat16 result is rounded on its grid there (round_scaled_bf16), a float16 one is a zero
+// signed as the exact value (its grid stops at 2^-24). Where a product overflows the sum is not finite and the plain formula is returned; so is an exact
+// zero, signed as IEEE signs a*b - c*d (the sums' zero may not be). `to` is a constant at every call: the
+// compiler keeps one branch.
+float exact_rounded(float a, float b, float c, float d, uint hi_bits, uint to) {
   precise float ab = a * b;
   precise float cd = c * d;
-  bool tiny = tiny_products(a, c, ab, cd);
-  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // 2^64
-  float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, BF16_HI, r, rest, lost);
-  precise float plain = ab - cd;
-  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
-    return plain;  // (an exact zero: plain is zero too, signed as IEEE signs a*b - c*d; the sums' zero may not be)
-  }
-  if (wide) {
-    return tiny ? r * uintBitsToFloat(0x1F800000u) : r;  // (x 2^-64)
-  }
-  if (rest == 0.0) {
-    rest = lost;  // (1 and -1 stand for the underflowed products' signs)
-  }
-  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
-}
-#endif
-
-#if defined(X_BF16) && defined(C_HALF)
-// a*b - c*d of bfloat16 k for a float16 cache: the exact sum (exact_diff), its remainder kept for the cache's
-// one rounding (keep_half_sticky; 65520 included); where both products are below 2^-60 (tiny_products), a
-// float16 zero, signed as the exact value (of k scaled by 2^64).
-float bf16_to_half(float a, float b, float c, float d) {
-  precise float ab = a * b;
-  precise float cd = c * d;
-  bool tiny = tiny_products(a, c, ab, cd);
+  // (float16 values are below 2^16: the scaling cannot overflow them)
+  bool tiny = max(abs(ab), abs(cd)) < uintBitsToFloat(0x21800000u)  // (2^-60)
+              && (hi_bits == HALF_HI || max(abs(a), abs(c)) < uintBitsToFloat(0x5F800000u));  // (2^64)
   float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
   float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, BF16_HI, r, rest, lost);
+  exact_diff(a * k, b, c * k, d, hi_bits, r, rest, lost);
   precise float plain = ab - cd;
   if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
     return plain;
   }
-  if (tiny) {
-    precise float sum = r + rest;
-    return uintBitsToFloat(sum > 0.0 ? 0u : 0x80000000u);
+  precise float sum = r + rest;
+  if (to == TO_F32) {
+    return tiny ? sum * uintBitsToFloat(0x1F800000u) : sum;  // (x 2^-64)
   }
-  return keep_half_sticky(r, rest == 0.0 ? lost : rest);
-}
-#endif
-
-#if defined(X_HALF) && defined(C_BF16)
-// a*b - c*d of float16 k for a bfloat16 cache: the exact sum (exact_diff), its remainder kept for the cache's
-// one rounding (keep_sticky); where both products are below 2^-60, of k scaled by 2^64 and rounded on
-// bfloat16's grid there (round_scaled_bf16), as bf16_diff does.
-float half_to_bf16(float a, float b, float c, float d) {
-  precise float ab = a * b;
-  precise float cd = c * d;
-  bool tiny = tiny_products(a, c, ab, cd);
-  float k = tiny ? uintBitsToFloat(0x5F800000u) : 1.0;  // (2^64)
-  float r, rest, lost;
-  exact_diff(a * k, b, c * k, d, HALF_HI, r, rest, lost);
-  precise float plain = ab - cd;
-  if (nonfinite(r) || (r == 0.0 && rest == 0.0)) {
-    return plain;
+  float sticky = rest == 0.0 ? lost : rest;  // (1 and -1 stand for the underflowed products' signs)
+  if (to == TO_HALF) {
+    float zero = uintBitsToFloat(sum > 0.0 ? 0u : 0x80000000u);  // (a float16 zero, of the exact value's sign)
+    return tiny ? zero : keep_half_sticky(r, sticky);
   }
-  rest = rest == 0.0 ? lost : rest;
-  return tiny ? round_scaled_bf16(r, rest) : keep_sticky(r, rest);
+  return tiny ? round_scaled_bf16(r, sticky) : keep_sticky(r, sticky);
 }
 #endif
 
@@ -456,13 +399,13 @@ float half_to_bf16(float a, float b, float c, float d) {
 // Where a product overflows the sum is not finite, and the plain formula is
 // returned; so is an exact zero, whose sign the sums may not keep.
 //
-// float16 x: the same exact sum for its one rounding to float16 (half_diff),
+// float16 x: the same exact sum for its one rounding to float16 (exact_rounded),
 // which decides float16's overflow midpoint 65520 too.
 float diff_of_products(float a, float b, float c, float d) {
 #if defined(X_BF16)
-  return bf16_diff(a, b, c, d, false);
+  return exact_rounded(a, b, c, d, BF16_HI, TO_BF16);
 #elif defined(X_HALF)
-  return half_diff(a, b, c, d, false);
+  return exact_rounded(a, b, c, d, HALF_HI, TO_HALF);
 #else
   precise float w = c * d;
   precise float e = fma(-c, d, w);

@@ -148,14 +148,19 @@ float rotated(float x, float c, float partner, float s) {
   }
 #endif
   if (role == ROLE_K) {
-#if defined(X_BF16) && defined(C_HALF)
-    float y = bf16_to_half(x, c, partner, s);
-#elif defined(X_BF16) && !defined(C_BF16)
-    float y = bf16_diff(x, c, partner, s, true);  // (a float32 cache of bfloat16 k: its value)
-#elif defined(X_HALF) && defined(C_BF16)
-    float y = half_to_bf16(x, c, partner, s);
-#elif defined(X_HALF) && !defined(C_HALF)
-    float y = half_diff(x, c, partner, s, true);  // (a float32 cache of float16 k: its value)
+#if defined(X_BF16) || defined(X_HALF)  // (16-bit k: the exact value, rounded once to the cache's dtype)
+#ifdef X_BF16
+    const uint hi = BF16_HI;
+#else
+    const uint hi = HALF_HI;
+#endif
+#if defined(C_HALF)
+    float y = exact_rounded(x, c, partner, s, hi, TO_HALF);
+#elif defined(C_BF16)
+    float y = exact_rounded(x, c, partner, s, hi, TO_BF16);
+#else
+    float y = exact_rounded(x, c, partner, s, hi, TO_F32);
+#endif
 #else
     float y = diff_of_products(x, c, partner, s);
 #endif

@@ -143,9 +143,9 @@ void main() {
 #ifdef C_FP8
       y = fp8_quantize(xj, cs.x, partner, cs.y, 1.0);
 #elif defined(C_HALF)
-      y = half_diff(xj, cs.x, partner, cs.y, false);  // (the exact value's one rounding, on the store)
+      y = exact_rounded(xj, cs.x, partner, cs.y, HALF_HI, TO_HALF);  // (the exact value's one rounding)
 #elif defined(C_BF16)
-      y = bf16_diff(xj, cs.x, partner, cs.y, false);
+      y = exact_rounded(xj, cs.x, partner, cs.y, BF16_HI, TO_BF16);
 #else
       y = diff_of_products(xj, cs.x, partner, cs.y);
 #endif

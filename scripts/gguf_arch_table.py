@@ -354,7 +354,7 @@ def graph_facts(srcs: Sources, owner: str, arch: str) -> dict:
     live = sorted({json.dumps({**f, "guard": g}, sort_keys=True) for f, g in zip(forms, guards)
                    if f is not None and g != "False"})
     asserted = sorted({width for _, body in funcs for width in rot_asserted(body)})
-    heads = sorted({tuple(pair) for _, body in funcs for pair in heads_asserted(body) if pair[0] != pair[1]})
+    heads = sorted({tuple(a) for _, body in funcs for a in heads_asserted(body) if a[1] != a[2]})
     return {"rotates": rotates, "per_layer_base": per_layer_base, "per_layer_scale": per_layer_scale,
             "rope_forms": [json.loads(f) for f in live], "rot_asserted": asserted,
             "heads_asserted": [list(p) for p in heads]}
@@ -453,13 +453,33 @@ def rot_asserted(body: str) -> list[str]:
     return out
 
 
+HEAD_SIDE = r"(?:hparams\.)?\w+(?:\s*\(\s*\w*\s*\))?"  # (a name, or a method call with no or one argument)
+
+
 def heads_asserted(body: str) -> list[list[str]]:
-    """The head widths a graph asserts equal (`GGML_ASSERT(n_embd_head == hparams.n_embd_head_k())`, its
-    n_embd_head the value width, in about 100 graphs: key and value widths that differ abort llama.cpp), each
-    [left, right] as Python over hparams names."""
-    local = locals_of(body)
-    return [[layer_zero(py_expr(substitute(m.group(1), local))), layer_zero(py_expr(m.group(2)))]
-            for m in re.finditer(r"GGML_ASSERT\s*\(\s*(\w+)\s*==\s*(hparams\.n_embd_head_[kv]\s*\(\s*\))\s*\)", body)]
+    """The key and value head widths a graph asserts equal (`GGML_ASSERT(n_embd_head ==
+    hparams.n_embd_head_k())`, its n_embd_head the value width, in about 110 graphs: widths that differ abort
+    llama.cpp), each [condition, left, right] as Python over hparams names (a per-layer one with `il`; the
+    condition of the block around it: DeepSeek-V2's OCR branch). An assert naming both widths in a shape the
+    script cannot read stops it, never a guess."""
+    out = []
+    for m in re.finditer(r"GGML_ASSERT\s*\(([^;]*)\)\s*;", body):
+        # (each local as last defined before the assert: Gemma 4's graph defines n_embd_head in two blocks)
+        before = body[:m.start()]
+        local = {d.group(1): d.group(2) for d in re.finditer(r"\b(?:const\s+)?(?:auto|int64_t|int32_t|uint32_t|int)\s+"
+                                                            r"(\w+)\s*=\s*([^;{}]+);", before)
+                 if not re.search(r"\bfor\s*\(\s*$", before[:d.start()])}  # (a loop's counter is no constant)
+        for part in m.group(1).split("&&"):
+            side = re.fullmatch(rf"\s*({HEAD_SIDE})\s*==\s*({HEAD_SIDE})\s*", part)
+            pair = [layer_zero(py_expr(substitute(s, local))) for s in side.groups()] if side else None
+            text = " ".join(pair) if pair else py_expr(substitute(part, local))
+            if "n_embd_head_k" not in text or "n_embd_head_v" not in text:
+                continue  # (another assert: n_rot's is rot_asserted's)
+            if pair is None:
+                sys.exit(f"a graph's assert on the head widths not read: GGML_ASSERT({m.group(1)})")
+            conds = enclosing_conditions(body, m.start())
+            out.append(["unknown" if conds is None else " and ".join(conds) or "True", *pair])
+    return out
 
 
 def lambda_sites(body: str, pos: int, local: dict[str, str], arch: str) -> str:

@@ -564,10 +564,14 @@ class InvFreqs(PositionFreqs):
 
     def __post_init__(self) -> None:
         def values(name: str, v: Any) -> np.ndarray:
-            if isinstance(v, (str, bytes)) or np.ndim(v) == 0:
+            try:
+                rank = np.ndim(v)
+            except ValueError:  # (a ragged sequence: numpy cannot shape it)
+                raise ValueError(f"{name} must be 1-D (dim/2 numbers); got a ragged {typed(v)}") from None
+            if isinstance(v, (str, bytes)) or rank == 0:
                 raise TypeError(f"{name} must be a 1-D sequence of numbers (dim/2 of them); got "
                                 f"{typed(v)}")
-            if np.ndim(v) != 1:  # (a sequence of the wrong shape: the wrong value, not the wrong type)
+            if rank != 1:  # (a sequence of the wrong shape: the wrong value, not the wrong type)
                 raise ValueError(f"{name} must be 1-D (dim/2 numbers); got {np.ndim(v)}-D {typed(v)}")
             try:
                 if np.iscomplexobj(np.asarray(v)):  # (a float64 conversion would drop the imaginary parts)

@@ -624,3 +624,19 @@ def test_a_subnormal_result_rounds_by_the_exact_value(device):
     flushed = device.apply(np.float32([[[1e-40, 0.0]]]), np.float32([[1.0, 0.0]]))[0, 0, 0] == 0
     for storage in STORAGES:
         assert bits(device.apply(x, f, storage=storage)).reshape(-1).tolist() == [0 if flushed else 0x0001, 0x0000]
+
+
+def test_a_subnormal_cos_or_sin_gives_the_exact_values_rounding(device):
+    """A float32 subnormal sin makes exact_diff's low part large beside the sum: unrenormalised, the sum was
+    16 bfloat16 ulps off the exact value (which is itself a bfloat16 here) and another 1 off (a reviewer's)."""
+    from fractions import Fraction
+
+    cases = [(7314866176.0, 140187732541440.0, 1.3685595359392264e-37, 7.141016974199268e-42),
+             (-1288.0, -6.93e-35, -1.74e10, -5.12e-42)]
+    for a, c, cos, sin in cases:
+        x = np.array([[[a, c]]], np.float64).astype(BF16)
+        cs = np.array([[cos, sin]], np.float32)
+        y = bf16_values(device.apply(x, cs))[0, 0]
+        av, cv = bf16_values(x)[0, 0]
+        exact = Fraction(float(av)) * Fraction(float(cs[0, 0])) - Fraction(float(cv)) * Fraction(float(cs[0, 1]))
+        assert y[0] == bf16_round_exact(exact), (a, c, cos, sin, y[0], float(exact))

@@ -288,7 +288,8 @@ def _on_midpoints(rng, n, x_dtype=np.float16, dest="float16"):
     while len(out) < n:
         if dest == "float16":
             sub = len(out) < n // 2
-            m = float(rng.integers(0, 1024) * 2 + 1) * (2.0**-25 if sub else 2.0 ** int(rng.integers(-12, 4)) / 2048)
+            m = float(rng.integers(0, 1024) * 2 + 1) * 2.0**-25 if sub else \
+                float(rng.integers(1024, 2048) * 2 + 1) * 2.0 ** int(rng.integers(-13, 3)) / 4096  # (12 bits)
         else:
             m = float(rng.integers(128, 256) * 2 + 1) * 2.0 ** int(rng.integers(-30, 10)) / 512
         if np.dtype(x_dtype) == np.dtype(ml_dtypes.bfloat16):

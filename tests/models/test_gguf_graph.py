@@ -407,8 +407,8 @@ def test_what_llama_cpps_loader_refuses_is_refused(tmp_path):
     assert vkrope.from_gguf(gguf_file(tmp_path, "cogvlm", {"rope.scaling.factor": -2.0}, name="negc")).theta == 10000
     # (GGML_ASSERT(n_embd_head == hparams.n_embd_head_k()) in about 100 graphs, n_embd_head the value width: an
     # adversary's Qwen3 of key width 96 and value width 64 was read)
-    with pytest.raises(ValueError, match=r"qwen3: its key width 96 \(attention.key_length, .*\) and value width 64 "
-                                         r"\(.*\) differ: llama.cpp's qwen3 graph asserts .* and aborts"):
+    with pytest.raises(ValueError, match=r"qwen3: layer 0's key width 96 and value width 64 differ \(attention.key_length "
+                                         r"and value_length, .*\): llama.cpp's qwen3 graph asserts .* and aborts"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen3", {"attention.key_length": 96, "attention.value_length": 64,
                                                         "rope.dimension_count": 64}, name="kv3"))
     # (llama_rope_scaling_type_from_string gives UNSPECIFIED for a name it lacks, which load_hparams asserts against)
@@ -438,12 +438,23 @@ def test_head_widths_per_layer_as_the_graph_uses_them(tmp_path):
     g4 = gguf_file(tmp_path, "gemma4", {"block_count": 6, "attention.sliding_window": 512,
                                         "attention.sliding_window_pattern": [True] * 5 + [False],
                                         "attention.key_length": 512, "attention.key_length_swa": 256,
+                                        "attention.value_length": 512, "attention.value_length_swa": 256,
                                         "rope.dimension_count": 128, "rope.dimension_count_swa": 128,
                                         "rope.freq_base_swa": 10000.0},
                   [("rope_freqs.weight", np.ones(256))])  # (its loader requires it: the full head 512 / 2)
     with pytest.raises(ValueError, match="pass layer_type"):
         vkrope.from_gguf(g4)
     assert vkrope.from_gguf(g4, layer=0).head_dim == 256 and vkrope.from_gguf(g4, layer=5).head_dim == 512
+    # (its graph asserts each layer's key and value widths equal, per layer: the reviewer's file, sliding
+    # layers of key 256 and value 128, is refused as llama.cpp refuses it)
+    odd = gguf_file(tmp_path, "gemma4", {"block_count": 6, "attention.sliding_window": 512,
+                                         "attention.sliding_window_pattern": [True] * 5 + [False],
+                                         "attention.key_length": 512, "attention.key_length_swa": 256,
+                                         "attention.value_length": 512, "attention.value_length_swa": 128,
+                                         "rope.dimension_count": 128, "rope.dimension_count_swa": 128},
+                    [("rope_freqs.weight", np.ones(256))], name="odd")
+    with pytest.raises(ValueError, match=r"layer 0's key width 256 and value width 128 differ .* gemma4 graph asserts"):
+        vkrope.from_gguf(odd, layer=5)
     g3 = gguf_file(tmp_path, "gemma3", {"block_count": 6, "attention.sliding_window": 512,
                                         "attention.key_length": 256, "attention.key_length_swa": 128,
                                         "rope.dimension_count": 128})
@@ -596,7 +607,7 @@ def test_a_factor_tensor_the_loader_requires_is_required(tmp_path):
     whose proportional RoPE turns 64. Llama's is optional (no scaling)."""
     kv = {"block_count": 2, "attention.sliding_window": 512, "attention.sliding_window_pattern": [True, False],
           "attention.key_length": 512, "rope.dimension_count": 512, "attention.key_length_swa": 256,
-          "rope.dimension_count_swa": 256}
+          "rope.dimension_count_swa": 256, "attention.value_length": 512, "attention.value_length_swa": 256}
     with pytest.raises(ValueError, match=r"gemma4 loader requires rope_freqs.weight for this file and refuses it"):
         vkrope.from_gguf(gguf_file(tmp_path, "gemma4", kv), layer_type="full_attention")
     with pytest.raises(ValueError, match=r"requires rope_freqs.weight"):  # (the file's, whichever layer is asked)

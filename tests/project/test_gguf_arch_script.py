@@ -388,4 +388,12 @@ def test_head_width_asserts_are_read_with_their_locals(monkeypatch):
     monkeypatch.setattr(table, "DEFAULT_IL", {"n_embd_head_k", "n_embd_head_v"})
     body = ("{ const int64_t n_embd_head = hparams.n_embd_head_v(); GGML_ASSERT(n_embd_head == hparams.n_embd_head_k());"
             " GGML_ASSERT(n_embd_head == n_rot); GGML_ASSERT(x->ne[0] == n_embd); }")
-    assert table.heads_asserted(body) == [["(n_embd_head_v(0))", "n_embd_head_k(0)"]]
+    assert table.heads_asserted(body) == [["True", "(n_embd_head_v(0))", "n_embd_head_k(0)"]]
+    # (Gemma 4's: per layer, its local defined again in the loop; Qwen4's: two calls; DeepSeek-V2's: in a branch)
+    loop = ("{ const int64_t n_embd_head = hparams.n_embd_head_v(); for (int il = 0; il < n_layer; ++il) { "
+            "const int64_t n_embd_head = hparams.n_embd_head_k(il); GGML_ASSERT(n_embd_head == hparams.n_embd_head_v(il));"
+            " } if (ocr) { GGML_ASSERT(hparams.n_embd_head_v() == hparams.n_embd_head_k()); } }")
+    assert table.heads_asserted(loop) == [["True", "(n_embd_head_k(il))", "n_embd_head_v(il)"],
+                                          ["(ocr)", "n_embd_head_v(0)", "n_embd_head_k(0)"]]
+    with pytest.raises(SystemExit, match="not read"):
+        table.heads_asserted("{ GGML_ASSERT(hparams.n_embd_head_v() + 1 == hparams.n_embd_head_k()); }")

@@ -194,7 +194,7 @@ def plan(req: Request, limits: Any) -> Plan:
         what = f"one row of x (C = {req.channels}: {row_bytes} bytes)" if row_bytes > budget else \
             f"one row of freqs ({f_row_bytes} bytes of {f_name}; freqs in x's dtype, {x_dtype.name}, take less)"
         raise ValueError(f"{what} does not fit the device's maxStorageBufferRange ({fit.budget_words(limits, budget)})")
-    table_budget = fit.table_budget(limits, f_row_bytes, budget)
+    table_budget = fit.call_table_budget(limits, f_row_bytes, x_dtype.itemsize)
     resident = not req.generated and not isinstance(req.freqs_pairs, np.ndarray)
     chunk_budget = fit.window_budget(table_budget, f_row_bytes, resident, limits.min_storage_buffer_offset_alignment,
                                     "freqs")

@@ -219,7 +219,7 @@ def plan(req: Request, limits: Any) -> Plan:
     row_bytes = c * x_dtype.itemsize
     # (generated: the tables are dim/2 frequencies; a token costs its row_of entry, or its ids)
     t_row_bytes = 4 * req.id_words if req.generated else req.table_width * np.dtype(f_name).itemsize
-    table_budget = fit.table_budget(limits, t_row_bytes, budget)
+    table_budget = fit.call_table_budget(limits, t_row_bytes, x_dtype.itemsize)
     if max(row_bytes, t_row_bytes) > budget:
         tables = f"one token's row of position words ({t_row_bytes} bytes)" if req.generated else \
             f"one row of the cos / sin tables ({t_row_bytes} bytes)"

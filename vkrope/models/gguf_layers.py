@@ -324,12 +324,7 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: 
                               "rope.dimension_count, or rope.dimension_count_swa on a sliding layer, else its "
                               "attention.key_length, else embedding_length / head_count) is not the head width "
                               f"{hp.evaluate(width)} (llama.cpp's {named}): its {arch} graph asserts they are equal")
-        for left, right in entry.get("heads_asserted") or ():  # (GGML_ASSERT(n_embd_head == n_embd_head_k()))
-            if hp.evaluate(left) != hp.evaluate(right):
-                raise Refused(f"its key width {hp.evaluate('n_embd_head_k(0)')} (attention.key_length, else "
-                              f"embedding_length / head_count) and value width {hp.evaluate('n_embd_head_v(0)')} "
-                              f"(attention.value_length, likewise) differ: llama.cpp's {arch} graph asserts "
-                              f"{left} == {right} and aborts")
+        _check_heads_asserted(arch, entry, hp, n_layer)
         _check_part_heads(arch, entry, hp)
         out: list[Rotation | None] = []
         split: list[tuple[int, str]] = []
@@ -351,6 +346,23 @@ def _rotations(arch: str, entry: dict, kv: Mapping[str, Any], n_layer: int, hp: 
     except KeyError as exc:  # (a field the program left unknown: HunyuanVL's alpha-scaled base)
         reason = hp.unknown.get(str(exc.args[0]), "not known") if hp is not None else "not known"
         return None, f"llama.cpp's {exc.args[0]} for {arch!r}: {reason}", ()
+
+
+def _check_heads_asserted(arch: str, entry: dict, hp: Hparams, n_layer: int) -> None:
+    """Refused where the graph asserts a layer's key and value head widths equal (the table's heads_asserted:
+    GGML_ASSERT(n_embd_head == hparams.n_embd_head_k()), per layer where it names `il`) and they differ; one the
+    table cannot evaluate (a condition of its own: DeepSeek-V2's OCR branch) is not checked."""
+    for cond, left, right in entry.get("heads_asserted") or ():
+        for i in range(n_layer) if "il" in cond + left + right else (0,):
+            try:
+                holds = not hp.evaluate(cond, il=i) or hp.evaluate(left, il=i) == hp.evaluate(right, il=i)
+            except Unknown:
+                continue
+            if not holds:
+                raise Refused(f"layer {i}'s key width {hp.evaluate('n_embd_head_k(il)', il=i)} and value width "
+                              f"{hp.evaluate('n_embd_head_v(il)', il=i)} differ (attention.key_length and "
+                              "value_length, their _swa forms on a sliding layer, else embedding_length / "
+                              f"head_count): llama.cpp's {arch} graph asserts {left} == {right} and aborts")
 
 
 def _layer_calls(entry: dict, hp: Hparams, i: int, part: str | None) -> set[Rotation]:

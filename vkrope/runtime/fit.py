@@ -110,13 +110,19 @@ def rows_matter(tokens: int, row_bytes: int, budget: int, *, resident_rows: int 
     return not (rows_from_data and tokens <= PER_TOKEN_ROWS and tokens * row_bytes <= budget)
 
 
+def call_table_budget(limits: Any, row_bytes: int, itemsize: int) -> int:
+    """The table budget of a call whose tensor has `itemsize` (table_budget
+    beside one binding of it): what a kernel's plan gives its segments, and
+    what its memo key compares with (call_rows_matter)."""
+    return table_budget(limits, row_bytes, binding_budget(limits, itemsize))
+
+
 def call_rows_matter(limits: Any, tokens: int, row_bytes: int, itemsize: int, *, resident_rows: int | None) -> bool:
     """`rows_matter` for a chunk of a call's `tokens` tokens (every chunk has
-    at most those) of a tensor of `itemsize`, with the table budget a
-    kernel's plan gives its segments: whether a plan may be memoised
-    without the rows the tokens read (a kernel's plan_key)."""
-    budget = table_budget(limits, row_bytes, binding_budget(limits, itemsize))
-    return rows_matter(tokens, row_bytes, budget, resident_rows=resident_rows)
+    at most those) of a tensor of `itemsize`, with the plan's table budget
+    (call_table_budget): whether a plan may be memoised without the rows the
+    tokens read (a kernel's plan_key)."""
+    return rows_matter(tokens, row_bytes, call_table_budget(limits, row_bytes, itemsize), resident_rows=resident_rows)
 
 
 def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *, resident_rows: int | None,
@@ -198,7 +204,7 @@ def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
     return arg(resource, offset, min(resource.size - offset, max(MIN_BUFFER, (r1 - r0) * row_bytes)))
 
 
-__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "call_rows_matter", "rows_matter", "table_budget",
+__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "call_rows_matter", "call_table_budget", "rows_matter", "table_budget",
            "window_budget",
            "workgroup",
            "table_segment", "fit_spans", "aligned_slices", "window"]

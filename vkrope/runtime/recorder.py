@@ -120,10 +120,15 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
                                      f"{type(a.resource).__name__}")
         pipe = pipeline(step.kernel, kernel.spec_values(dict(step.spec)))
         dset = rec.new_set(pipe)
-        pipe.write_set(dset, [
-            a.resource if isinstance(a.resource, Image3D) else (a.resource, a.offset, a.size or a.resource.size - a.offset)
-            for a in step.args
-        ])
+        sets = [a.resource if isinstance(a.resource, Image3D) else (a.resource, a.offset, a.size or a.resource.size - a.offset)
+                for a in step.args]
+        limit = pipe.ctx.info.max_storage_buffer_range  # (the device's, or a test's forced one: a plan past it is
+        # a defect a larger real limit would hide)
+        for (name, _, _), res in zip(kernel.bindings, sets):
+            if not isinstance(res, Image3D) and res[2] > limit:
+                raise AssertionError(f"{step.kernel}: binding {name} spans {res[2]} bytes, past the device's "
+                                     f"maxStorageBufferRange {limit}")
+        pipe.write_set(dset, sets)
         rec.bind(pipe, dset)
         if kernel.push_constants:
             rec.push_constants(pipe, kernel.pack(dict(step.push)))
