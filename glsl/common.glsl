@@ -247,9 +247,7 @@ float keep_sticky(float r, float rest) {
   }
   return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
 }
-#endif
 
-#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 // The sign of x * y where x and y are not zero but each part of their product as exact_diff forms it (`hi`,
 // `lo`) underflowed to zero (below 2^-150): it can still decide a rounding at a midpoint; else 0.0.
 float lost_sign(float x, float y, float hi, float lo) {
@@ -296,9 +294,7 @@ void exact_diff(float a, float b, float c, float d, uint hi_bits, out float r, o
   lost = lost_sign(a, b, p_hi, p_lo) - lost_sign(c, d, q_hi, q_lo);
 #endif
 }
-#endif
 
-#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 // r (a float32 sum) with the sign of its remainder `rest` kept for the one rounding to float16 that follows,
 // as keep_sticky does for bfloat16: where r is a float16 midpoint (10 fraction bits kept; below 2^-14,
 // odd multiples of 2^-25) and the exact value is not, r moves one float32 ulp towards it. Float16's overflow
@@ -312,11 +308,6 @@ float keep_half_sticky(float r, float rest) {
   }
   return uintBitsToFloat((rest > 0.0) == (r > 0.0) ? u + 1u : u - 1u);
 }
-
-#endif
-
-
-#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 
 // The bfloat16 nearest r + rest (ties to even), for an exact result scaled
 // by 2^64: its normal range starts at 2^-62 here, below which bfloat16's
@@ -335,9 +326,6 @@ float round_scaled_bf16(float r, float rest) {
   precise float v = units * uintBitsToFloat(0x1D000000u) * uintBitsToFloat(0x1F800000u);  // x 2^-69 x 2^-64
   return r < 0.0 ? -v : v;
 }
-#endif
-
-#if defined(X_BF16) || defined(X_HALF) || defined(C_BF16) || defined(C_HALF)
 
 // Where exact_rounded's value goes: a float32 (a KV cache of 16-bit k), a float16 or a bfloat16 (x, q, a cache).
 const uint TO_F32 = 0u;
@@ -351,9 +339,9 @@ const uint TO_BF16 = 2u;
 // (exact only to 2^-149; the products' sizes, not a's and c's: 2^-60 times a cos of 2^-80 is one too), a and c
 // are scaled by 2^64 first (not from 2^64, which that would overflow: no product of them is below 2^-85, exact
 // as it is): a bfloat16 result is rounded on its grid there (round_scaled_bf16), a float16 one is a zero
-// signed as the exact value (its grid stops at 2^-24). Where a product overflows the sum is not finite and the plain formula is returned; so is an exact
-// zero, signed as IEEE signs a*b - c*d (the sums' zero may not be). `to` is a constant at every call: the
-// compiler keeps one branch.
+// signed as the exact value (its grid stops at 2^-24). Where a product overflows the sum is not finite and
+// the plain formula is returned; so is an exact zero, signed as IEEE signs a*b - c*d (the sums' zero may not
+// be). `to` is a constant at every call: the compiler keeps one branch.
 float exact_rounded(float a, float b, float c, float d, uint hi_bits, uint to) {
   precise float ab = a * b;
   precise float cd = c * d;
