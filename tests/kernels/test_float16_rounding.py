@@ -324,8 +324,9 @@ def test_float16_results_are_the_exact_values_one_rounding(device, tables):
     """Every kernel writing float16 (the interleaved one, buffer and texture3d; the table one; the decode
     step's q and its float16 cache) gives the exact value's one rounding with float32 or float16 tables: an
     adversary's float16 q by float32 tables that nearly cancel was 1,589 float16 ulps off (the float32
-    products rounded, then the sum: lavapipe fuses no fma); a float32 sum on a float16 midpoint was rounded
-    twice. Signed zeros are the exact value's sign where it is not zero."""
+    products rounded, then the sum: lavapipe fuses no fma); a float32 sum crafted onto a float16 midpoint was
+    rounded twice. Signed zeros are the exact value's sign where it is not zero. (float16 tables' products
+    are exact in float32 as they are: that case guards the path, the float32 one tells old from new.)"""
     from fractions import Fraction
 
     rng = np.random.default_rng(31)
