@@ -201,14 +201,15 @@ def previous_condition(body: str, prev: str) -> str | None:
     return block_condition(body, opening(prev, len(prev) - 1))
 
 
-def locals_of(body: str) -> dict[str, str]:
-    """Local definitions `const T name = expr;` in a function body (the first of each name)."""
+def locals_of(body: str, last: bool = False) -> dict[str, str]:
+    """Local definitions `const T name = expr;` in a function body; a name defined twice differently is
+    unknown, or with `last` (the text before a use) its last definition."""
     out: dict[str, str] = {}
     for m in re.finditer(r"\b(?:const\s+)?(?:bool|auto|int64_t|int32_t|uint32_t|int|float)\s+(\w+)\s*=\s*([^;{}]+);",
                          body):
         if not re.search(r"\bfor\s*\(\s*$", body[:m.start()]):  # (a loop's counter is no constant)
             # (declared twice, in two blocks: which one a use reads is not read here, so unknown)
-            out[m.group(1)] = "unknown_local()" if m.group(1) in out and out[m.group(1)] != m.group(2) \
+            out[m.group(1)] = "unknown_local()" if not last and m.group(1) in out and out[m.group(1)] != m.group(2) \
                 else m.group(2)
     return out
 
@@ -465,10 +466,7 @@ def heads_asserted(body: str) -> list[list[str]]:
     out = []
     for m in re.finditer(r"GGML_ASSERT\s*\(([^;]*)\)\s*;", body):
         # (each local as last defined before the assert: Gemma 4's graph defines n_embd_head in two blocks)
-        before = body[:m.start()]
-        local = {d.group(1): d.group(2) for d in re.finditer(r"\b(?:const\s+)?(?:auto|int64_t|int32_t|uint32_t|int)\s+"
-                                                            r"(\w+)\s*=\s*([^;{}]+);", before)
-                 if not re.search(r"\bfor\s*\(\s*$", before[:d.start()])}  # (a loop's counter is no constant)
+        local = locals_of(body[:m.start()], last=True)
         for part in m.group(1).split("&&"):
             side = re.fullmatch(rf"\s*({HEAD_SIDE})\s*==\s*({HEAD_SIDE})\s*", part)
             pair = [layer_zero(py_expr(substitute(s, local))) for s in side.groups()] if side else None

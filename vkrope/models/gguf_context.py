@@ -1,6 +1,7 @@
 """The numbers llama.cpp's graph rotates a GGUF model's layers with: the
 RoPE fields `llama_model_base::load_hparams` reads from the file
-(llama-model.cpp; the table's `base` program, which gguf_layers runs), the context parameters `llama_context` derives from them
+(llama-model.cpp; the table's `base` program, which gguf_layers runs), the
+context parameters `llama_context` derives from them
 (llama-context.cpp: the frequency scale, YaRN's extrapolation mix and
 attention factor), and, per layer, the arguments of the graph's rope calls
 (`rope_forms` in vkrope/data/gguf_archs.json, read from each graph by

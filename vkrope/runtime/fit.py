@@ -204,7 +204,7 @@ def window(resource: Any, r0: int, r1: int, row_bytes: int) -> Arg:
     return arg(resource, offset, min(resource.size - offset, max(MIN_BUFFER, (r1 - r0) * row_bytes)))
 
 
-__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "call_rows_matter", "call_table_budget", "rows_matter", "table_budget",
-           "window_budget",
+__all__ = ["PER_TOKEN_ROWS", "Segment", "allocation_limit", "binding_budget", "call_rows_matter", "call_table_budget",
+           "rows_matter", "table_budget", "window_budget",
            "workgroup",
            "table_segment", "fit_spans", "aligned_slices", "window"]

@@ -120,8 +120,8 @@ def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int,
                                      f"{type(a.resource).__name__}")
         pipe = pipeline(step.kernel, kernel.spec_values(dict(step.spec)))
         dset = rec.new_set(pipe)
-        sets = [a.resource if isinstance(a.resource, Image3D) else (a.resource, a.offset, a.size or a.resource.size - a.offset)
-                for a in step.args]
+        sets = [a.resource if isinstance(a.resource, Image3D) else
+                (a.resource, a.offset, a.size or a.resource.size - a.offset) for a in step.args]
         limit = pipe.ctx.info.max_storage_buffer_range  # (the device's, or a test's forced one: a plan past it is
         # a defect a larger real limit would hide)
         for (name, _, _), res in zip(kernel.bindings, sets):
