@@ -599,8 +599,11 @@ def test_gguf_metadata_llama_cpp_would_reject(tmp_path):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma4", 4, [("add_sliding_window", 512)]))
     with pytest.raises(ValueError, match=r"gemma3\.attention\.sliding_window is a GGUF STRING; llama.cpp reads it as UINT32"):
         vkrope.from_gguf(_arch_file(tmp_path, "gemma3", 4, [("add_string", ("gemma3.attention.sliding_window", "x"))]))
-    with pytest.raises(ValueError, match="nextn_predict_layers must be"):
-        vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 4, [("add_uint32", ("gemma2.nextn_predict_layers", 9))]))
+    with pytest.raises(ValueError, match=r"nextn_predict_layers must be an integer in \[0, block_count 4\]; got 5"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 4, [("add_uint32", ("gemma2.nextn_predict_layers", 5))]))
+    # (llama.cpp asserts n_layer_nextn <= n_layer_all: a file of MTP layers alone loads, its main graph empty)
+    with pytest.raises(ValueError, match="each of gemma2's layers is a next-token-prediction layer"):
+        vkrope.from_gguf(_arch_file(tmp_path, "gemma2", 4, [("add_uint32", ("gemma2.nextn_predict_layers", 4))]))
     short = _arch_file(tmp_path, "gemma3", 4, [("add_sliding_window", 512),
                                               ("add_array", ("gemma3.attention.sliding_window_pattern", [False]))])
     # (a short array fills its first entries; the rest keep llama_hparams' default: not sliding)

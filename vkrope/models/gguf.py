@@ -342,6 +342,10 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
                                  "'full_attention', or layer=")
         raise ValueError(f"{where}: llama.cpp rotates {arch}'s layers differently, and which layers are which is "
                          f"unknown: {lp.unknown or 'pass layer='}")
+    if not calls and not lp.n_layer:  # (llama.cpp loads it: a model of MTP layers alone has no trunk)
+        raise ValueError(f"{where}: each of {arch}'s layers is a next-token-prediction layer (nextn_predict_layers "
+                         "= block_count): llama.cpp's main graph has none, and vkrope reads the main graph's rope "
+                         "calls alone")
     if not calls:
         raise ValueError(f"{where}: llama.cpp's graph for {arch!r} makes no rope call that vkrope can read here")
     call = calls.pop()

@@ -624,8 +624,8 @@ def _start(kv: Mapping[str, Any], n_layer_all: int, types: dict[str, str] | None
             pass  # (a default that is an expression of what is not read: unknown when used)
     f = hp.fields
     nextn = kv.get("nextn_predict_layers", 0)
-    if isinstance(nextn, bool) or not isinstance(nextn, int) or not 0 <= nextn < n_layer_all:
-        raise ValueError(f"nextn_predict_layers must be an integer in [0, block_count {n_layer_all}); got {nextn!r}")
+    if isinstance(nextn, bool) or not isinstance(nextn, int) or not 0 <= nextn <= n_layer_all:  # (its assert)
+        raise ValueError(f"nextn_predict_layers must be an integer in [0, block_count {n_layer_all}]; got {nextn!r}")
     f["n_layer_nextn"] = nextn
     f["n_layer"] = n_layer_all - f["n_layer_nextn"]
     for name, key in (("n_head_arr", "attention.head_count"), ("n_head_kv_arr", "attention.head_count_kv")):
