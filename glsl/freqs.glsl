@@ -4,8 +4,9 @@
  * vkrope/kernels/generated.py writes the table read here, from what
  * vkrope/ops/lowering.py makes of any frequency spec.
  *
- * A kernel defines FREQ_BINDING (the binding of the columns table) before
- * including this file. The columns table, uint words:
+ * A kernel defines FREQ_TABLE (the grid's name of the columns table's
+ * binding, whose BINDING_ / ACCESS_ defines place it) before including this
+ * file. The columns table, uint words:
  *   [0, 4 * ceil(n_cols / 4))  the float32 inverse frequency of each column,
  *                              padded to whole uvec4s (a kernel loads the 2
  *                              or 4 columns of a texel as one vec2 / vec4:
@@ -27,9 +28,13 @@
 #ifndef VKROPE_FREQS_GLSL
 #define VKROPE_FREQS_GLSL
 
-#ifndef FREQ_BINDING
-#error "define FREQ_BINDING (the columns table's binding) before including freqs.glsl"
+#ifndef FREQ_TABLE
+#error "define FREQ_TABLE (the grid's name of the columns table) before including freqs.glsl"
 #endif
+#define FREQ_PASTE_TOKENS(a, b) a##b
+#define FREQ_PASTE(a, b) FREQ_PASTE_TOKENS(a, b)  // (a second level: FREQ_TABLE expands before the paste)
+#define FREQ_BINDING FREQ_PASTE(BINDING_, FREQ_TABLE)
+#define FREQ_ACCESS FREQ_PASTE(ACCESS_, FREQ_TABLE)
 
 #include "trig.glsl"
 
@@ -37,10 +42,10 @@ const int ANGLE_FLOAT32 = 0;  // fl32(t * inv), the full range reduction (any fl
 const int ANGLE_SHORT = 1;    // the same angle, |angle| <= 8192 (cos_sin_short)
 const int ANGLE_EXACT = 2;    // coordinate * float64 frequency, reduced exactly
 
-layout(std430, set = 0, binding = FREQ_BINDING) readonly buffer FreqInv { float freq_inv[]; };
-layout(std430, set = 0, binding = FREQ_BINDING) readonly buffer FreqInv2 { vec2 freq_inv2[]; };
-layout(std430, set = 0, binding = FREQ_BINDING) readonly buffer FreqInv4 { vec4 freq_inv4[]; };
-layout(std430, set = 0, binding = FREQ_BINDING) readonly buffer FreqColumns { uvec4 freq_columns[]; };
+layout(std430, set = 0, binding = FREQ_BINDING) FREQ_ACCESS buffer FreqInv { float freq_inv[]; };
+layout(std430, set = 0, binding = FREQ_BINDING) FREQ_ACCESS buffer FreqInv2 { vec2 freq_inv2[]; };
+layout(std430, set = 0, binding = FREQ_BINDING) FREQ_ACCESS buffer FreqInv4 { vec4 freq_inv4[]; };
+layout(std430, set = 0, binding = FREQ_BINDING) FREQ_ACCESS buffer FreqColumns { uvec4 freq_columns[]; };
 
 // Column col's quarter turns (xyz) and axis (w), of a table of n_cols columns.
 uvec4 freq_column(uint col, uint n_cols) {

@@ -10,23 +10,23 @@
  * Compiled per variant of glsl/rope_cache.json by scripts/compile_shaders.py,
  * which defines X_HALF / X_BF16 (q, k, v and q_out: common.glsl), C_HALF /
  * C_BF16 / C_E4M3 / C_E5M2 (the caches; none: float32) and GENERATED (frequencies computed
- * here, glsl/freqs.glsl, from a spec: binding 6 is its columns table, one
- * column per cos / sin column, binding 7 is not read, and each token's
+ * here, glsl/freqs.glsl, from a spec: cos is its columns table, one
+ * column per cos / sin column, sin is not read, and each token's
  * tokens.x is its coordinate word instead of a cos / sin row).
  *
- * Inputs (set 0), all buffers:
- *   binding 0  q_out    [B, Hq, S, D] (writeonly)
- *   binding 1  q        [B, Hq, S, D]
- *   binding 2  k        [B, Hk, S, D]
- *   binding 3  v        [B, Hk, S, D]
- *   binding 4  k_cache  rows of D values (read and written: rows not named stay)
- *   binding 5  v_cache  rows of D values
- *   binding 6  cos      float32 [table rows, rot/2] (GENERATED: the columns table)
- *   binding 7  sin      float32 [table rows, rot/2] (GENERATED: not read)
- *   binding 8  tokens   ivec2 per token t = b*S + s: (its cos / sin row, or
+ * Bindings (set 0; the grid numbers them and gives their access), all buffers:
+ *   q_out    [B, Hq, S, D]
+ *   q        [B, Hq, S, D]
+ *   k        [B, Hk, S, D]
+ *   v        [B, Hk, S, D]
+ *   k_cache  rows of D values (read and written: rows not named stay)
+ *   v_cache  rows of D values
+ *   cos      float32 [table rows, rot/2] (GENERATED: the columns table)
+ *   sin      float32 [table rows, rot/2] (GENERATED: not read)
+ *   tokens   ivec2 per token t = b*S + s: (its cos / sin row, or
  *                       GENERATED its coordinate word; the cache row of its
  *                       head 0, -1: not written)
- *   binding 9  weights  float32 [2, D]: q's RMSNorm weights, then k's
+ *   weights  float32 [2, D]: q's RMSNorm weights, then k's
  *
  * Launches per role (role: ROLE_Q, ROLE_K, ROLE_V), each over a run of
  * rows whose bindings fit the device (the push constants say where each
@@ -67,30 +67,30 @@ layout(constant_id = 3) const bool NORM = false;
 // texel rot/2 away, and tensors, caches, tables and weights move as vec4.
 layout(constant_id = 4) const bool WHOLE_TEXELS = false;
 
-DECLARE_TENSOR(0, writeonly, q_out)
-DECLARE_TENSOR(1, readonly, q)
-DECLARE_TENSOR(2, readonly, k)
-DECLARE_TENSOR(3, readonly, v)
-DECLARE_BUFFER_TENSOR(4, CSCALAR, k_cache)
-DECLARE_BUFFER_TENSOR(5, CSCALAR, v_cache)
-layout(std430, set = 0, binding = 4) buffer KCache4 { CVEC4 k_cache_texels[]; };
-layout(std430, set = 0, binding = 5) buffer VCache4 { CVEC4 v_cache_texels[]; };
+DECLARE_TENSOR(q_out)
+DECLARE_TENSOR(q)
+DECLARE_TENSOR(k)
+DECLARE_TENSOR(v)
+DECLARE_BUFFER_TENSOR(CSCALAR, k_cache)
+DECLARE_BUFFER_TENSOR(CSCALAR, v_cache)
+layout(std430, set = 0, binding = BINDING_k_cache) ACCESS_k_cache buffer KCache4 { CVEC4 k_cache_texels[]; };
+layout(std430, set = 0, binding = BINDING_v_cache) ACCESS_v_cache buffer VCache4 { CVEC4 v_cache_texels[]; };
 // GENERATED: how the angle is formed (glsl/freqs.glsl's ANGLE_*).
 layout(constant_id = 5) const int ANGLE = 0;
 #ifdef GENERATED
-#define FREQ_BINDING 6
+#define FREQ_TABLE cos
 #include "freqs.glsl"
 #else
-layout(std430, set = 0, binding = 6) readonly buffer Cos { float cos_table[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Cos2 { vec2 cos2[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Cos4 { vec4 cos4[]; };
-layout(std430, set = 0, binding = 7) readonly buffer Sin { float sin_table[]; };
-layout(std430, set = 0, binding = 7) readonly buffer Sin2 { vec2 sin2[]; };
-layout(std430, set = 0, binding = 7) readonly buffer Sin4 { vec4 sin4[]; };
+layout(std430, set = 0, binding = BINDING_cos) ACCESS_cos buffer Cos { float cos_table[]; };
+layout(std430, set = 0, binding = BINDING_cos) ACCESS_cos buffer Cos2 { vec2 cos2[]; };
+layout(std430, set = 0, binding = BINDING_cos) ACCESS_cos buffer Cos4 { vec4 cos4[]; };
+layout(std430, set = 0, binding = BINDING_sin) ACCESS_sin buffer Sin { float sin_table[]; };
+layout(std430, set = 0, binding = BINDING_sin) ACCESS_sin buffer Sin2 { vec2 sin2[]; };
+layout(std430, set = 0, binding = BINDING_sin) ACCESS_sin buffer Sin4 { vec4 sin4[]; };
 #endif
-layout(std430, set = 0, binding = 8) readonly buffer Tokens { ivec2 tokens[]; };
-layout(std430, set = 0, binding = 9) readonly buffer Weights { float weights[]; };
-layout(std430, set = 0, binding = 9) readonly buffer Weights4 { vec4 weights4[]; };
+layout(std430, set = 0, binding = BINDING_tokens) ACCESS_tokens buffer Tokens { ivec2 tokens[]; };
+layout(std430, set = 0, binding = BINDING_weights) ACCESS_weights buffer Weights { float weights[]; };
+layout(std430, set = 0, binding = BINDING_weights) ACCESS_weights buffer Weights4 { vec4 weights4[]; };
 
 const uint ROLE_Q = 0u;
 const uint ROLE_K = 1u;

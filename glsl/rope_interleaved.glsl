@@ -10,11 +10,11 @@
  *   X_HALF / X_BF16, F_HALF / F_BF16      16-bit tensors / table (common.glsl)
  *   FLAG_INVERSE, FLAG_POSITIONS          bits of p.flags (the .json's "flags")
  *
- * Inputs (set 0):
- *   binding 0  out        buffer of texels, or a width-packed 3D image (writeonly)
- *   binding 1  x          buffer of texels, or a width-packed 3D image (readonly)
- *   binding 2  freqs      buffer of (cos, sin) pairs, flat [Nf, C/2]
- *   binding 3  positions  buffer of int, one freqs row per token (-1: pass through)
+ * Bindings (set 0; the grid numbers them and gives their access):
+ *   out        buffer of texels, or a width-packed 3D image
+ *   x          buffer of texels, or a width-packed 3D image
+ *   freqs      buffer of (cos, sin) pairs, flat [Nf, C/2]
+ *   positions  buffer of int, one freqs row per token (-1: pass through)
  * out and x may be the same buffer / image: every invocation reads its own
  * texel before writing that texel, and no other invocation touches it.
  *
@@ -67,21 +67,21 @@ layout(constant_id = 5) const int ANGLE = 0;
 layout(constant_id = 6) const bool AXIAL = false;
 
 // x and out move as raw bits (texels when ALIGNED, pairs when C % 4 == 2).
-DECLARE_TENSOR(0, writeonly, out)
-DECLARE_TENSOR(1, readonly, x)
+DECLARE_TENSOR(out)
+DECLARE_TENSOR(x)
 #ifdef GENERATED
-// Frequencies computed here (glsl/freqs.glsl): binding 2 is the columns
+// Frequencies computed here (glsl/freqs.glsl): freqs is the columns
 // table, one column per pair. A token's row is its coordinate word (its
 // position, or the bits of its float32 scaled position) or its index in an
 // axial grid (AXIAL: x = row % axial_end_x, y = row / axial_end_x; the first
 // C/4 columns turn by x, the rest by y).
-#define FREQ_BINDING 2
+#define FREQ_TABLE freqs
 #include "freqs.glsl"
 #else
-layout(std430, set = 0, binding = 2) readonly buffer Freqs { FVEC2 freqs[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Freqs4 { FVEC4 freqs4[]; };
+layout(std430, set = 0, binding = BINDING_freqs) ACCESS_freqs buffer Freqs { FVEC2 freqs[]; };
+layout(std430, set = 0, binding = BINDING_freqs) ACCESS_freqs buffer Freqs4 { FVEC4 freqs4[]; };
 #endif
-layout(std430, set = 0, binding = 3) readonly buffer Positions { int positions[]; };
+layout(std430, set = 0, binding = BINDING_positions) ACCESS_positions buffer Positions { int positions[]; };
 
 #if !defined(FLAG_INVERSE) || !defined(FLAG_POSITIONS)
 #error "compile with scripts/compile_shaders.py: it defines FLAG_INVERSE and FLAG_POSITIONS"

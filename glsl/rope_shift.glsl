@@ -14,13 +14,13 @@
  * scale 1); the host takes fp8 caches with D a multiple of 4, so a texel is
  * one word.
  *
- * Inputs (set 0), all buffers:
- *   binding 0  k_cache  rows of D values (read, then written in place)
- *   binding 1  v_cache  rows of D values (moved rows only; move_v 0: not read)
- *   binding 2  k_tmp    float32 [n_tokens * Hk, D]: the rotated keys
- *   binding 3  v_tmp    [n_tokens * Hk, D] of the cache's type: the values
- *   binding 4  freqs    the columns table of glsl/freqs.glsl
- *   binding 5  tokens   ivec4 per token: (the cache row of its head 0 now,
+ * Bindings (set 0; the grid numbers them and gives their access), all buffers:
+ *   k_cache  rows of D values (read, then written in place)
+ *   v_cache  rows of D values (moved rows only; move_v 0: not read)
+ *   k_tmp    float32 [n_tokens * Hk, D]: the rotated keys
+ *   v_tmp    [n_tokens * Hk, D] of the cache's type: the values
+ *   freqs    the columns table of glsl/freqs.glsl
+ *   tokens   ivec4 per token: (the cache row of its head 0 now,
  *                       the row it goes to, its old coordinate word, its
  *                       new one); head h is head_stride rows further
  *
@@ -48,18 +48,18 @@
 #include "common.glsl"
 #include "tensor.glsl"
 #define GENERATED
-#define FREQ_BINDING 4
+#define FREQ_TABLE freqs
 #include "freqs.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const bool INTERLEAVED = false;
 layout(constant_id = 3) const int ANGLE = 0;
 
-DECLARE_BUFFER_TENSOR(0, CSCALAR, k_cache)
-DECLARE_BUFFER_TENSOR(1, CSCALAR, v_cache)
-DECLARE_BUFFER_TENSOR(2, float, k_tmp)
-DECLARE_BUFFER_TENSOR(3, CSCALAR, v_tmp)
-layout(std430, set = 0, binding = 5) readonly buffer Tokens { ivec4 tokens[]; };
+DECLARE_BUFFER_TENSOR(CSCALAR, k_cache)
+DECLARE_BUFFER_TENSOR(CSCALAR, v_cache)
+DECLARE_BUFFER_TENSOR(float, k_tmp)
+DECLARE_BUFFER_TENSOR(CSCALAR, v_tmp)
+layout(std430, set = 0, binding = BINDING_tokens) ACCESS_tokens buffer Tokens { ivec4 tokens[]; };
 
 const uint ROLE_GATHER = 0u;
 const uint ROLE_SCATTER = 1u;

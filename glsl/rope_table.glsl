@@ -15,12 +15,12 @@
  * s = (r / token_rows) % S of batch item b = r / batch_rows (token_rows: H
  * for [B, S, H, D], else 1), and reads table row row_of[b*S + s].
  *
- * Inputs (set 0):
- *   binding 0  out      buffer of values, or a width-packed 3D image (writeonly)
- *   binding 1  x        buffer of values, or a width-packed 3D image (readonly)
- *   binding 2  cos      buffer [table rows, table_width]
- *   binding 3  sin      buffer [table rows, table_width]
- *   binding 4  row_of   buffer of int: the table row of each (b, s)
+ * Bindings (set 0; the grid numbers them and gives their access):
+ *   out      buffer of values, or a width-packed 3D image
+ *   x        buffer of values, or a width-packed 3D image
+ *   cos      buffer [table rows, table_width]
+ *   sin      buffer [table rows, table_width]
+ *   row_of   buffer of int: the table row of each (b, s)
  * out and x may be the same buffer / image only for interleaved pairs with
  * an even D (a pair then never straddles two texels, and an invocation
  * reads only its own); otherwise a partner may sit in a texel another
@@ -68,22 +68,22 @@ layout(constant_id = 5) const int ANGLE = 0;
 // word names; every token rotates.
 layout(constant_id = 6) const bool ND = false;
 
-DECLARE_TENSOR(0, writeonly, out)
-DECLARE_TENSOR(1, readonly, x)
+DECLARE_TENSOR(out)
+DECLARE_TENSOR(x)
 #ifdef GENERATED
-// Frequencies computed here (glsl/freqs.glsl): binding 2 is the columns
-// table, one column per cos / sin column (rot/2); binding 3 is not read.
+// Frequencies computed here (glsl/freqs.glsl): cos is the columns
+// table, one column per cos / sin column (rot/2); sin is not read.
 // Without ND, row_of holds each token's coordinate word (its position, or
 // the bits of its float32 scaled position).
-#define FREQ_BINDING 2
+#define FREQ_TABLE cos
 #include "freqs.glsl"
 #else
-layout(std430, set = 0, binding = 2) readonly buffer Cos { FSCALAR cos_table[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Cos4 { FVEC4 cos_table4[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Sin { FSCALAR sin_table[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Sin4 { FVEC4 sin_table4[]; };
+layout(std430, set = 0, binding = BINDING_cos) ACCESS_cos buffer Cos { FSCALAR cos_table[]; };
+layout(std430, set = 0, binding = BINDING_cos) ACCESS_cos buffer Cos4 { FVEC4 cos_table4[]; };
+layout(std430, set = 0, binding = BINDING_sin) ACCESS_sin buffer Sin { FSCALAR sin_table[]; };
+layout(std430, set = 0, binding = BINDING_sin) ACCESS_sin buffer Sin4 { FVEC4 sin_table4[]; };
 #endif
-layout(std430, set = 0, binding = 4) readonly buffer RowOf { int row_of[]; };
+layout(std430, set = 0, binding = BINDING_row_of) ACCESS_row_of buffer RowOf { int row_of[]; };
 
 #ifndef FLAG_FULL_TABLE
 #error "compile with scripts/compile_shaders.py: it defines FLAG_FULL_TABLE"

@@ -7,11 +7,11 @@
  * dtype updated in place at given rows (acc, float32, as a KV cache), and
  * a per-call table (rows).
  *
- * Inputs (set 0):
- *   binding 0  out   tensor [R, C] (writeonly)
- *   binding 1  x     tensor [R, C] (readonly)
- *   binding 2  acc   buffer float32 [A, C], read and written
- *   binding 3  rows  buffer int: the acc row of each x row (-1: none);
+ * Bindings (set 0; the grid numbers them and gives their access):
+ *   out   tensor [R, C]
+ *   x     tensor [R, C]
+ *   acc   buffer float32 [A, C], read and written
+ *   rows  buffer int: the acc row of each x row (-1: none);
  *                    the host refuses a row given twice
  * Math, texel c4 of row r (values 4 c4 .. 4 c4 + 3 of the row):
  *   out[r] = scale * x[r]  (rounded once to x's dtype)
@@ -23,10 +23,10 @@
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
-DECLARE_TENSOR(0, writeonly, out)
-DECLARE_TENSOR(1, readonly, x)
-DECLARE_BUFFER_TENSOR(2, float, acc)
-layout(std430, set = 0, binding = 3) readonly buffer Rows { int rows[]; };
+DECLARE_TENSOR(out)
+DECLARE_TENSOR(x)
+DECLARE_BUFFER_TENSOR(float, acc)
+layout(std430, set = 0, binding = BINDING_rows) ACCESS_rows buffer Rows { int rows[]; };
 
 layout(push_constant) uniform Params {
   uint row_begin;     // first row of this dispatch

@@ -3,7 +3,9 @@
  * tensor bindings and the texel addressing of width-packed images (the
  * (cos, sin) of frequencies computed in the shader: glsl/freqs.glsl).
  *
- * DECLARE_TENSOR(B, ACCESS, NAME) declares binding B as a tensor:
+ * DECLARE_TENSOR(NAME) declares binding NAME as a tensor, at the grid's
+ * BINDING_NAME with its ACCESS_NAME qualifier (the compiler's defines, from
+ * glsl/<kernel>.json: the grid states both once):
  *   STORAGE_BUFFER     NAME_raw4[] (XRAW4: a texel as raw bits), NAME_raw2[]
  *                      (XRAW2: a pair as raw bits), NAME_texels[] (XVEC4)
  *                      and NAME_values[] (XSCALAR): views of one buffer, so
@@ -11,11 +13,10 @@
  *                      can go back bit for bit;
  *   STORAGE_TEXTURE3D  NAME_image, a width-packed 3D image (IMAGE_FORMAT,
  *                      IMAGE_TYPE; IMAGE_LOAD / IMAGE_STORE move its texels).
- * ACCESS is readonly or writeonly.
  *
- * DECLARE_BUFFER_TENSOR(B, TYPE, NAME) declares binding B as a buffer-only
+ * DECLARE_BUFFER_TENSOR(TYPE, NAME) declares binding NAME as a buffer-only
  * tensor of another element type than x's (a float32 cache beside float16
- * x, say), read and written: NAME_values[] of TYPE.
+ * x, say): NAME_values[] of TYPE.
  *
  * rope_pair(j, rot_half, interleaved, first, col, partner): the pair of
  * head-local channel j (interleaved pairs or rotate-half halves).
@@ -29,18 +30,18 @@
 #define VKROPE_TENSOR_GLSL
 
 #ifdef STORAGE_BUFFER
-#define DECLARE_TENSOR(B, ACCESS, NAME) \
-  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Raw4 { XRAW4 NAME##_raw4[]; }; \
-  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Raw2 { XRAW2 NAME##_raw2[]; }; \
-  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Texels { XVEC4 NAME##_texels[]; }; \
-  layout(std430, set = 0, binding = B) ACCESS buffer NAME##Values { XSCALAR NAME##_values[]; };
+#define DECLARE_TENSOR(NAME) \
+  layout(std430, set = 0, binding = BINDING_##NAME) ACCESS_##NAME buffer NAME##Raw4 { XRAW4 NAME##_raw4[]; }; \
+  layout(std430, set = 0, binding = BINDING_##NAME) ACCESS_##NAME buffer NAME##Raw2 { XRAW2 NAME##_raw2[]; }; \
+  layout(std430, set = 0, binding = BINDING_##NAME) ACCESS_##NAME buffer NAME##Texels { XVEC4 NAME##_texels[]; }; \
+  layout(std430, set = 0, binding = BINDING_##NAME) ACCESS_##NAME buffer NAME##Values { XSCALAR NAME##_values[]; };
 #elif defined(STORAGE_TEXTURE3D)
-#define DECLARE_TENSOR(B, ACCESS, NAME) \
-  layout(set = 0, binding = B, IMAGE_FORMAT) uniform ACCESS IMAGE_TYPE NAME##_image;
+#define DECLARE_TENSOR(NAME) \
+  layout(set = 0, binding = BINDING_##NAME, IMAGE_FORMAT) uniform ACCESS_##NAME IMAGE_TYPE NAME##_image;
 #endif
 
-#define DECLARE_BUFFER_TENSOR(B, TYPE, NAME) \
-  layout(std430, set = 0, binding = B) buffer NAME##Values { TYPE NAME##_values[]; };
+#define DECLARE_BUFFER_TENSOR(TYPE, NAME) \
+  layout(std430, set = 0, binding = BINDING_##NAME) ACCESS_##NAME buffer NAME##Values { TYPE NAME##_values[]; };
 
 // Head-local channel j of a rotated head (j < 2 rot_half): whether it is
 // the first of its pair, its cos / sin column and its partner channel;

@@ -10,9 +10,9 @@
  * time to a kernel's is about how close that kernel gets to the floor; for
  * texture3d rows it is a buffer floor, not an image one.
  *
- * Inputs (set 0):
- *   binding 0  out   buffer of texels (written)
- *   binding 1  x     buffer of texels
+ * Bindings (set 0; the grid numbers them and gives their access):
+ *   out   buffer of texels
+ *   x     buffer of texels
  * Grid (x, y) flattened as texel i = y * row_stride + x (a large tensor
  * spans several grid rows; maxComputeWorkGroupCount[0] may be 65535).
  */
@@ -20,8 +20,8 @@
 
 layout(local_size_x_id = 0) in;
 
-layout(std430, set = 0, binding = 0) writeonly buffer Out { XRAW4 out_texels[]; };
-layout(std430, set = 0, binding = 1) readonly buffer In { XRAW4 in_texels[]; };
+layout(std430, set = 0, binding = BINDING_out) ACCESS_out buffer Out { XRAW4 out_texels[]; };
+layout(std430, set = 0, binding = BINDING_x) ACCESS_x buffer In { XRAW4 in_texels[]; };
 
 layout(push_constant) uniform Params {
   uint texels;      // texels to copy

@@ -11,28 +11,28 @@
  *   2 EXACT       cos_sin_exact(position[i >> freq_bits], freq_q[i % 2^freq_bits].xyz)
  *   3 EXACT_HILO  cos_sin_exact_hilo(position[i >> freq_bits], freq_hilo[i % 2^freq_bits])
  *   4 BUILTIN     vec2(cos(angle[i]), sin(angle[i]))  (the driver's own)
- *   5 TABLE       table[i], binding 1 read as vec2    (what reading a table costs)
+ *   5 TABLE       table[i], angle read as vec2        (what reading a table costs)
  *   6 SHORT       cos_sin_short(angle[i])             (|angle| <= 8192)
  *
- * Inputs (set 0):
- *   binding 0  out        vec2 [count] (written)
- *   binding 1  angle      float [count] (MODE 0, 1, 4, 6), or vec2 [count] (MODE 5)
- *   binding 2  position   uint [count >> freq_bits]
- *   binding 3  freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most
+ * Bindings (set 0; the grid numbers them and gives their access):
+ *   out        vec2 [count]
+ *   angle      float [count] (MODE 0, 1, 4, 6), or vec2 [count] (MODE 5)
+ *   position   uint [count >> freq_bits]
+ *   freq_q     uvec4 [1 << freq_bits]: round(f * 2/pi * 2^94) mod 2^96, most
  *                         significant word first (w unused)
- *   binding 4  freq_hilo  vec2 [1 << freq_bits]: (hi, lo) float32 pair of f
+ *   freq_hilo  vec2 [1 << freq_bits]: (hi, lo) float32 pair of f
  */
 #include "trig.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint MODE = 1u;
 
-layout(std430, set = 0, binding = 0) writeonly buffer Out { vec2 out_values[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Angle { float angle[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Table { vec2 table[]; };
-layout(std430, set = 0, binding = 2) readonly buffer Position { uint position[]; };
-layout(std430, set = 0, binding = 3) readonly buffer FreqQ { uvec4 freq_q[]; };
-layout(std430, set = 0, binding = 4) readonly buffer FreqHilo { vec2 freq_hilo[]; };
+layout(std430, set = 0, binding = BINDING_out) ACCESS_out buffer Out { vec2 out_values[]; };
+layout(std430, set = 0, binding = BINDING_angle) ACCESS_angle buffer Angle { float angle[]; };
+layout(std430, set = 0, binding = BINDING_angle) ACCESS_angle buffer Table { vec2 table[]; };
+layout(std430, set = 0, binding = BINDING_position) ACCESS_position buffer Position { uint position[]; };
+layout(std430, set = 0, binding = BINDING_freq_q) ACCESS_freq_q buffer FreqQ { uvec4 freq_q[]; };
+layout(std430, set = 0, binding = BINDING_freq_hilo) ACCESS_freq_hilo buffer FreqHilo { vec2 freq_hilo[]; };
 
 layout(push_constant) uniform Params {
   uint count;       // values to write

@@ -97,6 +97,7 @@ FREQS_GLSL = "glsl/freqs.glsl"
 FP8_GLSL = "glsl/fp8.glsl"
 LOWERING = "vkrope/ops/lowering.py"
 SHIFT_GLSL = "glsl/rope_shift.glsl"
+GRID_READER = "vkrope/runtime/manifest.py"
 CONFIGS = "vkrope/models/hf.py"
 HF_LOAD = "vkrope/models/hf_load.py"
 HF_PER_LAYER = "vkrope/models/hf_per_layer.py"
@@ -2908,6 +2909,14 @@ MUTATIONS = [
              "not 0 <= nextn <= n_layer_all:", "not 0 <= nextn < n_layer_all:"),
     Mutation("GGUF: a file of MTP layers alone told no rope call is readable", GGUF,
              "    if not calls and not lp.n_layer:", "    if False:"),
+    Mutation("grid: a written binding compiled without its writeonly", GRID_READER,
+             '"write": "writeonly"', '"write": ""'),
+    Mutation("grid: the binding numbers given in reverse", GRID_READER,
+             "f\"BINDING_{bnd['name']}={i}\"", "f\"BINDING_{bnd['name']}={len(grid['bindings']) - 1 - i}\""),
+    Mutation("a shader placing a binding by its own number and qualifier (the same ones)", TABLE_KERNEL,
+             "binding = BINDING_row_of) ACCESS_row_of buffer", "binding = 4) readonly buffer"),
+    Mutation("a launch's arguments keep the access they were built with, not the grid's", GRID_READER,
+             "return tuple(replace(by_name[name], access=access) for", "return tuple(by_name[name] for"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,
@@ -3126,7 +3135,7 @@ def run_one(m: Mutation, tests: list[str], python: str) -> tuple[str, float, str
                                                                    "bench-out", ".offline", "*.egg-info"))
         if not apply_mutation(tree, m):
             return "stale", time.perf_counter() - t0, ""
-        if m.path.startswith("glsl/"):
+        if m.path.startswith("glsl/") or m.path == GRID_READER:  # (the grid's defines reach the compiler)
             res = subprocess.run([python, "scripts/compile_shaders.py"], cwd=tree, capture_output=True, text=True)
             if res.returncode:
                 return "killed", time.perf_counter() - t0, "shader does not compile"

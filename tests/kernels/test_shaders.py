@@ -66,30 +66,51 @@ def test_push_constant_block_matches_the_grid(kernel):
 
 
 @pytest.mark.parametrize("kernel", sorted(GRIDS))
-def test_binding_names_match_the_grid(kernel):
-    """The shader's header lists its bindings by number and name in the
-    grid's order, and each tensor it declares (DECLARE_*TENSOR) sits at the
-    grid's binding of that name, a tensor there: the host binds by the
-    grid, so two swapped bindings would read one array as another."""
+def test_the_grid_states_each_binding_once(kernel):
+    """A shader places each binding by the grid's BINDING_<name> / ACCESS_<name> defines, never by a number or
+    qualifier of its own (the grid is the one statement of both); its header lists the bindings in the grid's
+    order, each tensor it declares (DECLARE_*TENSOR) is a tensor there, and every grid binding is declared."""
     src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
     grid = GRIDS[kernel]["bindings"]
-    header = re.findall(r"^ \*\s+binding (\d+)\s+(\w+)", src, re.M)
-    assert [(int(n), name) for n, name in header] == [(i, b["name"]) for i, b in enumerate(grid)]
-    for n, name in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),\s*\w+,\s*(\w+)\)", src, re.M):
-        assert (grid[int(n)]["name"], grid[int(n)]["kind"]) == (name, "tensor"), (n, name)
-
-
-@pytest.mark.parametrize("kernel", sorted(GRIDS))
-def test_bindings_and_spec_constants_match_the_grid(kernel):
-    src = (ROOT / "glsl" / GRIDS[kernel]["source"]).read_text()
-    bindings = sorted({int(b) for b in re.findall(r"binding = (\d+)\)", src)}
-                      | {int(b) for b in re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((\d+),", src, re.M)}
-                      | {int(b) for b in re.findall(r"^#define FREQ_BINDING (\d+)$", src, re.M)})  # glsl/freqs.glsl's
-    assert bindings == list(range(len(GRIDS[kernel]["bindings"])))
+    names = [b["name"] for b in grid]
+    header = re.search(r"^ \* Bindings \(set 0.*?\n((?: \*   .*\n)+)", src, re.M).group(1)
+    assert re.findall(r"^ \*   (\w+)  ", header, re.M) == names
+    assert not re.findall(r"binding = \d|\) (?:readonly|writeonly) buffer|uniform (?:readonly|writeonly)", src)
+    declared = re.findall(r"^DECLARE_(?:BUFFER_)?TENSOR\((?:\w+, )?(\w+)\)", src, re.M)
+    assert all(grid[names.index(n)]["kind"] == "tensor" for n in declared), declared
+    placed = re.findall(r"binding = BINDING_(\w+)\) ACCESS_(\w+) buffer", src)
+    assert all(a == b and a in names for a, b in placed), placed
+    tables = re.findall(r"^#define FREQ_TABLE (\w+)$", src, re.M)  # (glsl/freqs.glsl's columns table)
+    assert set(declared) | {a for a, _ in placed} | set(tables) == set(names)
     spec_ids = re.findall(r"constant_id = (\d+)\) const \w+ (\w+)", src)
     named = {int(i): n for i, n in spec_ids}
     for i, name in enumerate(GRIDS[kernel]["spec_constants"]):
         assert i in (0, 1) or named.get(i) == name  # 0, 1: local_size_x_id / local_size_y_id
+
+
+QUALIFIER = {"read": {"NonWritable"}, "write": {"NonReadable"}, "update": set()}
+
+
+@pytest.mark.parametrize("name", sorted(manifest()["variants"]))
+def test_each_compiled_binding_is_the_grids(name):
+    """Read back from the SPIR-V: every descriptor the module declares sits at a binding of its grid, with that
+    binding's access (NonWritable where it reads, NonReadable where it writes), whatever the source says."""
+    entry = manifest()["variants"][name]
+    text = subprocess.run(["spirv-dis", "--raw-id", str(spirv_dir() / entry["file"])], check=True,
+                          capture_output=True, text=True).stdout
+    binding = {v: int(b) for v, b in re.findall(r"OpDecorate %(\d+) Binding (\d+)", text)}
+    flags: dict[str, set[str]] = {}
+    for target, flag in re.findall(r"OpDecorate %(\d+) (NonWritable|NonReadable)", text):
+        flags.setdefault(target, set()).add(flag)
+    for struct, flag in re.findall(r"OpMemberDecorate %(\d+) \d+ (NonWritable|NonReadable)", text):
+        flags.setdefault(struct, set()).add(flag)
+    pointee = dict(re.findall(r"%(\d+) = OpTypePointer \w+ %(\d+)", text))
+    var_type = dict(re.findall(r"%(\d+) = OpVariable %(\d+)", text))
+    assert binding and set(binding.values()) <= set(range(len(entry["bindings"])))
+    for var, b in binding.items():
+        block = pointee[var_type[var]]
+        got = flags.get(var, set()) | flags.get(block, set())
+        assert got == QUALIFIER[entry["bindings"][b]["access"]], (name, entry["bindings"][b]["name"], got)
 
 
 @pytest.mark.parametrize("kernel", sorted(GRIDS))

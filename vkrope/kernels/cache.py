@@ -163,7 +163,7 @@ class Plan:
         q_rows, k_rows = self.q_rows, self.k_rows
         for ch in self.chunks:
             args = {}
-            for name, access in kernel.tensors():
+            for name, _ in kernel.tensors():
                 res, off = where[name]
                 cache = name.endswith("_cache")
                 size = citem if cache else item
@@ -178,7 +178,7 @@ class Plan:
                     start, values = 0, (q_rows if name in ("q", "q_out") else k_rows) * self.head_dim
                 else:
                     start, values = ch.x_base, ch.x_values
-                args[name] = Arg(res, res.serial, off + start * size, padded_bytes(values, size), access)
+                args[name] = Arg(res, res.serial, off + start * size, padded_bytes(values, size))
             push = dict(role=ch.role, q_rows=q_rows, k_rows=k_rows, row_begin=ch.r0, row_end=ch.r1, hq=self.hq,
                         hk=self.hk, n_tokens=self.n_tokens, head_dim=self.head_dim, rot_half=self.rot_half,
                         head_stride=self.head_stride, x_base=ch.x_base, cache_base=ch.cache_base,

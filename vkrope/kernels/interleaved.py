@@ -139,9 +139,9 @@ class Plan:
         for ch in self.chunks:
             if self.storage == "buffer":
                 xa = Arg(x[0], x[0].serial, x[1] + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
-                oa = Arg(out[0], out[0].serial, out[1] + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes, WRITE)
+                oa = Arg(out[0], out[0].serial, out[1] + ch.x_base * pair_bytes, ch.x_pairs * pair_bytes)
             else:
-                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
+                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial)
             fa, pa = tables[ch.table]
             flags = (kernel.flag("FLAG_INVERSE") if self.inverse else 0) | (
                 kernel.flag("FLAG_POSITIONS") if ch.positions else 0)

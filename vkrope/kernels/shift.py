@@ -96,7 +96,7 @@ class Plan:
 
         def arg(name: str, values: int, size: int, start: int = 0) -> Arg:
             res, off = where[name]
-            return Arg(res, res.serial, off + start * size, padded_bytes(values, size), UPDATE)
+            return Arg(res, res.serial, off + start * size, padded_bytes(values, size))  # (its access: the grid's)
 
         scratch = rows * self.head_dim
         wx, wy = self.workgroup

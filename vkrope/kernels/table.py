@@ -168,9 +168,9 @@ class Plan:
             if self.storage == "buffer":
                 off = (ch.x_base - origin) * itemsize
                 xa = Arg(x[0], x[0].serial, x[1] + off, ch.x_values * itemsize)
-                oa = Arg(out[0], out[0].serial, out[1] + off, ch.x_values * itemsize, WRITE)
+                oa = Arg(out[0], out[0].serial, out[1] + off, ch.x_values * itemsize)
             else:
-                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial, access=WRITE)
+                xa, oa = Arg(x[0], x[0].serial), Arg(out[0], out[0].serial)
             ca, sa, ra = tables[ch.table]
             push = dict(
                 row_begin=ch.r0, row_end=ch.r1,

@@ -14,12 +14,14 @@ from __future__ import annotations
 import itertools
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..vk.pipeline import STORAGE_BUFFER, STORAGE_IMAGE  # (the binding kinds the grids name; one definition)
+
+QUALIFIERS = {"read": "readonly", "write": "writeonly", "update": ""}  # a binding's access: its GLSL qualifier
 
 
 def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -35,6 +37,10 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         defines = [d for a in names for d in axes[a][params[a]]]
         defines += [f"{flag}={bit}u" for flag, bit in grid.get("flags", {}).items()]
+        # (each binding's number and access qualifier: the shader declares BINDING_<name> / ACCESS_<name>,
+        # so the grid is the one statement of both; an update is read and written, no qualifier)
+        defines += [d for i, bnd in enumerate(grid["bindings"])
+                    for d in (f"BINDING_{bnd['name']}={i}", f"ACCESS_{bnd['name']}={QUALIFIERS.get(bnd['access'])}")]
         bindings, features = [], set()
         for i, bnd in enumerate(grid["bindings"]):
             # A tensor may name the axis that says where it lives (buffer or
@@ -43,8 +49,9 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             if bnd["kind"] not in ("tensor", "table") or (bnd["kind"] == "table" and "storage" in bnd):
                 raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: kind {bnd['kind']!r} (tensor, or a "
                                  "table, which has no storage axis)")
-            if bnd["access"] not in ("read", "write", "update"):
-                raise ValueError(f"{grid['kernel']}: binding {bnd['name']}: access {bnd['access']!r}")
+            if bnd["access"] not in QUALIFIERS or not bnd["name"].isidentifier():
+                raise ValueError(f"{grid['kernel']}: binding {bnd['name']!r}: access {bnd['access']!r} (a name "
+                                 f"GLSL can paste into BINDING_<name>; access one of {list(QUALIFIERS)})")
             image = "storage" in bnd and params[bnd["storage"]] == "texture3d"
             kind = STORAGE_IMAGE if image else STORAGE_BUFFER
             half = params.get(bnd["dtype"], bnd["dtype"]) in ("16", "b16", "float16", "bfloat16")
@@ -91,12 +98,13 @@ class Kernel:
         return tuple((name, access) for name, _, access in self.bindings if name not in self.tables)
 
     def args(self, **by_name: Any) -> tuple:
-        """A launch's arguments by binding name, in the grid's binding order (every binding exactly once: a
-        positional tuple would let two bindings trade places unnoticed)."""
+        """A launch's arguments (steps.Arg) by binding name, in the grid's binding order, each with its binding's
+        access from the grid, which the recorder's barriers follow (every binding exactly once: a positional
+        tuple would let two bindings trade places unnoticed)."""
         names = [name for name, _, _ in self.bindings]
         if sorted(by_name) != sorted(names):
             raise AssertionError(f"{self.name}: bindings {names}, the launch gives {sorted(by_name)}")
-        return tuple(by_name[name] for name in names)
+        return tuple(replace(by_name[name], access=access) for name, _, access in self.bindings)
 
     @property
     def push_constant_bytes(self) -> int:
