@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 
 os.environ.setdefault("VKROPE_VALIDATION", "1")
-# The suite's folders by subject (runtime, kernels, ops, specs, models, project) import the shared helpers
+# The suite's folders by subject (runtime, kernels, specs, ops, models, project) import the shared helpers
 # here and the float64 oracles in oracles/ by name.
 sys.path[:0] = [os.path.dirname(__file__), os.path.join(os.path.dirname(__file__), "oracles")]
 

@@ -227,8 +227,8 @@ OPS = (
 
 def module_target(case: OpCase) -> Any:
     """What runs `case` through the module-level API: the vkrope module, or
-    (apply_many has no module function) the default device."""
-    return vkrope.default_device() if case.name == "apply_many" else vkrope
+    (a Device's own method, apply_many: no module function) the default device."""
+    return vkrope if hasattr(vkrope, case.name) else vkrope.default_device()
 
 
 def as_numpy(y: Any) -> np.ndarray:

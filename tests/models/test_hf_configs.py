@@ -6,7 +6,7 @@ from the formulas and shares no code with vkrope.
 
 Tolerances. Inverse frequencies: within 1 float32 ulp of transformers'
 (torch's float32 power differs from the correctly rounded one vkrope takes
-on a few columns; tests/kernels/test_generated.py) and bit for bit the oracle's.
+on a few columns; tests/specs/test_generated.py) and bit for bit the oracle's.
 cos / sin: within 8 float32 ulps of the angle (plus 2^-22 for their own
 rounding), times the attention factor. Rotations: float32 within that
 bound times |pair| of the float64 rotation by transformers' cos / sin;

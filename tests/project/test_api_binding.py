@@ -148,3 +148,12 @@ def test_every_bound_operation_is_listed():
              and callable(v) and inspect.signature(v).return_annotation is not inspect.Signature.empty
              and name in vkrope.__all__}
     assert bound == {f.__name__ for f in FRONT_ENDS}
+
+
+def test_every_public_op_has_an_op_case():
+    """tests/op_cases.py, the one list of public ops that the op-wide tests (lifecycle, resident arguments,
+    recordings, errors) run over, holds every front end's operation and Device's own apply_many: a new front end
+    without its OpCase fails here, not silently outside those tests."""
+    from op_cases import OPS
+
+    assert {case.name for case in OPS} == {f.__name__ for f in FRONT_ENDS} | {"apply_many"}

@@ -45,6 +45,15 @@ def test_pydoc_renders():
         assert word in res.stdout
 
 
+def test_the_readmes_table_names_every_public_op():
+    """The README's family table (and so docs/index.md's, its copy) has a row for each module-level operation:
+    a new front end is announced where a reader looks first."""
+    from test_api_binding import FRONT_ENDS
+
+    rows = re.findall(r"^\| `vkrope\.(\w+)` \|", (ROOT / "README.md").read_text(), re.M)
+    assert sorted(rows) == sorted(f.__name__ for f in FRONT_ENDS)
+
+
 def test_readme_names_the_two_commands_and_the_errors_page_every_exception():
     text = (ROOT / "README.md").read_text()
     assert "scripts/demo.sh" in text and "scripts/test.sh" in text

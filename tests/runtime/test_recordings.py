@@ -178,7 +178,7 @@ def _pos_emb(freqs_kind: str, resident: bool):
     return step
 
 
-OPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm,
+LOOPS = {"apply": _apply, "rotary_embedding": _onnx, "apply_rotary_emb_hf": _hf, "apply_rotary_emb": _llm,
        "apply_many": _many, "apply_rotary_pos_emb": _pos_emb}
 # The public ops whose replayed recording is proven elsewhere, and where.
 ELSEWHERE = {"rope_and_cache": "tests/kernels/test_rope_cache.py (its decode loops, numpy and resident)",
@@ -188,16 +188,16 @@ ELSEWHERE = {"rope_and_cache": "tests/kernels/test_rope_cache.py (its decode loo
 
 def test_every_public_op_has_its_loop():
     """One list of ops (tests/op_cases.py): each has a decode loop here or a named one elsewhere."""
-    assert set(OPS) | set(ELSEWHERE) == {case.name for case in OP_CASES}
-    assert not set(OPS) & set(ELSEWHERE)
+    assert set(LOOPS) | set(ELSEWHERE) == {case.name for case in OP_CASES}
+    assert not set(LOOPS) & set(ELSEWHERE)
 
 
 @pytest.mark.parametrize("resident", [False, True], ids=["numpy", "resident"])
 @pytest.mark.parametrize("freqs_kind", ["table", "spec"])
-@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("op", sorted(LOOPS))
 def test_a_decode_loop_records_once(make_device, op, freqs_kind, resident):
     dev = make_device()
-    counts = _loop(dev, OPS[op](freqs_kind, resident))
+    counts = _loop(dev, LOOPS[op](freqs_kind, resident))
     assert counts[-1] == counts[0], f"recordings per step: {counts}"
     assert dev.stats()["submissions"] >= STEPS
 

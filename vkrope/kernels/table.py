@@ -1,9 +1,6 @@
 """The table kernel, glsl/rope_table.glsl: RoPE with separate cos / sin
-tables (or frequencies computed in the shader from a spec), which the
-front ends map their public signatures onto: onnx.py (ONNX
-`RotaryEmbedding`, opset 23), executorch.py (`et_vk.apply_rotary_emb`,
-`et_vk.apply_rotary_emb_hf`), transformers.py (`apply_rotary_pos_emb`
-with a model's RoPE) and nd.py (N-D axial RoPE).
+tables (or frequencies computed in the shader from a spec), which most
+front ends (vkrope/ops/) map their public signatures onto.
 
 Every call becomes a `Request`: the tensor seen as R rows of C values
 (its last axis), each row holding C / D heads of D values; row r is token
