@@ -258,7 +258,8 @@ def apply(
     `vkrope.InvFreqs` spec (cos / sin computed in the shader; RopeFreqs and
     InvFreqs, a ModelRope's `rope.freqs(positions)`, need `positions`), or a
     `vkrope.NdFreqs` spec with `positions` the ids `[N, n_axes]` (as
-    `apply_nd`);
+    `apply_nd` with its default token_axis=-2: the spec's own pairs, rotate-half
+    where it says so, and any C);
     broadcast over every leading axis of x. Token `n`
     uses row `n % Nf` for its first `N - exclude_last` tokens, which must
     number `repeat * Nf`; the last `exclude_last` tokens pass through.
