@@ -105,6 +105,22 @@ def test_the_errors_are_a_leaf():
 ORACLES = sorted((PKG.parent / "tests" / "oracles").glob("*.py"))
 
 
+def test_only_the_vulkan_layer_names_vulkan():
+    """Nothing outside vkrope/vk/ names a Vulkan enum, result or function (VK_..., vk...) or imports the binding:
+    the runtime speaks the Vulkan layer's words (vk/sync.py's stages and layouts, resources.rgba_format)."""
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith("vkrope.vk"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            word = node.attr if isinstance(node, ast.Attribute) else \
+                node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if re.fullmatch(r"VK_[A-Z0-9_]+|vk[A-Z]\w+", word):
+                found.append(f"{name}: {word}")
+        found += [f"{name}: imports the binding" for i in imports_of(path) if _under(i, "vkrope.vk.binding")]
+    assert not found
+
+
 def test_the_oracles_share_no_code_with_vkrope():
     """tests/oracles/*.py import numpy, ml_dtypes, the standard library and each other, never vkrope (or a test
     helper that does), nor import by name at run time (importlib, __import__): an oracle that called vkrope

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..vk import binding as b
+from ..vk import sync
 from ..vk.commands import CommandStream, Recording
 from ..vk.context import Context, unified_memory
 from ..vk.instance import PhysicalDeviceInfo
 from ..vk.pipeline import ComputePipeline
-from ..vk.resources import Buffer, Image3D
+from ..vk.resources import Buffer, Image3D, rgba_format
 from .dtypes import BFLOAT16, FLOAT16
 from .imports import KeptImports
 from .manifest import load
@@ -225,27 +225,19 @@ class Runtime:
 
     def image_format(self, dtype: np.dtype) -> int:
         """The rgba format of a tensor dtype, checked usable as a storage image."""
-        vk = b.vk()
-        # bfloat16 texels are its 16-bit words (the kernels widen them).
-        dt = np.dtype(dtype)
-        fmt, name = ((vk.VK_FORMAT_R16G16B16A16_SFLOAT, "rgba16f") if dt == FLOAT16 else
-                     (vk.VK_FORMAT_R16G16B16A16_UINT, "rgba16ui (bfloat16 texels)") if dt in BFLOAT16 else
-                     (vk.VK_FORMAT_R32G32B32A32_SFLOAT, "rgba32f"))
-        self.ctx.require_storage_image_format(fmt, name)
+        dt = np.dtype(dtype)  # (bfloat16 texels are its 16-bit words: the kernels widen them)
+        fmt, name = rgba_format("float16" if dt == FLOAT16 else "bits16" if dt in BFLOAT16 else "float32")
+        self.ctx.require_storage_image_format(fmt, name + " (bfloat16 texels)" * (dt in BFLOAT16))
         return fmt
 
     def new_image(self, extent: tuple[int, int, int], fmt: int) -> Image3D:
         """A 3D image in GENERAL layout, where images rest between submissions."""
-        vk = b.vk()
         image = Image3D(self.ctx, extent, fmt)
         try:
             s = self.scratch
             self.drain()
             s.begin()
-            s.image_layout(image, vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_GENERAL,
-                           vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
-                           vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
-                           vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
+            sync.first_layout(s, image)
             s.end()
             self.stream.submit_and_wait([s])
         except BaseException:

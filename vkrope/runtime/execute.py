@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import (DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, UnsupportedFeatureError,
                       VkropeError, VulkanError)
-from ..vk.resources import Buffer, ImportedBuffer
+from ..vk.resources import IMPORT_REFUSED, SHORTAGE, TOO_MANY_OBJECTS, Buffer, ImportedBuffer
 from .array_memory import copy_steps, free_resource, new_resource
 from .engine import Runtime
 from .layout import MIN_BUFFER
@@ -393,7 +393,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
         try:
             prepared = _prepare(rt, jobs, tables, imports, temporaries)
         except OutOfDeviceMemoryError as exc:
-            if exc.result != "VK_ERROR_TOO_MANY_OBJECTS" or rt.arena_only:
+            if exc.result != TOO_MANY_OBJECTS or rt.arena_only:
                 raise
             prepared = _prepare_through_the_arena(rt, jobs, tables, imports, temporaries)
         # Per-call resources (imports, temporaries): their serials never come
@@ -669,15 +669,14 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return buf
     except (VulkanError, UnsupportedFeatureError) as exc:
         result = getattr(exc, "result", "")
-        refused = result in ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
-                             "VK_ERROR_FORMAT_NOT_SUPPORTED") or isinstance(exc, UnsupportedFeatureError)
+        refused = result in IMPORT_REFUSED or isinstance(exc, UnsupportedFeatureError)
         if kept:
             rt.imports.forget_failed()
             if isinstance(exc, (DeviceLostError, DeviceTimeoutError)):
                 raise
             rt.imports.refuse(a, remember=refused)  # (a passing shortage: tried again two calls on)
             return None
-        if not refused and result not in ("VK_ERROR_UNKNOWN", "VK_ERROR_TOO_MANY_OBJECTS"):
+        if not refused and result not in SHORTAGE:
             raise  # device loss, out of memory: the caller must see them
         if imports and imports[-1].handle is None:
             rt.ctx.release(imports[-1])  # released before forgotten

@@ -13,30 +13,20 @@ visible to the host and to later submissions.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-from ..vk import binding as b
+from ..vk import sync
 from ..vk.commands import Recording
 from ..vk.pipeline import ComputePipeline
 from ..vk.resources import Image3D
 from .manifest import STORAGE_IMAGE, load
-from .steps import UPDATE, WRITE, Arg, Copy, ImageCopy, Launch, Step, accesses
+from .steps import Arg, Copy, ImageCopy, Launch, Step, accesses
 
 
-def _stage_access(step: Step, a: Arg) -> tuple[int, int]:
-    vk = b.vk()
-    if isinstance(step, Launch):
-        access = {WRITE: vk.VK_ACCESS_SHADER_WRITE_BIT, UPDATE: vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT}
-        return vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, access.get(a.access, vk.VK_ACCESS_SHADER_READ_BIT)
-    access = vk.VK_ACCESS_TRANSFER_WRITE_BIT if a.access == WRITE else vk.VK_ACCESS_TRANSFER_READ_BIT
-    return vk.VK_PIPELINE_STAGE_TRANSFER_BIT, access
-
-
-def _layout_for(step: Step) -> int:
-    vk = b.vk()
+def _layout_for(step: Step) -> str:
     if isinstance(step, ImageCopy):
-        return vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL if step.to_image else vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
-    return vk.VK_IMAGE_LAYOUT_GENERAL
+        return sync.TO_IMAGE if step.to_image else sync.FROM_IMAGE
+    return sync.GENERAL
 
 
 def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tuple[int, ...]], ComputePipeline],
@@ -45,38 +35,28 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
     returns the cached pipeline of a launch (spec: the constants' values in
     id order). With `timed`, timestamps
     bracket the launches."""
-    vk = b.vk()
-    all_cmds = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
-    mem_rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
     rec.begin()
-    rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds, mem_rw)  # after earlier submissions
-    steps_stages = vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | vk.VK_PIPELINE_STAGE_TRANSFER_BIT
-    steps_access = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
-                    | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+    sync.after_earlier_submissions(rec)
     pending: list[tuple[Arg, int, int]] = []  # (range, stage, access) since the last barrier
     images: dict[int, Image3D] = {}
-    layouts: dict[int, int] = {}  # per image serial, in this recording; every image starts in GENERAL
+    layouts: dict[int, str] = {}  # per image serial, in this recording; every image starts in GENERAL
     launches = [i for i, s in enumerate(steps) if isinstance(s, Launch)]
     first, last = (launches[0], launches[-1]) if launches else (-1, -1)
     for i, step in enumerate(steps):
-        touched = [(a,) + _stage_access(step, a) for a in accesses(step)]
+        touched = [(a,) + sync.use(isinstance(step, Launch), a.access) for a in accesses(step)]
         hazards = [p for p in pending for t in touched if p[0].overlaps(t[0]) and (p[0].writes or t[0].writes)]
-        if hazards:
-            # Made visible to every stage a step can use (compute and
-            # transfer), not just this step's: the ranges leave `pending`, so
-            # a later step of another stage (a copy reading what a launch
-            # wrote, after a launch read it) must be covered too.
-            rec.barrier(_union(h[1] for h in hazards), _union(h[2] for h in hazards), steps_stages, steps_access)
+        if hazards:  # (to every stage a step can use: a copy may read, after a launch, what another wrote)
+            sync.before_any_step(rec, sync.union(h[1] for h in hazards), sync.union(h[2] for h in hazards))
             pending = [p for p in pending if p not in hazards]
         for a, stage, _ in touched:
             res = a.resource
             if isinstance(res, Image3D):
                 images[a.serial] = res
                 want = _layout_for(step)
-                now = layouts.get(a.serial, vk.VK_IMAGE_LAYOUT_GENERAL)
+                now = layouts.get(a.serial, sync.GENERAL)
                 if now != want:  # one transition covering every use of it in this step
-                    access = _union(t[2] for t in touched if t[0].serial == a.serial)
-                    rec.image_layout(res, now, want, all_cmds, mem_rw, stage, access)
+                    sync.transition(rec, res, now, want, stage, sync.union(t[2] for t in touched
+                                                                           if t[0].serial == a.serial))
                     layouts[a.serial] = want
         if timed and i == first:
             rec.timestamp_begin()
@@ -85,28 +65,21 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
             rec.timestamp_end()
         pending += touched
     for serial, image in images.items():
-        now = layouts.get(serial, vk.VK_IMAGE_LAYOUT_GENERAL)
-        if now != vk.VK_IMAGE_LAYOUT_GENERAL:
-            rec.image_layout(image, now, vk.VK_IMAGE_LAYOUT_GENERAL, all_cmds, mem_rw, all_cmds, mem_rw)
-    rec.barrier(all_cmds, vk.VK_ACCESS_MEMORY_WRITE_BIT, all_cmds | vk.VK_PIPELINE_STAGE_HOST_BIT,
-                mem_rw | vk.VK_ACCESS_HOST_READ_BIT)
+        now = layouts.get(serial, sync.GENERAL)
+        if now != sync.GENERAL:
+            sync.transition(rec, image, now, sync.GENERAL)
+    sync.visible_to_host_and_later(rec)
     rec.end()
 
 
-def _union(bits: Any) -> int:
-    out = 0
-    for v in bits:
-        out |= v
-    return out
-
-
 def _record_step(rec: Recording, step: Step, pipeline: Callable[[str, tuple[int, ...]], ComputePipeline],
-                 layouts: dict[int, int]) -> None:
+                 layouts: dict[int, str]) -> None:
     if isinstance(step, Copy):
         rec.copy_buffer(step.src.resource, step.dst.resource, step.dst.size or step.dst.resource.size,
                         src_offset=step.src.offset, dst_offset=step.dst.offset)
     elif isinstance(step, ImageCopy):
-        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image, layouts[step.image.serial],
+        rec.copy_buffer_image(step.buffer.resource, step.image.resource, step.to_image,
+                              sync.layout(layouts[step.image.serial]),
                               step.buffer.offset)
     else:
         kernel = load(step.kernel)

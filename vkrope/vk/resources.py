@@ -26,6 +26,15 @@ def default_usage() -> int:
     return vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
 
 
+def rgba_format(texel: str) -> tuple[int, str]:
+    """(Vulkan format, its GLSL name) of a width-packed image's texels: 'float32', 'float16', or 'bits16'
+    (16-bit words the kernels widen themselves: bfloat16's)."""
+    vk = b.vk()
+    return {"float32": (vk.VK_FORMAT_R32G32B32A32_SFLOAT, "rgba32f"),
+            "float16": (vk.VK_FORMAT_R16G16B16A16_SFLOAT, "rgba16f"),
+            "bits16": (vk.VK_FORMAT_R16G16B16A16_UINT, "rgba16ui")}[texel]
+
+
 def memory_flags(host_visible: bool, staging: bool) -> tuple[int, int]:
     """(required, preferred) memory property flags of a buffer. A staging
     buffer prefers host-cached memory: the CPU reads it at memory speed,
@@ -174,6 +183,14 @@ class Image3D:
             ("handle", "vkDestroyImage", "VkImage"),
             ("memory", "vkFreeMemory", "VkDeviceMemory"),
         ), memory_of=self.ctx)
+
+
+# The results (VulkanError.result) of an import a driver will not make of this memory (a pointer, an offset or
+# a format it refuses: not worth trying again), and of a passing shortage (objects, or the driver's unknown).
+IMPORT_REFUSED = ("VK_ERROR_INVALID_EXTERNAL_HANDLE", "VK_ERROR_INVALID_EXTERNAL_HANDLE_KHR",
+                  "VK_ERROR_FORMAT_NOT_SUPPORTED")
+TOO_MANY_OBJECTS = "VK_ERROR_TOO_MANY_OBJECTS"
+SHORTAGE = ("VK_ERROR_UNKNOWN", TOO_MANY_OBJECTS)
 
 
 class ImportedBuffer(Buffer):
