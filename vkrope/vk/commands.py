@@ -125,11 +125,15 @@ class CommandStream:
         self.in_flight = MAYBE  # both or neither)
         try:
             b.call_direct("vkQueueSubmit", ctx.queue, 1, submit, self.fence)
+            self.in_flight = True
+            _MINE.queued = _MINE.begun
         except VkropeError:
             self.in_flight = False  # the driver refused it: nothing was queued
+            _MINE.begun -= 1
             raise
-        self.in_flight = True
-        _MINE.queued = _MINE.begun
+        except BaseException:
+            self._settle_submit(timeout)
+            raise
         self.drain(timeout)
         if not (want_time and recordings[-1].timed):
             return None
@@ -139,6 +143,21 @@ class CommandStream:
         bits = ctx.info.timestamp_valid_bits
         mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
         return ((int(data[1]) - int(data[0])) & mask) * ctx.info.timestamp_period_ns * 1e-9
+
+    def _settle_submit(self, timeout: float) -> None:
+        """After an interruption around vkQueueSubmit (a signal handler's exception): once the queue is idle,
+        the fence, reset before the submit, says whether the work was queued, and the thread's counts say so
+        (the call's exception note is then definite: submitted, or nothing reached the device). A failure
+        here leaves them unsure, as they were."""
+        try:
+            self.drain(timeout)
+            queued = b.call_direct("vkGetFenceStatus", self.ctx.handle, self.fence) == b.vk().VK_SUCCESS
+        except BaseException:  # noqa: BLE001  (the interruption being handled is what the caller sees)
+            return
+        if queued:
+            _MINE.queued = _MINE.begun
+        elif _MINE.queued != _MINE.begun:
+            _MINE.begun -= 1  # (begun, never queued: not a submission)
 
     def timeout_s(self) -> float:
         """The bound on one wait: TIMEOUT_OVERRIDE_S when set, else VKROPE_TIMEOUT_S as read when the stream was
