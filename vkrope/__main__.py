@@ -215,8 +215,8 @@ _MAP_FROM = 1 << 24  # bytes of data from which an input is memory-mapped, not r
 
 def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
     if fh.read(6) != b"\x93NUMPY":
-        size = os.fstat(fh.fileno()).st_size
-        why = "the file is empty" if size == 0 else "it does not start with the .npy magic string"
+        empty = fh.seek(0, os.SEEK_END) == 0  # (a real file, or what a /proc file held: files.open_input)
+        why = "the file is empty" if empty else "it does not start with the .npy magic string"
         raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
     fh.seek(0)
     header = _check_npy_header(fh, path, what)
@@ -733,7 +733,7 @@ def cli_spelling(message: str, command: str) -> str:
     message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
     message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
     if command == "config":  # (from_gguf's argument is `path`, from_hf's `config`; the command's, PATH)
-        message = re.sub(r"^(path|config): ", "PATH: ", message)
+        message = re.sub(r"^(path|config)(?=: | \()", "PATH", message)  # (config (Arch, read as ...): too)
     for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote,
         # nor the x of a product, "1 x 16777218 rows")
         parts = re.split(r"""('[^']*'|"[^"]*")""", message)
@@ -962,6 +962,8 @@ def entry() -> NoReturn:
     status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing."""
     global _OWNS_PROCESS
     _OWNS_PROCESS = True
+    with contextlib.suppress(AttributeError, ValueError):  # (a path that is not UTF-8 printed escaped, as
+        sys.stdout.reconfigure(errors="backslashreplace")  # stderr prints it: not a UnicodeEncodeError)
     sys.exit(main())
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import signal
@@ -46,16 +47,41 @@ def open_input(path: str, what: str, expected: str) -> BinaryIO:
             raise ValueError(f"{what}: {path!r} is {kind}, not {expected}") from None
         raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
     try:
-        kind = not_regular(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = not_regular(st.st_mode)
         if kind is not None:
             why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
             raise ValueError(f"{what}: {path!r} is {kind}, not {expected}{why}")
+        if nonblock and st.st_size == 0:  # (a /proc or /sys file says 0 bytes, and a read of one may wait for
+            # ever: /proc/kmsg; read what it has now, without waiting)
+            with contextlib.closing(os.fdopen(fd, "rb", buffering=0)) as raw:
+                return io.BytesIO(_read_now(raw, path, what, expected))
         if nonblock:
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
         raise
+
+
+def _read_now(raw: Any, path: str, what: str, expected: str) -> bytes:
+    """What a non-blocking file holds now (at most JSON_LIMIT bytes and one more); a ValueError where a read
+    would wait."""
+    chunks, size = [], 0
+    while size <= JSON_LIMIT:
+        try:
+            chunk = raw.read(1 << 20)
+        except BlockingIOError:
+            chunk = None
+        if chunk is None:
+            raise ValueError(f"{what}: {path!r} has nothing to read now (a kernel file whose read waits, as "
+                             f"/proc/kmsg), not {expected}")
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 JSON_LIMIT = 64 << 20  # bytes: far more than a config.json or a `vkrope bench` JSON holds
@@ -78,8 +104,10 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
 def read_json_bytes(fh: BinaryIO, path: str, what: str, done: int = 0) -> bytes:
     """The rest of an open JSON file (`done` bytes of it read already): one over JSON_LIMIT by its size is refused
     unread; one that grew past it while read is refused by parse_json."""
-    if os.fstat(fh.fileno()).st_size > JSON_LIMIT:
+    size = fh.seek(0, os.SEEK_END)  # (a real file's size, or what a /proc file held: open_input)
+    if size > JSON_LIMIT:
         raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")
+    fh.seek(done)
     return fh.read(JSON_LIMIT + 1 - done)
 
 

@@ -61,6 +61,23 @@ def test_cli_writes_the_picture(name, tmp_path, capsys):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
 
 
+def test_a_path_that_is_not_utf8_titles_the_picture(tmp_path):
+    """The chart's title names PATH: one whose bytes are not UTF-8 (a surrogate in Python's str) gave a
+    matplotlib TypeError of four lines; it is drawn escaped, and the command prints the path escaped on a
+    UTF-8 terminal (stdout's strict encoder raised UnicodeEncodeError there)."""
+    import subprocess
+
+    path = os.path.join(os.fsencode(str(tmp_path)), b"\xff.json")
+    with open(path, "wb") as fh:
+        fh.write(open(os.path.join(CONFIGS, "llama-3.1-8b.json"), "rb").read())
+    out = tmp_path / "u.png"
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "LC_ALL": "C.UTF-8"}
+    res = subprocess.run([sys.executable, "-m", "vkrope", "config", path, "--plot", str(out)], env=env,
+                         capture_output=True)
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"\\udcff.json" in res.stdout
+
+
 @pytest.mark.parametrize("target, message", [("dir", "is a directory"), ("missing/x.png", "does not exist"),
                                              ("x.txt", "must end in .png, .svg or .pdf")])
 def test_bad_plot_paths_are_refused_first(target, message, tmp_path, capsys):

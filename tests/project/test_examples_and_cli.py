@@ -389,6 +389,8 @@ def test_bench_axial_spec():
     assert axial_spec(7, 8) == vkrope.AxialFreqs(8, 1, 7)
     assert axial_spec(16, 6) is None  # C % 4 != 0: no axial frequencies
     assert axial_spec((1 << 24) + 2, 4) is None  # more cells than an axial grid holds
+    assert axial_spec(1, 65540) is None  # wider than a spec's head (it stopped `bench --shapes 1x1x65540`)
+    assert axial_spec(1, 65536) == vkrope.AxialFreqs(65536, 1, 1)
 
 
 def test_cli_bench_without_matplotlib(tmp_path):
@@ -487,6 +489,50 @@ def test_cli_refuses_special_input_files(tmp_path, capsys, which):
         why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
         assert err == f"vkrope: error: ValueError: {which}: {special!r} is {kind}, not a .npy file{why}\n", err
     assert not (tmp_path / "y.npy").exists()
+
+
+def _writer_for(fifo, seconds=5.0):
+    """Hold `fifo` open for writing, with nothing written, for `seconds` (a read of it waits meanwhile), then
+    close it: a command that waits on it (the bug) then reads its end and fails instead of hanging. The
+    descriptor is the thread's own, closed once."""
+    import threading
+    import time
+
+    opened = threading.Event()
+
+    def hold():
+        fd = os.open(fifo, os.O_RDWR)
+        opened.set()
+        time.sleep(seconds)
+        os.close(fd)
+
+    threading.Thread(target=hold, daemon=True).start()
+    opened.wait()
+
+
+def test_cli_reads_a_file_that_says_it_is_empty_without_waiting(tmp_path, capsys, monkeypatch):
+    """A "regular" file of size 0 may be a kernel's, whose read waits for ever (/proc/kmsg hung `vkrope config`,
+    an adversary found): its contents are read without waiting, and one with nothing to give now is refused,
+    naming the argument. Stood in for here by a FIFO that a writer holds open, passed as regular; a /proc file
+    with contents is read as what it holds, not called empty."""
+    from vkrope import files
+    from vkrope.__main__ import main
+
+    fifo = str(tmp_path / "kmsg")
+    os.mkfifo(fifo)
+    _writer_for(fifo)  # (an open writer with nothing written: a read would wait)
+    monkeypatch.setattr(files, "not_regular", lambda mode: None)
+    assert main(["config", fifo]) == 1
+    assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {fifo!r} has nothing to read now (a "
+                                       "kernel file whose read waits, as /proc/kmsg), not a config.json or GGUF "
+                                       "file\n")
+    monkeypatch.undo()
+    if os.path.exists("/proc/self/status"):  # (Linux: size 0, contents on read)
+        x, _ = _npy_pair(tmp_path)
+        assert main(["apply", x, "/proc/self/status", "-o", str(tmp_path / "y.npy")]) == 1
+        assert "does not start with the .npy magic string" in capsys.readouterr().err
+        assert main(["config", "/proc/self/status"]) == 1
+        assert "is not JSON in UTF-8" in capsys.readouterr().err
 
 
 def test_cli_special_output_files(tmp_path, capsys):
@@ -850,6 +896,17 @@ def test_cli_plot_directory_suggests_a_chart_file(tmp_path, capsys, command, exa
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: --plot: {str(tmp_path)!r} is a directory; give a "
                                        f"file name such as {want!r}\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_names_the_config_it_converts_as_path(capsys):
+    """A refusal of `--like llama.cpp` names the file as PATH, as every other config error does (it said
+    `config (Arch, ...)`, the Python argument's name)."""
+    from vkrope.__main__ import main
+
+    path = os.path.join(ROOT, "tests", "data", "remote_configs", "baichuan2-7b.json")
+    assert main(["config", path, "--like", "llama.cpp"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vkrope: error: ValueError: PATH (BaichuanForCausalLM, read as llama.cpp's converter"), err
 
 
 def test_cli_config_refuses_like_for_gguf(tmp_path, capsys):

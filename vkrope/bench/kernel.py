@@ -38,7 +38,7 @@ from ..ops.lowering import lower
 from .baselines import numpy_rope
 from .timing import copy_timed_bytes, texel_copy_timed_bytes, time_copy, time_request, time_texel_copy, timed_bytes
 from ..device import Device
-from ..freqs import MAX_POSITION, AxialFreqs
+from ..freqs import MAX_HEAD_DIM, MAX_POSITION, AxialFreqs
 from ..runtime.dtypes import BFLOAT16, as_dtype
 
 # What the chart reads from each row (rows of older runs lack the last two).
@@ -283,9 +283,10 @@ def _inputs(rng: np.random.Generator, shape: tuple[int, int, int], dtype: np.dty
 
 def axial_spec(n: int, c: int) -> AxialFreqs | None:
     """SAM2's axial frequencies for N tokens of C channels: the grid closest
-    to square (64 x 64 for 4096), None when C % 4 != 0 or N > 2^24 (no
-    axial grid has that many cells)."""
-    if c % 4 or n > MAX_POSITION:
+    to square (64 x 64 for 4096), None when C % 4 != 0, C is wider than a
+    spec's head (MAX_HEAD_DIM) or N > 2^24 (no axial grid has that many
+    cells): the table rows are timed alone then."""
+    if c % 4 or c > MAX_HEAD_DIM or n > MAX_POSITION:
         return None
     end_x = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
     return AxialFreqs(c, end_x, n // end_x)

@@ -64,7 +64,8 @@ def plot(ropes: list[ModelRope], path: str, title: str) -> None:
     bottom.set_ylabel("wavelength / unscaled")
     bottom.set_xlabel("pair column i (wavelength 2 pi / inverse frequency)")
     bottom.legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
+    # (a path that is not UTF-8, or a config's lone surrogate, shown escaped: the font renderer takes text only)
+    fig.suptitle(title.encode("utf-8", "backslashreplace").decode("utf-8"), fontsize=9)
     save_figure(fig, path, "--plot")
 
 
