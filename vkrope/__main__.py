@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import sys
-import time
 import tokenize
 from typing import Any, BinaryIO, Callable, NoReturn
 
@@ -23,16 +22,6 @@ from .files import check_writable, not_regular, open_input, parse_json, read_jso
 from .arguments import STORAGE_CHOICES
 from .words import brief
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
-
-
-def _best_time(fn: Callable[[], object], repeats: int = 5) -> float:
-    fn()  # warm-up: pipelines, buffers, caches
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def _max_error(y: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
@@ -60,6 +49,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """EdgeTAM memory attention, rotated on the Vulkan device."""
     import vkrope
     from vkrope.bench.baselines import numpy_rope
+    from vkrope.bench.timing import best_seconds
 
     dev = vkrope.default_device()
     print(f"device: {dev.name} ({dev.info['type']}, Vulkan {dev.info['api_version']})")
@@ -74,8 +64,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         fq = q_freqs.astype(dtype)
         y = vkrope.apply(q, fq)
         err, rel = _max_error(y, vkrope.apply_reference(q, fq))
-        t_vk = _best_time(lambda: vkrope.apply(q, fq))
-        t_np = _best_time(lambda: numpy_rope(q, fq))
+        t_vk = best_seconds(lambda: vkrope.apply(q, fq))
+        t_np = best_seconds(lambda: numpy_rope(q, fq))
         times.append((t_vk, t_np))
         ok &= rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5)  # bfloat16: rounded once
         print(f"{'queries [1, 4096, 256], 64x64 axial':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
@@ -86,9 +76,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         y = vkrope.apply(k, fk, repeat=7, exclude_last=4)
         err, rel = _max_error(y, vkrope.apply_reference(k, fk, repeat=7, exclude_last=4))
         same_tail = bool(np.array_equal(y[:, -4:], k[:, -4:]))
-        t_vk = _best_time(lambda: vkrope.apply(k, fk, repeat=7, exclude_last=4))
+        t_vk = best_seconds(lambda: vkrope.apply(k, fk, repeat=7, exclude_last=4))
         fk_full = np.concatenate([np.tile(fk, (7, 1)), np.tile(np.array([1, 0], dtype), (4, 128))])
-        t_np = _best_time(lambda: numpy_rope(k, fk_full))
+        t_np = best_seconds(lambda: numpy_rope(k, fk_full))
         times.append((t_vk, t_np))
         ok &= same_tail and (rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5))
         print(f"{'keys 7x256 + 4 ptr (repeat=7, excl=4)':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
@@ -97,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     q = rng.standard_normal((1, 4096, 256)).astype(np.float32)
     y = vkrope.apply(q, spec)
     err, rel = _max_error(y, vkrope.apply_reference(q, spec.table()))
-    t_vk = _best_time(lambda: vkrope.apply(q, spec))
+    t_vk = best_seconds(lambda: vkrope.apply(q, spec))
     ok &= rel < 1e-6
     print(f"{'queries, AxialFreqs (no table)':<40} {'float32':<8} {err:>10.2e} {_fmt(rel, np.float32):>9} "
           f"{t_vk * 1e3:>10.3f} {'-':>9}")
