@@ -342,16 +342,8 @@ def tables(req: Request, pl: Plan) -> list[tuple[Any, np.ndarray]]:
             f = freqs[r0:r1]
         else:
             _, t0, t1 = seg
-            rows = req.row_of[t0:t1]
-            pos = np.full(t1 - t0, -1, np.int32)
-            if kind == "tokens":  # a row per token, in token order
-                # (no rows at all: every token passes through, and reads none)
-                f = freqs[np.maximum(rows, 0)] if len(freqs) else freqs[:0]
-                pos[rows >= 0] = np.flatnonzero(rows >= 0)
-            else:  # the distinct rows, renumbered
-                keep, inverse = np.unique(rows[rows >= 0], return_inverse=True)
-                f = freqs[keep]
-                pos[rows >= 0] = inverse
+            keep, pos = fit.gathered(kind, req.row_of[t0:t1])
+            f = freqs[keep] if len(freqs) else freqs[:0]  # (no rows at all: every token passes through)
         out.append((table_values(f, pl.f_dtype).reshape(-1), np.ascontiguousarray(pos, dtype=np.int32)))
     return out
 

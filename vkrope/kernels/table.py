@@ -384,10 +384,7 @@ def tables(req: Request, pl: Plan) -> list[list[Any]]:
             row_of = req.row_of[bs0:bs1]
         else:
             _, bs0, bs1 = seg
-            if kind == "tokens":  # a row per token, in token order
-                keep, row_of = req.row_of[bs0:bs1], np.arange(bs1 - bs0)
-            else:  # the distinct rows, renumbered
-                keep, row_of = np.unique(req.row_of[bs0:bs1], return_inverse=True)
+            keep, row_of = fit.gathered(kind, req.row_of[bs0:bs1])
             cos = table_values(req.cos[keep], pl.f_dtype).reshape(-1)
             sin = table_values(req.sin[keep], pl.f_dtype).reshape(-1)
         out.append([cos, sin, np.ascontiguousarray(row_of, dtype=np.int32)])

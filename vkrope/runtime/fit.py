@@ -165,6 +165,21 @@ def table_segment(used: np.ndarray, tokens: int, row_bytes: int, budget: int, *,
     return Segment("window", r0, r1)
 
 
+def gathered(kind: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What a "tokens" or "rows" segment packs of the table rows `rows` its tokens read (-1: none, the token
+    passes through): the table rows to take, in order, and each token's row in what is packed (int32, -1
+    kept): "tokens" a row per token, in token order; "rows" the distinct rows, renumbered."""
+    used = rows >= 0
+    at = np.full(len(rows), -1, np.int32)
+    if kind == "tokens":
+        keep = np.maximum(rows, 0)
+        at[used] = np.flatnonzero(used)
+    else:
+        keep, inverse = np.unique(rows[used], return_inverse=True)
+        at[used] = inverse
+    return keep, at
+
+
 Span = TypeVar("Span")
 
 
