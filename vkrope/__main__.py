@@ -19,7 +19,7 @@ import numpy as np
 from .charts import import_matplotlib
 from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
 
-from .arguments import STORAGE_CHOICES
+from .arguments import STORAGES
 from .words import brief
 from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
 
@@ -478,7 +478,7 @@ def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bo
     if not args.plot or in_out:
         check_output_path(args.plot or str(out_dir / "bench.png"), "--plot" if args.plot else "--out",
                           "bench.png" if args.plot else None, streams=False)
-    storages = list(dict.fromkeys(args.storage or [c for c in STORAGE_CHOICES if c != "auto"]))  # (once each)
+    storages = list(dict.fromkeys(args.storage or STORAGES))  # (once each)
     dtypes = list(dict.fromkeys(args.dtype or TENSOR_DTYPES.names))
     partial = out_dir / "bench.partial.json"  # (the rows so far, after each: bench.json is a complete run's only)
     check_output_path(str(partial), "--out", None, streams=False)
@@ -837,7 +837,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int_at_least(1, MAX_REPEATS),
                    help=f"timed repeats per measurement, at most {MAX_REPEATS} (default: 9, or 5 with --quick; "
                         "--family, --decode, --overhead: 7; --nd: 5)")
-    storages = [c for c in STORAGE_CHOICES if c != "auto"]
+    storages = list(STORAGES)
     dtypes = list(TENSOR_DTYPES.names)
     p.add_argument("--storage", nargs="+", choices=storages,
                    help=f"the kernel benchmark's storages (default: {' '.join(storages)})")

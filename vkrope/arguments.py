@@ -24,8 +24,8 @@ from .runtime.dtypes import (
 )
 from .runtime.array import DeviceArray
 
-STORAGE_CHOICES = ("auto", "buffer", "texture3d")
-X_DTYPES = TENSOR_DTYPES
+STORAGES = ("buffer", "texture3d")  # where a tensor may live
+STORAGE_CHOICES = ("auto", *STORAGES)  # what a call may ask for
 MAX_ROWS = 2**31  # rows of a cos / sin table or freqs: the kernels read a row by an int32 index
 
 
@@ -130,9 +130,9 @@ def check_array(a: Any, name: str, storage: str) -> Any:
         if storage != "buffer":
             raise ValueError(f"{name}: a {a.dtype} array is a KV cache, held in a buffer; got storage {storage!r} "
                              "(pass storage='buffer')")
-    elif a.dtype not in X_DTYPES:
+    elif a.dtype not in TENSOR_DTYPES:
         raise TypeError(f"{name} must have dtype {CACHE_DTYPE_NAMES}; got {a.dtype} "
-                        f"({convert_hint(name, a.dtype, X_DTYPES)})")
+                        f"({convert_hint(name, a.dtype, TENSOR_DTYPES)})")
     if a.ndim < (2 if storage == "texture3d" else 1):
         raise ValueError(f"{name} must have at least {'2 axes' if storage == 'texture3d' else '1 axis'} for storage "
                          f"{storage!r}; got shape {a.shape}")
@@ -157,9 +157,9 @@ def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary
                         f"{asarray_hint(name, x)}")
     else:
         refuse_subclass(name, x)
-    if x.dtype not in X_DTYPES:
+    if x.dtype not in TENSOR_DTYPES:
         raise TypeError(
-            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, X_DTYPES)})"
+            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, TENSOR_DTYPES)})"
         )
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 axes [..., N, C]; got shape {x.shape}")

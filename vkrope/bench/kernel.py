@@ -39,7 +39,8 @@ from .baselines import numpy_rope
 from .timing import copy_timed_bytes, texel_copy_timed_bytes, time_copy, time_request, time_texel_copy, timed_bytes
 from ..device import Device
 from ..freqs import MAX_HEAD_DIM, MAX_POSITION, AxialFreqs
-from ..runtime.dtypes import BFLOAT16, as_dtype
+from ..arguments import STORAGES
+from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPES, as_dtype
 
 # What the chart reads from each row (rows of older runs lack the last two).
 ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy_gbps", "memcpy_gbps",
@@ -197,7 +198,7 @@ HEADER = (f"{'shape':<16} {'dtype':<8} {'storage':<9} {'freqs':<9} {'MiB':>7} {'
 
 
 def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, repeats: int | None = None,
-        storages: tuple[str, ...] = ("buffer", "texture3d"), dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16"),
+        storages: tuple[str, ...] = STORAGES, dtypes: tuple[str, ...] = TENSOR_DTYPES.names,
         log: Callable[[str], None] = print, json_path: str | None = None) -> dict[str, Any]:
     """Run the benchmark and return its results (see module docstring).
     With `json_path`, the results so far are saved after every row, so a run

@@ -15,8 +15,9 @@ from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
+from ..runtime.dtypes import FREQS_DTYPES
 from .table_args import (
-    TABLE_DTYPES, check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, refuse_missing_partner,
+    check_same_dtype, check_spec, check_table, q_and_k, refuse_grid_spec, refuse_missing_partner,
     spec_rows, spec_start, token_positions,
 )
 
@@ -78,7 +79,7 @@ def check_hf(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any, start_pos: Any = 
                 _bshd("xk", k, gen, None, rows, spec.dim // 2, False, False))
     refuse_grid_spec("freqs_cos", freqs_cos)
     refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)
-    check_table_array("freqs_cos", freqs_cos, TABLE_DTYPES)
+    check_table_array("freqs_cos", freqs_cos, FREQS_DTYPES)
     if freqs_cos.ndim != 2:
         raise ValueError(f"freqs_cos must be 2D [max_seq, rot]; got {describe(freqs_cos)}")
     max_seq, rot = (int(v) for v in freqs_cos.shape)

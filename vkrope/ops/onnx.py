@@ -18,9 +18,9 @@ from .lowering import lower
 from .call import ArrayT, Call, one
 from ..kernels import table as table_kernel
 from ..runtime.array import DeviceArray
-from ..runtime.dtypes import is_integer_dtype, without_repeats
+from ..runtime.dtypes import FREQS_DTYPES, is_integer_dtype, without_repeats
 from .table_args import (
-    TABLE_DTYPES, check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
+    check_flag, check_same_dtype, check_spec, check_table, check_tensor, position_rows, rows2d,
     refuse_grid_spec, refuse_missing_partner, spec_rows, swap_hint, token_positions,
 )
 
@@ -70,7 +70,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     refuse_grid_spec("cos_cache", cos_cache)
     refuse_missing_partner("cos_cache", cos_cache, "sin_cache", sin_cache)
     if position_ids is not None:
-        check_table_array("cos_cache", cos_cache, TABLE_DTYPES)
+        check_table_array("cos_cache", cos_cache, FREQS_DTYPES)
         if cos_cache.ndim != 2:
             raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)

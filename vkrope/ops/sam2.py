@@ -10,12 +10,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import (
-    X_DTYPES, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
+    check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
     check_row_index, describe, int_arg,
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import (FREQS_DTYPES, Dtypes, asarray_hint, convert_hint, frozen, is_integer_dtype, names,
+from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, frozen, is_integer_dtype, names,
                               without_repeats)
 from ..kernels.interleaved import Request
 from .lowering import lower
@@ -25,9 +25,8 @@ from ..kernels import interleaved as interleaved_kernel, table as table_kernel
 from .nd import check_apply_nd
 from ..runtime.array import DeviceArray
 
-REAL_FREQS_DTYPES = FREQS_DTYPES
 COMPLEX_FREQS_DTYPES = Dtypes("complex64", "complex128")
-FREQS_DTYPE_NAMES = names(REAL_FREQS_DTYPES + COMPLEX_FREQS_DTYPES)
+FREQS_DTYPE_NAMES = names(FREQS_DTYPES + COMPLEX_FREQS_DTYPES)
 
 
 def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: Any = 1, exclude_last: Any = 0,
@@ -135,7 +134,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         return freqs, freqs.rows, lambda: f"{type(freqs).__name__} spec of {freqs.rows} rows"
     # (each description is made only for an error message: formatting costs more than the check)
     if isinstance(freqs, DeviceArray):
-        check_table_array("freqs", freqs, X_DTYPES)
+        check_table_array("freqs", freqs, TENSOR_DTYPES)
         check_resident_table_dtype("freqs", freqs, x)
         dtype = freqs.dtype  # (the descriptions hold no DeviceArray: a structure keeps them, ops/repeat.py)
         per_row, what = channels, lambda: f"real {dtype} DeviceArray [Nf, C] (or [Nf, C/2, 2])"
@@ -154,12 +153,12 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"
-        elif freqs.dtype in REAL_FREQS_DTYPES:
+        elif freqs.dtype in FREQS_DTYPES:
             per_row, what = channels, lambda: f"real [Nf, C] = [Nf, {channels}] (or [1, Nf, C/2, 2])"
         else:
             raise TypeError(
                 f"freqs must have dtype {FREQS_DTYPE_NAMES}; got "
-                f"{freqs.dtype} ({convert_hint('freqs', freqs.dtype, REAL_FREQS_DTYPES + COMPLEX_FREQS_DTYPES)})")
+                f"{freqs.dtype} ({convert_hint('freqs', freqs.dtype, FREQS_DTYPES + COMPLEX_FREQS_DTYPES)})")
     if per_row == 0:
         if freqs.size:
             raise ValueError(f"freqs must be empty when C = 0; got {freqs.size} values")

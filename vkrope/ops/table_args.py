@@ -9,19 +9,18 @@ from typing import Any
 import numpy as np
 
 from ..arguments import (
-    MAX_PAIRS, X_DTYPES, check_alive, check_plain_array, check_resident_table_dtype, check_row_index, check_table_array,
+    MAX_PAIRS, check_alive, check_plain_array, check_resident_table_dtype, check_row_index, check_table_array,
     describe, int_arg,
 )
 from . import check_model_head
 from .lowering import lower
 from ..models import ModelRope
 from ..freqs import MAX_POSITION, FrequencySpec, check_positions
-from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, convert_hint, is_int, is_integer_dtype,
+from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_int, is_integer_dtype,
                               without_repeats)
 from ..runtime.array import DeviceArray
 
 
-TABLE_DTYPES = FREQS_DTYPES
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -40,8 +39,8 @@ def check_tensor(name: str, x: Any) -> Any:
         check_alive(name, x)
     else:
         check_plain_array(name, x)
-    if np.dtype(x.dtype) not in X_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, X_DTYPES)})")
+    if np.dtype(x.dtype) not in TENSOR_DTYPES:
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, TENSOR_DTYPES)})")
     if math.prod(x.shape) > 2 * MAX_PAIRS:  # (freqs.MAX_PAIRS: every rotating kernel's bound on a call)
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
@@ -52,7 +51,7 @@ def refuse_missing_partner(name: str, t: Any, partner: str, given: Any) -> None:
     frequency spec in its place); a bad `name` is named by its own check, first (Llama's complex freqs_cis
     passed alone is told what a complex table needs, not that its partner is missing)."""
     if given is None and isinstance(t, (np.ndarray, DeviceArray)):
-        check_table_array(name, t, TABLE_DTYPES)
+        check_table_array(name, t, FREQS_DTYPES)
         raise TypeError(f"{partner} must be a numpy array (or a vkrope.DeviceArray) as {name} is a table; it is "
                         f"None only where {name} is a frequency spec (a ModelRope, InvFreqs or RopeFreqs)")
 
@@ -61,7 +60,7 @@ def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, sw
                 x_name: str = "x") -> Any:
     """A table of `shape` beside x (named `x_name` in errors); `swapped`: the shape it would have were x's axes
     1 and 2 exchanged (the message then asks about x's layout)."""
-    check_table_array(name, t, TABLE_DTYPES)
+    check_table_array(name, t, FREQS_DTYPES)
     if isinstance(t, DeviceArray):
         check_resident_table_dtype(name, t, x, x_name)
     if tuple(t.shape) != shape:
