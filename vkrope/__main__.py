@@ -253,7 +253,9 @@ def _check_npy_header(fh: BinaryIO, path: str, what: str) -> tuple[tuple[int, ..
         raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape}, a dimension "
                          f"past numpy's largest, {np.iinfo(np.intp).max})")
     need = math.prod(shape) * dtype.itemsize
-    have = os.fstat(fh.fileno()).st_size - fh.tell()
+    here = fh.tell()  # (a real file, or what a /proc file held: files.open_input)
+    have = fh.seek(0, os.SEEK_END) - here
+    fh.seek(here)
     if need > have:
         raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape} of {dtype}, "
                          f"{need} bytes of data; the file holds {have})")
@@ -952,8 +954,10 @@ def entry() -> NoReturn:
     status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing."""
     global _OWNS_PROCESS
     _OWNS_PROCESS = True
-    with contextlib.suppress(AttributeError, ValueError):  # (a path that is not UTF-8 printed escaped, as
-        sys.stdout.reconfigure(errors="backslashreplace")  # stderr prints it: not a UnicodeEncodeError)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # (a TextIOWrapper's: a path that is not UTF-8
+    if reconfigure is not None:  # printed escaped, as stderr prints it, not a UnicodeEncodeError)
+        with contextlib.suppress(ValueError):
+            reconfigure(errors="backslashreplace")
     sys.exit(main())
 
 

@@ -1,7 +1,8 @@
 """Reading and writing the files a user names (the command line's inputs, a
 config.json; its results, charts and benchmark JSON): regular files only
 read, opened without blocking and refused by type before a byte is read (a
-FIFO would block, /dev/zero would be read for ever), JSON of bounded size
+FIFO would block, /dev/zero would be read for ever; a file that says it is
+empty, as /proc's do, read without waiting), JSON of bounded size
 parsed once; files written whole or not at all (`write_whole`); every
 failure a ValueError naming the argument."""
 
@@ -32,7 +33,10 @@ def open_input(path: str, what: str, expected: str) -> BinaryIO:
     """`path` opened for reading when it is a regular file; else a ValueError
     naming the argument `what` before a byte is read: a FIFO is opened without
     blocking (O_NONBLOCK) and refused, /dev/zero is never read (it would be
-    read forever), a pipe (/dev/stdin) could not be read twice."""
+    read forever), a pipe (/dev/stdin) could not be read twice. A regular
+    file of size 0 (a /proc file says so, and a read of /proc/kmsg waits for
+    ever) is read now, without waiting, into memory: a ValueError where it
+    has nothing to give yet."""
     nonblock = getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
@@ -46,34 +50,42 @@ def open_input(path: str, what: str, expected: str) -> BinaryIO:
         if kind is not None:
             raise ValueError(f"{what}: {path!r} is {kind}, not {expected}") from None
         raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
-    try:
+    raw = None
+    try:  # (fd is closed here until a file object owns it, and by that file object after: once)
         st = os.fstat(fd)
         kind = not_regular(st.st_mode)
         if kind is not None:
             why = "" if kind == "a directory" else " (vkrope reads regular files only: save the data to a file first)"
             raise ValueError(f"{what}: {path!r} is {kind}, not {expected}{why}")
-        if nonblock and st.st_size == 0:  # (a /proc or /sys file says 0 bytes, and a read of one may wait for
-            # ever: /proc/kmsg; read what it has now, without waiting)
-            with contextlib.closing(os.fdopen(fd, "rb", buffering=0)) as raw:
-                return io.BytesIO(_read_now(raw, path, what, expected))
-        if nonblock:
+        if nonblock and st.st_size == 0:  # (a /proc file says 0 bytes; /proc/kmsg's read would wait for ever)
+            raw = os.fdopen(fd, "rb", buffering=0)
+        elif nonblock:
             os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    if raw is not None:
+        with raw:
+            return io.BytesIO(_read_now(raw, path, what, expected))
+    try:
         return os.fdopen(fd, "rb")
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        os.close(fd)
         raise
 
 
 def _read_now(raw: Any, path: str, what: str, expected: str) -> bytes:
-    """What a non-blocking file holds now (at most JSON_LIMIT bytes and one more); a ValueError where a read
-    would wait."""
-    chunks, size = [], 0
+    """What a non-blocking file holds now (at most JSON_LIMIT bytes and one more): up to its end, or to where a
+    read would wait; a ValueError where the first would."""
+    chunks: list[bytes] = []
+    size = 0
     while size <= JSON_LIMIT:
         try:
             chunk = raw.read(1 << 20)
         except BlockingIOError:
             chunk = None
+        if chunk is None and chunks:
+            break
         if chunk is None:
             raise ValueError(f"{what}: {path!r} has nothing to read now (a kernel file whose read waits, as "
                              f"/proc/kmsg), not {expected}")
@@ -103,7 +115,8 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
 
 def read_json_bytes(fh: BinaryIO, path: str, what: str, done: int = 0) -> bytes:
     """The rest of an open JSON file (`done` bytes of it read already): one over JSON_LIMIT by its size is refused
-    unread; one that grew past it while read is refused by parse_json."""
+    unread (a /proc file, read when opened, by what it held); one that grew past it while read is refused by
+    parse_json."""
     size = fh.seek(0, os.SEEK_END)  # (a real file's size, or what a /proc file held: open_input)
     if size > JSON_LIMIT:
         raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")

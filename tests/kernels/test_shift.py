@@ -355,6 +355,41 @@ def test_an_interrupted_shift_says_whether_it_was_submitted(device, monkeypatch,
 
 
 @pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+def test_an_interruption_of_a_threads_first_submit_is_settled(device, monkeypatch):
+    """A thread whose first submit is interrupted (its counts at nothing queued yet) gets the KeyboardInterrupt
+    with no note and the cache untouched (the settling read a count the thread did not have yet: an
+    AttributeError replaced the interrupt, a reviewer found)."""
+    import threading
+
+    from vkrope.vk import binding
+
+    rng = np.random.default_rng(9)
+    spec = vkrope.RopeFreqs(12, base=10000.0, angle="exact")
+    kc0 = cached(rng, (1, 2, 16, 12), np.float32)
+    kc, vc = device.asarray(kc0), device.asarray(kc0)
+    real, caught = binding.call_direct, []
+
+    def interrupted(name: str, *args):
+        if name == "vkQueueSubmit":
+            raise KeyboardInterrupt
+        return real(name, *args)
+
+    def call():
+        try:
+            device.shift_cache(kc, spec, np.arange(6, 16)[None], np.arange(2, 12)[None], v_cache=vc)
+        except BaseException as exc:  # noqa: BLE001  (the test looks at what it is)
+            caught.append(exc)
+
+    monkeypatch.setattr(binding, "call_direct", interrupted)
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    monkeypatch.undo()
+    assert len(caught) == 1 and type(caught[0]) is KeyboardInterrupt, caught
+    assert getattr(caught[0], "__notes__", []) == [] and np.array_equal(kc.get(), kc0)
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
 def test_a_submit_the_driver_refuses_is_not_noted_as_submitted(device):
     """vkQueueSubmit failing (out of memory) queued nothing: the error carries no submitted note, the caches
     are untouched, and the next shift is right."""

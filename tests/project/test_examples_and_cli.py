@@ -491,10 +491,10 @@ def test_cli_refuses_special_input_files(tmp_path, capsys, which):
     assert not (tmp_path / "y.npy").exists()
 
 
-def _writer_for(fifo, seconds=5.0):
-    """Hold `fifo` open for writing, with nothing written, for `seconds` (a read of it waits meanwhile), then
-    close it: a command that waits on it (the bug) then reads its end and fails instead of hanging. The
-    descriptor is the thread's own, closed once."""
+def _writer_for(fifo, seconds=5.0, data=b""):
+    """Hold `fifo` open for writing, with `data` written and no more, for `seconds` (a read past `data` waits
+    meanwhile), then close it: a command that waits on it (the bug) then reads its end and fails instead of
+    hanging. The descriptor is the thread's own, closed once."""
     import threading
     import time
 
@@ -502,6 +502,7 @@ def _writer_for(fifo, seconds=5.0):
 
     def hold():
         fd = os.open(fifo, os.O_RDWR)
+        os.write(fd, data)
         opened.set()
         time.sleep(seconds)
         os.close(fd)
@@ -526,6 +527,14 @@ def test_cli_reads_a_file_that_says_it_is_empty_without_waiting(tmp_path, capsys
     assert capsys.readouterr().err == (f"vkrope: error: ValueError: PATH: {fifo!r} has nothing to read now (a "
                                        "kernel file whose read waits, as /proc/kmsg), not a config.json or GGUF "
                                        "file\n")
+    # (what such a file holds now is read as a file of those bytes: a .npy whose header was checked against a
+    # size the file does not state)
+    x, f = _npy_pair(tmp_path)
+    held = str(tmp_path / "held")
+    os.mkfifo(held)
+    _writer_for(held, data=open(f, "rb").read())
+    assert main(["apply", x, held, "-o", str(tmp_path / "y.npy")]) == 0, capsys.readouterr().err
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), vkrope.apply(np.load(x), np.load(f)), rtol=0, atol=0)
     monkeypatch.undo()
     if os.path.exists("/proc/self/status"):  # (Linux: size 0, contents on read)
         x, _ = _npy_pair(tmp_path)

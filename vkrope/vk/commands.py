@@ -55,7 +55,8 @@ def environment_timeout() -> float:
 
 
 # Per thread, over every stream: the submissions it began, and its count at the last one known queued: what an
-# interrupted call's exception says (device.note_submitted; a MAYBE that drain settles stays unknown). Per
+# interrupted call's exception says (device.note_submitted; an interrupted submit is settled by its fence, and
+# stays unknown only where that fails: _settle_submit). Per
 # thread, so that another thread's submissions are not counted as the call's; over every stream, so that a
 # call whose default device another thread replaced is counted on both.
 _MINE = threading.local()
@@ -156,7 +157,7 @@ class CommandStream:
             return
         if queued:
             _MINE.queued = _MINE.begun
-        elif _MINE.queued != _MINE.begun:
+        elif getattr(_MINE, "queued", 0) != _MINE.begun:  # (none queued yet: a thread's first submit)
             _MINE.begun -= 1  # (begun, never queued: not a submission)
 
     def timeout_s(self) -> float:
