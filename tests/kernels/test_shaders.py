@@ -88,6 +88,14 @@ def test_the_grid_states_each_binding_once(kernel):
         assert i in (0, 1) or named.get(i) == name  # 0, 1: local_size_x_id / local_size_y_id
 
 
+def test_no_shader_source_numbers_a_binding():
+    """The included files too (freqs.glsl, tensor.glsl, ...): every binding placed by the grid's defines."""
+    for path in sorted((ROOT / "glsl").glob("*.glsl")):
+        src = path.read_text()
+        assert not re.findall(r"binding = \d|\) (?:readonly|writeonly) buffer|uniform (?:readonly|writeonly)", src), \
+            path.name
+
+
 QUALIFIER = {"read": {"NonWritable"}, "write": {"NonReadable"}, "update": set()}
 
 
