@@ -84,6 +84,8 @@ def _read_now(raw: Any, path: str, what: str, expected: str) -> bytes:
             chunk = raw.read(1 << 20)
         except BlockingIOError:
             chunk = None
+        except OSError as exc:  # (/proc/self/mem: EIO)
+            raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
         if chunk is None and chunks:
             break
         if chunk is None:
@@ -104,7 +106,10 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
     is None where those bytes are b"GGUF" (a GGUF file, read elsewhere by
     its path)."""
     with open_input(path, what, expected) as fh:
-        head = fh.read(4)
+        try:
+            head = fh.read(4)
+        except OSError as exc:  # (a disk's EIO, a file of the kernel's that refuses reads)
+            raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
         if head == b"GGUF":
             return head, None
         if path.lower().endswith(".gguf"):  # (named as one: said so, not that it is not JSON)
@@ -121,7 +126,10 @@ def read_json_bytes(fh: BinaryIO, path: str, what: str, done: int = 0) -> bytes:
     if size > JSON_LIMIT:
         raise ValueError(f"{what}: {path!r} is over {JSON_LIMIT >> 20} MiB, larger than any JSON file vkrope reads")
     fh.seek(done)
-    return fh.read(JSON_LIMIT + 1 - done)
+    try:
+        return fh.read(JSON_LIMIT + 1 - done)
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
 
 
 def parse_json(data: bytes, path: str, what: str) -> Any:

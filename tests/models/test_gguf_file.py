@@ -109,6 +109,7 @@ def _tensor(name: bytes, dims: tuple[int, ...], kind: int = 0, offset: int = 0) 
     (_file([], [_tensor(b"t", (2**62, 4))]), r"tensor 't' has shape .*: past int64"),
     (_file([], [_tensor(b"t", (64,))], pad=b"\0" * 16), r"tensor 't''s data run past the end of the file"),
     (b"GGML" + bytes(28), r"it does not start with GGUF's magic"),
+    (b"", r"it is empty \(0 bytes, as its size says"),  # (a /proc file says 0 too: its contents are not read)
     (_file([], [_tensor(b"t", (), kind=8)], pad=b"\0" * 64), r"tensor 't': row size \(1\) is not a multiple of Q8_0"),
     (_file([_s(b"a\xff") + struct.pack("<II", 4, 1), _s(b"a\xff") + struct.pack("<II", 4, 2)]),
      r"metadata key 2 is 'a\\udcff' again"),

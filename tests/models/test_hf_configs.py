@@ -591,6 +591,9 @@ def test_layer_type_errors_and_inputs(tmp_path):
         vkrope.from_hf(str(tmp_path / "model.gguf"))
     with pytest.raises(TypeError, match="config must be a dict"):
         vkrope.from_hf(42)
+    (tmp_path / "n.json").write_text("[1, 2]")  # (a file's JSON that is no object: the file is named)
+    with pytest.raises(ValueError, match=r"^config: '[^']*n\.json' holds a JSON list, not an object"):
+        vkrope.from_hf(str(tmp_path / "n.json"))
 
 
 @pytest.mark.parametrize("call, exc, match", [

@@ -381,6 +381,38 @@ def test_cli_bench_bad_plot_path_before_any_work(tmp_path, plot, word):
     assert not (tmp_path / "out").exists()
 
 
+def test_bench_refuses_a_shape_past_the_memory_there_is(tmp_path, capsys, monkeypatch):
+    """A shape whose arrays exceed the memory the system has is refused before anything is measured, naming
+    --shapes: with Linux's overcommit numpy allocated it and the OOM killer ended the run (an adversary's
+    1x1x2^32 took the machine's memory)."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    assert kernel.host_bytes((2, 3, 4), np.dtype(np.float16)) == 24 * (24 + 4) + 12 * 40
+    monkeypatch.setattr(kernel, "available_memory", lambda: 1 << 20)
+    assert main(["bench", "--shapes", "1x8x8,1x256x1024", "--repeats", "1", "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "--shapes: a shape's arrays do not fit in this machine's memory (shape 1x256x1024 needs about" in err
+    assert not (tmp_path / "o" / "bench.partial.json").exists()
+
+
+def test_bench_names_the_shape_a_device_limit_refuses(tmp_path, capsys, monkeypatch):
+    """A shape past a device limit (texture3d's image rows) stopped the run with the API's words (`x: ...; use
+    storage='buffer'`): the error names the shape and the flag. The limit is stood in for (a real GPU's are
+    larger than any test shape)."""
+    from vkrope.__main__ import main
+    from vkrope.bench import kernel
+
+    def refused(dev, x, f, storages, r):
+        raise ValueError("x: 9 rows do not fit one 3D image; use storage='buffer'")
+
+    monkeypatch.setattr(kernel, "_measure", refused)
+    assert main(["bench", "--shapes", "1x8x8", "--repeats", "1", "--dtype", "float16", "--out",
+                 str(tmp_path / "o")]) == 1
+    assert capsys.readouterr().err.endswith("vkrope: error: ValueError: --shapes 1x8x8 (float16): x: 9 rows do not "
+                                            "fit one 3D image; use --storage buffer\n")
+
+
 def test_bench_axial_spec():
     from vkrope.bench.kernel import axial_spec
 

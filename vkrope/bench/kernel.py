@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import platform
 import reprlib
 import statistics
@@ -204,6 +205,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
     With `json_path`, the results so far are saved after every row, so a run
     cut short by a time limit still leaves them."""
     shapes = shapes or (QUICK_SHAPES if quick else FULL_SHAPES)
+    check_memory(shapes, dtypes)
     reps = repeats or (5 if quick else 9)
     rng = np.random.default_rng(0)
     extras = _competitors()
@@ -234,7 +236,10 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
             for dtype_name in dtypes:
                 x, f = _inputs(rng, shape, as_dtype(dtype_name))
                 r = max(3, reps if x.nbytes < (256 << 20) else 3)
-                shape_rows = _measure(dev, x, f, storages, r)
+                try:
+                    shape_rows = _measure(dev, x, f, storages, r)
+                except ValueError as exc:  # (a device limit the shape passes: its storage, a row's width)
+                    raise ValueError(f"--shapes {'x'.join(map(str, shape))} ({dtype_name}): {exc}") from None
                 # Competitors after vkrope: torch's CPU threads keep spinning for a
                 # while after each op and would slow lavapipe's threads down.
                 competitor = _competitor_times(extras, x, f, r)
@@ -272,6 +277,41 @@ def _competitors() -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001  (optional competitors)
             extras[name] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
     return extras
+
+
+def host_bytes(shape: tuple[int, int, int], dtype: np.dtype) -> int:
+    """About the host memory one row of the benchmark holds at once: x made in float32 and converted, its
+    results and numpy's complex64 baseline (about 6 float32 copies of x), and the [N, C] freqs made in
+    float64 (theta, cos, sin, their stack: about 40 bytes a value)."""
+    b, n, c = shape
+    return b * n * c * (6 * 4 + 2 * np.dtype(dtype).itemsize) + n * c * 40
+
+
+def available_memory() -> int | None:
+    """Bytes the system can give without swapping (Linux's MemAvailable), else the physical memory, else None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_memory(shapes: list[tuple[int, int, int]], dtypes: tuple[str, ...]) -> None:
+    """A MemoryError naming the first shape whose arrays would not fit in the memory the system has now, before
+    anything is measured: with Linux's overcommit numpy's allocation succeeds and the kernel's OOM killer ends
+    the process later, with no message (a 1x1x2^32 shape did)."""
+    have = available_memory()
+    for shape in shapes:
+        need = max(host_bytes(shape, as_dtype(d)) for d in dtypes)
+        if have is not None and need > have:
+            raise MemoryError(f"shape {'x'.join(map(str, shape))} needs about {need / 2**30:.1f} GiB of host memory; "
+                              f"this machine has {have / 2**30:.1f} GiB available")
 
 
 def _inputs(rng: np.random.Generator, shape: tuple[int, int, int], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:

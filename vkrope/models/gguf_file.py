@@ -246,6 +246,8 @@ def opened(path: str) -> Iterator[GgufFile]:
     open for its tensors' data for the block's length."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
+        if size == 0:  # (an empty file, or one that states no size: a /proc file's contents are no GGUF's)
+            raise ValueError("it is empty (0 bytes, as its size says; a file under /proc says so whatever it holds)")
         want = min(size, _FIRST_READ)
         while True:
             data = _read_at(f, want, 0)

@@ -26,6 +26,9 @@ def load_config(config: Any) -> dict:
         head, config = read_json(path, "config", "a config.json")  # (a regular file, read once, of bounded size)
         if head == b"GGUF":
             raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with vkrope.from_gguf")
+        if not isinstance(config, dict):  # (a file holding a JSON number, list or string)
+            raise ValueError(f"config: {path!r} holds a JSON {type(config).__name__}, not an object (a config.json "
+                             "holds one)")
     elif hasattr(config, "to_dict") and callable(config.to_dict):
         config = config.to_dict()
     if not isinstance(config, dict):
