@@ -568,6 +568,11 @@ def test_cli_reads_a_file_that_says_it_is_empty_without_waiting(tmp_path, capsys
     assert main(["apply", x, held, "-o", str(tmp_path / "y.npy")]) == 0, capsys.readouterr().err
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), vkrope.apply(np.load(x), np.load(f)), rtol=0, atol=0)
     monkeypatch.undo()
+    if os.path.exists("/proc/self/mem"):  # (Linux: size 0, and a read at 0 fails with EIO: a bare OSError before)
+        assert main(["config", "/proc/self/mem"]) == 1
+        assert capsys.readouterr().err.startswith("vkrope: error: ValueError: PATH: cannot read '/proc/self/mem' (")
+        with pytest.raises(ValueError, match=r"^config: cannot read '/proc/self/mem' \("):
+            vkrope.from_hf("/proc/self/mem")
     if os.path.exists("/proc/self/status"):  # (Linux: size 0, contents on read)
         x, _ = _npy_pair(tmp_path)
         assert main(["apply", x, "/proc/self/status", "-o", str(tmp_path / "y.npy")]) == 1
