@@ -702,7 +702,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 # The Python keywords each command's flags pass on, as its messages spell them: a name read as a word
 # ("storage", "positions") only where it names the argument (message start, name=value); one no prose
 # uses (num_heads) anywhere.
-_FLAG_WORDS = {"bench": ("storage",), "config": ("like", "context_length", "part"), "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
+_FLAG_WORDS = {"bench": ("storage",), "config": ("like", "context_length", "part"),
+               "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
                "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
 _FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads", "repeat", "exclude_last")
 BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)

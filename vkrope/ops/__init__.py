@@ -1,12 +1,13 @@
 """The front ends, one module per ecosystem a user names (SAM2, ONNX,
 ExecuTorch, transformers, N-D, the decode step, the context shift): each
-holds its public operations (signature, hints, the one docstring), which check every argument into a kernel's request
-(vkrope/kernels/) and return the call as data (call.py), with the shared
-checks of the table kernel's front ends (table_args.py) and of the KV-cache
-ones (cache_args.py), and repeat.py's memo of a call's structure for a
-decode loop; lowering.py turns a frequency spec into what the kernels
-read. docs/layout.md lists every module and its operations. The ops that read a
-`ModelRope`: `resolve` below for those that take one in place of a table,
+holds its public operations (signature, hints, the one docstring), which
+check every argument into a kernel's request (vkrope/kernels/) and return
+the call as data (call.py), with the shared checks of the table kernel's
+front ends (table_args.py) and of the KV-cache ones (cache_args.py), and
+repeat.py's memo of a call's structure for a decode loop; lowering.py
+turns a frequency spec into what the kernels read. docs/layout.md lists
+every module and its operations. The ops that read a `ModelRope`:
+`resolve` below for those that take one in place of a table,
 transformers.py for its own signature (repeat.py only keys calls by it)."""
 
 import dataclasses

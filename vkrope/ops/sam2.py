@@ -15,8 +15,8 @@ from ..arguments import (
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
-from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, frozen, is_integer_dtype, names,
-                              without_repeats)
+from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, frozen,
+                              is_integer_dtype, names, without_repeats)
 from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one

@@ -16,11 +16,9 @@ from . import check_model_head
 from .lowering import lower
 from ..models import ModelRope
 from ..freqs import MAX_POSITION, FrequencySpec, check_positions
-from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_int, is_integer_dtype,
-                              without_repeats)
+from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_int,
+                              is_integer_dtype, without_repeats)
 from ..runtime.array import DeviceArray
-
-
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -40,7 +38,8 @@ def check_tensor(name: str, x: Any) -> Any:
     else:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in TENSOR_DTYPES:
-        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, TENSOR_DTYPES)})")
+        raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
+                        f"({convert_hint(name, x.dtype, TENSOR_DTYPES)})")
     if math.prod(x.shape) > 2 * MAX_PAIRS:  # (freqs.MAX_PAIRS: every rotating kernel's bound on a call)
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x

@@ -52,7 +52,8 @@ def after_earlier_submissions(rec: Recording) -> None:
     """A recording's first barrier: it runs after what earlier submissions wrote."""
     vk = b.vk()
     every = vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
-    rec.barrier(every, vk.VK_ACCESS_MEMORY_WRITE_BIT, every, vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
+    rw = vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT
+    rec.barrier(every, vk.VK_ACCESS_MEMORY_WRITE_BIT, every, rw)
 
 
 def before_any_step(rec: Recording, stages: int, access: int) -> None:
