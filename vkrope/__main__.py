@@ -8,293 +8,21 @@ import errno
 import json
 import math
 import os
-import re
-import signal
 import sys
-import tokenize
-from typing import Any, BinaryIO, Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 
 from .charts import import_matplotlib
-from .files import check_writable, not_regular, open_input, parse_json, read_json, read_json_bytes, write_whole
+from .files import open_input, parse_json, read_json, read_json_bytes, write_whole
 
 from .arguments import STORAGES
 from .words import brief
-from .runtime.dtypes import BFLOAT16, TENSOR_DTYPES, ml_dtype
-
-
-def _max_error(y: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
-    """Max |y - ref|, and that error relative to the largest |ref| (float32)
-    or in units of the ulp of y's 16-bit dtype at each reference value
-    (float16, bfloat16: the spacing of that dtype's neighbours there)."""
-    diff = np.abs(y.astype(np.float64) - ref)
-    err = float(diff.max())
-    if y.dtype != np.float32:
-        r = np.abs(ref.astype(y.dtype)).astype(np.float64)
-        if y.dtype in BFLOAT16:  # 8 significant bits; 2^-133 apart below 2^-126
-            _, e = np.frexp(np.where(r > 0, r, 1.0))
-            ulp = np.exp2(np.maximum(e - 8, -133).astype(np.float64))
-        else:
-            ulp = np.spacing(r.astype(np.float16)).astype(np.float64)
-        return err, float(np.max(diff / ulp))
-    return err, err / float(np.abs(ref).max())
-
-
-def _fmt(rel: float, dtype: Any) -> str:
-    return f"{rel:.1e}" if np.dtype(dtype) == np.float32 else f"{rel:.2f} ulp"
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """EdgeTAM memory attention, rotated on the Vulkan device."""
-    import vkrope
-    from vkrope.bench.baselines import numpy_rope
-    from vkrope.bench.timing import best_seconds
-
-    dev = vkrope.default_device()
-    print(f"device: {dev.name} ({dev.info['type']}, Vulkan {dev.info['api_version']})")
-    rng = np.random.default_rng(0)
-    ok = True
-    times: list[tuple[float, float]] = []  # (vkrope, numpy) seconds of each row numpy also ran
-    q_freqs = vkrope.axial_freqs(256, 64, 64)  # [4096, 256]: EdgeTAM queries, 64x64 grid
-    k_freqs = vkrope.axial_freqs(256, 16, 16)  # [256, 256]: one memory frame, 16x16 grid
-    print(f"{'tensor':<40} {'dtype':<8} {'max |err|':>10} {'rel/ulps':>9} {'vkrope ms':>10} {'numpy ms':>9}")
-    for dtype in (np.float32, np.float16, ml_dtype("bfloat16")):
-        q = rng.standard_normal((1, 4096, 256)).astype(dtype)
-        fq = q_freqs.astype(dtype)
-        y = vkrope.apply(q, fq)
-        err, rel = _max_error(y, vkrope.apply_reference(q, fq))
-        t_vk = best_seconds(lambda: vkrope.apply(q, fq))
-        t_np = best_seconds(lambda: numpy_rope(q, fq))
-        times.append((t_vk, t_np))
-        ok &= rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5)  # bfloat16: rounded once
-        print(f"{'queries [1, 4096, 256], 64x64 axial':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
-              f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
-
-        k = rng.standard_normal((1, 7 * 256 + 4, 256)).astype(dtype)
-        fk = k_freqs.astype(dtype)
-        y = vkrope.apply(k, fk, repeat=7, exclude_last=4)
-        err, rel = _max_error(y, vkrope.apply_reference(k, fk, repeat=7, exclude_last=4))
-        same_tail = bool(np.array_equal(y[:, -4:], k[:, -4:]))
-        t_vk = best_seconds(lambda: vkrope.apply(k, fk, repeat=7, exclude_last=4))
-        fk_full = np.concatenate([np.tile(fk, (7, 1)), np.tile(np.array([1, 0], dtype), (4, 128))])
-        t_np = best_seconds(lambda: numpy_rope(k, fk_full))
-        times.append((t_vk, t_np))
-        ok &= same_tail and (rel < 1e-6 if dtype == np.float32 else rel <= (1.0 if dtype == np.float16 else 0.5))
-        print(f"{'keys 7x256 + 4 ptr (repeat=7, excl=4)':<40} {np.dtype(dtype).name:<8} {err:>10.2e} {_fmt(rel, dtype):>9} "
-              f"{t_vk * 1e3:>10.3f} {t_np * 1e3:>9.3f}")
-    spec = vkrope.AxialFreqs(256, 64, 64)  # the same grid, cos / sin computed in the shader
-    q = rng.standard_normal((1, 4096, 256)).astype(np.float32)
-    y = vkrope.apply(q, spec)
-    err, rel = _max_error(y, vkrope.apply_reference(q, spec.table()))
-    t_vk = best_seconds(lambda: vkrope.apply(q, spec))
-    ok &= rel < 1e-6
-    print(f"{'queries, AxialFreqs (no table)':<40} {'float32':<8} {err:>10.2e} {_fmt(rel, np.float32):>9} "
-          f"{t_vk * 1e3:>10.3f} {'-':>9}")
-    print("rel/ulps: float32 max error over max |ref|; float16 / bfloat16 max error in ulps of that dtype")
-    print("times: best of 5, end to end from numpy to numpy; numpy = complex64 multiply "
-          "(16-bit types widened to float32), with freqs materialised for repeat/exclusion")
-    _demo_ceiling(dev, q, q_freqs, times)
-    print("result: " + ("correct (matches the float64 reference)" if ok else "WRONG"))
-    return 0 if ok else 1
-
-
-def _demo_ceiling(dev: Any, q: np.ndarray, freqs: np.ndarray, times: list[tuple[float, float]]) -> None:
-    """Where the kernel stands against the driver's own ceiling, and, from
-    the rows' `times` (vkrope, numpy), which of the two was faster here (on
-    a CPU driver, numpy mostly: why)."""
-    from vkrope.bench.timing import time_request, time_texel_copy
-    from vkrope.ops import sam2
-
-    req = sam2.check(q, freqs)
-    out = np.empty_like(q)
-    time_request(dev, req, out)  # warm-up
-    kernel = min((t for t in (time_request(dev, req, out) for _ in range(5)) if t), default=None)
-    time_texel_copy(dev, q.nbytes, False)
-    floor = min((t for t in (time_texel_copy(dev, q.nbytes, False) for _ in range(5)) if t), default=None)
-    if kernel and floor:
-        print(f"kernel alone (queries, float32): {kernel * 1e3:.3f} ms; this driver's texel-copy shader over the "
-              f"same tensor: {floor * 1e3:.3f} ms, so the kernel runs at {floor / kernel:.0%} of its ceiling")
-    for line in demo_verdict(times, str(dev.info["type"]).lower() == "cpu"):
-        print(line)
-    print("GPU measurements, where there are any: docs/PERFORMANCE.md in vkrope's repository")
-
-
-def demo_verdict(times: list[tuple[float, float]], cpu: bool) -> list[str]:
-    """The demo's lines on which was faster, from its rows' (vkrope, numpy) seconds; on a CPU driver where
-    numpy wins most rows, why."""
-    faster = sum(t_vk < t_np for t_vk, t_np in times)
-    lines = [f"vkrope was faster than numpy on {faster} of the {len(times)} rows numpy ran"]
-    if cpu and 2 * faster < len(times):
-        lines.append("numpy wins most rows here: this Vulkan device is the CPU itself (a software driver), so vkrope "
-                     "adds a copy in and out and runs each texel as a shader invocation on the same cores that numpy "
-                     "uses directly")
-    return lines
-
-
-def cmd_info(args: argparse.Namespace) -> int:
-    """Each Vulkan device and the facts vkrope depends on. Where none can be
-    chosen (VKROPE_DEVICE matches none, or none is usable) the devices are
-    listed all the same, then the error says why (exit 1): a bad VKROPE_*
-    value too."""
-    import vkrope
-
-    devs = vkrope.devices()
-    try:
-        chosen = vkrope.default_device().info
-    except (vkrope.VulkanUnavailableError, ValueError) as exc:
-        if not devs:
-            raise
-        chosen, unusable = None, exc
-    if args.json:
-        print(json.dumps({"devices": devs, "chosen": chosen}, indent=2, default=str))
-    else:
-        _print_devices(devs, chosen)
-    if chosen is None:
-        raise unusable
-    return 0
-
-
-def _print_devices(devs: list[dict[str, Any]], chosen: dict[str, Any] | None) -> None:
-    """`vkrope info`'s lines: each device, and the one vkrope uses and why
-    (or that it uses none)."""
-    for d in devs:
-        mark = "*" if chosen is not None and d["index"] == chosen["index"] else " "
-        print(f"{mark}[{d['index']}] {d['name']} ({d['type']}), Vulkan {d['api_version']}, {d['driver']}")
-        print(f"     maxStorageBufferRange {d['max_storage_buffer_range']}, maxImageDimension3D "
-              f"{d['max_image_dimension_3d']}, 16-bit storage {d['storage_buffer_16bit']}, "
-              f"external host memory {d['external_memory_host']}, timestamps {d['timestamp_valid_bits'] > 0}")
-        print("     float32 subnormals: " + ("kept (shaders ask for DenormPreserve)" if d["denorm_preserve_float32"]
-                                              else "the device's default (it cannot be asked to keep them)"))
-        print("     signed zeros, inf, NaN: " + ("kept (shaders ask for SignedZeroInfNanPreserve)"
-                                                  if d["signed_zero_inf_nan_preserve_float32"] else
-                                                  "the device's default (it cannot be asked to keep them)"))
-        if d["problems"]:
-            print(f"     not usable: {'; '.join(d['problems'])}")
-    if chosen is None:  # (why: the error that follows)
-        wanted = os.environ.get("VKROPE_DEVICE", "").strip()
-        print("vkrope uses none of them" + (f" (VKROPE_DEVICE = {wanted!r})" if wanted else ""))
-    else:
-        print(f"vkrope uses [{chosen['index']}]: {chosen['why_chosen']}")
-
-
-# What an output may be besides a regular file: written as a stream, not replaced.
-_STREAMS = ("a character device", "a pipe (FIFO)")
-
-
-def load_npy(path: str, what: str) -> np.ndarray:
-    """One array from a .npy file (never a pickle, never an .npz archive);
-    every failure is a ValueError that names the argument `what`."""
-    try:
-        with open_input(path, what, "a .npy file") as fh:
-            return _read_npy(fh, path, what)
-    except ValueError as exc:
-        if str(exc).startswith(f"{what}: "):
-            raise
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({' '.join(str(exc).split())})") from None
-    except (OSError, EOFError, TypeError, SyntaxError, OverflowError, tokenize.TokenError) as exc:  # (numpy's
-        # header parser on a header that lies: an unclosed bracket, a bool among the shape's ints; OverflowError
-        # where _check_npy_header's own dimension check does not run, an object array's header)
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({type(exc).__name__}: {exc})") from None
-    except MemoryError as exc:  # (a file read whole, or a big-endian one's byte-swapped copy: a mapped one is not)
-        raise ValueError(f"{what}: {path!r} does not fit in this machine's memory ({exc})") from None
-
-
-_MAP_FROM = 1 << 24  # bytes of data from which an input is memory-mapped, not read (the page cache holds it)
-
-
-def _read_npy(fh: BinaryIO, path: str, what: str) -> np.ndarray:
-    if fh.read(6) != b"\x93NUMPY":
-        empty = fh.seek(0, os.SEEK_END) == 0  # (a real file, or what a /proc file held: files.open_input)
-        why = "the file is empty" if empty else "it does not start with the .npy magic string"
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file ({why})")
-    fh.seek(0)
-    header = _check_npy_header(fh, path, what)
-    if header is not None and header[2].itemsize and math.prod(header[0]) * header[2].itemsize >= _MAP_FROM:
-        shape, fortran, dtype, offset = header  # (in the page cache, which the system can reclaim: no private copy)
-        a = np.asarray(np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"))
-    else:
-        fh.seek(0)
-        a = np.lib.format.read_array(fh, allow_pickle=False)
-    # ml_dtypes' bfloat16 has no .npy type code: np.save writes it as
-    # two-byte void ('<V2'), which is read back as bfloat16 here.
-    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.names is None:
-        return a.view(ml_dtype("bfloat16"))
-    # A file written on a big-endian machine (or with dtype '>f4'):
-    # the same numbers in this machine's byte order, which vkrope reads.
-    return a.astype(a.dtype.newbyteorder("=")) if not a.dtype.isnative else a
-
-
-_NPY_HEADER_LIMIT = 10000  # numpy's max_header_size for a file not trusted with pickles
-
-
-def _check_npy_header(fh: BinaryIO, path: str, what: str) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
-    """Refuse, in one line, a format version numpy does not know, a header
-    longer than numpy reads (its message is three lines advising
-    allow_pickle=True), and one whose shape needs more bytes than the file
-    holds (numpy would allocate them first: a 100-byte file claiming 64
-    TiB). (shape, Fortran order, dtype, offset of the data); None for an
-    object array (refused by read_array: never a pickle)."""
-    fmt = np.lib.format
-    major, minor = fmt.read_magic(fh)
-    if (major, minor) not in ((1, 0), (2, 0), (3, 0)):  # (numpy's read_array refuses others: so, mapped or not)
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file (format version {major}.{minor}; numpy "
-                         "writes 1.0, 2.0 and 3.0)")
-    length = int.from_bytes(fh.read(2 if major == 1 else 4), "little")
-    if length > _NPY_HEADER_LIMIT:
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header is {length} bytes; numpy reads "
-                         f"at most {_NPY_HEADER_LIMIT})")
-    fh.seek(0)
-    fmt.read_magic(fh)
-    shape, fortran, dtype = fmt.read_array_header_1_0(fh) if major == 1 else fmt.read_array_header_2_0(fh)
-    if dtype.hasobject:
-        return None
-    if any(d > np.iinfo(np.intp).max for d in shape):  # (numpy's reader overflows on it, even of an empty array)
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape}, a dimension "
-                         f"past numpy's largest, {np.iinfo(np.intp).max})")
-    need = math.prod(shape) * dtype.itemsize
-    here = fh.tell()  # (a real file, or what a /proc file held: files.open_input)
-    have = fh.seek(0, os.SEEK_END) - here
-    fh.seek(here)
-    if need > have:
-        raise ValueError(f"{what}: {path!r} is not a valid .npy file (its header says shape {shape} of {dtype}, "
-                         f"{need} bytes of data; the file holds {have})")
-    return shape, fortran, dtype, fh.tell()
-
-
-def check_output_path(path: str, what: str, example: str | None = "out.npy", streams: bool = True) -> None:
-    """Refuse an output path that cannot be written as a file, before any work:
-    a directory (the message suggests `example` in it; None: the file's name
-    is fixed, as a benchmark's in its --out folder), a missing folder, or
-    an existing file that is neither a regular file nor a stream (a
-    character device such as /dev/null or /dev/stdout, or a FIFO: written
-    as they are, `_save`); with `streams` False a stream too (a chart or a
-    benchmark JSON is written as a file: a FIFO would block, or refuse the
-    seeks of the image writer)."""
-    if not path:  # (its real path is the working folder: the rename would aim at that)
-        raise ValueError(f"{what}: the path is empty; give a file name" + (f" such as {example!r}" if example else ""))
-    if os.path.isdir(path) and example is None:
-        raise ValueError(f"{what}: {path!r}, the file this run writes, is a directory; remove it or choose another "
-                         f"{what}")
-    if os.path.isdir(path):
-        raise ValueError(f"{what}: {path!r} is a directory; give a file name such as {os.path.join(path, example or '')!r}")
-    parent = os.path.dirname(path) or "."
-    if not os.path.isdir(parent):
-        if os.path.exists(parent):  # (-o x.npy/, x.npy a file)
-            raise ValueError(f"{what}: {path!r} names a file inside {parent!r}, which is not a directory")
-        raise ValueError(f"{what}: the directory {parent!r} of {path!r} does not exist")
-    try:
-        kind = not_regular(os.stat(path).st_mode)
-    except FileNotFoundError:
-        kind = None
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
-    if kind is not None and (kind not in _STREAMS or not streams):
-        streamed = ", a character device or a pipe" if streams else ""
-        raise ValueError(f"{what}: {path!r} is {kind}; give the path of a regular file (new or to be replaced)"
-                         f"{streamed}")
-    if kind is None:
-        check_writable(path, what)
+from .runtime.dtypes import TENSOR_DTYPES
+from .cli import npy_files
+from .cli.demo import cmd_demo, cmd_info
+from .cli.npy_files import check_output_path, load_npy, save
+from .cli.spelling import cli_spelling
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -307,72 +35,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     positions = load_npy(args.positions, "--positions") if args.positions else None
     y = vkrope.apply(x, freqs, inverse=args.inverse, repeat=args.repeat, exclude_last=args.exclude_last,
                      positions=positions, storage=args.storage)
-    return _save(args.output, y)
-
-
-def _save(path: str, y: np.ndarray) -> int:
-    """Write `y` to exactly `path` (np.save(path) would append .npy), whole or not at all (files.write_whole: a
-    failed write leaves an existing file, X itself with -o X, as it was). A stream (/dev/null, /dev/stdout, a
-    FIFO) is written as it is."""
-    if _is_stdout(path):  # (-o /dev/stdout into `>> log`: a rename would replace the file stdout appends to)
-        _write_stream(sys.stdout.buffer, path, y)  # (a reader gone: BrokenPipeError, which _command ends quietly)
-        return 0
-    if os.path.exists(path) and not_regular(os.stat(path).st_mode) in _STREAMS:
-        return _save_stream(path, y)
-    # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
-    write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
-                then=lambda: _written(f"wrote {path}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
-    if _OWNS_PROCESS:  # (the command is done: a Ctrl-C from here to the process's end, its teardown included,
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # would report an interruption with -o replaced)
-    return 0
-
-
-_OWNS_PROCESS = False  # entry() runs the command as its own process (not a caller's main(), a test's)
-_WRITTEN: list[str] = []  # what the command wrote: after it, an interruption is no failure (_command)
-
-
-def _written(line: str) -> None:
-    """Say that the output was written, and remember it."""
-    _WRITTEN.append(line)
-    print(line)
-
-
-def _is_stdout(path: str) -> bool:
-    """Whether `path` is this process's stdout (/dev/stdout, or the file stdout is redirected to)."""
-    try:
-        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
-    except (OSError, ValueError, AttributeError):  # (no such file, or a stdout without a descriptor)
-        return False
-
-
-class _Writes:
-    """Only a stream's write: numpy writes a real file with tofile(), which asks a pipe its position."""
-
-    def __init__(self, fh: Any) -> None:
-        self.write = fh.write
-
-
-def _save_stream(path: str, y: np.ndarray) -> int:
-    """Write `y` into a character device or FIFO (opened without blocking: a
-    FIFO no process reads is an error, not a hang); the line saying so goes
-    to stderr (stdout may be the stream)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0))
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "wb") as fh:
-            _write_stream(fh, path, y)
-    except OSError as exc:
-        why = "no process reads the pipe" if exc.errno == errno.ENXIO else exc.strerror or exc
-        raise ValueError(f"-o/--output: cannot write {path!r} ({why})") from None
-    return 0
-
-
-def _write_stream(fh: Any, path: str, y: np.ndarray) -> None:
-    """`y` as .npy into the stream `fh` (through write() alone), flushed; the line saying so on stderr (stdout
-    may be the stream)."""
-    np.save(_Writes(fh), y, allow_pickle=False)
-    fh.flush()
-    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
+    return save(args.output, y)
 
 
 def cmd_rotary_embedding(args: argparse.Namespace) -> int:
@@ -387,7 +50,7 @@ def cmd_rotary_embedding(args: argparse.Namespace) -> int:
     y = vkrope.rotary_embedding(x, cos, sin, position_ids, interleaved=int(args.interleaved),
                                 rotary_embedding_dim=args.rotary_embedding_dim, num_heads=args.num_heads,
                                 storage=args.storage)
-    return _save(args.output, y)
+    return save(args.output, y)
 
 
 def _make_dir(path: Any) -> None:
@@ -592,7 +255,6 @@ def read_config(path: str) -> tuple[str, dict | None]:
     return file, cfg
 
 
-
 def _gguf_types(file: str, n_ctx: int | None, part: str | None) -> list:
     """A GGUF file's RoPE of one part (None: its only one): one, or each layer type's where its sliding layers
     rotate otherwise."""
@@ -699,47 +361,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     return 0
 
 
-# The Python keywords each command's flags pass on, as its messages spell them: a name read as a word
-# ("storage", "positions") only where it names the argument (message start, name=value); one no prose
-# uses (num_heads) anywhere.
-_FLAG_WORDS = {"bench": ("storage",), "config": ("like", "context_length", "part"),
-               "apply": ("positions", "storage", "repeat", "exclude_last", "inverse"),
-               "rotary-embedding": ("position_ids", "storage", "interleaved", "rotary_embedding_dim", "num_heads")}
-_FLAG_NAMES_ANYWHERE = ("position_ids", "rotary_embedding_dim", "num_heads", "repeat", "exclude_last")
 BENCH_OUT = "bench-out"  # bench's folder where --out is not given (given, it refuses --chart-from)
-# The positional files of each command, as the API's messages name their arrays.
-_FILE_WORDS = {"apply": {"x": "X.npy", "freqs": "FREQS.npy"},
-               "rotary-embedding": {"x": "X.npy", "cos_cache": "COS.npy", "sin_cache": "SIN.npy"}}
-
-
-def _word(match: re.Match, file: str) -> str:
-    """`file` for an argument's name matched in a message; the match itself where it stands between two
-    numbers (the sign of a product)."""
-    text, start, end = match.string, match.start(), match.end()
-    product = re.search(r"\d $", text[:start]) is not None and re.match(r" \d", text[end:]) is not None
-    return match.group(0) if product else file
-
-
-def cli_spelling(message: str, command: str) -> str:
-    """A message of the Python API in the flags of `command`: like='llama'
-    -> --like llama, num_heads -> --num-heads, a leading storage -> --storage."""
-    message = re.sub(r" \(vkrope config --like [^)]*\)", "", message)  # (said for Python callers)
-    message = re.sub(r"convert with \w+\.astype\(np\.(\w+)\)", r"save it as \1", message)  # (Python code)
-    if command == "config":  # (from_gguf's argument is `path`, from_hf's `config`; the command's, PATH)
-        message = re.sub(r"^(path|config)(?=: | \()", "PATH", message)  # (config (Arch, read as ...): too)
-    for name, file in _FILE_WORDS.get(command, {}).items():  # (a word: not in x.shape, x[0], a path, a quote,
-        # nor the x of a product, "1 x 16777218 rows")
-        parts = re.split(r"""('[^']*'|"[^"]*")""", message)
-        message = "".join(part if i % 2 else re.sub(rf"(?<![\w.'\[/-]){name}(?![\w.\[(/])", lambda m: _word(m, file),
-                                                    part) for i, part in enumerate(parts))
-    for name in _FLAG_WORDS.get(command, ()):
-        flag = "--" + name.replace("_", "-")
-        message = re.sub(rf"(?<![\w.-]){name}='([^']*)'", rf"{flag} \1", message)  # like='llama' -> --like llama
-        message = re.sub(rf"(?<![\w.-]){name}=(?=[\s,;)]|$)", flag, message)  # 'without like=' -> 'without --like'
-        message = re.sub(rf"(?<![\w.-]){name}=(?=[^\s,;)])", f"{flag} ", message)  # repeat=2 -> --repeat 2
-        where = r"(?<![\w.'-])" if name in _FLAG_NAMES_ANYWHERE else r"^"
-        message = re.sub(rf"{where}{name}(?=[\s:,)]|$)", flag, message)
-    return message
 
 
 class _Parser(argparse.ArgumentParser):
@@ -929,12 +551,12 @@ def _command(args: argparse.Namespace) -> int:
     """The command's status: its errors as one clear line unless --debug; a reader that stopped reading
     (`vkrope demo | head -1`) ends it quietly, as SIGPIPE ends other commands (status 141); Ctrl-C one line
     too, the process then ended by SIGINT as Python ends it (a shell's status 130)."""
-    _WRITTEN.clear()
+    npy_files.WRITTEN.clear()
     try:
         _refuse_empty_paths(args)
         return int(args.func(args))
     except KeyboardInterrupt:
-        if _WRITTEN:  # (after -o was written and said: the command is done, its status 0)
+        if npy_files.WRITTEN:  # (after -o was written and said: the command is done, its status 0)
             return 0
         if not args.debug:
             print("vkrope: interrupted", file=sys.stderr)
@@ -953,8 +575,7 @@ def _command(args: argparse.Namespace) -> int:
 def entry() -> NoReturn:
     """The `vkrope` command's process (console script and `python -m vkrope`): main()'s status as its exit
     status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing."""
-    global _OWNS_PROCESS
-    _OWNS_PROCESS = True
+    npy_files.OWNS_PROCESS = True
     reconfigure = getattr(sys.stdout, "reconfigure", None)  # (a TextIOWrapper's: a path that is not UTF-8
     if reconfigure is not None:  # printed escaped, as stderr prints it, not a UnicodeEncodeError)
         with contextlib.suppress(ValueError):

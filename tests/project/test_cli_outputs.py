@@ -334,7 +334,7 @@ def test_large_inputs_are_mapped_not_read_whole(tmp_path, monkeypatch, layout):
 
     import ml_dtypes
 
-    from vkrope import __main__ as cli
+    from vkrope.cli import npy_files as cli
 
     monkeypatch.setattr(cli, "_MAP_FROM", 64)
     a = np.arange(6 * 10, dtype=np.float32).reshape(6, 10) - 7.5
@@ -356,7 +356,7 @@ def test_large_inputs_are_mapped_not_read_whole(tmp_path, monkeypatch, layout):
 def test_an_unknown_npy_version_is_named(tmp_path, monkeypatch):
     """A .npy of a format version numpy never wrote: named as such (it was read as a header of 662372471
     bytes); a minor version too, mapped or not (numpy's read_array refuses 1.5, the mapping read it)."""
-    from vkrope import __main__ as cli
+    from vkrope.cli import npy_files as cli
 
     (tmp_path / "v9.npy").write_bytes(b"\x93NUMPY\x09\x00" + b"\x00" * 100)
     np.save(tmp_path / "v15.npy", np.ones((8, 8), np.float32))
@@ -437,16 +437,17 @@ def test_an_interruption_after_o_is_written_is_no_failure(tmp_path, monkeypatch,
     "interrupted" and status 130 with the file new (an adversary's 9 of 40 tries): the command's status is 0
     then, and its own process ignores Ctrl-C from there to its end."""
     from vkrope import __main__ as cli
+    from vkrope.cli import npy_files
 
     np.save(tmp_path / "x.npy", np.ones((1, 2, 4), np.float32))
     np.save(tmp_path / "f.npy", np.tile(np.array([1.0, 0.0], np.float32), (2, 2)))
-    real = cli._written
+    real = npy_files._written
 
     def then_interrupted(line: str) -> None:
         real(line)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_written", then_interrupted)
+    monkeypatch.setattr(npy_files, "_written", then_interrupted)
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # (main() sets its own on an interruption)
     try:
         assert cli.main(["apply", str(tmp_path / "x.npy"), str(tmp_path / "f.npy"), "-o", str(tmp_path / "o.npy")]) == 0
@@ -454,7 +455,7 @@ def test_an_interruption_after_o_is_written_is_no_failure(tmp_path, monkeypatch,
         pytest.fail("an interruption after -o was written ended the command as interrupted")
     out = capsys.readouterr()
     assert "wrote" in out.out and "interrupted" not in out.err and (tmp_path / "o.npy").exists()
-    script = ("import signal, sys; from vkrope import __main__ as cli; cli._OWNS_PROCESS = True; "
+    script = ("import signal, sys; from vkrope import __main__ as cli; cli.npy_files.OWNS_PROCESS = True; "
               "signal.signal(signal.SIGINT, signal.default_int_handler); "  # (not inherited ignored: see the fixture)
               f"rc = cli.main(['apply', {str(tmp_path / 'x.npy')!r}, {str(tmp_path / 'f.npy')!r}, '-o', "
               f"{str(tmp_path / 'p.npy')!r}]); print(rc, signal.getsignal(signal.SIGINT) is signal.SIG_IGN)")

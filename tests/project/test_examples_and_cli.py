@@ -1236,7 +1236,7 @@ def test_cli_config_names_its_path_argument_for_a_bad_gguf_file(tmp_path, capsys
 
 def test_demo_verdict_follows_its_rows():
     """demo said "numpy wins here" on any CPU driver, beside rows where vkrope was faster: the verdict counts them."""
-    from vkrope.__main__ import demo_verdict
+    from vkrope.cli.demo import demo_verdict
 
     assert demo_verdict([(1.0, 2.0), (3.0, 2.0), (1.0, 1.5)], cpu=True) == [
         "vkrope was faster than numpy on 2 of the 3 rows numpy ran"]
