@@ -2950,6 +2950,8 @@ MUTATIONS = [
              "        if size == 0:  # (an empty file", "        if False:  # (an empty file"),
     Mutation("a file that fails its read now a bare OSError", "vkrope/files.py",
              "        except OSError as exc:  # (/proc/self/mem: EIO)\n", "        except ZeroDivisionError as exc:  # (/proc/self/mem: EIO)\n"),
+    Mutation("N-D: an axis past a head's width told the 2^64 bound", FREQS,
+             '_check_int(f"axes_dim[{a}]", d, 2, MAX_HEAD_DIM, _HEAD_BOUND)', '_check_int(f"axes_dim[{a}]", d, 2)'),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

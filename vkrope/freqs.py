@@ -844,7 +844,7 @@ class NdFreqs(FrequencySpec):
         if not axes:
             raise ValueError("axes_dim must name at least one axis")
         for a, d in enumerate(axes):
-            _check_int(f"axes_dim[{a}]", d, 2)
+            _check_int(f"axes_dim[{a}]", d, 2, MAX_HEAD_DIM, _HEAD_BOUND)  # (the sum's bound, said of the axis)
             if d % 2:
                 raise ValueError(f"axes_dim[{a}] must be even (pairs of channels); got {d}")
         if sum(int(d) for d in axes) > MAX_HEAD_DIM:
