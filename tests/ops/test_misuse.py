@@ -1338,7 +1338,7 @@ def test_a_config_or_spec_int_past_printing_is_named(call, match, value):
 
 
 @pytest.mark.parametrize("name, call", [
-    ("axes_dim[0] must be at most 65536 \\(a head's channels\\)", lambda: vkrope.NdFreqs((10**5000, 8))),
+    ("axes_dim[0] must be at most 65536 (a head's channels)", lambda: vkrope.NdFreqs((10**5000, 8))),
     ("end_x must be at most 2^64 - 1", lambda: vkrope.AxialFreqs(8, 10**5000, 4)),
     ("shape[0] must be at most 2^64 - 1", lambda: vkrope.grid_ids((10**5000, 2))),
     ("offset[0]", lambda: vkrope.grid_ids((2, 2), offset=10**5000)),

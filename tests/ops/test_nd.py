@@ -303,7 +303,8 @@ def test_wan_and_cogvideox_widths():
     (dict(axes_dim=(4,), theta=0.01), ValueError, r"below 2 pi; theta 0\.01 gives 10 "),  # (one base: no tuple)
     (dict(axes_dim=(4,), theta=fractions.Fraction(10000)), TypeError,  # (a number, not one vkrope takes)
      r"^theta must be a real number \(a Python or numpy int or float\); got Fraction"),
-    (dict(axes_dim=(1 << 40,)), ValueError, "at most 65536 channels"),
+    (dict(axes_dim=(1 << 40,)), ValueError, r"axes_dim\[0\] must be at most 65536 \(a head's channels\)"),
+    (dict(axes_dim=(32768, 32770)), ValueError, "sum to at most 65536 channels"),
 ])
 def test_bad_specs(kwargs, error, match):
     with pytest.raises(error, match=match):
