@@ -25,7 +25,9 @@ from .models import ModelRope, from_gguf, from_hf
 from .models import layer_types as hf_layer_types
 from .models import layers as hf_layers
 from .models import parts as hf_parts
-from .freqs import AxialFreqs, InvFreqs, NdFreqs, RopeFreqs, YaRN, grid_ids
+from .yarn import YaRN
+from .freqs import AxialFreqs, InvFreqs, RopeFreqs
+from .nd_freqs import NdFreqs, grid_ids
 from .runtime.array import DeviceArray
 from .device import Device, devices
 from .errors import (

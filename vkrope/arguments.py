@@ -16,7 +16,7 @@ import numpy as np
 import numpy.ma  # noqa: F401  (numpy imports it lazily, at vkrope's first call: a fork then left the child the import lock held)
 
 from .errors import DeviceClosedError
-from .freqs import MAX_INT, MAX_PAIRS
+from .spec_checks import MAX_INT, MAX_PAIRS
 from .words import brief, typed
 from .runtime.dtypes import (
     CACHE_DTYPE_NAMES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, is_16bit, is_fp8, is_int,

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .freqs import MAX_POSITION, NdFreqs, check_head_dim
+from .spec_checks import MAX_POSITION, check_head_dim
+from .nd_freqs import NdFreqs
 from .exact_math import pow64
 from .words import brief, typed
 from .kernels import interleaved, table

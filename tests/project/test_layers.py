@@ -69,6 +69,7 @@ def test_nothing_in_the_core_imports_the_benchmarks():
 # named here). The front ends and the shared checks reach the runtime for its array type and dtypes only; the
 # kernels name no spec class (a spec reaches a kernel lowered, ops/lowering.py); freqs.py and models/ are data the
 # ops read (models/chart.py draws through charts.py, matplotlib's one place).
+SPECS = ("vkrope.freqs", "vkrope.spec_checks", "vkrope.yarn", "vkrope.nd_freqs")  # the frequency specs' modules
 MAY_IMPORT = {
     "vkrope.errors": (),
     "vkrope.words": (),
@@ -77,12 +78,17 @@ MAY_IMPORT = {
     "vkrope.vk": ("vkrope.errors",),
     "vkrope.runtime": ("vkrope.vk", "vkrope.errors"),
     "vkrope.kernels": ("vkrope.runtime", "vkrope.errors"),
-    "vkrope.freqs": ("vkrope.exact_math", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors"),
-    "vkrope.models": ("vkrope.freqs", "vkrope.exact_math", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors",
+    "vkrope.spec_checks": ("vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.yarn": ("vkrope.spec_checks", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.freqs": ("vkrope.spec_checks", "vkrope.yarn", "vkrope.nd_freqs", "vkrope.exact_math", "vkrope.words",
+                     "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.nd_freqs": ("vkrope.freqs", "vkrope.spec_checks", "vkrope.exact_math", "vkrope.words",
+                        "vkrope.runtime.dtypes", "vkrope.errors"),
+    "vkrope.models": (*SPECS, "vkrope.exact_math", "vkrope.words", "vkrope.runtime.dtypes", "vkrope.errors",
                       "vkrope.files", "vkrope.charts"),
-    "vkrope.arguments": ("vkrope.freqs", "vkrope.words", "vkrope.runtime.array", "vkrope.runtime.dtypes",
+    "vkrope.arguments": (*SPECS, "vkrope.words", "vkrope.runtime.array", "vkrope.runtime.dtypes",
                          "vkrope.errors"),
-    "vkrope.ops": ("vkrope.kernels", "vkrope.models", "vkrope.freqs", "vkrope.words", "vkrope.arguments",
+    "vkrope.ops": ("vkrope.kernels", "vkrope.models", *SPECS, "vkrope.words", "vkrope.arguments",
                    "vkrope.runtime.array", "vkrope.runtime.dtypes", "vkrope.errors"),
 }
 

@@ -39,7 +39,8 @@ from ..ops.lowering import lower
 from .baselines import numpy_rope
 from .timing import copy_timed_bytes, texel_copy_timed_bytes, time_copy, time_request, time_texel_copy, timed_bytes
 from ..device import Device
-from ..freqs import MAX_HEAD_DIM, MAX_POSITION, AxialFreqs
+from ..spec_checks import MAX_HEAD_DIM, MAX_POSITION
+from ..freqs import AxialFreqs
 from ..arguments import STORAGES
 from ..runtime.dtypes import BFLOAT16, TENSOR_DTYPES, as_dtype
 

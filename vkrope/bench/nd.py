@@ -23,7 +23,7 @@ import numpy as np
 from .kernel import median_of, median_time
 from .timing import time_request
 from ..device import Device
-from ..freqs import NdFreqs, grid_ids
+from ..nd_freqs import NdFreqs, grid_ids
 from ..kernels import interleaved, table
 from ..ops import executorch, nd, sam2
 

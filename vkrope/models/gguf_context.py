@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..freqs import YaRN
+from ..yarn import YaRN
 
 
 class Unknown(Exception):

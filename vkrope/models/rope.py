@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..freqs import (EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, InvFreqs, check_angle, check_head_dim, check_position_ids,
-                     finite, position_range_error)
+from ..spec_checks import (
+    EXACT_MIN_FREQ, MAX_INT, MROPE_AXES, check_angle, check_head_dim, check_position_ids, finite, position_range_error,
+)
+from ..freqs import InvFreqs
 from ..words import brief, typed
 from .rope_types import LIST_PARAMS, PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import recompute_at, within_limit
@@ -319,7 +321,7 @@ class ModelRope:
 
     def check_position_ids(self, position_ids: Any, name: str = "position_ids") -> np.ndarray:
         """int64 [B, S] positions ([3, B, S] with M-RoPE; see
-        `freqs.check_position_ids`), read-only (a broadcast axis stays one:
+        `spec_checks.check_position_ids`), read-only (a broadcast axis stays one:
         copy it to write), or a TypeError / ValueError naming `name`. Float
         positions are taken where every one is a whole number (Qwen3-Omni's
         get_rope_index builds float ids; the rotary module turns by

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..freqs import YaRN
+from ..yarn import YaRN
 from ..exact_math import pow32, pow64
 from ..words import brief
 

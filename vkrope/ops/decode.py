@@ -12,7 +12,8 @@ import numpy as np
 from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
-from ..freqs import MAX_HEAD_DIM, InvFreqs, check_positions, is_position_spec
+from ..spec_checks import MAX_HEAD_DIM, check_positions
+from ..freqs import InvFreqs, is_position_spec
 from ..words import brief
 from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar, table_values
 from ..kernels.cache import Request

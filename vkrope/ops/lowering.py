@@ -22,7 +22,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, is_position_spec
+from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, is_position_spec
+from ..nd_freqs import NdFreqs
 from ..kernels.generated import ANGLE_EXACT, ANGLE_FLOAT32, ANGLE_SHORT, Generated
 
 SHORT_ANGLE_LIMIT = 8192.0  # glsl/trig.glsl: cos_sin_short's range

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe, int_arg
-from ..freqs import NdFreqs
+from ..nd_freqs import NdFreqs
 from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, one

@@ -12,7 +12,8 @@ from ..arguments import (
 )
 from . import resolve
 from ..models import ModelRope
-from ..freqs import InvFreqs, RopeFreqs, check_positions, is_position_spec
+from ..spec_checks import check_positions
+from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels.table import Request
 from .lowering import lower
 from .call import ArrayT, Call, one

@@ -14,7 +14,8 @@ from ..arguments import (
     check_row_index, describe, int_arg,
 )
 from ..models import ModelRope
-from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, NdFreqs, RopeFreqs
+from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, RopeFreqs
+from ..nd_freqs import NdFreqs
 from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPES, Dtypes, asarray_hint, convert_hint, frozen,
                               is_integer_dtype, names, without_repeats)
 from ..kernels.interleaved import Request

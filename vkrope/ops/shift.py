@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..arguments import describe
-from ..freqs import MAX_POSITION, InvFreqs, RopeFreqs, is_position_spec
+from ..spec_checks import MAX_POSITION
+from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels import shift as shift_kernel
 from ..kernels.shift import Request
 from ..models import ModelRope

@@ -15,7 +15,8 @@ from ..arguments import (
 from . import check_model_head
 from .lowering import lower
 from ..models import ModelRope
-from ..freqs import MAX_POSITION, FrequencySpec, check_positions
+from ..spec_checks import MAX_POSITION, check_positions
+from ..freqs import FrequencySpec
 from ..runtime.dtypes import (FREQS_DTYPES, TENSOR_DTYPE_NAMES, TENSOR_DTYPES, convert_hint, is_int,
                               is_integer_dtype, without_repeats)
 from ..runtime.array import DeviceArray
@@ -40,7 +41,7 @@ def check_tensor(name: str, x: Any) -> Any:
     if np.dtype(x.dtype) not in TENSOR_DTYPES:
         raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
                         f"({convert_hint(name, x.dtype, TENSOR_DTYPES)})")
-    if math.prod(x.shape) > 2 * MAX_PAIRS:  # (freqs.MAX_PAIRS: every rotating kernel's bound on a call)
+    if math.prod(x.shape) > 2 * MAX_PAIRS:  # (spec_checks.MAX_PAIRS: every rotating kernel's bound on a call)
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..arguments import check_out, check_storage_of, describe
 from ..models import ModelRope
-from ..freqs import MROPE_AXES, InvFreqs, RopeFreqs, check_position_ids
+from ..spec_checks import MROPE_AXES, check_position_ids
+from ..freqs import InvFreqs, RopeFreqs
 from ..kernels.table import Request
 from .lowering import lower, several_axes
 from .call import ArrayT, Call, two
