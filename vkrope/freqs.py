@@ -1,6 +1,7 @@
 """Frequency specs: RoPE frequencies computed in the shader instead of read
-from a cos / sin table (`vkrope.RopeFreqs`; SAM2's `AxialFreqs`; N-D axial
-`NdFreqs` for image and video transformers, with `grid_ids`).
+from a cos / sin table (`vkrope.RopeFreqs`, `InvFreqs`; SAM2's `AxialFreqs`;
+N-D axial `NdFreqs` for image and video transformers, with `grid_ids`, in
+nd_freqs.py; the checks they share in spec_checks.py).
 
 A table-driven RoPE moves the table as well as x and the result; computing
 cos and sin from each token's position removes those bytes. The angle is
@@ -21,10 +22,10 @@ within ~2^-45 of a multiple of pi/2, which takes a frequency crafted for
 it, the error is that absolute one); for long contexts, where the float32
 angle itself drifts by up to ~0.01 rad.
 
-`vkrope.YaRN` extends a RopeFreqs spec's context as Hugging Face's "yarn"
-rope type and llama.cpp's rope_yarn do: each pair's inverse frequency is a
-ramp-weighted blend of the scaled and unscaled ones, and cos / sin are
-multiplied by an attention factor.
+`vkrope.YaRN` (yarn.py) extends a RopeFreqs spec's context as Hugging
+Face's "yarn" rope type and llama.cpp's rope_yarn do: each pair's inverse
+frequency is a ramp-weighted blend of the scaled and unscaled ones, and
+cos / sin are multiplied by an attention factor.
 """
 
 from __future__ import annotations
