@@ -29,6 +29,11 @@ def not_regular(mode: int) -> str | None:
     return next((kind for test, kind in _NOT_REGULAR if test(mode)), "not a regular file")
 
 
+def _cannot_read(what: str, path: str, exc: OSError) -> ValueError:
+    """The ValueError of a read the system refused (EIO, EACCES, ...), naming the argument and the path."""
+    return ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})")
+
+
 def open_input(path: str, what: str, expected: str) -> BinaryIO:
     """`path` opened for reading when it is a regular file; else a ValueError
     naming the argument `what` before a byte is read: a FIFO is opened without
@@ -49,7 +54,7 @@ def open_input(path: str, what: str, expected: str) -> BinaryIO:
             kind = None
         if kind is not None:
             raise ValueError(f"{what}: {path!r} is {kind}, not {expected}") from None
-        raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
+        raise _cannot_read(what, path, exc) from None
     raw = None
     try:  # (fd is closed here until a file object owns it, and by that file object after: once)
         st = os.fstat(fd)
@@ -85,7 +90,7 @@ def _read_now(raw: Any, path: str, what: str, expected: str) -> bytes:
         except BlockingIOError:
             chunk = None
         except OSError as exc:  # (/proc/self/mem: EIO)
-            raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
+            raise _cannot_read(what, path, exc) from None
         if chunk is None and chunks:
             break
         if chunk is None:
@@ -109,7 +114,7 @@ def read_json(path: str, what: str, expected: str) -> tuple[bytes, Any]:
         try:
             head = fh.read(4)
         except OSError as exc:  # (a disk's EIO, a file of the kernel's that refuses reads)
-            raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
+            raise _cannot_read(what, path, exc) from None
         if head == b"GGUF":
             return head, None
         if path.lower().endswith(".gguf"):  # (named as one: said so, not that it is not JSON)
@@ -129,7 +134,7 @@ def read_json_bytes(fh: BinaryIO, path: str, what: str, done: int = 0) -> bytes:
     try:
         return fh.read(JSON_LIMIT + 1 - done)
     except OSError as exc:
-        raise ValueError(f"{what}: cannot read {path!r} ({exc.strerror or exc})") from None
+        raise _cannot_read(what, path, exc) from None
 
 
 def parse_json(data: bytes, path: str, what: str) -> Any:
