@@ -37,10 +37,6 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         defines = [d for a in names for d in axes[a][params[a]]]
         defines += [f"{flag}={bit}u" for flag, bit in grid.get("flags", {}).items()]
-        # (each binding's number and access qualifier: the shader declares BINDING_<name> / ACCESS_<name>,
-        # so the grid is the one statement of both; an update is read and written, no qualifier)
-        defines += [d for i, bnd in enumerate(grid["bindings"])
-                    for d in (f"BINDING_{bnd['name']}={i}", f"ACCESS_{bnd['name']}={QUALIFIERS.get(bnd['access'])}")]
         bindings, features = [], set()
         for i, bnd in enumerate(grid["bindings"]):
             # A tensor may name the axis that says where it lives (buffer or
@@ -59,6 +55,9 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
                 features.add("storageBuffer16BitAccess")
             bindings.append({"binding": i, "name": bnd["name"], "kind": kind, "access": bnd["access"],
                              "table": bnd["kind"] == "table"})
+            # (its number and access qualifier: the shader declares BINDING_<name> / ACCESS_<name>, so the grid
+            # is the one statement of both; an update is read and written, no qualifier)
+            defines += [f"BINDING_{bnd['name']}={i}", f"ACCESS_{bnd['name']}={QUALIFIERS[bnd['access']]}"]
         out.append({
             "name": grid["name"].format(**params),
             "kernel": grid["kernel"],
