@@ -53,7 +53,7 @@ sys.path.insert(0, ROOT)
 MODELS = os.path.join(ROOT, "vkrope", "data", "hf_models.json")
 OUT = os.path.join(ROOT, "vkrope", "data", "hf_config_rules.json")
 GOLDEN = os.path.join(ROOT, "tests", "data", "hf_config_golden.json.gz")
-from vkrope.models import config_rules, hf  # noqa: E402
+from vkrope.models import config_checks, config_rules, config_shapes, hf  # noqa: E402
 from vkrope.models.rope import MROPE_LAYOUTS  # noqa: E402
 from vkrope.models.rope_types import PARAMS, RULES, read_by  # noqa: E402
 sys.path.insert(0, HERE)
@@ -319,7 +319,7 @@ def type_keys(cls: Any, lts: list[str] | None = None) -> dict[str, dict[str, lis
         needs = [k for k in keys if not _takes(cls, {x: v for x, v in one.items() if x != k}, lts, top)]
         not_null = [k for k in keys if not _takes(cls, {**one, k: None}, lts, top)]
         if any(_takes(cls, {x: v for x, v in one.items() if x != k}, lts, {**top, k: one[k]}) for k in needs):
-            sys.exit(f"{cls.__name__} takes a key of {needs} at the top level instead: config_rules.check_type "
+            sys.exit(f"{cls.__name__} takes a key of {needs} at the top level instead: config_checks.check_type "
                      "reads them from the rope dict only")
         if not top and strict_head_dim(kind) and _head_dim(cls) and getattr(cls(), "head_dim", 0) is None:
             top = _head_dim(cls)  # (the class's head_dim is None unless the file gives one: Mixtral's)
@@ -658,7 +658,7 @@ PARTIAL_KEYS = config_rules.PARTIAL_KEYS
 
 
 def shape_values(lts: list[str] | None, own: Any = None) -> dict[str, dict[str, list]]:
-    """The probe values of every letter of config_rules.signature, for rope_scaling and rope_parameters;
+    """The probe values of every letter of config_shapes.signature, for rope_scaling and rope_parameters;
     `own`, the class's own rope_parameters, gives each dict shape a value the class surely takes (a class
     that takes only its own rope type, M-RoPE's sections, ...), so that a shape is refused for the class
     raising only where it raises on that one too."""
@@ -688,8 +688,8 @@ def shape_values(lts: list[str] | None, own: Any = None) -> dict[str, dict[str, 
             params["n"].append({lt: dict(own[lt], rope_theta=3000.0 + j) for j, lt in enumerate(lts)})
             params["nt"].append({lt: {("type" if k == "rope_type" else k): v for k, v in own[lt].items()}
                                  for lt in lts})
-    assert tuple(scaling) == config_rules.SHAPES
-    assert tuple(params) == (config_rules.PER_TYPE_SHAPES if lts else config_rules.SHAPES)
+    assert tuple(scaling) == config_shapes.SHAPES
+    assert tuple(params) == (config_shapes.PER_TYPE_SHAPES if lts else config_shapes.SHAPES)
     return {"rope_scaling": scaling, "rope_parameters": params}
 
 
@@ -698,13 +698,13 @@ def probes(keys: list[str], lts: list[str] | None, own: Any = None) -> list[tupl
     (absent, null, a value; at most two given at once) x the partial factor (absent, null, a value; or
     rotary_pct)."""
     values = shape_values(lts, own)
-    theta_shapes = [c for c in itertools.product(config_rules.THETA_SHAPES, repeat=len(keys))
+    theta_shapes = [c for c in itertools.product(config_shapes.THETA_SHAPES, repeat=len(keys))
                     if sum(x != "-" for x in c) <= 2]
     out = []
     for s_key, s_vals in values["rope_scaling"].items():
         for p_key, p_vals in values["rope_parameters"].items():
             for th in theta_shapes:
-                for partial in config_rules.PARTIAL_SHAPES:
+                for partial in config_shapes.PARTIAL_SHAPES:
                     sig = "|".join([s_key, p_key, *th, *partial])
                     for sv, pv in itertools.product(s_vals, p_vals):
                         kw: dict[str, Any] = {}
@@ -993,7 +993,7 @@ def outer_probes(t: str, e: dict, rules: dict, lts: list[str] | None, gold: list
         if not measured["kinds"]:
             continue
         letters, keys = next(iter(measured["kinds"].items()))
-        own = config_rules.value_kind(node.to_dict().get(keys[0]))  # (not its own kind: a value its validator
+        own = config_checks.value_kind(node.to_dict().get(keys[0]))  # (not its own kind: a value its validator
         taken = [c for c in KINDS if c not in letters and c not in ("s", own)]  # may refuse, not the kind)
         preset = _own_values(node) if path else {}  # (beside the preset's other values, as outer_kinds measured it)
         for c in dict.fromkeys([letters[n % len(letters)], letters[(n + 1) % len(letters)], *taken[:1]]):
@@ -1145,7 +1145,7 @@ def _int_keys(e: dict, saved: dict) -> dict[str, int]:
 
 # A value's kind as vkrope/models/config_rules.py's value_kind names it: null, bool, int, float, str, a list of
 # ints, another list, a dict (the kinds a JSON file holds)
-KINDS = "".join(config_rules.KIND_NAMES)
+KINDS = "".join(config_checks.KIND_NAMES)
 # The values tried, in order, as the own value of a field the class holds None (its first the class takes): an
 # int, a float, a bool, a string, and 1 for an int the class caps (_alias_own's example; a Literal's field takes
 # none of these: its kinds not measured)
@@ -1162,7 +1162,7 @@ def _kind_probes(v: Any) -> dict[str, tuple] | None:
     a list field's lists of its own length (a validator may check the length: a length refused is no kind
     refused), its items as integers, floats or strings; None where the class holds no scalar or non-empty list
     there (a dict, None, []: its own kind not known)."""
-    own = config_rules.value_kind(v)
+    own = config_checks.value_kind(v)
     if own in "lm":  # (Qwen2.5-VL's vision fullatt_block_indexes: 7 raises; Falcon-H1's float multipliers [1, 1])
         ints = [int(x) if isinstance(x, (int, float)) and math.isfinite(x) else 1 for x in v]
         probes = {"n": (None,), "b": (True, False), "i": (1, 2), "f": (0.5, 1.0), "s": ("x",), "e": ([],),
@@ -1718,7 +1718,7 @@ def _steers(text: Any) -> str:
 
 
 def probe_keys(t: str, e: dict, cls: Any, lts: list[str] | None, read: set[str], gold: list) -> dict[str, Any]:
-    """The rules of model type `t`'s other keys (config_rules.check_unread, drop_ignored): each key its class
+    """The rules of model type `t`'s other keys (config_checks.check_unread, drop_ignored): each key its class
     names, given alone (hf_key_probes), where vkrope's reading stops agreeing with transformers': `unread`
     {key: {default, moved, and for a key vkrope reads elsewhere the kinds of value read otherwise}},
     `ignored` (keys vkrope reads that the class ignores for every value probed: UnlimitedOCR's head_dim);

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import vkrope
-from vkrope.models import config_rules
+from vkrope.models import config_checks, config_rules
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 RULES = pathlib.Path(vkrope.__file__).resolve().parent / "data" / "hf_config_rules.json"
@@ -378,7 +378,7 @@ def test_the_kinds_of_value():
     cases = [(None, "n"), (True, "b"), (0, "i"), (-3, "i"), (0.0, "f"), (1e300, "f"), ("", "s"), ([], "e"),
              ([1, 2], "l"), ([1, True], "m"), ([1.0], "m"), (["a"], "m"), ([[1]], "m"), ({}, "d"),
              (np.int64(1), "?"), ((1,), "?")]
-    assert [config_rules.value_kind(v) for v, _ in cases] == [k for _, k in cases]
+    assert [config_checks.value_kind(v) for v, _ in cases] == [k for _, k in cases]
 
 
 def test_a_head_dim_the_rotary_module_reads_and_the_attention_does_not():

@@ -6,7 +6,8 @@ frequencies as transformers 5's `modeling_rope_utils` does.
 Modules: rope.py (`ModelRope`), rope_types.py (every rope type's
 frequencies, a table of small functions), hf.py (config.json, with
 hf_load.py, hf_per_layer.py and hf_rope_dict.py; through config_rules.py:
-each config class's conversion of a file's keys, and model_table.py: the
+each config class's conversion of a file's keys, config_shapes.py and
+config_checks.py its refusals, and model_table.py: the
 model table, vkrope/data/hf_models.json, written by
 scripts/hf_model_table.py), gguf.py (GGUF: gguf_file.py its header,
 gguf_split.py a split model's files, gguf_layers.py llama.cpp's per-layer

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np

@@ -13,7 +13,7 @@ import json
 from typing import Any, overload
 
 from ..errors import NoRopeLayers
-from . import config_rules, gguf_convert, model_table
+from . import config_checks, gguf_convert, model_table
 from .rope import MROPE_LAYOUTS, ModelRope, brief, check_angle
 from ..runtime.dtypes import is_int
 from .hf_load import entry_of, load_config, read_head_dim, remote_of
@@ -398,7 +398,7 @@ def _mrope(rope: dict, where: str, model_type: str, e: dict, rotary: int,
         raise ValueError(f"{where}mrope_interleaved is set but mrope_section is missing")
     if inter is not None and not isinstance(inter, bool):
         raise ValueError(f"{where}mrope_interleaved must be true or false; got {brief(inter)}")
-    config_rules.check_mrope_sections(section, head_dim, model_type, where)
+    config_checks.check_mrope_sections(section, head_dim, model_type, where)
     if section is None:
         return None, "chunked"
     return tuple(section), str(layout)

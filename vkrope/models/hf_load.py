@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from ..files import read_json
-from . import config_rules, gguf_convert, model_table
+from . import config_checks, config_rules, config_shapes, gguf_convert, model_table
 from .rope import key_int, brief
 from .rope_types import RULES
 from ..runtime.dtypes import is_int
@@ -90,19 +90,19 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     config_rules.rename_scaling(merged, model_type)  # (first: the class converts it before anything reads it)
     defaults = e.get("defaults", {})
     dr = defaults.get("rope_parameters")
-    config_rules.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
-    config_rules.check_nulls(merged, model_type, defaults)
-    config_rules.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
+    config_shapes.check_shape(merged, model_type, sorted(dr) if config_rules.per_layer_type(dr) else None)
+    config_checks.check_nulls(merged, model_type, defaults)
+    config_checks.check_kinds(merged, model_type, defaults, like is not None and cfg.get("model_type") != like,
                              e.get("aliases", {}))
-    config_rules.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
+    config_checks.check_unread(merged, model_type, defaults.get("num_hidden_layers"))
     _check_file_keys(merged, e, model_type, like is None or cfg.get("model_type") == like)
-    config_rules.check_layer_types_given(merged, model_type, e.get("aliases", {}))  # (as the file names it)
+    config_checks.check_layer_types_given(merged, model_type, e.get("aliases", {}))  # (as the file names it)
     config_rules.drop_ignored(merged, model_type)
     seen_length = _aliases(merged, e)
-    config_rules.check_absent(merged, model_type)
+    config_checks.check_absent(merged, model_type)
     _rename_layer_types(merged, model_type)  # (first, as every class does on load: the rules below read
     # the types the class sees)
-    config_rules.check_layer_types(merged, model_type, defaults.get("num_hidden_layers"))
+    config_checks.check_layer_types(merged, model_type, defaults.get("num_hidden_layers"))
     _check_width(merged, e, model_type)
     if config_rules.per_layer_type(dr):  # the class keeps RoPE per layer type (Gemma 3, Olmo 3): its conversion
         # of the file's keys
@@ -112,10 +112,10 @@ def _text_config(cfg: dict, e: dict, like: str | None = None) -> dict:
     for key, value in defaults.items():
         if key not in ("rope_parameters", "rope_theta") and key not in merged:  # (an explicit null stays null)
             merged[key] = value
-    config_rules.check_heads_divide(merged, model_type, head_dim_given)
+    config_checks.check_heads_divide(merged, model_type, head_dim_given)
     _check_switches(merged, e, model_type)
     if (e.get("nope") or {}).get("kind") == "flags":
-        config_rules.check_flags_length(merged, model_type, e["nope"]["key"])
+        config_checks.check_flags_length(merged, model_type, e["nope"]["key"])
     if not config_rules.per_layer_type(dr):
         rope = config_rules.one_rope(merged, model_type)
         if rope is None:
@@ -370,7 +370,7 @@ def entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
                          "class has no num_hidden_layers to check it against (transformers raises, even on {}); give "
                          "it in the text config")
     if like is None or outer.get("model_type") == like:  # (read as another type: its class does not load the file;
-        config_rules.check_outer_kinds(outer, str(outer.get("model_type")), e.get("text_config", []),
+        config_checks.check_outer_kinds(outer, str(outer.get("model_type")), e.get("text_config", []),
                                        model_table.table()["models"])  # (a text_config of another type: this
         # class still loads the file around it)
     inner: Any = outer

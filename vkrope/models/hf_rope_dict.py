@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from . import config_rules
+from . import config_checks, config_rules
 from .rope import key_int, key_number, brief
 from .rope_types import GGUF_PARAMS, LIST_PARAMS, PARAMS, RULES, ZERO_IS_DEFAULT, read_by
 from ..runtime.dtypes import is_int
@@ -46,11 +46,11 @@ def rope_dict(cfg: dict, nested: dict | None, layer_type: str | None, e: dict) -
 def checked_kind(rope: dict, where: str, model_type: str, cfg: dict, layer_type: str | None,
                   e: dict) -> tuple[str, dict]:
     """The rope type the dict `rope` names (of layer type `layer_type`, None for a model of one RoPE), as the model
-    reads it (config_rules.check_type), and the dict as its rotary module reads it: a null partial factor, where
-    the module takes one (config_rules.check_partial_null), is no factor (on a layer type's dict: its fallback)."""
-    kind = config_rules.check_type(_rope_kind(rope, where, model_type, layer_type is not None), model_type, where,
+    reads it (config_checks.check_type), and the dict as its rotary module reads it: a null partial factor, where
+    the module takes one (config_checks.check_partial_null), is no factor (on a layer type's dict: its fallback)."""
+    kind = config_checks.check_type(_rope_kind(rope, where, model_type, layer_type is not None), model_type, where,
                                    rope, cfg)
-    config_rules.check_partial_null(rope, where, model_type, layer_type, kind)
+    config_checks.check_partial_null(rope, where, model_type, layer_type, kind)
     if "partial_rotary_factor" in rope and rope["partial_rotary_factor"] is None:
         rope = {k: v for k, v in rope.items() if k != "partial_rotary_factor"}
         rope = rope if layer_type is None else _absent_partial(cfg, rope, e, where)
@@ -65,7 +65,7 @@ def _absent_partial(cfg: dict, rope: dict, e: dict, where: str) -> dict:
     config class merges it into every type's dict (the table's `partial_top`, Step 3.5's), else refused (the
     module takes one only where transformers' standardization has run for another layer type first: an order
     of its own code). A null top-level factor is none (transformers' standardization skips it); a null in the
-    dict is the module's (config_rules.check_partial_null)."""
+    dict is the module's (config_checks.check_partial_null)."""
     if "partial_absent" not in e or "partial_rotary_factor" in rope:
         return rope
     top = next((k for k in config_rules.PARTIAL_KEYS if cfg.get(k) is not None), None)
@@ -417,7 +417,7 @@ def check_null_original(rope: dict, where: str, kind: str, model_type: str) -> N
     """A ValueError where a layer type's rope dict gives original_max_position_embeddings as null beside a rope
     type that reads it: the config class keeps the null there, and the rope function fails on it (transformers
     5.25's _compute_longrope_parameters divides by it; an adversary's differential fuzz). The rules measure
-    a null in a model's one rope dict (config_rules.check_type's `not_null`), not in a layer type's."""
+    a null in a model's one rope dict (config_checks.check_type's `not_null`), not in a layer type's."""
     if needs_orig(kind) and "original_max_position_embeddings" in rope \
             and rope["original_max_position_embeddings"] is None:
         raise ValueError(f"{where}original_max_position_embeddings is null, which rope_type {kind!r} cannot take: "
@@ -441,8 +441,8 @@ def check_siblings(cfg: dict, nested: dict | None, layer_type: str | None, model
             kind = config_rules.named_type(rope)  # (per layer type: no early names measured, as above)
             if not isinstance(kind, str):
                 raise ValueError(f"{where}rope_type must be a string; got {brief(kind)}")
-            kind = config_rules.check_type(kind, model_type, where, rope, cfg)
-            config_rules.check_partial_null(rope, where, model_type, other, kind)
+            kind = config_checks.check_type(kind, model_type, where, rope, cfg)
+            config_checks.check_partial_null(rope, where, model_type, other, kind)
             check_null_original(rope, where, kind, model_type)
             _theta(cfg, rope, where)
             seen, head_key = for_layer(text, e, None, other), (e["by_layer_type"].get(other) or {}).get("head_dim")

@@ -288,7 +288,7 @@ def attention_layers(cfg: dict, e: dict) -> list[bool] | None:
     n = cfg.get("num_hidden_layers")
     if isinstance(n, int) and not isinstance(n, bool):
         # (the model builds num_hidden_layers layers and reads entry i of each: a flags list may run past them.
-        # A file's layer_types of another length was refused by its class's rule (config_rules.check_layer_types):
+        # A file's layer_types of another length was refused by its class's rule (config_checks.check_layer_types):
         # one of another length here is the class's default list, which the class derives anew for the file's
         # layers by keys vkrope does not read)
         if len(values) < n and rule["kind"] == "flags":
