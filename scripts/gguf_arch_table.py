@@ -22,7 +22,7 @@ into a temporary folder. From the tree it reads:
   from the head's: MLA's q_pe / k_pe).
 
 C++ conditions are written as Python expressions over hparams names (`il`,
-`is_swa(il)`, `n_swa`, `n_layer`, ...) that vkrope/models/gguf_layers.py
+`is_swa(il)`, `n_swa`, `n_layer`, ...) that vkrope/models/gguf_program.py
 evaluates with a whitelist; a statement or condition this script cannot
 read is kept as "unknown", and vkrope refuses what depends on it.
 """
@@ -1118,7 +1118,7 @@ def layers_max_local(body: str, name: str, declared: str) -> str | None:
     """A local declared 0, then set only by a maximum over the layers and, after it, a fallback where that is
     0, and otherwise only read in a factor tensor's shape after both, as C++ (Step 3.5's n_rot_max: `for (int
     i = 0; i < n_layer; ++i) n_rot_max = std::max(n_rot_max, hparams.n_rot(i)); if (n_rot_max == 0) n_rot_max =
-    n_rot;`), as `layers_max(expr over i, count)`, which gguf_layers evaluates; None for any other shape (a
+    n_rot;`), as `layers_max(expr over i, count)`, which gguf_program evaluates; None for any other shape (a
     compound assignment, ++, a call taking it, a fallback before the loop: read as unknown, never guessed)."""
     decl = re.search(rf"\b(?:const\s+)?(?:uint32_t|int64_t|int32_t|int|auto)\s+{name}\s*=\s*0\s*;", body)
     loop = re.search(rf"\bfor\s*\(\s*(?:int|uint32_t|int64_t|size_t)\s+i\s*=\s*0\s*;\s*i\s*<\s*(\w+)\s*;\s*"

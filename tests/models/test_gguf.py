@@ -497,9 +497,9 @@ def test_a_gguf_layer_pattern_vkrope_cannot_read_is_said_as_llama_cpp_s(tmp_path
     with pytest.raises(ValueError, match=r"qwen35: llama\.cpp divides an integer by zero in \(i \+ 1\) % "
                                          r"full_attn_interval on this file \(it crashes there\)"):
         vkrope.from_gguf(_arch_file(tmp_path, "qwen35", 9, [sections, ("add_full_attention_interval", 0)]))
-    from vkrope.models import gguf_layers  # (a rule the table could not translate, as a newer llama.cpp may hold)
+    from vkrope.models import gguf_program  # (a rule the table could not translate, as a newer llama.cpp may hold)
 
-    monkeypatch.setitem(gguf_layers.table()["archs"], "llama", {**gguf_layers.table()["archs"]["llama"],
+    monkeypatch.setitem(gguf_program.table()["archs"], "llama", {**gguf_program.table()["archs"]["llama"],
                                                                 "rotates": "mystery(il)"})
     path = _arch_file(tmp_path, "llama", 4)
     rope = vkrope.from_gguf(path)
@@ -560,7 +560,7 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
     for kw in ({"layer": 0}, {}):  # (its graph calls RoPE under conditions on its compression state too)
         with pytest.raises(ValueError, match="cannot read where its graph rotates"):
             vkrope.from_gguf(ds4, **kw)
-    from vkrope.models import gguf_layers  # (a statement the table could not read, where its condition holds)
+    from vkrope.models import gguf_layers, gguf_program  # (a statement the table could not read, where its condition holds)
     entry = {"rotates": "True", "pairs": "norm", "hparams": [["True", "unknown", "hparams.x[il] = 1;"]]}
     lp = gguf_layers.plan("test", entry, {"block_count": 2, "attention.head_count": 4, "embedding_length": 64, "context_length": 512})
     assert lp.sliding is None and "does not run: hparams.x[il] = 1;" in lp.unknown
@@ -572,13 +572,13 @@ def test_gguf_unknown_per_layer_is_refused(tmp_path):
     assert lp.rotates is None and "is_recr_impl[il] has no value here" in lp.unknown
     # (an integer division by zero is llama.cpp's crash only where C evaluates it: after an unknown operand of
     # and / or, or on a side of a ternary whose test is unknown, it is unknown; decided before it, a refusal)
-    hp = gguf_layers.Hparams({"k": 3, "n": 0, "f": False}, {})
+    hp = gguf_program.Hparams({"k": 3, "n": 0, "f": False}, {})
     for unknown in ("x and k % n == 0", "x or k % n == 0", "(k % n) if x else 1", "1 if x else (k % n)"):
         with pytest.raises(gguf_layers.Unknown, match="divides an integer by zero"):
             hp.evaluate(unknown)
     assert hp.evaluate("f and k % n == 0") is False
     for crash in ("k % n == 0 and x", "(k % n) if True else 1"):
-        with pytest.raises(gguf_layers.Refused, match="divides an integer by zero"):
+        with pytest.raises(gguf_program.Refused, match="divides an integer by zero"):
             hp.evaluate(crash)
     bl3 = _arch_file(tmp_path, "bailingmoe3", 4, [("add_head_count_kv", [0, 4, 0, 4])])  # (its loop, now run)
     assert vkrope.from_gguf(bl3).nope_layers == (0, 2) and vkrope.from_gguf(bl3, layer=0) is None

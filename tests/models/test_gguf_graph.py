@@ -156,11 +156,11 @@ def test_nanbeige_layers_read_where_its_loops_are_known(tmp_path):
 def test_two_calls_of_one_part_on_a_layer_are_refused(tmp_path, monkeypatch):
     """A layer whose graph rotates twice outside any part, each call its own way (a table of a llama.cpp whose
     graph added a NeoX call beside Llama's adjacent pairs): refused, neither read as the layer's RoPE."""
-    from vkrope.models import gguf_layers
+    from vkrope.models import gguf_program
 
-    entry = gguf_layers.table()["archs"]["llama"]
+    entry = gguf_program.table()["archs"]["llama"]
     neox = {**entry["rope_forms"][0], "mode": "LLAMA_ROPE_TYPE_NEOX"}
-    monkeypatch.setitem(gguf_layers.table()["archs"], "llama", {**entry, "rope_forms": [*entry["rope_forms"], neox]})
+    monkeypatch.setitem(gguf_program.table()["archs"], "llama", {**entry, "rope_forms": [*entry["rope_forms"], neox]})
     path = gguf_file(tmp_path, "llama", {"rope.dimension_count": 128})
     with pytest.raises(ValueError, match=r"rotates layer 0 in 2 ways \(another head's RoPE beside the attention's, "
                                          r"or another mode\): vkrope reads one"):

@@ -226,9 +226,9 @@ def test_a_config_rope_dict_never_gives_the_gguf_temperature():
 def test_a_table_of_another_temperature_formula_is_refused(tmp_path, monkeypatch):
     """The table's script checks llama.cpp's set_input is the formula q_scale computes; a table regenerated from
     a llama.cpp whose formula changed says so, and the file is refused rather than scaled by the old one."""
-    from vkrope.models import gguf_layers
+    from vkrope.models import gguf_program
 
-    rule = gguf_layers.table()["hparams"]["q_scale"]
+    rule = gguf_program.table()["hparams"]["q_scale"]
     monkeypatch.setitem(rule, "formula", rule["formula"].replace("+ 1.0 )", "+ 2.0 )"))
     path = write(tmp_path / "m3.gguf", "mistral3", [*MISTRAL3,
                                                    ("add_float32", ("mistral3.attention.temperature_scale", 0.1))])

@@ -25,7 +25,7 @@ import pytest
 
 import oracle_remote
 import vkrope
-from vkrope.models import gguf_convert, gguf_layers, pyconv
+from vkrope.models import gguf_convert, gguf_program, pyconv
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 REMOTE = os.path.join(DATA, "remote_configs")
@@ -73,7 +73,7 @@ def test_interpreter_writes_what_the_converter_writes(entry):
     assert not diff
     assert sorted(tensors) == sorted(result["tensors"])
     # (the GGUF types gguf's writer stores: each one llama.cpp's loader takes for its key)
-    llama = gguf_layers.table()
+    llama = gguf_program.table()
     reads = {**llama["hparams"]["key_types"], **llama["archs"].get(arch, {}).get("key_types", {})}
     assert set(types) <= set(kv) and types.get("block_count", "UINT32") == "UINT32"
     assert not {k: t for k, t in types.items() if k in reads and t not in reads[k]["accept"]}

@@ -647,7 +647,6 @@ def test_a_release_from_another_thread_waits_for_the_call(device, monkeypatch, n
     waits for the device, so the call finishes right and the array is
     released after it."""
     import threading
-    import time
 
     import vkrope.runtime.execute as execute
 

@@ -10,7 +10,8 @@ each config class's conversion of a file's keys, config_shapes.py and
 config_checks.py its refusals, and model_table.py: the
 model table, vkrope/data/hf_models.json, written by
 scripts/hf_model_table.py), gguf.py (GGUF: gguf_file.py its header,
-gguf_split.py a split model's files, gguf_layers.py llama.cpp's per-layer
+gguf_split.py a split model's files, gguf_program.py llama.cpp's hparams
+loader as its table states it, gguf_layers.py llama.cpp's per-layer
 rules, gguf_context.py its context's arithmetic), gguf_convert.py and
 pyconv.py (remote-code configs read through llama.cpp's converter),
 chart.py (`vkrope config --plot`).

@@ -14,7 +14,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from . import gguf_context, gguf_file, gguf_layers, gguf_split
+from . import gguf_context, gguf_file, gguf_layers, gguf_program, gguf_split
 from .rope import ModelRope, brief, check_angle, interleaved_axes
 from .rope_types import RULES
 from ..errors import NoRopeLayers
@@ -122,15 +122,15 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
                 raise ValueError(f"path: {p!r} has no general.architecture" if arch is None else
                                  f"path: {p!r}: general.architecture must be a string; got {repr(arch)[:80]}")
             kv = _Values(g, arch + ".", p)
-            tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in gguf_layers.factor_tensors()}
+            tensors = {t.name: _float32(g, t, p) for t in g.tensors if t.name in gguf_program.factor_tensors()}
             names = {t.name for t in g.tensors}
             for no, q in enumerate(others, 1):
-                gguf_split.add_tensors(p, q, no, names, gguf_layers.factor_tensors(),
+                gguf_split.add_tensors(p, q, no, names, gguf_program.factor_tensors(),
                                        functools.partial(_float32, where=q), tensors)
             gguf_split.check_count(p, g, len(names))
             return arch, kv, {k: g.type_name(arch + "." + k) for k in kv}, tensors
     except (OSError, ValueError, struct.error) as exc:
-        if isinstance(exc, gguf_layers.Refused):
+        if isinstance(exc, gguf_program.Refused):
             raise ValueError(f"path: {p!r}: {exc}") from None
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
@@ -162,13 +162,13 @@ class _Values(Mapping):
             n, kind = self._g.length(full), self._g.type_name(full)
             if n > (_MAX_READ_BYTES if kind == "STRING" else _MAX_READ_VALUES):
                 what = f"a string of {n} bytes" if kind == "STRING" else f"an array of {n} values ({kind})"
-                raise gguf_layers.Refused(f"{full} is {what}; the keys vkrope reads hold at most {_MAX_READ_VALUES} "
+                raise gguf_program.Refused(f"{full} is {what}; the keys vkrope reads hold at most {_MAX_READ_VALUES} "
                                           f"values (one per layer) or {_MAX_READ_BYTES} bytes (a name), as llama.cpp "
                                           "takes them")
             try:
                 self._got[key] = self._g.value(full)
             except UnicodeDecodeError:  # (Refused: said whole; a ValueError was prefixed with the key's place again)
-                raise gguf_layers.Refused(f"{full} is not UTF-8 text") from None
+                raise gguf_program.Refused(f"{full} is not UTF-8 text") from None
         return self._got[key]
 
     def __contains__(self, key: object) -> bool:
@@ -237,12 +237,12 @@ class NeedsPart(ValueError):
 
 def _arch_entry(arch: str, where: str, remedy: str = _REMEDY) -> dict:
     """The table's entry for an architecture whose graph rotates; ValueError for any other."""
-    archs = gguf_layers.table()["archs"]
+    archs = gguf_program.table()["archs"]
     entry = archs.get(arch)
     if entry is None:
         close = ", ".join(difflib.get_close_matches(arch.lower(), list(archs), n=3)) or "none"
         raise ValueError(f"{where}: architecture {arch!r} is not in vkrope's table of llama.cpp "
-                         f"({gguf_layers.table()['source']}; close: {close}); {remedy}")
+                         f"({gguf_program.table()['source']}; close: {close}); {remedy}")
     if "refused_as_main" in entry:  # (a vision projector, mmproj: its encoder rotates in llama.cpp's tools/mtmd,
         # whose vision RoPE this table does not read; not a file without RoPE)
         raise ValueError(f"{where}: architecture {arch!r} is not a model llama.cpp runs alone (it refuses it: "
@@ -272,7 +272,7 @@ def no_rope_layers(where: str, arch: str, kv: Mapping[str, Any], part: str | Non
                             f"{part} RoPE to give", f"llama.cpp: no layer runs its {part}")
     keys = gguf_layers.keys_read(arch, kv)  # (of the statements its loader runs on this file)
     given = ", ".join(f"{k} {brief(kv[k])}" for k in keys)
-    rotates = gguf_layers.table()["archs"][arch]["rotates"]
+    rotates = gguf_program.table()["archs"][arch]["rotates"]
     why = f"its graph rotates where {rotates}" + (f"; this file's {given}" if given else "")
     return NoRopeLayers(f"{where}: llama.cpp's graph applies RoPE on none of its layers ({why}): it has no RoPE to "
                         "give", f"llama.cpp: {why}")
@@ -293,7 +293,7 @@ def layer_rope(arch: str, kv: Mapping[str, Any], tensors: dict, where: str, laye
                          f"none); got {part!r}")
     try:
         lp = gguf_layers.plan(arch, entry, kv, types, complete, part)
-    except gguf_layers.Refused as exc:
+    except gguf_program.Refused as exc:
         raise ValueError(f"{where}: {arch}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"{where}: {arch}.{exc}") from None

@@ -92,7 +92,7 @@ def context_fields(f: dict[str, Any], own_mscale: bool) -> dict[str, Any]:
 
 
 def rotation(form: dict, evaluate: Callable[[str], Any], head: int) -> Rotation:
-    """One rope call of the table (`form`) evaluated for a layer; gguf_layers.Unknown where it names what the
+    """One rope call of the table (`form`) evaluated for a layer; Unknown where it names what the
     file and the table do not give (DeepSeek-V4's compression ratios, a plain ggml_rope's defaults aside)."""
     s = form["scaling"]
     if s == "plain":  # (ggml_rope: base 10000, no scaling, no factors)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import gguf as gguf_reading
-from . import gguf_layers
+from . import gguf_program
 from . import pyconv
 from .pyconv import Bound, Builtin, EnumValue, Function, Namespace, Opaque, Unknown
 from .rope import ModelRope, brief
@@ -326,7 +326,7 @@ def run(config: dict, hf_arch: str) -> tuple[str, dict, dict, set, Any, dict]:
     world.interp.call(world.attr(obj, "set_gguf_parameters"), [], {})
     extra = world.interp.call(world.attr(obj, "generate_extra_tensors"), [], {}) or []
     tensors = {name: np.asarray(t, np.float32).reshape(-1) for name, t in extra
-               if name in gguf_layers.factor_tensors()}
+               if name in gguf_program.factor_tensors()}
     writer = obj.attrs["gguf_writer"]
     declared = obj.attrs.get("rope_parameters")
     kv = {k: (list(v) if isinstance(v, tuple) else v) for k, v in writer.kv.items()}
