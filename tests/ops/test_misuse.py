@@ -1460,3 +1460,57 @@ def test_the_wider_head_hint_only_where_the_model_rotates_a_part_of_its_heads():
         q = np.zeros((1, 2, 3, rope.head_dim + 64), np.float32)
         with pytest.raises(ValueError, match=f"pass the heads the model rotates{hint}"):
             vkrope.apply_rotary_pos_emb(q, q, rope, np.arange(3)[None])
+
+
+def _angles(rows: int, pairs: int) -> np.ndarray:
+    """Angles of `rows` positions over `pairs` distinct frequencies (theta 10000), float64."""
+    return np.arange(rows)[:, None] * 10000.0 ** (-np.arange(pairs) / pairs)
+
+
+def test_transformers_sam2_cos_alone_is_refused_by_apply():
+    """transformers' SAM2 rotary module gives cos and sin apart, [1, N, C], each value twice: as many values as
+    apply's [Nf, C] table of (cos, sin) pairs, so one passed alone was read as pairs (a new user's; off by 3.9).
+    Its pairs all hold cos == sin: refused, saying how to build the table. A table of ones or zeros (a test's
+    stand-in) and the right table are taken."""
+    a = _angles(16, 32)
+    cos_hf, sin_hf = (np.repeat(f(a), 2, -1)[None].astype(np.float32) for f in (np.cos, np.sin))
+    x = np.random.default_rng(3).standard_normal((1, 16, 64)).astype(np.float32)
+    for alone in (cos_hf, sin_hf, cos_hf[0]):
+        with pytest.raises(ValueError, match=r"freqs: every \(cos, sin\) pair .* np\.stack\(\[cos\[\.\.\., ::2\]"):
+            vkrope.apply(x, alone)
+    table = np.stack([cos_hf[0, :, ::2], sin_hf[0, :, ::2]], -1)
+    x64 = x.astype(np.float64).reshape(1, 16, 32, 2)
+    want = np.stack([x64[..., 0] * np.cos(a) - x64[..., 1] * np.sin(a),
+                     x64[..., 0] * np.sin(a) + x64[..., 1] * np.cos(a)], -1).reshape(x.shape)
+    assert np.abs(vkrope.apply(x, table) - want).max() < 1e-5
+    for stand_in in (np.ones((16, 64), np.float32), np.zeros((16, 64), np.float32)):
+        assert vkrope.apply(x, stand_in).shape == x.shape
+
+
+def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
+    """A decode step takes (cos, sin) [max_pos, rot/2]; transformers' full-width tables (rotate-half's
+    cat(freqs, freqs), GPT-J's repeat_interleave) hold each value twice and were read as twice the rotary
+    width, which a partial-rotary head (Phi's 32 of 80) does not refuse: refused, naming the cut. Their
+    [batch, S, rot] form is told to pass the ModelRope or cut it; a stand-in of one frequency is taken."""
+    b, h, d, rot = 1, 2, 80, 32
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((b, h, 1, d)).astype(np.float32) for _ in range(3))
+    kc, vc = (device.asarray(np.zeros((b, h, 16, d), np.float32)) for _ in range(2))
+    a = _angles(16, rot // 2)
+    c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+    pos = np.array([[5]])
+    for full, cut in (((np.concatenate([c, c], 1), np.concatenate([s, s], 1)), r"cos\[:, :16\]"),
+                      ((np.repeat(c, 2, 1), np.repeat(s, 2, 1)), r"cos\[:, ::2\]")):
+        with pytest.raises(ValueError, match=f"hold each value twice.* rotate 64 channels.* pass {cut}"):
+            device.rope_and_cache(q, k, v, kc, vc, full, pos)
+        with pytest.raises(ValueError, match=r"must be 2D \[max_pos, rot/2\].* pass the ModelRope itself"):
+            device.rope_and_cache(q, k, v, kc, vc, (full[0][None], full[1][None]), pos)
+    y = device.rope_and_cache(q, k, v, kc, vc, (c, s), pos)
+    q64, half = q.astype(np.float64), rot // 2
+    ca, sa = np.cos(a[5]), np.sin(a[5])
+    want = q64.copy()
+    want[..., :half] = q64[..., :half] * ca - q64[..., half:rot] * sa
+    want[..., half:rot] = q64[..., half:rot] * ca + q64[..., :half] * sa
+    assert np.abs(y - want).max() < 1e-5
+    one = np.ones((16, rot // 2))  # (every column one frequency: a test's stand-in, not a repeated table)
+    assert device.rope_and_cache(q, k, v, kc, vc, (np.cos(one * 0.5), np.sin(one * 0.5)), pos).shape == q.shape

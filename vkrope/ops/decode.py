@@ -254,14 +254,47 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
             if t.dtype.kind != "f" and t.dtype not in TENSOR_DTYPES:
                 raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
         if t.ndim != 2:
-            raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}")
+            raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}" + (
+                " (a [batch, S, rot] table as ModelRope.cos_sin and transformers' rotary modules give: pass the "
+                "ModelRope itself as freqs, or cos[0, :, :rot // 2] and sin[0, :, :rot // 2])" if t.ndim == 3 else ""))
     if tuple(cos.shape) != tuple(sin.shape):
         raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
     max_pos, half = (int(n) for n in cos.shape)
     rot = 2 * half
     if rot == 0 or rot > d:
-        raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}")
+        raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
+            " (a full-width table, transformers' cat(freqs, freqs): pass cos[:, :rot // 2] and sin[:, :rot // 2])"
+            if rot > d >= half else ""))
+    repeated = _full_width(cos, sin)
+    if repeated:
+        raise ValueError(f"freqs: cos and sin [{max_pos}, {half}] hold each value twice, as transformers' full-width "
+                         f"tables do ({repeated}): read as [max_pos, rot/2] they would rotate {rot} channels, twice "
+                         f"the model's; pass cos[:, {_HALVES[repeated].format(h=half // 2)}] and sin likewise")
     return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
+
+
+# How each of Hugging Face's full-width forms is cut to the [max_pos, rot/2] a decode step takes
+_HALVES = {"cat(freqs, freqs)": ":{h}", "repeat_interleave(freqs, 2)": "::2"}
+
+
+def _full_width(cos: Any, sin: Any, rows: int = 64) -> str:
+    """Which of Hugging Face's full-width forms numpy (cos, sin) tables take ("" for none): each value twice,
+    columns j and j + half/2 alike (rotate-half's cat(freqs, freqs)) or 2j and 2j + 1 (GPT-J's
+    repeat_interleave), in their first `rows` rows, some sine not 0 and not every column alike (a test's
+    stand-in of one frequency is taken as given). A [max_pos, rot/2] table never is: its columns are distinct
+    frequencies (only the first rows are read: a table may be a broadcast view of 2^40)."""
+    half = int(cos.shape[1])
+    if half < 2 or half % 2 or isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
+        return ""
+    c, s = (np.asarray(t[:rows], np.float64) for t in (cos, sin))
+    if not np.any(s) or (np.all(c == c[:, :1]) and np.all(s == s[:, :1])):  # (no sine, or one frequency)
+        return ""
+    h = half // 2
+    if np.array_equal(c[:, :h], c[:, h:]) and np.array_equal(s[:, :h], s[:, h:]):
+        return "cat(freqs, freqs)"
+    if np.array_equal(c[:, 0::2], c[:, 1::2]) and np.array_equal(s[:, 0::2], s[:, 1::2]):
+        return "repeat_interleave(freqs, 2)"
+    return ""
 
 
 def _lowered(spec: Any, d: int) -> tuple[Any, int]:

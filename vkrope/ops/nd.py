@@ -115,10 +115,11 @@ def apply_nd(
     CogVideoX, Qwen-Image; SAM2's grid is the 2-axis case), cos / sin
     computed in the shader from each token's ids.
 
-    x: float32, float16 or bfloat16 `[..., N, C]` (token_axis=-2: Flux's
-    `[B, H, S, D]`) or `[..., N, H, C]` (token_axis=-3: Wan's `[B, S, H,
-    D]`; pass it for that layout always: where H = S, the shape cannot tell
-    the two apart); the first `spec.dim` channels rotate (per axis, see
+    x: float32, float16 or bfloat16 `[..., N, C]` (token_axis=-2: BFL's
+    Flux reference code's `[B, H, S, D]`) or `[..., N, H, C]`
+    (token_axis=-3: diffusers' attention of Flux, Wan, HunyuanVideo and
+    Qwen-Image, `[B, S, H, D]`; pass it for that layout always: where H =
+    S, the shape cannot tell the two apart); the first `spec.dim` channels rotate (per axis, see
     `vkrope.NdFreqs`), the rest pass through. ids: `[N, n_axes]` positions
     per axis (integers or floats; fractional and negative allowed, |id| <
     2^30) shared by every leading item, or `[B, N, n_axes]`, one set per

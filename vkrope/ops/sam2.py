@@ -182,6 +182,9 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     def form() -> str:
         return f"{size} values in shape {shape}, {what()}"
 
+    if per_row == channels and not isinstance(freqs, DeviceArray):
+        _refuse_one_repeated(freqs.reshape(rows, half, 2))
+
     if isinstance(freqs, DeviceArray):
         # (an empty one has no memory to bind: its rows, none, as an empty numpy table)
         return (freqs if freqs.size else np.zeros((0, half if per_row else 0, 2), freqs.dtype)), rows, form
@@ -193,6 +196,18 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
         except ValueError:  # (a last axis numpy cannot view so: strided, Fortran order)
             return np.stack([c.real, c.imag], axis=-1).astype(pairs_dtype), rows, form
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
+
+
+def _refuse_one_repeated(pairs: np.ndarray, rows: int = 64) -> None:
+    """A ValueError where a real table's first `rows` rows of pairs [Nf, C/2, 2] hold cos == sin in every pair,
+    the values not all one (a table of ones or zeros, a test's stand-in, is taken as given): one of Hugging
+    Face's cos / sin tables, each value twice, passed alone. No rotation table is: its angles are not all pi/4
+    (mod pi). Only the first rows are read (a table may be a broadcast view of 2^40 rows)."""
+    head = pairs[:rows]
+    if head.size and np.ptp(head) > 0 and np.array_equal(head[..., 0], head[..., 1]):
+        raise ValueError("freqs: every (cos, sin) pair of its first rows holds two equal values, as one of "
+                         "transformers' SAM2 cos / sin tables does alone ([1, N, C], each value twice): apply "
+                         "takes rows of interleaved (cos, sin) pairs, np.stack([cos[..., ::2], sin[..., ::2]], -1)")
 
 
 def _row_layout(dims: tuple, per_row: int, half: int) -> bool:
