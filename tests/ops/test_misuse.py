@@ -778,6 +778,35 @@ def test_scattered_positions_do_not_dispatch_per_token(fresh_device, vk_spy):
     assert 0 < len(vk_spy["dispatches"]) <= n // 10, f"{len(vk_spy['dispatches'])} dispatches for {n} tokens"
 
 
+def test_scattered_positions_over_a_resident_table_record_in_linear_time(fresh_device, vk_spy, monkeypatch):
+    """#11.13's resident sibling (an adversary's): a resident table past one binding is bound a window at a
+    time, scattered positions making about a dispatch per token; the recorder compared each step with every
+    earlier range since the last barrier (none here: nothing is read after a write), 16 M comparisons for
+    1138 dispatches, 15 s at 2048 tokens and minutes past. Counted, not timed: the comparisons per step stay
+    a handful, and the result is right."""
+    from vkrope.runtime import steps
+    dev = fresh_device
+    dev._force_limits(max_storage_buffer_range=256 << 10)
+    c, nf, n = 64, 8192, 600
+    f = freqs_table(nf, c)
+    x = rand((1, n, c))
+    pos = RNG.integers(0, nf, n)
+    resident = dev.asarray(f)
+    calls = [0]
+    overlaps = steps.Arg.overlaps
+
+    def counted(self, other):
+        calls[0] += 1
+        return overlaps(self, other)
+
+    monkeypatch.setattr(steps.Arg, "overlaps", counted)
+    vk_spy["dispatches"].clear()
+    y = dev.apply(x, resident, positions=pos, out=poisoned(x.shape), storage="buffer")
+    assert_rope(y, x, f, positions=pos)
+    launches = len(vk_spy["dispatches"])
+    assert launches > 100 and calls[0] <= 8 * launches, (launches, calls[0])
+
+
 @pytest.mark.parametrize("storage", STORAGES)
 def test_several_dispatches_in_place_are_ordered(device, storage):
     """Sibling of #11.12 / #11.13: more flat batches than one dispatch's z
