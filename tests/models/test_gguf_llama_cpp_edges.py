@@ -44,6 +44,19 @@ def test_qwen3vl_pairs_of_the_fourth_position_do_not_turn(tmp_path):
     qwen2vl.cos_sin(np.concatenate([t, h, w, 0 * t + 1]))  # (so e is not read, nor refused)
 
 
+def test_one_axis_positions_of_another_length_than_4_s_are_named_so(tmp_path):
+    """apply_rotary_pos_emb with q's S = 8 and 8 text positions on one axis (an adversary's): read as
+    llama.cpp's [4 * S] layout of S = 2, they were refused for their fourth position, a row the caller never
+    gave; the length is the fault, named first. The [4 * S] layout of S = 8 runs."""
+    rope = vkrope.from_gguf(write(tmp_path / "q3vl.gguf", "qwen3vl", QWEN3VL))
+    q = np.ones((1, 2, 8, 128), np.float32)
+    with pytest.raises(ValueError, match=r"llama.cpp's M-RoPE layout \[4 \* S\] = \[32\] for q's S = 8 .* got \[8\]$"):
+        vkrope.apply_rotary_pos_emb(q, q, rope, np.arange(8))
+    p = np.arange(8)
+    y, _ = vkrope.apply_rotary_pos_emb(q, q, rope, np.concatenate([p, p, p, 0 * p]))
+    assert np.array_equal(y, vkrope.apply_rotary_pos_emb(q, q, rope, p[None])[0])  # (text: all three axes alike)
+
+
 def test_yarn_ramp_ends_as_ggml_computes_them(tmp_path):
     """ggml_rope_yarn_corr_dims computes the ramp's ends in float32: a file whose end lies within float32
     rounding of an integer (Qwen2's 128 dims, base 1e4, original length 17206: 55.0000008 in float64, 55

@@ -341,7 +341,11 @@ class ModelRope:
         operators compute cos / sin in the shader, within 2 float32 ulps of it).
         A module returning another form holds the same values in it, not this
         layout: GPT-J's and CodeGen's (sin, cos) of one table, Llama 4's and
-        DeepSeek-V2's complex freqs_cis [..., rotary_dim / 2]."""
+        DeepSeek-V2's complex freqs_cis [..., rotary_dim / 2]. A GGUF spec of
+        adjacent pairs (llama.cpp's NORM mode, `interleaved` True) has no
+        rotary module: its halves come duplicated too, so pair k's cos is
+        `cos[..., k]`; `np.repeat(cos[..., :rotary_dim // 2], 2, -1)` lays
+        them out for the adjacent-pair formula."""
         p = self.check_position_ids(position_ids)
         spec = self.freqs(p)
         b, s = p.shape[-2:]

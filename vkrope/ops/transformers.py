@@ -39,6 +39,11 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
     qx, kx, b, s, d = q_and_k(q, k, ("q", "k"), token_axis=2, spec=spec)
     freqs: InvFreqs | RopeFreqs
     if isinstance(spec, ModelRope):
+        if spec.mrope_section is not None and getattr(position_ids, "ndim", None) == 1 \
+                and position_ids.shape[0] != 4 * s:  # (before the layout's own checks, which read it as [4 * S])
+            raise ValueError(f"position_ids of one axis are llama.cpp's M-RoPE layout [4 * S] = [{4 * s}] for q's "
+                             f"S = {s} (t | h | w | e, one item), or else [B, S] / [3, B, S]; got "
+                             f"{list(position_ids.shape)}")
         p = spec.check_position_ids(position_ids)
         freqs, pairs = spec.freqs(p), spec.interleaved
     elif isinstance(spec, (InvFreqs, RopeFreqs)):
