@@ -47,10 +47,10 @@ def setup(rng, dtype, cache_dtype, paged, b=2, hq=4, hk=2, s=3, d=12, s_max=9, b
 
 
 def check_step(dev, q, k, v, kc0, vc0, cos, sin, pos, y, kc, vc, *, slots=None, interleaved=False, q_norm=None,
-               k_norm=None, plus_one=False, eps=1e-6):
+               k_norm=None, plus_one=False, eps=1e-6, cache_position=None):
     want_q, want_k, want_v, written = decode_step(q, k, v, values(kc0), values(vc0), cos, sin, pos, slots=slots,
                                                   interleaved=interleaved, q_norm=q_norm, k_norm=k_norm,
-                                                  plus_one=plus_one, eps=eps)
+                                                  plus_one=plus_one, eps=eps, cache_position=cache_position)
     assert_close(y, want_q, q.dtype, "q")
     kb, vb = kc.view(np.uint8), vc.view(np.uint8)
     item = kc.dtype.itemsize
@@ -203,6 +203,13 @@ def bad_cases(rng, dev):
                                                                slots=np.array([[0, 1, 2], [3, 4, 4]]))),
         ("slots", ValueError, dict(k_cache=pk, v_cache=pv, slots=np.array([[0, 1, 2], [3, 4, -2]]))),
         ("a paged k_cache", ValueError, dict(slots=slots)),
+        (r"cache_position must lie in \[-1, 9\)", ValueError, dict(cache_position=np.array([[0, 1, 9], [2, 3, 4]]))),
+        (r"cache_position must lie in \[-1, 9\)", ValueError, dict(cache_position=np.array([[0, 1, -2], [2, 3, 4]]))),
+        (r"cache_position\[1\] names cache row 3 twice in this step", ValueError,
+         dict(cache_position=np.array([[0, 1, 2], [3, 3, 4]]))),
+        (r"cache_position must have shape \[B, S\] = \[2, 3\]", ValueError, dict(cache_position=np.arange(3))),
+        ("cache_position must be an integer array", TypeError, dict(cache_position=np.zeros((2, 3)))),
+        ("pass one of them", ValueError, dict(k_cache=pk, v_cache=pv, slots=slots, cache_position=slots)),
         ("k_cache must be", ValueError, dict(k_cache=pk, v_cache=pv)),
         ("heads", ValueError, dict(k=k[:, :1].repeat(3, 1), v=v[:, :1].repeat(3, 1))),
         ("k must", ValueError, dict(k=k[..., :8], v=v[..., :8])),
@@ -236,6 +243,54 @@ def bad_cases(rng, dev):
                                               slots=np.full((2, 3), -1))),
     ]
     return base, cases, (kc, vc, pk, pv)
+
+
+@pytest.mark.parametrize("freqs_form", ["tables", "spec"])
+def test_a_contiguous_cache_at_rows_other_than_the_positions(device, freqs_form):
+    """A left-padded batch (transformers' generate(): positions cumsum(mask) - 1, rows the padded index; a
+    new user's): cache_position gives a contiguous cache's rows apart from the positions, -1 writing nothing;
+    a later step appends at its own rows. Checked against the float64 oracle, rows not written keeping
+    their (poisoned) bits."""
+    rng = np.random.default_rng(31)
+    b, hq, hk, s, d, s_max = 2, 4, 2, 4, 12, 9
+    mask = np.array([[1, 1, 1, 1], [0, 0, 1, 1]])  # item 1 padded on the left
+    pos = np.where(mask, np.cumsum(mask, 1) - 1, 1)  # (transformers' masked_fill(mask == 0, 1))
+    rows = np.broadcast_to(np.arange(s), (b, s)).copy()
+    rows[1, 0] = -1  # (a pad token whose key the caller keeps out of the cache: item 1's, whose rows start past
+    # item 0's, so a -1 read as a row would land in item 0's last one)
+    q, k, v = ((rng.standard_normal((b, h, s, d)) * 2).astype(np.float32) for h in (hq, hk, hk))
+    kc0, vc0 = poisoned((b, hk, s_max, d), np.float32), poisoned((b, hk, s_max, d), np.float32)
+    spec = vkrope.RopeFreqs(d, base=10000.0)
+    cos, sin = spec.table(np.arange(64)) if freqs_form == "spec" else tables(rng, 64, d // 2)
+    freqs = spec if freqs_form == "spec" else (cos, sin)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    y = device.rope_and_cache(q, k, v, kc, vc, freqs, pos, cache_position=rows)
+    check_step(device, q, k, v, kc0, vc0, cos, sin, pos, y, kc.get(), vc.get(), cache_position=rows)
+    k1, v1 = kc.get(), vc.get()
+    q2, k2, v2 = (a[:, :, :1] for a in (q, k, v))
+    pos2, rows2 = pos[:, -1:] + 1, np.array([[s], [s]])
+    y2 = device.rope_and_cache(q2, k2, v2, kc, vc, freqs, pos2, cache_position=rows2)
+    check_step(device, q2, k2, v2, k1, v1, cos, sin, pos2, y2, kc.get(), vc.get(), cache_position=rows2)
+
+
+def test_an_mrope_model_writes_a_contiguous_cache_at_its_cache_position(device):
+    """An M-RoPE model's positions (cache_position + rope_deltas) are not its cache rows: refused on a
+    contiguous cache without cache_position, taken with it (text tokens: every axis alike), equal to the
+    model's cos / sin at those positions."""
+    rope = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 256, "num_attention_heads": 4,
+                           "num_key_value_heads": 2, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}})
+    rng = np.random.default_rng(32)
+    b, s, d, s_max = 1, 2, 64, 8
+    q, k, v = ((rng.standard_normal((b, h, s, d))).astype(np.float32) for h in (4, 2, 2))
+    kc0, vc0 = poisoned((b, 2, s_max, d), np.float32), poisoned((b, 2, s_max, d), np.float32)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    pos, rows = np.array([[40, 41]]), np.array([[5, 6]])  # (rope_deltas 35 past an image)
+    with pytest.raises(ValueError, match="pass cache_position"):
+        device.rope_and_cache(q, k, v, kc, vc, rope, pos)
+    y = device.rope_and_cache(q, k, v, kc, vc, rope, pos, cache_position=rows)
+    c, sn = rope.cos_sin(np.arange(64)[None])
+    check_step(device, q, k, v, kc0, vc0, c[0, :, :d // 2], sn[0, :, :d // 2], pos, y, kc.get(), vc.get(),
+               cache_position=rows)
 
 
 def test_bad_input_is_named_and_leaves_the_caches(device):

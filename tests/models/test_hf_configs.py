@@ -1026,7 +1026,8 @@ def test_an_mrope_model_in_the_one_position_ops_and_its_decode_step():
     rows = kc.get().reshape(32, 2, 128)
     assert np.array_equal(rows[slots].transpose(0, 2, 1, 3), want_k)
     with pytest.raises(ValueError, match=r"an M-RoPE model's positions \(cache_position \+ rope_deltas\) are not its "
-                                         "cache rows, which a contiguous k_cache takes them as: pass slots"):
+                                         r"cache rows, which a contiguous k_cache takes them as: pass "
+                                         r"cache_position \(the cache rows\), or slots"):
         vkrope.rope_and_cache(q, k, v, dev.asarray(np.zeros((2, 2, 64, 128), np.float32)),
                               dev.asarray(np.zeros((2, 2, 64, 128), np.float32)), rope, pos)
 

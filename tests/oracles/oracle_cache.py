@@ -49,10 +49,11 @@ def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool) -
 
 
 def decode_step(q, k, v, k_cache, v_cache, cos_table, sin_table, position_ids, *, slots=None, interleaved=False,
-                q_norm=None, k_norm=None, plus_one=False, eps=1e-6):
+                q_norm=None, k_norm=None, plus_one=False, eps=1e-6, cache_position=None):
     """The step on numpy arguments; cos_table / sin_table [max_pos, rot/2]
-    read at position_ids [B, S]. Contiguous caches [B, Hk, S_max, D], or
-    paged [blocks, block_size, Hk, D] with slots [B, S] (-1: skipped)."""
+    read at position_ids [B, S]. Contiguous caches [B, Hk, S_max, D] at
+    the positions or at cache_position [B, S] (-1: skipped), or paged
+    [blocks, block_size, Hk, D] with slots [B, S] (-1: skipped)."""
     q64, k64 = np.asarray(q, np.float64), np.asarray(k, np.float64)
     b, hk, s, d = k64.shape
     pos = np.asarray(position_ids)
@@ -68,7 +69,10 @@ def decode_step(q, k, v, k_cache, v_cache, cos_table, sin_table, position_ids, *
         for si in range(s):
             for h in range(hk):
                 if slots is None:
-                    where = (bi, h, int(pos[bi, si]))
+                    row = int(pos[bi, si] if cache_position is None else cache_position[bi, si])
+                    if row < 0:
+                        continue
+                    where = (bi, h, row)
                 else:
                     slot = int(slots[bi, si])
                     if slot < 0:

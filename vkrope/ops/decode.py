@@ -74,16 +74,19 @@ def _scale(name: str, value: Any, cache: Any) -> float:
 
 
 def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, position_ids: Any, *,
-          interleaved: Any = False, slots: Any = None, q_norm: Any = None, k_norm: Any = None,
-          norm_plus_one: Any = False, eps: Any = 1e-6, k_scale: Any = None, v_scale: Any = None,
+          interleaved: Any = False, slots: Any = None, cache_position: Any = None, q_norm: Any = None,
+          k_norm: Any = None, norm_plus_one: Any = False, eps: Any = 1e-6, k_scale: Any = None, v_scale: Any = None,
           out: Any = None) -> Request:
     """The arguments of `vkrope.rope_and_cache`, checked before any GPU work:
     TypeError / ValueError naming the argument. The call's structure is
     checked once for arguments that repeat (ops/repeat.py), then its
-    positions and slots (so with several bad arguments, the error names one
-    of the structure's first)."""
-    st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, q_norm, k_norm, norm_plus_one,
-                     eps, k_scale, v_scale, out)
+    positions, slots and cache rows (so with several bad arguments, the
+    error names one of the structure's first)."""
+    if slots is not None and cache_position is not None:
+        raise ValueError("slots (a paged cache's) and cache_position (a contiguous cache's rows) go to two layouts "
+                         "of cache: pass one of them")
+    st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, cache_position is not None,
+                     q_norm, k_norm, norm_plus_one, eps, k_scale, v_scale, out)
     if isinstance(position_ids, np.ndarray) and position_ids.ndim == 3 \
             and tuple(position_ids.shape[1:]) == (st.b, st.s):  # (an M-RoPE model's ids, as transformers gives them:
         # say what the step takes instead)
@@ -96,7 +99,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
     lo, hi = (int(pos.min()), int(pos.max())) if pos.size else (0, -1)
     if lo < 0:
         raise ValueError(f"position_ids must be >= 0; got {lo}")
-    base = _cache_rows(st, pos, hi, slots)
+    base = _cache_rows(st, pos, hi, slots if st.paged else cache_position)
     cos, sin, rows, rot = _frequency_rows(st, freqs, pos, hi)
     tokens = np.empty((pos.size, 2), np.int32)
     tokens[:, 0], tokens[:, 1] = rows, base
@@ -136,9 +139,10 @@ class _Structure:
 
 
 def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, interleaved: Any, contiguous: bool,
-               q_norm: Any, k_norm: Any, norm_plus_one: Any, eps: Any, k_scale: Any, v_scale: Any,
+               rows_given: bool, q_norm: Any, k_norm: Any, norm_plus_one: Any, eps: Any, k_scale: Any, v_scale: Any,
                out: Any) -> _Structure:
-    """Every check of `rope_and_cache` but the positions' and slots' own."""
+    """Every check of `rope_and_cache` but the positions', slots' and cache rows' own (`rows_given`: a
+    contiguous cache's rows given apart from the positions)."""
     q, k, v = _qkv(q, k, v)
     b, hq, s, d = (int(n) for n in q.shape)
     hk = int(k.shape[1])
@@ -147,11 +151,13 @@ def _structure(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, i
     interleaved = pairing(interleaved)
     rows_per_head, head_stride = _cache_shape(k_cache, contiguous, b, hk, d)
     kind, generated, max_pos, rot, gathered = _frequency_kind(freqs, interleaved, d)
-    if contiguous and isinstance(freqs, ModelRope) and freqs.mrope_section is not None:
-        # (a contiguous cache's rows are the positions; an M-RoPE model's, cache_position + rope_deltas, are not
-        # its cache rows: an image's tokens share positions, so later keys would overwrite earlier ones)
+    if contiguous and not rows_given and isinstance(freqs, ModelRope) and freqs.mrope_section is not None:
+        # (a contiguous cache's rows are the positions unless given; an M-RoPE model's, cache_position +
+        # rope_deltas, are not its cache rows: an image's tokens share positions, so later keys would overwrite
+        # earlier ones)
         raise ValueError("freqs: an M-RoPE model's positions (cache_position + rope_deltas) are not its cache rows, "
-                         "which a contiguous k_cache takes them as: pass slots (the cache rows) with a paged cache")
+                         "which a contiguous k_cache takes them as: pass cache_position (the cache rows), or slots "
+                         "with a paged cache")
     weights = _norm_weights(q_norm, k_norm, d)
     if isinstance(eps, (bool, np.bool_)) or not is_real_scalar(eps):
         raise TypeError(f"eps must be a number; got {describe(eps)}")
@@ -211,9 +217,19 @@ def _cache_shape(k_cache: Any, contiguous: bool, b: int, hk: int, d: int) -> tup
     return int(k_cache.shape[0]) * int(k_cache.shape[1]), 1
 
 
-def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, slots: Any) -> np.ndarray:
-    """Each token's cache row of head 0, or -1: where its k and v go (`hi`: the largest position)."""
+def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, rows: Any) -> np.ndarray:
+    """Each token's cache row of head 0, or -1: where its k and v go (`hi`: the largest position; `rows`: a
+    paged cache's slots, or a contiguous cache's cache_position, else None: the positions)."""
     b, s = pos.shape
+    if not st.paged and rows is not None:
+        s_max = st.rows_per_head
+        at = ints("cache_position", rows, (b, s))
+        bad = at[(at < -1) | (at >= s_max)]
+        if bad.size:
+            raise ValueError(f"cache_position must lie in [-1, {s_max}) (S_max, the cache's rows per head); got "
+                             f"{int(bad[0])}")
+        rows_once("cache_position", np.where(at >= 0, at, -1 - np.arange(s)), " in this step")  # (-1s: distinct)
+        return np.where(at >= 0, np.arange(b)[:, None] * st.hk * s_max + at, -1).reshape(-1)
     if not st.paged:
         s_max = st.rows_per_head
         if hi >= s_max:
@@ -221,7 +237,7 @@ def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, slots: Any) -> np.ndar
         if s > 1:  # (one token per sequence names no row twice; else no per-item loop in a decode step)
             rows_once("position_ids", pos, " in this step")
         return (np.arange(b)[:, None] * st.hk * s_max + pos).reshape(-1)
-    sl = paged_slots(slots, (b, s), st.rows_per_head, " in this step")
+    sl = paged_slots(rows, (b, s), st.rows_per_head, " in this step")
     return np.where(sl >= 0, sl * st.hk, -1)
 
 
@@ -361,7 +377,7 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
 
 def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
                    position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
-                   q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
+                   cache_position: np.ndarray | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
                    eps: float = 1e-6, k_scale: float | None = None, v_scale: float | None = None,
                    out: ArrayT | None = None) -> Call[ArrayT]:
     """The decode step of an LLM layer in one submission: q and k rotated
@@ -374,15 +390,17 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     dtype (float32, float16 or bfloat16), numpy or buffer DeviceArrays.
     k_cache / v_cache: buffer DeviceArrays of one shape and dtype (which may
     differ from q's: a float32 step into a bfloat16 cache), written in place;
-    contiguous `[B, Hk, S_max, D]` (token (b, s) at position
-    `position_ids[b, s]`), or with `slots` (int `[B, S]`, -1 = not written)
-    paged `[num_blocks, block_size, Hk, D]` as vLLM's, slot
-    `block * block_size + offset`. freqs: a frequency spec (`vkrope.RopeFreqs`,
+    contiguous `[B, Hk, S_max, D]` (token (b, s) at row `position_ids[b, s]`,
+    or at `cache_position[b, s]` (int `[B, S]`, -1 = not written) where the
+    rows are not the positions: a left-padded batch's, an M-RoPE model's;
+    transformers' `[S]` cache_position is `np.broadcast_to(c, (B, S))`), or
+    with `slots` (int `[B, S]`, -1 = not written) paged `[num_blocks,
+    block_size, Hk, D]` as vLLM's, slot `block * block_size + offset`. freqs: a frequency spec (`vkrope.RopeFreqs`,
     `InvFreqs` or a `ModelRope`: cos / sin of each position computed in the
     shader) or `(cos, sin)` caches `[max_pos, rot/2]` (numpy, or float32
     buffer DeviceArrays; one value per pair: of Hugging Face's full-width
-    `cat(f, f)` caches pass `cos[:, :rot//2]`, as a whole one is read as a
-    rot twice its width); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
+    `cat(f, f)` caches pass `cos[:, :rot//2]`; numpy tables holding each
+    value twice are refused); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
     Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
     (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
     `x / rms * (1 + w)`), `eps` inside the root. fp8 caches
@@ -395,5 +413,6 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     caches unchanged. The caches must be arrays of the device the call runs
     on (`vkrope.rope_and_cache`: the default device)."""
     return one(cache_kernel, check(q, k, v, k_cache, v_cache, freqs, position_ids, interleaved=interleaved,
-                                   slots=slots, q_norm=q_norm, k_norm=k_norm, norm_plus_one=norm_plus_one, eps=eps,
-                                   k_scale=k_scale, v_scale=v_scale, out=out), "q_out")
+                                   slots=slots, cache_position=cache_position, q_norm=q_norm, k_norm=k_norm,
+                                   norm_plus_one=norm_plus_one, eps=eps, k_scale=k_scale, v_scale=v_scale,
+                                   out=out), "q_out")
