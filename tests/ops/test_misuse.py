@@ -1543,3 +1543,28 @@ def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
     assert np.abs(y - want).max() < 1e-5
     one = np.ones((16, rot // 2))  # (every column one frequency: a test's stand-in, not a repeated table)
     assert device.rope_and_cache(q, k, v, kc, vc, (np.cos(one * 0.5), np.sin(one * 0.5)), pos).shape == q.shape
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_positions_written_after_their_check_are_not_read(device, monkeypatch, dtype):
+    """apply checked int32 positions and then read the caller's array again when it packed the table: a
+    write between the two (another thread's; stood in for here by one at the run) sent an unchecked row to
+    the shader, which read zeros past the table (an adversary's). The kernel reads the values checked."""
+    import vkrope.device as device_module
+    n, c = 64, 8
+    theta = np.random.default_rng(5).uniform(-3, 3, (n, c // 2))
+    table = np.empty((n, c), np.float32)
+    table[:, 0::2], table[:, 1::2] = np.cos(theta), np.sin(theta)
+    x = np.ones((1, n, c), np.float32)
+    pos = np.arange(n, dtype=dtype)[::-1].copy()
+    run = device_module.execute.run_jobs
+
+    def late_write(*args, **kwargs):
+        pos[0] = 10**6
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(device_module.execute, "run_jobs", late_write)
+    for freqs in (table, device.asarray(table)):
+        pos[0] = n - 1
+        y = device.apply(x, freqs, positions=pos)
+        assert_rope(y, x, table, positions=np.arange(n)[::-1])

@@ -239,8 +239,10 @@ def _check_positions(positions: Any, n_tokens: int, n_freq_rows: int, channels: 
     if positions.shape != (n_tokens,):
         raise ValueError(f"positions must have shape [N] = ({n_tokens},); got {positions.shape}")
     # (the bounds once, as Python ints: the entry named is looked for only when they fail; a broadcast array's
-    # repeats are not read.) With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then.
-    positions = positions if values else without_repeats(positions)
+    # repeats are not read.) With C = 0 the freqs are empty whatever Nf is: only -1 is out of reach then. The
+    # values checked are a copy, which the kernel then reads: the caller's array may be written by another
+    # thread between the check and the run (an adversary's: an unchecked row reached the shader).
+    positions = np.array(positions) if values else without_repeats(positions)
     lo, hi = (int(positions.min()), int(positions.max())) if positions.size else (0, -1)
     if lo < -1 or (channels and hi >= n_freq_rows):
         bad = positions[(positions < -1) | ((positions >= n_freq_rows) if channels else False)]
