@@ -864,6 +864,40 @@ def test_a_device_whose_work_never_finishes_is_abandoned_not_destroyed(monkeypat
     ctx.close()
 
 
+def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypatch):
+    """A call over imported numpy memory (8 MiB) whose work never finishes: after the timeout the call waited
+    for the whole device without a bound (vkDeviceWaitIdle) before it let the imports go, 14 s at
+    VKROPE_TIMEOUT_S = 0.5 on lavapipe and for ever on a hung GPU (an adversary's). Now one more bounded
+    wait, then the device is abandoned and the call's arrays and imports are kept, never freed."""
+    import vkrope.runtime.execute as execute
+    from vkrope.vk.context import Context
+
+    dev = vkrope.Device()
+    n, c = 4096, 512
+    x = np.random.default_rng(6).standard_normal((1, n, c)).astype(np.float32)
+    t = np.random.default_rng(7).uniform(-3, 3, (n, c // 2))
+    f = np.stack([np.cos(t), np.sin(t)], -1).reshape(n, c).astype(np.float32)
+    out = np.empty_like(x)
+    assert x.nbytes >= execute.IMPORT_MIN_BYTES
+    idle = []
+    monkeypatch.setattr(Context, "wait_idle", lambda self: idle.append(self))
+    left = len(execute.LEFT_RUNNING)
+    hang_waits(monkeypatch, 4)  # the submit's, the release's, its bounded second one, the close's
+    with pytest.raises(vkrope.DeviceTimeoutError, match=r"still running after a second wait, so its memory is left"):
+        dev.apply(x, f, out=out)
+    assert idle == [], "an unbounded wait for the whole device after the timeout"
+    assert dev.closed and len(execute.LEFT_RUNNING) == left + 1
+    kept, imports, _ = execute.LEFT_RUNNING[-1]
+    assert imports and any(job.req.x is x and job.req.out is out for job in kept[0])
+    assert all(buf.handle is not None for buf in imports), "an import released under work still running"
+    monkeypatch.undo()  # (lavapipe's work does finish: tidy up)
+    ctx = owner._abandoned.pop()
+    ctx.wait_idle()
+    for buf in execute.LEFT_RUNNING.pop()[1]:
+        ctx.release(buf)
+    ctx.close()
+
+
 @pytest.mark.parametrize("hazard", ["write_after_read", "write_after_write"])
 def test_jobs_that_write_numpy_memory_another_job_uses_run_apart(device, hazard):
     """Two jobs of a batch over one big numpy array: each imports it as its

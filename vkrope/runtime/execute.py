@@ -406,7 +406,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
     finally:
         rt.in_call = False
-        release_call(rt, imports, temporaries)
+        release_call(rt, imports, temporaries, keep=(jobs, tables))
 
 
 def _prepare_through_the_arena(rt: Runtime, jobs: list[Job], tables: list[list[list[Any]]],
@@ -684,21 +684,29 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return None
 
 
-def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any]) -> None:
+# What calls whose work was still running after a timeout's second wait may still read or write: the caller's
+# arrays (their jobs and tables), their imports and the call's buffers, never freed (their device is abandoned:
+# owner.py's _close_after_timeout), as a hung GPU may write them at any time.
+LEFT_RUNNING: list[tuple[Any, list[ImportedBuffer], list[Any]]] = []
+
+
+def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any], keep: Any = None) -> None:
     """The device reads and writes the caller's memory: it must be done with
     it before the imports go and the call returns or raises. drain()
     re-raises an interruption only after the device is done; after a failed
-    wait (timeout, loss) wait for the whole device. Kept imports past their
-    bounds go once the device is done with them."""
+    wait, `_settled` waits once more, bounded: work still running then keeps
+    everything it may use (`keep`: the call's jobs and tables, which hold
+    the caller's arrays) in LEFT_RUNNING. Kept imports past their bounds go
+    once the device is done with them."""
     try:
         if imports or temporaries or rt.imports.kept:
             rt.drain()
         rt.imports.trim()
-    except VkropeError:
-        try:
-            rt.ctx.wait_idle()
-        except VkropeError:
-            pass
+    except VkropeError as exc:
+        if not _settled(rt, exc):
+            LEFT_RUNNING.append((keep, imports[:], temporaries[:]))
+            imports.clear()
+            temporaries.clear()
         raise
     finally:
         rt.imports.forget_failed()
@@ -708,6 +716,26 @@ def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[A
         while temporaries:
             free_resource(rt, temporaries[-1])
             temporaries.pop()
+
+
+def _settled(rt: Runtime, exc: VkropeError) -> bool:
+    """Whether the device is done after a failed wait: a lost one (whose wait ends at once), or a timed-out
+    one whose work ends within one more wait of the same bound (at least a second: it may only be slow).
+    Never an unbounded wait: vkDeviceWaitIdle after a timeout hung the call as long as the work ran, and a
+    hung GPU's for ever, whatever VKROPE_TIMEOUT_S said (an adversary's: 14 s at a bound of 0.5 s)."""
+    if isinstance(exc, DeviceTimeoutError):
+        try:
+            rt.stream.drain(max(1.0, exc.seconds or 0.0))
+        except DeviceTimeoutError:
+            return False
+        except VkropeError:
+            pass  # (lost meanwhile: nothing runs any more)
+        return True
+    try:
+        rt.ctx.wait_idle()
+    except VkropeError:
+        pass
+    return True
 
 
 _MADV_POPULATE_WRITE = 23  # Linux >= 5.14
