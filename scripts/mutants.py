@@ -2996,6 +2996,8 @@ MUTATIONS = [
              "            rt.stream.drain(max(1.0, exc.seconds or 0.0))", "            rt.ctx.wait_idle()"),
     Mutation("imports released under a timed-out call's work still running", "vkrope/runtime/execute.py",
              "            imports.clear()\n            temporaries.clear()\n", ""),
+    Mutation("apply: flat rows binding a table past the binding's share", "vkrope/kernels/interleaved.py",
+             "    flat = n < wy and batches > 1 and n * f_row_bytes <= chunk_budget", "    flat = n < wy and batches > 1"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -778,6 +778,22 @@ def test_scattered_positions_do_not_dispatch_per_token(fresh_device, vk_spy):
     assert 0 < len(vk_spy["dispatches"]) <= n // 10, f"{len(vk_spy['dispatches'])} dispatches for {n} tokens"
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_flat_rows_whose_table_passes_one_binding_split_by_tokens(fresh_device, vk_spy, dtype):
+    """Short rows of several batch items run as flat rows, which bind every token's table rows at once; with
+    maxStorageBufferRange forced to 512 bytes a 64-row table (2 KiB) did not fit, and the recorder stopped the
+    call with a bare AssertionError (an adversary's). Such a call splits by tokens instead, every binding
+    within the limit, the result right."""
+    dev = fresh_device
+    dev._force_limits(max_storage_buffer_range=512)
+    vk_spy["ranges"].clear()
+    x = rand((3, 64, 4)).astype(dtype)
+    f = freqs_table(64, 4)
+    y = dev.apply(x, f, out=poisoned(x.shape, dtype))
+    assert_rope(y, x, f)
+    assert vk_spy["ranges"] and max(vk_spy["ranges"]) <= 512, max(vk_spy["ranges"])
+
+
 def test_scattered_positions_over_a_resident_table_record_in_linear_time(fresh_device, vk_spy, monkeypatch):
     """#11.13's resident sibling (an adversary's): a resident table past one binding is bound a window at a
     time, scattered positions making about a dispatch per token; the recorder compared each step with every

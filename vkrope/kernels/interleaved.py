@@ -212,7 +212,9 @@ def plan(req: Request, limits: Any) -> Plan:
         return _chunks(req, spans, flat, ppr, f_row_bytes, table_budget, max(1, align // pair_bytes),
                        limits.min_storage_buffer_offset_alignment)
 
-    flat = n < wy and batches > 1
+    # (flat rows bind every token's table rows at once: only where they fit a binding's share, which a forced
+    # tiny maxStorageBufferRange crossed, a bare AssertionError at recording: an adversary's)
+    flat = n < wy and batches > 1 and n * f_row_bytes <= chunk_budget
     try:
         chunks, segments = fitted(flat)
     except ValueError:
