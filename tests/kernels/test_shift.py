@@ -260,6 +260,41 @@ def test_moves_up_down_and_swaps_per_batch_item(device, dtype):
         assert np.array_equal(v[bi][:, new[bi]].view(np.uint8), vc0[bi][:, old[bi]].view(np.uint8))
 
 
+def test_rows_given_apart_from_the_positions(device):
+    """A left-padded batch's contiguous cache (rope_and_cache's cache_position): item 1's rows are its
+    positions plus 3. The shift turns each key by to - from of its positions and moves it between the rows
+    given; rows not named keep their bits. Rows without positions, positions without rows and both with slots
+    are refused, as are rows outside the cache."""
+    rng = np.random.default_rng(12)
+    b, hk, s_max, d = 2, 2, 12, 8
+    spec = vkrope.RopeFreqs(8, base=10000.0, angle="exact")
+    old = np.stack([np.arange(4, 8), np.arange(4, 8)])
+    new = old - 2  # (two tokens dropped after the sinks)
+    pad = np.array([[0], [3]])
+    kc0, vc0 = cached(rng, (b, hk, s_max, d), np.float32), cached(rng, (b, hk, s_max, d), np.float32)
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    device.shift_cache(kc, spec, old, new, v_cache=vc, from_rows=old + pad, to_rows=new + pad)
+    k, v = kc.get(), vc.get()
+    inv = 1.0 / 10000.0 ** (np.arange(0, 8, 2) / 8)
+    for bi in range(b):
+        a = (new[bi] - old[bi]).astype(np.float64)[:, None] * inv[None]
+        want = rotate(values(kc0[bi][:, old[bi] + pad[bi]])[None], np.cos(a)[None], np.sin(a)[None], False)[0]
+        assert_close(k[bi][:, new[bi] + pad[bi]], want, np.dtype(np.float32), f"k of item {bi}")
+        assert np.array_equal(v[bi][:, new[bi] + pad[bi]], vc0[bi][:, old[bi] + pad[bi]])
+        untouched = sorted(set(range(s_max)) - set(old[bi] + pad[bi]) - set(new[bi] + pad[bi]))
+        assert np.array_equal(k[bi][:, untouched].view(np.uint32), kc0[bi][:, untouched].view(np.uint32))
+    kc, vc = device.asarray(kc0), device.asarray(vc0)
+    for words, kw in (("from_rows and to_rows go together; got from_rows alone", dict(from_rows=old)),
+                      (r"to_rows must be < S_max = 12 \(the cache's rows per head\); got 15",
+                       dict(from_rows=old, to_rows=old + 8)),
+                      ("from_rows must be >= 0", dict(from_rows=old - 5, to_rows=old)),
+                      (r"to_rows\[0\] names cache row 4 twice", dict(from_rows=old, to_rows=np.full_like(old, 4))),
+                      ("a paged cache's are its slots", dict(from_rows=old, to_rows=new, slots=old))):
+        with pytest.raises(ValueError, match=words):
+            device.shift_cache(kc, spec, old, new, v_cache=vc, **kw)
+    assert np.array_equal(kc.get().view(np.uint32), kc0.view(np.uint32))
+
+
 def test_what_a_shift_refuses(device, tmp_path):
     """A ModelRope whose frequencies each call decides from its positions
     (at any positions: which frequencies rotated a cached key depends on the

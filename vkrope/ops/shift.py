@@ -53,14 +53,18 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
     return freqs
 
 
-def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each token's row of head 0 now and the row it goes to, in [B, Hk, S_max, D] (the row is the position)."""
+def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray,
+                     names: tuple[str, str] = ("from_positions", "to_positions")) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's row of head 0 now and the row it goes to, in [B, Hk, S_max, D]: rows `old` and `new` (the
+    positions, or the rows given apart from them, `names`)."""
     b, hk, s_max, _ = (int(n) for n in k_cache.shape)
     if old.shape[0] != b:
-        raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
-    for name, p in (("from_positions", old), ("to_positions", new)):
+        raise ValueError(f"{names[0]} must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
+    for name, p in zip(names, (old, new)):
         if p.size and int(p.max()) >= s_max:
             raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
+        if p.size and int(p.min()) < 0:
+            raise ValueError(f"{name} must be >= 0 (rows of the cache); got {int(p.min())}")
         rows_once(name, p)
     base = np.arange(b)[:, None] * hk * s_max
     return (base + old).reshape(-1), (base + new).reshape(-1)
@@ -85,8 +89,20 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
     return v_cache if moves else None
 
 
+def _given_rows(k_cache: Any, old: np.ndarray, from_rows: Any, to_rows: Any) -> tuple | None:
+    """A contiguous cache's rows given apart from the positions (from_rows, to_rows), as `_contiguous_rows`
+    gives them; None where neither is given (the rows are the positions)."""
+    if from_rows is None and to_rows is None:
+        return None
+    if from_rows is None or to_rows is None:
+        raise ValueError(f"from_rows and to_rows go together; got {'to_rows' if from_rows is None else 'from_rows'} "
+                         "alone")
+    fr = ints("from_rows", from_rows, tuple(old.shape))
+    return _contiguous_rows(k_cache, fr, ints("to_rows", to_rows, tuple(old.shape)), ("from_rows", "to_rows"))
+
+
 def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
-          slots: Any = None, interleaved: Any = False) -> Request:
+          slots: Any = None, interleaved: Any = False, from_rows: Any = None, to_rows: Any = None) -> Request:
     """`shift_cache`'s arguments, checked before any GPU work: TypeError /
     ValueError naming the argument."""
     k_cache = cache("k_cache", k_cache)
@@ -94,6 +110,9 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
         raise ValueError(f"k_cache must be [B, Hk, S_max, D] (or paged [num_blocks, block_size, Hk, D] with slots); "
                          f"got {list(k_cache.shape)}")
     interleaved = pairing(interleaved)
+    if slots is not None and (from_rows is not None or to_rows is not None):
+        raise ValueError("from_rows / to_rows are a contiguous cache's rows; a paged cache's are its slots: pass "
+                         "one of the two")
     old = ints("from_positions", from_positions, None)
     new = ints("to_positions", to_positions, tuple(old.shape))
     if slots is None:
@@ -105,7 +124,11 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
     _in_range("to_positions", new_kept)
     d = int(k_cache.shape[3])
     spec = _frequencies(freqs, old_kept, new_kept, bool(interleaved), d)
-    src, dst = _contiguous_rows(k_cache, old, new) if slots is None else (rows, rows)
+    given = _given_rows(k_cache, old, from_rows, to_rows)
+    if slots is not None:
+        src, dst = rows, rows  # (a paged key turns where it is)
+    else:
+        src, dst = given or _contiguous_rows(k_cache, old, new)
     v_cache = _v_cache(v_cache, k_cache, not np.array_equal(src, dst), slots is not None)
     gen = lower(spec)
     tokens = np.stack([src, dst, gen.words(old_kept), gen.words(new_kept)], -1)
@@ -118,7 +141,8 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
 
 def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, from_positions: np.ndarray,
                 to_positions: np.ndarray, *, v_cache: DeviceArray | None = None, slots: np.ndarray | None = None,
-                interleaved: bool = False) -> Call[None]:
+                interleaved: bool = False, from_rows: np.ndarray | None = None,
+                to_rows: np.ndarray | None = None) -> Call[None]:
     """The context shift of a KV cache, in place: each token's cached key,
     rotated at `from_positions[b, s]` (as `rope_and_cache` wrote it), rotated
     again to `to_positions[b, s]` (llama.cpp's K-shift; StreamingLLM keeps
@@ -130,7 +154,9 @@ def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, f
     (b, s) at row `from_positions[b, s]`; it goes to row `to_positions[b,
     s]`, and `v_cache`'s row with it: pass `v_cache` whenever a row moves;
     rows not named keep their bits, and rows named with from == to, the
-    rows a move leaves keep theirs),
+    rows a move leaves keep theirs; `from_rows` / `to_rows`, int `[B, S]`
+    both, give the rows apart from the positions where they differ, as
+    `rope_and_cache`'s `cache_position` wrote them: a left-padded batch's),
     or paged `[num_blocks, block_size, Hk, D]` with `slots` (int `[B, S]`,
     -1 = skip; a slot stays, only its key turns: `v_cache` None). freqs:
     the spec the keys were rotated by (`RopeFreqs`, `InvFreqs`, or a
@@ -144,4 +170,5 @@ def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, f
     ValueError naming the argument before any GPU work, the caches
     unchanged. Returns None."""
     return Call(shift_kernel, (check(k_cache, freqs, from_positions, to_positions, v_cache=v_cache, slots=slots,
-                                     interleaved=interleaved),), lambda outs: None)
+                                     interleaved=interleaved, from_rows=from_rows, to_rows=to_rows),),
+                lambda outs: None)
