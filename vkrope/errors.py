@@ -47,9 +47,11 @@ class DeviceLostError(VulkanError):
 
 class DeviceTimeoutError(VulkanError, builtins.TimeoutError):
     """Work on the device did not finish within the bounded wait; `seconds`
-    is the bound that passed (None where it is not known)."""
+    is the bound that passed (None where it is not known), `waited_again`
+    whether a second bounded wait passed too (the work is still running)."""
 
     seconds: float | None = None
+    waited_again: bool = False
 
 
 class DeviceClosedError(VkropeError, RuntimeError):

@@ -149,7 +149,7 @@ class DeviceOwner:
         except DeviceTimeoutError as exc:
             bound = f"VKROPE_TIMEOUT_S = {exc.seconds:g} s" if exc.seconds is not None else "VKROPE_TIMEOUT_S"
             why = f"its work did not finish within {bound}"
-            left = self._close_after_timeout(why, exc.seconds)
+            left = self._close_after_timeout(why, exc.seconds, exc.waited_again)
             raise DeviceTimeoutError(
                 f"{exc}: submitted work did not finish within {bound}, so this vkrope.Device was closed and its "
                 f"DeviceArrays are gone{left}. Set VKROPE_TIMEOUT_S higher for longer work; vkrope.apply opens a new "
@@ -160,26 +160,31 @@ class DeviceOwner:
                 f"{exc}: the device was lost, so this vkrope.Device was closed and its DeviceArrays are gone; "
                 "vkrope.apply opens a new default device on its next call", exc.call, exc.result) from exc
 
-    def _close_after_timeout(self, why: str, seconds: float | None) -> str:
+    def _close_after_timeout(self, why: str, seconds: float | None, waited_again: bool = False) -> str:
         """Close after a timeout. The work gets one more bounded wait (at
-        least a second: it may only be slow); if it still runs, nothing of the
-        device is destroyed under it: the device is abandoned (its memory
-        left to the driver until the process ends, which beats a hang or a
-        crash). Returns what the error message adds."""
+        least a second: it may only be slow; none where the runtime's passed
+        already, `waited_again`); if it still runs, nothing of the device is
+        destroyed under it: the device is abandoned (its memory left to the
+        driver until the process ends, which beats a hang or a crash).
+        Returns what the error message adds."""
         with self._lock:
             if self._ctx is None:
                 return ""
-            try:
-                self._rt.stream.drain(max(1.0, seconds or 0.0))
-            except DeviceTimeoutError:
+            running = waited_again
+            if not running:
+                try:
+                    self._rt.stream.drain(max(1.0, seconds or 0.0))
+                except DeviceTimeoutError:
+                    running = True
+                except VkropeError:
+                    pass  # lost meanwhile: torn down below all the same
+            if running:
                 self._closing, self._closed_why = True, why
                 _abandoned.append(self._ctx)
                 _abandoned_arrays.extend(self._rt.imports.pinned())  # the device may still use their memory
                 _open.pop(id(self._ctx), None)  # (never closed: not an orphan to complete either)
                 self._ctx = None
                 return " (it was still running after a second wait, so its memory is left to the driver)"
-            except VkropeError:
-                pass  # lost meanwhile: torn down below all the same
         self._close(why)
         return ""
 

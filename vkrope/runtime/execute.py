@@ -381,6 +381,7 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
     (`hot_key`) fills and submits that one; any other is laid out anew."""
     imports: list[ImportedBuffer] = []
     temporaries: list[Any] = []
+    timed_out: DeviceTimeoutError | None = None
     rt.imports.begin_call()
     rt.in_call = True
     rt.images_in_call.clear()
@@ -404,9 +405,12 @@ def run(rt: Runtime, op: Operator, jobs: list[Job], want_time: bool = False,
             while len(rt.prepared) > MAX_PREPARED:
                 rt.prepared.popitem(last=False)
         return prepared.submit(rt, jobs, tables, want_time, cache=cache)
+    except DeviceTimeoutError as exc:  # (the wait for this call's work: release_call's own would be a second)
+        timed_out = exc
+        raise
     finally:
         rt.in_call = False
-        release_call(rt, imports, temporaries, keep=(jobs, tables))
+        release_call(rt, imports, temporaries, keep=(jobs, tables), timed_out=timed_out)
 
 
 def _prepare_through_the_arena(rt: Runtime, jobs: list[Job], tables: list[list[list[Any]]],
@@ -690,23 +694,26 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
 LEFT_RUNNING: list[tuple[Any, list[ImportedBuffer], list[Any]]] = []
 
 
-def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any], keep: Any = None) -> None:
+def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any], keep: Any = None,
+                 timed_out: DeviceTimeoutError | None = None) -> None:
     """The device reads and writes the caller's memory: it must be done with
     it before the imports go and the call returns or raises. drain()
     re-raises an interruption only after the device is done; after a failed
-    wait, `_settled` waits once more, bounded: work still running then keeps
+    wait (`timed_out`: the call's own, which is not waited for again),
+    `_settled` waits once more, bounded: work still running then keeps
     everything it may use (`keep`: the call's jobs and tables, which hold
     the caller's arrays) in LEFT_RUNNING. Kept imports past their bounds go
     once the device is done with them."""
     try:
-        if imports or temporaries or rt.imports.kept:
-            rt.drain()
-        rt.imports.trim()
+        if timed_out is None:
+            if imports or temporaries or rt.imports.kept:
+                rt.drain()
+            rt.imports.trim()
+        elif not _settled(rt, timed_out):  # (the call's exception goes on as it is)
+            _leave_running(keep, imports, temporaries)
     except VkropeError as exc:
         if not _settled(rt, exc):
-            LEFT_RUNNING.append((keep, imports[:], temporaries[:]))
-            imports.clear()
-            temporaries.clear()
+            _leave_running(keep, imports, temporaries)
         raise
     finally:
         rt.imports.forget_failed()
@@ -718,6 +725,13 @@ def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[A
             temporaries.pop()
 
 
+def _leave_running(keep: Any, imports: list[ImportedBuffer], temporaries: list[Any]) -> None:
+    """Keep what work still running may use (LEFT_RUNNING), so that nothing of it is released."""
+    LEFT_RUNNING.append((keep, imports[:], temporaries[:]))
+    imports.clear()
+    temporaries.clear()
+
+
 def _settled(rt: Runtime, exc: VkropeError) -> bool:
     """Whether the device is done after a failed wait: a lost one (whose wait ends at once), or a timed-out
     one whose work ends within one more wait of the same bound (at least a second: it may only be slow).
@@ -727,6 +741,7 @@ def _settled(rt: Runtime, exc: VkropeError) -> bool:
         try:
             rt.stream.drain(max(1.0, exc.seconds or 0.0))
         except DeviceTimeoutError:
+            exc.waited_again = True  # (the owner abandons the device without a third wait)
             return False
         except VkropeError:
             pass  # (lost meanwhile: nothing runs any more)

@@ -2,9 +2,10 @@
 barriers derived from what each step reads and writes.
 
 A barrier goes in front of a step exactly when one of its ranges overlaps a
-range an earlier step of the same recording wrote (read after write, write
-after write) or read (write after read); nothing else is ordered, so the
-chunks of one tensor run back to back. Images are transitioned to the
+range an earlier step since the last barrier wrote (read after write, write
+after write) or read (write after read), and orders every use since that
+barrier; nothing else is ordered, so the chunks of one tensor run back to
+back. Images are transitioned to the
 layout each step needs and back to GENERAL at the end (resident images
 rest in GENERAL between submissions). A leading barrier orders the
 recording after earlier submissions, a trailing one makes its writes
@@ -28,46 +29,51 @@ _Touch = tuple[Arg, int, int]  # (range, stage, access)
 
 class _Pending:
     """The ranges touched since the last barrier, kept per resource and
-    per direction (read / written), each list with the span it covers: a
-    step's hazards are looked for among its own resources' ranges, and a
-    list whose span misses the step's range is skipped whole. Chunks of one
-    tensor run in order, so a chunk's range misses the span of the earlier
-    chunks' and costs O(1); one list of every earlier range made recording
-    quadratic (an adversary's 2048 scattered positions over a resident
-    table past one binding, 1138 launches, recorded for 15 s)."""
+    direction (read / written), each list with the span it covers, and the
+    union of their stages and accesses. A step's hazards are looked for
+    among its own resources' ranges only, and a list whose span misses the
+    step's range is skipped whole: chunks of one tensor run in order, so a
+    chunk's range misses the earlier chunks' span, O(1). A barrier is made
+    for everything pending (one global memory barrier of their union), which
+    then starts empty: a chunk that overlaps the one before (its binding
+    rounded down to the offset alignment) finds one range, not all of
+    them. One list of every range since the last barrier, barriers keeping
+    the ranges they did not name, made recording quadratic (an adversary's
+    2048 scattered positions over a resident table past one binding, 1138
+    launches, 15 s; a reviewer's 8192 two-channel tokens, 1.9 M compares)."""
 
     def __init__(self) -> None:
-        self.lists: dict[tuple[int, bool], list[_Touch]] = {}
+        self.lists: dict[tuple[int, bool], list[Arg]] = {}
         self.spans: dict[tuple[int, bool], tuple[int, int]] = {}
+        self.stages = self.access = 0
 
-    def hazards(self, touched: list[_Touch]) -> list[_Touch]:
-        """The pending ranges a step touching `touched` must wait for: those overlapping one of its ranges,
+    def hazard(self, touched: list[_Touch]) -> bool:
+        """Whether a step touching `touched` must wait for a pending range: one overlapping one of its ranges,
         where either writes (read after write, write after write, write after read)."""
-        found: dict[int, _Touch] = {}  # (by identity: two steps may touch one range alike)
         for t in touched:
             arg = t[0]
             for writes in ((True, False) if arg.writes else (True,)):
                 key = (arg.serial, writes)
                 lo, hi = self.spans.get(key, (0, 0))
-                if lo < arg.end and arg.offset < hi:
-                    found.update((id(p), p) for p in self.lists[key] if p[0].overlaps(arg))
-        return list(found.values())
+                if lo < arg.end and arg.offset < hi and any(p.overlaps(arg) for p in self.lists[key]):
+                    return True
+        return False
 
     def add(self, touched: list[_Touch]) -> None:
         """Keep a recorded step's ranges."""
-        for t in touched:
-            key = (t[0].serial, t[0].writes)
-            self.lists.setdefault(key, []).append(t)
-            lo, hi = self.spans.get(key, (t[0].offset, t[0].end))
-            self.spans[key] = (min(lo, t[0].offset), max(hi, t[0].end))
+        for arg, stage, access in touched:
+            key = (arg.serial, arg.writes)
+            self.lists.setdefault(key, []).append(arg)
+            lo, hi = self.spans.get(key, (arg.offset, arg.end))
+            self.spans[key] = (min(lo, arg.offset), max(hi, arg.end))
+            self.stages |= stage
+            self.access |= access
 
-    def remove(self, done: list[_Touch]) -> None:
-        """Drop the ranges a barrier just ordered (their lists' spans made again)."""
-        gone = {id(p) for p in done}
-        for key in {(p[0].serial, p[0].writes) for p in done}:
-            left = [p for p in self.lists[key] if id(p) not in gone]
-            self.lists[key] = left
-            self.spans[key] = (min(p[0].offset for p in left), max(p[0].end for p in left)) if left else (0, 0)
+    def clear(self) -> None:
+        """Forget every range: a barrier just ordered them all."""
+        self.lists.clear()
+        self.spans.clear()
+        self.stages = self.access = 0
 
 
 def _layout_for(step: Step) -> str:
@@ -91,10 +97,10 @@ def record(rec: Recording, steps: tuple[Step, ...], pipeline: Callable[[str, tup
     first, last = (launches[0], launches[-1]) if launches else (-1, -1)
     for i, step in enumerate(steps):
         touched = [(a,) + sync.use(isinstance(step, Launch), a.access) for a in accesses(step)]
-        hazards = pending.hazards(touched)
-        if hazards:  # (to every stage a step can use: a copy may read, after a launch, what another wrote)
-            sync.before_any_step(rec, sync.union(h[1] for h in hazards), sync.union(h[2] for h in hazards))
-            pending.remove(hazards)
+        if pending.hazard(touched):  # (to every stage a step can use: a copy may read, after a launch, what
+            # another wrote; from every use pending, which the barrier then orders all)
+            sync.before_any_step(rec, pending.stages, pending.access)
+            pending.clear()
         for a, stage, _ in touched:
             res = a.resource
             if isinstance(res, Image3D):
