@@ -27,6 +27,9 @@ from .runtime.array import DeviceArray
 STORAGES = ("buffer", "texture3d")  # where a tensor may live
 STORAGE_CHOICES = ("auto", *STORAGES)  # what a call may ask for
 MAX_ROWS = 2**31  # rows of a cos / sin table or freqs: the kernels read a row by an int32 index
+# The first rows of a numpy table read to tell one of transformers' layouts holding each value twice (a table may
+# be a broadcast view of 2^40 rows, read whole by no check)
+REPEATS_READ = 64
 
 
 # (a few items of a long sequence and a cut number: repr of a 5-million-item list took over a second)

@@ -24,6 +24,7 @@ from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutO
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
+from .runtime.execute import never_freed
 from .runtime.imports import KeptImports
 from .runtime.dtypes import is_int
 from .runtime.layout import padded_bytes, tensor_extent
@@ -447,10 +448,10 @@ _STAGING = "it would use the device's fence and staging buffers, which the call 
 _live: "weakref.WeakSet[DeviceOwner]" = weakref.WeakSet()
 # Contexts of devices abandoned after a timeout whose work never finished:
 # kept, never destroyed (destroying memory a running kernel uses is undefined).
-_abandoned: list[Context] = []
+_abandoned: list[Context] = never_freed([])
 # The numpy arrays an abandoned device's kept imports use: the device may
 # still read or write their memory, so it is never freed.
-_abandoned_arrays: list[np.ndarray] = []
+_abandoned_arrays: list[np.ndarray] = never_freed([])
 
 
 # Each open device's context and runtime until its close completes, beside a weak reference to its owner: a

@@ -260,8 +260,9 @@ def test_a_contiguous_cache_at_rows_other_than_the_positions(device, freqs_form)
     # item 0's, so a -1 read as a row would land in item 0's last one)
     q, k, v = ((rng.standard_normal((b, h, s, d)) * 2).astype(np.float32) for h in (hq, hk, hk))
     kc0, vc0 = poisoned((b, hk, s_max, d), np.float32), poisoned((b, hk, s_max, d), np.float32)
-    spec = vkrope.RopeFreqs(d, base=10000.0)
-    cos, sin = spec.table(np.arange(64)) if freqs_form == "spec" else tables(rng, 64, d // 2)
+    spec = vkrope.RopeFreqs(d, base=10000.0, angle="exact")  # (float64 angles: the oracle's own tables below)
+    a = np.arange(64)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
+    cos, sin = (np.cos(a), np.sin(a)) if freqs_form == "spec" else tables(rng, 64, d // 2)
     freqs = spec if freqs_form == "spec" else (cos, sin)
     kc, vc = device.asarray(kc0), device.asarray(vc0)
     y = device.rope_and_cache(q, k, v, kc, vc, freqs, pos, cache_position=rows)
@@ -277,8 +278,9 @@ def test_an_mrope_model_writes_a_contiguous_cache_at_its_cache_position(device):
     """An M-RoPE model's positions (cache_position + rope_deltas) are not its cache rows: refused on a
     contiguous cache without cache_position, taken with it (text tokens: every axis alike), equal to the
     model's cos / sin at those positions."""
-    rope = vkrope.from_hf({"model_type": "qwen2_vl", "hidden_size": 256, "num_attention_heads": 4,
-                           "num_key_value_heads": 2, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}})
+    cfg = {"model_type": "qwen2_vl", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "rope_theta": 1000000.0, "rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]}}
+    rope = vkrope.from_hf(cfg)
     rng = np.random.default_rng(32)
     b, s, d, s_max = 1, 2, 64, 8
     q, k, v = ((rng.standard_normal((b, h, s, d))).astype(np.float32) for h in (4, 2, 2))
@@ -288,7 +290,7 @@ def test_an_mrope_model_writes_a_contiguous_cache_at_its_cache_position(device):
     with pytest.raises(ValueError, match="pass cache_position"):
         device.rope_and_cache(q, k, v, kc, vc, rope, pos)
     y = device.rope_and_cache(q, k, v, kc, vc, rope, pos, cache_position=rows)
-    c, sn = rope.cos_sin(np.arange(64)[None])
+    c, sn = oracle_hf.cos_sin(oracle_hf.rope_of(cfg), np.arange(64)[None])  # (text: every axis alike)
     check_step(device, q, k, v, kc0, vc0, c[0, :, :d // 2], sn[0, :, :d // 2], pos, y, kc.get(), vc.get(),
                cache_position=rows)
 

@@ -1549,8 +1549,10 @@ def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
     pos = np.array([[5]])
     for full, cut in (((np.concatenate([c, c], 1), np.concatenate([s, s], 1)), r"cos\[:, :16\]"),
                       ((np.repeat(c, 2, 1), np.repeat(s, 2, 1)), r"cos\[:, ::2\]")):
-        with pytest.raises(ValueError, match=f"hold each value twice.* rotate 64 channels.* pass {cut}"):
+        with pytest.raises(ValueError, match=f"hold each value twice.* 32 pairs, twice the 16 they hold; pass {cut}"):
             device.rope_and_cache(q, k, v, kc, vc, full, pos)
+        with pytest.raises(ValueError, match=f"hold each value twice.* pass {cut}"):  # (the numpy one read alone)
+            device.rope_and_cache(q, k, v, kc, vc, (full[0], device.asarray(full[1])), pos)
         with pytest.raises(ValueError, match=r"must be 2D \[max_pos, rot/2\].* pass the ModelRope itself"):
             device.rope_and_cache(q, k, v, kc, vc, (full[0][None], full[1][None]), pos)
     y = device.rope_and_cache(q, k, v, kc, vc, (c, s), pos)
@@ -1562,6 +1564,20 @@ def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
     assert np.abs(y - want).max() < 1e-5
     one = np.ones((16, rot // 2))  # (every column one frequency: a test's stand-in, not a repeated table)
     assert device.rope_and_cache(q, k, v, kc, vc, (np.cos(one * 0.5), np.sin(one * 0.5)), pos).shape == q.shape
+    # A whole head rotated (rot = D) by interleaved pairs, GPT-J's repeat_interleave table: the width check
+    # named rotate-half's cut first, which taken as told rotated half the head (a reviewer's: off by 4.3)
+    d2 = 32
+    q2, k2, v2 = (rng.standard_normal((b, h, 1, d2)).astype(np.float32) for _ in range(3))
+    kc2, vc2 = (device.asarray(np.zeros((b, h, 16, d2), np.float32)) for _ in range(2))
+    a2 = _angles(16, d2 // 2)
+    c2, s2 = np.repeat(np.cos(a2), 2, 1).astype(np.float32), np.repeat(np.sin(a2), 2, 1).astype(np.float32)
+    with pytest.raises(ValueError, match=r"repeat_interleave\(freqs, 2\)\).* pass cos\[:, ::2\]"):
+        device.rope_and_cache(q2, k2, v2, kc2, vc2, (c2, s2), pos, interleaved=True)
+    y2 = device.rope_and_cache(q2, k2, v2, kc2, vc2, (c2[:, ::2], s2[:, ::2]), pos, interleaved=True)
+    x0, x1 = q2[..., 0::2].astype(np.float64), q2[..., 1::2].astype(np.float64)
+    ca2, sa2 = np.cos(a2[5]), np.sin(a2[5])
+    assert np.abs(y2[..., 0::2] - (x0 * ca2 - x1 * sa2)).max() < 1e-5
+    assert np.abs(y2[..., 1::2] - (x1 * ca2 + x0 * sa2)).max() < 1e-5
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])

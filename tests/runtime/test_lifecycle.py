@@ -907,6 +907,29 @@ def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypa
     ctx.close()
 
 
+def test_what_work_left_running_may_use_outlives_the_interpreter():
+    """Arrays a timed-out call's work may still write (execute.LEFT_RUNNING) and an abandoned device's kept
+    imports and context (owner.py) are never freed, not even as the interpreter exits and drops its modules'
+    names: freed there, lavapipe's threads still running the kernel wrote into freed memory and the process
+    died of SIGSEGV after its last line (an adversary's). A finalizer of each stands in for the memory."""
+    import subprocess
+    code = """if True:
+        import vkrope.owner as owner, vkrope.runtime.execute as execute
+        class Memory:
+            def __init__(self, name): self.name = name
+            def __del__(self): print("freed", self.name, flush=True)
+        execute.LEFT_RUNNING.append((Memory("left running"), [], []))
+        owner._abandoned_arrays.append(Memory("abandoned array"))
+        owner._abandoned.append(Memory("abandoned device"))
+        Memory("a control")
+        print("end", flush=True)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["freed a control", "end"] and "freed" not in out.stdout.split("end")[1], \
+        out.stdout
+
+
 @pytest.mark.parametrize("hazard", ["write_after_read", "write_after_write"])
 def test_jobs_that_write_numpy_memory_another_job_uses_run_apart(device, hazard):
     """Two jobs of a batch over one big numpy array: each imports it as its

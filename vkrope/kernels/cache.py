@@ -4,7 +4,8 @@ written into resident KV caches at each token's row, the rotated q
 returned; glsl/rope_cache.glsl.
 
 Caches are `DeviceArray`s updated in place: contiguous `[B, Hk, S_max, D]`
-(token (b, s) of head h at row `(b*Hk + h)*S_max + position_ids[b, s]`), or
+(token (b, s) of head h at row `(b*Hk + h)*S_max + position_ids[b, s]`, or
+`cache_position[b, s]` where given), or
 paged `[num_blocks, block_size, Hk, D]` as vLLM's (`slots[b, s]` a flat
 slot `block * block_size + offset`, -1 writes nothing; head h at row
 `slot*Hk + h`). The frequencies are computed in the shader (a `Generated`,

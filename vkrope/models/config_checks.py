@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.dtypes import is_int
-from .config_rules import rules_of, table, type_keys
+from . import config_rules
 from .rope import brief
 
 
@@ -21,7 +21,7 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
     """`kind`, or a ValueError where the model type's config class refuses that rope type, or the rope dict
     `rope` (the file's, or the class's preset) lacks a key the class needs beside it, or gives it null, or
     the text config `cfg` lacks a top-level key the class needs beside it (transformers raises on each)."""
-    rules = rules_of(model_type)
+    rules = config_rules.rules_of(model_type)
     if kind in rules.get("types_mscaled", []):
         raise ValueError(f"{where}rope_type {kind!r}: {model_type}'s model scales cos and sin by short_mscale or "
                          f"long_mscale in place of {kind!r}'s own factor (its config class refuses {kind!r} without "
@@ -31,7 +31,7 @@ def check_type(kind: str, model_type: str, where: str, rope: dict, cfg: dict) ->
                          "on it, given with its parameters, when vkrope's rules were measured), so vkrope does too")
     # (an empty dict: the file gave none and the class's preset was not taken, a shape check_shape judges; the
     # rules script measures those shapes with vkrope's reading, which must not refuse them here first)
-    keys = type_keys(model_type, kind) if rope else {}
+    keys = config_rules.type_keys(model_type, kind) if rope else {}
     for key in keys.get("needs", []):
         if key not in rope:
             raise ValueError(f"{where}{key} is missing: {model_type}'s config class needs it beside rope_type "
@@ -59,7 +59,7 @@ def check_unread(cfg: dict, model_type: str, layers: Any = None) -> None:
     class makes that its default, is the default; `layers`: the class's layer count where the file gives
     none). A key vkrope reads for other models (`kinds` given) is refused only given as a list or a number
     where a probe of that kind was read otherwise (Gemma 3's list rope_theta; its number is read)."""
-    rules = rules_of(model_type)
+    rules = config_rules.rules_of(model_type)
     for key, rule in {**rules.get("unread", {}), **rules.get("modeling_reads", {})}.items():
         value = cfg.get(key)
         n = cfg.get("num_hidden_layers", layers)
@@ -87,10 +87,10 @@ def _value_rules(cfg: dict, model_type: str) -> dict:
     """The rules check_nulls and check_kinds apply to the text config `cfg`: the model type's; of a composite the
     script could not build (not measured: its `strict` null), its text config's own model type's where
     that names a measured one (EXAONE 4.5's text config, EXAONE 4's)."""
-    rules = rules_of(model_type)
+    rules = config_rules.rules_of(model_type)
     inner = cfg.get("model_type")
-    if _unmeasured(rules) and isinstance(inner, str) and "strict" in rules_of(inner):
-        return rules_of(inner)
+    if _unmeasured(rules) and isinstance(inner, str) and "strict" in config_rules.rules_of(inner):
+        return config_rules.rules_of(inner)
     return rules
 
 
@@ -116,12 +116,12 @@ def check_partial_null(rope: dict, where: str, model_type: str, layer_type: str 
     reading it as no factor. `where` names the dict in the message."""
     if "partial_rotary_factor" not in rope or rope["partial_rotary_factor"] is not None:
         return
-    reads = rules_of(model_type).get("partial_null_reads") or {}
+    reads = config_rules.rules_of(model_type).get("partial_null_reads") or {}
     if kind in reads.get("*" if layer_type is None else layer_type, []):
         return
-    raise ValueError(f"{where}partial_rotary_factor is null: transformers {table()['transformers']} fails on it "
-                     f"with {model_type}'s rope type {kind!r} (its config class or rotary module raises), or was not "
-                     "measured reading it as no factor; give a number")
+    raise ValueError(f"{where}partial_rotary_factor is null: transformers {config_rules.table()['transformers']} fails "
+                     f"on it with {model_type}'s rope type {kind!r} (its config class or rotary module raises), or was "
+                     "not measured reading it as no factor; give a number")
 
 
 def check_absent(cfg: dict, model_type: str) -> None:
@@ -169,7 +169,7 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False, 
     unmeasured = measured is None
     strict = measured if measured is not None else {"bfselmd": ["head_dim", *(k for k, v in defaults.items()
                                                                             if type(v) is int)]}
-    read = set(table().get("read_keys", ())) if like else None
+    read = set(config_rules.table().get("read_keys", ())) if like else None
     for refused, keys in strict.items():
         for key in (k for k in keys if k in cfg and (read is None or k in read)):
             kind = value_kind(cfg[key])
@@ -194,7 +194,7 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
     `text_path` or a measured path given as anything but a dict or null (the classes' sub-config fields), or
     as a dict without the model_type its class is chosen by where the outer class raises on that
     (`untyped_fails`: Music Flamingo's audio_config)."""
-    outer = rules_of(model_type).get("outer_strict") or {}
+    outer = config_rules.rules_of(model_type).get("outer_strict") or {}
     for path in dict.fromkeys([*(".".join(text_path[:n]) for n in range(1, len(text_path) + 1)), *outer]):
         given = _at(cfg, path)
         if given is not None and not isinstance(given, dict):
@@ -210,7 +210,8 @@ def check_outer_kinds(cfg: dict, model_type: str, text_path: list[str], known: A
         for at, name in named.items():
             if not (isinstance(name, str) and name in known):
                 raise ValueError(f"config: {at}.model_type is {brief(name)}, not a model type of transformers "
-                                 f"{table()['transformers']} (its config class fails on it), so vkrope refuses it")
+                                 f"{config_rules.table()['transformers']} (its config class fails on it), so vkrope "
+                                 "refuses it")
         if any(name != measured["chosen"][at] for at, name in named.items()):
             continue
         node = _node(cfg, path)
@@ -268,7 +269,7 @@ def check_heads_divide(cfg: dict, model_type: str, head_dim_given: bool) -> None
     keys and the class's defaults) and the model type's code fails on that (`heads_divide`, bare or beside a
     head_dim the file gives, `head_dim_given`: its config class or its model raises); a model that takes it
     (Mistral's) has the head dim the quotient's floor, as from_hf reads it."""
-    rule = rules_of(model_type).get("heads_divide")
+    rule = config_rules.rules_of(model_type).get("heads_divide")
     hidden: Any = cfg.get("hidden_size")
     heads: Any = cfg.get("num_attention_heads")
     if not rule or not is_int(hidden) or not is_int(heads) or (heads != 0 and hidden % heads == 0):
@@ -290,7 +291,7 @@ def check_layer_types_given(cfg: dict, model_type: str, aliases: Any) -> None:
     """A ValueError where the file gives layer_types (or its attribute_map name, `aliases`) at all and the model
     type's config class raises on any (`layer_types`' "any": Falcon-H1's derives them from its other keys, a
     property without a setter), said with the key and value as the file gives them."""
-    if not (rules_of(model_type).get("layer_types") or {}).get("any"):
+    if not (config_rules.rules_of(model_type).get("layer_types") or {}).get("any"):
         return
     names = {"layer_types"} | {a for a, stored in dict(aliases).items() if stored == "layer_types"} | \
         {stored for a, stored in dict(aliases).items() if a == "layer_types"}  # (Falcon-H1's layers_block_type)
@@ -307,7 +308,7 @@ def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
     layer types, where the model type's config class raises on that on loading (`layer_types`: its
     validate_layer_type, measured; a class the script could not build refuses each), or is given at all where
     the class raises on any list ("any": Falcon-H1's, a property without a setter)."""
-    rules = rules_of(model_type)
+    rules = config_rules.rules_of(model_type)
     rule = rules.get("layer_types")
     if rule is None and _unmeasured(rules):  # (refused rather than guessed)
         rule = dict.fromkeys(("shorter", "longer", "names", "not_list", "other"), True)
@@ -328,7 +329,7 @@ def check_layer_types(cfg: dict, model_type: str, default_layers: Any) -> None:
         raise ValueError(f"config: layer_types has {len(types)} entries for num_hidden_layers = {n}: "
                          f"{model_type}'s config class refuses that (transformers raises on loading the config), "
                          "so vkrope does too")
-    odd = [name for name in types if name not in table()["layer_type_names"]]
+    odd = [name for name in types if name not in config_rules.table()["layer_type_names"]]
     if odd and rule["names"]:
         raise ValueError(f"config: layer_types names {odd[0]!r}, which is none of transformers' layer types "
                          f"({model_type}'s config class raises on loading it), so vkrope refuses it")
@@ -339,7 +340,7 @@ def check_flags_length(cfg: dict, model_type: str, key: str) -> None:
     num_hidden_layers and the model type's config class raises on that (`nope_longer`: Llama 4's derives
     layer_types from it where the file gives none, and validates their count); transformers' model reads the
     first num_hidden_layers flags of a list its class takes."""
-    rule = rules_of(model_type).get("nope_longer")
+    rule = config_rules.rules_of(model_type).get("nope_longer")
     flags, n = cfg.get(key), cfg.get("num_hidden_layers")
     if not isinstance(flags, list) or isinstance(n, bool) or not isinstance(n, int) or len(flags) <= n:
         return
@@ -356,7 +357,7 @@ def check_mrope_sections(section: tuple[int, ...] | None, head_dim: int, model_t
     Edge's wants three sections summing to half its head_dim) and the config's `section` (`head_dim`, the
     width of the class's key) fails that; transformers raises on loading the config. (A rope dict without
     sections, on which the class raises too, is the rope type's `needs`.)"""
-    rule = rules_of(model_type).get("mrope_sections")
+    rule = config_rules.rules_of(model_type).get("mrope_sections")
     # (rule["key"] is the model table's one head key, whose width `head_dim` is: the script measured the class
     # by widening that key; not three sections: ModelRope refuses those for every model)
     if rule is not None and section is not None and sum(section) != head_dim // 2:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config_rules import PARTIAL_KEYS, rules_of
+from . import config_rules
 # The shapes scripts/hf_config_rules.py probes: rope_scaling (and a one-RoPE class's rope_parameters) absent,
 # null, empty, a dict, a dict with the legacy `type`; per layer type besides: every type, some left out, some
 # null, with `type`; each theta key absent, null or a value (at most two given); the partial factor pairs.
@@ -45,7 +45,7 @@ def _value_shape(v: Any, layer_types: Any) -> str:
 def signature(cfg: dict, keys: list[str], layer_types: Any) -> str:
     """The shape of a text config's RoPE keys (see the module docstring): one letter per key, '-' absent."""
     parts = []
-    for key in ("rope_scaling", "rope_parameters", *keys, *PARTIAL_KEYS):
+    for key in ("rope_scaling", "rope_parameters", *keys, *config_rules.PARTIAL_KEYS):
         parts.append(_value_shape(cfg[key], layer_types) if key in cfg else "-")
     return "".join(p + "|" for p in parts)[:-1]
 
@@ -62,7 +62,7 @@ def probed(sig: str, n_keys: int, per_type: bool) -> bool:
 def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
     """A ValueError where the file gives its RoPE keys in a shape on which vkrope's reading of this model type
     differed from its config class's (or the class raised), or in one never probed."""
-    rules = rules_of(model_type)
+    rules = config_rules.rules_of(model_type)
     keys = rules.get("keys", ["rope_theta"])
     sig = signature(cfg, keys, layer_types)
     if "v" in sig.split("|")[:2]:
@@ -75,7 +75,7 @@ def check_shape(cfg: dict, model_type: str, layer_types: Any) -> None:
         why = rules["refused"].get(sig)
         if why is None and probed(sig, len(keys), bool(layer_types)):
             return
-    named = ("rope_scaling", "rope_parameters", *rules["keys"], *PARTIAL_KEYS)
+    named = ("rope_scaling", "rope_parameters", *rules["keys"], *config_rules.PARTIAL_KEYS)
     given = [k for k in named if k in cfg]
     both = isinstance(cfg.get("rope_scaling"), dict) and isinstance(cfg.get("rope_parameters"), dict)
     # (both dicts: transformers' classes differ on which wins, and its own saved files may hold both, so "as

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
+from ..arguments import REPEATS_READ, check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, resolve
 from ..models import ModelRope
 from ..spec_checks import MAX_HEAD_DIM, check_positions
@@ -223,6 +223,9 @@ def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, rows: Any) -> np.ndarr
     b, s = pos.shape
     if not st.paged and rows is not None:
         s_max = st.rows_per_head
+        if isinstance(rows, np.ndarray) and rows.ndim == 1 and rows.shape[0] == s:
+            raise ValueError(f"cache_position must have shape [B, S] = {[b, s]}; got [{s}]: transformers' [S] "
+                             f"cache_position is np.broadcast_to(cache_position, ({b}, {s})) here")
         at = ints("cache_position", rows, (b, s))
         bad = at[(at < -1) | (at >= s_max)]
         if bad.size:
@@ -271,21 +274,24 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
                 raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
         if t.ndim != 2:
             raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}" + (
-                " (a [batch, S, rot] table as ModelRope.cos_sin and transformers' rotary modules give: pass the "
-                "ModelRope itself as freqs, or cos[0, :, :rot // 2] and sin[0, :, :rot // 2])" if t.ndim == 3 else ""))
+                " (a [batch, S, rot] table, as ModelRope.cos_sin and transformers' rotary modules give: pass the "
+                "ModelRope itself as freqs, or a table of every position, one value per pair: of "
+                "cos_sin(np.arange(max_pos)[None]) take [0, :, :rot // 2] (rotate-half's cat(freqs, freqs)) or "
+                "[0, :, ::2] (interleaved pairs' repeat_interleave))" if t.ndim == 3 else ""))
     if tuple(cos.shape) != tuple(sin.shape):
         raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
     max_pos, half = (int(n) for n in cos.shape)
     rot = 2 * half
-    if rot == 0 or rot > d:
-        raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
-            " (a full-width table, transformers' cat(freqs, freqs): pass cos[:, :rot // 2] and sin[:, :rot // 2])"
-            if rot > d >= half else ""))
-    repeated = _full_width(cos, sin)
+    repeated = _full_width(cos, sin)  # (before the width check: the cut it names is the layout's)
     if repeated:
         raise ValueError(f"freqs: cos and sin [{max_pos}, {half}] hold each value twice, as transformers' full-width "
-                         f"tables do ({repeated}): read as [max_pos, rot/2] they would rotate {rot} channels, twice "
-                         f"the model's; pass cos[:, {_HALVES[repeated].format(h=half // 2)}] and sin likewise")
+                         f"tables do ({repeated}): read as [max_pos, rot/2] their {half} columns would be {half} "
+                         f"pairs, twice the {half // 2} they hold; pass "
+                         f"cos[:, {_HALVES[repeated].format(h=half // 2)}] and sin likewise")
+    if rot == 0 or rot > d:
+        raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
+            " (a full-width table holds each value twice: of rotate-half's cat(freqs, freqs) pass cos[:, :rot // 2], "
+            "of interleaved pairs' repeat_interleave cos[:, ::2])" if rot > d >= half else ""))
     return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
 
 
@@ -293,23 +299,22 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
 _HALVES = {"cat(freqs, freqs)": ":{h}", "repeat_interleave(freqs, 2)": "::2"}
 
 
-def _full_width(cos: Any, sin: Any, rows: int = 64) -> str:
+def _full_width(cos: Any, sin: Any, rows: int = REPEATS_READ) -> str:
     """Which of Hugging Face's full-width forms numpy (cos, sin) tables take ("" for none): each value twice,
     columns j and j + half/2 alike (rotate-half's cat(freqs, freqs)) or 2j and 2j + 1 (GPT-J's
-    repeat_interleave), in their first `rows` rows, some sine not 0 and not every column alike (a test's
-    stand-in of one frequency is taken as given). A [max_pos, rot/2] table never is: its columns are distinct
-    frequencies (only the first rows are read: a table may be a broadcast view of 2^40)."""
+    repeat_interleave), in their first `rows` rows, not every column alike (a test's stand-in of one
+    frequency, or a table of position 0 alone, is taken as given); of a pair with a resident member, the numpy
+    one alone (a resident table is not read back). A [max_pos, rot/2] table never is: its columns are
+    distinct frequencies (only the first rows are read: a table may be a broadcast view of 2^40)."""
     half = int(cos.shape[1])
-    if half < 2 or half % 2 or isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray):
-        return ""
-    c, s = (np.asarray(t[:rows], np.float64) for t in (cos, sin))
-    if not np.any(s) or (np.all(c == c[:, :1]) and np.all(s == s[:, :1])):  # (no sine, or one frequency)
+    host = [np.asarray(t[:rows], np.float64) for t in (cos, sin) if not isinstance(t, DeviceArray)]
+    if half < 2 or half % 2 or not host or all(np.all(t == t[:, :1]) for t in host):
         return ""
     h = half // 2
-    if np.array_equal(c[:, :h], c[:, h:]) and np.array_equal(s[:, :h], s[:, h:]):
-        return "cat(freqs, freqs)"
-    if np.array_equal(c[:, 0::2], c[:, 1::2]) and np.array_equal(s[:, 0::2], s[:, 1::2]):
-        return "repeat_interleave(freqs, 2)"
+    for form, first, second in (("cat(freqs, freqs)", slice(None, h), slice(h, None)),
+                                ("repeat_interleave(freqs, 2)", slice(0, None, 2), slice(1, None, 2))):
+        if all(np.array_equal(t[:, first], t[:, second]) for t in host):
+            return form
     return ""
 
 
@@ -377,7 +382,8 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
 
 def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: DeviceArray, freqs: Any,
                    position_ids: np.ndarray, *, interleaved: bool = False, slots: np.ndarray | None = None,
-                   cache_position: np.ndarray | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
+                   cache_position: np.ndarray | None = None, q_norm: np.ndarray | None = None,
+                   k_norm: np.ndarray | None = None, norm_plus_one: bool = False,
                    eps: float = 1e-6, k_scale: float | None = None, v_scale: float | None = None,
                    out: ArrayT | None = None) -> Call[ArrayT]:
     """The decode step of an LLM layer in one submission: q and k rotated
@@ -399,9 +405,10 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     `InvFreqs` or a `ModelRope`: cos / sin of each position computed in the
     shader) or `(cos, sin)` caches `[max_pos, rot/2]` (numpy, or float32
     buffer DeviceArrays; one value per pair: of Hugging Face's full-width
-    `cat(f, f)` caches pass `cos[:, :rot//2]`; numpy tables holding each
-    value twice are refused); channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else rotate-half (Hugging
-    Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
+    `cat(f, f)` caches pass `cos[:, :rot//2]`, of `repeat_interleave` ones
+    `cos[:, ::2]`; numpy tables holding each value twice are refused);
+    channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else
+    rotate-half (Hugging Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
     (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
     `x / rms * (1 + w)`), `eps` inside the root. fp8 caches
     (`vkrope.float8_e4m3fn` / `float8_e5m2`, D a multiple of 4) store each

@@ -10,8 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import (
-    check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array, check_x,
-    check_row_index, describe, int_arg,
+    REPEATS_READ, check_out, check_plain_array, check_resident_table_dtype, check_storage_of, check_table_array,
+    check_x, check_row_index, describe, int_arg,
 )
 from ..models import ModelRope
 from ..freqs import AxialFreqs, FrequencySpec, InvFreqs, RopeFreqs
@@ -198,7 +198,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
     return (freqs.reshape(rows, half, 2) if per_row else freqs.reshape(0, 0, 2)), rows, form
 
 
-def _refuse_one_repeated(pairs: np.ndarray, rows: int = 64) -> None:
+def _refuse_one_repeated(pairs: np.ndarray, rows: int = REPEATS_READ) -> None:
     """A ValueError where a real table's first `rows` rows of pairs [Nf, C/2, 2] hold cos == sin in every pair,
     the values not all one (a table of ones or zeros, a test's stand-in, is taken as given): one of Hugging
     Face's cos / sin tables, each value twice, passed alone. No rotation table is: its angles are not all pi/4

@@ -688,10 +688,20 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return None
 
 
+def never_freed(container: list) -> list:
+    """`container` with one reference more than anyone holds: never freed, not even when the interpreter exits
+    and drops its modules' names, so what it holds stays alive for the process's whole life (work left
+    running on a device may write the memory of the arrays in it until the process ends: freed at exit, the
+    driver's threads wrote into freed memory and the process died of SIGSEGV after its last line, an
+    adversary's)."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(container))
+    return container
+
+
 # What calls whose work was still running after a timeout's second wait may still read or write: the caller's
 # arrays (their jobs and tables), their imports and the call's buffers, never freed (their device is abandoned:
 # owner.py's _close_after_timeout), as a hung GPU may write them at any time.
-LEFT_RUNNING: list[tuple[Any, list[ImportedBuffer], list[Any]]] = []
+LEFT_RUNNING: list[tuple[Any, list[ImportedBuffer], list[Any]]] = never_freed([])
 
 
 def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any], keep: Any = None,
