@@ -151,10 +151,12 @@ class DeviceOwner:
             bound = f"VKROPE_TIMEOUT_S = {exc.seconds:g} s" if exc.seconds is not None else "VKROPE_TIMEOUT_S"
             why = f"its work did not finish within {bound}"
             left = self._close_after_timeout(why, exc.seconds, exc.waited_again)
-            raise DeviceTimeoutError(
+            said = DeviceTimeoutError(
                 f"{exc}: submitted work did not finish within {bound}, so this vkrope.Device was closed and its "
                 f"DeviceArrays are gone{left}. Set VKROPE_TIMEOUT_S higher for longer work; vkrope.apply opens a new "
-                "default device on its next call", exc.call, exc.result) from exc
+                "default device on its next call", exc.call, exc.result)
+            said.seconds, said.waited_again = exc.seconds, exc.waited_again or bool(left)
+            raise said from exc
         except DeviceLostError as exc:
             self._close("the device was lost")
             raise DeviceLostError(

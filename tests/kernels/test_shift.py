@@ -285,14 +285,32 @@ def test_rows_given_apart_from_the_positions(device):
         assert np.array_equal(k[bi][:, untouched].view(np.uint32), kc0[bi][:, untouched].view(np.uint32))
     kc, vc = device.asarray(kc0), device.asarray(vc0)
     for words, kw in (("from_rows and to_rows go together; got from_rows alone", dict(from_rows=old)),
-                      (r"to_rows must be < S_max = 12 \(the cache's rows per head\); got 15",
+                      (r"to_rows must lie in \[0, 12\) \(S_max, the cache's rows per head\); got 12",
                        dict(from_rows=old, to_rows=old + 8)),
-                      ("from_rows must be >= 0", dict(from_rows=old - 5, to_rows=old)),
+                      (r"from_rows must lie in \[-1, 12\) .*-1 skips a token\); got -2",
+                       dict(from_rows=old - 6, to_rows=old)),
+                      (r"to_rows must lie in \[0, 12\) .*; got -1", dict(from_rows=old, to_rows=old - 5)),
+                      (r"from_positions must be \[B, S\] with k_cache's B = 2; got \[1, 4\]",
+                       dict(from_positions=old[:1], to_positions=new[:1], from_rows=old, to_rows=new)),
                       (r"to_rows\[0\] names cache row 4 twice", dict(from_rows=old, to_rows=np.full_like(old, 4))),
                       ("a paged cache's are its slots", dict(from_rows=old, to_rows=new, slots=old))):
+        args = {"from_positions": old, "to_positions": new, **kw}
         with pytest.raises(ValueError, match=words):
-            device.shift_cache(kc, spec, old, new, v_cache=vc, **kw)
+            device.shift_cache(kc, spec, args.pop("from_positions"), args.pop("to_positions"), v_cache=vc, **args)
+    with pytest.raises(ValueError, match="to_rows moves rows of a contiguous cache: pass v_cache"):
+        device.shift_cache(kc, spec, old, old, from_rows=old, to_rows=old + 1)
     assert np.array_equal(kc.get().view(np.uint32), kc0.view(np.uint32))
+    # a from_rows of -1 skips its token (cache_position's -1 wrote nothing there): its to_rows is not read
+    skip = (old + pad).copy()
+    skip[1, 0] = -1
+    to = (new + pad).copy()
+    to[1, 0] = -7
+    device.shift_cache(kc, spec, old, new, v_cache=vc, from_rows=skip, to_rows=to)
+    k = kc.get()
+    assert np.array_equal(k[1][:, [3]].view(np.uint32), kc0[1][:, [3]].view(np.uint32))  # (its row stays)
+    a = (new[1, 1:] - old[1, 1:]).astype(np.float64)[:, None] * inv[None]
+    want = rotate(values(kc0[1][:, old[1, 1:] + 3])[None], np.cos(a)[None], np.sin(a)[None], False)[0]
+    assert_close(k[1][:, new[1, 1:] + 3], want, np.dtype(np.float32), "k of item 1, a token skipped")
 
 
 def test_what_a_shift_refuses(device, tmp_path):

@@ -1549,12 +1549,17 @@ def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
     pos = np.array([[5]])
     for full, cut in (((np.concatenate([c, c], 1), np.concatenate([s, s], 1)), r"cos\[:, :16\]"),
                       ((np.repeat(c, 2, 1), np.repeat(s, 2, 1)), r"cos\[:, ::2\]")):
-        with pytest.raises(ValueError, match=f"hold each value twice.* 32 pairs, twice the 16 they hold; pass {cut}"):
+        with pytest.raises(ValueError, match=f"cos and sin \\[16, 32\\] hold each value twice.* 32 pairs, twice the 16 "
+                                             f"they hold; pass {cut}"):
             device.rope_and_cache(q, k, v, kc, vc, full, pos)
-        with pytest.raises(ValueError, match=f"hold each value twice.* pass {cut}"):  # (the numpy one read alone)
+        with pytest.raises(ValueError, match=f"freqs: cos \\[16, 32\\] holds each value twice.* pass {cut}"):  # (read alone)
             device.rope_and_cache(q, k, v, kc, vc, (full[0], device.asarray(full[1])), pos)
         with pytest.raises(ValueError, match=r"must be 2D \[max_pos, rot/2\].* pass the ModelRope itself"):
             device.rope_and_cache(q, k, v, kc, vc, (full[0][None], full[1][None]), pos)
+    with pytest.raises(ValueError, match=r"of a cat\(freqs, freqs\) one pass cos\[:, :32\], of a repeat_interleave one "
+                                         r"cos\[:, ::2\]"):  # (a resident pair past D: not read back, both cuts named)
+        wide = np.tile(c, (1, 4))  # [16, 64]: a rotary width of 128 > D = 80
+        device.rope_and_cache(q, k, v, kc, vc, (device.asarray(wide), device.asarray(wide)), pos)
     y = device.rope_and_cache(q, k, v, kc, vc, (c, s), pos)
     q64, half = q.astype(np.float64), rot // 2
     ca, sa = np.cos(a[5]), np.sin(a[5])

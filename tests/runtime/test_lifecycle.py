@@ -891,8 +891,10 @@ def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypa
         return hung(*args)
 
     monkeypatch.setattr(b, "wait_fence", counted)
-    with pytest.raises(vkrope.DeviceTimeoutError, match=r"still running after a second wait, so its memory is left"):
+    with pytest.raises(vkrope.DeviceTimeoutError, match=r"still running after a second wait, so its memory") as info:
         dev.apply(x, f, out=out)
+    # (the exception caught says so in its fields too: a reviewer's, re-raised without them)
+    assert info.value.waited_again is True and info.value.seconds is not None and info.value.seconds > 0
     assert idle == [], "an unbounded wait for the whole device after the timeout"
     assert len(waits) == 2, f"{len(waits)} waits for work that never ends"
     assert dev.closed and len(execute.LEFT_RUNNING) == left + 1

@@ -138,8 +138,8 @@ def plan(req: Request, limits: Any) -> Plan:
     if max(padded_bytes(rows * req.head_dim, 4), 16 * len(req.tokens)) > budget:
         raise ValueError(f"from_positions: the rotated keys of the {len(req.tokens)} tokens it moves (every "
                          f"sequence's, {req.hk} heads each), or their table, are larger than one binding of this "
-                         "device; shift them in parts (moving down: in order of their old positions; up: in "
-                         "reverse order)")
+                         "device; shift them in parts (moving down: in order of their old rows, the positions "
+                         "where no from_rows are given; up: in reverse order)")
     cache_rows = int(req.x.size) // req.head_dim
     slices = [(0, cache_rows)]
     if padded_bytes(req.x.size, item) > budget:  # fixed slices, each within one binding on an aligned start

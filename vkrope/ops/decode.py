@@ -276,22 +276,23 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
             raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}" + (
                 " (a [batch, S, rot] table, as ModelRope.cos_sin and transformers' rotary modules give: pass the "
                 "ModelRope itself as freqs, or a table of every position, one value per pair: of "
-                "cos_sin(np.arange(max_pos)[None]) take [0, :, :rot // 2] (rotate-half's cat(freqs, freqs)) or "
-                "[0, :, ::2] (interleaved pairs' repeat_interleave))" if t.ndim == 3 else ""))
+                "cos_sin(np.arange(max_pos)[None]) take [0, :, :rot // 2] (its cat(freqs, freqs) layout, every "
+                "model's but those whose cos_layout is 'repeated', Cohere's: [0, :, ::2]))" if t.ndim == 3 else ""))
     if tuple(cos.shape) != tuple(sin.shape):
         raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
     max_pos, half = (int(n) for n in cos.shape)
     rot = 2 * half
     repeated = _full_width(cos, sin)  # (before the width check: the cut it names is the layout's)
     if repeated:
-        raise ValueError(f"freqs: cos and sin [{max_pos}, {half}] hold each value twice, as transformers' full-width "
-                         f"tables do ({repeated}): read as [max_pos, rot/2] their {half} columns would be {half} "
-                         f"pairs, twice the {half // 2} they hold; pass "
+        read = " and ".join(n for n, t in (("cos", cos), ("sin", sin)) if not isinstance(t, DeviceArray))
+        raise ValueError(f"freqs: {read} [{max_pos}, {half}] hold{'s' if ' ' not in read else ''} each value twice, "
+                         f"as transformers' full-width tables do ({repeated}): read as [max_pos, rot/2] their {half} "
+                         f"columns would be {half} pairs, twice the {half // 2} they hold; pass "
                          f"cos[:, {_HALVES[repeated].format(h=half // 2)}] and sin likewise")
     if rot == 0 or rot > d:
         raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
-            " (a full-width table holds each value twice: of rotate-half's cat(freqs, freqs) pass cos[:, :rot // 2], "
-            "of interleaved pairs' repeat_interleave cos[:, ::2])" if rot > d >= half else ""))
+            f" (a full-width table holds each value twice: of a cat(freqs, freqs) one pass cos[:, :{half // 2}], of a "
+            "repeat_interleave one cos[:, ::2])" if rot > d >= half else ""))
     return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
 
 

@@ -53,18 +53,14 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
     return freqs
 
 
-def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray,
-                     names: tuple[str, str] = ("from_positions", "to_positions")) -> tuple[np.ndarray, np.ndarray]:
-    """Each token's row of head 0 now and the row it goes to, in [B, Hk, S_max, D]: rows `old` and `new` (the
-    positions, or the rows given apart from them, `names`)."""
+def _contiguous_rows(k_cache: Any, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each token's row of head 0 now and the row it goes to, in [B, Hk, S_max, D] (the row is the position)."""
     b, hk, s_max, _ = (int(n) for n in k_cache.shape)
     if old.shape[0] != b:
-        raise ValueError(f"{names[0]} must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
-    for name, p in zip(names, (old, new)):
+        raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
+    for name, p in (("from_positions", old), ("to_positions", new)):
         if p.size and int(p.max()) >= s_max:
             raise ValueError(f"{name} must be < S_max = {s_max} (the cache's rows per head); got {int(p.max())}")
-        if p.size and int(p.min()) < 0:
-            raise ValueError(f"{name} must be >= 0 (rows of the cache); got {int(p.min())}")
         rows_once(name, p)
     base = np.arange(b)[:, None] * hk * s_max
     return (base + old).reshape(-1), (base + new).reshape(-1)
@@ -77,11 +73,11 @@ def _slot_rows(k_cache: Any, slots: Any, shape: tuple[int, ...]) -> tuple[np.nda
     return keep, sl[keep] * int(k_cache.shape[2])
 
 
-def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
-    """The value cache whose rows move with the keys', or None when no row moves."""
+def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool, mover: str = "to_positions") -> Any:
+    """The value cache whose rows move with the keys', or None when no row moves (`mover`: what moves them)."""
     if v_cache is None:
         if moves:
-            raise ValueError("to_positions moves rows of a contiguous cache: pass v_cache, whose rows move with them")
+            raise ValueError(f"{mover} moves rows of a contiguous cache: pass v_cache, whose rows move with them")
         return None
     v_cache = value_cache(k_cache, v_cache)
     if paged:
@@ -90,15 +86,27 @@ def _v_cache(v_cache: Any, k_cache: Any, moves: bool, paged: bool) -> Any:
 
 
 def _given_rows(k_cache: Any, old: np.ndarray, from_rows: Any, to_rows: Any) -> tuple | None:
-    """A contiguous cache's rows given apart from the positions (from_rows, to_rows), as `_contiguous_rows`
-    gives them; None where neither is given (the rows are the positions)."""
+    """(which tokens turn, their rows of head 0 now, the rows they go to) of a contiguous cache whose rows are
+    given apart from the positions (from_rows, to_rows: a from_rows of -1 skips its token, as cache_position's
+    -1 wrote nothing); None where neither is given (the rows are the positions)."""
     if from_rows is None and to_rows is None:
         return None
     if from_rows is None or to_rows is None:
         raise ValueError(f"from_rows and to_rows go together; got {'to_rows' if from_rows is None else 'from_rows'} "
                          "alone")
-    fr = ints("from_rows", from_rows, tuple(old.shape))
-    return _contiguous_rows(k_cache, fr, ints("to_rows", to_rows, tuple(old.shape)), ("from_rows", "to_rows"))
+    b, hk, s_max, _ = (int(n) for n in k_cache.shape)
+    if old.shape[0] != b:  # (the positions' fault, named before the rows are held to their shape)
+        raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
+    fr, tr = ints("from_rows", from_rows, tuple(old.shape)), ints("to_rows", to_rows, tuple(old.shape))
+    keep = fr >= 0
+    for name, r in (("from_rows", fr), ("to_rows", tr)):
+        bad = fr[(fr < -1) | (fr >= s_max)] if name == "from_rows" else tr[keep & ((tr < 0) | (tr >= s_max))]
+        if bad.size:
+            raise ValueError(f"{name} must lie in [{-1 if name == 'from_rows' else 0}, {s_max}) (S_max, the cache's "
+                             f"rows per head{'; -1 skips a token' if name == 'from_rows' else ''}); got {int(bad[0])}")
+        rows_once(name, np.where(keep, r, -1 - np.arange(r.shape[1])))  # (a skipped token's: distinct)
+    base = np.arange(b)[:, None] * hk * s_max
+    return keep.reshape(-1), (base + fr)[keep], (base + tr)[keep]
 
 
 def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v_cache: Any = None,
@@ -115,7 +123,10 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
                          "one of the two")
     old = ints("from_positions", from_positions, None)
     new = ints("to_positions", to_positions, tuple(old.shape))
-    if slots is None:
+    given = _given_rows(k_cache, old, from_rows, to_rows)
+    if given is not None:
+        keep, src, dst = given
+    elif slots is None:
         keep = np.ones(old.size, bool)
     else:
         keep, rows = _slot_rows(k_cache, slots, tuple(old.shape))
@@ -124,12 +135,12 @@ def check(k_cache: Any, freqs: Any, from_positions: Any, to_positions: Any, *, v
     _in_range("to_positions", new_kept)
     d = int(k_cache.shape[3])
     spec = _frequencies(freqs, old_kept, new_kept, bool(interleaved), d)
-    given = _given_rows(k_cache, old, from_rows, to_rows)
     if slots is not None:
         src, dst = rows, rows  # (a paged key turns where it is)
-    else:
-        src, dst = given or _contiguous_rows(k_cache, old, new)
-    v_cache = _v_cache(v_cache, k_cache, not np.array_equal(src, dst), slots is not None)
+    elif given is None:
+        src, dst = _contiguous_rows(k_cache, old, new)
+    v_cache = _v_cache(v_cache, k_cache, not np.array_equal(src, dst), slots is not None,
+                       "to_rows" if given is not None else "to_positions")
     gen = lower(spec)
     tokens = np.stack([src, dst, gen.words(old_kept), gen.words(new_kept)], -1)
     tokens = tokens[(src != dst) | (old_kept != new_kept)]  # (a shift by 0 in place is no shift: its bits stay)
@@ -156,7 +167,8 @@ def shift_cache(k_cache: DeviceArray, freqs: RopeFreqs | InvFreqs | ModelRope, f
     rows not named keep their bits, and rows named with from == to, the
     rows a move leaves keep theirs; `from_rows` / `to_rows`, int `[B, S]`
     both, give the rows apart from the positions where they differ, as
-    `rope_and_cache`'s `cache_position` wrote them: a left-padded batch's),
+    `rope_and_cache`'s `cache_position` wrote them: a left-padded batch's;
+    a `from_rows` of -1 skips its token),
     or paged `[num_blocks, block_size, Hk, D]` with `slots` (int `[B, S]`,
     -1 = skip; a slot stays, only its key turns: `v_cache` None). freqs:
     the spec the keys were rotated by (`RopeFreqs`, `InvFreqs`, or a
