@@ -285,9 +285,10 @@ def test_rows_given_apart_from_the_positions(device):
         assert np.array_equal(k[bi][:, untouched].view(np.uint32), kc0[bi][:, untouched].view(np.uint32))
     kc, vc = device.asarray(kc0), device.asarray(vc0)
     for words, kw in (("from_rows and to_rows go together; got from_rows alone", dict(from_rows=old)),
-                      (r"to_rows must lie in \[0, 12\) \(S_max, the cache's rows per head\); got 12",
+                      (r"to_rows must lie in \[0, 12\) \(S_max, the cache's rows per head\) where from_rows is not -1; "
+                       r"got 12",
                        dict(from_rows=old, to_rows=old + 8)),
-                      (r"from_rows must lie in \[-1, 12\) .*-1 skips a token\); got -2",
+                      (r"from_rows must lie in \[-1, 12\) .*-1: none\); got -2",
                        dict(from_rows=old - 6, to_rows=old)),
                       (r"to_rows must lie in \[0, 12\) .*; got -1", dict(from_rows=old, to_rows=old - 5)),
                       (r"from_positions must be \[B, S\] with k_cache's B = 2; got \[1, 4\]",

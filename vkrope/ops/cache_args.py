@@ -80,6 +80,19 @@ def rows_once(name: str, pos: np.ndarray, when: str = "") -> None:
         raise ValueError(f"{name}[{bi}] names cache row {int(srt[bi, si])} twice{when}")
 
 
+def given_rows(name: str, a: Any, shape: tuple[int, ...], s_max: int, when: str = "") -> np.ndarray:
+    """A contiguous cache's rows given apart from the positions (rope_and_cache's cache_position, shift_cache's
+    from_rows), int64 [B, S]: each in [-1, S_max) (-1: the token's row is none), none but -1 named twice by one
+    batch item."""
+    rows = ints(name, a, shape)
+    bad = rows[(rows < -1) | (rows >= s_max)]
+    if bad.size:
+        raise ValueError(f"{name} must lie in [-1, {s_max}) (S_max, the cache's rows per head; -1: none); got "
+                         f"{int(bad[0])}")
+    rows_once(name, np.where(rows >= 0, rows, -1 - np.arange(rows.shape[1])), when)  # (each -1 its own)
+    return rows
+
+
 def paged_slots(slots: Any, shape: tuple[int, ...], n_slots: int, when: str = "") -> np.ndarray:
     """slots, int64 and flat: each in [-1, n_slots) (-1: the token is skipped), none but -1 named twice."""
     sl = ints("slots", slots, shape).reshape(-1)

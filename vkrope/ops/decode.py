@@ -17,7 +17,7 @@ from ..freqs import InvFreqs, is_position_spec
 from ..words import brief
 from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar, table_values
 from ..kernels.cache import Request
-from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
+from .cache_args import cache, given_rows, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
 from .call import ArrayT, Call, one
 from .repeat import Structures
@@ -226,12 +226,7 @@ def _cache_rows(st: _Structure, pos: np.ndarray, hi: int, rows: Any) -> np.ndarr
         if isinstance(rows, np.ndarray) and rows.ndim == 1 and rows.shape[0] == s:
             raise ValueError(f"cache_position must have shape [B, S] = {[b, s]}; got [{s}]: transformers' [S] "
                              f"cache_position is np.broadcast_to(cache_position, ({b}, {s})) here")
-        at = ints("cache_position", rows, (b, s))
-        bad = at[(at < -1) | (at >= s_max)]
-        if bad.size:
-            raise ValueError(f"cache_position must lie in [-1, {s_max}) (S_max, the cache's rows per head); got "
-                             f"{int(bad[0])}")
-        rows_once("cache_position", np.where(at >= 0, at, -1 - np.arange(s)), " in this step")  # (-1s: distinct)
+        at = given_rows("cache_position", rows, (b, s), s_max, " in this step")
         return np.where(at >= 0, np.arange(b)[:, None] * st.hk * s_max + at, -1).reshape(-1)
     if not st.paged:
         s_max = st.rows_per_head

@@ -17,7 +17,7 @@ from ..models import ModelRope
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
-from .cache_args import cache, ints, pairing, paged_slots, rows_once, value_cache
+from .cache_args import cache, given_rows, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
 
 
@@ -97,14 +97,14 @@ def _given_rows(k_cache: Any, old: np.ndarray, from_rows: Any, to_rows: Any) -> 
     b, hk, s_max, _ = (int(n) for n in k_cache.shape)
     if old.shape[0] != b:  # (the positions' fault, named before the rows are held to their shape)
         raise ValueError(f"from_positions must be [B, S] with k_cache's B = {b}; got {list(old.shape)}")
-    fr, tr = ints("from_rows", from_rows, tuple(old.shape)), ints("to_rows", to_rows, tuple(old.shape))
+    fr = given_rows("from_rows", from_rows, tuple(old.shape), s_max)
     keep = fr >= 0
-    for name, r in (("from_rows", fr), ("to_rows", tr)):
-        bad = fr[(fr < -1) | (fr >= s_max)] if name == "from_rows" else tr[keep & ((tr < 0) | (tr >= s_max))]
-        if bad.size:
-            raise ValueError(f"{name} must lie in [{-1 if name == 'from_rows' else 0}, {s_max}) (S_max, the cache's "
-                             f"rows per head{'; -1 skips a token' if name == 'from_rows' else ''}); got {int(bad[0])}")
-        rows_once(name, np.where(keep, r, -1 - np.arange(r.shape[1])))  # (a skipped token's: distinct)
+    tr = ints("to_rows", to_rows, tuple(old.shape))
+    bad = tr[keep & ((tr < 0) | (tr >= s_max))]  # (a skipped token's is not read)
+    if bad.size:
+        raise ValueError(f"to_rows must lie in [0, {s_max}) (S_max, the cache's rows per head) where from_rows is "
+                         f"not -1; got {int(bad[0])}")
+    given_rows("to_rows", np.where(keep, tr, -1), tuple(old.shape), s_max)  # (each row once)
     base = np.arange(b)[:, None] * hk * s_max
     return keep.reshape(-1), (base + fr)[keep], (base + tr)[keep]
 
