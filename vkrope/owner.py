@@ -20,11 +20,11 @@ import numpy as np
 
 from .arguments import check_alive, check_array, check_on_device, check_storage
 from .words import brief, typed
-from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError, VkropeError
+from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryError
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
-from .runtime.execute import never_freed
+from .runtime.execute import ends_within, never_freed
 from .runtime.imports import KeptImports
 from .runtime.dtypes import is_int
 from .runtime.layout import padded_bytes, tensor_extent
@@ -173,15 +173,7 @@ class DeviceOwner:
         with self._lock:
             if self._ctx is None:
                 return ""
-            running = waited_again
-            if not running:
-                try:
-                    self._rt.stream.drain(max(1.0, seconds or 0.0))
-                except DeviceTimeoutError:
-                    running = True
-                except VkropeError:
-                    pass  # lost meanwhile: torn down below all the same
-            if running:
+            if waited_again or not ends_within(self._rt, seconds):  # (lost meanwhile: torn down below all the same)
                 self._closing, self._closed_why = True, why
                 _abandoned.append(self._ctx)
                 _abandoned_arrays.extend(self._rt.imports.pinned())  # the device may still use their memory

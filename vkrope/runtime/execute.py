@@ -742,20 +742,27 @@ def _leave_running(keep: Any, imports: list[ImportedBuffer], temporaries: list[A
     temporaries.clear()
 
 
+def ends_within(rt: Runtime, seconds: float | None) -> bool:
+    """Whether the work in flight ends within one more wait of the bound `seconds` (at least a second: it may
+    only be slow); a device lost meanwhile counts as ended (nothing runs on it any more)."""
+    try:
+        rt.stream.drain(max(1.0, seconds or 0.0))
+    except DeviceTimeoutError:
+        return False
+    except VkropeError:
+        pass
+    return True
+
+
 def _settled(rt: Runtime, exc: VkropeError) -> bool:
     """Whether the device is done after a failed wait: a lost one (whose wait ends at once), or a timed-out
     one whose work ends within one more wait of the same bound (at least a second: it may only be slow).
     Never an unbounded wait: vkDeviceWaitIdle after a timeout hung the call as long as the work ran, and a
     hung GPU's for ever, whatever VKROPE_TIMEOUT_S said (an adversary's: 14 s at a bound of 0.5 s)."""
     if isinstance(exc, DeviceTimeoutError):
-        try:
-            rt.stream.drain(max(1.0, exc.seconds or 0.0))
-        except DeviceTimeoutError:
-            exc.waited_again = True  # (the owner abandons the device without a third wait)
-            return False
-        except VkropeError:
-            pass  # (lost meanwhile: nothing runs any more)
-        return True
+        done = ends_within(rt, exc.seconds)
+        exc.waited_again = not done  # (the owner abandons the device without a third wait)
+        return done
     try:
         rt.ctx.wait_idle()
     except VkropeError:
