@@ -707,6 +707,47 @@ def test_an_interrupted_release_neither_loses_nor_shares_memory(make_device):
         assert dev._ctx.allocations <= base + 1, f"interrupted at {k} of {events}: memory lost"
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
+@pytest.mark.parametrize("unified", [True, False])
+def test_an_interrupted_trim_leaves_no_destroyed_buffer_to_hand_out(make_device, unified):
+    """trim() released the pooled and work buffers, then cleared their lists: an interrupt between left
+    destroyed buffers there, handed out again (the next asarray failed; a numpy call bound a NULL buffer,
+    the validation layer said so, and every later one failed). At every point a signal can land in a
+    trim, the pool and the work buffers hold only live buffers, and the next calls are right."""
+    dev = make_device(unified=unified)
+    x, f = _xf()
+    y = poisoned_like(x)
+
+    def fill() -> None:  # a work buffer (the arena, and staging on a discrete GPU) and pooled buffers
+        dev.apply(x, f, out=y)
+        for a in [dev.asarray(x), dev.asarray(f)]:
+            a.release()
+
+    fill()
+    events = _points_in(dev.trim)
+    assert events > 20
+    fill()
+    for k in range(1, events + 1):
+        hook, _ = _interrupt_at(k)
+        try:
+            sys.settrace(hook)
+            try:
+                dev.trim()
+            finally:
+                sys.settrace(None)
+        except KeyboardInterrupt:
+            pass
+        left = list(dev._rt.pool) + list(dev._rt.work.values())
+        assert all(buf.handle is not None for buf in left), f"interrupted at {k} of {events}: a destroyed buffer kept"
+        y[...] = np.nan
+        dev.apply(x, f, out=y)
+        np.testing.assert_allclose(y, oracle(x, f), rtol=0, atol=1e-5 * (2 * np.abs(x).max() + 1))
+        a = dev.asarray(x)
+        assert np.array_equal(a.get(), x)
+        a.release()
+        fill()
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # (the interrupt in __del__)
 @pytest.mark.parametrize("storage", ["buffer", "texture3d"])
 def test_an_array_whose_del_is_interrupted_gives_its_memory_back(make_device, monkeypatch, storage):

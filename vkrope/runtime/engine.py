@@ -283,8 +283,12 @@ class Runtime:
         plans and kept imports (and with them the arrays they pin)."""
         self.forget_recordings()
         self.imports.clear()
-        for res in list(self.work.values()) + self.pool:
-            self.ctx.release(res)
-        self.work.clear()
-        self.pool.clear()
+        # Each buffer moved to the graveyard before anything destroys it (as free_pool does): released
+        # first, an interrupt before the clear left destroyed buffers here, handed out again (a NULL binding).
+        while self.work:
+            role = next(iter(self.work))
+            res = self.work[role]
+            del self.work[role]  # (then the append: no call between, so no signal lands between)
+            self.graveyard.append(res)
+        self.free_pool()
         self.memo.clear()
