@@ -75,8 +75,8 @@ def axial_freqs(
     for name, value in (("dim", dim), ("end_x", end_x), ("end_y", end_y)):
         if not is_int(value):
             raise TypeError(f"{name} must be an int; got {typed(value)}")
-        if value < (1 if name == "dim" else 0):
-            raise ValueError(f"{name} must be >= {1 if name == 'dim' else 0}; got {brief(value)}")
+        if value < 1:  # (as AxialFreqs: an empty grid is no table a call reads)
+            raise ValueError(f"{name} must be >= 1; got {brief(value)}")
     check_head_dim("dim", dim)
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")

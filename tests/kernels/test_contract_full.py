@@ -156,6 +156,10 @@ def test_axial_freqs_errors():
         vkrope.axial_freqs(6, 4, 4)
     with pytest.raises(TypeError, match="end_x"):
         vkrope.axial_freqs(8, 4.0, 4)
+    for ex, ey, name in ((0, 3, "end_x"), (4, 0, "end_y")):  # refused as AxialFreqs refuses them
+        for make in (vkrope.axial_freqs, vkrope.AxialFreqs):
+            with pytest.raises(ValueError, match=f"^{name} must be >= 1; got 0$"):
+                make(4, ex, ey)
     with pytest.raises(ValueError, match="theta"):
         vkrope.axial_freqs(8, 4, 4, theta=-1.0)
     # (int4: ml_dtypes' dtype once it is imported, which numpy cannot name before)
