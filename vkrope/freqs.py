@@ -40,7 +40,7 @@ import numpy as np
 from .exact_math import exact_angles, pow32, pow64, quarter_turns
 from .runtime.dtypes import frozen
 from .words import brief, typed
-from .spec_checks import (EXACT_MIN_FREQ, F32_MAX, MAX_HEAD_DIM, MAX_POSITION, MROPE_AXES, check_angle, check_dim,
+from .spec_checks import (F32_MAX, MAX_HEAD_DIM, MAX_POSITION, MROPE_AXES, check_angle, check_dim,
                           check_exact_range, check_int, check_positions, check_positive, f32_normal)
 from .yarn import YaRN
 
@@ -219,7 +219,7 @@ class RopeFreqs(PositionFreqs):
                 raise ValueError(f"yarn's attn_factor gives a cos / sin factor of {m}, outside float32's normal "
                                  f"range; got attn_factor = {self.yarn.attn_factor}")
         if self.angle == "exact":
-            check_exact_range(self, "base, scale and freq_factors")
+            check_exact_range(self.inv_freq64, "base, scale and freq_factors")
 
     def _check_ramp(self, y: YaRN) -> None:
         # Where beta_fast's correction dim lies above beta_slow's after
@@ -383,9 +383,7 @@ class InvFreqs(PositionFreqs):
             object.__setattr__(self, "pair_axis", tuple(int(a) for a in ax))
         check_angle(self.angle)
         if self.angle == "exact":
-            nonzero = exact[exact > 0]
-            if nonzero.size and nonzero.min() < EXACT_MIN_FREQ:
-                raise ValueError(f"angle='exact' needs every nonzero inverse frequency >= 2^-64; got {nonzero.min():.3g}")
+            check_exact_range(exact, "inv_freq's float64 values", zeros_allowed=True)
             if exact.max() >= 2 * math.pi and self.pair_axis is not None:
                 raise ValueError(f"angle='exact' with M-RoPE needs every inverse frequency below 2 pi; got "
                                  f"{exact.max():.4g}")
@@ -496,7 +494,7 @@ class AxialFreqs(FrequencySpec):
         check_positive("theta", self.theta)
         check_angle(self.angle)
         if self.angle == "exact":
-            check_exact_range(self, "theta and dim")
+            check_exact_range(self.inv_freq64, "theta and dim")
 
     @property
     def magnitude(self) -> np.float32:

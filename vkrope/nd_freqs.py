@@ -83,7 +83,7 @@ class NdFreqs(FrequencySpec):
             raise ValueError(f"angle must be one of {ND_ANGLES}; got {brief(self.angle)}")
         object.__setattr__(self, "dim", sum(self.axes_dim))
         if self.angle == "exact":
-            check_exact_range(self, "theta and axes_dim")
+            check_exact_range(self.inv_freq64, "theta and axes_dim")
             # The shader keeps a frequency modulo one turn: exact times an
             # integer, not times an id's fraction once the frequency passes 2 pi.
             f = float(np.max(self.inv_freq64))

@@ -45,6 +45,7 @@ def check_head_dim(name: str, value: int) -> None:
 
 
 def check_dim(name: str, value: Any, minimum: int) -> None:
+    """A head or rotary width: an int in [minimum, MAX_HEAD_DIM], else a TypeError / ValueError naming `name`."""
     check_int(name, value, minimum, MAX_HEAD_DIM, HEAD_BOUND)
 
 
@@ -70,11 +71,13 @@ def finite(value: Any) -> bool:
 
 
 def check_real(name: str, value: Any) -> None:
+    """A real scalar (a Python or numpy int or float, not a bool), else a TypeError naming `name`."""
     if isinstance(value, (bool, np.bool_)) or not is_real_scalar(value):
         raise TypeError(f"{name} must be a real number (a Python or numpy int or float); got {typed(value)}")
 
 
 def check_positive(name: str, value: Any) -> None:
+    """A real scalar in float32's normal range, else a TypeError / ValueError naming `name`."""
     # The frameworks' float32 arithmetic uses these numbers: one that float32
     # rounds to 0, a subnormal or inf would turn every angle into NaN.
     check_real(name, value)
@@ -93,12 +96,17 @@ def check_angle(angle: Any) -> None:
 EXACT_MIN_FREQ = 2.0**-64  # the exact angle's quarter turns keep 94 fractional bits: 30 and more for f >= 2^-64
 
 
-def check_exact_range(spec: Any, names: str) -> None:
-    # Below 2^-70 the exact angle's fixed-point frequency keeps fewer bits than
-    # float32 has, and sin of the tiny angle loses its ulp bound.
-    f = float(np.min(spec.inv_freq64))
-    if f < EXACT_MIN_FREQ:
-        raise ValueError(f"angle='exact' needs every inverse frequency >= 2^-64; {names} give {f:.3g}")
+def check_exact_range(freqs: Any, names: str, zeros_allowed: bool = False) -> None:
+    """angle='exact' needs every float64 inverse frequency in `freqs` (with `zeros_allowed` every nonzero one:
+    a zero turns nothing) >= EXACT_MIN_FREQ, else a ValueError saying what `names` give. Below it the
+    fixed-point frequency keeps fewer bits than float32 has, and sin of the tiny angle loses its ulp bound."""
+    f = np.asarray(freqs, np.float64)
+    if zeros_allowed:
+        f = f[f != 0]
+    if f.size and f.min() < EXACT_MIN_FREQ:
+        nonzero = "nonzero " if zeros_allowed else ""
+        raise ValueError(f"angle='exact' needs every {nonzero}inverse frequency >= 2^{math.log2(EXACT_MIN_FREQ):.0f}; "
+                         f"{names} give {f.min():.3g}")
 
 
 def check_positions(name: str, positions: Any) -> np.ndarray:
@@ -166,6 +174,7 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
 
 
 def check_number(name: str, value: Any, low: float, high: float) -> None:
+    """A real scalar in [low, high] (finite), else a TypeError / ValueError naming `name`."""
     check_real(name, value)
     if not (low <= float(np.clip(value, low - 1, high + 1)) <= high):  # clip first: an int past float64 is out too
         raise ValueError(f"{name} must be a finite number in [{low}, {high}]; got {brief(value)}")

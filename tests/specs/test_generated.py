@@ -11,6 +11,7 @@ import copy
 import decimal
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -552,3 +553,19 @@ def test_specs_equal_but_for_the_sign_of_a_zero_frequency_lower_apart():
     assert not np.array_equal(first[id(plus)], first[id(minus)])  # (the signs of some zeros differ)
     for s in (plus, minus):
         np.testing.assert_array_equal(again[id(s)], first[id(s)])
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: vkrope.RopeFreqs(64, base=1e30, angle="exact"), "inverse frequency >= 2^-64; base, scale and freq_factors"),
+    (lambda: vkrope.AxialFreqs(64, 4, 4, theta=1e30, angle="exact"), "inverse frequency >= 2^-64; theta and dim"),
+    (lambda: vkrope.NdFreqs((32, 32), theta=1e30, angle="exact"), "inverse frequency >= 2^-64; theta and axes_dim"),
+    (lambda: vkrope.InvFreqs(np.array([0.0, 2.0**-65, 1.0]), angle="exact"),
+     "nonzero inverse frequency >= 2^-64; inv_freq's float64 values give 2.71e-20"),
+])
+def test_the_exact_angle_refuses_frequencies_below_its_range(make, msg):
+    """Below 2^-64 the exact angle's fixed-point frequency keeps fewer bits than float32 has: refused, saying
+    which arguments give it; an InvFreqs' zero frequency turns nothing and is taken, 2^-64 itself too."""
+    with pytest.raises(ValueError, match="^angle='exact' needs every " + re.escape(msg)):
+        make()
+    assert vkrope.InvFreqs(np.array([0.0, 2.0**-64, 1.0]), angle="exact").dim == 6
+    assert vkrope.RopeFreqs(4, base=2.0**64, scale=2.0**32, angle="exact").inv_freq64.min() == 2.0**-64

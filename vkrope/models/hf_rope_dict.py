@@ -100,10 +100,9 @@ def _rope_kind(rope: dict, where: str, model_type: str, per_type: bool) -> str:
         raise ValueError(f"{where}type ({rope['type']!r}) and rope_type ({rope['rope_type']!r}) contradict each "
                          f"other{merged}: transformers reads rope_type; remove the one the model does not run")
     key = "rope_type" if "rope_type" in rope else "type"
-    kind = rope.get(key, "default")
+    kind = config_rules.read_type(rope, model_type)  # (a str renamed; any other value as given)
     if not isinstance(kind, str):
         raise ValueError(f"{where}{key} must be a string; got {brief(kind)}")
-    kind = renamed.get(kind, kind)
     means = config_rules.early_type(kind)
     if means:  # (this class keeps the name, and its rotary module has no function of that name)
         raise ValueError(f"{where}{key} {kind!r}: {model_type}'s config class keeps this name, and transformers "
