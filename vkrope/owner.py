@@ -24,7 +24,7 @@ from .errors import DeviceClosedError, DeviceLostError, DeviceTimeoutError, OutO
 from .runtime import array_memory as arrays
 from .runtime.array import MADE_BY_DEVICE, DeviceArray
 from .runtime.engine import Runtime
-from .runtime.execute import ends_within, never_freed
+from .runtime.left_running import ends_within, never_freed
 from .runtime.imports import KeptImports
 from .runtime.dtypes import is_int
 from .runtime.layout import padded_bytes, tensor_extent

@@ -90,6 +90,16 @@ MAY_IMPORT = {
                          "vkrope.errors"),
     "vkrope.ops": ("vkrope.kernels", "vkrope.models", *SPECS, "vkrope.words", "vkrope.arguments",
                    "vkrope.runtime.array", "vkrope.runtime.dtypes", "vkrope.errors"),
+    # The API layer's reach below the ops, each module as docs/ARCHITECTURE.md says it owns or reports:
+    "vkrope.owner": ("vkrope.arguments", "vkrope.words", "vkrope.errors", "vkrope.runtime.array_memory",
+                     "vkrope.runtime.array", "vkrope.runtime.engine", "vkrope.runtime.imports",
+                     "vkrope.runtime.left_running", "vkrope.runtime.layout", "vkrope.runtime.dtypes",
+                     "vkrope.vk.context", "vkrope.vk.instance"),
+    "vkrope.device": ("vkrope.arguments", "vkrope.errors", "vkrope.ops", "vkrope.kernels", "vkrope.owner",
+                      "vkrope.runtime.array", "vkrope.runtime.execute", "vkrope.runtime.kept_calls",
+                      "vkrope.runtime.operator", "vkrope.vk.instance", "vkrope.vk.commands"),
+    "vkrope.api": ("vkrope.arguments", "vkrope.errors", "vkrope.ops", "vkrope.device", "vkrope.owner",
+                   "vkrope.runtime.array"),
 }
 
 

@@ -912,6 +912,7 @@ def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypa
     wait, then the device is abandoned and the call's arrays and imports are kept, never freed; two waits in
     all (a reviewer counted four: the release and the close each waited again)."""
     import vkrope.runtime.execute as execute
+    import vkrope.runtime.left_running as left_running
     from vkrope.vk.context import Context
 
     dev = vkrope.Device()
@@ -923,7 +924,7 @@ def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypa
     assert x.nbytes >= execute.IMPORT_MIN_BYTES
     idle = []
     monkeypatch.setattr(Context, "wait_idle", lambda self: idle.append(self))
-    left = len(execute.LEFT_RUNNING)
+    left = len(left_running.LEFT_RUNNING)
     hang_waits(monkeypatch, 2)  # the submit's and the one bounded wait after it
     hung, waits = b.wait_fence, []
 
@@ -938,30 +939,30 @@ def test_a_timeout_over_imported_memory_is_bounded_and_keeps_the_memory(monkeypa
     assert info.value.waited_again is True and info.value.seconds is not None and info.value.seconds > 0
     assert idle == [], "an unbounded wait for the whole device after the timeout"
     assert len(waits) == 2, f"{len(waits)} waits for work that never ends"
-    assert dev.closed and len(execute.LEFT_RUNNING) == left + 1
-    kept, imports, _ = execute.LEFT_RUNNING[-1]
+    assert dev.closed and len(left_running.LEFT_RUNNING) == left + 1
+    kept, imports, _ = left_running.LEFT_RUNNING[-1]
     assert imports and any(job.req.x is x and job.req.out is out for job in kept[0])
     assert all(buf.handle is not None for buf in imports), "an import released under work still running"
     monkeypatch.undo()  # (lavapipe's work does finish: tidy up)
     ctx = owner._abandoned.pop()
     ctx.wait_idle()
-    for buf in execute.LEFT_RUNNING.pop()[1]:
+    for buf in left_running.LEFT_RUNNING.pop()[1]:
         ctx.release(buf)
     ctx.close()
 
 
 def test_what_work_left_running_may_use_outlives_the_interpreter():
-    """Arrays a timed-out call's work may still write (execute.LEFT_RUNNING) and an abandoned device's kept
+    """Arrays a timed-out call's work may still write (left_running.LEFT_RUNNING) and an abandoned device's kept
     imports and context (owner.py) are never freed, not even as the interpreter exits and drops its modules'
     names: freed there, lavapipe's threads still running the kernel wrote into freed memory and the process
     died of SIGSEGV after its last line (an adversary's). A finalizer of each stands in for the memory."""
     import subprocess
     code = """if True:
-        import vkrope.owner as owner, vkrope.runtime.execute as execute
+        import vkrope.owner as owner, vkrope.runtime.left_running as left_running
         class Memory:
             def __init__(self, name): self.name = name
             def __del__(self): print("freed", self.name, flush=True)
-        execute.LEFT_RUNNING.append((Memory("left running"), [], []))
+        left_running.LEFT_RUNNING.append((Memory("left running"), [], []))
         owner._abandoned_arrays.append(Memory("abandoned array"))
         owner._abandoned.append(Memory("abandoned device"))
         Memory("a control")

@@ -39,6 +39,7 @@ from ..errors import (DeviceLostError, DeviceTimeoutError, OutOfDeviceMemoryErro
 from ..vk.resources import IMPORT_REFUSED, SHORTAGE, TOO_MANY_OBJECTS, Buffer, ImportedBuffer
 from .array_memory import copy_steps, free_resource, new_resource
 from .engine import Runtime
+from .left_running import LEFT_RUNNING, ends_within
 from .layout import MIN_BUFFER
 from . import imports as kept_imports
 from .layout import image_bytes, packed_view, padded_bytes, same_view, tensor_extent
@@ -688,22 +689,6 @@ def _import(rt: Runtime, t: Tensor, a: np.ndarray, imports: list[ImportedBuffer]
         return None
 
 
-def never_freed(container: list) -> list:
-    """`container` with one reference more than anyone holds: never freed, not even when the interpreter exits
-    and drops its modules' names, so what it holds stays alive for the process's whole life (work left
-    running on a device may write the memory of the arrays in it until the process ends: freed at exit, the
-    driver's threads wrote into freed memory and the process died of SIGSEGV after its last line, an
-    adversary's)."""
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(container))
-    return container
-
-
-# What calls whose work was still running after a timeout's second wait may still read or write: the caller's
-# arrays (their jobs and tables), their imports and the call's buffers, never freed (their device is abandoned:
-# owner.py's _close_after_timeout), as a hung GPU may write them at any time.
-LEFT_RUNNING: list[tuple[Any, list[ImportedBuffer], list[Any]]] = never_freed([])
-
-
 def release_call(rt: Runtime, imports: list[ImportedBuffer], temporaries: list[Any], keep: Any = None,
                  timed_out: DeviceTimeoutError | None = None) -> None:
     """The device reads and writes the caller's memory: it must be done with
@@ -740,18 +725,6 @@ def _leave_running(keep: Any, imports: list[ImportedBuffer], temporaries: list[A
     LEFT_RUNNING.append((keep, imports[:], temporaries[:]))
     imports.clear()
     temporaries.clear()
-
-
-def ends_within(rt: Runtime, seconds: float | None) -> bool:
-    """Whether the work in flight ends within one more wait of the bound `seconds` (at least a second: it may
-    only be slow); a device lost meanwhile counts as ended (nothing runs on it any more)."""
-    try:
-        rt.stream.drain(max(1.0, seconds or 0.0))
-    except DeviceTimeoutError:
-        return False
-    except VkropeError:
-        pass
-    return True
 
 
 def _settled(rt: Runtime, exc: VkropeError) -> bool:
