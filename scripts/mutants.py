@@ -2986,7 +2986,7 @@ MUTATIONS = [
              "    host = [np.asarray(t[:rows], np.float64) for t in (cos, sin) if not isinstance(t, DeviceArray)]",
              "    host = [np.asarray(t[:rows], np.float64) for t in (cos, sin) if not isinstance(cos, DeviceArray) "
              "and not isinstance(sin, DeviceArray)]"),
-    Mutation("work left running: its arrays freed as the interpreter exits", "vkrope/runtime/execute.py",
+    Mutation("work left running: its arrays freed as the interpreter exits", "vkrope/runtime/left_running.py",
              "    ctypes.pythonapi.Py_IncRef(ctypes.py_object(container))", "    pass"),
     Mutation("rope_and_cache: cache_position ignored (a contiguous cache written at the positions)", "vkrope/ops/decode.py",
              "    base = _cache_rows(st, pos, hi, slots if st.paged else cache_position)",
@@ -3006,7 +3006,7 @@ MUTATIONS = [
     Mutation("apply: the caller's int32 positions read again after their check", "vkrope/ops/sam2.py",
              "    positions = np.array(positions) if values else without_repeats(positions)",
              "    positions = positions if values else without_repeats(positions)"),
-    Mutation("a timeout over imported memory waits for the whole device without a bound", "vkrope/runtime/execute.py",
+    Mutation("a timeout over imported memory waits for the whole device without a bound", "vkrope/runtime/left_running.py",
              "        rt.stream.drain(max(1.0, seconds or 0.0))", "        rt.ctx.wait_idle()"),
     Mutation("imports released under a timed-out call's work still running", "vkrope/runtime/execute.py",
              "    imports.clear()\n    temporaries.clear()\n", ""),

@@ -33,13 +33,13 @@ import numpy as np
 import pytest
 
 import vkrope
+from vkrope.models import data as model_data
 from vkrope.models import model_table as hf_models
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 GOLD = np.load(os.path.join(DATA, "hf_models_golden.npz"))
 TABLE = hf_models.table()["models"]
-with open(os.path.join(os.path.dirname(hf_models.PATH), "hf_config_rules.json"), encoding="utf-8") as _f:
-    CONFIG_RULES_ALL = json.load(_f)
+CONFIG_RULES_ALL = model_data.load("hf_config_rules.json")  # (a copy of its own: parsed again)
 CONFIG_RULES = CONFIG_RULES_ALL["models"]  # (what each config class refuses, found by scripts/hf_config_rules.py)
 OK = sorted(t for t, e in TABLE.items() if e.get("status") == "ok")
 ALL_CASES = sorted({k.rsplit("/", 1)[0] for k in GOLD.files if k.count("/") == 2})

@@ -143,21 +143,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from functools import lru_cache
 from typing import Any
 
+from . import data
 from .rope import brief, key_number
 from .rope_types import RULES
 
-PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_config_rules.json")
-
-
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """The whole rules table (read once)."""
-    with open(PATH, encoding="utf-8") as f:
-        return json.load(f)
+    """The whole rules table, vkrope/data/hf_config_rules.json (read once)."""
+    return data.load("hf_config_rules.json")  # type: ignore[no-any-return]
 
 
 # The end of the refusal of a class with RoPE per layer type that the rules table does not hold

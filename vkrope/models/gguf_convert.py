@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 import math
 import re
 import struct
 from dataclasses import replace
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from . import data
 from . import gguf as gguf_reading
 from . import gguf_program
 from . import pyconv
@@ -39,7 +38,7 @@ _GENERIC_ADDS = ("add_uint8", "add_int8", "add_uint16", "add_int16", "add_uint32
 @functools.lru_cache(maxsize=1)
 def table() -> dict:
     """vkrope/data/gguf_convert.json."""
-    return json.loads(resources.files("vkrope").joinpath("data/gguf_convert.json").read_text())
+    return data.load("gguf_convert.json")  # type: ignore[no-any-return]
 
 
 class Instance:

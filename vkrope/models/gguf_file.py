@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import struct
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, BinaryIO, Iterator, NamedTuple
 
 import numpy as np
 
+from . import data
+
 # The file format as llama.cpp's tree states it (vkrope/data/ggml_types.json, scripts/ggml_types.py).
-_FORMAT = json.loads(resources.files("vkrope").joinpath("data/ggml_types.json").read_text())
+_FORMAT = data.load("ggml_types.json")
 # GGUF's value types (GGUFValueType): name, struct code (None: a string or an array).
 _TYPES: dict[int, tuple[str, str | None]] = {int(k): (v[0], v[1]) for k, v in _FORMAT["value_types"].items()}
 _STRING, _ARRAY = (next(k for k, v in _TYPES.items() if v[0] == name) for name in ("STRING", "ARRAY"))

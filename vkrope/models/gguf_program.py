@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 import math
 import operator
-from importlib import resources
 from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 
+from . import data
 from .gguf_context import Unknown
 
 
 @functools.lru_cache(maxsize=1)
 def table() -> dict:
     """vkrope/data/gguf_archs.json."""
-    return json.loads(resources.files("vkrope").joinpath("data/gguf_archs.json").read_text())
+    return data.load("gguf_archs.json")  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=1)

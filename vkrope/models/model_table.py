@@ -17,45 +17,33 @@ is refused). `from_hf` reads nothing else about a model.
 from __future__ import annotations
 
 import difflib
-import json
-import os
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..errors import NoRopeLayers
+from . import data
 from ..words import brief
 from ..runtime.dtypes import without_repeats
 
 MAX_LAYERS = 1 << 16  # decoder layers a config may have (hf_layers lists each; llama.cpp takes 512)
 
-PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_models.json")
-
-
 # The model types whose rotary module indexes a table of max_position_embeddings rows (scripts/hf_position_limits.py)
-LIMITS_PATH = os.path.join(os.path.dirname(PATH), "hf_position_limits.json")
-
-
 @lru_cache(maxsize=1)
 def position_limited() -> dict[str, int]:
     """The model types whose rotary module in transformers has no rotation at or past max_position_embeddings,
     each with its class's default count of rows (the limit where a file gives none)."""
-    with open(LIMITS_PATH, encoding="utf-8") as f:
-        return dict(json.load(f)["models"])
+    return dict(data.load("hf_position_limits.json")["models"])
 
 
 # The model types whose generation drops its KV cache past original_max_position_embeddings (scripts/hf_cache_drops.py)
-DROPS_PATH = os.path.join(os.path.dirname(PATH), "hf_cache_drops.json")
-
-
 @lru_cache(maxsize=1)
 def cache_drops() -> dict[str, str]:
     """{model type: what its generate() in transformers does when the sequence first grows past
     original_max_position_embeddings}: "recomputes" (drops its KV cache and runs every position again:
     Phi-3, PhiMoE) or "drops" (drops it and runs the newest token alone from then on: Phi-4-multimodal)."""
-    with open(DROPS_PATH, encoding="utf-8") as f:
-        return dict(json.load(f)["models"])
+    return dict(data.load("hf_cache_drops.json")["models"])
 
 
 def recompute_at(rope: Any) -> int | None:
@@ -91,9 +79,8 @@ def within_limit(rope: Any, position_ids: Any) -> None:
 
 @lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    """The whole table (read once)."""
-    with open(PATH, encoding="utf-8") as f:
-        return json.load(f)
+    """The whole table, vkrope/data/hf_models.json (read once)."""
+    return data.load("hf_models.json")  # type: ignore[no-any-return]
 
 
 def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
