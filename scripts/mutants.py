@@ -3036,6 +3036,13 @@ MUTATIONS = [
              "            self.graveyard.append(res)\n        for res in self.pool:\n            self.ctx.release(res)\n"
              "        self.free_pool()"),
     Mutation("axial_freqs takes an empty grid", "vkrope/reference.py", "        if value < 1:  # (as AxialFreqs", "        if value < 0:  # (as AxialFreqs"),
+    Mutation("apply_nd: an fp8 e5m2 ids array taken (its dtype says kind f)", ND_FREQS,
+             "        numpy_float = ids.dtype.type in (np.float16, np.float32, np.float64, np.longdouble)",
+             "        numpy_float = ids.dtype.kind == \"f\""),
+    Mutation("NdFreqs.cos_sin: an overflowed angle's NaN warned about", ND_FREQS,
+             '        with np.errstate(invalid="ignore"):  # (an overflowed angle', "        with np.errstate():  # (an overflowed angle"),
+    Mutation("NdFreqs.angles: a float32 angle's overflow warned about", ND_FREQS,
+             '        with np.errstate(over="ignore"):  # (a huge frequency', "        with np.errstate():  # (a huge frequency"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

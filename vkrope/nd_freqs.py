@@ -141,7 +141,9 @@ class NdFreqs(FrequencySpec):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis; got "
                             f"{type(ids).__name__}{asarray_hint(name, ids)}")
         refuse_subclass(name, ids)  # (np.matrix, masked arrays: as every other argument)
-        if ids.dtype == np.bool_ or ids.dtype.kind not in "iuf" and ids.dtype not in TENSOR_DTYPES:
+        numpy_float = ids.dtype.type in (np.float16, np.float32, np.float64, np.longdouble)
+        if ids.dtype == np.bool_ or not (ids.dtype.kind in "iu" or numpy_float or ids.dtype in TENSOR_DTYPES):
+            # (ml_dtypes' fp8 types: e5m2 says kind "f", e4m3fn not; neither is a position type)
             hint = convert_hint(name, ids.dtype, to="float64")  # (float32 rounds ids past 2^24)
             raise TypeError(f"{name} must hold real numbers (integers, or floats: numpy's or bfloat16); got dtype "
                             f"{ids.dtype}" + ("" if ids.dtype == np.bool_ else f" ({hint})"))  # (a mask: no cast)
@@ -164,7 +166,8 @@ class NdFreqs(FrequencySpec):
         cols = v[:, self.pair_axis]
         if self.angle == "exact":
             return np.round(cols * 2.0**32) / 2.0**32 * self.inv_freq64[None, :]
-        return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):  # (a huge frequency's angle overflows to inf, as diffusers' float32 path)
+            return (cols.astype(np.float32) * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
     def cos_sin(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [N, dim] (per-item ids: [B * N, dim]): what diffusers' rotary modules return
@@ -174,7 +177,8 @@ class NdFreqs(FrequencySpec):
         For a plot, a check, or a table path: `vkrope.apply(x, np.stack([cos[:, ::2],
         sin[:, ::2]], -1))` for interleaved pairs (`apply_nd` itself needs no table)."""
         a = self.angles(ids)
-        c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # (an overflowed angle's cos / sin are NaN, as diffusers gives them)
+            c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
         if self.interleaved:
             return np.repeat(c, 2, axis=1), np.repeat(s, 2, axis=1)
         return np.concatenate([c, c], 1), np.concatenate([s, s], 1)

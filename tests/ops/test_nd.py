@@ -400,3 +400,26 @@ def test_bench_nd_runs_its_rows(monkeypatch):
     rows = bench_nd.run(repeats=1, log=lines.append)
     assert [r["row"] for r in rows] == ["flux", "wan"] and len(lines) == 4
     assert all(r["exact_bytes_moved"] < r["table_bytes_moved"] for r in rows)
+
+
+def test_a_float32_angle_that_overflows_is_nan_without_warnings(device):
+    """theta far below 1: a column's float32 frequency is huge and its float32 angle overflows to inf, whose
+    cos / sin are NaN, as diffusers' float32 path gives them (documented in nd.md); cos_sin and apply_nd say
+    so without numpy RuntimeWarnings (an adversary saw overflow and invalid-value warnings from cos_sin)."""
+    import warnings
+
+    spec = vkrope.NdFreqs((16,), 1e-37, angle="float32")
+    ids = np.array([0.0, 1, 1e3, 1e5, 1e6, 1e7])[:, None]
+    f32 = spec.inv_freq_float32()
+    with np.errstate(over="ignore"):
+        overflows = np.isinf(ids.astype(np.float32) * f32[None, :])  # [6, 8]: which pairs' angles are inf
+    assert overflows.any() and not overflows.all()
+    x = np.zeros((6, 16), np.float32)
+    x[:, ::2] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cos, sin = spec.cos_sin(ids)
+        y = device.apply_nd(x, spec, ids)
+    assert np.array_equal(np.isnan(cos[:, ::2]), overflows) and np.array_equal(np.isnan(sin[:, ::2]), overflows)
+    assert np.array_equal(np.isnan(y[:, ::2]), overflows)
+    np.testing.assert_allclose(y[:, ::2][~overflows], cos[:, ::2][~overflows], rtol=0, atol=2.0**-22)

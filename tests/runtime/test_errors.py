@@ -295,9 +295,10 @@ def test_ml_dtypes_numbers_are_told_to_convert_and_a_cos_sin_pair_how_to_stack(d
     x, f = np.ones((1, 4, 8), np.float32), np.tile(np.float32([1, 0]), (4, 4))
     for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.int4):
         assert _refusal(device, x.astype(dt), f).endswith("(convert with x.astype(np.float32))")
-    with pytest.raises(TypeError, match=r"ids must hold real numbers .* got dtype float8_e4m3fn \(convert with "
-                                        r"ids\.astype\(np\.float64\)\)$"):
-        device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), ml_dtypes.float8_e4m3fn))
+    for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):  # (e5m2 says kind "f": taken before, e4m3fn not)
+        with pytest.raises(TypeError, match=rf"ids must hold real numbers .* got dtype {np.dtype(dt)} \(convert with "
+                                            r"ids\.astype\(np\.float64\)\)$"):
+            device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), dt))
     with pytest.raises(TypeError, match=r"ids must hold real numbers .* got dtype bool$"):  # (a mask is no ids)
         device.apply_nd(x[None], vkrope.NdFreqs((4, 4)), np.zeros((4, 2), bool))
     spec, ids = vkrope.NdFreqs((4, 4)), np.arange(8.0).reshape(4, 2)
