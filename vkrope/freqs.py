@@ -314,7 +314,7 @@ class InvFreqs(PositionFreqs):
     (Gemma 4's proportional RoPE) rotate by nothing.
     """
 
-    inv_freq: Any = ()  # stored as a tuple of float32 values (as Python floats)
+    inv_freq: Any  # stored as a tuple of float32 values (as Python floats)
     inv_freq_exact: Any = None  # stored as a tuple of floats (default: inv_freq)
     attention_factor: float = 1.0
     pair_axis: Any = None  # stored as a tuple of ints, or None

@@ -47,7 +47,7 @@ class NdFreqs(FrequencySpec):
     CogVideoX, Qwen-Image, and any model run on MPS).
     """
 
-    axes_dim: tuple[int, ...] = ()
+    axes_dim: tuple[int, ...]
     theta: float | tuple[float, ...] = 10000.0  # stored as a tuple of floats, one per axis
     interleaved: bool = True
     angle: str = "exact"

@@ -35,10 +35,14 @@ def apply_reference(
     Returns the result in float64 arithmetic: each product and the pair's
     sum rounded to float64 (exact unless the two products differ by more
     than 2^53), of the float64 freqs given (a device rounds a float64 table
-    to float32 first, as `vkrope.apply` says). `.astype(x.dtype)` of it is
-    then within one ulp of what a correctly rounded device stores, equal to
-    it for float32 and float16 x and float32 freqs of usual magnitudes;
-    compare within an ulp, not bit for bit. With `out=`, the result is
+    to float32 first, as `vkrope.apply` says). For float16 and bfloat16 x
+    and float32 freqs, `.astype(x.dtype)` of it is what `vkrope.apply`
+    returns (the kernels round the exact value once). For float32 x the
+    kernels round each product in float32, so where a pair's two products
+    cancel the result can be many of its own ulps away (420,362 at
+    EdgeTAM's shapes, 3% of the values more than one): compare within a
+    bound of each element's scale, `|x_re c| + |x_im s|` (1e-5 of it;
+    docs/accuracy.md), not in ulps of the result. With `out=`, the result is
     rounded into `out` (x's dtype) and `out` is returned. `storage` is
     accepted for signature compatibility and ignored.
     """
@@ -59,7 +63,9 @@ def axial_freqs(
 ) -> np.ndarray:
     """SAM2's 2-D axial rotary frequencies (`compute_axial_cis`), real-interleaved.
 
-    For `dim % 4 == 0`: `f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)`;
+    For `dim % 4 == 0`, at most 65536 (a head's channels, as every spec;
+    `vkrope.apply` takes wider rows with a table of the caller's):
+    `f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)`;
     token `t` has `x = t % end_x`, `y = t // end_x`; its first `dim/4` complex
     entries are `exp(i x f)`, the next `dim/4` are `exp(i y f)`. Returns
     `[end_x * end_y, dim]` of `dtype` (float32, float16, bfloat16 or float64), computed in

@@ -251,3 +251,21 @@ def test_the_common_errors_the_models_guide_quotes_are_what_vkrope_says(call):
         call()
     text = (ROOT / "docs" / "guide" / "models.md").read_text(encoding="utf-8")
     assert f"`{info.value}`" in " ".join(text.split()), str(info.value)
+
+
+def test_lists_and_tables_start_after_a_blank_line():
+    """Python-Markdown (the site) reads a list item or a table row right after a paragraph's line as that
+    paragraph's text: two of models.md's refusals showed as a literal "- A GGUF file ..." (a helper's)."""
+    found = []
+    for page in DOC_PAGES:
+        lines, fenced = page.read_text().split("\n"), False
+        for i, line in enumerate(lines):
+            if line.strip().startswith("```"):
+                fenced = not fenced
+                continue
+            prev = lines[i - 1] if i else ""
+            if fenced or not prev.strip() or prev.startswith((" ", "|")) or re.match(r"^\s*([-*]|\d+\.) ", prev):
+                continue
+            if re.match(r"^([-*]|\d+\.) ", line) or line.startswith("|"):
+                found.append(f"{page.relative_to(ROOT)}:{i + 1}: {line[:50]!r} after {prev[:50]!r}")
+    assert found == []
