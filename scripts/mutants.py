@@ -3043,6 +3043,8 @@ MUTATIONS = [
              '        with np.errstate(invalid="ignore"):  # (an overflowed angle', "        with np.errstate():  # (an overflowed angle"),
     Mutation("NdFreqs.angles: a float32 angle's overflow warned about", ND_FREQS,
              '        with np.errstate(over="ignore"):  # (a huge frequency', "        with np.errstate():  # (a huge frequency"),
+    Mutation("a result numpy cannot allocate: its MemoryError unnamed", "vkrope/device.py",
+             "    except MemoryError:\n        nbytes", "    except ZeroDivisionError:\n        nbytes"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, cast, overload
@@ -233,7 +234,7 @@ class Device(DeviceMemory):
                     elif t.on_device:
                         outs[t.name] = self._new_array(t.storage, t.shape, t.dtype)
                     else:
-                        outs[t.name] = np.empty(t.shape, t.dtype)
+                        outs[t.name] = _host_result(t)
             calls.append((req, outs))
         seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
         return [outs for _, outs in calls], seconds
@@ -274,6 +275,17 @@ class Device(DeviceMemory):
                         raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
                                          "pass separate arrays")
                 written.append((t.name, v))
+
+
+def _host_result(t: Any) -> np.ndarray:
+    """The numpy array a call's result `t` (a Tensor) is written into, or a MemoryError naming it (a broadcast
+    x of 2^32 values takes no memory; its result does), before any GPU work."""
+    try:
+        return np.empty(t.shape, t.dtype)
+    except MemoryError:
+        nbytes = math.prod(t.shape) * t.dtype.itemsize
+        raise MemoryError(f"{t.name}: the result, {list(t.shape)} {t.dtype} ({nbytes} bytes), does not fit in host "
+                          "memory: pass out= (a DeviceArray keeps it on the device), or rotate fewer rows a call") from None
 
 
 def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any], objects: list[Any]) -> tuple | None:

@@ -554,3 +554,26 @@ def _resident_table_row_past(dev, op):
             dev.rotary_embedding(x, dev.asarray(cos, "buffer"), dev.asarray(sin, "buffer"), pos)
         args = {"x": x, "cos_cache": cos, "sin_cache": sin, "position_ids": pos}
         check_results(OPS[1], args, (dev.rotary_embedding(x, cos, sin, pos),))
+
+
+def test_a_result_numpy_cannot_allocate_is_named(device, monkeypatch):
+    """A broadcast x takes no memory, its result does: numpy's MemoryError named neither the result nor what
+    to do (a runtime adversary's, a 2^32-value x). Now it names the result, its shape and bytes, before any
+    GPU work, and the device stays usable."""
+    real_empty = np.empty
+    x = np.broadcast_to(np.float32(1), (1, 4096, 1024))
+
+    def empty(shape, dtype=float, *args, **kwargs):
+        if tuple(np.atleast_1d(shape)) == x.shape:
+            raise MemoryError("Unable to allocate 16.0 MiB")  # (as numpy says it past the host's memory)
+        return real_empty(shape, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(np, "empty", empty)
+    before = device.stats()["submissions"]
+    with pytest.raises(MemoryError, match=r"^out: the result, \[1, 4096, 1024\] float32 \(16777216 bytes\), does not "
+                                          r"fit in host memory: pass out="):
+        device.apply(x, vkrope.RopeFreqs(1024), positions=np.arange(4096))
+    assert device.stats()["submissions"] == before
+    monkeypatch.undo()
+    y = device.apply(np.ones((1, 4, 8), np.float32), vkrope.RopeFreqs(8), positions=np.zeros(4, np.int64))
+    assert np.array_equal(y, np.ones((1, 4, 8), np.float32))
