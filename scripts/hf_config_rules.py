@@ -913,6 +913,8 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
               for kw in ({k: ints[k]}, {k: float(ints[k])})]  # without the field: model_refused's)
     probes += [{k: True} for k in ints if "b" in kinds.get(k, "")]
     probes += other_kinds(built, rules.get("strict") or {}, e.get("aliases", {}))
+    for k in rules.get("null_beside_layer_types") or []:  # (a null refused alone, taken beside the layer types)
+        probes += [{k: None}, {k: None, "layer_types": built.to_dict()["layer_types"]}]
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
         # (where the class makes a rope dict its model reads: GPT-J's has none; of a class that takes a head
@@ -1212,6 +1214,22 @@ def strict_kinds(t: str, e: dict, model_floats: list[str]) -> dict[str, list[str
     for key in model_floats:  # (the class takes the float, the model does not)
         refused[key] = "".join(c for c in KINDS if c in refused.get(key, "") + "f")
     return _grouped(refused)
+
+
+def null_beside_layer_types(t: str, e: dict, strict: dict[str, list[str]] | None) -> list[str] | None:
+    """The keys whose null `strict` refuses (measured alone, over the class's defaults) and transformers takes
+    beside a file's `layer_types` (the class's own list): the class builds and its text model runs forward on
+    the meta device (hf_probe's, as the model table runs it). EXAONE 4's, Gemma 3's and Cohere 2's
+    sliding_window_pattern makes the layer types only where the file gives none, so a null there raises alone
+    and is never read beside them (EXAONE 4.0 1.2B's file gives both); an MoE's expert count the class takes
+    there too, and its model does not. None where there are none."""
+    own = _built(t, e, {}).to_dict().get("layer_types") if strict else None
+    if not isinstance(own, list) or not _holds(_model_runs, t, {"layer_types": own}, e):
+        return None
+    keys = sorted(k for letters, keys in strict.items() if "n" in letters for k in keys  # type: ignore[union-attr]
+                  if not _raises(t, e, {k: None, "layer_types": own})
+                  and _holds(_model_runs, t, {k: None, "layer_types": own}, e))
+    return keys or None
 
 
 def field_kinds(fields: dict[str, Any], raises: Callable[[dict], bool], reads: set[str],
@@ -1889,11 +1907,13 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     measured `nope_longer`, `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
     nulls, failing = null_refused(t, e), model_refused(t, e)
     nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
-    out: dict[str, Any] = {"null_refused": nulls, "strict": strict_kinds(t, e, failing["float"]),
+    strict = strict_kinds(t, e, failing["float"])
+    out: dict[str, Any] = {"null_refused": nulls, "strict": strict,
                            "attention_reads": attention_reads(cls),
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw)),
                            "partial_null_reads": partial_null_reads(t, e, cls)}
-    for name, measured in (("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
+    for name, measured in (("null_beside_layer_types", null_beside_layer_types(t, e, strict)),
+                           ("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
                            ("heads_divide", heads_divide(t, e)),
                            ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):
         if measured is not None:

@@ -3045,6 +3045,8 @@ MUTATIONS = [
              '        with np.errstate(over="ignore"):  # (a huge frequency', "        with np.errstate():  # (a huge frequency"),
     Mutation("a result numpy cannot allocate: its MemoryError unnamed", "vkrope/device.py",
              "    except MemoryError:\n        nbytes", "    except ZeroDivisionError:\n        nbytes"),
+    Mutation("a null refused alone refused beside the file's layer types too (EXAONE 4.0 1.2B's file)", CONFIG_CHECKS,
+             '            if kind == "n" and key in beside:\n                continue\n', ""),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -880,3 +880,33 @@ def test_a_list_field_the_class_holds_empty_is_measured(value, refused):
             vkrope.from_hf(config)
     else:
         assert vkrope.from_hf(config).rope_type == "default"
+
+
+def test_a_null_the_class_takes_beside_the_layer_types_is_read():
+    """EXAONE 4.0 1.2B's config.json gives sliding_window and sliding_window_pattern null beside its
+    layer_types: transformers loads it (the pattern makes the layer types only where a file gives none) and
+    runs Llama 3's RoPE on every layer; vkrope refused it, the pattern's null measured alone (where the class
+    raises) (an adversary's). Each golden case of such a key (the rules' `null_beside_layer_types`): vkrope
+    reads what the class made, or refuses where it raised."""
+    rules = config_rules.table()["models"]
+    cases = [c for c in _golden()["cases"] for k in rules.get(c["config"]["model_type"], {}).get(
+        "null_beside_layer_types") or [] if k in c["config"] and c["config"][k] is None]
+    assert {c["config"]["model_type"] for c in cases} >= {"exaone4", "exaone_moe", "afmoe"}
+    for case in cases:
+        try:
+            got = vkrope.from_hf(case["config"], layer_type=case["layer_type"])
+        except ValueError:
+            got = None
+        want = case["want"]
+        assert (got is None) == (want is None), case
+        if got is not None:
+            assert [got.theta, got.rope_type] == want[:2], case
+    exaone = {"model_type": "exaone4", "head_dim": 64, "hidden_size": 2048, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "num_hidden_layers": 4, "max_position_embeddings": 65536,
+              "layer_types": ["full_attention"] * 4, "rope_theta": 1000000, "sliding_window": None,
+              "sliding_window_pattern": None, "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0,
+              "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    assert [(r.rope_type, r.theta, r.factor) for r in vkrope.hf_layers(exaone)] == [("llama3", 1e6, 16.0)] * 4
+    without = {k: v for k, v in exaone.items() if k != "layer_types"}
+    with pytest.raises(ValueError, match="^config: sliding_window_pattern is null: exaone4's config class takes"):
+        vkrope.from_hf(without)  # (alone the class raises: the pattern makes the layer types)

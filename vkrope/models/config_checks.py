@@ -170,9 +170,13 @@ def check_kinds(cfg: dict, model_type: str, defaults: dict, like: bool = False, 
     strict = measured if measured is not None else {"bfselmd": ["head_dim", *(k for k, v in defaults.items()
                                                                             if type(v) is int)]}
     read = set(config_rules.table().get("read_keys", ())) if like else None
+    # (a null the class takes beside the file's layer_types: the key only makes the layer types where none are given)
+    beside = rules.get("null_beside_layer_types") or () if isinstance(cfg.get("layer_types"), list) else ()
     for refused, keys in strict.items():
         for key in (k for k in keys if k in cfg and (read is None or k in read)):
             kind = value_kind(cfg[key])
+            if kind == "n" and key in beside:
+                continue
             if _refused_kind(kind, refused, cfg[key]) and not (kind == "?" and key in aliases):
                 shown, given = _described(cfg[key], kind)
                 raise ValueError(f"config: {key} is {shown}: {model_type}'s config class " + (

@@ -93,6 +93,11 @@ by building each config class on probe configs; never edited by hand):
   "32"`, `vocab_size: [32000]`, `rms_norm_eps: "1e-6"`; a float head key on
   which the text model fails to build, too; a null only for keys from_hf
   does not read, `null_refused` saying the others'), `check_kinds`;
+- `null_beside_layer_types`: the keys whose null `strict` refuses (measured
+  alone) that transformers takes beside a file's layer_types, the class
+  building and its text model running (EXAONE 4's and AFMoE's pattern
+  keys make the layer types only where a file gives none: EXAONE 4.0
+  1.2B's file gives the pattern null beside them), `check_kinds`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list
