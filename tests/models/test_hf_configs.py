@@ -2043,3 +2043,14 @@ def test_a_dynamic_factor_whose_initial_base_is_none_is_refused():
         vkrope.from_hf({**cfg, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1e17}})
     rope = vkrope.from_hf({**cfg, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1e15}})
     assert np.array_equal(rope.inv_freq(), vkrope.from_hf(cfg).inv_freq())  # (ratio 1: the base itself)
+
+
+@pytest.mark.parametrize("config", [{"model_type": "bamba", "attn_layer_indices": [1]},
+                                    {"model_type": "zamba2", "use_mem_rope": True}])
+def test_a_type_not_verified_says_its_default_config_was_probed(config):
+    """Hybrid types whose default config turns their attention or RoPE off (Bamba's attn_layer_indices,
+    Zamba2's use_mem_rope) are not verified: refused, the message saying the table probed the class's
+    default config, not that the user's file has no attention (an adversary read it so)."""
+    with pytest.raises(ValueError, match=r"is refused: not verified: .* \(the model table runs each type's class "
+                                         r"on its default config; where a file turns on attention layers"):
+        vkrope.from_hf(config)

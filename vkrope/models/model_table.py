@@ -121,7 +121,11 @@ def entry(model_type: Any, like: Any = None) -> dict[str, Any]:
             "; if its attention applies RoPE as another model type's does, pass like='<that model type>' to read "
             "the config as that type's class does (with that class's defaults for any key the file leaves out: "
             "give every RoPE key the model's own class sets)")
-        raise ValueError(f"{named} is refused: {e.get('status')}{hint}")
+        status = str(e.get("status"))
+        if status.startswith("not verified:"):  # (what the table probed: a hybrid's default may turn its RoPE off)
+            status += (" (the model table runs each type's class on its default config; where a file turns on "
+                       "attention layers or a RoPE that default leaves off, what they run is not verified either)")
+        raise ValueError(f"{named} is refused: {status}{hint}")
     return e
 
 
