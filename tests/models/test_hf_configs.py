@@ -2054,3 +2054,18 @@ def test_a_type_not_verified_says_its_default_config_was_probed(config):
     with pytest.raises(ValueError, match=r"is refused: not verified: .* \(the model table runs each type's class "
                                          r"on its default config; where a file turns on attention layers"):
         vkrope.from_hf(config)
+
+
+def test_a_null_legacy_type_beside_rope_type_is_no_contradiction():
+    """`rope_scaling: {"type": null, "rope_type": "linear"}`: transformers reads rope_type and runs linear
+    (inverse frequencies 0.5, 0.433, 0.375 at factor 2 over 10000's 1, 0.866, 0.750); vkrope refused it as
+    a contradiction (an adversary's). A type that names another rope type still contradicts."""
+    cfg = {"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64, "rope_theta": 10000.0,
+           "rope_scaling": {"type": None, "rope_type": "linear", "factor": 2.0}}
+    rope = vkrope.from_hf(cfg)
+    assert (rope.rope_type, rope.factor) == ("linear", 2.0)
+    np.testing.assert_allclose(rope.inv_freq()[:3], [0.5, 0.5 * 10000 ** (-2 / 64), 0.5 * 10000 ** (-4 / 64)],
+                               rtol=2e-7)
+    cfg["rope_scaling"]["type"] = "dynamic"
+    with pytest.raises(ValueError, match=r"type \('dynamic'\) and rope_type \('linear'\) contradict each other"):
+        vkrope.from_hf(cfg)

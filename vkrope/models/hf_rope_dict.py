@@ -93,7 +93,7 @@ def _same_type(name: Any, renamed: dict[str, str]) -> Any:
 
 def _rope_kind(rope: dict, where: str, model_type: str, per_type: bool) -> str:
     renamed = config_rules.renames(model_type)  # (transformers' early names: Phi-3's "su", Qwen2-VL's "mrope")
-    if "rope_type" in rope and "type" in rope and rope["type"] != rope["rope_type"] \
+    if "rope_type" in rope and rope.get("type") is not None and rope["type"] != rope["rope_type"] \
             and _same_type(rope["type"], renamed) != _same_type(rope["rope_type"], renamed):
         merged = " (its config class puts a file's rope_scaling into each layer type's dict, beside the layer " \
             "type's own rope_type)" if per_type else ""  # (Gemma 3n's: the file has neither key there)
