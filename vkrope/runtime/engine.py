@@ -201,10 +201,19 @@ class Runtime:
     def release_work(self, role: str) -> None:
         """Release the work buffer of `role` (after the submission in flight; its recordings go)."""
         self.drain()
-        buf = self.work.pop(role, None)
-        if buf is not None:
+        if role in self.work:
             self.forget_recordings()
-            self.ctx.release(buf)
+            self.bury_work(role)
+            self.drain()
+
+    def bury_work(self, role: str) -> None:
+        """Work buffer or image `role` moved to the graveyard (destroyed at the next drain), with no call
+        between taking it out and putting it there, so an interrupt leaves it in one of the two: popped,
+        then destroyed, it was in neither (held until the device closed; trim did not give it back), and
+        destroyed, then taken out, it was handed out again."""
+        res = self.work[role]
+        del self.work[role]
+        self.graveyard.append(res)
 
     def import_companion(self, job: int, name: str, size: int) -> Buffer:
         """The device-local buffer a discrete GPU copies an import of tensor `name` of job `job` through."""
@@ -286,9 +295,6 @@ class Runtime:
         # Each buffer moved to the graveyard before anything destroys it (as free_pool does): released
         # first, an interrupt before the clear left destroyed buffers here, handed out again (a NULL binding).
         while self.work:
-            role = next(iter(self.work))
-            res = self.work[role]
-            del self.work[role]  # (then the append: no call between, so no signal lands between)
-            self.graveyard.append(res)
+            self.bury_work(next(iter(self.work)))
         self.free_pool()
         self.memo.clear()

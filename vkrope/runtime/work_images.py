@@ -42,4 +42,5 @@ def release_idle(rt: Any) -> None:
 
 def _give_back(rt: Any, key: str) -> None:
     rt.forget_recordings()  # (any may bind the image given back)
-    rt.ctx.release(rt.work.pop(key))
+    rt.bury_work(key)
+    rt.drain()
