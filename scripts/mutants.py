@@ -3050,6 +3050,8 @@ MUTATIONS = [
              '        with np.errstate(over="ignore"):  # (a huge frequency', "        with np.errstate():  # (a huge frequency"),
     Mutation("a result numpy cannot allocate: its MemoryError unnamed", "vkrope/device.py",
              "    except MemoryError:\n        nbytes", "    except ZeroDivisionError:\n        nbytes"),
+    Mutation("a result numpy cannot allocate named out, not by the input it rotates", "vkrope/device.py",
+             'outs[t.name] = _host_result(t, getattr(req, "x_name", "x"))', 'outs[t.name] = _host_result(t, "x")'),
     Mutation("a null refused alone refused beside the file's layer types too (EXAONE 4.0 1.2B's file)", CONFIG_CHECKS,
              '            if kind == "n" and key in beside:\n                continue\n', ""),
     Mutation("a rope dict's null legacy type beside rope_type read as a contradiction", HF_ROPE_DICT,

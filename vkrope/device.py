@@ -234,7 +234,7 @@ class Device(DeviceMemory):
                     elif t.on_device:
                         outs[t.name] = self._new_array(t.storage, t.shape, t.dtype)
                     else:
-                        outs[t.name] = _host_result(t)
+                        outs[t.name] = _host_result(t, getattr(req, "x_name", "x"))
             calls.append((req, outs))
         seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
         return [outs for _, outs in calls], seconds
@@ -277,15 +277,16 @@ class Device(DeviceMemory):
                 written.append((t.name, v))
 
 
-def _host_result(t: Any) -> np.ndarray:
-    """The numpy array a call's result `t` (a Tensor) is written into, or a MemoryError naming it (a broadcast
-    x of 2^32 values takes no memory; its result does), before any GPU work."""
+def _host_result(t: Any, x_name: str) -> np.ndarray:
+    """The numpy array a call's result `t` (a Tensor) is written into, or a MemoryError naming it by the input
+    it rotates (`x_name`: xk of apply_rotary_emb's two) before any GPU work: a broadcast x of 2^32 values
+    takes no memory, its result does."""
     try:
         return np.empty(t.shape, t.dtype)
     except MemoryError:
         nbytes = math.prod(t.shape) * t.dtype.itemsize
-        raise MemoryError(f"{t.name}: the result, {list(t.shape)} {t.dtype} ({nbytes} bytes), does not fit in host "
-                          "memory: pass out= (a DeviceArray keeps it on the device), or rotate fewer rows a call") from None
+        raise MemoryError(f"the result of {x_name}, {list(t.shape)} {t.dtype} ({nbytes} bytes), does not fit in "
+                          "host memory: rotate fewer rows a call") from None
 
 
 def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any], objects: list[Any]) -> tuple | None:
