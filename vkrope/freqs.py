@@ -150,7 +150,8 @@ class PositionFreqs(FrequencySpec):
         if self.angle == "exact":
             return exact_angles(np.asarray(positions).reshape(-1), self.quarter_turns)
         t = np.asarray(factors, np.float32).reshape(-1)
-        return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):  # (a huge frequency's float32 angle overflows to inf, as the frameworks')
+            return (t[:, None] * self.inv_freq32[None, :]).astype(np.float32).astype(np.float64)
 
     def table(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
         """(cos, sin) float32 [len(positions), dim/2]: the cache this spec
@@ -158,7 +159,9 @@ class PositionFreqs(FrequencySpec):
         `magnitude` in float32, as Hugging Face scales its cache)."""
         a = self.angles(positions)
         m = self.magnitude
-        return (np.cos(a).astype(np.float32) * m).astype(np.float32), (np.sin(a).astype(np.float32) * m).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # (an overflowed angle's cos / sin are NaN, as the frameworks give them)
+            c, s = np.cos(a).astype(np.float32), np.sin(a).astype(np.float32)
+        return (c * m).astype(np.float32), (s * m).astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .exact_math import pow32, pow64
-from .runtime.dtypes import TENSOR_DTYPES, asarray_hint, convert_hint, frozen, refuse_subclass, without_repeats
+from .runtime.dtypes import asarray_hint, convert_hint, frozen, is_real_float_dtype, refuse_subclass, without_repeats
 from .words import brief, typed
 from .spec_checks import (HEAD_BOUND, MAX_HEAD_DIM, MAX_PAIRS, check_exact_range, check_int, check_positive,
                           check_real, finite)
@@ -141,9 +141,7 @@ class NdFreqs(FrequencySpec):
             raise TypeError(f"{name} must be a numpy array [N, {self.n_axes}] of positions per axis; got "
                             f"{type(ids).__name__}{asarray_hint(name, ids)}")
         refuse_subclass(name, ids)  # (np.matrix, masked arrays: as every other argument)
-        numpy_float = ids.dtype.type in (np.float16, np.float32, np.float64, np.longdouble)
-        if ids.dtype == np.bool_ or not (ids.dtype.kind in "iu" or numpy_float or ids.dtype in TENSOR_DTYPES):
-            # (ml_dtypes' fp8 types: e5m2 says kind "f", e4m3fn not; neither is a position type)
+        if not (ids.dtype.kind in "iu" or is_real_float_dtype(ids.dtype)):  # (bool is kind "b")
             hint = convert_hint(name, ids.dtype, to="float64")  # (float32 rounds ids past 2^24)
             raise TypeError(f"{name} must hold real numbers (integers, or floats: numpy's or bfloat16); got dtype "
                             f"{ids.dtype}" + ("" if ids.dtype == np.bool_ else f" ({hint})"))  # (a mask: no cast)

@@ -581,3 +581,29 @@ def test_a_result_numpy_cannot_allocate_is_named(device, monkeypatch):
     monkeypatch.undo()
     y = device.apply(np.ones((1, 4, 8), np.float32), vkrope.RopeFreqs(8), positions=np.zeros(4, np.int64))
     assert np.array_equal(y, np.ones((1, 4, 8), np.float32))
+
+
+def test_fp8_is_no_float_for_tables_weights_or_positions(device):
+    """ml_dtypes' float8_e5m2 says kind "f" and float8_e4m3fn not: checks by kind took one and refused the
+    other (the decode step's cos / sin and RMSNorm weights, a ModelRope's float positions; a diff reviewer's).
+    Both are refused alike; bfloat16 positions are read as float16 ones are."""
+    import ml_dtypes
+
+    rope = vkrope.from_hf({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64})
+    q = np.ones((1, 4, 1, 64), np.float32)
+    kc = device.asarray(np.zeros((1, 4, 8, 64), np.float32))
+    vc = device.asarray(np.zeros((1, 4, 8, 64), np.float32))
+    cos, sin = np.ones((8, 32), np.float32), np.zeros((8, 32), np.float32)
+    for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        with pytest.raises(TypeError, match=r"^position_ids must be integers"):
+            rope.cos_sin(np.arange(4).astype(dt)[None])
+        with pytest.raises(TypeError, match=rf"^freqs\[0\] \(cos\) must be a real floating array; got dtype "
+                                            rf"{np.dtype(dt)}$"):
+            device.rope_and_cache(q, q, q, kc, vc, (cos.astype(dt), sin), np.zeros((1, 1), np.int64))
+        with pytest.raises(TypeError, match=rf"^q_norm must be a real floating array; got dtype {np.dtype(dt)}$"):
+            device.rope_and_cache(q, q, q, kc, vc, (cos, sin), np.zeros((1, 1), np.int64),
+                                  q_norm=np.ones(64, dt), k_norm=np.ones(64, np.float32))
+    want = rope.cos_sin(np.arange(4)[None])
+    for dt in (ml_dtypes.bfloat16, np.float16):
+        got = rope.cos_sin(np.arange(4).astype(dt)[None])
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))

@@ -569,3 +569,18 @@ def test_the_exact_angle_refuses_frequencies_below_its_range(make, msg):
         make()
     assert vkrope.InvFreqs(np.array([0.0, 2.0**-64, 1.0]), angle="exact").dim == 6
     assert vkrope.RopeFreqs(4, base=2.0**64, scale=2.0**32, angle="exact").inv_freq64.min() == 2.0**-64
+
+
+def test_an_overflowed_float32_angle_is_nan_without_warnings():
+    """A huge inverse frequency's float32 angle overflows to inf, whose cos / sin are NaN as the frameworks'
+    float32 arithmetic gives them: the tables say so without numpy's overflow and invalid-value warnings (a
+    diff reviewer's, after NdFreqs' were silenced), and float16 positions without a cast warning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cos, sin = vkrope.InvFreqs(np.array([3e38, 1], np.float32)).table(np.arange(3))
+        rope = vkrope.from_hf({"model_type": "llama", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 64})
+        half = rope.cos_sin(np.arange(4, dtype=np.float16)[None])
+    assert np.isnan(cos[2, 0]) and np.isnan(sin[2, 0]) and np.isfinite(cos[:2]).all() and np.isfinite(cos[:, 1]).all()
+    assert np.array_equal(half[0], rope.cos_sin(np.arange(4)[None])[0])

@@ -30,7 +30,7 @@ from ..freqs import InvFreqs
 from ..words import brief, typed
 from .rope_types import LIST_PARAMS, PARAMS, RULES, is_long, mscales, one_factor_list, read_by
 from .model_table import recompute_at, within_limit
-from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_scalar, without_repeats
+from ..runtime.dtypes import as_dtype, is_int, is_integer_dtype, is_real_float_dtype, is_real_scalar, without_repeats
 
 ROPE_TYPES = tuple(RULES)
 # how M-RoPE's three position axes spread over the pairs (`ModelRope.pair_axis` says each pair's axis): the
@@ -516,7 +516,7 @@ def _whole(position_ids: Any, name: str) -> Any:
     that is not (anything else as given, for check_position_ids to judge). A model that builds fractional
     positions (Qwen3-Omni's video time axis: frame times of second_per_grids * position_id_per_seconds) turns by
     them; vkrope's kernels take whole positions, and rounding would change the rotation."""
-    if type(position_ids) is not np.ndarray or position_ids.dtype.kind != "f":
+    if type(position_ids) is not np.ndarray or not is_real_float_dtype(position_ids.dtype):
         return position_ids
     small = without_repeats(position_ids)  # (a broadcast array's repeats are not read)
     with np.errstate(invalid="ignore"):
@@ -526,7 +526,8 @@ def _whole(position_ids: Any, name: str) -> Any:
         raise ValueError(f"{name}{list(at)} is {float(small[at])!r}: vkrope takes whole positions (float ids whose "
                          "values are whole numbers are read as integers); a model that builds fractional positions "
                          "(Qwen3-Omni's video time axis) turns by them, and rounding would change the rotation")
-    if small.size and np.abs(small).max() >= 2.0 ** 62:  # (past int64, which the range check's cast would wrap)
+    if small.size and float(np.abs(small).max()) >= 2.0 ** 62:  # (past int64, which the range check's cast would
+        # wrap; compared as a Python float: float16's own cast of 2^62 overflowed with a warning)
         raise position_range_error(name, float(small.flat[np.argmax(np.abs(small))]))
     return np.broadcast_to(small.astype(np.int64), position_ids.shape)
 

@@ -15,7 +15,7 @@ from ..models import ModelRope
 from ..spec_checks import MAX_HEAD_DIM, check_positions
 from ..freqs import InvFreqs, is_position_spec
 from ..words import brief
-from ..runtime.dtypes import CACHE_DTYPES, TENSOR_DTYPES, is_fp8, is_real_scalar, table_values
+from ..runtime.dtypes import CACHE_DTYPES, is_fp8, is_real_float_dtype, is_real_scalar, table_values
 from ..kernels.cache import Request
 from .cache_args import cache, given_rows, ints, pairing, paged_slots, rows_once, value_cache
 from .lowering import lower
@@ -265,7 +265,7 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
                                 f"{t.storage}")
         else:
             check_plain_array(name, t)
-            if t.dtype.kind != "f" and t.dtype not in TENSOR_DTYPES:
+            if not is_real_float_dtype(t.dtype):
                 raise TypeError(f"{name} must be a real floating array; got dtype {t.dtype}")
         if t.ndim != 2:
             raise ValueError(f"{name} must be 2D [max_pos, rot/2]; got shape {list(t.shape)}" + (
@@ -368,7 +368,7 @@ def _norm_weights(q_norm: Any, k_norm: Any, d: int) -> np.ndarray | None:
     ws = []
     for name, w in (("q_norm", q_norm), ("k_norm", k_norm)):
         check_plain_array(name, w)
-        if w.dtype.kind != "f" and w.dtype not in TENSOR_DTYPES:
+        if not is_real_float_dtype(w.dtype):
             raise TypeError(f"{name} must be a real floating array; got dtype {w.dtype}")
         if tuple(w.shape) != (d,):
             raise ValueError(f"{name} must have shape [D] = [{d}]; got {list(w.shape)}")

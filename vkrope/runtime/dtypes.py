@@ -124,6 +124,15 @@ def is_integer_dtype(dtype: Any) -> bool:
     return np.dtype(dtype).kind in "iu"
 
 
+def is_real_float_dtype(dtype: Any) -> bool:
+    """numpy's own floating dtypes (float16 to longdouble, either byte order) and bfloat16: the floats a table,
+    a weight or a position may hold. Not ml_dtypes' fp8 and narrower types, which are no such numbers (numpy
+    files float8_e5m2 as kind "f" and float8_e4m3fn as raw bytes: read by kind, one was taken and not the
+    other)."""
+    dt = np.dtype(dtype)
+    return dt.type in (np.float16, np.float32, np.float64, np.longdouble) or dt in BFLOAT16
+
+
 def is_int(value: Any) -> bool:
     """A Python or numpy integer, as a count, an index or a flag's 0 / 1 is: not a bool, and not a timedelta64,
     which numpy files under np.integer."""
