@@ -386,7 +386,7 @@ class InvFreqs(PositionFreqs):
             object.__setattr__(self, "pair_axis", tuple(int(a) for a in ax))
         check_angle(self.angle)
         if self.angle == "exact":
-            check_exact_range(exact, "inv_freq's float64 values", zeros_allowed=True)
+            check_exact_range(exact, "its float64 inverse frequencies", zeros_allowed=True)
             if exact.max() >= 2 * math.pi and self.pair_axis is not None:
                 raise ValueError(f"angle='exact' with M-RoPE needs every inverse frequency below 2 pi; got "
                                  f"{exact.max():.4g}")

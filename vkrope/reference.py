@@ -41,8 +41,10 @@ def apply_reference(
     kernels round each product in float32, so where a pair's two products
     cancel the result can be many of its own ulps away (420,362 at
     EdgeTAM's shapes, 3% of the values more than one): compare within a
-    bound of each element's scale, `|x_re c| + |x_im s|` (1e-5 of it;
-    docs/accuracy.md), not in ulps of the result. With `out=`, the result is
+    bound of each element's scale, `|x_re c| + |x_im s|` for a pair's
+    first, `|x_re s| + |x_im c|` for its second (1e-5 of it, plus 2^-148
+    where the products are float32 subnormals; docs/accuracy.md), not in
+    ulps of the result. With `out=`, the result is
     rounded into `out` (x's dtype) and `out` is returned. `storage` is
     accepted for signature compatibility and ignored.
     """

@@ -560,7 +560,7 @@ def test_specs_equal_but_for_the_sign_of_a_zero_frequency_lower_apart():
     (lambda: vkrope.AxialFreqs(64, 4, 4, theta=1e30, angle="exact"), "inverse frequency >= 2^-64; theta and dim"),
     (lambda: vkrope.NdFreqs((32, 32), theta=1e30, angle="exact"), "inverse frequency >= 2^-64; theta and axes_dim"),
     (lambda: vkrope.InvFreqs(np.array([0.0, 2.0**-65, 1.0]), angle="exact"),
-     "nonzero inverse frequency >= 2^-64; inv_freq's float64 values give 2.71e-20"),
+     "nonzero inverse frequency >= 2^-64; its float64 inverse frequencies give 2.71e-20"),
 ])
 def test_the_exact_angle_refuses_frequencies_below_its_range(make, msg):
     """Below 2^-64 the exact angle's fixed-point frequency keeps fewer bits than float32 has: refused, saying
