@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate tests/data/nd_golden.npz: what diffusers' own rotary modules
 and `apply_rotary_emb` compute for N-D axial RoPE (Flux, Flux Kontext,
-Wan 2.1, HunyuanVideo, CogVideoX, Qwen-Image's centred positions), for
+Wan 2.1, HunyuanVideo, CogVideoX, Qwen-Image's centred positions, Cosmos's
+and CogView4's rotate-half pairs, Cosmos's theta per axis, HiDream), for
 tests/ops/test_nd.py to compare vkrope with. Needs torch and diffusers (only
 here: vkrope and its tests never import them):
 
@@ -9,10 +10,11 @@ here: vkrope and its tests never import them):
     /tmp/gold/bin/python scripts/diffusers_golden.py
 
 Each case stores: ids [N, n_axes] (float64, what the module was given or
-built), axes widths, theta, the angle mode the module uses ("exact" for
-diffusers' float64 frequencies, "float32" for its float32 ones), the
-(cos, sin) [N, D] the module returned (float32), an x [B, H, N, D] (or
-[B, N, H, D] for Wan's attention) and diffusers' rotated x (float32).
+built), axes widths, theta (one per axis), the angle mode the module uses
+("exact" for diffusers' float64 frequencies, "float32" for its float32
+ones), whether its pairs are interleaved (else rotate-half over the head),
+the (cos, sin) [N, D] the module returned (float32), an x [B, H, N, D] (or
+[B, N, H, D]: Wan's, HiDream's attention) and diffusers' rotated x (float32).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,12 +39,14 @@ def flux_ids(text: int, h: int, w: int, first: float = 0.0) -> np.ndarray:
     return np.concatenate([np.zeros((text, 3)), img.reshape(-1, 3)])
 
 
-def rotate_bhsd(x: np.ndarray, cos: Any, sin: Any) -> np.ndarray:
-    """diffusers' apply_rotary_emb (use_real, interleaved pairs) on x [B, H, S, D]."""
+def rotate_bhsd(x: np.ndarray, cos: Any, sin: Any, interleaved: bool = True) -> np.ndarray:
+    """diffusers' apply_rotary_emb (use_real: interleaved pairs, or rotate-half with use_real_unbind_dim=-2,
+    as Cosmos and CogView4 call it) on x [B, H, S, D]."""
     import torch
     from diffusers.models.embeddings import apply_rotary_emb
 
-    return apply_rotary_emb(torch.from_numpy(x), (cos, sin), use_real=True, use_real_unbind_dim=-1).numpy()
+    return apply_rotary_emb(torch.from_numpy(x), (cos, sin), use_real=True,
+                            use_real_unbind_dim=-1 if interleaved else -2).numpy()
 
 
 def rotate_wan(x: np.ndarray, cos: Any, sin: Any) -> np.ndarray:
@@ -59,20 +63,73 @@ def rotate_wan(x: np.ndarray, cos: Any, sin: Any) -> np.ndarray:
     return out.type_as(h).numpy()
 
 
-def case(name: str, ids: np.ndarray, axes: list[int], theta: float, angle: str, cos: Any,
-         sin: Any, layout: str, heads: int = 2) -> dict[str, np.ndarray]:
+def case(name: str, ids: np.ndarray, axes: list[int], theta: float | list[float], angle: str, cos: Any,
+         sin: Any, layout: str, heads: int = 2, interleaved: bool = True,
+         rotate: Callable[[np.ndarray], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """One case's arrays: x rotated by `rotate` (default: diffusers' apply_rotary_emb for "bhsd", Wan's
+    attention's for "bshd"; rotate-half pairs: apply_rotary_emb's use_real_unbind_dim=-2)."""
     n, d = ids.shape[0], sum(axes)
     cos2, sin2 = cos.reshape(n, d), sin.reshape(n, d)
-    if layout == "bhsd":
-        x = RNG.standard_normal((1, heads, n, d)).astype(np.float32)
-        y = rotate_bhsd(x, cos2, sin2)
+    x = RNG.standard_normal((1, heads, n, d) if layout == "bhsd" else (1, n, heads, d)).astype(np.float32)
+    if rotate is not None:
+        y = rotate(x)
+    elif layout == "bhsd":
+        y = rotate_bhsd(x, cos2, sin2, interleaved)
     else:
-        x = RNG.standard_normal((1, n, heads, d)).astype(np.float32)
         y = rotate_wan(x, cos.reshape(1, n, 1, d), sin.reshape(1, n, 1, d))
-    print(f"{name}: N {n}, axes {axes}, theta {theta}, {angle}, x {list(x.shape)}")
-    return {f"{name}/ids": ids.astype(np.float64), f"{name}/axes": np.array(axes), f"{name}/theta": np.float64(theta),
-            f"{name}/angle": np.array(angle), f"{name}/layout": np.array(layout), f"{name}/cos": cos2.numpy(),
-            f"{name}/sin": sin2.numpy(), f"{name}/x": x, f"{name}/y": y}
+    print(f"{name}: N {n}, axes {axes}, theta {theta}, {angle}, interleaved {interleaved}, x {list(x.shape)}")
+    return {f"{name}/ids": ids.astype(np.float64), f"{name}/axes": np.array(axes),
+            f"{name}/theta": np.array(theta, np.float64).reshape(-1), f"{name}/angle": np.array(angle),
+            f"{name}/layout": np.array(layout), f"{name}/interleaved": np.bool_(interleaved),
+            f"{name}/cos": cos2.numpy(), f"{name}/sin": sin2.numpy(), f"{name}/x": x, f"{name}/y": y}
+
+
+def rotate_half_cases() -> dict[str, np.ndarray]:
+    """Cosmos (rotate-half over the head, a theta per axis: 10000 times its NTK factors, float32 frequencies;
+    its time ids scaled by fps as it scales them, t / fps * 24 in float32) and CogView4 (rotate-half; its image
+    tokens, whose ids are row * 256 // h and column * 256 // w)."""
+    import torch
+    from diffusers.models.transformers.transformer_cogview4 import CogView4RotaryPosEmbed
+    from diffusers.models.transformers.transformer_cosmos import CosmosRotaryPosEmbed
+
+    out: dict[str, np.ndarray] = {}
+    for name, scale, fps in (("cosmos", (2.0, 1.0, 1.0), 30), ("cosmos_image", (1.0, 4.0, 4.0), None)):
+        m = CosmosRotaryPosEmbed(hidden_size=128, max_size=(128, 240, 240), patch_size=(1, 2, 2), rope_scale=scale)
+        cos, sin = m(torch.zeros(1, 16, 3, 10, 14), fps=fps)
+        t = np.arange(3, dtype=np.float32)
+        if fps is not None:
+            t = (t / np.float32(fps)).astype(np.float32) * np.float32(24)
+        tt, hh, ww = np.meshgrid(t, np.arange(5), np.arange(7), indexing="ij")
+        ids = np.stack([tt, hh, ww], -1).reshape(-1, 3).astype(np.float64)
+        thetas = [10000.0 * m.t_ntk_factor, 10000.0 * m.h_ntk_factor, 10000.0 * m.w_ntk_factor]
+        out.update(case(name, ids, [m.dim_t, m.dim_h, m.dim_w], thetas, "float32", cos, sin, "bhsd",
+                        interleaved=False))
+    h, w = 5, 7
+    cos, sin = CogView4RotaryPosEmbed(dim=128, patch_size=2, rope_axes_dim=(256, 256), theta=10000.0)(
+        torch.zeros(1, 16, 2 * h, 2 * w))
+    r, c = np.meshgrid(np.arange(h) * 256 // h, np.arange(w) * 256 // w, indexing="ij")
+    ids = np.stack([r, c], -1).reshape(-1, 2).astype(np.float64)
+    out.update(case("cogview4", ids, [64, 64], 10000.0, "float32", cos, sin, "bhsd", interleaved=False))
+    return out
+
+
+def hidream_case() -> dict[str, np.ndarray]:
+    """HiDream-I1: axes (64, 32, 32), theta 1e4, float64 frequencies; image ids (0, row, col) then text ids 0;
+    its own apply_rope on x [B, S, H, D] (q of its pair)."""
+    import torch
+    from diffusers.models.transformers.transformer_hidream_image import HiDreamImageEmbedND, apply_rope
+
+    r, c = np.meshgrid(np.arange(5), np.arange(7), indexing="ij")
+    ids = np.concatenate([np.stack([np.zeros_like(r), r, c], -1).reshape(-1, 3), np.zeros((6, 3))]).astype(np.float64)
+    pe = HiDreamImageEmbedND(theta=10000, axes_dim=[64, 32, 32])(torch.from_numpy(ids).float()[None])
+    cos = pe[0, :, 0, :, 0, 0].repeat_interleave(2, -1)  # (its [[cos, -sin], [sin, cos]] per pair)
+    sin = pe[0, :, 0, :, 1, 0].repeat_interleave(2, -1)
+
+    def rotate(x: np.ndarray) -> np.ndarray:
+        q = torch.from_numpy(x)
+        return apply_rope(q, q, pe)[0].numpy()
+
+    return case("hidream", ids, [64, 32, 32], 10000.0, "exact", cos, sin, "bshd", rotate=rotate)
 
 
 def main() -> None:
@@ -139,6 +196,8 @@ def main() -> None:
                  "qwen_image/theta": np.float64(10000.0), "qwen_image/angle": np.array("float32"),
                  "qwen_image/layout": np.array("bshd"), "qwen_image/cos": cos.float().numpy(),
                  "qwen_image/sin": sin.float().numpy(), "qwen_image/x": x, "qwen_image/y": y})
+    data.update(rotate_half_cases())
+    data.update(hidream_case())
     data["versions"] = np.array(f"torch {torch.__version__}, diffusers {diffusers.__version__}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(OUT, **data)

@@ -2,8 +2,9 @@
 
 Proof in two parts: diffusers' own modules (FluxPosEmbed, Flux Kontext's
 offset ids, WanRotaryPosEmbed with Wan's attention, HunyuanVideoRotaryPosEmbed,
-get_3d_rotary_pos_embed's fractional CogVideoX grid, centred negative ids)
-and `apply_rotary_emb`, their results committed in tests/data/nd_golden.npz
+get_3d_rotary_pos_embed's fractional CogVideoX grid, centred negative ids,
+Cosmos's and CogView4's rotate-half pairs and Cosmos's theta per axis,
+HiDream's own apply_rope) and `apply_rotary_emb`, their results committed in tests/data/nd_golden.npz
 by scripts/diffusers_golden.py; and a float64 oracle from the formulas
 (tests/oracles/oracle_nd.py) over every dtype, storage, layout and odd shape.
 """
@@ -30,7 +31,9 @@ DTYPES = [np.float32, np.float16, BF16]
 
 def golden(name):
     g = {k.split("/")[1]: GOLDEN[k] for k in GOLDEN.files if k.startswith(name + "/")}
-    spec = vkrope.NdFreqs(tuple(int(v) for v in g["axes"]), float(g["theta"]), angle=str(g["angle"]))
+    thetas = tuple(float(t) for t in np.atleast_1d(g["theta"]))  # (one, or one per axis: Cosmos's)
+    spec = vkrope.NdFreqs(tuple(int(v) for v in g["axes"]), thetas[0] if len(thetas) == 1 else thetas,
+                          interleaved=bool(g.get("interleaved", True)), angle=str(g["angle"]))
     return spec, g, (-3 if str(g["layout"]) == "bshd" else -2)
 
 
@@ -82,11 +85,11 @@ def test_apply_nd_matches_diffusers(device, name, storage, resident):
     xin = device.asarray(x, storage=storage) if resident else x
     out = device.apply_nd(xin, spec, g["ids"], token_axis=token_axis, storage="auto" if resident else storage)
     y = out.get() if resident else out
-    scale = pair_scale(x, spec.axes_dim)
+    scale = pair_scale(x, spec.axes_dim, interleaved=spec.interleaved)
     ulps = np.abs(y.astype(np.float64) - g["y"]) / np.spacing(np.float32(scale)).astype(np.float64)
     assert ulps.max() <= 2, f"{name}: {ulps.max()} ulps of the pair"
-    assert_close(y, nd_rope(x, spec.axes_dim, spec.theta, g["ids"], angle=spec.angle, token_axis=token_axis),
-                 x, spec.axes_dim)
+    assert_close(y, nd_rope(x, spec.axes_dim, spec.theta, g["ids"], interleaved=spec.interleaved, angle=spec.angle,
+                            token_axis=token_axis), x, spec.axes_dim, interleaved=spec.interleaved)
 
 
 def test_apply_reference_takes_nd_specs():
