@@ -335,11 +335,12 @@ def _after_calls(code) -> frozenset:
     return found
 
 
-def _interrupt_at(k: int):
+def _interrupt_at(k: int, inside: str | None = None):
     """A trace hook that raises KeyboardInterrupt at the k-th point where
     CPython can deliver a signal handler's exception: a Python function's
     start, or the instruction right after any call returns (a C function,
-    a cffi one, a Python one). k = 0 only counts the points."""
+    a cffi one, a Python one); with `inside`, only the points below a frame
+    of the function of that name. k = 0 only counts the points."""
     seen = [0]
 
     def local(frame, event, arg):
@@ -350,14 +351,32 @@ def _interrupt_at(k: int):
         return local
 
     def hook(frame, event, arg):
-        if event == "call":
-            seen[0] += 1
-            if seen[0] == k:
-                raise KeyboardInterrupt
-            frame.f_trace_opcodes = True
-            return local
-        return None
+        if event != "call":
+            return None
+        f = frame if inside is not None else None
+        while f is not None and f.f_code.co_name != inside:
+            f = f.f_back
+        if inside is not None and f is None:
+            return None
+        seen[0] += 1
+        if seen[0] == k:
+            raise KeyboardInterrupt
+        frame.f_trace_opcodes = True
+        return local
     return hook, seen
+
+
+def _interrupted(fn, k: int, inside: str | None = None) -> None:
+    """fn() with a KeyboardInterrupt at its k-th signal point (_interrupt_at), the interrupt swallowed."""
+    hook, _ = _interrupt_at(k, inside)
+    try:
+        sys.settrace(hook)
+        try:
+            fn()
+        finally:
+            sys.settrace(None)
+    except KeyboardInterrupt:
+        pass
 
 
 def _points_in(fn) -> int:
@@ -686,15 +705,7 @@ def test_an_interrupted_release_neither_loses_nor_shares_memory(make_device):
     assert events > 5
     for k in range(1, events + 1):
         a = dev.asarray(data)
-        hook, _ = _interrupt_at(k)
-        try:
-            sys.settrace(hook)
-            try:
-                a.release()
-            finally:
-                sys.settrace(None)
-        except KeyboardInterrupt:
-            pass
+        _interrupted(a.release, k)
         a.release()
         pool = dev._rt.pool
         assert len({id(p) for p in pool}) == len(pool), f"a buffer pooled twice (interrupted at {k})"
@@ -728,15 +739,7 @@ def test_an_interrupted_trim_leaves_no_destroyed_buffer_to_hand_out(make_device,
     assert events > 20
     fill()
     for k in range(1, events + 1):
-        hook, _ = _interrupt_at(k)
-        try:
-            sys.settrace(hook)
-            try:
-                dev.trim()
-            finally:
-                sys.settrace(None)
-        except KeyboardInterrupt:
-            pass
+        _interrupted(dev.trim, k)
         left = list(dev._rt.pool) + list(dev._rt.work.values())
         assert all(buf.handle is not None for buf in left), f"interrupted at {k} of {events}: a destroyed buffer kept"
         y[...] = np.nan
@@ -746,33 +749,6 @@ def test_an_interrupted_trim_leaves_no_destroyed_buffer_to_hand_out(make_device,
         assert np.array_equal(a.get(), x)
         a.release()
         fill()
-
-
-def _interrupt_inside(name: str, k: int):
-    """_interrupt_at's hook, counting only the points inside (below) a frame of the function `name`."""
-    seen = [0]
-
-    def local(frame, event, arg):
-        if event == "opcode" and frame.f_lasti in _after_calls(frame.f_code):
-            seen[0] += 1
-            if seen[0] == k:
-                raise KeyboardInterrupt
-        return local
-
-    def hook(frame, event, arg):
-        if event != "call":
-            return None
-        f = frame
-        while f is not None and f.f_code.co_name != name:
-            f = f.f_back
-        if f is None:
-            return None
-        seen[0] += 1
-        if seen[0] == k:
-            raise KeyboardInterrupt
-        frame.f_trace_opcodes = True
-        return local
-    return hook, seen
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # interrupts landing in GC callbacks
@@ -798,7 +774,7 @@ def test_a_work_buffer_or_image_given_back_under_an_interrupt_is_not_lost(make_d
 
     big = 4096 if storage == "buffer" else 24  # (a bigger arena; a third shape of image)
     settle()
-    hook, seen = _interrupt_inside(where, 0)
+    hook, seen = _interrupt_at(0, inside=where)
     sys.settrace(hook)
     try:
         call(big)
@@ -808,15 +784,7 @@ def test_a_work_buffer_or_image_given_back_under_an_interrupt_is_not_lost(make_d
     for k in range(1, seen[0] + 1):
         settle()
         before = dev._ctx.allocations
-        hook, _ = _interrupt_inside(where, k)
-        try:
-            sys.settrace(hook)
-            try:
-                call(big)
-            finally:
-                sys.settrace(None)
-        except KeyboardInterrupt:
-            pass
+        _interrupted(lambda: call(big), k, inside=where)
         settle()
         assert dev._ctx.allocations <= before, f"interrupted at {k} of {seen[0]} in {where}: memory held"
 
