@@ -22,3 +22,10 @@ class BuiltinDocstrings(griffe.Extension):
         """Called by griffe for each attribute it finds."""
         if attr.docstring is not None and inspect.cleandoc(attr.docstring.value) in BUILTIN_DOCS:
             attr.docstring = None
+
+
+if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " ") + ". mkdocs.yml's "
+                            "mkdocstrings options load it; there is nothing to run.").parse_args()
