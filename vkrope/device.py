@@ -234,7 +234,7 @@ class Device(DeviceMemory):
                     elif t.on_device:
                         outs[t.name] = self._new_array(t.storage, t.shape, t.dtype)
                     else:
-                        outs[t.name] = _host_result(t, getattr(req, "x_name", "x"))
+                        outs[t.name] = _host_result(t, _rotated_input(req))
             calls.append((req, outs))
         seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
         return [outs for _, outs in calls], seconds
@@ -275,6 +275,12 @@ class Device(DeviceMemory):
                         raise ValueError(f"{where}{name} and {t.name} are the same memory, and both are written: "
                                          "pass separate arrays")
                 written.append((t.name, v))
+
+
+def _rotated_input(req: Any) -> str:
+    """The caller's name of the input a request rotates: its `x_name` (xk of apply_rotary_emb's two), else
+    its first tensor's (the decode step's q)."""
+    return getattr(req, "x_name", None) or req.tensors()[0].name
 
 
 def _host_result(t: Any, x_name: str) -> np.ndarray:

@@ -577,6 +577,11 @@ def test_a_result_numpy_cannot_allocate_is_named(device, monkeypatch):
     k = np.broadcast_to(np.float32(1), (1, 4096, 4, 256))  # (of apply_rotary_emb's two results, k's)
     with pytest.raises(MemoryError, match=r"^the result of xk, \[1, 4096, 4, 256\] float32"):
         device.apply_rotary_emb(q, k, np.ones((4096, 128), np.float32), np.zeros((4096, 128), np.float32))
+    q = np.broadcast_to(np.float32(1), (1, 4, 4096, 256))  # (the decode step's request names no x: its q)
+    kc, vc = (device.asarray(np.zeros((1, 4, 4096, 256), np.float32)) for _ in range(2))
+    with pytest.raises(MemoryError, match=r"^the result of q, \[1, 4, 4096, 256\] float32"):
+        device.rope_and_cache(q, q, q, kc, vc, (np.ones((4096, 128), np.float32), np.zeros((4096, 128), np.float32)),
+                              np.arange(4096)[None])
     assert device.stats()["submissions"] == before
     monkeypatch.undo()
     y = device.apply(np.ones((1, 4, 8), np.float32), vkrope.RopeFreqs(8), positions=np.zeros(4, np.int64))
