@@ -155,8 +155,8 @@ class Runtime:
         finally:
             self.building -= 1
         self.counts["recordings"] += 1
-        if len(self.recordings) > self.MAX_RECORDINGS:
-            self.ctx.release(self.recordings.popitem(last=False)[1])
+        if len(self.recordings) > self.MAX_RECORDINGS:  # (the oldest goes at the next drain: not in flight)
+            self.bury(self.recordings, next(iter(self.recordings)))
         return rec
 
     def forget_recordings(self) -> None:
@@ -166,7 +166,8 @@ class Runtime:
         self.prepared.clear()
         self.kept_calls.clear()
         while self.recordings:
-            self.ctx.release(self.recordings.popitem()[1])
+            self.bury(self.recordings, next(iter(self.recordings)))
+        self.drain()
 
     def pipeline(self, name: str, spec: tuple[int, ...]) -> ComputePipeline:
         """The compute pipeline of kernel variant `name` with `spec`, built once."""
@@ -203,16 +204,16 @@ class Runtime:
         self.drain()
         if role in self.work:
             self.forget_recordings()
-            self.bury_work(role)
+            self.bury(self.work, role)
             self.drain()
 
-    def bury_work(self, role: str) -> None:
-        """Work buffer or image `role` moved to the graveyard (destroyed at the next drain), with no call
-        between taking it out and putting it there, so an interrupt leaves it in one of the two: popped,
-        then destroyed, it was in neither (held until the device closed; trim did not give it back), and
-        destroyed, then taken out, it was handed out again."""
-        res = self.work[role]
-        del self.work[role]
+    def bury(self, table: dict, key: Any) -> None:
+        """`table[key]` (a work buffer or image, a recording) moved to the graveyard (destroyed at the next
+        drain), with no call between taking it out and putting it there, so an interrupt leaves it in one of
+        the two: popped, then destroyed, it was in neither (held until the device closed; trim did not give
+        it back), and destroyed, then taken out, it was handed out again."""
+        res = table[key]
+        del table[key]
         self.graveyard.append(res)
 
     def import_companion(self, job: int, name: str, size: int) -> Buffer:
@@ -295,6 +296,6 @@ class Runtime:
         # Each buffer moved to the graveyard before anything destroys it (as free_pool does): released
         # first, an interrupt before the clear left destroyed buffers here, handed out again (a NULL binding).
         while self.work:
-            self.bury_work(next(iter(self.work)))
+            self.bury(self.work, next(iter(self.work)))
         self.free_pool()
         self.memo.clear()

@@ -22,13 +22,16 @@ def work_image(rt: Any, role: str, extent: tuple[int, int, int], dtype: np.dtype
     rt.drain()
     fmt = rt.image_format(dtype)
     key = f"{role}|{extent}|{fmt}"
-    image = rt.work.pop(key, None)  # (put back last: the dict's order is the use order)
-    if image is None:
+    image = rt.work.get(key)
+    if image is not None:  # (put back last, the dict's order being the use order; no call between the two)
+        del rt.work[key]
+        rt.work[key] = image
+    else:
         mine = [k for k in rt.work if k.startswith(role + "|")]
         if len(mine) >= WORK_IMAGES:
             _give_back(rt, mine[0])
         image = rt.new_image(extent, fmt)
-    rt.work[key] = image
+        rt.work[key] = image
     rt.images_in_call.add(key)
     return image
 
@@ -42,5 +45,5 @@ def release_idle(rt: Any) -> None:
 
 def _give_back(rt: Any, key: str) -> None:
     rt.forget_recordings()  # (any may bind the image given back)
-    rt.bury_work(key)
+    rt.bury(rt.work, key)
     rt.drain()
