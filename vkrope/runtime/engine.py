@@ -200,7 +200,7 @@ class Runtime:
         return buf
 
     def release_work(self, role: str) -> None:
-        """Release the work buffer of `role` (after the submission in flight; its recordings go)."""
+        """Release the work buffer or image of `role` (after the submission in flight; its recordings go)."""
         self.drain()
         if role in self.work:
             self.forget_recordings()

@@ -29,7 +29,7 @@ def work_image(rt: Any, role: str, extent: tuple[int, int, int], dtype: np.dtype
     else:
         mine = [k for k in rt.work if k.startswith(role + "|")]
         if len(mine) >= WORK_IMAGES:
-            _give_back(rt, mine[0])
+            rt.release_work(mine[0])  # (its recordings go with it: any may bind the image)
         image = rt.new_image(extent, fmt)
         rt.work[key] = image
     rt.images_in_call.add(key)
@@ -40,10 +40,5 @@ def release_idle(rt: Any) -> None:
     """Give back every work image the call in progress does not bind (every one outside a call): at the
     device's allocation count a cache gives way first, a role's image the call replaces included."""
     for key in [k for k in rt.work if "|" in k and not (rt.in_call and k in rt.images_in_call)]:
-        _give_back(rt, key)
+        rt.release_work(key)
 
-
-def _give_back(rt: Any, key: str) -> None:
-    rt.forget_recordings()  # (any may bind the image given back)
-    rt.bury(rt.work, key)
-    rt.drain()
