@@ -316,24 +316,20 @@ def test_bad_input_is_named_and_leaves_the_caches(device):
 def test_the_fused_norm_refuses_heads_past_2_16(device):
     """Each invocation sums its head's squares in one loop (twice where they overflow), which lavapipe stops
     silently past 65535 iterations: a head of 2^17 gave 1.0000572 for 0.8753. Past 2^16 channels the norm is a
-    ValueError before any GPU work, the cache untouched; 2^16 itself is read (the norm's row against float64)."""
-    for d, ok in ((1 << 16, True), ((1 << 16) + 4, False)):
-        x = np.ones((1, 1, 1, d), np.float32)
-        x[..., -4:] = 1000.0
-        kc, vc = (device.asarray(np.full((1, 1, 1, d), np.nan, np.float32)) for _ in range(2))
-        tabs = (np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32))  # (4 channels turn, by angle 0)
-        w = np.ones(d, np.float32)
-        if not ok:
-            with pytest.raises(ValueError, match=rf"q_norm, k_norm: the fused RMSNorm takes heads of at most 65536 "
-                               rf"channels; got D = {d}"):
-                device.rope_and_cache(x, x, x, kc, vc, tabs, np.array([[0]]), q_norm=w, k_norm=w)
-            assert np.isnan(kc.get()).all()
-            continue
-        y = device.rope_and_cache(x, x, x, kc, vc, tabs, np.array([[0]]), q_norm=w, k_norm=w)
-        x64 = x.astype(np.float64)
-        want = x64 / np.sqrt((x64 * x64).mean() + 1e-6)
-        np.testing.assert_allclose(y, want, rtol=1e-5)
-        np.testing.assert_allclose(kc.get(), want, rtol=1e-5)
+    ValueError before any GPU work, the cache untouched; 2^16 itself is read (test_rms_norm_of_a_wide_head's
+    lanes-64k, against float64: a run of 2^16 channels takes half a minute on lavapipe, so once)."""
+    d = (1 << 16) + 4
+    x = np.ones((1, 1, 1, d), np.float32)
+    kc, vc = (device.asarray(np.full((1, 1, 1, d), np.nan, np.float32)) for _ in range(2))
+    tabs = (np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32))
+    w = np.ones(d, np.float32)
+    with pytest.raises(ValueError, match=rf"q_norm, k_norm: the fused RMSNorm takes heads of at most 65536 "
+                       rf"channels; got D = {d}"):
+        device.rope_and_cache(x, x, x, kc, vc, tabs, np.array([[0]]), q_norm=w, k_norm=w)
+    assert np.isnan(kc.get()).all()
+    assert device.rope_and_cache(x[..., :8], x[..., :8], x[..., :8], device.asarray(np.zeros((1, 1, 1, 8), np.float32)),
+                                 device.asarray(np.zeros((1, 1, 1, 8), np.float32)), tabs, np.array([[0]]),
+                                 q_norm=w[:8], k_norm=w[:8]).shape == (1, 1, 1, 8)  # (the device still works)
 
 
 # --- a decode loop replays one recording --------------------------------------------------
@@ -574,11 +570,11 @@ def test_the_exact_angle_in_the_shader(device, d, rot, interleaved):
                slots=slots, interleaved=interleaved)
 
 
-@pytest.mark.parametrize("d, rot_half, spike", [(65532, 1, False), (32770, 1, False), (16384, 8192, False),
+@pytest.mark.parametrize("d, rot_half, spike", [(65536, 1, False), (32770, 1, False), (16384, 8192, False),
                                                  (4098, 1, True), (4096, 1024, True)],
                          ids=["lanes-64k", "lanes-32k", "texels-16k", "lanes-spike", "texels-spike"])
 def test_rms_norm_of_a_wide_head(device, d, rot_half, spike):
-    """Heads up to 2^16: the sum of squares ran one value a step, and lavapipe's llvmpipe stops a shader's loops
+    """Heads up to 2^16 (the widest the norm takes, in lanes-64k): the sum of squares ran one value a step, and lavapipe's llvmpipe stops a shader's loops
     silently past 65535 iterations in all (D 65524 up lost lanes of q and k: stale memory, no error); summed
     plainly in float32 it was off by 1.6x the documented bound from D 16386. Now four squares a step,
     compensated: within the bound at every width, and where a plain sum loses every small term to the first."""

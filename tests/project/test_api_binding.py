@@ -10,8 +10,6 @@ import importlib
 import inspect
 import pickle
 import pkgutil
-import subprocess
-import sys
 import typing
 
 import numpy as np
@@ -66,14 +64,12 @@ def test_the_module_function_checks_before_any_device(monkeypatch):
     assert made == []
 
 
-def test_type_checkers_see_the_result_of_x_kind(tmp_path):
+def test_type_checkers_see_the_result_of_x_kind(tmp_path, mypy):
     """Through ParamSpec the bound functions keep the front end's hints: a
     numpy x gives a numpy result, a DeviceArray a DeviceArray, and an unknown
     keyword is an error, for the module function and the method alike; a misspelt name of the module is
     one too (its lazy names come from a __getattr__ type checkers do not see)."""
-    src = tmp_path / "use.py"
-    src.write_text(
-        "import numpy as np\nimport vkrope\n"
+    revealed, out = _revealed(tmp_path, mypy,
         "x = np.ones((1, 4, 8), np.float32)\n"
         "reveal_type(vkrope.apply(x, x[0]))\n"
         "dev = vkrope.Device()\n"
@@ -82,32 +78,28 @@ def test_type_checkers_see_the_result_of_x_kind(tmp_path):
         "vkrope.rotary_embedding(x, x, x, bogus=1)\n"
         "reveal_type(vkrope.bfloat16)\n"
         "vkrope.aply(x, x[0])\n")
-    res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
-                          str(tmp_path / "cache"), str(src)], capture_output=True, text=True)
-    revealed = [line.split("Revealed type is ")[1] for line in res.stdout.splitlines() if "Revealed type" in line]
-    assert len(revealed) == 4, res.stdout
+    assert len(revealed) == 4, out
     assert revealed[0].startswith('"numpy.ndarray') and "DeviceArray" not in revealed[0]
     assert revealed[1] == '"vkrope.runtime.array.DeviceArray"'
     assert revealed[2].startswith('"tuple[numpy.ndarray'), revealed[2]
-    assert 'Unexpected keyword argument "bogus"' in res.stdout
+    assert 'Unexpected keyword argument "bogus"' in out
     assert revealed[3].startswith('"type['), revealed[3]  # (the lazy names are declared, any other is missing)
-    assert 'Module has no attribute "aply"' in res.stdout, res.stdout
+    assert 'Module has no attribute "aply"' in out, out
 
 
-def _revealed(tmp_path, source: str) -> tuple[list[str], str]:
+def _revealed(tmp_path, mypy, source: str) -> tuple[list[str], str]:
     """mypy's revealed types of `source` (a module using vkrope), in order, and its whole report."""
     src = tmp_path / "use.py"
     src.write_text("import numpy as np\nimport vkrope\n" + source)
-    res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
-                          str(tmp_path / "cache"), str(src)], capture_output=True, text=True)
+    res = mypy(src)
     return [line.split("Revealed type is ")[1] for line in res.stdout.splitlines() if "Revealed type" in line], \
         res.stdout
 
 
-def test_type_checkers_see_a_model_rope_where_no_layer_is_named(tmp_path):
+def test_type_checkers_see_a_model_rope_where_no_layer_is_named(tmp_path, mypy):
     """from_hf / from_gguf naming no layer give a ModelRope (or raise NoRopeLayers), so the documented
     `vkrope.from_hf(path).cos_sin(...)` checks; naming a layer or a layer type may give None."""
-    revealed, out = _revealed(tmp_path,
+    revealed, out = _revealed(tmp_path, mypy,
         "reveal_type(vkrope.from_hf({'model_type': 'llama'}))\n"
         "reveal_type(vkrope.from_hf('config.json', like='llama', angle='exact'))\n"
         "reveal_type(vkrope.from_hf({'model_type': 'llama'}, layer=0))\n"
@@ -121,11 +113,11 @@ def test_type_checkers_see_a_model_rope_where_no_layer_is_named(tmp_path):
     assert "error" not in out, out
 
 
-def test_type_checkers_see_apply_many_results_of_x_kind(tmp_path):
+def test_type_checkers_see_apply_many_results_of_x_kind(tmp_path, mypy):
     """Device.apply_many's results are of each job's x's kind, as apply's: DeviceArrays for DeviceArray x
     (docs/storage.md's `q_rot, k_rot = dev.apply_many(...)`, then `q_rot.get()`), numpy for numpy x, either
     for a mix."""
-    revealed, out = _revealed(tmp_path,
+    revealed, out = _revealed(tmp_path, mypy,
         "x = np.ones((1, 4, 8), np.float32)\nf = np.ones((4, 8), np.float32)\n"
         "dev = vkrope.Device()\nq = dev.asarray(x)\n"
         "q_rot, k_rot = dev.apply_many([(q, f), (q, f, {'repeat': 1, 'exclude_last': 4})])\n"

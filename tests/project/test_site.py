@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import vkrope
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,11 +35,18 @@ def test_every_page_is_in_the_navigation():
     assert pages == set(re.findall(r":\s+(\S+\.md)$", nav, re.M))
 
 
-def test_the_site_builds_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built strict (any warning fails) once for the tests that read it (a build takes 8 s here)."""
+    site = tmp_path_factory.mktemp("site")
     res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d",
-                          str(tmp_path / "site")], capture_output=True, text=True, cwd=ROOT)
+                          str(site)], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
-    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    return site
+
+
+def test_the_site_builds_strict(site):
+    api = (site / "api" / "index.html").read_text()
     for name in vkrope.__all__:
         assert f'id="vkrope.{name}"' in api, name
     assert _members_without_an_entry(api) == []
@@ -46,12 +55,12 @@ def test_the_site_builds_strict(tmp_path):
     for t in (str, int, float, bool, tuple):
         first = html.escape(t.__doc__.strip().splitlines()[0], quote=False)
         assert first not in api, f"{t.__name__}'s docstring shown: {first!r}"
-    index = (tmp_path / "site" / "index.html").read_text()
+    index = (site / "index.html").read_text()
     assert "Getting started" in index and "rope_and_cache" in index
     # code highlighted at build time (a site read offline is too: no CDN script), classes shown with their
     # constructor's signature
     assert '<span class="kn">import</span>' in index and "highlight.min.js" not in index
-    assert (tmp_path / "site" / "css" / "pygments.css").exists()
+    assert (site / "css" / "pygments.css").exists()
     assert re.search(r"vkrope\.RopeFreqs\(.*dim.*base", re.sub(r"<[^>]+>", "", api)), "no constructor signature"
 
 
@@ -84,16 +93,12 @@ def _browser() -> str:
     raise AssertionError("chromium is required by the test suite (scripts/test.sh installs it: apt-get install chromium)")
 
 
-def test_the_site_renders_in_a_browser(tmp_path):
+def test_the_site_renders_in_a_browser(site, tmp_path):
     """The built site opened in headless Chromium (Debian's): the index, a
     guide and the API page render with their content, the operations with
     their docstrings (a static reading once showed them as
     bare `on_default(...)` attributes); a screenshot of the API page is kept
     in $VKROPE_ARTIFACTS (default: the test's temporary folder)."""
-    site = tmp_path / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d",
-                          str(site)], capture_output=True, text=True, cwd=ROOT)
-    assert res.returncode == 0, res.stdout + res.stderr
     browser = [_browser(), "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "b")]
 
     def dom(page: str) -> str:
@@ -102,7 +107,8 @@ def test_the_site_renders_in_a_browser(tmp_path):
         assert out.returncode == 0, out.stderr[-2000:]
         return out.stdout
 
-    assert "Getting started" in dom("index.html") and "rope_and_cache" in dom("index.html")
+    index = dom("index.html")
+    assert "Getting started" in index and "rope_and_cache" in index
     guide = dom("guide/decode/index.html")
     assert "The decode step and the KV cache" in guide and "shift_cache" in guide
     api = dom("api/index.html")
