@@ -377,6 +377,44 @@ def test_layout_mistakes_name_the_layout():
         vkrope.rotary_embedding(x, vkrope.RopeFreqs(64), None, pos[:, :5])
     with pytest.raises(ValueError, match=r"^position_ids must have shape \(2, 4\); got \(2, 8\)$"):  # 3-D x: no axes 1, 2
         vkrope.rotary_embedding(np.zeros((2, 4, 256), np.float32), table, table, pos, num_heads=4)
+    # grouped-query q and k of the other layout: they differ on the axis read as S (an adversary's finding)
+    q, k = np.zeros((1, 5, 4, 8), np.float32), np.zeros((1, 5, 2, 8), np.float32)
+    with pytest.raises(ValueError, match=r"^k \(1, 5, 2, 8\) must share B, S and D with q \(1, 5, 4, 8\) \(\[B, H, S, D\]\) "
+                                         r"\(q and k are read as \[B, H, S, D\]: are they \[B, S, H, D\]\? transpose"):
+        vkrope.apply_rotary_pos_emb(q, k, vkrope.RopeFreqs(8), np.zeros((1, 4), np.int64))
+    with pytest.raises(ValueError, match=r"^xk \(1, 4, 2, 8\) must share B, S and D with xq \(1, 5, 2, 8\) \(\[B, S, H, D\]\) "
+                                         r"\(xq and xk are read as \[B, S, H, D\]: are they \[B, H, S, D\]\?"):
+        vkrope.apply_rotary_emb(np.zeros((1, 5, 2, 8), np.float32), np.zeros((1, 4, 2, 8), np.float32),
+                                np.ones((2, 4), np.float32), np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match=r"must share B, S and D with q \(1, 5, 4, 8\) \(\[B, H, S, D\]\)$"):  # (D differs)
+        vkrope.apply_rotary_pos_emb(q, k[..., :6], vkrope.RopeFreqs(8), np.zeros((1, 4), np.int64))
+
+
+def test_a_3d_x_names_num_heads_in_a_table_width_mismatch():
+    """x [B, S, H*D] with a wrong num_heads shows as a wrong table width: the message says the width came from
+    num_heads (an adversary read "cos_cache must have shape (10, 2)" as the cache's fault)."""
+    x, table = np.zeros((2, 4, 24), np.float32), np.ones((10, 4), np.float32)
+    pos = np.zeros((2, 4), np.int64)
+    with pytest.raises(ValueError, match=r"^cos_cache must have shape \[max_pos, rot/2\] \(D = 24 / num_heads 6 = 4, so "
+                                         r"rot/2 = 2\) = \(10, 2\); got \(10, 4\)$"):
+        vkrope.rotary_embedding(x, table, table, pos, num_heads=6)
+    bs = np.ones((2, 4, 4), np.float32)
+    with pytest.raises(ValueError, match=r"no position_ids; D = 24 / num_heads 1 = 24, so rot/2 = 12\) = \(2, 4, 12\)"):
+        vkrope.rotary_embedding(x, bs, bs, num_heads=1)
+    y = vkrope.rotary_embedding(x + 1, table, table * 0, pos, num_heads=3)  # (the right count: D 8, rot/2 4; angle 0)
+    assert np.array_equal(y, x + 1)
+
+
+def test_onnx_reference_absent_attributes_are_zero(device):
+    """onnx.reference passes each absent attribute as None: interleaved, rotary_embedding_dim and num_heads
+    None are 0, the same result bit for bit as 0 given."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    cos, sin = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    pos = np.array([[0, 4, 2]])
+    want = device.rotary_embedding(x, cos, sin, pos, interleaved=0, rotary_embedding_dim=0, num_heads=0)
+    got = device.rotary_embedding(x, cos, sin, pos, interleaved=None, rotary_embedding_dim=None, num_heads=None)
+    assert np.array_equal(got, want) and not np.array_equal(want, x)
 
 
 def test_a_narrower_spec_suggests_rotary_embedding_dim():

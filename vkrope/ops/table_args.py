@@ -176,7 +176,11 @@ def q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"), token_axis:
         check_model_head(spec, int(k.shape[3]), kn)
     b, s, d = (int(q.shape[a]) for a in (0, token_axis, 3))
     if tuple(int(k.shape[a]) for a in (0, token_axis, 3)) != (b, s, d):
-        raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout})")
+        heads = 3 - token_axis  # (grouped-query q and k of the other layout differ on the axis read as S)
+        other = "[B, H, S, D]" if token_axis == 1 else "[B, S, H, D]"
+        hint = (f" ({qn} and {kn} are read as {layout}: are they {other}? transpose(0, 2, 1, 3))"
+                if int(k.shape[heads]) == int(q.shape[heads]) and (int(k.shape[0]), int(k.shape[3])) == (b, d) else "")
+        raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout}){hint}")
     if q.dtype != k.dtype:
         raise TypeError(f"{qn} and {kn} must have one dtype; got {q.dtype} and {k.dtype}")
     return q, k, b, s, d

@@ -92,7 +92,9 @@ def apply_rotary_pos_emb(q: ArrayT, k: ArrayT, spec: Any, position_ids: np.ndarr
     own RoPE: `(cos, sin)` of `position_ids` as its rotary module computes
     them (`spec.cos_sin`), computed in the shader; q and k in one submission.
 
-    q `[B, Hq, S, D]`, k `[B, Hk, S, D]` (grouped-query heads), one dtype
+    q `[B, Hq, S, D]`, k `[B, Hk, S, D]` (grouped-query heads; transformers'
+    `unsqueeze_dim=1`: q and k of `unsqueeze_dim=2`, `[B, S, H, D]`, go in as
+    `q.transpose(0, 2, 1, 3)`, which a shape with H == S cannot tell), one dtype
     (float32, float16, bfloat16), numpy or DeviceArrays. spec: a
     `vkrope.ModelRope` (`vkrope.from_hf`, `vkrope.from_gguf`: its rope
     type, attention factor and pairs), or an `InvFreqs` / `RopeFreqs`
