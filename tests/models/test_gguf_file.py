@@ -226,7 +226,7 @@ def test_a_file_cut_or_rewritten_while_read(tmp_path, monkeypatch):
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(content[:len(content) // 2])
     real_fstat = gguf_file.os.fstat
-    monkeypatch.setattr(gguf_file, "_FIRST_READ", 4096)  # (several reads)
+    monkeypatch.setattr(gguf_file, "_WINDOW", 4096)  # (several reads)
     monkeypatch.setattr(gguf_file.os, "fstat", lambda fd: type("S", (), {"st_size": len(content)})())
     with pytest.raises(ValueError, match="the file has .* left"):  # (the size read first, the bytes since cut)
         with gguf_file.opened(str(cut)):
@@ -412,3 +412,92 @@ def test_a_huge_key_llama_cpp_never_reads_is_not_decoded(tmp_path):
         assert "rope.dimension_sections" in kv and "rope.nothing" not in kv  # (found, not decoded)
         with pytest.raises(ValueError, match="an array of 70000 values"):
             kv["rope.dimension_sections"]
+
+
+def _llama_kvs() -> list[bytes]:
+    """The keys llama.cpp needs of a llama file, raw."""
+    return [_u32(b"llama." + k, v) for k, v in ((b"context_length", 4096), (b"embedding_length", 256),
+                                                (b"block_count", 2), (b"attention.head_count", 4))] + \
+        [_s(b"llama.attention.layer_norm_rms_epsilon") + struct.pack("<If", 6, 1e-5)]
+
+
+def _array(key: bytes, element: int, count: int, body: bytes) -> bytes:
+    return _s(key) + struct.pack("<IIQ", 9, element, count) + body
+
+
+def test_values_it_does_not_read_are_stepped_over_unread(tmp_path, monkeypatch):
+    """An array of 2^33 bytes (a sparse file: zeros on no disk) before the keys read: stepped over, not read
+    (it took gigabytes and a MemoryError); the file's reads stay a few MiB and the RoPE is the file's."""
+    path = tmp_path / "sparse.gguf"
+    with open(path, "wb") as f:
+        head = b"GGUF" + struct.pack("<IQQ", 3, 0, 2 + 5) + _s(b"general.architecture") + struct.pack("<I", 8) + \
+            _s(b"llama")
+        f.write(head + _s(b"llama.junk") + struct.pack("<IIQ", 9, 10, 2**30))  # (2^30 UINT64)
+        f.seek(8 * 2**30, 1)
+        f.write(b"".join(_llama_kvs()))
+    read = []
+    real = os.pread
+    monkeypatch.setattr(gguf_file.os, "pread", lambda fd, n, at: read.append(n) or real(fd, n, at))
+    rope = vkrope.from_gguf(str(path))
+    assert rope.rope_type == "default" and rope.head_dim == 64
+    assert sum(read) < 3 * gguf_file._WINDOW, sum(read)
+
+
+@pytest.mark.parametrize("what", ["keys", "tensors", "strings"])
+def test_counts_past_what_vkrope_walks_are_refused_by_name(tmp_path, monkeypatch, what):
+    """More keys, tensors or strings in one array than vkrope walks (a sparse file may state any count its zeros
+    fill; a million keys took 22 s): a ValueError saying it is vkrope's bound, not that the file is no GGUF;
+    one fewer is read."""
+    monkeypatch.setattr(gguf_file, {"keys": "_MAX_KEYS", "tensors": "_MAX_TENSORS", "strings": "_MAX_STRINGS"}[what], 8)
+    for n, ok in ((8, True), (9, False)):
+        kvs = _llama_kvs()
+        tensors: list[bytes] = []
+        if what == "keys":
+            kvs += [_u32(b"k%d" % i, i) for i in range(n - 6)]  # (with the architecture and the 5 llama keys)
+        elif what == "tensors":
+            tensors = [_tensor(b"t%d" % i, (8,), offset=32 * i) for i in range(n)]
+        else:
+            kvs.append(_array(b"tokenizer.ggml.tokens", 8, n, b"".join(_s(b"t%d" % i) for i in range(n))))
+        path = tmp_path / f"{what}{n}.gguf"
+        path.write_bytes(_file(kvs, tensors, pad=b"\0" * 32 * len(tensors)))
+        if ok:
+            assert vkrope.from_gguf(str(path)).rope_type == "default"
+            continue
+        counted = {"keys": "9 metadata entries", "tensors": "9 tensors", "strings": "an array of 9 strings"}[what]
+        with pytest.raises(ValueError, match=rf"^path: '.*{what}9.gguf': .*{counted}.* vkrope \w+ (over )?at most 2\^3 \("):
+            vkrope.from_gguf(str(path))
+
+
+def test_a_value_past_what_the_walk_keeps_is_refused_by_name(tmp_path, monkeypatch):
+    """The walk keeps the bytes of small strings and arrays up to _KEEP_ALL in all: a key vkrope reads whose
+    value came past that is refused naming it, never read as another value; within it, read."""
+    path = tmp_path / "m.gguf"
+    kvs = _llama_kvs() + [_array(b"llama.junk", 4, 64, b"\0" * 256),
+                          _s(b"llama.rope.scaling.type") + struct.pack("<I", 8) + _s(b"linear"),
+                          _s(b"llama.rope.scaling.factor") + struct.pack("<If", 6, 2.0)]
+    path.write_bytes(_file(kvs))
+    assert vkrope.from_gguf(str(path)).rope_type == "linear"
+    monkeypatch.setattr(gguf_file, "_KEEP_ALL", 256 + 5)  # (the architecture's name, then the junk: full)
+    with pytest.raises(ValueError, match=r"llama.rope.scaling.type: a string of 6 bytes, which vkrope did not keep"):
+        vkrope.from_gguf(str(path))
+
+
+def test_bytes_paths_and_path_likes_giving_bytes_are_read_as_str(tmp_path):
+    """A path-like whose __fspath__ gives bytes passed the type check and failed inside a split model's search
+    (TypeError: endswith first arg must be bytes); a file's ModelRope.source was bytes. Both, and plain bytes,
+    are read as os.fsdecode gives them: a split model found, its source a str."""
+    paths = _split(tmp_path, "m", 4)
+
+    class BytesPath:
+        def __init__(self, p: str) -> None:
+            self.p = p
+
+        def __fspath__(self) -> bytes:
+            return os.fsencode(self.p)
+
+    want = vkrope.from_gguf(paths[0])
+    for given in (BytesPath(paths[0]), os.fsencode(paths[0])):
+        got = vkrope.from_gguf(given)
+        assert got == want and isinstance(got.source, str) and got.source == want.source
+    with pytest.raises(TypeError, match=r"path must be a str, bytes or os.PathLike \(a .gguf file\); got 3"):
+        vkrope.from_gguf(3)

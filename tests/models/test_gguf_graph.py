@@ -10,6 +10,7 @@ cparams, ggml's rope_yarn), sharing no code with vkrope."""
 from __future__ import annotations
 
 import math
+import warnings
 import struct
 
 import gguf
@@ -281,6 +282,29 @@ def test_hunyuan_alpha_scales_the_base(tmp_path):
     power = np.float32(math.pow(1000.0, float(exponent)))
     assert r.theta == float(np.float32(10000.0) * power) == 11158844.0  # (float64 arithmetic: 11158840)
     assert vkrope.from_gguf(gguf_file(tmp_path, "hunyuan-dense", {}, name="plain")).theta == 10000.0
+
+
+def test_refusals_name_what_the_loader_made_the_value_of(tmp_path):
+    """An adversary's findings: an infinite base from alpha^(2 / 0) (a key length of 2) blamed rope.freq_base =
+    10000 alone, and numpy warned of the division (an error under -W error); a factor tensor's tiny value that
+    overflowed the inverse frequencies named no tensor; a rope.dimension_count of 0 in the file was said to be
+    missing."""
+    path = gguf_file(tmp_path, "hunyuan-dense", {"rope.scaling.alpha": 1000.0, "attention.key_length": 2,
+                                                 "attention.value_length": 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"got inf \(from hunyuan-dense.rope.freq_base .*, then its loader's "
+                                             r"rope_freq_base_train = rope_freq_base_train \* powf\(rope_scaling_alpha"):
+            vkrope.from_gguf(path)
+    tiny = np.ones(64, np.float32)
+    tiny[5] = 1e-45
+    path = gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", tiny)], name="tiny")
+    with pytest.raises(ValueError, match=r"not finite numbers >= 0 \(theta 10000.0, \{\}, divided by its freq_factors\) "
+                                         r"\(from the tensor rope_freqs.weight"):
+        vkrope.from_gguf(path)
+    path = gguf_file(tmp_path, "stablelm", {"rope.dimension_count": 0}, name="zero")
+    with pytest.raises(ValueError, match=r"stablelm.rope.dimension_count is 0 in the file; vkrope refuses the file$"):
+        vkrope.from_gguf(path)
 
 
 def test_olmo2_sliding_layers_rotate_unscaled(tmp_path):

@@ -31,7 +31,7 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
 def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = None,
               angle: str = "float32", context_length: int | None = None, part: str | None = None) -> ModelRope | None:
     """A model's RoPE (a `vkrope.ModelRope`) from a GGUF file's metadata, as llama.cpp reads it;
-    `path`: a str or os.PathLike of the .gguf file (a split model's first file, "-00001-of-000NN.gguf":
+    `path`: a str, bytes or os.PathLike of the .gguf file (a split model's first file, "-00001-of-000NN.gguf":
     its other files are read beside it). The header is read as llama.cpp's gguf_init reads it
     (models/gguf_file.py), and only the rope factor tensors' data: `{arch}.rope.freq_base`,
     `.rope.dimension_count` (else the head dim), `.rope.scaling.type`
@@ -75,13 +75,13 @@ def from_gguf(path: Any, *, layer_type: str | None = None, layer: int | None = N
     rotated ones), the part the RoPE is for; without one such a file is a
     ValueError naming the parts where they turn different pairs (read as
     its attention where they turn the same: GLM-DSA's)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike (a .gguf file); got {brief(path)}")
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str, bytes or os.PathLike (a .gguf file); got {brief(path)}")
     _check_choices(layer_type, layer, context_length)
     check_angle(angle)
     if part is not None and not isinstance(part, str):
         raise TypeError(f"part must be a str ('attention', 'indexer') or None; got {brief(part)}")
-    p = os.fspath(path)
+    p = os.fsdecode(path)  # (bytes, or a path-like giving them: as str, undecodable bytes escaped as os does)
     if not os.path.isfile(p):
         what = "no such file" if not os.path.exists(p) else "a directory, not a file" if os.path.isdir(p) else \
             "not a regular file"
@@ -107,7 +107,9 @@ def _check_choices(layer_type: Any, layer: Any, context_length: Any) -> None:
         raise TypeError(f"context_length must be an int or None; got {brief(context_length)}")
     if context_length is not None and not 1 <= context_length <= 0xFFFFFF00:
         raise ValueError(f"context_length must be in [1, 2^32 - 256] (llama.cpp's n_ctx per sequence, a uint32_t it "
-                         f"rounds up to a multiple of 256, which wraps to 0 past that); got {brief(context_length)}")
+                         f"rounds up to a multiple of 256, which wraps to 0 past that); got {brief(context_length)}" + (
+                             " (llama.cpp's n_ctx 0 means the file's own context_length: pass that number)"
+                             if context_length == 0 else ""))
 
 
 def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.ndarray]]:
@@ -130,7 +132,7 @@ def _read(p: str) -> tuple[str, Mapping[str, Any], dict[str, str], dict[str, np.
             gguf_split.check_count(p, g, len(names))
             return arch, kv, {k: g.type_name(arch + "." + k) for k in kv}, tensors
     except (OSError, ValueError, struct.error) as exc:
-        if isinstance(exc, gguf_program.Refused):
+        if isinstance(exc, (gguf_program.Refused, gguf_file.PastLimit)):
             raise ValueError(f"path: {p!r}: {exc}") from None
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
@@ -169,6 +171,8 @@ class _Values(Mapping):
                 self._got[key] = self._g.value(full)
             except UnicodeDecodeError:  # (Refused: said whole; a ValueError was prefixed with the key's place again)
                 raise gguf_program.Refused(f"{full} is not UTF-8 text") from None
+            except ValueError as exc:  # (a value the walk did not keep: it names the key)
+                raise gguf_program.Refused(str(exc)) from None
         return self._got[key]
 
     def __contains__(self, key: object) -> bool:
@@ -375,8 +379,11 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
         if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
             raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
                              "dim and rotates nothing (n_rot 0); vkrope refuses the file")
-        raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is missing or 0 "
-                         "and so is the head dim llama.cpp takes in its place (attention.key_length, else "
+        if kv.get("rope.dimension_count") == 0:  # (given: llama.cpp takes it as it is, no head dim in its place)
+            raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is 0 in the "
+                             "file; vkrope refuses the file")
+        raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is missing "
+                         "and the head dim llama.cpp takes in its place is 0 (attention.key_length, else "
                          "embedding_length // attention.head_count: 0 where the heads outnumber the channels), or "
                          "layer 0's attention.head_count is 0")
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
@@ -483,9 +490,15 @@ _GGUF_SOURCES = {"theta": "rope.freq_base",
                                "layer, else attention.key_length, as its graph takes it"}
 
 
+# The loader's field a ModelRope argument is read from, where the loader may set it from other keys as well
+# (HunyuanVL's base, times its alpha's power): the statements that do are named beside the key
+_GGUF_FIELDS = {"theta": "rope_freq_base_train"}
+
+
 def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
     """Where a refused ModelRope argument came from in the file: ' (from KEY = value)', or ''."""
-    source = _GGUF_SOURCES.get(message.split(" ", 1)[0].rstrip(":"))
+    argument = "freq_factors" if "its freq_factors" in message else message.split(" ", 1)[0].rstrip(":")
+    source = _GGUF_SOURCES.get(argument)
     if source is None:
         return ""
     if source.startswith("the "):  # (a tensor, or what llama.cpp derives from several keys)
@@ -494,6 +507,10 @@ def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
     source = next((k for k in keys if k in kv), keys[0])
     given = f" = {kv[source]!r}" if source in kv else " (not in the file: llama.cpp's default, or derived)"
     derived = " and the scaling it multiplies in" if source == "rope.scaling.attn_factor" else ""
+    field = _GGUF_FIELDS.get(argument)
+    sets = [f"{field} = {stmt[3]} where {stmt[0]}" for stmt in gguf_program.table()["archs"][arch]["hparams"]
+            if field is not None and stmt[1:3] == ["set", field]]
+    derived += "".join(f", then its loader's {s}" for s in sets)
     return f" (from {arch}.{source}{given}{derived})"
 
 

@@ -11,10 +11,15 @@ docs/guide/models.md says why vkrope reads both).
 
 Every count and length is held to the bytes the file has, so a 100-byte
 file whose array claims 2^40 elements is refused at once. The header is
-read into memory, a few MiB at a time until its walk ends (a model's
-weights are never read; a file cut while read is a ValueError, where a
-memory map's missing page killed the process), and an array is walked
-over, decoded only when asked for.
+walked once, a few MiB read at a time (a model's weights are never read; a
+file cut while read is a ValueError, where a memory map's missing page
+killed the process): a scalar value is kept as read, a string or an array
+is stepped over without reading it (an array of strings: their lengths
+only) and read from the file when asked for, its length as the walk read
+it. So a header's size costs no memory, and its reading time grows only with
+its count of keys, tensors and strings, each bounded (_MAX_KEYS,
+_MAX_TENSORS, _MAX_STRINGS): a sparse file's array of 2^30 values took
+gigabytes, a million keys 22 s.
 
 What llama.cpp's gguf_init refuses is refused: a version other than 2 or 3,
 a count past int64, an empty or repeated key, a string or array of more
@@ -52,18 +57,24 @@ _MAX_NAME = int(_FORMAT["max_name"])  # GGML_MAX_NAME: a tensor name is shorter
 _MAX_STRING, _MAX_ARRAY = int(_FORMAT["max_string_length"]), int(_FORMAT["max_array_elements"])
 _INT64_MAX = 2**63 - 1
 _DEFAULT_ALIGNMENT = int(_FORMAT["default_alignment"])
-_FIRST_READ = 1 << 22  # bytes of the header read at first (4 MiB; then what the walk needs, at least twice that)
+_WINDOW = 1 << 22  # bytes of the header read at a time (4 MiB; a longer string or array is stepped over unread)
 # the fewest bytes one metadata entry (key length, type, a 1-byte value) and one tensor entry (name length,
 # dimension count, type, offset) take: a count the rest of the file cannot hold is refused before any walk
 _MIN_KV, _MIN_TENSOR = 8 + 4 + 1, 8 + 4 + 4 + 8
+# What vkrope walks, at most (llama.cpp bounds none but by memory): keys (a model has about 50), tensors (a few
+# thousand; an MoE's experts unmerged, tens of thousands) and strings in one array (a vocabulary: a few hundred
+# thousand). A sparse file can state any count its zeros fill; walking one to llama.cpp's 2^30 strings took
+# minutes, a million keys 22 s. Each bound walks in a few seconds here.
+_MAX_KEYS, _MAX_TENSORS, _MAX_STRINGS = 1 << 16, 1 << 18, 1 << 22
 
 
-class _More(Exception):
-    """The walk needs the file's bytes up to `end`, past those read so far."""
-
-    def __init__(self, end: int) -> None:
-        super().__init__(end)
-        self.end = end
+class PastLimit(ValueError):
+    """A header past what vkrope walks (_MAX_KEYS, _MAX_TENSORS, _MAX_STRINGS): a GGUF file, which
+    llama.cpp may read, that vkrope refuses."""
+# The bytes of a string's or array's value the walk keeps, at most, and of all values together: the keys vkrope
+# reads hold a name or one value per layer (gguf.py reads at most 2^16 values, or 4096 bytes); a vocabulary's
+# arrays are stepped over, as is anything past the total (a sparse file's 2^16 keys of 2^16 values each).
+_KEEP_VALUE, _KEEP_ALL = 1 << 19, 1 << 26
 
 
 def _unpack_uint(data: bytes, order: str, size: int, at: int) -> int:
@@ -71,22 +82,41 @@ def _unpack_uint(data: bytes, order: str, size: int, at: int) -> int:
 
 
 class _Walk:
-    """A cursor over the header's bytes read so far (`data`, of a file of `size` bytes) that refuses to step
-    past the file's end, and asks for more of it (_More) past theirs."""
+    """A cursor over a file of `size` bytes that refuses to step past its end: `take` reads bytes (a window of
+    the file held, read _WINDOW at a time), `skip` steps over them unread, `value` keeps a value's bytes where
+    they are few (_kept)."""
 
-    def __init__(self, data: bytes, size: int, order: str) -> None:
-        self.data, self.size, self.order, self.at = data, size, order, 0
+    def __init__(self, file: BinaryIO, size: int, order: str) -> None:
+        self.file, self.size, self.order, self.at = file, size, order, 0
+        self.window, self.window_at = b"", 0
+        self.kept = 0  # (bytes of values kept: _kept)
 
-    def take(self, n: int, what: str) -> int:
+    def skip(self, n: int, what: str) -> int:
+        """Step over `n` bytes; where they start."""
         if n < 0 or n > self.size - self.at:
             raise ValueError(f"{what} needs {n} bytes at offset {self.at}; the file has {self.size - self.at} left")
-        if n > len(self.data) - self.at:
-            raise _More(self.at + n)
         self.at += n
         return self.at - n
 
+    def take(self, n: int, what: str) -> bytes:
+        """The next `n` bytes, read."""
+        start = self.skip(n, what) - self.window_at
+        if start < 0 or start + n > len(self.window):
+            self._fill(self.at - n, n, what)
+            start = 0
+        return self.window[start:start + n]
+
+    def _fill(self, at: int, n: int, what: str) -> None:
+        """The window moved to the file's bytes from `at`, at least `n` of them (the file's size said they are
+        there: fewer is a file cut while read)."""
+        self.window = _read_at(self.file, min(max(n, _WINDOW), self.size - at), at)
+        self.window_at = at
+        if len(self.window) < n:
+            raise ValueError(f"{what} needs {n} bytes at offset {at}; the file has {len(self.window)} left (it was "
+                             "cut while read)")
+
     def uint(self, size: int, what: str) -> int:
-        return _unpack_uint(self.data, self.order, size, self.take(size, what))
+        return _unpack_uint(self.take(size, what), self.order, size, 0)
 
     def length(self, what: str, array: bool = False) -> int:
         """A string's length or (`array`) an array's count, at most llama.cpp's limit of each."""
@@ -97,53 +127,67 @@ class _Walk:
         return n
 
     def string(self, what: str) -> bytes:
-        start = self.take(self.length(what + "'s length"), what)
-        return self.data[start:self.at]
+        return self.take(self.length(what + "'s length"), what)
 
-    def skip_value(self, kind: int, what: str) -> int | None:
-        """Step over a value of GGUF type `kind` (an array: of scalars or strings, as llama.cpp takes); an
-        array's element type (None for another value)."""
+    def value(self, kind: int, what: str) -> tuple[int | None, int, Any]:
+        """Walk over a value of GGUF type `kind` (an array: of scalars or strings, as llama.cpp takes): (an
+        array's element type or None, a string's or array's length (1 for a scalar), its bytes where kept (a
+        scalar: its value), else None)."""
         code = _TYPES.get(kind, ("", None))[1]
         if code is not None:
-            self.take(struct.calcsize(code), what)
-            return None
+            return None, 1, struct.unpack(self.order + code, self.take(struct.calcsize(code), what))[0]
         if kind == _STRING:
-            self.take(self.length(what + "'s length"), what)
-            return None
+            n = self.length(what + "'s length")
+            return None, n, self._kept(self.skip(n, what), n, what)
         if kind != _ARRAY:
             raise ValueError(f"{what}: value type {kind}, which GGUF does not have")
         element, count = self.uint(4, what + "'s element type"), self.length(what + "'s length", array=True)
         element_code = _TYPES.get(element, ("", None))[1]
+        start = self.at
         if element_code is not None:
-            self.take(count * struct.calcsize(element_code), f"{what} ({count} values)")
+            self.skip(count * struct.calcsize(element_code), f"{what} ({count} values)")
         elif element == _STRING:
+            if count > _MAX_STRINGS:
+                raise PastLimit(f"{what} is an array of {count} strings; vkrope steps over at most "
+                                 f"{_limit(_MAX_STRINGS)} (a vocabulary holds a few hundred thousand; llama.cpp "
+                                 f"allows {_limit(_MAX_ARRAY)}, which it reads into memory)")
             self.skip_strings(count, what)
         elif element == _ARRAY:
             raise ValueError(f"{what}: an array of arrays, which llama.cpp's gguf_init refuses")
         else:
             raise ValueError(f"{what}: an array of value type {element}, which GGUF does not have")
-        return element
+        return element, count, self._kept(start, self.at - start, what)
+
+    def _kept(self, start: int, n: int, what: str) -> bytes | None:
+        """The `n` bytes of a value walked over from `start`, read and counted against _KEEP_ALL where they fit
+        _KEEP_VALUE and it; else None (not read)."""
+        if n > _KEEP_VALUE or n > _KEEP_ALL - self.kept:
+            return None
+        self.kept += n
+        end = self.at
+        self.at = start
+        raw = self.take(n, what)
+        self.at = end
+        return raw
 
     def skip_strings(self, count: int, what: str) -> None:
-        """Step over `count` strings (a vocabulary's hundreds of thousands: one loop, no call per string;
-        where bytes run out, `take` says whether the file or the read ended)."""
+        """Step over `count` strings, reading their lengths only (a vocabulary's hundreds of thousands: one loop,
+        no call per string but where the window ends; `take` and `skip` say whether the file ended)."""
         length = struct.Struct(self.order + "Q")
-        data, at, have = self.data, self.at, len(self.data)
         for _ in range(count):  # (each at least 8 bytes of length: a lying count runs out of bytes)
-            if at + 8 > have:
-                self.at = at
+            at = self.at - self.window_at
+            if at < 0 or at + 8 > len(self.window):
                 self.take(8, what + "'s length")
-            n = length.unpack_from(data, at)[0]
+                at = self.at - self.window_at - 8
+            else:
+                self.at += 8
+            n = length.unpack_from(self.window, at)[0]
             if n > _MAX_STRING:
-                self.at = at
                 raise ValueError(f"{what}'s length is {n}, past llama.cpp's limit of {_limit(_MAX_STRING)} (it "
                                  "refuses the file)")
-            at += 8
-            if n > have - at:
-                self.at = at
-                self.take(n, what)
-            at += n
-        self.at = at
+            if n > self.size - self.at:
+                self.skip(n, what)
+            self.at += n
 
 
 @dataclass(frozen=True)
@@ -169,39 +213,48 @@ class _Info(NamedTuple):
 
 
 class GgufFile:
-    """A read header: its keys' types and values (decoded when asked for, from the header's bytes in memory),
-    its tensors, and their data read from the file while the `opened` block lasts."""
+    """A walked header: its keys' types and values (decoded when asked for, from the bytes the walk kept), its
+    tensors, and their data read from the file while the `opened` block lasts."""
 
-    def __init__(self, data: bytes, order: str, fields: dict[str, tuple[int, int, int | None]],
-                 file: BinaryIO) -> None:
-        self.data, self.order, self.fields, self.file = data, order, fields, file
+    def __init__(self, order: str, fields: dict[str, tuple[int, int | None, int, Any]], file: BinaryIO) -> None:
+        # fields: key -> (GGUF type, an array's element type or None, a string's or array's length (1 for a
+        # scalar), the value's bytes as kept (a scalar: its value) or None where not kept)
+        self.order, self.fields, self.file = order, fields, file
         self.tensors: list[Tensor] = []
 
     def type_name(self, key: str) -> str:
         """A key's GGUF type as gguf names them: UINT32, FLOAT32, ..., ARRAY[INT32]."""
-        kind, _, element = self.fields[key]
+        kind, element, _, _ = self.fields[key]
         return _TYPES[kind][0] if element is None else f"ARRAY[{_TYPES[element][0]}]"
 
     def value(self, key: str) -> Any:
         """A key's value (None where the file has none) as gguf's `contents()` gives it, strings as llama.cpp
         reads them (up to a NUL): a Python int, float, bool or str, or a list of them; a UnicodeDecodeError
-        for a string that is not UTF-8."""
+        for a string that is not UTF-8; a ValueError for a value the walk did not keep (_KEEP_VALUE)."""
         if key not in self.fields:
             return None
-        kind, at, element = self.fields[key]
-        if element is not None:
-            return self._array(element, _unpack_uint(self.data, self.order, 8, at + 4), at + 12)
-        if kind == _STRING:
-            return self._string(at)[0]
-        return struct.unpack_from(self.order + str(_TYPES[kind][1]), self.data, at)[0]
+        kind, element, n, raw = self.fields[key]
+        if kind != _STRING and element is None:
+            return raw
+        if raw is None:
+            raise ValueError(f"{key}: {'a string of' if element is None else 'an array of'} {n} "
+                             f"{'bytes' if element is None else 'values'}, which vkrope did not keep (it keeps a "
+                             f"value of at most {_KEEP_VALUE} bytes, {_KEEP_ALL} in all)")
+        if element is None:
+            return raw.partition(b"\0")[0].decode("utf-8")
+        if element == _STRING:
+            out, at = [], 0
+            for _ in range(n):
+                size = _unpack_uint(raw, self.order, 8, at)
+                out.append(raw[at + 8:at + 8 + size].partition(b"\0")[0].decode("utf-8"))
+                at += 8 + size
+            return out
+        return np.frombuffer(raw, np.dtype(self.order + str(_TYPES[element][1])), n).tolist()
 
     def length(self, key: str) -> int:
         """How many values a key's array holds, or bytes its string (1 for any other), read without decoding
         them."""
-        kind, at, element = self.fields[key]
-        if element is not None:
-            return _unpack_uint(self.data, self.order, 8, at + 4)
-        return _unpack_uint(self.data, self.order, 8, at) if kind == _STRING else 1
+        return int(self.fields[key][2])
 
     def float32(self, tensor: Tensor) -> np.ndarray:
         """An F32 tensor's values in numpy's order of its dimensions (ggml's ne reversed), as gguf's reader
@@ -213,19 +266,6 @@ class GgufFile:
             raise ValueError(f"tensor {tensor.name!r}'s data: the file ends before them (it was cut while read)")
         flat = np.frombuffer(raw, np.dtype(self.order + "f4")).astype(np.float32)
         return flat.reshape(tensor.dims[::-1]) if tensor.dims else flat
-
-    def _string(self, at: int) -> tuple[str, int]:
-        n = _unpack_uint(self.data, self.order, 8, at)
-        return self.data[at + 8:at + 8 + n].partition(b"\0")[0].decode("utf-8"), at + 8 + n
-
-    def _array(self, element: int, count: int, at: int) -> list:
-        if element == _STRING:
-            out = []
-            for _ in range(count):
-                s, at = self._string(at)
-                out.append(s)
-            return out
-        return np.frombuffer(self.data, np.dtype(self.order + str(_TYPES[element][1])), count, at).tolist()
 
 
 def _read_at(f: BinaryIO, n: int, at: int) -> bytes:
@@ -243,40 +283,35 @@ def _read_at(f: BinaryIO, n: int, at: int) -> bytes:
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[GgufFile]:
     """The header of the GGUF file at `path`, read (a ValueError naming what llama.cpp refuses), and the file
-    open for its tensors' data for the block's length."""
+    open for its strings', arrays' and tensors' data for the block's length."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:  # (an empty file, or one that states no size: a /proc file's contents are no GGUF's)
             raise ValueError("it is empty (0 bytes, as its size says; a file under /proc says so whatever it holds)")
-        want = min(size, _FIRST_READ)
-        while True:
-            data = _read_at(f, want, 0)
-            if len(data) < want:  # (the file was cut while read: what is there is all of it)
-                size = len(data)
-            try:
-                header = _read(data, size, f)
-                break
-            except _More as more:
-                want = min(size, max(more.end, 2 * len(data)))
-        yield header
+        yield _read(f, size)
 
 
-def _read(data: bytes, size: int, file: BinaryIO) -> GgufFile:
-    """The header in `data`, the first bytes of a file of `size` (_More where the walk needs more of them)."""
-    if data[:4] != b"GGUF":
+def _read(file: BinaryIO, size: int) -> GgufFile:
+    """The header of `file`, of `size` bytes."""
+    start = _read_at(file, 8, 0)
+    if start[:4] != b"GGUF":
         raise ValueError("it does not start with GGUF's magic")
-    version = struct.unpack_from("<I", data, 4)[0] if len(data) >= 8 else 0
+    version = struct.unpack_from("<I", start, 4)[0] if len(start) >= 8 else 0
     order = "<" if version & 0xFFFF else ">"  # (a big-endian file's version reads as v << 24)
-    walk = _Walk(data, size, order)
+    walk = _Walk(file, size, order)
     walk.take(8, "the start (magic and version)")
-    version = struct.unpack_from(order + "I", data, 4)[0]
+    version = struct.unpack_from(order + "I", start, 4)[0]
     if version not in (2, 3):
         raise ValueError(f"GGUF version {version}; llama.cpp reads versions 2 and 3")
     n_tensors, n_keys = walk.uint(8, "the tensor count"), walk.uint(8, "the metadata count")
     if n_keys * _MIN_KV + n_tensors * _MIN_TENSOR > size - walk.at:  # (gguf_init: past int64, refused too)
         raise ValueError(f"the header counts {n_keys} metadata entries and {n_tensors} tensors, more than the "
                          f"file's {size - walk.at} bytes left can hold")
-    fields: dict[str, tuple[int, int, int | None]] = {}
+    for count, most, what in ((n_keys, _MAX_KEYS, "metadata entries"), (n_tensors, _MAX_TENSORS, "tensors")):
+        if count > most:
+            raise PastLimit(f"the header counts {count} {what}; vkrope reads at most {_limit(most)} (llama.cpp "
+                             "bounds them by memory alone)")
+    fields: dict[str, tuple[int, int | None, int, Any]] = {}
     seen: set[bytes] = set()  # (gguf_init compares keys as whole strings; lookups stop at a NUL)
     for i in range(n_keys):
         raw = walk.string(f"metadata key {i}")
@@ -287,13 +322,16 @@ def _read(data: bytes, size: int, file: BinaryIO) -> GgufFile:
                              "the file)")
         seen.add(raw)
         kind = walk.uint(4, f"metadata {i}'s type")
-        at = walk.at
-        fields.setdefault(key, (kind, at, walk.skip_value(kind, f"metadata {i}")))  # (the first of a name is found)
-    header = GgufFile(data, order, fields, file)
+        fields.setdefault(key, (kind, *walk.value(kind, f"metadata {i}")))  # (the first of a name is found)
+    header = GgufFile(order, fields, file)
     alignment = _alignment(header)
-    infos = [_tensor_info(walk, i) for i in range(n_tensors)]
-    if len({info.name for info in infos}) < len(infos):  # (gguf_init compares whole names, its loader C strings)
-        raise ValueError("a tensor name is given twice (llama.cpp refuses the file)")
+    infos: list[_Info] = []
+    names: set[bytes] = set()
+    for i in range(n_tensors):
+        infos.append(_tensor_info(walk, i))
+        if infos[-1].name in names:  # (gguf_init compares whole names, its loader C strings)
+            raise ValueError("a tensor name is given twice (llama.cpp refuses the file)")
+        names.add(infos[-1].name)
     start = -(-walk.at // alignment) * alignment if infos else walk.at  # (the data section)
     expected = 0
     for info in infos:

@@ -37,11 +37,17 @@ def factor_tensors() -> tuple[str, ...]:
 
 
 def _c_div(a: Any, b: Any) -> Any:
-    """C's `/`: integers truncate toward zero, anything else divides."""
+    """C's `/`: integers truncate toward zero (by zero: undefined in C, refused), anything else divides as IEEE
+    floats do (by zero: inf or NaN, no warning)."""
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        if b == 0:
+            raise Refused(f"the loader divides the integer {a} by 0 (undefined in C: llama.cpp's loader may crash)")
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
-    return a / b
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if b == 0 and not isinstance(a, np.generic) and not isinstance(b, np.generic):  # (Python's floats raise)
+            return float(np.float64(a) / np.float64(b))
+        return a / b
 
 
 def _powf(a: Any, b: Any) -> np.float32:

@@ -18,11 +18,11 @@ from .hf_rope_dict import needs_orig
 def load_config(config: Any) -> dict:
     """The config as a dict: a path (a config.json, or the folder holding one) read once, a dict as given."""
     if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
+        given = path = os.fsdecode(config)  # (a path-like may give bytes: as str, as os escapes them)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         if not os.path.lexists(path):
-            raise ValueError(f"config: no such file {path!r}{hub_id_hint(os.fspath(config))}")
+            raise ValueError(f"config: no such file {path!r}{hub_id_hint(given)}")
         head, config = read_json(path, "config", "a config.json")  # (a regular file, read once, of bounded size)
         if head == b"GGUF":
             raise ValueError(f"config: {path!r} is a GGUF file, not a config.json: read it with vkrope.from_gguf")

@@ -283,7 +283,8 @@ class ModelRope:
         inv = np.asarray(inv, t)
         if not np.isfinite(inv).all() or (inv < 0).any():
             raise ValueError(f"{self.rope_type}: these parameters give inverse frequencies that are not finite numbers >= 0 "
-                             f"(theta {self.theta}, {dict(self.params)})")
+                             f"(theta {self.theta}, {dict(self.params)}"
+                             f"{', divided by its freq_factors' if self.freq_factors is not None else ''})")
         return inv
 
     @property
