@@ -187,7 +187,7 @@ class Device(DeviceMemory):
                 self._settle()
                 self._check_request(jobs[0].req, jobs[0].where)
                 self._context()
-                return self._run_group(op, [jobs[0].req])[0]
+                return self._run_group(op, [jobs[0].req], wheres=[jobs[0].where])[0]
         for job in jobs:
             self._check_request(job.req, job.where)
         with self._lock:
@@ -197,6 +197,7 @@ class Device(DeviceMemory):
                 self._check_arrays(job.req, job.where)
             results: list[dict[str, Any]] = []
             group: list[Any] = []
+            wheres: list[str] = []  # (each job's place in the call: apply_many's "calls[i]: ")
             read: list[np.ndarray] = []  # numpy memory the group's jobs read ...
             written: list[np.ndarray] = []  # ... and write
             for job in jobs:
@@ -207,23 +208,26 @@ class Device(DeviceMemory):
                 # nothing orders two jobs of one submission.
                 if (any(np.may_share_memory(a, w) for a in reads for w in written)
                         or any(np.may_share_memory(a, w) for a in writes for w in read + written)):
-                    results += self._run_group(op, group)[0]
-                    group, read, written = [], [], []
+                    results += self._run_group(op, group, wheres=wheres)[0]
+                    group, wheres, read, written = [], [], [], []
                     if job.recheck is not None:
                         req = job.recheck()
                         self._check_request(req, job.where)
                         reads, writes = _numpy_memory(req)
                 group.append(req)
+                wheres.append(job.where)
                 read += reads
                 written += writes
-            return results + self._run_group(op, group)[0]
+            return results + self._run_group(op, group, wheres=wheres)[0]
 
     def _run_group(self, op: Operator, reqs: list[Any], given: list[dict[str, Any]] | None = None,
-                   want_time: bool = False) -> tuple[list[dict[str, Any]], float | None]:
+                   want_time: bool = False,
+                   wheres: list[str] | None = None) -> tuple[list[dict[str, Any]], float | None]:
         """One submission (or row blocks) for requests that do not depend on
         each other through numpy memory; the outputs neither declared nor
-        `given` are made here. Returns the outputs and the kernel seconds
-        (with `want_time`)."""
+        `given` are made here (`wheres`: each request's place in the call,
+        which an output past host memory names). Returns the outputs and the
+        kernel seconds (with `want_time`)."""
         calls = []
         for i, req in enumerate(reqs):
             outs: dict[str, Any] = dict(given[i]) if given else {}
@@ -234,7 +238,7 @@ class Device(DeviceMemory):
                     elif t.on_device:
                         outs[t.name] = self._new_array(t.storage, t.shape, t.dtype)
                     else:
-                        outs[t.name] = _host_result(t, _rotated_input(req))
+                        outs[t.name] = _host_result(t, _rotated_input(req), wheres[i] if wheres else "")
             calls.append((req, outs))
         seconds = self._guarded(execute.run_jobs, self._rt, op, calls, want_time)
         return [outs for _, outs in calls], seconds
@@ -283,15 +287,15 @@ def _rotated_input(req: Any) -> str:
     return getattr(req, "x_name", None) or req.tensors()[0].name
 
 
-def _host_result(t: Any, x_name: str) -> np.ndarray:
+def _host_result(t: Any, x_name: str, where: str = "") -> np.ndarray:
     """The numpy array a call's result `t` (a Tensor) is written into, or a MemoryError naming it by the input
-    it rotates (`x_name`: xk of apply_rotary_emb's two) before any GPU work: a broadcast x of 2^32 values
-    takes no memory, its result does."""
+    it rotates (`x_name`: xk of apply_rotary_emb's two) and the job's place in the call (`where`: apply_many's
+    "calls[i]: ") before any GPU work: a broadcast x of 2^32 values takes no memory, its result does."""
     try:
         return np.empty(t.shape, t.dtype)
     except MemoryError:
         nbytes = math.prod(t.shape) * t.dtype.itemsize
-        raise MemoryError(f"the result of {x_name}, {list(t.shape)} {t.dtype} ({nbytes} bytes), does not fit in "
+        raise MemoryError(f"{where}the result of {x_name}, {list(t.shape)} {t.dtype} ({nbytes} bytes), does not fit in "
                           "host memory: rotate fewer rows a call") from None
 
 

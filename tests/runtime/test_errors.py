@@ -582,6 +582,10 @@ def test_a_result_numpy_cannot_allocate_is_named(device, monkeypatch):
     with pytest.raises(MemoryError, match=r"^the result of q, \[1, 4, 4096, 256\] float32"):
         device.rope_and_cache(q, q, q, kc, vc, (np.ones((4096, 128), np.float32), np.zeros((4096, 128), np.float32)),
                               np.arange(4096)[None])
+    small = np.ones((1, 4, 8), np.float32)  # (apply_many's result names its call: a reviewer's)
+    with pytest.raises(MemoryError, match=r"^calls\[1\]: the result of x, \[1, 4096, 1024\] float32"):
+        device.apply_many([(small, vkrope.RopeFreqs(8), {"positions": np.zeros(4, np.int64)}),
+                           (x, vkrope.RopeFreqs(1024), {"positions": np.arange(4096)})])
     assert device.stats()["submissions"] == before
     monkeypatch.undo()
     y = device.apply(np.ones((1, 4, 8), np.float32), vkrope.RopeFreqs(8), positions=np.zeros(4, np.int64))
