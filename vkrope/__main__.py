@@ -60,8 +60,18 @@ def _make_dir(path: Any) -> None:
     except OSError as exc:
         why = exc.strerror or exc
         if isinstance(exc, FileExistsError):  # ("File exists" said nothing of what is there)
-            why = "a dangling symlink" if os.path.islink(path) else "a file, not a folder"
+            why = ("a symlink loop" if _loops(path) else "a dangling symlink") if os.path.islink(path) else \
+                "a file, not a folder"
         raise ValueError(f"--out: cannot use {str(path)!r} as the output folder ({why})") from None
+
+
+def _loops(path: Any) -> bool:
+    """Whether the symlink `path` leads back to itself (os.stat: ELOOP), not to nothing."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _bench_mode(name: str, args: argparse.Namespace, bench: Any, out_dir: Any) -> int:

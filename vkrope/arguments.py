@@ -162,7 +162,8 @@ def check_x(x: Any, name: str = "x", why_even: str = "interleaved real/imaginary
         refuse_subclass(name, x)
     if x.dtype not in TENSOR_DTYPES:
         raise TypeError(
-            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} ({convert_hint(name, x.dtype, TENSOR_DTYPES)})"
+            f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
+            f"({convert_hint(name, x.dtype, TENSOR_DTYPES, device=isinstance(x, DeviceArray))})"
         )
     if x.ndim < 2:
         raise ValueError(f"{name} must have at least 2 axes [..., N, C]; got shape {x.shape}")
@@ -274,5 +275,5 @@ def check_table_array(name: str, t: Any, dtypes: Dtypes) -> Any:
         check_plain_array(name, t)
     if np.dtype(t.dtype) not in dtypes:
         raise TypeError(f"{name} must have dtype {' or '.join(dtypes.names)}; got {t.dtype} "
-                        f"({convert_hint(name, t.dtype, dtypes)})")
+                        f"({convert_hint(name, t.dtype, dtypes, device=isinstance(t, DeviceArray))})")
     return t

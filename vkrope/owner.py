@@ -414,6 +414,12 @@ class DeviceMemory(DeviceOwner):
             return
         if arr._resource is None and (self._ctx is None or not self._rt.returned):
             return  # (nothing to give back: an empty array, or a second release)
+        if self._ctx is None or _shutting_down():
+            # The close destroyed the memory with the rest (or the process is ending): nothing to give back, and
+            # no lock to take. At interpreter exit a daemon thread frozen while it held the lock would hold it
+            # for ever, and a finalizer waiting on it hung the exit (an adversary's: 8 of 8 runs).
+            arr.__dict__["_resource"] = None  # (no call: DeviceArray.__setattr__ is one)
+            return
         with self._lock:
             if self.closed:  # the close destroyed it with the rest
                 arr.__dict__["_resource"] = None  # (no call: DeviceArray.__setattr__ is one)

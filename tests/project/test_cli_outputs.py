@@ -228,7 +228,9 @@ def test_an_out_folder_that_is_a_file_says_so(tmp_path, capsys):
 
     (tmp_path / "f").write_text("")
     os.symlink(tmp_path / "missing", tmp_path / "dangling")
-    for name, why in (("f", "a file, not a folder"), ("dangling", "a dangling symlink")):
+    os.symlink(tmp_path / "loop2", tmp_path / "loop1")
+    os.symlink(tmp_path / "loop1", tmp_path / "loop2")
+    for name, why in (("f", "a file, not a folder"), ("dangling", "a dangling symlink"), ("loop1", "a symlink loop")):
         assert main(["bench", "--decode", "--out", str(tmp_path / name)]) == 1
         assert capsys.readouterr().err.endswith(f"as the output folder ({why})\n")
 

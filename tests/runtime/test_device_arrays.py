@@ -164,7 +164,19 @@ def test_numpy_operators_and_functions_work_on_a_host_copy(device):
         xd + 1
     with pytest.raises(TypeError, match=r"^numpy's add cannot write into a DeviceArray \(out=\)"):
         np.add(x, x, out=xd)
+    # ufunc.at writes into its first input: it updated a host copy, thrown away, so the write was lost silently
+    # (an adversary's np.add.at on a KV cache)
+    for call in (lambda: np.add.at(xd, (0, 0), 1.0), lambda: np.negative.at(xd, (0, 0))):
+        with pytest.raises(TypeError, match=r"^numpy's \w+\.at cannot write into a DeviceArray \(its first argument\)"):
+            call()
+    x2 = x.copy()
+    np.add.at(x2, ([0], [0]), device.asarray(np.ones(1, np.float32)))  # (a DeviceArray .at only reads: taken)
+    assert x2[0, 0] == x[0, 0] + 1
     assert np.array_equal(xd.get(), x)
+    # truth: numpy raises for more than one value, and len() was taken (`if arr:` passed silently)
+    for arr in (xd, device.asarray(np.zeros((0, 4), np.float32)), device.asarray(np.ones(1, np.float32))):
+        with pytest.raises(TypeError, match=r"^the truth value of a DeviceArray \(\d+(, \d+)?,?\) is not defined"):
+            bool(arr)
 
 
 def test_arrays_of_a_closed_device():
@@ -266,3 +278,13 @@ def test_a_texture_array_past_one_allocation_is_refused_before_it_is_allocated(m
     assert all(size <= 1 << 18 for size in vk_spy["allocations"])
     x = np.random.default_rng(3).standard_normal((2, 4, 30, 40)).astype(np.float32)
     assert np.array_equal(dev.asarray(x, storage="texture3d").get(), x)
+
+
+def test_a_device_array_of_another_dtype_is_told_to_convert_on_the_host(device):
+    """A DeviceArray has no astype: an fp8 or float64-born x was told `x.astype(np.float32)` (an adversary's)."""
+    x = device.asarray(np.zeros((1, 2, 8), vkrope.float8_e4m3fn))
+    with pytest.raises(TypeError, match=r"^x must have dtype float32, float16 or bfloat16; got float8_e4m3fn \(a "
+                                        r"DeviceArray converts on the host: Device.asarray\(x.get\(\).astype\(np.float32\)\)\)$"):
+        device.apply(x, np.ones((2, 8), np.float32))
+    with pytest.raises(TypeError, match=r"\(convert with x.astype\(np.float32\)\)$"):  # (numpy: its own astype)
+        device.apply(np.zeros((1, 2, 8), np.int32), np.ones((2, 8), np.float32))

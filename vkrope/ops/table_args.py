@@ -40,7 +40,7 @@ def check_tensor(name: str, x: Any) -> Any:
         check_plain_array(name, x)
     if np.dtype(x.dtype) not in TENSOR_DTYPES:
         raise TypeError(f"{name} must have dtype {TENSOR_DTYPE_NAMES}; got {x.dtype} "
-                        f"({convert_hint(name, x.dtype, TENSOR_DTYPES)})")
+                        f"({convert_hint(name, x.dtype, TENSOR_DTYPES, device=isinstance(x, DeviceArray))})")
     if math.prod(x.shape) > 2 * MAX_PAIRS:  # (spec_checks.MAX_PAIRS: every rotating kernel's bound on a call)
         raise ValueError(f"{name} has {math.prod(x.shape)} values; vkrope handles at most {2 * MAX_PAIRS} per call")
     return x

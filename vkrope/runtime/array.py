@@ -138,9 +138,14 @@ class DeviceArray:
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         # numpy's operators, ufuncs and reductions run on a host copy, as np.asarray(arr) and np.mean take one:
         # x + arr failed with numpy's words about sequences while arr + x copied. None writes into one (out=).
-        if any(isinstance(o, DeviceArray) for o in kwargs.get("out", ()) or ()):
-            raise TypeError(f"numpy's {getattr(ufunc, '__name__', ufunc)!s} cannot write into a DeviceArray (out=): "
-                            "it lives on the device; write into a numpy array and upload it with Device.asarray")
+        # (`ufunc.at` writes into its first input: on a host copy, thrown away, so the write was lost silently)
+        if any(isinstance(o, DeviceArray) for o in kwargs.get("out", ()) or ()) or \
+                (method == "at" and inputs and isinstance(inputs[0], DeviceArray)):
+            name = getattr(ufunc, "__name__", ufunc)
+            how = f"{name}.at cannot write into a DeviceArray (its first argument)" if method == "at" else \
+                f"{name} cannot write into a DeviceArray (out=)"
+            raise TypeError(f"numpy's {how}: it lives on the device; write into a numpy array and upload it with "
+                            "Device.asarray")
         return getattr(ufunc, method)(*(i.get() if isinstance(i, DeviceArray) else i for i in inputs), **kwargs)
 
     # == and != with a number, a numpy array, a list or a tuple compare element-wise on a host copy, as numpy's do
@@ -186,6 +191,12 @@ class DeviceArray:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def __bool__(self) -> bool:
+        # (without it, truth was len()'s: `if arr:` or `assert arr == 0` style code passed silently, where numpy
+        # raises for more than one value; a DeviceArray's values are on the device, so no truth is read at all)
+        raise TypeError(f"the truth value of a DeviceArray {self.shape} is not defined: its values are on the "
+                        "device; test arr.get() (with numpy's any() or all())")
 
     def __repr__(self) -> str:
         state = {"live": "", "released": ", released", "closed": ", device closed"}[self.state]

@@ -186,13 +186,15 @@ def axis(dtype: Any) -> str:
     return _AXIS[np.dtype(dtype).name]  # (of a dtype the call's checks took: its name says which)
 
 
-def convert_hint(name: str, dtype: Any, accepted: Any = (), to: str = "float32") -> str:
+def convert_hint(name: str, dtype: Any, accepted: Any = (), to: str = "float32", device: bool = False) -> str:
     """How to turn an array of `dtype` into one vkrope takes (one of
     `accepted`; else a cast to `to`): a two-byte void array is how np.load
     reads a saved bfloat16 array; a byte-swapped one of an accepted dtype
     ('>f4', from a big-endian machine) needs only its bytes in the machine's
-    order."""
+    order; a DeviceArray (`device`) has no astype: it is converted on the host."""
     dt = np.dtype(dtype)
+    if device:
+        return f"a DeviceArray converts on the host: Device.asarray({name}.get().astype(np.{to}))"
     if dt.kind == "V" and dt.itemsize == 2 and dt.names is None:
         return (f"a bfloat16 array saved with np.save loads as {dt.str!r}: view it with "
                 f"{name}.view(vkrope.bfloat16)")
