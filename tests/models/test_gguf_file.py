@@ -456,15 +456,17 @@ def test_counts_past_what_vkrope_walks_are_refused_by_name(tmp_path, monkeypatch
             kvs += [_u32(b"k%d" % i, i) for i in range(n - 6)]  # (with the architecture and the 5 llama keys)
         elif what == "tensors":
             tensors = [_tensor(b"t%d" % i, (8,), offset=32 * i) for i in range(n)]
-        else:
-            kvs.append(_array(b"tokenizer.ggml.tokens", 8, n, b"".join(_s(b"t%d" % i) for i in range(n))))
+        else:  # (the header's arrays together: 2^22 strings in each of 2^16 keys took hours, a diff reviewer's)
+            kvs.append(_array(b"tokenizer.ggml.tokens", 8, 5, b"".join(_s(b"t%d" % i) for i in range(5))))
+            kvs.append(_array(b"tokenizer.ggml.merges", 8, n - 5, b"".join(_s(b"m%d" % i) for i in range(n - 5))))
         path = tmp_path / f"{what}{n}.gguf"
         path.write_bytes(_file(kvs, tensors, pad=b"\0" * 32 * len(tensors)))
         if ok:
             assert vkrope.from_gguf(str(path)).rope_type == "default"
             continue
-        counted = {"keys": "9 metadata entries", "tensors": "9 tensors", "strings": "an array of 9 strings"}[what]
-        with pytest.raises(ValueError, match=rf"^path: '.*{what}9.gguf': .*{counted}.* vkrope \w+ (over )?at most 2\^3 \("):
+        counted = {"keys": "9 metadata entries", "tensors": "9 tensors", "strings": "9 in the header's arrays"}[what]
+        with pytest.raises(ValueError, match=rf"^path: '.*{what}9.gguf': .*{counted}.* vkrope \w+ (over )?at most 2\^3 "
+                                             r"(in all )?\("):
             vkrope.from_gguf(str(path))
 
 
@@ -501,3 +503,41 @@ def test_bytes_paths_and_path_likes_giving_bytes_are_read_as_str(tmp_path):
         assert got == want and isinstance(got.source, str) and got.source == want.source
     with pytest.raises(TypeError, match=r"path must be a str, bytes or os.PathLike \(a .gguf file\); got 3"):
         vkrope.from_gguf(3)
+
+
+def test_keys_after_values_stepped_over_read_little(tmp_path, monkeypatch):
+    """After a value stepped over, the walk reads a small window, growing while it reads on: each key after a
+    5 MiB array read a 4 MiB window again (minutes for a sparse file's 2^16 keys, a diff reviewer's). A key
+    longer than vkrope reads, and a header cut inside a value stepped over at its end, are refused."""
+    path = tmp_path / "skips.gguf"
+    kvs = [kv for i in range(40) for kv in (_array(b"junk%d" % i, 0, 5 << 20, bytes(5 << 20)), _u32(b"k%d" % i, i))]
+    path.write_bytes(_file(_llama_kvs() + kvs))
+    read = []
+    real = os.pread
+    monkeypatch.setattr(gguf_file.os, "pread", lambda fd, n, at: read.append(n) or real(fd, n, at))
+    assert vkrope.from_gguf(str(path)).rope_type == "default"
+    assert sum(read) < 2 * gguf_file._WINDOW, sum(read)  # (40 keys: 40 small windows, not 40 x 4 MiB)
+    monkeypatch.undo()
+    path.write_bytes(_file(_llama_kvs() + [_u32(b"k" * 1025, 1)]))
+    with pytest.raises(ValueError, match=r"^path: '.*': metadata key 6 is 1025 bytes; vkrope reads keys of at most "
+                                         r"2\^10 bytes"):
+        vkrope.from_gguf(str(path))
+    content = _file(_llama_kvs() + [_array(b"last", 0, 64, bytes(64))])
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(content[:-40])  # (inside the last array, which the walk steps over)
+    monkeypatch.setattr(gguf_file.os, "fstat", lambda fd: type("S", (), {"st_size": len(content)})())
+    monkeypatch.setattr(gguf_file, "_KEEP_VALUE", 32)  # (the last array stepped over, not kept)
+    with pytest.raises(ValueError, match=r"the header ends at offset \d+; the file ends before \(it was cut while read\)"):
+        with gguf_file.opened(str(cut)):
+            pass
+
+
+def test_a_split_file_past_vkropes_bounds_is_not_called_unreadable(tmp_path, monkeypatch):
+    """A later file of a split model past vkrope's bounds was said to be "not a GGUF file llama.cpp reads" (a
+    diff reviewer's): the message is vkrope's bound's."""
+    paths = _split(tmp_path, "m", 4)
+    monkeypatch.setattr(gguf_file, "_MAX_TENSORS", 1)  # (the last file holds its tensor and the factors)
+    with pytest.raises(ValueError, match=r"its split file '.*-00003-of-00003.gguf': the header counts 2 tensors; vkrope "
+                                         r"reads at most 2\^0") as err:
+        vkrope.from_gguf(paths[0])
+    assert "not a GGUF file" not in str(err.value)

@@ -305,6 +305,16 @@ def test_refusals_name_what_the_loader_made_the_value_of(tmp_path):
     path = gguf_file(tmp_path, "stablelm", {"rope.dimension_count": 0}, name="zero")
     with pytest.raises(ValueError, match=r"stablelm.rope.dimension_count is 0 in the file; vkrope refuses the file$"):
         vkrope.from_gguf(path)
+    path = gguf_file(tmp_path, "gemma3", {"rope.dimension_count": 128, "rope.dimension_count_swa": 0,
+                                          "attention.sliding_window": 512}, name="swa")  # (a diff reviewer's)
+    with pytest.raises(ValueError, match=r"gemma3.rope.dimension_count_swa is 0 in the file \(its sliding layers' "
+                                         r"width\); vkrope refuses the file$"):
+        vkrope.from_gguf(path, layer=0)
+    # (a base that overflows on its own is not blamed on a factor tensor beside it, a diff reviewer's)
+    path = gguf_file(tmp_path, "llama", {"rope.freq_base": 1e-44}, [("rope_freqs.weight", np.ones(64))], name="base")
+    with pytest.raises(ValueError) as err:
+        vkrope.from_gguf(path)
+    assert "freq_factors" not in str(err.value) and "rope_freqs" not in str(err.value), err.value
 
 
 def test_olmo2_sliding_layers_rotate_unscaled(tmp_path):
@@ -730,7 +740,8 @@ def test_what_llama_cpp_computes_as_nan_or_reads_elsewhere_is_refused_by_name(tm
                                          r"attention.key_length, else embedding_length / head_count\) is not the "
                                          r"head width 128 \(llama.cpp's n_embd_head_v\(0\)\)"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.key_length": 32}, name="key"))
-    with pytest.raises(ValueError, match="or layer 0's attention.head_count is 0"):
+    with pytest.raises(ValueError, match=r"qwen2.rope.dimension_count is 64, yet layer 0's rotated width is 0 \(its "
+                                         r"attention.head_count is 0"):
         vkrope.from_gguf(gguf_file(tmp_path, "qwen2", {"attention.head_count": [0, 4], "attention.key_length": 64,
                                                        "rope.dimension_count": 64}, name="heads"))
     with pytest.raises(ValueError, match=r"short_factor must hold positive finite numbers; got 0.0 at \[3\] of 32"):

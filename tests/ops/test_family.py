@@ -382,12 +382,16 @@ def test_layout_mistakes_name_the_layout():
     with pytest.raises(ValueError, match=r"^k \(1, 5, 2, 8\) must share B, S and D with q \(1, 5, 4, 8\) \(\[B, H, S, D\]\) "
                                          r"\(q and k are read as \[B, H, S, D\]: are they \[B, S, H, D\]\? transpose"):
         vkrope.apply_rotary_pos_emb(q, k, vkrope.RopeFreqs(8), np.zeros((1, 4), np.int64))
-    with pytest.raises(ValueError, match=r"^xk \(1, 4, 2, 8\) must share B, S and D with xq \(1, 5, 2, 8\) \(\[B, S, H, D\]\) "
+    with pytest.raises(ValueError, match=r"^xk \(1, 4, 2, 8\) must share B, S and D with xq \(1, 8, 2, 8\) \(\[B, S, H, D\]\) "
                                          r"\(xq and xk are read as \[B, S, H, D\]: are they \[B, H, S, D\]\?"):
-        vkrope.apply_rotary_emb(np.zeros((1, 5, 2, 8), np.float32), np.zeros((1, 4, 2, 8), np.float32),
+        vkrope.apply_rotary_emb(np.zeros((1, 8, 2, 8), np.float32), np.zeros((1, 4, 2, 8), np.float32),
                                 np.ones((2, 4), np.float32), np.zeros((2, 4), np.float32))
     with pytest.raises(ValueError, match=r"must share B, S and D with q \(1, 5, 4, 8\) \(\[B, H, S, D\]\)$"):  # (D differs)
         vkrope.apply_rotary_pos_emb(q, k[..., :6], vkrope.RopeFreqs(8), np.zeros((1, 4), np.int64))
+    # (a KV length mistake, q of S 1 beside k of S 10: read the other way Hq 1, Hk 10 is no grouped-query: no hint)
+    with pytest.raises(ValueError, match=r"must share B, S and D with q \(1, 8, 1, 64\) \(\[B, H, S, D\]\)$"):
+        vkrope.apply_rotary_pos_emb(np.zeros((1, 8, 1, 64), np.float32), np.zeros((1, 8, 10, 64), np.float32),
+                                    vkrope.RopeFreqs(64), np.zeros((1, 1), np.int64))
 
 
 def test_a_3d_x_names_num_heads_in_a_table_width_mismatch():
@@ -399,15 +403,19 @@ def test_a_3d_x_names_num_heads_in_a_table_width_mismatch():
                                          r"rot/2 = 2\) = \(10, 2\); got \(10, 4\)$"):
         vkrope.rotary_embedding(x, table, table, pos, num_heads=6)
     bs = np.ones((2, 4, 4), np.float32)
-    with pytest.raises(ValueError, match=r"no position_ids; D = 24 / num_heads 1 = 24, so rot/2 = 12\) = \(2, 4, 12\)"):
+    with pytest.raises(ValueError, match=r"\(no position_ids\) \(D = 24 / num_heads 1 = 24, so rot/2 = 12\) = \(2, 4, 12\)"):
         vkrope.rotary_embedding(x, bs, bs, num_heads=1)
+    # (a mismatch of another axis than the width: no note, a diff reviewer's)
+    with pytest.raises(ValueError, match=r"^sin_cache must have shape \[max_pos, rot/2\] \(like cos_cache\) = \(10, 4\); "
+                                         r"got \(9, 4\)$"):
+        vkrope.rotary_embedding(x, table, table[:9], pos, num_heads=3)
     y = vkrope.rotary_embedding(x + 1, table, table * 0, pos, num_heads=3)  # (the right count: D 8, rot/2 4; angle 0)
     assert np.array_equal(y, x + 1)
 
 
 def test_onnx_reference_absent_attributes_are_zero(device):
-    """onnx.reference passes each absent attribute as None: interleaved, rotary_embedding_dim and num_heads
-    None are 0, the same result bit for bit as 0 given."""
+    """onnx.reference passes an absent num_heads as None (it has no default in the schema); interleaved and
+    rotary_embedding_dim None are their defaults, 0, too: the same result bit for bit as 0 given."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
     cos, sin = rng.standard_normal((2, 5, 4)).astype(np.float32)

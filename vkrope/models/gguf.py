@@ -376,16 +376,7 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
     # as their rotated channels, q[..., :rope.dimension_count], as from_hf reads DeepSeek-V3.2's indexer)
     head_dim = call.dims if call.apart or not call.head or call.part != "attention" else call.head
     if not call.dims:
-        if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
-            raise ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head "
-                             "dim and rotates nothing (n_rot 0); vkrope refuses the file")
-        if kv.get("rope.dimension_count") == 0:  # (given: llama.cpp takes it as it is, no head dim in its place)
-            raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is 0 in the "
-                             "file; vkrope refuses the file")
-        raise ValueError(f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}.rope.dimension_count is missing "
-                         "and the head dim llama.cpp takes in its place is 0 (attention.key_length, else "
-                         "embedding_length // attention.head_count: 0 where the heads outnumber the channels), or "
-                         "layer 0's attention.head_count is 0")
+        raise _no_rotation(kv, arch, where, heads)
     longrope, factors = _factor_tensors(call, tensors, created, arch, where)
     rope_type, params = gguf_context.rope_args(call, longrope is not None, where,
                                                lambda: _attn_keys(kv, arch))
@@ -407,7 +398,7 @@ def _from_gguf_kv(arch: str, kv: Mapping[str, Any], tensors: dict, angle: str, w
                              pairs == "norm",
                          factors, None, angle, source=where, model=arch)
     except ValueError as exc:
-        raise ValueError(f"{where}: {exc}{_read_from(str(exc), arch, kv)}") from None
+        raise ValueError(f"{where}: {exc}{_read_from(str(exc), arch, kv, call.base)}") from None
 
 
 def _attn_keys(kv: Mapping[str, Any], arch: str) -> str:
@@ -495,8 +486,27 @@ _GGUF_SOURCES = {"theta": "rope.freq_base",
 _GGUF_FIELDS = {"theta": "rope_freq_base_train"}
 
 
-def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
-    """Where a refused ModelRope argument came from in the file: ' (from KEY = value)', or ''."""
+def _no_rotation(kv: Mapping[str, Any], arch: str, where: str, heads: Any) -> ValueError:
+    """The refusal of a layer llama.cpp rotates no channel of (n_rot 0), naming the key that made it 0."""
+    if not heads:  # (the head dim llama.cpp defaults the rotated channels to is embedding_length / heads)
+        return ValueError(f"{where}: {arch}.attention.head_count is missing or 0: llama.cpp then reads no head dim "
+                          "and rotates nothing (n_rot 0); vkrope refuses the file")
+    nothing = f"{where}: llama.cpp rotates nothing (n_rot 0): {arch}."
+    for key, what in (("rope.dimension_count", ""), ("rope.dimension_count_swa", " (its sliding layers' width)")):
+        if kv.get(key) == 0:  # (given: llama.cpp takes it as it is, no head dim in its place)
+            return ValueError(f"{nothing}{key} is 0 in the file{what}; vkrope refuses the file")
+    if "rope.dimension_count" in kv:
+        return ValueError(f"{nothing}rope.dimension_count is {kv['rope.dimension_count']!r}, yet layer 0's rotated "
+                          "width is 0 (its attention.head_count is 0, or it is a layer of another width that is 0); "
+                          "vkrope refuses the file")
+    return ValueError(f"{nothing}rope.dimension_count is missing and the head dim llama.cpp takes in its place is 0 "
+                      "(attention.key_length, else embedding_length // attention.head_count: 0 where the heads "
+                      "outnumber the channels), or layer 0's attention.head_count is 0")
+
+
+def _read_from(message: str, arch: str, kv: Mapping[str, Any], base: Any) -> str:
+    """Where a refused ModelRope argument came from in the file: ' (from KEY = value)', or ''; the loader's
+    statements that set the base too, where the base it made (`base`) is not the file's key."""
     argument = "freq_factors" if "its freq_factors" in message else message.split(" ", 1)[0].rstrip(":")
     source = _GGUF_SOURCES.get(argument)
     if source is None:
@@ -507,7 +517,7 @@ def _read_from(message: str, arch: str, kv: Mapping[str, Any]) -> str:
     source = next((k for k in keys if k in kv), keys[0])
     given = f" = {kv[source]!r}" if source in kv else " (not in the file: llama.cpp's default, or derived)"
     derived = " and the scaling it multiplies in" if source == "rope.scaling.attn_factor" else ""
-    field = _GGUF_FIELDS.get(argument)
+    field = _GGUF_FIELDS.get(argument) if base != kv.get(source) else None
     sets = [f"{field} = {stmt[3]} where {stmt[0]}" for stmt in gguf_program.table()["archs"][arch]["hparams"]
             if field is not None and stmt[1:3] == ["set", field]]
     derived += "".join(f", then its loader's {s}" for s in sets)

@@ -11,15 +11,16 @@ docs/guide/models.md says why vkrope reads both).
 
 Every count and length is held to the bytes the file has, so a 100-byte
 file whose array claims 2^40 elements is refused at once. The header is
-walked once, a few MiB read at a time (a model's weights are never read; a
+walked once, up to 4 MiB read at a time (a model's weights are never read; a
 file cut while read is a ValueError, where a memory map's missing page
 killed the process): a scalar value is kept as read, a string or an array
-is stepped over without reading it (an array of strings: their lengths
-only) and read from the file when asked for, its length as the walk read
-it. So a header's size costs no memory, and its reading time grows only with
-its count of keys, tensors and strings, each bounded (_MAX_KEYS,
-_MAX_TENSORS, _MAX_STRINGS): a sparse file's array of 2^30 values took
-gigabytes, a million keys 22 s.
+is kept where it is small and the header's kept values are few (_KEEP_VALUE,
+_KEEP_ALL), else stepped over without reading it (an array of strings: their
+lengths only); no value is read from the file afterwards. So a header's size
+costs no more than those bounds of memory, and its reading time grows only
+with its count of keys, tensors and strings, each bounded (_MAX_KEYS,
+_MAX_KEY, _MAX_TENSORS, _MAX_STRINGS): a sparse file's array of 2^30 values
+took gigabytes, a million keys 22 s.
 
 What llama.cpp's gguf_init refuses is refused: a version other than 2 or 3,
 a count past int64, an empty or repeated key, a string or array of more
@@ -57,24 +58,27 @@ _MAX_NAME = int(_FORMAT["max_name"])  # GGML_MAX_NAME: a tensor name is shorter
 _MAX_STRING, _MAX_ARRAY = int(_FORMAT["max_string_length"]), int(_FORMAT["max_array_elements"])
 _INT64_MAX = 2**63 - 1
 _DEFAULT_ALIGNMENT = int(_FORMAT["default_alignment"])
-_WINDOW = 1 << 22  # bytes of the header read at a time (4 MiB; a longer string or array is stepped over unread)
+# bytes of the header read at a time: from 4 KiB after a jump (a value stepped over) to 4 MiB while the walk reads
+# on (a key after each of many skipped arrays read 4 MiB again: minutes for a sparse file's 2^16 keys)
+_MIN_WINDOW, _WINDOW = 1 << 12, 1 << 22
 # the fewest bytes one metadata entry (key length, type, a 1-byte value) and one tensor entry (name length,
 # dimension count, type, offset) take: a count the rest of the file cannot hold is refused before any walk
 _MIN_KV, _MIN_TENSOR = 8 + 4 + 1, 8 + 4 + 4 + 8
-# What vkrope walks, at most (llama.cpp bounds none but by memory): keys (a model has about 50), tensors (a few
-# thousand; an MoE's experts unmerged, tens of thousands) and strings in one array (a vocabulary: a few hundred
-# thousand). A sparse file can state any count its zeros fill; walking one to llama.cpp's 2^30 strings took
-# minutes, a million keys 22 s. Each bound walks in a few seconds here.
-_MAX_KEYS, _MAX_TENSORS, _MAX_STRINGS = 1 << 16, 1 << 18, 1 << 22
-
-
-class PastLimit(ValueError):
-    """A header past what vkrope walks (_MAX_KEYS, _MAX_TENSORS, _MAX_STRINGS): a GGUF file, which
-    llama.cpp may read, that vkrope refuses."""
+# What vkrope walks, at most (llama.cpp bounds none but by memory): keys (a model has about 50) of at most 1 KiB
+# each, tensors (a few thousand; an MoE's experts unmerged, tens of thousands) and strings in the header's
+# arrays together (a vocabulary and its merges: a few hundred thousand each). A sparse file can state any count
+# its zeros fill; walking llama.cpp's 2^30 strings took minutes, a million keys 22 s. Each bound walks in
+# seconds here.
+_MAX_KEYS, _MAX_KEY, _MAX_TENSORS, _MAX_STRINGS = 1 << 16, 1 << 10, 1 << 18, 1 << 22
 # The bytes of a string's or array's value the walk keeps, at most, and of all values together: the keys vkrope
 # reads hold a name or one value per layer (gguf.py reads at most 2^16 values, or 4096 bytes); a vocabulary's
 # arrays are stepped over, as is anything past the total (a sparse file's 2^16 keys of 2^16 values each).
 _KEEP_VALUE, _KEEP_ALL = 1 << 19, 1 << 26
+
+
+class PastLimit(ValueError):
+    """A header past what vkrope walks (_MAX_KEYS, _MAX_KEY, _MAX_TENSORS, _MAX_STRINGS) or keeps (_KEEP_ALL):
+    a GGUF file, which llama.cpp may read, that vkrope refuses."""
 
 
 def _unpack_uint(data: bytes, order: str, size: int, at: int) -> int:
@@ -90,6 +94,7 @@ class _Walk:
         self.file, self.size, self.order, self.at = file, size, order, 0
         self.window, self.window_at = b"", 0
         self.kept = 0  # (bytes of values kept: _kept)
+        self.strings = 0  # (strings of the arrays walked: _MAX_STRINGS)
 
     def skip(self, n: int, what: str) -> int:
         """Step over `n` bytes; where they start."""
@@ -109,7 +114,9 @@ class _Walk:
     def _fill(self, at: int, n: int, what: str) -> None:
         """The window moved to the file's bytes from `at`, at least `n` of them (the file's size said they are
         there: fewer is a file cut while read)."""
-        self.window = _read_at(self.file, min(max(n, _WINDOW), self.size - at), at)
+        on = at == self.window_at + len(self.window)  # (reading on: a larger window; after a jump, a small one)
+        size = max(n, min(_WINDOW, 2 * len(self.window) if on else _MIN_WINDOW))
+        self.window = _read_at(self.file, min(size, self.size - at), at)
         self.window_at = at
         if len(self.window) < n:
             raise ValueError(f"{what} needs {n} bytes at offset {at}; the file has {len(self.window)} left (it was "
@@ -126,8 +133,12 @@ class _Walk:
             raise ValueError(f"{what} is {n}, past llama.cpp's limit of {_limit(most)} (it refuses the file)")
         return n
 
-    def string(self, what: str) -> bytes:
-        return self.take(self.length(what + "'s length"), what)
+    def string(self, what: str, most: int, limit: str) -> bytes:
+        """A string of at most `most` bytes (else a ValueError saying `limit`, before its bytes are read)."""
+        n = self.length(what + "'s length")
+        if n > most:
+            raise (PastLimit if "vkrope" in limit else ValueError)(f"{what} is {n} bytes; {limit}")
+        return self.take(n, what)
 
     def value(self, kind: int, what: str) -> tuple[int | None, int, Any]:
         """Walk over a value of GGUF type `kind` (an array: of scalars or strings, as llama.cpp takes): (an
@@ -147,10 +158,12 @@ class _Walk:
         if element_code is not None:
             self.skip(count * struct.calcsize(element_code), f"{what} ({count} values)")
         elif element == _STRING:
-            if count > _MAX_STRINGS:
-                raise PastLimit(f"{what} is an array of {count} strings; vkrope steps over at most "
-                                 f"{_limit(_MAX_STRINGS)} (a vocabulary holds a few hundred thousand; llama.cpp "
-                                 f"allows {_limit(_MAX_ARRAY)}, which it reads into memory)")
+            self.strings += count
+            if self.strings > _MAX_STRINGS:
+                raise PastLimit(f"{what} is an array of {count} strings, {self.strings} in the header's arrays so "
+                                f"far; vkrope steps over at most {_limit(_MAX_STRINGS)} in all (a vocabulary holds a "
+                                f"few hundred thousand; llama.cpp allows {_limit(_MAX_ARRAY)} an array, which it "
+                                "reads into memory)")
             self.skip_strings(count, what)
         elif element == _ARRAY:
             raise ValueError(f"{what}: an array of arrays, which llama.cpp's gguf_init refuses")
@@ -237,9 +250,10 @@ class GgufFile:
         if kind != _STRING and element is None:
             return raw
         if raw is None:
-            raise ValueError(f"{key}: {'a string of' if element is None else 'an array of'} {n} "
-                             f"{'bytes' if element is None else 'values'}, which vkrope did not keep (it keeps a "
-                             f"value of at most {_KEEP_VALUE} bytes, {_KEEP_ALL} in all)")
+            raise PastLimit(f"{key}: {'a string of' if element is None else 'an array of'} {n} "
+                            f"{'bytes' if element is None else 'values'}, which vkrope did not keep: it keeps a "
+                            f"value of at most {_limit(_KEEP_VALUE)} bytes and {_limit(_KEEP_ALL)} in all, which "
+                            "the header's values before it took (llama.cpp reads the file)")
         if element is None:
             return raw.partition(b"\0")[0].decode("utf-8")
         if element == _STRING:
@@ -283,7 +297,7 @@ def _read_at(f: BinaryIO, n: int, at: int) -> bytes:
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[GgufFile]:
     """The header of the GGUF file at `path`, read (a ValueError naming what llama.cpp refuses), and the file
-    open for its strings', arrays' and tensors' data for the block's length."""
+    open for its tensors' data for the block's length."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:  # (an empty file, or one that states no size: a /proc file's contents are no GGUF's)
@@ -293,14 +307,14 @@ def opened(path: str) -> Iterator[GgufFile]:
 
 def _read(file: BinaryIO, size: int) -> GgufFile:
     """The header of `file`, of `size` bytes."""
-    start = _read_at(file, 8, 0)
-    if start[:4] != b"GGUF":
+    head = _read_at(file, 8, 0)
+    if head[:4] != b"GGUF":
         raise ValueError("it does not start with GGUF's magic")
-    version = struct.unpack_from("<I", start, 4)[0] if len(start) >= 8 else 0
+    version = struct.unpack_from("<I", head, 4)[0] if len(head) >= 8 else 0
     order = "<" if version & 0xFFFF else ">"  # (a big-endian file's version reads as v << 24)
     walk = _Walk(file, size, order)
     walk.take(8, "the start (magic and version)")
-    version = struct.unpack_from(order + "I", start, 4)[0]
+    version = struct.unpack_from(order + "I", head, 4)[0]
     if version not in (2, 3):
         raise ValueError(f"GGUF version {version}; llama.cpp reads versions 2 and 3")
     n_tensors, n_keys = walk.uint(8, "the tensor count"), walk.uint(8, "the metadata count")
@@ -314,7 +328,8 @@ def _read(file: BinaryIO, size: int) -> GgufFile:
     fields: dict[str, tuple[int, int | None, int, Any]] = {}
     seen: set[bytes] = set()  # (gguf_init compares keys as whole strings; lookups stop at a NUL)
     for i in range(n_keys):
-        raw = walk.string(f"metadata key {i}")
+        raw = walk.string(f"metadata key {i}", _MAX_KEY, f"vkrope reads keys of at most {_limit(_MAX_KEY)} bytes (a "
+                          f"model's are tens; llama.cpp takes up to {_limit(_MAX_STRING)})")
         # (surrogateescape: bytes that are not UTF-8 give distinct str, so keys apart as bytes stay apart)
         key = raw.partition(b"\0")[0].decode("utf-8", "surrogateescape")
         if not raw or raw in seen:
@@ -332,6 +347,8 @@ def _read(file: BinaryIO, size: int) -> GgufFile:
         if infos[-1].name in names:  # (gguf_init compares whole names, its loader C strings)
             raise ValueError("a tensor name is given twice (llama.cpp refuses the file)")
         names.add(infos[-1].name)
+    if walk.at and len(_read_at(file, 1, walk.at - 1)) != 1:  # (a value stepped over unread, cut since: the size
+        raise ValueError(f"the header ends at offset {walk.at}; the file ends before (it was cut while read)")  # lied)
     start = -(-walk.at // alignment) * alignment if infos else walk.at  # (the data section)
     expected = 0
     for info in infos:
@@ -372,9 +389,7 @@ def ggml_types() -> dict[int, tuple[str, int, int]]:
 
 def _tensor_info(walk: _Walk, i: int) -> _Info:
     """Tensor i's entry, as gguf_init checks it."""
-    raw = walk.string(f"tensor {i}'s name")
-    if len(raw) >= _MAX_NAME:
-        raise ValueError(f"tensor {i}'s name is {len(raw)} bytes; llama.cpp takes names under {_MAX_NAME}")
+    raw = walk.string(f"tensor {i}'s name", _MAX_NAME - 1, f"llama.cpp takes names under {_MAX_NAME}")
     c_name = raw.partition(b"\0")[0]
     name = c_name.decode("utf-8", "surrogateescape")
     n_dims = walk.uint(4, f"tensor {i}'s dimension count")

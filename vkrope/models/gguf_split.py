@@ -71,6 +71,8 @@ def add_tensors(p: str, q: str, no: int, names: set[str], wanted: tuple[str, ...
     except (OSError, ValueError) as exc:
         if isinstance(exc, ValueError) and str(exc).startswith(f"path: {p!r}"):
             raise
+        if isinstance(exc, gguf_file.PastLimit):  # (vkrope's bound, not llama.cpp's: the file may be one it reads)
+            raise ValueError(f"path: {p!r}: its split file {q!r}: {exc}") from None
         raise ValueError(f"path: {p!r}: its split file {q!r} is not a GGUF file llama.cpp reads "
                          f"({type(exc).__name__}: {exc})") from None
 

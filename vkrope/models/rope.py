@@ -277,14 +277,15 @@ class ModelRope:
         float64, the exact angle's)."""
         seq_len, t = checked_seq_len(seq_len), as_dtype(dtype).type
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            inv = RULES[self.rope_type].inv_freq(self, seq_len, t)
+            inv = np.asarray(RULES[self.rope_type].inv_freq(self, seq_len, t), t)
+            # (where the factors alone make them so, the message names them: a tiny factor overflows a quotient)
+            by_factors = self.freq_factors is not None and _valid_inv(inv)
             if self.freq_factors is not None:
-                inv = inv / np.asarray(self.freq_factors, t)
-        inv = np.asarray(inv, t)
-        if not np.isfinite(inv).all() or (inv < 0).any():
+                inv = np.asarray(inv / np.asarray(self.freq_factors, t), t)
+        if not _valid_inv(inv):
             raise ValueError(f"{self.rope_type}: these parameters give inverse frequencies that are not finite numbers >= 0 "
                              f"(theta {self.theta}, {dict(self.params)}"
-                             f"{', divided by its freq_factors' if self.freq_factors is not None else ''})")
+                             f"{', divided by its freq_factors' if by_factors else ''})")
         return inv
 
     @property
@@ -377,6 +378,11 @@ class ModelRope:
     def summary(self) -> dict[str, Any]:
         """What the CLI prints: the resolved RoPE as plain values."""
         return summary(self)
+
+
+def _valid_inv(inv: np.ndarray) -> bool:
+    """Whether inverse frequencies are finite numbers >= 0."""
+    return bool(np.isfinite(inv).all() and not (inv < 0).any())
 
 
 def _check_fields(rope: ModelRope) -> None:

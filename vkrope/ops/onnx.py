@@ -31,11 +31,13 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     """ONNX RotaryEmbedding-23's arguments into a `Request` (docs/FAMILY.md)."""
     given = (("cos_cache", cos_cache), ("sin_cache", sin_cache), ("position_ids", position_ids))
     x = check_tensor("x", x)
-    # (None: the attribute absent, as onnx.reference passes each of the three: its default, 0)
+    # (None: the attribute absent, as onnx.reference passes num_heads (no default in the schema); the other two
+    # take it as well, each its schema's default, 0)
     inter = check_flag("interleaved", 0 if interleaved is None else interleaved)
     rot = int_arg("rotary_embedding_dim", 0 if rotary_embedding_dim is None else rotary_embedding_dim, 0)
     heads = int_arg("num_heads", 0 if num_heads is None else num_heads, 0)
     storage = check_storage_of("x", x, storage)
+    heads_note = ""  # (3-D x: where its head size came from)
     if x.ndim == 4:
         b, h, s, d = (int(v) for v in x.shape)
         batch_rows = h * s
@@ -52,8 +54,6 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         heads_note = f"D = {hidden} / num_heads {heads} = {d}"
     else:
         raise ValueError(f"x must be 4D [B, H, S, D] or 3D [B, S, H*D]; got shape {tuple(x.shape)}")
-    if x.ndim == 4:
-        heads_note = ""
     rot_given = rot
     rot = rot or d
     if d == 1 and not rot_given:  # (no even rotary_embedding_dim fits: the advice below could not be taken)
@@ -64,8 +64,7 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         raise ValueError(f"rotary_embedding_dim must be <= the head size {d}; got {rot}")
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
-    # (a wrong num_heads shows as a wrong table width: say where the width came from)
-    half_from = f"; {heads_note}, so rot/2 = {rot // 2}" if heads_note and not rot_given else ""
+    half_from = f"{heads_note}, so rot/2 = {rot // 2}" if heads_note and not rot_given else ""
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
@@ -80,16 +79,17 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         if cos_cache.ndim != 2:
             raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)
-        cos_cache = check_table("cos_cache", cos_cache, shape, f"[max_pos, rot/2]{' (' + half_from[2:] + ')' if half_from else ''}", x)
-        sin_cache = check_table("sin_cache", sin_cache, shape, f"[max_pos, rot/2] (like cos_cache{half_from})", x)
+        cos_cache = check_table("cos_cache", cos_cache, shape, "[max_pos, rot/2]" + _note(cos_cache, shape, half_from), x)
+        sin_cache = check_table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)" +
+                                _note(sin_cache, shape, half_from), x)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         row_of = position_rows("position_ids", position_ids, (b, s), shape[0], x.size, swapped)
     else:
         shape3, swapped3 = (b, s, rot // 2), swapped and swapped + (rot // 2,)
-        cos_cache = check_table("cos_cache", cos_cache, shape3, f"[B, S, rot/2] (no position_ids{half_from})", x,
-                                swapped3)
-        sin_cache = check_table("sin_cache", sin_cache, shape3, f"[B, S, rot/2] (no position_ids{half_from})", x,
-                                swapped3)
+        cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)" +
+                                _note(cos_cache, shape3, half_from), x, swapped3)
+        sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)" +
+                                _note(sin_cache, shape3, half_from), x, swapped3)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
         if x.size:
@@ -99,6 +99,13 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         x=x, out=check_out(out, x), cos=cos_cache, sin=sin_cache, row_of=row_of, n_tokens=s, batch_rows=batch_rows,
         token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False, interleaved=inter, storage=storage,
         given=given), ("cos_cache", "sin_cache"))
+
+
+def _note(t: Any, shape: tuple[int, ...], half_from: str) -> str:
+    """` (half_from)` where table `t`'s width is not the `shape`'s (a wrong num_heads shows as a wrong table width:
+    the message says where the width came from), else ""."""
+    width = getattr(t, "shape", ())[-1:]
+    return f" ({half_from})" if half_from and tuple(width) != shape[-1:] else ""
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],
@@ -138,8 +145,8 @@ def rotary_embedding(
     sin_cache: np.ndarray | DeviceArray | None,
     position_ids: np.ndarray | None = None,
     *,
-    interleaved: int | bool = 0,
-    rotary_embedding_dim: int = 0,
+    interleaved: int | bool | None = 0,
+    rotary_embedding_dim: int | None = 0,
     num_heads: int | None = 0,
     out: ArrayT | None = None,
     storage: str = "auto",
@@ -147,8 +154,9 @@ def rotary_embedding(
     """ONNX `RotaryEmbedding` (opset 23).
 
     x: float32 / float16 / bfloat16 `[B, H, S, D]`, or `[B, S, H*D]` with `num_heads`.
-    None for `interleaved`, `rotary_embedding_dim` or `num_heads` is the
-    attribute absent, as onnx.reference passes it: 0.
+    None for `num_heads` is the attribute absent (onnx.reference passes it
+    so); None for `interleaved` or `rotary_embedding_dim` is their default,
+    0, as well.
     With `position_ids` (int `[B, S]`, each in `[0, max_pos)`), the caches
     are `[max_pos, rot/2]` and token (b, s) reads row `position_ids[b, s]`;
     without, they are `[B, S, rot/2]`. `rotary_embedding_dim` (`rot`, 0 =

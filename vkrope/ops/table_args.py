@@ -178,8 +178,10 @@ def q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"), token_axis:
     if tuple(int(k.shape[a]) for a in (0, token_axis, 3)) != (b, s, d):
         heads = 3 - token_axis  # (grouped-query q and k of the other layout differ on the axis read as S)
         other = "[B, H, S, D]" if token_axis == 1 else "[B, S, H, D]"
+        hq, hk = int(q.shape[token_axis]), int(k.shape[token_axis])  # (the heads, read the other way)
         hint = (f" ({qn} and {kn} are read as {layout}: are they {other}? transpose(0, 2, 1, 3))"
-                if int(k.shape[heads]) == int(q.shape[heads]) and (int(k.shape[0]), int(k.shape[3])) == (b, d) else "")
+                if int(k.shape[heads]) == int(q.shape[heads]) and (int(k.shape[0]), int(k.shape[3])) == (b, d)
+                and 0 < hk < hq and hq % hk == 0 else "")
         raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout}){hint}")
     if q.dtype != k.dtype:
         raise TypeError(f"{qn} and {kn} must have one dtype; got {q.dtype} and {k.dtype}")
