@@ -913,7 +913,8 @@ def strict(t: str, e: dict, lts: list[str] | None, rules: dict, gold: list) -> N
               for kw in ({k: ints[k]}, {k: float(ints[k])})]  # without the field: model_refused's)
     probes += [{k: True} for k in ints if "b" in kinds.get(k, "")]
     probes += other_kinds(built, rules.get("strict") or {}, e.get("aliases", {}))
-    for k in rules.get("null_beside_layer_types") or []:  # (a null refused alone, taken beside the layer types)
+    for k in [*(rules.get("null_beside_layer_types") or []), *(rules.get("null_needs_layer_types") or [])]:
+        # (a null refused alone, taken beside the layer types)
         probes += [{k: None}, {k: None, "layer_types": built.to_dict()["layer_types"]}]
     heads = heads_probes(t, e) if "heads_divide" in rules else None
     if heads and any(v is not None for v in (class_reads(t, e, heads["multiple"], lts) or {}).values()):
@@ -1230,6 +1231,36 @@ def null_beside_layer_types(t: str, e: dict, strict: dict[str, list[str]] | None
                   if not _raises(t, e, {k: None, "layer_types": own})
                   and _holds(_model_runs, t, {k: None, "layer_types": own}, e))
     return keys or None
+
+
+def null_needs_layer_types(t: str, e: dict, nulls: list[str]) -> list[str] | None:
+    """The keys whose null the classes raise on where a file gives no layer_types (alone, over the class's
+    defaults) and take beside the class's own layer_types, not refused anyway (`nulls`, null_refused's): the
+    class derives the layer types from them where a file gives none (EXAONE 4's sliding_window: 4 % 0; Cohere 2's
+    and Gemma 3's sliding_window_pattern, which their code pops from its keyword arguments: `legacy_kwargs`).
+    transformers loads such a file only with its layer_types. The keys from_hf reads and those legacy ones; None
+    where there are none."""
+    if _raises(t, e, {}) or "layer_types" in FILL.get(t, {}):
+        return None
+    built = _built(t, e, {})
+    own = built.to_dict().get("layer_types")
+    if not isinstance(own, list):
+        return None
+    keys = [k for k in dict.fromkeys([*_read_names(e), *legacy_kwargs(type(built))])
+            if k not in nulls and k != "layer_types" and _raises(t, e, {k: None})
+            and not _raises(t, e, {k: None, "layer_types": own})]
+    return keys or None
+
+
+def legacy_kwargs(cls: type) -> list[str]:
+    """The keys a config class's own code takes out of its keyword arguments (`kwargs.pop("name"` or
+    `kwargs.get("name"`): older names its files still hold (Cohere 2's sliding_window_pattern), read from its
+    source."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return []
+    return list(dict.fromkeys(re.findall(r"""kwargs\.(?:pop|get)\(\s*["'](\w+)["']""", source)))
 
 
 def field_kinds(fields: dict[str, Any], raises: Callable[[dict], bool], reads: set[str],
@@ -1913,6 +1944,7 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
                            "last_layer_type": kp.last_layer_type(lambda kw: _built(t, e, kw)),
                            "partial_null_reads": partial_null_reads(t, e, cls)}
     for name, measured in (("null_beside_layer_types", null_beside_layer_types(t, e, strict)),
+                           ("null_needs_layer_types", null_needs_layer_types(t, e, nulls)),
                            ("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
                            ("heads_divide", heads_divide(t, e)),
                            ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):

@@ -3109,6 +3109,8 @@ MUTATIONS = [
     Mutation("apply_many: a result past host memory not named by its call", "vkrope/device.py",
              '                        outs[t.name] = _host_result(t, _rotated_input(req), wheres[i] if wheres else "")',
              '                        outs[t.name] = _host_result(t, _rotated_input(req), "")'),
+    Mutation("HF: a null the class derives the layer types from read without them", "vkrope/models/config_checks.py",
+             '        for key in rules.get("null_needs_layer_types") or ():', "        for key in ():"),
     Mutation("a DeviceArray's ufunc.at writes into a discarded host copy", "vkrope/runtime/array.py",
              '                (method == "at" and inputs and isinstance(inputs[0], DeviceArray)):', "                False:"),
     Mutation("a DeviceArray's truth value is its length", "vkrope/runtime/array.py",

@@ -889,18 +889,24 @@ def test_a_null_the_class_takes_beside_the_layer_types_is_read():
     raises) (an adversary's). Each golden case of such a key (the rules' `null_beside_layer_types`): vkrope
     reads what the class made, or refuses where it raised."""
     rules = config_rules.table()["models"]
-    cases = [c for c in _golden()["cases"] for k in rules.get(c["config"]["model_type"], {}).get(
-        "null_beside_layer_types") or [] if k in c["config"] and c["config"][k] is None]
-    assert {c["config"]["model_type"] for c in cases} >= {"exaone4", "exaone_moe", "afmoe"}
+    cases = [c for c in _golden()["cases"] for r in [rules.get(c["config"]["model_type"], {})]
+             for k in [*(r.get("null_beside_layer_types") or []), *(r.get("null_needs_layer_types") or [])]
+             if k in c["config"] and c["config"][k] is None]
+    assert {c["config"]["model_type"] for c in cases} >= {"exaone4", "exaone_moe", "afmoe", "cohere2"}
+    assert any("layer_types" not in c["config"] for c in cases) and any("layer_types" in c["config"] for c in cases)
+    read = 0
     for case in cases:
         try:
             got = vkrope.from_hf(case["config"], layer_type=case["layer_type"])
         except ValueError:
             got = None
         want = case["want"]
-        assert (got is None) == (want is None), case
-        if got is not None:
-            assert [got.theta, got.rope_type] == want[:2], case
+        if want is None:  # (the class raised: refused)
+            assert got is None, case
+        elif got is not None:  # (or refused where the model fails, as the model table ran it: EXAONE 4's sliding
+            assert [got.theta, got.rope_type] == want[:2], case  # layers with a null window)
+            read += 1
+    assert read >= 3
     exaone = {"model_type": "exaone4", "head_dim": 64, "hidden_size": 2048, "num_attention_heads": 32,
               "num_key_value_heads": 8, "num_hidden_layers": 4, "max_position_embeddings": 65536,
               "layer_types": ["full_attention"] * 4, "rope_theta": 1000000, "sliding_window": None,
@@ -908,5 +914,25 @@ def test_a_null_the_class_takes_beside_the_layer_types_is_read():
               "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
     assert [(r.rope_type, r.theta, r.factor) for r in vkrope.hf_layers(exaone)] == [("llama3", 1e6, 16.0)] * 4
     without = {k: v for k, v in exaone.items() if k != "layer_types"}
+    with pytest.raises(ValueError, match="^config: sliding_window is null and there is no layer_types list: exaone4's"):
+        vkrope.from_hf(without)  # (alone the class raises: the window and the pattern make the layer types)
     with pytest.raises(ValueError, match="^config: sliding_window_pattern is null: exaone4's config class takes"):
-        vkrope.from_hf(without)  # (alone the class raises: the pattern makes the layer types)
+        vkrope.from_hf({**without, "sliding_window": 4096})
+
+
+@pytest.mark.parametrize("model_type, key, given, layer_type", [
+    ("exaone4", "sliding_window", ["full_attention"] * 4, "full_attention"),  # (its sliding layers fail without one)
+    ("cohere2", "sliding_window_pattern", ["sliding_attention", "full_attention"] * 2, "sliding_attention"),
+    ("gemma3_text", "sliding_window_pattern", ["sliding_attention", "full_attention"] * 2, "sliding_attention")])
+def test_a_null_the_class_derives_the_layer_types_from_needs_them(model_type, key, given, layer_type):
+    """A null the class derives the layer types from where a file gives none (EXAONE 4's sliding_window: 4 % 0;
+    Cohere 2's and Gemma 3's sliding_window_pattern, an older name their code pops from its arguments):
+    transformers fails to load such a file without layer_types, and vkrope read it (the second adversary of
+    Hugging Face configs); beside a layer_types list both read it."""
+    assert key in config_rules.table()["models"][model_type]["null_needs_layer_types"]
+    config = {"model_type": model_type, key: None, "num_hidden_layers": 4}
+    with pytest.raises(ValueError, match=rf"^config: {key} is null and there is no layer_types list: {model_type}'s "
+                                         rf"config class derives the layer types from {key} where the file gives none"):
+        vkrope.from_hf(config, layer_type="full_attention")
+    rope = vkrope.from_hf({**config, "layer_types": given}, layer_type=layer_type)
+    assert rope.rope_type == "default" and rope.theta == 10000.0

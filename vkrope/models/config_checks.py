@@ -98,8 +98,10 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
     """A ValueError where the text config `cfg` (the file's keys, before the class defaults) gives as null a
     key on which the model type's config class raises when it is null, or its model fails (`null_refused`: a
     strict int field, Qwen3's head_dim, every class's hidden_size; Qwen2's head_dim, which its attention takes
-    as given). Where that was not measured, as check_kinds: the text config's own model type's rules, else a
-    null head_dim or any key the class defaults (`defaults`) as an int, refused rather than guessed."""
+    as given); and, where the file gives no layer_types list, a key the class derives them from and raises on
+    as null (`null_needs_layer_types`: EXAONE 4's sliding_window, Cohere 2's sliding_window_pattern). Where that
+    was not measured, as check_kinds: the text config's own model type's rules, else a null head_dim or any key
+    the class defaults (`defaults`) as an int, refused rather than guessed."""
     rules = _value_rules(cfg, model_type)
     keys = rules.get("null_refused", []) if not _unmeasured(rules) else \
         ["head_dim", *(k for k, v in defaults.items() if type(v) is int)]
@@ -108,6 +110,13 @@ def check_nulls(cfg: dict, model_type: str, defaults: dict) -> None:
             raise ValueError(f"config: {key} is null: {model_type}'s config class refuses a null {key}, or its "
                              "model fails on one (transformers raises on loading the config, or building the "
                              "model), so vkrope does too")
+    if not isinstance(cfg.get("layer_types"), list):  # (the class derives the layer types from these)
+        for key in rules.get("null_needs_layer_types") or ():
+            if key in cfg and cfg[key] is None:
+                raise ValueError(f"config: {key} is null and there is no layer_types list: {model_type}'s config "
+                                 f"class derives the layer types from {key} where the file gives none, and raises on "
+                                 "a null there (transformers fails to load this file), so vkrope does too; give "
+                                 f"{key} or layer_types")
 
 
 def check_partial_null(rope: dict, where: str, model_type: str, layer_type: str | None, kind: str) -> None:

@@ -98,6 +98,12 @@ by building each config class on probe configs; never edited by hand):
   building and its text model running (EXAONE 4's and AFMoE's pattern
   keys make the layer types only where a file gives none: EXAONE 4.0
   1.2B's file gives the pattern null beside them), `check_kinds`;
+- `null_needs_layer_types`: the keys (from_hf's reads, and the older
+  names a class's code pops from its keyword arguments) whose null the
+  classes raise on where a file gives no layer_types and take beside
+  them, not in `null_refused` (EXAONE 4's sliding_window, Cohere 2's
+  sliding_window_pattern: the class derives the layer types from them),
+  `check_nulls`;
 - `layer_types`: whether the class raises on a file's layer_types shorter
   or longer than num_hidden_layers, naming a type outside the table's
   `layer_type_names` (transformers' validate_layer_type), or not a list
