@@ -3,6 +3,7 @@ and the README names what it must."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from at_once import run_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,14 +68,28 @@ def test_readme_names_the_two_commands_and_the_errors_page_every_exception():
 DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_code_blocks_run(tmp_path, page):
-    """Every ```python block of the README and the site's pages runs as written, on the real device."""
-    text = page.read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+def _run_blocks(page: Path, cwd: Path) -> str:
+    """A page's ```python blocks run in order in `cwd`, each in a process of its own: "" where all ran, else
+    the first failure."""
+    blocks = [b.split("```", 1)[0] for b in page.read_text().split("```python\n")[1:]]
     for i, block in enumerate(blocks):
-        res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=tmp_path)
-        assert res.returncode == 0, f"{page.name} block {i} failed:\n{block}\n{res.stderr}"
+        res = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=cwd)
+        if res.returncode != 0:
+            return f"{page.name} block {i} failed:\n{block}\n{res.stderr}"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, str]:
+    """Every page's blocks run, the pages side by side (at_once.py), the blocks of a page in order."""
+    return run_all({page: functools.partial(_run_blocks, page, tmp_path_factory.mktemp(page.stem))
+                    for page in DOC_PAGES})
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_blocks_run(page, page_runs):
+    """Every ```python block of the README and the site's pages runs as written, on the real device."""
+    assert page_runs[page] == ""
 
 
 def test_the_pages_hold_their_code():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import vkrope
+from at_once import run_all
 from oracle import check_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +28,16 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, env=env, **kw)
 
 
+@pytest.fixture(scope="module")
+def example_runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every example run, side by side (at_once.py; they write no files)."""
+    return run_all({p.name: functools.partial(run, [sys.executable, str(p)], cwd=ROOT, env={"VKROPE_VALIDATION": "1"})
+                    for p in EXAMPLES})
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs_and_checks_itself(path):
-    res = run([sys.executable, str(path)], cwd=ROOT, env={"VKROPE_VALIDATION": "1"})
+def test_example_runs_and_checks_itself(path, example_runs):
+    res = example_runs[path.name]
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.rstrip().endswith("OK"), res.stdout
     assert "Vulkan validation" not in res.stderr, res.stderr
@@ -339,7 +348,7 @@ def test_cli_numeric_and_usage_errors_are_one_line(tmp_path, args, words):
     assert not (tmp_path / "bench").exists()
 
 
-def test_cli_bench_quick_tiny(tmp_path):
+def test_cli_bench_quick_tiny(tmp_path, capsys):
     """The benchmark runs and writes JSON and a chart (sizes kept tiny here):
     per shape and dtype a table row per storage and a generated-frequency
     row, each with its bytes moved and both ceilings; the chart can be drawn
@@ -362,14 +371,18 @@ def test_cli_bench_quick_tiny(tmp_path):
     assert (tmp_path / "bench.png").stat().st_size > 1000
     res = cli("bench", "--chart-from", str(tmp_path / "bench.json"), "--plot", str(tmp_path / "again.png"))
     assert res.returncode == 0 and (tmp_path / "again.png").stat().st_size > 1000, res.stdout + res.stderr
+    from vkrope.__main__ import main  # (the refusals in this process: each command's start took seconds)
+
     (tmp_path / "bad.json").write_text("{}")
-    res = cli("bench", "--chart-from", str(tmp_path / "bad.json"))
-    assert res.returncode != 0 and "--chart-from" in res.stderr and "bad.json" in res.stderr
+    assert main(["bench", "--chart-from", str(tmp_path / "bad.json")]) != 0
+    err = capsys.readouterr().err
+    assert "--chart-from" in err and "bad.json" in err
     for row in result["rows"]:  # a run of an older vkrope: no x_bytes / freqs
         del row["x_bytes"], row["freqs"]
     (tmp_path / "old.json").write_text(json.dumps(result))
-    res = cli("bench", "--chart-from", str(tmp_path / "old.json"))
-    assert res.returncode != 0 and "--chart-from" in res.stderr and "x_bytes" in res.stderr
+    assert main(["bench", "--chart-from", str(tmp_path / "old.json")]) != 0
+    err = capsys.readouterr().err
+    assert "--chart-from" in err and "x_bytes" in err
     assert not (tmp_path / "old.png").exists()
 
 

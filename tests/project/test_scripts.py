@@ -4,6 +4,7 @@ would install packages or need a GPU)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from at_once import run_all
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
@@ -30,12 +33,21 @@ def test_the_script_lists_are_complete():
     assert names == {p.name for p in (ROOT / "scripts").iterdir() if p.is_file()}, "a script of another kind"
 
 
+@pytest.fixture(scope="module")
+def helps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    """Every python script's `--help`, each in a folder of its own, run side by side (at_once.py)."""
+    def job(path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+        cwd = tmp_path_factory.mktemp(path.stem)
+        return run([sys.executable, str(path), "--help"], cwd=cwd), cwd
+    return run_all({p.name: functools.partial(job, p) for p in PYTHON_SCRIPTS})
+
+
 @pytest.mark.parametrize("path", PYTHON_SCRIPTS, ids=lambda p: p.name)
-def test_python_script_help(path, tmp_path):
-    res = run([sys.executable, str(path), "--help"], cwd=tmp_path)
+def test_python_script_help(path, helps):
+    res, cwd = helps[path.name]
     assert res.returncode == 0, res.stdout + res.stderr
     assert "usage:" in res.stdout.lower(), res.stdout
-    assert list(tmp_path.iterdir()) == [], "--help wrote files"
+    assert list(cwd.iterdir()) == [], "--help wrote files"
 
 
 @pytest.mark.parametrize("path", BASH_SCRIPTS, ids=lambda p: p.name)
