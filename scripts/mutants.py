@@ -3129,7 +3129,7 @@ MUTATIONS = [
              "        size = max(n, min(_WINDOW, 2 * len(self.window) if on else _MIN_WINDOW))",
              "        size = max(n, _WINDOW)"),
     Mutation("GGUF: a key's bytes read whatever its length", GGUF_FILE,
-             "        if n > most:\n            raise (PastLimit", "        if False:\n            raise (PastLimit"),
+             "        if n > most:\n            raise error(f", "        if False:\n            raise error(f"),
     Mutation("GGUF: a header cut inside a value stepped over at its end read", GGUF_FILE,
              "    if walk.at and len(_read_at(file, 1, walk.at - 1)) != 1:", "    if False:"),
     Mutation("GGUF: a base that overflows alone blamed on the factor tensor", "vkrope/models/rope.py",

@@ -133,11 +133,11 @@ class _Walk:
             raise ValueError(f"{what} is {n}, past llama.cpp's limit of {_limit(most)} (it refuses the file)")
         return n
 
-    def string(self, what: str, most: int, limit: str) -> bytes:
-        """A string of at most `most` bytes (else a ValueError saying `limit`, before its bytes are read)."""
+    def string(self, what: str, most: int, limit: str, error: type[ValueError] = ValueError) -> bytes:
+        """A string of at most `most` bytes (else `error` saying `limit`, before its bytes are read)."""
         n = self.length(what + "'s length")
         if n > most:
-            raise (PastLimit if "vkrope" in limit else ValueError)(f"{what} is {n} bytes; {limit}")
+            raise error(f"{what} is {n} bytes; {limit}")
         return self.take(n, what)
 
     def value(self, kind: int, what: str) -> tuple[int | None, int, Any]:
@@ -329,7 +329,7 @@ def _read(file: BinaryIO, size: int) -> GgufFile:
     seen: set[bytes] = set()  # (gguf_init compares keys as whole strings; lookups stop at a NUL)
     for i in range(n_keys):
         raw = walk.string(f"metadata key {i}", _MAX_KEY, f"vkrope reads keys of at most {_limit(_MAX_KEY)} bytes (a "
-                          f"model's are tens; llama.cpp takes up to {_limit(_MAX_STRING)})")
+                          f"model's are tens; llama.cpp takes up to {_limit(_MAX_STRING)})", PastLimit)
         # (surrogateescape: bytes that are not UTF-8 give distinct str, so keys apart as bytes stay apart)
         key = raw.partition(b"\0")[0].decode("utf-8", "surrogateescape")
         if not raw or raw in seen:
