@@ -2158,7 +2158,7 @@ MUTATIONS = [
     Mutation("np.asarray hint names x whatever the argument", "vkrope/runtime/dtypes.py",
              "f\" (convert it with np.asarray({name}))\"", "f\" (convert it with np.asarray(x))\""),
     Mutation("layout hint: q and k spoken of as one tensor", "vkrope/ops/table_args.py",
-             "\"are read as [B, H, S, D]: are they\" if \" and \" in name else", "\"are read as [B, H, S, D]: are they\" if False else"),
+             "\"are read as {}: are they\" if \" and \" in name else", "\"are read as {}: are they\" if False else"),
     # The H200 run (#35): subnormals, the allocation count on a discrete GPU, staging memory, forks
     Mutation("DenormPreserve never asked for where the device can keep subnormals", "vkrope/vk/pipeline.py",
              '            modes = tuple(m for m, asked in (("DenormPreserve", ctx.info.denorm_preserve_float32),',

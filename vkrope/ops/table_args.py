@@ -76,8 +76,13 @@ def swap_hint(name: str, given: tuple[int, ...], swapped: tuple[int, ...]) -> st
     exchanged (empty: no such x, as a 3-D one); else ""."""
     if not swapped or tuple(given) != tuple(swapped):
         return ""
-    is_it = "are read as [B, H, S, D]: are they" if " and " in name else "is read as [B, H, S, D]: is it"
-    return f" ({name} {is_it} [B, S, H, D]? transpose(0, 2, 1, 3))"
+    return layout_question(name, "[B, H, S, D]", "[B, S, H, D]")
+
+
+def layout_question(name: str, read_as: str, other: str) -> str:
+    """The hint that `name` (one tensor, or "q and k") read as layout `read_as` may be in layout `other`."""
+    is_it = "are read as {}: are they" if " and " in name else "is read as {}: is it"
+    return f" ({name} {is_it.format(read_as)} {other}? transpose(0, 2, 1, 3))"
 
 
 def check_spec(name: str, spec: FrequencySpec, other: Any, other_name: str, rot: int,
@@ -179,7 +184,7 @@ def q_and_k(xq: Any, xk: Any, names: tuple[str, str] = ("xq", "xk"), token_axis:
         heads = 3 - token_axis  # (grouped-query q and k of the other layout differ on the axis read as S)
         other = "[B, H, S, D]" if token_axis == 1 else "[B, S, H, D]"
         hq, hk = int(q.shape[token_axis]), int(k.shape[token_axis])  # (the heads, read the other way)
-        hint = (f" ({qn} and {kn} are read as {layout}: are they {other}? transpose(0, 2, 1, 3))"
+        hint = (layout_question(f"{qn} and {kn}", layout, other)
                 if int(k.shape[heads]) == int(q.shape[heads]) and (int(k.shape[0]), int(k.shape[3])) == (b, d)
                 and 0 < hk < hq and hq % hk == 0 else "")
         raise ValueError(f"{kn} {tuple(k.shape)} must share B, S and D with {qn} {tuple(q.shape)} ({layout}){hint}")
