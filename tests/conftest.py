@@ -22,6 +22,7 @@ import vkrope  # noqa: E402
 import vkrope.runtime.execute  # noqa: E402
 from vkrope.vk.instance import clear_validation_messages, validation_messages  # noqa: E402
 from forced import force_limits  # noqa: E402
+import shards  # noqa: E402
 
 settings.register_profile(
     "vkrope", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -29,6 +30,9 @@ settings.register_profile(
 settings.load_profile("vkrope")
 
 
+# This run's shard of the suite (scripts/test.sh), taken out of the environment: a pytest that a test
+# starts (the flushing-device test's) runs what it names, not a shard of it.
+SHARD = os.environ.pop("VKROPE_SHARD", "")
 SLOW = {line.strip() for line in open(os.path.join(os.path.dirname(__file__), "slow_tests.txt"), encoding="utf-8")
         if line.strip() and not line.startswith("#")}
 
@@ -39,6 +43,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.split("[")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
+    if SHARD:
+        _keep_shard(config, items, SHARD)
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item], spec: str) -> None:
+    """Deselect the test files of the other shards (scripts/test.sh runs the shards side by side)."""
+    try:
+        mine, n = shards.parse(spec)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    files = [item.nodeid.split("::")[0] for item in items]
+    where = shards.assign(files, shards.measured(), n)
+    kept = [item for item, f in zip(items, files) if where[f] == mine]
+    config.hook.pytest_deselected(items=[item for item, f in zip(items, files) if where[f] != mine])
+    items[:] = kept
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
