@@ -3161,6 +3161,8 @@ MUTATIONS = [
     Mutation("a failing shard behind the first passes the test command", "scripts/test.sh",
              "  if (( rc != 0 && rc != 5 )); then worst=$rc; break; fi", "  if (( rc != 0 && rc != 5 )); then break; fi"),
     Mutation("the shards behind the first not shown", "scripts/test.sh", '  cat "$logs/$i"\n', ""),
+    Mutation("the loader's base statement named where the base is llama.cpp's default", "vkrope/models/gguf.py",
+             "base == kv.get(source, _field_default(field))", "base == kv.get(source)"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

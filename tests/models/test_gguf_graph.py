@@ -296,6 +296,11 @@ def test_refusals_name_what_the_loader_made_the_value_of(tmp_path):
         with pytest.raises(ValueError, match=r"got inf \(from hunyuan-dense.rope.freq_base .*, then its loader's "
                                              r"rope_freq_base_train = rope_freq_base_train \* powf\(rope_scaling_alpha"):
             vkrope.from_gguf(path)
+    # (a base that is llama.cpp's default, no rope.freq_base in the file: no loader statement set it)
+    from vkrope.models import gguf  # noqa: PLC0415
+    assert gguf._read_from("theta bad", "hunyuan-dense", {}, 10000.0) == (  # noqa: SLF001
+        " (from hunyuan-dense.rope.freq_base (not in the file: llama.cpp's default, or derived))")
+    assert "then its loader's" in gguf._read_from("theta bad", "hunyuan-dense", {}, 1e30)  # noqa: SLF001
     tiny = np.ones(64, np.float32)
     tiny[5] = 1e-45
     path = gguf_file(tmp_path, "llama", {}, [("rope_freqs.weight", tiny)], name="tiny")

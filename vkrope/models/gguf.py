@@ -517,11 +517,19 @@ def _read_from(message: str, arch: str, kv: Mapping[str, Any], base: Any) -> str
     source = next((k for k in keys if k in kv), keys[0])
     given = f" = {kv[source]!r}" if source in kv else " (not in the file: llama.cpp's default, or derived)"
     derived = " and the scaling it multiplies in" if source == "rope.scaling.attn_factor" else ""
-    field = _GGUF_FIELDS.get(argument) if base != kv.get(source) else None
+    field = _GGUF_FIELDS.get(argument)
+    if field is not None and base == kv.get(source, _field_default(field)):  # (the key's value, or the loader's
+        field = None                                                        # default: no statement set it)
     sets = [f"{field} = {stmt[3]} where {stmt[0]}" for stmt in gguf_program.table()["archs"][arch]["hparams"]
             if field is not None and stmt[1:3] == ["set", field]]
     derived += "".join(f", then its loader's {s}" for s in sets)
     return f" (from {arch}.{source}{given}{derived})"
+
+
+def _field_default(field: str) -> Any:
+    """The value llama_model_base::load_hparams gives a field before it reads any key (None if it gives none)."""
+    return next((float(s[3]) for s in gguf_program.table()["hparams"]["base"] if s[:3] == ["True", "set", field]),
+                None)
 
 
 def _reader(kv: Mapping[str, Any], arch: str, where: str) -> Callable[..., Any]:
