@@ -3163,6 +3163,8 @@ MUTATIONS = [
     Mutation("the shards behind the first not shown", "scripts/test.sh", '  cat "$logs/$i"\n', ""),
     Mutation("the loader's base statement named where the base is llama.cpp's default", "vkrope/models/gguf.py",
              "base == kv.get(source, _field_default(field))", "base == kv.get(source)"),
+    Mutation("a config's contents given as a str read as a missing path alone", "vkrope/models/hf_load.py",
+             '            if given.lstrip().startswith("{"):', "            if False:"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -582,6 +582,15 @@ def test_layer_type_errors_and_inputs(tmp_path):
         vkrope.from_hf(config("phi-2"), layer_type="full_attention")
     with pytest.raises(ValueError, match=r"no such file '[^']*nope\.json'$"):
         vkrope.from_hf(str(tmp_path / "nope.json"))
+    # bytes are a path, as from_gguf reads them; a config's contents given as a str or bytes are told apart
+    (tmp_path / "config.json").write_text(json.dumps(config("phi-2")))
+    assert vkrope.from_hf(os.fsencode(tmp_path)) == vkrope.from_hf(config("phi-2"))
+    for contents in (json.dumps(config("phi-2")), json.dumps(config("phi-2")).encode()):
+        with pytest.raises(ValueError, match=r"^config: no such file .*: a str or bytes is read as a path, and this "
+                                             r"looks like a config\.json's contents: pass json\.loads of it$"):
+            vkrope.from_hf(contents)
+    with pytest.raises(TypeError, match=r"a path to a config\.json \(str, bytes or os\.PathLike\).*got bytearray"):
+        vkrope.from_hf(bytearray(b"x"))
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="not JSON"):
         vkrope.from_hf(str(tmp_path / "bad.json"))

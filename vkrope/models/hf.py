@@ -195,7 +195,7 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
 def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = None, like: str | None = None,
             angle: str = "float32", part: str | None = None) -> ModelRope | None:
     """A model's RoPE (a `vkrope.ModelRope`) from its Hugging Face config (a config.json's dict, its
-    path or its folder, or a `PretrainedConfig`-like object with `to_dict()`).
+    path or its folder as a str, bytes or os.PathLike, or a `PretrainedConfig`-like object with `to_dict()`).
 
     How the model applies RoPE comes from vkrope's model table (generated
     from transformers' own code by scripts/hf_model_table.py): where the

@@ -17,11 +17,14 @@ from .hf_rope_dict import needs_orig
 
 def load_config(config: Any) -> dict:
     """The config as a dict: a path (a config.json, or the folder holding one) read once, a dict as given."""
-    if isinstance(config, (str, os.PathLike)):
-        given = path = os.fsdecode(config)  # (a path-like may give bytes: as str, as os escapes them)
+    if isinstance(config, (str, bytes, os.PathLike)):
+        given = path = os.fsdecode(config)  # (bytes, or a path-like giving them: as str, as os escapes them)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         if not os.path.lexists(path):
+            if given.lstrip().startswith("{"):
+                raise ValueError(f"config: no such file {brief(path, 60)}: a str or bytes is read as a path, and "
+                                 "this looks like a config.json's contents: pass json.loads of it")
             raise ValueError(f"config: no such file {path!r}{hub_id_hint(given)}")
         head, config = read_json(path, "config", "a config.json")  # (a regular file, read once, of bounded size)
         if head == b"GGUF":
@@ -32,7 +35,8 @@ def load_config(config: Any) -> dict:
     elif hasattr(config, "to_dict") and callable(config.to_dict):
         config = config.to_dict()
     if not isinstance(config, dict):
-        raise TypeError(f"config must be a dict (a config.json's contents), a path to a config.json, or an object "
+        raise TypeError(f"config must be a dict (a config.json's contents), a path to a config.json (str, bytes or "
+                        f"os.PathLike), or an object "
                         f"with to_dict(); got {type(config).__name__}")
     return config
 
