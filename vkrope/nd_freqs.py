@@ -39,7 +39,8 @@ class NdFreqs(FrequencySpec):
     angle="exact" (default): the angle is each id (float64: fractional and
     negative allowed, kept to 2^-32) times the float64 frequency, reduced
     exactly: diffusers' float64 frequencies (Flux, Wan) within the rounding
-    of float32 cos / sin. (Flux's module rounds its ids to float32 first:
+    of float32 cos / sin where theta >= 1 (below it, diffusers' own float64
+    product of id and frequency rounds by more: docs/guide/nd.md). (Flux's module rounds its ids to float32 first:
     pass float32 ids to match it where they are not integers.) Every
     frequency must be below 2 pi (theta >= 1 always is).
     angle="float32": the float32 product of the id rounded to float32 and

@@ -82,8 +82,9 @@ def check_positive(name: str, value: Any) -> None:
     # rounds to 0, a subnormal or inf would turn every angle into NaN.
     check_real(name, value)
     if not f32_normal(value):
-        raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY:.3g}, "
-                         f"{F32_MAX:.3g}]; got {brief(value)}")
+        # (the bounds in full: 3.4028235e38, float32's max as numpy prints it, lies past the float64 value of it)
+        raise ValueError(f"{name} must be a positive number in float32's normal range [{F32_TINY!r}, "
+                         f"{F32_MAX!r}]; got {brief(value)}")
 
 
 def check_angle(angle: Any) -> None:
@@ -106,7 +107,7 @@ def check_exact_range(freqs: Any, names: str, zeros_allowed: bool = False) -> No
     if f.size and f.min() < EXACT_MIN_FREQ:
         nonzero = "nonzero " if zeros_allowed else ""
         raise ValueError(f"angle='exact' needs every {nonzero}inverse frequency >= 2^{math.log2(EXACT_MIN_FREQ):.0f}; "
-                         f"{names} give {f.min():.3g}")
+                         f"{names} give {f.min():.3g}; use angle='float32'")
 
 
 def check_positions(name: str, positions: Any) -> np.ndarray:

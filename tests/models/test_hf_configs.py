@@ -16,6 +16,7 @@ bfloat16 / float16 results within one ulp of their dtype.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -571,6 +572,21 @@ def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch, capsys
     (tmp_path / "meta-llama" / "Llama-3.1-8B").mkdir(parents=True)  # a local folder of that name: its config.json
     with pytest.raises(ValueError, match=r"^config: no such file 'meta-llama/Llama-3\.1-8B/config\.json'$"):
         vkrope.from_hf("meta-llama/Llama-3.1-8B")
+
+
+def test_a_diffusers_config_is_refused_with_the_nd_route():
+    """An adversary's finding: a diffusers transformer's config (no model_type) was told to pass like='llama',
+    which read Cosmos' 3-axis RoPE as Llama's 1-D one, its rope_scale dropped unsaid."""
+    flux = {"_class_name": "FluxTransformer2DModel", "_diffusers_version": "0.42.1", "axes_dims_rope": [16, 56, 56],
+            "num_attention_heads": 24, "attention_head_dim": 128}
+    cosmos = {"_class_name": "CosmosTransformer3DModel", "num_attention_heads": 32, "attention_head_dim": 128,
+              "rope_scale": [2.0, 1.0, 1.0]}
+    for cfg in (flux, cosmos):
+        for call in (vkrope.from_hf, functools.partial(vkrope.from_hf, like="llama"), vkrope.hf_layers,
+                     vkrope.hf_parts, vkrope.hf_layer_types):
+            with pytest.raises(ValueError, match=r"^config: a diffusers model's config \(_class_name '\w+'\): its "
+                                                 r"RoPE is N-D.*vkrope\.NdFreqs .*docs/guide/nd\.md .*apply_nd$"):
+                call(cfg)
 
 
 def test_layer_type_errors_and_inputs(tmp_path):

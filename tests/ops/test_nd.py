@@ -389,6 +389,12 @@ def test_a_token_count_of_the_other_axis_suggests_token_axis():
         vkrope.apply_nd(x, spec, np.zeros((5, 2)))
     with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 6 \(x's axis -2\); got \[3, 2\]$"):
         vkrope.apply_nd(np.zeros((6, 16), np.float32), spec, np.zeros((3, 2)))  # (2-D x: no other axis)
+    # per-item ids: the hint only where their B is x's first axis with the other token axis too (an adversary's:
+    # B 2 against x's 1 was told to pass token_axis=-3, which then failed on the batch)
+    with pytest.raises(ValueError, match=r"got \[1, 6, 2\] \(x's axis -3 has 6: .*pass token_axis=-3\)$"):
+        vkrope.apply_nd(x, spec, np.zeros((1, 6, 2)))
+    with pytest.raises(ValueError, match=r"^ids must hold one row per token: N = 3 \(x's axis -2\); got \[2, 6, 2\]$"):
+        vkrope.apply_nd(x, spec, np.zeros((2, 6, 2)))
 
 
 def test_bench_nd_runs_its_rows(monkeypatch):

@@ -47,7 +47,7 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
     v = spec.check_ids(ids, ids_name)
     if v.shape[-2] != n:
         raise ValueError(f"{ids_name} must hold one row per token: N = {n} (x's axis {token_axis}); got "
-                         f"{list(v.shape)}{_token_axis_hint(x, int(v.shape[-2]), int(token_axis), ids_name)}")
+                         f"{list(v.shape)}{_token_axis_hint(x, tuple(v.shape), int(token_axis), ids_name)}")
     if v.ndim == 3 and (not lead or lead[0] != v.shape[0]):
         shared = f" (ids shared by every item are [N, {spec.n_axes}]: pass {ids_name}[0])" if v.shape[0] == 1 else ""
         raise ValueError(f"{ids_name} [B, N, {spec.n_axes}] needs x's first axis to be B = {v.shape[0]} "
@@ -77,11 +77,15 @@ def check_nd(x: Any, spec: Any, ids: Any, *, token_axis: Any = -2, inverse: Any 
                    full_table=False, interleaved=spec.interleaved, storage=storage, given=((ids_name, ids),))
 
 
-def _token_axis_hint(x: Any, rows: int, token_axis: int, ids_name: str) -> str:
+def _token_axis_hint(x: Any, ids_shape: tuple[int, ...], token_axis: int, ids_name: str) -> str:
     """The hint of an ids / x mismatch that x's other token axis explains
-    (diffusers' [B, S, H, D] with the default token_axis=-2)."""
+    (diffusers' [B, S, H, D] with the default token_axis=-2), where per-item
+    ids' B is x's first axis with it too (the hint's call must then run)."""
     other = -3 if token_axis == -2 else -2
+    rows = ids_shape[-2]
     if x.ndim < 3 or int(x.shape[other]) != rows:
+        return ""
+    if len(ids_shape) == 3 and (x.ndim <= -other or int(x.shape[0]) != ids_shape[0]):
         return ""
     layout = "[..., N, H, C] (diffusers' [B, S, H, D])" if other == -3 else "[..., N, C] ([B, H, S, D])"
     how = f"pass token_axis={other}" if ids_name == "ids" else f"use vkrope.apply_nd(x, spec, ids, token_axis={other})"
