@@ -996,7 +996,8 @@ def test_mrope_invfreqs_refused_by_one_axis_ops():
         vkrope.rotary_embedding(x, spec, None, np.zeros((1, 2), np.int64))
     with pytest.raises(ValueError, match=one_axis):
         vkrope.apply_rotary_emb_hf(x.transpose(0, 2, 1, 3).copy(), x.transpose(0, 2, 1, 3).copy(), spec, None)
-    with pytest.raises(ValueError, match=r"position_ids must have shape \(1, 2\); got \(3, 1, 2\)"):  # (per axis: not here)
+    with pytest.raises(ValueError, match=r"position_ids must have shape \(1, 2\); got \(3, 1, 2\): rotary_embedding "
+                                         r"turns every M-RoPE axis by one position per token .* apply_rotary_pos_emb$"):
         vkrope.rotary_embedding(x, vkrope.from_hf(config("qwen2-vl-7b")), None, np.zeros((3, 1, 2), np.int64))
     with pytest.raises(TypeError, match="ModelRope decides its frequencies per call"):
         vkrope.apply(x, vkrope.from_hf(config("qwen2-vl-7b")), positions=np.arange(2))

@@ -68,3 +68,13 @@ def check_model(name: str, spec: Any, interleaved: bool | None, head_dim: int) -
             raise ValueError(f"{name}: the ModelRope pairs channels {have} (its config / GGUF); this call rotates "
                              f"{call} pairs: pass the pairs the model uses (vkrope.apply_rotary_pos_emb takes the "
                              "spec's own)")
+
+
+def per_axis_hint(shape: tuple[int, ...], bs: tuple[int, int], op: str) -> str:
+    """The words for M-RoPE ids per axis ([3, B, S] or [1, B, S], as transformers gives them) passed to an
+    operator that takes one position per token; '' for any other shape."""
+    if len(shape) != 3 or tuple(shape[1:]) != tuple(bs):
+        return ""
+    return (f": {op} turns every M-RoPE axis by one position per token (a text token's, its axes equal): pass "
+            "transformers' [3, B, S] or [1, B, S] ids as position_ids[0] where their rows are equal; tokens whose "
+            "axes differ (an image's) rotate with apply_rotary_pos_emb")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import REPEATS_READ, check_alive, check_out, check_plain_array, check_x, describe
-from . import check_model, resolve
+from . import check_model, per_axis_hint, resolve
 from ..models import ModelRope
 from ..spec_checks import MAX_HEAD_DIM, check_positions
 from ..freqs import InvFreqs, is_position_spec
@@ -87,13 +87,11 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
                          "of cache: pass one of them")
     st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, cache_position is not None,
                      q_norm, k_norm, norm_plus_one, eps, k_scale, v_scale, out)
-    if isinstance(position_ids, np.ndarray) and position_ids.ndim == 3 \
-            and tuple(position_ids.shape[1:]) == (st.b, st.s):  # (an M-RoPE model's ids, as transformers gives them:
-        # say what the step takes instead)
-        raise ValueError(f"position_ids must have shape [B, S] = {[st.b, st.s]}; got {list(position_ids.shape)}: the "
-                         "decode step turns every M-RoPE axis by one position per token (a text token's, its axes "
-                         "equal): pass transformers' [3, B, S] or [1, B, S] ids as position_ids[0] where their rows "
-                         "are equal; tokens whose axes differ (an image's) rotate with apply_rotary_pos_emb")
+    per_axis = per_axis_hint(np.shape(position_ids), (st.b, st.s), "the decode step") \
+        if isinstance(position_ids, np.ndarray) else ""
+    if per_axis:  # (an M-RoPE model's ids, as transformers gives them: say what the step takes instead)
+        raise ValueError(f"position_ids must have shape [B, S] = {[st.b, st.s]}; got {list(position_ids.shape)}"
+                         f"{per_axis}")
     pos = ints("position_ids", position_ids, (st.b, st.s))
     # (the bounds once, as Python ints: each comparison over a decode step's few positions costs a microsecond)
     lo, hi = (int(pos.min()), int(pos.max())) if pos.size else (0, -1)

@@ -10,7 +10,7 @@ import numpy as np
 from ..arguments import (
     check_out, check_plain_array, check_row_index, check_storage_of, check_table_array, describe, int_arg,
 )
-from . import resolve
+from . import per_axis_hint, resolve
 from ..models import ModelRope
 from ..spec_checks import check_positions
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
@@ -122,8 +122,9 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
     if not is_integer_dtype(position_ids.dtype):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
     if position_ids.shape != (b, s):
+        hint = per_axis_hint(position_ids.shape, (b, s), "rotary_embedding")
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
-                         f"{swap_hint('x', position_ids.shape, swapped)}")
+                         f"{hint or swap_hint('x', position_ids.shape, swapped)}")
     if not values:  # (no kernel runs: a broadcast array of any size is checked, not copied)
         check_positions("position_ids", without_repeats(position_ids))
         return spec_rows(spec, np.zeros(0, np.int64), "position_ids")
