@@ -1698,6 +1698,25 @@ def measure_width(t: str, e: dict) -> dict[str, Any] | None:
     return rule if why is None else {"key": key, "why": why}
 
 
+def width_step(t: str, e: dict) -> int | None:
+    """4 where the class loads a config only if every layer type's rotated width, int(head_dim * its partial
+    factor), is a multiple of 4 (NeoMME's: its two position axes take alternate pairs), measured over the head
+    dims 64 to 96 with the class's own factors: it raises exactly where a width is not; None where it loads a
+    width of 2 mod 4 (or is not measured: no head_dim key, a class that cannot be built)."""
+    if head_key(e) != "head_dim":
+        return None
+    try:
+        rp = _built(t, e, {}).rope_parameters or {}
+    except Exception:  # noqa: BLE001
+        return None
+    dicts = [d for d in rp.values() if isinstance(d, dict)] if config_rules.per_layer_type(rp) else [rp]
+    factors = [d.get("partial_rotary_factor", 1.0) for d in dicts]
+    if not factors or not all(isinstance(f, (int, float)) for f in factors):
+        return None
+    agrees = [(_raises(t, e, {"head_dim": h}), any(int(h * f) % 4 for f in factors)) for h in range(64, 98, 2)]
+    return 4 if any(raised for raised, _ in agrees) and all(raised == off for raised, off in agrees) else None
+
+
 def _rotary_width(t: str, e: dict, kw: dict) -> tuple[int, Any] | None:
     """(the width of the cos / sin transformers' text rotary module makes of text config keys `kw`, the built
     text config); None where the class or the module raises."""
@@ -1935,7 +1954,7 @@ def partial_null_reads(t: str, e: dict, cls: Any) -> dict[str, list[str]] | None
 def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     """The rules of what transformers fails on beyond the RoPE keys' conversion: `null_refused`, `strict`,
     `attention_reads`, `last_layer_type`, `partial_null_reads`, and where
-    measured `nope_longer`, `width`, `heads_divide`, `mrope_sections` and `layer_types`."""
+    measured `nope_longer`, `width`, `heads_divide`, `width_step`, `mrope_sections` and `layer_types`."""
     nulls, failing = null_refused(t, e), model_refused(t, e)
     nulls += [k for k in [*failing["null"], *model_refused_null(t, e)] if k not in nulls]
     strict = strict_kinds(t, e, failing["float"])
@@ -1946,7 +1965,7 @@ def model_rules(t: str, e: dict, cls: Any) -> dict[str, Any]:
     for name, measured in (("null_beside_layer_types", null_beside_layer_types(t, e, strict)),
                            ("null_needs_layer_types", null_needs_layer_types(t, e, nulls)),
                            ("nope_longer", nope_longer(t, e)), ("width", measure_width(t, e)),
-                           ("heads_divide", heads_divide(t, e)),
+                           ("heads_divide", heads_divide(t, e)), ("width_step", width_step(t, e)),
                            ("mrope_sections", mrope_sections(t, e)), ("layer_types", layer_types_checked(t, e))):
         if measured is not None:
             out[name] = measured
@@ -1987,6 +2006,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="these model types only (printed, nothing written)")
     ap.add_argument("--update", nargs="*", help="these model types measured again, their rules and golden cases "
                                                 "replaced in the tables (the others' kept as written)")
+    ap.add_argument("--width-step", action="store_true", help="measure width_step alone, of every model type, "
+                                                              "into the rules table (the other rules kept as written)")
     args = ap.parse_args()
     if args.update:
         args.only = args.update
@@ -2008,6 +2029,9 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001
             if t in out:
                 out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+    if args.width_step:
+        write_width_steps(types, table["models"], classes)
+        return
     names = compared_names(list(classes.values()))  # (of every class: --update probes the names a whole run does)
     for t in types:  # the rules of each class's conversion
         e, rules = table["models"][t], out[t]
@@ -2094,6 +2118,20 @@ def print_only(out: dict[str, dict], types: list[str]) -> None:
                   "partial_dims"))
     print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
     print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
+
+
+def write_width_steps(types: list[str], models: dict[str, dict], classes: dict[str, Any]) -> None:
+    """--width-step: width_step measured again for every model type, written into the rules table as it is."""
+    written = written_rules()
+    for t in types:
+        step = width_step(t, models[t]) if t in classes else None
+        written.setdefault(t, {}).pop("width_step", None)
+        if step is not None:
+            written[t]["width_step"] = step
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump(rules_table(written), f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    print("width_step:", {t: r["width_step"] for t, r in written.items() if "width_step" in r} or "none")
 
 
 def written_rules() -> dict[str, dict]:

@@ -574,6 +574,27 @@ def test_a_hub_id_is_told_vkrope_does_not_download(tmp_path, monkeypatch, capsys
         vkrope.from_hf("meta-llama/Llama-3.1-8B")
 
 
+def test_a_rotated_width_the_class_refuses_is_refused_for_every_layer_type():
+    """An adversary's finding: NeoMME's config class raises unless every layer type's rotated width is a multiple
+    of 4 (its two position axes take alternate pairs; transformers 5.25 raised on the three configs below and
+    loaded the last); vkrope read them. The rules table measures it (`width_step`), and the refusal holds
+    whichever layer type is asked for."""
+    def neomme(head_dim: int, full: float, sliding: float = 1.0) -> dict:
+        return {"model_type": "neomme", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": head_dim,
+                "rope_parameters": {
+                    "full_attention": {"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": full},
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": sliding}}}
+    for cfg, bad, width in ((neomme(72, 0.25), "full_attention", 18), (neomme(70, 0.4), "sliding_attention", 70),
+                            (neomme(64, 0.03125), "full_attention", 2)):
+        for asked in ("full_attention", "sliding_attention"):
+            with pytest.raises(ValueError, match=rf"^config: the rotated width of layer type '{bad}' is {width} "
+                                                 r"\(head_dim \d+ times its partial factor\): neomme's config class "
+                                                 r"refuses widths that are not a multiple of 4"):
+                vkrope.from_hf(cfg, layer_type=asked)
+    assert vkrope.from_hf(neomme(64, 0.25), layer_type="full_attention").rotary_dim == 16
+    assert vkrope.from_hf(neomme(64, 0.25), layer_type="sliding_attention").rotary_dim == 64
+
+
 def test_a_diffusers_config_is_refused_with_the_nd_route():
     """An adversary's finding: a diffusers transformer's config (no model_type) was told to pass like='llama',
     which read Cosmos' 3-axis RoPE as Llama's 1-D one, its rope_scale dropped unsaid."""

@@ -365,6 +365,19 @@ def check_flags_length(cfg: dict, model_type: str, key: str) -> None:
                          "so vkrope refuses it")
 
 
+def check_width_step(rotary: int, head_dim: int, model_type: str, layer_type: str | None) -> bool:
+    """Whether the model type's config class wants every layer type's rotated width a multiple of its
+    `width_step` (NeoMME's 4: its two position axes take alternate pairs; transformers raises on loading the
+    config otherwise); a ValueError where `rotary` is not."""
+    step = config_rules.rules_of(model_type).get("width_step")
+    if step and rotary % step:
+        of = f" of layer type {layer_type!r}" if layer_type else ""
+        raise ValueError(f"config: the rotated width{of} is {rotary} (head_dim {head_dim} times its partial factor): "
+                         f"{model_type}'s config class refuses widths that are not a multiple of {step} (transformers "
+                         "raises on loading the config), so vkrope does too")
+    return bool(step)
+
+
 def check_mrope_sections(section: tuple[int, ...] | None, head_dim: int, model_type: str, where: str) -> None:
     """A ValueError where the model type's config class validates mrope_section (`mrope_sections`: Cosmos 3
     Edge's wants three sections summing to half its head_dim) and the config's `section` (`head_dim`, the

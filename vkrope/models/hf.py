@@ -244,8 +244,9 @@ def from_hf(config: Any, *, layer_type: str | None = None, layer: int | None = N
 
 
 def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: int | None, angle: str,
-          part: str | None) -> ModelRope | None:
-    """from_hf of text config `cfg` read as table entry `e` says (its arguments checked)."""
+          part: str | None, siblings: bool = True) -> ModelRope | None:
+    """from_hf of text config `cfg` read as table entry `e` says (its arguments checked; with `siblings`, the
+    other layer types' widths too where the class checks each: check_width_step)."""
     rotates, type_of_layer, unknown = _rotating(cfg, e, layer, layer_type, model_type)
     nested = per_layer(cfg, e)
     rotating, layer_type = _asked_layer(cfg, layer, layer_type, rotates, type_of_layer, nested is not None)
@@ -279,6 +280,9 @@ def _read(cfg: dict, e: dict, model_type: str, layer_type: str | None, layer: in
         raise ValueError(str(exc) if str(exc).startswith("config: ") else f"config: {exc}") from None  # (said once)
     _check_parts(cfg, e, spec.rotary_dim, model_type)  # (after the spec's own checks of its widths)
     check_siblings(cfg, nested, layer_type, model_type, e, text)
+    if config_checks.check_width_step(spec.rotary_dim, head_dim, model_type, layer_type) and siblings:
+        for other in sorted(k for k in nested or {} if k != layer_type):  # (the class checks every layer type's)
+            _read(text, e, model_type, other, None, angle, part, siblings=False)
     return spec
 
 
