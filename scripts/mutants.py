@@ -1562,16 +1562,16 @@ MUTATIONS = [
              "vkrope/vk/commands.py", "_MINE = threading.local()", "_MINE = type(\"Shared\", (), {})()"),
     Mutation("a Device method's exception after its submit not noted", "vkrope/device.py",
              "        try:\n            return self._operate(front_end, args, kwargs)\n        except BaseException as exc:  "
-             "# (the outermost frame: whatever runs after the submit is covered)\n            note_submitted(exc, begun)",
+             "# (the outermost frame: whatever runs after the submit is covered)\n            raise noted(exc, begun)",
              "        try:\n            return self._operate(front_end, args, kwargs)\n        except BaseException as exc:  "
-             "# (the outermost frame: whatever runs after the submit is covered)\n            pass"),
+             "# (the outermost frame: whatever runs after the submit is covered)\n            raise exc"),
     Mutation("apply_many's exception after its submit not noted", "vkrope/device.py",
              '            return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]\n        except BaseException as exc:\n'
-             "            note_submitted(exc, begun)",
+             "            raise noted(exc, begun)",
              '            return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]\n        except BaseException as exc:\n'
-             "            pass"),
+             "            raise exc"),
     Mutation("a module function's exception after its submit not noted", "vkrope/api.py",
-             "            note_submitted(exc, begun)", "            pass"),
+             "            raise noted(exc, begun)", "            raise exc"),
     Mutation('GGUF: an array of arrays walked', GGUF_FILE,
              '        elif element == _ARRAY:\n            raise',
              '        elif False:\n            raise'),
@@ -3180,6 +3180,10 @@ MUTATIONS = [
              "    if step and rotary % step:", "    if False:"),
     Mutation("a rotated width the class refuses read where another layer type is asked for", "vkrope/models/hf.py",
              "            _read(text, e, model_type, other, None, angle, part, siblings=False)", "            pass"),
+    Mutation("a second interrupt during the noting propagates unnoted", "vkrope/device.py",
+             "        except BaseException as later:  # noqa: BLE001  (what propagates now; the first is its __context__)\n"
+             "            exc = later",
+             "        except BaseException:  # noqa: BLE001\n            raise"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -10,7 +10,7 @@ import threading
 from typing import Any, Callable, ParamSpec, TypeVar, cast
 
 from .arguments import check_on_device
-from .device import Device, begun_submissions, kept_key, note_submitted
+from .device import Device, begun_submissions, kept_key, noted
 from .owner import refuse_inside_a_call
 from .runtime.array import DeviceArray
 from .errors import DeviceClosedError
@@ -79,8 +79,7 @@ def on_default(front_end: Callable[P, Call[R]]) -> Callable[P, R]:
                     return cast(R, kept)  # (the result of the call that was kept: of its kind)
             return _on_default(front_end(*args, **kwargs), key, objects)
         except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
-            note_submitted(exc, begun)
-            raise
+            raise noted(exc, begun)  # noqa: B904  (as Device's operations)
 
     bind(function, front_end, __name__, front_end.__name__)
     return function

@@ -42,8 +42,7 @@ def operation(front_end: Callable[P, Call[R]]) -> Callable[Concatenate["Device",
         try:
             return self._operate(front_end, args, kwargs)
         except BaseException as exc:  # (the outermost frame: whatever runs after the submit is covered)
-            note_submitted(exc, begun)
-            raise
+            raise noted(exc, begun)  # noqa: B904  (the exception itself, or a second that interrupted its noting)
 
     bind(method, front_end, __name__, f"Device.{front_end.__name__}", method=True)
     return method
@@ -120,8 +119,7 @@ class Device(DeviceMemory):
         try:
             return [outs["out"] for outs in self._run(kernels.interleaved, jobs)]
         except BaseException as exc:
-            note_submitted(exc, begun)
-            raise
+            raise noted(exc, begun)  # noqa: B904  (as operation's)
 
     # --- the one path to the runtime ----------------------------------------------
     def _operate(self, front_end: Callable[..., Call[R]], args: tuple, kwargs: dict[str, Any]) -> R:
@@ -309,6 +307,20 @@ def kept_key(front_end: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
 def begun_submissions() -> int:
     """The submissions the calling thread has begun, on any device (another thread's are not its call's)."""
     return submissions()[0]
+
+
+def noted(exc: BaseException, begun: int) -> BaseException:
+    """`exc` with note_submitted's note, for the caller to raise; where another exception interrupts the noting
+    (a second Ctrl-C: a signal handler runs between any two bytecodes), that one, noted in its place (it would
+    otherwise propagate without the note, its call's submitted work unsaid). A few tries: one that fails each
+    time is raised as it is."""
+    for _ in range(4):
+        try:
+            note_submitted(exc, begun)
+            return exc
+        except BaseException as later:  # noqa: BLE001  (what propagates now; the first is its __context__)
+            exc = later
+    return exc
 
 
 def note_submitted(exc: BaseException, begun: int) -> None:

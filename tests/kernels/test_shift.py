@@ -522,6 +522,30 @@ def test_a_shift_past_one_binding_is_refused_naming_its_positions():
 
 
 @pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
+def test_a_second_interrupt_during_the_noting_is_noted_itself(device):
+    """An adversary's finding: a second Ctrl-C landing as the first one's note is written (as note_submitted
+    starts) propagated without the note, so a shift that had run looked like one that had not."""
+    k0 = np.random.default_rng(0).standard_normal((1, 1, 4, 16)).astype(np.float32)
+    kc = device.asarray(k0)
+
+    def second(frame: Any, event: str, arg: Any) -> Any:  # (a profile function: the first's tracer is unset as it
+        if event == "call" and frame.f_code.co_name == "note_submitted":  # raises)
+            sys.setprofile(None)
+            raise KeyboardInterrupt("second")
+        return None
+
+    try:
+        exc = interrupted_after("_run", lambda: device.shift_cache(
+            kc, vkrope.RopeFreqs(16, angle="exact"), np.array([[100]]), np.array([[0]]), from_rows=np.array([[0]]),
+            to_rows=np.array([[0]])), then=lambda: sys.setprofile(second))
+    finally:
+        sys.setprofile(None)
+    assert exc.args == ("second",) and isinstance(exc.__context__, KeyboardInterrupt)
+    assert "had submitted its work (1 submission(s))" in getattr(exc, "__notes__", [""])[0]
+    assert not np.array_equal(kc.get(), k0)  # (the shift ran)
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes are Python 3.11's")
 def test_a_default_device_made_during_the_call_counts_its_own_submissions(monkeypatch):
     """A module function whose default device is closed as it starts (another thread's close_default_device)
     runs on a new default device: an exception after its submit notes that call's submission, not a count
