@@ -36,7 +36,7 @@
  *   (c, s) of column i: its table row's, or GENERATED freq_cs of the token's
  *   word times magnitude (YaRN's attention factor; 1.0 otherwise)
  *   NORM:   x_j <- x_j / sqrt(mean_j(x_j^2) + eps) * (w_j + weight_add)
- *           (weight_add 1.0: Gemma's (1 + w); 0.0: Qwen3 / OLMo-2's w)
+ *           (weight_add 1.0: Gemma's (1 + w); 0.0: Qwen3's w; per head, not OLMo-2's over all heads)
  *   j < rot, INTERLEAVED: pair (2i, 2i+1), column i = j / 2
  *     out[2i] = x[2i] c - x[2i+1] s,  out[2i+1] = x[2i+1] c + x[2i] s
  *   j < rot, rotate-half: pair (i, i + rot/2), column i

@@ -3184,6 +3184,8 @@ MUTATIONS = [
              "        except BaseException as later:  # noqa: BLE001  (what propagates now; the first is its __context__)\n"
              "            exc = later",
              "        except BaseException:  # noqa: BLE001\n            raise"),
+    Mutation("a shift's end past GPT-J's table blamed on position_ids", "vkrope/ops/shift.py",
+             "            model_table.within_limit(freqs, positions, name)", "            pass"),
     Mutation("a partial factor Llama's own default does not read dropped unsaid, not listed in ignored",
              HF_ROPE_DICT, "            ignored.append(given)", "            pass"),
     Mutation("from_hf naming no layer returns a RoPE no layer uses", CONFIGS,

@@ -61,18 +61,18 @@ def recompute_at(rope: Any) -> int | None:
     return None if same else n + 1
 
 
-def within_limit(rope: Any, position_ids: Any) -> None:
+def within_limit(rope: Any, position_ids: Any, name: str = "position_ids") -> None:
     """A ValueError where a ModelRope read from a config (`rope.source` "config") is of a model type whose
     rotary module reads a fixed table of max_position_embeddings rows (GPT-J, CodeGen) and a position reaches
     it (the class's default rows where the file gives none: GPT-J's n_positions 2048): the model's own code
     has no answer there (it raises IndexError), so none is made up. Positions that are not integers are left
-    to the caller's checks."""
+    to the caller's checks; `name`: the caller's argument holding them."""
     if rope.source != "config" or rope.model not in position_limited() or position_ids is None:
         return
     mpe = rope.max_position_embeddings or position_limited()[rope.model]
     p = without_repeats(np.asarray(position_ids))  # (a broadcast array's repeats are not read)
     if p.dtype.kind in "iu" and p.size and int(p.max()) >= mpe:
-        raise ValueError(f"position_ids: {rope.model}'s rotary module (transformers {table()['transformers']}) reads "
+        raise ValueError(f"{name}: {rope.model}'s rotary module (transformers {table()['transformers']}) reads "
                          f"a table of max_position_embeddings = {mpe} rows and has no rotation for position "
                          f"{int(p.max())} (it raises IndexError there); pass positions below {mpe}")
 

@@ -403,8 +403,9 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     `cos[:, ::2]`; numpy tables holding each value twice are refused);
     channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else
     rotate-half (Hugging Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
-    (Qwen3, OLMo-2: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
-    `x / rms * (1 + w)`), `eps` inside the root. fp8 caches
+    (Qwen3: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:
+    `x / rms * (1 + w)`), `eps` inside the root, over each head (not OLMo-2's
+    norm over all heads' channels at once, before the heads are split). fp8 caches
     (`vkrope.float8_e4m3fn` / `float8_e5m2`, D a multiple of 4) store each
     rotated k (each v) divided by `k_scale` (`v_scale`; float32, per
     tensor, default 1.0 as vLLM's) and rounded once to nearest even,

@@ -13,7 +13,7 @@ from ..spec_checks import MAX_POSITION
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels import shift as shift_kernel
 from ..kernels.shift import Request
-from ..models import ModelRope
+from ..models import ModelRope, model_table
 from ..runtime.array import DeviceArray
 from . import resolve
 from .call import Call
@@ -43,6 +43,9 @@ def _frequencies(freqs: Any, old: np.ndarray, new: np.ndarray, interleaved: bool
                          "call that wrote it; pass the spec the keys were rotated by (rope.freqs(position_ids) of "
                          "those calls: engines fix one for the whole context, llama.cpp's longrope by the allocated "
                          "context, vLLM's dynamic NTK by the longest)")
+    if isinstance(freqs, ModelRope):  # (each end named where the model has no rotation for it: GPT-J's)
+        for name, positions in (("from_positions", old), ("to_positions", new)):
+            model_table.within_limit(freqs, positions, name)
     if isinstance(freqs, (ModelRope, InvFreqs)):  # (both ends: a key moved to a position the model has no
         freqs = resolve("freqs", freqs, np.concatenate([old, new]), interleaved, d)  # rotation for, GPT-J's, refused)
     if not is_position_spec(freqs):
