@@ -2014,7 +2014,6 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     need_torch()
     import transformers  # noqa: PLC0415
-    from transformers import AutoConfig  # noqa: PLC0415
     with open(MODELS, encoding="utf-8") as f:
         table = json.load(f)
     if transformers.__version__ != table["transformers"]:
@@ -2022,13 +2021,7 @@ def main() -> None:
     types = [t for t, e in sorted(table["models"].items()) if measured(e) and (not args.only or t in args.only)]
     out: dict[str, dict] = {t: {} for t in types}
     FILL.update(fills(types, table["models"]))
-    classes: dict[str, Any] = {}
-    for t in [t for t, e in sorted(table["models"].items()) if measured(e)]:
-        try:
-            classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
-        except Exception as exc:  # noqa: BLE001
-            if t in out:
-                out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+    classes = text_classes(table["models"], out)
     if args.width_step:
         write_width_steps(types, table["models"], classes)
         return
@@ -2118,6 +2111,21 @@ def print_only(out: dict[str, dict], types: list[str]) -> None:
                   "partial_dims"))
     print(f"width probes the rules refuse where transformers runs: {FALSE_WIDTH_REFUSALS or 'none'}")
     print(f"keys vkrope reads that it read otherwise than transformers: {MISREAD or 'none'}")
+
+
+def text_classes(models: dict[str, dict], out: dict[str, dict]) -> dict[str, Any]:
+    """Each measured model type's text config class; a type of `out` whose class cannot be built gets its
+    `shape_why`."""
+    from transformers import AutoConfig  # noqa: PLC0415
+
+    classes: dict[str, Any] = {}
+    for t in [t for t, e in sorted(models.items()) if measured(e)]:
+        try:
+            classes[t] = type(AutoConfig.for_model(t).get_text_config(decoder=True))
+        except Exception as exc:  # noqa: BLE001
+            if t in out:
+                out[t]["shape_why"] = f"its text config class could not be built ({type(exc).__name__})"
+    return classes
 
 
 def write_width_steps(types: list[str], models: dict[str, dict], classes: dict[str, Any]) -> None:

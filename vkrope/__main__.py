@@ -8,6 +8,7 @@ import errno
 import json
 import math
 import os
+import signal
 import sys
 from typing import Any, Callable, NoReturn
 
@@ -21,7 +22,7 @@ from .words import brief
 from .runtime.dtypes import TENSOR_DTYPES
 from .cli import npy_files
 from .cli.demo import cmd_demo, cmd_info
-from .cli.npy_files import check_output_path, load_npy, save
+from .cli.npy_files import check_output_path, load_npy, quoted, save
 from .cli.spelling import cli_spelling
 
 
@@ -89,7 +90,7 @@ def _bench_mode(name: str, args: argparse.Namespace, bench: Any, out_dir: Any) -
     result = {"mode": name, "run": header, **(result if isinstance(result, dict) else {"rows": result})}
     text = (json.dumps(result, indent=1, default=str) + "\n").encode()
     write_whole(str(out_dir / f"bench_{name}.json"), lambda fh: fh.write(text), "--out")
-    print(f"wrote {out_dir / f'bench_{name}.json'}")
+    print(f"wrote {quoted(str(out_dir / f'bench_{name}.json'))}")
     return 0
 
 
@@ -177,7 +178,7 @@ def _bench_kernel(args: argparse.Namespace, bench: Any, out_dir: Any, in_out: bo
     except ValueError as exc:  # (a full disk: the rows are in the partial JSON, saved after the last shape)
         raise ValueError(f"{exc}; the run's rows are in {partial} (\"complete\": false there), {kept}") from None
     partial.unlink(missing_ok=True)
-    print(f"wrote {json_path}")
+    print(f"wrote {quoted(str(json_path))}")
     plot_path = args.plot or str(out_dir / "bench.png")
     try:
         _chart(bench, result, plot_path, "--plot" if args.plot else "--out (its chart, bench.png)")
@@ -247,7 +248,7 @@ def _chart(bench: Any, result: dict, path: str, what: str) -> None:
     """Draw the chart with matplotlib; ImportError with the way to get it; a failed write a ValueError naming
     `what` (the flag that chose `path`)."""
     bench.plot(result, path, what)
-    print(f"wrote {path}")
+    print(f"wrote {quoted(str(path))}")
 
 
 def read_config(path: str) -> tuple[str, dict | None]:
@@ -289,6 +290,8 @@ def _check_config_path(path: str, hub_id_hint: Callable[[str, str], str]) -> Non
         raise ValueError(f"PATH: {path!r} is a symlink loop (its links lead back to themselves: {why.strerror})")
     if os.path.islink(path):
         raise ValueError(f"PATH: {path!r} is a symlink to {os.readlink(path)!r}, which does not exist")
+    if why.errno not in (errno.ENOENT, errno.ENOTDIR):  # (a folder without search permission, a name too long)
+        raise ValueError(f"PATH: cannot read {path!r} ({why.strerror or why})")
     raise ValueError(f"PATH: no such file or folder {path!r}{hub_id_hint(path, 'the path of a downloaded config.json')}")
 
 
@@ -353,7 +356,7 @@ def cmd_config(args: argparse.Namespace) -> int:
         from .models.chart import plot  # noqa: PLC0415
 
         plot([r for r in ropes if r is not None], args.plot, f"{path}: {result[0].get('model', '')}")
-        print(f"wrote {args.plot}", file=sys.stderr if args.json else sys.stdout)  # (--json: stdout is JSON)
+        print(f"wrote {quoted(args.plot)}", file=sys.stderr if args.json else sys.stdout)  # (--json: stdout is JSON)
     if args.json:
         print(json.dumps(result if len(result) > 1 else result[0], indent=1))
         return 0
@@ -471,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shapes", help="comma-separated BxNxC shapes (default: EdgeTAM's up to 1 GiB)")
     p.add_argument("--repeats", type=int_at_least(1, MAX_REPEATS),
                    help=f"timed repeats per measurement, at most {MAX_REPEATS} (default: 9, or 5 with --quick; "
-                        "--family, --decode, --overhead: 7; --nd: 5)")
+                        "--family, --decode, --overhead: 7; --nd: 5); at most 3 for a shape of 256 MiB or more")
     storages = list(STORAGES)
     dtypes = list(TENSOR_DTYPES.names)
     p.add_argument("--storage", nargs="+", choices=storages,
@@ -555,6 +558,9 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
             name = "folder" if dest == "out" else "file"
             raise ValueError(f"{flag}: the path is empty; give a {name} name (or leave {flag} out)"
                              if flag.startswith("-") else f"{flag}: the path is empty; give a {name} name")
+        if getattr(args, dest, None) == "-":  # (the convention of other commands: not stdin here)
+            raise ValueError(f"{flag}: '-' is a file name here, not stdin or stdout; vkrope reads and writes files "
+                             "(./- for a file of that name)")
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -571,6 +577,9 @@ def _command(args: argparse.Namespace) -> int:
         if not args.debug:
             print("vkrope: interrupted", file=sys.stderr)
             sys.excepthook = _quiet_interrupt
+        if npy_files.OWNS_PROCESS:  # (a second Ctrl-C would interrupt the exit's cleanup, the default device's
+            # close in atexit, with a traceback: the command is ending; Python still ends the process by SIGINT)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise  # (uncaught, Python ends the process by SIGINT after its cleanup: a shell loop running it stops)
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_gone():
@@ -582,15 +591,40 @@ def _command(args: argparse.Namespace) -> int:
         return 1
 
 
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP in the command's process, raised so that what the command was doing is undone as a
+    Ctrl-C undoes it (a half-written -o's temporary file removed), then the process ended by that signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # (once: a second one must not interrupt the cleanup)
+    raise _Terminated(signum)
+
+
 def entry() -> NoReturn:
     """The `vkrope` command's process (console script and `python -m vkrope`): main()'s status as its exit
-    status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing."""
+    status; once -o is written the command is done, and a Ctrl-C until the process ends changes nothing.
+    SIGTERM and SIGHUP (where not ignored: nohup) end it as a Ctrl-C does, by that signal."""
     npy_files.OWNS_PROCESS = True
     reconfigure = getattr(sys.stdout, "reconfigure", None)  # (a TextIOWrapper's: a path that is not UTF-8
     if reconfigure is not None:  # printed escaped, as stderr prints it, not a UnicodeEncodeError)
         with contextlib.suppress(ValueError):
             reconfigure(errors="backslashreplace")
-    sys.exit(main())
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _terminate)
+    try:
+        status = main()
+    except _Terminated as exc:  # (what it was doing undone on the way here: ended now as the signal ends it)
+        print(f"vkrope: ended by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        signal.signal(exc.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), exc.signum)
+        status = 128 + exc.signum  # (not reached where the signal ends the process)
+    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -184,8 +184,9 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
     except BaseException as exc:
         if not tmp:
             raise
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        with _ctrl_c_held():  # (a second Ctrl-C must not leave the temporary file)
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
         if isinstance(exc, OSError):
             raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
         raise
@@ -231,6 +232,17 @@ def _check_open_for_writing(target: str, path: str, what: str) -> None:
         raise ValueError(f"{what}: cannot write {path!r} ({exc.strerror or exc})") from None
 
 
+def _check_replaceable(target: str, folder: str, path: str, what: str) -> None:
+    """A ValueError where the folder is sticky (/tmp's mode 1777) and the file is another user's: the rename
+    that replaces it is refused there (unless the folder is ours, or we are root: CAP_FOWNER), though the file
+    itself may be writable."""
+    held, own = os.stat(folder), os.stat(target)
+    me = os.geteuid()
+    if held.st_mode & stat.S_ISVTX and me not in (0, held.st_uid, own.st_uid):
+        raise ValueError(f"{what}: cannot replace {path!r}: it is another user's file (uid {own.st_uid}) in a sticky "
+                         "folder, whose files only their owner may replace; give another name")
+
+
 def check_writable(path: str, what: str) -> None:
     """`write_whole` can write `path` (new or regular): the folder of what it names takes a new file, probed by
     making and removing one, and an existing file is writable; else a ValueError naming `what`, before any
@@ -242,6 +254,7 @@ def check_writable(path: str, what: str) -> None:
     if os.path.exists(target):
         _refuse_not_regular(os.stat(target).st_mode, path, what)
         _check_open_for_writing(target, path, what)
+        _check_replaceable(target, folder, path, what)
     probe = _new_name(folder)
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))

@@ -360,6 +360,7 @@ def test_cli_bench_quick_tiny(tmp_path, capsys):
     assert {r["dtype"] for r in result["rows"]} == {"float32", "float16", "bfloat16"}
     for row in result["rows"]:
         assert row["kernel_s"] > 0 and row["apply_s"] > 0 and row["copy_gbps"] > 0 and row["texel_copy_gbps"] > 0
+        assert row["repeats"] == 1  # (as asked: an adversary found 3 taken, the JSON saying 1)
         b, n, c = row["shape"]
         x_bytes = b * n * c * (4 if row["dtype"] == "float32" else 2)
         table = n * c * (4 if row["dtype"] == "float32" or row["freqs"] == "table32" else 2)

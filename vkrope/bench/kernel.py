@@ -50,6 +50,9 @@ ROW_KEYS = ("shape", "dtype", "storage", "kernel_gbps", "texel_copy_gbps", "copy
 
 QUICK_SHAPES = [(1, 256, 256), (1, 1792, 256), (1, 4096, 256), (8, 4096, 256)]
 FULL_SHAPES = QUICK_SHAPES + [(32, 4096, 256), (64, 4096, 256), (256, 4096, 256)]
+# A shape of 256 MiB or more takes at most 3 repeats (each row's "repeats" says how many it took): a second each
+# on lavapipe, of a run that would take many minutes otherwise
+BIG_BYTES, BIG_REPEATS = 256 << 20, 3
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
@@ -236,7 +239,7 @@ def run(quick: bool = False, shapes: list[tuple[int, int, int]] | None = None, r
         for shape in shapes:
             for dtype_name in dtypes:
                 x, f = _inputs(rng, shape, as_dtype(dtype_name))
-                r = max(3, reps if x.nbytes < (256 << 20) else 3)
+                r = reps if x.nbytes < BIG_BYTES else min(reps, BIG_REPEATS)  # (each row says its own)
                 try:
                     shape_rows = _measure(dev, x, f, storages, r)
                 except ValueError as exc:  # (a device limit the shape passes: its storage, a row's width)
@@ -388,7 +391,7 @@ def _measure(dev: Device, x: np.ndarray, f: np.ndarray, storages: tuple[str, ...
             "copy_over_kernel": (copy_s / kernel) if (kernel and copy_s) else None,
             "apply_s": t_apply, "resident_apply_s": t_resident,
             "numpy_s": t_np, "numpy_path": np_path, "numpy_over_apply": t_np / t_apply,
-            "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9,
+            "memcpy_s": t_memcpy, "memcpy_gbps": 2 * x.nbytes / t_memcpy / 1e9, "repeats": r,
         })
     return rows
 

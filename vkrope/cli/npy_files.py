@@ -113,6 +113,9 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
     seeks of the image writer)."""
     if not path:  # (its real path is the working folder: the rename would aim at that)
         raise ValueError(f"{what}: the path is empty; give a file name" + (f" such as {example!r}" if example else ""))
+    if path == "-":  # (the convention of other commands, not a file named '-' made quietly)
+        raise ValueError(f"{what}: '-' is a file name here, not stdout; give /dev/stdout to write there, or ./- for "
+                         "a file of that name")
     if os.path.isdir(path) and example is None:
         raise ValueError(f"{what}: {path!r}, the file this run writes, is a directory; remove it or choose another "
                          f"{what}")
@@ -148,13 +151,19 @@ def save(path: str, y: np.ndarray) -> int:
         return _save_stream(path, y)
     # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
     write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
-                then=lambda: _written(f"wrote {path}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
+                then=lambda: _written(f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
     if OWNS_PROCESS:  # (the command is done: a Ctrl-C from here to the process's end, its teardown included,
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # would report an interruption with -o replaced)
     return 0
 
 
 OWNS_PROCESS = False  # entry() runs the command as its own process (not a caller's main(), a test's)
+
+
+def quoted(path: str) -> str:
+    """A path as the "wrote" line prints it: as given where it is one plain line, else as Python writes it
+    (a newline in a name would split the line)."""
+    return path if path.isprintable() else repr(path)
 
 
 WRITTEN: list[str] = []  # what the command wrote: after it, an interruption is no failure (__main__._command)
@@ -201,4 +210,4 @@ def _write_stream(fh: Any, path: str, y: np.ndarray) -> None:
     may be the stream)."""
     np.save(_Writes(fh), y, allow_pickle=False)
     fh.flush()
-    print(f"wrote {path}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
+    print(f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
