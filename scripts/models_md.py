@@ -73,7 +73,7 @@ def _how(e: dict, fills: dict | None = None) -> str:
             shape["head_dim"], shape["head_dim"])
         rot = {"partial": "x partial_rotary_factor", "whole": "whole head",
                "whole_default": "whole head (default rope type)",
-               "partial_unprobed": "x partial_rotary_factor (none for the default rope type)"}.get(
+               "partial_unprobed": "whole head (a partial factor refused: the model's code did not run with one)"}.get(
             shape["rotary"], f"rotary dim {shape['rotary']}")
         parts.append(f"{where}{head}, {rot}")
     if e.get("nope"):
