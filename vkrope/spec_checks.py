@@ -167,8 +167,9 @@ def check_position_ids(position_ids: Any, mrope: bool, name: str = "position_ids
                                  "position_ids[1:]: pass that)" if four else ""))
     elif p.ndim != 2:
         raise ValueError(f"{name} must be [B, S]; got {list(p.shape)}"
-                         + (" (positions per axis are M-RoPE's; this RoPE takes one position axis)"
-                            if p.ndim == 3 else ""))
+                         + (" (positions per axis are M-RoPE's; this spec, read without M-RoPE sections, turns "
+                            "every pair by one position per token: pass the tokens' one position, as text tokens "
+                            "have)" if p.ndim == 3 else ""))
     small = without_repeats(p)  # (a broadcast array's repeats are neither read nor copied)
     check_position_range(name, small)
     return np.broadcast_to(np.asarray(small, np.int64), p.shape)

@@ -1902,7 +1902,7 @@ def test_position_ids_of_another_layout_are_named_with_theirs():
     with pytest.raises(ValueError, match=r"got \[4, 1, 3\] \(transformers 5's M-RoPE text models, .* position_ids\[1:\]"):
         vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("qwen2-vl-7b")), np.zeros((4, 1, 3), np.int64))
     with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[3, 1, 3\] \(positions per axis are M-RoPE's; "
-                                         r"this RoPE takes one position axis"):
+                                         r"this spec, read without M-RoPE sections, turns every pair by one position per token"):
         vkrope.apply_rotary_pos_emb(q, q, vkrope.from_hf(config("llama-3.1-8b")), np.zeros((3, 1, 3), np.int64))
 
 

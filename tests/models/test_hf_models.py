@@ -707,7 +707,7 @@ def test_keys_a_models_code_reads_otherwise():
         vkrope.from_hf(solar)  # (its code ran with no other factor when the table was made: not guessed)
     assert vkrope.from_hf(dict(solar, rope_parameters={"rope_type": "default", "rope_theta": 1e4})).rotary_dim == 128
     with pytest.raises(ValueError, match=r"must be \[B, S\]; got \[2, 1, 3\] \(positions per axis are M-RoPE's; "
-                                         "this RoPE takes one position axis"):
+                                         "this spec, read without M-RoPE sections, turns every pair by one position per token"):
         vkrope.from_hf({"model_type": "neomme", "hidden_size": 512, "num_attention_heads": 8, "head_dim": 64},
                        layer_type="full_attention").cos_sin(np.zeros((2, 1, 3), np.int64))  # (its 2 axes: not read)
     small = {"model_type": "qwen2_vl", "hidden_size": 512, "num_attention_heads": 8}
