@@ -6,14 +6,19 @@
 # The suite runs in shards side by side, one per CPU (at most 4), whole test
 # files each (tests/shards.py); VKROPE_SHARDS=1 runs one pytest (for --pdb,
 # -x or --durations over the whole suite). Every shard gets the same args.
+# VKROPE_SKIP_SETUP=1 skips the set-up (a test of this script, run beside shards using .venv).
 set -euo pipefail
 unset CDPATH  # (an exported CDPATH would send cd to another tree)
+unset VKROPE_SHARD  # (one inherited would cut the run to a shard of it)
 here=$(cd -- "$(dirname -- "$0")" && pwd)
-cpus=$(nproc 2>/dev/null || echo 1)
+# (the CPUs this process may run on: nproc without OMP_NUM_THREADS, which nproc would print instead)
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)
 shards=${VKROPE_SHARDS:-$(( cpus < 4 ? cpus : 4 ))}
 [[ $shards =~ ^[1-9][0-9]?$ ]] || { echo "scripts/test.sh: VKROPE_SHARDS must be 1 to 99, got '$shards'" >&2; exit 2; }
-source "$here/setup_env.sh"
-setup_env test
+if [[ ${VKROPE_SKIP_SETUP:-} != 1 ]]; then
+  source "$here/setup_env.sh"
+  setup_env test
+fi
 export VKROPE_VALIDATION=1
 # both tiers (plain pytest runs only the fast one: setup.cfg); a later -m in "$@" still wins
 pytest=(.venv/bin/python -m pytest -p no:cacheprovider -m "slow or not slow")
@@ -21,20 +26,31 @@ pytest=(.venv/bin/python -m pytest -p no:cacheprovider -m "slow or not slow")
 
 logs=$(mktemp -d)
 pids=()
-# (background jobs of a script ignore Ctrl-C: the shards behind the first are ended here)
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait; rm -rf "$logs"' EXIT
-trap 'exit 130' INT TERM
-for ((i = 1; i < shards; i++)); do
-  VKROPE_SHARD=$i/$shards "${pytest[@]}" "$@" >"$logs/$i" 2>&1 &
+stop() {  # each shard is a process group of its own (setsid): its tests' processes end with it
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap 'stop; rm -rf "$logs"' EXIT
+trap 'stop; for ((i = 1; i < shards; i++)); do echo "--- shard $i/$shards (stopped) ---"; cat "$logs/$i"; done; exit 130' INT
+trap 'stop; exit 143' TERM
+# (shard 0 shows its output as it runs; the others' is shown when they end. All run in the background, so a
+# signal to this script is handled at once, not after shard 0 ends)
+for ((i = 0; i < shards; i++)); do
+  if (( i == 0 )); then
+    VKROPE_SHARD=$i/$shards setsid "${pytest[@]}" "$@" &
+  else
+    VKROPE_SHARD=$i/$shards setsid "${pytest[@]}" "$@" >"$logs/$i" 2>&1 &
+  fi
   pids+=($!)
 done
-rcs=(0)
-VKROPE_SHARD=0/$shards "${pytest[@]}" "$@" || rcs[0]=$?
-for ((i = 1; i < shards; i++)); do
-  rc=0; wait "${pids[i-1]}" || rc=$?
+rcs=()
+for ((i = 0; i < shards; i++)); do
+  rc=0; wait "${pids[i]}" || rc=$?
   rcs+=("$rc")
-  echo "--- shard $i/$shards (exit $rc) ---"
-  cat "$logs/$i"
+  if (( i > 0 )); then
+    echo "--- shard $i/$shards (exit $rc) ---"
+    cat "$logs/$i"
+  fi
 done
 pids=()
 # pytest's 5 is "no test collected": fine for a shard while another ran tests

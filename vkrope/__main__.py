@@ -551,16 +551,15 @@ _PATH_FLAGS = {"x": "X.npy", "freqs": "FREQS.npy", "cos": "COS.npy", "sin": "SIN
                "path": "PATH"}
 
 
-def _refuse_empty_paths(args: argparse.Namespace) -> None:
-    """A ValueError naming the first path flag given as an empty string."""
+def _refuse_nameless_paths(args: argparse.Namespace) -> None:
+    """A ValueError naming the first path flag given as an empty string, or as '-'."""
     for dest, flag in _PATH_FLAGS.items():
         if getattr(args, dest, None) == "":
             name = "folder" if dest == "out" else "file"
             raise ValueError(f"{flag}: the path is empty; give a {name} name (or leave {flag} out)"
                              if flag.startswith("-") else f"{flag}: the path is empty; give a {name} name")
         if getattr(args, dest, None) == "-":  # (the convention of other commands: not stdin here)
-            raise ValueError(f"{flag}: '-' is a file name here, not stdin or stdout; vkrope reads and writes files "
-                             "(./- for a file of that name)")
+            raise npy_files.dash_refused(flag, "folder" if dest == "out" else "file")
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -569,7 +568,7 @@ def _command(args: argparse.Namespace) -> int:
     too, the process then ended by SIGINT as Python ends it (a shell's status 130)."""
     npy_files.WRITTEN.clear()
     try:
-        _refuse_empty_paths(args)
+        _refuse_nameless_paths(args)
         return int(args.func(args))
     except KeyboardInterrupt:
         if npy_files.WRITTEN:  # (after -o was written and said: the command is done, its status 0)
@@ -577,9 +576,7 @@ def _command(args: argparse.Namespace) -> int:
         if not args.debug:
             print("vkrope: interrupted", file=sys.stderr)
             sys.excepthook = _quiet_interrupt
-        if npy_files.OWNS_PROCESS:  # (a second Ctrl-C would interrupt the exit's cleanup, the default device's
-            # close in atexit, with a traceback: the command is ending; Python still ends the process by SIGINT)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        npy_files.ending()  # (a second Ctrl-C would interrupt the exit's cleanup with a traceback)
         raise  # (uncaught, Python ends the process by SIGINT after its cleanup: a shell loop running it stops)
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_gone():
@@ -601,7 +598,7 @@ class _Terminated(BaseException):
 
 
 def _terminate(signum: int, frame: Any) -> None:
-    signal.signal(signum, signal.SIG_IGN)  # (once: a second one must not interrupt the cleanup)
+    npy_files.ending()  # (once: no second signal interrupts the cleanup)
     raise _Terminated(signum)
 
 
@@ -619,8 +616,14 @@ def entry() -> NoReturn:
             signal.signal(signum, _terminate)
     try:
         status = main()
+        npy_files.ending()
     except _Terminated as exc:  # (what it was doing undone on the way here: ended now as the signal ends it)
+        if npy_files.WRITTEN:  # (after -o was written and said, as a Ctrl-C then: the command is done)
+            sys.exit(0)
         print(f"vkrope: ended by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):  # (the kill skips Python's own flush at exit)
+            with contextlib.suppress(Exception):
+                stream.flush()
         signal.signal(exc.signum, signal.SIG_DFL)
         os.kill(os.getpid(), exc.signum)
         status = 128 + exc.signum  # (not reached where the signal ends the process)

@@ -176,7 +176,7 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
             write(fh)
         if old_mode is not None:
             os.chmod(tmp, old_mode)
-        with _ctrl_c_held() if then is not None else contextlib.nullcontext():
+        with _signals_held() if then is not None else contextlib.nullcontext():
             os.replace(tmp, target)
             tmp = ""  # (written: what follows is the caller's, its errors its own)
             if then is not None:
@@ -184,7 +184,7 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
     except BaseException as exc:
         if not tmp:
             raise
-        with _ctrl_c_held():  # (a second Ctrl-C must not leave the temporary file)
+        with _signals_held():  # (a second signal must not leave the temporary file)
             if os.path.lexists(tmp):
                 os.unlink(tmp)
         if isinstance(exc, OSError):
@@ -193,18 +193,27 @@ def write_whole(path: str, write: Callable[[BinaryIO], object], what: str,
 
 
 @contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """A Ctrl-C (SIGINT) within: ignored. Only where Python's own handler is set, in the main thread (a caller's
-    own handler, or another thread, is left as it is)."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+def _signals_held() -> Iterator[None]:
+    """In the main thread, the signals that would stop what is within held off: a Ctrl-C (SIGINT, where Python's
+    own handler is set) dropped, what it would have stopped being done (a file renamed into place, a temporary
+    one removed); SIGTERM and SIGHUP, where a Python handler is set (the command's), delivered again after."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    held = {s: h for s in (signal.SIGTERM, signal.SIGHUP) if callable(h := signal.getsignal(s))}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        held[signal.SIGINT] = signal.default_int_handler
+    came: list[int] = []
+    for s in held:
+        signal.signal(s, lambda signum, frame: came.append(signum))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for s, handler in held.items():
+            signal.signal(s, handler)
+        for s in dict.fromkeys(came):
+            if s != signal.SIGINT:
+                signal.raise_signal(s)
 
 
 def _new_name(folder: str) -> str:

@@ -436,6 +436,13 @@ def test_mrope_decode_refused_on_a_contiguous_cache():
     vc = dev.asarray(np.zeros((1, 1, 4, 128), np.float32))
     with pytest.raises(ValueError, match="M-RoPE"):
         vkrope.rope_and_cache(q, q, q, kc, vc, rope, np.array([[0, 1]]))
+    per_axis = np.zeros((3, 1, 2), np.int64)  # (as transformers gives them: the step says what it takes)
+    with pytest.raises(ValueError, match=r"got \[3, 1, 2\]: the decode step turns every M-RoPE axis by one "
+                                         r"position per token .* position_ids\[0\]"):
+        vkrope.rope_and_cache(q, q, q, kc, vc, rope, per_axis, cache_position=np.array([[0, 1]]))
+    for other in ((2, 1, 2), (3, 2, 2)):  # (no M-RoPE ids of this call's [B, S]: no hint)
+        with pytest.raises(ValueError, match=rf"got \[{other[0]}, {other[1]}, 2\]$"):
+            vkrope.rope_and_cache(q, q, q, kc, vc, rope, np.zeros(other, np.int64), cache_position=np.array([[0, 1]]))
     assert not kc.get().any()
 
 
@@ -602,11 +609,11 @@ def test_a_diffusers_config_is_refused_with_the_nd_route():
             "num_attention_heads": 24, "attention_head_dim": 128}
     cosmos = {"_class_name": "CosmosTransformer3DModel", "num_attention_heads": 32, "attention_head_dim": 128,
               "rope_scale": [2.0, 1.0, 1.0]}
-    for cfg in (flux, cosmos):
+    for cfg in (flux, cosmos, {**flux, "model_type": None}):
         for call in (vkrope.from_hf, functools.partial(vkrope.from_hf, like="llama"), vkrope.hf_layers,
                      vkrope.hf_parts, vkrope.hf_layer_types):
-            with pytest.raises(ValueError, match=r"^config: a diffusers model's config \(_class_name '\w+'\): its "
-                                                 r"RoPE is N-D.*vkrope\.NdFreqs .*docs/guide/nd\.md .*apply_nd$"):
+            with pytest.raises(ValueError, match=r"^config: a diffusers config \(_class_name '\w+'\), not a "
+                                                 r"transformers model's.*vkrope\.NdFreqs .*docs/guide/nd\.md .*apply_nd$"):
                 call(cfg)
 
 
@@ -1020,6 +1027,8 @@ def test_mrope_invfreqs_refused_by_one_axis_ops():
     with pytest.raises(ValueError, match=r"position_ids must have shape \(1, 2\); got \(3, 1, 2\): rotary_embedding "
                                          r"turns every M-RoPE axis by one position per token .* apply_rotary_pos_emb$"):
         vkrope.rotary_embedding(x, vkrope.from_hf(config("qwen2-vl-7b")), None, np.zeros((3, 1, 2), np.int64))
+    with pytest.raises(ValueError, match=r"got \(3, 1, 2\)$"):  # (a spec of one axis: no M-RoPE words)
+        vkrope.rotary_embedding(x, vkrope.RopeFreqs(128), None, np.zeros((3, 1, 2), np.int64))
     with pytest.raises(TypeError, match="ModelRope decides its frequencies per call"):
         vkrope.apply(x, vkrope.from_hf(config("qwen2-vl-7b")), positions=np.arange(2))
 

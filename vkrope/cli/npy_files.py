@@ -114,8 +114,7 @@ def check_output_path(path: str, what: str, example: str | None = "out.npy", str
     if not path:  # (its real path is the working folder: the rename would aim at that)
         raise ValueError(f"{what}: the path is empty; give a file name" + (f" such as {example!r}" if example else ""))
     if path == "-":  # (the convention of other commands, not a file named '-' made quietly)
-        raise ValueError(f"{what}: '-' is a file name here, not stdout; give /dev/stdout to write there, or ./- for "
-                         "a file of that name")
+        raise dash_refused(what, "file", stdout=streams)
     if os.path.isdir(path) and example is None:
         raise ValueError(f"{what}: {path!r}, the file this run writes, is a directory; remove it or choose another "
                          f"{what}")
@@ -152,12 +151,35 @@ def save(path: str, y: np.ndarray) -> int:
     # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
     write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
                 then=lambda: _written(f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
-    if OWNS_PROCESS:  # (the command is done: a Ctrl-C from here to the process's end, its teardown included,
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # would report an interruption with -o replaced)
-    return 0
+    ending()  # (the command is done: a signal from here to the process's end, its teardown included, would
+    return 0  # report an interruption with -o replaced)
 
 
 OWNS_PROCESS = False  # entry() runs the command as its own process (not a caller's main(), a test's)
+
+
+def ending() -> None:
+    """The command's process is ending (its work done, or interrupted and said): Ctrl-C, SIGTERM and SIGHUP
+    ignored from here, where it owns its process, so that none interrupts the teardown (the default device's
+    close in atexit) with a traceback; Python still ends the process by SIGINT after an interruption. Ignored by
+    a handler that does nothing, not SIG_IGN: a signal already pending would then raise OSError ("ignored due to
+    race condition")."""
+    if OWNS_PROCESS:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, _ignored)
+
+
+def _ignored(signum: int, frame: Any) -> None:
+    """A signal the ending command takes no notice of."""
+
+
+def dash_refused(flag: str, kind: str, stdout: bool = False) -> ValueError:
+    """The error of a path given as '-', which other commands read as stdin or stdout: vkrope reads and writes
+    files (`kind`: "file" or "folder"; `stdout`: the flag writes a stream, /dev/stdout)."""
+    there = ", or /dev/stdout to write there" if stdout else ""
+    return ValueError(f"{flag}: '-' is a {kind} name here, not stdin or stdout: vkrope reads and writes files (./- "
+                      f"for a {kind} of that name{there})")
 
 
 def quoted(path: str) -> str:

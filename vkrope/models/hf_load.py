@@ -368,12 +368,12 @@ def entry_of(config: Any, like: str | None) -> tuple[dict, dict, dict]:
     class's own (a llava around Gemma 3's) is read as that text config, as
     transformers builds the language model from it (AutoModel.from_config)."""
     outer = load_config(config)
-    if "model_type" not in outer and ("_diffusers_version" in outer or "_class_name" in outer):
+    if outer.get("model_type") is None and ("_diffusers_version" in outer or "_class_name" in outer):
         # (like= would read it as a text model's 1-D RoPE: accepted for some, dropping what it does not know)
-        raise ValueError(f"config: a diffusers model's config (_class_name {brief(outer.get('_class_name'), 60)}): "
-                         "its RoPE is N-D, over each token's grid position, which from_hf does not read (nor as "
-                         "like= another model type); build vkrope.NdFreqs for its class as docs/guide/nd.md says "
-                         "and call vkrope.apply_nd")
+        raise ValueError(f"config: a diffusers config (_class_name {brief(outer.get('_class_name'), 60)}), not a "
+                         "transformers model's: from_hf reads transformers' (nor as like= another model type); a "
+                         "diffusers transformer's RoPE is N-D, over each token's grid position: build vkrope.NdFreqs "
+                         "for its class as docs/guide/nd.md says and call vkrope.apply_nd")
     e = model_table.entry(outer.get("model_type"), like)
     if like is None and e.get("text_config") and outer.get("per_layer_config") is not None:
         raise ValueError(f"config: per_layer_config at the top of a composite {outer.get('model_type')} config: its "

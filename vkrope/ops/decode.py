@@ -87,8 +87,7 @@ def check(q: Any, k: Any, v: Any, k_cache: Any, v_cache: Any, freqs: Any, positi
                          "of cache: pass one of them")
     st = _structures(q, k, v, k_cache, v_cache, freqs, interleaved, slots is None, cache_position is not None,
                      q_norm, k_norm, norm_plus_one, eps, k_scale, v_scale, out)
-    per_axis = per_axis_hint(np.shape(position_ids), (st.b, st.s), "the decode step") \
-        if isinstance(position_ids, np.ndarray) else ""
+    per_axis = per_axis_hint(freqs, position_ids, (st.b, st.s), "the decode step")
     if per_axis:  # (an M-RoPE model's ids, as transformers gives them: say what the step takes instead)
         raise ValueError(f"position_ids must have shape [B, S] = {[st.b, st.s]}; got {list(position_ids.shape)}"
                          f"{per_axis}")

@@ -65,10 +65,12 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
     if rot % 2:
         raise ValueError(f"rotary_embedding_dim must be even; got {rot}")
     half_from = f"{heads_note}, so rot/2 = {rot // 2}" if heads_note and not rot_given else ""
+    given_spec = cos_cache  # (a ModelRope's words: its M-RoPE ids per axis)
     if isinstance(cos_cache, (ModelRope, InvFreqs)):
         cos_cache = resolve("cos_cache", cos_cache, _spec_positions(position_ids, s), inter, d)
     if is_position_spec(cos_cache):
-        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped, d, x.size)
+        row_of = _onnx_spec_rows(cos_cache, sin_cache, position_ids, rot, (b, s), swapped, d, x.size,
+                                 per_axis_hint(given_spec, position_ids, (b, s), "rotary_embedding"))
         return Request(x=x, out=check_out(out, x), cos=lower(cos_cache), sin=None, row_of=row_of, n_tokens=s,
                        batch_rows=batch_rows, token_rows=1, head_dim=d, rot_half=rot // 2, full_table=False,
                        interleaved=inter, storage=storage, given=given)
@@ -109,10 +111,11 @@ def _note(t: Any, shape: tuple[int, ...], half_from: str) -> str:
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],
-                    swapped: tuple[int, ...], d: int, values: int) -> np.ndarray:
+                    swapped: tuple[int, ...], d: int, values: int, per_axis: str) -> np.ndarray:
     """row_of of an ONNX call with a RopeFreqs spec for its caches: the
     position ids (token s at position s without them); `swapped`: [B, S]
-    were x's axes 1 and 2 exchanged, d: the head size, values: x's size."""
+    were x's axes 1 and 2 exchanged, d: the head size, values: x's size,
+    `per_axis`: the words for an M-RoPE model's ids per axis."""
     b, s = bs
     hint = f" (pass rotary_embedding_dim={spec.dim} to rotate the first {spec.dim})" if spec.dim < d else ""
     check_spec("cos_cache", spec, other, "sin_cache", rot, hint)
@@ -122,9 +125,8 @@ def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs
     if not is_integer_dtype(position_ids.dtype):
         raise TypeError(f"position_ids must be an integer array of shape {(b, s)}; got dtype {position_ids.dtype}")
     if position_ids.shape != (b, s):
-        hint = per_axis_hint(position_ids.shape, (b, s), "rotary_embedding")
         raise ValueError(f"position_ids must have shape {(b, s)}; got {position_ids.shape}"
-                         f"{hint or swap_hint('x', position_ids.shape, swapped)}")
+                         f"{per_axis or swap_hint('x', position_ids.shape, swapped)}")
     if not values:  # (no kernel runs: a broadcast array of any size is checked, not copied)
         check_positions("position_ids", without_repeats(position_ids))
         return spec_rows(spec, np.zeros(0, np.int64), "position_ids")
