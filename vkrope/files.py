@@ -211,9 +211,9 @@ def _signals_held() -> Iterator[None]:
     finally:
         for s, handler in held.items():
             signal.signal(s, handler)
-        for s in dict.fromkeys(came):
-            if s != signal.SIGINT:
-                signal.raise_signal(s)
+        for signum in dict.fromkeys(came):
+            if signum != signal.SIGINT:
+                signal.raise_signal(signum)
 
 
 def _new_name(folder: str) -> str:

@@ -74,7 +74,7 @@ def per_axis_hint(spec: Any, position_ids: Any, bs: tuple[int, int], op: str) ->
     """The words for an M-RoPE ModelRope's ids per axis ([3, B, S] or [1, B, S], as transformers gives them)
     passed to an operator that takes one position per token; '' for any other spec or shape."""
     mrope = isinstance(spec, ModelRope) and spec.mrope_section is not None
-    shape = position_ids.shape if isinstance(position_ids, np.ndarray) else ()
+    shape: tuple[int, ...] = position_ids.shape if isinstance(position_ids, np.ndarray) else ()
     if not mrope or len(shape) != 3 or shape[0] not in (1, 3) or tuple(shape[1:]) != tuple(bs):
         return ""
     return (f": {op} turns every M-RoPE axis by one position per token (a text token's, its axes equal): pass "
