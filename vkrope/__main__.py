@@ -554,12 +554,12 @@ _PATH_FLAGS = {"x": "X.npy", "freqs": "FREQS.npy", "cos": "COS.npy", "sin": "SIN
 def _refuse_nameless_paths(args: argparse.Namespace) -> None:
     """A ValueError naming the first path flag given as an empty string, or as '-'."""
     for dest, flag in _PATH_FLAGS.items():
+        name = "folder" if dest == "out" else "file"
         if getattr(args, dest, None) == "":
-            name = "folder" if dest == "out" else "file"
             raise ValueError(f"{flag}: the path is empty; give a {name} name (or leave {flag} out)"
                              if flag.startswith("-") else f"{flag}: the path is empty; give a {name} name")
         if getattr(args, dest, None) == "-":  # (the convention of other commands: not stdin here)
-            raise npy_files.dash_refused(flag, "folder" if dest == "out" else "file")
+            raise npy_files.dash_refused(flag, name)
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -150,7 +150,7 @@ def save(path: str, y: np.ndarray) -> int:
         return _save_stream(path, y)
     # (through write() alone: numpy's tofile() on a full disk says "N requested and M written", no reason)
     write_whole(path, lambda fh: np.save(_Writes(fh), y, allow_pickle=False), "-o/--output",
-                then=lambda: _written(f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}"))  # (a Ctrl-C then: dropped)
+                then=lambda: _written(_wrote(path, y)))  # (a Ctrl-C then: dropped)
     ending()  # (the command is done: a signal from here to the process's end, its teardown included, would
     return 0  # report an interruption with -o replaced)
 
@@ -180,6 +180,11 @@ def dash_refused(flag: str, kind: str, stdout: bool = False) -> ValueError:
     there = ", or /dev/stdout to write there" if stdout else ""
     return ValueError(f"{flag}: '-' is a {kind} name here, not stdin or stdout: vkrope reads and writes files (./- "
                       f"for a {kind} of that name{there})")
+
+
+def _wrote(path: str, y: np.ndarray) -> str:
+    """The line saying that `y` was written to `path`."""
+    return f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}"
 
 
 def quoted(path: str) -> str:
@@ -232,4 +237,4 @@ def _write_stream(fh: Any, path: str, y: np.ndarray) -> None:
     may be the stream)."""
     np.save(_Writes(fh), y, allow_pickle=False)
     fh.flush()
-    print(f"wrote {quoted(path)}: shape {y.shape}, dtype {y.dtype}", file=sys.stderr)
+    print(_wrote(path, y), file=sys.stderr)
