@@ -41,7 +41,7 @@ from .exact_math import exact_angles, pow32, pow64, quarter_turns
 from .runtime.dtypes import frozen
 from .words import brief, typed
 from .spec_checks import (F32_MAX, MAX_HEAD_DIM, MAX_POSITION, MROPE_AXES, check_angle, check_dim,
-                          check_exact_range, check_int, check_positions, check_positive, f32_normal)
+                          check_exact_range, check_positions, check_positive, f32_normal, grid_side)
 from .yarn import YaRN
 
 if TYPE_CHECKING:  # (nd_freqs imports FrequencySpec from here: AxialFreqs.as_nd imports it when called)
@@ -473,6 +473,8 @@ class AxialFreqs(FrequencySpec):
     dim/4 by y * f, f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)
     in float32. The table it stands for has end_x * end_y rows (`table()`);
     `repeat`, `exclude_last` and `positions` index them like a table's rows.
+    end_x, end_y: ints >= 1 (a float of whole value, as SAM2's
+    `RoPEAttention` passes `math.sqrt(N)`, is stored as its int).
     angle: "float32" (SAM2's float32 product) or "exact" (x or y times the
     float64 frequency, reduced exactly: within 2 ulp at any grid size; near
     cos / sin's zeros the error is instead absolute, under 2^-70, see the
@@ -486,8 +488,8 @@ class AxialFreqs(FrequencySpec):
     angle: str = "float32"
 
     def __post_init__(self) -> None:
-        for name in ("end_x", "end_y"):
-            check_int(name, getattr(self, name), 1)
+        for name in ("end_x", "end_y"):  # (a float of whole value stored as the int it is)
+            object.__setattr__(self, name, grid_side(name, getattr(self, name)))
         check_dim("dim", self.dim, 1)
         if self.dim % 4:
             raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {self.dim}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec_checks import MAX_POSITION, check_head_dim
+from .spec_checks import MAX_POSITION, check_head_dim, grid_side
 from .nd_freqs import NdFreqs
 from .exact_math import pow64
 from .words import brief, typed
@@ -80,11 +80,11 @@ def axial_freqs(
     instead (SAM2's float32 angles, cos / sin each within 2 float32 ulp of
     them); use this table for the exact rotation.
     """
-    for name, value in (("dim", dim), ("end_x", end_x), ("end_y", end_y)):
-        if not is_int(value):
-            raise TypeError(f"{name} must be an int; got {typed(value)}")
-        if value < 1:  # (as AxialFreqs: an empty grid is no table a call reads)
-            raise ValueError(f"{name} must be >= 1; got {brief(value)}")
+    end_x, end_y = grid_side("end_x", end_x), grid_side("end_y", end_y)  # (as AxialFreqs': >= 1, whole floats)
+    if not is_int(dim):
+        raise TypeError(f"dim must be an int; got {typed(dim)}")
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1; got {brief(dim)}")
     check_head_dim("dim", dim)
     if dim % 4:
         raise ValueError(f"dim must be divisible by 4 (two axes of complex pairs); got {dim}")

@@ -35,6 +35,18 @@ def check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most:
         raise ValueError(f"{name} must be at most {most}; got {brief(value)}")
 
 
+def grid_side(name: str, value: Any) -> int:
+    """A side of SAM2's axial grid (`end_x`, `end_y`) as an int >= 1: an int, or a float of whole value, as SAM2's
+    `RoPEAttention` passes `math.sqrt(N)` when the token count changes; named `name` in the errors."""
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        value = int(value)
+    elif isinstance(value, (float, np.floating)):
+        raise TypeError(f"{name} must be an int (or a float of whole value, as SAM2's math.sqrt(N) of a square N); "
+                        f"got {typed(value)}")
+    check_int(name, value, 1)
+    return int(value)
+
+
 HEAD_BOUND = f"{MAX_HEAD_DIM} (a head's channels)"
 
 

@@ -179,7 +179,8 @@ def token_rows(n: int, nf: int, *, repeat=1, exclude_last=0, positions=None) -> 
         rows = [int(p) for p in np.asarray(positions).reshape(-1)]
         assert len(rows) == n and all(-1 <= r < nf for r in rows), (rows, nf)
         return rows
-    assert n - exclude_last == repeat * nf, f"N - exclude_last = {n - exclude_last} != repeat * Nf = {repeat * nf}"
+    # (SAM2's apply_rotary_enc: every key excluded, "due to dropout", rotates none, whatever the rows)
+    assert n - exclude_last in (0, repeat * nf), f"N - exclude_last = {n - exclude_last} != repeat * Nf = {repeat * nf}"
     return [t % nf if t < n - exclude_last else -1 for t in range(n)]
 
 

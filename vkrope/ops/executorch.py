@@ -22,6 +22,19 @@ from .table_args import (
 )
 
 
+def _table_hint(name: str, t: Any, s: int, d: int) -> str:
+    """What an [S, D/2] table of the wrong shape likely is: ExecuTorch's `Rope.freqs_cos` of every position (its
+    `Rope.forward` slices the call's rows), or a Hugging Face table of each value twice; else ""."""
+    shape = tuple(t.shape)
+    if len(shape) == 2 and shape[1] == d // 2 and shape[0] > s:
+        return (f" (a table of every position, as ExecuTorch's Rope.freqs_cos: pass the rows of these S = {s} "
+                f"tokens, {name}[input_pos], as its Rope.forward does)")
+    if len(shape) == 2 and shape[1] == d and d:
+        return (" (D values a row, Hugging Face's cat(f, f) holding each twice: vkrope.apply_rotary_emb_hf "
+                "takes those)")
+    return ""
+
+
 def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,
           inter: bool) -> Request:
     """The `Request` of [B, S, H, D] tensor `name`: rows of D values, H rows a token."""
@@ -49,8 +62,10 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
         return _bshd("xq", q, gen, None, rows, d // 2, False, True), _bshd("xk", k, gen, None, rows, d // 2, False, True)
     refuse_grid_spec("freqs_cos", freqs_cos)
     refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)
-    fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q, x_name="xq")
-    fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q, x_name="xq")
+    fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q, x_name="xq",
+                     hint=lambda: _table_hint("freqs_cos", freqs_cos, s, d))
+    fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q, x_name="xq",
+                     hint=lambda: _table_hint("freqs_sin", freqs_sin, s, d))
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
     if values:  # (no values: no row is read, however many tokens; as the spec path and the ONNX tables)
         check_row_index("xq (its token s reads row s of freqs_cos)", s - 1)

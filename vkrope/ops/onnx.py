@@ -105,9 +105,15 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
 
 def _note(t: Any, shape: tuple[int, ...], half_from: str) -> str:
     """` (half_from)` where table `t`'s width is not the `shape`'s (a wrong num_heads shows as a wrong table width:
-    the message says where the width came from), else ""."""
-    width = getattr(t, "shape", ())[-1:]
-    return f" ({half_from})" if half_from and tuple(width) != shape[-1:] else ""
+    the message says where the width came from); without a half_from, a width of twice the shape's is told what
+    Hugging Face's tables are; else ""."""
+    width = tuple(getattr(t, "shape", ())[-1:])
+    if width == shape[-1:]:
+        return ""
+    if half_from:  # (where num_heads sets the width, a wrong one is as likely as a table of each value twice)
+        return f" ({half_from})"
+    return (" (Hugging Face's cat(f, f) tables hold each value twice: pass [..., :rot // 2] of them)"
+            if width == (2 * shape[-1],) else "")
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],

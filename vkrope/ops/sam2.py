@@ -95,7 +95,8 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
                 f"exclude_last={exclude_last}); express them in positions (-1 = pass through)"
             )
     else:
-        if n_rot != repeat * n_freq_rows and channels:  # C = 0: nothing to rotate, any empty freqs do
+        # (C = 0, or every token excluded as SAM2's keys "due to dropout": nothing rotates, any freqs do)
+        if n_rot != repeat * n_freq_rows and channels and n_rot:
             raise ValueError(
                 f"freqs has {n_freq_rows} rows ({form()}); expected (N - exclude_last) / repeat = "
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
@@ -149,8 +150,9 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
                             f"got {describe(freqs)}" + (
                                 " (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's "
                                 "cos and sin side by side: np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' "
-                                "repeated [N, D] tables; rotate-half tables, transformers' cat(f, f), are "
-                                "vkrope.apply_rotary_emb_hf's)" if pair else asarray_hint('freqs', freqs)))
+                                "repeated [N, D] tables; rotate-half tables, transformers' cat(f, f) [B, S, rot] of x "
+                                "[B, H, S, D], go to vkrope.rotary_embedding(x, cos[..., :rot // 2], "
+                                "sin[..., :rot // 2], rotary_embedding_dim=rot))" if pair else asarray_hint('freqs', freqs)))
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"

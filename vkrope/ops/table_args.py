@@ -4,7 +4,7 @@ x, tables, specs, positions and the q / k pair, each a TypeError / ValueError na
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -57,15 +57,15 @@ def refuse_missing_partner(name: str, t: Any, partner: str, given: Any) -> None:
 
 
 def check_table(name: str, t: Any, shape: tuple[int, ...], what: str, x: Any, swapped: tuple[int, ...] = (),
-                x_name: str = "x") -> Any:
+                x_name: str = "x", hint: Callable[[], str] | None = None) -> Any:
     """A table of `shape` beside x (named `x_name` in errors); `swapped`: the shape it would have were x's axes
-    1 and 2 exchanged (the message then asks about x's layout)."""
+    1 and 2 exchanged (the message then asks about x's layout); `hint()` ends a wrong shape's message."""
     check_table_array(name, t, FREQS_DTYPES)
     if isinstance(t, DeviceArray):
         check_resident_table_dtype(name, t, x, x_name)
     if tuple(t.shape) != shape:
         raise ValueError(f"{name} must have shape {what} = {shape}; got {tuple(t.shape)}"
-                         f"{swap_hint(x_name, tuple(t.shape), swapped)}")
+                         f"{swap_hint(x_name, tuple(t.shape), swapped)}{hint() if hint else ''}")
     return t
 
 

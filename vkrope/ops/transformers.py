@@ -12,6 +12,7 @@ from ..models import ModelRope
 from ..spec_checks import MROPE_AXES, check_position_ids
 from ..freqs import InvFreqs, RopeFreqs
 from ..kernels.table import Request
+from ..runtime.array import DeviceArray
 from .lowering import lower, several_axes
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
@@ -51,7 +52,12 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         p = check_position_ids(position_ids, several_axes(spec))
     else:
         raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
-                        f"{describe(spec)}")
+                        f"{describe(spec)}" + (
+                            " (transformers' apply_rotary_pos_emb(q, k, cos, sin) takes the rotary module's tables; "
+                            "this one takes the model's RoPE and position_ids. Tables [B, S, rot] of cat(f, f) go "
+                            "to vkrope.rotary_embedding(x, cos[..., :rot // 2], sin[..., :rot // 2], "
+                            "rotary_embedding_dim=rot), once for q and once for k)"
+                            if isinstance(spec, (np.ndarray, DeviceArray)) else ""))
     if p.shape[-2:-1] == (1,) and b != 1 and p.shape[-1] == s:  # one row serves every item (B = 0 too)
         p = np.broadcast_to(p, p.shape[:-2] + (b, s))
     if tuple(p.shape[-2:]) != (b, s):
