@@ -281,7 +281,8 @@ def apply(
     where it says so, and any C);
     broadcast over every leading axis of x. Token `n`
     uses row `n % Nf` for its first `N - exclude_last` tokens, which must
-    number `repeat * Nf`; the last `exclude_last` tokens pass through.
+    number `repeat * Nf` (or none: SAM2's keys all excluded); the last
+    `exclude_last` tokens pass through.
     `positions` (int array `[N]`, -1 = pass through) picks each token's row
     instead. `inverse=True` rotates by -theta. `out` receives the result
     (may be x itself). `storage`: "auto", "buffer" or "texture3d".
