@@ -106,6 +106,14 @@ def test_import_without_loader_then_clear_error_on_first_call(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("OK"), res.stdout + res.stderr
     assert "libvulkan1 mesa-vulkan-drivers" in res.stdout
+    assert res.stderr == ""  # (the instance made before the load failed closes at exit without the binding)
+    for cmd in (["info"], ["info", "--json"], ["demo"]):  # (the CLI: one line, no traceback at exit)
+        res = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, '.'); from vkrope.__main__ "
+                              "import main; sys.exit(main())", *cmd], capture_output=True, text=True, env=env,
+                             cwd=tmp_path)
+        assert res.returncode == 1, (cmd, res.stdout, res.stderr)
+        assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, (cmd, res.stderr)
+        assert "libvulkan1 mesa-vulkan-drivers" in res.stderr, (cmd, res.stderr)
 
 
 def test_no_matching_device_lists_what_was_seen():

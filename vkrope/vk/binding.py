@@ -269,10 +269,12 @@ def destroy_handles(owner: Any, device: Any, handles: tuple[tuple[str, Any, str]
     handle in place (and counted) for the next destroy or finds it
     destroyed (and uncounted): never cleared and still alive, never
     destroyed twice, never miscounted."""
-    mod = vk()
-    lib, null = mod.lib, mod.ffi.NULL
     state = owner.__dict__
     pending = state.get("_pending") or {}
+    if not pending and all(state[attr] is None for attr, _, _ in handles):
+        return  # (nothing made, or all destroyed: an owner whose binding never loaded, without libvulkan, too)
+    mod = vk()
+    lib, null = mod.lib, mod.ffi.NULL
     for attr, destroy, kind in handles:
         fn = getattr(lib, destroy) if isinstance(destroy, str) else destroy
         out = pending.get(attr)
