@@ -48,20 +48,25 @@ def _runs_text(runs: dict | None) -> str:
     return f" on layers whose {runs['key']} is {' or '.join(runs['run'])} (not {' or '.join(runs['skip'])})"
 
 
-def _nope_text(rule: dict) -> str:
-    """Which layers apply no RoPE, from the table's rule."""
+def _nope_text(rule: dict, null_refused: list) -> str:
+    """Which layers apply no RoPE, from the table's rule (`null_refused`: the keys the config rules refuse as
+    null, before this rule is read: Cohere 2's sliding_window, on which its model fails)."""
     if rule["kind"] == "flags":
         return f"no RoPE by {rule['key']}"
     if rule["kind"] == "indices":
         return f"no RoPE on the layers {rule['key']} lists"
     cond = rule.get("if_null")
+    if cond and cond["key"] in null_refused:
+        return f"no RoPE by {rule['key']} ({_types_text(rule)}; a null {cond['key']} refused: the model fails on one)"
     return f"no RoPE by {rule['key']} ({_types_text(rule)}" + (
         f"; when {cond['key']} is null, {_types_text(cond)})" if cond else ")")
 
 
-def _how(e: dict, fills: dict | None = None) -> str:
-    """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE (`fills`:
-    the keys its config class fills into a file's rope dict, HY-V4-VL's sections, ahead of its module's)."""
+def _how(e: dict, rules: dict) -> str:
+    """How an ok type is read: pairs, head-dim key per layer type, the rotary rule, NoPE and M-RoPE (`rules`: the
+    type's config rules: the keys its config class fills into a file's rope dict, HY-V4-VL's sections, ahead of
+    its module's, and those refused as null)."""
+    fills = (rules.get("one") or {}).get("fills")
     parts = [e["pairs"].replace("_", " ")]
     if e.get("parts"):  # (two ways in each layer: from_hf(part=) names one)
         parts = [", ".join(f"part={p!r}: {v['pairs'].replace('_', ' ')}" + _at_text(v.get("at"))
@@ -77,7 +82,7 @@ def _how(e: dict, fills: dict | None = None) -> str:
             shape["rotary"], f"rotary dim {shape['rotary']}")
         parts.append(f"{where}{head}, {rot}")
     if e.get("nope"):
-        parts.append(_nope_text(e["nope"]))
+        parts.append(_nope_text(e["nope"], rules.get("null_refused") or []))
     if e.get("mrope"):
         section = (fills or {}).get("mrope_section") or e.get("mrope_section")
         parts.append(f"M-RoPE {e['mrope']}" + (f" (sections {section} where the config has none)" if section else "")
@@ -116,7 +121,7 @@ def render(table: dict) -> str:
     ]
     for t, e in rope.items():
         if e.get("status") == "ok":
-            lines.append(f"| `{t}` | yes | {_how(e, (rules.get(t, {}).get('one') or {}).get('fills'))} |")
+            lines.append(f"| `{t}` | yes | {_how(e, rules.get(t, {}))} |")
         else:
             why = str(e.get("status")).replace("|", "/").replace("\n", " ")
             lines.append(f"| `{t}` | refused | {why[:220]} |")

@@ -35,6 +35,29 @@ def test_every_page_is_in_the_navigation():
     assert pages == set(re.findall(r":\s+(\S+\.md)$", nav, re.M))
 
 
+@pytest.mark.parametrize("fault", ["none", "a page not in the nav", "a broken anchor", "a missing page",
+                                   "an absolute link"])
+def test_the_strict_build_fails_on_what_it_says(tmp_path, fault):
+    """mkdocs 1.6 reports an omitted page or a broken anchor at INFO, which --strict passes: mkdocs.yml's
+    `validation` block makes each a warning. A two-page site under that block builds clean and fails on each."""
+    import yaml
+
+    validation = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["validation"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    link = {"a broken anchor": "b.md#no-such-heading", "a missing page": "c.md",
+            "an absolute link": "/b/"}.get(fault, "b.md#the-heading")
+    (docs / "a.md").write_text(f"# A\n\nSee [b]({link}).\n")
+    (docs / "b.md").write_text("# B\n\n## The heading\n")
+    if fault == "a page not in the nav":
+        (docs / "stray.md").write_text("# Stray\n")
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump({"site_name": "t", "strict": True, "nav": ["a.md", "b.md"],
+                                                         "validation": validation}))
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert (res.returncode == 0) == (fault == "none"), res.stdout + res.stderr
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site, built strict (any warning fails) once for the tests that read it (a build takes 8 s here)."""
