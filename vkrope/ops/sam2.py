@@ -62,6 +62,13 @@ class _Structure:
     row_of: np.ndarray | None  # without positions: each token's row (read-only)
 
 
+# (what apply says to a (cos, sin) pair, diffusers' or transformers')
+PAIR_HINT = (" (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's cos and sin side by side: "
+             "np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' repeated [N, D] tables; rotate-half tables, "
+             "transformers' cat(f, f) [B, S, rot] of x [B, H, S, D], go to vkrope.rotary_embedding(x, "
+             "cos[..., :rot // 2], sin[..., :rot // 2], rotary_embedding_dim=rot))")
+
+
 def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_last: Any, no_positions: bool,
                storage: Any) -> _Structure:
     """Every check of `apply` but the positions' own."""
@@ -147,12 +154,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
                 isinstance(f, (np.ndarray, DeviceArray)) for f in freqs)
             raise TypeError(f"freqs must be a numpy array ({FREQS_DTYPE_NAMES}), a DeviceArray or a frequency "
                             "spec (AxialFreqs, RopeFreqs, InvFreqs, NdFreqs); "
-                            f"got {describe(freqs)}" + (
-                                " (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's "
-                                "cos and sin side by side: np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' "
-                                "repeated [N, D] tables; rotate-half tables, transformers' cat(f, f) [B, S, rot] of x "
-                                "[B, H, S, D], go to vkrope.rotary_embedding(x, cos[..., :rot // 2], "
-                                "sin[..., :rot // 2], rotary_embedding_dim=rot))" if pair else asarray_hint('freqs', freqs)))
+                            f"got {describe(freqs)}" + (PAIR_HINT if pair else asarray_hint('freqs', freqs)))
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"
