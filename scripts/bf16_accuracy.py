@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""bfloat16 RoPE accuracy: vkrope against the frameworks' bfloat16 path,
-both measured against float64, for a Llama 3.1 8B attention shape (head_dim
-128, rope_theta 500000, llama3 scaling: factor 8, low / high frequency
-factors 1 / 4, original context 8192) at positions up to 131072.
+"""bfloat16 (or float16) RoPE accuracy: vkrope against the frameworks' path
+in that dtype, both measured against float64, for a Llama 3.1 8B attention
+shape (head_dim 128, rope_theta 500000, llama3 scaling: factor 8, low / high
+frequency factors 1 / 4, original context 8192) at positions up to 131072.
 
-    python scripts/bf16_accuracy.py [--tokens 4096] [--heads 8]
+    python scripts/bf16_accuracy.py [--tokens 4096] [--heads 8] [--dtype float16]
+
+(Below, "bfloat16" is the dtype asked for: float16's path is the same with
+float16 roundings, torch's float16 elementwise ops computing in float32 too.)
 
 Both start from the same bfloat16 q and the same float32 cos / sin (the
 float64 angle rounded once to float32, as transformers' rotary module
@@ -42,7 +45,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import vkrope  # noqa: E402
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"bfloat16": (np.dtype(ml_dtypes.bfloat16), 8, -133), "float16": (np.dtype(np.float16), 11, -24)}
+DT, BITS, MIN_EXP = DTYPES["bfloat16"]  # (the dtype, its significant bits, its smallest spacing's exponent)
 
 
 def llama3_inv_freq(dim=128, base=500000.0, factor=8.0, low=1.0, high=4.0, original=8192) -> np.ndarray:
@@ -58,14 +62,15 @@ def llama3_inv_freq(dim=128, base=500000.0, factor=8.0, low=1.0, high=4.0, origi
 
 
 def bf16(v) -> np.ndarray:
-    return np.asarray(v).astype(BF16)
+    """`v` rounded once to the dtype asked for."""
+    return np.asarray(v).astype(DT)
 
 
 def ulp_of(v: np.ndarray) -> np.ndarray:
-    """bfloat16 spacing at |v| (8 significant bits, 2^-133 below 2^-126)."""
+    """The dtype's spacing at |v| (bfloat16: 8 significant bits, 2^-133 below 2^-126; float16: 11, 2^-24)."""
     a = np.abs(v)
     _, e = np.frexp(np.where(a > 0, a, 1.0))
-    return np.exp2(np.maximum(e - 8, -133).astype(np.float64))
+    return np.exp2(np.maximum(e - BITS, MIN_EXP).astype(np.float64))
 
 
 def rotate_half(x: np.ndarray) -> np.ndarray:
@@ -77,7 +82,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=4096, help="positions sampled over [0, 131072)")
     ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16", help="q's dtype (default bfloat16)")
     args = ap.parse_args()
+    global DT, BITS, MIN_EXP
+    DT, BITS, MIN_EXP = DTYPES[args.dtype]
     rng = np.random.default_rng(0)
     dim, s, h = 128, args.tokens, args.heads
     positions = np.sort(rng.choice(131072, s, replace=False))
@@ -112,7 +120,7 @@ def main() -> None:
               + bf16(rotate_half(q).astype(np.float32) * sb.astype(np.float32)).astype(np.float32))
     hf = hf.astype(np.float64)
 
-    print(f"Llama 3.1 8B RoPE (head_dim 128, theta 500000, llama3 x8), q bfloat16 [1, {h}, {s}, 128], "
+    print(f"Llama 3.1 8B RoPE (head_dim 128, theta 500000, llama3 x8), q {args.dtype} [1, {h}, {s}, 128], "
           f"{s} positions in [0, 131072); device: {vkrope.default_device().name}")
     print(f"{'positions':<18} {'path':<13} {'max ulp':>8} {'mean ulp':>9} {'past half an ulp':>20}")
     bands = [(0, 8192), (8192, 32768), (32768, 131072), (0, 131072)]
@@ -126,7 +134,7 @@ def main() -> None:
             total = e.size
             print(f"[{lo}, {hi}){'':<{16 - len(f'[{lo}, {hi})')}} {name:<13} {e.max():>8.2f} {e.mean():>9.3f} "
                   f"{off:>8} of {total}")
-    print("ulp: bfloat16 ulps of the float64 result; 'past half an ulp': results further from it than one "
+    print(f"ulp: {args.dtype} ulps of the float64 result; 'past half an ulp': results further from it than one "
           "correct rounding would be")
 
 

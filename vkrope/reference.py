@@ -37,7 +37,10 @@ def apply_reference(
     than 2^53), of the float64 freqs given (a device rounds a float64 table
     to float32 first, as `vkrope.apply` says). For float16 and bfloat16 x
     and float32 freqs, `.astype(x.dtype)` of it is what `vkrope.apply`
-    returns (the kernels round the exact value once). For float32 x the
+    returns (the kernels round the exact value once), except where a pair's
+    products differ by more than 2^53 and their float64 sum lands on a
+    midpoint of x's dtype: rounded twice there, one ulp of x's dtype off
+    (as with `out=`). For float32 x the
     kernels round each product in float32, so where a pair's two products
     cancel the result can be many of its own ulps away (420,362 at
     EdgeTAM's shapes, 3% of the values more than one): compare within a
