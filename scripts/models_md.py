@@ -57,7 +57,7 @@ def _nope_text(rule: dict, null_refused: list) -> str:
         return f"no RoPE on the layers {rule['key']} lists"
     cond = rule.get("if_null")
     if cond and cond["key"] in null_refused:
-        return f"no RoPE by {rule['key']} ({_types_text(rule)}; a null {cond['key']} refused: the model fails on one)"
+        return f"no RoPE by {rule['key']} ({_types_text(rule)}; a null {cond['key']} refused: transformers fails on one)"
     return f"no RoPE by {rule['key']} ({_types_text(rule)}" + (
         f"; when {cond['key']} is null, {_types_text(cond)})" if cond else ")")
 

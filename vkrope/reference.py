@@ -64,7 +64,7 @@ def apply_reference(
 
 
 def axial_freqs(
-    dim: int, end_x: int, end_y: int, theta: float = 10000.0, dtype: Any = np.float32
+    dim: int, end_x: int | float, end_y: int | float, theta: float = 10000.0, dtype: Any = np.float32
 ) -> np.ndarray:
     """SAM2's 2-D axial rotary frequencies (`compute_axial_cis`), real-interleaved.
 
@@ -72,7 +72,9 @@ def axial_freqs(
     `vkrope.apply` takes wider rows with a table of the caller's):
     `f = 1 / theta ** (arange(0, dim, 4)[: dim // 4] / dim)`;
     token `t` has `x = t % end_x`, `y = t // end_x`; its first `dim/4` complex
-    entries are `exp(i x f)`, the next `dim/4` are `exp(i y f)`. Returns
+    entries are `exp(i x f)`, the next `dim/4` are `exp(i y f)` (`end_x`,
+    `end_y`: ints >= 1, or floats of whole value, as SAM2's `RoPEAttention`
+    passes `math.sqrt(N)`). Returns
     `[end_x * end_y, dim]` of `dtype` (float32, float16, bfloat16 or float64), computed in
     float64 and rounded once.
 

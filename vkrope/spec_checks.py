@@ -38,11 +38,13 @@ def check_int(name: str, value: Any, minimum: int, maximum: int = MAX_INT, most:
 def grid_side(name: str, value: Any) -> int:
     """A side of SAM2's axial grid (`end_x`, `end_y`) as an int >= 1: an int, or a float of whole value, as SAM2's
     `RoPEAttention` passes `math.sqrt(N)` when the token count changes; named `name` in the errors."""
-    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
-        value = int(value)
-    elif isinstance(value, (float, np.floating)):
-        raise TypeError(f"{name} must be an int (or a float of whole value, as SAM2's math.sqrt(N) of a square N); "
-                        f"got {typed(value)}")
+    if isinstance(value, (float, np.floating)):  # (its own is_integer: a long double's is not float64's)
+        if not (math.isfinite(value) and value.is_integer()):
+            raise ValueError(f"{name} must be a whole number (an int, or a float of whole value as SAM2's "
+                             f"math.sqrt(N) of a square N); got {typed(value)}")
+        if not 1 <= value <= MAX_INT:  # (checked as given: the message shows the float, not the int it became)
+            raise ValueError(f"{name} must be >= 1 and at most 2^64 - 1; got {typed(value)}")
+        return int(value)
     check_int(name, value, 1)
     return int(value)
 

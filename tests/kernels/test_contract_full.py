@@ -154,7 +154,7 @@ def test_axial_freqs_match_sam2(dim, ex, ey):
 def test_axial_freqs_errors():
     with pytest.raises(ValueError, match="dim"):
         vkrope.axial_freqs(6, 4, 4)
-    with pytest.raises(TypeError, match="end_x"):
+    with pytest.raises(ValueError, match="end_x"):
         vkrope.axial_freqs(8, 4.5, 4)  # (4.0 is SAM2's math.sqrt(16): tests/ops/test_porting.py)
     for ex, ey, name in ((0, 3, "end_x"), (4, 0, "end_y")):  # refused as AxialFreqs refuses them
         for make in (vkrope.axial_freqs, vkrope.AxialFreqs):

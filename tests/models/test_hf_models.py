@@ -915,7 +915,7 @@ def test_models_page_is_the_tables():
     # (Cohere 2's table says no layer rotates where sliding_window is null, but its model fails on one first: the
     # page says what from_hf does, the refusal; the page once said "when sliding_window is null, rotating: none")
     row = next(line for line in text.splitlines() if line.startswith("| `cohere2` |"))
-    assert "a null sliding_window refused: the model fails on one" in row and "is null, rotating" not in row
+    assert "a null sliding_window refused: transformers fails on one" in row and "is null, rotating" not in row
     cfg = {"model_type": "cohere2", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 4,
            "sliding_window": None, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
     with pytest.raises(ValueError, match=r"^config: sliding_window is null: cohere2's config class refuses"):

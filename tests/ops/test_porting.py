@@ -1,82 +1,144 @@
 """Code ported from SAM2, transformers and ExecuTorch: the calls their own
 code makes that vkrope takes (SAM2's grid sides as floats, its keys all
-excluded), and the hints of the calls it refuses, each followed to the
-result the framework's float64 oracle gives."""
+excluded), and the hints of the calls it refuses, each followed (where it
+names a call) to the result the model's float64 oracle gives."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 import vkrope
 from oracle import oracle, poisoned_like
-from oracle_family import et_apply_rotary_emb, hf_apply_rotary_emb
+from oracle_family import et_apply_rotary_emb
+from oracle_hf import rotate as oracle_rotate
 
 RNG = np.random.default_rng(37)
 
 
-def _hf_tables(b: int, s: int, rot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """transformers' rotary module's (cos, sin) [B, S, rot] (cat(f, f)) of per-item positions."""
+CAT, INTERLEAVED = "cat", "repeat_interleave"
+# (float32 tables against the float64 ones: each product within 2^-24 relative of the table's rounding, and the
+# kernel's own float32 roundings; 4 float32 ulps of the pair's scale 2 max|x| holds both)
+ULPS = 4 * 2.0**-24
+
+
+def _angles(b: int, s: int, rot: int, seed: int) -> np.ndarray:
+    """Angles [b, S, rot / 2] of per-item positions (b = 1: transformers' [1, S] position_ids)."""
     pos = np.random.default_rng(seed).integers(0, 900, (b, s))
-    f = pos[..., None] / 10000.0 ** (np.arange(0, rot, 2) / rot)
-    emb = np.concatenate([f, f], -1)
-    return np.cos(emb), np.sin(emb)
+    return pos[..., None] / 10000.0 ** (np.arange(0, rot, 2) / rot)
 
 
-def _follow(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    """The call the hints name: vkrope.rotary_embedding(x, cos[..., :rot // 2], sin[..., :rot // 2],
-    rotary_embedding_dim=rot)."""
-    rot = cos.shape[-1]
-    return vkrope.rotary_embedding(x, cos[..., :rot // 2].astype(np.float32),
-                                   sin[..., :rot // 2].astype(np.float32), rotary_embedding_dim=rot,
-                                   out=poisoned_like(x))
+def _full(f: np.ndarray, form: str) -> tuple[np.ndarray, np.ndarray]:
+    """Hugging Face's full-width (cos, sin) float32 tables of angles f: cat(f, f) or repeat_interleave(f, 2)."""
+    e = np.concatenate([f, f], -1) if form == CAT else np.repeat(f, 2, -1)
+    return np.cos(e).astype(np.float32), np.sin(e).astype(np.float32)
 
 
+def _exact(x: np.ndarray, f: np.ndarray, form: str) -> np.ndarray:
+    """The model's float64 rotation of x [B, H, S, D] by angles f [b, S, rot / 2]: rotate-half for cat tables,
+    interleaved pairs (Cohere's, GPT-J's) for repeat_interleave ones."""
+    c = np.cos(np.broadcast_to(f, (x.shape[0],) + f.shape[1:]))
+    s = np.sin(np.broadcast_to(f, (x.shape[0],) + f.shape[1:]))
+    return oracle_rotate(x, np.concatenate([c, c], -1), np.concatenate([s, s], -1), 2 * f.shape[-1],
+                         interleaved=form == INTERLEAVED)
+
+
+def _close(y: np.ndarray, x: np.ndarray, ref: np.ndarray) -> None:
+    np.testing.assert_allclose(y, ref, rtol=0, atol=ULPS * 2 * np.abs(x).max())
+
+
+ROUTE = {CAT: r"vkrope\.rotary_embedding\(x, c, s, rotary_embedding_dim=rot\) with c = np\.broadcast_to\("
+              r"cos\[\.\.\., :rot // 2\], \(B, S, rot // 2\)\) and s likewise",
+         INTERLEAVED: r"vkrope\.rotary_embedding\(x, c, s, rotary_embedding_dim=rot, interleaved=1\) with c = "
+                      r"np\.broadcast_to\(cos\[\.\.\., ::2\], \(B, S, rot // 2\)\) and s likewise"}
+STACK = r"np\.stack\(\[cos\[\.\.\., ::2\], sin\[\.\.\., ::2\]\], -1\) of repeat_interleave\(freqs, 2\) tables"
+
+
+@pytest.mark.parametrize("form", [CAT, INTERLEAVED])
 @pytest.mark.parametrize("rot", [64, 32])
-def test_transformers_tables_follow_the_hint(rot):
-    """apply(x, (cos, sin)) and apply_rotary_pos_emb(q, k, cos, sin) with transformers' tables are refused, naming
-    rotary_embedding with the half tables; that call gives transformers' result (items at different positions)."""
+@pytest.mark.parametrize("items", [2, 1])
+def test_transformers_tables_follow_the_hint(form, rot, items):
+    """apply(x, (cos, sin)) and apply_rotary_pos_emb(q, k, cos, sin) given a rotary module's full-width tables
+    (per item, or [1, S] for the batch) are refused, naming the call for the tables' form, rotate-half or
+    interleaved (a cut of the other form runs and rotates wrongly: 4.8 off, the reviewer measured); that call
+    gives the model's result."""
     q = RNG.standard_normal((2, 3, 5, 64)).astype(np.float32)
     k = RNG.standard_normal((2, 1, 5, 64)).astype(np.float32)
-    cos, sin = _hf_tables(2, 5, rot, rot)
-    call = r"vkrope\.rotary_embedding\(x, cos\[\.\.\., :rot // 2\], sin\[\.\.\., :rot // 2\], rotary_embedding_dim=rot\)"
-    with pytest.raises(TypeError, match=r"rotate-half tables, transformers' cat\(f, f\) \[B, S, rot\] .*" + call):
-        vkrope.apply(q, (cos.astype(np.float32), sin.astype(np.float32)))
-    with pytest.raises(TypeError, match=r"^spec must be .* got an array of shape \(2, 5, " + str(rot) +
-                       r"\) .*\(transformers' apply_rotary_pos_emb\(q, k, cos, sin\) .*" + call + ", once for q"):
-        vkrope.apply_rotary_pos_emb(q, k, cos.astype(np.float32), sin.astype(np.float32))
-    ref_q, ref_k = hf_apply_rotary_emb(q, k, cos, sin)
-    for x, ref in ((q, ref_q), (k, ref_k)):
-        bound = np.abs(x).max() * 2 * 2.0**-24 * 4
-        np.testing.assert_allclose(_follow(x, cos, sin), ref, rtol=0, atol=bound)
+    f = _angles(items, 5, rot, rot)
+    cos, sin = _full(f, form)
+    with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: " + (
+            r"rotate-half cat\(freqs, freqs\) tables \(transformers'\) go to " + ROUTE[CAT] if form == CAT else
+            r"apply turns .*" + STACK + r" \(diffusers'\)") + r"\)$"):
+        vkrope.apply(q, (cos, sin))
+    with pytest.raises(TypeError, match=r"^spec must be .* got an array of shape \(" + f"{items}, 5, {rot}" +
+                       r"\) .*\(transformers' apply_rotary_pos_emb\(q, k, cos, sin\) .*" + ROUTE[form] +
+                       r", once for q and once for k\)$"):
+        vkrope.apply_rotary_pos_emb(q, k, cos, sin)
+    cut = (lambda t: t[..., :rot // 2]) if form == CAT else (lambda t: t[..., ::2])
+    c, s = (np.broadcast_to(cut(t), (2, 5, rot // 2)) for t in (cos, sin))
+    for x in (q, k):
+        y = vkrope.rotary_embedding(x, c, s, rotary_embedding_dim=rot, interleaved=int(form == INTERLEAVED),
+                                    out=poisoned_like(x))
+        _close(y, x, _exact(x, f, form))
+    if form == INTERLEAVED and items == 1 and rot == 64:  # (apply's own route: SAM2's [N, C] x, [1, N, C] tables)
+        x = q[0]
+        y = vkrope.apply(x, np.stack([cos[..., ::2], sin[..., ::2]], -1), out=poisoned_like(x))
+        _close(y, x, _exact(x[None], f, form)[0])
+
+
+def test_a_table_of_no_known_form_is_told_both_cuts():
+    """Tables whose columns are all alike (a stand-in of one frequency) show no form: each hint names both."""
+    q = np.zeros((1, 2, 5, 64), np.float32)
+    ones = np.ones((1, 5, 64), np.float32)
+    with pytest.raises(TypeError, match=STACK + r" \(diffusers'\); rotate-half cat"):
+        vkrope.apply(q, (ones, ones))
+    with pytest.raises(TypeError, match=r"\(of cat\(freqs, freqs\) tables; of repeat_interleave\(freqs, 2\) ones c "
+                                        r"of cos\[\.\.\., ::2\], and interleaved=1\), once for q"):
+        vkrope.apply_rotary_pos_emb(q, q, ones, ones)
+    with pytest.raises(ValueError, match=r"pass cos_cache\[\.\.\., :rot // 2\] of a cat\(freqs, freqs\) table, "
+                                         r"cos_cache\[\.\.\., ::2\] of a repeat_interleave\(freqs, 2\) one\)"):
+        vkrope.rotary_embedding(q, ones, ones)
 
 
 def test_spec_refusal_has_no_table_hint_for_other_values():
-    """The tables hint is only for tables: a spec of the wrong kind is told what spec it takes."""
+    """The tables hint is only for float tables: a spec of the wrong kind, or ids in its place, is told what
+    spec it takes."""
     q = np.zeros((1, 1, 2, 8), np.float32)
+    ids = np.zeros((1, 2), np.int64)
     with pytest.raises(TypeError, match=r"^spec must be a vkrope\.ModelRope .* got str 'llama'$"):
-        vkrope.apply_rotary_pos_emb(q, q, "llama", np.zeros((1, 2), np.int64))
+        vkrope.apply_rotary_pos_emb(q, q, "llama", ids)
+    with pytest.raises(TypeError, match=r"^spec must be a vkrope\.ModelRope .* got an array of shape \(1, 2\) and "
+                                        r"dtype int64$"):
+        vkrope.apply_rotary_pos_emb(q, q, ids, ids)
 
 
-def test_onnx_full_width_caches_hint():
-    """rotary_embedding given Hugging Face's full-width caches says they hold each value twice and what to pass;
-    a width that is not twice the expected one gets no such hint."""
-    x = np.zeros((1, 2, 5, 64), np.float32)
-    full = np.ones((1, 5, 64), np.float32)
-    with pytest.raises(ValueError, match=r"^cos_cache must have shape \[B, S, rot/2\] \(no position_ids\) "
-                                         r"\(Hugging Face's cat\(f, f\) tables hold each value twice: pass "
-                                         r"\[\.\.\., :rot // 2\] of them\) = \(1, 5, 32\); got \(1, 5, 64\)$"):
-        vkrope.rotary_embedding(x, full, full)
+@pytest.mark.parametrize("form", [CAT, INTERLEAVED])
+def test_onnx_full_width_caches_hint(form):
+    """rotary_embedding given full-width caches says they hold each value twice and the cut of their form;
+    followed, it gives the model's result; a width that is not twice the expected one gets no such hint."""
+    x = RNG.standard_normal((2, 2, 5, 64)).astype(np.float32)
+    f = _angles(2, 5, 64, 1)
+    cos, sin = _full(f, form)
+    cut = r"cos_cache\[\.\.\., :rot // 2\]\)" if form == CAT else r"cos_cache\[\.\.\., ::2\], with interleaved=1\)"
+    with pytest.raises(ValueError, match=r"^cos_cache must have shape \[B, S, rot/2\] \(no position_ids\) \(a table "
+                                         r"of each value twice, as Hugging Face's full-width ones: pass " + cut +
+                                         r" = \(2, 5, 32\); got \(2, 5, 64\)$"):
+        vkrope.rotary_embedding(x, cos, sin)
+    half = (lambda t: t[..., :32]) if form == CAT else (lambda t: t[..., ::2])
+    y = vkrope.rotary_embedding(x, half(cos), half(sin), interleaved=int(form == INTERLEAVED), out=poisoned_like(x))
+    _close(y, x, _exact(x, f, form))
     with pytest.raises(ValueError, match=r"^cos_cache must have shape \[B, S, rot/2\] \(no position_ids\) = "
-                                         r"\(1, 5, 32\); got \(1, 5, 48\)$"):
-        vkrope.rotary_embedding(x, full[..., :48], full[..., :48])
+                                         r"\(2, 5, 32\); got \(2, 5, 48\)$"):
+        vkrope.rotary_embedding(x, cos[..., :48], sin[..., :48])
 
 
 def test_executorch_whole_tables_hint():
-    """apply_rotary_emb given ExecuTorch's Rope.freqs_cos of every position is told to slice the call's rows,
-    which then gives ExecuTorch's result; a Hugging Face width is pointed to apply_rotary_emb_hf."""
+    """apply_rotary_emb given ExecuTorch's Rope.freqs_cos of every position is told to take the call's rows, which
+    then gives ExecuTorch's result; a table of D values a row is told the cut of a repeat_interleave one (which
+    gives GPT-J's result) or, for a cat one, apply_rotary_emb_hf (which gives transformers')."""
     s, d = 4, 16
     q = RNG.standard_normal((1, s, 2, d)).astype(np.float32)
     k = RNG.standard_normal((1, s, 1, d)).astype(np.float32)
@@ -84,18 +146,31 @@ def test_executorch_whole_tables_hint():
     fc, fs = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
     with pytest.raises(ValueError, match=r"^freqs_cos must have shape \[S, D/2\] = \(4, 8\); got \(64, 8\) \(a table "
                                          r"of every position, as ExecuTorch's Rope\.freqs_cos: pass the rows of "
-                                         r"these S = 4 tokens, freqs_cos\[input_pos\], as its Rope\.forward does\)$"):
+                                         r"these S = 4 tokens, freqs_cos\[input_pos\], as its Rope\.get_freqs "
+                                         r"does\)$"):
         vkrope.apply_rotary_emb(q, k, fc, fs)
     input_pos = np.arange(30, 30 + s)
     yq, yk = vkrope.apply_rotary_emb(q, k, fc[input_pos], fs[input_pos])
     rq, rk = et_apply_rotary_emb(q, k, fc[input_pos], fs[input_pos])
-    np.testing.assert_allclose(yq, rq, rtol=0, atol=4 * 2.0**-24 * 2 * np.abs(q).max())
-    np.testing.assert_allclose(yk, rk, rtol=0, atol=4 * 2.0**-24 * 2 * np.abs(k).max())
-    twice = np.concatenate([fc[:s], fc[:s]], 1)
+    np.testing.assert_allclose(yq, rq, rtol=0, atol=ULPS * 2 * np.abs(q).max())
+    np.testing.assert_allclose(yk, rk, rtol=0, atol=ULPS * 2 * np.abs(k).max())
+    f = ang[None, 30:30 + s]
+    ri_c, ri_s = (t[0] for t in _full(f, INTERLEAVED))
     with pytest.raises(ValueError, match=r"^freqs_cos must have shape \[S, D/2\] = \(4, 8\); got \(4, 16\) \(D "
-                                         r"values a row, Hugging Face's cat\(f, f\) holding each twice: "
-                                         r"vkrope\.apply_rotary_emb_hf takes those\)$"):
-        vkrope.apply_rotary_emb(q, k, twice, twice)
+                                         r"values a row, each twice: pass freqs_cos\[\.\.\., ::2\] of a "
+                                         r"repeat_interleave\(freqs, 2\) table\)$"):
+        vkrope.apply_rotary_emb(q, k, ri_c, ri_s)
+    yq, yk = vkrope.apply_rotary_emb(q, k, ri_c[..., ::2], ri_s[..., ::2])
+    for y, x in ((yq, q), (yk, k)):  # (ExecuTorch's [B, S, H, D] as the oracle's [B, H, S, D])
+        _close(y, x, _exact(x.transpose(0, 2, 1, 3), f, INTERLEAVED).transpose(0, 2, 1, 3))
+    cat_c, cat_s = (t[0] for t in _full(f, CAT))
+    with pytest.raises(ValueError, match=r"^freqs_cos must have shape \[S, D/2\] = \(4, 8\); got \(4, 16\) \(D "
+                                         r"values a row, each twice: a rotate-half cat\(freqs, freqs\) table goes to "
+                                         r"vkrope\.apply_rotary_emb_hf\)$"):
+        vkrope.apply_rotary_emb(q, k, cat_c, cat_s)
+    yq, yk = vkrope.apply_rotary_emb_hf(q, k, cat_c, cat_s)
+    for y, x in ((yq, q), (yk, k)):
+        _close(y, x, _exact(x.transpose(0, 2, 1, 3), f, CAT).transpose(0, 2, 1, 3))
     with pytest.raises(ValueError, match=r"^freqs_cos must have shape \[S, D/2\] = \(4, 8\); got \(3, 8\)$"):
         vkrope.apply_rotary_emb(q, k, fc[:3], fs[:3])
 
@@ -110,16 +185,25 @@ def test_sam2_float_grid_sides(side):
     np.testing.assert_array_equal(vkrope.axial_freqs(16, side, side), vkrope.axial_freqs(16, 4, 4))
 
 
-@pytest.mark.parametrize("side", [4.5, float("inf"), float("nan"), np.float32(2.5)])
+@pytest.mark.parametrize("side", [4.5, float("inf"), float("nan"), np.float32(2.5),
+                                  np.longdouble(4) + np.finfo(np.longdouble).eps * 4])
 def test_sam2_grid_side_not_whole_refused(side):
     """A float grid side that is no whole number (SAM2's math.sqrt of a token count that is not a square) is
     refused, naming the argument."""
     for make in (vkrope.AxialFreqs, vkrope.axial_freqs):
-        with pytest.raises(TypeError, match=r"^end_x must be an int \(or a float of whole value, as SAM2's "
-                                            r"math\.sqrt\(N\) of a square N\); got "):
+        with pytest.raises(ValueError, match=r"^end_x must be a whole number \(an int, or a float of whole value as "
+                                             r"SAM2's math\.sqrt\(N\) of a square N\); got "):
             make(16, side, 4)
-        with pytest.raises(TypeError, match=r"^end_y must be an int"):
+        with pytest.raises(ValueError, match=r"^end_y must be a whole number"):
             make(16, 4, side)
+
+
+@pytest.mark.parametrize("side", [0.0, -0.0, -4.0, 1e300, 2.0**64])
+def test_sam2_grid_side_out_of_range_names_the_float(side):
+    """A whole float out of range is refused showing the float given, not the int it would be."""
+    for make in (vkrope.AxialFreqs, vkrope.axial_freqs):
+        with pytest.raises(ValueError, match=r"^end_x must be >= 1 and at most 2\^64 - 1; got float " + re.escape(repr(side)) + "$"):
+            make(16, side, 4)
 
 
 @pytest.mark.parametrize("repeat", [1, 2, 5])
@@ -136,3 +220,5 @@ def test_sam2_all_keys_excluded(repeat, freqs):
     with pytest.raises(ValueError, match=r"^freqs has 4 rows .* expected \(N - exclude_last\) / repeat = "
                                          r"\(3 - 2\) / 1 rows"):
         vkrope.apply(k, f, exclude_last=2)
+    empty = np.zeros((1, 2, 0, 16), np.float32)  # (no token: nothing rotates, whatever the rows, as SAM2's [:0])
+    assert vkrope.apply(empty, f, repeat=repeat).shape == (1, 2, 0, 16)

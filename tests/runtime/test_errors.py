@@ -313,9 +313,8 @@ def test_ml_dtypes_numbers_are_told_to_convert_and_a_cos_sin_pair_how_to_stack(d
     cos, sin = spec.cos_sin(ids)
     for pair in ((cos, sin), [cos, sin]):  # (a list too: np.asarray of it reads as twice the rows)
         with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: apply turns interleaved pairs .* np\.stack\("
-                                            r"\[cos\[:, ::2\], sin\[:, ::2\]\], -1\) of diffusers' .* "
-                                            r"vkrope\.rotary_embedding\(x, cos\[\.\.\., :rot // 2\], "
-                                            r"sin\[\.\.\., :rot // 2\], rotary_embedding_dim=rot\)\)$"):
+                                            r"\[cos\[\.\.\., ::2\], sin\[\.\.\., ::2\]\], -1\) of "
+                                            r"repeat_interleave\(freqs, 2\) tables \(diffusers'\)\)$"):
             device.apply(x, pair)
     np.testing.assert_array_equal(device.apply(x, np.stack([cos[:, ::2], sin[:, ::2]], -1)),
                                   device.apply_nd(x, spec, ids))

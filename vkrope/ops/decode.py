@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import REPEATS_READ, check_alive, check_out, check_plain_array, check_x, describe
+from ..arguments import check_alive, check_out, check_plain_array, check_x, describe
 from . import check_model, per_axis_hint, resolve
 from ..models import ModelRope
 from ..spec_checks import MAX_HEAD_DIM, check_positions
@@ -21,6 +21,7 @@ from .cache_args import cache, given_rows, ints, pairing, paged_slots, rows_once
 from .lowering import lower
 from .call import ArrayT, Call, one
 from .repeat import Structures
+from . import full_width
 from ..kernels import cache as cache_kernel
 from ..runtime.array import DeviceArray
 
@@ -274,41 +275,18 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
         raise ValueError(f"freqs: cos and sin must have one shape; got {list(cos.shape)} and {list(sin.shape)}")
     max_pos, half = (int(n) for n in cos.shape)
     rot = 2 * half
-    repeated = _full_width(cos, sin)  # (before the width check: the cut it names is the layout's)
+    repeated = full_width.form_of(cos, sin)  # (before the width check: the cut it names is the layout's)
     if repeated:
         read = " and ".join(n for n, t in (("cos", cos), ("sin", sin)) if not isinstance(t, DeviceArray))
         raise ValueError(f"freqs: {read} [{max_pos}, {half}] hold{'s' if ' ' not in read else ''} each value twice, "
                          f"as transformers' full-width tables do ({repeated}): read as [max_pos, rot/2] their {half} "
                          f"columns would be {half} pairs, twice the {half // 2} they hold; pass "
-                         f"cos[:, {_HALVES[repeated].format(h=half // 2)}] and sin likewise")
+                         f"{full_width.cut(repeated, str(half // 2), 'cos')} and sin likewise")
     if rot == 0 or rot > d:
         raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
-            f" (a full-width table holds each value twice: of a cat(freqs, freqs) one pass cos[:, :{half // 2}], of a "
-            "repeat_interleave one cos[:, ::2])" if rot > d >= half else ""))
+            f" (a full-width table holds each value twice: pass {full_width.cut('', str(half // 2), 'cos')})"
+            if rot > d >= half else ""))
     return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
-
-
-# How each of Hugging Face's full-width forms is cut to the [max_pos, rot/2] a decode step takes
-_HALVES = {"cat(freqs, freqs)": ":{h}", "repeat_interleave(freqs, 2)": "::2"}
-
-
-def _full_width(cos: Any, sin: Any, rows: int = REPEATS_READ) -> str:
-    """Which of Hugging Face's full-width forms numpy (cos, sin) tables take ("" for none): each value twice,
-    columns j and j + half/2 alike (rotate-half's cat(freqs, freqs)) or 2j and 2j + 1 (GPT-J's
-    repeat_interleave), in their first `rows` rows, not every column alike (a test's stand-in of one
-    frequency, or a table of position 0 alone, is taken as given); of a pair with a resident member, the numpy
-    one alone (a resident table is not read back). A [max_pos, rot/2] table never is: its columns are
-    distinct frequencies (only the first rows are read: a table may be a broadcast view of 2^40)."""
-    half = int(cos.shape[1])
-    host = [np.asarray(t[:rows], np.float64) for t in (cos, sin) if not isinstance(t, DeviceArray)]
-    if half < 2 or half % 2 or not host or all(np.all(t == t[:, :1]) for t in host):
-        return ""
-    h = half // 2
-    for form, first, second in (("cat(freqs, freqs)", slice(None, h), slice(h, None)),
-                                ("repeat_interleave(freqs, 2)", slice(0, None, 2), slice(1, None, 2))):
-        if all(np.array_equal(t[:, first], t[:, second]) for t in host):
-            return form
-    return ""
 
 
 def _lowered(spec: Any, d: int) -> tuple[Any, int]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..arguments import check_row_index, check_storage_of, check_table_array, describe, int_arg
-from . import resolve
+from . import full_width, resolve
 from ..models import ModelRope
 from ..freqs import InvFreqs, RopeFreqs, is_position_spec
 from ..kernels.table import Request
@@ -23,16 +23,21 @@ from .table_args import (
 
 
 def _table_hint(name: str, t: Any, s: int, d: int) -> str:
-    """What an [S, D/2] table of the wrong shape likely is: ExecuTorch's `Rope.freqs_cos` of every position (its
-    `Rope.forward` slices the call's rows), or a Hugging Face table of each value twice; else ""."""
-    shape = tuple(t.shape)
+    """What a numpy [S, D/2] table of the wrong shape likely is: ExecuTorch's `Rope.freqs_cos` of every position
+    (its `Rope.get_freqs` takes the call's rows), or a full-width table of each value twice (GPT-J's
+    repeat_interleave, cut to these pairs; rotate-half's cat, apply_rotary_emb_hf's); else ""."""
+    shape = tuple(t.shape) if isinstance(t, np.ndarray) else ()
     if len(shape) == 2 and shape[1] == d // 2 and shape[0] > s:
         return (f" (a table of every position, as ExecuTorch's Rope.freqs_cos: pass the rows of these S = {s} "
-                f"tokens, {name}[input_pos], as its Rope.forward does)")
-    if len(shape) == 2 and shape[1] == d and d:
-        return (" (D values a row, Hugging Face's cat(f, f) holding each twice: vkrope.apply_rotary_emb_hf "
-                "takes those)")
-    return ""
+                f"tokens, {name}[input_pos], as its Rope.get_freqs does)")
+    if len(shape) != 2 or shape[1] != d or not d:
+        return ""
+    form = full_width.form_of(t)
+    rotate_half = f"a rotate-half {full_width.CAT} table goes to vkrope.apply_rotary_emb_hf"
+    if form == full_width.CAT:
+        return f" (D values a row, each twice: {rotate_half})"
+    return (f" (D values a row, each twice: pass {full_width.cut(full_width.INTERLEAVED, 'D // 2', name)} of a "
+            f"{full_width.INTERLEAVED} table" + ("" if form else f"; {rotate_half}") + ")")
 
 
 def _bshd(name: str, x: Any, cos: Any, sin: Any, row_of: np.ndarray, rot_half: int, full: bool,

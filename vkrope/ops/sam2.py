@@ -22,6 +22,7 @@ from ..kernels.interleaved import Request
 from .lowering import lower
 from .call import ArrayT, Call, one
 from .repeat import Structures
+from . import full_width
 from ..kernels import interleaved as interleaved_kernel, table as table_kernel
 from .nd import check_apply_nd
 from ..runtime.array import DeviceArray
@@ -62,11 +63,17 @@ class _Structure:
     row_of: np.ndarray | None  # without positions: each token's row (read-only)
 
 
-# (what apply says to a (cos, sin) pair, diffusers' or transformers')
-PAIR_HINT = (" (a (cos, sin) pair: apply turns interleaved pairs (2i, 2i + 1), each row's cos and sin side by side: "
-             "np.stack([cos[:, ::2], sin[:, ::2]], -1) of diffusers' repeated [N, D] tables; rotate-half tables, "
-             "transformers' cat(f, f) [B, S, rot] of x [B, H, S, D], go to vkrope.rotary_embedding(x, "
-             "cos[..., :rot // 2], sin[..., :rot // 2], rotary_embedding_dim=rot))")
+def _pair_hint(cos: Any, sin: Any) -> str:
+    """What apply says to a (cos, sin) pair: for full-width tables of each value twice in interleaved pairs
+    (diffusers', GPT-J's repeat_interleave), the stack apply takes; for rotate-half ones (transformers'
+    cat(freqs, freqs)), ONNX's op; both where the form is not known."""
+    form = full_width.form_of(cos, sin)
+    stack = ("apply turns interleaved pairs (2i, 2i + 1), each row's cos and sin side by side: "
+             f"np.stack([cos[..., ::2], sin[..., ::2]], -1) of {full_width.INTERLEAVED} tables (diffusers')")
+    half = (f"rotate-half {full_width.CAT} tables (transformers') go to "
+            f"{full_width.rotary_embedding_route(full_width.CAT)}")
+    return " (a (cos, sin) pair: " + {full_width.INTERLEAVED: stack, full_width.CAT: half}.get(
+        form, f"{stack}; {half}") + ")"
 
 
 def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_last: Any, no_positions: bool,
@@ -154,7 +161,7 @@ def _check_freqs(freqs: Any, x: Any) -> tuple[Any, int, Callable[[], str]]:
                 isinstance(f, (np.ndarray, DeviceArray)) for f in freqs)
             raise TypeError(f"freqs must be a numpy array ({FREQS_DTYPE_NAMES}), a DeviceArray or a frequency "
                             "spec (AxialFreqs, RopeFreqs, InvFreqs, NdFreqs); "
-                            f"got {describe(freqs)}" + (PAIR_HINT if pair else asarray_hint('freqs', freqs)))
+                            f"got {describe(freqs)}" + (_pair_hint(*freqs) if pair else asarray_hint('freqs', freqs)))
         check_plain_array("freqs", freqs)
         if freqs.dtype in COMPLEX_FREQS_DTYPES:
             per_row, what = half, lambda: f"complex [Nf, C/2] = [Nf, {half}]"

@@ -12,8 +12,8 @@ from ..models import ModelRope
 from ..spec_checks import MROPE_AXES, check_position_ids
 from ..freqs import InvFreqs, RopeFreqs
 from ..kernels.table import Request
-from ..runtime.array import DeviceArray
 from .lowering import lower, several_axes
+from . import full_width
 from .call import ArrayT, Call, two
 from ..kernels import table as table_kernel
 from .table_args import q_and_k, swap_hint
@@ -54,10 +54,9 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
         raise TypeError(f"spec must be a vkrope.ModelRope (vkrope.from_hf), InvFreqs or RopeFreqs; got "
                         f"{describe(spec)}" + (
                             " (transformers' apply_rotary_pos_emb(q, k, cos, sin) takes the rotary module's tables; "
-                            "this one takes the model's RoPE and position_ids. Tables [B, S, rot] of cat(f, f) go "
-                            "to vkrope.rotary_embedding(x, cos[..., :rot // 2], sin[..., :rot // 2], "
-                            "rotary_embedding_dim=rot), once for q and once for k)"
-                            if isinstance(spec, (np.ndarray, DeviceArray)) else ""))
+                            "this one takes the model's RoPE and position_ids. Its tables go to "
+                            f"{full_width.rotary_embedding_route(full_width.form_of(spec, position_ids))}, once "
+                            "for q and once for k)" if _a_table(spec) else ""))
     if p.shape[-2:-1] == (1,) and b != 1 and p.shape[-1] == s:  # one row serves every item (B = 0 too)
         p = np.broadcast_to(p, p.shape[:-2] + (b, s))
     if tuple(p.shape[-2:]) != (b, s):
@@ -90,6 +89,12 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
                        interleaved=pairs, storage=check_storage_of(name, x, "auto"), x_name=name, given=given)
 
     return request("q", qx, out_q, "out_q"), request("k", kx, out_k, "out_k")
+
+
+def _a_table(t: Any) -> bool:
+    """Whether `t`, given as a spec, reads as a rotary module's cos or sin table: a float numpy array of 2 or more
+    axes (ids given in its place are not told about tables)."""
+    return isinstance(t, np.ndarray) and t.ndim >= 2 and np.issubdtype(t.dtype, np.floating)
 
 
 def apply_rotary_pos_emb(q: ArrayT, k: ArrayT, spec: Any, position_ids: np.ndarray, *, out_q: ArrayT | None = None,
