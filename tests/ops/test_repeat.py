@@ -297,3 +297,20 @@ def test_the_operation_is_part_of_the_key(make_device):
         np.testing.assert_array_equal(dev.apply(dx, dt, out=out).get(), quarter)
         np.testing.assert_array_equal(inverse(dev, dx, dt, out=out).get(), -quarter)
     assert dev.stats()["replayed_calls"] == 4
+
+
+def test_a_structures_token_rows_are_small_and_right():
+    """apply's structure keeps each token's freqs row as long as a resident x lives: int32 (int64 only past 2^31
+    table rows), `t % Nf` for the rotated tokens and -1 after, built a block at a time (a 2^25-token x kept
+    256 MiB of int64 before; a broadcast x of 2^28 tokens took 6 GiB of temporaries before its result was
+    refused)."""
+    rows = sam2._rows(10, 8, 3)
+    assert rows.dtype == np.int32 and rows.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, -1, -1]
+    assert sam2._rows(4, 4, 2**31).dtype == np.int64  # (a row index past int32 stays exact)
+    big = sam2._rows((1 << 20) + 5, (1 << 20) + 3, 7)  # (across a block's end)
+    want = np.arange((1 << 20) + 5) % 7
+    want[(1 << 20) + 3:] = -1
+    np.testing.assert_array_equal(big, want)
+    x = np.ones((1, 6, 4), np.float32)
+    row_of = sam2.check(x, np.tile(np.float32([1, 0]), (3, 2)), repeat=2).row_of
+    assert row_of.dtype == np.int32 and not row_of.flags.writeable

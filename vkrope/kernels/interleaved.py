@@ -44,7 +44,7 @@ class Request(TensorRequest):
     n_tokens: int  # N
     channels: int  # C
     n_freq_rows: int  # Nf
-    row_of: np.ndarray  # int64 [N]: freqs row of each token, -1 = pass through
+    row_of: np.ndarray  # int32 [N] (int64 past 2^31 rows): freqs row of each token, -1 = pass through
     positions: np.ndarray | None  # int32 [N] when the caller gave positions
     n_rot: int  # tokens (from the start) that use row n % Nf, without positions
     inverse: bool

@@ -41,7 +41,7 @@ def check(x: Any, freqs: Any, *, out: Any = None, inverse: Any = False, repeat: 
     row_of: Any = st.row_of  # (None only with positions)
     if positions is not None:
         pos32 = _check_positions(positions, st.n_tokens, st.n_freq_rows, st.channels, st.form, x.size)
-        row_of = pos32.astype(np.int64)
+        row_of = pos32
     return interleaved_kernel.check_values(Request(
         x=x, freqs_pairs=freqs if st.pairs is None else st.pairs, n_tokens=st.n_tokens, channels=st.channels,
         n_freq_rows=st.n_freq_rows, row_of=row_of, positions=pos32, n_rot=st.n_rot, inverse=st.inverse,
@@ -74,6 +74,19 @@ def _pair_hint(cos: Any, sin: Any) -> str:
             f"{full_width.rotary_embedding_route(full_width.CAT)}")
     return " (a (cos, sin) pair: " + {full_width.INTERLEAVED: stack, full_width.CAT: half}.get(
         form, f"{stack}; {half}") + ")"
+
+
+def _rows(n: int, n_rot: int, n_freq_rows: int) -> np.ndarray:
+    """Each of `n` tokens' freqs row without positions: `t % n_freq_rows` for the first `n_rot`, -1 (passes through)
+    after. int32 where the rows allow (4 bytes a token, kept as long as a resident x's structure: a 2^25-token x
+    kept 256 MiB of int64), filled a block at a time (no temporaries the size of x's tokens; an adversary's
+    broadcast x of 2^28 tokens took 6 GiB and 9 s here before its result was refused as too large)."""
+    row_of = np.full(n, -1, np.int32 if n_freq_rows < 2**31 else np.int64)
+    block = 1 << 20
+    for t0 in range(0, n_rot, block):
+        t1 = min(t0 + block, n_rot)
+        row_of[t0:t1] = np.arange(t0, t1, dtype=np.int64) % n_freq_rows
+    return row_of
 
 
 def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_last: Any, no_positions: bool,
@@ -116,10 +129,7 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
             )
         # (an x of no values runs no kernel, and its N may be any size: no row per token then)
-        row_of = np.full(n_tokens if x.size else 0, -1, dtype=np.int64)
-        if n_freq_rows and x.size:
-            row_of[:n_rot] = np.arange(n_rot) % n_freq_rows
-        row_of = frozen(row_of)  # (kept: one array for every call of this structure)
+        row_of = frozen(_rows(n_tokens, n_rot if n_freq_rows else 0, n_freq_rows) if x.size else np.full(0, -1))
     if isinstance(pairs, FrequencySpec):
         pairs = lower(pairs)
     check_out(out, x)
