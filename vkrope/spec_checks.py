@@ -42,9 +42,10 @@ def grid_side(name: str, value: Any) -> int:
         if not (math.isfinite(value) and value.is_integer()):
             raise ValueError(f"{name} must be a whole number (an int, or a float of whole value as SAM2's "
                              f"math.sqrt(N) of a square N); got {typed(value)}")
-        if not 1 <= value <= MAX_INT:  # (checked as given: the message shows the float, not the int it became)
+        n = int(value)  # (exact: a whole float; compared as an int, as numpy would round MAX_INT to 2^64)
+        if not 1 <= n <= MAX_INT:  # (the message shows the float given, not the int it became)
             raise ValueError(f"{name} must be >= 1 and at most 2^64 - 1; got {typed(value)}")
-        return int(value)
+        return n
     check_int(name, value, 1)
     return int(value)
 

@@ -1556,8 +1556,8 @@ def test_transformers_full_width_tables_are_refused_by_rope_and_cache(device):
             device.rope_and_cache(q, k, v, kc, vc, (full[0], device.asarray(full[1])), pos)
         with pytest.raises(ValueError, match=r"must be 2D \[max_pos, rot/2\].* pass the ModelRope itself"):
             device.rope_and_cache(q, k, v, kc, vc, (full[0][None], full[1][None]), pos)
-    with pytest.raises(ValueError, match=r"pass cos\[\.\.\., :32\] of a cat\(freqs, freqs\) table, cos\[\.\.\., ::2\] of a "
-                                         r"repeat_interleave\(freqs, 2\) one"):  # (a resident pair past D: not read back, both cuts named)
+    with pytest.raises(ValueError, match=r"pass cos\[\.\.\., :32\] with interleaved=False of a cat\(freqs, freqs\) table, "
+                                         r"cos\[\.\.\., ::2\] with interleaved=True of a repeat_interleave\(freqs, 2\) one"):  # (a resident pair past D: not read back, both cuts named)
         wide = np.tile(c, (1, 4))  # [16, 64]: a rotary width of 128 > D = 80
         device.rope_and_cache(q, k, v, kc, vc, (device.asarray(wide), device.asarray(wide)), pos)
     y = device.rope_and_cache(q, k, v, kc, vc, (c, s), pos)

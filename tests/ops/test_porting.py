@@ -50,11 +50,12 @@ def _close(y: np.ndarray, x: np.ndarray, ref: np.ndarray) -> None:
     np.testing.assert_allclose(y, ref, rtol=0, atol=ULPS * 2 * np.abs(x).max())
 
 
-ROUTE = {CAT: r"vkrope\.rotary_embedding\(x, c, s, rotary_embedding_dim=rot\) with c = np\.broadcast_to\("
-              r"cos\[\.\.\., :rot // 2\], \(B, S, rot // 2\)\) and s likewise",
+ROUTE = {CAT: r"vkrope\.rotary_embedding\(x, c, s, rotary_embedding_dim=rot, interleaved=0\) with c = "
+              r"np\.broadcast_to\(cos\[\.\.\., :rot // 2\], \(B, S, rot // 2\)\) and s likewise",
          INTERLEAVED: r"vkrope\.rotary_embedding\(x, c, s, rotary_embedding_dim=rot, interleaved=1\) with c = "
                       r"np\.broadcast_to\(cos\[\.\.\., ::2\], \(B, S, rot // 2\)\) and s likewise"}
-STACK = r"np\.stack\(\[cos\[\.\.\., ::2\], sin\[\.\.\., ::2\]\], -1\) of repeat_interleave\(freqs, 2\) tables"
+STACK = (r"np\.stack\(\[cos\[\.\.\., ::2\], sin\[\.\.\., ::2\]\], -1\) of repeat_interleave\(freqs, 2\) tables "
+         r"\[N, D\] \(diffusers'\)")
 
 
 @pytest.mark.parametrize("form", [CAT, INTERLEAVED])
@@ -70,8 +71,8 @@ def test_transformers_tables_follow_the_hint(form, rot, items):
     f = _angles(items, 5, rot, rot)
     cos, sin = _full(f, form)
     with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: " + (
-            r"rotate-half cat\(freqs, freqs\) tables \(transformers'\) go to " + ROUTE[CAT] if form == CAT else
-            r"apply turns .*" + STACK + r" \(diffusers'\)") + r"\)$"):
+            "" if form == CAT else r"apply turns .*" + STACK + "; ") + r"a model's tables \[B or 1, S, rot\] go to "
+            + ROUTE[form] + r"\)$"):
         vkrope.apply(q, (cos, sin))
     with pytest.raises(TypeError, match=r"^spec must be .* got an array of shape \(" + f"{items}, 5, {rot}" +
                        r"\) .*\(transformers' apply_rotary_pos_emb\(q, k, cos, sin\) .*" + ROUTE[form] +
@@ -93,13 +94,14 @@ def test_a_table_of_no_known_form_is_told_both_cuts():
     """Tables whose columns are all alike (a stand-in of one frequency) show no form: each hint names both."""
     q = np.zeros((1, 2, 5, 64), np.float32)
     ones = np.ones((1, 5, 64), np.float32)
-    with pytest.raises(TypeError, match=STACK + r" \(diffusers'\); rotate-half cat"):
+    both = ROUTE[CAT] + r" \(of cat\(freqs, freqs\) tables; of repeat_interleave\(freqs, 2\) ones, " + ROUTE[INTERLEAVED]
+    with pytest.raises(TypeError, match=STACK + "; a model's tables .* go to " + both):
         vkrope.apply(q, (ones, ones))
-    with pytest.raises(TypeError, match=r"\(of cat\(freqs, freqs\) tables; of repeat_interleave\(freqs, 2\) ones c "
-                                        r"of cos\[\.\.\., ::2\], and interleaved=1\), once for q"):
+    with pytest.raises(TypeError, match=both + r"\), once for q"):
         vkrope.apply_rotary_pos_emb(q, q, ones, ones)
-    with pytest.raises(ValueError, match=r"pass cos_cache\[\.\.\., :rot // 2\] of a cat\(freqs, freqs\) table, "
-                                         r"cos_cache\[\.\.\., ::2\] of a repeat_interleave\(freqs, 2\) one\)"):
+    with pytest.raises(ValueError, match=r"pass cos_cache\[\.\.\., :rot // 2\] with interleaved=0 of a cat\(freqs, "
+                                         r"freqs\) table, cos_cache\[\.\.\., ::2\] with interleaved=1 of a "
+                                         r"repeat_interleave\(freqs, 2\) one\)"):
         vkrope.rotary_embedding(q, ones, ones)
 
 
@@ -122,7 +124,8 @@ def test_onnx_full_width_caches_hint(form):
     x = RNG.standard_normal((2, 2, 5, 64)).astype(np.float32)
     f = _angles(2, 5, 64, 1)
     cos, sin = _full(f, form)
-    cut = r"cos_cache\[\.\.\., :rot // 2\]\)" if form == CAT else r"cos_cache\[\.\.\., ::2\], with interleaved=1\)"
+    cut = r"cos_cache\[\.\.\., :rot // 2\] with interleaved=0\)" if form == CAT else \
+        r"cos_cache\[\.\.\., ::2\] with interleaved=1\)"
     with pytest.raises(ValueError, match=r"^cos_cache must have shape \[B, S, rot/2\] \(no position_ids\) \(a table "
                                          r"of each value twice, as Hugging Face's full-width ones: pass " + cut +
                                          r" = \(2, 5, 32\); got \(2, 5, 64\)$"):
@@ -222,3 +225,40 @@ def test_sam2_all_keys_excluded(repeat, freqs):
         vkrope.apply(k, f, exclude_last=2)
     empty = np.zeros((1, 2, 0, 16), np.float32)  # (no token: nothing rotates, whatever the rows, as SAM2's [:0])
     assert vkrope.apply(empty, f, repeat=repeat).shape == (1, 2, 0, 16)
+
+
+def test_the_forms_read_as_a_model_makes_them():
+    """form_of: a table both forms fit is no form (a cut of either could be wrong); a decode table whose first
+    item sits at position 0 (every column alike) is read from its next items; bfloat16 tables are read."""
+    from vkrope.ops import full_width
+
+    a, b = 0.25, 0.75
+    assert full_width.form_of(np.array([[a, a, b, b, a, a, b, b]], np.float32)) == ""
+    f = np.stack([np.zeros((1, 32)), 3.0 + np.arange(32)[None] * 0.1])  # [2, 1, 32]: item 0 at position 0
+    cos, sin = _full(f, INTERLEAVED)
+    assert full_width.form_of(cos, sin) == INTERLEAVED + "(freqs, 2)"
+    assert full_width.form_of(*(t.astype(vkrope.bfloat16) for t in _full(_angles(1, 5, 64, 3), CAT))) == CAT + \
+        "(freqs, freqs)"
+
+
+def test_the_hints_name_the_pairs_of_the_tables_form():
+    """A cut alone rotates the wrong pairs where the call's flag disagrees with the table's form (2.6 off, a
+    reviewer measured): the decode step's and ONNX's hints name the flag of the form."""
+    q = np.zeros((1, 2, 1, 64), np.float32)
+    kc, vc = (vkrope.default_device().asarray(np.zeros((1, 1, 8, 64), np.float32)) for _ in range(2))
+    cos, sin = (t[0] for t in _full(_angles(1, 8, 64, 5), INTERLEAVED))
+    with pytest.raises(ValueError, match=r"pass cos\[\.\.\., ::2\] with interleaved=True, sin likewise$"):
+        vkrope.rope_and_cache(q, q[:, :1], q[:, :1], kc, vc, (cos, sin), np.array([[3]]))
+    cat_c, cat_s = _full(_angles(1, 5, 64, 5), CAT)
+    x = np.zeros((1, 2, 5, 64), np.float32)
+    with pytest.raises(ValueError, match=r"pass cos_cache\[\.\.\., :rot // 2\] with interleaved=0\) = "):
+        vkrope.rotary_embedding(x, cat_c, cat_s, interleaved=1)
+    bf = (cat_c.astype(vkrope.bfloat16), cat_s.astype(vkrope.bfloat16))  # (bfloat16 tables told too)
+    with pytest.raises(TypeError, match=ROUTE[CAT] + ", once for q"):
+        vkrope.apply_rotary_pos_emb(x.astype(vkrope.bfloat16), x.astype(vkrope.bfloat16), *bf)
+
+
+def test_a_numpy_float_of_2_to_the_64_is_out_of_range():
+    """numpy compares 2^64 - 1 as the float 2^64: the side is compared as the int it is."""
+    with pytest.raises(ValueError, match=r"^end_x must be >= 1 and at most 2\^64 - 1; got "):
+        vkrope.AxialFreqs(16, np.float64(2.0**64), 4)

@@ -314,7 +314,9 @@ def test_ml_dtypes_numbers_are_told_to_convert_and_a_cos_sin_pair_how_to_stack(d
     for pair in ((cos, sin), [cos, sin]):  # (a list too: np.asarray of it reads as twice the rows)
         with pytest.raises(TypeError, match=r"\(a \(cos, sin\) pair: apply turns interleaved pairs .* np\.stack\("
                                             r"\[cos\[\.\.\., ::2\], sin\[\.\.\., ::2\]\], -1\) of "
-                                            r"repeat_interleave\(freqs, 2\) tables \(diffusers'\)\)$"):
+                                            r"repeat_interleave\(freqs, 2\) tables \[N, D\] \(diffusers'\); a model's "
+                                            r"tables \[B or 1, S, rot\] go to vkrope\.rotary_embedding\(x, c, s, "
+                                            r"rotary_embedding_dim=rot, interleaved=1\) with c = .*\)$"):
             device.apply(x, pair)
     np.testing.assert_array_equal(device.apply(x, np.stack([cos[:, ::2], sin[:, ::2]], -1)),
                                   device.apply_nd(x, spec, ids))

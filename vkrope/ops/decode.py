@@ -281,10 +281,11 @@ def _frequency_kind(freqs: Any, interleaved: bool, d: int) -> tuple[str, Any, in
         raise ValueError(f"freqs: {read} [{max_pos}, {half}] hold{'s' if ' ' not in read else ''} each value twice, "
                          f"as transformers' full-width tables do ({repeated}): read as [max_pos, rot/2] their {half} "
                          f"columns would be {half} pairs, twice the {half // 2} they hold; pass "
-                         f"{full_width.cut(repeated, str(half // 2), 'cos')} and sin likewise")
+                         f"{full_width.cut(repeated, str(half // 2), 'cos', full_width.DECODE_PAIRING)}, sin likewise")
     if rot == 0 or rot > d:
         raise ValueError(f"freqs: the rotary width 2 * cos.shape[1] = {rot} must be > 0 and <= D = {d}" + (
-            f" (a full-width table holds each value twice: pass {full_width.cut('', str(half // 2), 'cos')})"
+            f" (a full-width table holds each value twice: pass "
+            f"{full_width.cut('', str(half // 2), 'cos', full_width.DECODE_PAIRING)})"
             if rot > d >= half else ""))
     return "tables", None, max_pos, rot, not (isinstance(cos, DeviceArray) or isinstance(sin, DeviceArray))
 
@@ -376,8 +377,8 @@ def rope_and_cache(q: ArrayT, k: Any, v: Any, k_cache: DeviceArray, v_cache: Dev
     `InvFreqs` or a `ModelRope`: cos / sin of each position computed in the
     shader) or `(cos, sin)` caches `[max_pos, rot/2]` (numpy, or float32
     buffer DeviceArrays; one value per pair: of Hugging Face's full-width
-    `cat(f, f)` caches pass `cos[:, :rot//2]`, of `repeat_interleave` ones
-    `cos[:, ::2]`; numpy tables holding each value twice are refused);
+    `cat(f, f)` caches pass `cos[:, :rot//2]` (rotate-half), of `repeat_interleave`
+    ones `cos[:, ::2]` with `interleaved=True`; numpy tables holding each value twice are refused);
     channels past `rot` pass through. `interleaved`: pairs (2i, 2i+1), else
     rotate-half (Hugging Face's `apply_rotary_pos_emb`). `q_norm`, `k_norm`: RMSNorm weights `[D]`
     (Qwen3: `x / rms * w`; Gemma 3 with `norm_plus_one=True`:

@@ -22,7 +22,7 @@ from .table_args import (
 )
 
 
-def _table_hint(name: str, t: Any, s: int, d: int) -> str:
+def _table_hint(name: str, t: Any, partner: Any, s: int, d: int) -> str:
     """What a numpy [S, D/2] table of the wrong shape likely is: ExecuTorch's `Rope.freqs_cos` of every position
     (its `Rope.get_freqs` takes the call's rows), or a full-width table of each value twice (GPT-J's
     repeat_interleave, cut to these pairs; rotate-half's cat, apply_rotary_emb_hf's); else ""."""
@@ -32,7 +32,7 @@ def _table_hint(name: str, t: Any, s: int, d: int) -> str:
                 f"tokens, {name}[input_pos], as its Rope.get_freqs does)")
     if len(shape) != 2 or shape[1] != d or not d:
         return ""
-    form = full_width.form_of(t)
+    form = full_width.form_of(t, partner)
     rotate_half = f"a rotate-half {full_width.CAT} table goes to vkrope.apply_rotary_emb_hf"
     if form == full_width.CAT:
         return f" (D values a row, each twice: {rotate_half})"
@@ -68,9 +68,9 @@ def check_llm(xq: Any, xk: Any, freqs_cos: Any, freqs_sin: Any) -> tuple[Request
     refuse_grid_spec("freqs_cos", freqs_cos)
     refuse_missing_partner("freqs_cos", freqs_cos, "freqs_sin", freqs_sin)
     fc = check_table("freqs_cos", freqs_cos, (s, d // 2), "[S, D/2]", q, x_name="xq",
-                     hint=lambda: _table_hint("freqs_cos", freqs_cos, s, d))
+                     hint=lambda: _table_hint("freqs_cos", freqs_cos, freqs_sin, s, d))
     fs = check_table("freqs_sin", freqs_sin, (s, d // 2), "[S, D/2]", q, x_name="xq",
-                     hint=lambda: _table_hint("freqs_sin", freqs_sin, s, d))
+                     hint=lambda: _table_hint("freqs_sin", freqs_sin, freqs_cos, s, d))
     check_same_dtype(fc, fs, "freqs_cos and freqs_sin")
     if values:  # (no values: no row is read, however many tokens; as the spec path and the ONNX tables)
         check_row_index("xq (its token s reads row s of freqs_cos)", s - 1)

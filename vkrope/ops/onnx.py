@@ -82,17 +82,17 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
             raise ValueError(f"with position_ids, cos_cache must be 2D [max_pos, rot/2]; got {describe(cos_cache)}")
         shape = (int(cos_cache.shape[0]), rot // 2)
         cos_cache = check_table("cos_cache", cos_cache, shape,
-                                "[max_pos, rot/2]" + _note("cos_cache", cos_cache, shape, half_from), x)
+                                "[max_pos, rot/2]" + _note("cos_cache", cos_cache, sin_cache, shape, half_from), x)
         sin_cache = check_table("sin_cache", sin_cache, shape, "[max_pos, rot/2] (like cos_cache)" +
-                                _note("sin_cache", sin_cache, shape, half_from), x)
+                                _note("sin_cache", sin_cache, cos_cache, shape, half_from), x)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         row_of = position_rows("position_ids", position_ids, (b, s), shape[0], x.size, swapped)
     else:
         shape3, swapped3 = (b, s, rot // 2), swapped and swapped + (rot // 2,)
         cos_cache = check_table("cos_cache", cos_cache, shape3, "[B, S, rot/2] (no position_ids)" +
-                                _note("cos_cache", cos_cache, shape3, half_from), x, swapped3)
+                                _note("cos_cache", cos_cache, sin_cache, shape3, half_from), x, swapped3)
         sin_cache = check_table("sin_cache", sin_cache, shape3, "[B, S, rot/2] (no position_ids)" +
-                                _note("sin_cache", sin_cache, shape3, half_from), x, swapped3)
+                                _note("sin_cache", sin_cache, cos_cache, shape3, half_from), x, swapped3)
         check_same_dtype(cos_cache, sin_cache, "cos_cache and sin_cache")
         cos_cache, sin_cache = rows2d(cos_cache, b * s, rot // 2), rows2d(sin_cache, b * s, rot // 2)
         if x.size:
@@ -104,21 +104,20 @@ def check_onnx(x: Any, cos_cache: Any, sin_cache: Any, position_ids: Any = None,
         given=given), ("cos_cache", "sin_cache"))
 
 
-def _note(name: str, t: Any, shape: tuple[int, ...], half_from: str) -> str:
+def _note(name: str, t: Any, partner: Any, shape: tuple[int, ...], half_from: str) -> str:
     """` (half_from)` where table `t`'s width is not the `shape`'s (a wrong num_heads shows as a wrong table width:
     the message says where the width came from); without a half_from, a numpy table `name` of twice the
-    shape's width is told how to cut Hugging Face's full-width forms; else ""."""
+    shape's width is told how to cut Hugging Face's full-width forms (read with its `partner`); else ""."""
     width = tuple(getattr(t, "shape", ())[-1:])
     if width == shape[-1:]:
         return ""
     if half_from:  # (where num_heads sets the width, a wrong one is as likely as a table of each value twice)
         return f" ({half_from})"
-    if width != (2 * shape[-1],) or not isinstance(t, np.ndarray):
-        return ""
-    form = full_width.form_of(t)
+    if width != (2 * shape[-1],) or not isinstance(t, np.ndarray) or t.ndim != len(shape):  # (another rank: no
+        return ""  # full-width table of this call's)
+    form = full_width.form_of(t, partner)
     return (f" (a table of each value twice, as Hugging Face's full-width ones: pass "
-            f"{full_width.cut(form, 'rot // 2', name)}"
-            f"{', with interleaved=1' if form == full_width.INTERLEAVED else ''})")
+            f"{full_width.cut(form, 'rot // 2', name, full_width.ONNX_PAIRING)})")
 
 
 def _onnx_spec_rows(spec: RopeFreqs, other: Any, position_ids: Any, rot: int, bs: tuple[int, int],

@@ -65,22 +65,21 @@ class _Structure:
 
 def _pair_hint(cos: Any, sin: Any) -> str:
     """What apply says to a (cos, sin) pair: for full-width tables of each value twice in interleaved pairs
-    (diffusers', GPT-J's repeat_interleave), the stack apply takes; for rotate-half ones (transformers'
-    cat(freqs, freqs)), ONNX's op; both where the form is not known."""
+    (diffusers', GPT-J's repeat_interleave), the stack apply takes of [N, D] ones, and ONNX's op for a model's
+    per-item or partial ones; for rotate-half ones (transformers' cat(freqs, freqs)), ONNX's op; all of it where
+    the form is not known."""
     form = full_width.form_of(cos, sin)
     stack = ("apply turns interleaved pairs (2i, 2i + 1), each row's cos and sin side by side: "
-             f"np.stack([cos[..., ::2], sin[..., ::2]], -1) of {full_width.INTERLEAVED} tables (diffusers')")
-    half = (f"rotate-half {full_width.CAT} tables (transformers') go to "
-            f"{full_width.rotary_embedding_route(full_width.CAT)}")
-    return " (a (cos, sin) pair: " + {full_width.INTERLEAVED: stack, full_width.CAT: half}.get(
-        form, f"{stack}; {half}") + ")"
+             f"np.stack([cos[..., ::2], sin[..., ::2]], -1) of {full_width.INTERLEAVED} tables [N, D] (diffusers')")
+    route = f"a model's tables [B or 1, S, rot] go to {full_width.rotary_embedding_route(form)}"
+    return " (a (cos, sin) pair: " + (route if form == full_width.CAT else f"{stack}; {route}") + ")"
 
 
 def _rows(n: int, n_rot: int, n_freq_rows: int) -> np.ndarray:
     """Each of `n` tokens' freqs row without positions: `t % n_freq_rows` for the first `n_rot`, -1 (passes through)
     after. int32 where the rows allow (4 bytes a token, kept as long as a resident x's structure: a 2^25-token x
-    kept 256 MiB of int64), filled a block at a time (no temporaries the size of x's tokens; an adversary's
-    broadcast x of 2^28 tokens took 6 GiB and 9 s here before its result was refused as too large)."""
+    kept 256 MiB of int64), filled a block at a time (no temporaries the size of x's tokens but frozen's one
+    copy; an adversary's broadcast x of 2^28 tokens took 6 GiB and 9 s here before its result was refused as too large)."""
     row_of = np.full(n, -1, np.int32 if n_freq_rows < 2**31 else np.int64)
     block = 1 << 20
     for t0 in range(0, n_rot, block):
@@ -129,7 +128,7 @@ def _structure(x: Any, freqs: Any, out: Any, inverse: Any, repeat: Any, exclude_
                 f"({n_tokens} - {exclude_last}) / {repeat} rows so that every rotated token has one (x shape {x.shape})"
             )
         # (an x of no values runs no kernel, and its N may be any size: no row per token then)
-        row_of = frozen(_rows(n_tokens, n_rot if n_freq_rows else 0, n_freq_rows) if x.size else np.full(0, -1))
+        row_of = frozen(_rows(n_tokens, n_rot if n_freq_rows else 0, n_freq_rows) if x.size else _rows(0, 0, 0))
     if isinstance(pairs, FrequencySpec):
         pairs = lower(pairs)
     check_out(out, x)

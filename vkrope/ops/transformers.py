@@ -12,6 +12,7 @@ from ..models import ModelRope
 from ..spec_checks import MROPE_AXES, check_position_ids
 from ..freqs import InvFreqs, RopeFreqs
 from ..kernels.table import Request
+from ..runtime.dtypes import is_real_float_dtype
 from .lowering import lower, several_axes
 from . import full_width
 from .call import ArrayT, Call, two
@@ -94,7 +95,7 @@ def check_pos_emb(q: Any, k: Any, spec: Any, position_ids: Any, *, out_q: Any = 
 def _a_table(t: Any) -> bool:
     """Whether `t`, given as a spec, reads as a rotary module's cos or sin table: a float numpy array of 2 or more
     axes (ids given in its place are not told about tables)."""
-    return isinstance(t, np.ndarray) and t.ndim >= 2 and np.issubdtype(t.dtype, np.floating)
+    return isinstance(t, np.ndarray) and t.ndim >= 2 and is_real_float_dtype(t.dtype)
 
 
 def apply_rotary_pos_emb(q: ArrayT, k: ArrayT, spec: Any, position_ids: np.ndarray, *, out_q: ArrayT | None = None,
