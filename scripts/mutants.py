@@ -2980,8 +2980,6 @@ MUTATIONS = [
              "    repeated = full_width.form_of(cos, sin)", '    repeated = ""'),
     Mutation("rope_and_cache: GPT-J's repeat_interleave full-width tables read as twice the rotary width",
              "vkrope/ops/full_width.py", "INTERLEAVED: (slice(0, None, 2), slice(1, None, 2))}", "}"),
-    Mutation("rope_and_cache: a one-frequency stand-in table refused as full width", "vkrope/ops/full_width.py",
-             " or all(np.all(t == t[:, :1]) for t in host):", ":"),
     Mutation("rope_and_cache: a full-width table beside a resident partner taken unread", "vkrope/ops/full_width.py",
              "        if isinstance(t, DeviceArray) or not isinstance(t, np.ndarray)",
              "        if any(isinstance(u, DeviceArray) for u in tables) or not isinstance(t, np.ndarray)"),

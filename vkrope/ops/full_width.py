@@ -23,8 +23,8 @@ def form_of(*tables: Any, rows: int = REPEATS_READ) -> str:
     """Which full-width form the numpy `tables` (last axis the columns) take ("" for none, for both, or none to
     read): each value twice, columns j and j + half alike (cat) or 2j and 2j + 1 (repeat_interleave), in the
     first `rows` rows of the first `rows` items (a decode step's table of item 0 at position 0 has every column
-    alike), not every column alike (a test's stand-in of one frequency is taken as given); a table both forms
-    fit (a one-row half-precision table can: 43 of 2 x 10^5 positions at rot 8, a reviewer counted) is no form.
+    alike); a table both forms fit is no form: every column alike (a test's stand-in of one frequency, taken as
+    given), or a one-row half-precision table (43 of 2 x 10^5 positions at rot 8, a reviewer counted).
     Resident tables are not read back; only those rows are read (a table may be a broadcast view of 2^40)."""
     host = []
     for t in tables:
@@ -35,7 +35,7 @@ def form_of(*tables: Any, rows: int = REPEATS_READ) -> str:
         first = t[(0,) * (t.ndim - 3)] if t.ndim > 3 else t  # (a [B, S, rot] table's first items and rows)
         host.append(np.asarray(first[(slice(None, rows),) * (first.ndim - 1)], np.float64).reshape(-1, t.shape[-1]))
     width = int(host[0].shape[1]) if host else 0
-    if width < 2 or width % 2 or any(t.shape[1] != width for t in host) or all(np.all(t == t[:, :1]) for t in host):
+    if width < 2 or width % 2 or any(t.shape[1] != width for t in host):
         return ""
     h = width // 2
     halves = {CAT: (slice(None, h), slice(h, None)), INTERLEAVED: (slice(0, None, 2), slice(1, None, 2))}
