@@ -113,8 +113,9 @@ def _note(name: str, t: Any, partner: Any, shape: tuple[int, ...], half_from: st
         return ""
     if half_from:  # (where num_heads sets the width, a wrong one is as likely as a table of each value twice)
         return f" ({half_from})"
-    if width != (2 * shape[-1],) or not isinstance(t, np.ndarray) or t.ndim != len(shape):  # (another rank: no
-        return ""  # full-width table of this call's)
+    # (a table of another rank, or resident, is not told how to cut a full-width one)
+    if width != (2 * shape[-1],) or not isinstance(t, np.ndarray) or t.ndim != len(shape):
+        return ""
     form = full_width.form_of(t, partner)
     return (f" (a table of each value twice, as Hugging Face's full-width ones: pass "
             f"{full_width.cut(form, 'rot // 2', name, full_width.ONNX_PAIRING)})")

@@ -79,7 +79,8 @@ def _rows(n: int, n_rot: int, n_freq_rows: int) -> np.ndarray:
     """Each of `n` tokens' freqs row without positions: `t % n_freq_rows` for the first `n_rot`, -1 (passes through)
     after. int32 where the rows allow (4 bytes a token, kept as long as a resident x's structure: a 2^25-token x
     kept 256 MiB of int64), filled a block at a time (no temporaries the size of x's tokens but frozen's one
-    copy; an adversary's broadcast x of 2^28 tokens took 6 GiB and 9 s here before its result was refused as too large)."""
+    copy; an adversary's broadcast x of 2^28 tokens took 6 GiB and 9 s here before its result was refused as
+    too large)."""
     row_of = np.full(n, -1, np.int32 if n_freq_rows < 2**31 else np.int64)
     block = 1 << 20
     for t0 in range(0, n_rot, block):
