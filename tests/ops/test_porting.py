@@ -47,6 +47,7 @@ def _exact(x: np.ndarray, f: np.ndarray, form: str) -> np.ndarray:
 
 
 def _close(y: np.ndarray, x: np.ndarray, ref: np.ndarray) -> None:
+    """y within ULPS of the pair's scale (2 max|x|: |cos| + |sin| <= 2 per term) of the float64 `ref`."""
     np.testing.assert_allclose(y, ref, rtol=0, atol=ULPS * 2 * np.abs(x).max())
 
 
